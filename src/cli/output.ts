@@ -1,0 +1,45 @@
+/**
+ * stdout carries exactly one JSON document; everything for humans goes to stderr, and only when
+ * stderr is a terminal and --quiet is off.
+ */
+import chalk from "chalk";
+import type { Reply } from "../protocol/respond.js";
+
+export interface HumanOutput {
+  readonly enabled: boolean;
+}
+
+export function humanOutput(quiet: boolean | undefined): HumanOutput {
+  return { enabled: !quiet && process.stderr.isTTY === true };
+}
+
+export function printJson(body: unknown): Promise<void> {
+  return new Promise((resolve) => {
+    process.stdout.write(`${JSON.stringify(body, null, 2)}\n`, () => resolve());
+  });
+}
+
+export function note(out: HumanOutput, line: string): void {
+  if (out.enabled) process.stderr.write(`${line}\n`);
+}
+
+export function summarize(out: HumanOutput, op: "verify" | "settle", reply: Reply): void {
+  if (!out.enabled) return;
+  const body = reply.body;
+  const f = reply.failure;
+  if (!f) {
+    const payer = (body.payer as string | undefined) ?? "";
+    const hash = (body.transactionHash ?? body.transaction) as string | undefined;
+    note(
+      out,
+      op === "verify"
+        ? `${chalk.green("✔ valid")} payment from ${chalk.bold(payer)}`
+        : `${chalk.green("✔ settled")} ${chalk.bold(hash ?? "")}`,
+    );
+    return;
+  }
+  const hash = (body.transactionHash ?? body.transaction) as string | undefined;
+  const label = f.code === "settlement_pending" ? chalk.yellow("… pending") : chalk.red("✖ failed");
+  note(out, `${label} ${chalk.bold(f.code)}: ${f.message}`);
+  if (hash) note(out, `  transaction ${chalk.bold(hash)}`);
+}

@@ -1,0 +1,205 @@
+/**
+ * The one error table: every failure the facilitator reports, with its HTTP status, the reason
+ * string the x402 dialect carries (the reference SDK's, so x402 resource servers see the same
+ * verdicts) and a one-line summary for humans. The CLI, the HTTP server and both dialects read it.
+ */
+
+export interface ErrorSpec {
+  /** HTTP status in the reference dialect. */
+  readonly status: 400 | 401 | 404 | 405 | 413 | 500 | 503;
+  /** The x402 `invalidReason` / `errorReason` string for this outcome. */
+  readonly x402: string;
+  /** A one-line explanation, the default `message`. */
+  readonly summary: string;
+}
+
+export const ERRORS = {
+  invalid_request: {
+    status: 400,
+    x402: "invalid_payload",
+    summary: "The request is not valid JSON of the documented shape",
+  },
+  unsupported_version: {
+    status: 400,
+    x402: "invalid_x402_version",
+    summary: "This x402 version is not supported (1 and 2 are)",
+  },
+  unsupported_scheme: {
+    status: 400,
+    x402: "unsupported_scheme",
+    summary: "This payment scheme is not supported",
+  },
+  unsupported_network: {
+    status: 400,
+    x402: "invalid_network",
+    summary: "No RPC is configured for this network",
+  },
+  unsupported_signature: {
+    status: 400,
+    x402: "eip6492_factory_not_allowed",
+    summary: "This kind of signature is not supported",
+  },
+  scheme_mismatch: {
+    status: 400,
+    x402: "invalid_exact_evm_scheme",
+    summary: "The payload's scheme differs from the requirements' scheme",
+  },
+  network_mismatch: {
+    status: 400,
+    x402: "invalid_exact_evm_network_mismatch",
+    summary: "The payload's network differs from the requirements' network",
+  },
+  missing_eip712_domain: {
+    status: 400,
+    x402: "invalid_exact_evm_missing_eip712_domain",
+    summary: "requirements.extra must carry the token's EIP-712 name and version",
+  },
+  invalid_signature: {
+    status: 400,
+    x402: "invalid_exact_evm_signature",
+    summary: "The signature does not validate for the payer",
+  },
+  recipient_mismatch: {
+    status: 400,
+    x402: "invalid_exact_evm_recipient_mismatch",
+    summary: "The authorization pays someone other than requirements.payTo",
+  },
+  amount_mismatch: {
+    status: 400,
+    x402: "invalid_exact_evm_payload_authorization_value_mismatch",
+    summary: "The authorized value differs from the required amount",
+  },
+  asset_mismatch: {
+    status: 400,
+    x402: "permit2_token_mismatch",
+    summary: "The authorization moves a different token than requirements.asset",
+  },
+  authorization_expired: {
+    status: 400,
+    x402: "invalid_exact_evm_payload_authorization_valid_before",
+    summary: "The authorization expires in less than 6 seconds or has expired",
+  },
+  authorization_not_yet_valid: {
+    status: 400,
+    x402: "invalid_exact_evm_payload_authorization_valid_after",
+    summary: "The authorization is not valid yet",
+  },
+  token_name_mismatch: {
+    status: 400,
+    x402: "invalid_exact_evm_token_name_mismatch",
+    summary: "The token's name() differs from requirements.extra.name",
+  },
+  token_version_mismatch: {
+    status: 400,
+    x402: "invalid_exact_evm_token_version_mismatch",
+    summary: "The token's version() differs from requirements.extra.version",
+  },
+  asset_not_contract: {
+    status: 400,
+    x402: "asset_not_deployed_contract",
+    summary: "requirements.asset has no contract code on this network",
+  },
+  eip3009_not_supported: {
+    status: 400,
+    x402: "invalid_exact_evm_eip3009_not_supported",
+    summary: "The token does not implement EIP-3009",
+  },
+  nonce_already_used: {
+    status: 400,
+    x402: "invalid_exact_evm_nonce_already_used",
+    summary: "The authorization was already used or cancelled on chain",
+  },
+  insufficient_funds: {
+    status: 400,
+    x402: "invalid_exact_evm_insufficient_balance",
+    summary: "The payer's balance is below the amount",
+  },
+  simulation_failed: {
+    status: 400,
+    x402: "invalid_exact_evm_transaction_simulation_failed",
+    summary: "The transfer would revert",
+  },
+  settlement_failed: {
+    status: 400,
+    x402: "invalid_exact_evm_transaction_failed",
+    summary: "The settlement transaction failed",
+  },
+  settlement_pending: {
+    status: 500,
+    x402: "settlement_pending",
+    summary: "The transaction was broadcast but not confirmed in time; retry to reconcile",
+  },
+  chain_unavailable: {
+    status: 503,
+    x402: "unexpected_error",
+    summary: "The RPC for this network cannot be reached",
+  },
+  internal_error: {
+    status: 500,
+    x402: "unexpected_error",
+    summary: "Unexpected internal error",
+  },
+  unauthorized: {
+    status: 401,
+    x402: "unauthorized",
+    summary: "A valid API key is required",
+  },
+  payload_too_large: {
+    status: 413,
+    x402: "invalid_payload",
+    summary: "The request body is over the size limit",
+  },
+  not_found: { status: 404, x402: "not_found", summary: "No such endpoint" },
+  method_not_allowed: {
+    status: 405,
+    x402: "method_not_allowed",
+    summary: "This endpoint does not accept that method",
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * A failed outcome. Failures are values in the payment flow; only infrastructure trouble throws,
+ * and the facilitator turns what is thrown into one of these.
+ */
+export interface Failure {
+  readonly code: ErrorCode;
+  /** Human explanation, naming the field or the values involved. */
+  readonly message: string;
+  /** Overrides the table's status (a `settlement_failed` that is not the payment's fault is 500). */
+  readonly status?: number;
+  /** Overrides the table's x402 reason where the reference uses a finer one. */
+  readonly x402Reason?: string;
+}
+
+export function failure(
+  code: ErrorCode,
+  message: string = ERRORS[code].summary,
+  extra: Omit<Failure, "code" | "message"> = {},
+): Failure {
+  return { code, message, ...extra };
+}
+
+export function statusOf(f: Failure): number {
+  return f.status ?? ERRORS[f.code].status;
+}
+
+export function x402ReasonOf(f: Failure): string {
+  return f.x402Reason ?? ERRORS[f.code].x402;
+}
+
+/** Thrown for conditions that end an operation early; carries a Failure. */
+export class FacilitatorError extends Error {
+  override readonly name = "FacilitatorError";
+  readonly failure: Failure;
+
+  constructor(f: Failure, options?: { cause?: unknown }) {
+    super(f.message, options);
+    this.failure = f;
+  }
+
+  static of(code: ErrorCode, message?: string, extra?: Omit<Failure, "code" | "message">) {
+    return new FacilitatorError(failure(code, message, extra));
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * The facilitator: routes a parsed payment request to the module for its (version, scheme,
+ * network, payload shape) and owns what every method shares: the RPC, the signer, the clock, and
+ * turning anything thrown into a Failure.
+ */
+import type { LocalAccount } from "viem";
+import {
+  caip2,
+  chainIdOfCaip2,
+  chainIdOfV1Name,
+  KNOWN_NETWORKS,
+  knownNetwork,
+} from "./chain/networks.js";
+import { isUnreachable, type RpcOptions, RpcRegistry } from "./chain/rpc.js";
+import { FacilitatorError, type Failure, failure } from "./errors.js";
+import type { PaymentRequest } from "./protocol/request.js";
+import type { WaitUntil } from "./protocol/schemas.js";
+import { EXACT, exactEvmMethod } from "./schemes/exact-evm/index.js";
+import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
+
+export interface FacilitatorOptions extends RpcOptions {
+  /** The settlement account. Without one, verify works and settle answers settlement_failed. */
+  readonly signer?: LocalAccount | undefined;
+  /** How long `confirmed` waits for a receipt (default 60 s). */
+  readonly confirmTimeoutMs?: number | undefined;
+  /** Receipt polling interval (default 250 ms). */
+  readonly receiptPollMs?: number | undefined;
+  /** Unix seconds; tests may pin it. */
+  readonly now?: (() => number) | undefined;
+}
+
+export interface SupportedKind {
+  readonly x402Version: 1 | 2;
+  readonly scheme: string;
+  readonly network: string;
+}
+
+export interface SupportedResponse {
+  readonly kinds: SupportedKind[];
+  readonly extensions: string[];
+  readonly signers: Record<string, string[]>;
+}
+
+type Routed =
+  | { ok: true; method: PaymentMethod; ctx: SchemeContext }
+  | { ok: false; failure: Failure };
+
+export class Facilitator {
+  readonly rpc: RpcRegistry;
+  readonly #options: FacilitatorOptions;
+
+  constructor(options: FacilitatorOptions = {}) {
+    this.#options = options;
+    this.rpc = new RpcRegistry(options);
+  }
+
+  get signerAddress(): string | undefined {
+    return this.#options.signer?.address;
+  }
+
+  async verify(request: PaymentRequest): Promise<VerifyResult> {
+    const routed = await this.#route(request);
+    if (!routed.ok) return { ok: false, failure: routed.failure };
+    try {
+      return await routed.method.verify(routed.ctx, request);
+    } catch (error) {
+      return { ok: false, failure: asFailure(error, "verify") };
+    }
+  }
+
+  async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
+    const routed = await this.#route(request);
+    if (!routed.ok) return { ok: false, failure: routed.failure };
+    try {
+      return await routed.method.settle(
+        routed.ctx,
+        request,
+        waitUntil ?? request.waitUntil ?? "confirmed",
+      );
+    } catch (error) {
+      return { ok: false, failure: asFailure(error, "settle") };
+    }
+  }
+
+  /** The kinds this instance serves: every configured chain, plus the well-known networks. */
+  async supported(): Promise<SupportedResponse> {
+    const configured = await this.rpc.configuredChainIds();
+    const defaults =
+      this.#options.useDefaultRpcs === false
+        ? []
+        : KNOWN_NETWORKS.filter((n) => n.defaultRpcUrl).map((n) => n.chainId);
+    const chainIds = [...new Set([...configured, ...defaults])];
+    const kinds: SupportedKind[] = [];
+    for (const chainId of chainIds) {
+      const v1Name = knownNetwork(chainId)?.v1Name;
+      if (v1Name) kinds.push({ x402Version: 1, scheme: EXACT, network: v1Name });
+      kinds.push({ x402Version: 2, scheme: EXACT, network: caip2(chainId) });
+    }
+    const signer = this.signerAddress;
+    return { kinds, extensions: [], signers: signer ? { "eip155:*": [signer] } : {} };
+  }
+
+  async #route(request: PaymentRequest): Promise<Routed> {
+    const { requirements, x402Version } = request;
+    if (requirements.scheme !== EXACT) {
+      return {
+        ok: false,
+        failure: failure(
+          "unsupported_scheme",
+          `scheme "${requirements.scheme}" is not supported; "exact" is`,
+        ),
+      };
+    }
+    const chainId = chainIdOf(requirements.network, x402Version);
+    if (typeof chainId !== "number") return { ok: false, failure: chainId };
+
+    const method = exactEvmMethod(request.payload, request.paths.payload);
+    if ("code" in method) return { ok: false, failure: method };
+
+    try {
+      const client = await this.rpc.client(chainId);
+      const ctx: SchemeContext = {
+        client,
+        chainId,
+        signer: this.#options.signer,
+        now: this.#options.now ?? (() => Date.now() / 1000),
+        confirmTimeoutMs: this.#options.confirmTimeoutMs ?? 60_000,
+        receiptPollMs: this.#options.receiptPollMs ?? 250,
+      };
+      return { ok: true, method, ctx };
+    } catch (error) {
+      return { ok: false, failure: asFailure(error, "verify") };
+    }
+  }
+}
+
+/** v1 speaks network names, v2 CAIP-2 ids; each is held to its own form. */
+function chainIdOf(network: string, x402Version: 1 | 2): number | Failure {
+  if (x402Version === 1) {
+    const id = chainIdOfV1Name(network);
+    if (id !== undefined) return id;
+    const hint =
+      chainIdOfCaip2(network) !== undefined ? "; v1 uses names such as base-sepolia" : "";
+    return failure("unsupported_network", `"${network}" is not a known x402 v1 network${hint}`);
+  }
+  const id = chainIdOfCaip2(network);
+  if (id !== undefined) return id;
+  const hint =
+    chainIdOfV1Name(network) !== undefined
+      ? ` (for ${network}: eip155:${chainIdOfV1Name(network)})`
+      : "";
+  return failure(
+    "unsupported_network",
+    `"${network}" is not supported: x402 v2 networks are CAIP-2 ids such as eip155:84532${hint}`,
+  );
+}
+
+function asFailure(error: unknown, op: "verify" | "settle"): Failure {
+  if (error instanceof FacilitatorError) return error.failure;
+  if (isUnreachable(error)) return failure("chain_unavailable", "the RPC could not be reached");
+  const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  return failure("internal_error", `unexpected error during ${op}: ${text}`);
+}

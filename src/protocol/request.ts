@@ -1,0 +1,205 @@
+/**
+ * Bytes → JSON → dialect → schema: turns a request body of either dialect into one
+ * PaymentRequest, or a Failure that names the offending field.
+ */
+import type { z } from "zod";
+import { type Failure, failure } from "../errors.js";
+import {
+  describeIssue,
+  payloadV1Schema,
+  payloadV2Schema,
+  requirementsV1Schema,
+  requirementsV2Schema,
+  WAIT_UNTIL,
+  type WaitUntil,
+} from "./schemas.js";
+
+export type Dialect = "reference" | "x402";
+
+/** Requirements of either version, with the v1 `maxAmountRequired` read as `amount`. */
+export interface Requirements {
+  readonly scheme: string;
+  readonly network: string;
+  readonly amount: string;
+  readonly asset: string;
+  readonly payTo: string;
+  readonly maxTimeoutSeconds?: number | undefined;
+  readonly extra?: Record<string, unknown> | null | undefined;
+}
+
+export interface PaymentRequest {
+  readonly dialect: Dialect;
+  readonly x402Version: 1 | 2;
+  /** paymentPayload.accepted.scheme (v2) or paymentPayload.scheme (v1). */
+  readonly payloadScheme: string;
+  /** paymentPayload.accepted.network (v2) or paymentPayload.network (v1). */
+  readonly payloadNetwork: string;
+  /** The scheme-specific object, paymentPayload.payload. */
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly requirements: Requirements;
+  /** How the caller named the two objects, so messages point at their own fields. */
+  readonly paths: { readonly payload: string; readonly requirements: string };
+  readonly waitUntil?: WaitUntil | undefined;
+}
+
+export type ParsedRequest =
+  | { readonly ok: true; readonly request: PaymentRequest }
+  | {
+      readonly ok: false;
+      readonly dialect: Dialect;
+      readonly failure: Failure;
+      /** The payload's `from`, when it could be read: x402 answers carry it even on failure. */
+      readonly payer?: string | undefined;
+    };
+
+export function parseJson(
+  text: string,
+): { ok: true; value: unknown } | { ok: false; failure: Failure } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (error) {
+    const detail = error instanceof SyntaxError ? `: ${error.message}` : "";
+    return { ok: false, failure: failure("invalid_request", `body is not valid JSON${detail}`) };
+  }
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The x402 dialect is recognised by its field names; anything else is the reference dialect. */
+export function dialectOf(body: unknown): Dialect {
+  return isObject(body) && ("paymentPayload" in body || "paymentRequirements" in body)
+    ? "x402"
+    : "reference";
+}
+
+/** Reads `payload.authorization.from` when present, whatever else is wrong. */
+export function payerHint(payload: unknown): string | undefined {
+  if (!isObject(payload) || !isObject(payload.payload)) return undefined;
+  const inner = payload.payload;
+  const from = isObject(inner.authorization)
+    ? inner.authorization.from
+    : isObject(inner.permit2Authorization)
+      ? inner.permit2Authorization.from
+      : undefined;
+  return typeof from === "string" ? from : undefined;
+}
+
+export function parseRequest(body: unknown): ParsedRequest {
+  const dialect = dialectOf(body);
+  const paths =
+    dialect === "x402"
+      ? { payload: "paymentPayload", requirements: "paymentRequirements" }
+      : { payload: "payload", requirements: "requirements" };
+  const reject = (f: Failure, payer?: string): ParsedRequest => ({
+    ok: false,
+    dialect,
+    failure: f,
+    payer,
+  });
+
+  if (!isObject(body)) {
+    return reject(failure("invalid_request", "body must be a JSON object"));
+  }
+  const rawPayload = body[paths.payload];
+  const rawRequirements = body[paths.requirements];
+  const payer = payerHint(rawPayload);
+  for (const [name, value] of [
+    [paths.payload, rawPayload],
+    [paths.requirements, rawRequirements],
+  ] as const) {
+    if (!isObject(value)) {
+      const found = value === undefined ? "it is missing" : `got ${describeValue(value)}`;
+      return reject(failure("invalid_request", `${name} must be an object; ${found}`), payer);
+    }
+  }
+  if (!isObject(rawPayload) || !isObject(rawRequirements)) throw new Error("unreachable");
+
+  let waitUntil: WaitUntil | undefined;
+  if (body.waitUntil !== undefined) {
+    if (!WAIT_UNTIL.includes(body.waitUntil as WaitUntil)) {
+      return reject(
+        failure("invalid_request", `waitUntil must be one of ${WAIT_UNTIL.join(", ")}`),
+        payer,
+      );
+    }
+    waitUntil = body.waitUntil as WaitUntil;
+  }
+
+  const version = rawPayload.x402Version;
+  if (typeof version !== "number") {
+    return reject(
+      failure("invalid_request", `${paths.payload}.x402Version must be a number`),
+      payer,
+    );
+  }
+  if (version !== 1 && version !== 2) {
+    return reject(
+      failure("unsupported_version", `x402 version ${version} is not supported (1 and 2 are)`),
+      payer,
+    );
+  }
+
+  const check = <T>(schema: z.ZodType<T>, value: unknown, prefix: string) => {
+    const result = schema.safeParse(value);
+    return result.success
+      ? ({ ok: true, value: result.data } as const)
+      : ({
+          ok: false,
+          failure: invalidField(describeIssue(result.error, prefix), prefix),
+        } as const);
+  };
+
+  if (version === 2) {
+    const payload = check(payloadV2Schema, rawPayload, paths.payload);
+    if (!payload.ok) return reject(payload.failure, payer);
+    const requirements = check(requirementsV2Schema, rawRequirements, paths.requirements);
+    if (!requirements.ok) return reject(requirements.failure, payer);
+    return {
+      ok: true,
+      request: {
+        dialect,
+        x402Version: 2,
+        payloadScheme: payload.value.accepted.scheme,
+        payloadNetwork: payload.value.accepted.network,
+        payload: payload.value.payload,
+        requirements: requirements.value,
+        paths,
+        waitUntil,
+      },
+    };
+  }
+
+  const payload = check(payloadV1Schema, rawPayload, paths.payload);
+  if (!payload.ok) return reject(payload.failure, payer);
+  const requirements = check(requirementsV1Schema, rawRequirements, paths.requirements);
+  if (!requirements.ok) return reject(requirements.failure, payer);
+  const { maxAmountRequired, ...rest } = requirements.value;
+  return {
+    ok: true,
+    request: {
+      dialect,
+      x402Version: 1,
+      payloadScheme: payload.value.scheme,
+      payloadNetwork: payload.value.network,
+      payload: payload.value.payload,
+      requirements: { ...rest, amount: maxAmountRequired },
+      paths,
+      waitUntil,
+    },
+  };
+}
+
+/** invalid_request, with the x402 reason telling payload from requirements problems. */
+export function invalidField(message: string, path: string): Failure {
+  const x402Reason = /requirements/i.test(path.split(".")[0] ?? "")
+    ? "invalid_payment_requirements"
+    : "invalid_payload";
+  return failure("invalid_request", message, { x402Reason });
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,146 @@
+/**
+ * The two doors' shared middle: a request body in, a reply (status and JSON body in the caller's
+ * dialect) out. The CLI prints the body; the HTTP server sends it.
+ */
+import { type Failure, statusOf, x402ReasonOf } from "../errors.js";
+import type { Facilitator } from "../facilitator.js";
+import type { SettleResult, VerifyResult } from "../schemes/types.js";
+import { type Dialect, type PaymentRequest, parseRequest } from "./request.js";
+import type { WaitUntil } from "./schemas.js";
+
+export interface Reply {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  /** Present when the outcome is not a success, whatever the dialect's status says. */
+  readonly failure?: Failure | undefined;
+}
+
+type Operation = "verify" | "settle";
+
+/** Only infrastructure failures leave 200 in the x402 dialect: resource servers read the body. */
+function x402Status(f: Failure): number {
+  return f.code === "chain_unavailable" || f.code === "internal_error" ? statusOf(f) : 200;
+}
+
+function x402Reason(f: Failure, op: Operation): string {
+  const reason = x402ReasonOf(f);
+  return reason === "unexpected_error" ? `unexpected_${op}_error` : reason;
+}
+
+function referenceFailure(f: Failure, transactionHash?: string): Reply {
+  const body: Record<string, unknown> = { success: false, error: f.code, message: f.message };
+  if (transactionHash) body.transactionHash = transactionHash;
+  return { status: statusOf(f), body, failure: f };
+}
+
+export function renderVerify(dialect: Dialect, result: VerifyResult, payerHint?: string): Reply {
+  if (dialect === "reference") {
+    return result.ok
+      ? { status: 200, body: { success: true, payer: result.payer } }
+      : referenceFailure(result.failure);
+  }
+  if (result.ok) return { status: 200, body: { isValid: true, payer: result.payer } };
+  const body: Record<string, unknown> = {
+    isValid: false,
+    invalidReason: x402Reason(result.failure, "verify"),
+    invalidMessage: result.failure.message,
+  };
+  const payer = result.payer ?? payerHint;
+  if (payer) body.payer = payer;
+  return { status: x402Status(result.failure), body, failure: result.failure };
+}
+
+export function renderSettle(
+  dialect: Dialect,
+  result: SettleResult,
+  context: { network: string; payerHint?: string | undefined },
+): Reply {
+  if (dialect === "reference") {
+    return result.ok
+      ? { status: 200, body: { success: true, transactionHash: result.transactionHash } }
+      : referenceFailure(result.failure, result.transactionHash);
+  }
+  const payer = result.payer ?? context.payerHint;
+  if (result.ok) {
+    return {
+      status: 200,
+      body: { success: true, payer, transaction: result.transactionHash, network: context.network },
+    };
+  }
+  const body: Record<string, unknown> = {
+    success: false,
+    errorReason: x402Reason(result.failure, "settle"),
+    errorMessage: result.failure.message,
+    transaction: result.transactionHash ?? "",
+    network: context.network,
+  };
+  if (payer) body.payer = payer;
+  return { status: x402Status(result.failure), body, failure: result.failure };
+}
+
+/** The payload's `authorization.from`, for x402 answers that carry the payer even on failure. */
+function payerOf(request: PaymentRequest): string | undefined {
+  const auth = request.payload.authorization;
+  if (typeof auth === "object" && auth !== null && "from" in auth) {
+    const from = (auth as { from?: unknown }).from;
+    return typeof from === "string" ? from : undefined;
+  }
+  return undefined;
+}
+
+function networkHint(body: unknown): string {
+  const read = (value: unknown, ...path: string[]): unknown =>
+    path.reduce<unknown>(
+      (node, key) =>
+        typeof node === "object" && node !== null
+          ? (node as Record<string, unknown>)[key]
+          : undefined,
+      value,
+    );
+  const candidates = [
+    read(body, "paymentPayload", "accepted", "network"),
+    read(body, "paymentPayload", "network"),
+    read(body, "paymentRequirements", "network"),
+  ];
+  const found = candidates.find((c) => typeof c === "string");
+  return typeof found === "string" ? found : "";
+}
+
+export async function handleVerify(facilitator: Facilitator, body: unknown): Promise<Reply> {
+  const parsed = parseRequest(body);
+  if (!parsed.ok) {
+    return renderVerify(parsed.dialect, { ok: false, failure: parsed.failure }, parsed.payer);
+  }
+  const { request } = parsed;
+  return renderVerify(request.dialect, await facilitator.verify(request), payerOf(request));
+}
+
+export async function handleSettle(
+  facilitator: Facilitator,
+  body: unknown,
+  /** A waitUntil given outside the body (the CLI flag) wins over the body's. */
+  options: { waitUntil?: WaitUntil | undefined } = {},
+): Promise<Reply> {
+  const parsed = parseRequest(body);
+  if (!parsed.ok) {
+    return renderSettle(
+      parsed.dialect,
+      { ok: false, failure: parsed.failure },
+      { network: networkHint(body), payerHint: parsed.payer },
+    );
+  }
+  const { request } = parsed;
+  const result = await facilitator.settle(request, options.waitUntil ?? request.waitUntil);
+  return renderSettle(request.dialect, result, {
+    network: request.payloadNetwork,
+    payerHint: payerOf(request),
+  });
+}
+
+/** CLI exit status: 0 success, 1 payment rejected, 2 unusable input, 3 chain or infrastructure. */
+export function exitCodeOf(reply: Reply): 0 | 1 | 2 | 3 {
+  const f = reply.failure;
+  if (!f) return 0;
+  if (f.code === "invalid_request") return 2;
+  return statusOf(f) < 500 ? 1 : 3;
+}

@@ -1,0 +1,62 @@
+/**
+ * zod schemas for the x402 wire types (v1 and v2) at the level every scheme shares. Scheme
+ * modules validate their own `payload` and the EVM-specific requirement fields, so a Solana or
+ * unknown-scheme request is told `unsupported_*`, not that its addresses look wrong.
+ */
+import { z } from "zod";
+
+const nonEmpty = z.string().min(1, "must be a non-empty string");
+const extra = z.record(z.string(), z.unknown()).nullish();
+
+export const requirementsV2Schema = z.looseObject({
+  scheme: nonEmpty,
+  network: nonEmpty,
+  amount: z.string(),
+  asset: z.string(),
+  payTo: z.string(),
+  maxTimeoutSeconds: z.number().positive().optional(),
+  extra,
+});
+
+export const requirementsV1Schema = z.looseObject({
+  scheme: nonEmpty,
+  network: nonEmpty,
+  maxAmountRequired: z.string(),
+  asset: z.string(),
+  payTo: z.string(),
+  maxTimeoutSeconds: z.number().positive().optional(),
+  resource: z.string().optional(),
+  description: z.string().optional(),
+  extra,
+});
+
+export const payloadV2Schema = z.looseObject({
+  x402Version: z.literal(2),
+  accepted: z.looseObject({ scheme: nonEmpty, network: nonEmpty }),
+  payload: z.record(z.string(), z.unknown()),
+  resource: z.unknown().optional(),
+  extensions: z.record(z.string(), z.unknown()).nullish(),
+});
+
+export const payloadV1Schema = z.looseObject({
+  x402Version: z.literal(1),
+  scheme: nonEmpty,
+  network: nonEmpty,
+  payload: z.record(z.string(), z.unknown()),
+});
+
+export type RequirementsV2 = z.infer<typeof requirementsV2Schema>;
+export type RequirementsV1 = z.infer<typeof requirementsV1Schema>;
+export type PaymentPayloadV2 = z.infer<typeof payloadV2Schema>;
+export type PaymentPayloadV1 = z.infer<typeof payloadV1Schema>;
+
+export const WAIT_UNTIL = ["simulated", "submitted", "confirmed"] as const;
+export type WaitUntil = (typeof WAIT_UNTIL)[number];
+
+/** "payload.payload.authorization.value: expected …" from the first zod issue. */
+export function describeIssue(error: z.ZodError, prefix: string): string {
+  const issue = error.issues[0];
+  if (!issue) return `${prefix}: invalid`;
+  const path = [prefix, ...issue.path.map(String)].join(".");
+  return `${path}: ${issue.message}`;
+}

@@ -1,0 +1,42 @@
+/**
+ * What a payment method module implements, and what the facilitator hands it. One module per
+ * method (EIP-3009, Permit2, …); the facilitator picks one by scheme, network and payload shape.
+ */
+import type { Address, Hex, LocalAccount, PublicClient } from "viem";
+import type { Failure } from "../errors.js";
+import type { PaymentRequest } from "../protocol/request.js";
+import type { WaitUntil } from "../protocol/schemas.js";
+
+export interface SchemeContext {
+  readonly client: PublicClient;
+  readonly chainId: number;
+  /** The settlement account; verify needs none. */
+  readonly signer?: LocalAccount | undefined;
+  /** Wall-clock unix seconds: validity windows are checked against the host clock, as x402 does. */
+  readonly now: () => number;
+  /** How long `confirmed` waits for a receipt before answering `settlement_pending`. */
+  readonly confirmTimeoutMs: number;
+  readonly receiptPollMs: number;
+}
+
+export type VerifyResult =
+  | { readonly ok: true; readonly payer: Address }
+  | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
+
+export type SettleResult =
+  | { readonly ok: true; readonly payer: Address; readonly transactionHash: Hex }
+  | {
+      readonly ok: false;
+      readonly failure: Failure;
+      readonly payer?: string | undefined;
+      /** Set whenever a transaction was signed: a broadcast hash is never dropped. */
+      readonly transactionHash?: Hex | undefined;
+    };
+
+export interface PaymentMethod {
+  readonly name: string;
+  /** Whether this method understands the shape of `paymentPayload.payload`. */
+  accepts(payload: Readonly<Record<string, unknown>>): boolean;
+  verify(ctx: SchemeContext, request: PaymentRequest): Promise<VerifyResult>;
+  settle(ctx: SchemeContext, request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult>;
+}
