@@ -1,0 +1,79 @@
+/**
+ * Hand-made EIP-3009 authorizations, for the cases the official client will not produce (a
+ * validAfter in the future, a signer that is not `from`, a contract wallet's owner signing).
+ */
+import { type Address, bytesToHex, type Hex, size, sliceHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { Devnet } from "../../src/devnet/index.js";
+
+export interface AuthorizationFields {
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+}
+
+export function randomNonce(): Hex {
+  return bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+export async function signAuthorization(
+  devnet: Devnet,
+  signerKey: Hex,
+  fields: AuthorizationFields,
+  domain: { name?: string; version?: string; verifyingContract?: Address } = {},
+): Promise<Hex> {
+  return privateKeyToAccount(signerKey).signTypedData({
+    domain: {
+      name: domain.name ?? devnet.token.name,
+      version: domain.version ?? devnet.token.version,
+      chainId: devnet.chainId,
+      verifyingContract: domain.verifyingContract ?? devnet.token.address,
+    },
+    types: {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "TransferWithAuthorization",
+    message: fields,
+  });
+}
+
+/** The wire form of an authorization: every number as a decimal string. */
+export function wireAuthorization(fields: AuthorizationFields) {
+  return {
+    from: fields.from,
+    to: fields.to,
+    value: fields.value.toString(),
+    validAfter: fields.validAfter.toString(),
+    validBefore: fields.validBefore.toString(),
+    nonce: fields.nonce,
+  };
+}
+
+const CURVE_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+/** The same signature with s mirrored to the high half: still recovers, USDC refuses it. */
+export function highS(signature: Hex): Hex {
+  if (size(signature) !== 65) throw new Error("expected a 65-byte signature");
+  const r = sliceHex(signature, 0, 32);
+  const s = BigInt(sliceHex(signature, 32, 64));
+  const v = Number.parseInt(signature.slice(-2), 16);
+  const flippedS = (CURVE_ORDER - s).toString(16).padStart(64, "0");
+  const flippedV = (v === 27 ? 28 : 27).toString(16);
+  return `${r}${flippedS}${flippedV}` as Hex;
+}
+
+/** The same signature with v written as 0/1 instead of 27/28. */
+export function zeroOneV(signature: Hex): Hex {
+  const v = Number.parseInt(signature.slice(-2), 16);
+  return `${signature.slice(0, -2)}${(v - 27).toString(16).padStart(2, "0")}` as Hex;
+}

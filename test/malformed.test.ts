@@ -1,0 +1,310 @@
+/**
+ * Malformed and unsupported input: every case gets a code and a message that names the field,
+ * never an exception, in both dialects.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import { signSampleRequest } from "../src/devnet/sample.js";
+import type { ErrorCode } from "../src/errors.js";
+import { Facilitator } from "../src/facilitator.js";
+import { parseJson } from "../src/protocol/request.js";
+import { handleSettle, handleVerify } from "../src/protocol/respond.js";
+
+let devnet: Devnet;
+let facilitator: Facilitator;
+// biome-ignore lint/suspicious/noExplicitAny: requests are edited as plain JSON below.
+let valid: any;
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  facilitator = new Facilitator({ rpcUrls: [devnet.rpcUrl], useDefaultRpcs: false });
+  const payer = devnet.payers[0];
+  if (!payer) throw new Error("no payer");
+  valid = await signSampleRequest(devnet, { payer });
+});
+
+afterAll(async () => {
+  await devnet?.stop();
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: see above.
+type Edit = (request: any) => unknown;
+const edit = (change: Edit) => () => {
+  const copy = structuredClone(valid);
+  const result = change(copy);
+  return result === undefined ? copy : result;
+};
+const auth = (r: { payload: { payload: { authorization: Record<string, unknown> } } }) =>
+  r.payload.payload.authorization;
+
+const cases: [string, () => unknown, ErrorCode, RegExp][] = [
+  ["a JSON array", () => [], "invalid_request", /JSON object/],
+  ["a JSON string", () => "hello", "invalid_request", /JSON object/],
+  ["null", () => null, "invalid_request", /JSON object/],
+  [
+    "no payload",
+    edit((r) => ({ requirements: r.requirements })),
+    "invalid_request",
+    /^payload must be an object; it is missing/,
+  ],
+  [
+    "no requirements",
+    edit((r) => ({ payload: r.payload })),
+    "invalid_request",
+    /^requirements must be/,
+  ],
+  [
+    "payload is a string",
+    edit((r) => ({ ...r, payload: "x" })),
+    "invalid_request",
+    /payload must be an object; got a string/,
+  ],
+  [
+    "x402Version missing",
+    edit((r) => void delete r.payload.x402Version),
+    "invalid_request",
+    /payload\.x402Version/,
+  ],
+  [
+    "x402Version a string",
+    edit((r) => void (r.payload.x402Version = "2")),
+    "invalid_request",
+    /payload\.x402Version/,
+  ],
+  [
+    "x402Version 3",
+    edit((r) => void (r.payload.x402Version = 3)),
+    "unsupported_version",
+    /version 3/,
+  ],
+  [
+    "amount is a number",
+    edit((r) => void (r.requirements.amount = 10000)),
+    "invalid_request",
+    /requirements\.amount/,
+  ],
+  [
+    "no payTo",
+    edit((r) => void delete r.requirements.payTo),
+    "invalid_request",
+    /requirements\.payTo/,
+  ],
+  [
+    "no accepted",
+    edit((r) => void delete r.payload.accepted),
+    "invalid_request",
+    /payload\.accepted/,
+  ],
+  [
+    "payTo not hex",
+    edit((r) => void (r.requirements.payTo = `0x${"zz".repeat(20)}`)),
+    "invalid_request",
+    /requirements\.payTo: expected a 0x-prefixed 20-byte hex address/,
+  ],
+  [
+    "short asset",
+    edit((r) => void (r.requirements.asset = "0x1234")),
+    "invalid_request",
+    /requirements\.asset/,
+  ],
+  [
+    "bad checksum",
+    edit(
+      (r) =>
+        void (r.requirements.payTo = r.requirements.payTo.replace(/[a-f]/, (c: string) =>
+          c.toUpperCase(),
+        )),
+    ),
+    "invalid_request",
+    /requirements\.payTo: address has an invalid EIP-55 checksum/,
+  ],
+  [
+    "amount beyond uint256",
+    edit((r) => void (r.requirements.amount = (2n ** 256n).toString())),
+    "invalid_request",
+    /requirements\.amount: does not fit in uint256/,
+  ],
+  [
+    "negative amount",
+    edit((r) => void (r.requirements.amount = "-1")),
+    "invalid_request",
+    /requirements\.amount: expected a non-negative whole number/,
+  ],
+  [
+    "fractional amount",
+    edit((r) => void (r.requirements.amount = "1.5")),
+    "invalid_request",
+    /requirements\.amount/,
+  ],
+  [
+    "hex amount",
+    edit((r) => void (r.requirements.amount = "0x10")),
+    "invalid_request",
+    /requirements\.amount/,
+  ],
+  [
+    "value beyond uint256",
+    edit((r) => void (auth(r).value = "9".repeat(79))),
+    "invalid_request",
+    /payload\.payload\.authorization\.value/,
+  ],
+  [
+    "negative value",
+    edit((r) => void (auth(r).value = "-10000")),
+    "invalid_request",
+    /authorization\.value/,
+  ],
+  [
+    "value as a number",
+    edit((r) => void (auth(r).value = 10000)),
+    "invalid_request",
+    /authorization\.value/,
+  ],
+  [
+    "from too short",
+    edit((r) => void (auth(r).from = "0xabc")),
+    "invalid_request",
+    /authorization\.from/,
+  ],
+  [
+    "nonce of 31 bytes",
+    edit((r) => void (auth(r).nonce = `0x${"ab".repeat(31)}`)),
+    "invalid_request",
+    /authorization\.nonce: expected 0x and 32 bytes/,
+  ],
+  [
+    "validBefore fractional",
+    edit((r) => void (auth(r).validBefore = "1.5")),
+    "invalid_request",
+    /authorization\.validBefore/,
+  ],
+  [
+    "signature not hex",
+    edit((r) => void (r.payload.payload.signature = "0xnothex")),
+    "invalid_request",
+    /payload\.payload\.signature/,
+  ],
+  [
+    "no signature",
+    edit((r) => void delete r.payload.payload.signature),
+    "invalid_request",
+    /payload\.payload\.signature/,
+  ],
+  [
+    "no authorization",
+    edit((r) => void (r.payload.payload = { signature: "0x00" })),
+    "invalid_request",
+    /must carry an EIP-3009 "authorization"/,
+  ],
+  [
+    "extra.name a number",
+    edit((r) => void (r.requirements.extra.name = 5)),
+    "invalid_request",
+    /requirements\.extra\.name: expected a string/,
+  ],
+  [
+    "waitUntil unknown",
+    edit((r) => void (r.waitUntil = "finalized")),
+    "invalid_request",
+    /waitUntil must be one of simulated, submitted, confirmed/,
+  ],
+  [
+    "scheme upto",
+    edit((r) => void (r.requirements.scheme = "upto")),
+    "unsupported_scheme",
+    /"upto"/,
+  ],
+  [
+    "a Solana network",
+    edit((r) => void (r.requirements.network = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp")),
+    "unsupported_network",
+    /CAIP-2/,
+  ],
+  [
+    "a v1 name in v2",
+    edit((r) => void (r.requirements.network = "base-sepolia")),
+    "unsupported_network",
+    /eip155:84532/,
+  ],
+  [
+    "a chain with no RPC",
+    edit((r) => void (r.requirements.network = "eip155:999999")),
+    "unsupported_network",
+    /no RPC is configured for chain id 999999/,
+  ],
+  [
+    "a Permit2 payload",
+    edit((r) => void (r.payload.payload = { signature: "0x00", permit2Authorization: {} })),
+    "unsupported_scheme",
+    /Permit2/,
+  ],
+  [
+    "a v1 payload with a CAIP-2 network",
+    edit((r) => ({
+      payload: {
+        x402Version: 1,
+        scheme: "exact",
+        network: "eip155:31337",
+        payload: r.payload.payload,
+      },
+      requirements: { ...r.requirements, network: "eip155:31337", maxAmountRequired: "10000" },
+    })),
+    "unsupported_network",
+    /v1 uses names such as base-sepolia/,
+  ],
+];
+
+describe("reference dialect", () => {
+  test.each(cases)("%s → %s", async (_name, build, code, message) => {
+    for (const handle of [handleVerify, handleSettle]) {
+      const reply = await handle(facilitator, build());
+      expect(reply.status).toBe(400);
+      expect(reply.body).toMatchObject({ success: false, error: code });
+      expect(reply.body.message).toMatch(message);
+    }
+  });
+});
+
+describe("x402 dialect", () => {
+  test("malformed fields are isValid:false with an x402 reason and the field named", async () => {
+    const request = structuredClone(valid);
+    request.requirements.amount = "-1";
+    const reply = await handleVerify(facilitator, {
+      x402Version: 2,
+      paymentPayload: request.payload,
+      paymentRequirements: request.requirements,
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_payment_requirements",
+      payer: request.payload.payload.authorization.from,
+    });
+    expect(reply.body.invalidMessage).toMatch(/^paymentRequirements\.amount/);
+  });
+
+  test('settle answers carry transaction "" and the network when nothing was sent', async () => {
+    const request = structuredClone(valid);
+    request.payload.payload.authorization.nonce = "0x12";
+    const reply = await handleSettle(facilitator, {
+      x402Version: 2,
+      paymentPayload: request.payload,
+      paymentRequirements: request.requirements,
+    });
+    expect(reply.body).toMatchObject({
+      success: false,
+      errorReason: "invalid_payload",
+      transaction: "",
+      network: devnet.network,
+    });
+  });
+});
+
+test("a body that is not JSON is invalid_request with the parser's reason", () => {
+  const parsed = parseJson("{ not json");
+  expect(parsed.ok).toBe(false);
+  if (!parsed.ok) {
+    expect(parsed.failure.code).toBe("invalid_request");
+    expect(parsed.failure.message).toMatch(/^body is not valid JSON/);
+  }
+});
