@@ -82,14 +82,16 @@ export class Facilitator {
     }
   }
 
-  /** The kinds this instance serves: every configured chain, plus the well-known networks. */
+  /**
+   * The kinds this instance serves: the configured chains; with none configured, the well-known
+   * networks it reaches through their public RPCs.
+   */
   async supported(): Promise<SupportedResponse> {
     const configured = await this.rpc.configuredChainIds();
-    const defaults =
-      this.#options.useDefaultRpcs === false
-        ? []
+    const chainIds =
+      configured.length > 0 || this.#options.useDefaultRpcs === false
+        ? configured
         : KNOWN_NETWORKS.filter((n) => n.defaultRpcUrl).map((n) => n.chainId);
-    const chainIds = [...new Set([...configured, ...defaults])];
     const kinds: SupportedKind[] = [];
     for (const chainId of chainIds) {
       const v1Name = knownNetwork(chainId)?.v1Name;

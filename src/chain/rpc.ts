@@ -106,6 +106,12 @@ export class RpcRegistry {
     return client;
   }
 
+  /** Each configured URL (redacted) with its chain id, or none when it could not be reached. */
+  async endpoints(): Promise<{ url: string; chainId?: number | undefined }[]> {
+    await this.#resolve();
+    return this.#urls.map((url) => ({ url: redactUrl(url), chainId: this.#resolved.get(url) }));
+  }
+
   /** Chain ids served by configured URLs (after resolving them). */
   async configuredChainIds(): Promise<number[]> {
     await this.#resolve();

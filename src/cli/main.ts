@@ -58,10 +58,9 @@ const settle = paymentCommand("settle")
   .addOption(
     new Option(
       "--wait-until <level>",
-      "simulated: sign and dry-run; submitted: broadcast; confirmed: receipt",
-    )
-      .argParser(waitUntilOption)
-      .default("confirmed"),
+      "simulated: sign and dry-run; submitted: broadcast; confirmed: receipt " +
+        "(default: the body's waitUntil, else confirmed)",
+    ).argParser(waitUntilOption),
   )
   .option(
     "--private-key-file <file>",
@@ -83,10 +82,10 @@ The key is never accepted as a flag value and never printed.
 Exit status: 0 settled, 1 rejected, 2 bad input or usage, 3 chain or infrastructure failure
 (3 with settlement_pending means: broadcast, not yet confirmed; the hash is in the answer).`,
   )
-  .action(async (file: string | undefined, flags: PaymentFlags & { waitUntil: WaitUntil }) => {
+  .action(async (file: string | undefined, flags: PaymentFlags) => {
     const out = humanOutput(flags.quiet);
     const spin =
-      out.enabled && flags.waitUntil === "confirmed"
+      out.enabled && (flags.waitUntil ?? "confirmed") === "confirmed"
         ? async () => {
             const { default: ora } = await import("ora");
             return ora({ text: "settling…", stream: process.stderr }).start();
@@ -119,6 +118,39 @@ Example:
     finish(await runDevnet(flags));
   });
 
+const serve = new Command("serve")
+  .description("serve /verify, /settle, /supported, /health and /llms.txt over HTTP")
+  .option("--host <host>", "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)")
+  .option("--port <port>", "port (default 4020)")
+  .option(
+    "--api-key-file <file>",
+    "require Authorization: Bearer <key> on /verify and /settle (or env FACILITATOR_API_KEY)",
+  )
+  .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
+  .option(
+    "--rpc-url <url>",
+    "RPC endpoint, repeatable or comma-separated (env FACILITATOR_RPC_URL)",
+    collect,
+  )
+  .option(
+    "--private-key-file <file>",
+    "settlement key file (or env FACILITATOR_PRIVATE_KEY / FACILITATOR_PRIVATE_KEY_FILE)",
+  )
+  .option("--confirm-timeout <seconds>", "receipt wait before settlement_pending (default 60)")
+  .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)")
+  .option("-q, --quiet", "no banner and no request log on stderr")
+  .addHelpText(
+    "after",
+    `
+Example (against \`facilitator devnet\`):
+  FACILITATOR_RPC_URL=http://127.0.0.1:8545 facilitator serve --private-key-file /tmp/facilitator-devnet/facilitator.key
+  curl -s localhost:4020/verify -H 'content-type: application/json' -d @/tmp/facilitator-devnet/request.json`,
+  )
+  .action(async (flags) => {
+    const { runServe } = await import("./commands/serve.js");
+    finish(await runServe(flags));
+  });
+
 function finish(code: number): void {
   process.exitCode = code;
 }
@@ -131,6 +163,7 @@ export async function main(argv: string[]): Promise<number> {
     .configureOutput({ outputError: (text, write) => write(text) })
     .addCommand(verify)
     .addCommand(settle)
+    .addCommand(serve)
     .addCommand(devnet);
   for (const command of program.commands) command.exitOverride();
   try {

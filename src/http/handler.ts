@@ -1,0 +1,130 @@
+/**
+ * The HTTP service as a pure function: a request (method, path, headers, body bytes) in; status,
+ * headers and body out. No sockets here, so it is tested in-process; `server.ts` adapts node:http.
+ */
+import { timingSafeEqual } from "node:crypto";
+import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../errors.js";
+import type { Facilitator } from "../facilitator.js";
+import { parseJson } from "../protocol/request.js";
+import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
+import { checkHealth } from "./health.js";
+import { llmsTxt } from "./llms.js";
+
+export interface HttpRequest {
+  readonly method: string;
+  /** Path with the query string, as node:http gives it. */
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body?: Buffer | undefined;
+}
+
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  /** For the request log: the outcome's code and the payer, never the body. */
+  readonly log: { readonly error?: string | undefined; readonly payer?: string | undefined };
+}
+
+export interface HandlerOptions {
+  /** When set, /verify and /settle require `Authorization: Bearer <apiKey>`. */
+  readonly apiKey?: string | undefined;
+}
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+function json(status: number, body: unknown, log: HttpResponse["log"] = {}): HttpResponse {
+  return { status, headers: { "content-type": JSON_TYPE }, body: `${JSON.stringify(body)}\n`, log };
+}
+
+export function errorResponse(f: Failure): HttpResponse {
+  return json(
+    statusOf(f),
+    { success: false, error: f.code, message: f.message },
+    { error: f.code },
+  );
+}
+
+function fromReply(reply: Reply): HttpResponse {
+  const payer = reply.body.payer;
+  return json(reply.status, reply.body, {
+    error: reply.failure?.code,
+    payer: typeof payer === "string" ? payer : undefined,
+  });
+}
+
+function header(request: HttpRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Constant-time comparison of the presented bearer token with the configured key. */
+function authorized(request: HttpRequest, apiKey: string): boolean {
+  const match = /^Bearer\s+(.+)$/i.exec(header(request, "authorization") ?? "");
+  const presented = Buffer.from(match?.[1]?.trim() ?? "");
+  const expected = Buffer.from(apiKey);
+  // Compare equal-length buffers so the time taken says nothing about the key.
+  const padded = Buffer.alloc(expected.length);
+  presented.copy(padded, 0, 0, expected.length);
+  return timingSafeEqual(padded, expected) && presented.length === expected.length;
+}
+
+const routes: Record<string, readonly string[]> = {
+  "/verify": ["POST"],
+  "/settle": ["POST"],
+  "/supported": ["GET", "HEAD"],
+  "/health": ["GET", "HEAD"],
+  "/llms.txt": ["GET", "HEAD"],
+};
+
+function fail(code: ErrorCode, message?: string): HttpResponse {
+  return errorResponse(failure(code, message ?? ERRORS[code].summary));
+}
+
+export function createHandler(facilitator: Facilitator, options: HandlerOptions = {}) {
+  return async function handle(request: HttpRequest): Promise<HttpResponse> {
+    const path = request.url.split("?")[0] ?? "/";
+    const allowed = routes[path];
+    if (!allowed) return fail("not_found", `no endpoint ${path.slice(0, 100)}; see GET /llms.txt`);
+    if (!allowed.includes(request.method)) {
+      const response = fail("method_not_allowed", `${path} accepts ${allowed.join(", ")}`);
+      response.headers.allow = allowed.join(", ");
+      return response;
+    }
+
+    switch (path) {
+      case "/supported":
+        return json(200, await facilitator.supported());
+      case "/health": {
+        const health = await checkHealth(facilitator);
+        return json(health.status === "ok" ? 200 : 503, health);
+      }
+      case "/llms.txt":
+        return {
+          status: 200,
+          headers: { "content-type": "text/plain; charset=utf-8" },
+          body: llmsTxt(),
+          log: {},
+        };
+    }
+
+    if (options.apiKey !== undefined && !authorized(request, options.apiKey)) {
+      const response = fail("unauthorized", "send Authorization: Bearer <api key>");
+      response.headers["www-authenticate"] = "Bearer";
+      return response;
+    }
+    const type = header(request, "content-type") ?? "";
+    if (!/^application\/(.+\+)?json\s*(;|$)/i.test(type)) {
+      return fail("invalid_request", "Content-Type must be application/json");
+    }
+    const parsed = parseJson((request.body ?? Buffer.alloc(0)).toString("utf8"));
+    if (!parsed.ok) return errorResponse(parsed.failure);
+    const reply =
+      path === "/verify"
+        ? await handleVerify(facilitator, parsed.value)
+        : await handleSettle(facilitator, parsed.value);
+    return fromReply(reply);
+  };
+}
+
+export type Handler = ReturnType<typeof createHandler>;

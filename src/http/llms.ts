@@ -1,0 +1,47 @@
+/** GET /llms.txt: a plain-text index of the service for people and agents. */
+import { ERRORS, type ErrorCode } from "../errors.js";
+
+export function llmsTxt(): string {
+  const codes = (Object.keys(ERRORS) as ErrorCode[])
+    .map(
+      (code) =>
+        `- ${code} (${ERRORS[code].status}; x402: ${ERRORS[code].x402}): ${ERRORS[code].summary}`,
+    )
+    .join("\n");
+  return `# facilitator
+
+> An x402 payment facilitator: verifies signed payments (EIP-3009 transferWithAuthorization, the
+> "exact" scheme on EVM chains, x402 v1 and v2) and settles them on chain.
+
+## Endpoints
+
+- POST /verify: does this signed payment satisfy these requirements?
+  Reference dialect: {"payload": PaymentPayload, "requirements": PaymentRequirements}
+    → 200 {"success": true, "payer"} | 400 {"success": false, "error", "message"}
+  x402 dialect: {"x402Version", "paymentPayload", "paymentRequirements"}
+    → 200 {"isValid", "invalidReason"?, "invalidMessage"?, "payer"}
+- POST /settle: verify, then execute the transfer on chain.
+  Reference dialect: {"payload", "requirements", "waitUntil"?: "simulated" | "submitted" | "confirmed"}
+    → 200 {"success": true, "transactionHash"} | 400/500/503 {"success": false, "error", "message", "transactionHash"?}
+  x402 dialect → 200 {"success", "errorReason"?, "errorMessage"?, "transaction", "network", "payer"}
+- GET /supported: the kinds served ({"kinds", "extensions", "signers"}), in the x402 shape.
+- GET /health: whether each configured RPC answers (200 ok, 503 degraded).
+- GET /llms.txt: this file.
+
+Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.
+With an API key configured, /verify and /settle need "Authorization: Bearer <key>".
+
+## Error codes
+
+${codes}
+
+## Documentation (README sections)
+
+- Two dialects: README.md#two-dialects
+- waitUntil: README.md#waituntil
+- Errors: README.md#errors
+- Configuration: README.md#configuration
+- How verification works: README.md#how-verification-works-and-where-we-differ-from-the-reference
+- Not supported yet: README.md#not-supported-yet
+`;
+}
