@@ -125,11 +125,14 @@ export async function startServer(
     });
   };
 
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
   const server = createServer(
     {
-      headersTimeout: options.headersTimeoutMs ?? 10_000,
+      headersTimeout,
       requestTimeout: options.requestTimeoutMs ?? 30_000,
       keepAliveTimeout: 5_000,
+      // Node checks the two timeouts above on this interval (30 s by default): tighten it.
+      connectionsCheckingInterval: Math.min(1_000, headersTimeout),
     },
     (request, response) => {
       const task = serve(request, response).finally(() => inFlight.delete(task));
