@@ -1,0 +1,235 @@
+/**
+ * Starts and stops a local anvil node (the binary shipped by the @foundry-rs/anvil npm package).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+export interface AnvilOptions {
+  /** Interface to listen on. Default "127.0.0.1". */
+  host?: string;
+  /** Port to listen on; 0 (the default) lets the OS pick a free one. */
+  port?: number;
+  /** Default 31337. */
+  chainId?: number;
+  /** With mining "auto": a heartbeat block is mined every this many seconds. Default 1. */
+  blockTimeSeconds?: number;
+  /**
+   * "auto" (default): every transaction is mined at once, and an idle chain still gets a block
+   * every `blockTimeSeconds`, so block time follows the wall clock.
+   * "manual": nothing is mined until someone calls `evm_mine`.
+   */
+  mining?: "auto" | "manual";
+}
+
+export interface AnvilInstance {
+  rpcUrl: string;
+  host: string;
+  port: number;
+  chainId: number;
+  /** The mining mode anvil was started with. */
+  mining: "auto" | "manual";
+  pid: number;
+  /** Stops anvil (SIGTERM, then SIGKILL after 2 s). Safe to call more than once. */
+  stop(): Promise<void>;
+}
+
+const STARTUP_TIMEOUT_MS = 20_000;
+const KILL_GRACE_MS = 2_000;
+/** How much of anvil's output we keep for error messages. */
+const OUTPUT_TAIL_CHARS = 16_000;
+
+/** Path of the anvil binary for this platform, from the @foundry-rs/anvil-<platform>-<arch> package. */
+export function anvilBinaryPath(): string {
+  const require = createRequire(import.meta.url);
+  // The platform packages name x64 "amd64" (e.g. @foundry-rs/anvil-linux-amd64).
+  const arch = process.arch === "x64" ? "amd64" : process.arch;
+  const pkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
+  let packageJson: string;
+  try {
+    packageJson = require.resolve(`${pkg}/package.json`);
+  } catch {
+    throw new Error(
+      `anvil is not installed for ${process.platform}-${arch}: package ${pkg} not found ` +
+        "(it is an optional dependency of @foundry-rs/anvil; run npm install)",
+    );
+  }
+  const binary = process.platform === "win32" ? "anvil.exe" : "anvil";
+  return path.join(path.dirname(packageJson), "bin", binary);
+}
+
+// Children still running, killed synchronously if this process exits without stopping them.
+// One shared "exit" listener (instead of one per instance) avoids MaxListenersExceededWarning
+// when a process runs many anvils; it is removed once the last instance has stopped.
+const liveChildren = new Set<ChildProcess>();
+
+function killLiveChildren(): void {
+  for (const child of liveChildren) {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  liveChildren.clear();
+}
+
+function track(child: ChildProcess): void {
+  if (liveChildren.size === 0) process.on("exit", killLiveChildren);
+  liveChildren.add(child);
+}
+
+function untrack(child: ChildProcess): void {
+  if (!liveChildren.delete(child)) return;
+  if (liveChildren.size === 0) process.off("exit", killLiveChildren);
+}
+
+/** anvil's banner lists the dev accounts' private keys and mnemonic: never pass those on. */
+function redact(output: string): string {
+  return output
+    .replace(/0x[0-9a-fA-F]{64}/g, "0x<redacted>")
+    .replace(/^(Mnemonic:).*$/gm, "$1 <redacted>");
+}
+
+function urlHost(host: string): string {
+  // A wildcard address is not something to connect to: use the loopback of the same family.
+  if (host === "0.0.0.0") return "127.0.0.1";
+  if (host === "::" || host === "[::]") return "[::1]";
+  if (host.includes(":") && !host.startsWith("[")) return `[${host}]`;
+  return host;
+}
+
+function checkInteger(name: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(
+      `startAnvil: ${name} must be an integer in [${min}, ${max}], got ${value}`,
+    );
+  }
+}
+
+export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInstance> {
+  const host = options.host ?? "127.0.0.1";
+  const requestedPort = options.port ?? 0;
+  const chainId = options.chainId ?? 31337;
+  const blockTimeSeconds = options.blockTimeSeconds ?? 1;
+  const mining = options.mining ?? "auto";
+  checkInteger("port", requestedPort, 0, 65535);
+  checkInteger("chainId", chainId, 1, Number.MAX_SAFE_INTEGER);
+  checkInteger("blockTimeSeconds", blockTimeSeconds, 1, 86_400);
+
+  const args = ["--host", host, "--port", String(requestedPort), "--chain-id", String(chainId)];
+  if (mining === "auto") {
+    // Automine each transaction, plus an interval block every N seconds on an idle chain.
+    args.push("--mixed-mining", "--block-time", String(blockTimeSeconds));
+  } else {
+    args.push("--no-mining");
+  }
+
+  const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "pipe", "pipe"] });
+  track(child);
+
+  let output = "";
+  const collect = (chunk: Buffer): void => {
+    output += chunk.toString("utf8");
+    if (output.length > 2 * OUTPUT_TAIL_CHARS) output = output.slice(-OUTPUT_TAIL_CHARS);
+  };
+  // Keep draining both pipes for anvil's whole life (a full pipe would block it), but never
+  // echo them: anvil's output contains the dev accounts' private keys.
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+
+  let exited = false;
+  const exitPromise = new Promise<void>((resolve) => {
+    const onGone = (): void => {
+      exited = true;
+      untrack(child);
+      resolve();
+    };
+    child.once("exit", onGone);
+    // A spawn failure (e.g. ENOENT) emits "error" and never "exit".
+    child.once("error", () => {
+      if (child.pid === undefined) onGone();
+    });
+  });
+
+  let stopPromise: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopPromise ??= (async () => {
+      if (!exited) {
+        child.kill("SIGTERM");
+        let timer: NodeJS.Timeout | undefined;
+        const escalate = new Promise<void>((resolve) => {
+          timer = setTimeout(() => {
+            if (!exited) child.kill("SIGKILL");
+            resolve();
+          }, KILL_GRACE_MS);
+        });
+        await Promise.race([exitPromise, escalate]);
+        clearTimeout(timer);
+        await exitPromise;
+      }
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      untrack(child);
+    })();
+    return stopPromise;
+  };
+
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) => {
+      const fail = (reason: string): void => {
+        cleanup();
+        reject(
+          new Error(`anvil ${reason}. Output:\n${redact(output).trim() || "(none)"}`.trimEnd()),
+        );
+      };
+      const onData = (): void => {
+        const match = /Listening on (\S+):(\d+)/.exec(output);
+        if (match) {
+          cleanup();
+          resolve(Number(match[2]));
+        }
+      };
+      // "close" (not "exit"): it comes after the pipes are drained, so `output` is complete.
+      const onClose = (code: number | null, signal: NodeJS.Signals | null): void =>
+        fail(`exited before it was ready (code ${code}, signal ${signal})`);
+      const onError = (error: Error): void => fail(`could not be started: ${error.message}`);
+      const timer = setTimeout(
+        () => fail(`did not report "Listening on" within ${STARTUP_TIMEOUT_MS / 1000} s`),
+        STARTUP_TIMEOUT_MS,
+      );
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        child.stdout?.off("data", onData);
+        child.off("close", onClose);
+        child.off("error", onError);
+      };
+      // Registered after `collect`, so `output` already holds the chunk when onData runs.
+      child.stdout?.on("data", onData);
+      child.once("close", onClose);
+      child.once("error", onError);
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  if (child.pid === undefined) {
+    await stop();
+    throw new Error("anvil started without a pid");
+  }
+  // From now on the output is only drained (discarded), never kept or shown.
+  child.stdout?.off("data", collect).resume();
+  child.stderr?.off("data", collect).resume();
+  output = "";
+  return {
+    rpcUrl: `http://${urlHost(host)}:${port}`,
+    host,
+    port,
+    chainId,
+    mining,
+    pid: child.pid,
+    stop,
+  };
+}
