@@ -285,3 +285,12 @@ test("a body that is not JSON is invalid_request with the parser's reason", () =
     expect(parsed.failure.message).toMatch(/^body is not valid JSON/);
   }
 });
+
+test("a key file passed by mistake is not echoed back in the error", () => {
+  const key = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  for (const text of [key, `0x${key}`, `{"a": ${key}}`]) {
+    const parsed = parseJson(text);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.failure.message).not.toMatch(/e3b0|c442/);
+  }
+});

@@ -42,7 +42,9 @@ function readConfigFile(path: string | undefined): ConfigFile {
     }
     return parsed as ConfigFile;
   } catch (error) {
-    throw new UsageError(`config file ${path} is not valid: ${(error as Error).message}`);
+    // JSON.parse's message quotes the start of the text: never echo a file that may hold a key.
+    const why = error instanceof SyntaxError ? "not JSON" : (error as Error).message;
+    throw new UsageError(`config file ${path} is not valid: ${why}`);
   }
 }
 

@@ -58,8 +58,16 @@ export function parseJson(
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {
-    const detail = error instanceof SyntaxError ? `: ${error.message}` : "";
-    return { ok: false, failure: failure("invalid_request", `body is not valid JSON${detail}`) };
+    // The parser's own message quotes the text, and the text may be a key file passed by mistake:
+    // say where it broke, never what it says.
+    const text = error instanceof Error ? error.message : "";
+    const position = /at position (\d+)/.exec(text)?.[1];
+    const where = position
+      ? ` (at position ${position})`
+      : /end of JSON input/.test(text)
+        ? " (it ends too early)"
+        : "";
+    return { ok: false, failure: failure("invalid_request", `body is not valid JSON${where}`) };
   }
 }
 

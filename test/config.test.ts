@@ -1,0 +1,257 @@
+/**
+ * loadConfig: flags, then environment, then the JSON config file; URL and timeout checks; the
+ * settlement key, which no error message may ever echo.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ConfigFlags, loadConfig } from "../src/cli/config.js";
+import { UsageError } from "../src/cli/errors.js";
+
+// A throwaway key: never funded anywhere, only here to be read and not echoed.
+const KEY_HEX = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+const KEY = `0x${KEY_HEX}` as const;
+const OTHER_KEY = `0x${"ab".repeat(32)}` as const;
+
+let dir: string;
+const file = (name: string, content: string): string => {
+  const p = path.join(dir, name);
+  writeFileSync(p, content);
+  return p;
+};
+const configFile = (name: string, value: unknown): string => file(name, JSON.stringify(value));
+
+beforeAll(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-config-test-"));
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs fn, expects a UsageError, returns its message. */
+function usageError(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(UsageError);
+    return (error as Error).message;
+  }
+  throw new Error("expected a UsageError, nothing was thrown");
+}
+
+/** No run of 8 or more characters of the secret appears in the text. */
+function expectNoSecret(text: string, secret: string): void {
+  const s = secret.trim().replace(/^0x/i, "").toLowerCase();
+  const t = text.toLowerCase();
+  for (let i = 0; i + 8 <= s.length; i++) expect(t).not.toContain(s.slice(i, i + 8));
+}
+
+describe("RPC URLs", () => {
+  it("defaults to none", () => {
+    expect(loadConfig({}, {}).rpcUrls).toEqual([]);
+  });
+
+  it("takes flags over the environment over the config file", () => {
+    const config = configFile("rpc.json", { rpcUrls: ["http://file.example:8545"] });
+    const env = { FACILITATOR_RPC_URL: "http://env.example:8545", FACILITATOR_CONFIG: config };
+    const flags: ConfigFlags = { rpcUrl: ["http://flag.example:8545"] };
+    expect(loadConfig(flags, env).rpcUrls).toEqual(["http://flag.example:8545"]);
+    expect(loadConfig({}, env).rpcUrls).toEqual(["http://env.example:8545"]);
+    expect(loadConfig({}, { FACILITATOR_CONFIG: config }).rpcUrls).toEqual([
+      "http://file.example:8545",
+    ]);
+    expect(loadConfig({ config }, {}).rpcUrls).toEqual(["http://file.example:8545"]);
+  });
+
+  it("treats an empty flag list as no flag", () => {
+    const env = { FACILITATOR_RPC_URL: "http://env.example:8545" };
+    expect(loadConfig({ rpcUrl: [] }, env).rpcUrls).toEqual(["http://env.example:8545"]);
+  });
+
+  it("splits comma-separated values in flags and environment, trimming blanks", () => {
+    const flags: ConfigFlags = {
+      rpcUrl: ["http://a.example, https://b.example/rpc", "http://c.example:8545"],
+    };
+    expect(loadConfig(flags, {}).rpcUrls).toEqual([
+      "http://a.example",
+      "https://b.example/rpc",
+      "http://c.example:8545",
+    ]);
+    const env = { FACILITATOR_RPC_URL: " http://a.example ,,https://b.example/rpc," };
+    expect(loadConfig({}, env).rpcUrls).toEqual(["http://a.example", "https://b.example/rpc"]);
+  });
+
+  it("rejects something that is not a URL", () => {
+    expect(usageError(() => loadConfig({ rpcUrl: ["not a url"] }, {}))).toMatch(/RPC URL/);
+    expect(() => loadConfig({}, { FACILITATOR_RPC_URL: "localhost:8545x" })).toThrow(UsageError);
+  });
+
+  it("rejects schemes other than http and https", () => {
+    for (const url of ["ws://127.0.0.1:8545", "ftp://example.com", "file:///tmp/rpc"]) {
+      expect(usageError(() => loadConfig({ rpcUrl: [url] }, {}))).toMatch(/http/);
+    }
+    const config = configFile("ws.json", { rpcUrls: ["wss://example.com"] });
+    expect(() => loadConfig({ config }, {})).toThrow(UsageError);
+  });
+});
+
+describe("confirm timeout", () => {
+  it("defaults to 60 s", () => {
+    expect(loadConfig({}, {}).confirmTimeoutMs).toBe(60_000);
+  });
+
+  it("reads seconds, fractional ones too", () => {
+    expect(loadConfig({ confirmTimeout: "30" }, {}).confirmTimeoutMs).toBe(30_000);
+    expect(loadConfig({ confirmTimeout: "1.5" }, {}).confirmTimeoutMs).toBe(1_500);
+    expect(loadConfig({}, { FACILITATOR_CONFIRM_TIMEOUT: "12" }).confirmTimeoutMs).toBe(12_000);
+    const config = configFile("timeout.json", { confirmTimeoutSeconds: 7 });
+    expect(loadConfig({ config }, {}).confirmTimeoutMs).toBe(7_000);
+  });
+
+  it("takes the flag over the environment over the config file", () => {
+    const config = configFile("timeout-all.json", { confirmTimeoutSeconds: 7 });
+    const env = { FACILITATOR_CONFIRM_TIMEOUT: "12", FACILITATOR_CONFIG: config };
+    expect(loadConfig({ confirmTimeout: "3" }, env).confirmTimeoutMs).toBe(3_000);
+    expect(loadConfig({}, env).confirmTimeoutMs).toBe(12_000);
+    expect(loadConfig({}, { FACILITATOR_CONFIG: config }).confirmTimeoutMs).toBe(7_000);
+  });
+
+  it("rejects zero, negative and non-numeric values", () => {
+    for (const value of ["0", "-5", "abc", "", "Infinity"]) {
+      const message = usageError(() => loadConfig({ confirmTimeout: value }, {}));
+      expect(message).toContain("--confirm-timeout");
+    }
+    expect(usageError(() => loadConfig({}, { FACILITATOR_CONFIRM_TIMEOUT: "soon" }))).toContain(
+      "FACILITATOR_CONFIRM_TIMEOUT",
+    );
+    const config = configFile("timeout-bad.json", { confirmTimeoutSeconds: "never" });
+    expect(usageError(() => loadConfig({ config }, {}))).toContain("confirmTimeoutSeconds");
+  });
+});
+
+describe("config file", () => {
+  it("is optional, and a missing one is a usage error", () => {
+    expect(() => loadConfig({}, {})).not.toThrow();
+    const missing = path.join(dir, "nope.json");
+    expect(usageError(() => loadConfig({ config: missing }, {}))).toContain(missing);
+  });
+
+  it("must be a JSON object", () => {
+    expect(() => loadConfig({ config: file("array.json", "[1, 2]") }, {})).toThrow(UsageError);
+    expect(() => loadConfig({ config: file("broken.json", "{rpcUrls:") }, {})).toThrow(UsageError);
+  });
+
+  it("the --config flag wins over FACILITATOR_CONFIG", () => {
+    const a = configFile("a.json", { rpcUrls: ["http://a.example"] });
+    const b = configFile("b.json", { rpcUrls: ["http://b.example"] });
+    expect(loadConfig({ config: a }, { FACILITATOR_CONFIG: b }).rpcUrls).toEqual([
+      "http://a.example",
+    ]);
+  });
+
+  it("does not echo the content of a file that is not JSON (say, the key file by mistake)", () => {
+    for (const content of [KEY_HEX, `${KEY}\n`, `{"key": ${KEY_HEX}}`]) {
+      const keyAsConfig = file("key-as-config", content);
+      const message = usageError(() => loadConfig({ config: keyAsConfig }, {}));
+      expectNoSecret(message, KEY_HEX);
+    }
+  });
+});
+
+describe("settlement key", () => {
+  it("is undefined when none is configured", () => {
+    expect(loadConfig({}, {}).loadPrivateKey()).toBeUndefined();
+  });
+
+  it("reads FACILITATOR_PRIVATE_KEY with and without 0x, and trims it", () => {
+    expect(loadConfig({}, { FACILITATOR_PRIVATE_KEY: KEY }).loadPrivateKey()).toBe(KEY);
+    expect(loadConfig({}, { FACILITATOR_PRIVATE_KEY: KEY_HEX }).loadPrivateKey()).toBe(KEY);
+    expect(loadConfig({}, { FACILITATOR_PRIVATE_KEY: ` ${KEY}\n` }).loadPrivateKey()).toBe(KEY);
+  });
+
+  it("reads key files, with or without 0x and a trailing newline", () => {
+    const withPrefix = file("key-0x", `${KEY}\n`);
+    const bare = file("key-bare", KEY_HEX);
+    expect(loadConfig({ privateKeyFile: withPrefix }, {}).loadPrivateKey()).toBe(KEY);
+    expect(loadConfig({ privateKeyFile: bare }, {}).loadPrivateKey()).toBe(KEY);
+    const env = { FACILITATOR_PRIVATE_KEY_FILE: bare };
+    expect(loadConfig({}, env).loadPrivateKey()).toBe(KEY);
+    const config = configFile("key-config.json", { privateKeyFile: withPrefix });
+    expect(loadConfig({ config }, {}).loadPrivateKey()).toBe(KEY);
+  });
+
+  it("takes --private-key-file, then FACILITATOR_PRIVATE_KEY, then its _FILE, then the config", () => {
+    const flagKey = file("flag.key", KEY);
+    const envFileKey = file("env-file.key", `0x${"cd".repeat(32)}`);
+    const configKey = file("config.key", `0x${"ef".repeat(32)}`);
+    const config = configFile("keys.json", { privateKeyFile: configKey });
+    const env = {
+      FACILITATOR_PRIVATE_KEY: OTHER_KEY,
+      FACILITATOR_PRIVATE_KEY_FILE: envFileKey,
+      FACILITATOR_CONFIG: config,
+    };
+    expect(loadConfig({ privateKeyFile: flagKey }, env).loadPrivateKey()).toBe(KEY);
+    expect(loadConfig({}, env).loadPrivateKey()).toBe(OTHER_KEY);
+    const { FACILITATOR_PRIVATE_KEY: _, ...withoutKey } = env;
+    expect(loadConfig({}, withoutKey).loadPrivateKey()).toBe(`0x${"cd".repeat(32)}`);
+    expect(loadConfig({}, { FACILITATOR_CONFIG: config }).loadPrivateKey()).toBe(
+      `0x${"ef".repeat(32)}`,
+    );
+  });
+
+  it("is read only when asked for: a bad key does not break loading the rest", () => {
+    const config = loadConfig({}, { FACILITATOR_PRIVATE_KEY: "nonsense" });
+    expect(config.rpcUrls).toEqual([]);
+    expect(() => config.loadPrivateKey()).toThrow(UsageError);
+  });
+
+  it("a malformed key in the environment is refused without echoing it", () => {
+    const malformed = [
+      KEY_HEX.slice(0, 62), // one byte short
+      `${KEY}00`, // one byte long
+      `0x${KEY_HEX.slice(0, 63)}g`, // not hex
+      `${KEY} ${OTHER_KEY}`, // two keys
+      "correct horse battery staple secret words",
+    ];
+    for (const value of malformed) {
+      const message = usageError(() =>
+        loadConfig({}, { FACILITATOR_PRIVATE_KEY: value }).loadPrivateKey(),
+      );
+      expect(message).toContain("FACILITATOR_PRIVATE_KEY");
+      expectNoSecret(message, value.replace(/\s+/g, ""));
+      expect(message).not.toContain("horse");
+    }
+  });
+
+  it("a malformed key file is refused without echoing its content", () => {
+    const content = `0x${KEY_HEX.slice(0, 60)}zzzz\n`;
+    const bad = file("bad.key", content);
+    const message = usageError(() => loadConfig({ privateKeyFile: bad }, {}).loadPrivateKey());
+    expect(message).toContain("--private-key-file");
+    expectNoSecret(message, KEY_HEX.slice(0, 60));
+    const viaEnv = usageError(() =>
+      loadConfig({}, { FACILITATOR_PRIVATE_KEY_FILE: bad }).loadPrivateKey(),
+    );
+    expect(viaEnv).toContain("FACILITATOR_PRIVATE_KEY_FILE");
+    expectNoSecret(viaEnv, KEY_HEX.slice(0, 60));
+  });
+
+  it("an unreadable key file names the source and the reason, not the content", () => {
+    const missing = path.join(dir, "missing.key");
+    const message = usageError(() => loadConfig({ privateKeyFile: missing }, {}).loadPrivateKey());
+    expect(message).toContain("--private-key-file");
+    expect(message).toContain("ENOENT");
+
+    // A directory holding a key: reading the "file" fails, and nothing inside leaks.
+    const keyDir = path.join(dir, "key-dir");
+    mkdirSync(keyDir);
+    writeFileSync(path.join(keyDir, "inner.key"), KEY);
+    const config = configFile("dir-key.json", { privateKeyFile: keyDir });
+    const fromConfig = usageError(() => loadConfig({ config }, {}).loadPrivateKey());
+    expect(fromConfig).toContain("config file");
+    expect(fromConfig).toContain("EISDIR");
+    expectNoSecret(fromConfig, KEY_HEX);
+  });
+});
