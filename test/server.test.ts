@@ -169,7 +169,10 @@ function serveProcess(
   });
   let err = "";
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 15_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`serve did not start: ${err}`));
+    }, 15_000);
     child.stderr?.on("data", (data: Buffer) => {
       err += data.toString();
       const match = /"event":"listening","url":"([^"]+)"/.exec(err);
