@@ -12,7 +12,7 @@ import { ExactEvmScheme as ExactEvmServer } from "@x402/evm/exact/server";
 import { paymentMiddleware, x402ResourceServer } from "@x402/express";
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import express from "express";
-import { type Address, createPublicClient, type Hex, http, parseEventLogs } from "viem";
+import { type Address, type Hex, parseEventLogs } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
@@ -20,6 +20,7 @@ import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.j
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
+import { chainOf, tokenBalance } from "./helpers/chain.js";
 
 const PRICE = 10_000n;
 const WEATHER = { city: "Lisbon", forecast: "sunny", celsius: 24 };
@@ -30,15 +31,9 @@ let resourceServer: Server;
 let resourceUrl: string;
 const facilitatorLog: Record<string, unknown>[] = [];
 
-const chain = () => createPublicClient({ transport: http(devnet.rpcUrl) });
+const chain = () => chainOf(devnet);
 
-const balanceOf = (who: Address) =>
-  chain().readContract({
-    address: devnet.token.address,
-    abi: testUsdcAbi,
-    functionName: "balanceOf",
-    args: [who],
-  });
+const balanceOf = (who: Address) => tokenBalance(devnet, who);
 
 function firstPayer(): DevAccount {
   const payer = devnet.payers[0];

@@ -16,21 +16,16 @@ import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type Devnet, deployErc1271Wallet, startDevnet } from "../src/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
+import { chainOf, tokenBalance } from "./helpers/chain.js";
 import { randomNonce, signAuthorization, wireAuthorization } from "./helpers/sign.js";
 import { clientPayload, requirementsV1, requirementsV2 } from "./helpers/x402.js";
 
 let devnet: Devnet;
 let facilitator: Facilitator;
 
-const chain = () => createPublicClient({ transport: http(devnet.rpcUrl) });
+const chain = () => chainOf(devnet);
 
-const balanceOf = (who: Address) =>
-  chain().readContract({
-    address: devnet.token.address,
-    abi: testUsdcAbi,
-    functionName: "balanceOf",
-    args: [who],
-  });
+const balanceOf = (who: Address) => tokenBalance(devnet, who);
 
 const sentBy = (who: Address) => chain().getTransactionCount({ address: who });
 

@@ -2,8 +2,9 @@
  * Signed example requests for the devnet, so `verify` and `settle` have something real to chew on.
  * Signed with viem here; the tests sign with the official x402 client instead.
  */
-import { type Address, bytesToHex } from "viem";
+import { type Address, bytesToHex, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { transferWithAuthorizationTypedData } from "../schemes/exact-evm/eip3009.js";
 import type { DevAccount } from "./accounts.js";
 import type { DevnetInfo } from "./setup.js";
 
@@ -31,33 +32,24 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
     value: amount.toString(),
     validAfter: "0",
     validBefore: String(now + (options.validForSeconds ?? 24 * 3600)),
-    nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(32))),
+    nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(32))) as Hex,
   };
-  const signature = await privateKeyToAccount(options.payer.privateKey).signTypedData({
-    domain: {
-      name: devnet.token.name,
-      version: devnet.token.version,
-      chainId: devnet.chainId,
-      verifyingContract: devnet.token.address,
-    },
-    types: {
-      TransferWithAuthorization: [
-        { name: "from", type: "address" },
-        { name: "to", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" },
-        { name: "validBefore", type: "uint256" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    },
-    primaryType: "TransferWithAuthorization",
-    message: {
-      ...authorization,
-      value: amount,
-      validAfter: 0n,
-      validBefore: BigInt(authorization.validBefore),
-    },
-  });
+  const signature = await privateKeyToAccount(options.payer.privateKey).signTypedData(
+    transferWithAuthorizationTypedData(
+      {
+        name: devnet.token.name,
+        version: devnet.token.version,
+        chainId: devnet.chainId,
+        verifyingContract: devnet.token.address,
+      },
+      {
+        ...authorization,
+        value: amount,
+        validAfter: 0n,
+        validBefore: BigInt(authorization.validBefore),
+      },
+    ),
+  );
   const extra = { name: devnet.token.name, version: devnet.token.version };
   const resource = "http://localhost:4021/weather";
 

@@ -5,6 +5,7 @@
 import { type Address, bytesToHex, type Hex, size, sliceHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Devnet } from "../../src/devnet/index.js";
+import { transferWithAuthorizationTypedData } from "../../src/schemes/exact-evm/eip3009.js";
 
 export interface AuthorizationFields {
   from: Address;
@@ -25,26 +26,17 @@ export async function signAuthorization(
   fields: AuthorizationFields,
   domain: { name?: string; version?: string; verifyingContract?: Address } = {},
 ): Promise<Hex> {
-  return privateKeyToAccount(signerKey).signTypedData({
-    domain: {
-      name: domain.name ?? devnet.token.name,
-      version: domain.version ?? devnet.token.version,
-      chainId: devnet.chainId,
-      verifyingContract: domain.verifyingContract ?? devnet.token.address,
-    },
-    types: {
-      TransferWithAuthorization: [
-        { name: "from", type: "address" },
-        { name: "to", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" },
-        { name: "validBefore", type: "uint256" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    },
-    primaryType: "TransferWithAuthorization",
-    message: fields,
-  });
+  return privateKeyToAccount(signerKey).signTypedData(
+    transferWithAuthorizationTypedData(
+      {
+        name: domain.name ?? devnet.token.name,
+        version: domain.version ?? devnet.token.version,
+        chainId: devnet.chainId,
+        verifyingContract: domain.verifyingContract ?? devnet.token.address,
+      },
+      fields,
+    ),
+  );
 }
 
 /** The wire form of an authorization: every number as a decimal string. */

@@ -41,7 +41,8 @@ export const eip3009Abi = parseAbi([
   "event Transfer(address indexed from, address indexed to, uint256 value)",
 ]);
 
-const transferTypes = {
+/** EIP-712 types of an EIP-3009 transfer authorization. */
+export const transferWithAuthorizationTypes = {
   TransferWithAuthorization: [
     { name: "from", type: "address" },
     { name: "to", type: "address" },
@@ -51,6 +52,35 @@ const transferTypes = {
     { name: "nonce", type: "bytes32" },
   ],
 } as const;
+
+export interface TokenDomain {
+  readonly name: string;
+  readonly version: string;
+  readonly chainId: number;
+  readonly verifyingContract: Address;
+}
+
+export interface AuthorizationMessage {
+  readonly from: Address;
+  readonly to: Address;
+  readonly value: bigint;
+  readonly validAfter: bigint;
+  readonly validBefore: bigint;
+  readonly nonce: Hex;
+}
+
+/** The typed data a payer signs (and we recover from) for one authorization. */
+export function transferWithAuthorizationTypedData(
+  domain: TokenDomain,
+  message: AuthorizationMessage,
+) {
+  return {
+    domain,
+    types: transferWithAuthorizationTypes,
+    primaryType: "TransferWithAuthorization",
+    message,
+  } as const;
+}
 
 const ERC1271_MAGIC = "0x1626ba7e";
 /** The reference refuses authorizations that expire within this many seconds. */
@@ -125,17 +155,15 @@ function parse(request: PaymentRequest): Step<Checked> {
 }
 
 function typedData(ctx: SchemeContext, checked: Checked) {
-  return {
-    domain: {
+  return transferWithAuthorizationTypedData(
+    {
       name: checked.domain.name,
       version: checked.domain.version,
       chainId: ctx.chainId,
       verifyingContract: checked.requirements.asset,
     },
-    types: transferTypes,
-    primaryType: "TransferWithAuthorization",
-    message: checked.authorization,
-  } as const;
+    checked.authorization,
+  );
 }
 
 /** The call that moves the money: the (v,r,s) overload for 65-byte signatures, else `bytes`. */
