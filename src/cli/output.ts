@@ -3,6 +3,7 @@
  * stderr is a terminal and --quiet is off.
  */
 import chalk from "chalk";
+import { statusOf } from "../errors.js";
 import type { Reply } from "../protocol/respond.js";
 
 export interface HumanOutput {
@@ -39,7 +40,12 @@ export function summarize(out: HumanOutput, op: "verify" | "settle", reply: Repl
     return;
   }
   const hash = (body.transactionHash ?? body.transaction) as string | undefined;
-  const label = f.code === "settlement_pending" ? chalk.yellow("… pending") : chalk.red("✖ failed");
+  const label =
+    f.code === "settlement_pending"
+      ? chalk.yellow("… pending")
+      : statusOf(f) < 500
+        ? chalk.red("✖ rejected")
+        : chalk.red("✖ failed");
   note(out, `${label} ${chalk.bold(f.code)}: ${f.message}`);
   if (hash) note(out, `  transaction ${chalk.bold(hash)}`);
 }
