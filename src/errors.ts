@@ -6,7 +6,7 @@
 
 export interface ErrorSpec {
   /** HTTP status in the reference dialect. */
-  readonly status: 400 | 401 | 404 | 405 | 413 | 500 | 503;
+  readonly status: 400 | 401 | 404 | 405 | 409 | 413 | 500 | 503;
   /** The x402 `invalidReason` / `errorReason` string for this outcome. */
   readonly x402: string;
   /** A one-line explanation, the default `message`. */
@@ -123,6 +123,11 @@ export const ERRORS = {
     status: 400,
     x402: "invalid_exact_evm_transaction_failed",
     summary: "The settlement transaction failed",
+  },
+  settlement_in_progress: {
+    status: 409,
+    x402: "settlement_in_progress",
+    summary: "This authorization is being settled right now",
   },
   settlement_pending: {
     status: 500,

@@ -1,9 +1,10 @@
 /**
  * The facilitator: routes a parsed payment request to the module for its (version, scheme,
- * network, payload shape) and owns what every method shares: the RPC, the signer, the clock, and
- * turning anything thrown into a Failure.
+ * network, payload shape) and owns what every method shares: the RPC, the signers, the journal,
+ * the clock, and turning anything thrown into a Failure.
  */
 import type { LocalAccount } from "viem";
+import { Journal } from "./chain/journal.js";
 import {
   caip2,
   chainIdOfCaip2,
@@ -12,6 +13,7 @@ import {
   knownNetwork,
 } from "./chain/networks.js";
 import { isUnreachable, type RpcOptions, RpcRegistry } from "./chain/rpc.js";
+import { SignerPool } from "./chain/signers.js";
 import { FacilitatorError, type Failure, failure } from "./errors.js";
 import type { PaymentRequest } from "./protocol/request.js";
 import type { WaitUntil } from "./protocol/schemas.js";
@@ -19,8 +21,18 @@ import { EXACT, exactEvmMethod } from "./schemes/exact-evm/index.js";
 import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
 
 export interface FacilitatorOptions extends RpcOptions {
-  /** The settlement account. Without one, verify works and settle answers settlement_failed. */
+  /** The settlement account. Without any, verify works and settle answers settlement_failed. */
   readonly signer?: LocalAccount | undefined;
+  /** Several settlement accounts, used in turn (each with its own nonce lane). */
+  readonly signers?: readonly LocalAccount[] | undefined;
+  /** The settlement journal (default: in memory only; the CLI and serve keep it in a file). */
+  readonly journal?: Journal | undefined;
+  /** Most a settlement may cost, in wei of the chain's native token, for every chain... */
+  readonly maxFeeWei?: bigint | undefined;
+  /** ...or per chain id, which wins. */
+  readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
+  /** Replace a transaction stuck in the mempool this long with a higher fee (default 15 s). */
+  readonly replaceAfterMs?: number | undefined;
   /** How long `confirmed` waits for a receipt (default 60 s). */
   readonly confirmTimeoutMs?: number | undefined;
   /** Receipt polling interval (default 250 ms). */
@@ -47,28 +59,53 @@ type Routed =
 
 export class Facilitator {
   readonly rpc: RpcRegistry;
+  readonly signers: SignerPool;
+  readonly journal: Journal;
   readonly #options: FacilitatorOptions;
 
   constructor(options: FacilitatorOptions = {}) {
     this.#options = options;
     this.rpc = new RpcRegistry(options);
+    const accounts = [...(options.signer ? [options.signer] : []), ...(options.signers ?? [])];
+    this.signers = new SignerPool(accounts);
+    this.journal = options.journal ?? new Journal();
   }
 
+  /** The first settlement account, if any. */
   get signerAddress(): string | undefined {
-    return this.#options.signer?.address;
+    return this.signers.addresses[0];
   }
 
   async verify(request: PaymentRequest): Promise<VerifyResult> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
+    let result: VerifyResult;
     try {
-      return await routed.method.verify(routed.ctx, request);
+      result = await routed.method.verify(routed.ctx, request);
     } catch (error) {
-      return { ok: false, failure: asFailure(error, "verify") };
+      result = { ok: false, failure: asFailure(error, "verify") };
     }
+    if (!result.ok && result.failure.code === "chain_unavailable") this.#chainTrouble(request);
+    return result;
+  }
+
+  /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
+  #chainTrouble(request: PaymentRequest): void {
+    const chainId = chainIdOf(request.requirements.network, request.x402Version);
+    if (typeof chainId === "number") for (const lane of this.signers.lanes) lane.forget(chainId);
   }
 
   async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
+    const result = await this.#settle(request, waitUntil);
+    if (!result.ok && result.failure.code === "chain_unavailable") {
+      this.#chainTrouble(request);
+      // An unreachable chain during settle is a 500: the settlement, not the request, failed.
+      return { ...result, failure: { ...result.failure, status: 500 } };
+    }
+    return result;
+  }
+
+  async #settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
     try {
@@ -98,8 +135,8 @@ export class Facilitator {
       if (v1Name) kinds.push({ x402Version: 1, scheme: EXACT, network: v1Name });
       kinds.push({ x402Version: 2, scheme: EXACT, network: caip2(chainId) });
     }
-    const signer = this.signerAddress;
-    return { kinds, extensions: [], signers: signer ? { "eip155:*": [signer] } : {} };
+    const signers = this.signers.addresses;
+    return { kinds, extensions: [], signers: signers.length > 0 ? { "eip155:*": signers } : {} };
   }
 
   async #route(request: PaymentRequest): Promise<Routed> {
@@ -124,7 +161,10 @@ export class Facilitator {
       const ctx: SchemeContext = {
         client,
         chainId,
-        signer: this.#options.signer,
+        signers: this.signers,
+        journal: this.journal,
+        feeCapWei: this.#options.maxFeeWeiByChain?.[chainId] ?? this.#options.maxFeeWei,
+        replaceAfterMs: this.#options.replaceAfterMs ?? 15_000,
         now: this.#options.now ?? (() => Date.now() / 1000),
         confirmTimeoutMs: this.#options.confirmTimeoutMs ?? 60_000,
         receiptPollMs: this.#options.receiptPollMs ?? 250,

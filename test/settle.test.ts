@@ -248,18 +248,19 @@ describe("infrastructure", () => {
     expect(reply.body.message).toMatch(/no settlement key/);
   });
 
-  test("an unreachable RPC is chain_unavailable (503) for verify and settle", async () => {
+  test("an unreachable RPC is chain_unavailable: 503 for verify, 500 for settle", async () => {
     const request = await payment();
     const offline = new Facilitator({
       rpcUrls: ["http://127.0.0.1:1"],
       useDefaultRpcs: false,
       signer: privateKeyToAccount(devnet.facilitator.privateKey),
     });
-    for (const reply of [
-      await handleVerify(offline, request),
-      await handleSettle(offline, request),
-    ]) {
-      expect(reply.status).toBe(503);
+    const verify = await handleVerify(offline, request);
+    const settle = await handleSettle(offline, request);
+    // The service is fine, the chain is not: 503 for verify; for settle, the settlement failed: 500.
+    expect(verify.status).toBe(503);
+    expect(settle.status).toBe(500);
+    for (const reply of [verify, settle]) {
       expect(reply.body).toMatchObject({ success: false, error: "chain_unavailable" });
       expect(reply.body.message).toContain("http://127.0.0.1:1");
     }

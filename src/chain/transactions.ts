@@ -1,21 +1,43 @@
 /**
- * Sending one contract call from the settlement account and following it to the level the caller
- * asked for. Returns outcomes, never throws: the payment method decides what a revert means.
+ * Sending one contract call from a settlement account and following it to the level the caller
+ * asked for; and picking a journaled settlement back up. Returns outcomes, never throws: the
+ * payment method decides what a revert means.
+ *
+ * Money rules kept here: the journal holds a transaction's hash and bytes before it is broadcast;
+ * once something may have been broadcast, every answer carries its hash; a stuck transaction is
+ * replaced at the same nonce (so at most one of them can land); nothing is sent above the fee cap.
  */
-import { type Address, type Hex, keccak256, type TransactionReceipt } from "viem";
+import {
+  type Hex,
+  isAddressEqual,
+  keccak256,
+  type LocalAccount,
+  padHex,
+  parseTransaction,
+  type TransactionReceipt,
+  type TransactionSerializable,
+} from "viem";
 import { type Failure, failure } from "../errors.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { SchemeContext } from "../schemes/types.js";
+import type { ExpectedTransfer, JournalEntry } from "./journal.js";
 import { isRevert, revertReason } from "./revert.js";
 import { isUnreachable, neverReachedNode } from "./rpc.js";
+import type { SignerLane } from "./signers.js";
 
 export interface ContractCall {
-  readonly to: Address;
+  readonly to: `0x${string}`;
   readonly data: Hex;
 }
 
+/** What identifies the payment in the journal, and the Transfer that proves it. */
+export interface SettlementRecord {
+  readonly key: string;
+  readonly expect: ExpectedTransfer;
+}
+
 export type CallOutcome =
-  /** Signed, and for `simulated` checked against the latest block; not broadcast. */
+  /** Signed, and checked against the latest block; not broadcast. */
   | { readonly kind: "simulated"; readonly hash: Hex }
   | { readonly kind: "submitted"; readonly hash: Hex }
   | { readonly kind: "confirmed"; readonly hash: Hex; readonly receipt: TransactionReceipt }
@@ -23,10 +45,21 @@ export type CallOutcome =
   | { readonly kind: "would-revert"; readonly reason: string | undefined; readonly detail: string }
   /** Mined, and reverted. */
   | { readonly kind: "reverted"; readonly hash: Hex; readonly receipt: TransactionReceipt }
-  /** Anything else: no settlement key, node refusal, unreachable RPC, no receipt in time. */
+  /** Anything else: no key, fee cap, node refusal, unreachable RPC, no receipt in time. */
   | { readonly kind: "failed"; readonly failure: Failure; readonly hash?: Hex | undefined };
 
 const GAS_HEADROOM_PERCENT = 120n;
+/** Nodes want at least +10 % to accept a replacement; +25 % clears that with room. */
+const REPLACEMENT_BUMP_PERCENT = 125n;
+const SEND_ATTEMPTS = 3;
+
+type Fees =
+  | {
+      readonly type: "eip1559";
+      readonly maxFeePerGas: bigint;
+      readonly maxPriorityFeePerGas: bigint;
+    }
+  | { readonly type: "legacy"; readonly gasPrice: bigint };
 
 function shortText(error: unknown): string {
   if (error instanceof Error) {
@@ -36,83 +69,143 @@ function shortText(error: unknown): string {
   return String(error);
 }
 
-function infrastructure(error: unknown, doing: string): CallOutcome {
-  if (isUnreachable(error)) {
-    return {
-      kind: "failed",
-      failure: failure("chain_unavailable", `${doing}: ${shortText(error)}`),
-    };
-  }
-  return {
-    kind: "failed",
-    failure: failure("settlement_failed", `${doing}: ${shortText(error)}`, { status: 500 }),
-  };
+/** Everything the node says about a transaction, details included, for matching its refusals. */
+function fullText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const details = (error as { details?: string }).details ?? "";
+  return `${error.message}\n${details}`;
 }
 
-async function fees(ctx: SchemeContext) {
+function failed(f: Failure, hash?: Hex): CallOutcome {
+  return { kind: "failed", failure: f, hash };
+}
+
+function infrastructure(error: unknown, doing: string): CallOutcome {
+  if (isUnreachable(error)) {
+    return failed(failure("chain_unavailable", `${doing}: ${shortText(error)}`, { status: 500 }));
+  }
+  return failed(failure("settlement_failed", `${doing}: ${shortText(error)}`, { status: 500 }));
+}
+
+function pending(hash: Hex, why: string): CallOutcome {
+  return failed(failure("settlement_pending", why), hash);
+}
+
+async function estimateFees(ctx: SchemeContext): Promise<Fees> {
   try {
-    const { maxFeePerGas, maxPriorityFeePerGas } = await ctx.client.estimateFeesPerGas({
-      chain: null,
-      type: "eip1559",
-    });
-    return { type: "eip1559", maxFeePerGas, maxPriorityFeePerGas } as const;
+    const fees = await ctx.client.estimateFeesPerGas({ chain: null, type: "eip1559" });
+    return { type: "eip1559", ...fees };
   } catch (error) {
     if (isUnreachable(error)) throw error;
     // A chain without EIP-1559 blocks: fall back to a legacy gas price.
-    return { type: "legacy", gasPrice: await ctx.client.getGasPrice() } as const;
+    return { type: "legacy", gasPrice: await ctx.client.getGasPrice() };
   }
 }
+
+const pricePerGas = (fees: Fees) => (fees.type === "eip1559" ? fees.maxFeePerGas : fees.gasPrice);
+
+function bump(fees: Fees): Fees {
+  const up = (value: bigint) => (value * REPLACEMENT_BUMP_PERCENT) / 100n + 1n;
+  return fees.type === "eip1559"
+    ? {
+        type: "eip1559",
+        maxFeePerGas: up(fees.maxFeePerGas),
+        maxPriorityFeePerGas: up(fees.maxPriorityFeePerGas),
+      }
+    : { type: "legacy", gasPrice: up(fees.gasPrice) };
+}
+
+function overCap(ctx: SchemeContext, gas: bigint, fees: Fees): Failure | undefined {
+  const cap = ctx.feeCapWei;
+  const cost = gas * pricePerGas(fees);
+  if (cap === undefined || cost <= cap) return undefined;
+  return failure(
+    "settlement_failed",
+    `the settlement could cost up to ${cost} wei (gas ${gas} at ${pricePerGas(fees)} wei), over the fee cap of ${cap} wei`,
+    { status: 500 },
+  );
+}
+
+async function sign(
+  account: LocalAccount,
+  tx: TransactionSerializable,
+): Promise<{ raw: Hex; hash: Hex }> {
+  const raw = await account.signTransaction(tx);
+  return { raw, hash: keccak256(raw) };
+}
+
+/** How the node refused a broadcast, as far as our nonce bookkeeping is concerned. */
+function refusal(error: unknown): "known" | "nonce" | "other" {
+  const text = fullText(error);
+  if (/already known|known transaction|already imported/i.test(text)) return "known";
+  if (
+    /nonce too low|nonce.*(already|used)|replacement transaction underpriced|underpriced/i.test(
+      text,
+    )
+  ) {
+    return "nonce";
+  }
+  return "other";
+}
+
+type Sent =
+  | {
+      readonly kind: "sent";
+      readonly hash: Hex;
+      readonly nonce: number;
+      readonly tx: TransactionSerializable;
+    }
+  | { readonly kind: "retry" }
+  | { readonly kind: "outcome"; readonly outcome: CallOutcome };
 
 export async function executeCall(
   ctx: SchemeContext,
   call: ContractCall,
   waitUntil: WaitUntil,
+  record: SettlementRecord,
 ): Promise<CallOutcome> {
-  const signer = ctx.signer;
-  if (!signer) {
-    return {
-      kind: "failed",
-      failure: failure(
+  const lane = ctx.signers.next();
+  if (!lane) {
+    return failed(
+      failure(
         "settlement_failed",
         "no settlement key configured: set FACILITATOR_PRIVATE_KEY or pass --private-key-file",
         { status: 500 },
       ),
-    };
+    );
   }
   const { client } = ctx;
 
   let gas: bigint;
-  let nonce: number;
-  let fee: Awaited<ReturnType<typeof fees>>;
+  let fees: Fees;
   try {
     // Estimating gas executes the call from our account: a payment that would revert stops here.
-    [gas, nonce, fee] = await Promise.all([
-      client.estimateGas({ account: signer.address, to: call.to, data: call.data }),
-      client.getTransactionCount({ address: signer.address, blockTag: "pending" }),
-      fees(ctx),
+    const [estimate, estimatedFees] = await Promise.all([
+      client.estimateGas({ account: lane.address, to: call.to, data: call.data }),
+      estimateFees(ctx),
     ]);
+    gas = (estimate * GAS_HEADROOM_PERCENT) / 100n;
+    fees = estimatedFees;
   } catch (error) {
     if (isRevert(error) && !isUnreachable(error)) {
       return { kind: "would-revert", reason: revertReason(error), detail: shortText(error) };
     }
+    if (isUnreachable(error)) lane.forget(ctx.chainId);
     return infrastructure(error, "preparing the settlement transaction");
   }
-
-  const request = {
-    ...fee,
-    chainId: ctx.chainId,
-    to: call.to,
-    data: call.data,
-    gas: (gas * GAS_HEADROOM_PERCENT) / 100n,
-    nonce,
-  };
-  const serialized = await signer.signTransaction(request);
-  const hash = keccak256(serialized);
+  const capped = overCap(ctx, gas, fees);
+  if (capped) return failed(capped);
+  const base = { ...fees, chainId: ctx.chainId, to: call.to, data: call.data, gas };
 
   if (waitUntil === "simulated") {
     try {
-      const { type: _type, chainId: _chainId, ...params } = request;
-      await client.call({ ...params, account: signer.address, blockTag: "latest" });
+      const nonce = await client.getTransactionCount({
+        address: lane.address,
+        blockTag: "pending",
+      });
+      const { hash } = await sign(lane.account, { ...base, nonce });
+      const { type: _type, chainId: _chainId, ...params } = base;
+      await client.call({ ...params, nonce, account: lane.address, blockTag: "latest" });
       return { kind: "simulated", hash };
     } catch (error) {
       if (isRevert(error) && !isUnreachable(error)) {
@@ -122,60 +215,259 @@ export async function executeCall(
     }
   }
 
-  try {
-    await client.sendRawTransaction({ serializedTransaction: serialized });
-  } catch (error) {
-    if (neverReachedNode(error)) return infrastructure(error, "broadcasting");
-    if (isUnreachable(error)) {
-      // The node may have taken it before the connection broke: keep the hash, never re-send.
-      return {
-        kind: "failed",
+  let sent: Sent = { kind: "retry" };
+  for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
+    sent = await lane.withNonce(client, ctx.chainId, async (nonce) => {
+      const tx = { ...base, nonce };
+      const { raw, hash } = await sign(lane.account, tx);
+      ctx.journal.recordSend(
+        {
+          key: record.key,
+          chainId: ctx.chainId,
+          signer: lane.address,
+          txNonce: nonce,
+          expect: record.expect,
+        },
         hash,
-        failure: failure(
-          "settlement_pending",
-          `the broadcast's answer was lost (${shortText(error)}); the transaction may be pending`,
-        ),
-      };
-    }
-    if (!/already known/i.test(shortText(error))) {
-      if (isRevert(error)) {
-        return { kind: "would-revert", reason: revertReason(error), detail: shortText(error) };
+        raw,
+      );
+      try {
+        await client.sendRawTransaction({ serializedTransaction: raw });
+        return { consumed: true, value: { kind: "sent", hash, nonce, tx } as Sent };
+      } catch (error) {
+        return sendFailure(ctx, lane, record.key, error, { hash, nonce, tx });
       }
-      return infrastructure(error, "the node refused the transaction");
-    }
+    });
   }
-  if (waitUntil === "submitted") return { kind: "submitted", hash };
+  if (sent.kind === "retry") {
+    ctx.journal.recordState(record.key, "failed");
+    return failed(
+      failure("settlement_failed", "the node kept refusing our nonce; try again", { status: 500 }),
+    );
+  }
+  if (sent.kind === "outcome") return sent.outcome;
+  if (waitUntil === "submitted") {
+    ctx.journal.recordState(record.key, "answered");
+    return { kind: "submitted", hash: sent.hash };
+  }
+  return follow(ctx, lane, record.key, [sent.hash], sent.tx, fees);
+}
 
-  const receipt = await waitForReceipt(ctx, hash);
-  if (!receipt) {
-    return {
-      kind: "failed",
-      hash,
-      failure: failure(
-        "settlement_pending",
-        `no receipt within ${Math.round(ctx.confirmTimeoutMs / 1000)} s; the transaction is pending`,
-      ),
-    };
+function sendFailure(
+  ctx: SchemeContext,
+  lane: SignerLane,
+  key: string,
+  error: unknown,
+  attempt: { hash: Hex; nonce: number; tx: TransactionSerializable },
+): { consumed: boolean; value: Sent } {
+  const outcome = (o: CallOutcome, consumed = false) => ({
+    consumed,
+    value: { kind: "outcome", outcome: o } as Sent,
+  });
+  if (neverReachedNode(error)) {
+    ctx.journal.recordState(key, "failed");
+    lane.forget(ctx.chainId);
+    return outcome(infrastructure(error, "broadcasting"));
   }
-  return receipt.status === "success"
-    ? { kind: "confirmed", hash, receipt }
-    : { kind: "reverted", hash, receipt };
+  if (isUnreachable(error)) {
+    // The node may have taken it before the connection broke: keep the hash, never re-send.
+    return outcome(
+      pending(
+        attempt.hash,
+        `the broadcast's answer was lost (${shortText(error)}); the transaction may be pending`,
+      ),
+      true,
+    );
+  }
+  switch (refusal(error)) {
+    case "known":
+      return { consumed: true, value: { kind: "sent", ...attempt } };
+    case "nonce":
+      // Someone else (another process, an earlier run) holds this nonce: re-read and try again.
+      lane.forget(ctx.chainId);
+      return { consumed: false, value: { kind: "retry" } };
+    default:
+      ctx.journal.recordState(key, "failed");
+      if (isRevert(error)) {
+        return outcome({
+          kind: "would-revert",
+          reason: revertReason(error),
+          detail: shortText(error),
+        });
+      }
+      return outcome(infrastructure(error, "the node refused the transaction"));
+  }
 }
 
 /**
- * Polls for the receipt until the deadline. Never throws: after a broadcast, any trouble reading
- * the chain ends as "pending" with the hash, never as an error that would lose it.
+ * Waits for any of `hashes` to be mined, replacing the transaction with a higher fee at the same
+ * nonce whenever it sits in the mempool for `replaceAfterMs`. Never throws: past the deadline, the
+ * answer is `settlement_pending` with the newest hash.
  */
-async function waitForReceipt(ctx: SchemeContext, hash: Hex): Promise<TransactionReceipt | null> {
+async function follow(
+  ctx: SchemeContext,
+  lane: SignerLane,
+  key: string,
+  hashes: Hex[],
+  tx: TransactionSerializable,
+  fees: Fees,
+): Promise<CallOutcome> {
   const deadline = Date.now() + ctx.confirmTimeoutMs;
+  let replaceAt = Date.now() + ctx.replaceAfterMs;
+  let current = fees;
   for (;;) {
-    try {
-      return await ctx.client.getTransactionReceipt({ hash });
-    } catch {
-      // Not mined yet (TransactionReceiptNotFoundError) or an RPC blip: ask again.
+    const receipts = await Promise.all(
+      hashes.map((hash) => ctx.client.getTransactionReceipt({ hash }).catch(() => undefined)),
+    );
+    const receipt = receipts.find((r) => r !== undefined);
+    if (receipt) {
+      if (receipt.status !== "success") {
+        ctx.journal.recordState(key, "failed");
+        return { kind: "reverted", hash: receipt.transactionHash, receipt };
+      }
+      return { kind: "confirmed", hash: receipt.transactionHash, receipt };
     }
-    const left = deadline - Date.now();
-    if (left <= 0) return null;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(ctx.receiptPollMs, left)));
+    const now = Date.now();
+    if (now >= deadline) {
+      const newest = hashes[hashes.length - 1] as Hex;
+      return pending(
+        newest,
+        `no receipt within ${Math.round(ctx.confirmTimeoutMs / 1000)} s; the transaction is pending, retry the same payment to reconcile`,
+      );
+    }
+    if (now >= replaceAt) {
+      replaceAt = now + ctx.replaceAfterMs;
+      const next = bump(current);
+      if (!overCap(ctx, tx.gas ?? 0n, next)) {
+        const replacement = await replace(ctx, lane, key, {
+          ...tx,
+          ...next,
+        } as TransactionSerializable);
+        if (replacement) {
+          hashes.push(replacement);
+          current = next;
+        }
+      }
+    }
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.min(ctx.receiptPollMs, Math.max(1, deadline - now))),
+    );
   }
+}
+
+/** Signs `tx` again (same nonce, higher fee), journals it, broadcasts it; the new hash or nothing. */
+async function replace(
+  ctx: SchemeContext,
+  lane: SignerLane,
+  key: string,
+  tx: TransactionSerializable,
+) {
+  try {
+    const { raw, hash } = await sign(lane.account, tx);
+    ctx.journal.recordReplace(key, hash, raw);
+    await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+    return hash;
+  } catch {
+    // Mined meanwhile ("nonce too low"), or the node wants more: the next poll tells.
+    return undefined;
+  }
+}
+
+/**
+ * Picks a journaled settlement back up: its receipt if mined; otherwise wait for it (replacing it
+ * if stuck); if the node lost it and its nonce is still free, broadcast the same bytes again.
+ * "gone" means the transaction can never land (its nonce went to another): start afresh.
+ */
+export async function reconcile(
+  ctx: SchemeContext,
+  entry: JournalEntry,
+): Promise<CallOutcome | "gone"> {
+  const { client } = ctx;
+  const lane = ctx.signers.byAddress(entry.signer);
+  try {
+    for (const hash of entry.hashes) {
+      const receipt = await client.getTransactionReceipt({ hash }).catch((error: unknown) => {
+        if (isUnreachable(error)) throw error;
+        return undefined;
+      });
+      if (receipt) {
+        if (receipt.status !== "success") ctx.journal.recordState(entry.key, "failed");
+        return receipt.status === "success"
+          ? { kind: "confirmed", hash, receipt }
+          : { kind: "reverted", hash, receipt };
+      }
+    }
+    const newestRaw = entry.raws[entry.raws.length - 1] as Hex;
+    const tx = parseTransaction(newestRaw) as TransactionSerializable;
+    const fees: Fees =
+      tx.type === "legacy"
+        ? { type: "legacy", gasPrice: tx.gasPrice ?? 0n }
+        : {
+            type: "eip1559",
+            maxFeePerGas: tx.maxFeePerGas ?? 0n,
+            maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n,
+          };
+    const known = await Promise.all(
+      entry.hashes.map((hash) =>
+        client.getTransaction({ hash }).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    if (!known.some(Boolean)) {
+      const used = await client.getTransactionCount({ address: entry.signer, blockTag: "latest" });
+      if (used > entry.txNonce) return "gone";
+      if (!lane) {
+        return failed(
+          failure(
+            "settlement_failed",
+            `the journaled transaction's signer ${entry.signer} is not configured`,
+            { status: 500 },
+          ),
+          entry.hashes[entry.hashes.length - 1],
+        );
+      }
+      // Lost before it reached a node (a crash between journal and broadcast): the same bytes again.
+      const resent = await lane.exclusive(async () => {
+        try {
+          await client.sendRawTransaction({ serializedTransaction: newestRaw });
+          lane.observe(ctx.chainId, entry.txNonce);
+          return true;
+        } catch (error) {
+          if (isUnreachable(error)) throw error;
+          return refusal(error) === "known";
+        }
+      });
+      if (!resent) return "gone";
+    }
+    if (!lane) {
+      return pending(
+        entry.hashes[entry.hashes.length - 1] as Hex,
+        "the journaled transaction is still pending",
+      );
+    }
+    return follow(ctx, lane, entry.key, [...entry.hashes], tx, fees);
+  } catch (error) {
+    const newest = entry.hashes[entry.hashes.length - 1] as Hex;
+    return pending(
+      newest,
+      `cannot reach the chain to reconcile (${shortText(error)}); retry later`,
+    );
+  }
+}
+
+const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+const topicOf = (address: string) => padHex(address.toLowerCase() as Hex, { size: 32 });
+
+/** Whether the receipt carries the ERC-20 Transfer that proves the payment. */
+export function receiptHasTransfer(receipt: TransactionReceipt, expect: ExpectedTransfer): boolean {
+  return receipt.logs.some(
+    (log) =>
+      isAddressEqual(log.address, expect.token) &&
+      log.topics[0] === TRANSFER_TOPIC &&
+      log.topics[1]?.toLowerCase() === topicOf(expect.from) &&
+      log.topics[2]?.toLowerCase() === topicOf(expect.to) &&
+      BigInt(log.data) === BigInt(expect.value),
+  );
 }

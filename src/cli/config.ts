@@ -4,7 +4,9 @@
  * never echoed, not even in an error message.
  */
 import { readFileSync } from "node:fs";
-import type { Hex } from "viem";
+import { type Hex, parseEther } from "viem";
+import { defaultJournalPath } from "../chain/journal.js";
+import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
 import { UsageError } from "./errors.js";
 
 export interface ConfigFlags {
@@ -12,19 +14,32 @@ export interface ConfigFlags {
   readonly privateKeyFile?: string | undefined;
   readonly config?: string | undefined;
   readonly confirmTimeout?: string | undefined;
+  readonly journal?: string | undefined;
+  readonly maxFee?: string | undefined;
+  readonly replaceAfter?: string | undefined;
 }
 
 export interface CliConfig {
   readonly rpcUrls: string[];
-  /** Loaded only when the command needs to sign. */
+  /** The first settlement key; loaded only when the command needs to sign. */
   readonly loadPrivateKey: () => Hex | undefined;
+  /** Every settlement key (a key file may hold one per line), used in turn. */
+  readonly loadPrivateKeys: () => Hex[];
   readonly confirmTimeoutMs: number;
+  readonly journalPath: string;
+  /** Fee cap in wei for every chain, and per chain id. */
+  readonly maxFeeWei?: bigint | undefined;
+  readonly maxFeeWeiByChain: Record<number, bigint>;
+  readonly replaceAfterMs: number;
 }
 
 interface ConfigFile {
   rpcUrls?: unknown;
   privateKeyFile?: unknown;
   confirmTimeoutSeconds?: unknown;
+  journal?: unknown;
+  maxFee?: unknown;
+  replaceAfterSeconds?: unknown;
 }
 
 function readConfigFile(path: string | undefined): ConfigFile {
@@ -84,7 +99,8 @@ export function readPrivateKey(text: string, source: string): Hex {
   return (key.startsWith("0x") ? key : `0x${key}`) as Hex;
 }
 
-function readKeyFile(path: string, source: string): Hex {
+/** One key per line; blank lines and lines starting with # are skipped. */
+function readKeyFile(path: string, source: string): Hex[] {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -92,7 +108,45 @@ function readKeyFile(path: string, source: string): Hex {
     const code = (error as NodeJS.ErrnoException).code ?? "unreadable";
     throw new UsageError(`cannot read the private key file from ${source} (${code})`);
   }
-  return readPrivateKey(text, source);
+  const lines = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith("#"));
+  if (lines.length === 0) throw new UsageError(`the private key file from ${source} holds no key`);
+  return lines.map((line, i) =>
+    readPrivateKey(line, lines.length > 1 ? `${source}, line ${i + 1}` : source),
+  );
+}
+
+/** An amount of the chain's native token ("0.002") in wei. */
+function parseFee(value: unknown, source: string): bigint {
+  const text = String(value).trim();
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(text)) {
+    throw new UsageError(`${source} must be an amount of the native token, such as 0.002`);
+  }
+  return parseEther(text);
+}
+
+/** `maxFee` in the config file: one amount, or {"default": amount, "<network>": amount, ...}. */
+function feeCaps(value: unknown): { all?: bigint; byChain: Record<number, bigint> } {
+  const byChain: Record<number, bigint> = {};
+  if (value === undefined) return { byChain };
+  if (typeof value !== "object" || value === null)
+    return { all: parseFee(value, "maxFee"), byChain };
+  let all: bigint | undefined;
+  for (const [network, amount] of Object.entries(value)) {
+    if (network === "default") {
+      all = parseFee(amount, "maxFee.default");
+      continue;
+    }
+    const chainId =
+      chainIdOfCaip2(network) ??
+      chainIdOfV1Name(network) ??
+      (/^[0-9]+$/.test(network) ? Number(network) : undefined);
+    if (chainId === undefined) throw new UsageError(`maxFee: "${network}" is not a network`);
+    byChain[chainId] = parseFee(amount, `maxFee["${network}"]`);
+  }
+  return all === undefined ? { byChain } : { all, byChain };
 }
 
 export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): CliConfig {
@@ -114,10 +168,15 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
           ? parseSeconds(file.confirmTimeoutSeconds, "confirmTimeoutSeconds in the config file")
           : 60_000;
 
-  const loadPrivateKey = (): Hex | undefined => {
+  const loadPrivateKeys = (): Hex[] => {
     if (flags.privateKeyFile) return readKeyFile(flags.privateKeyFile, "--private-key-file");
     if (env.FACILITATOR_PRIVATE_KEY) {
-      return readPrivateKey(env.FACILITATOR_PRIVATE_KEY, "FACILITATOR_PRIVATE_KEY");
+      return env.FACILITATOR_PRIVATE_KEY.split(",").map((key, i, all) =>
+        readPrivateKey(
+          key,
+          all.length > 1 ? `FACILITATOR_PRIVATE_KEY (key ${i + 1})` : "FACILITATOR_PRIVATE_KEY",
+        ),
+      );
     }
     if (env.FACILITATOR_PRIVATE_KEY_FILE) {
       return readKeyFile(env.FACILITATOR_PRIVATE_KEY_FILE, "FACILITATOR_PRIVATE_KEY_FILE");
@@ -125,8 +184,38 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     if (typeof file.privateKeyFile === "string") {
       return readKeyFile(file.privateKeyFile, "privateKeyFile in the config file");
     }
-    return undefined;
+    return [];
   };
+  const loadPrivateKey = (): Hex | undefined => loadPrivateKeys()[0];
 
-  return { rpcUrls, loadPrivateKey, confirmTimeoutMs };
+  const journalPath =
+    flags.journal ??
+    env.FACILITATOR_JOURNAL ??
+    (typeof file.journal === "string" ? file.journal : defaultJournalPath(env));
+
+  const caps = feeCaps(file.maxFee);
+  const maxFeeWei =
+    flags.maxFee !== undefined
+      ? parseFee(flags.maxFee, "--max-fee")
+      : env.FACILITATOR_MAX_FEE
+        ? parseFee(env.FACILITATOR_MAX_FEE, "FACILITATOR_MAX_FEE")
+        : caps.all;
+
+  const replaceAfterMs =
+    flags.replaceAfter !== undefined
+      ? parseSeconds(flags.replaceAfter, "--replace-after")
+      : file.replaceAfterSeconds !== undefined
+        ? parseSeconds(file.replaceAfterSeconds, "replaceAfterSeconds in the config file")
+        : 15_000;
+
+  return {
+    rpcUrls,
+    loadPrivateKey,
+    loadPrivateKeys,
+    confirmTimeoutMs,
+    journalPath,
+    maxFeeWei,
+    maxFeeWeiByChain: caps.byChain,
+    replaceAfterMs,
+  };
 }

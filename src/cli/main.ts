@@ -70,6 +70,18 @@ const settle = paymentCommand("settle")
     "--confirm-timeout <seconds>",
     "how long to wait for the receipt before answering settlement_pending (default 60)",
   )
+  .option(
+    "--journal <file>",
+    "settlement journal (env FACILITATOR_JOURNAL; default ~/.local/state/facilitator/journal.jsonl)",
+  )
+  .option(
+    "--max-fee <amount>",
+    "most one settlement may cost in the native token, e.g. 0.002 (env FACILITATOR_MAX_FEE)",
+  )
+  .option(
+    "--replace-after <seconds>",
+    "replace a transaction stuck in the mempool this long with a higher fee (default 15)",
+  )
   .addHelpText(
     "after",
     `
@@ -137,6 +149,18 @@ const serve = new Command("serve")
     "settlement key file (or env FACILITATOR_PRIVATE_KEY / FACILITATOR_PRIVATE_KEY_FILE)",
   )
   .option("--confirm-timeout <seconds>", "receipt wait before settlement_pending (default 60)")
+  .option(
+    "--journal <file>",
+    "settlement journal (env FACILITATOR_JOURNAL; default ~/.local/state/facilitator/journal.jsonl)",
+  )
+  .option(
+    "--max-fee <amount>",
+    "most one settlement may cost in the native token, e.g. 0.002 (env FACILITATOR_MAX_FEE)",
+  )
+  .option(
+    "--replace-after <seconds>",
+    "replace a transaction stuck in the mempool this long with a higher fee (default 15)",
+  )
   .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)")
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(

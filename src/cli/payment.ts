@@ -1,6 +1,5 @@
 /** What `verify` and `settle` share: read the request, run it through the core, print, exit code. */
 import { failure } from "../errors.js";
-import { Facilitator } from "../facilitator.js";
 import { parseJson } from "../protocol/request.js";
 import {
   exitCodeOf,
@@ -13,6 +12,7 @@ import {
 import type { WaitUntil } from "../protocol/schemas.js";
 import { type ConfigFlags, loadConfig } from "./config.js";
 import { UsageError } from "./errors.js";
+import { facilitatorFrom } from "./facilitator.js";
 import { readSource } from "./input.js";
 import { humanOutput, printJson, summarize } from "./output.js";
 
@@ -67,19 +67,7 @@ export async function runPayment(
         ? renderVerify("reference", { ok: false, failure: f })
         : renderSettle("reference", { ok: false, failure: f }, { network: "" });
   } else {
-    let signer: import("viem").LocalAccount | undefined;
-    if (op === "settle") {
-      const key = config.loadPrivateKey();
-      if (key) {
-        const { privateKeyToAccount } = await import("viem/accounts");
-        signer = privateKeyToAccount(key);
-      }
-    }
-    const facilitator = new Facilitator({
-      rpcUrls: config.rpcUrls,
-      signer,
-      confirmTimeoutMs: config.confirmTimeoutMs,
-    });
+    const facilitator = await facilitatorFrom(config, op === "settle");
     const stopWaiting = onWaitStart?.();
     try {
       reply =

@@ -2,7 +2,9 @@
  * What a payment method module implements, and what the facilitator hands it. One module per
  * method (EIP-3009, Permit2, …); the facilitator picks one by scheme, network and payload shape.
  */
-import type { Address, Hex, LocalAccount, PublicClient } from "viem";
+import type { Address, Hex, PublicClient } from "viem";
+import type { Journal } from "../chain/journal.js";
+import type { SignerPool } from "../chain/signers.js";
 import type { Failure } from "../errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { WaitUntil } from "../protocol/schemas.js";
@@ -10,8 +12,14 @@ import type { WaitUntil } from "../protocol/schemas.js";
 export interface SchemeContext {
   readonly client: PublicClient;
   readonly chainId: number;
-  /** The settlement account; verify needs none. */
-  readonly signer?: LocalAccount | undefined;
+  /** The settlement accounts, used in turn; empty for verify-only use. */
+  readonly signers: SignerPool;
+  /** Where every broadcast is written down before it happens. */
+  readonly journal: Journal;
+  /** The most a settlement may cost in this chain's native unit (wei); none when undefined. */
+  readonly feeCapWei?: bigint | undefined;
+  /** How long a transaction may sit in the mempool before it is replaced with a higher fee. */
+  readonly replaceAfterMs: number;
   /** Wall-clock unix seconds: validity windows are checked against the host clock, as x402 does. */
   readonly now: () => number;
   /** How long `confirmed` waits for a receipt before answering `settlement_pending`. */

@@ -4,13 +4,12 @@
  */
 import { readFileSync } from "node:fs";
 import chalk from "chalk";
-import { privateKeyToAccount } from "viem/accounts";
 import { caip2 } from "../../chain/networks.js";
-import { Facilitator } from "../../facilitator.js";
 import { createHandler } from "../../http/handler.js";
 import { startServer } from "../../http/server.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
+import { facilitatorFrom } from "../facilitator.js";
 
 export interface ServeFlags extends ConfigFlags {
   readonly host?: string | undefined;
@@ -47,15 +46,10 @@ function whole(value: string | undefined, flag: string, fallback: number, max: n
 
 export async function runServe(flags: ServeFlags): Promise<number> {
   const config = loadConfig(flags);
-  const key = config.loadPrivateKey();
   const apiKey = readApiKey(flags);
   const port = whole(flags.port, "--port", 4020, 65535);
   const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
-  const facilitator = new Facilitator({
-    rpcUrls: config.rpcUrls,
-    signer: key ? privateKeyToAccount(key) : undefined,
-    confirmTimeoutMs: config.confirmTimeoutMs,
-  });
+  const facilitator = await facilitatorFrom(config, true);
   const log = flags.quiet
     ? undefined
     : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
@@ -83,7 +77,8 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       [
         `${chalk.green("●")} ${chalk.bold("facilitator serve")} listening on ${chalk.bold(server.url)}`,
         `  networks  ${networks.length ? networks.join("\n            ") : chalk.dim("public default RPCs (none configured)")}`,
-        `  signer    ${facilitator.signerAddress ?? chalk.yellow("none: /settle answers settlement_failed")}`,
+        `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
+        `  journal   ${facilitator.journal.path ?? "in memory"}`,
         `  auth      ${apiKey ? "API key required on /verify and /settle" : chalk.dim("none")}`,
         `  docs      ${server.url}/llms.txt`,
         "",
@@ -91,7 +86,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     );
   } else if (!flags.quiet) {
     process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signer: facilitator.signerAddress })}\n`,
+      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, journal: facilitator.journal.path })}\n`,
     );
   }
 

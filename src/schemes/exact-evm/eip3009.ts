@@ -10,8 +10,6 @@ import {
   hexToNumber,
   isAddressEqual,
   isErc6492Signature,
-  type Log,
-  padHex,
   parseAbi,
   parseErc6492Signature,
   recoverTypedDataAddress,
@@ -20,9 +18,15 @@ import {
   zeroAddress,
 } from "viem";
 import { z } from "zod";
+import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
 import { revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
-import { executeCall } from "../../chain/transactions.js";
+import {
+  type CallOutcome,
+  executeCall,
+  receiptHasTransfer,
+  reconcile,
+} from "../../chain/transactions.js";
 import { type Failure, failure } from "../../errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue, type WaitUntil } from "../../protocol/schemas.js";
@@ -87,7 +91,6 @@ const ERC1271_MAGIC = "0x1626ba7e";
 const VALID_BEFORE_HEADROOM_SECONDS = 6n;
 /** secp256k1 n / 2: signatures with a larger s are rejected on chain by USDC. */
 const HALF_CURVE_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
-const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 
 const payloadSchema = z.object({
   signature: hexBytes,
@@ -449,42 +452,61 @@ async function verifyChecked(
   return { ok: true, value: checked };
 }
 
-function transferMatches(log: Log, checked: Checked): boolean {
+/** The journal's name for an authorization: the token spends each (from, nonce) once. */
+function settlementKey(ctx: SchemeContext, checked: Checked): string {
   const { authorization: auth, requirements } = checked;
-  return (
-    isAddressEqual(log.address, requirements.asset) &&
-    log.topics[0] === TRANSFER_TOPIC &&
-    log.topics[1]?.toLowerCase() === padHex(auth.from.toLowerCase() as Hex, { size: 32 }) &&
-    log.topics[2]?.toLowerCase() === padHex(auth.to.toLowerCase() as Hex, { size: 32 }) &&
-    BigInt(log.data) === auth.value
-  );
+  return `eip3009:${ctx.chainId}:${requirements.asset}:${auth.from}:${auth.nonce}`.toLowerCase();
 }
 
-async function settleChecked(
-  ctx: SchemeContext,
-  request: PaymentRequest,
-  waitUntil: WaitUntil,
-): Promise<SettleResult> {
-  // Settlement re-verifies everything but the simulation: estimating gas below runs the same call.
-  const verified = await verifyChecked(ctx, request, { simulate: false });
-  if (!verified.ok) return { ok: false, failure: verified.failure };
-  const checked = verified.value;
-  const from = checked.authorization.from;
+function expectedTransfer(checked: Checked): ExpectedTransfer {
+  const { authorization: auth, requirements } = checked;
+  return { token: requirements.asset, from: auth.from, to: auth.to, value: auth.value.toString() };
+}
 
-  const outcome = await executeCall(
-    ctx,
-    {
-      to: checked.requirements.asset,
-      data: transferCalldata(checked.authorization, checked.signature),
-    },
-    waitUntil,
-  );
+/** A retried payload may only pick up a journaled settlement if it asks for exactly that payment. */
+async function matchesJournal(
+  ctx: SchemeContext,
+  checked: Checked,
+  entry: JournalEntry,
+): Promise<Failure | null> {
+  const expect = expectedTransfer(checked);
+  const same =
+    isAddressEqual(expect.to, entry.expect.to) &&
+    expect.value === entry.expect.value &&
+    isAddressEqual(checked.requirements.payTo, expect.to) &&
+    checked.requirements.amount === checked.authorization.value;
+  if (!same) {
+    return failure(
+      "nonce_already_used",
+      `this authorization nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
+    );
+  }
+  if (size(checked.signature) === 65) {
+    const signer = await recoverTypedDataAddress({
+      ...typedData(ctx, checked),
+      signature: checked.signature,
+    }).catch(() => undefined);
+    if (!signer || !isAddressEqual(signer, checked.authorization.from)) {
+      return failure("invalid_signature", "the signature does not recover to the payer");
+    }
+  }
+  return null;
+}
+
+async function answer(
+  ctx: SchemeContext,
+  checked: Checked,
+  key: string,
+  outcome: CallOutcome,
+): Promise<SettleResult> {
+  const from = checked.authorization.from;
   switch (outcome.kind) {
     case "simulated":
     case "submitted":
       return { ok: true, payer: from, transactionHash: outcome.hash };
     case "confirmed":
-      if (!outcome.receipt.logs.some((log) => transferMatches(log, checked))) {
+      if (!receiptHasTransfer(outcome.receipt, expectedTransfer(checked))) {
+        ctx.journal.recordState(key, "failed");
         return {
           ok: false,
           payer: from,
@@ -498,6 +520,7 @@ async function settleChecked(
           ),
         };
       }
+      ctx.journal.recordState(key, "answered");
       return { ok: true, payer: from, transactionHash: outcome.hash };
     case "would-revert":
       return {
@@ -519,6 +542,67 @@ async function settleChecked(
     }
     case "failed":
       return { ok: false, payer: from, transactionHash: outcome.hash, failure: outcome.failure };
+  }
+}
+
+async function settleChecked(
+  ctx: SchemeContext,
+  request: PaymentRequest,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const parsed = parse(request);
+  if (!parsed.ok) return { ok: false, failure: parsed.failure };
+  const domain = eip712Domain(request);
+  const key = settlementKey(ctx, parsed.value);
+  if (!ctx.journal.claim(key)) {
+    return {
+      ok: false,
+      failure: failure(
+        "settlement_in_progress",
+        "this authorization is being settled right now; retry in a moment",
+      ),
+    };
+  }
+  try {
+    const entry = ctx.journal.get(key);
+    if (entry?.state === "answered") {
+      return {
+        ok: false,
+        failure: failure(
+          "nonce_already_used",
+          `this authorization was already settled in ${entry.hashes.at(-1)}`,
+        ),
+      };
+    }
+    if (entry?.state === "broadcast" && waitUntil !== "simulated" && domain.ok) {
+      const checked: Checked = {
+        ...parsed.value,
+        domain: { name: domain.name, version: domain.version },
+      };
+      const mismatch = await matchesJournal(ctx, checked, entry);
+      if (mismatch) return { ok: false, failure: mismatch };
+      // Settled before (timed out, or the process died): follow that transaction, never send anew.
+      const picked = await reconcile(ctx, entry);
+      if (picked !== "gone") return answer(ctx, checked, key, picked);
+      ctx.journal.recordState(key, "dropped");
+    }
+
+    // Settlement re-verifies everything but the simulation: estimating gas runs the same call.
+    const verified = await verifyChecked(ctx, request, { simulate: false });
+    if (!verified.ok) return { ok: false, failure: verified.failure };
+    const checked = verified.value;
+    const outcome = await executeCall(
+      ctx,
+      {
+        to: checked.requirements.asset,
+        data: transferCalldata(checked.authorization, checked.signature),
+      },
+      waitUntil,
+      { key, expect: expectedTransfer(checked) },
+    );
+    return await answer(ctx, checked, key, outcome);
+  } finally {
+    ctx.journal.release(key);
   }
 }
 

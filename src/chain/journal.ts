@@ -1,0 +1,144 @@
+/**
+ * The settlement journal: before a transaction is broadcast, its hash, the signed bytes and the
+ * payment it settles are appended to a file and fsynced. A settle that timed out, or a process
+ * killed mid-settle, is reconciled from here on the next settle of the same authorization instead
+ * of being sent again. One JSON object per line; a torn last line (a crash mid-write) is skipped.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Address, Hex } from "viem";
+
+/** The Transfer that proves the payment happened. */
+export interface ExpectedTransfer {
+  readonly token: Address;
+  readonly from: Address;
+  readonly to: Address;
+  readonly value: string;
+}
+
+export type EntryState =
+  /** Broadcast (or about to be); no final answer given yet. */
+  | "broadcast"
+  /** Success was answered (confirmed, or submitted): the authorization is spent for us. */
+  | "answered"
+  /** Reverted, or never reached the node: a new attempt may start from scratch. */
+  | "failed"
+  /** The transaction is gone from the node and its nonce was used by another. */
+  | "dropped";
+
+export interface JournalEntry {
+  readonly key: string;
+  readonly chainId: number;
+  readonly signer: Address;
+  readonly txNonce: number;
+  readonly expect: ExpectedTransfer;
+  /** Every hash broadcast for this authorization (a replacement adds one), oldest first. */
+  hashes: Hex[];
+  /** The signed transactions behind `hashes`, to re-broadcast after a crash. */
+  raws: Hex[];
+  state: EntryState;
+}
+
+type Line =
+  | ({ t: "send"; hash: Hex; raw: Hex } & Omit<JournalEntry, "hashes" | "raws" | "state">)
+  | { t: "replace"; key: string; hash: Hex; raw: Hex }
+  | { t: "state"; key: string; state: EntryState };
+
+/** `$XDG_STATE_HOME/facilitator/journal.jsonl`, else `~/.local/state/facilitator/journal.jsonl`. */
+export function defaultJournalPath(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state");
+  return path.join(base, "facilitator", "journal.jsonl");
+}
+
+export class Journal {
+  readonly path: string | undefined;
+  readonly #entries = new Map<string, JournalEntry>();
+  readonly #inFlight = new Set<string>();
+  #fd: number | undefined;
+
+  /** A journal kept in `file` (created if missing), or only in memory when `file` is undefined. */
+  constructor(file?: string) {
+    this.path = file;
+    if (!file) return;
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    let text = "";
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+    for (const line of text.split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        this.#apply(JSON.parse(line) as Line);
+      } catch {
+        // A line cut short by a crash: everything before it is intact.
+      }
+    }
+    this.#fd = openSync(file, "a", 0o600);
+  }
+
+  get(key: string): JournalEntry | undefined {
+    return this.#entries.get(key);
+  }
+
+  /** Marks a settlement of `key` as running in this process; false if one already is. */
+  claim(key: string): boolean {
+    if (this.#inFlight.has(key)) return false;
+    this.#inFlight.add(key);
+    return true;
+  }
+
+  release(key: string): void {
+    this.#inFlight.delete(key);
+  }
+
+  /** Call before broadcasting the first transaction for an authorization. */
+  recordSend(entry: Omit<JournalEntry, "hashes" | "raws" | "state">, hash: Hex, raw: Hex): void {
+    this.#write({ t: "send", ...entry, hash, raw });
+  }
+
+  /** Call before broadcasting a replacement (same nonce, higher fee). */
+  recordReplace(key: string, hash: Hex, raw: Hex): void {
+    this.#write({ t: "replace", key, hash, raw });
+  }
+
+  recordState(key: string, state: EntryState): void {
+    if (this.#entries.get(key)?.state === state) return;
+    this.#write({ t: "state", key, state });
+  }
+
+  close(): void {
+    if (this.#fd !== undefined) closeSync(this.#fd);
+    this.#fd = undefined;
+  }
+
+  #write(line: Line): void {
+    if (this.#fd !== undefined) {
+      writeSync(this.#fd, `${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`);
+      // On disk before the transaction can exist anywhere else.
+      fsyncSync(this.#fd);
+    }
+    this.#apply(line);
+  }
+
+  #apply(line: Line): void {
+    if (line.t === "send") {
+      const { t: _t, hash, raw, ...entry } = line as Extract<Line, { t: "send" }> & { at?: string };
+      delete (entry as { at?: string }).at;
+      this.#entries.set(entry.key, { ...entry, hashes: [hash], raws: [raw], state: "broadcast" });
+      return;
+    }
+    const entry = this.#entries.get(line.key);
+    if (!entry) return;
+    if (line.t === "replace") {
+      if (!entry.hashes.includes(line.hash)) {
+        entry.hashes.push(line.hash);
+        entry.raws.push(line.raw);
+      }
+      return;
+    }
+    entry.state = line.state;
+  }
+}

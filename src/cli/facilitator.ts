@@ -1,0 +1,28 @@
+/** The Facilitator a command runs on, from its configuration. */
+import { Journal } from "../chain/journal.js";
+import { Facilitator } from "../facilitator.js";
+import type { CliConfig } from "./config.js";
+import { UsageError } from "./errors.js";
+
+/** With `signing`, the settlement keys and the journal file are loaded too (verify needs neither). */
+export async function facilitatorFrom(config: CliConfig, signing: boolean): Promise<Facilitator> {
+  if (!signing) return new Facilitator({ rpcUrls: config.rpcUrls });
+  const keys = config.loadPrivateKeys();
+  const { privateKeyToAccount } = await import("viem/accounts");
+  let journal: Journal;
+  try {
+    journal = new Journal(config.journalPath);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unusable";
+    throw new UsageError(`cannot open the settlement journal ${config.journalPath} (${code})`);
+  }
+  return new Facilitator({
+    rpcUrls: config.rpcUrls,
+    signers: keys.map((key) => privateKeyToAccount(key)),
+    journal,
+    confirmTimeoutMs: config.confirmTimeoutMs,
+    maxFeeWei: config.maxFeeWei,
+    maxFeeWeiByChain: config.maxFeeWeiByChain,
+    replaceAfterMs: config.replaceAfterMs,
+  });
+}
