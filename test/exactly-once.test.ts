@@ -1,0 +1,330 @@
+/**
+ * Money is sent once: concurrent duplicates, many settles from one key or a pool, settlements that
+ * time out and are picked up again from the journal (also by a new process), stuck transactions
+ * replaced at the same nonce, and the fee cap. Real anvil; automine off where pending matters.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createTestClient, type Hex, http, keccak256 } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Journal } from "../src/chain/journal.js";
+import { devAccounts } from "../src/devnet/accounts.js";
+import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import { signSampleRequest } from "../src/devnet/sample.js";
+import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
+import { handleSettle } from "../src/protocol/respond.js";
+import { chainOf, tokenBalance } from "./helpers/chain.js";
+
+const tempJournal = () =>
+  path.join(mkdtempSync(path.join(os.tmpdir(), "facilitator-journal-")), "journal.jsonl");
+
+function facilitatorOn(devnet: Devnet, options: Partial<FacilitatorOptions> = {}) {
+  return new Facilitator({
+    rpcUrls: [devnet.rpcUrl],
+    useDefaultRpcs: false,
+    signer: privateKeyToAccount(devnet.facilitator.privateKey),
+    receiptPollMs: 50,
+    ...options,
+  });
+}
+
+const payerOf = (devnet: Devnet, i: number) => {
+  const payer = devnet.payers[i % devnet.payers.length];
+  if (!payer) throw new Error("no payers");
+  return payer;
+};
+
+describe("automine", () => {
+  let devnet: Devnet;
+  beforeAll(async () => {
+    devnet = await startDevnet();
+  });
+  afterAll(async () => {
+    await devnet?.stop();
+  });
+
+  test("10 concurrent settles of one authorization: one broadcast, one success", async () => {
+    const facilitator = facilitatorOn(devnet);
+    const request = await signSampleRequest(devnet, { payer: payerOf(devnet, 0) });
+    const sentBefore = await chainOf(devnet).getTransactionCount({
+      address: devnet.facilitator.address,
+    });
+    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, () => handleSettle(facilitator, request)),
+    );
+    const codes = replies.map((r) => (r.body.success ? "success" : r.body.error));
+    expect(codes.filter((c) => c === "success")).toHaveLength(1);
+    for (const code of codes.filter((c) => c !== "success")) {
+      expect(["settlement_in_progress", "nonce_already_used"]).toContain(code);
+    }
+    expect(replies.find((r) => r.body.error === "settlement_in_progress")?.status ?? 409).toBe(409);
+    expect(await chainOf(devnet).getTransactionCount({ address: devnet.facilitator.address })).toBe(
+      sentBefore + 1,
+    );
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 10_000n);
+
+    // Later, the same payload is refused from the journal without touching the chain.
+    const later = await handleSettle(facilitator, request);
+    expect(later.body).toMatchObject({ success: false, error: "nonce_already_used" });
+    expect(later.body.message).toContain(
+      replies.find((r) => r.body.success)?.body.transactionHash as string,
+    );
+  });
+
+  test("200 distinct settles at once from one key: every one lands, once, with consecutive nonces", async () => {
+    const facilitator = facilitatorOn(devnet);
+    const requests = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        signSampleRequest(devnet, { payer: payerOf(devnet, i) }),
+      ),
+    );
+    const rpc = chainOf(devnet);
+    const sentBefore = await rpc.getTransactionCount({ address: devnet.facilitator.address });
+    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+
+    const replies = await Promise.all(requests.map((r) => handleSettle(facilitator, r)));
+    const failures = replies.filter((r) => !r.body.success).map((r) => r.body);
+    expect(failures).toEqual([]);
+    const hashes = new Set(replies.map((r) => r.body.transactionHash as Hex));
+    expect(hashes.size).toBe(200);
+    expect(await rpc.getTransactionCount({ address: devnet.facilitator.address })).toBe(
+      sentBefore + 200,
+    );
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 200n * 10_000n);
+    const nonces = await Promise.all(
+      [...hashes].map(async (hash) => (await rpc.getTransaction({ hash })).nonce),
+    );
+    expect(nonces.sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 200 }, (_, i) => sentBefore + i),
+    );
+  }, 60_000);
+
+  test("a pool of 4 keys shares the work and /supported lists every signer", async () => {
+    const pool = [0, 6, 7, 8].map((i) =>
+      privateKeyToAccount((devAccounts[i] as { privateKey: Hex }).privateKey),
+    );
+    const facilitator = facilitatorOn(devnet, { signer: undefined, signers: pool });
+    expect((await facilitator.supported()).signers).toEqual({
+      "eip155:*": pool.map((a) => a.address),
+    });
+    const rpc = chainOf(devnet);
+    const before = await Promise.all(
+      pool.map((a) => rpc.getTransactionCount({ address: a.address })),
+    );
+    const requests = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        signSampleRequest(devnet, { payer: payerOf(devnet, i) }),
+      ),
+    );
+    const replies = await Promise.all(requests.map((r) => handleSettle(facilitator, r)));
+    expect(replies.every((r) => r.body.success)).toBe(true);
+    const after = await Promise.all(
+      pool.map((a) => rpc.getTransactionCount({ address: a.address })),
+    );
+    expect(after.map((n, i) => n - (before[i] as number))).toEqual([10, 10, 10, 10]);
+  }, 60_000);
+
+  test("the fee cap: above it nothing is sent and the answer is settlement_failed (500)", async () => {
+    const facilitator = facilitatorOn(devnet, { maxFeeWei: 1000n });
+    const request = await signSampleRequest(devnet, { payer: payerOf(devnet, 1) });
+    const sentBefore = await chainOf(devnet).getTransactionCount({
+      address: devnet.facilitator.address,
+    });
+    const reply = await handleSettle(facilitator, request);
+    expect(reply.status).toBe(500);
+    expect(reply.body).toMatchObject({ success: false, error: "settlement_failed" });
+    expect(reply.body.message).toMatch(/over the fee cap of 1000 wei/);
+    expect(await chainOf(devnet).getTransactionCount({ address: devnet.facilitator.address })).toBe(
+      sentBefore,
+    );
+    // A cap for this chain wins over the global one.
+    const perChain = facilitatorOn(devnet, {
+      maxFeeWei: 1000n,
+      maxFeeWeiByChain: { [devnet.chainId]: 10n ** 18n },
+    });
+    expect((await handleSettle(perChain, request)).body.success).toBe(true);
+  });
+});
+
+describe("manual mining", () => {
+  let devnet: Devnet;
+  const mine = () =>
+    createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).mine({ blocks: 1 });
+  beforeAll(async () => {
+    devnet = await startDevnet({ mining: "manual" });
+  });
+  afterAll(async () => {
+    await devnet?.stop();
+  });
+
+  test("a timed-out settle is reconciled from the journal by a new process, never sent again", async () => {
+    const journalPath = tempJournal();
+    const request = await signSampleRequest(devnet, { payer: payerOf(devnet, 0) });
+    const rpc = chainOf(devnet);
+    const sentBefore = await rpc.getTransactionCount({ address: devnet.facilitator.address });
+
+    const first = facilitatorOn(devnet, {
+      journal: new Journal(journalPath),
+      confirmTimeoutMs: 500,
+    });
+    const pending = await handleSettle(first, request);
+    expect(pending).toMatchObject({
+      status: 500,
+      body: { success: false, error: "settlement_pending" },
+    });
+    const hash = pending.body.transactionHash as Hex;
+    expect(readFileSync(journalPath, "utf8")).toContain(hash);
+
+    // Still not mined: the retry follows the same transaction and sends nothing new.
+    const again = await handleSettle(first, request);
+    expect(again.body).toMatchObject({ error: "settlement_pending", transactionHash: hash });
+    expect(
+      await rpc.getTransactionCount({ address: devnet.facilitator.address, blockTag: "pending" }),
+    ).toBe(sentBefore + 1);
+
+    // "Restart": a new facilitator on the same journal file.
+    await mine();
+    const second = facilitatorOn(devnet, {
+      journal: new Journal(journalPath),
+      confirmTimeoutMs: 2_000,
+    });
+    const settled = await handleSettle(second, request);
+    expect(settled).toMatchObject({ status: 200, body: { success: true, transactionHash: hash } });
+    expect(await rpc.getTransactionCount({ address: devnet.facilitator.address })).toBe(
+      sentBefore + 1,
+    );
+
+    const third = await handleSettle(second, request);
+    expect(third).toMatchObject({ status: 400, body: { error: "nonce_already_used" } });
+  });
+
+  test("a crash between journal and broadcast: the same signed bytes are sent on the retry", async () => {
+    const journalPath = tempJournal();
+    const request = await signSampleRequest(devnet, { payer: payerOf(devnet, 1) });
+    const rpc = chainOf(devnet);
+    const account = privateKeyToAccount(devnet.facilitator.privateKey);
+    const nonce = await rpc.getTransactionCount({ address: account.address, blockTag: "pending" });
+
+    // What a process that died right after the fsync leaves behind: a journaled, unsent transaction.
+    const probe = facilitatorOn(devnet, {
+      journal: new Journal(journalPath),
+      confirmTimeoutMs: 200,
+    });
+    const simulated = await handleSettle(probe, { ...request, waitUntil: "simulated" });
+    expect(simulated.body.success).toBe(true);
+    const { payload } = request as {
+      payload: { payload: { authorization: Record<string, string> } };
+    };
+    const auth = payload.payload.authorization;
+    const key =
+      `eip3009:${devnet.chainId}:${devnet.token.address}:${auth.from}:${auth.nonce}`.toLowerCase();
+    const { encodeFunctionData, parseSignature } = await import("viem");
+    const { eip3009Abi } = await import("../src/schemes/exact-evm/eip3009.js");
+    const signature = (payload.payload as unknown as { signature: Hex }).signature;
+    const { r, s, v } = parseSignature(signature);
+    const data = encodeFunctionData({
+      abi: eip3009Abi,
+      functionName: "transferWithAuthorization",
+      args: [
+        auth.from as Hex,
+        auth.to as Hex,
+        BigInt(auth.value as string),
+        BigInt(auth.validAfter as string),
+        BigInt(auth.validBefore as string),
+        auth.nonce as Hex,
+        Number(v),
+        r,
+        s,
+      ],
+    });
+    const raw = await account.signTransaction({
+      chainId: devnet.chainId,
+      type: "eip1559",
+      to: devnet.token.address,
+      data,
+      gas: 200_000n,
+      nonce,
+      maxFeePerGas: 10n ** 10n,
+      maxPriorityFeePerGas: 10n ** 9n,
+    });
+    const hash = keccak256(raw);
+    const crashed = new Journal(journalPath);
+    crashed.recordSend(
+      {
+        key,
+        chainId: devnet.chainId,
+        signer: account.address,
+        txNonce: nonce,
+        expect: {
+          token: devnet.token.address,
+          from: auth.from as Hex,
+          to: auth.to as Hex,
+          value: auth.value as string,
+        },
+      },
+      hash,
+      raw,
+    );
+    crashed.close();
+
+    const restarted = facilitatorOn(devnet, {
+      journal: new Journal(journalPath),
+      confirmTimeoutMs: 3_000,
+    });
+    const settling = handleSettle(restarted, request);
+    for (let i = 0; i < 50; i++) {
+      const found = await rpc.getTransaction({ hash }).then(
+        () => true,
+        () => false,
+      );
+      if (found) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await mine();
+    expect((await settling).body).toMatchObject({ success: true, transactionHash: hash });
+    expect(await rpc.getTransactionCount({ address: account.address })).toBe(nonce + 1);
+  });
+
+  test("a stuck transaction is replaced at the same nonce with a higher fee; the journal keeps both", async () => {
+    const journalPath = tempJournal();
+    const facilitator = facilitatorOn(devnet, {
+      journal: new Journal(journalPath),
+      confirmTimeoutMs: 1_500,
+      replaceAfterMs: 300,
+    });
+    const request = await signSampleRequest(devnet, { payer: payerOf(devnet, 2) });
+    const rpc = chainOf(devnet);
+    const sentBefore = await rpc.getTransactionCount({ address: devnet.facilitator.address });
+    const pending = await handleSettle(facilitator, request);
+    expect(pending.body).toMatchObject({ error: "settlement_pending" });
+
+    const lines = readFileSync(journalPath, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    const hashes = lines
+      .filter((l) => l.t === "send" || l.t === "replace")
+      .map((l) => l.hash as Hex);
+    expect(hashes.length).toBeGreaterThanOrEqual(2);
+    expect(pending.body.transactionHash).toBe(hashes.at(-1));
+    const [original, replacement] = await Promise.all(
+      [hashes[0], hashes.at(-1)].map((hash) =>
+        rpc.getTransaction({ hash: hash as Hex }).catch(() => undefined),
+      ),
+    );
+    expect(original === undefined || original.nonce === replacement?.nonce).toBe(true);
+    expect(replacement?.maxFeePerGas).toBeGreaterThan(0n);
+
+    await mine();
+    const settled = await handleSettle(facilitator, request);
+    expect(settled.body).toMatchObject({ success: true });
+    expect(hashes).toContain(settled.body.transactionHash);
+    expect(await rpc.getTransactionCount({ address: devnet.facilitator.address })).toBe(
+      sentBefore + 1,
+    );
+  });
+});
