@@ -255,3 +255,68 @@ describe("settlement key", () => {
     expectNoSecret(fromConfig, KEY_HEX);
   });
 });
+
+describe("settlement safety settings", () => {
+  it("a key file with one key per line is a pool; comments and blank lines are skipped", () => {
+    const pool = file("pool.keys", `# settlement keys\n${KEY}\n\n${OTHER_KEY}\n`);
+    expect(loadConfig({ privateKeyFile: pool }, {}).loadPrivateKeys()).toEqual([KEY, OTHER_KEY]);
+    expect(loadConfig({ privateKeyFile: pool }, {}).loadPrivateKey()).toBe(KEY);
+    expect(
+      loadConfig({}, { FACILITATOR_PRIVATE_KEY: `${KEY},${OTHER_KEY}` }).loadPrivateKeys(),
+    ).toEqual([KEY, OTHER_KEY]);
+  });
+
+  it("a malformed line names its position, never its content", () => {
+    const pool = file("bad-pool.keys", `${KEY}\nnot-a-key-${KEY_HEX.slice(0, 20)}\n`);
+    const message = usageError(() => loadConfig({ privateKeyFile: pool }, {}).loadPrivateKeys());
+    expect(message).toContain("line 2");
+    expect(message).not.toContain(KEY_HEX.slice(0, 8));
+  });
+
+  it("the journal: flag, environment, config file, then the XDG state directory", () => {
+    const config = configFile("journal.json", { journal: "/from/file.jsonl" });
+    expect(
+      loadConfig(
+        { journal: "/from/flag.jsonl", config },
+        { FACILITATOR_JOURNAL: "/from/env.jsonl" },
+      ).journalPath,
+    ).toBe("/from/flag.jsonl");
+    expect(loadConfig({ config }, { FACILITATOR_JOURNAL: "/from/env.jsonl" }).journalPath).toBe(
+      "/from/env.jsonl",
+    );
+    expect(loadConfig({ config }, {}).journalPath).toBe("/from/file.jsonl");
+    expect(loadConfig({}, { XDG_STATE_HOME: "/state" }).journalPath).toBe(
+      "/state/facilitator/journal.jsonl",
+    );
+  });
+
+  it("fee caps: global amounts in the native token, per network in the config file", () => {
+    expect(loadConfig({ maxFee: "0.002" }, {}).maxFeeWei).toBe(2_000_000_000_000_000n);
+    expect(loadConfig({}, { FACILITATOR_MAX_FEE: "1" }).maxFeeWei).toBe(10n ** 18n);
+    const config = configFile("fees.json", {
+      maxFee: { default: "0.01", base: "0.0005", "eip155:1": "0.02", "84532": "0.1" },
+    });
+    const loaded = loadConfig({ config }, {});
+    expect(loaded.maxFeeWei).toBe(10n ** 16n);
+    expect(loaded.maxFeeWeiByChain).toEqual({
+      8453: 5n * 10n ** 14n,
+      1: 2n * 10n ** 16n,
+      84532: 10n ** 17n,
+    });
+    expect(loadConfig({}, {}).maxFeeWei).toBeUndefined();
+    usageError(() => loadConfig({ maxFee: "-1" }, {}));
+    usageError(() => loadConfig({ maxFee: "1e18" }, {}));
+    usageError(() =>
+      loadConfig({ config: configFile("bad-fees.json", { maxFee: { mars: "1" } }) }, {}),
+    );
+  });
+
+  it("replace-after: flag, config file, default 15 s", () => {
+    expect(loadConfig({ replaceAfter: "2.5" }, {}).replaceAfterMs).toBe(2_500);
+    expect(
+      loadConfig({ config: configFile("replace.json", { replaceAfterSeconds: 30 }) }, {})
+        .replaceAfterMs,
+    ).toBe(30_000);
+    expect(loadConfig({}, {}).replaceAfterMs).toBe(15_000);
+  });
+});
