@@ -14,6 +14,7 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { useWasmRecovery } from "../src/chain/recover.js";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type Devnet, deployErc1271Wallet, startDevnet } from "../src/devnet/index.js";
 import { ERRORS, type ErrorCode } from "../src/errors.js";
@@ -362,7 +363,17 @@ async function referenceVerdict(pair: Pair) {
   }
 }
 
-describe.each([2, 1] as const)("x402 v%i", (version) => {
+// Recovery runs through viem by default and through libsecp256k1 (WebAssembly) in `serve`: both
+// must give the same verdicts. The WebAssembly blocks come last, since switching is one-way.
+describe.each([
+  [2, "viem"],
+  [1, "viem"],
+  [2, "wasm"],
+  [1, "wasm"],
+] as const)("x402 v%i, %s recovery", (version, recovery) => {
+  beforeAll(async () => {
+    if (recovery === "wasm") await useWasmRecovery();
+  });
   test.each(cases)("$name", async (c) => {
     const pair = await c.build(version);
     const referenceDialect = await handleVerify(ours, pair);

@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import chalk from "chalk";
 import { caip2 } from "../../chain/networks.js";
+import { useWasmRecovery } from "../../chain/recover.js";
 import { createHandler } from "../../http/handler.js";
 import { startServer } from "../../http/server.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
@@ -50,6 +51,8 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   const port = whole(flags.port, "--port", 4020, 65535);
   const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
   const facilitator = await facilitatorFrom(config, true);
+  // A server recovers many signatures: load the faster recovery once, up front.
+  await useWasmRecovery();
   const log = flags.quiet
     ? undefined
     : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);

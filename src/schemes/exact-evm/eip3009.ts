@@ -12,13 +12,13 @@ import {
   isErc6492Signature,
   parseAbi,
   parseErc6492Signature,
-  recoverTypedDataAddress,
   size,
   sliceHex,
   zeroAddress,
 } from "viem";
 import { z } from "zod";
 import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
+import { recoverSigner } from "../../chain/recover.js";
 import { revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import {
@@ -267,12 +267,8 @@ async function checkSignature(
   if (size(signature) !== 65) {
     return invalid(`must be 65 bytes for an account without code; got ${size(signature)}`);
   }
-  let signer: Address;
-  try {
-    signer = await recoverTypedDataAddress({ ...typedData(ctx, checked), signature });
-  } catch {
-    return invalid("cannot be recovered");
-  }
+  const signer = await recoverSigner(hashTypedData(typedData(ctx, checked)), signature);
+  if (!signer) return invalid("cannot be recovered");
   return isAddressEqual(signer, authorization.from)
     ? { ok: true, value: null }
     : invalid(`recovers to ${signer}, not to the payer ${authorization.from}`);
@@ -482,10 +478,7 @@ async function matchesJournal(
     );
   }
   if (size(checked.signature) === 65) {
-    const signer = await recoverTypedDataAddress({
-      ...typedData(ctx, checked),
-      signature: checked.signature,
-    }).catch(() => undefined);
+    const signer = await recoverSigner(hashTypedData(typedData(ctx, checked)), checked.signature);
     if (!signer || !isAddressEqual(signer, checked.authorization.from)) {
       return failure("invalid_signature", "the signature does not recover to the payer");
     }
