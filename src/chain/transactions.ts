@@ -52,6 +52,10 @@ const GAS_HEADROOM_PERCENT = 120n;
 /** Nodes want at least +10 % to accept a replacement; +25 % clears that with room. */
 const REPLACEMENT_BUMP_PERCENT = 125n;
 const SEND_ATTEMPTS = 3;
+const FIRST_POLLS_MS = [10, 20, 40, 80, 160];
+/** Fee estimates are reused this long per chain: about a block on fast chains. */
+const FEE_CACHE_MS = 1_000;
+const feeCache = new WeakMap<object, { at: number; fees: Promise<Fees> }>();
 
 type Fees =
   | {
@@ -91,7 +95,17 @@ function pending(hash: Hex, why: string): CallOutcome {
   return failed(failure("settlement_pending", why), hash);
 }
 
-async function estimateFees(ctx: SchemeContext): Promise<Fees> {
+/** The chain's current fees, shared by the settles of the same second. */
+function estimateFees(ctx: SchemeContext): Promise<Fees> {
+  const cached = feeCache.get(ctx.client);
+  if (cached && Date.now() - cached.at < FEE_CACHE_MS) return cached.fees;
+  const fees = readFees(ctx);
+  feeCache.set(ctx.client, { at: Date.now(), fees });
+  fees.catch(() => feeCache.delete(ctx.client));
+  return fees;
+}
+
+async function readFees(ctx: SchemeContext): Promise<Fees> {
   try {
     const fees = await ctx.client.estimateFeesPerGas({ chain: null, type: "eip1559" });
     return { type: "eip1559", ...fees };
@@ -315,7 +329,7 @@ async function follow(
   const deadline = Date.now() + ctx.confirmTimeoutMs;
   let replaceAt = Date.now() + ctx.replaceAfterMs;
   let current = fees;
-  for (;;) {
+  for (let poll = 0; ; poll++) {
     const receipts = await Promise.all(
       hashes.map((hash) => ctx.client.getTransactionReceipt({ hash }).catch(() => undefined)),
     );
@@ -349,8 +363,11 @@ async function follow(
         }
       }
     }
+    // Fast chains (and a local node) mine within milliseconds: look again soon at first, then
+    // settle into the configured interval.
+    const wait = Math.min(FIRST_POLLS_MS[poll] ?? ctx.receiptPollMs, ctx.receiptPollMs);
     await new Promise((resolve) =>
-      setTimeout(resolve, Math.min(ctx.receiptPollMs, Math.max(1, deadline - now))),
+      setTimeout(resolve, Math.min(wait, Math.max(1, deadline - now))),
     );
   }
 }
