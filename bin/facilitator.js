@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Thin entry: the compiled CLI lives in dist/ (built by `npm run build`, run on install).
+// Thin entry: the CLI is bundled into dist/ by `npm run build` (which `npm install` runs).
 import module from "node:module";
 
 module.enableCompileCache?.();
-const { main } = await import("../dist/cli/main.js");
+const { main } = await import("../dist/main.js");
 const code = await main(process.argv);
 process.exit(code);

@@ -1,0 +1,10 @@
+import { writeFileSync } from "node:fs";
+import { startDevnet } from "../src/devnet/index.js";
+import { signSampleRequest } from "../src/devnet/sample.js";
+const devnet = await startDevnet({ port: 8561 });
+const reqs = [];
+for (let i = 0; i < 500; i++) reqs.push(await signSampleRequest(devnet, { payer: devnet.payers[i % 5] as never }));
+writeFileSync("/tmp/prof2/pool.json", JSON.stringify(reqs));
+console.log("ready");
+await new Promise((r) => process.once("SIGTERM", r));
+await devnet.stop();
