@@ -442,3 +442,31 @@ describe("requests the reference SDK throws on", () => {
     ).rejects.toThrow();
   });
 });
+
+describe("the authorization digest", () => {
+  test("equals viem's hashTypedData for any domain and message (cached domain separators)", async () => {
+    const { hashTypedData } = await import("viem");
+    const { authorizationDigest, transferWithAuthorizationTypedData } = await import(
+      "../src/schemes/exact-evm/eip3009.js"
+    );
+    for (const [name, version, chainId] of [
+      ["USDC", "2", 84532],
+      ["USD Coin", "2", 8453],
+      ["USDC", "2", 84532],
+      ["Tether USD", "1", 42220],
+    ] as const) {
+      const domain = { name, version, chainId, verifyingContract: devnet.token.address };
+      const message = {
+        from: payer(0).address,
+        to: devnet.payee.address,
+        value: 123456789n,
+        validAfter: 1n,
+        validBefore: 2n ** 64n,
+        nonce: randomNonce(),
+      };
+      expect(authorizationDigest(domain, message)).toBe(
+        hashTypedData(transferWithAuthorizationTypedData(domain, message)),
+      );
+    }
+  });
+});

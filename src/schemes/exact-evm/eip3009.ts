@@ -4,16 +4,19 @@
  */
 import {
   type Address,
+  concatHex,
+  encodeAbiParameters,
   encodeFunctionData,
   type Hex,
-  hashTypedData,
   hexToNumber,
   isAddressEqual,
   isErc6492Signature,
+  keccak256,
   parseAbi,
   parseErc6492Signature,
   size,
   sliceHex,
+  toHex,
   zeroAddress,
 } from "viem";
 import { z } from "zod";
@@ -71,6 +74,66 @@ export interface AuthorizationMessage {
   readonly validAfter: bigint;
   readonly validBefore: bigint;
   readonly nonce: Hex;
+}
+
+const TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
+  "0x7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a2267";
+/** keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)") */
+const EIP712_DOMAIN_TYPEHASH = "0x8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f";
+const domainSeparators = new Map<string, Hex>();
+
+/**
+ * The EIP-712 digest of an authorization: what `hashTypedData` computes, with the token's domain
+ * separator computed once per (token, chain, name, version) instead of on every verify.
+ */
+export function authorizationDigest(domain: TokenDomain, message: AuthorizationMessage): Hex {
+  const key = `${domain.chainId}:${domain.verifyingContract}:${domain.name}:${domain.version}`;
+  let separator = domainSeparators.get(key);
+  if (!separator) {
+    separator = keccak256(
+      encodeAbiParameters(
+        [
+          { type: "bytes32" },
+          { type: "bytes32" },
+          { type: "bytes32" },
+          { type: "uint256" },
+          { type: "address" },
+        ],
+        [
+          EIP712_DOMAIN_TYPEHASH,
+          keccak256(toHex(domain.name)),
+          keccak256(toHex(domain.version)),
+          BigInt(domain.chainId),
+          domain.verifyingContract,
+        ],
+      ),
+    );
+    if (domainSeparators.size > 1024) domainSeparators.clear();
+    domainSeparators.set(key, separator);
+  }
+  const structHash = keccak256(
+    encodeAbiParameters(
+      [
+        { type: "bytes32" },
+        { type: "address" },
+        { type: "address" },
+        { type: "uint256" },
+        { type: "uint256" },
+        { type: "uint256" },
+        { type: "bytes32" },
+      ],
+      [
+        TRANSFER_WITH_AUTHORIZATION_TYPEHASH,
+        message.from,
+        message.to,
+        message.value,
+        message.validAfter,
+        message.validBefore,
+        message.nonce,
+      ],
+    ),
+  );
+  return keccak256(concatHex(["0x1901", separator, structHash]));
 }
 
 /** The typed data a payer signs (and we recover from) for one authorization. */
@@ -169,6 +232,11 @@ function typedData(ctx: SchemeContext, checked: Checked) {
   );
 }
 
+function digestOf(ctx: SchemeContext, checked: Checked): Hex {
+  const { domain, message } = typedData(ctx, checked);
+  return authorizationDigest(domain, message);
+}
+
 /** The call that moves the money: the (v,r,s) overload for 65-byte signatures, else `bytes`. */
 function transferCalldata(authorization: Authorization, signature: Hex): Hex {
   const { from, to, value, validAfter, validBefore, nonce } = authorization;
@@ -252,7 +320,7 @@ async function checkSignature(
         address: authorization.from,
         abi: eip3009Abi,
         functionName: "isValidSignature",
-        args: [hashTypedData(typedData(ctx, checked)), signature],
+        args: [digestOf(ctx, checked), signature],
       });
       return answer === ERC1271_MAGIC
         ? { ok: true, value: null }
@@ -267,7 +335,7 @@ async function checkSignature(
   if (size(signature) !== 65) {
     return invalid(`must be 65 bytes for an account without code; got ${size(signature)}`);
   }
-  const signer = await recoverSigner(hashTypedData(typedData(ctx, checked)), signature);
+  const signer = await recoverSigner(digestOf(ctx, checked), signature);
   if (!signer) return invalid("cannot be recovered");
   return isAddressEqual(signer, authorization.from)
     ? { ok: true, value: null }
@@ -478,7 +546,7 @@ async function matchesJournal(
     );
   }
   if (size(checked.signature) === 65) {
-    const signer = await recoverSigner(hashTypedData(typedData(ctx, checked)), checked.signature);
+    const signer = await recoverSigner(digestOf(ctx, checked), checked.signature);
     if (!signer || !isAddressEqual(signer, checked.authorization.from)) {
       return failure("invalid_signature", "the signature does not recover to the payer");
     }
