@@ -470,3 +470,44 @@ describe("the authorization digest", () => {
     }
   });
 });
+
+describe("the transfer calldata", () => {
+  test("equals viem's ABI encoding for both overloads", async () => {
+    const { encodeFunctionData, hexToNumber, sliceHex } = await import("viem");
+    const { eip3009Abi, transferCalldata } = await import("../src/schemes/exact-evm/eip3009.js");
+    const authorization = {
+      from: payer(0).address,
+      to: devnet.payee.address,
+      value: 2n ** 255n + 7n,
+      validAfter: 0n,
+      validBefore: 1_900_000_000n,
+      nonce: randomNonce(),
+    };
+    const signature = await signAuthorization(devnet, payer(0).privateKey, authorization);
+    for (const sig of [signature, highS(signature), zeroOneV(signature)]) {
+      expect(transferCalldata(authorization, sig)).toBe(
+        encodeFunctionData({
+          abi: eip3009Abi,
+          functionName: "transferWithAuthorization",
+          args: [
+            ...(Object.values(authorization) as [Address, Address, bigint, bigint, bigint, Hex]),
+            hexToNumber(sliceHex(sig, 64, 65)),
+            sliceHex(sig, 0, 32),
+            sliceHex(sig, 32, 64),
+          ],
+        }),
+      );
+    }
+    const long = `${signature}${"ab".repeat(10)}` as Hex;
+    expect(transferCalldata(authorization, long)).toBe(
+      encodeFunctionData({
+        abi: eip3009Abi,
+        functionName: "transferWithAuthorization",
+        args: [
+          ...(Object.values(authorization) as [Address, Address, bigint, bigint, bigint, Hex]),
+          long,
+        ],
+      }),
+    );
+  });
+});

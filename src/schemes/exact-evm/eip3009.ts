@@ -150,6 +150,8 @@ export function transferWithAuthorizationTypedData(
 }
 
 const ERC1271_MAGIC = "0x1626ba7e";
+/** transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32) */
+const TRANSFER_VRS_SELECTOR = "0xe3ee160e";
 /** The reference refuses authorizations that expire within this many seconds. */
 const VALID_BEFORE_HEADROOM_SECONDS = 6n;
 /** secp256k1 n / 2: signatures with a larger s are rejected on chain by USDC. */
@@ -238,18 +240,23 @@ function digestOf(ctx: SchemeContext, checked: Checked): Hex {
 }
 
 /** The call that moves the money: the (v,r,s) overload for 65-byte signatures, else `bytes`. */
-function transferCalldata(authorization: Authorization, signature: Hex): Hex {
+export function transferCalldata(authorization: Authorization, signature: Hex): Hex {
   const { from, to, value, validAfter, validBefore, nonce } = authorization;
   if (size(signature) === 65) {
-    const r = sliceHex(signature, 0, 32);
-    const s = sliceHex(signature, 32, 64);
+    // Nine static words after the selector: written directly, as this runs on every verify.
     // v goes through as signed (27/28, or 0/1 which USDC rejects), as the reference sends it.
-    const v = hexToNumber(sliceHex(signature, 64, 65));
-    return encodeFunctionData({
-      abi: eip3009Abi,
-      functionName: "transferWithAuthorization",
-      args: [from, to, value, validAfter, validBefore, nonce, v, r, s],
-    });
+    const word = (hex: string) => hex.padStart(64, "0");
+    return `${TRANSFER_VRS_SELECTOR}${[
+      word(from.slice(2).toLowerCase()),
+      word(to.slice(2).toLowerCase()),
+      word(value.toString(16)),
+      word(validAfter.toString(16)),
+      word(validBefore.toString(16)),
+      nonce.slice(2),
+      word(signature.slice(130, 132)),
+      signature.slice(2, 66),
+      signature.slice(66, 130),
+    ].join("")}` as Hex;
   }
   return encodeFunctionData({
     abi: eip3009Abi,
