@@ -73,6 +73,8 @@ const CHAIN_CHECK_PAUSE_MS = 300;
 // Child processes: every one is tracked, stopped at the end, and killed if this process exits.
 
 const children = new Set<ChildProcess>();
+/** Set on SIGINT/SIGTERM: load loops stop issuing requests. */
+let interrupting = false;
 const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
 function killAllNow(): void {
@@ -229,6 +231,44 @@ function peakRssMiB(pid: number): number | undefined {
   }
 }
 
+/** CPU time (user + system) a live process has used so far, in ms; undefined without /proc. */
+function cpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after "(comm)": state is field 3, utime 14, stime 15, in clock ticks (USER_HZ, 100).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Cpu {
+  /** CPU ms the server, anvil and this process (the load generator) used during a round. */
+  readonly server?: number | undefined;
+  readonly anvil?: number | undefined;
+  readonly client: number;
+}
+
+function cpuMeter(serverPid: number, anvilPid: number): () => Cpu {
+  const server = cpuMs(serverPid);
+  const anvil = cpuMs(anvilPid);
+  const client = process.cpuUsage();
+  return () => {
+    const serverAfter = cpuMs(serverPid);
+    const anvilAfter = cpuMs(anvilPid);
+    const used = process.cpuUsage(client);
+    return {
+      server: server === undefined || serverAfter === undefined ? undefined : serverAfter - server,
+      anvil: anvil === undefined || anvilAfter === undefined ? undefined : anvilAfter - anvil,
+      client: (used.user + used.system) / 1000,
+    };
+  };
+}
+
+const perRequest = (total: number | undefined, count: number) =>
+  total === undefined || count === 0 ? undefined : total / count;
+
 // ---------------------------------------------------------------------------------------------
 // Load.
 
@@ -272,6 +312,7 @@ const failure = (answer: Answer): string | undefined =>
     : `${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
 
 interface Round {
+  readonly cpu?: Cpu;
   readonly count: number;
   readonly seconds: number;
   readonly latenciesMs: number[];
@@ -297,7 +338,7 @@ async function load(
   const started = performance.now();
   const deadline = started + seconds * 1000;
   const worker = async () => {
-    while (issued < total && performance.now() < deadline) {
+    while (issued < total && performance.now() < deadline && !interrupting) {
       const body = bodies[issued % bodies.length] as string;
       issued += 1;
       const answer = await post(url, body, timeoutMs);
@@ -310,6 +351,17 @@ async function load(
   await Promise.all(Array.from({ length: Math.min(concurrency, total) }, worker));
   const elapsed = (performance.now() - started) / 1000;
   return { count: latenciesMs.length, seconds: elapsed, latenciesMs, errors, answers };
+}
+
+/** "CPU per request: server x ms, anvil y ms, load generator z ms" for a round. */
+function cpuLine(round: Round): string {
+  const each = (ms: number | undefined) => fmt(perRequest(ms, round.count), 2);
+  const cpu = round.cpu;
+  if (!cpu) return "CPU n/a";
+  return (
+    `CPU ms per request: server ${each(cpu.server)}, anvil ${each(cpu.anvil)}, ` +
+    `load generator ${each(cpu.client)}`
+  );
 }
 
 /** Nearest-rank percentile. */
@@ -352,6 +404,7 @@ async function settleRun(
   const payeeBefore = await payeeBalance();
   const countBefore = await sentBy();
 
+  const meter = cpuMeter(server.pid, devnet.anvil.pid);
   const round = await load(
     `${server.url}/settle`,
     bodies,
@@ -360,6 +413,7 @@ async function settleRun(
     SETTLE_SECONDS,
     SETTLE_TIMEOUT_MS,
   );
+  const cpu = meter();
   const notSent = bodies.length - round.count;
 
   // Every answered settle waited for its receipt; a failed one may still land a moment later.
@@ -391,6 +445,7 @@ async function settleRun(
     ...(notSent > 0 ? [`${notSent} settles not sent within ${SETTLE_SECONDS} s`] : []),
   ];
   return {
+    cpu,
     count: round.count - round.errors.length,
     seconds: round.seconds,
     latenciesMs: round.answers.filter((a) => !failure(a)).map((a) => a.ms),
@@ -432,7 +487,11 @@ function timedRun(args: readonly string[], check: (stdout: string) => boolean): 
       clearTimeout(timer);
       if (code === 0 && check(stdout)) resolve({ ms });
       else {
-        const why = `exit ${code ?? signal}: ${stdout.trim().slice(0, 200)} ${stderr().slice(-200)}`;
+        const output = `${stdout.trim().slice(0, 200)} ${stderr().slice(-300)}`.replace(
+          /\s+/g,
+          " ",
+        );
+        const why = `exit ${code ?? signal}: ${output}`;
         resolve({ ms, error: why });
       }
     });
@@ -476,7 +535,7 @@ async function coldCli(rpcUrl: string, requestFile: string, bareScript: string) 
   const warmBare = await timedRun(bare, bareCheck);
   if (warmOurs.error) oursErrors.push(`warm-up: ${warmOurs.error}`);
   if (warmBare.error) bareErrors.push(`warm-up: ${warmBare.error}`);
-  for (let i = 0; i < COLD_RUNS; i++) {
+  for (let i = 0; i < COLD_RUNS && !interrupting; i++) {
     let o: Timed;
     let b: Timed;
     if (i % 2 === 0) {
@@ -486,12 +545,26 @@ async function coldCli(rpcUrl: string, requestFile: string, bareScript: string) 
       b = await timedRun(bare, bareCheck);
       o = await timedRun([...ours, "-q"], oursCheck);
     }
-    oursMs.push(o.ms);
-    bareMs.push(b.ms);
+    // A failed run says nothing about start-up time: it is counted as an error, not timed.
     if (o.error) oursErrors.push(o.error);
+    else oursMs.push(o.ms);
     if (b.error) bareErrors.push(b.error);
+    else bareMs.push(b.ms);
   }
   return { oursMs, bareMs, oursErrors, bareErrors };
+}
+
+/** Peak RSS of a node process that loads nothing (with `flags`), for the memory note. */
+async function idlePeakRssMiB(flags: readonly string[]): Promise<number | undefined> {
+  const script =
+    "setTimeout(() => { const s = require('node:fs').readFileSync('/proc/self/status', 'utf8');" +
+    " console.log(/^VmHWM:\\s+(\\d+) kB/m.exec(s)?.[1] ?? ''); }, 300);";
+  let kb: number | undefined;
+  const run = await timedRun([...flags, "-e", script], (stdout) => {
+    kb = Number(stdout.trim()) || undefined;
+    return true;
+  });
+  return run.error || kb === undefined ? undefined : kb / 1024;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -603,6 +676,7 @@ async function main(): Promise<number> {
     return cleaned;
   };
   const interrupted = () => {
+    interrupting = true;
     console.error("\nbench: interrupted, stopping everything");
     void cleanup().finally(() => process.exit(130));
   };
@@ -673,13 +747,13 @@ async function main(): Promise<number> {
       );
       keep(`${server.name} verify warm-up`, warm.errors);
     }
-    const warmupErrors = errorSamples.length;
     const verifyResults = new Map<number, { ours: Round; reference: Round }>();
     for (const [i, concurrency] of VERIFY_LEVELS.entries()) {
       const order = i % 2 === 0 ? [ours, reference] : [reference, ours];
       const results = new Map<string, Round>();
       for (const server of order) {
-        const round = await load(
+        const meter = cpuMeter(server.pid, chain.anvil.pid);
+        const loaded = await load(
           `${server.url}/verify`,
           verifyBodies,
           concurrency,
@@ -687,11 +761,13 @@ async function main(): Promise<number> {
           SECONDS,
           VERIFY_TIMEOUT_MS,
         );
+        const round = { ...loaded, cpu: meter() };
         results.set(server.name, round);
         keep(`${server.name} verify c=${concurrency}`, round.errors);
         console.log(
           `verify c=${concurrency} ${server.name.padEnd(9)} ${round.count} requests in ` +
-            `${round.seconds.toFixed(2)} s, ${round.errors.length} errors`,
+            `${round.seconds.toFixed(2)} s, ${round.errors.length} errors; ` +
+            cpuLine(round),
         );
       }
       const o = results.get("ours") as Round;
@@ -718,6 +794,12 @@ async function main(): Promise<number> {
           reference: percentile(r.latenciesMs, 99),
           digits: 2,
         },
+        {
+          label: `verify c=${concurrency} server CPU ms/req`,
+          ours: perRequest(o.cpu?.server, o.count),
+          reference: perRequest(r.cpu?.server, r.count),
+          digits: 2,
+        },
       );
     }
     const rssAfterVerify = [peakRssMiB(ours.pid), peakRssMiB(reference.pid)] as const;
@@ -739,7 +821,7 @@ async function main(): Promise<number> {
       keep(`${server.name} settle`, run.errors);
       console.log(
         `settle c=${SETTLE_CONCURRENCY} ${server.name.padEnd(9)} ${run.count} settled in ` +
-          `${run.seconds.toFixed(2)} s, ${run.errors.length} errors; on chain: ${run.checks}`,
+          `${run.seconds.toFixed(2)} s, ${run.errors.length} errors; ${cpuLine(run)}`,
       );
     }
     const [so, sr] = settleResults as [SettleRun, SettleRun];
@@ -764,6 +846,12 @@ async function main(): Promise<number> {
         reference: percentile(sr.latenciesMs, 99),
         digits: 1,
       },
+      {
+        label: `settle c=${SETTLE_CONCURRENCY} server CPU ms/settle`,
+        ours: perRequest(so.cpu?.server, so.count),
+        reference: perRequest(sr.cpu?.server, sr.count),
+        digits: 2,
+      },
     );
     const rssAfterSettle = [peakRssMiB(ours.pid), peakRssMiB(reference.pid)] as const;
     rows.push(
@@ -785,13 +873,13 @@ async function main(): Promise<number> {
     await Promise.all(servers.map((s) => stopChild(s.child)));
 
     const cold = await coldCli(chain.rpcUrl, requestFile, bareScript);
-    keep("cold", cold.errors);
+    const idleNode = await idlePeakRssMiB([]);
+    const idleTsx = await idlePeakRssMiB(["--import", "tsx"]);
+    keep("ours cold verify", cold.oursErrors);
+    keep("bare node", cold.bareErrors);
     const coldOurs = cold.oursMs.length ? median(cold.oursMs) : undefined;
     const coldBare = cold.bareMs.length ? median(cold.bareMs) : undefined;
-    const coldErrors = [
-      cold.errors.filter((e) => !e.startsWith("bare")).length,
-      cold.errors.filter((e) => e.startsWith("bare")).length,
-    ] as const;
+    const coldErrors = [cold.oursErrors.length, cold.bareErrors.length] as const;
     rows.push({
       label: `cold verify ms, median of ${COLD_RUNS} (ref = bare node)`,
       ours: coldOurs,
@@ -807,7 +895,9 @@ async function main(): Promise<number> {
     console.log(
       `verify: up to ${REQUESTS} requests or ${SECONDS} s per level and server, a pool of ${POOL} ` +
         `distinct signed payloads, keep-alive fetch from this process; order alternates per level ` +
-        `(c=1 ours first). Both servers, anvil and this client share the ${os.cpus().length} cores.`,
+        `(c=1 ours first). Both servers, anvil and this client share the ${os.cpus().length} cores; ` +
+        "server CPU ms/req is the server process's user+system time (/proc, 10 ms ticks) per " +
+        "request, which does not depend on how the cores are shared.",
     );
     console.log(
       `settle: ${SETTLES} fresh payments per server at concurrency ${SETTLE_CONCURRENCY}, ` +
@@ -822,7 +912,8 @@ async function main(): Promise<number> {
     );
     console.log(
       "memory: VmHWM from /proc; the reference runs under tsx (node --import tsx), whose loader " +
-        "is counted in its RSS",
+        `is counted in its RSS: an idle node peaks at ${fmt(idleNode, 1)} MiB here, an idle ` +
+        `node --import tsx at ${fmt(idleTsx, 1)} MiB`,
     );
 
     const c64 = verifyResults.get(64);
@@ -872,11 +963,8 @@ async function main(): Promise<number> {
       ...so.problems.map((p) => `ours settle: exactly-once FAILED: ${p}`),
       ...sr.problems.map((p) => `reference settle: exactly-once FAILED: ${p}`),
     ];
-    const anyErrors =
-      errorSamples.length > 0 ||
-      warmupErrors > 0 ||
-      so.errors.length + sr.errors.length > 0 ||
-      cold.errors.length > 0;
+    // keep() records at least one sample for every list of errors that is not empty.
+    const anyErrors = errorSamples.length > 0;
     if (anyErrors || problems.length > 0) {
       console.log("");
       for (const sample of errorSamples) console.error(`error ${sample}`);

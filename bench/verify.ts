@@ -237,7 +237,7 @@ function table(rounds: readonly Round[]): string {
 }
 
 async function main(): Promise<number> {
-  if (!existsSync(path.join(ROOT, "dist/cli/main.js"))) {
+  if (!existsSync(path.join(ROOT, "dist/main.js"))) {
     console.error("bench: dist/ is missing; run `npm run build` first");
     return 2;
   }
