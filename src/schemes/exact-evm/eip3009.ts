@@ -342,7 +342,12 @@ async function checkSignature(
   if (size(signature) !== 65) {
     return invalid(`must be 65 bytes for an account without code; got ${size(signature)}`);
   }
-  const signer = await recoverSigner(digestOf(ctx, checked), signature);
+  let signer: Address | undefined;
+  try {
+    signer = await recoverSigner(ctx.client, digestOf(ctx, checked), signature);
+  } catch (error) {
+    return { ok: false, failure: chainFailure(error, "recovering the signer") };
+  }
   if (!signer) return invalid("cannot be recovered");
   return isAddressEqual(signer, authorization.from)
     ? { ok: true, value: null }
@@ -553,7 +558,12 @@ async function matchesJournal(
     );
   }
   if (size(checked.signature) === 65) {
-    const signer = await recoverSigner(digestOf(ctx, checked), checked.signature);
+    let signer: Address | undefined;
+    try {
+      signer = await recoverSigner(ctx.client, digestOf(ctx, checked), checked.signature);
+    } catch (error) {
+      return chainFailure(error, "recovering the signer");
+    }
     if (!signer || !isAddressEqual(signer, checked.authorization.from)) {
       return failure("invalid_signature", "the signature does not recover to the payer");
     }
