@@ -14,7 +14,7 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { useWasmRecovery } from "../src/chain/recover.js";
+import { useWasmSecp256k1 } from "../src/chain/secp256k1.js";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type Devnet, deployErc1271Wallet, startDevnet } from "../src/devnet/index.js";
 import { ERRORS, type ErrorCode } from "../src/errors.js";
@@ -373,7 +373,7 @@ describe.each([
   [1, "wasm"],
 ] as const)("x402 v%i, %s recovery", (version, recovery) => {
   beforeAll(async () => {
-    if (recovery === "wasm") await useWasmRecovery();
+    if (recovery === "wasm") await useWasmSecp256k1();
   });
   test.each(cases)("$name", async (c) => {
     const pair = await c.build(version);

@@ -231,7 +231,7 @@ export async function executeCall(
 
   let sent: Sent = { kind: "retry" };
   for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
-    sent = await lane.withNonce(client, ctx.chainId, async (nonce) => {
+    const issued = await lane.withNonce(client, ctx.chainId, async (nonce) => {
       const tx = { ...base, nonce };
       const { raw, hash } = await sign(lane.account, tx);
       ctx.journal.recordSend(
@@ -245,13 +245,21 @@ export async function executeCall(
         hash,
         raw,
       );
-      try {
-        await client.sendRawTransaction({ serializedTransaction: raw });
-        return { consumed: true, value: { kind: "sent", hash, nonce, tx } as Sent };
-      } catch (error) {
-        return sendFailure(ctx, lane, record.key, error, { hash, nonce, tx });
-      }
+      // Broadcast without holding the lane for the node's answer: the next settle signs the next
+      // nonce meanwhile. A refusal below makes the lane re-read its nonce from the node, which
+      // then hands the unused nonce out again, so no gap stays open.
+      const sending = client.sendRawTransaction({ serializedTransaction: raw });
+      sending.catch(() => undefined);
+      return { consumed: true, value: { hash, nonce, tx, sending } };
     });
+    try {
+      await issued.sending;
+      sent = { kind: "sent", hash: issued.hash, nonce: issued.nonce, tx: issued.tx };
+    } catch (error) {
+      const { consumed, value } = sendFailure(ctx, lane, record.key, error, issued);
+      if (!consumed) lane.forget(ctx.chainId);
+      sent = value;
+    }
   }
   if (sent.kind === "retry") {
     ctx.journal.recordState(record.key, "failed");

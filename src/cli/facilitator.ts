@@ -1,5 +1,6 @@
 /** The Facilitator a command runs on, from its configuration. */
 import { Journal } from "../chain/journal.js";
+import { settlementAccount } from "../chain/secp256k1.js";
 import { Facilitator } from "../facilitator.js";
 import type { CliConfig } from "./config.js";
 import { UsageError } from "./errors.js";
@@ -8,7 +9,6 @@ import { UsageError } from "./errors.js";
 export async function facilitatorFrom(config: CliConfig, signing: boolean): Promise<Facilitator> {
   if (!signing) return new Facilitator({ rpcUrls: config.rpcUrls });
   const keys = config.loadPrivateKeys();
-  const { privateKeyToAccount } = await import("viem/accounts");
   let journal: Journal;
   try {
     journal = new Journal(config.journalPath);
@@ -18,7 +18,7 @@ export async function facilitatorFrom(config: CliConfig, signing: boolean): Prom
   }
   return new Facilitator({
     rpcUrls: config.rpcUrls,
-    signers: keys.map((key) => privateKeyToAccount(key)),
+    signers: keys.map((key) => settlementAccount(key)),
     journal,
     confirmTimeoutMs: config.confirmTimeoutMs,
     maxFeeWei: config.maxFeeWei,

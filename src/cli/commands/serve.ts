@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import chalk from "chalk";
 import { caip2 } from "../../chain/networks.js";
-import { useWasmRecovery } from "../../chain/recover.js";
+import { useWasmSecp256k1 } from "../../chain/secp256k1.js";
 import { createHandler } from "../../http/handler.js";
 import { startServer } from "../../http/server.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
@@ -52,7 +52,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
   const facilitator = await facilitatorFrom(config, true);
   // A server recovers many signatures: load the faster recovery once, up front.
-  await useWasmRecovery();
+  await useWasmSecp256k1();
   const log = flags.quiet
     ? undefined
     : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);

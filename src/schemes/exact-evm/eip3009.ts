@@ -21,9 +21,9 @@ import {
 } from "viem";
 import { z } from "zod";
 import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
-import { recoverSigner } from "../../chain/recover.js";
 import { revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
+import { recoverSigner } from "../../chain/secp256k1.js";
 import {
   type CallOutcome,
   executeCall,

@@ -1,5 +1,8 @@
 /**
- * Public-key recovery, the largest CPU cost of a verify. Two ways, same answer:
+ * secp256k1 where it costs: recovering payers' signatures (the largest CPU cost of a verify) and
+ * signing settlement transactions (inside a signer's lane, so it limits settles per key).
+ *
+ * Recovery, two ways, same answer:
  * - a long-running server loads libsecp256k1 compiled to WebAssembly (tiny-secp256k1) once: about
  *   0.4 ms per recovery here, five times faster than pure JS, but about 0.1 s to load;
  * - a one-shot CLI asks the node's ecrecover precompile instead, in the same batched round trip
@@ -8,14 +11,18 @@
  */
 import {
   type Address,
+  bytesToHex,
   getAddress,
   type Hex,
   hexToBytes,
   keccak256,
+  type LocalAccount,
   type PublicClient,
+  serializeTransaction,
   sliceHex,
   toHex,
 } from "viem";
+import { privateKeyToAccount, toAccount } from "viem/accounts";
 
 type RecoverFn = (
   hash: Uint8Array,
@@ -24,14 +31,48 @@ type RecoverFn = (
   compressed?: boolean,
 ) => Uint8Array | null;
 
+type SignFn = (
+  hash: Uint8Array,
+  privateKey: Uint8Array,
+) => { signature: Uint8Array; recoveryId: 0 | 1 | 2 | 3 };
+
 let wasmRecover: RecoverFn | undefined;
+let wasmSign: SignFn | undefined;
 
 const ECRECOVER = "0x0000000000000000000000000000000000000001";
 
-/** Loads the WebAssembly recovery once; later recoveries use it. */
-export async function useWasmRecovery(): Promise<void> {
+/** Loads libsecp256k1 (WebAssembly) once; later recoveries and settlement signatures use it. */
+export async function useWasmSecp256k1(): Promise<void> {
   const secp = await import("tiny-secp256k1");
   wasmRecover = secp.recover as RecoverFn;
+  wasmSign = secp.signRecoverable as SignFn;
+}
+
+/**
+ * A settlement account: viem's, except that transactions are signed with libsecp256k1 once it is
+ * loaded (about 0.15 ms instead of 0.9 ms). Both produce the same RFC 6979 low-s signatures.
+ */
+export function settlementAccount(privateKey: Hex): LocalAccount {
+  const account = privateKeyToAccount(privateKey);
+  const keyBytes = hexToBytes(privateKey);
+  return toAccount({
+    address: account.address,
+    signMessage: account.signMessage,
+    signTypedData: account.signTypedData,
+    async signTransaction(transaction, options) {
+      const sign = wasmSign;
+      if (!sign) return account.signTransaction(transaction, options);
+      const serializer = options?.serializer ?? serializeTransaction;
+      const digest = keccak256(await serializer(transaction));
+      const { signature, recoveryId } = sign(hexToBytes(digest), keyBytes);
+      return serializer(transaction, {
+        r: bytesToHex(signature.subarray(0, 32)),
+        s: bytesToHex(signature.subarray(32, 64)),
+        v: BigInt(27 + recoveryId),
+        yParity: recoveryId,
+      });
+    },
+  });
 }
 
 /**
