@@ -34,6 +34,24 @@ export interface ContractCall {
 export interface SettlementRecord {
   readonly key: string;
   readonly expect: ExpectedTransfer;
+  /**
+   * Calls that cost the same gas each time (an EIP-3009 transfer from an account without code)
+   * name a key here: after one estimate, later ones reuse it with more headroom and skip the
+   * estimate. The caller must then have simulated the call itself.
+   */
+  readonly gasKey?: string | undefined;
+}
+
+/** Raw gas estimates by SettlementRecord.gasKey; a transaction that reverts drops its entry. */
+const gasEstimates = new Map<string, { at: number; gas: bigint }>();
+const GAS_ESTIMATE_MS = 10 * 60_000;
+/** Reused estimates get 50 % headroom: a new recipient's first balance costs about 15k more. */
+const REUSED_GAS_PERCENT = 150n;
+
+/** Whether a settle under `gasKey` would reuse an estimate (and so must simulate first). */
+export function hasGasEstimate(gasKey: string): boolean {
+  const entry = gasEstimates.get(gasKey);
+  return entry !== undefined && Date.now() - entry.at < GAS_ESTIMATE_MS;
 }
 
 export type CallOutcome =
@@ -192,14 +210,22 @@ export async function executeCall(
 
   let gas: bigint;
   let fees: Fees;
+  const reused =
+    record.gasKey && hasGasEstimate(record.gasKey) ? gasEstimates.get(record.gasKey) : undefined;
   try {
-    // Estimating gas executes the call from our account: a payment that would revert stops here.
-    const [estimate, estimatedFees] = await Promise.all([
-      client.estimateGas({ account: lane.address, to: call.to, data: call.data }),
-      estimateFees(ctx),
-    ]);
-    gas = (estimate * GAS_HEADROOM_PERCENT) / 100n;
-    fees = estimatedFees;
+    if (reused) {
+      gas = (reused.gas * REUSED_GAS_PERCENT) / 100n;
+      fees = await estimateFees(ctx);
+    } else {
+      // Estimating gas executes the call from our account: a payment that would revert stops here.
+      const [estimate, estimatedFees] = await Promise.all([
+        client.estimateGas({ account: lane.address, to: call.to, data: call.data }),
+        estimateFees(ctx),
+      ]);
+      if (record.gasKey) gasEstimates.set(record.gasKey, { at: Date.now(), gas: estimate });
+      gas = (estimate * GAS_HEADROOM_PERCENT) / 100n;
+      fees = estimatedFees;
+    }
   } catch (error) {
     if (isRevert(error) && !isUnreachable(error)) {
       return { kind: "would-revert", reason: revertReason(error), detail: shortText(error) };
@@ -345,6 +371,8 @@ async function follow(
     if (receipt) {
       if (receipt.status !== "success") {
         ctx.journal.recordState(key, "failed");
+        // It may have run out of gas on a reused estimate: estimate afresh next time.
+        gasEstimates.clear();
         return { kind: "reverted", hash: receipt.transactionHash, receipt };
       }
       return { kind: "confirmed", hash: receipt.transactionHash, receipt };

@@ -27,6 +27,7 @@ import { recoverSigner } from "../../chain/secp256k1.js";
 import {
   type CallOutcome,
   executeCall,
+  hasGasEstimate,
   receiptHasTransfer,
   reconcile,
 } from "../../chain/transactions.js";
@@ -176,6 +177,8 @@ interface Checked {
   readonly signature: Hex;
   readonly requirements: EvmRequirements;
   readonly domain: { name: string; version: string };
+  /** Known after verification: the payer is a contract (or EIP-7702) account. */
+  readonly payerHasCode?: boolean;
 }
 
 type Step<T> = { ok: true; value: T } | { ok: false; failure: Failure };
@@ -525,7 +528,8 @@ async function verifyChecked(
     }
     return { ok: false, failure: await diagnose(ctx, checked, revertReason(simulated.error)) };
   }
-  return { ok: true, value: checked };
+  const code = await payerCode.catch(() => undefined);
+  return { ok: true, value: { ...checked, payerHasCode: code !== undefined && code !== "0x" } };
 }
 
 /** The journal's name for an authorization: the token spends each (from, nonce) once. */
@@ -665,8 +669,12 @@ async function settleChecked(
       ctx.journal.recordState(key, "dropped");
     }
 
-    // Settlement re-verifies everything but the simulation: estimating gas runs the same call.
-    const verified = await verifyChecked(ctx, request, { simulate: false });
+    // Settlement re-verifies everything. The transfer itself is simulated either here (batched
+    // with the other reads) or by estimating its gas: the first settle on a token estimates,
+    // later ones from accounts without code reuse that estimate.
+    const gasKey = `${ctx.chainId}:${parsed.value.requirements.asset}:${size(parsed.value.signature)}`;
+    const reuseGas = hasGasEstimate(gasKey);
+    const verified = await verifyChecked(ctx, request, { simulate: reuseGas });
     if (!verified.ok) return { ok: false, failure: verified.failure };
     const checked = verified.value;
     const outcome = await executeCall(
@@ -676,7 +684,12 @@ async function settleChecked(
         data: transferCalldata(checked.authorization, checked.signature),
       },
       waitUntil,
-      { key, expect: expectedTransfer(checked) },
+      {
+        key,
+        expect: expectedTransfer(checked),
+        // Contract wallets spend what their signature check costs: always estimate for them.
+        gasKey: checked.payerHasCode ? undefined : gasKey,
+      },
     );
     return await answer(ctx, checked, key, outcome);
   } finally {
