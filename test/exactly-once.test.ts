@@ -253,7 +253,7 @@ describe("manual mining", () => {
     });
     const hash = keccak256(raw);
     const crashed = new Journal(journalPath);
-    crashed.recordSend(
+    await crashed.recordSend(
       {
         key,
         chainId: devnet.chainId,

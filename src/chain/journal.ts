@@ -3,8 +3,12 @@
  * payment it settles are appended to a file and fsynced. A settle that timed out, or a process
  * killed mid-settle, is reconciled from here on the next settle of the same authorization instead
  * of being sent again. One JSON object per line; a torn last line (a crash mid-write) is skipped.
+ *
+ * Writes and syncs run on libuv's thread pool, so the event loop keeps serving while the disk
+ * works, and concurrent records share one fdatasync (group commit). Records of one authorization
+ * are written in order because each caller awaits its record before the next step.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, fdatasync, mkdirSync, openSync, readFileSync, write } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Address, Hex } from "viem";
@@ -94,19 +98,24 @@ export class Journal {
     this.#inFlight.delete(key);
   }
 
-  /** Call before broadcasting the first transaction for an authorization. */
-  recordSend(entry: Omit<JournalEntry, "hashes" | "raws" | "state">, hash: Hex, raw: Hex): void {
-    this.#write({ t: "send", ...entry, hash, raw });
+  /** Resolves once the record is on disk: await it before broadcasting the first transaction. */
+  recordSend(
+    entry: Omit<JournalEntry, "hashes" | "raws" | "state">,
+    hash: Hex,
+    raw: Hex,
+  ): Promise<void> {
+    return this.#write({ t: "send", ...entry, hash, raw });
   }
 
-  /** Call before broadcasting a replacement (same nonce, higher fee). */
-  recordReplace(key: string, hash: Hex, raw: Hex): void {
-    this.#write({ t: "replace", key, hash, raw });
+  /** Resolves once on disk: await it before broadcasting a replacement (same nonce, higher fee). */
+  recordReplace(key: string, hash: Hex, raw: Hex): Promise<void> {
+    return this.#write({ t: "replace", key, hash, raw });
   }
 
-  recordState(key: string, state: EntryState): void {
-    if (this.#entries.get(key)?.state === state) return;
-    this.#write({ t: "state", key, state });
+  /** Resolves once on disk; `answered` must be, before success is answered. */
+  recordState(key: string, state: EntryState): Promise<void> {
+    if (this.#entries.get(key)?.state === state) return Promise.resolve();
+    return this.#write({ t: "state", key, state });
   }
 
   close(): void {
@@ -114,13 +123,38 @@ export class Journal {
     this.#fd = undefined;
   }
 
-  #write(line: Line): void {
-    if (this.#fd !== undefined) {
-      writeSync(this.#fd, `${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`);
-      // On disk before the transaction can exist anywhere else.
-      fsyncSync(this.#fd);
-    }
+  #written = 0;
+  #synced = 0;
+  #syncing: Promise<void> | undefined;
+
+  async #write(line: Line): Promise<void> {
     this.#apply(line);
+    const fd = this.#fd;
+    if (fd === undefined) return;
+    const text = `${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`;
+    await new Promise<void>((resolve, reject) =>
+      write(fd, text, (error) => (error ? reject(error) : resolve())),
+    );
+    const mine = ++this.#written;
+    // One fdatasync covers every write completed before it started.
+    while (this.#synced < mine) {
+      if (!this.#syncing) {
+        const target = this.#written;
+        this.#syncing = new Promise<void>((resolve, reject) =>
+          fdatasync(fd, (error) => (error ? reject(error) : resolve())),
+        ).then(
+          () => {
+            this.#synced = Math.max(this.#synced, target);
+            this.#syncing = undefined;
+          },
+          (error: unknown) => {
+            this.#syncing = undefined;
+            throw error;
+          },
+        );
+      }
+      await this.#syncing;
+    }
   }
 
   #apply(line: Line): void {

@@ -257,10 +257,15 @@ export async function executeCall(
 
   let sent: Sent = { kind: "retry" };
   for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
+    // The lane only hands out the nonce and signs. The journal record is then made durable and
+    // the transaction broadcast outside it, so concurrent settles share one disk sync and the
+    // next nonce is signed meanwhile. Broadcasts may reach the node out of nonce order; it queues
+    // them. Any failure makes the lane re-read its nonce from the node, so an unused nonce is
+    // handed out again and no gap stays open.
     const issued = await lane.withNonce(client, ctx.chainId, async (nonce) => {
       const tx = { ...base, nonce };
       const { raw, hash } = await sign(lane.account, tx);
-      ctx.journal.recordSend(
+      const durable = ctx.journal.recordSend(
         {
           key: record.key,
           chainId: ctx.chainId,
@@ -271,15 +276,21 @@ export async function executeCall(
         hash,
         raw,
       );
-      // Broadcast without holding the lane for the node's answer: the next settle signs the next
-      // nonce meanwhile. A refusal below makes the lane re-read its nonce from the node, which
-      // then hands the unused nonce out again, so no gap stays open.
-      const sending = client.sendRawTransaction({ serializedTransaction: raw });
-      sending.catch(() => undefined);
-      return { consumed: true, value: { hash, nonce, tx, sending } };
+      durable.catch(() => undefined);
+      return { consumed: true, value: { hash, nonce, tx, raw, durable } };
     });
     try {
-      await issued.sending;
+      await issued.durable;
+    } catch (error) {
+      lane.forget(ctx.chainId);
+      return failed(
+        failure("settlement_failed", `cannot write the settlement journal: ${shortText(error)}`, {
+          status: 500,
+        }),
+      );
+    }
+    try {
+      await client.sendRawTransaction({ serializedTransaction: issued.raw });
       sent = { kind: "sent", hash: issued.hash, nonce: issued.nonce, tx: issued.tx };
     } catch (error) {
       const { consumed, value } = sendFailure(ctx, lane, record.key, error, issued);
@@ -288,14 +299,14 @@ export async function executeCall(
     }
   }
   if (sent.kind === "retry") {
-    ctx.journal.recordState(record.key, "failed");
+    void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
     return failed(
       failure("settlement_failed", "the node kept refusing our nonce; try again", { status: 500 }),
     );
   }
   if (sent.kind === "outcome") return sent.outcome;
   if (waitUntil === "submitted") {
-    ctx.journal.recordState(record.key, "answered");
+    await ctx.journal.recordState(record.key, "answered").catch(() => undefined);
     return { kind: "submitted", hash: sent.hash };
   }
   return follow(ctx, lane, record.key, [sent.hash], sent.tx, fees);
@@ -313,7 +324,7 @@ function sendFailure(
     value: { kind: "outcome", outcome: o } as Sent,
   });
   if (neverReachedNode(error)) {
-    ctx.journal.recordState(key, "failed");
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
     lane.forget(ctx.chainId);
     return outcome(infrastructure(error, "broadcasting"));
   }
@@ -335,7 +346,7 @@ function sendFailure(
       lane.forget(ctx.chainId);
       return { consumed: false, value: { kind: "retry" } };
     default:
-      ctx.journal.recordState(key, "failed");
+      void ctx.journal.recordState(key, "failed").catch(() => undefined);
       if (isRevert(error)) {
         return outcome({
           kind: "would-revert",
@@ -370,7 +381,7 @@ async function follow(
     const receipt = receipts.find((r) => r !== undefined);
     if (receipt) {
       if (receipt.status !== "success") {
-        ctx.journal.recordState(key, "failed");
+        void ctx.journal.recordState(key, "failed").catch(() => undefined);
         // It may have run out of gas on a reused estimate: estimate afresh next time.
         gasEstimates.clear();
         return { kind: "reverted", hash: receipt.transactionHash, receipt };
@@ -417,7 +428,7 @@ async function replace(
 ) {
   try {
     const { raw, hash } = await sign(lane.account, tx);
-    ctx.journal.recordReplace(key, hash, raw);
+    await ctx.journal.recordReplace(key, hash, raw);
     await ctx.client.sendRawTransaction({ serializedTransaction: raw });
     return hash;
   } catch {
@@ -444,7 +455,9 @@ export async function reconcile(
         return undefined;
       });
       if (receipt) {
-        if (receipt.status !== "success") ctx.journal.recordState(entry.key, "failed");
+        if (receipt.status !== "success") {
+          void ctx.journal.recordState(entry.key, "failed").catch(() => undefined);
+        }
         return receipt.status === "success"
           ? { kind: "confirmed", hash, receipt }
           : { kind: "reverted", hash, receipt };

@@ -588,7 +588,7 @@ async function answer(
       return { ok: true, payer: from, transactionHash: outcome.hash };
     case "confirmed":
       if (!receiptHasTransfer(outcome.receipt, expectedTransfer(checked))) {
-        ctx.journal.recordState(key, "failed");
+        void ctx.journal.recordState(key, "failed").catch(() => undefined);
         return {
           ok: false,
           payer: from,
@@ -602,7 +602,8 @@ async function answer(
           ),
         };
       }
-      ctx.journal.recordState(key, "answered");
+      // If this record cannot be written, still answer: losing the hash would be worse.
+      await ctx.journal.recordState(key, "answered").catch(() => undefined);
       return { ok: true, payer: from, transactionHash: outcome.hash };
     case "would-revert":
       return {
@@ -666,7 +667,7 @@ async function settleChecked(
       // Settled before (timed out, or the process died): follow that transaction, never send anew.
       const picked = await reconcile(ctx, entry);
       if (picked !== "gone") return answer(ctx, checked, key, picked);
-      ctx.journal.recordState(key, "dropped");
+      await ctx.journal.recordState(key, "dropped").catch(() => undefined);
     }
 
     // Settlement re-verifies everything. The transfer itself is simulated either here (batched
