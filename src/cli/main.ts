@@ -37,6 +37,31 @@ function paymentCommand(name: "verify" | "settle"): Command {
   return command;
 }
 
+/** The options of every command that settles: keys, receipt wait, journal, fee cap. */
+function withSettlementOptions(command: Command): Command {
+  return command
+    .option(
+      "--private-key-file <file>",
+      "settlement key file, one key per line for a pool (or env FACILITATOR_PRIVATE_KEY / FACILITATOR_PRIVATE_KEY_FILE)",
+    )
+    .option(
+      "--confirm-timeout <seconds>",
+      "how long to wait for the receipt before answering settlement_pending (default 60)",
+    )
+    .option(
+      "--journal <file>",
+      "settlement journal (env FACILITATOR_JOURNAL; default ~/.local/state/facilitator/journal.jsonl)",
+    )
+    .option(
+      "--max-fee <amount>",
+      "most one settlement may cost in the native token, e.g. 0.002 (env FACILITATOR_MAX_FEE)",
+    )
+    .option(
+      "--replace-after <seconds>",
+      "replace a transaction stuck in the mempool this long with a higher fee (default 15)",
+    );
+}
+
 const verify = paymentCommand("verify")
   .description("check a signed x402 payment against its requirements (no key needed)")
   .addHelpText(
@@ -53,7 +78,7 @@ Exit status: 0 valid, 1 rejected, 2 bad input or usage, 3 chain or infrastructur
     finish(await runPayment("verify", file, flags));
   });
 
-const settle = paymentCommand("settle")
+const settle = withSettlementOptions(paymentCommand("settle"))
   .description("verify, then execute the transfer on chain and print the transaction hash")
   .addOption(
     new Option(
@@ -61,26 +86,6 @@ const settle = paymentCommand("settle")
       "simulated: sign and dry-run; submitted: broadcast; confirmed: receipt " +
         "(default: the body's waitUntil, else confirmed)",
     ).argParser(waitUntilOption),
-  )
-  .option(
-    "--private-key-file <file>",
-    "settlement key file (or env FACILITATOR_PRIVATE_KEY / FACILITATOR_PRIVATE_KEY_FILE)",
-  )
-  .option(
-    "--confirm-timeout <seconds>",
-    "how long to wait for the receipt before answering settlement_pending (default 60)",
-  )
-  .option(
-    "--journal <file>",
-    "settlement journal (env FACILITATOR_JOURNAL; default ~/.local/state/facilitator/journal.jsonl)",
-  )
-  .option(
-    "--max-fee <amount>",
-    "most one settlement may cost in the native token, e.g. 0.002 (env FACILITATOR_MAX_FEE)",
-  )
-  .option(
-    "--replace-after <seconds>",
-    "replace a transaction stuck in the mempool this long with a higher fee (default 15)",
   )
   .addHelpText(
     "after",
@@ -130,7 +135,7 @@ Example:
     finish(await runDevnet(flags));
   });
 
-const serve = new Command("serve")
+const serve = withSettlementOptions(new Command("serve"))
   .description("serve /verify, /settle, /supported, /health and /llms.txt over HTTP")
   .option("--host <host>", "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)")
   .option("--port <port>", "port (default 4020)")
@@ -143,23 +148,6 @@ const serve = new Command("serve")
     "--rpc-url <url>",
     "RPC endpoint, repeatable or comma-separated (env FACILITATOR_RPC_URL)",
     collect,
-  )
-  .option(
-    "--private-key-file <file>",
-    "settlement key file (or env FACILITATOR_PRIVATE_KEY / FACILITATOR_PRIVATE_KEY_FILE)",
-  )
-  .option("--confirm-timeout <seconds>", "receipt wait before settlement_pending (default 60)")
-  .option(
-    "--journal <file>",
-    "settlement journal (env FACILITATOR_JOURNAL; default ~/.local/state/facilitator/journal.jsonl)",
-  )
-  .option(
-    "--max-fee <amount>",
-    "most one settlement may cost in the native token, e.g. 0.002 (env FACILITATOR_MAX_FEE)",
-  )
-  .option(
-    "--replace-after <seconds>",
-    "replace a transaction stuck in the mempool this long with a higher fee (default 15)",
   )
   .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)")
   .option("-q, --quiet", "no banner and no request log on stderr")
