@@ -16,6 +16,7 @@ import { type Address, createPublicClient, type Hex, http } from "viem";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
+import { cleanEnv, setting } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** signSampleRequest's default amount: 0.01 USDC. */
@@ -23,16 +24,6 @@ const AMOUNT = 10_000n;
 const READY_TIMEOUT_MS = 20_000;
 const STOP_GRACE_MS = 5_000;
 const REQUEST_TIMEOUT_MS = 60_000;
-
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
 
 const SETTLES = Math.floor(setting("BENCH_SETTLES", 200));
 const CONCURRENCY = Math.floor(setting("BENCH_SETTLE_CONCURRENCY", 32));
@@ -46,13 +37,6 @@ function devAccount(index: number): DevAccount {
   const account = devAccounts[index];
   if (!account) throw new Error(`no dev account ${index}`);
   return account;
-}
-
-/** The environment without FACILITATOR_* so no local config leaks into the server. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith("FACILITATOR_")),
-  );
 }
 
 interface ServerProcess {

@@ -8,11 +8,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
+import { cleanEnv, freePort, setting } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CONCURRENCY = [1, 16, 64] as const;
@@ -20,39 +20,9 @@ const WARMUP_REQUESTS = 50;
 const READY_TIMEOUT_MS = 20_000;
 const STOP_GRACE_MS = 5_000;
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
-
 const REQUESTS = Math.floor(setting("BENCH_REQUESTS", 1000));
 const SECONDS = setting("BENCH_SECONDS", 15);
 const POOL = Math.floor(setting("BENCH_POOL", 500));
-
-/** A port the OS says is free right now (listen on 0, read it, close). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => (port ? resolve(port) : reject(new Error("no port from the OS"))));
-    });
-  });
-}
-
-/** The environment without FACILITATOR_* so no local config leaks into the server. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith("FACILITATOR_")),
-  );
-}
 
 interface ServerProcess {
   readonly child: ChildProcess;

@@ -328,3 +328,29 @@ describe("manual mining", () => {
     );
   });
 });
+
+test("the journal keeps every unsettled entry and only the newest settled ones in memory", async () => {
+  const journal = new Journal();
+  const limit = Journal.SETTLED_IN_MEMORY;
+  const transfer = {
+    token: devAccounts[0]?.address as Hex,
+    from: devAccounts[1]?.address as Hex,
+    to: devAccounts[2]?.address as Hex,
+    value: "1",
+  };
+  const entry = (i: number) => ({
+    key: `k${i}`,
+    chainId: 1,
+    signer: transfer.from,
+    txNonce: i,
+    expect: transfer,
+  });
+  await journal.recordSend(entry(0), `0x${"00".repeat(32)}`, "0x00");
+  for (let i = 1; i <= limit + 10; i++) {
+    await journal.recordSend(entry(i), `0x${i.toString(16).padStart(64, "0")}`, "0x00");
+    await journal.recordState(`k${i}`, "answered");
+  }
+  expect(journal.get("k0")?.state).toBe("broadcast");
+  expect(journal.get("k1")).toBeUndefined();
+  expect(journal.get(`k${limit + 10}`)?.state).toBe("answered");
+});

@@ -157,11 +157,28 @@ export class Journal {
     }
   }
 
+  /**
+   * Settled entries stay in memory so a replay is refused without asking the chain; past this
+   * many, the oldest settled ones are dropped (a replay of those is refused by the token's own
+   * authorizationState instead). Entries still broadcast are always kept.
+   */
+  static readonly SETTLED_IN_MEMORY = 20_000;
+
+  #evict(): void {
+    if (this.#entries.size <= Journal.SETTLED_IN_MEMORY) return;
+    for (const [key, entry] of this.#entries) {
+      if (this.#entries.size <= Journal.SETTLED_IN_MEMORY * 0.9) break;
+      if (entry.state !== "broadcast" && !this.#inFlight.has(key)) this.#entries.delete(key);
+    }
+  }
+
   #apply(line: Line): void {
     if (line.t === "send") {
       const { t: _t, hash, raw, ...entry } = line as Extract<Line, { t: "send" }> & { at?: string };
       delete (entry as { at?: string }).at;
+      this.#entries.delete(entry.key);
       this.#entries.set(entry.key, { ...entry, hashes: [hash], raws: [raw], state: "broadcast" });
+      this.#evict();
       return;
     }
     const entry = this.#entries.get(line.key);
