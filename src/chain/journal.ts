@@ -191,5 +191,7 @@ export class Journal {
       return;
     }
     entry.state = line.state;
+    // The signed bytes are only needed to re-broadcast an unsettled transaction.
+    if (line.state !== "broadcast") entry.raws = [];
   }
 }
