@@ -282,6 +282,8 @@ export async function executeCall(
     try {
       await issued.durable;
     } catch (error) {
+      // Not durable, so never sent: no later settle may pick this record up and broadcast it.
+      void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
       lane.forget(ctx.chainId);
       return failed(
         failure("settlement_failed", `cannot write the settlement journal: ${shortText(error)}`, {
