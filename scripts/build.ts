@@ -7,7 +7,7 @@ import { build } from "esbuild";
 
 rmSync("dist", { recursive: true, force: true });
 await build({
-  entryPoints: { main: "src/cli/main.ts" },
+  entryPoints: { main: "src/cli/main.ts", "serve-worker": "src/cli/commands/serve-worker.ts" },
   outdir: "dist",
   bundle: true,
   splitting: true,
