@@ -354,3 +354,47 @@ test("the journal keeps every unsettled entry and only the newest settled ones i
   expect(journal.get("k1")).toBeUndefined();
   expect(journal.get(`k${limit + 10}`)?.state).toBe("answered");
 });
+
+test("a long journal is compacted at start-up, keeping every unsettled entry and its bytes", async () => {
+  const file = tempJournal();
+  const journal = new Journal(file);
+  const signer = devAccounts[1]?.address as Hex;
+  const transfer = {
+    token: devAccounts[0]?.address as Hex,
+    from: signer,
+    to: devAccounts[2]?.address as Hex,
+    value: "1",
+  };
+  const hash = (i: number) => `0x${i.toString(16).padStart(64, "0")}` as Hex;
+  for (let i = 0; i < 300; i++) {
+    await journal.recordSend(
+      { key: `k${i}`, chainId: 1, signer, txNonce: i, expect: transfer },
+      hash(i),
+      "0xab",
+    );
+    if (i !== 7) await journal.recordState(`k${i}`, "answered");
+  }
+  await journal.recordReplace("k7", hash(1000), "0xcd");
+  journal.close();
+  const linesBefore = readFileSync(file, "utf8").trim().split("\n").length;
+  expect(linesBefore).toBe(300 + 299 + 1);
+
+  // Small limits stand in for a real deployment's 100,000 lines and 20,000 settled entries.
+  const reopened = new Journal(file, { compactAfterLines: 100, settledInMemory: 50 });
+  expect(reopened.get("k7")).toMatchObject({
+    state: "broadcast",
+    hashes: [hash(7), hash(1000)],
+    raws: ["0xab", "0xcd"],
+  });
+  expect(reopened.get("k299")).toMatchObject({ state: "answered" });
+  expect(reopened.get("k8")).toBeUndefined(); // old settled history: the token refuses a replay
+  reopened.close();
+  const after = new Journal(file);
+  expect(after.get("k7")).toMatchObject({
+    state: "broadcast",
+    hashes: [hash(7), hash(1000)],
+    raws: ["0xab", "0xcd"],
+  });
+  expect(after.get("k299")?.state).toBe("answered");
+  expect(readFileSync(file, "utf8").trim().split("\n").length).toBeLessThan(linesBefore);
+});

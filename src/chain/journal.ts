@@ -8,9 +8,20 @@
  * works, and concurrent records share one fdatasync (group commit). Records of one authorization
  * are written in order because each caller awaits its record before the next step.
  */
-import { closeSync, fdatasync, mkdirSync, openSync, readFileSync, write } from "node:fs";
+import {
+  closeSync,
+  fdatasync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  write,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { StringDecoder } from "node:string_decoder";
 import type { Address, Hex } from "viem";
 
 /** The Transfer that proves the payment happened. */
@@ -49,6 +60,35 @@ type Line =
   | { t: "replace"; key: string; hash: Hex; raw: Hex }
   | { t: "state"; key: string; state: EntryState };
 
+/** Compact a journal at start-up once it holds this many lines, most of them settled history. */
+const COMPACT_AFTER_LINES = 100_000;
+
+/** The file's lines, read a megabyte at a time (a long journal never becomes one string). */
+function* readLines(file: string): Generator<string> {
+  let fd: number;
+  try {
+    fd = openSync(file, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  try {
+    const buffer = Buffer.alloc(1 << 20);
+    const decoder = new StringDecoder("utf8");
+    let rest = "";
+    for (;;) {
+      const read = readSync(fd, buffer, 0, buffer.length, null);
+      if (read === 0) break;
+      const lines = (rest + decoder.write(buffer.subarray(0, read))).split("\n");
+      rest = lines.pop() ?? "";
+      for (const line of lines) if (line.trim()) yield line;
+    }
+    if (rest.trim()) yield rest;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** `$XDG_STATE_HOME/facilitator/journal.jsonl`, else `~/.local/state/facilitator/journal.jsonl`. */
 export function defaultJournalPath(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state");
@@ -62,25 +102,56 @@ export class Journal {
   #fd: number | undefined;
 
   /** A journal kept in `file` (created if missing), or only in memory when `file` is undefined. */
-  constructor(file?: string) {
+  constructor(
+    file?: string,
+    options: { compactAfterLines?: number; settledInMemory?: number } = {},
+  ) {
     this.path = file;
+    this.#settledInMemory = options.settledInMemory ?? Journal.SETTLED_IN_MEMORY;
     if (!file) return;
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    let text = "";
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    }
-    for (const line of text.split("\n")) {
-      if (!line.trim()) continue;
+    let lines = 0;
+    for (const line of readLines(file)) {
+      lines++;
       try {
         this.#apply(JSON.parse(line) as Line);
       } catch {
         // A line cut short by a crash: everything before it is intact.
       }
     }
+    // Mostly settled history: rewrite the file with what is still in memory, so neither the file
+    // nor the next start-up keeps growing.
+    const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
+    if (lines > threshold && lines > 4 * this.#entries.size) this.#compact(file);
     this.#fd = openSync(file, "a", 0o600);
+  }
+
+  /** Writes the live entries to a new file, syncs it, and renames it over the journal. */
+  #compact(file: string): void {
+    const next = `${file}.compact`;
+    const fd = openSync(next, "w", 0o600);
+    try {
+      for (const entry of this.#entries.values()) {
+        const { hashes, raws, state, ...rest } = entry;
+        const records: Line[] = hashes.map((hash, i) =>
+          i === 0
+            ? { t: "send", ...rest, hash, raw: raws[i] ?? "0x" }
+            : { t: "replace", key: entry.key, hash, raw: raws[i] ?? "0x" },
+        );
+        if (state !== "broadcast") records.push({ t: "state", key: entry.key, state });
+        writeSync(fd, records.map((record) => `${JSON.stringify(record)}\n`).join(""));
+      }
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(next, file);
+    const dir = openSync(path.dirname(file), "r");
+    try {
+      fsyncSync(dir);
+    } finally {
+      closeSync(dir);
+    }
   }
 
   get(key: string): JournalEntry | undefined {
@@ -164,10 +235,12 @@ export class Journal {
    */
   static readonly SETTLED_IN_MEMORY = 20_000;
 
+  readonly #settledInMemory: number;
+
   #evict(): void {
-    if (this.#entries.size <= Journal.SETTLED_IN_MEMORY) return;
+    if (this.#entries.size <= this.#settledInMemory) return;
     for (const [key, entry] of this.#entries) {
-      if (this.#entries.size <= Journal.SETTLED_IN_MEMORY * 0.9) break;
+      if (this.#entries.size <= this.#settledInMemory * 0.9) break;
       if (entry.state !== "broadcast" && !this.#inFlight.has(key)) this.#entries.delete(key);
     }
   }
