@@ -104,7 +104,8 @@ function failed(f: Failure, hash?: Hex): CallOutcome {
 
 function infrastructure(error: unknown, doing: string): CallOutcome {
   if (isUnreachable(error)) {
-    return failed(failure("chain_unavailable", `${doing}: ${shortText(error)}`, { status: 500 }));
+    // Facilitator.settle makes every chain_unavailable of a settle a 500.
+    return failed(failure("chain_unavailable", `${doing}: ${shortText(error)}`));
   }
   return failed(failure("settlement_failed", `${doing}: ${shortText(error)}`, { status: 500 }));
 }

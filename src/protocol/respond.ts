@@ -5,7 +5,7 @@
 import { type Failure, statusOf, x402ReasonOf } from "../errors.js";
 import type { Facilitator } from "../facilitator.js";
 import type { SettleResult, VerifyResult } from "../schemes/types.js";
-import { type Dialect, type PaymentRequest, parseRequest } from "./request.js";
+import { type Dialect, type PaymentRequest, parseRequest, payerHint } from "./request.js";
 import type { WaitUntil } from "./schemas.js";
 
 export interface Reply {
@@ -78,15 +78,8 @@ export function renderSettle(
   return { status: x402Status(result.failure), body, failure: result.failure };
 }
 
-/** The payload's `authorization.from`, for x402 answers that carry the payer even on failure. */
-function payerOf(request: PaymentRequest): string | undefined {
-  const auth = request.payload.authorization;
-  if (typeof auth === "object" && auth !== null && "from" in auth) {
-    const from = (auth as { from?: unknown }).from;
-    return typeof from === "string" ? from : undefined;
-  }
-  return undefined;
-}
+/** The payer, for x402 answers that carry it even on failure. */
+const payerOf = (request: PaymentRequest) => payerHint({ payload: request.payload });
 
 function networkHint(body: unknown): string {
   const read = (value: unknown, ...path: string[]): unknown =>

@@ -459,8 +459,8 @@ async function verifyChecked(
   ctx: SchemeContext,
   request: PaymentRequest,
   options: { simulate: boolean },
+  parsed: Step<Checked> = parse(request),
 ): Promise<Step<Checked>> {
-  const parsed = parse(request);
   if (!parsed.ok) return parsed;
 
   if (request.payloadScheme !== request.requirements.scheme) {
@@ -675,7 +675,7 @@ async function settleChecked(
     // later ones from accounts without code reuse that estimate.
     const gasKey = `${ctx.chainId}:${parsed.value.requirements.asset}:${size(parsed.value.signature)}`;
     const reuseGas = hasGasEstimate(gasKey);
-    const verified = await verifyChecked(ctx, request, { simulate: reuseGas });
+    const verified = await verifyChecked(ctx, request, { simulate: reuseGas }, parsed);
     if (!verified.ok) return { ok: false, failure: verified.failure };
     const checked = verified.value;
     const outcome = await executeCall(
