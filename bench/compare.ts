@@ -30,7 +30,7 @@ import { type Address, createPublicClient, type Hex, http } from "viem";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
-import { cleanEnv, freePort, setting } from "./lib.js";
+import { cleanEnv, exited, freePort, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -52,7 +52,6 @@ const OURS_SIGNER = 0;
 const REFERENCE_SIGNER = 7;
 
 const READY_TIMEOUT_MS = 30_000;
-const STOP_GRACE_MS = 5_000;
 const VERIFY_TIMEOUT_MS = 30_000;
 const SETTLE_TIMEOUT_MS = 60_000;
 const COLD_TIMEOUT_MS = 30_000;
@@ -65,7 +64,6 @@ const CHAIN_CHECK_PAUSE_MS = 300;
 const children = new Set<ChildProcess>();
 /** Set on SIGINT/SIGTERM: load loops stop issuing requests. */
 let interrupting = false;
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
 function killAllNow(): void {
   for (const child of children) {
@@ -78,15 +76,6 @@ function track(child: ChildProcess): ChildProcess {
   children.add(child);
   child.once("exit", () => children.delete(child));
   return child;
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (exited(child)) return;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
-  await gone;
-  clearTimeout(timer);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,4 +1,5 @@
 /** What the benches share: settings from the environment, free ports, a clean environment. */
+import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 
 /** A positive number from the environment, or the fallback. */
@@ -30,4 +31,19 @@ export function cleanEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(
     Object.entries(process.env).filter(([key]) => !key.startsWith("FACILITATOR_")),
   );
+}
+
+/** How long a stopped server gets to finish before it is killed. */
+const STOP_GRACE_MS = 5_000;
+
+export const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+
+/** SIGTERM, then SIGKILL if the child has not exited within the grace period. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (exited(child)) return;
+  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
+  await gone;
+  clearTimeout(timer);
 }

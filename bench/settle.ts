@@ -16,13 +16,12 @@ import { type Address, createPublicClient, type Hex, http } from "viem";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
-import { cleanEnv, setting } from "./lib.js";
+import { cleanEnv, exited, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** signSampleRequest's default amount: 0.01 USDC. */
 const AMOUNT = 10_000n;
 const READY_TIMEOUT_MS = 20_000;
-const STOP_GRACE_MS = 5_000;
 const REQUEST_TIMEOUT_MS = 60_000;
 
 const SETTLES = Math.floor(setting("BENCH_SETTLES", 200));
@@ -44,8 +43,6 @@ interface ServerProcess {
   readonly url: string;
   readonly stderr: () => string;
 }
-
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
 
 /** Spawns `facilitator serve --port 0` and resolves with the URL of its "listening" line. */
 function startFacilitator(args: readonly string[]): {
@@ -85,15 +82,6 @@ function startFacilitator(args: readonly string[]): {
     });
   });
   return { child, ready };
-}
-
-async function stopFacilitator(child: ChildProcess): Promise<void> {
-  if (exited(child)) return;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
-  await gone;
-  clearTimeout(timer);
 }
 
 interface Settled {
@@ -173,7 +161,7 @@ async function run(name: string, signers: readonly DevAccount[]): Promise<RunRes
   let child: ChildProcess | undefined;
   const dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-bench-settle-"));
   const cleanup = async () => {
-    if (child) await stopFacilitator(child);
+    if (child) await stopChild(child);
     await devnet?.stop();
     rmSync(dir, { recursive: true, force: true });
   };

@@ -12,13 +12,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
-import { cleanEnv, freePort, setting } from "./lib.js";
+import { cleanEnv, exited, freePort, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CONCURRENCY = [1, 16, 64] as const;
 const WARMUP_REQUESTS = 50;
 const READY_TIMEOUT_MS = 20_000;
-const STOP_GRACE_MS = 5_000;
 
 const REQUESTS = Math.floor(setting("BENCH_REQUESTS", 1000));
 const SECONDS = setting("BENCH_SECONDS", 15);
@@ -54,8 +53,6 @@ function startFacilitator(rpcUrl: string, port: number): ServerProcess {
   return { child, url: `http://127.0.0.1:${port}`, stderr: () => stderr };
 }
 
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
-
 async function waitUntilListening(server: ServerProcess): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (Date.now() < deadline) {
@@ -72,16 +69,6 @@ async function waitUntilListening(server: ServerProcess): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`facilitator serve did not listen within ${READY_TIMEOUT_MS} ms`);
-}
-
-async function stopFacilitator(server: ServerProcess): Promise<void> {
-  const { child } = server;
-  if (exited(child)) return;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
-  await gone;
-  clearTimeout(timer);
 }
 
 /** Polls VmRSS every 100 ms and reads VmHWM at the end (Linux; elsewhere reports nothing). */
@@ -214,7 +201,7 @@ async function main(): Promise<number> {
   let devnet: Devnet | undefined;
   let server: ServerProcess | undefined;
   const cleanup = async () => {
-    if (server) await stopFacilitator(server);
+    if (server) await stopChild(server.child);
     await devnet?.stop();
   };
   const interrupted = () => {
