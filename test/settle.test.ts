@@ -17,6 +17,7 @@ import { type Devnet, deployErc1271Wallet, startDevnet } from "../src/devnet/ind
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
+import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
 import { randomNonce, signAuthorization, wireAuthorization } from "./helpers/sign.js";
 import { clientPayload, requirementsV1, requirementsV2 } from "./helpers/x402.js";
 
@@ -264,6 +265,93 @@ describe("infrastructure", () => {
       expect(reply.body).toMatchObject({ success: false, error: "chain_unavailable" });
       expect(reply.body.message).toContain("http://127.0.0.1:1");
     }
+  });
+});
+
+// The proxy stands in for nodes this machine cannot run: one without eth_sendRawTransactionSync,
+// one whose answer is an error although it took the transaction. Behind it is the real anvil.
+describe("broadcasting (eth_sendRawTransactionSync, and nodes without it)", () => {
+  let proxy: RpcProxy;
+  beforeAll(async () => {
+    proxy = await startRpcProxy(devnet.rpcUrl);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+  });
+
+  /** A facilitator of its own (so what it learned about the node is its own), through the proxy. */
+  const throughProxy = () =>
+    new Facilitator({
+      rpcUrls: [proxy.url],
+      useDefaultRpcs: false,
+      signer: privateKeyToAccount(devnet.facilitator.privateKey),
+    });
+
+  const calls = (method: string) => proxy.counts.get(method) ?? 0;
+
+  /** Settles `count` fresh payments one after another; checks each landed once, in its own tx. */
+  async function settleFresh(facilitator: Facilitator, count: number, waitUntil = "confirmed") {
+    const payeeBefore = await balanceOf(devnet.payee.address);
+    const sentBefore = await sentBy(devnet.facilitator.address);
+    for (let i = 0; i < count; i++) {
+      const reply = await handleSettle(facilitator, { ...(await payment(2, 2)), waitUntil });
+      expect(reply.body).toMatchObject({ success: true });
+      const receipt = await chain().waitForTransactionReceipt({
+        hash: reply.body.transactionHash as Hex,
+      });
+      expect(receipt.status).toBe("success");
+    }
+    expect(await balanceOf(devnet.payee.address)).toBe(payeeBefore + BigInt(count) * 10_000n);
+    expect(await sentBy(devnet.facilitator.address)).toBe(sentBefore + count);
+  }
+
+  test("a node with it: the receipt comes with the broadcast, nothing is polled", async () => {
+    proxy.counts.clear();
+    proxy.intercept = () => undefined;
+    await settleFresh(throughProxy(), 2);
+    expect(calls("eth_sendRawTransactionSync")).toBe(2);
+    expect(calls("eth_sendRawTransaction")).toBe(0);
+    expect(calls("eth_getTransactionReceipt")).toBe(0);
+  });
+
+  test("waitUntil submitted uses the plain method", async () => {
+    proxy.counts.clear();
+    proxy.intercept = () => undefined;
+    await settleFresh(throughProxy(), 1, "submitted");
+    expect(calls("eth_sendRawTransactionSync")).toBe(0);
+    expect(calls("eth_sendRawTransaction")).toBe(1);
+  });
+
+  test("a node without it: the plain method and receipt polling, and it is asked only once", async () => {
+    proxy.counts.clear();
+    proxy.intercept = (method) =>
+      method === "eth_sendRawTransactionSync"
+        ? {
+            refuse: {
+              code: -32601,
+              message: "the method eth_sendRawTransactionSync does not exist",
+            },
+          }
+        : undefined;
+    await settleFresh(throughProxy(), 3);
+    expect(calls("eth_sendRawTransactionSync")).toBe(1);
+    expect(calls("eth_sendRawTransaction")).toBe(3);
+    expect(calls("eth_getTransactionReceipt")).toBeGreaterThanOrEqual(3);
+  });
+
+  test("an error answer although the node took it: the same bytes again, one transfer", async () => {
+    proxy.counts.clear();
+    let failures = 1;
+    proxy.intercept = (method) =>
+      method === "eth_sendRawTransactionSync" && failures-- > 0
+        ? { forwardThenFail: { code: -32000, message: "upstream hiccup" } }
+        : undefined;
+    // settleFresh checks one transaction and one transfer per payment.
+    await settleFresh(throughProxy(), 2);
+    // The plain re-send found the transaction already taken; the node keeps being asked the
+    // synchronous way, since it did take the transaction.
+    expect(calls("eth_sendRawTransactionSync")).toBe(2);
+    expect(calls("eth_sendRawTransaction")).toBe(1);
   });
 });
 

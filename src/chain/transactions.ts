@@ -293,7 +293,8 @@ export async function executeCall(
       );
     }
     try {
-      await client.sendRawTransaction({ serializedTransaction: issued.raw });
+      const receipt = await broadcast(ctx, issued.raw, issued.hash, waitUntil === "confirmed");
+      if (receipt) return mined(ctx, record.key, receipt);
       sent = { kind: "sent", hash: issued.hash, nonce: issued.nonce, tx: issued.tx };
     } catch (error) {
       const { consumed, value } = sendFailure(ctx, lane, record.key, error, issued);
@@ -313,6 +314,97 @@ export async function executeCall(
     return { kind: "submitted", hash: sent.hash };
   }
   return follow(ctx, lane, record.key, [sent.hash], sent.tx, fees);
+}
+
+/** Per client: false once the node said it has no eth_sendRawTransactionSync. */
+const syncSupport = new WeakMap<object, boolean>();
+/** How long to wait for the synchronous answer before polling for the receipt instead. */
+const SYNC_WAIT_MS = 2_000;
+
+/**
+ * Broadcasts signed bytes. When a receipt is wanted and the node has eth_sendRawTransactionSync
+ * (EIP-7966: anvil, geth 1.16.6+, erigon 3.4+), the same request answers with the receipt, which
+ * saves the polling round trips. Returns the receipt if it came with the answer; throws what the
+ * node said if it refused the transaction.
+ *
+ * Re-sending the same bytes is harmless (same hash, same nonce), so when the synchronous call fails
+ * in a way that says nothing about the transaction, the plain method sends them again.
+ */
+async function broadcast(
+  ctx: SchemeContext,
+  raw: Hex,
+  hash: Hex,
+  wantReceipt: boolean,
+): Promise<TransactionReceipt | undefined> {
+  const { client } = ctx;
+  if (!wantReceipt || syncSupport.get(client) === false) {
+    await client.sendRawTransaction({ serializedTransaction: raw });
+    return undefined;
+  }
+  const answer = client
+    .sendRawTransactionSync({ serializedTransaction: raw, throwOnReceiptRevert: false })
+    .then(
+      (receipt) => ({ receipt }),
+      (error: unknown) => ({ error }),
+    );
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<undefined>((resolve) => {
+    const waitMs = Math.min(SYNC_WAIT_MS, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
+    timer = setTimeout(() => resolve(undefined), waitMs);
+  });
+  const result = await Promise.race([answer, waited]);
+  clearTimeout(timer);
+  // Still waiting: the node took the transaction and it is not mined yet; polling takes over.
+  if (result === undefined) return undefined;
+  if ("receipt" in result) {
+    syncSupport.set(client, true);
+    return isHashEqual(result.receipt.transactionHash, hash) ? result.receipt : undefined;
+  }
+  const { error } = result;
+  // The node took it but gave up waiting for a block (EIP-7966 code 4, anvil says "timeout").
+  if (!isUnreachable(error) && /time(d)?\s?out/i.test(fullText(error))) return undefined;
+  if (isUnreachable(error) || isRevert(error) || refusal(error) !== "other") throw error;
+  if (syncUnsupported(error)) syncSupport.set(client, false);
+  try {
+    await client.sendRawTransaction({ serializedTransaction: raw });
+  } catch (plainError) {
+    // "Nonce too low" may mean the synchronous call did send it, and it is mined already.
+    if (refusal(plainError) === "nonce" && (await isKnown(ctx, hash))) return undefined;
+    throw plainError;
+  }
+  // The plain method took what the synchronous one did not: do not ask the latter again.
+  syncSupport.set(client, false);
+  return undefined;
+}
+
+function isKnown(ctx: SchemeContext, hash: Hex): Promise<boolean> {
+  return ctx.client.getTransaction({ hash }).then(
+    () => true,
+    () => false,
+  );
+}
+
+function syncUnsupported(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return (
+    code === -32601 ||
+    /method.*(not (found|supported|available|allowed)|does not exist|unsupported)|unknown method/i.test(
+      fullText(error),
+    )
+  );
+}
+
+const isHashEqual = (a: Hex, b: Hex) => a.toLowerCase() === b.toLowerCase();
+
+/** The outcome of a mined transaction. */
+function mined(ctx: SchemeContext, key: string, receipt: TransactionReceipt): CallOutcome {
+  if (receipt.status !== "success") {
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    // It may have run out of gas on a reused estimate: estimate afresh next time.
+    gasEstimates.clear();
+    return { kind: "reverted", hash: receipt.transactionHash, receipt };
+  }
+  return { kind: "confirmed", hash: receipt.transactionHash, receipt };
 }
 
 function sendFailure(
@@ -382,15 +474,7 @@ async function follow(
       hashes.map((hash) => ctx.client.getTransactionReceipt({ hash }).catch(() => undefined)),
     );
     const receipt = receipts.find((r) => r !== undefined);
-    if (receipt) {
-      if (receipt.status !== "success") {
-        void ctx.journal.recordState(key, "failed").catch(() => undefined);
-        // It may have run out of gas on a reused estimate: estimate afresh next time.
-        gasEstimates.clear();
-        return { kind: "reverted", hash: receipt.transactionHash, receipt };
-      }
-      return { kind: "confirmed", hash: receipt.transactionHash, receipt };
-    }
+    if (receipt) return mined(ctx, key, receipt);
     const now = Date.now();
     if (now >= deadline) {
       const newest = hashes[hashes.length - 1] as Hex;
@@ -476,14 +560,7 @@ export async function reconcile(
             maxFeePerGas: tx.maxFeePerGas ?? 0n,
             maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n,
           };
-    const known = await Promise.all(
-      entry.hashes.map((hash) =>
-        client.getTransaction({ hash }).then(
-          () => true,
-          () => false,
-        ),
-      ),
-    );
+    const known = await Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash)));
     if (!known.some(Boolean)) {
       const used = await client.getTransactionCount({ address: entry.signer, blockTag: "latest" });
       if (used > entry.txNonce) return "gone";
