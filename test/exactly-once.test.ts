@@ -3,7 +3,7 @@
  * time out and are picked up again from the journal (also by a new process), stuck transactions
  * replaced at the same nonce, and the fee cap. Real anvil; automine off where pending matters.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createTestClient, type Hex, http, keccak256 } from "viem";
@@ -397,4 +397,56 @@ test("a long journal is compacted at start-up, keeping every unsettled entry and
   });
   expect(after.get("k299")?.state).toBe("answered");
   expect(readFileSync(file, "utf8").trim().split("\n").length).toBeLessThan(linesBefore);
+});
+
+test("records made at once are all on disk, in order, when each one's promise resolves", async () => {
+  const file = tempJournal();
+  const journal = new Journal(file);
+  const signer = devAccounts[1]?.address as Hex;
+  const transfer = { token: signer, from: signer, to: signer, value: "1" };
+  const hash = (i: number) => `0x${i.toString(16).padStart(64, "0")}` as Hex;
+  const onDisk = (key: string) => readFileSync(file, "utf8").includes(`"key":"${key}"`);
+  await Promise.all(
+    Array.from({ length: 50 }, async (_, i) => {
+      await journal.recordSend(
+        { key: `k${i}`, chainId: 1, signer, txNonce: i, expect: transfer },
+        hash(i),
+        "0xab",
+      );
+      // Resolved means written: the caller may broadcast now.
+      expect(onDisk(`k${i}`)).toBe(true);
+    }),
+  );
+  journal.close();
+  const keys = readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => (JSON.parse(line) as { key: string }).key);
+  expect(keys).toEqual(Array.from({ length: 50 }, (_, i) => `k${i}`));
+});
+
+test("a line torn by a crash does not swallow the next record", async () => {
+  const file = tempJournal();
+  const signer = devAccounts[1]?.address as Hex;
+  const transfer = { token: signer, from: signer, to: signer, value: "1" };
+  const first = new Journal(file);
+  await first.recordSend(
+    { key: "whole", chainId: 1, signer, txNonce: 0, expect: transfer },
+    `0x${"11".repeat(32)}`,
+    "0xab",
+  );
+  first.close();
+  appendFileSync(file, '{"t":"send","key":"torn","chainId":1,"sig'); // the crash
+  const second = new Journal(file);
+  await second.recordSend(
+    { key: "after", chainId: 1, signer, txNonce: 1, expect: transfer },
+    `0x${"22".repeat(32)}`,
+    "0xcd",
+  );
+  second.close();
+  const third = new Journal(file);
+  expect(third.get("whole")?.hashes).toEqual([`0x${"11".repeat(32)}`]);
+  expect(third.get("torn")).toBeUndefined();
+  expect(third.get("after")).toMatchObject({ txNonce: 1, raws: ["0xcd"], state: "broadcast" });
+  third.close();
 });

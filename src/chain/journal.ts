@@ -5,12 +5,13 @@
  * of being sent again. One JSON object per line; a torn last line (a crash mid-write) is skipped.
  *
  * Writes and syncs run on libuv's thread pool, so the event loop keeps serving while the disk
- * works, and concurrent records share one fdatasync (group commit). Records of one authorization
- * are written in order because each caller awaits its record before the next step.
+ * works, and concurrent records share one write and one fdatasync (group commit). Records are
+ * written in the order they were made.
  */
 import {
   closeSync,
   fdatasync,
+  fstatSync,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -89,6 +90,19 @@ function* readLines(file: string): Generator<string> {
   }
 }
 
+function endsMidLine(file: string): boolean {
+  const fd = openSync(file, "r");
+  try {
+    const { size } = fstatSync(fd);
+    if (size === 0) return false;
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    return last[0] !== 0x0a;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** `$XDG_STATE_HOME/facilitator/journal.jsonl`, else `~/.local/state/facilitator/journal.jsonl`. */
 export function defaultJournalPath(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state");
@@ -124,6 +138,8 @@ export class Journal {
     const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
     if (lines > threshold && lines > 4 * this.#entries.size) this.#compact(file);
     this.#fd = openSync(file, "a", 0o600);
+    // A line cut short by a crash would swallow the next record appended to it: end it first.
+    if (endsMidLine(file)) writeSync(this.#fd, "\n");
   }
 
   /** Writes the live entries to a new file, syncs it, and renames it over the journal. */
@@ -194,37 +210,62 @@ export class Journal {
     this.#fd = undefined;
   }
 
-  #written = 0;
-  #synced = 0;
-  #syncing: Promise<void> | undefined;
+  /** Lines appended but not yet handed to the disk, and how many lines were ever appended. */
+  #pending: string[] = [];
+  #appended = 0;
+  #waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
+  #pumping = false;
 
-  async #write(line: Line): Promise<void> {
+  #write(line: Line): Promise<void> {
     this.#apply(line);
-    const fd = this.#fd;
-    if (fd === undefined) return;
-    const text = `${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`;
-    await new Promise<void>((resolve, reject) =>
-      write(fd, text, (error) => (error ? reject(error) : resolve())),
-    );
-    const mine = ++this.#written;
-    // One fdatasync covers every write completed before it started.
-    while (this.#synced < mine) {
-      if (!this.#syncing) {
-        const target = this.#written;
-        this.#syncing = new Promise<void>((resolve, reject) =>
-          fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-        ).then(
-          () => {
-            this.#synced = Math.max(this.#synced, target);
-            this.#syncing = undefined;
-          },
-          (error: unknown) => {
-            this.#syncing = undefined;
-            throw error;
-          },
-        );
+    if (this.#fd === undefined) return Promise.resolve();
+    this.#pending.push(`${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`);
+    const upTo = ++this.#appended;
+    const durable = new Promise<void>((resolve, reject) => {
+      this.#waiters.push({ upTo, resolve, reject });
+    });
+    if (!this.#pumping) void this.#pump();
+    return durable;
+  }
+
+  /**
+   * Group commit: every line appended while the previous group was on its way to the disk goes
+   * out in one write and one fdatasync, on libuv's thread pool.
+   */
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      while (this.#pending.length > 0) {
+        // Lines appended in this turn of the event loop join the group.
+        await new Promise((resolve) => setImmediate(resolve));
+        const fd = this.#fd;
+        const text = this.#pending.join("");
+        const upTo = this.#appended;
+        this.#pending = [];
+        try {
+          if (fd === undefined) throw new Error("the journal is closed");
+          await new Promise<void>((resolve, reject) =>
+            write(fd, text, (error) => (error ? reject(error) : resolve())),
+          );
+          await new Promise<void>((resolve, reject) =>
+            fdatasync(fd, (error) => (error ? reject(error) : resolve())),
+          );
+          this.#settleWaiters(upTo);
+        } catch (error) {
+          this.#settleWaiters(upTo, error);
+        }
       }
-      await this.#syncing;
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #settleWaiters(upTo: number, error?: unknown): void {
+    // Waiters are in append order.
+    while ((this.#waiters[0]?.upTo ?? Number.POSITIVE_INFINITY) <= upTo) {
+      const waiter = this.#waiters.shift();
+      if (error === undefined) waiter?.resolve();
+      else waiter?.reject(error);
     }
   }
 
