@@ -355,6 +355,40 @@ describe("broadcasting (eth_sendRawTransactionSync, and nodes without it)", () =
   });
 });
 
+test("a transaction a local node left parked is replaced once blocks pass it by, and lands once", async () => {
+  // The node stands in for anvil's race (a transaction filed as waiting for a predecessor that
+  // was being mined, never looked at again): it is made to happen on purpose with setNonce.
+  const test = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+  const own = new Facilitator({
+    rpcUrls: [devnet.rpcUrl],
+    useDefaultRpcs: false,
+    signer: privateKeyToAccount(devnet.facilitator.privateKey),
+  });
+  const address = devnet.facilitator.address;
+  expect((await handleSettle(own, await payment(2, 3))).body.success).toBe(true);
+  const next = await sentBy(address);
+  // The chain steps back one nonce: the lane's next transaction waits for a predecessor...
+  await test.setNonce({ address, nonce: next - 1 });
+  const payeeBefore = await balanceOf(devnet.payee.address);
+  const started = Date.now();
+  const settling = handleSettle(own, await payment(2, 3));
+  for (let i = 0; i < 100; i++) {
+    const status = await chain().request({ method: "txpool_status" } as never);
+    if ((status as { queued: string }).queued !== "0x0") break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // ...and then the chain reaches its nonce without the pool noticing: parked.
+  await test.setNonce({ address, nonce: next });
+  const reply = await settling;
+  expect(reply.body).toMatchObject({ success: true });
+  // The default replace-after is 15 s; a local node that passed it over is caught within seconds.
+  expect(Date.now() - started).toBeLessThan(8_000);
+  const receipt = await chain().getTransactionReceipt({ hash: reply.body.transactionHash as Hex });
+  expect(receipt.status).toBe("success");
+  expect(await balanceOf(devnet.payee.address)).toBe(payeeBefore + 10_000n);
+  expect(await sentBy(address)).toBe(next + 1);
+});
+
 describe("a transaction that is not mined in time", () => {
   let stalled: Devnet;
   beforeAll(async () => {

@@ -454,6 +454,42 @@ function sendFailure(
 }
 
 /**
+ * A local node (anvil, hardhat) mines a transaction as soon as it is ready. One still unmined a
+ * second later, while blocks go by, was parked by the node: anvil's pool can file a transaction as
+ * waiting for a predecessor that is being mined at that moment, and then never look at it again.
+ * Only a new transaction at the same nonce wakes it, and there a replacement costs nothing.
+ */
+const LOCAL_PARKED_AFTER_MS = 1_000;
+const localNodes = new WeakMap<object, Promise<boolean>>();
+
+function isLocalNode(client: SchemeContext["client"]): Promise<boolean> {
+  let known = localNodes.get(client);
+  if (!known) {
+    known = client.request({ method: "web3_clientVersion" }).then(
+      (version) => /^(anvil|hardhat)/i.test(String(version)),
+      () => {
+        localNodes.delete(client);
+        return false;
+      },
+    );
+    localNodes.set(client, known);
+  }
+  return known;
+}
+
+/** Whether a local node passed over our transaction: it automines, or blocks came since. */
+async function parkedOnLocalNode(ctx: SchemeContext, sinceBlock: bigint | undefined) {
+  const [automines, block] = await Promise.all([
+    ctx.client.request({ method: "anvil_getAutomine" } as never).then(
+      (answer) => answer === true,
+      () => false,
+    ),
+    ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined),
+  ]);
+  return automines || (sinceBlock !== undefined && block !== undefined && block > sinceBlock);
+}
+
+/**
  * Waits for any of `hashes` to be mined, replacing the transaction with a higher fee at the same
  * nonce whenever it sits in the mempool for `replaceAfterMs`. Never throws: past the deadline, the
  * answer is `settlement_pending` with the newest hash.
@@ -468,6 +504,11 @@ async function follow(
 ): Promise<CallOutcome> {
   const deadline = Date.now() + ctx.confirmTimeoutMs;
   let replaceAt = Date.now() + ctx.replaceAfterMs;
+  const local = await isLocalNode(ctx.client);
+  const sinceBlock = local
+    ? await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)
+    : undefined;
+  let parkedCheckAt = local ? Date.now() + LOCAL_PARKED_AFTER_MS : Number.POSITIVE_INFINITY;
   let current = fees;
   for (let poll = 0; ; poll++) {
     const receipts = await Promise.all(
@@ -482,6 +523,10 @@ async function follow(
         newest,
         `no receipt within ${Math.round(ctx.confirmTimeoutMs / 1000)} s; the transaction is pending, retry the same payment to reconcile`,
       );
+    }
+    if (now >= parkedCheckAt) {
+      parkedCheckAt = now + LOCAL_PARKED_AFTER_MS;
+      if (await parkedOnLocalNode(ctx, sinceBlock)) replaceAt = now;
     }
     if (now >= replaceAt) {
       replaceAt = now + ctx.replaceAfterMs;
