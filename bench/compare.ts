@@ -6,11 +6,11 @@
  * payment did not land exactly once.
  *
  *   npm run build && npm run bench:compare
- *   BENCH_REQUESTS=2000 BENCH_SECONDS=20 BENCH_SETTLES=400 npm run bench:compare
+ *   BENCH_REQUESTS=2000 BENCH_SECONDS=20 BENCH_SETTLES=1000 npm run bench:compare
  *
  * Settings (environment): BENCH_REQUESTS (verify requests per level, 1000), BENCH_SECONDS (time
  * bound per verify level, 15), BENCH_POOL (distinct signed payloads for verify, 1000),
- * BENCH_SETTLES (settles per server, 200), BENCH_SETTLE_CONCURRENCY (32), BENCH_SETTLE_SECONDS
+ * BENCH_SETTLES (settles per server, 600), BENCH_SETTLE_CONCURRENCY (32), BENCH_SETTLE_SECONDS
  * (time bound per settle run, 45), BENCH_COLD_RUNS (7).
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -37,7 +37,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const REQUESTS = Math.floor(setting("BENCH_REQUESTS", 1000));
 const SECONDS = setting("BENCH_SECONDS", 15);
 const POOL = Math.floor(setting("BENCH_POOL", 1000));
-const SETTLES = Math.floor(setting("BENCH_SETTLES", 200));
+const SETTLES = Math.floor(setting("BENCH_SETTLES", 600));
 const SETTLE_CONCURRENCY = Math.floor(setting("BENCH_SETTLE_CONCURRENCY", 32));
 const SETTLE_SECONDS = setting("BENCH_SETTLE_SECONDS", 45);
 const COLD_RUNS = Math.floor(setting("BENCH_COLD_RUNS", 7));
