@@ -711,6 +711,16 @@ async function main(): Promise<number> {
       const order = i % 2 === 0 ? [ours, reference] : [reference, ours];
       const results = new Map<string, Round>();
       for (const server of order) {
+        // Opening this level's connections is not what is measured: warm them up first.
+        const opening = await load(
+          `${server.url}/verify`,
+          verifyBodies,
+          concurrency,
+          2 * concurrency,
+          SECONDS,
+          VERIFY_TIMEOUT_MS,
+        );
+        keep(`${server.name} verify c=${concurrency} warm-up`, opening.errors);
         const meter = cpuMeter(server.pid, chain.anvil.pid);
         const loaded = await load(
           `${server.url}/verify`,
@@ -853,7 +863,8 @@ async function main(): Promise<number> {
     console.log("");
     console.log(
       `verify: up to ${REQUESTS} requests or ${SECONDS} s per level and server, a pool of ${POOL} ` +
-        `distinct signed payloads, keep-alive fetch from this process; order alternates per level ` +
+        "distinct signed payloads, keep-alive fetch from this process, after 2 × c unmeasured " +
+        "requests that open the level's connections; order alternates per level " +
         `(c=1 ours first). Both servers, anvil and this client share the ${os.cpus().length} cores; ` +
         "server CPU ms/req is the server process's user+system time (/proc, 10 ms ticks) per " +
         "request, which does not depend on how the cores are shared.",
