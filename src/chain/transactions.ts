@@ -316,8 +316,8 @@ export async function executeCall(
   return follow(ctx, lane, record.key, [sent.hash], sent.tx, fees);
 }
 
-/** Per client: false once the node said it has no eth_sendRawTransactionSync. */
-const syncSupport = new WeakMap<object, boolean>();
+/** Clients whose node failed eth_sendRawTransactionSync where the plain method worked. */
+const withoutSync = new WeakSet<object>();
 /** How long to wait for the synchronous answer before polling for the receipt instead. */
 const SYNC_WAIT_MS = 2_000;
 
@@ -337,7 +337,7 @@ async function broadcast(
   wantReceipt: boolean,
 ): Promise<TransactionReceipt | undefined> {
   const { client } = ctx;
-  if (!wantReceipt || syncSupport.get(client) === false) {
+  if (!wantReceipt || withoutSync.has(client)) {
     await client.sendRawTransaction({ serializedTransaction: raw });
     return undefined;
   }
@@ -357,14 +357,12 @@ async function broadcast(
   // Still waiting: the node took the transaction and it is not mined yet; polling takes over.
   if (result === undefined) return undefined;
   if ("receipt" in result) {
-    syncSupport.set(client, true);
     return isHashEqual(result.receipt.transactionHash, hash) ? result.receipt : undefined;
   }
   const { error } = result;
   // The node took it but gave up waiting for a block (EIP-7966 code 4, anvil says "timeout").
   if (!isUnreachable(error) && /time(d)?\s?out/i.test(fullText(error))) return undefined;
   if (isUnreachable(error) || isRevert(error) || refusal(error) !== "other") throw error;
-  if (syncUnsupported(error)) syncSupport.set(client, false);
   try {
     await client.sendRawTransaction({ serializedTransaction: raw });
   } catch (plainError) {
@@ -372,8 +370,9 @@ async function broadcast(
     if (refusal(plainError) === "nonce" && (await isKnown(ctx, hash))) return undefined;
     throw plainError;
   }
-  // The plain method took what the synchronous one did not: do not ask the latter again.
-  syncSupport.set(client, false);
+  // The plain method took what the synchronous one did not (a node without it answers "method not
+  // found"): do not ask the latter again.
+  withoutSync.add(client);
   return undefined;
 }
 
@@ -381,16 +380,6 @@ function isKnown(ctx: SchemeContext, hash: Hex): Promise<boolean> {
   return ctx.client.getTransaction({ hash }).then(
     () => true,
     () => false,
-  );
-}
-
-function syncUnsupported(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return (
-    code === -32601 ||
-    /method.*(not (found|supported|available|allowed)|does not exist|unsupported)|unknown method/i.test(
-      fullText(error),
-    )
   );
 }
 
