@@ -575,14 +575,7 @@ export async function reconcile(
         if (isUnreachable(error)) throw error;
         return undefined;
       });
-      if (receipt) {
-        if (receipt.status !== "success") {
-          void ctx.journal.recordState(entry.key, "failed").catch(() => undefined);
-        }
-        return receipt.status === "success"
-          ? { kind: "confirmed", hash, receipt }
-          : { kind: "reverted", hash, receipt };
-      }
+      if (receipt) return mined(ctx, entry.key, receipt);
     }
     const newestRaw = entry.raws[entry.raws.length - 1] as Hex;
     const tx = parseTransaction(newestRaw) as TransactionSerializable;
