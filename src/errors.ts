@@ -6,7 +6,7 @@
 
 export interface ErrorSpec {
   /** HTTP status in the reference dialect. */
-  readonly status: 400 | 401 | 404 | 405 | 409 | 413 | 500 | 503;
+  readonly status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503;
   /** The x402 `invalidReason` / `errorReason` string for this outcome. */
   readonly x402: string;
   /** A one-line explanation, the default `message`. */
@@ -129,6 +129,11 @@ export const ERRORS = {
     x402: "settlement_in_progress",
     summary: "This authorization is being settled right now",
   },
+  payer_throttled: {
+    status: 429,
+    x402: "payer_throttled",
+    summary: "This payer's recent settlements reverted on chain; it is refused for a while",
+  },
   settlement_pending: {
     status: 500,
     x402: "settlement_pending",
@@ -154,6 +159,16 @@ export const ERRORS = {
     x402: "invalid_payload",
     summary: "The request body is over the size limit",
   },
+  untrusted_host: {
+    status: 403,
+    x402: "untrusted_host",
+    summary: "The Host header names a host this server does not answer for",
+  },
+  overloaded: {
+    status: 503,
+    x402: "overloaded",
+    summary: "Too many requests or request bytes in flight; retry after a moment",
+  },
   not_found: { status: 404, x402: "not_found", summary: "No such endpoint" },
   method_not_allowed: {
     status: 405,
@@ -176,6 +191,8 @@ export interface Failure {
   readonly status?: number;
   /** Overrides the table's x402 reason where the reference uses a finer one. */
   readonly x402Reason?: string;
+  /** When a retry may succeed, in seconds: sent as `Retry-After` over HTTP. */
+  readonly retryAfterSeconds?: number;
 }
 
 export function failure(

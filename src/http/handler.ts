@@ -37,20 +37,30 @@ function json(status: number, body: unknown, log: HttpResponse["log"] = {}): Htt
   return { status, headers: { "content-type": JSON_TYPE }, body: `${JSON.stringify(body)}\n`, log };
 }
 
+/** A failure that may pass with time says when to try again. */
+function withRetryAfter(response: HttpResponse, f: Failure | undefined): HttpResponse {
+  if (f?.retryAfterSeconds !== undefined) {
+    response.headers["retry-after"] = String(Math.max(1, Math.ceil(f.retryAfterSeconds)));
+  }
+  return response;
+}
+
 export function errorResponse(f: Failure): HttpResponse {
-  return json(
+  const response = json(
     statusOf(f),
     { success: false, error: f.code, message: f.message },
     { error: f.code },
   );
+  return withRetryAfter(response, f);
 }
 
 function fromReply(reply: Reply): HttpResponse {
   const payer = reply.body.payer;
-  return json(reply.status, reply.body, {
+  const response = json(reply.status, reply.body, {
     error: reply.failure?.code,
     payer: typeof payer === "string" ? payer : undefined,
   });
+  return withRetryAfter(response, reply.failure);
 }
 
 function header(request: HttpRequest, name: string): string | undefined {
