@@ -4,6 +4,7 @@
  * the clock, and turning anything thrown into a Failure.
  */
 import type { LocalAccount } from "viem";
+import { InFlight } from "./chain/inflight.js";
 import { Journal } from "./chain/journal.js";
 import {
   caip2,
@@ -14,6 +15,7 @@ import {
 } from "./chain/networks.js";
 import { isUnreachable, type RpcOptions, RpcRegistry } from "./chain/rpc.js";
 import { SignerPool } from "./chain/signers.js";
+import { PayerThrottle } from "./chain/throttle.js";
 import { FacilitatorError, type Failure, failure } from "./errors.js";
 import type { PaymentRequest } from "./protocol/request.js";
 import type { WaitUntil } from "./protocol/schemas.js";
@@ -35,6 +37,12 @@ export interface FacilitatorOptions extends RpcOptions {
   readonly replaceAfterMs?: number | undefined;
   /** How long `confirmed` waits for a receipt (default 60 s). */
   readonly confirmTimeoutMs?: number | undefined;
+  /** Blocks a receipt must be deep before `confirmed` answers (default 1: mined). */
+  readonly confirmations?: number | undefined;
+  /** Reverts charged to one payer within the window before its settles wait (default 3)... */
+  readonly payerRevertLimit?: number | undefined;
+  /** ...and that window in milliseconds (default 10 minutes). */
+  readonly payerRevertWindowMs?: number | undefined;
   /** Receipt polling interval (default 250 ms). */
   readonly receiptPollMs?: number | undefined;
   /** Unix seconds; tests may pin it. */
@@ -61,6 +69,9 @@ export class Facilitator {
   readonly rpc: RpcRegistry;
   readonly signers: SignerPool;
   readonly journal: Journal;
+  /** What payers have in flight with us, across chains. */
+  readonly inflight = new InFlight();
+  readonly #throttle: PayerThrottle;
   readonly #options: FacilitatorOptions;
 
   constructor(options: FacilitatorOptions = {}) {
@@ -69,6 +80,15 @@ export class Facilitator {
     const accounts = [...(options.signer ? [options.signer] : []), ...(options.signers ?? [])];
     this.signers = new SignerPool(accounts);
     this.journal = options.journal ?? new Journal();
+    this.#throttle = new PayerThrottle({
+      limit: options.payerRevertLimit,
+      windowMs: options.payerRevertWindowMs,
+    });
+    // Settlements a previous process left unsettled still count against their payers' balances.
+    for (const entry of this.journal.unsettled()) {
+      const { token, from, value } = entry.expect;
+      this.inflight.seed(entry.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
+    }
   }
 
   /** The first settlement account, if any. */
@@ -163,10 +183,13 @@ export class Facilitator {
         chainId,
         signers: this.signers,
         journal: this.journal,
+        inflight: this.inflight,
+        throttle: this.#throttle,
         feeCapWei: this.#options.maxFeeWeiByChain?.[chainId] ?? this.#options.maxFeeWei,
         replaceAfterMs: this.#options.replaceAfterMs ?? 15_000,
         now: this.#options.now ?? (() => Date.now() / 1000),
         confirmTimeoutMs: this.#options.confirmTimeoutMs ?? 60_000,
+        confirmations: Math.max(1, this.#options.confirmations ?? 1),
         receiptPollMs: this.#options.receiptPollMs ?? 250,
       };
       return { ok: true, method, ctx };

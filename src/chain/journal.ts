@@ -174,6 +174,11 @@ export class Journal {
     return this.#entries.get(key);
   }
 
+  /** Entries broadcast (or about to be) with no final answer yet. */
+  *unsettled(): Generator<JournalEntry> {
+    for (const entry of this.#entries.values()) if (entry.state === "broadcast") yield entry;
+  }
+
   /** Marks a settlement of `key` as running in this process; false if one already is. */
   claim(key: string): boolean {
     if (this.#inFlight.has(key)) return false;

@@ -4,7 +4,7 @@
  */
 import { type Address, bytesToHex, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { transferWithAuthorizationTypedData } from "../schemes/exact-evm/eip3009.js";
+import { transferWithAuthorizationTypedData } from "../schemes/exact-evm/eip3009-encoding.js";
 import type { DevAccount } from "./accounts.js";
 import type { DevnetInfo } from "./setup.js";
 

@@ -3,8 +3,10 @@
  * method (EIP-3009, Permit2, …); the facilitator picks one by scheme, network and payload shape.
  */
 import type { Address, Hex, PublicClient } from "viem";
+import type { InFlight } from "../chain/inflight.js";
 import type { Journal } from "../chain/journal.js";
 import type { SignerPool } from "../chain/signers.js";
+import type { PayerThrottle } from "../chain/throttle.js";
 import type { Failure } from "../errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { WaitUntil } from "../protocol/schemas.js";
@@ -16,6 +18,10 @@ export interface SchemeContext {
   readonly signers: SignerPool;
   /** Where every broadcast is written down before it happens. */
   readonly journal: Journal;
+  /** What payers have in flight with us: a settle their balance cannot cover is not sent. */
+  readonly inflight: InFlight;
+  /** Payers whose settlements keep reverting on chain wait a while. */
+  readonly throttle: PayerThrottle;
   /** The most a settlement may cost in this chain's native unit (wei); none when undefined. */
   readonly feeCapWei?: bigint | undefined;
   /** How long a transaction may sit in the mempool before it is replaced with a higher fee. */
@@ -24,6 +30,8 @@ export interface SchemeContext {
   readonly now: () => number;
   /** How long `confirmed` waits for a receipt before answering `settlement_pending`. */
   readonly confirmTimeoutMs: number;
+  /** Blocks a receipt must be deep (1: mined) before `confirmed` answers. */
+  readonly confirmations: number;
   readonly receiptPollMs: number;
 }
 

@@ -1,7 +1,8 @@
 /** Reading the devnet chain from tests. */
-import { type Address, createPublicClient, http } from "viem";
+import { type Address, createPublicClient, createWalletClient, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../../src/devnet/artifacts.js";
-import type { DevnetInfo } from "../../src/devnet/index.js";
+import type { DevAccount, DevnetInfo } from "../../src/devnet/index.js";
 
 export function chainOf(devnet: DevnetInfo) {
   return createPublicClient({ transport: http(devnet.rpcUrl) });
@@ -15,4 +16,25 @@ export function tokenBalance(devnet: DevnetInfo, who: Address): Promise<bigint> 
     functionName: "balanceOf",
     args: [who],
   });
+}
+
+/** A new payer holding exactly `units` of the test USDC (and no ETH: it only signs). */
+export async function payerHolding(devnet: DevnetInfo, units: bigint): Promise<DevAccount> {
+  const privateKey = generatePrivateKey();
+  const { address } = privateKeyToAccount(privateKey);
+  const funder = devnet.payers[0];
+  if (!funder) throw new Error("the devnet has no payers");
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(funder.privateKey),
+    transport: http(devnet.rpcUrl),
+  });
+  const hash = await wallet.writeContract({
+    address: devnet.token.address,
+    abi: testUsdcAbi,
+    functionName: "transfer",
+    args: [address, units],
+    chain: null,
+  });
+  await chainOf(devnet).waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  return { address, privateKey } as DevAccount;
 }

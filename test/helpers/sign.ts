@@ -5,7 +5,7 @@
 import { type Address, bytesToHex, type Hex, size, sliceHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Devnet } from "../../src/devnet/index.js";
-import { transferWithAuthorizationTypedData } from "../../src/schemes/exact-evm/eip3009.js";
+import { transferWithAuthorizationTypedData } from "../../src/schemes/exact-evm/eip3009-encoding.js";
 
 export interface AuthorizationFields {
   from: Address;

@@ -1,0 +1,75 @@
+/** What a settlement transaction pays per gas: estimated once a second per chain, capped, bumped. */
+import type { TransactionSerializable } from "viem";
+import { type Failure, failure } from "../errors.js";
+import type { SchemeContext } from "../schemes/types.js";
+import { isUnreachable } from "./rpc.js";
+
+export type Fees =
+  | {
+      readonly type: "eip1559";
+      readonly maxFeePerGas: bigint;
+      readonly maxPriorityFeePerGas: bigint;
+    }
+  | { readonly type: "legacy"; readonly gasPrice: bigint };
+
+/** Nodes want at least +10 % to accept a replacement; +25 % clears that with room. */
+const REPLACEMENT_BUMP_PERCENT = 125n;
+/** Fee estimates are reused this long per chain: about a block on fast chains. */
+const FEE_CACHE_MS = 1_000;
+const feeCache = new WeakMap<object, { at: number; fees: Promise<Fees> }>();
+
+/** The chain's current fees, shared by the settles of the same second. */
+export function estimateFees(ctx: SchemeContext): Promise<Fees> {
+  const cached = feeCache.get(ctx.client);
+  if (cached && Date.now() - cached.at < FEE_CACHE_MS) return cached.fees;
+  const fees = readFees(ctx);
+  feeCache.set(ctx.client, { at: Date.now(), fees });
+  fees.catch(() => feeCache.delete(ctx.client));
+  return fees;
+}
+
+async function readFees(ctx: SchemeContext): Promise<Fees> {
+  try {
+    const fees = await ctx.client.estimateFeesPerGas({ chain: null, type: "eip1559" });
+    return { type: "eip1559", ...fees };
+  } catch (error) {
+    if (isUnreachable(error)) throw error;
+    // A chain without EIP-1559 blocks: fall back to a legacy gas price.
+    return { type: "legacy", gasPrice: await ctx.client.getGasPrice() };
+  }
+}
+
+/** The fees a signed transaction carries. */
+export function feesOf(tx: TransactionSerializable): Fees {
+  return tx.type === "legacy"
+    ? { type: "legacy", gasPrice: tx.gasPrice ?? 0n }
+    : {
+        type: "eip1559",
+        maxFeePerGas: tx.maxFeePerGas ?? 0n,
+        maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n,
+      };
+}
+
+const pricePerGas = (fees: Fees) => (fees.type === "eip1559" ? fees.maxFeePerGas : fees.gasPrice);
+
+export function bump(fees: Fees): Fees {
+  const up = (value: bigint) => (value * REPLACEMENT_BUMP_PERCENT) / 100n + 1n;
+  return fees.type === "eip1559"
+    ? {
+        type: "eip1559",
+        maxFeePerGas: up(fees.maxFeePerGas),
+        maxPriorityFeePerGas: up(fees.maxPriorityFeePerGas),
+      }
+    : { type: "legacy", gasPrice: up(fees.gasPrice) };
+}
+
+export function overCap(ctx: SchemeContext, gas: bigint, fees: Fees): Failure | undefined {
+  const cap = ctx.feeCapWei;
+  const cost = gas * pricePerGas(fees);
+  if (cap === undefined || cost <= cap) return undefined;
+  return failure(
+    "settlement_failed",
+    `the settlement could cost up to ${cost} wei (gas ${gas} at ${pricePerGas(fees)} wei), over the fee cap of ${cap} wei`,
+    { status: 500 },
+  );
+}

@@ -1,0 +1,35 @@
+/**
+ * Gas estimates reused across settles. Calls that cost the same gas each time (an EIP-3009 transfer
+ * from an account without code) name a key: after one estimate, later ones reuse it with more
+ * headroom and skip the estimate. Whoever reuses one must have simulated the call itself.
+ */
+const gasEstimates = new Map<string, { at: number; gas: bigint }>();
+const GAS_ESTIMATE_MS = 10 * 60_000;
+/** Reused estimates get 50 % headroom: a new recipient's first balance costs about 15k more. */
+const REUSED_GAS_PERCENT = 150n;
+/** Fresh estimates get 20 %. */
+const GAS_HEADROOM_PERCENT = 120n;
+
+/** Whether a settle under `gasKey` would reuse an estimate (and so must simulate first). */
+export function hasGasEstimate(gasKey: string): boolean {
+  const entry = gasEstimates.get(gasKey);
+  return entry !== undefined && Date.now() - entry.at < GAS_ESTIMATE_MS;
+}
+
+/** The gas limit to send with under `gasKey`, if an estimate may be reused. */
+export function reusedGasLimit(gasKey: string | undefined): bigint | undefined {
+  if (!gasKey || !hasGasEstimate(gasKey)) return undefined;
+  const entry = gasEstimates.get(gasKey);
+  return entry ? (entry.gas * REUSED_GAS_PERCENT) / 100n : undefined;
+}
+
+/** Remembers a fresh estimate and returns the gas limit to send with. */
+export function gasLimitFrom(estimate: bigint, gasKey: string | undefined): bigint {
+  if (gasKey) gasEstimates.set(gasKey, { at: Date.now(), gas: estimate });
+  return (estimate * GAS_HEADROOM_PERCENT) / 100n;
+}
+
+/** A settlement reverted: it may have run out of gas on a reused estimate, so estimate afresh. */
+export function forgetGasEstimates(): void {
+  gasEstimates.clear();
+}

@@ -1,0 +1,322 @@
+/**
+ * What payers have in flight with us. A settle is only broadcast if the payer's balance (and,
+ * for a spend through an allowance, that allowance) covers it once everything it already has in
+ * flight with us has landed. Without this, one payer could sign many payments of its whole
+ * balance, have each verify on its own, and make us pay gas for every one that then reverts.
+ *
+ * The check cannot race: reserving is synchronous. It costs no chain read when a settle's own
+ * simulation proves it (the payer has nothing else in flight with us and nothing landed since
+ * the simulation started), or when a balance read of the last few seconds, less what is in
+ * flight and what landed in blocks that read did not see, covers it. Otherwise it reads the
+ * balance at one block, noting which reservations that block already includes.
+ */
+import { type Address, type Hex, parseAbi } from "viem";
+import { type Failure, failure } from "../errors.js";
+import type { SchemeContext } from "../schemes/types.js";
+
+/** What a settlement takes from an account when it lands. */
+export interface Spend {
+  readonly token: Address;
+  readonly owner: Address;
+  readonly amount: bigint;
+  /** For a spend through an allowance (Permit2): the spender it was granted to. */
+  readonly spender?: Address | undefined;
+}
+
+interface Landing {
+  readonly tick: number;
+  readonly block: bigint;
+  readonly amount: bigint;
+}
+
+interface Reservation {
+  readonly chainId: number;
+  readonly spends: readonly Spend[];
+  readonly at: number;
+}
+
+const erc20Abi = parseAbi([
+  "function balanceOf(address owner) view returns (uint256)",
+  "function allowance(address owner, address spender) view returns (uint256)",
+]);
+
+/** A reservation whose transaction was never seen landing is let go after this long. */
+const RESERVATION_MAX_AGE_MS = 30 * 60_000;
+
+/**
+ * A balance read is reused this long to accept settles (never to refuse one). The balance can
+ * only have dropped since by what landed through us, which is counted, or by the payer moving
+ * funds itself, which the payer throttle answers.
+ */
+const READ_REUSE_MS = 5_000;
+/** Slots whose landings are remembered (the most recently landed ones). */
+const SLOTS_KEPT = 20_000;
+/** Landings remembered per slot: far more than can land during one balance read. */
+const LANDINGS_PER_SLOT = 256;
+
+function slotOf(chainId: number, spend: Spend): string {
+  const base = `${chainId}:${spend.token}:${spend.owner}`;
+  return (spend.spender ? `${base}>${spend.spender}` : base).toLowerCase();
+}
+
+export class InFlight {
+  readonly #reservations = new Map<string, Reservation>();
+  readonly #keysBySlot = new Map<string, Set<string>>();
+  /**
+   * Per slot, its recent landings in the order they were seen, each with the tick it was seen
+   * at (the fast path asks whether anything landed since its mark) and the block it landed in
+   * (the slow path counts what landed during its read in a block its read did not see).
+   */
+  readonly #landings = new Map<string, { list: Landing[]; droppedUpTo: number }>();
+  /** Per slot, its last balance (or allowance) read: at which block, and the tick before it. */
+  readonly #reads = new Map<
+    string,
+    { since: number; block: bigint; available: bigint; at: number }
+  >();
+  /** Bumped at every landing. */
+  #tick = 0;
+  #forgottenUpTo = -1;
+
+  /** Taken before the chain reads a settle relies on: a landing after it makes them stale. */
+  mark(): number {
+    return this.#tick;
+  }
+
+  /** How many settlements hold a reservation (for tests and metrics). */
+  get size(): number {
+    return this.#reservations.size;
+  }
+
+  /**
+   * Reserves `spends` for settlement `key`, or says why the payer cannot cover them. `mark` is
+   * what mark() said before this settle's simulation started.
+   */
+  async reserve(
+    ctx: SchemeContext,
+    key: string,
+    spends: readonly Spend[],
+    mark: number,
+  ): Promise<Failure | undefined> {
+    this.release(key);
+    const slots = spends.map((spend) => slotOf(ctx.chainId, spend));
+    const covered = () =>
+      spends.every((spend, i) => this.#covered(slots[i] as string, key, spend.amount, mark));
+    if (covered()) {
+      this.#add(ctx.chainId, key, spends);
+      return undefined;
+    }
+    await this.#read(ctx, spends, slots);
+    // Synchronous from here on: no other reservation can slip in between check and add.
+    if (covered()) {
+      this.#add(ctx.chainId, key, spends);
+      return undefined;
+    }
+    const i = spends.findIndex(
+      (spend, j) => !this.#covered(slots[j] as string, key, spend.amount, mark),
+    );
+    const view = this.#view(slots[i] as string, key);
+    if (!view) {
+      return failure(
+        "insufficient_funds",
+        "the payer's balance moved too fast under its other settlements to be read; retry",
+      );
+    }
+    return shortfall(spends[i] as Spend, view.available, view.held);
+  }
+
+  /**
+   * Whether `amount` more on `slot` is covered: nothing else is in flight there and nothing
+   * landed since the settle's own simulation (which then proved it); or the last read of the
+   * balance, less what is in flight and what landed in blocks that read did not see, covers it.
+   */
+  #covered(slot: string, key: string, amount: bigint, mark: number): boolean {
+    if (!this.#keysBySlot.get(slot)?.size && this.#landedSince(slot) <= mark) return true;
+    const view = this.#view(slot, key);
+    return view !== undefined && view.held + amount <= view.available;
+  }
+
+  /** The slot's recent read, and what it does not show yet: in flight, and landed since. */
+  #view(slot: string, key: string): { available: bigint; held: bigint } | undefined {
+    const read = this.#reads.get(slot);
+    if (!read || Date.now() - read.at > READ_REUSE_MS) return undefined;
+    const unseen = this.#landedUnseen(slot, read.since, read.block);
+    if (unseen === undefined) return undefined;
+    return { available: read.available, held: this.#held(slot, key) + unseen };
+  }
+
+  /** Records what a journaled, unsettled transaction will take (at start-up). */
+  seed(chainId: number, key: string, spends: readonly Spend[]): void {
+    this.#add(chainId, key, spends);
+  }
+
+  /**
+   * The settlement's transaction was mined in `block`: balances read at that block or later show
+   * it. `spent` is false for a revert, which took nothing.
+   */
+  landed(key: string, block: bigint, spent = true): void {
+    const reservation = this.#reservations.get(key);
+    if (!reservation) return;
+    this.#tick++;
+    for (const spend of reservation.spends) {
+      const slot = slotOf(reservation.chainId, spend);
+      // A revert hints that the payer moved funds itself: read its balance afresh next time.
+      if (!spent) this.#reads.delete(slot);
+      const landings = this.#landings.get(slot) ?? { list: [], droppedUpTo: -1 };
+      landings.list.push({ tick: this.#tick, block, amount: spent ? spend.amount : 0n });
+      if (landings.list.length > LANDINGS_PER_SLOT) {
+        const dropped = landings.list.splice(0, LANDINGS_PER_SLOT / 2);
+        landings.droppedUpTo = dropped.at(-1)?.tick ?? landings.droppedUpTo;
+      }
+      // Most recently landed last, so the oldest slots are forgotten first.
+      this.#landings.delete(slot);
+      this.#landings.set(slot, landings);
+    }
+    for (const [slot, landings] of this.#landings) {
+      if (this.#landings.size <= SLOTS_KEPT) break;
+      this.#landings.delete(slot);
+      this.#forgottenUpTo = landings.list.at(-1)?.tick ?? this.#forgottenUpTo;
+    }
+    this.release(key);
+  }
+
+  /** Nothing was broadcast for `key` (or it can no longer land): free its reservation. */
+  release(key: string): void {
+    const reservation = this.#reservations.get(key);
+    if (!reservation) return;
+    this.#reservations.delete(key);
+    for (const spend of reservation.spends) {
+      const slot = slotOf(reservation.chainId, spend);
+      const keys = this.#keysBySlot.get(slot);
+      keys?.delete(key);
+      if (keys?.size === 0) this.#keysBySlot.delete(slot);
+    }
+  }
+
+  /** The tick of the slot's last landing, as far as it is still known. */
+  #landedSince(slot: string): number {
+    return this.#landings.get(slot)?.list.at(-1)?.tick ?? this.#forgottenUpTo;
+  }
+
+  /**
+   * What landed on `slot` after tick `since` in a block after `block`: a balance read at `block`
+   * does not show it. Undefined if those landings are no longer all remembered.
+   */
+  #landedUnseen(slot: string, since: number, block: bigint): bigint | undefined {
+    const landings = this.#landings.get(slot);
+    const droppedUpTo = landings?.droppedUpTo ?? this.#forgottenUpTo;
+    if (droppedUpTo > since) return undefined;
+    const list = landings?.list ?? [];
+    let sum = 0n;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const landing = list[i] as Landing;
+      if (landing.tick <= since) break;
+      if (landing.block > block) sum += landing.amount;
+    }
+    return sum;
+  }
+
+  #add(chainId: number, key: string, spends: readonly Spend[]): void {
+    this.#reservations.set(key, { chainId, spends, at: Date.now() });
+    for (const spend of spends) {
+      const slot = slotOf(chainId, spend);
+      let keys = this.#keysBySlot.get(slot);
+      if (!keys) {
+        keys = new Set();
+        this.#keysBySlot.set(slot, keys);
+      }
+      keys.add(key);
+    }
+  }
+
+  /** What other settlements hold on `slot`. */
+  #held(slot: string, except: string): bigint {
+    let held = 0n;
+    for (const key of this.#keysBySlot.get(slot) ?? []) {
+      if (key === except) continue;
+      const reservation = this.#reservations.get(key);
+      for (const spend of reservation?.spends ?? []) {
+        if (slotOf(reservation?.chainId ?? 0, spend) === slot) held += spend.amount;
+      }
+    }
+    return held;
+  }
+
+  /**
+   * Reads each spend's balance or allowance at one block, and lets go of the reservations that
+   * block already includes (mined, reverted or not) or that are too old to matter.
+   */
+  async #read(ctx: SchemeContext, spends: readonly Spend[], slots: readonly string[]) {
+    const { client } = ctx;
+    // Landings seen before the block number is read are in that block or an earlier one; those
+    // seen later are counted unless their block was read.
+    const since = this.#tick;
+    const blockNumber = await client.getBlockNumber({ cacheTime: 0 });
+    const others = new Set<string>();
+    for (const slot of slots) for (const key of this.#keysBySlot.get(slot) ?? []) others.add(key);
+    const [amounts, included] = await Promise.all([
+      Promise.all(
+        spends.map((spend) =>
+          spend.spender
+            ? client.readContract({
+                address: spend.token,
+                abi: erc20Abi,
+                functionName: "allowance",
+                args: [spend.owner, spend.spender],
+                blockNumber,
+              })
+            : client.readContract({
+                address: spend.token,
+                abi: erc20Abi,
+                functionName: "balanceOf",
+                args: [spend.owner],
+                blockNumber,
+              }),
+        ),
+      ),
+      Promise.all(
+        [...others].map(async (key) => {
+          const block = await minedIn(ctx, ctx.journal.get(key)?.hashes ?? []);
+          return { key, block: block !== undefined && block <= blockNumber ? block : undefined };
+        }),
+      ),
+    ]);
+    for (const { key, block } of included) if (block !== undefined) this.landed(key, block);
+    const now = Date.now();
+    for (const key of others) {
+      const reservation = this.#reservations.get(key);
+      if (reservation && now - reservation.at > RESERVATION_MAX_AGE_MS) this.release(key);
+    }
+    for (const [i, slot] of slots.entries()) {
+      const last = this.#reads.get(slot);
+      if (last && last.block > blockNumber) continue;
+      this.#reads.delete(slot);
+      this.#reads.set(slot, {
+        since,
+        block: blockNumber,
+        available: amounts[i] as bigint,
+        at: now,
+      });
+    }
+    for (const slot of this.#reads.keys()) {
+      if (this.#reads.size <= SLOTS_KEPT) break;
+      this.#reads.delete(slot);
+    }
+  }
+}
+
+/** The block any of `hashes` was mined in, if one was. */
+async function minedIn(ctx: SchemeContext, hashes: readonly Hex[]): Promise<bigint | undefined> {
+  for (const hash of hashes) {
+    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (receipt) return receipt.blockNumber;
+  }
+  return undefined;
+}
+
+function shortfall(spend: Spend, have: bigint, held: bigint): Failure {
+  const what = spend.spender
+    ? `the payer's allowance for ${spend.spender} is ${have}`
+    : `the payer holds ${have}`;
+  const inFlight = held > 0n ? `, ${held} of it is already being settled with us,` : "";
+  return failure("insufficient_funds", `${what}${inFlight} and this payment needs ${spend.amount}`);
+}

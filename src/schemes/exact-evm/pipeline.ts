@@ -1,0 +1,221 @@
+/**
+ * The settle pipeline every exact-EVM method goes through, so the money rules are kept once:
+ * one settle per authorization at a time; a journaled settlement is picked back up (and a
+ * journaled success checked against the chain) before anything new is sent; a payer whose
+ * settlements keep reverting waits; nothing is broadcast that the payer's balance cannot cover
+ * once what it already has in flight with us has landed.
+ */
+import { isAddressEqual } from "viem";
+import { hasGasEstimate } from "../../chain/gas.js";
+import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
+import type { CallOutcome } from "../../chain/outcome.js";
+import { receiptHasTransfer } from "../../chain/receipts.js";
+import { recheckAnswered, reconcile } from "../../chain/reconcile.js";
+import { prepareCall, sendCall, simulateCall } from "../../chain/transactions.js";
+import { type Failure, failure } from "../../errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import type { WaitUntil } from "../../protocol/schemas.js";
+import type { PaymentMethod, SchemeContext, SettleResult } from "../types.js";
+import type { ExactMethod, Verified } from "./method.js";
+
+/** The journaled transfer pays the same recipient the same value as this one. */
+export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Failure | null {
+  if (isAddressEqual(expect.to, entry.expect.to) && expect.value === entry.expect.value) {
+    return null;
+  }
+  return failure(
+    "nonce_already_used",
+    `this authorization nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
+  );
+}
+
+/** Keeps the in-flight ledger and the payer throttle in step with what a send came to. */
+function track(ctx: SchemeContext, key: string, payer: string, outcome: CallOutcome): void {
+  switch (outcome.kind) {
+    case "confirmed":
+      ctx.inflight.landed(key, outcome.receipt.blockNumber);
+      return;
+    case "reverted":
+      ctx.inflight.landed(key, outcome.receipt.blockNumber, false);
+      // Out of gas is our estimate's fault, not the payer's.
+      if (!outcome.outOfGas) ctx.throttle.charge(ctx.chainId, payer);
+      return;
+    case "simulated":
+    case "would-revert":
+      ctx.inflight.release(key);
+      return;
+    case "submitted":
+      return;
+    case "failed":
+      // With a hash it may still land: its reservation stays until it does.
+      if (!outcome.hash) ctx.inflight.release(key);
+  }
+}
+
+async function answer<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  verified: Pick<Verified<P>, "payment" | "expect">,
+  key: string,
+  outcome: CallOutcome,
+): Promise<SettleResult> {
+  const payer = verified.expect.from;
+  track(ctx, key, payer, outcome);
+  switch (outcome.kind) {
+    case "simulated":
+    case "submitted":
+      return { ok: true, payer, transactionHash: outcome.hash };
+    case "confirmed":
+      if (!receiptHasTransfer(outcome.receipt, verified.expect)) {
+        void ctx.journal.recordState(key, "failed").catch(() => undefined);
+        return {
+          ok: false,
+          payer,
+          transactionHash: outcome.hash,
+          failure: failure(
+            "settlement_failed",
+            "the transaction succeeded but emitted no matching Transfer event",
+            { x402Reason: "invalid_exact_evm_transfer_event_mismatch" },
+          ),
+        };
+      }
+      // If this record cannot be written, still answer: losing the hash would be worse.
+      await ctx.journal.recordState(key, "answered").catch(() => undefined);
+      return { ok: true, payer, transactionHash: outcome.hash };
+    case "would-revert":
+      return {
+        ok: false,
+        payer,
+        failure: await method.diagnose(ctx, verified.payment, outcome.reason ?? outcome.detail),
+      };
+    case "reverted": {
+      const cause = await method.diagnose(ctx, verified.payment, undefined);
+      return {
+        ok: false,
+        payer,
+        transactionHash: outcome.hash,
+        failure: failure(
+          "settlement_failed",
+          `the transaction reverted on chain (${cause.message})`,
+        ),
+      };
+    }
+    case "failed":
+      return { ok: false, payer, transactionHash: outcome.hash, failure: outcome.failure };
+  }
+}
+
+/**
+ * A settlement of this key is in the journal: pick it up. Undefined when nothing stands in the
+ * way of settling afresh (nothing journaled, or its transaction can never land).
+ */
+async function pickUp<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  payment: P,
+  entry: JournalEntry,
+  waitUntil: WaitUntil,
+): Promise<SettleResult | undefined> {
+  const journaled = { payment, expect: entry.expect };
+  if (entry.state === "answered") {
+    const recheck = await recheckAnswered(ctx, entry, () =>
+      method.sameAsJournal(ctx, payment, entry),
+    );
+    if (recheck.kind === "standing") {
+      const how = recheck.receipt ? "settled" : "submitted (not mined yet)";
+      return {
+        ok: false,
+        failure: failure(
+          "nonce_already_used",
+          `this authorization was already ${how} in ${recheck.hash}`,
+        ),
+      };
+    }
+    if (recheck.kind === "refused") return { ok: false, failure: recheck.failure };
+    if (recheck.kind === "resent") {
+      return answer(method, ctx, journaled, entry.key, recheck.outcome);
+    }
+    // Dropped by a reorg and not sendable again as it was: settle afresh if it still can pay.
+    await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
+    ctx.inflight.release(entry.key);
+    return undefined;
+  }
+  if (entry.state !== "broadcast" || waitUntil === "simulated") return undefined;
+  const mismatch = await method.sameAsJournal(ctx, payment, entry);
+  if (mismatch) return { ok: false, failure: mismatch };
+  // Settled before (timed out, or the process died): follow that transaction, never send anew.
+  const picked = await reconcile(ctx, entry);
+  if (picked !== "gone") return answer(method, ctx, journaled, entry.key, picked);
+  await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
+  ctx.inflight.release(entry.key);
+  return undefined;
+}
+
+async function settlePayment<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  request: PaymentRequest,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const parsed = method.parse(ctx, request);
+  if (!parsed.ok) return { ok: false, failure: parsed.failure };
+  const payment = parsed.value;
+  const { key, payer, gasKey } = method.identify(ctx, payment);
+  if (!ctx.journal.claim(key)) {
+    return {
+      ok: false,
+      failure: failure(
+        "settlement_in_progress",
+        "this authorization is being settled right now; retry in a moment",
+      ),
+    };
+  }
+  try {
+    const entry = ctx.journal.get(key);
+    const picked = entry ? await pickUp(method, ctx, payment, entry, waitUntil) : undefined;
+    if (picked) return picked;
+
+    const throttled = ctx.throttle.refusal(ctx.chainId, payer);
+    if (throttled) return { ok: false, payer, failure: throttled };
+
+    // Settlement re-verifies everything. The transfer itself is simulated either here (batched
+    // with the other reads) or by estimating its gas: the first settle on a token estimates,
+    // later ones from accounts without code reuse that estimate.
+    const mark = ctx.inflight.mark();
+    const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
+    const verified = await method.verify(ctx, request, payment, { simulate });
+    if (!verified.ok) return { ok: false, failure: verified.failure };
+    const checked = verified.value;
+    const record = { key, expect: checked.expect };
+    const gasEstimate = { key: checked.gasKey, reuse: simulate };
+    const prepared = await prepareCall(ctx, checked.call, gasEstimate);
+    if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
+    if (waitUntil === "simulated") {
+      return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
+    }
+    // Decided where it cannot race: what this payer already has in flight counts.
+    const short = await ctx.inflight.reserve(ctx, key, checked.spends, mark);
+    if (short) return { ok: false, payer, failure: short };
+    const outcome = await sendCall(ctx, prepared, waitUntil, record);
+    return await answer(method, ctx, checked, key, outcome);
+  } finally {
+    ctx.journal.release(key);
+  }
+}
+
+/** An exact-EVM transfer method as the facilitator sees it: verify, and settle through here. */
+export function exactPaymentMethod<P>(method: ExactMethod<P>): PaymentMethod {
+  return {
+    name: method.name,
+    accepts: (payload) => method.accepts(payload),
+    async verify(ctx, request) {
+      const parsed = method.parse(ctx, request);
+      if (!parsed.ok) return { ok: false, failure: parsed.failure };
+      const result = await method.verify(ctx, request, parsed.value, { simulate: true });
+      return result.ok
+        ? { ok: true, payer: result.value.expect.from }
+        : { ok: false, failure: result.failure };
+    },
+    settle: (ctx, request, waitUntil) => settlePayment(method, ctx, request, waitUntil),
+  };
+}

@@ -1,0 +1,337 @@
+/**
+ * A payer is not on our side: every settle it can make us broadcast that reverts costs us gas.
+ * Each test here is an attack tried on the devnet (issue 9), replayed against a real anvil with
+ * payloads from the official x402 client, over real HTTP where the attack came over HTTP.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createTestClient, createWalletClient, type Hex, http, parseSignature } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Journal } from "../src/chain/journal.js";
+import { testUsdcAbi } from "../src/devnet/artifacts.js";
+import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
+import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
+import { createHandler } from "../src/http/handler.js";
+import { type RunningServer, startServer } from "../src/http/server.js";
+import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
+import { clientPayload, requirementsV2 } from "./helpers/x402.js";
+
+function facilitatorOn(devnet: Devnet, options: Partial<FacilitatorOptions> = {}) {
+  return new Facilitator({
+    rpcUrls: [devnet.rpcUrl],
+    useDefaultRpcs: false,
+    signer: privateKeyToAccount(devnet.facilitator.privateKey),
+    receiptPollMs: 50,
+    ...options,
+  });
+}
+
+async function signedRequest(devnet: Devnet, payer: DevAccount, amount: bigint) {
+  const requirements = requirementsV2(devnet, { amount: amount.toString() });
+  return { payload: await clientPayload(payer, requirements), requirements };
+}
+
+async function post(server: RunningServer, route: string, body: unknown) {
+  const response = await fetch(`${server.url}${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    retryAfter: response.headers.get("retry-after"),
+    body: (await response.json()) as Record<string, unknown>,
+  };
+}
+
+describe("a payer racing its own balance", () => {
+  let devnet: Devnet;
+  let server: RunningServer;
+  beforeAll(async () => {
+    devnet = await startDevnet();
+    server = await startServer(createHandler(facilitatorOn(devnet)), { port: 0 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await devnet?.stop();
+  });
+
+  test("30 payments of its whole balance at once, 6 rounds: 6 land, 174 refused, nothing reverts", async () => {
+    const rpc = chainOf(devnet);
+    const us = devnet.facilitator.address;
+    const sentBefore = await rpc.getTransactionCount({ address: us });
+    const ethBefore = await rpc.getBalance({ address: us });
+    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+    const codes: string[] = [];
+    const hashes: Hex[] = [];
+
+    for (let round = 0; round < 6; round++) {
+      const payer = await payerHolding(devnet, 1_000n);
+      const requests = await Promise.all(
+        Array.from({ length: 30 }, () => signedRequest(devnet, payer, 1_000n)),
+      );
+      for (const r of requests) {
+        // Each payment verifies on its own: the payer can cover any one of them.
+        expect((await post(server, "/verify", r)).body).toMatchObject({ success: true });
+      }
+      const replies = await Promise.all(requests.map((r) => post(server, "/settle", r)));
+      for (const reply of replies) {
+        codes.push(reply.body.success ? "success" : String(reply.body.error));
+        if (typeof reply.body.transactionHash === "string") {
+          hashes.push(reply.body.transactionHash as Hex);
+        }
+      }
+      expect(await tokenBalance(devnet, payer.address)).toBe(0n);
+    }
+
+    const receipts = await Promise.all(
+      hashes.map((hash) => rpc.getTransactionReceipt({ hash }).catch(() => undefined)),
+    );
+    const reverted = receipts.filter((r) => r?.status === "reverted").length;
+    const sent = (await rpc.getTransactionCount({ address: us })) - sentBefore;
+    const gasPaid = ethBefore - (await rpc.getBalance({ address: us }));
+    console.info(
+      `hostile payer, 6 rounds of 30: ${codes.filter((c) => c === "success").length} paid, ` +
+        `${codes.filter((c) => c === "insufficient_funds").length} refused, ${reverted} reverted, ` +
+        `${sent} transactions sent, ${gasPaid} wei of gas paid`,
+    );
+    expect(reverted).toBe(0);
+    expect(sent).toBe(6);
+    expect(codes.filter((c) => c === "success")).toHaveLength(6);
+    expect(codes.filter((c) => c !== "success")).toEqual(Array(174).fill("insufficient_funds"));
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 6_000n);
+  }, 120_000);
+
+  test("a payer with room for two of three concurrent payments gets two", async () => {
+    const payer = await payerHolding(devnet, 2_500n);
+    const requests = await Promise.all(
+      Array.from({ length: 3 }, () => signedRequest(devnet, payer, 1_000n)),
+    );
+    const replies = await Promise.all(requests.map((r) => post(server, "/settle", r)));
+    const codes = replies.map((r) => (r.body.success ? "success" : r.body.error)).sort();
+    expect(codes).toEqual(["insufficient_funds", "success", "success"]);
+    const refused = replies.find((r) => !r.body.success);
+    expect(refused?.status).toBe(400);
+    expect(refused?.body.message).toMatch(
+      /^the payer holds \d+, \d+ of it is already being settled with us, and this payment needs 1000$/,
+    );
+    expect(await tokenBalance(devnet, payer.address)).toBe(500n);
+  });
+
+  test("once its payments land, a payer with the balance again is served again", async () => {
+    const payer = await payerHolding(devnet, 2_000n);
+    for (let i = 0; i < 2; i++) {
+      const reply = await post(server, "/settle", await signedRequest(devnet, payer, 1_000n));
+      expect(reply.body).toMatchObject({ success: true });
+    }
+    expect(await tokenBalance(devnet, payer.address)).toBe(0n);
+  });
+});
+
+describe("a payer whose settlements keep reverting", () => {
+  let devnet: Devnet;
+  let server: RunningServer;
+  beforeAll(async () => {
+    devnet = await startDevnet({ mining: "manual" });
+    server = await startServer(createHandler(facilitatorOn(devnet)), { port: 0 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await devnet?.stop();
+  });
+
+  /** Cancels the authorization with a higher tip than ours, so it is mined first, then mines. */
+  async function cancelAhead(payer: DevAccount, nonce: Hex) {
+    const account = privateKeyToAccount(payer.privateKey);
+    const signature = await account.signTypedData({
+      domain: {
+        name: devnet.token.name,
+        version: devnet.token.version,
+        chainId: devnet.chainId,
+        verifyingContract: devnet.token.address,
+      },
+      types: {
+        CancelAuthorization: [
+          { name: "authorizer", type: "address" },
+          { name: "nonce", type: "bytes32" },
+        ],
+      },
+      primaryType: "CancelAuthorization",
+      message: { authorizer: account.address, nonce },
+    });
+    const { v, r, s } = parseSignature(signature);
+    await createWalletClient({ account, transport: http(devnet.rpcUrl) }).writeContract({
+      address: devnet.token.address,
+      abi: testUsdcAbi,
+      functionName: "cancelAuthorization",
+      args: [account.address, nonce, Number(v), r, s],
+      maxPriorityFeePerGas: 100_000_000_000n,
+      maxFeePerGas: 200_000_000_000n,
+      gas: 100_000n,
+      chain: null,
+    });
+    await createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).mine({ blocks: 1 });
+  }
+
+  test("after 3 reverts it is refused with 429 payer_throttled and Retry-After; nothing is sent", async () => {
+    const rpc = chainOf(devnet);
+    const payer = devnet.payers[1] as DevAccount;
+    const us = devnet.facilitator.address;
+    for (let round = 0; round < 3; round++) {
+      const request = await signedRequest(devnet, payer, 1_000n);
+      const sentBefore = await rpc.getTransactionCount({ address: us, blockTag: "pending" });
+      const settling = post(server, "/settle", request);
+      // Our transaction is in the pool: now the payer cancels ahead of it.
+      for (let i = 0; i < 100; i++) {
+        const pending = await rpc.getTransactionCount({ address: us, blockTag: "pending" });
+        if (pending > sentBefore) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const nonce = (request.payload.payload as { authorization: { nonce: Hex } }).authorization
+        .nonce;
+      await cancelAhead(payer, nonce);
+      const reply = await settling;
+      expect(reply.body).toMatchObject({ success: false, error: "settlement_failed" });
+      expect(reply.body.message).toMatch(/reverted on chain/);
+    }
+
+    const sentBefore = await rpc.getTransactionCount({ address: us, blockTag: "pending" });
+    const reply = await post(server, "/settle", await signedRequest(devnet, payer, 1_000n));
+    expect(reply.status).toBe(429);
+    expect(reply.body).toMatchObject({ success: false, error: "payer_throttled" });
+    expect(Number(reply.retryAfter)).toBeGreaterThan(500);
+    expect(await rpc.getTransactionCount({ address: us, blockTag: "pending" })).toBe(sentBefore);
+
+    // Another payer is not held back by this one.
+    const other = devnet.payers[2] as DevAccount;
+    const otherSettle = post(server, "/settle", await signedRequest(devnet, other, 1_000n));
+    for (let i = 0; i < 100; i++) {
+      const pending = await rpc.getTransactionCount({ address: us, blockTag: "pending" });
+      if (pending > sentBefore) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).mine({ blocks: 1 });
+    expect((await otherSettle).body).toMatchObject({ success: true });
+  }, 60_000);
+});
+
+describe("a reorg", () => {
+  let devnet: Devnet;
+  beforeAll(async () => {
+    devnet = await startDevnet();
+  });
+  afterAll(async () => {
+    await devnet?.stop();
+  });
+
+  const anvil = () => createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+  const tempJournal = () =>
+    path.join(mkdtempSync(path.join(os.tmpdir(), "facilitator-reorg-")), "journal.jsonl");
+
+  async function settle(facilitator: Facilitator, request: unknown) {
+    const { handleSettle } = await import("../src/protocol/respond.js");
+    return (await handleSettle(facilitator, request)).body;
+  }
+
+  test("the retry of a reorged payment re-sends its bytes and answers the landed hash; later settles are not wedged", async () => {
+    const facilitator = facilitatorOn(devnet, { confirmTimeoutMs: 10_000 });
+    const payer = devnet.payers[0] as DevAccount;
+    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+    const snapshot = await anvil().snapshot();
+    const a = await signedRequest(devnet, payer, 1_000n);
+    const first = await settle(facilitator, a);
+    expect(first).toMatchObject({ success: true });
+    await anvil().revert({ id: snapshot });
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore);
+
+    const retry = await settle(facilitator, a);
+    expect(retry).toMatchObject({ success: true });
+    const receipt = await chainOf(devnet).getTransactionReceipt({
+      hash: retry.transactionHash as Hex,
+    });
+    expect(receipt.status).toBe("success");
+
+    const started = Date.now();
+    for (let i = 0; i < 2; i++) {
+      const later = await settle(facilitator, await signedRequest(devnet, payer, 1_000n));
+      expect(later).toMatchObject({ success: true });
+    }
+    expect(Date.now() - started).toBeLessThan(8_000);
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 3_000n);
+    // And now that it is on the chain again, it is the journal's word that stands.
+    expect(await settle(facilitator, a)).toMatchObject({
+      success: false,
+      error: "nonce_already_used",
+    });
+  }, 30_000);
+
+  test("a settle queued behind the reorged nonce fills the hole with the dropped payment and lands", async () => {
+    const facilitator = facilitatorOn(devnet, { confirmTimeoutMs: 10_000 });
+    const payer = devnet.payers[1] as DevAccount;
+    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+    // Warm the lane's nonce first, so the reorg leaves it one past the chain.
+    expect(await settle(facilitator, await signedRequest(devnet, payer, 1_000n))).toMatchObject({
+      success: true,
+    });
+    const snapshot = await anvil().snapshot();
+    const a = await signedRequest(devnet, payer, 1_000n);
+    const first = await settle(facilitator, a);
+    expect(first).toMatchObject({ success: true });
+    await anvil().revert({ id: snapshot });
+
+    const b = await settle(facilitator, await signedRequest(devnet, payer, 1_000n));
+    expect(b).toMatchObject({ success: true });
+    // The hole B waited behind was filled with A's own bytes: A is paid again.
+    const again = await chainOf(devnet).getTransactionReceipt({
+      hash: first.transactionHash as Hex,
+    });
+    expect(again.status).toBe("success");
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 3_000n);
+    expect(await settle(facilitator, a)).toMatchObject({
+      success: false,
+      error: "nonce_already_used",
+      message: expect.stringContaining(first.transactionHash as string),
+    });
+  }, 30_000);
+
+  test("a process without the dropped bytes settles the payment afresh, once", async () => {
+    const journal = tempJournal();
+    const payer = devnet.payers[2] as DevAccount;
+    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+    const snapshot = await anvil().snapshot();
+    const a = await signedRequest(devnet, payer, 1_000n);
+    const before = facilitatorOn(devnet, { journal: new Journal(journal) });
+    const first = await settle(before, a);
+    expect(first).toMatchObject({ success: true });
+    before.journal.close();
+    await anvil().revert({ id: snapshot });
+
+    const after = facilitatorOn(devnet, { journal: new Journal(journal) });
+    const retry = await settle(after, a);
+    expect(retry).toMatchObject({ success: true });
+    const landed = await chainOf(devnet).getTransactionReceipt({
+      hash: retry.transactionHash as Hex,
+    });
+    expect(landed.status).toBe("success");
+    // The journal says the first transaction was dropped before the payment was settled again.
+    expect(readFileSync(journal, "utf8")).toMatch(/"state":"dropped"/);
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 1_000n);
+    after.journal.close();
+  }, 30_000);
+
+  test("with confirmations: 3, confirmed answers once the receipt is 3 blocks deep", async () => {
+    const facilitator = facilitatorOn(devnet, { confirmations: 3, confirmTimeoutMs: 15_000 });
+    const reply = await settle(
+      facilitator,
+      await signedRequest(devnet, devnet.payers[3] as DevAccount, 1_000n),
+    );
+    expect(reply).toMatchObject({ success: true });
+    const rpc = chainOf(devnet);
+    const receipt = await rpc.getTransactionReceipt({ hash: reply.transactionHash as Hex });
+    expect(await rpc.getBlockNumber({ cacheTime: 0 })).toBeGreaterThanOrEqual(
+      receipt.blockNumber + 2n,
+    );
+  }, 30_000);
+});
