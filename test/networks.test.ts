@@ -8,11 +8,9 @@
  * attack below therefore answered chain_unavailable (online it would have been a transaction on
  * that network); the assertions do not depend on reaching any public RPC.
  */
-import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createPublicClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/cli/config.js";
@@ -21,9 +19,7 @@ import { type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
 import type { Facilitator } from "../src/facilitator.js";
 import { createHandler, type HttpRequest } from "../src/http/handler.js";
-
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const BIN = path.join(ROOT, "bin", "facilitator.js");
+import { runCli } from "./helpers/run-cli.js";
 
 let devnet: Devnet;
 let dir: string;
@@ -146,7 +142,7 @@ describe("a network nobody configured, with --rpc-url at the devnet", () => {
           await writeFile(file, JSON.stringify(await requestOn(network, dialect)));
           const args = [op, file, "--rpc-url", devnet.rpcUrl];
           if (op === "settle") args.push("--private-key-file", keyFile);
-          return { op, dialect, network, run: await cli(args) };
+          return { op, dialect, network, run: await runCli(args) };
         }),
       ),
     );
@@ -172,27 +168,3 @@ describe("a network nobody configured, with --rpc-url at the devnet", () => {
     expect(JSON.parse(ok.body)).toEqual({ success: true, payer: payer(1).address });
   });
 });
-
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** The built CLI with no FACILITATOR_* variable from this environment. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const clean = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith("FACILITATOR_")),
-  );
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: ROOT, env: { ...clean, ...env, FORCE_COLOR: "0" }, timeout: 20_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : null) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
