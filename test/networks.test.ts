@@ -16,9 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/cli/config.js";
 import { facilitatorFrom } from "../src/cli/facilitator.js";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
 import type { Facilitator } from "../src/facilitator.js";
 import { createHandler, type HttpRequest } from "../src/http/handler.js";
+import { type Dialect, requestOn as onNetwork } from "./helpers/network-request.js";
 import { runCli } from "./helpers/run-cli.js";
 
 let devnet: Devnet;
@@ -49,39 +49,8 @@ const payer = (i: number) => {
   return account;
 };
 
-type Dialect = "reference" | "x402";
-
-/**
- * A payment signed for the devnet's token, but naming another network: what an attacker (or a
- * confused client) sends to make the facilitator settle somewhere the operator never chose.
- */
-async function requestOn(network: string, dialect: Dialect, payerIndex = 0) {
-  const signed = (await signSampleRequest(devnet, { payer: payer(payerIndex) })) as {
-    payload: { payload: unknown; accepted: Record<string, unknown> };
-    requirements: Record<string, unknown>;
-  };
-  const v1 = !network.includes(":");
-  let payload: unknown;
-  let requirements: Record<string, unknown>;
-  if (v1) {
-    const { amount, ...rest } = signed.requirements;
-    requirements = {
-      ...rest,
-      network,
-      maxAmountRequired: amount,
-      resource: "http://localhost/paid",
-      description: "",
-      mimeType: "application/json",
-    };
-    payload = { x402Version: 1, scheme: "exact", network, payload: signed.payload.payload };
-  } else {
-    requirements = { ...signed.requirements, network };
-    payload = { ...signed.payload, accepted: requirements };
-  }
-  return dialect === "reference"
-    ? { payload, requirements }
-    : { x402Version: v1 ? 1 : 2, paymentPayload: payload, paymentRequirements: requirements };
-}
+const requestOn = (network: string, dialect: Dialect, payerIndex = 0) =>
+  onNetwork(devnet, network, dialect, payerIndex);
 
 const ATTACKED = ["eip155:8453", "eip155:1", "eip155:137", "base"] as const;
 
@@ -100,8 +69,8 @@ const post = (url: string, body: unknown): HttpRequest => ({
 
 /** The message names the network as the caller wrote it, what is served, and how to add it. */
 function expectNotServedMessage(message: unknown, network: string): void {
-  expect(message).toEqual(expect.stringContaining(`${network} `));
-  expect(message).toEqual(expect.stringContaining("is not served here"));
+  expect(message).toEqual(expect.stringMatching(/^\S+ \([^)]+\) is not served here: /));
+  expect(String(message).startsWith(`${network} (`), String(message)).toBe(true);
   expect(message).toEqual(expect.stringContaining(devnet.network));
   expect(message).toEqual(expect.stringContaining("--rpc-url"));
   expect(message).toEqual(expect.stringContaining("FACILITATOR_RPC_URL"));
@@ -166,5 +135,51 @@ describe("a network nobody configured, with --rpc-url at the devnet", () => {
     const handle = createHandler(served);
     const ok = await handle(post("/verify", await requestOn(devnet.network, "reference", 1)));
     expect(JSON.parse(ok.body)).toEqual({ success: true, payer: payer(1).address });
+  });
+});
+
+describe("where the configured RPCs come from", () => {
+  it("FACILITATOR_RPC_URL and rpcUrls in the config file count as configured", async () => {
+    const file = path.join(dir, "base-from-env.json");
+    await writeFile(file, JSON.stringify(await requestOn("eip155:8453", "reference")));
+    const config = path.join(dir, "config.json");
+    await writeFile(config, JSON.stringify({ rpcUrls: [devnet.rpcUrl] }));
+    const runs = await Promise.all([
+      runCli(["verify", file], { FACILITATOR_RPC_URL: devnet.rpcUrl }),
+      runCli(["verify", file, "--config", config]),
+      runCli(["verify", file], { FACILITATOR_CONFIG: config }),
+    ]);
+    for (const run of runs) {
+      expect(run.code, run.stdout + run.stderr).toBe(1);
+      const body = JSON.parse(run.stdout);
+      expect(body).toMatchObject({ success: false, error: "unsupported_network" });
+      expectNotServedMessage(body.message, "eip155:8453");
+    }
+  });
+
+  it("--public-rpcs or FACILITATOR_PUBLIC_RPCS=1 also serves well-known networks", async () => {
+    // Offline here: Base's public RPC cannot be reached, so the answer is chain_unavailable (exit 3)
+    // naming the network and the endpoint. Online it would be a verify verdict on Base (the
+    // signature is for the devnet, so a rejection, exit 1). Either way, not unsupported_network.
+    const file = path.join(dir, "base-public.json");
+    await writeFile(file, JSON.stringify(await requestOn("eip155:8453", "reference")));
+    const runs = await Promise.all([
+      runCli(["verify", file, "--rpc-url", devnet.rpcUrl, "--public-rpcs"]),
+      runCli(["verify", file, "--rpc-url", devnet.rpcUrl], { FACILITATOR_PUBLIC_RPCS: "1" }),
+    ]);
+    for (const run of runs) {
+      const body = JSON.parse(run.stdout);
+      expect(body.error, run.stdout).not.toBe("unsupported_network");
+      if (body.error === "chain_unavailable") {
+        expect(run.code).toBe(3);
+        expect(body.message.startsWith("eip155:8453 via https://mainnet.base.org: ")).toBe(true);
+      } else {
+        expect(run.code, run.stdout).toBe(1);
+      }
+    }
+    const local = path.join(dir, "local-public.json");
+    await writeFile(local, JSON.stringify(await requestOn(devnet.network, "reference", 2)));
+    const run = await runCli(["verify", local, "--rpc-url", devnet.rpcUrl, "--public-rpcs"]);
+    expect(JSON.parse(run.stdout)).toEqual({ success: true, payer: payer(2).address });
   });
 });
