@@ -19,7 +19,7 @@ import { type Devnet, startDevnet } from "../src/devnet/index.js";
 import type { Facilitator } from "../src/facilitator.js";
 import { createHandler, type HttpRequest } from "../src/http/handler.js";
 import { type Dialect, requestOn as onNetwork } from "./helpers/network-request.js";
-import { runCli } from "./helpers/run-cli.js";
+import { removeCliJournals, runCli } from "./helpers/run-cli.js";
 
 let devnet: Devnet;
 let dir: string;
@@ -39,6 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  removeCliJournals();
   await devnet?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });

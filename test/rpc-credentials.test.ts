@@ -14,7 +14,7 @@ import { signSampleRequest } from "../src/devnet/sample.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler, type HttpRequest } from "../src/http/handler.js";
 import { type BasicAuthProxy, startBasicAuthProxy } from "./helpers/basic-auth-proxy.js";
-import { runCli } from "./helpers/run-cli.js";
+import { removeCliJournals, runCli } from "./helpers/run-cli.js";
 
 const USER = "settler";
 // "@", a space and a character outside Latin-1: each must be percent-decoded, then sent as UTF-8.
@@ -37,6 +37,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  removeCliJournals();
   await proxy?.close();
   await devnet?.stop();
 });

@@ -151,11 +151,6 @@ export class RpcRegistry {
     this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
   }
 
-  /** Whether well-known chains without a configured URL are served through public RPCs. */
-  get usesPublicRpcs(): boolean {
-    return this.#publicRpcs;
-  }
-
   /**
    * The client for a chain; throws `unsupported_network` when the chain is not served, or
    * `chain_unavailable` when a configured URL that might serve it could not be reached.

@@ -1,6 +1,6 @@
 /** The built CLI (`node bin/facilitator.js`, from dist/) as a subprocess, for end-to-end checks. */
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,7 +8,13 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BIN = path.join(ROOT, "bin", "facilitator.js");
 /** Settles from these runs keep their journal here, never in the user's state directory. */
-const JOURNAL_DIR = mkdtempSync(path.join(os.tmpdir(), "facilitator-run-cli-"));
+let journalDir: string | undefined;
+
+/** Removes the runs' journals: call it in afterAll. */
+export function removeCliJournals(): void {
+  if (journalDir) rmSync(journalDir, { recursive: true, force: true });
+  journalDir = undefined;
+}
 
 export interface CliRun {
   readonly code: number | null;
@@ -21,7 +27,8 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith("FACILITATOR_")),
   );
-  const journal = path.join(JOURNAL_DIR, `journal-${process.pid}.jsonl`);
+  journalDir ??= mkdtempSync(path.join(os.tmpdir(), "facilitator-run-cli-"));
+  const journal = path.join(journalDir, "journal.jsonl");
   return new Promise((resolve) => {
     execFile(
       process.execPath,
