@@ -32,7 +32,7 @@ export const ERRORS = {
   unsupported_network: {
     status: 400,
     x402: "invalid_network",
-    summary: "No RPC is configured for this network",
+    summary: "This network is not served here (no RPC is configured for it)",
   },
   unsupported_signature: {
     status: 400,

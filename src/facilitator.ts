@@ -6,14 +6,8 @@
 import type { LocalAccount } from "viem";
 import { InFlight } from "./chain/inflight.js";
 import { Journal } from "./chain/journal.js";
-import {
-  caip2,
-  chainIdOfCaip2,
-  chainIdOfV1Name,
-  KNOWN_NETWORKS,
-  knownNetwork,
-} from "./chain/networks.js";
-import { isUnreachable, type RpcOptions, RpcRegistry } from "./chain/rpc.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "./chain/networks.js";
+import { isUnreachable, type RpcOptions, RpcRegistry, unreachableReason } from "./chain/rpc.js";
 import { SignerPool } from "./chain/signers.js";
 import { PayerThrottle } from "./chain/throttle.js";
 import { FacilitatorError, type Failure, failure } from "./errors.js";
@@ -106,7 +100,21 @@ export class Facilitator {
       result = { ok: false, failure: asFailure(error, "verify") };
     }
     if (!result.ok && result.failure.code === "chain_unavailable") this.#chainTrouble(request);
-    return result;
+    return this.#namingEndpoint(result, request, routed.ctx.chainId);
+  }
+
+  /** A chain failure from a payment method, prefixed with the network and its endpoints. */
+  #namingEndpoint<R extends VerifyResult | SettleResult>(
+    result: R,
+    request: PaymentRequest,
+    chainId: number,
+  ): R {
+    if (result.ok || result.failure.code !== "chain_unavailable") return result;
+    const where = `${request.requirements.network} via ${this.rpc.via(chainId) ?? "its RPC"}`;
+    return {
+      ...result,
+      failure: { ...result.failure, message: `${where}: ${result.failure.message}` },
+    };
   }
 
   /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
@@ -128,29 +136,26 @@ export class Facilitator {
   async #settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
+    let result: SettleResult;
     try {
-      return await routed.method.settle(
+      result = await routed.method.settle(
         routed.ctx,
         request,
         waitUntil ?? request.waitUntil ?? "confirmed",
       );
     } catch (error) {
-      return { ok: false, failure: asFailure(error, "settle") };
+      result = { ok: false, failure: asFailure(error, "settle") };
     }
+    return this.#namingEndpoint(result, request, routed.ctx.chainId);
   }
 
   /**
-   * The kinds this instance serves: the configured chains; with none configured, the well-known
-   * networks it reaches through their public RPCs.
+   * The kinds this instance serves, exactly those verify and settle accept: the configured
+   * chains, plus the well-known ones behind public RPCs when those are in use.
    */
   async supported(): Promise<SupportedResponse> {
-    const configured = await this.rpc.configuredChainIds();
-    const chainIds =
-      configured.length > 0 || this.#options.useDefaultRpcs === false
-        ? configured
-        : KNOWN_NETWORKS.filter((n) => n.defaultRpcUrl).map((n) => n.chainId);
     const kinds: SupportedKind[] = [];
-    for (const chainId of chainIds) {
+    for (const chainId of await this.rpc.servedChainIds()) {
       const v1Name = knownNetwork(chainId)?.v1Name;
       if (v1Name) kinds.push({ x402Version: 1, scheme: EXACT, network: v1Name });
       kinds.push({ x402Version: 2, scheme: EXACT, network: caip2(chainId) });
@@ -177,7 +182,7 @@ export class Facilitator {
     if ("code" in method) return { ok: false, failure: method };
 
     try {
-      const client = await this.rpc.client(chainId);
+      const client = await this.rpc.client(chainId, requirements.network);
       const ctx: SchemeContext = {
         client,
         chainId,
@@ -222,7 +227,12 @@ function chainIdOf(network: string, x402Version: 1 | 2): number | Failure {
 
 function asFailure(error: unknown, op: "verify" | "settle"): Failure {
   if (error instanceof FacilitatorError) return error.failure;
-  if (isUnreachable(error)) return failure("chain_unavailable", "the RPC could not be reached");
+  if (isUnreachable(error)) {
+    return failure(
+      "chain_unavailable",
+      `the RPC could not be reached (${unreachableReason(error)})`,
+    );
+  }
   const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
   return failure("internal_error", `unexpected error during ${op}: ${text}`);
 }

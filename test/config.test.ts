@@ -84,8 +84,33 @@ describe("RPC URLs", () => {
   });
 
   it("rejects something that is not a URL", () => {
-    expect(usageError(() => loadConfig({ rpcUrl: ["not a url"] }, {}))).toMatch(/RPC URL/);
+    expect(usageError(() => loadConfig({ rpcUrl: ["not a url"] }, {}))).toBe(
+      "the URL of --rpc-url is not a valid URL: it contains a space",
+    );
     expect(() => loadConfig({}, { FACILITATOR_RPC_URL: "localhost:8545x" })).toThrow(UsageError);
+  });
+
+  it("says which URL is invalid and why, never its text (it may hold an API key)", () => {
+    const secret = "0a1b2c3d4e5f60718293a4b5c6d7e8f9";
+    const bad = [`https://rpc example.com/v2/${secret}`, `rpc.example.com/v2/${secret}`];
+    const flag = usageError(() =>
+      loadConfig({ rpcUrl: ["http://ok.example", `https://x.example,${bad[0]}`] }, {}),
+    );
+    expect(flag).toBe("the 3rd URL of --rpc-url is not a valid URL: it contains a space");
+    const env = usageError(() =>
+      loadConfig({}, { FACILITATOR_RPC_URL: `https://ok.example,${bad[1]}` }),
+    );
+    expect(env).toBe(
+      "the 2nd URL of FACILITATOR_RPC_URL is not a valid URL: it does not start with a scheme such as https://",
+    );
+    const config = configFile("bad-url.json", { rpcUrls: [`https://[${secret}]/rpc`] });
+    const file = usageError(() => loadConfig({ config }, {}));
+    expect(file).toBe(
+      "the URL of rpcUrls in the config file is not a valid URL: it cannot be parsed as a URL",
+    );
+    for (const message of [flag, env, file]) expectNoSecret(message, secret);
+    const ws = usageError(() => loadConfig({ rpcUrl: [`wss://rpc.example.com/${secret}`] }, {}));
+    expect(ws).toBe("the URL of --rpc-url must be http or https, not wss");
   });
 
   it("rejects schemes other than http and https", () => {
@@ -94,6 +119,48 @@ describe("RPC URLs", () => {
     }
     const config = configFile("ws.json", { rpcUrls: ["wss://example.com"] });
     expect(() => loadConfig({ config }, {})).toThrow(UsageError);
+  });
+
+  it("rpcUrls in the config file must be an array of strings, never silently none", () => {
+    const notArray = configFile("rpc-string.json", { rpcUrls: "http://a.example" });
+    expect(usageError(() => loadConfig({ config: notArray }, {}))).toBe(
+      "rpcUrls in the config file must be an array of URLs",
+    );
+    const notString = configFile("rpc-number.json", { rpcUrls: ["http://a.example", 8545] });
+    expect(usageError(() => loadConfig({ config: notString }, {}))).toBe(
+      "the 2nd entry of rpcUrls in the config file is not a string",
+    );
+  });
+});
+
+describe("public RPCs", () => {
+  it("are left to the default (used only when no RPC is configured) unless set", () => {
+    expect(loadConfig({}, {}).publicRpcs).toBeUndefined();
+    expect(loadConfig({ rpcUrl: ["http://a.example"] }, {}).publicRpcs).toBeUndefined();
+  });
+
+  it("the flag, then FACILITATOR_PUBLIC_RPCS, then publicRpcs in the config file", () => {
+    const on = configFile("public-on.json", { publicRpcs: true });
+    const off = configFile("public-off.json", { publicRpcs: false });
+    expect(
+      loadConfig({ publicRpcs: true, config: off }, { FACILITATOR_PUBLIC_RPCS: "0" }),
+    ).toMatchObject({ publicRpcs: true });
+    expect(loadConfig({ config: on }, { FACILITATOR_PUBLIC_RPCS: "0" }).publicRpcs).toBe(false);
+    for (const value of ["1", "true", "yes", " ON "]) {
+      expect(loadConfig({ config: off }, { FACILITATOR_PUBLIC_RPCS: value }).publicRpcs).toBe(true);
+    }
+    expect(loadConfig({ config: on }, { FACILITATOR_PUBLIC_RPCS: "" }).publicRpcs).toBe(true);
+    expect(loadConfig({ config: off }, {}).publicRpcs).toBe(false);
+  });
+
+  it("a value that is not a switch is a usage error", () => {
+    expect(usageError(() => loadConfig({}, { FACILITATOR_PUBLIC_RPCS: "maybe" }))).toBe(
+      "FACILITATOR_PUBLIC_RPCS must be 1 or 0",
+    );
+    const config = configFile("public-bad.json", { publicRpcs: "yes" });
+    expect(usageError(() => loadConfig({ config }, {}))).toBe(
+      "publicRpcs in the config file must be true or false",
+    );
   });
 });
 

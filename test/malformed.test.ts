@@ -207,7 +207,7 @@ const cases: [string, () => unknown, ErrorCode, RegExp][] = [
     "a chain with no RPC",
     set("requirements.network", "eip155:999999"),
     "unsupported_network",
-    /no RPC is configured for chain id 999999/,
+    /eip155:999999 is not served here: the configured RPC serves eip155:31337; add an RPC/,
   ],
   [
     "a Permit2 payload",

@@ -1,12 +1,16 @@
 /**
- * RPC access per chain. Configured URLs are matched to chains with `eth_chainId` (once, lazily);
- * chains without a configured URL fall back to the registry's public default.
+ * RPC access per chain. Configured URLs are matched to chains with `eth_chainId` (once, lazily).
+ * When any URL is configured, only their chains are served: a payment for another network must
+ * never be settled with the same key through an endpoint the operator did not choose. The
+ * registry's public RPCs serve the well-known chains only when no URL is configured, or when asked.
  */
 import {
   BaseError,
   createPublicClient,
   fallback,
   HttpRequestError,
+  type HttpTransport,
+  type HttpTransportConfig,
   http,
   type PublicClient,
   SocketClosedError,
@@ -14,13 +18,16 @@ import {
   type Transport,
 } from "viem";
 import { FacilitatorError } from "../errors.js";
-import { knownNetwork } from "./networks.js";
+import { caip2, KNOWN_NETWORKS, knownNetwork } from "./networks.js";
 
 export interface RpcOptions {
   /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
   readonly rpcUrls?: readonly string[];
-  /** Use the registry's public RPCs for chains without a configured URL (default true). */
-  readonly useDefaultRpcs?: boolean;
+  /**
+   * The registry's public RPCs for well-known chains without a configured URL: true uses them
+   * beside the configured URLs too, false never; by default only when no URL is configured.
+   */
+  readonly useDefaultRpcs?: boolean | undefined;
   /** Per-request timeout toward the node (default 10 s). */
   readonly requestTimeoutMs?: number;
 }
@@ -63,47 +70,125 @@ export function neverReachedNode(error: unknown): boolean {
   return false;
 }
 
+/** Socket error codes, as a few words for a one-line message. */
+const SOCKET_ERRORS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host not found",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ETIMEDOUT: "timed out",
+  UND_ERR_CONNECT_TIMEOUT: "timed out",
+  UND_ERR_SOCKET: "connection closed",
+};
+
+/** Why a node did not answer, in a few words and without its URL (viem's messages carry it). */
+export function unreachableReason(error: unknown): string {
+  if (error instanceof BaseError) {
+    if (error.walk((e) => e instanceof TimeoutError)) return "timed out";
+    const failed = error.walk((e) => e instanceof HttpRequestError);
+    if (failed instanceof HttpRequestError && failed.status !== undefined) {
+      return `HTTP ${failed.status}`;
+    }
+  }
+  let cause: unknown = error;
+  let innermost = "";
+  while (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string") return SOCKET_ERRORS[code] ?? code;
+    innermost = cause.message.split("\n")[0] ?? "";
+    cause = cause.cause;
+  }
+  // The innermost words ("bad port"), unless they quote a URL.
+  if (innermost && !innermost.includes("://")) return innermost.replace(/\.$/, "");
+  return "no answer";
+}
+
+function decodeUserinfo(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
+/**
+ * viem's http transport for an RPC URL. Credentials in the URL (`https://user:pass@host/…`) are
+ * sent as a Basic Authorization header instead: fetch refuses URLs that carry them.
+ */
+export function httpTransport(url: string, config: HttpTransportConfig = {}): HttpTransport {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return http(url, config);
+  }
+  if (!parsed.username && !parsed.password) return http(url, config);
+  const credentials = `${decodeUserinfo(parsed.username)}:${decodeUserinfo(parsed.password)}`;
+  parsed.username = "";
+  parsed.password = "";
+  const authorization = `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
+  return http(parsed.toString(), {
+    ...config,
+    fetchOptions: { ...config.fetchOptions, headers: { Authorization: authorization } },
+  });
+}
+
 export class RpcRegistry {
   readonly #urls: readonly string[];
-  readonly #useDefaults: boolean;
+  readonly #publicRpcs: boolean;
   readonly #timeoutMs: number;
   readonly #resolved = new Map<string, number>();
-  readonly #clients = new Map<number, PublicClient>();
+  /** Configured URLs that could not be reached to learn their chain, with why. */
+  #unresolved = new Map<string, string>();
+  readonly #clients = new Map<number, { client: PublicClient; via: string }>();
   #resolving: Promise<void> | undefined;
-  #unresolved: string[] = [];
 
   constructor(options: RpcOptions = {}) {
     this.#urls = [...new Set(options.rpcUrls ?? [])];
-    this.#useDefaults = options.useDefaultRpcs ?? true;
+    this.#publicRpcs = options.useDefaultRpcs ?? this.#urls.length === 0;
     this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
   }
 
-  /** The client for a chain; throws `unsupported_network` or `chain_unavailable`. */
-  async client(chainId: number): Promise<PublicClient> {
+  /**
+   * The client for a chain; throws `unsupported_network` when the chain is not served, or
+   * `chain_unavailable` when a configured URL that might serve it could not be reached.
+   * `network` is the chain as the caller wrote it (`base`, `eip155:8453`), for the message.
+   */
+  async client(chainId: number, network: string = caip2(chainId)): Promise<PublicClient> {
     const cached = this.#clients.get(chainId);
-    if (cached) return cached;
+    if (cached) return cached.client;
     await this.#resolve();
-    const urls = [...this.#resolved].filter(([, id]) => id === chainId).map(([url]) => url);
+    let urls = [...this.#resolved].filter(([, id]) => id === chainId).map(([url]) => url);
     if (urls.length === 0) {
-      if (this.#unresolved.length > 0) {
-        // One of the unreachable URLs may be the one for this chain: say so rather than guess.
-        throw FacilitatorError.of(
-          "chain_unavailable",
-          `could not reach ${this.#unresolved.map(redactUrl).join(", ")} to learn its chain id`,
-        );
-      }
-      const fallbackUrl = this.#useDefaults ? knownNetwork(chainId)?.defaultRpcUrl : undefined;
-      if (!fallbackUrl) {
-        throw FacilitatorError.of(
-          "unsupported_network",
-          `no RPC is configured for chain id ${chainId}; pass --rpc-url or set FACILITATOR_RPC_URL`,
-        );
-      }
-      urls.push(fallbackUrl);
+      // One of the unreachable URLs may be the one for this chain: say so rather than guess.
+      if (this.#unresolved.size > 0) throw this.#unreachable(network);
+      const publicUrl = this.#publicRpcs ? knownNetwork(chainId)?.defaultRpcUrl : undefined;
+      if (!publicUrl) throw this.#notServed(chainId, network);
+      urls = [publicUrl];
     }
     const client = createPublicClient({ transport: this.#transport(urls) });
-    this.#clients.set(chainId, client);
+    this.#clients.set(chainId, { client, via: urls.map(redactUrl).join(", ") });
     return client;
+  }
+
+  /** The endpoints (redacted) behind a chain's client, once it has one: for messages. */
+  via(chainId: number): string | undefined {
+    return this.#clients.get(chainId)?.via;
+  }
+
+  /**
+   * The chains served: those of the configured URLs that answered, plus the well-known chains
+   * with a public RPC when those are in use. Exactly what client() accepts.
+   */
+  async servedChainIds(): Promise<number[]> {
+    await this.#resolve();
+    const ids = new Set(this.#resolved.values());
+    if (this.#publicRpcs) {
+      for (const network of KNOWN_NETWORKS) if (network.defaultRpcUrl) ids.add(network.chainId);
+    }
+    return [...ids];
   }
 
   /** Each configured URL (redacted) with its chain id, or none when it could not be reached. */
@@ -118,10 +203,46 @@ export class RpcRegistry {
     return [...new Set(this.#resolved.values())];
   }
 
+  #notServed(chainId: number, network: string): FacilitatorError {
+    const known = knownNetwork(chainId);
+    const id = caip2(chainId);
+    const label = known && known.label.toLowerCase() !== network.toLowerCase() ? known.label : "";
+    const about = [...(network === id ? [] : [id]), ...(label ? [label] : [])];
+    const name = about.length > 0 ? `${network} (${about.join(", ")})` : network;
+    let why: string;
+    if (this.#urls.length > 0) {
+      const served = [...new Set(this.#resolved.values())].map(caip2).join(", ");
+      why = `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served}`;
+    } else {
+      why = this.#publicRpcs
+        ? "no RPC is configured"
+        : "no RPC is configured and public RPCs are off";
+    }
+    if (this.#publicRpcs) why += " and it has no built-in public RPC";
+    const publicHint =
+      !this.#publicRpcs && known?.defaultRpcUrl
+        ? " (or allow its public RPC with --public-rpcs)"
+        : "";
+    return FacilitatorError.of(
+      "unsupported_network",
+      `${name} is not served here: ${why}; add an RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file${publicHint}`,
+    );
+  }
+
+  #unreachable(network: string): FacilitatorError {
+    const urls = [...this.#unresolved].map(([url, why]) => `${redactUrl(url)} (${why})`);
+    const [which, serves] =
+      urls.length === 1 ? ["RPC", "chain it serves"] : ["RPCs", "chains they serve"];
+    return FacilitatorError.of(
+      "chain_unavailable",
+      `${network}: the configured ${which} ${urls.join(", ")} could not be reached to learn which ${serves}`,
+    );
+  }
+
   #transport(urls: readonly string[]): Transport {
     const transports = urls.map((url) =>
       // Batching folds the concurrent reads of one verify into one HTTP request.
-      http(url, { batch: true, retryCount: 1, timeout: this.#timeoutMs }),
+      httpTransport(url, { batch: true, retryCount: 1, timeout: this.#timeoutMs }),
     );
     const [only] = transports;
     return transports.length === 1 && only !== undefined ? only : fallback(transports);
@@ -131,19 +252,19 @@ export class RpcRegistry {
     const pending = this.#urls.filter((url) => !this.#resolved.has(url));
     if (pending.length === 0) return Promise.resolve();
     this.#resolving ??= Promise.all(
-      pending.map(async (url) => {
+      pending.map(async (url): Promise<[string, string] | undefined> => {
         const client = createPublicClient({
-          transport: http(url, { retryCount: 0, timeout: this.#timeoutMs }),
+          transport: httpTransport(url, { retryCount: 0, timeout: this.#timeoutMs }),
         });
         try {
           this.#resolved.set(url, await client.getChainId());
           return undefined;
-        } catch {
-          return url;
+        } catch (error) {
+          return [url, unreachableReason(error)];
         }
       }),
     ).then((failed) => {
-      this.#unresolved = failed.filter((url): url is string => url !== undefined);
+      this.#unresolved = new Map(failed.filter((entry) => entry !== undefined));
       this.#resolving = undefined;
     });
     return this.#resolving;

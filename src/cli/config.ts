@@ -11,6 +11,7 @@ import { UsageError } from "./errors.js";
 
 export interface ConfigFlags {
   readonly rpcUrl?: string[] | undefined;
+  readonly publicRpcs?: boolean | undefined;
   readonly privateKeyFile?: string | undefined;
   readonly config?: string | undefined;
   readonly confirmTimeout?: string | undefined;
@@ -21,6 +22,11 @@ export interface ConfigFlags {
 
 export interface CliConfig {
   readonly rpcUrls: string[];
+  /**
+   * The built-in public RPCs for well-known chains without a configured URL: true beside the
+   * configured URLs too, false never; undefined: only when no URL is configured.
+   */
+  readonly publicRpcs?: boolean | undefined;
   /** The first settlement key; loaded only when the command needs to sign. */
   readonly loadPrivateKey: () => Hex | undefined;
   /** Every settlement key (a key file may hold one per line), used in turn. */
@@ -35,6 +41,7 @@ export interface CliConfig {
 
 interface ConfigFile {
   rpcUrls?: unknown;
+  publicRpcs?: unknown;
   privateKeyFile?: unknown;
   confirmTimeoutSeconds?: unknown;
   journal?: unknown;
@@ -70,17 +77,76 @@ function splitUrls(value: string): string[] {
     .filter(Boolean);
 }
 
-function checkUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new UsageError(`not a valid RPC URL: ${url.slice(0, 80)}`);
+function ordinal(n: number): string {
+  const teen = n % 100 >= 11 && n % 100 <= 13;
+  const suffix = teen ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th");
+  return `${n}${suffix}`;
+}
+
+/** Why a string is not a URL, without quoting it: RPC URLs often hold an API key. */
+function whyNotUrl(url: string): string {
+  if (/\s/.test(url)) return "it contains a space";
+  if (!/^[a-z][a-z0-9+.-]*:/i.test(url)) return "it does not start with a scheme such as https://";
+  return "it cannot be parsed as a URL";
+}
+
+/** Every URL must be http(s); an error names which one and why, never its text. */
+function checkUrls(urls: readonly string[], source: string): string[] {
+  urls.forEach((url, i) => {
+    const which =
+      urls.length === 1 ? `the URL of ${source}` : `the ${ordinal(i + 1)} URL of ${source}`;
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new UsageError(`${which} is not a valid URL: ${whyNotUrl(url)}`);
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+      throw new UsageError(`${which} must be http or https, not ${parsed.protocol.slice(0, -1)}`);
+    }
+  });
+  return [...urls];
+}
+
+/** `rpcUrls` in the config file: an array of URL strings (anything else must not mean "none"). */
+function fileUrls(value: unknown): string[] {
+  const source = "rpcUrls in the config file";
+  if (!Array.isArray(value)) throw new UsageError(`${source} must be an array of URLs`);
+  value.forEach((url, i) => {
+    if (typeof url !== "string") {
+      throw new UsageError(`the ${ordinal(i + 1)} entry of ${source} is not a string`);
+    }
+  });
+  return checkUrls(value as string[], source);
+}
+
+const SWITCH_VALUES: Readonly<Record<string, boolean>> = {
+  "1": true,
+  true: true,
+  yes: true,
+  on: true,
+  "0": false,
+  false: false,
+  no: false,
+  off: false,
+};
+
+function publicRpcsSetting(
+  flag: boolean | undefined,
+  env: string | undefined,
+  file: unknown,
+): boolean | undefined {
+  if (flag) return true;
+  if (env?.trim()) {
+    const value = SWITCH_VALUES[env.trim().toLowerCase()];
+    if (value === undefined) throw new UsageError("FACILITATOR_PUBLIC_RPCS must be 1 or 0");
+    return value;
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    throw new UsageError(`RPC URLs must be http(s); got ${parsed.protocol}`);
+  if (file === undefined) return undefined;
+  if (typeof file !== "boolean") {
+    throw new UsageError("publicRpcs in the config file must be true or false");
   }
-  return url;
+  return file;
 }
 
 function parseSeconds(value: unknown, source: string): number {
@@ -153,11 +219,17 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const file = readConfigFile(flags.config ?? env.FACILITATOR_CONFIG);
 
   let rpcUrls: string[];
-  if (flags.rpcUrl && flags.rpcUrl.length > 0) rpcUrls = flags.rpcUrl.flatMap(splitUrls);
-  else if (env.FACILITATOR_RPC_URL) rpcUrls = splitUrls(env.FACILITATOR_RPC_URL);
-  else if (Array.isArray(file.rpcUrls)) rpcUrls = file.rpcUrls.map(String);
+  if (flags.rpcUrl && flags.rpcUrl.length > 0) {
+    rpcUrls = checkUrls(flags.rpcUrl.flatMap(splitUrls), "--rpc-url");
+  } else if (env.FACILITATOR_RPC_URL) {
+    rpcUrls = checkUrls(splitUrls(env.FACILITATOR_RPC_URL), "FACILITATOR_RPC_URL");
+  } else if (file.rpcUrls !== undefined) rpcUrls = fileUrls(file.rpcUrls);
   else rpcUrls = [];
-  rpcUrls.forEach(checkUrl);
+  const publicRpcs = publicRpcsSetting(
+    flags.publicRpcs,
+    env.FACILITATOR_PUBLIC_RPCS,
+    file.publicRpcs,
+  );
 
   const confirmTimeoutMs =
     flags.confirmTimeout !== undefined
@@ -210,6 +282,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
 
   return {
     rpcUrls,
+    publicRpcs,
     loadPrivateKey,
     loadPrivateKeys,
     confirmTimeoutMs,

@@ -7,7 +7,8 @@ import { UsageError } from "./errors.js";
 
 /** With `signing`, the settlement keys and the journal file are loaded too (verify needs neither). */
 export async function facilitatorFrom(config: CliConfig, signing: boolean): Promise<Facilitator> {
-  if (!signing) return new Facilitator({ rpcUrls: config.rpcUrls });
+  const rpc = { rpcUrls: config.rpcUrls, useDefaultRpcs: config.publicRpcs };
+  if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();
   let journal: Journal;
   try {
@@ -17,7 +18,7 @@ export async function facilitatorFrom(config: CliConfig, signing: boolean): Prom
     throw new UsageError(`cannot open the settlement journal ${config.journalPath} (${code})`);
   }
   return new Facilitator({
-    rpcUrls: config.rpcUrls,
+    ...rpc,
     signers: keys.map((key) => settlementAccount(key)),
     journal,
     confirmTimeoutMs: config.confirmTimeoutMs,

@@ -10,6 +10,12 @@ import { type PaymentFlags, runPayment } from "./payment.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+const RPC_URL_HELP =
+  "RPC endpoint, repeatable or comma-separated (env FACILITATOR_RPC_URL); only their chains are served";
+const PUBLIC_RPCS_HELP =
+  "also serve well-known chains that have no --rpc-url through built-in public RPCs " +
+  "(env FACILITATOR_PUBLIC_RPCS=1; the default when no RPC is configured)";
+
 function waitUntilOption(value: string): WaitUntil {
   if (!WAIT_UNTIL.includes(value as WaitUntil)) {
     throw new InvalidArgumentError(`expected one of ${WAIT_UNTIL.join(", ")}`);
@@ -27,11 +33,8 @@ function paymentCommand(name: "verify" | "settle"): Command {
       "--requirements <file>",
       "FILE then holds only the PaymentPayload; requirements come from here",
     )
-    .option(
-      "--rpc-url <url>",
-      "RPC endpoint, repeatable or comma-separated (env FACILITATOR_RPC_URL)",
-      collect,
-    )
+    .option("--rpc-url <url>", RPC_URL_HELP, collect)
+    .option("--public-rpcs", PUBLIC_RPCS_HELP)
     .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)")
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer");
   return command;
@@ -144,11 +147,8 @@ const serve = withSettlementOptions(new Command("serve"))
     "require Authorization: Bearer <key> on /verify and /settle (or env FACILITATOR_API_KEY)",
   )
   .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
-  .option(
-    "--rpc-url <url>",
-    "RPC endpoint, repeatable or comma-separated (env FACILITATOR_RPC_URL)",
-    collect,
-  )
+  .option("--rpc-url <url>", RPC_URL_HELP, collect)
+  .option("--public-rpcs", PUBLIC_RPCS_HELP)
   .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)")
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(

@@ -24,7 +24,9 @@ export function llmsTxt(): string {
   Reference dialect: {"payload", "requirements", "waitUntil"?: "simulated" | "submitted" | "confirmed"}
     → 200 {"success": true, "transactionHash"} | 400/500/503 {"success": false, "error", "message", "transactionHash"?}
   x402 dialect → 200 {"success", "errorReason"?, "errorMessage"?, "transaction", "network", "payer"}
-- GET /supported: the kinds served ({"kinds", "extensions", "signers"}), in the x402 shape.
+- GET /supported: the kinds served ({"kinds", "extensions", "signers"}), in the x402 shape:
+  exactly the networks /verify and /settle accept. With any RPC configured, only their chains;
+  every other network is unsupported_network. See README.md#networks-served.
 - GET /health: whether each configured RPC answers (200 ok, 503 degraded).
 - GET /llms.txt: this file.
 
