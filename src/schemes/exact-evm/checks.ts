@@ -3,7 +3,7 @@
  * signed terms against the requirements (recipient, time window, amount), the asset's code.
  */
 import { type Address, isAddressEqual } from "viem";
-import { isUnreachable } from "../../chain/rpc.js";
+import { isUnreachable, unreachableReason } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SchemeContext } from "../types.js";
@@ -26,7 +26,10 @@ export function outcomeOf<T>(
 
 export function chainFailure(error: unknown, doing: string): Failure {
   if (isUnreachable(error)) {
-    return failure("chain_unavailable", `${doing}: the RPC could not be reached`);
+    return failure(
+      "chain_unavailable",
+      `${doing}: the RPC could not be reached (${unreachableReason(error)})`,
+    );
   }
   const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
   return failure("internal_error", `${doing}: ${text}`);
