@@ -33,6 +33,11 @@ export interface FacilitatorOptions extends RpcOptions {
   readonly confirmTimeoutMs?: number | undefined;
   /** Blocks a receipt must be deep before `confirmed` answers (default 1: mined). */
   readonly confirmations?: number | undefined;
+  /**
+   * Watch `submitted` settlements land in the background, to end their payers' reservations and
+   * charge reverts (a long-running server; default false: a CLI process exits after answering).
+   */
+  readonly watchSubmitted?: boolean | undefined;
   /** Reverts charged to one payer within the window before its settles wait (default 3)... */
   readonly payerRevertLimit?: number | undefined;
   /** ...and that window in milliseconds (default 10 minutes). */
@@ -195,6 +200,7 @@ export class Facilitator {
         now: this.#options.now ?? (() => Date.now() / 1000),
         confirmTimeoutMs: this.#options.confirmTimeoutMs ?? 60_000,
         confirmations: Math.max(1, this.#options.confirmations ?? 1),
+        watchSubmitted: this.#options.watchSubmitted ?? false,
         receiptPollMs: this.#options.receiptPollMs ?? 250,
       };
       return { ok: true, method, ctx };

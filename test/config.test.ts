@@ -387,3 +387,31 @@ describe("settlement safety settings", () => {
     expect(loadConfig({}, {}).replaceAfterMs).toBe(15_000);
   });
 });
+
+describe("reorg depth and payer throttle", () => {
+  it("confirmations: 1 by default; flag over environment over file; a whole number from 1", () => {
+    expect(loadConfig({}, {}).confirmations).toBe(1);
+    const config = configFile("confirmations.json", { confirmations: 12 });
+    expect(loadConfig({}, { FACILITATOR_CONFIG: config }).confirmations).toBe(12);
+    const env = { FACILITATOR_CONFIG: config, FACILITATOR_CONFIRMATIONS: "6" };
+    expect(loadConfig({}, env).confirmations).toBe(6);
+    expect(loadConfig({ confirmations: "3" }, env).confirmations).toBe(3);
+    expect(usageError(() => loadConfig({ confirmations: "0" }, {}))).toBe(
+      "--confirmations must be a whole number from 1 to 1000",
+    );
+    expect(usageError(() => loadConfig({ confirmations: "2.5" }, {}))).toMatch(/whole number/);
+  });
+
+  it("payerRevertLimit and payerRevertWindowSeconds come from the config file", () => {
+    expect(loadConfig({}, {}).payerRevertLimit).toBeUndefined();
+    const config = configFile("throttle.json", {
+      payerRevertLimit: 5,
+      payerRevertWindowSeconds: 30,
+    });
+    const loaded = loadConfig({ config }, {});
+    expect(loaded.payerRevertLimit).toBe(5);
+    expect(loaded.payerRevertWindowMs).toBe(30_000);
+    const bad = configFile("throttle-bad.json", { payerRevertLimit: "many" });
+    expect(usageError(() => loadConfig({ config: bad }, {}))).toMatch(/payerRevertLimit/);
+  });
+});

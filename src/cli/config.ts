@@ -17,6 +17,7 @@ export interface ConfigFlags {
   readonly confirmTimeout?: string | undefined;
   readonly journal?: string | undefined;
   readonly maxFee?: string | undefined;
+  readonly confirmations?: string | undefined;
   readonly replaceAfter?: string | undefined;
 }
 
@@ -37,6 +38,11 @@ export interface CliConfig {
   readonly maxFeeWei?: bigint | undefined;
   readonly maxFeeWeiByChain: Record<number, bigint>;
   readonly replaceAfterMs: number;
+  /** Blocks a receipt must be deep before a settle answers confirmed (1: mined). */
+  readonly confirmations: number;
+  /** Reverts charged to one payer within the window before its settles wait. */
+  readonly payerRevertLimit?: number | undefined;
+  readonly payerRevertWindowMs?: number | undefined;
 }
 
 interface ConfigFile {
@@ -47,6 +53,9 @@ interface ConfigFile {
   journal?: unknown;
   maxFee?: unknown;
   replaceAfterSeconds?: unknown;
+  confirmations?: unknown;
+  payerRevertLimit?: unknown;
+  payerRevertWindowSeconds?: unknown;
 }
 
 function readConfigFile(path: string | undefined): ConfigFile {
@@ -147,6 +156,15 @@ function publicRpcsSetting(
     throw new UsageError("publicRpcs in the config file must be true or false");
   }
   return file;
+}
+
+/** A whole number from 1 to `max`, from a flag, the environment or the config file. */
+function parseCount(value: unknown, source: string, max: number): number {
+  const n = typeof value === "number" ? value : Number(String(value).trim());
+  if (!Number.isSafeInteger(n) || n < 1 || n > max) {
+    throw new UsageError(`${source} must be a whole number from 1 to ${max}`);
+  }
+  return n;
 }
 
 function parseSeconds(value: unknown, source: string): number {
@@ -280,7 +298,27 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
         ? parseSeconds(file.replaceAfterSeconds, "replaceAfterSeconds in the config file")
         : 15_000;
 
+  const confirmations =
+    flags.confirmations !== undefined
+      ? parseCount(flags.confirmations, "--confirmations", 1000)
+      : env.FACILITATOR_CONFIRMATIONS
+        ? parseCount(env.FACILITATOR_CONFIRMATIONS, "FACILITATOR_CONFIRMATIONS", 1000)
+        : file.confirmations !== undefined
+          ? parseCount(file.confirmations, "confirmations in the config file", 1000)
+          : 1;
+  const payerRevertLimit =
+    file.payerRevertLimit !== undefined
+      ? parseCount(file.payerRevertLimit, "payerRevertLimit in the config file", 1_000_000)
+      : undefined;
+  const payerRevertWindowMs =
+    file.payerRevertWindowSeconds !== undefined
+      ? parseSeconds(file.payerRevertWindowSeconds, "payerRevertWindowSeconds in the config file")
+      : undefined;
+
   return {
+    confirmations,
+    payerRevertLimit,
+    payerRevertWindowMs,
     rpcUrls,
     publicRpcs,
     loadPrivateKey,

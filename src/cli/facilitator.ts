@@ -5,8 +5,15 @@ import { Facilitator } from "../facilitator.js";
 import type { CliConfig } from "./config.js";
 import { UsageError } from "./errors.js";
 
-/** With `signing`, the settlement keys and the journal file are loaded too (verify needs neither). */
-export async function facilitatorFrom(config: CliConfig, signing: boolean): Promise<Facilitator> {
+/**
+ * With `signing`, the settlement keys and the journal file are loaded too (verify needs neither).
+ * A `server` keeps running after it answers, so it may watch submitted settlements land.
+ */
+export async function facilitatorFrom(
+  config: CliConfig,
+  signing: boolean,
+  options: { server?: boolean } = {},
+): Promise<Facilitator> {
   const rpc = { rpcUrls: config.rpcUrls, useDefaultRpcs: config.publicRpcs };
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();
@@ -22,8 +29,12 @@ export async function facilitatorFrom(config: CliConfig, signing: boolean): Prom
     signers: keys.map((key) => settlementAccount(key)),
     journal,
     confirmTimeoutMs: config.confirmTimeoutMs,
+    confirmations: config.confirmations,
+    payerRevertLimit: config.payerRevertLimit,
+    payerRevertWindowMs: config.payerRevertWindowMs,
     maxFeeWei: config.maxFeeWei,
     maxFeeWeiByChain: config.maxFeeWeiByChain,
     replaceAfterMs: config.replaceAfterMs,
+    watchSubmitted: options.server === true,
   });
 }

@@ -62,6 +62,10 @@ function withSettlementOptions(command: Command): Command {
     .option(
       "--replace-after <seconds>",
       "replace a transaction stuck in the mempool this long with a higher fee (default 15)",
+    )
+    .option(
+      "--confirmations <n>",
+      "blocks a receipt must be deep before confirmed answers, for chains with deep reorgs (default 1; env FACILITATOR_CONFIRMATIONS)",
     );
 }
 

@@ -32,6 +32,8 @@ export interface SchemeContext {
   readonly confirmTimeoutMs: number;
   /** Blocks a receipt must be deep (1: mined) before `confirmed` answers. */
   readonly confirmations: number;
+  /** Whether to watch `submitted` settlements land in the background (long-running servers). */
+  readonly watchSubmitted: boolean;
   readonly receiptPollMs: number;
 }
 

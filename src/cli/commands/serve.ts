@@ -57,7 +57,7 @@ export async function serveHere(
   const apiKey = readApiKey(flags);
   const port = whole(flags.port, "--port", 4020, 65535);
   const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
-  const facilitator = await facilitatorFrom(config, true);
+  const facilitator = await facilitatorFrom(config, true, { server: true });
   // A server recovers many signatures: load the faster recovery once, up front.
   await useWasmSecp256k1();
   const log = flags.quiet

@@ -5,7 +5,7 @@
  * settlements keep reverting waits; nothing is broadcast that the payer's balance cannot cover
  * once what it already has in flight with us has landed.
  */
-import { isAddressEqual } from "viem";
+import { type Hex, isAddressEqual } from "viem";
 import { hasGasEstimate } from "../../chain/gas.js";
 import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
 import type { CallOutcome } from "../../chain/outcome.js";
@@ -45,10 +45,35 @@ function track(ctx: SchemeContext, key: string, payer: string, outcome: CallOutc
       ctx.inflight.release(key);
       return;
     case "submitted":
+      if (ctx.watchSubmitted) void watchLanding(ctx, key, payer, outcome.hash);
       return;
     case "failed":
       // With a hash it may still land: its reservation stays until it does.
       if (!outcome.hash) ctx.inflight.release(key);
+  }
+}
+
+/**
+ * A long-running server keeps an eye on what it answered `submitted` for, until it is mined or
+ * the confirmation wait is over, so the payer's reservation ends when it lands and a revert is
+ * charged to it. Its timers never hold a process up.
+ */
+async function watchLanding(ctx: SchemeContext, key: string, payer: string, hash: Hex) {
+  const deadline = Date.now() + ctx.confirmTimeoutMs;
+  const every = Math.max(ctx.receiptPollMs, 500);
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, every).unref());
+    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (!receipt) continue;
+    if (receipt.status === "success") {
+      track(ctx, key, payer, { kind: "confirmed", hash, receipt });
+      return;
+    }
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    const sent = await ctx.client.getTransaction({ hash }).catch(() => undefined);
+    const outOfGas = sent !== undefined && receipt.gasUsed >= sent.gas;
+    track(ctx, key, payer, { kind: "reverted", hash, receipt, outOfGas });
+    return;
   }
 }
 
@@ -118,9 +143,13 @@ async function pickUp<P>(
 ): Promise<SettleResult | undefined> {
   const journaled = { payment, expect: entry.expect };
   if (entry.state === "answered") {
+    // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
+    const { token, from, value } = entry.expect;
+    ctx.inflight.seed(ctx.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
     const recheck = await recheckAnswered(ctx, entry, () =>
       method.sameAsJournal(ctx, payment, entry),
     );
+    if (recheck.kind !== "resent") ctx.inflight.release(entry.key);
     if (recheck.kind === "standing") {
       const how = recheck.receipt ? "settled" : "submitted (not mined yet)";
       return {
@@ -137,7 +166,6 @@ async function pickUp<P>(
     }
     // Dropped by a reorg and not sendable again as it was: settle afresh if it still can pay.
     await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
-    ctx.inflight.release(entry.key);
     return undefined;
   }
   if (entry.state !== "broadcast" || waitUntil === "simulated") return undefined;
