@@ -215,6 +215,29 @@ describe("a payer whose settlements keep reverting", () => {
     await createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).mine({ blocks: 1 });
     expect((await otherSettle).body).toMatchObject({ success: true });
   }, 60_000);
+  test("a server watches what it answered submitted for: that revert is charged too", async () => {
+    const facilitator = facilitatorOn(devnet, { watchSubmitted: true, payerRevertLimit: 1 });
+    const payer = devnet.payers[3] as DevAccount;
+    const request = await signedRequest(devnet, payer, 1_000n);
+    const { handleSettle } = await import("../src/protocol/respond.js");
+    const submitted = await handleSettle(facilitator, request, { waitUntil: "submitted" });
+    expect(submitted.body).toMatchObject({ success: true });
+    const nonce = (request.payload.payload as { authorization: { nonce: Hex } }).authorization
+      .nonce;
+    await cancelAhead(payer, nonce);
+    const receipt = await chainOf(devnet).getTransactionReceipt({
+      hash: submitted.body.transactionHash as Hex,
+    });
+    expect(receipt.status).toBe("reverted");
+    let answer: Record<string, unknown> = {};
+    for (let i = 0; i < 50; i++) {
+      const next = await signedRequest(devnet, payer, 1_000n);
+      answer = (await handleSettle(facilitator, next, { waitUntil: "simulated" })).body;
+      if (answer.error === "payer_throttled") break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(answer).toMatchObject({ success: false, error: "payer_throttled" });
+  }, 30_000);
 });
 
 describe("a reorg", () => {
