@@ -145,6 +145,14 @@ const serve = withSettlementOptions(new Command("serve"))
   )
   .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
   .option(
+    "--max-connections <n>",
+    "connections served at once; more are answered 503 overloaded (default 512)",
+  )
+  .option(
+    "--max-inflight-bytes <bytes>",
+    "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
+  )
+  .option(
     "--rpc-url <url>",
     "RPC endpoint, repeatable or comma-separated (env FACILITATOR_RPC_URL)",
     collect,

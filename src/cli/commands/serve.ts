@@ -7,6 +7,7 @@ import chalk from "chalk";
 import { caip2 } from "../../chain/networks.js";
 import { useWasmSecp256k1 } from "../../chain/secp256k1.js";
 import { createHandler } from "../../http/handler.js";
+import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_INFLIGHT_BYTES } from "../../http/limits.js";
 import { startServer } from "../../http/server.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
@@ -17,6 +18,8 @@ export interface ServeFlags extends ConfigFlags {
   readonly port?: string | undefined;
   readonly apiKeyFile?: string | undefined;
   readonly bodyLimit?: string | undefined;
+  readonly maxConnections?: string | undefined;
+  readonly maxInflightBytes?: string | undefined;
   readonly quiet?: boolean | undefined;
 }
 
@@ -57,6 +60,18 @@ export async function serveHere(
   const apiKey = readApiKey(flags);
   const port = whole(flags.port, "--port", 4020, 65535);
   const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
+  const maxConnections = whole(
+    flags.maxConnections,
+    "--max-connections",
+    DEFAULT_MAX_CONNECTIONS,
+    1_000_000,
+  );
+  const maxInflightBytes = whole(
+    flags.maxInflightBytes,
+    "--max-inflight-bytes",
+    DEFAULT_MAX_INFLIGHT_BYTES,
+    Number.MAX_SAFE_INTEGER,
+  );
   const facilitator = await facilitatorFrom(config, true);
   // A server recovers many signatures: load the faster recovery once, up front.
   await useWasmSecp256k1();
@@ -69,6 +84,8 @@ export async function serveHere(
       host: flags.host ?? "127.0.0.1",
       port,
       bodyLimitBytes,
+      maxConnections,
+      maxInflightBytes,
       log,
     });
   } catch (error) {

@@ -1,0 +1,187 @@
+/**
+ * Issue 9, memory: a hostile payer sends 800 concurrent `/verify` requests of about 61 KB, each a
+ * valid signed payment whose `requirements.extra` also holds a 30,000-element array (49 MB in
+ * all). Before the limits, the serve worker's heap ran out, the process exited and 799 connections
+ * were reset. This file runs the real `facilitator serve` process (the built bundle) on a real
+ * anvil and proves that every request gets an HTTP answer, none is reset, the process stays up,
+ * and an ordinary verify succeeds afterwards. Every wait here is bounded.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import { signSampleRequest } from "../src/devnet/sample.js";
+
+let devnet: Devnet;
+let dir: string;
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-overload-"));
+});
+
+afterAll(async () => {
+  await devnet?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Serving {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly stderr: () => string;
+  readonly exited: Promise<number | null>;
+}
+
+/** Starts `facilitator serve` and resolves once it is listening (within 15 s). */
+function serve(args: string[]): Promise<Serving> {
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("FACILITATOR_")),
+  );
+  const child = spawn(
+    process.execPath,
+    ["bin/facilitator.js", "serve", "--port", "0", "--journal", path.join(dir, "journal"), ...args],
+    { env: { ...env, FORCE_COLOR: "0" }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let err = "";
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`serve did not start: ${err}`));
+    }, 15_000);
+    child.stderr?.on("data", (data: Buffer) => {
+      err += data.toString();
+      const match = /"event":"listening","url":"([^"]+)"/.exec(err);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1], stderr: () => err, exited });
+      }
+    });
+    void exited.then((code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+interface Answer {
+  readonly status?: number;
+  readonly retryAfter?: string | undefined;
+  readonly body?: string;
+  /** Set when the connection broke before a whole answer came back (reset, refused, ...). */
+  readonly error?: string;
+}
+
+/** One POST on its own connection (no pooling), with a 20 s bound. */
+function post(url: string, body: string): Promise<Answer> {
+  return new Promise((resolve) => {
+    const request = httpRequest(
+      `${url}/verify`,
+      {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+        timeout: 20_000,
+      },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        response.on("end", () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            retryAfter: response.headers["retry-after"],
+            body: text,
+          }),
+        );
+        response.on("error", (error) => resolve({ error: (error as Error).message }));
+      },
+    );
+    request.on("timeout", () => request.destroy(new Error("timeout")));
+    request.on("error", (error) =>
+      resolve({ error: (error as NodeJS.ErrnoException).code ?? error.message }),
+    );
+    request.end(body);
+  });
+}
+
+const rssKiB = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+
+/** The request of the incident: valid, signed, and 30,000 zeros in requirements.extra (~61 KB). */
+async function bloatedRequest(): Promise<string> {
+  const payer = devnet.payers[0];
+  if (!payer) throw new Error("no payer");
+  const request = await signSampleRequest(devnet, { payer });
+  const requirements = request.requirements as Record<string, unknown>;
+  const extra = requirements.extra as Record<string, unknown>;
+  // Only in requirements: payload.accepted is the same object, and a copy would double the size.
+  const bloated = {
+    ...request,
+    requirements: { ...requirements, extra: { ...extra, padding: new Array(30_000).fill(0) } },
+  };
+  return JSON.stringify(bloated);
+}
+
+describe("800 concurrent 61 KB verifies (issue 9)", () => {
+  test("every request is answered 400 or 503, none is reset, the process stays up and serves", async () => {
+    const body = await bloatedRequest();
+    expect(body.length).toBeGreaterThan(60_000);
+    expect(body.length).toBeLessThan(64 * 1024);
+
+    const server = await serve(["--rpc-url", devnet.rpcUrl]);
+    let peak = 0;
+    const sampler = setInterval(() => {
+      try {
+        peak = Math.max(peak, rssKiB(server.child.pid as number));
+      } catch {
+        // The process is gone; the assertions below say so.
+      }
+    }, 50);
+    try {
+      const started = Date.now();
+      const answers = await Promise.all(Array.from({ length: 800 }, () => post(server.url, body)));
+      const seconds = (Date.now() - started) / 1000;
+      clearInterval(sampler);
+
+      const byStatus = new Map<string, number>();
+      for (const a of answers) {
+        const key = a.error ? `error ${a.error}` : String(a.status);
+        byStatus.set(key, (byStatus.get(key) ?? 0) + 1);
+      }
+      // Give an exit that is under way a moment to be seen.
+      await new Promise((r) => setTimeout(r, 200));
+      const alive = server.child.exitCode === null && server.child.signalCode === null;
+      const summary = `${JSON.stringify(Object.fromEntries(byStatus))} in ${seconds} s, peak RSS ${Math.round(peak / 1024)} MiB, ${alive ? "alive" : `exited ${server.child.exitCode}: ${server.stderr().slice(-300)}`}`;
+      console.log(`overload: ${summary}`);
+
+      expect(alive, summary).toBe(true);
+      for (const a of answers) {
+        expect(a.error, summary).toBeUndefined();
+        const parsed = JSON.parse(a.body ?? "") as Record<string, unknown>;
+        if (a.status === 400) {
+          expect(parsed).toMatchObject({ success: false, error: "invalid_request" });
+          expect(parsed.message).toMatch(/requirements\.extra/);
+        } else {
+          expect(a.status, summary).toBe(503);
+          expect(parsed).toMatchObject({ success: false, error: "overloaded" });
+          expect(Number(a.retryAfter)).toBeGreaterThanOrEqual(1);
+        }
+      }
+
+      const payer = devnet.payers[1];
+      if (!payer) throw new Error("no payer");
+      const ordinary = await post(
+        server.url,
+        JSON.stringify(await signSampleRequest(devnet, { payer })),
+      );
+      expect(ordinary.status, ordinary.body ?? ordinary.error).toBe(200);
+      expect(server.child.exitCode).toBeNull();
+    } finally {
+      clearInterval(sampler);
+      server.child.kill("SIGKILL");
+    }
+  }, 30_000);
+});
