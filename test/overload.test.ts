@@ -9,11 +9,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
+import { connect, type Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
+import { Facilitator } from "../src/facilitator.js";
+import { createHandler } from "../src/http/handler.js";
+import { startServer } from "../src/http/server.js";
 
 let devnet: Devnet;
 let dir: string;
@@ -67,20 +71,28 @@ function serve(args: string[]): Promise<Serving> {
 interface Answer {
   readonly status?: number;
   readonly retryAfter?: string | undefined;
+  readonly connection?: string | undefined;
   readonly body?: string;
   /** Set when the connection broke before a whole answer came back (reset, refused, ...). */
   readonly error?: string;
 }
 
 /** One POST on its own connection (no pooling), with a 20 s bound. */
-function post(url: string, body: string): Promise<Answer> {
+function post(url: string, body: string, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve) => {
     const request = httpRequest(
       `${url}/verify`,
       {
         method: "POST",
         agent: false,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+        headers: {
+          "content-type": "application/json",
+          // Chunked when asked for: a request may not carry both.
+          ...(headers["transfer-encoding"]
+            ? {}
+            : { "content-length": String(Buffer.byteLength(body)) }),
+          ...headers,
+        },
         timeout: 20_000,
       },
       (response) => {
@@ -93,6 +105,7 @@ function post(url: string, body: string): Promise<Answer> {
           resolve({
             status: response.statusCode ?? 0,
             retryAfter: response.headers["retry-after"],
+            connection: response.headers.connection,
             body: text,
           }),
         );
@@ -184,4 +197,81 @@ describe("800 concurrent 61 KB verifies (issue 9)", () => {
       server.child.kill("SIGKILL");
     }
   }, 30_000);
+});
+
+/** Opens a raw connection and resolves once it is established (5 s bound). */
+function openSocket(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    const timer = setTimeout(() => reject(new Error("connect timed out")), 5_000);
+    socket.on("error", () => undefined);
+    socket.once("connect", () => {
+      clearTimeout(timer);
+      resolve(socket);
+    });
+  });
+}
+
+const expectOverloaded = (answer: Answer) => {
+  expect(answer.status, answer.error).toBe(503);
+  expect(answer.retryAfter).toBe("1");
+  expect(JSON.parse(answer.body ?? "")).toMatchObject({ success: false, error: "overloaded" });
+};
+
+describe("load limits of the server (in-process)", () => {
+  const verifyBody = async (i: number) => {
+    const payer = devnet.payers[i];
+    if (!payer) throw new Error(`no payer ${i}`);
+    return JSON.stringify(await signSampleRequest(devnet, { payer }));
+  };
+  const facilitator = () => new Facilitator({ rpcUrls: [devnet.rpcUrl], useDefaultRpcs: false });
+
+  test("a connection past --max-connections is answered 503 overloaded and closed", async () => {
+    const server = await startServer(createHandler(facilitator()), { port: 0, maxConnections: 2 });
+    const idle = [await openSocket(server.port), await openSocket(server.port)];
+    try {
+      const turnedAway = await post(server.url, await verifyBody(0));
+      expectOverloaded(turnedAway);
+      expect(turnedAway.connection).toBe("close");
+      for (const socket of idle) socket.destroy();
+      // Once the idle connections are gone, a new one is served (bounded wait for the close).
+      let answer: Answer = {};
+      for (let i = 0; i < 50; i++) {
+        answer = await post(server.url, await verifyBody(0));
+        if (answer.status === 200) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(answer.status, answer.body).toBe(200);
+    } finally {
+      for (const socket of idle) socket.destroy();
+      await server.close();
+    }
+  });
+
+  test("bytes in flight past --max-inflight-bytes: 503 for that request, the budget comes back", async () => {
+    const body = await verifyBody(1);
+    const server = await startServer(createHandler(facilitator()), {
+      port: 0,
+      maxInflightBytes: body.length + 1_000,
+    });
+    const slow = await openSocket(server.port);
+    try {
+      // A request that declares 1,000 bytes and sends 10 holds 1,000 bytes of the budget.
+      slow.write(
+        'POST /verify HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"payload"',
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      // Declared, and streamed without a length (chunked): both refused while the budget is short.
+      expectOverloaded(await post(server.url, `${body} `));
+      expectOverloaded(await post(server.url, `${body} `, { "transfer-encoding": "chunked" }));
+      // The slow client gives up: its bytes return to the budget and the next request is served.
+      slow.destroy();
+      await new Promise((r) => setTimeout(r, 100));
+      const served = await post(server.url, body);
+      expect(served.status, served.body).toBe(200);
+    } finally {
+      slow.destroy();
+      await server.close();
+    }
+  });
 });
