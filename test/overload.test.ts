@@ -6,9 +6,7 @@
  * anvil and proves that every request gets an HTTP answer, none is reset, the process stays up,
  * and an ordinary verify succeeds afterwards. Every wait here is bounded.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { request as httpRequest } from "node:http";
 import { connect, type Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -18,6 +16,7 @@ import { signSampleRequest } from "../src/devnet/sample.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { startServer } from "../src/http/server.js";
+import { type Answer, post, startServe } from "./helpers/serve.js";
 
 let devnet: Devnet;
 let dir: string;
@@ -31,94 +30,6 @@ afterAll(async () => {
   await devnet?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
-
-interface Serving {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly stderr: () => string;
-  readonly exited: Promise<number | null>;
-}
-
-/** Starts `facilitator serve` and resolves once it is listening (within 15 s). */
-function serve(args: string[]): Promise<Serving> {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith("FACILITATOR_")),
-  );
-  const child = spawn(
-    process.execPath,
-    ["bin/facilitator.js", "serve", "--port", "0", "--journal", path.join(dir, "journal"), ...args],
-    { env: { ...env, FORCE_COLOR: "0" }, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let err = "";
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`serve did not start: ${err}`));
-    }, 15_000);
-    child.stderr?.on("data", (data: Buffer) => {
-      err += data.toString();
-      const match = /"event":"listening","url":"([^"]+)"/.exec(err);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1], stderr: () => err, exited });
-      }
-    });
-    void exited.then((code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
-}
-
-interface Answer {
-  readonly status?: number;
-  readonly retryAfter?: string | undefined;
-  readonly connection?: string | undefined;
-  readonly body?: string;
-  /** Set when the connection broke before a whole answer came back (reset, refused, ...). */
-  readonly error?: string;
-}
-
-/** One POST on its own connection (no pooling), with a 20 s bound. */
-function post(url: string, body: string, headers: Record<string, string> = {}): Promise<Answer> {
-  return new Promise((resolve) => {
-    const request = httpRequest(
-      `${url}/verify`,
-      {
-        method: "POST",
-        agent: false,
-        headers: {
-          "content-type": "application/json",
-          // Chunked when asked for: a request may not carry both.
-          ...(headers["transfer-encoding"]
-            ? {}
-            : { "content-length": String(Buffer.byteLength(body)) }),
-          ...headers,
-        },
-        timeout: 20_000,
-      },
-      (response) => {
-        let text = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => {
-          text += chunk;
-        });
-        response.on("end", () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            retryAfter: response.headers["retry-after"],
-            connection: response.headers.connection,
-            body: text,
-          }),
-        );
-        response.on("error", (error) => resolve({ error: (error as Error).message }));
-      },
-    );
-    request.on("timeout", () => request.destroy(new Error("timeout")));
-    request.on("error", (error) =>
-      resolve({ error: (error as NodeJS.ErrnoException).code ?? error.message }),
-    );
-    request.end(body);
-  });
-}
 
 const rssKiB = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
@@ -144,7 +55,12 @@ describe("800 concurrent 61 KB verifies (issue 9)", () => {
     expect(body.length).toBeGreaterThan(60_000);
     expect(body.length).toBeLessThan(64 * 1024);
 
-    const server = await serve(["--rpc-url", devnet.rpcUrl]);
+    const server = await startServe([
+      "--rpc-url",
+      devnet.rpcUrl,
+      "--journal",
+      path.join(dir, "journal"),
+    ]);
     let peak = 0;
     const sampler = setInterval(() => {
       try {

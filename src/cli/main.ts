@@ -143,6 +143,11 @@ const serve = withSettlementOptions(new Command("serve"))
     "--api-key-file <file>",
     "require Authorization: Bearer <key> on /verify and /settle (or env FACILITATOR_API_KEY)",
   )
+  .option(
+    "--allowed-host <name>",
+    "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
+    collect,
+  )
   .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
   .option(
     "--max-connections <n>",
@@ -151,6 +156,10 @@ const serve = withSettlementOptions(new Command("serve"))
   .option(
     "--max-inflight-bytes <bytes>",
     "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
+  )
+  .option(
+    "--max-heap <MiB>",
+    "heap of the serving thread; if it runs out, the server restarts (default 96)",
   )
   .option(
     "--rpc-url <url>",
