@@ -72,6 +72,8 @@ Example (against \`facilitator devnet\`, which prints these paths):
   facilitator verify /tmp/facilitator-devnet/request.json
   cat payload.json | facilitator verify - --requirements requirements.json | jq .success
 
+Input: at most 1 MiB (key and config files 64 KiB); a pipe, FIFO or stdin that sends nothing for
+FACILITATOR_INPUT_TIMEOUT seconds (default 30) is an error.
 Exit status: 0 valid, 1 rejected, 2 bad input or usage, 3 chain or infrastructure failure.`,
   )
   .action(async (file: string | undefined, flags: PaymentFlags) => {
@@ -96,6 +98,8 @@ Example (against \`facilitator devnet\`, which prints these paths):
     --private-key-file /tmp/facilitator-devnet/facilitator.key --wait-until confirmed
 
 The key is never accepted as a flag value and never printed.
+Input: at most 1 MiB (key and config files 64 KiB); a pipe, FIFO or stdin that sends nothing for
+FACILITATOR_INPUT_TIMEOUT seconds (default 30) is an error.
 Exit status: 0 settled, 1 rejected, 2 bad input or usage, 3 chain or infrastructure failure
 (3 with settlement_pending means: broadcast, not yet confirmed; the hash is in the answer).`,
   )

@@ -84,20 +84,26 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
     if (n < 1) throw new UsageError(`${flag} must be at least 1`);
     return n;
   };
+  const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
+  const maxInflightBytes = whole(
+    flags.maxInflightBytes,
+    "--max-inflight-bytes",
+    Math.max(DEFAULT_MAX_INFLIGHT_BYTES, bodyLimitBytes),
+    Number.MAX_SAFE_INTEGER,
+  );
+  // Below the body limit, a body of the largest accepted size could never be served.
+  if (maxInflightBytes < bodyLimitBytes) {
+    throw new UsageError("--max-inflight-bytes must be at least --body-limit");
+  }
   return {
     host: flags.host ?? "127.0.0.1",
     port: whole(flags.port, "--port", 4020, 65535),
-    bodyLimitBytes: whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024),
+    bodyLimitBytes,
     maxConnections: atLeastOne(
       whole(flags.maxConnections, "--max-connections", DEFAULT_MAX_CONNECTIONS, 1_000_000),
       "--max-connections",
     ),
-    maxInflightBytes: whole(
-      flags.maxInflightBytes,
-      "--max-inflight-bytes",
-      DEFAULT_MAX_INFLIGHT_BYTES,
-      Number.MAX_SAFE_INTEGER,
-    ),
+    maxInflightBytes,
     allowedHosts,
     maxHeapMb: atLeastOne(
       whole(flags.maxHeap, "--max-heap", DEFAULT_MAX_HEAP_MB, 65536),
