@@ -48,7 +48,6 @@ export async function startServer(
   const host = options.host ?? "127.0.0.1";
   const limit = options.bodyLimitBytes ?? 64 * 1024;
   const inFlight = new Set<Promise<void>>();
-
   const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES);
 
   const serve = async (request: IncomingMessage, response: ServerResponse) => {
