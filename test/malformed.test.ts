@@ -229,6 +229,44 @@ const cases: [string, () => unknown, ErrorCode, RegExp][] = [
     "unsupported_network",
     /v1 uses names such as base-sepolia/,
   ],
+  // Free-form fields are bounded (issue 9): a payment needs a few values there, not thousands.
+  [
+    "30,000 values in requirements.extra",
+    // A new requirements object: in the sample, payload.accepted is the same object.
+    edit((r) => {
+      const extra = { ...r.requirements.extra, padding: new Array(30_000).fill(0) };
+      r.requirements = { ...r.requirements, extra };
+    }),
+    "invalid_request",
+    /^requirements\.extra holds more than 512 JSON values/,
+  ],
+  [
+    "a deeply nested payload.resource",
+    set("payload.resource", JSON.parse(`${"[".repeat(40)}${"]".repeat(40)}`)),
+    "invalid_request",
+    /^payload\.resource is nested more than 32 levels deep/,
+  ],
+  [
+    "100,000 levels of nesting in payload.extensions",
+    set("payload.extensions", { x: JSON.parse(`${"[".repeat(100_000)}${"]".repeat(100_000)}`) }),
+    "invalid_request",
+    /^payload\.extensions is nested more than 32 levels/,
+  ],
+  [
+    "an unknown top-level field with 1,000 values",
+    edit((r) => ({ ...r, junk: new Array(1_000).fill("x") })),
+    "invalid_request",
+    /^junk holds more than 512 JSON values/,
+  ],
+  [
+    "many fields of a few values each",
+    edit((r) => {
+      r.requirements = { ...r.requirements };
+      for (let i = 0; i < 10; i++) r.requirements[`f${i}`] = new Array(300).fill(i);
+    }),
+    "invalid_request",
+    /^the body holds more than 2048 JSON values \(the limit\); passed in requirements\.f6/,
+  ],
 ];
 
 describe("reference dialect", () => {
@@ -274,6 +312,49 @@ describe("x402 dialect", () => {
       transaction: "",
       network: devnet.network,
     });
+  });
+});
+
+describe("free-form field bounds", () => {
+  test("the x402 dialect names the field and tells payload from requirements problems", async () => {
+    const request = structuredClone(valid);
+    request.requirements = {
+      ...request.requirements,
+      extra: { ...request.requirements.extra, padding: new Array(1_000).fill(0) },
+    };
+    const asRequirements = await handleVerify(facilitator, {
+      x402Version: 2,
+      paymentPayload: request.payload,
+      paymentRequirements: request.requirements,
+    });
+    expect(asRequirements.body).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_payment_requirements",
+    });
+    expect(asRequirements.body.invalidMessage).toMatch(/^paymentRequirements\.extra holds more/);
+    const bloatedPayload = structuredClone(valid);
+    bloatedPayload.payload.extensions = { big: new Array(1_000).fill({}) };
+    const asPayload = await handleVerify(facilitator, {
+      x402Version: 2,
+      paymentPayload: bloatedPayload.payload,
+      paymentRequirements: bloatedPayload.requirements,
+    });
+    expect(asPayload.body).toMatchObject({ isValid: false, invalidReason: "invalid_payload" });
+    expect(asPayload.body.invalidMessage).toMatch(/^paymentPayload\.extensions holds more/);
+  });
+
+  test("fields of the sizes real payments use pass", async () => {
+    const request = structuredClone(valid);
+    // A generous v1-style outputSchema and a few extensions: well inside the limits.
+    request.requirements.extra.outputSchema = {
+      input: { type: "http", method: "GET" },
+      output: Object.fromEntries(
+        Array.from({ length: 60 }, (_, i) => [`f${i}`, { type: "string", description: "x" }]),
+      ),
+    };
+    request.payload.extensions = { bazaar: { info: { a: [1, 2, 3] }, schema: { type: "object" } } };
+    const reply = await handleVerify(facilitator, request);
+    expect(reply.body).toMatchObject({ success: true });
   });
 });
 

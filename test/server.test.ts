@@ -3,8 +3,10 @@
  * abuse, and a graceful stop that lets a settle in flight answer. Every loop here is bounded.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { createPublicClient, createTestClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -163,7 +165,10 @@ function serveProcess(
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("FACILITATOR_")),
   );
-  const child = spawn(process.execPath, ["bin/facilitator.js", "serve", "--port", "0", ...args], {
+  // serve opens its settlement journal at start: keep it in a temporary directory.
+  const journal = path.join(mkdtempSync(path.join(os.tmpdir(), "facilitator-serve-")), "journal");
+  const serveArgs = ["serve", "--port", "0", "--journal", journal, ...args];
+  const child = spawn(process.execPath, ["bin/facilitator.js", ...serveArgs], {
     env: { ...env, FORCE_COLOR: "0" },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -3,10 +3,10 @@
  * The settlement key is read from the environment or a file, never from a flag's value, and is
  * never echoed, not even in an error message.
  */
-import { readFileSync } from "node:fs";
 import { type Hex, parseEther } from "viem";
 import { defaultJournalPath } from "../chain/journal.js";
 import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
+import { readSmallFile } from "./bounded-read.js";
 import { UsageError } from "./errors.js";
 
 export interface ConfigFlags {
@@ -58,14 +58,9 @@ interface ConfigFile {
   payerRevertWindowSeconds?: unknown;
 }
 
-function readConfigFile(path: string | undefined): ConfigFile {
+function readConfigFile(path: string | undefined, env: NodeJS.ProcessEnv): ConfigFile {
   if (!path) return {};
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    throw new UsageError(`cannot read config file ${path}: ${(error as Error).message}`);
-  }
+  const text = readSmallFile(path, `config file ${path}`, env);
   try {
     const parsed: unknown = JSON.parse(text);
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
@@ -184,14 +179,8 @@ export function readPrivateKey(text: string, source: string): Hex {
 }
 
 /** One key per line; blank lines and lines starting with # are skipped. */
-function readKeyFile(path: string, source: string): Hex[] {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "unreadable";
-    throw new UsageError(`cannot read the private key file from ${source} (${code})`);
-  }
+function readKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): Hex[] {
+  const text = readSmallFile(path, `the private key file from ${source}`, env);
   const lines = text
     .split(/\r?\n/)
     .map((line) => line.trim())
@@ -234,7 +223,7 @@ function feeCaps(value: unknown): { all?: bigint; byChain: Record<number, bigint
 }
 
 export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): CliConfig {
-  const file = readConfigFile(flags.config ?? env.FACILITATOR_CONFIG);
+  const file = readConfigFile(flags.config ?? env.FACILITATOR_CONFIG, env);
 
   let rpcUrls: string[];
   if (flags.rpcUrl && flags.rpcUrl.length > 0) {
@@ -259,7 +248,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
           : 60_000;
 
   const loadPrivateKeys = (): Hex[] => {
-    if (flags.privateKeyFile) return readKeyFile(flags.privateKeyFile, "--private-key-file");
+    if (flags.privateKeyFile) return readKeyFile(flags.privateKeyFile, "--private-key-file", env);
     if (env.FACILITATOR_PRIVATE_KEY) {
       return env.FACILITATOR_PRIVATE_KEY.split(",").map((key, i, all) =>
         readPrivateKey(
@@ -269,10 +258,10 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       );
     }
     if (env.FACILITATOR_PRIVATE_KEY_FILE) {
-      return readKeyFile(env.FACILITATOR_PRIVATE_KEY_FILE, "FACILITATOR_PRIVATE_KEY_FILE");
+      return readKeyFile(env.FACILITATOR_PRIVATE_KEY_FILE, "FACILITATOR_PRIVATE_KEY_FILE", env);
     }
     if (typeof file.privateKeyFile === "string") {
-      return readKeyFile(file.privateKeyFile, "privateKeyFile in the config file");
+      return readKeyFile(file.privateKeyFile, "privateKeyFile in the config file", env);
     }
     return [];
   };

@@ -1,23 +1,23 @@
-/** Reading the request from a file or stdin, without ever waiting on a terminal. */
-import { readFile } from "node:fs/promises";
+/** Reading the request from a file or stdin: bounded in size and time, never waiting on a terminal. */
+import {
+  InputError,
+  inputTimeoutMs,
+  REQUEST_LIMIT_BYTES,
+  readPathBounded,
+  readStdinBounded,
+} from "./bounded-read.js";
 import { UsageError } from "./errors.js";
 
-async function readStdin(): Promise<string> {
-  if (process.stdin.isTTY) {
-    throw new UsageError("no input: pass a FILE, or pipe the JSON request on stdin");
-  }
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
 export async function readSource(file: string | undefined): Promise<string> {
-  if (file === undefined || file === "-") return readStdin();
+  const limits = { maxBytes: REQUEST_LIMIT_BYTES, idleTimeoutMs: inputTimeoutMs() };
+  const stdin = file === undefined || file === "-";
   try {
-    return await readFile(file, "utf8");
+    const bytes = stdin ? await readStdinBounded(limits) : readPathBounded(file, limits);
+    return bytes.toString("utf8");
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : code;
-    throw new UsageError(`cannot read ${file}: ${why ?? "unreadable"}`);
+    if (error instanceof InputError) {
+      throw new UsageError(`cannot read ${stdin ? "stdin" : file}: ${error.reason}`);
+    }
+    throw error;
   }
 }

@@ -79,6 +79,8 @@ Example (against \`facilitator devnet\`, which prints these paths):
   facilitator verify /tmp/facilitator-devnet/request.json
   cat payload.json | facilitator verify - --requirements requirements.json | jq .success
 
+Input: at most 1 MiB (key and config files 64 KiB); a pipe, FIFO or stdin that sends nothing for
+FACILITATOR_INPUT_TIMEOUT seconds (default 30) is an error.
 Exit status: 0 valid, 1 rejected, 2 bad input or usage, 3 chain or infrastructure failure.`,
   )
   .action(async (file: string | undefined, flags: PaymentFlags) => {
@@ -103,6 +105,8 @@ Example (against \`facilitator devnet\`, which prints these paths):
     --private-key-file /tmp/facilitator-devnet/facilitator.key --wait-until confirmed
 
 The key is never accepted as a flag value and never printed.
+Input: at most 1 MiB (key and config files 64 KiB); a pipe, FIFO or stdin that sends nothing for
+FACILITATOR_INPUT_TIMEOUT seconds (default 30) is an error.
 Exit status: 0 settled, 1 rejected, 2 bad input or usage, 3 chain or infrastructure failure
 (3 with settlement_pending means: broadcast, not yet confirmed; the hash is in the answer).`,
   )
@@ -150,7 +154,24 @@ const serve = withSettlementOptions(new Command("serve"))
     "--api-key-file <file>",
     "require Authorization: Bearer <key> on /verify and /settle (or env FACILITATOR_API_KEY)",
   )
+  .option(
+    "--allowed-host <name>",
+    "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
+    collect,
+  )
   .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
+  .option(
+    "--max-connections <n>",
+    "connections served at once; more are answered 503 overloaded (default 512)",
+  )
+  .option(
+    "--max-inflight-bytes <bytes>",
+    "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
+  )
+  .option(
+    "--max-heap <MiB>",
+    "heap of the serving thread; if it runs out, the server restarts (default 96)",
+  )
   .option("--rpc-url <url>", RPC_URL_HELP, collect)
   .option("--public-rpcs", PUBLIC_RPCS_HELP)
   .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)")

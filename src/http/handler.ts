@@ -29,6 +29,11 @@ export interface HttpResponse {
 export interface HandlerOptions {
   /** When set, /verify and /settle require `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string | undefined;
+  /**
+   * When set, requests whose Host header it refuses get 403 `untrusted_host` (the DNS-rebinding
+   * guard of a server without an API key; see hosts.ts).
+   */
+  readonly trustedHost?: ((host: string | undefined) => boolean) | undefined;
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -94,6 +99,13 @@ function fail(code: ErrorCode, message?: string): HttpResponse {
 export function createHandler(facilitator: Facilitator, options: HandlerOptions = {}) {
   return async function handle(request: HttpRequest): Promise<HttpResponse> {
     const path = request.url.split("?")[0] ?? "/";
+    const host = header(request, "host");
+    if (options.trustedHost && !options.trustedHost(host)) {
+      return fail(
+        "untrusted_host",
+        `this server does not answer for Host ${JSON.stringify((host ?? "").slice(0, 100))}; name it with --allowed-host, or require an API key`,
+      );
+    }
     const allowed = routes[path];
     if (!allowed) return fail("not_found", `no endpoint ${path.slice(0, 100)}; see GET /llms.txt`);
     if (!allowed.includes(request.method)) {

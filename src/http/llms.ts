@@ -31,7 +31,12 @@ export function llmsTxt(): string {
 - GET /llms.txt: this file.
 
 Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.
-With an API key configured, /verify and /settle need "Authorization: Bearer <key>".
+Free-form fields (requirements.extra, paymentPayload.resource and extensions, outputSchema) hold at
+most 512 JSON values and 32 levels each, the body 2048 values (invalid_request otherwise).
+With an API key configured, /verify and /settle need "Authorization: Bearer <key>"; without one,
+the Host header must name this server (403 untrusted_host otherwise).
+Under load (too many connections or request bytes in flight): 503 overloaded with Retry-After;
+retry after that many seconds.
 
 ## Error codes
 
@@ -42,6 +47,7 @@ ${codes}
 - Two dialects: README.md#two-dialects
 - waitUntil: README.md#waituntil
 - Errors: README.md#errors
+- Limits and restarts: README.md#the-http-service
 - Configuration: README.md#configuration
 - How verification works: README.md#how-verification-works-and-where-we-differ-from-the-reference
 - Not supported yet: README.md#not-supported-yet

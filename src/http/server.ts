@@ -6,12 +6,25 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { failure } from "../errors.js";
 import { errorResponse, type Handler, type HttpResponse } from "./handler.js";
+import {
+  type Body,
+  ByteBudget,
+  ConnectionGate,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_INFLIGHT_BYTES,
+  overloaded,
+  readBody,
+} from "./limits.js";
 
 export interface ServerOptions {
   readonly host?: string;
   readonly port?: number;
   /** Largest accepted body, counted while it streams in (default 64 KiB). */
   readonly bodyLimitBytes?: number;
+  /** Connections served at once; more get 503 `overloaded` (default 512). */
+  readonly maxConnections?: number;
+  /** Request-body bytes buffered across all requests in flight (default 8 MiB). */
+  readonly maxInflightBytes?: number;
   /** Time allowed for the request headers (default 10 s). */
   readonly headersTimeoutMs?: number;
   /** Time allowed for the whole request to arrive (default 30 s). */
@@ -28,50 +41,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-type Body = { ok: true; body: Buffer } | { ok: false; response: HttpResponse };
-
-function readBody(request: IncomingMessage, limit: number): Promise<Body> {
-  const tooLarge = (): Body => ({
-    ok: false,
-    response: errorResponse(failure("payload_too_large", `the body is over ${limit} bytes`)),
-  });
-  const declared = Number(request.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) return Promise.resolve(tooLarge());
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (result: Body) => {
-      if (done) return;
-      done = true;
-      resolve(result);
-    };
-    request.on("data", (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > limit) {
-        // Stop buffering at once; the socket is closed after the 413 is written.
-        finish(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.on("end", () => finish({ ok: true, body: Buffer.concat(chunks) }));
-    request.on("error", () =>
-      finish({
-        ok: false,
-        response: errorResponse(failure("invalid_request", "the body was cut off")),
-      }),
-    );
-    request.on("aborted", () =>
-      finish({
-        ok: false,
-        response: errorResponse(failure("invalid_request", "the body was cut off")),
-      }),
-    );
-  });
-}
-
 export async function startServer(
   handler: Handler,
   options: ServerOptions = {},
@@ -79,19 +48,25 @@ export async function startServer(
   const host = options.host ?? "127.0.0.1";
   const limit = options.bodyLimitBytes ?? 64 * 1024;
   const inFlight = new Set<Promise<void>>();
+  const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES);
 
   const serve = async (request: IncomingMessage, response: ServerResponse) => {
     const started = performance.now();
     const method = request.method ?? "GET";
     const path = (request.url ?? "/").split("?")[0] ?? "/";
+    const refuse = gate.turnsAway(request.socket) ? overloaded("too many connections") : undefined;
     let result: HttpResponse;
-    let closeAfter = false;
+    let close: "drained" | "now" | undefined;
+    let release: (() => void) | undefined;
     try {
       const needsBody = method === "POST" || method === "PUT" || method === "PATCH";
-      const body = needsBody
-        ? await readBody(request, limit)
-        : ({ ok: true, body: Buffer.alloc(0) } as const);
+      const body: Body = needsBody
+        ? await readBody(request, { limit, budget, refuse })
+        : refuse
+          ? { ok: false, response: errorResponse(refuse), close: "drained" }
+          : { ok: true, body: Buffer.alloc(0), release: () => undefined };
       if (body.ok) {
+        release = body.release;
         result = await handler({
           method,
           url: request.url ?? "/",
@@ -100,19 +75,23 @@ export async function startServer(
         });
       } else {
         result = body.response;
-        closeAfter = true;
+        close = body.close;
       }
     } catch (error) {
       // The handler does not throw by design; if it ever does, answer without leaking details.
       const text = error instanceof Error ? error.name : "error";
       result = errorResponse(failure("internal_error", `unexpected ${text}`));
+    } finally {
+      // The body's bytes count until the handler is done with what was parsed from them.
+      release?.();
     }
     if (!response.destroyed && !response.headersSent) {
       const headers: Record<string, string> = { ...result.headers };
-      if (closeAfter) headers.connection = "close";
+      if (close) headers.connection = "close";
       response.writeHead(result.status, headers);
       response.end(method === "HEAD" ? undefined : result.body);
-      if (closeAfter) response.on("finish", () => request.socket.destroy());
+      // "drained": node closes the connection itself after the answer (Connection: close).
+      if (close === "now") response.on("finish", () => request.socket.destroy());
     }
     options.log?.({
       time: new Date().toISOString(),
@@ -139,6 +118,7 @@ export async function startServer(
       inFlight.add(task);
     },
   );
+  const gate = new ConnectionGate(server, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
   // Malformed HTTP: answer 400 and drop the connection; the server keeps serving.
   server.on("clientError", (_error, socket) => {
     if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");

@@ -4,6 +4,7 @@
  */
 import type { z } from "zod";
 import { type Failure, failure } from "../errors.js";
+import { exceedsBounds } from "./bounds.js";
 import {
   describeIssue,
   payloadV1Schema,
@@ -112,6 +113,9 @@ export function parseRequest(body: unknown): ParsedRequest {
   const rawPayload = body[paths.payload];
   const rawRequirements = body[paths.requirements];
   const payer = payerHint(rawPayload);
+  // Before anything keeps the body alive: free-form fields must stay small (issue 9).
+  const exceeded = exceedsBounds(body, [paths.payload, paths.requirements]);
+  if (exceeded) return reject(invalidField(exceeded.message, exceeded.field), payer);
   for (const [name, value] of [
     [paths.payload, rawPayload],
     [paths.requirements, rawRequirements],

@@ -1,19 +1,25 @@
-/** The serving thread of `facilitator serve` (see runServe): runs the server until told to stop. */
+/** The serving thread of `facilitator serve` (see serve-supervisor.ts): serves until told to stop. */
 import { parentPort, workerData } from "node:worker_threads";
 import { UsageError } from "../errors.js";
-import { type ServeFlags, serveHere } from "./serve.js";
+import { type ServeSettings, serveHere } from "./serve.js";
+import type { WorkerMessage } from "./serve-supervisor.js";
 
-const { flags, bannerOnTty } = workerData as { flags: ServeFlags; bannerOnTty: boolean };
+const { settings, bannerOnTty } = workerData as { settings: ServeSettings; bannerOnTty: boolean };
+const tell = (message: WorkerMessage) => parentPort?.postMessage(message);
 const stopped = new Promise<void>((resolve) => {
   parentPort?.on("message", (message: { type?: string }) => {
     if (message.type === "stop") resolve();
   });
 });
 try {
-  process.exitCode = await serveHere(flags, { bannerOnTty, stopped });
+  process.exitCode = await serveHere(settings, {
+    bannerOnTty,
+    stopped,
+    onListening: (port) => tell({ type: "listening", port }),
+  });
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
-  parentPort?.postMessage({ type: "usage", message: error.message });
+  tell({ type: "usage", message: error.message });
   process.exitCode = 2;
 }
 parentPort?.close();

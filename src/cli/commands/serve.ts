@@ -1,14 +1,18 @@
 /**
  * `facilitator serve`: the same core over HTTP. Binds 127.0.0.1 unless told otherwise, logs one
  * JSON line per request on stderr, and on SIGINT/SIGTERM lets settles in flight answer first.
+ * The server runs in a worker thread (serve-supervisor.ts starts it, and again if it dies).
  */
-import { readFileSync } from "node:fs";
 import chalk from "chalk";
+import type { Hex } from "viem";
 import { caip2 } from "../../chain/networks.js";
 import { useWasmSecp256k1 } from "../../chain/secp256k1.js";
 import { createHandler } from "../../http/handler.js";
+import { hostOf, trustedHosts } from "../../http/hosts.js";
+import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_INFLIGHT_BYTES } from "../../http/limits.js";
 import { startServer } from "../../http/server.js";
-import { type ConfigFlags, loadConfig } from "../config.js";
+import { readSmallFile } from "../bounded-read.js";
+import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 
@@ -16,20 +20,42 @@ export interface ServeFlags extends ConfigFlags {
   readonly host?: string | undefined;
   readonly port?: string | undefined;
   readonly apiKeyFile?: string | undefined;
+  readonly allowedHost?: string[] | undefined;
   readonly bodyLimit?: string | undefined;
+  readonly maxConnections?: string | undefined;
+  readonly maxInflightBytes?: string | undefined;
+  readonly maxHeap?: string | undefined;
   readonly quiet?: boolean | undefined;
 }
 
+/** The configuration without its loader functions, which cannot cross into a worker. */
+type PlainConfig = Omit<CliConfig, "loadPrivateKey" | "loadPrivateKeys">;
+
+/**
+ * Everything the serving thread needs, resolved once in the main thread: a restarted worker gets
+ * the same values, even when a key came from a pipe (`<(cmd)`) that can be read only once.
+ */
+export interface ServeSettings {
+  readonly host: string;
+  readonly port: number;
+  readonly bodyLimitBytes: number;
+  readonly maxConnections: number;
+  readonly maxInflightBytes: number;
+  readonly allowedHosts: readonly string[];
+  /** Old-generation heap of the serving thread, MiB. */
+  readonly maxHeapMb: number;
+  readonly apiKey: string | undefined;
+  readonly config: PlainConfig;
+  readonly privateKeys: readonly Hex[];
+  readonly quiet: boolean;
+}
+
+/** Heap of the serving thread: V8 grows a busy heap far past what it keeps alive. */
+export const DEFAULT_MAX_HEAP_MB = 96;
+
 function readApiKey(flags: ServeFlags): string | undefined {
   if (flags.apiKeyFile) {
-    let key: string;
-    try {
-      key = readFileSync(flags.apiKeyFile, "utf8").trim();
-    } catch (error) {
-      throw new UsageError(
-        `cannot read --api-key-file (${(error as NodeJS.ErrnoException).code ?? "unreadable"})`,
-      );
-    }
+    const key = readSmallFile(flags.apiKeyFile, "--api-key-file", process.env).trim();
     if (!key) throw new UsageError("--api-key-file is empty");
     return key;
   }
@@ -45,39 +71,93 @@ function whole(value: string | undefined, flag: string, fallback: number, max: n
   return n;
 }
 
+/** Flags, environment and files → settings; every usage error surfaces here, before any thread. */
+export function resolveServe(flags: ServeFlags): ServeSettings {
+  const { loadPrivateKey: _one, loadPrivateKeys, ...config } = loadConfig(flags);
+  const allowedHosts = flags.allowedHost ?? [];
+  for (const name of allowedHosts) {
+    if (!hostOf(name.startsWith("*.") ? name.slice(2) : name)) {
+      throw new UsageError(`--allowed-host ${name.slice(0, 100)} is not a host name or address`);
+    }
+  }
+  const atLeastOne = (n: number, flag: string) => {
+    if (n < 1) throw new UsageError(`${flag} must be at least 1`);
+    return n;
+  };
+  const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
+  const maxInflightBytes = whole(
+    flags.maxInflightBytes,
+    "--max-inflight-bytes",
+    Math.max(DEFAULT_MAX_INFLIGHT_BYTES, bodyLimitBytes),
+    Number.MAX_SAFE_INTEGER,
+  );
+  // Below the body limit, a body of the largest accepted size could never be served.
+  if (maxInflightBytes < bodyLimitBytes) {
+    throw new UsageError("--max-inflight-bytes must be at least --body-limit");
+  }
+  return {
+    host: flags.host ?? "127.0.0.1",
+    port: whole(flags.port, "--port", 4020, 65535),
+    bodyLimitBytes,
+    maxConnections: atLeastOne(
+      whole(flags.maxConnections, "--max-connections", DEFAULT_MAX_CONNECTIONS, 1_000_000),
+      "--max-connections",
+    ),
+    maxInflightBytes,
+    allowedHosts,
+    maxHeapMb: atLeastOne(
+      whole(flags.maxHeap, "--max-heap", DEFAULT_MAX_HEAP_MB, 65536),
+      "--max-heap",
+    ),
+    apiKey: readApiKey(flags),
+    config,
+    privateKeys: loadPrivateKeys(),
+    quiet: flags.quiet === true,
+  };
+}
+
 /**
  * Runs the server in this thread until `stopped` resolves. `bannerOnTty` says whether the
- * process's stderr is a terminal (a worker's own stderr is a pipe to its parent).
+ * process's stderr is a terminal (a worker's own stderr is a pipe to its parent); `onListening`
+ * learns the port actually bound.
  */
 export async function serveHere(
-  flags: ServeFlags,
-  options: { bannerOnTty: boolean; stopped: Promise<void> },
+  settings: ServeSettings,
+  options: { bannerOnTty: boolean; stopped: Promise<void>; onListening?: (port: number) => void },
 ): Promise<number> {
-  const config = loadConfig(flags);
-  const apiKey = readApiKey(flags);
-  const port = whole(flags.port, "--port", 4020, 65535);
-  const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
+  const keys = [...settings.privateKeys];
+  const config: CliConfig = {
+    ...settings.config,
+    loadPrivateKeys: () => keys,
+    loadPrivateKey: () => keys[0],
+  };
+  const { apiKey, host, port, quiet } = settings;
   const facilitator = await facilitatorFrom(config, true, { server: true });
   // A server recovers many signatures: load the faster recovery once, up front.
   await useWasmSecp256k1();
-  const log = flags.quiet
+  const log = quiet
     ? undefined
     : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
+  // Without an API key, the Host header is all that keeps a web page out (DNS rebinding).
+  const trustedHost = apiKey
+    ? undefined
+    : trustedHosts({ bindHost: host, allowed: settings.allowedHosts });
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
-    server = await startServer(createHandler(facilitator, { apiKey }), {
-      host: flags.host ?? "127.0.0.1",
+    server = await startServer(createHandler(facilitator, { apiKey, trustedHost }), {
+      host,
       port,
-      bodyLimitBytes,
+      bodyLimitBytes: settings.bodyLimitBytes,
+      maxConnections: settings.maxConnections,
+      maxInflightBytes: settings.maxInflightBytes,
       log,
     });
   } catch (error) {
-    throw new UsageError(
-      `cannot listen on ${flags.host ?? "127.0.0.1"}:${port}: ${(error as Error).message}`,
-    );
+    throw new UsageError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
   }
+  options.onListening?.(server.port);
 
-  if (!flags.quiet && options.bannerOnTty) {
+  if (!quiet && options.bannerOnTty) {
     const endpoints = await facilitator.rpc.endpoints();
     const networks = endpoints.map(
       (e) =>
@@ -89,12 +169,12 @@ export async function serveHere(
         `  networks  ${networks.length ? networks.join("\n            ") : chalk.dim("public default RPCs (none configured)")}`,
         `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
         `  journal   ${facilitator.journal.path ?? "in memory"}`,
-        `  auth      ${apiKey ? "API key required on /verify and /settle" : chalk.dim("none")}`,
+        `  auth      ${apiKey ? "API key required on /verify and /settle" : chalk.dim("none (Host header checked)")}`,
         `  docs      ${server.url}/llms.txt`,
         "",
       ].join("\n"),
     );
-  } else if (!flags.quiet) {
+  } else if (!quiet) {
     process.stderr.write(
       `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, journal: facilitator.journal.path })}\n`,
     );
@@ -105,36 +185,9 @@ export async function serveHere(
   return 0;
 }
 
-/** Heap limits for the serving thread: V8 grows a busy heap far past what it keeps alive. */
-const SERVE_HEAP = { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 };
-
-/**
- * `facilitator serve`: the server runs in a worker thread with a bounded heap (peak RSS under load
- * about 120 MiB instead of 150-180 MiB, same throughput); this thread forwards SIGINT/SIGTERM so
- * requests in flight still finish, and returns the worker's exit status.
- */
+/** `facilitator serve`: resolves the settings, then runs and watches the serving thread. */
 export async function runServe(flags: ServeFlags): Promise<number> {
-  const { Worker } = await import("node:worker_threads");
-  const worker = new Worker(new URL("./serve-worker.js", import.meta.url), {
-    workerData: { flags, bannerOnTty: process.stderr.isTTY === true },
-    resourceLimits: SERVE_HEAP,
-  });
-  const stop = () => worker.postMessage({ type: "stop" });
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
-  let usage: string | undefined;
-  worker.on("message", (message: { type?: string; message?: string }) => {
-    if (message.type === "usage") usage = message.message;
-  });
-  const code = await new Promise<number>((resolve) => {
-    worker.on("error", (error) => {
-      process.stderr.write(`facilitator: the server stopped: ${error.message}\n`);
-      resolve(3);
-    });
-    worker.on("exit", (exitCode) => resolve(exitCode));
-  });
-  process.off("SIGINT", stop);
-  process.off("SIGTERM", stop);
-  if (usage !== undefined) throw new UsageError(usage);
-  return code;
+  const settings = resolveServe(flags);
+  const { superviseServer } = await import("./serve-supervisor.js");
+  return superviseServer(settings);
 }

@@ -1,0 +1,79 @@
+/**
+ * The DNS-rebinding guard of `serve` without an API key. A web page on evil.example can make its
+ * name resolve to 127.0.0.1 and then talk to a local server from the victim's browser, but the
+ * browser still sends `Host: evil.example`. So a server without an API key only answers requests
+ * whose Host names it: loopback names, the address it was bound to, the machine's own names and
+ * addresses when bound to every interface, and names the operator allowed.
+ */
+import { isIPv6 } from "node:net";
+import os from "node:os";
+
+export interface TrustedHostsOptions {
+  /** What `--host` named: an address, a name, or a wildcard (0.0.0.0, ::). */
+  readonly bindHost: string;
+  /** More names (`--allowed-host`); `*.example.com` allows every name under example.com. */
+  readonly allowed?: readonly string[] | undefined;
+}
+
+const WILDCARDS = new Set(["", "0.0.0.0", "::", "[::]"]);
+
+/**
+ * The host part of a Host header value or a configured name, lower case, in canonical form
+ * (127.1 → 127.0.0.1, [0:0::1] → [::1]), without the port and a trailing dot; undefined when it
+ * is not a plain host[:port].
+ */
+export function hostOf(value: string): string | undefined {
+  const text = isIPv6(value) ? `[${value}]` : value;
+  let url: URL;
+  try {
+    url = new URL(`http://${text}`);
+  } catch {
+    return undefined;
+  }
+  // "localhost@evil.example" or "evil.example/x" would otherwise parse to something else.
+  if (url.username || url.password || url.pathname !== "/" || url.search || url.hash) {
+    return undefined;
+  }
+  return url.hostname.replace(/\.$/, "") || undefined;
+}
+
+function isLoopback(host: string): boolean {
+  if (host === "localhost" || host.endsWith(".localhost") || host === "[::1]") return true;
+  return /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** The machine's own names and addresses, for a server bound to every interface. */
+function ownNames(): string[] {
+  const names = [os.hostname()];
+  for (const addresses of Object.values(os.networkInterfaces())) {
+    for (const address of addresses ?? []) names.push(address.address);
+  }
+  return names;
+}
+
+/**
+ * A check of the Host header against the names this server answers for. A request without a Host
+ * header passes: browsers always send one, so it cannot be a rebinding attack.
+ */
+export function trustedHosts(options: TrustedHostsOptions): (host: string | undefined) => boolean {
+  const exact = new Set<string>();
+  const suffixes: string[] = [];
+  const add = (name: string) => {
+    const host = hostOf(name);
+    if (host) exact.add(host);
+  };
+  if (WILDCARDS.has(options.bindHost)) ownNames().forEach(add);
+  else add(options.bindHost);
+  for (const name of options.allowed ?? []) {
+    if (name.startsWith("*.")) {
+      const base = hostOf(name.slice(2));
+      if (base) suffixes.push(`.${base}`);
+    } else add(name);
+  }
+  return (header) => {
+    if (header === undefined) return true;
+    const host = hostOf(header);
+    if (host === undefined) return false;
+    return isLoopback(host) || exact.has(host) || suffixes.some((suffix) => host.endsWith(suffix));
+  };
+}

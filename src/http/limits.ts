@@ -1,0 +1,177 @@
+/**
+ * Load limits of the HTTP server, so that load is answered instead of exhausting the heap
+ * (issue 9): a cap on open connections and a budget of request-body bytes buffered across all
+ * requests in flight. Past either, a request is answered 503 `overloaded` with `Retry-After`; its
+ * body is read and thrown away first, so the client reads the answer instead of a reset.
+ */
+import type { IncomingMessage, Server } from "node:http";
+import type { Socket } from "node:net";
+import { type Failure, failure } from "../errors.js";
+import { errorResponse, type HttpResponse } from "./handler.js";
+
+/** Connections served at once; the bench's 64 verifies + 32 settles use 96. */
+export const DEFAULT_MAX_CONNECTIONS = 512;
+/** Request-body bytes buffered across requests in flight: 128 bodies of the 64 KiB maximum. */
+export const DEFAULT_MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
+/** What an overloaded answer tells the client to wait, in seconds. */
+const RETRY_AFTER_SECONDS = 1;
+
+export function overloaded(what: string): Failure {
+  return failure("overloaded", `${what}; retry in a moment`, {
+    retryAfterSeconds: RETRY_AFTER_SECONDS,
+  });
+}
+
+/** Bytes of request bodies held by requests in flight, across all of them. */
+export class ByteBudget {
+  #used = 0;
+  constructor(readonly limit: number) {}
+
+  get used(): number {
+    return this.#used;
+  }
+
+  take(bytes: number): boolean {
+    if (this.#used + bytes > this.limit) return false;
+    this.#used += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.#used -= bytes;
+  }
+}
+
+/**
+ * Counts open connections. The first `max` open at once are served; a connection opened while
+ * `max` are open gets one 503 answer and is closed; past twice `max` node drops new connections
+ * unanswered, so even a flood of idle sockets costs a bounded amount of memory.
+ */
+export class ConnectionGate {
+  #open = 0;
+  readonly #turnedAway = new WeakSet<Socket>();
+
+  constructor(server: Server, max: number) {
+    server.maxConnections = max * 2;
+    server.on("connection", (socket: Socket) => {
+      this.#open += 1;
+      if (this.#open > max) this.#turnedAway.add(socket);
+      socket.once("close", () => {
+        this.#open -= 1;
+      });
+    });
+  }
+
+  get open(): number {
+    return this.#open;
+  }
+
+  /** Whether requests on this connection are answered 503 instead of served. */
+  turnsAway(socket: Socket): boolean {
+    return this.#turnedAway.has(socket);
+  }
+}
+
+/**
+ * A body read, or the answer to give instead. `close` says what to do with the connection after
+ * the answer: "drained" (the body was read to its end: close it normally), "now" (the body was
+ * not read: destroy the socket once the answer is written), or nothing (keep it alive).
+ */
+export type Body =
+  | { readonly ok: true; readonly body: Buffer; readonly release: () => void }
+  | { readonly ok: false; readonly response: HttpResponse; readonly close?: "drained" | "now" };
+
+export interface BodyLimits {
+  /** Largest accepted body. */
+  readonly limit: number;
+  readonly budget: ByteBudget;
+  /** Answer this instead of reading the body (the body is still drained first). */
+  readonly refuse?: Failure | undefined;
+}
+
+/** Reads a request body within the body limit and the shared byte budget. */
+export function readBody(request: IncomingMessage, limits: BodyLimits): Promise<Body> {
+  const { limit, budget } = limits;
+  const tooLarge = (): Body => ({
+    ok: false,
+    response: errorResponse(failure("payload_too_large", `the body is over ${limit} bytes`)),
+    close: "now",
+  });
+  const declared = Number(request.headers["content-length"]);
+  const hasLength = request.headers["content-length"] !== undefined && Number.isFinite(declared);
+  if (hasLength && declared > limit) return Promise.resolve(tooLarge());
+
+  return new Promise((resolve) => {
+    let refusal = limits.refuse;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // Bytes taken from the budget for this request: the declared length up front, so concurrent
+    // requests cannot all pass the check and then all buffer.
+    let held = 0;
+    if (!refusal && hasLength) {
+      if (budget.take(declared)) held = declared;
+      else refusal = overloaded("too many request bytes in flight");
+    }
+    let done = false;
+    const giveBack = () => {
+      budget.give(held);
+      held = 0;
+    };
+    const finish = (result: Body) => {
+      if (done) return;
+      done = true;
+      if (!result.ok) giveBack();
+      resolve(result);
+    };
+    request.on("data", (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > limit) {
+        // Stop reading at once; the socket is destroyed after the answer is written.
+        const response = refusal ? errorResponse(refusal) : undefined;
+        finish(response ? { ok: false, response, close: "now" } : tooLarge());
+        return;
+      }
+      if (refusal) return; // draining: read and thrown away
+      if (!hasLength) {
+        if (budget.take(chunk.length)) held += chunk.length;
+        else {
+          // Stop buffering: drop what this request holds and drain the rest.
+          refusal = overloaded("too many request bytes in flight");
+          chunks.length = 0;
+          giveBack();
+          return;
+        }
+      }
+      chunks.push(chunk);
+    });
+    request.on("end", () => {
+      if (refusal) {
+        const turnedAway = refusal === limits.refuse;
+        finish({
+          ok: false,
+          response: errorResponse(refusal),
+          ...(turnedAway ? { close: "drained" as const } : {}),
+        });
+        return;
+      }
+      let released = false;
+      finish({
+        ok: true,
+        body: Buffer.concat(chunks),
+        release: () => {
+          if (released) return;
+          released = true;
+          giveBack();
+        },
+      });
+    });
+    const cutOff = () =>
+      finish({
+        ok: false,
+        response: errorResponse(failure("invalid_request", "the body was cut off")),
+      });
+    request.on("error", cutOff);
+    request.on("aborted", cutOff);
+  });
+}
