@@ -7,7 +7,8 @@
  *   BENCH_REQUESTS=5000 BENCH_SECONDS=30 BENCH_POOL=1000 npm run bench
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
@@ -29,6 +30,10 @@ interface ServerProcess {
   readonly stderr: () => string;
 }
 
+/** The journal serve opens lives here, not in the user's ~/.local/state. */
+const stateDir = mkdtempSync(path.join(os.tmpdir(), "facilitator-bench-verify-"));
+process.on("exit", () => rmSync(stateDir, { recursive: true, force: true }));
+
 function startFacilitator(rpcUrl: string, port: number): ServerProcess {
   const child = spawn(
     process.execPath,
@@ -41,6 +46,8 @@ function startFacilitator(rpcUrl: string, port: number): ServerProcess {
       String(port),
       "--rpc-url",
       rpcUrl,
+      "--journal",
+      path.join(stateDir, "journal.jsonl"),
       "--quiet",
     ],
     { cwd: ROOT, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] },

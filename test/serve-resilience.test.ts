@@ -6,7 +6,14 @@
  * `facilitator serve` on real anvil chains; every wait is bounded.
  */
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createPublicClient, createTestClient, type Hex, http } from "viem";
@@ -211,6 +218,16 @@ describe("a serving worker that dies is restarted", () => {
         transactionHash: journaled,
       });
       expect(await rpc.getTransactionCount({ address: facilitator })).toBe(1);
+      // The dead worker's journal file does not stay open beside the new worker's.
+      const pid = serving.child.pid as number;
+      const open = readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`) === journal;
+        } catch {
+          return false;
+        }
+      });
+      expect(open).toHaveLength(1);
 
       // SIGTERM still stops cleanly, without a restart.
       serving.child.kill("SIGTERM");
