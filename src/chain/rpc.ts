@@ -173,6 +173,11 @@ export class RpcRegistry {
     return client;
   }
 
+  /** Whether well-known chains without a configured URL are served through public RPCs. */
+  get usesPublicRpcs(): boolean {
+    return this.#publicRpcs;
+  }
+
   /** The endpoints (redacted) behind a chain's client, once it has one: for messages. */
   via(chainId: number): string | undefined {
     return this.#clients.get(chainId)?.via;

@@ -163,10 +163,13 @@ export async function serveHere(
       (e) =>
         `${e.chainId === undefined ? chalk.red("unreachable") : caip2(e.chainId)} via ${e.url}`,
     );
+    if (facilitator.rpc.usesPublicRpcs) {
+      networks.push(chalk.dim("well-known networks via their public RPCs (see /supported)"));
+    }
     process.stderr.write(
       [
         `${chalk.green("●")} ${chalk.bold("facilitator serve")} listening on ${chalk.bold(server.url)}`,
-        `  networks  ${networks.length ? networks.join("\n            ") : chalk.dim("public default RPCs (none configured)")}`,
+        `  networks  ${networks.length ? networks.join("\n            ") : chalk.yellow("none: no RPC configured and public RPCs are off")}`,
         `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
         `  journal   ${facilitator.journal.path ?? "in memory"}`,
         `  auth      ${apiKey ? "API key required on /verify and /settle" : chalk.dim("none (Host header checked)")}`,
