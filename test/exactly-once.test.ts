@@ -13,22 +13,12 @@ import { Journal } from "../src/chain/journal.js";
 import { devAccounts } from "../src/devnet/accounts.js";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
-import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
+import { facilitatorOn } from "./helpers/facilitator.js";
 
 const tempJournal = () =>
   path.join(mkdtempSync(path.join(os.tmpdir(), "facilitator-journal-")), "journal.jsonl");
-
-function facilitatorOn(devnet: Devnet, options: Partial<FacilitatorOptions> = {}) {
-  return new Facilitator({
-    rpcUrls: [devnet.rpcUrl],
-    useDefaultRpcs: false,
-    signer: privateKeyToAccount(devnet.facilitator.privateKey),
-    receiptPollMs: 50,
-    ...options,
-  });
-}
 
 const payerOf = (devnet: Devnet, i: number) => {
   const payer = devnet.payers[i % devnet.payers.length];

@@ -12,21 +12,13 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Journal } from "../src/chain/journal.js";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
-import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
+import type { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
 import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
+import { facilitatorOn } from "./helpers/facilitator.js";
+import { signCancelAuthorization } from "./helpers/sign.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
-
-function facilitatorOn(devnet: Devnet, options: Partial<FacilitatorOptions> = {}) {
-  return new Facilitator({
-    rpcUrls: [devnet.rpcUrl],
-    useDefaultRpcs: false,
-    signer: privateKeyToAccount(devnet.facilitator.privateKey),
-    receiptPollMs: 50,
-    ...options,
-  });
-}
 
 async function signedRequest(devnet: Devnet, payer: DevAccount, amount: bigint) {
   const requirements = requirementsV2(devnet, { amount: amount.toString() });
@@ -145,22 +137,7 @@ describe("a payer whose settlements keep reverting", () => {
   /** Cancels the authorization with a higher tip than ours, so it is mined first, then mines. */
   async function cancelAhead(payer: DevAccount, nonce: Hex) {
     const account = privateKeyToAccount(payer.privateKey);
-    const signature = await account.signTypedData({
-      domain: {
-        name: devnet.token.name,
-        version: devnet.token.version,
-        chainId: devnet.chainId,
-        verifyingContract: devnet.token.address,
-      },
-      types: {
-        CancelAuthorization: [
-          { name: "authorizer", type: "address" },
-          { name: "nonce", type: "bytes32" },
-        ],
-      },
-      primaryType: "CancelAuthorization",
-      message: { authorizer: account.address, nonce },
-    });
+    const signature = await signCancelAuthorization(devnet, payer.privateKey, nonce);
     const { v, r, s } = parseSignature(signature);
     await createWalletClient({ account, transport: http(devnet.rpcUrl) }).writeContract({
       address: devnet.token.address,

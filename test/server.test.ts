@@ -2,11 +2,8 @@
  * The node:http adapter over real loopback sockets: limits, slow and broken clients, memory under
  * abuse, and a graceful stop that lets a settle in flight answer. Every loop here is bounded.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
-import os from "node:os";
-import path from "node:path";
 import { createPublicClient, createTestClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -15,6 +12,7 @@ import { signSampleRequest } from "../src/devnet/sample.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
+import { startServe } from "./helpers/serve.js";
 
 let devnet: Devnet;
 let server: RunningServer;
@@ -158,37 +156,8 @@ describe("limits", () => {
   });
 });
 
-/** Starts `facilitator serve` as a process and resolves once it is listening. */
-function serveProcess(
-  args: string[],
-): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith("FACILITATOR_")),
-  );
-  // serve opens its settlement journal at start: keep it in a temporary directory.
-  const journal = path.join(mkdtempSync(path.join(os.tmpdir(), "facilitator-serve-")), "journal");
-  const serveArgs = ["serve", "--port", "0", "--journal", journal, ...args];
-  const child = spawn(process.execPath, ["bin/facilitator.js", ...serveArgs], {
-    env: { ...env, FORCE_COLOR: "0" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let err = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`serve did not start: ${err}`));
-    }, 15_000);
-    child.stderr?.on("data", (data: Buffer) => {
-      err += data.toString();
-      const match = /"event":"listening","url":"([^"]+)"/.exec(err);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1], stderr: () => err });
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
-}
+/** `facilitator serve` as a process; its journal in the temporary state directory of the tests. */
+const serveProcess = (args: string[]) => startServe(args);
 
 const rssKiB = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);

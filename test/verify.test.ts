@@ -24,6 +24,7 @@ import {
   highS,
   randomNonce,
   signAuthorization,
+  signCancelAuthorization,
   wireAuthorization,
   zeroOneV,
 } from "./helpers/sign.js";
@@ -324,22 +325,7 @@ const cases: Case[] = [
 
 async function cancel(payerKey: Hex, nonce: Hex) {
   const account = privateKeyToAccount(payerKey);
-  const signature = await account.signTypedData({
-    domain: {
-      name: "USDC",
-      version: "2",
-      chainId: devnet.chainId,
-      verifyingContract: devnet.token.address,
-    },
-    types: {
-      CancelAuthorization: [
-        { name: "authorizer", type: "address" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    },
-    primaryType: "CancelAuthorization",
-    message: { authorizer: account.address, nonce },
-  });
+  const signature = await signCancelAuthorization(devnet, payerKey, nonce);
   const wallet = createWalletClient({ account, transport: http(devnet.rpcUrl) }).extend(
     publicActions,
   );

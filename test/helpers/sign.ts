@@ -69,3 +69,24 @@ export function zeroOneV(signature: Hex): Hex {
   const v = Number.parseInt(signature.slice(-2), 16);
   return `${signature.slice(0, -2)}${(v - 27).toString(16).padStart(2, "0")}` as Hex;
 }
+
+/** The payer's signature cancelling its authorization `nonce` (EIP-3009 cancelAuthorization). */
+export function signCancelAuthorization(devnet: Devnet, payerKey: Hex, nonce: Hex): Promise<Hex> {
+  const account = privateKeyToAccount(payerKey);
+  return account.signTypedData({
+    domain: {
+      name: devnet.token.name,
+      version: devnet.token.version,
+      chainId: devnet.chainId,
+      verifyingContract: devnet.token.address,
+    },
+    types: {
+      CancelAuthorization: [
+        { name: "authorizer", type: "address" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "CancelAuthorization",
+    message: { authorizer: account.address, nonce },
+  });
+}
