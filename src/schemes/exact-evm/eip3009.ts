@@ -8,7 +8,7 @@ import type { ExpectedTransfer } from "../../chain/journal.js";
 import { revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
-import { invalidField } from "../../protocol/request.js";
+import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import type { SchemeContext } from "../types.js";
 import {
@@ -140,7 +140,7 @@ async function diagnose(
 
 async function verify(
   ctx: SchemeContext,
-  request: Parameters<ExactMethod<Eip3009Payment>["verify"]>[1],
+  request: PaymentRequest,
   parsed: Eip3009Payment,
   options: { readonly simulate: boolean },
 ): Promise<Step<Verified<Eip3009Payment>>> {
