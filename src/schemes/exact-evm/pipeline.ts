@@ -224,7 +224,14 @@ async function settlePayment<P>(
     // Decided where it cannot race: what this payer already has in flight counts.
     const short = await ctx.inflight.reserve(ctx, key, checked.spends, mark);
     if (short) return { ok: false, payer, failure: short };
-    const outcome = await sendCall(ctx, prepared, waitUntil, record);
+    let outcome: CallOutcome;
+    try {
+      outcome = await sendCall(ctx, prepared, waitUntil, record);
+    } catch (error) {
+      // sendCall answers outcomes; should it ever throw, the reservation must not outlive it.
+      ctx.inflight.release(key);
+      throw error;
+    }
     return await answer(method, ctx, checked, key, outcome);
   } finally {
     ctx.journal.release(key);
