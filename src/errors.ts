@@ -39,6 +39,16 @@ export const ERRORS = {
     x402: "eip6492_factory_not_allowed",
     summary: "This kind of signature is not supported",
   },
+  transfer_method_mismatch: {
+    status: 400,
+    x402: "invalid_exact_evm_asset_transfer_method",
+    summary: "requirements.extra.assetTransferMethod names another method than the payload uses",
+  },
+  spender_mismatch: {
+    status: 400,
+    x402: "invalid_permit2_spender",
+    summary: "The Permit2 authorization's spender is not the x402 exact Permit2 proxy",
+  },
   scheme_mismatch: {
     status: 400,
     x402: "invalid_exact_evm_scheme",
@@ -108,6 +118,22 @@ export const ERRORS = {
     status: 400,
     x402: "invalid_exact_evm_nonce_already_used",
     summary: "The authorization was already used or cancelled on chain",
+  },
+  allowance_required: {
+    status: 400,
+    x402: "permit2_allowance_required",
+    summary:
+      "The payer has not approved Permit2 for this token, and no gas-sponsoring extension does",
+  },
+  proxy_not_deployed: {
+    status: 400,
+    x402: "permit2_proxy_not_deployed",
+    summary: "The x402 Permit2 proxy has no code on this network",
+  },
+  invalid_extension: {
+    status: 400,
+    x402: "invalid_eip2612_extension_format",
+    summary: "A gas-sponsoring extension of the payment is malformed or does not fit it",
   },
   insufficient_funds: {
     status: 400,

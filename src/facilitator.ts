@@ -13,7 +13,12 @@ import { PayerThrottle } from "./chain/throttle.js";
 import { FacilitatorError, type Failure, failure } from "./errors.js";
 import type { PaymentRequest } from "./protocol/request.js";
 import type { WaitUntil } from "./protocol/schemas.js";
-import { EXACT, exactEvmMethod } from "./schemes/exact-evm/index.js";
+import {
+  EXACT,
+  EXACT_EVM_EXTENSIONS,
+  EXACT_EVM_TRANSFER_METHODS,
+  exactEvmMethod,
+} from "./schemes/exact-evm/index.js";
 import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
 
 export interface FacilitatorOptions extends RpcOptions {
@@ -52,6 +57,7 @@ export interface SupportedKind {
   readonly x402Version: 1 | 2;
   readonly scheme: string;
   readonly network: string;
+  readonly extra?: Readonly<Record<string, unknown>>;
 }
 
 export interface SupportedResponse {
@@ -163,10 +169,19 @@ export class Facilitator {
     for (const chainId of await this.rpc.servedChainIds()) {
       const v1Name = knownNetwork(chainId)?.v1Name;
       if (v1Name) kinds.push({ x402Version: 1, scheme: EXACT, network: v1Name });
-      kinds.push({ x402Version: 2, scheme: EXACT, network: caip2(chainId) });
+      kinds.push({
+        x402Version: 2,
+        scheme: EXACT,
+        network: caip2(chainId),
+        extra: { assetTransferMethods: EXACT_EVM_TRANSFER_METHODS },
+      });
     }
     const signers = this.signers.addresses;
-    return { kinds, extensions: [], signers: signers.length > 0 ? { "eip155:*": signers } : {} };
+    return {
+      kinds,
+      extensions: EXACT_EVM_EXTENSIONS,
+      signers: signers.length > 0 ? { "eip155:*": signers } : {},
+    };
   }
 
   async #route(request: PaymentRequest): Promise<Routed> {
@@ -183,7 +198,7 @@ export class Facilitator {
     const chainId = chainIdOf(requirements.network, x402Version);
     if (typeof chainId !== "number") return { ok: false, failure: chainId };
 
-    const method = exactEvmMethod(request.payload, request.paths.payload);
+    const method = exactEvmMethod(request);
     if ("code" in method) return { ok: false, failure: method };
 
     try {

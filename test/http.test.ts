@@ -155,8 +155,15 @@ describe("information endpoints", () => {
   test("/supported lists v2 for the configured chain and the signer, in the x402 shape", async () => {
     const response = await createHandler(facilitator)(get("/supported"));
     expect(JSON.parse(response.body)).toEqual({
-      kinds: [{ x402Version: 2, scheme: "exact", network: devnet.network }],
-      extensions: [],
+      kinds: [
+        {
+          x402Version: 2,
+          scheme: "exact",
+          network: devnet.network,
+          extra: { assetTransferMethods: ["eip3009", "permit2"] },
+        },
+      ],
+      extensions: ["eip2612GasSponsoring"],
       signers: { "eip155:*": [devnet.facilitator.address] },
     });
   });

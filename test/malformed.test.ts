@@ -212,8 +212,8 @@ const cases: [string, () => unknown, ErrorCode, RegExp][] = [
   [
     "a Permit2 payload",
     set("payload.payload", { signature: "0x00", permit2Authorization: {} }),
-    "unsupported_scheme",
-    /Permit2/,
+    "invalid_request",
+    /payload\.payload\.permit2Authorization\.from/,
   ],
   [
     "a v1 payload with a CAIP-2 network",

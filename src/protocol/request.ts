@@ -38,6 +38,8 @@ export interface PaymentRequest {
   /** The scheme-specific object, paymentPayload.payload. */
   readonly payload: Readonly<Record<string, unknown>>;
   readonly requirements: Requirements;
+  /** paymentPayload.extensions (v2): gas sponsoring, payment identifiers, ... */
+  readonly extensions?: Readonly<Record<string, unknown>> | undefined;
   /** How the caller named the two objects, so messages point at their own fields. */
   readonly paths: { readonly payload: string; readonly requirements: string };
   readonly waitUntil?: WaitUntil | undefined;
@@ -176,6 +178,7 @@ export function parseRequest(body: unknown): ParsedRequest {
         payloadNetwork: payload.value.accepted.network,
         payload: payload.value.payload,
         requirements: requirements.value,
+        extensions: payload.value.extensions ?? undefined,
         paths,
         waitUntil,
       },

@@ -1,27 +1,53 @@
 /** The `exact` scheme on EVM chains: one module per way of moving the token. */
 import { type Failure, failure } from "../../errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { PaymentMethod } from "../types.js";
 import { eip3009 } from "./eip3009.js";
+import { permit2Method } from "./permit2.js";
+import { EIP2612_GAS_SPONSORING } from "./permit2-extensions.js";
+import { exactPaymentMethod } from "./pipeline.js";
 
 export const EXACT = "exact";
 
-const methods: readonly PaymentMethod[] = [eip3009];
+const permit2 = exactPaymentMethod(permit2Method);
 
-/** The method for this payload's shape, or why there is none. */
-export function exactEvmMethod(
-  payload: Readonly<Record<string, unknown>>,
-  payloadPath: string,
-): PaymentMethod | Failure {
-  const method = methods.find((m) => m.accepts(payload));
-  if (method) return method;
-  if ("permit2Authorization" in payload) {
+/** Each method with the name `requirements.extra.assetTransferMethod` gives it. */
+const methods: readonly { readonly name: string; readonly method: PaymentMethod }[] = [
+  { name: "eip3009", method: eip3009 },
+  { name: "permit2", method: permit2 },
+];
+
+/** The transfer methods served, as `/supported` declares them. */
+export const EXACT_EVM_TRANSFER_METHODS = methods.map((m) => m.name);
+
+/** The payment extensions served, as `/supported` declares them. */
+export const EXACT_EVM_EXTENSIONS = [EIP2612_GAS_SPONSORING];
+
+/**
+ * The method for this payload's shape, or why there is none. `extra.assetTransferMethod` may be
+ * left out ("pick the default"); when present it must name the method the payload uses.
+ */
+export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure {
+  const { payload, paths } = request;
+  const found = methods.find((m) => m.method.accepts(payload));
+  if (!found) {
     return failure(
-      "unsupported_scheme",
-      "Permit2 payments (permit2Authorization) are not supported yet; EIP-3009 authorizations are",
+      "invalid_request",
+      `${paths.payload}.payload must carry an EIP-3009 "authorization" or a "permit2Authorization", with its "signature"`,
     );
   }
-  return failure(
-    "invalid_request",
-    `${payloadPath}.payload must carry an EIP-3009 "authorization" and its "signature"`,
-  );
+  if (found.name === "permit2" && request.x402Version === 1) {
+    return failure(
+      "unsupported_scheme",
+      "Permit2 payments are x402 v2 only; x402 v1 pays with EIP-3009 authorizations",
+    );
+  }
+  const named = request.requirements.extra?.assetTransferMethod;
+  if (named !== undefined && named !== null && named !== found.name) {
+    return failure(
+      "transfer_method_mismatch",
+      `${paths.requirements}.extra.assetTransferMethod is ${JSON.stringify(named).slice(0, 40)}, but the payload is a ${found.name} authorization`,
+    );
+  }
+  return found.method;
 }

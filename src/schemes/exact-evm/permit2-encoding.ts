@@ -1,0 +1,134 @@
+/**
+ * Permit2 on the wire: the canonical addresses, the typed data a payer signs for the x402 exact
+ * proxy (PermitWitnessTransferFrom with the witness {to, validAfter}), and the proxy calls that
+ * move the money. Addresses and type strings are the ones the x402 packages use on every chain.
+ */
+import { type Address, encodeFunctionData, type Hex, hashTypedData, parseAbi, size } from "viem";
+
+export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+
+/** The x402 exact proxy: settle(...) and settleWithPermit(...) with their custom errors. */
+export const exactPermit2ProxyAbi = parseAbi([
+  "struct TokenPermissions { address token; uint256 amount; }",
+  "struct PermitTransferFrom { TokenPermissions permitted; uint256 nonce; uint256 deadline; }",
+  "struct Witness { address to; uint256 validAfter; }",
+  "struct EIP2612Permit { uint256 value; uint256 deadline; bytes32 r; bytes32 s; uint8 v; }",
+  "function PERMIT2() view returns (address)",
+  "function settle(PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
+  "function settleWithPermit(EIP2612Permit permit2612, PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
+  "error InvalidAmount()",
+  "error InvalidDestination()",
+  "error InvalidOwner()",
+  "error PaymentTooEarly()",
+  "error Permit2612AmountMismatch()",
+  "error InvalidPermit2Address()",
+  "error ReentrancyGuardReentrantCall()",
+  "error InvalidNonce()",
+  "error SignatureExpired(uint256 signatureDeadline)",
+  "error InvalidSigner()",
+  "error InvalidContractSignature()",
+  "error InvalidSignatureLength()",
+]);
+
+export const permit2ReadsAbi = parseAbi([
+  "function nonceBitmap(address owner, uint256 wordPos) view returns (uint256)",
+  "function balanceOf(address owner) view returns (uint256)",
+  "function allowance(address owner, address spender) view returns (uint256)",
+]);
+
+/** EIP-712 types of the exact scheme's Permit2 authorization (witness types sorted by name). */
+export const permit2WitnessTypes = {
+  PermitWitnessTransferFrom: [
+    { name: "permitted", type: "TokenPermissions" },
+    { name: "spender", type: "address" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint256" },
+    { name: "witness", type: "Witness" },
+  ],
+  TokenPermissions: [
+    { name: "token", type: "address" },
+    { name: "amount", type: "uint256" },
+  ],
+  Witness: [
+    { name: "to", type: "address" },
+    { name: "validAfter", type: "uint256" },
+  ],
+} as const;
+
+export interface Permit2Authorization {
+  readonly from: Address;
+  readonly permitted: { readonly token: Address; readonly amount: bigint };
+  readonly spender: Address;
+  readonly nonce: bigint;
+  readonly deadline: bigint;
+  readonly witness: { readonly to: Address; readonly validAfter: bigint };
+}
+
+/** The typed data a payer signs for `authorization` on chain `chainId`. */
+export function permit2TypedData(chainId: number, authorization: Permit2Authorization) {
+  const { permitted, spender, nonce, deadline, witness } = authorization;
+  return {
+    domain: { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: permit2WitnessTypes,
+    primaryType: "PermitWitnessTransferFrom",
+    message: { permitted, spender, nonce, deadline, witness },
+  } as const;
+}
+
+export function permit2Digest(chainId: number, authorization: Permit2Authorization): Hex {
+  return hashTypedData(permit2TypedData(chainId, authorization));
+}
+
+/** The EIP-2612 permit for Permit2 that the `eip2612GasSponsoring` extension carries. */
+export interface Eip2612Permit {
+  readonly value: bigint;
+  readonly deadline: bigint;
+  readonly signature: Hex;
+}
+
+function permitArgs(authorization: Permit2Authorization) {
+  return {
+    permitted: authorization.permitted,
+    nonce: authorization.nonce,
+    deadline: authorization.deadline,
+  };
+}
+
+/** The proxy call that settles `authorization`, applying the payer's EIP-2612 permit first if any. */
+export function settleCalldata(
+  authorization: Permit2Authorization,
+  signature: Hex,
+  permit2612?: Eip2612Permit,
+): Hex {
+  const settleArgs = [
+    permitArgs(authorization),
+    authorization.from,
+    authorization.witness,
+    signature,
+  ] as const;
+  if (!permit2612) {
+    return encodeFunctionData({
+      abi: exactPermit2ProxyAbi,
+      functionName: "settle",
+      args: settleArgs,
+    });
+  }
+  const split = splitSignature(permit2612.signature);
+  return encodeFunctionData({
+    abi: exactPermit2ProxyAbi,
+    functionName: "settleWithPermit",
+    args: [{ value: permit2612.value, deadline: permit2612.deadline, ...split }, ...settleArgs],
+  });
+}
+
+/** r, s and v of a 65-byte signature (v as signed: 27/28, or 0/1 raised to 27/28). */
+export function splitSignature(signature: Hex): { r: Hex; s: Hex; v: number } {
+  if (size(signature) !== 65) throw new Error("expected a 65-byte signature");
+  const v = Number.parseInt(signature.slice(130, 132), 16);
+  return {
+    r: `0x${signature.slice(2, 66)}`,
+    s: `0x${signature.slice(66, 130)}`,
+    v: v < 27 ? v + 27 : v,
+  };
+}
