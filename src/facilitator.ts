@@ -3,7 +3,7 @@
  * network, payload shape) and owns what every method shares: the RPC, the signers, the journal,
  * the clock, and turning anything thrown into a Failure.
  */
-import type { LocalAccount } from "viem";
+import type { Address, LocalAccount } from "viem";
 import { InFlight } from "./chain/inflight.js";
 import { Journal } from "./chain/journal.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "./chain/networks.js";
@@ -43,6 +43,11 @@ export interface FacilitatorOptions extends RpcOptions {
    * charge reverts (a long-running server; default false: a CLI process exits after answering).
    */
   readonly watchSubmitted?: boolean | undefined;
+  /**
+   * Factories whose undeployed (ERC-6492) wallets may pay: the settlement deploys the wallet.
+   * None by default, as the reference: a factory runs code we did not write.
+   */
+  readonly erc6492Factories?: readonly Address[] | undefined;
   /** Reverts charged to one payer within the window before its settles wait (default 3)... */
   readonly payerRevertLimit?: number | undefined;
   /** ...and that window in milliseconds (default 10 minutes). */
@@ -216,6 +221,7 @@ export class Facilitator {
         confirmTimeoutMs: this.#options.confirmTimeoutMs ?? 60_000,
         confirmations: Math.max(1, this.#options.confirmations ?? 1),
         watchSubmitted: this.#options.watchSubmitted ?? false,
+        erc6492Factories: this.#options.erc6492Factories ?? [],
         receiptPollMs: this.#options.receiptPollMs ?? 250,
       };
       return { ok: true, method, ctx };

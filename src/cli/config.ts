@@ -3,7 +3,7 @@
  * The settlement key is read from the environment or a file, never from a flag's value, and is
  * never echoed, not even in an error message.
  */
-import { type Hex, parseEther } from "viem";
+import { type Address, getAddress, type Hex, isAddress, parseEther } from "viem";
 import { defaultJournalPath } from "../chain/journal.js";
 import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
 import { readSmallFile } from "./bounded-read.js";
@@ -12,6 +12,7 @@ import { UsageError } from "./errors.js";
 export interface ConfigFlags {
   readonly rpcUrl?: string[] | undefined;
   readonly publicRpcs?: boolean | undefined;
+  readonly erc6492Factory?: string[] | undefined;
   readonly privateKeyFile?: string | undefined;
   readonly config?: string | undefined;
   readonly confirmTimeout?: string | undefined;
@@ -28,6 +29,8 @@ export interface CliConfig {
    * configured URLs too, false never; undefined: only when no URL is configured.
    */
   readonly publicRpcs?: boolean | undefined;
+  /** Wallet factories whose undeployed (ERC-6492) wallets may pay. */
+  readonly erc6492Factories: Address[];
   /** The first settlement key; loaded only when the command needs to sign. */
   readonly loadPrivateKey: () => Hex | undefined;
   /** Every settlement key (a key file may hold one per line), used in turn. */
@@ -48,6 +51,7 @@ export interface CliConfig {
 interface ConfigFile {
   rpcUrls?: unknown;
   publicRpcs?: unknown;
+  erc6492Factories?: unknown;
   privateKeyFile?: unknown;
   confirmTimeoutSeconds?: unknown;
   journal?: unknown;
@@ -160,6 +164,25 @@ function parseCount(value: unknown, source: string, max: number): number {
     throw new UsageError(`${source} must be a whole number from 1 to ${max}`);
   }
   return n;
+}
+
+/** Addresses from a flag (repeatable, comma-separated), the environment or the config file. */
+function addressList(value: unknown, source: string): Address[] {
+  const items = Array.isArray(value)
+    ? value
+    : typeof value === "string"
+      ? value
+          .split(",")
+          .map((item) => item.trim())
+          .filter(Boolean)
+      : undefined;
+  if (!items) throw new UsageError(`${source} must be a list of addresses`);
+  return items.map((item, i) => {
+    if (typeof item !== "string" || !isAddress(item, { strict: false })) {
+      throw new UsageError(`the ${ordinal(i + 1)} entry of ${source} is not an address`);
+    }
+    return getAddress(item);
+  });
 }
 
 function parseSeconds(value: unknown, source: string): number {
@@ -304,7 +327,17 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       ? parseSeconds(file.payerRevertWindowSeconds, "payerRevertWindowSeconds in the config file")
       : undefined;
 
+  const erc6492Factories =
+    flags.erc6492Factory && flags.erc6492Factory.length > 0
+      ? addressList(flags.erc6492Factory.join(","), "--erc6492-factory")
+      : env.FACILITATOR_ERC6492_FACTORIES
+        ? addressList(env.FACILITATOR_ERC6492_FACTORIES, "FACILITATOR_ERC6492_FACTORIES")
+        : file.erc6492Factories !== undefined
+          ? addressList(file.erc6492Factories, "erc6492Factories in the config file")
+          : [];
+
   return {
+    erc6492Factories,
     confirmations,
     payerRevertLimit,
     payerRevertWindowMs,

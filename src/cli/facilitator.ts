@@ -14,7 +14,11 @@ export async function facilitatorFrom(
   signing: boolean,
   options: { server?: boolean } = {},
 ): Promise<Facilitator> {
-  const rpc = { rpcUrls: config.rpcUrls, useDefaultRpcs: config.publicRpcs };
+  const rpc = {
+    rpcUrls: config.rpcUrls,
+    useDefaultRpcs: config.publicRpcs,
+    erc6492Factories: config.erc6492Factories,
+  };
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();
   let journal: Journal;

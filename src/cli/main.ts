@@ -12,6 +12,9 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 const RPC_URL_HELP =
   "RPC endpoint, repeatable or comma-separated (env FACILITATOR_RPC_URL); only their chains are served";
+const ERC6492_HELP =
+  "let undeployed (ERC-6492) wallets of this factory pay, deploying them as they settle; " +
+  "repeatable (env FACILITATOR_ERC6492_FACTORIES)";
 const PUBLIC_RPCS_HELP =
   "also serve well-known chains that have no --rpc-url through built-in public RPCs " +
   "(env FACILITATOR_PUBLIC_RPCS=1; the default when no RPC is configured)";
@@ -35,6 +38,7 @@ function paymentCommand(name: "verify" | "settle"): Command {
     )
     .option("--rpc-url <url>", RPC_URL_HELP, collect)
     .option("--public-rpcs", PUBLIC_RPCS_HELP)
+    .option("--erc6492-factory <address>", ERC6492_HELP, collect)
     .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)")
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer");
   return command;
@@ -174,6 +178,7 @@ const serve = withSettlementOptions(new Command("serve"))
   )
   .option("--rpc-url <url>", RPC_URL_HELP, collect)
   .option("--public-rpcs", PUBLIC_RPCS_HELP)
+  .option("--erc6492-factory <address>", ERC6492_HELP, collect)
   .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)")
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(

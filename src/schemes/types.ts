@@ -34,6 +34,8 @@ export interface SchemeContext {
   readonly confirmations: number;
   /** Whether to watch `submitted` settlements land in the background (long-running servers). */
   readonly watchSubmitted: boolean;
+  /** Wallet factories whose undeployed wallets may pay (ERC-6492); none by default. */
+  readonly erc6492Factories: readonly Address[];
   readonly receiptPollMs: number;
 }
 

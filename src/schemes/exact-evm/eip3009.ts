@@ -2,7 +2,7 @@
  * `exact` on EVM through EIP-3009 `transferWithAuthorization` (USDC and alike), x402 v1 and v2.
  * Checks run in the reference SDK's order so the first failure reported is the one it reports.
  */
-import { type Hex, isAddressEqual, size } from "viem";
+import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
 import { z } from "zod";
 import type { ExpectedTransfer } from "../../chain/journal.js";
 import { revertReason } from "../../chain/revert.js";
@@ -25,7 +25,13 @@ import { address, bytes32, hexBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { exactPaymentMethod, sameTransfer } from "./pipeline.js";
 import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
-import { checkSignature, isMalleable, recoversTo } from "./signature.js";
+import {
+  checkSignature,
+  innerSignature,
+  isMalleable,
+  recoversTo,
+  withDeployment,
+} from "./signature.js";
 
 export {
   authorizationDigest,
@@ -158,8 +164,11 @@ async function verify(
   payerCode.catch(() => undefined);
   const termsFailure = checkTerms(ctx, request, auth, requirements);
   const assetCheck = termsFailure ? undefined : outcomeOf(assetIsContract(ctx, requirements.asset));
+  const counterfactual = isErc6492Signature(signature);
   const simulation =
-    termsFailure || !options.simulate ? undefined : outcomeOf(ctx.client.call(call));
+    termsFailure || !options.simulate || counterfactual
+      ? undefined
+      : outcomeOf(ctx.client.call(call));
 
   const signed = await checkSignature(ctx, auth.from, digestOf(ctx, payment), signature, payerCode);
   if (!signed.ok) return signed;
@@ -167,7 +176,19 @@ async function verify(
   const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
   if (assetProblem) return { ok: false, failure: assetProblem };
 
-  const simulated = await simulation;
+  // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
+  const { deployment } = signed.value;
+  const settleCall = deployment
+    ? withDeployment(
+        { to: requirements.asset, data: transferCalldata(auth, innerSignature(signature)) },
+        deployment,
+      )
+    : call;
+  const simulated = !options.simulate
+    ? undefined
+    : simulation && !deployment
+      ? await simulation
+      : await outcomeOf(ctx.client.call(settleCall));
   if (simulated && !simulated.ok) {
     if (isUnreachable(simulated.error)) {
       return { ok: false, failure: chainFailure(simulated.error, "simulating the transfer") };
@@ -175,12 +196,12 @@ async function verify(
     return { ok: false, failure: await diagnose(ctx, payment, revertReason(simulated.error)) };
   }
   const code = await payerCode.catch(() => undefined);
-  const payerHasCode = code !== undefined && code !== "0x";
+  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
   return {
     ok: true,
     value: {
       payment,
-      call,
+      call: settleCall,
       expect: expectedTransfer(payment),
       spends: [{ token: requirements.asset, owner: auth.from, amount: auth.value }],
       // Contract wallets spend what their signature check costs: always estimate for them.

@@ -5,7 +5,7 @@
  * have approved on the token, unless the payment carries an `eip2612GasSponsoring` permit that
  * the proxy applies in the same transaction. Checks run in the reference SDK's order.
  */
-import { type Hex, isAddressEqual, size } from "viem";
+import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
 import { z } from "zod";
 import type { ExpectedTransfer } from "../../chain/journal.js";
 import { revertReason } from "../../chain/revert.js";
@@ -29,7 +29,7 @@ import {
 } from "./permit2-encoding.js";
 import { eip2612Sponsoring } from "./permit2-extensions.js";
 import { type EvmRequirements, parseEvmRequirements } from "./requirements.js";
-import { checkSignature, recoversTo } from "./signature.js";
+import { checkSignature, innerSignature, recoversTo, withDeployment } from "./signature.js";
 
 const payloadSchema = z.object({
   signature: hexBytes,
@@ -235,12 +235,16 @@ async function verify(
   // The extension is judged after the signature, as the reference does; read it now to batch.
   const sponsoring = eip2612Sponsoring(request, payment.authorization, requirements.asset, ctx);
   const permit2612 = sponsoring?.ok ? sponsoring.value : undefined;
+  // Permit2 checks the signature itself: it gets the one inside an ERC-6492 wrapper.
   const call = {
     to: EXACT_PERMIT2_PROXY_ADDRESS,
-    data: settleCalldata(auth, signature, permit2612),
+    data: settleCalldata(auth, innerSignature(signature), permit2612),
   } as const;
+  const wrapped = isErc6492Signature(signature);
   const simulation =
-    options.simulate && sponsoring?.ok !== false ? outcomeOf(ctx.client.call(call)) : undefined;
+    options.simulate && sponsoring?.ok !== false && !wrapped
+      ? outcomeOf(ctx.client.call(call))
+      : undefined;
 
   const digest = permit2Digest(ctx.chainId, auth);
   const signed = await checkSignature(ctx, auth.from, digest, signature, payerCode);
@@ -255,7 +259,14 @@ async function verify(
   }
   if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
 
-  const simulated = await simulation;
+  // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
+  const { deployment } = signed.value;
+  const settleCall = withDeployment(call, deployment);
+  const simulated = !options.simulate
+    ? undefined
+    : simulation
+      ? await simulation
+      : await outcomeOf(ctx.client.call(settleCall));
   if (simulated && !simulated.ok) {
     if (isUnreachable(simulated.error)) {
       return refuse(chainFailure(simulated.error, "simulating the Permit2 settlement"));
@@ -263,14 +274,14 @@ async function verify(
     return refuse(await diagnose(ctx, { ...payment, permit2612 }, revertReason(simulated.error)));
   }
   const code = await payerCode.catch(() => undefined);
-  const payerHasCode = code !== undefined && code !== "0x";
+  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
   const settled: Permit2Payment = { ...payment, permit2612 };
   const spends = [{ token: auth.permitted.token, owner: auth.from, amount: auth.permitted.amount }];
   return {
     ok: true,
     value: {
       payment: settled,
-      call,
+      call: settleCall,
       expect: expectedTransfer(settled),
       // With an EIP-2612 permit the allowance is set in the same transaction; else it is spent.
       spends: permit2612

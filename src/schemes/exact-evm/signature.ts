@@ -5,6 +5,7 @@
  */
 import {
   type Address,
+  encodeFunctionData,
   type Hex,
   hexToNumber,
   isAddressEqual,
@@ -17,7 +18,7 @@ import {
 } from "viem";
 import { isUnreachable } from "../../chain/rpc.js";
 import { recoverSigner } from "../../chain/secp256k1.js";
-import { failure } from "../../errors.js";
+import { type Failure, failure } from "../../errors.js";
 import type { SchemeContext } from "../types.js";
 import { chainFailure, type Step } from "./checks.js";
 
@@ -36,19 +37,35 @@ export function isMalleable(signature: Hex): boolean {
   return s > HALF_CURVE_ORDER || (v !== 27 && v !== 28);
 }
 
-const invalid = (why: string): Step<null> => ({
+const invalid = (why: string): { ok: false; failure: Failure } => ({
   ok: false,
   failure: failure("invalid_signature", `the signature ${why}`),
 });
 
-/** `payerCode` is the payer's code, read earlier in the same batch as the other reads. */
+/** A wallet that does not exist yet: its factory and the call that deploys it (ERC-6492). */
+export interface Deployment {
+  readonly factory: Address;
+  readonly calldata: Hex;
+}
+
+/** A valid signature, and the wallet to deploy first when the payer is counterfactual. */
+export interface Signed {
+  readonly deployment?: Deployment | undefined;
+}
+
+/**
+ * `payerCode` is the payer's code, read earlier in the same batch as the other reads. An ERC-6492
+ * signature of a wallet not deployed yet is accepted only when its factory is on the operator's
+ * allow-list; it is then checked by deploying the wallet inside an eth_call (viem's deployless
+ * ERC-6492 validator), and the settlement deploys it in the same transaction.
+ */
 export async function checkSignature(
   ctx: SchemeContext,
   payer: Address,
   digest: Hex,
   signed: Hex,
   payerCode: Promise<Hex | undefined>,
-): Promise<Step<null>> {
+): Promise<Step<Signed>> {
   let signature = signed;
   let code: Hex | undefined;
   try {
@@ -61,13 +78,20 @@ export async function checkSignature(
   if (isErc6492Signature(signature)) {
     const wrapped = parseErc6492Signature(signature);
     if (!payerHasCode && wrapped.address && !isAddressEqual(wrapped.address, zeroAddress)) {
-      return {
-        ok: false,
-        failure: failure(
-          "unsupported_signature",
-          "ERC-6492 signatures of undeployed wallets are not supported: no wallet factory is allowed",
-        ),
-      };
+      const factory = wrapped.address;
+      if (!ctx.erc6492Factories.some((allowed) => isAddressEqual(allowed, factory))) {
+        return {
+          ok: false,
+          failure: failure(
+            "unsupported_signature",
+            `the payer's wallet is not deployed and its factory ${factory} is not allowed (--erc6492-factory)`,
+          ),
+        };
+      }
+      return counterfactual(ctx, payer, digest, signed, {
+        factory,
+        calldata: wrapped.data ?? "0x",
+      });
     }
     signature = wrapped.signature;
   }
@@ -82,7 +106,7 @@ export async function checkSignature(
         args: [digest, signature],
       });
       return answer === ERC1271_MAGIC
-        ? { ok: true, value: null }
+        ? { ok: true, value: {} }
         : invalid("is refused by the payer's wallet contract (EIP-1271)");
     } catch (error) {
       if (isUnreachable(error))
@@ -103,7 +127,7 @@ export async function recoversTo(
   payer: Address,
   digest: Hex,
   signature: Hex,
-): Promise<Step<null>> {
+): Promise<Step<Signed>> {
   let signer: Address | undefined;
   try {
     signer = await recoverSigner(ctx.client, digest, signature);
@@ -112,6 +136,63 @@ export async function recoversTo(
   }
   if (!signer) return invalid("cannot be recovered");
   return isAddressEqual(signer, payer)
-    ? { ok: true, value: null }
+    ? { ok: true, value: {} }
     : invalid(`recovers to ${signer}, not to the payer ${payer}`);
+}
+
+/** The signature inside an ERC-6492 wrapper, or the signature itself. */
+export function innerSignature(signature: Hex): Hex {
+  return isErc6492Signature(signature) ? parseErc6492Signature(signature).signature : signature;
+}
+
+/** Checks a counterfactual wallet's signature by deploying it inside an eth_call. */
+async function counterfactual(
+  ctx: SchemeContext,
+  payer: Address,
+  digest: Hex,
+  wrapped: Hex,
+  deployment: Deployment,
+): Promise<Step<Signed>> {
+  try {
+    const valid = await ctx.client.verifyHash({ address: payer, hash: digest, signature: wrapped });
+    if (!valid) return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
+    return { ok: true, value: { deployment } };
+  } catch (error) {
+    if (isUnreachable(error)) {
+      return { ok: false, failure: chainFailure(error, "asking the payer's undeployed wallet") };
+    }
+    return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
+  }
+}
+
+const multicall3Abi = parseAbi([
+  "struct Call3 { address target; bool allowFailure; bytes callData; }",
+  "struct Result { bool success; bytes returnData; }",
+  "function aggregate3(Call3[] calls) payable returns (Result[] returnData)",
+]);
+const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
+
+/**
+ * The settlement call, deploying the payer's wallet first when it is counterfactual: both in one
+ * transaction through Multicall3. The deployment may fail (someone deployed the wallet meanwhile);
+ * the transfer may not.
+ */
+export function withDeployment(
+  call: { readonly to: Address; readonly data: Hex },
+  deployment: Deployment | undefined,
+): { readonly to: Address; readonly data: Hex } {
+  if (!deployment) return call;
+  return {
+    to: MULTICALL3_ADDRESS,
+    data: encodeFunctionData({
+      abi: multicall3Abi,
+      functionName: "aggregate3",
+      args: [
+        [
+          { target: deployment.factory, allowFailure: true, callData: deployment.calldata },
+          { target: call.to, allowFailure: false, callData: call.data },
+        ],
+      ],
+    }),
+  };
 }
