@@ -1,8 +1,9 @@
 /**
  * Signing x402 Permit2 payments on the devnet, as an x402 client does: the Permit2
- * PermitWitnessTransferFrom authorization for the exact proxy (witness {to, validAfter}), and the
- * EIP-2612 permit of Permit2 that the `eip2612GasSponsoring` extension carries. The JSON shapes
- * (field order included) are the ones the official client produces.
+ * PermitWitnessTransferFrom authorization for the exact proxy (witness {to, validAfter}) or the
+ * upto proxy (witness {to, facilitator, validAfter}), and the EIP-2612 permit of Permit2 that the
+ * `eip2612GasSponsoring` extension carries. The JSON shapes (field order included) are the ones
+ * the official client produces.
  */
 import { type Address, createPublicClient, getAddress, type Hex, http, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -13,6 +14,7 @@ import {
   devnetChain,
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
+  UPTO_PERMIT2_PROXY_ADDRESS,
 } from "./setup.js";
 
 /** EIP-712 types of the exact scheme's Permit2 authorization (referenced types sorted by name). */
@@ -30,6 +32,16 @@ export const permit2WitnessTypes = {
   ],
   Witness: [
     { name: "to", type: "address" },
+    { name: "validAfter", type: "uint256" },
+  ],
+} as const;
+
+/** The upto scheme's types: the witness also names the only facilitator that may settle. */
+export const uptoPermit2WitnessTypes = {
+  ...permit2WitnessTypes,
+  Witness: [
+    { name: "to", type: "address" },
+    { name: "facilitator", type: "address" },
     { name: "validAfter", type: "uint256" },
   ],
 } as const;
@@ -131,6 +143,53 @@ export async function signPermit2Payment(
   const signature = await account.signTypedData(
     permit2AuthorizationTypedData(chainId, permit2Authorization),
   );
+  return { signature, permit2Authorization };
+}
+
+/** `payload.permit2Authorization` of the upto scheme. */
+export interface UptoPermit2AuthorizationJson extends Omit<Permit2AuthorizationJson, "witness"> {
+  witness: { to: Address; facilitator: Address; validAfter: string };
+}
+
+export interface UptoPermit2PaymentJson {
+  signature: Hex;
+  permit2Authorization: UptoPermit2AuthorizationJson;
+}
+
+/**
+ * Signs an upto-scheme Permit2 payment: at most `terms.amount`, settled only by `facilitator`
+ * through the upto proxy.
+ */
+export async function signUptoPermit2Payment(
+  chainId: number,
+  payer: DevAccount,
+  terms: Permit2Terms & { readonly facilitator: Address },
+  options: Permit2SignOptions = {},
+): Promise<UptoPermit2PaymentJson> {
+  const account = privateKeyToAccount(payer.privateKey);
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  const permit2Authorization: UptoPermit2AuthorizationJson = {
+    from: getAddress(options.from ?? account.address),
+    permitted: { token: getAddress(terms.asset), amount: terms.amount.toString() },
+    spender: getAddress(options.spender ?? UPTO_PERMIT2_PROXY_ADDRESS),
+    nonce: (options.nonce ?? randomPermit2Nonce()).toString(),
+    deadline: (options.deadline ?? now + BigInt(terms.maxTimeoutSeconds)).toString(),
+    witness: {
+      to: getAddress(terms.payTo),
+      facilitator: getAddress(terms.facilitator),
+      validAfter: (options.validAfter ?? 0n).toString(),
+    },
+  };
+  const { witness } = permit2Authorization;
+  const exact = permit2AuthorizationTypedData(chainId, permit2Authorization);
+  const signature = await account.signTypedData({
+    ...exact,
+    types: uptoPermit2WitnessTypes,
+    message: {
+      ...exact.message,
+      witness: { ...witness, validAfter: BigInt(witness.validAfter) },
+    },
+  });
   return { signature, permit2Authorization };
 }
 
