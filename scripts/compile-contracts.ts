@@ -17,12 +17,39 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CONTRACTS_DIR = path.join(ROOT, "src/devnet/contracts");
 export const ARTIFACTS_PATH = path.join(ROOT, "src/devnet/artifacts.ts");
 
-/** The contracts, in the order their sources are hashed and their artifacts are written. */
+/** The contracts whose artifacts are written, in this order. */
 const CONTRACTS = [
   { file: "TestUSDC.sol", contract: "TestUSDC", prefix: "testUsdc" },
   { file: "Multicall3.sol", contract: "Multicall3", prefix: "multicall3" },
   { file: "TestERC1271Wallet.sol", contract: "TestERC1271Wallet", prefix: "testErc1271Wallet" },
+  { file: "Permit2.sol", contract: "Permit2", prefix: "permit2" },
+  {
+    file: "X402ExactPermit2Proxy.sol",
+    contract: "X402ExactPermit2Proxy",
+    prefix: "x402ExactPermit2Proxy",
+  },
+  {
+    file: "X402UptoPermit2Proxy.sol",
+    contract: "X402UptoPermit2Proxy",
+    prefix: "x402UptoPermit2Proxy",
+  },
+  { file: "TestPermitToken.sol", contract: "TestPermitToken", prefix: "testPermitToken" },
+  { file: "TestPlainToken.sol", contract: "TestPlainToken", prefix: "testPlainToken" },
+  { file: "TestSmartWalletFactory.sol", contract: "TestSmartWallet", prefix: "testSmartWallet" },
+  {
+    file: "TestSmartWalletFactory.sol",
+    contract: "TestSmartWalletFactory",
+    prefix: "testSmartWalletFactory",
+  },
 ] as const;
+
+/** Sources that only others import (abstract bases): compiled, hashed, no artifacts. */
+const SHARED_SOURCES = ["DevnetERC20.sol", "X402Permit2ProxyBase.sol"] as const;
+
+/** Every source file, in the order they are hashed. */
+const SOURCE_FILES: readonly string[] = [
+  ...new Set([...CONTRACTS.map((c) => c.file), ...SHARED_SOURCES]),
+];
 
 type Hex = `0x${string}`;
 
@@ -59,7 +86,7 @@ interface SolcOutput {
   >;
 }
 
-/** sha256 of the sources concatenated in the order of CONTRACTS. */
+/** sha256 of the sources concatenated in the order of SOURCE_FILES. */
 export function hashSources(sources: readonly string[]): Hex {
   const hash = createHash("sha256");
   for (const source of sources) hash.update(source, "utf8");
@@ -67,10 +94,10 @@ export function hashSources(sources: readonly string[]): Hex {
 }
 
 export function compileContracts(): CompiledContracts {
-  const sources = CONTRACTS.map((c) => readFileSync(path.join(CONTRACTS_DIR, c.file), "utf8"));
+  const sources = SOURCE_FILES.map((file) => readFileSync(path.join(CONTRACTS_DIR, file), "utf8"));
   const input = {
     language: "Solidity",
-    sources: Object.fromEntries(CONTRACTS.map((c, i) => [c.file, { content: sources[i] }])),
+    sources: Object.fromEntries(SOURCE_FILES.map((file, i) => [file, { content: sources[i] }])),
     settings: {
       evmVersion: "cancun",
       optimizer: { enabled: true, runs: 200 },
@@ -112,7 +139,7 @@ export function renderArtifacts(compiled: CompiledContracts): string {
     "",
     `export const solcVersion = ${JSON.stringify(compiled.solcVersion)};`,
     "",
-    "/** sha256 of the contract sources (TestUSDC.sol, Multicall3.sol, TestERC1271Wallet.sol). */",
+    `/** sha256 of the contract sources (${SOURCE_FILES.join(", ")}). */`,
     `export const sourceHash = ${JSON.stringify(compiled.sourceHash)};`,
   ];
   for (const c of compiled.contracts) {

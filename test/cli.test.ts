@@ -499,6 +499,18 @@ describe("devnet subcommand", () => {
       expect(info.rpcUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(info.request).toBe(path.join(devnetDir, "request.json"));
       expect(info.requestX402).toBe(path.join(devnetDir, "request-x402.json"));
+      expect(info.requestPermit2).toBe(path.join(devnetDir, "request-permit2.json"));
+      expect(info.requestPermit2Eip2612).toBe(path.join(devnetDir, "request-permit2-eip2612.json"));
+      const devnetJson = JSON.parse(await readFile(path.join(devnetDir, "devnet.json"), "utf8"));
+      expect(devnetJson).toMatchObject({
+        permit2: "0x000000000022D473030F116dDEE9F6B43aC78BA3",
+        exactPermit2Proxy: "0x402085c248EeA27D92E8b30b2C58ed07f9E20001",
+        uptoPermit2Proxy: "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002",
+        permitToken: { name: "Permit Token", version: "1", decimals: 6 },
+        plainToken: { name: "Plain Token", decimals: 6 },
+        walletFactory: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/),
+        requests: { permit2: info.requestPermit2, permit2Eip2612: info.requestPermit2Eip2612 },
+      });
       expect(info.keyFile).toEqual(expect.any(String));
       const port = Number(new URL(info.rpcUrl).port);
 

@@ -1,5 +1,6 @@
 /**
- * The local devnet: an anvil node with TestUSDC and Multicall3 in place and funded payers.
+ * The local devnet: an anvil node with the test tokens, Multicall3, Permit2, the x402 Permit2
+ * proxies and a smart-wallet factory in place, and funded payers.
  */
 import { randomBytes } from "node:crypto";
 import {
@@ -32,16 +33,35 @@ export {
 } from "./accounts.js";
 export type { AnvilInstance, AnvilOptions } from "./anvil.js";
 export { anvilBinaryPath, startAnvil } from "./anvil.js";
-export type { DevnetInfo, DevnetToken, PrepareDevnetOptions } from "./setup.js";
+export { approvePermit2, permit2Allowance, permit2NonceUsed } from "./permit2.js";
+export type {
+  DevnetInfo,
+  DevnetPermitToken,
+  DevnetPlainToken,
+  DevnetToken,
+  PrepareDevnetOptions,
+} from "./setup.js";
 export {
   BASE_SEPOLIA_USDC_ADDRESS,
   DEFAULT_USDC_ADDRESS,
   devnetChain,
+  EXACT_PERMIT2_PROXY_ADDRESS,
   MULTICALL3_ADDRESS,
   PAYER_USDC_BALANCE,
+  PERMIT_TOKEN_ADDRESS,
+  PERMIT2_ADDRESS,
+  PLAIN_TOKEN_ADDRESS,
   prepareDevnet,
+  UPTO_PERMIT2_PROXY_ADDRESS,
   usdcAddressFor,
+  WALLET_FACTORY_ADDRESS,
 } from "./setup.js";
+export type { CounterfactualWallet } from "./smart-wallet.js";
+export {
+  counterfactualWallet,
+  deployCounterfactualWallet,
+  erc6492Signature,
+} from "./smart-wallet.js";
 
 export type DevnetOptions = AnvilOptions;
 
@@ -51,7 +71,7 @@ export type Devnet = DevnetInfo & {
   stop(): Promise<void>;
 };
 
-/** Starts anvil and prepares it (TestUSDC, Multicall3, funded payers). */
+/** Starts anvil and prepares it (contracts in place, funded payers; see prepareDevnet). */
 export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> {
   const anvil = await startAnvil(options);
   try {

@@ -1,6 +1,6 @@
 /**
  * Puts the devnet's contracts on a running anvil (with anvil_setCode, no deployment transaction)
- * and funds the payers with test USDC.
+ * and funds the payers with the test tokens.
  */
 import {
   type Address,
@@ -14,6 +14,7 @@ import {
   type Hash,
   type Hex,
   http,
+  type LocalAccount,
   type PublicClient,
   type TestClient,
   type Transport,
@@ -27,7 +28,18 @@ import {
   payeeAccount,
   payerAccounts,
 } from "./accounts.js";
-import { multicall3RuntimeBytecode, testUsdcAbi, testUsdcRuntimeBytecode } from "./artifacts.js";
+import {
+  multicall3Abi,
+  multicall3RuntimeBytecode,
+  permit2RuntimeBytecode,
+  testPermitTokenRuntimeBytecode,
+  testPlainTokenRuntimeBytecode,
+  testSmartWalletFactoryRuntimeBytecode,
+  testUsdcAbi,
+  testUsdcRuntimeBytecode,
+  x402ExactPermit2ProxyRuntimeBytecode,
+  x402UptoPermit2ProxyRuntimeBytecode,
+} from "./artifacts.js";
 
 /** Where the canonical Multicall3 lives on every chain; ours is placed at the same address. */
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
@@ -40,13 +52,46 @@ export const DEFAULT_USDC_ADDRESS: Address = "0x5FbDB2315678afecb367f032d93F642f
 
 export const BASE_SEPOLIA_CHAIN_ID = 84532;
 
-/** USDC minted to each payer: 1,000,000 USDC (6 decimals). */
+/** Uniswap's Permit2 address (the same on every chain): our Permit2 goes there. */
+export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+
+/** The x402 exact Permit2 proxy's canonical address (what the x402 client signs for). */
+export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+
+/** The x402 upto Permit2 proxy's canonical address. */
+export const UPTO_PERMIT2_PROXY_ADDRESS: Address = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
+
+/** TestPermitToken (EIP-2612, no EIP-3009), on every chain id. */
+export const PERMIT_TOKEN_ADDRESS: Address = "0x2612000000000000000000000000000000002612";
+
+/** TestPlainToken (neither EIP-2612 nor EIP-3009), on every chain id. */
+export const PLAIN_TOKEN_ADDRESS: Address = "0x2020000000000000000000000000000000000020";
+
+/** TestSmartWalletFactory (CREATE2 wallets for ERC-6492 signatures), on every chain id. */
+export const WALLET_FACTORY_ADDRESS: Address = "0x6492000000000000000000000000000000006492";
+
+/** Units of each test token minted to each payer: 1,000,000 tokens (6 decimals). */
 export const PAYER_USDC_BALANCE = 1_000_000n * 10n ** 6n;
 
 export interface DevnetToken {
   address: Address;
   name: "USDC";
   version: "2";
+  decimals: 6;
+}
+
+/** TestPermitToken: EIP-2612 permit with this EIP-712 domain name and version; no EIP-3009. */
+export interface DevnetPermitToken {
+  address: Address;
+  name: "Permit Token";
+  version: "1";
+  decimals: 6;
+}
+
+/** TestPlainToken: a bare ERC-20 (no EIP-712 domain at all). */
+export interface DevnetPlainToken {
+  address: Address;
+  name: "Plain Token";
   decimals: 6;
 }
 
@@ -57,8 +102,19 @@ export interface DevnetInfo {
   network: `eip155:${number}`;
   /** The x402 v1 network name, when the chain id has one ("base-sepolia" for 84532). */
   v1Network?: string;
+  /** TestUSDC: EIP-3009 and EIP-2612. */
   token: DevnetToken;
+  /** TestPermitToken: EIP-2612 only. */
+  permitToken: DevnetPermitToken;
+  /** TestPlainToken: neither. */
+  plainToken: DevnetPlainToken;
   multicall3: Address;
+  /** Permit2 (its signature-transfer part); payers have NOT approved it on any token. */
+  permit2: Address;
+  exactPermit2Proxy: Address;
+  uptoPermit2Proxy: Address;
+  /** TestSmartWalletFactory, for counterfactual (ERC-6492) wallets. */
+  walletFactory: Address;
   facilitator: DevAccount;
   payers: DevAccount[];
   payee: DevAccount;
@@ -113,20 +169,21 @@ function clientsFor(rpcUrl: string, chainId: number): Clients {
   };
 }
 
-// Set-up transactions all come from the funder account; one queue per node keeps their nonces
-// in order even when callers run set-up steps concurrently.
-const funderQueues = new Map<string, Promise<unknown>>();
+// Set-up transactions come from the funder account (or a payer, for its own approvals); one
+// queue per node and sender keeps their nonces in order even when callers run set-up steps
+// concurrently.
+const senderQueues = new Map<string, Promise<unknown>>();
 
-function inFunderQueue<T>(rpcUrl: string, task: () => Promise<T>): Promise<T> {
-  const previous = funderQueues.get(rpcUrl) ?? Promise.resolve();
+function inSenderQueue<T>(key: string, task: () => Promise<T>): Promise<T> {
+  const previous = senderQueues.get(key) ?? Promise.resolve();
   const next = previous.then(task, task);
   const settled = next.then(
     () => undefined,
     () => undefined,
   );
-  funderQueues.set(rpcUrl, settled);
+  senderQueues.set(key, settled);
   void settled.then(() => {
-    if (funderQueues.get(rpcUrl) === settled) funderQueues.delete(rpcUrl);
+    if (senderQueues.get(key) === settled) senderQueues.delete(key);
   });
   return next;
 }
@@ -143,8 +200,8 @@ export type MiningMode = "auto" | "manual" | undefined;
 const UNKNOWN_MODE_MINE_AFTER_MS = 1_000;
 
 /**
- * Sends the calls from the funder account (consecutive nonces), gets them mined and waits for
- * every receipt; throws if any of them reverted.
+ * Sends the calls from `sender` (default: the funder account) with consecutive nonces, gets them
+ * mined and waits for every receipt; throws if any of them reverted.
  *
  * anvil_getAutomine cannot tell: it answers false under --mixed-mining as under --no-mining.
  * So with mining "manual" we mine a block at once; with "auto" we wait (automine, or the
@@ -154,11 +211,12 @@ async function sendFromFunder(
   clients: Clients,
   calls: readonly SetupCall[],
   mining: MiningMode,
+  sender?: LocalAccount,
 ): Promise<void> {
   const { rpcUrl, publicClient, testClient, funder, chain } = clients;
-  const account = funder.account;
+  const account = sender ?? funder.account;
   if (!account) throw new Error("funder wallet has no account");
-  await inFunderQueue(rpcUrl, async () => {
+  await inSenderQueue(`${rpcUrl} ${account.address}`, async () => {
     const nonce = await publicClient.getTransactionCount({
       address: account.address,
       blockTag: "pending",
@@ -194,7 +252,7 @@ async function sendFromFunder(
   });
 }
 
-/** A `TestUSDC.mint(to, amount)` call. */
+/** A `mint(to, amount)` call on any devnet test token (they share the signature). */
 export function mintCall(token: Address, to: Address, amount: bigint): SetupCall {
   return {
     to: token,
@@ -202,14 +260,31 @@ export function mintCall(token: Address, to: Address, amount: bigint): SetupCall
   };
 }
 
-/** Runs set-up transactions from the devnet's funder account (exported for deployErc1271Wallet). */
+/**
+ * Runs set-up transactions from the devnet's funder account, or from `sender` (a dev account
+ * acting for itself, e.g. approving Permit2).
+ */
 export async function runSetupCalls(
   rpcUrl: string,
   chainId: number,
   calls: readonly SetupCall[],
   mining?: MiningMode,
+  sender?: DevAccount,
 ): Promise<void> {
-  await sendFromFunder(clientsFor(rpcUrl, chainId), calls, mining);
+  const account = sender ? privateKeyToAccount(sender.privateKey) : undefined;
+  await sendFromFunder(clientsFor(rpcUrl, chainId), calls, mining, account);
+}
+
+/** One Multicall3.aggregate3 call running all `calls` (none may fail): one transaction. */
+export function batchedCall(calls: readonly SetupCall[]): SetupCall {
+  return {
+    to: MULTICALL3_ADDRESS,
+    data: encodeFunctionData({
+      abi: multicall3Abi,
+      functionName: "aggregate3",
+      args: [calls.map((c) => ({ target: c.to, allowFailure: false, callData: c.data }))],
+    }),
+  };
 }
 
 export interface PrepareDevnetOptions {
@@ -218,8 +293,10 @@ export interface PrepareDevnetOptions {
 }
 
 /**
- * Places TestUSDC and Multicall3 on the anvil node at `rpcUrl` and mints 1,000,000 USDC to each
- * payer. The node must be anvil (it uses anvil_setCode) with the default dev accounts.
+ * Places the devnet's contracts on the anvil node at `rpcUrl` (TestUSDC, Multicall3, Permit2, the
+ * x402 exact and upto Permit2 proxies, TestPermitToken, TestPlainToken, TestSmartWalletFactory)
+ * and mints 1,000,000 of each token to each payer. Payers do not approve Permit2. The node must
+ * be anvil (it uses anvil_setCode) with the default dev accounts.
  */
 export async function prepareDevnet(
   rpcUrl: string,
@@ -232,23 +309,37 @@ export async function prepareDevnet(
     throw new Error(`prepareDevnet: ${rpcUrl} has chain id ${actualChainId}, expected ${chainId}`);
   }
   const tokenAddress = usdcAddressFor(chainId);
-  await clients.testClient.setCode({ address: tokenAddress, bytecode: testUsdcRuntimeBytecode });
-  await clients.testClient.setCode({
-    address: MULTICALL3_ADDRESS,
-    bytecode: multicall3RuntimeBytecode,
-  });
-  await sendFromFunder(
-    clients,
-    payerAccounts.map((payer) => mintCall(tokenAddress, payer.address, PAYER_USDC_BALANCE)),
-    options.mining,
+  const code: ReadonlyArray<readonly [Address, Hex]> = [
+    [tokenAddress, testUsdcRuntimeBytecode],
+    [MULTICALL3_ADDRESS, multicall3RuntimeBytecode],
+    [PERMIT2_ADDRESS, permit2RuntimeBytecode],
+    [EXACT_PERMIT2_PROXY_ADDRESS, x402ExactPermit2ProxyRuntimeBytecode],
+    [UPTO_PERMIT2_PROXY_ADDRESS, x402UptoPermit2ProxyRuntimeBytecode],
+    [PERMIT_TOKEN_ADDRESS, testPermitTokenRuntimeBytecode],
+    [PLAIN_TOKEN_ADDRESS, testPlainTokenRuntimeBytecode],
+    [WALLET_FACTORY_ADDRESS, testSmartWalletFactoryRuntimeBytecode],
+  ];
+  await Promise.all(
+    code.map(([address, bytecode]) => clients.testClient.setCode({ address, bytecode })),
   );
+  // Every mint in one transaction, through Multicall3 (mint is open to anyone).
+  const mints = [tokenAddress, PERMIT_TOKEN_ADDRESS, PLAIN_TOKEN_ADDRESS].flatMap((token) =>
+    payerAccounts.map((payer) => mintCall(token, payer.address, PAYER_USDC_BALANCE)),
+  );
+  await sendFromFunder(clients, [batchedCall(mints)], options.mining);
   return {
     rpcUrl,
     chainId,
     network: `eip155:${chainId}`,
     ...(chainId === BASE_SEPOLIA_CHAIN_ID ? { v1Network: "base-sepolia" } : {}),
     token: { address: getAddress(tokenAddress), name: "USDC", version: "2", decimals: 6 },
+    permitToken: { address: PERMIT_TOKEN_ADDRESS, name: "Permit Token", version: "1", decimals: 6 },
+    plainToken: { address: PLAIN_TOKEN_ADDRESS, name: "Plain Token", decimals: 6 },
     multicall3: MULTICALL3_ADDRESS,
+    permit2: PERMIT2_ADDRESS,
+    exactPermit2Proxy: EXACT_PERMIT2_PROXY_ADDRESS,
+    uptoPermit2Proxy: UPTO_PERMIT2_PROXY_ADDRESS,
+    walletFactory: WALLET_FACTORY_ADDRESS,
     facilitator: facilitatorAccount,
     payers: [...payerAccounts],
     payee: payeeAccount,

@@ -12,14 +12,22 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   multicall3RuntimeBytecode,
+  permit2RuntimeBytecode,
   testErc1271WalletAbi,
+  testPermitTokenRuntimeBytecode,
+  testPlainTokenRuntimeBytecode,
+  testSmartWalletFactoryRuntimeBytecode,
   testUsdcAbi,
   testUsdcRuntimeBytecode,
+  x402ExactPermit2ProxyRuntimeBytecode,
+  x402UptoPermit2ProxyRuntimeBytecode,
 } from "../../src/devnet/artifacts.js";
 import {
+  approvePermit2,
   type Devnet,
   deployErc1271Wallet,
   devnetChain,
+  permit2Allowance,
   prepareDevnet,
   startAnvil,
   startDevnet,
@@ -85,6 +93,51 @@ describe("startDevnet", () => {
       }),
     ).toBe(5n * MILLION_USDC);
     expect(await usdcBalance(devnet, devnet.payee.address)).toBe(0n);
+  });
+
+  it("places Permit2, the x402 proxies, the permit and plain tokens and the wallet factory; funds payers with each token; approves nothing", async () => {
+    const devnet = await devnetWith();
+    const client = publicClientFor(devnet);
+    expect(devnet).toMatchObject({
+      permit2: "0x000000000022D473030F116dDEE9F6B43aC78BA3",
+      exactPermit2Proxy: "0x402085c248EeA27D92E8b30b2C58ed07f9E20001",
+      uptoPermit2Proxy: "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002",
+      permitToken: {
+        address: "0x2612000000000000000000000000000000002612",
+        name: "Permit Token",
+        version: "1",
+        decimals: 6,
+      },
+      plainToken: {
+        address: "0x2020000000000000000000000000000000000020",
+        name: "Plain Token",
+        decimals: 6,
+      },
+      walletFactory: "0x6492000000000000000000000000000000006492",
+    });
+    const placed: [string, string][] = [
+      [devnet.permit2, permit2RuntimeBytecode],
+      [devnet.exactPermit2Proxy, x402ExactPermit2ProxyRuntimeBytecode],
+      [devnet.uptoPermit2Proxy, x402UptoPermit2ProxyRuntimeBytecode],
+      [devnet.permitToken.address, testPermitTokenRuntimeBytecode],
+      [devnet.plainToken.address, testPlainTokenRuntimeBytecode],
+      [devnet.walletFactory, testSmartWalletFactoryRuntimeBytecode],
+    ];
+    for (const [address, code] of placed) {
+      expect(await client.getCode({ address: address as Address })).toBe(code);
+    }
+    for (const token of [devnet.token, devnet.permitToken, devnet.plainToken]) {
+      for (const payer of devnet.payers) {
+        const balance = await client.readContract({
+          address: token.address,
+          abi: erc20Abi,
+          functionName: "balanceOf",
+          args: [payer.address],
+        });
+        expect(balance).toBe(MILLION_USDC);
+        expect(await permit2Allowance(devnet, payer.address, token.address)).toBe(0n);
+      }
+    }
   });
 
   it("leaves the facilitator's, payers' and payee's nonces at 0 and gives them ETH", async () => {
@@ -164,6 +217,8 @@ describe("startDevnet", () => {
     expect(await usdcBalance(devnet, payer.address)).toBe(MILLION_USDC);
     const wallet = await deployErc1271Wallet(devnet, payer.address);
     expect(await usdcBalance(devnet, wallet)).toBe(MILLION_USDC);
+    await approvePermit2(devnet, payer, devnet.permitToken.address, 123n);
+    expect(await permit2Allowance(devnet, payer.address, devnet.permitToken.address)).toBe(123n);
   });
 
   it("stop() stops its anvil", async () => {

@@ -69,13 +69,13 @@ export async function clientPayload(payer: DevAccount, requirements: Requirement
   return client.createPaymentPayload(paymentRequired as any);
 }
 
-/** The reference facilitator (x402 SDK 2.27) on the same chain, with its own settlement key. */
-export function referenceFacilitator(devnet: Devnet, settler: DevAccount) {
+/** The reference SDK's facilitator signer for `settler` on the devnet (as its examples wire it). */
+export function referenceSigner(devnet: Devnet, settler: DevAccount) {
   const wallet = createWalletClient({
     account: privateKeyToAccount(settler.privateKey),
     transport: http(devnet.rpcUrl),
   }).extend(publicActions);
-  const signer = toFacilitatorEvmSigner({
+  return toFacilitatorEvmSigner({
     address: wallet.account.address,
     // biome-ignore lint/suspicious/noExplicitAny: forwarding viem calls as the SDK's examples do.
     readContract: (args: any) => wallet.readContract({ ...args, args: args.args ?? [] }),
@@ -91,10 +91,24 @@ export function referenceFacilitator(devnet: Devnet, settler: DevAccount) {
     // biome-ignore lint/suspicious/noExplicitAny: as above.
     getCode: (args: any) => wallet.getCode(args),
   });
+}
+
+/**
+ * The reference facilitator (x402 SDK 2.27) on the same chain, with its own settlement key;
+ * counterfactual (ERC-6492) wallets only from `eip6492AllowedFactories` (default: none).
+ */
+export function referenceFacilitator(
+  devnet: Devnet,
+  settler: DevAccount,
+  options: { eip6492AllowedFactories?: string[] } = {},
+) {
+  const signer = referenceSigner(devnet, settler);
   const facilitator = new x402Facilitator();
   facilitator.register(
     devnet.network,
-    new ExactEvmFacilitator(signer, { eip6492AllowedFactories: [] }),
+    new ExactEvmFacilitator(signer, {
+      eip6492AllowedFactories: options.eip6492AllowedFactories ?? [],
+    }),
   );
   if (devnet.v1Network)
     facilitator.registerV1(devnet.v1Network as never, new ExactEvmFacilitatorV1(signer));

@@ -1,12 +1,13 @@
 /**
- * `facilitator devnet`: anvil with a test USDC and funded accounts, plus ready-signed request
- * files and the commands that use them. Runs until Ctrl-C and leaves no process behind.
+ * `facilitator devnet`: anvil with test tokens, Permit2 and the x402 proxies, and funded accounts,
+ * plus ready-signed request files and the commands that use them. Runs until Ctrl-C and leaves no
+ * process behind.
  */
 import { chmod, mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import chalk from "chalk";
-import { type Devnet, startDevnet } from "../../devnet/index.js";
+import { approvePermit2, type Devnet, startDevnet } from "../../devnet/index.js";
 import { signSampleRequest } from "../../devnet/sample.js";
 import { UsageError } from "../errors.js";
 
@@ -47,6 +48,10 @@ interface Files {
   readonly request: string;
   readonly requestX402: string;
   readonly requestV1?: string | undefined;
+  /** Permit2 payment of the permit token by payer 4, who approved Permit2 on it for this. */
+  readonly requestPermit2: string;
+  /** Permit2 payment of the permit token by payer 5, with the eip2612GasSponsoring extension. */
+  readonly requestPermit2Eip2612: string;
   readonly envFile: string;
 }
 
@@ -60,8 +65,10 @@ async function writeFiles(devnet: Devnet, dirFlag: string | undefined): Promise<
   await writeFile(keyFile, `${devnet.facilitator.privateKey}\n`, { mode: 0o600 });
   await chmod(keyFile, 0o600);
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-  const [payer1, payer2, payer3] = devnet.payers;
-  if (!payer1 || !payer2 || !payer3) throw new Error("the devnet has fewer than three payers");
+  const [payer1, payer2, payer3, payer4, payer5] = devnet.payers;
+  if (!payer1 || !payer2 || !payer3 || !payer4 || !payer5) {
+    throw new Error("the devnet has fewer than five payers");
+  }
 
   const request = path.join(dir, "request.json");
   await writeFile(request, json(await signSampleRequest(devnet, { payer: payer1 })));
@@ -78,6 +85,26 @@ async function writeFiles(devnet: Devnet, dirFlag: string | undefined): Promise<
       json(await signSampleRequest(devnet, { payer: payer3, x402Version: 1 })),
     );
   }
+  // Payers start without any Permit2 approval; payer 4 approves it on the permit token, so this
+  // request settles as is. Payer 5's request carries its approval as an EIP-2612 permit.
+  await approvePermit2(devnet, payer4, devnet.permitToken.address);
+  const requestPermit2 = path.join(dir, "request-permit2.json");
+  await writeFile(
+    requestPermit2,
+    json(await signSampleRequest(devnet, { payer: payer4, method: "permit2", asset: "permit" })),
+  );
+  const requestPermit2Eip2612 = path.join(dir, "request-permit2-eip2612.json");
+  await writeFile(
+    requestPermit2Eip2612,
+    json(
+      await signSampleRequest(devnet, {
+        payer: payer5,
+        method: "permit2",
+        asset: "permit",
+        eip2612GasSponsoring: true,
+      }),
+    ),
+  );
   const envFile = path.join(dir, "devnet.env");
   await writeFile(
     envFile,
@@ -91,14 +118,36 @@ async function writeFiles(devnet: Devnet, dirFlag: string | undefined): Promise<
       network: devnet.network,
       v1Network: devnet.v1Network,
       token: devnet.token,
+      permitToken: devnet.permitToken,
+      plainToken: devnet.plainToken,
+      multicall3: devnet.multicall3,
+      permit2: devnet.permit2,
+      exactPermit2Proxy: devnet.exactPermit2Proxy,
+      uptoPermit2Proxy: devnet.uptoPermit2Proxy,
+      walletFactory: devnet.walletFactory,
       facilitator: devnet.facilitator.address,
       payers: devnet.payers.map((p) => p.address),
       payee: devnet.payee.address,
       keyFile,
-      requests: { reference: request, x402: requestX402, v1: requestV1 },
+      requests: {
+        reference: request,
+        x402: requestX402,
+        v1: requestV1,
+        permit2: requestPermit2,
+        permit2Eip2612: requestPermit2Eip2612,
+      },
     }),
   );
-  return { dir, keyFile, request, requestX402, requestV1, envFile };
+  return {
+    dir,
+    keyFile,
+    request,
+    requestX402,
+    requestV1,
+    requestPermit2,
+    requestPermit2Eip2612,
+    envFile,
+  };
 }
 
 function banner(devnet: Devnet, files: Files): string {
@@ -109,15 +158,23 @@ function banner(devnet: Devnet, files: Files): string {
     "",
     `  RPC URL      ${b(devnet.rpcUrl)}`,
     `  chain        ${devnet.network}${devnet.v1Network ? ` (v1: ${devnet.v1Network})` : ""}`,
-    `  test USDC    ${devnet.token.address}  ${dim(`EIP-712 "${devnet.token.name}" version "${devnet.token.version}", 6 decimals`)}`,
+    `  test USDC    ${devnet.token.address}  ${dim(`EIP-712 "${devnet.token.name}" version "${devnet.token.version}", 6 decimals, EIP-3009 + EIP-2612`)}`,
+    `  permit token ${devnet.permitToken.address}  ${dim(`EIP-712 "${devnet.permitToken.name}" version "${devnet.permitToken.version}", 6 decimals, EIP-2612 only`)}`,
+    `  plain token  ${devnet.plainToken.address}  ${dim("plain ERC-20, 6 decimals")}`,
+    `  Permit2      ${devnet.permit2}  ${dim("payers have not approved it")}`,
+    `  x402 proxies ${devnet.exactPermit2Proxy} ${dim("(exact)")}`,
+    `               ${devnet.uptoPermit2Proxy} ${dim("(upto)")}`,
+    `  wallets      ${devnet.walletFactory}  ${dim("ERC-6492 smart-wallet factory")}`,
     `  Multicall3   ${devnet.multicall3}`,
     `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,
-    `  payers       ${devnet.payers.map((p) => p.address).join("\n               ")}  ${dim("1,000,000 USDC each")}`,
+    `  payers       ${devnet.payers.map((p) => p.address).join("\n               ")}  ${dim("1,000,000 of each token")}`,
     `  payee        ${devnet.payee.address}`,
     "",
     `  signed requests  ${files.request}`,
     `                   ${files.requestX402} ${dim("(x402 dialect)")}`,
     ...(files.requestV1 ? [`                   ${files.requestV1} ${dim("(x402 v1)")}`] : []),
+    `                   ${files.requestPermit2} ${dim("(Permit2; payer 4 approved Permit2)")}`,
+    `                   ${files.requestPermit2Eip2612} ${dim("(Permit2 + eip2612GasSponsoring)")}`,
     "",
     `  Try, in another terminal in this project:`,
     `    export FACILITATOR_RPC_URL=${devnet.rpcUrl}`,
@@ -141,7 +198,7 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     const files = await writeFiles(devnet, flags.dir);
     if (flags.json) {
       process.stdout.write(
-        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, dir: files.dir, keyFile: files.keyFile, request: files.request, requestX402: files.requestX402, requestV1: files.requestV1 })}\n`,
+        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, dir: files.dir, keyFile: files.keyFile, request: files.request, requestX402: files.requestX402, requestV1: files.requestV1, requestPermit2: files.requestPermit2, requestPermit2Eip2612: files.requestPermit2Eip2612 })}\n`,
       );
     } else {
       process.stdout.write(`${banner(devnet, files)}\n`);
