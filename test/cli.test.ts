@@ -528,6 +528,17 @@ describe("devnet subcommand", () => {
       expect(json(reference)).toMatchObject({ success: true });
       expectExit(x402, 0);
       expect(json(x402)).toMatchObject({ isValid: true });
+      // The Permit2 request files verify and settle too (one with an approval, one sponsored).
+      for (const file of [info.requestPermit2, info.requestPermit2Eip2612]) {
+        const verified = await cli(["verify", file as string], { env });
+        expectExit(verified, 0);
+        const settled = await cli(
+          ["settle", file as string, "--private-key-file", info.keyFile as string],
+          { env },
+        );
+        expectExit(settled, 0);
+        expect(json(settled)).toMatchObject({ success: true });
+      }
 
       // The key file holds the facilitator key; it appears in none of the devnet's output.
       const keyFileText = await readFile(info.keyFile, "utf8");

@@ -12,11 +12,11 @@ import { ExactEvmScheme as ExactEvmServer } from "@x402/evm/exact/server";
 import { paymentMiddleware, x402ResourceServer } from "@x402/express";
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import express from "express";
-import { type Address, type Hex, parseEventLogs } from "viem";
+import { type Address, erc20Abi, type Hex, parseEventLogs } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
-import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
+import { approvePermit2, type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
@@ -29,6 +29,8 @@ let devnet: Devnet;
 let facilitatorServer: RunningServer;
 let resourceServer: Server;
 let resourceUrl: string;
+let permit2Server: Server;
+let permit2Url: string;
 const facilitatorLog: Record<string, unknown>[] = [];
 
 const chain = () => chainOf(devnet);
@@ -95,15 +97,55 @@ beforeAll(async () => {
   app.get("/weather", (_request, response) => {
     response.json(WEATHER);
   });
+  // The same resource priced in a token without EIP-3009: paid through Permit2, once with an
+  // approval the payer made, once with the eip2612GasSponsoring extension instead.
+  const permit2Route = (extensions?: Record<string, unknown>) => ({
+    accepts: {
+      scheme: "exact",
+      network: devnet.network,
+      payTo: devnet.payee.address,
+      price: {
+        amount: PRICE.toString(),
+        asset: devnet.permitToken.address,
+        extra: {
+          name: devnet.permitToken.name,
+          version: devnet.permitToken.version,
+          assetTransferMethod: "permit2",
+        },
+      },
+      maxTimeoutSeconds: 120,
+    },
+    description: "Today's weather, paid through Permit2",
+    mimeType: "application/json",
+    ...(extensions ? { extensions } : {}),
+  });
+  const permit2App = express();
+  permit2App.use(
+    paymentMiddleware(
+      {
+        "GET /permit2": permit2Route(),
+        "GET /permit2-sponsored": permit2Route({
+          eip2612GasSponsoring: { info: { description: "gasless approval", version: "1" } },
+        }),
+      },
+      resources,
+    ),
+  );
+  permit2App.get(["/permit2", "/permit2-sponsored"], (_request, response) => {
+    response.json(WEATHER);
+  });
+  permit2Server = await listen(permit2App);
+  permit2Url = `http://127.0.0.1:${(permit2Server.address() as AddressInfo).port}`;
   resourceServer = await listen(app);
   resourceUrl = `http://127.0.0.1:${(resourceServer.address() as AddressInfo).port}/weather`;
 });
 
 afterAll(async () => {
-  if (resourceServer) {
+  for (const server of [resourceServer, permit2Server]) {
+    if (!server) continue;
     await new Promise<void>((resolve) => {
-      resourceServer.close(() => resolve());
-      resourceServer.closeAllConnections();
+      server.close(() => resolve());
+      server.closeAllConnections();
     });
   }
   await facilitatorServer?.close();
@@ -185,5 +227,43 @@ describe("the official x402 stack against our serve", () => {
       }),
     ]);
     expect(calls.some((e) => "error" in e)).toBe(false);
+  });
+});
+
+describe("the official x402 stack paying a Permit2-priced route through our serve", () => {
+  const permitBalance = (who: Address) =>
+    chain().readContract({
+      address: devnet.permitToken.address,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [who],
+    });
+
+  function payingFetch(payer: DevAccount) {
+    const client = x402Client
+      .fromConfig({ schemes: [], spendControls: false })
+      .register(
+        devnet.network,
+        new ExactEvmClient(privateKeyToAccount(payer.privateKey), { rpcUrl: devnet.rpcUrl }),
+      );
+    return wrapFetchWithPayment(fetch, client);
+  }
+
+  test.each([
+    ["a payer that approved Permit2", "/permit2", 2, true],
+    ["a payer that did not, with eip2612GasSponsoring", "/permit2-sponsored", 3, false],
+  ] as const)("%s gets the resource and pays once", async (_name, path, index, approve) => {
+    const payer = devnet.payers[index] as DevAccount;
+    if (approve) await approvePermit2(devnet, payer, devnet.permitToken.address);
+    const before = await permitBalance(devnet.payee.address);
+    const response = await payingFetch(payer)(`${permit2Url}${path}`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual(WEATHER);
+    const settlement = decodePaymentResponseHeader(response.headers.get("payment-response") ?? "");
+    expect(settlement).toMatchObject({ success: true, payer: payer.address });
+    const receipt = await chain().getTransactionReceipt({ hash: settlement.transaction as Hex });
+    expect(receipt.status).toBe("success");
+    expect(receipt.to?.toLowerCase()).toBe(devnet.exactPermit2Proxy.toLowerCase());
+    expect(await permitBalance(devnet.payee.address)).toBe(before + PRICE);
   });
 });

@@ -314,9 +314,15 @@ async function minedIn(ctx: SchemeContext, hashes: readonly Hex[]): Promise<bigi
 }
 
 function shortfall(spend: Spend, have: bigint, held: bigint): Failure {
-  const what = spend.spender
-    ? `the payer's allowance for ${spend.spender} is ${have}`
-    : `the payer holds ${have}`;
   const inFlight = held > 0n ? `, ${held} of it is already being settled with us,` : "";
-  return failure("insufficient_funds", `${what}${inFlight} and this payment needs ${spend.amount}`);
+  if (spend.spender) {
+    return failure(
+      "allowance_required",
+      `the payer allows ${spend.spender} ${have}${inFlight} and this payment needs ${spend.amount}`,
+    );
+  }
+  return failure(
+    "insufficient_funds",
+    `the payer holds ${have}${inFlight} and this payment needs ${spend.amount}`,
+  );
 }

@@ -38,6 +38,21 @@ export function revertReason(error: unknown): string | undefined {
     : undefined;
 }
 
+/** The raw revert data the node returned, for decoding custom errors. */
+export function revertData(error: unknown): Hex | undefined {
+  if (!(error instanceof BaseError)) return undefined;
+  let found: Hex | undefined;
+  error.walk((e) => {
+    const data = (e as { data?: unknown }).data;
+    if (isHex(data) && data.length >= 10) {
+      found = data;
+      return true;
+    }
+    return false;
+  });
+  return found;
+}
+
 /** True when the node executed the call and it reverted (as opposed to failing to run it). */
 export function isRevert(error: unknown): boolean {
   if (!(error instanceof BaseError)) return false;

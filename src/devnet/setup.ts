@@ -22,6 +22,10 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import {
+  EXACT_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_ADDRESS,
+} from "../schemes/exact-evm/permit2-encoding.js";
+import {
   type DevAccount,
   facilitatorAccount,
   funderAccount,
@@ -52,11 +56,9 @@ export const DEFAULT_USDC_ADDRESS: Address = "0x5FbDB2315678afecb367f032d93F642f
 
 export const BASE_SEPOLIA_CHAIN_ID = 84532;
 
-/** Uniswap's Permit2 address (the same on every chain): our Permit2 goes there. */
-export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
-
-/** The x402 exact Permit2 proxy's canonical address (what the x402 client signs for). */
-export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
+// Uniswap's Permit2 and the x402 exact proxy live at the canonical addresses the facilitator
+// and the x402 client use; ours go there.
+export { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS };
 
 /** The x402 upto Permit2 proxy's canonical address. */
 export const UPTO_PERMIT2_PROXY_ADDRESS: Address = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";

@@ -7,6 +7,7 @@
  */
 import { type Address, createPublicClient, getAddress, type Hex, http, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { permit2WitnessTypes } from "../schemes/exact-evm/permit2-encoding.js";
 import type { DevAccount } from "./accounts.js";
 import { testPermitTokenAbi } from "./artifacts.js";
 import {
@@ -17,24 +18,7 @@ import {
   UPTO_PERMIT2_PROXY_ADDRESS,
 } from "./setup.js";
 
-/** EIP-712 types of the exact scheme's Permit2 authorization (referenced types sorted by name). */
-export const permit2WitnessTypes = {
-  PermitWitnessTransferFrom: [
-    { name: "permitted", type: "TokenPermissions" },
-    { name: "spender", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-    { name: "witness", type: "Witness" },
-  ],
-  TokenPermissions: [
-    { name: "token", type: "address" },
-    { name: "amount", type: "uint256" },
-  ],
-  Witness: [
-    { name: "to", type: "address" },
-    { name: "validAfter", type: "uint256" },
-  ],
-} as const;
+export { permit2WitnessTypes };
 
 /** The upto scheme's types: the witness also names the only facilitator that may settle. */
 export const uptoPermit2WitnessTypes = {

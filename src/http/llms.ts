@@ -10,8 +10,9 @@ export function llmsTxt(): string {
     .join("\n");
   return `# facilitator
 
-> An x402 payment facilitator: verifies signed payments (EIP-3009 transferWithAuthorization, the
-> "exact" scheme on EVM chains, x402 v1 and v2) and settles them on chain.
+> An x402 payment facilitator: verifies signed payments (the "exact" scheme on EVM chains: EIP-3009
+> transferWithAuthorization, x402 v1 and v2; Permit2 through the x402 exact proxy, x402 v2, with
+> the eip2612GasSponsoring extension) and settles them on chain.
 
 ## Endpoints
 

@@ -29,6 +29,8 @@ export const EXACT_EVM_EXTENSIONS = [EIP2612_GAS_SPONSORING];
  */
 export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure {
   const { payload, paths } = request;
+  const x402x = x402xRefusal(payload.authorizationType);
+  if (x402x) return x402x;
   const found = methods.find((m) => m.method.accepts(payload));
   if (!found) {
     return failure(
@@ -50,4 +52,21 @@ export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure
     );
   }
   return found.method;
+}
+
+/** The x402x dialect's authorization types that cannot be settled here, and why. */
+function x402xRefusal(type: unknown): Failure | undefined {
+  if (type === "permit") {
+    return failure(
+      "unsupported_scheme",
+      'EIP-2612 permit payloads (x402x authorizationType "permit") are not supported yet; pay with an EIP-3009 authorization or Permit2',
+    );
+  }
+  if (type === "permit2") {
+    return failure(
+      "unsupported_scheme",
+      'x402x Permit2 payloads name payTo as the spender, so only payTo could settle them; sign a "permit2Authorization" for the x402 exact Permit2 proxy instead',
+    );
+  }
+  return undefined;
 }

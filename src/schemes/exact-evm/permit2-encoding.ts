@@ -3,7 +3,15 @@
  * proxy (PermitWitnessTransferFrom with the witness {to, validAfter}), and the proxy calls that
  * move the money. Addresses and type strings are the ones the x402 packages use on every chain.
  */
-import { type Address, encodeFunctionData, type Hex, hashTypedData, parseAbi, size } from "viem";
+import {
+  type Address,
+  decodeErrorResult,
+  encodeFunctionData,
+  type Hex,
+  hashTypedData,
+  parseAbi,
+  size,
+} from "viem";
 
 export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
@@ -29,7 +37,19 @@ export const exactPermit2ProxyAbi = parseAbi([
   "error InvalidSigner()",
   "error InvalidContractSignature()",
   "error InvalidSignatureLength()",
+  "error InvalidSignature()",
+  "error InvalidAmount(uint256 maxAmount)",
 ]);
+
+/** The custom error a proxy call reverted with, by name ("InvalidNonce"), if it is one of ours. */
+export function proxyErrorName(data: Hex | undefined): string | undefined {
+  if (!data || data.length < 10) return undefined;
+  try {
+    return decodeErrorResult({ abi: exactPermit2ProxyAbi, data }).errorName;
+  } catch {
+    return undefined;
+  }
+}
 
 export const permit2ReadsAbi = parseAbi([
   "function nonceBitmap(address owner, uint256 wordPos) view returns (uint256)",

@@ -8,7 +8,7 @@
 import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
 import { z } from "zod";
 import type { ExpectedTransfer } from "../../chain/journal.js";
-import { revertReason } from "../../chain/revert.js";
+import { revertData, revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
@@ -25,6 +25,7 @@ import {
   type Permit2Authorization,
   permit2Digest,
   permit2ReadsAbi,
+  proxyErrorName,
   settleCalldata,
 } from "./permit2-encoding.js";
 import { eip2612Sponsoring } from "./permit2-extensions.js";
@@ -271,7 +272,8 @@ async function verify(
     if (isUnreachable(simulated.error)) {
       return refuse(chainFailure(simulated.error, "simulating the Permit2 settlement"));
     }
-    return refuse(await diagnose(ctx, { ...payment, permit2612 }, revertReason(simulated.error)));
+    const named = proxyErrorName(revertData(simulated.error)) ?? revertReason(simulated.error);
+    return refuse(await diagnose(ctx, { ...payment, permit2612 }, named));
   }
   const code = await payerCode.catch(() => undefined);
   const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
