@@ -1,6 +1,7 @@
 /** What the benches share: settings from the environment, free ports, a clean environment. */
 import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
+import { approvePermit2, type Devnet } from "../src/devnet/index.js";
 
 /** A positive number from the environment, or the fallback. */
 export function setting(name: string, fallback: number): number {
@@ -46,4 +47,18 @@ export async function stopChild(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
   await gone;
   clearTimeout(timer);
+}
+
+/**
+ * BENCH_METHOD: "eip3009" (default: test USDC) or "permit2" (the devnet's EIP-2612 token through
+ * Permit2; every payer approves Permit2 first). What the benches sign with.
+ */
+export async function benchMethod(
+  chain: Devnet,
+): Promise<{ name: string; options: { method?: "permit2"; asset?: "permit" } }> {
+  const name = process.env.BENCH_METHOD ?? "eip3009";
+  if (name === "eip3009") return { name, options: {} };
+  if (name !== "permit2") throw new Error(`BENCH_METHOD must be eip3009 or permit2, got ${name}`);
+  for (const payer of chain.payers) await approvePermit2(chain, payer, chain.permitToken.address);
+  return { name, options: { method: "permit2", asset: "permit" } };
 }

@@ -16,7 +16,7 @@ import { type Address, createPublicClient, type Hex, http } from "viem";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
-import { cleanEnv, exited, setting, stopChild } from "./lib.js";
+import { benchMethod, cleanEnv, exited, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** signSampleRequest's default amount: 0.01 USDC. */
@@ -188,6 +188,7 @@ async function run(name: string, signers: readonly DevAccount[]): Promise<RunRes
     child = started.child;
     const server = await started.ready;
 
+    const method = await benchMethod(chain);
     const sign = (count: number) =>
       Promise.all(
         Array.from({ length: count }, async (_, i) =>
@@ -195,6 +196,7 @@ async function run(name: string, signers: readonly DevAccount[]): Promise<RunRes
             ...(await signSampleRequest(chain, {
               payer: chain.payers[i % chain.payers.length] as DevAccount,
               amount: AMOUNT,
+              ...method.options,
             })),
             waitUntil: "confirmed",
           }),
@@ -209,7 +211,7 @@ async function run(name: string, signers: readonly DevAccount[]): Promise<RunRes
     const sentBy = (address: Address) => rpc.getTransactionCount({ address });
     const payeeBalance = () =>
       rpc.readContract({
-        address: chain.token.address,
+        address: method.name === "permit2" ? chain.permitToken.address : chain.token.address,
         abi: testUsdcAbi,
         functionName: "balanceOf",
         args: [chain.payee.address],

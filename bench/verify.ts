@@ -13,7 +13,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
-import { cleanEnv, exited, freePort, setting, stopChild } from "./lib.js";
+import { benchMethod, cleanEnv, exited, freePort, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CONCURRENCY = [1, 16, 64] as const;
@@ -227,12 +227,16 @@ async function main(): Promise<number> {
     if (pid === undefined) throw new Error("facilitator serve has no pid");
     const memory = memorySampler(pid);
 
+    const method = await benchMethod(chain);
     const signing = performance.now();
     const payers = chain.payers;
     const bodies = await Promise.all(
       Array.from({ length: POOL }, async (_, i) =>
         JSON.stringify(
-          await signSampleRequest(chain, { payer: payers[i % payers.length] as DevAccount }),
+          await signSampleRequest(chain, {
+            payer: payers[i % payers.length] as DevAccount,
+            ...method.options,
+          }),
         ),
       ),
     );

@@ -340,3 +340,30 @@ describe("settle", () => {
     expect(codes).toEqual(["allowance_required", "success"]);
   });
 });
+
+describe("the Permit2 digest", () => {
+  test("equals viem's hashTypedData for random authorizations on several chains", async () => {
+    const { permit2Digest, permit2TypedData } = await import(
+      "../src/schemes/exact-evm/permit2-encoding.js"
+    );
+    const { hashTypedData } = await import("viem");
+    const random = () => privateKeyToAccount(generatePrivateKey()).address;
+    const big = () =>
+      BigInt(`0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")}`);
+    for (const chainId of [1, 8453, 31337, 84532]) {
+      for (let i = 0; i < 10; i++) {
+        const authorization = {
+          from: random(),
+          permitted: { token: random(), amount: big() },
+          spender: random(),
+          nonce: big(),
+          deadline: big(),
+          witness: { to: random(), validAfter: big() },
+        };
+        expect(permit2Digest(chainId, authorization)).toBe(
+          hashTypedData(permit2TypedData(chainId, authorization)),
+        );
+      }
+    }
+  });
+});

@@ -5,12 +5,15 @@
  */
 import {
   type Address,
+  concatHex,
   decodeErrorResult,
+  encodeAbiParameters,
   encodeFunctionData,
   type Hex,
-  hashTypedData,
+  keccak256,
   parseAbi,
   size,
+  toHex,
 } from "viem";
 
 export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
@@ -96,8 +99,64 @@ export function permit2TypedData(chainId: number, authorization: Permit2Authoriz
   } as const;
 }
 
+const typeHash = (type: string) => keccak256(toHex(type));
+const TOKEN_PERMISSIONS = "TokenPermissions(address token,uint256 amount)";
+const WITNESS = "Witness(address to,uint256 validAfter)";
+const PERMIT_WITNESS_TRANSFER_FROM_TYPEHASH = typeHash(
+  `PermitWitnessTransferFrom(TokenPermissions permitted,address spender,uint256 nonce,uint256 deadline,Witness witness)${TOKEN_PERMISSIONS}${WITNESS}`,
+);
+const TOKEN_PERMISSIONS_TYPEHASH = typeHash(TOKEN_PERMISSIONS);
+const WITNESS_TYPEHASH = typeHash(WITNESS);
+const domainSeparators = new Map<number, Hex>();
+
+/**
+ * The EIP-712 digest of a Permit2 authorization: what `hashTypedData` computes over
+ * permit2TypedData, with Permit2's domain separator computed once per chain (this runs on every
+ * verify).
+ */
 export function permit2Digest(chainId: number, authorization: Permit2Authorization): Hex {
-  return hashTypedData(permit2TypedData(chainId, authorization));
+  let separator = domainSeparators.get(chainId);
+  if (!separator) {
+    separator = keccak256(
+      encodeAbiParameters(
+        [{ type: "bytes32" }, { type: "bytes32" }, { type: "uint256" }, { type: "address" }],
+        [
+          typeHash("EIP712Domain(string name,uint256 chainId,address verifyingContract)"),
+          typeHash("Permit2"),
+          BigInt(chainId),
+          PERMIT2_ADDRESS,
+        ],
+      ),
+    );
+    if (domainSeparators.size > 1024) domainSeparators.clear();
+    domainSeparators.set(chainId, separator);
+  }
+  const { permitted, spender, nonce, deadline, witness } = authorization;
+  const word = [{ type: "bytes32" }] as const;
+  const structHash = keccak256(
+    encodeAbiParameters(
+      [...word, ...word, { type: "address" }, { type: "uint256" }, { type: "uint256" }, ...word],
+      [
+        PERMIT_WITNESS_TRANSFER_FROM_TYPEHASH,
+        keccak256(
+          encodeAbiParameters(
+            [...word, { type: "address" }, { type: "uint256" }],
+            [TOKEN_PERMISSIONS_TYPEHASH, permitted.token, permitted.amount],
+          ),
+        ),
+        spender,
+        nonce,
+        deadline,
+        keccak256(
+          encodeAbiParameters(
+            [...word, { type: "address" }, { type: "uint256" }],
+            [WITNESS_TYPEHASH, witness.to, witness.validAfter],
+          ),
+        ),
+      ],
+    ),
+  );
+  return keccak256(concatHex(["0x1901", separator, structHash]));
 }
 
 /** The EIP-2612 permit for Permit2 that the `eip2612GasSponsoring` extension carries. */
