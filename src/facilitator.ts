@@ -96,6 +96,7 @@ export class Facilitator {
     });
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of this.journal.unsettled()) {
+      if (!entry.expect) continue;
       const { token, from, value } = entry.expect;
       this.inflight.seed(entry.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
     }

@@ -48,7 +48,8 @@ export interface JournalEntry {
   readonly chainId: number;
   readonly signer: Address;
   readonly txNonce: number;
-  readonly expect: ExpectedTransfer;
+  /** The Transfer that proves the payment; none for a transaction that only prepares one. */
+  readonly expect?: ExpectedTransfer | undefined;
   /** Every hash broadcast for this authorization (a replacement adds one), oldest first. */
   hashes: Hex[];
   /** The signed transactions behind `hashes`, to re-broadcast after a crash. */

@@ -6,7 +6,7 @@
  * once something may have been broadcast, every answer carries its hash; a stuck transaction is
  * replaced at the same nonce (so at most one of them can land); nothing is sent above the fee cap.
  */
-import { type Hex, keccak256, type TransactionSerializable } from "viem";
+import { type Address, type Hex, keccak256, type TransactionSerializable } from "viem";
 import { failure } from "../errors.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { SchemeContext } from "../schemes/types.js";
@@ -32,7 +32,7 @@ export type { CallOutcome, ContractCall } from "./outcome.js";
 /** What identifies the payment in the journal, and the Transfer that proves it. */
 export interface SettlementRecord {
   readonly key: string;
-  readonly expect: ExpectedTransfer;
+  readonly expect?: ExpectedTransfer | undefined;
 }
 
 /** A call ready to be signed: the account that sends it, its gas and fees. */
@@ -44,6 +44,7 @@ export interface PreparedCall {
     readonly to: `0x${string}`;
     readonly data: Hex;
     readonly gas: bigint;
+    readonly value: bigint;
   };
 }
 
@@ -62,17 +63,26 @@ export async function prepareCall(
   ctx: SchemeContext,
   call: ContractCall,
   gasEstimate: { readonly key?: string | undefined; readonly reuse: boolean },
+  /** `signer`: the account that must send it (it was named in what the payer signed). */
+  options: { readonly signer?: Address | undefined; readonly value?: bigint | undefined } = {},
 ): Promise<PreparedCall | CallOutcome> {
-  const lane = ctx.signers.next();
+  const lane = options.signer ? ctx.signers.byAddress(options.signer) : ctx.signers.next();
   if (!lane) {
     return failed(
-      failure(
-        "settlement_failed",
-        "no settlement key configured: set FACILITATOR_PRIVATE_KEY or pass --private-key-file",
-        { status: 500 },
-      ),
+      options.signer
+        ? failure(
+            "settlement_failed",
+            `the payment must be settled by ${options.signer}, which is not one of the configured settlement keys`,
+            { status: 500 },
+          )
+        : failure(
+            "settlement_failed",
+            "no settlement key configured: set FACILITATOR_PRIVATE_KEY or pass --private-key-file",
+            { status: 500 },
+          ),
     );
   }
+  const value = options.value ?? 0n;
   let gas: bigint;
   let fees: Fees;
   try {
@@ -82,7 +92,7 @@ export async function prepareCall(
       fees = await estimateFees(ctx);
     } else {
       const [estimate, estimated] = await Promise.all([
-        ctx.client.estimateGas({ account: lane.address, to: call.to, data: call.data }),
+        ctx.client.estimateGas({ account: lane.address, to: call.to, data: call.data, value }),
         estimateFees(ctx),
       ]);
       gas = gasLimitFrom(estimate, gasEstimate.key);
@@ -95,7 +105,8 @@ export async function prepareCall(
   }
   const capped = overCap(ctx, gas, fees);
   if (capped) return failed(capped);
-  return { lane, fees, base: { ...fees, chainId: ctx.chainId, to: call.to, data: call.data, gas } };
+  const base = { ...fees, chainId: ctx.chainId, to: call.to, data: call.data, gas, value };
+  return { lane, fees, base };
 }
 
 /** `simulated`: sign at the next nonce and run it against the latest block; nothing is sent. */

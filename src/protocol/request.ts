@@ -89,7 +89,7 @@ export function payerHint(payload: unknown): string | undefined {
   if (!isObject(payload) || !isObject(payload.payload)) return undefined;
   const inner = payload.payload;
   const from = isObject(inner.authorization)
-    ? inner.authorization.from
+    ? (inner.authorization.from ?? inner.authorization.owner)
     : isObject(inner.permit2Authorization)
       ? inner.permit2Authorization.from
       : undefined;

@@ -3,6 +3,7 @@ import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { PaymentMethod } from "../types.js";
 import { eip3009 } from "./eip3009.js";
+import { permitMethod } from "./permit.js";
 import { permit2Method } from "./permit2.js";
 import { EIP2612_GAS_SPONSORING } from "./permit2-extensions.js";
 import { exactPaymentMethod } from "./pipeline.js";
@@ -10,15 +11,18 @@ import { exactPaymentMethod } from "./pipeline.js";
 export const EXACT = "exact";
 
 const permit2 = exactPaymentMethod(permit2Method);
+const permit = exactPaymentMethod(permitMethod);
 
 /** Each method with the name `requirements.extra.assetTransferMethod` gives it. */
 const methods: readonly { readonly name: string; readonly method: PaymentMethod }[] = [
+  // Before EIP-3009: x402x permit payloads also carry an "authorization".
+  { name: "permit", method: permit },
   { name: "eip3009", method: eip3009 },
   { name: "permit2", method: permit2 },
 ];
 
-/** The transfer methods served, as `/supported` declares them. */
-export const EXACT_EVM_TRANSFER_METHODS = methods.map((m) => m.name);
+/** The transfer methods `extra.assetTransferMethod` can name, as `/supported` declares them. */
+export const EXACT_EVM_TRANSFER_METHODS = ["eip3009", "permit2"];
 
 /** The payment extensions served, as `/supported` declares them. */
 export const EXACT_EVM_EXTENSIONS = [EIP2612_GAS_SPONSORING];
@@ -44,6 +48,14 @@ export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure
       "Permit2 payments are x402 v2 only; x402 v1 pays with EIP-3009 authorizations",
     );
   }
+  // x402x names the method in requirements.paymentType.
+  const paymentType = (request.requirements as { paymentType?: unknown }).paymentType;
+  if (paymentType !== undefined && paymentType !== found.name) {
+    return failure(
+      "transfer_method_mismatch",
+      `${paths.requirements}.paymentType is ${JSON.stringify(paymentType).slice(0, 40)}, but the payload is a ${found.name} authorization`,
+    );
+  }
   const named = request.requirements.extra?.assetTransferMethod;
   if (named !== undefined && named !== null && named !== found.name) {
     return failure(
@@ -56,12 +68,6 @@ export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure
 
 /** The x402x dialect's authorization types that cannot be settled here, and why. */
 function x402xRefusal(type: unknown): Failure | undefined {
-  if (type === "permit") {
-    return failure(
-      "unsupported_scheme",
-      'EIP-2612 permit payloads (x402x authorizationType "permit") are not supported yet; pay with an EIP-3009 authorization or Permit2',
-    );
-  }
   if (type === "permit2") {
     return failure(
       "unsupported_scheme",

@@ -7,6 +7,7 @@ import type { Address } from "viem";
 import type { Spend } from "../../chain/inflight.js";
 import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
 import type { ContractCall } from "../../chain/outcome.js";
+import type { Prelude } from "../../chain/prelude.js";
 import type { Failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SchemeContext } from "../types.js";
@@ -31,6 +32,13 @@ export interface Verified<P> {
   readonly spends: readonly Spend[];
   /** Undefined when the gas must be estimated every time (contract wallets). */
   readonly gasKey?: string | undefined;
+  /** The settlement account that must send it, when the payer named one (as spender). */
+  readonly signer?: Address | undefined;
+  /**
+   * Transactions that must land before `call` (a permit for our signer, the payer's approval),
+   * in order; `call` cannot be simulated before they have.
+   */
+  readonly preludes?: readonly Prelude[] | undefined;
 }
 
 export interface ExactMethod<P> {

@@ -331,10 +331,12 @@ export const permit2Method: ExactMethod<Permit2Payment> = {
   async sameAsJournal(ctx, payment, entry) {
     const { requirements, authorization: auth, signature } = payment;
     const expect = expectedTransfer(payment);
+    const journaled = entry.expect;
     const same =
-      isAddressEqual(expect.to, entry.expect.to) &&
-      expect.value === entry.expect.value &&
-      isAddressEqual(expect.token, entry.expect.token) &&
+      journaled !== undefined &&
+      isAddressEqual(expect.to, journaled.to) &&
+      expect.value === journaled.value &&
+      isAddressEqual(expect.token, journaled.token) &&
       isAddressEqual(requirements.payTo, auth.witness.to) &&
       requirements.amount === auth.permitted.amount;
     if (!same) {

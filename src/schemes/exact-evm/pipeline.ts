@@ -9,6 +9,7 @@ import { type Hex, isAddressEqual } from "viem";
 import { hasGasEstimate } from "../../chain/gas.js";
 import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
 import type { CallOutcome } from "../../chain/outcome.js";
+import { landPreludes } from "../../chain/prelude.js";
 import { receiptHasTransfer } from "../../chain/receipts.js";
 import { recheckAnswered, reconcile } from "../../chain/reconcile.js";
 import { prepareCall, sendCall, simulateCall } from "../../chain/transactions.js";
@@ -20,7 +21,8 @@ import type { ExactMethod, Verified } from "./method.js";
 
 /** The journaled transfer pays the same recipient the same value as this one. */
 export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Failure | null {
-  if (isAddressEqual(expect.to, entry.expect.to) && expect.value === entry.expect.value) {
+  const journaled = entry.expect;
+  if (journaled && isAddressEqual(expect.to, journaled.to) && expect.value === journaled.value) {
     return null;
   }
   return failure(
@@ -141,10 +143,13 @@ async function pickUp<P>(
   entry: JournalEntry,
   waitUntil: WaitUntil,
 ): Promise<SettleResult | undefined> {
-  const journaled = { payment, expect: entry.expect };
+  // Entries under a settlement's own key always carry its Transfer.
+  const expect = entry.expect;
+  if (!expect) return undefined;
+  const journaled = { payment, expect };
   if (entry.state === "answered") {
     // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
-    const { token, from, value } = entry.expect;
+    const { token, from, value } = expect;
     ctx.inflight.seed(ctx.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
     const recheck = await recheckAnswered(ctx, entry, () =>
       method.sameAsJournal(ctx, payment, entry),
@@ -214,9 +219,12 @@ async function settlePayment<P>(
     const verified = await method.verify(ctx, request, payment, { simulate });
     if (!verified.ok) return { ok: false, failure: verified.failure };
     const checked = verified.value;
+    if (checked.preludes && checked.preludes.length > 0) {
+      return await settleInSteps(method, ctx, checked, key, waitUntil);
+    }
     const record = { key, expect: checked.expect };
     const gasEstimate = { key: checked.gasKey, reuse: simulate };
-    const prepared = await prepareCall(ctx, checked.call, gasEstimate);
+    const prepared = await prepareCall(ctx, checked.call, gasEstimate, { signer: checked.signer });
     if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
     if (waitUntil === "simulated") {
       return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
@@ -236,6 +244,49 @@ async function settlePayment<P>(
   } finally {
     ctx.journal.release(key);
   }
+}
+
+/**
+ * A payment of several transactions: the payer's balance is reserved first (no simulation can
+ * prove the payment before its preludes land, so the balance is read), then each prelude lands,
+ * then the payment itself is simulated (by estimating its gas) and sent.
+ */
+async function settleInSteps<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  checked: Verified<P>,
+  key: string,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const preludes = checked.preludes ?? [];
+  if (waitUntil === "simulated") {
+    return {
+      ok: false,
+      failure: failure(
+        "invalid_request",
+        `waitUntil "simulated" cannot dry-run this payment: it takes ${preludes.length + 1} transactions (${preludes.map((p) => p.name).join(", ")}, then the transfer), and the transfer can only be simulated once the others have landed`,
+      ),
+    };
+  }
+  const short = await ctx.inflight.reserve(ctx, key, checked.spends, Number.NEGATIVE_INFINITY);
+  if (short) return { ok: false, payer: checked.expect.from, failure: short };
+  const stopped = await landPreludes(ctx, key, preludes, checked.signer);
+  if (stopped) return answer(method, ctx, checked, key, stopped);
+  const prepared = await prepareCall(
+    ctx,
+    checked.call,
+    { reuse: false },
+    { signer: checked.signer },
+  );
+  if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
+  let outcome: CallOutcome;
+  try {
+    outcome = await sendCall(ctx, prepared, waitUntil, { key, expect: checked.expect });
+  } catch (error) {
+    ctx.inflight.release(key);
+    throw error;
+  }
+  return answer(method, ctx, checked, key, outcome);
 }
 
 /** An exact-EVM transfer method as the facilitator sees it: verify, and settle through here. */
