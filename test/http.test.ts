@@ -163,7 +163,7 @@ describe("information endpoints", () => {
           extra: { assetTransferMethods: ["eip3009", "permit2"] },
         },
       ],
-      extensions: ["eip2612GasSponsoring"],
+      extensions: ["eip2612GasSponsoring", "erc20ApprovalGasSponsoring"],
       signers: { "eip155:*": [devnet.facilitator.address] },
     });
   });

@@ -27,7 +27,11 @@ export interface Prelude {
   readonly name: string;
   /** Ours (a call from the settling signer, with a value if any) or the payer's signed bytes. */
   readonly tx:
-    | { readonly call: ContractCall; readonly value?: bigint | undefined }
+    | {
+        readonly call: ContractCall;
+        /** Ether sent along, worked out when it is sent. */
+        readonly value?: ((ctx: SchemeContext) => Promise<bigint>) | undefined;
+      }
     | { readonly raw: Hex };
   /** Whether the chain still lacks what it does; false: it is skipped. */
   readonly needed: (ctx: SchemeContext) => Promise<boolean>;
@@ -38,17 +42,24 @@ const POLL_MS = 250;
 
 /**
  * Lands each prelude in turn (from `signer` when it is ours). Undefined once all have landed;
- * otherwise the outcome that stopped them (nothing after it was sent).
+ * otherwise the outcome that stopped them (nothing after it was sent), and whether the payer's
+ * own transaction failed on chain or was refused (its doing, as a revert is).
  */
 export async function landPreludes(
   ctx: SchemeContext,
   key: string,
   preludes: readonly Prelude[],
   signer: Address | undefined,
-): Promise<CallOutcome | undefined> {
+): Promise<{ readonly outcome: CallOutcome; readonly payersFault: boolean } | undefined> {
   for (const prelude of preludes) {
     const stopped = await landPrelude(ctx, preludeKey(key, prelude), prelude, signer);
-    if (stopped) return stopped;
+    if (stopped) {
+      const refused =
+        stopped.kind === "failed" &&
+        stopped.failure.code === "settlement_failed" &&
+        stopped.failure.status !== 500;
+      return { outcome: stopped, payersFault: "raw" in prelude.tx && refused };
+    }
   }
   return undefined;
 }
@@ -70,7 +81,8 @@ async function landPrelude(
   if ("raw" in prelude.tx)
     return landed(ctx, key, await sendRaw(ctx, key, prelude.tx.raw), prelude);
   const { call, value } = prelude.tx;
-  const prepared = await prepareCall(ctx, call, { reuse: false }, { signer, value });
+  const options = { signer, value: value ? await value(ctx) : undefined };
+  const prepared = await prepareCall(ctx, call, { reuse: false }, options);
   if ("kind" in prepared) return stopAt(prelude, prepared);
   const outcome = await sendCall(ctx, prepared, "confirmed", { key });
   return landed(ctx, key, outcome, prelude);

@@ -18,8 +18,12 @@ export function tokenBalance(devnet: DevnetInfo, who: Address): Promise<bigint> 
   });
 }
 
-/** A new payer holding exactly `units` of the test USDC (and no ETH: it only signs). */
-export async function payerHolding(devnet: DevnetInfo, units: bigint): Promise<DevAccount> {
+/** A new payer holding exactly `units` of a test token (test USDC by default) and no ETH. */
+export async function payerHolding(
+  devnet: DevnetInfo,
+  units: bigint,
+  token: Address = devnet.token.address,
+): Promise<DevAccount> {
   const privateKey = generatePrivateKey();
   const { address } = privateKeyToAccount(privateKey);
   const funder = devnet.payers[0];
@@ -29,7 +33,7 @@ export async function payerHolding(devnet: DevnetInfo, units: bigint): Promise<D
     transport: http(devnet.rpcUrl),
   });
   const hash = await wallet.writeContract({
-    address: devnet.token.address,
+    address: token,
     abi: testUsdcAbi,
     functionName: "transfer",
     args: [address, units],

@@ -3,6 +3,7 @@ import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { PaymentMethod } from "../types.js";
 import { eip3009 } from "./eip3009.js";
+import { ERC20_APPROVAL_GAS_SPONSORING } from "./erc20-approval.js";
 import { permitMethod } from "./permit.js";
 import { permit2Method } from "./permit2.js";
 import { EIP2612_GAS_SPONSORING } from "./permit2-extensions.js";
@@ -25,7 +26,7 @@ const methods: readonly { readonly name: string; readonly method: PaymentMethod 
 export const EXACT_EVM_TRANSFER_METHODS = ["eip3009", "permit2"];
 
 /** The payment extensions served, as `/supported` declares them. */
-export const EXACT_EVM_EXTENSIONS = [EIP2612_GAS_SPONSORING];
+export const EXACT_EVM_EXTENSIONS = [EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING];
 
 /**
  * The method for this payload's shape, or why there is none. `extra.assetTransferMethod` may be

@@ -15,21 +15,25 @@ import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import type { SchemeContext } from "../types.js";
 import { assetFailure, assetIsContract, chainFailure, outcomeOf, type Step } from "./checks.js";
+import {
+  approvalPreludes,
+  carriesErc20Approval,
+  erc20ApprovalSponsoring,
+} from "./erc20-approval.js";
 import { address, hexBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
+import { checkTerms, diagnose, type Permit2Payment } from "./permit2-checks.js";
 import {
-  type Eip2612Permit,
   EXACT_PERMIT2_PROXY_ADDRESS,
   exactPermit2ProxyAbi,
   PERMIT2_ADDRESS,
-  type Permit2Authorization,
   permit2Digest,
   permit2ReadsAbi,
   proxyErrorName,
   settleCalldata,
 } from "./permit2-encoding.js";
 import { eip2612Sponsoring } from "./permit2-extensions.js";
-import { type EvmRequirements, parseEvmRequirements } from "./requirements.js";
+import { parseEvmRequirements } from "./requirements.js";
 import { checkSignature, innerSignature, recoversTo, withDeployment } from "./signature.js";
 
 const payloadSchema = z.object({
@@ -44,153 +48,6 @@ const payloadSchema = z.object({
   }),
 });
 
-interface Permit2Payment {
-  readonly authorization: Permit2Authorization;
-  readonly signature: Hex;
-  readonly requirements: EvmRequirements;
-  /** The payer's EIP-2612 permit for Permit2, when the payment carries one. */
-  readonly permit2612?: Eip2612Permit | undefined;
-}
-
-/** The reference refuses authorizations whose deadline is within this many seconds. */
-const DEADLINE_HEADROOM_SECONDS = 6n;
-
-const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
-
-/** The checks that need no chain, in the reference's order: spender, recipient, time, amount, token. */
-function checkTerms(ctx: SchemeContext, payment: Permit2Payment): Failure | null {
-  const { authorization: auth, requirements } = payment;
-  const now = BigInt(Math.floor(ctx.now()));
-  if (!isAddressEqual(auth.spender, EXACT_PERMIT2_PROXY_ADDRESS)) {
-    return failure(
-      "spender_mismatch",
-      `the Permit2 spender is ${auth.spender}; it must be the x402 exact Permit2 proxy ${EXACT_PERMIT2_PROXY_ADDRESS}`,
-    );
-  }
-  if (!isAddressEqual(auth.witness.to, requirements.payTo)) {
-    return failure(
-      "recipient_mismatch",
-      `the witness pays ${auth.witness.to}, requirements.payTo is ${requirements.payTo}`,
-      { x402Reason: "invalid_permit2_recipient_mismatch" },
-    );
-  }
-  if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
-    return failure(
-      "authorization_expired",
-      `the Permit2 deadline ${auth.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`,
-      { x402Reason: "permit2_deadline_expired" },
-    );
-  }
-  if (auth.witness.validAfter > now) {
-    return failure(
-      "authorization_not_yet_valid",
-      `witness.validAfter ${auth.witness.validAfter} is after now (${now})`,
-      { x402Reason: "permit2_not_yet_valid" },
-    );
-  }
-  if (auth.permitted.amount !== requirements.amount) {
-    return failure(
-      "amount_mismatch",
-      `the Permit2 authorization is for ${auth.permitted.amount}, the requirements ask for exactly ${requirements.amount}`,
-      { x402Reason: "permit2_amount_mismatch" },
-    );
-  }
-  if (!isAddressEqual(auth.permitted.token, requirements.asset)) {
-    return failure(
-      "asset_mismatch",
-      `the Permit2 authorization moves ${auth.permitted.token}, requirements.asset is ${requirements.asset}`,
-    );
-  }
-  return null;
-}
-
-/**
- * Why the proxy call would revert (or did), in the reference's order: the proxy missing, the
- * balance, the allowance for Permit2; then, finer than the reference, a Permit2 nonce already
- * used (its x402 reason stays the reference's `permit2_simulation_failed`).
- */
-async function diagnose(
-  ctx: SchemeContext,
-  payment: Permit2Payment,
-  revert: string | undefined,
-): Promise<Failure> {
-  const { authorization: auth } = payment;
-  const token = auth.permitted.token;
-  const wordPos = auth.nonce >> 8n;
-  const [proxy, balance, allowance, bitmap] = await Promise.all([
-    outcomeOf(
-      ctx.client.readContract({
-        address: EXACT_PERMIT2_PROXY_ADDRESS,
-        abi: exactPermit2ProxyAbi,
-        functionName: "PERMIT2",
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
-        abi: permit2ReadsAbi,
-        functionName: "balanceOf",
-        args: [auth.from],
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
-        abi: permit2ReadsAbi,
-        functionName: "allowance",
-        args: [auth.from, PERMIT2_ADDRESS],
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: PERMIT2_ADDRESS,
-        abi: permit2ReadsAbi,
-        functionName: "nonceBitmap",
-        args: [auth.from, wordPos],
-      }),
-    ),
-  ]);
-  const unreachable = [proxy, balance, allowance, bitmap].find(
-    (r) => !r.ok && isUnreachable(r.error),
-  );
-  if (unreachable && !unreachable.ok) {
-    return chainFailure(unreachable.error, "diagnosing the failed simulation");
-  }
-  const amount = auth.permitted.amount;
-  const detail = revert ? `: ${revert}` : "";
-  if (!proxy.ok) {
-    return failure(
-      "proxy_not_deployed",
-      `the x402 exact Permit2 proxy ${EXACT_PERMIT2_PROXY_ADDRESS} does not answer on chain ${ctx.chainId}`,
-    );
-  }
-  if (balance.ok && balance.value < amount) {
-    return failure(
-      "insufficient_funds",
-      `the payer holds ${balance.value}, the payment needs ${amount}`,
-      {
-        x402Reason: "permit2_insufficient_balance",
-      },
-    );
-  }
-  if (allowance.ok && allowance.value < amount) {
-    return failure(
-      "allowance_required",
-      `the payer allows Permit2 (${PERMIT2_ADDRESS}) ${allowance.value} of this token and the payment needs ${amount}: the payer must approve Permit2, or send an eip2612GasSponsoring permit`,
-    );
-  }
-  if (bitmap.ok && ((bitmap.value >> (auth.nonce & 0xffn)) & 1n) === 1n) {
-    return failure(
-      "nonce_already_used",
-      `Permit2 nonce ${auth.nonce} of ${auth.from} was already used or invalidated`,
-      { x402Reason: "permit2_simulation_failed" },
-    );
-  }
-  return failure("simulation_failed", `the Permit2 settlement would revert${detail}`, {
-    x402Reason: "permit2_simulation_failed",
-  });
-}
-
 function expectedTransfer(payment: Permit2Payment): ExpectedTransfer {
   const { authorization: auth } = payment;
   return {
@@ -200,6 +57,8 @@ function expectedTransfer(payment: Permit2Payment): ExpectedTransfer {
     value: auth.permitted.amount.toString(),
   };
 }
+
+const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 
 const gasKeyOf = (ctx: SchemeContext, payment: Permit2Payment) =>
   `${ctx.chainId}:${payment.authorization.permitted.token}:permit2${payment.permit2612 ? "+2612" : ""}`;
@@ -242,8 +101,10 @@ async function verify(
     data: settleCalldata(auth, innerSignature(signature), permit2612),
   } as const;
   const wrapped = isErc6492Signature(signature);
+  // With the payer's approval still to land, the settlement cannot be simulated now.
+  const approving = !sponsoring && carriesErc20Approval(request);
   const simulation =
-    options.simulate && sponsoring?.ok !== false && !wrapped
+    options.simulate && sponsoring?.ok !== false && !wrapped && !approving
       ? outcomeOf(ctx.client.call(call))
       : undefined;
 
@@ -259,9 +120,10 @@ async function verify(
     );
   }
   if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
+  const { deployment } = signed.value;
+  if (approving) return withApproval(ctx, request, payment, withDeployment(call, deployment));
 
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
-  const { deployment } = signed.value;
   const settleCall = withDeployment(call, deployment);
   const simulated = !options.simulate
     ? undefined
@@ -290,6 +152,58 @@ async function verify(
         ? spends
         : [...spends, { ...spends[0], spender: PERMIT2_ADDRESS } as (typeof spends)[0]],
       gasKey: payerHasCode ? undefined : gasKeyOf(ctx, settled),
+    },
+  };
+}
+
+/**
+ * A payment with the payer's signed approval (erc20ApprovalGasSponsoring): checked as far as it
+ * can be before the approval lands (the proxy, the balance), as the reference does; the
+ * approval and the gas for it become the settlement's first transactions.
+ */
+async function withApproval(
+  ctx: SchemeContext,
+  request: PaymentRequest,
+  payment: Permit2Payment,
+  call: { readonly to: `0x${string}`; readonly data: Hex },
+): Promise<Step<Verified<Permit2Payment>>> {
+  const { authorization: auth } = payment;
+  const token = auth.permitted.token;
+  const approval = await erc20ApprovalSponsoring(ctx, request, auth.from, token);
+  if (!approval) return refuse(failure("internal_error", "the approval extension vanished"));
+  if (!approval.ok) return refuse(approval.failure);
+  const [proxy, balance] = await Promise.all([
+    outcomeOf(
+      ctx.client.readContract({
+        address: EXACT_PERMIT2_PROXY_ADDRESS,
+        abi: exactPermit2ProxyAbi,
+        functionName: "PERMIT2",
+      }),
+    ),
+    outcomeOf(
+      ctx.client.readContract({
+        address: token,
+        abi: permit2ReadsAbi,
+        functionName: "balanceOf",
+        args: [auth.from],
+      }),
+    ),
+  ]);
+  const unreachable = [proxy, balance].find((r) => !r.ok && isUnreachable(r.error));
+  if (unreachable && !unreachable.ok)
+    return refuse(chainFailure(unreachable.error, "reading the token"));
+  if (!proxy.ok) return refuse(await diagnose(ctx, payment, undefined));
+  if (balance.ok && balance.value < auth.permitted.amount) {
+    return refuse(await diagnose(ctx, payment, undefined));
+  }
+  return {
+    ok: true,
+    value: {
+      payment,
+      call,
+      expect: expectedTransfer(payment),
+      spends: [{ token, owner: auth.from, amount: auth.permitted.amount }],
+      preludes: approvalPreludes(approval.value, token, auth.permitted.amount),
     },
   };
 }

@@ -271,7 +271,11 @@ async function settleInSteps<P>(
   const short = await ctx.inflight.reserve(ctx, key, checked.spends, Number.NEGATIVE_INFINITY);
   if (short) return { ok: false, payer: checked.expect.from, failure: short };
   const stopped = await landPreludes(ctx, key, preludes, checked.signer);
-  if (stopped) return answer(method, ctx, checked, key, stopped);
+  if (stopped) {
+    // The payer's own transaction failed after we may have paid its gas: as costly as a revert.
+    if (stopped.payersFault) ctx.throttle.charge(ctx.chainId, checked.expect.from);
+    return answer(method, ctx, checked, key, stopped.outcome);
+  }
   const prepared = await prepareCall(
     ctx,
     checked.call,

@@ -1,0 +1,164 @@
+/**
+ * What the Permit2 method checks without the payer's help: the signed terms against the
+ * requirements, in the reference's order, and why the proxy call would revert (or did).
+ */
+import type { Hex } from "viem";
+import { isAddressEqual } from "viem";
+import { isUnreachable } from "../../chain/rpc.js";
+import { type Failure, failure } from "../../errors.js";
+import type { SchemeContext } from "../types.js";
+import { chainFailure, outcomeOf } from "./checks.js";
+import {
+  type Eip2612Permit,
+  EXACT_PERMIT2_PROXY_ADDRESS,
+  exactPermit2ProxyAbi,
+  PERMIT2_ADDRESS,
+  type Permit2Authorization,
+  permit2ReadsAbi,
+} from "./permit2-encoding.js";
+import type { EvmRequirements } from "./requirements.js";
+
+export interface Permit2Payment {
+  readonly authorization: Permit2Authorization;
+  readonly signature: Hex;
+  readonly requirements: EvmRequirements;
+  /** The payer's EIP-2612 permit for Permit2, when the payment carries one. */
+  readonly permit2612?: Eip2612Permit | undefined;
+}
+
+/** The reference refuses authorizations whose deadline is within this many seconds. */
+const DEADLINE_HEADROOM_SECONDS = 6n;
+
+/** The checks that need no chain, in the reference's order: spender, recipient, time, amount, token. */
+export function checkTerms(ctx: SchemeContext, payment: Permit2Payment): Failure | null {
+  const { authorization: auth, requirements } = payment;
+  const now = BigInt(Math.floor(ctx.now()));
+  if (!isAddressEqual(auth.spender, EXACT_PERMIT2_PROXY_ADDRESS)) {
+    return failure(
+      "spender_mismatch",
+      `the Permit2 spender is ${auth.spender}; it must be the x402 exact Permit2 proxy ${EXACT_PERMIT2_PROXY_ADDRESS}`,
+    );
+  }
+  if (!isAddressEqual(auth.witness.to, requirements.payTo)) {
+    return failure(
+      "recipient_mismatch",
+      `the witness pays ${auth.witness.to}, requirements.payTo is ${requirements.payTo}`,
+      { x402Reason: "invalid_permit2_recipient_mismatch" },
+    );
+  }
+  if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
+    return failure(
+      "authorization_expired",
+      `the Permit2 deadline ${auth.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`,
+      { x402Reason: "permit2_deadline_expired" },
+    );
+  }
+  if (auth.witness.validAfter > now) {
+    return failure(
+      "authorization_not_yet_valid",
+      `witness.validAfter ${auth.witness.validAfter} is after now (${now})`,
+      { x402Reason: "permit2_not_yet_valid" },
+    );
+  }
+  if (auth.permitted.amount !== requirements.amount) {
+    return failure(
+      "amount_mismatch",
+      `the Permit2 authorization is for ${auth.permitted.amount}, the requirements ask for exactly ${requirements.amount}`,
+      { x402Reason: "permit2_amount_mismatch" },
+    );
+  }
+  if (!isAddressEqual(auth.permitted.token, requirements.asset)) {
+    return failure(
+      "asset_mismatch",
+      `the Permit2 authorization moves ${auth.permitted.token}, requirements.asset is ${requirements.asset}`,
+    );
+  }
+  return null;
+}
+
+/**
+ * Why the proxy call would revert (or did), in the reference's order: the proxy missing, the
+ * balance, the allowance for Permit2; then, finer than the reference, a Permit2 nonce already
+ * used (its x402 reason stays the reference's `permit2_simulation_failed`).
+ */
+export async function diagnose(
+  ctx: SchemeContext,
+  payment: Permit2Payment,
+  revert: string | undefined,
+): Promise<Failure> {
+  const { authorization: auth } = payment;
+  const token = auth.permitted.token;
+  const wordPos = auth.nonce >> 8n;
+  const [proxy, balance, allowance, bitmap] = await Promise.all([
+    outcomeOf(
+      ctx.client.readContract({
+        address: EXACT_PERMIT2_PROXY_ADDRESS,
+        abi: exactPermit2ProxyAbi,
+        functionName: "PERMIT2",
+      }),
+    ),
+    outcomeOf(
+      ctx.client.readContract({
+        address: token,
+        abi: permit2ReadsAbi,
+        functionName: "balanceOf",
+        args: [auth.from],
+      }),
+    ),
+    outcomeOf(
+      ctx.client.readContract({
+        address: token,
+        abi: permit2ReadsAbi,
+        functionName: "allowance",
+        args: [auth.from, PERMIT2_ADDRESS],
+      }),
+    ),
+    outcomeOf(
+      ctx.client.readContract({
+        address: PERMIT2_ADDRESS,
+        abi: permit2ReadsAbi,
+        functionName: "nonceBitmap",
+        args: [auth.from, wordPos],
+      }),
+    ),
+  ]);
+  const unreachable = [proxy, balance, allowance, bitmap].find(
+    (r) => !r.ok && isUnreachable(r.error),
+  );
+  if (unreachable && !unreachable.ok) {
+    return chainFailure(unreachable.error, "diagnosing the failed simulation");
+  }
+  const amount = auth.permitted.amount;
+  const detail = revert ? `: ${revert}` : "";
+  if (!proxy.ok) {
+    return failure(
+      "proxy_not_deployed",
+      `the x402 exact Permit2 proxy ${EXACT_PERMIT2_PROXY_ADDRESS} does not answer on chain ${ctx.chainId}`,
+    );
+  }
+  if (balance.ok && balance.value < amount) {
+    return failure(
+      "insufficient_funds",
+      `the payer holds ${balance.value}, the payment needs ${amount}`,
+      {
+        x402Reason: "permit2_insufficient_balance",
+      },
+    );
+  }
+  if (allowance.ok && allowance.value < amount) {
+    return failure(
+      "allowance_required",
+      `the payer allows Permit2 (${PERMIT2_ADDRESS}) ${allowance.value} of this token and the payment needs ${amount}: the payer must approve Permit2, or send an eip2612GasSponsoring permit`,
+    );
+  }
+  if (bitmap.ok && ((bitmap.value >> (auth.nonce & 0xffn)) & 1n) === 1n) {
+    return failure(
+      "nonce_already_used",
+      `Permit2 nonce ${auth.nonce} of ${auth.from} was already used or invalidated`,
+      { x402Reason: "permit2_simulation_failed" },
+    );
+  }
+  return failure("simulation_failed", `the Permit2 settlement would revert${detail}`, {
+    x402Reason: "permit2_simulation_failed",
+  });
+}
