@@ -183,3 +183,84 @@ describe("settle", () => {
     expect((await handleSettle(ours, pair)).body).toMatchObject({ error: "nonce_already_used" });
   });
 });
+
+describe("a crash in the middle", () => {
+  let stalled: Devnet;
+  beforeAll(async () => {
+    stalled = await startDevnet({ mining: "manual" });
+  });
+  afterAll(async () => {
+    await stalled?.stop();
+  });
+
+  test("kill -9 after the payer's gas was sent: the retry follows it, then approval and payment, once", async () => {
+    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const os = await import("node:os");
+    const path = await import("node:path");
+    const { createTestClient, http } = await import("viem");
+    const { send, startServe } = await import("./helpers/serve.js");
+    const previous = devnet;
+    devnet = stalled;
+    try {
+      const anvil = createTestClient({ mode: "anvil", transport: http(stalled.rpcUrl) });
+      // Funding the payer needs blocks: mine as the set-up goes, then stop.
+      await anvil.setAutomine(true);
+      const payer = await payerHolding(stalled, 1_000_000n, stalled.permitToken.address);
+      const pair = await officialPayment(payer);
+      await anvil.setAutomine(false);
+      const dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-approval-crash-"));
+      const key = path.join(dir, "facilitator.key");
+      writeFileSync(key, stalled.facilitator.privateKey, { mode: 0o600 });
+      const args = [
+        "--rpc-url",
+        stalled.rpcUrl,
+        "--private-key-file",
+        key,
+        "--journal",
+        path.join(dir, "journal.jsonl"),
+      ];
+      const body = JSON.stringify(pair);
+      const headers = { "content-type": "application/json" };
+      const { publicClient } = clientsOf(stalled);
+      const us = stalled.facilitator.address;
+      const sent = () => publicClient.getTransactionCount({ address: us, blockTag: "pending" });
+      const sentBefore = await sent();
+      const payeeBefore = await tokenBalance(stalled.payee.address);
+
+      const first = await startServe(args);
+      const settling = send(first.url, { path: "/settle", body, headers });
+      for (let i = 0; i < 200 && (await sent()) === sentBefore; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      // The payer's gas is in the pool, unmined: the process dies here.
+      expect(await sent()).toBe(sentBefore + 1);
+      first.child.kill("SIGKILL");
+      await first.exited;
+      await settling;
+
+      const second = await startServe(args);
+      let mining = true;
+      const miner = (async () => {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        while (mining) {
+          await anvil.mine({ blocks: 1 });
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      })();
+      try {
+        const retry = await send(second.url, { path: "/settle", body, headers });
+        expect(retry.status, retry.body).toBe(200);
+        expect(await tokenBalance(stalled.payee.address)).toBe(payeeBefore + 10_000n);
+        // The gas once, the settlement once; the payer's approval once.
+        expect(await sent()).toBe(sentBefore + 2);
+        expect(await publicClient.getTransactionCount({ address: payer.address })).toBe(1);
+      } finally {
+        mining = false;
+        await miner;
+        second.child.kill("SIGKILL");
+      }
+    } finally {
+      devnet = previous;
+    }
+  }, 60_000);
+});

@@ -53,29 +53,33 @@ const invalid = (x402Reason: string, message: string): Step<never> => ({
   failure: failure("invalid_extension", `erc20ApprovalGasSponsoring: ${message}`, { x402Reason }),
 });
 
-/**
- * The payer's signed approval from `paymentPayload.extensions`, or undefined when the payment
- * carries none (an incomplete one counts as none, as for the reference).
- */
-/** Whether the payment carries the extension at all (complete, as the reference reads it). */
-export function carriesErc20Approval(request: PaymentRequest): boolean {
+/** The extension's info when complete (as the reference reads it); an incomplete one is none. */
+function infoOf(request: PaymentRequest): Record<string, unknown> | undefined {
   const entry = request.extensions?.[ERC20_APPROVAL_GAS_SPONSORING] as
     | { info?: unknown }
     | undefined;
   const info = entry?.info as Record<string, unknown> | undefined;
-  return typeof info === "object" && info !== null && FIELDS.every((field) => Boolean(info[field]));
+  if (typeof info !== "object" || info === null) return undefined;
+  return FIELDS.every((field) => Boolean(info[field])) ? info : undefined;
 }
 
+/** Whether the payment carries the extension at all. */
+export function carriesErc20Approval(request: PaymentRequest): boolean {
+  return infoOf(request) !== undefined;
+}
+
+/**
+ * The payer's signed approval from `paymentPayload.extensions`, or undefined when the payment
+ * carries none.
+ */
 export async function erc20ApprovalSponsoring(
   ctx: SchemeContext,
   request: PaymentRequest,
   payer: Address,
   token: Address,
 ): Promise<Step<SponsoredApproval> | undefined> {
-  if (!carriesErc20Approval(request)) return undefined;
-  const info = (
-    request.extensions?.[ERC20_APPROVAL_GAS_SPONSORING] as { info: Record<string, unknown> }
-  ).info;
+  const info = infoOf(request);
+  if (!info) return undefined;
   const text = (field: string) => (typeof info[field] === "string" ? (info[field] as string) : "");
   const formats: [string, RegExp][] = [
     ["from", ADDRESS],
