@@ -6,7 +6,14 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createTestClient, createWalletClient, type Hex, http, parseSignature } from "viem";
+import {
+  type Address,
+  createTestClient,
+  createWalletClient,
+  type Hex,
+  http,
+  parseSignature,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Journal } from "../src/chain/journal.js";
@@ -215,6 +222,53 @@ describe("a payer whose settlements keep reverting", () => {
     }
     expect(answer).toMatchObject({ success: false, error: "payer_throttled" });
   }, 30_000);
+});
+
+describe("an authorization someone else submitted first", () => {
+  let devnet: Devnet;
+  beforeAll(async () => {
+    devnet = await startDevnet();
+  });
+  afterAll(async () => {
+    await devnet?.stop();
+  });
+
+  test("is reported as paid by another's transaction, never as our success", async () => {
+    const payer = devnet.payers[0] as DevAccount;
+    const request = await signedRequest(devnet, payer, 1_000n);
+    const auth = (request.payload.payload as { authorization: Record<string, string> })
+      .authorization;
+    const signature = (request.payload.payload as { signature: Hex }).signature;
+    // The payee (anyone) submits the signed authorization to the token itself.
+    const wallet = createWalletClient({
+      account: privateKeyToAccount(devnet.payee.privateKey),
+      transport: http(devnet.rpcUrl),
+    });
+    const theirs = await wallet.writeContract({
+      address: devnet.token.address,
+      abi: testUsdcAbi,
+      functionName: "transferWithAuthorization",
+      args: [
+        auth.from as Address,
+        auth.to as Address,
+        BigInt(auth.value as string),
+        BigInt(auth.validAfter as string),
+        BigInt(auth.validBefore as string),
+        auth.nonce as Hex,
+        signature,
+      ],
+      chain: null,
+    });
+    await chainOf(devnet).waitForTransactionReceipt({ hash: theirs, pollingInterval: 50 });
+    const { handleSettle } = await import("../src/protocol/respond.js");
+    const reply = (await handleSettle(facilitatorOn(devnet), request)).body;
+    expect(reply).toMatchObject({ success: false, error: "nonce_already_used" });
+    expect(reply.transactionHash).toBeUndefined();
+    expect(String(reply.message)).toContain(
+      `already paid ${devnet.payee.address} 1000 in ${theirs}`,
+    );
+    expect(String(reply.message)).toContain("the payer did pay");
+  });
 });
 
 describe("a reorg", () => {

@@ -21,6 +21,7 @@ import {
   type Step,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
+import { howUsed } from "./eip3009-usage.js";
 import { address, bytes32, hexBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { exactPaymentMethod, sameTransfer } from "./pipeline.js";
@@ -110,11 +111,19 @@ async function diagnose(
 
   if (!used.ok)
     return failure("eip3009_not_supported", `the token has no authorizationState()${detail}`);
-  if (used.value)
+  if (used.value) {
+    const how = await howUsed(
+      ctx,
+      requirements.asset,
+      auth.from,
+      auth.nonce,
+      expectedTransfer(payment),
+    );
     return failure(
       "nonce_already_used",
-      `authorization nonce ${auth.nonce} was already used or cancelled`,
+      `authorization nonce ${auth.nonce} was already used or cancelled${how ? `: ${how}` : ""}`,
     );
+  }
   if (name.ok && name.value !== domain.name) {
     return failure(
       "token_name_mismatch",
