@@ -3,16 +3,48 @@
  * signed terms against the requirements (recipient, time window, amount), the asset's code.
  */
 import { type Address, isAddressEqual } from "viem";
+import type { z } from "zod";
 import { isUnreachable, unreachableReason } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
-import type { PaymentRequest } from "../../protocol/request.js";
+import { invalidField, type PaymentRequest } from "../../protocol/request.js";
+import { describeIssue } from "../../protocol/schemas.js";
 import type { SchemeContext } from "../types.js";
-import { type EvmRequirements, eip712Domain } from "./requirements.js";
+import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
 
 export type Step<T> = { ok: true; value: T } | { ok: false; failure: Failure };
 
 /** The reference refuses authorizations that expire within this many seconds. */
 const VALID_BEFORE_HEADROOM_SECONDS = 6n;
+
+/**
+ * A method's payload against its schema, and the requirement fields every method reads; the
+ * token's EIP-712 domain from requirements.extra when it is there (checked later, in order).
+ */
+export function parsePayment<T>(
+  request: PaymentRequest,
+  schema: z.ZodType<T>,
+): Step<{
+  readonly payload: T;
+  readonly requirements: EvmRequirements;
+  readonly domain: { readonly name: string; readonly version: string } | undefined;
+}> {
+  const payload = schema.safeParse(request.payload);
+  if (!payload.success) {
+    const prefix = `${request.paths.payload}.payload`;
+    return { ok: false, failure: invalidField(describeIssue(payload.error, prefix), prefix) };
+  }
+  const requirements = parseEvmRequirements(request);
+  if (!requirements.ok) return requirements;
+  const domain = eip712Domain(request);
+  return {
+    ok: true,
+    value: {
+      payload: payload.data,
+      requirements: requirements.value,
+      domain: domain.ok ? { name: domain.name, version: domain.version } : undefined,
+    },
+  };
+}
 
 /** Never rejects: lets a check start early and be read later, or not at all. */
 export function outcomeOf<T>(

@@ -8,8 +8,7 @@ import type { ExpectedTransfer } from "../../chain/journal.js";
 import { revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
-import { invalidField, type PaymentRequest } from "../../protocol/request.js";
-import { describeIssue } from "../../protocol/schemas.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { SchemeContext } from "../types.js";
 import {
   assetFailure,
@@ -18,6 +17,7 @@ import {
   checkAgreement,
   checkTerms,
   outcomeOf,
+  parsePayment,
   type Step,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
@@ -25,7 +25,7 @@ import { howUsed } from "./eip3009-usage.js";
 import { address, bytes32, hexBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { exactPaymentMethod, sameTransfer } from "./pipeline.js";
-import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
+import type { EvmRequirements } from "./requirements.js";
 import {
   checkSignature,
   innerSignature,
@@ -227,21 +227,15 @@ export const eip3009Method: ExactMethod<Eip3009Payment> = {
   accepts: (payload) => "authorization" in payload,
 
   parse(_ctx, request) {
-    const payload = payloadSchema.safeParse(request.payload);
-    if (!payload.success) {
-      const prefix = `${request.paths.payload}.payload`;
-      return { ok: false, failure: invalidField(describeIssue(payload.error, prefix), prefix) };
-    }
-    const requirements = parseEvmRequirements(request);
-    if (!requirements.ok) return requirements;
-    const domain = eip712Domain(request);
+    const parsed = parsePayment(request, payloadSchema);
+    if (!parsed.ok) return parsed;
     return {
       ok: true,
       value: {
-        authorization: payload.data.authorization,
-        signature: payload.data.signature,
-        requirements: requirements.value,
-        domain: domain.ok ? { name: domain.name, version: domain.version } : undefined,
+        authorization: parsed.value.payload.authorization,
+        signature: parsed.value.payload.signature,
+        requirements: parsed.value.requirements,
+        domain: parsed.value.domain,
       },
     };
   },

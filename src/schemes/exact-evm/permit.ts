@@ -12,8 +12,7 @@ import type { ExpectedTransfer } from "../../chain/journal.js";
 import type { Prelude } from "../../chain/prelude.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
-import { invalidField, type PaymentRequest } from "../../protocol/request.js";
-import { describeIssue } from "../../protocol/schemas.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { SchemeContext } from "../types.js";
 import {
   assetFailure,
@@ -21,13 +20,14 @@ import {
   chainFailure,
   checkAgreement,
   outcomeOf,
+  parsePayment,
   type Step,
 } from "./checks.js";
 import { address, hexBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
 import { sameTransfer } from "./pipeline.js";
-import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
+import type { EvmRequirements } from "./requirements.js";
 import { checkSignature, recoversTo } from "./signature.js";
 
 export const eip2612Abi = parseAbi([
@@ -304,21 +304,15 @@ export const permitMethod: ExactMethod<PermitPayment> = {
   accepts: (payload) => payload.authorizationType === "permit",
 
   parse(_ctx, request) {
-    const payload = payloadSchema.safeParse(request.payload);
-    if (!payload.success) {
-      const prefix = `${request.paths.payload}.payload`;
-      return { ok: false, failure: invalidField(describeIssue(payload.error, prefix), prefix) };
-    }
-    const requirements = parseEvmRequirements(request);
-    if (!requirements.ok) return requirements;
-    const domain = eip712Domain(request);
+    const parsed = parsePayment(request, payloadSchema);
+    if (!parsed.ok) return parsed;
     return {
       ok: true,
       value: {
-        permit: payload.data.authorization,
-        signature: payload.data.signature,
-        requirements: requirements.value,
-        domain: domain.ok ? { name: domain.name, version: domain.version } : undefined,
+        permit: parsed.value.payload.authorization,
+        signature: parsed.value.payload.signature,
+        requirements: parsed.value.requirements,
+        domain: parsed.value.domain,
       },
     };
   },

@@ -76,6 +76,55 @@ export function checkTerms(ctx: SchemeContext, payment: Permit2Payment): Failure
   return null;
 }
 
+const read = <T>(promise: Promise<T>) => outcomeOf(promise);
+
+/**
+ * What can be checked before the payer's approval lands: the proxy answers, and the payer holds
+ * the amount. Null when both hold.
+ */
+export async function prerequisiteFailure(
+  ctx: SchemeContext,
+  payment: Permit2Payment,
+): Promise<Failure | null> {
+  const { authorization: auth } = payment;
+  const [proxy, balance] = await Promise.all([
+    read(
+      ctx.client.readContract({
+        address: EXACT_PERMIT2_PROXY_ADDRESS,
+        abi: exactPermit2ProxyAbi,
+        functionName: "PERMIT2",
+      }),
+    ),
+    read(
+      ctx.client.readContract({
+        address: auth.permitted.token,
+        abi: permit2ReadsAbi,
+        functionName: "balanceOf",
+        args: [auth.from],
+      }),
+    ),
+  ]);
+  const unreachable = [proxy, balance].find((r) => !r.ok && isUnreachable(r.error));
+  if (unreachable && !unreachable.ok) return chainFailure(unreachable.error, "reading the chain");
+  if (!proxy.ok) {
+    return failure(
+      "proxy_not_deployed",
+      `the x402 exact Permit2 proxy ${EXACT_PERMIT2_PROXY_ADDRESS} does not answer on chain ${ctx.chainId}`,
+    );
+  }
+  const amount = auth.permitted.amount;
+  if (balance.ok && balance.value < amount) {
+    return failure(
+      "insufficient_funds",
+      `the payer holds ${balance.value}, the payment needs ${amount}`,
+      {
+        x402Reason: "permit2_insufficient_balance",
+      },
+    );
+  }
+  return null;
+}
+
 /**
  * Why the proxy call would revert (or did), in the reference's order: the proxy missing, the
  * balance, the allowance for Permit2; then, finer than the reference, a Permit2 nonce already
@@ -87,64 +136,31 @@ export async function diagnose(
   revert: string | undefined,
 ): Promise<Failure> {
   const { authorization: auth } = payment;
-  const token = auth.permitted.token;
-  const wordPos = auth.nonce >> 8n;
-  const [proxy, balance, allowance, bitmap] = await Promise.all([
-    outcomeOf(
+  const [first, allowance, bitmap] = await Promise.all([
+    prerequisiteFailure(ctx, payment),
+    read(
       ctx.client.readContract({
-        address: EXACT_PERMIT2_PROXY_ADDRESS,
-        abi: exactPermit2ProxyAbi,
-        functionName: "PERMIT2",
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
-        abi: permit2ReadsAbi,
-        functionName: "balanceOf",
-        args: [auth.from],
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
+        address: auth.permitted.token,
         abi: permit2ReadsAbi,
         functionName: "allowance",
         args: [auth.from, PERMIT2_ADDRESS],
       }),
     ),
-    outcomeOf(
+    read(
       ctx.client.readContract({
         address: PERMIT2_ADDRESS,
         abi: permit2ReadsAbi,
         functionName: "nonceBitmap",
-        args: [auth.from, wordPos],
+        args: [auth.from, auth.nonce >> 8n],
       }),
     ),
   ]);
-  const unreachable = [proxy, balance, allowance, bitmap].find(
-    (r) => !r.ok && isUnreachable(r.error),
-  );
+  if (first) return first;
+  const unreachable = [allowance, bitmap].find((r) => !r.ok && isUnreachable(r.error));
   if (unreachable && !unreachable.ok) {
     return chainFailure(unreachable.error, "diagnosing the failed simulation");
   }
   const amount = auth.permitted.amount;
-  const detail = revert ? `: ${revert}` : "";
-  if (!proxy.ok) {
-    return failure(
-      "proxy_not_deployed",
-      `the x402 exact Permit2 proxy ${EXACT_PERMIT2_PROXY_ADDRESS} does not answer on chain ${ctx.chainId}`,
-    );
-  }
-  if (balance.ok && balance.value < amount) {
-    return failure(
-      "insufficient_funds",
-      `the payer holds ${balance.value}, the payment needs ${amount}`,
-      {
-        x402Reason: "permit2_insufficient_balance",
-      },
-    );
-  }
   if (allowance.ok && allowance.value < amount) {
     return failure(
       "allowance_required",
@@ -158,7 +174,11 @@ export async function diagnose(
       { x402Reason: "permit2_simulation_failed" },
     );
   }
-  return failure("simulation_failed", `the Permit2 settlement would revert${detail}`, {
-    x402Reason: "permit2_simulation_failed",
-  });
+  return failure(
+    "simulation_failed",
+    `the Permit2 settlement would revert${revert ? `: ${revert}` : ""}`,
+    {
+      x402Reason: "permit2_simulation_failed",
+    },
+  );
 }

@@ -11,10 +11,16 @@ import type { ExpectedTransfer } from "../../chain/journal.js";
 import { revertData, revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
-import { invalidField, type PaymentRequest } from "../../protocol/request.js";
-import { describeIssue } from "../../protocol/schemas.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { SchemeContext } from "../types.js";
-import { assetFailure, assetIsContract, chainFailure, outcomeOf, type Step } from "./checks.js";
+import {
+  assetFailure,
+  assetIsContract,
+  chainFailure,
+  outcomeOf,
+  parsePayment,
+  type Step,
+} from "./checks.js";
 import {
   approvalPreludes,
   carriesErc20Approval,
@@ -22,18 +28,20 @@ import {
 } from "./erc20-approval.js";
 import { address, hexBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
-import { checkTerms, diagnose, type Permit2Payment } from "./permit2-checks.js";
+import {
+  checkTerms,
+  diagnose,
+  type Permit2Payment,
+  prerequisiteFailure,
+} from "./permit2-checks.js";
 import {
   EXACT_PERMIT2_PROXY_ADDRESS,
-  exactPermit2ProxyAbi,
   PERMIT2_ADDRESS,
   permit2Digest,
-  permit2ReadsAbi,
   proxyErrorName,
   settleCalldata,
 } from "./permit2-encoding.js";
 import { eip2612Sponsoring } from "./permit2-extensions.js";
-import { parseEvmRequirements } from "./requirements.js";
 import { checkSignature, innerSignature, recoversTo, withDeployment } from "./signature.js";
 
 const payloadSchema = z.object({
@@ -172,30 +180,8 @@ async function withApproval(
   const approval = await erc20ApprovalSponsoring(ctx, request, auth.from, token);
   if (!approval) return refuse(failure("internal_error", "the approval extension vanished"));
   if (!approval.ok) return refuse(approval.failure);
-  const [proxy, balance] = await Promise.all([
-    outcomeOf(
-      ctx.client.readContract({
-        address: EXACT_PERMIT2_PROXY_ADDRESS,
-        abi: exactPermit2ProxyAbi,
-        functionName: "PERMIT2",
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
-        abi: permit2ReadsAbi,
-        functionName: "balanceOf",
-        args: [auth.from],
-      }),
-    ),
-  ]);
-  const unreachable = [proxy, balance].find((r) => !r.ok && isUnreachable(r.error));
-  if (unreachable && !unreachable.ok)
-    return refuse(chainFailure(unreachable.error, "reading the token"));
-  if (!proxy.ok) return refuse(await diagnose(ctx, payment, undefined));
-  if (balance.ok && balance.value < auth.permitted.amount) {
-    return refuse(await diagnose(ctx, payment, undefined));
-  }
+  const missing = await prerequisiteFailure(ctx, payment);
+  if (missing) return refuse(missing);
   return {
     ok: true,
     value: {
@@ -213,19 +199,14 @@ export const permit2Method: ExactMethod<Permit2Payment> = {
   accepts: (payload) => "permit2Authorization" in payload,
 
   parse(_ctx, request) {
-    const payload = payloadSchema.safeParse(request.payload);
-    if (!payload.success) {
-      const prefix = `${request.paths.payload}.payload`;
-      return { ok: false, failure: invalidField(describeIssue(payload.error, prefix), prefix) };
-    }
-    const requirements = parseEvmRequirements(request);
-    if (!requirements.ok) return requirements;
+    const parsed = parsePayment(request, payloadSchema);
+    if (!parsed.ok) return parsed;
     return {
       ok: true,
       value: {
-        authorization: payload.data.permit2Authorization,
-        signature: payload.data.signature,
-        requirements: requirements.value,
+        authorization: parsed.value.payload.permit2Authorization,
+        signature: parsed.value.payload.signature,
+        requirements: parsed.value.requirements,
       },
     };
   },
