@@ -20,6 +20,25 @@ export function printJson(body: unknown): Promise<void> {
   });
 }
 
+/** A line for people on stderr, unless --quiet: said even when stderr is no terminal. */
+export function warn(line: string): void {
+  process.stderr.write(`facilitator: ${line}\n`);
+}
+
+export interface Spinner {
+  stop(): void;
+}
+
+/**
+ * ora's spinner on stderr. `discardStdin: false`: ora would otherwise put a terminal stdin in raw
+ * mode (and turn Ctrl-C into an emitted event), and a process that exits on Ctrl-C before the
+ * spinner stops would leave the user's terminal raw.
+ */
+export async function startSpinner(text: string): Promise<Spinner> {
+  const { default: ora } = await import("ora");
+  return ora({ text, stream: process.stderr, discardStdin: false }).start();
+}
+
 export function note(out: HumanOutput, line: string): void {
   if (out.enabled) process.stderr.write(`${line}\n`);
 }
