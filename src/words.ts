@@ -1,0 +1,21 @@
+/** Durations as people read them in messages: "62 s", "3 min 5 s", "2 h 4 min", "3 days 2 h". */
+export function durationInWords(seconds: number | bigint): string {
+  const total = Math.abs(Math.round(Number(seconds)));
+  if (total < 120) return `${total} s`;
+  const units: [number, string][] = [
+    [86_400, " days"],
+    [3_600, " h"],
+    [60, " min"],
+    [1, " s"],
+  ];
+  const parts: string[] = [];
+  let rest = total;
+  for (const [size, name] of units) {
+    if (rest >= size && parts.length < 2) {
+      const n = Math.floor(rest / size);
+      parts.push(`${n}${n === 1 && name === " days" ? " day" : name}`);
+      rest -= n * size;
+    } else if (parts.length > 0) break;
+  }
+  return parts.join(" ");
+}
