@@ -3,6 +3,7 @@
  * The settlement key is read from the environment or a file, never from a flag's value, and is
  * never echoed, not even in an error message.
  */
+import path from "node:path";
 import { type Address, getAddress, type Hex, isAddress, parseEther } from "viem";
 import { defaultJournalPath } from "../chain/journal.js";
 import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
@@ -62,20 +63,83 @@ interface ConfigFile {
   payerRevertWindowSeconds?: unknown;
 }
 
-function readConfigFile(path: string | undefined, env: NodeJS.ProcessEnv): ConfigFile {
-  if (!path) return {};
-  const text = readSmallFile(path, `config file ${path}`, env);
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-      throw new Error("expected a JSON object");
+/** Every key the config file may hold ("$schema" too, for editors). */
+const CONFIG_KEYS = [
+  "rpcUrls",
+  "publicRpcs",
+  "erc6492Factories",
+  "privateKeyFile",
+  "confirmTimeoutSeconds",
+  "journal",
+  "maxFee",
+  "replaceAfterSeconds",
+  "confirmations",
+  "payerRevertLimit",
+  "payerRevertWindowSeconds",
+] as const;
+
+/** Edit distance, to suggest the key someone meant. */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j] as number;
+      const cost = a[i - 1]?.toLowerCase() === b[j - 1]?.toLowerCase() ? 0 : 1;
+      row[j] = Math.min(above + 1, (row[j - 1] as number) + 1, diagonal + cost);
+      diagonal = above;
     }
-    return parsed as ConfigFile;
-  } catch (error) {
-    // JSON.parse's message quotes the start of the text: never echo a file that may hold a key.
-    const why = error instanceof SyntaxError ? "not JSON" : (error as Error).message;
-    throw new UsageError(`config file ${path} is not valid: ${why}`);
   }
+  return row[b.length] as number;
+}
+
+interface LoadedFile {
+  readonly values: ConfigFile;
+  /** "rpcUrls in /path/config.json": how messages name a key of this file. */
+  readonly where: (key: string) => string;
+  /** A path in the file, relative to the file's own directory. */
+  readonly resolve: (file: string) => string;
+}
+
+function readConfigFile(file: string | undefined, env: NodeJS.ProcessEnv): LoadedFile {
+  if (!file) {
+    return { values: {}, where: (key) => `${key} in the config file`, resolve: (p) => p };
+  }
+  const text = readSmallFile(file, `config file ${file}`, env);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // JSON.parse's message quotes the start of the text: never echo a file that may hold a key.
+    throw new UsageError(`config file ${file} is not valid: not JSON`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new UsageError(`config file ${file} is not valid: expected a JSON object`);
+  }
+  for (const key of Object.keys(parsed)) {
+    if (key === "$schema" || (CONFIG_KEYS as readonly string[]).includes(key)) continue;
+    const near = CONFIG_KEYS.filter((known) => distance(key, known) <= 3);
+    const shown = JSON.stringify(key.slice(0, 60));
+    throw new UsageError(
+      `config file ${file}: unknown key ${shown}${near.length > 0 ? ` (did you mean ${near.join(" or ")}?)` : ""}; the keys are ${CONFIG_KEYS.join(", ")}`,
+    );
+  }
+  const dir = path.dirname(path.resolve(file));
+  return {
+    values: parsed as ConfigFile,
+    where: (key) => `${key} in ${file}`,
+    resolve: (p) => path.resolve(dir, p),
+  };
+}
+
+/** A path-valued key of the config file: a string, relative to the file's directory. */
+function filePath(value: unknown, key: string, loaded: LoadedFile): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || value.trim() === "") {
+    throw new UsageError(`${loaded.where(key)} must be a file path (a string)`);
+  }
+  return loaded.resolve(value);
 }
 
 function splitUrls(value: string): string[] {
@@ -117,8 +181,7 @@ function checkUrls(urls: readonly string[], source: string): string[] {
 }
 
 /** `rpcUrls` in the config file: an array of URL strings (anything else must not mean "none"). */
-function fileUrls(value: unknown): string[] {
-  const source = "rpcUrls in the config file";
+function fileUrls(value: unknown, source: string): string[] {
   if (!Array.isArray(value)) throw new UsageError(`${source} must be an array of URLs`);
   value.forEach((url, i) => {
     if (typeof url !== "string") {
@@ -143,6 +206,7 @@ function publicRpcsSetting(
   flag: boolean | undefined,
   env: string | undefined,
   file: unknown,
+  source: string,
 ): boolean | undefined {
   if (flag) return true;
   if (env?.trim()) {
@@ -152,7 +216,7 @@ function publicRpcsSetting(
   }
   if (file === undefined) return undefined;
   if (typeof file !== "boolean") {
-    throw new UsageError("publicRpcs in the config file must be true or false");
+    throw new UsageError(`${source} must be true or false`);
   }
   return file;
 }
@@ -224,41 +288,48 @@ function parseFee(value: unknown, source: string): bigint {
 }
 
 /** `maxFee` in the config file: one amount, or {"default": amount, "<network>": amount, ...}. */
-function feeCaps(value: unknown): { all?: bigint; byChain: Record<number, bigint> } {
+function feeCaps(
+  value: unknown,
+  source: string,
+): { all?: bigint; byChain: Record<number, bigint> } {
   const byChain: Record<number, bigint> = {};
   if (value === undefined) return { byChain };
-  if (typeof value !== "object" || value === null)
-    return { all: parseFee(value, "maxFee"), byChain };
+  if (typeof value !== "object" || value === null) return { all: parseFee(value, source), byChain };
   let all: bigint | undefined;
   for (const [network, amount] of Object.entries(value)) {
     if (network === "default") {
-      all = parseFee(amount, "maxFee.default");
+      all = parseFee(amount, `${source}.default`);
       continue;
     }
     const chainId =
       chainIdOfCaip2(network) ??
       chainIdOfV1Name(network) ??
       (/^[0-9]+$/.test(network) ? Number(network) : undefined);
-    if (chainId === undefined) throw new UsageError(`maxFee: "${network}" is not a network`);
-    byChain[chainId] = parseFee(amount, `maxFee["${network}"]`);
+    if (chainId === undefined) {
+      throw new UsageError(`${source}: "${network.slice(0, 60)}" is not a network`);
+    }
+    byChain[chainId] = parseFee(amount, `${source}["${network}"]`);
   }
   return all === undefined ? { byChain } : { all, byChain };
 }
 
 export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): CliConfig {
-  const file = readConfigFile(flags.config ?? env.FACILITATOR_CONFIG, env);
+  const loaded = readConfigFile(flags.config ?? env.FACILITATOR_CONFIG, env);
+  const file = loaded.values;
+  const where = loaded.where;
 
   let rpcUrls: string[];
   if (flags.rpcUrl && flags.rpcUrl.length > 0) {
     rpcUrls = checkUrls(flags.rpcUrl.flatMap(splitUrls), "--rpc-url");
   } else if (env.FACILITATOR_RPC_URL) {
     rpcUrls = checkUrls(splitUrls(env.FACILITATOR_RPC_URL), "FACILITATOR_RPC_URL");
-  } else if (file.rpcUrls !== undefined) rpcUrls = fileUrls(file.rpcUrls);
+  } else if (file.rpcUrls !== undefined) rpcUrls = fileUrls(file.rpcUrls, where("rpcUrls"));
   else rpcUrls = [];
   const publicRpcs = publicRpcsSetting(
     flags.publicRpcs,
     env.FACILITATOR_PUBLIC_RPCS,
     file.publicRpcs,
+    where("publicRpcs"),
   );
 
   const confirmTimeoutMs =
@@ -267,9 +338,11 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       : env.FACILITATOR_CONFIRM_TIMEOUT
         ? parseSeconds(env.FACILITATOR_CONFIRM_TIMEOUT, "FACILITATOR_CONFIRM_TIMEOUT")
         : file.confirmTimeoutSeconds !== undefined
-          ? parseSeconds(file.confirmTimeoutSeconds, "confirmTimeoutSeconds in the config file")
+          ? parseSeconds(file.confirmTimeoutSeconds, where("confirmTimeoutSeconds"))
           : 60_000;
 
+  // Checked now, read only when a command signs.
+  const keyFileInConfig = filePath(file.privateKeyFile, "privateKeyFile", loaded);
   const loadPrivateKeys = (): Hex[] => {
     if (flags.privateKeyFile) return readKeyFile(flags.privateKeyFile, "--private-key-file", env);
     if (env.FACILITATOR_PRIVATE_KEY) {
@@ -283,8 +356,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     if (env.FACILITATOR_PRIVATE_KEY_FILE) {
       return readKeyFile(env.FACILITATOR_PRIVATE_KEY_FILE, "FACILITATOR_PRIVATE_KEY_FILE", env);
     }
-    if (typeof file.privateKeyFile === "string") {
-      return readKeyFile(file.privateKeyFile, "privateKeyFile in the config file", env);
+    if (keyFileInConfig !== undefined) {
+      return readKeyFile(keyFileInConfig, where("privateKeyFile"), env);
     }
     return [];
   };
@@ -293,9 +366,10 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const journalPath =
     flags.journal ??
     env.FACILITATOR_JOURNAL ??
-    (typeof file.journal === "string" ? file.journal : defaultJournalPath(env));
+    filePath(file.journal, "journal", loaded) ??
+    defaultJournalPath(env);
 
-  const caps = feeCaps(file.maxFee);
+  const caps = feeCaps(file.maxFee, where("maxFee"));
   const maxFeeWei =
     flags.maxFee !== undefined
       ? parseFee(flags.maxFee, "--max-fee")
@@ -307,7 +381,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     flags.replaceAfter !== undefined
       ? parseSeconds(flags.replaceAfter, "--replace-after")
       : file.replaceAfterSeconds !== undefined
-        ? parseSeconds(file.replaceAfterSeconds, "replaceAfterSeconds in the config file")
+        ? parseSeconds(file.replaceAfterSeconds, where("replaceAfterSeconds"))
         : 15_000;
 
   const confirmations =
@@ -316,15 +390,15 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       : env.FACILITATOR_CONFIRMATIONS
         ? parseCount(env.FACILITATOR_CONFIRMATIONS, "FACILITATOR_CONFIRMATIONS", 1000)
         : file.confirmations !== undefined
-          ? parseCount(file.confirmations, "confirmations in the config file", 1000)
+          ? parseCount(file.confirmations, where("confirmations"), 1000)
           : 1;
   const payerRevertLimit =
     file.payerRevertLimit !== undefined
-      ? parseCount(file.payerRevertLimit, "payerRevertLimit in the config file", 1_000_000)
+      ? parseCount(file.payerRevertLimit, where("payerRevertLimit"), 1_000_000)
       : undefined;
   const payerRevertWindowMs =
     file.payerRevertWindowSeconds !== undefined
-      ? parseSeconds(file.payerRevertWindowSeconds, "payerRevertWindowSeconds in the config file")
+      ? parseSeconds(file.payerRevertWindowSeconds, where("payerRevertWindowSeconds"))
       : undefined;
 
   const erc6492Factories =
@@ -333,7 +407,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       : env.FACILITATOR_ERC6492_FACTORIES
         ? addressList(env.FACILITATOR_ERC6492_FACTORIES, "FACILITATOR_ERC6492_FACTORIES")
         : file.erc6492Factories !== undefined
-          ? addressList(file.erc6492Factories, "erc6492Factories in the config file")
+          ? addressList(file.erc6492Factories, where("erc6492Factories"))
           : [];
 
   return {
