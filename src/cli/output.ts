@@ -34,7 +34,9 @@ export interface Spinner {
  * mode (and turn Ctrl-C into an emitted event), and a process that exits on Ctrl-C before the
  * spinner stops would leave the user's terminal raw.
  */
-export async function startSpinner(text: string): Promise<Spinner> {
+export async function startSpinner(text: string): Promise<Spinner | undefined> {
+  // A terminal that reports no width (a pty nobody sized) would make ora erase lines forever.
+  if (!process.stderr.columns) return undefined;
   const { default: ora } = await import("ora");
   return ora({ text, stream: process.stderr, discardStdin: false }).start();
 }
@@ -60,11 +62,13 @@ export function summarize(out: HumanOutput, op: "verify" | "settle", reply: Repl
   }
   const hash = (body.transactionHash ?? body.transaction) as string | undefined;
   const label =
-    f.code === "settlement_pending"
-      ? chalk.yellow("… pending")
-      : statusOf(f) < 500
-        ? chalk.red("✖ rejected")
-        : chalk.red("✖ failed");
+    f.code === "interrupted"
+      ? chalk.yellow("■ interrupted")
+      : f.code === "settlement_pending"
+        ? chalk.yellow("… pending")
+        : statusOf(f) < 500
+          ? chalk.red("✖ rejected")
+          : chalk.red("✖ failed");
   note(out, `${label} ${chalk.bold(f.code)}: ${f.message}`);
   if (hash) note(out, `  transaction ${chalk.bold(hash)}`);
 }
