@@ -19,3 +19,26 @@ export function durationInWords(seconds: number | bigint): string {
   }
   return parts.join(" ");
 }
+
+/**
+ * Why a deadline is too close: "expired 62 s ago" or "expires in 3 s, less than the 6 s a
+ * settlement needs", followed by the field and its value, for people who look them up.
+ */
+export function tooLate(
+  what: string,
+  field: string,
+  deadline: bigint,
+  now: bigint,
+  headroom: bigint,
+) {
+  const when =
+    deadline <= now
+      ? `expired ${durationInWords(now - deadline)} ago`
+      : `expires in ${durationInWords(deadline - now)}, less than the ${headroom} s a settlement needs`;
+  return `${what} ${when} (${field} ${deadline})`;
+}
+
+/** Why a start time is not reached yet: "is valid only in 2 min 5 s (validAfter …)". */
+export function tooEarly(what: string, field: string, validAfter: bigint, now: bigint) {
+  return `${what} is valid only in ${durationInWords(validAfter - now)} (${field} ${validAfter})`;
+}

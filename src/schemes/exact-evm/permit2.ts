@@ -13,6 +13,7 @@ import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
+import { tooEarly, tooLate } from "../../words.js";
 import type { SchemeContext } from "../types.js";
 import { assetFailure, assetIsContract, chainFailure, outcomeOf, type Step } from "./checks.js";
 import { address, hexBytes, uint256 } from "./fields.js";
@@ -77,14 +78,25 @@ function checkTerms(ctx: SchemeContext, payment: Permit2Payment): Failure | null
   if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
     return failure(
       "authorization_expired",
-      `the Permit2 deadline ${auth.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`,
+      tooLate(
+        "the Permit2 authorization",
+        "payload.permit2Authorization.deadline",
+        auth.deadline,
+        now,
+        DEADLINE_HEADROOM_SECONDS,
+      ),
       { x402Reason: "permit2_deadline_expired" },
     );
   }
   if (auth.witness.validAfter > now) {
     return failure(
       "authorization_not_yet_valid",
-      `witness.validAfter ${auth.witness.validAfter} is after now (${now})`,
+      tooEarly(
+        "the Permit2 authorization",
+        "payload.permit2Authorization.witness.validAfter",
+        auth.witness.validAfter,
+        now,
+      ),
       { x402Reason: "permit2_not_yet_valid" },
     );
   }
