@@ -77,7 +77,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (error instanceof UsageError) return reportUsage(error.message);
     process.stderr.write(
-      `${PREFIX} unexpected error: ${(error as Error).message ?? error} (please report it)\n`,
+      `${PREFIX} unexpected error: ${String((error as Error).message ?? error).split("\n")[0]} (please report it)\n`,
     );
     return 3;
   }

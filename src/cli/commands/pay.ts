@@ -73,6 +73,13 @@ async function chainOf(
   }
   const served = await rpc.configuredChainIds();
   if (served.length === 1) return served[0] as number;
+  const down = (await rpc.endpoints()).filter((e) => e.chainId === undefined);
+  if (served.length === 0 && down.length > 0) {
+    throw FacilitatorError.of(
+      "chain_unavailable",
+      `the configured RPC ${down.map((e) => e.url).join(", ")} could not be reached to learn which chain it serves`,
+    );
+  }
   if (served.length === 0) {
     throw new UsageError(
       "which chain? no reachable RPC is configured: pass --network, and --rpc-url (or source a devnet's devnet.env)",
@@ -246,6 +253,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
         : (() => {
             throw missing("--to");
           })();
+  const payer = payerFrom(flags, devnet);
   const amount =
     flags.amount !== undefined
       ? await atomicAmount(flags.amount, asset, chainId, client, devnet)
@@ -256,7 +264,6 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
           : (() => {
               throw missing("--amount");
             })();
-  const payer = payerFrom(flags, devnet);
   const domain = await tokenDomain(extra, asset, client);
   if (method === "eip3009" && !domain) {
     throw new UsageError(
