@@ -4,10 +4,12 @@
  * JSON document on stdout.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { createPublicClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilInstance, type Devnet, startAnvil, startDevnet } from "../src/devnet/index.js";
 import { tokenBalance } from "./helpers/chain.js";
@@ -294,5 +296,49 @@ describe("usage errors", () => {
     );
     expect(otherChain.code, otherChain.stdout).toBe(2);
     expect(json(otherChain)).toMatchObject({ error: "unsupported_network" });
+  });
+});
+
+describe("devnet", () => {
+  it("keeps its own journal, exports it in devnet.env, and removes its temporary directory on exit", async () => {
+    const child = spawn(process.execPath, [BIN, "devnet", "--json", "--port", "0"], {
+      cwd: ROOT,
+      env: baseEnv({}),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const closed = finish(child);
+    let line = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      line += chunk.toString("utf8");
+    });
+    const deadline = Date.now() + 30_000;
+    while (!line.includes("\n") && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    try {
+      const info = JSON.parse(line.split("\n")[0] ?? "") as Record<string, string>;
+      expect(info.journal).toBe(path.join(info.dir as string, "journal.jsonl"));
+      const env = readFileSync(info.envFile as string, "utf8");
+      expect(env).toContain(`export FACILITATOR_JOURNAL='${info.journal}'`);
+      expect(env).toContain(`export FACILITATOR_RPC_URL='${info.rpcUrl}'`);
+      const devnetJson = JSON.parse(
+        readFileSync(path.join(info.dir as string, "devnet.json"), "utf8"),
+      );
+      const genesis = await createPublicClient({ transport: http(info.rpcUrl) }).getBlock({
+        blockNumber: 0n,
+      });
+      expect(devnetJson.genesisHash).toBe(genesis.hash);
+      child.kill("SIGINT");
+      expect((await closed).code).toBe(0);
+      expect(existsSync(info.dir as string)).toBe(false);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+
+  it("a --port that is taken is a usage error that says so", async () => {
+    const port = Number(new URL(devnet.rpcUrl).port);
+    const run = await cli(["devnet", "--port", String(port)], {});
+    expect(run.code, run.stdout).toBe(2);
+    expect(json(run).message).toContain(`--port ${port} is taken`);
   });
 });

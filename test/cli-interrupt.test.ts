@@ -202,4 +202,29 @@ describe("a devnet's journal and another devnet", () => {
       `the journal ${path.join(old, "journal.jsonl")} belongs to the devnet`,
     );
   });
+
+  it("a devnet's request file read against another devnet is answered, with a note on stderr", async () => {
+    const old = path.join(dir, "old-devnet");
+    const request = path.join(old, "request.json");
+    const account = devnet.payers[4];
+    if (!account) throw new Error("no payer 5");
+    await writeFile(request, JSON.stringify(await signSampleRequest(devnet, { payer: account })));
+    const child = spawn(process.execPath, [BIN, "verify", request], {
+      env: env({ FACILITATOR_RPC_URL: devnet.rpcUrl }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (s: string) => {
+      stdout += s;
+    });
+    child.stderr?.setEncoding("utf8").on("data", (s: string) => {
+      stderr += s;
+    });
+    expect(await exited(child)).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({ success: true, payer: account.address });
+    expect(stderr).toContain(
+      `${request} was signed for the devnet whose genesis block is 0xabababab…`,
+    );
+  });
 });
