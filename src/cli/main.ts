@@ -36,7 +36,12 @@ function commanderMessage(error: CommanderError, command: string | undefined): s
     .replace(/\s*\n\s*/g, " ")
     .trim();
   const flag = /unknown option '([^'=]+)/.exec(text)?.[1];
-  const hint = flag ? FLAG_HINTS[flag] : undefined;
+  // pay's key is the payer's, not a settlement key.
+  const hint = flag
+    ? command === "pay" && (flag === "--private-key" || flag === "--key")
+      ? FLAG_HINTS["--payer-key"]
+      : FLAG_HINTS[flag]
+    : undefined;
   if (hint) return `unknown option ${flag}: ${hint}`;
   const help = command ? `facilitator ${command} --help` : "facilitator --help";
   return `${text} (see ${help})`;
