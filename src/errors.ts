@@ -5,12 +5,17 @@
  */
 
 export interface ErrorSpec {
-  /** HTTP status in the reference dialect. */
-  readonly status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 429 | 500 | 503;
+  /**
+   * HTTP status in the reference dialect. A code only the CLI answers (`cliOnly`) never goes over
+   * HTTP; its status only orders it among the failures (499: the client went away).
+   */
+  readonly status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 429 | 499 | 500 | 503;
   /** The x402 `invalidReason` / `errorReason` string for this outcome. */
   readonly x402: string;
   /** A one-line explanation, the default `message`. */
   readonly summary: string;
+  /** Answered by the CLI only (exit status 130), never by the HTTP service. */
+  readonly cliOnly?: true;
 }
 
 export const ERRORS = {
@@ -194,6 +199,12 @@ export const ERRORS = {
     status: 503,
     x402: "overloaded",
     summary: "Too many requests or request bytes in flight; retry after a moment",
+  },
+  interrupted: {
+    status: 499,
+    x402: "interrupted",
+    summary: "Interrupted (Ctrl-C) before anything was broadcast: nothing was sent",
+    cliOnly: true,
   },
   not_found: { status: 404, x402: "not_found", summary: "No such endpoint" },
   method_not_allowed: {

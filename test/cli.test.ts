@@ -391,11 +391,11 @@ describe("settle", () => {
     expect(await balanceOf(devnet.payee.address)).toBe(before + 10_000n);
   });
 
-  it("without any key exits 3 with settlement_failed and sends nothing", async () => {
+  it("without any key exits 2 (configuration) with settlement_failed and sends nothing", async () => {
     const file = await writeJson("settle-no-key.json", await sample(3));
     const before = await balanceOf(devnet.payee.address);
     const run = await cli(["settle", file], { env: { FACILITATOR_PRIVATE_KEY: undefined } });
-    expectExit(run, 3);
+    expectExit(run, 2);
     expect(json(run)).toMatchObject({ success: false, error: "settlement_failed" });
     expect(await balanceOf(devnet.payee.address)).toBe(before);
   });

@@ -106,7 +106,7 @@ describe("RPC URLs", () => {
     const config = configFile("bad-url.json", { rpcUrls: [`https://[${secret}]/rpc`] });
     const file = usageError(() => loadConfig({ config }, {}));
     expect(file).toBe(
-      "the URL of rpcUrls in the config file is not a valid URL: it cannot be parsed as a URL",
+      `the URL of rpcUrls in ${config} is not a valid URL: it cannot be parsed as a URL`,
     );
     for (const message of [flag, env, file]) expectNoSecret(message, secret);
     const ws = usageError(() => loadConfig({ rpcUrl: [`wss://rpc.example.com/${secret}`] }, {}));
@@ -124,11 +124,11 @@ describe("RPC URLs", () => {
   it("rpcUrls in the config file must be an array of strings, never silently none", () => {
     const notArray = configFile("rpc-string.json", { rpcUrls: "http://a.example" });
     expect(usageError(() => loadConfig({ config: notArray }, {}))).toBe(
-      "rpcUrls in the config file must be an array of URLs",
+      `rpcUrls in ${notArray} must be an array of URLs`,
     );
     const notString = configFile("rpc-number.json", { rpcUrls: ["http://a.example", 8545] });
     expect(usageError(() => loadConfig({ config: notString }, {}))).toBe(
-      "the 2nd entry of rpcUrls in the config file is not a string",
+      `the 2nd entry of rpcUrls in ${notString} is not a string`,
     );
   });
 });
@@ -159,7 +159,7 @@ describe("public RPCs", () => {
     );
     const config = configFile("public-bad.json", { publicRpcs: "yes" });
     expect(usageError(() => loadConfig({ config }, {}))).toBe(
-      "publicRpcs in the config file must be true or false",
+      `publicRpcs in ${config} must be true or false`,
     );
   });
 });
@@ -317,7 +317,7 @@ describe("settlement key", () => {
     writeFileSync(path.join(keyDir, "inner.key"), KEY);
     const config = configFile("dir-key.json", { privateKeyFile: keyDir });
     const fromConfig = usageError(() => loadConfig({ config }, {}).loadPrivateKey());
-    expect(fromConfig).toContain("config file");
+    expect(fromConfig).toContain(`privateKeyFile in ${config}`);
     expect(fromConfig).toContain("EISDIR");
     expectNoSecret(fromConfig, KEY_HEX);
   });
@@ -413,5 +413,45 @@ describe("reorg depth and payer throttle", () => {
     expect(loaded.payerRevertWindowMs).toBe(30_000);
     const bad = configFile("throttle-bad.json", { payerRevertLimit: "many" });
     expect(usageError(() => loadConfig({ config: bad }, {}))).toMatch(/payerRevertLimit/);
+  });
+});
+
+describe("config file validation", () => {
+  it("an unknown key names the file and the key, and suggests the one meant", () => {
+    const config = configFile("typo.json", { rpcUrl: ["http://a.example"] });
+    const message = usageError(() => loadConfig({ config }, {}));
+    expect(message).toContain(config);
+    expect(message).toContain('unknown key "rpcUrl" (did you mean rpcUrls?)');
+    const schema = configFile("schema.json", { $schema: "./schema.json", confirmations: 2 });
+    expect(loadConfig({ config: schema }, {}).confirmations).toBe(2);
+  });
+
+  it("a key of the wrong type names the file and the key", () => {
+    const cases: [string, unknown, string][] = [
+      ["journal", 42, "journal"],
+      ["privateKeyFile", ["a.key"], "privateKeyFile"],
+      ["confirmTimeoutSeconds", "soon", "confirmTimeoutSeconds"],
+      ["maxFee", "a lot", "maxFee"],
+      ["erc6492Factories", 7, "erc6492Factories"],
+    ];
+    for (const [key, value, named] of cases) {
+      const config = configFile(`wrong-${key}.json`, { [key]: value });
+      const message = usageError(() => loadConfig({ config }, {}));
+      expect(message, key).toContain(`${named} in ${config}`);
+    }
+  });
+
+  it("relative paths in the file are relative to the file's directory, not the working one", () => {
+    const sub = path.join(dir, "conf-dir");
+    mkdirSync(sub, { recursive: true });
+    writeFileSync(path.join(sub, "settle.key"), `${KEY}\n`);
+    const config = path.join(sub, "facilitator.json");
+    writeFileSync(
+      config,
+      JSON.stringify({ privateKeyFile: "settle.key", journal: "state/j.jsonl" }),
+    );
+    const loaded = loadConfig({ config }, {});
+    expect(loaded.loadPrivateKey()).toBe(KEY);
+    expect(loaded.journalPath).toBe(path.join(sub, "state", "j.jsonl"));
   });
 });

@@ -90,8 +90,15 @@ function cli(stdin: string): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout })));
 }
 
+/** The CLI's exit status; a network nobody configured an RPC for is a configuration error (2). */
 const exitFor = (code: ErrorCode | null, status: number) =>
-  code === null ? 0 : code === "invalid_request" ? 2 : status < 500 ? 1 : 3;
+  code === null
+    ? 0
+    : code === "invalid_request" || code === "unsupported_network"
+      ? 2
+      : status < 500
+        ? 1
+        : 3;
 
 test.each(cases)(
   "%s: the same answer from the core, the HTTP handler and the CLI",

@@ -1,7 +1,7 @@
 /** The one error table and what is said about it elsewhere stay in step. */
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
-import { ERRORS, type ErrorCode, failure } from "../src/errors.js";
+import { ERRORS, type ErrorCode, type ErrorSpec, failure } from "../src/errors.js";
 import { exitCodeOf } from "../src/protocol/respond.js";
 
 describe("README error table", () => {
@@ -15,7 +15,9 @@ describe("README error table", () => {
     (code) => {
       const row = rows.get(code);
       expect(row, `README has no row for ${code}`).toBeDefined();
-      expect(row?.[2]).toContain(String(ERRORS[code].status));
+      const spec: ErrorSpec = ERRORS[code];
+      // A CLI-only code has no HTTP status: the README says so instead.
+      expect(row?.[2]).toContain(spec.cliOnly ? "CLI only" : String(spec.status));
       const reason = ERRORS[code].x402;
       if (reason !== "unexpected_error") expect(row?.[3]).toContain(`\`${reason}\``);
     },
@@ -36,5 +38,6 @@ describe("CLI exit status", () => {
     expect(exitCodeOf(reply("settlement_failed", 500))).toBe(3);
     expect(exitCodeOf(reply("settlement_pending"))).toBe(3);
     expect(exitCodeOf(reply("chain_unavailable"))).toBe(3);
+    expect(exitCodeOf(reply("interrupted"))).toBe(130);
   });
 });

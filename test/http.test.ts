@@ -6,6 +6,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
+import { ERRORS } from "../src/errors.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler, type HttpRequest } from "../src/http/handler.js";
 
@@ -198,13 +199,16 @@ describe("information endpoints", () => {
     for (const text of [
       "POST /verify",
       "POST /settle",
+      "POST /accepts",
       "GET /supported",
       "GET /health",
       "insufficient_funds",
       "settlement_pending",
       "README.md#errors",
+      "facilitator pay",
     ]) {
       expect(response.body).toContain(text);
     }
+    for (const code of Object.keys(ERRORS)) expect(response.body).toContain(`- ${code} (`);
   });
 });

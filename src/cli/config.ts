@@ -7,6 +7,7 @@ import { type Address, getAddress, type Hex, isAddress, parseEther } from "viem"
 import { defaultJournalPath } from "../chain/journal.js";
 import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
 import { readSmallFile } from "./bounded-read.js";
+import { filePath, readConfigFile } from "./config-file.js";
 import { UsageError } from "./errors.js";
 
 export interface ConfigFlags {
@@ -48,36 +49,6 @@ export interface CliConfig {
   readonly payerRevertWindowMs?: number | undefined;
 }
 
-interface ConfigFile {
-  rpcUrls?: unknown;
-  publicRpcs?: unknown;
-  erc6492Factories?: unknown;
-  privateKeyFile?: unknown;
-  confirmTimeoutSeconds?: unknown;
-  journal?: unknown;
-  maxFee?: unknown;
-  replaceAfterSeconds?: unknown;
-  confirmations?: unknown;
-  payerRevertLimit?: unknown;
-  payerRevertWindowSeconds?: unknown;
-}
-
-function readConfigFile(path: string | undefined, env: NodeJS.ProcessEnv): ConfigFile {
-  if (!path) return {};
-  const text = readSmallFile(path, `config file ${path}`, env);
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-      throw new Error("expected a JSON object");
-    }
-    return parsed as ConfigFile;
-  } catch (error) {
-    // JSON.parse's message quotes the start of the text: never echo a file that may hold a key.
-    const why = error instanceof SyntaxError ? "not JSON" : (error as Error).message;
-    throw new UsageError(`config file ${path} is not valid: ${why}`);
-  }
-}
-
 function splitUrls(value: string): string[] {
   return value
     .split(",")
@@ -117,8 +88,7 @@ function checkUrls(urls: readonly string[], source: string): string[] {
 }
 
 /** `rpcUrls` in the config file: an array of URL strings (anything else must not mean "none"). */
-function fileUrls(value: unknown): string[] {
-  const source = "rpcUrls in the config file";
+function fileUrls(value: unknown, source: string): string[] {
   if (!Array.isArray(value)) throw new UsageError(`${source} must be an array of URLs`);
   value.forEach((url, i) => {
     if (typeof url !== "string") {
@@ -143,6 +113,7 @@ function publicRpcsSetting(
   flag: boolean | undefined,
   env: string | undefined,
   file: unknown,
+  source: string,
 ): boolean | undefined {
   if (flag) return true;
   if (env?.trim()) {
@@ -152,7 +123,7 @@ function publicRpcsSetting(
   }
   if (file === undefined) return undefined;
   if (typeof file !== "boolean") {
-    throw new UsageError("publicRpcs in the config file must be true or false");
+    throw new UsageError(`${source} must be true or false`);
   }
   return file;
 }
@@ -224,41 +195,48 @@ function parseFee(value: unknown, source: string): bigint {
 }
 
 /** `maxFee` in the config file: one amount, or {"default": amount, "<network>": amount, ...}. */
-function feeCaps(value: unknown): { all?: bigint; byChain: Record<number, bigint> } {
+function feeCaps(
+  value: unknown,
+  source: string,
+): { all?: bigint; byChain: Record<number, bigint> } {
   const byChain: Record<number, bigint> = {};
   if (value === undefined) return { byChain };
-  if (typeof value !== "object" || value === null)
-    return { all: parseFee(value, "maxFee"), byChain };
+  if (typeof value !== "object" || value === null) return { all: parseFee(value, source), byChain };
   let all: bigint | undefined;
   for (const [network, amount] of Object.entries(value)) {
     if (network === "default") {
-      all = parseFee(amount, "maxFee.default");
+      all = parseFee(amount, `${source}.default`);
       continue;
     }
     const chainId =
       chainIdOfCaip2(network) ??
       chainIdOfV1Name(network) ??
       (/^[0-9]+$/.test(network) ? Number(network) : undefined);
-    if (chainId === undefined) throw new UsageError(`maxFee: "${network}" is not a network`);
-    byChain[chainId] = parseFee(amount, `maxFee["${network}"]`);
+    if (chainId === undefined) {
+      throw new UsageError(`${source}: "${network.slice(0, 60)}" is not a network`);
+    }
+    byChain[chainId] = parseFee(amount, `${source}["${network}"]`);
   }
   return all === undefined ? { byChain } : { all, byChain };
 }
 
 export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): CliConfig {
-  const file = readConfigFile(flags.config ?? env.FACILITATOR_CONFIG, env);
+  const loaded = readConfigFile(flags.config ?? env.FACILITATOR_CONFIG, env);
+  const file = loaded.values;
+  const where = loaded.where;
 
   let rpcUrls: string[];
   if (flags.rpcUrl && flags.rpcUrl.length > 0) {
     rpcUrls = checkUrls(flags.rpcUrl.flatMap(splitUrls), "--rpc-url");
   } else if (env.FACILITATOR_RPC_URL) {
     rpcUrls = checkUrls(splitUrls(env.FACILITATOR_RPC_URL), "FACILITATOR_RPC_URL");
-  } else if (file.rpcUrls !== undefined) rpcUrls = fileUrls(file.rpcUrls);
+  } else if (file.rpcUrls !== undefined) rpcUrls = fileUrls(file.rpcUrls, where("rpcUrls"));
   else rpcUrls = [];
   const publicRpcs = publicRpcsSetting(
     flags.publicRpcs,
     env.FACILITATOR_PUBLIC_RPCS,
     file.publicRpcs,
+    where("publicRpcs"),
   );
 
   const confirmTimeoutMs =
@@ -267,9 +245,11 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       : env.FACILITATOR_CONFIRM_TIMEOUT
         ? parseSeconds(env.FACILITATOR_CONFIRM_TIMEOUT, "FACILITATOR_CONFIRM_TIMEOUT")
         : file.confirmTimeoutSeconds !== undefined
-          ? parseSeconds(file.confirmTimeoutSeconds, "confirmTimeoutSeconds in the config file")
+          ? parseSeconds(file.confirmTimeoutSeconds, where("confirmTimeoutSeconds"))
           : 60_000;
 
+  // Checked now, read only when a command signs.
+  const keyFileInConfig = filePath(file.privateKeyFile, "privateKeyFile", loaded);
   const loadPrivateKeys = (): Hex[] => {
     if (flags.privateKeyFile) return readKeyFile(flags.privateKeyFile, "--private-key-file", env);
     if (env.FACILITATOR_PRIVATE_KEY) {
@@ -283,8 +263,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     if (env.FACILITATOR_PRIVATE_KEY_FILE) {
       return readKeyFile(env.FACILITATOR_PRIVATE_KEY_FILE, "FACILITATOR_PRIVATE_KEY_FILE", env);
     }
-    if (typeof file.privateKeyFile === "string") {
-      return readKeyFile(file.privateKeyFile, "privateKeyFile in the config file", env);
+    if (keyFileInConfig !== undefined) {
+      return readKeyFile(keyFileInConfig, where("privateKeyFile"), env);
     }
     return [];
   };
@@ -293,9 +273,10 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const journalPath =
     flags.journal ??
     env.FACILITATOR_JOURNAL ??
-    (typeof file.journal === "string" ? file.journal : defaultJournalPath(env));
+    filePath(file.journal, "journal", loaded) ??
+    defaultJournalPath(env);
 
-  const caps = feeCaps(file.maxFee);
+  const caps = feeCaps(file.maxFee, where("maxFee"));
   const maxFeeWei =
     flags.maxFee !== undefined
       ? parseFee(flags.maxFee, "--max-fee")
@@ -307,7 +288,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     flags.replaceAfter !== undefined
       ? parseSeconds(flags.replaceAfter, "--replace-after")
       : file.replaceAfterSeconds !== undefined
-        ? parseSeconds(file.replaceAfterSeconds, "replaceAfterSeconds in the config file")
+        ? parseSeconds(file.replaceAfterSeconds, where("replaceAfterSeconds"))
         : 15_000;
 
   const confirmations =
@@ -316,15 +297,15 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       : env.FACILITATOR_CONFIRMATIONS
         ? parseCount(env.FACILITATOR_CONFIRMATIONS, "FACILITATOR_CONFIRMATIONS", 1000)
         : file.confirmations !== undefined
-          ? parseCount(file.confirmations, "confirmations in the config file", 1000)
+          ? parseCount(file.confirmations, where("confirmations"), 1000)
           : 1;
   const payerRevertLimit =
     file.payerRevertLimit !== undefined
-      ? parseCount(file.payerRevertLimit, "payerRevertLimit in the config file", 1_000_000)
+      ? parseCount(file.payerRevertLimit, where("payerRevertLimit"), 1_000_000)
       : undefined;
   const payerRevertWindowMs =
     file.payerRevertWindowSeconds !== undefined
-      ? parseSeconds(file.payerRevertWindowSeconds, "payerRevertWindowSeconds in the config file")
+      ? parseSeconds(file.payerRevertWindowSeconds, where("payerRevertWindowSeconds"))
       : undefined;
 
   const erc6492Factories =
@@ -333,7 +314,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       : env.FACILITATOR_ERC6492_FACTORIES
         ? addressList(env.FACILITATOR_ERC6492_FACTORIES, "FACILITATOR_ERC6492_FACTORIES")
         : file.erc6492Factories !== undefined
-          ? addressList(file.erc6492Factories, "erc6492Factories in the config file")
+          ? addressList(file.erc6492Factories, where("erc6492Factories"))
           : [];
 
   return {

@@ -1,9 +1,10 @@
 /** The Facilitator a command runs on, from its configuration. */
-import { Journal } from "../chain/journal.js";
 import { settlementAccount } from "../chain/secp256k1.js";
 import { Facilitator } from "../facilitator.js";
 import type { CliConfig } from "./config.js";
+import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
+import { WatchedJournal } from "./watched-journal.js";
 
 /**
  * With `signing`, the settlement keys and the journal file are loaded too (verify needs neither).
@@ -21,14 +22,14 @@ export async function facilitatorFrom(
   };
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();
-  let journal: Journal;
+  let journal: WatchedJournal;
   try {
-    journal = new Journal(config.journalPath);
+    journal = new WatchedJournal(config.journalPath);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
     throw new UsageError(`cannot open the settlement journal ${config.journalPath} (${code})`);
   }
-  return new Facilitator({
+  const facilitator = new Facilitator({
     ...rpc,
     signers: keys.map((key) => settlementAccount(key)),
     journal,
@@ -41,4 +42,6 @@ export async function facilitatorFrom(
     replaceAfterMs: config.replaceAfterMs,
     watchSubmitted: options.server === true,
   });
+  await checkDevnetJournal(config.journalPath, facilitator);
+  return facilitator;
 }

@@ -20,6 +20,27 @@ export function printJson(body: unknown): Promise<void> {
   });
 }
 
+/** A line for people on stderr, unless --quiet: said even when stderr is no terminal. */
+export function warn(line: string): void {
+  process.stderr.write(`facilitator: ${line}\n`);
+}
+
+export interface Spinner {
+  stop(): void;
+}
+
+/**
+ * ora's spinner on stderr. `discardStdin: false`: ora would otherwise put a terminal stdin in raw
+ * mode (and turn Ctrl-C into an emitted event), and a process that exits on Ctrl-C before the
+ * spinner stops would leave the user's terminal raw.
+ */
+export async function startSpinner(text: string): Promise<Spinner | undefined> {
+  // A terminal that reports no width (a pty nobody sized) would make ora erase lines forever.
+  if (!process.stderr.columns) return undefined;
+  const { default: ora } = await import("ora");
+  return ora({ text, stream: process.stderr, discardStdin: false }).start();
+}
+
 export function note(out: HumanOutput, line: string): void {
   if (out.enabled) process.stderr.write(`${line}\n`);
 }
@@ -41,11 +62,13 @@ export function summarize(out: HumanOutput, op: "verify" | "settle", reply: Repl
   }
   const hash = (body.transactionHash ?? body.transaction) as string | undefined;
   const label =
-    f.code === "settlement_pending"
-      ? chalk.yellow("… pending")
-      : statusOf(f) < 500
-        ? chalk.red("✖ rejected")
-        : chalk.red("✖ failed");
+    f.code === "interrupted"
+      ? chalk.yellow("■ interrupted")
+      : f.code === "settlement_pending"
+        ? chalk.yellow("… pending")
+        : statusOf(f) < 500
+          ? chalk.red("✖ rejected")
+          : chalk.red("✖ failed");
   note(out, `${label} ${chalk.bold(f.code)}: ${f.message}`);
   if (hash) note(out, `  transaction ${chalk.bold(hash)}`);
 }

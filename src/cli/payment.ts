@@ -1,20 +1,24 @@
 /** What `verify` and `settle` share: read the request, run it through the core, print, exit code. */
-import { failure } from "../errors.js";
+import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
+import { type Failure, failure, statusOf } from "../errors.js";
+import type { Facilitator } from "../facilitator.js";
 import { parseJson } from "../protocol/request.js";
 import {
   exitCodeOf,
   handleSettle,
   handleVerify,
   type Reply,
-  renderSettle,
-  renderVerify,
+  renderFailure,
 } from "../protocol/respond.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import { type ConfigFlags, loadConfig } from "./config.js";
+import { warnIfFromAnotherDevnet } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
 import { facilitatorFrom } from "./facilitator.js";
 import { readSource } from "./input.js";
-import { humanOutput, printJson, summarize } from "./output.js";
+import { onInterrupt, signalExitCode } from "./interrupt.js";
+import { humanOutput, printJson, startSpinner, summarize } from "./output.js";
+import { WatchedJournal } from "./watched-journal.js";
 
 export interface PaymentFlags extends ConfigFlags {
   readonly requirements?: string | undefined;
@@ -22,63 +26,115 @@ export interface PaymentFlags extends ConfigFlags {
   readonly quiet?: boolean | undefined;
 }
 
+type Operation = "verify" | "settle";
+
 /** The request body: FILE as-is, or with --requirements, FILE as the payload of a new body. */
 async function readBody(
   file: string | undefined,
   requirementsFile: string | undefined,
 ): Promise<{ ok: true; body: unknown } | { ok: false; message: string }> {
   try {
-    return await readBodyOrThrow(file, requirementsFile);
+    const main = parseJson(await readSource(file));
+    if (!main.ok) return { ok: false, message: `${file ?? "stdin"}: ${main.failure.message}` };
+    if (!requirementsFile) return { ok: true, body: main.value };
+    const requirements = parseJson(await readSource(requirementsFile));
+    if (!requirements.ok) {
+      return { ok: false, message: `${requirementsFile}: ${requirements.failure.message}` };
+    }
+    return { ok: true, body: { payload: main.value, requirements: requirements.value } };
   } catch (error) {
     if (error instanceof UsageError) return { ok: false, message: error.message };
     throw error;
   }
 }
 
-async function readBodyOrThrow(
-  file: string | undefined,
-  requirementsFile: string | undefined,
-): Promise<{ ok: true; body: unknown } | { ok: false; message: string }> {
-  const main = parseJson(await readSource(file));
-  if (!main.ok) return { ok: false, message: `${file ?? "stdin"}: ${main.failure.message}` };
-  if (!requirementsFile) return { ok: true, body: main.value };
-  const requirements = parseJson(await readSource(requirementsFile));
-  if (!requirements.ok) {
-    return { ok: false, message: `${requirementsFile}: ${requirements.failure.message}` };
+const field = (value: unknown, key: string): unknown =>
+  typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+
+/** Whether the request's network names a chain in its version's form (eip155:N, or a v1 name). */
+function namesAChain(body: unknown): boolean {
+  const x402 = field(body, "paymentPayload") !== undefined;
+  const payload = field(body, x402 ? "paymentPayload" : "payload");
+  const network = field(field(body, x402 ? "paymentRequirements" : "requirements"), "network");
+  if (typeof network !== "string") return false;
+  return field(payload, "x402Version") === 1
+    ? chainIdOfV1Name(network) !== undefined
+    : chainIdOfCaip2(network) !== undefined;
+}
+
+/**
+ * The exit status: the reply's, except that what only the operator can fix is a configuration
+ * error (2): no RPC for the payment's chain, no settlement key.
+ */
+function exitStatus(reply: Reply, body: unknown, facilitator: Facilitator): number {
+  const f = reply.failure;
+  if (f?.code === "unsupported_network" && namesAChain(body)) return 2;
+  if (f?.code === "settlement_failed" && statusOf(f) >= 500 && facilitator.signers.size === 0) {
+    return 2;
   }
-  return { ok: true, body: { payload: main.value, requirements: requirements.value } };
+  return exitCodeOf(reply);
+}
+
+/** What an interrupted command answers: whether its settlement may have been broadcast. */
+function interruptedFailure(op: Operation, facilitator: Facilitator): [Failure, `0x${string}`?] {
+  const journal = facilitator.journal;
+  const hash = journal instanceof WatchedJournal ? journal.mayHaveBroadcast() : undefined;
+  if (op === "settle" && hash) {
+    return [
+      failure(
+        "settlement_pending",
+        `interrupted after the transaction was broadcast: it may still land; settle the same request again to follow it (it is in the journal ${journal.path ?? ""}; it is never paid twice)`,
+        { status: 500 },
+      ),
+      hash,
+    ];
+  }
+  const what = op === "settle" ? "nothing was broadcast; the payment can be settled later" : "";
+  return [failure("interrupted", `interrupted before an answer${what ? `: ${what}` : ""}`)];
 }
 
 export async function runPayment(
-  op: "verify" | "settle",
+  op: Operation,
   file: string | undefined,
   flags: PaymentFlags,
-  onWaitStart?: () => (() => void) | undefined,
 ): Promise<number> {
   const out = humanOutput(flags.quiet);
   const config = loadConfig(flags);
   const input = await readBody(file, flags.requirements);
-
-  let reply: Reply;
   if (!input.ok) {
-    const f = failure("invalid_request", input.message);
-    reply =
+    const reply = renderFailure(op, undefined, failure("invalid_request", input.message));
+    await printJson(reply.body);
+    summarize(out, op, reply);
+    return 2;
+  }
+
+  const facilitator = await facilitatorFrom(config, op === "settle");
+  if (!flags.quiet) await warnIfFromAnotherDevnet(file, facilitator);
+  const waits = op === "settle" && (flags.waitUntil ?? "confirmed") === "confirmed";
+  const spinner = out.enabled && waits ? await startSpinner("settling…") : undefined;
+  const interrupt = onInterrupt();
+  let reply: Reply;
+  let exitCode: number;
+  try {
+    const answer =
       op === "verify"
-        ? renderVerify("reference", { ok: false, failure: f })
-        : renderSettle("reference", { ok: false, failure: f }, { network: "" });
-  } else {
-    const facilitator = await facilitatorFrom(config, op === "settle");
-    const stopWaiting = onWaitStart?.();
-    try {
-      reply =
-        op === "verify"
-          ? await handleVerify(facilitator, input.body)
-          : await handleSettle(facilitator, input.body, { waitUntil: flags.waitUntil });
-    } finally {
-      stopWaiting?.();
+        ? handleVerify(facilitator, input.body)
+        : handleSettle(facilitator, input.body, { waitUntil: flags.waitUntil });
+    const outcome = await Promise.race([answer, interrupt.signal]);
+    if (typeof outcome === "string") {
+      const [f, hash] = interruptedFailure(op, facilitator);
+      reply = renderFailure(op, input.body, f, hash);
+      exitCode = signalExitCode(outcome);
+    } else {
+      reply = outcome;
+      exitCode = exitStatus(reply, input.body, facilitator);
     }
+  } finally {
+    // Before anything else is written: the spinner owns the terminal's last line.
+    spinner?.stop();
+    interrupt.dispose();
   }
   await printJson(reply.body);
   summarize(out, op, reply);
-  return exitCodeOf(reply);
+  return exitCode;
 }

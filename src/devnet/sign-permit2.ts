@@ -201,7 +201,7 @@ export interface Eip2612Token {
  * from the token unless given.
  */
 export async function signEip2612GasSponsoring(
-  devnet: DevnetInfo,
+  devnet: Pick<DevnetInfo, "rpcUrl" | "chainId">,
   payer: DevAccount,
   token: Eip2612Token,
   amount: bigint,

@@ -3,6 +3,7 @@
  * headers and body out. No sockets here, so it is tested in-process; `server.ts` adapts node:http.
  */
 import { timingSafeEqual } from "node:crypto";
+import { answerAccepts } from "../accepts.js";
 import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../errors.js";
 import type { Facilitator } from "../facilitator.js";
 import { parseJson } from "../protocol/request.js";
@@ -87,6 +88,7 @@ function authorized(request: HttpRequest, apiKey: string): boolean {
 const routes: Record<string, readonly string[]> = {
   "/verify": ["POST"],
   "/settle": ["POST"],
+  "/accepts": ["POST"],
   "/supported": ["GET", "HEAD"],
   "/health": ["GET", "HEAD"],
   "/llms.txt": ["GET", "HEAD"],
@@ -141,6 +143,10 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
     }
     const parsed = parseJson((request.body ?? Buffer.alloc(0)).toString("utf8"));
     if (!parsed.ok) return errorResponse(parsed.failure);
+    if (path === "/accepts") {
+      const accepts = await answerAccepts(facilitator, parsed.value);
+      return accepts.ok ? json(200, accepts.body) : errorResponse(accepts.failure);
+    }
     const reply =
       path === "/verify"
         ? await handleVerify(facilitator, parsed.value)

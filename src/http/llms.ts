@@ -1,12 +1,13 @@
 /** GET /llms.txt: a plain-text index of the service for people and agents. */
-import { ERRORS, type ErrorCode } from "../errors.js";
+import { ERRORS, type ErrorCode, type ErrorSpec } from "../errors.js";
 
 export function llmsTxt(): string {
   const codes = (Object.keys(ERRORS) as ErrorCode[])
-    .map(
-      (code) =>
-        `- ${code} (${ERRORS[code].status}; x402: ${ERRORS[code].x402}): ${ERRORS[code].summary}`,
-    )
+    .map((code) => {
+      const spec: ErrorSpec = ERRORS[code];
+      const status = spec.cliOnly ? "CLI only, exit 130" : String(spec.status);
+      return `- ${code} (${status}; x402: ${spec.x402}): ${spec.summary}`;
+    })
     .join("\n");
   return `# facilitator
 
@@ -25,6 +26,10 @@ export function llmsTxt(): string {
   Reference dialect: {"payload", "requirements", "waitUntil"?: "simulated" | "submitted" | "confirmed"}
     → 200 {"success": true, "transactionHash"} | 400/500/503 {"success": false, "error", "message", "transactionHash"?}
   x402 dialect → 200 {"success", "errorReason"?, "errorMessage"?, "transaction", "network", "payer"}
+- POST /accepts: Faremeter's facilitator call. {"x402Version": 2, "resource", "accepts": [PaymentRequirements]}
+    → 200 {"x402Version": 2, "resource", "accepts"}: the offered requirements this facilitator can
+    settle (exact, a network served here), with the token's EIP-712 name and version filled into
+    extra and maxTimeoutSeconds (default 300); the others are left out.
 - GET /supported: the kinds served ({"kinds", "extensions", "signers"}), in the x402 shape:
   exactly the networks /verify and /settle accept. With any RPC configured, only their chains;
   every other network is unsupported_network. See README.md#networks-served.
@@ -43,6 +48,13 @@ retry after that many seconds.
 
 ${codes}
 
+## Command line
+
+facilitator verify|settle [FILE|-] (one JSON answer on stdout; exit 0 ok, 1 rejected, 2 usage or
+configuration, 3 chain or infrastructure, 130 interrupted), facilitator pay (signs a payment and
+prints the request: facilitator pay --amount 0.01 | facilitator settle -), facilitator doctor
+[--json], facilitator serve, facilitator devnet. See README.md#command-line.
+
 ## Documentation (README sections)
 
 - Two dialects: README.md#two-dialects
@@ -50,6 +62,7 @@ ${codes}
 - Errors: README.md#errors
 - Limits and restarts: README.md#the-http-service
 - Configuration: README.md#configuration
+- Command line: README.md#command-line
 - How verification works: README.md#how-verification-works-and-where-we-differ-from-the-reference
 - Not supported yet: README.md#not-supported-yet
 `;

@@ -39,6 +39,8 @@ export interface RunningServer {
   readonly port: number;
   /** Stops accepting, lets requests in flight finish and answer, then resolves. */
   close(): Promise<void>;
+  /** Requests being answered right now, by path: what a graceful stop waits for. */
+  inFlight(): Record<string, number>;
 }
 
 export async function startServer(
@@ -47,7 +49,8 @@ export async function startServer(
 ): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
   const limit = options.bodyLimitBytes ?? 64 * 1024;
-  const inFlight = new Set<Promise<void>>();
+  /** Each request being answered, with its path. */
+  const inFlight = new Map<Promise<void>, string>();
   const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES);
 
   const serve = async (request: IncomingMessage, response: ServerResponse) => {
@@ -115,7 +118,7 @@ export async function startServer(
     },
     (request, response) => {
       const task = serve(request, response).finally(() => inFlight.delete(task));
-      inFlight.add(task);
+      inFlight.set(task, (request.url ?? "/").split("?")[0] ?? "/");
     },
   );
   const gate = new ConnectionGate(server, options.maxConnections ?? DEFAULT_MAX_CONNECTIONS);
@@ -145,11 +148,16 @@ export async function startServer(
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         // Let every request in flight (a settle waiting for its receipt) finish and answer.
-        while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+        while (inFlight.size > 0) await Promise.allSettled([...inFlight.keys()]);
         server.closeAllConnections();
         await stopped;
       })();
       return closing;
+    },
+    inFlight() {
+      const byPath: Record<string, number> = {};
+      for (const path of inFlight.values()) byPath[path] = (byPath[path] ?? 0) + 1;
+      return byPath;
     },
   };
 }

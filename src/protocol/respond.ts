@@ -2,10 +2,17 @@
  * The two doors' shared middle: a request body in, a reply (status and JSON body in the caller's
  * dialect) out. The CLI prints the body; the HTTP server sends it.
  */
+import type { Hex } from "viem";
 import { type Failure, statusOf, x402ReasonOf } from "../errors.js";
 import type { Facilitator } from "../facilitator.js";
 import type { SettleResult, VerifyResult } from "../schemes/types.js";
-import { type Dialect, type PaymentRequest, parseRequest, payerHint } from "./request.js";
+import {
+  type Dialect,
+  dialectOf,
+  type PaymentRequest,
+  parseRequest,
+  payerHint,
+} from "./request.js";
 import type { WaitUntil } from "./schemas.js";
 
 export interface Reply {
@@ -130,10 +137,40 @@ export async function handleSettle(
   });
 }
 
-/** CLI exit status: 0 success, 1 payment rejected, 2 unusable input, 3 chain or infrastructure. */
-export function exitCodeOf(reply: Reply): 0 | 1 | 2 | 3 {
+/**
+ * A failure decided outside the facilitator (the CLI was interrupted), answered in the dialect of
+ * `body`, with the payer and network it names where the dialect carries them.
+ */
+export function renderFailure(
+  op: Operation,
+  body: unknown,
+  f: Failure,
+  transactionHash?: Hex,
+): Reply {
+  const dialect = dialectOf(body);
+  const payer =
+    typeof body === "object" && body !== null
+      ? payerHint(
+          (body as Record<string, unknown>)[dialect === "x402" ? "paymentPayload" : "payload"],
+        )
+      : undefined;
+  return op === "verify"
+    ? renderVerify(dialect, { ok: false, failure: f }, payer)
+    : renderSettle(
+        dialect,
+        { ok: false, failure: f, transactionHash },
+        { network: networkHint(body), payerHint: payer },
+      );
+}
+
+/**
+ * CLI exit status: 0 success, 1 payment rejected, 2 unusable input, 3 chain or infrastructure,
+ * 130 interrupted (128 + SIGINT, as shells report it).
+ */
+export function exitCodeOf(reply: Reply): 0 | 1 | 2 | 3 | 130 {
   const f = reply.failure;
   if (!f) return 0;
+  if (f.code === "interrupted") return 130;
   if (f.code === "invalid_request") return 2;
   return statusOf(f) < 500 ? 1 : 3;
 }

@@ -1,15 +1,19 @@
 /**
  * `facilitator devnet`: anvil with test tokens, Permit2 and the x402 proxies, and funded accounts,
- * plus ready-signed request files and the commands that use them. Runs until Ctrl-C and leaves no
- * process behind.
+ * plus ready-signed request files and the commands that use them, all in one directory with the
+ * devnet's own journal. Runs until Ctrl-C and leaves no process (and, without --dir, no
+ * directory) behind.
  */
-import { chmod, mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import chalk from "chalk";
+import { createPublicClient, type Hex, http } from "viem";
 import { approvePermit2, type Devnet, startDevnet } from "../../devnet/index.js";
 import { signSampleRequest } from "../../devnet/sample.js";
 import { UsageError } from "../errors.js";
+import { warn } from "../output.js";
+import { devnetBanner } from "./devnet-banner.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -28,23 +32,75 @@ function parseWhole(value: string, flag: string, max: number): number {
   return n;
 }
 
-async function start(flags: DevnetFlags): Promise<Devnet> {
+const portTaken = (error: unknown) =>
+  error instanceof Error && /Address already in use/i.test(error.message);
+
+/** The devnet, and the port asked for when it was taken (the devnet then took a free one). */
+async function start(flags: DevnetFlags): Promise<{ devnet: Devnet; taken?: number }> {
   const chainId = parseWhole(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
   if (chainId === 0) throw new UsageError("--chain-id must be positive");
   if (flags.port !== undefined) {
-    return startDevnet({ port: parseWhole(flags.port, "--port", 65535), chainId });
+    const port = parseWhole(flags.port, "--port", 65535);
+    try {
+      return { devnet: await startDevnet({ port, chainId }) };
+    } catch (error) {
+      if (!portTaken(error)) throw error;
+      throw new UsageError(
+        `--port ${port} is taken (another devnet or node?): pick another, or leave --port out for a free one`,
+      );
+    }
   }
   try {
-    return await startDevnet({ port: DEFAULT_PORT, chainId });
-  } catch {
-    // 8545 is taken (another node, another devnet): any free port will do.
-    return startDevnet({ port: 0, chainId });
+    return { devnet: await startDevnet({ port: DEFAULT_PORT, chainId }) };
+  } catch (error) {
+    if (!portTaken(error)) throw error;
+    // 8545 is taken (another node, another devnet): a free port, said out loud below.
+    return { devnet: await startDevnet({ port: 0, chainId }), taken: DEFAULT_PORT };
   }
 }
 
-interface Files {
+/** The files a devnet writes into its directory; a new devnet in the same --dir replaces them. */
+const DEVNET_FILES = [
+  "facilitator.key",
+  "journal.jsonl",
+  "request.json",
+  "request-x402.json",
+  "request-v1.json",
+  "request-permit2.json",
+  "request-permit2-eip2612.json",
+  "devnet.env",
+  "devnet.json",
+];
+
+/** The directory: --dir (emptied of an earlier devnet's files), or a new temporary one. */
+async function prepareDir(
+  dirFlag: string | undefined,
+): Promise<{ dir: string; temporary: boolean }> {
+  if (!dirFlag) {
+    return { dir: await mkdtemp(path.join(os.tmpdir(), "facilitator-devnet-")), temporary: true };
+  }
+  const dir = path.resolve(dirFlag);
+  await mkdir(dir, { recursive: true });
+  if (existsSync(path.join(dir, "devnet.json"))) {
+    // Its journal and requests are of a chain that is gone: they must not meet this one.
+    await Promise.all(DEVNET_FILES.map((name) => rm(path.join(dir, name), { force: true })));
+    warn(`replaced the files of an earlier devnet in ${dir} (its journal and signed requests)`);
+  }
+  return { dir, temporary: false };
+}
+
+/** `export NAME='value'` lines a shell can source (values quoted for the shell). */
+function envFile(vars: Record<string, string>): string {
+  const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
+  return `${Object.entries(vars)
+    .map(([name, value]) => `export ${name}=${quote(value)}`)
+    .join("\n")}\n`;
+}
+
+export interface Files {
   readonly dir: string;
   readonly keyFile: string;
+  readonly journal: string;
   readonly request: string;
   readonly requestX402: string;
   readonly requestV1?: string | undefined;
@@ -55,11 +111,7 @@ interface Files {
   readonly envFile: string;
 }
 
-async function writeFiles(devnet: Devnet, dirFlag: string | undefined): Promise<Files> {
-  const dir = dirFlag
-    ? path.resolve(dirFlag)
-    : await mkdtemp(path.join(os.tmpdir(), "facilitator-devnet-"));
-  await mkdir(dir, { recursive: true });
+async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promise<Files> {
   const keyFile = path.join(dir, "facilitator.key");
   // The key goes to a file only its owner can read; it is never printed.
   await writeFile(keyFile, `${devnet.facilitator.privateKey}\n`, { mode: 0o600 });
@@ -105,16 +157,24 @@ async function writeFiles(devnet: Devnet, dirFlag: string | undefined): Promise<
       }),
     ),
   );
-  const envFile = path.join(dir, "devnet.env");
+  // The devnet's own journal: settles against it never mix with another chain's.
+  const journal = path.join(dir, "journal.jsonl");
+  const env = path.join(dir, "devnet.env");
   await writeFile(
-    envFile,
-    `FACILITATOR_RPC_URL=${devnet.rpcUrl}\nFACILITATOR_PRIVATE_KEY_FILE=${keyFile}\n`,
+    env,
+    envFile({
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      FACILITATOR_PRIVATE_KEY_FILE: keyFile,
+      FACILITATOR_JOURNAL: journal,
+    }),
   );
   await writeFile(
     path.join(dir, "devnet.json"),
     json({
       rpcUrl: devnet.rpcUrl,
       chainId: devnet.chainId,
+      // What tells this devnet from the next one: see src/cli/devnet-marker.ts.
+      genesisHash,
       network: devnet.network,
       v1Network: devnet.v1Network,
       token: devnet.token,
@@ -129,6 +189,7 @@ async function writeFiles(devnet: Devnet, dirFlag: string | undefined): Promise<
       payers: devnet.payers.map((p) => p.address),
       payee: devnet.payee.address,
       keyFile,
+      journal,
       requests: {
         reference: request,
         x402: requestX402,
@@ -141,67 +202,48 @@ async function writeFiles(devnet: Devnet, dirFlag: string | undefined): Promise<
   return {
     dir,
     keyFile,
+    journal,
     request,
     requestX402,
     requestV1,
     requestPermit2,
     requestPermit2Eip2612,
-    envFile,
+    envFile: env,
   };
 }
 
-function banner(devnet: Devnet, files: Files): string {
-  const dim = chalk.dim;
-  const b = chalk.bold;
-  const lines = [
-    `${chalk.green("●")} ${b("facilitator devnet")} is running ${dim("(Ctrl-C to stop)")}`,
-    "",
-    `  RPC URL      ${b(devnet.rpcUrl)}`,
-    `  chain        ${devnet.network}${devnet.v1Network ? ` (v1: ${devnet.v1Network})` : ""}`,
-    `  test USDC    ${devnet.token.address}  ${dim(`EIP-712 "${devnet.token.name}" version "${devnet.token.version}", 6 decimals, EIP-3009 + EIP-2612`)}`,
-    `  permit token ${devnet.permitToken.address}  ${dim(`EIP-712 "${devnet.permitToken.name}" version "${devnet.permitToken.version}", 6 decimals, EIP-2612 only`)}`,
-    `  plain token  ${devnet.plainToken.address}  ${dim("plain ERC-20, 6 decimals")}`,
-    `  Permit2      ${devnet.permit2}  ${dim("payers have not approved it")}`,
-    `  x402 proxies ${devnet.exactPermit2Proxy} ${dim("(exact)")}`,
-    `               ${devnet.uptoPermit2Proxy} ${dim("(upto)")}`,
-    `  wallets      ${devnet.walletFactory}  ${dim("ERC-6492 smart-wallet factory")}`,
-    `  Multicall3   ${devnet.multicall3}`,
-    `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,
-    `  payers       ${devnet.payers.map((p) => p.address).join("\n               ")}  ${dim("1,000,000 of each token")}`,
-    `  payee        ${devnet.payee.address}`,
-    "",
-    `  signed requests  ${files.request}`,
-    `                   ${files.requestX402} ${dim("(x402 dialect)")}`,
-    ...(files.requestV1 ? [`                   ${files.requestV1} ${dim("(x402 v1)")}`] : []),
-    `                   ${files.requestPermit2} ${dim("(Permit2; payer 4 approved Permit2)")}`,
-    `                   ${files.requestPermit2Eip2612} ${dim("(Permit2 + eip2612GasSponsoring)")}`,
-    "",
-    `  Try, in another terminal in this project:`,
-    `    export FACILITATOR_RPC_URL=${devnet.rpcUrl}`,
-    `    npx facilitator verify ${files.request}`,
-    `    npx facilitator settle ${files.request} --private-key-file ${files.keyFile}`,
-    `    npx facilitator settle ${files.request} --private-key-file ${files.keyFile}   ${dim("# again: nonce_already_used")}`,
-    "",
-  ];
-  return lines.join("\n");
-}
-
 export async function runDevnet(flags: DevnetFlags): Promise<number> {
-  const devnet = await start(flags);
+  const { devnet, taken } = await start(flags);
+  let where: { dir: string; temporary: boolean } | undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     await devnet.stop();
+    // A temporary directory goes with the devnet: its key, journal and requests mean nothing now.
+    if (where?.temporary) await rm(where.dir, { recursive: true, force: true });
   };
   try {
-    const files = await writeFiles(devnet, flags.dir);
+    if (taken !== undefined) {
+      warn(
+        `port ${taken} is taken (another devnet or node?): this devnet listens on ${devnet.rpcUrl}`,
+      );
+    }
+    where = await prepareDir(flags.dir);
+    const genesis = await createPublicClient({ transport: http(devnet.rpcUrl) }).getBlock({
+      blockNumber: 0n,
+    });
+    const files = await writeFiles(devnet, where.dir, genesis.hash as Hex);
     if (flags.json) {
+      const { dir, keyFile, journal, envFile, request, requestX402, requestV1 } = files;
+      const { requestPermit2, requestPermit2Eip2612 } = files;
       process.stdout.write(
-        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, dir: files.dir, keyFile: files.keyFile, request: files.request, requestX402: files.requestX402, requestV1: files.requestV1, requestPermit2: files.requestPermit2, requestPermit2Eip2612: files.requestPermit2Eip2612 })}\n`,
+        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, genesisHash: genesis.hash, ...(taken ? { portTaken: taken } : {}), dir, keyFile, journal, envFile, request, requestX402, requestV1, requestPermit2, requestPermit2Eip2612 })}\n`,
       );
     } else {
-      process.stdout.write(`${banner(devnet, files)}\n`);
+      process.stdout.write(
+        `${devnetBanner(devnet, files, { taken, temporary: where.temporary })}\n`,
+      );
     }
     if (flags.demo) {
       const { runDemo } = await import("../../devnet/demo.js");
@@ -217,6 +259,12 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     process.once("SIGTERM", onSignal);
   });
   await stop();
-  if (!flags.json) process.stdout.write("devnet stopped\n");
+  if (!flags.json) {
+    process.stdout.write(
+      where.temporary
+        ? `devnet stopped; ${where.dir} removed\n`
+        : `devnet stopped; its files stay in ${where.dir}\n`,
+    );
+  }
   return 0;
 }

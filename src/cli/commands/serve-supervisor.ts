@@ -5,7 +5,9 @@
  * on the same host and port; settles that were in flight are in the journal, which the new worker
  * reopens, and are reconciled when retried. Several deaths in a short time mean something is
  * wrong that a restart will not fix: then the process exits 3. SIGINT/SIGTERM stop the worker
- * cleanly (requests in flight answer first) and the process exits 0, without a restart.
+ * cleanly (requests in flight answer first; what it waits for is said) and the process exits 0,
+ * without a restart. A second Ctrl-C stops at once (exit 130): a settle cut short is in the
+ * journal, and a retry of the same payment follows it.
  */
 import { Worker } from "node:worker_threads";
 import { UsageError } from "../errors.js";
@@ -18,6 +20,7 @@ const DEATH_WINDOW_MS = 60_000;
 /** What the serving thread reports to this one. */
 export type WorkerMessage =
   | { readonly type: "listening"; readonly port: number }
+  | { readonly type: "draining"; readonly inFlight: Record<string, number> }
   | { readonly type: "usage"; readonly message: string };
 
 interface WorkerEnd {
@@ -40,19 +43,46 @@ function reasonOf(error: Error & { code?: string }): string {
   return `uncaught ${error.name}${error.code ? ` (${error.code})` : ""}`;
 }
 
+/** "2 requests (1 settle, 1 verify)" */
+function describeInFlight(inFlight: Record<string, number>): string {
+  const total = Object.values(inFlight).reduce((a, b) => a + b, 0);
+  const parts = Object.entries(inFlight).map(([path, n]) => `${n} ${path.replace(/^\//, "")}`);
+  return `${total} request${total === 1 ? "" : "s"} (${parts.join(", ")})`;
+}
+
 export async function superviseServer(settings: ServeSettings): Promise<number> {
   let stopping = false;
   let current: Worker | undefined;
+  let waitingFor: Record<string, number> = {};
+  let stopNow: (() => void) | undefined;
+  const stoppedNow = new Promise<void>((resolve) => {
+    stopNow = resolve;
+  });
+  const human = process.stderr.isTTY === true;
+  const note = (entry: Record<string, unknown>, text?: string) => {
+    if (settings.quiet) return;
+    if (human && text) process.stderr.write(`facilitator: ${text}\n`);
+    else process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
+  };
   const stop = () => {
+    if (stopping) {
+      // The second Ctrl-C: stop now, cutting short what was still answering.
+      stopNow?.();
+      return;
+    }
     stopping = true;
     current?.postMessage({ type: "stop" });
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
-  const note = (entry: Record<string, unknown>) => {
-    if (!settings.quiet) {
-      process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
-    }
+  const onDraining = (inFlight: Record<string, number>) => {
+    waitingFor = inFlight;
+    if (Object.keys(inFlight).length === 0) return;
+    const settles = inFlight["/settle"] ?? 0;
+    note(
+      { event: "stopping", waitingFor: inFlight },
+      `stopping: waiting for ${describeInFlight(inFlight)} to answer${settles > 0 ? " (a settle waits for its receipt)" : ""}; Ctrl-C again to stop now`,
+    );
   };
 
   let port: number | undefined;
@@ -69,10 +99,20 @@ export async function superviseServer(settings: ServeSettings): Promise<number> 
       });
       current = worker;
       if (stopping) worker.postMessage({ type: "stop" });
-      const end = await watch(worker, (bound) => {
+      const ended = watch(worker, onDraining, (bound) => {
         port = bound;
       });
+      const end = await Promise.race([ended, stoppedNow.then(() => undefined)]);
       current = undefined;
+      if (end === undefined) {
+        await worker.terminate();
+        const settles = waitingFor["/settle"] ?? 0;
+        note(
+          { event: "stopped_now", cutShort: waitingFor },
+          `stopped now${settles > 0 ? `; ${settles} settle${settles === 1 ? " was" : "s were"} cut short: ${settles === 1 ? "it is" : "they are"} in the journal ${settings.config.journalPath}, and a retry of the same payment follows ${settles === 1 ? "it" : "them"}` : ""}`,
+        );
+        return 130;
+      }
 
       if (stopping && end.reason === undefined) return end.exitCode;
       // A first start that cannot start (bad port, unusable journal) is the caller's to fix.
@@ -109,11 +149,16 @@ export async function superviseServer(settings: ServeSettings): Promise<number> 
 }
 
 /** Resolves when the worker has exited, with why. */
-function watch(worker: Worker, onListening: (port: number) => void): Promise<WorkerEnd> {
+function watch(
+  worker: Worker,
+  onDraining: (inFlight: Record<string, number>) => void,
+  onListening: (port: number) => void,
+): Promise<WorkerEnd> {
   let reason: string | undefined;
   let usage: string | undefined;
   worker.on("message", (message: WorkerMessage) => {
     if (message.type === "listening") onListening(message.port);
+    else if (message.type === "draining") onDraining(message.inFlight);
     else if (message.type === "usage") usage = message.message;
   });
   worker.on("error", (error) => {

@@ -16,6 +16,7 @@ try {
     bannerOnTty,
     stopped,
     onListening: (port) => tell({ type: "listening", port }),
+    onDraining: (inFlight) => tell({ type: "draining", inFlight }),
   });
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;

@@ -123,7 +123,13 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
  */
 export async function serveHere(
   settings: ServeSettings,
-  options: { bannerOnTty: boolean; stopped: Promise<void>; onListening?: (port: number) => void },
+  options: {
+    bannerOnTty: boolean;
+    stopped: Promise<void>;
+    onListening?: (port: number) => void;
+    /** Told, once a stop is asked for, which requests (by path) it waits for. */
+    onDraining?: (inFlight: Record<string, number>) => void;
+  },
 ): Promise<number> {
   const keys = [...settings.privateKeys];
   const config: CliConfig = {
@@ -184,6 +190,7 @@ export async function serveHere(
   }
 
   await options.stopped;
+  options.onDraining?.(server.inFlight());
   await server.close();
   return 0;
 }

@@ -8,6 +8,7 @@ import { isUnreachable, unreachableReason } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
+import { tooEarly, tooLate } from "../../words.js";
 import type { SchemeContext } from "../types.js";
 import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
 
@@ -119,13 +120,24 @@ export function checkTerms(
   if (terms.validBefore < now + VALID_BEFORE_HEADROOM_SECONDS) {
     return failure(
       "authorization_expired",
-      `validBefore ${terms.validBefore} is less than ${VALID_BEFORE_HEADROOM_SECONDS} s after now (${now})`,
+      tooLate(
+        "the authorization",
+        `${request.paths.payload}.payload.authorization.validBefore`,
+        terms.validBefore,
+        now,
+        VALID_BEFORE_HEADROOM_SECONDS,
+      ),
     );
   }
   if (terms.validAfter > now) {
     return failure(
       "authorization_not_yet_valid",
-      `validAfter ${terms.validAfter} is after now (${now})`,
+      tooEarly(
+        "the authorization",
+        `${request.paths.payload}.payload.authorization.validAfter`,
+        terms.validAfter,
+        now,
+      ),
     );
   }
   if (terms.value !== requirements.amount) {

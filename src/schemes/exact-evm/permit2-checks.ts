@@ -6,6 +6,7 @@ import type { Hex } from "viem";
 import { isAddressEqual } from "viem";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
+import { tooEarly, tooLate } from "../../words.js";
 import type { SchemeContext } from "../types.js";
 import { chainFailure, outcomeOf } from "./checks.js";
 import {
@@ -49,14 +50,25 @@ export function checkTerms(ctx: SchemeContext, payment: Permit2Payment): Failure
   if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
     return failure(
       "authorization_expired",
-      `the Permit2 deadline ${auth.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`,
+      tooLate(
+        "the Permit2 authorization",
+        "payload.permit2Authorization.deadline",
+        auth.deadline,
+        now,
+        DEADLINE_HEADROOM_SECONDS,
+      ),
       { x402Reason: "permit2_deadline_expired" },
     );
   }
   if (auth.witness.validAfter > now) {
     return failure(
       "authorization_not_yet_valid",
-      `witness.validAfter ${auth.witness.validAfter} is after now (${now})`,
+      tooEarly(
+        "the Permit2 authorization",
+        "payload.permit2Authorization.witness.validAfter",
+        auth.witness.validAfter,
+        now,
+      ),
       { x402Reason: "permit2_not_yet_valid" },
     );
   }

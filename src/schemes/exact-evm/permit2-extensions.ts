@@ -6,6 +6,7 @@
 import { getAddress, isAddressEqual, size } from "viem";
 import { failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import { tooLate } from "../../words.js";
 import type { SchemeContext } from "../types.js";
 import type { Step } from "./checks.js";
 import {
@@ -78,7 +79,13 @@ export function eip2612Sponsoring(
   if (deadline < now + DEADLINE_HEADROOM_SECONDS) {
     return invalid(
       "eip2612_deadline_expired",
-      `info.deadline ${deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`,
+      tooLate(
+        "the EIP-2612 permit",
+        "extensions.eip2612GasSponsoring.info.deadline",
+        deadline,
+        now,
+        DEADLINE_HEADROOM_SECONDS,
+      ),
     );
   }
   const signature = text("signature") as `0x${string}`;

@@ -1,0 +1,48 @@
+/** The banner `facilitator devnet` prints: what runs where, and what to try. */
+import chalk from "chalk";
+import type { Devnet } from "../../devnet/index.js";
+import type { Files } from "./devnet.js";
+
+export function devnetBanner(
+  devnet: Devnet,
+  files: Files,
+  options: { taken?: number | undefined; temporary: boolean },
+): string {
+  const dim = chalk.dim;
+  const b = chalk.bold;
+  const lines = [
+    `${chalk.green("●")} ${b("facilitator devnet")} is running ${dim("(Ctrl-C to stop)")}`,
+    "",
+    `  RPC URL      ${b(devnet.rpcUrl)}${options.taken ? `  ${chalk.yellow(`(port ${options.taken} is taken)`)}` : ""}`,
+    `  chain        ${devnet.network}${devnet.v1Network ? ` (v1: ${devnet.v1Network})` : ""}`,
+    `  test USDC    ${devnet.token.address}  ${dim(`EIP-712 "${devnet.token.name}" version "${devnet.token.version}", 6 decimals, EIP-3009 + EIP-2612`)}`,
+    `  permit token ${devnet.permitToken.address}  ${dim(`EIP-712 "${devnet.permitToken.name}" version "${devnet.permitToken.version}", 6 decimals, EIP-2612 only`)}`,
+    `  plain token  ${devnet.plainToken.address}  ${dim("plain ERC-20, 6 decimals")}`,
+    `  Permit2      ${devnet.permit2}  ${dim("payers have not approved it")}`,
+    `  x402 proxies ${devnet.exactPermit2Proxy} ${dim("(exact)")}`,
+    `               ${devnet.uptoPermit2Proxy} ${dim("(upto)")}`,
+    `  wallets      ${devnet.walletFactory}  ${dim("ERC-6492 smart-wallet factory")}`,
+    `  Multicall3   ${devnet.multicall3}`,
+    `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,
+    `  payers       ${devnet.payers.map((p) => p.address).join("\n               ")}  ${dim("1,000,000 of each token")}`,
+    `  payee        ${devnet.payee.address}`,
+    "",
+    `  directory    ${files.dir}  ${dim(options.temporary ? "(removed when the devnet stops)" : "(kept)")}`,
+    `  journal      ${files.journal}  ${dim("this devnet's own")}`,
+    `  signed requests  ${files.request}`,
+    `                   ${files.requestX402} ${dim("(x402 dialect)")}`,
+    ...(files.requestV1 ? [`                   ${files.requestV1} ${dim("(x402 v1)")}`] : []),
+    `                   ${files.requestPermit2} ${dim("(Permit2; payer 4 approved Permit2)")}`,
+    `                   ${files.requestPermit2Eip2612} ${dim("(Permit2 + eip2612GasSponsoring)")}`,
+    "",
+    `  Try, in another terminal in this project:`,
+    `    source ${files.envFile}   ${dim("# this devnet's RPC, key and journal")}`,
+    `    npx facilitator pay --amount 0.01 | npx facilitator settle -`,
+    `    npx facilitator verify ${files.request}`,
+    `    npx facilitator settle ${files.request}`,
+    `    npx facilitator settle ${files.request}   ${dim("# again: nonce_already_used")}`,
+    `    npx facilitator doctor`,
+    "",
+  ];
+  return lines.join("\n");
+}

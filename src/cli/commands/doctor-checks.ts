@@ -1,0 +1,321 @@
+/**
+ * What `facilitator doctor` looks at: the configuration, each RPC (which chain it actually
+ * serves, how far along it is), the settlement keys and their gas, the journal, and whether the
+ * payment methods can work on each chain. Each check returns findings; none of them throws.
+ */
+import { accessSync, constants, existsSync } from "node:fs";
+import path from "node:path";
+import { type Address, formatEther, getAddress, type PublicClient, parseAbi } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { Journal } from "../../chain/journal.js";
+import { caip2, knownNetwork } from "../../chain/networks.js";
+import { type RpcRegistry, redactUrl, unreachableReason } from "../../chain/rpc.js";
+import { isDevnetChain } from "../../devnet/detect.js";
+import {
+  EXACT_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_ADDRESS,
+  usdcAddressFor,
+} from "../../devnet/setup.js";
+import { durationInWords } from "../../words.js";
+import type { CliConfig } from "../config.js";
+import { genesisHash, markerBeside } from "../devnet-marker.js";
+
+/** How bad a finding is, and the exit status it stands for. */
+export type Level = "ok" | "warning" | "error" | "unreachable";
+export const EXIT_OF: Readonly<Record<Level, number>> = {
+  ok: 0,
+  warning: 1,
+  error: 2,
+  unreachable: 3,
+};
+
+export interface Finding {
+  readonly area: "config" | "rpc" | "key" | "journal" | "tokens";
+  readonly level: Level;
+  readonly message: string;
+  /** What to do about it, when there is something to do. */
+  readonly fix?: string;
+}
+
+const tokenAbi = parseAbi([
+  "function name() view returns (string)",
+  "function version() view returns (string)",
+  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+]);
+
+/** Below this much native token, a settlement account is low on gas (about a few settles). */
+const LOW_GAS_WEI = 10n ** 15n;
+/** A node whose newest block is older than this is probably not following its chain. */
+const STALE_BLOCK_SECONDS = 300;
+
+export interface ChainSeen {
+  readonly chainId: number;
+  readonly devnet: boolean;
+  readonly client: PublicClient;
+}
+
+export async function checkRpcs(
+  rpc: RpcRegistry,
+  config: CliConfig,
+): Promise<{ findings: Finding[]; chains: ChainSeen[] }> {
+  const findings: Finding[] = [];
+  const chains: ChainSeen[] = [];
+  if (config.rpcUrls.length === 0) {
+    findings.push(
+      rpc.usesPublicRpcs
+        ? {
+            area: "rpc",
+            level: "warning",
+            message:
+              "no RPC configured: the well-known networks are served through their public RPCs",
+            fix: "name your own RPCs with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file",
+          }
+        : {
+            area: "rpc",
+            level: "error",
+            message: "no RPC configured and public RPCs are off: nothing is served",
+            fix: "add an RPC with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file",
+          },
+    );
+    return { findings, chains };
+  }
+  const endpoints = await rpc.endpoints();
+  for (const [i, endpoint] of endpoints.entries()) {
+    const url = config.rpcUrls[i] as string;
+    if (endpoint.chainId === undefined) {
+      findings.push({
+        area: "rpc",
+        level: "unreachable",
+        message: `${redactUrl(url)} cannot be reached`,
+        fix: "check the URL and that the node runs (a devnet prints its URL; source its devnet.env)",
+      });
+      continue;
+    }
+    const chainId = endpoint.chainId;
+    const client = await rpc.client(chainId);
+    try {
+      const started = performance.now();
+      const block = await client.getBlock();
+      const ms = Math.round(performance.now() - started);
+      const devnet = await isDevnetChain(client, chainId);
+      const label = devnet
+        ? "a facilitator devnet"
+        : (knownNetwork(chainId)?.label ?? "a chain not in the registry");
+      const age = Math.floor(Date.now() / 1000) - Number(block.timestamp);
+      const stale = !devnet && age > STALE_BLOCK_SECONDS;
+      findings.push({
+        area: "rpc",
+        level: stale ? "warning" : "ok",
+        message: `${redactUrl(url)} serves ${caip2(chainId)} (${label}), block ${block.number}${stale ? ` from ${durationInWords(age)} ago` : ""}, ${ms} ms`,
+        ...(stale
+          ? { fix: "the node seems not to follow its chain: check that it is synced" }
+          : {}),
+      });
+      if (!chains.some((c) => c.chainId === chainId)) chains.push({ chainId, devnet, client });
+    } catch (error) {
+      findings.push({
+        area: "rpc",
+        level: "unreachable",
+        message: `${redactUrl(url)} answered its chain id, then failed (${unreachableReason(error)})`,
+      });
+    }
+  }
+  return { findings, chains };
+}
+
+export async function checkKeys(
+  config: CliConfig,
+  chains: readonly ChainSeen[],
+): Promise<Finding[]> {
+  let keys: `0x${string}`[];
+  try {
+    keys = config.loadPrivateKeys();
+  } catch (error) {
+    return [{ area: "key", level: "error", message: (error as Error).message }];
+  }
+  if (keys.length === 0) {
+    return [
+      {
+        area: "key",
+        level: "warning",
+        message: "no settlement key: verify works, settle answers settlement_failed",
+        fix: "pass --private-key-file FILE or set FACILITATOR_PRIVATE_KEY (never a flag value)",
+      },
+    ];
+  }
+  const accounts = keys.map((key) => privateKeyToAccount(key).address);
+  const findings: Finding[] = [
+    {
+      area: "key",
+      level: "ok",
+      message: `${accounts.length === 1 ? "1 settlement account" : `${accounts.length} settlement accounts`}: ${accounts.join(", ")}`,
+    },
+  ];
+  for (const chain of chains) {
+    for (const account of accounts) {
+      try {
+        const balance = await chain.client.getBalance({ address: account });
+        const level: Level = balance === 0n ? "error" : balance < LOW_GAS_WEI ? "warning" : "ok";
+        findings.push({
+          area: "key",
+          level,
+          message: `${account} holds ${formatEther(balance)} of ${caip2(chain.chainId)}'s native token for gas`,
+          ...(level === "ok"
+            ? {}
+            : {
+                fix: `send it some of ${caip2(chain.chainId)}'s native token: settlements cost gas`,
+              }),
+        });
+      } catch (error) {
+        findings.push({
+          area: "key",
+          level: "unreachable",
+          message: `${account}'s balance on ${caip2(chain.chainId)} could not be read (${unreachableReason(error)})`,
+        });
+      }
+    }
+  }
+  return findings;
+}
+
+export async function checkJournal(
+  config: CliConfig,
+  chains: readonly ChainSeen[],
+): Promise<Finding[]> {
+  const file = config.journalPath;
+  if (!existsSync(file)) {
+    let dir = path.dirname(file);
+    while (!existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+    try {
+      accessSync(dir, constants.W_OK);
+      return [{ area: "journal", level: "ok", message: `${file} (created by the first settle)` }];
+    } catch {
+      return [
+        {
+          area: "journal",
+          level: "error",
+          message: `${file} cannot be created: ${dir} is not writable`,
+          fix: "pass --journal FILE in a writable directory",
+        },
+      ];
+    }
+  }
+  let unsettled = 0;
+  try {
+    accessSync(file, constants.R_OK | constants.W_OK);
+    const journal = new Journal(file);
+    unsettled = [...journal.unsettled()].length;
+    journal.close();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unusable";
+    return [
+      {
+        area: "journal",
+        level: "error",
+        message: `${file} cannot be used (${code})`,
+        fix: "fix its permissions, or pass --journal FILE",
+      },
+    ];
+  }
+  const findings: Finding[] = [];
+  const marker = markerBeside(file);
+  if (marker) {
+    const chain = chains.find((c) => c.chainId === marker.chainId);
+    const served = chain ? await genesisHash(chain.client).catch(() => undefined) : undefined;
+    if (served && served !== marker.genesisHash) {
+      findings.push({
+        area: "journal",
+        level: "error",
+        message: `${file} belongs to a devnet that has stopped (the RPC for ${caip2(marker.chainId)} serves another chain now)`,
+        fix: "source the running devnet's devnet.env, or pass --journal FILE",
+      });
+      return findings;
+    }
+  }
+  findings.push({
+    area: "journal",
+    level: unsettled > 0 ? "warning" : "ok",
+    message:
+      unsettled > 0
+        ? `${file}: ${unsettled} settlement${unsettled === 1 ? "" : "s"} broadcast without a final answer`
+        : `${file}${marker ? " (this devnet's)" : ""}, nothing left unsettled`,
+    ...(unsettled > 0
+      ? {
+          fix: "settle each of those payments again: the retry follows its transaction and never pays twice",
+        }
+      : {}),
+  });
+  return findings;
+}
+
+/** Whether EIP-3009 (the chain's USDC, or the devnet's) and Permit2 payments can work here. */
+export async function checkTokens(chains: readonly ChainSeen[]): Promise<Finding[]> {
+  const findings: Finding[] = [];
+  for (const { chainId, devnet, client } of chains) {
+    const known = knownNetwork(chainId)?.usdc;
+    const usdc: { address: Address; name?: string; version?: string } | undefined = devnet
+      ? { address: usdcAddressFor(chainId) }
+      : known
+        ? { address: getAddress(known.address), name: known.name, version: known.version }
+        : undefined;
+    const parts: string[] = [];
+    let level: Level = "ok";
+    try {
+      if (usdc) {
+        const [name, version, eip3009] = await Promise.all([
+          client
+            .readContract({ address: usdc.address, abi: tokenAbi, functionName: "name" })
+            .catch(() => undefined),
+          client
+            .readContract({ address: usdc.address, abi: tokenAbi, functionName: "version" })
+            .catch(() => undefined),
+          client
+            .readContract({
+              address: usdc.address,
+              abi: tokenAbi,
+              functionName: "authorizationState",
+              args: [usdc.address, `0x${"00".repeat(32)}`],
+            })
+            .then(
+              () => true,
+              () => false,
+            ),
+        ]);
+        if (!eip3009) {
+          level = "warning";
+          parts.push(`USDC ${usdc.address} answers no EIP-3009 authorizationState`);
+        } else if (usdc.name !== undefined && (name !== usdc.name || version !== usdc.version)) {
+          level = "warning";
+          parts.push(
+            `USDC ${usdc.address} names itself "${name}" version "${version}", the registry says "${usdc.name}" "${usdc.version}"`,
+          );
+        } else {
+          parts.push(
+            `${devnet ? "test USDC" : "USDC"} ${usdc.address} "${name}" version "${version}": EIP-3009 ok`,
+          );
+        }
+      } else {
+        parts.push("no well-known USDC here: payments carry their token in the requirements");
+      }
+      const [permit2, proxy] = await Promise.all([
+        client.getCode({ address: PERMIT2_ADDRESS }),
+        client.getCode({ address: EXACT_PERMIT2_PROXY_ADDRESS }),
+      ]);
+      const present = (code: string | undefined) => code !== undefined && code !== "0x";
+      parts.push(
+        present(permit2) && present(proxy)
+          ? "Permit2 and the x402 exact proxy: ok"
+          : `Permit2 payments cannot settle here (no ${present(permit2) ? "x402 exact Permit2 proxy" : "Permit2"})`,
+      );
+    } catch (error) {
+      findings.push({
+        area: "tokens",
+        level: "unreachable",
+        message: `${caip2(chainId)}: ${unreachableReason(error)}`,
+      });
+      continue;
+    }
+    findings.push({ area: "tokens", level, message: `${caip2(chainId)}: ${parts.join("; ")}` });
+  }
+  return findings;
+}

@@ -1,0 +1,22 @@
+/** `facilitator doctor`'s options; the checks load only when the command runs. */
+import { Command } from "commander";
+import { withChainOptions, withSettlementOptions } from "../options.js";
+
+export const doctorCommand = withChainOptions(
+  withSettlementOptions(new Command("doctor"))
+    .description(
+      "check the configuration: RPCs and the chains they serve, keys and their gas, the journal, token support",
+    )
+    .option("--json", "one JSON document on stdout instead of the report"),
+)
+  .addHelpText(
+    "after",
+    `
+It reads the same flags, environment and config file as settle and serve, and says what to fix.
+Exit status, the worst finding's: 0 all good, 1 warnings, 2 a configuration error (no RPC, a bad
+key or config file, an unusable journal), 3 an RPC cannot be reached.`,
+  )
+  .action(async (flags) => {
+    const { runDoctor } = await import("./doctor.js");
+    process.exitCode = await runDoctor(flags);
+  });

@@ -1,0 +1,70 @@
+/** `facilitator doctor`: runs the checks, prints the report (or one JSON document), exits by the worst. */
+import chalk from "chalk";
+import { RpcRegistry } from "../../chain/rpc.js";
+import { type ConfigFlags, loadConfig } from "../config.js";
+import { UsageError } from "../errors.js";
+import { printJson } from "../output.js";
+import {
+  checkJournal,
+  checkKeys,
+  checkRpcs,
+  checkTokens,
+  EXIT_OF,
+  type Finding,
+  type Level,
+} from "./doctor-checks.js";
+
+export interface DoctorFlags extends ConfigFlags {
+  readonly json?: boolean | undefined;
+}
+
+const MARK: Readonly<Record<Level, string>> = {
+  ok: chalk.green("✔"),
+  warning: chalk.yellow("!"),
+  error: chalk.red("✖"),
+  unreachable: chalk.red("✖"),
+};
+
+async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(flags);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    return [{ area: "config", level: "error", message: error.message }];
+  }
+  const file = flags.config ?? process.env.FACILITATOR_CONFIG;
+  const findings: Finding[] = [
+    {
+      area: "config",
+      level: "ok",
+      message: file ? `config file ${file} is valid` : "no config file: flags and environment only",
+    },
+  ];
+  const rpc = new RpcRegistry({ rpcUrls: config.rpcUrls, useDefaultRpcs: config.publicRpcs });
+  const { findings: rpcFindings, chains } = await checkRpcs(rpc, config);
+  findings.push(...rpcFindings);
+  findings.push(...(await checkKeys(config, chains)));
+  findings.push(...(await checkJournal(config, chains)));
+  findings.push(...(await checkTokens(chains)));
+  return findings;
+}
+
+export async function runDoctor(flags: DoctorFlags): Promise<number> {
+  const findings = await findingsFor(flags);
+  const worst = Math.max(...findings.map((f) => EXIT_OF[f.level]));
+  const verdict = ["all good", "warnings only", "configuration to fix", "an RPC cannot be reached"][
+    worst
+  ] as string;
+  if (flags.json) {
+    await printJson({ ok: worst === 0, exitCode: worst, verdict, findings });
+    return worst;
+  }
+  const lines = findings.flatMap((f) => [
+    `${MARK[f.level]} ${f.area.padEnd(8)} ${f.message}`,
+    ...(f.fix ? [`  ${" ".repeat(8)} ${chalk.dim(`→ ${f.fix}`)}`] : []),
+  ]);
+  const colour = worst === 0 ? chalk.green : worst === 1 ? chalk.yellow : chalk.red;
+  process.stdout.write(`${lines.join("\n")}\n${colour(verdict)}\n`);
+  return worst;
+}

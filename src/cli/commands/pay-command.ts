@@ -1,0 +1,51 @@
+/** `facilitator pay`'s options; signing loads only when the command runs. */
+import { Command, Option } from "commander";
+import { withChainOptions } from "../options.js";
+
+export const payCommand = withChainOptions(
+  new Command("pay")
+    .description(
+      "sign a fresh payment as an x402 buyer would and print the request verify and settle read",
+    )
+    .option(
+      "--requirements <file>",
+      "PaymentRequirements (v1 or v2), or a 402 answer with accepts: [...] (- for stdin)",
+    )
+    .option("--amount <amount>", "in token units, e.g. 0.01 (the token's decimals apply)")
+    .option("--to <address>", "who is paid (payTo)")
+    .option("--asset <address>", "the token contract")
+    .option("--network <network>", "eip155:<chain id> (v2) or a v1 name such as base-sepolia")
+    .addOption(
+      new Option("--method <method>", "how the payer's signature moves the tokens").choices([
+        "eip3009",
+        "permit2",
+      ]),
+    )
+    .option("--payer-key-file <file>", "the payer's key (the first key in the file)")
+    .option("--payer <n>", "on a devnet: pay from its payer n (1-5; default 1)")
+    .option("--valid-for <seconds>", "how long the authorization stays valid (default 300)")
+    .option("--x402", "print the x402 dialect ({x402Version, paymentPayload, paymentRequirements})")
+    .option("--v1", "x402 version 1 (EIP-3009 only; the network needs a v1 name)"),
+)
+  .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON request")
+  .addHelpText(
+    "after",
+    `
+Against a devnet (found by its test USDC at the RPC's chain) the defaults pay 0.01 test USDC from
+payer 1 to the devnet's payee, so this is a whole payment:
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator pay --amount 0.01 | facilitator settle -
+  facilitator pay --method permit2 --payer 2 --x402 | facilitator verify -
+
+Elsewhere, name what is paid and who pays:
+  facilitator pay --network eip155:84532 --asset 0x036CbD53842c5426634e7929541eC2318f3dCF7e \\
+    --to 0xYourAddress --amount 0.01 --payer-key-file payer.key > request.json
+
+The key is never accepted as a flag value and never printed. With --method permit2, a payer that
+has not approved Permit2 signs the token's EIP-2612 permit too (the eip2612GasSponsoring extension).
+Exit status: 0 signed, 2 usage or configuration, 3 the chain cannot be reached.`,
+  )
+  .action(async (flags) => {
+    const { runPay } = await import("./pay.js");
+    process.exitCode = await runPay(flags);
+  });

@@ -1,0 +1,366 @@
+/**
+ * `facilitator pay`: signs a fresh payment as an x402 buyer would and prints the request body
+ * `verify` and `settle` read, so `facilitator pay | facilitator settle -` is a whole payment.
+ * Requirements come from a file, from flags, or (against a devnet) from the devnet's defaults.
+ */
+import {
+  type Address,
+  erc20Abi,
+  getAddress,
+  isAddress,
+  type PublicClient,
+  parseAbi,
+  parseUnits,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../../chain/networks.js";
+import { isUnreachable, RpcRegistry, unreachableReason } from "../../chain/rpc.js";
+import {
+  type RequirementsJson,
+  requestBody,
+  signPayment,
+  type TransferMethod,
+} from "../../client/sign-payment.js";
+import { type DevAccount, payeeAccount, payerAccounts } from "../../devnet/accounts.js";
+import { isDevnetChain } from "../../devnet/detect.js";
+import { PERMIT2_ADDRESS, usdcAddressFor } from "../../devnet/setup.js";
+import { FacilitatorError } from "../../errors.js";
+import { parseJson } from "../../protocol/request.js";
+import { readSmallFile } from "../bounded-read.js";
+import { type ConfigFlags, loadConfig, readPrivateKey } from "../config.js";
+import { UsageError } from "../errors.js";
+import { readSource } from "../input.js";
+import { humanOutput, note, printJson, warn } from "../output.js";
+import { pickRequirements } from "./pay-requirements.js";
+
+export interface PayFlags extends ConfigFlags {
+  readonly requirements?: string | undefined;
+  readonly amount?: string | undefined;
+  readonly to?: string | undefined;
+  readonly asset?: string | undefined;
+  readonly network?: string | undefined;
+  readonly method?: TransferMethod | undefined;
+  readonly payerKeyFile?: string | undefined;
+  readonly payer?: string | undefined;
+  readonly validFor?: string | undefined;
+  readonly x402?: boolean | undefined;
+  readonly v1?: boolean | undefined;
+  readonly quiet?: boolean | undefined;
+}
+
+const tokenAbi = parseAbi([
+  "function name() view returns (string)",
+  "function version() view returns (string)",
+  "function decimals() view returns (uint8)",
+  "function nonces(address owner) view returns (uint256)",
+]);
+
+/** The chain a payment is for: --network, the requirements', or the one configured RPC's. */
+async function chainOf(
+  flags: PayFlags,
+  fromFile: RequirementsJson | undefined,
+  rpc: RpcRegistry,
+): Promise<number> {
+  const network = flags.network ?? fromFile?.network;
+  if (network !== undefined) {
+    const id = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
+    if (id === undefined) {
+      throw new UsageError(
+        `--network ${network.slice(0, 60)} is not a network: use eip155:<chain id> or a v1 name such as base-sepolia`,
+      );
+    }
+    return id;
+  }
+  const served = await rpc.configuredChainIds();
+  if (served.length === 1) return served[0] as number;
+  const down = (await rpc.endpoints()).filter((e) => e.chainId === undefined);
+  if (served.length === 0 && down.length > 0) {
+    throw FacilitatorError.of(
+      "chain_unavailable",
+      `the configured RPC ${down.map((e) => e.url).join(", ")} could not be reached to learn which chain it serves`,
+    );
+  }
+  if (served.length === 0) {
+    throw new UsageError(
+      "which chain? no reachable RPC is configured: pass --network, and --rpc-url (or source a devnet's devnet.env)",
+    );
+  }
+  throw new UsageError(
+    `which chain? the configured RPCs serve ${served.map(caip2).join(", ")}: pass --network`,
+  );
+}
+
+function address(value: string, flag: string): Address {
+  if (!isAddress(value, { strict: false })) throw new UsageError(`${flag} is not an address`);
+  return getAddress(value);
+}
+
+function payerFrom(flags: PayFlags, devnet: boolean): DevAccount {
+  if (flags.payerKeyFile !== undefined) {
+    if (flags.payer !== undefined)
+      throw new UsageError("--payer and --payer-key-file exclude each other");
+    const text = readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env);
+    const line = text
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .find((l) => l && !l.startsWith("#"));
+    const privateKey = readPrivateKey(line ?? "", "--payer-key-file");
+    return { address: privateKeyToAccount(privateKey).address, privateKey };
+  }
+  if (!devnet) {
+    throw new UsageError(
+      flags.payer !== undefined
+        ? "--payer picks a devnet payer, and this RPC's chain is no devnet: use --payer-key-file FILE"
+        : "who pays? pass --payer-key-file FILE (the payer's key; never a flag value)",
+    );
+  }
+  const n = Number(flags.payer ?? "1");
+  const payer = Number.isInteger(n) ? payerAccounts[n - 1] : undefined;
+  if (!payer) throw new UsageError(`--payer must be 1 to ${payerAccounts.length}`);
+  return payer;
+}
+
+/** Token units ("0.01") in atomic units, with the token's decimals. */
+async function atomicAmount(
+  text: string,
+  asset: Address,
+  chainId: number,
+  client: () => Promise<PublicClient>,
+  devnet: boolean,
+): Promise<bigint> {
+  if (!/^\d+(\.\d+)?$/.test(text.trim())) {
+    throw new UsageError("--amount must be an amount in token units, such as 0.01");
+  }
+  const known = knownNetwork(chainId)?.usdc;
+  const decimals =
+    devnet && asset === usdcAddressFor(chainId)
+      ? 6
+      : known && getAddress(known.address) === asset
+        ? known.decimals
+        : await (await client()).readContract({
+            address: asset,
+            abi: tokenAbi,
+            functionName: "decimals",
+          });
+  const fraction = text.trim().split(".")[1] ?? "";
+  if (fraction.length > decimals) {
+    throw new UsageError(`--amount has more decimals than the token's ${decimals}`);
+  }
+  const amount = parseUnits(text.trim(), decimals);
+  if (amount === 0n) throw new UsageError("--amount must be more than 0");
+  return amount;
+}
+
+/** The token's EIP-712 name and version, read from the chain when the requirements lack them. */
+async function tokenDomain(
+  extra: Record<string, unknown>,
+  asset: Address,
+  client: () => Promise<PublicClient>,
+): Promise<{ name: string; version: string } | undefined> {
+  if (typeof extra.name === "string" && typeof extra.version === "string") {
+    return { name: extra.name, version: extra.version };
+  }
+  try {
+    const c = await client();
+    const [name, version] = await Promise.all([
+      c.readContract({ address: asset, abi: tokenAbi, functionName: "name" }),
+      c.readContract({ address: asset, abi: tokenAbi, functionName: "version" }),
+    ]);
+    return { name, version };
+  } catch (error) {
+    if (isUnreachable(error)) throw error;
+    return undefined;
+  }
+}
+
+/**
+ * Permit2: a payer whose allowance for Permit2 falls short signs the token's EIP-2612 permit too,
+ * when the token has one; otherwise settle will say allowance_required until it approves.
+ */
+async function eip2612For(
+  payer: DevAccount,
+  asset: Address,
+  amount: bigint,
+  domain: { name: string; version: string } | undefined,
+  client: PublicClient,
+  quiet: boolean,
+) {
+  const allowance = await client.readContract({
+    address: asset,
+    abi: erc20Abi,
+    functionName: "allowance",
+    args: [payer.address, PERMIT2_ADDRESS],
+  });
+  if (allowance >= amount) return undefined;
+  const nonce = await client
+    .readContract({ address: asset, abi: tokenAbi, functionName: "nonces", args: [payer.address] })
+    .catch((error: unknown) => {
+      if (isUnreachable(error)) throw error;
+      return undefined;
+    });
+  if (nonce === undefined || !domain) {
+    if (!quiet) {
+      warn(
+        `the payer ${payer.address} has not approved Permit2 for this token, and the token has no EIP-2612 permit to do it with: settle will answer allowance_required until the payer approves Permit2`,
+      );
+    }
+    return undefined;
+  }
+  return { ...domain, nonce };
+}
+
+async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
+  const fromFile = flags.requirements
+    ? pickRequirements(parseJson(await readSource(flags.requirements)), flags.requirements)
+    : undefined;
+  const chainId = await chainOf(flags, fromFile?.requirements, rpc);
+  let cached: PublicClient | undefined;
+  const client = async () => {
+    cached ??= await rpc.client(chainId);
+    return cached;
+  };
+  const needsDevnet =
+    flags.payerKeyFile === undefined ||
+    (flags.asset ?? fromFile?.requirements.asset) === undefined ||
+    (flags.to ?? fromFile?.requirements.payTo) === undefined ||
+    (flags.amount === undefined && fromFile === undefined);
+  const devnet = needsDevnet ? await isDevnetChain(await client(), chainId) : false;
+  const missing = (flag: string) =>
+    new UsageError(`${flag} is needed: the chain eip155:${chainId} is no devnet with defaults`);
+
+  const x402Version: 1 | 2 = flags.v1 ? 1 : (fromFile?.x402Version ?? 2);
+  const base = fromFile?.requirements;
+  const extra: Record<string, unknown> = { ...(base?.extra ?? {}) };
+  const method: TransferMethod =
+    flags.method ?? (extra.assetTransferMethod === "permit2" ? "permit2" : "eip3009");
+  if (method === "permit2" && x402Version === 1)
+    throw new UsageError("--method permit2 is x402 v2 only");
+  const asset = flags.asset
+    ? address(flags.asset, "--asset")
+    : base
+      ? address(base.asset, "the requirements' asset")
+      : devnet
+        ? usdcAddressFor(chainId)
+        : (() => {
+            throw missing("--asset");
+          })();
+  const payTo = flags.to
+    ? address(flags.to, "--to")
+    : base
+      ? address(base.payTo, "the requirements' payTo")
+      : devnet
+        ? payeeAccount.address
+        : (() => {
+            throw missing("--to");
+          })();
+  const payer = payerFrom(flags, devnet);
+  const amount =
+    flags.amount !== undefined
+      ? await atomicAmount(flags.amount, asset, chainId, client, devnet)
+      : fromFile
+        ? fromFile.amount
+        : devnet
+          ? 10_000n
+          : (() => {
+              throw missing("--amount");
+            })();
+  const domain = await tokenDomain(extra, asset, client);
+  if (method === "eip3009" && !domain) {
+    throw new UsageError(
+      `the token ${asset} has no EIP-712 name() and version() to sign for: is it an EIP-3009 token? (--method permit2 works with any ERC-20)`,
+    );
+  }
+  const validFor = flags.validFor === undefined ? undefined : Number(flags.validFor);
+  if (validFor !== undefined && (!Number.isSafeInteger(validFor) || validFor < 7)) {
+    throw new UsageError("--valid-for must be a whole number of seconds, at least 7");
+  }
+  const maxTimeoutSeconds = validFor ?? base?.maxTimeoutSeconds ?? 300;
+  Object.assign(extra, domain ?? {});
+  if (method === "permit2") extra.assetTransferMethod = "permit2";
+  const network =
+    x402Version === 1
+      ? (knownNetwork(chainId)?.v1Name ??
+        (() => {
+          throw new UsageError(
+            `--v1 needs a network with an x402 v1 name; eip155:${chainId} has none`,
+          );
+        })())
+      : caip2(chainId);
+  const requirements: RequirementsJson =
+    x402Version === 2
+      ? {
+          ...stripAmounts(base),
+          scheme: "exact",
+          network,
+          amount: amount.toString(),
+          asset,
+          payTo,
+          maxTimeoutSeconds,
+          extra,
+        }
+      : {
+          resource: "http://localhost/paid",
+          description: "paid with facilitator pay",
+          mimeType: "application/json",
+          ...stripAmounts(base),
+          scheme: "exact",
+          network,
+          maxAmountRequired: amount.toString(),
+          asset,
+          payTo,
+          maxTimeoutSeconds,
+          extra,
+        };
+  const eip2612 =
+    method === "permit2"
+      ? await eip2612For(payer, asset, amount, domain, await client(), quiet)
+      : undefined;
+  const payload = await signPayment(payer, {
+    chainId,
+    x402Version,
+    requirements,
+    amount,
+    method,
+    validForSeconds: maxTimeoutSeconds,
+    ...(eip2612 ? { eip2612 } : {}),
+  });
+  const body = requestBody(flags.x402 ? "x402" : "reference", x402Version, payload, requirements);
+  return {
+    body,
+    summary: `${amount} units of ${asset} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""})`,
+  };
+}
+
+/** The file's requirements without the other version's amount field. */
+function stripAmounts(base: RequirementsJson | undefined): Record<string, unknown> {
+  if (!base) return {};
+  const { amount: _a, maxAmountRequired: _m, ...rest } = base;
+  return rest;
+}
+
+export async function runPay(flags: PayFlags): Promise<number> {
+  const out = humanOutput(flags.quiet);
+  const config = loadConfig(flags);
+  const rpc = new RpcRegistry({ rpcUrls: config.rpcUrls, useDefaultRpcs: config.publicRpcs });
+  try {
+    const { body, summary } = await buildRequest(flags, rpc, flags.quiet === true);
+    await printJson(body);
+    note(out, `signed ${summary}`);
+    return 0;
+  } catch (error) {
+    // The chain could not be asked what the payment needs: a JSON answer, as verify gives.
+    const failure =
+      error instanceof FacilitatorError
+        ? error.failure
+        : isUnreachable(error)
+          ? {
+              code: "chain_unavailable" as const,
+              message: `the RPC could not be reached (${unreachableReason(error)})`,
+            }
+          : undefined;
+    if (!failure) throw error;
+    await printJson({ success: false, error: failure.code, message: failure.message });
+    if (!flags.quiet) warn(`${failure.code}: ${failure.message}`);
+    return failure.code === "chain_unavailable" ? 3 : 2;
+  }
+}

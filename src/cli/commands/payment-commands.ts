@@ -1,0 +1,78 @@
+/** `facilitator verify` and `facilitator settle`: a request file (or stdin) in, one JSON answer out. */
+import { Command, InvalidArgumentError, Option } from "commander";
+import { WAIT_UNTIL, type WaitUntil } from "../../protocol/schemas.js";
+import { collect, ERC6492_HELP, withChainOptions, withSettlementOptions } from "../options.js";
+import { type PaymentFlags, runPayment } from "../payment.js";
+
+const INPUT_NOTE = `Input: at most 1 MiB (key and config files 64 KiB); a pipe, FIFO or stdin that sends nothing for
+FACILITATOR_INPUT_TIMEOUT seconds (default 30) is an error.`;
+
+function waitUntilOption(value: string): WaitUntil {
+  if (!WAIT_UNTIL.includes(value as WaitUntil)) {
+    throw new InvalidArgumentError(`expected one of ${WAIT_UNTIL.join(", ")}`);
+  }
+  return value as WaitUntil;
+}
+
+function paymentCommand(name: "verify" | "settle"): Command {
+  return withChainOptions(
+    new Command(name)
+      .argument(
+        "[file]",
+        "request JSON ({payload, requirements} or the x402 shape); - or none: stdin",
+      )
+      .option(
+        "--requirements <file>",
+        "FILE then holds only the PaymentPayload; requirements come from here",
+      ),
+  )
+    .option("--erc6492-factory <address>", ERC6492_HELP, collect)
+    .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer");
+}
+
+export const verifyCommand = paymentCommand("verify")
+  .description("check a signed x402 payment against its requirements (no key needed)")
+  .addHelpText(
+    "after",
+    `
+Example (against \`facilitator devnet\`, which prints these paths):
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator verify /tmp/facilitator-devnet-XXXX/request.json
+  facilitator pay --amount 0.01 | facilitator verify -
+  cat payload.json | facilitator verify - --requirements requirements.json | jq .success
+
+${INPUT_NOTE}
+Exit status: 0 valid, 1 rejected, 2 bad input, usage or configuration (no RPC for the payment's
+chain), 3 chain or infrastructure failure, 130 interrupted (Ctrl-C).`,
+  )
+  .action(async (file: string | undefined, flags: PaymentFlags) => {
+    process.exitCode = await runPayment("verify", file, flags);
+  });
+
+export const settleCommand = withSettlementOptions(paymentCommand("settle"))
+  .description("verify, then execute the transfer on chain and print the transaction hash")
+  .addOption(
+    new Option(
+      "--wait-until <level>",
+      "simulated: sign and dry-run; submitted: broadcast; confirmed: receipt " +
+        "(default: the body's waitUntil, else confirmed)",
+    ).argParser(waitUntilOption),
+  )
+  .addHelpText(
+    "after",
+    `
+Example (against \`facilitator devnet\`, which prints these paths):
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator settle /tmp/facilitator-devnet-XXXX/request.json --wait-until confirmed
+  facilitator pay --amount 0.01 | facilitator settle -
+
+The key is never accepted as a flag value and never printed.
+${INPUT_NOTE}
+Exit status: 0 settled, 1 rejected, 2 bad input, usage or configuration (no RPC for the payment's
+chain, no settlement key), 3 chain or infrastructure failure (3 with settlement_pending means:
+broadcast, not yet confirmed; the hash is in the answer), 130 interrupted (Ctrl-C: the answer says
+whether anything was broadcast).`,
+  )
+  .action(async (file: string | undefined, flags: PaymentFlags) => {
+    process.exitCode = await runPayment("settle", file, flags);
+  });

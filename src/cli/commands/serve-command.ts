@@ -1,0 +1,52 @@
+/** `facilitator serve`'s options; the server itself loads only when the command runs. */
+import { Command } from "commander";
+import { collect, ERC6492_HELP, withChainOptions, withSettlementOptions } from "../options.js";
+
+export const serveCommand = withChainOptions(
+  withSettlementOptions(new Command("serve"))
+    .description("serve /verify, /settle, /accepts, /supported, /health and /llms.txt over HTTP")
+    .option(
+      "--host <host>",
+      "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
+    )
+    .option("--port <port>", "port (default 4020)")
+    .option(
+      "--api-key-file <file>",
+      "require Authorization: Bearer <key> on /verify and /settle (or env FACILITATOR_API_KEY)",
+    )
+    .option(
+      "--allowed-host <name>",
+      "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
+      collect,
+    )
+    .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
+    .option(
+      "--max-connections <n>",
+      "connections served at once; more are answered 503 overloaded (default 512)",
+    )
+    .option(
+      "--max-inflight-bytes <bytes>",
+      "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
+    )
+    .option(
+      "--max-heap <MiB>",
+      "heap of the serving thread; if it runs out, the server restarts (default 96)",
+    ),
+)
+  .option("--erc6492-factory <address>", ERC6492_HELP, collect)
+  .option("-q, --quiet", "no banner and no request log on stderr")
+  .addHelpText(
+    "after",
+    `
+Example (against \`facilitator devnet\`):
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator serve
+  curl -s localhost:4020/verify -H 'content-type: application/json' -d @/tmp/facilitator-devnet-XXXX/request.json
+
+Ctrl-C stops accepting and lets requests in flight answer (it says which it waits for); a second
+Ctrl-C stops at once (exit 130): a settle cut short is in the journal and a retry follows it.`,
+  )
+  .action(async (flags) => {
+    const { runServe } = await import("./serve.js");
+    process.exitCode = await runServe(flags);
+  });

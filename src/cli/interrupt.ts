@@ -1,0 +1,30 @@
+/**
+ * Ctrl-C (SIGINT) and SIGTERM while a command works: instead of dying mid-sentence, the command
+ * answers at once, saying what was left behind.
+ */
+
+export interface Interrupt {
+  /** Resolves with the signal once one arrives; never rejects. */
+  readonly signal: Promise<NodeJS.Signals>;
+  /** Stop listening (the default behaviour comes back). */
+  dispose(): void;
+}
+
+export function onInterrupt(): Interrupt {
+  let dispose: () => void = () => undefined;
+  const signal = new Promise<NodeJS.Signals>((resolve) => {
+    const onSignal = (name: NodeJS.Signals) => resolve(name);
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    dispose = () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    };
+  });
+  return { signal, dispose };
+}
+
+/** The exit status a shell reports for a process stopped by `signal`: 128 + its number. */
+export function signalExitCode(signal: NodeJS.Signals): number {
+  return signal === "SIGTERM" ? 143 : 130;
+}

@@ -1,0 +1,53 @@
+/** Options several commands share: where the chains are, the config file, the settlement key. */
+import type { Command } from "commander";
+
+export const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** --rpc-url, --public-rpcs, --config: how every command finds its chains. */
+export function withChainOptions(command: Command): Command {
+  return command
+    .option(
+      "--rpc-url <url>",
+      "RPC endpoint, repeatable or comma-separated (env FACILITATOR_RPC_URL); only their chains are served",
+      collect,
+    )
+    .option(
+      "--public-rpcs",
+      "also serve well-known chains that have no --rpc-url through built-in public RPCs " +
+        "(env FACILITATOR_PUBLIC_RPCS=1; the default when no RPC is configured)",
+    )
+    .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)");
+}
+
+export const ERC6492_HELP =
+  "let undeployed (ERC-6492) wallets of this factory pay, deploying them as they settle; " +
+  "repeatable (env FACILITATOR_ERC6492_FACTORIES)";
+
+/** The options of every command that settles: keys, receipt wait, journal, fee cap. */
+export function withSettlementOptions(command: Command): Command {
+  return command
+    .option(
+      "--private-key-file <file>",
+      "settlement key file, one key per line for a pool (or env FACILITATOR_PRIVATE_KEY / FACILITATOR_PRIVATE_KEY_FILE)",
+    )
+    .option(
+      "--confirm-timeout <seconds>",
+      "how long to wait for the receipt before answering settlement_pending (default 60)",
+    )
+    .option(
+      "--journal <file>",
+      "settlement journal (env FACILITATOR_JOURNAL; default ~/.local/state/facilitator/journal.jsonl)",
+    )
+    .option(
+      "--max-fee <amount>",
+      "most one settlement may cost in the native token, e.g. 0.002 (env FACILITATOR_MAX_FEE)",
+    )
+    .option(
+      "--replace-after <seconds>",
+      "replace a transaction stuck in the mempool this long with a higher fee (default 15)",
+    )
+    .option(
+      "--confirmations <n>",
+      "blocks a receipt must be deep before confirmed answers, for chains with deep reorgs (default 1; env FACILITATOR_CONFIRMATIONS)",
+    );
+}

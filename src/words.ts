@@ -1,0 +1,44 @@
+/** Durations as people read them in messages: "62 s", "3 min 5 s", "2 h 4 min", "3 days 2 h". */
+export function durationInWords(seconds: number | bigint): string {
+  const total = Math.abs(Math.round(Number(seconds)));
+  if (total < 120) return `${total} s`;
+  const units: [number, string][] = [
+    [86_400, " days"],
+    [3_600, " h"],
+    [60, " min"],
+    [1, " s"],
+  ];
+  const parts: string[] = [];
+  let rest = total;
+  for (const [size, name] of units) {
+    if (rest >= size && parts.length < 2) {
+      const n = Math.floor(rest / size);
+      parts.push(`${n}${n === 1 && name === " days" ? " day" : name}`);
+      rest -= n * size;
+    } else if (parts.length > 0) break;
+  }
+  return parts.join(" ");
+}
+
+/**
+ * Why a deadline is too close: "expired 62 s ago" or "expires in 3 s, less than the 6 s a
+ * settlement needs", followed by the field and its value, for people who look them up.
+ */
+export function tooLate(
+  what: string,
+  field: string,
+  deadline: bigint,
+  now: bigint,
+  headroom: bigint,
+) {
+  const when =
+    deadline <= now
+      ? `expired ${durationInWords(now - deadline)} ago`
+      : `expires in ${durationInWords(deadline - now)}, less than the ${headroom} s a settlement needs`;
+  return `${what} ${when} (${field} ${deadline})`;
+}
+
+/** Why a start time is not reached yet: "is valid only in 2 min 5 s (validAfter …)". */
+export function tooEarly(what: string, field: string, validAfter: bigint, now: bigint) {
+  return `${what} is valid only in ${durationInWords(validAfter - now)} (${field} ${validAfter})`;
+}
