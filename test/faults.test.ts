@@ -479,8 +479,7 @@ describe("anvil stopped and restarted under load", () => {
         .map((p) => [p, Math.round(Math.max(0, ...inPhase(p as Phase).map((o) => o.ms)))]),
     );
     console.log(
-      `faults: outcomes per phase (kind status code: count)\n${JSON.stringify(report, null, 2)}\n` +
-        `slowest request per phase (ms): ${JSON.stringify(slowest)}`,
+      `faults: outcomes per phase ${JSON.stringify(report)}; slowest per phase (ms) ${JSON.stringify(slowest)}`,
     );
 
     // No request failed at the HTTP level, in any phase.

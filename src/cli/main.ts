@@ -72,6 +72,11 @@ export async function main(argv: string[]): Promise<number> {
     command.exitOverride().configureOutput({ outputError: () => undefined });
   }
   const commandName = program.commands.find((c) => argv.slice(2).includes(c.name()))?.name();
+  if (argv.length <= 2) {
+    // No command at all is a usage error, not a success: the help, and the one JSON answer.
+    process.stderr.write(program.helpInformation());
+    return reportUsage("a command is needed: verify, settle, pay, serve, devnet or doctor");
+  }
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : 0;

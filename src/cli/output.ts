@@ -26,6 +26,7 @@ export function warn(line: string): void {
 }
 
 export interface Spinner {
+  text: string;
   stop(): void;
 }
 

@@ -112,6 +112,20 @@ export async function runPayment(
   if (!flags.quiet) await warnIfFromAnotherDevnet(file, facilitator);
   const waits = op === "settle" && (flags.waitUntil ?? "confirmed") === "confirmed";
   const spinner = out.enabled && waits ? await startSpinner("settling…") : undefined;
+  // The spinner says how long it has waited and, once broadcast, for which transaction.
+  const started = Date.now();
+  const ticker = spinner
+    ? setInterval(() => {
+        const seconds = Math.round((Date.now() - started) / 1000);
+        const hash =
+          facilitator.journal instanceof WatchedJournal
+            ? facilitator.journal.mayHaveBroadcast()
+            : undefined;
+        spinner.text = hash
+          ? `waiting for ${hash.slice(0, 10)}…${hash.slice(-6)} to be mined (${seconds} s)`
+          : `settling… (${seconds} s)`;
+      }, 250)
+    : undefined;
   const interrupt = onInterrupt();
   let reply: Reply;
   let exitCode: number;
@@ -131,6 +145,7 @@ export async function runPayment(
     }
   } finally {
     // Before anything else is written: the spinner owns the terminal's last line.
+    clearInterval(ticker);
     spinner?.stop();
     interrupt.dispose();
   }

@@ -163,6 +163,9 @@ export async function serveHere(
   }
   options.onListening?.(server.port);
 
+  // Reachable from other machines with nothing to say who may settle through our keys.
+  const exposed = !apiKey && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
+  const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys; pass --api-key-file (or FACILITATOR_API_KEY)`;
   if (!quiet && options.bannerOnTty) {
     const endpoints = await facilitator.rpc.endpoints();
     const networks = endpoints.map(
@@ -178,7 +181,7 @@ export async function serveHere(
         `  networks  ${networks.length ? networks.join("\n            ") : chalk.yellow("none: no RPC configured and public RPCs are off")}`,
         `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
         `  journal   ${facilitator.journal.path ?? "in memory"}`,
-        `  auth      ${apiKey ? "API key required on /verify and /settle" : chalk.dim("none (Host header checked)")}`,
+        `  auth      ${apiKey ? "API key required on /verify and /settle" : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
         `  docs      ${server.url}/llms.txt`,
         "",
       ].join("\n"),
@@ -187,6 +190,11 @@ export async function serveHere(
     process.stderr.write(
       `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, journal: facilitator.journal.path })}\n`,
     );
+    if (exposed) {
+      process.stderr.write(
+        `${JSON.stringify({ time: new Date().toISOString(), event: "warning", message: exposedWarning })}\n`,
+      );
+    }
   }
 
   await options.stopped;
