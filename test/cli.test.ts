@@ -304,6 +304,13 @@ describe("usage", () => {
     expect(runs[1]?.stderr).toMatch(/wait-until/);
   });
 
+  it("no command at all exits 2 with the help on stderr and one invalid_request on stdout", async () => {
+    const run = await cli([]);
+    expectExit(run, 2);
+    expect(JSON.parse(run.stdout)).toMatchObject({ success: false, error: "invalid_request" });
+    expect(run.stderr).toMatch(/Usage: facilitator/);
+  });
+
   it("--help of verify and settle exits 0 and shows an example", async () => {
     const runs = await Promise.all([cli(["verify", "--help"]), cli(["settle", "--help"])]);
     for (const run of runs) {

@@ -92,6 +92,20 @@ describe("the Host check (no API key)", () => {
     expect(any("evil.example")).toBe(false);
   });
 
+  test("listening beyond loopback without an API key, serve says so; with one, it does not", async () => {
+    const [open, keyed] = await Promise.all([
+      startServe(["--rpc-url", devnet.rpcUrl, "--host", "0.0.0.0"]),
+      startServe(["--rpc-url", devnet.rpcUrl, "--host", "0.0.0.0"], { FACILITATOR_API_KEY: "k" }),
+    ]);
+    try {
+      expect(await waitForStderr(open, /"event":"warning".*without an API key/, 2_000)).toBe(true);
+      expect(await waitForStderr(keyed, /"event":"warning"/, 300)).toBe(false);
+    } finally {
+      open.child.kill("SIGKILL");
+      keyed.child.kill("SIGKILL");
+    }
+  });
+
   test("serve without an API key answers 403 untrusted_host; --allowed-host and an API key let it in", async () => {
     const [open, keyed] = await Promise.all([
       startServe(["--rpc-url", devnet.rpcUrl, "--allowed-host", "pay.example"]),
