@@ -508,6 +508,7 @@ describe("devnet subcommand", () => {
       expect(info.requestX402).toBe(path.join(devnetDir, "request-x402.json"));
       expect(info.requestPermit2).toBe(path.join(devnetDir, "request-permit2.json"));
       expect(info.requestPermit2Eip2612).toBe(path.join(devnetDir, "request-permit2-eip2612.json"));
+      expect(info.requestPermit).toBe(path.join(devnetDir, "request-permit.json"));
       const devnetJson = JSON.parse(await readFile(path.join(devnetDir, "devnet.json"), "utf8"));
       expect(devnetJson).toMatchObject({
         permit2: "0x000000000022D473030F116dDEE9F6B43aC78BA3",
@@ -536,7 +537,7 @@ describe("devnet subcommand", () => {
       expectExit(x402, 0);
       expect(json(x402)).toMatchObject({ isValid: true });
       // The Permit2 request files verify and settle too (one with an approval, one sponsored).
-      for (const file of [info.requestPermit2, info.requestPermit2Eip2612]) {
+      for (const file of [info.requestPermit2, info.requestPermit2Eip2612, info.requestPermit]) {
         const verified = await cli(["verify", file as string], { env });
         expectExit(verified, 0);
         const settled = await cli(

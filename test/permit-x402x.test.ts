@@ -7,10 +7,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type Address, createTestClient, erc20Abi, type Hex, http } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { testPermitTokenAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
+import { signPermitRequest } from "../src/devnet/sign-permit.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { clientsOf } from "./helpers/permit2.js";
@@ -19,80 +18,7 @@ import { send, startServe } from "./helpers/serve.js";
 const AMOUNT = 10_000n;
 
 /** An x402x-style request: x402 v2 here (the method does not depend on the version). */
-async function permitRequest(
-  devnet: Devnet,
-  payer: DevAccount,
-  options: {
-    spender?: Address;
-    value?: bigint;
-    nonce?: bigint;
-    deadline?: bigint;
-    signer?: DevAccount;
-  } = {},
-) {
-  const token = devnet.permitToken;
-  const { publicClient } = clientsOf(devnet);
-  const nonce =
-    options.nonce ??
-    (await publicClient.readContract({
-      address: token.address,
-      abi: testPermitTokenAbi,
-      functionName: "nonces",
-      args: [payer.address],
-    }));
-  const authorization = {
-    owner: payer.address,
-    spender: options.spender ?? devnet.facilitator.address,
-    value: options.value ?? AMOUNT,
-    nonce,
-    deadline: options.deadline ?? BigInt(Math.floor(Date.now() / 1000) + 300),
-  };
-  const signature = await privateKeyToAccount((options.signer ?? payer).privateKey).signTypedData({
-    domain: {
-      name: token.name,
-      version: token.version,
-      chainId: devnet.chainId,
-      verifyingContract: token.address,
-    },
-    types: {
-      Permit: [
-        { name: "owner", type: "address" },
-        { name: "spender", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "nonce", type: "uint256" },
-        { name: "deadline", type: "uint256" },
-      ],
-    },
-    primaryType: "Permit",
-    message: authorization,
-  });
-  const requirements = {
-    scheme: "exact",
-    network: devnet.network,
-    amount: AMOUNT.toString(),
-    asset: token.address,
-    payTo: devnet.payee.address,
-    maxTimeoutSeconds: 300,
-    paymentType: "permit",
-    extra: { name: token.name, version: token.version },
-  };
-  const payload = {
-    x402Version: 2,
-    accepted: requirements,
-    payload: {
-      authorizationType: "permit",
-      signature,
-      authorization: {
-        owner: authorization.owner,
-        spender: authorization.spender,
-        value: authorization.value.toString(),
-        deadline: authorization.deadline.toString(),
-        nonce: authorization.nonce.toString(),
-      },
-    },
-  };
-  return { payload, requirements };
-}
+const permitRequest = signPermitRequest;
 
 const balanceOf = (devnet: Devnet, who: Address) =>
   clientsOf(devnet).publicClient.readContract({

@@ -11,6 +11,7 @@ import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { approvePermit2, type Devnet, startDevnet } from "../../devnet/index.js";
 import { signSampleRequest } from "../../devnet/sample.js";
+import { signPermitRequest } from "../../devnet/sign-permit.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { devnetBanner } from "./devnet-banner.js";
@@ -68,6 +69,7 @@ const DEVNET_FILES = [
   "request-v1.json",
   "request-permit2.json",
   "request-permit2-eip2612.json",
+  "request-permit.json",
   "devnet.env",
   "devnet.json",
 ];
@@ -108,6 +110,8 @@ export interface Files {
   readonly requestPermit2: string;
   /** Permit2 payment of the permit token by payer 5, with the eip2612GasSponsoring extension. */
   readonly requestPermit2Eip2612: string;
+  /** x402x-style EIP-2612 permit of the permit token by payer 3, our settlement key as spender. */
+  readonly requestPermit: string;
   readonly envFile: string;
 }
 
@@ -157,6 +161,8 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
       }),
     ),
   );
+  const requestPermit = path.join(dir, "request-permit.json");
+  await writeFile(requestPermit, json(await signPermitRequest(devnet, payer3)));
   // The devnet's own journal: settles against it never mix with another chain's.
   const journal = path.join(dir, "journal.jsonl");
   const env = path.join(dir, "devnet.env");
@@ -196,6 +202,7 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
         v1: requestV1,
         permit2: requestPermit2,
         permit2Eip2612: requestPermit2Eip2612,
+        permit: requestPermit,
       },
     }),
   );
@@ -208,6 +215,7 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
     requestV1,
     requestPermit2,
     requestPermit2Eip2612,
+    requestPermit,
     envFile: env,
   };
 }
@@ -236,9 +244,9 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     const files = await writeFiles(devnet, where.dir, genesis.hash as Hex);
     if (flags.json) {
       const { dir, keyFile, journal, envFile, request, requestX402, requestV1 } = files;
-      const { requestPermit2, requestPermit2Eip2612 } = files;
+      const { requestPermit2, requestPermit2Eip2612, requestPermit } = files;
       process.stdout.write(
-        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, genesisHash: genesis.hash, ...(taken ? { portTaken: taken } : {}), dir, keyFile, journal, envFile, request, requestX402, requestV1, requestPermit2, requestPermit2Eip2612 })}\n`,
+        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, genesisHash: genesis.hash, ...(taken ? { portTaken: taken } : {}), dir, keyFile, journal, envFile, request, requestX402, requestV1, requestPermit2, requestPermit2Eip2612, requestPermit })}\n`,
       );
     } else {
       process.stdout.write(

@@ -215,7 +215,8 @@ async function verify(
       ),
     );
   }
-  if (!ctx.signers.byAddress(permit.spender)) {
+  // Without settlement keys (verify from the CLI needs none) whose permit it is cannot be told.
+  if (ctx.signers.size > 0 && !ctx.signers.byAddress(permit.spender)) {
     const ours = ctx.signers.addresses.join(", ") || "none configured";
     const hint = isAddressEqual(permit.spender, requirements.payTo)
       ? " (x402x names payTo as the spender, which only payTo could settle)"

@@ -1,0 +1,92 @@
+/**
+ * Signing x402x-style EIP-2612 permit payments on the devnet (`authorizationType: "permit"`),
+ * with a settlement account of ours as the spender: the shape our permit method settles.
+ */
+import { type Address, createPublicClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { DevAccount } from "./accounts.js";
+import { testPermitTokenAbi } from "./artifacts.js";
+import { type DevnetInfo, devnetChain } from "./setup.js";
+
+export interface PermitOptions {
+  readonly spender?: Address;
+  readonly value?: bigint;
+  /** Default: the token's next permit nonce for the payer. */
+  readonly nonce?: bigint;
+  readonly deadline?: bigint;
+  /** Who signs, when not the payer (to make a forged permit). */
+  readonly signer?: DevAccount;
+}
+
+/** A request body (reference dialect, x402 v2) paying the permit token with an EIP-2612 permit. */
+export async function signPermitRequest(
+  devnet: DevnetInfo,
+  payer: DevAccount,
+  options: PermitOptions = {},
+) {
+  const token = devnet.permitToken;
+  const value = options.value ?? 10_000n;
+  const nonce =
+    options.nonce ??
+    (await createPublicClient({
+      chain: devnetChain(devnet.rpcUrl, devnet.chainId),
+      transport: http(devnet.rpcUrl, { retryCount: 0 }),
+    }).readContract({
+      address: token.address,
+      abi: testPermitTokenAbi,
+      functionName: "nonces",
+      args: [payer.address],
+    }));
+  const authorization = {
+    owner: payer.address,
+    spender: options.spender ?? devnet.facilitator.address,
+    value,
+    nonce,
+    deadline: options.deadline ?? BigInt(Math.floor(Date.now() / 1000) + 24 * 3600),
+  };
+  const signature = await privateKeyToAccount((options.signer ?? payer).privateKey).signTypedData({
+    domain: {
+      name: token.name,
+      version: token.version,
+      chainId: devnet.chainId,
+      verifyingContract: token.address,
+    },
+    types: {
+      Permit: [
+        { name: "owner", type: "address" },
+        { name: "spender", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "nonce", type: "uint256" },
+        { name: "deadline", type: "uint256" },
+      ],
+    },
+    primaryType: "Permit",
+    message: authorization,
+  });
+  const requirements = {
+    scheme: "exact",
+    network: devnet.network,
+    amount: "10000",
+    asset: token.address,
+    payTo: devnet.payee.address,
+    maxTimeoutSeconds: 300,
+    paymentType: "permit",
+    extra: { name: token.name, version: token.version },
+  };
+  const payload = {
+    x402Version: 2,
+    accepted: requirements,
+    payload: {
+      authorizationType: "permit",
+      signature,
+      authorization: {
+        owner: authorization.owner,
+        spender: authorization.spender,
+        value: value.toString(),
+        deadline: authorization.deadline.toString(),
+        nonce: nonce.toString(),
+      },
+    },
+  };
+  return { payload, requirements };
+}
