@@ -537,7 +537,12 @@ describe("devnet subcommand", () => {
       expectExit(x402, 0);
       expect(json(x402)).toMatchObject({ isValid: true });
       // The Permit2 request files verify and settle too (one with an approval, one sponsored).
-      for (const file of [info.requestPermit2, info.requestPermit2Eip2612, info.requestPermit]) {
+      for (const file of [
+        info.requestPermit2,
+        info.requestPermit2Eip2612,
+        info.requestPermit,
+        info.requestPermit2Approval,
+      ]) {
         const verified = await cli(["verify", file as string], { env });
         expectExit(verified, 0);
         const settled = await cli(

@@ -4,11 +4,20 @@
  * the x402 exact proxy (v2), optionally carrying the payer's EIP-2612 approval of Permit2 in the
  * `eip2612GasSponsoring` extension. `facilitator pay` and the devnet's sample requests use it.
  */
-import { type Address, bytesToHex, getAddress, type Hex } from "viem";
+import {
+  type Address,
+  bytesToHex,
+  encodeFunctionData,
+  getAddress,
+  type Hex,
+  maxUint256,
+  parseAbi,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { DevAccount } from "../devnet/accounts.js";
 import { signEip2612GasSponsoring, signPermit2Payment } from "../devnet/sign-permit2.js";
 import { transferWithAuthorizationTypedData } from "../schemes/exact-evm/eip3009-encoding.js";
+import { PERMIT2_ADDRESS } from "../schemes/exact-evm/permit2-encoding.js";
 
 export type TransferMethod = "eip3009" | "permit2";
 
@@ -38,6 +47,15 @@ export interface SignPaymentOptions {
    * token's `nonces(payer)`), so a payer that never approved Permit2 can pay.
    */
   readonly eip2612?: { readonly name: string; readonly version: string; readonly nonce: bigint };
+  /**
+   * Permit2 only: carry the payer's signed approve(Permit2) transaction instead (the
+   * erc20ApprovalGasSponsoring extension), at this nonce of the payer's and these fees.
+   */
+  readonly approval?: {
+    readonly nonce: number;
+    readonly maxFeePerGas: bigint;
+    readonly maxPriorityFeePerGas: bigint;
+  };
 }
 
 export const DEFAULT_RESOURCE = {
@@ -95,20 +113,26 @@ export async function signPayment(payer: DevAccount, options: SignPaymentOptions
       },
       { deadline: validBefore },
     );
-    const extensions = options.eip2612
+    const extensions = options.approval
       ? {
-          eip2612GasSponsoring: {
-            info: await signEip2612GasSponsoring(
-              { rpcUrl: "", chainId: options.chainId },
-              payer,
-              { address: asset, name: options.eip2612.name, version: options.eip2612.version },
-              options.amount,
-              validBefore,
-              options.eip2612.nonce,
-            ),
+          erc20ApprovalGasSponsoring: {
+            info: await signApproval(payer, options.chainId, asset, options.approval),
           },
         }
-      : undefined;
+      : options.eip2612
+        ? {
+            eip2612GasSponsoring: {
+              info: await signEip2612GasSponsoring(
+                { rpcUrl: "", chainId: options.chainId },
+                payer,
+                { address: asset, name: options.eip2612.name, version: options.eip2612.version },
+                options.amount,
+                validBefore,
+                options.eip2612.nonce,
+              ),
+            },
+          }
+        : undefined;
     return {
       x402Version: 2,
       payload,
@@ -138,4 +162,34 @@ export function requestBody(
   return dialect === "x402"
     ? { x402Version, paymentPayload: payload, paymentRequirements: requirements }
     : { payload, requirements };
+}
+
+/** The payer's signed approve(Permit2, max) transaction, as the x402 client signs it (70,000 gas). */
+async function signApproval(
+  payer: DevAccount,
+  chainId: number,
+  asset: Address,
+  approval: NonNullable<SignPaymentOptions["approval"]>,
+) {
+  const account = privateKeyToAccount(payer.privateKey);
+  const signedTransaction = await account.signTransaction({
+    chainId,
+    to: asset,
+    data: encodeFunctionData({
+      abi: parseAbi(["function approve(address spender, uint256 amount) returns (bool)"]),
+      args: [PERMIT2_ADDRESS, maxUint256],
+    }),
+    nonce: approval.nonce,
+    gas: 70_000n,
+    maxFeePerGas: approval.maxFeePerGas,
+    maxPriorityFeePerGas: approval.maxPriorityFeePerGas,
+  });
+  return {
+    from: account.address,
+    asset,
+    spender: PERMIT2_ADDRESS,
+    amount: maxUint256.toString(),
+    signedTransaction,
+    version: "1",
+  };
 }

@@ -26,6 +26,8 @@ export interface SampleOptions {
    * extension, so the payment settles without a prior approval (TestUSDC or TestPermitToken).
    */
   readonly eip2612GasSponsoring?: boolean;
+  /** permit2 only: carry the payer's signed approval of Permit2 (erc20ApprovalGasSponsoring). */
+  readonly erc20ApprovalGasSponsoring?: boolean;
 }
 
 export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptions) {
@@ -76,6 +78,9 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
     options.eip2612GasSponsoring && eip712
       ? { ...eip712, nonce: await permitNonce(devnet, token.address, options.payer.address) }
       : undefined;
+  const approval = options.erc20ApprovalGasSponsoring
+    ? await approvalTerms(devnet, options.payer.address)
+    : undefined;
   const payload = await signPayment(options.payer, {
     chainId: devnet.chainId,
     x402Version,
@@ -84,6 +89,7 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
     method,
     validForSeconds: options.validForSeconds ?? 24 * 3600,
     ...(eip2612 ? { eip2612 } : {}),
+    ...(approval ? { approval } : {}),
   });
   return requestBody(options.dialect ?? "reference", x402Version, payload, requirements);
 }
@@ -99,4 +105,21 @@ function permitNonce(devnet: DevnetInfo, token: Address, owner: Address): Promis
     functionName: "nonces",
     args: [owner],
   });
+}
+
+/** The payer's next transaction nonce and today's fees, for its signed approval. */
+async function approvalTerms(devnet: DevnetInfo, payer: Address) {
+  const client = createPublicClient({
+    chain: devnetChain(devnet.rpcUrl, devnet.chainId),
+    transport: http(devnet.rpcUrl, { retryCount: 0 }),
+  });
+  const [nonce, fees] = await Promise.all([
+    client.getTransactionCount({ address: payer, blockTag: "pending" }),
+    client.estimateFeesPerGas(),
+  ]);
+  return {
+    nonce,
+    maxFeePerGas: fees.maxFeePerGas,
+    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+  };
 }

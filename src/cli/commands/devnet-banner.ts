@@ -35,6 +35,7 @@ export function devnetBanner(
     `                   ${files.requestPermit2} ${dim("(Permit2; payer 4 approved Permit2)")}`,
     `                   ${files.requestPermit2Eip2612} ${dim("(Permit2 + eip2612GasSponsoring)")}`,
     `                   ${files.requestPermit} ${dim("(EIP-2612 permit, x402x shape)")}`,
+    `                   ${files.requestPermit2Approval} ${dim("(Permit2 + erc20ApprovalGasSponsoring)")}`,
     "",
     `  Try, in another terminal in this project:`,
     `    source ${files.envFile}   ${dim("# this devnet's RPC, key and journal")}`,

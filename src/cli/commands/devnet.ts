@@ -70,6 +70,7 @@ const DEVNET_FILES = [
   "request-permit2.json",
   "request-permit2-eip2612.json",
   "request-permit.json",
+  "request-permit2-approval.json",
   "devnet.env",
   "devnet.json",
 ];
@@ -112,6 +113,8 @@ export interface Files {
   readonly requestPermit2Eip2612: string;
   /** x402x-style EIP-2612 permit of the permit token by payer 3, our settlement key as spender. */
   readonly requestPermit: string;
+  /** Permit2 payment of the plain token by payer 1, its approval signed for us to broadcast. */
+  readonly requestPermit2Approval: string;
   readonly envFile: string;
 }
 
@@ -163,6 +166,19 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
   );
   const requestPermit = path.join(dir, "request-permit.json");
   await writeFile(requestPermit, json(await signPermitRequest(devnet, payer3)));
+  // Payer 1 sends no transaction of its own, so its signed approval's nonce stays next.
+  const requestPermit2Approval = path.join(dir, "request-permit2-approval.json");
+  await writeFile(
+    requestPermit2Approval,
+    json(
+      await signSampleRequest(devnet, {
+        payer: payer1,
+        method: "permit2",
+        asset: "plain",
+        erc20ApprovalGasSponsoring: true,
+      }),
+    ),
+  );
   // The devnet's own journal: settles against it never mix with another chain's.
   const journal = path.join(dir, "journal.jsonl");
   const env = path.join(dir, "devnet.env");
@@ -203,6 +219,7 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
         permit2: requestPermit2,
         permit2Eip2612: requestPermit2Eip2612,
         permit: requestPermit,
+        permit2Approval: requestPermit2Approval,
       },
     }),
   );
@@ -216,6 +233,7 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
     requestPermit2,
     requestPermit2Eip2612,
     requestPermit,
+    requestPermit2Approval,
     envFile: env,
   };
 }
@@ -244,9 +262,10 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     const files = await writeFiles(devnet, where.dir, genesis.hash as Hex);
     if (flags.json) {
       const { dir, keyFile, journal, envFile, request, requestX402, requestV1 } = files;
-      const { requestPermit2, requestPermit2Eip2612, requestPermit } = files;
+      const { requestPermit2, requestPermit2Eip2612, requestPermit, requestPermit2Approval } =
+        files;
       process.stdout.write(
-        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, genesisHash: genesis.hash, ...(taken ? { portTaken: taken } : {}), dir, keyFile, journal, envFile, request, requestX402, requestV1, requestPermit2, requestPermit2Eip2612, requestPermit })}\n`,
+        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, genesisHash: genesis.hash, ...(taken ? { portTaken: taken } : {}), dir, keyFile, journal, envFile, request, requestX402, requestV1, requestPermit2, requestPermit2Eip2612, requestPermit, requestPermit2Approval })}\n`,
       );
     } else {
       process.stdout.write(

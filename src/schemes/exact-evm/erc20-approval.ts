@@ -37,8 +37,12 @@ const HEX = /^0x[a-fA-F0-9]+$/;
 const VERSION = /^[0-9]+(\.[0-9]+)*$/;
 /** The most gas we fund for an approval (the x402 client signs 70,000). */
 const MAX_APPROVAL_GAS = 100_000n;
-/** The most an approval may offer per gas, as a multiple of what the chain asks now. */
+/**
+ * The most an approval may offer per gas: a multiple of what the chain asks now, or a few gwei
+ * where fees are tiny (a fee signed minutes ago may be far above a quiet chain's).
+ */
 const MAX_FEE_MULTIPLE = 3n;
+const MAX_FEE_FLOOR = 5_000_000_000n;
 
 /** The payer's approval, ready to be funded and sent. */
 export interface SponsoredApproval {
@@ -183,9 +187,11 @@ async function fundable(
     ctx.client.getTransactionCount({ address: payer, blockTag: "pending" }),
   ]);
   const chainPrice = fees.type === "eip1559" ? fees.maxFeePerGas : fees.gasPrice;
-  if (perGas > chainPrice * MAX_FEE_MULTIPLE) {
+  const multiple = chainPrice * MAX_FEE_MULTIPLE;
+  const ceiling = multiple > MAX_FEE_FLOOR ? multiple : MAX_FEE_FLOOR;
+  if (perGas > ceiling) {
     return refuse(
-      `the transaction offers ${perGas} wei per gas, over ${MAX_FEE_MULTIPLE}× what the chain asks (${chainPrice})`,
+      `the transaction offers ${perGas} wei per gas, over ${ceiling} (${MAX_FEE_MULTIPLE}× what the chain asks, at least 5 gwei)`,
     );
   }
   if (tx.nonce !== nonce) {
