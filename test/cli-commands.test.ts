@@ -150,6 +150,26 @@ describe("pay", () => {
     expect(json(settled)).toMatchObject({ success: true, network: devnet.network });
   });
 
+  it("--method permit2 --approval carries the payer's signed approve transaction instead", async () => {
+    const run = await cli([
+      "pay",
+      "--method",
+      "permit2",
+      "--approval",
+      "--asset",
+      devnet.plainToken.address,
+      "--payer",
+      "5",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const body = json(run) as { payload: { extensions?: Record<string, unknown> } };
+    expect(body.payload.extensions?.erc20ApprovalGasSponsoring).toBeDefined();
+    const settled = await cli(["settle", "-"], devnetEnv, run.stdout);
+    expect(json(settled)).toMatchObject({ success: true });
+    const misuse = await cli(["pay", "--approval"]);
+    expect(misuse.code).toBe(2);
+  });
+
   it("--requirements takes a 402 answer, and --payer-key-file a payer of one's own", async () => {
     const requirementsFile = path.join(dir, "402.json");
     const payer = devnet.payers[3];

@@ -21,6 +21,10 @@ export const payCommand = withChainOptions(
         "permit2",
       ]),
     )
+    .option(
+      "--approval",
+      "with --method permit2: carry the payer's approval as a signed approve transaction (erc20ApprovalGasSponsoring) instead of an EIP-2612 permit",
+    )
     .option("--payer-key-file <file>", "the payer's key (the first key in the file)")
     .option("--payer <n>", "on a devnet: pay from its payer n (1-5; default 1)")
     .option("--valid-for <seconds>", "how long the authorization stays valid (default 300)")

@@ -40,6 +40,8 @@ export interface PayFlags extends ConfigFlags {
   readonly asset?: string | undefined;
   readonly network?: string | undefined;
   readonly method?: TransferMethod | undefined;
+  /** Permit2: send the payer's approval as a signed approve transaction, not an EIP-2612 permit. */
+  readonly approval?: boolean | undefined;
   readonly payerKeyFile?: string | undefined;
   readonly payer?: string | undefined;
   readonly validFor?: string | undefined;
@@ -177,6 +179,19 @@ async function tokenDomain(
  * Permit2: a payer whose allowance for Permit2 falls short signs the token's EIP-2612 permit too,
  * when the token has one; otherwise settle will say allowance_required until it approves.
  */
+/** The payer's next nonce and today's fees, for its signed approve transaction. */
+async function approvalTerms(payer: Address, client: PublicClient) {
+  const [nonce, fees] = await Promise.all([
+    client.getTransactionCount({ address: payer, blockTag: "pending" }),
+    client.estimateFeesPerGas(),
+  ]);
+  return {
+    nonce,
+    maxFeePerGas: fees.maxFeePerGas,
+    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+  };
+}
+
 async function eip2612For(
   payer: DevAccount,
   asset: Address,
@@ -311,8 +326,12 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
           maxTimeoutSeconds,
           extra,
         };
+  if (flags.approval && method !== "permit2") {
+    throw new UsageError("--approval goes with --method permit2");
+  }
+  const approval = flags.approval ? await approvalTerms(payer.address, await client()) : undefined;
   const eip2612 =
-    method === "permit2"
+    method === "permit2" && !approval
       ? await eip2612For(payer, asset, amount, domain, await client(), quiet)
       : undefined;
   const payload = await signPayment(payer, {
@@ -323,11 +342,12 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     method,
     validForSeconds: maxTimeoutSeconds,
     ...(eip2612 ? { eip2612 } : {}),
+    ...(approval ? { approval } : {}),
   });
   const body = requestBody(flags.x402 ? "x402" : "reference", x402Version, payload, requirements);
   return {
     body,
-    summary: `${amount} units of ${asset} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""})`,
+    summary: `${amount} units of ${asset} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
   };
 }
 
