@@ -87,9 +87,14 @@ const cases: [string, () => unknown, ErrorCode, RegExp][] = [
     "amount is a number",
     set("requirements.amount", 10000),
     "invalid_request",
-    /requirements\.amount/,
+    /^requirements\.amount: must be a string, not number$/,
   ],
-  ["no payTo", remove("requirements.payTo"), "invalid_request", /requirements\.payTo/],
+  [
+    "no payTo",
+    remove("requirements.payTo"),
+    "invalid_request",
+    /^requirements\.payTo is missing \(a string is expected\)$/,
+  ],
   ["no accepted", remove("payload.accepted"), "invalid_request", /payload\.accepted/],
   [
     "payTo not hex",

@@ -58,5 +58,13 @@ export function describeIssue(error: z.ZodError, prefix: string): string {
   const issue = error.issues[0];
   if (!issue) return `${prefix}: invalid`;
   const path = [prefix, ...issue.path.map(String)].join(".");
+  // zod's own words ("Invalid input: expected string, received undefined") in a person's.
+  if (issue.code === "invalid_type") {
+    const expected = String((issue as { expected?: unknown }).expected ?? "value");
+    const what = /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
+    return /received undefined/.test(issue.message)
+      ? `${path} is missing (${what} is expected)`
+      : `${path}: must be ${what}, ${issue.message.replace(/^.*received /, "not ")}`;
+  }
   return `${path}: ${issue.message}`;
 }
