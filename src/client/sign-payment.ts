@@ -11,6 +11,7 @@ import {
   getAddress,
   type Hex,
   maxUint256,
+  type PublicClient,
   parseAbi,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -191,5 +192,18 @@ async function signApproval(
     amount: maxUint256.toString(),
     signedTransaction,
     version: "1",
+  };
+}
+
+/** The payer's next transaction nonce and today's fees, for its signed approve transaction. */
+export async function approvalTerms(client: PublicClient, payer: Address) {
+  const [nonce, fees] = await Promise.all([
+    client.getTransactionCount({ address: payer, blockTag: "pending" }),
+    client.estimateFeesPerGas(),
+  ]);
+  return {
+    nonce,
+    maxFeePerGas: fees.maxFeePerGas,
+    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
   };
 }

@@ -4,7 +4,12 @@
  * the official x402 client instead (and check that both sign the same thing).
  */
 import { type Address, createPublicClient, http } from "viem";
-import { type RequirementsJson, requestBody, signPayment } from "../client/sign-payment.js";
+import {
+  approvalTerms,
+  type RequirementsJson,
+  requestBody,
+  signPayment,
+} from "../client/sign-payment.js";
 import type { DevAccount } from "./accounts.js";
 import { testPermitTokenAbi } from "./artifacts.js";
 import { type DevnetInfo, devnetChain } from "./setup.js";
@@ -79,7 +84,13 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
       ? { ...eip712, nonce: await permitNonce(devnet, token.address, options.payer.address) }
       : undefined;
   const approval = options.erc20ApprovalGasSponsoring
-    ? await approvalTerms(devnet, options.payer.address)
+    ? await approvalTerms(
+        createPublicClient({
+          chain: devnetChain(devnet.rpcUrl, devnet.chainId),
+          transport: http(devnet.rpcUrl, { retryCount: 0 }),
+        }),
+        options.payer.address,
+      )
     : undefined;
   const payload = await signPayment(options.payer, {
     chainId: devnet.chainId,
@@ -105,21 +116,4 @@ function permitNonce(devnet: DevnetInfo, token: Address, owner: Address): Promis
     functionName: "nonces",
     args: [owner],
   });
-}
-
-/** The payer's next transaction nonce and today's fees, for its signed approval. */
-async function approvalTerms(devnet: DevnetInfo, payer: Address) {
-  const client = createPublicClient({
-    chain: devnetChain(devnet.rpcUrl, devnet.chainId),
-    transport: http(devnet.rpcUrl, { retryCount: 0 }),
-  });
-  const [nonce, fees] = await Promise.all([
-    client.getTransactionCount({ address: payer, blockTag: "pending" }),
-    client.estimateFeesPerGas(),
-  ]);
-  return {
-    nonce,
-    maxFeePerGas: fees.maxFeePerGas,
-    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-  };
 }

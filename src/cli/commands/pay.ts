@@ -16,6 +16,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../../chain/networks.js";
 import { isUnreachable, RpcRegistry, unreachableReason } from "../../chain/rpc.js";
 import {
+  approvalTerms,
   type RequirementsJson,
   requestBody,
   signPayment,
@@ -179,19 +180,6 @@ async function tokenDomain(
  * Permit2: a payer whose allowance for Permit2 falls short signs the token's EIP-2612 permit too,
  * when the token has one; otherwise settle will say allowance_required until it approves.
  */
-/** The payer's next nonce and today's fees, for its signed approve transaction. */
-async function approvalTerms(payer: Address, client: PublicClient) {
-  const [nonce, fees] = await Promise.all([
-    client.getTransactionCount({ address: payer, blockTag: "pending" }),
-    client.estimateFeesPerGas(),
-  ]);
-  return {
-    nonce,
-    maxFeePerGas: fees.maxFeePerGas,
-    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-  };
-}
-
 async function eip2612For(
   payer: DevAccount,
   asset: Address,
@@ -329,7 +317,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   if (flags.approval && method !== "permit2") {
     throw new UsageError("--approval goes with --method permit2");
   }
-  const approval = flags.approval ? await approvalTerms(payer.address, await client()) : undefined;
+  const approval = flags.approval ? await approvalTerms(await client(), payer.address) : undefined;
   const eip2612 =
     method === "permit2" && !approval
       ? await eip2612For(payer, asset, amount, domain, await client(), quiet)
