@@ -64,14 +64,27 @@ export function renderSettle(
 ): Reply {
   if (dialect === "reference") {
     return result.ok
-      ? { status: 200, body: { success: true, transactionHash: result.transactionHash } }
+      ? {
+          status: 200,
+          body: {
+            success: true,
+            transactionHash: result.transactionHash,
+            ...(result.amount !== undefined ? { amount: result.amount } : {}),
+          },
+        }
       : referenceFailure(result.failure, result.transactionHash);
   }
   const payer = result.payer ?? context.payerHint;
   if (result.ok) {
     return {
       status: 200,
-      body: { success: true, payer, transaction: result.transactionHash, network: context.network },
+      body: {
+        success: true,
+        payer,
+        transaction: result.transactionHash,
+        network: context.network,
+        ...(result.amount !== undefined ? { amount: result.amount } : {}),
+      },
     };
   }
   const body: Record<string, unknown> = {

@@ -44,7 +44,14 @@ export type VerifyResult =
   | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
 
 export type SettleResult =
-  | { readonly ok: true; readonly payer: Address; readonly transactionHash: Hex }
+  | {
+      readonly ok: true;
+      readonly payer: Address;
+      /** Empty when there was nothing to move (an `upto` settle of zero). */
+      readonly transactionHash: Hex | "";
+      /** What was settled, for schemes that settle less than was signed (`upto`). */
+      readonly amount?: string | undefined;
+    }
   | {
       readonly ok: false;
       readonly failure: Failure;

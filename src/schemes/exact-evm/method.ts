@@ -39,6 +39,11 @@ export interface Verified<P> {
    * in order; `call` cannot be simulated before they have.
    */
   readonly preludes?: readonly Prelude[] | undefined;
+  /**
+   * The amount a scheme that settles less than was signed (`upto`) reports; zero means there is
+   * nothing to send and the settle succeeds without a transaction.
+   */
+  readonly settledAmount?: bigint | undefined;
 }
 
 export interface ExactMethod<P> {
@@ -52,7 +57,8 @@ export interface ExactMethod<P> {
     ctx: SchemeContext,
     request: PaymentRequest,
     payment: P,
-    options: { readonly simulate: boolean },
+    /** `settling`: called by settle (which may settle less than was signed, for `upto`). */
+    options: { readonly simulate: boolean; readonly settling?: boolean },
   ): Promise<Step<Verified<P>>>;
   /** Null when a journaled settlement of this key is this very payment, signed by the payer. */
   sameAsJournal(ctx: SchemeContext, payment: P, entry: JournalEntry): Promise<Failure | null>;

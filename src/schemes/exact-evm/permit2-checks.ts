@@ -2,8 +2,7 @@
  * What the Permit2 method checks without the payer's help: the signed terms against the
  * requirements, in the reference's order, and why the proxy call would revert (or did).
  */
-import type { Hex } from "viem";
-import { isAddressEqual } from "viem";
+import { type Address, type Hex, isAddressEqual } from "viem";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import { tooEarly, tooLate } from "../../words.js";
@@ -97,12 +96,13 @@ const read = <T>(promise: Promise<T>) => outcomeOf(promise);
 export async function prerequisiteFailure(
   ctx: SchemeContext,
   payment: Permit2Payment,
+  proxy: Address = EXACT_PERMIT2_PROXY_ADDRESS,
 ): Promise<Failure | null> {
   const { authorization: auth } = payment;
-  const [proxy, balance] = await Promise.all([
+  const [deployed, balance] = await Promise.all([
     read(
       ctx.client.readContract({
-        address: EXACT_PERMIT2_PROXY_ADDRESS,
+        address: proxy,
         abi: exactPermit2ProxyAbi,
         functionName: "PERMIT2",
       }),
@@ -116,12 +116,12 @@ export async function prerequisiteFailure(
       }),
     ),
   ]);
-  const unreachable = [proxy, balance].find((r) => !r.ok && isUnreachable(r.error));
+  const unreachable = [deployed, balance].find((r) => !r.ok && isUnreachable(r.error));
   if (unreachable && !unreachable.ok) return chainFailure(unreachable.error, "reading the chain");
-  if (!proxy.ok) {
+  if (!deployed.ok) {
     return failure(
       "proxy_not_deployed",
-      `the x402 exact Permit2 proxy ${EXACT_PERMIT2_PROXY_ADDRESS} does not answer on chain ${ctx.chainId}`,
+      `the x402 Permit2 proxy ${proxy} does not answer on chain ${ctx.chainId}`,
     );
   }
   const amount = auth.permitted.amount;
@@ -146,10 +146,11 @@ export async function diagnose(
   ctx: SchemeContext,
   payment: Permit2Payment,
   revert: string | undefined,
+  proxy: Address = EXACT_PERMIT2_PROXY_ADDRESS,
 ): Promise<Failure> {
   const { authorization: auth } = payment;
   const [first, allowance, bitmap] = await Promise.all([
-    prerequisiteFailure(ctx, payment),
+    prerequisiteFailure(ctx, payment, proxy),
     read(
       ctx.client.readContract({
         address: auth.permitted.token,

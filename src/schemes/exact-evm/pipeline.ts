@@ -216,34 +216,56 @@ async function settlePayment<P>(
     // later ones from accounts without code reuse that estimate.
     const mark = ctx.inflight.mark();
     const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
-    const verified = await method.verify(ctx, request, payment, { simulate });
+    const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
     if (!verified.ok) return { ok: false, failure: verified.failure };
     const checked = verified.value;
-    if (checked.preludes && checked.preludes.length > 0) {
-      return await settleInSteps(method, ctx, checked, key, waitUntil);
+    const simulation = { simulated: simulate, mark };
+    if (checked.settledAmount !== undefined) {
+      const { settledAmount } = checked;
+      // upto: zero was used, so nothing moves; the authorization stays unspent.
+      if (settledAmount === 0n) {
+        return { ok: true, payer, transactionHash: "", amount: "0" };
+      }
+      const result = await settleVerified(method, ctx, checked, key, waitUntil, simulation);
+      return result.ok ? { ...result, amount: settledAmount.toString() } : result;
     }
-    const record = { key, expect: checked.expect };
-    const gasEstimate = { key: checked.gasKey, reuse: simulate };
-    const prepared = await prepareCall(ctx, checked.call, gasEstimate, { signer: checked.signer });
-    if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
-    if (waitUntil === "simulated") {
-      return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
-    }
-    // Decided where it cannot race: what this payer already has in flight counts.
-    const short = await ctx.inflight.reserve(ctx, key, checked.spends, mark);
-    if (short) return { ok: false, payer, failure: short };
-    let outcome: CallOutcome;
-    try {
-      outcome = await sendCall(ctx, prepared, waitUntil, record);
-    } catch (error) {
-      // sendCall answers outcomes; should it ever throw, the reservation must not outlive it.
-      ctx.inflight.release(key);
-      throw error;
-    }
-    return await answer(method, ctx, checked, key, outcome);
+    return await settleVerified(method, ctx, checked, key, waitUntil, simulation);
   } finally {
     ctx.journal.release(key);
   }
+}
+
+/** Sends a verified payment (after its preludes, if any) and answers how it came out. */
+async function settleVerified<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  checked: Verified<P>,
+  key: string,
+  waitUntil: WaitUntil,
+  simulation: { readonly simulated: boolean; readonly mark: number },
+): Promise<SettleResult> {
+  if (checked.preludes && checked.preludes.length > 0) {
+    return settleInSteps(method, ctx, checked, key, waitUntil);
+  }
+  const record = { key, expect: checked.expect };
+  const gasEstimate = { key: checked.gasKey, reuse: simulation.simulated };
+  const prepared = await prepareCall(ctx, checked.call, gasEstimate, { signer: checked.signer });
+  if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
+  if (waitUntil === "simulated") {
+    return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
+  }
+  // Decided where it cannot race: what this payer already has in flight counts.
+  const short = await ctx.inflight.reserve(ctx, key, checked.spends, simulation.mark);
+  if (short) return { ok: false, payer: checked.expect.from, failure: short };
+  let outcome: CallOutcome;
+  try {
+    outcome = await sendCall(ctx, prepared, waitUntil, record);
+  } catch (error) {
+    // sendCall answers outcomes; should it ever throw, the reservation must not outlive it.
+    ctx.inflight.release(key);
+    throw error;
+  }
+  return answer(method, ctx, checked, key, outcome);
 }
 
 /**
