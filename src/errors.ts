@@ -49,6 +49,11 @@ export const ERRORS = {
     x402: "invalid_exact_evm_asset_transfer_method",
     summary: "requirements.extra.assetTransferMethod names another method than the payload uses",
   },
+  facilitator_mismatch: {
+    status: 400,
+    x402: "upto_facilitator_mismatch",
+    summary: "The upto authorization names another facilitator than this one's settlement keys",
+  },
   spender_mismatch: {
     status: 400,
     x402: "invalid_permit2_spender",

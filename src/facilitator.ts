@@ -20,6 +20,7 @@ import {
   exactEvmMethod,
 } from "./schemes/exact-evm/index.js";
 import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
+import { UPTO, uptoEvmMethod } from "./schemes/upto-evm/index.js";
 
 export interface FacilitatorOptions extends RpcOptions {
   /** The settlement account. Without any, verify works and settle answers settlement_failed. */
@@ -181,6 +182,17 @@ export class Facilitator {
         network: caip2(chainId),
         extra: { assetTransferMethods: EXACT_EVM_TRANSFER_METHODS },
       });
+      // upto: the witness must name the facilitator that settles; each kind names one signer,
+      // in turn, as the reference names one of its signers.
+      const facilitatorAddress = this.#nextUptoSigner();
+      if (facilitatorAddress) {
+        kinds.push({
+          x402Version: 2,
+          scheme: UPTO,
+          network: caip2(chainId),
+          extra: { facilitatorAddress },
+        });
+      }
     }
     const signers = this.signers.addresses;
     return {
@@ -190,21 +202,29 @@ export class Facilitator {
     };
   }
 
+  #uptoTurn = 0;
+
+  #nextUptoSigner(): string | undefined {
+    const addresses = this.signers.addresses;
+    if (addresses.length === 0) return undefined;
+    return addresses[this.#uptoTurn++ % addresses.length];
+  }
+
   async #route(request: PaymentRequest): Promise<Routed> {
     const { requirements, x402Version } = request;
-    if (requirements.scheme !== EXACT) {
+    if (requirements.scheme !== EXACT && requirements.scheme !== UPTO) {
       return {
         ok: false,
         failure: failure(
           "unsupported_scheme",
-          `scheme "${requirements.scheme}" is not supported; "exact" is`,
+          `scheme "${requirements.scheme}" is not supported; "exact" and "upto" are`,
         ),
       };
     }
     const chainId = chainIdOf(requirements.network, x402Version);
     if (typeof chainId !== "number") return { ok: false, failure: chainId };
 
-    const method = exactEvmMethod(request);
+    const method = requirements.scheme === UPTO ? uptoEvmMethod(request) : exactEvmMethod(request);
     if ("code" in method) return { ok: false, failure: method };
 
     try {

@@ -298,6 +298,7 @@ describe("usage", () => {
       cli(["settle", file, "--wait-until", "bogus"]),
       cli(["verify", file, "--rpc-url", "ws://127.0.0.1:8545"]),
       cli(["settle", file, "--confirm-timeout", "soon"]),
+      cli(["settle", file, "--amount", "0.5"]),
       cli(["no-such-command"]),
     ]);
     for (const run of runs) expectExit(run, 2);
@@ -551,7 +552,20 @@ describe("devnet subcommand", () => {
         );
         expectExit(settled, 0);
         expect(json(settled)).toMatchObject({ success: true });
-      }
+      } // upto: settle charges what was used, at most what was signed for.
+      const upto = await cli(
+        [
+          "settle",
+          info.requestUpto as string,
+          "--amount",
+          "4200",
+          "--private-key-file",
+          info.keyFile as string,
+        ],
+        { env },
+      );
+      expectExit(upto, 0);
+      expect(json(upto)).toMatchObject({ success: true, amount: "4200" });
 
       // The key file holds the facilitator key; it appears in none of the devnet's output.
       const keyFileText = await readFile(info.keyFile, "utf8");

@@ -163,6 +163,12 @@ describe("information endpoints", () => {
           network: devnet.network,
           extra: { assetTransferMethods: ["eip3009", "permit2"] },
         },
+        {
+          x402Version: 2,
+          scheme: "upto",
+          network: devnet.network,
+          extra: { facilitatorAddress: devnet.facilitator.address },
+        },
       ],
       extensions: ["eip2612GasSponsoring", "erc20ApprovalGasSponsoring"],
       signers: { "eip155:*": [devnet.facilitator.address] },

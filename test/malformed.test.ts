@@ -195,7 +195,7 @@ const cases: [string, () => unknown, ErrorCode, RegExp][] = [
     "invalid_request",
     /waitUntil must be one of simulated, submitted, confirmed/,
   ],
-  ["scheme upto", set("requirements.scheme", "upto"), "unsupported_scheme", /"upto"/],
+  ["scheme deferred", set("requirements.scheme", "deferred"), "unsupported_scheme", /"deferred"/],
   [
     "a Solana network",
     set("requirements.network", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"),

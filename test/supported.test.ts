@@ -76,7 +76,14 @@ async function expectSupportedIsAccepted(
   facilitator: Facilitator,
   configured: readonly Devnet[] = [],
 ): Promise<SupportedKind[]> {
-  const { kinds } = await facilitator.supported();
+  const all = (await facilitator.supported()).kinds;
+  // Every upto kind sits on a network the exact kinds list too (upto is tested in upto.test.ts).
+  const kinds = all.filter((kind) => kind.scheme === "exact");
+  for (const upto of all.filter((kind) => kind.scheme === "upto")) {
+    expect(kinds.some((kind) => kind.network === upto.network && kind.x402Version === 2)).toBe(
+      true,
+    );
+  }
   const listed = new Set(kinds.map(key));
   expect(listed.size, "no kind is listed twice").toBe(kinds.length);
   const onDevnet = new Set(configured.flatMap((d) => [d.network, d.v1Network ?? d.network]));

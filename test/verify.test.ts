@@ -405,14 +405,14 @@ describe("requests the reference SDK throws on", () => {
       reference.verify({ ...pair.payload, x402Version: 3 }, pair.requirements),
     ).rejects.toThrow();
 
-    const upto = { ...pair.requirements, scheme: "upto" };
+    const unknown = { ...pair.requirements, scheme: "deferred" };
     const scheme = await handleVerify(ours, {
-      payload: { ...pair.payload, accepted: upto },
-      requirements: upto,
+      payload: { ...pair.payload, accepted: unknown },
+      requirements: unknown,
     });
     expect(scheme.body).toMatchObject({ success: false, error: "unsupported_scheme" });
     await expect(
-      reference.verify({ ...pair.payload, accepted: upto }, upto as Json),
+      reference.verify({ ...pair.payload, accepted: unknown }, unknown as Json),
     ).rejects.toThrow();
 
     const elsewhere = { ...pair.requirements, network: "eip155:1" };

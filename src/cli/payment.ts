@@ -23,7 +23,24 @@ import { WatchedJournal } from "./watched-journal.js";
 export interface PaymentFlags extends ConfigFlags {
   readonly requirements?: string | undefined;
   readonly waitUntil?: WaitUntil | undefined;
+  /** settle, upto: what to charge, in atomic units (at most what the payer signed for). */
+  readonly amount?: string | undefined;
   readonly quiet?: boolean | undefined;
+}
+
+/** The request with the amount to settle set (an upto payment's requirements carry it). */
+function withAmount(body: unknown, amount: string | undefined): unknown {
+  if (amount === undefined) return body;
+  if (!/^[0-9]{1,78}$/.test(amount)) {
+    throw new UsageError("--amount takes a whole number of the token's atomic units, such as 4200");
+  }
+  if (typeof body !== "object" || body === null) return body;
+  const request = body as Record<string, unknown>;
+  const name = "paymentRequirements" in request ? "paymentRequirements" : "requirements";
+  const requirements = request[name];
+  if (typeof requirements !== "object" || requirements === null) return body;
+  const field = "maxAmountRequired" in requirements ? "maxAmountRequired" : "amount";
+  return { ...request, [name]: { ...requirements, [field]: amount } };
 }
 
 type Operation = "verify" | "settle";
@@ -133,7 +150,9 @@ export async function runPayment(
     const answer =
       op === "verify"
         ? handleVerify(facilitator, input.body)
-        : handleSettle(facilitator, input.body, { waitUntil: flags.waitUntil });
+        : handleSettle(facilitator, withAmount(input.body, flags.amount), {
+            waitUntil: flags.waitUntil,
+          });
     const outcome = await Promise.race([answer, interrupt.signal]);
     if (typeof outcome === "string") {
       const [f, hash] = interruptedFailure(op, facilitator);

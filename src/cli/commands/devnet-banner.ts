@@ -36,6 +36,7 @@ export function devnetBanner(
     `                   ${files.requestPermit2Eip2612} ${dim("(Permit2 + eip2612GasSponsoring)")}`,
     `                   ${files.requestPermit} ${dim("(EIP-2612 permit, x402x shape)")}`,
     `                   ${files.requestPermit2Approval} ${dim("(Permit2 + erc20ApprovalGasSponsoring)")}`,
+    `                   ${files.requestUpto} ${dim("(upto: settle --amount N charges N of at most 50000)")}`,
     "",
     `  Try, in another terminal in this project:`,
     `    source ${files.envFile}   ${dim("# this devnet's RPC, key and journal")}`,

@@ -12,6 +12,7 @@ import { createPublicClient, type Hex, http } from "viem";
 import { approvePermit2, type Devnet, startDevnet } from "../../devnet/index.js";
 import { signSampleRequest } from "../../devnet/sample.js";
 import { signPermitRequest } from "../../devnet/sign-permit.js";
+import { signUptoRequest } from "../../devnet/sign-upto.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { devnetBanner } from "./devnet-banner.js";
@@ -71,6 +72,7 @@ const DEVNET_FILES = [
   "request-permit2-eip2612.json",
   "request-permit.json",
   "request-permit2-approval.json",
+  "request-upto.json",
   "devnet.env",
   "devnet.json",
 ];
@@ -115,6 +117,8 @@ export interface Files {
   readonly requestPermit: string;
   /** Permit2 payment of the plain token by payer 1, its approval signed for us to broadcast. */
   readonly requestPermit2Approval: string;
+  /** upto: payer 4 authorizes up to 0.05 of the permit token; settle charges what was used. */
+  readonly requestUpto: string;
   readonly envFile: string;
 }
 
@@ -164,6 +168,8 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
       }),
     ),
   );
+  const requestUpto = path.join(dir, "request-upto.json");
+  await writeFile(requestUpto, json(await signUptoRequest(devnet, payer4)));
   const requestPermit = path.join(dir, "request-permit.json");
   await writeFile(requestPermit, json(await signPermitRequest(devnet, payer3)));
   // Payer 1 sends no transaction of its own, so its signed approval's nonce stays next.
@@ -220,6 +226,7 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
         permit2Eip2612: requestPermit2Eip2612,
         permit: requestPermit,
         permit2Approval: requestPermit2Approval,
+        upto: requestUpto,
       },
     }),
   );
@@ -234,6 +241,7 @@ async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promis
     requestPermit2Eip2612,
     requestPermit,
     requestPermit2Approval,
+    requestUpto,
     envFile: env,
   };
 }
@@ -264,8 +272,9 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
       const { dir, keyFile, journal, envFile, request, requestX402, requestV1 } = files;
       const { requestPermit2, requestPermit2Eip2612, requestPermit, requestPermit2Approval } =
         files;
+      const { requestUpto } = files;
       process.stdout.write(
-        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, genesisHash: genesis.hash, ...(taken ? { portTaken: taken } : {}), dir, keyFile, journal, envFile, request, requestX402, requestV1, requestPermit2, requestPermit2Eip2612, requestPermit, requestPermit2Approval })}\n`,
+        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, genesisHash: genesis.hash, ...(taken ? { portTaken: taken } : {}), dir, keyFile, journal, envFile, request, requestX402, requestV1, requestPermit2, requestPermit2Eip2612, requestPermit, requestPermit2Approval, requestUpto })}\n`,
       );
     } else {
       process.stdout.write(

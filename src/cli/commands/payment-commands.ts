@@ -58,6 +58,10 @@ export const settleCommand = withSettlementOptions(paymentCommand("settle"))
         "(default: the body's waitUntil, else confirmed)",
     ).argParser(waitUntilOption),
   )
+  .option(
+    "--amount <units>",
+    "upto payments: charge this many atomic units of the token (at most what was signed for; 0 settles nothing)",
+  )
   .addHelpText(
     "after",
     `
