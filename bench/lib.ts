@@ -1,7 +1,10 @@
 /** What the benches share: settings from the environment, free ports, a clean environment. */
 import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
-import { approvePermit2, type Devnet } from "../src/devnet/index.js";
+import type { Address } from "viem";
+import { approvePermit2, type DevAccount, type Devnet } from "../src/devnet/index.js";
+import { signSampleRequest } from "../src/devnet/sample.js";
+import { signUptoRequest } from "../src/devnet/sign-upto.js";
 
 /** A positive number from the environment, or the fallback. */
 export function setting(name: string, fallback: number): number {
@@ -50,15 +53,33 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /**
- * BENCH_METHOD: "eip3009" (default: test USDC) or "permit2" (the devnet's EIP-2612 token through
- * Permit2; every payer approves Permit2 first). What the benches sign with.
+ * BENCH_METHOD: "eip3009" (default: test USDC), "permit2" (the devnet's EIP-2612 token through
+ * Permit2) or "upto" (the same token through the upto proxy, charging the full maximum); for the
+ * last two every payer approves Permit2 first. `sign` makes one request body.
  */
-export async function benchMethod(
-  chain: Devnet,
-): Promise<{ name: string; options: { method?: "permit2"; asset?: "permit" } }> {
+export async function benchMethod(chain: Devnet): Promise<{
+  name: string;
+  token: Address;
+  sign: (payer: DevAccount, amount: bigint) => Promise<object>;
+}> {
   const name = process.env.BENCH_METHOD ?? "eip3009";
-  if (name === "eip3009") return { name, options: {} };
-  if (name !== "permit2") throw new Error(`BENCH_METHOD must be eip3009 or permit2, got ${name}`);
+  if (name === "eip3009") {
+    return {
+      name,
+      token: chain.token.address,
+      sign: (payer, amount) => signSampleRequest(chain, { payer, amount }),
+    };
+  }
+  if (name !== "permit2" && name !== "upto") {
+    throw new Error(`BENCH_METHOD must be eip3009, permit2 or upto, got ${name}`);
+  }
   for (const payer of chain.payers) await approvePermit2(chain, payer, chain.permitToken.address);
-  return { name, options: { method: "permit2", asset: "permit" } };
+  return {
+    name,
+    token: chain.permitToken.address,
+    sign: (payer, amount) =>
+      name === "upto"
+        ? signUptoRequest(chain, payer, amount)
+        : signSampleRequest(chain, { payer, amount, method: "permit2", asset: "permit" }),
+  };
 }

@@ -15,7 +15,6 @@ import { fileURLToPath } from "node:url";
 import { type Address, createPublicClient, type Hex, http } from "viem";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
 import { benchMethod, cleanEnv, exited, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -193,11 +192,7 @@ async function run(name: string, signers: readonly DevAccount[]): Promise<RunRes
       Promise.all(
         Array.from({ length: count }, async (_, i) =>
           JSON.stringify({
-            ...(await signSampleRequest(chain, {
-              payer: chain.payers[i % chain.payers.length] as DevAccount,
-              amount: AMOUNT,
-              ...method.options,
-            })),
+            ...(await method.sign(chain.payers[i % chain.payers.length] as DevAccount, AMOUNT)),
             waitUntil: "confirmed",
           }),
         ),
@@ -211,7 +206,7 @@ async function run(name: string, signers: readonly DevAccount[]): Promise<RunRes
     const sentBy = (address: Address) => rpc.getTransactionCount({ address });
     const payeeBalance = () =>
       rpc.readContract({
-        address: method.name === "permit2" ? chain.permitToken.address : chain.token.address,
+        address: method.token,
         abi: testUsdcAbi,
         functionName: "balanceOf",
         args: [chain.payee.address],

@@ -12,7 +12,6 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
 import { benchMethod, cleanEnv, exited, freePort, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -232,12 +231,7 @@ async function main(): Promise<number> {
     const payers = chain.payers;
     const bodies = await Promise.all(
       Array.from({ length: POOL }, async (_, i) =>
-        JSON.stringify(
-          await signSampleRequest(chain, {
-            payer: payers[i % payers.length] as DevAccount,
-            ...method.options,
-          }),
-        ),
+        JSON.stringify(await method.sign(payers[i % payers.length] as DevAccount, 10_000n)),
       ),
     );
     console.log(
