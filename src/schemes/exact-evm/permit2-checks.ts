@@ -2,7 +2,8 @@
  * What the Permit2 method checks without the payer's help: the signed terms against the
  * requirements, in the reference's order, and why the proxy call would revert (or did).
  */
-import { type Address, type Hex, isAddressEqual } from "viem";
+import { type Address, type Hex, isAddressEqual, size } from "viem";
+import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import { tooEarly, tooLate } from "../../words.js";
@@ -17,6 +18,7 @@ import {
   permit2ReadsAbi,
 } from "./permit2-encoding.js";
 import type { EvmRequirements } from "./requirements.js";
+import { recoversTo } from "./signature.js";
 
 export interface Permit2Payment {
   readonly authorization: Permit2Authorization;
@@ -194,4 +196,34 @@ export async function diagnose(
       x402Reason: "permit2_simulation_failed",
     },
   );
+}
+
+/**
+ * Null when a journaled settlement of this Permit2 nonce is this very payment (same token,
+ * recipient and amount, as asked) signed by the owner; exact and upto share the nonce space.
+ */
+export async function sameAsJournaled(
+  ctx: SchemeContext,
+  entry: JournalEntry,
+  expect: ExpectedTransfer,
+  asked: boolean,
+  signed: { readonly owner: Address; readonly digest: Hex; readonly signature: Hex },
+): Promise<Failure | null> {
+  const journaled = entry.expect;
+  const same =
+    asked &&
+    journaled !== undefined &&
+    isAddressEqual(expect.to, journaled.to) &&
+    expect.value === journaled.value &&
+    isAddressEqual(expect.token, journaled.token);
+  if (!same) {
+    return failure(
+      "nonce_already_used",
+      `this Permit2 nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
+      { x402Reason: "permit2_invalid_nonce" },
+    );
+  }
+  if (size(signed.signature) !== 65) return null;
+  const recovered = await recoversTo(ctx, signed.owner, signed.digest, signed.signature);
+  return recovered.ok ? null : recovered.failure;
 }

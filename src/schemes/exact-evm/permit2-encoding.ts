@@ -99,22 +99,16 @@ export function permit2TypedData(chainId: number, authorization: Permit2Authoriz
   } as const;
 }
 
-const typeHash = (type: string) => keccak256(toHex(type));
+export const typeHash = (type: string) => keccak256(toHex(type));
 const TOKEN_PERMISSIONS = "TokenPermissions(address token,uint256 amount)";
-const WITNESS = "Witness(address to,uint256 validAfter)";
-const PERMIT_WITNESS_TRANSFER_FROM_TYPEHASH = typeHash(
-  `PermitWitnessTransferFrom(TokenPermissions permitted,address spender,uint256 nonce,uint256 deadline,Witness witness)${TOKEN_PERMISSIONS}${WITNESS}`,
-);
 const TOKEN_PERMISSIONS_TYPEHASH = typeHash(TOKEN_PERMISSIONS);
+const WITNESS = "Witness(address to,uint256 validAfter)";
 const WITNESS_TYPEHASH = typeHash(WITNESS);
 const domainSeparators = new Map<number, Hex>();
+const primaryTypeHashes = new Map<string, Hex>();
 
-/**
- * The EIP-712 digest of a Permit2 authorization: what `hashTypedData` computes over
- * permit2TypedData, with Permit2's domain separator computed once per chain (this runs on every
- * verify).
- */
-export function permit2Digest(chainId: number, authorization: Permit2Authorization): Hex {
+/** Permit2's EIP-712 domain separator on `chainId`, computed once per chain. */
+function permit2DomainSeparator(chainId: number): Hex {
   let separator = domainSeparators.get(chainId);
   if (!separator) {
     separator = keccak256(
@@ -131,13 +125,35 @@ export function permit2Digest(chainId: number, authorization: Permit2Authorizati
     if (domainSeparators.size > 1024) domainSeparators.clear();
     domainSeparators.set(chainId, separator);
   }
-  const { permitted, spender, nonce, deadline, witness } = authorization;
+  return separator;
+}
+
+/**
+ * The EIP-712 digest of a PermitWitnessTransferFrom whose witness has type `witnessType`
+ * ("Witness(...)") and struct hash `witnessHash`: what `hashTypedData` computes, with Permit2's
+ * domain separator computed once per chain (this runs on every verify). Each x402 proxy signs its
+ * own witness; the rest is Permit2's.
+ */
+export function permitWitnessDigest(
+  chainId: number,
+  authorization: Omit<Permit2Authorization, "from" | "witness">,
+  witnessType: string,
+  witnessHash: Hex,
+): Hex {
+  let primary = primaryTypeHashes.get(witnessType);
+  if (!primary) {
+    primary = typeHash(
+      `PermitWitnessTransferFrom(TokenPermissions permitted,address spender,uint256 nonce,uint256 deadline,Witness witness)${TOKEN_PERMISSIONS}${witnessType}`,
+    );
+    primaryTypeHashes.set(witnessType, primary);
+  }
+  const { permitted, spender, nonce, deadline } = authorization;
   const word = [{ type: "bytes32" }] as const;
   const structHash = keccak256(
     encodeAbiParameters(
       [...word, ...word, { type: "address" }, { type: "uint256" }, { type: "uint256" }, ...word],
       [
-        PERMIT_WITNESS_TRANSFER_FROM_TYPEHASH,
+        primary,
         keccak256(
           encodeAbiParameters(
             [...word, { type: "address" }, { type: "uint256" }],
@@ -147,16 +163,28 @@ export function permit2Digest(chainId: number, authorization: Permit2Authorizati
         spender,
         nonce,
         deadline,
-        keccak256(
-          encodeAbiParameters(
-            [...word, { type: "address" }, { type: "uint256" }],
-            [WITNESS_TYPEHASH, witness.to, witness.validAfter],
-          ),
-        ),
+        witnessHash,
       ],
     ),
   );
-  return keccak256(concatHex(["0x1901", separator, structHash]));
+  return keccak256(concatHex(["0x1901", permit2DomainSeparator(chainId), structHash]));
+}
+
+/** The digest of an exact-scheme Permit2 authorization (witness {to, validAfter}). */
+export function permit2Digest(chainId: number, authorization: Permit2Authorization): Hex {
+  const { witness } = authorization;
+  const witnessHash = keccak256(
+    encodeAbiParameters(
+      [{ type: "bytes32" }, { type: "address" }, { type: "uint256" }],
+      [WITNESS_TYPEHASH, witness.to, witness.validAfter],
+    ),
+  );
+  return permitWitnessDigest(chainId, authorization, WITNESS, witnessHash);
+}
+
+/** Permit2 spends each (owner, nonce) once, whatever the token or proxy: the settlement's name. */
+export function permit2SettlementKey(chainId: number, owner: Address, nonce: bigint): string {
+  return `permit2:${chainId}:${owner}:${nonce}`.toLowerCase();
 }
 
 /** The EIP-2612 permit for Permit2 that the `eip2612GasSponsoring` extension carries. */

@@ -5,7 +5,7 @@
  * have approved on the token, unless the payment carries an `eip2612GasSponsoring` permit that
  * the proxy applies in the same transaction. Checks run in the reference SDK's order.
  */
-import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
+import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
 import { z } from "zod";
 import type { ExpectedTransfer } from "../../chain/journal.js";
 import { revertData, revertReason } from "../../chain/revert.js";
@@ -33,16 +33,18 @@ import {
   diagnose,
   type Permit2Payment,
   prerequisiteFailure,
+  sameAsJournaled,
 } from "./permit2-checks.js";
 import {
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
   permit2Digest,
+  permit2SettlementKey,
   proxyErrorName,
   settleCalldata,
 } from "./permit2-encoding.js";
 import { eip2612Sponsoring } from "./permit2-extensions.js";
-import { checkSignature, innerSignature, recoversTo, withDeployment } from "./signature.js";
+import { checkSignature, innerSignature, withDeployment } from "./signature.js";
 
 const payloadSchema = z.object({
   signature: hexBytes,
@@ -215,7 +217,7 @@ export const permit2Method: ExactMethod<Permit2Payment> = {
   identify(ctx, payment) {
     const { authorization: auth } = payment;
     return {
-      key: `permit2:${ctx.chainId}:${auth.from}:${auth.nonce}`.toLowerCase(),
+      key: permit2SettlementKey(ctx.chainId, auth.from, auth.nonce),
       payer: auth.from,
       gasKey: gasKeyOf(ctx, payment),
     };
@@ -223,27 +225,17 @@ export const permit2Method: ExactMethod<Permit2Payment> = {
 
   verify,
 
-  async sameAsJournal(ctx, payment, entry) {
+  sameAsJournal(ctx, payment, entry) {
     const { requirements, authorization: auth, signature } = payment;
-    const expect = expectedTransfer(payment);
-    const journaled = entry.expect;
-    const same =
-      journaled !== undefined &&
-      isAddressEqual(expect.to, journaled.to) &&
-      expect.value === journaled.value &&
-      isAddressEqual(expect.token, journaled.token) &&
+    const asked =
       isAddressEqual(requirements.payTo, auth.witness.to) &&
       requirements.amount === auth.permitted.amount;
-    if (!same) {
-      return failure(
-        "nonce_already_used",
-        `this Permit2 nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
-        { x402Reason: "permit2_invalid_nonce" },
-      );
-    }
-    if (size(signature) !== 65) return null;
-    const signed = await recoversTo(ctx, auth.from, permit2Digest(ctx.chainId, auth), signature);
-    return signed.ok ? null : signed.failure;
+    const digest = permit2Digest(ctx.chainId, auth);
+    return sameAsJournaled(ctx, entry, expectedTransfer(payment), asked, {
+      owner: auth.from,
+      digest,
+      signature,
+    });
   },
 
   diagnose,

@@ -5,20 +5,19 @@
  */
 import {
   type Address,
-  concatHex,
   decodeErrorResult,
   encodeAbiParameters,
   encodeFunctionData,
   type Hex,
   keccak256,
   parseAbi,
-  toHex,
 } from "viem";
 import {
   type Eip2612Permit,
-  PERMIT2_ADDRESS,
   permit2WitnessTypes,
+  permitWitnessDigest,
   splitSignature,
+  typeHash,
 } from "../exact-evm/permit2-encoding.js";
 
 export const UPTO_PERMIT2_PROXY_ADDRESS: Address = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
@@ -69,52 +68,19 @@ export interface UptoAuthorization {
   };
 }
 
-const typeHash = (type: string) => keccak256(toHex(type));
-const TOKEN_PERMISSIONS = "TokenPermissions(address token,uint256 amount)";
 const WITNESS = "Witness(address to,address facilitator,uint256 validAfter)";
-const PERMIT_TYPEHASH = typeHash(
-  `PermitWitnessTransferFrom(TokenPermissions permitted,address spender,uint256 nonce,uint256 deadline,Witness witness)${TOKEN_PERMISSIONS}${WITNESS}`,
-);
-const TOKEN_PERMISSIONS_TYPEHASH = typeHash(TOKEN_PERMISSIONS);
 const WITNESS_TYPEHASH = typeHash(WITNESS);
-const DOMAIN_TYPEHASH = typeHash(
-  "EIP712Domain(string name,uint256 chainId,address verifyingContract)",
-);
 
 /** The EIP-712 digest the payer signed: what hashTypedData computes over uptoWitnessTypes. */
 export function uptoDigest(chainId: number, authorization: UptoAuthorization): Hex {
-  const word = { type: "bytes32" } as const;
-  const separator = keccak256(
+  const { witness } = authorization;
+  const witnessHash = keccak256(
     encodeAbiParameters(
-      [word, word, { type: "uint256" }, { type: "address" }],
-      [DOMAIN_TYPEHASH, typeHash("Permit2"), BigInt(chainId), PERMIT2_ADDRESS],
+      [{ type: "bytes32" }, { type: "address" }, { type: "address" }, { type: "uint256" }],
+      [WITNESS_TYPEHASH, witness.to, witness.facilitator, witness.validAfter],
     ),
   );
-  const { permitted, spender, nonce, deadline, witness } = authorization;
-  const structHash = keccak256(
-    encodeAbiParameters(
-      [word, word, { type: "address" }, { type: "uint256" }, { type: "uint256" }, word],
-      [
-        PERMIT_TYPEHASH,
-        keccak256(
-          encodeAbiParameters(
-            [word, { type: "address" }, { type: "uint256" }],
-            [TOKEN_PERMISSIONS_TYPEHASH, permitted.token, permitted.amount],
-          ),
-        ),
-        spender,
-        nonce,
-        deadline,
-        keccak256(
-          encodeAbiParameters(
-            [word, { type: "address" }, { type: "address" }, { type: "uint256" }],
-            [WITNESS_TYPEHASH, witness.to, witness.facilitator, witness.validAfter],
-          ),
-        ),
-      ],
-    ),
-  );
-  return keccak256(concatHex(["0x1901", separator, structHash]));
+  return permitWitnessDigest(chainId, authorization, WITNESS, witnessHash);
 }
 
 /** The upto proxy call that settles `amount` of `authorization`. */

@@ -5,7 +5,7 @@
  * zero moves nothing). Checks run in the reference SDK's order with its reason strings; the
  * settlement goes through the same pipeline as every exact method.
  */
-import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
+import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
 import { z } from "zod";
 import type { ExpectedTransfer } from "../../chain/journal.js";
 import { revertData, revertReason } from "../../chain/revert.js";
@@ -23,11 +23,15 @@ import {
 } from "../exact-evm/checks.js";
 import { address, hexBytes, uint256 } from "../exact-evm/fields.js";
 import type { ExactMethod, Verified } from "../exact-evm/method.js";
-import { diagnose } from "../exact-evm/permit2-checks.js";
-import { type Eip2612Permit, PERMIT2_ADDRESS } from "../exact-evm/permit2-encoding.js";
+import { diagnose, sameAsJournaled } from "../exact-evm/permit2-checks.js";
+import {
+  type Eip2612Permit,
+  PERMIT2_ADDRESS,
+  permit2SettlementKey,
+} from "../exact-evm/permit2-encoding.js";
 import { eip2612Sponsoring } from "../exact-evm/permit2-extensions.js";
 import type { EvmRequirements } from "../exact-evm/requirements.js";
-import { checkSignature, innerSignature, recoversTo } from "../exact-evm/signature.js";
+import { checkSignature, innerSignature } from "../exact-evm/signature.js";
 import type { SchemeContext } from "../types.js";
 import {
   UPTO_PERMIT2_PROXY_ADDRESS,
@@ -264,7 +268,7 @@ export const uptoMethod: ExactMethod<UptoPayment> = {
   identify(ctx, payment) {
     const { authorization: auth } = payment;
     return {
-      key: `permit2:${ctx.chainId}:${auth.from}:${auth.nonce}`.toLowerCase(),
+      key: permit2SettlementKey(ctx.chainId, auth.from, auth.nonce),
       payer: auth.from,
       gasKey: gasKeyOf(ctx, payment),
     };
@@ -272,25 +276,14 @@ export const uptoMethod: ExactMethod<UptoPayment> = {
 
   verify,
 
-  async sameAsJournal(ctx, payment, entry) {
+  sameAsJournal(ctx, payment, entry) {
     const { authorization: auth, signature } = payment;
-    const expect = expectedTransfer(payment);
-    const journaled = entry.expect;
-    const same =
-      journaled !== undefined &&
-      isAddressEqual(expect.to, journaled.to) &&
-      expect.value === journaled.value &&
-      isAddressEqual(expect.token, journaled.token);
-    if (!same) {
-      return failure(
-        "nonce_already_used",
-        `this Permit2 nonce is already being settled for another amount or payee (${entry.hashes.at(-1)})`,
-        { x402Reason: "permit2_invalid_nonce" },
-      );
-    }
-    if (size(signature) !== 65) return null;
-    const signed = await recoversTo(ctx, auth.from, uptoDigest(ctx.chainId, auth), signature);
-    return signed.ok ? null : signed.failure;
+    const digest = uptoDigest(ctx.chainId, auth);
+    return sameAsJournaled(ctx, entry, expectedTransfer(payment), true, {
+      owner: auth.from,
+      digest,
+      signature,
+    });
   },
 
   diagnose: (ctx, payment, revert) => diagnose(ctx, payment, revert, UPTO_PERMIT2_PROXY_ADDRESS),
