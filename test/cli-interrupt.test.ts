@@ -85,7 +85,9 @@ describe("settle and Ctrl-C", () => {
     // script(1) gives the CLI a pseudo-terminal: the spinner runs, and ^C is the terminal's.
     const inner = `stty cols 80 rows 24; "${process.execPath}" "${BIN}" settle "${request}" --rpc-url ${silentUrl} > "${out}"; echo "EXIT=$?"; stty -a`;
     const child = spawn("script", ["-qec", inner, "/dev/null"], {
-      env: env({ FACILITATOR_JOURNAL: path.join(dir, "hang-journal.jsonl") }),
+      // script(1) runs the line in $SHELL. dash (Debian's sh, CI has no SHELL) dies of the ^C
+      // itself before echoing; bash waits for a child that handled it, as an interactive shell does.
+      env: env({ FACILITATOR_JOURNAL: path.join(dir, "hang-journal.jsonl"), SHELL: "/bin/bash" }),
       stdio: ["pipe", "pipe", "pipe"],
     });
     let text = "";
