@@ -5,7 +5,8 @@
  */
 import type { Address, LocalAccount } from "viem";
 import { InFlight } from "./chain/inflight.js";
-import { Journal } from "./chain/journal.js";
+import { Journal } from "./store/journal.js";
+import type { SettlementStore } from "./store/port.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "./chain/networks.js";
 import { isUnreachable, type RpcOptions, RpcRegistry, unreachableReason } from "./chain/rpc.js";
 import { SignerPool } from "./chain/signers.js";
@@ -27,8 +28,11 @@ export interface FacilitatorOptions extends RpcOptions {
   readonly signer?: LocalAccount | undefined;
   /** Several settlement accounts, used in turn (each with its own nonce lane). */
   readonly signers?: readonly LocalAccount[] | undefined;
-  /** The settlement journal (default: in memory only; the CLI and serve keep it in a file). */
-  readonly journal?: Journal | undefined;
+  /**
+   * Where settlements are written down before they are broadcast (default: in memory only; the
+   * CLI and serve keep a file, or PostgreSQL for several replicas).
+   */
+  readonly journal?: SettlementStore | undefined;
   /** Most a settlement may cost, in wei of the chain's native token, for every chain... */
   readonly maxFeeWei?: bigint | undefined;
   /** ...or per chain id, which wins. */
@@ -79,7 +83,7 @@ type Routed =
 export class Facilitator {
   readonly rpc: RpcRegistry;
   readonly signers: SignerPool;
-  readonly journal: Journal;
+  readonly journal: SettlementStore;
   /** What payers have in flight with us, across chains. */
   readonly inflight = new InFlight();
   readonly #throttle: PayerThrottle;

@@ -16,7 +16,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Journal } from "../src/chain/journal.js";
+import { Journal } from "../src/store/journal.js";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
 import type { Facilitator } from "../src/facilitator.js";

@@ -275,7 +275,7 @@ export class InFlight {
       ),
       Promise.all(
         [...others].map(async (key) => {
-          const block = await minedIn(ctx, ctx.journal.get(key)?.hashes ?? []);
+          const block = await minedIn(ctx, (await ctx.journal.get(key))?.hashes ?? []);
           return { key, block: block !== undefined && block <= blockNumber ? block : undefined };
         }),
       ),

@@ -16,7 +16,7 @@ import {
 import { failure } from "../errors.js";
 import type { SchemeContext } from "../schemes/types.js";
 import { isKnown, refusal } from "./broadcast.js";
-import type { JournalEntry } from "./journal.js";
+import type { JournalEntry } from "../store/port.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
 import { reconcile } from "./reconcile.js";
 import { isUnreachable } from "./rpc.js";
@@ -70,7 +70,7 @@ async function landPrelude(
   prelude: Prelude,
   signer: Address | undefined,
 ): Promise<CallOutcome | undefined> {
-  const entry = ctx.journal.get(key);
+  const entry = await ctx.journal.get(key);
   if (entry?.state === "answered") return undefined;
   if (entry?.state === "broadcast") {
     const picked = "raw" in prelude.tx ? await followRaw(ctx, entry) : await reconcile(ctx, entry);

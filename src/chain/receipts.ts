@@ -1,6 +1,6 @@
 /** Reading what a mined settlement did. */
 import { type Hex, isAddressEqual, padHex, type TransactionReceipt } from "viem";
-import type { ExpectedTransfer } from "./journal.js";
+import type { ExpectedTransfer } from "../store/port.js";
 
 const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 const topicOf = (address: string) => padHex(address.toLowerCase() as Hex, { size: 32 });

@@ -14,7 +14,7 @@ import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
-import type { ExpectedTransfer } from "./journal.js";
+import type { ExpectedTransfer } from "../store/port.js";
 import {
   type CallOutcome,
   type ContractCall,

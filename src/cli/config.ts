@@ -4,7 +4,7 @@
  * never echoed, not even in an error message.
  */
 import { type Address, getAddress, type Hex, isAddress, parseEther } from "viem";
-import { defaultJournalPath } from "../chain/journal.js";
+import { defaultJournalPath } from "../store/journal.js";
 import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
 import { readSmallFile } from "./bounded-read.js";
 import { filePath, readConfigFile } from "./config-file.js";

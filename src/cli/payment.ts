@@ -100,7 +100,7 @@ function interruptedFailure(op: Operation, facilitator: Facilitator): [Failure, 
     return [
       failure(
         "settlement_pending",
-        `interrupted after the transaction was broadcast: it may still land; settle the same request again to follow it (it is in the journal ${journal.path ?? ""}; it is never paid twice)`,
+        `interrupted after the transaction was broadcast: it may still land; settle the same request again to follow it (it is in the journal ${journal.where}; it is never paid twice)`,
         { status: 500 },
       ),
       hash,

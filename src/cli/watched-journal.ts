@@ -3,7 +3,8 @@
  * in it, so an interrupted settle can say whether anything may have been broadcast, and its hash.
  */
 import type { Hex } from "viem";
-import { Journal, type JournalEntry } from "../chain/journal.js";
+import { Journal } from "../store/journal.js";
+import type { NewEntry } from "../store/port.js";
 
 export class WatchedJournal extends Journal {
   #key: string | undefined;
@@ -21,11 +22,7 @@ export class WatchedJournal extends Journal {
     return claimed;
   }
 
-  override recordSend(
-    entry: Omit<JournalEntry, "hashes" | "raws" | "state">,
-    hash: Hex,
-    raw: Hex,
-  ): Promise<void> {
+  override recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
     const durable = super.recordSend(entry, hash, raw);
     // Attached before the settle awaits it, so this runs before the broadcast can start.
     durable.then(

@@ -4,7 +4,7 @@
  */
 import type { Address, Hex, PublicClient } from "viem";
 import type { InFlight } from "../chain/inflight.js";
-import type { Journal } from "../chain/journal.js";
+import type { SettlementStore } from "../store/port.js";
 import type { SignerPool } from "../chain/signers.js";
 import type { PayerThrottle } from "../chain/throttle.js";
 import type { Failure } from "../errors.js";
@@ -17,7 +17,7 @@ export interface SchemeContext {
   /** The settlement accounts, used in turn; empty for verify-only use. */
   readonly signers: SignerPool;
   /** Where every broadcast is written down before it happens. */
-  readonly journal: Journal;
+  readonly journal: SettlementStore;
   /** What payers have in flight with us: a settle their balance cannot cover is not sent. */
   readonly inflight: InFlight;
   /** Payers whose settlements keep reverting on chain wait a while. */

@@ -7,7 +7,7 @@ import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import { type Address, formatEther, getAddress, type PublicClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { Journal } from "../../chain/journal.js";
+import { Journal } from "../../store/journal.js";
 import { caip2, knownNetwork } from "../../chain/networks.js";
 import { type RpcRegistry, redactUrl, unreachableReason } from "../../chain/rpc.js";
 import { isDevnetChain } from "../../devnet/detect.js";

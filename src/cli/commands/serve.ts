@@ -180,7 +180,7 @@ export async function serveHere(
         `${chalk.green("●")} ${chalk.bold("facilitator serve")} listening on ${chalk.bold(server.url)}`,
         `  networks  ${networks.length ? networks.join("\n            ") : chalk.yellow("none: no RPC configured and public RPCs are off")}`,
         `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
-        `  journal   ${facilitator.journal.path ?? "in memory"}`,
+        `  ${facilitator.journal.shared ? "store  " : "journal"}   ${facilitator.journal.where}`,
         `  auth      ${apiKey ? "API key required on /verify and /settle" : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
         `  docs      ${server.url}/llms.txt`,
         "",
@@ -188,7 +188,7 @@ export async function serveHere(
     );
   } else if (!quiet) {
     process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, journal: facilitator.journal.path })}\n`,
+      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, store: facilitator.journal.where })}\n`,
     );
     if (exposed) {
       process.stderr.write(

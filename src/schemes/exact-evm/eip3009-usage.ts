@@ -4,7 +4,7 @@
  * send, and the answer says so (never a success, and never someone else's hash as ours).
  */
 import { type Address, type Hex, isAddressEqual, parseAbiItem } from "viem";
-import type { ExpectedTransfer } from "../../chain/journal.js";
+import type { ExpectedTransfer } from "../../store/port.js";
 import { receiptHasTransfer } from "../../chain/receipts.js";
 import type { SchemeContext } from "../types.js";
 

@@ -5,7 +5,7 @@
  */
 import type { Address } from "viem";
 import type { Spend } from "../../chain/inflight.js";
-import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
+import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import type { ContractCall } from "../../chain/outcome.js";
 import type { Prelude } from "../../chain/prelude.js";
 import type { Failure } from "../../errors.js";

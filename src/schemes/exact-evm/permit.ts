@@ -8,7 +8,7 @@
  */
 import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
 import { z } from "zod";
-import type { ExpectedTransfer } from "../../chain/journal.js";
+import type { ExpectedTransfer } from "../../store/port.js";
 import type { Prelude } from "../../chain/prelude.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";

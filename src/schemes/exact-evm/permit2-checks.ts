@@ -3,7 +3,7 @@
  * requirements, in the reference's order, and why the proxy call would revert (or did).
  */
 import { type Address, type Hex, isAddressEqual, size } from "viem";
-import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
+import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import { tooEarly, tooLate } from "../../words.js";

@@ -7,7 +7,7 @@
  */
 import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
 import { z } from "zod";
-import type { ExpectedTransfer } from "../../chain/journal.js";
+import type { ExpectedTransfer } from "../../store/port.js";
 import { revertData, revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";

@@ -7,7 +7,7 @@
  */
 import { type Hex, isAddressEqual } from "viem";
 import { hasGasEstimate } from "../../chain/gas.js";
-import type { ExpectedTransfer, JournalEntry } from "../../chain/journal.js";
+import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import type { CallOutcome } from "../../chain/outcome.js";
 import { landPreludes } from "../../chain/prelude.js";
 import { receiptHasTransfer } from "../../chain/receipts.js";
@@ -194,7 +194,7 @@ async function settlePayment<P>(
   if (!parsed.ok) return { ok: false, failure: parsed.failure };
   const payment = parsed.value;
   const { key, payer, gasKey } = method.identify(ctx, payment);
-  if (!ctx.journal.claim(key)) {
+  if (!(await ctx.journal.claim(key))) {
     return {
       ok: false,
       failure: failure(
@@ -204,7 +204,7 @@ async function settlePayment<P>(
     };
   }
   try {
-    const entry = ctx.journal.get(key);
+    const entry = await ctx.journal.get(key);
     const picked = entry ? await pickUp(method, ctx, payment, entry, waitUntil) : undefined;
     if (picked) return picked;
 
@@ -231,7 +231,7 @@ async function settlePayment<P>(
     }
     return await settleVerified(method, ctx, checked, key, waitUntil, simulation);
   } finally {
-    ctx.journal.release(key);
+    await ctx.journal.release(key);
   }
 }
 

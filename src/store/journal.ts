@@ -23,44 +23,24 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import type { Address, Hex } from "viem";
-
-/** The Transfer that proves the payment happened. */
-export interface ExpectedTransfer {
-  readonly token: Address;
-  readonly from: Address;
-  readonly to: Address;
-  readonly value: string;
-}
-
-export type EntryState =
-  /** Broadcast (or about to be); no final answer given yet. */
-  | "broadcast"
-  /** Success was answered (confirmed, or submitted): the authorization is spent for us. */
-  | "answered"
-  /** Reverted, or never reached the node: a new attempt may start from scratch. */
-  | "failed"
-  /** The transaction is gone from the node and its nonce was used by another. */
-  | "dropped";
-
-export interface JournalEntry {
-  readonly key: string;
-  readonly chainId: number;
-  readonly signer: Address;
-  readonly txNonce: number;
-  /** The Transfer that proves the payment; none for a transaction that only prepares one. */
-  readonly expect?: ExpectedTransfer | undefined;
-  /** Every hash broadcast for this authorization (a replacement adds one), oldest first. */
-  hashes: Hex[];
-  /** The signed transactions behind `hashes`, to re-broadcast after a crash. */
-  raws: Hex[];
-  state: EntryState;
-}
+import type { Hex } from "viem";
+import type {
+  EntryState,
+  IdempotencyClaim,
+  JournalEntry,
+  NewEntry,
+  SettlementStore,
+} from "./port.js";
 
 type Line =
-  | ({ t: "send"; hash: Hex; raw: Hex } & Omit<JournalEntry, "hashes" | "raws" | "state">)
+  | ({ t: "send"; hash: Hex; raw: Hex } & NewEntry)
   | { t: "replace"; key: string; hash: Hex; raw: Hex }
-  | { t: "state"; key: string; state: EntryState };
+  | { t: "state"; key: string; state: EntryState }
+  /** A payment-identifier bound to a request, and its answer once final. */
+  | { t: "id"; id: string; fingerprint: string; answer?: unknown };
+
+/** Payment identifiers remembered (the newest); older ones are forgotten, as settled entries are. */
+const IDS_KEPT = 20_000;
 
 /** Compact a journal at start-up once it holds this many lines, most of them settled history. */
 const COMPACT_AFTER_LINES = 100_000;
@@ -110,9 +90,13 @@ export function defaultJournalPath(env: NodeJS.ProcessEnv = process.env): string
   return path.join(base, "facilitator", "journal.jsonl");
 }
 
-export class Journal {
+export class Journal implements SettlementStore {
   readonly path: string | undefined;
+  readonly shared = false;
   readonly #entries = new Map<string, JournalEntry>();
+  readonly #ids = new Map<string, { fingerprint: string; answer?: unknown }>();
+  /** Identifiers whose settle runs in this process now. */
+  readonly #idsRunning = new Set<string>();
   readonly #inFlight = new Set<string>();
   #fd: number | undefined;
 
@@ -137,7 +121,7 @@ export class Journal {
     // Mostly settled history: rewrite the file with what is still in memory, so neither the file
     // nor the next start-up keeps growing.
     const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
-    if (lines > threshold && lines > 4 * this.#entries.size) this.#compact(file);
+    if (lines > threshold && lines > 4 * (this.#entries.size + this.#ids.size)) this.#compact(file);
     this.#fd = openSync(file, "a", 0o600);
     // A line cut short by a crash would swallow the next record appended to it: end it first.
     if (endsMidLine(file)) writeSync(this.#fd, "\n");
@@ -158,6 +142,9 @@ export class Journal {
         if (state !== "broadcast") records.push({ t: "state", key: entry.key, state });
         writeSync(fd, records.map((record) => `${JSON.stringify(record)}\n`).join(""));
       }
+      for (const [id, bound] of this.#ids) {
+        writeSync(fd, `${JSON.stringify({ t: "id", id, ...bound } satisfies Line)}\n`);
+      }
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -169,6 +156,10 @@ export class Journal {
     } finally {
       closeSync(dir);
     }
+  }
+
+  get where(): string {
+    return this.path ?? "in memory";
   }
 
   get(key: string): JournalEntry | undefined {
@@ -192,11 +183,7 @@ export class Journal {
   }
 
   /** Resolves once the record is on disk: await it before broadcasting the first transaction. */
-  recordSend(
-    entry: Omit<JournalEntry, "hashes" | "raws" | "state">,
-    hash: Hex,
-    raw: Hex,
-  ): Promise<void> {
+  recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
     return this.#write({ t: "send", ...entry, hash, raw });
   }
 
@@ -209,6 +196,24 @@ export class Journal {
   recordState(key: string, state: EntryState): Promise<void> {
     if (this.#entries.get(key)?.state === state) return Promise.resolve();
     return this.#write({ t: "state", key, state });
+  }
+
+  claimIdempotency(id: string, fingerprint: string): IdempotencyClaim {
+    const known = this.#ids.get(id);
+    if (known && known.fingerprint !== fingerprint) return { kind: "conflict" };
+    if (known?.answer !== undefined) return { kind: "answered", answer: known.answer };
+    if (this.#idsRunning.has(id)) return { kind: "running" };
+    this.#idsRunning.add(id);
+    // The binding itself is written down once; a lost write only loses the conflict check.
+    if (!known) void this.#write({ t: "id", id, fingerprint }).catch(() => undefined);
+    return { kind: "run" };
+  }
+
+  async finishIdempotency(id: string, answer: unknown): Promise<void> {
+    this.#idsRunning.delete(id);
+    const known = this.#ids.get(id);
+    if (!known || answer === undefined) return;
+    await this.#write({ t: "id", id, fingerprint: known.fingerprint, answer });
   }
 
   close(): void {
@@ -293,6 +298,15 @@ export class Journal {
   }
 
   #apply(line: Line): void {
+    if (line.t === "id") {
+      this.#ids.delete(line.id);
+      this.#ids.set(line.id, { fingerprint: line.fingerprint, answer: line.answer });
+      for (const id of this.#ids.keys()) {
+        if (this.#ids.size <= IDS_KEPT) break;
+        this.#ids.delete(id);
+      }
+      return;
+    }
     if (line.t === "send") {
       const { t: _t, hash, raw, ...entry } = line as Extract<Line, { t: "send" }> & { at?: string };
       delete (entry as { at?: string }).at;

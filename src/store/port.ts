@@ -1,0 +1,81 @@
+/**
+ * The settlement store port: what the chain and scheme code needs kept durably, whoever keeps it.
+ * The file journal (store/journal.ts) is the embedded default for one process; the PostgreSQL
+ * store (store/postgres.ts) lets several replicas share one truth. Only the CLI's configuration
+ * picks one.
+ */
+import type { Address, Hex } from "viem";
+
+/** The Transfer that proves the payment happened. */
+export interface ExpectedTransfer {
+  readonly token: Address;
+  readonly from: Address;
+  readonly to: Address;
+  readonly value: string;
+}
+
+export type EntryState =
+  /** Broadcast (or about to be); no final answer given yet. */
+  | "broadcast"
+  /** Success was answered (confirmed, or submitted): the authorization is spent for us. */
+  | "answered"
+  /** Reverted, or never reached the node: a new attempt may start from scratch. */
+  | "failed"
+  /** The transaction is gone from the node and its nonce was used by another. */
+  | "dropped";
+
+export interface JournalEntry {
+  readonly key: string;
+  readonly chainId: number;
+  readonly signer: Address;
+  readonly txNonce: number;
+  /** The Transfer that proves the payment; none for a transaction that only prepares one. */
+  readonly expect?: ExpectedTransfer | undefined;
+  /** Every hash broadcast for this authorization (a replacement adds one), oldest first. */
+  hashes: Hex[];
+  /** The signed transactions behind `hashes`, to re-broadcast after a crash. */
+  raws: Hex[];
+  state: EntryState;
+}
+
+export type NewEntry = Omit<JournalEntry, "hashes" | "raws" | "state">;
+
+/** What a `payment-identifier` was first used for, and the answer given to it, once there is one. */
+export type IdempotencyClaim =
+  /** The id is new (or its last run died unanswered): this caller runs the settle. */
+  | { readonly kind: "run" }
+  /** Settled before with the same request: answer this again. */
+  | { readonly kind: "answered"; readonly answer: unknown }
+  /** The same request is being settled right now by another caller. */
+  | { readonly kind: "running" }
+  /** The id was used for a different request. */
+  | { readonly kind: "conflict" };
+
+type MaybePromise<T> = T | Promise<T>;
+
+export interface SettlementStore {
+  /** Where it keeps things, for banners and logs (a file path, or a database without password). */
+  readonly where: string;
+  /** Whether several replicas may share it. */
+  readonly shared: boolean;
+
+  get(key: string): MaybePromise<JournalEntry | undefined>;
+  /** Marks a settlement of `key` as running here; false if one already is (here or elsewhere). */
+  claim(key: string): MaybePromise<boolean>;
+  release(key: string): MaybePromise<void>;
+  /** Resolves once durable: await it before broadcasting the first transaction. */
+  recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void>;
+  /** Resolves once durable: await it before broadcasting a replacement (same nonce, higher fee). */
+  recordReplace(key: string, hash: Hex, raw: Hex): Promise<void>;
+  /** Resolves once durable; `answered` must be, before success is answered. */
+  recordState(key: string, state: EntryState): Promise<void>;
+  /** Entries broadcast with no final answer yet, as of when the store was opened. */
+  unsettled(): Iterable<JournalEntry>;
+
+  /** Binds `id` to the request `fingerprint`, or says what it is already bound to. */
+  claimIdempotency(id: string, fingerprint: string): MaybePromise<IdempotencyClaim>;
+  /** The final answer for `id` (kept), or undefined to let a later retry run again. */
+  finishIdempotency(id: string, answer: unknown): MaybePromise<void>;
+
+  close(): MaybePromise<void>;
+}
