@@ -165,6 +165,11 @@ export const ERRORS = {
     x402: "settlement_in_progress",
     summary: "This authorization is being settled right now",
   },
+  idempotency_conflict: {
+    status: 409,
+    x402: "idempotency_conflict",
+    summary: "This payment-identifier was already used for a different payment request",
+  },
   payer_throttled: {
     status: 429,
     x402: "payer_throttled",
@@ -179,6 +184,11 @@ export const ERRORS = {
     status: 503,
     x402: "unexpected_error",
     summary: "The RPC for this network cannot be reached",
+  },
+  store_unavailable: {
+    status: 503,
+    x402: "unexpected_error",
+    summary: "The settlement store cannot be reached; nothing was sent",
   },
   internal_error: {
     status: 500,

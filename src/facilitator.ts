@@ -3,10 +3,8 @@
  * network, payload shape) and owns what every method shares: the RPC, the signers, the journal,
  * the clock, and turning anything thrown into a Failure.
  */
-import type { Address, LocalAccount } from "viem";
+import type { Address, Hex, LocalAccount } from "viem";
 import { InFlight } from "./chain/inflight.js";
-import { Journal } from "./store/journal.js";
-import type { SettlementStore } from "./store/port.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "./chain/networks.js";
 import { isUnreachable, type RpcOptions, RpcRegistry, unreachableReason } from "./chain/rpc.js";
 import { SignerPool } from "./chain/signers.js";
@@ -22,6 +20,9 @@ import {
 } from "./schemes/exact-evm/index.js";
 import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
 import { UPTO, uptoEvmMethod } from "./schemes/upto-evm/index.js";
+import { settleOnce } from "./store/idempotency.js";
+import { Journal } from "./store/journal.js";
+import type { SettlementStore } from "./store/port.js";
 
 export interface FacilitatorOptions extends RpcOptions {
   /** The settlement account. Without any, verify works and settle answers settlement_failed. */
@@ -146,13 +147,33 @@ export class Facilitator {
   }
 
   async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
-    const result = await this.#settle(request, waitUntil);
+    let result: SettleResult;
+    try {
+      result = await settleOnce(
+        this.journal,
+        request,
+        () => this.#settle(request, waitUntil),
+        (hash) => this.#stillOnChain(request, hash),
+      );
+    } catch (error) {
+      result = { ok: false, failure: asFailure(error, "settle") };
+    }
     if (!result.ok && result.failure.code === "chain_unavailable") {
       this.#chainTrouble(request);
       // An unreachable chain during settle is a 500: the settlement, not the request, failed.
       return { ...result, failure: { ...result.failure, status: 500 } };
     }
     return result;
+  }
+
+  /** Mined successfully, or still waiting in the node's pool. */
+  async #stillOnChain(request: PaymentRequest, hash: Hex): Promise<boolean> {
+    const chainId = chainIdOf(request.requirements.network, request.x402Version);
+    if (typeof chainId !== "number") return false;
+    const client = await this.rpc.client(chainId, request.requirements.network);
+    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (receipt) return receipt.status === "success";
+    return (await client.getTransaction({ hash }).catch(() => undefined)) !== undefined;
   }
 
   async #settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {

@@ -9,11 +9,11 @@ import path from "node:path";
 import { createTestClient, type Hex, http, keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Journal } from "../src/store/journal.js";
 import { devAccounts } from "../src/devnet/accounts.js";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
 import { handleSettle } from "../src/protocol/respond.js";
+import { Journal } from "../src/store/journal.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 

@@ -16,12 +16,12 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Journal } from "../src/store/journal.js";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
 import type { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
+import { Journal } from "../src/store/journal.js";
 import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { signCancelAuthorization } from "./helpers/sign.js";

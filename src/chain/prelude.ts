@@ -15,8 +15,8 @@ import {
 } from "viem";
 import { failure } from "../errors.js";
 import type { SchemeContext } from "../schemes/types.js";
-import { isKnown, refusal } from "./broadcast.js";
 import type { JournalEntry } from "../store/port.js";
+import { isKnown, refusal } from "./broadcast.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
 import { reconcile } from "./reconcile.js";
 import { isUnreachable } from "./rpc.js";

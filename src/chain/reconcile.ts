@@ -11,10 +11,10 @@ import {
 } from "viem";
 import { type Failure, failure } from "../errors.js";
 import type { SchemeContext } from "../schemes/types.js";
+import type { JournalEntry } from "../store/port.js";
 import { isKnown, refusal } from "./broadcast.js";
 import { feesOf } from "./fees.js";
 import { follow, mined } from "./follow.js";
-import type { JournalEntry } from "../store/port.js";
 import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
 import { isUnreachable } from "./rpc.js";
 import { type SignerLane, stillSucceeds } from "./signers.js";

@@ -10,11 +10,11 @@ import { type Address, type Hex, keccak256, type TransactionSerializable } from 
 import { failure } from "../errors.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { SchemeContext } from "../schemes/types.js";
+import type { ExpectedTransfer } from "../store/port.js";
 import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
-import type { ExpectedTransfer } from "../store/port.js";
 import {
   type CallOutcome,
   type ContractCall,

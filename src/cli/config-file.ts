@@ -13,6 +13,8 @@ export interface ConfigFile {
   privateKeyFile?: unknown;
   confirmTimeoutSeconds?: unknown;
   journal?: unknown;
+  store?: unknown;
+  storeLeaseSeconds?: unknown;
   maxFee?: unknown;
   replaceAfterSeconds?: unknown;
   confirmations?: unknown;
@@ -28,6 +30,8 @@ const CONFIG_KEYS = [
   "privateKeyFile",
   "confirmTimeoutSeconds",
   "journal",
+  "store",
+  "storeLeaseSeconds",
   "maxFee",
   "replaceAfterSeconds",
   "confirmations",

@@ -4,8 +4,8 @@
  * never echoed, not even in an error message.
  */
 import { type Address, getAddress, type Hex, isAddress, parseEther } from "viem";
-import { defaultJournalPath } from "../store/journal.js";
 import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
+import { defaultJournalPath } from "../store/journal.js";
 import { readSmallFile } from "./bounded-read.js";
 import { filePath, readConfigFile } from "./config-file.js";
 import { UsageError } from "./errors.js";
@@ -18,6 +18,7 @@ export interface ConfigFlags {
   readonly config?: string | undefined;
   readonly confirmTimeout?: string | undefined;
   readonly journal?: string | undefined;
+  readonly store?: string | undefined;
   readonly maxFee?: string | undefined;
   readonly confirmations?: string | undefined;
   readonly replaceAfter?: string | undefined;
@@ -38,6 +39,10 @@ export interface CliConfig {
   readonly loadPrivateKeys: () => Hex[];
   readonly confirmTimeoutMs: number;
   readonly journalPath: string;
+  /** A PostgreSQL URL: settlements live there, shared by replicas, instead of the journal file. */
+  readonly storeUrl?: string | undefined;
+  /** How long a replica's claims and signer leases outlive it in the store. */
+  readonly storeLeaseMs?: number | undefined;
   /** Fee cap in wei for every chain, and per chain id. */
   readonly maxFeeWei?: bigint | undefined;
   readonly maxFeeWeiByChain: Record<number, bigint>;
@@ -47,6 +52,17 @@ export interface CliConfig {
   /** Reverts charged to one payer within the window before its settles wait. */
   readonly payerRevertLimit?: number | undefined;
   readonly payerRevertWindowMs?: number | undefined;
+}
+
+/** A PostgreSQL connection URL, or undefined for the journal file. */
+function storeUrlOf(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (typeof value !== "string" || !/^postgres(ql)?:\/\//.test(value)) {
+    throw new UsageError(
+      `${name} must be a PostgreSQL URL (postgres://user@host:5432/database); the journal file is the default without it`,
+    );
+  }
+  return value;
 }
 
 function splitUrls(value: string): string[] {
@@ -276,6 +292,20 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     filePath(file.journal, "journal", loaded) ??
     defaultJournalPath(env);
 
+  const storeUrl = storeUrlOf(
+    flags.store ?? env.FACILITATOR_STORE ?? (file.store as string | undefined),
+    flags.store !== undefined
+      ? "--store"
+      : env.FACILITATOR_STORE !== undefined
+        ? "FACILITATOR_STORE"
+        : where("store"),
+  );
+  const storeLeaseMs = env.FACILITATOR_STORE_LEASE_SECONDS
+    ? parseSeconds(env.FACILITATOR_STORE_LEASE_SECONDS, "FACILITATOR_STORE_LEASE_SECONDS")
+    : file.storeLeaseSeconds !== undefined
+      ? parseSeconds(file.storeLeaseSeconds, where("storeLeaseSeconds"))
+      : undefined;
+
   const caps = feeCaps(file.maxFee, where("maxFee"));
   const maxFeeWei =
     flags.maxFee !== undefined
@@ -328,6 +358,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     loadPrivateKeys,
     confirmTimeoutMs,
     journalPath,
+    storeUrl,
+    storeLeaseMs,
     maxFeeWei,
     maxFeeWeiByChain: caps.byChain,
     replaceAfterMs,

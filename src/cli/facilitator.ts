@@ -1,6 +1,9 @@
 /** The Facilitator a command runs on, from its configuration. */
+
+import type { LocalAccount } from "viem";
 import { settlementAccount } from "../chain/secp256k1.js";
 import { Facilitator } from "../facilitator.js";
+import type { SettlementStore } from "../store/port.js";
 import type { CliConfig } from "./config.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
@@ -13,7 +16,11 @@ import { WatchedJournal } from "./watched-journal.js";
 export async function facilitatorFrom(
   config: CliConfig,
   signing: boolean,
-  options: { server?: boolean } = {},
+  options: {
+    server?: boolean;
+    /** Told how long each store query took (serve's metrics). */
+    onStoreQuery?: (op: string, seconds: number) => void;
+  } = {},
 ): Promise<Facilitator> {
   const rpc = {
     rpcUrls: config.rpcUrls,
@@ -22,16 +29,13 @@ export async function facilitatorFrom(
   };
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();
-  let journal: WatchedJournal;
-  try {
-    journal = new WatchedJournal(config.journalPath);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "unusable";
-    throw new UsageError(`cannot open the settlement journal ${config.journalPath} (${code})`);
-  }
+  const signers = keys.map((key) => settlementAccount(key));
+  const journal = config.storeUrl
+    ? await openPostgres(config.storeUrl, signers, config.storeLeaseMs, options.onStoreQuery)
+    : openJournal(config.journalPath);
   const facilitator = new Facilitator({
     ...rpc,
-    signers: keys.map((key) => settlementAccount(key)),
+    signers,
     journal,
     confirmTimeoutMs: config.confirmTimeoutMs,
     confirmations: config.confirmations,
@@ -42,6 +46,34 @@ export async function facilitatorFrom(
     replaceAfterMs: config.replaceAfterMs,
     watchSubmitted: options.server === true,
   });
-  await checkDevnetJournal(config.journalPath, facilitator);
+  if (!config.storeUrl) await checkDevnetJournal(config.journalPath, facilitator);
   return facilitator;
+}
+
+function openJournal(file: string): WatchedJournal {
+  try {
+    return new WatchedJournal(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unusable";
+    throw new UsageError(`cannot open the settlement journal ${file} (${code})`);
+  }
+}
+
+async function openPostgres(
+  url: string,
+  signers: readonly LocalAccount[],
+  leaseMs: number | undefined,
+  onQuery: ((op: string, seconds: number) => void) | undefined,
+): Promise<SettlementStore> {
+  const { PostgresStore, redactStoreUrl } = await import("../store/postgres.js");
+  try {
+    return await PostgresStore.open(url, {
+      signers: signers.map((s) => s.address),
+      leaseMs,
+      onQuery,
+    });
+  } catch (error) {
+    const text = error instanceof Error ? error.message : String(error);
+    throw new UsageError(`cannot use the store ${redactStoreUrl(url)}: ${text}`);
+  }
 }

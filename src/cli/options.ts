@@ -39,6 +39,10 @@ export function withSettlementOptions(command: Command): Command {
       "settlement journal (env FACILITATOR_JOURNAL; default ~/.local/state/facilitator/journal.jsonl)",
     )
     .option(
+      "--store <url>",
+      "keep settlements in PostgreSQL, shared by several serve replicas, instead of the journal (env FACILITATOR_STORE; put the password in PGPASSWORD or the config file)",
+    )
+    .option(
       "--max-fee <amount>",
       "most one settlement may cost in the native token, e.g. 0.002 (env FACILITATOR_MAX_FEE)",
     )

@@ -4,12 +4,12 @@
  */
 import type { Address, Hex, PublicClient } from "viem";
 import type { InFlight } from "../chain/inflight.js";
-import type { SettlementStore } from "../store/port.js";
 import type { SignerPool } from "../chain/signers.js";
 import type { PayerThrottle } from "../chain/throttle.js";
 import type { Failure } from "../errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import type { SettlementStore } from "../store/port.js";
 
 export interface SchemeContext {
   readonly client: PublicClient;

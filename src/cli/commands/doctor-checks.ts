@@ -7,7 +7,6 @@ import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import { type Address, formatEther, getAddress, type PublicClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { Journal } from "../../store/journal.js";
 import { caip2, knownNetwork } from "../../chain/networks.js";
 import { type RpcRegistry, redactUrl, unreachableReason } from "../../chain/rpc.js";
 import { isDevnetChain } from "../../devnet/detect.js";
@@ -16,6 +15,7 @@ import {
   PERMIT2_ADDRESS,
   usdcAddressFor,
 } from "../../devnet/setup.js";
+import { Journal } from "../../store/journal.js";
 import { durationInWords } from "../../words.js";
 import type { CliConfig } from "../config.js";
 import { genesisHash, markerBeside } from "../devnet-marker.js";

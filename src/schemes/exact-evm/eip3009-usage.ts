@@ -4,8 +4,8 @@
  * send, and the answer says so (never a success, and never someone else's hash as ours).
  */
 import { type Address, type Hex, isAddressEqual, parseAbiItem } from "viem";
-import type { ExpectedTransfer } from "../../store/port.js";
 import { receiptHasTransfer } from "../../chain/receipts.js";
+import type { ExpectedTransfer } from "../../store/port.js";
 import type { SchemeContext } from "../types.js";
 
 const used = parseAbiItem(

@@ -4,11 +4,11 @@
  */
 import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
 import { z } from "zod";
-import type { ExpectedTransfer } from "../../store/port.js";
 import { revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { ExpectedTransfer } from "../../store/port.js";
 import type { SchemeContext } from "../types.js";
 import {
   assetFailure,

@@ -5,11 +5,11 @@
  */
 import type { Address } from "viem";
 import type { Spend } from "../../chain/inflight.js";
-import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import type { ContractCall } from "../../chain/outcome.js";
 import type { Prelude } from "../../chain/prelude.js";
 import type { Failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import type { SchemeContext } from "../types.js";
 import type { Step } from "./checks.js";
 

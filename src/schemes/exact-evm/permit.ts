@@ -8,11 +8,11 @@
  */
 import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
 import { z } from "zod";
-import type { ExpectedTransfer } from "../../store/port.js";
 import type { Prelude } from "../../chain/prelude.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { ExpectedTransfer } from "../../store/port.js";
 import type { SchemeContext } from "../types.js";
 import {
   assetFailure,

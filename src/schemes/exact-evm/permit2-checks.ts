@@ -3,9 +3,9 @@
  * requirements, in the reference's order, and why the proxy call would revert (or did).
  */
 import { type Address, type Hex, isAddressEqual, size } from "viem";
-import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
+import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import { tooEarly, tooLate } from "../../words.js";
 import type { SchemeContext } from "../types.js";
 import { chainFailure, outcomeOf } from "./checks.js";

@@ -7,11 +7,11 @@
  */
 import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
 import { z } from "zod";
-import type { ExpectedTransfer } from "../../store/port.js";
 import { revertData, revertReason } from "../../chain/revert.js";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { ExpectedTransfer } from "../../store/port.js";
 import type { SchemeContext } from "../types.js";
 import {
   assetFailure,

@@ -7,7 +7,6 @@
  */
 import { type Hex, isAddressEqual } from "viem";
 import { hasGasEstimate } from "../../chain/gas.js";
-import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import type { CallOutcome } from "../../chain/outcome.js";
 import { landPreludes } from "../../chain/prelude.js";
 import { receiptHasTransfer } from "../../chain/receipts.js";
@@ -16,6 +15,7 @@ import { prepareCall, sendCall, simulateCall } from "../../chain/transactions.js
 import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
+import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import type { PaymentMethod, SchemeContext, SettleResult } from "../types.js";
 import type { ExactMethod, Verified } from "./method.js";
 

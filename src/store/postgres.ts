@@ -1,0 +1,403 @@
+/**
+ * The settlement store in PostgreSQL, shared by several `serve` replicas. What keeps money safe
+ * is the database's, not ours: a primary key on what the chain consumes (the authorization), an
+ * atomic insert-or-take for claims, and leases that end when a replica stops renewing them, so a
+ * surviving replica picks up what a dead one left pending. Each signing key is leased to one
+ * replica (its nonces are handed out in one process), and every journal record of a broadcast is
+ * written only while this replica still holds both the settlement's claim and the signer's lease:
+ * a replica that stalled past its leases cannot broadcast what another has taken over.
+ */
+import os from "node:os";
+import type { Pool, PoolClient } from "pg";
+import type { Address, Hex } from "viem";
+import { FacilitatorError } from "../errors.js";
+import type {
+  EntryState,
+  IdempotencyClaim,
+  JournalEntry,
+  NewEntry,
+  SettlementStore,
+} from "./port.js";
+import { MIGRATIONS } from "./schema.js";
+
+export interface PostgresStoreOptions {
+  /** The signing keys this replica sends from: each is leased to it while it runs. */
+  readonly signers: readonly Address[];
+  /** How long a claim or a signer lease outlives its last renewal (default 15 s). */
+  readonly leaseMs?: number | undefined;
+  /** How long to wait at start-up for another owner's lease on a signer to end (default: one lease). */
+  readonly signerWaitMs?: number | undefined;
+  /** Told how long each query took (metrics). */
+  readonly onQuery?: ((op: string, seconds: number) => void) | undefined;
+  /** This replica's name in the store (default host:pid). */
+  readonly owner?: string | undefined;
+}
+
+/** The database URL without its password, for banners and logs. */
+export function redactStoreUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "postgres://(unparsable URL)";
+  }
+}
+
+const MIGRATION_LOCK = 0x7a1c_402;
+
+interface Row {
+  key: string;
+  chain_id: string;
+  signer: string;
+  tx_nonce: string;
+  expect: JournalEntry["expect"] | null;
+  hashes: Hex[];
+  raws: Hex[];
+  state: EntryState;
+}
+
+function entryOf(row: Row): JournalEntry {
+  return {
+    key: row.key,
+    chainId: Number(row.chain_id),
+    signer: row.signer as Address,
+    txNonce: Number(row.tx_nonce),
+    expect: row.expect ?? undefined,
+    hashes: row.hashes,
+    raws: row.raws,
+    state: row.state,
+  };
+}
+
+function unavailable(error: unknown): FacilitatorError {
+  const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  return FacilitatorError.of(
+    "store_unavailable",
+    `the settlement store cannot be reached (${text}); nothing was sent`,
+  );
+}
+
+export class PostgresStore implements SettlementStore {
+  readonly shared = true;
+  readonly where: string;
+  readonly owner: string;
+  readonly signers: readonly Address[];
+  readonly #pool: Pool;
+  readonly #leaseMs: number;
+  readonly #onQuery: PostgresStoreOptions["onQuery"];
+  /** Claims this process holds (the database alone cannot tell two settles of one process apart). */
+  readonly #claimed = new Set<string>();
+  #unsettled: JournalEntry[] = [];
+  #renewal: NodeJS.Timeout | undefined;
+  /** Signers whose lease this replica lost (it stalled, or the store was away too long). */
+  readonly #lost = new Set<string>();
+
+  private constructor(pool: Pool, url: string, options: PostgresStoreOptions) {
+    this.#pool = pool;
+    this.where = redactStoreUrl(url);
+    this.owner = options.owner ?? `${os.hostname()}:${process.pid}`;
+    this.signers = options.signers.map((a) => a.toLowerCase() as Address);
+    this.#leaseMs = options.leaseMs ?? 15_000;
+    this.#onQuery = options.onQuery;
+  }
+
+  /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
+  static async open(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
+    const { default: pg } = await import("pg");
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 16,
+      connectionTimeoutMillis: 3_000,
+      idleTimeoutMillis: 30_000,
+      // A query the server never answers must not hold a settle forever.
+      query_timeout: 10_000,
+    });
+    // An idle connection the server dropped (a restart) must not take the process down.
+    pool.on("error", () => undefined);
+    const store = new PostgresStore(pool, url, options);
+    try {
+      await store.#migrate();
+      await store.#leaseSigners(options.signerWaitMs ?? store.#leaseMs + 1_000);
+      const { rows } = await store.#query<Row>(
+        "load",
+        "SELECT * FROM facilitator_settlements WHERE state = 'broadcast'",
+      );
+      store.#unsettled = rows.map(entryOf);
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+    store.#renewal = setInterval(() => void store.#renew(), store.#leaseMs / 3);
+    store.#renewal.unref();
+    return store;
+  }
+
+  async #query<R extends object = Record<string, unknown>>(
+    op: string,
+    text: string,
+    values: unknown[] = [],
+  ): Promise<{ rows: R[]; rowCount: number }> {
+    const started = performance.now();
+    try {
+      const result = await this.#pool.query(text, values);
+      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+    } catch (error) {
+      throw unavailable(error);
+    } finally {
+      this.#onQuery?.(op, (performance.now() - started) / 1000);
+    }
+  }
+
+  async #migrate(): Promise<void> {
+    let client: PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw unavailable(error);
+    }
+    try {
+      await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+      await client.query(
+        "CREATE TABLE IF NOT EXISTS facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+      );
+      const { rows } = await client.query<{ v: number | null }>(
+        "SELECT max(version) AS v FROM facilitator_migrations",
+      );
+      for (let version = (rows[0]?.v ?? 0) + 1; version <= MIGRATIONS.length; version++) {
+        await client.query("BEGIN");
+        try {
+          await client.query(MIGRATIONS[version - 1] as string);
+          await client.query("INSERT INTO facilitator_migrations (version) VALUES ($1)", [version]);
+          await client.query("COMMIT");
+        } catch (error) {
+          await client.query("ROLLBACK");
+          throw error;
+        }
+      }
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => undefined);
+      client.release();
+    }
+  }
+
+  /** Takes (or renews) the lease on each signer; waits out another owner's for up to `waitMs`. */
+  async #leaseSigners(waitMs: number): Promise<void> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const held = await this.#takeSigners();
+      const missing = this.signers.filter((a) => !held.has(a));
+      if (missing.length === 0) return;
+      if (Date.now() >= deadline) {
+        const { rows } = await this.#query<{ address: string; owner: string }>(
+          "signers",
+          "SELECT address, owner FROM facilitator_signers WHERE address = ANY($1)",
+          [missing],
+        );
+        const who = rows.map((r) => `${r.address} (held by ${r.owner})`).join(", ");
+        throw FacilitatorError.of(
+          "settlement_failed",
+          `signer ${who} is in use by another replica on this store; give each replica its own key`,
+          { status: 500 },
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  async #takeSigners(): Promise<Set<string>> {
+    if (this.signers.length === 0) return new Set();
+    const { rows } = await this.#query<{ address: string }>(
+      "lease",
+      `INSERT INTO facilitator_signers (address, owner, expires_at)
+         SELECT a, $2, now() + $3 * interval '1 millisecond' FROM unnest($1::text[]) AS a
+       ON CONFLICT (address) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+         WHERE facilitator_signers.owner = EXCLUDED.owner OR facilitator_signers.expires_at < now()
+       RETURNING address`,
+      [this.signers, this.owner, this.#leaseMs],
+    );
+    return new Set(rows.map((r) => r.address));
+  }
+
+  /** Renews this replica's leases; a signer lease found taken by another is lost for good. */
+  async #renew(): Promise<void> {
+    try {
+      const lease = [this.owner, this.#leaseMs];
+      await this.#query(
+        "renew",
+        "UPDATE facilitator_claims SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
+        lease,
+      );
+      await this.#query(
+        "renew",
+        "UPDATE facilitator_payment_ids SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
+        lease,
+      );
+      const held = await this.#takeSigners();
+      for (const address of this.signers) if (!held.has(address)) this.#lost.add(address);
+    } catch {
+      // The store is away: leases run down; records of broadcasts are refused until it is back.
+    }
+  }
+
+  /** Signers this replica holds the lease of, and those it lost. */
+  signerLeases(): { held: string[]; lost: string[] } {
+    return {
+      held: this.signers.filter((a) => !this.#lost.has(a)),
+      lost: [...this.#lost],
+    };
+  }
+
+  /** Whether the database answers (readiness). */
+  async ping(): Promise<void> {
+    await this.#query("ping", "SELECT 1");
+  }
+
+  async get(key: string): Promise<JournalEntry | undefined> {
+    const { rows } = await this.#query<Row>(
+      "get",
+      "SELECT * FROM facilitator_settlements WHERE key = $1",
+      [key],
+    );
+    return rows[0] ? entryOf(rows[0]) : undefined;
+  }
+
+  async claim(key: string): Promise<boolean> {
+    if (this.#claimed.has(key)) return false;
+    this.#claimed.add(key);
+    try {
+      // A claim of this owner not held in this process was left by a worker that died: take it.
+      const { rowCount } = await this.#query(
+        "claim",
+        `INSERT INTO facilitator_claims (key, owner, expires_at)
+           VALUES ($1, $2, now() + $3 * interval '1 millisecond')
+         ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+           WHERE facilitator_claims.expires_at < now() OR facilitator_claims.owner = EXCLUDED.owner`,
+        [key, this.owner, this.#leaseMs],
+      );
+      if (rowCount === 1) return true;
+    } catch (error) {
+      this.#claimed.delete(key);
+      throw error;
+    }
+    this.#claimed.delete(key);
+    return false;
+  }
+
+  async release(key: string): Promise<void> {
+    if (!this.#claimed.delete(key)) return;
+    // If this fails, the lease runs out instead.
+    await this.#query("release", "DELETE FROM facilitator_claims WHERE key = $1 AND owner = $2", [
+      key,
+      this.owner,
+    ]).catch(() => undefined);
+  }
+
+  async recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
+    const signer = entry.signer.toLowerCase();
+    if (this.#lost.has(signer)) {
+      throw new Error(`this replica lost its lease on signer ${entry.signer}`);
+    }
+    // A prelude (key#name) is sent under its settlement's claim.
+    const claimKey = entry.key.split("#")[0];
+    const { rowCount } = await this.#query(
+      "send",
+      `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, hashes, raws, state)
+         SELECT $1, $2, $3, $4, $5, ARRAY[$6], ARRAY[$7], 'broadcast'
+         WHERE ($8::text IS NULL OR EXISTS (SELECT 1 FROM facilitator_signers
+                         WHERE address = $8 AND owner = $9 AND expires_at > now()))
+           AND EXISTS (SELECT 1 FROM facilitator_claims
+                         WHERE key = $10 AND owner = $9 AND expires_at > now())
+       ON CONFLICT (key) DO UPDATE SET chain_id = EXCLUDED.chain_id, signer = EXCLUDED.signer,
+         tx_nonce = EXCLUDED.tx_nonce, expect = EXCLUDED.expect, hashes = EXCLUDED.hashes,
+         raws = EXCLUDED.raws, state = 'broadcast', updated_at = now()`,
+      [
+        entry.key,
+        entry.chainId,
+        entry.signer,
+        entry.txNonce,
+        entry.expect ? JSON.stringify(entry.expect) : null,
+        hash,
+        raw,
+        // A payer's own signed transaction (a prelude) is not sent from a key of ours.
+        this.signers.includes(signer as Address) ? signer : null,
+        this.owner,
+        claimKey,
+      ],
+    );
+    if (rowCount !== 1) {
+      throw new Error(
+        "this replica's lease on the settlement or its signer ran out (the store was away or this process stalled); nothing was sent",
+      );
+    }
+  }
+
+  async recordReplace(key: string, hash: Hex, raw: Hex): Promise<void> {
+    await this.#query(
+      "replace",
+      `UPDATE facilitator_settlements SET hashes = hashes || $2::text, raws = raws || $3::text,
+         updated_at = now() WHERE key = $1 AND NOT ($2 = ANY (hashes))`,
+      [key, hash, raw],
+    );
+  }
+
+  async recordState(key: string, state: EntryState): Promise<void> {
+    await this.#query(
+      "state",
+      `UPDATE facilitator_settlements SET state = $2, updated_at = now(),
+         raws = CASE WHEN $2 = 'broadcast' THEN raws ELSE '{}' END
+       WHERE key = $1 AND state IS DISTINCT FROM $2`,
+      [key, state],
+    );
+  }
+
+  unsettled(): Iterable<JournalEntry> {
+    return this.#unsettled;
+  }
+
+  async claimIdempotency(id: string, fingerprint: string): Promise<IdempotencyClaim> {
+    const { rowCount } = await this.#query(
+      "payment_id",
+      `INSERT INTO facilitator_payment_ids (id, fingerprint, owner, expires_at)
+         VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
+       ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+         WHERE facilitator_payment_ids.fingerprint = EXCLUDED.fingerprint
+           AND facilitator_payment_ids.answer IS NULL
+           AND (facilitator_payment_ids.owner IS NULL OR facilitator_payment_ids.expires_at < now())`,
+      [id, fingerprint, this.owner, this.#leaseMs],
+    );
+    if (rowCount === 1) return { kind: "run" };
+    const { rows } = await this.#query<{ fingerprint: string; answer: unknown }>(
+      "payment_id",
+      "SELECT fingerprint, answer FROM facilitator_payment_ids WHERE id = $1",
+      [id],
+    );
+    const row = rows[0];
+    if (!row) return { kind: "running" };
+    if (row.fingerprint !== fingerprint) return { kind: "conflict" };
+    if (row.answer !== null) return { kind: "answered", answer: row.answer };
+    return { kind: "running" };
+  }
+
+  async finishIdempotency(id: string, answer: unknown): Promise<void> {
+    await this.#query(
+      "payment_id",
+      `UPDATE facilitator_payment_ids SET answer = COALESCE($2::jsonb, answer), owner = NULL,
+         expires_at = NULL WHERE id = $1`,
+      [id, answer === undefined ? null : JSON.stringify(answer)],
+    );
+  }
+
+  /** Gives up this replica's claims and signer leases, so another may take them at once. */
+  async close(): Promise<void> {
+    if (this.#renewal) clearInterval(this.#renewal);
+    this.#renewal = undefined;
+    await this.#query("close", "DELETE FROM facilitator_claims WHERE owner = $1", [
+      this.owner,
+    ]).catch(() => undefined);
+    await this.#query("close", "DELETE FROM facilitator_signers WHERE owner = $1", [
+      this.owner,
+    ]).catch(() => undefined);
+    await this.#pool.end().catch(() => undefined);
+  }
+}
