@@ -1,6 +1,7 @@
 /** GET /health: does each configured RPC answer, and how fast. */
 import { caip2 } from "../chain/networks.js";
 import type { Facilitator } from "../facilitator.js";
+import type { StoreStatus } from "../store/port.js";
 
 export interface NetworkHealth {
   readonly network?: string | undefined;
@@ -15,6 +16,7 @@ export interface Health {
   readonly status: "ok" | "degraded";
   readonly networks: NetworkHealth[];
   readonly signer?: string | undefined;
+  readonly store: StoreStatus;
 }
 
 const PROBE_TIMEOUT_MS = 3_000;
@@ -50,9 +52,12 @@ export async function checkHealth(facilitator: Facilitator): Promise<Health> {
         : probe(facilitator, endpoint.chainId, endpoint.url),
     ),
   );
+  const store = await facilitator.journal.status();
+  const storeOk = store.reachable && (store.signersLost?.length ?? 0) === 0;
   return {
-    status: networks.every((n) => n.ok) ? "ok" : "degraded",
+    status: networks.every((n) => n.ok) && storeOk ? "ok" : "degraded",
     networks,
     signer: facilitator.signerAddress,
+    store,
   };
 }

@@ -30,6 +30,7 @@ import type {
   JournalEntry,
   NewEntry,
   SettlementStore,
+  StoreStatus,
 } from "./port.js";
 
 type Line =
@@ -214,6 +215,10 @@ export class Journal implements SettlementStore {
     const known = this.#ids.get(id);
     if (!known || answer === undefined) return;
     await this.#write({ t: "id", id, fingerprint: known.fingerprint, answer });
+  }
+
+  status(): StoreStatus {
+    return { shared: false, where: this.where, reachable: true };
   }
 
   close(): void {

@@ -51,6 +51,17 @@ export type IdempotencyClaim =
   /** The id was used for a different request. */
   | { readonly kind: "conflict" };
 
+/** What /health and /readyz say about the store. */
+export interface StoreStatus {
+  readonly shared: boolean;
+  readonly where: string;
+  readonly reachable: boolean;
+  readonly error?: string | undefined;
+  /** A shared store: the signing keys this replica holds the lease of, and those it lost. */
+  readonly signersHeld?: readonly string[] | undefined;
+  readonly signersLost?: readonly string[] | undefined;
+}
+
 type MaybePromise<T> = T | Promise<T>;
 
 export interface SettlementStore {
@@ -76,6 +87,8 @@ export interface SettlementStore {
   claimIdempotency(id: string, fingerprint: string): MaybePromise<IdempotencyClaim>;
   /** The final answer for `id` (kept), or undefined to let a later retry run again. */
   finishIdempotency(id: string, answer: unknown): MaybePromise<void>;
+
+  status(): MaybePromise<StoreStatus>;
 
   close(): MaybePromise<void>;
 }

@@ -17,6 +17,7 @@ import type {
   JournalEntry,
   NewEntry,
   SettlementStore,
+  StoreStatus,
 } from "./port.js";
 import { MIGRATIONS } from "./schema.js";
 
@@ -240,17 +241,20 @@ export class PostgresStore implements SettlementStore {
     }
   }
 
-  /** Signers this replica holds the lease of, and those it lost. */
-  signerLeases(): { held: string[]; lost: string[] } {
+  /** Whether the database answers, and which signers this replica holds the lease of. */
+  async status(): Promise<StoreStatus> {
+    const error = await this.#query("ping", "SELECT 1").then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
     return {
-      held: this.signers.filter((a) => !this.#lost.has(a)),
-      lost: [...this.#lost],
+      shared: true,
+      where: this.where,
+      reachable: error === undefined,
+      ...(error ? { error } : {}),
+      signersHeld: this.signers.filter((a) => !this.#lost.has(a)),
+      signersLost: [...this.#lost],
     };
-  }
-
-  /** Whether the database answers (readiness). */
-  async ping(): Promise<void> {
-    await this.#query("ping", "SELECT 1");
   }
 
   async get(key: string): Promise<JournalEntry | undefined> {

@@ -1,0 +1,85 @@
+/** Several `facilitator serve` replicas on one PostgreSQL store and one devnet, each with its own key. */
+import type { Hex } from "viem";
+import { devAccounts } from "../../src/devnet/accounts.js";
+import type { DevAccount, Devnet } from "../../src/devnet/index.js";
+import { chainOf } from "./chain.js";
+import { type Serving, startServe } from "./serve.js";
+
+export interface Replica extends Serving {
+  readonly signer: DevAccount;
+}
+
+/** Dev accounts 0 (the devnet's facilitator), 6 and 7 hold ether and sign nothing else there. */
+export const replicaSigners: readonly DevAccount[] = [0, 6, 7].map((i) => {
+  const account = devAccounts[i];
+  if (!account) throw new Error(`no dev account ${i}`);
+  return account;
+});
+
+/** Starts one replica: its own key, the devnet's RPC, the shared store; claims lease `leaseSeconds`. */
+export function startReplica(
+  devnet: Devnet,
+  store: string,
+  signer: DevAccount,
+  leaseSeconds = 2,
+  env: Record<string, string> = {},
+): Promise<Replica> {
+  return startServe([], {
+    FACILITATOR_RPC_URL: devnet.rpcUrl,
+    FACILITATOR_PRIVATE_KEY: signer.privateKey,
+    FACILITATOR_STORE: store,
+    FACILITATOR_STORE_LEASE_SECONDS: String(leaseSeconds),
+    ...env,
+  }).then((serving) => ({ ...serving, signer }));
+}
+
+export async function stopReplicas(replicas: readonly Replica[]): Promise<void> {
+  await Promise.all(
+    replicas.map(async (replica) => {
+      if (replica.child.exitCode !== null || replica.child.signalCode !== null) return;
+      replica.child.kill("SIGTERM");
+      const timer = setTimeout(() => replica.child.kill("SIGKILL"), 10_000);
+      await replica.exited;
+      clearTimeout(timer);
+    }),
+  );
+}
+
+/** How many transactions these accounts have had mined, all told. */
+export async function sentBy(devnet: Devnet, accounts: readonly DevAccount[]): Promise<number> {
+  const client = chainOf(devnet);
+  const counts = await Promise.all(
+    accounts.map((a) => client.getTransactionCount({ address: a.address, blockTag: "latest" })),
+  );
+  return counts.reduce((sum, n) => sum + n, 0);
+}
+
+export interface SettleReply {
+  readonly status: number;
+  readonly body: { success?: boolean; error?: string; transaction?: Hex; transactionHash?: Hex };
+}
+
+/** POSTs `body` to `path` of a replica; a broken connection is status 0. */
+export async function postTo(url: string, path: string, body: unknown): Promise<SettleReply> {
+  try {
+    const response = await fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    return { status: response.status, body: (await response.json()) as SettleReply["body"] };
+  } catch (error) {
+    return { status: 0, body: { error: (error as Error).message } };
+  }
+}
+
+/** Counts of answers by "status error" ("200" for a success). */
+export function tally(replies: readonly SettleReply[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const { status, body } of replies) {
+    const key = status === 200 ? "200" : `${status} ${body.error ?? "?"}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}

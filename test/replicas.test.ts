@@ -1,0 +1,169 @@
+/**
+ * Three `serve` replicas, each with its own key, on one real PostgreSQL store and one real anvil:
+ * one authorization POSTed to all of them is broadcast once; hundreds of distinct payments spread
+ * over them land exactly once with no nonce trouble; a replica may not take a key another holds;
+ * a payment-identifier answers the same from every replica.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import { tokenBalance } from "./helpers/chain.js";
+import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import {
+  postTo,
+  type Replica,
+  replicaSigners,
+  sentBy,
+  startReplica,
+  stopReplicas,
+  tally,
+} from "./helpers/replicas.js";
+import { startServe } from "./helpers/serve.js";
+import { clientPayload, requirementsV2 } from "./helpers/x402.js";
+
+let devnet: Devnet;
+let postgres: Postgres;
+let store: string;
+const replicas: Replica[] = [];
+
+async function payment(payer: number, amount = 10_000n, extensions?: Record<string, unknown>) {
+  const account = devnet.payers[payer];
+  if (!account) throw new Error(`no payer ${payer}`);
+  const requirements = requirementsV2(devnet, { amount: amount.toString() });
+  const payload = await clientPayload(account, requirements);
+  // The reference dialect: HTTP statuses say how it went.
+  return { payload: extensions ? { ...payload, extensions } : payload, requirements };
+}
+
+beforeAll(async () => {
+  [devnet, postgres] = await Promise.all([startDevnet(), startPostgres()]);
+  store = await postgres.freshDatabase("replicas");
+  // One after the other: the first creates the schema; the others find it.
+  for (const signer of replicaSigners) replicas.push(await startReplica(devnet, store, signer));
+}, 90_000);
+
+afterAll(async () => {
+  await stopReplicas(replicas);
+  await postgres?.stop();
+  await devnet?.stop();
+});
+
+describe("one authorization POSTed to three replicas at once", () => {
+  test.each(["confirmed", "submitted"])(
+    "waitUntil %s: 50 settles, one broadcast, one success",
+    async (waitUntil) => {
+      const body = { ...(await payment(0)), waitUntil };
+      const payee = await tokenBalance(devnet, devnet.payee.address);
+      const sent = await sentBy(devnet, replicaSigners);
+      const replies = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          postTo((replicas[i % 3] as Replica).url, "/settle", body),
+        ),
+      );
+      const counts = tally(replies);
+      console.log(`50 settles of one authorization (${waitUntil}):`, counts);
+      expect(counts["200"]).toBe(1);
+      for (const key of Object.keys(counts)) {
+        expect(key).toMatch(/^(200|409 settlement_in_progress|400 nonce_already_used)$/);
+      }
+      // Mined by now (automine), whatever was waited for.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(await sentBy(devnet, replicaSigners)).toBe(sent + 1);
+      expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payee + 10_000n);
+      // Later retries, on any replica, are told it was settled, and send nothing.
+      const later = [];
+      for (const replica of replicas) later.push(await postTo(replica.url, "/settle", body));
+      expect(tally(later)).toEqual({ "400 nonce_already_used": 3 });
+      expect(await sentBy(devnet, replicaSigners)).toBe(sent + 1);
+    },
+    60_000,
+  );
+});
+
+describe("300 distinct payments spread over three replicas", () => {
+  test("each lands exactly once; no nonce errors", async () => {
+    const bodies = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => payment(i % devnet.payers.length, 1_000n)),
+    );
+    const payee = await tokenBalance(devnet, devnet.payee.address);
+    const sent = await sentBy(devnet, replicaSigners);
+    const started = performance.now();
+    const replies = await Promise.all(
+      bodies.map((body, i) => postTo((replicas[i % 3] as Replica).url, "/settle", body)),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const counts = tally(replies);
+    console.log(`300 payments over 3 replicas in ${seconds.toFixed(1)} s:`, counts);
+    expect(counts).toEqual({ "200": 300 });
+    const hashes = new Set(replies.map((r) => r.body.transactionHash));
+    expect(hashes.size).toBe(300);
+    expect(await sentBy(devnet, replicaSigners)).toBe(sent + 300);
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payee + 300n * 1_000n);
+  }, 120_000);
+});
+
+describe("a key belongs to one replica", () => {
+  test("a fourth replica with the first one's key is refused, naming the holder", async () => {
+    const taken = startServe([], {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      FACILITATOR_PRIVATE_KEY: devnet.facilitator.privateKey,
+      FACILITATOR_STORE: store,
+      FACILITATOR_STORE_LEASE_SECONDS: "2",
+    });
+    const error = await taken.then(
+      (serving) => {
+        serving.child.kill("SIGKILL");
+        return "started";
+      },
+      (e: Error) => e.message,
+    );
+    expect(error).toMatch(/serve exited 2/);
+    expect(error).toContain(devnet.facilitator.address.toLowerCase());
+    expect(error).toMatch(/in use by another replica/);
+    expect(error).not.toContain(devnet.facilitator.privateKey.slice(2));
+  }, 30_000);
+
+  test("/health names the store and the signer this replica holds", async () => {
+    const response = await fetch(`${replicas[1]?.url}/health`);
+    const health = (await response.json()) as { store?: Record<string, unknown> };
+    expect(health.store).toMatchObject({
+      shared: true,
+      reachable: true,
+      signersHeld: [replicaSigners[1]?.address.toLowerCase()],
+      signersLost: [],
+    });
+    expect(JSON.stringify(health.store)).not.toContain("password");
+  });
+});
+
+describe("payment-identifier across replicas", () => {
+  const id = "pay_replicas_0123456789abcdef";
+  const extension = (value: string) => ({
+    "payment-identifier": { info: { required: false, id: value } },
+  });
+
+  test("the same id and request: the first answer, from any replica; another request: 409", async () => {
+    const body = await payment(1, 10_000n, extension(id));
+    const first = await postTo(replicas[0]?.url ?? "", "/settle", body);
+    expect(first.status).toBe(200);
+    const again = await Promise.all(replicas.map((r) => postTo(r.url, "/settle", body)));
+    for (const reply of again) {
+      expect(reply.status).toBe(200);
+      expect(reply.body.transactionHash).toBe(first.body.transactionHash);
+    }
+    const other = await payment(1, 20_000n, extension(id));
+    const conflict = await postTo(replicas[2]?.url ?? "", "/settle", other);
+    expect(conflict).toMatchObject({ status: 409, body: { error: "idempotency_conflict" } });
+    // The other payment with a fresh id settles: the conflict sent nothing.
+    const fresh = await postTo(replicas[2]?.url ?? "", "/settle", {
+      ...other,
+      payload: { ...other.payload, extensions: extension("pay_replicas_fresh_0123456789") },
+    });
+    expect(fresh.status).toBe(200);
+  }, 60_000);
+
+  test("a malformed id is invalid_request, and nothing is sent", async () => {
+    const body = await payment(1, 10_000n, extension("short"));
+    const reply = await postTo(replicas[1]?.url ?? "", "/settle", body);
+    expect(reply).toMatchObject({ status: 400, body: { error: "invalid_request" } });
+  });
+});
