@@ -1,0 +1,120 @@
+/**
+ * A replica killed (-9) in the middle of a settle: another replica, on the same PostgreSQL store,
+ * answers the retry of that payment with its true outcome and never sends a second transfer.
+ * Blocks are mined by hand, so the dead replica's transaction waits in the pool.
+ */
+import pg from "pg";
+import { createTestClient, http } from "viem";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import { tokenBalance } from "./helpers/chain.js";
+import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import {
+  postTo,
+  type Replica,
+  replicaSigners,
+  type SettleReply,
+  sentBy,
+  startReplica,
+  stopReplicas,
+} from "./helpers/replicas.js";
+import { clientPayload, requirementsV2 } from "./helpers/x402.js";
+
+let devnet: Devnet;
+let postgres: Postgres;
+let store: string;
+const replicas: Replica[] = [];
+
+const mine = () =>
+  createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).mine({ blocks: 1 });
+
+beforeAll(async () => {
+  [devnet, postgres] = await Promise.all([startDevnet({ mining: "manual" }), startPostgres()]);
+  store = await postgres.freshDatabase("death");
+  for (const signer of replicaSigners.slice(0, 2)) {
+    replicas.push(await startReplica(devnet, store, signer));
+  }
+}, 90_000);
+
+afterAll(async () => {
+  await stopReplicas(replicas);
+  await postgres?.stop();
+  await devnet?.stop();
+});
+
+/** The hashes the store holds for settlements still broadcast. */
+async function journaled(): Promise<string[]> {
+  const client = new pg.Client({ connectionString: store });
+  client.on("error", () => undefined);
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ hashes: string[] }>(
+      "SELECT hashes FROM facilitator_settlements WHERE state = 'broadcast'",
+    );
+    return rows.flatMap((r) => r.hashes);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Retries while the dead replica's claim has not run out (its lease is 2 s). */
+async function settleWhenFree(url: string, body: unknown): Promise<SettleReply> {
+  const until = Date.now() + 15_000;
+  for (;;) {
+    const reply = await postTo(url, "/settle", body);
+    if (reply.body.error !== "settlement_in_progress" || Date.now() > until) return reply;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+describe("kill -9 of a replica mid-settle", () => {
+  test("another replica follows its transaction: pending while unmined, then the same hash, paid once", async () => {
+    const [dying, survivor] = replicas as [Replica, Replica];
+    const payer = devnet.payers[0];
+    if (!payer) throw new Error("no payer");
+    const requirements = requirementsV2(devnet);
+    const body = { payload: await clientPayload(payer, requirements), requirements };
+    const payee = await tokenBalance(devnet, devnet.payee.address);
+    const sent = await sentBy(devnet, replicaSigners);
+
+    void postTo(dying.url, "/settle", body);
+    const until = Date.now() + 15_000;
+    let hashes: string[] = [];
+    while (hashes.length === 0 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      hashes = await journaled();
+    }
+    expect(hashes).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the broadcast follows the record
+    dying.child.kill("SIGKILL");
+    await dying.exited;
+
+    // Not mined yet: the survivor cannot sign for the dead key, so it says pending, with the hash.
+    const pending = await settleWhenFree(survivor.url, body);
+    expect(pending).toMatchObject({
+      status: 500,
+      body: { error: "settlement_pending", transactionHash: hashes[0] },
+    });
+
+    await mine();
+    const answered = await settleWhenFree(survivor.url, body);
+    expect(answered).toMatchObject({
+      status: 200,
+      body: { success: true, transactionHash: hashes[0] },
+    });
+    // Later retries are told it was settled; one transfer in all, sent by the dead replica.
+    const again = await postTo(survivor.url, "/settle", body);
+    expect(again).toMatchObject({ status: 400, body: { error: "nonce_already_used" } });
+    expect(await sentBy(devnet, replicaSigners)).toBe(sent + 1);
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payee + 10_000n);
+  }, 60_000);
+
+  test("the dead replica's key is free again once its lease ran out", async () => {
+    const restarted = await startReplica(devnet, store, replicaSigners[0] as Replica["signer"]);
+    replicas.push(restarted);
+    const health = (await (await fetch(`${restarted.url}/health`)).json()) as {
+      store: { signersHeld: string[] };
+    };
+    expect(health.store.signersHeld).toEqual([replicaSigners[0]?.address.toLowerCase()]);
+  }, 30_000);
+});
