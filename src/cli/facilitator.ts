@@ -1,4 +1,5 @@
 /** The Facilitator a command runs on, from its configuration. */
+import type { MetricsSink } from "../chain/metrics.js";
 import { settlementAccount } from "../chain/secp256k1.js";
 import { Facilitator } from "../facilitator.js";
 import type { CliConfig } from "./config.js";
@@ -13,12 +14,13 @@ import { WatchedJournal } from "./watched-journal.js";
 export async function facilitatorFrom(
   config: CliConfig,
   signing: boolean,
-  options: { server?: boolean } = {},
+  options: { server?: boolean; metrics?: MetricsSink | undefined } = {},
 ): Promise<Facilitator> {
   const rpc = {
     rpcUrls: config.rpcUrls,
     useDefaultRpcs: config.publicRpcs,
     erc6492Factories: config.erc6492Factories,
+    metrics: options.metrics,
   };
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();
