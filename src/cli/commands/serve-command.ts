@@ -14,7 +14,7 @@ export const serveCommand = withChainOptions(
     .option("--port <port>", "port (default 4020)")
     .option(
       "--api-key-file <file>",
-      "require Authorization: Bearer <key> on /verify and /settle (or env FACILITATOR_API_KEY)",
+      "require Authorization: Bearer <key> on /verify, /settle, /accepts and /metrics (or env FACILITATOR_API_KEY)",
     )
     .option(
       "--allowed-host <name>",

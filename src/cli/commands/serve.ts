@@ -191,8 +191,9 @@ export async function serveHere(
         `  networks  ${networks.length ? networks.join("\n            ") : chalk.yellow("none: no RPC configured and public RPCs are off")}`,
         `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
         `  journal   ${facilitator.journal.path ?? "in memory"}`,
-        `  auth      ${apiKey ? "API key required on /verify and /settle" : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
+        `  auth      ${apiKey ? "API key required on /verify, /settle, /accepts and /metrics" : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
         `  docs      ${server.url}/llms.txt`,
+        `  probes    ${server.url}/health (live), /readyz (ready), /metrics (Prometheus)`,
         "",
       ].join("\n"),
     );
