@@ -269,6 +269,7 @@ export class Facilitator {
         watchSubmitted: this.#options.watchSubmitted ?? false,
         erc6492Factories: this.#options.erc6492Factories ?? [],
         receiptPollMs: this.#options.receiptPollMs ?? 250,
+        metrics: this.#options.metrics,
       };
       return { ok: true, method, ctx };
     } catch (error) {

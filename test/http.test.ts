@@ -208,6 +208,8 @@ describe("information endpoints", () => {
       "POST /accepts",
       "GET /supported",
       "GET /health",
+      "GET /readyz",
+      "GET /metrics",
       "insufficient_funds",
       "settlement_pending",
       "README.md#errors",

@@ -75,11 +75,18 @@ describe("the store goes away under load and comes back", () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 800));
     await postgres.halt("immediate");
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const away = await fetch(`${replicas[0]?.url}/readyz`);
+    const awayBody = (await away.json()) as { failed: string[]; store: { reachable: boolean } };
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     await postgres.resume();
     resumedAt = Date.now();
     await load;
 
+    expect(away.status).toBe(503);
+    expect(awayBody).toMatchObject({ failed: ["store"], store: { reachable: false } });
+    const back = await fetch(`${replicas[0]?.url}/readyz`);
+    expect(back.status).toBe(200);
     const counts = tally(attempts);
     console.log("settle attempts through a store outage:", counts, { paidAfterResume });
     for (const key of Object.keys(counts)) {

@@ -6,6 +6,7 @@ import { type Hex, keccak256, type TransactionReceipt, type TransactionSerializa
 import type { SchemeContext } from "../schemes/types.js";
 import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
+import { reportReceipt } from "./metrics.js";
 import { type CallOutcome, pending } from "./outcome.js";
 import type { SignerLane } from "./signers.js";
 
@@ -55,6 +56,7 @@ export function mined(
   receipt: TransactionReceipt,
   gasLimit: bigint | undefined,
 ): CallOutcome {
+  reportReceipt(ctx.metrics, ctx.chainId, receipt);
   if (receipt.status !== "success") {
     void ctx.journal.recordState(key, "failed").catch(() => undefined);
     forgetGasEstimates();
@@ -159,6 +161,7 @@ async function replace(
     await ctx.journal.recordReplace(key, hash, raw);
     if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
     await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+    ctx.metrics?.transactionReplaced(ctx.chainId, lane.address);
     return hash;
   } catch {
     // Mined meanwhile ("nonce too low"), or the node wants more: the next poll tells.

@@ -18,6 +18,7 @@ import {
   type Transport,
 } from "viem";
 import { FacilitatorError } from "../errors.js";
+import type { MetricsSink } from "./metrics.js";
 import { caip2, KNOWN_NETWORKS, knownNetwork } from "./networks.js";
 
 export interface RpcOptions {
@@ -30,6 +31,8 @@ export interface RpcOptions {
   readonly useDefaultRpcs?: boolean | undefined;
   /** Per-request timeout toward the node (default 10 s). */
   readonly requestTimeoutMs?: number;
+  /** Told of each request that got no answer from its node, by endpoint (redacted). */
+  readonly metrics?: MetricsSink | undefined;
 }
 
 /** Only scheme, host and port: RPC URLs often carry an API key in the path or the userinfo. */
@@ -105,6 +108,36 @@ export function unreachableReason(error: unknown): string {
   return "no answer";
 }
 
+/** A transport failure in a word, for a metric label: "timeout", "http_503", "connection". */
+export function rpcErrorKind(error: unknown): string {
+  if (error instanceof BaseError) {
+    if (error.walk((e) => e instanceof TimeoutError)) return "timeout";
+    const failed = error.walk((e) => e instanceof HttpRequestError);
+    if (failed instanceof HttpRequestError && failed.status !== undefined) {
+      return `http_${failed.status}`;
+    }
+  }
+  return "connection";
+}
+
+/** `transport`, telling `sink` of each request that failed without the node's answer. */
+function counted(transport: Transport, url: string, sink: MetricsSink | undefined): Transport {
+  if (!sink) return transport;
+  const endpoint = redactUrl(url);
+  return (params) => {
+    const built = transport(params);
+    const request = (async (args, options) => {
+      try {
+        return await built.request(args, options);
+      } catch (error) {
+        if (isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
+        throw error;
+      }
+    }) as typeof built.request;
+    return { ...built, request };
+  };
+}
+
 function decodeUserinfo(part: string): string {
   try {
     return decodeURIComponent(part);
@@ -139,6 +172,7 @@ export class RpcRegistry {
   readonly #urls: readonly string[];
   readonly #publicRpcs: boolean;
   readonly #timeoutMs: number;
+  readonly #metrics: MetricsSink | undefined;
   readonly #resolved = new Map<string, number>();
   /** Configured URLs that could not be reached to learn their chain, with why. */
   #unresolved = new Map<string, string>();
@@ -149,6 +183,7 @@ export class RpcRegistry {
     this.#urls = [...new Set(options.rpcUrls ?? [])];
     this.#publicRpcs = options.useDefaultRpcs ?? this.#urls.length === 0;
     this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
+    this.#metrics = options.metrics;
   }
 
   /**
@@ -247,7 +282,11 @@ export class RpcRegistry {
   #transport(urls: readonly string[]): Transport {
     const transports = urls.map((url) =>
       // Batching folds the concurrent reads of one verify into one HTTP request.
-      httpTransport(url, { batch: true, retryCount: 1, timeout: this.#timeoutMs }),
+      counted(
+        httpTransport(url, { batch: true, retryCount: 1, timeout: this.#timeoutMs }),
+        url,
+        this.#metrics,
+      ),
     );
     const [only] = transports;
     return transports.length === 1 && only !== undefined ? only : fallback(transports);
@@ -259,7 +298,11 @@ export class RpcRegistry {
     this.#resolving ??= Promise.all(
       pending.map(async (url): Promise<[string, string] | undefined> => {
         const client = createPublicClient({
-          transport: httpTransport(url, { retryCount: 0, timeout: this.#timeoutMs }),
+          transport: counted(
+            httpTransport(url, { retryCount: 0, timeout: this.#timeoutMs }),
+            url,
+            this.#metrics,
+          ),
         });
         try {
           this.#resolved.set(url, await client.getChainId());

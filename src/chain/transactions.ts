@@ -143,6 +143,20 @@ export async function sendCall(
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
 ): Promise<CallOutcome> {
+  const done = ctx.metrics?.settling(ctx.chainId, prepared.lane.address);
+  try {
+    return await sendAndFollow(ctx, prepared, waitUntil, record);
+  } finally {
+    done?.();
+  }
+}
+
+async function sendAndFollow(
+  ctx: SchemeContext,
+  prepared: PreparedCall,
+  waitUntil: Exclude<WaitUntil, "simulated">,
+  record: SettlementRecord,
+): Promise<CallOutcome> {
   const { lane, base } = prepared;
   let sent: Sent = { kind: "retry" };
   for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
@@ -185,6 +199,7 @@ export async function sendCall(
     try {
       const wantReceipt = waitUntil === "confirmed";
       const receipt = await broadcast(ctx, issued.raw, issued.hash, wantReceipt);
+      ctx.metrics?.transactionSent(ctx.chainId, lane.address);
       if (receipt && (receipt.status !== "success" || ctx.confirmations <= 1)) {
         return mined(ctx, record.key, receipt, base.gas);
       }

@@ -20,6 +20,7 @@ export interface ConfigFile {
   confirmations?: unknown;
   payerRevertLimit?: unknown;
   payerRevertWindowSeconds?: unknown;
+  minSignerBalanceWei?: unknown;
 }
 
 /** Every key the config file may hold ("$schema" too, for editors). */
@@ -37,6 +38,7 @@ const CONFIG_KEYS = [
   "confirmations",
   "payerRevertLimit",
   "payerRevertWindowSeconds",
+  "minSignerBalanceWei",
 ] as const;
 
 /** Edit distance, to suggest the key someone meant. */

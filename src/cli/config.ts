@@ -22,6 +22,7 @@ export interface ConfigFlags {
   readonly maxFee?: string | undefined;
   readonly confirmations?: string | undefined;
   readonly replaceAfter?: string | undefined;
+  readonly minSignerBalance?: string | undefined;
 }
 
 export interface CliConfig {
@@ -52,6 +53,8 @@ export interface CliConfig {
   /** Reverts charged to one payer within the window before its settles wait. */
   readonly payerRevertLimit?: number | undefined;
   readonly payerRevertWindowMs?: number | undefined;
+  /** serve's /readyz: the native balance each signer needs on each chain (undefined: 1 wei). */
+  readonly minSignerBalanceWei?: bigint | undefined;
 }
 
 /** A PostgreSQL connection URL, or undefined for the journal file. */
@@ -236,6 +239,15 @@ function feeCaps(
   return all === undefined ? { byChain } : { all, byChain };
 }
 
+/** An amount in wei: a whole number (a JSON number only up to 2^53, a string beyond). */
+function parseWei(value: unknown, source: string): bigint {
+  const text = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
+  if (typeof text !== "string" || !/^[0-9]{1,78}$/.test(text.trim())) {
+    throw new UsageError(`${source} must be a whole number of wei, such as 1000000000000000`);
+  }
+  return BigInt(text.trim());
+}
+
 export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): CliConfig {
   const loaded = readConfigFile(flags.config ?? env.FACILITATOR_CONFIG, env);
   const file = loaded.values;
@@ -338,6 +350,15 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       ? parseSeconds(file.payerRevertWindowSeconds, where("payerRevertWindowSeconds"))
       : undefined;
 
+  const minSignerBalanceWei =
+    flags.minSignerBalance !== undefined
+      ? parseWei(flags.minSignerBalance, "--min-signer-balance")
+      : env.FACILITATOR_MIN_SIGNER_BALANCE
+        ? parseWei(env.FACILITATOR_MIN_SIGNER_BALANCE, "FACILITATOR_MIN_SIGNER_BALANCE")
+        : file.minSignerBalanceWei !== undefined
+          ? parseWei(file.minSignerBalanceWei, where("minSignerBalanceWei"))
+          : undefined;
+
   const erc6492Factories =
     flags.erc6492Factory && flags.erc6492Factory.length > 0
       ? addressList(flags.erc6492Factory.join(","), "--erc6492-factory")
@@ -363,5 +384,6 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     maxFeeWei,
     maxFeeWeiByChain: caps.byChain,
     replaceAfterMs,
+    minSignerBalanceWei,
   };
 }

@@ -1,6 +1,6 @@
 /** The Facilitator a command runs on, from its configuration. */
-
 import type { LocalAccount } from "viem";
+import type { MetricsSink } from "../chain/metrics.js";
 import { settlementAccount } from "../chain/secp256k1.js";
 import { Facilitator } from "../facilitator.js";
 import type { SettlementStore } from "../store/port.js";
@@ -18,20 +18,26 @@ export async function facilitatorFrom(
   signing: boolean,
   options: {
     server?: boolean;
-    /** Told how long each store query took (serve's metrics). */
-    onStoreQuery?: (op: string, seconds: number) => void;
+    /** serve's metrics: what the chain code reports, and how long each store query took. */
+    metrics?: (MetricsSink & { observeStore(op: string, seconds: number): void }) | undefined;
   } = {},
 ): Promise<Facilitator> {
   const rpc = {
     rpcUrls: config.rpcUrls,
     useDefaultRpcs: config.publicRpcs,
     erc6492Factories: config.erc6492Factories,
+    metrics: options.metrics,
   };
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();
   const signers = keys.map((key) => settlementAccount(key));
   const journal = config.storeUrl
-    ? await openPostgres(config.storeUrl, signers, config.storeLeaseMs, options.onStoreQuery)
+    ? await openPostgres(
+        config.storeUrl,
+        signers,
+        config.storeLeaseMs,
+        options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
+      )
     : openJournal(config.journalPath);
   const facilitator = new Facilitator({
     ...rpc,

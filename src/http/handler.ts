@@ -8,7 +8,7 @@ import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../erro
 import type { Facilitator } from "../facilitator.js";
 import { parseJson } from "../protocol/request.js";
 import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
-import { checkHealth } from "./health.js";
+import { checkHealth, checkReadiness } from "./health.js";
 import { llmsTxt } from "./llms.js";
 
 export interface HttpRequest {
@@ -35,6 +35,18 @@ export interface HandlerOptions {
    * guard of a server without an API key; see hosts.ts).
    */
   readonly trustedHost?: ((host: string | undefined) => boolean) | undefined;
+  /** Counts and times /verify and /settle, and answers GET /metrics (404 without it). */
+  readonly metrics?: HttpMetrics | undefined;
+  /** GET /readyz: each signer needs this much native balance on each chain (default 1 wei). */
+  readonly minSignerBalanceWei?: bigint | undefined;
+}
+
+/** What the handler needs from metrics (src/http/metrics.ts implements it with prom-client). */
+export interface HttpMetrics {
+  /** A /verify or /settle answered; `body` is the parsed request (its network), if it parsed. */
+  observeRequest(op: "verify" | "settle", body: unknown, outcome: string, seconds: number): void;
+  /** The Prometheus text exposition. */
+  render(): Promise<{ contentType: string; text: string }>;
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -91,6 +103,8 @@ const routes: Record<string, readonly string[]> = {
   "/accepts": ["POST"],
   "/supported": ["GET", "HEAD"],
   "/health": ["GET", "HEAD"],
+  "/readyz": ["GET", "HEAD"],
+  "/metrics": ["GET", "HEAD"],
   "/llms.txt": ["GET", "HEAD"],
 };
 
@@ -123,6 +137,10 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         const health = await checkHealth(facilitator);
         return json(health.status === "ok" ? 200 : 503, health);
       }
+      case "/readyz": {
+        const readiness = await checkReadiness(facilitator, options);
+        return json(readiness.ready ? 200 : 503, readiness);
+      }
       case "/llms.txt":
         return {
           status: 200,
@@ -132,26 +150,48 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         };
     }
 
-    if (options.apiKey !== undefined && !authorized(request, options.apiKey)) {
-      const response = fail("unauthorized", "send Authorization: Bearer <api key>");
-      response.headers["www-authenticate"] = "Bearer";
-      return response;
+    const started = performance.now();
+    let body: unknown;
+    const response = await (async (): Promise<HttpResponse> => {
+      if (options.apiKey !== undefined && !authorized(request, options.apiKey)) {
+        const response = fail("unauthorized", "send Authorization: Bearer <api key>");
+        response.headers["www-authenticate"] = "Bearer";
+        return response;
+      }
+      // GET /metrics: with an API key, scrapers send it too (it shows signers, balances, volume).
+      if (path === "/metrics") {
+        if (!options.metrics) return fail("not_found", "metrics are served by facilitator serve");
+        const { contentType, text } = await options.metrics.render();
+        return { status: 200, headers: { "content-type": contentType }, body: text, log: {} };
+      }
+      const type = header(request, "content-type") ?? "";
+      if (!/^application\/(.+\+)?json\s*(;|$)/i.test(type)) {
+        return fail("invalid_request", "Content-Type must be application/json");
+      }
+      const parsed = parseJson((request.body ?? Buffer.alloc(0)).toString("utf8"));
+      if (!parsed.ok) return errorResponse(parsed.failure);
+      body = parsed.value;
+      if (path === "/accepts") {
+        const accepts = await answerAccepts(facilitator, parsed.value);
+        return accepts.ok ? json(200, accepts.body) : errorResponse(accepts.failure);
+      }
+      const reply =
+        path === "/verify"
+          ? await handleVerify(facilitator, parsed.value)
+          : await handleSettle(facilitator, parsed.value);
+      return fromReply(reply);
+    })();
+    if (path === "/verify" || path === "/settle") {
+      const seconds = (performance.now() - started) / 1000;
+      const outcome = response.log.error ?? "success";
+      options.metrics?.observeRequest(
+        path === "/verify" ? "verify" : "settle",
+        body,
+        outcome,
+        seconds,
+      );
     }
-    const type = header(request, "content-type") ?? "";
-    if (!/^application\/(.+\+)?json\s*(;|$)/i.test(type)) {
-      return fail("invalid_request", "Content-Type must be application/json");
-    }
-    const parsed = parseJson((request.body ?? Buffer.alloc(0)).toString("utf8"));
-    if (!parsed.ok) return errorResponse(parsed.failure);
-    if (path === "/accepts") {
-      const accepts = await answerAccepts(facilitator, parsed.value);
-      return accepts.ok ? json(200, accepts.body) : errorResponse(accepts.failure);
-    }
-    const reply =
-      path === "/verify"
-        ? await handleVerify(facilitator, parsed.value)
-        : await handleSettle(facilitator, parsed.value);
-    return fromReply(reply);
+    return response;
   };
 }
 

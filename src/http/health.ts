@@ -1,4 +1,8 @@
-/** GET /health: does each configured RPC answer, and how fast. */
+/**
+ * GET /health: does each configured RPC answer, and how fast (liveness). GET /readyz: that, plus
+ * the store, plus enough native balance for every signer on every configured chain (readiness).
+ */
+import type { Address } from "viem";
 import { caip2 } from "../chain/networks.js";
 import type { Facilitator } from "../facilitator.js";
 import type { StoreStatus } from "../store/port.js";
@@ -21,6 +25,19 @@ export interface Health {
 
 const PROBE_TIMEOUT_MS = 3_000;
 
+/** `promise`, or a rejection "timed out" after `ms`: a dead node must not hang a probe. */
+export function withTimeout<T>(promise: Promise<T>, ms: number = PROBE_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("timed out")), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+const firstLine = (error: unknown) =>
+  error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
+
 async function probe(
   facilitator: Facilitator,
   chainId: number,
@@ -29,17 +46,11 @@ async function probe(
   const started = performance.now();
   try {
     const client = await facilitator.rpc.client(chainId);
-    const block = await Promise.race([
-      client.getBlockNumber({ cacheTime: 0 }),
-      new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error("timed out")), PROBE_TIMEOUT_MS).unref(),
-      ),
-    ]);
+    const block = await withTimeout(client.getBlockNumber({ cacheTime: 0 }));
     const latencyMs = Math.round(performance.now() - started);
     return { network: caip2(chainId), rpc, ok: true, blockNumber: block.toString(), latencyMs };
   } catch (error) {
-    const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    return { network: caip2(chainId), rpc, ok: false, error: text };
+    return { network: caip2(chainId), rpc, ok: false, error: firstLine(error) };
   }
 }
 
@@ -52,12 +63,116 @@ export async function checkHealth(facilitator: Facilitator): Promise<Health> {
         : probe(facilitator, endpoint.chainId, endpoint.url),
     ),
   );
-  const store = await facilitator.journal.status();
+  const journal = facilitator.journal;
+  const store = await withTimeout(Promise.resolve(journal.status())).catch(
+    (error): StoreStatus => ({
+      shared: journal.shared,
+      where: journal.where,
+      reachable: false,
+      error: firstLine(error),
+    }),
+  );
   const storeOk = store.reachable && (store.signersLost?.length ?? 0) === 0;
   return {
     status: networks.every((n) => n.ok) && storeOk ? "ok" : "degraded",
     networks,
     signer: facilitator.signerAddress,
     store,
+  };
+}
+
+export interface SignerBalance {
+  readonly network: string;
+  readonly chainId: number;
+  readonly signer: Address;
+  /** Wei of the chain's native token; absent when it could not be read. */
+  readonly balanceWei?: bigint | undefined;
+  readonly error?: string | undefined;
+}
+
+/**
+ * Each signer's native balance on each chain of a configured RPC (not the public RPCs' chains: a
+ * signer is not expected to hold gas on every well-known chain), each read bounded by `timeoutMs`.
+ */
+export async function signerBalances(
+  facilitator: Facilitator,
+  timeoutMs: number = PROBE_TIMEOUT_MS,
+): Promise<SignerBalance[]> {
+  const chainIds = await withTimeout(facilitator.rpc.configuredChainIds(), timeoutMs);
+  const reads = chainIds.flatMap((chainId) =>
+    facilitator.signers.addresses.map(async (signer): Promise<SignerBalance> => {
+      const network = caip2(chainId);
+      try {
+        const client = await facilitator.rpc.client(chainId);
+        const balanceWei = await withTimeout(client.getBalance({ address: signer }), timeoutMs);
+        return { network, chainId, signer, balanceWei };
+      } catch (error) {
+        return { network, chainId, signer, error: firstLine(error) };
+      }
+    }),
+  );
+  return Promise.all(reads);
+}
+
+export interface ReadinessOptions {
+  /** Each signer needs at least this much native balance on each chain (default 1 wei). */
+  readonly minSignerBalanceWei?: bigint | undefined;
+}
+
+export interface Readiness {
+  readonly ready: boolean;
+  /** The checks that failed: "rpc", "store", "signer_balance". */
+  readonly failed: string[];
+  readonly networks: NetworkHealth[];
+  readonly store: StoreStatus;
+  readonly minSignerBalanceWei: string;
+  readonly signers: {
+    readonly network: string;
+    readonly signer: string;
+    readonly ok: boolean;
+    readonly balanceWei?: string | undefined;
+    readonly error?: string | undefined;
+  }[];
+}
+
+export const DEFAULT_MIN_SIGNER_BALANCE_WEI = 1n;
+
+/** GET /readyz: every configured RPC answers, the store answers, every signer has gas. */
+export async function checkReadiness(
+  facilitator: Facilitator,
+  options: ReadinessOptions = {},
+): Promise<Readiness> {
+  const floor = options.minSignerBalanceWei ?? DEFAULT_MIN_SIGNER_BALANCE_WEI;
+  const [health, balances] = await Promise.all([
+    checkHealth(facilitator),
+    signerBalances(facilitator).catch((error): SignerBalance[] => [
+      ...facilitator.signers.addresses.map((signer) => ({
+        network: "unknown",
+        chainId: 0,
+        signer,
+        error: firstLine(error),
+      })),
+    ]),
+  ]);
+  const signers = balances.map((b) => ({
+    network: b.network,
+    signer: b.signer,
+    ok: b.balanceWei !== undefined && b.balanceWei >= floor,
+    ...(b.balanceWei !== undefined ? { balanceWei: b.balanceWei.toString() } : {}),
+    ...(b.error !== undefined ? { error: b.error } : {}),
+  }));
+  const failed = [
+    ...(health.networks.every((n) => n.ok) ? [] : ["rpc"]),
+    // A replica that lost a signer's lease cannot settle with it.
+    ...(health.store.reachable && (health.store.signersLost?.length ?? 0) === 0 ? [] : ["store"]),
+    ...(signers.every((s) => s.ok) ? [] : ["signer_balance"]),
+  ];
+  return {
+    ready: failed.length === 0,
+    failed,
+    networks: health.networks,
+    store: health.store,
+    minSignerBalanceWei: floor.toString(),
+    signers,
   };
 }

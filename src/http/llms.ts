@@ -33,13 +33,20 @@ export function llmsTxt(): string {
 - GET /supported: the kinds served ({"kinds", "extensions", "signers"}), in the x402 shape:
   exactly the networks /verify and /settle accept. With any RPC configured, only their chains;
   every other network is unsupported_network. See README.md#networks-served.
-- GET /health: whether each configured RPC answers (200 ok, 503 degraded).
+- GET /health: liveness: whether each configured RPC answers (200 ok, 503 degraded).
+- GET /readyz: readiness: 200 {"ready": true, ...} when every configured RPC answers, the store
+  answers and every signer holds at least the configured native balance on each configured chain;
+  else 503 {"ready": false, "failed": ["rpc" | "store" | "signer_balance"], ...}.
+- GET /metrics: Prometheus text format (facilitator_requests_total{op,network,outcome},
+  facilitator_request_seconds, transactions sent/reverted/replaced, gas spent in wei, settles in
+  flight, signer balances, RPC errors by endpoint, store latency). See README.md#metrics-and-readiness.
 - GET /llms.txt: this file.
 
 Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.
 Free-form fields (requirements.extra, paymentPayload.resource and extensions, outputSchema) hold at
 most 512 JSON values and 32 levels each, the body 2048 values (invalid_request otherwise).
-With an API key configured, /verify and /settle need "Authorization: Bearer <key>"; without one,
+With an API key configured, /verify, /settle, /accepts and /metrics need
+"Authorization: Bearer <key>" (/health, /readyz, /supported and /llms.txt stay open); without one,
 the Host header must name this server (403 untrusted_host otherwise).
 Under load (too many connections or request bytes in flight): 503 overloaded with Retry-After;
 retry after that many seconds.
@@ -61,6 +68,7 @@ prints the request: facilitator pay --amount 0.01 | facilitator settle -), facil
 - waitUntil: README.md#waituntil
 - Errors: README.md#errors
 - Limits and restarts: README.md#the-http-service
+- Metrics and readiness: README.md#metrics-and-readiness
 - Configuration: README.md#configuration
 - Command line: README.md#command-line
 - How verification works: README.md#how-verification-works-and-where-we-differ-from-the-reference

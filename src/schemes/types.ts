@@ -4,6 +4,7 @@
  */
 import type { Address, Hex, PublicClient } from "viem";
 import type { InFlight } from "../chain/inflight.js";
+import type { MetricsSink } from "../chain/metrics.js";
 import type { SignerPool } from "../chain/signers.js";
 import type { PayerThrottle } from "../chain/throttle.js";
 import type { Failure } from "../errors.js";
@@ -37,6 +38,8 @@ export interface SchemeContext {
   /** Wallet factories whose undeployed wallets may pay (ERC-6492); none by default. */
   readonly erc6492Factories: readonly Address[];
   readonly receiptPollMs: number;
+  /** Told of transactions sent, replaced and mined, and of settles in flight (serve's metrics). */
+  readonly metrics?: MetricsSink | undefined;
 }
 
 export type VerifyResult =

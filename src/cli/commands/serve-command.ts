@@ -4,7 +4,9 @@ import { collect, ERC6492_HELP, withChainOptions, withSettlementOptions } from "
 
 export const serveCommand = withChainOptions(
   withSettlementOptions(new Command("serve"))
-    .description("serve /verify, /settle, /accepts, /supported, /health and /llms.txt over HTTP")
+    .description(
+      "serve /verify, /settle, /accepts, /supported, /health, /readyz, /metrics and /llms.txt over HTTP",
+    )
     .option(
       "--host <host>",
       "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
@@ -12,7 +14,7 @@ export const serveCommand = withChainOptions(
     .option("--port <port>", "port (default 4020)")
     .option(
       "--api-key-file <file>",
-      "require Authorization: Bearer <key> on /verify and /settle (or env FACILITATOR_API_KEY)",
+      "require Authorization: Bearer <key> on /verify, /settle, /accepts and /metrics (or env FACILITATOR_API_KEY)",
     )
     .option(
       "--allowed-host <name>",
@@ -27,6 +29,10 @@ export const serveCommand = withChainOptions(
     .option(
       "--max-inflight-bytes <bytes>",
       "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
+    )
+    .option(
+      "--min-signer-balance <wei>",
+      "/readyz answers 503 while a signer holds less native balance than this on a chain (default 1)",
     )
     .option(
       "--max-heap <MiB>",

@@ -138,7 +138,11 @@ export async function serveHere(
     loadPrivateKey: () => keys[0],
   };
   const { apiKey, host, port, quiet } = settings;
-  const facilitator = await facilitatorFrom(config, true, { server: true });
+  // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
+  const { createMetrics } = await import("../../http/metrics.js");
+  const metrics = await createMetrics();
+  const facilitator = await facilitatorFrom(config, true, { server: true, metrics });
+  metrics.attach(facilitator);
   // A server recovers many signatures: load the faster recovery once, up front.
   await useWasmSecp256k1();
   const log = quiet
@@ -150,7 +154,13 @@ export async function serveHere(
     : trustedHosts({ bindHost: host, allowed: settings.allowedHosts });
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
-    server = await startServer(createHandler(facilitator, { apiKey, trustedHost }), {
+    const handler = createHandler(facilitator, {
+      apiKey,
+      trustedHost,
+      metrics,
+      minSignerBalanceWei: config.minSignerBalanceWei,
+    });
+    server = await startServer(handler, {
       host,
       port,
       bodyLimitBytes: settings.bodyLimitBytes,
@@ -181,8 +191,9 @@ export async function serveHere(
         `  networks  ${networks.length ? networks.join("\n            ") : chalk.yellow("none: no RPC configured and public RPCs are off")}`,
         `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
         `  ${facilitator.journal.shared ? "store  " : "journal"}   ${facilitator.journal.where}`,
-        `  auth      ${apiKey ? "API key required on /verify and /settle" : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
+        `  auth      ${apiKey ? "API key required on /verify, /settle, /accepts and /metrics" : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
         `  docs      ${server.url}/llms.txt`,
+        `  probes    ${server.url}/health (live), /readyz (ready), /metrics (Prometheus)`,
         "",
       ].join("\n"),
     );

@@ -1,0 +1,39 @@
+/**
+ * What the core tells an optional metrics sink: transactions sent, replaced and mined (reverted,
+ * gas spent), settles in flight per signer, RPC failures. An interface only, so the core stays
+ * free of any metrics library; `facilitator serve` plugs in a Prometheus one (src/http/metrics.ts).
+ */
+import { getAddress, type TransactionReceipt } from "viem";
+
+export interface MetricsSink {
+  /** The node accepted a settlement transaction of `signer`. */
+  transactionSent(chainId: number, signer: string): void;
+  /** A stuck transaction was replaced at the same nonce with a higher fee. */
+  transactionReplaced(chainId: number, signer: string): void;
+  /**
+   * A receipt of ours: `gasWei` is gasUsed × effectiveGasPrice. The same receipt may be reported
+   * more than once (a retry reconciles what was already followed): the sink counts each hash once.
+   */
+  transactionMined(
+    chainId: number,
+    receipt: { hash: string; signer: string; reverted: boolean; gasWei: bigint },
+  ): void;
+  /** A settle now holds a transaction of `signer`; the returned function says it no longer does. */
+  settling(chainId: number, signer: string): () => void;
+  /** A request to `endpoint` (redacted: scheme, host, port) failed without a node's answer. */
+  rpcError(endpoint: string, reason: string): void;
+}
+
+/** Reports a receipt to the sink, if any. */
+export function reportReceipt(
+  sink: MetricsSink | undefined,
+  chainId: number,
+  receipt: TransactionReceipt,
+): void {
+  sink?.transactionMined(chainId, {
+    hash: receipt.transactionHash,
+    signer: getAddress(receipt.from),
+    reverted: receipt.status !== "success",
+    gasWei: receipt.gasUsed * (receipt.effectiveGasPrice ?? 0n),
+  });
+}

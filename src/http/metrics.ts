@@ -1,0 +1,197 @@
+/**
+ * GET /metrics: Prometheus counters, gauges and histograms for `facilitator serve`. prom-client is
+ * loaded here, only when serve asks for it (createMetrics), so the CLI's cold start never pays for
+ * it; each instance has a registry of its own, so several facilitators in one process don't mix.
+ * The core reports through the MetricsSink interface (src/chain/metrics.ts); the handler through
+ * HttpMetrics.
+ */
+import type * as Prom from "prom-client";
+import type { MetricsSink } from "../chain/metrics.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../chain/networks.js";
+import type { Facilitator } from "../facilitator.js";
+import type { HttpMetrics } from "./handler.js";
+import { signerBalances } from "./health.js";
+
+/** Balances are read at scrape time, each within this: a dead RPC must not hang /metrics. */
+const BALANCE_TIMEOUT_MS = 2_000;
+/** Receipts remembered, so a receipt reported twice (a reconciled retry) counts once. */
+const SEEN_RECEIPTS = 10_000;
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+const read = (node: unknown, key: string): unknown =>
+  typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
+
+export class Metrics implements MetricsSink, HttpMetrics {
+  readonly registry: Prom.Registry;
+  readonly #requests: Prom.Counter<"op" | "network" | "outcome">;
+  readonly #requestSeconds: Prom.Histogram<"op" | "network">;
+  readonly #sent: Prom.Counter<"chain_id" | "signer">;
+  readonly #reverted: Prom.Counter<"chain_id" | "signer">;
+  readonly #replaced: Prom.Counter<"chain_id" | "signer">;
+  readonly #gas: Prom.Counter<"chain_id" | "signer">;
+  readonly #inFlight: Prom.Gauge<"chain_id" | "signer">;
+  readonly #rpcErrors: Prom.Counter<"endpoint" | "reason">;
+  readonly #storeSeconds: Prom.Histogram<"op">;
+  readonly #seen = new Set<string>();
+  #facilitator: Facilitator | undefined;
+  /** Chains of configured RPCs: request labels name them, or a well-known network, or "other". */
+  #configured = new Set<number>();
+
+  constructor(prom: typeof Prom) {
+    const registry = new prom.Registry();
+    this.registry = registry;
+    const registers = [registry];
+    const chainSigner = ["chain_id", "signer"] as const;
+    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new prom.Counter<L>({ name: `facilitator_${name}`, help, labelNames, registers });
+    const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new prom.Histogram<L>({
+        name: `facilitator_${name}`,
+        help,
+        labelNames,
+        buckets: SECONDS,
+        registers,
+      });
+    this.#requests = counter(
+      "requests_total",
+      "verify and settle requests answered, by outcome (success or the error code)",
+      ["op", "network", "outcome"],
+    );
+    this.#requestSeconds = histogram("request_seconds", "time to answer verify and settle", [
+      "op",
+      "network",
+    ]);
+    this.#sent = counter("transactions_sent_total", "transactions the node accepted", chainSigner);
+    this.#reverted = counter(
+      "transactions_reverted_total",
+      "our receipts that reverted",
+      chainSigner,
+    );
+    this.#replaced = counter(
+      "transactions_replaced_total",
+      "stuck transactions replaced at the same nonce with a higher fee",
+      chainSigner,
+    );
+    this.#gas = counter(
+      "gas_spent_wei_total",
+      "gasUsed × effectiveGasPrice of our receipts, in wei",
+      chainSigner,
+    );
+    this.#inFlight = new prom.Gauge({
+      name: "facilitator_settles_in_flight",
+      help: "settlement transactions sent or being sent and not yet answered, per signer",
+      labelNames: chainSigner,
+      registers,
+    });
+    this.#rpcErrors = counter(
+      "rpc_errors_total",
+      "RPC requests that got no answer from the node (endpoint shown as scheme, host and port)",
+      ["endpoint", "reason"],
+    );
+    this.#storeSeconds = histogram("store_seconds", "settlement store operations", ["op"]);
+    const metrics = this;
+    new prom.Gauge({
+      name: "facilitator_signer_balance_wei",
+      help: "native balance of each signer on each chain of a configured RPC, read at scrape time",
+      labelNames: chainSigner,
+      registers,
+      async collect() {
+        this.reset();
+        const facilitator = metrics.#facilitator;
+        if (!facilitator) return;
+        const balances = await signerBalances(facilitator, BALANCE_TIMEOUT_MS).catch(() => []);
+        for (const b of balances) {
+          if (b.balanceWei === undefined) continue;
+          this.set({ chain_id: String(b.chainId), signer: b.signer }, Number(b.balanceWei));
+        }
+      },
+    });
+    prom.collectDefaultMetrics({ register: registry, prefix: "facilitator_" });
+  }
+
+  /** The facilitator whose signers' balances /metrics reports. */
+  attach(facilitator: Facilitator): void {
+    this.#facilitator = facilitator;
+    this.#refreshChains();
+  }
+
+  #refreshChains(): void {
+    void this.#facilitator?.rpc.configuredChainIds().then(
+      (ids) => {
+        this.#configured = new Set(ids);
+      },
+      () => undefined,
+    );
+  }
+
+  /** The request's network as a bounded label: a CAIP-2 id served or well known, else a word. */
+  #network(body: unknown): string {
+    const requirements = read(body, "requirements") ?? read(body, "paymentRequirements");
+    const name = read(requirements, "network");
+    if (typeof name !== "string") return "unknown";
+    const chainId = chainIdOfCaip2(name) ?? chainIdOfV1Name(name);
+    if (chainId === undefined) return "unknown";
+    return knownNetwork(chainId) || this.#configured.has(chainId) ? caip2(chainId) : "other";
+  }
+
+  observeRequest(op: "verify" | "settle", body: unknown, outcome: string, seconds: number): void {
+    const network = this.#network(body);
+    this.#requests.inc({ op, network, outcome });
+    this.#requestSeconds.observe({ op, network }, seconds);
+  }
+
+  /** How long a settlement store operation took (the PostgreSQL store reports here). */
+  observeStore(op: string, seconds: number): void {
+    this.#storeSeconds.observe({ op }, seconds);
+  }
+
+  transactionSent(chainId: number, signer: string): void {
+    this.#sent.inc({ chain_id: String(chainId), signer });
+  }
+
+  transactionReplaced(chainId: number, signer: string): void {
+    this.#replaced.inc({ chain_id: String(chainId), signer });
+  }
+
+  transactionMined(
+    chainId: number,
+    receipt: { hash: string; signer: string; reverted: boolean; gasWei: bigint },
+  ): void {
+    const hash = receipt.hash.toLowerCase();
+    if (this.#seen.has(hash)) return;
+    this.#seen.add(hash);
+    if (this.#seen.size > SEEN_RECEIPTS) {
+      const oldest = this.#seen.values().next().value;
+      if (oldest !== undefined) this.#seen.delete(oldest);
+    }
+    const labels = { chain_id: String(chainId), signer: receipt.signer };
+    if (receipt.reverted) this.#reverted.inc(labels);
+    this.#gas.inc(labels, Number(receipt.gasWei));
+  }
+
+  settling(chainId: number, signer: string): () => void {
+    const labels = { chain_id: String(chainId), signer };
+    this.#inFlight.inc(labels);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#inFlight.dec(labels);
+    };
+  }
+
+  rpcError(endpoint: string, reason: string): void {
+    this.#rpcErrors.inc({ endpoint, reason });
+  }
+
+  async render(): Promise<{ contentType: string; text: string }> {
+    this.#refreshChains();
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+}
+
+/** Loads prom-client and makes a Metrics with a registry of its own. */
+export async function createMetrics(): Promise<Metrics> {
+  const prom = await import("prom-client");
+  return new Metrics(prom);
+}
