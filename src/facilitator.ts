@@ -86,7 +86,7 @@ export class Facilitator {
   readonly signers: SignerPool;
   readonly journal: SettlementStore;
   /** What payers have in flight with us, across chains. */
-  readonly inflight = new InFlight();
+  readonly inflight: InFlight;
   readonly #throttle: PayerThrottle;
   readonly #options: FacilitatorOptions;
 
@@ -96,6 +96,12 @@ export class Facilitator {
     const accounts = [...(options.signer ? [options.signer] : []), ...(options.signers ?? [])];
     this.signers = new SignerPool(accounts);
     this.journal = options.journal ?? new Journal();
+    const journal = this.journal;
+    this.inflight = new InFlight({
+      onFree: journal.releaseShared
+        ? (key, landedIn) => void journal.releaseShared?.(key, landedIn)
+        : undefined,
+    });
     this.#throttle = new PayerThrottle({
       limit: options.payerRevertLimit,
       windowMs: options.payerRevertWindowMs,

@@ -150,7 +150,11 @@ describe("GET /metrics", () => {
 
     const ready = await readyz(serving);
     expect(ready.status).toBe(200);
-    expect(ready.body).toMatchObject({ ready: true, failed: [], store: { shared: false, reachable: true } });
+    expect(ready.body).toMatchObject({
+      ready: true,
+      failed: [],
+      store: { shared: false, reachable: true },
+    });
     expect(ready.body.signers).toEqual([expect.objectContaining({ network, signer, ok: true })]);
   });
 

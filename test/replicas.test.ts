@@ -4,9 +4,10 @@
  * over them land exactly once with no nonce trouble; a replica may not take a key another holds;
  * a payment-identifier answers the same from every replica.
  */
+import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
-import { tokenBalance } from "./helpers/chain.js";
+import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 import {
   postTo,
@@ -98,6 +99,44 @@ describe("300 distinct payments spread over three replicas", () => {
     expect(hashes.size).toBe(300);
     expect(await sentBy(devnet, replicaSigners)).toBe(sent + 300);
     expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payee + 300n * 1_000n);
+  }, 120_000);
+});
+
+describe("a payer racing its own balance over three replicas", () => {
+  test("30 payments of its whole balance at once, 3 rounds: 3 land, nothing reverts", async () => {
+    const rpc = chainOf(devnet);
+    const sent = await sentBy(devnet, replicaSigners);
+    const hashes: Hex[] = [];
+    const codes: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      const payer = await payerHolding(devnet, 1_000n);
+      const requirements = requirementsV2(devnet, { amount: "1000" });
+      const bodies = await Promise.all(
+        Array.from({ length: 30 }, async () => ({
+          payload: await clientPayload(payer, requirements),
+          requirements,
+        })),
+      );
+      const replies = await Promise.all(
+        bodies.map((body, i) => postTo((replicas[i % 3] as Replica).url, "/settle", body)),
+      );
+      for (const reply of replies) {
+        codes.push(reply.status === 200 ? "200" : `${reply.status} ${reply.body.error}`);
+        if (reply.body.transactionHash) hashes.push(reply.body.transactionHash);
+      }
+      expect(await tokenBalance(devnet, payer.address)).toBe(0n);
+    }
+    const receipts = await Promise.all(
+      hashes.map((hash) => rpc.getTransactionReceipt({ hash }).catch(() => undefined)),
+    );
+    const reverted = receipts.filter((r) => r?.status === "reverted").length;
+    const counts = tally(
+      codes.map((c) => ({ status: Number(c.split(" ")[0]), body: { error: c.split(" ")[1] } })),
+    );
+    console.log("hostile payer over 3 replicas, 3 rounds of 30:", counts, { reverted });
+    expect(counts["200"]).toBe(3);
+    expect(reverted).toBe(0);
+    expect(await sentBy(devnet, replicaSigners)).toBe(sent + 3);
   }, 120_000);
 });
 

@@ -10,9 +10,11 @@
  * flight and what landed in blocks that read did not see, covers it. Otherwise it reads the
  * balance at one block, noting which reservations that block already includes.
  */
-import { type Address, type Hex, parseAbi } from "viem";
+import type { Address } from "viem";
 import { type Failure, failure } from "../errors.js";
 import type { SchemeContext } from "../schemes/types.js";
+import { decideWithOthers } from "./shared-inflight.js";
+import { minedIn, readAvailable, shortfall } from "./spend-reads.js";
 
 /** What a settlement takes from an account when it lands. */
 export interface Spend {
@@ -35,11 +37,6 @@ interface Reservation {
   readonly at: number;
 }
 
-const erc20Abi = parseAbi([
-  "function balanceOf(address owner) view returns (uint256)",
-  "function allowance(address owner, address spender) view returns (uint256)",
-]);
-
 /** A reservation whose transaction was never seen landing is let go after this long. */
 const RESERVATION_MAX_AGE_MS = 30 * 60_000;
 
@@ -54,12 +51,25 @@ const SLOTS_KEPT = 20_000;
 /** Landings remembered per slot: far more than can land during one balance read. */
 const LANDINGS_PER_SLOT = 256;
 
-function slotOf(chainId: number, spend: Spend): string {
+export function slotOf(chainId: number, spend: Spend): string {
   const base = `${chainId}:${spend.token}:${spend.owner}`;
   return (spend.spender ? `${base}>${spend.spender}` : base).toLowerCase();
 }
 
 export class InFlight {
+  /**
+   * Told when a reservation ends, with the block its transaction landed in (undefined: it spent
+   * nothing): a shared store updates its copy.
+   */
+  readonly #onFree: ((key: string, landedIn?: bigint) => void) | undefined;
+
+  constructor(options: { onFree?: ((key: string, landedIn?: bigint) => void) | undefined } = {}) {
+    this.#onFree = options.onFree;
+  }
+
+  /** Recent balance reads made while other replicas held something on a slot (shared stores). */
+  readonly sharedReads = new Map<string, { available: bigint; block: bigint; at: number }>();
+
   readonly #reservations = new Map<string, Reservation>();
   readonly #keysBySlot = new Map<string, Set<string>>();
   /**
@@ -97,19 +107,20 @@ export class InFlight {
     spends: readonly Spend[],
     mark: number,
   ): Promise<Failure | undefined> {
-    this.release(key);
+    // A shared store replaces its copy when this reservation is made again.
+    this.#drop(key);
     const slots = spends.map((spend) => slotOf(ctx.chainId, spend));
     const covered = () =>
       spends.every((spend, i) => this.#covered(slots[i] as string, key, spend.amount, mark));
     if (covered()) {
       this.#add(ctx.chainId, key, spends);
-      return undefined;
+      return this.#withOtherReplicas(ctx, key, spends, slots);
     }
     await this.#read(ctx, spends, slots);
     // Synchronous from here on: no other reservation can slip in between check and add.
     if (covered()) {
       this.#add(ctx.chainId, key, spends);
-      return undefined;
+      return this.#withOtherReplicas(ctx, key, spends, slots);
     }
     const i = spends.findIndex(
       (spend, j) => !this.#covered(slots[j] as string, key, spend.amount, mark),
@@ -144,6 +155,54 @@ export class InFlight {
     return { available: read.available, held: this.#held(slot, key) + unseen };
   }
 
+  /**
+   * With a store shared by replicas, what the others hold on these slots counts too: the store
+   * locks the slots for every replica while the balance is weighed against both. Nothing is
+   * reserved (here or there) if the payer cannot cover it all.
+   */
+  async #withOtherReplicas(
+    ctx: SchemeContext,
+    key: string,
+    spends: readonly Spend[],
+    slots: readonly string[],
+  ): Promise<Failure | undefined> {
+    const store = ctx.journal;
+    if (!store.reserveShared) return undefined;
+    let refusal: Failure | undefined;
+    try {
+      refusal = await store.reserveShared(
+        key,
+        spends.map((spend, i) => ({ slot: slots[i] as string, amount: spend.amount })),
+        (held) => decideWithOthers(ctx, this, key, spends, slots, held),
+      );
+    } catch (error) {
+      this.release(key);
+      throw error;
+    }
+    if (refusal) this.release(key);
+    return refusal;
+  }
+
+  /** Whether settlement `key` holds a reservation here. */
+  holds(key: string): boolean {
+    return this.#reservations.has(key);
+  }
+
+  /** The settlements of this process holding something on `slot`, but `except`, and how much. */
+  heldOn(slot: string, except: string): { key: string; amount: bigint }[] {
+    const held: { key: string; amount: bigint }[] = [];
+    for (const key of this.#keysBySlot.get(slot) ?? []) {
+      if (key === except) continue;
+      const reservation = this.#reservations.get(key);
+      let amount = 0n;
+      for (const spend of reservation?.spends ?? []) {
+        if (slotOf(reservation?.chainId ?? 0, spend) === slot) amount += spend.amount;
+      }
+      held.push({ key, amount });
+    }
+    return held;
+  }
+
   /** Records what a journaled, unsettled transaction will take (at start-up). */
   seed(chainId: number, key: string, spends: readonly Spend[]): void {
     this.#add(chainId, key, spends);
@@ -176,13 +235,21 @@ export class InFlight {
       this.#landings.delete(slot);
       this.#forgottenUpTo = landings.list.at(-1)?.tick ?? this.#forgottenUpTo;
     }
-    this.release(key);
+    this.release(key, spent ? block : undefined);
   }
 
-  /** Nothing was broadcast for `key` (or it can no longer land): free its reservation. */
-  release(key: string): void {
+  /**
+   * Nothing was broadcast for `key` (or it can no longer land): free its reservation. (`landedIn`
+   * is for landed() only.)
+   */
+  release(key: string, landedIn?: bigint): void {
+    if (this.#drop(key)) this.#onFree?.(key, landedIn);
+  }
+
+  /** Forgets the reservation here; false if there was none. */
+  #drop(key: string): boolean {
     const reservation = this.#reservations.get(key);
-    if (!reservation) return;
+    if (!reservation) return false;
     this.#reservations.delete(key);
     for (const spend of reservation.spends) {
       const slot = slotOf(reservation.chainId, spend);
@@ -190,6 +257,7 @@ export class InFlight {
       keys?.delete(key);
       if (keys?.size === 0) this.#keysBySlot.delete(slot);
     }
+    return true;
   }
 
   /** The tick of the slot's last landing, as far as it is still known. */
@@ -230,15 +298,7 @@ export class InFlight {
 
   /** What other settlements hold on `slot`. */
   #held(slot: string, except: string): bigint {
-    let held = 0n;
-    for (const key of this.#keysBySlot.get(slot) ?? []) {
-      if (key === except) continue;
-      const reservation = this.#reservations.get(key);
-      for (const spend of reservation?.spends ?? []) {
-        if (slotOf(reservation?.chainId ?? 0, spend) === slot) held += spend.amount;
-      }
-    }
-    return held;
+    return this.heldOn(slot, except).reduce((sum, h) => sum + h.amount, 0n);
   }
 
   /**
@@ -254,25 +314,7 @@ export class InFlight {
     const others = new Set<string>();
     for (const slot of slots) for (const key of this.#keysBySlot.get(slot) ?? []) others.add(key);
     const [amounts, included] = await Promise.all([
-      Promise.all(
-        spends.map((spend) =>
-          spend.spender
-            ? client.readContract({
-                address: spend.token,
-                abi: erc20Abi,
-                functionName: "allowance",
-                args: [spend.owner, spend.spender],
-                blockNumber,
-              })
-            : client.readContract({
-                address: spend.token,
-                abi: erc20Abi,
-                functionName: "balanceOf",
-                args: [spend.owner],
-                blockNumber,
-              }),
-        ),
-      ),
+      Promise.all(spends.map((spend) => readAvailable(ctx, spend, blockNumber))),
       Promise.all(
         [...others].map(async (key) => {
           const block = await minedIn(ctx, (await ctx.journal.get(key))?.hashes ?? []);
@@ -302,27 +344,4 @@ export class InFlight {
       this.#reads.delete(slot);
     }
   }
-}
-
-/** The block any of `hashes` was mined in, if one was. */
-async function minedIn(ctx: SchemeContext, hashes: readonly Hex[]): Promise<bigint | undefined> {
-  for (const hash of hashes) {
-    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
-    if (receipt) return receipt.blockNumber;
-  }
-  return undefined;
-}
-
-function shortfall(spend: Spend, have: bigint, held: bigint): Failure {
-  const inFlight = held > 0n ? `, ${held} of it is already being settled with us,` : "";
-  if (spend.spender) {
-    return failure(
-      "allowance_required",
-      `the payer allows ${spend.spender} ${have}${inFlight} and this payment needs ${spend.amount}`,
-    );
-  }
-  return failure(
-    "insufficient_funds",
-    `the payer holds ${have}${inFlight} and this payment needs ${spend.amount}`,
-  );
 }

@@ -62,6 +62,17 @@ export interface StoreStatus {
   readonly signersLost?: readonly string[] | undefined;
 }
 
+/** A payer's spend held by a settlement in flight (of any replica), and its transactions so far. */
+export interface HeldElsewhere {
+  readonly key: string;
+  /** chain:token:owner(>spender), as the in-flight ledger names what is spent from. */
+  readonly slot: string;
+  readonly amount: bigint;
+  readonly hashes: readonly Hex[];
+  /** The block its transaction landed in, once the replica that sent it saw that. */
+  readonly landedIn?: bigint | undefined;
+}
+
 type MaybePromise<T> = T | Promise<T>;
 
 export interface SettlementStore {
@@ -87,6 +98,20 @@ export interface SettlementStore {
   claimIdempotency(id: string, fingerprint: string): MaybePromise<IdempotencyClaim>;
   /** The final answer for `id` (kept), or undefined to let a later retry run again. */
   finishIdempotency(id: string, answer: unknown): MaybePromise<void>;
+
+  /**
+   * A shared store: reserves what settlement `key` will spend, with the slots locked against every
+   * replica while `decide` looks at what every settlement (of any replica) holds there; `decide`
+   * must not use the store itself. `decide` answers a refusal
+   * (then nothing is reserved) or undefined. Absent on a store only one process uses.
+   */
+  reserveShared?<R>(
+    key: string,
+    spends: readonly { readonly slot: string; readonly amount: bigint }[],
+    decide: (held: readonly HeldElsewhere[]) => Promise<R | undefined>,
+  ): Promise<R | undefined>;
+  /** The settlement's transaction landed in `landedIn`, or (undefined) never will spend anything. */
+  releaseShared?(key: string, landedIn?: bigint): Promise<void>;
 
   status(): MaybePromise<StoreStatus>;
 

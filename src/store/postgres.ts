@@ -13,12 +13,14 @@ import type { Address, Hex } from "viem";
 import { FacilitatorError } from "../errors.js";
 import type {
   EntryState,
+  HeldElsewhere,
   IdempotencyClaim,
   JournalEntry,
   NewEntry,
   SettlementStore,
   StoreStatus,
 } from "./port.js";
+import { releaseShared, reserveShared } from "./postgres-reservations.js";
 import { MIGRATIONS } from "./schema.js";
 
 export interface PostgresStoreOptions {
@@ -157,6 +159,8 @@ export class PostgresStore implements SettlementStore {
     } catch (error) {
       throw unavailable(error);
     }
+    const ignore = () => undefined;
+    client.on("error", ignore);
     try {
       await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
       await client.query(
@@ -178,6 +182,7 @@ export class PostgresStore implements SettlementStore {
       }
     } finally {
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => undefined);
+      client.off("error", ignore);
       client.release();
     }
   }
@@ -239,6 +244,33 @@ export class PostgresStore implements SettlementStore {
     } catch {
       // The store is away: leases run down; records of broadcasts are refused until it is back.
     }
+  }
+
+  async reserveShared<R>(
+    key: string,
+    spends: readonly { readonly slot: string; readonly amount: bigint }[],
+    decide: (held: readonly HeldElsewhere[]) => Promise<R | undefined>,
+  ): Promise<R | undefined> {
+    const started = performance.now();
+    let decideFailed: unknown;
+    const guarded = (held: readonly HeldElsewhere[]) =>
+      decide(held).catch((error: unknown) => {
+        decideFailed = error;
+        throw error;
+      });
+    try {
+      return await reserveShared(this.#pool, this.owner, key, spends, guarded);
+    } catch (error) {
+      // The decision's own chain reads fail as themselves; everything else is the store's.
+      if (error === decideFailed) throw error;
+      throw unavailable(error);
+    } finally {
+      this.#onQuery?.("reserve", (performance.now() - started) / 1000);
+    }
+  }
+
+  async releaseShared(key: string, landedIn?: bigint): Promise<void> {
+    await releaseShared(this.#pool, key, landedIn).catch(() => undefined);
   }
 
   /** Whether the database answers, and which signers this replica holds the lease of. */

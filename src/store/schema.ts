@@ -44,4 +44,20 @@ export const MIGRATIONS: readonly string[] = [
     created_at  timestamptz NOT NULL DEFAULT now()
   );
   `,
+  // 2: what each settlement in flight will take from a payer, seen by every replica.
+  `
+  CREATE TABLE facilitator_reservations (
+    key        text NOT NULL,
+    slot       text NOT NULL,             -- chain:token:owner(>spender)
+    amount     numeric(78, 0) NOT NULL,
+    owner      text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    -- Set when its transaction landed: a balance read at this block or later shows it. Kept a
+    -- minute after, so a replica's recent balance read is not mistaken for one that shows it.
+    landed_block numeric(78, 0),
+    landed_at  timestamptz,
+    PRIMARY KEY (key, slot)
+  );
+  CREATE INDEX facilitator_reservations_slot ON facilitator_reservations (slot);
+  `,
 ];
