@@ -31,8 +31,9 @@ const mine = () =>
 beforeAll(async () => {
   [devnet, postgres] = await Promise.all([startDevnet({ mining: "manual" }), startPostgres()]);
   store = await postgres.freshDatabase("death");
+  // Short leases: the dead replica's claim is free again in 2 s.
   for (const signer of replicaSigners.slice(0, 2)) {
-    replicas.push(await startReplica(devnet, store, signer));
+    replicas.push(await startReplica(devnet, store, signer, 2));
   }
 }, 90_000);
 
@@ -110,7 +111,7 @@ describe("kill -9 of a replica mid-settle", () => {
   }, 60_000);
 
   test("the dead replica's key is free again once its lease ran out", async () => {
-    const restarted = await startReplica(devnet, store, replicaSigners[0] as Replica["signer"]);
+    const restarted = await startReplica(devnet, store, replicaSigners[0] as Replica["signer"], 2);
     replicas.push(restarted);
     const health = (await (await fetch(`${restarted.url}/health`)).json()) as {
       store: { signersHeld: string[] };

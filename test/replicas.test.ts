@@ -18,6 +18,7 @@ import {
   stopReplicas,
   tally,
 } from "./helpers/replicas.js";
+import { runCli } from "./helpers/run-cli.js";
 import { startServe } from "./helpers/serve.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
@@ -146,7 +147,7 @@ describe("a key belongs to one replica", () => {
       FACILITATOR_RPC_URL: devnet.rpcUrl,
       FACILITATOR_PRIVATE_KEY: devnet.facilitator.privateKey,
       FACILITATOR_STORE: store,
-      FACILITATOR_STORE_LEASE_SECONDS: "2",
+      FACILITATOR_STORE_LEASE_SECONDS: "5",
     });
     const error = await taken.then(
       (serving) => {
@@ -160,6 +161,28 @@ describe("a key belongs to one replica", () => {
     expect(error).toMatch(/in use by another replica/);
     expect(error).not.toContain(devnet.facilitator.privateKey.slice(2));
   }, 30_000);
+
+  test("doctor reads the store without taking anything: the key is held by a running replica", async () => {
+    const { code, stdout } = await runCli(["doctor", "--json"], {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      FACILITATOR_PRIVATE_KEY: devnet.facilitator.privateKey,
+      FACILITATOR_STORE: store,
+    });
+    const report = JSON.parse(stdout) as {
+      findings: { area: string; level: string; message: string }[];
+    };
+    const about = report.findings.filter((f) => f.area === "store");
+    expect(about[0]).toMatchObject({ level: "ok" });
+    expect(about[0]?.message).toMatch(/schema version \d+, nothing unsettled/);
+    expect(about[1]).toMatchObject({ level: "warning" });
+    expect(about[1]?.message).toContain(devnet.facilitator.address.toLowerCase());
+    expect(code).toBe(1);
+    // It took no lease: the replica still holds its key.
+    const health = (await (await fetch(`${replicas[0]?.url}/health`)).json()) as {
+      store: { signersHeld: string[] };
+    };
+    expect(health.store.signersHeld).toEqual([devnet.facilitator.address.toLowerCase()]);
+  });
 
   test("/health names the store and the signer this replica holds", async () => {
     const response = await fetch(`${replicas[1]?.url}/health`);

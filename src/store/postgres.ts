@@ -341,9 +341,8 @@ export class PostgresStore implements SettlementStore {
       `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, hashes, raws, state)
          SELECT $1, $2, $3, $4, $5, ARRAY[$6], ARRAY[$7], 'broadcast'
          WHERE ($8::text IS NULL OR EXISTS (SELECT 1 FROM facilitator_signers
-                         WHERE address = $8 AND owner = $9 AND expires_at > now()))
-           AND EXISTS (SELECT 1 FROM facilitator_claims
-                         WHERE key = $10 AND owner = $9 AND expires_at > now())
+                         WHERE address = $8 AND owner = $9))
+           AND EXISTS (SELECT 1 FROM facilitator_claims WHERE key = $10 AND owner = $9)
        ON CONFLICT (key) DO UPDATE SET chain_id = EXCLUDED.chain_id, signer = EXCLUDED.signer,
          tx_nonce = EXCLUDED.tx_nonce, expect = EXCLUDED.expect, hashes = EXCLUDED.hashes,
          raws = EXCLUDED.raws, state = 'broadcast', updated_at = now()`,
@@ -362,8 +361,9 @@ export class PostgresStore implements SettlementStore {
       ],
     );
     if (rowCount !== 1) {
+      // A lease that merely ran out still fences nothing: only one taken over by another does.
       throw new Error(
-        "this replica's lease on the settlement or its signer ran out (the store was away or this process stalled); nothing was sent",
+        "another replica took over this settlement or its signer (this process stalled past its lease); nothing was sent",
       );
     }
   }

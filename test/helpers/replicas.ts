@@ -21,7 +21,7 @@ export function startReplica(
   devnet: Devnet,
   store: string,
   signer: DevAccount,
-  leaseSeconds = 2,
+  leaseSeconds = 5,
   env: Record<string, string> = {},
 ): Promise<Replica> {
   return startServe([], {

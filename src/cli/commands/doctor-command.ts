@@ -5,7 +5,7 @@ import { withChainOptions, withSettlementOptions } from "../options.js";
 export const doctorCommand = withChainOptions(
   withSettlementOptions(new Command("doctor"))
     .description(
-      "check the configuration: RPCs and the chains they serve, keys and their gas, the journal, token support",
+      "check the configuration: RPCs and the chains they serve, keys and their gas, the journal or store, token support",
     )
     .option("--json", "one JSON document on stdout instead of the report"),
 )

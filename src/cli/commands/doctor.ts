@@ -45,7 +45,12 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
   const { findings: rpcFindings, chains } = await checkRpcs(rpc, config);
   findings.push(...rpcFindings);
   findings.push(...(await checkKeys(config, chains)));
-  findings.push(...(await checkJournal(config, chains)));
+  if (config.storeUrl) {
+    const { checkStore } = await import("./doctor-store.js");
+    findings.push(...(await checkStore(config, config.storeUrl)));
+  } else {
+    findings.push(...(await checkJournal(config, chains)));
+  }
   findings.push(...(await checkTokens(chains)));
   return findings;
 }
