@@ -26,6 +26,9 @@ export function llmsTxt(): string {
   Reference dialect: {"payload", "requirements", "waitUntil"?: "simulated" | "submitted" | "confirmed"}
     → 200 {"success": true, "transactionHash"} | 400/500/503 {"success": false, "error", "message", "transactionHash"?}
   x402 dialect → 200 {"success", "errorReason"?, "errorMessage"?, "transaction", "network", "payer"}
+  With paymentPayload.extensions["payment-identifier"].info.id (16-128 of A-Z a-z 0-9 _ -): the
+  same id and request answer the first success again (from any replica on a shared store); the
+  same id with another request is 409 idempotency_conflict. See README.md#settling-safely.
 - POST /accepts: Faremeter's facilitator call. {"x402Version": 2, "resource", "accepts": [PaymentRequirements]}
     → 200 {"x402Version": 2, "resource", "accepts"}: the offered requirements this facilitator can
     settle (exact, a network served here), with the token's EIP-712 name and version filled into
@@ -67,6 +70,7 @@ prints the request: facilitator pay --amount 0.01 | facilitator settle -), facil
 - Two dialects: README.md#two-dialects
 - waitUntil: README.md#waituntil
 - Errors: README.md#errors
+- Several replicas on one PostgreSQL store: README.md#several-replicas-one-store
 - Limits and restarts: README.md#the-http-service
 - Metrics and readiness: README.md#metrics-and-readiness
 - Configuration: README.md#configuration
