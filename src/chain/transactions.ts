@@ -218,10 +218,23 @@ async function sendAndFollow(
   }
   if (sent.kind === "outcome") return sent.outcome;
   if (waitUntil === "submitted") {
-    await ctx.journal.recordState(record.key, "answered").catch(() => undefined);
-    return { kind: "submitted", hash: sent.issued.hash };
+    const hash = sent.issued.hash;
+    // A success the journal does not hold could be answered again to another caller: say pending.
+    if (!(await recorded(ctx, record.key))) return pending(hash, UNRECORDED);
+    return { kind: "submitted", hash };
   }
   return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, prepared.fees);
+}
+
+export const UNRECORDED =
+  "the transaction was sent, but the settlement store could not record the answer; retry to get it (it is never sent twice)";
+
+/** Writes down that success is being answered; false if that could not be made durable. */
+export function recorded(ctx: SchemeContext, key: string): Promise<boolean> {
+  return ctx.journal.recordState(key, "answered").then(
+    () => true,
+    () => false,
+  );
 }
 
 function sendFailure(

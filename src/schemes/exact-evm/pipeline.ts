@@ -11,7 +11,13 @@ import type { CallOutcome } from "../../chain/outcome.js";
 import { landPreludes } from "../../chain/prelude.js";
 import { receiptHasTransfer } from "../../chain/receipts.js";
 import { recheckAnswered, reconcile } from "../../chain/reconcile.js";
-import { prepareCall, sendCall, simulateCall } from "../../chain/transactions.js";
+import {
+  prepareCall,
+  recorded,
+  sendCall,
+  simulateCall,
+  UNRECORDED,
+} from "../../chain/transactions.js";
 import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -106,8 +112,16 @@ async function answer<P>(
           ),
         };
       }
-      // If this record cannot be written, still answer: losing the hash would be worse.
-      await ctx.journal.recordState(key, "answered").catch(() => undefined);
+      // A success the journal does not hold could be answered again to another caller: the
+      // answer is pending, with the hash, and a retry (once the record can be made) the success.
+      if (!(await recorded(ctx, key))) {
+        return {
+          ok: false,
+          payer,
+          transactionHash: outcome.hash,
+          failure: failure("settlement_pending", UNRECORDED),
+        };
+      }
       return { ok: true, payer, transactionHash: outcome.hash };
     case "would-revert":
       return {
