@@ -1,17 +1,17 @@
 /**
- * What payers have in flight with every replica, in PostgreSQL. A reservation is decided inside a
- * transaction holding an advisory lock per slot (chain, token, payer), so two replicas never decide
- * for the same payer at once; the decision itself (read the balance, see which of the others'
- * transactions already landed) is the in-flight ledger's.
+ * What payers have in flight with every replica, in PostgreSQL. A reservation is decided under an
+ * advisory lock per slot (chain, token, payer), so two replicas never decide for the same payer
+ * at once. When no other replica holds anything for the payer, one statement takes the lock and
+ * writes the hold (this replica's own ledger has decided). Otherwise a transaction holds the lock
+ * while the in-flight ledger weighs the payer's balance against every hold (`decide`).
  */
 import type { Pool } from "pg";
 import type { Hex } from "viem";
 import type { HeldElsewhere } from "./port.js";
 
-/** Reservations older than this are let go, as the in-process ledger does. */
-const MAX_AGE = "30 minutes";
-/** A landed reservation is kept this long (far past any reuse of a balance read), then dropped. */
-const LANDED_KEPT = "1 minute";
+/** Landed holds are kept this long (far past any reuse of a balance read); all holds at most 30 min. */
+export const STALE_RESERVATIONS = `DELETE FROM facilitator_reservations
+  WHERE landed_at < now() - interval '1 minute' OR created_at < now() - interval '30 minutes'`;
 
 export async function reserveShared<R>(
   pool: Pool,
@@ -20,6 +20,16 @@ export async function reserveShared<R>(
   spends: readonly { readonly slot: string; readonly amount: bigint }[],
   decide: (held: readonly HeldElsewhere[]) => Promise<R | undefined>,
 ): Promise<R | undefined> {
+  const bySlot = new Map<string, bigint>();
+  for (const spend of spends) bySlot.set(spend.slot, (bySlot.get(spend.slot) ?? 0n) + spend.amount);
+  const slots = [...bySlot.keys()];
+  const amounts = [...bySlot.values()].map(String);
+  const alone = await pool.query<{ alone: boolean }>(
+    "SELECT facilitator_reserve_alone($1, $2, $3, $4) AS alone",
+    [key, slots, amounts, owner],
+  );
+  if (alone.rows[0]?.alone) return undefined;
+
   const client = await pool.connect();
   // A connection lost while checked out is reported on the client: without a listener, that
   // would take the process down; the query in progress fails on its own.
@@ -29,20 +39,13 @@ export async function reserveShared<R>(
   try {
     await client.query("BEGIN");
     open = true;
-    const slots = [...new Set(spends.map((s) => s.slot))].sort();
     // In one order everywhere, so two replicas locking the same slots cannot deadlock.
     await client.query(
       "SELECT pg_advisory_xact_lock(hashtextextended(s, 402)) FROM unnest($1::text[]) AS s ORDER BY s",
       [slots],
     );
-    // Every other settlement's hold, this replica's too (with their hashes, so deciding needs no
-    // other connection); a replica that is gone counts only while its transaction may still land.
-    await client.query(
-      `DELETE FROM facilitator_reservations
-        WHERE slot = ANY($1) AND (landed_at < now() - interval '${LANDED_KEPT}'
-                                  OR created_at < now() - interval '${MAX_AGE}')`,
-      [slots],
-    );
+    // Every other settlement's hold on these slots, this replica's too (with their hashes, so
+    // deciding needs no other connection); a gone replica's count while they may still land.
     const { rows } = await client.query<{
       key: string;
       slot: string;
@@ -51,11 +54,11 @@ export async function reserveShared<R>(
       landed_block: string | null;
     }>(
       `SELECT r.key, r.slot, r.amount::text AS amount, s.hashes, r.landed_block::text
-         FROM facilitator_reservations r
-         LEFT JOIN facilitator_settlements s ON s.key = r.key
-        WHERE r.slot = ANY($1) AND r.key <> $2
-          AND (r.owner = $3 OR r.landed_block IS NOT NULL OR s.state = 'broadcast' OR EXISTS (SELECT 1 FROM facilitator_signers g
-                 WHERE g.owner = r.owner AND g.expires_at > now()))`,
+         FROM (SELECT * FROM facilitator_others_hold($1, $2, $3)
+               UNION ALL
+               SELECT * FROM facilitator_reservations
+                WHERE slot = ANY ($1) AND key <> $2 AND owner = $3) r
+         LEFT JOIN facilitator_settlements s ON s.key = r.key`,
       [slots, key, owner],
     );
     const held = rows.map((r) => ({
@@ -71,14 +74,12 @@ export async function reserveShared<R>(
       open = false;
       return refusal;
     }
-    await client.query("DELETE FROM facilitator_reservations WHERE key = $1", [key]);
-    const bySlot = new Map<string, bigint>();
-    for (const spend of spends)
-      bySlot.set(spend.slot, (bySlot.get(spend.slot) ?? 0n) + spend.amount);
     await client.query(
       `INSERT INTO facilitator_reservations (key, slot, amount, owner)
-         SELECT $1, s, a::numeric, $4 FROM unnest($2::text[], $3::text[]) AS t(s, a)`,
-      [key, [...bySlot.keys()], [...bySlot.values()].map(String), owner],
+         SELECT $1, t.s, t.a::numeric, $4 FROM unnest($2::text[], $3::text[]) AS t(s, a)
+       ON CONFLICT (key, slot) DO UPDATE SET amount = EXCLUDED.amount, owner = EXCLUDED.owner,
+         created_at = now(), landed_block = NULL, landed_at = NULL`,
+      [key, slots, amounts, owner],
     );
     await client.query("COMMIT");
     open = false;

@@ -20,7 +20,7 @@ import type {
   SettlementStore,
   StoreStatus,
 } from "./port.js";
-import { releaseShared, reserveShared } from "./postgres-reservations.js";
+import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { MIGRATIONS } from "./schema.js";
 
 export interface PostgresStoreOptions {
@@ -93,6 +93,8 @@ export class PostgresStore implements SettlementStore {
   readonly #claimed = new Set<string>();
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
+  /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
+  readonly #slotQueues = new Map<string, Promise<void>>();
   /** Signers whose lease this replica lost (it stalled, or the store was away too long). */
   readonly #lost = new Set<string>();
 
@@ -241,6 +243,7 @@ export class PostgresStore implements SettlementStore {
       );
       const held = await this.#takeSigners();
       for (const address of this.signers) if (!held.has(address)) this.#lost.add(address);
+      await this.#query("renew", STALE_RESERVATIONS);
     } catch {
       // The store is away: leases run down; records of broadcasts are refused until it is back.
     }
@@ -258,13 +261,26 @@ export class PostgresStore implements SettlementStore {
         decideFailed = error;
         throw error;
       });
+    // One settle per payer slot at a time waits on the database's lock from this process: the
+    // others wait here, without holding a connection the rest of the pool needs.
+    const queue = [...new Set(spends.map((s) => s.slot))].sort().join(" ");
+    const previous = this.#slotQueues.get(queue) ?? Promise.resolve();
+    let done = () => {};
+    const mine = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const tail = previous.then(() => mine);
+    this.#slotQueues.set(queue, tail);
     try {
+      await previous;
       return await reserveShared(this.#pool, this.owner, key, spends, guarded);
     } catch (error) {
       // The decision's own chain reads fail as themselves; everything else is the store's.
       if (error === decideFailed) throw error;
       throw unavailable(error);
     } finally {
+      done();
+      if (this.#slotQueues.get(queue) === tail) this.#slotQueues.delete(queue);
       this.#onQuery?.("reserve", (performance.now() - started) / 1000);
     }
   }

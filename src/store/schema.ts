@@ -59,5 +59,33 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (key, slot)
   );
   CREATE INDEX facilitator_reservations_slot ON facilitator_reservations (slot);
+
+  -- Holds of other replicas that still count: their transaction may land, or has landed lately.
+  CREATE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
+  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
+    SELECT r.* FROM facilitator_reservations r
+      LEFT JOIN facilitator_settlements s ON s.key = r.key
+     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
+       AND r.created_at > now() - interval '30 minutes'
+       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
+            OR EXISTS (SELECT 1 FROM facilitator_signers g
+                        WHERE g.owner = r.owner AND g.expires_at > now()))
+  $$;
+
+  -- The common case in one round trip: no other replica holds anything for this payer, so this
+  -- replica's own ledger decides; the hold is written under the payer's lock. False: others do.
+  CREATE FUNCTION facilitator_reserve_alone(p_key text, p_slots text[], p_amounts text[], p_owner text)
+  RETURNS boolean LANGUAGE plpgsql AS $$
+  BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(s, 402)) FROM unnest(p_slots) AS s ORDER BY s;
+    IF EXISTS (SELECT 1 FROM facilitator_others_hold(p_slots, p_key, p_owner)) THEN
+      RETURN false;
+    END IF;
+    INSERT INTO facilitator_reservations (key, slot, amount, owner)
+      SELECT p_key, t.s, t.a::numeric, p_owner FROM unnest(p_slots, p_amounts) AS t(s, a)
+    ON CONFLICT (key, slot) DO UPDATE SET amount = EXCLUDED.amount, owner = EXCLUDED.owner,
+      created_at = now(), landed_block = NULL, landed_at = NULL;
+    RETURN true;
+  END $$;
   `,
 ];
