@@ -10,7 +10,7 @@ import { type Address, type Hex, keccak256, type TransactionSerializable } from 
 import { failure } from "../errors.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { SchemeContext } from "../schemes/types.js";
-import type { ExpectedTransfer } from "../store/port.js";
+import { type ExpectedTransfer, notRecorded } from "../store/port.js";
 import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap } from "./fees.js";
 import { follow, mined } from "./follow.js";
@@ -229,11 +229,16 @@ async function sendAndFollow(
 export const UNRECORDED =
   "the transaction was sent, but the settlement store could not record the answer; retry to get it (it is never sent twice)";
 
-/** Writes down that success is being answered; false if that could not be made durable. */
+/**
+ * Writes down that success is being answered; false only if the record certainly was not made.
+ * When that is unknown (a connection lost mid-write, a file write whose sync failed: the journal
+ * may hold it), the success is answered: a retry would find the record and refuse, and the
+ * payer's caller would never hear that it paid.
+ */
 export function recorded(ctx: SchemeContext, key: string): Promise<boolean> {
   return ctx.journal.recordState(key, "answered").then(
     () => true,
-    () => false,
+    (error: unknown) => !notRecorded(error),
   );
 }
 

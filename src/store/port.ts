@@ -73,6 +73,18 @@ export interface HeldElsewhere {
   readonly landedIn?: bigint | undefined;
 }
 
+const NOT_RECORDED = Symbol("not recorded");
+
+/** Marks `error` as thrown before the store was reached: nothing of the write happened. */
+export function markNotRecorded<E extends object>(error: E): E {
+  (error as Record<symbol, boolean>)[NOT_RECORDED] = true;
+  return error;
+}
+
+export function notRecorded(error: unknown): boolean {
+  return typeof error === "object" && error !== null && NOT_RECORDED in error;
+}
+
 type MaybePromise<T> = T | Promise<T>;
 
 export interface SettlementStore {
@@ -89,7 +101,11 @@ export interface SettlementStore {
   recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void>;
   /** Resolves once durable: await it before broadcasting a replacement (same nonce, higher fee). */
   recordReplace(key: string, hash: Hex, raw: Hex): Promise<void>;
-  /** Resolves once durable; `answered` must be, before success is answered. */
+  /**
+   * Resolves once durable; `answered` must be, before success is answered. A rejection whose
+   * error is marked by `notRecorded()` says the record certainly was not made (the store was not
+   * reached); any other may or may not have been.
+   */
   recordState(key: string, state: EntryState): Promise<void>;
   /** Entries broadcast with no final answer yet, as of when the store was opened. */
   unsettled(): Iterable<JournalEntry>;

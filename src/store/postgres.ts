@@ -20,6 +20,7 @@ import type {
   SettlementStore,
   StoreStatus,
 } from "./port.js";
+import { markNotRecorded } from "./port.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { MIGRATIONS } from "./schema.js";
 
@@ -75,10 +76,19 @@ function entryOf(row: Row): JournalEntry {
 
 function unavailable(error: unknown): FacilitatorError {
   const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
-  return FacilitatorError.of(
+  const thrown = FacilitatorError.of(
     "store_unavailable",
     `the settlement store cannot be reached (${text}); nothing was sent`,
   );
+  // No connection could be made: the statement never reached the server. A connection lost
+  // mid-statement leaves it unknown whether it was applied.
+  const code = (error as { code?: string }).code;
+  const neverSent =
+    code === "ECONNREFUSED" ||
+    code === "ENOTFOUND" ||
+    code === "EHOSTUNREACH" ||
+    /timeout exceeded when trying to connect|connection timeout/i.test(text ?? "");
+  return neverSent ? markNotRecorded(thrown) : thrown;
 }
 
 export class PostgresStore implements SettlementStore {
@@ -120,6 +130,11 @@ export class PostgresStore implements SettlementStore {
     });
     // An idle connection the server dropped (a restart) must not take the process down.
     pool.on("error", () => undefined);
+    // A journal record must outlive a crash of the database once the commit returns, whatever
+    // the server's default (synchronous_commit = off loses the last commits in a crash).
+    pool.on("connect", (client) => {
+      client.query("SET synchronous_commit TO on").catch(() => undefined);
+    });
     const store = new PostgresStore(pool, url, options);
     try {
       await store.#migrate();
