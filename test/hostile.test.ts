@@ -268,6 +268,22 @@ describe("an authorization someone else submitted first", () => {
       `already paid ${devnet.payee.address} 1000 in ${theirs}`,
     );
     expect(String(reply.message)).toContain("the payer did pay");
+    expect(String(reply.message)).toContain("not by this facilitator");
+  });
+
+  test("settled by our own key (a verify after the settle): says so, not 'not by this facilitator'", async () => {
+    const payer = devnet.payers[1] as DevAccount;
+    const request = await signedRequest(devnet, payer, 1_000n);
+    const { handleSettle, handleVerify } = await import("../src/protocol/respond.js");
+    const facilitator = facilitatorOn(devnet);
+    const settled = (await handleSettle(facilitator, request)).body;
+    expect(settled).toMatchObject({ success: true });
+    const reply = (await handleVerify(facilitator, request)).body;
+    expect(reply).toMatchObject({ success: false, error: "nonce_already_used" });
+    expect(String(reply.message)).toContain(
+      `in ${settled.transactionHash}, sent by ${devnet.facilitator.address.toLowerCase()} (a settlement key of this facilitator)`,
+    );
+    expect(String(reply.message)).not.toContain("not by this facilitator");
   });
 });
 

@@ -38,10 +38,18 @@ export async function howUsed(
     if (!hash) return undefined;
     const receipt = await ctx.client.getTransactionReceipt({ hash });
     const paid = receiptHasTransfer(receipt, expect);
-    const sender = isAddressEqual(receipt.from, expect.to) ? "the payee" : receipt.from;
-    return paid
-      ? `it already paid ${expect.to} ${expect.value} in ${hash}, a transaction sent by ${sender}, not by this facilitator: the payer did pay`
-      : `it was used in ${hash} (sent by ${sender}) for another transfer`;
+    // Settled by one of our own keys (an earlier settle whose journal this process does not have,
+    // or a verify after a settle): say so, rather than "not by this facilitator".
+    const ours = ctx.signers.addresses.some((a) => isAddressEqual(a, receipt.from));
+    const sender = isAddressEqual(receipt.from, expect.to)
+      ? "the payee"
+      : ours
+        ? `${receipt.from} (a settlement key of this facilitator)`
+        : receipt.from;
+    if (!paid) return `it was used in ${hash} (sent by ${sender}) for another transfer`;
+    return ours
+      ? `it already paid ${expect.to} ${expect.value} in ${hash}, sent by ${sender}: the payer did pay`
+      : `it already paid ${expect.to} ${expect.value} in ${hash}, a transaction sent by ${sender}, not by this facilitator: the payer did pay`;
   } catch {
     return undefined;
   }
