@@ -105,7 +105,12 @@ export class Facilitator {
     this.#throttle = new PayerThrottle({
       limit: options.payerRevertLimit,
       windowMs: options.payerRevertWindowMs,
+      onCharge: journal.chargeRevert
+        ? (chainId, payer) => void journal.chargeRevert?.(chainId, payer)
+        : undefined,
     });
+    // Reverts other replicas charge count here too.
+    journal.onRevertElsewhere?.((chainId, payer, at) => this.#throttle.record(chainId, payer, at));
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of this.journal.unsettled()) {
       if (!entry.expect) continue;

@@ -6,14 +6,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import {
-  type Address,
-  createTestClient,
-  createWalletClient,
-  type Hex,
-  http,
-  parseSignature,
-} from "viem";
+import { type Address, createTestClient, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
@@ -24,7 +17,7 @@ import { type RunningServer, startServer } from "../src/http/server.js";
 import { Journal } from "../src/store/journal.js";
 import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
-import { signCancelAuthorization } from "./helpers/sign.js";
+import { cancelAhead as cancelPayment } from "./helpers/sign.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 async function signedRequest(devnet: Devnet, payer: DevAccount, amount: bigint) {
@@ -141,23 +134,7 @@ describe("a payer whose settlements keep reverting", () => {
     await devnet?.stop();
   });
 
-  /** Cancels the authorization with a higher tip than ours, so it is mined first, then mines. */
-  async function cancelAhead(payer: DevAccount, nonce: Hex) {
-    const account = privateKeyToAccount(payer.privateKey);
-    const signature = await signCancelAuthorization(devnet, payer.privateKey, nonce);
-    const { v, r, s } = parseSignature(signature);
-    await createWalletClient({ account, transport: http(devnet.rpcUrl) }).writeContract({
-      address: devnet.token.address,
-      abi: testUsdcAbi,
-      functionName: "cancelAuthorization",
-      args: [account.address, nonce, Number(v), r, s],
-      maxPriorityFeePerGas: 100_000_000_000n,
-      maxFeePerGas: 200_000_000_000n,
-      gas: 100_000n,
-      chain: null,
-    });
-    await createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).mine({ blocks: 1 });
-  }
+  const cancelAhead = (payer: DevAccount, nonce: Hex) => cancelPayment(devnet, payer, nonce);
 
   test("after 3 reverts it is refused with 429 payer_throttled and Retry-After; nothing is sent", async () => {
     const rpc = chainOf(devnet);

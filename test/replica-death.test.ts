@@ -4,10 +4,10 @@
  * Blocks are mined by hand, so the dead replica's transaction waits in the pool.
  */
 import pg from "pg";
-import { createTestClient, http } from "viem";
+import { createTestClient, type Hex, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
-import { tokenBalance } from "./helpers/chain.js";
+import { chainOf, tokenBalance } from "./helpers/chain.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 import {
   postTo,
@@ -18,6 +18,7 @@ import {
   startReplica,
   stopReplicas,
 } from "./helpers/replicas.js";
+import { cancelAhead } from "./helpers/sign.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 let devnet: Devnet;
@@ -118,4 +119,36 @@ describe("kill -9 of a replica mid-settle", () => {
     };
     expect(health.store.signersHeld).toEqual([replicaSigners[0]?.address.toLowerCase()]);
   }, 30_000);
+});
+
+describe("a payer whose settlements revert on one replica", () => {
+  test("is throttled by the others too, within a renewal of the leases", async () => {
+    const [, survivor, restarted] = replicas as [Replica, Replica, Replica];
+    const payer = devnet.payers[3];
+    if (!payer) throw new Error("no payer");
+    const signer = survivor.signer.address;
+    const rpc = chainOf(devnet);
+    for (let round = 0; round < 3; round++) {
+      const requirements = requirementsV2(devnet, { amount: "1000" });
+      const payload = await clientPayload(payer, requirements);
+      const sent = await rpc.getTransactionCount({ address: signer, blockTag: "pending" });
+      const settling = postTo(survivor.url, "/settle", { payload, requirements });
+      for (let i = 0; i < 100; i++) {
+        if ((await rpc.getTransactionCount({ address: signer, blockTag: "pending" })) > sent) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const nonce = (payload.payload as { authorization: { nonce: Hex } }).authorization.nonce;
+      await cancelAhead(devnet, payer, nonce);
+      expect(await settling).toMatchObject({ status: 400, body: { error: "settlement_failed" } });
+    }
+    // The other replica saw none of those reverts itself.
+    const requirements = requirementsV2(devnet, { amount: "1000" });
+    const body = { payload: await clientPayload(payer, requirements), requirements };
+    let reply = await postTo(restarted.url, "/settle", { ...body, waitUntil: "simulated" });
+    for (let i = 0; i < 40 && reply.body.error !== "payer_throttled"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      reply = await postTo(restarted.url, "/settle", { ...body, waitUntil: "simulated" });
+    }
+    expect(reply).toMatchObject({ status: 429, body: { error: "payer_throttled" } });
+  }, 60_000);
 });

@@ -10,6 +10,8 @@ export interface ThrottleOptions {
   readonly limit?: number | undefined;
   /** The window, in milliseconds (default 10 minutes). */
   readonly windowMs?: number | undefined;
+  /** Told of each revert charged here (a shared store passes it on to the other replicas). */
+  readonly onCharge?: ((chainId: number, payer: string) => void) | undefined;
 }
 
 /** Payers tracked at once; past it the oldest are forgotten (memory is bounded). */
@@ -19,17 +21,28 @@ export class PayerThrottle {
   readonly #limit: number;
   readonly #windowMs: number;
   readonly #reverts = new Map<string, number[]>();
+  readonly #onCharge: ThrottleOptions["onCharge"];
 
   constructor(options: ThrottleOptions = {}) {
     this.#limit = Math.max(1, options.limit ?? 3);
     this.#windowMs = options.windowMs ?? 10 * 60_000;
+    this.#onCharge = options.onCharge;
   }
 
   /** A settlement of this payer's was mined and reverted. */
   charge(chainId: number, payer: string, now = Date.now()): void {
+    this.#onCharge?.(chainId, payer);
+    this.record(chainId, payer, now, now);
+  }
+
+  /** A revert charged at `at` (by another replica, say), told to no one. */
+  record(chainId: number, payer: string, at: number, now = Date.now()): void {
+    if (now - at >= this.#windowMs) return;
     const key = `${chainId}:${payer.toLowerCase()}`;
     const times = this.#recent(key, now);
-    times.push(now);
+    times.push(at);
+    // In time order: the oldest of the last `limit` says when the payer is free again.
+    times.sort((a, b) => a - b);
     this.#reverts.delete(key);
     this.#reverts.set(key, times);
     if (this.#reverts.size > MAX_PAYERS) {

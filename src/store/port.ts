@@ -129,6 +129,14 @@ export interface SettlementStore {
   /** The settlement's transaction landed in `landedIn`, or (undefined) never will spend anything. */
   releaseShared?(key: string, landedIn?: bigint): Promise<void>;
 
+  /** A shared store: tells the other replicas a payer's settlement of ours reverted. */
+  chargeRevert?(chainId: number, payer: string): Promise<void>;
+  /**
+   * A shared store: `listener` hears of the reverts other replicas charge (at most a third of a
+   * lease late), with when they happened (unix milliseconds).
+   */
+  onRevertElsewhere?(listener: (chainId: number, payer: string, at: number) => void): void;
+
   status(): MaybePromise<StoreStatus>;
 
   close(): MaybePromise<void>;

@@ -103,6 +103,9 @@ export class PostgresStore implements SettlementStore {
   readonly #claimed = new Set<string>();
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
+  readonly #revertListeners: ((chainId: number, payer: string, at: number) => void)[] = [];
+  /** The newest revert row passed on (or present at start-up: older ones were seen at load). */
+  #revertsSeen = "0";
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
   /** Signers whose lease this replica lost (it stalled, or the store was away too long). */
@@ -259,6 +262,11 @@ export class PostgresStore implements SettlementStore {
       const held = await this.#takeSigners();
       for (const address of this.signers) if (!held.has(address)) this.#lost.add(address);
       await this.#query("renew", STALE_RESERVATIONS);
+      await this.#query(
+        "renew",
+        "DELETE FROM facilitator_payer_reverts WHERE at < now() - interval '1 day'",
+      );
+      await this.#pullReverts();
     } catch {
       // The store is away: leases run down; records of broadcasts are refused until it is back.
     }
@@ -302,6 +310,42 @@ export class PostgresStore implements SettlementStore {
 
   async releaseShared(key: string, landedIn?: bigint): Promise<void> {
     await releaseShared(this.#pool, key, landedIn).catch(() => undefined);
+  }
+
+  async chargeRevert(chainId: number, payer: string): Promise<void> {
+    await this.#query(
+      "revert",
+      "INSERT INTO facilitator_payer_reverts (chain_id, payer, owner) VALUES ($1, $2, $3)",
+      [chainId, payer.toLowerCase(), this.owner],
+    ).catch(() => undefined);
+  }
+
+  onRevertElsewhere(listener: (chainId: number, payer: string, at: number) => void): void {
+    this.#revertListeners.push(listener);
+  }
+
+  /** Passes on the reverts other replicas charged since the last look. */
+  async #pullReverts(): Promise<void> {
+    if (this.#revertListeners.length === 0) return;
+    const { rows } = await this.#query<{
+      id: string;
+      chain_id: string;
+      payer: string;
+      owner: string;
+      at: Date;
+    }>(
+      "reverts",
+      `SELECT id, chain_id, payer, owner, at FROM facilitator_payer_reverts
+        WHERE id > $1 AND at > now() - interval '1 day' ORDER BY id`,
+      [this.#revertsSeen],
+    );
+    for (const row of rows) {
+      this.#revertsSeen = row.id;
+      if (row.owner === this.owner) continue;
+      for (const listener of this.#revertListeners) {
+        listener(Number(row.chain_id), row.payer, row.at.getTime());
+      }
+    }
   }
 
   /** Whether the database answers, and which signers this replica holds the lease of. */

@@ -88,4 +88,15 @@ export const MIGRATIONS: readonly string[] = [
     RETURN true;
   END $$;
   `,
+  // 3: reverts charged to payers, so every replica's payer throttle counts them all.
+  `
+  CREATE TABLE facilitator_payer_reverts (
+    id       bigserial PRIMARY KEY,
+    chain_id bigint NOT NULL,
+    payer    text NOT NULL,
+    owner    text NOT NULL,
+    at       timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE INDEX facilitator_payer_reverts_at ON facilitator_payer_reverts (at);
+  `,
 ];

@@ -2,9 +2,20 @@
  * Hand-made EIP-3009 authorizations, for the cases the official client will not produce (a
  * validAfter in the future, a signer that is not `from`, a contract wallet's owner signing).
  */
-import { type Address, bytesToHex, type Hex, size, sliceHex } from "viem";
+import {
+  type Address,
+  bytesToHex,
+  createTestClient,
+  createWalletClient,
+  type Hex,
+  http,
+  parseSignature,
+  size,
+  sliceHex,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import type { Devnet } from "../../src/devnet/index.js";
+import { testUsdcAbi } from "../../src/devnet/artifacts.js";
+import type { DevAccount, Devnet } from "../../src/devnet/index.js";
 import { transferWithAuthorizationTypedData } from "../../src/schemes/exact-evm/eip3009-encoding.js";
 
 export interface AuthorizationFields {
@@ -89,4 +100,25 @@ export function signCancelAuthorization(devnet: Devnet, payerKey: Hex, nonce: He
     primaryType: "CancelAuthorization",
     message: { authorizer: account.address, nonce },
   });
+}
+
+/**
+ * The payer cancels its authorization `nonce` with a far higher tip than ours, so the cancel is
+ * mined ahead of our settlement (which then reverts); then one block is mined (manual mining).
+ */
+export async function cancelAhead(devnet: Devnet, payer: DevAccount, nonce: Hex): Promise<void> {
+  const account = privateKeyToAccount(payer.privateKey);
+  const signature = await signCancelAuthorization(devnet, payer.privateKey, nonce);
+  const { v, r, s } = parseSignature(signature);
+  await createWalletClient({ account, transport: http(devnet.rpcUrl) }).writeContract({
+    address: devnet.token.address,
+    abi: testUsdcAbi,
+    functionName: "cancelAuthorization",
+    args: [account.address, nonce, Number(v), r, s],
+    maxPriorityFeePerGas: 100_000_000_000n,
+    maxFeePerGas: 200_000_000_000n,
+    gas: 100_000n,
+    chain: null,
+  });
+  await createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).mine({ blocks: 1 });
 }
