@@ -1,0 +1,105 @@
+/**
+ * The devnet's simulated slot clock: a slot per tick (400 ms by default, Solana's target), a fresh
+ * blockhash per slot, and the commitment levels a real cluster reports as slots pass.
+ *
+ * Simulated, not reproduced: no leader schedule, no skipped slots (the block height equals the
+ * slot), a slot is `confirmed` one slot after it is produced and `finalized` 32 slots after (about
+ * what a real cluster shows), and a blockhash stays valid for 150 blocks, as on Solana.
+ */
+
+export type Commitment = "processed" | "confirmed" | "finalized";
+
+/** Slots until a slot counts as confirmed / finalized. */
+export const CONFIRMED_DEPTH = 1;
+export const FINALIZED_DEPTH = 32;
+/** A blockhash is valid while the block height is at most its block's height plus this. */
+export const BLOCKHASH_VALIDITY = 150;
+
+export function parseCommitment(value: unknown): Commitment {
+  if (value === undefined || value === null) return "finalized";
+  if (value === "processed" || value === "confirmed" || value === "finalized") return value;
+  // Deprecated names real nodes still accept.
+  if (value === "recent") return "processed";
+  if (value === "single" || value === "singleGossip") return "confirmed";
+  if (value === "root" || value === "max") return "finalized";
+  throw new RangeError(`Invalid commitment: ${String(value)}`);
+}
+
+export class SlotClock {
+  #slot: bigint;
+  /** blockhash → the slot it was produced in; only the last BLOCKHASH_VALIDITY + 1 kept. */
+  readonly #blockhashSlot = new Map<string, bigint>();
+  /** slot → blockhash, same window. */
+  readonly #slotBlockhash = new Map<bigint, string>();
+
+  constructor(startSlot: bigint, firstBlockhash: string) {
+    this.#slot = startSlot;
+    this.#record(startSlot, firstBlockhash);
+  }
+
+  /** The newest slot (processed). */
+  get slot(): bigint {
+    return this.#slot;
+  }
+
+  /** Moves to the next slot, produced with `blockhash`. */
+  advance(blockhash: string): bigint {
+    this.#slot += 1n;
+    this.#record(this.#slot, blockhash);
+    return this.#slot;
+  }
+
+  /** The newest slot at `commitment`. */
+  slotAt(commitment: Commitment): bigint {
+    const depth =
+      commitment === "finalized"
+        ? FINALIZED_DEPTH
+        : commitment === "confirmed"
+          ? CONFIRMED_DEPTH
+          : 0;
+    const slot = this.#slot - BigInt(depth);
+    return slot < this.#oldestSlot() ? this.#oldestSlot() : slot;
+  }
+
+  /** The blockhash of the newest block at `commitment` and the last block height it is valid at. */
+  latestBlockhash(commitment: Commitment): { blockhash: string; lastValidBlockHeight: bigint } {
+    const slot = this.slotAt(commitment);
+    const blockhash = this.#slotBlockhash.get(slot);
+    if (blockhash === undefined) throw new Error(`no blockhash kept for slot ${slot}`);
+    return { blockhash, lastValidBlockHeight: slot + BigInt(BLOCKHASH_VALIDITY) };
+  }
+
+  /** Whether a transaction using `blockhash` may still land now. */
+  isBlockhashValid(blockhash: string): boolean {
+    const slot = this.#blockhashSlot.get(blockhash);
+    return slot !== undefined && this.#slot <= slot + BigInt(BLOCKHASH_VALIDITY);
+  }
+
+  /** How a transaction that landed in `slot` stands now. */
+  statusOf(slot: bigint): { confirmationStatus: Commitment; confirmations: number | null } {
+    const depth = this.#slot - slot;
+    if (depth >= BigInt(FINALIZED_DEPTH))
+      return { confirmationStatus: "finalized", confirmations: null };
+    return {
+      confirmationStatus: depth >= BigInt(CONFIRMED_DEPTH) ? "confirmed" : "processed",
+      confirmations: Number(depth),
+    };
+  }
+
+  #oldestSlot(): bigint {
+    let oldest = this.#slot;
+    for (const slot of this.#slotBlockhash.keys()) if (slot < oldest) oldest = slot;
+    return oldest;
+  }
+
+  #record(slot: bigint, blockhash: string): void {
+    this.#blockhashSlot.set(blockhash, slot);
+    this.#slotBlockhash.set(slot, blockhash);
+    const expired = slot - BigInt(BLOCKHASH_VALIDITY) - 1n;
+    const old = this.#slotBlockhash.get(expired);
+    if (old !== undefined) {
+      this.#slotBlockhash.delete(expired);
+      this.#blockhashSlot.delete(old);
+    }
+  }
+}

@@ -1,0 +1,283 @@
+/**
+ * The devnet's Solana cluster: a litesvm instance (the Solana runtime in-process), a slot clock,
+ * and what a node remembers about transactions (statuses by signature, landed messages).
+ *
+ * litesvm only accepts its single latest blockhash; here its blockhash check is off and the
+ * cluster checks blockhashes itself against the clock's window (150 blocks), so a payment signed
+ * a few slots ago still lands, as on a real cluster. A message that already landed is refused as
+ * `AlreadyProcessed`, in simulation too (keyed on the message, so also before the fee payer signs).
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  type Address,
+  getBase58Decoder,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
+  getTransactionEncoder,
+  type Transaction,
+} from "@solana/kit";
+import { FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
+import { SlotClock } from "./clock.js";
+import { type RpcTransactionError, rpcTransactionError } from "./tx-error.js";
+
+/** Lamports per signature, Solana's base fee. */
+export const LAMPORTS_PER_SIGNATURE = 5000n;
+
+const SNAPSHOT = "svm-state.bin";
+const SIDECAR = "svm-cluster.json";
+const base58 = getBase58Decoder();
+
+/** What the cluster keeps about a transaction that landed (successfully or not). */
+export interface Landed {
+  signature: string;
+  slot: bigint;
+  blockTime: number;
+  err: RpcTransactionError | null;
+  logs: string[];
+  unitsConsumed: bigint;
+  fee: bigint;
+  innerInstructions: unknown[];
+  /** The wire transaction, base64. */
+  wire: string;
+}
+
+export interface Execution {
+  err: RpcTransactionError | null;
+  logs: string[];
+  unitsConsumed: bigint;
+  innerInstructions: unknown[];
+}
+
+/** A transaction the node would refuse before it lands (no status is ever recorded). */
+export class Rejected extends Error {
+  constructor(readonly err: RpcTransactionError) {
+    super(typeof err === "string" ? err : JSON.stringify(err));
+  }
+}
+
+/** Errors a node drops a transaction for rather than recording a failed one on chain. */
+const NOT_LANDED = new Set([
+  "AccountNotFound",
+  "InsufficientFundsForFee",
+  "InvalidAccountForFee",
+  "AlreadyProcessed",
+  "BlockhashNotFound",
+  "SignatureFailure",
+  "SanitizeFailure",
+  "MissingSignatureForFee",
+  "UnsupportedVersion",
+  "AccountLoadedTwice",
+  "TooManyAccountLocks",
+]);
+
+export interface DecodedTransaction {
+  transaction: Transaction;
+  signature: string | null;
+  blockhash: string;
+  numSignatures: number;
+  messageHash: string;
+}
+
+export function decodeWireTransaction(bytes: Uint8Array): DecodedTransaction {
+  const transaction = getTransactionDecoder().decode(bytes);
+  const message = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
+  const first = Object.values(transaction.signatures)[0];
+  return {
+    transaction,
+    signature: first ? base58.decode(first) : null,
+    blockhash: message.lifetimeToken,
+    numSignatures: message.header.numSignerAccounts,
+    messageHash: createHash("sha256")
+      .update(Uint8Array.from(transaction.messageBytes))
+      .digest("hex"),
+  };
+}
+
+function execution(result: TransactionMetadata | FailedTransactionMetadata | null): Execution {
+  if (result === null)
+    return { err: "SanitizeFailure", logs: [], unitsConsumed: 0n, innerInstructions: [] };
+  const failed = result instanceof FailedTransactionMetadata;
+  const meta = failed ? result.meta() : result;
+  return {
+    err: failed ? rpcTransactionError(result.err()) : null,
+    logs: meta.logs(),
+    unitsConsumed: meta.computeUnitsConsumed(),
+    innerInstructions: meta.innerInstructions().map((list, index) => ({
+      index,
+      instructions: list.map((inner) => {
+        const ix = inner.instruction();
+        return {
+          programIdIndex: ix.programIdIndex(),
+          accounts: Array.from(ix.accounts()),
+          data: base58.decode(ix.data()),
+          stackHeight: inner.stackHeight(),
+        };
+      }),
+    })),
+  };
+}
+
+export class SvmCluster {
+  readonly svm: LiteSVM;
+  readonly clock: SlotClock;
+  readonly #landed = new Map<string, Landed>();
+  /** sha256(message) → signature, for landed messages. */
+  readonly #messages = new Map<string, string>();
+  #timer: NodeJS.Timeout | undefined;
+  /** Whether the state came from a snapshot (setup then is not run again). */
+  readonly restored: boolean;
+
+  private constructor(svm: LiteSVM, restored: boolean, slot: bigint) {
+    this.svm = svm.withBlockhashCheck(false).withSigverify(true);
+    this.restored = restored;
+    this.clock = new SlotClock(slot, svm.latestBlockhash());
+  }
+
+  /** A fresh cluster, or the one saved in `dir` when there is one. */
+  static open(dir?: string): SvmCluster {
+    if (dir && existsSync(join(dir, SNAPSHOT)) && existsSync(join(dir, SIDECAR))) {
+      const saved = JSON.parse(readFileSync(join(dir, SIDECAR), "utf8")) as {
+        slot: string;
+        landed: Array<Omit<Landed, "slot" | "unitsConsumed" | "fee"> & Record<string, string>>;
+        messages: Array<[string, string]>;
+      };
+      const cluster = new SvmCluster(
+        LiteSVM.loadFromFile(join(dir, SNAPSHOT)),
+        true,
+        BigInt(saved.slot),
+      );
+      for (const entry of saved.landed) {
+        cluster.#landed.set(entry.signature, {
+          ...entry,
+          slot: BigInt(entry.slot as string),
+          unitsConsumed: BigInt(entry.unitsConsumed as string),
+          fee: BigInt(entry.fee as string),
+        } as Landed);
+      }
+      for (const [hash, signature] of saved.messages) cluster.#messages.set(hash, signature);
+      return cluster;
+    }
+    return new SvmCluster(new LiteSVM(), false, 0n);
+  }
+
+  /** Writes the whole runtime state and the node's memory to `dir` (atomically per file). */
+  save(dir: string): void {
+    mkdirSync(dir, { recursive: true });
+    const snapshot = join(dir, SNAPSHOT);
+    this.svm.saveToFile(`${snapshot}.tmp`);
+    renameSync(`${snapshot}.tmp`, snapshot);
+    const landed = [...this.#landed.values()].map((entry) => ({
+      ...entry,
+      slot: entry.slot.toString(),
+      unitsConsumed: entry.unitsConsumed.toString(),
+      fee: entry.fee.toString(),
+    }));
+    const sidecar = { slot: this.clock.slot.toString(), landed, messages: [...this.#messages] };
+    writeFileSync(join(dir, `${SIDECAR}.tmp`), JSON.stringify(sidecar));
+    renameSync(join(dir, `${SIDECAR}.tmp`), join(dir, SIDECAR));
+  }
+
+  /** Produces a slot every `intervalMs` until stop(). */
+  startSlots(intervalMs: number): void {
+    this.#timer ??= setInterval(() => this.tick(), intervalMs);
+    this.#timer.unref();
+  }
+
+  stopSlots(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** The next slot: a new blockhash, the Clock sysvar moved on. */
+  tick(): void {
+    const clock = this.svm.getClock();
+    clock.slot = this.clock.slot + 1n;
+    clock.unixTimestamp = BigInt(Math.floor(Date.now() / 1000));
+    this.svm.setClock(clock);
+    this.svm.expireBlockhash();
+    this.clock.advance(this.svm.latestBlockhash());
+  }
+
+  landed(signature: string): Landed | undefined {
+    return this.#landed.get(signature);
+  }
+
+  /** Runs a transaction without committing it. */
+  simulate(
+    tx: DecodedTransaction,
+    options: { sigVerify: boolean; checkBlockhash: boolean },
+  ): Execution {
+    const refused = this.#refusal(tx, options.checkBlockhash);
+    if (refused) return { err: refused, logs: [], unitsConsumed: 0n, innerInstructions: [] };
+    this.svm.withSigverify(options.sigVerify);
+    try {
+      const result = this.svm.simulateTransaction(tx.transaction);
+      return execution(result instanceof FailedTransactionMetadata ? result : result.meta());
+    } catch {
+      return { err: "SignatureFailure", logs: [], unitsConsumed: 0n, innerInstructions: [] };
+    } finally {
+      this.svm.withSigverify(true);
+    }
+  }
+
+  /**
+   * Executes and commits a transaction at the current slot. Throws Rejected when a node would
+   * drop it (bad signature, unknown blockhash, already processed, …); a transaction that fails
+   * in a program lands with its error, as on chain.
+   */
+  send(tx: DecodedTransaction): Landed {
+    const refused = this.#refusal(tx, true);
+    if (refused) throw new Rejected(refused);
+    if (tx.signature === null) throw new Rejected("SignatureFailure");
+    let result: TransactionMetadata | FailedTransactionMetadata;
+    try {
+      result = this.svm.sendTransaction(tx.transaction);
+    } catch {
+      throw new Rejected("SignatureFailure");
+    }
+    const run = execution(result);
+    if (typeof run.err === "string" && NOT_LANDED.has(run.err)) throw new Rejected(run.err);
+    const landed: Landed = {
+      signature: tx.signature,
+      slot: this.clock.slot,
+      blockTime: Math.floor(Date.now() / 1000),
+      err: run.err,
+      logs: run.logs,
+      unitsConsumed: run.unitsConsumed,
+      fee: LAMPORTS_PER_SIGNATURE * BigInt(tx.numSignatures),
+      innerInstructions: run.innerInstructions,
+      wire: Buffer.from(getTransactionEncoder().encode(tx.transaction)).toString("base64"),
+    };
+    this.#landed.set(tx.signature, landed);
+    this.#messages.set(tx.messageHash, tx.signature);
+    return landed;
+  }
+
+  /** Credits lamports as a system transfer from the faucet would; returns a signature. */
+  airdrop(address: Address, lamports: bigint): string {
+    const result = this.svm.airdrop(address, lamports as never);
+    const run = execution(result);
+    if (result === null || run.err !== null) throw new Rejected(run.err ?? "SanitizeFailure");
+    const signature = base58.decode((result as TransactionMetadata).signature());
+    this.#landed.set(signature, {
+      signature,
+      slot: this.clock.slot,
+      blockTime: Math.floor(Date.now() / 1000),
+      err: null,
+      logs: run.logs,
+      unitsConsumed: run.unitsConsumed,
+      fee: LAMPORTS_PER_SIGNATURE,
+      innerInstructions: [],
+      wire: "",
+    });
+    return signature;
+  }
+
+  #refusal(tx: DecodedTransaction, checkBlockhash: boolean): RpcTransactionError | undefined {
+    if (this.#messages.has(tx.messageHash)) return "AlreadyProcessed";
+    if (checkBlockhash && !this.clock.isBlockhashValid(tx.blockhash)) return "BlockhashNotFound";
+    return undefined;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * A local Solana cluster for the devnet: litesvm (the Solana runtime in-process, with SPL Token,
+ * Token-2022, Associated Token Account, Memo and Compute Budget) behind a JSON-RPC server that
+ * answers as Solana devnet, so the official x402 SVM client and facilitator work against it
+ * unchanged. Slots advance on a timer; statuses follow the commitment levels as slots pass.
+ */
+import type { Address } from "@solana/kit";
+import { SvmCluster } from "./cluster.js";
+import type { SvmDevKey } from "./keys.js";
+import { DEVNET_GENESIS_HASH, svmRpcMethods } from "./methods.js";
+import { startRpcServer } from "./rpc-server.js";
+import {
+  DEFAULT_PAYER_COUNT,
+  DEVNET_USDC_MINT,
+  devnetKeys,
+  setUpDevnet,
+  USDC_DECIMALS,
+} from "./setup.js";
+
+export type { SvmDevKey } from "./keys.js";
+export { secretKeyBytes, svmDevKey } from "./keys.js";
+export { DEVNET_GENESIS_HASH } from "./methods.js";
+export { stringifyJson } from "./rpc-server.js";
+export {
+  associatedTokenAddress,
+  DEVNET_USDC_MINT,
+  PAYER_USDC_BALANCE,
+  USDC_DECIMALS,
+} from "./setup.js";
+
+/** The CAIP-2 id of Solana devnet, which this cluster answers as. */
+export const SOLANA_DEVNET_NETWORK = `solana:${DEVNET_GENESIS_HASH.slice(0, 32)}` as const;
+
+export interface SvmDevnetOptions {
+  /** Port for the RPC server (default: any free port). */
+  port?: number;
+  host?: string;
+  /** Milliseconds per slot (default 400, Solana's target). */
+  slotMs?: number;
+  /** Number of funded payers (default 3); used on a fresh cluster only. */
+  payers?: number;
+  /** Keep the cluster's state here between runs: restored at start, saved on stop. */
+  dir?: string;
+}
+
+export interface SvmDevnet {
+  rpcUrl: string;
+  genesisHash: string;
+  network: typeof SOLANA_DEVNET_NETWORK;
+  feePayer: SvmDevKey;
+  payers: SvmDevKey[];
+  payee: SvmDevKey;
+  mint: { address: Address; decimals: number };
+  /** The cluster itself (for tests: produce a slot now, read the runtime). */
+  cluster: SvmCluster;
+  stop(): Promise<void>;
+}
+
+export async function startSvmDevnet(options: SvmDevnetOptions = {}): Promise<SvmDevnet> {
+  const cluster = SvmCluster.open(options.dir);
+  const keys = devnetKeys(options.payers ?? DEFAULT_PAYER_COUNT);
+  if (!cluster.restored) await setUpDevnet(cluster.svm, keys);
+  const server = await startRpcServer(svmRpcMethods(cluster), {
+    port: options.port,
+    host: options.host,
+  });
+  cluster.startSlots(options.slotMs ?? 400);
+  let stopped: Promise<void> | undefined;
+  return {
+    rpcUrl: server.url,
+    genesisHash: DEVNET_GENESIS_HASH,
+    network: SOLANA_DEVNET_NETWORK,
+    feePayer: keys.feePayer,
+    payers: keys.payers,
+    payee: keys.payee,
+    mint: { address: DEVNET_USDC_MINT, decimals: USDC_DECIMALS },
+    cluster,
+    stop() {
+      stopped ??= (async () => {
+        cluster.stopSlots();
+        await server.close();
+        if (options.dir) cluster.save(options.dir);
+      })();
+      return stopped;
+    },
+  };
+}

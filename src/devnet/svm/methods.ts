@@ -1,0 +1,332 @@
+/**
+ * The Solana JSON-RPC methods the devnet answers, over an SvmCluster, in the shapes Solana nodes
+ * give (what @solana/kit, the @x402/svm client and facilitator read).
+ */
+import {
+  type Address,
+  getBase58Decoder,
+  getBase58Encoder,
+  getCompiledTransactionMessageDecoder,
+  isAddress,
+} from "@solana/kit";
+import { type Commitment, parseCommitment } from "./clock.js";
+import {
+  decodeWireTransaction,
+  LAMPORTS_PER_SIGNATURE,
+  Rejected,
+  type SvmCluster,
+} from "./cluster.js";
+import { INVALID_PARAMS, RpcError, type RpcHandler } from "./rpc-server.js";
+import { decodeMint, isTokenProgram, MINT_SIZE, parseTokenAccountData } from "./token-layout.js";
+import { rpcStatus } from "./tx-error.js";
+
+/** Solana devnet's genesis hash: the official tooling maps it to solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1. */
+export const DEVNET_GENESIS_HASH = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG";
+const RENT_EPOCH_EXEMPT = 18446744073709551615n;
+const API_VERSION = "2.2.0";
+const base58 = getBase58Decoder();
+
+type Config = Record<string, unknown>;
+
+function config(params: unknown[], index: number): Config {
+  const value = params[index];
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value))
+    throw new RpcError(INVALID_PARAMS, "Invalid params: config must be an object");
+  return value as Config;
+}
+
+function commitmentOf(cfg: Config, key = "commitment"): Commitment {
+  try {
+    return parseCommitment(cfg[key]);
+  } catch (error) {
+    throw new RpcError(INVALID_PARAMS, `Invalid params: ${(error as Error).message}`);
+  }
+}
+
+function address(params: unknown[], index: number): Address {
+  const value = params[index];
+  if (typeof value !== "string" || !isAddress(value))
+    throw new RpcError(INVALID_PARAMS, "Invalid param: Invalid");
+  return value;
+}
+
+function count(value: unknown, name: string): bigint {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
+    throw new RpcError(INVALID_PARAMS, `Invalid params: ${name} must be an unsigned integer`);
+  return BigInt(value);
+}
+
+function bytesOf(value: unknown, encoding: unknown, what: string): Uint8Array {
+  if (typeof value !== "string")
+    throw new RpcError(INVALID_PARAMS, `Invalid params: ${what} must be a string`);
+  try {
+    if (encoding === "base64") return new Uint8Array(Buffer.from(value, "base64"));
+    if (encoding === undefined || encoding === "base58")
+      return new Uint8Array(getBase58Encoder().encode(value));
+  } catch {
+    throw new RpcError(INVALID_PARAMS, `invalid base58 encoding: ${what}`);
+  }
+  throw new RpcError(INVALID_PARAMS, `Invalid params: unsupported encoding ${String(encoding)}`);
+}
+
+function decodeTransaction(params: unknown[], cfg: Config) {
+  const bytes = bytesOf(params[0], cfg.encoding, "transaction");
+  try {
+    return decodeWireTransaction(bytes);
+  } catch {
+    throw new RpcError(
+      INVALID_PARAMS,
+      "failed to deserialize solana_transaction::versioned::VersionedTransaction",
+    );
+  }
+}
+
+function describe(err: unknown): string {
+  if (typeof err === "string") return err;
+  const ix = (err as { InstructionError?: [number, unknown] }).InstructionError;
+  if (ix) return `Error processing Instruction ${ix[0]}: ${JSON.stringify(ix[1])}`;
+  return JSON.stringify(err);
+}
+
+export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
+  const svm = cluster.svm;
+  const context = (commitment: Commitment = "finalized") => ({
+    apiVersion: API_VERSION,
+    slot: cluster.clock.slotAt(commitment),
+  });
+
+  function mintDecimals(mint: Address): number | undefined {
+    const account = svm.getAccount(mint);
+    if (
+      !account.exists ||
+      !isTokenProgram(account.programAddress) ||
+      account.data.length < MINT_SIZE
+    )
+      return undefined;
+    return decodeMint(account.data).decimals;
+  }
+
+  function accountJson(addr: Address, cfg: Config) {
+    const account = svm.getAccount(addr);
+    if (!account.exists) return null;
+    const encoding = cfg.encoding ?? "base58";
+    let data: unknown;
+    const parsed =
+      encoding === "jsonParsed"
+        ? parseTokenAccountData(account.programAddress, account.data, mintDecimals)
+        : undefined;
+    if (parsed) data = parsed;
+    else {
+      let bytes = account.data;
+      const slice = cfg.dataSlice as { offset?: unknown; length?: unknown } | undefined;
+      if (slice) {
+        const offset = Number(count(slice.offset, "dataSlice.offset"));
+        bytes = bytes.subarray(offset, offset + Number(count(slice.length, "dataSlice.length")));
+      }
+      if (encoding === "base58") data = [base58.decode(bytes), "base58"];
+      else if (encoding === "base64" || encoding === "jsonParsed")
+        data = [Buffer.from(bytes).toString("base64"), "base64"];
+      else
+        throw new RpcError(
+          INVALID_PARAMS,
+          `Invalid params: unsupported encoding ${String(encoding)}`,
+        );
+    }
+    return {
+      data,
+      executable: account.executable,
+      lamports: account.lamports,
+      owner: account.programAddress,
+      rentEpoch: RENT_EPOCH_EXEMPT,
+      space: account.data.length,
+    };
+  }
+
+  function simulation(run: ReturnType<SvmCluster["simulate"]>, cfg: Config) {
+    const value: Record<string, unknown> = {
+      err: run.err,
+      logs: run.logs,
+      accounts: null,
+      unitsConsumed: run.unitsConsumed,
+      returnData: null,
+    };
+    if (cfg.innerInstructions === true)
+      value.innerInstructions = run.err === null ? run.innerInstructions : null;
+    return value;
+  }
+
+  return {
+    getHealth: () => "ok",
+    getVersion: () => ({ "solana-core": API_VERSION, "feature-set": 0 }),
+    getGenesisHash: () => DEVNET_GENESIS_HASH,
+    getSlot: (params) => cluster.clock.slotAt(commitmentOf(config(params, 0))),
+    getBlockHeight: (params) => cluster.clock.slotAt(commitmentOf(config(params, 0))),
+    getEpochInfo: (params) => {
+      const slot = cluster.clock.slotAt(commitmentOf(config(params, 0)));
+      return {
+        absoluteSlot: slot,
+        blockHeight: slot,
+        epoch: 0,
+        slotIndex: slot,
+        slotsInEpoch: 432000,
+      };
+    },
+    getLatestBlockhash: (params) => {
+      const commitment = commitmentOf(config(params, 0));
+      return { context: context(commitment), value: cluster.clock.latestBlockhash(commitment) };
+    },
+    isBlockhashValid: (params) => {
+      if (typeof params[0] !== "string")
+        throw new RpcError(INVALID_PARAMS, "Invalid params: blockhash");
+      const commitment = commitmentOf(config(params, 1));
+      return { context: context(commitment), value: cluster.clock.isBlockhashValid(params[0]) };
+    },
+    getMinimumBalanceForRentExemption: (params) =>
+      svm.minimumBalanceForRentExemption(count(params[0], "data length")),
+    getBalance: (params) => {
+      const commitment = commitmentOf(config(params, 1));
+      return { context: context(commitment), value: svm.getBalance(address(params, 0)) ?? 0n };
+    },
+    getAccountInfo: (params) => {
+      const cfg = config(params, 1);
+      return { context: context(commitmentOf(cfg)), value: accountJson(address(params, 0), cfg) };
+    },
+    getMultipleAccounts: (params) => {
+      const list = params[0];
+      if (!Array.isArray(list) || list.length > 100)
+        throw new RpcError(INVALID_PARAMS, "Invalid params: expected at most 100 addresses");
+      const cfg = config(params, 1);
+      return {
+        context: context(commitmentOf(cfg)),
+        value: list.map((_, i) => accountJson(address(list, i), cfg)),
+      };
+    },
+    getTokenAccountBalance: (params) => {
+      const commitment = commitmentOf(config(params, 1));
+      const account = accountJson(address(params, 0), { encoding: "jsonParsed" });
+      const parsed = (
+        account?.data as { parsed?: { type: string; info: { tokenAmount: unknown } } }
+      )?.parsed;
+      if (parsed?.type !== "account")
+        throw new RpcError(INVALID_PARAMS, "Invalid param: not a Token account");
+      return { context: context(commitment), value: parsed.info.tokenAmount };
+    },
+    getFeeForMessage: (params) => {
+      const cfg = config(params, 1);
+      const bytes = bytesOf(params[0], "base64", "message");
+      let message: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>["decode"]>;
+      try {
+        message = getCompiledTransactionMessageDecoder().decode(bytes);
+      } catch {
+        throw new RpcError(INVALID_PARAMS, "Invalid params: invalid message");
+      }
+      const valid = cluster.clock.isBlockhashValid(message.lifetimeToken);
+      const fee = LAMPORTS_PER_SIGNATURE * BigInt(message.header.numSignerAccounts);
+      return { context: context(commitmentOf(cfg)), value: valid ? fee : null };
+    },
+    simulateTransaction: (params) => {
+      const cfg = config(params, 1);
+      const sigVerify = cfg.sigVerify === true;
+      const replace = cfg.replaceRecentBlockhash === true;
+      if (sigVerify && replace)
+        throw new RpcError(
+          INVALID_PARAMS,
+          "Invalid params: sigVerify may not be used with replaceRecentBlockhash",
+        );
+      const commitment = commitmentOf(cfg);
+      const tx = decodeTransaction(params, cfg);
+      const value = simulation(cluster.simulate(tx, { sigVerify, checkBlockhash: !replace }), cfg);
+      if (replace) value.replacementBlockhash = cluster.clock.latestBlockhash("processed");
+      return { context: context(commitment), value };
+    },
+    sendTransaction: (params) => {
+      const cfg = config(params, 1);
+      const tx = decodeTransaction(params, cfg);
+      if (cfg.skipPreflight !== true) {
+        const run = cluster.simulate(tx, { sigVerify: true, checkBlockhash: true });
+        if (run.err === "SignatureFailure")
+          throw new RpcError(-32003, "Transaction signature verification failure");
+        if (run.err !== null)
+          throw new RpcError(
+            -32002,
+            `Transaction simulation failed: ${describe(run.err)}`,
+            simulation(run, {}),
+          );
+      }
+      try {
+        return cluster.send(tx).signature;
+      } catch (error) {
+        if (!(error instanceof Rejected)) throw error;
+        if (error.err === "SignatureFailure")
+          throw new RpcError(-32003, "Transaction signature verification failure");
+        // A node takes the transaction and drops it (a duplicate keeps its first status).
+        if (tx.signature !== null) return tx.signature;
+        throw new RpcError(-32003, "Transaction signature verification failure");
+      }
+    },
+    getSignatureStatuses: (params) => {
+      const list = params[0];
+      if (!Array.isArray(list) || list.length > 256)
+        throw new RpcError(INVALID_PARAMS, "Invalid params: expected at most 256 signatures");
+      const value = list.map((signature) => {
+        const landed = typeof signature === "string" ? cluster.landed(signature) : undefined;
+        if (!landed) return null;
+        return {
+          slot: landed.slot,
+          ...cluster.clock.statusOf(landed.slot),
+          err: landed.err,
+          status: rpcStatus(landed.err),
+        };
+      });
+      return { context: context("processed"), value };
+    },
+    getTransaction: (params) => {
+      const cfg = config(params, 1);
+      const commitment = commitmentOf(cfg);
+      if (commitment === "processed")
+        throw new RpcError(INVALID_PARAMS, "Invalid params: processed commitment is not supported");
+      if (cfg.encoding !== "base64")
+        throw new RpcError(
+          INVALID_PARAMS,
+          "Invalid params: this devnet answers getTransaction in base64 only",
+        );
+      const landed = typeof params[0] === "string" ? cluster.landed(params[0]) : undefined;
+      if (!landed || landed.wire === "" || cluster.clock.slotAt(commitment) < landed.slot)
+        return null;
+      const wire = Buffer.from(landed.wire, "base64");
+      const messageStart = 1 + 64 * (wire[0] ?? 0);
+      const prefix = wire[messageStart] ?? 0;
+      return {
+        slot: landed.slot,
+        blockTime: landed.blockTime,
+        version: prefix & 0x80 ? prefix & 0x7f : "legacy",
+        transaction: [landed.wire, "base64"],
+        meta: {
+          err: landed.err,
+          status: rpcStatus(landed.err),
+          fee: landed.fee,
+          logMessages: landed.logs,
+          computeUnitsConsumed: landed.unitsConsumed,
+          innerInstructions: landed.innerInstructions,
+          loadedAddresses: { readonly: [], writable: [] },
+          preBalances: [],
+          postBalances: [],
+          preTokenBalances: [],
+          postTokenBalances: [],
+          rewards: [],
+        },
+      };
+    },
+    requestAirdrop: (params) => {
+      const lamports = count(params[1], "lamports");
+      try {
+        return cluster.airdrop(address(params, 0), lamports);
+      } catch (error) {
+        if (error instanceof Rejected)
+          throw new RpcError(-32603, `airdrop failed: ${error.message}`);
+        throw error;
+      }
+    },
+  };
+}

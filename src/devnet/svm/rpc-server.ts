@@ -1,0 +1,181 @@
+/**
+ * JSON-RPC 2.0 over HTTP POST (node:http), as Solana nodes serve it: single and batch requests,
+ * errors in the JSON-RPC shape, bounded bodies and batches, and u64 values written as plain JSON
+ * numbers however large (bigints in answers are printed exactly, never rounded).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** An error answered in the JSON-RPC `error` member. */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+
+export type RpcHandler = (params: unknown[]) => unknown;
+
+export interface RpcServerOptions {
+  port?: number;
+  host?: string;
+  /** Largest request body accepted, in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Most requests in one batch (default 100). */
+  maxBatch?: number;
+}
+
+export interface RpcServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+const BIGINT_MARK = "\u0000bigint:";
+
+/** JSON text with bigints as exact JSON numbers. */
+export function stringifyJson(value: unknown): string {
+  const text = JSON.stringify(value, (_key, item) =>
+    typeof item === "bigint" ? `${BIGINT_MARK}${item}` : item,
+  );
+  return text.replace(/"\\u0000bigint:(-?\d+)"/g, "$1");
+}
+
+type Id = string | number | null;
+
+function reply(id: Id, outcome: { result: unknown } | { error: RpcError }) {
+  if ("result" in outcome) return { jsonrpc: "2.0", result: outcome.result, id };
+  const { code, message, data } = outcome.error;
+  const error = data === undefined ? { code, message } : { code, message, data };
+  return { jsonrpc: "2.0", error, id };
+}
+
+async function answer(handlers: Record<string, RpcHandler>, request: unknown) {
+  if (typeof request !== "object" || request === null || Array.isArray(request)) {
+    return reply(null, { error: new RpcError(INVALID_REQUEST, "Invalid request") });
+  }
+  const { jsonrpc, method, params, id: rawId } = request as Record<string, unknown>;
+  const id: Id = typeof rawId === "string" || typeof rawId === "number" ? rawId : null;
+  if (jsonrpc !== "2.0" || typeof method !== "string") {
+    return reply(id, { error: new RpcError(INVALID_REQUEST, "Invalid request") });
+  }
+  if (params !== undefined && !Array.isArray(params)) {
+    return reply(id, { error: new RpcError(INVALID_PARAMS, "Invalid params: expected an array") });
+  }
+  const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
+  if (!handler) {
+    return reply(id, { error: new RpcError(METHOD_NOT_FOUND, `Method not found: ${method}`) });
+  }
+  try {
+    return reply(id, { result: await handler(params ?? []) });
+  } catch (error) {
+    if (error instanceof RpcError) return reply(id, { error });
+    const message = error instanceof Error ? error.message : String(error);
+    return reply(id, { error: new RpcError(INTERNAL_ERROR, `Internal error: ${message}`) });
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = stringifyJson(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        resolve(undefined);
+        req.removeAllListeners("data");
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+export async function startRpcServer(
+  handlers: Record<string, RpcHandler>,
+  options: RpcServerOptions = {},
+): Promise<RpcServer> {
+  const maxBody = options.maxBodyBytes ?? 1024 * 1024;
+  const maxBatch = options.maxBatch ?? 100;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === "GET" && req.url === "/health") {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end("ok");
+      return;
+    }
+    if (req.method !== "POST") {
+      res.writeHead(405, { allow: "POST" });
+      res.end();
+      return;
+    }
+    const body = await readBody(req, maxBody);
+    if (body === undefined) {
+      send(res, 413, reply(null, { error: new RpcError(INVALID_REQUEST, "Request too large") }));
+      return;
+    }
+    let request: unknown;
+    try {
+      request = JSON.parse(body.toString("utf8"));
+    } catch {
+      send(res, 200, reply(null, { error: new RpcError(PARSE_ERROR, "Parse error") }));
+      return;
+    }
+    if (!Array.isArray(request)) {
+      send(res, 200, await answer(handlers, request));
+      return;
+    }
+    if (request.length === 0 || request.length > maxBatch) {
+      const message =
+        request.length === 0 ? "Invalid request: empty batch" : `Batch too large (max ${maxBatch})`;
+      send(res, 200, reply(null, { error: new RpcError(INVALID_REQUEST, message) }));
+      return;
+    }
+    const answers = [];
+    for (const item of request) answers.push(await answer(handlers, item));
+    send(res, 200, answers);
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent)
+        send(res, 500, reply(null, { error: new RpcError(INTERNAL_ERROR, "Internal error") }));
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host ?? "127.0.0.1";
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
