@@ -2,20 +2,19 @@
  * The Solana JSON-RPC methods the devnet answers, over an SvmCluster, in the shapes Solana nodes
  * give (what @solana/kit, the @x402/svm client and facilitator read).
  */
+import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
+import type { Commitment } from "./clock.js";
+import { LAMPORTS_PER_SIGNATURE, Rejected, type SvmCluster } from "./cluster.js";
 import {
-  type Address,
-  getBase58Decoder,
-  getBase58Encoder,
-  getCompiledTransactionMessageDecoder,
-  isAddress,
-} from "@solana/kit";
-import { type Commitment, parseCommitment } from "./clock.js";
-import {
-  decodeWireTransaction,
-  LAMPORTS_PER_SIGNATURE,
-  Rejected,
-  type SvmCluster,
-} from "./cluster.js";
+  address,
+  bytesOf,
+  type Config,
+  commitmentOf,
+  config,
+  count,
+  decodeTransaction,
+  describe,
+} from "./params.js";
 import { INVALID_PARAMS, RpcError, type RpcHandler } from "./rpc-server.js";
 import { decodeMint, isTokenProgram, MINT_SIZE, parseTokenAccountData } from "./token-layout.js";
 import { rpcStatus } from "./tx-error.js";
@@ -25,69 +24,6 @@ export const DEVNET_GENESIS_HASH = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG
 const RENT_EPOCH_EXEMPT = 18446744073709551615n;
 const API_VERSION = "2.2.0";
 const base58 = getBase58Decoder();
-
-type Config = Record<string, unknown>;
-
-function config(params: unknown[], index: number): Config {
-  const value = params[index];
-  if (value === undefined || value === null) return {};
-  if (typeof value !== "object" || Array.isArray(value))
-    throw new RpcError(INVALID_PARAMS, "Invalid params: config must be an object");
-  return value as Config;
-}
-
-function commitmentOf(cfg: Config, key = "commitment"): Commitment {
-  try {
-    return parseCommitment(cfg[key]);
-  } catch (error) {
-    throw new RpcError(INVALID_PARAMS, `Invalid params: ${(error as Error).message}`);
-  }
-}
-
-function address(params: unknown[], index: number): Address {
-  const value = params[index];
-  if (typeof value !== "string" || !isAddress(value))
-    throw new RpcError(INVALID_PARAMS, "Invalid param: Invalid");
-  return value;
-}
-
-function count(value: unknown, name: string): bigint {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
-    throw new RpcError(INVALID_PARAMS, `Invalid params: ${name} must be an unsigned integer`);
-  return BigInt(value);
-}
-
-function bytesOf(value: unknown, encoding: unknown, what: string): Uint8Array {
-  if (typeof value !== "string")
-    throw new RpcError(INVALID_PARAMS, `Invalid params: ${what} must be a string`);
-  try {
-    if (encoding === "base64") return new Uint8Array(Buffer.from(value, "base64"));
-    if (encoding === undefined || encoding === "base58")
-      return new Uint8Array(getBase58Encoder().encode(value));
-  } catch {
-    throw new RpcError(INVALID_PARAMS, `invalid base58 encoding: ${what}`);
-  }
-  throw new RpcError(INVALID_PARAMS, `Invalid params: unsupported encoding ${String(encoding)}`);
-}
-
-function decodeTransaction(params: unknown[], cfg: Config) {
-  const bytes = bytesOf(params[0], cfg.encoding, "transaction");
-  try {
-    return decodeWireTransaction(bytes);
-  } catch {
-    throw new RpcError(
-      INVALID_PARAMS,
-      "failed to deserialize solana_transaction::versioned::VersionedTransaction",
-    );
-  }
-}
-
-function describe(err: unknown): string {
-  if (typeof err === "string") return err;
-  const ix = (err as { InstructionError?: [number, unknown] }).InstructionError;
-  if (ix) return `Error processing Instruction ${ix[0]}: ${JSON.stringify(ix[1])}`;
-  return JSON.stringify(err);
-}
 
 export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
   const svm = cluster.svm;

@@ -1,0 +1,70 @@
+/**
+ * Test fixtures for the Solana devnet: payloads made by the official x402 SVM client
+ * (@x402/svm) and the official SVM facilitator, both pointed at the devnet's RPC.
+ */
+import { createKeyPairSignerFromBytes } from "@solana/kit";
+import { x402Client } from "@x402/core/client";
+import { x402Facilitator } from "@x402/core/facilitator";
+import { toFacilitatorSvmSigner } from "@x402/svm";
+import { ExactSvmScheme as ExactSvmClient } from "@x402/svm/exact/client";
+import { ExactSvmScheme as ExactSvmFacilitator } from "@x402/svm/exact/facilitator";
+import { type SvmDevKey, type SvmDevnet, secretKeyBytes } from "../../src/devnet/svm/index.js";
+
+/** x402 v2 PaymentRequirements for the devnet's test USDC, with our fee payer. */
+export function svmRequirementsV2(
+  devnet: SvmDevnet,
+  overrides: { amount?: string; payTo?: string; asset?: string; feePayer?: string } = {},
+) {
+  return {
+    scheme: "exact",
+    network: devnet.network,
+    amount: overrides.amount ?? "10000",
+    asset: overrides.asset ?? devnet.mint.address,
+    payTo: overrides.payTo ?? devnet.payee.address,
+    maxTimeoutSeconds: 300,
+    extra: { feePayer: overrides.feePayer ?? devnet.feePayer.address },
+  };
+}
+
+/** Signs a payment with the official SVM client, as a real buyer would, against the devnet. */
+export async function svmClientPayload(
+  devnet: SvmDevnet,
+  payer: SvmDevKey,
+  requirements: ReturnType<typeof svmRequirementsV2>,
+) {
+  const signer = await createKeyPairSignerFromBytes(secretKeyBytes(payer));
+  // Spend controls only allow well-known assets; keep the client's checks to the scheme's own.
+  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
+  client.register(devnet.network, new ExactSvmClient(signer, { rpcUrl: devnet.rpcUrl }));
+  const paymentRequired = {
+    x402Version: 2,
+    resource: { url: "http://localhost/paid" },
+    accepts: [requirements],
+  };
+  // biome-ignore lint/suspicious/noExplicitAny: the client's types are version-specific unions.
+  return client.createPaymentPayload(paymentRequired as any);
+}
+
+/** The official SVM facilitator (x402 SDK 2.27) with `feePayer` as its signer, on the devnet. */
+export async function referenceSvmFacilitator(
+  devnet: SvmDevnet,
+  feePayer: SvmDevKey = devnet.feePayer,
+) {
+  const signer = await createKeyPairSignerFromBytes(secretKeyBytes(feePayer));
+  const facilitator = new x402Facilitator();
+  facilitator.register(
+    devnet.network,
+    new ExactSvmFacilitator(toFacilitatorSvmSigner(signer, { defaultRpcUrl: devnet.rpcUrl })),
+  );
+  return facilitator;
+}
+
+/** A JSON-RPC call to the devnet, answering the parsed body. */
+export async function svmRpc(devnet: SvmDevnet, method: string, params: unknown[] = []) {
+  const response = await fetch(devnet.rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  return (await response.json()) as { result?: unknown; error?: { code: number; message: string } };
+}
