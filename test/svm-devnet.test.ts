@@ -42,6 +42,11 @@ async function tokenBalance(owner: string): Promise<bigint> {
   return BigInt((result as { value: { amount: string } }).value.amount);
 }
 
+async function lamports(address: string): Promise<bigint> {
+  const { result } = await svmRpc(devnet, "getBalance", [address]);
+  return BigInt((result as { value: number }).value);
+}
+
 describe("JSON-RPC basics", () => {
   it("answers as Solana devnet", async () => {
     expect((await svmRpc(devnet, "getGenesisHash")).result).toBe(DEVNET_GENESIS_HASH);
@@ -78,6 +83,14 @@ describe("JSON-RPC basics", () => {
     expect((await svmRpc(devnet, "getHealth")).result).toBe("ok");
   });
 
+  it("refuses bad params with -32602", async () => {
+    expect((await svmRpc(devnet, "getAccountInfo", [42])).error?.code).toBe(-32602);
+    expect((await svmRpc(devnet, "getSlot", [{ commitment: "soon" }])).error?.code).toBe(-32602);
+    expect(
+      (await svmRpc(devnet, "sendTransaction", ["AAAA", { encoding: "base64" }])).error?.code,
+    ).toBe(-32602);
+  });
+
   it("answers batches in order, an invalid member as an invalid request", async () => {
     const response = await fetch(devnet.rpcUrl, {
       method: "POST",
@@ -103,6 +116,7 @@ describe("the official @x402/svm client and facilitator against the devnet", () 
     const payload = await svmClientPayload(devnet, payer, requirements);
     const facilitator = await referenceSvmFacilitator(devnet);
     const before = await tokenBalance(devnet.payee.address);
+    const lamportsBefore = await lamports(devnet.feePayer.address);
 
     const verdict = await facilitator.verify(payload, requirements as never);
     expect(verdict).toMatchObject({ isValid: true, payer: payer.address });
@@ -112,6 +126,14 @@ describe("the official @x402/svm client and facilitator against the devnet", () 
     expect(settled.transaction).toMatch(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
     expect(await tokenBalance(devnet.payee.address)).toBe(before + 12345n);
     expect(await tokenBalance(payer.address)).toBe(PAYER_USDC_BALANCE - 12345n);
+    // The fee payer paid the fee the node reports for the transaction, and nothing else.
+    const { result: landed } = await svmRpc(devnet, "getTransaction", [
+      settled.transaction,
+      { encoding: "base64", commitment: "confirmed", maxSupportedTransactionVersion: 0 },
+    ]);
+    const fee = BigInt((landed as { meta: { fee: number } }).meta.fee);
+    expect(fee).toBeGreaterThanOrEqual(10_000n);
+    expect(lamportsBefore - (await lamports(devnet.feePayer.address))).toBe(fee);
 
     const again = await facilitator.settle(payload, requirements as never);
     expect(again).toMatchObject({ success: false, errorReason: "duplicate_settlement" });
@@ -142,6 +164,25 @@ describe("the official @x402/svm client and facilitator against the devnet", () 
     });
     // SPL Token's error 1 is InsufficientFunds, raised by the TransferChecked (instruction 2).
     expect(verdict.invalidMessage).toContain('{"InstructionError":["2",{"Custom":"1"}]}');
+  });
+});
+
+describe("blockhashes", () => {
+  it("refuses a payment whose blockhash is more than 150 blocks old", async () => {
+    const payer = devnet.payers[1];
+    if (!payer) throw new Error("no payer");
+    const requirements = svmRequirementsV2(devnet, { amount: "1" });
+    const payload = await svmClientPayload(devnet, payer, requirements);
+    for (let i = 0; i < 160; i++) devnet.cluster.tick();
+    const verdict = await (await referenceSvmFacilitator(devnet)).verify(
+      payload,
+      requirements as never,
+    );
+    expect(verdict).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_exact_svm_transaction_simulation_failed",
+    });
+    expect(verdict.invalidMessage).toContain("BlockhashNotFound");
   });
 });
 

@@ -20,10 +20,8 @@ import {
 } from "@solana/kit";
 import { FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { SlotClock } from "./clock.js";
+import { LAMPORTS_PER_SIGNATURE, transactionFee } from "./fees.js";
 import { type RpcTransactionError, rpcTransactionError } from "./tx-error.js";
-
-/** Lamports per signature, Solana's base fee. */
-export const LAMPORTS_PER_SIGNATURE = 5000n;
 
 const SNAPSHOT = "svm-state.bin";
 const SIDECAR = "svm-cluster.json";
@@ -76,7 +74,7 @@ export interface DecodedTransaction {
   transaction: Transaction;
   signature: string | null;
   blockhash: string;
-  numSignatures: number;
+  fee: bigint;
   messageHash: string;
 }
 
@@ -88,7 +86,7 @@ export function decodeWireTransaction(bytes: Uint8Array): DecodedTransaction {
     transaction,
     signature: first ? base58.decode(first) : null,
     blockhash: message.lifetimeToken,
-    numSignatures: message.header.numSignerAccounts,
+    fee: transactionFee(message),
     messageHash: createHash("sha256")
       .update(Uint8Array.from(transaction.messageBytes))
       .digest("hex"),
@@ -246,7 +244,7 @@ export class SvmCluster {
       err: run.err,
       logs: run.logs,
       unitsConsumed: run.unitsConsumed,
-      fee: LAMPORTS_PER_SIGNATURE * BigInt(tx.numSignatures),
+      fee: tx.fee,
       innerInstructions: run.innerInstructions,
       wire: Buffer.from(getTransactionEncoder().encode(tx.transaction)).toString("base64"),
     };

@@ -4,7 +4,8 @@
  */
 import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
 import type { Commitment } from "./clock.js";
-import { LAMPORTS_PER_SIGNATURE, Rejected, type SvmCluster } from "./cluster.js";
+import { Rejected, type SvmCluster } from "./cluster.js";
+import { transactionFee } from "./fees.js";
 import {
   address,
   bytesOf,
@@ -158,7 +159,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
         throw new RpcError(INVALID_PARAMS, "Invalid params: invalid message");
       }
       const valid = cluster.clock.isBlockhashValid(message.lifetimeToken);
-      const fee = LAMPORTS_PER_SIGNATURE * BigInt(message.header.numSignerAccounts);
+      const fee = transactionFee(message);
       return { context: context(commitmentOf(cfg)), value: valid ? fee : null };
     },
     simulateTransaction: (params) => {
