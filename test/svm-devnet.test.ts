@@ -83,6 +83,19 @@ describe("JSON-RPC basics", () => {
     expect((await svmRpc(devnet, "getHealth")).result).toBe("ok");
   });
 
+  it("airdrops SOL, twice in one slot too, with a status per airdrop", async () => {
+    const address = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
+    const first = await svmRpc(devnet, "requestAirdrop", [address, 1_000_000_000]);
+    const second = await svmRpc(devnet, "requestAirdrop", [address, 1_000_000_000]);
+    expect(first.result).not.toBe(second.result);
+    expect(await lamports(address)).toBe(2_000_000_000n);
+    const { result } = await svmRpc(devnet, "getSignatureStatuses", [[first.result, "1111"]]);
+    expect((result as { value: unknown[] }).value).toEqual([
+      expect.objectContaining({ err: null, status: { Ok: null } }),
+      null,
+    ]);
+  });
+
   it("refuses bad params with -32602", async () => {
     expect((await svmRpc(devnet, "getAccountInfo", [42])).error?.code).toBe(-32602);
     expect((await svmRpc(devnet, "getSlot", [{ commitment: "soon" }])).error?.code).toBe(-32602);

@@ -255,7 +255,16 @@ export class SvmCluster {
 
   /** Credits lamports as a system transfer from the faucet would; returns a signature. */
   airdrop(address: Address, lamports: bigint): string {
-    const result = this.svm.airdrop(address, lamports as never);
+    let result = this.svm.airdrop(address, lamports as never);
+    if (
+      result instanceof FailedTransactionMetadata &&
+      execution(result).err === "AlreadyProcessed"
+    ) {
+      // litesvm signs airdrops with its latest blockhash: the same airdrop twice in a slot is a
+      // duplicate to it. A faucet takes both, so move litesvm's own blockhash on and retry.
+      this.svm.expireBlockhash();
+      result = this.svm.airdrop(address, lamports as never);
+    }
     const run = execution(result);
     if (result === null || run.err !== null) throw new Rejected(run.err ?? "SanitizeFailure");
     const signature = base58.decode((result as TransactionMetadata).signature());
