@@ -5,14 +5,25 @@
  * @solana/kit. Every verdict is compared with the official facilitator's `verify` (its only RPC
  * call, the final simulation, stubbed to succeed).
  */
-import { type Address, generateKeyPairSigner, type KeyPairSigner } from "@solana/kit";
+import {
+  AccountRole,
+  type Address,
+  generateKeyPairSigner,
+  type Instruction,
+  type KeyPairSigner,
+} from "@solana/kit";
 import { ExactSvmScheme as OfficialClient } from "@x402/svm/exact/client";
 import { ExactSvmScheme as OfficialFacilitator } from "@x402/svm/exact/facilitator";
 import { ExactSvmSchemeV1 as OfficialClientV1 } from "@x402/svm/exact/v1/client";
 import { ExactSvmSchemeV1 as OfficialFacilitatorV1 } from "@x402/svm/exact/v1/facilitator";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { associatedTokenAddress } from "../src/schemes/exact-svm/ata.js";
 import { checkSvmPayment, type SvmCheckResult } from "../src/schemes/exact-svm/checks.js";
-import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from "../src/schemes/exact-svm/constants.js";
+import {
+  MEMO_PROGRAM,
+  TOKEN_2022_PROGRAM,
+  TOKEN_PROGRAM,
+} from "../src/schemes/exact-svm/constants.js";
 import { decodeSvmTransaction } from "../src/schemes/exact-svm/decode.js";
 import { buildPayment, type MintRpc, randomAddress, startMintRpc } from "./helpers/svm.js";
 
@@ -265,6 +276,128 @@ describe("exact on Solana, chain-free checks (official client and facilitator 2.
     await expectBoth(await officialPayment(terms), terms, "valid");
     const other = await officialPayment({ memo: "order-43" });
     await expectBoth(other, terms, "invalid_exact_svm_payload_memo_mismatch");
+  });
+
+  it("refuses layouts out of the exact order, as the reference does", async () => {
+    const base = { payer, feePayer: feePayer.address, mint, payTo, amount: AMOUNT, blockhash };
+    const swapped = await buildPayment({
+      ...base,
+      transform: ([limit, price, ...rest]) => [price, limit, ...rest] as Instruction[],
+    });
+    await expectBoth(
+      swapped,
+      {},
+      "invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction",
+    );
+    const noPrice = await buildPayment({
+      ...base,
+      transform: ([limit, , transfer, memo]) => [limit, transfer, memo] as Instruction[],
+    });
+    await expectBoth(
+      noPrice,
+      {},
+      "invalid_exact_svm_payload_transaction_instructions_compute_price_instruction",
+    );
+    const short = await buildPayment({
+      ...base,
+      transform: ([limit, price]) => [limit, price] as Instruction[],
+    });
+    await expectBoth(short, {}, "invalid_exact_svm_payload_transaction_instructions_length");
+    const noMemo = await buildPayment({
+      ...base,
+      transform: ([limit, price, transfer]) =>
+        [limit, price, transfer, { programAddress: randomAddress() }] as Instruction[],
+    });
+    await expectBoth(noMemo, {}, "invalid_exact_svm_payload_unknown_fourth_instruction");
+  });
+
+  it("allows 4 memos after the transfer in v2 but only 3 in v1; a required memo must be alone", async () => {
+    const memo = (text: string): Instruction => ({
+      programAddress: MEMO_PROGRAM as Address,
+      data: new TextEncoder().encode(text),
+    });
+    const base = { payer, feePayer: feePayer.address, mint, payTo, amount: AMOUNT, blockhash };
+    const seven = await buildPayment({ ...base, extra: [memo("a"), memo("b"), memo("c")] });
+    await expectBoth(seven, {}, "valid");
+    await expectBoth(seven, {}, "invalid_exact_svm_payload_transaction_instructions_length", 1);
+    const two = await buildPayment({ ...base, memo: "order-42", extra: [memo("order-42")] });
+    await expectBoth(two, { memo: "order-42" }, "invalid_exact_svm_payload_memo_count");
+  });
+
+  it("refuses a transfer that is not TransferChecked", async () => {
+    const tx = await buildPayment({
+      payer,
+      feePayer: feePayer.address,
+      mint,
+      payTo,
+      amount: AMOUNT,
+      blockhash,
+      transform: ([limit, price, transfer, memo]) => {
+        const checked = transfer as Instruction & { data: Uint8Array };
+        const plain = { ...checked, data: Uint8Array.from([3, ...checked.data.slice(1, 9)]) };
+        return [limit, price, plain, memo] as Instruction[];
+      },
+    });
+    await expectBoth(tx, {}, "invalid_exact_svm_payload_no_transfer_instruction");
+  });
+
+  describe("where we are stricter than the reference", () => {
+    it("refuses our fee payer anywhere in the transfer or in a memo's accounts", async () => {
+      const base = { payer, feePayer: feePayer.address, mint, payTo, amount: AMOUNT, blockhash };
+      const asSource = await buildPayment({ ...base, source: feePayer.address });
+      const mine = await ours(asSource, {}, 2);
+      expect(mine.ok ? "valid" : mine.x402Reason).toBe(
+        "invalid_exact_svm_payload_transaction_fee_payer_transferring_funds",
+      );
+      expect((await officialVerdict(asSource, {}, 2)).isValid).toBe(true);
+
+      const signingMemo = await buildPayment({
+        ...base,
+        extra: [
+          {
+            programAddress: MEMO_PROGRAM as Address,
+            accounts: [{ address: feePayer.address, role: AccountRole.READONLY_SIGNER }],
+            data: new TextEncoder().encode("hi"),
+          },
+        ],
+      });
+      const memoVerdict = await ours(signingMemo, {}, 2);
+      expect(memoVerdict.ok ? "valid" : memoVerdict.x402Reason).toBe(
+        "invalid_exact_svm_payload_transaction_fee_payer_transferring_funds",
+      );
+      expect((await officialVerdict(signingMemo, {}, 2)).isValid).toBe(true);
+    });
+
+    it("refuses address lookup tables (the reference resolves them over RPC)", async () => {
+      const destination = await associatedTokenAddress(payTo, mint, TOKEN_PROGRAM);
+      const tx = await buildPayment({
+        payer,
+        feePayer: feePayer.address,
+        mint,
+        payTo,
+        amount: AMOUNT,
+        blockhash,
+        lookupTable: { address: randomAddress(), addresses: [destination as Address] },
+      });
+      const decoded = decodeSvmTransaction(tx);
+      expect(decoded.ok && decoded.transaction.lookupTableCount).toBe(1);
+      const mine = await ours(tx, {}, 2);
+      expect(mine.ok ? "valid" : mine.x402Reason).toBe(
+        "invalid_exact_svm_smart_wallet_alt_resolution_not_available",
+      );
+      // Without an RPC to resolve the table the reference refuses with the same reason (+ detail).
+      const theirs = await officialVerdict(tx, {}, 2);
+      expect(theirs.invalidReason).toMatch(/^invalid_exact_svm_smart_wallet_alt_resolution_not/);
+      const v1 = await ours(tx, {}, 1);
+      expect(v1.ok ? "valid" : v1.x402Reason).toBe(
+        "invalid_exact_svm_payload_transaction_could_not_be_decoded",
+      );
+      const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
+      expect((await officialVerdict(tx, {}, 1)).invalidReason).toBe(
+        "invalid_exact_svm_payload_transaction_could_not_be_decoded",
+      );
+      quiet.mockRestore();
+    });
   });
 
   it("answers a clean failure, never a throw, for transactions that do not decode", async () => {

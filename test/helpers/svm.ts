@@ -12,6 +12,7 @@ import {
   type Address,
   appendTransactionMessageInstructions,
   type Blockhash,
+  compressTransactionMessageUsingAddressLookupTables,
   createTransactionMessage,
   getAddressDecoder,
   getAddressEncoder,
@@ -123,6 +124,12 @@ export interface BuildOptions {
   readonly authority?: TransactionSigner;
   /** Instructions appended after the memo. */
   readonly extra?: readonly Instruction[];
+  /** The transfer's source account (the authority's associated token account unless changed). */
+  readonly source?: Address;
+  /** Rewrites the instruction list (reorder, drop, replace). */
+  readonly transform?: (instructions: Instruction[]) => Instruction[];
+  /** Moves these non-signer accounts into an address lookup table at this address. */
+  readonly lookupTable?: { readonly address: Address; readonly addresses: readonly Address[] };
 }
 
 function u32(value: number): Uint8Array {
@@ -141,14 +148,15 @@ function u64(value: bigint): Uint8Array {
 export async function buildPayment(options: BuildOptions): Promise<string> {
   const tokenProgram = options.tokenProgram ?? (TOKEN_PROGRAM as Address);
   const authority = options.authority ?? options.payer;
-  const source = await associatedTokenAddress(authority.address, options.mint, tokenProgram);
+  const source =
+    options.source ?? (await associatedTokenAddress(authority.address, options.mint, tokenProgram));
   const destination = await associatedTokenAddress(options.payTo, options.mint, tokenProgram);
   if (!source || !destination) throw new Error("no associated token account");
   const authorityMeta =
     authority.address === options.feePayer
       ? { address: authority.address, role: AccountRole.READONLY_SIGNER }
       : { address: authority.address, role: AccountRole.READONLY_SIGNER, signer: authority };
-  const instructions: Instruction[] = [
+  const layout: Instruction[] = [
     {
       programAddress: COMPUTE_BUDGET_PROGRAM as Address,
       data: Uint8Array.from([2, ...u32(options.computeUnits ?? 20_000)]),
@@ -174,6 +182,8 @@ export async function buildPayment(options: BuildOptions): Promise<string> {
     },
     ...(options.extra ?? []),
   ];
+  const instructions = options.transform ? options.transform(layout) : layout;
+  const table = options.lookupTable;
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(options.feePayer, m),
@@ -183,6 +193,12 @@ export async function buildPayment(options: BuildOptions): Promise<string> {
         m,
       ),
     (m) => appendTransactionMessageInstructions(instructions, m),
+    (m) =>
+      table
+        ? compressTransactionMessageUsingAddressLookupTables(m, {
+            [table.address]: [...table.addresses],
+          })
+        : m,
   );
   const signed = await partiallySignTransactionMessageWithSigners(message);
   return getBase64EncodedWireTransaction(signed);
