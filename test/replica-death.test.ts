@@ -6,43 +6,36 @@
 import pg from "pg";
 import { createTestClient, type Hex, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import type { Devnet } from "../src/devnet/index.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
-import { type Postgres, startPostgres } from "./helpers/postgres.js";
 import {
+  type Cluster,
   postTo,
   type Replica,
   replicaSigners,
   type SettleReply,
   sentBy,
+  startCluster,
   startReplica,
-  stopReplicas,
 } from "./helpers/replicas.js";
 import { cancelAhead } from "./helpers/sign.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
+let cluster: Cluster;
 let devnet: Devnet;
-let postgres: Postgres;
 let store: string;
-const replicas: Replica[] = [];
+let replicas: Replica[] = [];
 
 const mine = () =>
   createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) }).mine({ blocks: 1 });
 
 beforeAll(async () => {
-  [devnet, postgres] = await Promise.all([startDevnet({ mining: "manual" }), startPostgres()]);
-  store = await postgres.freshDatabase("death");
   // Short leases: the dead replica's claim is free again in 2 s.
-  for (const signer of replicaSigners.slice(0, 2)) {
-    replicas.push(await startReplica(devnet, store, signer, 2));
-  }
+  cluster = await startCluster({ count: 2, leaseSeconds: 2, mining: "manual" });
+  ({ devnet, store, replicas } = cluster);
 }, 90_000);
 
-afterAll(async () => {
-  await stopReplicas(replicas);
-  await postgres?.stop();
-  await devnet?.stop();
-});
+afterAll(() => cluster?.stop());
 
 /** The hashes the store holds for settlements still broadcast. */
 async function journaled(): Promise<string[]> {

@@ -6,26 +6,25 @@
  */
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import type { Devnet } from "../src/devnet/index.js";
 import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
-import { type Postgres, startPostgres } from "./helpers/postgres.js";
 import {
+  type Cluster,
   postTo,
   type Replica,
   replicaSigners,
   sentBy,
-  startReplica,
-  stopReplicas,
+  startCluster,
   tally,
 } from "./helpers/replicas.js";
 import { runCli } from "./helpers/run-cli.js";
 import { startServe } from "./helpers/serve.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
+let cluster: Cluster;
 let devnet: Devnet;
-let postgres: Postgres;
 let store: string;
-const replicas: Replica[] = [];
+let replicas: Replica[] = [];
 
 async function payment(payer: number, amount = 10_000n, extensions?: Record<string, unknown>) {
   const account = devnet.payers[payer];
@@ -37,17 +36,11 @@ async function payment(payer: number, amount = 10_000n, extensions?: Record<stri
 }
 
 beforeAll(async () => {
-  [devnet, postgres] = await Promise.all([startDevnet(), startPostgres()]);
-  store = await postgres.freshDatabase("replicas");
-  // One after the other: the first creates the schema; the others find it.
-  for (const signer of replicaSigners) replicas.push(await startReplica(devnet, store, signer));
+  cluster = await startCluster({ count: 3 });
+  ({ devnet, store, replicas } = cluster);
 }, 90_000);
 
-afterAll(async () => {
-  await stopReplicas(replicas);
-  await postgres?.stop();
-  await devnet?.stop();
-});
+afterAll(() => cluster?.stop());
 
 describe("one authorization POSTed to three replicas at once", () => {
   test.each(["confirmed", "submitted"])(

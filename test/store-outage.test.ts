@@ -5,39 +5,33 @@
  * on chain exactly once, and nothing else is.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import type { Devnet } from "../src/devnet/index.js";
 import { tokenBalance } from "./helpers/chain.js";
-import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import type { Postgres } from "./helpers/postgres.js";
 import {
+  type Cluster,
   postTo,
   type Replica,
   replicaSigners,
   type SettleReply,
   sentBy,
-  startReplica,
-  stopReplicas,
+  startCluster,
   tally,
 } from "./helpers/replicas.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
+let cluster: Cluster;
 let devnet: Devnet;
 let postgres: Postgres;
-const replicas: Replica[] = [];
+let replicas: Replica[] = [];
 
 beforeAll(async () => {
-  [devnet, postgres] = await Promise.all([startDevnet(), startPostgres()]);
-  const store = await postgres.freshDatabase("outage");
   // Leases outlive the outage, so the replicas keep their keys through it.
-  for (const signer of replicaSigners.slice(0, 2)) {
-    replicas.push(await startReplica(devnet, store, signer, 6));
-  }
+  cluster = await startCluster({ count: 2, leaseSeconds: 6 });
+  ({ devnet, postgres, replicas } = cluster);
 }, 90_000);
 
-afterAll(async () => {
-  await stopReplicas(replicas);
-  await postgres?.stop();
-  await devnet?.stop();
-});
+afterAll(() => cluster?.stop());
 
 async function newPayment(i: number) {
   const payer = devnet.payers[i % devnet.payers.length];

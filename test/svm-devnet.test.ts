@@ -18,7 +18,7 @@ import {
   svmClientPayload,
   svmRequirementsV2,
   svmRpc,
-} from "./helpers/svm.js";
+} from "./helpers/svm-devnet.js";
 
 let devnet: SvmDevnet;
 let dir: string;

@@ -1,8 +1,9 @@
 /** Several `facilitator serve` replicas on one PostgreSQL store and one devnet, each with its own key. */
 import type { Hex } from "viem";
 import { devAccounts } from "../../src/devnet/accounts.js";
-import type { DevAccount, Devnet } from "../../src/devnet/index.js";
+import { type DevAccount, type Devnet, startDevnet } from "../../src/devnet/index.js";
 import { chainOf } from "./chain.js";
+import { type Postgres, startPostgres } from "./postgres.js";
 import { type Serving, startServe } from "./serve.js";
 
 export interface Replica extends Serving {
@@ -82,4 +83,42 @@ export function tally(replies: readonly SettleReply[]): Record<string, number> {
     counts[key] = (counts[key] ?? 0) + 1;
   }
   return counts;
+}
+
+export interface Cluster {
+  readonly devnet: Devnet;
+  readonly postgres: Postgres;
+  /** The URL of the database the replicas share. */
+  readonly store: string;
+  /** Started one after the other: the first creates the schema, the others find it. */
+  readonly replicas: Replica[];
+  stop(): Promise<void>;
+}
+
+/** A devnet, a PostgreSQL server and `count` replicas on it (keys: replicaSigners in order). */
+export async function startCluster(options: {
+  readonly count: number;
+  readonly leaseSeconds?: number;
+  readonly mining?: "auto" | "manual";
+}): Promise<Cluster> {
+  const [devnet, postgres] = await Promise.all([
+    startDevnet({ mining: options.mining ?? "auto" }),
+    startPostgres(),
+  ]);
+  const store = await postgres.freshDatabase("replicas");
+  const replicas: Replica[] = [];
+  const stop = async () => {
+    await stopReplicas(replicas);
+    await postgres.stop();
+    await devnet.stop();
+  };
+  try {
+    for (const signer of replicaSigners.slice(0, options.count)) {
+      replicas.push(await startReplica(devnet, store, signer, options.leaseSeconds));
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { devnet, postgres, store, replicas, stop };
 }

@@ -1,0 +1,268 @@
+/**
+ * The chain-free part of verifying an x402 `exact` payment on Solana: the payer's partially signed
+ * transaction against the requirements, in the order the official `@x402/svm` 2.27.0 facilitator
+ * checks (its `_verify` and `verifyStaticPath`), with its reason strings. Simulation and blockhash
+ * freshness need a chain and come after this.
+ *
+ * Proposed mapping of each x402 reason to a reference-dialect code (src/errors.ts is shared; these
+ * are proposals, not yet in the table):
+ *
+ * | x402 reason (invalid_exact_svm_…)                         | code                             |
+ * |-----------------------------------------------------------|----------------------------------|
+ * | payload_missing_fee_payer                                 | missing_fee_payer (new)          |
+ * | fee_payer_not_managed_by_facilitator (v1: no prefix)      | facilitator_mismatch (exists;    |
+ * |                                                           |   summary to widen beyond upto)  |
+ * | payload_transaction_could_not_be_decoded                  | invalid_request (names the field)|
+ * | fee_payer_mismatch (tx fee payer ≠ extra.feePayer)        | fee_payer_mismatch (new)         |
+ * | payload_signature_invalid                                 | invalid_signature (exists)       |
+ * | payload_excessive_signers, smart_wallet_alt_resolution_…, | unexpected_instructions (new):   |
+ * |   payload_transaction_instructions_length,                |   the transaction is not the     |
+ * |   …_compute_limit_instruction, …_compute_price_instruction|   exact layout; the message says |
+ * |   payload_no_transfer_instruction, payload_unknown_*,     |   which part                     |
+ * |   payload_memo_count                                      |                                  |
+ * | …_compute_limit_instruction_too_high,                     | compute_budget_too_high (new)    |
+ * |   …_compute_price_instruction_too_high                    |                                  |
+ * | payload_transaction_fee_payer_transferring_funds          | fee_payer_in_transfer (new)      |
+ * | payload_mint_mismatch                                     | asset_mismatch (exists)          |
+ * | payload_recipient_mismatch                                | recipient_mismatch (exists)      |
+ * | payload_amount_mismatch                                   | amount_mismatch (exists)         |
+ * | payload_memo_mismatch                                     | memo_mismatch (new)              |
+ *
+ * Where we are stricter than the reference (each answered with the reference's nearest reason):
+ * a compute-unit limit cap by default (the reference has one only when configured); any of our
+ * fee payers anywhere in the transfer's accounts (the reference looks at the authority only) or in
+ * a memo / Lighthouse instruction's accounts; address lookup tables refused (the reference
+ * resolves them over RPC; the official client never uses them).
+ */
+import { associatedTokenAddress } from "./ata.js";
+import {
+  DEFAULT_MAX_COMPUTE_UNITS,
+  MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS,
+  MAX_INSTRUCTIONS,
+  MIN_INSTRUCTIONS,
+} from "./constants.js";
+import { decodeSvmTransaction } from "./decode.js";
+import {
+  isLighthouse,
+  isMemo,
+  readComputeUnitLimit,
+  readComputeUnitPrice,
+  readMemo,
+  readTransferChecked,
+  tokenPayer,
+} from "./instructions.js";
+import { SVM_REASONS, type SvmReason, unknownInstructionReason } from "./reasons.js";
+import { firstBadSignature } from "./signatures.js";
+import type { SvmCheckOptions, SvmCheckResult, SvmRequirements } from "./types.js";
+
+export type { SvmCheckOptions, SvmCheckResult, SvmPayment, SvmRequirements } from "./types.js";
+
+function fail(x402Reason: SvmReason, message: string, payer?: string): SvmCheckResult {
+  return { ok: false, x402Reason, message, ...(payer ? { payer } : {}) };
+}
+
+/** Checks a base64 wire transaction against the requirements; never throws. */
+export async function checkSvmPayment(
+  transaction: unknown,
+  requirements: SvmRequirements,
+  options: SvmCheckOptions,
+): Promise<SvmCheckResult> {
+  const version = options.x402Version ?? 2;
+  const ours = new Set(options.feePayers);
+  const feePayer = requirements.extra?.feePayer;
+  if (typeof feePayer !== "string" || feePayer === "") {
+    return fail(SVM_REASONS.missingFeePayer, "requirements.extra.feePayer must name the fee payer");
+  }
+  if (!ours.has(feePayer)) {
+    return fail(
+      version === 1 ? SVM_REASONS.feePayerNotManagedV1 : SVM_REASONS.feePayerNotManaged,
+      `requirements.extra.feePayer ${feePayer} is not a fee payer of this facilitator`,
+    );
+  }
+
+  const decoded = decodeSvmTransaction(transaction);
+  if (!decoded.ok) return fail(SVM_REASONS.couldNotBeDecoded, decoded.message);
+  const tx = decoded.transaction;
+
+  const signers = tx.header.numSignerAccounts;
+  if (options.maxRequiredSignatures !== undefined && signers > options.maxRequiredSignatures) {
+    return fail(
+      SVM_REASONS.excessiveSigners,
+      `The transaction requires ${signers} signatures; at most ${options.maxRequiredSignatures} are accepted`,
+    );
+  }
+  if (tx.staticAccounts[0] !== feePayer) {
+    return fail(
+      SVM_REASONS.feePayerMismatch,
+      `The transaction's fee payer is ${tx.staticAccounts[0]}, not requirements.extra.feePayer ${feePayer}`,
+    );
+  }
+  const badSigner = firstBadSignature(tx);
+  if (badSigner !== undefined) {
+    return fail(
+      SVM_REASONS.signatureInvalid,
+      `The signature of ${badSigner} is missing or invalid`,
+    );
+  }
+  if (tx.lookupTableCount > 0) {
+    return fail(
+      version === 1 ? SVM_REASONS.couldNotBeDecoded : SVM_REASONS.lookupTablesUnavailable,
+      "The transaction uses address lookup tables, which this facilitator does not resolve",
+    );
+  }
+
+  const ixs = tx.instructions;
+  const most = MAX_INSTRUCTIONS[version];
+  if (ixs.length < MIN_INSTRUCTIONS || ixs.length > most) {
+    return fail(
+      SVM_REASONS.instructionsLength,
+      `The transaction has ${ixs.length} instructions; an exact payment has ${MIN_INSTRUCTIONS} to ${most}`,
+    );
+  }
+  const [limitIx, priceIx, transferIx] = ixs as [(typeof ixs)[0], (typeof ixs)[0], (typeof ixs)[0]];
+  const units = readComputeUnitLimit(limitIx);
+  if (units === undefined) {
+    return fail(
+      SVM_REASONS.computeLimitInstruction,
+      "The first instruction must be the compute budget's SetComputeUnitLimit",
+    );
+  }
+  const maxUnits = options.maxComputeUnits ?? DEFAULT_MAX_COMPUTE_UNITS;
+  if (units > maxUnits) {
+    return fail(
+      SVM_REASONS.computeLimitTooHigh,
+      `The compute-unit limit ${units} is above the cap of ${maxUnits}`,
+    );
+  }
+  const price = readComputeUnitPrice(priceIx);
+  if (price === undefined) {
+    return fail(
+      SVM_REASONS.computePriceInstruction,
+      "The second instruction must be the compute budget's SetComputeUnitPrice",
+    );
+  }
+  const maxPrice = options.maxComputeUnitPrice ?? MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS;
+  if (price > maxPrice) {
+    return fail(
+      SVM_REASONS.computePriceTooHigh,
+      `The compute-unit price ${price} micro-lamports is above the cap of ${maxPrice}`,
+    );
+  }
+
+  const payer = tokenPayer(ixs);
+  if (payer === undefined) {
+    return fail(SVM_REASONS.noTransferInstruction, "The transaction has no token transfer");
+  }
+  const transfer = readTransferChecked(transferIx);
+  if (transfer === undefined) {
+    return fail(
+      SVM_REASONS.noTransferInstruction,
+      "The third instruction must be a TransferChecked of the SPL Token or Token-2022 program",
+      payer,
+    );
+  }
+  if (ours.has(transfer.authority)) {
+    return fail(
+      SVM_REASONS.feePayerTransferringFunds,
+      `The transfer's authority ${transfer.authority} is a fee payer of this facilitator`,
+      payer,
+    );
+  }
+  const exposed = transferIx.accounts.find((account) => ours.has(account));
+  if (exposed !== undefined) {
+    return fail(
+      SVM_REASONS.feePayerTransferringFunds,
+      `The transfer names ${exposed}, a fee payer of this facilitator, among its accounts`,
+      payer,
+    );
+  }
+  if (transfer.mint !== requirements.asset) {
+    return fail(
+      SVM_REASONS.mintMismatch,
+      `The transfer moves mint ${transfer.mint}, not requirements.asset ${requirements.asset}`,
+      payer,
+    );
+  }
+  const payeeAccount = await associatedTokenAddress(
+    requirements.payTo,
+    requirements.asset,
+    transfer.tokenProgram,
+  );
+  if (payeeAccount === undefined || transfer.destination !== payeeAccount) {
+    return fail(
+      SVM_REASONS.recipientMismatch,
+      payeeAccount === undefined
+        ? `requirements.payTo ${requirements.payTo} is not a Solana address`
+        : `The transfer pays ${transfer.destination}, not ${payeeAccount} (the associated token account of requirements.payTo ${requirements.payTo})`,
+      payer,
+    );
+  }
+  let required: bigint;
+  try {
+    required = BigInt(requirements.amount);
+  } catch {
+    return fail(
+      SVM_REASONS.amountMismatch,
+      `The required amount ${requirements.amount} is not an integer`,
+      payer,
+    );
+  }
+  if (transfer.amount !== required) {
+    return fail(
+      SVM_REASONS.amountMismatch,
+      `The transfer moves ${transfer.amount}, not the required ${required}`,
+      payer,
+    );
+  }
+
+  const optional = ixs.slice(MIN_INSTRUCTIONS);
+  for (const ix of optional) {
+    if (isMemo(ix) || isLighthouse(ix)) continue;
+    return fail(
+      unknownInstructionReason(ix.index, version),
+      `Instruction ${ix.index + 1} (program ${ix.programId}) is neither a memo nor a Lighthouse assertion`,
+      payer,
+    );
+  }
+  const memos = optional.flatMap((ix) => readMemo(ix) ?? []);
+  const expectedMemo = requirements.extra?.memo;
+  if (typeof expectedMemo === "string" && expectedMemo !== "") {
+    if (memos.length !== 1) {
+      return fail(
+        SVM_REASONS.memoCount,
+        `requirements.extra.memo asks for one memo; the transaction has ${memos.length}`,
+        payer,
+      );
+    }
+    if (memos[0] !== expectedMemo) {
+      return fail(SVM_REASONS.memoMismatch, "The memo differs from requirements.extra.memo", payer);
+    }
+  }
+  const signedBy = optional.flatMap((ix) => ix.accounts).find((account) => ours.has(account));
+  if (signedBy !== undefined) {
+    return fail(
+      SVM_REASONS.feePayerTransferringFunds,
+      `An instruction after the transfer names ${signedBy}, a fee payer of this facilitator`,
+      payer,
+    );
+  }
+
+  return {
+    ok: true,
+    payment: {
+      payer,
+      amount: transfer.amount,
+      mint: transfer.mint,
+      decimals: transfer.decimals,
+      tokenProgram: transfer.tokenProgram,
+      source: transfer.source,
+      destination: transfer.destination,
+      feePayer,
+      computeUnitLimit: units,
+      computeUnitPrice: price,
+      memos,
+      recentBlockhash: tx.recentBlockhash,
+      transaction: tx,
+    },
+  };
+}

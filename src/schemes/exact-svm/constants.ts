@@ -1,0 +1,28 @@
+/**
+ * Program ids and limits of the x402 `exact` scheme on Solana. The values are the ones the
+ * official `@x402/svm` 2.27.0 facilitator uses (its `src/constants.ts` and
+ * `src/exact/facilitator/scheme.ts`, read in the published `dist/esm` chunks).
+ */
+
+export const TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
+export const TOKEN_2022_PROGRAM = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
+export const ASSOCIATED_TOKEN_PROGRAM = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL";
+export const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111";
+export const MEMO_PROGRAM = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";
+/** Phantom's wallet-protection assertions: allowed after the transfer, like a memo. */
+export const LIGHTHOUSE_PROGRAM = "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95";
+
+/** The highest compute-unit price accepted, in micro-lamports per unit (the reference's default). */
+export const MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS = 5_000_000n;
+
+/**
+ * The highest compute-unit limit accepted. The reference has no default cap (only an option,
+ * `maxComputeUnits`); ours bounds what one settlement can cost the fee payer: at the price cap,
+ * 200,000 units cost at most 1,000,000 lamports (0.001 SOL) in priority fees. The official client
+ * asks for 20,000.
+ */
+export const DEFAULT_MAX_COMPUTE_UNITS = 200_000;
+
+/** Instructions an `exact` transaction may have: limit, price, transfer, then up to 3 (v1) or 4 (v2) memo/Lighthouse. */
+export const MIN_INSTRUCTIONS = 3;
+export const MAX_INSTRUCTIONS = { 1: 6, 2: 7 } as const;

@@ -1,0 +1,150 @@
+/**
+ * A Solana wire transaction (base64, as `paymentPayload.payload.transaction` carries it) → a plain
+ * view of its message: header, static account keys, recent blockhash, instructions with their
+ * program ids and account indexes, and the signatures by signer. Decoding uses @solana/kit's
+ * codecs, the ones the x402 SVM packages decode with, so what is decodable here is decodable there.
+ *
+ * Address lookup tables are read but not resolved (that needs a chain): the view says how many a
+ * message uses, and accounts taken from them read as LOOKUP_TABLE_ACCOUNT.
+ */
+import {
+  getBase58Decoder,
+  getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
+} from "@solana/kit";
+
+export interface SvmHeader {
+  /** Signers: the first `numSignerAccounts` static keys (the fee payer is key 0). */
+  readonly numSignerAccounts: number;
+  readonly numReadonlySignerAccounts: number;
+  readonly numReadonlyNonSignerAccounts: number;
+}
+
+export interface SvmInstruction {
+  /** The instruction's position in the message. */
+  readonly index: number;
+  readonly programId: string;
+  /** Indexes into `staticAccounts`. */
+  readonly accountIndexes: readonly number[];
+  /** The account keys those indexes name. */
+  readonly accounts: readonly string[];
+  readonly data: Uint8Array;
+}
+
+export interface SvmTransaction {
+  readonly version: "legacy" | number;
+  readonly header: SvmHeader;
+  readonly staticAccounts: readonly string[];
+  readonly recentBlockhash: string;
+  readonly instructions: readonly SvmInstruction[];
+  /** One entry per required signer, in key order; null where the signature is still empty. */
+  readonly signatures: readonly {
+    readonly signer: string;
+    readonly signature: Uint8Array | null;
+  }[];
+  /** The bytes every signature signs. */
+  readonly messageBytes: Uint8Array;
+  /** Address lookup tables the message uses (v0 messages); 0 for none. */
+  readonly lookupTableCount: number;
+}
+
+export type DecodeResult =
+  | { readonly ok: true; readonly transaction: SvmTransaction }
+  | { readonly ok: false; readonly message: string };
+
+/** What an account resolved through an address lookup table reads as (no chain to resolve it). */
+export const LOOKUP_TABLE_ACCOUNT = "(address lookup table)";
+
+const transactionDecoder = getTransactionDecoder();
+const messageDecoder = getCompiledTransactionMessageDecoder();
+const base58 = getBase58Decoder();
+
+/** Decodes a base64 wire transaction; never throws. */
+export function decodeSvmTransaction(base64: unknown): DecodeResult {
+  if (typeof base64 !== "string" || base64.length === 0) {
+    return { ok: false, message: "The transaction must be a non-empty base64 string" };
+  }
+  try {
+    const bytes = getBase64Encoder().encode(base64);
+    const wire = transactionDecoder.decode(bytes);
+    const messageBytes = Uint8Array.from(wire.messageBytes);
+    const compiled = messageDecoder.decode(messageBytes);
+    if (!("instructions" in compiled)) {
+      return {
+        ok: false,
+        message: `Transaction message version ${compiled.version} is not supported`,
+      };
+    }
+    const staticAccounts = compiled.staticAccounts.map(String);
+    const lookups =
+      "addressTableLookups" in compiled && Array.isArray(compiled.addressTableLookups)
+        ? compiled.addressTableLookups.length
+        : 0;
+    const header: SvmHeader = {
+      numSignerAccounts: compiled.header.numSignerAccounts,
+      numReadonlySignerAccounts: compiled.header.numReadonlySignerAccounts,
+      numReadonlyNonSignerAccounts: compiled.header.numReadonlyNonSignerAccounts,
+    };
+    if (staticAccounts.length === 0 || header.numSignerAccounts === 0) {
+      return { ok: false, message: "The transaction has no fee payer" };
+    }
+    if (header.numSignerAccounts > staticAccounts.length) {
+      return { ok: false, message: "The transaction's header names more signers than keys" };
+    }
+    const instructions: SvmInstruction[] = [];
+    for (const [index, ix] of (compiled.instructions ?? []).entries()) {
+      const programId = staticAccounts[ix.programAddressIndex];
+      if (programId === undefined) {
+        return { ok: false, message: `Instruction ${index} names a program past the static keys` };
+      }
+      const accountIndexes = [...(ix.accountIndices ?? [])];
+      const accounts: string[] = [];
+      for (const accountIndex of accountIndexes) {
+        const key = staticAccounts[accountIndex];
+        if (key !== undefined) {
+          accounts.push(key);
+        } else if (lookups > 0) {
+          accounts.push(LOOKUP_TABLE_ACCOUNT);
+        } else {
+          return {
+            ok: false,
+            message: `Instruction ${index} names an account past the static keys`,
+          };
+        }
+      }
+      instructions.push({
+        index,
+        programId,
+        accountIndexes,
+        accounts,
+        data: Uint8Array.from(ix.data ?? []),
+      });
+    }
+    const signatures = staticAccounts.slice(0, header.numSignerAccounts).map((signer) => {
+      const signature = (wire.signatures as Record<string, Uint8Array | null>)[signer];
+      return { signer, signature: signature ? Uint8Array.from(signature) : null };
+    });
+    return {
+      ok: true,
+      transaction: {
+        version: compiled.version,
+        header,
+        staticAccounts,
+        recentBlockhash: String(compiled.lifetimeToken),
+        instructions,
+        signatures,
+        messageBytes,
+        lookupTableCount: lookups,
+      },
+    };
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    return { ok: false, message: `The transaction could not be decoded: ${detail}` };
+  }
+}
+
+/** Base58 of 64 signature bytes: the transaction's id once the first signature is in place. */
+export function signatureToBase58(signature: Uint8Array): string {
+  return base58.decode(signature);
+}

@@ -1,0 +1,57 @@
+/**
+ * The x402-dialect reason strings of the `exact` scheme on Solana, exactly as the official
+ * `@x402/svm` 2.27.0 facilitator names them (`src/exact/facilitator/errors.ts`; the v1 scheme
+ * spells two of them without the prefix, `src/exact/v1/facilitator/scheme.ts`).
+ */
+export const SVM_REASONS = {
+  missingFeePayer: "invalid_exact_svm_payload_missing_fee_payer",
+  feePayerNotManaged: "invalid_exact_svm_fee_payer_not_managed_by_facilitator",
+  feePayerNotManagedV1: "fee_payer_not_managed_by_facilitator",
+  couldNotBeDecoded: "invalid_exact_svm_payload_transaction_could_not_be_decoded",
+  excessiveSigners: "invalid_exact_svm_payload_excessive_signers",
+  feePayerMismatch: "invalid_exact_svm_fee_payer_mismatch",
+  signatureInvalid: "invalid_exact_svm_payload_signature_invalid",
+  /** The reference adds ": transaction uses Address Lookup Tables but signer does not implement …". */
+  lookupTablesUnavailable: "invalid_exact_svm_smart_wallet_alt_resolution_not_available",
+  instructionsLength: "invalid_exact_svm_payload_transaction_instructions_length",
+  computeLimitInstruction:
+    "invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction",
+  computeLimitTooHigh:
+    "invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction_too_high",
+  computePriceInstruction:
+    "invalid_exact_svm_payload_transaction_instructions_compute_price_instruction",
+  computePriceTooHigh:
+    "invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high",
+  noTransferInstruction: "invalid_exact_svm_payload_no_transfer_instruction",
+  feePayerTransferringFunds: "invalid_exact_svm_payload_transaction_fee_payer_transferring_funds",
+  mintMismatch: "invalid_exact_svm_payload_mint_mismatch",
+  recipientMismatch: "invalid_exact_svm_payload_recipient_mismatch",
+  amountMismatch: "invalid_exact_svm_payload_amount_mismatch",
+  unknownFourthInstruction: "invalid_exact_svm_payload_unknown_fourth_instruction",
+  unknownFifthInstruction: "invalid_exact_svm_payload_unknown_fifth_instruction",
+  unknownSixthInstruction: "invalid_exact_svm_payload_unknown_sixth_instruction",
+  unknownSeventhInstruction: "invalid_exact_svm_payload_unknown_seventh_instruction",
+  unknownOptionalInstruction: "invalid_exact_svm_payload_unknown_optional_instruction",
+  memoCount: "invalid_exact_svm_payload_memo_count",
+  memoMismatch: "invalid_exact_svm_payload_memo_mismatch",
+} as const;
+
+export type SvmReason = (typeof SVM_REASONS)[keyof typeof SVM_REASONS];
+
+/** The reason for an unexpected instruction at position 3, 4, 5, … (0-based). */
+export function unknownInstructionReason(index: number, x402Version: 1 | 2): SvmReason {
+  const named =
+    x402Version === 1
+      ? [
+          SVM_REASONS.unknownFourthInstruction,
+          SVM_REASONS.unknownFifthInstruction,
+          SVM_REASONS.unknownSixthInstruction,
+        ]
+      : [
+          SVM_REASONS.unknownFourthInstruction,
+          SVM_REASONS.unknownFifthInstruction,
+          SVM_REASONS.unknownSixthInstruction,
+          SVM_REASONS.unknownSeventhInstruction,
+        ];
+  return named[index - 3] ?? SVM_REASONS.unknownOptionalInstruction;
+}

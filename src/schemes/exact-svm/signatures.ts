@@ -1,0 +1,42 @@
+/**
+ * Ed25519 signatures of a Solana message, checked locally (no chain): every required signer but
+ * the fee payer (key 0, who signs at settle) must have signed the message bytes.
+ */
+import { createPublicKey, verify } from "node:crypto";
+import type { Address } from "@solana/kit";
+import { getAddressEncoder } from "@solana/kit";
+import type { SvmTransaction } from "./decode.js";
+
+/** DER prefix of an Ed25519 SubjectPublicKeyInfo; the 32 key bytes follow. */
+const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+const addressEncoder = getAddressEncoder();
+
+export function ed25519Verifies(
+  signer: string,
+  signature: Uint8Array,
+  message: Uint8Array,
+): boolean {
+  try {
+    const key = createPublicKey({
+      key: Buffer.concat([
+        ED25519_SPKI_PREFIX,
+        Uint8Array.from(addressEncoder.encode(signer as Address)),
+      ]),
+      format: "der",
+      type: "spki",
+    });
+    return verify(null, message, key, signature);
+  } catch {
+    return false;
+  }
+}
+
+/** The first required signer after the fee payer whose signature is missing or wrong. */
+export function firstBadSignature(tx: SvmTransaction): string | undefined {
+  for (const { signer, signature } of tx.signatures.slice(1)) {
+    if (signature?.length !== 64 || !ed25519Verifies(signer, signature, tx.messageBytes)) {
+      return signer;
+    }
+  }
+  return undefined;
+}

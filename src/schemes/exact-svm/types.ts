@@ -1,0 +1,58 @@
+/**
+ * What checkSvmPayment reads (requirements, options) and answers (the checked payment or the
+ * reference's reason for refusing it).
+ */
+import type { SvmTransaction } from "./decode.js";
+import type { TransferChecked } from "./instructions.js";
+import type { SvmReason } from "./reasons.js";
+
+/** What the checks read of the requirements (v1's `maxAmountRequired` read as `amount`). */
+export interface SvmRequirements {
+  readonly amount: string;
+  readonly asset: string;
+  readonly payTo: string;
+  readonly extra?: Readonly<Record<string, unknown>> | null | undefined;
+}
+
+export interface SvmCheckOptions {
+  /** This facilitator's fee payer addresses. */
+  readonly feePayers: readonly string[];
+  /** The x402 version of the payment: v1 allows 6 instructions and names two reasons unprefixed. */
+  readonly x402Version?: 1 | 2 | undefined;
+  /** The highest compute-unit limit accepted (DEFAULT_MAX_COMPUTE_UNITS when undefined). */
+  readonly maxComputeUnits?: number | undefined;
+  /** The highest compute-unit price, micro-lamports per unit (the reference's 5,000,000). */
+  readonly maxComputeUnitPrice?: bigint | undefined;
+  /** The most signatures a transaction may require; no limit when undefined (as the reference). */
+  readonly maxRequiredSignatures?: number | undefined;
+}
+
+/** A payment that passed every chain-free check. */
+export interface SvmPayment {
+  /** The transfer's authority, the payer's wallet. */
+  readonly payer: string;
+  readonly amount: bigint;
+  readonly mint: string;
+  readonly decimals: number;
+  readonly tokenProgram: TransferChecked["tokenProgram"];
+  readonly source: string;
+  /** The payee's associated token account for the mint. */
+  readonly destination: string;
+  /** The transaction's fee payer, one of ours, who signs at settle. */
+  readonly feePayer: string;
+  readonly computeUnitLimit: number;
+  readonly computeUnitPrice: bigint;
+  readonly memos: readonly string[];
+  readonly recentBlockhash: string;
+  readonly transaction: SvmTransaction;
+}
+
+export type SvmCheckResult =
+  | { readonly ok: true; readonly payment: SvmPayment }
+  | {
+      readonly ok: false;
+      readonly x402Reason: SvmReason;
+      readonly message: string;
+      /** The payer, once the transaction names one (x402 answers carry it on failure). */
+      readonly payer?: string | undefined;
+    };
