@@ -18,8 +18,9 @@ await build({
   // in a CPU profile.
   minify: process.env.BUILD_MINIFY !== "0",
   // tiny-secp256k1 loads its WebAssembly file from its own directory; anvil is found at run time.
-  // pg and prom-client load only when serve asks for a PostgreSQL store or metrics.
-  external: ["tiny-secp256k1", "@foundry-rs/*", "pg", "prom-client"],
+  // pg and prom-client load only when serve asks for a PostgreSQL store or metrics. litesvm (the
+  // Solana devnet's runtime) loads its native module from its platform package at run time.
+  external: ["tiny-secp256k1", "@foundry-rs/*", "pg", "prom-client", "litesvm"],
   // Some bundled CommonJS code calls require(): give ESM chunks one.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

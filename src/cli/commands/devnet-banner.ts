@@ -1,19 +1,52 @@
 /** The banner `facilitator devnet` prints: what runs where, and what to try. */
 import chalk from "chalk";
 import type { Devnet } from "../../devnet/index.js";
-import type { Files } from "./devnet.js";
+import type { Files, Running } from "./devnet.js";
+import type { EvmFiles } from "./devnet-files.js";
+import { svmBanner } from "./devnet-svm-banner.js";
 
 export function devnetBanner(
-  devnet: Devnet,
+  running: Running,
   files: Files,
-  options: { taken?: number | undefined; temporary: boolean },
+  options: { taken?: number | undefined; svmTaken?: number | undefined; temporary: boolean },
 ): string {
   const dim = chalk.dim;
   const b = chalk.bold;
+  const { devnet, svm } = running;
+  const both = Boolean(devnet && svm);
   const lines = [
     `${chalk.green("●")} ${b("facilitator devnet")} is running ${dim("(Ctrl-C to stop)")}`,
     "",
-    `  RPC URL      ${b(devnet.rpcUrl)}${options.taken ? `  ${chalk.yellow(`(port ${options.taken} is taken)`)}` : ""}`,
+    ...(devnet && files.evm ? evmLines(devnet, files.evm, options.taken) : []),
+    ...(svm && files.svm
+      ? svmBanner(svm, files.svm, { taken: options.svmTaken, dirKept: !options.temporary })
+      : []),
+    `  directory    ${files.dir}  ${dim(options.temporary ? "(removed when the devnet stops)" : "(kept)")}`,
+    `  journal      ${files.journal}  ${dim("this devnet's own")}`,
+    "",
+    `  Try, in another terminal in this project:`,
+    `    source ${files.envFile}   ${dim(`# this devnet's RPC${both ? "s" : ""}, key${both ? "s" : ""} and journal`)}`,
+    ...(files.evm
+      ? [
+          `    npx facilitator pay --amount 0.01 | npx facilitator settle -`,
+          `    npx facilitator verify ${files.evm.request}`,
+          `    npx facilitator settle ${files.evm.request}`,
+          `    npx facilitator settle ${files.evm.request}   ${dim("# again: nonce_already_used")}`,
+        ]
+      : []),
+    ...(files.svm ? [`    npx facilitator verify ${files.svm.request}`] : []),
+    `    npx facilitator doctor`,
+    "",
+  ];
+  return lines.join("\n");
+}
+
+/** anvil's section: its RPC, contracts, accounts and signed requests. */
+function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): string[] {
+  const dim = chalk.dim;
+  const b = chalk.bold;
+  return [
+    `  RPC URL      ${b(devnet.rpcUrl)}${taken ? `  ${chalk.yellow(`(port ${taken} is taken)`)}` : ""}`,
     `  chain        ${devnet.network}${devnet.v1Network ? ` (v1: ${devnet.v1Network})` : ""}`,
     `  test USDC    ${devnet.token.address}  ${dim(`EIP-712 "${devnet.token.name}" version "${devnet.token.version}", 6 decimals, EIP-3009 + EIP-2612`)}`,
     `  permit token ${devnet.permitToken.address}  ${dim(`EIP-712 "${devnet.permitToken.name}" version "${devnet.permitToken.version}", 6 decimals, EIP-2612 only`)}`,
@@ -26,9 +59,6 @@ export function devnetBanner(
     `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,
     `  payers       ${devnet.payers.map((p) => p.address).join("\n               ")}  ${dim("1,000,000 of each token")}`,
     `  payee        ${devnet.payee.address}`,
-    "",
-    `  directory    ${files.dir}  ${dim(options.temporary ? "(removed when the devnet stops)" : "(kept)")}`,
-    `  journal      ${files.journal}  ${dim("this devnet's own")}`,
     `  signed requests  ${files.request}`,
     `                   ${files.requestX402} ${dim("(x402 dialect)")}`,
     ...(files.requestV1 ? [`                   ${files.requestV1} ${dim("(x402 v1)")}`] : []),
@@ -38,14 +68,5 @@ export function devnetBanner(
     `                   ${files.requestPermit2Approval} ${dim("(Permit2 + erc20ApprovalGasSponsoring)")}`,
     `                   ${files.requestUpto} ${dim("(upto: settle --amount N charges N of at most 50000)")}`,
     "",
-    `  Try, in another terminal in this project:`,
-    `    source ${files.envFile}   ${dim("# this devnet's RPC, key and journal")}`,
-    `    npx facilitator pay --amount 0.01 | npx facilitator settle -`,
-    `    npx facilitator verify ${files.request}`,
-    `    npx facilitator settle ${files.request}`,
-    `    npx facilitator settle ${files.request}   ${dim("# again: nonce_already_used")}`,
-    `    npx facilitator doctor`,
-    "",
   ];
-  return lines.join("\n");
 }

@@ -15,13 +15,20 @@ export const devnetCommand = new Command("devnet")
   )
   .option("--json", "print the devnet's details as one JSON line on stdout")
   .option("--demo", "once up, verify and settle one example payment and show the answers")
+  .option("--svm", "also run a local Solana cluster (answering as Solana devnet) beside anvil")
+  .option("--svm-only", "run the local Solana cluster alone, without anvil")
+  .option(
+    "--svm-port <port>",
+    "Solana RPC port (default 8899; a free port, said out loud, if 8899 is taken; 0 = any)",
+  )
   .addHelpText(
     "after",
     `
 Example:
   facilitator devnet            # then, in another terminal:
   source /tmp/facilitator-devnet-XXXX/devnet.env
-  facilitator pay --amount 0.01 | facilitator settle -`,
+  facilitator pay --amount 0.01 | facilitator settle -
+  facilitator devnet --svm      # anvil and a Solana cluster; request-svm.json is a Solana payment`,
   )
   .action(async (flags) => {
     const { runDevnet } = await import("./devnet.js");

@@ -1,21 +1,21 @@
 /**
  * `facilitator devnet`: anvil with test tokens, Permit2 and the x402 proxies, and funded accounts,
  * plus ready-signed request files and the commands that use them, all in one directory with the
- * devnet's own journal. Runs until Ctrl-C and leaves no process (and, without --dir, no
- * directory) behind.
+ * devnet's own journal; with --svm a local Solana cluster beside it, with --svm-only that alone.
+ * Runs until Ctrl-C and leaves no process (and, without --dir, no directory) behind.
  */
 import { existsSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
-import { approvePermit2, type Devnet, startDevnet } from "../../devnet/index.js";
-import { signSampleRequest } from "../../devnet/sample.js";
-import { signPermitRequest } from "../../devnet/sign-permit.js";
-import { signUptoRequest } from "../../devnet/sign-upto.js";
+import { type Devnet, startDevnet } from "../../devnet/index.js";
+import type { SvmDevnet } from "../../devnet/svm/index.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { devnetBanner } from "./devnet-banner.js";
+import { type EvmFiles, evmInfo, writeEvmFiles } from "./devnet-files.js";
+import type { SvmFiles } from "./devnet-svm.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -23,6 +23,11 @@ export interface DevnetFlags {
   readonly dir?: string | undefined;
   readonly json?: boolean | undefined;
   readonly demo?: boolean | undefined;
+  /** The Solana cluster beside anvil. */
+  readonly svm?: boolean | undefined;
+  /** The Solana cluster alone. */
+  readonly svmOnly?: boolean | undefined;
+  readonly svmPort?: string | undefined;
 }
 
 const DEFAULT_PORT = 8545;
@@ -73,6 +78,8 @@ const DEVNET_FILES = [
   "request-permit.json",
   "request-permit2-approval.json",
   "request-upto.json",
+  "svm-fee-payer.key",
+  "request-svm.json",
   "devnet.env",
   "devnet.json",
 ];
@@ -102,186 +109,170 @@ function envFile(vars: Record<string, string>): string {
     .join("\n")}\n`;
 }
 
+/** What a devnet wrote: its directory, journal and env file, and each cluster's files. */
 export interface Files {
   readonly dir: string;
-  readonly keyFile: string;
   readonly journal: string;
-  readonly request: string;
-  readonly requestX402: string;
-  readonly requestV1?: string | undefined;
-  /** Permit2 payment of the permit token by payer 4, who approved Permit2 on it for this. */
-  readonly requestPermit2: string;
-  /** Permit2 payment of the permit token by payer 5, with the eip2612GasSponsoring extension. */
-  readonly requestPermit2Eip2612: string;
-  /** x402x-style EIP-2612 permit of the permit token by payer 3, our settlement key as spender. */
-  readonly requestPermit: string;
-  /** Permit2 payment of the plain token by payer 1, its approval signed for us to broadcast. */
-  readonly requestPermit2Approval: string;
-  /** upto: payer 4 authorizes up to 0.05 of the permit token; settle charges what was used. */
-  readonly requestUpto: string;
   readonly envFile: string;
+  /** anvil's genesis block hash: what tells this devnet from the next one. */
+  readonly genesisHash?: Hex | undefined;
+  readonly evm?: EvmFiles | undefined;
+  readonly svm?: SvmFiles | undefined;
 }
 
-async function writeFiles(devnet: Devnet, dir: string, genesisHash: Hex): Promise<Files> {
-  const keyFile = path.join(dir, "facilitator.key");
-  // The key goes to a file only its owner can read; it is never printed.
-  await writeFile(keyFile, `${devnet.facilitator.privateKey}\n`, { mode: 0o600 });
-  await chmod(keyFile, 0o600);
-  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-  const [payer1, payer2, payer3, payer4, payer5] = devnet.payers;
-  if (!payer1 || !payer2 || !payer3 || !payer4 || !payer5) {
-    throw new Error("the devnet has fewer than five payers");
+/** The clusters asked for: anvil unless --svm-only, Solana with --svm or --svm-only. */
+function clusters(flags: DevnetFlags): { evm: boolean; svm: boolean } {
+  if (flags.svmOnly) {
+    if (flags.svm) throw new UsageError("--svm and --svm-only: pick one");
+    if (flags.port !== undefined) throw new UsageError("--port is anvil's: not with --svm-only");
+    if (flags.demo) throw new UsageError("--demo runs on anvil: not with --svm-only");
+    return { evm: false, svm: true };
   }
+  if (flags.svmPort !== undefined && !flags.svm) {
+    throw new UsageError("--svm-port needs --svm (or --svm-only)");
+  }
+  return { evm: true, svm: Boolean(flags.svm) };
+}
 
-  const request = path.join(dir, "request.json");
-  await writeFile(request, json(await signSampleRequest(devnet, { payer: payer1 })));
-  const requestX402 = path.join(dir, "request-x402.json");
-  await writeFile(
-    requestX402,
-    json(await signSampleRequest(devnet, { payer: payer2, dialect: "x402" })),
-  );
-  let requestV1: string | undefined;
-  if (devnet.v1Network) {
-    requestV1 = path.join(dir, "request-v1.json");
-    await writeFile(
-      requestV1,
-      json(await signSampleRequest(devnet, { payer: payer3, x402Version: 1 })),
+export interface Running {
+  devnet?: Devnet | undefined;
+  taken?: number | undefined;
+  svm?: SvmDevnet | undefined;
+  svmTaken?: number | undefined;
+}
+
+/** Starts what was asked for; on failure, stops what had started. */
+async function startAll(flags: DevnetFlags, running: Running): Promise<void> {
+  const wanted = clusters(flags);
+  if (wanted.evm) Object.assign(running, await start(flags));
+  if (running.taken !== undefined && running.devnet) {
+    warn(
+      `port ${running.taken} is taken (another devnet or node?): this devnet listens on ${running.devnet.rpcUrl}`,
     );
   }
-  // Payers start without any Permit2 approval; payer 4 approves it on the permit token, so this
-  // request settles as is. Payer 5's request carries its approval as an EIP-2612 permit.
-  await approvePermit2(devnet, payer4, devnet.permitToken.address);
-  const requestPermit2 = path.join(dir, "request-permit2.json");
-  await writeFile(
-    requestPermit2,
-    json(await signSampleRequest(devnet, { payer: payer4, method: "permit2", asset: "permit" })),
-  );
-  const requestPermit2Eip2612 = path.join(dir, "request-permit2-eip2612.json");
-  await writeFile(
-    requestPermit2Eip2612,
-    json(
-      await signSampleRequest(devnet, {
-        payer: payer5,
-        method: "permit2",
-        asset: "permit",
-        eip2612GasSponsoring: true,
-      }),
-    ),
-  );
-  const requestUpto = path.join(dir, "request-upto.json");
-  await writeFile(requestUpto, json(await signUptoRequest(devnet, payer4)));
-  const requestPermit = path.join(dir, "request-permit.json");
-  await writeFile(requestPermit, json(await signPermitRequest(devnet, payer3)));
-  // Payer 1 sends no transaction of its own, so its signed approval's nonce stays next.
-  const requestPermit2Approval = path.join(dir, "request-permit2-approval.json");
-  await writeFile(
-    requestPermit2Approval,
-    json(
-      await signSampleRequest(devnet, {
-        payer: payer1,
-        method: "permit2",
-        asset: "plain",
-        erc20ApprovalGasSponsoring: true,
-      }),
-    ),
-  );
+  if (wanted.svm) {
+    const { startSvm } = await import("./devnet-svm.js");
+    // The cluster's state stays in --dir between runs; a temporary directory keeps none.
+    const { svm, taken } = await startSvm(
+      flags.svmPort,
+      flags.dir ? path.resolve(flags.dir) : undefined,
+    );
+    running.svm = svm;
+    running.svmTaken = taken;
+  }
+}
+
+async function writeAll(running: Running, dir: string): Promise<Files> {
+  const { devnet, svm } = running;
+  const evm = devnet ? await writeEvmFiles(devnet, dir) : undefined;
+  // Solana's code (and litesvm's native module) loads only when a Solana cluster runs.
+  const solana = svm ? await import("./devnet-svm.js") : undefined;
+  const svmFiles = svm && solana ? await solana.writeSvmFiles(svm, dir) : undefined;
   // The devnet's own journal: settles against it never mix with another chain's.
   const journal = path.join(dir, "journal.jsonl");
   const env = path.join(dir, "devnet.env");
+  const rpcUrls = [devnet?.rpcUrl, svm?.rpcUrl].filter((url) => url !== undefined);
   await writeFile(
     env,
     envFile({
-      FACILITATOR_RPC_URL: devnet.rpcUrl,
-      FACILITATOR_PRIVATE_KEY_FILE: keyFile,
+      FACILITATOR_RPC_URL: rpcUrls.join(","),
+      ...(evm ? { FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile } : {}),
+      ...(svmFiles ? { FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles.keyFile } : {}),
       FACILITATOR_JOURNAL: journal,
     }),
   );
+  let genesisHash: Hex | undefined;
+  if (devnet) {
+    const genesis = await createPublicClient({ transport: http(devnet.rpcUrl) }).getBlock({
+      blockNumber: 0n,
+    });
+    genesisHash = genesis.hash as Hex;
+  }
   await writeFile(
     path.join(dir, "devnet.json"),
-    json({
-      rpcUrl: devnet.rpcUrl,
-      chainId: devnet.chainId,
-      // What tells this devnet from the next one: see src/cli/devnet-marker.ts.
-      genesisHash,
-      network: devnet.network,
-      v1Network: devnet.v1Network,
-      token: devnet.token,
-      permitToken: devnet.permitToken,
-      plainToken: devnet.plainToken,
-      multicall3: devnet.multicall3,
-      permit2: devnet.permit2,
-      exactPermit2Proxy: devnet.exactPermit2Proxy,
-      uptoPermit2Proxy: devnet.uptoPermit2Proxy,
-      walletFactory: devnet.walletFactory,
-      facilitator: devnet.facilitator.address,
-      payers: devnet.payers.map((p) => p.address),
-      payee: devnet.payee.address,
-      keyFile,
-      journal,
-      requests: {
-        reference: request,
-        x402: requestX402,
-        v1: requestV1,
-        permit2: requestPermit2,
-        permit2Eip2612: requestPermit2Eip2612,
-        permit: requestPermit,
-        permit2Approval: requestPermit2Approval,
-        upto: requestUpto,
+    `${JSON.stringify(
+      {
+        ...(devnet && evm && genesisHash ? evmInfo(devnet, evm, genesisHash) : {}),
+        journal,
+        ...(svm && svmFiles && solana ? { svm: solana.svmInfo(svm, svmFiles) } : {}),
       },
-    }),
+      null,
+      2,
+    )}\n`,
   );
-  return {
+  return { dir, journal, envFile: env, genesisHash, evm, svm: svmFiles };
+}
+
+/** The one JSON line of --json: anvil's details at the top level as before, Solana's under svm. */
+function jsonLine(running: Running, files: Files): string {
+  const { devnet, taken, svm, svmTaken } = running;
+  const { dir, journal, envFile } = files;
+  return JSON.stringify({
+    ...(devnet && files.evm
+      ? {
+          rpcUrl: devnet.rpcUrl,
+          chainId: devnet.chainId,
+          genesisHash: files.genesisHash,
+          ...(taken ? { portTaken: taken } : {}),
+        }
+      : {}),
     dir,
-    keyFile,
+    ...(files.evm ? { keyFile: files.evm.keyFile } : {}),
     journal,
-    request,
-    requestX402,
-    requestV1,
-    requestPermit2,
-    requestPermit2Eip2612,
-    requestPermit,
-    requestPermit2Approval,
-    requestUpto,
-    envFile: env,
-  };
+    envFile,
+    ...(files.evm
+      ? {
+          request: files.evm.request,
+          requestX402: files.evm.requestX402,
+          requestV1: files.evm.requestV1,
+          requestPermit2: files.evm.requestPermit2,
+          requestPermit2Eip2612: files.evm.requestPermit2Eip2612,
+          requestPermit: files.evm.requestPermit,
+          requestPermit2Approval: files.evm.requestPermit2Approval,
+          requestUpto: files.evm.requestUpto,
+        }
+      : {}),
+    ...(svm && files.svm
+      ? {
+          svm: {
+            rpcUrl: svm.rpcUrl,
+            genesisHash: svm.genesisHash,
+            network: svm.network,
+            ...(svmTaken ? { portTaken: svmTaken } : {}),
+            keyFile: files.svm.keyFile,
+            request: files.svm.request,
+          },
+        }
+      : {}),
+  });
 }
 
 export async function runDevnet(flags: DevnetFlags): Promise<number> {
-  const { devnet, taken } = await start(flags);
+  const running: Running = {};
   let where: { dir: string; temporary: boolean } | undefined;
+  let files: Files | undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    await devnet.stop();
+    files?.svm?.stop();
+    await Promise.all([running.devnet?.stop(), running.svm?.stop()]);
     // A temporary directory goes with the devnet: its key, journal and requests mean nothing now.
     if (where?.temporary) await rm(where.dir, { recursive: true, force: true });
   };
   try {
-    if (taken !== undefined) {
-      warn(
-        `port ${taken} is taken (another devnet or node?): this devnet listens on ${devnet.rpcUrl}`,
-      );
-    }
+    await startAll(flags, running);
     where = await prepareDir(flags.dir);
-    const genesis = await createPublicClient({ transport: http(devnet.rpcUrl) }).getBlock({
-      blockNumber: 0n,
-    });
-    const files = await writeFiles(devnet, where.dir, genesis.hash as Hex);
+    files = await writeAll(running, where.dir);
+    const { devnet } = running;
     if (flags.json) {
-      const { dir, keyFile, journal, envFile, request, requestX402, requestV1 } = files;
-      const { requestPermit2, requestPermit2Eip2612, requestPermit, requestPermit2Approval } =
-        files;
-      const { requestUpto } = files;
-      process.stdout.write(
-        `${JSON.stringify({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, genesisHash: genesis.hash, ...(taken ? { portTaken: taken } : {}), dir, keyFile, journal, envFile, request, requestX402, requestV1, requestPermit2, requestPermit2Eip2612, requestPermit, requestPermit2Approval, requestUpto })}\n`,
-      );
+      process.stdout.write(`${jsonLine(running, files)}\n`);
     } else {
       process.stdout.write(
-        `${devnetBanner(devnet, files, { taken, temporary: where.temporary })}\n`,
+        `${devnetBanner(running, files, { taken: running.taken, svmTaken: running.svmTaken, temporary: where.temporary })}\n`,
       );
     }
-    if (flags.demo) {
+    if (flags.demo && devnet) {
       const { runDemo } = await import("../../devnet/demo.js");
       await runDemo(devnet);
     }

@@ -1,0 +1,135 @@
+/** The EVM files `facilitator devnet` writes: the settlement key and the signed requests. */
+import { chmod, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { Hex } from "viem";
+import { approvePermit2, type Devnet } from "../../devnet/index.js";
+import { signSampleRequest } from "../../devnet/sample.js";
+import { signPermitRequest } from "../../devnet/sign-permit.js";
+import { signUptoRequest } from "../../devnet/sign-upto.js";
+
+export interface EvmFiles {
+  readonly keyFile: string;
+  readonly request: string;
+  readonly requestX402: string;
+  readonly requestV1?: string | undefined;
+  /** Permit2 payment of the permit token by payer 4, who approved Permit2 on it for this. */
+  readonly requestPermit2: string;
+  /** Permit2 payment of the permit token by payer 5, with the eip2612GasSponsoring extension. */
+  readonly requestPermit2Eip2612: string;
+  /** x402x-style EIP-2612 permit of the permit token by payer 3, our settlement key as spender. */
+  readonly requestPermit: string;
+  /** Permit2 payment of the plain token by payer 1, its approval signed for us to broadcast. */
+  readonly requestPermit2Approval: string;
+  /** upto: payer 4 authorizes up to 0.05 of the permit token; settle charges what was used. */
+  readonly requestUpto: string;
+}
+
+export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFiles> {
+  const keyFile = path.join(dir, "facilitator.key");
+  // The key goes to a file only its owner can read; it is never printed.
+  await writeFile(keyFile, `${devnet.facilitator.privateKey}\n`, { mode: 0o600 });
+  await chmod(keyFile, 0o600);
+  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+  const [payer1, payer2, payer3, payer4, payer5] = devnet.payers;
+  if (!payer1 || !payer2 || !payer3 || !payer4 || !payer5) {
+    throw new Error("the devnet has fewer than five payers");
+  }
+
+  const request = path.join(dir, "request.json");
+  await writeFile(request, json(await signSampleRequest(devnet, { payer: payer1 })));
+  const requestX402 = path.join(dir, "request-x402.json");
+  await writeFile(
+    requestX402,
+    json(await signSampleRequest(devnet, { payer: payer2, dialect: "x402" })),
+  );
+  let requestV1: string | undefined;
+  if (devnet.v1Network) {
+    requestV1 = path.join(dir, "request-v1.json");
+    await writeFile(
+      requestV1,
+      json(await signSampleRequest(devnet, { payer: payer3, x402Version: 1 })),
+    );
+  }
+  // Payers start without any Permit2 approval; payer 4 approves it on the permit token, so this
+  // request settles as is. Payer 5's request carries its approval as an EIP-2612 permit.
+  await approvePermit2(devnet, payer4, devnet.permitToken.address);
+  const requestPermit2 = path.join(dir, "request-permit2.json");
+  await writeFile(
+    requestPermit2,
+    json(await signSampleRequest(devnet, { payer: payer4, method: "permit2", asset: "permit" })),
+  );
+  const requestPermit2Eip2612 = path.join(dir, "request-permit2-eip2612.json");
+  await writeFile(
+    requestPermit2Eip2612,
+    json(
+      await signSampleRequest(devnet, {
+        payer: payer5,
+        method: "permit2",
+        asset: "permit",
+        eip2612GasSponsoring: true,
+      }),
+    ),
+  );
+  const requestUpto = path.join(dir, "request-upto.json");
+  await writeFile(requestUpto, json(await signUptoRequest(devnet, payer4)));
+  const requestPermit = path.join(dir, "request-permit.json");
+  await writeFile(requestPermit, json(await signPermitRequest(devnet, payer3)));
+  // Payer 1 sends no transaction of its own, so its signed approval's nonce stays next.
+  const requestPermit2Approval = path.join(dir, "request-permit2-approval.json");
+  await writeFile(
+    requestPermit2Approval,
+    json(
+      await signSampleRequest(devnet, {
+        payer: payer1,
+        method: "permit2",
+        asset: "plain",
+        erc20ApprovalGasSponsoring: true,
+      }),
+    ),
+  );
+  return {
+    keyFile,
+    request,
+    requestX402,
+    requestV1,
+    requestPermit2,
+    requestPermit2Eip2612,
+    requestPermit,
+    requestPermit2Approval,
+    requestUpto,
+  };
+}
+
+/** devnet.json's EVM part: every address, and the chain's genesis block hash. */
+export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
+  return {
+    rpcUrl: devnet.rpcUrl,
+    chainId: devnet.chainId,
+    // What tells this devnet from the next one: see src/cli/devnet-marker.ts.
+    genesisHash,
+    network: devnet.network,
+    v1Network: devnet.v1Network,
+    token: devnet.token,
+    permitToken: devnet.permitToken,
+    plainToken: devnet.plainToken,
+    multicall3: devnet.multicall3,
+    permit2: devnet.permit2,
+    exactPermit2Proxy: devnet.exactPermit2Proxy,
+    uptoPermit2Proxy: devnet.uptoPermit2Proxy,
+    walletFactory: devnet.walletFactory,
+    facilitator: devnet.facilitator.address,
+    payers: devnet.payers.map((p) => p.address),
+    payee: devnet.payee.address,
+    keyFile: files.keyFile,
+    requests: {
+      reference: files.request,
+      x402: files.requestX402,
+      v1: files.requestV1,
+      permit2: files.requestPermit2,
+      permit2Eip2612: files.requestPermit2Eip2612,
+      permit: files.requestPermit,
+      permit2Approval: files.requestPermit2Approval,
+      upto: files.requestUpto,
+    },
+  };
+}
