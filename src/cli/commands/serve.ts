@@ -180,7 +180,7 @@ export async function serveHere(
     const endpoints = await facilitator.rpc.endpoints();
     const networks = endpoints.map(
       (e) =>
-        `${e.chainId === undefined ? chalk.red("unreachable") : caip2(e.chainId)} via ${e.url}`,
+        `${e.solana ?? (e.chainId === undefined ? chalk.red("unreachable") : caip2(e.chainId))} via ${e.url}`,
     );
     if (facilitator.rpc.usesPublicRpcs) {
       networks.push(chalk.dim("well-known networks via their public RPCs (see /supported)"));
