@@ -267,7 +267,8 @@ export class Facilitator {
       for (const network of await this.rpc.servedSolanaNetworks()) {
         const feePayer = feePayers[this.#svmTurn++ % feePayers.length] as string;
         const v1Name = solanaCluster(network)?.v1Name;
-        if (v1Name) kinds.push({ x402Version: 1, scheme: EXACT, network: v1Name, extra: { feePayer } });
+        if (v1Name)
+          kinds.push({ x402Version: 1, scheme: EXACT, network: v1Name, extra: { feePayer } });
         kinds.push({ x402Version: 2, scheme: EXACT, network, extra: { feePayer } });
       }
     }

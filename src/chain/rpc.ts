@@ -256,9 +256,7 @@ export class RpcRegistry {
   }
 
   #servedNames(): string[] {
-    return [
-      ...new Set([...[...this.#resolved.values()].map(caip2), ...this.#solana.values()]),
-    ];
+    return [...new Set([...[...this.#resolved.values()].map(caip2), ...this.#solana.values()])];
   }
 
   /** Whether well-known chains without a configured URL are served through public RPCs. */

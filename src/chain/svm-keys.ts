@@ -28,6 +28,11 @@ export function svmFeePayerOf(text: string): SvmFeePayer | undefined {
   } catch {
     return undefined;
   }
+  return svmFeePayerOfBytes(bytes);
+}
+
+/** The fee payer for a 64-byte secret key, or undefined when the bytes are not one. */
+export function svmFeePayerOfBytes(bytes: Uint8Array): SvmFeePayer | undefined {
   if (bytes.length !== 64) return undefined;
   const seed = bytes.subarray(0, 32);
   const spki = createPublicKey(
@@ -39,7 +44,7 @@ export function svmFeePayerOf(text: string): SvmFeePayer | undefined {
   ).export({ format: "der", type: "spki" });
   const publicKey = new Uint8Array(spki.subarray(spki.length - 32));
   if (!Buffer.from(publicKey).equals(Buffer.from(bytes.subarray(32)))) return undefined;
-  const key = { address: getBase58Decoder().decode(publicKey), secretKey: bytes };
+  const key = { address: getBase58Decoder().decode(publicKey), secretKey: new Uint8Array(bytes) };
   const redacted = () => ({ address: key.address, secretKey: "<redacted>" });
   Object.defineProperty(key, "toJSON", { value: redacted });
   Object.defineProperty(key, Symbol.for("nodejs.util.inspect.custom"), { value: redacted });
