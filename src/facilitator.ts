@@ -187,7 +187,13 @@ export class Facilitator {
 
   async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
     // Before the journal's claim: nothing is written down for what is never sent.
-    if (isSolanaRequest(request)) return solanaSettleNotImplemented(request);
+    if (isSolanaRequest(request)) {
+      // What verify would refuse (an unknown or unserved cluster) is said first.
+      const routed = await this.#route(request);
+      return routed.ok
+        ? solanaSettleNotImplemented(request)
+        : { ok: false, failure: routed.failure };
+    }
     let result: SettleResult;
     try {
       result = await settleOnce(
