@@ -228,6 +228,24 @@ describe("verify", () => {
   });
 });
 
+describe("blockhash freshness", () => {
+  test("a blockhash more than 150 blocks old fails in simulation, as the official facilitator says", async () => {
+    const payer = devnet.payers[1];
+    if (!payer) throw new Error("no payer");
+    const requirements = svmRequirementsV2(devnet, { amount: "1" });
+    const payload = await svmClientPayload(devnet, payer, requirements);
+    for (let i = 0; i < 160; i++) devnet.cluster.tick();
+    const { x402, ours, official } = await verdicts(payload, requirements);
+    expect(official.invalidReason).toBe("invalid_exact_svm_transaction_simulation_failed");
+    expect(x402.body).toMatchObject({ isValid: false, invalidReason: official.invalidReason });
+    expect(ours).toMatchObject({
+      status: 400,
+      body: { success: false, error: "simulation_failed" },
+    });
+    expect(ours.body.message).toContain("BlockhashNotFound");
+  });
+});
+
 describe("settle", () => {
   test("says Solana settle is not implemented yet, and sends nothing", async () => {
     const payer = devnet.payers[0];
