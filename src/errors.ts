@@ -52,7 +52,38 @@ export const ERRORS = {
   facilitator_mismatch: {
     status: 400,
     x402: "upto_facilitator_mismatch",
-    summary: "The upto authorization names another facilitator than this one's settlement keys",
+    summary:
+      "The payment names another facilitator than this one (an upto witness, a Solana fee payer)",
+  },
+  missing_fee_payer: {
+    status: 400,
+    x402: "invalid_exact_svm_payload_missing_fee_payer",
+    summary: "requirements.extra.feePayer must name the Solana fee payer",
+  },
+  fee_payer_mismatch: {
+    status: 400,
+    x402: "invalid_exact_svm_fee_payer_mismatch",
+    summary: "The Solana transaction's fee payer is not requirements.extra.feePayer",
+  },
+  unexpected_instructions: {
+    status: 400,
+    x402: "invalid_exact_svm_payload_transaction_instructions_length",
+    summary: "The Solana transaction is not laid out as an exact payment (the message says where)",
+  },
+  compute_budget_too_high: {
+    status: 400,
+    x402: "invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction_too_high",
+    summary: "The Solana transaction's compute-unit limit or price is above the cap",
+  },
+  fee_payer_in_transfer: {
+    status: 400,
+    x402: "invalid_exact_svm_payload_transaction_fee_payer_transferring_funds",
+    summary: "The Solana transaction uses this facilitator's fee payer beyond paying the fee",
+  },
+  memo_mismatch: {
+    status: 400,
+    x402: "invalid_exact_svm_payload_memo_mismatch",
+    summary: "The Solana transaction's memo differs from requirements.extra.memo",
   },
   spender_mismatch: {
     status: 400,

@@ -8,6 +8,8 @@ import { InFlight } from "./chain/inflight.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "./chain/networks.js";
 import { isUnreachable, type RpcOptions, RpcRegistry, unreachableReason } from "./chain/rpc.js";
 import { SignerPool } from "./chain/signers.js";
+import { looksSolana, solanaCluster, solanaNetworkOf } from "./chain/solana.js";
+import type { SvmFeePayer } from "./chain/svm-keys.js";
 import { PayerThrottle } from "./chain/throttle.js";
 import { FacilitatorError, type Failure, failure } from "./errors.js";
 import type { PaymentRequest } from "./protocol/request.js";
@@ -18,6 +20,7 @@ import {
   EXACT_EVM_TRANSFER_METHODS,
   exactEvmMethod,
 } from "./schemes/exact-evm/index.js";
+import { type SvmContext, verifyExactSvm } from "./schemes/exact-svm/index.js";
 import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
 import { UPTO, uptoEvmMethod } from "./schemes/upto-evm/index.js";
 import { settleOnce } from "./store/idempotency.js";
@@ -27,6 +30,11 @@ import type { SettlementStore } from "./store/port.js";
 export interface FacilitatorOptions extends RpcOptions {
   /** The settlement account. Without any, verify works and settle answers settlement_failed. */
   readonly signer?: LocalAccount | undefined;
+  /**
+   * Solana fee payers: the `exact` payments on Solana they are named in (`extra.feePayer`) are
+   * verified here. Without any, /supported lists no Solana kind.
+   */
+  readonly svmFeePayers?: readonly SvmFeePayer[] | undefined;
   /** Several settlement accounts, used in turn (each with its own nonce lane). */
   readonly signers?: readonly LocalAccount[] | undefined;
   /**
@@ -79,6 +87,7 @@ export interface SupportedResponse {
 
 type Routed =
   | { ok: true; method: PaymentMethod; ctx: SchemeContext }
+  | { ok: true; svm: SvmContext }
   | { ok: false; failure: Failure };
 
 export class Facilitator {
@@ -89,10 +98,13 @@ export class Facilitator {
   readonly inflight: InFlight;
   readonly #throttle: PayerThrottle;
   readonly #options: FacilitatorOptions;
+  /** The Solana fee payers' addresses. */
+  readonly svmFeePayers: readonly string[];
 
   constructor(options: FacilitatorOptions = {}) {
     this.#options = options;
     this.rpc = new RpcRegistry(options);
+    this.svmFeePayers = [...new Set((options.svmFeePayers ?? []).map((key) => key.address))];
     const accounts = [...(options.signer ? [options.signer] : []), ...(options.signers ?? [])];
     this.signers = new SignerPool(accounts);
     this.journal = options.journal ?? new Journal();
@@ -127,6 +139,7 @@ export class Facilitator {
   async verify(request: PaymentRequest): Promise<VerifyResult> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
+    if ("svm" in routed) return this.#verifySvm(routed.svm, request);
     let result: VerifyResult;
     try {
       result = await routed.method.verify(routed.ctx, request);
@@ -135,6 +148,21 @@ export class Facilitator {
     }
     if (!result.ok && result.failure.code === "chain_unavailable") this.#chainTrouble(request);
     return this.#namingEndpoint(result, request, routed.ctx.chainId);
+  }
+
+  async #verifySvm(ctx: SvmContext, request: PaymentRequest): Promise<VerifyResult> {
+    let result: Awaited<ReturnType<typeof verifyExactSvm>>;
+    try {
+      result = await verifyExactSvm(ctx, request);
+    } catch (error) {
+      result = { ok: false, failure: asFailure(error, "verify") };
+    }
+    if (result.ok || result.failure.code !== "chain_unavailable") return result;
+    const where = `${request.requirements.network} via ${this.rpc.solanaVia(ctx.network) ?? "its RPC"}`;
+    return {
+      ...result,
+      failure: { ...result.failure, message: `${where}: ${result.failure.message}` },
+    };
   }
 
   /** A chain failure from a payment method, prefixed with the network and its endpoints. */
@@ -158,6 +186,14 @@ export class Facilitator {
   }
 
   async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
+    // Before the journal's claim: nothing is written down for what is never sent.
+    if (isSolanaRequest(request)) {
+      // What verify would refuse (an unknown or unserved cluster) is said first.
+      const routed = await this.#route(request);
+      return routed.ok
+        ? solanaSettleNotImplemented(request)
+        : { ok: false, failure: routed.failure };
+    }
     let result: SettleResult;
     try {
       result = await settleOnce(
@@ -190,6 +226,7 @@ export class Facilitator {
   async #settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
+    if ("svm" in routed) return solanaSettleNotImplemented(request);
     let result: SettleResult;
     try {
       result = await routed.method.settle(
@@ -230,15 +267,30 @@ export class Facilitator {
         });
       }
     }
+    // Solana: the configured clusters, once a fee payer is configured (a client needs its address).
+    const feePayers = this.svmFeePayers;
+    if (feePayers.length > 0) {
+      for (const network of await this.rpc.servedSolanaNetworks()) {
+        const feePayer = feePayers[this.#svmTurn++ % feePayers.length] as string;
+        const v1Name = solanaCluster(network)?.v1Name;
+        if (v1Name)
+          kinds.push({ x402Version: 1, scheme: EXACT, network: v1Name, extra: { feePayer } });
+        kinds.push({ x402Version: 2, scheme: EXACT, network, extra: { feePayer } });
+      }
+    }
     const signers = this.signers.addresses;
     return {
       kinds,
       extensions: EXACT_EVM_EXTENSIONS,
-      signers: signers.length > 0 ? { "eip155:*": signers } : {},
+      signers: {
+        ...(signers.length > 0 ? { "eip155:*": signers } : {}),
+        ...(feePayers.length > 0 ? { "solana:*": [...feePayers] } : {}),
+      },
     };
   }
 
   #uptoTurn = 0;
+  #svmTurn = 0;
 
   #nextUptoSigner(): string | undefined {
     const addresses = this.signers.addresses;
@@ -257,6 +309,7 @@ export class Facilitator {
         ),
       };
     }
+    if (isSolanaRequest(request)) return this.#routeSvm(request);
     const chainId = chainIdOf(requirements.network, x402Version);
     if (typeof chainId !== "number") return { ok: false, failure: chainId };
 
@@ -287,6 +340,56 @@ export class Facilitator {
       return { ok: false, failure: asFailure(error, "verify") };
     }
   }
+
+  /** Solana networks: the `exact` scheme, through a configured RPC of the cluster. */
+  async #routeSvm(request: PaymentRequest): Promise<Routed> {
+    const { requirements, x402Version } = request;
+    if (requirements.scheme !== EXACT) {
+      return {
+        ok: false,
+        failure: failure(
+          "unsupported_scheme",
+          `scheme "${requirements.scheme}" is not supported on Solana; "exact" is`,
+        ),
+      };
+    }
+    const network = solanaNetworkOf(requirements.network, x402Version);
+    if (network === undefined) {
+      const hint =
+        x402Version === 1
+          ? "; v1 names are solana, solana-devnet and solana-testnet"
+          : "; x402 v2 names Solana clusters solana:<first 32 characters of the genesis hash>";
+      return {
+        ok: false,
+        failure: failure(
+          "unsupported_network",
+          `"${requirements.network}" is not a Solana network of x402 v${x402Version}${hint}`,
+        ),
+      };
+    }
+    try {
+      const client = await this.rpc.solanaClient(network, requirements.network);
+      return { ok: true, svm: { client, network, feePayers: this.svmFeePayers } };
+    } catch (error) {
+      return { ok: false, failure: asFailure(error, "verify") };
+    }
+  }
+}
+
+/** Whether a request is for Solana: its network in either form. */
+function isSolanaRequest(request: PaymentRequest): boolean {
+  return looksSolana(request.requirements.network);
+}
+
+/** Settling on Solana is yet to come: said plainly, with nothing sent. */
+function solanaSettleNotImplemented(request: PaymentRequest): SettleResult {
+  return {
+    ok: false,
+    failure: failure(
+      "unsupported_scheme",
+      `settling "exact" payments on Solana (${request.requirements.network}) is not implemented yet (verify is); nothing was sent`,
+    ),
+  };
 }
 
 /** v1 speaks network names, v2 CAIP-2 ids; each is held to its own form. */

@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConfigFlags, loadConfig } from "../src/cli/config.js";
 import { UsageError } from "../src/cli/errors.js";
+import { svmDevKey } from "../src/devnet/svm/index.js";
 
 // A throwaway key: never funded anywhere, only here to be read and not echoed.
 const KEY_HEX = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -453,5 +454,56 @@ describe("config file validation", () => {
     const loaded = loadConfig({ config }, {});
     expect(loaded.loadPrivateKey()).toBe(KEY);
     expect(loaded.journalPath).toBe(path.join(sub, "state", "j.jsonl"));
+  });
+});
+
+describe("the Solana fee payer key", () => {
+  // The devnet's fee payer: a public test key, derived from a fixed label.
+  const svm = svmDevKey("fee-payer");
+
+  it("comes from FACILITATOR_SVM_PRIVATE_KEY, --svm-private-key-file or svmPrivateKeyFile", () => {
+    const env = { FACILITATOR_SVM_PRIVATE_KEY: svm.secretKey };
+    expect(
+      loadConfig({}, env)
+        .loadSvmFeePayers()
+        .map((k) => k.address),
+    ).toEqual([svm.address]);
+    const keyFile = file("svm.key", `# fee payer\n${svm.secretKey}\n`);
+    expect(
+      loadConfig({ svmPrivateKeyFile: keyFile }, {})
+        .loadSvmFeePayers()
+        .map((k) => k.address),
+    ).toEqual([svm.address]);
+    const config = configFile("svm.json", { svmPrivateKeyFile: "svm.key" });
+    expect(
+      loadConfig({ config }, {})
+        .loadSvmFeePayers()
+        .map((k) => k.address),
+    ).toEqual([svm.address]);
+    expect(loadConfig({}, {}).loadSvmFeePayers()).toEqual([]);
+  });
+
+  it("is never shown: logged or as JSON it is redacted", () => {
+    const [key] = loadConfig({}, { FACILITATOR_SVM_PRIVATE_KEY: svm.secretKey }).loadSvmFeePayers();
+    expectNoSecret(JSON.stringify(key), Buffer.from(key?.secretKey ?? []).toString("hex"));
+    expect(JSON.stringify(key)).not.toContain(svm.secretKey.slice(0, 12));
+  });
+
+  it("malformed is a usage error that does not echo it", () => {
+    const broken = `${svm.secretKey.slice(0, -3)}abc`;
+    for (const text of [broken, "zz0OIl-not-a-key", KEY_HEX]) {
+      const message = usageError(() =>
+        loadConfig({}, { FACILITATOR_SVM_PRIVATE_KEY: text }).loadSvmFeePayers(),
+      );
+      expect(message).toContain("FACILITATOR_SVM_PRIVATE_KEY");
+      expect(message).toContain("base58 64-byte secret key");
+      expectNoSecret(message, text);
+    }
+    const keyFile = file("bad-svm.key", `${broken}\n`);
+    const message = usageError(() =>
+      loadConfig({ svmPrivateKeyFile: keyFile }, {}).loadSvmFeePayers(),
+    );
+    expect(message).toContain("--svm-private-key-file");
+    expectNoSecret(message, broken);
   });
 });

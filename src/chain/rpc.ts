@@ -1,11 +1,14 @@
 /**
- * RPC access per chain. Configured URLs are matched to chains with `eth_chainId` (once, lazily).
+ * RPC access per chain. Configured URLs are matched to chains with `eth_chainId` (once, lazily);
+ * a URL that answers that with an error and `getGenesisHash` with a hash is a Solana cluster's.
  * When any URL is configured, only their chains are served: a payment for another network must
  * never be settled with the same key through an endpoint the operator did not choose. The
  * registry's public RPCs serve the well-known chains only when no URL is configured, or when asked.
  */
 import {
   BaseError,
+  type Client,
+  createClient,
   createPublicClient,
   fallback,
   HttpRequestError,
@@ -20,6 +23,7 @@ import {
 import { FacilitatorError } from "../errors.js";
 import type { MetricsSink } from "./metrics.js";
 import { caip2, KNOWN_NETWORKS, knownNetwork } from "./networks.js";
+import { solanaCluster, solanaNetworkOfGenesisHash } from "./solana.js";
 
 export interface RpcOptions {
   /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
@@ -174,6 +178,9 @@ export class RpcRegistry {
   readonly #timeoutMs: number;
   readonly #metrics: MetricsSink | undefined;
   readonly #resolved = new Map<string, number>();
+  /** Configured URLs of Solana clusters, with the cluster's CAIP-2 id. */
+  readonly #solana = new Map<string, string>();
+  readonly #solanaClients = new Map<string, { client: Client; via: string }>();
   /** Configured URLs that could not be reached to learn their chain, with why. */
   #unresolved = new Map<string, string>();
   readonly #clients = new Map<number, { client: PublicClient; via: string }>();
@@ -208,6 +215,50 @@ export class RpcRegistry {
     return client;
   }
 
+  /**
+   * A JSON-RPC client for a Solana cluster (`solana:…`) behind the configured URLs; throws
+   * `unsupported_network` when none serves it, or `chain_unavailable` when a configured URL that
+   * might could not be reached. Solana is served through configured URLs only.
+   */
+  async solanaClient(network: string, named: string = network): Promise<Client> {
+    const cached = this.#solanaClients.get(network);
+    if (cached) return cached.client;
+    await this.#resolve();
+    const urls = [...this.#solana].filter(([, id]) => id === network).map(([url]) => url);
+    if (urls.length === 0) {
+      if (this.#unresolved.size > 0) throw this.#unreachable(named);
+      const label = solanaCluster(network)?.label;
+      const name = named === network ? network : `${named} (${network})`;
+      const served = this.#servedNames();
+      const why =
+        served.length > 0
+          ? `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served.join(", ")}`
+          : "no Solana RPC is configured";
+      throw FacilitatorError.of(
+        "unsupported_network",
+        `${name}${label && label !== named ? ` (${label})` : ""} is not served here: ${why}; add a Solana RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file`,
+      );
+    }
+    const client = createClient({ transport: this.#transport(urls) });
+    this.#solanaClients.set(network, { client, via: urls.map(redactUrl).join(", ") });
+    return client;
+  }
+
+  /** The Solana clusters (CAIP-2 ids) the configured URLs serve. */
+  async servedSolanaNetworks(): Promise<string[]> {
+    await this.#resolve();
+    return [...new Set(this.#solana.values())];
+  }
+
+  /** The endpoints (redacted) behind a Solana cluster's client, once it has one. */
+  solanaVia(network: string): string | undefined {
+    return this.#solanaClients.get(network)?.via;
+  }
+
+  #servedNames(): string[] {
+    return [...new Set([...[...this.#resolved.values()].map(caip2), ...this.#solana.values()])];
+  }
+
   /** Whether well-known chains without a configured URL are served through public RPCs. */
   get usesPublicRpcs(): boolean {
     return this.#publicRpcs;
@@ -231,10 +282,20 @@ export class RpcRegistry {
     return [...ids];
   }
 
-  /** Each configured URL (redacted) with its chain id, or none when it could not be reached. */
-  async endpoints(): Promise<{ url: string; chainId?: number | undefined }[]> {
+  /**
+   * Each configured URL (redacted) with its chain id, or its Solana cluster (`solana`), or
+   * neither when it could not be reached.
+   */
+  async endpoints(): Promise<
+    { url: string; chainId?: number | undefined; solana?: string | undefined }[]
+  > {
     await this.#resolve();
-    return this.#urls.map((url) => ({ url: redactUrl(url), chainId: this.#resolved.get(url) }));
+    return this.#urls.map((url) => {
+      const solana = this.#solana.get(url);
+      return solana
+        ? { url: redactUrl(url), solana }
+        : { url: redactUrl(url), chainId: this.#resolved.get(url) };
+    });
   }
 
   /** Chain ids served by configured URLs (after resolving them). */
@@ -251,7 +312,7 @@ export class RpcRegistry {
     const name = about.length > 0 ? `${network} (${about.join(", ")})` : network;
     let why: string;
     if (this.#urls.length > 0) {
-      const served = [...new Set(this.#resolved.values())].map(caip2).join(", ");
+      const served = this.#servedNames().join(", ");
       why = `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served}`;
     } else {
       why = this.#publicRpcs
@@ -293,7 +354,7 @@ export class RpcRegistry {
   }
 
   #resolve(): Promise<void> {
-    const pending = this.#urls.filter((url) => !this.#resolved.has(url));
+    const pending = this.#urls.filter((url) => !this.#resolved.has(url) && !this.#solana.has(url));
     if (pending.length === 0) return Promise.resolve();
     this.#resolving ??= Promise.all(
       pending.map(async (url): Promise<[string, string] | undefined> => {
@@ -308,7 +369,15 @@ export class RpcRegistry {
           this.#resolved.set(url, await client.getChainId());
           return undefined;
         } catch (error) {
-          return [url, unreachableReason(error)];
+          // A node that answered, with an error: perhaps a Solana cluster's.
+          if (isUnreachable(error)) return [url, unreachableReason(error)];
+          const hash = await client
+            .request({ method: "getGenesisHash" } as never)
+            .catch(() => undefined);
+          const solana = solanaNetworkOfGenesisHash(hash);
+          if (solana === undefined) return [url, unreachableReason(error)];
+          this.#solana.set(url, solana);
+          return undefined;
         }
       }),
     ).then((failed) => {

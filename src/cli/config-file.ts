@@ -11,6 +11,7 @@ export interface ConfigFile {
   publicRpcs?: unknown;
   erc6492Factories?: unknown;
   privateKeyFile?: unknown;
+  svmPrivateKeyFile?: unknown;
   confirmTimeoutSeconds?: unknown;
   journal?: unknown;
   store?: unknown;
@@ -29,6 +30,7 @@ const CONFIG_KEYS = [
   "publicRpcs",
   "erc6492Factories",
   "privateKeyFile",
+  "svmPrivateKeyFile",
   "confirmTimeoutSeconds",
   "journal",
   "store",

@@ -5,6 +5,7 @@
  */
 import { type Address, getAddress, type Hex, isAddress, parseEther } from "viem";
 import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
+import { type SvmFeePayer, svmFeePayerOf } from "../chain/svm-keys.js";
 import { defaultJournalPath } from "../store/journal.js";
 import { readSmallFile } from "./bounded-read.js";
 import { filePath, readConfigFile } from "./config-file.js";
@@ -15,6 +16,7 @@ export interface ConfigFlags {
   readonly publicRpcs?: boolean | undefined;
   readonly erc6492Factory?: string[] | undefined;
   readonly privateKeyFile?: string | undefined;
+  readonly svmPrivateKeyFile?: string | undefined;
   readonly config?: string | undefined;
   readonly confirmTimeout?: string | undefined;
   readonly journal?: string | undefined;
@@ -38,6 +40,8 @@ export interface CliConfig {
   readonly loadPrivateKey: () => Hex | undefined;
   /** Every settlement key (a key file may hold one per line), used in turn. */
   readonly loadPrivateKeys: () => Hex[];
+  /** The Solana fee payers (verify needs their addresses too); none when no key is configured. */
+  readonly loadSvmFeePayers: () => SvmFeePayer[];
   readonly confirmTimeoutMs: number;
   readonly journalPath: string;
   /** A PostgreSQL URL: settlements live there, shared by replicas, instead of the journal file. */
@@ -204,6 +208,30 @@ function readKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): Hex[
   );
 }
 
+/** A Solana secret key in base58 (64 bytes), never echoed when it is not one. */
+export function readSvmKey(text: string, source: string): SvmFeePayer {
+  const key = svmFeePayerOf(text);
+  if (!key) {
+    throw new UsageError(
+      `the Solana key from ${source} is not a base58 64-byte secret key (seed and public key)`,
+    );
+  }
+  return key;
+}
+
+/** One Solana key per line; blank lines and lines starting with # are skipped. */
+function readSvmKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): SvmFeePayer[] {
+  const text = readSmallFile(path, `the Solana key file from ${source}`, env);
+  const lines = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith("#"));
+  if (lines.length === 0) throw new UsageError(`the Solana key file from ${source} holds no key`);
+  return lines.map((line, i) =>
+    readSvmKey(line, lines.length > 1 ? `${source}, line ${i + 1}` : source),
+  );
+}
+
 /** An amount of the chain's native token ("0.002") in wei. */
 function parseFee(value: unknown, source: string): bigint {
   const text = String(value).trim();
@@ -298,6 +326,27 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   };
   const loadPrivateKey = (): Hex | undefined => loadPrivateKeys()[0];
 
+  const svmKeyFileInConfig = filePath(file.svmPrivateKeyFile, "svmPrivateKeyFile", loaded);
+  const loadSvmFeePayers = (): SvmFeePayer[] => {
+    if (flags.svmPrivateKeyFile) {
+      return readSvmKeyFile(flags.svmPrivateKeyFile, "--svm-private-key-file", env);
+    }
+    if (env.FACILITATOR_SVM_PRIVATE_KEY) {
+      return env.FACILITATOR_SVM_PRIVATE_KEY.split(",").map((key, i, all) =>
+        readSvmKey(
+          key,
+          all.length > 1
+            ? `FACILITATOR_SVM_PRIVATE_KEY (key ${i + 1})`
+            : "FACILITATOR_SVM_PRIVATE_KEY",
+        ),
+      );
+    }
+    if (svmKeyFileInConfig !== undefined) {
+      return readSvmKeyFile(svmKeyFileInConfig, where("svmPrivateKeyFile"), env);
+    }
+    return [];
+  };
+
   const journalPath =
     flags.journal ??
     env.FACILITATOR_JOURNAL ??
@@ -377,6 +426,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     publicRpcs,
     loadPrivateKey,
     loadPrivateKeys,
+    loadSvmFeePayers,
     confirmTimeoutMs,
     journalPath,
     storeUrl,

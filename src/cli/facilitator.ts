@@ -27,6 +27,8 @@ export async function facilitatorFrom(
     useDefaultRpcs: config.publicRpcs,
     erc6492Factories: config.erc6492Factories,
     metrics: options.metrics,
+    // Verify needs the Solana fee payers too: a payment names the one it expects.
+    svmFeePayers: config.loadSvmFeePayers(),
   };
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();

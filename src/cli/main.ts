@@ -23,6 +23,8 @@ const FLAG_HINTS: Readonly<Record<string, string>> = {
     "use --private-key-file FILE or FACILITATOR_PRIVATE_KEY",
   "--key":
     "keys are never taken on the command line: use --private-key-file FILE or FACILITATOR_PRIVATE_KEY",
+  "--svm-private-key":
+    "keys are never taken on the command line: use --svm-private-key-file FILE or FACILITATOR_SVM_PRIVATE_KEY",
   "--payer-key":
     "keys are never taken on the command line: use --payer-key-file FILE, or --payer N on a devnet",
   "--api-key":

@@ -16,6 +16,10 @@ export function withChainOptions(command: Command): Command {
       "also serve well-known chains that have no --rpc-url through built-in public RPCs " +
         "(env FACILITATOR_PUBLIC_RPCS=1; the default when no RPC is configured)",
     )
+    .option(
+      "--svm-private-key-file <file>",
+      "Solana fee payer key file, base58 secret keys one per line (or env FACILITATOR_SVM_PRIVATE_KEY)",
+    )
     .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)");
 }
 

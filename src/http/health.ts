@@ -54,13 +54,32 @@ async function probe(
   }
 }
 
+/** A Solana cluster's RPC: its slot instead of a block number. */
+async function probeSolana(
+  facilitator: Facilitator,
+  network: string,
+  rpc: string,
+): Promise<NetworkHealth> {
+  const started = performance.now();
+  try {
+    const client = await facilitator.rpc.solanaClient(network);
+    const slot = await withTimeout(client.request({ method: "getSlot" } as never));
+    const latencyMs = Math.round(performance.now() - started);
+    return { network, rpc, ok: true, blockNumber: String(slot), latencyMs };
+  } catch (error) {
+    return { network, rpc, ok: false, error: firstLine(error) };
+  }
+}
+
 export async function checkHealth(facilitator: Facilitator): Promise<Health> {
   const endpoints = await facilitator.rpc.endpoints();
   const networks = await Promise.all(
     endpoints.map((endpoint) =>
-      endpoint.chainId === undefined
-        ? Promise.resolve<NetworkHealth>({ rpc: endpoint.url, ok: false, error: "unreachable" })
-        : probe(facilitator, endpoint.chainId, endpoint.url),
+      endpoint.solana !== undefined
+        ? probeSolana(facilitator, endpoint.solana, endpoint.url)
+        : endpoint.chainId === undefined
+          ? Promise.resolve<NetworkHealth>({ rpc: endpoint.url, ok: false, error: "unreachable" })
+          : probe(facilitator, endpoint.chainId, endpoint.url),
     ),
   );
   const journal = facilitator.journal;

@@ -43,7 +43,7 @@ export interface SchemeContext {
 }
 
 export type VerifyResult =
-  | { readonly ok: true; readonly payer: Address }
+  | { readonly ok: true /** An EVM address, or a Solana one. */; readonly payer: string }
   | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
 
 export type SettleResult =

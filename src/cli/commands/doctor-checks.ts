@@ -82,6 +82,14 @@ export async function checkRpcs(
   const endpoints = await rpc.endpoints();
   for (const [i, endpoint] of endpoints.entries()) {
     const url = config.rpcUrls[i] as string;
+    if (endpoint.solana !== undefined) {
+      findings.push({
+        area: "rpc",
+        level: "ok",
+        message: `${redactUrl(url)} serves ${endpoint.solana} (Solana; its fee payer's balance is not checked yet)`,
+      });
+      continue;
+    }
     if (endpoint.chainId === undefined) {
       findings.push({
         area: "rpc",

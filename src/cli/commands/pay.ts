@@ -76,7 +76,9 @@ async function chainOf(
   }
   const served = await rpc.configuredChainIds();
   if (served.length === 1) return served[0] as number;
-  const down = (await rpc.endpoints()).filter((e) => e.chainId === undefined);
+  const down = (await rpc.endpoints()).filter(
+    (e) => e.chainId === undefined && e.solana === undefined,
+  );
   if (served.length === 0 && down.length > 0) {
     throw FacilitatorError.of(
       "chain_unavailable",

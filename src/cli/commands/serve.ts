@@ -7,6 +7,7 @@ import chalk from "chalk";
 import type { Hex } from "viem";
 import { caip2 } from "../../chain/networks.js";
 import { useWasmSecp256k1 } from "../../chain/secp256k1.js";
+import { svmFeePayerOfBytes } from "../../chain/svm-keys.js";
 import { createHandler } from "../../http/handler.js";
 import { hostOf, trustedHosts } from "../../http/hosts.js";
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_INFLIGHT_BYTES } from "../../http/limits.js";
@@ -29,7 +30,7 @@ export interface ServeFlags extends ConfigFlags {
 }
 
 /** The configuration without its loader functions, which cannot cross into a worker. */
-type PlainConfig = Omit<CliConfig, "loadPrivateKey" | "loadPrivateKeys">;
+type PlainConfig = Omit<CliConfig, "loadPrivateKey" | "loadPrivateKeys" | "loadSvmFeePayers">;
 
 /**
  * Everything the serving thread needs, resolved once in the main thread: a restarted worker gets
@@ -47,6 +48,8 @@ export interface ServeSettings {
   readonly apiKey: string | undefined;
   readonly config: PlainConfig;
   readonly privateKeys: readonly Hex[];
+  /** The Solana fee payers' 64-byte secret keys. */
+  readonly svmSecretKeys: readonly Uint8Array[];
   readonly quiet: boolean;
 }
 
@@ -73,7 +76,7 @@ function whole(value: string | undefined, flag: string, fallback: number, max: n
 
 /** Flags, environment and files → settings; every usage error surfaces here, before any thread. */
 export function resolveServe(flags: ServeFlags): ServeSettings {
-  const { loadPrivateKey: _one, loadPrivateKeys, ...config } = loadConfig(flags);
+  const { loadPrivateKey: _one, loadPrivateKeys, loadSvmFeePayers, ...config } = loadConfig(flags);
   const allowedHosts = flags.allowedHost ?? [];
   for (const name of allowedHosts) {
     if (!hostOf(name.startsWith("*.") ? name.slice(2) : name)) {
@@ -112,6 +115,7 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
     apiKey: readApiKey(flags),
     config,
     privateKeys: loadPrivateKeys(),
+    svmSecretKeys: loadSvmFeePayers().map((key) => key.secretKey),
     quiet: flags.quiet === true,
   };
 }
@@ -136,6 +140,8 @@ export async function serveHere(
     ...settings.config,
     loadPrivateKeys: () => keys,
     loadPrivateKey: () => keys[0],
+    loadSvmFeePayers: () =>
+      settings.svmSecretKeys.flatMap((bytes) => svmFeePayerOfBytes(bytes) ?? []),
   };
   const { apiKey, host, port, quiet } = settings;
   // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
@@ -180,7 +186,7 @@ export async function serveHere(
     const endpoints = await facilitator.rpc.endpoints();
     const networks = endpoints.map(
       (e) =>
-        `${e.chainId === undefined ? chalk.red("unreachable") : caip2(e.chainId)} via ${e.url}`,
+        `${e.solana ?? (e.chainId === undefined ? chalk.red("unreachable") : caip2(e.chainId))} via ${e.url}`,
     );
     if (facilitator.rpc.usesPublicRpcs) {
       networks.push(chalk.dim("well-known networks via their public RPCs (see /supported)"));

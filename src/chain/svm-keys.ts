@@ -1,0 +1,52 @@
+/**
+ * The Solana fee payer's key: a base58 64-byte secret key (the 32-byte ed25519 seed, then the
+ * public key), the form the x402 tooling and `solana-keygen` files use. The key object never
+ * shows its secret: logged or turned into JSON, it is redacted.
+ */
+import { createPrivateKey, createPublicKey } from "node:crypto";
+import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
+
+export interface SvmFeePayer {
+  /** The fee payer's address (base58 public key). */
+  readonly address: string;
+  /** The 64-byte secret key. */
+  readonly secretKey: Uint8Array;
+}
+
+const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
+
+/**
+ * The fee payer for a base58 secret key, or undefined when the text is not one (not base58, not
+ * 64 bytes, or a public half that does not belong to the seed). Never says what the text was.
+ */
+export function svmFeePayerOf(text: string): SvmFeePayer | undefined {
+  const trimmed = text.trim();
+  if (!/^[1-9A-HJ-NP-Za-km-z]{80,90}$/.test(trimmed)) return undefined;
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(getBase58Encoder().encode(trimmed));
+  } catch {
+    return undefined;
+  }
+  return svmFeePayerOfBytes(bytes);
+}
+
+/** The fee payer for a 64-byte secret key, or undefined when the bytes are not one. */
+export function svmFeePayerOfBytes(bytes: Uint8Array): SvmFeePayer | undefined {
+  if (bytes.length !== 64) return undefined;
+  const seed = bytes.subarray(0, 32);
+  const spki = createPublicKey(
+    createPrivateKey({
+      key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]),
+      format: "der",
+      type: "pkcs8",
+    }),
+  ).export({ format: "der", type: "spki" });
+  const publicKey = new Uint8Array(spki.subarray(spki.length - 32));
+  if (!Buffer.from(publicKey).equals(Buffer.from(bytes.subarray(32)))) return undefined;
+  const key = { address: getBase58Decoder().decode(publicKey), secretKey: new Uint8Array(bytes) };
+  const redacted = () => ({ address: key.address, secretKey: "<redacted>" });
+  Object.defineProperty(key, "toJSON", { value: redacted });
+  Object.defineProperty(key, Symbol.for("nodejs.util.inspect.custom"), { value: redacted });
+  return Object.freeze(key);
+}

@@ -1,0 +1,147 @@
+/**
+ * Verifying an x402 `exact` payment on Solana, as the official @x402/svm 2.27.0 facilitator does:
+ * scheme and network, the chain-free checks (checkSvmPayment), then a simulation of the
+ * transaction exactly as the payer sent it (`sigVerify: false`, since the fee payer has not signed
+ * yet; `replaceRecentBlockhash: false`, so an expired blockhash fails as `BlockhashNotFound`: the
+ * reference makes no other freshness check, and neither do we). Failures carry the reference's
+ * reason in the x402 dialect and our code in the reference dialect.
+ */
+import type { Client } from "viem";
+import { isUnreachable } from "../../chain/rpc.js";
+import { type ErrorCode, type Failure, failure } from "../../errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import { checkSvmPayment } from "./checks.js";
+import { SVM_REASONS, type SvmReason } from "./reasons.js";
+
+export interface SvmContext {
+  /** JSON-RPC to the cluster (viem's transport: timeouts, Basic auth, metrics). */
+  readonly client: Client;
+  /** The cluster's CAIP-2 id. */
+  readonly network: string;
+  /** This facilitator's fee payer addresses. */
+  readonly feePayers: readonly string[];
+}
+
+export type SvmVerifyResult =
+  | { readonly ok: true; readonly payer: string }
+  | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
+
+/** Our code for each of the reference's reasons (the x402 dialect carries the reason itself). */
+const CODES: Readonly<Record<SvmReason, ErrorCode>> = {
+  [SVM_REASONS.missingFeePayer]: "missing_fee_payer",
+  [SVM_REASONS.feePayerNotManaged]: "facilitator_mismatch",
+  [SVM_REASONS.feePayerNotManagedV1]: "facilitator_mismatch",
+  [SVM_REASONS.couldNotBeDecoded]: "invalid_request",
+  [SVM_REASONS.excessiveSigners]: "unexpected_instructions",
+  [SVM_REASONS.feePayerMismatch]: "fee_payer_mismatch",
+  [SVM_REASONS.signatureInvalid]: "invalid_signature",
+  [SVM_REASONS.lookupTablesUnavailable]: "unexpected_instructions",
+  [SVM_REASONS.instructionsLength]: "unexpected_instructions",
+  [SVM_REASONS.computeLimitInstruction]: "unexpected_instructions",
+  [SVM_REASONS.computeLimitTooHigh]: "compute_budget_too_high",
+  [SVM_REASONS.computePriceInstruction]: "unexpected_instructions",
+  [SVM_REASONS.computePriceTooHigh]: "compute_budget_too_high",
+  [SVM_REASONS.noTransferInstruction]: "unexpected_instructions",
+  [SVM_REASONS.feePayerTransferringFunds]: "fee_payer_in_transfer",
+  [SVM_REASONS.mintMismatch]: "asset_mismatch",
+  [SVM_REASONS.recipientMismatch]: "recipient_mismatch",
+  [SVM_REASONS.amountMismatch]: "amount_mismatch",
+  [SVM_REASONS.unknownFourthInstruction]: "unexpected_instructions",
+  [SVM_REASONS.unknownFifthInstruction]: "unexpected_instructions",
+  [SVM_REASONS.unknownSixthInstruction]: "unexpected_instructions",
+  [SVM_REASONS.unknownSeventhInstruction]: "unexpected_instructions",
+  [SVM_REASONS.unknownOptionalInstruction]: "unexpected_instructions",
+  [SVM_REASONS.memoCount]: "unexpected_instructions",
+  [SVM_REASONS.memoMismatch]: "memo_mismatch",
+};
+
+/** The reference's reasons outside checkSvmPayment, by x402 version (v1 spells them bare). */
+const REASONS = {
+  scheme: { 1: "unsupported_scheme", 2: "invalid_exact_svm_unsupported_scheme" },
+  network: { 1: "network_mismatch", 2: "invalid_exact_svm_network_mismatch" },
+  simulation: {
+    1: "transaction_simulation_failed",
+    2: "invalid_exact_svm_transaction_simulation_failed",
+  },
+} as const;
+
+function refuse(code: ErrorCode, x402Reason: string, message: string, payer?: string) {
+  return { ok: false as const, failure: failure(code, message, { x402Reason }), payer };
+}
+
+export async function verifyExactSvm(
+  ctx: SvmContext,
+  request: PaymentRequest,
+): Promise<SvmVerifyResult> {
+  const { requirements, x402Version, paths } = request;
+  if (request.payloadScheme !== "exact") {
+    return refuse(
+      "scheme_mismatch",
+      REASONS.scheme[x402Version],
+      `the payload's scheme "${request.payloadScheme}" is not "exact"`,
+    );
+  }
+  if (request.payloadNetwork !== requirements.network) {
+    return refuse(
+      "network_mismatch",
+      REASONS.network[x402Version],
+      `the payload's network "${request.payloadNetwork}" differs from ${paths.requirements}.network "${requirements.network}"`,
+    );
+  }
+  const checked = await checkSvmPayment(request.payload.transaction, requirements, {
+    feePayers: ctx.feePayers,
+    x402Version,
+  });
+  if (!checked.ok) {
+    return refuse(CODES[checked.x402Reason], checked.x402Reason, checked.message, checked.payer);
+  }
+  const { payer } = checked.payment;
+  const why = await simulationError(ctx, request.payload.transaction as string);
+  if (why !== undefined) {
+    return refuse(
+      "simulation_failed",
+      REASONS.simulation[x402Version],
+      `the transaction fails in simulation: ${why}`,
+      payer,
+    );
+  }
+  return { ok: true, payer };
+}
+
+/** Why the cluster's simulation of the transaction fails, or undefined when it succeeds. */
+async function simulationError(ctx: SvmContext, transaction: string): Promise<string | undefined> {
+  let answer: { value?: { err?: unknown; logs?: unknown } };
+  try {
+    answer = (await ctx.client.request({
+      method: "simulateTransaction",
+      params: [
+        transaction,
+        {
+          encoding: "base64",
+          sigVerify: false,
+          replaceRecentBlockhash: false,
+          commitment: "confirmed",
+        },
+      ],
+    } as never)) as typeof answer;
+  } catch (error) {
+    // The node could not be asked: not the payment's fault (the facilitator maps it).
+    if (isUnreachable(error)) throw error;
+    // The node refused the transaction itself (the reference counts that as a failed simulation).
+    const text = error instanceof Error ? (error as { details?: string }).details : undefined;
+    return text ?? (error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error));
+  }
+  const err = answer?.value?.err;
+  if (err === null || err === undefined) return undefined;
+  return describeTransactionError(err, answer.value?.logs);
+}
+
+/** A runtime error in a few words: `{"InstructionError":[2,{"Custom":1}]}`, named when known. */
+function describeTransactionError(err: unknown, logs: unknown): string {
+  const text = JSON.stringify(err);
+  const logLines = Array.isArray(logs) ? logs.filter((l) => typeof l === "string") : [];
+  const named = logLines.find((line) => /Error: /.test(line))?.replace(/^Program log: /, "");
+  if (named) return `${text} (${named})`;
+  if (err === "BlockhashNotFound") return `${text} (the blockhash has expired or is unknown)`;
+  return text;
+}
