@@ -4,6 +4,7 @@
  * over them land exactly once with no nonce trouble; a replica may not take a key another holds;
  * a payment-identifier answers the same from every replica.
  */
+import pg from "pg";
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Devnet } from "../src/devnet/index.js";
@@ -188,6 +189,31 @@ describe("a key belongs to one replica", () => {
     });
     expect(JSON.stringify(health.store)).not.toContain("password");
   });
+});
+
+describe("the schema", () => {
+  test("a store migrated by a newer facilitator is refused, naming both versions", async () => {
+    const url = await cluster.postgres.freshDatabase("newer");
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(
+      "CREATE TABLE facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now()); INSERT INTO facilitator_migrations (version) VALUES (99)",
+    );
+    await client.end();
+    const error = await startServe([], {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      FACILITATOR_PRIVATE_KEY: devnet.payee.privateKey,
+      FACILITATOR_STORE: url,
+    }).then(
+      (serving) => {
+        serving.child.kill("SIGKILL");
+        return "started";
+      },
+      (e: Error) => e.message,
+    );
+    expect(error).toMatch(/serve exited 2/);
+    expect(error).toMatch(/schema is version 99, newer than this facilitator's \(\d+\)/);
+  }, 30_000);
 });
 
 describe("payment-identifier across replicas", () => {

@@ -104,7 +104,7 @@ export class PostgresStore implements SettlementStore {
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
   readonly #revertListeners: ((chainId: number, payer: string, at: number) => void)[] = [];
-  /** The newest revert row passed on (or present at start-up: older ones were seen at load). */
+  /** The newest revert row passed on; from 0, the first look reads the last day's. */
   #revertsSeen = "0";
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
@@ -189,7 +189,15 @@ export class PostgresStore implements SettlementStore {
       const { rows } = await client.query<{ v: number | null }>(
         "SELECT max(version) AS v FROM facilitator_migrations",
       );
-      for (let version = (rows[0]?.v ?? 0) + 1; version <= MIGRATIONS.length; version++) {
+      const found = rows[0]?.v ?? 0;
+      // A newer replica migrated this store: an older one must not write to tables it misreads.
+      if (found > MIGRATIONS.length) {
+        throw FacilitatorError.of(
+          "store_unavailable",
+          `the store's schema is version ${found}, newer than this facilitator's (${MIGRATIONS.length}); run the same facilitator version as the other replicas`,
+        );
+      }
+      for (let version = found + 1; version <= MIGRATIONS.length; version++) {
         await client.query("BEGIN");
         try {
           await client.query(MIGRATIONS[version - 1] as string);
