@@ -20,7 +20,7 @@ import {
   EXACT_EVM_TRANSFER_METHODS,
   exactEvmMethod,
 } from "./schemes/exact-evm/index.js";
-import { type SvmContext, verifyExactSvm } from "./schemes/exact-svm/index.js";
+import type { SvmContext, SvmVerifyResult } from "./schemes/exact-svm/index.js";
 import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
 import { UPTO, uptoEvmMethod } from "./schemes/upto-evm/index.js";
 import { settleOnce } from "./store/idempotency.js";
@@ -151,8 +151,10 @@ export class Facilitator {
   }
 
   async #verifySvm(ctx: SvmContext, request: PaymentRequest): Promise<VerifyResult> {
-    let result: Awaited<ReturnType<typeof verifyExactSvm>>;
+    let result: SvmVerifyResult;
     try {
+      // Loaded only for a Solana payment: EVM commands never load the Solana kit.
+      const { verifyExactSvm } = await import("./schemes/exact-svm/index.js");
       result = await verifyExactSvm(ctx, request);
     } catch (error) {
       result = { ok: false, failure: asFailure(error, "verify") };

@@ -4,7 +4,7 @@
  * shows its secret: logged or turned into JSON, it is redacted.
  */
 import { createPrivateKey, createPublicKey } from "node:crypto";
-import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
+import { base58ToBytes, bytesToBase58 } from "./base58.js";
 
 export interface SvmFeePayer {
   /** The fee payer's address (base58 public key). */
@@ -22,13 +22,8 @@ const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "he
 export function svmFeePayerOf(text: string): SvmFeePayer | undefined {
   const trimmed = text.trim();
   if (!/^[1-9A-HJ-NP-Za-km-z]{80,90}$/.test(trimmed)) return undefined;
-  let bytes: Uint8Array;
-  try {
-    bytes = new Uint8Array(getBase58Encoder().encode(trimmed));
-  } catch {
-    return undefined;
-  }
-  return svmFeePayerOfBytes(bytes);
+  const bytes = base58ToBytes(trimmed);
+  return bytes ? svmFeePayerOfBytes(bytes) : undefined;
 }
 
 /** The fee payer for a 64-byte secret key, or undefined when the bytes are not one. */
@@ -44,7 +39,7 @@ export function svmFeePayerOfBytes(bytes: Uint8Array): SvmFeePayer | undefined {
   ).export({ format: "der", type: "spki" });
   const publicKey = new Uint8Array(spki.subarray(spki.length - 32));
   if (!Buffer.from(publicKey).equals(Buffer.from(bytes.subarray(32)))) return undefined;
-  const key = { address: getBase58Decoder().decode(publicKey), secretKey: new Uint8Array(bytes) };
+  const key = { address: bytesToBase58(publicKey), secretKey: new Uint8Array(bytes) };
   const redacted = () => ({ address: key.address, secretKey: "<redacted>" });
   Object.defineProperty(key, "toJSON", { value: redacted });
   Object.defineProperty(key, Symbol.for("nodejs.util.inspect.custom"), { value: redacted });
