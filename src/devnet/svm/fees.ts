@@ -11,7 +11,9 @@ type CompiledMessage = ReturnType<
 >;
 
 export const LAMPORTS_PER_SIGNATURE = 5000n;
-const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111";
+
+import { COMPUTE_BUDGET_PROGRAM } from "../../schemes/exact-svm/constants.js";
+
 const DEFAULT_UNITS_PER_INSTRUCTION = 200_000n;
 const MAX_UNITS = 1_400_000n;
 

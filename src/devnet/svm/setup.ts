@@ -4,11 +4,11 @@
  * accounts, a fee payer with SOL for the facilitator, and a payee with an (empty) associated token
  * account, since an `exact` payment transfers into an existing one.
  */
-import { type Address, getAddressEncoder, getProgramDerivedAddress } from "@solana/kit";
+import type { Address } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
+import { associatedTokenAddress as ataOf } from "../../schemes/exact-svm/ata.js";
 import { type SvmDevKey, svmDevKey } from "./keys.js";
 import {
-  ASSOCIATED_TOKEN_PROGRAM,
   encodeMint,
   encodeTokenAccount,
   MINT_SIZE,
@@ -52,12 +52,10 @@ export async function associatedTokenAddress(
   mint: Address = DEVNET_USDC_MINT,
   tokenProgram: Address = TOKEN_PROGRAM,
 ): Promise<Address> {
-  const encoder = getAddressEncoder();
-  const [address] = await getProgramDerivedAddress({
-    programAddress: ASSOCIATED_TOKEN_PROGRAM,
-    seeds: [encoder.encode(owner), encoder.encode(tokenProgram), encoder.encode(mint)],
-  });
-  return address;
+  // One derivation, the one verify checks payees against.
+  const address = await ataOf(owner, mint, tokenProgram);
+  if (!address) throw new Error(`no associated token account for ${owner}`);
+  return address as Address;
 }
 
 function setSystemAccount(svm: LiteSVM, address: Address, lamports: bigint): void {

@@ -22,13 +22,14 @@ import {
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
 } from "@solana/kit";
+import * as ids from "../../schemes/exact-svm/constants.js";
 import type { SvmDevnet } from "./index.js";
 import { type SvmDevKey, secretKeyBytes } from "./keys.js";
 import { associatedTokenAddress } from "./setup.js";
 import { TOKEN_PROGRAM } from "./token-layout.js";
 
-const COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111" as Address;
-const MEMO_PROGRAM = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr" as Address;
+const COMPUTE_BUDGET_PROGRAM = ids.COMPUTE_BUDGET_PROGRAM as Address;
+const MEMO_PROGRAM = ids.MEMO_PROGRAM as Address;
 /** The official client's defaults (DEFAULT_COMPUTE_UNIT_LIMIT / _PRICE_MICROLAMPORTS). */
 const COMPUTE_UNIT_LIMIT = 20_000;
 const COMPUTE_UNIT_PRICE_MICROLAMPORTS = 1n;

@@ -3,10 +3,12 @@
  * `jsonParsed` answers. Token-2022 shares the base layouts; its extensions are not parsed here.
  */
 import { type Address, getAddressDecoder, getAddressEncoder } from "@solana/kit";
+import * as ids from "../../schemes/exact-svm/constants.js";
 
-export const TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA" as Address;
-export const TOKEN_2022_PROGRAM = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb" as Address;
-export const ASSOCIATED_TOKEN_PROGRAM = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL" as Address;
+// The program ids live with the scheme that checks payments; the devnet names the same ones.
+export const TOKEN_PROGRAM = ids.TOKEN_PROGRAM as Address;
+export const TOKEN_2022_PROGRAM = ids.TOKEN_2022_PROGRAM as Address;
+export const ASSOCIATED_TOKEN_PROGRAM = ids.ASSOCIATED_TOKEN_PROGRAM as Address;
 
 export const MINT_SIZE = 82;
 export const TOKEN_ACCOUNT_SIZE = 165;
