@@ -18,6 +18,7 @@ import { toFacilitatorSvmSigner } from "@x402/svm";
 import { ExactSvmScheme as ExactSvmFacilitator } from "@x402/svm/exact/facilitator";
 import { describe, expect, it } from "vitest";
 import { associatedTokenAddress, DEVNET_GENESIS_HASH } from "../src/devnet/svm/index.js";
+import { runCli } from "./helpers/run-cli.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BIN = path.join(ROOT, "bin", "facilitator.js");
@@ -158,6 +159,14 @@ describe("facilitator devnet --svm-only", () => {
       const { verdict, secret, signer } = await referenceVerify(rpcUrl, keyFile, request);
       expect(signer.address).toBe(feePayer);
       expect(verdict).toMatchObject({ isValid: true });
+
+      // What the banner says to do: source devnet.env, then `facilitator verify` the request.
+      const ours = await runCli(["verify", request], {
+        FACILITATOR_RPC_URL: rpcUrl,
+        FACILITATOR_SVM_PRIVATE_KEY_FILE: keyFile,
+      });
+      expect(JSON.parse(ours.stdout)).toMatchObject({ success: true });
+      expect(ours.code).toBe(0);
       // The fee payer's key is in its file only.
       expect(devnet.stdout()).not.toContain(secret);
       expect(devnet.stderr()).not.toContain(secret);

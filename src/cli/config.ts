@@ -341,6 +341,13 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
         ),
       );
     }
+    if (env.FACILITATOR_SVM_PRIVATE_KEY_FILE) {
+      return readSvmKeyFile(
+        env.FACILITATOR_SVM_PRIVATE_KEY_FILE,
+        "FACILITATOR_SVM_PRIVATE_KEY_FILE",
+        env,
+      );
+    }
     if (svmKeyFileInConfig !== undefined) {
       return readSvmKeyFile(svmKeyFileInConfig, where("svmPrivateKeyFile"), env);
     }
