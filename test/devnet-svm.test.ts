@@ -167,6 +167,20 @@ describe("facilitator devnet --svm-only", () => {
       });
       expect(JSON.parse(ours.stdout)).toMatchObject({ success: true });
       expect(ours.code).toBe(0);
+      // doctor reads the fee payer's SOL on the cluster.
+      const doctor = await runCli(["doctor", "--json"], {
+        FACILITATOR_RPC_URL: rpcUrl,
+        FACILITATOR_SVM_PRIVATE_KEY_FILE: keyFile,
+      });
+      const findings = (
+        JSON.parse(doctor.stdout) as { findings: { level: string; message: string }[] }
+      ).findings;
+      expect(findings).toContainEqual(
+        expect.objectContaining({
+          level: "ok",
+          message: `Solana fee payer ${feePayer} holds 100 SOL on ${NETWORK} for fees`,
+        }),
+      );
       // The fee payer's key is in its file only.
       expect(devnet.stdout()).not.toContain(secret);
       expect(devnet.stderr()).not.toContain(secret);

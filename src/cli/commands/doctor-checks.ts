@@ -86,7 +86,7 @@ export async function checkRpcs(
       findings.push({
         area: "rpc",
         level: "ok",
-        message: `${redactUrl(url)} serves ${endpoint.solana} (Solana; its fee payer's balance is not checked yet)`,
+        message: `${redactUrl(url)} serves ${endpoint.solana} (Solana)`,
       });
       continue;
     }

@@ -13,6 +13,7 @@ import {
   type Finding,
   type Level,
 } from "./doctor-checks.js";
+import { checkSolanaFeePayers } from "./doctor-solana.js";
 
 export interface DoctorFlags extends ConfigFlags {
   readonly json?: boolean | undefined;
@@ -45,6 +46,7 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
   const { findings: rpcFindings, chains } = await checkRpcs(rpc, config);
   findings.push(...rpcFindings);
   findings.push(...(await checkKeys(config, chains)));
+  findings.push(...(await checkSolanaFeePayers(rpc, config)));
   if (config.storeUrl) {
     const { checkStore } = await import("./doctor-store.js");
     findings.push(...(await checkStore(config, config.storeUrl)));
