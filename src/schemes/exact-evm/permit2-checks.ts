@@ -3,12 +3,15 @@
  * requirements, in the reference's order, and why the proxy call would revert (or did).
  */
 import { type Address, type Hex, isAddressEqual, size } from "viem";
+import type { z } from "zod";
 import { isUnreachable } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
 import { tooEarly, tooLate } from "../../words.js";
 import type { SchemeContext } from "../types.js";
-import { chainFailure, outcomeOf } from "./checks.js";
+import { chainFailure, outcomeOf, parsePayment, type Step } from "./checks.js";
+import type { Identified } from "./method.js";
 import {
   type Eip2612Permit,
   EXACT_PERMIT2_PROXY_ADDRESS,
@@ -16,6 +19,7 @@ import {
   PERMIT2_ADDRESS,
   type Permit2Authorization,
   permit2ReadsAbi,
+  permit2SettlementKey,
 } from "./permit2-encoding.js";
 import type { EvmRequirements } from "./requirements.js";
 import { recoversTo } from "./signature.js";
@@ -26,6 +30,40 @@ export interface Permit2Payment {
   readonly requirements: EvmRequirements;
   /** The payer's EIP-2612 permit for Permit2, when the payment carries one. */
   readonly permit2612?: Eip2612Permit | undefined;
+}
+
+/**
+ * A Permit2 payload (`permit2Authorization` and `signature`) as a payment: exact and upto read it
+ * alike, each with the schema of its own witness.
+ */
+export function parsePermit2<A>(
+  request: PaymentRequest,
+  schema: z.ZodType<{ permit2Authorization: A; signature: Hex }>,
+): Step<{ authorization: A; signature: Hex; requirements: EvmRequirements }> {
+  const parsed = parsePayment(request, schema);
+  if (!parsed.ok) return parsed;
+  const { payload, requirements } = parsed.value;
+  return {
+    ok: true,
+    value: {
+      authorization: payload.permit2Authorization,
+      signature: payload.signature,
+      requirements,
+    },
+  };
+}
+
+/** Permit2 spends each (owner, nonce) once, whatever the token or proxy: that names the settlement. */
+export function permit2Identity(
+  ctx: SchemeContext,
+  auth: { readonly from: Address; readonly nonce: bigint },
+  gasKey: string,
+): Identified {
+  return {
+    key: permit2SettlementKey(ctx.chainId, auth.from, auth.nonce),
+    payer: auth.from,
+    gasKey,
+  };
 }
 
 /** The reference refuses authorizations whose deadline is within this many seconds. */

@@ -13,14 +13,7 @@ import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { ExpectedTransfer } from "../../store/port.js";
 import type { SchemeContext } from "../types.js";
-import {
-  assetFailure,
-  assetIsContract,
-  chainFailure,
-  outcomeOf,
-  parsePayment,
-  type Step,
-} from "./checks.js";
+import { assetFailure, assetIsContract, chainFailure, outcomeOf, type Step } from "./checks.js";
 import {
   approvalPreludes,
   carriesErc20Approval,
@@ -32,6 +25,8 @@ import {
   checkTerms,
   diagnose,
   type Permit2Payment,
+  parsePermit2,
+  permit2Identity,
   prerequisiteFailure,
   sameAsJournaled,
 } from "./permit2-checks.js";
@@ -39,7 +34,6 @@ import {
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
   permit2Digest,
-  permit2SettlementKey,
   proxyErrorName,
   settleCalldata,
 } from "./permit2-encoding.js";
@@ -200,28 +194,9 @@ export const permit2Method: ExactMethod<Permit2Payment> = {
   name: "permit2",
   accepts: (payload) => "permit2Authorization" in payload,
 
-  parse(_ctx, request) {
-    const parsed = parsePayment(request, payloadSchema);
-    if (!parsed.ok) return parsed;
-    return {
-      ok: true,
-      value: {
-        authorization: parsed.value.payload.permit2Authorization,
-        signature: parsed.value.payload.signature,
-        requirements: parsed.value.requirements,
-      },
-    };
-  },
+  parse: (_ctx, request) => parsePermit2(request, payloadSchema),
 
-  /** Permit2 spends each (owner, nonce) once, whatever the token: that is the settlement's name. */
-  identify(ctx, payment) {
-    const { authorization: auth } = payment;
-    return {
-      key: permit2SettlementKey(ctx.chainId, auth.from, auth.nonce),
-      payer: auth.from,
-      gasKey: gasKeyOf(ctx, payment),
-    };
-  },
+  identify: (ctx, payment) => permit2Identity(ctx, payment.authorization, gasKeyOf(ctx, payment)),
 
   verify,
 

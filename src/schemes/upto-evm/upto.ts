@@ -18,17 +18,17 @@ import {
   assetIsContract,
   chainFailure,
   outcomeOf,
-  parsePayment,
   type Step,
 } from "../exact-evm/checks.js";
 import { address, hexBytes, uint256 } from "../exact-evm/fields.js";
 import type { ExactMethod, Verified } from "../exact-evm/method.js";
-import { diagnose, sameAsJournaled } from "../exact-evm/permit2-checks.js";
 import {
-  type Eip2612Permit,
-  PERMIT2_ADDRESS,
-  permit2SettlementKey,
-} from "../exact-evm/permit2-encoding.js";
+  diagnose,
+  parsePermit2,
+  permit2Identity,
+  sameAsJournaled,
+} from "../exact-evm/permit2-checks.js";
+import { type Eip2612Permit, PERMIT2_ADDRESS } from "../exact-evm/permit2-encoding.js";
 import { eip2612Sponsoring } from "../exact-evm/permit2-extensions.js";
 import type { EvmRequirements } from "../exact-evm/requirements.js";
 import { checkSignature, innerSignature } from "../exact-evm/signature.js";
@@ -251,28 +251,9 @@ export const uptoMethod: ExactMethod<UptoPayment> = {
   name: "upto",
   accepts: (payload) => "permit2Authorization" in payload,
 
-  parse(_ctx, request) {
-    const parsed = parsePayment(request, payloadSchema);
-    if (!parsed.ok) return parsed;
-    return {
-      ok: true,
-      value: {
-        authorization: parsed.value.payload.permit2Authorization,
-        signature: parsed.value.payload.signature,
-        requirements: parsed.value.requirements,
-      },
-    };
-  },
+  parse: (_ctx, request) => parsePermit2(request, payloadSchema),
 
-  /** Permit2 spends each (owner, nonce) once, whatever the proxy: the same key as exact's. */
-  identify(ctx, payment) {
-    const { authorization: auth } = payment;
-    return {
-      key: permit2SettlementKey(ctx.chainId, auth.from, auth.nonce),
-      payer: auth.from,
-      gasKey: gasKeyOf(ctx, payment),
-    };
-  },
+  identify: (ctx, payment) => permit2Identity(ctx, payment.authorization, gasKeyOf(ctx, payment)),
 
   verify,
 
