@@ -99,4 +99,20 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX facilitator_payer_reverts_at ON facilitator_payer_reverts (at);
   `,
+  // 4: a Solana hold counts for two minutes whatever its replica: Solana replicas need no signer
+  // lease (no nonces) to prove they are alive, and a transaction past its blockhash (about 150
+  // slots, a minute or so) can never land.
+  `
+  CREATE OR REPLACE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
+  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
+    SELECT r.* FROM facilitator_reservations r
+      LEFT JOIN facilitator_settlements s ON s.key = r.key
+     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
+       AND r.created_at > now() - interval '30 minutes'
+       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
+            OR (r.key LIKE 'svm:%' AND r.created_at > now() - interval '2 minutes')
+            OR EXISTS (SELECT 1 FROM facilitator_signers g
+                        WHERE g.owner = r.owner AND g.expires_at > now()))
+  $$;
+  `,
 ];

@@ -1,0 +1,120 @@
+/**
+ * Solana settlements over two `facilitator serve` replicas sharing one PostgreSQL store and one
+ * fee payer (Solana has no nonces, so replicas may share it), against the local Solana devnet:
+ * one transaction is settled once whichever replicas it reaches, a replay on the other replica is
+ * refused, and a payer's in-flight total is held against its balance across replicas.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  associatedTokenAddress,
+  PAYER_USDC_BALANCE,
+  type SvmDevKey,
+  type SvmDevnet,
+  startSvmDevnet,
+} from "../src/devnet/svm/index.js";
+import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import { postTo, type Replica, stopReplicas, tally } from "./helpers/replicas.js";
+import { startServe } from "./helpers/serve.js";
+import {
+  devnetPayment,
+  svmClientPayload,
+  svmRequirementsV2,
+  svmRpc,
+} from "./helpers/svm-devnet.js";
+
+let devnet: SvmDevnet;
+let postgres: Postgres;
+const replicas: Replica[] = [];
+
+beforeAll(async () => {
+  [devnet, postgres] = await Promise.all([
+    startSvmDevnet({ slotMs: 100, payers: 3 }),
+    startPostgres(),
+  ]);
+  const store = await postgres.freshDatabase("svm_replicas");
+  for (let i = 0; i < 2; i++) {
+    const serving = await startServe([], {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      FACILITATOR_SVM_PRIVATE_KEY: devnet.feePayer.secretKey,
+      FACILITATOR_STORE: store,
+      FACILITATOR_STORE_LEASE_SECONDS: "5",
+    });
+    replicas.push({ ...serving, signer: undefined as never });
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await stopReplicas(replicas);
+  await postgres?.stop();
+  await devnet?.stop();
+});
+
+async function tokenBalance(owner: string): Promise<bigint> {
+  const ata = await associatedTokenAddress(owner as Parameters<typeof associatedTokenAddress>[0]);
+  const { result } = await svmRpc(devnet, "getTokenAccountBalance", [
+    ata,
+    { commitment: "processed" },
+  ]);
+  return BigInt((result as { value: { amount: string } }).value.amount);
+}
+
+async function lamports(owner: string): Promise<bigint> {
+  const { result } = await svmRpc(devnet, "getBalance", [owner, { commitment: "processed" }]);
+  return BigInt((result as { value: number }).value);
+}
+
+const replica = (i: number) => replicas[i % replicas.length] as Replica;
+const payer = (n: number) => devnet.payers[n] as SvmDevKey;
+
+describe("Solana on two replicas, one store", () => {
+  test("30 settles of one transaction spread over both: one success, one transfer, one fee", async () => {
+    const requirements = svmRequirementsV2(devnet, { amount: "250" });
+    const payload = await svmClientPayload(devnet, payer(0), requirements);
+    const [before, fees] = await Promise.all([
+      tokenBalance(devnet.payee.address),
+      lamports(devnet.feePayer.address),
+    ]);
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        postTo(replica(i).url, "/settle", { payload, requirements }),
+      ),
+    );
+    const counts = tally(replies);
+    expect(counts["200"]).toBe(1);
+    expect(
+      Object.keys(counts).every((k) =>
+        ["200", "409 settlement_in_progress", "409 duplicate_settlement"].includes(k),
+      ),
+    ).toBe(true);
+    expect(await tokenBalance(devnet.payee.address)).toBe(before + 250n);
+    expect(await lamports(devnet.feePayer.address)).toBe(fees - 10_001n);
+    // Once settled, each replica refuses it.
+    for (const r of replicas) {
+      const again = await postTo(r.url, "/settle", { payload, requirements });
+      expect(again).toMatchObject({ status: 409, body: { error: "duplicate_settlement" } });
+    }
+  });
+
+  test("a payer's whole-balance payments spread over both replicas: one paid, nothing fails on chain", async () => {
+    const from = payer(1);
+    expect(await tokenBalance(from.address)).toBe(PAYER_USDC_BALANCE);
+    const payments = await Promise.all(
+      Array.from({ length: 10 }, () => devnetPayment(devnet, from, PAYER_USDC_BALANCE)),
+    );
+    const fees = await lamports(devnet.feePayer.address);
+    const replies = await Promise.all(
+      payments.map((p, i) =>
+        postTo(replica(i).url, "/settle", { payload: p.payload, requirements: p.requirements }),
+      ),
+    );
+    const counts = tally(replies);
+    expect(counts["200"]).toBe(1);
+    expect(
+      Object.keys(counts).every((k) =>
+        ["200", "400 insufficient_funds", "400 simulation_failed"].includes(k),
+      ),
+    ).toBe(true);
+    expect(await tokenBalance(from.address)).toBe(0n);
+    expect(await lamports(devnet.feePayer.address)).toBe(fees - 10_001n);
+  });
+});
