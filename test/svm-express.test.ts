@@ -1,0 +1,284 @@
+/**
+ * Issue 14, end to end on Solana: the official x402 stack (2.27) pays a Solana-priced route through
+ * our `facilitator serve`. The local Solana devnet moves the money; `serve` runs as a child process
+ * (the built bundle) with the devnet's RPC and its fee payer's key in FACILITATOR_SVM_PRIVATE_KEY
+ * (the child's environment only, never its command line) and its state in a temporary directory;
+ * an Express resource server with @x402/express and the official @x402/svm server scheme asks it
+ * to verify and settle (HTTPFacilitatorClient); a buyer pays with @x402/fetch and the official
+ * @x402/svm client scheme.
+ *
+ * x402 v2 only: the official resource server (@x402/core 2.27's x402ResourceServer) answers 402
+ * with x402Version 2 requirements and @x402/svm has no v1 server scheme, so the official stack
+ * has no Solana v1 route to pay. Solana v1 verify is covered in test/svm-verify.test.ts.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { createKeyPairSignerFromBytes } from "@solana/kit";
+import { HTTPFacilitatorClient } from "@x402/core/server";
+import { paymentMiddleware, x402ResourceServer } from "@x402/express";
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { ExactSvmScheme as ExactSvmClient } from "@x402/svm/exact/client";
+import { ExactSvmScheme as ExactSvmServer } from "@x402/svm/exact/server";
+import express from "express";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  associatedTokenAddress,
+  type SvmDevKey,
+  type SvmDevnet,
+  secretKeyBytes,
+  startSvmDevnet,
+} from "../src/devnet/svm/index.js";
+import { type Serving, startServe } from "./helpers/serve.js";
+import { svmRpc } from "./helpers/svm-devnet.js";
+
+const PRICE = 10_000n;
+const WEATHER = { city: "Lisbon", forecast: "sunny", celsius: 24 };
+
+let devnet: SvmDevnet;
+let serving: Serving;
+let stateDir: string;
+let resourceServer: Server;
+let resourceUrl: string;
+
+function listen(app: express.Express): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(0, "127.0.0.1", (error?: Error) => {
+      if (error) reject(error);
+      else resolve(server);
+    });
+  });
+}
+
+/** serve's JSON log lines for /verify and /settle, in order. */
+function facilitatorCalls(): Record<string, unknown>[] {
+  return serving
+    .stderr()
+    .split("\n")
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    })
+    .filter((entry) => entry.path === "/verify" || entry.path === "/settle");
+}
+
+async function rpcResult<T>(method: string, params: unknown[]): Promise<T> {
+  const { result, error } = await svmRpc(devnet, method, params);
+  if (error) throw new Error(`${method}: ${error.message}`);
+  return result as T;
+}
+
+/** Token units in `owner`'s USDC account (at confirmed, as a buyer's wallet would read it). */
+async function usdcBalance(owner: string): Promise<bigint> {
+  const ata = await associatedTokenAddress(owner as never);
+  const result = await rpcResult<{ value: { amount: string } }>("getTokenAccountBalance", [
+    ata,
+    { commitment: "confirmed" },
+  ]);
+  return BigInt(result.value.amount);
+}
+
+async function lamports(owner: string): Promise<bigint> {
+  const result = await rpcResult<{ value: number | string }>("getBalance", [
+    owner,
+    { commitment: "confirmed" },
+  ]);
+  return BigInt(result.value);
+}
+
+function payer(index: number): SvmDevKey {
+  const key = devnet.payers[index];
+  if (!key) throw new Error(`the Solana devnet has no payer ${index}`);
+  return key;
+}
+
+/**
+ * A fetch that pays with the official SVM client as `key`, and the payment headers it sent
+ * (PAYMENT-SIGNATURE for v2, X-PAYMENT for v1), for replaying them.
+ */
+async function payingFetch(key: SvmDevKey) {
+  const signer = await createKeyPairSignerFromBytes(secretKeyBytes(key));
+  // Spend controls only allow well-known assets: the devnet's test USDC is not one.
+  const client = x402Client
+    .fromConfig({ schemes: [], spendControls: false })
+    .register(devnet.network, new ExactSvmClient(signer, { rpcUrl: devnet.rpcUrl }));
+  const sent: Record<string, string>[] = [];
+  const recording: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    const payment = ["payment-signature", "x-payment"].flatMap((name) => {
+      const value = request.headers.get(name);
+      return value ? [[name, value] as const] : [];
+    });
+    if (payment.length > 0) sent.push(Object.fromEntries(payment));
+    return fetch(request);
+  };
+  return { fetch: wrapFetchWithPayment(recording, client), sent };
+}
+
+beforeAll(async () => {
+  devnet = await startSvmDevnet({ slotMs: 100 });
+  stateDir = mkdtempSync(path.join(os.tmpdir(), "facilitator-svm-express-"));
+  serving = await startServe(["--rpc-url", devnet.rpcUrl], {
+    FACILITATOR_SVM_PRIVATE_KEY: devnet.feePayer.secretKey,
+    XDG_STATE_HOME: stateDir,
+  });
+
+  // The resource server, as an x402 seller writes it; only the facilitator URL points at us.
+  const resources = new x402ResourceServer(
+    new HTTPFacilitatorClient({ url: serving.url, timeoutMs: 30_000 }),
+  ).register(devnet.network, new ExactSvmServer());
+  const app = express();
+  app.use(
+    paymentMiddleware(
+      {
+        "GET /weather": {
+          accepts: {
+            scheme: "exact",
+            network: devnet.network,
+            payTo: devnet.payee.address,
+            // The devnet's USDC mint is no well-known asset: the price is an asset amount.
+            price: { amount: PRICE.toString(), asset: devnet.mint.address },
+            maxTimeoutSeconds: 120,
+          },
+          description: "Today's weather, paid on Solana",
+          mimeType: "application/json",
+        },
+      },
+      resources,
+    ),
+  );
+  app.get("/weather", (_request, response) => {
+    response.json(WEATHER);
+  });
+  resourceServer = await listen(app);
+  resourceUrl = `http://127.0.0.1:${(resourceServer.address() as AddressInfo).port}/weather`;
+});
+
+afterAll(async () => {
+  if (resourceServer) {
+    await new Promise<void>((resolve) => {
+      resourceServer.close(() => resolve());
+      resourceServer.closeAllConnections();
+    });
+  }
+  if (serving) {
+    serving.child.kill("SIGTERM");
+    await serving.exited;
+  }
+  await devnet?.stop();
+  if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe("the official x402 stack paying a Solana-priced route through our serve", () => {
+  test("serve was started without the fee payer's key on its command line or in its log", () => {
+    const secret = devnet.feePayer.secretKey;
+    expect(serving.child.spawnargs.join(" ")).not.toContain(secret);
+    expect(serving.stderr()).not.toContain(secret);
+  });
+
+  test("an unpaid request is answered 402 with our fee payer, network and mint", async () => {
+    const response = await fetch(resourceUrl);
+    expect(response.status).toBe(402);
+    const required = JSON.parse(
+      Buffer.from(response.headers.get("payment-required") ?? "", "base64").toString("utf8"),
+    );
+    expect(required.x402Version).toBe(2);
+    expect(required.accepts).toEqual([
+      expect.objectContaining({
+        scheme: "exact",
+        network: devnet.network,
+        amount: PRICE.toString(),
+        asset: devnet.mint.address,
+        payTo: devnet.payee.address,
+        // From our /supported: the resource server learnt the fee payer from serve.
+        extra: expect.objectContaining({ feePayer: devnet.feePayer.address }),
+      }),
+    ]);
+    expect(facilitatorCalls()).toEqual([]);
+  });
+
+  test("a paid request gets the content; the payee is paid once; the fee payer pays the fee", async () => {
+    const buyer = payer(0);
+    const { fetch: pay, sent } = await payingFetch(buyer);
+    const [payeeBefore, payerBefore, payerSolBefore, feePayerSolBefore] = await Promise.all([
+      usdcBalance(devnet.payee.address),
+      usdcBalance(buyer.address),
+      lamports(buyer.address),
+      lamports(devnet.feePayer.address),
+    ]);
+
+    const response = await pay(resourceUrl);
+    const body = await response.text();
+    // On failure, say what serve answered the resource server.
+    const said = JSON.stringify(facilitatorCalls());
+    expect({ status: response.status, body }, said).toEqual({
+      status: 200,
+      body: JSON.stringify(WEATHER),
+    });
+
+    const header = response.headers.get("payment-response");
+    expect(header).toBeTruthy();
+    const settlement = decodePaymentResponseHeader(header ?? "");
+    expect(settlement).toMatchObject({
+      success: true,
+      network: devnet.network,
+      payer: buyer.address,
+      // A Solana transaction signature: 64 bytes in base58.
+      transaction: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{86,88}$/),
+    });
+
+    // The transaction landed, succeeded, and is the one the header names.
+    const landed = await rpcResult<{ meta: { err: unknown; fee: number | string } } | null>(
+      "getTransaction",
+      [
+        settlement.transaction,
+        { commitment: "confirmed", encoding: "base64", maxSupportedTransactionVersion: 0 },
+      ],
+    );
+    expect(landed?.meta.err).toBeNull();
+    const fee = BigInt(landed?.meta.fee ?? 0);
+    expect(fee).toBeGreaterThan(0n);
+
+    const [payeeAfter, payerAfter, payerSolAfter, feePayerSolAfter] = await Promise.all([
+      usdcBalance(devnet.payee.address),
+      usdcBalance(buyer.address),
+      lamports(buyer.address),
+      lamports(devnet.feePayer.address),
+    ]);
+    expect(payeeAfter - payeeBefore).toBe(PRICE);
+    expect(payerBefore - payerAfter).toBe(PRICE);
+    // The facilitator's fee payer paid the network fee; the buyer paid no SOL at all.
+    expect(payerSolAfter).toBe(payerSolBefore);
+    expect(feePayerSolBefore - feePayerSolAfter).toBe(fee);
+
+    // One payment header sent (the official client's v2 header), one verify and one settle.
+    expect(sent).toHaveLength(1);
+    expect(Object.keys(sent[0] ?? {})).toEqual(["payment-signature"]);
+    expect(facilitatorCalls()).toEqual([
+      expect.objectContaining({ path: "/verify", status: 200, payer: buyer.address }),
+      expect.objectContaining({ path: "/settle", status: 200, payer: buyer.address }),
+    ]);
+    expect(facilitatorCalls().some((e) => "error" in e)).toBe(false);
+
+    // The same PAYMENT-SIGNATURE header again: no content a second time, and no second transfer.
+    const replay = await fetch(resourceUrl, { headers: sent[0] });
+    const replayBody = await replay.text();
+    expect(replay.status).not.toBe(200);
+    expect(replayBody).not.toContain(WEATHER.forecast);
+    // Give a wrongly sent second transfer time to land before reading the balances.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await usdcBalance(devnet.payee.address)).toBe(payeeAfter);
+    expect(await usdcBalance(buyer.address)).toBe(payerAfter);
+    // serve was asked (the refusal is the facilitator's, not the middleware's) and settled nothing.
+    const replayCalls = facilitatorCalls().slice(2);
+    expect(replayCalls.length).toBeGreaterThan(0);
+    expect(
+      replayCalls.filter((e) => e.path === "/settle" && e.status === 200 && !("error" in e)),
+    ).toEqual([]);
+  });
+});
