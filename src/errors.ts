@@ -196,6 +196,11 @@ export const ERRORS = {
     x402: "settlement_in_progress",
     summary: "This authorization is being settled right now",
   },
+  duplicate_settlement: {
+    status: 409,
+    x402: "duplicate_settlement",
+    summary: "This transaction was already settled; a replay of it is never paid or answered again",
+  },
   idempotency_conflict: {
     status: 409,
     x402: "idempotency_conflict",

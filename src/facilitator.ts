@@ -9,6 +9,7 @@ import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "./chain/ne
 import { isUnreachable, type RpcOptions, RpcRegistry, unreachableReason } from "./chain/rpc.js";
 import { SignerPool } from "./chain/signers.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "./chain/solana.js";
+import { SvmInFlight, svmSpendOf } from "./chain/svm-inflight.js";
 import type { SvmFeePayer } from "./chain/svm-keys.js";
 import { PayerThrottle } from "./chain/throttle.js";
 import { FacilitatorError, type Failure, failure } from "./errors.js";
@@ -20,7 +21,8 @@ import {
   EXACT_EVM_TRANSFER_METHODS,
   exactEvmMethod,
 } from "./schemes/exact-evm/index.js";
-import type { SvmContext, SvmVerifyResult } from "./schemes/exact-svm/index.js";
+import type { SvmSettleContext, SvmVerifyResult } from "./schemes/exact-svm/index.js";
+import { signatureStatuses } from "./schemes/exact-svm/rpc.js";
 import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
 import { UPTO, uptoEvmMethod } from "./schemes/upto-evm/index.js";
 import { settleOnce } from "./store/idempotency.js";
@@ -35,6 +37,8 @@ export interface FacilitatorOptions extends RpcOptions {
    * verified here. Without any, /supported lists no Solana kind.
    */
   readonly svmFeePayers?: readonly SvmFeePayer[] | undefined;
+  /** The most lamports one Solana settlement may cost the fee payer (default 150,000). */
+  readonly svmMaxFeeLamports?: bigint | undefined;
   /** Several settlement accounts, used in turn (each with its own nonce lane). */
   readonly signers?: readonly LocalAccount[] | undefined;
   /**
@@ -87,7 +91,7 @@ export interface SupportedResponse {
 
 type Routed =
   | { ok: true; method: PaymentMethod; ctx: SchemeContext }
-  | { ok: true; svm: SvmContext }
+  | { ok: true; svm: SvmSettleContext }
   | { ok: false; failure: Failure };
 
 export class Facilitator {
@@ -96,6 +100,8 @@ export class Facilitator {
   readonly journal: SettlementStore;
   /** What payers have in flight with us, across chains. */
   readonly inflight: InFlight;
+  /** What payers have in flight with us on Solana. */
+  readonly svmInFlight: SvmInFlight;
   readonly #throttle: PayerThrottle;
   readonly #options: FacilitatorOptions;
   /** The Solana fee payers' addresses. */
@@ -114,6 +120,11 @@ export class Facilitator {
         ? (key, landedIn) => void journal.releaseShared?.(key, landedIn)
         : undefined,
     });
+    this.svmInFlight = new SvmInFlight({
+      onFree: journal.releaseShared
+        ? (key, landedIn) => void journal.releaseShared?.(key, landedIn)
+        : undefined,
+    });
     this.#throttle = new PayerThrottle({
       limit: options.payerRevertLimit,
       windowMs: options.payerRevertWindowMs,
@@ -125,6 +136,11 @@ export class Facilitator {
     journal.onRevertElsewhere?.((chainId, payer, at) => this.#throttle.record(chainId, payer, at));
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of this.journal.unsettled()) {
+      const svm = svmSpendOf(entry);
+      if (svm) {
+        this.svmInFlight.seed(entry.key, svm.spend, svm.signature);
+        continue;
+      }
       if (!entry.expect) continue;
       const { token, from, value } = entry.expect;
       this.inflight.seed(entry.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
@@ -150,7 +166,7 @@ export class Facilitator {
     return this.#namingEndpoint(result, request, routed.ctx.chainId);
   }
 
-  async #verifySvm(ctx: SvmContext, request: PaymentRequest): Promise<VerifyResult> {
+  async #verifySvm(ctx: SvmSettleContext, request: PaymentRequest): Promise<VerifyResult> {
     let result: SvmVerifyResult;
     try {
       // Loaded only for a Solana payment: EVM commands never load the Solana kit.
@@ -188,14 +204,7 @@ export class Facilitator {
   }
 
   async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
-    // Before the journal's claim: nothing is written down for what is never sent.
-    if (isSolanaRequest(request)) {
-      // What verify would refuse (an unknown or unserved cluster) is said first.
-      const routed = await this.#route(request);
-      return routed.ok
-        ? solanaSettleNotImplemented(request)
-        : { ok: false, failure: routed.failure };
-    }
+    if (isSolanaRequest(request)) return this.#settleSvm(request, waitUntil);
     let result: SettleResult;
     try {
       result = await settleOnce(
@@ -215,20 +224,54 @@ export class Facilitator {
     return result;
   }
 
+  async #settleSvm(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
+    // What verify would refuse (an unknown or unserved cluster) is said before any claim.
+    const routed = await this.#route(request);
+    if (!routed.ok) return { ok: false, failure: routed.failure };
+    if (!("svm" in routed)) throw new Error("a Solana request routed to an EVM method");
+    const ctx = routed.svm;
+    let result: SettleResult;
+    try {
+      // Loaded only for a Solana payment: EVM commands never load the Solana kit.
+      const { settleExactSvm } = await import("./schemes/exact-svm/index.js");
+      result = await settleOnce(
+        this.journal,
+        request,
+        () => settleExactSvm(ctx, request, waitUntil ?? request.waitUntil ?? "confirmed"),
+        (hash) => this.#svmStillOnChain(ctx, hash),
+      );
+    } catch (error) {
+      result = { ok: false, failure: asFailure(error, "settle") };
+    }
+    if (result.ok || result.failure.code !== "chain_unavailable") return result;
+    const where = `${request.requirements.network} via ${this.rpc.solanaVia(ctx.network) ?? "its RPC"}`;
+    return {
+      ...result,
+      failure: { ...result.failure, status: 500, message: `${where}: ${result.failure.message}` },
+    };
+  }
+
+  /** Landed without error, or not failed and still able to land. */
+  async #svmStillOnChain(ctx: SvmSettleContext, signature: string): Promise<boolean> {
+    const [status] = await signatureStatuses(ctx.client, [signature], true);
+    return status ? status.err === null : false;
+  }
+
   /** Mined successfully, or still waiting in the node's pool. */
-  async #stillOnChain(request: PaymentRequest, hash: Hex): Promise<boolean> {
+  async #stillOnChain(request: PaymentRequest, hash: string): Promise<boolean> {
     const chainId = chainIdOf(request.requirements.network, request.x402Version);
     if (typeof chainId !== "number") return false;
     const client = await this.rpc.client(chainId, request.requirements.network);
-    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+    const txHash = hash as Hex;
+    const receipt = await client.getTransactionReceipt({ hash: txHash }).catch(() => undefined);
     if (receipt) return receipt.status === "success";
-    return (await client.getTransaction({ hash }).catch(() => undefined)) !== undefined;
+    return (await client.getTransaction({ hash: txHash }).catch(() => undefined)) !== undefined;
   }
 
   async #settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
-    if ("svm" in routed) return solanaSettleNotImplemented(request);
+    if ("svm" in routed) throw new Error("a Solana request routed to the EVM settle");
     let result: SettleResult;
     try {
       result = await routed.method.settle(
@@ -371,7 +414,21 @@ export class Facilitator {
     }
     try {
       const client = await this.rpc.solanaClient(network, requirements.network);
-      return { ok: true, svm: { client, network, feePayers: this.svmFeePayers } };
+      const options = this.#options;
+      const svm: SvmSettleContext = {
+        client,
+        network,
+        feePayers: this.svmFeePayers,
+        maxFeeLamports: options.svmMaxFeeLamports,
+        keys: options.svmFeePayers ?? [],
+        journal: this.journal,
+        ledger: this.svmInFlight,
+        throttle: this.#throttle,
+        confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
+        pollMs: options.receiptPollMs ?? 250,
+        watchSubmitted: options.watchSubmitted ?? false,
+      };
+      return { ok: true, svm };
     } catch (error) {
       return { ok: false, failure: asFailure(error, "verify") };
     }
@@ -381,17 +438,6 @@ export class Facilitator {
 /** Whether a request is for Solana: its network in either form. */
 function isSolanaRequest(request: PaymentRequest): boolean {
   return looksSolana(request.requirements.network);
-}
-
-/** Settling on Solana is yet to come: said plainly, with nothing sent. */
-function solanaSettleNotImplemented(request: PaymentRequest): SettleResult {
-  return {
-    ok: false,
-    failure: failure(
-      "unsupported_scheme",
-      `settling "exact" payments on Solana (${request.requirements.network}) is not implemented yet (verify is); nothing was sent`,
-    ),
-  };
 }
 
 /** v1 speaks network names, v2 CAIP-2 ids; each is held to its own form. */

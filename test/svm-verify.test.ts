@@ -6,19 +6,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RpcRegistry } from "../src/chain/rpc.js";
 import { svmFeePayerOf } from "../src/chain/svm-keys.js";
-import {
-  associatedTokenAddress,
-  PAYER_USDC_BALANCE,
-  type SvmDevnet,
-  startSvmDevnet,
-} from "../src/devnet/svm/index.js";
+import { PAYER_USDC_BALANCE, type SvmDevnet, startSvmDevnet } from "../src/devnet/svm/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import {
   referenceSvmFacilitator,
   svmClientPayload,
   svmRequirementsV2,
-  svmRpc,
 } from "./helpers/svm-devnet.js";
 
 let devnet: SvmDevnet;
@@ -59,15 +53,6 @@ async function verdicts(payload: Payload, requirements: Requirements) {
     reference.verify(payload, requirements as never),
   ]);
   return { x402, ours, official };
-}
-
-async function payeeBalance(): Promise<bigint> {
-  const ata = await associatedTokenAddress(devnet.payee.address);
-  const { result } = await svmRpc(devnet, "getTokenAccountBalance", [
-    ata,
-    { commitment: "processed" },
-  ]);
-  return BigInt((result as { value: { amount: string } }).value.amount);
 }
 
 describe("networks", () => {
@@ -243,29 +228,5 @@ describe("blockhash freshness", () => {
       body: { success: false, error: "simulation_failed" },
     });
     expect(ours.body.message).toContain("BlockhashNotFound");
-  });
-});
-
-describe("settle", () => {
-  test("says Solana settle is not implemented yet, and sends nothing", async () => {
-    const payer = devnet.payers[0];
-    if (!payer) throw new Error("no payer");
-    const requirements = svmRequirementsV2(devnet);
-    const payload = await svmClientPayload(devnet, payer, requirements);
-    const before = await payeeBalance();
-    const x402 = await post("/settle", {
-      x402Version: 2,
-      paymentPayload: payload,
-      paymentRequirements: requirements,
-    });
-    const ours = await post("/settle", { payload, requirements });
-    expect(x402.body).toMatchObject({ success: false, errorReason: "unsupported_scheme" });
-    expect(ours).toMatchObject({
-      status: 400,
-      body: { success: false, error: "unsupported_scheme" },
-    });
-    expect(ours.body.message).toMatch(/not implemented yet/);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(await payeeBalance()).toBe(before);
   });
 });

@@ -3,7 +3,7 @@
  * public key), the form the x402 tooling and `solana-keygen` files use. The key object never
  * shows its secret: logged or turned into JSON, it is redacted.
  */
-import { createPrivateKey, createPublicKey } from "node:crypto";
+import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
 import { base58ToBytes, bytesToBase58 } from "./base58.js";
 
 export interface SvmFeePayer {
@@ -44,4 +44,21 @@ export function svmFeePayerOfBytes(bytes: Uint8Array): SvmFeePayer | undefined {
   Object.defineProperty(key, "toJSON", { value: redacted });
   Object.defineProperty(key, Symbol.for("nodejs.util.inspect.custom"), { value: redacted });
   return Object.freeze(key);
+}
+
+/** The signing key behind each fee payer, made once (never part of the key object itself). */
+const signingKeys = new WeakMap<SvmFeePayer, KeyObject>();
+
+/** The fee payer's Ed25519 signature of `message` (deterministic: one message, one signature). */
+export function signWithFeePayer(feePayer: SvmFeePayer, message: Uint8Array): Uint8Array {
+  let key = signingKeys.get(feePayer);
+  if (!key) {
+    key = createPrivateKey({
+      key: Buffer.concat([PKCS8_ED25519_PREFIX, feePayer.secretKey.subarray(0, 32)]),
+      format: "der",
+      type: "pkcs8",
+    });
+    signingKeys.set(feePayer, key);
+  }
+  return new Uint8Array(sign(null, message, key));
 }

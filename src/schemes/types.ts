@@ -2,7 +2,7 @@
  * What a payment method module implements, and what the facilitator hands it. One module per
  * method (EIP-3009, Permit2, …); the facilitator picks one by scheme, network and payload shape.
  */
-import type { Address, Hex, PublicClient } from "viem";
+import type { Address, PublicClient } from "viem";
 import type { InFlight } from "../chain/inflight.js";
 import type { MetricsSink } from "../chain/metrics.js";
 import type { SignerPool } from "../chain/signers.js";
@@ -49,9 +49,13 @@ export type VerifyResult =
 export type SettleResult =
   | {
       readonly ok: true;
-      readonly payer: Address;
-      /** Empty when there was nothing to move (an `upto` settle of zero). */
-      readonly transactionHash: Hex | "";
+      /** An EVM address, or a Solana one. */
+      readonly payer: string;
+      /**
+       * A 0x hash on EVM, a base58 signature on Solana; empty when there was nothing to move (an
+       * `upto` settle of zero).
+       */
+      readonly transactionHash: string;
       /** What was settled, for schemes that settle less than was signed (`upto`). */
       readonly amount?: string | undefined;
     }
@@ -60,7 +64,7 @@ export type SettleResult =
       readonly failure: Failure;
       readonly payer?: string | undefined;
       /** Set whenever a transaction was signed: a broadcast hash is never dropped. */
-      readonly transactionHash?: Hex | undefined;
+      readonly transactionHash?: string | undefined;
     };
 
 export interface PaymentMethod {

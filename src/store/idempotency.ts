@@ -7,7 +7,6 @@
  * reconciles or refuses, and never pays twice).
  */
 import { createHash } from "node:crypto";
-import type { Hex } from "viem";
 import { type Failure, failure } from "../errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult } from "../schemes/types.js";
@@ -73,7 +72,7 @@ export async function settleOnce(
   store: SettlementStore,
   request: PaymentRequest,
   settle: () => Promise<SettleResult>,
-  stillOnChain: (hash: Hex) => Promise<boolean>,
+  stillOnChain: (hash: string) => Promise<boolean>,
 ): Promise<SettleResult> {
   const id = paymentIdentifier(request);
   if (id === undefined) return settle();

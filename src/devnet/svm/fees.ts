@@ -10,17 +10,23 @@ type CompiledMessage = ReturnType<
   ReturnType<typeof getCompiledTransactionMessageDecoder>["decode"]
 >;
 
-export const LAMPORTS_PER_SIGNATURE = 5000n;
+import {
+  COMPUTE_BUDGET_PROGRAM,
+  LAMPORTS_PER_SIGNATURE,
+} from "../../schemes/exact-svm/constants.js";
 
-import { COMPUTE_BUDGET_PROGRAM } from "../../schemes/exact-svm/constants.js";
+export { LAMPORTS_PER_SIGNATURE };
+
+import { transactionFeeLamports } from "../../schemes/exact-svm/fees.js";
 
 const DEFAULT_UNITS_PER_INSTRUCTION = 200_000n;
 const MAX_UNITS = 1_400_000n;
 
 export function transactionFee(message: CompiledMessage): bigint {
-  const base = LAMPORTS_PER_SIGNATURE * BigInt(message.header.numSignerAccounts);
   // v1 messages carry their compute budget in config values; only the base fee is counted for them.
-  if (!("instructions" in message)) return base;
+  if (!("instructions" in message)) {
+    return LAMPORTS_PER_SIGNATURE * BigInt(message.header.numSignerAccounts);
+  }
   let limit: bigint | undefined;
   let price = 0n;
   let others = 0n;
@@ -37,6 +43,5 @@ export function transactionFee(message: CompiledMessage): bigint {
   }
   let units = limit ?? DEFAULT_UNITS_PER_INSTRUCTION * others;
   if (units > MAX_UNITS) units = MAX_UNITS;
-  const priority = (price * units + 999_999n) / 1_000_000n;
-  return base + priority;
+  return transactionFeeLamports(message.header.numSignerAccounts, Number(units), price);
 }

@@ -4,32 +4,32 @@
  * checks (its `_verify` and `verifyStaticPath`), with its reason strings. Simulation and blockhash
  * freshness need a chain and come after this.
  *
- * Proposed mapping of each x402 reason to a reference-dialect code (src/errors.ts is shared; these
- * are proposals, not yet in the table):
+ * The code each x402 reason maps to in the reference dialect (verify.ts holds the mapping):
  *
  * | x402 reason (invalid_exact_svm_…)                         | code                             |
  * |-----------------------------------------------------------|----------------------------------|
- * | payload_missing_fee_payer                                 | missing_fee_payer (new)          |
- * | fee_payer_not_managed_by_facilitator (v1: no prefix)      | facilitator_mismatch (exists;    |
- * |                                                           |   summary to widen beyond upto)  |
+ * | payload_missing_fee_payer                                 | missing_fee_payer                |
+ * | fee_payer_not_managed_by_facilitator (v1: no prefix)      | facilitator_mismatch             |
  * | payload_transaction_could_not_be_decoded                  | invalid_request (names the field)|
- * | fee_payer_mismatch (tx fee payer ≠ extra.feePayer)        | fee_payer_mismatch (new)         |
- * | payload_signature_invalid                                 | invalid_signature (exists)       |
- * | payload_excessive_signers, smart_wallet_alt_resolution_…, | unexpected_instructions (new):   |
+ * | fee_payer_mismatch (tx fee payer ≠ extra.feePayer)        | fee_payer_mismatch               |
+ * | payload_signature_invalid                                 | invalid_signature                |
+ * | payload_excessive_signers, smart_wallet_alt_resolution_…, | unexpected_instructions:         |
  * |   payload_transaction_instructions_length,                |   the transaction is not the     |
  * |   …_compute_limit_instruction, …_compute_price_instruction|   exact layout; the message says |
  * |   payload_no_transfer_instruction, payload_unknown_*,     |   which part                     |
  * |   payload_memo_count                                      |                                  |
- * | …_compute_limit_instruction_too_high,                     | compute_budget_too_high (new)    |
- * |   …_compute_price_instruction_too_high                    |                                  |
- * | payload_transaction_fee_payer_transferring_funds          | fee_payer_in_transfer (new)      |
- * | payload_mint_mismatch                                     | asset_mismatch (exists)          |
- * | payload_recipient_mismatch                                | recipient_mismatch (exists)      |
- * | payload_amount_mismatch                                   | amount_mismatch (exists)         |
- * | payload_memo_mismatch                                     | memo_mismatch (new)              |
+ * | …_compute_limit_instruction_too_high,                     | compute_budget_too_high          |
+ * |   …_compute_price_instruction_too_high (also: over the    |                                  |
+ * |   lamports cap)                                           |                                  |
+ * | payload_transaction_fee_payer_transferring_funds          | fee_payer_in_transfer            |
+ * | payload_mint_mismatch                                     | asset_mismatch                   |
+ * | payload_recipient_mismatch                                | recipient_mismatch               |
+ * | payload_amount_mismatch                                   | amount_mismatch                  |
+ * | payload_memo_mismatch                                     | memo_mismatch                    |
  *
  * Where we are stricter than the reference (each answered with the reference's nearest reason):
- * a compute-unit limit cap by default (the reference has one only when configured); any of our
+ * a compute-unit limit cap by default (the reference has one only when configured), and a cap on
+ * the lamports the whole transaction costs the fee payer (the reference has none); any of our
  * fee payers anywhere in the transfer's accounts (the reference looks at the authority only) or in
  * a memo / Lighthouse instruction's accounts; address lookup tables refused (the reference
  * resolves them over RPC; the official client never uses them).
@@ -37,11 +37,13 @@
 import { associatedTokenAddress } from "./ata.js";
 import {
   DEFAULT_MAX_COMPUTE_UNITS,
+  DEFAULT_MAX_FEE_LAMPORTS,
   MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS,
   MAX_INSTRUCTIONS,
   MIN_INSTRUCTIONS,
 } from "./constants.js";
 import { decodeSvmTransaction } from "./decode.js";
+import { transactionFeeLamports } from "./fees.js";
 import {
   isLighthouse,
   isMemo,
@@ -146,6 +148,15 @@ export async function checkSvmPayment(
     return fail(
       SVM_REASONS.computePriceTooHigh,
       `The compute-unit price ${price} micro-lamports is above the cap of ${maxPrice}`,
+    );
+  }
+
+  const maxFee = options.maxFeeLamports ?? DEFAULT_MAX_FEE_LAMPORTS;
+  const fee = transactionFeeLamports(signers, units, price);
+  if (fee > maxFee) {
+    return fail(
+      SVM_REASONS.computePriceTooHigh,
+      `The transaction would cost the fee payer ${fee} lamports (${signers} signatures and ${units} compute units at ${price} micro-lamports); the cap is ${maxFee}`,
     );
   }
 

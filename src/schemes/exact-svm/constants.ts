@@ -26,3 +26,13 @@ export const DEFAULT_MAX_COMPUTE_UNITS = 200_000;
 /** Instructions an `exact` transaction may have: limit, price, transfer, then up to 3 (v1) or 4 (v2) memo/Lighthouse. */
 export const MIN_INSTRUCTIONS = 3;
 export const MAX_INSTRUCTIONS = { 1: 6, 2: 7 } as const;
+
+/** What each required signature costs the fee payer (Solana's fixed base fee). */
+export const LAMPORTS_PER_SIGNATURE = 5_000n;
+
+/**
+ * The most lamports one settlement may cost the fee payer by default: base fees and the priority
+ * fee its compute budget asks for. The official client's payment costs 10,001 (two signatures,
+ * 20,000 units at 1 micro-lamport); at the reference's price cap its 20,000 units cost 110,000.
+ */
+export const DEFAULT_MAX_FEE_LAMPORTS = 150_000n;

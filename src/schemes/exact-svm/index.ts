@@ -1,2 +1,4 @@
-/** The `exact` scheme on Solana: verify (settle is not implemented yet). */
-export { type SvmContext, type SvmVerifyResult, verifyExactSvm } from "./verify.js";
+/** The `exact` scheme on Solana: verify and settle, loaded only for Solana payments. */
+export type { SvmContext, SvmSettleContext } from "./context.js";
+export { settleExactSvm } from "./settle.js";
+export { type SvmVerifyResult, verifyExactSvm } from "./verify.js";

@@ -23,6 +23,8 @@ export interface SvmCheckOptions {
   readonly maxComputeUnits?: number | undefined;
   /** The highest compute-unit price, micro-lamports per unit (the reference's 5,000,000). */
   readonly maxComputeUnitPrice?: bigint | undefined;
+  /** The most lamports the transaction may cost the fee payer (DEFAULT_MAX_FEE_LAMPORTS when undefined). */
+  readonly maxFeeLamports?: bigint | undefined;
   /** The most signatures a transaction may require; no limit when undefined (as the reference). */
   readonly maxRequiredSignatures?: number | undefined;
 }

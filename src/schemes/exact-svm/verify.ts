@@ -6,25 +6,21 @@
  * reference makes no other freshness check, and neither do we). Failures carry the reference's
  * reason in the x402 dialect and our code in the reference dialect.
  */
-import type { Client } from "viem";
-import { isUnreachable } from "../../chain/rpc.js";
 import { type ErrorCode, type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { checkSvmPayment } from "./checks.js";
+import type { SvmContext } from "./context.js";
 import { SVM_REASONS, type SvmReason } from "./reasons.js";
+import { simulationError } from "./rpc.js";
+import type { SvmPayment } from "./types.js";
 
-export interface SvmContext {
-  /** JSON-RPC to the cluster (viem's transport: timeouts, Basic auth, metrics). */
-  readonly client: Client;
-  /** The cluster's CAIP-2 id. */
-  readonly network: string;
-  /** This facilitator's fee payer addresses. */
-  readonly feePayers: readonly string[];
+export interface SvmRefusal {
+  readonly ok: false;
+  readonly failure: Failure;
+  readonly payer?: string | undefined;
 }
 
-export type SvmVerifyResult =
-  | { readonly ok: true; readonly payer: string }
-  | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
+export type SvmVerifyResult = { readonly ok: true; readonly payer: string } | SvmRefusal;
 
 /** Our code for each of the reference's reasons (the x402 dialect carries the reason itself). */
 const CODES: Readonly<Record<SvmReason, ErrorCode>> = {
@@ -56,7 +52,7 @@ const CODES: Readonly<Record<SvmReason, ErrorCode>> = {
 };
 
 /** The reference's reasons outside checkSvmPayment, by x402 version (v1 spells them bare). */
-const REASONS = {
+export const REASONS = {
   scheme: { 1: "unsupported_scheme", 2: "invalid_exact_svm_unsupported_scheme" },
   network: { 1: "network_mismatch", 2: "invalid_exact_svm_network_mismatch" },
   simulation: {
@@ -65,14 +61,15 @@ const REASONS = {
   },
 } as const;
 
-function refuse(code: ErrorCode, x402Reason: string, message: string, payer?: string) {
-  return { ok: false as const, failure: failure(code, message, { x402Reason }), payer };
+export function refuse(code: ErrorCode, x402Reason: string, message: string, payer?: string) {
+  return { ok: false, failure: failure(code, message, { x402Reason }), payer } as SvmRefusal;
 }
 
-export async function verifyExactSvm(
+/** Scheme, network and the chain-free checks: the payment, or why it is refused. */
+export async function checkSvmRequest(
   ctx: SvmContext,
   request: PaymentRequest,
-): Promise<SvmVerifyResult> {
+): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SvmRefusal> {
   const { requirements, x402Version, paths } = request;
   if (request.payloadScheme !== "exact") {
     return refuse(
@@ -91,57 +88,32 @@ export async function verifyExactSvm(
   const checked = await checkSvmPayment(request.payload.transaction, requirements, {
     feePayers: ctx.feePayers,
     x402Version,
+    maxFeeLamports: ctx.maxFeeLamports,
   });
   if (!checked.ok) {
     return refuse(CODES[checked.x402Reason], checked.x402Reason, checked.message, checked.payer);
   }
+  return { ok: true, payment: checked.payment };
+}
+
+export async function verifyExactSvm(
+  ctx: SvmContext,
+  request: PaymentRequest,
+): Promise<SvmVerifyResult> {
+  const checked = await checkSvmRequest(ctx, request);
+  if (!checked.ok) return checked;
   const { payer } = checked.payment;
-  const why = await simulationError(ctx, request.payload.transaction as string);
+  const why = await simulationError(ctx.client, request.payload.transaction as string, {
+    sigVerify: false,
+    commitment: "confirmed",
+  });
   if (why !== undefined) {
     return refuse(
       "simulation_failed",
-      REASONS.simulation[x402Version],
+      REASONS.simulation[request.x402Version],
       `the transaction fails in simulation: ${why}`,
       payer,
     );
   }
   return { ok: true, payer };
-}
-
-/** Why the cluster's simulation of the transaction fails, or undefined when it succeeds. */
-async function simulationError(ctx: SvmContext, transaction: string): Promise<string | undefined> {
-  let answer: { value?: { err?: unknown; logs?: unknown } };
-  try {
-    answer = (await ctx.client.request({
-      method: "simulateTransaction",
-      params: [
-        transaction,
-        {
-          encoding: "base64",
-          sigVerify: false,
-          replaceRecentBlockhash: false,
-          commitment: "confirmed",
-        },
-      ],
-    } as never)) as typeof answer;
-  } catch (error) {
-    // The node could not be asked: not the payment's fault (the facilitator maps it).
-    if (isUnreachable(error)) throw error;
-    // The node refused the transaction itself (the reference counts that as a failed simulation).
-    const text = error instanceof Error ? (error as { details?: string }).details : undefined;
-    return text ?? (error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error));
-  }
-  const err = answer?.value?.err;
-  if (err === null || err === undefined) return undefined;
-  return describeTransactionError(err, answer.value?.logs);
-}
-
-/** A runtime error in a few words: `{"InstructionError":[2,{"Custom":1}]}`, named when known. */
-function describeTransactionError(err: unknown, logs: unknown): string {
-  const text = JSON.stringify(err);
-  const logLines = Array.isArray(logs) ? logs.filter((l) => typeof l === "string") : [];
-  const named = logLines.find((line) => /Error: /.test(line))?.replace(/^Program log: /, "");
-  if (named) return `${text} (${named})`;
-  if (err === "BlockhashNotFound") return `${text} (the blockhash has expired or is unknown)`;
-  return text;
 }
