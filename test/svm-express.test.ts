@@ -47,6 +47,7 @@ let stateDir: string;
 let resourceServer: Server;
 let resourceUrl: string;
 let resourceUrlV1: string;
+let resourceUrlFresh: string;
 
 function listen(app: express.Express): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -185,31 +186,38 @@ beforeAll(async () => {
 
   // The resource server, as an x402 seller writes it; only the facilitator URL points at us.
   const facilitatorClient = new HTTPFacilitatorClient({ url: serving.url, timeoutMs: 30_000 });
-  const resources = new x402ResourceServer(facilitatorClient).register(
-    devnet.network,
-    new ExactSvmServer(),
-  );
+  const route = (description: string) => ({
+    accepts: {
+      scheme: "exact",
+      network: devnet.network,
+      payTo: devnet.payee.address,
+      // The devnet's USDC mint is no well-known asset: the price is an asset amount.
+      price: { amount: PRICE.toString(), asset: devnet.mint.address },
+      maxTimeoutSeconds: 120,
+    },
+    description,
+    mimeType: "application/json",
+  });
   const app = express();
+  // The buyer's client fetches its own blockhash.
   app.use(
     paymentMiddleware(
-      {
-        "GET /weather": {
-          accepts: {
-            scheme: "exact",
-            network: devnet.network,
-            payTo: devnet.payee.address,
-            // The devnet's USDC mint is no well-known asset: the price is an asset amount.
-            price: { amount: PRICE.toString(), asset: devnet.mint.address },
-            maxTimeoutSeconds: 120,
-          },
-          description: "Today's weather, paid on Solana",
-          mimeType: "application/json",
-        },
-      },
-      resources,
+      { "GET /weather": route("Today's weather, paid on Solana") },
+      new x402ResourceServer(facilitatorClient).register(devnet.network, new ExactSvmServer()),
     ),
   );
-  app.get("/weather", (_request, response) => {
+  // The seller's server scheme puts a recent blockhash in the requirements (extra.recentBlockhash)
+  // and the buyer's client signs with it.
+  app.use(
+    paymentMiddleware(
+      { "GET /weather-fresh": route("Today's weather, paid on Solana, blockhash from the seller") },
+      new x402ResourceServer(facilitatorClient).register(
+        devnet.network,
+        new ExactSvmServer({ rpcUrl: devnet.rpcUrl }),
+      ),
+    ),
+  );
+  app.get(["/weather", "/weather-fresh"], (_request, response) => {
     response.json(WEATHER);
   });
   app.get("/weather-v1", v1Seller(facilitatorClient, await v1FeePayer(facilitatorClient)));
@@ -217,6 +225,7 @@ beforeAll(async () => {
   const origin = `http://127.0.0.1:${(resourceServer.address() as AddressInfo).port}`;
   resourceUrl = `${origin}/weather`;
   resourceUrlV1 = `${origin}/weather-v1`;
+  resourceUrlFresh = `${origin}/weather-fresh`;
 });
 
 afterAll(async () => {
@@ -358,6 +367,22 @@ describe("the official x402 stack paying a Solana-priced route through our serve
 
   test("x402 v2: a paid request gets the content once; the fee payer pays the fee; a replay is refused", async () => {
     await payAndReplay(resourceUrl, payer(0), {
+      paymentHeader: "payment-signature",
+      responseHeader: "payment-response",
+      network: devnet.network,
+    });
+  });
+
+  test("x402 v2 with the seller's blockhash in the requirements: the same", async () => {
+    const unpaid = await fetch(resourceUrlFresh);
+    const required = JSON.parse(
+      Buffer.from(unpaid.headers.get("payment-required") ?? "", "base64").toString("utf8"),
+    );
+    expect(required.accepts[0]?.extra).toMatchObject({
+      feePayer: devnet.feePayer.address,
+      recentBlockhash: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/),
+    });
+    await payAndReplay(resourceUrlFresh, payer(2), {
       paymentHeader: "payment-signature",
       responseHeader: "payment-response",
       network: devnet.network,
