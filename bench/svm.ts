@@ -10,10 +10,13 @@
  *   (src/devnet/svm: litesvm behind a JSON-RPC server answering as Solana devnet), in a process of
  *   its own (bench/svm-devnet.ts) as anvil is; the facilitator's one fee payer signs and pays the
  *   fee. The devnet simulates a cluster's clock, not a cluster: a slot every BENCH_SVM_SLOT_MS
- *   (400 ms, Solana's target), a transaction lands in the next slot, a slot is `confirmed` one slot
- *   later, and a blockhash lives 150 slots (about a minute); no leader, no gossip, no skipped slots,
- *   no contention for block space. A Solana `confirmed` settle therefore waits about one to two
- *   slots, which is the floor of its latency here; on a real cluster add network and vote time.
+ *   (400 ms, Solana's target); a transaction is executed the moment it is sent, in the current
+ *   slot (`processed`), which is `confirmed` once the next slot is produced; a blockhash lives 150
+ *   slots (about a minute); no leader, no gossip, no votes, no skipped slots, no contention for
+ *   block space. A Solana `confirmed` settle therefore waits up to one slot for the chain and then
+ *   for serve's next look at the signature's status (it polls at a fixed interval,
+ *   receiptPollMs), which is the floor of its latency here; a real cluster adds network and vote
+ *   time.
  *
  * Payments are distinct and signed before timing: EVM by our viem signer (src/devnet/sample.ts),
  * Solana by our signer in the official @x402/svm client's layout (src/devnet/svm/sign-payment.ts).
