@@ -6,13 +6,11 @@
 import type { Address, Hex, LocalAccount } from "viem";
 import { InFlight } from "./chain/inflight.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "./chain/networks.js";
-import { isUnreachable, type RpcOptions, RpcRegistry, unreachableReason } from "./chain/rpc.js";
+import { type RpcOptions, RpcRegistry } from "./chain/rpc.js";
 import { SignerPool } from "./chain/signers.js";
-import { looksSolana, solanaCluster, solanaNetworkOf } from "./chain/solana.js";
-import { SvmInFlight, svmSpendOf } from "./chain/svm-inflight.js";
 import type { SvmFeePayer } from "./chain/svm-keys.js";
 import { PayerThrottle } from "./chain/throttle.js";
-import { FacilitatorError, type Failure, failure } from "./errors.js";
+import { type Failure, failure } from "./errors.js";
 import type { PaymentRequest } from "./protocol/request.js";
 import type { WaitUntil } from "./protocol/schemas.js";
 import {
@@ -21,13 +19,13 @@ import {
   EXACT_EVM_TRANSFER_METHODS,
   exactEvmMethod,
 } from "./schemes/exact-evm/index.js";
-import type { SvmSettleContext, SvmVerifyResult } from "./schemes/exact-svm/index.js";
-import { signatureStatuses } from "./schemes/exact-svm/rpc.js";
 import type { PaymentMethod, SchemeContext, SettleResult, VerifyResult } from "./schemes/types.js";
 import { UPTO, uptoEvmMethod } from "./schemes/upto-evm/index.js";
+import { isSolanaRequest, SolanaPayments } from "./solana-payments.js";
 import { settleOnce } from "./store/idempotency.js";
 import { Journal } from "./store/journal.js";
 import type { SettlementStore } from "./store/port.js";
+import { failureOfThrown } from "./thrown.js";
 
 export interface FacilitatorOptions extends RpcOptions {
   /** The settlement account. Without any, verify works and settle answers settlement_failed. */
@@ -91,7 +89,6 @@ export interface SupportedResponse {
 
 type Routed =
   | { ok: true; method: PaymentMethod; ctx: SchemeContext }
-  | { ok: true; svm: SvmSettleContext }
   | { ok: false; failure: Failure };
 
 export class Facilitator {
@@ -100,27 +97,19 @@ export class Facilitator {
   readonly journal: SettlementStore;
   /** What payers have in flight with us, across chains. */
   readonly inflight: InFlight;
-  /** What payers have in flight with us on Solana. */
-  readonly svmInFlight: SvmInFlight;
+  /** Payments on Solana clusters. */
+  readonly solana: SolanaPayments;
   readonly #throttle: PayerThrottle;
   readonly #options: FacilitatorOptions;
-  /** The Solana fee payers' addresses. */
-  readonly svmFeePayers: readonly string[];
 
   constructor(options: FacilitatorOptions = {}) {
     this.#options = options;
     this.rpc = new RpcRegistry(options);
-    this.svmFeePayers = [...new Set((options.svmFeePayers ?? []).map((key) => key.address))];
     const accounts = [...(options.signer ? [options.signer] : []), ...(options.signers ?? [])];
     this.signers = new SignerPool(accounts);
     this.journal = options.journal ?? new Journal();
     const journal = this.journal;
     this.inflight = new InFlight({
-      onFree: journal.releaseShared
-        ? (key, landedIn) => void journal.releaseShared?.(key, landedIn)
-        : undefined,
-    });
-    this.svmInFlight = new SvmInFlight({
       onFree: journal.releaseShared
         ? (key, landedIn) => void journal.releaseShared?.(key, landedIn)
         : undefined,
@@ -132,19 +121,26 @@ export class Facilitator {
         ? (chainId, payer) => void journal.chargeRevert?.(chainId, payer)
         : undefined,
     });
+    this.solana = new SolanaPayments(this.rpc, journal, this.#throttle, {
+      keys: options.svmFeePayers ?? [],
+      maxFeeLamports: options.svmMaxFeeLamports,
+      confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
+      pollMs: options.receiptPollMs ?? 250,
+      watchSubmitted: options.watchSubmitted ?? false,
+    });
     // Reverts other replicas charge count here too.
     journal.onRevertElsewhere?.((chainId, payer, at) => this.#throttle.record(chainId, payer, at));
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of this.journal.unsettled()) {
-      const svm = svmSpendOf(entry);
-      if (svm) {
-        this.svmInFlight.seed(entry.key, svm.spend, svm.signature);
-        continue;
-      }
-      if (!entry.expect) continue;
+      if (this.solana.seed(entry) || !entry.expect) continue;
       const { token, from, value } = entry.expect;
       this.inflight.seed(entry.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
     }
+  }
+
+  /** The Solana fee payers' addresses. */
+  get svmFeePayers(): readonly string[] {
+    return this.solana.feePayers;
   }
 
   /** The first settlement account, if any. */
@@ -153,34 +149,17 @@ export class Facilitator {
   }
 
   async verify(request: PaymentRequest): Promise<VerifyResult> {
+    if (isSolanaRequest(request) && isKnownScheme(request)) return this.solana.verify(request);
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
-    if ("svm" in routed) return this.#verifySvm(routed.svm, request);
     let result: VerifyResult;
     try {
       result = await routed.method.verify(routed.ctx, request);
     } catch (error) {
-      result = { ok: false, failure: asFailure(error, "verify") };
+      result = { ok: false, failure: failureOfThrown(error, "verify") };
     }
     if (!result.ok && result.failure.code === "chain_unavailable") this.#chainTrouble(request);
     return this.#namingEndpoint(result, request, routed.ctx.chainId);
-  }
-
-  async #verifySvm(ctx: SvmSettleContext, request: PaymentRequest): Promise<VerifyResult> {
-    let result: SvmVerifyResult;
-    try {
-      // Loaded only for a Solana payment: EVM commands never load the Solana kit.
-      const { verifyExactSvm } = await import("./schemes/exact-svm/index.js");
-      result = await verifyExactSvm(ctx, request);
-    } catch (error) {
-      result = { ok: false, failure: asFailure(error, "verify") };
-    }
-    if (result.ok || result.failure.code !== "chain_unavailable") return result;
-    const where = `${request.requirements.network} via ${this.rpc.solanaVia(ctx.network) ?? "its RPC"}`;
-    return {
-      ...result,
-      failure: { ...result.failure, message: `${where}: ${result.failure.message}` },
-    };
   }
 
   /** A chain failure from a payment method, prefixed with the network and its endpoints. */
@@ -204,7 +183,9 @@ export class Facilitator {
   }
 
   async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
-    if (isSolanaRequest(request)) return this.#settleSvm(request, waitUntil);
+    if (isSolanaRequest(request) && isKnownScheme(request)) {
+      return this.solana.settle(request, waitUntil);
+    }
     let result: SettleResult;
     try {
       result = await settleOnce(
@@ -214,7 +195,7 @@ export class Facilitator {
         (hash) => this.#stillOnChain(request, hash),
       );
     } catch (error) {
-      result = { ok: false, failure: asFailure(error, "settle") };
+      result = { ok: false, failure: failureOfThrown(error, "settle") };
     }
     if (!result.ok && result.failure.code === "chain_unavailable") {
       this.#chainTrouble(request);
@@ -222,39 +203,6 @@ export class Facilitator {
       return { ...result, failure: { ...result.failure, status: 500 } };
     }
     return result;
-  }
-
-  async #settleSvm(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
-    // What verify would refuse (an unknown or unserved cluster) is said before any claim.
-    const routed = await this.#route(request);
-    if (!routed.ok) return { ok: false, failure: routed.failure };
-    if (!("svm" in routed)) throw new Error("a Solana request routed to an EVM method");
-    const ctx = routed.svm;
-    let result: SettleResult;
-    try {
-      // Loaded only for a Solana payment: EVM commands never load the Solana kit.
-      const { settleExactSvm } = await import("./schemes/exact-svm/index.js");
-      result = await settleOnce(
-        this.journal,
-        request,
-        () => settleExactSvm(ctx, request, waitUntil ?? request.waitUntil ?? "confirmed"),
-        (hash) => this.#svmStillOnChain(ctx, hash),
-      );
-    } catch (error) {
-      result = { ok: false, failure: asFailure(error, "settle") };
-    }
-    if (result.ok || result.failure.code !== "chain_unavailable") return result;
-    const where = `${request.requirements.network} via ${this.rpc.solanaVia(ctx.network) ?? "its RPC"}`;
-    return {
-      ...result,
-      failure: { ...result.failure, status: 500, message: `${where}: ${result.failure.message}` },
-    };
-  }
-
-  /** Landed without error, or not failed and still able to land. */
-  async #svmStillOnChain(ctx: SvmSettleContext, signature: string): Promise<boolean> {
-    const [status] = await signatureStatuses(ctx.client, [signature], true);
-    return status ? status.err === null : false;
   }
 
   /** Mined successfully, or still waiting in the node's pool. */
@@ -271,7 +219,6 @@ export class Facilitator {
   async #settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
-    if ("svm" in routed) throw new Error("a Solana request routed to the EVM settle");
     let result: SettleResult;
     try {
       result = await routed.method.settle(
@@ -280,7 +227,7 @@ export class Facilitator {
         waitUntil ?? request.waitUntil ?? "confirmed",
       );
     } catch (error) {
-      result = { ok: false, failure: asFailure(error, "settle") };
+      result = { ok: false, failure: failureOfThrown(error, "settle") };
     }
     return this.#namingEndpoint(result, request, routed.ctx.chainId);
   }
@@ -312,17 +259,8 @@ export class Facilitator {
         });
       }
     }
-    // Solana: the configured clusters, once a fee payer is configured (a client needs its address).
-    const feePayers = this.svmFeePayers;
-    if (feePayers.length > 0) {
-      for (const network of await this.rpc.servedSolanaNetworks()) {
-        const feePayer = feePayers[this.#svmTurn++ % feePayers.length] as string;
-        const v1Name = solanaCluster(network)?.v1Name;
-        if (v1Name)
-          kinds.push({ x402Version: 1, scheme: EXACT, network: v1Name, extra: { feePayer } });
-        kinds.push({ x402Version: 2, scheme: EXACT, network, extra: { feePayer } });
-      }
-    }
+    kinds.push(...(await this.solana.kinds()));
+    const feePayers = this.solana.feePayers;
     const signers = this.signers.addresses;
     return {
       kinds,
@@ -335,7 +273,6 @@ export class Facilitator {
   }
 
   #uptoTurn = 0;
-  #svmTurn = 0;
 
   #nextUptoSigner(): string | undefined {
     const addresses = this.signers.addresses;
@@ -354,7 +291,6 @@ export class Facilitator {
         ),
       };
     }
-    if (isSolanaRequest(request)) return this.#routeSvm(request);
     const chainId = chainIdOf(requirements.network, x402Version);
     if (typeof chainId !== "number") return { ok: false, failure: chainId };
 
@@ -382,62 +318,14 @@ export class Facilitator {
       };
       return { ok: true, method, ctx };
     } catch (error) {
-      return { ok: false, failure: asFailure(error, "verify") };
-    }
-  }
-
-  /** Solana networks: the `exact` scheme, through a configured RPC of the cluster. */
-  async #routeSvm(request: PaymentRequest): Promise<Routed> {
-    const { requirements, x402Version } = request;
-    if (requirements.scheme !== EXACT) {
-      return {
-        ok: false,
-        failure: failure(
-          "unsupported_scheme",
-          `scheme "${requirements.scheme}" is not supported on Solana; "exact" is`,
-        ),
-      };
-    }
-    const network = solanaNetworkOf(requirements.network, x402Version);
-    if (network === undefined) {
-      const hint =
-        x402Version === 1
-          ? "; v1 names are solana, solana-devnet and solana-testnet"
-          : "; x402 v2 names Solana clusters solana:<first 32 characters of the genesis hash>";
-      return {
-        ok: false,
-        failure: failure(
-          "unsupported_network",
-          `"${requirements.network}" is not a Solana network of x402 v${x402Version}${hint}`,
-        ),
-      };
-    }
-    try {
-      const client = await this.rpc.solanaClient(network, requirements.network);
-      const options = this.#options;
-      const svm: SvmSettleContext = {
-        client,
-        network,
-        feePayers: this.svmFeePayers,
-        maxFeeLamports: options.svmMaxFeeLamports,
-        keys: options.svmFeePayers ?? [],
-        journal: this.journal,
-        ledger: this.svmInFlight,
-        throttle: this.#throttle,
-        confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
-        pollMs: options.receiptPollMs ?? 250,
-        watchSubmitted: options.watchSubmitted ?? false,
-      };
-      return { ok: true, svm };
-    } catch (error) {
-      return { ok: false, failure: asFailure(error, "verify") };
+      return { ok: false, failure: failureOfThrown(error, "verify") };
     }
   }
 }
 
-/** Whether a request is for Solana: its network in either form. */
-function isSolanaRequest(request: PaymentRequest): boolean {
-  return looksSolana(request.requirements.network);
+/** A scheme some network serves; any other is refused the same way for every network. */
+function isKnownScheme(request: PaymentRequest): boolean {
+  return request.requirements.scheme === EXACT || request.requirements.scheme === UPTO;
 }
 
 /** v1 speaks network names, v2 CAIP-2 ids; each is held to its own form. */
@@ -459,16 +347,4 @@ function chainIdOf(network: string, x402Version: 1 | 2): number | Failure {
     "unsupported_network",
     `"${network}" is not supported: x402 v2 networks are CAIP-2 ids such as eip155:84532${hint}`,
   );
-}
-
-function asFailure(error: unknown, op: "verify" | "settle"): Failure {
-  if (error instanceof FacilitatorError) return error.failure;
-  if (isUnreachable(error)) {
-    return failure(
-      "chain_unavailable",
-      `the RPC could not be reached (${unreachableReason(error)})`,
-    );
-  }
-  const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
-  return failure("internal_error", `unexpected error during ${op}: ${text}`);
 }

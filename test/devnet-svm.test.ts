@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -181,6 +181,27 @@ describe("facilitator devnet --svm-only", () => {
           message: `Solana fee payer ${feePayer} holds 100 SOL on ${NETWORK} for fees`,
         }),
       );
+      expect(banner).toContain(`npx facilitator settle ${request}`);
+      // Settled once (a copy: the devnet signs the file again every 20 s), then refused.
+      const copy = path.join(os.tmpdir(), `facilitator-svm-request-${process.pid}.json`);
+      await writeFile(copy, await readFile(request, "utf8"));
+      try {
+        const env = { FACILITATOR_RPC_URL: rpcUrl, FACILITATOR_SVM_PRIVATE_KEY_FILE: keyFile };
+        const settled = await runCli(["settle", copy], env);
+        expect(JSON.parse(settled.stdout)).toMatchObject({
+          success: true,
+          transactionHash: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{86,88}$/),
+        });
+        expect(settled.code).toBe(0);
+        const again = await runCli(["settle", copy], env);
+        expect(JSON.parse(again.stdout)).toMatchObject({
+          success: false,
+          error: "duplicate_settlement",
+        });
+        expect(again.code).not.toBe(0);
+      } finally {
+        await rm(copy, { force: true });
+      }
       // The fee payer's key is in its file only.
       expect(devnet.stdout()).not.toContain(secret);
       expect(devnet.stderr()).not.toContain(secret);

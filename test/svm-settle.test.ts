@@ -8,7 +8,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createKeyPairSignerFromBytes } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { svmFeePayerOf } from "../src/chain/svm-keys.js";
 import {
@@ -16,14 +15,13 @@ import {
   PAYER_USDC_BALANCE,
   type SvmDevKey,
   type SvmDevnet,
-  secretKeyBytes,
   startSvmDevnet,
 } from "../src/devnet/svm/index.js";
 import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { Journal } from "../src/store/journal.js";
-import { buildPayment } from "./helpers/svm-build.js";
 import {
+  devnetPayment,
   referenceSvmFacilitator,
   svmClientPayload,
   svmRequirementsV2,
@@ -106,22 +104,8 @@ function payer(n: number): SvmDevKey {
 }
 
 /** A payment with any part changed, signed by `from`, on a fresh blockhash. */
-async function built(from: SvmDevKey, amount: bigint, options: { microLamports?: bigint } = {}) {
-  const { result } = await svmRpc(devnet, "getLatestBlockhash", [{ commitment: "confirmed" }]);
-  const blockhash = (result as { value: { blockhash: string } }).value.blockhash;
-  const requirements = svmRequirementsV2(devnet, { amount: amount.toString() });
-  const transaction = await buildPayment({
-    payer: await createKeyPairSignerFromBytes(secretKeyBytes(from)),
-    feePayer: devnet.feePayer.address,
-    mint: devnet.mint.address,
-    payTo: devnet.payee.address,
-    amount,
-    blockhash,
-    microLamports: options.microLamports,
-  });
-  const payload = { x402Version: 2, accepted: requirements, payload: { transaction } };
-  return { payload, requirements };
-}
+const built = (from: SvmDevKey, amount: bigint, options: { microLamports?: bigint } = {}) =>
+  devnetPayment(devnet, from, amount, options);
 
 describe("settle", () => {
   test("a v2 payment settles once: the tokens move, our fee payer pays the fee, the chain confirms it", async () => {

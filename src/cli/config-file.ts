@@ -12,6 +12,7 @@ export interface ConfigFile {
   erc6492Factories?: unknown;
   privateKeyFile?: unknown;
   svmPrivateKeyFile?: unknown;
+  svmMaxFeeLamports?: unknown;
   confirmTimeoutSeconds?: unknown;
   journal?: unknown;
   store?: unknown;
@@ -31,6 +32,7 @@ const CONFIG_KEYS = [
   "erc6492Factories",
   "privateKeyFile",
   "svmPrivateKeyFile",
+  "svmMaxFeeLamports",
   "confirmTimeoutSeconds",
   "journal",
   "store",

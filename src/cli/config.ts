@@ -17,6 +17,7 @@ export interface ConfigFlags {
   readonly erc6492Factory?: string[] | undefined;
   readonly privateKeyFile?: string | undefined;
   readonly svmPrivateKeyFile?: string | undefined;
+  readonly svmMaxFeeLamports?: string | undefined;
   readonly config?: string | undefined;
   readonly confirmTimeout?: string | undefined;
   readonly journal?: string | undefined;
@@ -42,6 +43,8 @@ export interface CliConfig {
   readonly loadPrivateKeys: () => Hex[];
   /** The Solana fee payers (verify needs their addresses too); none when no key is configured. */
   readonly loadSvmFeePayers: () => SvmFeePayer[];
+  /** The most lamports one Solana settlement may cost the fee payer (undefined: the default). */
+  readonly svmMaxFeeLamports?: bigint | undefined;
   readonly confirmTimeoutMs: number;
   readonly journalPath: string;
   /** A PostgreSQL URL: settlements live there, shared by replicas, instead of the journal file. */
@@ -374,6 +377,17 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
       ? parseSeconds(file.storeLeaseSeconds, where("storeLeaseSeconds"))
       : undefined;
 
+  const lamports = (value: unknown, source: string) =>
+    BigInt(parseCount(value, source, Number.MAX_SAFE_INTEGER));
+  const svmMaxFeeLamports =
+    flags.svmMaxFeeLamports !== undefined
+      ? lamports(flags.svmMaxFeeLamports, "--svm-max-fee-lamports")
+      : env.FACILITATOR_SVM_MAX_FEE_LAMPORTS
+        ? lamports(env.FACILITATOR_SVM_MAX_FEE_LAMPORTS, "FACILITATOR_SVM_MAX_FEE_LAMPORTS")
+        : file.svmMaxFeeLamports !== undefined
+          ? lamports(file.svmMaxFeeLamports, where("svmMaxFeeLamports"))
+          : undefined;
+
   const caps = feeCaps(file.maxFee, where("maxFee"));
   const maxFeeWei =
     flags.maxFee !== undefined
@@ -434,6 +448,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     loadPrivateKey,
     loadPrivateKeys,
     loadSvmFeePayers,
+    svmMaxFeeLamports,
     confirmTimeoutMs,
     journalPath,
     storeUrl,

@@ -29,6 +29,7 @@ export async function facilitatorFrom(
     metrics: options.metrics,
     // Verify needs the Solana fee payers too: a payment names the one it expects.
     svmFeePayers: config.loadSvmFeePayers(),
+    svmMaxFeeLamports: config.svmMaxFeeLamports,
   };
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();

@@ -20,6 +20,10 @@ export function withChainOptions(command: Command): Command {
       "--svm-private-key-file <file>",
       "Solana fee payer key file, base58 secret keys one per line (or env FACILITATOR_SVM_PRIVATE_KEY)",
     )
+    .option(
+      "--svm-max-fee-lamports <n>",
+      "most lamports one Solana settlement may cost the fee payer (default 150000; env FACILITATOR_SVM_MAX_FEE_LAMPORTS)",
+    )
     .option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)");
 }
 

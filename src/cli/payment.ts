@@ -86,7 +86,13 @@ function namesAChain(body: unknown): boolean {
 function exitStatus(reply: Reply, body: unknown, facilitator: Facilitator): number {
   const f = reply.failure;
   if (f?.code === "unsupported_network" && namesAChain(body)) return 2;
-  if (f?.code === "settlement_failed" && statusOf(f) >= 500 && facilitator.signers.size === 0) {
+  const evm = namesAChain(body);
+  if (
+    f?.code === "settlement_failed" &&
+    statusOf(f) >= 500 &&
+    evm &&
+    facilitator.signers.size === 0
+  ) {
     return 2;
   }
   return exitCodeOf(reply);

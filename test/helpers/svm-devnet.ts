@@ -9,6 +9,7 @@ import { toFacilitatorSvmSigner } from "@x402/svm";
 import { ExactSvmScheme as ExactSvmClient } from "@x402/svm/exact/client";
 import { ExactSvmScheme as ExactSvmFacilitator } from "@x402/svm/exact/facilitator";
 import { type SvmDevKey, type SvmDevnet, secretKeyBytes } from "../../src/devnet/svm/index.js";
+import { type BuildOptions, buildPayment } from "./svm-build.js";
 
 /** x402 v2 PaymentRequirements for the devnet's test USDC, with our fee payer. */
 export function svmRequirementsV2(
@@ -67,4 +68,32 @@ export async function svmRpc(devnet: SvmDevnet, method: string, params: unknown[
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
   return (await response.json()) as { result?: unknown; error?: { code: number; message: string } };
+}
+
+/**
+ * A payment in the official client's layout with any part changed (test/helpers/svm-build.ts),
+ * signed by `from` on the devnet's latest blockhash, with requirements for what it pays.
+ */
+export async function devnetPayment(
+  devnet: SvmDevnet,
+  from: SvmDevKey,
+  amount: bigint,
+  options: Omit<Partial<BuildOptions>, "payer" | "amount" | "blockhash"> = {},
+) {
+  const answer = await svmRpc(devnet, "getLatestBlockhash", [{ commitment: "confirmed" }]);
+  const blockhash = (answer.result as { value: { blockhash: string } }).value.blockhash;
+  const requirements = svmRequirementsV2(devnet, { amount: amount.toString() });
+  const transaction = await buildPayment({
+    feePayer: devnet.feePayer.address,
+    mint: devnet.mint.address,
+    payTo: devnet.payee.address,
+    ...options,
+    payer: await createKeyPairSignerFromBytes(secretKeyBytes(from)),
+    amount,
+    blockhash,
+  });
+  return {
+    payload: { x402Version: 2, accepted: requirements, payload: { transaction } },
+    requirements,
+  };
 }

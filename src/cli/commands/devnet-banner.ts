@@ -34,7 +34,12 @@ export function devnetBanner(
           `    npx facilitator settle ${files.evm.request}   ${dim("# again: nonce_already_used")}`,
         ]
       : []),
-    ...(files.svm ? [`    npx facilitator verify ${files.svm.request}`] : []),
+    ...(files.svm
+      ? [
+          `    npx facilitator verify ${files.svm.request}`,
+          `    npx facilitator settle ${files.svm.request}`,
+        ]
+      : []),
     `    npx facilitator doctor`,
     "",
   ];

@@ -131,6 +131,14 @@ export async function checkRpcs(
   return { findings, chains };
 }
 
+function hasSvmFeePayer(config: CliConfig): boolean {
+  try {
+    return config.loadSvmFeePayers().length > 0;
+  } catch {
+    return false;
+  }
+}
+
 export async function checkKeys(
   config: CliConfig,
   chains: readonly ChainSeen[],
@@ -142,11 +150,21 @@ export async function checkKeys(
     return [{ area: "key", level: "error", message: (error as Error).message }];
   }
   if (keys.length === 0) {
+    if (chains.length === 0 && hasSvmFeePayer(config)) {
+      return [
+        {
+          area: "key",
+          level: "ok",
+          message:
+            "no EVM settlement key, and no EVM chain served: Solana settles with its fee payer",
+        },
+      ];
+    }
     return [
       {
         area: "key",
         level: "warning",
-        message: "no settlement key: verify works, settle answers settlement_failed",
+        message: "no settlement key: verify works, EVM settle answers settlement_failed",
         fix: "pass --private-key-file FILE or set FACILITATOR_PRIVATE_KEY (never a flag value)",
       },
     ];

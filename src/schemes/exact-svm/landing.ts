@@ -20,7 +20,12 @@ export async function followSignature(
   client: Client,
   signature: string,
   blockhash: string,
-  options: { readonly timeoutMs: number; readonly pollMs: number },
+  options: {
+    readonly timeoutMs: number;
+    readonly pollMs: number;
+    /** Nobody waits for the answer: its timers never hold the process up. */
+    readonly background?: boolean | undefined;
+  },
 ): Promise<Landing> {
   const deadline = Date.now() + options.timeoutMs;
   for (let poll = 0; ; poll++) {
@@ -38,7 +43,10 @@ export async function followSignature(
       if (!isUnreachable(error)) throw error;
     }
     if (Date.now() + options.pollMs > deadline) return { kind: "timeout" };
-    await new Promise((resolve) => setTimeout(resolve, options.pollMs).unref());
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, options.pollMs);
+      if (options.background) timer.unref();
+    });
   }
 }
 

@@ -229,10 +229,11 @@ async function settleFresh(s: Settling, waitUntil: WaitUntil): Promise<SettleRes
   return conclude(s, await follow(s));
 }
 
-function follow(s: Settling): Promise<Landing> {
+function follow(s: Settling, background = false): Promise<Landing> {
   return followSignature(s.ctx.client, s.signed.signature, s.payment.recentBlockhash, {
     timeoutMs: s.ctx.confirmTimeoutMs,
     pollMs: s.ctx.pollMs,
+    background,
   });
 }
 
@@ -339,7 +340,7 @@ function alreadyOnChain(
 
 /** Follows a transaction nobody waits for, to end its payer's hold and charge a failure. */
 async function watch(s: Settling): Promise<void> {
-  const landing = await follow(s).catch(() => undefined);
+  const landing = await follow(s, true).catch(() => undefined);
   if (!landing || landing.kind === "timeout") return;
   if (landing.kind === "confirmed") s.ctx.ledger.landed(s.key, landing.slot);
   else track(s, landing);
