@@ -73,8 +73,14 @@ async function latestBlockhash(rpcUrl: string) {
   };
 }
 
+/**
+ * What signing needs of a devnet: its RPC, network, fee payer, payee and mint (a devnet started in
+ * another process is described by these too: its keys are the well-known devnetKeys()).
+ */
+export type SvmDevnetParts = Pick<SvmDevnet, "rpcUrl" | "network" | "feePayer" | "payee" | "mint">;
+
 /** x402 v2 requirements for the devnet's test USDC, the devnet's fee payer in `extra`. */
-export function svmSampleRequirements(devnet: SvmDevnet, amount = 10_000n) {
+export function svmSampleRequirements(devnet: SvmDevnetParts, amount = 10_000n) {
   return {
     scheme: "exact",
     network: devnet.network,
@@ -88,7 +94,7 @@ export function svmSampleRequirements(devnet: SvmDevnet, amount = 10_000n) {
 
 /** A request file body (reference dialect, x402 v2): `{ payload, requirements }`. */
 export async function signSvmSampleRequest(
-  devnet: SvmDevnet,
+  devnet: SvmDevnetParts,
   payer: SvmDevKey,
   options: SvmRequestOptions = {},
 ) {
