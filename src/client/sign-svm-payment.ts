@@ -24,7 +24,7 @@ import {
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
 } from "@solana/kit";
-import { base58ToBytes, bytesToBase58 } from "../chain/base58.js";
+import { bytesToBase58 } from "../chain/base58.js";
 import { associatedTokenAddress } from "../schemes/exact-svm/ata.js";
 import {
   COMPUTE_BUDGET_PROGRAM,
@@ -57,12 +57,6 @@ export function fetchSvmCall(rpcUrl: string): SvmCall {
     }
     return body.result;
   };
-}
-
-/** Whether `text` is a Solana address: base58 of 32 bytes. */
-export function isSvmAddress(text: unknown): text is string {
-  if (typeof text !== "string" || !/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(text)) return false;
-  return base58ToBytes(text)?.length === 32;
 }
 
 export interface SvmBlockhash {

@@ -6,11 +6,10 @@
  */
 import { parseUnits } from "viem";
 import { isUnreachable, type RpcRegistry } from "../../chain/rpc.js";
-import { solanaCluster } from "../../chain/solana.js";
+import { isSolanaAddress, solanaCluster } from "../../chain/solana.js";
 import { svmFeePayerOf, svmFeePayerOfBytes } from "../../chain/svm-keys.js";
 import { DEFAULT_RESOURCE, type RequirementsJson, requestBody } from "../../client/sign-payment.js";
 import {
-  isSvmAddress,
   latestBlockhash,
   MAX_MEMO_BYTES,
   NotAMint,
@@ -92,7 +91,7 @@ function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Arra
 }
 
 function svmAddress(value: string, flag: string): string {
-  if (!isSvmAddress(value)) throw new UsageError(`${flag} is not a Solana address (base58)`);
+  if (!isSolanaAddress(value)) throw new UsageError(`${flag} is not a Solana address (base58)`);
   return value;
 }
 
@@ -115,7 +114,7 @@ function atomicAmount(text: string, decimals: number): bigint {
 /** The seller's blockhash when `extra` carries one (as the official client uses it), else ours. */
 async function lifetimeOf(extra: Record<string, unknown>, call: SvmCall): Promise<SvmBlockhash> {
   const provided = extra.recentBlockhash;
-  if (isSvmAddress(provided)) {
+  if (isSolanaAddress(provided)) {
     const last = extra.lastValidBlockHeight;
     const lastValidBlockHeight =
       typeof last === "string" && /^\d+$/.test(last)
