@@ -3,10 +3,13 @@
  * resource server sends the payment requirements it would offer, `{x402Version: 2, resource,
  * accepts: [...]}`, and the facilitator answers with the ones it can settle, completed with what a
  * buyer needs to sign: the token's EIP-712 name and version in `extra` (read from the token when
- * missing) and a `maxTimeoutSeconds`. The answer has the shape of an x402 v2 402 body.
+ * missing) and a `maxTimeoutSeconds`; on Solana, our fee payer in `extra.feePayer`
+ * (src/accepts-svm.ts). The answer has the shape of an x402 v2 402 body.
  */
 import { type Address, getAddress, isAddress, parseAbi } from "viem";
+import { completeSvm, type SvmAcceptsContext } from "./accepts-svm.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "./chain/networks.js";
+import { looksSolana } from "./chain/solana.js";
 import { type Failure, failure } from "./errors.js";
 import type { Facilitator } from "./facilitator.js";
 
@@ -52,10 +55,14 @@ function domainOf(facilitator: Facilitator, chainId: number, asset: Address) {
 async function complete(
   facilitator: Facilitator,
   served: ReadonlySet<number>,
+  svm: SvmAcceptsContext,
   offered: unknown,
 ): Promise<Record<string, unknown> | undefined> {
   if (!isObject(offered) || offered.scheme !== "exact" || typeof offered.network !== "string") {
     return undefined;
+  }
+  if (looksSolana(offered.network)) {
+    return completeSvm(svm, { ...offered, network: offered.network }, DEFAULT_MAX_TIMEOUT_SECONDS);
   }
   const chainId = chainIdOfCaip2(offered.network) ?? chainIdOfV1Name(offered.network);
   if (chainId === undefined || !served.has(chainId)) return undefined;
@@ -83,6 +90,9 @@ async function complete(
   };
 }
 
+/** Offers naming no fee payer get ours in turn, as /supported names them. */
+let feePayerTurn = 0;
+
 export async function answerAccepts(
   facilitator: Facilitator,
   body: unknown,
@@ -96,8 +106,20 @@ export async function answerAccepts(
   if (body.accepts.length > 64) {
     return { ok: false, failure: failure("invalid_request", "accepts holds more than 64 entries") };
   }
-  const served = new Set(await facilitator.rpc.servedChainIds());
-  const completed = await Promise.all(body.accepts.map((a) => complete(facilitator, served, a)));
+  const [chainIds, clusters] = await Promise.all([
+    facilitator.rpc.servedChainIds(),
+    facilitator.rpc.servedSolanaNetworks(),
+  ]);
+  const served = new Set(chainIds);
+  const feePayers = facilitator.svmFeePayers;
+  const svm: SvmAcceptsContext = {
+    served: new Set(clusters),
+    feePayers,
+    nextFeePayer: () => feePayers[feePayerTurn++ % feePayers.length] as string,
+  };
+  const completed = await Promise.all(
+    body.accepts.map((a) => complete(facilitator, served, svm, a)),
+  );
   const resource =
     isObject(body.resource) && typeof body.resource.url === "string" ? body.resource : { url: "" };
   return {

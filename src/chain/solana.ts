@@ -4,6 +4,7 @@
  * those of the official @x402/svm 2.27.0 (SOLANA_MAINNET_CAIP2, SOLANA_DEVNET_CAIP2,
  * SOLANA_TESTNET_CAIP2 and its V1_TO_V2_NETWORK_MAP).
  */
+import { base58ToBytes } from "./base58.js";
 
 export interface SolanaCluster {
   /** `solana:` and the first 32 characters of the genesis hash. */
@@ -54,4 +55,10 @@ export function looksSolana(network: string): boolean {
 
 export function solanaCluster(network: string): SolanaCluster | undefined {
   return SOLANA_CLUSTERS.find((c) => c.network === network);
+}
+
+/** Whether `text` is a Solana address: base58 of 32 bytes. */
+export function isSolanaAddress(text: unknown): text is string {
+  if (typeof text !== "string" || !/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(text)) return false;
+  return base58ToBytes(text)?.length === 32;
 }

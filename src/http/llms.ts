@@ -32,7 +32,8 @@ export function llmsTxt(): string {
 - POST /accepts: Faremeter's facilitator call. {"x402Version": 2, "resource", "accepts": [PaymentRequirements]}
     → 200 {"x402Version": 2, "resource", "accepts"}: the offered requirements this facilitator can
     settle (exact, a network served here), with the token's EIP-712 name and version filled into
-    extra and maxTimeoutSeconds (default 300); the others are left out.
+    extra and maxTimeoutSeconds (default 300); on Solana (with a fee payer key) extra.feePayer is
+    ours, and an offer naming another fee payer is left out; the others are left out.
 - GET /supported: the kinds served ({"kinds", "extensions", "signers"}), in the x402 shape:
   exactly the networks /verify and /settle accept. With any RPC configured, only their chains;
   every other network is unsupported_network. See README.md#networks-served.

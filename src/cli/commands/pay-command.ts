@@ -12,24 +12,37 @@ export const payCommand = withChainOptions(
       "PaymentRequirements (v1 or v2), or a 402 answer with accepts: [...] (- for stdin)",
     )
     .option("--amount <amount>", "in token units, e.g. 0.01 (the token's decimals apply)")
-    .option("--to <address>", "who is paid (payTo)")
-    .option("--asset <address>", "the token contract")
-    .option("--network <network>", "eip155:<chain id> (v2) or a v1 name such as base-sepolia")
+    .option("--to <address>", "who is paid (payTo; on Solana the wallet, base58)")
+    .option("--asset <address>", "the token contract (on Solana the mint)")
+    .option(
+      "--network <network>",
+      "eip155:<chain id> or solana:<genesis hash prefix> (v2), or a v1 name such as base-sepolia or solana-devnet",
+    )
     .addOption(
-      new Option("--method <method>", "how the payer's signature moves the tokens").choices([
+      new Option("--method <method>", "EVM: how the payer's signature moves the tokens").choices([
         "eip3009",
         "permit2",
       ]),
     )
     .option(
       "--approval",
-      "with --method permit2: carry the payer's approval as a signed approve transaction (erc20ApprovalGasSponsoring) instead of an EIP-2612 permit",
+      "EVM, with --method permit2: carry the payer's approval as a signed approve transaction (erc20ApprovalGasSponsoring) instead of an EIP-2612 permit",
     )
-    .option("--payer-key-file <file>", "the payer's key (the first key in the file)")
-    .option("--payer <n>", "on a devnet: pay from its payer n (1-5; default 1)")
-    .option("--valid-for <seconds>", "how long the authorization stays valid (default 300)")
+    .option(
+      "--payer-key-file <file>",
+      "the payer's key (the first key in the file; on Solana base58, or a solana-keygen JSON array)",
+    )
+    .option("--payer <n>", "on a devnet: pay from its payer n (EVM 1-5, Solana 1-3; default 1)")
+    .option(
+      "--fee-payer <address>",
+      "Solana: the facilitator's fee payer (default: the requirements' extra.feePayer, or the devnet's)",
+    )
+    .option(
+      "--valid-for <seconds>",
+      "how long the authorization stays valid (default 300; on Solana maxTimeoutSeconds only: the transaction lives as long as its blockhash)",
+    )
     .option("--x402", "print the x402 dialect ({x402Version, paymentPayload, paymentRequirements})")
-    .option("--v1", "x402 version 1 (EIP-3009 only; the network needs a v1 name)"),
+    .option("--v1", "x402 version 1 (EIP-3009 or Solana; the network needs a v1 name)"),
 )
   .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON request")
   .addHelpText(
@@ -44,6 +57,14 @@ payer 1 to the devnet's payee, so this is a whole payment:
 Elsewhere, name what is paid and who pays:
   facilitator pay --network eip155:84532 --asset 0x036CbD53842c5426634e7929541eC2318f3dCF7e \\
     --to 0xYourAddress --amount 0.01 --payer-key-file payer.key > request.json
+
+On Solana (a devnet started with \`facilitator devnet --svm\`, or any cluster by its RPC), the same:
+  facilitator pay --network solana-devnet --amount 0.01 --payer 2 | facilitator verify -
+  facilitator pay --rpc-url https://api.devnet.solana.com --network solana-devnet \\
+    --asset 4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU --to YourWallet --amount 0.01 \\
+    --fee-payer FacilitatorFeePayer --payer-key-file payer.json > request.json
+The fee payer is the facilitator's (its GET /supported lists it under "solana:*"); with
+--requirements it comes from extra.feePayer. --method and --approval are EVM only.
 
 The key is never accepted as a flag value and never printed. With --method permit2, a payer that
 has not approved Permit2 signs the token's EIP-2612 permit too (the eip2612GasSponsoring extension).

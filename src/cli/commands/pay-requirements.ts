@@ -1,11 +1,14 @@
 /**
- * `facilitator pay --requirements FILE`: PaymentRequirements of x402 v1 or v2, a list of them, or
- * a resource server's 402 answer (`{x402Version, accepts: [...]}`); the first `exact` one on an
- * EVM network is paid.
+ * What `facilitator pay` pays, and where. `--requirements FILE`: PaymentRequirements of x402 v1 or
+ * v2, a list of them, or a resource server's 402 answer (`{x402Version, accepts: [...]}`); the
+ * first `exact` one on an EVM or Solana network is paid (the first on --network's, when given).
+ * The network: --network, the requirements', or the one configured RPC's (EVM or Solana).
  */
-import { chainIdOfCaip2, chainIdOfV1Name } from "../../chain/networks.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../chain/networks.js";
+import type { RpcRegistry } from "../../chain/rpc.js";
+import { looksSolana, solanaNetworkOf } from "../../chain/solana.js";
 import type { RequirementsJson } from "../../client/sign-payment.js";
-import type { Failure } from "../../errors.js";
+import { FacilitatorError, type Failure } from "../../errors.js";
 import { UsageError } from "../errors.js";
 
 export interface PickedRequirements {
@@ -14,33 +17,54 @@ export interface PickedRequirements {
   readonly amount: bigint;
 }
 
+/** An EVM chain, or a Solana cluster (its CAIP-2 id, and the name the user gave it). */
+export type PayTarget =
+  | { readonly kind: "evm"; readonly chainId: number }
+  | { readonly kind: "svm"; readonly network: string; readonly named: string };
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A Solana network in either form (v1 name or CAIP-2) as its CAIP-2 id. */
+function solanaId(network: string): string | undefined {
+  return solanaNetworkOf(network, 1) ?? solanaNetworkOf(network, 2);
+}
+
+/** One id per network, whichever way it is written: eip155:<id> or solana:<genesis prefix>. */
+function networkId(network: string): string | undefined {
+  if (looksSolana(network)) return solanaId(network);
+  const chainId = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
+  return chainId === undefined ? undefined : caip2(chainId);
+}
 
 function payable(value: unknown): value is RequirementsJson {
   if (!isObject(value) || value.scheme !== "exact" || typeof value.network !== "string") {
     return false;
   }
-  return (
-    chainIdOfCaip2(value.network) !== undefined || chainIdOfV1Name(value.network) !== undefined
-  );
+  return networkId(value.network) !== undefined;
 }
 
 export function pickRequirements(
   parsed: { ok: true; value: unknown } | { ok: false; failure: Failure },
   source: string,
+  network?: string,
 ): PickedRequirements {
   if (!parsed.ok) throw new UsageError(`--requirements ${source}: ${parsed.failure.message}`);
   const value = parsed.value;
-  const candidates = Array.isArray(value)
-    ? value
-    : isObject(value) && Array.isArray(value.accepts)
-      ? value.accepts
-      : [value];
-  const requirements = candidates.find(payable);
+  const candidates = (
+    Array.isArray(value)
+      ? value
+      : isObject(value) && Array.isArray(value.accepts)
+        ? value.accepts
+        : [value]
+  ).filter(payable);
+  const wanted = network === undefined ? undefined : networkId(network);
+  const requirements =
+    (wanted === undefined ? undefined : candidates.find((c) => networkId(c.network) === wanted)) ??
+    candidates[0];
   if (!requirements) {
     throw new UsageError(
-      `--requirements ${source} holds no "exact" PaymentRequirements on an EVM network (eip155:<id> or a v1 name)`,
+      `--requirements ${source} holds no "exact" PaymentRequirements on an EVM or Solana network (eip155:<id>, solana:<genesis hash prefix> or a v1 name)`,
     );
   }
   const amountText = requirements.amount ?? requirements.maxAmountRequired;
@@ -56,4 +80,60 @@ export function pickRequirements(
   }
   const x402Version = "maxAmountRequired" in requirements ? 1 : 2;
   return { requirements, x402Version, amount: BigInt(amountText) };
+}
+
+/** The file's requirements without the other version's amount field. */
+export function stripAmounts(base: RequirementsJson | undefined): Record<string, unknown> {
+  if (!base) return {};
+  const { amount: _a, maxAmountRequired: _m, ...rest } = base;
+  return rest;
+}
+
+/** The network a payment is for: --network, the requirements', or the one configured RPC's. */
+export async function targetOf(network: string | undefined, rpc: RpcRegistry): Promise<PayTarget> {
+  if (network !== undefined) {
+    const shown = network.slice(0, 60);
+    if (looksSolana(network)) {
+      const id = solanaId(network);
+      if (id === undefined) {
+        throw new UsageError(
+          `--network ${shown} is not a Solana network: use solana:<first 32 characters of the genesis hash>, or a v1 name: solana, solana-devnet, solana-testnet`,
+        );
+      }
+      return { kind: "svm", network: id, named: network };
+    }
+    const chainId = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
+    if (chainId === undefined) {
+      throw new UsageError(
+        `--network ${shown} is not a network: use eip155:<chain id>, solana:<genesis hash prefix> or a v1 name such as base-sepolia or solana-devnet`,
+      );
+    }
+    return { kind: "evm", chainId };
+  }
+  const [chainIds, clusters] = await Promise.all([
+    rpc.configuredChainIds(),
+    rpc.servedSolanaNetworks(),
+  ]);
+  const served: PayTarget[] = [
+    ...chainIds.map((chainId) => ({ kind: "evm" as const, chainId })),
+    ...clusters.map((id) => ({ kind: "svm" as const, network: id, named: id })),
+  ];
+  if (served.length === 1) return served[0] as PayTarget;
+  const down = (await rpc.endpoints()).filter(
+    (e) => e.chainId === undefined && e.solana === undefined,
+  );
+  if (served.length === 0 && down.length > 0) {
+    throw FacilitatorError.of(
+      "chain_unavailable",
+      `the configured RPC ${down.map((e) => e.url).join(", ")} could not be reached to learn which chain it serves`,
+    );
+  }
+  if (served.length === 0) {
+    throw new UsageError(
+      "which chain? no reachable RPC is configured: pass --network, and --rpc-url (or source a devnet's devnet.env)",
+    );
+  }
+  throw new UsageError(
+    `which chain? the configured RPCs serve ${[...chainIds.map(caip2), ...clusters].join(", ")}: pass --network`,
+  );
 }

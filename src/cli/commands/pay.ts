@@ -13,7 +13,7 @@ import {
   parseUnits,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../../chain/networks.js";
+import { caip2, knownNetwork } from "../../chain/networks.js";
 import { isUnreachable, RpcRegistry, unreachableReason } from "../../chain/rpc.js";
 import {
   approvalTerms,
@@ -32,7 +32,8 @@ import { type ConfigFlags, loadConfig, readPrivateKey } from "../config.js";
 import { UsageError } from "../errors.js";
 import { readSource } from "../input.js";
 import { humanOutput, note, printJson, warn } from "../output.js";
-import { pickRequirements } from "./pay-requirements.js";
+import { pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
+import { buildSvmRequest } from "./pay-svm.js";
 
 export interface PayFlags extends ConfigFlags {
   readonly requirements?: string | undefined;
@@ -45,6 +46,8 @@ export interface PayFlags extends ConfigFlags {
   readonly approval?: boolean | undefined;
   readonly payerKeyFile?: string | undefined;
   readonly payer?: string | undefined;
+  /** Solana: the facilitator's fee payer (`extra.feePayer`). */
+  readonly feePayer?: string | undefined;
   readonly validFor?: string | undefined;
   readonly x402?: boolean | undefined;
   readonly v1?: boolean | undefined;
@@ -57,43 +60,6 @@ const tokenAbi = parseAbi([
   "function decimals() view returns (uint8)",
   "function nonces(address owner) view returns (uint256)",
 ]);
-
-/** The chain a payment is for: --network, the requirements', or the one configured RPC's. */
-async function chainOf(
-  flags: PayFlags,
-  fromFile: RequirementsJson | undefined,
-  rpc: RpcRegistry,
-): Promise<number> {
-  const network = flags.network ?? fromFile?.network;
-  if (network !== undefined) {
-    const id = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
-    if (id === undefined) {
-      throw new UsageError(
-        `--network ${network.slice(0, 60)} is not a network: use eip155:<chain id> or a v1 name such as base-sepolia`,
-      );
-    }
-    return id;
-  }
-  const served = await rpc.configuredChainIds();
-  if (served.length === 1) return served[0] as number;
-  const down = (await rpc.endpoints()).filter(
-    (e) => e.chainId === undefined && e.solana === undefined,
-  );
-  if (served.length === 0 && down.length > 0) {
-    throw FacilitatorError.of(
-      "chain_unavailable",
-      `the configured RPC ${down.map((e) => e.url).join(", ")} could not be reached to learn which chain it serves`,
-    );
-  }
-  if (served.length === 0) {
-    throw new UsageError(
-      "which chain? no reachable RPC is configured: pass --network, and --rpc-url (or source a devnet's devnet.env)",
-    );
-  }
-  throw new UsageError(
-    `which chain? the configured RPCs serve ${served.map(caip2).join(", ")}: pass --network`,
-  );
-}
 
 function address(value: string, flag: string): Address {
   if (!isAddress(value, { strict: false })) throw new UsageError(`${flag} is not an address`);
@@ -216,9 +182,18 @@ async function eip2612For(
 
 async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   const fromFile = flags.requirements
-    ? pickRequirements(parseJson(await readSource(flags.requirements)), flags.requirements)
+    ? pickRequirements(
+        parseJson(await readSource(flags.requirements)),
+        flags.requirements,
+        flags.network,
+      )
     : undefined;
-  const chainId = await chainOf(flags, fromFile?.requirements, rpc);
+  const target = await targetOf(flags.network ?? fromFile?.requirements.network, rpc);
+  if (target.kind === "svm") return buildSvmRequest(flags, rpc, target, fromFile);
+  if (flags.feePayer !== undefined) {
+    throw new UsageError("--fee-payer is for Solana payments: on EVM the facilitator pays the gas");
+  }
+  const { chainId } = target;
   let cached: PublicClient | undefined;
   const client = async () => {
     cached ??= await rpc.client(chainId);
@@ -339,13 +314,6 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     body,
     summary: `${amount} units of ${asset} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
   };
-}
-
-/** The file's requirements without the other version's amount field. */
-function stripAmounts(base: RequirementsJson | undefined): Record<string, unknown> {
-  if (!base) return {};
-  const { amount: _a, maxAmountRequired: _m, ...rest } = base;
-  return rest;
 }
 
 export async function runPay(flags: PayFlags): Promise<number> {
