@@ -63,7 +63,9 @@ async function probeSolana(
   const started = performance.now();
   try {
     const client = await facilitator.rpc.solanaClient(network);
-    const slot = await withTimeout(client.request({ method: "getSlot" } as never));
+    const slot = await withTimeout(
+      client.request({ method: "getSlot", params: [{ commitment: "confirmed" }] } as never),
+    );
     const latencyMs = Math.round(performance.now() - started);
     return { network, rpc, ok: true, blockNumber: String(slot), latencyMs };
   } catch (error) {

@@ -13,6 +13,9 @@ export type Landing =
   | { readonly kind: "expired" }
   | { readonly kind: "timeout" };
 
+/** The first wait between status polls; each next one doubles, up to the poll interval. */
+const FIRST_POLL_MS = 25;
+
 /** Blockhash validity is asked every this many polls (a status is asked every poll). */
 const BLOCKHASH_EVERY = 4;
 
@@ -42,9 +45,11 @@ export async function followSignature(
     } catch (error) {
       if (!isUnreachable(error)) throw error;
     }
-    if (Date.now() + options.pollMs > deadline) return { kind: "timeout" };
+    // Asked soon at first (a slot is 400 ms), then every pollMs.
+    const wait = Math.min(options.pollMs, FIRST_POLL_MS * 2 ** poll);
+    if (Date.now() + wait > deadline) return { kind: "timeout" };
     await new Promise((resolve) => {
-      const timer = setTimeout(resolve, options.pollMs);
+      const timer = setTimeout(resolve, wait);
       if (options.background) timer.unref();
     });
   }
