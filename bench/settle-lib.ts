@@ -117,10 +117,14 @@ export interface Settled {
   readonly error?: string | undefined;
 }
 
-export async function settleOne(url: string, body: string): Promise<Settled> {
+/** POSTs `body` to `url`: how long the answer took, and the success's hash or the error. */
+export async function postTimed(
+  url: string,
+  body: string,
+): Promise<{ latencyMs: number; hash?: string; error?: string }> {
   const sent = performance.now();
   try {
-    const response = await fetch(`${url}/settle`, {
+    const response = await fetch(url, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body,
@@ -135,13 +139,18 @@ export async function settleOne(url: string, body: string): Promise<Settled> {
       // not JSON: reported below
     }
     if (response.status === 200 && answer.success === true) {
-      return { latencyMs, hash: answer.transactionHash as Hex };
+      const hash = typeof answer.transactionHash === "string" ? answer.transactionHash : undefined;
+      return hash === undefined ? { latencyMs } : { latencyMs, hash };
     }
     return { latencyMs, error: `${response.status} ${text.trim().slice(0, 300)}` };
   } catch (error) {
     const latencyMs = performance.now() - sent;
     return { latencyMs, error: error instanceof Error ? `${error.name}: ${error.message}` : "?" };
   }
+}
+
+export async function settleOne(url: string, body: string): Promise<Settled> {
+  return (await postTimed(`${url}/settle`, body)) as Settled;
 }
 
 /**

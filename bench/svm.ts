@@ -51,7 +51,7 @@ import {
 import { devnetKeys } from "../src/devnet/svm/setup.js";
 import { type SvmDevnetParts, signSvmSampleRequest } from "../src/devnet/svm/sign-payment.js";
 import { cleanEnv, exited, setting, stopChild } from "./lib.js";
-import { percentile, ROOT, type ServerProcess, startFacilitator } from "./settle-lib.js";
+import { percentile, postTimed, ROOT, type ServerProcess, startFacilitator } from "./settle-lib.js";
 
 const VERIFY_REQUESTS = Math.floor(setting("BENCH_VERIFY_REQUESTS", 1000));
 const VERIFY_POOL = Math.floor(setting("BENCH_VERIFY_POOL", 200));
@@ -73,7 +73,6 @@ for (const w of WAIT_UNTIL) {
 
 /** Every payment pays 0.01 USDC (6 decimals on both chains). */
 const AMOUNT = 10_000n;
-const REQUEST_TIMEOUT_MS = 60_000;
 const WARMUP_VERIFIES = 32;
 const WARMUP_SETTLES = 4;
 /** How long landed transactions get to reach `confirmed` before the checks read the chain. */
@@ -98,33 +97,7 @@ interface Phase {
   readonly problems: string[];
 }
 
-async function post(url: string, body: string): Promise<Answered> {
-  const sent = performance.now();
-  try {
-    const response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    const text = await response.text();
-    const latencyMs = performance.now() - sent;
-    let answer: { success?: unknown; transactionHash?: unknown } = {};
-    try {
-      answer = JSON.parse(text) as typeof answer;
-    } catch {
-      // not JSON: reported below
-    }
-    if (response.status === 200 && answer.success === true) {
-      const hash = typeof answer.transactionHash === "string" ? answer.transactionHash : undefined;
-      return { latencyMs, hash };
-    }
-    return { latencyMs, error: `${response.status} ${text.trim().slice(0, 300)}` };
-  } catch (error) {
-    const latencyMs = performance.now() - sent;
-    return { latencyMs, error: error instanceof Error ? `${error.name}: ${error.message}` : "?" };
-  }
-}
+const post = (url: string, body: string): Promise<Answered> => postTimed(url, body);
 
 /**
  * Sends `total` requests (body i is bodies[i % bodies.length]) to `url`, `concurrency` at a time,

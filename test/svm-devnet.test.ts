@@ -16,8 +16,10 @@ import {
 import {
   referenceSvmFacilitator,
   svmClientPayload,
+  svmLamports,
   svmRequirementsV2,
   svmRpc,
+  svmTokenBalance,
 } from "./helpers/svm-devnet.js";
 
 let devnet: SvmDevnet;
@@ -33,19 +35,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function tokenBalance(owner: string): Promise<bigint> {
-  const ata = await associatedTokenAddress(owner as never);
-  const { result } = await svmRpc(devnet, "getTokenAccountBalance", [
-    ata,
-    { commitment: "confirmed" },
-  ]);
-  return BigInt((result as { value: { amount: string } }).value.amount);
-}
+const tokenBalance = (owner: string) => svmTokenBalance(devnet, owner, "confirmed");
 
-async function lamports(address: string): Promise<bigint> {
-  const { result } = await svmRpc(devnet, "getBalance", [address]);
-  return BigInt((result as { value: number }).value);
-}
+const lamports = (address: string) => svmLamports(devnet, address, "finalized");
 
 describe("JSON-RPC basics", () => {
   it("answers as Solana devnet", async () => {

@@ -29,14 +29,13 @@ import { ExactSvmSchemeV1 as ExactSvmClientV1 } from "@x402/svm/v1";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  associatedTokenAddress,
   type SvmDevKey,
   type SvmDevnet,
   secretKeyBytes,
   startSvmDevnet,
 } from "../src/devnet/svm/index.js";
 import { type Serving, startServe } from "./helpers/serve.js";
-import { svmRpc } from "./helpers/svm-devnet.js";
+import { svmLamports, svmRpc, svmTokenBalance } from "./helpers/svm-devnet.js";
 
 const PRICE = 10_000n;
 const WEATHER = { city: "Lisbon", forecast: "sunny", celsius: 24 };
@@ -80,22 +79,9 @@ async function rpcResult<T>(method: string, params: unknown[]): Promise<T> {
 }
 
 /** Token units in `owner`'s USDC account (at confirmed, as a buyer's wallet would read it). */
-async function usdcBalance(owner: string): Promise<bigint> {
-  const ata = await associatedTokenAddress(owner as never);
-  const result = await rpcResult<{ value: { amount: string } }>("getTokenAccountBalance", [
-    ata,
-    { commitment: "confirmed" },
-  ]);
-  return BigInt(result.value.amount);
-}
+const usdcBalance = (owner: string) => svmTokenBalance(devnet, owner, "confirmed");
 
-async function lamports(owner: string): Promise<bigint> {
-  const result = await rpcResult<{ value: number | string }>("getBalance", [
-    owner,
-    { commitment: "confirmed" },
-  ]);
-  return BigInt(result.value);
-}
+const lamports = (owner: string) => svmLamports(devnet, owner, "confirmed");
 
 function payer(index: number): SvmDevKey {
   const key = devnet.payers[index];

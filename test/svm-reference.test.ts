@@ -7,7 +7,6 @@ import { AccountRole, type Address } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { svmFeePayerOf } from "../src/chain/svm-keys.js";
 import {
-  associatedTokenAddress,
   PAYER_USDC_BALANCE,
   type SvmDevKey,
   type SvmDevnet,
@@ -21,7 +20,7 @@ import {
   referenceSvmFacilitator,
   svmClientPayload,
   svmRequirementsV2,
-  svmRpc,
+  svmTokenBalance,
 } from "./helpers/svm-devnet.js";
 
 let devnet: SvmDevnet;
@@ -60,14 +59,7 @@ async function oursSettle(payload: Payload, requirements: Requirements) {
   return JSON.parse(answer.body) as { success: boolean; errorReason?: string };
 }
 
-async function payeeBalance(): Promise<bigint> {
-  const ata = await associatedTokenAddress(devnet.payee.address);
-  const { result } = await svmRpc(devnet, "getTokenAccountBalance", [
-    ata,
-    { commitment: "processed" },
-  ]);
-  return BigInt((result as { value: { amount: string } }).value.amount);
-}
+const payeeBalance = () => svmTokenBalance(devnet, devnet.payee.address);
 
 function payer(n: number): SvmDevKey {
   return devnet.payers[n] as SvmDevKey;

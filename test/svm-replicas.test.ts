@@ -6,7 +6,6 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  associatedTokenAddress,
   PAYER_USDC_BALANCE,
   type SvmDevKey,
   type SvmDevnet,
@@ -18,8 +17,9 @@ import { startServe } from "./helpers/serve.js";
 import {
   devnetPayment,
   svmClientPayload,
+  svmLamports,
   svmRequirementsV2,
-  svmRpc,
+  svmTokenBalance,
 } from "./helpers/svm-devnet.js";
 
 let devnet: SvmDevnet;
@@ -49,19 +49,9 @@ afterAll(async () => {
   await devnet?.stop();
 });
 
-async function tokenBalance(owner: string): Promise<bigint> {
-  const ata = await associatedTokenAddress(owner as Parameters<typeof associatedTokenAddress>[0]);
-  const { result } = await svmRpc(devnet, "getTokenAccountBalance", [
-    ata,
-    { commitment: "processed" },
-  ]);
-  return BigInt((result as { value: { amount: string } }).value.amount);
-}
+const tokenBalance = (owner: string) => svmTokenBalance(devnet, owner);
 
-async function lamports(owner: string): Promise<bigint> {
-  const { result } = await svmRpc(devnet, "getBalance", [owner, { commitment: "processed" }]);
-  return BigInt((result as { value: number }).value);
-}
+const lamports = (owner: string) => svmLamports(devnet, owner);
 
 const replica = (i: number) => replicas[i % replicas.length] as Replica;
 const payer = (n: number) => devnet.payers[n] as SvmDevKey;

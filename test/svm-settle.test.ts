@@ -11,7 +11,6 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { svmFeePayerOf } from "../src/chain/svm-keys.js";
 import {
-  associatedTokenAddress,
   PAYER_USDC_BALANCE,
   type SvmDevKey,
   type SvmDevnet,
@@ -24,8 +23,10 @@ import {
   devnetPayment,
   referenceSvmFacilitator,
   svmClientPayload,
+  svmLamports,
   svmRequirementsV2,
   svmRpc,
+  svmTokenBalance,
 } from "./helpers/svm-devnet.js";
 
 let devnet: SvmDevnet;
@@ -78,19 +79,9 @@ const x402Settle = (f: Facilitator, payload: Payload, requirements: Requirements
 const settle = (f: Facilitator, payload: Payload, requirements: Requirements, waitUntil?: string) =>
   post(f, "/settle", { payload, requirements, ...(waitUntil ? { waitUntil } : {}) });
 
-async function tokenBalance(owner: string): Promise<bigint> {
-  const ata = await associatedTokenAddress(owner as Parameters<typeof associatedTokenAddress>[0]);
-  const { result } = await svmRpc(devnet, "getTokenAccountBalance", [
-    ata,
-    { commitment: "processed" },
-  ]);
-  return BigInt((result as { value: { amount: string } }).value.amount);
-}
+const tokenBalance = (owner: string) => svmTokenBalance(devnet, owner);
 
-async function lamports(owner: string): Promise<bigint> {
-  const { result } = await svmRpc(devnet, "getBalance", [owner, { commitment: "processed" }]);
-  return BigInt((result as { value: number }).value);
-}
+const lamports = (owner: string) => svmLamports(devnet, owner);
 
 async function status(signature: string) {
   const { result } = await svmRpc(devnet, "getSignatureStatuses", [[signature]]);

@@ -8,7 +8,12 @@ import { x402Facilitator } from "@x402/core/facilitator";
 import { toFacilitatorSvmSigner } from "@x402/svm";
 import { ExactSvmScheme as ExactSvmClient } from "@x402/svm/exact/client";
 import { ExactSvmScheme as ExactSvmFacilitator } from "@x402/svm/exact/facilitator";
-import { type SvmDevKey, type SvmDevnet, secretKeyBytes } from "../../src/devnet/svm/index.js";
+import {
+  associatedTokenAddress,
+  type SvmDevKey,
+  type SvmDevnet,
+  secretKeyBytes,
+} from "../../src/devnet/svm/index.js";
 import { type BuildOptions, buildPayment } from "./svm-build.js";
 
 /** x402 v2 PaymentRequirements for the devnet's test USDC, with our fee payer. */
@@ -96,4 +101,29 @@ export async function devnetPayment(
     payload: { x402Version: 2, accepted: requirements, payload: { transaction } },
     requirements,
   };
+}
+
+type Commitment = "processed" | "confirmed" | "finalized";
+
+/** Token units in `owner`'s associated account for the devnet's USDC. */
+export async function svmTokenBalance(
+  devnet: SvmDevnet,
+  owner: string,
+  commitment: Commitment = "processed",
+): Promise<bigint> {
+  const ata = await associatedTokenAddress(owner as Parameters<typeof associatedTokenAddress>[0]);
+  const { result, error } = await svmRpc(devnet, "getTokenAccountBalance", [ata, { commitment }]);
+  if (error) throw new Error(`getTokenAccountBalance: ${error.message}`);
+  return BigInt((result as { value: { amount: string } }).value.amount);
+}
+
+/** `owner`'s SOL, in lamports. */
+export async function svmLamports(
+  devnet: SvmDevnet,
+  owner: string,
+  commitment: Commitment = "processed",
+): Promise<bigint> {
+  const { result, error } = await svmRpc(devnet, "getBalance", [owner, { commitment }]);
+  if (error) throw new Error(`getBalance: ${error.message}`);
+  return BigInt((result as { value: number | string }).value);
 }

@@ -36,7 +36,7 @@ import {
   simulationError,
 } from "./rpc.js";
 import type { SvmPayment } from "./types.js";
-import { checkSvmRequest, REASONS, refuse } from "./verify.js";
+import { checkSvmRequest, refuse, simulationRefusal } from "./verify.js";
 
 /** The payer throttle's chain for Solana payers (no EVM chain has id 0). */
 export const SVM_THROTTLE_CHAIN = 0;
@@ -164,14 +164,7 @@ async function settleFresh(s: Settling, waitUntil: WaitUntil): Promise<SettleRes
     simulationError(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
   ]);
   if (status) return alreadyOnChain(s, status, "already landed");
-  if (why !== undefined) {
-    return refuse(
-      "simulation_failed",
-      REASONS.simulation[request.x402Version],
-      `the transaction fails in simulation: ${why}`,
-      payer,
-    );
-  }
+  if (why !== undefined) return simulationRefusal(request, why, payer);
   if (waitUntil === "simulated") return { ok: true, payer, transactionHash: signed.signature };
 
   const short = await ctx.ledger.reserve(
@@ -247,29 +240,21 @@ async function conclude(s: Settling, landing: Landing): Promise<SettleResult> {
       ctx.ledger.landed(s.key, landing.slot);
       return answerSuccess(s);
     case "failed":
+    case "expired": {
       track(s, landing);
+      const why =
+        landing.kind === "failed"
+          ? `the transaction failed on chain: ${describeTransactionError(landing.err)}`
+          : "the transaction expired before it landed (its blockhash is more than 150 blocks old): nothing was paid, and the payer must sign a new payment";
       return {
         ok: false,
         payer,
         transactionHash: hash,
-        failure: failure(
-          "settlement_failed",
-          `the transaction failed on chain: ${describeTransactionError(landing.err)}`,
-          { x402Reason: FAILED_REASON[request.x402Version] },
-        ),
+        failure: failure("settlement_failed", why, {
+          x402Reason: FAILED_REASON[request.x402Version],
+        }),
       };
-    case "expired":
-      track(s, landing);
-      return {
-        ok: false,
-        payer,
-        transactionHash: hash,
-        failure: failure(
-          "settlement_failed",
-          "the transaction expired before it landed (its blockhash is more than 150 blocks old): nothing was paid, and the payer must sign a new payment",
-          { x402Reason: FAILED_REASON[request.x402Version] },
-        ),
-      };
+    }
     case "timeout":
       if (ctx.watchSubmitted) void watch(s);
       return {

@@ -107,13 +107,16 @@ export async function verifyExactSvm(
     sigVerify: false,
     commitment: "confirmed",
   });
-  if (why !== undefined) {
-    return refuse(
-      "simulation_failed",
-      REASONS.simulation[request.x402Version],
-      `the transaction fails in simulation: ${why}`,
-      payer,
-    );
-  }
+  if (why !== undefined) return simulationRefusal(request, why, payer);
   return { ok: true, payer };
+}
+
+/** The transaction failed in simulation, with the runtime's error. */
+export function simulationRefusal(request: PaymentRequest, why: string, payer: string) {
+  return refuse(
+    "simulation_failed",
+    REASONS.simulation[request.x402Version],
+    `the transaction fails in simulation: ${why}`,
+    payer,
+  );
 }
