@@ -172,6 +172,21 @@ describe("settle", () => {
     expect(again.body.message).toContain(hash);
     const x402 = await x402Settle(f, payload, requirements);
     expect(x402.body).toMatchObject({ success: false, errorReason: "duplicate_settlement" });
+    // Verify says so too (the cluster's simulation answers AlreadyProcessed); the x402 dialect
+    // keeps the reference's reason.
+    expect(await post(f, "/verify", { payload, requirements })).toMatchObject({
+      status: 409,
+      body: { error: "duplicate_settlement" },
+    });
+    const verified = await post(f, "/verify", {
+      x402Version: 2,
+      paymentPayload: payload,
+      paymentRequirements: requirements,
+    });
+    expect(verified.body).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_exact_svm_transaction_simulation_failed",
+    });
 
     const restarted = facilitatorWith({ journal: new Journal(file) });
     expect(await settle(restarted, payload, requirements)).toMatchObject({

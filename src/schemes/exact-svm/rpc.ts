@@ -20,12 +20,18 @@ function call<T>(client: Client, method: string, params: unknown[]): Promise<T> 
   return client.request({ method, params } as never) as Promise<T>;
 }
 
+/** Why a simulation failed: the runtime's error (undefined when the node refused the call) and a line. */
+export interface SimulationFailure {
+  readonly err?: unknown;
+  readonly text: string;
+}
+
 /** Why the cluster's simulation of `transaction` fails, or undefined when it succeeds. */
 export async function simulationError(
   client: Client,
   transaction: string,
   options: { readonly sigVerify: boolean; readonly commitment: Commitment },
-): Promise<string | undefined> {
+): Promise<SimulationFailure | undefined> {
   let answer: { value?: { err?: unknown; logs?: unknown } };
   try {
     answer = await call(client, "simulateTransaction", [
@@ -41,11 +47,11 @@ export async function simulationError(
     // The node could not be asked: not the payment's fault (the facilitator maps it).
     if (isUnreachable(error)) throw error;
     // The node refused the transaction itself (the reference counts that as a failed simulation).
-    return nodeRefusal(error);
+    return { text: nodeRefusal(error) };
   }
   const err = answer?.value?.err;
   if (err === null || err === undefined) return undefined;
-  return describeTransactionError(err, answer.value?.logs);
+  return { err, text: describeTransactionError(err, answer.value?.logs) };
 }
 
 /** What the node said when it answered with an error, in one line. */

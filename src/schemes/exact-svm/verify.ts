@@ -11,7 +11,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import { checkSvmPayment } from "./checks.js";
 import type { SvmContext } from "./context.js";
 import { SVM_REASONS, type SvmReason } from "./reasons.js";
-import { simulationError } from "./rpc.js";
+import { type SimulationFailure, simulationError } from "./rpc.js";
 import type { SvmPayment } from "./types.js";
 
 export interface SvmRefusal {
@@ -111,12 +111,24 @@ export async function verifyExactSvm(
   return { ok: true, payer };
 }
 
-/** The transaction failed in simulation, with the runtime's error. */
-export function simulationRefusal(request: PaymentRequest, why: string, payer: string) {
+/**
+ * The transaction failed in simulation, with the runtime's error. One that already landed is
+ * named for what it is (finer than the reference, whose reason the x402 dialect keeps).
+ */
+export function simulationRefusal(request: PaymentRequest, why: SimulationFailure, payer: string) {
+  const reason = REASONS.simulation[request.x402Version];
+  if (why.err === "AlreadyProcessed") {
+    return refuse(
+      "duplicate_settlement",
+      reason,
+      "this transaction already landed (the cluster says AlreadyProcessed): it was settled before, and a replay is not paid again",
+      payer,
+    );
+  }
   return refuse(
     "simulation_failed",
-    REASONS.simulation[request.x402Version],
-    `the transaction fails in simulation: ${why}`,
+    reason,
+    `the transaction fails in simulation: ${why.text}`,
     payer,
   );
 }
