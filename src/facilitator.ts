@@ -127,6 +127,7 @@ export class Facilitator {
       confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
       pollMs: options.receiptPollMs ?? 250,
       watchSubmitted: options.watchSubmitted ?? false,
+      metrics: options.metrics,
     });
     // Reverts other replicas charge count here too.
     journal.onRevertElsewhere?.((chainId, payer, at) => this.#throttle.record(chainId, payer, at));

@@ -3,6 +3,7 @@
  * only when one comes: EVM commands never load the Solana kit), with the fee payers, the Solana
  * in-flight ledger and the shared journal and payer throttle; and lists the Solana kinds.
  */
+import type { MetricsSink } from "./chain/metrics.js";
 import type { RpcRegistry } from "./chain/rpc.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "./chain/solana.js";
 import { SvmInFlight, svmSpendOf } from "./chain/svm-inflight.js";
@@ -24,6 +25,7 @@ export interface SolanaOptions {
   readonly confirmTimeoutMs: number;
   readonly pollMs: number;
   readonly watchSubmitted: boolean;
+  readonly metrics?: MetricsSink | undefined;
 }
 
 export interface SolanaKind {
@@ -187,6 +189,7 @@ export class SolanaPayments {
         confirmTimeoutMs: options.confirmTimeoutMs,
         pollMs: options.pollMs,
         watchSubmitted: options.watchSubmitted,
+        metrics: options.metrics,
       };
       return { ok: true, ctx };
     } catch (error) {

@@ -107,4 +107,29 @@ describe("Solana on two replicas, one store", () => {
     expect(await tokenBalance(from.address)).toBe(0n);
     expect(await lamports(devnet.feePayer.address)).toBe(fees - 10_001n);
   });
+
+  test("/metrics counts the Solana transactions, their fees and the requests by cluster", async () => {
+    const texts = await Promise.all(
+      replicas.map(async (r) => (await fetch(`${r.url}/metrics`)).text()),
+    );
+    /** The sum over both replicas of the samples of `metric` whose labels include `labels`. */
+    const total = (metric: string, labels: string[]) =>
+      texts
+        .flatMap((t) => t.split("\n"))
+        .filter((line) => line.startsWith(`${metric}{`) && labels.every((l) => line.includes(l)))
+        .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
+    const feePayer = `fee_payer="${devnet.feePayer.address}"`;
+    const network = `network="${devnet.network}"`;
+    // One payment landed in each test above.
+    for (const outcome of ["sent", "confirmed"]) {
+      expect(
+        total("facilitator_svm_transactions_total", [network, feePayer, `outcome="${outcome}"`]),
+      ).toBe(2);
+    }
+    expect(total("facilitator_svm_transactions_total", ['outcome="failed"'])).toBe(0);
+    expect(total("facilitator_svm_fees_lamports_total", [network, feePayer])).toBe(20_002);
+    expect(total("facilitator_requests_total", ['op="settle"', network, 'outcome="success"'])).toBe(
+      2,
+    );
+  });
 });

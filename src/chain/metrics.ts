@@ -22,6 +22,20 @@ export interface MetricsSink {
   settling(chainId: number, signer: string): () => void;
   /** A request to `endpoint` (redacted: scheme, host, port) failed without a node's answer. */
   rpcError(endpoint: string, reason: string): void;
+  /**
+   * A Solana settlement transaction was sent, confirmed, failed on chain or expired unlanded; a
+   * landed one (confirmed or failed) cost our fee payer `feeLamports`. The same signature may be
+   * reported more than once (a retry follows what was already followed): counted once per outcome.
+   */
+  svmTransaction?(event: SvmTransactionEvent): void;
+}
+
+export interface SvmTransactionEvent {
+  readonly network: string;
+  readonly feePayer: string;
+  readonly signature: string;
+  readonly outcome: "sent" | "confirmed" | "failed" | "expired";
+  readonly feeLamports?: bigint | undefined;
 }
 
 /** Reports a receipt to the sink, if any. */

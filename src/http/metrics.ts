@@ -6,8 +6,9 @@
  * HttpMetrics.
  */
 import type * as Prom from "prom-client";
-import type { MetricsSink } from "../chain/metrics.js";
+import type { MetricsSink, SvmTransactionEvent } from "../chain/metrics.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../chain/networks.js";
+import { looksSolana, solanaCluster, solanaNetworkOf } from "../chain/solana.js";
 import type { Facilitator } from "../facilitator.js";
 import type { HttpMetrics } from "./handler.js";
 import { signerBalances } from "./health.js";
@@ -31,11 +32,15 @@ export class Metrics implements MetricsSink, HttpMetrics {
   readonly #gas: Prom.Counter<"chain_id" | "signer">;
   readonly #inFlight: Prom.Gauge<"chain_id" | "signer">;
   readonly #rpcErrors: Prom.Counter<"endpoint" | "reason">;
+  readonly #svmTransactions: Prom.Counter<"network" | "fee_payer" | "outcome">;
+  readonly #svmFees: Prom.Counter<"network" | "fee_payer">;
   readonly #storeSeconds: Prom.Histogram<"op">;
   readonly #seen = new Set<string>();
   #facilitator: Facilitator | undefined;
   /** Chains of configured RPCs: request labels name them, or a well-known network, or "other". */
   #configured = new Set<number>();
+  /** The Solana clusters a configured RPC serves. */
+  #solana = new Set<string>();
 
   constructor(prom: typeof Prom) {
     const registry = new prom.Registry();
@@ -89,6 +94,16 @@ export class Metrics implements MetricsSink, HttpMetrics {
       ["endpoint", "reason"],
     );
     this.#storeSeconds = histogram("store_seconds", "settlement store operations", ["op"]);
+    this.#svmTransactions = counter(
+      "svm_transactions_total",
+      "Solana settlement transactions, by outcome (sent, confirmed, failed, expired)",
+      ["network", "fee_payer", "outcome"],
+    );
+    this.#svmFees = counter(
+      "svm_fees_lamports_total",
+      "what our Solana fee payers paid for settlement transactions that landed, in lamports",
+      ["network", "fee_payer"],
+    );
     const metrics = this;
     new prom.Gauge({
       name: "facilitator_signer_balance_wei",
@@ -116,6 +131,12 @@ export class Metrics implements MetricsSink, HttpMetrics {
   }
 
   #refreshChains(): void {
+    void this.#facilitator?.rpc.servedSolanaNetworks().then(
+      (networks) => {
+        this.#solana = new Set(networks);
+      },
+      () => undefined,
+    );
     void this.#facilitator?.rpc.configuredChainIds().then(
       (ids) => {
         this.#configured = new Set(ids);
@@ -129,6 +150,11 @@ export class Metrics implements MetricsSink, HttpMetrics {
     const requirements = read(body, "requirements") ?? read(body, "paymentRequirements");
     const name = read(requirements, "network");
     if (typeof name !== "string") return "unknown";
+    if (looksSolana(name)) {
+      const cluster = solanaNetworkOf(name, 1) ?? solanaNetworkOf(name, 2);
+      if (cluster === undefined) return "unknown";
+      return solanaCluster(cluster) || this.#solana.has(cluster) ? cluster : "other";
+    }
     const chainId = chainIdOfCaip2(name) ?? chainIdOfV1Name(name);
     if (chainId === undefined) return "unknown";
     return knownNetwork(chainId) || this.#configured.has(chainId) ? caip2(chainId) : "other";
@@ -160,10 +186,7 @@ export class Metrics implements MetricsSink, HttpMetrics {
     const hash = receipt.hash.toLowerCase();
     if (this.#seen.has(hash)) return;
     this.#seen.add(hash);
-    if (this.#seen.size > SEEN_RECEIPTS) {
-      const oldest = this.#seen.values().next().value;
-      if (oldest !== undefined) this.#seen.delete(oldest);
-    }
+    this.#forgetOldest();
     const labels = { chain_id: String(chainId), signer: receipt.signer };
     if (receipt.reverted) this.#reverted.inc(labels);
     this.#gas.inc(labels, Number(receipt.gasWei));
@@ -182,6 +205,24 @@ export class Metrics implements MetricsSink, HttpMetrics {
 
   rpcError(endpoint: string, reason: string): void {
     this.#rpcErrors.inc({ endpoint, reason });
+  }
+
+  svmTransaction(event: SvmTransactionEvent): void {
+    const seen = `${event.signature} ${event.outcome}`;
+    if (this.#seen.has(seen)) return;
+    this.#seen.add(seen);
+    this.#forgetOldest();
+    const { network, feePayer: fee_payer, outcome } = event;
+    this.#svmTransactions.inc({ network, fee_payer, outcome });
+    if (event.feeLamports !== undefined) {
+      this.#svmFees.inc({ network, fee_payer }, Number(event.feeLamports));
+    }
+  }
+
+  #forgetOldest(): void {
+    if (this.#seen.size <= SEEN_RECEIPTS) return;
+    const oldest = this.#seen.values().next().value;
+    if (oldest !== undefined) this.#seen.delete(oldest);
   }
 
   async render(): Promise<{ contentType: string; text: string }> {

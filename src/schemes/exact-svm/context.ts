@@ -1,6 +1,7 @@
 /** What the facilitator hands the Solana `exact` scheme: the cluster, our fee payers, and for
  * settle the same journal, payer throttle and waits as EVM settlements use. */
 import type { Client } from "viem";
+import type { MetricsSink } from "../../chain/metrics.js";
 import type { SvmInFlight } from "../../chain/svm-inflight.js";
 import type { SvmFeePayer } from "../../chain/svm-keys.js";
 import type { PayerThrottle } from "../../chain/throttle.js";
@@ -32,4 +33,6 @@ export interface SvmSettleContext extends SvmContext {
   readonly pollMs: number;
   /** Whether to follow `submitted` (and pending) settlements in the background (serve). */
   readonly watchSubmitted: boolean;
+  /** Told of transactions sent and how they came out (serve's metrics). */
+  readonly metrics?: MetricsSink | undefined;
 }

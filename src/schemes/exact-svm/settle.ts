@@ -24,6 +24,7 @@ import { type JournalEntry, type NewEntry, notRecorded } from "../../store/port.
 import type { SettleResult } from "../types.js";
 import type { SvmSettleContext } from "./context.js";
 import { signatureToBase58 } from "./decode.js";
+import { transactionFeeLamports } from "./fees.js";
 import { followSignature, type Landing } from "./landing.js";
 import { SVM_REASONS } from "./reasons.js";
 import {
@@ -215,6 +216,7 @@ async function settleFresh(s: Settling, waitUntil: WaitUntil): Promise<SettleRes
     }
     // The answer was lost, not the transaction: it may be in the node's hands. Follow it.
   }
+  report(s, "sent");
   if (waitUntil === "submitted") {
     if (ctx.watchSubmitted) void watch(s);
     return answerSuccess(s);
@@ -238,6 +240,7 @@ async function conclude(s: Settling, landing: Landing): Promise<SettleResult> {
   switch (landing.kind) {
     case "confirmed":
       ctx.ledger.landed(s.key, landing.slot);
+      report(s, "confirmed");
       return answerSuccess(s);
     case "failed":
     case "expired": {
@@ -269,8 +272,28 @@ async function conclude(s: Settling, landing: Landing): Promise<SettleResult> {
   }
 }
 
+/** Tells the metrics sink how a transaction came out (a landed one cost us its fee). */
+function report(s: Settling, outcome: "sent" | "confirmed" | "failed" | "expired"): void {
+  const { payment, ctx } = s;
+  const landed = outcome === "confirmed" || outcome === "failed";
+  ctx.metrics?.svmTransaction?.({
+    network: ctx.network,
+    feePayer: payment.feePayer,
+    signature: s.signed.signature,
+    outcome,
+    feeLamports: landed
+      ? transactionFeeLamports(
+          payment.transaction.header.numSignerAccounts,
+          payment.computeUnitLimit,
+          payment.computeUnitPrice,
+        )
+      : undefined,
+  });
+}
+
 /** A failed or expired transaction took nothing from the payer; a failure is charged to it. */
 function track(s: Settling, landing: Landing): void {
+  if (landing.kind === "failed" || landing.kind === "expired") report(s, landing.kind);
   s.ctx.ledger.release(s.key);
   void s.ctx.journal.recordState(s.key, "failed").catch(() => undefined);
   if (landing.kind === "failed") s.ctx.throttle.charge(SVM_THROTTLE_CHAIN, s.payment.payer);
@@ -327,8 +350,10 @@ function alreadyOnChain(
 async function watch(s: Settling): Promise<void> {
   const landing = await follow(s, true).catch(() => undefined);
   if (!landing || landing.kind === "timeout") return;
-  if (landing.kind === "confirmed") s.ctx.ledger.landed(s.key, landing.slot);
-  else track(s, landing);
+  if (landing.kind === "confirmed") {
+    s.ctx.ledger.landed(s.key, landing.slot);
+    report(s, "confirmed");
+  } else track(s, landing);
 }
 
 /**
