@@ -4,7 +4,9 @@
  * one transaction is settled once whichever replicas it reaches, a replay on the other replica is
  * refused, and a payer's in-flight total is held against its balance across replicas.
  */
+import { generateKeyPairSync } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { bytesToBase58 } from "../src/chain/base58.js";
 import {
   PAYER_USDC_BALANCE,
   type SvmDevKey,
@@ -131,5 +133,36 @@ describe("Solana on two replicas, one store", () => {
     expect(total("facilitator_requests_total", ['op="settle"', network, 'outcome="success"'])).toBe(
       2,
     );
+    const lamports = await svmLamports(devnet, devnet.feePayer.address, "confirmed");
+    expect(total("facilitator_svm_fee_payer_lamports", [network, feePayer])).toBe(
+      2 * Number(lamports),
+    );
+    const ready = await fetch(`${replica(0).url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({
+      ready: true,
+      feePayers: [{ network: devnet.network, feePayer: devnet.feePayer.address, ok: true }],
+    });
+  });
+
+  test("/readyz fails while a fee payer lacks the SOL to pay fees", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const seed = privateKey.export({ format: "der", type: "pkcs8" }).subarray(-32);
+    const pub = publicKey.export({ format: "der", type: "spki" }).subarray(-32);
+    const broke = await startServe([], {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      FACILITATOR_SVM_PRIVATE_KEY: bytesToBase58(Buffer.concat([seed, pub])),
+    });
+    try {
+      const ready = await fetch(`${broke.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({
+        ready: false,
+        failed: ["fee_payer_balance"],
+        feePayers: [{ feePayer: bytesToBase58(pub), ok: false, lamports: "0" }],
+      });
+    } finally {
+      await stopReplicas([{ ...broke, signer: undefined as never }]);
+    }
   });
 });

@@ -1,6 +1,7 @@
 /**
  * GET /health: does each configured RPC answer, and how fast (liveness). GET /readyz: that, plus
- * the store, plus enough native balance for every signer on every configured chain (readiness).
+ * the store, plus enough native balance for every signer on every configured chain and SOL for
+ * every Solana fee payer on every served cluster (readiness).
  */
 import type { Address } from "viem";
 import { caip2 } from "../chain/networks.js";
@@ -135,6 +136,47 @@ export async function signerBalances(
   return Promise.all(reads);
 }
 
+/**
+ * Below this a Solana fee payer cannot be counted on: an account must keep its rent-exempt
+ * minimum (890,880 lamports with no data), and each settlement costs it 10,000 lamports and up.
+ */
+export const MIN_FEE_PAYER_LAMPORTS = 1_000_000n;
+
+export interface FeePayerBalance {
+  readonly network: string;
+  readonly feePayer: string;
+  readonly lamports?: bigint | undefined;
+  readonly error?: string | undefined;
+}
+
+/** Each Solana fee payer's SOL on each served cluster, each read bounded by `timeoutMs`. */
+export async function feePayerBalances(
+  facilitator: Facilitator,
+  timeoutMs: number = PROBE_TIMEOUT_MS,
+): Promise<FeePayerBalance[]> {
+  const feePayers = facilitator.svmFeePayers;
+  if (feePayers.length === 0) return [];
+  const networks = await withTimeout(facilitator.rpc.servedSolanaNetworks(), timeoutMs);
+  const reads = networks.flatMap((network) =>
+    feePayers.map(async (feePayer): Promise<FeePayerBalance> => {
+      try {
+        const client = await facilitator.rpc.solanaClient(network);
+        const answer = (await withTimeout(
+          client.request({
+            method: "getBalance",
+            params: [feePayer, { commitment: "confirmed" }],
+          } as never),
+          timeoutMs,
+        )) as { value?: number | string };
+        return { network, feePayer, lamports: BigInt(answer?.value ?? 0) };
+      } catch (error) {
+        return { network, feePayer, error: firstLine(error) };
+      }
+    }),
+  );
+  return Promise.all(reads);
+}
+
 export interface ReadinessOptions {
   /** Each signer needs at least this much native balance on each chain (default 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
@@ -142,7 +184,7 @@ export interface ReadinessOptions {
 
 export interface Readiness {
   readonly ready: boolean;
-  /** The checks that failed: "rpc", "store", "signer_balance". */
+  /** The checks that failed: "rpc", "store", "signer_balance", "fee_payer_balance". */
   readonly failed: string[];
   readonly networks: NetworkHealth[];
   readonly store: StoreStatus;
@@ -152,6 +194,14 @@ export interface Readiness {
     readonly signer: string;
     readonly ok: boolean;
     readonly balanceWei?: string | undefined;
+    readonly error?: string | undefined;
+  }[];
+  /** Solana fee payers: each needs MIN_FEE_PAYER_LAMPORTS on each served cluster. */
+  readonly feePayers: {
+    readonly network: string;
+    readonly feePayer: string;
+    readonly ok: boolean;
+    readonly lamports?: string | undefined;
     readonly error?: string | undefined;
   }[];
 }
@@ -164,7 +214,7 @@ export async function checkReadiness(
   options: ReadinessOptions = {},
 ): Promise<Readiness> {
   const floor = options.minSignerBalanceWei ?? DEFAULT_MIN_SIGNER_BALANCE_WEI;
-  const [health, balances] = await Promise.all([
+  const [health, balances, solana] = await Promise.all([
     checkHealth(facilitator),
     signerBalances(facilitator).catch((error): SignerBalance[] => [
       ...facilitator.signers.addresses.map((signer) => ({
@@ -174,6 +224,13 @@ export async function checkReadiness(
         error: firstLine(error),
       })),
     ]),
+    feePayerBalances(facilitator).catch((error): FeePayerBalance[] =>
+      facilitator.svmFeePayers.map((feePayer) => ({
+        network: "unknown",
+        feePayer,
+        error: firstLine(error),
+      })),
+    ),
   ]);
   const signers = balances.map((b) => ({
     network: b.network,
@@ -182,11 +239,19 @@ export async function checkReadiness(
     ...(b.balanceWei !== undefined ? { balanceWei: b.balanceWei.toString() } : {}),
     ...(b.error !== undefined ? { error: b.error } : {}),
   }));
+  const feePayers = solana.map((b) => ({
+    network: b.network,
+    feePayer: b.feePayer,
+    ok: b.lamports !== undefined && b.lamports >= MIN_FEE_PAYER_LAMPORTS,
+    ...(b.lamports !== undefined ? { lamports: b.lamports.toString() } : {}),
+    ...(b.error !== undefined ? { error: b.error } : {}),
+  }));
   const failed = [
     ...(health.networks.every((n) => n.ok) ? [] : ["rpc"]),
     // A replica that lost a signer's lease cannot settle with it.
     ...(health.store.reachable && (health.store.signersLost?.length ?? 0) === 0 ? [] : ["store"]),
     ...(signers.every((s) => s.ok) ? [] : ["signer_balance"]),
+    ...(feePayers.every((f) => f.ok) ? [] : ["fee_payer_balance"]),
   ];
   return {
     ready: failed.length === 0,
@@ -195,5 +260,6 @@ export async function checkReadiness(
     store: health.store,
     minSignerBalanceWei: floor.toString(),
     signers,
+    feePayers,
   };
 }

@@ -11,7 +11,7 @@ import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../chain/n
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../chain/solana.js";
 import type { Facilitator } from "../facilitator.js";
 import type { HttpMetrics } from "./handler.js";
-import { signerBalances } from "./health.js";
+import { feePayerBalances, signerBalances } from "./health.js";
 
 /** Balances are read at scrape time, each within this: a dead RPC must not hang /metrics. */
 const BALANCE_TIMEOUT_MS = 2_000;
@@ -118,6 +118,22 @@ export class Metrics implements MetricsSink, HttpMetrics {
         for (const b of balances) {
           if (b.balanceWei === undefined) continue;
           this.set({ chain_id: String(b.chainId), signer: b.signer }, Number(b.balanceWei));
+        }
+      },
+    });
+    new prom.Gauge({
+      name: "facilitator_svm_fee_payer_lamports",
+      help: "SOL of each Solana fee payer on each served cluster, in lamports, read at scrape time",
+      labelNames: ["network", "fee_payer"],
+      registers,
+      async collect() {
+        this.reset();
+        const facilitator = metrics.#facilitator;
+        if (!facilitator) return;
+        const balances = await feePayerBalances(facilitator, BALANCE_TIMEOUT_MS).catch(() => []);
+        for (const b of balances) {
+          if (b.lamports === undefined) continue;
+          this.set({ network: b.network, fee_payer: b.feePayer }, Number(b.lamports));
         }
       },
     });
