@@ -13,7 +13,8 @@ export function llmsTxt(): string {
 
 > An x402 payment facilitator: verifies signed payments (the "exact" scheme on EVM chains: EIP-3009
 > transferWithAuthorization, x402 v1 and v2; Permit2 through the x402 exact proxy, x402 v2, with
-> the eip2612GasSponsoring extension) and settles them on chain.
+> the eip2612GasSponsoring extension; the "upto" scheme through the x402 upto proxy; "exact" on
+> Solana, x402 v1 and v2, our fee payer signing and paying the fee) and settles them on chain.
 
 ## Endpoints
 
@@ -39,11 +40,13 @@ export function llmsTxt(): string {
   every other network is unsupported_network. See README.md#networks-served.
 - GET /health: liveness: whether each configured RPC answers (200 ok, 503 degraded).
 - GET /readyz: readiness: 200 {"ready": true, ...} when every configured RPC answers, the store
-  answers and every signer holds at least the configured native balance on each configured chain;
-  else 503 {"ready": false, "failed": ["rpc" | "store" | "signer_balance"], ...}.
+  answers, every signer holds at least the configured native balance on each configured chain and
+  every Solana fee payer 0.001 SOL; else 503 {"ready": false, "failed": ["rpc" | "store" |
+  "signer_balance" | "fee_payer_balance"], ...}.
 - GET /metrics: Prometheus text format (facilitator_requests_total{op,network,outcome},
   facilitator_request_seconds, transactions sent/reverted/replaced, gas spent in wei, settles in
-  flight, signer balances, RPC errors by endpoint, store latency). See README.md#metrics-and-readiness.
+  flight, signer balances, RPC errors by endpoint, store latency; Solana transactions by outcome,
+  fees in lamports, fee payer balances). See README.md#metrics-and-readiness.
 - GET /llms.txt: this file.
 
 Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.
