@@ -19,11 +19,16 @@ export interface RpcError {
 
 /**
  * What the proxy does with one call: forward it (undefined), answer an error without forwarding
- * ("refuse"), or forward it and then answer an error anyway ("forward-then-fail").
+ * ("refuse"), forward it and then answer an error anyway ("forward-then-fail"), or answer a result
+ * without forwarding ("swallow": a node that takes a transaction and drops it).
  */
 export type Intercept = (
   method: string,
-) => { readonly refuse: RpcError } | { readonly forwardThenFail: RpcError } | undefined;
+) =>
+  | { readonly refuse: RpcError }
+  | { readonly forwardThenFail: RpcError }
+  | { readonly swallow: unknown }
+  | undefined;
 
 export interface RpcProxy {
   readonly url: string;
@@ -55,6 +60,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
     const rule = proxy.intercept(call.method);
     if (rule && "refuse" in rule) return { jsonrpc: "2.0", id: call.id, error: rule.refuse };
+    if (rule && "swallow" in rule) return { jsonrpc: "2.0", id: call.id, result: rule.swallow };
     const answer = await forward(call);
     if (rule && "forwardThenFail" in rule) {
       return { jsonrpc: "2.0", id: call.id, error: rule.forwardThenFail };

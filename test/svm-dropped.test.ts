@@ -1,0 +1,123 @@
+/**
+ * Solana transactions a node takes and drops: what the local devnet never does (it executes a
+ * transaction as it is sent), so a JSON-RPC proxy in front of it answers sendTransaction without
+ * forwarding it. A dropped transaction whose blockhash expires is a failure that paid nothing and
+ * frees the payer's hold; one retried while its blockhash is valid is sent again, the same bytes,
+ * also from a new process reading the same journal, and succeeds once.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { svmFeePayerOf } from "../src/chain/svm-keys.js";
+import {
+  PAYER_USDC_BALANCE,
+  type SvmDevKey,
+  type SvmDevnet,
+  startSvmDevnet,
+} from "../src/devnet/svm/index.js";
+import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
+import { createHandler } from "../src/http/handler.js";
+import { Journal } from "../src/store/journal.js";
+import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
+import { devnetPayment, svmLamports, svmTokenBalance } from "./helpers/svm-devnet.js";
+
+let devnet: SvmDevnet;
+let proxy: RpcProxy;
+let dir: string;
+
+beforeAll(async () => {
+  devnet = await startSvmDevnet({ slotMs: 100, payers: 2 });
+  proxy = await startRpcProxy(devnet.rpcUrl);
+  dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-svm-dropped-"));
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await devnet?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function facilitatorWith(options: Partial<FacilitatorOptions> = {}) {
+  const key = svmFeePayerOf(devnet.feePayer.secretKey);
+  if (!key) throw new Error("no fee payer key");
+  return new Facilitator({
+    rpcUrls: [proxy.url],
+    svmFeePayers: [key],
+    receiptPollMs: 50,
+    ...options,
+  });
+}
+
+async function settle(f: Facilitator, body: unknown) {
+  const answer = await createHandler(f)({
+    method: "POST",
+    url: "/settle",
+    headers: { "content-type": "application/json" },
+    body: Buffer.from(JSON.stringify(body)),
+  });
+  return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
+}
+
+const payer = (n: number) => devnet.payers[n] as SvmDevKey;
+
+/** The node takes the next `count` transactions and drops them. */
+function dropSends(count: number) {
+  let left = count;
+  proxy.intercept = (method) =>
+    method === "sendTransaction" && left-- > 0 ? { swallow: "dropped" } : undefined;
+}
+
+describe("a transaction the node dropped", () => {
+  test("its blockhash expires: settlement_failed with its signature, nothing paid, the payer's hold freed", async () => {
+    const f = facilitatorWith({ confirmTimeoutMs: 30_000 });
+    const from = payer(0);
+    const whole = await devnetPayment(devnet, from, PAYER_USDC_BALANCE);
+    const [payee, fees] = await Promise.all([
+      svmTokenBalance(devnet, devnet.payee.address),
+      svmLamports(devnet, devnet.feePayer.address),
+    ]);
+    dropSends(1);
+    const pending = settle(f, { payload: whole.payload, requirements: whole.requirements });
+    // Let it be sent, then pass 150 blocks.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (let i = 0; i < 160; i++) devnet.cluster.tick();
+    const answer = await pending;
+    expect(answer).toMatchObject({ status: 400, body: { error: "settlement_failed" } });
+    expect(answer.body.message).toMatch(/expired before it landed/);
+    expect(answer.body.transactionHash).toMatch(/^[1-9A-HJ-NP-Za-km-z]{86,88}$/);
+    expect(await svmTokenBalance(devnet, devnet.payee.address)).toBe(payee);
+    expect(await svmLamports(devnet, devnet.feePayer.address)).toBe(fees);
+    expect(f.solana.inflight.pending).toBe(0);
+    // The hold is gone: a new payment of the whole balance is not refused for it.
+    const again = await devnetPayment(devnet, from, PAYER_USDC_BALANCE);
+    expect(
+      await settle(f, { payload: again.payload, requirements: again.requirements }),
+    ).toMatchObject({ status: 200, body: { success: true } });
+  });
+
+  test("retried while its blockhash is valid, from a new process on the same journal: the same bytes again, one success", async () => {
+    const file = path.join(dir, "journal.jsonl");
+    const first = facilitatorWith({ confirmTimeoutMs: 400, journal: new Journal(file) });
+    const { payload, requirements } = await devnetPayment(devnet, payer(1), 5_000n);
+    const payee = await svmTokenBalance(devnet, devnet.payee.address);
+    dropSends(1);
+    const pending = await settle(first, { payload, requirements });
+    expect(pending).toMatchObject({ status: 500, body: { error: "settlement_pending" } });
+    const hash = pending.body.transactionHash;
+    expect(await svmTokenBalance(devnet, devnet.payee.address)).toBe(payee);
+
+    // A new process: the journal's unsettled entry counts against the payer at once.
+    const second = facilitatorWith({ journal: new Journal(file) });
+    expect(second.solana.inflight.pending).toBe(1);
+    const sends = proxy.counts.get("sendTransaction") ?? 0;
+    const retried = await settle(second, { payload, requirements });
+    expect(retried).toMatchObject({ status: 200, body: { success: true, transactionHash: hash } });
+    expect(proxy.counts.get("sendTransaction")).toBe(sends + 1);
+    expect(await svmTokenBalance(devnet, devnet.payee.address)).toBe(payee + 5_000n);
+    expect(await settle(second, { payload, requirements })).toMatchObject({
+      status: 409,
+      body: { error: "duplicate_settlement" },
+    });
+  });
+});
