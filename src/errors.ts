@@ -186,6 +186,12 @@ export const ERRORS = {
     x402: "invalid_exact_evm_transaction_simulation_failed",
     summary: "The transfer would revert",
   },
+  fee_payer_unfunded: {
+    status: 503,
+    x402: "invalid_exact_svm_transaction_simulation_failed",
+    summary:
+      "This facilitator's Solana fee payer lacks the SOL to pay the fee (its operator must fund it)",
+  },
   settlement_failed: {
     status: 400,
     x402: "invalid_exact_evm_transaction_failed",

@@ -5,10 +5,12 @@
  * duplicates, payers spending more than they hold, the fee cap, pending settlements, a restart;
  * and the official @x402/svm facilitator on the same cluster where its verdict can be compared.
  */
+import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { bytesToBase58 } from "../src/chain/base58.js";
 import { svmFeePayerOf } from "../src/chain/svm-keys.js";
 import {
   PAYER_USDC_BALANCE,
@@ -310,6 +312,31 @@ describe("settle", () => {
     } finally {
       devnet.cluster.startSlots(100);
     }
+  });
+
+  test("a fee payer of ours without SOL: 503 fee_payer_unfunded at verify and settle, the payer not blamed, nothing sent", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const seed = privateKey.export({ format: "der", type: "pkcs8" }).subarray(-32);
+    const pub = publicKey.export({ format: "der", type: "spki" }).subarray(-32);
+    const broke = svmFeePayerOf(bytesToBase58(Buffer.concat([seed, pub])));
+    if (!broke) throw new Error("no key");
+    const f = facilitatorWith({ svmFeePayers: [broke] });
+    const p = await devnetPayment(devnet, payer(6), 10n, { feePayer: broke.address as never });
+    const requirements = { ...p.requirements, extra: { feePayer: broke.address } };
+    for (const route of ["/verify", "/settle"]) {
+      const answer = await post(f, route, { payload: p.payload, requirements });
+      expect(answer).toMatchObject({ status: 503, body: { error: "fee_payer_unfunded" } });
+      expect(answer.body.message).toContain(broke.address);
+    }
+    const x402 = await post(f, "/verify", {
+      x402Version: 2,
+      paymentPayload: p.payload,
+      paymentRequirements: requirements,
+    });
+    expect(x402.body).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_exact_svm_transaction_simulation_failed",
+    });
   });
 
   test("an expired blockhash is refused before anything is sent", async () => {

@@ -107,28 +107,49 @@ export async function verifyExactSvm(
     sigVerify: false,
     commitment: "confirmed",
   });
-  if (why !== undefined) return simulationRefusal(request, why, payer);
+  if (why !== undefined) return simulationRefusal(request, why, checked.payment);
   return { ok: true, payer };
 }
 
 /**
  * The transaction failed in simulation, with the runtime's error. One that already landed is
- * named for what it is (finer than the reference, whose reason the x402 dialect keeps).
+ * named for what it is, and so is our fee payer lacking the SOL for the fee (not the payment's
+ * fault): finer than the reference, whose reason the x402 dialect keeps.
  */
-export function simulationRefusal(request: PaymentRequest, why: SimulationFailure, payer: string) {
+export function simulationRefusal(
+  request: PaymentRequest,
+  why: SimulationFailure,
+  payment: SvmPayment,
+) {
   const reason = REASONS.simulation[request.x402Version];
   if (why.err === "AlreadyProcessed") {
     return refuse(
       "duplicate_settlement",
       reason,
       "this transaction already landed (the cluster says AlreadyProcessed): it was settled before, and a replay is not paid again",
-      payer,
+      payment.payer,
+    );
+  }
+  if (feePayerUnfunded(why.err)) {
+    return refuse(
+      "fee_payer_unfunded",
+      reason,
+      `this facilitator's fee payer ${payment.feePayer} cannot pay the transaction's fee on ${request.requirements.network} (${why.text}); the payment itself was not at fault`,
+      payment.payer,
     );
   }
   return refuse(
     "simulation_failed",
     reason,
     `the transaction fails in simulation: ${why.text}`,
-    payer,
+    payment.payer,
   );
+}
+
+/** Runtime errors about the fee payer's account: missing, short of the fee, or of its rent. */
+function feePayerUnfunded(err: unknown): boolean {
+  if (err === "AccountNotFound" || err === "InsufficientFundsForFee") return true;
+  const rent = (err as { InsufficientFundsForRent?: { account_index?: unknown } } | null)
+    ?.InsufficientFundsForRent;
+  return rent?.account_index === 0;
 }
