@@ -52,8 +52,9 @@ export function svmSlotOf(spend: Omit<SvmSpend, "amount">): string {
 export class SvmInFlight {
   readonly #holds = new Map<string, Hold>();
   readonly #keysBySlot = new Map<string, Set<string>>();
-  /** Per slot, the tick of its last landing. */
-  readonly #landedAt = new Map<string, number>();
+  /** Per slot, the tick of its last landing, and when (unix milliseconds). */
+  readonly #landedAt = new Map<string, { readonly tick: number; readonly at: number }>();
+  #sweptAt = Date.now();
   #tick = 0;
   readonly #onFree: ((key: string, landedIn?: bigint) => void) | undefined;
 
@@ -64,6 +65,11 @@ export class SvmInFlight {
   /** Taken before the settle's simulation: a landing after it makes the simulation stale. */
   mark(): number {
     return this.#tick;
+  }
+
+  /** How many holds are kept, landed or not (for tests). */
+  get size(): number {
+    return this.#holds.size;
   }
 
   /** How many settlements hold a reservation that has not landed (for tests). */
@@ -91,8 +97,9 @@ export class SvmInFlight {
     this.#drop(key);
     const slot = svmSlotOf(spend);
     this.#prune(slot);
+    if (Date.now() - this.#sweptAt > LANDED_KEPT_MS) this.#sweep();
     const unlanded = [...this.#on(slot)].some((h) => h.landedIn === undefined);
-    if (!unlanded && (this.#landedAt.get(slot) ?? -1) <= mark) {
+    if (!unlanded && (this.#landedAt.get(slot)?.tick ?? -1) <= mark) {
       this.#add(key, slot, spend.amount, signature);
       return this.#withOtherReplicas(client, store, key, spend, slot);
     }
@@ -110,7 +117,7 @@ export class SvmInFlight {
     if (!hold || hold.landedIn !== undefined) return;
     hold.landedIn = slotNumber;
     hold.at = Date.now();
-    this.#landedAt.set(hold.slot, ++this.#tick);
+    this.#landedAt.set(hold.slot, { tick: ++this.#tick, at: hold.at });
     this.#onFree?.(key, slotNumber);
   }
 
@@ -217,6 +224,19 @@ export class SvmInFlight {
     keys?.delete(key);
     if (keys?.size === 0) this.#keysBySlot.delete(hold.slot);
     return true;
+  }
+
+  /**
+   * Every slot pruned, and landings forgotten once no settle can still be deciding on a
+   * simulation made before them: a long-running server keeps only what is recent.
+   */
+  #sweep(): void {
+    const now = Date.now();
+    this.#sweptAt = now;
+    for (const slot of [...this.#keysBySlot.keys()]) this.#prune(slot);
+    for (const [slot, landed] of this.#landedAt) {
+      if (now - landed.at > LANDED_KEPT_MS) this.#landedAt.delete(slot);
+    }
   }
 
   /** Lets go of landed holds every read now shows, and of holds too old to matter. */
