@@ -205,6 +205,27 @@ describe("settle", () => {
     expect(await tokenBalance(devnet.payee.address)).toBe(before);
   });
 
+  test("payment-identifier: the same id and request get the first success again, another request under it 409", async () => {
+    const f = facilitatorWith();
+    const requirements = svmRequirementsV2(devnet, { amount: "600" });
+    const signed = await svmClientPayload(devnet, payer(1), requirements);
+    const id = "svm-order-0000000000000001";
+    const payload = { ...signed, extensions: { "payment-identifier": { info: { id } } } };
+    const before = await tokenBalance(devnet.payee.address);
+    const first = await settle(f, payload, requirements);
+    expect(first).toMatchObject({ status: 200, body: { success: true } });
+    const again = await settle(f, payload, requirements);
+    expect(again).toMatchObject({
+      status: 200,
+      body: { success: true, transactionHash: first.body.transactionHash },
+    });
+    const other = await svmClientPayload(devnet, payer(1), requirements);
+    expect(
+      await settle(f, { ...other, extensions: payload.extensions }, requirements),
+    ).toMatchObject({ status: 409, body: { error: "idempotency_conflict" } });
+    expect(await tokenBalance(devnet.payee.address)).toBe(before + 600n);
+  });
+
   test("50 concurrent settles of one transaction: one success, one transfer", async () => {
     const f = facilitatorWith();
     const requirements = svmRequirementsV2(devnet, { amount: "321" });
