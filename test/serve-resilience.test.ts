@@ -272,7 +272,10 @@ describe("a serving worker that dies is restarted", () => {
         serving.exited,
         new Promise<string>((r) => setTimeout(() => r("still running"), 5_000)),
       ]);
-      expect(code).toBe(3);
+      // A rare failure ended the process by a signal instead (exit code null): say which, and
+      // what the server wrote last, so a failing run explains itself.
+      const why = `signal ${serving.child.signalCode}; stderr ends: ${serving.stderr().slice(-1500)}`;
+      expect(code, why).toBe(3);
       const deaths = serving.stderr().match(/"event":"worker_died"[^\n]*/g) ?? [];
       expect(deaths).toHaveLength(6);
       expect(deaths.at(-1)).toContain('"restart":false');
