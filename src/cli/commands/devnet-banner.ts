@@ -28,7 +28,8 @@ export function devnetBanner(
     `    source ${files.envFile}   ${dim(`# this devnet's RPC${both ? "s" : ""}, key${both ? "s" : ""} and journal`)}`,
     ...(files.evm
       ? [
-          `    npx facilitator pay --amount 0.01 | npx facilitator settle -`,
+          // With both clusters, pay must be told which one.
+          `    npx facilitator pay${both && devnet ? ` --network ${devnet.network}` : ""} --amount 0.01 | npx facilitator settle -`,
           `    npx facilitator verify ${files.evm.request}`,
           `    npx facilitator settle ${files.evm.request}`,
           `    npx facilitator settle ${files.evm.request}   ${dim("# again: nonce_already_used")}`,
@@ -36,6 +37,7 @@ export function devnetBanner(
       : []),
     ...(files.svm
       ? [
+          `    npx facilitator pay${both ? " --network solana-devnet" : ""} --amount 0.01 | npx facilitator settle -`,
           `    npx facilitator verify ${files.svm.request}`,
           `    npx facilitator settle ${files.svm.request}`,
         ]
