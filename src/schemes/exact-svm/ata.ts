@@ -7,8 +7,28 @@ import { ASSOCIATED_TOKEN_PROGRAM } from "./constants.js";
 
 const addressEncoder = getAddressEncoder();
 
+/**
+ * Derived addresses already found (a merchant's payTo and asset repeat in every payment); the
+ * oldest are forgotten past this many. Deriving one takes a few hashes and awaits.
+ */
+const KEPT = 10_000;
+const known = new Map<string, string | undefined>();
+
 /** The ATA's address, or undefined when owner or mint is not a valid address. */
 export async function associatedTokenAddress(
+  owner: string,
+  mint: string,
+  tokenProgram: string,
+): Promise<string | undefined> {
+  const key = `${owner} ${mint} ${tokenProgram}`;
+  if (known.has(key)) return known.get(key);
+  const address = await derive(owner, mint, tokenProgram);
+  known.set(key, address);
+  if (known.size > KEPT) known.delete(known.keys().next().value as string);
+  return address;
+}
+
+async function derive(
   owner: string,
   mint: string,
   tokenProgram: string,

@@ -2,7 +2,7 @@
  * Ed25519 signatures of a Solana message, checked locally (no chain): every required signer but
  * the fee payer (key 0, who signs at settle) must have signed the message bytes.
  */
-import { createPublicKey, verify } from "node:crypto";
+import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import type { Address } from "@solana/kit";
 import { getAddressEncoder } from "@solana/kit";
 import type { SvmTransaction } from "./decode.js";
@@ -11,21 +11,33 @@ import type { SvmTransaction } from "./decode.js";
 const ED25519_SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const addressEncoder = getAddressEncoder();
 
+/** Public keys already made (payers pay again); the oldest are forgotten past this many. */
+const KEPT = 10_000;
+const keys = new Map<string, KeyObject>();
+
+function publicKeyOf(signer: string): KeyObject {
+  let key = keys.get(signer);
+  if (key) return key;
+  key = createPublicKey({
+    key: Buffer.concat([
+      ED25519_SPKI_PREFIX,
+      Uint8Array.from(addressEncoder.encode(signer as Address)),
+    ]),
+    format: "der",
+    type: "spki",
+  });
+  keys.set(signer, key);
+  if (keys.size > KEPT) keys.delete(keys.keys().next().value as string);
+  return key;
+}
+
 export function ed25519Verifies(
   signer: string,
   signature: Uint8Array,
   message: Uint8Array,
 ): boolean {
   try {
-    const key = createPublicKey({
-      key: Buffer.concat([
-        ED25519_SPKI_PREFIX,
-        Uint8Array.from(addressEncoder.encode(signer as Address)),
-      ]),
-      format: "der",
-      type: "spki",
-    });
-    return verify(null, message, key, signature);
+    return verify(null, message, publicKeyOf(signer), signature);
   } catch {
     return false;
   }
