@@ -10,7 +10,7 @@ import { type Address, type Hex, keccak256, type TransactionSerializable } from 
 import { failure } from "../errors.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { SchemeContext } from "../schemes/types.js";
-import { type ExpectedTransfer, notRecorded } from "../store/port.js";
+import { type ExpectedTransfer, recordAnswered, UNRECORDED } from "../store/port.js";
 import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap } from "./fees.js";
 import { follow, mined } from "./follow.js";
@@ -220,26 +220,10 @@ async function sendAndFollow(
   if (waitUntil === "submitted") {
     const hash = sent.issued.hash;
     // A success the journal does not hold could be answered again to another caller: say pending.
-    if (!(await recorded(ctx, record.key))) return pending(hash, UNRECORDED);
+    if (!(await recordAnswered(ctx.journal, record.key))) return pending(hash, UNRECORDED);
     return { kind: "submitted", hash };
   }
   return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, prepared.fees);
-}
-
-export const UNRECORDED =
-  "the transaction was sent, but the settlement store could not record the answer; retry to get it (it is never sent twice)";
-
-/**
- * Writes down that success is being answered; false only if the record certainly was not made.
- * When that is unknown (a connection lost mid-write, a file write whose sync failed: the journal
- * may hold it), the success is answered: a retry would find the record and refuse, and the
- * payer's caller would never hear that it paid.
- */
-export function recorded(ctx: SchemeContext, key: string): Promise<boolean> {
-  return ctx.journal.recordState(key, "answered").then(
-    () => true,
-    (error: unknown) => !notRecorded(error),
-  );
 }
 
 function sendFailure(

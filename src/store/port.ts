@@ -85,6 +85,23 @@ export function notRecorded(error: unknown): boolean {
   return typeof error === "object" && error !== null && NOT_RECORDED in error;
 }
 
+/** Why a settlement whose transaction was sent is answered pending: its success is not recorded. */
+export const UNRECORDED =
+  "the transaction was sent, but the settlement store could not record the answer; retry to get it (it is never sent twice)";
+
+/**
+ * Writes down that success is being answered; false only if the record certainly was not made.
+ * When that is unknown (a connection lost mid-write, a file write whose sync failed: the journal
+ * may hold it), the success is answered: a retry would find the record and refuse, and the
+ * payer's caller would never hear that it paid.
+ */
+export function recordAnswered(store: SettlementStore, key: string): Promise<boolean> {
+  return store.recordState(key, "answered").then(
+    () => true,
+    (error: unknown) => !notRecorded(error),
+  );
+}
+
 type MaybePromise<T> = T | Promise<T>;
 
 export interface SettlementStore {

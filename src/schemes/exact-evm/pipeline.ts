@@ -11,17 +11,16 @@ import type { CallOutcome } from "../../chain/outcome.js";
 import { landPreludes } from "../../chain/prelude.js";
 import { receiptHasTransfer } from "../../chain/receipts.js";
 import { recheckAnswered, reconcile } from "../../chain/reconcile.js";
-import {
-  prepareCall,
-  recorded,
-  sendCall,
-  simulateCall,
-  UNRECORDED,
-} from "../../chain/transactions.js";
+import { prepareCall, sendCall, simulateCall } from "../../chain/transactions.js";
 import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
-import type { ExpectedTransfer, JournalEntry } from "../../store/port.js";
+import {
+  type ExpectedTransfer,
+  type JournalEntry,
+  recordAnswered,
+  UNRECORDED,
+} from "../../store/port.js";
 import type { PaymentMethod, SchemeContext, SettleResult } from "../types.js";
 import type { ExactMethod, Verified } from "./method.js";
 
@@ -114,7 +113,7 @@ async function answer<P>(
       }
       // A success the journal does not hold could be answered again to another caller: the
       // answer is pending, with the hash, and a retry (once the record can be made) the success.
-      if (!(await recorded(ctx, key))) {
+      if (!(await recordAnswered(ctx.journal, key))) {
         return {
           ok: false,
           payer,

@@ -20,7 +20,7 @@ import { signWithFeePayer } from "../../chain/svm-keys.js";
 import { FacilitatorError, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
-import { type JournalEntry, type NewEntry, notRecorded } from "../../store/port.js";
+import { type JournalEntry, type NewEntry, recordAnswered, UNRECORDED } from "../../store/port.js";
 import type { SettleResult } from "../types.js";
 import type { SvmSettleContext } from "./context.js";
 import { signatureToBase58 } from "./decode.js";
@@ -303,19 +303,12 @@ function track(s: Settling, landing: Landing): void {
 async function answerSuccess(s: Settling): Promise<SettleResult> {
   const payer = s.payment.payer;
   const hash = s.signed.signature;
-  const held = await s.ctx.journal.recordState(s.key, "answered").then(
-    () => true,
-    (error: unknown) => !notRecorded(error),
-  );
-  if (held) return { ok: true, payer, transactionHash: hash };
+  if (await recordAnswered(s.ctx.journal, s.key)) return { ok: true, payer, transactionHash: hash };
   return {
     ok: false,
     payer,
     transactionHash: hash,
-    failure: failure(
-      "settlement_pending",
-      "the transaction was sent, but the settlement store could not record the answer; retry to get it (it is never sent twice)",
-    ),
+    failure: failure("settlement_pending", UNRECORDED),
   };
 }
 
