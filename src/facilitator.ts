@@ -25,7 +25,7 @@ import { isSolanaRequest, SolanaPayments } from "./solana-payments.js";
 import { settleOnce } from "./store/idempotency.js";
 import { Journal } from "./store/journal.js";
 import type { SettlementStore } from "./store/port.js";
-import { failureOfThrown } from "./thrown.js";
+import { failureOfThrown, namingEndpoint } from "./thrown.js";
 
 export interface FacilitatorOptions extends RpcOptions {
   /** The settlement account. Without any, verify works and settle answers settlement_failed. */
@@ -109,11 +109,11 @@ export class Facilitator {
     this.signers = new SignerPool(accounts);
     this.journal = options.journal ?? new Journal();
     const journal = this.journal;
-    this.inflight = new InFlight({
-      onFree: journal.releaseShared
-        ? (key, landedIn) => void journal.releaseShared?.(key, landedIn)
-        : undefined,
-    });
+    // A store shared by replicas keeps its copy of every hold in step with the ledgers here.
+    const onFree = journal.releaseShared
+      ? (key: string, landedIn?: bigint) => void journal.releaseShared?.(key, landedIn)
+      : undefined;
+    this.inflight = new InFlight({ onFree });
     this.#throttle = new PayerThrottle({
       limit: options.payerRevertLimit,
       windowMs: options.payerRevertWindowMs,
@@ -123,6 +123,7 @@ export class Facilitator {
     });
     this.solana = new SolanaPayments(this.rpc, journal, this.#throttle, {
       keys: options.svmFeePayers ?? [],
+      onFree,
       maxFeeLamports: options.svmMaxFeeLamports,
       confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
       pollMs: options.receiptPollMs ?? 250,
@@ -160,21 +161,7 @@ export class Facilitator {
       result = { ok: false, failure: failureOfThrown(error, "verify") };
     }
     if (!result.ok && result.failure.code === "chain_unavailable") this.#chainTrouble(request);
-    return this.#namingEndpoint(result, request, routed.ctx.chainId);
-  }
-
-  /** A chain failure from a payment method, prefixed with the network and its endpoints. */
-  #namingEndpoint<R extends VerifyResult | SettleResult>(
-    result: R,
-    request: PaymentRequest,
-    chainId: number,
-  ): R {
-    if (result.ok || result.failure.code !== "chain_unavailable") return result;
-    const where = `${request.requirements.network} via ${this.rpc.via(chainId) ?? "its RPC"}`;
-    return {
-      ...result,
-      failure: { ...result.failure, message: `${where}: ${result.failure.message}` },
-    };
+    return namingEndpoint(result, request.requirements.network, this.rpc.via(routed.ctx.chainId));
   }
 
   /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
@@ -230,7 +217,7 @@ export class Facilitator {
     } catch (error) {
       result = { ok: false, failure: failureOfThrown(error, "settle") };
     }
-    return this.#namingEndpoint(result, request, routed.ctx.chainId);
+    return namingEndpoint(result, request.requirements.network, this.rpc.via(routed.ctx.chainId));
   }
 
   /**

@@ -17,7 +17,7 @@ import { signatureStatuses } from "./schemes/exact-svm/rpc.js";
 import type { SettleResult, VerifyResult } from "./schemes/types.js";
 import { settleOnce } from "./store/idempotency.js";
 import type { JournalEntry, SettlementStore } from "./store/port.js";
-import { failureOfThrown } from "./thrown.js";
+import { failureOfThrown, namingEndpoint } from "./thrown.js";
 
 export interface SolanaOptions {
   readonly keys: readonly SvmFeePayer[];
@@ -26,6 +26,8 @@ export interface SolanaOptions {
   readonly pollMs: number;
   readonly watchSubmitted: boolean;
   readonly metrics?: MetricsSink | undefined;
+  /** Told when a hold ends (a shared store updates its copy). */
+  readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
 }
 
 export interface SolanaKind {
@@ -64,11 +66,7 @@ export class SolanaPayments {
     this.#throttle = throttle;
     this.#options = options;
     this.feePayers = [...new Set(options.keys.map((key) => key.address))];
-    this.inflight = new SvmInFlight({
-      onFree: journal.releaseShared
-        ? (key, landedIn) => void journal.releaseShared?.(key, landedIn)
-        : undefined,
-    });
+    this.inflight = new SvmInFlight({ onFree: options.onFree });
   }
 
   /** Counts a Solana settlement a previous process left unsettled; false for other entries. */
@@ -88,7 +86,11 @@ export class SolanaPayments {
     } catch (error) {
       result = { ok: false, failure: failureOfThrown(error, "verify") };
     }
-    return this.#namingEndpoint(result, request, routed.ctx);
+    return namingEndpoint(
+      result,
+      request.requirements.network,
+      this.#rpc.solanaVia(routed.ctx.network),
+    );
   }
 
   async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
@@ -110,7 +112,11 @@ export class SolanaPayments {
     }
     if (result.ok || result.failure.code !== "chain_unavailable") return result;
     // An unreachable cluster during settle is a 500: the settlement, not the request, failed.
-    const named = this.#namingEndpoint(result, request, ctx);
+    const named = namingEndpoint(
+      result,
+      request.requirements.network,
+      this.#rpc.solanaVia(ctx.network),
+    );
     return named.ok ? named : { ...named, failure: { ...named.failure, status: 500 } };
   }
 
@@ -132,20 +138,6 @@ export class SolanaPayments {
   async #stillOnChain(ctx: SvmSettleContext, signature: string): Promise<boolean> {
     const [status] = await signatureStatuses(ctx.client, [signature], true);
     return status ? status.err === null : false;
-  }
-
-  /** A chain failure, prefixed with the network and its endpoints. */
-  #namingEndpoint<R extends VerifyResult | SettleResult>(
-    result: R,
-    request: PaymentRequest,
-    ctx: SvmSettleContext,
-  ): R {
-    if (result.ok || result.failure.code !== "chain_unavailable") return result;
-    const where = `${request.requirements.network} via ${this.#rpc.solanaVia(ctx.network) ?? "its RPC"}`;
-    return {
-      ...result,
-      failure: { ...result.failure, message: `${where}: ${result.failure.message}` },
-    };
   }
 
   /** The `exact` scheme, through a configured RPC of the cluster. */

@@ -1,6 +1,10 @@
-/** What a thrown error means as an answer: the node unreachable, or something unexpected. */
+/**
+ * What a thrown error means as an answer (the node unreachable, or something unexpected), and a
+ * chain failure named after the network and the endpoints it went through.
+ */
 import { isUnreachable, unreachableReason } from "./chain/rpc.js";
 import { FacilitatorError, type Failure, failure } from "./errors.js";
+import type { SettleResult, VerifyResult } from "./schemes/types.js";
 
 export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failure {
   if (error instanceof FacilitatorError) return error.failure;
@@ -12,4 +16,18 @@ export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failur
   }
   const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
   return failure("internal_error", `unexpected error during ${op}: ${text}`);
+}
+
+/** A chain_unavailable result, prefixed with the request's network and the endpoints behind it. */
+export function namingEndpoint<R extends VerifyResult | SettleResult>(
+  result: R,
+  network: string,
+  via: string | undefined,
+): R {
+  if (result.ok || result.failure.code !== "chain_unavailable") return result;
+  const where = `${network} via ${via ?? "its RPC"}`;
+  return {
+    ...result,
+    failure: { ...result.failure, message: `${where}: ${result.failure.message}` },
+  };
 }
