@@ -41,15 +41,23 @@ export async function minedIn(
 }
 
 export function shortfall(spend: Spend, have: bigint, held: bigint): Failure {
-  const inFlight = held > 0n ? `, ${held} of it is already being settled with us,` : "";
   if (spend.spender) {
     return failure(
       "allowance_required",
-      `the payer allows ${spend.spender} ${have}${inFlight} and this payment needs ${spend.amount}`,
+      `the payer allows ${spend.spender} ${have}${inFlight(held)} and this payment needs ${spend.amount}`,
     );
   }
+  return balanceShortfall("the payer", have, held, spend.amount);
+}
+
+/** `holder` has `have`, `held` of it already in flight with us, and the payment needs `needs`. */
+export function balanceShortfall(holder: string, have: bigint, held: bigint, needs: bigint) {
   return failure(
     "insufficient_funds",
-    `the payer holds ${have}${inFlight} and this payment needs ${spend.amount}`,
+    `${holder} holds ${have}${inFlight(held)} and this payment needs ${needs}`,
   );
+}
+
+function inFlight(held: bigint): string {
+  return held > 0n ? `, ${held} of it is already being settled with us,` : "";
 }

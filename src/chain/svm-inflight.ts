@@ -12,9 +12,10 @@
  * A landed hold is kept a minute with its slot, so a read at an older slot still counts it.
  */
 import type { Client } from "viem";
-import { type Failure, failure } from "../errors.js";
+import type { Failure } from "../errors.js";
 import { signatureStatuses, tokenBalance } from "../schemes/exact-svm/rpc.js";
 import type { HeldElsewhere, JournalEntry, SettlementStore } from "../store/port.js";
+import { balanceShortfall } from "./spend-reads.js";
 
 /** The journal's key prefix for Solana settlements: `svm:<network>:<signature>`. */
 export const SVM_KEY_PREFIX = "svm:";
@@ -260,11 +261,7 @@ interface BalanceRead {
 }
 
 function shortfall(spend: SvmSpend, have: bigint, held: bigint): Failure {
-  const inFlight = held > 0n ? `, ${held} of it is already being settled with us,` : "";
-  return failure(
-    "insufficient_funds",
-    `the payer's token account ${spend.source} holds ${have}${inFlight} and this payment needs ${spend.amount}`,
-  );
+  return balanceShortfall(`the payer's token account ${spend.source}`, have, held, spend.amount);
 }
 
 /** A Solana journal entry's spend and transaction, to count it against its payer after a restart. */

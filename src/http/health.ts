@@ -6,6 +6,7 @@
 import type { Address } from "viem";
 import { caip2 } from "../chain/networks.js";
 import type { Facilitator } from "../facilitator.js";
+import { lamportsOf } from "../schemes/exact-svm/rpc.js";
 import type { StoreStatus } from "../store/port.js";
 
 export interface NetworkHealth {
@@ -161,14 +162,8 @@ export async function feePayerBalances(
     feePayers.map(async (feePayer): Promise<FeePayerBalance> => {
       try {
         const client = await facilitator.rpc.solanaClient(network);
-        const answer = (await withTimeout(
-          client.request({
-            method: "getBalance",
-            params: [feePayer, { commitment: "confirmed" }],
-          } as never),
-          timeoutMs,
-        )) as { value?: number | string };
-        return { network, feePayer, lamports: BigInt(answer?.value ?? 0) };
+        const lamports = await withTimeout(lamportsOf(client, feePayer), timeoutMs);
+        return { network, feePayer, lamports };
       } catch (error) {
         return { network, feePayer, error: firstLine(error) };
       }

@@ -1,5 +1,6 @@
 /** doctor's look at the Solana fee payer: does it hold SOL for fees on each Solana cluster served. */
 import type { RpcRegistry } from "../../chain/rpc.js";
+import { lamportsOf } from "../../schemes/exact-svm/rpc.js";
 import type { CliConfig } from "../config.js";
 import type { Finding, Level } from "./doctor-checks.js";
 
@@ -34,11 +35,7 @@ export async function checkSolanaFeePayers(
     const client = await rpc.solanaClient(network);
     for (const address of addresses) {
       try {
-        const answer = (await client.request({
-          method: "getBalance",
-          params: [address, { commitment: "confirmed" }],
-        } as never)) as { value: number };
-        const lamports = Number(answer.value);
+        const lamports = Number(await lamportsOf(client, address));
         const level: Level = lamports === 0 ? "error" : lamports < LOW_LAMPORTS ? "warning" : "ok";
         findings.push({
           area: "key",

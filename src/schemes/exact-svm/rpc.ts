@@ -132,3 +132,12 @@ export async function tokenBalance(
   }
   return { amount: BigInt(amount), slot: BigInt(slot) };
 }
+
+/** An account's SOL in lamports, at `confirmed` (0 for an account that does not exist). */
+export async function lamportsOf(client: Client, address: string): Promise<bigint> {
+  const answer = await call<{ value?: number | string }>(client, "getBalance", [
+    address,
+    { commitment: "confirmed" },
+  ]);
+  return BigInt(answer?.value ?? 0);
+}
