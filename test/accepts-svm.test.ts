@@ -13,7 +13,7 @@ import { svmFeePayerOf } from "../src/chain/svm-keys.js";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
 import { type SvmDevnet, startSvmDevnet, svmDevKey } from "../src/devnet/svm/index.js";
 import { Facilitator } from "../src/facilitator.js";
-import { createHandler } from "../src/http/handler.js";
+import { handlePost } from "./helpers/facilitator.js";
 import { removeCliJournals, runCli } from "./helpers/run-cli.js";
 
 let evm: Devnet;
@@ -42,16 +42,13 @@ afterAll(async () => {
 });
 
 async function accepts(facilitator: Facilitator, offers: unknown[]) {
-  const answer = await createHandler(facilitator)({
-    method: "POST",
-    url: "/accepts",
-    headers: { "content-type": "application/json" },
-    body: Buffer.from(
-      JSON.stringify({ x402Version: 2, resource: { url: "http://localhost/x" }, accepts: offers }),
-    ),
+  const answer = await handlePost(facilitator, "/accepts", {
+    x402Version: 2,
+    resource: { url: "http://localhost/x" },
+    accepts: offers,
   });
   expect(answer.status).toBe(200);
-  return JSON.parse(answer.body) as { accepts: Record<string, unknown>[] };
+  return answer.body as { accepts: Record<string, unknown>[] };
 }
 
 const solanaOffer = () => ({
@@ -130,12 +127,7 @@ describe("POST /accepts with Solana offers", () => {
     expect(run.code, run.stderr).toBe(0);
     const body = JSON.parse(run.stdout);
     expect(body.requirements).toMatchObject({ network: svm.network, amount: "5000" });
-    const verified = await createHandler(withFeePayer)({
-      method: "POST",
-      url: "/verify",
-      headers: { "content-type": "application/json" },
-      body: Buffer.from(JSON.stringify(body)),
-    });
-    expect(JSON.parse(verified.body)).toEqual({ success: true, payer: svm.payers[0]?.address });
+    const verified = await handlePost(withFeePayer, "/verify", body);
+    expect(verified.body).toEqual({ success: true, payer: svm.payers[0]?.address });
   });
 });

@@ -22,7 +22,7 @@ import {
 } from "../src/devnet/svm/index.js";
 import { encodeMint, MINT_SIZE, TOKEN_PROGRAM } from "../src/devnet/svm/token-layout.js";
 import { Facilitator } from "../src/facilitator.js";
-import { createHandler } from "../src/http/handler.js";
+import { handlePost } from "./helpers/facilitator.js";
 import { removeCliJournals, runCli } from "./helpers/run-cli.js";
 import { referenceSvmFacilitator } from "./helpers/svm-devnet.js";
 
@@ -78,15 +78,7 @@ function json(run: { stdout: string; stderr: string }): Json {
   }
 }
 
-async function ourVerify(body: unknown) {
-  const answer = await createHandler(facilitator)({
-    method: "POST",
-    url: "/verify",
-    headers: { "content-type": "application/json" },
-    body: Buffer.from(JSON.stringify(body)),
-  });
-  return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
-}
+const ourVerify = (body: unknown) => handlePost(facilitator, "/verify", body);
 
 /** The official facilitator for x402 v1 (`solana-devnet`), signing as the devnet's fee payer. */
 async function referenceV1() {

@@ -17,8 +17,8 @@ import {
   startSvmDevnet,
 } from "../src/devnet/svm/index.js";
 import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
-import { createHandler } from "../src/http/handler.js";
 import { Journal } from "../src/store/journal.js";
+import { handlePost } from "./helpers/facilitator.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
 import { devnetPayment, svmLamports, svmTokenBalance } from "./helpers/svm-devnet.js";
 
@@ -49,15 +49,7 @@ function facilitatorWith(options: Partial<FacilitatorOptions> = {}) {
   });
 }
 
-async function settle(f: Facilitator, body: unknown) {
-  const answer = await createHandler(f)({
-    method: "POST",
-    url: "/settle",
-    headers: { "content-type": "application/json" },
-    body: Buffer.from(JSON.stringify(body)),
-  });
-  return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
-}
+const settle = (f: Facilitator, body: unknown) => handlePost(f, "/settle", body);
 
 const payer = (n: number) => devnet.payers[n] as SvmDevKey;
 

@@ -13,7 +13,7 @@ import {
   startSvmDevnet,
 } from "../src/devnet/svm/index.js";
 import { Facilitator } from "../src/facilitator.js";
-import { createHandler } from "../src/http/handler.js";
+import { handlePost } from "./helpers/facilitator.js";
 import { randomAddress } from "./helpers/svm-build.js";
 import {
   devnetPayment,
@@ -44,19 +44,12 @@ type Payload = any;
 type Requirements = ReturnType<typeof svmRequirementsV2> & { extra: Record<string, unknown> };
 
 async function oursSettle(payload: Payload, requirements: Requirements) {
-  const answer = await createHandler(ours)({
-    method: "POST",
-    url: "/settle",
-    headers: { "content-type": "application/json" },
-    body: Buffer.from(
-      JSON.stringify({
-        x402Version: 2,
-        paymentPayload: payload,
-        paymentRequirements: requirements,
-      }),
-    ),
+  const { body } = await handlePost(ours, "/settle", {
+    x402Version: 2,
+    paymentPayload: payload,
+    paymentRequirements: requirements,
   });
-  return JSON.parse(answer.body) as { success: boolean; errorReason?: string };
+  return body as { success: boolean; errorReason?: string };
 }
 
 const payeeBalance = () => svmTokenBalance(devnet, devnet.payee.address);

@@ -19,8 +19,8 @@ import {
   startSvmDevnet,
 } from "../src/devnet/svm/index.js";
 import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
-import { createHandler } from "../src/http/handler.js";
 import { Journal } from "../src/store/journal.js";
+import { handlePost } from "./helpers/facilitator.js";
 import {
   devnetPayment,
   referenceSvmFacilitator,
@@ -62,15 +62,7 @@ function facilitatorWith(options: Partial<FacilitatorOptions> = {}) {
 type Payload = any;
 type Requirements = ReturnType<typeof svmRequirementsV2>;
 
-async function post(facilitator: Facilitator, route: string, body: unknown) {
-  const answer = await createHandler(facilitator)({
-    method: "POST",
-    url: route,
-    headers: { "content-type": "application/json" },
-    body: Buffer.from(JSON.stringify(body)),
-  });
-  return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
-}
+const post = handlePost;
 
 const x402Settle = (f: Facilitator, payload: Payload, requirements: Requirements) =>
   post(f, "/settle", {

@@ -9,6 +9,7 @@ import { svmFeePayerOf } from "../src/chain/svm-keys.js";
 import { PAYER_USDC_BALANCE, type SvmDevnet, startSvmDevnet } from "../src/devnet/svm/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
+import { handlePost } from "./helpers/facilitator.js";
 import {
   referenceSvmFacilitator,
   svmClientPayload,
@@ -35,15 +36,7 @@ type Requirements = ReturnType<typeof svmRequirementsV2>;
 // biome-ignore lint/suspicious/noExplicitAny: the official client's payload type is a union.
 type Payload = any;
 
-async function post(path: string, body: unknown) {
-  const answer = await createHandler(facilitator)({
-    method: "POST",
-    url: path,
-    headers: { "content-type": "application/json" },
-    body: Buffer.from(JSON.stringify(body)),
-  });
-  return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
-}
+const post = (route: string, body: unknown) => handlePost(facilitator, route, body);
 
 /** Ours in the x402 dialect, ours in the reference dialect, and the official verdict. */
 async function verdicts(payload: Payload, requirements: Requirements) {

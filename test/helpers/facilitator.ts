@@ -1,7 +1,11 @@
-/** The facilitator the chain-backed tests settle with: the devnet's RPC and settlement key. */
+/**
+ * The facilitator the chain-backed tests settle with (the devnet's RPC and settlement key), and
+ * requests to its HTTP handler in-process.
+ */
 import { privateKeyToAccount } from "viem/accounts";
 import type { Devnet } from "../../src/devnet/index.js";
 import { Facilitator, type FacilitatorOptions } from "../../src/facilitator.js";
+import { createHandler } from "../../src/http/handler.js";
 
 export function facilitatorOn(devnet: Devnet, options: Partial<FacilitatorOptions> = {}) {
   return new Facilitator({
@@ -11,4 +15,15 @@ export function facilitatorOn(devnet: Devnet, options: Partial<FacilitatorOption
     receiptPollMs: 50,
     ...options,
   });
+}
+
+/** POSTs `body` as JSON to `route` of the HTTP handler over `facilitator`, in-process. */
+export async function handlePost(facilitator: Facilitator, route: string, body: unknown) {
+  const answer = await createHandler(facilitator)({
+    method: "POST",
+    url: route,
+    headers: { "content-type": "application/json" },
+    body: Buffer.from(JSON.stringify(body)),
+  });
+  return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
 }
