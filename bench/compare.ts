@@ -30,7 +30,7 @@ import { type Address, createPublicClient, type Hex, http } from "viem";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
-import { cleanEnv, exited, freePort, setting, stopChild } from "./lib.js";
+import { type Answer, cleanEnv, exited, freePort, post, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -230,39 +230,6 @@ const perRequest = (total: number | undefined, count: number) =>
 
 // ---------------------------------------------------------------------------------------------
 // Load.
-
-interface Answer {
-  readonly status: number;
-  readonly ms: number;
-  readonly body?: { success?: unknown; transactionHash?: unknown };
-  readonly error?: string;
-}
-
-async function post(url: string, body: string, timeoutMs: number): Promise<Answer> {
-  const sent = performance.now();
-  try {
-    const response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const text = await response.text();
-    const ms = performance.now() - sent;
-    try {
-      return { status: response.status, ms, body: JSON.parse(text) as Answer["body"] };
-    } catch {
-      return { status: response.status, ms, error: `${response.status} ${text.slice(0, 200)}` };
-    }
-  } catch (error) {
-    const ms = performance.now() - sent;
-    return {
-      status: 0,
-      ms,
-      error: error instanceof Error ? `${error.name}: ${error.message}` : "?",
-    };
-  }
-}
 
 const failure = (answer: Answer): string | undefined =>
   answer.error ??

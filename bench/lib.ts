@@ -83,3 +83,44 @@ export async function benchMethod(chain: Devnet): Promise<{
         : signSampleRequest(chain, { payer, amount, method: "permit2", asset: "permit" }),
   };
 }
+
+/** A POST answered: status (0: no answer), time taken, the JSON body, the raw text. */
+export interface Answer {
+  readonly status: number;
+  readonly ms: number;
+  readonly body?: { success?: unknown; transactionHash?: unknown };
+  readonly error?: string;
+  readonly text?: string;
+}
+
+/** POSTs a JSON `body` to `url` and times the answer; never throws. */
+export async function post(url: string, body: string, timeoutMs: number): Promise<Answer> {
+  const sent = performance.now();
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await response.text();
+    const ms = performance.now() - sent;
+    try {
+      return { status: response.status, ms, text, body: JSON.parse(text) as Answer["body"] };
+    } catch {
+      return {
+        status: response.status,
+        ms,
+        text,
+        error: `${response.status} ${text.slice(0, 200)}`,
+      };
+    }
+  } catch (error) {
+    const ms = performance.now() - sent;
+    return {
+      status: 0,
+      ms,
+      error: error instanceof Error ? `${error.name}: ${error.message}` : "?",
+    };
+  }
+}

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { type Address, createPublicClient, type Hex, http } from "viem";
 import { testUsdcAbi } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts } from "../src/devnet/index.js";
-import { benchMethod, cleanEnv } from "./lib.js";
+import { benchMethod, cleanEnv, post } from "./lib.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** signSampleRequest's default amount: 0.01 USDC. */
@@ -122,31 +122,14 @@ export async function postTimed(
   url: string,
   body: string,
 ): Promise<{ latencyMs: number; hash?: string; error?: string }> {
-  const sent = performance.now();
-  try {
-    const response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    const text = await response.text();
-    const latencyMs = performance.now() - sent;
-    let answer: { success?: unknown; transactionHash?: unknown } = {};
-    try {
-      answer = JSON.parse(text) as typeof answer;
-    } catch {
-      // not JSON: reported below
-    }
-    if (response.status === 200 && answer.success === true) {
-      const hash = typeof answer.transactionHash === "string" ? answer.transactionHash : undefined;
-      return hash === undefined ? { latencyMs } : { latencyMs, hash };
-    }
-    return { latencyMs, error: `${response.status} ${text.trim().slice(0, 300)}` };
-  } catch (error) {
-    const latencyMs = performance.now() - sent;
-    return { latencyMs, error: error instanceof Error ? `${error.name}: ${error.message}` : "?" };
+  const answer = await post(url, body, REQUEST_TIMEOUT_MS);
+  const latencyMs = answer.ms;
+  if (answer.status === 200 && answer.body?.success === true) {
+    const hash = answer.body.transactionHash;
+    return typeof hash === "string" ? { latencyMs, hash } : { latencyMs };
   }
+  if (answer.status === 0) return { latencyMs, error: answer.error ?? "?" };
+  return { latencyMs, error: `${answer.status} ${(answer.text ?? "").trim().slice(0, 300)}` };
 }
 
 export async function settleOne(url: string, body: string): Promise<Settled> {
