@@ -35,6 +35,7 @@ const CONTRACTS = [
   },
   { file: "TestPermitToken.sol", contract: "TestPermitToken", prefix: "testPermitToken" },
   { file: "TestPlainToken.sol", contract: "TestPlainToken", prefix: "testPlainToken" },
+  { file: "TestGasBurnerToken.sol", contract: "TestGasBurnerToken", prefix: "testGasBurnerToken" },
   { file: "TestSmartWalletFactory.sol", contract: "TestSmartWallet", prefix: "testSmartWallet" },
   {
     file: "TestSmartWalletFactory.sol",

@@ -186,6 +186,29 @@ export const ERRORS = {
     x402: "invalid_exact_evm_transaction_simulation_failed",
     summary: "The transfer would revert",
   },
+  gas_limit_exceeded: {
+    status: 400,
+    x402: "invalid_exact_evm_transaction_simulation_failed",
+    summary:
+      "Settling would take more gas than this facilitator allows for the method (a hostile or unusual token); nothing was sent",
+  },
+  asset_not_allowed: {
+    status: 400,
+    x402: "invalid_exact_evm_asset_not_allowed",
+    summary: "This facilitator settles only the assets its operator listed for this network",
+  },
+  asset_throttled: {
+    status: 429,
+    x402: "asset_throttled",
+    summary:
+      "Settlements of this token wasted our gas (reverted, ran out of gas, or moved nothing); it is refused for a while",
+  },
+  fee_cap_exceeded: {
+    status: 503,
+    x402: "unexpected_error",
+    summary:
+      "The settlement would cost more than the fee cap for this network at today's gas price; nothing was sent",
+  },
   fee_payer_unfunded: {
     status: 503,
     x402: "invalid_exact_svm_transaction_simulation_failed",
@@ -215,7 +238,8 @@ export const ERRORS = {
   payer_throttled: {
     status: 429,
     x402: "payer_throttled",
-    summary: "This payer's recent settlements reverted on chain; it is refused for a while",
+    summary:
+      "This payer's recent settlements reverted on chain, or the network's budget of wasted gas is spent and the payer has no settlement with us yet; it is refused for a while",
   },
   settlement_pending: {
     status: 500,

@@ -3,7 +3,10 @@
  * network, payload shape) and owns what every method shares: the RPC, the signers, the journal,
  * the clock, and turning anything thrown into a Failure.
  */
-import type { Address, Hex, LocalAccount } from "viem";
+import { type Address, type Hex, isAddressEqual, type LocalAccount } from "viem";
+import { feeCapFor } from "./chain/fees.js";
+import { GasAtRisk } from "./chain/gas-at-risk.js";
+import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
 import { InFlight } from "./chain/inflight.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "./chain/networks.js";
 import { type RpcOptions, RpcRegistry } from "./chain/rpc.js";
@@ -44,10 +47,26 @@ export interface FacilitatorOptions extends RpcOptions {
    * CLI and serve keep a file, or PostgreSQL for several replicas).
    */
   readonly journal?: SettlementStore | undefined;
-  /** Most a settlement may cost, in wei of the chain's native token, for every chain... */
+  /**
+   * Most a settlement may cost, in wei of the chain's native token, for every chain (default: a
+   * per-network cap, see networks.ts)...
+   */
   readonly maxFeeWei?: bigint | undefined;
   /** ...or per chain id, which wins. */
   readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
+  /** The most gas each kind of settlement transaction may use (default: chain/gas-bounds.ts). */
+  readonly gasBounds?:
+    | {
+        readonly all?: Partial<Record<GasBoundName, bigint>> | undefined;
+        readonly byChain?: Readonly<Record<number, Partial<Record<GasBoundName, bigint>>>>;
+      }
+    | undefined;
+  /** Wasted gas per chain and hour before payers without history wait (default 500,000)... */
+  readonly wastedGasBudget?: bigint | undefined;
+  /** ...or per chain id, which wins. */
+  readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;
+  /** Per chain id, the only assets settled there (default: any). */
+  readonly allowedAssets?: Readonly<Record<number, readonly Address[]>> | undefined;
   /** Replace a transaction stuck in the mempool this long with a higher fee (default 15 s). */
   readonly replaceAfterMs?: number | undefined;
   /** How long `confirmed` waits for a receipt (default 60 s). */
@@ -99,8 +118,12 @@ export class Facilitator {
   readonly inflight: InFlight;
   /** Payments on Solana clusters. */
   readonly solana: SolanaPayments;
+  /** Wasted gas, per payer, asset and chain. */
+  readonly gasAtRisk: GasAtRisk;
   readonly #throttle: PayerThrottle;
   readonly #options: FacilitatorOptions;
+  readonly #gasBounds = new Map<number, GasBounds>();
+  readonly #allowedAssets = new Map<number, ReadonlySet<string>>();
 
   constructor(options: FacilitatorOptions = {}) {
     this.#options = options;
@@ -130,14 +153,55 @@ export class Facilitator {
       watchSubmitted: options.watchSubmitted ?? false,
       metrics: options.metrics,
     });
-    // Reverts other replicas charge count here too.
-    journal.onRevertElsewhere?.((chainId, payer, at) => this.#throttle.record(chainId, payer, at));
+    for (const [chainId, assets] of Object.entries(options.allowedAssets ?? {})) {
+      this.#allowedAssets.set(Number(chainId), new Set(assets.map((a) => a.toLowerCase())));
+    }
+    this.gasAtRisk = new GasAtRisk(this.#throttle, {
+      budgetGas: options.wastedGasBudget,
+      budgetGasByChain: options.wastedGasBudgetByChain,
+      trusted: (chainId, asset) => this.#trusted(chainId, asset),
+      settledBefore: journal.settledBefore?.bind(journal),
+      onWaste: journal.chargeRevert
+        ? (chainId, waste) => void journal.chargeRevert?.(chainId, waste.payer, waste)
+        : undefined,
+    });
+    // Reverts and other waste other replicas charge count here too.
+    journal.onRevertElsewhere?.((chainId, payer, at, waste) =>
+      waste ? this.gasAtRisk.record(chainId, waste, at) : this.#throttle.record(chainId, payer, at),
+    );
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of this.journal.unsettled()) {
       if (this.solana.seed(entry) || !entry.expect) continue;
       const { token, from, value } = entry.expect;
       this.inflight.seed(entry.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
     }
+  }
+
+  /** The most a settlement on `chainId` may cost, in wei. */
+  feeCapWei(chainId: number): bigint {
+    return feeCapFor(chainId, this.#options).wei;
+  }
+
+  /** The most gas each kind of settlement transaction may use on `chainId`. */
+  gasBounds(chainId: number): GasBounds {
+    let bounds = this.#gasBounds.get(chainId);
+    if (!bounds) {
+      bounds = gasBoundsFor(chainId, this.#options.gasBounds);
+      this.#gasBounds.set(chainId, bounds);
+    }
+    return bounds;
+  }
+
+  /** The assets the operator listed for `chainId`, if it did. */
+  allowedAssets(chainId: number): ReadonlySet<string> | undefined {
+    return this.#allowedAssets.get(chainId);
+  }
+
+  /** An asset wasted gas is not held against as one we never settled: USDC, the listed ones. */
+  #trusted(chainId: number, asset: string): boolean {
+    const usdc = knownNetwork(chainId)?.usdc?.address;
+    if (usdc && isAddressEqual(usdc, asset as Address)) return true;
+    return this.#allowedAssets.get(chainId)?.has(asset.toLowerCase()) ?? false;
   }
 
   /** The Solana fee payers' addresses. */
@@ -294,7 +358,10 @@ export class Facilitator {
         journal: this.journal,
         inflight: this.inflight,
         throttle: this.#throttle,
-        feeCapWei: this.#options.maxFeeWeiByChain?.[chainId] ?? this.#options.maxFeeWei,
+        gasAtRisk: this.gasAtRisk,
+        gasBounds: this.gasBounds(chainId),
+        allowedAssets: this.#allowedAssets.get(chainId),
+        feeCapWei: this.feeCapWei(chainId),
         replaceAfterMs: this.#options.replaceAfterMs ?? 15_000,
         now: this.#options.now ?? (() => Date.now() / 1000),
         confirmTimeoutMs: this.#options.confirmTimeoutMs ?? 60_000,

@@ -254,6 +254,27 @@ describe("doctor", () => {
       report.findings.some((f) => f.area === "tokens" && f.message.includes("EIP-3009 ok")),
     ).toBe(true);
     expect(run.stdout).not.toContain(devnet.facilitator.privateKey.slice(2, 18));
+    // The caps in force: the fee cap (the default here), the gas bounds and the wasted-gas budget.
+    const limits = report.findings.find((f) => f.area === "limits");
+    expect(limits?.level).toBe("ok");
+    expect(limits?.message).toContain(
+      `${devnet.network}: a settlement may cost up to 0.01 of the native token (the default)`,
+    );
+    expect(limits?.message).toContain("gas at most 120,000 for EIP-3009");
+    expect(limits?.message).toContain("wasted gas budget 500,000 per hour");
+  });
+
+  it("warns when today's gas price puts an ordinary settle over the fee cap, and says how to raise it", async () => {
+    const run = await cli(["doctor", "--json", "--max-fee", `${devnet.network}=0.000000001`]);
+    expect(run.code, run.stdout).toBe(1);
+    const report = json(run) as {
+      findings: { area: string; level: string; message: string; fix?: string }[];
+    };
+    const limits = report.findings.find((f) => f.area === "limits");
+    expect(limits?.level).toBe("warning");
+    expect(limits?.message).toContain("(configured)");
+    expect(limits?.message).toMatch(/over the cap, settles are refused \(fee_cap_exceeded\)/);
+    expect(limits?.fix).toContain(`--max-fee ${devnet.network}=<amount>`);
   });
 
   it("exits by the worst finding: 1 no key, 2 a bad config file, 3 an RPC down", async () => {

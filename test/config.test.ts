@@ -359,24 +359,69 @@ describe("settlement safety settings", () => {
   });
 
   it("fee caps: global amounts in the native token, per network in the config file", () => {
-    expect(loadConfig({ maxFee: "0.002" }, {}).maxFeeWei).toBe(2_000_000_000_000_000n);
-    expect(loadConfig({}, { FACILITATOR_MAX_FEE: "1" }).maxFeeWei).toBe(10n ** 18n);
+    expect(loadConfig({ maxFee: "0.002" }, {}).limits.maxFeeWei).toBe(2_000_000_000_000_000n);
+    expect(loadConfig({}, { FACILITATOR_MAX_FEE: "1" }).limits.maxFeeWei).toBe(10n ** 18n);
     const config = configFile("fees.json", {
       maxFee: { default: "0.01", base: "0.0005", "eip155:1": "0.02", "84532": "0.1" },
     });
-    const loaded = loadConfig({ config }, {});
+    const loaded = loadConfig({ config }, {}).limits;
     expect(loaded.maxFeeWei).toBe(10n ** 16n);
     expect(loaded.maxFeeWeiByChain).toEqual({
       8453: 5n * 10n ** 14n,
       1: 2n * 10n ** 16n,
       84532: 10n ** 17n,
     });
-    expect(loadConfig({}, {}).maxFeeWei).toBeUndefined();
+    expect(loadConfig({}, {}).limits.maxFeeWei).toBeUndefined();
     usageError(() => loadConfig({ maxFee: "-1" }, {}));
     usageError(() => loadConfig({ maxFee: "1e18" }, {}));
     usageError(() =>
       loadConfig({ config: configFile("bad-fees.json", { maxFee: { mars: "1" } }) }, {}),
     );
+  });
+
+  it("fee caps per network from the flag and the environment; a single amount replaces the layers below", () => {
+    const flag = loadConfig({ maxFee: "eip155:8453=0.002,ethereum=0.05" }, {}).limits;
+    expect(flag.maxFeeWei).toBeUndefined();
+    expect(flag.maxFeeWeiByChain).toEqual({ 8453: 2n * 10n ** 15n, 1: 5n * 10n ** 16n });
+    const config = configFile("fees-layers.json", { maxFee: { default: "0.01", base: "0.0005" } });
+    // The environment names one network: the file's other values stay.
+    const env = loadConfig({ config }, { FACILITATOR_MAX_FEE: "eip155:1=0.03" }).limits;
+    expect(env.maxFeeWei).toBe(10n ** 16n);
+    expect(env.maxFeeWeiByChain).toEqual({ 8453: 5n * 10n ** 14n, 1: 3n * 10n ** 16n });
+    // A single amount on the flag is for every network: the file's per-network caps give way.
+    const all = loadConfig({ config, maxFee: "0.5" }, {}).limits;
+    expect(all.maxFeeWei).toBe(5n * 10n ** 17n);
+    expect(all.maxFeeWeiByChain).toEqual({});
+    usageError(() => loadConfig({ maxFee: "mars=0.1" }, {}));
+    usageError(() => loadConfig({ maxFee: "eip155:1=lots" }, {}));
+  });
+
+  it("gas bounds, the wasted-gas budget and allowed assets come from the config file", () => {
+    const usdc = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
+    const config = configFile("limits.json", {
+      gasBounds: { eip3009: 150000, "eip155:42161": { eip3009: 900000, permit2: "1200000" } },
+      wastedGasBudget: { default: 300000, base: 1000000 },
+      allowedAssets: { base: [usdc] },
+    });
+    const limits = loadConfig({ config }, {}).limits;
+    expect(limits.gasBounds).toEqual({
+      all: { eip3009: 150_000n },
+      byChain: { 42161: { eip3009: 900_000n, permit2: 1_200_000n } },
+    });
+    expect(limits.wastedGasBudget).toBe(300_000n);
+    expect(limits.wastedGasBudgetByChain).toEqual({ 8453: 1_000_000n });
+    expect(limits.allowedAssets).toEqual({ 8453: ["0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"] });
+    expect(
+      loadConfig({ config }, { FACILITATOR_WASTED_GAS_BUDGET: "2000000" }).limits.wastedGasBudget,
+    ).toBe(2_000_000n);
+    const bad = (values: Record<string, unknown>) => () =>
+      loadConfig({ config: configFile("bad-limits.json", values) }, {});
+    usageError(bad({ gasBounds: { eip3009: 0 } }));
+    usageError(bad({ gasBounds: { eip3010: 100000 } }));
+    usageError(bad({ gasBounds: { base: { eip3009: "lots" } } }));
+    usageError(bad({ wastedGasBudget: -5 }));
+    usageError(bad({ allowedAssets: { base: ["not an address"] } }));
+    usageError(bad({ allowedAssets: ["0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"] }));
   });
 
   it("replace-after: flag, config file, default 15 s", () => {

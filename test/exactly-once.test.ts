@@ -118,16 +118,16 @@ describe("automine", () => {
     expect(after.map((n, i) => n - (before[i] as number))).toEqual([10, 10, 10, 10]);
   }, 60_000);
 
-  test("the fee cap: above it nothing is sent and the answer is settlement_failed (500)", async () => {
+  test("the fee cap: above it nothing is sent and the answer is fee_cap_exceeded (503)", async () => {
     const facilitator = facilitatorOn(devnet, { maxFeeWei: 1000n });
     const request = await signSampleRequest(devnet, { payer: payerOf(devnet, 1) });
     const sentBefore = await chainOf(devnet).getTransactionCount({
       address: devnet.facilitator.address,
     });
     const reply = await handleSettle(facilitator, request);
-    expect(reply.status).toBe(500);
-    expect(reply.body).toMatchObject({ success: false, error: "settlement_failed" });
-    expect(reply.body.message).toMatch(/over the fee cap of 1000 wei/);
+    expect(reply.status).toBe(503);
+    expect(reply.body).toMatchObject({ success: false, error: "fee_cap_exceeded" });
+    expect(reply.body.message).toMatch(/over the fee cap of 0.000000000000001 of the native token/);
     expect(await chainOf(devnet).getTransactionCount({ address: devnet.facilitator.address })).toBe(
       sentBefore,
     );

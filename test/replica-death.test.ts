@@ -143,5 +143,10 @@ describe("a payer whose settlements revert on one replica", () => {
       reply = await postTo(restarted.url, "/settle", { ...body, waitUntil: "simulated" });
     }
     expect(reply).toMatchObject({ status: 429, body: { error: "payer_throttled" } });
+    // The gas those reverts wasted counts against the chain's budget on that replica too.
+    const metrics = await (await fetch(`${restarted.url}/metrics`)).text();
+    const wasted = /^facilitator_wasted_gas\{chain_id="(\d+)"\} (\d+)$/m.exec(metrics);
+    expect(wasted?.[1]).toBe(String(devnet.chainId));
+    expect(Number(wasted?.[2])).toBeGreaterThan(3 * 20_000);
   }, 60_000);
 });

@@ -1,5 +1,6 @@
-/** The payer throttle's window: who is refused, for how long, and who is not. */
+/** The payer throttle's and the gas at risk's windows: who is refused, for how long, and who is not. */
 import { describe, expect, test } from "vitest";
+import { GasAtRisk } from "../src/chain/gas-at-risk.js";
 import { PayerThrottle } from "../src/chain/throttle.js";
 
 const PAYER = "0x00000000000000000000000000000000000000aA";
@@ -23,5 +24,98 @@ describe("PayerThrottle", () => {
     // The first revert leaves the window after 10 minutes: two remain, under the limit.
     expect(throttle.refusal(1, PAYER, t0 + 10 * MINUTE - 1)).toBeDefined();
     expect(throttle.refusal(1, PAYER, t0 + 10 * MINUTE)).toBeUndefined();
+  });
+});
+
+describe("GasAtRisk", () => {
+  const ASSET = "0x00000000000000000000000000000000000000C0";
+  const HOUR = 60 * MINUTE;
+  const waste = (payer: string, gas: bigint, cause: "reverted" | "out-of-gas" | "no-transfer") => ({
+    payer,
+    asset: ASSET,
+    gas,
+    cause,
+  });
+  const payer = (i: number) => `0x${i.toString(16).padStart(40, "0")}`;
+
+  test("past the chain's budget, payers with no settlement wait until enough waste ages out; known ones do not", async () => {
+    const told: unknown[] = [];
+    const risk = new GasAtRisk(new PayerThrottle(), {
+      budgetGas: 100_000n,
+      onWaste: (chainId, w) => told.push([chainId, w.gas]),
+    });
+    const t0 = 1_000_000;
+    risk.settled(1, payer(99), ASSET);
+    risk.charge(1, waste(payer(1), 40_000n, "reverted"), t0);
+    risk.charge(1, waste(payer(2), 40_000n, "reverted"), t0 + MINUTE);
+    expect(await risk.refusal(1, payer(3), ASSET, t0 + MINUTE)).toBeUndefined();
+    risk.charge(1, waste(payer(4), 40_000n, "reverted"), t0 + 2 * MINUTE);
+    expect(risk.wastedGas(1, t0 + 2 * MINUTE)).toBe(120_000n);
+    const refused = await risk.refusal(1, payer(3), ASSET, t0 + 2 * MINUTE);
+    // Under the budget again once the first 40,000 leave the window.
+    expect(refused).toMatchObject({ code: "payer_throttled", retryAfterSeconds: 58 * 60 });
+    expect(refused?.message).toContain("wasted 120,000 gas in the last 60 min");
+    expect(await risk.refusal(1, payer(99), ASSET, t0 + 2 * MINUTE)).toBeUndefined();
+    // Another chain has its own budget.
+    expect(await risk.refusal(8453, payer(3), ASSET, t0 + 2 * MINUTE)).toBeUndefined();
+    expect(await risk.refusal(1, payer(3), ASSET, t0 + HOUR)).toBeUndefined();
+    expect(told).toEqual([
+      [1, 40_000n],
+      [1, 40_000n],
+      [1, 40_000n],
+    ]);
+  });
+
+  test("a payer the store remembers is served past the budget; waste from other replicas counts but is not told again", async () => {
+    const told: unknown[] = [];
+    const risk = new GasAtRisk(new PayerThrottle(), {
+      budgetGas: 10_000n,
+      settledBefore: async (_chainId, who) => "payer" in who && who.payer === payer(7),
+      onWaste: (_chainId, w) => told.push(w),
+    });
+    const now = Date.now();
+    risk.record(1, waste(payer(1), 50_000n, "reverted"), now - MINUTE, now);
+    expect(told).toEqual([]);
+    expect(await risk.refusal(1, payer(2), ASSET, now)).toMatchObject({ code: "payer_throttled" });
+    expect(await risk.refusal(1, payer(7), ASSET, now)).toBeUndefined();
+  });
+
+  test("an asset: refused at once when it moved nothing; out of gas at once if never settled here, at the third if it was", async () => {
+    const nothing = new GasAtRisk(new PayerThrottle());
+    nothing.settled(1, payer(9), ASSET);
+    nothing.charge(1, waste(payer(1), 30_000n, "no-transfer"), 0);
+    const refused = await nothing.refusal(1, payer(2), ASSET, MINUTE);
+    expect(refused).toMatchObject({ code: "asset_throttled", retryAfterSeconds: 59 * 60 });
+    expect(refused?.message).toContain("succeeded without moving the payment 1 time");
+
+    const fresh = new GasAtRisk(new PayerThrottle());
+    fresh.charge(1, waste(payer(1), 120_000n, "out-of-gas"), 0);
+    expect(await fresh.refusal(1, payer(2), ASSET, 1)).toMatchObject({ code: "asset_throttled" });
+    // Out of gas is not the payer's doing: the payer itself is not charged.
+    expect(await fresh.refusal(1, payer(1), `0x${"d".repeat(40)}`, 1)).toBeUndefined();
+
+    const known = new GasAtRisk(new PayerThrottle(), { trusted: () => true });
+    known.charge(1, waste(payer(1), 120_000n, "out-of-gas"), 0);
+    known.charge(1, waste(payer(2), 120_000n, "out-of-gas"), 1);
+    expect(await known.refusal(1, payer(3), ASSET, 2)).toBeUndefined();
+    known.charge(1, waste(payer(3), 120_000n, "out-of-gas"), 2);
+    expect(await known.refusal(1, payer(4), ASSET, 3)).toMatchObject({ code: "asset_throttled" });
+  });
+
+  test("reverts refuse an asset never settled here once three different payers had them; a known asset never", async () => {
+    const fresh = new GasAtRisk(new PayerThrottle({ limit: 10 }));
+    for (let i = 0; i < 5; i++) fresh.charge(1, waste(payer(1), 30_000n, "reverted"), i);
+    // One payer's reverts are its own doing.
+    expect(await fresh.refusal(1, payer(5), ASSET, 10)).toBeUndefined();
+    fresh.charge(1, waste(payer(2), 30_000n, "reverted"), 11);
+    fresh.charge(1, waste(payer(3), 30_000n, "reverted"), 12);
+    const refused = await fresh.refusal(1, payer(5), ASSET, 13);
+    expect(refused).toMatchObject({ code: "asset_throttled" });
+    expect(refused?.message).toContain("reverted 3 times (for different payers)");
+
+    const known = new GasAtRisk(new PayerThrottle(), { budgetGas: 10n ** 12n });
+    known.settled(1, payer(9), ASSET);
+    for (let i = 0; i < 20; i++) known.charge(1, waste(payer(i + 1), 30_000n, "reverted"), i);
+    expect(await known.refusal(1, payer(50), ASSET, 30)).toBeUndefined();
   });
 });

@@ -1,7 +1,9 @@
 /** What a settlement transaction pays per gas: estimated once a second per chain, capped, bumped. */
-import type { TransactionSerializable } from "viem";
+import { formatEther, formatGwei, parseEther, type TransactionSerializable } from "viem";
 import { type Failure, failure } from "../errors.js";
 import type { SchemeContext } from "../schemes/types.js";
+import { grouped } from "./gas-bounds.js";
+import { caip2, DEFAULT_SETTLE_FEE_CAP, knownNetwork } from "./networks.js";
 import { isUnreachable } from "./rpc.js";
 
 export type Fees =
@@ -63,13 +65,42 @@ export function bump(fees: Fees): Fees {
     : { type: "legacy", gasPrice: up(fees.gasPrice) };
 }
 
+/**
+ * The fee cap in force on `chainId`: the operator's for this chain, else the operator's for every
+ * chain, else this network's default (networks.ts; 0.01 of the native token elsewhere).
+ */
+export function feeCapFor(
+  chainId: number,
+  configured: {
+    readonly maxFeeWei?: bigint | undefined;
+    readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
+  },
+): { readonly wei: bigint; readonly configured: boolean } {
+  const wei = configured.maxFeeWeiByChain?.[chainId] ?? configured.maxFeeWei;
+  if (wei !== undefined) return { wei, configured: true };
+  return {
+    wei: parseEther(knownNetwork(chainId)?.feeCap ?? DEFAULT_SETTLE_FEE_CAP),
+    configured: false,
+  };
+}
+
+/** "0.0021 ETH" on a known chain, the native unit's amount elsewhere. */
+export function nativeAmount(chainId: number, wei: bigint): string {
+  return `${formatEther(wei)} ${knownNetwork(chainId)?.native ?? "of the native token"}`;
+}
+
+/** A fee spike passes: a refused settle may be tried again in a while. */
+const FEE_CAP_RETRY_SECONDS = 30;
+
 export function overCap(ctx: SchemeContext, gas: bigint, fees: Fees): Failure | undefined {
   const cap = ctx.feeCapWei;
-  const cost = gas * pricePerGas(fees);
+  const price = pricePerGas(fees);
+  const cost = gas * price;
   if (cap === undefined || cost <= cap) return undefined;
+  const network = caip2(ctx.chainId);
   return failure(
-    "settlement_failed",
-    `the settlement could cost up to ${cost} wei (gas ${gas} at ${pricePerGas(fees)} wei), over the fee cap of ${cap} wei`,
-    { status: 500 },
+    "fee_cap_exceeded",
+    `the settlement could cost up to ${nativeAmount(ctx.chainId, cost)} (${grouped(gas)} gas at ${formatGwei(price)} gwei), over the fee cap of ${nativeAmount(ctx.chainId, cap)} for ${network}; nothing was sent. Retry when fees fall, or raise the cap: --max-fee ${network}=<amount>, FACILITATOR_MAX_FEE or maxFee in the config file`,
+    { retryAfterSeconds: FEE_CAP_RETRY_SECONDS },
   );
 }

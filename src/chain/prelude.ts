@@ -17,6 +17,7 @@ import { failure } from "../errors.js";
 import type { SchemeContext } from "../schemes/types.js";
 import type { JournalEntry } from "../store/port.js";
 import { isKnown, refusal } from "./broadcast.js";
+import type { GasNeed } from "./gas-bounds.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
 import { reconcile } from "./reconcile.js";
 import { isUnreachable } from "./rpc.js";
@@ -29,6 +30,8 @@ export interface Prelude {
   readonly tx:
     | {
         readonly call: ContractCall;
+        /** What the call does, for the most gas it may be sent with. */
+        readonly gas: GasNeed;
         /** Ether sent along, worked out when it is sent. */
         readonly value?: ((ctx: SchemeContext) => Promise<bigint>) | undefined;
       }
@@ -80,9 +83,9 @@ async function landPrelude(
   if (!(await prelude.needed(ctx))) return undefined;
   if ("raw" in prelude.tx)
     return landed(ctx, key, await sendRaw(ctx, key, prelude.tx.raw), prelude);
-  const { call, value } = prelude.tx;
+  const { call, value, gas } = prelude.tx;
   const options = { signer, value: value ? await value(ctx) : undefined };
-  const prepared = await prepareCall(ctx, call, { reuse: false }, options);
+  const prepared = await prepareCall(ctx, call, { reuse: false }, gas, options);
   if ("kind" in prepared) return stopAt(prelude, prepared);
   const outcome = await sendCall(ctx, prepared, "confirmed", { key });
   return landed(ctx, key, outcome, prelude);

@@ -15,6 +15,7 @@ import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
+import { type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
 import {
   type CallOutcome,
   type ContractCall,
@@ -63,6 +64,8 @@ export async function prepareCall(
   ctx: SchemeContext,
   call: ContractCall,
   gasEstimate: { readonly key?: string | undefined; readonly reuse: boolean },
+  /** What the call does: it is never sent with more gas than its bound, nor if it needs more. */
+  need: GasNeed,
   /** `signer`: the account that must send it (it was named in what the payer signed). */
   options: { readonly signer?: Address | undefined; readonly value?: bigint | undefined } = {},
 ): Promise<PreparedCall | CallOutcome> {
@@ -83,6 +86,7 @@ export async function prepareCall(
     );
   }
   const value = options.value ?? 0n;
+  const bound = gasBound(ctx.gasBounds, need);
   let gas: bigint;
   let fees: Fees;
   try {
@@ -91,14 +95,18 @@ export async function prepareCall(
       gas = reused;
       fees = await estimateFees(ctx);
     } else {
+      // Without a limit, so a refusal can say what the call asked for: running it costs us nothing.
       const [estimate, estimated] = await Promise.all([
         ctx.client.estimateGas({ account: lane.address, to: call.to, data: call.data, value }),
         estimateFees(ctx),
       ]);
+      if (estimate > bound) return failed(overGasBound(ctx.chainId, need, bound, estimate));
       gas = gasLimitFrom(estimate, gasEstimate.key);
       fees = estimated;
     }
+    if (gas > bound) gas = bound;
   } catch (error) {
+    if (isOutOfGas(error)) return failed(overGasBound(ctx.chainId, need, bound, undefined));
     if (isRevert(error) && !isUnreachable(error)) return wouldRevert(error);
     if (isUnreachable(error)) lane.forget(ctx.chainId);
     return infrastructure(error, "preparing the settlement transaction");

@@ -18,6 +18,9 @@ export interface ConfigFile {
   store?: unknown;
   storeLeaseSeconds?: unknown;
   maxFee?: unknown;
+  gasBounds?: unknown;
+  wastedGasBudget?: unknown;
+  allowedAssets?: unknown;
   replaceAfterSeconds?: unknown;
   confirmations?: unknown;
   payerRevertLimit?: unknown;
@@ -38,6 +41,9 @@ const CONFIG_KEYS = [
   "store",
   "storeLeaseSeconds",
   "maxFee",
+  "gasBounds",
+  "wastedGasBudget",
+  "allowedAssets",
   "replaceAfterSeconds",
   "confirmations",
   "payerRevertLimit",

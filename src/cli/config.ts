@@ -3,12 +3,12 @@
  * The settlement key is read from the environment or a file, never from a flag's value, and is
  * never echoed, not even in an error message.
  */
-import { type Address, getAddress, type Hex, isAddress, parseEther } from "viem";
-import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
+import { type Address, getAddress, type Hex, isAddress } from "viem";
 import { type SvmFeePayer, svmFeePayerOf } from "../chain/svm-keys.js";
 import { defaultJournalPath } from "../store/journal.js";
 import { readSmallFile } from "./bounded-read.js";
 import { filePath, readConfigFile } from "./config-file.js";
+import { loadLimits, type SettlementLimits } from "./config-limits.js";
 import { UsageError } from "./errors.js";
 
 export interface ConfigFlags {
@@ -51,9 +51,8 @@ export interface CliConfig {
   readonly storeUrl?: string | undefined;
   /** How long a replica's claims and signer leases outlive it in the store. */
   readonly storeLeaseMs?: number | undefined;
-  /** Fee cap in wei for every chain, and per chain id. */
-  readonly maxFeeWei?: bigint | undefined;
-  readonly maxFeeWeiByChain: Record<number, bigint>;
+  /** Fee caps, gas bounds, the wasted-gas budget and the assets each network settles. */
+  readonly limits: SettlementLimits;
   readonly replaceAfterMs: number;
   /** Blocks a receipt must be deep before a settle answers confirmed (1: mined). */
   readonly confirmations: number;
@@ -235,41 +234,6 @@ function readSvmKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): S
   );
 }
 
-/** An amount of the chain's native token ("0.002") in wei. */
-function parseFee(value: unknown, source: string): bigint {
-  const text = String(value).trim();
-  if (!/^[0-9]+(\.[0-9]+)?$/.test(text)) {
-    throw new UsageError(`${source} must be an amount of the native token, such as 0.002`);
-  }
-  return parseEther(text);
-}
-
-/** `maxFee` in the config file: one amount, or {"default": amount, "<network>": amount, ...}. */
-function feeCaps(
-  value: unknown,
-  source: string,
-): { all?: bigint; byChain: Record<number, bigint> } {
-  const byChain: Record<number, bigint> = {};
-  if (value === undefined) return { byChain };
-  if (typeof value !== "object" || value === null) return { all: parseFee(value, source), byChain };
-  let all: bigint | undefined;
-  for (const [network, amount] of Object.entries(value)) {
-    if (network === "default") {
-      all = parseFee(amount, `${source}.default`);
-      continue;
-    }
-    const chainId =
-      chainIdOfCaip2(network) ??
-      chainIdOfV1Name(network) ??
-      (/^[0-9]+$/.test(network) ? Number(network) : undefined);
-    if (chainId === undefined) {
-      throw new UsageError(`${source}: "${network.slice(0, 60)}" is not a network`);
-    }
-    byChain[chainId] = parseFee(amount, `${source}["${network}"]`);
-  }
-  return all === undefined ? { byChain } : { all, byChain };
-}
-
 /** An amount in wei: a whole number (a JSON number only up to 2^53, a string beyond). */
 function parseWei(value: unknown, source: string): bigint {
   const text = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
@@ -388,13 +352,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
           ? lamports(file.svmMaxFeeLamports, where("svmMaxFeeLamports"))
           : undefined;
 
-  const caps = feeCaps(file.maxFee, where("maxFee"));
-  const maxFeeWei =
-    flags.maxFee !== undefined
-      ? parseFee(flags.maxFee, "--max-fee")
-      : env.FACILITATOR_MAX_FEE
-        ? parseFee(env.FACILITATOR_MAX_FEE, "FACILITATOR_MAX_FEE")
-        : caps.all;
+  const limits = loadLimits(flags, env, file, where);
 
   const replaceAfterMs =
     flags.replaceAfter !== undefined
@@ -453,8 +411,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     journalPath,
     storeUrl,
     storeLeaseMs,
-    maxFeeWei,
-    maxFeeWeiByChain: caps.byChain,
+    limits,
     replaceAfterMs,
     minSignerBalanceWei,
   };

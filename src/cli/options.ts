@@ -52,7 +52,7 @@ export function withSettlementOptions(command: Command): Command {
     )
     .option(
       "--max-fee <amount>",
-      "most one settlement may cost in the native token, e.g. 0.002 (env FACILITATOR_MAX_FEE)",
+      "most one settlement may cost in the native token, for every network (0.002) or per network (eip155:8453=0.002,eip155:1=0.02); default: per network, see doctor (env FACILITATOR_MAX_FEE)",
     )
     .option(
       "--replace-after <seconds>",

@@ -137,7 +137,45 @@ export class Metrics implements MetricsSink, HttpMetrics {
         }
       },
     });
+    new prom.Gauge({
+      name: "facilitator_wasted_gas",
+      help: "gas our settlements wasted (reverted, ran out of gas, moved nothing) in the last hour, per chain",
+      labelNames: ["chain_id"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [chainId, wasted] of metrics.#wastedGas()) {
+          this.set({ chain_id: String(chainId) }, Number(wasted.wasted));
+        }
+      },
+    });
+    new prom.Gauge({
+      name: "facilitator_wasted_gas_budget",
+      help: "wasted gas per chain and hour past which payers with no settlement here are refused",
+      labelNames: ["chain_id"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [chainId, wasted] of metrics.#wastedGas()) {
+          this.set({ chain_id: String(chainId) }, Number(wasted.budget));
+        }
+      },
+    });
     prom.collectDefaultMetrics({ register: registry, prefix: "facilitator_" });
+  }
+
+  /** Per chain of a configured RPC or with waste: the gas wasted in the window, and the budget. */
+  #wastedGas(): Map<number, { wasted: bigint; budget: bigint }> {
+    const found = new Map<number, { wasted: bigint; budget: bigint }>();
+    const gasAtRisk = this.#facilitator?.gasAtRisk;
+    if (!gasAtRisk) return found;
+    for (const chainId of new Set([...this.#configured, ...gasAtRisk.chains()])) {
+      found.set(chainId, {
+        wasted: gasAtRisk.wastedGas(chainId),
+        budget: gasAtRisk.budget(chainId),
+      });
+    }
+    return found;
   }
 
   /** The facilitator whose signers' balances /metrics reports. */

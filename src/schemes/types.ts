@@ -3,6 +3,8 @@
  * method (EIP-3009, Permit2, …); the facilitator picks one by scheme, network and payload shape.
  */
 import type { Address, PublicClient } from "viem";
+import type { GasAtRisk } from "../chain/gas-at-risk.js";
+import type { GasBounds } from "../chain/gas-bounds.js";
 import type { InFlight } from "../chain/inflight.js";
 import type { MetricsSink } from "../chain/metrics.js";
 import type { SignerPool } from "../chain/signers.js";
@@ -23,6 +25,12 @@ export interface SchemeContext {
   readonly inflight: InFlight;
   /** Payers whose settlements keep reverting on chain wait a while. */
   readonly throttle: PayerThrottle;
+  /** Wasted gas, counted against payers, assets and this chain's hourly budget. */
+  readonly gasAtRisk: GasAtRisk;
+  /** The most gas each kind of settlement transaction may use on this chain. */
+  readonly gasBounds: GasBounds;
+  /** The only assets settled on this chain, when the operator listed them (lower case). */
+  readonly allowedAssets?: ReadonlySet<string> | undefined;
   /** The most a settlement may cost in this chain's native unit (wei); none when undefined. */
   readonly feeCapWei?: bigint | undefined;
   /** How long a transaction may sit in the mempool before it is replaced with a higher fee. */

@@ -26,6 +26,7 @@ import { StringDecoder } from "node:string_decoder";
 import type { Hex } from "viem";
 import type {
   EntryState,
+  ExpectedTransfer,
   IdempotencyClaim,
   JournalEntry,
   NewEntry,
@@ -42,6 +43,8 @@ type Line =
 
 /** Payment identifiers remembered (the newest); older ones are forgotten, as settled entries are. */
 const IDS_KEPT = 20_000;
+/** Payers and assets remembered as having settled with us (chain/gas-at-risk.ts asks). */
+const SETTLED_BY_KEPT = 100_000;
 
 /** Compact a journal at start-up once it holds this many lines, most of them settled history. */
 const COMPACT_AFTER_LINES = 100_000;
@@ -221,6 +224,27 @@ export class Journal implements SettlementStore {
     return { shared: false, where: this.where, reachable: true };
   }
 
+  /** Payers and assets of settlements answered success, kept past the entries themselves. */
+  readonly #settledBy = new Set<string>();
+
+  #remember(chainId: number, expect: ExpectedTransfer): void {
+    for (const key of [`${chainId}:p:${expect.from}`, `${chainId}:a:${expect.token}`]) {
+      const lower = key.toLowerCase();
+      this.#settledBy.delete(lower);
+      this.#settledBy.add(lower);
+    }
+    while (this.#settledBy.size > SETTLED_BY_KEPT) {
+      const oldest = this.#settledBy.values().next();
+      if (oldest.done) break;
+      this.#settledBy.delete(oldest.value);
+    }
+  }
+
+  async settledBefore(chainId: number, who: { payer: string } | { asset: string }) {
+    const key = "payer" in who ? `${chainId}:p:${who.payer}` : `${chainId}:a:${who.asset}`;
+    return this.#settledBy.has(key.toLowerCase());
+  }
+
   close(): void {
     if (this.#fd !== undefined) closeSync(this.#fd);
     this.#fd = undefined;
@@ -330,6 +354,7 @@ export class Journal implements SettlementStore {
       return;
     }
     entry.state = line.state;
+    if (line.state === "answered" && entry.expect) this.#remember(entry.chainId, entry.expect);
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
     if (line.state !== "broadcast") entry.raws = [];
   }

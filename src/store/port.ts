@@ -6,6 +6,14 @@
  */
 import type { Address, Hex } from "viem";
 
+/** Gas one settlement of ours wasted, and whose payment it was (chain/gas-at-risk.ts). */
+export interface Waste {
+  readonly payer: string;
+  readonly asset: string;
+  readonly gas: bigint;
+  readonly cause: "reverted" | "out-of-gas" | "no-transfer";
+}
+
 /** The Transfer that proves the payment happened. */
 export interface ExpectedTransfer {
   readonly token: Address;
@@ -146,13 +154,23 @@ export interface SettlementStore {
   /** The settlement's transaction landed in `landedIn`, or (undefined) never will spend anything. */
   releaseShared?(key: string, landedIn?: bigint): Promise<void>;
 
-  /** A shared store: tells the other replicas a payer's settlement of ours reverted. */
-  chargeRevert?(chainId: number, payer: string): Promise<void>;
   /**
-   * A shared store: `listener` hears of the reverts other replicas charge (at most a third of a
-   * lease late), with when they happened (unix milliseconds).
+   * A shared store: tells the other replicas a payer's settlement of ours reverted, or (`waste`)
+   * wasted gas some other way, with the asset and the gas.
    */
-  onRevertElsewhere?(listener: (chainId: number, payer: string, at: number) => void): void;
+  chargeRevert?(chainId: number, payer: string, waste?: Waste): Promise<void>;
+  /**
+   * A shared store: `listener` hears of the reverts and waste other replicas charge (at most a
+   * third of a lease late), with when they happened (unix milliseconds).
+   */
+  onRevertElsewhere?(
+    listener: (chainId: number, payer: string, at: number, waste?: Waste) => void,
+  ): void;
+  /**
+   * Whether a settlement of this payer, or in this asset, was answered success on `chainId`, as
+   * far as the store remembers (a restart, other replicas); asked only while gas is being wasted.
+   */
+  settledBefore?(chainId: number, who: { payer: string } | { asset: string }): Promise<boolean>;
 
   status(): MaybePromise<StoreStatus>;
 

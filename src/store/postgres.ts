@@ -19,10 +19,13 @@ import type {
   NewEntry,
   SettlementStore,
   StoreStatus,
+  Waste,
 } from "./port.js";
 import { markNotRecorded } from "./port.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { MIGRATIONS } from "./schema.js";
+
+type RevertListener = (chainId: number, payer: string, at: number, waste?: Waste) => void;
 
 export interface PostgresStoreOptions {
   /** The signing keys this replica sends from: each is leased to it while it runs. */
@@ -103,7 +106,7 @@ export class PostgresStore implements SettlementStore {
   readonly #claimed = new Set<string>();
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
-  readonly #revertListeners: ((chainId: number, payer: string, at: number) => void)[] = [];
+  readonly #revertListeners: RevertListener[] = [];
   /** The newest revert row passed on; from 0, the first look reads the last day's. */
   #revertsSeen = "0";
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
@@ -320,16 +323,35 @@ export class PostgresStore implements SettlementStore {
     await releaseShared(this.#pool, key, landedIn).catch(() => undefined);
   }
 
-  async chargeRevert(chainId: number, payer: string): Promise<void> {
+  async chargeRevert(chainId: number, payer: string, waste?: Waste): Promise<void> {
     await this.#query(
       "revert",
-      "INSERT INTO facilitator_payer_reverts (chain_id, payer, owner) VALUES ($1, $2, $3)",
-      [chainId, payer.toLowerCase(), this.owner],
+      `INSERT INTO facilitator_payer_reverts (chain_id, payer, owner, asset, gas, cause)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [
+        chainId,
+        payer.toLowerCase(),
+        this.owner,
+        waste?.asset.toLowerCase() ?? null,
+        waste?.gas.toString() ?? null,
+        waste?.cause ?? null,
+      ],
     ).catch(() => undefined);
   }
 
-  onRevertElsewhere(listener: (chainId: number, payer: string, at: number) => void): void {
+  onRevertElsewhere(listener: RevertListener): void {
     this.#revertListeners.push(listener);
+  }
+
+  async settledBefore(chainId: number, who: { payer: string } | { asset: string }) {
+    const [field, value] = "payer" in who ? ["from", who.payer] : ["token", who.asset];
+    const { rows } = await this.#query(
+      "settled-before",
+      `SELECT 1 FROM facilitator_settlements
+        WHERE chain_id = $1 AND lower(expect->>'${field}') = $2 AND state = 'answered' LIMIT 1`,
+      [chainId, value.toLowerCase()],
+    );
+    return rows.length > 0;
   }
 
   /** Passes on the reverts other replicas charged since the last look. */
@@ -341,17 +363,24 @@ export class PostgresStore implements SettlementStore {
       payer: string;
       owner: string;
       at: Date;
+      asset: string | null;
+      gas: string | null;
+      cause: Waste["cause"] | null;
     }>(
       "reverts",
-      `SELECT id, chain_id, payer, owner, at FROM facilitator_payer_reverts
+      `SELECT id, chain_id, payer, owner, at, asset, gas, cause FROM facilitator_payer_reverts
         WHERE id > $1 AND at > now() - interval '1 day' ORDER BY id`,
       [this.#revertsSeen],
     );
     for (const row of rows) {
       this.#revertsSeen = row.id;
       if (row.owner === this.owner) continue;
+      const waste =
+        row.asset !== null && row.gas !== null && row.cause !== null
+          ? { payer: row.payer, asset: row.asset, gas: BigInt(row.gas), cause: row.cause }
+          : undefined;
       for (const listener of this.#revertListeners) {
-        listener(Number(row.chain_id), row.payer, row.at.getTime());
+        listener(Number(row.chain_id), row.payer, row.at.getTime(), waste);
       }
     }
   }

@@ -115,4 +115,17 @@ export const MIGRATIONS: readonly string[] = [
                         WHERE g.owner = r.owner AND g.expires_at > now()))
   $$;
   `,
+  // 5: gas our settlements wasted (a revert, out of gas, a success that moved nothing), with its
+  // asset, so every replica counts it against the asset and the chain's budget; and who settled
+  // with us, asked while that budget is spent.
+  `
+  ALTER TABLE facilitator_payer_reverts
+    ADD COLUMN asset text,
+    ADD COLUMN gas   numeric(78, 0),
+    ADD COLUMN cause text;
+  CREATE INDEX facilitator_settlements_answered_payer
+    ON facilitator_settlements (chain_id, lower(expect->>'from')) WHERE state = 'answered';
+  CREATE INDEX facilitator_settlements_answered_asset
+    ON facilitator_settlements (chain_id, lower(expect->>'token')) WHERE state = 'answered';
+  `,
 ];

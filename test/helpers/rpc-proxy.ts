@@ -19,15 +19,18 @@ export interface RpcError {
 
 /**
  * What the proxy does with one call: forward it (undefined), answer an error without forwarding
- * ("refuse"), forward it and then answer an error anyway ("forward-then-fail"), or answer a result
- * without forwarding ("swallow": a node that takes a transaction and drops it).
+ * ("refuse"), forward it and then answer an error anyway ("forward-then-fail"), answer a result
+ * without forwarding ("swallow": a node that takes a transaction and drops it), or run something
+ * first and then forward it ("before": a front-runner that slips a transaction in ahead).
  */
 export type Intercept = (
   method: string,
+  params: unknown,
 ) =>
   | { readonly refuse: RpcError }
   | { readonly forwardThenFail: RpcError }
   | { readonly swallow: unknown }
+  | { readonly before: () => Promise<void> }
   | undefined;
 
 export interface RpcProxy {
@@ -58,8 +61,9 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
 
   async function one(call: RpcRequest): Promise<unknown> {
     counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
-    const rule = proxy.intercept(call.method);
+    const rule = proxy.intercept(call.method, call.params);
     if (rule && "refuse" in rule) return { jsonrpc: "2.0", id: call.id, error: rule.refuse };
+    if (rule && "before" in rule) await rule.before();
     if (rule && "swallow" in rule) return { jsonrpc: "2.0", id: call.id, result: rule.swallow };
     const answer = await forward(call);
     if (rule && "forwardThenFail" in rule) {

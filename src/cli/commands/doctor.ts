@@ -13,6 +13,7 @@ import {
   type Finding,
   type Level,
 } from "./doctor-checks.js";
+import { checkLimits } from "./doctor-limits.js";
 import { checkSolanaFeePayers } from "./doctor-solana.js";
 
 export interface DoctorFlags extends ConfigFlags {
@@ -54,6 +55,7 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
     findings.push(...(await checkJournal(config, chains)));
   }
   findings.push(...(await checkTokens(chains)));
+  findings.push(...(await checkLimits(config, chains)));
   return findings;
 }
 

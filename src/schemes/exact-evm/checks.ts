@@ -4,6 +4,14 @@
  */
 import { type Address, isAddressEqual } from "viem";
 import type { z } from "zod";
+import {
+  type GasNeed,
+  gasBound,
+  isOutOfGas,
+  overGasBound,
+  simulationGas,
+} from "../../chain/gas-bounds.js";
+import type { ContractCall } from "../../chain/outcome.js";
 import { isUnreachable, unreachableReason } from "../../chain/rpc.js";
 import { type Failure, failure } from "../../errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
@@ -55,6 +63,35 @@ export function outcomeOf<T>(
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   );
+}
+
+/**
+ * Runs `call` against the latest block with the gas a settlement of its kind could ever get, so a
+ * token that needs more fails here, at verify, not in a transaction we pay for.
+ */
+export function simulateWithin(
+  ctx: SchemeContext,
+  call: ContractCall & { readonly account?: Address },
+  need: Pick<GasNeed, "use" | "deployment">,
+) {
+  const gas = simulationGas(ctx.gasBounds, need.use, need.deployment);
+  return outcomeOf(ctx.client.call({ ...call, gas }));
+}
+
+/**
+ * A simulation that ran out of its gas: refused as over the bound, naming what the call would
+ * take (one estimate without a limit, on this rare path). Undefined for any other failure.
+ */
+export async function overBoundInSimulation(
+  ctx: SchemeContext,
+  call: ContractCall & { readonly account?: Address },
+  need: GasNeed,
+  error: unknown,
+): Promise<Failure | undefined> {
+  if (!isOutOfGas(error)) return undefined;
+  const asked = await ctx.client.estimateGas(call).catch(() => undefined);
+  const bound = gasBound(ctx.gasBounds, { ...need, contractWallet: true });
+  return overGasBound(ctx.chainId, { ...need, contractWallet: true }, bound, asked);
 }
 
 export function chainFailure(error: unknown, doing: string): Failure {

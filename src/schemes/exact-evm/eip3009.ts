@@ -17,8 +17,10 @@ import {
   checkAgreement,
   checkTerms,
   outcomeOf,
+  overBoundInSimulation,
   parsePayment,
   type Step,
+  simulateWithin,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { howUsed } from "./eip3009-usage.js";
@@ -177,7 +179,7 @@ async function verify(
   const simulation =
     termsFailure || !options.simulate || counterfactual
       ? undefined
-      : outcomeOf(ctx.client.call(call));
+      : simulateWithin(ctx, call, { use: "eip3009" });
 
   const signed = await checkSignature(ctx, auth.from, digestOf(ctx, payment), signature, payerCode);
   if (!signed.ok) return signed;
@@ -197,15 +199,23 @@ async function verify(
     ? undefined
     : simulation && !deployment
       ? await simulation
-      : await outcomeOf(ctx.client.call(settleCall));
+      : await simulateWithin(ctx, settleCall, { use: "eip3009", deployment: !!deployment });
+  const code = await payerCode.catch(() => undefined);
+  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
+  const gas = {
+    use: "eip3009",
+    contractWallet: payerHasCode,
+    deployment: deployment !== undefined,
+    asset: requirements.asset,
+  } as const;
   if (simulated && !simulated.ok) {
     if (isUnreachable(simulated.error)) {
       return { ok: false, failure: chainFailure(simulated.error, "simulating the transfer") };
     }
+    const overBound = await overBoundInSimulation(ctx, settleCall, gas, simulated.error);
+    if (overBound) return { ok: false, failure: overBound };
     return { ok: false, failure: await diagnose(ctx, payment, revertReason(simulated.error)) };
   }
-  const code = await payerCode.catch(() => undefined);
-  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
   return {
     ok: true,
     value: {
@@ -213,6 +223,7 @@ async function verify(
       call: settleCall,
       expect: expectedTransfer(payment),
       spends: [{ token: requirements.asset, owner: auth.from, amount: auth.value }],
+      gas,
       // Contract wallets spend what their signature check costs: always estimate for them.
       gasKey: payerHasCode ? undefined : gasKeyOf(ctx, payment),
     },
@@ -246,6 +257,7 @@ export const eip3009Method: ExactMethod<Eip3009Payment> = {
     return {
       key: `eip3009:${ctx.chainId}:${requirements.asset}:${auth.from}:${auth.nonce}`.toLowerCase(),
       payer: auth.from,
+      asset: requirements.asset,
       gasKey: gasKeyOf(ctx, payment),
     };
   },

@@ -218,6 +218,7 @@ export function approvalPreludes(
       name: "fund",
       tx: {
         call: { to: approval.from, data: "0x" },
+        gas: { use: "fund", asset: token },
         // Only what the payer lacks for its approval's gas.
         value: async (ctx) =>
           approval.cost - (await ctx.client.getBalance({ address: approval.from })),

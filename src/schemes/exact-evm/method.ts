@@ -4,6 +4,7 @@
  * proves it, what the chain consumes and what the payer spends. The pipeline does the rest.
  */
 import type { Address } from "viem";
+import type { GasNeed } from "../../chain/gas-bounds.js";
 import type { Spend } from "../../chain/inflight.js";
 import type { ContractCall } from "../../chain/outcome.js";
 import type { Prelude } from "../../chain/prelude.js";
@@ -18,6 +19,8 @@ export interface Identified {
   /** What the chain consumes when it settles (the journal's and the claim's key). */
   readonly key: string;
   readonly payer: Address;
+  /** The token paid with: wasted settlements are counted against it too. */
+  readonly asset: Address;
   /** Names a reusable gas estimate when the call costs the same each time (see chain/gas.ts). */
   readonly gasKey?: string | undefined;
 }
@@ -26,6 +29,8 @@ export interface Identified {
 export interface Verified<P> {
   readonly payment: P;
   readonly call: ContractCall;
+  /** What `call` does, for the most gas it may be sent with (chain/gas-bounds.ts). */
+  readonly gas: GasNeed;
   /** The Transfer that proves the payment in the receipt. */
   readonly expect: ExpectedTransfer;
   /** What the payer's balance (or allowance) must cover, counted against what is in flight. */

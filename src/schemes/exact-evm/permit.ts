@@ -20,8 +20,10 @@ import {
   chainFailure,
   checkAgreement,
   outcomeOf,
+  overBoundInSimulation,
   parsePayment,
   type Step,
+  simulateWithin,
 } from "./checks.js";
 import { address, hexBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
@@ -257,19 +259,21 @@ async function verify(
   if (balance.ok && balance.value < permit.value)
     return refuse(await diagnose(ctx, payment, undefined));
   if (!covered && options.simulate) {
-    const simulated = await outcomeOf(
-      ctx.client.call({ ...permitCall(payment), account: permit.spender }),
-    );
+    const permitting = { ...permitCall(payment), account: permit.spender };
+    const simulated = await simulateWithin(ctx, permitting, { use: "permit" });
     if (!simulated.ok) {
       if (isUnreachable(simulated.error))
         return refuse(chainFailure(simulated.error, "simulating the permit"));
+      const need = { use: "permit", asset: requirements.asset } as const;
+      const overBound = await overBoundInSimulation(ctx, permitting, need, simulated.error);
+      if (overBound) return refuse(overBound);
       return refuse(await diagnose(ctx, payment, undefined));
     }
   }
 
   const prelude: Prelude = {
     name: "permit",
-    tx: { call: permitCall(payment) },
+    tx: { call: permitCall(payment), gas: { use: "permit", asset: requirements.asset } },
     needed: async (c) => {
       const granted = await c.client.readContract({
         address: requirements.asset,
@@ -292,6 +296,7 @@ async function verify(
           args: [permit.owner, requirements.payTo, permit.value],
         }),
       },
+      gas: { use: "transferFrom", asset: requirements.asset },
       expect: expectedTransfer(payment),
       spends: [{ token: requirements.asset, owner: permit.owner, amount: permit.value }],
       signer: permit.spender,
@@ -324,6 +329,7 @@ export const permitMethod: ExactMethod<PermitPayment> = {
     return {
       key: `permit:${ctx.chainId}:${requirements.asset}:${permit.owner}:${permit.nonce}`.toLowerCase(),
       payer: permit.owner,
+      asset: requirements.asset,
     };
   },
 

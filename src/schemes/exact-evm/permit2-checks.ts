@@ -56,12 +56,17 @@ export function parsePermit2<A>(
 /** Permit2 spends each (owner, nonce) once, whatever the token or proxy: that names the settlement. */
 export function permit2Identity(
   ctx: SchemeContext,
-  auth: { readonly from: Address; readonly nonce: bigint },
+  auth: {
+    readonly from: Address;
+    readonly nonce: bigint;
+    readonly permitted: { readonly token: Address };
+  },
   gasKey: string,
 ): Identified {
   return {
     key: permit2SettlementKey(ctx.chainId, auth.from, auth.nonce),
     payer: auth.from,
+    asset: auth.permitted.token,
     gasKey,
   };
 }

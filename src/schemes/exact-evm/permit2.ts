@@ -13,7 +13,15 @@ import { type Failure, failure } from "../../errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { ExpectedTransfer } from "../../store/port.js";
 import type { SchemeContext } from "../types.js";
-import { assetFailure, assetIsContract, chainFailure, outcomeOf, type Step } from "./checks.js";
+import {
+  assetFailure,
+  assetIsContract,
+  chainFailure,
+  outcomeOf,
+  overBoundInSimulation,
+  type Step,
+  simulateWithin,
+} from "./checks.js";
 import {
   approvalPreludes,
   carriesErc20Approval,
@@ -107,9 +115,10 @@ async function verify(
   const wrapped = isErc6492Signature(signature);
   // With the payer's approval still to land, the settlement cannot be simulated now.
   const approving = !sponsoring && carriesErc20Approval(request);
+  const use = permit2612 ? "permit2Eip2612" : "permit2";
   const simulation =
     options.simulate && sponsoring?.ok !== false && !wrapped && !approving
-      ? outcomeOf(ctx.client.call(call))
+      ? simulateWithin(ctx, call, { use })
       : undefined;
 
   const digest = permit2Digest(ctx.chainId, auth);
@@ -125,7 +134,10 @@ async function verify(
   }
   if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
   const { deployment } = signed.value;
-  if (approving) return withApproval(ctx, request, payment, withDeployment(call, deployment));
+  if (approving) {
+    const deployed = deployment !== undefined;
+    return withApproval(ctx, request, payment, withDeployment(call, deployment), deployed);
+  }
 
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
   const settleCall = withDeployment(call, deployment);
@@ -133,16 +145,24 @@ async function verify(
     ? undefined
     : simulation
       ? await simulation
-      : await outcomeOf(ctx.client.call(settleCall));
+      : await simulateWithin(ctx, settleCall, { use, deployment: !!deployment });
+  const code = await payerCode.catch(() => undefined);
+  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
+  const gas = {
+    use,
+    contractWallet: payerHasCode,
+    deployment: deployment !== undefined,
+    asset: auth.permitted.token,
+  } as const;
   if (simulated && !simulated.ok) {
     if (isUnreachable(simulated.error)) {
       return refuse(chainFailure(simulated.error, "simulating the Permit2 settlement"));
     }
+    const overBound = await overBoundInSimulation(ctx, settleCall, gas, simulated.error);
+    if (overBound) return refuse(overBound);
     const named = proxyErrorName(revertData(simulated.error)) ?? revertReason(simulated.error);
     return refuse(await diagnose(ctx, { ...payment, permit2612 }, named));
   }
-  const code = await payerCode.catch(() => undefined);
-  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
   const settled: Permit2Payment = { ...payment, permit2612 };
   const spends = [{ token: auth.permitted.token, owner: auth.from, amount: auth.permitted.amount }];
   return {
@@ -150,6 +170,7 @@ async function verify(
     value: {
       payment: settled,
       call: settleCall,
+      gas,
       expect: expectedTransfer(settled),
       // With an EIP-2612 permit the allowance is set in the same transaction; else it is spent.
       spends: permit2612
@@ -170,6 +191,8 @@ async function withApproval(
   request: PaymentRequest,
   payment: Permit2Payment,
   call: { readonly to: `0x${string}`; readonly data: Hex },
+  /** The call deploys the payer's wallet first (ERC-6492). */
+  deployed: boolean,
 ): Promise<Step<Verified<Permit2Payment>>> {
   const { authorization: auth } = payment;
   const token = auth.permitted.token;
@@ -183,6 +206,7 @@ async function withApproval(
     value: {
       payment,
       call,
+      gas: { use: "permit2", contractWallet: deployed, deployment: deployed, asset: token },
       expect: expectedTransfer(payment),
       spends: [{ token, owner: auth.from, amount: auth.permitted.amount }],
       preludes: approvalPreludes(approval.value, token, auth.permitted.amount),

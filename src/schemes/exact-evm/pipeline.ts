@@ -5,8 +5,9 @@
  * settlements keep reverting waits; nothing is broadcast that the payer's balance cannot cover
  * once what it already has in flight with us has landed.
  */
-import { type Hex, isAddressEqual } from "viem";
+import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { hasGasEstimate } from "../../chain/gas.js";
+import { caip2 } from "../../chain/networks.js";
 import type { CallOutcome } from "../../chain/outcome.js";
 import { landPreludes } from "../../chain/prelude.js";
 import { receiptHasTransfer } from "../../chain/receipts.js";
@@ -36,23 +37,35 @@ export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Fai
   );
 }
 
-/** Keeps the in-flight ledger and the payer throttle in step with what a send came to. */
-function track(ctx: SchemeContext, key: string, payer: string, outcome: CallOutcome): void {
+/**
+ * Keeps the in-flight ledger and the gas at risk in step with what a send came to. A success is
+ * judged by the caller (it must carry the Transfer) and told here with `settled`.
+ */
+function track(
+  ctx: SchemeContext,
+  key: string,
+  expect: ExpectedTransfer,
+  outcome: CallOutcome,
+): void {
   switch (outcome.kind) {
     case "confirmed":
       ctx.inflight.landed(key, outcome.receipt.blockNumber);
       return;
     case "reverted":
       ctx.inflight.landed(key, outcome.receipt.blockNumber, false);
-      // Out of gas is our estimate's fault, not the payer's.
-      if (!outcome.outOfGas) ctx.throttle.charge(ctx.chainId, payer);
+      ctx.gasAtRisk.charge(ctx.chainId, {
+        payer: expect.from,
+        asset: expect.token,
+        gas: outcome.receipt.gasUsed,
+        cause: outcome.outOfGas ? "out-of-gas" : "reverted",
+      });
       return;
     case "simulated":
     case "would-revert":
       ctx.inflight.release(key);
       return;
     case "submitted":
-      if (ctx.watchSubmitted) void watchLanding(ctx, key, payer, outcome.hash);
+      if (ctx.watchSubmitted) void watchLanding(ctx, key, expect, outcome.hash);
       return;
     case "failed":
       // With a hash it may still land: its reservation stays until it does.
@@ -60,12 +73,31 @@ function track(ctx: SchemeContext, key: string, payer: string, outcome: CallOutc
   }
 }
 
+/** A mined success: it paid (payer and asset are known from now on), or it moved nothing. */
+function judgeLanded(
+  ctx: SchemeContext,
+  expect: ExpectedTransfer,
+  receipt: TransactionReceipt,
+): boolean {
+  if (receiptHasTransfer(receipt, expect)) {
+    ctx.gasAtRisk.settled(ctx.chainId, expect.from, expect.token);
+    return true;
+  }
+  ctx.gasAtRisk.charge(ctx.chainId, {
+    payer: expect.from,
+    asset: expect.token,
+    gas: receipt.gasUsed,
+    cause: "no-transfer",
+  });
+  return false;
+}
+
 /**
  * A long-running server keeps an eye on what it answered `submitted` for, until it is mined or
  * the confirmation wait is over, so the payer's reservation ends when it lands and a revert is
  * charged to it. Its timers never hold a process up.
  */
-async function watchLanding(ctx: SchemeContext, key: string, payer: string, hash: Hex) {
+async function watchLanding(ctx: SchemeContext, key: string, expect: ExpectedTransfer, hash: Hex) {
   const deadline = Date.now() + ctx.confirmTimeoutMs;
   const every = Math.max(ctx.receiptPollMs, 500);
   while (Date.now() < deadline) {
@@ -73,13 +105,14 @@ async function watchLanding(ctx: SchemeContext, key: string, payer: string, hash
     const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
     if (!receipt) continue;
     if (receipt.status === "success") {
-      track(ctx, key, payer, { kind: "confirmed", hash, receipt });
+      track(ctx, key, expect, { kind: "confirmed", hash, receipt });
+      judgeLanded(ctx, expect, receipt);
       return;
     }
     void ctx.journal.recordState(key, "failed").catch(() => undefined);
     const sent = await ctx.client.getTransaction({ hash }).catch(() => undefined);
     const outOfGas = sent !== undefined && receipt.gasUsed >= sent.gas;
-    track(ctx, key, payer, { kind: "reverted", hash, receipt, outOfGas });
+    track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas });
     return;
   }
 }
@@ -92,13 +125,13 @@ async function answer<P>(
   outcome: CallOutcome,
 ): Promise<SettleResult> {
   const payer = verified.expect.from;
-  track(ctx, key, payer, outcome);
+  track(ctx, key, verified.expect, outcome);
   switch (outcome.kind) {
     case "simulated":
     case "submitted":
       return { ok: true, payer, transactionHash: outcome.hash };
     case "confirmed":
-      if (!receiptHasTransfer(outcome.receipt, verified.expect)) {
+      if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
         void ctx.journal.recordState(key, "failed").catch(() => undefined);
         return {
           ok: false,
@@ -206,7 +239,9 @@ async function settlePayment<P>(
   const parsed = method.parse(ctx, request);
   if (!parsed.ok) return { ok: false, failure: parsed.failure };
   const payment = parsed.value;
-  const { key, payer, gasKey } = method.identify(ctx, payment);
+  const { key, payer, asset, gasKey } = method.identify(ctx, payment);
+  const unlisted = notAllowed(ctx, asset);
+  if (unlisted) return { ok: false, payer, failure: unlisted };
   if (!(await ctx.journal.claim(key))) {
     return {
       ok: false,
@@ -221,8 +256,8 @@ async function settlePayment<P>(
     const picked = entry ? await pickUp(method, ctx, payment, entry, waitUntil) : undefined;
     if (picked) return picked;
 
-    const throttled = ctx.throttle.refusal(ctx.chainId, payer);
-    if (throttled) return { ok: false, payer, failure: throttled };
+    const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
+    if (refused) return { ok: false, payer, failure: refused };
 
     // Settlement re-verifies everything. The transfer itself is simulated either here (batched
     // with the other reads) or by estimating its gas: the first settle on a token estimates,
@@ -262,7 +297,9 @@ async function settleVerified<P>(
   }
   const record = { key, expect: checked.expect };
   const gasEstimate = { key: checked.gasKey, reuse: simulation.simulated };
-  const prepared = await prepareCall(ctx, checked.call, gasEstimate, { signer: checked.signer });
+  const prepared = await prepareCall(ctx, checked.call, gasEstimate, checked.gas, {
+    signer: checked.signer,
+  });
   if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
   if (waitUntil === "simulated") {
     return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
@@ -308,15 +345,15 @@ async function settleInSteps<P>(
   const stopped = await landPreludes(ctx, key, preludes, checked.signer);
   if (stopped) {
     // The payer's own transaction failed after we may have paid its gas: as costly as a revert.
-    if (stopped.payersFault) ctx.throttle.charge(ctx.chainId, checked.expect.from);
+    if (stopped.payersFault) {
+      const { from: payer, token: asset } = checked.expect;
+      ctx.gasAtRisk.charge(ctx.chainId, { payer, asset, gas: 0n, cause: "reverted" });
+    }
     return answer(method, ctx, checked, key, stopped.outcome);
   }
-  const prepared = await prepareCall(
-    ctx,
-    checked.call,
-    { reuse: false },
-    { signer: checked.signer },
-  );
+  const prepared = await prepareCall(ctx, checked.call, { reuse: false }, checked.gas, {
+    signer: checked.signer,
+  });
   if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
   let outcome: CallOutcome;
   try {
@@ -328,6 +365,15 @@ async function settleInSteps<P>(
   return answer(method, ctx, checked, key, outcome);
 }
 
+/** The operator listed the assets this chain settles, and `asset` is not one of them. */
+function notAllowed(ctx: SchemeContext, asset: string): Failure | undefined {
+  if (!ctx.allowedAssets || ctx.allowedAssets.has(asset.toLowerCase())) return undefined;
+  return failure(
+    "asset_not_allowed",
+    `asset ${asset} is not one this facilitator settles on ${caip2(ctx.chainId)} (its operator lists ${ctx.allowedAssets.size}: allowedAssets in the config file)`,
+  );
+}
+
 /** An exact-EVM transfer method as the facilitator sees it: verify, and settle through here. */
 export function exactPaymentMethod<P>(method: ExactMethod<P>): PaymentMethod {
   return {
@@ -336,6 +382,9 @@ export function exactPaymentMethod<P>(method: ExactMethod<P>): PaymentMethod {
     async verify(ctx, request) {
       const parsed = method.parse(ctx, request);
       if (!parsed.ok) return { ok: false, failure: parsed.failure };
+      const { payer, asset } = method.identify(ctx, parsed.value);
+      const unlisted = notAllowed(ctx, asset);
+      if (unlisted) return { ok: false, payer, failure: unlisted };
       const result = await method.verify(ctx, request, parsed.value, { simulate: true });
       return result.ok
         ? { ok: true, payer: result.value.expect.from }

@@ -18,7 +18,9 @@ import {
   assetIsContract,
   chainFailure,
   outcomeOf,
+  overBoundInSimulation,
   type Step,
+  simulateWithin,
 } from "../exact-evm/checks.js";
 import { address, hexBytes, uint256 } from "../exact-evm/fields.js";
 import type { ExactMethod, Verified } from "../exact-evm/method.js";
@@ -173,6 +175,7 @@ async function verify(
   const sponsoring = eip2612Sponsoring(request, auth, requirements.asset, ctx);
   const permit2612 = sponsoring?.ok ? sponsoring.value : undefined;
   const amount = requirements.amount;
+  const use = permit2612 ? "uptoEip2612" : "upto";
   // The proxy lets only the witnessed facilitator settle: simulate as that account.
   const call = {
     to: UPTO_PERMIT2_PROXY_ADDRESS,
@@ -180,7 +183,7 @@ async function verify(
   } as const;
   const simulation =
     options.simulate && amount > 0n && sponsoring?.ok !== false && !isErc6492Signature(signature)
-      ? outcomeOf(ctx.client.call({ ...call, account: auth.witness.facilitator }))
+      ? simulateWithin(ctx, { ...call, account: auth.witness.facilitator }, { use })
       : undefined;
 
   const digest = uptoDigest(ctx.chainId, auth);
@@ -204,10 +207,16 @@ async function verify(
   if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
 
   const simulated = await simulation;
+  const code = await payerCode.catch(() => undefined);
+  const payerHasCode = code !== undefined && code !== "0x";
+  const gas = { use, contractWallet: payerHasCode, asset: auth.permitted.token } as const;
   if (simulated && !simulated.ok) {
     if (isUnreachable(simulated.error)) {
       return refuse(chainFailure(simulated.error, "simulating the upto settlement"));
     }
+    const simulatedCall = { ...call, account: auth.witness.facilitator };
+    const overBound = await overBoundInSimulation(ctx, simulatedCall, gas, simulated.error);
+    if (overBound) return refuse(overBound);
     const named = uptoErrorName(revertData(simulated.error)) ?? revertReason(simulated.error);
     const settled = { ...payment, permit2612 };
     if (named === "UnauthorizedFacilitator") {
@@ -226,8 +235,6 @@ async function verify(
     }
     return refuse(await diagnose(ctx, settled, named, UPTO_PERMIT2_PROXY_ADDRESS));
   }
-  const code = await payerCode.catch(() => undefined);
-  const payerHasCode = code !== undefined && code !== "0x";
   const settled: UptoPayment = { ...payment, permit2612 };
   const spend = { token: auth.permitted.token, owner: auth.from, amount };
   return {
@@ -235,6 +242,7 @@ async function verify(
     value: {
       payment: settled,
       call,
+      gas,
       expect: expectedTransfer(settled),
       spends: permit2612 ? [spend] : [spend, { ...spend, spender: PERMIT2_ADDRESS }],
       gasKey: payerHasCode ? undefined : gasKeyOf(ctx, settled),
