@@ -61,6 +61,8 @@ function heldFromFirstClient(port: number): number {
 interface Idle {
   readonly socket: Socket;
   closed: boolean;
+  /** How long the connection stayed open, ms, once it is closed. */
+  lifetimeMs?: number;
 }
 
 /**
@@ -76,14 +78,17 @@ async function openIdle(port: number, count: number): Promise<Idle[]> {
       all.push(idle);
       return new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 5_000);
+        let connectedAt: number | undefined;
         idle.socket.on("error", () => undefined);
         idle.socket.resume();
         idle.socket.once("connect", () => {
+          connectedAt = Date.now();
           clearTimeout(timer);
           resolve();
         });
         idle.socket.once("close", () => {
           idle.closed = true;
+          if (connectedAt !== undefined) idle.lifetimeMs = Date.now() - connectedAt;
           clearTimeout(timer);
           resolve();
         });
@@ -139,7 +144,11 @@ describe("3,000 idle sockets from one client (issue 18)", () => {
           samples.push(`${((Date.now() - flooded) / 1000).toFixed(1)} s: ${held}`);
       }
       const goneAfter = (Date.now() - flooded) / 1000;
-      const summary = `flood of 3,000 in ${floodSeconds} s; held after it ${heldAfterFlood}; other client ${answer.status ?? answer.error}; held ${samples.join(", ")}; none held after ${goneAfter} s`;
+      await closedOf(idle);
+      // Each connection's own life, as the client saw it: it does not depend on how long the
+      // flood took on a busy machine.
+      const longest = Math.max(...idle.map((s) => s.lifetimeMs ?? Number.POSITIVE_INFINITY)) / 1000;
+      const summary = `flood of 3,000 in ${floodSeconds} s; held after it ${heldAfterFlood}; other client ${answer.status ?? answer.error}; held ${samples.join(", ")}; none held after ${goneAfter} s; longest-lived ${longest} s`;
       console.log(`idle sockets: ${summary}`);
 
       expect(answer.status, summary).toBe(200);
@@ -147,8 +156,8 @@ describe("3,000 idle sockets from one client (issue 18)", () => {
       // Memory stays bounded while they are held: at most twice --max-connections (512).
       expect(heldAfterFlood, summary).toBeLessThanOrEqual(1_024);
       expect(held, summary).toBe(0);
-      // The 5 s headers timeout from each socket's accept, checked each second, on a busy machine.
-      expect(goneAfter, summary).toBeLessThan(8.5);
+      // The 5 s headers timeout from the accept, checked each second, and a busy machine's delay.
+      expect(longest, summary).toBeLessThan(7.5);
       expect(serving.child.exitCode).toBeNull();
     } finally {
       for (const s of idle) s.socket.destroy();
