@@ -166,10 +166,10 @@ describe("settle", () => {
     expect(again.body.message).toContain(hash);
     const x402 = await x402Settle(f, payload, requirements);
     expect(x402.body).toMatchObject({ success: false, errorReason: "duplicate_settlement" });
-    // Verify says so too (the cluster's simulation answers AlreadyProcessed); the x402 dialect
-    // keeps the reference's reason.
+    // Verify says so too (the cluster's simulation answers AlreadyProcessed), with the 400 of a
+    // payment refused at verify; the x402 dialect keeps the reference's reason.
     expect(await post(f, "/verify", { payload, requirements })).toMatchObject({
-      status: 409,
+      status: 400,
       body: { error: "duplicate_settlement" },
     });
     const verified = await post(f, "/verify", {

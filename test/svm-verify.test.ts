@@ -1,7 +1,8 @@
 /**
  * Solana verify through our Facilitator, end to end: payments made by the official @x402/svm
  * client against the local Solana devnet, verified in-process and through the HTTP handler in
- * both dialects, with the official @x402/svm facilitator's verdict beside ours on the same payload.
+ * both dialects, with the official @x402/svm facilitator's verdict beside ours on the same payload;
+ * and the verify of a transaction that already landed, over a real HTTP server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RpcRegistry } from "../src/chain/rpc.js";
@@ -9,6 +10,7 @@ import { svmFeePayerOf } from "../src/chain/svm-keys.js";
 import { PAYER_USDC_BALANCE, type SvmDevnet, startSvmDevnet } from "../src/devnet/svm/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
+import { startServer } from "../src/http/server.js";
 import { handlePost } from "./helpers/facilitator.js";
 import {
   referenceSvmFacilitator,
@@ -221,5 +223,57 @@ describe("blockhash freshness", () => {
       body: { success: false, error: "simulation_failed" },
     });
     expect(ours.body.message).toContain("BlockhashNotFound");
+  });
+});
+
+describe("a transaction that already landed (issue 18)", () => {
+  test("/verify answers 400 duplicate_settlement over HTTP, /settle keeps 409; the x402 dialect is unchanged", async () => {
+    const payer = devnet.payers[2];
+    if (!payer) throw new Error("no payer");
+    const requirements = svmRequirementsV2(devnet, { amount: "1" });
+    const payload = await svmClientPayload(devnet, payer, requirements);
+    const server = await startServer(createHandler(facilitator), { port: 0 });
+    const overHttp = async (route: string, body: unknown) => {
+      const response = await fetch(`${server.url}${route}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const reference = { payload, requirements };
+    const x402 = { x402Version: 2, paymentPayload: payload, paymentRequirements: requirements };
+    try {
+      expect(await overHttp("/settle", reference)).toMatchObject({
+        status: 200,
+        body: { success: true },
+      });
+      // A payment refused at verify is a 400, as its EVM twin nonce_already_used; the code stays.
+      const verified = await overHttp("/verify", reference);
+      expect(verified).toMatchObject({
+        status: 400,
+        body: { success: false, error: "duplicate_settlement" },
+      });
+      expect(verified.body.message).toContain("AlreadyProcessed");
+      expect(await overHttp("/settle", reference)).toMatchObject({
+        status: 409,
+        body: { success: false, error: "duplicate_settlement" },
+      });
+      expect(await overHttp("/verify", x402)).toEqual({
+        status: 200,
+        body: {
+          isValid: false,
+          invalidReason: "invalid_exact_svm_transaction_simulation_failed",
+          invalidMessage: verified.body.message,
+          payer: payer.address,
+        },
+      });
+      expect(await overHttp("/settle", x402)).toMatchObject({
+        status: 200,
+        body: { success: false, errorReason: "duplicate_settlement" },
+      });
+    } finally {
+      await server.close();
+    }
   });
 });

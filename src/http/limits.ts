@@ -1,16 +1,14 @@
 /**
  * Load limits of the HTTP server, so that load is answered instead of exhausting the heap
- * (issue 9): a cap on open connections and a budget of request-body bytes buffered across all
- * requests in flight. Past either, a request is answered 503 `overloaded` with `Retry-After`; its
- * body is read and thrown away first, so the client reads the answer instead of a reset.
+ * (issue 9): a budget of request-body bytes buffered across all requests in flight (the cap on
+ * connections is in connections.ts). Past it, or past the connection cap, a request is answered
+ * 503 `overloaded` with `Retry-After`; its body is read and thrown away first, so the client reads
+ * the answer instead of a reset.
  */
-import type { IncomingMessage, Server } from "node:http";
-import type { Socket } from "node:net";
+import type { IncomingMessage } from "node:http";
 import { type Failure, failure } from "../errors.js";
 import { errorResponse, type HttpResponse } from "./handler.js";
 
-/** Connections served at once; the bench's 64 verifies + 32 settles use 96. */
-export const DEFAULT_MAX_CONNECTIONS = 512;
 /** Request-body bytes buffered across requests in flight: 128 bodies of the 64 KiB maximum. */
 export const DEFAULT_MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
 /** What an overloaded answer tells the client to wait, in seconds. */
@@ -39,36 +37,6 @@ export class ByteBudget {
 
   give(bytes: number): void {
     this.#used -= bytes;
-  }
-}
-
-/**
- * Counts open connections. The first `max` open at once are served; a connection opened while
- * `max` are open gets one 503 answer and is closed; past twice `max` node drops new connections
- * unanswered, so even a flood of idle sockets costs a bounded amount of memory.
- */
-export class ConnectionGate {
-  #open = 0;
-  readonly #turnedAway = new WeakSet<Socket>();
-
-  constructor(server: Server, max: number) {
-    server.maxConnections = max * 2;
-    server.on("connection", (socket: Socket) => {
-      this.#open += 1;
-      if (this.#open > max) this.#turnedAway.add(socket);
-      socket.once("close", () => {
-        this.#open -= 1;
-      });
-    });
-  }
-
-  get open(): number {
-    return this.#open;
-  }
-
-  /** Whether requests on this connection are answered 503 instead of served. */
-  turnsAway(socket: Socket): boolean {
-    return this.#turnedAway.has(socket);
   }
 }
 

@@ -61,11 +61,17 @@ export interface Answer {
 
 /**
  * One request on its own connection (no pooling), bounded to 20 s. A body makes it a POST with
- * Content-Length (or chunked, when the headers ask for it).
+ * Content-Length (or chunked, when the headers ask for it). `localAddress` picks the client's
+ * source address (on Linux any 127.x.y.z reaches a server on 127.0.0.1: another client).
  */
 export function send(
   url: string,
-  options: { path?: string; body?: string; headers?: Record<string, string> } = {},
+  options: {
+    path?: string;
+    body?: string;
+    headers?: Record<string, string>;
+    localAddress?: string;
+  } = {},
 ): Promise<Answer> {
   const { body, headers = {} } = options;
   const length =
@@ -78,6 +84,7 @@ export function send(
       {
         method: body === undefined ? "GET" : "POST",
         agent: false,
+        ...(options.localAddress ? { localAddress: options.localAddress } : {}),
         headers: { "content-type": "application/json", ...length, ...headers },
         timeout: 20_000,
       },

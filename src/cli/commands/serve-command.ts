@@ -27,6 +27,10 @@ export const serveCommand = withChainOptions(
       "connections served at once; more are answered 503 overloaded (default 512)",
     )
     .option(
+      "--max-connections-per-client <n>",
+      "connections one client address may have served at once (default half of --max-connections; behind a reverse proxy, set it to --max-connections)",
+    )
+    .option(
       "--max-inflight-bytes <bytes>",
       "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
     )

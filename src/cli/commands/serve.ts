@@ -8,9 +8,10 @@ import type { Hex } from "viem";
 import { caip2 } from "../../chain/networks.js";
 import { useWasmSecp256k1 } from "../../chain/secp256k1.js";
 import { svmFeePayerOfBytes } from "../../chain/svm-keys.js";
+import { DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "../../http/connections.js";
 import { createHandler } from "../../http/handler.js";
 import { hostOf, trustedHosts } from "../../http/hosts.js";
-import { DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_INFLIGHT_BYTES } from "../../http/limits.js";
+import { DEFAULT_MAX_INFLIGHT_BYTES } from "../../http/limits.js";
 import { startServer } from "../../http/server.js";
 import { readSmallFile } from "../bounded-read.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
@@ -24,6 +25,7 @@ export interface ServeFlags extends ConfigFlags {
   readonly allowedHost?: string[] | undefined;
   readonly bodyLimit?: string | undefined;
   readonly maxConnections?: string | undefined;
+  readonly maxConnectionsPerClient?: string | undefined;
   readonly maxInflightBytes?: string | undefined;
   readonly maxHeap?: string | undefined;
   readonly quiet?: boolean | undefined;
@@ -41,6 +43,7 @@ export interface ServeSettings {
   readonly port: number;
   readonly bodyLimitBytes: number;
   readonly maxConnections: number;
+  readonly maxConnectionsPerClient: number;
   readonly maxInflightBytes: number;
   readonly allowedHosts: readonly string[];
   /** Old-generation heap of the serving thread, MiB. */
@@ -98,13 +101,24 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
   if (maxInflightBytes < bodyLimitBytes) {
     throw new UsageError("--max-inflight-bytes must be at least --body-limit");
   }
+  const maxConnections = atLeastOne(
+    whole(flags.maxConnections, "--max-connections", DEFAULT_MAX_CONNECTIONS, 1_000_000),
+    "--max-connections",
+  );
   return {
     host: flags.host ?? "127.0.0.1",
     port: whole(flags.port, "--port", 4020, 65535),
     bodyLimitBytes,
-    maxConnections: atLeastOne(
-      whole(flags.maxConnections, "--max-connections", DEFAULT_MAX_CONNECTIONS, 1_000_000),
-      "--max-connections",
+    maxConnections,
+    // Above --max-connections it is no share at all: one address may use every place.
+    maxConnectionsPerClient: atLeastOne(
+      whole(
+        flags.maxConnectionsPerClient,
+        "--max-connections-per-client",
+        defaultPerClient(maxConnections),
+        1_000_000,
+      ),
+      "--max-connections-per-client",
     ),
     maxInflightBytes,
     allowedHosts,
@@ -171,6 +185,7 @@ export async function serveHere(
       port,
       bodyLimitBytes: settings.bodyLimitBytes,
       maxConnections: settings.maxConnections,
+      maxConnectionsPerClient: settings.maxConnectionsPerClient,
       maxInflightBytes: settings.maxInflightBytes,
       log,
     });

@@ -165,7 +165,7 @@ async function settleFresh(s: Settling, waitUntil: WaitUntil): Promise<SettleRes
     simulationError(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
   ]);
   if (status) return alreadyOnChain(s, status, "already landed");
-  if (why !== undefined) return simulationRefusal(request, why, payment);
+  if (why !== undefined) return simulationRefusal(request, why, payment, "settle");
   if (waitUntil === "simulated") return { ok: true, payer, transactionHash: signed.signature };
 
   const short = await ctx.ledger.reserve(

@@ -61,8 +61,16 @@ export const REASONS = {
   },
 } as const;
 
-export function refuse(code: ErrorCode, x402Reason: string, message: string, payer?: string) {
-  return { ok: false, failure: failure(code, message, { x402Reason }), payer } as SvmRefusal;
+/** `status` overrides the table's HTTP status for this one refusal. */
+export function refuse(
+  code: ErrorCode,
+  x402Reason: string,
+  message: string,
+  payer?: string,
+  status?: number,
+) {
+  const extra = status === undefined ? { x402Reason } : { x402Reason, status };
+  return { ok: false, failure: failure(code, message, extra), payer } as SvmRefusal;
 }
 
 /** Scheme, network and the chain-free checks: the payment, or why it is refused. */
@@ -107,7 +115,7 @@ export async function verifyExactSvm(
     sigVerify: false,
     commitment: "confirmed",
   });
-  if (why !== undefined) return simulationRefusal(request, why, checked.payment);
+  if (why !== undefined) return simulationRefusal(request, why, checked.payment, "verify");
   return { ok: true, payer };
 }
 
@@ -120,14 +128,18 @@ export function simulationRefusal(
   request: PaymentRequest,
   why: SimulationFailure,
   payment: SvmPayment,
+  operation: "verify" | "settle",
 ) {
   const reason = REASONS.simulation[request.x402Version];
   if (why.err === "AlreadyProcessed") {
+    // At verify it is one more reason the payment is not valid: 400, as the other refusals of a
+    // payment there and its EVM twin nonce_already_used. Settle keeps the table's 409.
     return refuse(
       "duplicate_settlement",
       reason,
       "this transaction already landed (the cluster says AlreadyProcessed): it was settled before, and a replay is not paid again",
       payment.payer,
+      operation === "verify" ? 400 : undefined,
     );
   }
   if (feePayerUnfunded(why.err)) {
