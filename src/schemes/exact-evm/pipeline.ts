@@ -1,9 +1,11 @@
 /**
  * The settle pipeline every exact-EVM method goes through, so the money rules are kept once:
  * one settle per authorization at a time; a journaled settlement is picked back up (and a
- * journaled success checked against the chain) before anything new is sent; a payer whose
- * settlements keep reverting waits; nothing is broadcast that the payer's balance cannot cover
- * once what it already has in flight with us has landed.
+ * journaled success checked against the chain) before anything new is sent; only the assets an
+ * operator listed settle; wasted gas is charged to the payer, the asset and the chain's budget,
+ * and whoever is over theirs waits (chain/gas-at-risk.ts); nothing is broadcast that the payer's
+ * balance cannot cover once what it already has in flight with us has landed; no transaction is
+ * sent with more gas than its method's bound (chain/gas-bounds.ts).
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { hasGasEstimate } from "../../chain/gas.js";
