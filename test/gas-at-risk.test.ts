@@ -29,23 +29,12 @@ import { createHandler } from "../src/http/handler.js";
 import { createMetrics } from "../src/http/metrics.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
 import { chainOf, payerHolding } from "./helpers/chain.js";
-import { facilitatorOn } from "./helpers/facilitator.js";
+import { facilitatorOn, postJson } from "./helpers/facilitator.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
 import { signCancelAuthorization } from "./helpers/sign.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
-async function post(server: RunningServer, route: string, body: unknown) {
-  const response = await fetch(`${server.url}${route}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return {
-    status: response.status,
-    retryAfter: response.headers.get("retry-after"),
-    body: (await response.json()) as Record<string, unknown>,
-  };
-}
+const post = postJson;
 
 const freshPayer = (): DevAccount => {
   const privateKey = generatePrivateKey();

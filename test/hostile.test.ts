@@ -16,7 +16,7 @@ import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
 import { Journal } from "../src/store/journal.js";
 import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
-import { facilitatorOn } from "./helpers/facilitator.js";
+import { facilitatorOn, postJson } from "./helpers/facilitator.js";
 import { cancelAhead as cancelPayment } from "./helpers/sign.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
@@ -25,18 +25,7 @@ async function signedRequest(devnet: Devnet, payer: DevAccount, amount: bigint) 
   return { payload: await clientPayload(payer, requirements), requirements };
 }
 
-async function post(server: RunningServer, route: string, body: unknown) {
-  const response = await fetch(`${server.url}${route}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return {
-    status: response.status,
-    retryAfter: response.headers.get("retry-after"),
-    body: (await response.json()) as Record<string, unknown>,
-  };
-}
+const post = postJson;
 
 describe("a payer racing its own balance", () => {
   let devnet: Devnet;

@@ -137,30 +137,29 @@ export class Metrics implements MetricsSink, HttpMetrics {
         }
       },
     });
-    new prom.Gauge({
-      name: "facilitator_wasted_gas",
-      help: "gas our settlements wasted (reverted, ran out of gas, moved nothing) in the last hour, per chain",
-      labelNames: ["chain_id"],
-      registers,
-      collect() {
-        this.reset();
-        for (const [chainId, wasted] of metrics.#wastedGas()) {
-          this.set({ chain_id: String(chainId) }, Number(wasted.wasted));
-        }
-      },
-    });
-    new prom.Gauge({
-      name: "facilitator_wasted_gas_budget",
-      help: "wasted gas per chain and hour past which payers with no settlement here are refused",
-      labelNames: ["chain_id"],
-      registers,
-      collect() {
-        this.reset();
-        for (const [chainId, wasted] of metrics.#wastedGas()) {
-          this.set({ chain_id: String(chainId) }, Number(wasted.budget));
-        }
-      },
-    });
+    const perChain = (name: string, help: string, read: "wasted" | "budget") =>
+      new prom.Gauge({
+        name: `facilitator_${name}`,
+        help,
+        labelNames: ["chain_id"],
+        registers,
+        collect() {
+          this.reset();
+          for (const [chainId, gas] of metrics.#wastedGas()) {
+            this.set({ chain_id: String(chainId) }, Number(gas[read]));
+          }
+        },
+      });
+    perChain(
+      "wasted_gas",
+      "gas our settlements wasted (reverted, ran out of gas, moved nothing) in the last hour, per chain",
+      "wasted",
+    );
+    perChain(
+      "wasted_gas_budget",
+      "wasted gas per chain and hour past which payers with no settlement here are refused",
+      "budget",
+    );
     prom.collectDefaultMetrics({ register: registry, prefix: "facilitator_" });
   }
 

@@ -27,3 +27,17 @@ export async function handlePost(facilitator: Facilitator, route: string, body: 
   });
   return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
 }
+
+/** POSTs `body` as JSON to `route` of a running server, with the status and `Retry-After`. */
+export async function postJson(server: { readonly url: string }, route: string, body: unknown) {
+  const response = await fetch(`${server.url}${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    retryAfter: response.headers.get("retry-after"),
+    body: (await response.json()) as Record<string, unknown>,
+  };
+}
