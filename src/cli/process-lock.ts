@@ -44,7 +44,9 @@ export interface HeldLock {
   release(): void;
 }
 
-/** A lock file whose content cannot be read is being written, or was left half-written. */
+/** Who holds a lock is no secret (a pid, a command, a URL): other users may read it. */
+const LOCK_MODE = 0o644;
+/** A lock file whose content cannot be parsed is being written, or was left half-written. */
 const UNREADABLE_STALE_MS = 5_000;
 /** Breaking a stale lock takes microseconds; a breaker older than this was killed mid-way. */
 const BREAKER_STALE_MS = 10_000;
@@ -54,6 +56,15 @@ function readOnce(file: string): string | undefined {
     return readFileSync(file, "utf8").trim() || undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** A lock file's text; undefined when it is gone, null when it cannot be read (another user's). */
+function readLock(file: string): string | undefined | null {
+  try {
+    return readFileSync(file, "utf8").trim();
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT" ? undefined : null;
   }
 }
 
@@ -125,7 +136,7 @@ export function isRunning(holder: LockHolder): boolean {
  * Removes `file` if it still holds `text` (the stale content that was judged). One process at a
  * time does this (the breaker file), so two never remove a lock a third has just taken.
  */
-function breakStale(file: string, text: string | undefined): void {
+function breakStale(file: string, text: string): void {
   const breaker = `${file}.break`;
   let fd: number;
   try {
@@ -140,7 +151,7 @@ function breakStale(file: string, text: string | undefined): void {
   }
   closeSync(fd);
   try {
-    if (readOnce(file) === text) unlinkSync(file);
+    if (readLock(file) === text) unlinkSync(file);
   } catch {
     // Gone meanwhile.
   } finally {
@@ -158,7 +169,7 @@ function handle(file: string): HeldLock {
       lock.holder = { ...lock.holder, ...extra };
       // Replaced whole (rename), so a reader never sees half of it.
       const next = `${file}.${process.pid}.tmp`;
-      writeFileSync(next, JSON.stringify(lock.holder), { mode: 0o600 });
+      writeFileSync(next, JSON.stringify(lock.holder), { mode: LOCK_MODE });
       renameSync(next, file);
     },
     release() {
@@ -205,7 +216,7 @@ export function tryLock(file: string, command: string): Attempt {
   for (let attempt = 0; attempt < 3; attempt++) {
     let fd: number | undefined;
     try {
-      fd = openSync(file, "wx", 0o600);
+      fd = openSync(file, "wx", LOCK_MODE);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
@@ -219,7 +230,10 @@ export function tryLock(file: string, command: string): Attempt {
       held.set(file, { token: holder.token, count: 1, holder });
       return { ok: true, lock: handle(file) };
     }
-    const text = readOnce(file);
+    const text = readLock(file);
+    if (text === undefined) continue; // Gone meanwhile: try again.
+    // Another user's lock this one may not read: held, whoever holds it.
+    if (text === null) return { ok: false, holder: undefined };
     const other = parse(text);
     if (other && isOurs(other)) return { ok: true, lock: borrowed(file) };
     let stale: boolean;
@@ -228,17 +242,17 @@ export function tryLock(file: string, command: string): Attempt {
       try {
         stale = Date.now() - statSync(file).mtimeMs > UNREADABLE_STALE_MS;
       } catch {
-        continue; // Gone meanwhile: try again.
+        continue;
       }
     }
     if (!stale) return { ok: false, holder: other };
     breakStale(file, text);
   }
-  return { ok: false, holder: parse(readOnce(file)) };
+  return { ok: false, holder: parse(readLock(file) ?? undefined) };
 }
 
 /** Who holds `file` now, if a running process does. */
 export function holderOf(file: string): LockHolder | undefined {
-  const holder = parse(readOnce(file));
+  const holder = parse(readLock(file) ?? undefined);
   return holder && isRunning(holder) ? holder : undefined;
 }

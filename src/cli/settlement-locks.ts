@@ -12,7 +12,7 @@
 import os from "node:os";
 import path from "node:path";
 import { UsageError } from "./errors.js";
-import { type HeldLock, type LockHolder, tryLock } from "./process-lock.js";
+import { type Attempt, type HeldLock, type LockHolder, tryLock } from "./process-lock.js";
 
 /** How long a settle waits for its turn by default: ten settles of half a minute each. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 300_000;
@@ -61,9 +61,25 @@ function guardedBy(journalPath: string, addresses: readonly string[], dir: strin
   ];
 }
 
+/** Takes `guarded`'s lock if it is free; a lock file that cannot be made is a usage error. */
+function attempt(guarded: Guarded, command: string): Attempt {
+  try {
+    return tryLock(guarded.file, command);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unusable";
+    const fix =
+      guarded.kind === "journal"
+        ? "pass --journal FILE in a writable directory"
+        : "set FACILITATOR_LOCK_DIR to a writable directory";
+    throw new UsageError(
+      `cannot create the lock file ${guarded.file} for ${guarded.what} (${code}): ${fix}`,
+    );
+  }
+}
+
 /** "facilitator serve (pid 123, since 2025-...)", and where it listens; never anything secret. */
 export function describeHolder(holder: LockHolder | undefined, file: string): string {
-  if (!holder) return `another process (its lock file ${file} is being written)`;
+  if (!holder) return `another process (see its lock file ${file})`;
   const where = holder.host === os.hostname() ? "" : ` on host ${holder.host}`;
   const url = holder.url ? `, listening on ${holder.url}` : "";
   return `${holder.command} (pid ${holder.pid}${where}, since ${holder.since}${url})`;
@@ -102,21 +118,25 @@ export function lockForServe(
   env: NodeJS.ProcessEnv = process.env,
 ): SettlementLocks {
   const taken: HeldLock[] = [];
-  for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
-    const attempt = tryLock(guarded.file, "facilitator serve");
-    if (attempt.ok) {
-      taken.push(attempt.lock);
-      continue;
+  try {
+    for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
+      const tried = attempt(guarded, "facilitator serve");
+      if (tried.ok) {
+        taken.push(tried.lock);
+        continue;
+      }
+      const holder = describeHolder(tried.holder, guarded.file);
+      const advice =
+        guarded.kind === "journal"
+          ? "pass another --journal, or stop that process first"
+          : "stop that process first, use another key, or let the replicas share a PostgreSQL store (--store), whose signer leases coordinate them";
+      throw new UsageError(
+        `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${otherHost(tried.holder, guarded.file)}`,
+      );
     }
+  } catch (error) {
     for (const lock of taken.reverse()) lock.release();
-    const holder = describeHolder(attempt.holder, guarded.file);
-    const advice =
-      guarded.kind === "journal"
-        ? "pass another --journal, or stop that process first"
-        : "stop that process first, use another key, or let the replicas share a PostgreSQL store (--store), whose signer leases coordinate them";
-    throw new UsageError(
-      `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${otherHost(attempt.holder, guarded.file)}`,
-    );
+    throw error;
   }
   return new SettlementLocks(taken);
 }
@@ -142,21 +162,21 @@ export async function lockForSettle(
   try {
     for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
       for (;;) {
-        const attempt = tryLock(guarded.file, "facilitator settle");
-        if (attempt.ok) {
-          taken.push(attempt.lock);
+        const tried = attempt(guarded, "facilitator settle");
+        if (tried.ok) {
+          taken.push(tried.lock);
           break;
         }
-        const holder = describeHolder(attempt.holder, guarded.file);
-        if (attempt.holder?.command === "facilitator serve") {
-          const target = attempt.holder.url ? `${attempt.holder.url}/settle` : "its /settle";
+        const holder = describeHolder(tried.holder, guarded.file);
+        if (tried.holder?.command === "facilitator serve") {
+          const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
           throw new UsageError(
             `${guarded.what} is in use by ${holder}: send this payment to POST ${target} instead (two processes sending with one key can pay a payment twice), or stop that process first`,
           );
         }
         if (Date.now() >= deadline) {
           throw new TurnTimeout(
-            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (FACILITATOR_LOCK_TIMEOUT); nothing was sent: settle again later${otherHost(attempt.holder, guarded.file)}`,
+            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (FACILITATOR_LOCK_TIMEOUT); nothing was sent: settle again later${otherHost(tried.holder, guarded.file)}`,
           );
         }
         if (!told) {
