@@ -61,7 +61,11 @@ function settle(
   args: string[],
   extra: Record<string, string>,
 ): { child: ChildProcess; done: Promise<Run> } {
-  const child = spawn(process.execPath, [BIN, "settle", file, ...args], {
+  return run(["settle", file, ...args], extra);
+}
+
+function run(args: string[], extra: Record<string, string>) {
+  const child = spawn(process.execPath, [BIN, ...args], {
     env: env(extra),
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -310,6 +314,12 @@ describe("serve holds its key and its journal", () => {
       const message = String(refused.answer.message);
       expect(message).toContain(`facilitator serve (pid ${pid}`);
       expect(message).toContain(`${first.url}/settle`);
+
+      // doctor says who holds the journal (and only reads it).
+      const doctor = await run(["doctor", "--json", "--journal", journal], {}).done;
+      expect(JSON.stringify(doctor.answer)).toContain(
+        `${journal} is in use by facilitator serve (pid ${pid}`,
+      );
     } finally {
       first.child.kill("SIGKILL");
       await first.exited;

@@ -12,7 +12,7 @@
 import os from "node:os";
 import path from "node:path";
 import { UsageError } from "./errors.js";
-import { type Attempt, type HeldLock, type LockHolder, tryLock } from "./process-lock.js";
+import { type Attempt, type HeldLock, holderOf, type LockHolder, tryLock } from "./process-lock.js";
 
 /** How long a settle waits for its turn by default: ten settles of half a minute each. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 300_000;
@@ -83,6 +83,13 @@ export function describeHolder(holder: LockHolder | undefined, file: string): st
   const where = holder.host === os.hostname() ? "" : ` on host ${holder.host}`;
   const url = holder.url ? `, listening on ${holder.url}` : "";
   return `${holder.command} (pid ${holder.pid}${where}, since ${holder.since}${url})`;
+}
+
+/** Who holds a journal now (described), if a running process does. */
+export function journalHolder(journalPath: string): string | undefined {
+  const file = `${path.resolve(journalPath)}.lock`;
+  const holder = holderOf(file);
+  return holder && describeHolder(holder, file);
 }
 
 /** For a holder on another machine, how to clear its lock if it is gone. */
