@@ -152,31 +152,35 @@ afterAll(async () => {
 });
 
 describe("settle commands started together with one key", () => {
-  it("take turns: 10 payments, each its own journal, each lands once and is answered once", async () => {
-    const key = devnet.facilitator.address;
-    const files = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => paymentFile(`parallel-${i}`)),
-    );
-    await drained(key);
-    const start = await chainOf(devnet).getBlockNumber();
-    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
-    const runs = await Promise.all(
-      files.map(
-        (file, i) =>
-          settle(file, [], { FACILITATOR_JOURNAL: path.join(dir, `parallel-${i}.jsonl`) }).done,
-      ),
-    );
-    await drained(key);
-    const mined = await minedFrom(key, start);
-    const answered = runs.filter((run) => run.code === 0 && run.answer.success === true).length;
-    expect(
-      { answered, ...mined },
-      runs.map((run) => `${run.code} ${JSON.stringify(run.answer)}`).join("\n"),
-    ).toEqual({ answered: 10, sent: 10, reverted: 0 });
-    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 10n * 10_000n);
-    // Every lock was given back.
-    expect(readdirSync(locks).filter((name) => name.endsWith(".lock"))).toEqual([]);
-  }, 120_000);
+  for (const waitUntil of ["confirmed", "submitted"] as const) {
+    it(`take turns: 10 payments (--wait-until ${waitUntil}), a journal each, each lands once and is answered once`, async () => {
+      const key = devnet.facilitator.address;
+      const files = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => paymentFile(`parallel-${waitUntil}-${i}`)),
+      );
+      await drained(key);
+      const start = await chainOf(devnet).getBlockNumber();
+      const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+      const runs = await Promise.all(
+        files.map(
+          (file, i) =>
+            settle(file, ["--wait-until", waitUntil], {
+              FACILITATOR_JOURNAL: path.join(dir, `parallel-${waitUntil}-${i}.jsonl`),
+            }).done,
+        ),
+      );
+      await drained(key);
+      const mined = await minedFrom(key, start);
+      const answered = runs.filter((run) => run.code === 0 && run.answer.success === true).length;
+      expect(
+        { answered, ...mined },
+        runs.map((run) => `${run.code} ${JSON.stringify(run.answer)}`).join("\n"),
+      ).toEqual({ answered: 10, sent: 10, reverted: 0 });
+      expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 10n * 10_000n);
+      // Every lock was given back.
+      expect(readdirSync(locks).filter((name) => name.endsWith(".lock"))).toEqual([]);
+    }, 120_000);
+  }
 
   for (const journals of ["one journal", "a journal each"] as const) {
     it(`the same payment settled twice at once (${journals}, --wait-until submitted): one success`, async () => {
