@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -270,6 +270,52 @@ describe("settle commands started together with one key", () => {
       first.child.kill("SIGKILL");
     }
   }, 60_000);
+});
+
+describe("Ctrl-C while a settle waits for its turn", () => {
+  it("answers interrupted (nothing was broadcast), exit 130, and leaves the holder's lock", async () => {
+    // The holder: a live process named in the key's lock file as a settle.
+    const holder = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], {
+      stdio: "ignore",
+    });
+    const lockDir = path.join(dir, "ctrl-c-locks");
+    const keyLock = path.join(lockDir, `key-${devnet.facilitator.address.toLowerCase()}.lock`);
+    await mkdir(lockDir, { recursive: true });
+    await writeFile(
+      keyLock,
+      JSON.stringify({
+        pid: holder.pid,
+        host: os.hostname(),
+        command: "facilitator settle",
+        since: new Date().toISOString(),
+        token: "holder",
+      }),
+    );
+    try {
+      const waiting = settle(await paymentFile("ctrl-c"), [], {
+        FACILITATOR_JOURNAL: path.join(dir, "ctrl-c.jsonl"),
+        FACILITATOR_LOCK_DIR: lockDir,
+      });
+      let stderr = "";
+      waiting.child.stderr?.on("data", (chunk: string) => {
+        stderr += chunk;
+      });
+      for (let i = 0; i < 200 && !stderr.includes("waiting for"); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(stderr).toContain(`waiting for facilitator settle (pid ${holder.pid}`);
+      waiting.child.kill("SIGINT");
+      const run = await waiting.done;
+      expect(run.code).toBe(130);
+      expect(run.answer).toMatchObject({ success: false, error: "interrupted" });
+      expect(String(run.answer.message)).toContain("nothing was broadcast");
+      expect(JSON.parse(readFileSync(keyLock, "utf8")).pid).toBe(holder.pid);
+      // Its journal's lock, taken before the key's, was given back.
+      expect(existsSync(path.join(dir, "ctrl-c.jsonl.lock"))).toBe(false);
+    } finally {
+      holder.kill("SIGKILL");
+    }
+  });
 });
 
 describe("serve holds its key and its journal", () => {
