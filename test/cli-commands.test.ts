@@ -361,6 +361,10 @@ describe("devnet", () => {
       const env = readFileSync(info.envFile as string, "utf8");
       expect(env).toContain(`export FACILITATOR_JOURNAL='${info.journal}'`);
       expect(env).toContain(`export FACILITATOR_RPC_URL='${info.rpcUrl}'`);
+      // The well-known devnet key is locked per devnet, not across every devnet on the machine.
+      expect(env).toContain(
+        `export FACILITATOR_LOCK_DIR='${path.join(info.dir as string, "locks")}'`,
+      );
       const devnetJson = JSON.parse(
         readFileSync(path.join(info.dir as string, "devnet.json"), "utf8"),
       );

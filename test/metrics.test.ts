@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { type Devnet, startDevnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
 import { Facilitator } from "../src/facilitator.js";
@@ -69,10 +69,11 @@ async function stop(serving: Serving | undefined) {
 let devnet: Devnet;
 let dir: string;
 const started: Serving[] = [];
+let servers = 0;
 
 async function serve(args: string[], env: Record<string, string> = {}) {
   const serving = await startServe(
-    ["--journal", path.join(dir, `j${started.length}.jsonl`), ...args],
+    ["--journal", path.join(dir, `j${servers++}.jsonl`), ...args],
     env,
   );
   started.push(serving);
@@ -86,8 +87,13 @@ beforeAll(async () => {
   ]);
 }, 60_000);
 
+// Each test's server is stopped before the next starts: they share the devnet's settlement key,
+// and a second serve on a key in use refuses to start.
+afterEach(async () => {
+  await Promise.all(started.splice(0).map(stop));
+});
+
 afterAll(async () => {
-  await Promise.all(started.map(stop));
   await devnet?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });

@@ -93,9 +93,13 @@ describe("the Host check (no API key)", () => {
   });
 
   test("listening beyond loopback without an API key, serve says so; with one, it does not", async () => {
+    // Two servers at once, so a journal each: a second serve on one journal refuses to start.
+    const journal = (name: string) => ["--journal", path.join(dir, `${name}.jsonl`)];
     const [open, keyed] = await Promise.all([
-      startServe(["--rpc-url", devnet.rpcUrl, "--host", "0.0.0.0"]),
-      startServe(["--rpc-url", devnet.rpcUrl, "--host", "0.0.0.0"], { FACILITATOR_API_KEY: "k" }),
+      startServe(["--rpc-url", devnet.rpcUrl, "--host", "0.0.0.0", ...journal("open-any")]),
+      startServe(["--rpc-url", devnet.rpcUrl, "--host", "0.0.0.0", ...journal("keyed-any")], {
+        FACILITATOR_API_KEY: "k",
+      }),
     ]);
     try {
       expect(await waitForStderr(open, /"event":"warning".*without an API key/, 2_000)).toBe(true);
@@ -107,9 +111,12 @@ describe("the Host check (no API key)", () => {
   });
 
   test("serve without an API key answers 403 untrusted_host; --allowed-host and an API key let it in", async () => {
+    const journal = (name: string) => ["--journal", path.join(dir, `${name}.jsonl`)];
     const [open, keyed] = await Promise.all([
-      startServe(["--rpc-url", devnet.rpcUrl, "--allowed-host", "pay.example"]),
-      startServe(["--rpc-url", devnet.rpcUrl], { FACILITATOR_API_KEY: "test-api-key" }),
+      startServe(["--rpc-url", devnet.rpcUrl, "--allowed-host", "pay.example", ...journal("open")]),
+      startServe(["--rpc-url", devnet.rpcUrl, ...journal("keyed")], {
+        FACILITATOR_API_KEY: "test-api-key",
+      }),
     ]);
     try {
       const rebound = await send(open.url, {

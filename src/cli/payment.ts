@@ -1,5 +1,4 @@
 /** What `verify` and `settle` share: read the request, run it through the core, print, exit code. */
-import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
 import { type Failure, failure, statusOf } from "../errors.js";
 import type { Facilitator } from "../facilitator.js";
 import { parseJson } from "../protocol/request.js";
@@ -11,13 +10,14 @@ import {
   renderFailure,
 } from "../protocol/respond.js";
 import type { WaitUntil } from "../protocol/schemas.js";
-import { type ConfigFlags, loadConfig } from "./config.js";
+import { type CliConfig, type ConfigFlags, loadConfig } from "./config.js";
 import { warnIfFromAnotherDevnet } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
 import { facilitatorFrom } from "./facilitator.js";
 import { readSource } from "./input.js";
 import { onInterrupt, signalExitCode } from "./interrupt.js";
-import { humanOutput, printJson, startSpinner, summarize } from "./output.js";
+import { humanOutput, printJson, startSpinner, summarize, warn } from "./output.js";
+import { earlierTransactions, requestChain, takeSettleTurn } from "./settle-turn.js";
 import { WatchedJournal } from "./watched-journal.js";
 
 export interface PaymentFlags extends ConfigFlags {
@@ -65,28 +65,14 @@ async function readBody(
   }
 }
 
-const field = (value: unknown, key: string): unknown =>
-  typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
-
-/** Whether the request's network names a chain in its version's form (eip155:N, or a v1 name). */
-function namesAChain(body: unknown): boolean {
-  const x402 = field(body, "paymentPayload") !== undefined;
-  const payload = field(body, x402 ? "paymentPayload" : "payload");
-  const network = field(field(body, x402 ? "paymentRequirements" : "requirements"), "network");
-  if (typeof network !== "string") return false;
-  return field(payload, "x402Version") === 1
-    ? chainIdOfV1Name(network) !== undefined
-    : chainIdOfCaip2(network) !== undefined;
-}
-
 /**
  * The exit status: the reply's, except that what only the operator can fix is a configuration
  * error (2): no RPC for the payment's chain, no settlement key.
  */
 function exitStatus(reply: Reply, body: unknown, facilitator: Facilitator): number {
   const f = reply.failure;
-  if (f?.code === "unsupported_network" && namesAChain(body)) return 2;
-  const evm = namesAChain(body);
+  if (f?.code === "unsupported_network" && requestChain(body) !== undefined) return 2;
+  const evm = requestChain(body) !== undefined;
   if (
     f?.code === "settlement_failed" &&
     statusOf(f) >= 500 &&
@@ -99,14 +85,17 @@ function exitStatus(reply: Reply, body: unknown, facilitator: Facilitator): numb
 }
 
 /** What an interrupted command answers: whether its settlement may have been broadcast. */
-function interruptedFailure(op: Operation, facilitator: Facilitator): [Failure, `0x${string}`?] {
-  const journal = facilitator.journal;
+function interruptedFailure(
+  op: Operation,
+  facilitator: Facilitator | undefined,
+): [Failure, `0x${string}`?] {
+  const journal = facilitator?.journal;
   const hash = journal instanceof WatchedJournal ? journal.mayHaveBroadcast() : undefined;
   if (op === "settle" && hash) {
     return [
       failure(
         "settlement_pending",
-        `interrupted after the transaction was broadcast: it may still land; settle the same request again to follow it (it is in the journal ${journal.where}; it is never paid twice)`,
+        `interrupted after the transaction was broadcast: it may still land; settle the same request again to follow it (it is in the journal ${journal?.where}; it is never paid twice)`,
         { status: 500 },
       ),
       hash,
@@ -114,6 +103,18 @@ function interruptedFailure(op: Operation, facilitator: Facilitator): [Failure, 
   }
   const what = op === "settle" ? "nothing was broadcast; the payment can be settled later" : "";
   return [failure("interrupted", `interrupted before an answer${what ? `: ${what}` : ""}`)];
+}
+
+/** Settles once the key's transactions from other processes are mined (see settle-turn.ts). */
+async function settleAfterEarlier(
+  facilitator: Facilitator,
+  body: unknown,
+  config: CliConfig,
+  flags: PaymentFlags,
+): Promise<Reply> {
+  const blocked = await earlierTransactions(facilitator, body, config.confirmTimeoutMs);
+  if (blocked) return renderFailure("settle", body, blocked);
+  return handleSettle(facilitator, withAmount(body, flags.amount), { waitUntil: flags.waitUntil });
 }
 
 export async function runPayment(
@@ -131,6 +132,35 @@ export async function runPayment(
     return 2;
   }
 
+  // settle takes its turn with its keys and journal before it reads the journal.
+  const turn =
+    op === "settle"
+      ? await takeSettleTurn(config, flags.quiet ? undefined : warn)
+      : ({ kind: "turn", config } as const);
+  if (turn.kind !== "turn") {
+    const reply =
+      turn.kind === "timeout"
+        ? renderFailure(op, input.body, turn.failure)
+        : renderFailure(op, input.body, interruptedFailure(op, undefined)[0]);
+    await printJson(reply.body);
+    summarize(out, op, reply);
+    return turn.kind === "timeout" ? exitCodeOf(reply) : signalExitCode(turn.signal);
+  }
+  try {
+    return await answerPayment(op, file, input.body, turn.config, flags);
+  } finally {
+    turn.locks?.release();
+  }
+}
+
+async function answerPayment(
+  op: Operation,
+  file: string | undefined,
+  body: unknown,
+  config: CliConfig,
+  flags: PaymentFlags,
+): Promise<number> {
+  const out = humanOutput(flags.quiet);
   const facilitator = await facilitatorFrom(config, op === "settle");
   if (!flags.quiet) await warnIfFromAnotherDevnet(file, facilitator);
   const waits = op === "settle" && (flags.waitUntil ?? "confirmed") === "confirmed";
@@ -155,18 +185,16 @@ export async function runPayment(
   try {
     const answer =
       op === "verify"
-        ? handleVerify(facilitator, input.body)
-        : handleSettle(facilitator, withAmount(input.body, flags.amount), {
-            waitUntil: flags.waitUntil,
-          });
+        ? handleVerify(facilitator, body)
+        : settleAfterEarlier(facilitator, body, config, flags);
     const outcome = await Promise.race([answer, interrupt.signal]);
     if (typeof outcome === "string") {
       const [f, hash] = interruptedFailure(op, facilitator);
-      reply = renderFailure(op, input.body, f, hash);
+      reply = renderFailure(op, body, f, hash);
       exitCode = signalExitCode(outcome);
     } else {
       reply = outcome;
-      exitCode = exitStatus(reply, input.body, facilitator);
+      exitCode = exitStatus(reply, body, facilitator);
     }
   } finally {
     // Before anything else is written: the spinner owns the terminal's last line.

@@ -179,6 +179,9 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
       ...(evm ? { FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile } : {}),
       ...(svmFiles ? { FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles.keyFile } : {}),
       FACILITATOR_JOURNAL: journal,
+      // The devnet's key is anvil's well-known one, on this chain only: its lock lives here, so
+      // processes on this devnet take turns with it and another devnet's never wait for them.
+      FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
     }),
   );
   let genesisHash: Hex | undefined;

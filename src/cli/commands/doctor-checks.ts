@@ -19,6 +19,7 @@ import { Journal } from "../../store/journal.js";
 import { durationInWords } from "../../words.js";
 import type { CliConfig } from "../config.js";
 import { genesisHash, markerBeside } from "../devnet-marker.js";
+import { journalHolder } from "../settlement-locks.js";
 
 /** How bad a finding is, and the exit status it stands for. */
 export type Level = "ok" | "warning" | "error" | "unreachable";
@@ -229,7 +230,8 @@ export async function checkJournal(
   let unsettled = 0;
   try {
     accessSync(file, constants.R_OK | constants.W_OK);
-    const journal = new Journal(file);
+    // Only read: never rewritten (compacted) while another process may be appending to it.
+    const journal = new Journal(file, { compactAfterLines: Number.POSITIVE_INFINITY });
     unsettled = [...journal.unsettled()].length;
     journal.close();
   } catch (error) {
@@ -258,6 +260,9 @@ export async function checkJournal(
       return findings;
     }
   }
+  const holder = journalHolder(file);
+  if (holder)
+    findings.push({ area: "journal", level: "ok", message: `${file} is in use by ${holder}` });
   findings.push({
     area: "journal",
     level: unsettled > 0 ? "warning" : "ok",

@@ -19,7 +19,7 @@ const DEATH_WINDOW_MS = 60_000;
 
 /** What the serving thread reports to this one. */
 export type WorkerMessage =
-  | { readonly type: "listening"; readonly port: number }
+  | { readonly type: "listening"; readonly port: number; readonly url: string }
   | { readonly type: "draining"; readonly inFlight: Record<string, number> }
   | { readonly type: "usage"; readonly message: string };
 
@@ -50,7 +50,10 @@ function describeInFlight(inFlight: Record<string, number>): string {
   return `${total} request${total === 1 ? "" : "s"} (${parts.join(", ")})`;
 }
 
-export async function superviseServer(settings: ServeSettings): Promise<number> {
+export async function superviseServer(
+  settings: ServeSettings,
+  hooks: { onListening?: (url: string) => void } = {},
+): Promise<number> {
   let stopping = false;
   let current: Worker | undefined;
   let waitingFor: Record<string, number> = {};
@@ -99,8 +102,9 @@ export async function superviseServer(settings: ServeSettings): Promise<number> 
       });
       current = worker;
       if (stopping) worker.postMessage({ type: "stop" });
-      const ended = watch(worker, onDraining, (bound) => {
+      const ended = watch(worker, onDraining, (bound, url) => {
         port = bound;
+        hooks.onListening?.(url);
       });
       const end = await Promise.race([ended, stoppedNow.then(() => undefined)]);
       current = undefined;
@@ -152,12 +156,12 @@ export async function superviseServer(settings: ServeSettings): Promise<number> 
 function watch(
   worker: Worker,
   onDraining: (inFlight: Record<string, number>) => void,
-  onListening: (port: number) => void,
+  onListening: (port: number, url: string) => void,
 ): Promise<WorkerEnd> {
   let reason: string | undefined;
   let usage: string | undefined;
   worker.on("message", (message: WorkerMessage) => {
-    if (message.type === "listening") onListening(message.port);
+    if (message.type === "listening") onListening(message.port, message.url);
     else if (message.type === "draining") onDraining(message.inFlight);
     else if (message.type === "usage") usage = message.message;
   });

@@ -15,7 +15,7 @@ try {
   process.exitCode = await serveHere(settings, {
     bannerOnTty,
     stopped,
-    onListening: (port) => tell({ type: "listening", port }),
+    onListening: (port, url) => tell({ type: "listening", port, url }),
     onDraining: (inFlight) => tell({ type: "draining", inFlight }),
   });
 } catch (error) {

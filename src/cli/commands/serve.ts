@@ -5,6 +5,7 @@
  */
 import chalk from "chalk";
 import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { caip2 } from "../../chain/networks.js";
 import { useWasmSecp256k1 } from "../../chain/secp256k1.js";
 import { svmFeePayerOfBytes } from "../../chain/svm-keys.js";
@@ -17,6 +18,7 @@ import { readSmallFile } from "../bounded-read.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
+import { lockForServe } from "../settlement-locks.js";
 
 export interface ServeFlags extends ConfigFlags {
   readonly host?: string | undefined;
@@ -144,7 +146,7 @@ export async function serveHere(
   options: {
     bannerOnTty: boolean;
     stopped: Promise<void>;
-    onListening?: (port: number) => void;
+    onListening?: (port: number, url: string) => void;
     /** Told, once a stop is asked for, which requests (by path) it waits for. */
     onDraining?: (inFlight: Record<string, number>) => void;
   },
@@ -192,7 +194,7 @@ export async function serveHere(
   } catch (error) {
     throw new UsageError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
   }
-  options.onListening?.(server.port);
+  options.onListening?.(server.port, server.url);
 
   // Reachable from other machines with nothing to say who may settle through our keys.
   const exposed = !apiKey && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
@@ -237,9 +239,23 @@ export async function serveHere(
   return 0;
 }
 
-/** `facilitator serve`: resolves the settings, then runs and watches the serving thread. */
+/**
+ * `facilitator serve`: resolves the settings, takes its keys and journal (file journal only; this
+ * thread holds them, so a restarted serving thread keeps them), then runs and watches the serving
+ * thread.
+ */
 export async function runServe(flags: ServeFlags): Promise<number> {
   const settings = resolveServe(flags);
-  const { superviseServer } = await import("./serve-supervisor.js");
-  return superviseServer(settings);
+  const locks = settings.config.storeUrl
+    ? undefined
+    : lockForServe(
+        settings.config.journalPath,
+        settings.privateKeys.map((key) => privateKeyToAccount(key).address),
+      );
+  try {
+    const { superviseServer } = await import("./serve-supervisor.js");
+    return await superviseServer(settings, { onListening: (url) => locks?.listening(url) });
+  } finally {
+    locks?.release();
+  }
 }

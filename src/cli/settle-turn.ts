@@ -1,0 +1,119 @@
+/**
+ * A `settle` command's turn with its keys (see settlement-locks.ts), and what it waits for once
+ * its turn comes: the transactions an earlier process sent with the same key and that are still
+ * in the node's pool. Until they are mined, this settle cannot tell whether one of them already
+ * pays its payment (another journal, which it cannot read, recorded it): the authorization still
+ * looks unused on chain, and a second transaction for it would be sent, answered, and revert.
+ */
+import { privateKeyToAccount } from "viem/accounts";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
+import { type Failure, failure } from "../errors.js";
+import type { Facilitator } from "../facilitator.js";
+import type { CliConfig } from "./config.js";
+import { onInterrupt } from "./interrupt.js";
+import { lockForSettle, lockTimeoutMs, type SettlementLocks } from "./settlement-locks.js";
+
+const field = (value: unknown, key: string): unknown =>
+  typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+
+/** The EVM chain a request names in its version's form (eip155:N, or a v1 name), if it does. */
+export function requestChain(body: unknown): { chainId: number; network: string } | undefined {
+  const x402 = field(body, "paymentPayload") !== undefined;
+  const payload = field(body, x402 ? "paymentPayload" : "payload");
+  const network = field(field(body, x402 ? "paymentRequirements" : "requirements"), "network");
+  if (typeof network !== "string") return undefined;
+  const chainId =
+    field(payload, "x402Version") === 1 ? chainIdOfV1Name(network) : chainIdOfCaip2(network);
+  return chainId === undefined ? undefined : { chainId, network };
+}
+
+export type Turn =
+  /** The settle's turn: its configuration reads the keys it locked (a pipe is read only once). */
+  | { readonly kind: "turn"; readonly config: CliConfig; readonly locks?: SettlementLocks }
+  | { readonly kind: "timeout"; readonly failure: Failure }
+  | { readonly kind: "interrupted"; readonly signal: NodeJS.Signals };
+
+/**
+ * Waits for this settle's turn with the journal and every key (the file journal only: with a
+ * shared store, its signer leases coordinate). A serve holding one throws a UsageError at once.
+ */
+export async function takeSettleTurn(
+  config: CliConfig,
+  onWait: ((line: string) => void) | undefined,
+): Promise<Turn> {
+  if (config.storeUrl) return { kind: "turn", config };
+  const keys = config.loadPrivateKeys();
+  const once: CliConfig = { ...config, loadPrivateKeys: () => keys, loadPrivateKey: () => keys[0] };
+  const addresses = keys.map((key) => privateKeyToAccount(key).address);
+  const interrupt = onInterrupt();
+  try {
+    const taking = lockForSettle(config.journalPath, addresses, {
+      timeoutMs: lockTimeoutMs(),
+      onWait,
+    }).then(
+      (locks) => ({ kind: "turn" as const, config: once, locks }),
+      (error: unknown) => {
+        if (error instanceof Error && error.name === "TurnTimeout") {
+          return {
+            kind: "timeout" as const,
+            failure: failure("settlement_failed", error.message, { status: 503 }),
+          };
+        }
+        throw error;
+      },
+    );
+    const outcome = await Promise.race([taking, interrupt.signal]);
+    // Interrupted: a turn that comes later is given back when the process exits.
+    return typeof outcome === "string" ? { kind: "interrupted", signal: outcome } : outcome;
+  } finally {
+    interrupt.dispose();
+  }
+}
+
+const POLL_MS = 250;
+
+/**
+ * Waits (up to `timeoutMs`) until no key of `facilitator` has a transaction in the pool of the
+ * request's chain that its journal did not record. Still there after that: a failure (nothing was
+ * sent). A chain that cannot be read is left to the settle itself to report.
+ */
+export async function earlierTransactions(
+  facilitator: Facilitator,
+  body: unknown,
+  timeoutMs: number,
+): Promise<Failure | undefined> {
+  const chain = requestChain(body);
+  if (!chain || facilitator.signers.size === 0) return undefined;
+  const client = await facilitator.rpc.client(chain.chainId, chain.network).catch(() => undefined);
+  if (!client) return undefined;
+  // Our own journal's transactions are followed by the settle itself (a retry reconciles them).
+  const ours = new Set<string>();
+  for (const entry of facilitator.journal.unsettled()) {
+    if (entry.chainId === chain.chainId) ours.add(`${entry.signer.toLowerCase()}:${entry.txNonce}`);
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (const address of facilitator.signers.addresses) {
+    for (;;) {
+      const counts = await Promise.all([
+        client.getTransactionCount({ address, blockTag: "latest" }),
+        client.getTransactionCount({ address, blockTag: "pending" }),
+      ]).catch(() => undefined);
+      if (!counts) return undefined;
+      const [mined, sent] = counts;
+      let unknown = 0;
+      for (let nonce = mined; nonce < sent; nonce++) {
+        if (!ours.has(`${address.toLowerCase()}:${nonce}`)) unknown++;
+      }
+      if (unknown === 0) break;
+      if (Date.now() >= deadline) {
+        return failure(
+          "settlement_failed",
+          `the settlement key ${address} has ${unknown} transaction${unknown === 1 ? "" : "s"} waiting in the pool of ${caip2(chain.chainId)} (nonces ${mined} to ${sent - 1}) that this journal did not record, still unmined after ${Math.round(timeoutMs / 1000)} s (--confirm-timeout): one may already pay this payment, so nothing was sent; settle again once they are mined`,
+          { status: 503 },
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+  }
+  return undefined;
+}

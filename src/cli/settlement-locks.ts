@@ -1,0 +1,201 @@
+/**
+ * One key, one writer. Two processes sending with one settlement key pick the same nonces: their
+ * transactions replace each other, and a payment each of them sees as unpaid is sent twice (one
+ * lands, the other reverts and costs gas). Two processes on one journal file each keep their own
+ * copy of it in memory and never see the other's records. So, with the file journal, a process
+ * that settles holds a lock on each of its keys (by address, machine-wide) and on its journal
+ * file: `serve` for its life, `settle` for the command's. A `settle` waits its turn behind
+ * another `settle`; a `serve` that finds either held refuses to start, naming the holder, and so
+ * does a `settle` that finds a `serve` holding them. With the PostgreSQL store, the store's signer
+ * leases coordinate replicas instead, and none of this applies.
+ */
+import os from "node:os";
+import path from "node:path";
+import { UsageError } from "./errors.js";
+import { type Attempt, type HeldLock, holderOf, type LockHolder, tryLock } from "./process-lock.js";
+
+/** How long a settle waits for its turn by default: ten settles of half a minute each. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 300_000;
+const POLL_MS = 100;
+
+/**
+ * Where key locks live: FACILITATOR_LOCK_DIR, else beside the default journal
+ * ($XDG_STATE_HOME/facilitator/locks, ~/.local/state/facilitator/locks), one place every process
+ * of the user agrees on whatever journal each uses.
+ */
+export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.FACILITATOR_LOCK_DIR) return path.resolve(env.FACILITATOR_LOCK_DIR);
+  const base = env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state");
+  return path.join(base, "facilitator", "locks");
+}
+
+/** FACILITATOR_LOCK_TIMEOUT (seconds): how long a settle waits for its turn. */
+export function lockTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.FACILITATOR_LOCK_TIMEOUT?.trim();
+  if (!text) return DEFAULT_LOCK_TIMEOUT_MS;
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+    throw new UsageError("FACILITATOR_LOCK_TIMEOUT must be a number of seconds from 0 to 86400");
+  }
+  return Math.round(seconds * 1000);
+}
+
+/** What one lock guards, for messages, and its file. */
+interface Guarded {
+  readonly kind: "journal" | "key";
+  readonly what: string;
+  readonly file: string;
+}
+
+/** The journal first, then the keys by address: every process takes them in one order. */
+function guardedBy(journalPath: string, addresses: readonly string[], dir: string): Guarded[] {
+  const journal = path.resolve(journalPath);
+  const keys = [...new Set(addresses.map((a) => a.toLowerCase()))].sort();
+  return [
+    { kind: "journal", what: `the settlement journal ${journal}`, file: `${journal}.lock` },
+    ...keys.map((address) => ({
+      kind: "key" as const,
+      what: `the settlement key ${addresses.find((a) => a.toLowerCase() === address)}`,
+      file: path.join(dir, `key-${address}.lock`),
+    })),
+  ];
+}
+
+/** Takes `guarded`'s lock if it is free; a lock file that cannot be made is a usage error. */
+function attempt(guarded: Guarded, command: string): Attempt {
+  try {
+    return tryLock(guarded.file, command);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unusable";
+    const fix =
+      guarded.kind === "journal"
+        ? "pass --journal FILE in a writable directory"
+        : "set FACILITATOR_LOCK_DIR to a writable directory";
+    throw new UsageError(
+      `cannot create the lock file ${guarded.file} for ${guarded.what} (${code}): ${fix}`,
+    );
+  }
+}
+
+/** "facilitator serve (pid 123, since 2025-...)", and where it listens; never anything secret. */
+export function describeHolder(holder: LockHolder | undefined, file: string): string {
+  if (!holder) return `another process (see its lock file ${file})`;
+  const where = holder.host === os.hostname() ? "" : ` on host ${holder.host}`;
+  const url = holder.url ? `, listening on ${holder.url}` : "";
+  return `${holder.command} (pid ${holder.pid}${where}, since ${holder.since}${url})`;
+}
+
+/** Who holds a journal now (described), if a running process does. */
+export function journalHolder(journalPath: string): string | undefined {
+  const file = `${path.resolve(journalPath)}.lock`;
+  const holder = holderOf(file);
+  return holder && describeHolder(holder, file);
+}
+
+/** For a holder on another machine, how to clear its lock if it is gone. */
+function otherHost(holder: LockHolder | undefined, file: string): string {
+  if (!holder || holder.host === os.hostname()) return "";
+  return `; it cannot be checked from here: if it no longer runs, delete ${file}`;
+}
+
+export class SettlementLocks {
+  readonly #locks: HeldLock[];
+
+  constructor(locks: HeldLock[]) {
+    this.#locks = locks;
+  }
+
+  /** A serve's URL, once it listens: a settle refused for its key is told where to send. */
+  listening(url: string): void {
+    for (const lock of this.#locks) lock.update({ url });
+  }
+
+  release(): void {
+    for (const lock of this.#locks.splice(0).reverse()) lock.release();
+  }
+}
+
+/**
+ * serve's locks, held for its life (by the main thread, so a restarted serving thread keeps
+ * them). Held elsewhere: a usage error naming the holder.
+ */
+export function lockForServe(
+  journalPath: string,
+  addresses: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): SettlementLocks {
+  const taken: HeldLock[] = [];
+  try {
+    for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
+      const tried = attempt(guarded, "facilitator serve");
+      if (tried.ok) {
+        taken.push(tried.lock);
+        continue;
+      }
+      const holder = describeHolder(tried.holder, guarded.file);
+      const advice =
+        guarded.kind === "journal"
+          ? "pass another --journal, or stop that process first"
+          : "stop that process first, use another key, or let the replicas share a PostgreSQL store (--store), whose signer leases coordinate them";
+      throw new UsageError(
+        `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${otherHost(tried.holder, guarded.file)}`,
+      );
+    }
+  } catch (error) {
+    for (const lock of taken.reverse()) lock.release();
+    throw error;
+  }
+  return new SettlementLocks(taken);
+}
+
+/** Why a settle did not get its turn in time: nothing was sent. */
+export class TurnTimeout extends Error {
+  override readonly name = "TurnTimeout";
+}
+
+/**
+ * settle's locks: waits its turn behind other settles (up to `timeoutMs`; `onWait` is told once
+ * whom it waits for). A serve holding one: a usage error at once, pointing at its /settle.
+ */
+export async function lockForSettle(
+  journalPath: string,
+  addresses: readonly string[],
+  options: { timeoutMs: number; onWait?: (line: string) => void },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<SettlementLocks> {
+  const deadline = Date.now() + options.timeoutMs;
+  const taken: HeldLock[] = [];
+  let told = false;
+  try {
+    for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
+      for (;;) {
+        const tried = attempt(guarded, "facilitator settle");
+        if (tried.ok) {
+          taken.push(tried.lock);
+          break;
+        }
+        const holder = describeHolder(tried.holder, guarded.file);
+        if (tried.holder?.command === "facilitator serve") {
+          const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
+          throw new UsageError(
+            `${guarded.what} is in use by ${holder}: send this payment to POST ${target} instead (two processes sending with one key can pay a payment twice), or stop that process first`,
+          );
+        }
+        if (Date.now() >= deadline) {
+          throw new TurnTimeout(
+            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (FACILITATOR_LOCK_TIMEOUT); nothing was sent: settle again later${otherHost(tried.holder, guarded.file)}`,
+          );
+        }
+        if (!told) {
+          told = true;
+          options.onWait?.(`waiting for ${holder}, which is using ${guarded.what}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+    }
+  } catch (error) {
+    for (const lock of taken.reverse()) lock.release();
+    throw error;
+  }
+  return new SettlementLocks(taken);
+}
