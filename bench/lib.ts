@@ -1,6 +1,8 @@
 /** What the benches share: settings from the environment, free ports, a clean environment. */
 import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import type { Address } from "viem";
 import { approvePermit2, type DevAccount, type Devnet } from "../src/devnet/index.js";
 import { signSampleRequest } from "../src/devnet/sample.js";
@@ -32,10 +34,16 @@ export function freePort(): Promise<number> {
 
 /** The environment without FACILITATOR_* so no local config leaks into a server. */
 export function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([key]) => !key.startsWith("FACILITATOR_")),
-  );
+  return {
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([key]) => !key.startsWith("FACILITATOR_")),
+    ),
+    // The servers' settlement-key locks go with the bench, not into the user's state directory.
+    FACILITATOR_LOCK_DIR: BENCH_LOCKS,
+  };
 }
+
+const BENCH_LOCKS = path.join(os.tmpdir(), `facilitator-bench-locks-${process.pid}`);
 
 /** How long a stopped server gets to finish before it is killed. */
 const STOP_GRACE_MS = 5_000;
