@@ -36,6 +36,11 @@ const CONTRACTS = [
   { file: "TestPermitToken.sol", contract: "TestPermitToken", prefix: "testPermitToken" },
   { file: "TestPlainToken.sol", contract: "TestPlainToken", prefix: "testPlainToken" },
   { file: "TestGasBurnerToken.sol", contract: "TestGasBurnerToken", prefix: "testGasBurnerToken" },
+  {
+    file: "TestGasBurnerWallet.sol",
+    contract: "TestGasBurnerWallet",
+    prefix: "testGasBurnerWallet",
+  },
   { file: "TestSmartWalletFactory.sol", contract: "TestSmartWallet", prefix: "testSmartWallet" },
   {
     file: "TestSmartWalletFactory.sol",

@@ -21,6 +21,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   testGasBurnerTokenAbi,
   testGasBurnerTokenRuntimeBytecode,
+  testGasBurnerWalletAbi,
+  testGasBurnerWalletRuntimeBytecode,
   testUsdcAbi,
 } from "../src/devnet/artifacts.js";
 import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
@@ -31,7 +33,12 @@ import { type RunningServer, startServer } from "../src/http/server.js";
 import { chainOf, payerHolding } from "./helpers/chain.js";
 import { facilitatorOn, postJson } from "./helpers/facilitator.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
-import { signCancelAuthorization } from "./helpers/sign.js";
+import {
+  randomNonce,
+  signAuthorization,
+  signCancelAuthorization,
+  wireAuthorization,
+} from "./helpers/sign.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 const post = postJson;
@@ -144,6 +151,75 @@ describe("a token contract that burns our gas", () => {
       expect(Number(again.retryAfter)).toBeGreaterThan(3000);
     }
     expect((await ours(devnet)).sent).toBe(before.sent + 1);
+  });
+
+  test("contract wallets that burn gas in their signature check: each costs at most its bound, and the token stays served", async () => {
+    const rpc = chainOf(devnet);
+    const test = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+    const owner = devnet.payers[0] as DevAccount;
+    const wallet = createWalletClient({
+      account: privateKeyToAccount(owner.privateKey),
+      transport: http(devnet.rpcUrl),
+    });
+    const call = async (request: Parameters<typeof wallet.writeContract>[0]) =>
+      rpc.waitForTransactionReceipt({
+        hash: await wallet.writeContract(request),
+        pollingInterval: 50,
+      });
+    /** A payment from `from`, signed with `key` (a burner wallet accepts any signature). */
+    const payFrom = async (from: Address, key: Hex = owner.privateKey) => {
+      const fields = {
+        from,
+        to: devnet.payee.address,
+        value: 1_000n,
+        validAfter: 0n,
+        validBefore: BigInt(Math.floor(Date.now() / 1000) + 300),
+        nonce: randomNonce(),
+      };
+      const signature = await signAuthorization(devnet, key, fields);
+      const requirements = requirementsV2(devnet, { amount: "1000" });
+      const payload = {
+        x402Version: 2,
+        resource: { url: "http://localhost/paid" },
+        accepted: requirements,
+        payload: { authorization: wireAuthorization(fields), signature },
+      };
+      return post(server, "/settle", { payload, requirements });
+    };
+    // The token has settled here before: it is known.
+    const regular = await payerHolding(devnet, 1_000n);
+    expect((await payFrom(regular.address, regular.privateKey)).body).toMatchObject({
+      success: true,
+    });
+    const before = await ours(devnet);
+    for (let i = 0; i < 4; i++) {
+      const burner = privateKeyToAccount(generatePrivateKey()).address;
+      await test.setCode({ address: burner, bytecode: testGasBurnerWalletRuntimeBytecode });
+      await call({
+        address: burner,
+        abi: testGasBurnerWalletAbi,
+        functionName: "configure",
+        args: [1_000_000n],
+        chain: null,
+      } as never);
+      await call({
+        address: devnet.token.address,
+        abi: testUsdcAbi,
+        functionName: "mint",
+        args: [burner, 1_000n],
+        chain: null,
+      } as never);
+      const reply = await payFrom(burner);
+      expect(reply.body).toMatchObject({ success: false, error: "settlement_failed" });
+      const receipt = await rpc.getTransactionReceipt({ hash: reply.body.transactionHash as Hex });
+      // Bounded: an EIP-3009 transfer from a contract wallet may use 420,000 gas at the most.
+      expect(receipt.gasUsed).toBeLessThanOrEqual(420_000n);
+    }
+    expect((await ours(devnet)).sent).toBe(before.sent + 4);
+    // The token is still served to an ordinary payer.
+    const other = await payerHolding(devnet, 1_000n);
+    const ordinary = await payFrom(other.address, other.privateKey);
+    expect(ordinary.body).toMatchObject({ success: true });
   });
 
   test("a token that moves nothing: one cheap transaction, then the asset is refused for every payer", async () => {

@@ -103,14 +103,17 @@ export function simulationGas(bounds: GasBounds, use: GasUse, deployment = false
   return gasBound(bounds, { use, contractWallet: true, deployment, asset: "0x" });
 }
 
-/** The settlement needs `gas` (or more, when `atLeast`), over its bound: nothing is sent. */
+/**
+ * The settlement needs `gas` (undefined: more than the node would estimate), over its bound:
+ * nothing is sent.
+ */
 export function overGasBound(
   chainId: number,
   need: GasNeed,
   bound: bigint,
   gas: bigint | undefined,
 ): Failure {
-  const asked = gas === undefined ? `more than ${grouped(bound)}` : grouped(gas);
+  const asked = gas === undefined ? "more" : grouped(gas);
   const setting = need.deployment
     ? `${need.use} + walletDeployment`
     : need.contractWallet

@@ -89,9 +89,9 @@ export async function overBoundInSimulation(
   error: unknown,
 ): Promise<Failure | undefined> {
   if (!isOutOfGas(error)) return undefined;
-  const asked = await ctx.client.estimateGas(call).catch(() => undefined);
-  const bound = gasBound(ctx.gasBounds, { ...need, contractWallet: true });
-  return overGasBound(ctx.chainId, { ...need, contractWallet: true }, bound, asked);
+  const given = simulationGas(ctx.gasBounds, need.use, need.deployment);
+  const asked = await ctx.client.estimateGas(call).catch(() => given + 1n);
+  return overGasBound(ctx.chainId, need, gasBound(ctx.gasBounds, need), asked);
 }
 
 export function chainFailure(error: unknown, doing: string): Failure {

@@ -48,6 +48,8 @@ function track(
   key: string,
   expect: ExpectedTransfer,
   outcome: CallOutcome,
+  /** The payer is a contract wallet: its signature check ran in our transaction. */
+  contractWallet = false,
 ): void {
   switch (outcome.kind) {
     case "confirmed":
@@ -59,7 +61,8 @@ function track(
         payer: expect.from,
         asset: expect.token,
         gas: outcome.receipt.gasUsed,
-        cause: outcome.outOfGas ? "out-of-gas" : "reverted",
+        // A contract wallet's own code may be what burned the gas: its doing, not the token's.
+        cause: outcome.outOfGas && !contractWallet ? "out-of-gas" : "reverted",
       });
       return;
     case "simulated":
@@ -67,7 +70,7 @@ function track(
       ctx.inflight.release(key);
       return;
     case "submitted":
-      if (ctx.watchSubmitted) void watchLanding(ctx, key, expect, outcome.hash);
+      if (ctx.watchSubmitted) void watchLanding(ctx, key, expect, outcome.hash, contractWallet);
       return;
     case "failed":
       // With a hash it may still land: its reservation stays until it does.
@@ -99,7 +102,13 @@ function judgeLanded(
  * the confirmation wait is over, so the payer's reservation ends when it lands and a revert is
  * charged to it. Its timers never hold a process up.
  */
-async function watchLanding(ctx: SchemeContext, key: string, expect: ExpectedTransfer, hash: Hex) {
+async function watchLanding(
+  ctx: SchemeContext,
+  key: string,
+  expect: ExpectedTransfer,
+  hash: Hex,
+  contractWallet: boolean,
+) {
   const deadline = Date.now() + ctx.confirmTimeoutMs;
   const every = Math.max(ctx.receiptPollMs, 500);
   while (Date.now() < deadline) {
@@ -114,7 +123,7 @@ async function watchLanding(ctx: SchemeContext, key: string, expect: ExpectedTra
     void ctx.journal.recordState(key, "failed").catch(() => undefined);
     const sent = await ctx.client.getTransaction({ hash }).catch(() => undefined);
     const outOfGas = sent !== undefined && receipt.gasUsed >= sent.gas;
-    track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas });
+    track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas }, contractWallet);
     return;
   }
 }
@@ -122,12 +131,12 @@ async function watchLanding(ctx: SchemeContext, key: string, expect: ExpectedTra
 async function answer<P>(
   method: ExactMethod<P>,
   ctx: SchemeContext,
-  verified: Pick<Verified<P>, "payment" | "expect">,
+  verified: Pick<Verified<P>, "payment" | "expect"> & Partial<Pick<Verified<P>, "gas">>,
   key: string,
   outcome: CallOutcome,
 ): Promise<SettleResult> {
   const payer = verified.expect.from;
-  track(ctx, key, verified.expect, outcome);
+  track(ctx, key, verified.expect, outcome, verified.gas?.contractWallet);
   switch (outcome.kind) {
     case "simulated":
     case "submitted":
