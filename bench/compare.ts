@@ -27,9 +27,9 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Address, createPublicClient, type Hex, http } from "viem";
-import { testUsdcAbi } from "../src/devnet/artifacts.js";
-import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
+import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
+import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { type Answer, cleanEnv, exited, freePort, post, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

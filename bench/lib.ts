@@ -4,9 +4,9 @@ import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Address } from "viem";
-import { approvePermit2, type DevAccount, type Devnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
-import { signUptoRequest } from "../src/devnet/sign-upto.js";
+import { approvePermit2, type DevAccount, type Devnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
+import { signUptoRequest } from "../src/evm/devnet/sign-upto.js";
 
 /** A positive number from the environment, or the fallback. */
 export function setting(name: string, fallback: number): number {

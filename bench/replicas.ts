@@ -17,7 +17,7 @@ import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
+import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { type Postgres, startPostgres } from "../test/helpers/postgres.js";
 import { exited, setting, stopChild } from "./lib.js";
 import {

@@ -7,8 +7,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Address, createPublicClient, type Hex, http } from "viem";
-import { testUsdcAbi } from "../src/devnet/artifacts.js";
-import { type DevAccount, type Devnet, devAccounts } from "../src/devnet/index.js";
+import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
+import { type DevAccount, type Devnet, devAccounts } from "../src/evm/devnet/index.js";
 import { benchMethod, cleanEnv, post } from "./lib.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

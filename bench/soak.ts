@@ -9,8 +9,8 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
+import { startDevnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 16);

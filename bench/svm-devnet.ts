@@ -6,7 +6,7 @@
  *
  *   BENCH_SVM_SLOT_MS (default 400), BENCH_SVM_PAYERS (default 8)
  */
-import { startSvmDevnet } from "../src/devnet/svm/index.js";
+import { startSvmDevnet } from "../src/svm/devnet/index.js";
 import { setting } from "./lib.js";
 
 const devnet = await startSvmDevnet({

@@ -7,7 +7,7 @@
  *   one settlement key. anvil mines every transaction the moment it arrives (no block time), so an
  *   EVM `confirmed` settle waits for nothing but the node.
  * - Solana: an SPL TransferChecked of the devnet's test USDC on the local Solana devnet
- *   (src/devnet/svm: litesvm behind a JSON-RPC server answering as Solana devnet), in a process of
+ *   (src/svm/devnet: litesvm behind a JSON-RPC server answering as Solana devnet), in a process of
  *   its own (bench/svm-devnet.ts) as anvil is; the facilitator's one fee payer signs and pays the
  *   fee. The devnet simulates a cluster's clock, not a cluster: a slot every BENCH_SVM_SLOT_MS
  *   (400 ms, Solana's target); a transaction is executed the moment it is sent, in the current
@@ -18,8 +18,8 @@
  *   receiptPollMs), which is the floor of its latency here; a real cluster adds network and vote
  *   time.
  *
- * Payments are distinct and signed before timing: EVM by our viem signer (src/devnet/sample.ts),
- * Solana by our signer in the official @x402/svm client's layout (src/devnet/svm/sign-payment.ts).
+ * Payments are distinct and signed before timing: EVM by our viem signer (src/evm/devnet/sample.ts),
+ * Solana by our signer in the official @x402/svm client's layout (src/svm/devnet/sign-payment.ts).
  * Verify cycles through a pool of payments (verify consumes nothing); each settle run settles
  * fresh payments once each. After every settle run the chain is asked: the payee's balance rose by
  * exactly the settled sum, and the signer sent exactly one transaction per payment (EVM: its
@@ -38,18 +38,18 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
-import { testUsdcAbi } from "../src/devnet/artifacts.js";
-import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
+import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
+import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import {
   associatedTokenAddress,
   DEVNET_USDC_MINT,
   SOLANA_DEVNET_NETWORK,
   type SvmDevKey,
   USDC_DECIMALS,
-} from "../src/devnet/svm/index.js";
-import { devnetKeys } from "../src/devnet/svm/setup.js";
-import { type SvmDevnetParts, signSvmSampleRequest } from "../src/devnet/svm/sign-payment.js";
+} from "../src/svm/devnet/index.js";
+import { devnetKeys } from "../src/svm/devnet/setup.js";
+import { type SvmDevnetParts, signSvmSampleRequest } from "../src/svm/devnet/sign-payment.js";
 import { cleanEnv, exited, setting, stopChild } from "./lib.js";
 import { percentile, postTimed, ROOT, type ServerProcess, startFacilitator } from "./settle-lib.js";
 

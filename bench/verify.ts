@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
+import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { benchMethod, cleanEnv, exited, freePort, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

@@ -1,6 +1,6 @@
 /**
- * Compiles the devnet's Solidity contracts (src/devnet/contracts/*.sol) with the `solc` npm
- * package and writes src/devnet/artifacts.ts (ABIs as `as const` literals, creation and runtime
+ * Compiles the devnet's Solidity contracts (src/evm/devnet/contracts/*.sol) with the `solc` npm
+ * package and writes src/evm/devnet/artifacts.ts (ABIs as `as const` literals, creation and runtime
  * bytecode, the solc version and a hash of the sources).
  *
  * Run with `npm run contracts` (or `npx tsx scripts/compile-contracts.ts`).
@@ -14,8 +14,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import solc from "solc";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const CONTRACTS_DIR = path.join(ROOT, "src/devnet/contracts");
-export const ARTIFACTS_PATH = path.join(ROOT, "src/devnet/artifacts.ts");
+const CONTRACTS_DIR = path.join(ROOT, "src/evm/devnet/contracts");
+export const ARTIFACTS_PATH = path.join(ROOT, "src/evm/devnet/artifacts.ts");
 
 /** The contracts whose artifacts are written, in this order. */
 const CONTRACTS = [
@@ -141,7 +141,7 @@ export function renderArtifacts(compiled: CompiledContracts): string {
   const lines = [
     "// GENERATED FILE: do not edit.",
     "// Regenerate with `npm run contracts` (scripts/compile-contracts.ts) after changing",
-    "// src/devnet/contracts/*.sol.",
+    "// src/evm/devnet/contracts/*.sol.",
     "",
     `export const solcVersion = ${JSON.stringify(compiled.solcVersion)};`,
     "",

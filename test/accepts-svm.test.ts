@@ -9,10 +9,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { svmFeePayerOf } from "../src/chain/svm-keys.js";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
-import { type SvmDevnet, startSvmDevnet, svmDevKey } from "../src/devnet/svm/index.js";
-import { Facilitator } from "../src/facilitator.js";
+import { Facilitator } from "../src/core/facilitator.js";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { svmFeePayerOf } from "../src/svm/chain/keys.js";
+import { type SvmDevnet, startSvmDevnet, svmDevKey } from "../src/svm/devnet/index.js";
 import { handlePost } from "./helpers/facilitator.js";
 import { removeCliJournals, runCli } from "./helpers/run-cli.js";
 

@@ -11,7 +11,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createPublicClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AnvilInstance, type Devnet, startAnvil, startDevnet } from "../src/devnet/index.js";
+import {
+  type AnvilInstance,
+  type Devnet,
+  startAnvil,
+  startDevnet,
+} from "../src/evm/devnet/index.js";
 import { tokenBalance } from "./helpers/chain.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));

@@ -12,8 +12,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { type Address, createPublicClient, erc20Abi, type Hash, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
+import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));

@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConfigFlags, loadConfig } from "../src/cli/config.js";
 import { UsageError } from "../src/cli/errors.js";
-import { svmDevKey } from "../src/devnet/svm/index.js";
+import { svmDevKey } from "../src/svm/devnet/index.js";
 
 // A throwaway key: never funded anywhere, only here to be read and not echoed.
 const KEY_HEX = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

@@ -17,7 +17,7 @@ import { x402Facilitator } from "@x402/core/facilitator";
 import { toFacilitatorSvmSigner } from "@x402/svm";
 import { ExactSvmScheme as ExactSvmFacilitator } from "@x402/svm/exact/facilitator";
 import { describe, expect, it } from "vitest";
-import { associatedTokenAddress, DEVNET_GENESIS_HASH } from "../src/devnet/svm/index.js";
+import { associatedTokenAddress, DEVNET_GENESIS_HASH } from "../src/svm/devnet/index.js";
 import { runCli } from "./helpers/run-cli.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));

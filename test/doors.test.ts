@@ -4,10 +4,10 @@
  */
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
-import type { ErrorCode } from "../src/errors.js";
-import { Facilitator } from "../src/facilitator.js";
+import { Facilitator } from "../src/core/facilitator.js";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { createHandler } from "../src/http/handler.js";
+import type { ErrorCode } from "../src/protocol/errors.js";
 import { handleVerify } from "../src/protocol/respond.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 

@@ -1,7 +1,7 @@
 /** The one error table and what is said about it elsewhere stay in step. */
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
-import { ERRORS, type ErrorCode, type ErrorSpec, failure } from "../src/errors.js";
+import { ERRORS, type ErrorCode, type ErrorSpec, failure } from "../src/protocol/errors.js";
 import { exitCodeOf } from "../src/protocol/respond.js";
 
 describe("README error table", () => {

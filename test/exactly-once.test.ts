@@ -9,9 +9,9 @@ import path from "node:path";
 import { createTestClient, type Hex, http, keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { devAccounts } from "../src/devnet/accounts.js";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
+import { devAccounts } from "../src/evm/devnet/accounts.js";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { Journal } from "../src/store/journal.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
@@ -213,7 +213,7 @@ describe("manual mining", () => {
     const key =
       `eip3009:${devnet.chainId}:${devnet.token.address}:${auth.from}:${auth.nonce}`.toLowerCase();
     const { encodeFunctionData, parseSignature } = await import("viem");
-    const { eip3009Abi } = await import("../src/schemes/exact-evm/eip3009.js");
+    const { eip3009Abi } = await import("../src/evm/exact/eip3009.js");
     const signature = (payload.payload as unknown as { signature: Hex }).signature;
     const { r, s, v } = parseSignature(signature);
     const data = encodeFunctionData({

@@ -13,7 +13,7 @@ import { createPaymentHandler } from "@faremeter/payment-evm/exact";
 import express from "express";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { tokenBalance } from "./helpers/chain.js";
 import { type Serving, send, startServe } from "./helpers/serve.js";
 

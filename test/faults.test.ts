@@ -12,8 +12,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Address, createPublicClient, createTestClient, type Hex, http } from "viem";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import { type DevAccount, type Devnet, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
+import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { tokenBalance } from "./helpers/chain.js";
 
 const BIN = fileURLToPath(new URL("../bin/facilitator.js", import.meta.url));

@@ -14,8 +14,8 @@ import { fileURLToPath } from "node:url";
 import { type Address, createTestClient, http } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
 import { startServe } from "./helpers/serve.js";
 

@@ -12,16 +12,16 @@ import { createKeyPairSignerFromBytes } from "@solana/kit";
 import { toFacilitatorSvmSigner } from "@x402/svm";
 import { ExactSvmSchemeV1 as ExactSvmFacilitatorV1 } from "@x402/svm/exact/v1/facilitator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { svmFeePayerOf } from "../src/chain/svm-keys.js";
+import { Facilitator } from "../src/core/facilitator.js";
+import { svmFeePayerOf } from "../src/svm/chain/keys.js";
 import {
   DEVNET_USDC_MINT,
   type SvmDevnet,
   secretKeyBytes,
   startSvmDevnet,
   svmDevKey,
-} from "../src/devnet/svm/index.js";
-import { encodeMint, MINT_SIZE, TOKEN_PROGRAM } from "../src/devnet/svm/token-layout.js";
-import { Facilitator } from "../src/facilitator.js";
+} from "../src/svm/devnet/index.js";
+import { encodeMint, MINT_SIZE, TOKEN_PROGRAM } from "../src/svm/devnet/token-layout.js";
 import { handlePost } from "./helpers/facilitator.js";
 import { removeCliJournals, runCli } from "./helpers/run-cli.js";
 import { referenceSvmFacilitator } from "./helpers/svm-devnet.js";

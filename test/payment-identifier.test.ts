@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { Journal } from "../src/store/journal.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";

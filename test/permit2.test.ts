@@ -7,15 +7,15 @@
 import { type Address, erc20Abi, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Facilitator } from "../src/core/facilitator.js";
 import {
   approvePermit2,
   type DevAccount,
   type Devnet,
   permit2NonceUsed,
   startDevnet,
-} from "../src/devnet/index.js";
-import { signPermit2Payment } from "../src/devnet/sign-permit2.js";
-import type { Facilitator } from "../src/facilitator.js";
+} from "../src/evm/devnet/index.js";
+import { signPermit2Payment } from "../src/evm/devnet/sign-permit2.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import {
@@ -344,7 +344,7 @@ describe("settle", () => {
 describe("the Permit2 digest", () => {
   test("equals viem's hashTypedData for random authorizations on several chains", async () => {
     const { permit2Digest, permit2TypedData } = await import(
-      "../src/schemes/exact-evm/permit2-encoding.js"
+      "../src/evm/exact/permit2-encoding.js"
     );
     const { hashTypedData } = await import("viem");
     const random = () => privateKeyToAccount(generatePrivateKey()).address;

@@ -6,7 +6,7 @@
 import pg from "pg";
 import { createTestClient, type Hex, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Devnet } from "../src/devnet/index.js";
+import type { Devnet } from "../src/evm/devnet/index.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
 import {
   type Cluster,

@@ -7,7 +7,7 @@
 import pg from "pg";
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Devnet } from "../src/devnet/index.js";
+import type { Devnet } from "../src/evm/devnet/index.js";
 import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
 import {
   type Cluster,

@@ -2,7 +2,7 @@
 import { keccak256, parseTransaction, recoverAddress, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, test } from "vitest";
-import { settlementAccount, useWasmSecp256k1 } from "../src/chain/secp256k1.js";
+import { settlementAccount, useWasmSecp256k1 } from "../src/evm/chain/secp256k1.js";
 
 describe("settlement signatures", () => {
   test("libsecp256k1 signs settlement transactions byte for byte like viem", async () => {

@@ -18,8 +18,8 @@ import os from "node:os";
 import path from "node:path";
 import { createPublicClient, createTestClient, type Hex, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/devnet/index.js";
-import { signSampleRequest } from "../src/devnet/sample.js";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { hostOf, trustedHosts } from "../src/http/hosts.js";
 import {
   type Answer,

@@ -5,14 +5,14 @@
  */
 import { type Address, erc20Abi, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { testUsdcAbi } from "../src/devnet/artifacts.js";
+import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
 import {
   counterfactualWallet,
   type DevAccount,
   type Devnet,
   erc6492Signature,
   startDevnet,
-} from "../src/devnet/index.js";
+} from "../src/evm/devnet/index.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { clientsOf, send } from "./helpers/permit2.js";

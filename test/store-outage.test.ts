@@ -5,7 +5,7 @@
  * on chain exactly once, and nothing else is.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Devnet } from "../src/devnet/index.js";
+import type { Devnet } from "../src/evm/devnet/index.js";
 import { tokenBalance } from "./helpers/chain.js";
 import type { Postgres } from "./helpers/postgres.js";
 import {

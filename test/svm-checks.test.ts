@@ -17,14 +17,10 @@ import { ExactSvmScheme as OfficialFacilitator } from "@x402/svm/exact/facilitat
 import { ExactSvmSchemeV1 as OfficialClientV1 } from "@x402/svm/exact/v1/client";
 import { ExactSvmSchemeV1 as OfficialFacilitatorV1 } from "@x402/svm/exact/v1/facilitator";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { associatedTokenAddress } from "../src/schemes/exact-svm/ata.js";
-import { checkSvmPayment, type SvmCheckResult } from "../src/schemes/exact-svm/checks.js";
-import {
-  MEMO_PROGRAM,
-  TOKEN_2022_PROGRAM,
-  TOKEN_PROGRAM,
-} from "../src/schemes/exact-svm/constants.js";
-import { decodeSvmTransaction } from "../src/schemes/exact-svm/decode.js";
+import { associatedTokenAddress } from "../src/svm/exact/ata.js";
+import { checkSvmPayment, type SvmCheckResult } from "../src/svm/exact/checks.js";
+import { MEMO_PROGRAM, TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from "../src/svm/exact/constants.js";
+import { decodeSvmTransaction } from "../src/svm/exact/decode.js";
 import { buildPayment, type MintRpc, randomAddress, startMintRpc } from "./helpers/svm-build.js";
 
 const DEVNET = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";

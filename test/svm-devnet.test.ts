@@ -12,7 +12,7 @@ import {
   PAYER_USDC_BALANCE,
   type SvmDevnet,
   startSvmDevnet,
-} from "../src/devnet/svm/index.js";
+} from "../src/svm/devnet/index.js";
 import {
   referenceSvmFacilitator,
   svmClientPayload,

@@ -9,15 +9,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { svmFeePayerOf } from "../src/chain/svm-keys.js";
+import { Facilitator, type FacilitatorOptions } from "../src/core/facilitator.js";
+import { Journal } from "../src/store/journal.js";
+import { svmFeePayerOf } from "../src/svm/chain/keys.js";
 import {
   PAYER_USDC_BALANCE,
   type SvmDevKey,
   type SvmDevnet,
   startSvmDevnet,
-} from "../src/devnet/svm/index.js";
-import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
-import { Journal } from "../src/store/journal.js";
+} from "../src/svm/devnet/index.js";
 import { handlePost } from "./helpers/facilitator.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
 import { devnetPayment, svmLamports, svmTokenBalance } from "./helpers/svm-devnet.js";

@@ -33,7 +33,7 @@ import {
   type SvmDevnet,
   secretKeyBytes,
   startSvmDevnet,
-} from "../src/devnet/svm/index.js";
+} from "../src/svm/devnet/index.js";
 import { type Serving, startServe } from "./helpers/serve.js";
 import { svmLamports, svmRpc, svmTokenBalance } from "./helpers/svm-devnet.js";
 

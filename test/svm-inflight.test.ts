@@ -5,8 +5,8 @@
  */
 import type { Client } from "viem";
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { SvmInFlight } from "../src/chain/svm-inflight.js";
 import { Journal } from "../src/store/journal.js";
+import { SvmInFlight } from "../src/svm/chain/inflight.js";
 
 const network = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
 /** Never asked: every reservation here is decided without a read. */

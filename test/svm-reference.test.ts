@@ -5,14 +5,14 @@
  */
 import { AccountRole, type Address } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { svmFeePayerOf } from "../src/chain/svm-keys.js";
+import { Facilitator } from "../src/core/facilitator.js";
+import { svmFeePayerOf } from "../src/svm/chain/keys.js";
 import {
   PAYER_USDC_BALANCE,
   type SvmDevKey,
   type SvmDevnet,
   startSvmDevnet,
-} from "../src/devnet/svm/index.js";
-import { Facilitator } from "../src/facilitator.js";
+} from "../src/svm/devnet/index.js";
 import { handlePost } from "./helpers/facilitator.js";
 import { randomAddress } from "./helpers/svm-build.js";
 import {

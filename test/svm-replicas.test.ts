@@ -6,13 +6,13 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { bytesToBase58 } from "../src/chain/base58.js";
+import { bytesToBase58 } from "../src/svm/chain/base58.js";
 import {
   PAYER_USDC_BALANCE,
   type SvmDevKey,
   type SvmDevnet,
   startSvmDevnet,
-} from "../src/devnet/svm/index.js";
+} from "../src/svm/devnet/index.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 import { postTo, type Replica, stopReplicas, tally } from "./helpers/replicas.js";
 import { startServe } from "./helpers/serve.js";

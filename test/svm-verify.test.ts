@@ -5,12 +5,12 @@
  * and the verify of a transaction that already landed, over a real HTTP server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { RpcRegistry } from "../src/chain/rpc.js";
-import { svmFeePayerOf } from "../src/chain/svm-keys.js";
-import { PAYER_USDC_BALANCE, type SvmDevnet, startSvmDevnet } from "../src/devnet/svm/index.js";
-import { Facilitator } from "../src/facilitator.js";
+import { Facilitator } from "../src/core/facilitator.js";
+import { RpcRegistry } from "../src/core/rpc.js";
 import { createHandler } from "../src/http/handler.js";
 import { startServer } from "../src/http/server.js";
+import { svmFeePayerOf } from "../src/svm/chain/keys.js";
+import { PAYER_USDC_BALANCE, type SvmDevnet, startSvmDevnet } from "../src/svm/devnet/index.js";
 import { handlePost } from "./helpers/facilitator.js";
 import {
   referenceSvmFacilitator,
@@ -64,7 +64,7 @@ describe("networks", () => {
     const { SOLANA_MAINNET_CAIP2, SOLANA_DEVNET_CAIP2, SOLANA_TESTNET_CAIP2 } = await import(
       "@x402/svm"
     );
-    const { SOLANA_CLUSTERS } = await import("../src/chain/solana.js");
+    const { SOLANA_CLUSTERS } = await import("../src/protocol/solana-networks.js");
     expect(SOLANA_CLUSTERS.map((c) => c.network)).toEqual([
       SOLANA_MAINNET_CAIP2,
       SOLANA_DEVNET_CAIP2,

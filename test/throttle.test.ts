@@ -1,7 +1,7 @@
 /** The payer throttle's and the gas at risk's windows: who is refused, for how long, and who is not. */
 import { describe, expect, test } from "vitest";
-import { GasAtRisk } from "../src/chain/gas-at-risk.js";
-import { PayerThrottle } from "../src/chain/throttle.js";
+import { PayerThrottle } from "../src/core/throttle.js";
+import { GasAtRisk } from "../src/evm/chain/gas-at-risk.js";
 
 const PAYER = "0x00000000000000000000000000000000000000aA";
 const MINUTE = 60_000;

@@ -10,14 +10,14 @@ import { UptoEvmScheme as UptoEvmFacilitator } from "@x402/evm/upto/facilitator"
 import { type Address, erc20Abi, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Facilitator } from "../src/core/facilitator.js";
 import {
   approvePermit2,
   type DevAccount,
   type Devnet,
   devAccounts,
   startDevnet,
-} from "../src/devnet/index.js";
-import type { Facilitator } from "../src/facilitator.js";
+} from "../src/evm/devnet/index.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { clientsOf } from "./helpers/permit2.js";

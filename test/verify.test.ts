@@ -14,11 +14,11 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { useWasmSecp256k1 } from "../src/chain/secp256k1.js";
-import { testUsdcAbi } from "../src/devnet/artifacts.js";
-import { type Devnet, deployErc1271Wallet, startDevnet } from "../src/devnet/index.js";
-import { ERRORS, type ErrorCode } from "../src/errors.js";
-import { Facilitator } from "../src/facilitator.js";
+import { Facilitator } from "../src/core/facilitator.js";
+import { useWasmSecp256k1 } from "../src/evm/chain/secp256k1.js";
+import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
+import { type Devnet, deployErc1271Wallet, startDevnet } from "../src/evm/devnet/index.js";
+import { ERRORS, type ErrorCode } from "../src/protocol/errors.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import {
   highS,
@@ -434,7 +434,7 @@ describe("the authorization digest", () => {
   test("equals viem's hashTypedData for any domain and message (cached domain separators)", async () => {
     const { hashTypedData } = await import("viem");
     const { authorizationDigest, transferWithAuthorizationTypedData } = await import(
-      "../src/schemes/exact-evm/eip3009.js"
+      "../src/evm/exact/eip3009.js"
     );
     for (const [name, version, chainId] of [
       ["USDC", "2", 84532],
@@ -461,7 +461,7 @@ describe("the authorization digest", () => {
 describe("the transfer calldata", () => {
   test("equals viem's ABI encoding for both overloads", async () => {
     const { encodeFunctionData, hexToNumber, sliceHex } = await import("viem");
-    const { eip3009Abi, transferCalldata } = await import("../src/schemes/exact-evm/eip3009.js");
+    const { eip3009Abi, transferCalldata } = await import("../src/evm/exact/eip3009.js");
     const authorization = {
       from: payer(0).address,
       to: devnet.payee.address,

@@ -1,6 +1,6 @@
 /** Durations in messages are read by people: "expired 62 s ago", not two Unix times. */
 import { describe, expect, test } from "vitest";
-import { durationInWords, tooEarly, tooLate } from "../src/words.js";
+import { durationInWords, tooEarly, tooLate } from "../src/protocol/words.js";
 
 describe("durations in words", () => {
   test.each([

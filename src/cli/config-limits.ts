@@ -4,8 +4,8 @@
  * wasted-gas budget per network and hour, and the assets each network settles (config file).
  */
 import { type Address, getAddress, isAddress, parseEther } from "viem";
-import { GAS_BOUND_NAMES, type GasBoundName } from "../chain/gas-bounds.js";
-import { chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
+import { GAS_BOUND_NAMES, type GasBoundName } from "../evm/chain/gas-bounds.js";
+import { chainIdOfCaip2, chainIdOfV1Name } from "../protocol/networks.js";
 import type { ConfigFile } from "./config-file.js";
 import { UsageError } from "./errors.js";
 

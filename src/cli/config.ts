@@ -4,8 +4,8 @@
  * never echoed, not even in an error message.
  */
 import { type Address, getAddress, type Hex, isAddress } from "viem";
-import { type SvmFeePayer, svmFeePayerOf } from "../chain/svm-keys.js";
 import { defaultJournalPath } from "../store/journal.js";
+import { type SvmFeePayer, svmFeePayerOf } from "../svm/chain/keys.js";
 import { readSmallFile } from "./bounded-read.js";
 import { filePath, readConfigFile } from "./config-file.js";
 import { loadLimits, type SettlementLimits } from "./config-limits.js";

@@ -3,7 +3,7 @@
  * stderr is a terminal and --quiet is off.
  */
 import chalk from "chalk";
-import { statusOf } from "../errors.js";
+import { statusOf } from "../protocol/errors.js";
 import type { Reply } from "../protocol/respond.js";
 
 export interface HumanOutput {

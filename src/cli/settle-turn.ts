@@ -6,9 +6,9 @@
  * looks unused on chain, and a second transaction for it would be sent, answered, and revert.
  */
 import { privateKeyToAccount } from "viem/accounts";
-import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../chain/networks.js";
-import { type Failure, failure } from "../errors.js";
-import type { Facilitator } from "../facilitator.js";
+import type { Facilitator } from "../core/facilitator.js";
+import { type Failure, failure } from "../protocol/errors.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../protocol/networks.js";
 import type { CliConfig } from "./config.js";
 import { onInterrupt } from "./interrupt.js";
 import { lockForSettle, lockTimeoutMs, type SettlementLocks } from "./settlement-locks.js";

@@ -3,8 +3,8 @@
  * in it, so an interrupted settle can say whether anything may have been broadcast, and its hash.
  */
 import type { Hex } from "viem";
+import type { NewEntry } from "../core/store.js";
 import { Journal } from "../store/journal.js";
-import type { NewEntry } from "../store/port.js";
 
 export class WatchedJournal extends Journal {
   #key: string | undefined;

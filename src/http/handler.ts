@@ -3,9 +3,9 @@
  * headers and body out. No sockets here, so it is tested in-process; `server.ts` adapts node:http.
  */
 import { timingSafeEqual } from "node:crypto";
-import { answerAccepts } from "../accepts.js";
-import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../errors.js";
-import type { Facilitator } from "../facilitator.js";
+import type { Facilitator } from "../core/facilitator.js";
+import { answerAccepts } from "../evm/accepts.js";
+import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";
 import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
 import { checkHealth, checkReadiness } from "./health.js";

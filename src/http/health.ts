@@ -4,10 +4,10 @@
  * every Solana fee payer on every served cluster (readiness).
  */
 import type { Address } from "viem";
-import { caip2 } from "../chain/networks.js";
-import type { Facilitator } from "../facilitator.js";
-import { lamportsOf } from "../schemes/exact-svm/rpc.js";
-import type { StoreStatus } from "../store/port.js";
+import type { Facilitator } from "../core/facilitator.js";
+import type { StoreStatus } from "../core/store.js";
+import { caip2 } from "../protocol/networks.js";
+import { lamportsOf } from "../svm/exact/rpc.js";
 
 export interface NetworkHealth {
   readonly network?: string | undefined;

@@ -6,7 +6,7 @@
  * the answer instead of a reset.
  */
 import type { IncomingMessage } from "node:http";
-import { type Failure, failure } from "../errors.js";
+import { type Failure, failure } from "../protocol/errors.js";
 import { errorResponse, type HttpResponse } from "./handler.js";
 
 /** Request-body bytes buffered across requests in flight: 128 bodies of the 64 KiB maximum. */

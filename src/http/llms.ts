@@ -1,5 +1,5 @@
 /** GET /llms.txt: a plain-text index of the service for people and agents. */
-import { ERRORS, type ErrorCode, type ErrorSpec } from "../errors.js";
+import { ERRORS, type ErrorCode, type ErrorSpec } from "../protocol/errors.js";
 
 export function llmsTxt(): string {
   const codes = (Object.keys(ERRORS) as ErrorCode[])

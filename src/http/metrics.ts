@@ -2,14 +2,14 @@
  * GET /metrics: Prometheus counters, gauges and histograms for `facilitator serve`. prom-client is
  * loaded here, only when serve asks for it (createMetrics), so the CLI's cold start never pays for
  * it; each instance has a registry of its own, so several facilitators in one process don't mix.
- * The core reports through the MetricsSink interface (src/chain/metrics.ts); the handler through
+ * The core reports through the MetricsSink interface (src/core/metrics.ts); the handler through
  * HttpMetrics.
  */
 import type * as Prom from "prom-client";
-import type { MetricsSink, SvmTransactionEvent } from "../chain/metrics.js";
-import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../chain/networks.js";
-import { looksSolana, solanaCluster, solanaNetworkOf } from "../chain/solana.js";
-import type { Facilitator } from "../facilitator.js";
+import type { Facilitator } from "../core/facilitator.js";
+import type { MetricsSink, SvmTransactionEvent } from "../core/metrics.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
+import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
 import type { HttpMetrics } from "./handler.js";
 import { feePayerBalances, signerBalances } from "./health.js";
 

@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { failure } from "../errors.js";
+import { failure } from "../protocol/errors.js";
 import { ConnectionGate, DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "./connections.js";
 import { errorResponse, type Handler, type HttpResponse } from "./handler.js";
 import {

@@ -3,8 +3,8 @@
  * PaymentRequest, or a Failure that names the offending field.
  */
 import type { z } from "zod";
-import { type Failure, failure } from "../errors.js";
 import { exceedsBounds } from "./bounds.js";
+import { type Failure, failure } from "./errors.js";
 import {
   describeIssue,
   payloadV1Schema,

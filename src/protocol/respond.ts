@@ -3,9 +3,9 @@
  * dialect) out. The CLI prints the body; the HTTP server sends it.
  */
 import type { Hex } from "viem";
-import { type Failure, statusOf, x402ReasonOf } from "../errors.js";
-import type { Facilitator } from "../facilitator.js";
-import type { SettleResult, VerifyResult } from "../schemes/types.js";
+import type { Facilitator } from "../core/facilitator.js";
+import type { SettleResult, VerifyResult } from "../core/scheme.js";
+import { type Failure, statusOf, x402ReasonOf } from "./errors.js";
 import {
   type Dialect,
   dialectOf,

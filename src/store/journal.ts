@@ -32,7 +32,7 @@ import type {
   NewEntry,
   SettlementStore,
   StoreStatus,
-} from "./port.js";
+} from "../core/store.js";
 
 type Line =
   | ({ t: "send"; hash: Hex; raw: Hex } & NewEntry)

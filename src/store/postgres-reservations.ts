@@ -7,7 +7,7 @@
  */
 import type { Pool } from "pg";
 import type { Hex } from "viem";
-import type { HeldElsewhere } from "./port.js";
+import type { HeldElsewhere } from "../core/store.js";
 
 /** Landed holds are kept this long (far past any reuse of a balance read); all holds at most 30 min. */
 export const STALE_RESERVATIONS = `DELETE FROM facilitator_reservations

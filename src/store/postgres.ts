@@ -10,7 +10,6 @@
 import os from "node:os";
 import type { Pool, PoolClient } from "pg";
 import type { Address, Hex } from "viem";
-import { FacilitatorError } from "../errors.js";
 import type {
   EntryState,
   HeldElsewhere,
@@ -20,8 +19,9 @@ import type {
   SettlementStore,
   StoreStatus,
   Waste,
-} from "./port.js";
-import { markNotRecorded } from "./port.js";
+} from "../core/store.js";
+import { markNotRecorded } from "../core/store.js";
+import { FacilitatorError } from "../protocol/errors.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { MIGRATIONS } from "./schema.js";
 

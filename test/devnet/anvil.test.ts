@@ -11,9 +11,9 @@ import {
   facilitatorAccount,
   payeeAccount,
   payerAccounts,
-} from "../../src/devnet/accounts.js";
-import { type AnvilInstance, startAnvil } from "../../src/devnet/anvil.js";
-import { devnetChain } from "../../src/devnet/setup.js";
+} from "../../src/evm/devnet/accounts.js";
+import { type AnvilInstance, startAnvil } from "../../src/evm/devnet/anvil.js";
+import { devnetChain } from "../../src/evm/devnet/setup.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -96,7 +96,7 @@ describe("startAnvil", () => {
 
   it("takes anvil down with it when the process exits without calling stop()", async () => {
     const script = [
-      'import { startAnvil } from "./src/devnet/anvil.ts";',
+      'import { startAnvil } from "./src/evm/devnet/anvil.ts";',
       "const anvil = await startAnvil();",
       "console.log(anvil.pid);",
       "process.exit(0);",

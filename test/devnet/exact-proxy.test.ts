@@ -17,7 +17,7 @@ import {
   zeroAddress,
 } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { testPermitTokenAbi, x402ExactPermit2ProxyAbi } from "../../src/devnet/artifacts.js";
+import { testPermitTokenAbi, x402ExactPermit2ProxyAbi } from "../../src/evm/devnet/artifacts.js";
 import {
   approvePermit2,
   type DevAccount,
@@ -25,12 +25,12 @@ import {
   deployErc1271Wallet,
   devnetChain,
   startDevnet,
-} from "../../src/devnet/index.js";
+} from "../../src/evm/devnet/index.js";
 import {
   type Permit2SignOptions,
   signEip2612GasSponsoring,
   signPermit2Payment,
-} from "../../src/devnet/sign-permit2.js";
+} from "../../src/evm/devnet/sign-permit2.js";
 import {
   abiSignatures,
   clientsOf,

@@ -1,5 +1,5 @@
 /**
- * Our own Permit2 signers (src/devnet/sign-permit2.ts, used by the sample requests) sign exactly
+ * Our own Permit2 signers (src/evm/devnet/sign-permit2.ts, used by the sample requests) sign exactly
  * what the official x402 client signs: given the client's random nonce and its deadline they
  * reproduce its payload byte for byte, and the reference facilitator accepts the sample requests.
  */
@@ -11,13 +11,13 @@ import {
   type Devnet,
   permit2Allowance,
   startDevnet,
-} from "../../src/devnet/index.js";
-import { signSampleRequest } from "../../src/devnet/sample.js";
+} from "../../src/evm/devnet/index.js";
+import { signSampleRequest } from "../../src/evm/devnet/sample.js";
 import {
   type Permit2PaymentJson,
   signEip2612GasSponsoring,
   signPermit2Payment,
-} from "../../src/devnet/sign-permit2.js";
+} from "../../src/evm/devnet/sign-permit2.js";
 import { clientsOf, officialPermit2Payload, permit2Requirements } from "../helpers/permit2.js";
 import { referenceFacilitator } from "../helpers/x402.js";
 
@@ -97,7 +97,7 @@ describe("our Permit2 signer and the official client", () => {
   });
 });
 
-describe("sample requests (src/devnet/sample.ts) on the reference facilitator", () => {
+describe("sample requests (src/evm/devnet/sample.ts) on the reference facilitator", () => {
   it("a Permit2 payment of the permit token, once the payer approved Permit2: verified and settled", async () => {
     const from = payer(2);
     await approvePermit2(devnet, from, devnet.permitToken.address);

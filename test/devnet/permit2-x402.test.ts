@@ -5,7 +5,7 @@
  */
 import { decodeFunctionData, erc20Abi, parseEventLogs } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { testPermitTokenAbi, x402ExactPermit2ProxyAbi } from "../../src/devnet/artifacts.js";
+import { testPermitTokenAbi, x402ExactPermit2ProxyAbi } from "../../src/evm/devnet/artifacts.js";
 import {
   approvePermit2,
   type DevAccount,
@@ -13,8 +13,8 @@ import {
   permit2Allowance,
   permit2NonceUsed,
   startDevnet,
-} from "../../src/devnet/index.js";
-import type { Permit2PaymentJson } from "../../src/devnet/sign-permit2.js";
+} from "../../src/evm/devnet/index.js";
+import type { Permit2PaymentJson } from "../../src/evm/devnet/sign-permit2.js";
 import {
   clientsOf,
   exactProxyAbi,

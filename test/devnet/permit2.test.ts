@@ -22,7 +22,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { permit2Abi } from "../../src/devnet/artifacts.js";
+import { permit2Abi } from "../../src/evm/devnet/artifacts.js";
 import {
   approvePermit2,
   type DevAccount,
@@ -30,8 +30,8 @@ import {
   deployErc1271Wallet,
   permit2NonceUsed,
   startDevnet,
-} from "../../src/devnet/index.js";
-import { randomPermit2Nonce } from "../../src/devnet/sign-permit2.js";
+} from "../../src/evm/devnet/index.js";
+import { randomPermit2Nonce } from "../../src/evm/devnet/sign-permit2.js";
 import { abiSignatures, clientsOf, revertOf, send } from "../helpers/permit2.js";
 
 let devnet: Devnet;

@@ -21,7 +21,7 @@ import {
   testUsdcRuntimeBytecode,
   x402ExactPermit2ProxyRuntimeBytecode,
   x402UptoPermit2ProxyRuntimeBytecode,
-} from "../../src/devnet/artifacts.js";
+} from "../../src/evm/devnet/artifacts.js";
 import {
   approvePermit2,
   type Devnet,
@@ -31,7 +31,7 @@ import {
   prepareDevnet,
   startAnvil,
   startDevnet,
-} from "../../src/devnet/index.js";
+} from "../../src/evm/devnet/index.js";
 
 const started: { stop(): Promise<void> }[] = [];
 afterEach(async () => {

@@ -29,20 +29,20 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileContracts } from "../../scripts/compile-contracts.js";
-import * as artifacts from "../../src/devnet/artifacts.js";
+import * as artifacts from "../../src/evm/devnet/artifacts.js";
 import {
   multicall3Abi,
   solcVersion,
   sourceHash,
   testErc1271WalletAbi,
   testUsdcAbi,
-} from "../../src/devnet/artifacts.js";
+} from "../../src/evm/devnet/artifacts.js";
 import {
   type Devnet,
   deployErc1271Wallet,
   devnetChain,
   startDevnet,
-} from "../../src/devnet/index.js";
+} from "../../src/evm/devnet/index.js";
 
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 

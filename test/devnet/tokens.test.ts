@@ -17,14 +17,14 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { testPermitTokenAbi, testPlainTokenAbi } from "../../src/devnet/artifacts.js";
+import { testPermitTokenAbi, testPlainTokenAbi } from "../../src/evm/devnet/artifacts.js";
 import {
   type DevAccount,
   type Devnet,
   PAYER_USDC_BALANCE,
   startDevnet,
-} from "../../src/devnet/index.js";
-import { eip2612PermitTypes } from "../../src/devnet/sign-permit2.js";
+} from "../../src/evm/devnet/index.js";
+import { eip2612PermitTypes } from "../../src/evm/devnet/sign-permit2.js";
 import { clientsOf, revertOf, send } from "../helpers/permit2.js";
 
 let devnet: Devnet;

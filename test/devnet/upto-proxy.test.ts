@@ -11,20 +11,20 @@ import { UptoEvmScheme as UptoEvmFacilitator } from "@x402/evm/upto/facilitator"
 import { type Address, erc20Abi, keccak256, parseEventLogs, stringToHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { testPermitTokenAbi, x402UptoPermit2ProxyAbi } from "../../src/devnet/artifacts.js";
+import { testPermitTokenAbi, x402UptoPermit2ProxyAbi } from "../../src/evm/devnet/artifacts.js";
 import {
   approvePermit2,
   type DevAccount,
   type Devnet,
   permit2NonceUsed,
   startDevnet,
-} from "../../src/devnet/index.js";
+} from "../../src/evm/devnet/index.js";
 import {
   type Permit2SignOptions,
   signEip2612GasSponsoring,
   signUptoPermit2Payment,
   type UptoPermit2PaymentJson,
-} from "../../src/devnet/sign-permit2.js";
+} from "../../src/evm/devnet/sign-permit2.js";
 import {
   abiSignatures,
   clientsOf,

@@ -20,7 +20,7 @@ import {
   testSmartWalletAbi,
   testSmartWalletFactoryAbi,
   testUsdcAbi,
-} from "../../src/devnet/artifacts.js";
+} from "../../src/evm/devnet/artifacts.js";
 import {
   type CounterfactualWallet,
   counterfactualWallet,
@@ -29,7 +29,7 @@ import {
   deployCounterfactualWallet,
   erc6492Signature,
   startDevnet,
-} from "../../src/devnet/index.js";
+} from "../../src/evm/devnet/index.js";
 import { clientsOf, send } from "../helpers/permit2.js";
 import { referenceFacilitator, requirementsV2 } from "../helpers/x402.js";
 

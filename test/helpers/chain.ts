@@ -1,8 +1,8 @@
 /** Reading the devnet chain from tests. */
 import { type Address, createPublicClient, createWalletClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { testUsdcAbi } from "../../src/devnet/artifacts.js";
-import type { DevAccount, DevnetInfo } from "../../src/devnet/index.js";
+import { testUsdcAbi } from "../../src/evm/devnet/artifacts.js";
+import type { DevAccount, DevnetInfo } from "../../src/evm/devnet/index.js";
 
 export function chainOf(devnet: DevnetInfo) {
   return createPublicClient({ transport: http(devnet.rpcUrl) });

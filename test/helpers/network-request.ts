@@ -2,8 +2,8 @@
  * A payment signed on a devnet but naming another network: what an attacker or a confused client
  * sends to make a facilitator settle somewhere its operator never chose.
  */
-import type { Devnet } from "../../src/devnet/index.js";
-import { signSampleRequest } from "../../src/devnet/sample.js";
+import type { Devnet } from "../../src/evm/devnet/index.js";
+import { signSampleRequest } from "../../src/evm/devnet/sample.js";
 
 export type Dialect = "reference" | "x402";
 

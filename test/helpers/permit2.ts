@@ -21,9 +21,9 @@ import {
   testPermitTokenAbi,
   x402ExactPermit2ProxyAbi,
   x402UptoPermit2ProxyAbi,
-} from "../../src/devnet/artifacts.js";
-import { type DevAccount, type Devnet, devnetChain } from "../../src/devnet/index.js";
-import type { Permit2PaymentJson } from "../../src/devnet/sign-permit2.js";
+} from "../../src/evm/devnet/artifacts.js";
+import { type DevAccount, type Devnet, devnetChain } from "../../src/evm/devnet/index.js";
+import type { Permit2PaymentJson } from "../../src/evm/devnet/sign-permit2.js";
 
 const permit2Errors = permit2Abi.filter((item) => item.type === "error");
 const tokenErrors = testPermitTokenAbi.filter((item) => item.type === "error");

@@ -1,7 +1,7 @@
 /** Several `facilitator serve` replicas on one PostgreSQL store and one devnet, each with its own key. */
 import type { Hex } from "viem";
-import { devAccounts } from "../../src/devnet/accounts.js";
-import { type DevAccount, type Devnet, startDevnet } from "../../src/devnet/index.js";
+import { devAccounts } from "../../src/evm/devnet/accounts.js";
+import { type DevAccount, type Devnet, startDevnet } from "../../src/evm/devnet/index.js";
 import { chainOf } from "./chain.js";
 import { type Postgres, startPostgres } from "./postgres.js";
 import { type Serving, startServe } from "./serve.js";

@@ -14,9 +14,9 @@ import {
   sliceHex,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { testUsdcAbi } from "../../src/devnet/artifacts.js";
-import type { DevAccount, Devnet } from "../../src/devnet/index.js";
-import { transferWithAuthorizationTypedData } from "../../src/schemes/exact-evm/eip3009-encoding.js";
+import { testUsdcAbi } from "../../src/evm/devnet/artifacts.js";
+import type { DevAccount, Devnet } from "../../src/evm/devnet/index.js";
+import { transferWithAuthorizationTypedData } from "../../src/evm/exact/eip3009-encoding.js";
 
 export interface AuthorizationFields {
   from: Address;

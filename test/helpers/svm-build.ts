@@ -24,12 +24,12 @@ import {
   setTransactionMessageLifetimeUsingBlockhash,
   type TransactionSigner,
 } from "@solana/kit";
-import { associatedTokenAddress } from "../../src/schemes/exact-svm/ata.js";
+import { associatedTokenAddress } from "../../src/svm/exact/ata.js";
 import {
   COMPUTE_BUDGET_PROGRAM,
   MEMO_PROGRAM,
   TOKEN_PROGRAM,
-} from "../../src/schemes/exact-svm/constants.js";
+} from "../../src/svm/exact/constants.js";
 
 export function randomAddress(): Address {
   return getAddressDecoder().decode(randomBytes(32));

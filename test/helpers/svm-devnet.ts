@@ -13,7 +13,7 @@ import {
   type SvmDevKey,
   type SvmDevnet,
   secretKeyBytes,
-} from "../../src/devnet/svm/index.js";
+} from "../../src/svm/devnet/index.js";
 import { type BuildOptions, buildPayment } from "./svm-build.js";
 
 /** x402 v2 PaymentRequirements for the devnet's test USDC, with our fee payer. */

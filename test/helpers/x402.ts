@@ -11,7 +11,7 @@ import { ExactEvmSchemeV1 as ExactEvmClientV1 } from "@x402/evm/exact/v1/client"
 import { ExactEvmSchemeV1 as ExactEvmFacilitatorV1 } from "@x402/evm/exact/v1/facilitator";
 import { type Address, createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import type { DevAccount, Devnet } from "../../src/devnet/index.js";
+import type { DevAccount, Devnet } from "../../src/evm/devnet/index.js";
 
 export interface RequirementsOverrides {
   amount?: string;

@@ -1,6 +1,6 @@
 /** The banner `facilitator devnet` prints: what runs where, and what to try. */
 import chalk from "chalk";
-import type { Devnet } from "../../devnet/index.js";
+import type { Devnet } from "../../evm/devnet/index.js";
 import type { Files, Running } from "./devnet.js";
 import type { EvmFiles } from "./devnet-files.js";
 import { svmBanner } from "./devnet-svm-banner.js";

@@ -2,10 +2,10 @@
 import { chmod, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Hex } from "viem";
-import { approvePermit2, type Devnet } from "../../devnet/index.js";
-import { signSampleRequest } from "../../devnet/sample.js";
-import { signPermitRequest } from "../../devnet/sign-permit.js";
-import { signUptoRequest } from "../../devnet/sign-upto.js";
+import { approvePermit2, type Devnet } from "../../evm/devnet/index.js";
+import { signSampleRequest } from "../../evm/devnet/sample.js";
+import { signPermitRequest } from "../../evm/devnet/sign-permit.js";
+import { signUptoRequest } from "../../evm/devnet/sign-upto.js";
 
 export interface EvmFiles {
   readonly keyFile: string;

@@ -1,6 +1,6 @@
 /** The banner's Solana section (no Solana code: the banner loads for anvil-only runs too). */
 import chalk from "chalk";
-import type { SvmDevnet } from "../../devnet/svm/index.js";
+import type { SvmDevnet } from "../../svm/devnet/index.js";
 import type { SvmFiles } from "./devnet-svm.js";
 
 /** How often request-svm.json is signed again (its blockhash expires after ~60 s at 400 ms). */

@@ -1,13 +1,13 @@
 /**
  * The Solana side of `facilitator devnet` (--svm beside anvil, --svm-only alone): a local cluster
- * answering as Solana devnet (src/devnet/svm), its fee payer's key in a file, and a signed request.
+ * answering as Solana devnet (src/svm/devnet), its fee payer's key in a file, and a signed request.
  * A Solana blockhash lives 150 slots (about a minute), so the request file is signed again every
  * REFRESH_MS while the devnet runs: the file on disk is always one that verifies.
  */
 import { chmod, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { type SvmDevnet, startSvmDevnet } from "../../devnet/svm/index.js";
-import { signSvmSampleRequest } from "../../devnet/svm/sign-payment.js";
+import { type SvmDevnet, startSvmDevnet } from "../../svm/devnet/index.js";
+import { signSvmSampleRequest } from "../../svm/devnet/sign-payment.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { REFRESH_MS } from "./devnet-svm-banner.js";

@@ -9,8 +9,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
-import { type Devnet, startDevnet } from "../../devnet/index.js";
-import type { SvmDevnet } from "../../devnet/svm/index.js";
+import { type Devnet, startDevnet } from "../../evm/devnet/index.js";
+import type { SvmDevnet } from "../../svm/devnet/index.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { devnetBanner } from "./devnet-banner.js";
@@ -276,7 +276,7 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
       );
     }
     if (flags.demo && devnet) {
-      const { runDemo } = await import("../../devnet/demo.js");
+      const { runDemo } = await import("./devnet-demo.js");
       await runDemo(devnet);
     }
   } catch (error) {

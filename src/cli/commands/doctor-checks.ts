@@ -7,16 +7,16 @@ import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import { type Address, formatEther, getAddress, type PublicClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { caip2, knownNetwork } from "../../chain/networks.js";
-import { type RpcRegistry, redactUrl, unreachableReason } from "../../chain/rpc.js";
-import { isDevnetChain } from "../../devnet/detect.js";
+import { type RpcRegistry, redactUrl, unreachableReason } from "../../core/rpc.js";
+import { isDevnetChain } from "../../evm/devnet/detect.js";
 import {
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
   usdcAddressFor,
-} from "../../devnet/setup.js";
+} from "../../evm/devnet/setup.js";
+import { caip2, knownNetwork } from "../../protocol/networks.js";
+import { durationInWords } from "../../protocol/words.js";
 import { Journal } from "../../store/journal.js";
-import { durationInWords } from "../../words.js";
 import type { CliConfig } from "../config.js";
 import { genesisHash, markerBeside } from "../devnet-marker.js";
 import { journalHolder } from "../settlement-locks.js";

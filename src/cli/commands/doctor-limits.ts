@@ -4,10 +4,10 @@
  * the wasted-gas budget.
  */
 import { formatGwei } from "viem";
-import { feeCapFor, nativeAmount } from "../../chain/fees.js";
-import { DEFAULT_WASTED_GAS_BUDGET } from "../../chain/gas-at-risk.js";
-import { gasBoundsFor, grouped } from "../../chain/gas-bounds.js";
-import { caip2 } from "../../chain/networks.js";
+import { feeCapFor, nativeAmount } from "../../evm/chain/fees.js";
+import { DEFAULT_WASTED_GAS_BUDGET } from "../../evm/chain/gas-at-risk.js";
+import { gasBoundsFor, grouped } from "../../evm/chain/gas-bounds.js";
+import { caip2 } from "../../protocol/networks.js";
 import type { CliConfig } from "../config.js";
 import type { ChainSeen, Finding } from "./doctor-checks.js";
 

@@ -1,6 +1,6 @@
 /** doctor's look at the Solana fee payer: does it hold SOL for fees on each Solana cluster served. */
-import type { RpcRegistry } from "../../chain/rpc.js";
-import { lamportsOf } from "../../schemes/exact-svm/rpc.js";
+import type { RpcRegistry } from "../../core/rpc.js";
+import { lamportsOf } from "../../svm/exact/rpc.js";
 import type { CliConfig } from "../config.js";
 import type { Finding, Level } from "./doctor-checks.js";
 

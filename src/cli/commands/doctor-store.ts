@@ -3,7 +3,7 @@
  * still unsettled, and are this configuration's keys free or held by a live replica. Read only:
  * it takes no lease and migrates nothing.
  */
-import { settlementAccount } from "../../chain/secp256k1.js";
+import { settlementAccount } from "../../evm/chain/secp256k1.js";
 import { redactStoreUrl } from "../../store/postgres.js";
 import { MIGRATIONS } from "../../store/schema.js";
 import type { CliConfig } from "../config.js";

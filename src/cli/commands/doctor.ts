@@ -1,6 +1,6 @@
 /** `facilitator doctor`: runs the checks, prints the report (or one JSON document), exits by the worst. */
 import chalk from "chalk";
-import { RpcRegistry } from "../../chain/rpc.js";
+import { RpcRegistry } from "../../core/rpc.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { printJson } from "../output.js";

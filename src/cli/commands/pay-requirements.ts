@@ -4,11 +4,12 @@
  * first `exact` one on an EVM or Solana network is paid (the first on --network's, when given).
  * The network: --network, the requirements', or the one configured RPC's (EVM or Solana).
  */
-import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../chain/networks.js";
-import type { RpcRegistry } from "../../chain/rpc.js";
-import { looksSolana, solanaNetworkOf } from "../../chain/solana.js";
-import type { RequirementsJson } from "../../client/sign-payment.js";
-import { FacilitatorError, type Failure } from "../../errors.js";
+
+import type { RpcRegistry } from "../../core/rpc.js";
+import type { RequirementsJson } from "../../evm/client/sign-payment.js";
+import { FacilitatorError, type Failure } from "../../protocol/errors.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
+import { looksSolana, solanaNetworkOf } from "../../protocol/solana-networks.js";
 import { UsageError } from "../errors.js";
 
 export interface PickedRequirements {

@@ -1,14 +1,19 @@
 /**
  * `facilitator pay` on Solana: an `exact` payment signed as the official @x402/svm client signs
- * it (src/client/sign-svm-payment.ts): the facilitator's fee payer from `extra.feePayer` (or
+ * it (src/svm/client/sign-payment.ts): the facilitator's fee payer from `extra.feePayer` (or
  * --fee-payer), the mint's token program and decimals read from the cluster, a fresh blockhash.
  * Against the local Solana devnet (found by its test USDC's mint authority) the rest has defaults.
  */
 import { parseUnits } from "viem";
-import { isUnreachable, type RpcRegistry } from "../../chain/rpc.js";
-import { isSolanaAddress, solanaCluster } from "../../chain/solana.js";
-import { svmFeePayerOf, svmFeePayerOfBytes } from "../../chain/svm-keys.js";
-import { DEFAULT_RESOURCE, type RequirementsJson, requestBody } from "../../client/sign-payment.js";
+import { isUnreachable, type RpcRegistry } from "../../core/rpc.js";
+import {
+  DEFAULT_RESOURCE,
+  type RequirementsJson,
+  requestBody,
+} from "../../evm/client/sign-payment.js";
+import { FacilitatorError } from "../../protocol/errors.js";
+import { isSolanaAddress, solanaCluster } from "../../protocol/solana-networks.js";
+import { svmFeePayerOf, svmFeePayerOfBytes } from "../../svm/chain/keys.js";
 import {
   latestBlockhash,
   MAX_MEMO_BYTES,
@@ -19,15 +24,14 @@ import {
   type SvmMint,
   signSvmTransfer,
   svmPaymentPayload,
-} from "../../client/sign-svm-payment.js";
+} from "../../svm/client/sign-payment.js";
 import {
   DEFAULT_PAYER_COUNT,
   DEVNET_USDC_MINT,
   isSvmDevnetMint,
   svmDevnetRoles,
-} from "../../devnet/svm/detect.js";
-import { secretKeyBytes } from "../../devnet/svm/keys.js";
-import { FacilitatorError } from "../../errors.js";
+} from "../../svm/devnet/detect.js";
+import { secretKeyBytes } from "../../svm/devnet/keys.js";
 import { readSmallFile } from "../bounded-read.js";
 import { UsageError } from "../errors.js";
 import type { PayFlags } from "./pay.js";

@@ -13,19 +13,19 @@ import {
   parseUnits,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { caip2, knownNetwork } from "../../chain/networks.js";
-import { isUnreachable, RpcRegistry, unreachableReason } from "../../chain/rpc.js";
+import { isUnreachable, RpcRegistry, unreachableReason } from "../../core/rpc.js";
 import {
   approvalTerms,
   type RequirementsJson,
   requestBody,
   signPayment,
   type TransferMethod,
-} from "../../client/sign-payment.js";
-import { type DevAccount, payeeAccount, payerAccounts } from "../../devnet/accounts.js";
-import { isDevnetChain } from "../../devnet/detect.js";
-import { PERMIT2_ADDRESS, usdcAddressFor } from "../../devnet/setup.js";
-import { FacilitatorError } from "../../errors.js";
+} from "../../evm/client/sign-payment.js";
+import { type DevAccount, payeeAccount, payerAccounts } from "../../evm/devnet/accounts.js";
+import { isDevnetChain } from "../../evm/devnet/detect.js";
+import { PERMIT2_ADDRESS, usdcAddressFor } from "../../evm/devnet/setup.js";
+import { FacilitatorError } from "../../protocol/errors.js";
+import { caip2, knownNetwork } from "../../protocol/networks.js";
 import { parseJson } from "../../protocol/request.js";
 import { readSmallFile } from "../bounded-read.js";
 import { type ConfigFlags, loadConfig, readPrivateKey } from "../config.js";

@@ -6,14 +6,14 @@
 import chalk from "chalk";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { caip2 } from "../../chain/networks.js";
-import { useWasmSecp256k1 } from "../../chain/secp256k1.js";
-import { svmFeePayerOfBytes } from "../../chain/svm-keys.js";
+import { useWasmSecp256k1 } from "../../evm/chain/secp256k1.js";
 import { DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "../../http/connections.js";
 import { createHandler } from "../../http/handler.js";
 import { hostOf, trustedHosts } from "../../http/hosts.js";
 import { DEFAULT_MAX_INFLIGHT_BYTES } from "../../http/limits.js";
 import { startServer } from "../../http/server.js";
+import { caip2 } from "../../protocol/networks.js";
+import { svmFeePayerOfBytes } from "../../svm/chain/keys.js";
 import { readSmallFile } from "../bounded-read.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";

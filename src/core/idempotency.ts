@@ -1,0 +1,121 @@
+/**
+ * The x402 `payment-identifier` extension at settle: the same id with the same request answers
+ * what the first settle answered (from any replica sharing the store); the same id with another
+ * request is `idempotency_conflict`. Only successes are kept as answers: a failure changed
+ * nothing, so a retry runs the checks again. A kept success is repeated only while its transaction
+ * is still on the chain; otherwise the settle runs again and the pipeline decides (it follows,
+ * reconciles or refuses, and never pays twice).
+ */
+import { createHash } from "node:crypto";
+import { type Failure, failure } from "../protocol/errors.js";
+import type { PaymentRequest } from "../protocol/request.js";
+import type { SettleResult } from "./scheme.js";
+import type { SettlementStore } from "./store.js";
+
+export const PAYMENT_IDENTIFIER = "payment-identifier";
+const ID_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
+
+/** The request's payment id; undefined when it carries none; a Failure when it is malformed. */
+export function paymentIdentifier(request: PaymentRequest): string | undefined | Failure {
+  const extension = request.extensions?.[PAYMENT_IDENTIFIER];
+  if (extension === undefined || extension === null) return undefined;
+  const info = (extension as { info?: { id?: unknown } }).info;
+  const id = info?.id;
+  if (id === undefined) return undefined;
+  if (typeof id !== "string" || !ID_PATTERN.test(id)) {
+    return failure(
+      "invalid_request",
+      `${request.paths.payload}.extensions["${PAYMENT_IDENTIFIER}"].info.id must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -`,
+    );
+  }
+  return id;
+}
+
+/** JSON with keys sorted at every level: two spellings of one request give one fingerprint. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** What makes two requests the same payment: everything but how long the caller waits. */
+export function fingerprint(request: PaymentRequest): string {
+  const { x402Version, payloadScheme, payloadNetwork, payload, requirements, extensions } = request;
+  const text = canonical({
+    x402Version,
+    payloadScheme,
+    payloadNetwork,
+    payload,
+    requirements,
+    extensions,
+  });
+  return createHash("sha256").update(text).digest("hex");
+}
+
+type Success = Extract<SettleResult, { ok: true }>;
+
+function isSuccess(answer: unknown): answer is Success {
+  const a = answer as Partial<Success> | null;
+  return a?.ok === true && typeof a.payer === "string" && typeof a.transactionHash === "string";
+}
+
+/**
+ * Runs `settle` at most once per payment id. `stillOnChain` says whether a kept success's
+ * transaction is still mined successfully or waiting in the pool (a reorg may have dropped it).
+ */
+export async function settleOnce(
+  store: SettlementStore,
+  request: PaymentRequest,
+  settle: () => Promise<SettleResult>,
+  stillOnChain: (hash: string) => Promise<boolean>,
+): Promise<SettleResult> {
+  const id = paymentIdentifier(request);
+  if (id === undefined) return settle();
+  if (typeof id !== "string") return { ok: false, failure: id };
+  const claim = await store.claimIdempotency(id, fingerprint(request));
+  switch (claim.kind) {
+    case "conflict":
+      return {
+        ok: false,
+        failure: failure(
+          "idempotency_conflict",
+          `payment-identifier ${id} was already used for a different payment request; use a new id for a new payment`,
+        ),
+      };
+    case "running":
+      return {
+        ok: false,
+        failure: failure(
+          "settlement_in_progress",
+          `payment-identifier ${id} is being settled right now; retry in a moment`,
+        ),
+      };
+    case "answered": {
+      const answer = claim.answer;
+      if (isSuccess(answer)) {
+        const hash = answer.transactionHash;
+        if (hash === "" || (await stillOnChain(hash).catch(() => true))) return answer;
+      }
+      // Gone from the chain: settle again, and let the pipeline decide.
+      const again = await settle();
+      if (again.ok)
+        await Promise.resolve(store.finishIdempotency(id, again)).catch(() => undefined);
+      return again;
+    }
+    case "run":
+      break;
+  }
+  let result: SettleResult | undefined;
+  try {
+    result = await settle();
+    return result;
+  } finally {
+    const answer = result?.ok ? result : undefined;
+    await Promise.resolve(store.finishIdempotency(id, answer)).catch(() => undefined);
+  }
+}

@@ -1,0 +1,389 @@
+/**
+ * RPC access per chain. Configured URLs are matched to chains with `eth_chainId` (once, lazily);
+ * a URL that answers that with an error and `getGenesisHash` with a hash is a Solana cluster's.
+ * When any URL is configured, only their chains are served: a payment for another network must
+ * never be settled with the same key through an endpoint the operator did not choose. The
+ * registry's public RPCs serve the well-known chains only when no URL is configured, or when asked.
+ */
+import {
+  BaseError,
+  type Client,
+  createClient,
+  createPublicClient,
+  fallback,
+  HttpRequestError,
+  type HttpTransport,
+  type HttpTransportConfig,
+  http,
+  type PublicClient,
+  SocketClosedError,
+  TimeoutError,
+  type Transport,
+} from "viem";
+import { FacilitatorError } from "../protocol/errors.js";
+import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
+import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
+import type { MetricsSink } from "./metrics.js";
+
+export interface RpcOptions {
+  /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
+  readonly rpcUrls?: readonly string[];
+  /**
+   * The registry's public RPCs for well-known chains without a configured URL: true uses them
+   * beside the configured URLs too, false never; by default only when no URL is configured.
+   */
+  readonly useDefaultRpcs?: boolean | undefined;
+  /** Per-request timeout toward the node (default 10 s). */
+  readonly requestTimeoutMs?: number;
+  /** Told of each request that got no answer from its node, by endpoint (redacted). */
+  readonly metrics?: MetricsSink | undefined;
+}
+
+/** Only scheme, host and port: RPC URLs often carry an API key in the path or the userinfo. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const tail = parsed.pathname !== "/" || parsed.search ? "/…" : "";
+    return `${parsed.protocol}//${parsed.host}${tail}`;
+  } catch {
+    return "<invalid url>";
+  }
+}
+
+/** True when the error means the node could not be reached (as opposed to the node answering). */
+export function isUnreachable(error: unknown): boolean {
+  if (!(error instanceof BaseError)) return false;
+  return Boolean(
+    error.walk(
+      (e) =>
+        e instanceof HttpRequestError ||
+        e instanceof TimeoutError ||
+        e instanceof SocketClosedError,
+    ),
+  );
+}
+
+/** True when the request certainly never reached the node (so nothing was broadcast). */
+export function neverReachedNode(error: unknown): boolean {
+  if (!(error instanceof BaseError)) return false;
+  const http = error.walk((e) => e instanceof HttpRequestError);
+  if (!(http instanceof HttpRequestError)) return false;
+  let cause: unknown = http.cause;
+  while (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN") return true;
+    cause = cause.cause;
+  }
+  return false;
+}
+
+/** Socket error codes, as a few words for a one-line message. */
+const SOCKET_ERRORS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host not found",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ETIMEDOUT: "timed out",
+  UND_ERR_CONNECT_TIMEOUT: "timed out",
+  UND_ERR_SOCKET: "connection closed",
+};
+
+/** Why a node did not answer, in a few words and without its URL (viem's messages carry it). */
+export function unreachableReason(error: unknown): string {
+  if (error instanceof BaseError) {
+    if (error.walk((e) => e instanceof TimeoutError)) return "timed out";
+    const failed = error.walk((e) => e instanceof HttpRequestError);
+    if (failed instanceof HttpRequestError && failed.status !== undefined) {
+      return `HTTP ${failed.status}`;
+    }
+  }
+  let cause: unknown = error;
+  let innermost = "";
+  while (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string") return SOCKET_ERRORS[code] ?? code;
+    innermost = cause.message.split("\n")[0] ?? "";
+    cause = cause.cause;
+  }
+  // The innermost words ("bad port"), unless they quote a URL.
+  if (innermost && !innermost.includes("://")) return innermost.replace(/\.$/, "");
+  return "no answer";
+}
+
+/** A transport failure in a word, for a metric label: "timeout", "http_503", "connection". */
+export function rpcErrorKind(error: unknown): string {
+  if (error instanceof BaseError) {
+    if (error.walk((e) => e instanceof TimeoutError)) return "timeout";
+    const failed = error.walk((e) => e instanceof HttpRequestError);
+    if (failed instanceof HttpRequestError && failed.status !== undefined) {
+      return `http_${failed.status}`;
+    }
+  }
+  return "connection";
+}
+
+/** `transport`, telling `sink` of each request that failed without the node's answer. */
+function counted(transport: Transport, url: string, sink: MetricsSink | undefined): Transport {
+  if (!sink) return transport;
+  const endpoint = redactUrl(url);
+  return (params) => {
+    const built = transport(params);
+    const request = (async (args, options) => {
+      try {
+        return await built.request(args, options);
+      } catch (error) {
+        if (isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
+        throw error;
+      }
+    }) as typeof built.request;
+    return { ...built, request };
+  };
+}
+
+function decodeUserinfo(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
+/**
+ * viem's http transport for an RPC URL. Credentials in the URL (`https://user:pass@host/…`) are
+ * sent as a Basic Authorization header instead: fetch refuses URLs that carry them.
+ */
+export function httpTransport(url: string, config: HttpTransportConfig = {}): HttpTransport {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return http(url, config);
+  }
+  if (!parsed.username && !parsed.password) return http(url, config);
+  const credentials = `${decodeUserinfo(parsed.username)}:${decodeUserinfo(parsed.password)}`;
+  parsed.username = "";
+  parsed.password = "";
+  const authorization = `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
+  return http(parsed.toString(), {
+    ...config,
+    fetchOptions: { ...config.fetchOptions, headers: { Authorization: authorization } },
+  });
+}
+
+export class RpcRegistry {
+  readonly #urls: readonly string[];
+  readonly #publicRpcs: boolean;
+  readonly #timeoutMs: number;
+  readonly #metrics: MetricsSink | undefined;
+  readonly #resolved = new Map<string, number>();
+  /** Configured URLs of Solana clusters, with the cluster's CAIP-2 id. */
+  readonly #solana = new Map<string, string>();
+  readonly #solanaClients = new Map<string, { client: Client; via: string }>();
+  /** Configured URLs that could not be reached to learn their chain, with why. */
+  #unresolved = new Map<string, string>();
+  readonly #clients = new Map<number, { client: PublicClient; via: string }>();
+  #resolving: Promise<void> | undefined;
+
+  constructor(options: RpcOptions = {}) {
+    this.#urls = [...new Set(options.rpcUrls ?? [])];
+    this.#publicRpcs = options.useDefaultRpcs ?? this.#urls.length === 0;
+    this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
+    this.#metrics = options.metrics;
+  }
+
+  /**
+   * The client for a chain; throws `unsupported_network` when the chain is not served, or
+   * `chain_unavailable` when a configured URL that might serve it could not be reached.
+   * `network` is the chain as the caller wrote it (`base`, `eip155:8453`), for the message.
+   */
+  async client(chainId: number, network: string = caip2(chainId)): Promise<PublicClient> {
+    const cached = this.#clients.get(chainId);
+    if (cached) return cached.client;
+    await this.#resolve();
+    let urls = [...this.#resolved].filter(([, id]) => id === chainId).map(([url]) => url);
+    if (urls.length === 0) {
+      // One of the unreachable URLs may be the one for this chain: say so rather than guess.
+      if (this.#unresolved.size > 0) throw this.#unreachable(network);
+      const publicUrl = this.#publicRpcs ? knownNetwork(chainId)?.defaultRpcUrl : undefined;
+      if (!publicUrl) throw this.#notServed(chainId, network);
+      urls = [publicUrl];
+    }
+    const client = createPublicClient({ transport: this.#transport(urls) });
+    this.#clients.set(chainId, { client, via: urls.map(redactUrl).join(", ") });
+    return client;
+  }
+
+  /**
+   * A JSON-RPC client for a Solana cluster (`solana:…`) behind the configured URLs; throws
+   * `unsupported_network` when none serves it, or `chain_unavailable` when a configured URL that
+   * might could not be reached. Solana is served through configured URLs only.
+   */
+  async solanaClient(network: string, named: string = network): Promise<Client> {
+    const cached = this.#solanaClients.get(network);
+    if (cached) return cached.client;
+    await this.#resolve();
+    const urls = [...this.#solana].filter(([, id]) => id === network).map(([url]) => url);
+    if (urls.length === 0) {
+      if (this.#unresolved.size > 0) throw this.#unreachable(named);
+      const label = solanaCluster(network)?.label;
+      const name = named === network ? network : `${named} (${network})`;
+      const served = this.#servedNames();
+      const why =
+        served.length > 0
+          ? `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served.join(", ")}`
+          : "no Solana RPC is configured";
+      throw FacilitatorError.of(
+        "unsupported_network",
+        `${name}${label && label !== named ? ` (${label})` : ""} is not served here: ${why}; add a Solana RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file`,
+      );
+    }
+    const client = createClient({ transport: this.#transport(urls) });
+    this.#solanaClients.set(network, { client, via: urls.map(redactUrl).join(", ") });
+    return client;
+  }
+
+  /** The Solana clusters (CAIP-2 ids) the configured URLs serve. */
+  async servedSolanaNetworks(): Promise<string[]> {
+    await this.#resolve();
+    return [...new Set(this.#solana.values())];
+  }
+
+  /** The endpoints (redacted) behind a Solana cluster's client, once it has one. */
+  solanaVia(network: string): string | undefined {
+    return this.#solanaClients.get(network)?.via;
+  }
+
+  #servedNames(): string[] {
+    return [...new Set([...[...this.#resolved.values()].map(caip2), ...this.#solana.values()])];
+  }
+
+  /** Whether well-known chains without a configured URL are served through public RPCs. */
+  get usesPublicRpcs(): boolean {
+    return this.#publicRpcs;
+  }
+
+  /** The endpoints (redacted) behind a chain's client, once it has one: for messages. */
+  via(chainId: number): string | undefined {
+    return this.#clients.get(chainId)?.via;
+  }
+
+  /**
+   * The chains served: those of the configured URLs that answered, plus the well-known chains
+   * with a public RPC when those are in use. Exactly what client() accepts.
+   */
+  async servedChainIds(): Promise<number[]> {
+    await this.#resolve();
+    const ids = new Set(this.#resolved.values());
+    if (this.#publicRpcs) {
+      for (const network of KNOWN_NETWORKS) if (network.defaultRpcUrl) ids.add(network.chainId);
+    }
+    return [...ids];
+  }
+
+  /**
+   * Each configured URL (redacted) with its chain id, or its Solana cluster (`solana`), or
+   * neither when it could not be reached.
+   */
+  async endpoints(): Promise<
+    { url: string; chainId?: number | undefined; solana?: string | undefined }[]
+  > {
+    await this.#resolve();
+    return this.#urls.map((url) => {
+      const solana = this.#solana.get(url);
+      return solana
+        ? { url: redactUrl(url), solana }
+        : { url: redactUrl(url), chainId: this.#resolved.get(url) };
+    });
+  }
+
+  /** Chain ids served by configured URLs (after resolving them). */
+  async configuredChainIds(): Promise<number[]> {
+    await this.#resolve();
+    return [...new Set(this.#resolved.values())];
+  }
+
+  #notServed(chainId: number, network: string): FacilitatorError {
+    const known = knownNetwork(chainId);
+    const id = caip2(chainId);
+    const label = known && known.label.toLowerCase() !== network.toLowerCase() ? known.label : "";
+    const about = [...(network === id ? [] : [id]), ...(label ? [label] : [])];
+    const name = about.length > 0 ? `${network} (${about.join(", ")})` : network;
+    let why: string;
+    if (this.#urls.length > 0) {
+      const served = this.#servedNames().join(", ");
+      why = `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served}`;
+    } else {
+      why = this.#publicRpcs
+        ? "no RPC is configured"
+        : "no RPC is configured and public RPCs are off";
+    }
+    if (this.#publicRpcs) why += " and it has no built-in public RPC";
+    const publicHint =
+      !this.#publicRpcs && known?.defaultRpcUrl
+        ? " (or allow its public RPC with --public-rpcs)"
+        : "";
+    return FacilitatorError.of(
+      "unsupported_network",
+      `${name} is not served here: ${why}; add an RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file${publicHint}`,
+    );
+  }
+
+  #unreachable(network: string): FacilitatorError {
+    const urls = [...this.#unresolved].map(([url, why]) => `${redactUrl(url)} (${why})`);
+    const [which, serves] =
+      urls.length === 1 ? ["RPC", "chain it serves"] : ["RPCs", "chains they serve"];
+    return FacilitatorError.of(
+      "chain_unavailable",
+      `${network}: the configured ${which} ${urls.join(", ")} could not be reached to learn which ${serves}`,
+    );
+  }
+
+  #transport(urls: readonly string[]): Transport {
+    const transports = urls.map((url) =>
+      // Batching folds the concurrent reads of one verify into one HTTP request.
+      counted(
+        httpTransport(url, { batch: true, retryCount: 1, timeout: this.#timeoutMs }),
+        url,
+        this.#metrics,
+      ),
+    );
+    const [only] = transports;
+    return transports.length === 1 && only !== undefined ? only : fallback(transports);
+  }
+
+  #resolve(): Promise<void> {
+    const pending = this.#urls.filter((url) => !this.#resolved.has(url) && !this.#solana.has(url));
+    if (pending.length === 0) return Promise.resolve();
+    this.#resolving ??= Promise.all(
+      pending.map(async (url): Promise<[string, string] | undefined> => {
+        const client = createPublicClient({
+          transport: counted(
+            httpTransport(url, { retryCount: 0, timeout: this.#timeoutMs }),
+            url,
+            this.#metrics,
+          ),
+        });
+        try {
+          this.#resolved.set(url, await client.getChainId());
+          return undefined;
+        } catch (error) {
+          // A node that answered, with an error: perhaps a Solana cluster's.
+          if (isUnreachable(error)) return [url, unreachableReason(error)];
+          const hash = await client
+            .request({ method: "getGenesisHash" } as never)
+            .catch(() => undefined);
+          const solana = solanaNetworkOfGenesisHash(hash);
+          if (solana === undefined) return [url, unreachableReason(error)];
+          this.#solana.set(url, solana);
+          return undefined;
+        }
+      }),
+    ).then((failed) => {
+      this.#unresolved = new Map(failed.filter((entry) => entry !== undefined));
+      this.#resolving = undefined;
+    });
+    return this.#resolving;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Handing signed bytes to the node, and reading what it said back. Re-sending the same bytes is
+ * harmless (same hash, same nonce), which is what makes the retries here safe.
+ */
+import type { Hex, TransactionReceipt } from "viem";
+import { isUnreachable } from "../../core/rpc.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import { fullText, isHashEqual } from "./outcome.js";
+import { isRevert } from "./revert.js";
+
+/** How the node refused a broadcast, as far as our nonce bookkeeping is concerned. */
+export function refusal(error: unknown): "known" | "nonce" | "other" {
+  const text = fullText(error);
+  if (/already known|known transaction|already imported/i.test(text)) return "known";
+  if (
+    /nonce too low|nonce.*(already|used)|replacement transaction underpriced|underpriced/i.test(
+      text,
+    )
+  ) {
+    return "nonce";
+  }
+  return "other";
+}
+
+/** Whether the node has the transaction (pending or mined). */
+export function isKnown(ctx: SchemeContext, hash: Hex): Promise<boolean> {
+  return ctx.client.getTransaction({ hash }).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Clients whose node failed eth_sendRawTransactionSync where the plain method worked. */
+const withoutSync = new WeakSet<object>();
+/** How long to wait for the synchronous answer before polling for the receipt instead. */
+const SYNC_WAIT_MS = 2_000;
+
+/**
+ * Broadcasts signed bytes. When a receipt is wanted and the node has eth_sendRawTransactionSync
+ * (EIP-7966: anvil, geth 1.16.6+, erigon 3.4+), the same request answers with the receipt, which
+ * saves the polling round trips. Returns the receipt if it came with the answer; throws what the
+ * node said if it refused the transaction.
+ *
+ * When the synchronous call fails in a way that says nothing about the transaction, the plain
+ * method sends the same bytes again.
+ */
+export async function broadcast(
+  ctx: SchemeContext,
+  raw: Hex,
+  hash: Hex,
+  wantReceipt: boolean,
+): Promise<TransactionReceipt | undefined> {
+  const { client } = ctx;
+  if (!wantReceipt || withoutSync.has(client)) {
+    await client.sendRawTransaction({ serializedTransaction: raw });
+    return undefined;
+  }
+  const answer = client
+    .sendRawTransactionSync({ serializedTransaction: raw, throwOnReceiptRevert: false })
+    .then(
+      (receipt) => ({ receipt }),
+      (error: unknown) => ({ error }),
+    );
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<undefined>((resolve) => {
+    const waitMs = Math.min(SYNC_WAIT_MS, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
+    timer = setTimeout(() => resolve(undefined), waitMs);
+  });
+  const result = await Promise.race([answer, waited]);
+  clearTimeout(timer);
+  // Still waiting: the node took the transaction and it is not mined yet; polling takes over.
+  if (result === undefined) return undefined;
+  if ("receipt" in result) {
+    return isHashEqual(result.receipt.transactionHash, hash) ? result.receipt : undefined;
+  }
+  const { error } = result;
+  // The node took it but gave up waiting for a block (EIP-7966 code 4, anvil says "timeout").
+  if (!isUnreachable(error) && /time(d)?\s?out/i.test(fullText(error))) return undefined;
+  if (isUnreachable(error) || isRevert(error) || refusal(error) !== "other") throw error;
+  try {
+    await client.sendRawTransaction({ serializedTransaction: raw });
+  } catch (plainError) {
+    // "Nonce too low" may mean the synchronous call did send it, and it is mined already.
+    if (refusal(plainError) === "nonce" && (await isKnown(ctx, hash))) return undefined;
+    throw plainError;
+  }
+  // The plain method took what the synchronous one did not (a node without it answers "method not
+  // found"): do not ask the latter again.
+  withoutSync.add(client);
+  return undefined;
+}

@@ -1,0 +1,106 @@
+/** What a settlement transaction pays per gas: estimated once a second per chain, capped, bumped. */
+import { formatEther, formatGwei, parseEther, type TransactionSerializable } from "viem";
+import { isUnreachable } from "../../core/rpc.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import { caip2, DEFAULT_SETTLE_FEE_CAP, knownNetwork } from "../../protocol/networks.js";
+import { grouped } from "./gas-bounds.js";
+
+export type Fees =
+  | {
+      readonly type: "eip1559";
+      readonly maxFeePerGas: bigint;
+      readonly maxPriorityFeePerGas: bigint;
+    }
+  | { readonly type: "legacy"; readonly gasPrice: bigint };
+
+/** Nodes want at least +10 % to accept a replacement; +25 % clears that with room. */
+const REPLACEMENT_BUMP_PERCENT = 125n;
+/** Fee estimates are reused this long per chain: about a block on fast chains. */
+const FEE_CACHE_MS = 1_000;
+const feeCache = new WeakMap<object, { at: number; fees: Promise<Fees> }>();
+
+/** The chain's current fees, shared by the settles of the same second. */
+export function estimateFees(ctx: SchemeContext): Promise<Fees> {
+  const cached = feeCache.get(ctx.client);
+  if (cached && Date.now() - cached.at < FEE_CACHE_MS) return cached.fees;
+  const fees = readFees(ctx);
+  feeCache.set(ctx.client, { at: Date.now(), fees });
+  fees.catch(() => feeCache.delete(ctx.client));
+  return fees;
+}
+
+async function readFees(ctx: SchemeContext): Promise<Fees> {
+  try {
+    const fees = await ctx.client.estimateFeesPerGas({ chain: null, type: "eip1559" });
+    return { type: "eip1559", ...fees };
+  } catch (error) {
+    if (isUnreachable(error)) throw error;
+    // A chain without EIP-1559 blocks: fall back to a legacy gas price.
+    return { type: "legacy", gasPrice: await ctx.client.getGasPrice() };
+  }
+}
+
+/** The fees a signed transaction carries. */
+export function feesOf(tx: TransactionSerializable): Fees {
+  return tx.type === "legacy"
+    ? { type: "legacy", gasPrice: tx.gasPrice ?? 0n }
+    : {
+        type: "eip1559",
+        maxFeePerGas: tx.maxFeePerGas ?? 0n,
+        maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n,
+      };
+}
+
+const pricePerGas = (fees: Fees) => (fees.type === "eip1559" ? fees.maxFeePerGas : fees.gasPrice);
+
+export function bump(fees: Fees): Fees {
+  const up = (value: bigint) => (value * REPLACEMENT_BUMP_PERCENT) / 100n + 1n;
+  return fees.type === "eip1559"
+    ? {
+        type: "eip1559",
+        maxFeePerGas: up(fees.maxFeePerGas),
+        maxPriorityFeePerGas: up(fees.maxPriorityFeePerGas),
+      }
+    : { type: "legacy", gasPrice: up(fees.gasPrice) };
+}
+
+/**
+ * The fee cap in force on `chainId`: the operator's for this chain, else the operator's for every
+ * chain, else this network's default (networks.ts; 0.01 of the native token elsewhere).
+ */
+export function feeCapFor(
+  chainId: number,
+  configured: {
+    readonly maxFeeWei?: bigint | undefined;
+    readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
+  },
+): { readonly wei: bigint; readonly configured: boolean } {
+  const wei = configured.maxFeeWeiByChain?.[chainId] ?? configured.maxFeeWei;
+  if (wei !== undefined) return { wei, configured: true };
+  return {
+    wei: parseEther(knownNetwork(chainId)?.feeCap ?? DEFAULT_SETTLE_FEE_CAP),
+    configured: false,
+  };
+}
+
+/** "0.0021 ETH" on a known chain, the native unit's amount elsewhere. */
+export function nativeAmount(chainId: number, wei: bigint): string {
+  return `${formatEther(wei)} ${knownNetwork(chainId)?.native ?? "of the native token"}`;
+}
+
+/** A fee spike passes: a refused settle may be tried again in a while. */
+const FEE_CAP_RETRY_SECONDS = 30;
+
+export function overCap(ctx: SchemeContext, gas: bigint, fees: Fees): Failure | undefined {
+  const cap = ctx.feeCapWei;
+  const price = pricePerGas(fees);
+  const cost = gas * price;
+  if (cap === undefined || cost <= cap) return undefined;
+  const network = caip2(ctx.chainId);
+  return failure(
+    "fee_cap_exceeded",
+    `the settlement could cost up to ${nativeAmount(ctx.chainId, cost)} (${grouped(gas)} gas at ${formatGwei(price)} gwei), over the fee cap of ${nativeAmount(ctx.chainId, cap)} for ${network}; nothing was sent. Retry when fees fall, or raise the cap: --max-fee ${network}=<amount>, FACILITATOR_MAX_FEE or maxFee in the config file`,
+    { retryAfterSeconds: FEE_CAP_RETRY_SECONDS },
+  );
+}

@@ -1,0 +1,170 @@
+/**
+ * Following a broadcast settlement until it is mined (deep enough), replacing it at the same nonce
+ * when it sits unmined, and repairing nonce gaps that keep it from being mined at all.
+ */
+import { type Hex, keccak256, type TransactionReceipt, type TransactionSerializable } from "viem";
+import { reportReceipt } from "../../core/metrics.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import { bump, type Fees, overCap } from "./fees.js";
+import { forgetGasEstimates } from "./gas.js";
+import { type CallOutcome, pending } from "./outcome.js";
+import type { SignerLane } from "./signers.js";
+
+const FIRST_POLLS_MS = [10, 20, 40, 80, 160];
+/**
+ * A local node (anvil, hardhat) mines a transaction as soon as it is ready. One still unmined a
+ * second later, while blocks go by, was parked by the node: anvil's pool can file a transaction as
+ * waiting for a predecessor that is being mined at that moment, and then never look at it again.
+ * Only a new transaction at the same nonce wakes it, and there a replacement costs nothing.
+ */
+const LOCAL_PARKED_AFTER_MS = 1_000;
+/** On other chains a transaction may wait a few blocks before a missing predecessor is suspected. */
+const GAP_SUSPECTED_AFTER_MS = 3_000;
+const localNodes = new WeakMap<object, Promise<boolean>>();
+
+function isLocalNode(client: SchemeContext["client"]): Promise<boolean> {
+  let known = localNodes.get(client);
+  if (!known) {
+    known = client.request({ method: "web3_clientVersion" }).then(
+      (version) => /^(anvil|hardhat)/i.test(String(version)),
+      () => {
+        localNodes.delete(client);
+        return false;
+      },
+    );
+    localNodes.set(client, known);
+  }
+  return known;
+}
+
+/** Whether a local node passed over our transaction: it automines, or blocks came since. */
+async function parkedOnLocalNode(ctx: SchemeContext, sinceBlock: bigint | undefined) {
+  const [automines, block] = await Promise.all([
+    ctx.client.request({ method: "anvil_getAutomine" } as never).then(
+      (answer) => answer === true,
+      () => false,
+    ),
+    ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined),
+  ]);
+  return automines || (sinceBlock !== undefined && block !== undefined && block > sinceBlock);
+}
+
+/** The outcome of a mined transaction; a revert also drops reused gas estimates. */
+export function mined(
+  ctx: SchemeContext,
+  key: string,
+  receipt: TransactionReceipt,
+  gasLimit: bigint | undefined,
+): CallOutcome {
+  reportReceipt(ctx.metrics, ctx.chainId, receipt);
+  if (receipt.status !== "success") {
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    forgetGasEstimates();
+    const outOfGas = gasLimit !== undefined && receipt.gasUsed >= gasLimit;
+    return { kind: "reverted", hash: receipt.transactionHash, receipt, outOfGas };
+  }
+  return { kind: "confirmed", hash: receipt.transactionHash, receipt };
+}
+
+async function firstReceipt(ctx: SchemeContext, hashes: readonly Hex[]) {
+  const receipts = await Promise.all(
+    hashes.map((hash) => ctx.client.getTransactionReceipt({ hash }).catch(() => undefined)),
+  );
+  return receipts.find((r) => r !== undefined);
+}
+
+/** Whether a successful receipt has the confirmations asked for (1: being mined is enough). */
+async function deepEnough(ctx: SchemeContext, receipt: TransactionReceipt): Promise<boolean> {
+  if (ctx.confirmations <= 1) return true;
+  const head = await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined);
+  return head !== undefined && head - receipt.blockNumber + 1n >= BigInt(ctx.confirmations);
+}
+
+/**
+ * Waits for any of `hashes` to be mined with the confirmations asked for. A transaction sitting in
+ * the mempool for `replaceAfterMs` is replaced with a higher fee at the same nonce; one waiting
+ * behind a nonce gap gets the gap filled. A receipt that disappears before it is deep enough (a
+ * reorg) is waited for again. Never throws: past the deadline, the answer is `settlement_pending`
+ * with the newest hash.
+ */
+export async function follow(
+  ctx: SchemeContext,
+  lane: SignerLane,
+  key: string,
+  hashes: Hex[],
+  tx: TransactionSerializable,
+  fees: Fees,
+): Promise<CallOutcome> {
+  const started = Date.now();
+  const deadline = started + ctx.confirmTimeoutMs;
+  let replaceAt = started + ctx.replaceAfterMs;
+  const local = await isLocalNode(ctx.client);
+  const sinceBlock = local
+    ? await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)
+    : undefined;
+  let stuckCheckAt = started + (local ? LOCAL_PARKED_AFTER_MS : GAP_SUSPECTED_AFTER_MS);
+  let current = fees;
+  for (let poll = 0; ; poll++) {
+    const receipt = await firstReceipt(ctx, hashes);
+    if (receipt && (receipt.status !== "success" || (await deepEnough(ctx, receipt)))) {
+      return mined(ctx, key, receipt, tx.gas);
+    }
+    const now = Date.now();
+    if (now >= deadline) {
+      const newest = hashes[hashes.length - 1] as Hex;
+      const why = receipt
+        ? `mined in block ${receipt.blockNumber}, not yet ${ctx.confirmations} confirmations deep`
+        : "the transaction is pending";
+      return pending(
+        newest,
+        `no confirmed receipt within ${Math.round(ctx.confirmTimeoutMs / 1000)} s (${why}); retry the same payment to reconcile`,
+      );
+    }
+    if (!receipt && now >= stuckCheckAt) {
+      stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
+      if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce);
+      if (local && (await parkedOnLocalNode(ctx, sinceBlock))) replaceAt = now;
+    }
+    if (!receipt && now >= replaceAt) {
+      replaceAt = now + ctx.replaceAfterMs;
+      const next = bump(current);
+      if (!overCap(ctx, tx.gas ?? 0n, next)) {
+        const replacement = await replace(ctx, lane, key, {
+          ...tx,
+          ...next,
+        } as TransactionSerializable);
+        if (replacement) {
+          hashes.push(replacement);
+          current = next;
+        }
+      }
+    }
+    // Fast chains (and a local node) mine within milliseconds: look again soon at first, then
+    // settle into the configured interval.
+    const wait = Math.min(FIRST_POLLS_MS[poll] ?? ctx.receiptPollMs, ctx.receiptPollMs);
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.min(wait, Math.max(1, deadline - now))),
+    );
+  }
+}
+
+/** Signs `tx` again (same nonce, higher fee), journals it, broadcasts it; the new hash or nothing. */
+async function replace(
+  ctx: SchemeContext,
+  lane: SignerLane,
+  key: string,
+  tx: TransactionSerializable,
+) {
+  try {
+    const raw = await lane.account.signTransaction(tx);
+    const hash = keccak256(raw);
+    await ctx.journal.recordReplace(key, hash, raw);
+    if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
+    await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+    ctx.metrics?.transactionReplaced(ctx.chainId, lane.address);
+    return hash;
+  } catch {
+    // Mined meanwhile ("nonce too low"), or the node wants more: the next poll tells.
+    return undefined;
+  }
+}

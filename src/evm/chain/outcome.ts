@@ -1,0 +1,62 @@
+/**
+ * What sending a settlement transaction came to, as a value: the payment method decides what a
+ * revert means. Also the few helpers that turn node errors into one-line failures.
+ */
+import type { Hex, TransactionReceipt } from "viem";
+import { isUnreachable } from "../../core/rpc.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+
+export interface ContractCall {
+  readonly to: `0x${string}`;
+  readonly data: Hex;
+}
+
+export type CallOutcome =
+  /** Signed, and checked against the latest block; not broadcast. */
+  | { readonly kind: "simulated"; readonly hash: Hex }
+  | { readonly kind: "submitted"; readonly hash: Hex }
+  | { readonly kind: "confirmed"; readonly hash: Hex; readonly receipt: TransactionReceipt }
+  /** The call would revert: nothing was broadcast. */
+  | { readonly kind: "would-revert"; readonly reason: string | undefined; readonly detail: string }
+  /** Mined, and reverted; `outOfGas` when it used all the gas it had (our estimate, not the payer). */
+  | {
+      readonly kind: "reverted";
+      readonly hash: Hex;
+      readonly receipt: TransactionReceipt;
+      readonly outOfGas: boolean;
+    }
+  /** Anything else: no key, fee cap, node refusal, unreachable RPC, no receipt in time. */
+  | { readonly kind: "failed"; readonly failure: Failure; readonly hash?: Hex | undefined };
+
+export function shortText(error: unknown): string {
+  if (error instanceof Error) {
+    const short = (error as { shortMessage?: string }).shortMessage ?? error.message;
+    return short.split("\n")[0] ?? short;
+  }
+  return String(error);
+}
+
+/** Everything the node says about a transaction, details included, for matching its refusals. */
+export function fullText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const details = (error as { details?: string }).details ?? "";
+  return `${error.message}\n${details}`;
+}
+
+export function failed(f: Failure, hash?: Hex): CallOutcome {
+  return { kind: "failed", failure: f, hash };
+}
+
+export function infrastructure(error: unknown, doing: string): CallOutcome {
+  if (isUnreachable(error)) {
+    // Facilitator.settle makes every chain_unavailable of a settle a 500.
+    return failed(failure("chain_unavailable", `${doing}: ${shortText(error)}`));
+  }
+  return failed(failure("settlement_failed", `${doing}: ${shortText(error)}`, { status: 500 }));
+}
+
+export function pending(hash: Hex, why: string): CallOutcome {
+  return failed(failure("settlement_pending", why), hash);
+}
+
+export const isHashEqual = (a: Hex, b: Hex) => a.toLowerCase() === b.toLowerCase();

@@ -1,0 +1,151 @@
+/**
+ * Picking a journaled settlement back up, and checking a journaled success against the chain
+ * before it is repeated to anyone (a reorg may have dropped it).
+ */
+import {
+  type Hex,
+  keccak256,
+  parseTransaction,
+  type TransactionReceipt,
+  type TransactionSerializable,
+} from "viem";
+import { isUnreachable } from "../../core/rpc.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import type { JournalEntry } from "../../core/store.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import { isKnown, refusal } from "./broadcast.js";
+import { feesOf } from "./fees.js";
+import { follow, mined } from "./follow.js";
+import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
+import { type SignerLane, stillSucceeds } from "./signers.js";
+
+async function receiptOf(ctx: SchemeContext, hashes: readonly Hex[]) {
+  for (const hash of hashes) {
+    const receipt = await ctx.client
+      .getTransactionReceipt({ hash })
+      .catch((error: unknown): undefined => {
+        if (isUnreachable(error)) throw error;
+        return undefined;
+      });
+    if (receipt) return receipt;
+  }
+  return undefined;
+}
+
+/** Sends signed bytes again inside the signer's lane; false if the node will not take them. */
+async function resend(
+  ctx: SchemeContext,
+  lane: SignerLane,
+  nonce: number,
+  raw: Hex,
+): Promise<boolean> {
+  return lane.exclusive(async () => {
+    try {
+      await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+      lane.observe(ctx.chainId, nonce);
+      lane.remember(ctx.chainId, nonce, raw);
+      return true;
+    } catch (error) {
+      if (isUnreachable(error)) throw error;
+      return refusal(error) === "known";
+    }
+  });
+}
+
+/** Whether the signer's mined transaction count is still at or below `nonce` (it is free). */
+async function nonceFree(ctx: SchemeContext, entry: JournalEntry): Promise<boolean> {
+  const used = await ctx.client.getTransactionCount({ address: entry.signer, blockTag: "latest" });
+  return used <= entry.txNonce;
+}
+
+/**
+ * Picks a journaled settlement back up: its receipt if mined; otherwise wait for it (replacing it
+ * if stuck); if the node lost it and its nonce is still free, broadcast the same bytes again.
+ * "gone" means the transaction can never land (its nonce went to another): start afresh.
+ */
+export async function reconcile(
+  ctx: SchemeContext,
+  entry: JournalEntry,
+): Promise<CallOutcome | "gone"> {
+  const lane = ctx.signers.byAddress(entry.signer);
+  const newest = entry.hashes[entry.hashes.length - 1] as Hex;
+  try {
+    const newestRaw = entry.raws[entry.raws.length - 1];
+    const tx = newestRaw ? (parseTransaction(newestRaw) as TransactionSerializable) : undefined;
+    const receipt = await receiptOf(ctx, entry.hashes);
+    if (receipt) return mined(ctx, entry.key, receipt, tx?.gas);
+    if (!tx || !newestRaw) return "gone";
+    const known = await Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash)));
+    if (!known.some(Boolean)) {
+      if (!(await nonceFree(ctx, entry))) return "gone";
+      if (!lane) {
+        return failed(
+          failure(
+            "settlement_failed",
+            `the journaled transaction's signer ${entry.signer} is not configured`,
+            { status: 500 },
+          ),
+          newest,
+        );
+      }
+      // Lost before it reached a node (a crash between journal and broadcast): the same bytes again.
+      if (!(await resend(ctx, lane, entry.txNonce, newestRaw))) return "gone";
+    }
+    if (!lane) return pending(newest, "the journaled transaction is still pending");
+    return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
+  } catch (error) {
+    return pending(
+      newest,
+      `cannot reach the chain to reconcile (${shortText(error)}); retry later`,
+    );
+  }
+}
+
+export type Recheck =
+  /** The chain has it (mined, or still in the pool): the journal's success stands. */
+  | { readonly kind: "standing"; readonly hash: Hex; readonly receipt?: TransactionReceipt }
+  /** It is gone, and the payment retried is not the one journaled. */
+  | { readonly kind: "refused"; readonly failure: Failure }
+  /** It was dropped (a reorg) and has been sent again: this is how it came out. */
+  | { readonly kind: "resent"; readonly outcome: CallOutcome }
+  /** It is gone and its bytes cannot be sent again: settle afresh if the payment still can. */
+  | { readonly kind: "gone" };
+
+/**
+ * A success was answered for this entry: is its transaction still on the chain? If a reorg
+ * dropped it and its nonce is free again, the same signed bytes (kept by the lane for recent
+ * nonces) are broadcast again and followed. When the chain cannot be asked, the journal's word
+ * stands: nothing is ever sent on a guess.
+ */
+export async function recheckAnswered(
+  ctx: SchemeContext,
+  entry: JournalEntry,
+  samePayment: () => Promise<Failure | null>,
+): Promise<Recheck> {
+  const newest = entry.hashes[entry.hashes.length - 1] as Hex;
+  try {
+    const receipt = await receiptOf(ctx, entry.hashes);
+    if (receipt) {
+      return receipt.status === "success"
+        ? { kind: "standing", hash: receipt.transactionHash, receipt }
+        : { kind: "gone" };
+    }
+    const known = await Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash)));
+    const inPool = entry.hashes.find((_, i) => known[i]);
+    if (inPool) return { kind: "standing", hash: inPool };
+    const mismatch = await samePayment();
+    if (mismatch) return { kind: "refused", failure: mismatch };
+    const lane = ctx.signers.byAddress(entry.signer);
+    const raw = lane?.recentRaw(ctx.chainId, entry.txNonce);
+    const ours = raw !== undefined && entry.hashes.includes(keccak256(raw));
+    if (!lane || !raw || !ours || !(await nonceFree(ctx, entry))) return { kind: "gone" };
+    // Only if the authorization is unused again: a resend that reverts would cost gas for nothing.
+    if (!(await stillSucceeds(ctx, lane.address, raw))) return { kind: "gone" };
+    if (!(await resend(ctx, lane, entry.txNonce, raw))) return { kind: "gone" };
+    const tx = parseTransaction(raw) as TransactionSerializable;
+    const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
+    return { kind: "resent", outcome };
+  } catch {
+    return { kind: "standing", hash: newest };
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * Settlement signers: a pool of accounts used in turn, each with a nonce lane. Nonces of one
+ * account are handed out one at a time so they never collide or leave gaps; everything slow (gas
+ * estimation, journal syncs, broadcasts, receipts) runs outside the lane, in parallel.
+ *
+ * A lane also repairs gaps it did not make: after a reorg drops transactions of ours that the node
+ * does not put back in its pool, later ones wait behind the hole forever. The lane fills each hole
+ * with the dropped transaction's own bytes when it still has them and they would still succeed
+ * (the payment lands again), else with a transfer of nothing to itself.
+ */
+import {
+  type Address,
+  type Hex,
+  type LocalAccount,
+  type PublicClient,
+  parseTransaction,
+} from "viem";
+import type { SchemeContext } from "../../core/scheme.js";
+import { estimateFees } from "./fees.js";
+
+/** A promise chain that runs one task at a time. */
+class Lane {
+  #tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(task, task);
+    this.#tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+/** Signed bytes kept per chain for the newest nonces, to put a reorged transaction back. */
+const RECENT_PER_CHAIN = 512;
+/** Gap checks per lane and chain are at most this frequent, however many settles wait. */
+const GAP_CHECK_EVERY_MS = 1_000;
+const FILLER_GAS = 21_000n;
+
+export class SignerLane {
+  readonly account: LocalAccount;
+  readonly #lane = new Lane();
+  /** Next nonce per chain, learned from the node's pending count and kept locally after that. */
+  readonly #next = new Map<number, number>();
+  readonly #recent = new Map<number, Map<number, Hex>>();
+  readonly #gapChecks = new Map<number, { at: number; done: Promise<void> }>();
+
+  constructor(account: LocalAccount) {
+    this.account = account;
+  }
+
+  get address(): Address {
+    return this.account.address;
+  }
+
+  /**
+   * Runs `send` with this account's next nonce, one send at a time. `send` returns whether the
+   * nonce was consumed (the node took the transaction, or may have): only then does it advance.
+   */
+  withNonce<T>(
+    client: PublicClient,
+    chainId: number,
+    send: (nonce: number) => Promise<{ consumed: boolean; value: T }>,
+  ): Promise<T> {
+    return this.#lane.run(async () => {
+      let nonce = this.#next.get(chainId);
+      if (nonce === undefined) {
+        nonce = await client.getTransactionCount({ address: this.address, blockTag: "pending" });
+      }
+      const { consumed, value } = await send(nonce);
+      if (consumed) this.#next.set(chainId, nonce + 1);
+      return value;
+    });
+  }
+
+  /** Forget the cached nonce (after "nonce too low", an RPC outage, a chain reset): re-read it next time. */
+  forget(chainId: number): void {
+    this.#next.delete(chainId);
+  }
+
+  /** The node saw `nonce` used by this account: never hand it out again. */
+  observe(chainId: number, nonce: number): void {
+    const next = this.#next.get(chainId);
+    if (next !== undefined && next <= nonce) this.#next.set(chainId, nonce + 1);
+  }
+
+  /** Runs a task inside this account's lane (for re-broadcasting a journaled transaction). */
+  exclusive<T>(task: () => Promise<T>): Promise<T> {
+    return this.#lane.run(task);
+  }
+
+  /** Keeps the newest signed bytes at `nonce` (a replacement overwrites its predecessor). */
+  remember(chainId: number, nonce: number, raw: Hex): void {
+    let recent = this.#recent.get(chainId);
+    if (!recent) {
+      recent = new Map();
+      this.#recent.set(chainId, recent);
+    }
+    recent.delete(nonce);
+    recent.set(nonce, raw);
+    if (recent.size > RECENT_PER_CHAIN) {
+      const oldest = recent.keys().next();
+      if (!oldest.done) recent.delete(oldest.value);
+    }
+  }
+
+  /** The newest signed bytes this lane sent at `nonce`, while it still keeps them. */
+  recentRaw(chainId: number, nonce: number): Hex | undefined {
+    return this.#recent.get(chainId)?.get(nonce);
+  }
+
+  /**
+   * Our transaction at `nonce` has waited a while: if the node's pending count says nonces below
+   * it are empty (a reorg dropped what was there), fill them so it can be mined, and put it back
+   * if it is gone too. Checks are shared: one per lane and chain per second, however many wait.
+   */
+  repairGap(ctx: SchemeContext, nonce: number): Promise<void> {
+    const last = this.#gapChecks.get(ctx.chainId);
+    if (last && Date.now() - last.at < GAP_CHECK_EVERY_MS) return last.done;
+    const done = this.exclusive(() => this.#fillHoles(ctx, nonce)).catch(() => undefined);
+    this.#gapChecks.set(ctx.chainId, { at: Date.now(), done });
+    return done;
+  }
+
+  async #fillHoles(ctx: SchemeContext, below: number): Promise<void> {
+    const { client } = ctx;
+    const pending = await client.getTransactionCount({
+      address: this.address,
+      blockTag: "pending",
+    });
+    for (let hole = pending; hole < below; hole++) await this.#fill(ctx, hole);
+    if (pending < below) this.observe(ctx.chainId, below);
+  }
+
+  async #fill(ctx: SchemeContext, nonce: number): Promise<void> {
+    const { client } = ctx;
+    const raw = this.recentRaw(ctx.chainId, nonce);
+    if (raw && (await stillSucceeds(ctx, this.address, raw))) {
+      await client.sendRawTransaction({ serializedTransaction: raw });
+      return;
+    }
+    const fees = await estimateFees(ctx);
+    const signed = await this.account.signTransaction({
+      ...fees,
+      chainId: ctx.chainId,
+      to: this.address,
+      value: 0n,
+      gas: FILLER_GAS,
+      nonce,
+    });
+    await client.sendRawTransaction({ serializedTransaction: signed });
+  }
+}
+
+/** Whether a signed transaction of ours would still succeed if it were mined now. */
+export async function stillSucceeds(ctx: SchemeContext, from: Address, raw: Hex): Promise<boolean> {
+  const tx = parseTransaction(raw);
+  if (!tx.to) return false;
+  return ctx.client.call({ account: from, to: tx.to, data: tx.data }).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Round-robin over the settlement accounts. */
+export class SignerPool {
+  readonly lanes: readonly SignerLane[];
+  #turn = 0;
+
+  constructor(accounts: readonly LocalAccount[]) {
+    this.lanes = accounts.map((account) => new SignerLane(account));
+  }
+
+  get size(): number {
+    return this.lanes.length;
+  }
+
+  get addresses(): Address[] {
+    return this.lanes.map((lane) => lane.address);
+  }
+
+  next(): SignerLane | undefined {
+    const lane = this.lanes[this.#turn % Math.max(1, this.lanes.length)];
+    this.#turn++;
+    return lane;
+  }
+
+  byAddress(address: string): SignerLane | undefined {
+    return this.lanes.find((lane) => lane.address.toLowerCase() === address.toLowerCase());
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * Sending one contract call from a settlement account and following it to the level the caller
+ * asked for. Returns outcomes, never throws: the payment method decides what a revert means.
+ *
+ * Money rules kept here: the journal holds a transaction's hash and bytes before it is broadcast;
+ * once something may have been broadcast, every answer carries its hash; a stuck transaction is
+ * replaced at the same nonce (so at most one of them can land); nothing is sent above the fee cap.
+ */
+import { type Address, type Hex, keccak256, type TransactionSerializable } from "viem";
+import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import { type ExpectedTransfer, recordAnswered, UNRECORDED } from "../../core/store.js";
+import { failure } from "../../protocol/errors.js";
+import type { WaitUntil } from "../../protocol/schemas.js";
+import { broadcast, refusal } from "./broadcast.js";
+import { estimateFees, type Fees, overCap } from "./fees.js";
+import { follow, mined } from "./follow.js";
+import { gasLimitFrom, reusedGasLimit } from "./gas.js";
+import { type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
+import {
+  type CallOutcome,
+  type ContractCall,
+  failed,
+  infrastructure,
+  pending,
+  shortText,
+} from "./outcome.js";
+import { isRevert, revertReason } from "./revert.js";
+import type { SignerLane } from "./signers.js";
+
+export type { CallOutcome, ContractCall } from "./outcome.js";
+
+/** What identifies the payment in the journal, and the Transfer that proves it. */
+export interface SettlementRecord {
+  readonly key: string;
+  readonly expect?: ExpectedTransfer | undefined;
+}
+
+/** A call ready to be signed: the account that sends it, its gas and fees. */
+export interface PreparedCall {
+  readonly lane: SignerLane;
+  readonly fees: Fees;
+  readonly base: Fees & {
+    readonly chainId: number;
+    readonly to: `0x${string}`;
+    readonly data: Hex;
+    readonly gas: bigint;
+    readonly value: bigint;
+  };
+}
+
+const SEND_ATTEMPTS = 3;
+
+function wouldRevert(error: unknown): CallOutcome {
+  return { kind: "would-revert", reason: revertReason(error), detail: shortText(error) };
+}
+
+/**
+ * Picks the settlement account and prices the call. Estimating gas executes the call from our
+ * account, so a payment that would revert stops here. A reused estimate skips that step: only
+ * `reuse` it when the caller simulated the call itself.
+ */
+export async function prepareCall(
+  ctx: SchemeContext,
+  call: ContractCall,
+  gasEstimate: { readonly key?: string | undefined; readonly reuse: boolean },
+  /** What the call does: it is never sent with more gas than its bound, nor if it needs more. */
+  need: GasNeed,
+  /** `signer`: the account that must send it (it was named in what the payer signed). */
+  options: { readonly signer?: Address | undefined; readonly value?: bigint | undefined } = {},
+): Promise<PreparedCall | CallOutcome> {
+  const lane = options.signer ? ctx.signers.byAddress(options.signer) : ctx.signers.next();
+  if (!lane) {
+    return failed(
+      options.signer
+        ? failure(
+            "settlement_failed",
+            `the payment must be settled by ${options.signer}, which is not one of the configured settlement keys`,
+            { status: 500 },
+          )
+        : failure(
+            "settlement_failed",
+            "no settlement key configured: set FACILITATOR_PRIVATE_KEY or pass --private-key-file",
+            { status: 500 },
+          ),
+    );
+  }
+  const value = options.value ?? 0n;
+  const bound = gasBound(ctx.gasBounds, need);
+  let gas: bigint;
+  let fees: Fees;
+  try {
+    const reused = gasEstimate.reuse ? reusedGasLimit(gasEstimate.key) : undefined;
+    if (reused !== undefined) {
+      gas = reused;
+      fees = await estimateFees(ctx);
+    } else {
+      // Without a limit, so a refusal can say what the call asked for: running it costs us nothing.
+      const [estimate, estimated] = await Promise.all([
+        ctx.client.estimateGas({ account: lane.address, to: call.to, data: call.data, value }),
+        estimateFees(ctx),
+      ]);
+      if (estimate > bound) return failed(overGasBound(ctx.chainId, need, bound, estimate));
+      gas = gasLimitFrom(estimate, gasEstimate.key);
+      fees = estimated;
+    }
+    if (gas > bound) gas = bound;
+  } catch (error) {
+    if (isOutOfGas(error)) return failed(overGasBound(ctx.chainId, need, bound, undefined));
+    if (isRevert(error) && !isUnreachable(error)) return wouldRevert(error);
+    if (isUnreachable(error)) lane.forget(ctx.chainId);
+    return infrastructure(error, "preparing the settlement transaction");
+  }
+  const capped = overCap(ctx, gas, fees);
+  if (capped) return failed(capped);
+  const base = { ...fees, chainId: ctx.chainId, to: call.to, data: call.data, gas, value };
+  return { lane, fees, base };
+}
+
+/** `simulated`: sign at the next nonce and run it against the latest block; nothing is sent. */
+export async function simulateCall(
+  ctx: SchemeContext,
+  prepared: PreparedCall,
+): Promise<CallOutcome> {
+  const { lane, base } = prepared;
+  try {
+    const nonce = await ctx.client.getTransactionCount({
+      address: lane.address,
+      blockTag: "pending",
+    });
+    const raw = await lane.account.signTransaction({ ...base, nonce });
+    const { type: _type, chainId: _chainId, ...params } = base;
+    await ctx.client.call({ ...params, nonce, account: lane.address, blockTag: "latest" });
+    return { kind: "simulated", hash: keccak256(raw) };
+  } catch (error) {
+    if (isRevert(error) && !isUnreachable(error)) return wouldRevert(error);
+    return infrastructure(error, "simulating the settlement transaction");
+  }
+}
+
+type Issued = { hash: Hex; nonce: number; tx: TransactionSerializable; raw: Hex };
+type Sent =
+  | { readonly kind: "sent"; readonly issued: Issued }
+  | { readonly kind: "retry" }
+  | { readonly kind: "outcome"; readonly outcome: CallOutcome };
+
+/** Signs, journals, broadcasts and follows the prepared call to `waitUntil`. */
+export async function sendCall(
+  ctx: SchemeContext,
+  prepared: PreparedCall,
+  waitUntil: Exclude<WaitUntil, "simulated">,
+  record: SettlementRecord,
+): Promise<CallOutcome> {
+  const done = ctx.metrics?.settling(ctx.chainId, prepared.lane.address);
+  try {
+    return await sendAndFollow(ctx, prepared, waitUntil, record);
+  } finally {
+    done?.();
+  }
+}
+
+async function sendAndFollow(
+  ctx: SchemeContext,
+  prepared: PreparedCall,
+  waitUntil: Exclude<WaitUntil, "simulated">,
+  record: SettlementRecord,
+): Promise<CallOutcome> {
+  const { lane, base } = prepared;
+  let sent: Sent = { kind: "retry" };
+  for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
+    // The lane only hands out the nonce and signs. The journal record is then made durable and
+    // the transaction broadcast outside it, so concurrent settles share one disk sync and the
+    // next nonce is signed meanwhile. Broadcasts may reach the node out of nonce order; it queues
+    // them. Any failure makes the lane re-read its nonce from the node, so an unused nonce is
+    // handed out again and no gap stays open.
+    const issued = await lane.withNonce(ctx.client, ctx.chainId, async (nonce) => {
+      const tx = { ...base, nonce };
+      const raw = await lane.account.signTransaction(tx);
+      const hash = keccak256(raw);
+      lane.remember(ctx.chainId, nonce, raw);
+      const durable = ctx.journal.recordSend(
+        {
+          key: record.key,
+          chainId: ctx.chainId,
+          signer: lane.address,
+          txNonce: nonce,
+          expect: record.expect,
+        },
+        hash,
+        raw,
+      );
+      durable.catch(() => undefined);
+      return { consumed: true, value: { hash, nonce, tx, raw, durable } };
+    });
+    try {
+      await issued.durable;
+    } catch (error) {
+      // Not durable, so never sent: no later settle may pick this record up and broadcast it.
+      void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
+      lane.forget(ctx.chainId);
+      return failed(
+        failure("settlement_failed", `cannot write the settlement journal: ${shortText(error)}`, {
+          status: 500,
+        }),
+      );
+    }
+    try {
+      const wantReceipt = waitUntil === "confirmed";
+      const receipt = await broadcast(ctx, issued.raw, issued.hash, wantReceipt);
+      ctx.metrics?.transactionSent(ctx.chainId, lane.address);
+      if (receipt && (receipt.status !== "success" || ctx.confirmations <= 1)) {
+        return mined(ctx, record.key, receipt, base.gas);
+      }
+      sent = { kind: "sent", issued };
+    } catch (error) {
+      const { consumed, value } = sendFailure(ctx, lane, record.key, error, issued);
+      if (!consumed) lane.forget(ctx.chainId);
+      sent = value;
+    }
+  }
+  if (sent.kind === "retry") {
+    void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
+    return failed(
+      failure("settlement_failed", "the node kept refusing our nonce; try again", { status: 500 }),
+    );
+  }
+  if (sent.kind === "outcome") return sent.outcome;
+  if (waitUntil === "submitted") {
+    const hash = sent.issued.hash;
+    // A success the journal does not hold could be answered again to another caller: say pending.
+    if (!(await recordAnswered(ctx.journal, record.key))) return pending(hash, UNRECORDED);
+    return { kind: "submitted", hash };
+  }
+  return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, prepared.fees);
+}
+
+function sendFailure(
+  ctx: SchemeContext,
+  lane: SignerLane,
+  key: string,
+  error: unknown,
+  issued: Issued,
+): { consumed: boolean; value: Sent } {
+  const outcome = (o: CallOutcome, consumed = false) => ({
+    consumed,
+    value: { kind: "outcome", outcome: o } as Sent,
+  });
+  if (neverReachedNode(error)) {
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    lane.forget(ctx.chainId);
+    return outcome(infrastructure(error, "broadcasting"));
+  }
+  if (isUnreachable(error)) {
+    // The node may have taken it before the connection broke: keep the hash, never re-send.
+    return outcome(
+      pending(
+        issued.hash,
+        `the broadcast's answer was lost (${shortText(error)}); the transaction may be pending`,
+      ),
+      true,
+    );
+  }
+  switch (refusal(error)) {
+    case "known":
+      return { consumed: true, value: { kind: "sent", issued } };
+    case "nonce":
+      // Someone else (another process, an earlier run) holds this nonce: re-read and try again.
+      lane.forget(ctx.chainId);
+      return { consumed: false, value: { kind: "retry" } };
+    default:
+      void ctx.journal.recordState(key, "failed").catch(() => undefined);
+      if (isRevert(error)) return outcome(wouldRevert(error));
+      return outcome(infrastructure(error, "the node refused the transaction"));
+  }
+}
+
+export { receiptHasTransfer } from "./receipts.js";

@@ -1,0 +1,119 @@
+/**
+ * Signed example requests for the devnet, so `verify` and `settle` have something real to chew on.
+ * Signed with viem here (src/evm/client/sign-payment.ts, as `facilitator pay`); the tests sign with
+ * the official x402 client instead (and check that both sign the same thing).
+ */
+import { type Address, createPublicClient, http } from "viem";
+import {
+  approvalTerms,
+  type RequirementsJson,
+  requestBody,
+  signPayment,
+} from "../client/sign-payment.js";
+import type { DevAccount } from "./accounts.js";
+import { testPermitTokenAbi } from "./artifacts.js";
+import { type DevnetInfo, devnetChain } from "./setup.js";
+
+export interface SampleOptions {
+  readonly payer: DevAccount;
+  readonly payTo?: Address;
+  /** Atomic units (6 decimals): 10000n is 0.01 USDC. */
+  readonly amount?: bigint;
+  readonly validForSeconds?: number;
+  readonly x402Version?: 1 | 2;
+  readonly dialect?: "reference" | "x402";
+  /** EIP-3009 (default), or Permit2 through the x402 exact proxy (x402 v2 only). */
+  readonly method?: "eip3009" | "permit2";
+  /** The token: TestUSDC (default), TestPermitToken or TestPlainToken (the last two: permit2). */
+  readonly asset?: "usdc" | "permit" | "plain";
+  /**
+   * permit2 only: carry the payer's EIP-2612 approval of Permit2 in the eip2612GasSponsoring
+   * extension, so the payment settles without a prior approval (TestUSDC or TestPermitToken).
+   */
+  readonly eip2612GasSponsoring?: boolean;
+  /** permit2 only: carry the payer's signed approval of Permit2 (erc20ApprovalGasSponsoring). */
+  readonly erc20ApprovalGasSponsoring?: boolean;
+}
+
+export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptions) {
+  const method = options.method ?? "eip3009";
+  const asset = options.asset ?? "usdc";
+  const x402Version = options.x402Version ?? 2;
+  if (method === "eip3009" && asset !== "usdc") {
+    throw new Error(`the ${asset} token has no EIP-3009: use method "permit2"`);
+  }
+  if (method === "permit2" && x402Version !== 2)
+    throw new Error("Permit2 payments are x402 v2 only");
+  if (x402Version === 1 && !devnet.v1Network) {
+    throw new Error("x402 v1 needs a network name: start the devnet with --chain-id 84532");
+  }
+  const token =
+    asset === "permit" ? devnet.permitToken : asset === "plain" ? devnet.plainToken : devnet.token;
+  const eip712 = "version" in token ? { name: token.name, version: token.version } : undefined;
+  if (options.eip2612GasSponsoring && !eip712) {
+    throw new Error("the plain token has no EIP-2612 permit to sponsor");
+  }
+  const payTo = options.payTo ?? devnet.payee.address;
+  const amount = options.amount ?? 10_000n;
+  const requirements: RequirementsJson =
+    x402Version === 2
+      ? {
+          scheme: "exact",
+          network: devnet.network,
+          amount: amount.toString(),
+          asset: token.address,
+          payTo,
+          maxTimeoutSeconds: 300,
+          extra:
+            method === "permit2" ? { ...eip712, assetTransferMethod: "permit2" } : { ...eip712 },
+        }
+      : {
+          scheme: "exact",
+          network: devnet.v1Network as string,
+          maxAmountRequired: amount.toString(),
+          resource: "http://localhost:4021/weather",
+          description: "devnet example",
+          mimeType: "application/json",
+          asset: token.address,
+          payTo,
+          maxTimeoutSeconds: 300,
+          extra: { ...eip712 },
+        };
+  const eip2612 =
+    options.eip2612GasSponsoring && eip712
+      ? { ...eip712, nonce: await permitNonce(devnet, token.address, options.payer.address) }
+      : undefined;
+  const approval = options.erc20ApprovalGasSponsoring
+    ? await approvalTerms(
+        createPublicClient({
+          chain: devnetChain(devnet.rpcUrl, devnet.chainId),
+          transport: http(devnet.rpcUrl, { retryCount: 0 }),
+        }),
+        options.payer.address,
+      )
+    : undefined;
+  const payload = await signPayment(options.payer, {
+    chainId: devnet.chainId,
+    x402Version,
+    requirements,
+    amount,
+    method,
+    validForSeconds: options.validForSeconds ?? 24 * 3600,
+    ...(eip2612 ? { eip2612 } : {}),
+    ...(approval ? { approval } : {}),
+  });
+  return requestBody(options.dialect ?? "reference", x402Version, payload, requirements);
+}
+
+/** The payer's next EIP-2612 permit nonce on `token`. */
+function permitNonce(devnet: DevnetInfo, token: Address, owner: Address): Promise<bigint> {
+  return createPublicClient({
+    chain: devnetChain(devnet.rpcUrl, devnet.chainId),
+    transport: http(devnet.rpcUrl, { retryCount: 0 }),
+  }).readContract({
+    address: token,
+    abi: testPermitTokenAbi,
+    functionName: "nonces",
+    args: [owner],
+  });
+}

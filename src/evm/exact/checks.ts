@@ -1,0 +1,218 @@
+/**
+ * Checks every exact-EVM method makes the same way: scheme, domain and network agreement, the
+ * signed terms against the requirements (recipient, time window, amount), the asset's code.
+ */
+import { type Address, isAddressEqual } from "viem";
+import type { z } from "zod";
+import { isUnreachable, unreachableReason } from "../../core/rpc.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import { invalidField, type PaymentRequest } from "../../protocol/request.js";
+import { describeIssue } from "../../protocol/schemas.js";
+import { tooEarly, tooLate } from "../../protocol/words.js";
+import {
+  type GasNeed,
+  gasBound,
+  isOutOfGas,
+  overGasBound,
+  simulationGas,
+} from "../chain/gas-bounds.js";
+import type { ContractCall } from "../chain/outcome.js";
+import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
+
+export type Step<T> = { ok: true; value: T } | { ok: false; failure: Failure };
+
+/** The reference refuses authorizations that expire within this many seconds. */
+const VALID_BEFORE_HEADROOM_SECONDS = 6n;
+
+/**
+ * A method's payload against its schema, and the requirement fields every method reads; the
+ * token's EIP-712 domain from requirements.extra when it is there (checked later, in order).
+ */
+export function parsePayment<T>(
+  request: PaymentRequest,
+  schema: z.ZodType<T>,
+): Step<{
+  readonly payload: T;
+  readonly requirements: EvmRequirements;
+  readonly domain: { readonly name: string; readonly version: string } | undefined;
+}> {
+  const payload = schema.safeParse(request.payload);
+  if (!payload.success) {
+    const prefix = `${request.paths.payload}.payload`;
+    return { ok: false, failure: invalidField(describeIssue(payload.error, prefix), prefix) };
+  }
+  const requirements = parseEvmRequirements(request);
+  if (!requirements.ok) return requirements;
+  const domain = eip712Domain(request);
+  return {
+    ok: true,
+    value: {
+      payload: payload.data,
+      requirements: requirements.value,
+      domain: domain.ok ? { name: domain.name, version: domain.version } : undefined,
+    },
+  };
+}
+
+/** Never rejects: lets a check start early and be read later, or not at all. */
+export function outcomeOf<T>(
+  promise: Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  return promise.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+}
+
+/**
+ * Runs `call` against the latest block with the gas a settlement of its kind could ever get, so a
+ * token that needs more fails here, at verify, not in a transaction we pay for.
+ */
+export function simulateWithin(
+  ctx: SchemeContext,
+  call: ContractCall & { readonly account?: Address },
+  need: Pick<GasNeed, "use" | "deployment">,
+) {
+  const gas = simulationGas(ctx.gasBounds, need.use, need.deployment);
+  return outcomeOf(ctx.client.call({ ...call, gas }));
+}
+
+/**
+ * A simulation that ran out of its gas: refused as over the bound, naming what the call would
+ * take (one estimate without a limit, on this rare path). Undefined for any other failure.
+ */
+export async function overBoundInSimulation(
+  ctx: SchemeContext,
+  call: ContractCall & { readonly account?: Address },
+  need: GasNeed,
+  error: unknown,
+): Promise<Failure | undefined> {
+  if (!isOutOfGas(error)) return undefined;
+  const given = simulationGas(ctx.gasBounds, need.use, need.deployment);
+  const asked = await ctx.client.estimateGas(call).catch(() => given + 1n);
+  return overGasBound(ctx.chainId, need, gasBound(ctx.gasBounds, need), asked);
+}
+
+export function chainFailure(error: unknown, doing: string): Failure {
+  if (isUnreachable(error)) {
+    return failure(
+      "chain_unavailable",
+      `${doing}: the RPC could not be reached (${unreachableReason(error)})`,
+    );
+  }
+  const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  return failure("internal_error", `${doing}: ${text}`);
+}
+
+/** Scheme, EIP-712 domain and network, in the reference's order: the domain name and version. */
+export function checkAgreement(
+  request: PaymentRequest,
+): Step<{ readonly name: string; readonly version: string }> {
+  if (request.payloadScheme !== request.requirements.scheme) {
+    return {
+      ok: false,
+      failure: failure(
+        "scheme_mismatch",
+        `the payload's scheme "${request.payloadScheme}" differs from the requirements' "${request.requirements.scheme}"`,
+      ),
+    };
+  }
+  const domain = eip712Domain(request);
+  if (!domain.ok) return domain;
+  if (request.payloadNetwork !== request.requirements.network) {
+    return {
+      ok: false,
+      failure: failure(
+        "network_mismatch",
+        `the payload's network "${request.payloadNetwork}" differs from the requirements' "${request.requirements.network}"`,
+      ),
+    };
+  }
+  return { ok: true, value: { name: domain.name, version: domain.version } };
+}
+
+/** What the payer signed, as far as the requirements are concerned. */
+export interface SignedTerms {
+  readonly to: Address;
+  readonly value: bigint;
+  readonly validAfter: bigint;
+  readonly validBefore: bigint;
+}
+
+/** The checks that need no chain, in the reference's order after the signature. */
+export function checkTerms(
+  ctx: SchemeContext,
+  request: PaymentRequest,
+  terms: SignedTerms,
+  requirements: EvmRequirements,
+): Failure | null {
+  const now = BigInt(Math.floor(ctx.now()));
+  if (!isAddressEqual(terms.to, requirements.payTo)) {
+    return failure(
+      "recipient_mismatch",
+      `the authorization pays ${terms.to}, requirements.payTo is ${requirements.payTo}`,
+    );
+  }
+  if (terms.validBefore < now + VALID_BEFORE_HEADROOM_SECONDS) {
+    return failure(
+      "authorization_expired",
+      tooLate(
+        "the authorization",
+        `${request.paths.payload}.payload.authorization.validBefore`,
+        terms.validBefore,
+        now,
+        VALID_BEFORE_HEADROOM_SECONDS,
+      ),
+    );
+  }
+  if (terms.validAfter > now) {
+    return failure(
+      "authorization_not_yet_valid",
+      tooEarly(
+        "the authorization",
+        `${request.paths.payload}.payload.authorization.validAfter`,
+        terms.validAfter,
+        now,
+      ),
+    );
+  }
+  if (terms.value !== requirements.amount) {
+    return failure(
+      "amount_mismatch",
+      `the authorization is for ${terms.value}, the requirements ask for exactly ${requirements.amount}`,
+      request.x402Version === 1 ? { x402Reason: "invalid_exact_evm_authorization_value" } : {},
+    );
+  }
+  return null;
+}
+
+/** The asset-has-code answer is cached: deployed code does not go away. */
+const contractAssets = new Map<string, number>();
+const ASSET_CACHE_MS = 15 * 60_000;
+const ASSET_CACHE_MAX = 4096;
+
+export async function assetIsContract(ctx: SchemeContext, asset: Address): Promise<boolean> {
+  const key = `${ctx.chainId}:${asset}`;
+  const cachedAt = contractAssets.get(key);
+  if (cachedAt !== undefined && Date.now() - cachedAt < ASSET_CACHE_MS) return true;
+  const code = await ctx.client.getCode({ address: asset });
+  const isContract = code !== undefined && code !== "0x";
+  if (isContract) {
+    if (contractAssets.size >= ASSET_CACHE_MAX) contractAssets.clear();
+    contractAssets.set(key, Date.now());
+  }
+  return isContract;
+}
+
+/** asset_not_contract, or a chain failure, from an asset check started earlier. */
+export function assetFailure(
+  ctx: SchemeContext,
+  asset: Address,
+  checked: { ok: true; value: boolean } | { ok: false; error: unknown } | undefined,
+): Failure | null {
+  if (!checked) return null;
+  if (!checked.ok) return chainFailure(checked.error, "reading the asset's code");
+  if (checked.value) return null;
+  return failure("asset_not_contract", `no contract at ${asset} on chain ${ctx.chainId}`);
+}

@@ -1,0 +1,56 @@
+/**
+ * Who used an EIP-3009 authorization that the token says is used. Anyone who sees a signed
+ * authorization can submit it before us; then the payer did pay, in a transaction we did not
+ * send, and the answer says so (never a success, and never someone else's hash as ours).
+ */
+import { type Address, type Hex, isAddressEqual, parseAbiItem } from "viem";
+import type { SchemeContext } from "../../core/scheme.js";
+import type { ExpectedTransfer } from "../../core/store.js";
+import { receiptHasTransfer } from "../chain/receipts.js";
+
+const used = parseAbiItem(
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+);
+const canceled = parseAbiItem(
+  "event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)",
+);
+/** How far back to look: providers refuse wide log ranges, and a replay is usually fresh. */
+const LOOKBACK_BLOCKS = 5_000n;
+
+/** A sentence on how the nonce was used, when the chain's recent logs tell. */
+export async function howUsed(
+  ctx: SchemeContext,
+  token: Address,
+  authorizer: Address,
+  nonce: Hex,
+  expect: ExpectedTransfer,
+): Promise<string | undefined> {
+  try {
+    const latest = await ctx.client.getBlockNumber();
+    const fromBlock = latest > LOOKBACK_BLOCKS ? latest - LOOKBACK_BLOCKS : 0n;
+    const filter = { address: token, args: { authorizer, nonce }, fromBlock, toBlock: latest };
+    const [uses, cancels] = await Promise.all([
+      ctx.client.getLogs({ ...filter, event: used }),
+      ctx.client.getLogs({ ...filter, event: canceled }),
+    ]);
+    if (cancels[0]) return `the payer cancelled it in ${cancels[0].transactionHash}`;
+    const hash = uses[0]?.transactionHash;
+    if (!hash) return undefined;
+    const receipt = await ctx.client.getTransactionReceipt({ hash });
+    const paid = receiptHasTransfer(receipt, expect);
+    // Settled by one of our own keys (an earlier settle whose journal this process does not have,
+    // or a verify after a settle): say so, rather than "not by this facilitator".
+    const ours = ctx.signers.addresses.some((a) => isAddressEqual(a, receipt.from));
+    const sender = isAddressEqual(receipt.from, expect.to)
+      ? "the payee"
+      : ours
+        ? `${receipt.from} (a settlement key of this facilitator)`
+        : receipt.from;
+    if (!paid) return `it was used in ${hash} (sent by ${sender}) for another transfer`;
+    return ours
+      ? `it already paid ${expect.to} ${expect.value} in ${hash}, sent by ${sender}: the payer did pay`
+      : `it already paid ${expect.to} ${expect.value} in ${hash}, a transaction sent by ${sender}, not by this facilitator: the payer did pay`;
+  } catch {
+    return undefined;
+  }
+}

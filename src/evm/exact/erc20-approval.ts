@@ -1,0 +1,232 @@
+/**
+ * The `erc20ApprovalGasSponsoring` extension a Permit2 payment may carry: the payer's own signed
+ * `approve(Permit2, …)` transaction, for a payer that holds the token but no gas. We fund exactly
+ * the gas that transaction may cost (if the payer lacks it), broadcast it, and settle once it has
+ * landed: three transactions, one settlement (see chain/prelude.ts). Checked as the reference
+ * checks it, with its reason strings, and more strictly where our gas is at stake.
+ */
+import {
+  type Address,
+  decodeFunctionData,
+  getAddress,
+  type Hex,
+  isAddressEqual,
+  parseAbi,
+  parseTransaction,
+  recoverTransactionAddress,
+  type TransactionSerialized,
+} from "viem";
+import type { SchemeContext } from "../../core/scheme.js";
+import { failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import { estimateFees } from "../chain/fees.js";
+import type { Prelude } from "../chain/prelude.js";
+import type { Step } from "./checks.js";
+import { PERMIT2_ADDRESS } from "./permit2-encoding.js";
+
+export const ERC20_APPROVAL_GAS_SPONSORING = "erc20ApprovalGasSponsoring";
+
+const approveAbi = parseAbi([
+  "function approve(address spender, uint256 amount) returns (bool)",
+  "function allowance(address owner, address spender) view returns (uint256)",
+]);
+const FIELDS = ["from", "asset", "spender", "amount", "signedTransaction", "version"];
+const ADDRESS = /^0x[a-fA-F0-9]{40}$/;
+const NUMBER = /^[0-9]{1,78}$/;
+const HEX = /^0x[a-fA-F0-9]+$/;
+const VERSION = /^[0-9]+(\.[0-9]+)*$/;
+/** The most gas we fund for an approval (the x402 client signs 70,000). */
+const MAX_APPROVAL_GAS = 100_000n;
+/**
+ * The most an approval may offer per gas: a multiple of what the chain asks now, or a few gwei
+ * where fees are tiny (a fee signed minutes ago may be far above a quiet chain's).
+ */
+const MAX_FEE_MULTIPLE = 3n;
+const MAX_FEE_FLOOR = 5_000_000_000n;
+
+/** The payer's approval, ready to be funded and sent. */
+export interface SponsoredApproval {
+  readonly raw: Hex;
+  readonly from: Address;
+  /** What the approval may cost the payer in gas: what we fund at most. */
+  readonly cost: bigint;
+}
+
+const invalid = (x402Reason: string, message: string): Step<never> => ({
+  ok: false,
+  failure: failure("invalid_extension", `erc20ApprovalGasSponsoring: ${message}`, { x402Reason }),
+});
+
+/** The extension's info when complete (as the reference reads it); an incomplete one is none. */
+function infoOf(request: PaymentRequest): Record<string, unknown> | undefined {
+  const entry = request.extensions?.[ERC20_APPROVAL_GAS_SPONSORING] as
+    | { info?: unknown }
+    | undefined;
+  const info = entry?.info as Record<string, unknown> | undefined;
+  if (typeof info !== "object" || info === null) return undefined;
+  return FIELDS.every((field) => Boolean(info[field])) ? info : undefined;
+}
+
+/** Whether the payment carries the extension at all. */
+export function carriesErc20Approval(request: PaymentRequest): boolean {
+  return infoOf(request) !== undefined;
+}
+
+/**
+ * The payer's signed approval from `paymentPayload.extensions`, or undefined when the payment
+ * carries none.
+ */
+export async function erc20ApprovalSponsoring(
+  ctx: SchemeContext,
+  request: PaymentRequest,
+  payer: Address,
+  token: Address,
+): Promise<Step<SponsoredApproval> | undefined> {
+  const info = infoOf(request);
+  if (!info) return undefined;
+  const text = (field: string) => (typeof info[field] === "string" ? (info[field] as string) : "");
+  const formats: [string, RegExp][] = [
+    ["from", ADDRESS],
+    ["asset", ADDRESS],
+    ["spender", ADDRESS],
+    ["amount", NUMBER],
+    ["signedTransaction", HEX],
+    ["version", VERSION],
+  ];
+  const malformed = formats.find(([field, pattern]) => !pattern.test(text(field)));
+  if (malformed) {
+    return invalid("invalid_erc20_approval_extension_format", `info.${malformed[0]} is malformed`);
+  }
+  if (!isAddressEqual(getAddress(text("from")), payer)) {
+    return invalid("erc20_approval_from_mismatch", `info.from is not the payer ${payer}`);
+  }
+  if (!isAddressEqual(getAddress(text("asset")), token)) {
+    return invalid(
+      "erc20_approval_asset_mismatch",
+      `info.asset is not requirements.asset ${token}`,
+    );
+  }
+  if (!isAddressEqual(getAddress(text("spender")), PERMIT2_ADDRESS)) {
+    return invalid(
+      "erc20_approval_spender_not_permit2",
+      `info.spender must be Permit2 (${PERMIT2_ADDRESS})`,
+    );
+  }
+  const raw = text("signedTransaction") as Hex;
+  let tx: ReturnType<typeof parseTransaction>;
+  try {
+    tx = parseTransaction(raw);
+  } catch {
+    return invalid("erc20_approval_tx_parse_failed", "the signed transaction cannot be parsed");
+  }
+  if (!tx.to || !isAddressEqual(tx.to, token)) {
+    return invalid(
+      "erc20_approval_tx_wrong_target",
+      `the transaction calls ${tx.to ?? "nothing"}, not the token ${token}`,
+    );
+  }
+  const data = tx.data ?? "0x";
+  if (!data.startsWith("0x095ea7b3")) {
+    return invalid(
+      "erc20_approval_tx_wrong_selector",
+      "the transaction is not an approve(address,uint256) call",
+    );
+  }
+  try {
+    const decoded = decodeFunctionData({ abi: approveAbi, data });
+    if (!isAddressEqual(decoded.args[0] as Address, PERMIT2_ADDRESS)) {
+      return invalid(
+        "erc20_approval_tx_wrong_spender",
+        `the transaction approves ${decoded.args[0]}, not Permit2`,
+      );
+    }
+  } catch {
+    return invalid(
+      "erc20_approval_tx_invalid_calldata",
+      "the approve() calldata cannot be decoded",
+    );
+  }
+  let signer: Address;
+  try {
+    signer = await recoverTransactionAddress({
+      serializedTransaction: raw as TransactionSerialized,
+    });
+  } catch {
+    return invalid(
+      "erc20_approval_tx_invalid_signature",
+      "the transaction's signer cannot be recovered",
+    );
+  }
+  if (!isAddressEqual(signer, payer)) {
+    return invalid(
+      "erc20_approval_tx_signer_mismatch",
+      `the transaction is signed by ${signer}, not the payer ${payer}`,
+    );
+  }
+  return fundable(ctx, raw, payer, tx);
+}
+
+/** Stricter than the reference, since our gas pays for it: chain, gas, fee and nonce. */
+async function fundable(
+  ctx: SchemeContext,
+  raw: Hex,
+  payer: Address,
+  tx: ReturnType<typeof parseTransaction>,
+): Promise<Step<SponsoredApproval>> {
+  const refuse = (why: string) => invalid("erc20_approval_tx_failed", why);
+  if (tx.chainId !== ctx.chainId)
+    return refuse(`the transaction is for chain ${tx.chainId}, not ${ctx.chainId}`);
+  const gas = tx.gas ?? 0n;
+  if (gas === 0n || gas > MAX_APPROVAL_GAS) {
+    return refuse(`the transaction's gas limit ${gas} is not between 1 and ${MAX_APPROVAL_GAS}`);
+  }
+  if ((tx.value ?? 0n) !== 0n) return refuse("the transaction sends ether along");
+  const perGas = tx.maxFeePerGas ?? tx.gasPrice ?? 0n;
+  const [fees, nonce] = await Promise.all([
+    estimateFees(ctx),
+    ctx.client.getTransactionCount({ address: payer, blockTag: "pending" }),
+  ]);
+  const chainPrice = fees.type === "eip1559" ? fees.maxFeePerGas : fees.gasPrice;
+  const multiple = chainPrice * MAX_FEE_MULTIPLE;
+  const ceiling = multiple > MAX_FEE_FLOOR ? multiple : MAX_FEE_FLOOR;
+  if (perGas > ceiling) {
+    return refuse(
+      `the transaction offers ${perGas} wei per gas, over ${ceiling} (${MAX_FEE_MULTIPLE}× what the chain asks, at least 5 gwei)`,
+    );
+  }
+  if (tx.nonce !== nonce) {
+    return refuse(`the transaction has nonce ${tx.nonce}, the payer's next is ${nonce}`);
+  }
+  return { ok: true, value: { raw, from: payer, cost: gas * perGas } };
+}
+
+/** The transactions that land before the payment: our gas for the payer if it lacks it, its approval. */
+export function approvalPreludes(
+  approval: SponsoredApproval,
+  token: Address,
+  amount: bigint,
+): Prelude[] {
+  const approvalNeeded = async (ctx: SchemeContext) =>
+    (await ctx.client.readContract({
+      address: token,
+      abi: approveAbi,
+      functionName: "allowance",
+      args: [approval.from, PERMIT2_ADDRESS],
+    })) < amount;
+  return [
+    {
+      name: "fund",
+      tx: {
+        call: { to: approval.from, data: "0x" },
+        gas: { use: "fund", asset: token },
+        // Only what the payer lacks for its approval's gas.
+        value: async (ctx) =>
+          approval.cost - (await ctx.client.getBalance({ address: approval.from })),
+      },
+      needed: async (ctx) =>
+        (await approvalNeeded(ctx)) &&
+        (await ctx.client.getBalance({ address: approval.from })) < approval.cost,
+    },
+    { name: "approve", tx: { raw: approval.raw }, needed: approvalNeeded },
+  ];
+}

@@ -1,0 +1,80 @@
+/** The `exact` scheme on EVM chains: one module per way of moving the token. */
+
+import type { PaymentMethod } from "../../core/scheme.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import { eip3009 } from "./eip3009.js";
+import { ERC20_APPROVAL_GAS_SPONSORING } from "./erc20-approval.js";
+import { permitMethod } from "./permit.js";
+import { permit2Method } from "./permit2.js";
+import { EIP2612_GAS_SPONSORING } from "./permit2-extensions.js";
+import { exactPaymentMethod } from "./pipeline.js";
+
+export const EXACT = "exact";
+
+const permit2 = exactPaymentMethod(permit2Method);
+const permit = exactPaymentMethod(permitMethod);
+
+/** Each method with the name `requirements.extra.assetTransferMethod` gives it. */
+const methods: readonly { readonly name: string; readonly method: PaymentMethod }[] = [
+  // Before EIP-3009: x402x permit payloads also carry an "authorization".
+  { name: "permit", method: permit },
+  { name: "eip3009", method: eip3009 },
+  { name: "permit2", method: permit2 },
+];
+
+/** The transfer methods `extra.assetTransferMethod` can name, as `/supported` declares them. */
+export const EXACT_EVM_TRANSFER_METHODS = ["eip3009", "permit2"];
+
+/** The payment extensions served, as `/supported` declares them. */
+export const EXACT_EVM_EXTENSIONS = [EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING];
+
+/**
+ * The method for this payload's shape, or why there is none. `extra.assetTransferMethod` may be
+ * left out ("pick the default"); when present it must name the method the payload uses.
+ */
+export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure {
+  const { payload, paths } = request;
+  const x402x = x402xRefusal(payload.authorizationType);
+  if (x402x) return x402x;
+  const found = methods.find((m) => m.method.accepts(payload));
+  if (!found) {
+    return failure(
+      "invalid_request",
+      `${paths.payload}.payload must carry an EIP-3009 "authorization" or a "permit2Authorization", with its "signature"`,
+    );
+  }
+  if (found.name === "permit2" && request.x402Version === 1) {
+    return failure(
+      "unsupported_scheme",
+      "Permit2 payments are x402 v2 only; x402 v1 pays with EIP-3009 authorizations",
+    );
+  }
+  // x402x names the method in requirements.paymentType.
+  const paymentType = (request.requirements as { paymentType?: unknown }).paymentType;
+  if (paymentType !== undefined && paymentType !== found.name) {
+    return failure(
+      "transfer_method_mismatch",
+      `${paths.requirements}.paymentType is ${JSON.stringify(paymentType).slice(0, 40)}, but the payload is a ${found.name} authorization`,
+    );
+  }
+  const named = request.requirements.extra?.assetTransferMethod;
+  if (named !== undefined && named !== null && named !== found.name) {
+    return failure(
+      "transfer_method_mismatch",
+      `${paths.requirements}.extra.assetTransferMethod is ${JSON.stringify(named).slice(0, 40)}, but the payload is a ${found.name} authorization`,
+    );
+  }
+  return found.method;
+}
+
+/** The x402x dialect's authorization types that cannot be settled here, and why. */
+function x402xRefusal(type: unknown): Failure | undefined {
+  if (type === "permit2") {
+    return failure(
+      "unsupported_scheme",
+      'x402x Permit2 payloads name payTo as the spender, so only payTo could settle them; sign a "permit2Authorization" for the x402 exact Permit2 proxy instead',
+    );
+  }
+  return undefined;
+}

@@ -1,0 +1,355 @@
+/**
+ * `exact` on EVM through an EIP-2612 permit, in the x402x dialect (`payload.authorizationType:
+ * "permit"`), with one of our settlement accounts as the spender: the permit lands first, then
+ * that account moves the tokens with `transferFrom` to `payTo`. Two transactions, one settlement:
+ * both are journaled under the permit's key, and a retry after a crash between them picks up
+ * where it stopped. The permit does not name the recipient (only the spender): whoever holds the
+ * payload may ask for it to be paid to another `payTo`, so serve it behind an API key.
+ */
+import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
+import { z } from "zod";
+import { isUnreachable } from "../../core/rpc.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import type { ExpectedTransfer } from "../../core/store.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import type { Prelude } from "../chain/prelude.js";
+import {
+  assetFailure,
+  assetIsContract,
+  chainFailure,
+  checkAgreement,
+  outcomeOf,
+  overBoundInSimulation,
+  parsePayment,
+  type Step,
+  simulateWithin,
+} from "./checks.js";
+import { address, hexBytes, uint256 } from "./fields.js";
+import type { ExactMethod, Verified } from "./method.js";
+import { splitSignature } from "./permit2-encoding.js";
+import { sameTransfer } from "./pipeline.js";
+import type { EvmRequirements } from "./requirements.js";
+import { checkSignature, recoversTo } from "./signature.js";
+
+export const eip2612Abi = parseAbi([
+  "function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)",
+  "function transferFrom(address from, address to, uint256 value) returns (bool)",
+  "function nonces(address owner) view returns (uint256)",
+  "function allowance(address owner, address spender) view returns (uint256)",
+  "function balanceOf(address owner) view returns (uint256)",
+]);
+
+const permitTypes = {
+  Permit: [
+    { name: "owner", type: "address" },
+    { name: "spender", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint256" },
+  ],
+} as const;
+
+const payloadSchema = z.object({
+  authorizationType: z.literal("permit"),
+  signature: hexBytes,
+  authorization: z.object({
+    owner: address,
+    spender: address,
+    value: uint256,
+    deadline: uint256,
+    nonce: uint256,
+  }),
+});
+
+type Permit = z.infer<typeof payloadSchema>["authorization"];
+
+interface PermitPayment {
+  readonly permit: Permit;
+  readonly signature: Hex;
+  readonly requirements: EvmRequirements;
+  readonly domain: { readonly name: string; readonly version: string } | undefined;
+}
+
+/** The reference refuses authorizations that expire within this many seconds. */
+const DEADLINE_HEADROOM_SECONDS = 6n;
+
+const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
+
+function digestOf(ctx: SchemeContext, payment: PermitPayment): Hex {
+  const { permit, requirements, domain } = payment;
+  return hashTypedData({
+    domain: {
+      name: domain?.name ?? "",
+      version: domain?.version ?? "",
+      chainId: ctx.chainId,
+      verifyingContract: requirements.asset,
+    },
+    types: permitTypes,
+    primaryType: "Permit",
+    message: permit,
+  });
+}
+
+function expectedTransfer(payment: PermitPayment): ExpectedTransfer {
+  const { permit, requirements } = payment;
+  return {
+    token: requirements.asset,
+    from: permit.owner,
+    to: requirements.payTo,
+    value: permit.value.toString(),
+  };
+}
+
+function permitCall(payment: PermitPayment) {
+  const { permit, requirements, signature } = payment;
+  const { v, r, s } = splitSignature(signature);
+  return {
+    to: requirements.asset,
+    data: encodeFunctionData({
+      abi: eip2612Abi,
+      functionName: "permit",
+      args: [permit.owner, permit.spender, permit.value, permit.deadline, v, r, s],
+    }),
+  } as const;
+}
+
+/** What the token says of the permit: its nonce, and the allowance it would grant. */
+async function tokenState(ctx: SchemeContext, payment: PermitPayment) {
+  const token = { address: payment.requirements.asset, abi: eip2612Abi } as const;
+  const { owner, spender } = payment.permit;
+  return Promise.all([
+    outcomeOf(ctx.client.readContract({ ...token, functionName: "nonces", args: [owner] })),
+    outcomeOf(
+      ctx.client.readContract({ ...token, functionName: "allowance", args: [owner, spender] }),
+    ),
+    outcomeOf(ctx.client.readContract({ ...token, functionName: "balanceOf", args: [owner] })),
+  ]);
+}
+
+/** Why the permit (or the transfer after it) cannot go through, from the token's own state. */
+async function diagnose(
+  ctx: SchemeContext,
+  payment: PermitPayment,
+  revert: string | undefined,
+): Promise<Failure> {
+  const { permit } = payment;
+  const [nonce, allowance, balance] = await tokenState(ctx, payment);
+  const unreachable = [nonce, allowance, balance].find((r) => !r.ok && isUnreachable(r.error));
+  if (unreachable && !unreachable.ok) return chainFailure(unreachable.error, "reading the token");
+  if (!nonce.ok) {
+    return failure(
+      "simulation_failed",
+      "the token has no EIP-2612 nonces(): it cannot take permits",
+    );
+  }
+  const covered = allowance.ok && allowance.value >= permit.value;
+  if (!covered && nonce.value > permit.nonce) {
+    return failure(
+      "nonce_already_used",
+      `permit nonce ${permit.nonce} of ${permit.owner} was already used (the token is at ${nonce.value})`,
+    );
+  }
+  if (!covered && nonce.value < permit.nonce) {
+    return failure(
+      "simulation_failed",
+      `the token expects permit nonce ${nonce.value} from ${permit.owner}, this permit has ${permit.nonce}`,
+    );
+  }
+  if (balance.ok && balance.value < permit.value) {
+    return failure(
+      "insufficient_funds",
+      `the payer holds ${balance.value}, the payment needs ${permit.value}`,
+    );
+  }
+  return failure(
+    "simulation_failed",
+    `the permit or the transfer would revert${revert ? `: ${revert}` : ""}`,
+  );
+}
+
+async function verify(
+  ctx: SchemeContext,
+  request: PaymentRequest,
+  parsed: PermitPayment,
+  options: { readonly simulate: boolean },
+): Promise<Step<Verified<PermitPayment>>> {
+  const agreed = checkAgreement(request);
+  if (!agreed.ok) return agreed;
+  const payment: PermitPayment = { ...parsed, domain: agreed.value };
+  const { permit, requirements, signature } = payment;
+  const payerCode = ctx.client.getCode({ address: permit.owner });
+  payerCode.catch(() => undefined);
+  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset));
+  const state = tokenState(ctx, payment);
+
+  if (size(signature) !== 65) {
+    return refuse(
+      failure(
+        "invalid_signature",
+        `an EIP-2612 permit takes a 65-byte signature; got ${size(signature)}`,
+        {
+          x402Reason: "invalid_permit_signature",
+        },
+      ),
+    );
+  }
+  const signed = await checkSignature(
+    ctx,
+    permit.owner,
+    digestOf(ctx, payment),
+    signature,
+    payerCode,
+  );
+  if (!signed.ok) {
+    const f = signed.failure;
+    return refuse(
+      f.code === "invalid_signature" ? { ...f, x402Reason: "invalid_permit_signature" } : f,
+    );
+  }
+  const now = BigInt(Math.floor(ctx.now()));
+  if (permit.deadline < now + DEADLINE_HEADROOM_SECONDS) {
+    return refuse(
+      failure(
+        "authorization_expired",
+        `the permit's deadline ${permit.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`,
+        { x402Reason: "permit_expired" },
+      ),
+    );
+  }
+  // Without settlement keys (verify from the CLI needs none) whose permit it is cannot be told.
+  if (ctx.signers.size > 0 && !ctx.signers.byAddress(permit.spender)) {
+    const ours = ctx.signers.addresses.join(", ") || "none configured";
+    const hint = isAddressEqual(permit.spender, requirements.payTo)
+      ? " (x402x names payTo as the spender, which only payTo could settle)"
+      : "";
+    return refuse(
+      failure(
+        "spender_mismatch",
+        `the permit's spender is ${permit.spender}${hint}; it must be one of this facilitator's settlement accounts: ${ours}`,
+        { x402Reason: "invalid_spender_address" },
+      ),
+    );
+  }
+  if (permit.value !== requirements.amount) {
+    return refuse(
+      failure(
+        "amount_mismatch",
+        `the permit is for ${permit.value}, the requirements ask for exactly ${requirements.amount}`,
+        { x402Reason: "invalid_exact_evm_payload_authorization_value" },
+      ),
+    );
+  }
+  const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
+  if (assetProblem) return refuse(assetProblem);
+
+  // A permit that already landed (ours, before a crash, or anyone's) left the allowance: then
+  // only the transfer remains. Otherwise the permit must be the next one the token expects.
+  const [nonce, allowance, balance] = await state;
+  const unreachable = [nonce, allowance, balance].find((r) => !r.ok && isUnreachable(r.error));
+  if (unreachable && !unreachable.ok)
+    return refuse(chainFailure(unreachable.error, "reading the token"));
+  const covered = allowance.ok && allowance.value >= permit.value;
+  if (
+    !covered &&
+    (!nonce.ok || nonce.value !== permit.nonce || (balance.ok && balance.value < permit.value))
+  ) {
+    return refuse(await diagnose(ctx, payment, undefined));
+  }
+  if (balance.ok && balance.value < permit.value)
+    return refuse(await diagnose(ctx, payment, undefined));
+  if (!covered && options.simulate) {
+    const permitting = { ...permitCall(payment), account: permit.spender };
+    const simulated = await simulateWithin(ctx, permitting, { use: "permit" });
+    if (!simulated.ok) {
+      if (isUnreachable(simulated.error))
+        return refuse(chainFailure(simulated.error, "simulating the permit"));
+      const need = { use: "permit", asset: requirements.asset } as const;
+      const overBound = await overBoundInSimulation(ctx, permitting, need, simulated.error);
+      if (overBound) return refuse(overBound);
+      return refuse(await diagnose(ctx, payment, undefined));
+    }
+  }
+
+  const prelude: Prelude = {
+    name: "permit",
+    tx: { call: permitCall(payment), gas: { use: "permit", asset: requirements.asset } },
+    needed: async (c) => {
+      const granted = await c.client.readContract({
+        address: requirements.asset,
+        abi: eip2612Abi,
+        functionName: "allowance",
+        args: [permit.owner, permit.spender],
+      });
+      return granted < permit.value;
+    },
+  };
+  return {
+    ok: true,
+    value: {
+      payment,
+      call: {
+        to: requirements.asset,
+        data: encodeFunctionData({
+          abi: eip2612Abi,
+          functionName: "transferFrom",
+          args: [permit.owner, requirements.payTo, permit.value],
+        }),
+      },
+      gas: { use: "transferFrom", asset: requirements.asset },
+      expect: expectedTransfer(payment),
+      spends: [{ token: requirements.asset, owner: permit.owner, amount: permit.value }],
+      signer: permit.spender,
+      preludes: [prelude],
+    },
+  };
+}
+
+export const permitMethod: ExactMethod<PermitPayment> = {
+  name: "permit",
+  accepts: (payload) => payload.authorizationType === "permit",
+
+  parse(_ctx, request) {
+    const parsed = parsePayment(request, payloadSchema);
+    if (!parsed.ok) return parsed;
+    return {
+      ok: true,
+      value: {
+        permit: parsed.value.payload.authorization,
+        signature: parsed.value.payload.signature,
+        requirements: parsed.value.requirements,
+        domain: parsed.value.domain,
+      },
+    };
+  },
+
+  /** The token spends each (owner, permit nonce) once: that is the settlement's name. */
+  identify(ctx, payment) {
+    const { permit, requirements } = payment;
+    return {
+      key: `permit:${ctx.chainId}:${requirements.asset}:${permit.owner}:${permit.nonce}`.toLowerCase(),
+      payer: permit.owner,
+      asset: requirements.asset,
+    };
+  },
+
+  verify,
+
+  async sameAsJournal(ctx, payment, entry) {
+    const differs = sameTransfer(expectedTransfer(payment), entry);
+    if (differs) return differs;
+    if (!payment.domain) {
+      return failure("missing_eip712_domain", "requirements.extra must carry name and version");
+    }
+    if (size(payment.signature) !== 65) return null;
+    const signed = await recoversTo(
+      ctx,
+      payment.permit.owner,
+      digestOf(ctx, payment),
+      payment.signature,
+    );
+    return signed.ok ? null : signed.failure;
+  },
+
+  diagnose,
+};

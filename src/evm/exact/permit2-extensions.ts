@@ -1,0 +1,96 @@
+/**
+ * The gas-sponsoring extension a Permit2 payment may carry: `eip2612GasSponsoring`, the payer's
+ * EIP-2612 permit that lets Permit2 spend its tokens, applied by the proxy in the settling
+ * transaction. Checked as the reference checks it, with its reason strings.
+ */
+import { getAddress, isAddressEqual, size } from "viem";
+import type { SchemeContext } from "../../core/scheme.js";
+import { failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import { tooLate } from "../../protocol/words.js";
+import type { Step } from "./checks.js";
+import {
+  type Eip2612Permit,
+  PERMIT2_ADDRESS,
+  type Permit2Authorization,
+} from "./permit2-encoding.js";
+
+export const EIP2612_GAS_SPONSORING = "eip2612GasSponsoring";
+
+const FIELDS = ["from", "asset", "spender", "amount", "nonce", "deadline", "signature", "version"];
+const ADDRESS = /^0x[a-fA-F0-9]{40}$/;
+const NUMBER = /^[0-9]{1,78}$/;
+const HEX = /^0x[a-fA-F0-9]+$/;
+const VERSION = /^[0-9]+(\.[0-9]+)*$/;
+const DEADLINE_HEADROOM_SECONDS = 6n;
+
+const invalid = (x402Reason: string, message: string): Step<never> => ({
+  ok: false,
+  failure: failure("invalid_extension", `eip2612GasSponsoring: ${message}`, { x402Reason }),
+});
+
+/**
+ * The payer's EIP-2612 permit for Permit2 from `paymentPayload.extensions`, or undefined when the
+ * payment carries none (an incomplete one counts as none, as for the reference).
+ */
+export function eip2612Sponsoring(
+  request: PaymentRequest,
+  authorization: Permit2Authorization,
+  asset: string,
+  ctx: SchemeContext,
+): Step<Eip2612Permit> | undefined {
+  const entry = request.extensions?.[EIP2612_GAS_SPONSORING] as { info?: unknown } | undefined;
+  const info = entry?.info as Record<string, unknown> | undefined;
+  if (typeof info !== "object" || info === null) return undefined;
+  if (FIELDS.some((field) => !info[field])) return undefined;
+  const text = (field: string) => (typeof info[field] === "string" ? (info[field] as string) : "");
+  const formats: [string, RegExp][] = [
+    ["from", ADDRESS],
+    ["asset", ADDRESS],
+    ["spender", ADDRESS],
+    ["amount", NUMBER],
+    ["nonce", NUMBER],
+    ["deadline", NUMBER],
+    ["signature", HEX],
+    ["version", VERSION],
+  ];
+  const malformed = formats.find(([field, pattern]) => !pattern.test(text(field)));
+  if (malformed) {
+    return invalid("invalid_eip2612_extension_format", `info.${malformed[0]} is malformed`);
+  }
+  const from = getAddress(text("from"));
+  if (!isAddressEqual(from, authorization.from)) {
+    return invalid(
+      "eip2612_from_mismatch",
+      `info.from ${from} is not the payer ${authorization.from}`,
+    );
+  }
+  if (!isAddressEqual(getAddress(text("asset")), getAddress(asset))) {
+    return invalid("eip2612_asset_mismatch", `info.asset is not requirements.asset ${asset}`);
+  }
+  if (!isAddressEqual(getAddress(text("spender")), PERMIT2_ADDRESS)) {
+    return invalid(
+      "eip2612_spender_not_permit2",
+      `info.spender must be Permit2 (${PERMIT2_ADDRESS})`,
+    );
+  }
+  const deadline = BigInt(text("deadline"));
+  const now = BigInt(Math.floor(ctx.now()));
+  if (deadline < now + DEADLINE_HEADROOM_SECONDS) {
+    return invalid(
+      "eip2612_deadline_expired",
+      tooLate(
+        "the EIP-2612 permit",
+        "extensions.eip2612GasSponsoring.info.deadline",
+        deadline,
+        now,
+        DEADLINE_HEADROOM_SECONDS,
+      ),
+    );
+  }
+  const signature = text("signature") as `0x${string}`;
+  if (size(signature) !== 65) {
+    return invalid("invalid_eip2612_extension_format", "info.signature must be 65 bytes");
+  }
+  return { ok: true, value: { value: BigInt(text("amount")), deadline, signature } };
+}

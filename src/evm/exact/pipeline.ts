@@ -1,0 +1,406 @@
+/**
+ * The settle pipeline every exact-EVM method goes through, so the money rules are kept once:
+ * one settle per authorization at a time; a journaled settlement is picked back up (and a
+ * journaled success checked against the chain) before anything new is sent; only the assets an
+ * operator listed settle; wasted gas is charged to the payer, the asset and the chain's budget,
+ * and whoever is over theirs waits (chain/gas-at-risk.ts); nothing is broadcast that the payer's
+ * balance cannot cover once what it already has in flight with us has landed; no transaction is
+ * sent with more gas than its method's bound (chain/gas-bounds.ts).
+ */
+import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
+import type { PaymentMethod, SchemeContext, SettleResult } from "../../core/scheme.js";
+import {
+  type ExpectedTransfer,
+  type JournalEntry,
+  recordAnswered,
+  UNRECORDED,
+} from "../../core/store.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import { caip2 } from "../../protocol/networks.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import type { WaitUntil } from "../../protocol/schemas.js";
+import { hasGasEstimate } from "../chain/gas.js";
+import type { CallOutcome } from "../chain/outcome.js";
+import { landPreludes } from "../chain/prelude.js";
+import { receiptHasTransfer } from "../chain/receipts.js";
+import { recheckAnswered, reconcile } from "../chain/reconcile.js";
+import { prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
+import type { ExactMethod, Verified } from "./method.js";
+
+/** The journaled transfer pays the same recipient the same value as this one. */
+export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Failure | null {
+  const journaled = entry.expect;
+  if (journaled && isAddressEqual(expect.to, journaled.to) && expect.value === journaled.value) {
+    return null;
+  }
+  return failure(
+    "nonce_already_used",
+    `this authorization nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
+  );
+}
+
+/**
+ * Keeps the in-flight ledger and the gas at risk in step with what a send came to. A success is
+ * judged by the caller (it must carry the Transfer) and told here with `settled`.
+ */
+function track(
+  ctx: SchemeContext,
+  key: string,
+  expect: ExpectedTransfer,
+  outcome: CallOutcome,
+  /** The payer is a contract wallet: its signature check ran in our transaction. */
+  contractWallet = false,
+): void {
+  switch (outcome.kind) {
+    case "confirmed":
+      ctx.inflight.landed(key, outcome.receipt.blockNumber);
+      return;
+    case "reverted":
+      ctx.inflight.landed(key, outcome.receipt.blockNumber, false);
+      ctx.gasAtRisk.charge(ctx.chainId, {
+        payer: expect.from,
+        asset: expect.token,
+        gas: outcome.receipt.gasUsed,
+        // A contract wallet's own code may be what burned the gas: its doing, not the token's.
+        cause: outcome.outOfGas && !contractWallet ? "out-of-gas" : "reverted",
+      });
+      return;
+    case "simulated":
+    case "would-revert":
+      ctx.inflight.release(key);
+      return;
+    case "submitted":
+      if (ctx.watchSubmitted) void watchLanding(ctx, key, expect, outcome.hash, contractWallet);
+      return;
+    case "failed":
+      // With a hash it may still land: its reservation stays until it does.
+      if (!outcome.hash) ctx.inflight.release(key);
+  }
+}
+
+/** A mined success: it paid (payer and asset are known from now on), or it moved nothing. */
+function judgeLanded(
+  ctx: SchemeContext,
+  expect: ExpectedTransfer,
+  receipt: TransactionReceipt,
+): boolean {
+  if (receiptHasTransfer(receipt, expect)) {
+    ctx.gasAtRisk.settled(ctx.chainId, expect.from, expect.token);
+    return true;
+  }
+  ctx.gasAtRisk.charge(ctx.chainId, {
+    payer: expect.from,
+    asset: expect.token,
+    gas: receipt.gasUsed,
+    cause: "no-transfer",
+  });
+  return false;
+}
+
+/**
+ * A long-running server keeps an eye on what it answered `submitted` for, until it is mined or
+ * the confirmation wait is over, so the payer's reservation ends when it lands and a revert is
+ * charged to it. Its timers never hold a process up.
+ */
+async function watchLanding(
+  ctx: SchemeContext,
+  key: string,
+  expect: ExpectedTransfer,
+  hash: Hex,
+  contractWallet: boolean,
+) {
+  const deadline = Date.now() + ctx.confirmTimeoutMs;
+  const every = Math.max(ctx.receiptPollMs, 500);
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, every).unref());
+    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (!receipt) continue;
+    if (receipt.status === "success") {
+      track(ctx, key, expect, { kind: "confirmed", hash, receipt });
+      judgeLanded(ctx, expect, receipt);
+      return;
+    }
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    const sent = await ctx.client.getTransaction({ hash }).catch(() => undefined);
+    const outOfGas = sent !== undefined && receipt.gasUsed >= sent.gas;
+    track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas }, contractWallet);
+    return;
+  }
+}
+
+async function answer<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  verified: Pick<Verified<P>, "payment" | "expect"> & Partial<Pick<Verified<P>, "gas">>,
+  key: string,
+  outcome: CallOutcome,
+): Promise<SettleResult> {
+  const payer = verified.expect.from;
+  track(ctx, key, verified.expect, outcome, verified.gas?.contractWallet);
+  switch (outcome.kind) {
+    case "simulated":
+    case "submitted":
+      return { ok: true, payer, transactionHash: outcome.hash };
+    case "confirmed":
+      if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
+        void ctx.journal.recordState(key, "failed").catch(() => undefined);
+        return {
+          ok: false,
+          payer,
+          transactionHash: outcome.hash,
+          failure: failure(
+            "settlement_failed",
+            "the transaction succeeded but emitted no matching Transfer event",
+            { x402Reason: "invalid_exact_evm_transfer_event_mismatch" },
+          ),
+        };
+      }
+      // A success the journal does not hold could be answered again to another caller: the
+      // answer is pending, with the hash, and a retry (once the record can be made) the success.
+      if (!(await recordAnswered(ctx.journal, key))) {
+        return {
+          ok: false,
+          payer,
+          transactionHash: outcome.hash,
+          failure: failure("settlement_pending", UNRECORDED),
+        };
+      }
+      return { ok: true, payer, transactionHash: outcome.hash };
+    case "would-revert":
+      return {
+        ok: false,
+        payer,
+        failure: await method.diagnose(ctx, verified.payment, outcome.reason ?? outcome.detail),
+      };
+    case "reverted": {
+      const cause = await method.diagnose(ctx, verified.payment, undefined);
+      return {
+        ok: false,
+        payer,
+        transactionHash: outcome.hash,
+        failure: failure(
+          "settlement_failed",
+          `the transaction reverted on chain (${cause.message})`,
+        ),
+      };
+    }
+    case "failed":
+      return { ok: false, payer, transactionHash: outcome.hash, failure: outcome.failure };
+  }
+}
+
+/**
+ * A settlement of this key is in the journal: pick it up. Undefined when nothing stands in the
+ * way of settling afresh (nothing journaled, or its transaction can never land).
+ */
+async function pickUp<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  payment: P,
+  entry: JournalEntry,
+  waitUntil: WaitUntil,
+): Promise<SettleResult | undefined> {
+  // Entries under a settlement's own key always carry its Transfer.
+  const expect = entry.expect;
+  if (!expect) return undefined;
+  const journaled = { payment, expect };
+  if (entry.state === "answered") {
+    // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
+    const { token, from, value } = expect;
+    ctx.inflight.seed(ctx.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
+    const recheck = await recheckAnswered(ctx, entry, () =>
+      method.sameAsJournal(ctx, payment, entry),
+    );
+    if (recheck.kind !== "resent") ctx.inflight.release(entry.key);
+    if (recheck.kind === "standing") {
+      const how = recheck.receipt ? "settled" : "submitted (not mined yet)";
+      return {
+        ok: false,
+        failure: failure(
+          "nonce_already_used",
+          `this authorization was already ${how} in ${recheck.hash}`,
+        ),
+      };
+    }
+    if (recheck.kind === "refused") return { ok: false, failure: recheck.failure };
+    if (recheck.kind === "resent") {
+      return answer(method, ctx, journaled, entry.key, recheck.outcome);
+    }
+    // Dropped by a reorg and not sendable again as it was: settle afresh if it still can pay.
+    await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
+    return undefined;
+  }
+  if (entry.state !== "broadcast" || waitUntil === "simulated") return undefined;
+  const mismatch = await method.sameAsJournal(ctx, payment, entry);
+  if (mismatch) return { ok: false, failure: mismatch };
+  // Settled before (timed out, or the process died): follow that transaction, never send anew.
+  const picked = await reconcile(ctx, entry);
+  if (picked !== "gone") return answer(method, ctx, journaled, entry.key, picked);
+  await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
+  ctx.inflight.release(entry.key);
+  return undefined;
+}
+
+async function settlePayment<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  request: PaymentRequest,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const parsed = method.parse(ctx, request);
+  if (!parsed.ok) return { ok: false, failure: parsed.failure };
+  const payment = parsed.value;
+  const { key, payer, asset, gasKey } = method.identify(ctx, payment);
+  const unlisted = notAllowed(ctx, asset);
+  if (unlisted) return { ok: false, payer, failure: unlisted };
+  if (!(await ctx.journal.claim(key))) {
+    return {
+      ok: false,
+      failure: failure(
+        "settlement_in_progress",
+        "this authorization is being settled right now; retry in a moment",
+      ),
+    };
+  }
+  try {
+    const entry = await ctx.journal.get(key);
+    const picked = entry ? await pickUp(method, ctx, payment, entry, waitUntil) : undefined;
+    if (picked) return picked;
+
+    const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
+    if (refused) return { ok: false, payer, failure: refused };
+
+    // Settlement re-verifies everything. The transfer itself is simulated either here (batched
+    // with the other reads) or by estimating its gas: the first settle on a token estimates,
+    // later ones from accounts without code reuse that estimate.
+    const mark = ctx.inflight.mark();
+    const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
+    const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
+    if (!verified.ok) return { ok: false, failure: verified.failure };
+    const checked = verified.value;
+    const simulation = { simulated: simulate, mark };
+    if (checked.settledAmount !== undefined) {
+      const { settledAmount } = checked;
+      // upto: zero was used, so nothing moves; the authorization stays unspent.
+      if (settledAmount === 0n) {
+        return { ok: true, payer, transactionHash: "", amount: "0" };
+      }
+      const result = await settleVerified(method, ctx, checked, key, waitUntil, simulation);
+      return result.ok ? { ...result, amount: settledAmount.toString() } : result;
+    }
+    return await settleVerified(method, ctx, checked, key, waitUntil, simulation);
+  } finally {
+    await ctx.journal.release(key);
+  }
+}
+
+/** Sends a verified payment (after its preludes, if any) and answers how it came out. */
+async function settleVerified<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  checked: Verified<P>,
+  key: string,
+  waitUntil: WaitUntil,
+  simulation: { readonly simulated: boolean; readonly mark: number },
+): Promise<SettleResult> {
+  if (checked.preludes && checked.preludes.length > 0) {
+    return settleInSteps(method, ctx, checked, key, waitUntil);
+  }
+  const record = { key, expect: checked.expect };
+  const gasEstimate = { key: checked.gasKey, reuse: simulation.simulated };
+  const prepared = await prepareCall(ctx, checked.call, gasEstimate, checked.gas, {
+    signer: checked.signer,
+  });
+  if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
+  if (waitUntil === "simulated") {
+    return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
+  }
+  // Decided where it cannot race: what this payer already has in flight counts.
+  const short = await ctx.inflight.reserve(ctx, key, checked.spends, simulation.mark);
+  if (short) return { ok: false, payer: checked.expect.from, failure: short };
+  let outcome: CallOutcome;
+  try {
+    outcome = await sendCall(ctx, prepared, waitUntil, record);
+  } catch (error) {
+    // sendCall answers outcomes; should it ever throw, the reservation must not outlive it.
+    ctx.inflight.release(key);
+    throw error;
+  }
+  return answer(method, ctx, checked, key, outcome);
+}
+
+/**
+ * A payment of several transactions: the payer's balance is reserved first (no simulation can
+ * prove the payment before its preludes land, so the balance is read), then each prelude lands,
+ * then the payment itself is simulated (by estimating its gas) and sent.
+ */
+async function settleInSteps<P>(
+  method: ExactMethod<P>,
+  ctx: SchemeContext,
+  checked: Verified<P>,
+  key: string,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const preludes = checked.preludes ?? [];
+  if (waitUntil === "simulated") {
+    return {
+      ok: false,
+      failure: failure(
+        "invalid_request",
+        `waitUntil "simulated" cannot dry-run this payment: it takes ${preludes.length + 1} transactions (${preludes.map((p) => p.name).join(", ")}, then the transfer), and the transfer can only be simulated once the others have landed`,
+      ),
+    };
+  }
+  const short = await ctx.inflight.reserve(ctx, key, checked.spends, Number.NEGATIVE_INFINITY);
+  if (short) return { ok: false, payer: checked.expect.from, failure: short };
+  const stopped = await landPreludes(ctx, key, preludes, checked.signer);
+  if (stopped) {
+    // The payer's own transaction failed after we may have paid its gas: as costly as a revert.
+    if (stopped.payersFault) {
+      const { from: payer, token: asset } = checked.expect;
+      ctx.gasAtRisk.charge(ctx.chainId, { payer, asset, gas: 0n, cause: "reverted" });
+    }
+    return answer(method, ctx, checked, key, stopped.outcome);
+  }
+  const prepared = await prepareCall(ctx, checked.call, { reuse: false }, checked.gas, {
+    signer: checked.signer,
+  });
+  if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
+  let outcome: CallOutcome;
+  try {
+    outcome = await sendCall(ctx, prepared, waitUntil, { key, expect: checked.expect });
+  } catch (error) {
+    ctx.inflight.release(key);
+    throw error;
+  }
+  return answer(method, ctx, checked, key, outcome);
+}
+
+/** The operator listed the assets this chain settles, and `asset` is not one of them. */
+function notAllowed(ctx: SchemeContext, asset: string): Failure | undefined {
+  if (!ctx.allowedAssets || ctx.allowedAssets.has(asset.toLowerCase())) return undefined;
+  return failure(
+    "asset_not_allowed",
+    `asset ${asset} is not one this facilitator settles on ${caip2(ctx.chainId)} (its operator lists ${ctx.allowedAssets.size}: allowedAssets in the config file)`,
+  );
+}
+
+/** An exact-EVM transfer method as the facilitator sees it: verify, and settle through here. */
+export function exactPaymentMethod<P>(method: ExactMethod<P>): PaymentMethod {
+  return {
+    name: method.name,
+    accepts: (payload) => method.accepts(payload),
+    async verify(ctx, request) {
+      const parsed = method.parse(ctx, request);
+      if (!parsed.ok) return { ok: false, failure: parsed.failure };
+      const { payer, asset } = method.identify(ctx, parsed.value);
+      const unlisted = notAllowed(ctx, asset);
+      if (unlisted) return { ok: false, payer, failure: unlisted };
+      const result = await method.verify(ctx, request, parsed.value, { simulate: true });
+      return result.ok
+        ? { ok: true, payer: result.value.expect.from }
+        : { ok: false, failure: result.failure };
+    },
+    settle: (ctx, request, waitUntil) => settlePayment(method, ctx, request, waitUntil),
+  };
+}

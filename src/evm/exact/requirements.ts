@@ -1,0 +1,68 @@
+/** The requirement fields every `exact` EVM method reads, validated once. */
+import type { Address } from "viem";
+import { z } from "zod";
+import { type Failure, failure } from "../../protocol/errors.js";
+import { invalidField, type PaymentRequest } from "../../protocol/request.js";
+import { describeIssue } from "../../protocol/schemas.js";
+import { address, uint256 } from "./fields.js";
+
+const requirementsSchema = z.object({
+  amount: uint256,
+  asset: address,
+  payTo: address,
+});
+
+export interface EvmRequirements {
+  readonly amount: bigint;
+  readonly asset: Address;
+  readonly payTo: Address;
+}
+
+export function parseEvmRequirements(
+  request: PaymentRequest,
+): { ok: true; value: EvmRequirements } | { ok: false; failure: Failure } {
+  const { requirements, paths, x402Version } = request;
+  // v1 calls the amount maxAmountRequired: name the field the caller actually sent.
+  const input = {
+    amount: requirements.amount,
+    asset: requirements.asset,
+    payTo: requirements.payTo,
+  };
+  const parsed = requirementsSchema.safeParse(input);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  let message = describeIssue(parsed.error, paths.requirements);
+  if (x402Version === 1) message = message.replace(/\.amount:/, ".maxAmountRequired:");
+  return { ok: false, failure: invalidField(message, paths.requirements) };
+}
+
+/** The token's EIP-712 domain name and version from requirements.extra. */
+export function eip712Domain(
+  request: PaymentRequest,
+): { ok: true; name: string; version: string } | { ok: false; failure: Failure } {
+  const extra = request.requirements.extra ?? {};
+  const { name, version } = extra;
+  for (const [field, value] of [
+    ["name", name],
+    ["version", version],
+  ] as const) {
+    if (value === undefined || value === null || value === "") {
+      return {
+        ok: false,
+        failure: failure(
+          "missing_eip712_domain",
+          `${request.paths.requirements}.extra.${field} is required: the token's EIP-712 domain ${field}`,
+        ),
+      };
+    }
+    if (typeof value !== "string") {
+      return {
+        ok: false,
+        failure: invalidField(
+          `${request.paths.requirements}.extra.${field}: expected a string`,
+          request.paths.requirements,
+        ),
+      };
+    }
+  }
+  return { ok: true, name: name as string, version: version as string };
+}

@@ -1,0 +1,198 @@
+/**
+ * Whether a signature over an EIP-712 digest is the payer's: ECDSA for accounts without code,
+ * the wallet's own EIP-1271 answer for contract wallets and EIP-7702 accounts, ERC-6492 wrappers
+ * unwrapped (undeployed wallets are refused: no factory is allowed to run).
+ */
+import {
+  type Address,
+  encodeFunctionData,
+  type Hex,
+  hexToNumber,
+  isAddressEqual,
+  isErc6492Signature,
+  parseAbi,
+  parseErc6492Signature,
+  size,
+  sliceHex,
+  zeroAddress,
+} from "viem";
+import { isUnreachable } from "../../core/rpc.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import { recoverSigner } from "../chain/secp256k1.js";
+import { chainFailure, type Step } from "./checks.js";
+
+const erc1271Abi = parseAbi([
+  "function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)",
+]);
+const ERC1271_MAGIC = "0x1626ba7e";
+/** secp256k1 n / 2: signatures with a larger s are rejected on chain by USDC. */
+const HALF_CURVE_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+
+/** True for a 65-byte signature a token would refuse even though it recovers off chain. */
+export function isMalleable(signature: Hex): boolean {
+  if (size(signature) !== 65) return false;
+  const s = BigInt(sliceHex(signature, 32, 64));
+  const v = hexToNumber(sliceHex(signature, 64, 65));
+  return s > HALF_CURVE_ORDER || (v !== 27 && v !== 28);
+}
+
+const invalid = (why: string): { ok: false; failure: Failure } => ({
+  ok: false,
+  failure: failure("invalid_signature", `the signature ${why}`),
+});
+
+/** A wallet that does not exist yet: its factory and the call that deploys it (ERC-6492). */
+export interface Deployment {
+  readonly factory: Address;
+  readonly calldata: Hex;
+}
+
+/** A valid signature, and the wallet to deploy first when the payer is counterfactual. */
+export interface Signed {
+  readonly deployment?: Deployment | undefined;
+}
+
+/**
+ * `payerCode` is the payer's code, read earlier in the same batch as the other reads. An ERC-6492
+ * signature of a wallet not deployed yet is accepted only when its factory is on the operator's
+ * allow-list; it is then checked by deploying the wallet inside an eth_call (viem's deployless
+ * ERC-6492 validator), and the settlement deploys it in the same transaction.
+ */
+export async function checkSignature(
+  ctx: SchemeContext,
+  payer: Address,
+  digest: Hex,
+  signed: Hex,
+  payerCode: Promise<Hex | undefined>,
+): Promise<Step<Signed>> {
+  let signature = signed;
+  let code: Hex | undefined;
+  try {
+    code = await payerCode;
+  } catch (error) {
+    return { ok: false, failure: chainFailure(error, "reading the payer's code") };
+  }
+  const payerHasCode = code !== undefined && code !== "0x";
+
+  if (isErc6492Signature(signature)) {
+    const wrapped = parseErc6492Signature(signature);
+    if (!payerHasCode && wrapped.address && !isAddressEqual(wrapped.address, zeroAddress)) {
+      const factory = wrapped.address;
+      if (!ctx.erc6492Factories.some((allowed) => isAddressEqual(allowed, factory))) {
+        return {
+          ok: false,
+          failure: failure(
+            "unsupported_signature",
+            `the payer's wallet is not deployed and its factory ${factory} is not allowed (--erc6492-factory)`,
+          ),
+        };
+      }
+      return counterfactual(ctx, payer, digest, signed, {
+        factory,
+        calldata: wrapped.data ?? "0x",
+      });
+    }
+    signature = wrapped.signature;
+  }
+
+  if (payerHasCode) {
+    // A contract wallet (or an EIP-7702 account): only its EIP-1271 answer counts.
+    try {
+      const answer = await ctx.client.readContract({
+        address: payer,
+        abi: erc1271Abi,
+        functionName: "isValidSignature",
+        args: [digest, signature],
+      });
+      return answer === ERC1271_MAGIC
+        ? { ok: true, value: {} }
+        : invalid("is refused by the payer's wallet contract (EIP-1271)");
+    } catch (error) {
+      if (isUnreachable(error))
+        return { ok: false, failure: chainFailure(error, "asking the payer's wallet") };
+      return invalid("is refused by the payer's wallet contract (EIP-1271)");
+    }
+  }
+
+  if (size(signature) !== 65) {
+    return invalid(`must be 65 bytes for an account without code; got ${size(signature)}`);
+  }
+  return recoversTo(ctx, payer, digest, signature);
+}
+
+/** Whether a 65-byte signature recovers to `payer`. */
+export async function recoversTo(
+  ctx: SchemeContext,
+  payer: Address,
+  digest: Hex,
+  signature: Hex,
+): Promise<Step<Signed>> {
+  let signer: Address | undefined;
+  try {
+    signer = await recoverSigner(ctx.client, digest, signature);
+  } catch (error) {
+    return { ok: false, failure: chainFailure(error, "recovering the signer") };
+  }
+  if (!signer) return invalid("cannot be recovered");
+  return isAddressEqual(signer, payer)
+    ? { ok: true, value: {} }
+    : invalid(`recovers to ${signer}, not to the payer ${payer}`);
+}
+
+/** The signature inside an ERC-6492 wrapper, or the signature itself. */
+export function innerSignature(signature: Hex): Hex {
+  return isErc6492Signature(signature) ? parseErc6492Signature(signature).signature : signature;
+}
+
+/** Checks a counterfactual wallet's signature by deploying it inside an eth_call. */
+async function counterfactual(
+  ctx: SchemeContext,
+  payer: Address,
+  digest: Hex,
+  wrapped: Hex,
+  deployment: Deployment,
+): Promise<Step<Signed>> {
+  try {
+    const valid = await ctx.client.verifyHash({ address: payer, hash: digest, signature: wrapped });
+    if (!valid) return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
+    return { ok: true, value: { deployment } };
+  } catch (error) {
+    if (isUnreachable(error)) {
+      return { ok: false, failure: chainFailure(error, "asking the payer's undeployed wallet") };
+    }
+    return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
+  }
+}
+
+const multicall3Abi = parseAbi([
+  "struct Call3 { address target; bool allowFailure; bytes callData; }",
+  "struct Result { bool success; bytes returnData; }",
+  "function aggregate3(Call3[] calls) payable returns (Result[] returnData)",
+]);
+const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
+
+/**
+ * The settlement call, deploying the payer's wallet first when it is counterfactual: both in one
+ * transaction through Multicall3. The deployment may fail (someone deployed the wallet meanwhile);
+ * the transfer may not.
+ */
+export function withDeployment(
+  call: { readonly to: Address; readonly data: Hex },
+  deployment: Deployment | undefined,
+): { readonly to: Address; readonly data: Hex } {
+  if (!deployment) return call;
+  return {
+    to: MULTICALL3_ADDRESS,
+    data: encodeFunctionData({
+      abi: multicall3Abi,
+      functionName: "aggregate3",
+      args: [
+        [
+          { target: deployment.factory, allowFailure: true, callData: deployment.calldata },
+          { target: call.to, allowFailure: false, callData: call.data },
+        ],
+      ],
+    }),
+  };
+}

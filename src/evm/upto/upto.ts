@@ -1,0 +1,279 @@
+/**
+ * The `upto` scheme on EVM (x402 v2): the payer signs a Permit2 authorization for a maximum,
+ * through the x402 upto proxy, whose witness names the one facilitator that may settle it; the
+ * resource server settles what was used (`requirements.amount` at settle, at most the maximum;
+ * zero moves nothing). Checks run in the reference SDK's order with its reason strings; the
+ * settlement goes through the same pipeline as every exact method.
+ */
+import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
+import { z } from "zod";
+import { isUnreachable } from "../../core/rpc.js";
+import type { SchemeContext } from "../../core/scheme.js";
+import type { ExpectedTransfer } from "../../core/store.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import { tooEarly, tooLate } from "../../protocol/words.js";
+import { revertData, revertReason } from "../chain/revert.js";
+import {
+  assetFailure,
+  assetIsContract,
+  chainFailure,
+  outcomeOf,
+  overBoundInSimulation,
+  type Step,
+  simulateWithin,
+} from "../exact/checks.js";
+import { address, hexBytes, uint256 } from "../exact/fields.js";
+import type { ExactMethod, Verified } from "../exact/method.js";
+import {
+  diagnose,
+  parsePermit2,
+  permit2Identity,
+  sameAsJournaled,
+} from "../exact/permit2-checks.js";
+import { type Eip2612Permit, PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
+import { eip2612Sponsoring } from "../exact/permit2-extensions.js";
+import type { EvmRequirements } from "../exact/requirements.js";
+import { checkSignature, innerSignature } from "../exact/signature.js";
+import {
+  UPTO_PERMIT2_PROXY_ADDRESS,
+  type UptoAuthorization,
+  uptoDigest,
+  uptoErrorName,
+  uptoSettleCalldata,
+} from "./encoding.js";
+
+export const UPTO = "upto";
+
+const payloadSchema = z.object({
+  signature: hexBytes,
+  permit2Authorization: z.object({
+    from: address,
+    permitted: z.object({ token: address, amount: uint256 }),
+    spender: address,
+    nonce: uint256,
+    deadline: uint256,
+    witness: z.object({ to: address, facilitator: address, validAfter: uint256 }),
+  }),
+});
+
+interface UptoPayment {
+  readonly authorization: UptoAuthorization;
+  readonly signature: Hex;
+  /** `amount` is the maximum at verify, what to settle at settle. */
+  readonly requirements: EvmRequirements;
+  readonly permit2612?: Eip2612Permit | undefined;
+}
+
+const DEADLINE_HEADROOM_SECONDS = 6n;
+const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
+
+/** The checks that need no chain, in the reference's order. */
+function checkTerms(ctx: SchemeContext, payment: UptoPayment, settling: boolean): Failure | null {
+  const { authorization: auth, requirements } = payment;
+  const now = BigInt(Math.floor(ctx.now()));
+  if (!isAddressEqual(auth.spender, UPTO_PERMIT2_PROXY_ADDRESS)) {
+    return failure(
+      "spender_mismatch",
+      `the Permit2 spender is ${auth.spender}; it must be the x402 upto Permit2 proxy ${UPTO_PERMIT2_PROXY_ADDRESS}`,
+    );
+  }
+  if (!isAddressEqual(auth.witness.to, requirements.payTo)) {
+    return failure(
+      "recipient_mismatch",
+      `the witness pays ${auth.witness.to}, requirements.payTo is ${requirements.payTo}`,
+      { x402Reason: "invalid_permit2_recipient_mismatch" },
+    );
+  }
+  // Without settlement keys (verify from the CLI) whose authorization it is cannot be told.
+  if (ctx.signers.size > 0 && !ctx.signers.byAddress(auth.witness.facilitator)) {
+    return failure(
+      "facilitator_mismatch",
+      `the witness names ${auth.witness.facilitator} as the facilitator; this one settles as ${ctx.signers.addresses.join(", ")}`,
+    );
+  }
+  if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
+    const field = "payload.permit2Authorization.deadline";
+    return failure(
+      "authorization_expired",
+      tooLate("the upto authorization", field, auth.deadline, now, DEADLINE_HEADROOM_SECONDS),
+      { x402Reason: "permit2_deadline_expired" },
+    );
+  }
+  if (auth.witness.validAfter > now) {
+    const field = "payload.permit2Authorization.witness.validAfter";
+    return failure(
+      "authorization_not_yet_valid",
+      tooEarly("the upto authorization", field, auth.witness.validAfter, now),
+      { x402Reason: "permit2_not_yet_valid" },
+    );
+  }
+  const max = auth.permitted.amount;
+  if (settling && requirements.amount > max) {
+    return failure(
+      "amount_mismatch",
+      `settling ${requirements.amount} is more than the ${max} the payer signed for`,
+      { x402Reason: "invalid_upto_evm_payload_settlement_exceeds_amount" },
+    );
+  }
+  if (!settling && max !== requirements.amount) {
+    return failure(
+      "amount_mismatch",
+      `the upto authorization is for at most ${max}, the requirements ask for ${requirements.amount}`,
+      { x402Reason: "permit2_amount_mismatch" },
+    );
+  }
+  if (!isAddressEqual(auth.permitted.token, requirements.asset)) {
+    return failure(
+      "asset_mismatch",
+      `the authorization moves ${auth.permitted.token}, requirements.asset is ${requirements.asset}`,
+    );
+  }
+  return null;
+}
+
+function expectedTransfer(payment: UptoPayment): ExpectedTransfer {
+  const { authorization: auth, requirements } = payment;
+  return {
+    token: auth.permitted.token,
+    from: auth.from,
+    to: auth.witness.to,
+    value: requirements.amount.toString(),
+  };
+}
+
+async function verify(
+  ctx: SchemeContext,
+  request: PaymentRequest,
+  payment: UptoPayment,
+  options: { readonly simulate: boolean; readonly settling?: boolean },
+): Promise<Step<Verified<UptoPayment>>> {
+  const { authorization: auth, requirements, signature } = payment;
+  if (request.payloadScheme !== UPTO) {
+    return refuse(
+      failure("scheme_mismatch", `the payload's scheme "${request.payloadScheme}" is not "upto"`, {
+        x402Reason: "invalid_upto_evm_scheme",
+      }),
+    );
+  }
+  if (request.payloadNetwork !== request.requirements.network) {
+    return refuse(
+      failure(
+        "network_mismatch",
+        `the payload's network "${request.payloadNetwork}" differs from the requirements' "${request.requirements.network}"`,
+        { x402Reason: "invalid_upto_evm_network_mismatch" },
+      ),
+    );
+  }
+  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset));
+  const payerCode = ctx.client.getCode({ address: auth.from });
+  payerCode.catch(() => undefined);
+  const settling = options.settling === true;
+  const terms = checkTerms(ctx, payment, settling);
+  if (terms) return refuse(terms);
+
+  const sponsoring = eip2612Sponsoring(request, auth, requirements.asset, ctx);
+  const permit2612 = sponsoring?.ok ? sponsoring.value : undefined;
+  const amount = requirements.amount;
+  const use = permit2612 ? "uptoEip2612" : "upto";
+  // The proxy lets only the witnessed facilitator settle: simulate as that account.
+  const call = {
+    to: UPTO_PERMIT2_PROXY_ADDRESS,
+    data: uptoSettleCalldata(auth, amount, innerSignature(signature), permit2612),
+  } as const;
+  const simulation =
+    options.simulate && amount > 0n && sponsoring?.ok !== false && !isErc6492Signature(signature)
+      ? simulateWithin(ctx, { ...call, account: auth.witness.facilitator }, { use })
+      : undefined;
+
+  const digest = uptoDigest(ctx.chainId, auth);
+  const signed = await checkSignature(ctx, auth.from, digest, signature, payerCode);
+  const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
+  if (assetProblem) return refuse(assetProblem);
+  if (!signed.ok) {
+    const f = signed.failure;
+    return refuse(
+      f.code === "invalid_signature" ? { ...f, x402Reason: "invalid_permit2_signature" } : f,
+    );
+  }
+  if (signed.value.deployment) {
+    return refuse(
+      failure(
+        "unsupported_signature",
+        "upto payments from wallets not deployed yet are not supported: deploy the wallet first",
+      ),
+    );
+  }
+  if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
+
+  const simulated = await simulation;
+  const code = await payerCode.catch(() => undefined);
+  const payerHasCode = code !== undefined && code !== "0x";
+  const gas = { use, contractWallet: payerHasCode, asset: auth.permitted.token } as const;
+  if (simulated && !simulated.ok) {
+    if (isUnreachable(simulated.error)) {
+      return refuse(chainFailure(simulated.error, "simulating the upto settlement"));
+    }
+    const simulatedCall = { ...call, account: auth.witness.facilitator };
+    const overBound = await overBoundInSimulation(ctx, simulatedCall, gas, simulated.error);
+    if (overBound) return refuse(overBound);
+    const named = uptoErrorName(revertData(simulated.error)) ?? revertReason(simulated.error);
+    const settled = { ...payment, permit2612 };
+    if (named === "UnauthorizedFacilitator") {
+      return refuse(
+        failure("facilitator_mismatch", "the upto proxy refuses this facilitator", {
+          x402Reason: "upto_unauthorized_facilitator",
+        }),
+      );
+    }
+    if (named === "AmountExceedsPermitted") {
+      return refuse(
+        failure("amount_mismatch", "the amount is more than the payer permitted", {
+          x402Reason: "upto_amount_exceeds_permitted",
+        }),
+      );
+    }
+    return refuse(await diagnose(ctx, settled, named, UPTO_PERMIT2_PROXY_ADDRESS));
+  }
+  const settled: UptoPayment = { ...payment, permit2612 };
+  const spend = { token: auth.permitted.token, owner: auth.from, amount };
+  return {
+    ok: true,
+    value: {
+      payment: settled,
+      call,
+      gas,
+      expect: expectedTransfer(settled),
+      spends: permit2612 ? [spend] : [spend, { ...spend, spender: PERMIT2_ADDRESS }],
+      gasKey: payerHasCode ? undefined : gasKeyOf(ctx, settled),
+      signer: auth.witness.facilitator,
+      settledAmount: amount,
+    },
+  };
+}
+
+const gasKeyOf = (ctx: SchemeContext, payment: UptoPayment) =>
+  `${ctx.chainId}:${payment.authorization.permitted.token}:upto${payment.permit2612 ? "+2612" : ""}`;
+
+export const uptoMethod: ExactMethod<UptoPayment> = {
+  name: "upto",
+  accepts: (payload) => "permit2Authorization" in payload,
+
+  parse: (_ctx, request) => parsePermit2(request, payloadSchema),
+
+  identify: (ctx, payment) => permit2Identity(ctx, payment.authorization, gasKeyOf(ctx, payment)),
+
+  verify,
+
+  sameAsJournal(ctx, payment, entry) {
+    const { authorization: auth, signature } = payment;
+    const digest = uptoDigest(ctx.chainId, auth);
+    return sameAsJournaled(ctx, entry, expectedTransfer(payment), true, {
+      owner: auth.from,
+      digest,
+      signature,
+    });
+  },
+
+  diagnose: (ctx, payment, revert) => diagnose(ctx, payment, revert, UPTO_PERMIT2_PROXY_ADDRESS),
+};

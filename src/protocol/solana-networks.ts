@@ -1,0 +1,64 @@
+/**
+ * Solana clusters as data: a cluster is known by its genesis hash, whose first 32 characters make
+ * its CAIP-2 id (`solana:<hash prefix>`); x402 v1 names the three public clusters. The ids are
+ * those of the official @x402/svm 2.27.0 (SOLANA_MAINNET_CAIP2, SOLANA_DEVNET_CAIP2,
+ * SOLANA_TESTNET_CAIP2 and its V1_TO_V2_NETWORK_MAP).
+ */
+import { base58ToBytes } from "../svm/chain/base58.js";
+
+export interface SolanaCluster {
+  /** `solana:` and the first 32 characters of the genesis hash. */
+  readonly network: string;
+  readonly v1Name: string;
+  readonly label: string;
+}
+
+export const SOLANA_CLUSTERS: readonly SolanaCluster[] = [
+  { network: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", v1Name: "solana", label: "Solana" },
+  {
+    network: "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1",
+    v1Name: "solana-devnet",
+    label: "Solana Devnet",
+  },
+  {
+    network: "solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z",
+    v1Name: "solana-testnet",
+    label: "Solana Testnet",
+  },
+];
+
+const BASE58 = /^[1-9A-HJ-NP-Za-km-z]+$/;
+
+/** The CAIP-2 id of the cluster with this genesis hash, or undefined when it is not one. */
+export function solanaNetworkOfGenesisHash(hash: unknown): string | undefined {
+  if (typeof hash !== "string" || hash.length < 32 || hash.length > 44 || !BASE58.test(hash)) {
+    return undefined;
+  }
+  return `solana:${hash.slice(0, 32)}`;
+}
+
+/** Whether a v2 network is a Solana CAIP-2 id (of any cluster). */
+export function isSolanaCaip2(network: string): boolean {
+  return /^solana:[1-9A-HJ-NP-Za-km-z]{32}$/.test(network);
+}
+
+/** The v2 id of a Solana network as a request names it (v1 name or CAIP-2), or undefined. */
+export function solanaNetworkOf(network: string, x402Version: 1 | 2): string | undefined {
+  if (x402Version === 1) return SOLANA_CLUSTERS.find((c) => c.v1Name === network)?.network;
+  return isSolanaCaip2(network) ? network : undefined;
+}
+
+/** Whether a request's network looks Solana's, in either form (for routing and hints). */
+export function looksSolana(network: string): boolean {
+  return network === "solana" || network.startsWith("solana-") || network.startsWith("solana:");
+}
+
+export function solanaCluster(network: string): SolanaCluster | undefined {
+  return SOLANA_CLUSTERS.find((c) => c.network === network);
+}
+
+/** Whether `text` is a Solana address: base58 of 32 bytes. */
+export function isSolanaAddress(text: unknown): text is string {
+  if (typeof text !== "string" || !/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(text)) return false;
+  return base58ToBytes(text)?.length === 32;
+}

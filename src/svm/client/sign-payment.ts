@@ -1,0 +1,230 @@
+/**
+ * A signed Solana `exact` payment, made the way the official x402 SVM client (@x402/svm 2.27,
+ * ExactSvmScheme.createPaymentPayload and ExactSvmSchemeV1) makes it, on @solana/kit alone so the
+ * CLI needs no x402 SDK at run time: a v0 message with the facilitator as fee payer,
+ * [SetComputeUnitLimit 20,000, SetComputeUnitPrice 1 µlamport, TransferChecked payer ATA → payee
+ * ATA (under the mint's token program), Memo (the seller's `extra.memo`, else 16 random bytes in
+ * hex)], signed by the payer only (the fee payer signs at settle).
+ *
+ * Used by `facilitator pay` and by the devnet's request-svm.json.
+ */
+import { randomBytes } from "node:crypto";
+import {
+  AccountRole,
+  type AccountSignerMeta,
+  type Address,
+  appendTransactionMessageInstructions,
+  type Blockhash,
+  createKeyPairSignerFromBytes,
+  createTransactionMessage,
+  getBase64EncodedWireTransaction,
+  type Instruction,
+  partiallySignTransactionMessageWithSigners,
+  pipe,
+  setTransactionMessageFeePayer,
+  setTransactionMessageLifetimeUsingBlockhash,
+} from "@solana/kit";
+import { DEFAULT_RESOURCE, type RequirementsJson } from "../../evm/client/sign-payment.js";
+import { bytesToBase58 } from "../chain/base58.js";
+import { associatedTokenAddress } from "../exact/ata.js";
+import {
+  COMPUTE_BUDGET_PROGRAM,
+  MEMO_PROGRAM,
+  TOKEN_2022_PROGRAM,
+  TOKEN_PROGRAM,
+} from "../exact/constants.js";
+
+/** The official client's defaults (DEFAULT_COMPUTE_UNIT_LIMIT / _PRICE_MICROLAMPORTS). */
+export const COMPUTE_UNIT_LIMIT = 20_000;
+export const COMPUTE_UNIT_PRICE_MICROLAMPORTS = 1n;
+/** The official client refuses a seller's memo longer than this (MAX_MEMO_BYTES). */
+export const MAX_MEMO_BYTES = 256;
+
+/** One JSON-RPC call to the cluster, answering its `result` (throws on an error answer). */
+export type SvmCall = (method: string, params: unknown[]) => Promise<unknown>;
+
+/** JSON-RPC over fetch, for callers without a viem client (the devnet's own request file). */
+export function fetchSvmCall(rpcUrl: string): SvmCall {
+  return async (method, params) => {
+    const response = await fetch(rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
+    const body = (await response.json()) as { result?: unknown; error?: { message?: string } };
+    if (body.error || !("result" in body)) {
+      throw new Error(`${method}: ${body.error?.message ?? "no result"}`);
+    }
+    return body.result;
+  };
+}
+
+export interface SvmBlockhash {
+  readonly blockhash: string;
+  readonly lastValidBlockHeight: bigint;
+}
+
+/** The cluster's latest blockhash, at `confirmed` (as the official client's RPC asks). */
+export async function latestBlockhash(call: SvmCall): Promise<SvmBlockhash> {
+  const result = (await call("getLatestBlockhash", [{ commitment: "confirmed" }])) as {
+    value?: { blockhash?: unknown; lastValidBlockHeight?: unknown };
+  };
+  const value = result?.value;
+  if (typeof value?.blockhash !== "string" || typeof value.lastValidBlockHeight !== "number") {
+    throw new Error("getLatestBlockhash answered no blockhash");
+  }
+  return { blockhash: value.blockhash, lastValidBlockHeight: BigInt(value.lastValidBlockHeight) };
+}
+
+export interface SvmMint {
+  readonly address: string;
+  /** The SPL Token or Token-2022 program that owns the mint. */
+  readonly tokenProgram: string;
+  readonly decimals: number;
+  /** The mint authority, when the mint has one. */
+  readonly mintAuthority: string | undefined;
+}
+
+/** Why an account is not a mint the `exact` scheme pays with. */
+export class NotAMint extends Error {
+  override readonly name = "NotAMint";
+}
+
+const MINT_SIZE = 82;
+const TOKEN_ACCOUNT_SIZE = 165;
+
+/**
+ * The mint's token program and decimals, read from its account (as the official client's
+ * fetchMint does); throws NotAMint when there is no such account, or it is no SPL Token or
+ * Token-2022 mint.
+ */
+export async function readMint(call: SvmCall, mint: string): Promise<SvmMint> {
+  const result = (await call("getAccountInfo", [
+    mint,
+    { encoding: "base64", commitment: "confirmed" },
+  ])) as { value?: { owner?: unknown; data?: unknown } | null };
+  const account = result?.value;
+  if (!account) throw new NotAMint("there is no account at this address");
+  const owner = account.owner;
+  if (owner !== TOKEN_PROGRAM && owner !== TOKEN_2022_PROGRAM) {
+    throw new NotAMint(`the account is owned by ${String(owner)}, not a token program`);
+  }
+  const encoded = Array.isArray(account.data) ? account.data[0] : undefined;
+  const data = typeof encoded === "string" ? Buffer.from(encoded, "base64") : Buffer.alloc(0);
+  // A mint is 82 bytes: authority option (u32) + authority, supply (u64), decimals (u8),
+  // initialized (u8), freeze authority; a Token-2022 mint with extensions is longer, its account
+  // type (1: mint) at byte 165, where a token account's extensions would have 2.
+  const isMint =
+    data.length === MINT_SIZE ||
+    (owner === TOKEN_2022_PROGRAM && data.length > TOKEN_ACCOUNT_SIZE && data[165] === 1);
+  if (!isMint || data[45] !== 1) {
+    throw new NotAMint("the account is no initialised mint (a token account?)");
+  }
+  return {
+    address: mint,
+    tokenProgram: owner,
+    decimals: data[44] as number,
+    mintAuthority: data.readUInt32LE(0) === 1 ? bytesToBase58(data.subarray(4, 36)) : undefined,
+  };
+}
+
+export interface SvmTransferTerms {
+  /** The payer's 64-byte secret key (seed ‖ public key). */
+  readonly payerSecretKey: Uint8Array;
+  /** The facilitator's fee payer (`extra.feePayer`). */
+  readonly feePayer: string;
+  readonly mint: SvmMint;
+  /** The payee's wallet (its associated token account receives). */
+  readonly payTo: string;
+  /** Atomic units. */
+  readonly amount: bigint;
+  readonly lifetime: SvmBlockhash;
+  /** The seller's `extra.memo`; without one, 16 random bytes in hex (the client's nonce). */
+  readonly memo?: string | undefined;
+}
+
+const u32 = (value: number) => {
+  const data = Buffer.alloc(4);
+  data.writeUInt32LE(value);
+  return data;
+};
+const u64 = (value: bigint) => {
+  const data = Buffer.alloc(8);
+  data.writeBigUInt64LE(value);
+  return data;
+};
+
+async function ataOf(owner: string, mint: SvmMint): Promise<Address> {
+  const address = await associatedTokenAddress(owner, mint.address, mint.tokenProgram);
+  if (!address) throw new Error(`no associated token account for ${owner}`);
+  return address as Address;
+}
+
+/** The payer's address and the base64 wire transaction, signed by the payer only. */
+export async function signSvmTransfer(
+  terms: SvmTransferTerms,
+): Promise<{ payer: string; transaction: string }> {
+  const memo = new TextEncoder().encode(terms.memo ?? randomBytes(16).toString("hex"));
+  if (memo.byteLength > MAX_MEMO_BYTES) {
+    throw new Error(`extra.memo exceeds ${MAX_MEMO_BYTES} bytes`);
+  }
+  const signer = await createKeyPairSignerFromBytes(terms.payerSecretKey);
+  const { mint } = terms;
+  // The payer signs as the transfer's authority; @solana/kit finds its signer in this meta.
+  const authority: AccountSignerMeta = {
+    address: signer.address,
+    role: AccountRole.READONLY_SIGNER,
+    signer,
+  };
+  const instructions: Instruction[] = [
+    {
+      programAddress: COMPUTE_BUDGET_PROGRAM as Address,
+      data: Uint8Array.from([2, ...u32(COMPUTE_UNIT_LIMIT)]),
+    },
+    {
+      programAddress: COMPUTE_BUDGET_PROGRAM as Address,
+      data: Uint8Array.from([3, ...u64(COMPUTE_UNIT_PRICE_MICROLAMPORTS)]),
+    },
+    {
+      programAddress: mint.tokenProgram as Address,
+      accounts: [
+        { address: await ataOf(signer.address, mint), role: AccountRole.WRITABLE },
+        { address: mint.address as Address, role: AccountRole.READONLY },
+        { address: await ataOf(terms.payTo, mint), role: AccountRole.WRITABLE },
+        authority,
+      ],
+      // TransferChecked: discriminator 12, amount (u64 LE), decimals.
+      data: Uint8Array.from([12, ...u64(terms.amount), mint.decimals]),
+    },
+    { programAddress: MEMO_PROGRAM as Address, accounts: [], data: memo },
+  ];
+  const lifetime = {
+    blockhash: terms.lifetime.blockhash as Blockhash,
+    lastValidBlockHeight: terms.lifetime.lastValidBlockHeight,
+  };
+  const message = pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayer(terms.feePayer as Address, m),
+    (m) => appendTransactionMessageInstructions(instructions, m),
+    (m) => setTransactionMessageLifetimeUsingBlockhash(lifetime, m),
+  );
+  const signed = await partiallySignTransactionMessageWithSigners(message);
+  return { payer: signer.address, transaction: getBase64EncodedWireTransaction(signed) };
+}
+
+/** The x402 PaymentPayload around a signed transaction, in the official client's v1 or v2 shape. */
+export function svmPaymentPayload(
+  x402Version: 1 | 2,
+  requirements: RequirementsJson,
+  transaction: string,
+  resource: { url: string; description?: string; mimeType?: string } = DEFAULT_RESOURCE,
+) {
+  return x402Version === 2
+    ? { x402Version: 2, resource, accepted: requirements, payload: { transaction } }
+    : {
+        x402Version: 1,
+        scheme: requirements.scheme,
+        network: requirements.network,
+        payload: { transaction },
+      };
+}

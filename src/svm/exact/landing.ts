@@ -1,0 +1,66 @@
+/**
+ * Following a sent Solana transaction until it is confirmed, fails, or can no longer land (its
+ * blockhash expired with no status: no node will take it again), or until the wait is over. A
+ * node that cannot be reached meanwhile is asked again: the transaction may land all the same.
+ */
+import type { Client } from "viem";
+import { isUnreachable } from "../../core/rpc.js";
+import { isBlockhashValid, signatureStatuses } from "./rpc.js";
+
+export type Landing =
+  | { readonly kind: "confirmed"; readonly slot: bigint }
+  | { readonly kind: "failed"; readonly slot: bigint; readonly err: unknown }
+  | { readonly kind: "expired" }
+  | { readonly kind: "timeout" };
+
+/** The first wait between status polls; each next one doubles, up to the poll interval. */
+const FIRST_POLL_MS = 25;
+
+/** Blockhash validity is asked every this many polls (a status is asked every poll). */
+const BLOCKHASH_EVERY = 4;
+
+export async function followSignature(
+  client: Client,
+  signature: string,
+  blockhash: string,
+  options: {
+    readonly timeoutMs: number;
+    readonly pollMs: number;
+    /** Nobody waits for the answer: its timers never hold the process up. */
+    readonly background?: boolean | undefined;
+  },
+): Promise<Landing> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (let poll = 0; ; poll++) {
+    try {
+      const landed = await statusOf(client, signature);
+      if (landed) return landed;
+      if (
+        poll % BLOCKHASH_EVERY === BLOCKHASH_EVERY - 1 &&
+        !(await isBlockhashValid(client, blockhash))
+      ) {
+        // It may have landed between the two questions.
+        return (await statusOf(client, signature)) ?? { kind: "expired" };
+      }
+    } catch (error) {
+      if (!isUnreachable(error)) throw error;
+    }
+    // Asked soon at first (a slot is 400 ms), then every pollMs.
+    const wait = Math.min(options.pollMs, FIRST_POLL_MS * 2 ** poll);
+    if (Date.now() + wait > deadline) return { kind: "timeout" };
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, wait);
+      if (options.background) timer.unref();
+    });
+  }
+}
+
+/** Confirmed or failed (at `confirmed` commitment), else undefined: not landed, or only processed. */
+async function statusOf(client: Client, signature: string): Promise<Landing | undefined> {
+  const [status] = await signatureStatuses(client, [signature]);
+  if (!status) return undefined;
+  const { confirmationStatus } = status;
+  if (confirmationStatus !== "confirmed" && confirmationStatus !== "finalized") return undefined;
+  if (status.err !== null) return { kind: "failed", slot: status.slot, err: status.err };
+  return { kind: "confirmed", slot: status.slot };
+}

@@ -1,0 +1,143 @@
+/**
+ * The Solana JSON-RPC calls the `exact` scheme makes, over viem's transport (its timeouts, Basic
+ * auth and metrics): simulate, send, signature statuses, blockhash validity and token balances.
+ * Errors from an unreachable node are thrown as they are (the facilitator maps them to
+ * chain_unavailable); what the node answers is returned.
+ */
+import type { Client } from "viem";
+import { isUnreachable } from "../../core/rpc.js";
+
+export type Commitment = "processed" | "confirmed" | "finalized";
+
+export interface SignatureStatus {
+  readonly slot: bigint;
+  /** The runtime's error, or null when the transaction succeeded. */
+  readonly err: unknown;
+  readonly confirmationStatus: Commitment | null;
+}
+
+function call<T>(client: Client, method: string, params: unknown[]): Promise<T> {
+  return client.request({ method, params } as never) as Promise<T>;
+}
+
+/** Why a simulation failed: the runtime's error (undefined when the node refused the call) and a line. */
+export interface SimulationFailure {
+  readonly err?: unknown;
+  readonly text: string;
+}
+
+/** Why the cluster's simulation of `transaction` fails, or undefined when it succeeds. */
+export async function simulationError(
+  client: Client,
+  transaction: string,
+  options: { readonly sigVerify: boolean; readonly commitment: Commitment },
+): Promise<SimulationFailure | undefined> {
+  let answer: { value?: { err?: unknown; logs?: unknown } };
+  try {
+    answer = await call(client, "simulateTransaction", [
+      transaction,
+      {
+        encoding: "base64",
+        sigVerify: options.sigVerify,
+        replaceRecentBlockhash: false,
+        commitment: options.commitment,
+      },
+    ]);
+  } catch (error) {
+    // The node could not be asked: not the payment's fault (the facilitator maps it).
+    if (isUnreachable(error)) throw error;
+    // The node refused the transaction itself (the reference counts that as a failed simulation).
+    return { text: nodeRefusal(error) };
+  }
+  const err = answer?.value?.err;
+  if (err === null || err === undefined) return undefined;
+  return { err, text: describeTransactionError(err, answer.value?.logs) };
+}
+
+/** What the node said when it answered with an error, in one line. */
+export function nodeRefusal(error: unknown): string {
+  const text = error instanceof Error ? (error as { details?: string }).details : undefined;
+  return text ?? (error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error));
+}
+
+/** A runtime error in a few words: `{"InstructionError":[2,{"Custom":1}]}`, named when known. */
+export function describeTransactionError(err: unknown, logs?: unknown): string {
+  const text = JSON.stringify(err);
+  const logLines = Array.isArray(logs) ? logs.filter((l) => typeof l === "string") : [];
+  const named = logLines.find((line) => /Error: /.test(line))?.replace(/^Program log: /, "");
+  if (named) return `${text} (${named})`;
+  if (err === "BlockhashNotFound") return `${text} (the blockhash has expired or is unknown)`;
+  if (err === "AlreadyProcessed") return `${text} (this transaction already landed)`;
+  return text;
+}
+
+/** Sends a fully signed transaction; the node has run no preflight (we simulated just before). */
+export function sendTransaction(client: Client, transaction: string): Promise<string> {
+  return call(client, "sendTransaction", [
+    transaction,
+    { encoding: "base64", skipPreflight: true, maxRetries: 0 },
+  ]);
+}
+
+/** The statuses of `signatures` (null: the node knows no such transaction). */
+export async function signatureStatuses(
+  client: Client,
+  signatures: readonly string[],
+  searchHistory = false,
+): Promise<(SignatureStatus | null)[]> {
+  if (signatures.length === 0) return [];
+  const answer = await call<{ value?: unknown[] }>(client, "getSignatureStatuses", [
+    signatures,
+    { searchTransactionHistory: searchHistory },
+  ]);
+  return signatures.map((_, i) => {
+    const entry = answer?.value?.[i] as
+      | { slot?: unknown; err?: unknown; confirmationStatus?: unknown }
+      | null
+      | undefined;
+    if (!entry || (typeof entry.slot !== "number" && typeof entry.slot !== "bigint")) return null;
+    const status = entry.confirmationStatus;
+    return {
+      slot: BigInt(entry.slot),
+      err: entry.err ?? null,
+      confirmationStatus:
+        status === "processed" || status === "confirmed" || status === "finalized" ? status : null,
+    };
+  });
+}
+
+/** Whether a transaction with this blockhash may still land. */
+export async function isBlockhashValid(client: Client, blockhash: string): Promise<boolean> {
+  const answer = await call<{ value?: unknown }>(client, "isBlockhashValid", [
+    blockhash,
+    { commitment: "processed" },
+  ]);
+  return answer?.value === true;
+}
+
+/** A token account's balance in atomic units, and the slot it was read at. */
+export async function tokenBalance(
+  client: Client,
+  account: string,
+): Promise<{ readonly amount: bigint; readonly slot: bigint }> {
+  const answer = await call<{ context?: { slot?: number }; value?: { amount?: string } }>(
+    client,
+    "getTokenAccountBalance",
+    [account, { commitment: "processed" }],
+  );
+  const amount = answer?.value?.amount;
+  const slot = answer?.context?.slot;
+  if (typeof amount !== "string" || !/^\d+$/.test(amount) || typeof slot !== "number") {
+    throw new Error(`getTokenAccountBalance answered no balance for ${account}`);
+  }
+  return { amount: BigInt(amount), slot: BigInt(slot) };
+}
+
+/** An account's SOL in lamports, at `confirmed` (0 for an account that does not exist). */
+export async function lamportsOf(client: Client, address: string): Promise<bigint> {
+  const answer = await call<{ value?: number | string }>(client, "getBalance", [
+    address,
+    { commitment: "confirmed" },
+  ]);
+  return BigInt(answer?.value ?? 0);
+}

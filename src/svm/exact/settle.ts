@@ -1,0 +1,371 @@
+/**
+ * Settling an x402 `exact` payment on Solana: every verify check again, our fee payer's signature,
+ * then the same money rules as EVM settlements.
+ *
+ * - One settlement per transaction. The fee payer's Ed25519 signature is deterministic, so the
+ *   transaction's id (its first signature) follows from the message the payer signed: the claim
+ *   and the journal are keyed on it, and a payer re-signing the same transfer with another
+ *   signature of its own still makes the same id (and the chain takes it once).
+ * - Written down before it is sent; a journaled settlement is followed, never sent anew, and a
+ *   settled one is never answered a second success (`duplicate_settlement`, as the reference),
+ *   also when the journal has forgotten it but the chain still knows the signature.
+ * - The payer's in-flight total with us must be covered by its token account (svm-inflight.ts);
+ *   a payer whose settlements fail on chain waits; the fee the transaction costs us is capped
+ *   (checks.ts).
+ */
+import type { Address, Hex } from "viem";
+import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
+import type { SettleResult } from "../../core/scheme.js";
+import { type JournalEntry, type NewEntry, recordAnswered, UNRECORDED } from "../../core/store.js";
+import { FacilitatorError, failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import type { WaitUntil } from "../../protocol/schemas.js";
+import { SVM_KEY_PREFIX, type SvmSpend } from "../chain/inflight.js";
+import { signWithFeePayer } from "../chain/keys.js";
+import type { SvmSettleContext } from "./context.js";
+import { signatureToBase58 } from "./decode.js";
+import { transactionFeeLamports } from "./fees.js";
+import { followSignature, type Landing } from "./landing.js";
+import { SVM_REASONS } from "./reasons.js";
+import {
+  describeTransactionError,
+  isBlockhashValid,
+  nodeRefusal,
+  type SignatureStatus,
+  sendTransaction,
+  signatureStatuses,
+  simulationError,
+} from "./rpc.js";
+import type { SvmPayment } from "./types.js";
+import { checkSvmRequest, refuse, simulationRefusal } from "./verify.js";
+
+/** The payer throttle's chain for Solana payers (no EVM chain has id 0). */
+export const SVM_THROTTLE_CHAIN = 0;
+
+const FAILED_REASON = { 1: "transaction_failed", 2: "invalid_exact_svm_transaction_failed" };
+const DUPLICATE_REASON = "duplicate_settlement";
+
+/** The transaction with our fee payer's signature in place, and its id. */
+interface Signed {
+  readonly signature: string;
+  /** The whole signed transaction, base64. */
+  readonly wire: string;
+}
+
+interface Settling {
+  readonly ctx: SvmSettleContext;
+  readonly request: PaymentRequest;
+  readonly payment: SvmPayment;
+  readonly signed: Signed;
+  readonly key: string;
+  readonly spend: SvmSpend;
+}
+
+export async function settleExactSvm(
+  ctx: SvmSettleContext,
+  request: PaymentRequest,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const checked = await checkSvmRequest(ctx, request);
+  if (!checked.ok) return checked;
+  const { payment } = checked;
+  const feePayer = ctx.keys.find((k) => k.address === payment.feePayer);
+  if (!feePayer) {
+    return refuse(
+      "facilitator_mismatch",
+      SVM_REASONS.feePayerNotManaged,
+      `no key of fee payer ${payment.feePayer} is configured here`,
+      payment.payer,
+    );
+  }
+  const message = payment.transaction.messageBytes;
+  const signature = signWithFeePayer(feePayer, message);
+  const signed = {
+    signature: signatureToBase58(signature),
+    wire: withFirstSignature(request.payload.transaction as string, signature),
+  };
+  const key = `${SVM_KEY_PREFIX}${ctx.network}:${signed.signature}`;
+  const spend = {
+    network: ctx.network,
+    mint: payment.mint,
+    source: payment.source,
+    amount: payment.amount,
+  };
+  const s: Settling = { ctx, request, payment, signed, key, spend };
+  if (!(await ctx.journal.claim(key))) {
+    return {
+      ok: false,
+      payer: payment.payer,
+      failure: failure(
+        "settlement_in_progress",
+        "this transaction is being settled right now; retry in a moment",
+        { x402Reason: DUPLICATE_REASON },
+      ),
+    };
+  }
+  try {
+    const entry = await ctx.journal.get(key);
+    const picked = entry ? await pickUp(s, entry, waitUntil) : undefined;
+    return picked ?? (await settleFresh(s, waitUntil));
+  } finally {
+    await ctx.journal.release(key);
+  }
+}
+
+/** The wire transaction with `signature` as its first (the fee payer's) signature. */
+function withFirstSignature(base64: string, signature: Uint8Array): string {
+  const bytes = Buffer.from(base64, "base64");
+  // The signature count is a compact-u16; its length is 1 to 3 bytes.
+  let offset = 0;
+  while ((bytes[offset] as number) & 0x80) offset++;
+  bytes.set(signature, offset + 1);
+  return bytes.toString("base64");
+}
+
+/** A journaled settlement of this transaction: follow it, or say it was settled. */
+async function pickUp(
+  s: Settling,
+  entry: JournalEntry,
+  waitUntil: WaitUntil,
+): Promise<SettleResult | undefined> {
+  const { ctx, signed, payment } = s;
+  if (entry.state === "answered") {
+    const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
+    return alreadyOnChain(s, status, "was already settled");
+  }
+  if (entry.state !== "broadcast" || waitUntil === "simulated") return undefined;
+  // Sent before, with no answer given (it timed out, or the process died): never send anew.
+  ctx.ledger.seed(s.key, s.spend, signed.signature);
+  const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
+  if (!status) {
+    if (!(await isBlockhashValid(ctx.client, payment.recentBlockhash))) {
+      const [late] = await signatureStatuses(ctx.client, [signed.signature], true);
+      if (!late) return conclude(s, { kind: "expired" });
+    } else {
+      // The node may have dropped it: the same bytes again (the chain takes one id once).
+      await sendTransaction(ctx.client, entry.raws.at(-1) ?? signed.wire).catch((error) => {
+        if (!isUnreachable(error)) return undefined;
+        throw error;
+      });
+    }
+  }
+  return conclude(s, await follow(s));
+}
+
+async function settleFresh(s: Settling, waitUntil: WaitUntil): Promise<SettleResult> {
+  const { ctx, payment, signed, request } = s;
+  const payer = payment.payer;
+  const throttled = ctx.throttle.refusal(SVM_THROTTLE_CHAIN, payer);
+  if (throttled) return { ok: false, payer, failure: throttled };
+
+  // A signature the chain already knows was settled (by us or anyone): never a second success.
+  const mark = ctx.ledger.mark();
+  const [[status], why] = await Promise.all([
+    signatureStatuses(ctx.client, [signed.signature], true),
+    simulationError(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
+  ]);
+  if (status) return alreadyOnChain(s, status, "already landed");
+  if (why !== undefined) return simulationRefusal(request, why, payment, "settle");
+  if (waitUntil === "simulated") return { ok: true, payer, transactionHash: signed.signature };
+
+  const short = await ctx.ledger.reserve(
+    ctx.client,
+    ctx.journal,
+    s.key,
+    s.spend,
+    signed.signature,
+    mark,
+  );
+  if (short) return { ok: false, payer, failure: short };
+  try {
+    await ctx.journal.recordSend(journalEntry(s), signed.signature as Hex, signed.wire as Hex);
+  } catch (error) {
+    ctx.ledger.release(s.key);
+    void ctx.journal.recordState(s.key, "failed").catch(() => undefined);
+    const cause =
+      error instanceof FacilitatorError
+        ? error.failure
+        : failure("settlement_failed", `cannot write the settlement journal: ${String(error)}`, {
+            status: 500,
+          });
+    return {
+      ok: false,
+      payer,
+      failure: { ...cause, message: `${cause.message}; nothing was sent` },
+    };
+  }
+  try {
+    await sendTransaction(ctx.client, signed.wire);
+  } catch (error) {
+    if (neverReachedNode(error) || !isUnreachable(error)) {
+      ctx.ledger.release(s.key);
+      void ctx.journal.recordState(s.key, "failed").catch(() => undefined);
+      if (neverReachedNode(error)) throw error;
+      return {
+        ok: false,
+        payer,
+        failure: failure(
+          "settlement_failed",
+          `the node refused the transaction: ${nodeRefusal(error)}`,
+          {
+            status: 500,
+            x402Reason: FAILED_REASON[request.x402Version],
+          },
+        ),
+      };
+    }
+    // The answer was lost, not the transaction: it may be in the node's hands. Follow it.
+  }
+  report(s, "sent");
+  if (waitUntil === "submitted") {
+    if (ctx.watchSubmitted) void watch(s);
+    return answerSuccess(s);
+  }
+  return conclude(s, await follow(s));
+}
+
+function follow(s: Settling, background = false): Promise<Landing> {
+  return followSignature(s.ctx.client, s.signed.signature, s.payment.recentBlockhash, {
+    timeoutMs: s.ctx.confirmTimeoutMs,
+    pollMs: s.ctx.pollMs,
+    background,
+  });
+}
+
+/** How a sent transaction came out, as the answer; the ledger, journal and throttle follow it. */
+async function conclude(s: Settling, landing: Landing): Promise<SettleResult> {
+  const { ctx, signed, payment, request } = s;
+  const payer = payment.payer;
+  const hash = signed.signature;
+  switch (landing.kind) {
+    case "confirmed":
+      ctx.ledger.landed(s.key, landing.slot);
+      report(s, "confirmed");
+      return answerSuccess(s);
+    case "failed":
+    case "expired": {
+      track(s, landing);
+      const why =
+        landing.kind === "failed"
+          ? `the transaction failed on chain: ${describeTransactionError(landing.err)}`
+          : "the transaction expired before it landed (its blockhash is more than 150 blocks old): nothing was paid, and the payer must sign a new payment";
+      return {
+        ok: false,
+        payer,
+        transactionHash: hash,
+        failure: failure("settlement_failed", why, {
+          x402Reason: FAILED_REASON[request.x402Version],
+        }),
+      };
+    }
+    case "timeout":
+      if (ctx.watchSubmitted) void watch(s);
+      return {
+        ok: false,
+        payer,
+        transactionHash: hash,
+        failure: failure(
+          "settlement_pending",
+          `the transaction was sent but not confirmed within ${Math.round(ctx.confirmTimeoutMs / 1000)} s; retry to follow it (it is never sent twice)`,
+        ),
+      };
+  }
+}
+
+/** Tells the metrics sink how a transaction came out (a landed one cost us its fee). */
+function report(s: Settling, outcome: "sent" | "confirmed" | "failed" | "expired"): void {
+  const { payment, ctx } = s;
+  const landed = outcome === "confirmed" || outcome === "failed";
+  ctx.metrics?.svmTransaction?.({
+    network: ctx.network,
+    feePayer: payment.feePayer,
+    signature: s.signed.signature,
+    outcome,
+    feeLamports: landed
+      ? transactionFeeLamports(
+          payment.transaction.header.numSignerAccounts,
+          payment.computeUnitLimit,
+          payment.computeUnitPrice,
+        )
+      : undefined,
+  });
+}
+
+/** A failed or expired transaction took nothing from the payer; a failure is charged to it. */
+function track(s: Settling, landing: Landing): void {
+  if (landing.kind === "failed" || landing.kind === "expired") report(s, landing.kind);
+  s.ctx.ledger.release(s.key);
+  void s.ctx.journal.recordState(s.key, "failed").catch(() => undefined);
+  if (landing.kind === "failed") s.ctx.throttle.charge(SVM_THROTTLE_CHAIN, s.payment.payer);
+}
+
+/** Success, once the journal holds it (a success it does not hold could be answered twice). */
+async function answerSuccess(s: Settling): Promise<SettleResult> {
+  const payer = s.payment.payer;
+  const hash = s.signed.signature;
+  if (await recordAnswered(s.ctx.journal, s.key)) return { ok: true, payer, transactionHash: hash };
+  return {
+    ok: false,
+    payer,
+    transactionHash: hash,
+    failure: failure("settlement_pending", UNRECORDED),
+  };
+}
+
+/** The chain already has this transaction: a success is never answered for it again. */
+function alreadyOnChain(
+  s: Settling,
+  status: SignatureStatus | null | undefined,
+  what: string,
+): SettleResult {
+  const payer = s.payment.payer;
+  const sig = s.signed.signature;
+  if (status && status.err !== null) {
+    return {
+      ok: false,
+      payer,
+      failure: failure(
+        "settlement_failed",
+        `this transaction already failed on chain (${sig}: ${describeTransactionError(status.err)}); the payer must sign a new payment`,
+        { x402Reason: FAILED_REASON[s.request.x402Version] },
+      ),
+    };
+  }
+  const where = status ? ` in slot ${status.slot}` : " (the chain no longer shows it)";
+  return {
+    ok: false,
+    payer,
+    failure: failure("duplicate_settlement", `this transaction ${what}${where}: ${sig}`),
+  };
+}
+
+/** Follows a transaction nobody waits for, to end its payer's hold and charge a failure. */
+async function watch(s: Settling): Promise<void> {
+  const landing = await follow(s, true).catch(() => undefined);
+  if (!landing || landing.kind === "timeout") return;
+  if (landing.kind === "confirmed") {
+    s.ctx.ledger.landed(s.key, landing.slot);
+    report(s, "confirmed");
+  } else track(s, landing);
+}
+
+/**
+ * The journal's entry: the store keeps strings, so on Solana the hash is the transaction's
+ * signature (base58), the raw bytes are base64, there is no chain id (0) or nonce, and the
+ * expected transfer names the mint and the token accounts.
+ */
+function journalEntry(s: Settling): NewEntry {
+  const { payment } = s;
+  return {
+    key: s.key,
+    chainId: SVM_THROTTLE_CHAIN,
+    signer: payment.feePayer as Address,
+    txNonce: 0,
+    expect: {
+      token: payment.mint as Address,
+      from: payment.source as Address,
+      to: payment.destination as Address,
+      value: payment.amount.toString(),
+    },
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * Verifying an x402 `exact` payment on Solana, as the official @x402/svm 2.27.0 facilitator does:
+ * scheme and network, the chain-free checks (checkSvmPayment), then a simulation of the
+ * transaction exactly as the payer sent it (`sigVerify: false`, since the fee payer has not signed
+ * yet; `replaceRecentBlockhash: false`, so an expired blockhash fails as `BlockhashNotFound`: the
+ * reference makes no other freshness check, and neither do we). Failures carry the reference's
+ * reason in the x402 dialect and our code in the reference dialect.
+ */
+import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import { checkSvmPayment } from "./checks.js";
+import type { SvmContext } from "./context.js";
+import { SVM_REASONS, type SvmReason } from "./reasons.js";
+import { type SimulationFailure, simulationError } from "./rpc.js";
+import type { SvmPayment } from "./types.js";
+
+export interface SvmRefusal {
+  readonly ok: false;
+  readonly failure: Failure;
+  readonly payer?: string | undefined;
+}
+
+export type SvmVerifyResult = { readonly ok: true; readonly payer: string } | SvmRefusal;
+
+/** Our code for each of the reference's reasons (the x402 dialect carries the reason itself). */
+const CODES: Readonly<Record<SvmReason, ErrorCode>> = {
+  [SVM_REASONS.missingFeePayer]: "missing_fee_payer",
+  [SVM_REASONS.feePayerNotManaged]: "facilitator_mismatch",
+  [SVM_REASONS.feePayerNotManagedV1]: "facilitator_mismatch",
+  [SVM_REASONS.couldNotBeDecoded]: "invalid_request",
+  [SVM_REASONS.excessiveSigners]: "unexpected_instructions",
+  [SVM_REASONS.feePayerMismatch]: "fee_payer_mismatch",
+  [SVM_REASONS.signatureInvalid]: "invalid_signature",
+  [SVM_REASONS.lookupTablesUnavailable]: "unexpected_instructions",
+  [SVM_REASONS.instructionsLength]: "unexpected_instructions",
+  [SVM_REASONS.computeLimitInstruction]: "unexpected_instructions",
+  [SVM_REASONS.computeLimitTooHigh]: "compute_budget_too_high",
+  [SVM_REASONS.computePriceInstruction]: "unexpected_instructions",
+  [SVM_REASONS.computePriceTooHigh]: "compute_budget_too_high",
+  [SVM_REASONS.noTransferInstruction]: "unexpected_instructions",
+  [SVM_REASONS.feePayerTransferringFunds]: "fee_payer_in_transfer",
+  [SVM_REASONS.mintMismatch]: "asset_mismatch",
+  [SVM_REASONS.recipientMismatch]: "recipient_mismatch",
+  [SVM_REASONS.amountMismatch]: "amount_mismatch",
+  [SVM_REASONS.unknownFourthInstruction]: "unexpected_instructions",
+  [SVM_REASONS.unknownFifthInstruction]: "unexpected_instructions",
+  [SVM_REASONS.unknownSixthInstruction]: "unexpected_instructions",
+  [SVM_REASONS.unknownSeventhInstruction]: "unexpected_instructions",
+  [SVM_REASONS.unknownOptionalInstruction]: "unexpected_instructions",
+  [SVM_REASONS.memoCount]: "unexpected_instructions",
+  [SVM_REASONS.memoMismatch]: "memo_mismatch",
+};
+
+/** The reference's reasons outside checkSvmPayment, by x402 version (v1 spells them bare). */
+export const REASONS = {
+  scheme: { 1: "unsupported_scheme", 2: "invalid_exact_svm_unsupported_scheme" },
+  network: { 1: "network_mismatch", 2: "invalid_exact_svm_network_mismatch" },
+  simulation: {
+    1: "transaction_simulation_failed",
+    2: "invalid_exact_svm_transaction_simulation_failed",
+  },
+} as const;
+
+/** `status` overrides the table's HTTP status for this one refusal. */
+export function refuse(
+  code: ErrorCode,
+  x402Reason: string,
+  message: string,
+  payer?: string,
+  status?: number,
+) {
+  const extra = status === undefined ? { x402Reason } : { x402Reason, status };
+  return { ok: false, failure: failure(code, message, extra), payer } as SvmRefusal;
+}
+
+/** Scheme, network and the chain-free checks: the payment, or why it is refused. */
+export async function checkSvmRequest(
+  ctx: SvmContext,
+  request: PaymentRequest,
+): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SvmRefusal> {
+  const { requirements, x402Version, paths } = request;
+  if (request.payloadScheme !== "exact") {
+    return refuse(
+      "scheme_mismatch",
+      REASONS.scheme[x402Version],
+      `the payload's scheme "${request.payloadScheme}" is not "exact"`,
+    );
+  }
+  if (request.payloadNetwork !== requirements.network) {
+    return refuse(
+      "network_mismatch",
+      REASONS.network[x402Version],
+      `the payload's network "${request.payloadNetwork}" differs from ${paths.requirements}.network "${requirements.network}"`,
+    );
+  }
+  const checked = await checkSvmPayment(request.payload.transaction, requirements, {
+    feePayers: ctx.feePayers,
+    x402Version,
+    maxFeeLamports: ctx.maxFeeLamports,
+  });
+  if (!checked.ok) {
+    return refuse(CODES[checked.x402Reason], checked.x402Reason, checked.message, checked.payer);
+  }
+  return { ok: true, payment: checked.payment };
+}
+
+export async function verifyExactSvm(
+  ctx: SvmContext,
+  request: PaymentRequest,
+): Promise<SvmVerifyResult> {
+  const checked = await checkSvmRequest(ctx, request);
+  if (!checked.ok) return checked;
+  const { payer } = checked.payment;
+  const why = await simulationError(ctx.client, request.payload.transaction as string, {
+    sigVerify: false,
+    commitment: "confirmed",
+  });
+  if (why !== undefined) return simulationRefusal(request, why, checked.payment, "verify");
+  return { ok: true, payer };
+}
+
+/**
+ * The transaction failed in simulation, with the runtime's error. One that already landed is
+ * named for what it is, and so is our fee payer lacking the SOL for the fee (not the payment's
+ * fault): finer than the reference, whose reason the x402 dialect keeps.
+ */
+export function simulationRefusal(
+  request: PaymentRequest,
+  why: SimulationFailure,
+  payment: SvmPayment,
+  operation: "verify" | "settle",
+) {
+  const reason = REASONS.simulation[request.x402Version];
+  if (why.err === "AlreadyProcessed") {
+    // At verify it is one more reason the payment is not valid: 400, as the other refusals of a
+    // payment there and its EVM twin nonce_already_used. Settle keeps the table's 409.
+    return refuse(
+      "duplicate_settlement",
+      reason,
+      "this transaction already landed (the cluster says AlreadyProcessed): it was settled before, and a replay is not paid again",
+      payment.payer,
+      operation === "verify" ? 400 : undefined,
+    );
+  }
+  if (feePayerUnfunded(why.err)) {
+    return refuse(
+      "fee_payer_unfunded",
+      reason,
+      `this facilitator's fee payer ${payment.feePayer} cannot pay the transaction's fee on ${request.requirements.network} (${why.text}); the payment itself was not at fault`,
+      payment.payer,
+    );
+  }
+  return refuse(
+    "simulation_failed",
+    reason,
+    `the transaction fails in simulation: ${why.text}`,
+    payment.payer,
+  );
+}
+
+/** Runtime errors about the fee payer's account: missing, short of the fee, or of its rent. */
+function feePayerUnfunded(err: unknown): boolean {
+  if (err === "AccountNotFound" || err === "InsufficientFundsForFee") return true;
+  const rent = (err as { InsufficientFundsForRent?: { account_index?: unknown } } | null)
+    ?.InsufficientFundsForRent;
+  return rent?.account_index === 0;
+}

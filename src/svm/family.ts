@@ -1,0 +1,192 @@
+/**
+ * The facilitator's Solana side: routes `exact` payments on Solana clusters to the scheme (loaded
+ * only when one comes: EVM commands never load the Solana kit), with the fee payers, the Solana
+ * in-flight ledger and the shared journal and payer throttle; and lists the Solana kinds.
+ */
+
+import { settleOnce } from "../core/idempotency.js";
+import type { MetricsSink } from "../core/metrics.js";
+import type { RpcRegistry } from "../core/rpc.js";
+import type { SettleResult, VerifyResult } from "../core/scheme.js";
+import type { JournalEntry, SettlementStore } from "../core/store.js";
+import type { PayerThrottle } from "../core/throttle.js";
+import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
+import { type Failure, failure } from "../protocol/errors.js";
+import type { PaymentRequest } from "../protocol/request.js";
+import type { WaitUntil } from "../protocol/schemas.js";
+import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
+import { SvmInFlight, svmSpendOf } from "./chain/inflight.js";
+import type { SvmFeePayer } from "./chain/keys.js";
+import type { SvmSettleContext } from "./exact/index.js";
+import { signatureStatuses } from "./exact/rpc.js";
+
+export interface SolanaOptions {
+  readonly keys: readonly SvmFeePayer[];
+  readonly maxFeeLamports?: bigint | undefined;
+  readonly confirmTimeoutMs: number;
+  readonly pollMs: number;
+  readonly watchSubmitted: boolean;
+  readonly metrics?: MetricsSink | undefined;
+  /** Told when a hold ends (a shared store updates its copy). */
+  readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
+}
+
+export interface SolanaKind {
+  readonly x402Version: 1 | 2;
+  readonly scheme: "exact";
+  readonly network: string;
+  readonly extra: { readonly feePayer: string };
+}
+
+type Routed = { ok: true; ctx: SvmSettleContext } | { ok: false; failure: Failure };
+
+/** Whether a request is for Solana: its network in either form. */
+export function isSolanaRequest(request: PaymentRequest): boolean {
+  return looksSolana(request.requirements.network);
+}
+
+export class SolanaPayments {
+  /** The fee payers' addresses. */
+  readonly feePayers: readonly string[];
+  /** What payers have in flight with us on Solana. */
+  readonly inflight: SvmInFlight;
+  readonly #rpc: RpcRegistry;
+  readonly #journal: SettlementStore;
+  readonly #throttle: PayerThrottle;
+  readonly #options: SolanaOptions;
+  #turn = 0;
+
+  constructor(
+    rpc: RpcRegistry,
+    journal: SettlementStore,
+    throttle: PayerThrottle,
+    options: SolanaOptions,
+  ) {
+    this.#rpc = rpc;
+    this.#journal = journal;
+    this.#throttle = throttle;
+    this.#options = options;
+    this.feePayers = [...new Set(options.keys.map((key) => key.address))];
+    this.inflight = new SvmInFlight({ onFree: options.onFree });
+  }
+
+  /** Counts a Solana settlement a previous process left unsettled; false for other entries. */
+  seed(entry: JournalEntry): boolean {
+    const svm = svmSpendOf(entry);
+    if (svm) this.inflight.seed(entry.key, svm.spend, svm.signature);
+    return svm !== undefined;
+  }
+
+  async verify(request: PaymentRequest): Promise<VerifyResult> {
+    const routed = await this.#route(request);
+    if (!routed.ok) return { ok: false, failure: routed.failure };
+    let result: VerifyResult;
+    try {
+      const { verifyExactSvm } = await import("./exact/index.js");
+      result = await verifyExactSvm(routed.ctx, request);
+    } catch (error) {
+      result = { ok: false, failure: failureOfThrown(error, "verify") };
+    }
+    return namingEndpoint(
+      result,
+      request.requirements.network,
+      this.#rpc.solanaVia(routed.ctx.network),
+    );
+  }
+
+  async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
+    // What verify would refuse (an unknown or unserved cluster) is said before any claim.
+    const routed = await this.#route(request);
+    if (!routed.ok) return { ok: false, failure: routed.failure };
+    const { ctx } = routed;
+    let result: SettleResult;
+    try {
+      const { settleExactSvm } = await import("./exact/index.js");
+      result = await settleOnce(
+        this.#journal,
+        request,
+        () => settleExactSvm(ctx, request, waitUntil ?? request.waitUntil ?? "confirmed"),
+        (signature) => this.#stillOnChain(ctx, signature),
+      );
+    } catch (error) {
+      result = { ok: false, failure: failureOfThrown(error, "settle") };
+    }
+    if (result.ok || result.failure.code !== "chain_unavailable") return result;
+    // An unreachable cluster during settle is a 500: the settlement, not the request, failed.
+    const named = namingEndpoint(
+      result,
+      request.requirements.network,
+      this.#rpc.solanaVia(ctx.network),
+    );
+    return named.ok ? named : { ...named, failure: { ...named.failure, status: 500 } };
+  }
+
+  /** The served clusters' kinds, each naming one fee payer in turn (none without a fee payer). */
+  async kinds(): Promise<SolanaKind[]> {
+    if (this.feePayers.length === 0) return [];
+    const kinds: SolanaKind[] = [];
+    for (const network of await this.#rpc.servedSolanaNetworks()) {
+      const feePayer = this.feePayers[this.#turn++ % this.feePayers.length] as string;
+      const v1Name = solanaCluster(network)?.v1Name;
+      if (v1Name)
+        kinds.push({ x402Version: 1, scheme: "exact", network: v1Name, extra: { feePayer } });
+      kinds.push({ x402Version: 2, scheme: "exact", network, extra: { feePayer } });
+    }
+    return kinds;
+  }
+
+  /** Landed without error, or not failed and still able to land. */
+  async #stillOnChain(ctx: SvmSettleContext, signature: string): Promise<boolean> {
+    const [status] = await signatureStatuses(ctx.client, [signature], true);
+    return status ? status.err === null : false;
+  }
+
+  /** The `exact` scheme, through a configured RPC of the cluster. */
+  async #route(request: PaymentRequest): Promise<Routed> {
+    const { requirements, x402Version } = request;
+    if (requirements.scheme !== "exact") {
+      return {
+        ok: false,
+        failure: failure(
+          "unsupported_scheme",
+          `scheme "${requirements.scheme}" is not supported on Solana; "exact" is`,
+        ),
+      };
+    }
+    const network = solanaNetworkOf(requirements.network, x402Version);
+    if (network === undefined) {
+      const hint =
+        x402Version === 1
+          ? "; v1 names are solana, solana-devnet and solana-testnet"
+          : "; x402 v2 names Solana clusters solana:<first 32 characters of the genesis hash>";
+      return {
+        ok: false,
+        failure: failure(
+          "unsupported_network",
+          `"${requirements.network}" is not a Solana network of x402 v${x402Version}${hint}`,
+        ),
+      };
+    }
+    try {
+      const client = await this.#rpc.solanaClient(network, requirements.network);
+      const options = this.#options;
+      const ctx: SvmSettleContext = {
+        client,
+        network,
+        feePayers: this.feePayers,
+        maxFeeLamports: options.maxFeeLamports,
+        keys: options.keys,
+        journal: this.#journal,
+        ledger: this.inflight,
+        throttle: this.#throttle,
+        confirmTimeoutMs: options.confirmTimeoutMs,
+        pollMs: options.pollMs,
+        watchSubmitted: options.watchSubmitted,
+        metrics: options.metrics,
+      };
+      return { ok: true, ctx };
+    } catch (error) {
+      return { ok: false, failure: failureOfThrown(error, "verify") };
+    }
+  }
+}
