@@ -1,7 +1,7 @@
 /** Our base58 against @solana/kit's, on random bytes with leading zeros; a non-base58 text is refused. */
 import { getBase58Decoder, getBase58Encoder } from "@solana/kit";
 import { expect, test } from "vitest";
-import { base58ToBytes, bytesToBase58 } from "../src/svm/chain/base58.js";
+import { base58ToBytes, bytesToBase58 } from "../src/protocol/base58.js";
 
 test("base58 agrees with kit", () => {
   for (let i = 0; i < 500; i++) {

@@ -4,8 +4,8 @@
  */
 import { spawn } from "node:child_process";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import type { ErrorCode } from "../src/protocol/errors.js";
 import { handleVerify } from "../src/protocol/respond.js";

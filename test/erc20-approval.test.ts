@@ -7,8 +7,8 @@
 import { type Address, encodeFunctionData, erc20Abi, type Hex, maxUint256, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Facilitator } from "../src/core/facilitator.js";
 import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import type { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { payerHolding } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";

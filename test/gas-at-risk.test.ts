@@ -18,7 +18,6 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { FacilitatorOptions } from "../src/core/facilitator.js";
 import {
   testGasBurnerTokenAbi,
   testGasBurnerTokenRuntimeBytecode,
@@ -27,6 +26,7 @@ import {
   testUsdcAbi,
 } from "../src/evm/devnet/artifacts.js";
 import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import type { FacilitatorOptions } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { createMetrics } from "../src/http/metrics.js";
 import { type RunningServer, startServer } from "../src/http/server.js";

@@ -4,9 +4,9 @@
  */
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
+import { Facilitator } from "../src/facilitator.js";
 import { createHandler, type HttpRequest } from "../src/http/handler.js";
 import { ERRORS } from "../src/protocol/errors.js";
 

@@ -15,7 +15,6 @@ import express from "express";
 import { type Address, erc20Abi, type Hex, parseEventLogs } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
 import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
 import {
   approvePermit2,
@@ -23,6 +22,7 @@ import {
   type Devnet,
   startDevnet,
 } from "../src/evm/devnet/index.js";
+import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";

@@ -3,9 +3,9 @@
  * never an exception, in both dialects.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
+import { Facilitator } from "../src/facilitator.js";
 import type { ErrorCode } from "../src/protocol/errors.js";
 import { parseJson } from "../src/protocol/request.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";

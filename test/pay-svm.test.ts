@@ -12,7 +12,7 @@ import { createKeyPairSignerFromBytes } from "@solana/kit";
 import { toFacilitatorSvmSigner } from "@x402/svm";
 import { ExactSvmSchemeV1 as ExactSvmFacilitatorV1 } from "@x402/svm/exact/v1/facilitator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
+import { Facilitator } from "../src/facilitator.js";
 import { svmFeePayerOf } from "../src/svm/chain/keys.js";
 import {
   DEVNET_USDC_MINT,

@@ -7,7 +7,6 @@
 import { type Address, erc20Abi, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Facilitator } from "../src/core/facilitator.js";
 import {
   approvePermit2,
   type DevAccount,
@@ -16,6 +15,7 @@ import {
   startDevnet,
 } from "../src/evm/devnet/index.js";
 import { signPermit2Payment } from "../src/evm/devnet/sign-permit2.js";
+import type { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import {

@@ -12,9 +12,9 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
 import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
 import { type Devnet, deployErc1271Wallet, startDevnet } from "../src/evm/devnet/index.js";
+import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator, type FacilitatorOptions } from "../src/core/facilitator.js";
+import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
 import { Journal } from "../src/store/journal.js";
 import { svmFeePayerOf } from "../src/svm/chain/keys.js";
 import {

@@ -5,7 +5,7 @@
  */
 import { AccountRole, type Address } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
+import { Facilitator } from "../src/facilitator.js";
 import { svmFeePayerOf } from "../src/svm/chain/keys.js";
 import {
   PAYER_USDC_BALANCE,

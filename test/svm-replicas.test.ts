@@ -6,7 +6,7 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { bytesToBase58 } from "../src/svm/chain/base58.js";
+import { bytesToBase58 } from "../src/protocol/base58.js";
 import {
   PAYER_USDC_BALANCE,
   type SvmDevKey,

@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator, type FacilitatorOptions } from "../src/core/facilitator.js";
+import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
+import { bytesToBase58 } from "../src/protocol/base58.js";
 import { Journal } from "../src/store/journal.js";
-import { bytesToBase58 } from "../src/svm/chain/base58.js";
 import { svmFeePayerOf } from "../src/svm/chain/keys.js";
 import {
   PAYER_USDC_BALANCE,

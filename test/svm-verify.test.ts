@@ -5,8 +5,8 @@
  * and the verify of a transaction that already landed, over a real HTTP server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
 import { RpcRegistry } from "../src/core/rpc.js";
+import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { startServer } from "../src/http/server.js";
 import { svmFeePayerOf } from "../src/svm/chain/keys.js";

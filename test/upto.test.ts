@@ -10,7 +10,6 @@ import { UptoEvmScheme as UptoEvmFacilitator } from "@x402/evm/upto/facilitator"
 import { type Address, erc20Abi, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Facilitator } from "../src/core/facilitator.js";
 import {
   approvePermit2,
   type DevAccount,
@@ -18,6 +17,7 @@ import {
   devAccounts,
   startDevnet,
 } from "../src/evm/devnet/index.js";
+import type { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { clientsOf } from "./helpers/permit2.js";

@@ -14,10 +14,10 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Facilitator } from "../src/core/facilitator.js";
 import { useWasmSecp256k1 } from "../src/evm/chain/secp256k1.js";
 import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
 import { type Devnet, deployErc1271Wallet, startDevnet } from "../src/evm/devnet/index.js";
+import { Facilitator } from "../src/facilitator.js";
 import { ERRORS, type ErrorCode } from "../src/protocol/errors.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import {

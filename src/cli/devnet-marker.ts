@@ -8,7 +8,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Hex, PublicClient } from "viem";
-import type { Facilitator } from "../core/facilitator.js";
+import type { Facilitator } from "../facilitator.js";
 import { readSmallFile } from "./bounded-read.js";
 import { UsageError } from "./errors.js";
 import { warn } from "./output.js";

@@ -1,9 +1,9 @@
 /** The Facilitator a command runs on, from its configuration. */
 import type { LocalAccount } from "viem";
-import { Facilitator } from "../core/facilitator.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { SettlementStore } from "../core/store.js";
 import { settlementAccount } from "../evm/chain/secp256k1.js";
+import { Facilitator } from "../facilitator.js";
 import type { CliConfig } from "./config.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";

@@ -1,6 +1,6 @@
 /** What `verify` and `settle` share: read the request, run it through the core, print, exit code. */
 
-import type { Facilitator } from "../core/facilitator.js";
+import type { Facilitator } from "../facilitator.js";
 import { type Failure, failure, statusOf } from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";
 import {

@@ -6,7 +6,7 @@
  * looks unused on chain, and a second transaction for it would be sent, answered, and revert.
  */
 import { privateKeyToAccount } from "viem/accounts";
-import type { Facilitator } from "../core/facilitator.js";
+import type { Facilitator } from "../facilitator.js";
 import { type Failure, failure } from "../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../protocol/networks.js";
 import type { CliConfig } from "./config.js";

@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import { type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
-import type { SettleResult } from "./scheme.js";
+import type { SettleResult } from "../protocol/results.js";
 import type { SettlementStore } from "./store.js";
 
 export const PAYMENT_IDENTIFIER = "payment-identifier";

@@ -4,8 +4,8 @@
  */
 
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
+import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import { isUnreachable, unreachableReason } from "./rpc.js";
-import type { SettleResult, VerifyResult } from "./scheme.js";
 
 export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failure {
   if (error instanceof FacilitatorError) return error.failure;

@@ -3,8 +3,7 @@
  * headers and body out. No sockets here, so it is tested in-process; `server.ts` adapts node:http.
  */
 import { timingSafeEqual } from "node:crypto";
-import type { Facilitator } from "../core/facilitator.js";
-import { answerAccepts } from "../evm/accepts.js";
+import type { Facilitator } from "../facilitator.js";
 import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";
 import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
@@ -172,7 +171,7 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
       if (!parsed.ok) return errorResponse(parsed.failure);
       body = parsed.value;
       if (path === "/accepts") {
-        const accepts = await answerAccepts(facilitator, parsed.value);
+        const accepts = await facilitator.accepts(parsed.value);
         return accepts.ok ? json(200, accepts.body) : errorResponse(accepts.failure);
       }
       const reply =

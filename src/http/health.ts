@@ -4,8 +4,8 @@
  * every Solana fee payer on every served cluster (readiness).
  */
 import type { Address } from "viem";
-import type { Facilitator } from "../core/facilitator.js";
 import type { StoreStatus } from "../core/store.js";
+import type { Facilitator } from "../facilitator.js";
 import { caip2 } from "../protocol/networks.js";
 import { lamportsOf } from "../svm/exact/rpc.js";
 

@@ -6,8 +6,8 @@
  * HttpMetrics.
  */
 import type * as Prom from "prom-client";
-import type { Facilitator } from "../core/facilitator.js";
 import type { MetricsSink, SvmTransactionEvent } from "../core/metrics.js";
+import type { Facilitator } from "../facilitator.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
 import type { HttpMetrics } from "./handler.js";

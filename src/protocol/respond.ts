@@ -3,8 +3,6 @@
  * dialect) out. The CLI prints the body; the HTTP server sends it.
  */
 import type { Hex } from "viem";
-import type { Facilitator } from "../core/facilitator.js";
-import type { SettleResult, VerifyResult } from "../core/scheme.js";
 import { type Failure, statusOf, x402ReasonOf } from "./errors.js";
 import {
   type Dialect,
@@ -13,7 +11,14 @@ import {
   parseRequest,
   payerHint,
 } from "./request.js";
+import type { SettleResult, VerifyResult } from "./results.js";
 import type { WaitUntil } from "./schemas.js";
+
+/** What answers a parsed request: the facilitator, or anything that verifies and settles. */
+export interface Facilitating {
+  verify(request: PaymentRequest): Promise<VerifyResult>;
+  settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult>;
+}
 
 export interface Reply {
   readonly status: number;
@@ -119,7 +124,7 @@ function networkHint(body: unknown): string {
   return typeof found === "string" ? found : "";
 }
 
-export async function handleVerify(facilitator: Facilitator, body: unknown): Promise<Reply> {
+export async function handleVerify(facilitator: Facilitating, body: unknown): Promise<Reply> {
   const parsed = parseRequest(body);
   if (!parsed.ok) {
     return renderVerify(parsed.dialect, { ok: false, failure: parsed.failure }, parsed.payer);
@@ -129,7 +134,7 @@ export async function handleVerify(facilitator: Facilitator, body: unknown): Pro
 }
 
 export async function handleSettle(
-  facilitator: Facilitator,
+  facilitator: Facilitating,
   body: unknown,
   /** A waitUntil given outside the body (the CLI flag) wins over the body's. */
   options: { waitUntil?: WaitUntil | undefined } = {},

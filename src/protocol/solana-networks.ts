@@ -4,7 +4,7 @@
  * those of the official @x402/svm 2.27.0 (SOLANA_MAINNET_CAIP2, SOLANA_DEVNET_CAIP2,
  * SOLANA_TESTNET_CAIP2 and its V1_TO_V2_NETWORK_MAP).
  */
-import { base58ToBytes } from "../svm/chain/base58.js";
+import { base58ToBytes } from "./base58.js";
 
 export interface SolanaCluster {
   /** `solana:` and the first 32 characters of the genesis hash. */

@@ -1,20 +1,21 @@
 /**
- * The facilitator's Solana side: routes `exact` payments on Solana clusters to the scheme (loaded
- * only when one comes: EVM commands never load the Solana kit), with the fee payers, the Solana
- * in-flight ledger and the shared journal and payer throttle; and lists the Solana kinds.
+ * The Solana family: routes `exact` payments on Solana clusters to the scheme (loaded only when one
+ * comes: EVM commands never load the Solana kit), with the fee payers, the Solana in-flight ledger
+ * and the shared journal and payer throttle; lists the Solana kinds and completes Solana offers.
  */
 
-import { settleOnce } from "../core/idempotency.js";
+import type { ChainFamily, Offer, Supported, SupportedKind } from "../core/family.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
-import type { SettleResult, VerifyResult } from "../core/scheme.js";
 import type { JournalEntry, SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
 import { type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
+import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
+import { completeSvm } from "./accepts.js";
 import { SvmInFlight, svmSpendOf } from "./chain/inflight.js";
 import type { SvmFeePayer } from "./chain/keys.js";
 import type { SvmSettleContext } from "./exact/index.js";
@@ -31,21 +32,10 @@ export interface SolanaOptions {
   readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
 }
 
-export interface SolanaKind {
-  readonly x402Version: 1 | 2;
-  readonly scheme: "exact";
-  readonly network: string;
-  readonly extra: { readonly feePayer: string };
-}
-
 type Routed = { ok: true; ctx: SvmSettleContext } | { ok: false; failure: Failure };
 
-/** Whether a request is for Solana: its network in either form. */
-export function isSolanaRequest(request: PaymentRequest): boolean {
-  return looksSolana(request.requirements.network);
-}
-
-export class SolanaPayments {
+export class SvmFamily implements ChainFamily {
+  readonly name = "svm";
   /** The fee payers' addresses. */
   readonly feePayers: readonly string[];
   /** What payers have in flight with us on Solana. */
@@ -55,6 +45,7 @@ export class SolanaPayments {
   readonly #throttle: PayerThrottle;
   readonly #options: SolanaOptions;
   #turn = 0;
+  #offerTurn = 0;
 
   constructor(
     rpc: RpcRegistry,
@@ -68,6 +59,11 @@ export class SolanaPayments {
     this.#options = options;
     this.feePayers = [...new Set(options.keys.map((key) => key.address))];
     this.inflight = new SvmInFlight({ onFree: options.onFree });
+  }
+
+  /** Solana networks, in either x402 version's form. */
+  claims(network: string): boolean {
+    return looksSolana(network);
   }
 
   /** Counts a Solana settlement a previous process left unsettled; false for other entries. */
@@ -94,51 +90,54 @@ export class SolanaPayments {
     );
   }
 
-  async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
-    // What verify would refuse (an unknown or unserved cluster) is said before any claim.
+  async settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {
+    // What verify would refuse (an unknown or unserved cluster) is said before anything else.
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, failure: routed.failure };
     const { ctx } = routed;
     let result: SettleResult;
     try {
       const { settleExactSvm } = await import("./exact/index.js");
-      result = await settleOnce(
-        this.#journal,
-        request,
-        () => settleExactSvm(ctx, request, waitUntil ?? request.waitUntil ?? "confirmed"),
-        (signature) => this.#stillOnChain(ctx, signature),
-      );
+      result = await settleExactSvm(ctx, request, waitUntil);
     } catch (error) {
       result = { ok: false, failure: failureOfThrown(error, "settle") };
     }
-    if (result.ok || result.failure.code !== "chain_unavailable") return result;
-    // An unreachable cluster during settle is a 500: the settlement, not the request, failed.
-    const named = namingEndpoint(
-      result,
-      request.requirements.network,
-      this.#rpc.solanaVia(ctx.network),
-    );
-    return named.ok ? named : { ...named, failure: { ...named.failure, status: 500 } };
+    return namingEndpoint(result, request.requirements.network, this.#rpc.solanaVia(ctx.network));
   }
 
   /** The served clusters' kinds, each naming one fee payer in turn (none without a fee payer). */
-  async kinds(): Promise<SolanaKind[]> {
-    if (this.feePayers.length === 0) return [];
-    const kinds: SolanaKind[] = [];
-    for (const network of await this.#rpc.servedSolanaNetworks()) {
-      const feePayer = this.feePayers[this.#turn++ % this.feePayers.length] as string;
-      const v1Name = solanaCluster(network)?.v1Name;
-      if (v1Name)
-        kinds.push({ x402Version: 1, scheme: "exact", network: v1Name, extra: { feePayer } });
-      kinds.push({ x402Version: 2, scheme: "exact", network, extra: { feePayer } });
+  async supported(): Promise<Supported> {
+    const kinds: SupportedKind[] = [];
+    if (this.feePayers.length > 0) {
+      for (const network of await this.#rpc.servedSolanaNetworks()) {
+        const feePayer = this.feePayers[this.#turn++ % this.feePayers.length] as string;
+        const v1Name = solanaCluster(network)?.v1Name;
+        if (v1Name) {
+          kinds.push({ x402Version: 1, scheme: "exact", network: v1Name, extra: { feePayer } });
+        }
+        kinds.push({ x402Version: 2, scheme: "exact", network, extra: { feePayer } });
+      }
     }
-    return kinds;
+    const signers: Record<string, string[]> =
+      this.feePayers.length > 0 ? { "solana:*": [...this.feePayers] } : {};
+    return { kinds, extensions: [], signers };
   }
 
   /** Landed without error, or not failed and still able to land. */
-  async #stillOnChain(ctx: SvmSettleContext, signature: string): Promise<boolean> {
-    const [status] = await signatureStatuses(ctx.client, [signature], true);
+  async stillOnChain(request: PaymentRequest, signature: string): Promise<boolean> {
+    const routed = await this.#route(request);
+    if (!routed.ok) return false;
+    const [status] = await signatureStatuses(routed.ctx.client, [signature], true);
     return status ? status.err === null : false;
+  }
+
+  /** An `exact` offer on a served cluster, with one of our fee payers (offers naming none get one in turn). */
+  async complete(offer: Offer, defaultTimeout: number) {
+    if (offer.scheme !== "exact") return undefined;
+    const feePayers = this.feePayers;
+    const served = new Set(await this.#rpc.servedSolanaNetworks());
+    const nextFeePayer = () => feePayers[this.#offerTurn++ % feePayers.length] as string;
+    return completeSvm({ served, feePayers, nextFeePayer }, offer, defaultTimeout);
   }
 
   /** The `exact` scheme, through a configured RPC of the cluster. */

@@ -3,8 +3,8 @@
  * requests to its HTTP handler in-process.
  */
 import { privateKeyToAccount } from "viem/accounts";
-import { Facilitator, type FacilitatorOptions } from "../../src/core/facilitator.js";
 import type { Devnet } from "../../src/evm/devnet/index.js";
+import { Facilitator, type FacilitatorOptions } from "../../src/facilitator.js";
 import { createHandler } from "../../src/http/handler.js";
 
 export function facilitatorOn(devnet: Devnet, options: Partial<FacilitatorOptions> = {}) {

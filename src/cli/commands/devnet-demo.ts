@@ -1,9 +1,9 @@
 /** `facilitator devnet --demo`: one payment through verify, settle and a replayed settle. */
 import chalk from "chalk";
 import { privateKeyToAccount } from "viem/accounts";
-import { Facilitator } from "../../core/facilitator.js";
 import { signSampleRequest } from "../../evm/devnet/sample.js";
 import type { DevnetInfo } from "../../evm/devnet/setup.js";
+import { Facilitator } from "../../facilitator.js";
 import { handleSettle, handleVerify } from "../../protocol/respond.js";
 
 export async function runDemo(devnet: DevnetInfo): Promise<void> {

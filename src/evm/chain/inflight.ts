@@ -11,8 +11,8 @@
  * balance at one block, noting which reservations that block already includes.
  */
 import type { Address } from "viem";
-import type { SchemeContext } from "../../core/scheme.js";
 import { type Failure, failure } from "../../protocol/errors.js";
+import type { EvmContext } from "../context.js";
 import { decideWithOthers } from "./shared-inflight.js";
 import { minedIn, readAvailable, shortfall } from "./spend-reads.js";
 
@@ -102,7 +102,7 @@ export class InFlight {
    * what mark() said before this settle's simulation started.
    */
   async reserve(
-    ctx: SchemeContext,
+    ctx: EvmContext,
     key: string,
     spends: readonly Spend[],
     mark: number,
@@ -161,7 +161,7 @@ export class InFlight {
    * reserved (here or there) if the payer cannot cover it all.
    */
   async #withOtherReplicas(
-    ctx: SchemeContext,
+    ctx: EvmContext,
     key: string,
     spends: readonly Spend[],
     slots: readonly string[],
@@ -305,7 +305,7 @@ export class InFlight {
    * Reads each spend's balance or allowance at one block, and lets go of the reservations that
    * block already includes (mined, reverted or not) or that are too old to matter.
    */
-  async #read(ctx: SchemeContext, spends: readonly Spend[], slots: readonly string[]) {
+  async #read(ctx: EvmContext, spends: readonly Spend[], slots: readonly string[]) {
     const { client } = ctx;
     // Landings seen before the block number is read are in that block or an earlier one; those
     // seen later are counted unless their block was read.

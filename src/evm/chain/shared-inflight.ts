@@ -8,9 +8,9 @@
  * the holds that block already includes (marked landed, or found mined) are left out.
  */
 import type { Hex } from "viem";
-import type { SchemeContext } from "../../core/scheme.js";
 import type { HeldElsewhere } from "../../core/store.js";
 import type { Failure } from "../../protocol/errors.js";
+import type { EvmContext } from "../context.js";
 import type { InFlight, Spend } from "./inflight.js";
 import { minedIn, readAvailable, shortfall } from "./spend-reads.js";
 
@@ -26,7 +26,7 @@ interface Hold {
 }
 
 export async function decideWithOthers(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   local: InFlight,
   key: string,
   spends: readonly Spend[],
@@ -78,7 +78,7 @@ export async function decideWithOthers(
 }
 
 /** Holds not marked landed whose transaction was mined at or before `block` after all. */
-async function minedBy(ctx: SchemeContext, holds: readonly Hold[], block: bigint) {
+async function minedBy(ctx: EvmContext, holds: readonly Hold[], block: bigint) {
   const found = await Promise.all(
     holds.map(async (h) => {
       if (h.landedIn !== undefined || h.hashes.length === 0) return undefined;

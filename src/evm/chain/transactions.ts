@@ -8,10 +8,10 @@
  */
 import { type Address, type Hex, keccak256, type TransactionSerializable } from "viem";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
-import type { SchemeContext } from "../../core/scheme.js";
 import { type ExpectedTransfer, recordAnswered, UNRECORDED } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
+import type { EvmContext } from "../context.js";
 import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap } from "./fees.js";
 import { follow, mined } from "./follow.js";
@@ -61,7 +61,7 @@ function wouldRevert(error: unknown): CallOutcome {
  * `reuse` it when the caller simulated the call itself.
  */
 export async function prepareCall(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   call: ContractCall,
   gasEstimate: { readonly key?: string | undefined; readonly reuse: boolean },
   /** What the call does: it is never sent with more gas than its bound, nor if it needs more. */
@@ -118,10 +118,7 @@ export async function prepareCall(
 }
 
 /** `simulated`: sign at the next nonce and run it against the latest block; nothing is sent. */
-export async function simulateCall(
-  ctx: SchemeContext,
-  prepared: PreparedCall,
-): Promise<CallOutcome> {
+export async function simulateCall(ctx: EvmContext, prepared: PreparedCall): Promise<CallOutcome> {
   const { lane, base } = prepared;
   try {
     const nonce = await ctx.client.getTransactionCount({
@@ -146,7 +143,7 @@ type Sent =
 
 /** Signs, journals, broadcasts and follows the prepared call to `waitUntil`. */
 export async function sendCall(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   prepared: PreparedCall,
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
@@ -160,7 +157,7 @@ export async function sendCall(
 }
 
 async function sendAndFollow(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   prepared: PreparedCall,
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
@@ -235,7 +232,7 @@ async function sendAndFollow(
 }
 
 function sendFailure(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   lane: SignerLane,
   key: string,
   error: unknown,

@@ -5,7 +5,6 @@
 import { type Address, isAddressEqual } from "viem";
 import type { z } from "zod";
 import { isUnreachable, unreachableReason } from "../../core/rpc.js";
-import type { SchemeContext } from "../../core/scheme.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
@@ -18,6 +17,7 @@ import {
   simulationGas,
 } from "../chain/gas-bounds.js";
 import type { ContractCall } from "../chain/outcome.js";
+import type { EvmContext } from "../context.js";
 import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
 
 export type Step<T> = { ok: true; value: T } | { ok: false; failure: Failure };
@@ -70,7 +70,7 @@ export function outcomeOf<T>(
  * token that needs more fails here, at verify, not in a transaction we pay for.
  */
 export function simulateWithin(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   call: ContractCall & { readonly account?: Address },
   need: Pick<GasNeed, "use" | "deployment">,
 ) {
@@ -83,7 +83,7 @@ export function simulateWithin(
  * take (one estimate without a limit, on this rare path). Undefined for any other failure.
  */
 export async function overBoundInSimulation(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   call: ContractCall & { readonly account?: Address },
   need: GasNeed,
   error: unknown,
@@ -142,7 +142,7 @@ export interface SignedTerms {
 
 /** The checks that need no chain, in the reference's order after the signature. */
 export function checkTerms(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   request: PaymentRequest,
   terms: SignedTerms,
   requirements: EvmRequirements,
@@ -192,7 +192,7 @@ const contractAssets = new Map<string, number>();
 const ASSET_CACHE_MS = 15 * 60_000;
 const ASSET_CACHE_MAX = 4096;
 
-export async function assetIsContract(ctx: SchemeContext, asset: Address): Promise<boolean> {
+export async function assetIsContract(ctx: EvmContext, asset: Address): Promise<boolean> {
   const key = `${ctx.chainId}:${asset}`;
   const cachedAt = contractAssets.get(key);
   if (cachedAt !== undefined && Date.now() - cachedAt < ASSET_CACHE_MS) return true;
@@ -207,7 +207,7 @@ export async function assetIsContract(ctx: SchemeContext, asset: Address): Promi
 
 /** asset_not_contract, or a chain failure, from an asset check started earlier. */
 export function assetFailure(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   asset: Address,
   checked: { ok: true; value: boolean } | { ok: false; error: unknown } | undefined,
 ): Failure | null {

@@ -4,9 +4,9 @@
  * send, and the answer says so (never a success, and never someone else's hash as ours).
  */
 import { type Address, type Hex, isAddressEqual, parseAbiItem } from "viem";
-import type { SchemeContext } from "../../core/scheme.js";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
+import type { EvmContext } from "../context.js";
 
 const used = parseAbiItem(
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
@@ -19,7 +19,7 @@ const LOOKBACK_BLOCKS = 5_000n;
 
 /** A sentence on how the nonce was used, when the chain's recent logs tell. */
 export async function howUsed(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   token: Address,
   authorizer: Address,
   nonce: Hex,

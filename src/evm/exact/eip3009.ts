@@ -5,11 +5,11 @@
 import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
 import { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
-import type { SchemeContext } from "../../core/scheme.js";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { revertReason } from "../chain/revert.js";
+import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
@@ -65,7 +65,7 @@ interface Eip3009Payment {
   readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
 
-function digestOf(ctx: SchemeContext, payment: Eip3009Payment): Hex {
+function digestOf(ctx: EvmContext, payment: Eip3009Payment): Hex {
   return authorizationDigest(
     {
       name: payment.domain?.name ?? "",
@@ -87,7 +87,7 @@ function expectedTransfer(payment: Eip3009Payment): ExpectedTransfer {
  * the balance, and names the first cause in the reference's order.
  */
 async function diagnose(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   payment: Eip3009Payment,
   revert: string | undefined,
 ): Promise<Failure> {
@@ -156,7 +156,7 @@ async function diagnose(
 }
 
 async function verify(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   request: PaymentRequest,
   parsed: Eip3009Payment,
   options: { readonly simulate: boolean },
@@ -230,7 +230,7 @@ async function verify(
   };
 }
 
-const gasKeyOf = (ctx: SchemeContext, payment: Eip3009Payment) =>
+const gasKeyOf = (ctx: EvmContext, payment: Eip3009Payment) =>
   `${ctx.chainId}:${payment.requirements.asset}:${size(payment.signature)}`;
 
 export const eip3009Method: ExactMethod<Eip3009Payment> = {

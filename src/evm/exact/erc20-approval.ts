@@ -16,11 +16,11 @@ import {
   recoverTransactionAddress,
   type TransactionSerialized,
 } from "viem";
-import type { SchemeContext } from "../../core/scheme.js";
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { estimateFees } from "../chain/fees.js";
 import type { Prelude } from "../chain/prelude.js";
+import type { EvmContext } from "../context.js";
 import type { Step } from "./checks.js";
 import { PERMIT2_ADDRESS } from "./permit2-encoding.js";
 
@@ -77,7 +77,7 @@ export function carriesErc20Approval(request: PaymentRequest): boolean {
  * carries none.
  */
 export async function erc20ApprovalSponsoring(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   request: PaymentRequest,
   payer: Address,
   token: Address,
@@ -168,7 +168,7 @@ export async function erc20ApprovalSponsoring(
 
 /** Stricter than the reference, since our gas pays for it: chain, gas, fee and nonce. */
 async function fundable(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   raw: Hex,
   payer: Address,
   tx: ReturnType<typeof parseTransaction>,
@@ -206,7 +206,7 @@ export function approvalPreludes(
   token: Address,
   amount: bigint,
 ): Prelude[] {
-  const approvalNeeded = async (ctx: SchemeContext) =>
+  const approvalNeeded = async (ctx: EvmContext) =>
     (await ctx.client.readContract({
       address: token,
       abi: approveAbi,

@@ -1,8 +1,11 @@
 /** The `exact` scheme on EVM chains: one module per way of moving the token. */
 
-import type { PaymentMethod } from "../../core/scheme.js";
 import { type Failure, failure } from "../../protocol/errors.js";
+import { caip2, knownNetwork } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { PaymentMethod } from "../context.js";
+import type { EvmScheme } from "../scheme.js";
+import { completeExact } from "./accepts.js";
 import { eip3009 } from "./eip3009.js";
 import { ERC20_APPROVAL_GAS_SPONSORING } from "./erc20-approval.js";
 import { permitMethod } from "./permit.js";
@@ -78,3 +81,23 @@ function x402xRefusal(type: unknown): Failure | undefined {
   }
   return undefined;
 }
+
+/** `exact` on EVM: x402 v1 (where the network has a v1 name) and v2, every transfer method. */
+export const exactScheme: EvmScheme = {
+  name: EXACT,
+  extensions: EXACT_EVM_EXTENSIONS,
+  method: exactEvmMethod,
+  kinds(chainId) {
+    const v1Name = knownNetwork(chainId)?.v1Name;
+    return [
+      ...(v1Name ? [{ x402Version: 1 as const, scheme: EXACT, network: v1Name }] : []),
+      {
+        x402Version: 2,
+        scheme: EXACT,
+        network: caip2(chainId),
+        extra: { assetTransferMethods: EXACT_EVM_TRANSFER_METHODS },
+      },
+    ];
+  },
+  complete: completeExact,
+};

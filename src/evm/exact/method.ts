@@ -4,7 +4,6 @@
  * proves it, what the chain consumes and what the payer spends. The pipeline does the rest.
  */
 import type { Address } from "viem";
-import type { SchemeContext } from "../../core/scheme.js";
 import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -12,6 +11,7 @@ import type { GasNeed } from "../chain/gas-bounds.js";
 import type { Spend } from "../chain/inflight.js";
 import type { ContractCall } from "../chain/outcome.js";
 import type { Prelude } from "../chain/prelude.js";
+import type { EvmContext } from "../context.js";
 import type { Step } from "./checks.js";
 
 /** What a method knows of a payment before any chain read. */
@@ -55,18 +55,18 @@ export interface ExactMethod<P> {
   readonly name: string;
   /** Whether this method understands the shape of `paymentPayload.payload`. */
   accepts(payload: Readonly<Record<string, unknown>>): boolean;
-  parse(ctx: SchemeContext, request: PaymentRequest): Step<P>;
-  identify(ctx: SchemeContext, payment: P): Identified;
+  parse(ctx: EvmContext, request: PaymentRequest): Step<P>;
+  identify(ctx: EvmContext, payment: P): Identified;
   /** Every check; `simulate` also runs the transfer against the latest block among the reads. */
   verify(
-    ctx: SchemeContext,
+    ctx: EvmContext,
     request: PaymentRequest,
     payment: P,
     /** `settling`: called by settle (which may settle less than was signed, for `upto`). */
     options: { readonly simulate: boolean; readonly settling?: boolean },
   ): Promise<Step<Verified<P>>>;
   /** Null when a journaled settlement of this key is this very payment, signed by the payer. */
-  sameAsJournal(ctx: SchemeContext, payment: P, entry: JournalEntry): Promise<Failure | null>;
+  sameAsJournal(ctx: EvmContext, payment: P, entry: JournalEntry): Promise<Failure | null>;
   /** Why the transfer would revert (or did), in the reference's order of causes. */
-  diagnose(ctx: SchemeContext, payment: P, revert: string | undefined): Promise<Failure>;
+  diagnose(ctx: EvmContext, payment: P, revert: string | undefined): Promise<Failure>;
 }

@@ -9,11 +9,11 @@
 import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
 import { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
-import type { SchemeContext } from "../../core/scheme.js";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { Prelude } from "../chain/prelude.js";
+import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
@@ -76,7 +76,7 @@ const DEADLINE_HEADROOM_SECONDS = 6n;
 
 const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 
-function digestOf(ctx: SchemeContext, payment: PermitPayment): Hex {
+function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
   const { permit, requirements, domain } = payment;
   return hashTypedData({
     domain: {
@@ -115,7 +115,7 @@ function permitCall(payment: PermitPayment) {
 }
 
 /** What the token says of the permit: its nonce, and the allowance it would grant. */
-async function tokenState(ctx: SchemeContext, payment: PermitPayment) {
+async function tokenState(ctx: EvmContext, payment: PermitPayment) {
   const token = { address: payment.requirements.asset, abi: eip2612Abi } as const;
   const { owner, spender } = payment.permit;
   return Promise.all([
@@ -129,7 +129,7 @@ async function tokenState(ctx: SchemeContext, payment: PermitPayment) {
 
 /** Why the permit (or the transfer after it) cannot go through, from the token's own state. */
 async function diagnose(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   payment: PermitPayment,
   revert: string | undefined,
 ): Promise<Failure> {
@@ -169,7 +169,7 @@ async function diagnose(
 }
 
 async function verify(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   request: PaymentRequest,
   parsed: PermitPayment,
   options: { readonly simulate: boolean },

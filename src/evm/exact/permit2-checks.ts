@@ -5,11 +5,11 @@
 import { type Address, type Hex, isAddressEqual, size } from "viem";
 import type { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
-import type { SchemeContext } from "../../core/scheme.js";
 import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
+import type { EvmContext } from "../context.js";
 import { chainFailure, outcomeOf, parsePayment, type Step } from "./checks.js";
 import type { Identified } from "./method.js";
 import {
@@ -55,7 +55,7 @@ export function parsePermit2<A>(
 
 /** Permit2 spends each (owner, nonce) once, whatever the token or proxy: that names the settlement. */
 export function permit2Identity(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   auth: {
     readonly from: Address;
     readonly nonce: bigint;
@@ -75,7 +75,7 @@ export function permit2Identity(
 const DEADLINE_HEADROOM_SECONDS = 6n;
 
 /** The checks that need no chain, in the reference's order: spender, recipient, time, amount, token. */
-export function checkTerms(ctx: SchemeContext, payment: Permit2Payment): Failure | null {
+export function checkTerms(ctx: EvmContext, payment: Permit2Payment): Failure | null {
   const { authorization: auth, requirements } = payment;
   const now = BigInt(Math.floor(ctx.now()));
   if (!isAddressEqual(auth.spender, EXACT_PERMIT2_PROXY_ADDRESS)) {
@@ -139,7 +139,7 @@ const read = <T>(promise: Promise<T>) => outcomeOf(promise);
  * the amount. Null when both hold.
  */
 export async function prerequisiteFailure(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   payment: Permit2Payment,
   proxy: Address = EXACT_PERMIT2_PROXY_ADDRESS,
 ): Promise<Failure | null> {
@@ -188,7 +188,7 @@ export async function prerequisiteFailure(
  * used (its x402 reason stays the reference's `permit2_simulation_failed`).
  */
 export async function diagnose(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   payment: Permit2Payment,
   revert: string | undefined,
   proxy: Address = EXACT_PERMIT2_PROXY_ADDRESS,
@@ -246,7 +246,7 @@ export async function diagnose(
  * recipient and amount, as asked) signed by the owner; exact and upto share the nonce space.
  */
 export async function sameAsJournaled(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   entry: JournalEntry,
   expect: ExpectedTransfer,
   asked: boolean,

@@ -4,10 +4,10 @@
  * transaction. Checked as the reference checks it, with its reason strings.
  */
 import { getAddress, isAddressEqual, size } from "viem";
-import type { SchemeContext } from "../../core/scheme.js";
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooLate } from "../../protocol/words.js";
+import type { EvmContext } from "../context.js";
 import type { Step } from "./checks.js";
 import {
   type Eip2612Permit,
@@ -37,7 +37,7 @@ export function eip2612Sponsoring(
   request: PaymentRequest,
   authorization: Permit2Authorization,
   asset: string,
-  ctx: SchemeContext,
+  ctx: EvmContext,
 ): Step<Eip2612Permit> | undefined {
   const entry = request.extensions?.[EIP2612_GAS_SPONSORING] as { info?: unknown } | undefined;
   const info = entry?.info as Record<string, unknown> | undefined;

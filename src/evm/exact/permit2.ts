@@ -8,11 +8,11 @@
 import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
 import { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
-import type { SchemeContext } from "../../core/scheme.js";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { revertData, revertReason } from "../chain/revert.js";
+import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
@@ -72,11 +72,11 @@ function expectedTransfer(payment: Permit2Payment): ExpectedTransfer {
 
 const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 
-const gasKeyOf = (ctx: SchemeContext, payment: Permit2Payment) =>
+const gasKeyOf = (ctx: EvmContext, payment: Permit2Payment) =>
   `${ctx.chainId}:${payment.authorization.permitted.token}:permit2${payment.permit2612 ? "+2612" : ""}`;
 
 async function verify(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   request: PaymentRequest,
   payment: Permit2Payment,
   options: { readonly simulate: boolean },
@@ -187,7 +187,7 @@ async function verify(
  * approval and the gas for it become the settlement's first transactions.
  */
 async function withApproval(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   request: PaymentRequest,
   payment: Permit2Payment,
   call: { readonly to: `0x${string}`; readonly data: Hex },

@@ -8,7 +8,6 @@
  * sent with more gas than its method's bound (chain/gas-bounds.ts).
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
-import type { PaymentMethod, SchemeContext, SettleResult } from "../../core/scheme.js";
 import {
   type ExpectedTransfer,
   type JournalEntry,
@@ -18,6 +17,7 @@ import {
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { hasGasEstimate } from "../chain/gas.js";
 import type { CallOutcome } from "../chain/outcome.js";
@@ -25,6 +25,7 @@ import { landPreludes } from "../chain/prelude.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
 import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
+import type { EvmContext, PaymentMethod } from "../context.js";
 import type { ExactMethod, Verified } from "./method.js";
 
 /** The journaled transfer pays the same recipient the same value as this one. */
@@ -44,7 +45,7 @@ export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Fai
  * judged by the caller (it must carry the Transfer) and told here with `settled`.
  */
 function track(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   key: string,
   expect: ExpectedTransfer,
   outcome: CallOutcome,
@@ -80,7 +81,7 @@ function track(
 
 /** A mined success: it paid (payer and asset are known from now on), or it moved nothing. */
 function judgeLanded(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   expect: ExpectedTransfer,
   receipt: TransactionReceipt,
 ): boolean {
@@ -103,7 +104,7 @@ function judgeLanded(
  * charged to it. Its timers never hold a process up.
  */
 async function watchLanding(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   key: string,
   expect: ExpectedTransfer,
   hash: Hex,
@@ -130,7 +131,7 @@ async function watchLanding(
 
 async function answer<P>(
   method: ExactMethod<P>,
-  ctx: SchemeContext,
+  ctx: EvmContext,
   verified: Pick<Verified<P>, "payment" | "expect"> & Partial<Pick<Verified<P>, "gas">>,
   key: string,
   outcome: CallOutcome,
@@ -195,7 +196,7 @@ async function answer<P>(
  */
 async function pickUp<P>(
   method: ExactMethod<P>,
-  ctx: SchemeContext,
+  ctx: EvmContext,
   payment: P,
   entry: JournalEntry,
   waitUntil: WaitUntil,
@@ -243,7 +244,7 @@ async function pickUp<P>(
 
 async function settlePayment<P>(
   method: ExactMethod<P>,
-  ctx: SchemeContext,
+  ctx: EvmContext,
   request: PaymentRequest,
   waitUntil: WaitUntil,
 ): Promise<SettleResult> {
@@ -297,7 +298,7 @@ async function settlePayment<P>(
 /** Sends a verified payment (after its preludes, if any) and answers how it came out. */
 async function settleVerified<P>(
   method: ExactMethod<P>,
-  ctx: SchemeContext,
+  ctx: EvmContext,
   checked: Verified<P>,
   key: string,
   waitUntil: WaitUntil,
@@ -336,7 +337,7 @@ async function settleVerified<P>(
  */
 async function settleInSteps<P>(
   method: ExactMethod<P>,
-  ctx: SchemeContext,
+  ctx: EvmContext,
   checked: Verified<P>,
   key: string,
   waitUntil: WaitUntil,
@@ -377,7 +378,7 @@ async function settleInSteps<P>(
 }
 
 /** The operator listed the assets this chain settles, and `asset` is not one of them. */
-function notAllowed(ctx: SchemeContext, asset: string): Failure | undefined {
+function notAllowed(ctx: EvmContext, asset: string): Failure | undefined {
   if (!ctx.allowedAssets || ctx.allowedAssets.has(asset.toLowerCase())) return undefined;
   return failure(
     "asset_not_allowed",

@@ -17,9 +17,9 @@ import {
   zeroAddress,
 } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
-import type { SchemeContext } from "../../core/scheme.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { recoverSigner } from "../chain/secp256k1.js";
+import type { EvmContext } from "../context.js";
 import { chainFailure, type Step } from "./checks.js";
 
 const erc1271Abi = parseAbi([
@@ -60,7 +60,7 @@ export interface Signed {
  * ERC-6492 validator), and the settlement deploys it in the same transaction.
  */
 export async function checkSignature(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   payer: Address,
   digest: Hex,
   signed: Hex,
@@ -123,7 +123,7 @@ export async function checkSignature(
 
 /** Whether a 65-byte signature recovers to `payer`. */
 export async function recoversTo(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   payer: Address,
   digest: Hex,
   signature: Hex,
@@ -147,7 +147,7 @@ export function innerSignature(signature: Hex): Hex {
 
 /** Checks a counterfactual wallet's signature by deploying it inside an eth_call. */
 async function counterfactual(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   payer: Address,
   digest: Hex,
   wrapped: Hex,

@@ -1,9 +1,11 @@
 /** The `upto` scheme on EVM chains: Permit2 through the x402 upto proxy, settling what was used. */
 
-import type { PaymentMethod } from "../../core/scheme.js";
 import { type Failure, failure } from "../../protocol/errors.js";
+import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { PaymentMethod } from "../context.js";
 import { exactPaymentMethod } from "../exact/pipeline.js";
+import type { EvmScheme } from "../scheme.js";
 import { UPTO, uptoMethod } from "./upto.js";
 
 export { UPTO };
@@ -23,3 +25,19 @@ export function uptoEvmMethod(request: PaymentRequest): PaymentMethod | Failure 
   }
   return upto;
 }
+
+/**
+ * `upto` on EVM (x402 v2): the witness must name the facilitator that settles, so each kind names
+ * one of our signers, in turn, as the reference names one of its own; none without a signer.
+ */
+export const uptoScheme: EvmScheme = {
+  name: UPTO,
+  method: uptoEvmMethod,
+  kinds(chainId, host) {
+    const facilitatorAddress = host.nextSigner();
+    if (!facilitatorAddress) return [];
+    return [
+      { x402Version: 2, scheme: UPTO, network: caip2(chainId), extra: { facilitatorAddress } },
+    ];
+  },
+};

@@ -8,12 +8,12 @@
 import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
 import { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
-import type { SchemeContext } from "../../core/scheme.js";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
 import { revertData, revertReason } from "../chain/revert.js";
+import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
@@ -69,7 +69,7 @@ const DEADLINE_HEADROOM_SECONDS = 6n;
 const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 
 /** The checks that need no chain, in the reference's order. */
-function checkTerms(ctx: SchemeContext, payment: UptoPayment, settling: boolean): Failure | null {
+function checkTerms(ctx: EvmContext, payment: UptoPayment, settling: boolean): Failure | null {
   const { authorization: auth, requirements } = payment;
   const now = BigInt(Math.floor(ctx.now()));
   if (!isAddressEqual(auth.spender, UPTO_PERMIT2_PROXY_ADDRESS)) {
@@ -143,7 +143,7 @@ function expectedTransfer(payment: UptoPayment): ExpectedTransfer {
 }
 
 async function verify(
-  ctx: SchemeContext,
+  ctx: EvmContext,
   request: PaymentRequest,
   payment: UptoPayment,
   options: { readonly simulate: boolean; readonly settling?: boolean },
@@ -252,7 +252,7 @@ async function verify(
   };
 }
 
-const gasKeyOf = (ctx: SchemeContext, payment: UptoPayment) =>
+const gasKeyOf = (ctx: EvmContext, payment: UptoPayment) =>
   `${ctx.chainId}:${payment.authorization.permitted.token}:upto${payment.permit2612 ? "+2612" : ""}`;
 
 export const uptoMethod: ExactMethod<UptoPayment> = {

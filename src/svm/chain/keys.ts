@@ -4,7 +4,7 @@
  * shows its secret: logged or turned into JSON, it is redacted.
  */
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
-import { base58ToBytes, bytesToBase58 } from "./base58.js";
+import { base58ToBytes, bytesToBase58 } from "../../protocol/base58.js";
 
 export interface SvmFeePayer {
   /** The fee payer's address (base58 public key). */

@@ -25,7 +25,7 @@ import {
   setTransactionMessageLifetimeUsingBlockhash,
 } from "@solana/kit";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../evm/client/sign-payment.js";
-import { bytesToBase58 } from "../chain/base58.js";
+import { bytesToBase58 } from "../../protocol/base58.js";
 import { associatedTokenAddress } from "../exact/ata.js";
 import {
   COMPUTE_BUDGET_PROGRAM,

@@ -15,10 +15,10 @@
  */
 import type { Address, Hex } from "viem";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
-import type { SettleResult } from "../../core/scheme.js";
 import { type JournalEntry, type NewEntry, recordAnswered, UNRECORDED } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { SVM_KEY_PREFIX, type SvmSpend } from "../chain/inflight.js";
 import { signWithFeePayer } from "../chain/keys.js";

@@ -1,20 +1,21 @@
 /**
- * What a payment method module implements, and what the facilitator hands it. One module per
- * method (EIP-3009, Permit2, …); the facilitator picks one by scheme, network and payload shape.
+ * What an EVM payment method module implements, and what the EVM family hands it: the chain's
+ * client and settlement accounts, the journal, the ledgers and limits. One module per method
+ * (EIP-3009, Permit2, …); the family picks one by scheme and payload shape.
  */
 import type { Address, PublicClient } from "viem";
-import type { GasAtRisk } from "../evm/chain/gas-at-risk.js";
-import type { GasBounds } from "../evm/chain/gas-bounds.js";
-import type { InFlight } from "../evm/chain/inflight.js";
-import type { SignerPool } from "../evm/chain/signers.js";
-import type { Failure } from "../protocol/errors.js";
+import type { MetricsSink } from "../core/metrics.js";
+import type { SettlementStore } from "../core/store.js";
+import type { PayerThrottle } from "../core/throttle.js";
 import type { PaymentRequest } from "../protocol/request.js";
+import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
-import type { MetricsSink } from "./metrics.js";
-import type { SettlementStore } from "./store.js";
-import type { PayerThrottle } from "./throttle.js";
+import type { GasAtRisk } from "./chain/gas-at-risk.js";
+import type { GasBounds } from "./chain/gas-bounds.js";
+import type { InFlight } from "./chain/inflight.js";
+import type { SignerPool } from "./chain/signers.js";
 
-export interface SchemeContext {
+export interface EvmContext {
   readonly client: PublicClient;
   readonly chainId: number;
   /** The settlement accounts, used in turn; empty for verify-only use. */
@@ -50,35 +51,10 @@ export interface SchemeContext {
   readonly metrics?: MetricsSink | undefined;
 }
 
-export type VerifyResult =
-  | { readonly ok: true /** An EVM address, or a Solana one. */; readonly payer: string }
-  | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
-
-export type SettleResult =
-  | {
-      readonly ok: true;
-      /** An EVM address, or a Solana one. */
-      readonly payer: string;
-      /**
-       * A 0x hash on EVM, a base58 signature on Solana; empty when there was nothing to move (an
-       * `upto` settle of zero).
-       */
-      readonly transactionHash: string;
-      /** What was settled, for schemes that settle less than was signed (`upto`). */
-      readonly amount?: string | undefined;
-    }
-  | {
-      readonly ok: false;
-      readonly failure: Failure;
-      readonly payer?: string | undefined;
-      /** Set whenever a transaction was signed: a broadcast hash is never dropped. */
-      readonly transactionHash?: string | undefined;
-    };
-
 export interface PaymentMethod {
   readonly name: string;
   /** Whether this method understands the shape of `paymentPayload.payload`. */
   accepts(payload: Readonly<Record<string, unknown>>): boolean;
-  verify(ctx: SchemeContext, request: PaymentRequest): Promise<VerifyResult>;
-  settle(ctx: SchemeContext, request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult>;
+  verify(ctx: EvmContext, request: PaymentRequest): Promise<VerifyResult>;
+  settle(ctx: EvmContext, request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult>;
 }

@@ -1,0 +1,63 @@
+/**
+ * POST /accepts, the facilitator call of Faremeter's middleware (`@faremeter/middleware`): a
+ * resource server sends the payment requirements it would offer, `{x402Version: 2, resource,
+ * accepts: [...]}`, and the facilitator answers with the ones it can settle, completed with what a
+ * buyer needs to sign (each chain family says what: a token's EIP-712 domain, our Solana fee
+ * payer) and a `maxTimeoutSeconds`. The answer has the shape of an x402 v2 402 body.
+ */
+import { type Failure, failure } from "../protocol/errors.js";
+import type { ChainFamily } from "./family.js";
+
+const DEFAULT_MAX_TIMEOUT_SECONDS = 300;
+const MAX_OFFERS = 64;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+export type AcceptsAnswer =
+  | { readonly ok: true; readonly body: Record<string, unknown> }
+  | { readonly ok: false; readonly failure: Failure };
+
+/** The offer's own positive whole `maxTimeoutSeconds`, else the default. */
+export function timeoutOf(offer: Readonly<Record<string, unknown>>, fallback: number): number {
+  const timeout = offer.maxTimeoutSeconds;
+  return typeof timeout === "number" && Number.isInteger(timeout) && timeout > 0
+    ? timeout
+    : fallback;
+}
+
+async function complete(families: readonly ChainFamily[], offered: unknown) {
+  if (!isObject(offered) || typeof offered.network !== "string") return undefined;
+  const offer = { ...offered, network: offered.network };
+  const family = families.find((f) => f.claims(offer.network));
+  return family?.complete(offer, DEFAULT_MAX_TIMEOUT_SECONDS);
+}
+
+export async function answerAccepts(
+  families: readonly ChainFamily[],
+  body: unknown,
+): Promise<AcceptsAnswer> {
+  if (!isObject(body) || !Array.isArray(body.accepts)) {
+    return {
+      ok: false,
+      failure: failure("invalid_request", "accepts must be an array of PaymentRequirements"),
+    };
+  }
+  if (body.accepts.length > MAX_OFFERS) {
+    return {
+      ok: false,
+      failure: failure("invalid_request", `accepts holds more than ${MAX_OFFERS} entries`),
+    };
+  }
+  const completed = await Promise.all(body.accepts.map((offer) => complete(families, offer)));
+  const resource =
+    isObject(body.resource) && typeof body.resource.url === "string" ? body.resource : { url: "" };
+  return {
+    ok: true,
+    body: {
+      x402Version: 2,
+      resource,
+      accepts: completed.filter((a): a is Record<string, unknown> => a !== undefined),
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * What the core asks of a chain family (EVM, Solana): which networks it answers for, verify and
+ * settle, what it lists on /supported and completes on /accepts, and what a previous process left
+ * unsettled. The core routes by network to the first family that claims it and keeps what every
+ * family shares: the idempotency of `payment-identifier`, the store, and how a settle that could
+ * not reach its chain is answered. It names no family; the entry point (src/facilitator.ts)
+ * registers them.
+ */
+import type { PaymentRequest } from "../protocol/request.js";
+import type { SettleResult, VerifyResult } from "../protocol/results.js";
+import type { WaitUntil } from "../protocol/schemas.js";
+import type { JournalEntry } from "./store.js";
+
+export interface SupportedKind {
+  readonly x402Version: 1 | 2;
+  readonly scheme: string;
+  readonly network: string;
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+/** A family's part of /supported. */
+export interface Supported {
+  readonly kinds: SupportedKind[];
+  readonly extensions: readonly string[];
+  /** Signing addresses by CAIP-2 pattern ("eip155:*"). */
+  readonly signers: Readonly<Record<string, string[]>>;
+}
+
+/** An offered requirement on POST /accepts, already known to be an object with a network. */
+export type Offer = Readonly<Record<string, unknown>> & { readonly network: string };
+
+export interface ChainFamily {
+  /** "evm", "svm": for logs and messages. */
+  readonly name: string;
+  /** Whether requests on `network` (in either x402 version's form) are this family's. */
+  claims(network: string): boolean;
+  verify(request: PaymentRequest): Promise<VerifyResult>;
+  /** One settle, run once per `payment-identifier` by the core; never throws. */
+  settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult>;
+  /** Whether a transaction answered before is still on the chain (mined, or pending). */
+  stillOnChain(request: PaymentRequest, transaction: string): Promise<boolean>;
+  /** Counts a settlement a previous process left unsettled; false when it is not this family's. */
+  seed(entry: JournalEntry): boolean;
+  supported(): Promise<Supported>;
+  /** One offered requirement this family claims, completed for a buyer, or undefined. */
+  complete(
+    offer: Offer,
+    defaultTimeoutSeconds: number,
+  ): Promise<Record<string, unknown> | undefined>;
+  /** A settle found the chain unreachable: whatever was read from it may be stale now. */
+  chainTrouble?(request: PaymentRequest): void;
+}

@@ -1,0 +1,310 @@
+/**
+ * The EVM family: routes a payment to its scheme (schemes.ts) and transfer method, and owns what
+ * EVM settlements share: the settlement accounts and their nonce lanes, the in-flight ledger, the
+ * gas at risk, gas bounds, fee caps and listed assets per chain. It answers for every network no
+ * other family claims, so its unsupported_network messages name the CAIP-2 forms.
+ */
+import { type Address, type Hex, isAddressEqual, type LocalAccount } from "viem";
+import { timeoutOf } from "../core/accepts.js";
+import type { ChainFamily, Offer, Supported, SupportedKind } from "../core/family.js";
+import type { MetricsSink } from "../core/metrics.js";
+import type { RpcRegistry } from "../core/rpc.js";
+import type { JournalEntry, SettlementStore } from "../core/store.js";
+import type { PayerThrottle } from "../core/throttle.js";
+import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
+import { type Failure, failure } from "../protocol/errors.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
+import type { PaymentRequest } from "../protocol/request.js";
+import type { SettleResult, VerifyResult } from "../protocol/results.js";
+import type { WaitUntil } from "../protocol/schemas.js";
+import { feeCapFor } from "./chain/fees.js";
+import { GasAtRisk } from "./chain/gas-at-risk.js";
+import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
+import { InFlight } from "./chain/inflight.js";
+import { SignerPool } from "./chain/signers.js";
+import type { EvmContext, PaymentMethod } from "./context.js";
+import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
+import { EVM_SCHEMES } from "./schemes.js";
+
+export interface EvmOptions {
+  /** Settlement accounts, used in turn (each with its own nonce lane). */
+  readonly signers?: readonly LocalAccount[] | undefined;
+  /** The schemes served (default: schemes.ts); a test registers its own the same way. */
+  readonly schemes?: readonly EvmScheme[] | undefined;
+  /** Most a settlement may cost, in wei, on every chain (default: per network)... */
+  readonly maxFeeWei?: bigint | undefined;
+  /** ...or per chain id, which wins. */
+  readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
+  /** The most gas each kind of settlement transaction may use (default: chain/gas-bounds.ts). */
+  readonly gasBounds?:
+    | {
+        readonly all?: Partial<Record<GasBoundName, bigint>> | undefined;
+        readonly byChain?: Readonly<Record<number, Partial<Record<GasBoundName, bigint>>>>;
+      }
+    | undefined;
+  /** Wasted gas per chain and hour before payers without history wait (default 500,000)... */
+  readonly wastedGasBudget?: bigint | undefined;
+  /** ...or per chain id, which wins. */
+  readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;
+  /** Per chain id, the only assets settled there (default: any). */
+  readonly allowedAssets?: Readonly<Record<number, readonly Address[]>> | undefined;
+  /** Replace a transaction stuck in the mempool this long with a higher fee (default 15 s). */
+  readonly replaceAfterMs?: number | undefined;
+  /** How long `confirmed` waits for a receipt (default 60 s). */
+  readonly confirmTimeoutMs?: number | undefined;
+  /** Blocks a receipt must be deep before `confirmed` answers (default 1: mined). */
+  readonly confirmations?: number | undefined;
+  /** Watch `submitted` settlements land in the background (a long-running server). */
+  readonly watchSubmitted?: boolean | undefined;
+  /** Factories whose undeployed (ERC-6492) wallets may pay; none by default, as the reference. */
+  readonly erc6492Factories?: readonly Address[] | undefined;
+  /** Receipt polling interval (default 250 ms). */
+  readonly receiptPollMs?: number | undefined;
+  /** Unix seconds; tests may pin it. */
+  readonly now?: (() => number) | undefined;
+  readonly metrics?: MetricsSink | undefined;
+  /** Told when a hold ends (a shared store updates its copy). */
+  readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
+}
+
+type Routed =
+  | { ok: true; method: PaymentMethod; ctx: EvmContext }
+  | { ok: false; failure: Failure };
+
+export class EvmFamily implements ChainFamily {
+  readonly name = "evm";
+  readonly signers: SignerPool;
+  /** What payers have in flight with us, across chains. */
+  readonly inflight: InFlight;
+  /** Wasted gas, per payer, asset and chain. */
+  readonly gasAtRisk: GasAtRisk;
+  readonly schemes: readonly EvmScheme[];
+  readonly #rpc: RpcRegistry;
+  readonly #journal: SettlementStore;
+  readonly #throttle: PayerThrottle;
+  readonly #options: EvmOptions;
+  readonly #gasBounds = new Map<number, GasBounds>();
+  readonly #allowedAssets = new Map<number, ReadonlySet<string>>();
+  readonly #host: EvmSchemeHost;
+  #signerTurn = 0;
+
+  constructor(
+    rpc: RpcRegistry,
+    journal: SettlementStore,
+    throttle: PayerThrottle,
+    options: EvmOptions = {},
+  ) {
+    this.#rpc = rpc;
+    this.#journal = journal;
+    this.#throttle = throttle;
+    this.#options = options;
+    this.schemes = options.schemes ?? EVM_SCHEMES;
+    this.signers = new SignerPool(options.signers ?? []);
+    this.inflight = new InFlight({ onFree: options.onFree });
+    for (const [chainId, assets] of Object.entries(options.allowedAssets ?? {})) {
+      this.#allowedAssets.set(Number(chainId), new Set(assets.map((a) => a.toLowerCase())));
+    }
+    this.gasAtRisk = new GasAtRisk(throttle, {
+      budgetGas: options.wastedGasBudget,
+      budgetGasByChain: options.wastedGasBudgetByChain,
+      trusted: (chainId, asset) => this.#trusted(chainId, asset),
+      settledBefore: journal.settledBefore?.bind(journal),
+      onWaste: journal.chargeRevert
+        ? (chainId, waste) => void journal.chargeRevert?.(chainId, waste.payer, waste)
+        : undefined,
+    });
+    this.#host = {
+      nextSigner: () => {
+        const addresses = this.signers.addresses;
+        return addresses.length === 0
+          ? undefined
+          : addresses[this.#signerTurn++ % addresses.length];
+      },
+      context: (chainId) => this.#context(chainId, caip2(chainId)),
+    };
+  }
+
+  /** Every network no other family claims: the EVM messages say what a network should look like. */
+  claims(_network: string): boolean {
+    return true;
+  }
+
+  seed(entry: JournalEntry): boolean {
+    if (!entry.expect) return false;
+    const { token, from, value } = entry.expect;
+    this.inflight.seed(entry.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
+    return true;
+  }
+
+  /** The most a settlement on `chainId` may cost, in wei. */
+  feeCapWei(chainId: number): bigint {
+    return feeCapFor(chainId, this.#options).wei;
+  }
+
+  /** The most gas each kind of settlement transaction may use on `chainId`. */
+  gasBounds(chainId: number): GasBounds {
+    let bounds = this.#gasBounds.get(chainId);
+    if (!bounds) {
+      bounds = gasBoundsFor(chainId, this.#options.gasBounds);
+      this.#gasBounds.set(chainId, bounds);
+    }
+    return bounds;
+  }
+
+  /** The assets the operator listed for `chainId`, if it did. */
+  allowedAssets(chainId: number): ReadonlySet<string> | undefined {
+    return this.#allowedAssets.get(chainId);
+  }
+
+  /** An asset wasted gas is not held against as one we never settled: USDC, the listed ones. */
+  #trusted(chainId: number, asset: string): boolean {
+    const usdc = knownNetwork(chainId)?.usdc?.address;
+    if (usdc && isAddressEqual(usdc, asset as Address)) return true;
+    return this.#allowedAssets.get(chainId)?.has(asset.toLowerCase()) ?? false;
+  }
+
+  async verify(request: PaymentRequest): Promise<VerifyResult> {
+    const routed = await this.#route(request);
+    if (!routed.ok) return { ok: false, failure: routed.failure };
+    let result: VerifyResult;
+    try {
+      result = await routed.method.verify(routed.ctx, request);
+    } catch (error) {
+      result = { ok: false, failure: failureOfThrown(error, "verify") };
+    }
+    if (!result.ok && result.failure.code === "chain_unavailable") this.chainTrouble(request);
+    return namingEndpoint(result, request.requirements.network, this.#rpc.via(routed.ctx.chainId));
+  }
+
+  /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
+  chainTrouble(request: PaymentRequest): void {
+    const chainId = chainIdOf(request.requirements.network, request.x402Version);
+    if (typeof chainId === "number") for (const lane of this.signers.lanes) lane.forget(chainId);
+  }
+
+  async settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {
+    const routed = await this.#route(request);
+    if (!routed.ok) return { ok: false, failure: routed.failure };
+    let result: SettleResult;
+    try {
+      result = await routed.method.settle(routed.ctx, request, waitUntil);
+    } catch (error) {
+      result = { ok: false, failure: failureOfThrown(error, "settle") };
+    }
+    return namingEndpoint(result, request.requirements.network, this.#rpc.via(routed.ctx.chainId));
+  }
+
+  /** Mined successfully, or still waiting in the node's pool. */
+  async stillOnChain(request: PaymentRequest, transaction: string): Promise<boolean> {
+    const chainId = chainIdOf(request.requirements.network, request.x402Version);
+    if (typeof chainId !== "number") return false;
+    const client = await this.#rpc.client(chainId, request.requirements.network);
+    const hash = transaction as Hex;
+    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (receipt) return receipt.status === "success";
+    return (await client.getTransaction({ hash }).catch(() => undefined)) !== undefined;
+  }
+
+  /**
+   * The kinds served, exactly those verify and settle accept: the configured chains, plus the
+   * well-known ones behind public RPCs when those are in use.
+   */
+  async supported(): Promise<Supported> {
+    const kinds: SupportedKind[] = [];
+    for (const chainId of await this.#rpc.servedChainIds()) {
+      for (const scheme of this.schemes) kinds.push(...scheme.kinds(chainId, this.#host));
+    }
+    const signers = this.signers.addresses;
+    return {
+      kinds,
+      extensions: this.schemes.flatMap((scheme) => scheme.extensions ?? []),
+      signers: signers.length > 0 ? { "eip155:*": [...signers] } : {},
+    };
+  }
+
+  async complete(offer: Offer, defaultTimeout: number) {
+    const scheme = this.schemes.find((s) => s.name === offer.scheme);
+    if (!scheme?.complete) return undefined;
+    const chainId = chainIdOfCaip2(offer.network) ?? chainIdOfV1Name(offer.network);
+    if (chainId === undefined || !(await this.#rpc.servedChainIds()).includes(chainId)) {
+      return undefined;
+    }
+    const completed = await scheme.complete(offer, chainId, this.#host);
+    if (!completed) return undefined;
+    return {
+      ...completed,
+      network: caip2(chainId),
+      maxTimeoutSeconds: timeoutOf(offer, defaultTimeout),
+    };
+  }
+
+  async #route(request: PaymentRequest): Promise<Routed> {
+    const { requirements, x402Version } = request;
+    const scheme = this.schemes.find((s) => s.name === requirements.scheme);
+    if (!scheme) {
+      const names = this.schemes.map((s) => `"${s.name}"`);
+      return {
+        ok: false,
+        failure: failure(
+          "unsupported_scheme",
+          `scheme "${requirements.scheme}" is not supported; ${names.join(" and ")} ${names.length === 1 ? "is" : "are"}`,
+        ),
+      };
+    }
+    const chainId = chainIdOf(requirements.network, x402Version);
+    if (typeof chainId !== "number") return { ok: false, failure: chainId };
+    const method = scheme.method(request);
+    if ("code" in method) return { ok: false, failure: method };
+    try {
+      return { ok: true, method, ctx: await this.#context(chainId, requirements.network) };
+    } catch (error) {
+      return { ok: false, failure: failureOfThrown(error, "verify") };
+    }
+  }
+
+  async #context(chainId: number, network: string): Promise<EvmContext> {
+    const options = this.#options;
+    const client = await this.#rpc.client(chainId, network);
+    return {
+      client,
+      chainId,
+      signers: this.signers,
+      journal: this.#journal,
+      inflight: this.inflight,
+      throttle: this.#throttle,
+      gasAtRisk: this.gasAtRisk,
+      gasBounds: this.gasBounds(chainId),
+      allowedAssets: this.#allowedAssets.get(chainId),
+      feeCapWei: this.feeCapWei(chainId),
+      replaceAfterMs: options.replaceAfterMs ?? 15_000,
+      now: options.now ?? (() => Date.now() / 1000),
+      confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
+      confirmations: Math.max(1, options.confirmations ?? 1),
+      watchSubmitted: options.watchSubmitted ?? false,
+      erc6492Factories: options.erc6492Factories ?? [],
+      receiptPollMs: options.receiptPollMs ?? 250,
+      metrics: options.metrics,
+    };
+  }
+}
+
+/** v1 speaks network names, v2 CAIP-2 ids; each is held to its own form. */
+function chainIdOf(network: string, x402Version: 1 | 2): number | Failure {
+  if (x402Version === 1) {
+    const id = chainIdOfV1Name(network);
+    if (id !== undefined) return id;
+    const hint =
+      chainIdOfCaip2(network) !== undefined ? "; v1 uses names such as base-sepolia" : "";
+    return failure("unsupported_network", `"${network}" is not a known x402 v1 network${hint}`);
+  }
+  const id = chainIdOfCaip2(network);
+  if (id !== undefined) return id;
+  const hint =
+    chainIdOfV1Name(network) !== undefined
+      ? ` (for ${network}: eip155:${chainIdOfV1Name(network)})`
+      : "";
+  return failure(
+    "unsupported_network",
+    `"${network}" is not supported: x402 v2 networks are CAIP-2 ids such as eip155:84532${hint}`,
+  );
+}

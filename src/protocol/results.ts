@@ -1,0 +1,27 @@
+/** What verify and settle answer, whatever the chain: the payer, the transaction, or why not. */
+import type { Failure } from "./errors.js";
+
+export type VerifyResult =
+  | { readonly ok: true /** An EVM address, or a Solana one. */; readonly payer: string }
+  | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
+
+export type SettleResult =
+  | {
+      readonly ok: true;
+      /** An EVM address, or a Solana one. */
+      readonly payer: string;
+      /**
+       * A 0x hash on EVM, a base58 signature on Solana; empty when there was nothing to move (an
+       * `upto` settle of zero).
+       */
+      readonly transactionHash: string;
+      /** What was settled, for schemes that settle less than was signed (`upto`). */
+      readonly amount?: string | undefined;
+    }
+  | {
+      readonly ok: false;
+      readonly failure: Failure;
+      readonly payer?: string | undefined;
+      /** Set whenever a transaction was signed: a broadcast hash is never dropped. */
+      readonly transactionHash?: string | undefined;
+    };
