@@ -5,11 +5,11 @@
  * Each check fails both ways: something the code has that the docs leave out, or the reverse.
  */
 import { describe, expect, test } from "vitest";
-import { ERRORS } from "../src/errors.js";
 import { Facilitator } from "../src/facilitator.js";
 import * as handlerModule from "../src/http/handler.js";
 import { createHandler } from "../src/http/handler.js";
 import { createMetrics } from "../src/http/metrics.js";
+import { ERRORS } from "../src/protocol/errors.js";
 import { readDoc, section, tableRows } from "./helpers/markdown.js";
 
 /** `METHOD /path` pairs named in a text, as path → methods. */

@@ -212,7 +212,7 @@ describe("information endpoints", () => {
       "GET /metrics",
       "insufficient_funds",
       "settlement_pending",
-      "README.md#errors",
+      "docs/errors.md",
       "facilitator pay",
     ]) {
       expect(response.body).toContain(text);

@@ -96,7 +96,7 @@ function authorized(request: HttpRequest, apiKey: string): boolean {
   return timingSafeEqual(padded, expected) && presented.length === expected.length;
 }
 
-const routes: Record<string, readonly string[]> = {
+export const routes: Record<string, readonly string[]> = {
   "/verify": ["POST"],
   "/settle": ["POST"],
   "/accepts": ["POST"],

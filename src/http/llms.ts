@@ -29,7 +29,7 @@ export function llmsTxt(): string {
   x402 dialect → 200 {"success", "errorReason"?, "errorMessage"?, "transaction", "network", "payer"}
   With paymentPayload.extensions["payment-identifier"].info.id (16-128 of A-Z a-z 0-9 _ -): the
   same id and request answer the first success again (from any replica on a shared store); the
-  same id with another request is 409 idempotency_conflict. See README.md#settling-safely.
+  same id with another request is 409 idempotency_conflict. See docs/settling-safely.md#exactly-once.
 - POST /accepts: Faremeter's facilitator call. {"x402Version": 2, "resource", "accepts": [PaymentRequirements]}
     → 200 {"x402Version": 2, "resource", "accepts"}: the offered requirements this facilitator can
     settle (exact, a network served here), with the token's EIP-712 name and version filled into
@@ -37,7 +37,7 @@ export function llmsTxt(): string {
     ours, and an offer naming another fee payer is left out; the others are left out.
 - GET /supported: the kinds served ({"kinds", "extensions", "signers"}), in the x402 shape:
   exactly the networks /verify and /settle accept. With any RPC configured, only their chains;
-  every other network is unsupported_network. See README.md#networks-served.
+  every other network is unsupported_network. See docs/configuration.md#networks-served.
 - GET /health: liveness: whether each configured RPC answers (200 ok, 503 degraded).
 - GET /readyz: readiness: 200 {"ready": true, ...} when every configured RPC answers, the store
   answers, every signer holds at least the configured native balance on each configured chain and
@@ -46,7 +46,7 @@ export function llmsTxt(): string {
 - GET /metrics: Prometheus text format (facilitator_requests_total{op,network,outcome},
   facilitator_request_seconds, transactions sent/reverted/replaced, gas spent in wei, settles in
   flight, signer balances, RPC errors by endpoint, store latency; Solana transactions by outcome,
-  fees in lamports, fee payer balances). See README.md#metrics-and-readiness.
+  fees in lamports, fee payer balances). See docs/serve.md#metrics-and-readiness.
 - GET /llms.txt: this file.
 
 Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.
@@ -67,19 +67,21 @@ ${codes}
 facilitator verify|settle [FILE|-] (one JSON answer on stdout; exit 0 ok, 1 rejected, 2 usage or
 configuration, 3 chain or infrastructure, 130 interrupted), facilitator pay (signs a payment and
 prints the request: facilitator pay --amount 0.01 | facilitator settle -), facilitator doctor
-[--json], facilitator serve, facilitator devnet. See README.md#command-line.
+[--json], facilitator serve, facilitator devnet. See docs/cli.md.
 
-## Documentation (README sections)
+## Documentation (docs/, index: docs/README.md)
 
-- Two dialects: README.md#two-dialects
-- waitUntil: README.md#waituntil
-- Errors: README.md#errors
-- Several replicas on one PostgreSQL store: README.md#several-replicas-one-store
-- Limits and restarts: README.md#the-http-service
-- Metrics and readiness: README.md#metrics-and-readiness
-- Configuration: README.md#configuration
-- Command line: README.md#command-line
-- How verification works: README.md#how-verification-works-and-where-we-differ-from-the-reference
+- Two dialects: docs/cli.md#two-dialects
+- waitUntil: docs/cli.md#waituntil
+- Errors: docs/errors.md
+- Several replicas on one PostgreSQL store: docs/replicas.md
+- Limits and restarts: docs/serve.md#limits
+- Metrics and readiness: docs/serve.md#metrics-and-readiness
+- Configuration: docs/configuration.md
+- Command line: docs/cli.md
+- Settling safely: docs/settling-safely.md
+- How verification works: docs/payment-methods.md#how-verification-works-and-where-we-differ-from-the-reference
+- Solana: docs/solana.md
 - Not supported yet: README.md#not-supported-yet
 `;
 }
