@@ -1,8 +1,7 @@
 /** The banner `facilitator devnet` prints: what runs where, and what to try. */
 import chalk from "chalk";
 import type { Devnet } from "../../evm/devnet/index.js";
-import type { Files, Running } from "./devnet.js";
-import type { EvmFiles } from "./devnet-files.js";
+import type { EvmFiles, Files, Running } from "./devnet-files.js";
 import { svmBanner } from "./devnet-svm-banner.js";
 
 export function devnetBanner(

@@ -6,6 +6,7 @@ import { approvePermit2, type Devnet } from "../../evm/devnet/index.js";
 import { signSampleRequest } from "../../evm/devnet/sample.js";
 import { signPermitRequest } from "../../evm/devnet/sign-permit.js";
 import { signUptoRequest } from "../../evm/devnet/sign-upto.js";
+import type { SvmDevnet } from "../../svm/devnet/index.js";
 
 export interface EvmFiles {
   readonly keyFile: string;
@@ -132,4 +133,29 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
       upto: files.requestUpto,
     },
   };
+}
+
+export interface SvmFiles {
+  readonly keyFile: string;
+  readonly request: string;
+  /** Stops signing the request again. */
+  stop(): void;
+}
+
+/** What a devnet wrote: its directory, journal and env file, and each cluster's files. */
+export interface Files {
+  readonly dir: string;
+  readonly journal: string;
+  readonly envFile: string;
+  /** anvil's genesis block hash: what tells this devnet from the next one. */
+  readonly genesisHash?: Hex | undefined;
+  readonly evm?: EvmFiles | undefined;
+  readonly svm?: SvmFiles | undefined;
+}
+
+export interface Running {
+  devnet?: Devnet | undefined;
+  taken?: number | undefined;
+  svm?: SvmDevnet | undefined;
+  svmTaken?: number | undefined;
 }

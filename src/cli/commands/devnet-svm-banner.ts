@@ -1,7 +1,7 @@
 /** The banner's Solana section (no Solana code: the banner loads for anvil-only runs too). */
 import chalk from "chalk";
 import type { SvmDevnet } from "../../svm/devnet/index.js";
-import type { SvmFiles } from "./devnet-svm.js";
+import type { SvmFiles } from "./devnet-files.js";
 
 /** How often request-svm.json is signed again (its blockhash expires after ~60 s at 400 ms). */
 export const REFRESH_MS = 20_000;

@@ -10,6 +10,7 @@ import { type SvmDevnet, startSvmDevnet } from "../../svm/devnet/index.js";
 import { signSvmSampleRequest } from "../../svm/devnet/sign-payment.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
+import type { SvmFiles } from "./devnet-files.js";
 import { REFRESH_MS } from "./devnet-svm-banner.js";
 
 export const DEFAULT_SVM_PORT = 8899;
@@ -55,13 +56,6 @@ export async function startSvm(
     );
     return { svm, taken: DEFAULT_SVM_PORT };
   }
-}
-
-export interface SvmFiles {
-  readonly keyFile: string;
-  readonly request: string;
-  /** Stops signing the request again. */
-  stop(): void;
 }
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;

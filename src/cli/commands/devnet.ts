@@ -10,12 +10,10 @@ import os from "node:os";
 import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { type Devnet, startDevnet } from "../../evm/devnet/index.js";
-import type { SvmDevnet } from "../../svm/devnet/index.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { devnetBanner } from "./devnet-banner.js";
-import { type EvmFiles, evmInfo, writeEvmFiles } from "./devnet-files.js";
-import type { SvmFiles } from "./devnet-svm.js";
+import { evmInfo, type Files, type Running, writeEvmFiles } from "./devnet-files.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -109,17 +107,6 @@ function envFile(vars: Record<string, string>): string {
     .join("\n")}\n`;
 }
 
-/** What a devnet wrote: its directory, journal and env file, and each cluster's files. */
-export interface Files {
-  readonly dir: string;
-  readonly journal: string;
-  readonly envFile: string;
-  /** anvil's genesis block hash: what tells this devnet from the next one. */
-  readonly genesisHash?: Hex | undefined;
-  readonly evm?: EvmFiles | undefined;
-  readonly svm?: SvmFiles | undefined;
-}
-
 /** The clusters asked for: anvil unless --svm-only, Solana with --svm or --svm-only. */
 function clusters(flags: DevnetFlags): { evm: boolean; svm: boolean } {
   if (flags.svmOnly) {
@@ -132,13 +119,6 @@ function clusters(flags: DevnetFlags): { evm: boolean; svm: boolean } {
     throw new UsageError("--svm-port needs --svm (or --svm-only)");
   }
   return { evm: true, svm: Boolean(flags.svm) };
-}
-
-export interface Running {
-  devnet?: Devnet | undefined;
-  taken?: number | undefined;
-  svm?: SvmDevnet | undefined;
-  svmTaken?: number | undefined;
 }
 
 /** Starts what was asked for; on failure, stops what had started. */

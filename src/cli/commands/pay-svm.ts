@@ -34,7 +34,7 @@ import {
 import { secretKeyBytes } from "../../svm/devnet/keys.js";
 import { readSmallFile } from "../bounded-read.js";
 import { UsageError } from "../errors.js";
-import type { PayFlags } from "./pay.js";
+import type { PayFlags } from "./pay-flags.js";
 import { type PayTarget, type PickedRequirements, stripAmounts } from "./pay-requirements.js";
 
 type SvmTarget = Extract<PayTarget, { kind: "svm" }>;

@@ -28,31 +28,13 @@ import { FacilitatorError } from "../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../protocol/networks.js";
 import { parseJson } from "../../protocol/request.js";
 import { readSmallFile } from "../bounded-read.js";
-import { type ConfigFlags, loadConfig, readPrivateKey } from "../config.js";
+import { loadConfig, readPrivateKey } from "../config.js";
 import { UsageError } from "../errors.js";
 import { readSource } from "../input.js";
 import { humanOutput, note, printJson, warn } from "../output.js";
+import type { PayFlags } from "./pay-flags.js";
 import { pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
 import { buildSvmRequest } from "./pay-svm.js";
-
-export interface PayFlags extends ConfigFlags {
-  readonly requirements?: string | undefined;
-  readonly amount?: string | undefined;
-  readonly to?: string | undefined;
-  readonly asset?: string | undefined;
-  readonly network?: string | undefined;
-  readonly method?: TransferMethod | undefined;
-  /** Permit2: send the payer's approval as a signed approve transaction, not an EIP-2612 permit. */
-  readonly approval?: boolean | undefined;
-  readonly payerKeyFile?: string | undefined;
-  readonly payer?: string | undefined;
-  /** Solana: the facilitator's fee payer (`extra.feePayer`). */
-  readonly feePayer?: string | undefined;
-  readonly validFor?: string | undefined;
-  readonly x402?: boolean | undefined;
-  readonly v1?: boolean | undefined;
-  readonly quiet?: boolean | undefined;
-}
 
 const tokenAbi = parseAbi([
   "function name() view returns (string)",

@@ -11,7 +11,7 @@
  */
 import { Worker } from "node:worker_threads";
 import { UsageError } from "../errors.js";
-import type { ServeSettings } from "./serve.js";
+import type { ServeSettings } from "./serve-settings.js";
 
 /** More deaths than this within the window: give up (exit 3). */
 const MAX_DEATHS = 5;

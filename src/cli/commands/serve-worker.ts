@@ -1,7 +1,8 @@
 /** The serving thread of `facilitator serve` (see serve-supervisor.ts): serves until told to stop. */
 import { parentPort, workerData } from "node:worker_threads";
 import { UsageError } from "../errors.js";
-import { type ServeSettings, serveHere } from "./serve.js";
+import { serveHere } from "./serve.js";
+import type { ServeSettings } from "./serve-settings.js";
 import type { WorkerMessage } from "./serve-supervisor.js";
 
 const { settings, bannerOnTty } = workerData as { settings: ServeSettings; bannerOnTty: boolean };

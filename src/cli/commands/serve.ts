@@ -4,7 +4,6 @@
  * The server runs in a worker thread (serve-supervisor.ts starts it, and again if it dies).
  */
 import chalk from "chalk";
-import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { useWasmSecp256k1 } from "../../evm/chain/secp256k1.js";
 import { DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "../../http/connections.js";
@@ -19,6 +18,7 @@ import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { lockForServe } from "../settlement-locks.js";
+import type { ServeSettings } from "./serve-settings.js";
 
 export interface ServeFlags extends ConfigFlags {
   readonly host?: string | undefined;
@@ -31,31 +31,6 @@ export interface ServeFlags extends ConfigFlags {
   readonly maxInflightBytes?: string | undefined;
   readonly maxHeap?: string | undefined;
   readonly quiet?: boolean | undefined;
-}
-
-/** The configuration without its loader functions, which cannot cross into a worker. */
-type PlainConfig = Omit<CliConfig, "loadPrivateKey" | "loadPrivateKeys" | "loadSvmFeePayers">;
-
-/**
- * Everything the serving thread needs, resolved once in the main thread: a restarted worker gets
- * the same values, even when a key came from a pipe (`<(cmd)`) that can be read only once.
- */
-export interface ServeSettings {
-  readonly host: string;
-  readonly port: number;
-  readonly bodyLimitBytes: number;
-  readonly maxConnections: number;
-  readonly maxConnectionsPerClient: number;
-  readonly maxInflightBytes: number;
-  readonly allowedHosts: readonly string[];
-  /** Old-generation heap of the serving thread, MiB. */
-  readonly maxHeapMb: number;
-  readonly apiKey: string | undefined;
-  readonly config: PlainConfig;
-  readonly privateKeys: readonly Hex[];
-  /** The Solana fee payers' 64-byte secret keys. */
-  readonly svmSecretKeys: readonly Uint8Array[];
-  readonly quiet: boolean;
 }
 
 /** Heap of the serving thread: V8 grows a busy heap far past what it keeps alive. */

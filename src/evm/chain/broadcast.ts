@@ -4,7 +4,7 @@
  */
 import type { Hex, TransactionReceipt } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
-import type { EvmContext } from "../context.js";
+import type { ChainAccess } from "./access.js";
 import { fullText, isHashEqual } from "./outcome.js";
 import { isRevert } from "./revert.js";
 
@@ -23,7 +23,7 @@ export function refusal(error: unknown): "known" | "nonce" | "other" {
 }
 
 /** Whether the node has the transaction (pending or mined). */
-export function isKnown(ctx: EvmContext, hash: Hex): Promise<boolean> {
+export function isKnown(ctx: ChainAccess, hash: Hex): Promise<boolean> {
   return ctx.client.getTransaction({ hash }).then(
     () => true,
     () => false,
@@ -45,7 +45,7 @@ const SYNC_WAIT_MS = 2_000;
  * method sends the same bytes again.
  */
 export async function broadcast(
-  ctx: EvmContext,
+  ctx: ChainAccess,
   raw: Hex,
   hash: Hex,
   wantReceipt: boolean,

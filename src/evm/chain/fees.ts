@@ -3,7 +3,7 @@ import { formatEther, formatGwei, parseEther, type TransactionSerializable } fro
 import { isUnreachable } from "../../core/rpc.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2, DEFAULT_SETTLE_FEE_CAP, knownNetwork } from "../../protocol/networks.js";
-import type { EvmContext } from "../context.js";
+import type { ChainAccess } from "./access.js";
 import { grouped } from "./gas-bounds.js";
 
 export type Fees =
@@ -21,7 +21,7 @@ const FEE_CACHE_MS = 1_000;
 const feeCache = new WeakMap<object, { at: number; fees: Promise<Fees> }>();
 
 /** The chain's current fees, shared by the settles of the same second. */
-export function estimateFees(ctx: EvmContext): Promise<Fees> {
+export function estimateFees(ctx: ChainAccess): Promise<Fees> {
   const cached = feeCache.get(ctx.client);
   if (cached && Date.now() - cached.at < FEE_CACHE_MS) return cached.fees;
   const fees = readFees(ctx);
@@ -30,7 +30,7 @@ export function estimateFees(ctx: EvmContext): Promise<Fees> {
   return fees;
 }
 
-async function readFees(ctx: EvmContext): Promise<Fees> {
+async function readFees(ctx: ChainAccess): Promise<Fees> {
   try {
     const fees = await ctx.client.estimateFeesPerGas({ chain: null, type: "eip1559" });
     return { type: "eip1559", ...fees };
@@ -92,7 +92,7 @@ export function nativeAmount(chainId: number, wei: bigint): string {
 /** A fee spike passes: a refused settle may be tried again in a while. */
 const FEE_CAP_RETRY_SECONDS = 30;
 
-export function overCap(ctx: EvmContext, gas: bigint, fees: Fees): Failure | undefined {
+export function overCap(ctx: ChainAccess, gas: bigint, fees: Fees): Failure | undefined {
   const cap = ctx.feeCapWei;
   const price = pricePerGas(fees);
   const cost = gas * price;

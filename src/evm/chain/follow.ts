@@ -4,7 +4,7 @@
  */
 import { type Hex, keccak256, type TransactionReceipt, type TransactionSerializable } from "viem";
 import { reportReceipt } from "../../core/metrics.js";
-import type { EvmContext } from "../context.js";
+import type { ChainAccess } from "./access.js";
 import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { type CallOutcome, pending } from "./outcome.js";
@@ -22,7 +22,7 @@ const LOCAL_PARKED_AFTER_MS = 1_000;
 const GAP_SUSPECTED_AFTER_MS = 3_000;
 const localNodes = new WeakMap<object, Promise<boolean>>();
 
-function isLocalNode(client: EvmContext["client"]): Promise<boolean> {
+function isLocalNode(client: ChainAccess["client"]): Promise<boolean> {
   let known = localNodes.get(client);
   if (!known) {
     known = client.request({ method: "web3_clientVersion" }).then(
@@ -38,7 +38,7 @@ function isLocalNode(client: EvmContext["client"]): Promise<boolean> {
 }
 
 /** Whether a local node passed over our transaction: it automines, or blocks came since. */
-async function parkedOnLocalNode(ctx: EvmContext, sinceBlock: bigint | undefined) {
+async function parkedOnLocalNode(ctx: ChainAccess, sinceBlock: bigint | undefined) {
   const [automines, block] = await Promise.all([
     ctx.client.request({ method: "anvil_getAutomine" } as never).then(
       (answer) => answer === true,
@@ -51,7 +51,7 @@ async function parkedOnLocalNode(ctx: EvmContext, sinceBlock: bigint | undefined
 
 /** The outcome of a mined transaction; a revert also drops reused gas estimates. */
 export function mined(
-  ctx: EvmContext,
+  ctx: ChainAccess,
   key: string,
   receipt: TransactionReceipt,
   gasLimit: bigint | undefined,
@@ -66,7 +66,7 @@ export function mined(
   return { kind: "confirmed", hash: receipt.transactionHash, receipt };
 }
 
-async function firstReceipt(ctx: EvmContext, hashes: readonly Hex[]) {
+async function firstReceipt(ctx: ChainAccess, hashes: readonly Hex[]) {
   const receipts = await Promise.all(
     hashes.map((hash) => ctx.client.getTransactionReceipt({ hash }).catch(() => undefined)),
   );
@@ -74,7 +74,7 @@ async function firstReceipt(ctx: EvmContext, hashes: readonly Hex[]) {
 }
 
 /** Whether a successful receipt has the confirmations asked for (1: being mined is enough). */
-async function deepEnough(ctx: EvmContext, receipt: TransactionReceipt): Promise<boolean> {
+async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promise<boolean> {
   if (ctx.confirmations <= 1) return true;
   const head = await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined);
   return head !== undefined && head - receipt.blockNumber + 1n >= BigInt(ctx.confirmations);
@@ -88,7 +88,7 @@ async function deepEnough(ctx: EvmContext, receipt: TransactionReceipt): Promise
  * with the newest hash.
  */
 export async function follow(
-  ctx: EvmContext,
+  ctx: ChainAccess,
   lane: SignerLane,
   key: string,
   hashes: Hex[],
@@ -150,7 +150,7 @@ export async function follow(
 
 /** Signs `tx` again (same nonce, higher fee), journals it, broadcasts it; the new hash or nothing. */
 async function replace(
-  ctx: EvmContext,
+  ctx: ChainAccess,
   lane: SignerLane,
   key: string,
   tx: TransactionSerializable,

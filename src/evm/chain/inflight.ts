@@ -12,7 +12,7 @@
  */
 import type { Address } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
-import type { EvmContext } from "../context.js";
+import type { ChainAccess } from "./access.js";
 import { decideWithOthers } from "./shared-inflight.js";
 import { minedIn, readAvailable, shortfall } from "./spend-reads.js";
 
@@ -102,7 +102,7 @@ export class InFlight {
    * what mark() said before this settle's simulation started.
    */
   async reserve(
-    ctx: EvmContext,
+    ctx: ChainAccess,
     key: string,
     spends: readonly Spend[],
     mark: number,
@@ -161,7 +161,7 @@ export class InFlight {
    * reserved (here or there) if the payer cannot cover it all.
    */
   async #withOtherReplicas(
-    ctx: EvmContext,
+    ctx: ChainAccess,
     key: string,
     spends: readonly Spend[],
     slots: readonly string[],
@@ -305,7 +305,7 @@ export class InFlight {
    * Reads each spend's balance or allowance at one block, and lets go of the reservations that
    * block already includes (mined, reverted or not) or that are too old to matter.
    */
-  async #read(ctx: EvmContext, spends: readonly Spend[], slots: readonly string[]) {
+  async #read(ctx: ChainAccess, spends: readonly Spend[], slots: readonly string[]) {
     const { client } = ctx;
     // Landings seen before the block number is read are in that block or an earlier one; those
     // seen later are counted unless their block was read.

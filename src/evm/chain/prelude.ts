@@ -16,11 +16,11 @@ import {
 import { isUnreachable } from "../../core/rpc.js";
 import type { JournalEntry } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
-import type { EvmContext } from "../context.js";
 import { isKnown, refusal } from "./broadcast.js";
 import type { GasNeed } from "./gas-bounds.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
 import { reconcile } from "./reconcile.js";
+import type { SendingAccess } from "./transactions.js";
 import { prepareCall, sendCall } from "./transactions.js";
 
 export interface Prelude {
@@ -33,11 +33,11 @@ export interface Prelude {
         /** What the call does, for the most gas it may be sent with. */
         readonly gas: GasNeed;
         /** Ether sent along, worked out when it is sent. */
-        readonly value?: ((ctx: EvmContext) => Promise<bigint>) | undefined;
+        readonly value?: ((ctx: SendingAccess) => Promise<bigint>) | undefined;
       }
     | { readonly raw: Hex };
   /** Whether the chain still lacks what it does; false: it is skipped. */
-  readonly needed: (ctx: EvmContext) => Promise<boolean>;
+  readonly needed: (ctx: SendingAccess) => Promise<boolean>;
 }
 
 const preludeKey = (key: string, prelude: Prelude) => `${key}#${prelude.name}`;
@@ -49,7 +49,7 @@ const POLL_MS = 250;
  * own transaction failed on chain or was refused (its doing, as a revert is).
  */
 export async function landPreludes(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   key: string,
   preludes: readonly Prelude[],
   signer: Address | undefined,
@@ -68,7 +68,7 @@ export async function landPreludes(
 }
 
 async function landPrelude(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   key: string,
   prelude: Prelude,
   signer: Address | undefined,
@@ -93,7 +93,7 @@ async function landPrelude(
 
 /** Undefined when the prelude's transaction succeeded; else the outcome, said as the prelude's. */
 async function landed(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   key: string,
   outcome: CallOutcome,
   prelude: Prelude,
@@ -125,7 +125,7 @@ function stopAt(prelude: Prelude, outcome: CallOutcome): CallOutcome {
 }
 
 /** Journals the payer's signed transaction, broadcasts it and waits for its receipt. */
-async function sendRaw(ctx: EvmContext, key: string, raw: Hex): Promise<CallOutcome> {
+async function sendRaw(ctx: SendingAccess, key: string, raw: Hex): Promise<CallOutcome> {
   const hash = keccak256(raw);
   let from: Address;
   let nonce: number;
@@ -169,7 +169,7 @@ async function sendRaw(ctx: EvmContext, key: string, raw: Hex): Promise<CallOutc
 }
 
 /** Picks up the payer's journaled transaction: its receipt, or the same bytes again if lost. */
-async function followRaw(ctx: EvmContext, entry: JournalEntry): Promise<CallOutcome | "gone"> {
+async function followRaw(ctx: SendingAccess, entry: JournalEntry): Promise<CallOutcome | "gone"> {
   const hash = entry.hashes[0] as Hex;
   const raw = entry.raws[0];
   try {
@@ -189,7 +189,7 @@ async function followRaw(ctx: EvmContext, entry: JournalEntry): Promise<CallOutc
   }
 }
 
-async function awaitReceipt(ctx: EvmContext, hash: Hex): Promise<CallOutcome> {
+async function awaitReceipt(ctx: SendingAccess, hash: Hex): Promise<CallOutcome> {
   const deadline = Date.now() + ctx.confirmTimeoutMs;
   while (Date.now() < deadline) {
     const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
@@ -203,7 +203,7 @@ async function awaitReceipt(ctx: EvmContext, hash: Hex): Promise<CallOutcome> {
 }
 
 function receiptOutcome(
-  receipt: Awaited<ReturnType<EvmContext["client"]["getTransactionReceipt"]>>,
+  receipt: Awaited<ReturnType<SendingAccess["client"]["getTransactionReceipt"]>>,
 ): CallOutcome {
   return receipt.status === "success"
     ? { kind: "confirmed", hash: receipt.transactionHash, receipt }

@@ -12,14 +12,14 @@ import {
 import { isUnreachable } from "../../core/rpc.js";
 import type { JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
-import type { EvmContext } from "../context.js";
 import { isKnown, refusal } from "./broadcast.js";
 import { feesOf } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
 import { type SignerLane, stillSucceeds } from "./signers.js";
+import type { SendingAccess } from "./transactions.js";
 
-async function receiptOf(ctx: EvmContext, hashes: readonly Hex[]) {
+async function receiptOf(ctx: SendingAccess, hashes: readonly Hex[]) {
   for (const hash of hashes) {
     const receipt = await ctx.client
       .getTransactionReceipt({ hash })
@@ -34,7 +34,7 @@ async function receiptOf(ctx: EvmContext, hashes: readonly Hex[]) {
 
 /** Sends signed bytes again inside the signer's lane; false if the node will not take them. */
 async function resend(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   lane: SignerLane,
   nonce: number,
   raw: Hex,
@@ -53,7 +53,7 @@ async function resend(
 }
 
 /** Whether the signer's mined transaction count is still at or below `nonce` (it is free). */
-async function nonceFree(ctx: EvmContext, entry: JournalEntry): Promise<boolean> {
+async function nonceFree(ctx: SendingAccess, entry: JournalEntry): Promise<boolean> {
   const used = await ctx.client.getTransactionCount({ address: entry.signer, blockTag: "latest" });
   return used <= entry.txNonce;
 }
@@ -64,7 +64,7 @@ async function nonceFree(ctx: EvmContext, entry: JournalEntry): Promise<boolean>
  * "gone" means the transaction can never land (its nonce went to another): start afresh.
  */
 export async function reconcile(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   entry: JournalEntry,
 ): Promise<CallOutcome | "gone"> {
   const lane = ctx.signers.byAddress(entry.signer);
@@ -118,7 +118,7 @@ export type Recheck =
  * stands: nothing is ever sent on a guess.
  */
 export async function recheckAnswered(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   entry: JournalEntry,
   samePayment: () => Promise<Failure | null>,
 ): Promise<Recheck> {

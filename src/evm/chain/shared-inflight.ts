@@ -10,7 +10,7 @@
 import type { Hex } from "viem";
 import type { HeldElsewhere } from "../../core/store.js";
 import type { Failure } from "../../protocol/errors.js";
-import type { EvmContext } from "../context.js";
+import type { ChainAccess } from "./access.js";
 import type { InFlight, Spend } from "./inflight.js";
 import { minedIn, readAvailable, shortfall } from "./spend-reads.js";
 
@@ -26,7 +26,7 @@ interface Hold {
 }
 
 export async function decideWithOthers(
-  ctx: EvmContext,
+  ctx: ChainAccess,
   local: InFlight,
   key: string,
   spends: readonly Spend[],
@@ -78,7 +78,7 @@ export async function decideWithOthers(
 }
 
 /** Holds not marked landed whose transaction was mined at or before `block` after all. */
-async function minedBy(ctx: EvmContext, holds: readonly Hold[], block: bigint) {
+async function minedBy(ctx: ChainAccess, holds: readonly Hold[], block: bigint) {
   const found = await Promise.all(
     holds.map(async (h) => {
       if (h.landedIn !== undefined || h.hashes.length === 0) return undefined;

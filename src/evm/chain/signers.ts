@@ -15,7 +15,7 @@ import {
   type PublicClient,
   parseTransaction,
 } from "viem";
-import type { EvmContext } from "../context.js";
+import type { ChainAccess } from "./access.js";
 import { estimateFees } from "./fees.js";
 
 /** A promise chain that runs one task at a time. */
@@ -112,7 +112,7 @@ export class SignerLane {
    * it are empty (a reorg dropped what was there), fill them so it can be mined, and put it back
    * if it is gone too. Checks are shared: one per lane and chain per second, however many wait.
    */
-  repairGap(ctx: EvmContext, nonce: number): Promise<void> {
+  repairGap(ctx: ChainAccess, nonce: number): Promise<void> {
     const last = this.#gapChecks.get(ctx.chainId);
     if (last && Date.now() - last.at < GAP_CHECK_EVERY_MS) return last.done;
     const done = this.exclusive(() => this.#fillHoles(ctx, nonce)).catch(() => undefined);
@@ -120,7 +120,7 @@ export class SignerLane {
     return done;
   }
 
-  async #fillHoles(ctx: EvmContext, below: number): Promise<void> {
+  async #fillHoles(ctx: ChainAccess, below: number): Promise<void> {
     const { client } = ctx;
     const pending = await client.getTransactionCount({
       address: this.address,
@@ -130,7 +130,7 @@ export class SignerLane {
     if (pending < below) this.observe(ctx.chainId, below);
   }
 
-  async #fill(ctx: EvmContext, nonce: number): Promise<void> {
+  async #fill(ctx: ChainAccess, nonce: number): Promise<void> {
     const { client } = ctx;
     const raw = this.recentRaw(ctx.chainId, nonce);
     if (raw && (await stillSucceeds(ctx, this.address, raw))) {
@@ -151,7 +151,7 @@ export class SignerLane {
 }
 
 /** Whether a signed transaction of ours would still succeed if it were mined now. */
-export async function stillSucceeds(ctx: EvmContext, from: Address, raw: Hex): Promise<boolean> {
+export async function stillSucceeds(ctx: ChainAccess, from: Address, raw: Hex): Promise<boolean> {
   const tx = parseTransaction(raw);
   if (!tx.to) return false;
   return ctx.client.call({ account: from, to: tx.to, data: tx.data }).then(

@@ -1,7 +1,7 @@
 /** Reads what a settlement will spend from: a payer's balance or allowance, and our receipts. */
 import { type Hex, parseAbi } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
-import type { EvmContext } from "../context.js";
+import type { ChainAccess } from "./access.js";
 import type { Spend } from "./inflight.js";
 
 const erc20Abi = parseAbi([
@@ -10,7 +10,7 @@ const erc20Abi = parseAbi([
 ]);
 
 /** The payer's balance, or for a spend through an allowance that allowance, at `blockNumber`. */
-export function readAvailable(ctx: EvmContext, spend: Spend, blockNumber: bigint) {
+export function readAvailable(ctx: ChainAccess, spend: Spend, blockNumber: bigint) {
   return spend.spender
     ? ctx.client.readContract({
         address: spend.token,
@@ -30,7 +30,7 @@ export function readAvailable(ctx: EvmContext, spend: Spend, blockNumber: bigint
 
 /** The block any of `hashes` was mined in, if one was. */
 export async function minedIn(
-  ctx: EvmContext,
+  ctx: ChainAccess,
   hashes: readonly Hex[],
 ): Promise<bigint | undefined> {
   for (const hash of hashes) {

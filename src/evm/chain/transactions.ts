@@ -11,12 +11,12 @@ import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import { type ExpectedTransfer, recordAnswered, UNRECORDED } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
-import type { EvmContext } from "../context.js";
+import type { ChainAccess } from "./access.js";
 import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
-import { type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
+import { type GasBounds, type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
 import {
   type CallOutcome,
   type ContractCall,
@@ -26,9 +26,17 @@ import {
   shortText,
 } from "./outcome.js";
 import { isRevert, revertReason } from "./revert.js";
-import type { SignerLane } from "./signers.js";
+import type { SignerLane, SignerPool } from "./signers.js";
 
 export type { CallOutcome, ContractCall } from "./outcome.js";
+
+/** What sending needs beyond reaching the chain: our accounts, and the gas each call may use. */
+export interface SendingAccess extends ChainAccess {
+  /** The settlement accounts, used in turn; empty for verify-only use. */
+  readonly signers: SignerPool;
+  /** The most gas each kind of settlement transaction may use on this chain. */
+  readonly gasBounds: GasBounds;
+}
 
 /** What identifies the payment in the journal, and the Transfer that proves it. */
 export interface SettlementRecord {
@@ -61,7 +69,7 @@ function wouldRevert(error: unknown): CallOutcome {
  * `reuse` it when the caller simulated the call itself.
  */
 export async function prepareCall(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   call: ContractCall,
   gasEstimate: { readonly key?: string | undefined; readonly reuse: boolean },
   /** What the call does: it is never sent with more gas than its bound, nor if it needs more. */
@@ -118,7 +126,10 @@ export async function prepareCall(
 }
 
 /** `simulated`: sign at the next nonce and run it against the latest block; nothing is sent. */
-export async function simulateCall(ctx: EvmContext, prepared: PreparedCall): Promise<CallOutcome> {
+export async function simulateCall(
+  ctx: SendingAccess,
+  prepared: PreparedCall,
+): Promise<CallOutcome> {
   const { lane, base } = prepared;
   try {
     const nonce = await ctx.client.getTransactionCount({
@@ -143,7 +154,7 @@ type Sent =
 
 /** Signs, journals, broadcasts and follows the prepared call to `waitUntil`. */
 export async function sendCall(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   prepared: PreparedCall,
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
@@ -157,7 +168,7 @@ export async function sendCall(
 }
 
 async function sendAndFollow(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   prepared: PreparedCall,
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
@@ -232,7 +243,7 @@ async function sendAndFollow(
 }
 
 function sendFailure(
-  ctx: EvmContext,
+  ctx: SendingAccess,
   lane: SignerLane,
   key: string,
   error: unknown,

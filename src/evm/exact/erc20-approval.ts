@@ -18,6 +18,7 @@ import {
 } from "viem";
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { ChainAccess } from "../chain/access.js";
 import { estimateFees } from "../chain/fees.js";
 import type { Prelude } from "../chain/prelude.js";
 import type { EvmContext } from "../context.js";
@@ -206,7 +207,7 @@ export function approvalPreludes(
   token: Address,
   amount: bigint,
 ): Prelude[] {
-  const approvalNeeded = async (ctx: EvmContext) =>
+  const approvalNeeded = async (ctx: ChainAccess) =>
     (await ctx.client.readContract({
       address: token,
       abi: approveAbi,

@@ -1,0 +1,22 @@
+/** The flags of `facilitator pay`, shared by its EVM and Solana halves. */
+import type { TransferMethod } from "../../evm/client/sign-payment.js";
+import type { ConfigFlags } from "../config.js";
+
+export interface PayFlags extends ConfigFlags {
+  readonly requirements?: string | undefined;
+  readonly amount?: string | undefined;
+  readonly to?: string | undefined;
+  readonly asset?: string | undefined;
+  readonly network?: string | undefined;
+  readonly method?: TransferMethod | undefined;
+  /** Permit2: send the payer's approval as a signed approve transaction, not an EIP-2612 permit. */
+  readonly approval?: boolean | undefined;
+  readonly payerKeyFile?: string | undefined;
+  readonly payer?: string | undefined;
+  /** Solana: the facilitator's fee payer (`extra.feePayer`). */
+  readonly feePayer?: string | undefined;
+  readonly validFor?: string | undefined;
+  readonly x402?: boolean | undefined;
+  readonly v1?: boolean | undefined;
+  readonly quiet?: boolean | undefined;
+}

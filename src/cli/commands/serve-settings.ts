@@ -1,0 +1,31 @@
+/** What `facilitator serve` hands its serving thread: the settings, read once by the main thread. */
+import type { Hex } from "viem";
+import type { CliConfig } from "../config.js";
+
+/** The configuration without its key loaders: what can cross to the serving thread. */
+export type PlainConfig = Omit<
+  CliConfig,
+  "loadPrivateKey" | "loadPrivateKeys" | "loadSvmFeePayers"
+>;
+
+/**
+ * Everything the serving thread needs, resolved once in the main thread: a restarted worker gets
+ * the same values, even when a key came from a pipe (`<(cmd)`) that can be read only once.
+ */
+export interface ServeSettings {
+  readonly host: string;
+  readonly port: number;
+  readonly bodyLimitBytes: number;
+  readonly maxConnections: number;
+  readonly maxConnectionsPerClient: number;
+  readonly maxInflightBytes: number;
+  readonly allowedHosts: readonly string[];
+  /** Old-generation heap of the serving thread, MiB. */
+  readonly maxHeapMb: number;
+  readonly apiKey: string | undefined;
+  readonly config: PlainConfig;
+  readonly privateKeys: readonly Hex[];
+  /** The Solana fee payers' 64-byte secret keys. */
+  readonly svmSecretKeys: readonly Uint8Array[];
+  readonly quiet: boolean;
+}
