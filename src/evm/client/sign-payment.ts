@@ -15,6 +15,7 @@ import {
   parseAbi,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
 import type { DevAccount } from "../devnet/accounts.js";
 import { signEip2612GasSponsoring, signPermit2Payment } from "../devnet/sign-permit2.js";
 import { transferWithAuthorizationTypedData } from "../exact/eip3009-encoding.js";
@@ -22,15 +23,7 @@ import { PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
 
 export type TransferMethod = "eip3009" | "permit2";
 
-/** The PaymentRequirements the payment answers, in their version's shape (echoed as is). */
-export type RequirementsJson = Record<string, unknown> & {
-  readonly scheme: string;
-  readonly network: string;
-  readonly asset: string;
-  readonly payTo: string;
-  readonly maxTimeoutSeconds?: number;
-  readonly extra?: Record<string, unknown> | null;
-};
+export { DEFAULT_RESOURCE, type RequirementsJson };
 
 export interface SignPaymentOptions {
   readonly chainId: number;
@@ -58,12 +51,6 @@ export interface SignPaymentOptions {
     readonly maxPriorityFeePerGas: bigint;
   };
 }
-
-export const DEFAULT_RESOURCE = {
-  url: "http://localhost:4021/weather",
-  description: "devnet example",
-  mimeType: "application/json",
-};
 
 /** The EIP-712 domain name and version the requirements carry in `extra`. */
 export function domainOf(requirements: RequirementsJson): { name: string; version: string } {

@@ -24,8 +24,8 @@ import {
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
 } from "@solana/kit";
-import { DEFAULT_RESOURCE, type RequirementsJson } from "../../evm/client/sign-payment.js";
 import { bytesToBase58 } from "../../protocol/base58.js";
+import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
 import { associatedTokenAddress } from "../exact/ata.js";
 import {
   COMPUTE_BUDGET_PROGRAM,

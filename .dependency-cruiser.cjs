@@ -1,0 +1,80 @@
+/**
+ * The directions imports may take in src/ (docs/design.md, "Layout"), checked by `npm test`:
+ *   shells (cli/, http/) → the entry point (facilitator.ts) → chain families (evm/, svm/)
+ *   → core/ → protocol/; the stores (store/) implement core's port. No circles, type-only
+ *   imports included; no family imports another.
+ */
+const layer = (name, path, mayNotReach, comment) => ({
+  name,
+  comment,
+  severity: "error",
+  from: { path },
+  to: { path: mayNotReach },
+});
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "Modules that import each other (type-only imports count) cannot be read in order.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    layer(
+      "protocol-is-the-floor",
+      "^src/protocol/",
+      "^src/(?!protocol/)",
+      "protocol/ (wire formats, the error table, network names) imports nothing else of ours.",
+    ),
+    layer(
+      "core-names-no-family",
+      "^src/core/",
+      "^src/(evm|svm|store|http|cli)/|^src/facilitator\\.ts$",
+      "The core knows no chain family, no store implementation and no shell.",
+    ),
+    layer(
+      "stores-implement-the-port",
+      "^src/store/",
+      "^src/(evm|svm|http|cli)/|^src/facilitator\\.ts$",
+      "A store implements core/store.ts; it knows no family and no shell.",
+    ),
+    layer(
+      "evm-is-a-family",
+      "^src/evm/",
+      "^src/(svm|store|http|cli)/|^src/facilitator\\.ts$",
+      "The EVM family uses the core and protocol only.",
+    ),
+    layer(
+      "svm-is-a-family",
+      "^src/svm/",
+      "^src/(evm|store|http|cli)/|^src/facilitator\\.ts$",
+      "The Solana family uses the core and protocol only.",
+    ),
+    layer(
+      "entry-point-below-shells",
+      "^src/facilitator\\.ts$",
+      "^src/(http|cli)/",
+      "The entry point registers families; the shells use it, never the reverse.",
+    ),
+    layer(
+      "http-below-cli",
+      "^src/http/",
+      "^src/cli/",
+      "The HTTP service knows nothing of the CLI.",
+    ),
+    {
+      name: "no-dev-dependencies-in-src",
+      comment: "What ships may not need a devDependency.",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { dependencyTypes: ["npm-dev"] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    moduleSystems: ["es6"],
+  },
+};
