@@ -17,10 +17,11 @@ await build({
   // Smaller source parses faster: this is most of a cold start. BUILD_MINIFY=0 keeps names readable
   // in a CPU profile.
   minify: process.env.BUILD_MINIFY !== "0",
-  // tiny-secp256k1 loads its WebAssembly file from its own directory; anvil is found at run time.
+  // secp256k1 loads its native addon, tiny-secp256k1 its WebAssembly file, from their own
+  // directories; anvil is found at run time.
   // pg and prom-client load only when serve asks for a PostgreSQL store or metrics. litesvm (the
   // Solana devnet's runtime) loads its native module from its platform package at run time.
-  external: ["tiny-secp256k1", "@foundry-rs/*", "pg", "prom-client", "litesvm"],
+  external: ["secp256k1", "tiny-secp256k1", "@foundry-rs/*", "pg", "prom-client", "litesvm"],
   // Some bundled CommonJS code calls require(): give ESM chunks one.
   banner: {
     js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

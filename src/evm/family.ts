@@ -262,9 +262,20 @@ export class EvmFamily implements ChainFamily {
     }
   }
 
+  /** Per chain, the context made for its current client: the same for every request. */
+  readonly #contexts = new Map<number, EvmContext>();
+
   async #context(chainId: number, network: string): Promise<EvmContext> {
-    const options = this.#options;
     const client = await this.#rpc.client(chainId, network);
+    const known = this.#contexts.get(chainId);
+    if (known?.client === client) return known;
+    const context = this.#makeContext(chainId, client);
+    this.#contexts.set(chainId, context);
+    return context;
+  }
+
+  #makeContext(chainId: number, client: EvmContext["client"]): EvmContext {
+    const options = this.#options;
     return {
       client,
       chainId,
