@@ -4,6 +4,7 @@
  */
 import { type Address, createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { eip2612PermitTypes } from "../exact/permit.js";
 import type { DevAccount } from "./accounts.js";
 import { testPermitTokenAbi } from "./artifacts.js";
 import { type DevnetInfo, devnetChain } from "./setup.js";
@@ -51,15 +52,7 @@ export async function signPermitRequest(
       chainId: devnet.chainId,
       verifyingContract: token.address,
     },
-    types: {
-      Permit: [
-        { name: "owner", type: "address" },
-        { name: "spender", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "nonce", type: "uint256" },
-        { name: "deadline", type: "uint256" },
-      ],
-    },
+    types: eip2612PermitTypes,
     primaryType: "Permit",
     message: authorization,
   });

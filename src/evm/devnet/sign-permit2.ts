@@ -7,7 +7,9 @@
  */
 import { type Address, createPublicClient, getAddress, type Hex, http, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { eip2612PermitTypes } from "../exact/permit.js";
 import { permit2WitnessTypes } from "../exact/permit2-encoding.js";
+import { uptoWitnessTypes } from "../upto/encoding.js";
 import type { DevAccount } from "./accounts.js";
 import { testPermitTokenAbi } from "./artifacts.js";
 import {
@@ -18,28 +20,8 @@ import {
   UPTO_PERMIT2_PROXY_ADDRESS,
 } from "./setup.js";
 
-export { permit2WitnessTypes };
-
-/** The upto scheme's types: the witness also names the only facilitator that may settle. */
-export const uptoPermit2WitnessTypes = {
-  ...permit2WitnessTypes,
-  Witness: [
-    { name: "to", type: "address" },
-    { name: "facilitator", type: "address" },
-    { name: "validAfter", type: "uint256" },
-  ],
-} as const;
-
-/** EIP-2612 Permit. */
-export const eip2612PermitTypes = {
-  Permit: [
-    { name: "owner", type: "address" },
-    { name: "spender", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-  ],
-} as const;
+/** The EIP-712 types the devnet signs with, as the verifier checks them. */
+export { eip2612PermitTypes, permit2WitnessTypes };
 
 /** `payload.permit2Authorization` on the wire: numbers as decimal strings. */
 export interface Permit2AuthorizationJson {
@@ -168,7 +150,7 @@ export async function signUptoPermit2Payment(
   const exact = permit2AuthorizationTypedData(chainId, permit2Authorization);
   const signature = await account.signTypedData({
     ...exact,
-    types: uptoPermit2WitnessTypes,
+    types: uptoWitnessTypes,
     message: {
       ...exact.message,
       witness: { ...witness, validAfter: BigInt(witness.validAfter) },

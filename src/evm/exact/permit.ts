@@ -40,7 +40,8 @@ export const eip2612Abi = parseAbi([
   "function balanceOf(address owner) view returns (uint256)",
 ]);
 
-const permitTypes = {
+/** EIP-2612 Permit, as tokens define it (the devnet signs with the same types). */
+export const eip2612PermitTypes = {
   Permit: [
     { name: "owner", type: "address" },
     { name: "spender", type: "address" },
@@ -85,7 +86,7 @@ function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
       chainId: ctx.chainId,
       verifyingContract: requirements.asset,
     },
-    types: permitTypes,
+    types: eip2612PermitTypes,
     primaryType: "Permit",
     message: permit,
   });
