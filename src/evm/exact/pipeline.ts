@@ -20,6 +20,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { hasGasEstimate } from "../chain/gas.js";
+import { EvmLedgerReads, heldOn } from "../chain/ledger-reads.js";
 import type { CallOutcome } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
@@ -208,7 +209,10 @@ async function pickUp<P>(
   if (entry.state === "answered") {
     // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
     const { token, from, value } = expect;
-    ctx.inflight.seed(ctx.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
+    ctx.inflight.seed(
+      entry.key,
+      heldOn(ctx.chainId, [{ token, owner: from, amount: BigInt(value) }]),
+    );
     const recheck = await recheckAnswered(ctx, entry, () =>
       method.sameAsJournal(ctx, payment, entry),
     );
@@ -317,7 +321,12 @@ async function settleVerified<P>(
     return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
   }
   // Decided where it cannot race: what this payer already has in flight counts.
-  const short = await ctx.inflight.reserve(ctx, key, checked.spends, simulation.mark);
+  const short = await ctx.inflight.reserve(
+    new EvmLedgerReads(ctx),
+    key,
+    checked.spends,
+    simulation.mark,
+  );
   if (short) return { ok: false, payer: checked.expect.from, failure: short };
   let outcome: CallOutcome;
   try {
@@ -352,7 +361,12 @@ async function settleInSteps<P>(
       ),
     };
   }
-  const short = await ctx.inflight.reserve(ctx, key, checked.spends, Number.NEGATIVE_INFINITY);
+  const short = await ctx.inflight.reserve(
+    new EvmLedgerReads(ctx),
+    key,
+    checked.spends,
+    Number.NEGATIVE_INFINITY,
+  );
   if (short) return { ok: false, payer: checked.expect.from, failure: short };
   const stopped = await landPreludes(ctx, key, preludes, checked.signer);
   if (stopped) {

@@ -12,8 +12,8 @@
  * A landed hold is kept a minute with its slot, so a read at an older slot still counts it.
  */
 import type { Client } from "viem";
+import { balanceShortfall } from "../../core/ledger-reads.js";
 import type { HeldElsewhere, JournalEntry, SettlementStore } from "../../core/store.js";
-import { balanceShortfall } from "../../evm/chain/spend-reads.js";
 import type { Failure } from "../../protocol/errors.js";
 import { signatureStatuses, tokenBalance } from "../exact/rpc.js";
 
