@@ -14,7 +14,8 @@
  * point still counts it. With a store shared by replicas, their holds count too (ledger-shared.ts).
  */
 import { type Failure, failure } from "../protocol/errors.js";
-import type { HeldSpend, LedgerReads } from "./ledger-reads.js";
+import { amountOn, type Hold, type Landed, LandingQueue } from "./ledger-landings.js";
+import type { HeldSpend, HoldToCheck, LedgerReads } from "./ledger-reads.js";
 import {
   decideShared,
   type LocalHold,
@@ -32,32 +33,18 @@ const LANDED_KEPT = 20_000;
 /** How often old holds are looked for. */
 const PRUNE_EVERY_MS = 1_000;
 
-interface Hold {
-  readonly parts: readonly HeldSpend[];
-  /** Its transactions, when the family gave them (else it finds them in its journal). */
-  readonly transactions: readonly string[] | undefined;
-  /** When it was reserved, or landed (unix milliseconds). */
-  readonly at: number;
-}
-
-interface Landed extends Hold {
-  readonly point: bigint;
-  readonly tick: number;
-  /** False for a revert, which took nothing. */
-  readonly spent: boolean;
-}
-
-/** What one slot's source held at a point, read at tick `since` and unix milliseconds `at`. */
+/** What one slot's source held at a point, read at unix milliseconds `at`. */
 interface Read {
-  readonly since: number;
   readonly point: bigint;
   readonly available: bigint;
   readonly at: number;
+  /** What landed here in a later point, which the read does not show (kept up to date). */
+  unseen: bigint;
 }
 
 interface Slot {
   readonly pending: Set<string>;
-  readonly landed: Set<string>;
+  readonly landed: Set<Landed>;
   /** The tick of the last landing here, as far as it is known. */
   lastLanding: number;
   /** The tick of the last landing here that was forgotten. */
@@ -71,8 +58,9 @@ export class InFlightLedger {
   readonly #onFree: ((key: string, landedIn?: bigint) => void) | undefined;
   /** Holds not landed yet, in the order they were made. */
   readonly #pending = new Map<string, Hold>();
-  /** Landed holds, in the order they landed. */
   readonly #landed = new Map<string, Landed>();
+  /** The same, in the order they landed. */
+  readonly #landings = new LandingQueue();
   readonly #slots = new Map<string, Slot>();
   /** Bumped at every landing. */
   #tick = 0;
@@ -160,20 +148,22 @@ export class InFlightLedger {
     const tick = ++this.#tick;
     // Landed again (a reorg dropped the first landing): the first no longer shows anywhere.
     const before = this.#landed.get(key);
-    if (before) this.#forget(key, before);
-    this.#landed.set(key, { ...hold, at: Date.now(), point, tick, spent });
-    for (const part of hold.parts) {
+    if (before) this.#forget(before);
+    const { parts, transactions } = hold;
+    const at = Date.now();
+    const landing = { key, parts, transactions, at, point, tick, spent, forgotten: false };
+    this.#landed.set(key, landing);
+    this.#landings.push(landing);
+    for (const part of parts) {
       const slot = this.#slot(part.slot);
       slot.pending.delete(key);
-      slot.landed.add(key);
+      slot.landed.add(landing);
       slot.lastLanding = tick;
       // A revert hints that the payer moved funds itself: read afresh next time.
       if (!spent) slot.read = undefined;
+      else if (slot.read && point > slot.read.point) slot.read.unseen += part.amount;
     }
-    while (this.#landed.size > LANDED_KEPT) {
-      const [oldest, landing] = this.#landed.entries().next().value as [string, Landed];
-      this.#forget(oldest, landing);
-    }
+    while (this.#landed.size > LANDED_KEPT) this.#forget(this.#landings.oldest() as Landed);
     this.#onFree?.(key, spent ? point : undefined);
   }
 
@@ -198,16 +188,10 @@ export class InFlightLedger {
   /** The slot's recent read, and what it does not show yet: in flight, and landed after it. */
   #view(name: string, slot: Slot, key: string): { available: bigint; held: bigint } | undefined {
     const read = slot.read;
-    if (!read || Date.now() - read.at > READ_REUSE_MS || slot.forgotten > read.since) {
-      return undefined;
-    }
-    let held = 0n;
+    if (!read || Date.now() - read.at > READ_REUSE_MS) return undefined;
+    let held = read.unseen;
     for (const other of slot.pending) {
       if (other !== key) held += amountOn(name, this.#pending.get(other));
-    }
-    for (const other of slot.landed) {
-      const landing = this.#landed.get(other);
-      if (landing?.spent && landing.point > read.point) held += amountOn(name, landing);
     }
     return { available: read.available, held };
   }
@@ -238,22 +222,25 @@ export class InFlightLedger {
     spends: readonly S[],
     parts: readonly HeldSpend[],
   ): Promise<void> {
-    // A landing forgotten after this tick may be one the read does not show: it is not reused.
+    // A landing forgotten after this tick may be one the read does not show: it is not kept.
     const since = this.#tick;
-    const keys = new Set<string>();
-    for (const part of parts)
-      for (const key of this.#slots.get(part.slot)?.pending ?? []) keys.add(key);
-    const holds = [...keys].map((key) => ({
-      key,
-      transactions: this.#pending.get(key)?.transactions,
-    }));
-    const read = await reads.read(spends, holds);
+    const holds = new Map<string, HoldToCheck>();
+    for (const part of parts) {
+      for (const key of this.#slots.get(part.slot)?.pending ?? []) {
+        holds.set(key, { key, transactions: this.#pending.get(key)?.transactions });
+      }
+    }
+    const read = await reads.read(spends, [...holds.values()]);
     for (const [key, point] of read.landed) this.landed(key, point);
     const now = Date.now();
     for (const [i, part] of parts.entries()) {
       const slot = this.#slot(part.slot);
-      if (slot.read && slot.read.point > read.point) continue;
-      slot.read = { since, point: read.point, available: read.available[i] as bigint, at: now };
+      if (slot.forgotten > since || (slot.read && slot.read.point > read.point)) continue;
+      let unseen = 0n;
+      for (const landing of slot.landed) {
+        if (landing.spent && landing.point > read.point) unseen += amountOn(part.slot, landing);
+      }
+      slot.read = { point: read.point, available: read.available[i] as bigint, at: now, unseen };
     }
   }
 
@@ -291,10 +278,9 @@ export class InFlightLedger {
       const hold = this.#pending.get(key);
       holds.push({ key, amount: amountOn(name, hold), transactions: hold?.transactions });
     }
-    for (const key of slot?.landed ?? []) {
-      const landing = this.#landed.get(key);
-      if (key === except || !landing?.spent) continue;
-      const { transactions, point } = landing;
+    for (const landing of slot?.landed ?? []) {
+      const { key, transactions, point } = landing;
+      if (key === except || !landing.spent) continue;
       holds.push({ key, amount: amountOn(name, landing), transactions, landedIn: point });
     }
     return holds;
@@ -323,12 +309,13 @@ export class InFlightLedger {
   }
 
   /** Forgets a landed hold: a read from before its landing can no longer be weighed. */
-  #forget(key: string, landing: Landed): void {
-    this.#landed.delete(key);
+  #forget(landing: Landed): void {
+    landing.forgotten = true;
+    if (this.#landed.get(landing.key) === landing) this.#landed.delete(landing.key);
     for (const part of landing.parts) {
       const slot = this.#slots.get(part.slot);
       if (!slot) continue;
-      slot.landed.delete(key);
+      slot.landed.delete(landing);
       slot.forgotten = Math.max(slot.forgotten, landing.tick);
       this.#tidy(part.slot);
     }
@@ -341,9 +328,9 @@ export class InFlightLedger {
       if (now - hold.at <= HOLD_MAX_AGE_MS) break;
       this.release(key);
     }
-    for (const [key, landing] of this.#landed) {
+    for (let landing = this.#landings.oldest(); landing; landing = this.#landings.oldest()) {
       if (now - landing.at <= LANDED_KEPT_MS) break;
-      this.#forget(key, landing);
+      this.#forget(landing);
     }
   }
 
@@ -365,11 +352,4 @@ export class InFlightLedger {
     this.#slots.delete(name);
     this.#forgottenUpTo = Math.max(this.#forgottenUpTo, slot.lastLanding, slot.forgotten);
   }
-}
-
-/** What `hold` takes from `slot`. */
-function amountOn(slot: string, hold: Hold | undefined): bigint {
-  let sum = 0n;
-  for (const part of hold?.parts ?? []) if (part.slot === slot) sum += part.amount;
-  return sum;
 }
