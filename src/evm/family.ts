@@ -21,7 +21,7 @@ import type { WaitUntil } from "../protocol/schemas.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
 import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
-import { heldOn } from "./chain/ledger-reads.js";
+import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
@@ -132,11 +132,7 @@ export class EvmFamily implements ChainFamily {
 
   seed(entry: JournalEntry): boolean {
     if (!entry.expect) return false;
-    const { token, from, value } = entry.expect;
-    this.inflight.seed(
-      entry.key,
-      heldOn(entry.chainId, [{ token, owner: from, amount: BigInt(value) }]),
-    );
+    this.inflight.seed(entry.key, heldByTransfer(entry.chainId, entry.expect));
     return true;
   }
 

@@ -12,7 +12,7 @@ import {
   type LedgerReads,
   type PointRead,
 } from "../../core/ledger-reads.js";
-import type { SettlementStore } from "../../core/store.js";
+import type { ExpectedTransfer, SettlementStore } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { ChainAccess } from "./access.js";
 
@@ -36,9 +36,10 @@ export function slotOf(chainId: number, spend: Spend): string {
   return (spend.spender ? `${base}>${spend.spender}` : base).toLowerCase();
 }
 
-/** What `spends` hold on chain `chainId`, as the ledger counts them (seeding it after a restart). */
-export function heldOn(chainId: number, spends: readonly Spend[]): HeldSpend[] {
-  return spends.map((spend) => ({ slot: slotOf(chainId, spend), amount: spend.amount }));
+/** What a journaled transfer holds on chain `chainId`, as the ledger counts it (seeding it). */
+export function heldByTransfer(chainId: number, expect: ExpectedTransfer): HeldSpend[] {
+  const spend = { token: expect.token, owner: expect.from, amount: BigInt(expect.value) };
+  return [{ slot: slotOf(chainId, spend), amount: spend.amount }];
 }
 
 export class EvmLedgerReads implements LedgerReads<Spend> {

@@ -20,7 +20,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { hasGasEstimate } from "../chain/gas.js";
-import { EvmLedgerReads, heldOn } from "../chain/ledger-reads.js";
+import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
 import type { CallOutcome } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
@@ -208,11 +208,7 @@ async function pickUp<P>(
   const journaled = { payment, expect };
   if (entry.state === "answered") {
     // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
-    const { token, from, value } = expect;
-    ctx.inflight.seed(
-      entry.key,
-      heldOn(ctx.chainId, [{ token, owner: from, amount: BigInt(value) }]),
-    );
+    ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
     const recheck = await recheckAnswered(ctx, entry, () =>
       method.sameAsJournal(ctx, payment, entry),
     );
