@@ -5,8 +5,9 @@
  */
 import type { Client } from "viem";
 import { afterEach, describe, expect, test, vi } from "vitest";
+import { InFlightLedger } from "../src/core/ledger.js";
 import { Journal } from "../src/store/journal.js";
-import { SvmInFlight } from "../src/svm/chain/inflight.js";
+import { SvmLedgerReads } from "../src/svm/chain/ledger-reads.js";
 
 const network = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
 /** Never asked: every reservation here is decided without a read. */
@@ -16,14 +17,14 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe("SvmInFlight", () => {
+describe("the in-flight ledger on Solana", () => {
   test("landed holds of accounts never seen again are let go after a minute", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
-    const ledger = new SvmInFlight();
-    const journal = new Journal();
+    const ledger = new InFlightLedger();
+    const reads = new SvmLedgerReads(noChain, new Journal());
     for (let i = 0; i < 500; i++) {
       const spend = { network, mint: "mint", source: `account-${i}`, amount: 10n };
-      const failure = await ledger.reserve(noChain, journal, `key-${i}`, spend, `sig-${i}`, 0);
+      const failure = await ledger.reserve(reads, `key-${i}`, [spend], 0, [`sig-${i}`]);
       expect(failure).toBeUndefined();
       ledger.landed(`key-${i}`, BigInt(i));
     }
@@ -31,22 +32,22 @@ describe("SvmInFlight", () => {
     expect(ledger.pending).toBe(0);
     vi.advanceTimersByTime(61_000);
     const spend = { network, mint: "mint", source: "another", amount: 10n };
-    expect(await ledger.reserve(noChain, journal, "new", spend, "sig", 500)).toBeUndefined();
+    expect(await ledger.reserve(reads, "new", [spend], 500, ["sig"])).toBeUndefined();
     expect(ledger.size).toBe(1);
     expect(ledger.pending).toBe(1);
   });
 
   test("a hold that has not landed stays until it lands, fails or is 30 minutes old", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
-    const ledger = new SvmInFlight();
-    const journal = new Journal();
+    const ledger = new InFlightLedger();
+    const reads = new SvmLedgerReads(noChain, new Journal());
     const first = { network, mint: "mint", source: "a", amount: 1n };
-    await ledger.reserve(noChain, journal, "a", first, "sig-a", 0);
+    await ledger.reserve(reads, "a", [first], 0, ["sig-a"]);
     vi.advanceTimersByTime(29 * 60_000);
-    await ledger.reserve(noChain, journal, "b", { ...first, source: "b" }, "sig-b", 0);
+    await ledger.reserve(reads, "b", [{ ...first, source: "b" }], 0, ["sig-b"]);
     expect(ledger.pending).toBe(2);
     vi.advanceTimersByTime(2 * 60_000);
-    await ledger.reserve(noChain, journal, "c", { ...first, source: "c" }, "sig-c", 0);
+    await ledger.reserve(reads, "c", [{ ...first, source: "c" }], 0, ["sig-c"]);
     expect(ledger.pending).toBe(2);
     ledger.release("b");
     expect(ledger.pending).toBe(1);

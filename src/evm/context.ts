@@ -4,18 +4,18 @@
  * (EIP-3009, Permit2, …); the family picks one by scheme and payload shape.
  */
 import type { Address } from "viem";
+import type { InFlightLedger } from "../core/ledger.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { ChainAccess } from "./chain/access.js";
 import type { GasAtRisk } from "./chain/gas-at-risk.js";
-import type { InFlight } from "./chain/inflight.js";
 import type { SendingAccess } from "./chain/transactions.js";
 
 export interface EvmContext extends ChainAccess, SendingAccess {
   /** What payers have in flight with us: a settle their balance cannot cover is not sent. */
-  readonly inflight: InFlight;
+  readonly inflight: InFlightLedger;
   /** Payers whose settlements keep reverting on chain wait a while. */
   readonly throttle: PayerThrottle;
   /** Wasted gas, counted against payers, assets and this chain's hourly budget. */

@@ -7,6 +7,7 @@
 import { type Address, type Hex, isAddressEqual, type LocalAccount } from "viem";
 import { timeoutOf } from "../core/accepts.js";
 import type { ChainFamily, Offer, Supported, SupportedKind } from "../core/family.js";
+import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
 import type { JournalEntry, SettlementStore } from "../core/store.js";
@@ -20,7 +21,7 @@ import type { WaitUntil } from "../protocol/schemas.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
 import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
-import { InFlight } from "./chain/inflight.js";
+import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
@@ -75,7 +76,7 @@ export class EvmFamily implements ChainFamily {
   readonly name = "evm";
   readonly signers: SignerPool;
   /** What payers have in flight with us, across chains. */
-  readonly inflight: InFlight;
+  readonly inflight: InFlightLedger;
   /** Wasted gas, per payer, asset and chain. */
   readonly gasAtRisk: GasAtRisk;
   readonly schemes: readonly EvmScheme[];
@@ -100,7 +101,7 @@ export class EvmFamily implements ChainFamily {
     this.#options = options;
     this.schemes = options.schemes ?? EVM_SCHEMES;
     this.signers = new SignerPool(options.signers ?? []);
-    this.inflight = new InFlight({ onFree: options.onFree });
+    this.inflight = new InFlightLedger({ onFree: options.onFree });
     for (const [chainId, assets] of Object.entries(options.allowedAssets ?? {})) {
       this.#allowedAssets.set(Number(chainId), new Set(assets.map((a) => a.toLowerCase())));
     }
@@ -131,8 +132,7 @@ export class EvmFamily implements ChainFamily {
 
   seed(entry: JournalEntry): boolean {
     if (!entry.expect) return false;
-    const { token, from, value } = entry.expect;
-    this.inflight.seed(entry.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
+    this.inflight.seed(entry.key, heldByTransfer(entry.chainId, entry.expect));
     return true;
   }
 

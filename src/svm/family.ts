@@ -5,6 +5,7 @@
  */
 
 import type { ChainFamily, Offer, Supported, SupportedKind } from "../core/family.js";
+import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
 import type { JournalEntry, SettlementStore } from "../core/store.js";
@@ -16,8 +17,8 @@ import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
 import { completeSvm } from "./accepts.js";
-import { SvmInFlight, svmSpendOf } from "./chain/inflight.js";
 import type { SvmFeePayer } from "./chain/keys.js";
+import { svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
 import type { SvmSettleContext } from "./exact/index.js";
 import { signatureStatuses } from "./exact/rpc.js";
 
@@ -39,7 +40,7 @@ export class SvmFamily implements ChainFamily {
   /** The fee payers' addresses. */
   readonly feePayers: readonly string[];
   /** What payers have in flight with us on Solana. */
-  readonly inflight: SvmInFlight;
+  readonly inflight: InFlightLedger;
   readonly #rpc: RpcRegistry;
   readonly #journal: SettlementStore;
   readonly #throttle: PayerThrottle;
@@ -58,7 +59,7 @@ export class SvmFamily implements ChainFamily {
     this.#throttle = throttle;
     this.#options = options;
     this.feePayers = [...new Set(options.keys.map((key) => key.address))];
-    this.inflight = new SvmInFlight({ onFree: options.onFree });
+    this.inflight = new InFlightLedger({ onFree: options.onFree });
   }
 
   /** Solana networks, in either x402 version's form. */
@@ -69,7 +70,7 @@ export class SvmFamily implements ChainFamily {
   /** Counts a Solana settlement a previous process left unsettled; false for other entries. */
   seed(entry: JournalEntry): boolean {
     const svm = svmSpendOf(entry);
-    if (svm) this.inflight.seed(entry.key, svm.spend, svm.signature);
+    if (svm) this.inflight.seed(entry.key, [svmHeld(svm.spend)], [svm.signature]);
     return svm !== undefined;
   }
 

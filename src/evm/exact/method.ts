@@ -8,7 +8,7 @@ import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { GasNeed } from "../chain/gas-bounds.js";
-import type { Spend } from "../chain/inflight.js";
+import type { Spend } from "../chain/ledger-reads.js";
 import type { ContractCall } from "../chain/outcome.js";
 import type { Prelude } from "../chain/prelude.js";
 import type { EvmContext } from "../context.js";

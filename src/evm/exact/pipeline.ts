@@ -20,6 +20,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { hasGasEstimate } from "../chain/gas.js";
+import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
 import type { CallOutcome } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
@@ -207,8 +208,7 @@ async function pickUp<P>(
   const journaled = { payment, expect };
   if (entry.state === "answered") {
     // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
-    const { token, from, value } = expect;
-    ctx.inflight.seed(ctx.chainId, entry.key, [{ token, owner: from, amount: BigInt(value) }]);
+    ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
     const recheck = await recheckAnswered(ctx, entry, () =>
       method.sameAsJournal(ctx, payment, entry),
     );
@@ -317,7 +317,12 @@ async function settleVerified<P>(
     return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
   }
   // Decided where it cannot race: what this payer already has in flight counts.
-  const short = await ctx.inflight.reserve(ctx, key, checked.spends, simulation.mark);
+  const short = await ctx.inflight.reserve(
+    new EvmLedgerReads(ctx),
+    key,
+    checked.spends,
+    simulation.mark,
+  );
   if (short) return { ok: false, payer: checked.expect.from, failure: short };
   let outcome: CallOutcome;
   try {
@@ -352,7 +357,12 @@ async function settleInSteps<P>(
       ),
     };
   }
-  const short = await ctx.inflight.reserve(ctx, key, checked.spends, Number.NEGATIVE_INFINITY);
+  const short = await ctx.inflight.reserve(
+    new EvmLedgerReads(ctx),
+    key,
+    checked.spends,
+    Number.NEGATIVE_INFINITY,
+  );
   if (short) return { ok: false, payer: checked.expect.from, failure: short };
   const stopped = await landPreludes(ctx, key, preludes, checked.signer);
   if (stopped) {

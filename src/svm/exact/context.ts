@@ -1,10 +1,10 @@
 /** What the facilitator hands the Solana `exact` scheme: the cluster, our fee payers, and for
  * settle the same journal, payer throttle and waits as EVM settlements use. */
 import type { Client } from "viem";
+import type { InFlightLedger } from "../../core/ledger.js";
 import type { MetricsSink } from "../../core/metrics.js";
 import type { SettlementStore } from "../../core/store.js";
 import type { PayerThrottle } from "../../core/throttle.js";
-import type { SvmInFlight } from "../chain/inflight.js";
 import type { SvmFeePayer } from "../chain/keys.js";
 
 export interface SvmContext {
@@ -24,7 +24,7 @@ export interface SvmSettleContext extends SvmContext {
   /** Where every broadcast is written down before it happens. */
   readonly journal: SettlementStore;
   /** What payers have in flight with us on Solana. */
-  readonly ledger: SvmInFlight;
+  readonly ledger: InFlightLedger;
   /** Payers whose settlements keep failing on chain wait a while. */
   readonly throttle: PayerThrottle;
   /** How long `confirmed` waits before answering `settlement_pending`. */

@@ -9,7 +9,7 @@
  * - Written down before it is sent; a journaled settlement is followed, never sent anew, and a
  *   settled one is never answered a second success (`duplicate_settlement`, as the reference),
  *   also when the journal has forgotten it but the chain still knows the signature.
- * - The payer's in-flight total with us must be covered by its token account (svm-inflight.ts);
+ * - The payer's in-flight total with us must be covered by its token account (core/ledger.ts);
  *   a payer whose settlements fail on chain waits; the fee the transaction costs us is capped
  *   (checks.ts).
  */
@@ -20,8 +20,8 @@ import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
-import { SVM_KEY_PREFIX, type SvmSpend } from "../chain/inflight.js";
 import { signWithFeePayer } from "../chain/keys.js";
+import { SVM_KEY_PREFIX, SvmLedgerReads, type SvmSpend, svmHeld } from "../chain/ledger-reads.js";
 import type { SvmSettleContext } from "./context.js";
 import { signatureToBase58 } from "./decode.js";
 import { transactionFeeLamports } from "./fees.js";
@@ -135,7 +135,7 @@ async function pickUp(
   }
   if (entry.state !== "broadcast" || waitUntil === "simulated") return undefined;
   // Sent before, with no answer given (it timed out, or the process died): never send anew.
-  ctx.ledger.seed(s.key, s.spend, signed.signature);
+  ctx.ledger.seed(s.key, [svmHeld(s.spend)], [signed.signature]);
   const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
   if (!status) {
     if (!(await isBlockhashValid(ctx.client, payment.recentBlockhash))) {
@@ -169,12 +169,11 @@ async function settleFresh(s: Settling, waitUntil: WaitUntil): Promise<SettleRes
   if (waitUntil === "simulated") return { ok: true, payer, transactionHash: signed.signature };
 
   const short = await ctx.ledger.reserve(
-    ctx.client,
-    ctx.journal,
+    new SvmLedgerReads(ctx.client, ctx.journal),
     s.key,
-    s.spend,
-    signed.signature,
+    [s.spend],
     mark,
+    [signed.signature],
   );
   if (short) return { ok: false, payer, failure: short };
   try {

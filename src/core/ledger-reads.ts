@@ -1,0 +1,63 @@
+/**
+ * What the in-flight ledger (ledger.ts) asks of a chain family, and nothing more: what each
+ * spend's source holds at one point of its chain (an EVM block, a Solana slot) together with which
+ * of the holds in flight have landed by then, and how to word a shortfall. Holding, fast paths,
+ * reusing a recent read, landings and the decision with other replicas are the ledger's.
+ */
+import { type Failure, failure } from "../protocol/errors.js";
+import type { SettlementStore } from "./store.js";
+
+/** What a settlement takes from one source when it lands; `slot` names the source. */
+export interface HeldSpend {
+  readonly slot: string;
+  readonly amount: bigint;
+}
+
+/** A settlement in flight whose landing the family is asked about. */
+export interface HoldToCheck {
+  /** Its journal key. */
+  readonly key: string;
+  /** Its transactions (hashes, signatures); undefined: the family finds them in its journal. */
+  readonly transactions?: readonly string[] | undefined;
+}
+
+/** What the sources held at one point of the chain, and which holds had landed by then. */
+export interface PointRead {
+  /** The block or slot the sources were read at: landings are placed on the same line. */
+  readonly point: bigint;
+  /** What each spend's source held there, in the order of the spends. */
+  readonly available: readonly bigint[];
+  /**
+   * Those of the holds asked about whose transaction landed (or can no longer spend) at or before
+   * `point`, with where: the amounts read already show them.
+   */
+  readonly landed: ReadonlyMap<string, bigint>;
+}
+
+/** One family's reads, bound to the chain a settlement is on. */
+export interface LedgerReads<S extends { readonly amount: bigint }> {
+  /** Where the settlement is journaled: a store shared by replicas weighs their holds too. */
+  readonly store: SettlementStore;
+  /** Names what `spend` takes from: every hold on one slot is weighed against one amount. */
+  slotOf(spend: S): string;
+  /**
+   * What each of `spends` can take at one point, and which of `holds` landed by then. Within a
+   * store's shared decision every hold comes with its transactions: the store is not asked.
+   */
+  read(spends: readonly S[], holds: readonly HoldToCheck[]): Promise<PointRead>;
+  /** The refusal when `spend`'s source has `have`, `held` of it already in flight with us. */
+  shortfall(spend: S, have: bigint, held: bigint): Failure;
+}
+
+/** `holder` has `have`, `held` of it already in flight with us, and the payment needs `needs`. */
+export function balanceShortfall(holder: string, have: bigint, held: bigint, needs: bigint) {
+  return failure(
+    "insufficient_funds",
+    `${holder} holds ${have}${inFlightNote(held)} and this payment needs ${needs}`,
+  );
+}
+
+/** The words a shortfall adds when part of what the source has is already in flight with us. */
+export function inFlightNote(held: bigint): string {
+  return held > 0n ? `, ${held} of it is already being settled with us,` : "";
+}

@@ -1,0 +1,115 @@
+/**
+ * The in-flight decision when other replicas (on a shared store) hold something on the same slots:
+ * what each spend's source has must cover what every replica has in flight there, plus this
+ * payment. It runs while the store holds the slots locked for every replica, so no two replicas
+ * decide for one payer at once, and keeps that lock short: a read of the last few seconds accepts
+ * at once if it covers every hold its point does not show (a landed hold stays in the store, with
+ * its point, well past that reuse); otherwise the family reads at one point, and the holds landed
+ * by then (marked so, or found so by the read) are left out.
+ */
+import type { Failure } from "../protocol/errors.js";
+import type { HoldToCheck, LedgerReads } from "./ledger-reads.js";
+import type { HeldElsewhere } from "./store.js";
+
+/** A read this recent may accept a settle, never refuse one. */
+export const READ_REUSE_MS = 5_000;
+
+/** A read made while other replicas held something on a slot. */
+export interface SharedRead {
+  readonly available: bigint;
+  readonly point: bigint;
+  /** When it was started (unix milliseconds). */
+  readonly at: number;
+}
+
+/** One of this process's settlements on a slot. */
+export interface LocalHold {
+  readonly key: string;
+  readonly amount: bigint;
+  readonly transactions?: readonly string[] | undefined;
+  /** Where it landed, once it did. */
+  readonly landedIn?: bigint | undefined;
+}
+
+/** What the decision needs of this process's ledger. */
+export interface LocalHolds {
+  /** Whether this process knows settlement `key` (in flight or landed): its ledger counts it. */
+  knows(key: string): boolean;
+  /** This process's settlements holding something on `slot` (landed or not), but `except`. */
+  on(slot: string, except: string): LocalHold[];
+  sharedRead(slot: string): SharedRead | undefined;
+  keepSharedRead(slot: string, read: SharedRead): void;
+}
+
+interface Hold {
+  readonly key: string;
+  readonly slot: string;
+  readonly amount: bigint;
+  readonly transactions: readonly string[];
+  readonly landedIn?: bigint | undefined;
+}
+
+export async function decideShared<S extends { readonly amount: bigint }>(
+  local: LocalHolds,
+  reads: LedgerReads<S>,
+  key: string,
+  spends: readonly S[],
+  slots: readonly string[],
+  held: readonly HeldElsewhere[],
+): Promise<Failure | undefined> {
+  // Settlements of this process count from its own ledger (it knows those not yet in the store).
+  const others = held.filter((h) => !local.knows(h.key));
+  if (others.length === 0) return undefined;
+  const stored = new Map(held.map((h) => [`${h.key} ${h.slot}`, h.hashes]));
+  const ours = [...new Set(slots)].flatMap((slot) =>
+    local.on(slot, key).map((h) => ({
+      ...h,
+      slot,
+      transactions: h.transactions ?? stored.get(`${h.key} ${slot}`) ?? [],
+    })),
+  );
+  const holds: Hold[] = [...others.map((h) => ({ ...h, transactions: h.hashes })), ...ours];
+  /** What a read at `point` does not show yet on `slot`. */
+  const unseen = (slot: string, point: bigint, landed?: ReadonlyMap<string, bigint>) =>
+    holds
+      .filter((h) => h.slot === slot && !(h.landedIn !== undefined && h.landedIn <= point))
+      .filter((h) => !landed?.has(h.key))
+      .reduce((sum, h) => sum + h.amount, 0n);
+
+  const now = Date.now();
+  const covered = spends.every((spend, i) => {
+    const slot = slots[i] as string;
+    const read = local.sharedRead(slot);
+    return (
+      read !== undefined &&
+      now - read.at <= READ_REUSE_MS &&
+      unseen(slot, read.point) + spend.amount <= read.available
+    );
+  });
+  if (covered) return undefined;
+
+  const read = await reads.read(spends, toCheck(holds));
+  for (const [i, slot] of slots.entries()) {
+    local.keepSharedRead(slot, {
+      available: read.available[i] as bigint,
+      point: read.point,
+      at: now,
+    });
+  }
+  for (const [i, spend] of spends.entries()) {
+    const have = read.available[i] as bigint;
+    const inFlight = unseen(slots[i] as string, read.point, read.landed);
+    if (inFlight + spend.amount > have) return reads.shortfall(spend, have, inFlight);
+  }
+  return undefined;
+}
+
+/** The holds not known to have landed whose transactions the family can look for, once each. */
+function toCheck(holds: readonly Hold[]): HoldToCheck[] {
+  const byKey = new Map<string, HoldToCheck>();
+  for (const h of holds) {
+    if (h.landedIn !== undefined || h.transactions.length === 0) continue;
+    byKey.set(h.key, { key: h.key, transactions: h.transactions });
+  }
+  return [...byKey.values()];
+}

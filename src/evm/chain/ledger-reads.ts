@@ -1,0 +1,113 @@
+/**
+ * The in-flight ledger's reads on an EVM chain (core/ledger-reads.ts): a payer's balance, or for a
+ * spend through an allowance that allowance, at one block, with which of the settlements in flight
+ * were mined by then (found by their receipts); and the shortfall's words.
+ */
+import { type Address, type Hex, parseAbi } from "viem";
+import {
+  balanceShortfall,
+  type HeldSpend,
+  type HoldToCheck,
+  inFlightNote,
+  type LedgerReads,
+  type PointRead,
+} from "../../core/ledger-reads.js";
+import type { ExpectedTransfer, SettlementStore } from "../../core/store.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import type { ChainAccess } from "./access.js";
+
+/** What a settlement takes from an account when it lands. */
+export interface Spend {
+  readonly token: Address;
+  readonly owner: Address;
+  readonly amount: bigint;
+  /** For a spend through an allowance (Permit2): the spender it was granted to. */
+  readonly spender?: Address | undefined;
+}
+
+const erc20Abi = parseAbi([
+  "function balanceOf(address owner) view returns (uint256)",
+  "function allowance(address owner, address spender) view returns (uint256)",
+]);
+
+/** The ledger's name for what a spend takes from: chain:token:owner(>spender), lower case. */
+export function slotOf(chainId: number, spend: Spend): string {
+  const base = `${chainId}:${spend.token}:${spend.owner}`;
+  return (spend.spender ? `${base}>${spend.spender}` : base).toLowerCase();
+}
+
+/** What a journaled transfer holds on chain `chainId`, as the ledger counts it (seeding it). */
+export function heldByTransfer(chainId: number, expect: ExpectedTransfer): HeldSpend[] {
+  const spend = { token: expect.token, owner: expect.from, amount: BigInt(expect.value) };
+  return [{ slot: slotOf(chainId, spend), amount: spend.amount }];
+}
+
+export class EvmLedgerReads implements LedgerReads<Spend> {
+  readonly store: SettlementStore;
+  readonly #ctx: ChainAccess;
+
+  constructor(ctx: ChainAccess) {
+    this.#ctx = ctx;
+    this.store = ctx.journal;
+  }
+
+  slotOf(spend: Spend): string {
+    return slotOf(this.#ctx.chainId, spend);
+  }
+
+  async read(spends: readonly Spend[], holds: readonly HoldToCheck[]): Promise<PointRead> {
+    const ctx = this.#ctx;
+    const block = await ctx.client.getBlockNumber({ cacheTime: 0 });
+    const [available, mined] = await Promise.all([
+      Promise.all(spends.map((spend) => readAvailable(ctx, spend, block))),
+      Promise.all(
+        holds.map(async (hold) => {
+          const hashes = hold.transactions ?? (await ctx.journal.get(hold.key))?.hashes ?? [];
+          return { key: hold.key, block: await minedIn(ctx, hashes as readonly Hex[]) };
+        }),
+      ),
+    ]);
+    const landed = new Map<string, bigint>();
+    for (const m of mined)
+      if (m.block !== undefined && m.block <= block) landed.set(m.key, m.block);
+    return { point: block, available, landed };
+  }
+
+  shortfall(spend: Spend, have: bigint, held: bigint): Failure {
+    if (spend.spender) {
+      return failure(
+        "allowance_required",
+        `the payer allows ${spend.spender} ${have}${inFlightNote(held)} and this payment needs ${spend.amount}`,
+      );
+    }
+    return balanceShortfall("the payer", have, held, spend.amount);
+  }
+}
+
+/** The payer's balance, or for a spend through an allowance that allowance, at `blockNumber`. */
+function readAvailable(ctx: ChainAccess, spend: Spend, blockNumber: bigint) {
+  return spend.spender
+    ? ctx.client.readContract({
+        address: spend.token,
+        abi: erc20Abi,
+        functionName: "allowance",
+        args: [spend.owner, spend.spender],
+        blockNumber,
+      })
+    : ctx.client.readContract({
+        address: spend.token,
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        args: [spend.owner],
+        blockNumber,
+      });
+}
+
+/** The block any of `hashes` was mined in, if one was (a revert too: it can spend no more). */
+async function minedIn(ctx: ChainAccess, hashes: readonly Hex[]): Promise<bigint | undefined> {
+  for (const hash of hashes) {
+    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (receipt) return receipt.blockNumber;
+  }
+  return undefined;
+}

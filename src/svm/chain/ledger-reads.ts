@@ -1,0 +1,94 @@
+/**
+ * The in-flight ledger's reads on Solana (core/ledger-reads.ts): the payer's token account balance
+ * at one slot, with which of the transactions in flight landed (or failed) by then, found by their
+ * signatures' statuses; and the shortfall's words. Also what a Solana settlement holds, by the
+ * ledger's names, for seeding it after a restart.
+ */
+import type { Client } from "viem";
+import {
+  balanceShortfall,
+  type HeldSpend,
+  type HoldToCheck,
+  type LedgerReads,
+  type PointRead,
+} from "../../core/ledger-reads.js";
+import type { JournalEntry, SettlementStore } from "../../core/store.js";
+import type { Failure } from "../../protocol/errors.js";
+import { signatureStatuses, tokenBalance } from "../exact/rpc.js";
+
+/** The journal's key prefix for Solana settlements: `svm:<network>:<signature>`. */
+export const SVM_KEY_PREFIX = "svm:";
+
+/** What a settlement takes from a payer's token account when it lands. */
+export interface SvmSpend {
+  readonly network: string;
+  readonly mint: string;
+  /** The payer's token account the transfer debits. */
+  readonly source: string;
+  readonly amount: bigint;
+}
+
+/** The ledger's name for what a spend debits. Base58 is case-sensitive: kept as it is. */
+export function svmSlotOf(spend: Omit<SvmSpend, "amount">): string {
+  return `${spend.network}:${spend.mint}:${spend.source}`;
+}
+
+/** What `spend` holds, as the ledger counts it. */
+export function svmHeld(spend: SvmSpend): HeldSpend {
+  return { slot: svmSlotOf(spend), amount: spend.amount };
+}
+
+export class SvmLedgerReads implements LedgerReads<SvmSpend> {
+  readonly store: SettlementStore;
+  readonly #client: Client;
+
+  constructor(client: Client, store: SettlementStore) {
+    this.#client = client;
+    this.store = store;
+  }
+
+  slotOf(spend: SvmSpend): string {
+    return svmSlotOf(spend);
+  }
+
+  async read(spends: readonly SvmSpend[], holds: readonly HoldToCheck[]): Promise<PointRead> {
+    // A hold of another replica that has sent nothing yet has no signature: it counts.
+    const asked = holds.flatMap((h) => {
+      const signature = h.transactions?.at(-1);
+      return signature ? [{ key: h.key, signature }] : [];
+    });
+    const [balances, statuses] = await Promise.all([
+      Promise.all(spends.map((spend) => tokenBalance(this.#client, spend.source))),
+      signatureStatuses(
+        this.#client,
+        asked.map((a) => a.signature),
+      ),
+    ]);
+    // Balances of several accounts may come from several slots: the earliest shows the least.
+    let point = balances[0]?.slot ?? 0n;
+    for (const balance of balances) if (balance.slot < point) point = balance.slot;
+    const landed = new Map<string, bigint>();
+    for (const [i, status] of statuses.entries()) {
+      // A failed transaction took nothing: as good as landed for what the balance shows.
+      if (status && status.slot <= point)
+        landed.set((asked[i] as { key: string }).key, status.slot);
+    }
+    return { point, available: balances.map((b) => b.amount), landed };
+  }
+
+  shortfall(spend: SvmSpend, have: bigint, held: bigint): Failure {
+    return balanceShortfall(`the payer's token account ${spend.source}`, have, held, spend.amount);
+  }
+}
+
+/** A Solana journal entry's spend and transaction, to count it against its payer after a restart. */
+export function svmSpendOf(
+  entry: JournalEntry,
+): { readonly spend: SvmSpend; readonly signature: string } | undefined {
+  if (!entry.key.startsWith(SVM_KEY_PREFIX) || !entry.expect) return undefined;
+  const network = entry.key.slice(SVM_KEY_PREFIX.length).split(":").slice(0, 2).join(":");
+  const { token, from, value } = entry.expect;
+  const signature = entry.hashes.at(-1);
+  if (!signature) return undefined;
+  return { spend: { network, mint: token, source: from, amount: BigInt(value) }, signature };
+}
