@@ -15,15 +15,11 @@ describe("the layout", () => {
   test("src/ holds the entry point and folders only", () => {
     const files = readdirSync(src).filter((name) => statSync(path.join(src, name)).isFile());
     expect(files).toEqual(["facilitator.ts"]);
-    expect(readdirSync(src).filter((name) => !files.includes(name)).sort()).toEqual([
-      "cli",
-      "core",
-      "evm",
-      "http",
-      "protocol",
-      "store",
-      "svm",
-    ]);
+    expect(
+      readdirSync(src)
+        .filter((name) => !files.includes(name))
+        .sort(),
+    ).toEqual(["cli", "core", "evm", "http", "protocol", "store", "svm"]);
   });
 
   test("each chain family is a folder with its family.ts, its chain access and its schemes", () => {

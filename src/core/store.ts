@@ -73,7 +73,7 @@ export interface StoreStatus {
 /** A payer's spend held by a settlement in flight (of any replica), and its transactions so far. */
 export interface HeldElsewhere {
   readonly key: string;
-  /** chain:token:owner(>spender), as the in-flight ledger names what is spent from. */
+  /** What is spent from, as the family names it for the in-flight ledger (EVM: chain:token:owner(>spender)). */
   readonly slot: string;
   readonly amount: bigint;
   readonly hashes: readonly Hex[];
