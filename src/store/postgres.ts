@@ -8,7 +8,7 @@
  * a replica that stalled past its leases cannot broadcast what another has taken over.
  */
 import os from "node:os";
-import type { Pool, PoolClient } from "pg";
+import type { Pool } from "pg";
 import type { Address, Hex } from "viem";
 import type {
   EntryState,
@@ -20,12 +20,11 @@ import type {
   StoreStatus,
   Waste,
 } from "../core/store.js";
-import { markNotRecorded } from "../core/store.js";
 import { FacilitatorError } from "../protocol/errors.js";
+import { unavailable } from "./postgres-errors.js";
+import { migrate } from "./postgres-migrate.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
-import { MIGRATIONS } from "./schema.js";
-
-type RevertListener = (chainId: number, payer: string, at: number, waste?: Waste) => void;
+import { type RevertListener, SharedWaste } from "./postgres-waste.js";
 
 export interface PostgresStoreOptions {
   /** The signing keys this replica sends from: each is leased to it while it runs. */
@@ -51,8 +50,6 @@ export function redactStoreUrl(url: string): string {
   }
 }
 
-const MIGRATION_LOCK = 0x7a1c_402;
-
 interface Row {
   key: string;
   chain_id: string;
@@ -77,23 +74,6 @@ function entryOf(row: Row): JournalEntry {
   };
 }
 
-function unavailable(error: unknown): FacilitatorError {
-  const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
-  const thrown = FacilitatorError.of(
-    "store_unavailable",
-    `the settlement store cannot be reached (${text}); nothing was sent`,
-  );
-  // No connection could be made: the statement never reached the server. A connection lost
-  // mid-statement leaves it unknown whether it was applied.
-  const code = (error as { code?: string }).code;
-  const neverSent =
-    code === "ECONNREFUSED" ||
-    code === "ENOTFOUND" ||
-    code === "EHOSTUNREACH" ||
-    /timeout exceeded when trying to connect|connection timeout/i.test(text ?? "");
-  return neverSent ? markNotRecorded(thrown) : thrown;
-}
-
 export class PostgresStore implements SettlementStore {
   readonly shared = true;
   readonly where: string;
@@ -106,9 +86,7 @@ export class PostgresStore implements SettlementStore {
   readonly #claimed = new Set<string>();
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
-  readonly #revertListeners: RevertListener[] = [];
-  /** The newest revert row passed on; from 0, the first look reads the last day's. */
-  #revertsSeen = "0";
+  readonly #waste: SharedWaste;
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
   /** Signers whose lease this replica lost (it stalled, or the store was away too long). */
@@ -121,6 +99,7 @@ export class PostgresStore implements SettlementStore {
     this.signers = options.signers.map((a) => a.toLowerCase() as Address);
     this.#leaseMs = options.leaseMs ?? 15_000;
     this.#onQuery = options.onQuery;
+    this.#waste = new SharedWaste((op, text, values) => this.#query(op, text, values), this.owner);
   }
 
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
@@ -143,7 +122,7 @@ export class PostgresStore implements SettlementStore {
     });
     const store = new PostgresStore(pool, url, options);
     try {
-      await store.#migrate();
+      await migrate(pool);
       await store.#leaseSigners(options.signerWaitMs ?? store.#leaseMs + 1_000);
       const { rows } = await store.#query<Row>(
         "load",
@@ -172,49 +151,6 @@ export class PostgresStore implements SettlementStore {
       throw unavailable(error);
     } finally {
       this.#onQuery?.(op, (performance.now() - started) / 1000);
-    }
-  }
-
-  async #migrate(): Promise<void> {
-    let client: PoolClient;
-    try {
-      client = await this.#pool.connect();
-    } catch (error) {
-      throw unavailable(error);
-    }
-    const ignore = () => undefined;
-    client.on("error", ignore);
-    try {
-      await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
-      await client.query(
-        "CREATE TABLE IF NOT EXISTS facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-      );
-      const { rows } = await client.query<{ v: number | null }>(
-        "SELECT max(version) AS v FROM facilitator_migrations",
-      );
-      const found = rows[0]?.v ?? 0;
-      // A newer replica migrated this store: an older one must not write to tables it misreads.
-      if (found > MIGRATIONS.length) {
-        throw FacilitatorError.of(
-          "store_unavailable",
-          `the store's schema is version ${found}, newer than this facilitator's (${MIGRATIONS.length}); run the same facilitator version as the other replicas`,
-        );
-      }
-      for (let version = found + 1; version <= MIGRATIONS.length; version++) {
-        await client.query("BEGIN");
-        try {
-          await client.query(MIGRATIONS[version - 1] as string);
-          await client.query("INSERT INTO facilitator_migrations (version) VALUES ($1)", [version]);
-          await client.query("COMMIT");
-        } catch (error) {
-          await client.query("ROLLBACK");
-          throw error;
-        }
-      }
-    } finally {
-      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => undefined);
-      client.off("error", ignore);
-      client.release();
     }
   }
 
@@ -277,7 +213,7 @@ export class PostgresStore implements SettlementStore {
         "renew",
         "DELETE FROM facilitator_payer_reverts WHERE at < now() - interval '1 day'",
       );
-      await this.#pullReverts();
+      await this.#waste.pull();
     } catch {
       // The store is away: leases run down; records of broadcasts are refused until it is back.
     }
@@ -323,66 +259,16 @@ export class PostgresStore implements SettlementStore {
     await releaseShared(this.#pool, key, landedIn).catch(() => undefined);
   }
 
-  async chargeRevert(chainId: number, payer: string, waste?: Waste): Promise<void> {
-    await this.#query(
-      "revert",
-      `INSERT INTO facilitator_payer_reverts (chain_id, payer, owner, asset, gas, cause)
-       VALUES ($1, $2, $3, $4, $5, $6)`,
-      [
-        chainId,
-        payer.toLowerCase(),
-        this.owner,
-        waste?.asset.toLowerCase() ?? null,
-        waste?.gas.toString() ?? null,
-        waste?.cause ?? null,
-      ],
-    ).catch(() => undefined);
+  chargeRevert(chainId: number, payer: string, waste?: Waste): Promise<void> {
+    return this.#waste.charge(chainId, payer, waste);
   }
 
   onRevertElsewhere(listener: RevertListener): void {
-    this.#revertListeners.push(listener);
+    this.#waste.listen(listener);
   }
 
-  async settledBefore(chainId: number, who: { payer: string } | { asset: string }) {
-    const [field, value] = "payer" in who ? ["from", who.payer] : ["token", who.asset];
-    const { rows } = await this.#query(
-      "settled-before",
-      `SELECT 1 FROM facilitator_settlements
-        WHERE chain_id = $1 AND lower(expect->>'${field}') = $2 AND state = 'answered' LIMIT 1`,
-      [chainId, value.toLowerCase()],
-    );
-    return rows.length > 0;
-  }
-
-  /** Passes on the reverts other replicas charged since the last look. */
-  async #pullReverts(): Promise<void> {
-    if (this.#revertListeners.length === 0) return;
-    const { rows } = await this.#query<{
-      id: string;
-      chain_id: string;
-      payer: string;
-      owner: string;
-      at: Date;
-      asset: string | null;
-      gas: string | null;
-      cause: Waste["cause"] | null;
-    }>(
-      "reverts",
-      `SELECT id, chain_id, payer, owner, at, asset, gas, cause FROM facilitator_payer_reverts
-        WHERE id > $1 AND at > now() - interval '1 day' ORDER BY id`,
-      [this.#revertsSeen],
-    );
-    for (const row of rows) {
-      this.#revertsSeen = row.id;
-      if (row.owner === this.owner) continue;
-      const waste =
-        row.asset !== null && row.gas !== null && row.cause !== null
-          ? { payer: row.payer, asset: row.asset, gas: BigInt(row.gas), cause: row.cause }
-          : undefined;
-      for (const listener of this.#revertListeners) {
-        listener(Number(row.chain_id), row.payer, row.at.getTime(), waste);
-      }
-    }
+  settledBefore(chainId: number, who: { payer: string } | { asset: string }): Promise<boolean> {
+    return this.#waste.settledBefore(chainId, who);
   }
 
   /** Whether the database answers, and which signers this replica holds the lease of. */

@@ -1,0 +1,53 @@
+/**
+ * Brings a PostgreSQL store's schema up to this facilitator's: the migrations its database lacks,
+ * one replica at a time (an advisory lock), each in its own transaction. A store migrated by a
+ * newer facilitator is refused: an older one must not write to tables it misreads.
+ */
+import type { Pool, PoolClient } from "pg";
+import { FacilitatorError } from "../protocol/errors.js";
+import { unavailable } from "./postgres-errors.js";
+import { MIGRATIONS } from "./schema.js";
+
+const MIGRATION_LOCK = 0x7a1c_402;
+
+export async function migrate(pool: Pool): Promise<void> {
+  let client: PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw unavailable(error);
+  }
+  const ignore = () => undefined;
+  client.on("error", ignore);
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    await client.query(
+      "CREATE TABLE IF NOT EXISTS facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    const { rows } = await client.query<{ v: number | null }>(
+      "SELECT max(version) AS v FROM facilitator_migrations",
+    );
+    const found = rows[0]?.v ?? 0;
+    if (found > MIGRATIONS.length) {
+      throw FacilitatorError.of(
+        "store_unavailable",
+        `the store's schema is version ${found}, newer than this facilitator's (${MIGRATIONS.length}); run the same facilitator version as the other replicas`,
+      );
+    }
+    for (let version = found + 1; version <= MIGRATIONS.length; version++) {
+      await client.query("BEGIN");
+      try {
+        await client.query(MIGRATIONS[version - 1] as string);
+        await client.query("INSERT INTO facilitator_migrations (version) VALUES ($1)", [version]);
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK");
+        throw error;
+      }
+    }
+  } finally {
+    await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => undefined);
+    client.off("error", ignore);
+    client.release();
+  }
+}

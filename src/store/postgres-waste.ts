@@ -1,0 +1,89 @@
+/**
+ * Reverts and other gas wasted, shared through the store: a replica writes each one (with its
+ * asset and gas, for the other replicas' gas at risk) and reads the others' with its lease renewal;
+ * and who settled with us before, asked while a chain's wasted-gas budget is spent.
+ */
+import type { Waste } from "../core/store.js";
+
+export type RevertListener = (chainId: number, payer: string, at: number, waste?: Waste) => void;
+
+type Query = <R extends object = Record<string, unknown>>(
+  op: string,
+  text: string,
+  values?: unknown[],
+) => Promise<{ rows: R[]; rowCount: number }>;
+
+export class SharedWaste {
+  readonly #query: Query;
+  readonly #owner: string;
+  readonly #listeners: RevertListener[] = [];
+  /** The newest revert row passed on; from 0, the first look reads the last day's. */
+  #seen = "0";
+
+  constructor(query: Query, owner: string) {
+    this.#query = query;
+    this.#owner = owner;
+  }
+
+  async charge(chainId: number, payer: string, waste?: Waste): Promise<void> {
+    await this.#query(
+      "revert",
+      `INSERT INTO facilitator_payer_reverts (chain_id, payer, owner, asset, gas, cause)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [
+        chainId,
+        payer.toLowerCase(),
+        this.#owner,
+        waste?.asset.toLowerCase() ?? null,
+        waste?.gas.toString() ?? null,
+        waste?.cause ?? null,
+      ],
+    ).catch(() => undefined);
+  }
+
+  listen(listener: RevertListener): void {
+    this.#listeners.push(listener);
+  }
+
+  async settledBefore(chainId: number, who: { payer: string } | { asset: string }) {
+    const [field, value] = "payer" in who ? ["from", who.payer] : ["token", who.asset];
+    const { rows } = await this.#query(
+      "settled-before",
+      `SELECT 1 FROM facilitator_settlements
+        WHERE chain_id = $1 AND lower(expect->>'${field}') = $2 AND state = 'answered' LIMIT 1`,
+      [chainId, value.toLowerCase()],
+    );
+    return rows.length > 0;
+  }
+
+  /** Passes on the reverts other replicas charged since the last look. */
+  async pull(): Promise<void> {
+    if (this.#listeners.length === 0) return;
+    const { rows } = await this.#query<{
+      id: string;
+      chain_id: string;
+      payer: string;
+      owner: string;
+      at: Date;
+      asset: string | null;
+      gas: string | null;
+      cause: Waste["cause"] | null;
+    }>(
+      "reverts",
+      `SELECT id, chain_id, payer, owner, at, asset, gas, cause FROM facilitator_payer_reverts
+        WHERE id > $1 AND at > now() - interval '1 day' ORDER BY id`,
+      [this.#seen],
+    );
+    for (const row of rows) {
+      this.#seen = row.id;
+      if (row.owner === this.#owner) continue;
+      const waste =
+        row.asset !== null && row.gas !== null && row.cause !== null
+          ? { payer: row.payer, asset: row.asset, gas: BigInt(row.gas), cause: row.cause }
+          : undefined;
+      for (const listener of this.#listeners) {
+        listener(Number(row.chain_id), row.payer, row.at.getTime(), waste);
+      }
+    }
+  }
+}
