@@ -5,6 +5,7 @@
  */
 import type { LocalAccount } from "viem";
 import { answerAccepts } from "./core/accepts.js";
+import { Answers } from "./core/answers.js";
 import { FacilitatorCore } from "./core/facilitator.js";
 import { type RpcOptions, RpcRegistry } from "./core/rpc.js";
 import type { SettlementStore } from "./core/store.js";
@@ -42,6 +43,8 @@ export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signer
 
 export class Facilitator extends FacilitatorCore {
   readonly rpc: RpcRegistry;
+  /** Successes written down before they are answered; flushed before the store closes. */
+  readonly answers: Answers;
   readonly evm: EvmFamily;
   readonly svm: SvmFamily;
 
@@ -60,8 +63,10 @@ export class Facilitator extends FacilitatorCore {
         : undefined,
     });
     const signers = [...(options.signer ? [options.signer] : []), ...(options.signers ?? [])];
-    const evm = new EvmFamily(rpc, journal, throttle, { ...options, signers, onFree });
+    const answers = new Answers(journal);
+    const evm = new EvmFamily(rpc, journal, throttle, { ...options, signers, onFree, answers });
     const svm = new SvmFamily(rpc, journal, throttle, {
+      answers,
       keys: options.svmFeePayers ?? [],
       onFree,
       maxFeeLamports: options.svmMaxFeeLamports,
@@ -75,6 +80,7 @@ export class Facilitator extends FacilitatorCore {
       waste ? evm.gasAtRisk.record(chainId, waste, at) : throttle.record(chainId, payer, at),
     );
     super([svm, evm], journal);
+    this.answers = answers;
     this.rpc = rpc;
     this.evm = evm;
     this.svm = svm;

@@ -205,6 +205,8 @@ async function answerPayment(
   }
   await printJson(reply.body);
   summarize(out, op, reply);
+  // The answer is out: write down that it was (a retry of the payment must not get it again).
+  await facilitator.answers.flush();
   // A shared store: give up the key's lease now rather than when it runs out.
   if (facilitator.journal.shared) await facilitator.journal.close();
   return exitCode;

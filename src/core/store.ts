@@ -25,8 +25,12 @@ export interface ExpectedTransfer {
 export type EntryState =
   /** Broadcast (or about to be); no final answer given yet. */
   | "broadcast"
+  /** A success is being handed to a caller by `owner` (core/answers.ts). */
+  | "answering"
   /** Success was answered (confirmed, or submitted): the authorization is spent for us. */
   | "answered"
+  /** Final on chain, and no success handed to anyone yet: the next settle of it answers one. */
+  | "landed"
   /** Reverted, or never reached the node: a new attempt may start from scratch. */
   | "failed"
   /** The transaction is gone from the node and its nonce was used by another. */
@@ -44,9 +48,11 @@ export interface JournalEntry {
   /** The signed transactions behind `hashes`, to re-broadcast after a crash. */
   raws: Hex[];
   state: EntryState;
+  /** Who is answering (state `answering`): the store's name for that run of a process. */
+  owner?: string | undefined;
 }
 
-export type NewEntry = Omit<JournalEntry, "hashes" | "raws" | "state">;
+export type NewEntry = Omit<JournalEntry, "hashes" | "raws" | "state" | "owner">;
 
 /** What a `payment-identifier` was first used for, and the answer given to it, once there is one. */
 export type IdempotencyClaim =
@@ -97,19 +103,6 @@ export function notRecorded(error: unknown): boolean {
 export const UNRECORDED =
   "the transaction was sent, but the settlement store could not record the answer; retry to get it (it is never sent twice)";
 
-/**
- * Writes down that success is being answered; false only if the record certainly was not made.
- * When that is unknown (a connection lost mid-write, a file write whose sync failed: the journal
- * may hold it), the success is answered: a retry would find the record and refuse, and the
- * payer's caller would never hear that it paid.
- */
-export function recordAnswered(store: SettlementStore, key: string): Promise<boolean> {
-  return store.recordState(key, "answered").then(
-    () => true,
-    (error: unknown) => !notRecorded(error),
-  );
-}
-
 type MaybePromise<T> = T | Promise<T>;
 
 export interface SettlementStore {
@@ -134,6 +127,21 @@ export interface SettlementStore {
   recordState(key: string, state: EntryState): Promise<void>;
   /** Entries broadcast with no final answer yet, as of when the store was opened. */
   unsettled(): Iterable<JournalEntry>;
+
+  /** This run of this process, as the store names who is answering (a replica, a CLI run). */
+  readonly runId: string;
+  /**
+   * Marks `key` as being answered success by this process (state `answering`); resolves once
+   * durable. Rejects as recordState does.
+   */
+  beginAnswer(key: string): Promise<void>;
+  /**
+   * The answer this process began for `key` was handed over (`answered`) or not (`landed`); only
+   * while the entry is still `answering` by this process.
+   */
+  endAnswer(key: string, outcome: "answered" | "landed"): Promise<void>;
+  /** Whether the run the store names `runId` still runs (it may still be answering). */
+  runAlive(runId: string): MaybePromise<boolean>;
 
   /** Binds `id` to the request `fingerprint`, or says what it is already bound to. */
   claimIdempotency(id: string, fingerprint: string): MaybePromise<IdempotencyClaim>;

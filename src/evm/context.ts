@@ -4,6 +4,7 @@
  * (EIP-3009, Permit2, …); the family picks one by scheme and payload shape.
  */
 import type { Address } from "viem";
+import type { Answers } from "../core/answers.js";
 import type { InFlightLedger } from "../core/ledger.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import type { PaymentRequest } from "../protocol/request.js";
@@ -18,6 +19,8 @@ export interface EvmContext extends ChainAccess, SendingAccess {
   readonly inflight: InFlightLedger;
   /** Payers whose settlements keep reverting on chain wait a while. */
   readonly throttle: PayerThrottle;
+  /** A success is written down before it is answered, once (core/answers.ts). */
+  readonly answers: Answers;
   /** Wasted gas, counted against payers, assets and this chain's hourly budget. */
   readonly gasAtRisk: GasAtRisk;
   /** The only assets settled on this chain, when the operator listed them (lower case). */

@@ -6,6 +6,7 @@
  */
 import { type Address, type Hex, isAddressEqual, type LocalAccount } from "viem";
 import { timeoutOf } from "../core/accepts.js";
+import { Answers } from "../core/answers.js";
 import type { ChainFamily, Offer, Supported, SupportedKind } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
@@ -66,6 +67,8 @@ export interface EvmOptions {
   readonly metrics?: MetricsSink | undefined;
   /** Told when a hold ends (a shared store updates its copy). */
   readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
+  /** Successes written down before they are answered (default: one of this family's own). */
+  readonly answers?: Answers | undefined;
 }
 
 type Routed =
@@ -87,6 +90,7 @@ export class EvmFamily implements ChainFamily {
   readonly #gasBounds = new Map<number, GasBounds>();
   readonly #allowedAssets = new Map<number, ReadonlySet<string>>();
   readonly #host: EvmSchemeHost;
+  readonly #answers: Answers;
   #signerTurn = 0;
 
   constructor(
@@ -100,6 +104,7 @@ export class EvmFamily implements ChainFamily {
     this.#throttle = throttle;
     this.#options = options;
     this.schemes = options.schemes ?? EVM_SCHEMES;
+    this.#answers = options.answers ?? new Answers(journal);
     this.signers = new SignerPool(options.signers ?? []);
     this.inflight = new InFlightLedger({ onFree: options.onFree });
     for (const [chainId, assets] of Object.entries(options.allowedAssets ?? {})) {
@@ -284,6 +289,7 @@ export class EvmFamily implements ChainFamily {
       inflight: this.inflight,
       throttle: this.#throttle,
       gasAtRisk: this.gasAtRisk,
+      answers: this.#answers,
       gasBounds: this.gasBounds(chainId),
       allowedAssets: this.#allowedAssets.get(chainId),
       feeCapWei: this.feeCapWei(chainId),

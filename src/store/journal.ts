@@ -8,6 +8,8 @@
  * works, and concurrent records share one write and one fdatasync (group commit). Records are
  * written in the order they were made.
  */
+
+import { randomUUID } from "node:crypto";
 import {
   closeSync,
   fdatasync,
@@ -37,9 +39,12 @@ import type {
 type Line =
   | ({ t: "send"; hash: Hex; raw: Hex } & NewEntry)
   | { t: "replace"; key: string; hash: Hex; raw: Hex }
-  | { t: "state"; key: string; state: EntryState }
+  | { t: "state"; key: string; state: EntryState; owner?: string }
   /** A payment-identifier bound to a request, and its answer once final. */
   | { t: "id"; id: string; fingerprint: string; answer?: unknown };
+
+/** States a settlement never leaves by itself: only those may be forgotten. */
+const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]);
 
 /** Payment identifiers remembered (the newest); older ones are forgotten, as settled entries are. */
 const IDS_KEPT = 20_000;
@@ -97,6 +102,8 @@ export function defaultJournalPath(env: NodeJS.ProcessEnv = process.env): string
 export class Journal implements SettlementStore {
   readonly path: string | undefined;
   readonly shared = false;
+  /** This run of the process: its journal is locked to it, so any other owner has stopped. */
+  readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #entries = new Map<string, JournalEntry>();
   readonly #ids = new Map<string, { fingerprint: string; answer?: unknown }>();
   /** Identifiers whose settle runs in this process now. */
@@ -137,13 +144,20 @@ export class Journal implements SettlementStore {
     const fd = openSync(next, "w", 0o600);
     try {
       for (const entry of this.#entries.values()) {
-        const { hashes, raws, state, ...rest } = entry;
+        const { hashes, raws, state, owner: _owner, ...rest } = entry;
         const records: Line[] = hashes.map((hash, i) =>
           i === 0
             ? { t: "send", ...rest, hash, raw: raws[i] ?? "0x" }
             : { t: "replace", key: entry.key, hash, raw: raws[i] ?? "0x" },
         );
-        if (state !== "broadcast") records.push({ t: "state", key: entry.key, state });
+        if (state !== "broadcast") {
+          records.push({
+            t: "state",
+            key: entry.key,
+            state,
+            ...(entry.owner ? { owner: entry.owner } : {}),
+          });
+        }
         writeSync(fd, records.map((record) => `${JSON.stringify(record)}\n`).join(""));
       }
       for (const [id, bound] of this.#ids) {
@@ -200,6 +214,22 @@ export class Journal implements SettlementStore {
   recordState(key: string, state: EntryState): Promise<void> {
     if (this.#entries.get(key)?.state === state) return Promise.resolve();
     return this.#write({ t: "state", key, state });
+  }
+
+  /** Resolves once on disk: this process is answering success for `key`. */
+  beginAnswer(key: string): Promise<void> {
+    return this.#write({ t: "state", key, state: "answering", owner: this.runId });
+  }
+
+  endAnswer(key: string, outcome: "answered" | "landed"): Promise<void> {
+    const entry = this.#entries.get(key);
+    if (entry?.state !== "answering" || entry.owner !== this.runId) return Promise.resolve();
+    return this.#write({ t: "state", key, state: outcome });
+  }
+
+  /** Only this run writes this journal (a lock keeps other processes out): others have stopped. */
+  runAlive(runId: string): boolean {
+    return runId === this.runId;
   }
 
   claimIdempotency(id: string, fingerprint: string): IdempotencyClaim {
@@ -322,7 +352,7 @@ export class Journal implements SettlementStore {
     if (this.#entries.size <= this.#settledInMemory) return;
     for (const [key, entry] of this.#entries) {
       if (this.#entries.size <= this.#settledInMemory * 0.9) break;
-      if (entry.state !== "broadcast" && !this.#inFlight.has(key)) this.#entries.delete(key);
+      if (FINAL.has(entry.state) && !this.#inFlight.has(key)) this.#entries.delete(key);
     }
   }
 
@@ -354,6 +384,7 @@ export class Journal implements SettlementStore {
       return;
     }
     entry.state = line.state;
+    entry.owner = line.owner;
     if (line.state === "answered" && entry.expect) this.#remember(entry.chainId, entry.expect);
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
     if (line.state !== "broadcast") entry.raws = [];

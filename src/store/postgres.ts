@@ -7,6 +7,7 @@
  * written only while this replica still holds both the settlement's claim and the signer's lease:
  * a replica that stalled past its leases cannot broadcast what another has taken over.
  */
+import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { Pool } from "pg";
 import type { Address, Hex } from "viem";
@@ -59,6 +60,7 @@ interface Row {
   hashes: Hex[];
   raws: Hex[];
   state: EntryState;
+  owner: string | null;
 }
 
 function entryOf(row: Row): JournalEntry {
@@ -71,6 +73,7 @@ function entryOf(row: Row): JournalEntry {
     hashes: row.hashes,
     raws: row.raws,
     state: row.state,
+    owner: row.owner ?? undefined,
   };
 }
 
@@ -78,6 +81,8 @@ export class PostgresStore implements SettlementStore {
   readonly shared = true;
   readonly where: string;
   readonly owner: string;
+  /** This run of the replica: answers it begins name it (a restarted worker is another run). */
+  readonly runId: string;
   readonly signers: readonly Address[];
   readonly #pool: Pool;
   readonly #leaseMs: number;
@@ -96,6 +101,7 @@ export class PostgresStore implements SettlementStore {
     this.#pool = pool;
     this.where = redactStoreUrl(url);
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}`;
+    this.runId = `${this.owner}:${randomUUID().slice(0, 8)}`;
     this.signers = options.signers.map((a) => a.toLowerCase() as Address);
     this.#leaseMs = options.leaseMs ?? 15_000;
     this.#onQuery = options.onQuery;
@@ -123,6 +129,7 @@ export class PostgresStore implements SettlementStore {
     const store = new PostgresStore(pool, url, options);
     try {
       await migrate(pool);
+      await store.#beat();
       await store.#leaseSigners(options.signerWaitMs ?? store.#leaseMs + 1_000);
       const { rows } = await store.#query<Row>(
         "load",
@@ -196,6 +203,7 @@ export class PostgresStore implements SettlementStore {
   async #renew(): Promise<void> {
     try {
       const lease = [this.owner, this.#leaseMs];
+      await this.#beat();
       await this.#query(
         "renew",
         "UPDATE facilitator_claims SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
@@ -385,6 +393,43 @@ export class PostgresStore implements SettlementStore {
     );
   }
 
+  async beginAnswer(key: string): Promise<void> {
+    await this.#query(
+      "state",
+      `UPDATE facilitator_settlements SET state = 'answering', owner = $2, raws = '{}', updated_at = now()
+       WHERE key = $1`,
+      [key, this.runId],
+    );
+  }
+
+  async endAnswer(key: string, outcome: "answered" | "landed"): Promise<void> {
+    await this.#query(
+      "state",
+      `UPDATE facilitator_settlements SET state = $2, updated_at = now()
+       WHERE key = $1 AND state = 'answering' AND owner = $3`,
+      [key, outcome, this.runId],
+    );
+  }
+
+  async runAlive(runId: string): Promise<boolean> {
+    const { rows } = await this.#query(
+      "run",
+      "SELECT 1 FROM facilitator_runs WHERE run = $1 AND expires_at > now()",
+      [runId],
+    );
+    return rows.length > 0;
+  }
+
+  /** This run's heartbeat: an answer it began is its own while the heartbeat lasts. */
+  async #beat(): Promise<void> {
+    await this.#query(
+      "renew",
+      `INSERT INTO facilitator_runs (run, expires_at) VALUES ($1, now() + $2 * interval '1 millisecond')
+       ON CONFLICT (run) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+      [this.runId, this.#leaseMs],
+    );
+  }
+
   unsettled(): Iterable<JournalEntry> {
     return this.#unsettled;
   }
@@ -426,6 +471,9 @@ export class PostgresStore implements SettlementStore {
   async close(): Promise<void> {
     if (this.#renewal) clearInterval(this.#renewal);
     this.#renewal = undefined;
+    await this.#query("close", "DELETE FROM facilitator_runs WHERE run = $1", [this.runId]).catch(
+      () => undefined,
+    );
     await this.#query("close", "DELETE FROM facilitator_claims WHERE owner = $1", [
       this.owner,
     ]).catch(() => undefined);

@@ -4,6 +4,7 @@
  * and the shared journal and payer throttle; lists the Solana kinds and completes Solana offers.
  */
 
+import { Answers } from "../core/answers.js";
 import type { ChainFamily, Offer, Supported, SupportedKind } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
@@ -23,6 +24,8 @@ import type { SvmSettleContext } from "./exact/index.js";
 import { signatureStatuses } from "./exact/rpc.js";
 
 export interface SolanaOptions {
+  /** Successes written down before they are answered (default: one of this family's own). */
+  readonly answers?: Answers | undefined;
   readonly keys: readonly SvmFeePayer[];
   readonly maxFeeLamports?: bigint | undefined;
   readonly confirmTimeoutMs: number;
@@ -43,6 +46,7 @@ export class SvmFamily implements ChainFamily {
   readonly inflight: InFlightLedger;
   readonly #rpc: RpcRegistry;
   readonly #journal: SettlementStore;
+  readonly #answers: Answers;
   readonly #throttle: PayerThrottle;
   readonly #options: SolanaOptions;
   #turn = 0;
@@ -58,6 +62,7 @@ export class SvmFamily implements ChainFamily {
     this.#journal = journal;
     this.#throttle = throttle;
     this.#options = options;
+    this.#answers = options.answers ?? new Answers(journal);
     this.feePayers = [...new Set(options.keys.map((key) => key.address))];
     this.inflight = new InFlightLedger({ onFree: options.onFree });
   }
@@ -177,6 +182,7 @@ export class SvmFamily implements ChainFamily {
         maxFeeLamports: options.maxFeeLamports,
         keys: options.keys,
         journal: this.#journal,
+        answers: this.#answers,
         ledger: this.inflight,
         throttle: this.#throttle,
         confirmTimeoutMs: options.confirmTimeoutMs,

@@ -209,6 +209,8 @@ export async function serveHere(
   await options.stopped;
   options.onDraining?.(server.inFlight());
   await server.close();
+  // Every answer given is written down as given before the store closes.
+  await facilitator.answers.flush();
   // Gives up this replica's claims and signer leases at once, rather than when they run out.
   await facilitator.journal.close();
   return 0;

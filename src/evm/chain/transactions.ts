@@ -8,8 +8,8 @@
  */
 import { type Address, type Hex, keccak256, type TransactionSerializable } from "viem";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
-import { type ExpectedTransfer, recordAnswered, UNRECORDED } from "../../core/store.js";
-import { failure } from "../../protocol/errors.js";
+import type { ExpectedTransfer } from "../../core/store.js";
+import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { ChainAccess } from "./access.js";
 import { broadcast, refusal } from "./broadcast.js";
@@ -206,6 +206,8 @@ async function sendAndFollow(
       // Not durable, so never sent: no later settle may pick this record up and broadcast it.
       void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
       lane.forget(ctx.chainId);
+      // The store unreachable is a retryable 503: nothing was sent.
+      if (error instanceof FacilitatorError) return failed(error.failure);
       return failed(
         failure("settlement_failed", `cannot write the settlement journal: ${shortText(error)}`, {
           status: 500,
@@ -233,12 +235,8 @@ async function sendAndFollow(
     );
   }
   if (sent.kind === "outcome") return sent.outcome;
-  if (waitUntil === "submitted") {
-    const hash = sent.issued.hash;
-    // A success the journal does not hold could be answered again to another caller: say pending.
-    if (!(await recordAnswered(ctx.journal, record.key))) return pending(hash, UNRECORDED);
-    return { kind: "submitted", hash };
-  }
+  // The success is written down by whoever answers it (core/answers.ts), before it is answered.
+  if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
   return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, prepared.fees);
 }
 

@@ -8,12 +8,8 @@
  * sent with more gas than its method's bound (chain/gas-bounds.ts).
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
-import {
-  type ExpectedTransfer,
-  type JournalEntry,
-  recordAnswered,
-  UNRECORDED,
-} from "../../core/store.js";
+import { beingAnswered, unrecorded } from "../../core/answers.js";
+import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -141,7 +137,10 @@ async function answer<P>(
   track(ctx, key, verified.expect, outcome, verified.gas?.contractWallet);
   switch (outcome.kind) {
     case "simulated":
+      return { ok: true, payer, transactionHash: outcome.hash };
     case "submitted":
+      // A success the store does not hold could be answered again to another caller.
+      if (!(await ctx.answers.begin(key))) return unrecorded(payer, outcome.hash);
       return { ok: true, payer, transactionHash: outcome.hash };
     case "confirmed":
       if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
@@ -157,16 +156,9 @@ async function answer<P>(
           ),
         };
       }
-      // A success the journal does not hold could be answered again to another caller: the
-      // answer is pending, with the hash, and a retry (once the record can be made) the success.
-      if (!(await recordAnswered(ctx.journal, key))) {
-        return {
-          ok: false,
-          payer,
-          transactionHash: outcome.hash,
-          failure: failure("settlement_pending", UNRECORDED),
-        };
-      }
+      // A success the store does not hold could be answered again to another caller: the answer
+      // is pending, with the hash, and a retry (once the record can be made) the success.
+      if (!(await ctx.answers.begin(key))) return unrecorded(payer, outcome.hash);
       return { ok: true, payer, transactionHash: outcome.hash };
     case "would-revert":
       return {
@@ -206,7 +198,14 @@ async function pickUp<P>(
   const expect = entry.expect;
   if (!expect) return undefined;
   const journaled = { payment, expect };
-  if (entry.state === "answered") {
+  let state = entry.state;
+  if (state === "answering") {
+    // A success was being handed over when it was written down: was it?
+    const verdict = await ctx.answers.verdict(entry);
+    if (verdict === "in-progress") return beingAnswered(expect.from);
+    state = verdict === "answered" ? "answered" : "landed";
+  }
+  if (state === "answered") {
     // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
     ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
     const recheck = await recheckAnswered(ctx, entry, () =>
@@ -231,10 +230,11 @@ async function pickUp<P>(
     await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
     return undefined;
   }
-  if (entry.state !== "broadcast" || waitUntil === "simulated") return undefined;
+  if ((state !== "broadcast" && state !== "landed") || waitUntil === "simulated") return undefined;
   const mismatch = await method.sameAsJournal(ctx, payment, entry);
   if (mismatch) return { ok: false, failure: mismatch };
-  // Settled before (timed out, or the process died): follow that transaction, never send anew.
+  // Settled before (timed out, the process died, or landed with no success handed over): follow
+  // that transaction to its answer, never send anew.
   const picked = await reconcile(ctx, entry);
   if (picked !== "gone") return answer(method, ctx, journaled, entry.key, picked);
   await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);

@@ -1,6 +1,7 @@
 /** What the facilitator hands the Solana `exact` scheme: the cluster, our fee payers, and for
  * settle the same journal, payer throttle and waits as EVM settlements use. */
 import type { Client } from "viem";
+import type { Answers } from "../../core/answers.js";
 import type { InFlightLedger } from "../../core/ledger.js";
 import type { MetricsSink } from "../../core/metrics.js";
 import type { SettlementStore } from "../../core/store.js";
@@ -23,6 +24,8 @@ export interface SvmSettleContext extends SvmContext {
   readonly keys: readonly SvmFeePayer[];
   /** Where every broadcast is written down before it happens. */
   readonly journal: SettlementStore;
+  /** A success is written down before it is answered, once (core/answers.ts). */
+  readonly answers: Answers;
   /** What payers have in flight with us on Solana. */
   readonly ledger: InFlightLedger;
   /** Payers whose settlements keep failing on chain wait a while. */

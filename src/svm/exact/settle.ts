@@ -14,8 +14,9 @@
  *   (checks.ts).
  */
 import type { Address, Hex } from "viem";
+import { beingAnswered, unrecorded } from "../../core/answers.js";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
-import { type JournalEntry, type NewEntry, recordAnswered, UNRECORDED } from "../../core/store.js";
+import type { JournalEntry, NewEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -129,11 +130,19 @@ async function pickUp(
   waitUntil: WaitUntil,
 ): Promise<SettleResult | undefined> {
   const { ctx, signed, payment } = s;
-  if (entry.state === "answered") {
+  let state = entry.state;
+  if (state === "answering") {
+    // A success was being handed over when it was written down: was it?
+    const verdict = await ctx.answers.verdict(entry);
+    if (verdict === "in-progress") return beingAnswered(payment.payer);
+    state = verdict === "answered" ? "answered" : "landed";
+  }
+  if (state === "answered") {
     const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
     return alreadyOnChain(s, status, "was already settled");
   }
-  if (entry.state !== "broadcast" || waitUntil === "simulated") return undefined;
+  // Landed with no success handed over: follow it to its answer, as a broadcast one.
+  if ((state !== "broadcast" && state !== "landed") || waitUntil === "simulated") return undefined;
   // Sent before, with no answer given (it timed out, or the process died): never send anew.
   ctx.ledger.seed(s.key, [svmHeld(s.spend)], [signed.signature]);
   const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
@@ -298,17 +307,12 @@ function track(s: Settling, landing: Landing): void {
   if (landing.kind === "failed") s.ctx.throttle.charge(SVM_THROTTLE_CHAIN, s.payment.payer);
 }
 
-/** Success, once the journal holds it (a success it does not hold could be answered twice). */
+/** Success, once the store holds it (a success it does not hold could be answered twice). */
 async function answerSuccess(s: Settling): Promise<SettleResult> {
   const payer = s.payment.payer;
   const hash = s.signed.signature;
-  if (await recordAnswered(s.ctx.journal, s.key)) return { ok: true, payer, transactionHash: hash };
-  return {
-    ok: false,
-    payer,
-    transactionHash: hash,
-    failure: failure("settlement_pending", UNRECORDED),
-  };
+  if (await s.ctx.answers.begin(s.key)) return { ok: true, payer, transactionHash: hash };
+  return unrecorded(payer, hash);
 }
 
 /** The chain already has this transaction: a success is never answered for it again. */
