@@ -78,20 +78,12 @@ export async function reconcile(
     const known = await Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash)));
     if (!known.some(Boolean)) {
       if (!(await nonceFree(ctx, entry))) return "gone";
-      if (!lane) {
-        return failed(
-          failure(
-            "settlement_failed",
-            `the journaled transaction's signer ${entry.signer} is not configured`,
-            { status: 500 },
-          ),
-          newest,
-        );
-      }
+      // Any replica can follow a settlement by its hash; only the key's holder can send it again.
+      if (!lane) return notOurs(entry, newest, "is not in the node's pool and its nonce is free");
       // Lost before it reached a node (a crash between journal and broadcast): the same bytes again.
       if (!(await resend(ctx, lane, entry.txNonce, newestRaw))) return "gone";
     }
-    if (!lane) return pending(newest, "the journaled transaction is still pending");
+    if (!lane) return notOurs(entry, newest, "is still pending");
     return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
   } catch (error) {
     return pending(
@@ -99,6 +91,18 @@ export async function reconcile(
       `cannot reach the chain to reconcile (${shortText(error)}); retry later`,
     );
   }
+}
+
+/** A settlement another process's key sent, not mined yet: followed here, re-sent only there. */
+function notOurs(entry: JournalEntry, hash: Hex, what: string): CallOutcome {
+  return failed(
+    failure(
+      "settlement_pending",
+      `the transaction ${hash} ${what}; it was sent with key ${entry.signer}, which this process does not hold: the process that holds it follows it (and sends it again if it is dropped) — retry to get the outcome`,
+      { status: 503, retryAfterSeconds: 2 },
+    ),
+    hash,
+  );
 }
 
 export type Recheck =
