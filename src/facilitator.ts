@@ -43,8 +43,6 @@ export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signer
 
 export class Facilitator extends FacilitatorCore {
   readonly rpc: RpcRegistry;
-  /** Successes written down before they are answered; flushed before the store closes. */
-  readonly answers: Answers;
   readonly evm: EvmFamily;
   readonly svm: SvmFamily;
 
@@ -79,8 +77,7 @@ export class Facilitator extends FacilitatorCore {
     journal.onRevertElsewhere?.((chainId, payer, at, waste) =>
       waste ? evm.gasAtRisk.record(chainId, waste, at) : throttle.record(chainId, payer, at),
     );
-    super([svm, evm], journal);
-    this.answers = answers;
+    super([svm, evm], journal, answers);
     this.rpc = rpc;
     this.evm = evm;
     this.svm = svm;

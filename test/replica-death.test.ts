@@ -84,12 +84,14 @@ describe("kill -9 of a replica mid-settle", () => {
     dying.child.kill("SIGKILL");
     await dying.exited;
 
-    // Not mined yet: the survivor cannot sign for the dead key, so it says pending, with the hash.
+    // Not mined yet: the survivor cannot sign for the dead key, so it says pending (retryable),
+    // with the hash and the key that sent it.
     const pending = await settleWhenFree(survivor.url, body);
     expect(pending).toMatchObject({
-      status: 500,
+      status: 503,
       body: { error: "settlement_pending", transactionHash: hashes[0] },
     });
+    expect(String((pending.body as { message?: string }).message)).toContain(dying.signer.address);
 
     await mine();
     const answered = await settleWhenFree(survivor.url, body);

@@ -7,6 +7,7 @@ import { devnetCommand } from "./commands/devnet-command.js";
 import { doctorCommand } from "./commands/doctor-command.js";
 import { payCommand } from "./commands/pay-command.js";
 import { settleCommand, verifyCommand } from "./commands/payment-commands.js";
+import { reconcileCommand } from "./commands/reconcile-command.js";
 import { serveCommand } from "./commands/serve-command.js";
 import { UsageError } from "./errors.js";
 import { printJson } from "./output.js";
@@ -68,7 +69,8 @@ export async function main(argv: string[]): Promise<number> {
     .addCommand(payCommand)
     .addCommand(serveCommand)
     .addCommand(devnetCommand)
-    .addCommand(doctorCommand);
+    .addCommand(doctorCommand)
+    .addCommand(reconcileCommand);
   // commander's own error text is replaced by ours (one prefix, one line, and the JSON answer).
   for (const command of [program, ...program.commands]) {
     command.exitOverride().configureOutput({ outputError: () => undefined });
@@ -77,7 +79,9 @@ export async function main(argv: string[]): Promise<number> {
   if (argv.length <= 2) {
     // No command at all is a usage error, not a success: the help, and the one JSON answer.
     process.stderr.write(program.helpInformation());
-    return reportUsage("a command is needed: verify, settle, pay, serve, devnet or doctor");
+    return reportUsage(
+      "a command is needed: verify, settle, pay, serve, devnet, doctor or reconcile",
+    );
   }
   try {
     await program.parseAsync(argv);

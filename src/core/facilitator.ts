@@ -7,8 +7,10 @@ import { failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import type { Answers } from "./answers.js";
 import type { ChainFamily, SupportedKind } from "./family.js";
 import { settleOnce } from "./idempotency.js";
+import { type Reconciled, type ReconcileOptions, reconcileOnce } from "./reconciler.js";
 import type { SettlementStore } from "./store.js";
 import { failureOfThrown } from "./thrown.js";
 
@@ -25,10 +27,13 @@ export class FacilitatorCore {
   readonly journal: SettlementStore;
   /** In the order they are asked to claim a network. */
   readonly families: readonly ChainFamily[];
+  /** Successes written down before they are answered; flushed before the store closes. */
+  readonly answers: Answers;
 
-  constructor(families: readonly ChainFamily[], journal: SettlementStore) {
+  constructor(families: readonly ChainFamily[], journal: SettlementStore, answers: Answers) {
     this.families = families;
     this.journal = journal;
+    this.answers = answers;
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of journal.unsettled()) families.find((family) => family.seed(entry));
   }
@@ -66,6 +71,11 @@ export class FacilitatorCore {
       return { ...result, failure: { ...result.failure, status: 500 } };
     }
     return result;
+  }
+
+  /** One reconciler pass: every settlement not at its end, followed and written down. */
+  reconcile(options?: ReconcileOptions): Promise<Reconciled[]> {
+    return reconcileOnce(this.families, this.journal, this.answers, options);
   }
 
   /** The kinds every family serves, exactly those verify and settle accept. */

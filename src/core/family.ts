@@ -49,4 +49,27 @@ export interface ChainFamily {
   ): Promise<Record<string, unknown> | undefined>;
   /** A settle found the chain unreachable: whatever was read from it may be stale now. */
   chainTrouble?(request: PaymentRequest): void;
+  /** Whether a journal entry is one of this family's settlements. */
+  owns(entry: JournalEntry): boolean;
+  /**
+   * Follows a settlement written down and not yet at its end, as far as the chain tells now
+   * (re-sending it if it was dropped and this process holds its key); its ledger holds end with
+   * it. The reconciler records the outcome.
+   */
+  follow(entry: JournalEntry): Promise<Followed>;
+}
+
+/** Where a settlement stands after the reconciler followed it. */
+export interface Followed {
+  /**
+   * landed: final on chain with its transfer; failed: it took nothing (reverted, expired, moved
+   * nothing); dropped: it can never land (its nonce went to another), a settle starts afresh;
+   * open: not at its end yet (pending, or another process's key must send it again).
+   */
+  readonly outcome: "landed" | "failed" | "dropped" | "open";
+  /** The network, as x402 v2 names it. */
+  readonly network: string;
+  readonly transaction?: string | undefined;
+  /** In a few words: the block it landed in, why it failed, what it waits for. */
+  readonly detail: string;
 }

@@ -50,9 +50,11 @@ export interface JournalEntry {
   state: EntryState;
   /** Who is answering (state `answering`): the store's name for that run of a process. */
   owner?: string | undefined;
+  /** When the entry last changed (unix milliseconds), where the store knows it. */
+  updatedAt?: number | undefined;
 }
 
-export type NewEntry = Omit<JournalEntry, "hashes" | "raws" | "state" | "owner">;
+export type NewEntry = Omit<JournalEntry, "hashes" | "raws" | "state" | "owner" | "updatedAt">;
 
 /** What a `payment-identifier` was first used for, and the answer given to it, once there is one. */
 export type IdempotencyClaim =
@@ -127,6 +129,11 @@ export interface SettlementStore {
   recordState(key: string, state: EntryState): Promise<void>;
   /** Entries broadcast with no final answer yet, as of when the store was opened. */
   unsettled(): Iterable<JournalEntry>;
+  /**
+   * Settlements not followed to their end (broadcast, or being answered), unchanged for at least
+   * `idleMs`, oldest first: what the reconciler follows.
+   */
+  openSettlements(idleMs: number): Promise<JournalEntry[]>;
 
   /** This run of this process, as the store names who is answering (a replica, a CLI run). */
   readonly runId: string;

@@ -7,7 +7,7 @@
 import { type Address, type Hex, isAddressEqual, type LocalAccount } from "viem";
 import { timeoutOf } from "../core/accepts.js";
 import { Answers } from "../core/answers.js";
-import type { ChainFamily, Offer, Supported, SupportedKind } from "../core/family.js";
+import type { ChainFamily, Followed, Offer, Supported, SupportedKind } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
@@ -25,6 +25,7 @@ import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bou
 import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
+import { followSettlement } from "./exact/follow-settlement.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
 
@@ -139,6 +140,15 @@ export class EvmFamily implements ChainFamily {
     if (!entry.expect) return false;
     this.inflight.seed(entry.key, heldByTransfer(entry.chainId, entry.expect));
     return true;
+  }
+
+  /** EVM settlements are journaled under their chain id (Solana's under none). */
+  owns(entry: JournalEntry): boolean {
+    return entry.chainId > 0;
+  }
+
+  async follow(entry: JournalEntry): Promise<Followed> {
+    return followSettlement(await this.#context(entry.chainId, caip2(entry.chainId)), entry);
   }
 
   /** The most a settlement on `chainId` may cost, in wei. */

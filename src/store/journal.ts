@@ -144,7 +144,7 @@ export class Journal implements SettlementStore {
     const fd = openSync(next, "w", 0o600);
     try {
       for (const entry of this.#entries.values()) {
-        const { hashes, raws, state, owner: _owner, ...rest } = entry;
+        const { hashes, raws, state, owner: _owner, updatedAt: _updatedAt, ...rest } = entry;
         const records: Line[] = hashes.map((hash, i) =>
           i === 0
             ? { t: "send", ...rest, hash, raw: raws[i] ?? "0x" }
@@ -214,6 +214,15 @@ export class Journal implements SettlementStore {
   recordState(key: string, state: EntryState): Promise<void> {
     if (this.#entries.get(key)?.state === state) return Promise.resolve();
     return this.#write({ t: "state", key, state });
+  }
+
+  async openSettlements(idleMs: number): Promise<JournalEntry[]> {
+    const before = Date.now() - idleMs;
+    return [...this.#entries.values()]
+      .filter(
+        (e) => (e.state === "broadcast" || e.state === "answering") && (e.updatedAt ?? 0) <= before,
+      )
+      .sort((a, b) => (a.updatedAt ?? 0) - (b.updatedAt ?? 0));
   }
 
   /** Resolves once on disk: this process is answering success for `key`. */
@@ -368,9 +377,16 @@ export class Journal implements SettlementStore {
     }
     if (line.t === "send") {
       const { t: _t, hash, raw, ...entry } = line as Extract<Line, { t: "send" }> & { at?: string };
+      const at = (entry as { at?: string }).at;
       delete (entry as { at?: string }).at;
       this.#entries.delete(entry.key);
-      this.#entries.set(entry.key, { ...entry, hashes: [hash], raws: [raw], state: "broadcast" });
+      this.#entries.set(entry.key, {
+        ...entry,
+        hashes: [hash],
+        raws: [raw],
+        state: "broadcast",
+        updatedAt: at ? Date.parse(at) : Date.now(),
+      });
       this.#evict();
       return;
     }
@@ -385,6 +401,8 @@ export class Journal implements SettlementStore {
     }
     entry.state = line.state;
     entry.owner = line.owner;
+    const at = (line as { at?: string }).at;
+    entry.updatedAt = at ? Date.parse(at) : Date.now();
     if (line.state === "answered" && entry.expect) this.#remember(entry.chainId, entry.expect);
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
     if (line.state !== "broadcast") entry.raws = [];

@@ -61,6 +61,7 @@ interface Row {
   raws: Hex[];
   state: EntryState;
   owner: string | null;
+  updated_at: Date | null;
 }
 
 function entryOf(row: Row): JournalEntry {
@@ -74,6 +75,7 @@ function entryOf(row: Row): JournalEntry {
     raws: row.raws,
     state: row.state,
     owner: row.owner ?? undefined,
+    updatedAt: row.updated_at?.getTime(),
   };
 }
 
@@ -391,6 +393,17 @@ export class PostgresStore implements SettlementStore {
        WHERE key = $1 AND state IS DISTINCT FROM $2`,
       [key, state],
     );
+  }
+
+  async openSettlements(idleMs: number): Promise<JournalEntry[]> {
+    const { rows } = await this.#query<Row>(
+      "open",
+      `SELECT * FROM facilitator_settlements
+        WHERE state IN ('broadcast', 'answering') AND updated_at <= now() - $1 * interval '1 millisecond'
+        ORDER BY updated_at LIMIT 1000`,
+      [idleMs],
+    );
+    return rows.map(entryOf);
   }
 
   async beginAnswer(key: string): Promise<void> {

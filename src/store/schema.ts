@@ -140,5 +140,8 @@ export const MIGRATIONS: readonly string[] = [
     run        text PRIMARY KEY,
     expires_at timestamptz NOT NULL
   );
+  -- What the reconciler follows: settlements not yet at their end, oldest first.
+  CREATE INDEX facilitator_settlements_open
+    ON facilitator_settlements (updated_at) WHERE state IN ('broadcast', 'answering');
   `,
 ];

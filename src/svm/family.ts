@@ -5,7 +5,7 @@
  */
 
 import { Answers } from "../core/answers.js";
-import type { ChainFamily, Offer, Supported, SupportedKind } from "../core/family.js";
+import type { ChainFamily, Followed, Offer, Supported, SupportedKind } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
@@ -19,7 +19,7 @@ import type { WaitUntil } from "../protocol/schemas.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
 import { completeSvm } from "./accepts.js";
 import type { SvmFeePayer } from "./chain/keys.js";
-import { svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
+import { SVM_KEY_PREFIX, svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
 import type { SvmSettleContext } from "./exact/index.js";
 import { signatureStatuses } from "./exact/rpc.js";
 
@@ -173,26 +173,40 @@ export class SvmFamily implements ChainFamily {
       };
     }
     try {
-      const client = await this.#rpc.solanaClient(network, requirements.network);
-      const options = this.#options;
-      const ctx: SvmSettleContext = {
-        client,
-        network,
-        feePayers: this.feePayers,
-        maxFeeLamports: options.maxFeeLamports,
-        keys: options.keys,
-        journal: this.#journal,
-        answers: this.#answers,
-        ledger: this.inflight,
-        throttle: this.#throttle,
-        confirmTimeoutMs: options.confirmTimeoutMs,
-        pollMs: options.pollMs,
-        watchSubmitted: options.watchSubmitted,
-        metrics: options.metrics,
-      };
-      return { ok: true, ctx };
+      return { ok: true, ctx: await this.#context(network, requirements.network) };
     } catch (error) {
       return { ok: false, failure: failureOfThrown(error, "verify") };
     }
+  }
+
+  async #context(network: string, named: string = network): Promise<SvmSettleContext> {
+    const client = await this.#rpc.solanaClient(network, named);
+    const options = this.#options;
+    return {
+      client,
+      network,
+      feePayers: this.feePayers,
+      maxFeeLamports: options.maxFeeLamports,
+      keys: options.keys,
+      journal: this.#journal,
+      answers: this.#answers,
+      ledger: this.inflight,
+      throttle: this.#throttle,
+      confirmTimeoutMs: options.confirmTimeoutMs,
+      pollMs: options.pollMs,
+      watchSubmitted: options.watchSubmitted,
+      metrics: options.metrics,
+    };
+  }
+
+  /** Solana settlements are journaled under `svm:<network>:<signature>`. */
+  owns(entry: JournalEntry): boolean {
+    return entry.key.startsWith(SVM_KEY_PREFIX);
+  }
+
+  async follow(entry: JournalEntry): Promise<Followed> {
+    const network = entry.key.slice(SVM_KEY_PREFIX.length).split(":").slice(0, 2).join(":");
+    const { followSvmSettlement } = await import("./exact/follow-settlement.js");
+    return followSvmSettlement(await this.#context(network), entry);
   }
 }

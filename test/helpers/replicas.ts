@@ -100,6 +100,8 @@ export async function startCluster(options: {
   readonly count: number;
   readonly leaseSeconds?: number;
   readonly mining?: "auto" | "manual";
+  /** More environment for every replica. */
+  readonly env?: Record<string, string>;
 }): Promise<Cluster> {
   const [devnet, postgres] = await Promise.all([
     startDevnet({ mining: options.mining ?? "auto" }),
@@ -114,7 +116,7 @@ export async function startCluster(options: {
   };
   try {
     for (const signer of replicaSigners.slice(0, options.count)) {
-      replicas.push(await startReplica(devnet, store, signer, options.leaseSeconds));
+      replicas.push(await startReplica(devnet, store, signer, options.leaseSeconds, options.env));
     }
   } catch (error) {
     await stop();

@@ -5,7 +5,9 @@
  */
 import chalk from "chalk";
 import { privateKeyToAccount } from "viem/accounts";
+import { Reconciler } from "../../core/reconciler.js";
 import { useWasmSecp256k1 } from "../../evm/chain/secp256k1.js";
+import type { Facilitator } from "../../facilitator.js";
 import { DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "../../http/connections.js";
 import { createHandler } from "../../http/handler.js";
 import { hostOf, trustedHosts } from "../../http/hosts.js";
@@ -31,6 +33,38 @@ export interface ServeFlags extends ConfigFlags {
   readonly maxInflightBytes?: string | undefined;
   readonly maxHeap?: string | undefined;
   readonly quiet?: boolean | undefined;
+}
+
+/** A reconciler pass every this many seconds (FACILITATOR_RECONCILE_SECONDS; 0: none)... */
+const RECONCILE_EVERY_SECONDS = 5;
+/** ...over settlements unchanged for this long (FACILITATOR_RECONCILE_IDLE_SECONDS). */
+const RECONCILE_IDLE_SECONDS = 10;
+
+function startReconciler(
+  facilitator: Facilitator,
+  env: NodeJS.ProcessEnv,
+  log: ((entry: Record<string, unknown>) => void) | undefined,
+): Reconciler | undefined {
+  const seconds = (name: string, fallback: number) => {
+    const text = env[name]?.trim();
+    const value = text ? Number(text) : fallback;
+    if (!Number.isFinite(value) || value < 0)
+      throw new UsageError(`${name} must be a number of seconds`);
+    return value;
+  };
+  const every = seconds("FACILITATOR_RECONCILE_SECONDS", RECONCILE_EVERY_SECONDS);
+  if (every === 0) return undefined;
+  const idleMs = seconds("FACILITATOR_RECONCILE_IDLE_SECONDS", RECONCILE_IDLE_SECONDS) * 1000;
+  const reconciler = new Reconciler(async () => {
+    const found = await facilitator.reconcile({ idleMs });
+    for (const item of found) {
+      if (item.outcome === "busy") continue;
+      log?.({ time: new Date().toISOString(), event: "reconciled", ...item });
+    }
+    return found;
+  }, every * 1000);
+  reconciler.start();
+  return reconciler;
 }
 
 /** Heap of the serving thread: V8 grows a busy heap far past what it keeps alive. */
@@ -170,6 +204,8 @@ export async function serveHere(
     throw new UsageError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
   }
   options.onListening?.(server.port, server.url);
+  // Every settlement written down is followed to its end, whether or not anyone retries it.
+  const reconciler = startReconciler(facilitator, process.env, log);
 
   // Reachable from other machines with nothing to say who may settle through our keys.
   const exposed = !apiKey && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
@@ -209,6 +245,7 @@ export async function serveHere(
   await options.stopped;
   options.onDraining?.(server.inFlight());
   await server.close();
+  await reconciler?.stop();
   // Every answer given is written down as given before the store closes.
   await facilitator.answers.flush();
   // Gives up this replica's claims and signer leases at once, rather than when they run out.

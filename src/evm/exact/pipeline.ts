@@ -41,7 +41,7 @@ export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Fai
  * Keeps the in-flight ledger and the gas at risk in step with what a send came to. A success is
  * judged by the caller (it must carry the Transfer) and told here with `settled`.
  */
-function track(
+export function track(
   ctx: EvmContext,
   key: string,
   expect: ExpectedTransfer,
@@ -77,7 +77,7 @@ function track(
 }
 
 /** A mined success: it paid (payer and asset are known from now on), or it moved nothing. */
-function judgeLanded(
+export function judgeLanded(
   ctx: EvmContext,
   expect: ExpectedTransfer,
   receipt: TransactionReceipt,

@@ -1,0 +1,142 @@
+/**
+ * Every settlement followed to its end, without waiting for a retry. A pass takes what the store
+ * holds as not yet at its end (broadcast, or being answered by a run that died), claims each one
+ * (so on a shared store one replica follows it while the others skip it), asks its family what the
+ * chain says now, and writes down the outcome: landed (a success not handed over yet: the next
+ * settle of the payment answers it), failed or dropped (its holds end). `serve` runs a pass every
+ * few seconds on every replica; `facilitator reconcile` runs one.
+ */
+
+import type { Answers } from "./answers.js";
+import type { ChainFamily, Followed } from "./family.js";
+import { rpcErrorKind } from "./rpc.js";
+import type { EntryState, JournalEntry, SettlementStore } from "./store.js";
+
+/** What one pass found for one settlement. */
+export interface Reconciled {
+  readonly key: string;
+  readonly network?: string | undefined;
+  readonly transaction?: string | undefined;
+  /** How long it had been waiting, in seconds. */
+  readonly ageSeconds?: number | undefined;
+  /** busy: another settle or replica holds it right now; error: it could not be followed. */
+  readonly outcome: Followed["outcome"] | "busy" | "error";
+  readonly detail: string;
+}
+
+export interface ReconcileOptions {
+  /** Settlements unchanged for less than this are left to the settle that wrote them. */
+  readonly idleMs?: number | undefined;
+  /** Settlements followed at once. */
+  readonly concurrency?: number | undefined;
+}
+
+const WRITTEN: Readonly<Record<Followed["outcome"], EntryState | undefined>> = {
+  landed: "landed",
+  failed: "failed",
+  dropped: "dropped",
+  open: undefined,
+};
+
+export async function reconcileOnce(
+  families: readonly ChainFamily[],
+  store: SettlementStore,
+  answers: Answers,
+  options: ReconcileOptions = {},
+): Promise<Reconciled[]> {
+  // Preludes (key#name) are followed with their settlement.
+  const open = (await store.openSettlements(options.idleMs ?? 0)).filter(
+    (entry) => !entry.key.includes("#") && entry.expect,
+  );
+  const found: Reconciled[] = [];
+  const queue = [...open];
+  const worker = async () => {
+    for (let entry = queue.shift(); entry; entry = queue.shift()) {
+      found.push(await followOne(families, store, answers, entry));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
+  return found;
+}
+
+async function followOne(
+  families: readonly ChainFamily[],
+  store: SettlementStore,
+  answers: Answers,
+  entry: JournalEntry,
+): Promise<Reconciled> {
+  const key = entry.key;
+  const ageSeconds =
+    entry.updatedAt !== undefined ? Math.round((Date.now() - entry.updatedAt) / 1000) : undefined;
+  const transaction = entry.hashes.at(-1);
+  const family = families.find((f) => f.owns(entry));
+  if (!family) return { key, ageSeconds, transaction, outcome: "error", detail: "no family" };
+  let claimed = false;
+  try {
+    claimed = await store.claim(key);
+    if (!claimed) {
+      return { key, ageSeconds, transaction, outcome: "busy", detail: "being settled right now" };
+    }
+    if (entry.state === "answering") {
+      const verdict = await answers.verdict(entry);
+      if (verdict !== "unanswered") {
+        return { key, ageSeconds, transaction, outcome: "busy", detail: "being answered" };
+      }
+    }
+    const followed = await family.follow(entry);
+    const state = WRITTEN[followed.outcome];
+    if (state) await store.recordState(key, state);
+    return { key, ageSeconds, ...followed };
+  } catch (error) {
+    const why = error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
+    return {
+      key,
+      ageSeconds,
+      transaction,
+      outcome: "error",
+      detail: `${rpcErrorKind(error)}: ${why}`,
+    };
+  } finally {
+    if (claimed) await Promise.resolve(store.release(key)).catch(() => undefined);
+  }
+}
+
+/** A pass every `everyMs` (timers never hold the process up), until stopped. */
+export class Reconciler {
+  readonly #run: () => Promise<Reconciled[]>;
+  readonly #everyMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> | undefined;
+  #stopped = false;
+  /** The last pass's findings, for /metrics and doctor. */
+  last: Reconciled[] = [];
+
+  constructor(run: () => Promise<Reconciled[]>, everyMs: number) {
+    this.#run = run;
+    this.#everyMs = everyMs;
+  }
+
+  start(): void {
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#running = this.#run()
+        .then((found) => {
+          this.last = found;
+        })
+        .catch(() => undefined)
+        .finally(() => this.#schedule());
+    }, this.#everyMs);
+    this.#timer.unref();
+  }
+
+  /** Stops, after the pass in progress (if any) has ended. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#running;
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * The reconciler's look at one EVM settlement written down and not at its end: what the chain
+ * says of its transaction now (mined, reverted, still pending, or gone), sent again if it was
+ * dropped and its nonce is free and this process holds the key. The ledger and the gas at risk
+ * hear the outcome as they would from a settle.
+ */
+import type { Followed } from "../../core/family.js";
+import type { JournalEntry } from "../../core/store.js";
+import { caip2 } from "../../protocol/networks.js";
+import { reconcile } from "../chain/reconcile.js";
+import type { EvmContext } from "../context.js";
+import { judgeLanded, track } from "./pipeline.js";
+
+/** A reconciler's pass does not wait long for any one transaction: the next pass looks again. */
+const FOLLOW_MS = 5_000;
+
+export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Promise<Followed> {
+  const network = caip2(ctx.chainId);
+  const newest = entry.hashes.at(-1);
+  const expect = entry.expect;
+  if (!expect) return { outcome: "open", network, transaction: newest, detail: "not a payment" };
+  const waiting = { ...ctx, confirmTimeoutMs: Math.min(ctx.confirmTimeoutMs, FOLLOW_MS) };
+  const picked = await reconcile(waiting, entry);
+  if (picked === "gone") {
+    ctx.inflight.release(entry.key);
+    return {
+      outcome: "dropped",
+      network,
+      transaction: newest,
+      detail:
+        "its nonce went to another transaction, so it can never land; a settle of the payment starts afresh",
+    };
+  }
+  track(ctx, entry.key, expect, picked);
+  switch (picked.kind) {
+    case "confirmed": {
+      const block = picked.receipt.blockNumber;
+      if (judgeLanded(ctx, expect, picked.receipt)) {
+        return {
+          outcome: "landed",
+          network,
+          transaction: picked.hash,
+          detail: `in block ${block}`,
+        };
+      }
+      return {
+        outcome: "failed",
+        network,
+        transaction: picked.hash,
+        detail: `it succeeded in block ${block} without the expected Transfer`,
+      };
+    }
+    case "reverted":
+      return {
+        outcome: "failed",
+        network,
+        transaction: picked.hash,
+        detail: `it reverted in block ${picked.receipt.blockNumber}`,
+      };
+    case "failed":
+      return {
+        outcome: "open",
+        network,
+        transaction: picked.hash ?? newest,
+        detail: picked.failure.message,
+      };
+    default:
+      return { outcome: "open", network, transaction: newest, detail: "not mined yet" };
+  }
+}

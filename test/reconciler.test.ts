@@ -1,0 +1,222 @@
+/**
+ * Every settlement followed to its end without a retry (issue 19): a transaction the node dropped
+ * is sent again and recorded landed; a replica killed (SIGKILL) mid-settle leaves a settlement the
+ * other replica's reconciler follows by its hash (without the key that sent it) and records; the
+ * CLI's `facilitator reconcile` does one pass for a cron job. Each then answers the payment's
+ * retry with its one success. Real anvil (manual mining), real PostgreSQL, real processes.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { createTestClient, type Hex, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { Facilitator } from "../src/facilitator.js";
+import { handleSettle } from "../src/protocol/respond.js";
+import { Journal } from "../src/store/journal.js";
+import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
+import { type Cluster, postTo, startCluster } from "./helpers/replicas.js";
+import { runCli } from "./helpers/run-cli.js";
+import { clientPayload, requirementsV2 } from "./helpers/x402.js";
+
+const anvilOf = (devnet: Devnet) =>
+  createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+
+/** A payment of 1000 from a fresh payer, funded while blocks are mined by hand. */
+async function fundedPayment(devnet: Devnet) {
+  const funding = payerHolding(devnet, 1_000n);
+  for (let i = 0; i < 100; i++) {
+    await anvilOf(devnet).mine({ blocks: 1 });
+    if (await Promise.race([funding.then(() => true), sleep(50).then(() => false)])) break;
+  }
+  const requirements = requirementsV2(devnet, { amount: "1000" });
+  return { payload: await clientPayload(await funding, requirements), requirements };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits for the key's transaction count in the pool to reach `count`. */
+async function pooled(devnet: Devnet, address: `0x${string}`, count: number) {
+  for (let i = 0; i < 200; i++) {
+    const pending = await chainOf(devnet).getTransactionCount({ address, blockTag: "pending" });
+    if (pending >= count) return;
+    await sleep(25);
+  }
+  throw new Error("the transaction never reached the pool");
+}
+
+describe("a transaction the node dropped", () => {
+  let devnet: Devnet;
+  let dir: string;
+  beforeAll(async () => {
+    [devnet, dir] = await Promise.all([
+      startDevnet({ mining: "manual" }),
+      mkdtemp(path.join(os.tmpdir(), "facilitator-reconciler-")),
+    ]);
+  }, 60_000);
+  afterAll(async () => {
+    await devnet?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test("is sent again by the reconciler and recorded landed with no retry; the retry then gets its one success", async () => {
+    const facilitator = new Facilitator({
+      rpcUrls: [devnet.rpcUrl],
+      useDefaultRpcs: false,
+      signer: privateKeyToAccount(devnet.facilitator.privateKey),
+      receiptPollMs: 50,
+      confirmTimeoutMs: 1_500,
+      replaceAfterMs: 60_000,
+      journal: new Journal(path.join(dir, "journal.jsonl")),
+    });
+    const us = devnet.facilitator.address;
+    const body = await fundedPayment(devnet);
+    const payee = await tokenBalance(devnet, devnet.payee.address);
+    const sent = await chainOf(devnet).getTransactionCount({ address: us, blockTag: "pending" });
+    const settling = handleSettle(facilitator, body, { waitUntil: "confirmed" });
+    await pooled(devnet, us, sent + 1);
+    const hash = (await facilitator.journal.openSettlements(0))[0]?.hashes[0] as Hex;
+    // The node forgets it: nothing will ever mine it unless it is sent again.
+    await anvilOf(devnet).dropTransaction({ hash });
+    const first = await settling;
+    expect(first.body).toMatchObject({ success: false, error: "settlement_pending" });
+    expect(await chainOf(devnet).getTransactionCount({ address: us, blockTag: "pending" })).toBe(
+      sent,
+    );
+
+    const started = Date.now();
+    const [pass] = await Promise.all([
+      facilitator.reconcile(),
+      (async () => {
+        await pooled(devnet, us, sent + 1);
+        await anvilOf(devnet).mine({ blocks: 1 });
+      })(),
+    ]);
+    const closedMs = Date.now() - started;
+    expect(pass).toEqual([
+      expect.objectContaining({ outcome: "landed", transaction: hash, network: devnet.network }),
+    ]);
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payee + 1_000n);
+    expect((await facilitator.journal.get(pass[0]?.key as string))?.state).toBe("landed");
+    // Nothing left open; the payment's retry answers the success, once.
+    expect(await facilitator.reconcile()).toEqual([]);
+    expect((await handleSettle(facilitator, body)).body).toMatchObject({
+      success: true,
+      transactionHash: hash,
+    });
+    expect((await handleSettle(facilitator, body)).body).toMatchObject({
+      error: "nonce_already_used",
+    });
+    console.log(`a dropped transaction closed by one reconciler pass in ${closedMs} ms`);
+  }, 60_000);
+});
+
+describe("a replica killed mid-settle", () => {
+  let cluster: Cluster;
+  beforeAll(async () => {
+    cluster = await startCluster({
+      count: 2,
+      leaseSeconds: 2,
+      mining: "manual",
+      env: { FACILITATOR_RECONCILE_SECONDS: "0.5", FACILITATOR_RECONCILE_IDLE_SECONDS: "1" },
+    });
+  }, 90_000);
+  afterAll(() => cluster?.stop());
+
+  test("the other replica's reconciler follows its transaction by hash and records it landed, with no retry; the retry gets the one success", async () => {
+    const { devnet, store, replicas } = cluster;
+    const [survivor, doomed] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
+    const body = await fundedPayment(devnet);
+    const key = doomed.signer.address;
+    const sent = await chainOf(devnet).getTransactionCount({ address: key, blockTag: "pending" });
+    void postTo(doomed.url, "/settle", body);
+    await pooled(devnet, key, sent + 1);
+    doomed.child.kill("SIGKILL");
+    await doomed.exited;
+    const db = new pg.Client({ connectionString: store });
+    db.on("error", () => undefined);
+    await db.connect();
+    try {
+      const stateOf = async () =>
+        (
+          await db.query<{ state: string; hashes: string[] }>(
+            "SELECT state, hashes FROM facilitator_settlements WHERE lower(signer) = lower($1) ORDER BY created_at DESC LIMIT 1",
+            [key],
+          )
+        ).rows[0];
+      expect((await stateOf())?.state).toBe("broadcast");
+      const minedAt = Date.now();
+      await anvilOf(devnet).mine({ blocks: 1 });
+      let row = await stateOf();
+      for (let i = 0; i < 100 && row?.state !== "landed"; i++) {
+        await sleep(100);
+        row = await stateOf();
+      }
+      const closedMs = Date.now() - minedAt;
+      expect(row?.state).toBe("landed");
+      const hash = row?.hashes.at(-1);
+      // Only now the payment is sent again: the survivor answers the success it recorded.
+      const retry = await postTo(survivor.url, "/settle", body);
+      expect(retry).toMatchObject({ status: 200, body: { success: true, transactionHash: hash } });
+      const again = await postTo(survivor.url, "/settle", body);
+      expect(again.body).toMatchObject({ error: "nonce_already_used" });
+      console.log(`an orphaned settlement recorded landed ${closedMs} ms after its block`);
+    } finally {
+      await db.end();
+    }
+  }, 90_000);
+});
+
+describe("facilitator reconcile, once, for a cron job", () => {
+  let devnet: Devnet;
+  let dir: string;
+  beforeAll(async () => {
+    [devnet, dir] = await Promise.all([
+      startDevnet({ mining: "manual" }),
+      mkdtemp(path.join(os.tmpdir(), "facilitator-reconcile-cli-")),
+    ]);
+  }, 60_000);
+  afterAll(async () => {
+    await devnet?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test("a settle that timed out is open (exit 1) until its block; then landed (exit 0) and the settle answers it", async () => {
+    const file = path.join(dir, "payment.json");
+    await writeFile(file, JSON.stringify(await fundedPayment(devnet)));
+    const env = {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      FACILITATOR_PRIVATE_KEY: devnet.facilitator.privateKey,
+      FACILITATOR_JOURNAL: path.join(dir, "journal.jsonl"),
+      FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
+    };
+    const timedOut = await runCli(["settle", file, "--confirm-timeout", "1", "-q"], env);
+    expect(timedOut.code).toBe(3);
+    expect(JSON.parse(timedOut.stdout)).toMatchObject({ error: "settlement_pending" });
+
+    const open = await runCli(["reconcile"], env);
+    expect(open.code, open.stdout + open.stderr).toBe(1);
+    expect(JSON.parse(open.stdout)).toMatchObject({
+      ok: false,
+      followed: 1,
+      counts: { open: 1 },
+      settlements: [{ outcome: "open", network: devnet.network }],
+    });
+
+    await anvilOf(devnet).mine({ blocks: 1 });
+    const landed = await runCli(["reconcile"], env);
+    expect(landed.code, landed.stdout + landed.stderr).toBe(0);
+    const report = JSON.parse(landed.stdout) as { settlements: { transaction: string }[] };
+    expect(report).toMatchObject({ ok: true, counts: { landed: 1 } });
+    const settled = await runCli(["settle", file, "-q"], env);
+    expect(settled.code).toBe(0);
+    expect(JSON.parse(settled.stdout)).toMatchObject({
+      success: true,
+      transactionHash: report.settlements[0]?.transaction,
+    });
+    const nothing = await runCli(["reconcile"], env);
+    expect(JSON.parse(nothing.stdout)).toMatchObject({ ok: true, followed: 0 });
+  }, 60_000);
+});
