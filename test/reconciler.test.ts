@@ -157,6 +157,17 @@ describe("a replica killed mid-settle", () => {
       const closedMs = Date.now() - minedAt;
       expect(row?.state).toBe("landed");
       const hash = row?.hashes.at(-1);
+      // Any replica says what it knows: landed, sent by the dead replica's key and run.
+      const status = (await (
+        await fetch(`${survivor.url}/settlements?transaction=${hash}`)
+      ).json()) as Record<string, unknown>;
+      expect(status).toMatchObject({
+        found: true,
+        state: "landed",
+        signer: doomed.signer.address,
+        chain: { onChain: "mined", transaction: hash },
+      });
+      expect(String(status.by)).toMatch(/:\d+:[0-9a-f]{8}$/);
       // Only now the payment is sent again: the survivor answers the success it recorded.
       const retry = await postTo(survivor.url, "/settle", body);
       expect(retry).toMatchObject({ status: 200, body: { success: true, transactionHash: hash } });
@@ -196,6 +207,16 @@ describe("facilitator reconcile, once, for a cron job", () => {
     expect(timedOut.code).toBe(3);
     expect(JSON.parse(timedOut.stdout)).toMatchObject({ error: "settlement_pending" });
 
+    // doctor says what is left open, and how long it has waited.
+    const doctor = await runCli(["doctor", "--json"], env);
+    const journalFinding = (
+      JSON.parse(doctor.stdout) as { findings: { area: string; message: string; fix?: string }[] }
+    ).findings.find((f) => f.area === "journal" && /not followed to the end/.test(f.message));
+    expect(journalFinding?.message).toMatch(
+      /1 settlement not followed to the end yet, the oldest for \d+ s/,
+    );
+    expect(journalFinding?.fix).toContain("facilitator reconcile");
+
     const open = await runCli(["reconcile"], env);
     expect(open.code, open.stdout + open.stderr).toBe(1);
     expect(JSON.parse(open.stdout)).toMatchObject({
@@ -218,5 +239,22 @@ describe("facilitator reconcile, once, for a cron job", () => {
     });
     const nothing = await runCli(["reconcile"], env);
     expect(JSON.parse(nothing.stdout)).toMatchObject({ ok: true, followed: 0 });
+
+    // Asked about, by its hash and by its payment: answered, mined, sent with the devnet's key.
+    const hash = report.settlements[0]?.transaction as string;
+    for (const args of [["--transaction", hash], [file]]) {
+      const status = await runCli(["status", ...args], env);
+      expect(status.code, status.stdout + status.stderr).toBe(0);
+      expect(JSON.parse(status.stdout)).toMatchObject({
+        found: true,
+        state: "answered",
+        transactions: [hash],
+        signer: devnet.facilitator.address,
+        chain: { onChain: "mined", transaction: hash, network: devnet.network, confirmations: 1 },
+      });
+    }
+    const unknown = await runCli(["status", "--transaction", `0x${"0".repeat(64)}`], env);
+    expect(unknown.code).toBe(1);
+    expect(JSON.parse(unknown.stdout)).toMatchObject({ found: false });
   }, 60_000);
 });

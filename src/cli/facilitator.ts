@@ -20,6 +20,8 @@ export async function facilitatorFrom(
     server?: boolean;
     /** serve's metrics: what the chain code reports, and how long each store query took. */
     metrics?: (MetricsSink & { observeStore(op: string, seconds: number): void }) | undefined;
+    /** Without signing: still read the journal or store (status), never compacting the file. */
+    store?: boolean;
   } = {},
 ): Promise<Facilitator> {
   const rpc = {
@@ -31,6 +33,12 @@ export async function facilitatorFrom(
     svmFeePayers: config.loadSvmFeePayers(),
     svmMaxFeeLamports: config.svmMaxFeeLamports,
   };
+  if (!signing && options.store) {
+    const journal = config.storeUrl
+      ? await openPostgres(config.storeUrl, [], config.storeLeaseMs, undefined)
+      : openJournal(config.journalPath, { compactAfterLines: Number.POSITIVE_INFINITY });
+    return new Facilitator({ ...rpc, journal });
+  }
   if (!signing) return new Facilitator(rpc);
   const keys = config.loadPrivateKeys();
   const signers = keys.map((key) => settlementAccount(key));
@@ -63,9 +71,9 @@ export async function facilitatorFrom(
   return facilitator;
 }
 
-function openJournal(file: string): WatchedJournal {
+function openJournal(file: string, options?: { compactAfterLines?: number }): WatchedJournal {
   try {
-    return new WatchedJournal(file);
+    return new WatchedJournal(file, options);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
     throw new UsageError(`cannot open the settlement journal ${file} (${code})`);

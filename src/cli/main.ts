@@ -9,6 +9,7 @@ import { payCommand } from "./commands/pay-command.js";
 import { settleCommand, verifyCommand } from "./commands/payment-commands.js";
 import { reconcileCommand } from "./commands/reconcile-command.js";
 import { serveCommand } from "./commands/serve-command.js";
+import { statusCommand } from "./commands/status-command.js";
 import { UsageError } from "./errors.js";
 import { printJson } from "./output.js";
 
@@ -70,7 +71,8 @@ export async function main(argv: string[]): Promise<number> {
     .addCommand(serveCommand)
     .addCommand(devnetCommand)
     .addCommand(doctorCommand)
-    .addCommand(reconcileCommand);
+    .addCommand(reconcileCommand)
+    .addCommand(statusCommand);
   // commander's own error text is replaced by ours (one prefix, one line, and the JSON answer).
   for (const command of [program, ...program.commands]) {
     command.exitOverride().configureOutput({ outputError: () => undefined });
@@ -80,7 +82,7 @@ export async function main(argv: string[]): Promise<number> {
     // No command at all is a usage error, not a success: the help, and the one JSON answer.
     process.stderr.write(program.helpInformation());
     return reportUsage(
-      "a command is needed: verify, settle, pay, serve, devnet, doctor or reconcile",
+      "a command is needed: verify, settle, pay, serve, devnet, doctor, reconcile or status",
     );
   }
   try {

@@ -11,6 +11,7 @@ import type { Answers } from "./answers.js";
 import type { ChainFamily, SupportedKind } from "./family.js";
 import { settleOnce } from "./idempotency.js";
 import { type Reconciled, type ReconcileOptions, reconcileOnce } from "./reconciler.js";
+import { type SettlementStatus, type StatusQuery, settlementStatus } from "./status.js";
 import type { SettlementStore } from "./store.js";
 import { failureOfThrown } from "./thrown.js";
 
@@ -76,6 +77,11 @@ export class FacilitatorCore {
   /** One reconciler pass: every settlement not at its end, followed and written down. */
   reconcile(options?: ReconcileOptions): Promise<Reconciled[]> {
     return reconcileOnce(this.families, this.journal, this.answers, options);
+  }
+
+  /** What we know of a settlement: the store's record and the chain's word. */
+  status(query: StatusQuery): Promise<SettlementStatus> {
+    return settlementStatus(this.families, this.journal, query);
   }
 
   /** The kinds every family serves, exactly those verify and settle accept. */

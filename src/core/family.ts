@@ -57,6 +57,21 @@ export interface ChainFamily {
    * it. The reconciler records the outcome.
    */
   follow(entry: JournalEntry): Promise<Followed>;
+  /** What the chain says of a settlement's transaction now; nothing is sent. */
+  observe(entry: JournalEntry): Promise<Observed>;
+  /** The key a payment is written down under, when the family can tell it from the request. */
+  settlementKey(request: PaymentRequest): Promise<string | undefined>;
+}
+
+/** A settlement's transaction as the chain has it now. */
+export interface Observed {
+  readonly network: string;
+  /** mined: landed and succeeded; failed: landed and failed; pending: in a node's pool. */
+  readonly onChain: "mined" | "failed" | "pending" | "unknown";
+  readonly transaction?: string | undefined;
+  /** The block (EVM) or slot (Solana) it landed in. */
+  readonly block?: string | undefined;
+  readonly confirmations?: number | undefined;
 }
 
 /** Where a settlement stands after the reconciler followed it. */

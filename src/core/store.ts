@@ -48,7 +48,10 @@ export interface JournalEntry {
   /** The signed transactions behind `hashes`, to re-broadcast after a crash. */
   raws: Hex[];
   state: EntryState;
-  /** Who is answering (state `answering`): the store's name for that run of a process. */
+  /**
+   * The run of a process that sent it (a replica, a CLI run), and once it is being answered, the
+   * run answering it (state `answering`).
+   */
   owner?: string | undefined;
   /** When the entry last changed (unix milliseconds), where the store knows it. */
   updatedAt?: number | undefined;
@@ -134,6 +137,10 @@ export interface SettlementStore {
    * `idleMs`, oldest first: what the reconciler follows.
    */
   openSettlements(idleMs: number): Promise<JournalEntry[]>;
+  /** The settlement one of whose transactions is `hash`, as far as the store remembers it. */
+  findByTransaction(hash: string): Promise<JournalEntry | undefined>;
+  /** The answer kept for a `payment-identifier`, if one was (a success), else undefined. */
+  idempotencyAnswer(id: string): Promise<unknown>;
 
   /** This run of this process, as the store names who is answering (a replica, a CLI run). */
   readonly runId: string;

@@ -39,4 +39,6 @@ export interface PaymentMethod {
   accepts(payload: Readonly<Record<string, unknown>>): boolean;
   verify(ctx: EvmContext, request: PaymentRequest): Promise<VerifyResult>;
   settle(ctx: EvmContext, request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult>;
+  /** The key the payment is written down under (what the chain consumes); undefined if unreadable. */
+  settlementKey(ctx: EvmContext, request: PaymentRequest): string | undefined;
 }

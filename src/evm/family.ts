@@ -7,7 +7,14 @@
 import { type Address, type Hex, isAddressEqual, type LocalAccount } from "viem";
 import { timeoutOf } from "../core/accepts.js";
 import { Answers } from "../core/answers.js";
-import type { ChainFamily, Followed, Offer, Supported, SupportedKind } from "../core/family.js";
+import type {
+  ChainFamily,
+  Followed,
+  Observed,
+  Offer,
+  Supported,
+  SupportedKind,
+} from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
@@ -149,6 +156,31 @@ export class EvmFamily implements ChainFamily {
 
   async follow(entry: JournalEntry): Promise<Followed> {
     return followSettlement(await this.#context(entry.chainId, caip2(entry.chainId)), entry);
+  }
+
+  async observe(entry: JournalEntry): Promise<Observed> {
+    const network = caip2(entry.chainId);
+    const client = await this.#rpc.client(entry.chainId, network);
+    for (const hash of [...entry.hashes].reverse() as Hex[]) {
+      const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+      if (!receipt) continue;
+      const head = await client.getBlockNumber({ cacheTime: 0 });
+      return {
+        network,
+        onChain: receipt.status === "success" ? "mined" : "failed",
+        transaction: hash,
+        block: receipt.blockNumber.toString(),
+        confirmations: Number(head - receipt.blockNumber + 1n),
+      };
+    }
+    const newest = entry.hashes.at(-1) as Hex | undefined;
+    const inPool = newest && (await client.getTransaction({ hash: newest }).catch(() => undefined));
+    return { network, onChain: inPool ? "pending" : "unknown", transaction: newest };
+  }
+
+  async settlementKey(request: PaymentRequest): Promise<string | undefined> {
+    const routed = await this.#route(request);
+    return routed.ok ? routed.method.settlementKey(routed.ctx, request) : undefined;
   }
 
   /** The most a settlement on `chainId` may cost, in wei. */

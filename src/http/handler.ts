@@ -104,6 +104,7 @@ export const routes: Record<string, readonly string[]> = {
   "/health": ["GET", "HEAD"],
   "/readyz": ["GET", "HEAD"],
   "/metrics": ["GET", "HEAD"],
+  "/settlements": ["GET", "HEAD"],
   "/llms.txt": ["GET", "HEAD"],
 };
 
@@ -157,6 +158,8 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         response.headers["www-authenticate"] = "Bearer";
         return response;
       }
+      // GET /settlements?transaction=0x… or ?id=<payment-identifier>: what we know of one.
+      if (path === "/settlements") return settlementStatus(facilitator, request.url);
       // GET /metrics: with an API key, scrapers send it too (it shows signers, balances, volume).
       if (path === "/metrics") {
         if (!options.metrics) return fail("not_found", "metrics are served by facilitator serve");
@@ -195,3 +198,19 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
 }
 
 export type Handler = ReturnType<typeof createHandler>;
+
+async function settlementStatus(facilitator: Facilitator, url: string): Promise<HttpResponse> {
+  const query = new URLSearchParams(url.split("?")[1] ?? "");
+  const transaction = query.get("transaction");
+  const id = query.get("id");
+  if (!transaction === !id || (transaction ?? id ?? "").length > 200) {
+    return fail(
+      "invalid_request",
+      "ask for one settlement: /settlements?transaction=<hash or signature> or ?id=<payment-identifier>",
+    );
+  }
+  const status = await facilitator.status(
+    transaction ? { transaction } : { paymentIdentifier: id as string },
+  );
+  return json(status.found ? 200 : 404, status);
+}

@@ -37,7 +37,7 @@ import type {
 } from "../core/store.js";
 
 type Line =
-  | ({ t: "send"; hash: Hex; raw: Hex } & NewEntry)
+  | ({ t: "send"; hash: Hex; raw: Hex; owner?: string } & NewEntry)
   | { t: "replace"; key: string; hash: Hex; raw: Hex }
   | { t: "state"; key: string; state: EntryState; owner?: string }
   /** A payment-identifier bound to a request, and its answer once final. */
@@ -202,7 +202,19 @@ export class Journal implements SettlementStore {
 
   /** Resolves once the record is on disk: await it before broadcasting the first transaction. */
   recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
-    return this.#write({ t: "send", ...entry, hash, raw });
+    return this.#write({ t: "send", ...entry, owner: this.runId, hash, raw });
+  }
+
+  async idempotencyAnswer(id: string): Promise<unknown> {
+    return this.#ids.get(id)?.answer;
+  }
+
+  async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
+    const wanted = hash.toLowerCase();
+    for (const entry of this.#entries.values()) {
+      if (entry.hashes.some((h) => h.toLowerCase() === wanted)) return entry;
+    }
+    return undefined;
   }
 
   /** Resolves once on disk: await it before broadcasting a replacement (same nonce, higher fee). */
@@ -400,7 +412,7 @@ export class Journal implements SettlementStore {
       return;
     }
     entry.state = line.state;
-    entry.owner = line.owner;
+    if (line.owner !== undefined) entry.owner = line.owner;
     const at = (line as { at?: string }).at;
     entry.updatedAt = at ? Date.parse(at) : Date.now();
     if (line.state === "answered" && entry.expect) this.#remember(entry.chainId, entry.expect);

@@ -297,6 +297,24 @@ export class PostgresStore implements SettlementStore {
     };
   }
 
+  async idempotencyAnswer(id: string): Promise<unknown> {
+    const { rows } = await this.#query<{ answer: unknown }>(
+      "payment_id",
+      "SELECT answer FROM facilitator_payment_ids WHERE id = $1",
+      [id],
+    );
+    return rows[0]?.answer ?? undefined;
+  }
+
+  async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
+    const { rows } = await this.#query<Row>(
+      "find",
+      "SELECT * FROM facilitator_settlements WHERE $1 = ANY (hashes) LIMIT 1",
+      [hash],
+    );
+    return rows[0] ? entryOf(rows[0]) : undefined;
+  }
+
   async get(key: string): Promise<JournalEntry | undefined> {
     const { rows } = await this.#query<Row>(
       "get",
@@ -346,14 +364,14 @@ export class PostgresStore implements SettlementStore {
     const claimKey = entry.key.split("#")[0];
     const { rowCount } = await this.#query(
       "send",
-      `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, hashes, raws, state)
-         SELECT $1, $2, $3, $4, $5, ARRAY[$6], ARRAY[$7], 'broadcast'
+      `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, hashes, raws, state, owner)
+         SELECT $1, $2, $3, $4, $5, ARRAY[$6], ARRAY[$7], 'broadcast', $11
          WHERE ($8::text IS NULL OR EXISTS (SELECT 1 FROM facilitator_signers
                          WHERE address = $8 AND owner = $9))
            AND EXISTS (SELECT 1 FROM facilitator_claims WHERE key = $10 AND owner = $9)
        ON CONFLICT (key) DO UPDATE SET chain_id = EXCLUDED.chain_id, signer = EXCLUDED.signer,
          tx_nonce = EXCLUDED.tx_nonce, expect = EXCLUDED.expect, hashes = EXCLUDED.hashes,
-         raws = EXCLUDED.raws, state = 'broadcast', updated_at = now()`,
+         raws = EXCLUDED.raws, state = 'broadcast', owner = EXCLUDED.owner, updated_at = now()`,
       [
         entry.key,
         entry.chainId,
@@ -366,6 +384,7 @@ export class PostgresStore implements SettlementStore {
         this.signers.includes(signer as Address) ? signer : null,
         this.owner,
         claimKey,
+        this.runId,
       ],
     );
     if (rowCount !== 1) {

@@ -5,7 +5,14 @@
  */
 
 import { Answers } from "../core/answers.js";
-import type { ChainFamily, Followed, Offer, Supported, SupportedKind } from "../core/family.js";
+import type {
+  ChainFamily,
+  Followed,
+  Observed,
+  Offer,
+  Supported,
+  SupportedKind,
+} from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
@@ -204,9 +211,35 @@ export class SvmFamily implements ChainFamily {
     return entry.key.startsWith(SVM_KEY_PREFIX);
   }
 
+  async observe(entry: JournalEntry): Promise<Observed> {
+    const network = networkOfKey(entry.key);
+    const ctx = await this.#context(network);
+    const signature = entry.hashes.at(-1) as string;
+    const [status] = await signatureStatuses(ctx.client, [signature], true);
+    if (!status) return { network, onChain: "unknown", transaction: signature };
+    const final =
+      status.confirmationStatus === "confirmed" || status.confirmationStatus === "finalized";
+    return {
+      network,
+      onChain: !final ? "pending" : status.err === null ? "mined" : "failed",
+      transaction: signature,
+      block: String(status.slot),
+    };
+  }
+
+  /** A Solana payment's key names the fee payer's signature, made at settle: not known before. */
+  async settlementKey(_request: PaymentRequest): Promise<string | undefined> {
+    return undefined;
+  }
+
   async follow(entry: JournalEntry): Promise<Followed> {
-    const network = entry.key.slice(SVM_KEY_PREFIX.length).split(":").slice(0, 2).join(":");
+    const network = networkOfKey(entry.key);
     const { followSvmSettlement } = await import("./exact/follow-settlement.js");
     return followSvmSettlement(await this.#context(network), entry);
   }
+}
+
+/** `svm:<network>:<signature>`: the network is a CAIP-2 id, itself holding a colon. */
+function networkOfKey(key: string): string {
+  return key.slice(SVM_KEY_PREFIX.length).split(":").slice(0, 2).join(":");
 }

@@ -8,6 +8,7 @@ import path from "node:path";
 import { type Address, formatEther, getAddress, type PublicClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type RpcRegistry, redactUrl, unreachableReason } from "../../core/rpc.js";
+import type { JournalEntry } from "../../core/store.js";
 import { isDevnetChain } from "../../evm/devnet/detect.js";
 import {
   EXACT_PERMIT2_PROXY_ADDRESS,
@@ -227,12 +228,12 @@ export async function checkJournal(
       ];
     }
   }
-  let unsettled = 0;
+  let open: JournalEntry[] = [];
   try {
     accessSync(file, constants.R_OK | constants.W_OK);
     // Only read: never rewritten (compacted) while another process may be appending to it.
     const journal = new Journal(file, { compactAfterLines: Number.POSITIVE_INFINITY });
-    unsettled = [...journal.unsettled()].length;
+    open = (await journal.openSettlements(0)).filter((e) => !e.key.includes("#"));
     journal.close();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
@@ -263,20 +264,27 @@ export async function checkJournal(
   const holder = journalHolder(file);
   if (holder)
     findings.push({ area: "journal", level: "ok", message: `${file} is in use by ${holder}` });
-  findings.push({
-    area: "journal",
-    level: unsettled > 0 ? "warning" : "ok",
-    message:
-      unsettled > 0
-        ? `${file}: ${unsettled} settlement${unsettled === 1 ? "" : "s"} broadcast without a final answer`
-        : `${file}${marker ? " (this devnet's)" : ""}, nothing left unsettled`,
-    ...(unsettled > 0
-      ? {
-          fix: "settle each of those payments again: the retry follows its transaction and never pays twice",
-        }
-      : {}),
-  });
+  findings.push(
+    openSettlementsFinding("journal", `${file}${marker ? " (this devnet's)" : ""}`, open),
+  );
   return findings;
+}
+
+/** Settlements written down and not at their end, and the oldest one's age. */
+export function openSettlementsFinding(
+  area: "journal" | "store",
+  where: string,
+  open: readonly JournalEntry[],
+): Finding {
+  if (open.length === 0) return { area, level: "ok", message: `${where}: nothing left open` };
+  const oldest = Math.min(...open.map((e) => e.updatedAt ?? Date.now()));
+  const age = durationInWords(Math.max(0, Date.now() - oldest) / 1000);
+  return {
+    area,
+    level: "warning",
+    message: `${where}: ${open.length} settlement${open.length === 1 ? "" : "s"} not followed to the end yet, the oldest for ${age}`,
+    fix: "facilitator reconcile follows them (serve does it every few seconds); facilitator status --transaction <hash> tells one",
+  };
 }
 
 /** Whether EIP-3009 (the chain's USDC, or the devnet's) and Permit2 payments can work here. */

@@ -3,11 +3,13 @@
  * still unsettled, and are this configuration's keys free or held by a live replica. Read only:
  * it takes no lease and migrates nothing.
  */
+
+import type { JournalEntry } from "../../core/store.js";
 import { settlementAccount } from "../../evm/chain/secp256k1.js";
 import { redactStoreUrl } from "../../store/postgres.js";
 import { MIGRATIONS } from "../../store/schema.js";
 import type { CliConfig } from "../config.js";
-import type { Finding } from "./doctor-checks.js";
+import { type Finding, openSettlementsFinding } from "./doctor-checks.js";
 
 export async function checkStore(config: CliConfig, url: string): Promise<Finding[]> {
   const where = redactStoreUrl(url);
@@ -45,19 +47,19 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
       ];
     }
     const findings: Finding[] = [];
-    const unsettled = await client.query<{ n: string }>(
-      "SELECT count(*) AS n FROM facilitator_settlements WHERE state = 'broadcast'",
+    const open = await client.query<{ key: string; updated_at: Date }>(
+      `SELECT key, updated_at FROM facilitator_settlements
+        WHERE state IN ('broadcast', 'answering') AND key NOT LIKE '%#%'`,
     );
-    const n = Number(unsettled.rows[0]?.n ?? 0);
-    findings.push({
-      area: "store",
-      level: n > 0 ? "warning" : "ok",
-      message:
-        n > 0
-          ? `${where}: ${n} settlement${n === 1 ? "" : "s"} broadcast without a final answer`
-          : `${where}: schema version ${version}, nothing unsettled`,
-      ...(n > 0 ? { fix: "a retry of each payment follows its transaction" } : {}),
-    });
+    findings.push(
+      openSettlementsFinding(
+        "store",
+        `${where} (schema version ${version})`,
+        open.rows.map(
+          (row) => ({ key: row.key, updatedAt: row.updated_at.getTime() }) as JournalEntry,
+        ),
+      ),
+    );
     let addresses: string[] = [];
     try {
       addresses = config

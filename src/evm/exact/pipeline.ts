@@ -413,5 +413,9 @@ export function exactPaymentMethod<P>(method: ExactMethod<P>): PaymentMethod {
         : { ok: false, failure: result.failure };
     },
     settle: (ctx, request, waitUntil) => settlePayment(method, ctx, request, waitUntil),
+    settlementKey(ctx, request) {
+      const parsed = method.parse(ctx, request);
+      return parsed.ok ? method.identify(ctx, parsed.value).key : undefined;
+    },
   };
 }

@@ -1,0 +1,91 @@
+/**
+ * What we know of a settlement, asked by its transaction hash, by its payment (the request), or by
+ * its `payment-identifier`: what the store wrote down (sent, landed, answered, failed) and by which
+ * run of which process with which key, and what the chain says now. Nothing is sent.
+ */
+import type { PaymentRequest } from "../protocol/request.js";
+import type { ChainFamily, Observed } from "./family.js";
+import type { JournalEntry, SettlementStore } from "./store.js";
+
+export type StatusQuery =
+  | { readonly transaction: string }
+  | { readonly request: PaymentRequest }
+  | { readonly paymentIdentifier: string };
+
+export interface SettlementStatus {
+  readonly found: boolean;
+  /** What the store holds: the settlement's key and where it stands. */
+  readonly key?: string | undefined;
+  readonly state?: string | undefined;
+  /** In words: written down, sent, landed, answered, failed, dropped. */
+  readonly meaning?: string | undefined;
+  readonly transactions?: readonly string[] | undefined;
+  /** The key that sent it (EVM), and the run of a process that sent or answered it. */
+  readonly signer?: string | undefined;
+  readonly by?: string | undefined;
+  readonly ageSeconds?: number | undefined;
+  readonly chain?: Observed | { readonly error: string } | undefined;
+  /** Why nothing was found, or what to do. */
+  readonly detail?: string | undefined;
+}
+
+const MEANING: Readonly<Record<string, string>> = {
+  broadcast: "written down and sent; no final answer yet",
+  answering: "landed; its success was being answered",
+  answered: "landed, and its success was answered",
+  landed:
+    "landed; its success has not been answered yet: the next settle of the payment answers it",
+  failed: "failed: it took nothing",
+  dropped: "dropped: its nonce went to another transaction; a settle starts afresh",
+};
+
+export async function settlementStatus(
+  families: readonly ChainFamily[],
+  store: SettlementStore,
+  query: StatusQuery,
+): Promise<SettlementStatus> {
+  const entry = await find(families, store, query);
+  if (!entry) {
+    return {
+      found: false,
+      detail:
+        "the store holds no settlement for it (never settled here, or settled long enough ago to be forgotten)",
+    };
+  }
+  const family = families.find((f) => f.owns(entry));
+  const chain = family
+    ? await family.observe(entry).catch((error: unknown) => ({
+        error: error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error),
+      }))
+    : undefined;
+  return {
+    found: true,
+    key: entry.key,
+    state: entry.state,
+    meaning: MEANING[entry.state],
+    transactions: entry.hashes,
+    signer: entry.chainId > 0 ? entry.signer : undefined,
+    by: entry.owner,
+    ageSeconds:
+      entry.updatedAt !== undefined ? Math.round((Date.now() - entry.updatedAt) / 1000) : undefined,
+    chain,
+  };
+}
+
+async function find(
+  families: readonly ChainFamily[],
+  store: SettlementStore,
+  query: StatusQuery,
+): Promise<JournalEntry | undefined> {
+  if ("transaction" in query) return store.findByTransaction(query.transaction);
+  if ("paymentIdentifier" in query) {
+    const answer = (await store.idempotencyAnswer(query.paymentIdentifier)) as
+      | { transactionHash?: unknown }
+      | undefined;
+    const hash = answer?.transactionHash;
+    return typeof hash === "string" && hash ? store.findByTransaction(hash) : undefined;
+  }
+  const family = families.find((f) => f.claims(query.request.requirements.network));
+  const key = await family?.settlementKey(query.request);
+  return key ? await store.get(key) : undefined;
+}
