@@ -46,13 +46,17 @@ export function llmsTxt(): string {
 - GET /metrics: Prometheus text format (facilitator_requests_total{op,network,outcome},
   facilitator_request_seconds, transactions sent/reverted/replaced, gas spent in wei, settles in
   flight, signer balances, RPC errors by endpoint, store latency; Solana transactions by outcome,
-  fees in lamports, fee payer balances). See docs/serve.md#metrics-and-readiness.
+  fees in lamports, fee payer balances, wasted gas and its budget). See
+  docs/serve.md#metrics-and-readiness.
+- GET /settlements?transaction=<hash> (or ?id=<payment-identifier>): what is known of one
+  settlement: its state (broadcast, answering, answered, landed, failed, dropped), transactions,
+  the key and run that sent it, and the chain's word now (mined, failed, pending). 404 if none.
 - GET /llms.txt: this file.
 
 Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.
 Free-form fields (requirements.extra, paymentPayload.resource and extensions, outputSchema) hold at
 most 512 JSON values and 32 levels each, the body 2048 values (invalid_request otherwise).
-With an API key configured, /verify, /settle, /accepts and /metrics need
+With an API key configured, /verify, /settle, /accepts, /metrics and /settlements need
 "Authorization: Bearer <key>" (/health, /readyz, /supported and /llms.txt stay open); without one,
 the Host header must name this server (403 untrusted_host otherwise).
 Under load (too many connections or request bytes in flight): 503 overloaded with Retry-After;
@@ -67,7 +71,9 @@ ${codes}
 facilitator verify|settle [FILE|-] (one JSON answer on stdout; exit 0 ok, 1 rejected, 2 usage or
 configuration, 3 chain or infrastructure, 130 interrupted), facilitator pay (signs a payment and
 prints the request: facilitator pay --amount 0.01 | facilitator settle -), facilitator doctor
-[--json], facilitator serve, facilitator devnet. See docs/cli.md.
+[--json], facilitator reconcile (follows every open settlement once; exit 0 none left open, 1 some),
+facilitator status --transaction <hash> | --id <id> | <file>, facilitator serve, facilitator
+devnet. See docs/cli.md.
 
 ## Documentation (docs/, index: docs/README.md)
 
