@@ -1,24 +1,23 @@
 /**
- * One success per authorization, whatever fails (issue 19): a success is written down as being
- * answered before it is handed over, and as answered after. On a real PostgreSQL store stopped
- * between the transaction landing and its answer, and with an answer begun by a run that died
- * (a replica killed between the two writes), each payment gets exactly one success, from the
- * request that follows the fault; on the file journal too.
+ * One success per authorization, whatever fails (issue 19): a success is written down as answered
+ * before it is handed over. On a real PostgreSQL store stopped between the transaction landing and
+ * its answer, and with a settle killed (SIGKILL) while it waited for its receipt, each payment
+ * gets exactly one success, from the request that follows the fault.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { createTestClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
-import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
 import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import { runCli } from "./helpers/run-cli.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 let devnet: Devnet;
@@ -122,82 +121,56 @@ describe("PostgreSQL stopped between the transaction landing and its answer", ()
   }, 90_000);
 });
 
-describe("an answer begun by a run that died (killed between the two writes)", () => {
-  test("PostgreSQL: the next settle answers the success once; while that run lives, retry in a moment", async () => {
-    const url = await postgres.freshDatabase("answers_dead_run");
-    const store = await PostgresStore.open(url, {
-      signers: [devnet.facilitator.address],
-      leaseMs: 2_000,
-    });
-    const facilitator = facilitatorWith(store);
-    const db = new pg.Client({ connectionString: url });
-    await db.connect();
-    try {
-      const body = await fundedPayment();
-      const paid = await settleMining(facilitator, body);
-      expect(paid.body).toMatchObject({ success: true });
-      const hash = paid.body.transactionHash as string;
-      // What a replica killed after writing "answering" leaves: its run, alive for now.
-      await db.query(
-        "INSERT INTO facilitator_runs (run, expires_at) VALUES ('replica-1:42:dead', now() + interval '1 hour')",
-      );
-      await db.query(
-        "UPDATE facilitator_settlements SET state = 'answering', owner = 'replica-1:42:dead' WHERE $1 = ANY (hashes)",
-        [hash],
-      );
-      const meanwhile = await handleSettle(facilitator, body);
-      expect(meanwhile.status).toBe(409);
-      expect(meanwhile.body).toMatchObject({ error: "settlement_in_progress" });
-      // The run stops renewing its heartbeat: it died, and never handed the success over.
-      await db.query("UPDATE facilitator_runs SET expires_at = now() - interval '1 second'");
-      const retry = await handleSettle(facilitator, body);
-      expect(retry.body).toMatchObject({ success: true, transactionHash: hash });
-      const again = await handleSettle(facilitator, body);
-      expect(again.body).toMatchObject({ success: false, error: "nonce_already_used" });
-      // Written down as answered, by this run.
-      await facilitator.answers.flush();
-      const { rows } = await db.query(
-        "SELECT state, owner FROM facilitator_settlements WHERE $1 = ANY (hashes)",
-        [hash],
-      );
-      expect(rows[0]).toEqual({ state: "answered", owner: store.runId });
-    } finally {
-      await db.end();
-      await store.close();
-    }
-  }, 90_000);
-
-  test("file journal: an answer a previous run began and did not end is answered once by the next run", async () => {
+describe("a settle killed (SIGKILL) while it waits for its receipt", () => {
+  test("file journal: the next run follows its transaction and answers the one success; the one after, nonce_already_used", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), "facilitator-answers-"));
-    const file = path.join(dir, "journal.jsonl");
+    const file = path.join(dir, "payment.json");
+    const env = {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      FACILITATOR_PRIVATE_KEY: devnet.facilitator.privateKey,
+      FACILITATOR_JOURNAL: path.join(dir, "journal.jsonl"),
+      FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
+    };
     try {
-      const body = await fundedPayment();
-      const firstRun = facilitatorWith(new Journal(file));
-      const paid = await settleMining(firstRun, body);
-      expect(paid.body).toMatchObject({ success: true });
-      await firstRun.answers.flush();
-      // Turn the journal's last record back into what a run killed before its answer went out
-      // leaves: "answering" by that run, with no "answered" after it.
-      const lines = (await readFile(file, "utf8")).trimEnd().split("\n");
-      const last = JSON.parse(lines.at(-1) as string) as { t: string; state: string };
-      expect(last).toMatchObject({ t: "state", state: "answered" });
-      await writeFile(file, `${lines.slice(0, -1).join("\n")}\n`);
-      expect(JSON.parse(lines.at(-2) as string)).toMatchObject({ state: "answering" });
-
-      const nextRun = facilitatorWith(new Journal(file));
-      const retry = await handleSettle(nextRun, body);
-      expect(retry.body).toMatchObject({
-        success: true,
-        transactionHash: paid.body.transactionHash,
+      await writeFile(file, JSON.stringify(await fundedPayment()));
+      const us = devnet.facilitator.address;
+      const sent = await chainOf(devnet).getTransactionCount({ address: us, blockTag: "pending" });
+      const first = spawnCli(["settle", file, "-q"], env);
+      for (let i = 0; i < 200; i++) {
+        if (
+          (await chainOf(devnet).getTransactionCount({ address: us, blockTag: "pending" })) > sent
+        )
+          break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      // Written down and sent; killed before any answer.
+      first.kill("SIGKILL");
+      await new Promise((r) => first.once("exit", r));
+      await mine();
+      const retry = await runCli(["settle", file, "-q"], env);
+      expect(retry.code, retry.stdout + retry.stderr).toBe(0);
+      const answer = JSON.parse(retry.stdout) as { success: boolean; transactionHash: string };
+      expect(answer.success).toBe(true);
+      const again = await runCli(["settle", file, "-q"], env);
+      expect(JSON.parse(again.stdout)).toMatchObject({
+        success: false,
+        error: "nonce_already_used",
       });
-      const again = await handleSettle(nextRun, body);
-      expect(again.body).toMatchObject({ success: false, error: "nonce_already_used" });
-      // And a run after that: answered, so refused.
-      await nextRun.answers.flush();
-      const third = await handleSettle(facilitatorWith(new Journal(file)), body);
-      expect(third.body).toMatchObject({ success: false, error: "nonce_already_used" });
+      // One transaction, the one sent before the kill.
+      expect(await chainOf(devnet).getTransactionCount({ address: us })).toBe(sent + 1);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
 });
+
+/** The built CLI, as a child process of its own (so a test can kill it). */
+function spawnCli(args: string[], env: Record<string, string>) {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith("FACILITATOR_")),
+  );
+  return spawn(process.execPath, [path.join(process.cwd(), "bin/facilitator.js"), ...args], {
+    env: { ...clean, ...env, FORCE_COLOR: "0" },
+    stdio: "ignore",
+  });
+}

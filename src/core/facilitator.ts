@@ -76,7 +76,7 @@ export class FacilitatorCore {
 
   /** One reconciler pass: every settlement not at its end, followed and written down. */
   reconcile(options?: ReconcileOptions): Promise<Reconciled[]> {
-    return reconcileOnce(this.families, this.journal, this.answers, options);
+    return reconcileOnce(this.families, this.journal, options);
   }
 
   /** What we know of a settlement: the store's record and the chain's word. */

@@ -1,13 +1,12 @@
 /**
  * Every settlement followed to its end, without waiting for a retry. A pass takes what the store
- * holds as not yet at its end (broadcast, or being answered by a run that died), claims each one
+ * holds as not yet at its end (broadcast, with no final answer), claims each one
  * (so on a shared store one replica follows it while the others skip it), asks its family what the
  * chain says now, and writes down the outcome: landed (a success not handed over yet: the next
  * settle of the payment answers it), failed or dropped (its holds end). `serve` runs a pass every
  * few seconds on every replica; `facilitator reconcile` runs one.
  */
 
-import type { Answers } from "./answers.js";
 import type { ChainFamily, Followed } from "./family.js";
 import { rpcErrorKind } from "./rpc.js";
 import type { EntryState, JournalEntry, SettlementStore } from "./store.js";
@@ -41,7 +40,6 @@ const WRITTEN: Readonly<Record<Followed["outcome"], EntryState | undefined>> = {
 export async function reconcileOnce(
   families: readonly ChainFamily[],
   store: SettlementStore,
-  answers: Answers,
   options: ReconcileOptions = {},
 ): Promise<Reconciled[]> {
   // Preludes (key#name) are followed with their settlement.
@@ -52,7 +50,7 @@ export async function reconcileOnce(
   const queue = [...open];
   const worker = async () => {
     for (let entry = queue.shift(); entry; entry = queue.shift()) {
-      found.push(await followOne(families, store, answers, entry));
+      found.push(await followOne(families, store, entry));
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
@@ -62,7 +60,6 @@ export async function reconcileOnce(
 async function followOne(
   families: readonly ChainFamily[],
   store: SettlementStore,
-  answers: Answers,
   entry: JournalEntry,
 ): Promise<Reconciled> {
   const key = entry.key;
@@ -76,12 +73,6 @@ async function followOne(
     claimed = await store.claim(key);
     if (!claimed) {
       return { key, ageSeconds, transaction, outcome: "busy", detail: "being settled right now" };
-    }
-    if (entry.state === "answering") {
-      const verdict = await answers.verdict(entry);
-      if (verdict !== "unanswered") {
-        return { key, ageSeconds, transaction, outcome: "busy", detail: "being answered" };
-      }
     }
     const followed = await family.follow(entry);
     const state = WRITTEN[followed.outcome];

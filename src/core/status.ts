@@ -31,7 +31,6 @@ export interface SettlementStatus {
 
 const MEANING: Readonly<Record<string, string>> = {
   broadcast: "written down and sent; no final answer yet",
-  answering: "landed; its success was being answered",
   answered: "landed, and its success was answered",
   landed:
     "landed; its success has not been answered yet: the next settle of the payment answers it",

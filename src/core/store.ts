@@ -25,8 +25,6 @@ export interface ExpectedTransfer {
 export type EntryState =
   /** Broadcast (or about to be); no final answer given yet. */
   | "broadcast"
-  /** A success is being handed to a caller by `owner` (core/answers.ts). */
-  | "answering"
   /** Success was answered (confirmed, or submitted): the authorization is spent for us. */
   | "answered"
   /** Final on chain, and no success handed to anyone yet: the next settle of it answers one. */
@@ -48,10 +46,7 @@ export interface JournalEntry {
   /** The signed transactions behind `hashes`, to re-broadcast after a crash. */
   raws: Hex[];
   state: EntryState;
-  /**
-   * The run of a process that sent it (a replica, a CLI run), and once it is being answered, the
-   * run answering it (state `answering`).
-   */
+  /** The run of a process that sent it (a replica, a CLI run), then the one that answered it. */
   owner?: string | undefined;
   /** When the entry last changed (unix milliseconds), where the store knows it. */
   updatedAt?: number | undefined;
@@ -133,7 +128,7 @@ export interface SettlementStore {
   /** Entries broadcast with no final answer yet, as of when the store was opened. */
   unsettled(): Iterable<JournalEntry>;
   /**
-   * Settlements not followed to their end (broadcast, or being answered), unchanged for at least
+   * Settlements not followed to their end (broadcast), unchanged for at least
    * `idleMs`, oldest first: what the reconciler follows.
    */
   openSettlements(idleMs: number): Promise<JournalEntry[]>;
@@ -142,20 +137,15 @@ export interface SettlementStore {
   /** The answer kept for a `payment-identifier`, if one was (a success), else undefined. */
   idempotencyAnswer(id: string): Promise<unknown>;
 
-  /** This run of this process, as the store names who is answering (a replica, a CLI run). */
+  /** This run of this process, as the store names who sent or answered a settlement. */
   readonly runId: string;
   /**
-   * Marks `key` as being answered success by this process (state `answering`); resolves once
-   * durable. Rejects as recordState does.
+   * Writes down that a success is answered for `key`, by this run (core/answers.ts); resolves
+   * once durable. Rejects as recordState does.
    */
-  beginAnswer(key: string): Promise<void>;
-  /**
-   * The answer this process began for `key` was handed over (`answered`) or not (`landed`); only
-   * while the entry is still `answering` by this process.
-   */
-  endAnswer(key: string, outcome: "answered" | "landed"): Promise<void>;
-  /** Whether the run the store names `runId` still runs (it may still be answering). */
-  runAlive(runId: string): MaybePromise<boolean>;
+  markAnswered(key: string): Promise<void>;
+  /** A success this run wrote down but did not hand over: `landed` again, if still this run's. */
+  unmarkAnswered(key: string): Promise<void>;
 
   /** Binds `id` to the request `fingerprint`, or says what it is already bound to. */
   claimIdempotency(id: string, fingerprint: string): MaybePromise<IdempotencyClaim>;

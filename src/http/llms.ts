@@ -49,7 +49,7 @@ export function llmsTxt(): string {
   fees in lamports, fee payer balances, wasted gas and its budget). See
   docs/serve.md#metrics-and-readiness.
 - GET /settlements?transaction=<hash> (or ?id=<payment-identifier>): what is known of one
-  settlement: its state (broadcast, answering, answered, landed, failed, dropped), transactions,
+  settlement: its state (broadcast, answered, landed, failed, dropped), transactions,
   the key and run that sent it, and the chain's word now (mined, failed, pending). 404 if none.
 - GET /llms.txt: this file.
 

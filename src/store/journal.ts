@@ -102,7 +102,7 @@ export function defaultJournalPath(env: NodeJS.ProcessEnv = process.env): string
 export class Journal implements SettlementStore {
   readonly path: string | undefined;
   readonly shared = false;
-  /** This run of the process: its journal is locked to it, so any other owner has stopped. */
+  /** This run of the process, as its records name who sent or answered a settlement. */
   readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #entries = new Map<string, JournalEntry>();
   readonly #ids = new Map<string, { fingerprint: string; answer?: unknown }>();
@@ -231,26 +231,19 @@ export class Journal implements SettlementStore {
   async openSettlements(idleMs: number): Promise<JournalEntry[]> {
     const before = Date.now() - idleMs;
     return [...this.#entries.values()]
-      .filter(
-        (e) => (e.state === "broadcast" || e.state === "answering") && (e.updatedAt ?? 0) <= before,
-      )
+      .filter((e) => e.state === "broadcast" && (e.updatedAt ?? 0) <= before)
       .sort((a, b) => (a.updatedAt ?? 0) - (b.updatedAt ?? 0));
   }
 
-  /** Resolves once on disk: this process is answering success for `key`. */
-  beginAnswer(key: string): Promise<void> {
-    return this.#write({ t: "state", key, state: "answering", owner: this.runId });
+  /** Resolves once on disk: a success is answered for `key`, by this run. */
+  markAnswered(key: string): Promise<void> {
+    return this.#write({ t: "state", key, state: "answered", owner: this.runId });
   }
 
-  endAnswer(key: string, outcome: "answered" | "landed"): Promise<void> {
+  unmarkAnswered(key: string): Promise<void> {
     const entry = this.#entries.get(key);
-    if (entry?.state !== "answering" || entry.owner !== this.runId) return Promise.resolve();
-    return this.#write({ t: "state", key, state: outcome });
-  }
-
-  /** Only this run writes this journal (a lock keeps other processes out): others have stopped. */
-  runAlive(runId: string): boolean {
-    return runId === this.runId;
+    if (entry?.state !== "answered" || entry.owner !== this.runId) return Promise.resolve();
+    return this.#write({ t: "state", key, state: "landed" });
   }
 
   claimIdempotency(id: string, fingerprint: string): IdempotencyClaim {

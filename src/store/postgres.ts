@@ -83,7 +83,7 @@ export class PostgresStore implements SettlementStore {
   readonly shared = true;
   readonly where: string;
   readonly owner: string;
-  /** This run of the replica: answers it begins name it (a restarted worker is another run). */
+  /** This run of the replica: its records name it (a restarted worker is another run). */
   readonly runId: string;
   readonly signers: readonly Address[];
   readonly #pool: Pool;
@@ -91,6 +91,8 @@ export class PostgresStore implements SettlementStore {
   readonly #onQuery: PostgresStoreOptions["onQuery"];
   /** Claims this process holds (the database alone cannot tell two settles of one process apart). */
   readonly #claimed = new Set<string>();
+  /** Claims being given back, until their row is gone. */
+  readonly #releasing = new Map<string, Promise<void>>();
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
   readonly #waste: SharedWaste;
@@ -131,7 +133,6 @@ export class PostgresStore implements SettlementStore {
     const store = new PostgresStore(pool, url, options);
     try {
       await migrate(pool);
-      await store.#beat();
       await store.#leaseSigners(options.signerWaitMs ?? store.#leaseMs + 1_000);
       const { rows } = await store.#query<Row>(
         "load",
@@ -205,7 +206,6 @@ export class PostgresStore implements SettlementStore {
   async #renew(): Promise<void> {
     try {
       const lease = [this.owner, this.#leaseMs];
-      await this.#beat();
       await this.#query(
         "renew",
         "UPDATE facilitator_claims SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
@@ -325,6 +325,8 @@ export class PostgresStore implements SettlementStore {
   }
 
   async claim(key: string): Promise<boolean> {
+    // A claim of this process being given back (after a success went out): wait for it.
+    await this.#releasing.get(key);
     if (this.#claimed.has(key)) return false;
     this.#claimed.add(key);
     try {
@@ -347,12 +349,22 @@ export class PostgresStore implements SettlementStore {
   }
 
   async release(key: string): Promise<void> {
-    if (!this.#claimed.delete(key)) return;
-    // If this fails, the lease runs out instead.
-    await this.#query("release", "DELETE FROM facilitator_claims WHERE key = $1 AND owner = $2", [
-      key,
-      this.owner,
-    ]).catch(() => undefined);
+    if (!this.#claimed.has(key) || this.#releasing.has(key)) return this.#releasing.get(key);
+    // If this fails, the lease runs out instead. Held here until the row is gone, so a settle of
+    // this process waits for it rather than claiming anew and losing its claim to this delete.
+    const releasing = this.#query(
+      "release",
+      "DELETE FROM facilitator_claims WHERE key = $1 AND owner = $2",
+      [key, this.owner],
+    )
+      .then(() => undefined)
+      .catch(() => undefined)
+      .finally(() => {
+        this.#claimed.delete(key);
+        this.#releasing.delete(key);
+      });
+    this.#releasing.set(key, releasing);
+    await releasing;
   }
 
   async recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
@@ -418,47 +430,28 @@ export class PostgresStore implements SettlementStore {
     const { rows } = await this.#query<Row>(
       "open",
       `SELECT * FROM facilitator_settlements
-        WHERE state IN ('broadcast', 'answering') AND updated_at <= now() - $1 * interval '1 millisecond'
+        WHERE state = 'broadcast' AND updated_at <= now() - $1 * interval '1 millisecond'
         ORDER BY updated_at LIMIT 1000`,
       [idleMs],
     );
     return rows.map(entryOf);
   }
 
-  async beginAnswer(key: string): Promise<void> {
+  async markAnswered(key: string): Promise<void> {
     await this.#query(
       "state",
-      `UPDATE facilitator_settlements SET state = 'answering', owner = $2, raws = '{}', updated_at = now()
+      `UPDATE facilitator_settlements SET state = 'answered', owner = $2, raws = '{}', updated_at = now()
        WHERE key = $1`,
       [key, this.runId],
     );
   }
 
-  async endAnswer(key: string, outcome: "answered" | "landed"): Promise<void> {
+  async unmarkAnswered(key: string): Promise<void> {
     await this.#query(
       "state",
-      `UPDATE facilitator_settlements SET state = $2, updated_at = now()
-       WHERE key = $1 AND state = 'answering' AND owner = $3`,
-      [key, outcome, this.runId],
-    );
-  }
-
-  async runAlive(runId: string): Promise<boolean> {
-    const { rows } = await this.#query(
-      "run",
-      "SELECT 1 FROM facilitator_runs WHERE run = $1 AND expires_at > now()",
-      [runId],
-    );
-    return rows.length > 0;
-  }
-
-  /** This run's heartbeat: an answer it began is its own while the heartbeat lasts. */
-  async #beat(): Promise<void> {
-    await this.#query(
-      "renew",
-      `INSERT INTO facilitator_runs (run, expires_at) VALUES ($1, now() + $2 * interval '1 millisecond')
-       ON CONFLICT (run) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
-      [this.runId, this.#leaseMs],
+      `UPDATE facilitator_settlements SET state = 'landed', updated_at = now()
+       WHERE key = $1 AND state = 'answered' AND owner = $2`,
+      [key, this.runId],
     );
   }
 
@@ -503,9 +496,6 @@ export class PostgresStore implements SettlementStore {
   async close(): Promise<void> {
     if (this.#renewal) clearInterval(this.#renewal);
     this.#renewal = undefined;
-    await this.#query("close", "DELETE FROM facilitator_runs WHERE run = $1", [this.runId]).catch(
-      () => undefined,
-    );
     await this.#query("close", "DELETE FROM facilitator_claims WHERE owner = $1", [
       this.owner,
     ]).catch(() => undefined);

@@ -128,20 +128,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_settlements_answered_asset
     ON facilitator_settlements (chain_id, lower(expect->>'token')) WHERE state = 'answered';
   `,
-  // 6: a success is handed over once (core/answers.ts): \`answering\` by a run of a replica (its
-  // owner), then \`answered\`; \`landed\` is final on chain with no success handed over yet. Each
-  // run keeps a heartbeat, so an answer begun by a run that died is known for one.
+  // 6: which run of which replica sent or answered each settlement (its owner), and \`landed\`: final
+  // on chain with no success handed over yet (core/answers.ts, the reconciler).
   `
   ALTER TABLE facilitator_settlements ADD COLUMN owner text;
   ALTER TABLE facilitator_settlements DROP CONSTRAINT facilitator_settlements_state_check;
   ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
-    CHECK (state IN ('broadcast', 'answering', 'answered', 'landed', 'failed', 'dropped'));
-  CREATE TABLE facilitator_runs (
-    run        text PRIMARY KEY,
-    expires_at timestamptz NOT NULL
-  );
-  -- What the reconciler follows: settlements not yet at their end, oldest first.
-  CREATE INDEX facilitator_settlements_open
-    ON facilitator_settlements (updated_at) WHERE state IN ('broadcast', 'answering');
+    CHECK (state IN ('broadcast', 'answered', 'landed', 'failed', 'dropped'));
   `,
 ];

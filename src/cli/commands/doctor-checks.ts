@@ -276,7 +276,13 @@ export function openSettlementsFinding(
   where: string,
   open: readonly JournalEntry[],
 ): Finding {
-  if (open.length === 0) return { area, level: "ok", message: `${where}: nothing left open` };
+  if (open.length === 0) {
+    return {
+      area,
+      level: "ok",
+      message: `${where}, nothing ${area === "store" ? "" : "left "}unsettled`,
+    };
+  }
   const oldest = Math.min(...open.map((e) => e.updatedAt ?? Date.now()));
   const age = durationInWords(Math.max(0, Date.now() - oldest) / 1000);
   return {

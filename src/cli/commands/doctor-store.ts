@@ -49,12 +49,12 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
     const findings: Finding[] = [];
     const open = await client.query<{ key: string; updated_at: Date }>(
       `SELECT key, updated_at FROM facilitator_settlements
-        WHERE state IN ('broadcast', 'answering') AND key NOT LIKE '%#%'`,
+        WHERE state = 'broadcast' AND key NOT LIKE '%#%'`,
     );
     findings.push(
       openSettlementsFinding(
         "store",
-        `${where} (schema version ${version})`,
+        `${where}: schema version ${version}`,
         open.rows.map(
           (row) => ({ key: row.key, updatedAt: row.updated_at.getTime() }) as JournalEntry,
         ),

@@ -8,7 +8,7 @@
  * sent with more gas than its method's bound (chain/gas-bounds.ts).
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
-import { beingAnswered, unrecorded } from "../../core/answers.js";
+import { unrecorded } from "../../core/answers.js";
 import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
@@ -140,7 +140,7 @@ async function answer<P>(
       return { ok: true, payer, transactionHash: outcome.hash };
     case "submitted":
       // A success the store does not hold could be answered again to another caller.
-      if (!(await ctx.answers.begin(key))) return unrecorded(payer, outcome.hash);
+      if (!(await ctx.answers.answer(key))) return unrecorded(payer, outcome.hash);
       return { ok: true, payer, transactionHash: outcome.hash };
     case "confirmed":
       if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
@@ -158,7 +158,7 @@ async function answer<P>(
       }
       // A success the store does not hold could be answered again to another caller: the answer
       // is pending, with the hash, and a retry (once the record can be made) the success.
-      if (!(await ctx.answers.begin(key))) return unrecorded(payer, outcome.hash);
+      if (!(await ctx.answers.answer(key))) return unrecorded(payer, outcome.hash);
       return { ok: true, payer, transactionHash: outcome.hash };
     case "would-revert":
       return {
@@ -198,13 +198,8 @@ async function pickUp<P>(
   const expect = entry.expect;
   if (!expect) return undefined;
   const journaled = { payment, expect };
-  let state = entry.state;
-  if (state === "answering") {
-    // A success was being handed over when it was written down: was it?
-    const verdict = await ctx.answers.verdict(entry);
-    if (verdict === "in-progress") return beingAnswered(expect.from);
-    state = verdict === "answered" ? "answered" : "landed";
-  }
+  // Written down as answered by this run, which could not hand the success over: it is not.
+  const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
   if (state === "answered") {
     // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
     ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
@@ -251,7 +246,7 @@ async function settlePayment<P>(
   const parsed = method.parse(ctx, request);
   if (!parsed.ok) return { ok: false, failure: parsed.failure };
   const payment = parsed.value;
-  const { key, payer, asset, gasKey } = method.identify(ctx, payment);
+  const { key, payer, asset } = method.identify(ctx, payment);
   const unlisted = notAllowed(ctx, asset);
   if (unlisted) return { ok: false, payer, failure: unlisted };
   if (!(await ctx.journal.claim(key))) {
@@ -263,36 +258,53 @@ async function settlePayment<P>(
       ),
     };
   }
+  let result: SettleResult | undefined;
   try {
-    const entry = await ctx.journal.get(key);
-    const picked = entry ? await pickUp(method, ctx, payment, entry, waitUntil) : undefined;
-    if (picked) return picked;
-
-    const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
-    if (refused) return { ok: false, payer, failure: refused };
-
-    // Settlement re-verifies everything. The transfer itself is simulated either here (batched
-    // with the other reads) or by estimating its gas: the first settle on a token estimates,
-    // later ones from accounts without code reuse that estimate.
-    const mark = ctx.inflight.mark();
-    const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
-    const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
-    if (!verified.ok) return { ok: false, failure: verified.failure };
-    const checked = verified.value;
-    const simulation = { simulated: simulate, mark };
-    if (checked.settledAmount !== undefined) {
-      const { settledAmount } = checked;
-      // upto: zero was used, so nothing moves; the authorization stays unspent.
-      if (settledAmount === 0n) {
-        return { ok: true, payer, transactionHash: "", amount: "0" };
-      }
-      const result = await settleVerified(method, ctx, checked, key, waitUntil, simulation);
-      return result.ok ? { ...result, amount: settledAmount.toString() } : result;
-    }
-    return await settleVerified(method, ctx, checked, key, waitUntil, simulation);
+    result = await settleClaimed(method, ctx, request, payment, waitUntil);
+    return result;
   } finally {
-    await ctx.journal.release(key);
+    // After a success, given back once the answer is out: nothing may stand between the record
+    // of a success and its hand-over (core/answers.ts); a retry meanwhile is told to retry.
+    const releasing = Promise.resolve(ctx.journal.release(key)).catch(() => undefined);
+    if (!result?.ok) await releasing;
   }
+}
+
+/** A settle of a payment whose claim this process holds. */
+async function settleClaimed<P>(
+  method: ExactMethod<P>,
+  ctx: EvmContext,
+  request: PaymentRequest,
+  payment: P,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const { key, payer, asset, gasKey } = method.identify(ctx, payment);
+  const entry = await ctx.journal.get(key);
+  const picked = entry ? await pickUp(method, ctx, payment, entry, waitUntil) : undefined;
+  if (picked) return picked;
+
+  const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
+  if (refused) return { ok: false, payer, failure: refused };
+
+  // Settlement re-verifies everything. The transfer itself is simulated either here (batched
+  // with the other reads) or by estimating its gas: the first settle on a token estimates,
+  // later ones from accounts without code reuse that estimate.
+  const mark = ctx.inflight.mark();
+  const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
+  const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
+  if (!verified.ok) return { ok: false, failure: verified.failure };
+  const checked = verified.value;
+  const simulation = { simulated: simulate, mark };
+  if (checked.settledAmount !== undefined) {
+    const { settledAmount } = checked;
+    // upto: zero was used, so nothing moves; the authorization stays unspent.
+    if (settledAmount === 0n) {
+      return { ok: true, payer, transactionHash: "", amount: "0" };
+    }
+    const result = await settleVerified(method, ctx, checked, key, waitUntil, simulation);
+    return result.ok ? { ...result, amount: settledAmount.toString() } : result;
+  }
+  return await settleVerified(method, ctx, checked, key, waitUntil, simulation);
 }
 
 /** Sends a verified payment (after its preludes, if any) and answers how it came out. */

@@ -14,7 +14,7 @@
  *   (checks.ts).
  */
 import type { Address, Hex } from "viem";
-import { beingAnswered, unrecorded } from "../../core/answers.js";
+import { unrecorded } from "../../core/answers.js";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import type { JournalEntry, NewEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
@@ -104,12 +104,17 @@ export async function settleExactSvm(
       ),
     };
   }
+  let result: SettleResult | undefined;
   try {
     const entry = await ctx.journal.get(key);
     const picked = entry ? await pickUp(s, entry, waitUntil) : undefined;
-    return picked ?? (await settleFresh(s, waitUntil));
+    result = picked ?? (await settleFresh(s, waitUntil));
+    return result;
   } finally {
-    await ctx.journal.release(key);
+    // After a success, given back once the answer is out: nothing may stand between the record
+    // of a success and its hand-over (core/answers.ts); a retry meanwhile is told to retry.
+    const releasing = Promise.resolve(ctx.journal.release(key)).catch(() => undefined);
+    if (!result?.ok) await releasing;
   }
 }
 
@@ -130,13 +135,8 @@ async function pickUp(
   waitUntil: WaitUntil,
 ): Promise<SettleResult | undefined> {
   const { ctx, signed, payment } = s;
-  let state = entry.state;
-  if (state === "answering") {
-    // A success was being handed over when it was written down: was it?
-    const verdict = await ctx.answers.verdict(entry);
-    if (verdict === "in-progress") return beingAnswered(payment.payer);
-    state = verdict === "answered" ? "answered" : "landed";
-  }
+  // Written down as answered by this run, which could not hand the success over: it is not.
+  const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
   if (state === "answered") {
     const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
     return alreadyOnChain(s, status, "was already settled");
@@ -311,7 +311,7 @@ function track(s: Settling, landing: Landing): void {
 async function answerSuccess(s: Settling): Promise<SettleResult> {
   const payer = s.payment.payer;
   const hash = s.signed.signature;
-  if (await s.ctx.answers.begin(s.key)) return { ok: true, payer, transactionHash: hash };
+  if (await s.ctx.answers.answer(s.key)) return { ok: true, payer, transactionHash: hash };
   return unrecorded(payer, hash);
 }
 
