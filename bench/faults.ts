@@ -165,7 +165,9 @@ async function main(): Promise<number> {
       functionName: "balanceOf",
       args: [devnet.payee.address],
     });
-    const amount = BigInt((bodies[0]?.requirements as unknown as { amount: string }).amount);
+    const amount = BigInt(
+      (bodies[0] as unknown as { requirements: { amount: string } }).requirements.amount,
+    );
     const landedCount = landed.filter(Boolean).length;
     let doubles = 0;
     let refused = 0;
