@@ -1,7 +1,8 @@
 /**
  * The fault soak (issue 19): two `facilitator serve` replicas on one PostgreSQL store settle
- * distinct payments at a fixed concurrency while PostgreSQL is stopped (fast shutdown, back after
- * 3 s) and one replica is killed with SIGKILL (and started again a few seconds later); then every
+ * distinct payments at a fixed concurrency (a client told 503 waits 250 ms before its next one)
+ * while PostgreSQL is stopped (fast shutdown, back after 3 s) and, later, one replica is killed
+ * with SIGKILL (and started again 5 s later); then every
  * payment is sent once more, each retried while its answer says to retry. Then it counts what
  * must all be 0: double successes (a payment answered success by two requests), landed but refused
  * (paid on chain, never answered success), lost (answered success, not on chain), and settlements
@@ -114,7 +115,9 @@ async function main(): Promise<number> {
             })(),
           );
         }
-        await send(i, 0);
+        const answered = await send(i, 0);
+        // A client told to retry later waits a little before its next payment, as x402 buyers do.
+        if (answered.status === 503) await sleep(250);
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, phase1));
