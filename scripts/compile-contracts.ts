@@ -47,10 +47,30 @@ const CONTRACTS = [
     contract: "TestSmartWalletFactory",
     prefix: "testSmartWalletFactory",
   },
+  {
+    file: "X402BatchSettlement.sol",
+    contract: "X402BatchSettlement",
+    prefix: "x402BatchSettlement",
+  },
+  {
+    file: "ERC3009DepositCollector.sol",
+    contract: "ERC3009DepositCollector",
+    prefix: "erc3009DepositCollector",
+  },
+  {
+    file: "Permit2DepositCollector.sol",
+    contract: "Permit2DepositCollector",
+    prefix: "permit2DepositCollector",
+  },
 ] as const;
 
 /** Sources that only others import (abstract bases): compiled, hashed, no artifacts. */
-const SHARED_SOURCES = ["DevnetERC20.sol", "X402Permit2ProxyBase.sol"] as const;
+const SHARED_SOURCES = [
+  "DevnetERC20.sol",
+  "X402Permit2ProxyBase.sol",
+  "X402DepositCollectorBase.sol",
+  "X402BatchSignatures.sol",
+] as const;
 
 /** Every source file, in the order they are hashed. */
 const SOURCE_FILES: readonly string[] = [

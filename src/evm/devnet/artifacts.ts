@@ -4,8 +4,8 @@
 
 export const solcVersion = "0.8.37+commit.f401782d.Emscripten.clang";
 
-/** sha256 of the contract sources (TestUSDC.sol, Multicall3.sol, TestERC1271Wallet.sol, Permit2.sol, X402ExactPermit2Proxy.sol, X402UptoPermit2Proxy.sol, TestPermitToken.sol, TestPlainToken.sol, TestGasBurnerToken.sol, TestGasBurnerWallet.sol, TestSmartWalletFactory.sol, DevnetERC20.sol, X402Permit2ProxyBase.sol). */
-export const sourceHash = "0x1ea79dcbd9d2edde550bc72b8bf1c5f51244ceeb1beda6d4ad612fa3b3c13d7c";
+/** sha256 of the contract sources (TestUSDC.sol, Multicall3.sol, TestERC1271Wallet.sol, Permit2.sol, X402ExactPermit2Proxy.sol, X402UptoPermit2Proxy.sol, TestPermitToken.sol, TestPlainToken.sol, TestGasBurnerToken.sol, TestGasBurnerWallet.sol, TestSmartWalletFactory.sol, X402BatchSettlement.sol, ERC3009DepositCollector.sol, Permit2DepositCollector.sol, DevnetERC20.sol, X402Permit2ProxyBase.sol, X402DepositCollectorBase.sol, X402BatchSignatures.sol). */
+export const sourceHash = "0x4094fc14fc407e21ac566ccb0a26d92561eb64d01c55d2a8bf4f92a7f6eb5965";
 
 // TestUSDC
 export const testUsdcAbi = [
@@ -1651,3 +1651,690 @@ export const testSmartWalletFactoryBytecode: `0x${string}` =
 /** TestSmartWalletFactory runtime bytecode, as placed on the chain with anvil_setCode. */
 export const testSmartWalletFactoryRuntimeBytecode: `0x${string}` =
   "0x608060405234801561000f575f5ffd5b5060043610610034575f3560e01c80635fbfb9cf14610038578063b532c1dc14610067575b5f5ffd5b61004b610046366004610201565b61007a565b6040516001600160a01b03909116815260200160405180910390f35b61004b610075366004610201565b610131565b5f6100858383610131565b90505f816001600160a01b03163b1161012b575f825f1b846040516100a9906101f4565b6001600160a01b0390911681526020018190604051809103905ff59050801580156100d6573d5f5f3e3d5ffd5b509050809150836001600160a01b0316826001600160a01b03167f33310a89c32d8cc00057ad6ef6274d2f8fe22389a992cf89983e09fc84f6cfff8560405161012191815260200190565b60405180910390a3505b92915050565b5f5f60405180602001610143906101f4565b601f1982820381018352601f9091011660408181526001600160a01b03871660208301520160408051601f1981840301815290829052610186929160200161024d565b60408051601f1981840301815282825280516020918201206001600160f81b0319828501523060601b6bffffffffffffffffffffffff191660218501526035840196909652605580840196909652815180840390960186526075909201905283519301929092209392505050565b61056f8061026a83390190565b5f5f60408385031215610212575f5ffd5b82356001600160a01b0381168114610228575f5ffd5b946020939093013593505050565b5f81518060208401855e5f93019283525090919050565b5f61026161025b8386610236565b84610236565b94935050505056fe60a0604052348015600e575f5ffd5b5060405161056f38038061056f833981016040819052602b91603b565b6001600160a01b03166080526066565b5f60208284031215604a575f5ffd5b81516001600160a01b0381168114605f575f5ffd5b9392505050565b6080516104e461008b5f395f8181608f0152818161022c015261029601526104e45ff3fe608060405260043610610036575f3560e01c80631626ba7e146100415780638da5cb5b1461007e578063b61d27f6146100c9575f5ffd5b3661003d57005b5f5ffd5b34801561004c575f5ffd5b5061006061005b36600461038f565b6100f5565b6040516001600160e01b031990911681526020015b60405180910390f35b348015610089575f5ffd5b506100b17f000000000000000000000000000000000000000000000000000000000000000081565b6040516001600160a01b039091168152602001610075565b3480156100d4575f5ffd5b506100e86100e33660046103d7565b610289565b604051610075919061043a565b5f6041821461010d57506001600160e01b0319610282565b5f61011b602082858761046f565b61012491610496565b90505f61013560406020868861046f565b61013e91610496565b90505f85856040818110610154576101546104b4565b919091013560f81c9150507f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a08211806101a057508060ff16601b141580156101a057508060ff16601c14155b156101b957506001600160e01b03199250610282915050565b604080515f808252602082018084528a905260ff841692820192909252606081018590526080810184905260019060a0016020604051602081039080840390855afa15801561020a573d5f5f3e3d5ffd5b5050604051601f1901519150506001600160a01b0381161580159061026057507f00000000000000000000000000000000000000000000000000000000000000006001600160a01b0316816001600160a01b0316145b610272576001600160e01b031961027b565b630b135d3f60e11b5b9450505050505b9392505050565b6060336001600160a01b037f000000000000000000000000000000000000000000000000000000000000000016146102d4576040516330cd747160e01b815260040160405180910390fd5b5f856001600160a01b03168585856040516102f09291906104c8565b5f6040518083038185875af1925050503d805f811461032a576040519150601f19603f3d011682016040523d82523d5f602084013e61032f565b606091505b50925090508061034157815160208301fd5b50949350505050565b5f5f83601f84011261035a575f5ffd5b50813567ffffffffffffffff811115610371575f5ffd5b602083019150836020828501011115610388575f5ffd5b9250929050565b5f5f5f604084860312156103a1575f5ffd5b83359250602084013567ffffffffffffffff8111156103be575f5ffd5b6103ca8682870161034a565b9497909650939450505050565b5f5f5f5f606085870312156103ea575f5ffd5b84356001600160a01b0381168114610400575f5ffd5b935060208501359250604085013567ffffffffffffffff811115610422575f5ffd5b61042e8782880161034a565b95989497509550505050565b602081525f82518060208401528060208501604085015e5f604082850101526040601f19601f83011684010191505092915050565b5f5f8585111561047d575f5ffd5b83861115610489575f5ffd5b5050820193919092039150565b803560208310156104ae575f19602084900360031b1b165b92915050565b634e487b7160e01b5f52603260045260245ffd5b818382375f910190815291905056fea164736f6c6343000825000aa164736f6c6343000825000a";
+
+// X402BatchSettlement
+export const x402BatchSettlementAbi = [
+  { inputs: [], name: "ClaimExceedsBalance", type: "error" },
+  { inputs: [], name: "ClaimExceedsCeiling", type: "error" },
+  { inputs: [], name: "DepositCollectionFailed", type: "error" },
+  { inputs: [], name: "DepositOverflow", type: "error" },
+  { inputs: [], name: "ECDSAInvalidSignature", type: "error" },
+  {
+    inputs: [{ internalType: "uint256", name: "length", type: "uint256" }],
+    name: "ECDSAInvalidSignatureLength",
+    type: "error",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "s", type: "bytes32" }],
+    name: "ECDSAInvalidSignatureS",
+    type: "error",
+  },
+  { inputs: [], name: "EmptyBatch", type: "error" },
+  { inputs: [], name: "FailedCall", type: "error" },
+  { inputs: [], name: "InvalidChannel", type: "error" },
+  { inputs: [], name: "InvalidCollector", type: "error" },
+  { inputs: [], name: "InvalidRefundNonce", type: "error" },
+  { inputs: [], name: "InvalidSignature", type: "error" },
+  { inputs: [], name: "NotAuthorizedToClaim", type: "error" },
+  { inputs: [], name: "NotAuthorizedToFinalizeWithdraw", type: "error" },
+  { inputs: [], name: "NotAuthorizedToRefund", type: "error" },
+  { inputs: [], name: "NotReceiverAuthorizer", type: "error" },
+  { inputs: [], name: "NothingToWithdraw", type: "error" },
+  { inputs: [], name: "ReentrancyGuardReentrantCall", type: "error" },
+  {
+    inputs: [{ internalType: "address", name: "token", type: "address" }],
+    name: "SafeERC20FailedOperation",
+    type: "error",
+  },
+  { inputs: [], name: "WithdrawAmountExceedsAvailable", type: "error" },
+  { inputs: [], name: "WithdrawDelayNotElapsed", type: "error" },
+  { inputs: [], name: "WithdrawDelayOutOfRange", type: "error" },
+  { inputs: [], name: "WithdrawalAlreadyPending", type: "error" },
+  { inputs: [], name: "WithdrawalNotPending", type: "error" },
+  { inputs: [], name: "ZeroDeposit", type: "error" },
+  { inputs: [], name: "ZeroRefund", type: "error" },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "bytes32", name: "channelId", type: "bytes32" },
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "address", name: "payerAuthorizer", type: "address" },
+          { internalType: "address", name: "receiver", type: "address" },
+          { internalType: "address", name: "receiverAuthorizer", type: "address" },
+          { internalType: "address", name: "token", type: "address" },
+          { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+          { internalType: "bytes32", name: "salt", type: "bytes32" },
+        ],
+        indexed: false,
+        internalType: "struct X402BatchSettlement.ChannelConfig",
+        name: "config",
+        type: "tuple",
+      },
+    ],
+    name: "ChannelClosed",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "bytes32", name: "channelId", type: "bytes32" },
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "address", name: "payerAuthorizer", type: "address" },
+          { internalType: "address", name: "receiver", type: "address" },
+          { internalType: "address", name: "receiverAuthorizer", type: "address" },
+          { internalType: "address", name: "token", type: "address" },
+          { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+          { internalType: "bytes32", name: "salt", type: "bytes32" },
+        ],
+        indexed: false,
+        internalType: "struct X402BatchSettlement.ChannelConfig",
+        name: "config",
+        type: "tuple",
+      },
+    ],
+    name: "ChannelCreated",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { indexed: true, internalType: "address", name: "sender", type: "address" },
+      { indexed: false, internalType: "uint128", name: "claimAmount", type: "uint128" },
+      { indexed: false, internalType: "uint128", name: "newTotalClaimed", type: "uint128" },
+    ],
+    name: "Claimed",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { indexed: true, internalType: "address", name: "sender", type: "address" },
+      { indexed: false, internalType: "uint128", name: "amount", type: "uint128" },
+      { indexed: false, internalType: "uint128", name: "newBalance", type: "uint128" },
+    ],
+    name: "Deposited",
+    type: "event",
+  },
+  { anonymous: false, inputs: [], name: "EIP712DomainChanged", type: "event" },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { indexed: true, internalType: "address", name: "sender", type: "address" },
+      { indexed: false, internalType: "uint128", name: "amount", type: "uint128" },
+    ],
+    name: "Refunded",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "receiver", type: "address" },
+      { indexed: true, internalType: "address", name: "token", type: "address" },
+      { indexed: true, internalType: "address", name: "sender", type: "address" },
+      { indexed: false, internalType: "uint128", name: "amount", type: "uint128" },
+    ],
+    name: "Settled",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { indexed: true, internalType: "address", name: "sender", type: "address" },
+      { indexed: false, internalType: "uint128", name: "amount", type: "uint128" },
+    ],
+    name: "WithdrawFinalized",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { indexed: false, internalType: "uint128", name: "amount", type: "uint128" },
+      { indexed: false, internalType: "uint40", name: "finalizeAfter", type: "uint40" },
+    ],
+    name: "WithdrawInitiated",
+    type: "event",
+  },
+  {
+    inputs: [],
+    name: "CHANNEL_CONFIG_TYPEHASH",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "CLAIM_BATCH_TYPEHASH",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "CLAIM_ENTRY_TYPEHASH",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "MAX_WITHDRAW_DELAY",
+    outputs: [{ internalType: "uint40", name: "", type: "uint40" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "MIN_WITHDRAW_DELAY",
+    outputs: [{ internalType: "uint40", name: "", type: "uint40" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "REFUND_TYPEHASH",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "VOUCHER_TYPEHASH",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "channelId", type: "bytes32" }],
+    name: "channels",
+    outputs: [
+      { internalType: "uint128", name: "balance", type: "uint128" },
+      { internalType: "uint128", name: "totalClaimed", type: "uint128" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          {
+            components: [
+              {
+                components: [
+                  { internalType: "address", name: "payer", type: "address" },
+                  { internalType: "address", name: "payerAuthorizer", type: "address" },
+                  { internalType: "address", name: "receiver", type: "address" },
+                  { internalType: "address", name: "receiverAuthorizer", type: "address" },
+                  { internalType: "address", name: "token", type: "address" },
+                  { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+                  { internalType: "bytes32", name: "salt", type: "bytes32" },
+                ],
+                internalType: "struct X402BatchSettlement.ChannelConfig",
+                name: "channel",
+                type: "tuple",
+              },
+              { internalType: "uint128", name: "maxClaimableAmount", type: "uint128" },
+            ],
+            internalType: "struct X402BatchSettlement.Voucher",
+            name: "voucher",
+            type: "tuple",
+          },
+          { internalType: "bytes", name: "signature", type: "bytes" },
+          { internalType: "uint128", name: "totalClaimed", type: "uint128" },
+        ],
+        internalType: "struct X402BatchSettlement.VoucherClaim[]",
+        name: "voucherClaims",
+        type: "tuple[]",
+      },
+    ],
+    name: "claim",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          {
+            components: [
+              {
+                components: [
+                  { internalType: "address", name: "payer", type: "address" },
+                  { internalType: "address", name: "payerAuthorizer", type: "address" },
+                  { internalType: "address", name: "receiver", type: "address" },
+                  { internalType: "address", name: "receiverAuthorizer", type: "address" },
+                  { internalType: "address", name: "token", type: "address" },
+                  { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+                  { internalType: "bytes32", name: "salt", type: "bytes32" },
+                ],
+                internalType: "struct X402BatchSettlement.ChannelConfig",
+                name: "channel",
+                type: "tuple",
+              },
+              { internalType: "uint128", name: "maxClaimableAmount", type: "uint128" },
+            ],
+            internalType: "struct X402BatchSettlement.Voucher",
+            name: "voucher",
+            type: "tuple",
+          },
+          { internalType: "bytes", name: "signature", type: "bytes" },
+          { internalType: "uint128", name: "totalClaimed", type: "uint128" },
+        ],
+        internalType: "struct X402BatchSettlement.VoucherClaim[]",
+        name: "voucherClaims",
+        type: "tuple[]",
+      },
+      { internalType: "bytes", name: "authorizerSignature", type: "bytes" },
+    ],
+    name: "claimWithSignature",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "address", name: "payerAuthorizer", type: "address" },
+          { internalType: "address", name: "receiver", type: "address" },
+          { internalType: "address", name: "receiverAuthorizer", type: "address" },
+          { internalType: "address", name: "token", type: "address" },
+          { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+          { internalType: "bytes32", name: "salt", type: "bytes32" },
+        ],
+        internalType: "struct X402BatchSettlement.ChannelConfig",
+        name: "config",
+        type: "tuple",
+      },
+      { internalType: "uint128", name: "amount", type: "uint128" },
+      { internalType: "address", name: "collector", type: "address" },
+      { internalType: "bytes", name: "collectorData", type: "bytes" },
+    ],
+    name: "deposit",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "eip712Domain",
+    outputs: [
+      { internalType: "bytes1", name: "fields", type: "bytes1" },
+      { internalType: "string", name: "name", type: "string" },
+      { internalType: "string", name: "version", type: "string" },
+      { internalType: "uint256", name: "chainId", type: "uint256" },
+      { internalType: "address", name: "verifyingContract", type: "address" },
+      { internalType: "bytes32", name: "salt", type: "bytes32" },
+      { internalType: "uint256[]", name: "extensions", type: "uint256[]" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "address", name: "payerAuthorizer", type: "address" },
+          { internalType: "address", name: "receiver", type: "address" },
+          { internalType: "address", name: "receiverAuthorizer", type: "address" },
+          { internalType: "address", name: "token", type: "address" },
+          { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+          { internalType: "bytes32", name: "salt", type: "bytes32" },
+        ],
+        internalType: "struct X402BatchSettlement.ChannelConfig",
+        name: "config",
+        type: "tuple",
+      },
+    ],
+    name: "finalizeWithdraw",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "address", name: "payerAuthorizer", type: "address" },
+          { internalType: "address", name: "receiver", type: "address" },
+          { internalType: "address", name: "receiverAuthorizer", type: "address" },
+          { internalType: "address", name: "token", type: "address" },
+          { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+          { internalType: "bytes32", name: "salt", type: "bytes32" },
+        ],
+        internalType: "struct X402BatchSettlement.ChannelConfig",
+        name: "config",
+        type: "tuple",
+      },
+    ],
+    name: "getChannelId",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          {
+            components: [
+              {
+                components: [
+                  { internalType: "address", name: "payer", type: "address" },
+                  { internalType: "address", name: "payerAuthorizer", type: "address" },
+                  { internalType: "address", name: "receiver", type: "address" },
+                  { internalType: "address", name: "receiverAuthorizer", type: "address" },
+                  { internalType: "address", name: "token", type: "address" },
+                  { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+                  { internalType: "bytes32", name: "salt", type: "bytes32" },
+                ],
+                internalType: "struct X402BatchSettlement.ChannelConfig",
+                name: "channel",
+                type: "tuple",
+              },
+              { internalType: "uint128", name: "maxClaimableAmount", type: "uint128" },
+            ],
+            internalType: "struct X402BatchSettlement.Voucher",
+            name: "voucher",
+            type: "tuple",
+          },
+          { internalType: "bytes", name: "signature", type: "bytes" },
+          { internalType: "uint128", name: "totalClaimed", type: "uint128" },
+        ],
+        internalType: "struct X402BatchSettlement.VoucherClaim[]",
+        name: "voucherClaims",
+        type: "tuple[]",
+      },
+    ],
+    name: "getClaimBatchDigest",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { internalType: "uint256", name: "nonce", type: "uint256" },
+      { internalType: "uint128", name: "amount", type: "uint128" },
+    ],
+    name: "getRefundDigest",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { internalType: "uint128", name: "maxClaimableAmount", type: "uint128" },
+    ],
+    name: "getVoucherDigest",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "address", name: "payerAuthorizer", type: "address" },
+          { internalType: "address", name: "receiver", type: "address" },
+          { internalType: "address", name: "receiverAuthorizer", type: "address" },
+          { internalType: "address", name: "token", type: "address" },
+          { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+          { internalType: "bytes32", name: "salt", type: "bytes32" },
+        ],
+        internalType: "struct X402BatchSettlement.ChannelConfig",
+        name: "config",
+        type: "tuple",
+      },
+      { internalType: "uint128", name: "amount", type: "uint128" },
+    ],
+    name: "initiateWithdraw",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "bytes[]", name: "data", type: "bytes[]" }],
+    name: "multicall",
+    outputs: [{ internalType: "bytes[]", name: "results", type: "bytes[]" }],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "channelId", type: "bytes32" }],
+    name: "pendingWithdrawals",
+    outputs: [
+      { internalType: "uint128", name: "amount", type: "uint128" },
+      { internalType: "uint40", name: "initiatedAt", type: "uint40" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "address", name: "receiver", type: "address" },
+      { internalType: "address", name: "token", type: "address" },
+    ],
+    name: "receivers",
+    outputs: [
+      { internalType: "uint128", name: "totalClaimed", type: "uint128" },
+      { internalType: "uint128", name: "totalSettled", type: "uint128" },
+    ],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "address", name: "payerAuthorizer", type: "address" },
+          { internalType: "address", name: "receiver", type: "address" },
+          { internalType: "address", name: "receiverAuthorizer", type: "address" },
+          { internalType: "address", name: "token", type: "address" },
+          { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+          { internalType: "bytes32", name: "salt", type: "bytes32" },
+        ],
+        internalType: "struct X402BatchSettlement.ChannelConfig",
+        name: "config",
+        type: "tuple",
+      },
+      { internalType: "uint128", name: "amount", type: "uint128" },
+    ],
+    name: "refund",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [{ internalType: "bytes32", name: "channelId", type: "bytes32" }],
+    name: "refundNonce",
+    outputs: [{ internalType: "uint256", name: "", type: "uint256" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      {
+        components: [
+          { internalType: "address", name: "payer", type: "address" },
+          { internalType: "address", name: "payerAuthorizer", type: "address" },
+          { internalType: "address", name: "receiver", type: "address" },
+          { internalType: "address", name: "receiverAuthorizer", type: "address" },
+          { internalType: "address", name: "token", type: "address" },
+          { internalType: "uint40", name: "withdrawDelay", type: "uint40" },
+          { internalType: "bytes32", name: "salt", type: "bytes32" },
+        ],
+        internalType: "struct X402BatchSettlement.ChannelConfig",
+        name: "config",
+        type: "tuple",
+      },
+      { internalType: "uint128", name: "amount", type: "uint128" },
+      { internalType: "uint256", name: "nonce", type: "uint256" },
+      { internalType: "bytes", name: "receiverAuthorizerSignature", type: "bytes" },
+    ],
+    name: "refundWithSignature",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "address", name: "receiver", type: "address" },
+      { internalType: "address", name: "token", type: "address" },
+    ],
+    name: "settle",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+] as const;
+
+/** X402BatchSettlement creation bytecode (runs the constructor; we never deploy this way). */
+export const x402BatchSettlementBytecode: `0x${string}` =
+  "0x6080604052348015600e575f5ffd5b506129c78061001c5f395ff3fe608060405234801561000f575f5ffd5b506004361061016d575f3560e01c806394739e87116100d9578063ba94ec0d11610093578063e25cf1891161006e578063e25cf18914610446578063e43ce1f214610459578063e88377b11461046c578063f0dc792e1461047f575f5ffd5b8063ba94ec0d146103f9578063cf5cf3dc14610420578063dce4bfae14610433575f5ffd5b806394739e87146103265780639db32a8f1461034d578063ac9650d814610360578063ae15943914610380578063b77433e914610389578063b7f06ebe1461039c575f5ffd5b806353ab0fae1161012a57806353ab0fae146102645780635e5e0b871461028b5780637a7ebd7b1461029e57806384b0196e146102d1578063862bb199146102ec5780638e4a68ac146102ff575f5ffd5b8063140f1e75146101715780631e69ef40146101865780631fc3277d146101c057806321ff6389146101e057806329237b0c1461023e578063488ccc3b14610251575b5f5ffd5b61018461017f366004612255565b61049e565b005b6101ad7fbe23ad087435072cd69b49cc5b92de10ee610fce7ae0ab428307972d764bb21681565b6040519081526020015b60405180910390f35b6101ca62278d0081565b60405164ffffffffff90911681526020016101b7565b61021e6101ee3660046122ca565b600360209081525f92835260408084209091529082529020546001600160801b0380821691600160801b90041682565b604080516001600160801b039384168152929091166020830152016101b7565b61018461024c36600461233c565b61091c565b6101ad61025f36600461233c565b610a05565b6101ad7f42bd57c010b870c2e96203c66341f28a6a19b4d56a74533a8eb5f706b9fd6d5781565b6101ad61029936600461237b565b610c84565b61021e6102ac366004612395565b5f602081905290815260409020546001600160801b0380821691600160801b90041682565b6102d9610cbb565b6040516101b797969594939291906123da565b6101ad6102fa366004612470565b610d4f565b6101ad7f1c9a06ceab9b0ebbd3301dc56c9111bb6d9af421356dc9ccb3b7084c755db30881565b6101ad7f1e1bd6ff84c3e0d9029a292b212e039c0ca97ec497c55191a4a5874294609a6981565b61018461035b3660046122ca565b610da3565b61037361036e36600461233c565b610eb9565b6040516101b79190612491565b6101ca61038481565b6101846103973660046124f4565b610fe8565b6103d46103aa366004612395565b60026020525f90815260409020546001600160801b03811690600160801b900464ffffffffff1682565b604080516001600160801b03909316835264ffffffffff9091166020830152016101b7565b6101ad7f30b9a0367528fca13c3e8ec6134c3113f1887ebe7a1ad61de0955aac288b0cf581565b61018461042e366004612545565b6110b7565b610184610441366004612545565b6112c5565b6101ad61045436600461256f565b611327565b6101846104673660046125a1565b611383565b61018461047a36600461237b565b6114df565b6101ad61048d366004612395565b60016020525f908152604090205481565b60ff5f5c16156104c157604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d505f6104dd602087018761260d565b6001600160a01b0316148061050957505f6104fe606087016040880161260d565b6001600160a01b0316145b8061052b57505f610520608087016060880161260d565b6001600160a01b0316145b8061054d57505f61054260a087016080880161260d565b6001600160a01b0316145b1561056b5760405163ea3a9a3960e01b815260040160405180910390fd5b61038461057e60c0870160a0880161263a565b64ffffffffff1610806105a9575062278d006105a060c0870160a0880161263a565b64ffffffffff16115b156105c7576040516322ba7d5b60e11b815260040160405180910390fd5b836001600160801b03165f036105f0576040516356316e8760e01b815260040160405180910390fd5b6001600160a01b0383166106175760405163062c6bf560e21b815260040160405180910390fd5b5f61062186610c84565b5f818152602081905260409020805491925090610649906001600160801b0390811690612667565b6001600160801b0316866001600160801b0316111561067b57604051631132981b60e01b815260040160405180910390fd5b8054869082905f906106979084906001600160801b0316612686565b92506101000a8154816001600160801b0302191690836001600160801b031602179055505f8760800160208101906106cf919061260d565b6040516370a0823160e01b81523060048201529091505f906001600160a01b038316906370a0823190602401602060405180830381865afa158015610716573d5f5f3e3d5ffd5b505050506040513d601f19601f8201168201806040525081019061073a91906126a5565b90506001600160a01b03871663e416d8d361075860208c018c61260d565b61076860a08d0160808e0161260d565b8b888b8b6040518763ffffffff1660e01b815260040161078d969594939291906126e4565b5f604051808303815f87803b1580156107a4575f5ffd5b505af11580156107b6573d5f5f3e3d5ffd5b50505050876001600160801b0316816107cf9190612732565b6040516370a0823160e01b81523060048201526001600160a01b038416906370a0823190602401602060405180830381865afa158015610811573d5f5f3e3d5ffd5b505050506040513d601f19601f8201168201806040525081019061083591906126a5565b1461085357604051633ad0d64b60e21b815260040160405180910390fd5b82546001600160801b03898116911614801561087e57508254600160801b90046001600160801b0316155b156108bc57837f69d8248d5566bdb2ebc4d218970710d8378a2ff9b709a999e052b71970f808fa8a6040516108b391906127e4565b60405180910390a25b8254604080516001600160801b03808c1682529092166020830152339186917f6c2a09353b5e75e70d0b9778b80a413809bb235d46c211811c474b3346791d89910160405180910390a3505f92505050805c60ff1916815d505050505050565b60ff5f5c161561093f57604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d505f81900361096e5760405163c2e5347d60e01b815260040160405180910390fd5b5f5b818110156109f6576109a53384848481811061098e5761098e6127f2565b90506020028101906109a09190612806565b6117c6565b6109c25760405163defb706960e01b815260040160405180910390fd5b6109ee8383838181106109d7576109d76127f2565b90506020028101906109e99190612806565b61181d565b600101610970565b505f60ff19815c16815d505050565b5f808267ffffffffffffffff811115610a2057610a20612825565b604051908082528060200260200182016040528015610a49578160200160208202803683370190505b5090505f5b83811015610b315736858583818110610a6957610a696127f2565b9050602002810190610a7b9190612806565b90507f30b9a0367528fca13c3e8ec6134c3113f1887ebe7a1ad61de0955aac288b0cf5610aa782610c84565b610ab8610100840160e08501612839565b610aca61014085016101208601612839565b6040805160208101959095528401929092526001600160801b03908116606084015216608082015260a00160405160208183030381529060405280519060200120838381518110610b1d57610b1d6127f2565b602090810291909101015250600101610a4e565b50610c7a7f42bd57c010b870c2e96203c66341f28a6a19b4d56a74533a8eb5f706b9fd6d5782604051602001610b679190612852565b60405160208183030381529060405280519060200120604051602001610b97929190918252602082015260400190565b60408051601f1981840301815282825280516020918201207f8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f848301527fe03c502b9066cc6f23a8f0f48ed32cb7d506f9f0a2d0055449f256846a770e9a848401527fc89efdaa54c0f20c7adf612882df0950f5a951637e0307cdcb4c672f298b8bc660608501524660808501523060a0808601919091528351808603909101815260c08501845280519083012061190160f01b60e086015260e28501526101028085019190915282518085039091018152610122909301909152815191012090565b9150505b92915050565b5f610c7e7f1c9a06ceab9b0ebbd3301dc56c9111bb6d9af421356dc9ccb3b7084c755db30883604051602001610b97929190612887565b5f6060808280808346308380604051908082528060200260200182016040528015610cf0578160200160208202803683370190505b5060408051808201825260158152741e0d0c0c8810985d18da0814d95d1d1b195b595b9d605a1b602080830191909152825180840190935260018352603160f81b90830152600f60f81b9d909c50909a50939850919650945092509050565b604080517f1e1bd6ff84c3e0d9029a292b212e039c0ca97ec497c55191a4a5874294609a6960208201529081018390526001600160801b03821660608201525f90610d9c90608001610b97565b9392505050565b60ff5f5c1615610dc657604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d506001600160a01b038083165f90815260036020908152604080832093851683529290529081208054909190610e1b906001600160801b03600160801b820481169116612667565b9050806001600160801b03165f03610e34575050610eab565b81546001600160801b03908116600160801b8102178355610e5a90849086908416611b3c565b6040516001600160801b038216815233906001600160a01b0385811691908716907f7337b4386b690fdb8ba66905b92b9d45d33bc6626ee2620c905fb150ec0cc47d9060200160405180910390a450505b5f60ff19815c16815d505050565b60608167ffffffffffffffff811115610ed457610ed4612825565b604051908082528060200260200182016040528015610f0757816020015b6060815260200190600190039081610ef25790505b5090505f5b82811015610fe1575f8030868685818110610f2957610f296127f2565b9050602002810190610f3b919061289c565b604051610f499291906128df565b5f60405180830381855af49150503d805f8114610f81576040519150601f19603f3d011682016040523d82523d5f602084013e610f86565b606091505b509150915081610fb95780515f03610fb15760405163d6bda27560e01b815260040160405180910390fd5b805160208201fd5b80848481518110610fcc57610fcc6127f2565b60209081029190910101525050600101610f0c565b5092915050565b60ff5f5c161561100b57604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d505f61102386610c84565b5f81815260016020526040902054909150841461105357604051630b278d7f60e11b815260040160405180910390fd5b5f61105f828688611327565b905061107c6110746080890160608a0161260d565b828686611c47565b61109957604051638baa579f60e01b815260040160405180910390fd5b6110a38787611d7f565b505f905060ff19815c16815d505050505050565b60ff5f5c16156110da57604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d506110f5602083018361260d565b6001600160a01b0316336001600160a01b0316141580156111375750611121604083016020840161260d565b6001600160a01b0316336001600160a01b031614155b156111555760405163ea3a9a3960e01b815260040160405180910390fd5b806001600160801b03165f0361117e57604051630686827b60e51b815260040160405180910390fd5b5f61118883610c84565b5f818152600260205260409020805491925090600160801b900464ffffffffff16156111c757604051630a2aed0f60e41b815260040160405180910390fd5b5f82815260208190526040902080546111f2906001600160801b03600160801b820481169116612667565b6001600160801b0316846001600160801b0316111561122457604051631b4f55d960e21b815260040160405180910390fd5b815464ffffffffff4216600160801b026001600160a81b03199091166001600160801b03861617178255827fe4280d0d903c7f258f62b07c62f262377cbaa23f7791d78126e6446e0f0e3c238561128160c0890160a08a0161263a565b61128b90426128ee565b604080516001600160801b03909316835264ffffffffff90911660208301520160405180910390a2505f91505060ff19815c16815d505050565b60ff5f5c16156112e857604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d5061130033836117c6565b61131d57604051630f0c9e0160e31b815260040160405180910390fd5b610eab8282611d7f565b604080517fbe23ad087435072cd69b49cc5b92de10ee610fce7ae0ab428307972d764bb2166020820152908101849052606081018390526001600160801b03821660808201525f9061137b9060a001610b97565b949350505050565b60ff5f5c16156113a657604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d505f8390036113d55760405163c2e5347d60e01b815260040160405180910390fd5b5f84845f8181106113e8576113e86127f2565b90506020028101906113fa9190612806565b61140b90608081019060600161260d565b90506114228161141b8787610a05565b8585611c47565b61143f57604051638baa579f60e01b815260040160405180910390fd5b5f5b848110156114cc57816001600160a01b0316868683818110611465576114656127f2565b90506020028101906114779190612806565b61148890608081019060600161260d565b6001600160a01b0316146114af5760405163f5e2237d60e01b815260040160405180910390fd5b6114c48686838181106109d7576109d76127f2565b600101611441565b505f905060ff19815c16815d5050505050565b60ff5f5c161561150257604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d5061151d602082018261260d565b6001600160a01b0316336001600160a01b03161415801561155f5750611549604082016020830161260d565b6001600160a01b0316336001600160a01b031614155b1561157d576040516315f969d560e01b815260040160405180910390fd5b5f61158782610c84565b5f818152600260205260408120805492935091600160801b900464ffffffffff1690036115c757604051631d050e5360e11b815260040160405180910390fd5b6115d760c0840160a0850161263a565b81546115f49164ffffffffff90811691600160801b900416612732565b4210156116145760405163f396582760e01b815260040160405180910390fd5b5f8281526020819052604081208054909190611642906001600160801b03600160801b820481169116612667565b83549091505f906001600160801b0380841691161161166b5783546001600160801b031661166d565b815b84546001600160a81b03191685558354909150819084905f9061169a9084906001600160801b0316612667565b92506101000a8154816001600160801b0302191690836001600160801b03160217905550336001600160a01b0316857f546ce1e2242cd930c196bd08b894443562d709b4fffe4f028a75a6d233efc6e38360405161170791906001600160801b0391909116815260200190565b60405180910390a382546001600160801b031615801561173657508254600160801b90046001600160801b0316155b1561177457847f8d5942f197f362dfd44dfdc1b0b7a9721c9151b67f55817c83349271d3c08d378760405161176b91906127e4565b60405180910390a25b6001600160801b038116156117b2576117b261179660a088016080890161260d565b6117a3602089018961260d565b836001600160801b0316611b3c565b505f93505050815c60ff19169050815d5050565b5f6117d7608083016060840161260d565b6001600160a01b0316836001600160a01b03161480610d9c5750611801606083016040840161260d565b6001600160a01b0316836001600160a01b031614905092915050565b805f61182882610c84565b5f818152602081905260409020805491925090600160801b90046001600160801b031661185d61014086016101208701612839565b6001600160801b0316116118715750505050565b611882610100850160e08601612839565b6001600160801b031661189d61014086016101208701612839565b6001600160801b031611156118c55760405163f178977560e01b815260040160405180910390fd5b80546001600160801b03166118e261014086016101208701612839565b6001600160801b0316111561190a57604051633ec1215b60e11b815260040160405180910390fd5b5f611920836102fa610100880160e08901612839565b90505f611933604086016020870161260d565b6001600160a01b03161461199d57611951604085016020860161260d565b6001600160a01b03166119718261196c61010089018961289c565b611fd7565b6001600160a01b03161461199857604051638baa579f60e01b815260040160405180910390fd5b6119de565b6119c16119ad602086018661260d565b826119bc61010089018961289c565b611c47565b6119de57604051638baa579f60e01b815260040160405180910390fd5b81545f90600160801b90046001600160801b0316611a0461014088016101208901612839565b611a0e9190612667565b9050611a2261014087016101208801612839565b83546001600160801b03918216600160801b0291161783558060035f611a4e6060890160408a0161260d565b6001600160a01b0316815260208101919091526040015f90812090611a7960a0890160808a0161260d565b6001600160a01b0316815260208101919091526040015f9081208054909190611aac9084906001600160801b0316612686565b92506101000a8154816001600160801b0302191690836001600160801b03160217905550336001600160a01b0316847f36bd546bb573e8921fdbfd934bbed62d872796b01792cd240cce27f79dd3eddd8389610120016020810190611b119190612839565b604080516001600160801b0393841681529290911660208301520160405180910390a3505050505050565b6040516001600160a01b038381166024830152604482018390525f91829186169060640160408051601f198184030181529181526020820180516001600160e01b031663a9059cbb60e01b17905251611b95919061290b565b5f604051808303815f865af19150503d805f8114611bce576040519150601f19603f3d011682016040523d82523d5f602084013e611bd3565b606091505b50915091505f828015611c0f5750815115611c015781806020019051810190611bfc9190612921565b611c0f565b5f866001600160a01b03163b115b905080611c3f57604051635274afe760e01b81526001600160a01b03871660048201526024015b60405180910390fd5b505050505050565b5f846001600160a01b03163b5f03611ca6575f5f611c66868686612094565b5090925090505f816003811115611c7f57611c7f612940565b148015611c9d5750866001600160a01b0316826001600160a01b0316145b9250505061137b565b5f5f866001600160a01b0316868686604051602401611cc793929190612954565b60408051601f198184030181529181526020820180516001600160e01b0316630b135d3f60e11b17905251611cfc919061290b565b5f60405180830381855afa9150503d805f8114611d34576040519150601f19603f3d011682016040523d82523d5f602084013e611d39565b606091505b5091509150818015611d4d57506020815110155b8015611d7457508051630b135d3f60e11b90611d7290830160209081019084016126a5565b145b979650505050505050565b806001600160801b03165f03611da8576040516335d6149760e21b815260040160405180910390fd5b5f611db283610c84565b5f81815260016020818152604080842080549093019092558290528120805492935091611df1906001600160801b03600160801b820481169116612667565b90505f816001600160801b0316856001600160801b031611611e135784611e15565b815b9050806001600160801b03165f03611e2f57505050505050565b8254819084905f90611e4b9084906001600160801b0316612667565b82546001600160801b039182166101009390930a9283029190920219909116179055505f848152600260205260409020805464ffffffffff600160801b9091041615611efa5780546001600160801b0390811690831610611eb95780546001600160a81b0319168155611efa565b8054829082905f90611ed59084906001600160801b0316612667565b92506101000a8154816001600160801b0302191690836001600160801b031602179055505b6040516001600160801b0383168152339086907fa84286cf8ebc7903a663c77c8d99aa92b600d4c2fcca872a5d4a663db4eb394b9060200160405180910390a383546001600160801b0316158015611f6157508354600160801b90046001600160801b0316155b15611f9f57847f8d5942f197f362dfd44dfdc1b0b7a9721c9151b67f55817c83349271d3c08d3788604051611f9691906127e4565b60405180910390a25b611fce611fb260a0890160808a0161260d565b611fbf60208a018a61260d565b846001600160801b0316611b3c565b50505050505050565b5f5f5f5f611fe6878787612094565b91945092509050600282600381111561200157612001612940565b036120225760405163fce698f760e01b815260048101829052602401611c36565b600382600381111561203657612036612940565b03612057576040516335e2f38360e21b815260048101829052602401611c36565b600182600381111561206b5761206b612940565b036120895760405163f645eedf60e01b815260040160405180910390fd5b509095945050505050565b5f8080604184146120ad57505f915060029050826121c0565b5f6120bb6020828789612976565b6120c49161299d565b90505f6120d560406020888a612976565b6120de9161299d565b90505f878760408181106120f4576120f46127f2565b919091013560f81c9150507f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a082111561213857505f94506003935091506121c09050565b604080515f8152602081018083528b905260ff831691810191909152606081018490526080810183905260019060a0016020604051602081039080840390855afa158015612188573d5f5f3e3d5ffd5b5050604051601f1901519650506001600160a01b0386166121b657505f9450600193508492506121c0915050565b505f935083925050505b93509350939050565b5f60e082840312156121d9575f5ffd5b50919050565b80356001600160801b03811681146121f5575f5ffd5b919050565b80356001600160a01b03811681146121f5575f5ffd5b5f5f83601f840112612220575f5ffd5b50813567ffffffffffffffff811115612237575f5ffd5b60208301915083602082850101111561224e575f5ffd5b9250929050565b5f5f5f5f5f610140868803121561226a575f5ffd5b61227487876121c9565b945061228260e087016121df565b935061229161010087016121fa565b925061012086013567ffffffffffffffff8111156122ad575f5ffd5b6122b988828901612210565b969995985093965092949392505050565b5f5f604083850312156122db575f5ffd5b6122e4836121fa565b91506122f2602084016121fa565b90509250929050565b5f5f83601f84011261230b575f5ffd5b50813567ffffffffffffffff811115612322575f5ffd5b6020830191508360208260051b850101111561224e575f5ffd5b5f5f6020838503121561234d575f5ffd5b823567ffffffffffffffff811115612363575f5ffd5b61236f858286016122fb565b90969095509350505050565b5f60e0828403121561238b575f5ffd5b610d9c83836121c9565b5f602082840312156123a5575f5ffd5b5035919050565b5f81518084528060208401602086015e5f602082860101526020601f19601f83011685010191505092915050565b60ff60f81b8816815260e060208201525f6123f860e08301896123ac565b828103604084015261240a81896123ac565b606084018890526001600160a01b038716608085015260a0840186905283810360c0850152845180825260208087019350909101905f5b8181101561245f578351835260209384019390920191600101612441565b50909b9a5050505050505050505050565b5f5f60408385031215612481575f5ffd5b823591506122f2602084016121df565b5f602082016020835280845180835260408501915060408160051b8601019250602086015f5b828110156124e857603f198786030184526124d38583516123ac565b945060209384019391909101906001016124b7565b50929695505050505050565b5f5f5f5f5f6101408688031215612509575f5ffd5b61251387876121c9565b945061252160e087016121df565b9350610100860135925061012086013567ffffffffffffffff8111156122ad575f5ffd5b5f5f6101008385031215612557575f5ffd5b61256184846121c9565b91506122f260e084016121df565b5f5f5f60608486031215612581575f5ffd5b8335925060208401359150612598604085016121df565b90509250925092565b5f5f5f5f604085870312156125b4575f5ffd5b843567ffffffffffffffff8111156125ca575f5ffd5b6125d6878288016122fb565b909550935050602085013567ffffffffffffffff8111156125f5575f5ffd5b61260187828801612210565b95989497509550505050565b5f6020828403121561261d575f5ffd5b610d9c826121fa565b803564ffffffffff811681146121f5575f5ffd5b5f6020828403121561264a575f5ffd5b610d9c82612626565b634e487b7160e01b5f52601160045260245ffd5b6001600160801b038281168282160390811115610c7e57610c7e612653565b6001600160801b038181168382160190811115610c7e57610c7e612653565b5f602082840312156126b5575f5ffd5b5051919050565b81835281816020850137505f828201602090810191909152601f909101601f19169091010190565b6001600160a01b038781168252861660208201526001600160801b03851660408201526060810184905260a0608082018190525f9061272690830184866126bc565b98975050505050505050565b80820180821115610c7e57610c7e612653565b6001600160a01b03612756826121fa565b1682526001600160a01b0361276d602083016121fa565b1660208301526001600160a01b03612787604083016121fa565b1660408301526001600160a01b036127a1606083016121fa565b1660608301526001600160a01b036127bb608083016121fa565b1660808301526127cd60a08201612626565b64ffffffffff1660a083015260c090810135910152565b60e08101610c7e8284612745565b634e487b7160e01b5f52603260045260245ffd5b5f823561013e1983360301811261281b575f5ffd5b9190910192915050565b634e487b7160e01b5f52604160045260245ffd5b5f60208284031215612849575f5ffd5b610d9c826121df565b81515f90829060208501835b8281101561287c57815184526020938401939091019060010161285e565b509195945050505050565b8281526101008101610d9c6020830184612745565b5f5f8335601e198436030181126128b1575f5ffd5b83018035915067ffffffffffffffff8211156128cb575f5ffd5b60200191503681900382131561224e575f5ffd5b818382375f9101908152919050565b64ffffffffff8181168382160190811115610c7e57610c7e612653565b5f82518060208501845e5f920191825250919050565b5f60208284031215612931575f5ffd5b81518015158114610d9c575f5ffd5b634e487b7160e01b5f52602160045260245ffd5b838152604060208201525f61296d6040830184866126bc565b95945050505050565b5f5f85851115612984575f5ffd5b83861115612990575f5ffd5b5050820193919092039150565b80356020831015610c7e575f19602084900360031b1b169291505056fea164736f6c6343000825000a";
+
+/** X402BatchSettlement runtime bytecode, as placed on the chain with anvil_setCode. */
+export const x402BatchSettlementRuntimeBytecode: `0x${string}` =
+  "0x608060405234801561000f575f5ffd5b506004361061016d575f3560e01c806394739e87116100d9578063ba94ec0d11610093578063e25cf1891161006e578063e25cf18914610446578063e43ce1f214610459578063e88377b11461046c578063f0dc792e1461047f575f5ffd5b8063ba94ec0d146103f9578063cf5cf3dc14610420578063dce4bfae14610433575f5ffd5b806394739e87146103265780639db32a8f1461034d578063ac9650d814610360578063ae15943914610380578063b77433e914610389578063b7f06ebe1461039c575f5ffd5b806353ab0fae1161012a57806353ab0fae146102645780635e5e0b871461028b5780637a7ebd7b1461029e57806384b0196e146102d1578063862bb199146102ec5780638e4a68ac146102ff575f5ffd5b8063140f1e75146101715780631e69ef40146101865780631fc3277d146101c057806321ff6389146101e057806329237b0c1461023e578063488ccc3b14610251575b5f5ffd5b61018461017f366004612255565b61049e565b005b6101ad7fbe23ad087435072cd69b49cc5b92de10ee610fce7ae0ab428307972d764bb21681565b6040519081526020015b60405180910390f35b6101ca62278d0081565b60405164ffffffffff90911681526020016101b7565b61021e6101ee3660046122ca565b600360209081525f92835260408084209091529082529020546001600160801b0380821691600160801b90041682565b604080516001600160801b039384168152929091166020830152016101b7565b61018461024c36600461233c565b61091c565b6101ad61025f36600461233c565b610a05565b6101ad7f42bd57c010b870c2e96203c66341f28a6a19b4d56a74533a8eb5f706b9fd6d5781565b6101ad61029936600461237b565b610c84565b61021e6102ac366004612395565b5f602081905290815260409020546001600160801b0380821691600160801b90041682565b6102d9610cbb565b6040516101b797969594939291906123da565b6101ad6102fa366004612470565b610d4f565b6101ad7f1c9a06ceab9b0ebbd3301dc56c9111bb6d9af421356dc9ccb3b7084c755db30881565b6101ad7f1e1bd6ff84c3e0d9029a292b212e039c0ca97ec497c55191a4a5874294609a6981565b61018461035b3660046122ca565b610da3565b61037361036e36600461233c565b610eb9565b6040516101b79190612491565b6101ca61038481565b6101846103973660046124f4565b610fe8565b6103d46103aa366004612395565b60026020525f90815260409020546001600160801b03811690600160801b900464ffffffffff1682565b604080516001600160801b03909316835264ffffffffff9091166020830152016101b7565b6101ad7f30b9a0367528fca13c3e8ec6134c3113f1887ebe7a1ad61de0955aac288b0cf581565b61018461042e366004612545565b6110b7565b610184610441366004612545565b6112c5565b6101ad61045436600461256f565b611327565b6101846104673660046125a1565b611383565b61018461047a36600461237b565b6114df565b6101ad61048d366004612395565b60016020525f908152604090205481565b60ff5f5c16156104c157604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d505f6104dd602087018761260d565b6001600160a01b0316148061050957505f6104fe606087016040880161260d565b6001600160a01b0316145b8061052b57505f610520608087016060880161260d565b6001600160a01b0316145b8061054d57505f61054260a087016080880161260d565b6001600160a01b0316145b1561056b5760405163ea3a9a3960e01b815260040160405180910390fd5b61038461057e60c0870160a0880161263a565b64ffffffffff1610806105a9575062278d006105a060c0870160a0880161263a565b64ffffffffff16115b156105c7576040516322ba7d5b60e11b815260040160405180910390fd5b836001600160801b03165f036105f0576040516356316e8760e01b815260040160405180910390fd5b6001600160a01b0383166106175760405163062c6bf560e21b815260040160405180910390fd5b5f61062186610c84565b5f818152602081905260409020805491925090610649906001600160801b0390811690612667565b6001600160801b0316866001600160801b0316111561067b57604051631132981b60e01b815260040160405180910390fd5b8054869082905f906106979084906001600160801b0316612686565b92506101000a8154816001600160801b0302191690836001600160801b031602179055505f8760800160208101906106cf919061260d565b6040516370a0823160e01b81523060048201529091505f906001600160a01b038316906370a0823190602401602060405180830381865afa158015610716573d5f5f3e3d5ffd5b505050506040513d601f19601f8201168201806040525081019061073a91906126a5565b90506001600160a01b03871663e416d8d361075860208c018c61260d565b61076860a08d0160808e0161260d565b8b888b8b6040518763ffffffff1660e01b815260040161078d969594939291906126e4565b5f604051808303815f87803b1580156107a4575f5ffd5b505af11580156107b6573d5f5f3e3d5ffd5b50505050876001600160801b0316816107cf9190612732565b6040516370a0823160e01b81523060048201526001600160a01b038416906370a0823190602401602060405180830381865afa158015610811573d5f5f3e3d5ffd5b505050506040513d601f19601f8201168201806040525081019061083591906126a5565b1461085357604051633ad0d64b60e21b815260040160405180910390fd5b82546001600160801b03898116911614801561087e57508254600160801b90046001600160801b0316155b156108bc57837f69d8248d5566bdb2ebc4d218970710d8378a2ff9b709a999e052b71970f808fa8a6040516108b391906127e4565b60405180910390a25b8254604080516001600160801b03808c1682529092166020830152339186917f6c2a09353b5e75e70d0b9778b80a413809bb235d46c211811c474b3346791d89910160405180910390a3505f92505050805c60ff1916815d505050505050565b60ff5f5c161561093f57604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d505f81900361096e5760405163c2e5347d60e01b815260040160405180910390fd5b5f5b818110156109f6576109a53384848481811061098e5761098e6127f2565b90506020028101906109a09190612806565b6117c6565b6109c25760405163defb706960e01b815260040160405180910390fd5b6109ee8383838181106109d7576109d76127f2565b90506020028101906109e99190612806565b61181d565b600101610970565b505f60ff19815c16815d505050565b5f808267ffffffffffffffff811115610a2057610a20612825565b604051908082528060200260200182016040528015610a49578160200160208202803683370190505b5090505f5b83811015610b315736858583818110610a6957610a696127f2565b9050602002810190610a7b9190612806565b90507f30b9a0367528fca13c3e8ec6134c3113f1887ebe7a1ad61de0955aac288b0cf5610aa782610c84565b610ab8610100840160e08501612839565b610aca61014085016101208601612839565b6040805160208101959095528401929092526001600160801b03908116606084015216608082015260a00160405160208183030381529060405280519060200120838381518110610b1d57610b1d6127f2565b602090810291909101015250600101610a4e565b50610c7a7f42bd57c010b870c2e96203c66341f28a6a19b4d56a74533a8eb5f706b9fd6d5782604051602001610b679190612852565b60405160208183030381529060405280519060200120604051602001610b97929190918252602082015260400190565b60408051601f1981840301815282825280516020918201207f8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f848301527fe03c502b9066cc6f23a8f0f48ed32cb7d506f9f0a2d0055449f256846a770e9a848401527fc89efdaa54c0f20c7adf612882df0950f5a951637e0307cdcb4c672f298b8bc660608501524660808501523060a0808601919091528351808603909101815260c08501845280519083012061190160f01b60e086015260e28501526101028085019190915282518085039091018152610122909301909152815191012090565b9150505b92915050565b5f610c7e7f1c9a06ceab9b0ebbd3301dc56c9111bb6d9af421356dc9ccb3b7084c755db30883604051602001610b97929190612887565b5f6060808280808346308380604051908082528060200260200182016040528015610cf0578160200160208202803683370190505b5060408051808201825260158152741e0d0c0c8810985d18da0814d95d1d1b195b595b9d605a1b602080830191909152825180840190935260018352603160f81b90830152600f60f81b9d909c50909a50939850919650945092509050565b604080517f1e1bd6ff84c3e0d9029a292b212e039c0ca97ec497c55191a4a5874294609a6960208201529081018390526001600160801b03821660608201525f90610d9c90608001610b97565b9392505050565b60ff5f5c1615610dc657604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d506001600160a01b038083165f90815260036020908152604080832093851683529290529081208054909190610e1b906001600160801b03600160801b820481169116612667565b9050806001600160801b03165f03610e34575050610eab565b81546001600160801b03908116600160801b8102178355610e5a90849086908416611b3c565b6040516001600160801b038216815233906001600160a01b0385811691908716907f7337b4386b690fdb8ba66905b92b9d45d33bc6626ee2620c905fb150ec0cc47d9060200160405180910390a450505b5f60ff19815c16815d505050565b60608167ffffffffffffffff811115610ed457610ed4612825565b604051908082528060200260200182016040528015610f0757816020015b6060815260200190600190039081610ef25790505b5090505f5b82811015610fe1575f8030868685818110610f2957610f296127f2565b9050602002810190610f3b919061289c565b604051610f499291906128df565b5f60405180830381855af49150503d805f8114610f81576040519150601f19603f3d011682016040523d82523d5f602084013e610f86565b606091505b509150915081610fb95780515f03610fb15760405163d6bda27560e01b815260040160405180910390fd5b805160208201fd5b80848481518110610fcc57610fcc6127f2565b60209081029190910101525050600101610f0c565b5092915050565b60ff5f5c161561100b57604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d505f61102386610c84565b5f81815260016020526040902054909150841461105357604051630b278d7f60e11b815260040160405180910390fd5b5f61105f828688611327565b905061107c6110746080890160608a0161260d565b828686611c47565b61109957604051638baa579f60e01b815260040160405180910390fd5b6110a38787611d7f565b505f905060ff19815c16815d505050505050565b60ff5f5c16156110da57604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d506110f5602083018361260d565b6001600160a01b0316336001600160a01b0316141580156111375750611121604083016020840161260d565b6001600160a01b0316336001600160a01b031614155b156111555760405163ea3a9a3960e01b815260040160405180910390fd5b806001600160801b03165f0361117e57604051630686827b60e51b815260040160405180910390fd5b5f61118883610c84565b5f818152600260205260409020805491925090600160801b900464ffffffffff16156111c757604051630a2aed0f60e41b815260040160405180910390fd5b5f82815260208190526040902080546111f2906001600160801b03600160801b820481169116612667565b6001600160801b0316846001600160801b0316111561122457604051631b4f55d960e21b815260040160405180910390fd5b815464ffffffffff4216600160801b026001600160a81b03199091166001600160801b03861617178255827fe4280d0d903c7f258f62b07c62f262377cbaa23f7791d78126e6446e0f0e3c238561128160c0890160a08a0161263a565b61128b90426128ee565b604080516001600160801b03909316835264ffffffffff90911660208301520160405180910390a2505f91505060ff19815c16815d505050565b60ff5f5c16156112e857604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d5061130033836117c6565b61131d57604051630f0c9e0160e31b815260040160405180910390fd5b610eab8282611d7f565b604080517fbe23ad087435072cd69b49cc5b92de10ee610fce7ae0ab428307972d764bb2166020820152908101849052606081018390526001600160801b03821660808201525f9061137b9060a001610b97565b949350505050565b60ff5f5c16156113a657604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d505f8390036113d55760405163c2e5347d60e01b815260040160405180910390fd5b5f84845f8181106113e8576113e86127f2565b90506020028101906113fa9190612806565b61140b90608081019060600161260d565b90506114228161141b8787610a05565b8585611c47565b61143f57604051638baa579f60e01b815260040160405180910390fd5b5f5b848110156114cc57816001600160a01b0316868683818110611465576114656127f2565b90506020028101906114779190612806565b61148890608081019060600161260d565b6001600160a01b0316146114af5760405163f5e2237d60e01b815260040160405180910390fd5b6114c48686838181106109d7576109d76127f2565b600101611441565b505f905060ff19815c16815d5050505050565b60ff5f5c161561150257604051633ee5aeb560e01b815260040160405180910390fd5b60015f805c60ff19168217905d5061151d602082018261260d565b6001600160a01b0316336001600160a01b03161415801561155f5750611549604082016020830161260d565b6001600160a01b0316336001600160a01b031614155b1561157d576040516315f969d560e01b815260040160405180910390fd5b5f61158782610c84565b5f818152600260205260408120805492935091600160801b900464ffffffffff1690036115c757604051631d050e5360e11b815260040160405180910390fd5b6115d760c0840160a0850161263a565b81546115f49164ffffffffff90811691600160801b900416612732565b4210156116145760405163f396582760e01b815260040160405180910390fd5b5f8281526020819052604081208054909190611642906001600160801b03600160801b820481169116612667565b83549091505f906001600160801b0380841691161161166b5783546001600160801b031661166d565b815b84546001600160a81b03191685558354909150819084905f9061169a9084906001600160801b0316612667565b92506101000a8154816001600160801b0302191690836001600160801b03160217905550336001600160a01b0316857f546ce1e2242cd930c196bd08b894443562d709b4fffe4f028a75a6d233efc6e38360405161170791906001600160801b0391909116815260200190565b60405180910390a382546001600160801b031615801561173657508254600160801b90046001600160801b0316155b1561177457847f8d5942f197f362dfd44dfdc1b0b7a9721c9151b67f55817c83349271d3c08d378760405161176b91906127e4565b60405180910390a25b6001600160801b038116156117b2576117b261179660a088016080890161260d565b6117a3602089018961260d565b836001600160801b0316611b3c565b505f93505050815c60ff19169050815d5050565b5f6117d7608083016060840161260d565b6001600160a01b0316836001600160a01b03161480610d9c5750611801606083016040840161260d565b6001600160a01b0316836001600160a01b031614905092915050565b805f61182882610c84565b5f818152602081905260409020805491925090600160801b90046001600160801b031661185d61014086016101208701612839565b6001600160801b0316116118715750505050565b611882610100850160e08601612839565b6001600160801b031661189d61014086016101208701612839565b6001600160801b031611156118c55760405163f178977560e01b815260040160405180910390fd5b80546001600160801b03166118e261014086016101208701612839565b6001600160801b0316111561190a57604051633ec1215b60e11b815260040160405180910390fd5b5f611920836102fa610100880160e08901612839565b90505f611933604086016020870161260d565b6001600160a01b03161461199d57611951604085016020860161260d565b6001600160a01b03166119718261196c61010089018961289c565b611fd7565b6001600160a01b03161461199857604051638baa579f60e01b815260040160405180910390fd5b6119de565b6119c16119ad602086018661260d565b826119bc61010089018961289c565b611c47565b6119de57604051638baa579f60e01b815260040160405180910390fd5b81545f90600160801b90046001600160801b0316611a0461014088016101208901612839565b611a0e9190612667565b9050611a2261014087016101208801612839565b83546001600160801b03918216600160801b0291161783558060035f611a4e6060890160408a0161260d565b6001600160a01b0316815260208101919091526040015f90812090611a7960a0890160808a0161260d565b6001600160a01b0316815260208101919091526040015f9081208054909190611aac9084906001600160801b0316612686565b92506101000a8154816001600160801b0302191690836001600160801b03160217905550336001600160a01b0316847f36bd546bb573e8921fdbfd934bbed62d872796b01792cd240cce27f79dd3eddd8389610120016020810190611b119190612839565b604080516001600160801b0393841681529290911660208301520160405180910390a3505050505050565b6040516001600160a01b038381166024830152604482018390525f91829186169060640160408051601f198184030181529181526020820180516001600160e01b031663a9059cbb60e01b17905251611b95919061290b565b5f604051808303815f865af19150503d805f8114611bce576040519150601f19603f3d011682016040523d82523d5f602084013e611bd3565b606091505b50915091505f828015611c0f5750815115611c015781806020019051810190611bfc9190612921565b611c0f565b5f866001600160a01b03163b115b905080611c3f57604051635274afe760e01b81526001600160a01b03871660048201526024015b60405180910390fd5b505050505050565b5f846001600160a01b03163b5f03611ca6575f5f611c66868686612094565b5090925090505f816003811115611c7f57611c7f612940565b148015611c9d5750866001600160a01b0316826001600160a01b0316145b9250505061137b565b5f5f866001600160a01b0316868686604051602401611cc793929190612954565b60408051601f198184030181529181526020820180516001600160e01b0316630b135d3f60e11b17905251611cfc919061290b565b5f60405180830381855afa9150503d805f8114611d34576040519150601f19603f3d011682016040523d82523d5f602084013e611d39565b606091505b5091509150818015611d4d57506020815110155b8015611d7457508051630b135d3f60e11b90611d7290830160209081019084016126a5565b145b979650505050505050565b806001600160801b03165f03611da8576040516335d6149760e21b815260040160405180910390fd5b5f611db283610c84565b5f81815260016020818152604080842080549093019092558290528120805492935091611df1906001600160801b03600160801b820481169116612667565b90505f816001600160801b0316856001600160801b031611611e135784611e15565b815b9050806001600160801b03165f03611e2f57505050505050565b8254819084905f90611e4b9084906001600160801b0316612667565b82546001600160801b039182166101009390930a9283029190920219909116179055505f848152600260205260409020805464ffffffffff600160801b9091041615611efa5780546001600160801b0390811690831610611eb95780546001600160a81b0319168155611efa565b8054829082905f90611ed59084906001600160801b0316612667565b92506101000a8154816001600160801b0302191690836001600160801b031602179055505b6040516001600160801b0383168152339086907fa84286cf8ebc7903a663c77c8d99aa92b600d4c2fcca872a5d4a663db4eb394b9060200160405180910390a383546001600160801b0316158015611f6157508354600160801b90046001600160801b0316155b15611f9f57847f8d5942f197f362dfd44dfdc1b0b7a9721c9151b67f55817c83349271d3c08d3788604051611f9691906127e4565b60405180910390a25b611fce611fb260a0890160808a0161260d565b611fbf60208a018a61260d565b846001600160801b0316611b3c565b50505050505050565b5f5f5f5f611fe6878787612094565b91945092509050600282600381111561200157612001612940565b036120225760405163fce698f760e01b815260048101829052602401611c36565b600382600381111561203657612036612940565b03612057576040516335e2f38360e21b815260048101829052602401611c36565b600182600381111561206b5761206b612940565b036120895760405163f645eedf60e01b815260040160405180910390fd5b509095945050505050565b5f8080604184146120ad57505f915060029050826121c0565b5f6120bb6020828789612976565b6120c49161299d565b90505f6120d560406020888a612976565b6120de9161299d565b90505f878760408181106120f4576120f46127f2565b919091013560f81c9150507f7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a082111561213857505f94506003935091506121c09050565b604080515f8152602081018083528b905260ff831691810191909152606081018490526080810183905260019060a0016020604051602081039080840390855afa158015612188573d5f5f3e3d5ffd5b5050604051601f1901519650506001600160a01b0386166121b657505f9450600193508492506121c0915050565b505f935083925050505b93509350939050565b5f60e082840312156121d9575f5ffd5b50919050565b80356001600160801b03811681146121f5575f5ffd5b919050565b80356001600160a01b03811681146121f5575f5ffd5b5f5f83601f840112612220575f5ffd5b50813567ffffffffffffffff811115612237575f5ffd5b60208301915083602082850101111561224e575f5ffd5b9250929050565b5f5f5f5f5f610140868803121561226a575f5ffd5b61227487876121c9565b945061228260e087016121df565b935061229161010087016121fa565b925061012086013567ffffffffffffffff8111156122ad575f5ffd5b6122b988828901612210565b969995985093965092949392505050565b5f5f604083850312156122db575f5ffd5b6122e4836121fa565b91506122f2602084016121fa565b90509250929050565b5f5f83601f84011261230b575f5ffd5b50813567ffffffffffffffff811115612322575f5ffd5b6020830191508360208260051b850101111561224e575f5ffd5b5f5f6020838503121561234d575f5ffd5b823567ffffffffffffffff811115612363575f5ffd5b61236f858286016122fb565b90969095509350505050565b5f60e0828403121561238b575f5ffd5b610d9c83836121c9565b5f602082840312156123a5575f5ffd5b5035919050565b5f81518084528060208401602086015e5f602082860101526020601f19601f83011685010191505092915050565b60ff60f81b8816815260e060208201525f6123f860e08301896123ac565b828103604084015261240a81896123ac565b606084018890526001600160a01b038716608085015260a0840186905283810360c0850152845180825260208087019350909101905f5b8181101561245f578351835260209384019390920191600101612441565b50909b9a5050505050505050505050565b5f5f60408385031215612481575f5ffd5b823591506122f2602084016121df565b5f602082016020835280845180835260408501915060408160051b8601019250602086015f5b828110156124e857603f198786030184526124d38583516123ac565b945060209384019391909101906001016124b7565b50929695505050505050565b5f5f5f5f5f6101408688031215612509575f5ffd5b61251387876121c9565b945061252160e087016121df565b9350610100860135925061012086013567ffffffffffffffff8111156122ad575f5ffd5b5f5f6101008385031215612557575f5ffd5b61256184846121c9565b91506122f260e084016121df565b5f5f5f60608486031215612581575f5ffd5b8335925060208401359150612598604085016121df565b90509250925092565b5f5f5f5f604085870312156125b4575f5ffd5b843567ffffffffffffffff8111156125ca575f5ffd5b6125d6878288016122fb565b909550935050602085013567ffffffffffffffff8111156125f5575f5ffd5b61260187828801612210565b95989497509550505050565b5f6020828403121561261d575f5ffd5b610d9c826121fa565b803564ffffffffff811681146121f5575f5ffd5b5f6020828403121561264a575f5ffd5b610d9c82612626565b634e487b7160e01b5f52601160045260245ffd5b6001600160801b038281168282160390811115610c7e57610c7e612653565b6001600160801b038181168382160190811115610c7e57610c7e612653565b5f602082840312156126b5575f5ffd5b5051919050565b81835281816020850137505f828201602090810191909152601f909101601f19169091010190565b6001600160a01b038781168252861660208201526001600160801b03851660408201526060810184905260a0608082018190525f9061272690830184866126bc565b98975050505050505050565b80820180821115610c7e57610c7e612653565b6001600160a01b03612756826121fa565b1682526001600160a01b0361276d602083016121fa565b1660208301526001600160a01b03612787604083016121fa565b1660408301526001600160a01b036127a1606083016121fa565b1660608301526001600160a01b036127bb608083016121fa565b1660808301526127cd60a08201612626565b64ffffffffff1660a083015260c090810135910152565b60e08101610c7e8284612745565b634e487b7160e01b5f52603260045260245ffd5b5f823561013e1983360301811261281b575f5ffd5b9190910192915050565b634e487b7160e01b5f52604160045260245ffd5b5f60208284031215612849575f5ffd5b610d9c826121df565b81515f90829060208501835b8281101561287c57815184526020938401939091019060010161285e565b509195945050505050565b8281526101008101610d9c6020830184612745565b5f5f8335601e198436030181126128b1575f5ffd5b83018035915067ffffffffffffffff8211156128cb575f5ffd5b60200191503681900382131561224e575f5ffd5b818382375f9101908152919050565b64ffffffffff8181168382160190811115610c7e57610c7e612653565b5f82518060208501845e5f920191825250919050565b5f60208284031215612931575f5ffd5b81518015158114610d9c575f5ffd5b634e487b7160e01b5f52602160045260245ffd5b838152604060208201525f61296d6040830184866126bc565b95945050505050565b5f5f85851115612984575f5ffd5b83861115612990575f5ffd5b5050820193919092039150565b80356020831015610c7e575f19602084900360031b1b169291505056fea164736f6c6343000825000a";
+
+// ERC3009DepositCollector
+export const erc3009DepositCollectorAbi = [
+  { inputs: [], name: "InvalidX402BatchSettlementAddress", type: "error" },
+  { inputs: [], name: "OnlyX402BatchSettlement", type: "error" },
+  {
+    inputs: [{ internalType: "address", name: "token", type: "address" }],
+    name: "SafeERC20FailedOperation",
+    type: "error",
+  },
+  {
+    inputs: [
+      { internalType: "address", name: "payer", type: "address" },
+      { internalType: "address", name: "token", type: "address" },
+      { internalType: "uint256", name: "amount", type: "uint256" },
+      { internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { internalType: "bytes", name: "collectorData", type: "bytes" },
+    ],
+    name: "collect",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "x402BatchSettlement",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function",
+  },
+] as const;
+
+/** ERC3009DepositCollector creation bytecode (runs the constructor; we never deploy this way). */
+export const erc3009DepositCollectorBytecode: `0x${string}` =
+  "0x6080604052348015600e575f5ffd5b506104fa8061001c5f395ff3fe608060405234801561000f575f5ffd5b5060043610610034575f3560e01c80634dec6d9514610038578063e416d8d31461006f575b5f5ffd5b610053734020074e9df2ce1dee5a9c1b5c3f541d02a1000381565b6040516001600160a01b03909116815260200160405180910390f35b61008261007d3660046102bb565b610084565b005b33734020074e9df2ce1dee5a9c1b5c3f541d02a10003146100b857604051639794beb960e01b815260040160405180910390fd5b5f8080806100c885870187610370565b93509350935093505f87836040516020016100ed929190918252602082015260400190565b60408051601f198184030181529082905280516020909101206388b7ab6360e01b825291506001600160a01b038b16906388b7ab639061013d908e9030908e908b908b9089908b9060040161043f565b5f604051808303815f87803b158015610154575f5ffd5b505af1158015610166573d5f5f3e3d5ffd5b505050506101898a734020074e9df2ce1dee5a9c1b5c3f541d02a100038b610196565b5050505050505050505050565b6040516001600160a01b038381166024830152604482018390525f91829186169060640160408051601f198184030181529181526020820180516001600160e01b031663a9059cbb60e01b179052516101ef91906104b1565b5f604051808303815f865af19150503d805f8114610228576040519150601f19603f3d011682016040523d82523d5f602084013e61022d565b606091505b50915091505f828015610269575081511561025b578180602001905181019061025691906104c7565b610269565b5f866001600160a01b03163b115b90508061029857604051635274afe760e01b81526001600160a01b038716600482015260240160405180910390fd5b505050505050565b80356001600160a01b03811681146102b6575f5ffd5b919050565b5f5f5f5f5f5f60a087890312156102d0575f5ffd5b6102d9876102a0565b95506102e7602088016102a0565b94506040870135935060608701359250608087013567ffffffffffffffff811115610310575f5ffd5b8701601f81018913610320575f5ffd5b803567ffffffffffffffff811115610336575f5ffd5b896020828401011115610347575f5ffd5b60208201935080925050509295509295509295565b634e487b7160e01b5f52604160045260245ffd5b5f5f5f5f60808587031215610383575f5ffd5b843593506020850135925060408501359150606085013567ffffffffffffffff8111156103ae575f5ffd5b8501601f810187136103be575f5ffd5b803567ffffffffffffffff8111156103d8576103d861035c565b604051601f8201601f19908116603f0116810167ffffffffffffffff811182821017156104075761040761035c565b60405281815282820160200189101561041e575f5ffd5b816020840160208301375f6020838301015280935050505092959194509250565b60018060a01b038816815260018060a01b03871660208201528560408201528460608201528360808201528260a082015260e060c08201525f82518060e0840152806020850161010085015e5f6101008285010152610100601f19601f83011684010191505098975050505050505050565b5f82518060208501845e5f920191825250919050565b5f602082840312156104d7575f5ffd5b815180151581146104e6575f5ffd5b939250505056fea164736f6c6343000825000a";
+
+/** ERC3009DepositCollector runtime bytecode, as placed on the chain with anvil_setCode. */
+export const erc3009DepositCollectorRuntimeBytecode: `0x${string}` =
+  "0x608060405234801561000f575f5ffd5b5060043610610034575f3560e01c80634dec6d9514610038578063e416d8d31461006f575b5f5ffd5b610053734020074e9df2ce1dee5a9c1b5c3f541d02a1000381565b6040516001600160a01b03909116815260200160405180910390f35b61008261007d3660046102bb565b610084565b005b33734020074e9df2ce1dee5a9c1b5c3f541d02a10003146100b857604051639794beb960e01b815260040160405180910390fd5b5f8080806100c885870187610370565b93509350935093505f87836040516020016100ed929190918252602082015260400190565b60408051601f198184030181529082905280516020909101206388b7ab6360e01b825291506001600160a01b038b16906388b7ab639061013d908e9030908e908b908b9089908b9060040161043f565b5f604051808303815f87803b158015610154575f5ffd5b505af1158015610166573d5f5f3e3d5ffd5b505050506101898a734020074e9df2ce1dee5a9c1b5c3f541d02a100038b610196565b5050505050505050505050565b6040516001600160a01b038381166024830152604482018390525f91829186169060640160408051601f198184030181529181526020820180516001600160e01b031663a9059cbb60e01b179052516101ef91906104b1565b5f604051808303815f865af19150503d805f8114610228576040519150601f19603f3d011682016040523d82523d5f602084013e61022d565b606091505b50915091505f828015610269575081511561025b578180602001905181019061025691906104c7565b610269565b5f866001600160a01b03163b115b90508061029857604051635274afe760e01b81526001600160a01b038716600482015260240160405180910390fd5b505050505050565b80356001600160a01b03811681146102b6575f5ffd5b919050565b5f5f5f5f5f5f60a087890312156102d0575f5ffd5b6102d9876102a0565b95506102e7602088016102a0565b94506040870135935060608701359250608087013567ffffffffffffffff811115610310575f5ffd5b8701601f81018913610320575f5ffd5b803567ffffffffffffffff811115610336575f5ffd5b896020828401011115610347575f5ffd5b60208201935080925050509295509295509295565b634e487b7160e01b5f52604160045260245ffd5b5f5f5f5f60808587031215610383575f5ffd5b843593506020850135925060408501359150606085013567ffffffffffffffff8111156103ae575f5ffd5b8501601f810187136103be575f5ffd5b803567ffffffffffffffff8111156103d8576103d861035c565b604051601f8201601f19908116603f0116810167ffffffffffffffff811182821017156104075761040761035c565b60405281815282820160200189101561041e575f5ffd5b816020840160208301375f6020838301015280935050505092959194509250565b60018060a01b038816815260018060a01b03871660208201528560408201528460608201528360808201528260a082015260e060c08201525f82518060e0840152806020850161010085015e5f6101008285010152610100601f19601f83011684010191505098975050505050505050565b5f82518060208501845e5f920191825250919050565b5f602082840312156104d7575f5ffd5b815180151581146104e6575f5ffd5b939250505056fea164736f6c6343000825000a";
+
+// Permit2DepositCollector
+export const permit2DepositCollectorAbi = [
+  { inputs: [], name: "InvalidPermit2Address", type: "error" },
+  { inputs: [], name: "InvalidX402BatchSettlementAddress", type: "error" },
+  { inputs: [], name: "OnlyX402BatchSettlement", type: "error" },
+  { inputs: [], name: "Permit2612AmountMismatch", type: "error" },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "token", type: "address" },
+      { indexed: true, internalType: "address", name: "owner", type: "address" },
+      { indexed: false, internalType: "bytes", name: "data", type: "bytes" },
+    ],
+    name: "EIP2612PermitFailedWithData",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "token", type: "address" },
+      { indexed: true, internalType: "address", name: "owner", type: "address" },
+      { indexed: false, internalType: "uint256", name: "errorCode", type: "uint256" },
+    ],
+    name: "EIP2612PermitFailedWithPanic",
+    type: "event",
+  },
+  {
+    anonymous: false,
+    inputs: [
+      { indexed: true, internalType: "address", name: "token", type: "address" },
+      { indexed: true, internalType: "address", name: "owner", type: "address" },
+      { indexed: false, internalType: "string", name: "reason", type: "string" },
+    ],
+    name: "EIP2612PermitFailedWithReason",
+    type: "event",
+  },
+  {
+    inputs: [],
+    name: "DEPOSIT_WITNESS_TYPEHASH",
+    outputs: [{ internalType: "bytes32", name: "", type: "bytes32" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "DEPOSIT_WITNESS_TYPE_STRING",
+    outputs: [{ internalType: "string", name: "", type: "string" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "PERMIT2",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function",
+  },
+  {
+    inputs: [
+      { internalType: "address", name: "payer", type: "address" },
+      { internalType: "address", name: "token", type: "address" },
+      { internalType: "uint256", name: "amount", type: "uint256" },
+      { internalType: "bytes32", name: "channelId", type: "bytes32" },
+      { internalType: "bytes", name: "collectorData", type: "bytes" },
+    ],
+    name: "collect",
+    outputs: [],
+    stateMutability: "nonpayable",
+    type: "function",
+  },
+  {
+    inputs: [],
+    name: "x402BatchSettlement",
+    outputs: [{ internalType: "address", name: "", type: "address" }],
+    stateMutability: "view",
+    type: "function",
+  },
+] as const;
+
+/** Permit2DepositCollector creation bytecode (runs the constructor; we never deploy this way). */
+export const permit2DepositCollectorBytecode: `0x${string}` =
+  "0x6080604052348015600e575f5ffd5b506109278061001c5f395ff3fe608060405234801561000f575f5ffd5b5060043610610055575f3560e01c806322971aa0146100595780634dec6d95146100775780634f829976146100aa5780636afdd850146100df578063e416d8d3146100f5575b5f5ffd5b61006161010a565b60405161006e9190610513565b60405180910390f35b610092734020074e9df2ce1dee5a9c1b5c3f541d02a1000381565b6040516001600160a01b03909116815260200161006e565b6100d17fba0000097e86dabe64178afe31109221193339a6861598f2133fcbdc92c8447981565b60405190815260200161006e565b6100926e22d473030f116ddee9f6b43ac78ba381565b610108610103366004610547565b610126565b005b6040518060a00160405280606681526020016108b56066913981565b33734020074e9df2ce1dee5a9c1b5c3f541d02a100031461015a57604051639794beb960e01b815260040160405180910390fd5b5f80808061016a85870187610699565b93509350935093505f81511115610187576101878a8a8a846102bc565b6040805160a0810182526001600160a01b038b1660608201908152608082018b90528152602080820187905281830186905282518084018452734020074e9df2ce1dee5a9c1b5c3f541d02a1000381528082018c905292516e22d473030f116ddee9f6b43ac78ba39363137c29fe939290918f91610232917fba0000097e86dabe64178afe31109221193339a6861598f2133fcbdc92c84479918f9101918252602082015260400190565b604051602081830303815290604052805190602001206040518060a00160405280606681526020016108b560669139886040518763ffffffff1660e01b815260040161028396959493929190610710565b5f604051808303815f87803b15801561029a575f5ffd5b505af11580156102ac573d5f5f3e3d5ffd5b5050505050505050505050505050565b5f5f5f5f5f858060200190518101906102d591906107ae565b945094509450945094508685146102ff5760405163050cda4960e01b815260040160405180910390fd5b60405163d505accf60e01b81526001600160a01b038a811660048301526e22d473030f116ddee9f6b43ac78ba36024830152604482018790526064820186905260ff8516608483015260a4820184905260c4820183905289169063d505accf9060e4015f604051808303815f87803b158015610379575f5ffd5b505af192505050801561038a575060015b6104da576103966107fa565b806308c379a00361040657506103aa610813565b806103b55750610468565b896001600160a01b0316896001600160a01b03167f0fea7e5a0e14e9f700b9b0666ffd524bacb9ceb9e6234ea2bfb8e1d0ee2365e7836040516103f89190610513565b60405180910390a3506104da565b634e487b710361046857610418610897565b906104235750610468565b896001600160a01b0316896001600160a01b03167f278207c426558a8c6ef49e9a3c6f87d257ca5c1852f0c988ad5caf894d197623836040516103f891815260200190565b3d808015610491576040519150601f19603f3d011682016040523d82523d5f602084013e610496565b606091505b50896001600160a01b0316896001600160a01b03167f41d715076dfd9c1fd3135fbb7675020aab7fb8e82349a0cd5aaa970dcfb816fe836040516103f89190610513565b505050505050505050565b5f81518084528060208401602086015e5f602082860101526020601f19601f83011685010191505092915050565b602081525f61052560208301846104e5565b9392505050565b80356001600160a01b0381168114610542575f5ffd5b919050565b5f5f5f5f5f5f60a0878903121561055c575f5ffd5b6105658761052c565b95506105736020880161052c565b94506040870135935060608701359250608087013567ffffffffffffffff81111561059c575f5ffd5b8701601f810189136105ac575f5ffd5b803567ffffffffffffffff8111156105c2575f5ffd5b8960208284010111156105d3575f5ffd5b60208201935080925050509295509295509295565b634e487b7160e01b5f52604160045260245ffd5b601f8201601f1916810167ffffffffffffffff81118282101715610622576106226105e8565b6040525050565b5f82601f830112610638575f5ffd5b813567ffffffffffffffff811115610652576106526105e8565b604051610669601f8301601f1916602001826105fc565b81815284602083860101111561067d575f5ffd5b816020850160208301375f918101602001919091529392505050565b5f5f5f5f608085870312156106ac575f5ffd5b8435935060208501359250604085013567ffffffffffffffff8111156106d0575f5ffd5b6106dc87828801610629565b925050606085013567ffffffffffffffff8111156106f8575f5ffd5b61070487828801610629565b91505092959194509250565b61072e81885180516001600160a01b03168252602090810151910152565b6020870151604082015260408701516060820152610762608082018780516001600160a01b03168252602090810151910152565b60018060a01b03851660c08201528360e08201526101406101008201525f61078e6101408301856104e5565b8281036101208401526107a181856104e5565b9998505050505050505050565b5f5f5f5f5f60a086880312156107c2575f5ffd5b855160208701516040880151919650945060ff811681146107e1575f5ffd5b6060870151608090970151959894975095949392505050565b5f60033d11156108105760045f5f3e505f5160e01c5b90565b5f60443d10156108205790565b6040513d600319016004823e80513d602482011167ffffffffffffffff8211171561084a57505090565b808201805167ffffffffffffffff811115610866575050505090565b3d8401600319018282016020011115610880575050505090565b61088f602082850101856105fc565b509392505050565b5f5f60233d11156108b057602060045f3e50505f516001905b909156fe4465706f7369745769746e657373207769746e657373294465706f7369745769746e6573732862797465733332206368616e6e656c496429546f6b656e5065726d697373696f6e73286164647265737320746f6b656e2c75696e7432353620616d6f756e7429a164736f6c6343000825000a";
+
+/** Permit2DepositCollector runtime bytecode, as placed on the chain with anvil_setCode. */
+export const permit2DepositCollectorRuntimeBytecode: `0x${string}` =
+  "0x608060405234801561000f575f5ffd5b5060043610610055575f3560e01c806322971aa0146100595780634dec6d95146100775780634f829976146100aa5780636afdd850146100df578063e416d8d3146100f5575b5f5ffd5b61006161010a565b60405161006e9190610513565b60405180910390f35b610092734020074e9df2ce1dee5a9c1b5c3f541d02a1000381565b6040516001600160a01b03909116815260200161006e565b6100d17fba0000097e86dabe64178afe31109221193339a6861598f2133fcbdc92c8447981565b60405190815260200161006e565b6100926e22d473030f116ddee9f6b43ac78ba381565b610108610103366004610547565b610126565b005b6040518060a00160405280606681526020016108b56066913981565b33734020074e9df2ce1dee5a9c1b5c3f541d02a100031461015a57604051639794beb960e01b815260040160405180910390fd5b5f80808061016a85870187610699565b93509350935093505f81511115610187576101878a8a8a846102bc565b6040805160a0810182526001600160a01b038b1660608201908152608082018b90528152602080820187905281830186905282518084018452734020074e9df2ce1dee5a9c1b5c3f541d02a1000381528082018c905292516e22d473030f116ddee9f6b43ac78ba39363137c29fe939290918f91610232917fba0000097e86dabe64178afe31109221193339a6861598f2133fcbdc92c84479918f9101918252602082015260400190565b604051602081830303815290604052805190602001206040518060a00160405280606681526020016108b560669139886040518763ffffffff1660e01b815260040161028396959493929190610710565b5f604051808303815f87803b15801561029a575f5ffd5b505af11580156102ac573d5f5f3e3d5ffd5b5050505050505050505050505050565b5f5f5f5f5f858060200190518101906102d591906107ae565b945094509450945094508685146102ff5760405163050cda4960e01b815260040160405180910390fd5b60405163d505accf60e01b81526001600160a01b038a811660048301526e22d473030f116ddee9f6b43ac78ba36024830152604482018790526064820186905260ff8516608483015260a4820184905260c4820183905289169063d505accf9060e4015f604051808303815f87803b158015610379575f5ffd5b505af192505050801561038a575060015b6104da576103966107fa565b806308c379a00361040657506103aa610813565b806103b55750610468565b896001600160a01b0316896001600160a01b03167f0fea7e5a0e14e9f700b9b0666ffd524bacb9ceb9e6234ea2bfb8e1d0ee2365e7836040516103f89190610513565b60405180910390a3506104da565b634e487b710361046857610418610897565b906104235750610468565b896001600160a01b0316896001600160a01b03167f278207c426558a8c6ef49e9a3c6f87d257ca5c1852f0c988ad5caf894d197623836040516103f891815260200190565b3d808015610491576040519150601f19603f3d011682016040523d82523d5f602084013e610496565b606091505b50896001600160a01b0316896001600160a01b03167f41d715076dfd9c1fd3135fbb7675020aab7fb8e82349a0cd5aaa970dcfb816fe836040516103f89190610513565b505050505050505050565b5f81518084528060208401602086015e5f602082860101526020601f19601f83011685010191505092915050565b602081525f61052560208301846104e5565b9392505050565b80356001600160a01b0381168114610542575f5ffd5b919050565b5f5f5f5f5f5f60a0878903121561055c575f5ffd5b6105658761052c565b95506105736020880161052c565b94506040870135935060608701359250608087013567ffffffffffffffff81111561059c575f5ffd5b8701601f810189136105ac575f5ffd5b803567ffffffffffffffff8111156105c2575f5ffd5b8960208284010111156105d3575f5ffd5b60208201935080925050509295509295509295565b634e487b7160e01b5f52604160045260245ffd5b601f8201601f1916810167ffffffffffffffff81118282101715610622576106226105e8565b6040525050565b5f82601f830112610638575f5ffd5b813567ffffffffffffffff811115610652576106526105e8565b604051610669601f8301601f1916602001826105fc565b81815284602083860101111561067d575f5ffd5b816020850160208301375f918101602001919091529392505050565b5f5f5f5f608085870312156106ac575f5ffd5b8435935060208501359250604085013567ffffffffffffffff8111156106d0575f5ffd5b6106dc87828801610629565b925050606085013567ffffffffffffffff8111156106f8575f5ffd5b61070487828801610629565b91505092959194509250565b61072e81885180516001600160a01b03168252602090810151910152565b6020870151604082015260408701516060820152610762608082018780516001600160a01b03168252602090810151910152565b60018060a01b03851660c08201528360e08201526101406101008201525f61078e6101408301856104e5565b8281036101208401526107a181856104e5565b9998505050505050505050565b5f5f5f5f5f60a086880312156107c2575f5ffd5b855160208701516040880151919650945060ff811681146107e1575f5ffd5b6060870151608090970151959894975095949392505050565b5f60033d11156108105760045f5f3e505f5160e01c5b90565b5f60443d10156108205790565b6040513d600319016004823e80513d602482011167ffffffffffffffff8211171561084a57505090565b808201805167ffffffffffffffff811115610866575050505090565b3d8401600319018282016020011115610880575050505090565b61088f602082850101856105fc565b509392505050565b5f5f60233d11156108b057602060045f3e50505f516001905b909156fe4465706f7369745769746e657373207769746e657373294465706f7369745769746e6573732862797465733332206368616e6e656c496429546f6b656e5065726d697373696f6e73286164647265737320746f6b656e2c75696e7432353620616d6f756e7429a164736f6c6343000825000a";
