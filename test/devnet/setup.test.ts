@@ -11,7 +11,9 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  erc3009DepositCollectorRuntimeBytecode,
   multicall3RuntimeBytecode,
+  permit2DepositCollectorRuntimeBytecode,
   permit2RuntimeBytecode,
   testErc1271WalletAbi,
   testPermitTokenRuntimeBytecode,
@@ -19,6 +21,7 @@ import {
   testSmartWalletFactoryRuntimeBytecode,
   testUsdcAbi,
   testUsdcRuntimeBytecode,
+  x402BatchSettlementRuntimeBytecode,
   x402ExactPermit2ProxyRuntimeBytecode,
   x402UptoPermit2ProxyRuntimeBytecode,
 } from "../../src/evm/devnet/artifacts.js";
@@ -95,7 +98,7 @@ describe("startDevnet", () => {
     expect(await usdcBalance(devnet, devnet.payee.address)).toBe(0n);
   });
 
-  it("places Permit2, the x402 proxies, the permit and plain tokens and the wallet factory; funds payers with each token; approves nothing", async () => {
+  it("places Permit2, the x402 proxies and batch-settlement contracts, the permit and plain tokens and the wallet factory; funds payers with each token; approves nothing", async () => {
     const devnet = await devnetWith();
     const client = publicClientFor(devnet);
     expect(devnet).toMatchObject({
@@ -114,6 +117,11 @@ describe("startDevnet", () => {
         decimals: 6,
       },
       walletFactory: "0x6492000000000000000000000000000000006492",
+      batchSettlement: {
+        settlement: "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003",
+        erc3009Collector: "0x4020806089470a89826cB9fB1f4059150b550004",
+        permit2Collector: "0x4020425FAf3B746C082C2f942b4E5159887B0005",
+      },
     });
     const placed: [string, string][] = [
       [devnet.permit2, permit2RuntimeBytecode],
@@ -122,6 +130,9 @@ describe("startDevnet", () => {
       [devnet.permitToken.address, testPermitTokenRuntimeBytecode],
       [devnet.plainToken.address, testPlainTokenRuntimeBytecode],
       [devnet.walletFactory, testSmartWalletFactoryRuntimeBytecode],
+      [devnet.batchSettlement.settlement, x402BatchSettlementRuntimeBytecode],
+      [devnet.batchSettlement.erc3009Collector, erc3009DepositCollectorRuntimeBytecode],
+      [devnet.batchSettlement.permit2Collector, permit2DepositCollectorRuntimeBytecode],
     ];
     for (const [address, code] of placed) {
       expect(await client.getCode({ address: address as Address })).toBe(code);

@@ -35,6 +35,7 @@ export type { AnvilInstance, AnvilOptions } from "./anvil.js";
 export { anvilBinaryPath, startAnvil } from "./anvil.js";
 export { approvePermit2, permit2Allowance, permit2NonceUsed } from "./permit2.js";
 export type {
+  DevnetBatchSettlement,
   DevnetInfo,
   DevnetPermitToken,
   DevnetPlainToken,
@@ -43,13 +44,16 @@ export type {
 } from "./setup.js";
 export {
   BASE_SEPOLIA_USDC_ADDRESS,
+  BATCH_SETTLEMENT_ADDRESS,
   DEFAULT_USDC_ADDRESS,
   devnetChain,
+  ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
   EXACT_PERMIT2_PROXY_ADDRESS,
   MULTICALL3_ADDRESS,
   PAYER_USDC_BALANCE,
   PERMIT_TOKEN_ADDRESS,
   PERMIT2_ADDRESS,
+  PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
   PLAIN_TOKEN_ADDRESS,
   prepareDevnet,
   UPTO_PERMIT2_PROXY_ADDRESS,

@@ -30,14 +30,17 @@ import {
   payerAccounts,
 } from "./accounts.js";
 import {
+  erc3009DepositCollectorRuntimeBytecode,
   multicall3Abi,
   multicall3RuntimeBytecode,
+  permit2DepositCollectorRuntimeBytecode,
   permit2RuntimeBytecode,
   testPermitTokenRuntimeBytecode,
   testPlainTokenRuntimeBytecode,
   testSmartWalletFactoryRuntimeBytecode,
   testUsdcAbi,
   testUsdcRuntimeBytecode,
+  x402BatchSettlementRuntimeBytecode,
   x402ExactPermit2ProxyRuntimeBytecode,
   x402UptoPermit2ProxyRuntimeBytecode,
 } from "./artifacts.js";
@@ -59,6 +62,17 @@ export { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS };
 
 /** The x402 upto Permit2 proxy's canonical address. */
 export const UPTO_PERMIT2_PROXY_ADDRESS: Address = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
+
+/** The x402 `batch-settlement` contract's canonical address (payment channels). */
+export const BATCH_SETTLEMENT_ADDRESS: Address = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
+
+/** Its deposit collector for EIP-3009 `receiveWithAuthorization` deposits. */
+export const ERC3009_DEPOSIT_COLLECTOR_ADDRESS: Address =
+  "0x4020806089470a89826cB9fB1f4059150b550004";
+
+/** Its deposit collector for Permit2 witness-transfer deposits. */
+export const PERMIT2_DEPOSIT_COLLECTOR_ADDRESS: Address =
+  "0x4020425FAf3B746C082C2f942b4E5159887B0005";
 
 /** TestPermitToken (EIP-2612, no EIP-3009), on every chain id. */
 export const PERMIT_TOKEN_ADDRESS: Address = "0x2612000000000000000000000000000000002612";
@@ -94,6 +108,13 @@ export interface DevnetPlainToken {
   decimals: 6;
 }
 
+/** Where the x402 `batch-settlement` contracts are. */
+export interface DevnetBatchSettlement {
+  settlement: Address;
+  erc3009Collector: Address;
+  permit2Collector: Address;
+}
+
 export interface DevnetInfo {
   rpcUrl: string;
   chainId: number;
@@ -112,6 +133,8 @@ export interface DevnetInfo {
   permit2: Address;
   exactPermit2Proxy: Address;
   uptoPermit2Proxy: Address;
+  /** The x402 batch-settlement contract and its two deposit collectors, at their canonical addresses. */
+  batchSettlement: DevnetBatchSettlement;
   /** TestSmartWalletFactory, for counterfactual (ERC-6492) wallets. */
   walletFactory: Address;
   facilitator: DevAccount;
@@ -293,7 +316,8 @@ export interface PrepareDevnetOptions {
 
 /**
  * Places the devnet's contracts on the anvil node at `rpcUrl` (TestUSDC, Multicall3, Permit2, the
- * x402 exact and upto Permit2 proxies, TestPermitToken, TestPlainToken, TestSmartWalletFactory)
+ * x402 exact and upto Permit2 proxies, the x402 batch-settlement contract and its deposit
+ * collectors, TestPermitToken, TestPlainToken, TestSmartWalletFactory)
  * and mints 1,000,000 of each token to each payer. Payers do not approve Permit2. The node must
  * be anvil (it uses anvil_setCode) with the default dev accounts.
  */
@@ -314,6 +338,9 @@ export async function prepareDevnet(
     [PERMIT2_ADDRESS, permit2RuntimeBytecode],
     [EXACT_PERMIT2_PROXY_ADDRESS, x402ExactPermit2ProxyRuntimeBytecode],
     [UPTO_PERMIT2_PROXY_ADDRESS, x402UptoPermit2ProxyRuntimeBytecode],
+    [BATCH_SETTLEMENT_ADDRESS, x402BatchSettlementRuntimeBytecode],
+    [ERC3009_DEPOSIT_COLLECTOR_ADDRESS, erc3009DepositCollectorRuntimeBytecode],
+    [PERMIT2_DEPOSIT_COLLECTOR_ADDRESS, permit2DepositCollectorRuntimeBytecode],
     [PERMIT_TOKEN_ADDRESS, testPermitTokenRuntimeBytecode],
     [PLAIN_TOKEN_ADDRESS, testPlainTokenRuntimeBytecode],
     [WALLET_FACTORY_ADDRESS, testSmartWalletFactoryRuntimeBytecode],
@@ -338,6 +365,11 @@ export async function prepareDevnet(
     permit2: PERMIT2_ADDRESS,
     exactPermit2Proxy: EXACT_PERMIT2_PROXY_ADDRESS,
     uptoPermit2Proxy: UPTO_PERMIT2_PROXY_ADDRESS,
+    batchSettlement: {
+      settlement: BATCH_SETTLEMENT_ADDRESS,
+      erc3009Collector: ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
+      permit2Collector: PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
+    },
     walletFactory: WALLET_FACTORY_ADDRESS,
     facilitator: facilitatorAccount,
     payers: [...payerAccounts],
