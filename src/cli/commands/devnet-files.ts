@@ -117,6 +117,7 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
     permit2: devnet.permit2,
     exactPermit2Proxy: devnet.exactPermit2Proxy,
     uptoPermit2Proxy: devnet.uptoPermit2Proxy,
+    batchSettlement: devnet.batchSettlement,
     walletFactory: devnet.walletFactory,
     facilitator: devnet.facilitator.address,
     payers: devnet.payers.map((p) => p.address),
