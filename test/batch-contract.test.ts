@@ -16,7 +16,17 @@ import {
   signVoucher,
 } from "@x402/evm/batch-settlement/client";
 import { BatchSettlementEvmScheme as BatchFacilitator } from "@x402/evm/batch-settlement/facilitator";
-import { type Address, erc20Abi, type Hex, hexToBytes, toFunctionSelector } from "viem";
+import {
+  type Address,
+  createTestClient,
+  erc20Abi,
+  type Hex,
+  hashTypedData,
+  hexToBytes,
+  http,
+  recoverAddress,
+  toFunctionSelector,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { x402BatchSettlementAbi } from "../src/evm/devnet/artifacts.js";
@@ -475,5 +485,155 @@ describe("claims, settle, refunds", () => {
     // A: 4 claimed, all swept; B: 3 claimed, all swept; C: 5 deposited, 1 claimed and swept;
     // D: 5 claimed and swept. Owed: C's unclaimed 4.
     expect(await usdc(devnet.batchSettlement.settlement)).toBe(4n * PRICE);
+  });
+});
+
+describe("views and the payer's own exit", () => {
+  test("ids and digests are the SDK's (channel id, voucher, refund, claim batch, domain)", async () => {
+    const contract = { address: devnet.batchSettlement.settlement, abi: x402BatchSettlementAbi };
+    const config = channelConfigOf(payerC);
+    const channelId = computeChannelId(config, devnet.network);
+    const domain = {
+      name: "x402 Batch Settlement",
+      version: "1",
+      chainId: devnet.chainId,
+      verifyingContract: devnet.batchSettlement.settlement,
+    };
+    expect(
+      await read().readContract({ ...contract, functionName: "getChannelId", args: [config] }),
+    ).toBe(channelId);
+    expect(
+      await read().readContract({
+        ...contract,
+        functionName: "getVoucherDigest",
+        args: [channelId, 7n],
+      }),
+    ).toBe(
+      hashTypedData({
+        domain,
+        types: {
+          Voucher: [
+            { name: "channelId", type: "bytes32" },
+            { name: "maxClaimableAmount", type: "uint128" },
+          ],
+        },
+        primaryType: "Voucher",
+        message: { channelId, maxClaimableAmount: 7n },
+      }),
+    );
+    expect(
+      await read().readContract({
+        ...contract,
+        functionName: "getRefundDigest",
+        args: [channelId, 3n, 9n],
+      }),
+    ).toBe(
+      hashTypedData({
+        domain,
+        types: {
+          Refund: [
+            { name: "channelId", type: "bytes32" },
+            { name: "nonce", type: "uint256" },
+            { name: "amount", type: "uint128" },
+          ],
+        },
+        primaryType: "Refund",
+        message: { channelId, nonce: 3n, amount: 9n },
+      }),
+    );
+    const rows = [await claimRow(payerC, 2n * PRICE), await claimRow(payerD, DEPOSIT)];
+    const onChain = await read().readContract({
+      ...contract,
+      functionName: "getClaimBatchDigest",
+      args: [
+        rows.map((r) => ({
+          voucher: {
+            channel: r.voucher.channel,
+            maxClaimableAmount: BigInt(r.voucher.maxClaimableAmount),
+          },
+          signature: r.signature,
+          totalClaimed: BigInt(r.totalClaimed),
+        })),
+      ],
+    });
+    const authorizerAccount = privateKeyToAccount(authorizer.privateKey);
+    const signed = await authorizerAccount.signTypedData({
+      domain,
+      types: {
+        ClaimBatch: [{ name: "claims", type: "ClaimEntry[]" }],
+        ClaimEntry: [
+          { name: "channelId", type: "bytes32" },
+          { name: "maxClaimableAmount", type: "uint128" },
+          { name: "totalClaimed", type: "uint128" },
+        ],
+      },
+      primaryType: "ClaimBatch",
+      message: {
+        claims: rows.map((r) => ({
+          channelId: computeChannelId(r.voucher.channel, devnet.network),
+          maxClaimableAmount: BigInt(r.voucher.maxClaimableAmount),
+          totalClaimed: BigInt(r.totalClaimed),
+        })),
+      },
+    });
+    expect(await recoverAddress({ hash: onChain, signature: signed })).toBe(
+      authorizerAccount.address,
+    );
+    const [, name, version, chainId, verifyingContract] = await read().readContract({
+      ...contract,
+      functionName: "eip712Domain",
+    });
+    expect({ name, version, chainId, verifyingContract }).toEqual({
+      ...domain,
+      chainId: BigInt(devnet.chainId),
+    });
+  });
+
+  test("a timed withdrawal: refused before the delay, pays the unclaimed rest after it", async () => {
+    const contract = { address: devnet.batchSettlement.settlement, abi: x402BatchSettlementAbi };
+    const config = channelConfigOf(payerC);
+    const { publicClient, wallet } = clientsOf(devnet, payerC);
+    const rest = DEPOSIT - PRICE;
+    await expect(
+      publicClient.simulateContract({
+        ...contract,
+        functionName: "initiateWithdraw",
+        args: [config, rest + 1n],
+        account: wallet.account,
+      }),
+    ).rejects.toThrow("WithdrawAmountExceedsAvailable");
+    const started = await wallet.writeContract({
+      ...contract,
+      functionName: "initiateWithdraw",
+      args: [config, rest],
+    });
+    expect((await publicClient.waitForTransactionReceipt({ hash: started })).status).toBe(
+      "success",
+    );
+    const finalize = {
+      ...contract,
+      functionName: "finalizeWithdraw",
+      args: [config],
+      account: wallet.account,
+    } as const;
+    await expect(publicClient.simulateContract(finalize)).rejects.toThrow(
+      "WithdrawDelayNotElapsed",
+    );
+
+    const anvil = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+    await anvil.increaseTime({ seconds: WITHDRAW_DELAY });
+    await anvil.mine({ blocks: 1 });
+    const payerBefore = await usdc(payerC.address);
+    const done = await wallet.writeContract(finalize);
+    expect((await publicClient.waitForTransactionReceipt({ hash: done })).status).toBe("success");
+    expect(await usdc(payerC.address)).toBe(payerBefore + rest);
+    expect(await channel(payerC)).toEqual({ balance: PRICE, totalClaimed: PRICE });
+    expect(await usdc(devnet.batchSettlement.settlement)).toBe(0n);
+    const [amount, initiatedAt] = await read().readContract({
+      ...contract,
+      functionName: "pendingWithdrawals",
+      args: [channelIdOf(payerC)],
+    });
+    expect({ amount, initiatedAt }).toEqual({ amount: 0n, initiatedAt: 0 });
   });
 });
