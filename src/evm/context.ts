@@ -3,7 +3,7 @@
  * client and settlement accounts, the journal, the ledgers and limits. One module per method
  * (EIP-3009, Permit2, …); the family picks one by scheme and payload shape.
  */
-import type { Address } from "viem";
+import type { Address, LocalAccount } from "viem";
 import type { Answers } from "../core/answers.js";
 import type { InFlightLedger } from "../core/ledger.js";
 import type { PayerThrottle } from "../core/throttle.js";
@@ -31,6 +31,10 @@ export interface EvmContext extends ChainAccess, SendingAccess {
   readonly watchSubmitted: boolean;
   /** Wallet factories whose undeployed wallets may pay (ERC-6492); none by default. */
   readonly erc6492Factories: readonly Address[];
+  /** The key that signs batch-settlement claims and refunds for sellers who leave it to us. */
+  readonly receiverAuthorizer?: LocalAccount | undefined;
+  /** What a scheme keeps for the life of this facilitator, one per name (made on first use). */
+  kept<T>(name: string, make: () => T): T;
 }
 
 export interface PaymentMethod {

@@ -41,6 +41,8 @@ export interface EvmOptions {
   readonly signers?: readonly LocalAccount[] | undefined;
   /** The schemes served (default: schemes.ts); a test registers its own the same way. */
   readonly schemes?: readonly EvmScheme[] | undefined;
+  /** The batch-settlement receiver authorizer's key (never a settlement key); none by default. */
+  readonly receiverAuthorizer?: LocalAccount | undefined;
   /** Most a settlement may cost, in wei, on every chain (default: per network)... */
   readonly maxFeeWei?: bigint | undefined;
   /** ...or per chain id, which wins. */
@@ -135,6 +137,7 @@ export class EvmFamily implements ChainFamily {
           : addresses[this.#signerTurn++ % addresses.length];
       },
       context: (chainId) => this.#context(chainId, caip2(chainId)),
+      receiverAuthorizer: options.receiverAuthorizer?.address,
     };
   }
 
@@ -321,9 +324,18 @@ export class EvmFamily implements ChainFamily {
     return context;
   }
 
+  /** What schemes keep for the life of this family (EvmContext.kept). */
+  readonly #kept = new Map<string, unknown>();
+
   #makeContext(chainId: number, client: EvmContext["client"]): EvmContext {
     const options = this.#options;
+    const kept = this.#kept;
     return {
+      kept<T>(name: string, make: () => T): T {
+        if (!kept.has(name)) kept.set(name, make());
+        return kept.get(name) as T;
+      },
+      receiverAuthorizer: options.receiverAuthorizer,
       client,
       chainId,
       signers: this.signers,

@@ -186,6 +186,40 @@ export const ERRORS = {
     x402: "invalid_exact_evm_transaction_simulation_failed",
     summary: "The transfer would revert",
   },
+  channel_mismatch: {
+    status: 400,
+    x402: "invalid_batch_settlement_evm_channel_id_mismatch",
+    summary:
+      "The payment channel's configuration does not match its id or the requirements (receiver, receiver authorizer, token, withdraw delay)",
+  },
+  channel_not_found: {
+    status: 400,
+    x402: "invalid_batch_settlement_evm_channel_not_found",
+    summary: "The payment channel holds no deposit",
+  },
+  voucher_exceeds_balance: {
+    status: 400,
+    x402: "invalid_batch_settlement_evm_cumulative_exceeds_balance",
+    summary: "The voucher's cumulative amount is more than the channel holds",
+  },
+  voucher_already_claimed: {
+    status: 400,
+    x402: "invalid_batch_settlement_evm_cumulative_below_claimed",
+    summary:
+      "The voucher's cumulative amount is not above what was already claimed (a stale or replayed voucher)",
+  },
+  nothing_to_settle: {
+    status: 400,
+    x402: "invalid_batch_settlement_evm_nothing_to_settle",
+    summary:
+      "Nothing is claimed and unsettled for this receiver and token (or nothing is left to refund)",
+  },
+  receiver_authorizer_unavailable: {
+    status: 400,
+    x402: "invalid_batch_settlement_evm_authorizer_not_configured",
+    summary:
+      "The claim or refund carries no receiver authorizer signature, and this facilitator holds no key for the channel's receiver authorizer",
+  },
   gas_limit_exceeded: {
     status: 400,
     x402: "invalid_exact_evm_transaction_simulation_failed",

@@ -39,6 +39,11 @@ function x402Reason(f: Failure, op: Operation): string {
   return reason === "unexpected_error" ? `unexpected_${op}_error` : reason;
 }
 
+/** A success's scheme facts, as the body's `extra`, when it has any. */
+function extraOf(result: { readonly extra?: Readonly<Record<string, unknown>> | undefined }) {
+  return result.extra ? { extra: result.extra } : {};
+}
+
 function referenceFailure(f: Failure, transactionHash?: string): Reply {
   const body: Record<string, unknown> = { success: false, error: f.code, message: f.message };
   if (transactionHash) body.transactionHash = transactionHash;
@@ -48,10 +53,12 @@ function referenceFailure(f: Failure, transactionHash?: string): Reply {
 export function renderVerify(dialect: Dialect, result: VerifyResult, payerHint?: string): Reply {
   if (dialect === "reference") {
     return result.ok
-      ? { status: 200, body: { success: true, payer: result.payer } }
+      ? { status: 200, body: { success: true, payer: result.payer, ...extraOf(result) } }
       : referenceFailure(result.failure);
   }
-  if (result.ok) return { status: 200, body: { isValid: true, payer: result.payer } };
+  if (result.ok) {
+    return { status: 200, body: { isValid: true, payer: result.payer, ...extraOf(result) } };
+  }
   const body: Record<string, unknown> = {
     isValid: false,
     invalidReason: x402Reason(result.failure, "verify"),
@@ -75,6 +82,7 @@ export function renderSettle(
             success: true,
             transactionHash: result.transactionHash,
             ...(result.amount !== undefined ? { amount: result.amount } : {}),
+            ...extraOf(result),
           },
         }
       : referenceFailure(result.failure, result.transactionHash);
@@ -89,6 +97,7 @@ export function renderSettle(
         transaction: result.transactionHash,
         network: context.network,
         ...(result.amount !== undefined ? { amount: result.amount } : {}),
+        ...extraOf(result),
       },
     };
   }

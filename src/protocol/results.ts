@@ -2,7 +2,13 @@
 import type { Failure } from "./errors.js";
 
 export type VerifyResult =
-  | { readonly ok: true /** An EVM address, or a Solana one. */; readonly payer: string }
+  | {
+      readonly ok: true;
+      /** An EVM address, or a Solana one. */
+      readonly payer: string;
+      /** Scheme facts the answer carries (a batch-settlement channel's on-chain state). */
+      readonly extra?: Readonly<Record<string, unknown>> | undefined;
+    }
   | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
 
 export type SettleResult =
@@ -17,6 +23,8 @@ export type SettleResult =
       readonly transactionHash: string;
       /** What was settled, for schemes that settle less than was signed (`upto`). */
       readonly amount?: string | undefined;
+      /** Scheme facts the answer carries (a batch-settlement channel's on-chain state). */
+      readonly extra?: Readonly<Record<string, unknown>> | undefined;
     }
   | {
       readonly ok: false;

@@ -29,6 +29,16 @@ export const DEFAULT_GAS_BOUNDS = {
   transferFrom: 120_000,
   /** Ether for the payer's own approval's gas (erc20ApprovalGasSponsoring): 21,000 to an account. */
   fund: 50_000,
+  /** A batch-settlement deposit through a collector (EIP-3009 or Permit2), opening a channel. */
+  batchDeposit: 250_000,
+  /** A batch-settlement claim, before its rows (claimWithSignature's own cost). */
+  batchClaim: 60_000,
+  /** Added for each channel a batch-settlement claim applies. */
+  batchClaimRow: 40_000,
+  /** A batch-settlement settle: a receiver's claimed funds swept to it (the reference allows 120,000). */
+  batchSettle: 120_000,
+  /** A batch-settlement refund with the receiver authorizer's signature (a claim may ride along). */
+  batchRefund: 200_000,
   /** Added for a payer that is a contract wallet: its isValidSignature runs in the transfer. */
   contractWallet: 300_000,
   /** Added for a wallet deployed in the settling transaction (ERC-6492). */
@@ -38,7 +48,7 @@ export const DEFAULT_GAS_BOUNDS = {
 export type GasBoundName = keyof typeof DEFAULT_GAS_BOUNDS;
 export type GasBounds = Readonly<Record<GasBoundName, bigint>>;
 /** What a transaction does, as far as its gas is concerned. */
-export type GasUse = Exclude<GasBoundName, "contractWallet" | "walletDeployment">;
+export type GasUse = Exclude<GasBoundName, "contractWallet" | "walletDeployment" | "batchClaimRow">;
 
 export const GAS_BOUND_NAMES = Object.keys(DEFAULT_GAS_BOUNDS) as GasBoundName[];
 
@@ -51,6 +61,8 @@ export interface GasNeed {
   readonly deployment?: boolean | undefined;
   /** The token paid with: a refusal names it. */
   readonly asset: Address;
+  /** The channels a batch-settlement claim applies (each adds batchClaimRow). */
+  readonly rows?: number | undefined;
 }
 
 const USES: Readonly<Record<GasUse, string>> = {
@@ -62,6 +74,10 @@ const USES: Readonly<Record<GasUse, string>> = {
   permit: "an EIP-2612 permit",
   transferFrom: "a transferFrom",
   fund: "the payer's approval gas",
+  batchDeposit: "a batch-settlement deposit",
+  batchClaim: "a batch-settlement claim",
+  batchSettle: "a batch-settlement settle",
+  batchRefund: "a batch-settlement refund",
 };
 
 /**
@@ -90,6 +106,7 @@ export function gasBoundsFor(
 export function gasBound(bounds: GasBounds, need: GasNeed): bigint {
   return (
     bounds[need.use] +
+    BigInt(need.rows ?? 0) * bounds.batchClaimRow +
     (need.contractWallet ? bounds.contractWallet : 0n) +
     (need.deployment ? bounds.walletDeployment : 0n)
   );

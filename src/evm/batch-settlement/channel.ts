@@ -1,0 +1,120 @@
+/**
+ * A payment channel: its id (the EIP-712 hash of its configuration), whether its configuration
+ * fits the requirements it pays, and its state on chain.
+ */
+import { type Address, type Hex, hashTypedData, isAddressEqual, zeroAddress } from "viem";
+import type { Requirements } from "../../protocol/request.js";
+import type { EvmContext } from "../context.js";
+import {
+  CHANNEL_CONFIG_TYPES,
+  MAX_WITHDRAW_DELAY,
+  MIN_WITHDRAW_DELAY,
+  SETTLEMENT_ABI,
+  SETTLEMENT_ADDRESS,
+  settlementDomain,
+} from "./constants.js";
+import type { ChannelConfig } from "./payload.js";
+import { rejected } from "./reasons.js";
+
+export function channelIdOf(config: ChannelConfig, chainId: number): Hex {
+  return hashTypedData({
+    domain: settlementDomain(chainId),
+    types: CHANNEL_CONFIG_TYPES,
+    primaryType: "ChannelConfig",
+    message: config,
+  });
+}
+
+const sameAddress = (a: unknown, b: Address) =>
+  typeof a === "string" && /^0x[0-9a-fA-F]{40}$/.test(a) && isAddressEqual(a as Address, b);
+
+/**
+ * Why `config` cannot be the channel `channelId` paying `requirements`, in the official
+ * facilitator's order, or undefined when it can.
+ */
+export function channelMismatch(
+  config: ChannelConfig,
+  channelId: string,
+  requirements: Requirements,
+  chainId: number,
+) {
+  if (channelIdOf(config, chainId) !== channelId.toLowerCase()) {
+    return rejected(
+      "channel_mismatch",
+      "channel_id_mismatch",
+      `the channel id ${channelId} is not the hash of its channelConfig on chain ${chainId}`,
+    );
+  }
+  if (!sameAddress(requirements.payTo, config.receiver)) {
+    return rejected(
+      "channel_mismatch",
+      "receiver_mismatch",
+      `the channel pays ${config.receiver}, not requirements.payTo ${requirements.payTo}`,
+    );
+  }
+  const extra = requirements.extra ?? {};
+  const authorizer = extra.receiverAuthorizer;
+  if (
+    !sameAddress(authorizer, config.receiverAuthorizer) ||
+    isAddressEqual(config.receiverAuthorizer, zeroAddress)
+  ) {
+    return rejected(
+      "channel_mismatch",
+      "receiver_authorizer_mismatch",
+      `the channel's receiverAuthorizer ${config.receiverAuthorizer} is not requirements.extra.receiverAuthorizer (${String(authorizer)})`,
+    );
+  }
+  if (!sameAddress(requirements.asset, config.token)) {
+    return rejected(
+      "channel_mismatch",
+      "token_mismatch",
+      `the channel holds ${config.token}, not requirements.asset ${requirements.asset}`,
+    );
+  }
+  if (extra.withdrawDelay !== undefined && config.withdrawDelay !== Number(extra.withdrawDelay)) {
+    return rejected(
+      "channel_mismatch",
+      "withdraw_delay_mismatch",
+      `the channel's withdrawDelay ${config.withdrawDelay} is not requirements.extra.withdrawDelay ${String(extra.withdrawDelay)}`,
+    );
+  }
+  if (config.withdrawDelay < MIN_WITHDRAW_DELAY || config.withdrawDelay > MAX_WITHDRAW_DELAY) {
+    return rejected(
+      "channel_mismatch",
+      "withdraw_delay_out_of_range",
+      `the channel's withdrawDelay ${config.withdrawDelay} s is outside ${MIN_WITHDRAW_DELAY}–${MAX_WITHDRAW_DELAY} s`,
+    );
+  }
+  return undefined;
+}
+
+/** A channel as the contract holds it. */
+export interface ChannelState {
+  readonly balance: bigint;
+  readonly totalClaimed: bigint;
+  /** Unix seconds a timed withdrawal was started; 0 when none is pending. */
+  readonly withdrawRequestedAt: number;
+  readonly refundNonce: bigint;
+}
+
+/** The channel's state at the latest block, in one round trip. */
+export async function readChannel(ctx: EvmContext, channelId: Hex): Promise<ChannelState> {
+  const contract = { address: SETTLEMENT_ADDRESS, abi: SETTLEMENT_ABI } as const;
+  const [[balance, totalClaimed], [, initiatedAt], refundNonce] = await Promise.all([
+    ctx.client.readContract({ ...contract, functionName: "channels", args: [channelId] }),
+    ctx.client.readContract({ ...contract, functionName: "pendingWithdrawals", args: [channelId] }),
+    ctx.client.readContract({ ...contract, functionName: "refundNonce", args: [channelId] }),
+  ]);
+  return { balance, totalClaimed, withdrawRequestedAt: Number(initiatedAt), refundNonce };
+}
+
+/** The channel state answers carry in `extra`, as the official facilitator writes it. */
+export function stateExtra(channelId: Hex, state: ChannelState) {
+  return {
+    channelId,
+    balance: state.balance.toString(),
+    totalClaimed: state.totalClaimed.toString(),
+    withdrawRequestedAt: state.withdrawRequestedAt,
+    refundNonce: state.refundNonce.toString(),
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * The x402 `batch-settlement` scheme's fixed facts: the contract and collector addresses (the same
+ * on every chain), the EIP-712 domain and types its signatures use, the withdraw-delay bounds and
+ * the calls we make. Values from the scheme's specification and the shipped `@x402/evm` 2.27.
+ */
+import { type Address, parseAbi } from "viem";
+
+export const BATCH_SETTLEMENT = "batch-settlement";
+
+export const SETTLEMENT_ADDRESS: Address = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
+export const ERC3009_COLLECTOR_ADDRESS: Address = "0x4020806089470a89826cB9fB1f4059150b550004";
+export const PERMIT2_COLLECTOR_ADDRESS: Address = "0x4020425FAf3B746C082C2f942b4E5159887B0005";
+
+/** A channel's withdraw delay, in seconds: 15 minutes to 30 days. */
+export const MIN_WITHDRAW_DELAY = 900;
+export const MAX_WITHDRAW_DELAY = 2_592_000;
+
+export function settlementDomain(chainId: number) {
+  return {
+    name: "x402 Batch Settlement",
+    version: "1",
+    chainId,
+    verifyingContract: SETTLEMENT_ADDRESS,
+  } as const;
+}
+
+export const CHANNEL_CONFIG_TYPES = {
+  ChannelConfig: [
+    { name: "payer", type: "address" },
+    { name: "payerAuthorizer", type: "address" },
+    { name: "receiver", type: "address" },
+    { name: "receiverAuthorizer", type: "address" },
+    { name: "token", type: "address" },
+    { name: "withdrawDelay", type: "uint40" },
+    { name: "salt", type: "bytes32" },
+  ],
+} as const;
+
+export const VOUCHER_TYPES = {
+  Voucher: [
+    { name: "channelId", type: "bytes32" },
+    { name: "maxClaimableAmount", type: "uint128" },
+  ],
+} as const;
+
+export const CLAIM_BATCH_TYPES = {
+  ClaimBatch: [{ name: "claims", type: "ClaimEntry[]" }],
+  ClaimEntry: [
+    { name: "channelId", type: "bytes32" },
+    { name: "maxClaimableAmount", type: "uint128" },
+    { name: "totalClaimed", type: "uint128" },
+  ],
+} as const;
+
+export const REFUND_TYPES = {
+  Refund: [
+    { name: "channelId", type: "bytes32" },
+    { name: "nonce", type: "uint256" },
+    { name: "amount", type: "uint128" },
+  ],
+} as const;
+
+/** What the payer signs for an EIP-3009 deposit: the collector receives, nobody else can. */
+export const RECEIVE_AUTHORIZATION_TYPES = {
+  ReceiveWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+} as const;
+
+/** What the payer signs for a Permit2 deposit: the witness binds it to one channel. */
+export const DEPOSIT_WITNESS_TYPES = {
+  PermitWitnessTransferFrom: [
+    { name: "permitted", type: "TokenPermissions" },
+    { name: "spender", type: "address" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint256" },
+    { name: "witness", type: "DepositWitness" },
+  ],
+  TokenPermissions: [
+    { name: "token", type: "address" },
+    { name: "amount", type: "uint256" },
+  ],
+  DepositWitness: [{ name: "channelId", type: "bytes32" }],
+} as const;
+
+const CONFIG =
+  "(address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt)";
+const CLAIM = `((${CONFIG} channel, uint128 maxClaimableAmount) voucher, bytes signature, uint128 totalClaimed)`;
+
+export const SETTLEMENT_ABI = parseAbi([
+  `function deposit(${CONFIG} config, uint128 amount, address collector, bytes collectorData)`,
+  `function claimWithSignature(${CLAIM}[] voucherClaims, bytes authorizerSignature)`,
+  "function settle(address receiver, address token)",
+  `function refundWithSignature(${CONFIG} config, uint128 amount, uint256 nonce, bytes receiverAuthorizerSignature)`,
+  "function multicall(bytes[] data) returns (bytes[] results)",
+  "function channels(bytes32 channelId) view returns (uint128 balance, uint128 totalClaimed)",
+  "function pendingWithdrawals(bytes32 channelId) view returns (uint128 amount, uint40 initiatedAt)",
+  "function refundNonce(bytes32 channelId) view returns (uint256)",
+  "function receivers(address receiver, address token) view returns (uint128 totalClaimed, uint128 totalSettled)",
+  "event Deposited(bytes32 indexed channelId, address indexed sender, uint128 amount, uint128 newBalance)",
+  "event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed)",
+  "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
+  "event Refunded(bytes32 indexed channelId, address indexed sender, uint128 amount)",
+]);

@@ -1,0 +1,224 @@
+/**
+ * The deposit's own authorization, by collector: an EIP-3009 ReceiveWithAuthorization to the
+ * EIP-3009 collector (its nonce binds the channel), or a Permit2 transfer whose witness names the
+ * channel. Checked in the official facilitator's order, with its reasons.
+ */
+import {
+  type Address,
+  encodeAbiParameters,
+  type Hex,
+  hashTypedData,
+  isAddressEqual,
+  keccak256,
+  parseAbi,
+} from "viem";
+import type { Failure } from "../../protocol/errors.js";
+import { failure } from "../../protocol/errors.js";
+import type { EvmContext } from "../context.js";
+import { chainFailure } from "../exact/checks.js";
+import { PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
+import { checkSignature, innerSignature } from "../exact/signature.js";
+import {
+  DEPOSIT_WITNESS_TYPES,
+  ERC3009_COLLECTOR_ADDRESS,
+  PERMIT2_COLLECTOR_ADDRESS,
+  RECEIVE_AUTHORIZATION_TYPES,
+} from "./constants.js";
+import type { DepositPayload } from "./payload.js";
+import { rejected } from "./reasons.js";
+
+/** The official facilitator refuses authorizations that expire within this many seconds. */
+const EXPIRY_HEADROOM = 6n;
+
+type Erc3009 = NonNullable<DepositPayload["deposit"]["authorization"]["erc3009Authorization"]>;
+type Permit2 = NonNullable<DepositPayload["deposit"]["authorization"]["permit2Authorization"]>;
+
+/** The EIP-3009 nonce a deposit signs: the channel and the payer's salt, so it opens no other. */
+export function erc3009DepositNonce(channelId: Hex, salt: Hex): Hex {
+  return keccak256(
+    encodeAbiParameters([{ type: "bytes32" }, { type: "uint256" }], [channelId, BigInt(salt)]),
+  );
+}
+
+export function erc3009CollectorData(auth: Erc3009): Hex {
+  return encodeAbiParameters(
+    [{ type: "uint256" }, { type: "uint256" }, { type: "uint256" }, { type: "bytes" }],
+    [auth.validAfter, auth.validBefore, BigInt(auth.salt), innerSignature(auth.signature)],
+  );
+}
+
+export function permit2CollectorData(auth: Permit2): Hex {
+  return encodeAbiParameters(
+    [{ type: "uint256" }, { type: "uint256" }, { type: "bytes" }, { type: "bytes" }],
+    [auth.nonce, auth.deadline, innerSignature(auth.signature), "0x"],
+  );
+}
+
+const signatureFailure = (signed: { failure: Failure }, reason: Failure): Failure =>
+  signed.failure.code === "chain_unavailable" ? signed.failure : reason;
+
+/** Whether the payer's signed ReceiveWithAuthorization funds this deposit. */
+export async function checkErc3009(
+  ctx: EvmContext,
+  payload: DepositPayload,
+  auth: Erc3009,
+  token: { readonly address: Address; readonly name: string; readonly version: string },
+): Promise<Failure | undefined> {
+  const now = BigInt(Math.floor(ctx.now()));
+  if (auth.validBefore < now + EXPIRY_HEADROOM) {
+    return rejected(
+      "authorization_expired",
+      "payload_authorization_valid_before",
+      `the deposit authorization expires at ${auth.validBefore}, too soon to settle (now ${now})`,
+    );
+  }
+  if (auth.validAfter > now) {
+    return rejected(
+      "authorization_not_yet_valid",
+      "payload_authorization_valid_after",
+      `the deposit authorization is valid only after ${auth.validAfter} (now ${now})`,
+    );
+  }
+  const payer = payload.channelConfig.payer;
+  const digest = hashTypedData({
+    domain: {
+      name: token.name,
+      version: token.version,
+      chainId: ctx.chainId,
+      verifyingContract: token.address,
+    },
+    types: RECEIVE_AUTHORIZATION_TYPES,
+    primaryType: "ReceiveWithAuthorization",
+    message: {
+      from: payer,
+      to: ERC3009_COLLECTOR_ADDRESS,
+      value: payload.deposit.amount,
+      validAfter: auth.validAfter,
+      validBefore: auth.validBefore,
+      nonce: erc3009DepositNonce(payload.voucher.channelId as Hex, auth.salt),
+    },
+  });
+  const signed = await checkSignature(ctx, payer, digest, auth.signature, payerCode(ctx, payer));
+  if (!signed.ok) {
+    return signatureFailure(
+      signed,
+      rejected(
+        "invalid_signature",
+        "receive_authorization_signature",
+        `the deposit's ReceiveWithAuthorization ${signed.failure.message.replace(/^the signature /, "")}`,
+      ),
+    );
+  }
+  return signed.value.deployment ? undeployed(payer) : undefined;
+}
+
+const allowanceAbi = parseAbi([
+  "function allowance(address owner, address spender) view returns (uint256)",
+]);
+
+/** Whether the payer's Permit2 transfer funds this deposit, and Permit2 may move it. */
+export async function checkPermit2(
+  ctx: EvmContext,
+  payload: DepositPayload,
+  auth: Permit2,
+  asset: Address,
+): Promise<Failure | undefined> {
+  const payer = payload.channelConfig.payer;
+  const reject = rejected;
+  if (!isAddressEqual(auth.from, payer)) {
+    return reject(
+      "invalid_signature",
+      "permit2_invalid_signature",
+      `the Permit2 authorization is from ${auth.from}, not the channel's payer ${payer}`,
+    );
+  }
+  if (!isAddressEqual(auth.spender, PERMIT2_COLLECTOR_ADDRESS)) {
+    return reject(
+      "spender_mismatch",
+      "permit2_invalid_spender",
+      `the Permit2 spender must be the deposit collector ${PERMIT2_COLLECTOR_ADDRESS}, not ${auth.spender}`,
+    );
+  }
+  if (!isAddressEqual(auth.permitted.token, asset)) {
+    return reject(
+      "asset_mismatch",
+      "token_mismatch",
+      `the Permit2 authorization moves ${auth.permitted.token}, not requirements.asset ${asset}`,
+    );
+  }
+  if (auth.permitted.amount !== payload.deposit.amount) {
+    return reject(
+      "amount_mismatch",
+      "permit2_amount_mismatch",
+      `the Permit2 authorization is for ${auth.permitted.amount}, the deposit for ${payload.deposit.amount}`,
+    );
+  }
+  if (auth.witness.channelId.toLowerCase() !== payload.voucher.channelId.toLowerCase()) {
+    return reject(
+      "channel_mismatch",
+      "channel_id_mismatch",
+      `the Permit2 witness names channel ${auth.witness.channelId}, not ${payload.voucher.channelId}`,
+    );
+  }
+  const now = BigInt(Math.floor(ctx.now()));
+  if (auth.deadline < now + EXPIRY_HEADROOM) {
+    return reject(
+      "authorization_expired",
+      "permit2_deadline_expired",
+      `the Permit2 deadline ${auth.deadline} is too soon to settle (now ${now})`,
+    );
+  }
+  const digest = hashTypedData({
+    domain: { name: "Permit2", chainId: ctx.chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: DEPOSIT_WITNESS_TYPES,
+    primaryType: "PermitWitnessTransferFrom",
+    message: {
+      permitted: auth.permitted,
+      spender: auth.spender,
+      nonce: auth.nonce,
+      deadline: auth.deadline,
+      witness: { channelId: auth.witness.channelId as Hex },
+    },
+  });
+  const signed = await checkSignature(ctx, payer, digest, auth.signature, payerCode(ctx, payer));
+  if (!signed.ok) {
+    return signatureFailure(
+      signed,
+      reject(
+        "invalid_signature",
+        "permit2_invalid_signature",
+        `the Permit2 authorization ${signed.failure.message.replace(/^the signature /, "")}`,
+      ),
+    );
+  }
+  if (signed.value.deployment) return undeployed(payer);
+  try {
+    const allowance = await ctx.client.readContract({
+      address: asset,
+      abi: allowanceAbi,
+      functionName: "allowance",
+      args: [payer, PERMIT2_ADDRESS],
+    });
+    if (allowance >= payload.deposit.amount) return undefined;
+    return reject(
+      "allowance_required",
+      "permit2_allowance_required",
+      `the payer allows Permit2 ${allowance} of ${asset}, less than the deposit of ${payload.deposit.amount}`,
+    );
+  } catch (error) {
+    return chainFailure(error, "reading the payer's Permit2 allowance");
+  }
+}
+
+function payerCode(ctx: EvmContext, payer: Address): Promise<Hex | undefined> {
+  return ctx.client.getCode({ address: payer });
+}
+
+/** Deposits from wallets not deployed yet are not served (yet): say so plainly. */
+function undeployed(payer: Address): Failure {
+  return failure(
+    "unsupported_signature",
+    `the payer ${payer} is a wallet not deployed yet (ERC-6492): batch-settlement deposits from undeployed wallets are not supported`,
+    { x402Reason: "invalid_batch_settlement_evm_eip6492_factory_not_allowed" },
+  );
+}

@@ -1,0 +1,263 @@
+/**
+ * A batch-settlement deposit: the payer's signed transfer into a channel through one of the
+ * contract's collectors, with the channel's first (or next) voucher. It settles through the same
+ * pipeline as an `exact` payment (../exact/pipeline.ts): journal, claims, in-flight accounting,
+ * gas bounds and fee caps, one success per authorization.
+ */
+import { type Address, encodeFunctionData, type Hex, parseAbi } from "viem";
+import type { Failure } from "../../protocol/errors.js";
+import { invalidField } from "../../protocol/request.js";
+import { describeIssue } from "../../protocol/schemas.js";
+import { chainFailure, type Step, simulateWithin } from "../exact/checks.js";
+import type { ExactMethod, Verified } from "../exact/method.js";
+import { PERMIT2_ADDRESS, permit2SettlementKey } from "../exact/permit2-encoding.js";
+import { parseEvmRequirements } from "../exact/requirements.js";
+import { channelMismatch, readChannel } from "./channel.js";
+import {
+  ERC3009_COLLECTOR_ADDRESS,
+  PERMIT2_COLLECTOR_ADDRESS,
+  SETTLEMENT_ABI,
+  SETTLEMENT_ADDRESS,
+} from "./constants.js";
+import {
+  checkErc3009,
+  checkPermit2,
+  erc3009CollectorData,
+  erc3009DepositNonce,
+  permit2CollectorData,
+} from "./deposit-checks.js";
+import { type DepositPayload, depositSchema } from "./payload.js";
+import { rejected } from "./reasons.js";
+import { bookOf, checkVoucherSignature } from "./voucher.js";
+
+export interface Deposit {
+  readonly payload: DepositPayload;
+  readonly asset: Address;
+  readonly payTo: Address;
+  readonly via: "eip3009" | "permit2";
+  readonly channelId: Hex;
+  /** requirements as sent, for the channel checks (extra.receiverAuthorizer, withdrawDelay). */
+  readonly requirements: Parameters<typeof channelMismatch>[2];
+  readonly domain: { readonly name: string; readonly version: string } | undefined;
+}
+
+const balanceAbi = parseAbi(["function balanceOf(address owner) view returns (uint256)"]);
+
+function depositCall(deposit: Deposit) {
+  const { payload, via } = deposit;
+  const auth = payload.deposit.authorization;
+  const collector = via === "eip3009" ? ERC3009_COLLECTOR_ADDRESS : PERMIT2_COLLECTOR_ADDRESS;
+  const data =
+    via === "eip3009" && auth.erc3009Authorization
+      ? erc3009CollectorData(auth.erc3009Authorization)
+      : auth.permit2Authorization
+        ? permit2CollectorData(auth.permit2Authorization)
+        : "0x";
+  return {
+    to: SETTLEMENT_ADDRESS,
+    data: encodeFunctionData({
+      abi: SETTLEMENT_ABI,
+      functionName: "deposit",
+      args: [payload.channelConfig, payload.deposit.amount, collector, data],
+    }),
+  };
+}
+
+function parse(request: Parameters<ExactMethod<Deposit>["parse"]>[1]): Step<Deposit> {
+  const parsed = depositSchema.safeParse(request.payload);
+  if (!parsed.success) {
+    const prefix = `${request.paths.payload}.payload`;
+    return { ok: false, failure: invalidField(describeIssue(parsed.error, prefix), prefix) };
+  }
+  const requirements = parseEvmRequirements(request);
+  if (!requirements.ok) return requirements;
+  const payload = parsed.data;
+  const extra = request.requirements.extra ?? {};
+  const hinted = extra.assetTransferMethod;
+  const auth = payload.deposit.authorization;
+  const via =
+    hinted === "permit2" || (!hinted && auth.permit2Authorization) ? "permit2" : "eip3009";
+  if (via === "permit2" && !auth.permit2Authorization) {
+    return {
+      ok: false,
+      failure: rejected(
+        "invalid_request",
+        "payload_type",
+        "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization",
+      ),
+    };
+  }
+  const { name, version } = extra;
+  return {
+    ok: true,
+    value: {
+      payload,
+      asset: requirements.value.asset,
+      payTo: requirements.value.payTo,
+      via,
+      channelId: payload.voucher.channelId.toLowerCase() as Hex,
+      requirements: request.requirements,
+      domain:
+        typeof name === "string" && typeof version === "string" ? { name, version } : undefined,
+    },
+  };
+}
+
+const refuse = (failure: Failure): Step<never> => ({ ok: false, failure });
+
+async function verify(
+  ctx: Parameters<ExactMethod<Deposit>["verify"]>[0],
+  _request: unknown,
+  deposit: Deposit,
+): Promise<Step<Verified<Deposit>>> {
+  const { payload, asset, via, channelId } = deposit;
+  const config = payload.channelConfig;
+  const payer = config.payer;
+  const mismatch = channelMismatch(config, channelId, deposit.requirements, ctx.chainId);
+  if (mismatch) return refuse(mismatch);
+  const auth = payload.deposit.authorization;
+  if (via === "eip3009") {
+    if (!auth.erc3009Authorization) {
+      return refuse(
+        rejected(
+          "invalid_request",
+          "erc3009_authorization_required",
+          "the deposit carries no erc3009Authorization",
+        ),
+      );
+    }
+    if (!deposit.domain) {
+      return refuse(
+        rejected(
+          "missing_eip712_domain",
+          "missing_eip712_domain",
+          "requirements.extra.name and .version are required: the token's EIP-712 domain",
+        ),
+      );
+    }
+    const bad = await checkErc3009(ctx, payload, auth.erc3009Authorization, {
+      address: asset,
+      ...deposit.domain,
+    });
+    if (bad) return refuse(bad);
+  } else if (auth.permit2Authorization) {
+    const bad = await checkPermit2(ctx, payload, auth.permit2Authorization, asset);
+    if (bad) return refuse(bad);
+  }
+  const badVoucher = await checkVoucherSignature(ctx, config, payload.voucher);
+  if (badVoucher) return refuse(badVoucher);
+  const amount = payload.deposit.amount;
+  let state: Awaited<ReturnType<typeof readChannel>>;
+  let balance: bigint;
+  try {
+    [state, balance] = await Promise.all([
+      readChannel(ctx, channelId),
+      ctx.client.readContract({
+        address: asset,
+        abi: balanceAbi,
+        functionName: "balanceOf",
+        args: [payer],
+      }),
+    ]);
+  } catch (error) {
+    return refuse(chainFailure(error, "reading the channel and the payer's balance"));
+  }
+  // What a verify answers in `extra`, and what the next voucher is checked against.
+  bookOf(ctx).remember(channelId, state);
+  if (balance < amount) {
+    return refuse(
+      rejected(
+        "insufficient_funds",
+        "insufficient_balance",
+        `the payer holds ${balance} of ${asset}, less than the deposit of ${amount}`,
+      ),
+    );
+  }
+  const voucher = payload.voucher.maxClaimableAmount;
+  if (voucher > state.balance + amount) {
+    return refuse(
+      rejected(
+        "voucher_exceeds_balance",
+        "cumulative_exceeds_balance",
+        `the voucher is for ${voucher} cumulative, over the channel's ${state.balance} plus this deposit of ${amount}`,
+      ),
+    );
+  }
+  if (voucher <= state.totalClaimed) {
+    return refuse(
+      rejected(
+        "voucher_already_claimed",
+        "cumulative_below_claimed",
+        `the voucher is for ${voucher} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
+      ),
+    );
+  }
+  const call = depositCall(deposit);
+  const simulated = await simulateWithin(
+    ctx,
+    { ...call, account: ctx.signers.addresses[0] },
+    { use: "batchDeposit" },
+  );
+  if (!simulated.ok) {
+    return refuse(
+      rejected(
+        "simulation_failed",
+        "deposit_simulation_failed",
+        `the deposit would revert: ${String((simulated.error as Error)?.message ?? simulated.error).split("\n")[0]}`,
+      ),
+    );
+  }
+  const spend = { token: asset, owner: payer, amount };
+  return {
+    ok: true,
+    value: {
+      payment: deposit,
+      call,
+      gas: { use: "batchDeposit", asset },
+      // EIP-3009 pays the collector, which passes it on; Permit2 pays the contract directly.
+      expect: {
+        token: asset,
+        from: payer,
+        to: via === "eip3009" ? ERC3009_COLLECTOR_ADDRESS : SETTLEMENT_ADDRESS,
+        value: amount.toString(),
+      },
+      spends: via === "permit2" ? [spend, { ...spend, spender: PERMIT2_ADDRESS }] : [spend],
+    },
+  };
+}
+
+export const depositMethod: ExactMethod<Deposit> = {
+  name: "batch-settlement deposit",
+  accepts: (payload) => payload.type === "deposit",
+  parse: (_ctx, request) => parse(request),
+  identify(ctx, deposit) {
+    const { payload, asset } = deposit;
+    const payer = payload.channelConfig.payer;
+    const auth = payload.deposit.authorization;
+    // What the chain consumes: the token's EIP-3009 nonce, or the payer's Permit2 nonce.
+    const key =
+      deposit.via === "eip3009" && auth.erc3009Authorization
+        ? `eip3009:${ctx.chainId}:${asset}:${payer}:${erc3009DepositNonce(deposit.channelId, auth.erc3009Authorization.salt)}`.toLowerCase()
+        : permit2SettlementKey(ctx.chainId, payer, auth.permit2Authorization?.nonce ?? 0n);
+    return { key, payer, asset };
+  },
+  verify: (ctx, request, deposit) => verify(ctx, request, deposit),
+  async sameAsJournal(_ctx, deposit, entry) {
+    const expect = entry.expect;
+    const call = depositCall(deposit);
+    const same = expect !== undefined && expect.value === deposit.payload.deposit.amount.toString();
+    if (same) return null;
+    return rejected(
+      "nonce_already_used",
+      "deposit_transaction_failed",
+      `this deposit authorization is already being settled for another deposit (${entry.hashes.at(-1)}, ${call.to})`,
+    );
+  },
+  async diagnose(_ctx, _deposit, revert) {
+    return rejected(
+      "settlement_failed",
+      "deposit_transaction_failed",
+      `the deposit would revert${revert ? `: ${revert}` : ""}`,
+    );
+  },
+};

@@ -1,0 +1,135 @@
+/**
+ * The x402 `batch-settlement` scheme on EVM chains: payment channels. A payer deposits once, then
+ * pays each request with a voucher (verified, never sent); the receiver side claims vouchers in
+ * batches, settles what it claimed, and refunds the rest. Requests dispatch on `payload.type`.
+ */
+import { failure } from "../../protocol/errors.js";
+import { caip2 } from "../../protocol/networks.js";
+import type { PaymentRequest } from "../../protocol/request.js";
+import type { PaymentMethod } from "../context.js";
+import { exactPaymentMethod } from "../exact/pipeline.js";
+import type { EvmScheme } from "../scheme.js";
+import { stateExtra } from "./channel.js";
+import { settleClaim } from "./claim.js";
+import { BATCH_SETTLEMENT } from "./constants.js";
+import { depositMethod } from "./deposit.js";
+import { rejected } from "./reasons.js";
+import { settleRefund } from "./refund.js";
+import { settleSweep } from "./sweep.js";
+import { bookOf, channelState, verifyVoucher } from "./voucher.js";
+
+const depositPipeline = exactPaymentMethod(depositMethod);
+
+const wrongType = (what: string) => rejected("invalid_request", "payload_type", what);
+
+/** A deposit settles as a payment does, and answers with the channel's state. */
+const deposit: PaymentMethod = {
+  name: "batch-settlement deposit",
+  accepts: (payload) => payload.type === "deposit",
+  settlementKey: (ctx, request) => depositPipeline.settlementKey(ctx, request),
+  async verify(ctx, request) {
+    const result = await depositPipeline.verify(ctx, request);
+    if (!result.ok) return result;
+    const channelId = channelIdIn(request);
+    const known = channelId ? bookOf(ctx).fresh(channelId) : undefined;
+    return known && channelId ? { ...result, extra: stateExtra(channelId, known.state) } : result;
+  },
+  async settle(ctx, request, waitUntil) {
+    const result = await depositPipeline.settle(ctx, request, waitUntil);
+    if (!result.ok || waitUntil === "simulated") return result;
+    const channelId = channelIdIn(request);
+    if (!channelId) return result;
+    bookOf(ctx).forget(channelId);
+    const read = await channelState(ctx, channelId);
+    const amount = (request.payload.deposit as { amount?: string } | undefined)?.amount;
+    return {
+      ...result,
+      ...(amount ? { amount } : {}),
+      ...(read.ok ? { extra: { channelState: stateExtra(channelId, read.state) } } : {}),
+    };
+  },
+};
+
+function channelIdIn(request: PaymentRequest): `0x${string}` | undefined {
+  const voucher = request.payload.voucher as { channelId?: unknown } | undefined;
+  const id = voucher?.channelId;
+  return typeof id === "string" && /^0x[0-9a-fA-F]{64}$/.test(id)
+    ? (id.toLowerCase() as `0x${string}`)
+    : undefined;
+}
+
+/** A request that only verifies (a voucher), or only settles (a claim, a settle). */
+function oneWay(
+  name: string,
+  verify: PaymentMethod["verify"] | undefined,
+  settle: PaymentMethod["settle"] | undefined,
+): PaymentMethod {
+  return {
+    name,
+    accepts: () => true,
+    settlementKey: () => undefined,
+    verify:
+      verify ??
+      (async () => ({ ok: false, failure: wrongType(`a ${name} is settled, not verified`) })),
+    settle:
+      settle ??
+      (async () => ({
+        ok: false,
+        failure: wrongType(
+          `a ${name} is verified, not settled: the seller keeps it and claims it later`,
+        ),
+      })),
+  };
+}
+
+const METHODS: Readonly<Record<string, PaymentMethod>> = {
+  deposit,
+  voucher: oneWay("voucher", verifyVoucher, undefined),
+  refund: oneWay("refund", verifyVoucher, settleRefund),
+  claim: oneWay("claim", undefined, settleClaim),
+  settle: oneWay("settle", undefined, settleSweep),
+};
+
+function batchMethod(request: PaymentRequest) {
+  if (request.x402Version !== 2) {
+    return failure("unsupported_version", "the batch-settlement scheme is x402 v2 only");
+  }
+  if (request.payloadScheme !== BATCH_SETTLEMENT) {
+    return rejected(
+      "scheme_mismatch",
+      "scheme",
+      `the payload is for scheme "${request.payloadScheme}", the requirements for "${BATCH_SETTLEMENT}"`,
+    );
+  }
+  if (request.payloadNetwork !== request.requirements.network) {
+    return rejected(
+      "network_mismatch",
+      "network_mismatch",
+      `the payload is for ${request.payloadNetwork}, the requirements for ${request.requirements.network}`,
+    );
+  }
+  const type = request.payload.type;
+  const method = typeof type === "string" ? METHODS[type] : undefined;
+  return (
+    method ??
+    wrongType(
+      `${request.paths.payload}.payload.type must be deposit, voucher, claim, settle or refund; got ${JSON.stringify(type)?.slice(0, 40)}`,
+    )
+  );
+}
+
+export const batchSettlementScheme: EvmScheme = {
+  name: BATCH_SETTLEMENT,
+  method: batchMethod,
+  kinds(chainId, host) {
+    const receiverAuthorizer = host.receiverAuthorizer;
+    return [
+      {
+        x402Version: 2,
+        scheme: BATCH_SETTLEMENT,
+        network: caip2(chainId),
+        ...(receiverAuthorizer ? { extra: { receiverAuthorizer } } : {}),
+      },
+    ];
+  },
+};

@@ -1,0 +1,102 @@
+/**
+ * The five batch-settlement payloads (`payload.type`), as zod schemas: strict about what we read,
+ * lenient about fields we do not (the official client adds its own). Amounts are decimal strings.
+ */
+import { z } from "zod";
+import { address, bytes32, hexBytes, uint256 } from "../exact/fields.js";
+
+const MAX_UINT128 = 2n ** 128n - 1n;
+const uint128 = uint256.refine((value) => value <= MAX_UINT128, "does not fit in uint128");
+
+export const channelConfigSchema = z.object({
+  payer: address,
+  payerAuthorizer: address,
+  receiver: address,
+  receiverAuthorizer: address,
+  token: address,
+  withdrawDelay: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 40 - 1),
+  salt: bytes32,
+});
+export type ChannelConfig = z.infer<typeof channelConfigSchema>;
+
+const voucherFields = z.object({
+  channelId: z.string(),
+  maxClaimableAmount: uint128,
+  signature: hexBytes,
+});
+export type VoucherFields = z.infer<typeof voucherFields>;
+
+const erc3009Authorization = z.object({
+  validAfter: uint256,
+  validBefore: uint256,
+  salt: bytes32,
+  signature: hexBytes,
+});
+
+const permit2Authorization = z.object({
+  from: address,
+  permitted: z.object({ token: address, amount: uint256 }),
+  spender: address,
+  nonce: uint256,
+  deadline: uint256,
+  witness: z.object({ channelId: z.string() }),
+  signature: hexBytes,
+});
+
+export const depositSchema = z.object({
+  type: z.literal("deposit"),
+  channelConfig: channelConfigSchema,
+  voucher: voucherFields,
+  deposit: z.object({
+    amount: uint128,
+    authorization: z.object({
+      erc3009Authorization: erc3009Authorization.optional(),
+      permit2Authorization: permit2Authorization.optional(),
+    }),
+  }),
+});
+export type DepositPayload = z.infer<typeof depositSchema>;
+
+export const voucherSchema = z.object({
+  type: z.enum(["voucher", "refund"]),
+  channelConfig: channelConfigSchema,
+  voucher: voucherFields,
+});
+export type VoucherPayload = z.infer<typeof voucherSchema>;
+
+export const voucherClaimSchema = z.object({
+  voucher: z.object({ channel: channelConfigSchema, maxClaimableAmount: uint128 }),
+  signature: hexBytes,
+  totalClaimed: uint128,
+});
+export type VoucherClaim = z.infer<typeof voucherClaimSchema>;
+
+export const claimSchema = z.object({
+  type: z.literal("claim"),
+  claims: z.array(voucherClaimSchema).min(1).max(1000),
+  claimAuthorizerSignature: hexBytes.optional(),
+});
+export type ClaimPayload = z.infer<typeof claimSchema>;
+
+export const sweepSchema = z.object({
+  type: z.literal("settle"),
+  receiver: address,
+  token: address,
+});
+export type SweepPayload = z.infer<typeof sweepSchema>;
+
+export const refundSchema = z.object({
+  type: z.literal("refund"),
+  channelConfig: channelConfigSchema,
+  voucher: voucherFields,
+  amount: uint128,
+  refundNonce: uint256,
+  claims: z.array(voucherClaimSchema).max(1000),
+  refundAuthorizerSignature: hexBytes.optional(),
+  claimAuthorizerSignature: hexBytes.optional(),
+});
+export type RefundPayload = z.infer<typeof refundSchema>;

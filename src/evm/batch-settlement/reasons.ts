@@ -1,0 +1,61 @@
+/**
+ * The official facilitator's reason strings for batch-settlement (`@x402/evm` 2.27), each named by
+ * its suffix, and the one way this scheme builds a failure: our error table's code for the
+ * reference dialect, the official reason for the x402 dialect.
+ */
+import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js";
+
+const REASONS = [
+  "scheme",
+  "network_mismatch",
+  "payload_type",
+  "channel_id_invalid",
+  "channel_id_mismatch",
+  "receiver_mismatch",
+  "receiver_authorizer_mismatch",
+  "token_mismatch",
+  "withdraw_delay_mismatch",
+  "withdraw_delay_out_of_range",
+  "voucher_signature",
+  "channel_not_found",
+  "cumulative_exceeds_balance",
+  "cumulative_below_claimed",
+  "cumulative_amount_mismatch",
+  "insufficient_balance",
+  "missing_eip712_domain",
+  "payload_authorization_valid_before",
+  "payload_authorization_valid_after",
+  "receive_authorization_signature",
+  "erc3009_authorization_required",
+  "permit2_authorization_required",
+  "permit2_invalid_spender",
+  "permit2_amount_mismatch",
+  "permit2_deadline_expired",
+  "permit2_invalid_signature",
+  "permit2_allowance_required",
+  "deposit_simulation_failed",
+  "deposit_transaction_failed",
+  "claim_simulation_failed",
+  "claim_transaction_failed",
+  "settle_simulation_failed",
+  "settle_transaction_failed",
+  "nothing_to_settle",
+  "refund_payload",
+  "refund_no_balance",
+  "refund_simulation_failed",
+  "refund_transaction_failed",
+  "authorizer_not_configured",
+  "authorizer_address_mismatch",
+  "rpc_read_failed",
+  "eip6492_factory_not_allowed",
+  "erc20_approval_unavailable",
+] as const;
+
+export type Reason = (typeof REASONS)[number];
+
+export const reasonString = (reason: Reason) => `invalid_batch_settlement_evm_${reason}`;
+
+/** A batch-settlement failure: `code` for the reference dialect, `reason` for x402. */
+export function rejected(code: ErrorCode, reason: Reason, message: string): Failure {
+  return failure(code, message, { x402Reason: reasonString(reason) });
+}

@@ -1,0 +1,144 @@
+/**
+ * Verify of a voucher (and of a refund request's voucher): the payer's signature over the
+ * cumulative amount, and that amount against the channel's balance and what was claimed. When
+ * the channel's state is known (book.ts) and the payer authorizes with a key, nothing is read.
+ */
+import { type Hex, hashTypedData, isAddressEqual, zeroAddress } from "viem";
+import type { Failure } from "../../protocol/errors.js";
+import { invalidField, type PaymentRequest } from "../../protocol/request.js";
+import type { VerifyResult } from "../../protocol/results.js";
+import { describeIssue } from "../../protocol/schemas.js";
+import type { EvmContext } from "../context.js";
+import { chainFailure } from "../exact/checks.js";
+import { checkSignature, recoversTo } from "../exact/signature.js";
+import { ChannelBook } from "./book.js";
+import { type ChannelState, channelMismatch, readChannel, stateExtra } from "./channel.js";
+import { settlementDomain, VOUCHER_TYPES } from "./constants.js";
+import { type ChannelConfig, type VoucherFields, voucherSchema } from "./payload.js";
+import { rejected } from "./reasons.js";
+
+/** This facilitator's channel book (one per EVM family). */
+export const bookOf = (ctx: EvmContext) =>
+  ctx.kept("batch-settlement:channels", () => new ChannelBook());
+
+/** Whether the channel's payer (or its authorizer key) signed this voucher. */
+export async function checkVoucherSignature(
+  ctx: EvmContext,
+  config: ChannelConfig,
+  voucher: VoucherFields,
+): Promise<Failure | undefined> {
+  const digest = hashTypedData({
+    domain: settlementDomain(ctx.chainId),
+    types: VOUCHER_TYPES,
+    primaryType: "Voucher",
+    message: {
+      channelId: voucher.channelId as Hex,
+      maxClaimableAmount: voucher.maxClaimableAmount,
+    },
+  });
+  const refuse = (why: string) =>
+    rejected("invalid_signature", "voucher_signature", `the voucher's signature ${why}`);
+  // A payer authorizer key signs plainly (the contract checks ECDSA); without one, the payer
+  // itself signs, and a contract wallet answers for itself (EIP-1271).
+  const signed = isAddressEqual(config.payerAuthorizer, zeroAddress)
+    ? await checkSignature(
+        ctx,
+        config.payer,
+        digest,
+        voucher.signature,
+        ctx.client.getCode({ address: config.payer }),
+      )
+    : await recoversTo(ctx, config.payerAuthorizer, digest, voucher.signature);
+  if (signed.ok) return undefined;
+  if (signed.failure.code === "chain_unavailable") return signed.failure;
+  return refuse(signed.failure.message.replace(/^the signature /, ""));
+}
+
+/** The channel's state: from the book while fresh, else read (and remembered). */
+export async function channelState(
+  ctx: EvmContext,
+  channelId: Hex,
+): Promise<{ ok: true; state: ChannelState } | { ok: false; failure: Failure }> {
+  const book = bookOf(ctx);
+  const known = book.fresh(channelId);
+  if (known) return { ok: true, state: known.state };
+  try {
+    const state = await readChannel(ctx, channelId);
+    book.remember(channelId, state);
+    return { ok: true, state };
+  } catch (error) {
+    return { ok: false, failure: chainFailure(error, "reading the channel") };
+  }
+}
+
+export async function verifyVoucher(
+  ctx: EvmContext,
+  request: PaymentRequest,
+): Promise<VerifyResult> {
+  const parsed = voucherSchema.safeParse(request.payload);
+  if (!parsed.success) {
+    const prefix = `${request.paths.payload}.payload`;
+    return { ok: false, failure: invalidField(describeIssue(parsed.error, prefix), prefix) };
+  }
+  const { channelConfig: config, voucher, type } = parsed.data;
+  const payer = config.payer;
+  const mismatch = channelMismatch(config, voucher.channelId, request.requirements, ctx.chainId);
+  if (mismatch) return { ok: false, payer, failure: mismatch };
+  const badSignature = await checkVoucherSignature(ctx, config, voucher);
+  if (badSignature) return { ok: false, payer, failure: badSignature };
+  const channelId = voucher.channelId.toLowerCase() as Hex;
+  const read = await channelState(ctx, channelId);
+  if (!read.ok) return { ok: false, payer, failure: read.failure };
+  const { state } = read;
+  const amount = voucher.maxClaimableAmount;
+  if (state.balance === 0n) {
+    return {
+      ok: false,
+      payer,
+      failure: rejected(
+        "channel_not_found",
+        "channel_not_found",
+        `channel ${channelId} holds no deposit`,
+      ),
+    };
+  }
+  if (amount > state.balance) {
+    return {
+      ok: false,
+      payer,
+      failure: rejected(
+        "voucher_exceeds_balance",
+        "cumulative_exceeds_balance",
+        `the voucher is for ${amount} cumulative, over the channel's balance of ${state.balance}`,
+      ),
+    };
+  }
+  // A refund's voucher may equal what was claimed (it adds nothing); a payment's must add.
+  const belowClaimed =
+    type === "refund" ? amount < state.totalClaimed : amount <= state.totalClaimed;
+  if (belowClaimed) {
+    return {
+      ok: false,
+      payer,
+      failure: rejected(
+        "voucher_already_claimed",
+        "cumulative_below_claimed",
+        `the voucher is for ${amount} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
+      ),
+    };
+  }
+  const book = bookOf(ctx);
+  if (amount < book.highestVoucher(channelId)) {
+    return {
+      ok: false,
+      payer,
+      failure: rejected(
+        "voucher_already_claimed",
+        "cumulative_amount_mismatch",
+        `a voucher of this channel for ${book.highestVoucher(channelId)} cumulative was verified already; this one, for ${amount}, is stale`,
+      ),
+    };
+  }
+  book.verified(channelId, amount);
+  return { ok: true, payer, extra: stateExtra(channelId, state) };
+}
