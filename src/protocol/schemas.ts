@@ -14,7 +14,7 @@ export const requirementsV2Schema = z.looseObject({
   amount: z.string(),
   asset: z.string(),
   payTo: z.string(),
-  maxTimeoutSeconds: z.number().positive().optional(),
+  maxTimeoutSeconds: z.number().nonnegative().optional(),
   extra,
 });
 

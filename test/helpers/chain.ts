@@ -8,10 +8,14 @@ export function chainOf(devnet: DevnetInfo) {
   return createPublicClient({ transport: http(devnet.rpcUrl) });
 }
 
-/** The test USDC balance of `who`, in atomic units. */
-export function tokenBalance(devnet: DevnetInfo, who: Address): Promise<bigint> {
+/** The test USDC balance of `who` (or of another devnet token), in atomic units. */
+export function tokenBalance(
+  devnet: DevnetInfo,
+  who: Address,
+  token: Address = devnet.token.address,
+): Promise<bigint> {
   return chainOf(devnet).readContract({
-    address: devnet.token.address,
+    address: token,
     abi: testUsdcAbi,
     functionName: "balanceOf",
     args: [who],
