@@ -11,6 +11,7 @@ export interface ConfigFile {
   publicRpcs?: unknown;
   erc6492Factories?: unknown;
   privateKeyFile?: unknown;
+  receiverAuthorizerKeyFile?: unknown;
   svmPrivateKeyFile?: unknown;
   svmMaxFeeLamports?: unknown;
   confirmTimeoutSeconds?: unknown;
@@ -34,6 +35,7 @@ const CONFIG_KEYS = [
   "publicRpcs",
   "erc6492Factories",
   "privateKeyFile",
+  "receiverAuthorizerKeyFile",
   "svmPrivateKeyFile",
   "svmMaxFeeLamports",
   "confirmTimeoutSeconds",

@@ -3,7 +3,15 @@
  * The settlement key is read from the environment or a file, never from a flag's value, and is
  * never echoed, not even in an error message.
  */
-import { type Address, getAddress, type Hex, isAddress } from "viem";
+import {
+  type Address,
+  getAddress,
+  type Hex,
+  isAddress,
+  isAddressEqual,
+  type LocalAccount,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { defaultJournalPath } from "../store/journal.js";
 import { type SvmFeePayer, svmFeePayerOf } from "../svm/chain/keys.js";
 import { readSmallFile } from "./bounded-read.js";
@@ -16,6 +24,7 @@ export interface ConfigFlags {
   readonly publicRpcs?: boolean | undefined;
   readonly erc6492Factory?: string[] | undefined;
   readonly privateKeyFile?: string | undefined;
+  readonly receiverAuthorizerKeyFile?: string | undefined;
   readonly svmPrivateKeyFile?: string | undefined;
   readonly svmMaxFeeLamports?: string | undefined;
   readonly config?: string | undefined;
@@ -41,6 +50,11 @@ export interface CliConfig {
   readonly loadPrivateKey: () => Hex | undefined;
   /** Every settlement key (a key file may hold one per line), used in turn. */
   readonly loadPrivateKeys: () => Hex[];
+  /**
+   * The batch-settlement receiver authorizer's key (one key; it signs claims and refunds, never
+   * a transaction), or undefined when none is configured. See receiverAuthorizerOf.
+   */
+  readonly loadReceiverAuthorizerKey: () => Hex | undefined;
   /** The Solana fee payers (verify needs their addresses too); none when no key is configured. */
   readonly loadSvmFeePayers: () => SvmFeePayer[];
   /** The most lamports one Solana settlement may cost the fee payer (undefined: the default). */
@@ -234,6 +248,28 @@ function readSvmKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): S
   );
 }
 
+/**
+ * The receiver authorizer's account, refused when its key is also a settlement key: it signs
+ * claims and refunds, and a key that also sends transactions would spend gas and nonces the
+ * settlement lanes count on. The message names addresses only, never a key.
+ */
+export function receiverAuthorizerOf(
+  key: Hex | undefined,
+  settlementKeys: readonly Hex[],
+): LocalAccount | undefined {
+  if (key === undefined) return undefined;
+  const account = privateKeyToAccount(key);
+  const clash = settlementKeys.some((k) =>
+    isAddressEqual(privateKeyToAccount(k).address, account.address),
+  );
+  if (clash) {
+    throw new UsageError(
+      `the receiver authorizer ${account.address} is also a settlement key: the authorizer only signs (claims and refunds) and must not also spend gas and nonces; give it a key of its own`,
+    );
+  }
+  return account;
+}
+
 /** An amount in wei: a whole number (a JSON number only up to 2^53, a string beyond). */
 function parseWei(value: unknown, source: string): bigint {
   const text = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
@@ -292,6 +328,42 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     return [];
   };
   const loadPrivateKey = (): Hex | undefined => loadPrivateKeys()[0];
+
+  const authorizerFileInConfig = filePath(
+    file.receiverAuthorizerKeyFile,
+    "receiverAuthorizerKeyFile",
+    loaded,
+  );
+  const loadReceiverAuthorizerKey = (): Hex | undefined => {
+    const one = (keys: Hex[], source: string): Hex => {
+      if (keys.length > 1) {
+        throw new UsageError(
+          `the receiver authorizer key file from ${source} holds ${keys.length} keys: it takes one`,
+        );
+      }
+      return keys[0] as Hex;
+    };
+    if (flags.receiverAuthorizerKeyFile) {
+      const source = "--receiver-authorizer-key-file";
+      return one(readKeyFile(flags.receiverAuthorizerKeyFile, source, env), source);
+    }
+    const fromEnv = env.FACILITATOR_RECEIVER_AUTHORIZER_KEY;
+    if (fromEnv?.trim()) {
+      if (fromEnv.includes(",")) {
+        throw new UsageError("FACILITATOR_RECEIVER_AUTHORIZER_KEY takes one key, not a list");
+      }
+      return readPrivateKey(fromEnv, "FACILITATOR_RECEIVER_AUTHORIZER_KEY");
+    }
+    if (env.FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE) {
+      const source = "FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE";
+      return one(readKeyFile(env.FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE, source, env), source);
+    }
+    if (authorizerFileInConfig !== undefined) {
+      const source = where("receiverAuthorizerKeyFile");
+      return one(readKeyFile(authorizerFileInConfig, source, env), source);
+    }
+    return undefined;
+  };
 
   const svmKeyFileInConfig = filePath(file.svmPrivateKeyFile, "svmPrivateKeyFile", loaded);
   const loadSvmFeePayers = (): SvmFeePayer[] => {
@@ -405,6 +477,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     publicRpcs,
     loadPrivateKey,
     loadPrivateKeys,
+    loadReceiverAuthorizerKey,
     loadSvmFeePayers,
     svmMaxFeeLamports,
     confirmTimeoutMs,

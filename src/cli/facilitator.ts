@@ -4,7 +4,7 @@ import type { MetricsSink } from "../core/metrics.js";
 import type { SettlementStore } from "../core/store.js";
 import { settlementAccount } from "../evm/chain/secp256k1.js";
 import { Facilitator } from "../facilitator.js";
-import type { CliConfig } from "./config.js";
+import { type CliConfig, receiverAuthorizerOf } from "./config.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
 import { WatchedJournal } from "./watched-journal.js";
@@ -39,9 +39,15 @@ export async function facilitatorFrom(
       : openJournal(config.journalPath, { compactAfterLines: Number.POSITIVE_INFINITY });
     return new Facilitator({ ...rpc, journal });
   }
-  if (!signing) return new Facilitator(rpc);
+  if (!signing) {
+    // Verify loads no settlement key, so there is none to compare the authorizer's with.
+    const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), []);
+    return new Facilitator({ ...rpc, receiverAuthorizer });
+  }
   const keys = config.loadPrivateKeys();
   const signers = keys.map((key) => settlementAccount(key));
+  // Refused at start when it is also a settlement key.
+  const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), keys);
   const journal = config.storeUrl
     ? await openPostgres(
         config.storeUrl,
@@ -53,6 +59,7 @@ export async function facilitatorFrom(
   const facilitator = new Facilitator({
     ...rpc,
     signers,
+    receiverAuthorizer,
     journal,
     confirmTimeoutMs: config.confirmTimeoutMs,
     confirmations: config.confirmations,

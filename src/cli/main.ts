@@ -25,6 +25,8 @@ const FLAG_HINTS: Readonly<Record<string, string>> = {
     "use --private-key-file FILE or FACILITATOR_PRIVATE_KEY",
   "--key":
     "keys are never taken on the command line: use --private-key-file FILE or FACILITATOR_PRIVATE_KEY",
+  "--receiver-authorizer-key":
+    "keys are never taken on the command line: use --receiver-authorizer-key-file FILE or FACILITATOR_RECEIVER_AUTHORIZER_KEY",
   "--svm-private-key":
     "keys are never taken on the command line: use --svm-private-key-file FILE or FACILITATOR_SVM_PRIVATE_KEY",
   "--payer-key":

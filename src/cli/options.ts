@@ -39,6 +39,10 @@ export function withSettlementOptions(command: Command): Command {
       "settlement key file, one key per line for a pool (or env FACILITATOR_PRIVATE_KEY / FACILITATOR_PRIVATE_KEY_FILE)",
     )
     .option(
+      "--receiver-authorizer-key-file <file>",
+      "batch-settlement: the receiver authorizer's key file, one key that signs claims and refunds for sellers who leave them to us; never a settlement key (or env FACILITATOR_RECEIVER_AUTHORIZER_KEY / FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE)",
+    )
+    .option(
       "--confirm-timeout <seconds>",
       "how long to wait for the receipt before answering settlement_pending (default 60)",
     )

@@ -5,7 +5,7 @@ import type { CliConfig } from "../config.js";
 /** The configuration without its key loaders: what can cross to the serving thread. */
 export type PlainConfig = Omit<
   CliConfig,
-  "loadPrivateKey" | "loadPrivateKeys" | "loadSvmFeePayers"
+  "loadPrivateKey" | "loadPrivateKeys" | "loadReceiverAuthorizerKey" | "loadSvmFeePayers"
 >;
 
 /**
@@ -25,6 +25,8 @@ export interface ServeSettings {
   readonly apiKey: string | undefined;
   readonly config: PlainConfig;
   readonly privateKeys: readonly Hex[];
+  /** The batch-settlement receiver authorizer's key (never a settlement key), if configured. */
+  readonly receiverAuthorizerKey?: Hex | undefined;
   /** The Solana fee payers' 64-byte secret keys. */
   readonly svmSecretKeys: readonly Uint8Array[];
   readonly quiet: boolean;

@@ -16,7 +16,7 @@ import { startServer } from "../../http/server.js";
 import { caip2 } from "../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../svm/chain/keys.js";
 import { readSmallFile } from "../bounded-read.js";
-import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
+import { type CliConfig, type ConfigFlags, loadConfig, receiverAuthorizerOf } from "../config.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { lockForServe } from "../settlement-locks.js";
@@ -90,7 +90,17 @@ function whole(value: string | undefined, flag: string, fallback: number, max: n
 
 /** Flags, environment and files → settings; every usage error surfaces here, before any thread. */
 export function resolveServe(flags: ServeFlags): ServeSettings {
-  const { loadPrivateKey: _one, loadPrivateKeys, loadSvmFeePayers, ...config } = loadConfig(flags);
+  const {
+    loadPrivateKey: _one,
+    loadPrivateKeys,
+    loadReceiverAuthorizerKey,
+    loadSvmFeePayers,
+    ...config
+  } = loadConfig(flags);
+  const privateKeys = loadPrivateKeys();
+  const receiverAuthorizerKey = loadReceiverAuthorizerKey();
+  // Refused here, before any thread starts, when it is also a settlement key.
+  receiverAuthorizerOf(receiverAuthorizerKey, privateKeys);
   const allowedHosts = flags.allowedHost ?? [];
   for (const name of allowedHosts) {
     if (!hostOf(name.startsWith("*.") ? name.slice(2) : name)) {
@@ -139,7 +149,8 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
     ),
     apiKey: readApiKey(flags),
     config,
-    privateKeys: loadPrivateKeys(),
+    privateKeys,
+    receiverAuthorizerKey,
     svmSecretKeys: loadSvmFeePayers().map((key) => key.secretKey),
     quiet: flags.quiet === true,
   };
@@ -165,10 +176,13 @@ export async function serveHere(
     ...settings.config,
     loadPrivateKeys: () => keys,
     loadPrivateKey: () => keys[0],
+    loadReceiverAuthorizerKey: () => settings.receiverAuthorizerKey,
     loadSvmFeePayers: () =>
       settings.svmSecretKeys.flatMap((bytes) => svmFeePayerOfBytes(bytes) ?? []),
   };
   const { apiKey, host, port, quiet } = settings;
+  const authorizer =
+    settings.receiverAuthorizerKey && privateKeyToAccount(settings.receiverAuthorizerKey).address;
   // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
   const { createMetrics } = await import("../../http/metrics.js");
   const metrics = await createMetrics();
@@ -224,6 +238,11 @@ export async function serveHere(
         `${chalk.green("●")} ${chalk.bold("facilitator serve")} listening on ${chalk.bold(server.url)}`,
         `  networks  ${networks.length ? networks.join("\n            ") : chalk.yellow("none: no RPC configured and public RPCs are off")}`,
         `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
+        ...(authorizer
+          ? [
+              `  authorizer ${authorizer} ${chalk.dim("(batch-settlement: signs claims and refunds)")}`,
+            ]
+          : []),
         `  ${facilitator.journal.shared ? "store  " : "journal"}   ${facilitator.journal.where}`,
         `  auth      ${apiKey ? "API key required on /verify, /settle, /accepts and /metrics" : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
         `  docs      ${server.url}/llms.txt`,
@@ -233,7 +252,7 @@ export async function serveHere(
     );
   } else if (!quiet) {
     process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, store: facilitator.journal.where })}\n`,
+      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where })}\n`,
     );
     if (exposed) {
       process.stderr.write(
