@@ -33,6 +33,8 @@ export interface EvmContext extends ChainAccess, SendingAccess {
   readonly erc6492Factories: readonly Address[];
   /** The key that signs batch-settlement claims and refunds for sellers who leave it to us. */
   readonly receiverAuthorizer?: LocalAccount | undefined;
+  /** How batch-settlement claims are batched: up to maxRows rows, waiting maxWaitMs for more. */
+  readonly claimBatch: { readonly maxRows: number; readonly maxWaitMs: number };
   /** What a scheme keeps for the life of this facilitator, one per name (made on first use). */
   kept<T>(name: string, make: () => T): T;
 }

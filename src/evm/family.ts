@@ -26,6 +26,7 @@ import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protoco
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import { DEFAULT_CLAIM_BATCH } from "./batch-settlement/batcher.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
 import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
@@ -43,6 +44,8 @@ export interface EvmOptions {
   readonly schemes?: readonly EvmScheme[] | undefined;
   /** The batch-settlement receiver authorizer's key (never a settlement key); none by default. */
   readonly receiverAuthorizer?: LocalAccount | undefined;
+  /** batch-settlement claims: up to maxRows rows in one transaction, waiting maxWaitMs for more. */
+  readonly claimBatch?: { readonly maxRows?: number; readonly maxWaitMs?: number } | undefined;
   /** Most a settlement may cost, in wei, on every chain (default: per network)... */
   readonly maxFeeWei?: bigint | undefined;
   /** ...or per chain id, which wins. */
@@ -336,6 +339,10 @@ export class EvmFamily implements ChainFamily {
         return kept.get(name) as T;
       },
       receiverAuthorizer: options.receiverAuthorizer,
+      claimBatch: {
+        maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
+        maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
+      },
       client,
       chainId,
       signers: this.signers,

@@ -26,7 +26,7 @@ import {
   erc3009DepositNonce,
   permit2CollectorData,
 } from "./deposit-checks.js";
-import { type DepositPayload, depositSchema } from "./payload.js";
+import { type DepositPayload, depositSchema, hasOfficialShape } from "./payload.js";
 import { rejected } from "./reasons.js";
 import { bookOf, checkVoucherSignature } from "./voucher.js";
 
@@ -36,12 +36,12 @@ export interface Deposit {
   readonly payTo: Address;
   readonly via: "eip3009" | "permit2";
   readonly channelId: Hex;
-  /** requirements as sent, for the channel checks (extra.receiverAuthorizer, withdrawDelay). */
-  readonly requirements: Parameters<typeof channelMismatch>[2];
   readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
 
 const balanceAbi = parseAbi(["function balanceOf(address owner) view returns (uint256)"]);
+
+const refuse = (failure: Failure): Step<never> => ({ ok: false, failure });
 
 function depositCall(deposit: Deposit) {
   const { payload, via } = deposit;
@@ -63,7 +63,19 @@ function depositCall(deposit: Deposit) {
   };
 }
 
-function parse(request: Parameters<ExactMethod<Deposit>["parse"]>[1]): Step<Deposit> {
+function parse(
+  ctx: Parameters<ExactMethod<Deposit>["parse"]>[0],
+  request: Parameters<ExactMethod<Deposit>["parse"]>[1],
+): Step<Deposit> {
+  if (!hasOfficialShape("deposit", request.payload)) {
+    return refuse(
+      rejected(
+        "invalid_request",
+        "payload_type",
+        `${request.paths.payload}.payload is no deposit: it needs channelConfig, voucher {channelId, maxClaimableAmount, signature} and deposit {amount, authorization}`,
+      ),
+    );
+  }
   const parsed = depositSchema.safeParse(request.payload);
   if (!parsed.success) {
     const prefix = `${request.paths.payload}.payload`;
@@ -72,6 +84,14 @@ function parse(request: Parameters<ExactMethod<Deposit>["parse"]>[1]): Step<Depo
   const requirements = parseEvmRequirements(request);
   if (!requirements.ok) return requirements;
   const payload = parsed.data;
+  // The channel first, then the transfer method: the official facilitator's order.
+  const mismatch = channelMismatch(
+    payload.channelConfig,
+    payload.voucher.channelId,
+    request.requirements,
+    ctx.chainId,
+  );
+  if (mismatch) return refuse(mismatch);
   const extra = request.requirements.extra ?? {};
   const hinted = extra.assetTransferMethod;
   const auth = payload.deposit.authorization;
@@ -96,14 +116,11 @@ function parse(request: Parameters<ExactMethod<Deposit>["parse"]>[1]): Step<Depo
       payTo: requirements.value.payTo,
       via,
       channelId: payload.voucher.channelId.toLowerCase() as Hex,
-      requirements: request.requirements,
       domain:
         typeof name === "string" && typeof version === "string" ? { name, version } : undefined,
     },
   };
 }
-
-const refuse = (failure: Failure): Step<never> => ({ ok: false, failure });
 
 async function verify(
   ctx: Parameters<ExactMethod<Deposit>["verify"]>[0],
@@ -113,8 +130,7 @@ async function verify(
   const { payload, asset, via, channelId } = deposit;
   const config = payload.channelConfig;
   const payer = config.payer;
-  const mismatch = channelMismatch(config, channelId, deposit.requirements, ctx.chainId);
-  if (mismatch) return refuse(mismatch);
+  // The channel matches the requirements: parse checked it.
   const auth = payload.deposit.authorization;
   if (via === "eip3009") {
     if (!auth.erc3009Authorization) {
@@ -229,7 +245,7 @@ async function verify(
 export const depositMethod: ExactMethod<Deposit> = {
   name: "batch-settlement deposit",
   accepts: (payload) => payload.type === "deposit",
-  parse: (_ctx, request) => parse(request),
+  parse: (ctx, request) => parse(ctx, request),
   identify(ctx, deposit) {
     const { payload, asset } = deposit;
     const payer = payload.channelConfig.payer;

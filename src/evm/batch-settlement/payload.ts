@@ -100,3 +100,44 @@ export const refundSchema = z.object({
   claimAuthorizerSignature: hexBytes.optional(),
 });
 export type RefundPayload = z.infer<typeof refundSchema>;
+
+/**
+ * Whether a payload has the shape the official facilitator dispatches on for its type (its type
+ * guards in `@x402/evm` 2.27: the fields present, not yet their values). A payload of a known
+ * type without that shape is answered `payload_type`, as the official one does; one with the
+ * shape but a bad value is `invalid_payload`, with a message naming the field.
+ */
+export function hasOfficialShape(
+  type: "deposit" | "voucher" | "refund" | "settle-refund" | "claim" | "settle",
+  payload: Readonly<Record<string, unknown>>,
+): boolean {
+  const isObject = (value: unknown): value is Record<string, unknown> =>
+    typeof value === "object" && value !== null;
+  const voucher = payload.voucher;
+  const channel =
+    "channelConfig" in payload &&
+    isObject(voucher) &&
+    "channelId" in voucher &&
+    "maxClaimableAmount" in voucher &&
+    "signature" in voucher;
+  switch (type) {
+    case "deposit": {
+      const deposit = payload.deposit;
+      return (
+        channel &&
+        isObject(deposit) &&
+        typeof deposit.amount === "string" &&
+        isObject(deposit.authorization)
+      );
+    }
+    case "voucher":
+    case "refund":
+      return channel;
+    case "settle-refund":
+      return channel && "amount" in payload && "refundNonce" in payload && "claims" in payload;
+    case "claim":
+      return "claims" in payload;
+    case "settle":
+      return "receiver" in payload && "token" in payload;
+  }
+}

@@ -11,9 +11,9 @@ import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { type ChannelState, channelIdOf, readChannel, stateExtra } from "./channel.js";
-import { claimCall, claimSignature, learnClaims } from "./claim.js";
+import { claimCall, claimSignature, learnClaims } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
-import { type RefundPayload, refundSchema } from "./payload.js";
+import { hasOfficialShape, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
 import { sendAction } from "./send.js";
 import { bookOf } from "./voucher.js";
@@ -68,6 +68,16 @@ export async function settleRefund(
   request: PaymentRequest,
   waitUntil: WaitUntil,
 ): Promise<SettleResult> {
+  if (!hasOfficialShape("settle-refund", request.payload)) {
+    return {
+      ok: false,
+      failure: rejected(
+        "invalid_request",
+        "payload_type",
+        `${request.paths.payload}.payload is no refund to settle: it needs channelConfig, voucher, amount, refundNonce and claims`,
+      ),
+    };
+  }
   const parsed = refundSchema.safeParse(request.payload);
   if (!parsed.success) {
     const prefix = `${request.paths.payload}.payload`;

@@ -14,7 +14,12 @@ import { checkSignature, recoversTo } from "../exact/signature.js";
 import { ChannelBook } from "./book.js";
 import { type ChannelState, channelMismatch, readChannel, stateExtra } from "./channel.js";
 import { settlementDomain, VOUCHER_TYPES } from "./constants.js";
-import { type ChannelConfig, type VoucherFields, voucherSchema } from "./payload.js";
+import {
+  type ChannelConfig,
+  hasOfficialShape,
+  type VoucherFields,
+  voucherSchema,
+} from "./payload.js";
 import { rejected } from "./reasons.js";
 
 /** This facilitator's channel book (one per EVM family). */
@@ -54,18 +59,22 @@ export async function checkVoucherSignature(
   return refuse(signed.failure.message.replace(/^the signature /, ""));
 }
 
-/** The channel's state: from the book while fresh, else read (and remembered). */
+/**
+ * The channel's state: from the book while fresh, else read (and remembered). `fromBook` says
+ * which: a state from the book only ever accepts; a refusal is decided on a read.
+ */
 export async function channelState(
   ctx: EvmContext,
   channelId: Hex,
-): Promise<{ ok: true; state: ChannelState } | { ok: false; failure: Failure }> {
+  options: { readonly reread?: boolean } = {},
+): Promise<{ ok: true; state: ChannelState; fromBook: boolean } | { ok: false; failure: Failure }> {
   const book = bookOf(ctx);
-  const known = book.fresh(channelId);
-  if (known) return { ok: true, state: known.state };
+  const known = options.reread ? undefined : book.fresh(channelId);
+  if (known) return { ok: true, state: known.state, fromBook: true };
   try {
     const state = await readChannel(ctx, channelId);
     book.remember(channelId, state);
-    return { ok: true, state };
+    return { ok: true, state, fromBook: false };
   } catch (error) {
     return { ok: false, failure: chainFailure(error, "reading the channel") };
   }
@@ -75,6 +84,17 @@ export async function verifyVoucher(
   ctx: EvmContext,
   request: PaymentRequest,
 ): Promise<VerifyResult> {
+  const kind = request.payload.type === "refund" ? "refund" : "voucher";
+  if (!hasOfficialShape(kind, request.payload)) {
+    return {
+      ok: false,
+      failure: rejected(
+        "invalid_request",
+        "payload_type",
+        `${request.paths.payload}.payload is no ${kind}: it needs channelConfig and voucher {channelId, maxClaimableAmount, signature}`,
+      ),
+    };
+  }
   const parsed = voucherSchema.safeParse(request.payload);
   if (!parsed.success) {
     const prefix = `${request.paths.payload}.payload`;
@@ -87,10 +107,15 @@ export async function verifyVoucher(
   const badSignature = await checkVoucherSignature(ctx, config, voucher);
   if (badSignature) return { ok: false, payer, failure: badSignature };
   const channelId = voucher.channelId.toLowerCase() as Hex;
-  const read = await channelState(ctx, channelId);
+  const amount = voucher.maxClaimableAmount;
+  let read = await channelState(ctx, channelId);
+  // The book may predate a deposit made elsewhere (another replica, another facilitator, the
+  // payer itself): an empty or short balance is read again before it refuses.
+  if (read.ok && read.fromBook && (read.state.balance === 0n || amount > read.state.balance)) {
+    read = await channelState(ctx, channelId, { reread: true });
+  }
   if (!read.ok) return { ok: false, payer, failure: read.failure };
   const { state } = read;
-  const amount = voucher.maxClaimableAmount;
   if (state.balance === 0n) {
     return {
       ok: false,
