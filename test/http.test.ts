@@ -169,6 +169,8 @@ describe("information endpoints", () => {
           network: devnet.network,
           extra: { facilitatorAddress: devnet.facilitator.address },
         },
+        // No receiver authorizer key here: sellers sign their own claims, and no extra says ours.
+        { x402Version: 2, scheme: "batch-settlement", network: devnet.network },
       ],
       extensions: ["eip2612GasSponsoring", "erc20ApprovalGasSponsoring"],
       signers: { "eip155:*": [devnet.facilitator.address] },

@@ -1,7 +1,12 @@
 /** The banner `facilitator devnet` prints: what runs where, and what to try. */
 import chalk from "chalk";
 import type { Devnet } from "../../evm/devnet/index.js";
-import type { EvmFiles, Files, Running } from "./devnet-files.js";
+import {
+  devnetReceiverAuthorizer,
+  type EvmFiles,
+  type Files,
+  type Running,
+} from "./devnet-files.js";
 import { svmBanner } from "./devnet-svm-banner.js";
 
 export function devnetBanner(
@@ -63,6 +68,7 @@ function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): s
     `  batch        ${devnet.batchSettlement.settlement} ${dim("(x402 batch-settlement)")}`,
     `               ${devnet.batchSettlement.erc3009Collector} ${dim("(EIP-3009 deposit collector)")}`,
     `               ${devnet.batchSettlement.permit2Collector} ${dim("(Permit2 deposit collector)")}`,
+    `               ${devnetReceiverAuthorizer.address} ${dim(`(receiver authorizer: serve signs claims and refunds; key in ${files.receiverAuthorizerKeyFile})`)}`,
     `  wallets      ${devnet.walletFactory}  ${dim("ERC-6492 smart-wallet factory")}`,
     `  Multicall3   ${devnet.multicall3}`,
     `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,
@@ -76,6 +82,8 @@ function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): s
     `                   ${files.requestPermit} ${dim("(EIP-2612 permit, x402x shape)")}`,
     `                   ${files.requestPermit2Approval} ${dim("(Permit2 + erc20ApprovalGasSponsoring)")}`,
     `                   ${files.requestUpto} ${dim("(upto: settle --amount N charges N of at most 50000)")}`,
+    `                   ${files.requestBatchDeposit} ${dim("(batch-settlement: payer 2 deposits 50000 into its channel)")}`,
+    `                   ${files.requestBatchVoucher} ${dim("(batch-settlement voucher, 20000 cumulative: verify it once the deposit has settled)")}`,
     "",
   ];
 }

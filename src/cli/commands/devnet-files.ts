@@ -2,14 +2,83 @@
 import { chmod, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Hex } from "viem";
-import { approvePermit2, type Devnet } from "../../evm/devnet/index.js";
+import { MIN_WITHDRAW_DELAY } from "../../evm/batch-settlement/constants.js";
+import {
+  batchPaymentPayload,
+  signBatchDeposit,
+  signBatchVoucherPayload,
+} from "../../evm/client/sign-batch.js";
+import { type RequirementsJson, requestBody } from "../../evm/client/sign-payment.js";
+import {
+  approvePermit2,
+  type DevAccount,
+  type Devnet,
+  type DevnetInfo,
+  devAccounts,
+} from "../../evm/devnet/index.js";
 import { signSampleRequest } from "../../evm/devnet/sample.js";
 import { signPermitRequest } from "../../evm/devnet/sign-permit.js";
 import { signUptoRequest } from "../../evm/devnet/sign-upto.js";
 import type { SvmDevnet } from "../../svm/devnet/index.js";
 
+/**
+ * Dev account 7: the devnet's batch-settlement receiver authorizer (it signs claims and refunds;
+ * no settlement key, payer or payee). Its key goes to receiver-authorizer.key, never printed.
+ */
+export const devnetReceiverAuthorizer = devAccounts[7] as DevAccount;
+
+/** The price of one request in the devnet's batch-settlement requests: 0.01 test USDC. */
+const BATCH_PRICE = 10_000n;
+
+/** The devnet's batch-settlement requirements: test USDC to the payee, our authorizer. */
+export function devnetBatchRequirements(
+  devnet: DevnetInfo,
+  amount = BATCH_PRICE,
+): RequirementsJson {
+  return {
+    scheme: "batch-settlement",
+    network: devnet.network,
+    amount: amount.toString(),
+    asset: devnet.token.address,
+    payTo: devnet.payee.address,
+    maxTimeoutSeconds: 300,
+    extra: {
+      receiverAuthorizer: devnetReceiverAuthorizer.address,
+      withdrawDelay: MIN_WITHDRAW_DELAY,
+      name: devnet.token.name,
+      version: devnet.token.version,
+    },
+  };
+}
+
+/**
+ * Payer 2 opens its channel with 5 requests' worth (EIP-3009, its first voucher for one request),
+ * and the voucher for the second request, which verifies once that deposit has landed.
+ */
+async function signBatchRequests(devnet: DevnetInfo, payer: DevAccount) {
+  const requirements = devnetBatchRequirements(devnet);
+  const deposit = await signBatchDeposit(payer, {
+    chainId: devnet.chainId,
+    requirements,
+    deposit: 5n * BATCH_PRICE,
+    method: "eip3009",
+    validForSeconds: 24 * 3600,
+  });
+  const voucher = await signBatchVoucherPayload(
+    payer,
+    devnet.chainId,
+    requirements,
+    2n * BATCH_PRICE,
+  );
+  const body = (payload: unknown) =>
+    requestBody("x402", 2, batchPaymentPayload(requirements, payload), requirements);
+  return { deposit: body(deposit), voucher: body(voucher) };
+}
+
 export interface EvmFiles {
   readonly keyFile: string;
+  /** The batch-settlement receiver authorizer's key (dev account 7). */
+  readonly receiverAuthorizerKeyFile: string;
   readonly request: string;
   readonly requestX402: string;
   readonly requestV1?: string | undefined;
@@ -23,6 +92,10 @@ export interface EvmFiles {
   readonly requestPermit2Approval: string;
   /** upto: payer 4 authorizes up to 0.05 of the permit token; settle charges what was used. */
   readonly requestUpto: string;
+  /** batch-settlement: payer 2's deposit of 0.05 test USDC into its channel, x402 dialect. */
+  readonly requestBatchDeposit: string;
+  /** batch-settlement: payer 2's voucher for 0.02 cumulative; valid once the deposit landed. */
+  readonly requestBatchVoucher: string;
 }
 
 export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFiles> {
@@ -30,6 +103,11 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
   // The key goes to a file only its owner can read; it is never printed.
   await writeFile(keyFile, `${devnet.facilitator.privateKey}\n`, { mode: 0o600 });
   await chmod(keyFile, 0o600);
+  const receiverAuthorizerKeyFile = path.join(dir, "receiver-authorizer.key");
+  await writeFile(receiverAuthorizerKeyFile, `${devnetReceiverAuthorizer.privateKey}\n`, {
+    mode: 0o600,
+  });
+  await chmod(receiverAuthorizerKeyFile, 0o600);
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
   const [payer1, payer2, payer3, payer4, payer5] = devnet.payers;
   if (!payer1 || !payer2 || !payer3 || !payer4 || !payer5) {
@@ -88,8 +166,16 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
       }),
     ),
   );
+  const batch = await signBatchRequests(devnet, payer2);
+  const requestBatchDeposit = path.join(dir, "request-batch-deposit.json");
+  await writeFile(requestBatchDeposit, json(batch.deposit));
+  const requestBatchVoucher = path.join(dir, "request-batch-voucher.json");
+  await writeFile(requestBatchVoucher, json(batch.voucher));
   return {
     keyFile,
+    receiverAuthorizerKeyFile,
+    requestBatchDeposit,
+    requestBatchVoucher,
     request,
     requestX402,
     requestV1,
@@ -123,6 +209,8 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
     payers: devnet.payers.map((p) => p.address),
     payee: devnet.payee.address,
     keyFile: files.keyFile,
+    receiverAuthorizer: devnetReceiverAuthorizer.address,
+    receiverAuthorizerKeyFile: files.receiverAuthorizerKeyFile,
     requests: {
       reference: files.request,
       x402: files.requestX402,
@@ -132,6 +220,8 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
       permit: files.requestPermit,
       permit2Approval: files.requestPermit2Approval,
       upto: files.requestUpto,
+      batchDeposit: files.requestBatchDeposit,
+      batchVoucher: files.requestBatchVoucher,
     },
   };
 }

@@ -13,7 +13,13 @@ import { type Devnet, startDevnet } from "../../evm/devnet/index.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { devnetBanner } from "./devnet-banner.js";
-import { evmInfo, type Files, type Running, writeEvmFiles } from "./devnet-files.js";
+import {
+  devnetReceiverAuthorizer,
+  evmInfo,
+  type Files,
+  type Running,
+  writeEvmFiles,
+} from "./devnet-files.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -67,6 +73,7 @@ async function start(flags: DevnetFlags): Promise<{ devnet: Devnet; taken?: numb
 /** The files a devnet writes into its directory; a new devnet in the same --dir replaces them. */
 const DEVNET_FILES = [
   "facilitator.key",
+  "receiver-authorizer.key",
   "journal.jsonl",
   "request.json",
   "request-x402.json",
@@ -76,6 +83,8 @@ const DEVNET_FILES = [
   "request-permit.json",
   "request-permit2-approval.json",
   "request-upto.json",
+  "request-batch-deposit.json",
+  "request-batch-voucher.json",
   "svm-fee-payer.key",
   "request-svm.json",
   "devnet.env",
@@ -156,7 +165,13 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
     env,
     envFile({
       FACILITATOR_RPC_URL: rpcUrls.join(","),
-      ...(evm ? { FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile } : {}),
+      ...(evm
+        ? {
+            FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile,
+            // serve signs batch-settlement claims and refunds with it (dev account 7).
+            FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE: evm.receiverAuthorizerKeyFile,
+          }
+        : {}),
       ...(svmFiles ? { FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles.keyFile } : {}),
       FACILITATOR_JOURNAL: journal,
       // The devnet's key is anvil's well-known one, on this chain only: its lock lives here, so
@@ -213,6 +228,9 @@ function jsonLine(running: Running, files: Files): string {
           requestPermit: files.evm.requestPermit,
           requestPermit2Approval: files.evm.requestPermit2Approval,
           requestUpto: files.evm.requestUpto,
+          requestBatchDeposit: files.evm.requestBatchDeposit,
+          requestBatchVoucher: files.evm.requestBatchVoucher,
+          receiverAuthorizer: devnetReceiverAuthorizer.address,
         }
       : {}),
     ...(svm && files.svm

@@ -7,6 +7,7 @@ import { printJson } from "../output.js";
 import {
   checkJournal,
   checkKeys,
+  checkReceiverAuthorizer,
   checkRpcs,
   checkTokens,
   EXIT_OF,
@@ -47,6 +48,7 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
   const { findings: rpcFindings, chains } = await checkRpcs(rpc, config);
   findings.push(...rpcFindings);
   findings.push(...(await checkKeys(config, chains)));
+  findings.push(...checkReceiverAuthorizer(config));
   findings.push(...(await checkSolanaFeePayers(rpc, config)));
   if (config.storeUrl) {
     const { checkStore } = await import("./doctor-store.js");

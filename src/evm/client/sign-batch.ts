@@ -1,0 +1,187 @@
+/**
+ * What an x402 buyer does for the `batch-settlement` scheme, as the official client
+ * (`@x402/evm/batch-settlement/client` 2.27) does it, with the same JSON shapes: the channel's
+ * configuration (the payer its own authorizer, salt 0), a deposit (EIP-3009 ReceiveWithAuthorization
+ * to the EIP-3009 collector, or a Permit2 witness transfer to the Permit2 collector) carrying the
+ * first voucher, and later vouchers alone. `facilitator pay` and the devnet's request files use it.
+ */
+import { type Address, bytesToHex, getAddress, type Hex, isAddressEqual, zeroAddress } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
+import { channelIdOf } from "../batch-settlement/channel.js";
+import {
+  DEPOSIT_WITNESS_TYPES,
+  ERC3009_COLLECTOR_ADDRESS,
+  MIN_WITHDRAW_DELAY,
+  PERMIT2_COLLECTOR_ADDRESS,
+  RECEIVE_AUTHORIZATION_TYPES,
+  settlementDomain,
+  VOUCHER_TYPES,
+} from "../batch-settlement/constants.js";
+import { erc3009DepositNonce } from "../batch-settlement/deposit-checks.js";
+import type { ChannelConfig } from "../batch-settlement/payload.js";
+import type { DevAccount } from "../devnet/accounts.js";
+import { PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
+import { domainOf, type TransferMethod } from "./sign-payment.js";
+
+/** The official client's salt unless told otherwise: one channel per payer, seller and token. */
+export const DEFAULT_CHANNEL_SALT: Hex = `0x${"0".repeat(64)}`;
+
+const randomBytes32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
+
+/** The requirements' receiver authorizer: required, and never the zero address. */
+export function receiverAuthorizerIn(requirements: RequirementsJson): Address {
+  const value = requirements.extra?.receiverAuthorizer;
+  if (
+    typeof value !== "string" ||
+    !/^0x[0-9a-fA-F]{40}$/.test(value) ||
+    isAddressEqual(value as Address, zeroAddress)
+  ) {
+    throw new Error(
+      "batch-settlement requirements must carry a non-zero extra.receiverAuthorizer (the facilitator's /supported advertises one)",
+    );
+  }
+  return getAddress(value);
+}
+
+/** The channel a payer opens for these requirements, as the official client builds it. */
+export function batchChannelConfig(
+  payer: Address,
+  requirements: RequirementsJson,
+  salt: Hex = DEFAULT_CHANNEL_SALT,
+): ChannelConfig {
+  const withdrawDelay = requirements.extra?.withdrawDelay;
+  return {
+    payer: getAddress(payer),
+    payerAuthorizer: getAddress(payer),
+    receiver: getAddress(requirements.payTo),
+    receiverAuthorizer: receiverAuthorizerIn(requirements),
+    token: getAddress(requirements.asset),
+    withdrawDelay: typeof withdrawDelay === "number" ? withdrawDelay : MIN_WITHDRAW_DELAY,
+    salt,
+  };
+}
+
+/** The payer's voucher: the channel may pay out up to `maxClaimable`, in all. */
+export async function signBatchVoucher(
+  payer: DevAccount,
+  chainId: number,
+  channelId: Hex,
+  maxClaimable: bigint,
+) {
+  const signature = await privateKeyToAccount(payer.privateKey).signTypedData({
+    domain: settlementDomain(chainId),
+    types: VOUCHER_TYPES,
+    primaryType: "Voucher",
+    message: { channelId, maxClaimableAmount: maxClaimable },
+  });
+  return { channelId, maxClaimableAmount: maxClaimable.toString(), signature };
+}
+
+export interface BatchDepositOptions {
+  readonly chainId: number;
+  readonly requirements: RequirementsJson;
+  /** What goes into the channel, in atomic units. */
+  readonly deposit: bigint;
+  /** The first voucher's cumulative amount (default: the requirements' amount). */
+  readonly maxClaimable?: bigint;
+  readonly method: TransferMethod;
+  /** Seconds the deposit's authorization stays valid (default: maxTimeoutSeconds, else 300). */
+  readonly validForSeconds?: number;
+}
+
+/** The `deposit` payload: the channel, its first voucher, and the payer's signed transfer. */
+export async function signBatchDeposit(payer: DevAccount, options: BatchDepositOptions) {
+  const { chainId, requirements, deposit } = options;
+  const channelConfig = batchChannelConfig(payer.address, requirements);
+  const channelId = channelIdOf(channelConfig, chainId);
+  const maxClaimable = options.maxClaimable ?? BigInt(String(requirements.amount ?? "0"));
+  if (maxClaimable > deposit) {
+    throw new Error(`the first voucher (${maxClaimable}) is more than the deposit (${deposit})`);
+  }
+  const validFor = options.validForSeconds ?? requirements.maxTimeoutSeconds ?? 300;
+  const validBefore = BigInt(Math.floor(Date.now() / 1000) + validFor);
+  const account = privateKeyToAccount(payer.privateKey);
+  const token = getAddress(requirements.asset);
+  let authorization: Record<string, unknown>;
+  if (options.method === "permit2") {
+    const nonce = BigInt(randomBytes32());
+    const signature = await account.signTypedData({
+      domain: { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS },
+      types: DEPOSIT_WITNESS_TYPES,
+      primaryType: "PermitWitnessTransferFrom",
+      message: {
+        permitted: { token, amount: deposit },
+        spender: PERMIT2_COLLECTOR_ADDRESS,
+        nonce,
+        deadline: validBefore,
+        witness: { channelId },
+      },
+    });
+    authorization = {
+      permit2Authorization: {
+        from: account.address,
+        permitted: { token, amount: deposit.toString() },
+        spender: PERMIT2_COLLECTOR_ADDRESS,
+        nonce: nonce.toString(),
+        deadline: validBefore.toString(),
+        witness: { channelId },
+        signature,
+      },
+    };
+  } else {
+    const salt = randomBytes32();
+    const signature = await account.signTypedData({
+      domain: { ...domainOf(requirements), chainId, verifyingContract: token },
+      types: RECEIVE_AUTHORIZATION_TYPES,
+      primaryType: "ReceiveWithAuthorization",
+      message: {
+        from: account.address,
+        to: ERC3009_COLLECTOR_ADDRESS,
+        value: deposit,
+        validAfter: 0n,
+        validBefore,
+        nonce: erc3009DepositNonce(channelId, salt),
+      },
+    });
+    authorization = {
+      erc3009Authorization: {
+        validAfter: "0",
+        validBefore: validBefore.toString(),
+        salt,
+        signature,
+      },
+    };
+  }
+  return {
+    type: "deposit" as const,
+    channelConfig,
+    voucher: await signBatchVoucher(payer, chainId, channelId, maxClaimable),
+    deposit: { amount: deposit.toString(), authorization },
+  };
+}
+
+/** A `voucher` payload on the payer's channel for these requirements. */
+export async function signBatchVoucherPayload(
+  payer: DevAccount,
+  chainId: number,
+  requirements: RequirementsJson,
+  maxClaimable: bigint,
+) {
+  const channelConfig = batchChannelConfig(payer.address, requirements);
+  const channelId = channelIdOf(channelConfig, chainId);
+  return {
+    type: "voucher" as const,
+    channelConfig,
+    voucher: await signBatchVoucher(payer, chainId, channelId, maxClaimable),
+  };
+}
+
+/** The x402 v2 PaymentPayload around a batch-settlement payload. */
+export function batchPaymentPayload(
+  requirements: RequirementsJson,
+  payload: unknown,
+  resource: { url: string; description?: string; mimeType?: string } = DEFAULT_RESOURCE,
+) {
+  return { x402Version: 2 as const, resource, accepted: requirements, payload };
+}
