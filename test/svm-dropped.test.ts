@@ -113,3 +113,62 @@ describe("a transaction the node dropped", () => {
     });
   });
 });
+
+describe("the reconciler, with no retry (issue 19)", () => {
+  test("a dropped transaction whose blockhash is valid is sent again, the same bytes, and recorded landed; the retry gets its one success", async () => {
+    const f = facilitatorWith({ confirmTimeoutMs: 400, journal: new Journal() });
+    const { payload, requirements } = await devnetPayment(devnet, payer(1), 3_000n);
+    const payee = await svmTokenBalance(devnet, devnet.payee.address);
+    dropSends(1);
+    const pending = await settle(f, { payload, requirements });
+    expect(pending).toMatchObject({ status: 500, body: { error: "settlement_pending" } });
+    const hash = pending.body.transactionHash;
+    const sends = proxy.counts.get("sendTransaction") ?? 0;
+    const started = Date.now();
+    let pass = await f.reconcile();
+    // Sent again now; it lands within a slot or two.
+    for (let i = 0; i < 40 && pass[0]?.outcome !== "landed"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      pass = await f.reconcile();
+    }
+    console.log(
+      `a dropped Solana transaction closed by the reconciler in ${Date.now() - started} ms`,
+    );
+    expect(pass).toEqual([
+      expect.objectContaining({ outcome: "landed", transaction: hash, network: devnet.network }),
+    ]);
+    expect(proxy.counts.get("sendTransaction")).toBe(sends + 1);
+    expect(await svmTokenBalance(devnet, devnet.payee.address)).toBe(payee + 3_000n);
+    expect(await f.reconcile()).toEqual([]);
+    expect(await settle(f, { payload, requirements })).toMatchObject({
+      status: 200,
+      body: { success: true, transactionHash: hash },
+    });
+    expect(await settle(f, { payload, requirements })).toMatchObject({
+      status: 409,
+      body: { error: "duplicate_settlement" },
+    });
+  });
+
+  test("a dropped transaction whose blockhash expired is recorded failed and its hold ended; the retry answers the failure, nothing paid", async () => {
+    const f = facilitatorWith({ confirmTimeoutMs: 400, journal: new Journal() });
+    const { payload, requirements } = await devnetPayment(devnet, payer(1), 2_000n);
+    const payee = await svmTokenBalance(devnet, devnet.payee.address);
+    dropSends(1);
+    const pending = await settle(f, { payload, requirements });
+    expect(pending).toMatchObject({ status: 500, body: { error: "settlement_pending" } });
+    expect(f.solana.inflight.pending).toBe(1);
+    for (let i = 0; i < 160; i++) devnet.cluster.tick();
+    const pass = await f.reconcile();
+    expect(pass).toEqual([
+      expect.objectContaining({ outcome: "failed", transaction: pending.body.transactionHash }),
+    ]);
+    expect(f.solana.inflight.pending).toBe(0);
+    expect(await f.reconcile()).toEqual([]);
+    expect(await svmTokenBalance(devnet, devnet.payee.address)).toBe(payee);
+    const retried = await settle(f, { payload, requirements });
+    // Its blockhash is gone: the same transaction can never land, and nothing is sent.
+    expect(retried).toMatchObject({ status: 400, body: { error: "simulation_failed" } });
+    expect(retried.body.message).toMatch(/blockhash/i);
+  });
+});
