@@ -681,7 +681,7 @@ describe("a channel funded through another facilitator, with a withdrawal under 
     const payment = await voucherPayment(payerE, 2n * PRICE);
     const official = await theirVerify(payment, requirements());
     expect(official).toMatchObject({ isValid: true });
-    expect(official.extra.withdrawRequestedAt).toBeGreaterThan(0);
+    expect((official as Json).extra.withdrawRequestedAt).toBeGreaterThan(0);
     const answer = (await handleVerify(ours, x402Body(payment, requirements()))).body as Json;
     expect(answer).toMatchObject({ isValid: true, extra: { withdrawRequestedAt: 0 } });
   });
@@ -812,7 +812,7 @@ describe("differences", () => {
     await anvil().revert({ id: snapshot });
     // The official facilitator refuses it too, for whichever of the channel's checks comes first.
     expect(official).toMatchObject({ success: false });
-    expect(official.errorReason).toMatch(/^invalid_batch_settlement_evm_/);
+    expect((official as Json).errorReason).toMatch(/^invalid_batch_settlement_evm_/);
     const body = x402Body(firstDeposit, requirements());
     expect((await handleSettle(ours, body)).body).toMatchObject({
       success: false,

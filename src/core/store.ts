@@ -147,6 +147,13 @@ export interface SettlementStore {
   /** A success this run wrote down but did not hand over: `landed` again, if still this run's. */
   unmarkAnswered(key: string): Promise<void>;
 
+  /**
+   * batch-settlement: raises the highest cumulative amount a voucher of `channel` was found valid
+   * for to `amount`, atomically for every process sharing the store. Answers undefined when
+   * `amount` is now the highest (or equals it), else the higher amount already accepted.
+   */
+  raiseVoucher(channel: string, amount: bigint): MaybePromise<bigint | undefined>;
+
   /** Binds `id` to the request `fingerprint`, or says what it is already bound to. */
   claimIdempotency(id: string, fingerprint: string): MaybePromise<IdempotencyClaim>;
   /** The final answer for `id` (kept), or undefined to let a later retry run again. */

@@ -41,13 +41,17 @@ type Line =
   | { t: "replace"; key: string; hash: Hex; raw: Hex }
   | { t: "state"; key: string; state: EntryState; owner?: string }
   /** A payment-identifier bound to a request, and its answer once final. */
-  | { t: "id"; id: string; fingerprint: string; answer?: unknown };
+  | { t: "id"; id: string; fingerprint: string; answer?: unknown }
+  /** batch-settlement: the highest cumulative amount a voucher of a channel was found valid for. */
+  | { t: "voucher"; channel: string; amount: string };
 
 /** States a settlement never leaves by itself: only those may be forgotten. */
 const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]);
 
 /** Payment identifiers remembered (the newest); older ones are forgotten, as settled entries are. */
 const IDS_KEPT = 20_000;
+/** Channels whose highest voucher is remembered (the most recently raised). */
+const CHANNELS_KEPT = 100_000;
 /** Payers and assets remembered as having settled with us (chain/gas-at-risk.ts asks). */
 const SETTLED_BY_KEPT = 100_000;
 
@@ -106,6 +110,7 @@ export class Journal implements SettlementStore {
   readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #entries = new Map<string, JournalEntry>();
   readonly #ids = new Map<string, { fingerprint: string; answer?: unknown }>();
+  readonly #vouchers = new Map<string, bigint>();
   /** Identifiers whose settle runs in this process now. */
   readonly #idsRunning = new Set<string>();
   readonly #inFlight = new Set<string>();
@@ -132,7 +137,11 @@ export class Journal implements SettlementStore {
     // Mostly settled history: rewrite the file with what is still in memory, so neither the file
     // nor the next start-up keeps growing.
     const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
-    if (lines > threshold && lines > 4 * (this.#entries.size + this.#ids.size)) this.#compact(file);
+    if (
+      lines > threshold &&
+      lines > 4 * (this.#entries.size + this.#ids.size + this.#vouchers.size)
+    )
+      this.#compact(file);
     this.#fd = openSync(file, "a", 0o600);
     // A line cut short by a crash would swallow the next record appended to it: end it first.
     if (endsMidLine(file)) writeSync(this.#fd, "\n");
@@ -162,6 +171,10 @@ export class Journal implements SettlementStore {
       }
       for (const [id, bound] of this.#ids) {
         writeSync(fd, `${JSON.stringify({ t: "id", id, ...bound } satisfies Line)}\n`);
+      }
+      for (const [channel, amount] of this.#vouchers) {
+        const line: Line = { t: "voucher", channel, amount: amount.toString() };
+        writeSync(fd, `${JSON.stringify(line)}\n`);
       }
       fsyncSync(fd);
     } finally {
@@ -255,6 +268,16 @@ export class Journal implements SettlementStore {
     // The binding itself is written down once; a lost write only loses the conflict check.
     if (!known) void this.#write({ t: "id", id, fingerprint }).catch(() => undefined);
     return { kind: "run" };
+  }
+
+  raiseVoucher(channel: string, amount: bigint): bigint | undefined {
+    const highest = this.#vouchers.get(channel);
+    if (highest !== undefined && highest > amount) return highest;
+    if (highest === amount) return undefined;
+    // Not awaited, as an id binding: the hot path waits for no disk, and a crash loses at most
+    // the last few raises (the chain's claimed total still bounds every voucher).
+    void this.#write({ t: "voucher", channel, amount: amount.toString() }).catch(() => undefined);
+    return undefined;
   }
 
   async finishIdempotency(id: string, answer: unknown): Promise<void> {
@@ -371,6 +394,15 @@ export class Journal implements SettlementStore {
   }
 
   #apply(line: Line): void {
+    if (line.t === "voucher") {
+      this.#vouchers.delete(line.channel);
+      this.#vouchers.set(line.channel, BigInt(line.amount));
+      if (this.#vouchers.size > CHANNELS_KEPT) {
+        const oldest = this.#vouchers.keys().next().value;
+        if (oldest !== undefined) this.#vouchers.delete(oldest);
+      }
+      return;
+    }
     if (line.t === "id") {
       this.#ids.delete(line.id);
       this.#ids.set(line.id, { fingerprint: line.fingerprint, answer: line.answer });

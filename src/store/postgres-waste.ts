@@ -4,14 +4,9 @@
  * and who settled with us before, asked while a chain's wasted-gas budget is spent.
  */
 import type { Waste } from "../core/store.js";
+import type { Query } from "./postgres-query.js";
 
 export type RevertListener = (chainId: number, payer: string, at: number, waste?: Waste) => void;
-
-type Query = <R extends object = Record<string, unknown>>(
-  op: string,
-  text: string,
-  values?: unknown[],
-) => Promise<{ rows: R[]; rowCount: number }>;
 
 export class SharedWaste {
   readonly #query: Query;

@@ -23,7 +23,9 @@ import type {
 } from "../core/store.js";
 import { FacilitatorError } from "../protocol/errors.js";
 import { unavailable } from "./postgres-errors.js";
+import { raiseVoucher, SharedIds } from "./postgres-ids.js";
 import { migrate } from "./postgres-migrate.js";
+import type { Query } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { type RevertListener, SharedWaste } from "./postgres-waste.js";
 
@@ -96,6 +98,7 @@ export class PostgresStore implements SettlementStore {
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
   readonly #waste: SharedWaste;
+  readonly #ids: SharedIds;
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
   /** Signers whose lease this replica lost (it stalled, or the store was away too long). */
@@ -109,7 +112,9 @@ export class PostgresStore implements SettlementStore {
     this.signers = options.signers.map((a) => a.toLowerCase() as Address);
     this.#leaseMs = options.leaseMs ?? 15_000;
     this.#onQuery = options.onQuery;
-    this.#waste = new SharedWaste((op, text, values) => this.#query(op, text, values), this.owner);
+    const query: Query = (op, text, values) => this.#query(op, text, values);
+    this.#waste = new SharedWaste(query, this.owner);
+    this.#ids = new SharedIds(query, this.owner, this.#leaseMs);
   }
 
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
@@ -297,13 +302,8 @@ export class PostgresStore implements SettlementStore {
     };
   }
 
-  async idempotencyAnswer(id: string): Promise<unknown> {
-    const { rows } = await this.#query<{ answer: unknown }>(
-      "payment_id",
-      "SELECT answer FROM facilitator_payment_ids WHERE id = $1",
-      [id],
-    );
-    return rows[0]?.answer ?? undefined;
+  idempotencyAnswer(id: string): Promise<unknown> {
+    return this.#ids.answer(id);
   }
 
   async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
@@ -459,37 +459,16 @@ export class PostgresStore implements SettlementStore {
     return this.#unsettled;
   }
 
-  async claimIdempotency(id: string, fingerprint: string): Promise<IdempotencyClaim> {
-    const { rowCount } = await this.#query(
-      "payment_id",
-      `INSERT INTO facilitator_payment_ids (id, fingerprint, owner, expires_at)
-         VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
-       ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-         WHERE facilitator_payment_ids.fingerprint = EXCLUDED.fingerprint
-           AND facilitator_payment_ids.answer IS NULL
-           AND (facilitator_payment_ids.owner IS NULL OR facilitator_payment_ids.expires_at < now())`,
-      [id, fingerprint, this.owner, this.#leaseMs],
-    );
-    if (rowCount === 1) return { kind: "run" };
-    const { rows } = await this.#query<{ fingerprint: string; answer: unknown }>(
-      "payment_id",
-      "SELECT fingerprint, answer FROM facilitator_payment_ids WHERE id = $1",
-      [id],
-    );
-    const row = rows[0];
-    if (!row) return { kind: "running" };
-    if (row.fingerprint !== fingerprint) return { kind: "conflict" };
-    if (row.answer !== null) return { kind: "answered", answer: row.answer };
-    return { kind: "running" };
+  claimIdempotency(id: string, fingerprint: string): Promise<IdempotencyClaim> {
+    return this.#ids.claim(id, fingerprint);
   }
 
-  async finishIdempotency(id: string, answer: unknown): Promise<void> {
-    await this.#query(
-      "payment_id",
-      `UPDATE facilitator_payment_ids SET answer = COALESCE($2::jsonb, answer), owner = NULL,
-         expires_at = NULL WHERE id = $1`,
-      [id, answer === undefined ? null : JSON.stringify(answer)],
-    );
+  finishIdempotency(id: string, answer: unknown): Promise<void> {
+    return this.#ids.finish(id, answer);
+  }
+
+  raiseVoucher(channel: string, amount: bigint): Promise<bigint | undefined> {
+    return raiseVoucher((op, text, values) => this.#query(op, text, values), channel, amount);
   }
 
   /** Gives up this replica's claims and signer leases, so another may take them at once. */

@@ -136,4 +136,13 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
     CHECK (state IN ('broadcast', 'answered', 'landed', 'failed', 'dropped'));
   `,
+  // 7: batch-settlement: the highest cumulative amount a voucher of each channel was found valid
+  // for, shared so a voucher lower than one any replica accepted is stale everywhere.
+  `
+  CREATE TABLE facilitator_channels (
+    channel    text PRIMARY KEY,
+    highest    numeric(78, 0) NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+  );
+  `,
 ];

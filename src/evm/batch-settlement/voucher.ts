@@ -152,15 +152,22 @@ export async function verifyVoucher(
       ),
     };
   }
+  // The newest voucher wins, on every replica: a lower one is stale once any was accepted. The
+  // book answers a replay seen here without asking the store.
   const book = bookOf(ctx);
-  if (amount < book.highestVoucher(channelId)) {
+  const higher =
+    amount < book.highestVoucher(channelId)
+      ? book.highestVoucher(channelId)
+      : await ctx.journal.raiseVoucher(`evm:${ctx.chainId}:${channelId}`, amount);
+  if (higher !== undefined) {
+    book.verified(channelId, higher);
     return {
       ok: false,
       payer,
       failure: rejected(
         "voucher_already_claimed",
         "cumulative_amount_mismatch",
-        `a voucher of this channel for ${book.highestVoucher(channelId)} cumulative was verified already; this one, for ${amount}, is stale`,
+        `a voucher of this channel for ${higher} cumulative was verified already; this one, for ${amount}, is stale`,
       ),
     };
   }

@@ -1,0 +1,87 @@
+/**
+ * `payment-identifier` bindings in a shared store: an id is bound to the first request's
+ * fingerprint, run by one replica at a time (a lease, so a dead replica's run is taken over), and
+ * keeps its final answer for every later retry of the same request.
+ */
+import type { IdempotencyClaim } from "../core/store.js";
+import type { Query } from "./postgres-query.js";
+
+export class SharedIds {
+  readonly #query: Query;
+  readonly #owner: string;
+  readonly #leaseMs: number;
+
+  constructor(query: Query, owner: string, leaseMs: number) {
+    this.#query = query;
+    this.#owner = owner;
+    this.#leaseMs = leaseMs;
+  }
+
+  async answer(id: string): Promise<unknown> {
+    const { rows } = await this.#query<{ answer: unknown }>(
+      "payment_id",
+      "SELECT answer FROM facilitator_payment_ids WHERE id = $1",
+      [id],
+    );
+    return rows[0]?.answer ?? undefined;
+  }
+
+  async claim(id: string, fingerprint: string): Promise<IdempotencyClaim> {
+    const { rowCount } = await this.#query(
+      "payment_id",
+      `INSERT INTO facilitator_payment_ids (id, fingerprint, owner, expires_at)
+         VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
+       ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+         WHERE facilitator_payment_ids.fingerprint = EXCLUDED.fingerprint
+           AND facilitator_payment_ids.answer IS NULL
+           AND (facilitator_payment_ids.owner IS NULL OR facilitator_payment_ids.expires_at < now())`,
+      [id, fingerprint, this.#owner, this.#leaseMs],
+    );
+    if (rowCount === 1) return { kind: "run" };
+    const { rows } = await this.#query<{ fingerprint: string; answer: unknown }>(
+      "payment_id",
+      "SELECT fingerprint, answer FROM facilitator_payment_ids WHERE id = $1",
+      [id],
+    );
+    const row = rows[0];
+    if (!row) return { kind: "running" };
+    if (row.fingerprint !== fingerprint) return { kind: "conflict" };
+    if (row.answer !== null) return { kind: "answered", answer: row.answer };
+    return { kind: "running" };
+  }
+
+  async finish(id: string, answer: unknown): Promise<void> {
+    await this.#query(
+      "payment_id",
+      `UPDATE facilitator_payment_ids SET answer = COALESCE($2::jsonb, answer), owner = NULL,
+         expires_at = NULL WHERE id = $1`,
+      [id, answer === undefined ? null : JSON.stringify(answer)],
+    );
+  }
+}
+
+/**
+ * batch-settlement vouchers: the highest cumulative amount found valid per channel, raised in
+ * one statement so two replicas verifying vouchers of one channel at once cannot both take a
+ * lower one for the newest.
+ */
+export async function raiseVoucher(
+  query: Query,
+  channel: string,
+  amount: bigint,
+): Promise<bigint | undefined> {
+  const { rowCount } = await query(
+    "voucher",
+    `INSERT INTO facilitator_channels (channel, highest) VALUES ($1, $2)
+     ON CONFLICT (channel) DO UPDATE SET highest = EXCLUDED.highest, updated_at = now()
+       WHERE facilitator_channels.highest <= EXCLUDED.highest`,
+    [channel, amount.toString()],
+  );
+  if (rowCount === 1) return undefined;
+  const { rows } = await query<{ highest: string }>(
+    "voucher",
+    "SELECT highest FROM facilitator_channels WHERE channel = $1",
+    [channel],
+  );
+  return BigInt(rows[0]?.highest ?? amount);
+}
