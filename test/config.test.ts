@@ -448,6 +448,24 @@ describe("reorg depth and payer throttle", () => {
     expect(usageError(() => loadConfig({ confirmations: "2.5" }, {}))).toMatch(/whole number/);
   });
 
+  it("batch-settlement claim batches: defaults left to the facilitator; flag over environment over file; bounded", () => {
+    expect(loadConfig({}, {}).claimBatch).toEqual({ maxRows: undefined, maxWaitMs: undefined });
+    const config = configFile("claims.json", { claimBatchRows: 50, claimBatchWaitSeconds: 2 });
+    expect(loadConfig({}, { FACILITATOR_CONFIG: config }).claimBatch).toEqual({
+      maxRows: 50,
+      maxWaitMs: 2_000,
+    });
+    const env = { FACILITATOR_CONFIG: config, FACILITATOR_CLAIM_BATCH_ROWS: "20" };
+    expect(loadConfig({ claimBatchWait: "0" }, env).claimBatch).toEqual({
+      maxRows: 20,
+      maxWaitMs: 0,
+    });
+    expect(usageError(() => loadConfig({ claimBatchRows: "501" }, {}))).toBe(
+      "--claim-batch-rows must be a whole number from 1 to 500",
+    );
+    expect(usageError(() => loadConfig({ claimBatchWait: "-1" }, {}))).toMatch(/from 0 to 60/);
+  });
+
   it("payerRevertLimit and payerRevertWindowSeconds come from the config file", () => {
     expect(loadConfig({}, {}).payerRevertLimit).toBeUndefined();
     const config = configFile("throttle.json", {

@@ -12,6 +12,8 @@ export interface ConfigFile {
   erc6492Factories?: unknown;
   privateKeyFile?: unknown;
   receiverAuthorizerKeyFile?: unknown;
+  claimBatchRows?: unknown;
+  claimBatchWaitSeconds?: unknown;
   svmPrivateKeyFile?: unknown;
   svmMaxFeeLamports?: unknown;
   confirmTimeoutSeconds?: unknown;
@@ -36,6 +38,8 @@ const CONFIG_KEYS = [
   "erc6492Factories",
   "privateKeyFile",
   "receiverAuthorizerKeyFile",
+  "claimBatchRows",
+  "claimBatchWaitSeconds",
   "svmPrivateKeyFile",
   "svmMaxFeeLamports",
   "confirmTimeoutSeconds",

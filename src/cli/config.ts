@@ -3,29 +3,18 @@
  * The settlement key is read from the environment or a file, never from a flag's value, and is
  * never echoed, not even in an error message.
  */
-import {
-  type Address,
-  getAddress,
-  type Hex,
-  isAddress,
-  isAddressEqual,
-  type LocalAccount,
-} from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { type Address, getAddress, type Hex, isAddress } from "viem";
 import { defaultJournalPath } from "../store/journal.js";
-import { type SvmFeePayer, svmFeePayerOf } from "../svm/chain/keys.js";
-import { readSmallFile } from "./bounded-read.js";
+import type { SvmFeePayer } from "../svm/chain/keys.js";
 import { filePath, readConfigFile } from "./config-file.js";
+import { type KeyFlags, keyLoaders } from "./config-keys.js";
 import { loadLimits, type SettlementLimits } from "./config-limits.js";
 import { UsageError } from "./errors.js";
 
-export interface ConfigFlags {
+export interface ConfigFlags extends KeyFlags {
   readonly rpcUrl?: string[] | undefined;
   readonly publicRpcs?: boolean | undefined;
   readonly erc6492Factory?: string[] | undefined;
-  readonly privateKeyFile?: string | undefined;
-  readonly receiverAuthorizerKeyFile?: string | undefined;
-  readonly svmPrivateKeyFile?: string | undefined;
   readonly svmMaxFeeLamports?: string | undefined;
   readonly config?: string | undefined;
   readonly confirmTimeout?: string | undefined;
@@ -35,6 +24,8 @@ export interface ConfigFlags {
   readonly confirmations?: string | undefined;
   readonly replaceAfter?: string | undefined;
   readonly minSignerBalance?: string | undefined;
+  readonly claimBatchRows?: string | undefined;
+  readonly claimBatchWait?: string | undefined;
 }
 
 export interface CliConfig {
@@ -75,6 +66,31 @@ export interface CliConfig {
   readonly payerRevertWindowMs?: number | undefined;
   /** serve's /readyz: the native balance each signer needs on each chain (undefined: 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
+  /** batch-settlement claims: most rows in one transaction, and how long the first waits. */
+  readonly claimBatch: { readonly maxRows?: number; readonly maxWaitMs?: number };
+}
+
+/** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
+export const MAX_CLAIM_BATCH_ROWS = 500;
+
+/** A setting from its flag, else its environment variable, else its config file key. */
+function pick<T>(
+  sources: readonly (readonly [value: unknown, source: string])[],
+  parse: (value: unknown, source: string) => T,
+): T | undefined {
+  for (const [value, source] of sources) {
+    if (value !== undefined && value !== "") return parse(value, source);
+  }
+  return undefined;
+}
+
+/** Seconds from 0 (no wait) to 60, as milliseconds. */
+function parseWait(value: unknown, source: string): number {
+  const seconds = typeof value === "number" ? value : Number(String(value).trim());
+  if (!Number.isFinite(seconds) || seconds < 0 || seconds > 60) {
+    throw new UsageError(`${source} must be a number of seconds from 0 to 60, such as 0.5`);
+  }
+  return Math.round(seconds * 1000);
 }
 
 /** A PostgreSQL connection URL, or undefined for the journal file. */
@@ -203,73 +219,6 @@ function parseSeconds(value: unknown, source: string): number {
   return Math.round(seconds * 1000);
 }
 
-export function readPrivateKey(text: string, source: string): Hex {
-  const key = text.trim();
-  if (!/^(0x)?[0-9a-fA-F]{64}$/.test(key)) {
-    throw new UsageError(`the private key from ${source} is not 32 bytes of hex`);
-  }
-  return (key.startsWith("0x") ? key : `0x${key}`) as Hex;
-}
-
-/** One key per line; blank lines and lines starting with # are skipped. */
-function readKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): Hex[] {
-  const text = readSmallFile(path, `the private key file from ${source}`, env);
-  const lines = text
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line && !line.startsWith("#"));
-  if (lines.length === 0) throw new UsageError(`the private key file from ${source} holds no key`);
-  return lines.map((line, i) =>
-    readPrivateKey(line, lines.length > 1 ? `${source}, line ${i + 1}` : source),
-  );
-}
-
-/** A Solana secret key in base58 (64 bytes), never echoed when it is not one. */
-export function readSvmKey(text: string, source: string): SvmFeePayer {
-  const key = svmFeePayerOf(text);
-  if (!key) {
-    throw new UsageError(
-      `the Solana key from ${source} is not a base58 64-byte secret key (seed and public key)`,
-    );
-  }
-  return key;
-}
-
-/** One Solana key per line; blank lines and lines starting with # are skipped. */
-function readSvmKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): SvmFeePayer[] {
-  const text = readSmallFile(path, `the Solana key file from ${source}`, env);
-  const lines = text
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line && !line.startsWith("#"));
-  if (lines.length === 0) throw new UsageError(`the Solana key file from ${source} holds no key`);
-  return lines.map((line, i) =>
-    readSvmKey(line, lines.length > 1 ? `${source}, line ${i + 1}` : source),
-  );
-}
-
-/**
- * The receiver authorizer's account, refused when its key is also a settlement key: it signs
- * claims and refunds, and a key that also sends transactions would spend gas and nonces the
- * settlement lanes count on. The message names addresses only, never a key.
- */
-export function receiverAuthorizerOf(
-  key: Hex | undefined,
-  settlementKeys: readonly Hex[],
-): LocalAccount | undefined {
-  if (key === undefined) return undefined;
-  const account = privateKeyToAccount(key);
-  const clash = settlementKeys.some((k) =>
-    isAddressEqual(privateKeyToAccount(k).address, account.address),
-  );
-  if (clash) {
-    throw new UsageError(
-      `the receiver authorizer ${account.address} is also a settlement key: the authorizer only signs (claims and refunds) and must not also spend gas and nonces; give it a key of its own`,
-    );
-  }
-  return account;
-}
-
 /** An amount in wei: a whole number (a JSON number only up to 2^53, a string beyond). */
 function parseWei(value: unknown, source: string): bigint {
   const text = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
@@ -307,91 +256,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
           ? parseSeconds(file.confirmTimeoutSeconds, where("confirmTimeoutSeconds"))
           : 60_000;
 
-  // Checked now, read only when a command signs.
-  const keyFileInConfig = filePath(file.privateKeyFile, "privateKeyFile", loaded);
-  const loadPrivateKeys = (): Hex[] => {
-    if (flags.privateKeyFile) return readKeyFile(flags.privateKeyFile, "--private-key-file", env);
-    if (env.FACILITATOR_PRIVATE_KEY) {
-      return env.FACILITATOR_PRIVATE_KEY.split(",").map((key, i, all) =>
-        readPrivateKey(
-          key,
-          all.length > 1 ? `FACILITATOR_PRIVATE_KEY (key ${i + 1})` : "FACILITATOR_PRIVATE_KEY",
-        ),
-      );
-    }
-    if (env.FACILITATOR_PRIVATE_KEY_FILE) {
-      return readKeyFile(env.FACILITATOR_PRIVATE_KEY_FILE, "FACILITATOR_PRIVATE_KEY_FILE", env);
-    }
-    if (keyFileInConfig !== undefined) {
-      return readKeyFile(keyFileInConfig, where("privateKeyFile"), env);
-    }
-    return [];
-  };
-  const loadPrivateKey = (): Hex | undefined => loadPrivateKeys()[0];
-
-  const authorizerFileInConfig = filePath(
-    file.receiverAuthorizerKeyFile,
-    "receiverAuthorizerKeyFile",
-    loaded,
-  );
-  const loadReceiverAuthorizerKey = (): Hex | undefined => {
-    const one = (keys: Hex[], source: string): Hex => {
-      if (keys.length > 1) {
-        throw new UsageError(
-          `the receiver authorizer key file from ${source} holds ${keys.length} keys: it takes one`,
-        );
-      }
-      return keys[0] as Hex;
-    };
-    if (flags.receiverAuthorizerKeyFile) {
-      const source = "--receiver-authorizer-key-file";
-      return one(readKeyFile(flags.receiverAuthorizerKeyFile, source, env), source);
-    }
-    const fromEnv = env.FACILITATOR_RECEIVER_AUTHORIZER_KEY;
-    if (fromEnv?.trim()) {
-      if (fromEnv.includes(",")) {
-        throw new UsageError("FACILITATOR_RECEIVER_AUTHORIZER_KEY takes one key, not a list");
-      }
-      return readPrivateKey(fromEnv, "FACILITATOR_RECEIVER_AUTHORIZER_KEY");
-    }
-    if (env.FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE) {
-      const source = "FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE";
-      return one(readKeyFile(env.FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE, source, env), source);
-    }
-    if (authorizerFileInConfig !== undefined) {
-      const source = where("receiverAuthorizerKeyFile");
-      return one(readKeyFile(authorizerFileInConfig, source, env), source);
-    }
-    return undefined;
-  };
-
-  const svmKeyFileInConfig = filePath(file.svmPrivateKeyFile, "svmPrivateKeyFile", loaded);
-  const loadSvmFeePayers = (): SvmFeePayer[] => {
-    if (flags.svmPrivateKeyFile) {
-      return readSvmKeyFile(flags.svmPrivateKeyFile, "--svm-private-key-file", env);
-    }
-    if (env.FACILITATOR_SVM_PRIVATE_KEY) {
-      return env.FACILITATOR_SVM_PRIVATE_KEY.split(",").map((key, i, all) =>
-        readSvmKey(
-          key,
-          all.length > 1
-            ? `FACILITATOR_SVM_PRIVATE_KEY (key ${i + 1})`
-            : "FACILITATOR_SVM_PRIVATE_KEY",
-        ),
-      );
-    }
-    if (env.FACILITATOR_SVM_PRIVATE_KEY_FILE) {
-      return readSvmKeyFile(
-        env.FACILITATOR_SVM_PRIVATE_KEY_FILE,
-        "FACILITATOR_SVM_PRIVATE_KEY_FILE",
-        env,
-      );
-    }
-    if (svmKeyFileInConfig !== undefined) {
-      return readSvmKeyFile(svmKeyFileInConfig, where("svmPrivateKeyFile"), env);
-    }
-    return [];
-  };
+  const { loadPrivateKey, loadPrivateKeys, loadReceiverAuthorizerKey, loadSvmFeePayers } =
+    keyLoaders(flags, env, loaded);
 
   const journalPath =
     flags.journal ??
@@ -459,6 +325,25 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
           ? parseWei(file.minSignerBalanceWei, where("minSignerBalanceWei"))
           : undefined;
 
+  const claimBatch = {
+    maxRows: pick(
+      [
+        [flags.claimBatchRows, "--claim-batch-rows"],
+        [env.FACILITATOR_CLAIM_BATCH_ROWS, "FACILITATOR_CLAIM_BATCH_ROWS"],
+        [file.claimBatchRows, where("claimBatchRows")],
+      ],
+      (value, source) => parseCount(value, source, MAX_CLAIM_BATCH_ROWS),
+    ),
+    maxWaitMs: pick(
+      [
+        [flags.claimBatchWait, "--claim-batch-wait"],
+        [env.FACILITATOR_CLAIM_BATCH_WAIT, "FACILITATOR_CLAIM_BATCH_WAIT"],
+        [file.claimBatchWaitSeconds, where("claimBatchWaitSeconds")],
+      ],
+      parseWait,
+    ),
+  };
+
   const erc6492Factories =
     flags.erc6492Factory && flags.erc6492Factory.length > 0
       ? addressList(flags.erc6492Factory.join(","), "--erc6492-factory")
@@ -487,5 +372,6 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     limits,
     replaceAfterMs,
     minSignerBalanceWei,
+    claimBatch,
   };
 }

@@ -4,7 +4,8 @@ import type { MetricsSink } from "../core/metrics.js";
 import type { SettlementStore } from "../core/store.js";
 import { settlementAccount } from "../evm/chain/secp256k1.js";
 import { Facilitator } from "../facilitator.js";
-import { type CliConfig, receiverAuthorizerOf } from "./config.js";
+import type { CliConfig } from "./config.js";
+import { receiverAuthorizerOf } from "./config-keys.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
 import { WatchedJournal } from "./watched-journal.js";
@@ -73,6 +74,8 @@ export async function facilitatorFrom(
     allowedAssets: config.limits.allowedAssets,
     replaceAfterMs: config.replaceAfterMs,
     watchSubmitted: options.server === true,
+    // A one-shot command has no other claims to wait for.
+    claimBatch: options.server ? config.claimBatch : { ...config.claimBatch, maxWaitMs: 0 },
   });
   if (!config.storeUrl) await checkDevnetJournal(config.journalPath, facilitator);
   return facilitator;

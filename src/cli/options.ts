@@ -43,6 +43,14 @@ export function withSettlementOptions(command: Command): Command {
       "batch-settlement: the receiver authorizer's key file, one key that signs claims and refunds for sellers who leave them to us; never a settlement key (or env FACILITATOR_RECEIVER_AUTHORIZER_KEY / FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE)",
     )
     .option(
+      "--claim-batch-rows <n>",
+      "batch-settlement: most channels one claim transaction applies (default 100, at most 500)",
+    )
+    .option(
+      "--claim-batch-wait <seconds>",
+      "batch-settlement (serve): how long a claim waits for others to share its transaction (default 0.5; 0: none)",
+    )
+    .option(
       "--confirm-timeout <seconds>",
       "how long to wait for the receipt before answering settlement_pending (default 60)",
     )

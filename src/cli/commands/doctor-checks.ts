@@ -18,7 +18,8 @@ import {
 import { caip2, knownNetwork } from "../../protocol/networks.js";
 import { durationInWords } from "../../protocol/words.js";
 import { Journal } from "../../store/journal.js";
-import { type CliConfig, receiverAuthorizerOf } from "../config.js";
+import type { CliConfig } from "../config.js";
+import { receiverAuthorizerOf } from "../config-keys.js";
 import { genesisHash, markerBeside } from "../devnet-marker.js";
 import { journalHolder } from "../settlement-locks.js";
 

@@ -1,0 +1,190 @@
+/**
+ * batch-settlement through the real `facilitator serve` (a child process, keys only in its
+ * environment), both ways a seller can run it: with our receiver authorizer signing its claims
+ * (`/supported` says which key), and with a seller that signs its own claims while our serve holds
+ * no authorizer key (`/supported` then names none). The official Express server scheme and
+ * channel manager, and an official buyer through @x402/fetch; a replayed payment header is
+ * refused; balances exact to the unit.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { HTTPFacilitatorClient } from "@x402/core/server";
+import { toClientEvmSigner } from "@x402/evm";
+import { BatchSettlementEvmScheme as BatchClient } from "@x402/evm/batch-settlement/client";
+import { BatchSettlementEvmScheme as BatchServer } from "@x402/evm/batch-settlement/server";
+import { paymentMiddleware, x402ResourceServer } from "@x402/express";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import express from "express";
+import type { Address } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
+import { tokenBalance } from "./helpers/chain.js";
+import { clientsOf } from "./helpers/permit2.js";
+import { type Serving, startServe } from "./helpers/serve.js";
+
+const PRICE = 1_000n;
+const REQUESTS = 8;
+
+let devnet: Devnet;
+let stateDir: string;
+const servers: Server[] = [];
+const serves: Serving[] = [];
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  stateDir = mkdtempSync(path.join(os.tmpdir(), "facilitator-batch-serve-"));
+}, 60_000);
+
+afterAll(async () => {
+  for (const server of servers) server.close();
+  for (const serving of serves) {
+    serving.child.kill("SIGTERM");
+    await serving.exited;
+  }
+  await devnet?.stop();
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+async function serve(name: string, env: Record<string, string>): Promise<Serving> {
+  const serving = await startServe(["--rpc-url", devnet.rpcUrl], {
+    XDG_STATE_HOME: path.join(stateDir, name),
+    FACILITATOR_PRIVATE_KEY: devnet.facilitator.privateKey,
+    ...env,
+  });
+  serves.push(serving);
+  return serving;
+}
+
+function listen(app: express.Express): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(0, "127.0.0.1", (error?: Error) => {
+      if (error) return reject(error);
+      servers.push(server);
+      const address = server.address();
+      resolve(`http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`);
+    });
+  });
+}
+
+/** A seller on the official stack: its own authorizer key when given, else ours. */
+async function seller(facilitatorUrl: string, payTo: Address, ownSigner?: `0x${string}`) {
+  const facilitator = new HTTPFacilitatorClient({ url: facilitatorUrl, timeoutMs: 30_000 });
+  const scheme = new BatchServer(payTo, {
+    withdrawDelay: 900,
+    ...(ownSigner ? { receiverAuthorizerSigner: privateKeyToAccount(ownSigner) } : {}),
+  });
+  const resources = new x402ResourceServer(facilitator).register(devnet.network, scheme);
+  const app = express();
+  app.use(
+    paymentMiddleware(
+      {
+        "GET /metered": {
+          accepts: {
+            scheme: "batch-settlement",
+            network: devnet.network,
+            payTo,
+            price: {
+              amount: PRICE.toString(),
+              asset: devnet.token.address,
+              extra: { name: devnet.token.name, version: devnet.token.version },
+            },
+            maxTimeoutSeconds: 120,
+          },
+          description: "A metered resource",
+          mimeType: "application/json",
+        },
+      },
+      resources,
+    ),
+  );
+  app.get("/metered", (_request, response) => {
+    response.json({ ok: true });
+  });
+  const url = await listen(app);
+  return {
+    url,
+    manager: scheme.createChannelManager(facilitator, devnet.network, devnet.token.address),
+  };
+}
+
+/** An official buyer; `sent` keeps each paid request's payment header, for replaying. */
+function buyer(payer: DevAccount) {
+  const signer = toClientEvmSigner(
+    privateKeyToAccount(payer.privateKey),
+    clientsOf(devnet).publicClient as never,
+  );
+  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
+  client.register(devnet.network, new BatchClient(signer));
+  const sent: Record<string, string>[] = [];
+  const recording: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    const header = request.headers.get("payment-signature");
+    if (header) sent.push({ "payment-signature": header });
+    return fetch(request);
+  };
+  return { pay: wrapFetchWithPayment(recording, client), sent };
+}
+
+async function supportedKind(serving: Serving) {
+  const body = (await (await fetch(`${serving.url}/supported`)).json()) as {
+    kinds: { scheme: string; network: string; extra?: Record<string, unknown> }[];
+  };
+  return body.kinds.find((k) => k.scheme === "batch-settlement" && k.network === devnet.network);
+}
+
+describe.each([
+  ["our receiver authorizer signs the seller's claims", "ours", 2],
+  ["the seller signs its own claims; our serve holds no authorizer key", "own", 3],
+] as const)("%s", (_title, who, payerIndex) => {
+  test(`${REQUESTS} paid requests over one deposit, a replay refused, claimed and settled to the unit`, async () => {
+    const ourAuthorizer = devAccounts[7] as DevAccount;
+    const serving = await serve(
+      who,
+      who === "ours" ? { FACILITATOR_RECEIVER_AUTHORIZER_KEY: ourAuthorizer.privateKey } : {},
+    );
+    const kind = await supportedKind(serving);
+    if (who === "ours") {
+      expect(kind?.extra).toEqual({ receiverAuthorizer: ourAuthorizer.address });
+    } else {
+      expect(kind).toBeDefined();
+      expect(kind?.extra?.receiverAuthorizer).toBeUndefined();
+    }
+    // The key never shows in what serve prints.
+    expect(serving.stderr()).not.toContain(ourAuthorizer.privateKey.slice(2));
+
+    // A receiver of its own, so the balance checks see only this test's payments.
+    const payTo = privateKeyToAccount(generatePrivateKey()).address;
+    const { url, manager } = await seller(
+      serving.url,
+      payTo,
+      who === "own" ? generatePrivateKey() : undefined,
+    );
+    const payer = devnet.payers[payerIndex] as DevAccount;
+    const { pay, sent } = buyer(payer);
+    const payerBefore = await tokenBalance(devnet, payer.address);
+    for (let i = 0; i < REQUESTS; i++) {
+      const response = await pay(`${url}/metered`);
+      expect(response.status, await response.clone().text()).toBe(200);
+      expect(await response.json()).toEqual({ ok: true });
+    }
+    // The last voucher again: the seller already charged it, so it buys nothing.
+    const replay = await fetch(`${url}/metered`, { headers: sent.at(-1) });
+    expect(replay.status).toBe(402);
+
+    const { claims, settle } = await manager.claimAndSettle();
+    expect(claims.length).toBeGreaterThan(0);
+    expect(settle?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await tokenBalance(devnet, payTo)).toBe(BigInt(REQUESTS) * PRICE);
+    // The payer paid its deposit; what it did not spend stays in the channel for it.
+    const spent = payerBefore - (await tokenBalance(devnet, payer.address));
+    expect(spent).toBeGreaterThanOrEqual(BigInt(REQUESTS) * PRICE);
+    const refunds = await manager.refund();
+    expect(refunds.length).toBe(1);
+    expect(payerBefore - (await tokenBalance(devnet, payer.address))).toBe(
+      BigInt(REQUESTS) * PRICE,
+    );
+  }, 90_000);
+});
