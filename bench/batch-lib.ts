@@ -10,8 +10,8 @@ import { readFileSync } from "node:fs";
 import {
   Agent,
   createServer,
-  type IncomingMessage,
   request as httpRequest,
+  type IncomingMessage,
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -227,7 +227,9 @@ export async function startOurs(options: {
     }
     await sleep(100);
   }
-  throw new Error(`facilitator serve was not ready within ${READY_TIMEOUT_MS} ms (${last}):\n${log()}`);
+  throw new Error(
+    `facilitator serve was not ready within ${READY_TIMEOUT_MS} ms (${last}):\n${log()}`,
+  );
 }
 
 /**

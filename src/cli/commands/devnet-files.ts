@@ -9,23 +9,20 @@ import {
   signBatchVoucherPayload,
 } from "../../evm/client/sign-batch.js";
 import { type RequirementsJson, requestBody } from "../../evm/client/sign-payment.js";
+import { receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import {
   approvePermit2,
   type DevAccount,
   type Devnet,
   type DevnetInfo,
-  devAccounts,
 } from "../../evm/devnet/index.js";
 import { signSampleRequest } from "../../evm/devnet/sample.js";
 import { signPermitRequest } from "../../evm/devnet/sign-permit.js";
 import { signUptoRequest } from "../../evm/devnet/sign-upto.js";
 import type { SvmDevnet } from "../../svm/devnet/index.js";
 
-/**
- * Dev account 7: the devnet's batch-settlement receiver authorizer (it signs claims and refunds;
- * no settlement key, payer or payee). Its key goes to receiver-authorizer.key, never printed.
- */
-export const devnetReceiverAuthorizer = devAccounts[7] as DevAccount;
+/** The devnet's batch-settlement receiver authorizer (dev account 7). */
+export const devnetReceiverAuthorizer = receiverAuthorizerAccount;
 
 /** The price of one request in the devnet's batch-settlement requests: 0.01 test USDC. */
 const BATCH_PRICE = 10_000n;

@@ -24,6 +24,24 @@ export const payCommand = withChainOptions(
         "permit2",
       ]),
     )
+    .addOption(
+      new Option("--scheme <scheme>", "what kind of payment (default exact)").choices([
+        "exact",
+        "batch-settlement",
+      ]),
+    )
+    .option(
+      "--deposit <amount>",
+      "batch-settlement: deposit this much into the channel now (default: 5 payments' worth when the channel runs short)",
+    )
+    .option(
+      "--cumulative <amount>",
+      "batch-settlement: the voucher's cumulative amount (default: what the channel paid out on chain plus this payment)",
+    )
+    .option(
+      "--receiver-authorizer <address>",
+      "batch-settlement: the seller's receiver authorizer (default: the requirements', or the devnet's)",
+    )
     .option(
       "--approval",
       "EVM, with --method permit2: carry the payer's approval as a signed approve transaction (erc20ApprovalGasSponsoring) instead of an EIP-2612 permit",
@@ -65,6 +83,12 @@ On Solana (a devnet started with \`facilitator devnet --svm\`, or any cluster by
     --fee-payer FacilitatorFeePayer --payer-key-file payer.json > request.json
 The fee payer is the facilitator's (its GET /supported lists it under "solana:*"); with
 --requirements it comes from extra.feePayer. --method and --approval are EVM only.
+
+batch-settlement (EVM): the payer's channel to the seller is read from the chain; an empty one
+gets a deposit (5 payments' worth by default) carrying the first voucher, a funded one a voucher:
+  facilitator pay --scheme batch-settlement --x402 | facilitator settle -     # opens the channel
+  facilitator pay --scheme batch-settlement --x402 --cumulative 0.02 | facilitator verify -
+Vouchers are cumulative; pass --cumulative when earlier vouchers are not claimed yet.
 
 The key is never accepted as a flag value and never printed. With --method permit2, a payer that
 has not approved Permit2 signs the token's EIP-2612 permit too (the eip2612GasSponsoring extension).

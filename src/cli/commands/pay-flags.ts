@@ -1,6 +1,7 @@
 /** The flags of `facilitator pay`, shared by its EVM and Solana halves. */
 import type { TransferMethod } from "../../evm/client/sign-payment.js";
 import type { ConfigFlags } from "../config.js";
+import type { PayScheme } from "./pay-requirements.js";
 
 export interface PayFlags extends ConfigFlags {
   readonly requirements?: string | undefined;
@@ -16,6 +17,14 @@ export interface PayFlags extends ConfigFlags {
   /** Solana: the facilitator's fee payer (`extra.feePayer`). */
   readonly feePayer?: string | undefined;
   readonly validFor?: string | undefined;
+  /** exact (the default) or batch-settlement. */
+  readonly scheme?: PayScheme | undefined;
+  /** batch-settlement: deposit this much (token units) now, whatever the channel holds. */
+  readonly deposit?: string | undefined;
+  /** batch-settlement: the voucher's cumulative amount (token units), when vouchers are outstanding. */
+  readonly cumulative?: string | undefined;
+  /** batch-settlement: the seller's receiver authorizer, when the requirements do not say. */
+  readonly receiverAuthorizer?: string | undefined;
   readonly x402?: boolean | undefined;
   readonly v1?: boolean | undefined;
   readonly quiet?: boolean | undefined;

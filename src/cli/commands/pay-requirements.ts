@@ -1,7 +1,8 @@
 /**
  * What `facilitator pay` pays, and where. `--requirements FILE`: PaymentRequirements of x402 v1 or
  * v2, a list of them, or a resource server's 402 answer (`{x402Version, accepts: [...]}`); the
- * first `exact` one on an EVM or Solana network is paid (the first on --network's, when given).
+ * first `exact` one on an EVM or Solana network is paid (the first on --network's, when given),
+ * else the first `batch-settlement` one on an EVM network; `--scheme` picks one scheme only.
  * The network: --network, the requirements', or the one configured RPC's (EVM or Solana).
  */
 
@@ -38,17 +39,22 @@ function networkId(network: string): string | undefined {
   return chainId === undefined ? undefined : caip2(chainId);
 }
 
+/** The schemes `pay` signs, in the order it prefers them. */
+export const PAY_SCHEMES = ["exact", "batch-settlement"] as const;
+export type PayScheme = (typeof PAY_SCHEMES)[number];
+
 function payable(value: unknown): value is RequirementsJson {
-  if (!isObject(value) || value.scheme !== "exact" || typeof value.network !== "string") {
-    return false;
-  }
-  return networkId(value.network) !== undefined;
+  if (!isObject(value) || typeof value.network !== "string") return false;
+  if (!(PAY_SCHEMES as readonly unknown[]).includes(value.scheme)) return false;
+  const id = networkId(value.network);
+  return id !== undefined && (value.scheme === "exact" || id.startsWith("eip155:"));
 }
 
 export function pickRequirements(
   parsed: { ok: true; value: unknown } | { ok: false; failure: Failure },
   source: string,
   network?: string,
+  scheme?: PayScheme,
 ): PickedRequirements {
   if (!parsed.ok) throw new UsageError(`--requirements ${source}: ${parsed.failure.message}`);
   const value = parsed.value;
@@ -60,12 +66,16 @@ export function pickRequirements(
         : [value]
   ).filter(payable);
   const wanted = network === undefined ? undefined : networkId(network);
-  const requirements =
-    (wanted === undefined ? undefined : candidates.find((c) => networkId(c.network) === wanted)) ??
-    candidates[0];
+  const onNetwork = candidates.filter(
+    (c) => wanted === undefined || networkId(c.network) === wanted,
+  );
+  const pool = onNetwork.length > 0 ? onNetwork : candidates;
+  const requirements = (scheme ? [scheme] : PAY_SCHEMES)
+    .map((s) => pool.find((c) => c.scheme === s))
+    .find((c) => c !== undefined);
   if (!requirements) {
     throw new UsageError(
-      `--requirements ${source} holds no "exact" PaymentRequirements on an EVM or Solana network (eip155:<id>, solana:<genesis hash prefix> or a v1 name)`,
+      `--requirements ${source} holds no ${scheme ? `"${scheme}"` : `"exact" or "batch-settlement"`} PaymentRequirements on an EVM or Solana network (eip155:<id>, solana:<genesis hash prefix> or a v1 name; batch-settlement: EVM only)`,
     );
   }
   const amountText = requirements.amount ?? requirements.maxAmountRequired;

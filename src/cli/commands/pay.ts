@@ -33,8 +33,12 @@ import { readPrivateKey } from "../config-keys.js";
 import { UsageError } from "../errors.js";
 import { readSource } from "../input.js";
 import { humanOutput, note, printJson, warn } from "../output.js";
+import { batchExtra, signBatchPayment } from "./pay-batch.js";
 import type { PayFlags } from "./pay-flags.js";
-import { pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
+import { type PayScheme, pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
+
+const BATCH = "batch-settlement";
+
 import { buildSvmRequest } from "./pay-svm.js";
 
 const tokenAbi = parseAbi([
@@ -169,10 +173,24 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
         parseJson(await readSource(flags.requirements)),
         flags.requirements,
         flags.network,
+        flags.scheme,
       )
     : undefined;
+  const scheme: PayScheme =
+    flags.scheme ?? (fromFile?.requirements.scheme === BATCH ? BATCH : "exact");
+  if (scheme !== BATCH && (flags.deposit ?? flags.cumulative ?? flags.receiverAuthorizer)) {
+    throw new UsageError(
+      "--deposit, --cumulative and --receiver-authorizer go with --scheme batch-settlement",
+    );
+  }
+  if (scheme === BATCH && (flags.v1 || fromFile?.x402Version === 1)) {
+    throw new UsageError("batch-settlement is x402 v2 only");
+  }
   const target = await targetOf(flags.network ?? fromFile?.requirements.network, rpc);
-  if (target.kind === "svm") return buildSvmRequest(flags, rpc, target, fromFile);
+  if (target.kind === "svm") {
+    if (scheme === BATCH) throw new UsageError("batch-settlement is served on EVM chains only");
+    return buildSvmRequest(flags, rpc, target, fromFile);
+  }
   if (flags.feePayer !== undefined) {
     throw new UsageError("--fee-payer is for Solana payments: on EVM the facilitator pays the gas");
   }
@@ -186,7 +204,10 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     flags.payerKeyFile === undefined ||
     (flags.asset ?? fromFile?.requirements.asset) === undefined ||
     (flags.to ?? fromFile?.requirements.payTo) === undefined ||
-    (flags.amount === undefined && fromFile === undefined);
+    (flags.amount === undefined && fromFile === undefined) ||
+    (scheme === BATCH &&
+      flags.receiverAuthorizer === undefined &&
+      fromFile?.requirements.extra?.receiverAuthorizer === undefined);
   const devnet = needsDevnet ? await isDevnetChain(await client(), chainId) : false;
   const missing = (flag: string) =>
     new UsageError(`${flag} is needed: the chain eip155:${chainId} is no devnet with defaults`);
@@ -274,6 +295,35 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
           maxTimeoutSeconds,
           extra,
         };
+  if (scheme === BATCH) {
+    if (flags.approval) throw new UsageError("--approval is for exact payments");
+    const units = (text: string | undefined, flag: string) =>
+      text === undefined
+        ? undefined
+        : atomicAmount(text, asset, chainId, client, devnet).catch((error: Error) => {
+            throw new UsageError(error.message.replace("--amount", flag));
+          });
+    const batchRequirements: RequirementsJson = {
+      ...(requirements as RequirementsJson),
+      scheme: BATCH,
+      extra: batchExtra(extra, devnet, flags.receiverAuthorizer),
+    };
+    const signed = await signBatchPayment(await client(), {
+      chainId,
+      requirements: batchRequirements,
+      payer,
+      amount,
+      method,
+      deposit: await units(flags.deposit, "--deposit"),
+      cumulative: await units(flags.cumulative, "--cumulative"),
+      devnet,
+      quiet,
+    });
+    return {
+      body: requestBody(flags.x402 ? "x402" : "reference", 2, signed.payload, batchRequirements),
+      summary: `${signed.summary}, from ${payer.address} to ${payTo} on ${network}`,
+    };
+  }
   if (flags.approval && method !== "permit2") {
     throw new UsageError("--approval goes with --method permit2");
   }

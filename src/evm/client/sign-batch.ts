@@ -86,6 +86,8 @@ export interface BatchDepositOptions {
   /** The first voucher's cumulative amount (default: the requirements' amount). */
   readonly maxClaimable?: bigint;
   readonly method: TransferMethod;
+  /** What the channel holds already: the first voucher may count it (default 0). */
+  readonly held?: bigint;
   /** Seconds the deposit's authorization stays valid (default: maxTimeoutSeconds, else 300). */
   readonly validForSeconds?: number;
 }
@@ -96,8 +98,9 @@ export async function signBatchDeposit(payer: DevAccount, options: BatchDepositO
   const channelConfig = batchChannelConfig(payer.address, requirements);
   const channelId = channelIdOf(channelConfig, chainId);
   const maxClaimable = options.maxClaimable ?? BigInt(String(requirements.amount ?? "0"));
-  if (maxClaimable > deposit) {
-    throw new Error(`the first voucher (${maxClaimable}) is more than the deposit (${deposit})`);
+  const covered = deposit + (options.held ?? 0n);
+  if (maxClaimable > covered) {
+    throw new Error(`the voucher (${maxClaimable}) is more than the channel would hold (${covered})`);
   }
   const validFor = options.validForSeconds ?? requirements.maxTimeoutSeconds ?? 300;
   const validBefore = BigInt(Math.floor(Date.now() / 1000) + validFor);

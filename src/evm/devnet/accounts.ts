@@ -87,6 +87,12 @@ export const facilitatorAccount: DevAccount = at(0);
 export const payerAccounts: readonly DevAccount[] = Object.freeze([1, 2, 3, 4, 5].map(at));
 
 /**
+ * Index 7: the batch-settlement receiver authorizer (signs claims and refunds; sends nothing). The
+ * devnet writes its key to receiver-authorizer.key for `serve`; it is never printed.
+ */
+export const receiverAuthorizerAccount: DevAccount = at(7);
+
+/**
  * Index 8: sends the devnet's own set-up transactions (mints, wallet set-up), so the
  * facilitator's, payers' and payee's nonces start at 0.
  */
