@@ -100,7 +100,9 @@ export async function signBatchDeposit(payer: DevAccount, options: BatchDepositO
   const maxClaimable = options.maxClaimable ?? BigInt(String(requirements.amount ?? "0"));
   const covered = deposit + (options.held ?? 0n);
   if (maxClaimable > covered) {
-    throw new Error(`the voucher (${maxClaimable}) is more than the channel would hold (${covered})`);
+    throw new Error(
+      `the voucher (${maxClaimable}) is more than the channel would hold (${covered})`,
+    );
   }
   const validFor = options.validForSeconds ?? requirements.maxTimeoutSeconds ?? 300;
   const validBefore = BigInt(Math.floor(Date.now() / 1000) + validFor);
