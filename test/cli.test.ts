@@ -567,6 +567,28 @@ describe("devnet subcommand", () => {
       expectExit(upto, 0);
       expect(json(upto)).toMatchObject({ success: true, amount: "4200" });
 
+      // batch-settlement: the voucher needs the deposit first; then it verifies, with the
+      // channel's balance, and the deposit settled again is refused.
+      const early = await cli(["verify", info.requestBatchVoucher as string], { env });
+      expectExit(early, 1);
+      expect(json(early)).toMatchObject({
+        invalidReason: "invalid_batch_settlement_evm_channel_not_found",
+      });
+      const deposited = await cli(
+        [
+          "settle",
+          info.requestBatchDeposit as string,
+          "--private-key-file",
+          info.keyFile as string,
+        ],
+        { env },
+      );
+      expectExit(deposited, 0);
+      expect(json(deposited)).toMatchObject({ success: true, amount: "50000" });
+      const voucher = await cli(["verify", info.requestBatchVoucher as string], { env });
+      expectExit(voucher, 0);
+      expect(json(voucher)).toMatchObject({ isValid: true, extra: { balance: "50000" } });
+
       // The key file holds the facilitator key; it appears in none of the devnet's output.
       const keyFileText = await readFile(info.keyFile, "utf8");
       expectNoKey(stdout, keyFileText);
