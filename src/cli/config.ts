@@ -4,7 +4,7 @@
  * never echoed, not even in an error message.
  */
 import { type Address, getAddress, type Hex, isAddress } from "viem";
-import { defaultJournalPath } from "../store/journal.js";
+import { defaultJournalPath } from "../store/journal-file.js";
 import type { SvmFeePayer } from "../svm/chain/keys.js";
 import { filePath, readConfigFile } from "./config-file.js";
 import { type KeyFlags, keyLoaders } from "./config-keys.js";

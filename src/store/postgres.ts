@@ -21,12 +21,13 @@ import type {
   StoreStatus,
   Waste,
 } from "../core/store.js";
-import { FacilitatorError } from "../protocol/errors.js";
 import { unavailable } from "./postgres-errors.js";
 import { raiseVoucher, SharedIds } from "./postgres-ids.js";
+import { SignerLeases } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
 import type { Query } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
+import { entryOf, type Row } from "./postgres-rows.js";
 import { type RevertListener, SharedWaste } from "./postgres-waste.js";
 
 export interface PostgresStoreOptions {
@@ -53,34 +54,6 @@ export function redactStoreUrl(url: string): string {
   }
 }
 
-interface Row {
-  key: string;
-  chain_id: string;
-  signer: string;
-  tx_nonce: string;
-  expect: JournalEntry["expect"] | null;
-  hashes: Hex[];
-  raws: Hex[];
-  state: EntryState;
-  owner: string | null;
-  updated_at: Date | null;
-}
-
-function entryOf(row: Row): JournalEntry {
-  return {
-    key: row.key,
-    chainId: Number(row.chain_id),
-    signer: row.signer as Address,
-    txNonce: Number(row.tx_nonce),
-    expect: row.expect ?? undefined,
-    hashes: row.hashes,
-    raws: row.raws,
-    state: row.state,
-    owner: row.owner ?? undefined,
-    updatedAt: row.updated_at?.getTime(),
-  };
-}
-
 export class PostgresStore implements SettlementStore {
   readonly shared = true;
   readonly where: string;
@@ -101,8 +74,7 @@ export class PostgresStore implements SettlementStore {
   readonly #ids: SharedIds;
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
-  /** Signers whose lease this replica lost (it stalled, or the store was away too long). */
-  readonly #lost = new Set<string>();
+  readonly #leases: SignerLeases;
 
   private constructor(pool: Pool, url: string, options: PostgresStoreOptions) {
     this.#pool = pool;
@@ -115,6 +87,7 @@ export class PostgresStore implements SettlementStore {
     const query: Query = (op, text, values) => this.#query(op, text, values);
     this.#waste = new SharedWaste(query, this.owner);
     this.#ids = new SharedIds(query, this.owner, this.#leaseMs);
+    this.#leases = new SignerLeases(query, this.owner, this.signers, this.#leaseMs);
   }
 
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
@@ -138,7 +111,7 @@ export class PostgresStore implements SettlementStore {
     const store = new PostgresStore(pool, url, options);
     try {
       await migrate(pool);
-      await store.#leaseSigners(options.signerWaitMs ?? store.#leaseMs + 1_000);
+      await store.#leases.take(options.signerWaitMs ?? store.#leaseMs + 1_000);
       const { rows } = await store.#query<Row>(
         "load",
         "SELECT * FROM facilitator_settlements WHERE state = 'broadcast'",
@@ -169,44 +142,6 @@ export class PostgresStore implements SettlementStore {
     }
   }
 
-  /** Takes (or renews) the lease on each signer; waits out another owner's for up to `waitMs`. */
-  async #leaseSigners(waitMs: number): Promise<void> {
-    const deadline = Date.now() + waitMs;
-    for (;;) {
-      const held = await this.#takeSigners();
-      const missing = this.signers.filter((a) => !held.has(a));
-      if (missing.length === 0) return;
-      if (Date.now() >= deadline) {
-        const { rows } = await this.#query<{ address: string; owner: string }>(
-          "signers",
-          "SELECT address, owner FROM facilitator_signers WHERE address = ANY($1)",
-          [missing],
-        );
-        const who = rows.map((r) => `${r.address} (held by ${r.owner})`).join(", ");
-        throw FacilitatorError.of(
-          "settlement_failed",
-          `signer ${who} is in use by another replica on this store; give each replica its own key`,
-          { status: 500 },
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  }
-
-  async #takeSigners(): Promise<Set<string>> {
-    if (this.signers.length === 0) return new Set();
-    const { rows } = await this.#query<{ address: string }>(
-      "lease",
-      `INSERT INTO facilitator_signers (address, owner, expires_at)
-         SELECT a, $2, now() + $3 * interval '1 millisecond' FROM unnest($1::text[]) AS a
-       ON CONFLICT (address) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-         WHERE facilitator_signers.owner = EXCLUDED.owner OR facilitator_signers.expires_at < now()
-       RETURNING address`,
-      [this.signers, this.owner, this.#leaseMs],
-    );
-    return new Set(rows.map((r) => r.address));
-  }
-
   /** Renews this replica's leases; a signer lease found taken by another is lost for good. */
   async #renew(): Promise<void> {
     try {
@@ -221,8 +156,7 @@ export class PostgresStore implements SettlementStore {
         "UPDATE facilitator_payment_ids SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
         lease,
       );
-      const held = await this.#takeSigners();
-      for (const address of this.signers) if (!held.has(address)) this.#lost.add(address);
+      await this.#leases.renew();
       await this.#query("renew", STALE_RESERVATIONS);
       await this.#query(
         "renew",
@@ -297,8 +231,8 @@ export class PostgresStore implements SettlementStore {
       where: this.where,
       reachable: error === undefined,
       ...(error ? { error } : {}),
-      signersHeld: this.signers.filter((a) => !this.#lost.has(a)),
-      signersLost: [...this.#lost],
+      signersHeld: this.signers.filter((a) => !this.#leases.lost.has(a)),
+      signersLost: [...this.#leases.lost],
     };
   }
 
@@ -369,7 +303,7 @@ export class PostgresStore implements SettlementStore {
 
   async recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
     const signer = entry.signer.toLowerCase();
-    if (this.#lost.has(signer)) {
+    if (this.#leases.lost.has(signer)) {
       throw new Error(`this replica lost its lease on signer ${entry.signer}`);
     }
     // A prelude (key#name) is sent under its settlement's claim.
