@@ -19,8 +19,9 @@ import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/e
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { signClaimBatch } from "./helpers/batch-sign.js";
-import { chainOf } from "./helpers/chain.js";
+import { chainOf, payerHolding } from "./helpers/chain.js";
 import { clientsOf } from "./helpers/permit2.js";
+import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 const PRICE = 1_000n;
 
@@ -82,9 +83,8 @@ const settle = (accepted: ReturnType<typeof requirements>, payload: Record<strin
     paymentRequirements: accepted,
   });
 
-/** A channel from `payer` to `receiver`, funded through us; returns a claim row for `amount`. */
-async function openChannel(payer: DevAccount, receiver: Address, authorizer: Address) {
-  const accepted = requirements(receiver, authorizer);
+/** What the official client sends first on an empty channel: a deposit with its voucher. */
+async function depositFor(payer: DevAccount, accepted: ReturnType<typeof requirements>) {
   const client = x402Client.fromConfig({ schemes: [], spendControls: false });
   client.register(devnet.network, new BatchClient(signerOf(payer)));
   const payment = (await client.createPaymentPayload({
@@ -93,7 +93,13 @@ async function openChannel(payer: DevAccount, receiver: Address, authorizer: Add
     accepts: [accepted],
     // biome-ignore lint/suspicious/noExplicitAny: the client's types are version unions.
   } as any)) as unknown as { payload: Record<string, unknown> };
-  const deposited = await settle(accepted, payment.payload);
+  return payment.payload;
+}
+
+/** A channel from `payer` to `receiver`, funded through us; returns a claim row for `amount`. */
+async function openChannel(payer: DevAccount, receiver: Address, authorizer: Address) {
+  const accepted = requirements(receiver, authorizer);
+  const deposited = await settle(accepted, await depositFor(payer, accepted));
   expect(deposited.body.success, JSON.stringify(deposited.body)).toBe(true);
   const config = new BatchClient(signerOf(payer)).buildChannelConfig(accepted as never);
   const id = computeChannelId(config, devnet.network) as Hex;
@@ -172,6 +178,48 @@ describe("claims batched across channels and receivers", () => {
     expect(await transactionsFrom(devnet.facilitator.address as Address, head + 1n)).toEqual([
       ra?.transaction,
     ]);
+  });
+});
+
+describe("one key, many kinds of transaction at once (x402-foundation #2471)", () => {
+  test("a settle, a claim, a deposit and an exact payment sent together all land, on consecutive nonces of our key", async () => {
+    const p5 = devnet.payers[4] as DevAccount;
+    const fresh = await payerHolding(devnet, 100_000n);
+    const b = await openChannel(fresh, receivers[1] as Address, ourAuthorizer.address);
+    const exactRequirements = requirementsV2(devnet, { amount: "1000" });
+    const exactPayment = await clientPayload(p5, exactRequirements);
+    const depositPayment = await depositFor(
+      p5,
+      requirements(receivers[0] as Address, ourAuthorizer.address),
+    );
+    const us = devnet.facilitator.address as Address;
+    const head = await chainOf(devnet).getBlockNumber();
+    const answers = await Promise.all([
+      settle(b.accepted, {
+        type: "settle",
+        receiver: receivers[0],
+        token: devnet.token.address,
+      }),
+      settle(b.accepted, { type: "claim", claims: [await b.row(5n * PRICE)] }),
+      settle(requirements(receivers[0] as Address, ourAuthorizer.address), depositPayment),
+      handleSettle(facilitator, {
+        x402Version: 2,
+        paymentPayload: exactPayment,
+        paymentRequirements: exactRequirements,
+      }),
+    ]);
+    for (const answer of answers)
+      expect(answer.body.success, JSON.stringify(answer.body)).toBe(true);
+    const sent = await transactionsFrom(us, head + 1n);
+    expect(sent).toHaveLength(4);
+    const nonces = await Promise.all(
+      sent.map(async (hash) => (await chainOf(devnet).getTransaction({ hash })).nonce),
+    );
+    const sorted = [...nonces].sort((x, y) => x - y);
+    expect(sorted).toEqual(sorted.map((_, i) => (sorted[0] as number) + i));
+    for (const hash of sent) {
+      expect((await chainOf(devnet).getTransactionReceipt({ hash })).status).toBe("success");
+    }
   });
 });
 
