@@ -71,7 +71,7 @@ import {
   verifyAt,
   x402Body,
 } from "./batch-lib.js";
-import { exited, setting, stopChild } from "./lib.js";
+import { cleanEnv, exited, setting, stopChild } from "./lib.js";
 import { ROOT } from "./settle-lib.js";
 
 /** A list of positive integers from the environment ("1,10,50"), or the fallback. */
@@ -513,6 +513,9 @@ async function main(): Promise<number> {
     await Promise.all(proxies.map((p) => p.close()));
     await chain?.stop();
     rmSync(dir, { recursive: true, force: true });
+    // The settlement-key locks of this run's serve (lib.ts puts them under the temp directory).
+    const locks = cleanEnv().FACILITATOR_LOCK_DIR;
+    if (locks) rmSync(locks, { recursive: true, force: true });
   };
   const interrupted = () => {
     void cleanup().finally(() => process.exit(130));
