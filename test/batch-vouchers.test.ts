@@ -4,7 +4,7 @@
  * lower than one any replica accepted is stale everywhere, also under concurrent verifies and
  * after a restart. Deposits and vouchers from the official client; a real PostgreSQL; the devnet.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { x402Client } from "@x402/core/client";
@@ -152,10 +152,16 @@ describe("one process on the file journal", () => {
     const first = new Journal(file);
     const before = facilitatorOn(first, devnet.facilitator as DevAccount);
     const voucher = await openChannel(before, devnet.payers[1] as DevAccount);
-    expect(await verdict(before, await voucher(5n * PRICE))).toBe("valid");
-    // The raise is written without being awaited; let it reach the disk before the "crash".
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const n of [2n, 3n, 4n, 5n]) {
+      expect(await verdict(before, await voucher(n * PRICE))).toBe("valid");
+    }
     first.close();
+    // Raises within a second share one line per channel: the file grows by channels, not vouchers.
+    const lines = readFileSync(file, "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"voucher"'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ amount: (5n * PRICE).toString() });
     const after = facilitatorOn(new Journal(file), devnet.facilitator as DevAccount);
     expect(await verdict(after, await voucher(4n * PRICE))).toBe(STALE);
     expect(await verdict(after, await voucher(6n * PRICE))).toBe("valid");

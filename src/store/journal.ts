@@ -48,6 +48,8 @@ const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]
 
 /** Payment identifiers remembered (the newest); older ones are forgotten, as settled entries are. */
 const IDS_KEPT = 20_000;
+/** How long a channel's raised voucher waits before its line is written (coalescing raises). */
+const VOUCHER_FLUSH_MS = 1_000;
 /** Channels whose highest voucher is remembered (the most recently raised). */
 const CHANNELS_KEPT = 100_000;
 /** Payers and assets remembered as having settled with us (chain/gas-at-risk.ts asks). */
@@ -227,10 +229,35 @@ export class Journal implements SettlementStore {
     const highest = this.#vouchers.get(channel);
     if (highest !== undefined && highest > amount) return highest;
     if (highest === amount) return undefined;
-    // Not awaited, as an id binding: the hot path waits for no disk, and a crash loses at most
-    // the last few raises (the chain's claimed total still bounds every voucher).
-    void this.#write({ t: "voucher", channel, amount: amount.toString() }).catch(() => undefined);
+    this.#apply({ t: "voucher", channel, amount: amount.toString() });
+    if (this.#fd === undefined) return undefined;
+    // Written a second later, one line per channel raised meanwhile: the hot path waits for no
+    // disk and the file grows by channels, not by vouchers. A crash loses at most that second's
+    // raises (the chain's claimed total still bounds every voucher).
+    this.#vouchersDirty.add(channel);
+    if (!this.#voucherFlush) {
+      this.#voucherFlush = setTimeout(() => this.#flushVouchers(), VOUCHER_FLUSH_MS);
+      this.#voucherFlush.unref();
+    }
     return undefined;
+  }
+
+  readonly #vouchersDirty = new Set<string>();
+  #voucherFlush: NodeJS.Timeout | undefined;
+
+  #voucherLines(): Line[] {
+    const lines: Line[] = [];
+    for (const channel of this.#vouchersDirty) {
+      const amount = this.#vouchers.get(channel);
+      if (amount !== undefined) lines.push({ t: "voucher", channel, amount: amount.toString() });
+    }
+    this.#vouchersDirty.clear();
+    return lines;
+  }
+
+  #flushVouchers(): void {
+    this.#voucherFlush = undefined;
+    for (const line of this.#voucherLines()) void this.#write(line).catch(() => undefined);
   }
 
   async finishIdempotency(id: string, answer: unknown): Promise<void> {
@@ -266,7 +293,13 @@ export class Journal implements SettlementStore {
   }
 
   close(): void {
-    if (this.#fd !== undefined) closeSync(this.#fd);
+    clearTimeout(this.#voucherFlush);
+    this.#voucherFlush = undefined;
+    if (this.#fd !== undefined) {
+      const lines = this.#voucherLines().map((line) => `${JSON.stringify(line)}\n`);
+      if (lines.length > 0) writeSync(this.#fd, lines.join(""));
+      closeSync(this.#fd);
+    }
     this.#fd = undefined;
   }
 
