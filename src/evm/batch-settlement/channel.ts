@@ -2,28 +2,20 @@
  * A payment channel: its id (the EIP-712 hash of its configuration), whether its configuration
  * fits the requirements it pays, and its state on chain.
  */
-import { type Address, type Hex, hashTypedData, isAddressEqual, zeroAddress } from "viem";
+import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
 import type { Requirements } from "../../protocol/request.js";
 import type { EvmContext } from "../context.js";
 import {
-  CHANNEL_CONFIG_TYPES,
   MAX_WITHDRAW_DELAY,
   MIN_WITHDRAW_DELAY,
   SETTLEMENT_ABI,
   SETTLEMENT_ADDRESS,
-  settlementDomain,
 } from "./constants.js";
+import { channelIdOf } from "./digests.js";
 import type { ChannelConfig } from "./payload.js";
 import { rejected } from "./reasons.js";
 
-export function channelIdOf(config: ChannelConfig, chainId: number): Hex {
-  return hashTypedData({
-    domain: settlementDomain(chainId),
-    types: CHANNEL_CONFIG_TYPES,
-    primaryType: "ChannelConfig",
-    message: config,
-  });
-}
+export { channelIdOf } from "./digests.js";
 
 const sameAddress = (a: unknown, b: Address) =>
   typeof a === "string" && /^0x[0-9a-fA-F]{40}$/.test(a) && isAddressEqual(a as Address, b);

@@ -3,7 +3,7 @@
  * cumulative amount, and that amount against the channel's balance and what was claimed. When
  * the channel's state is known (book.ts) and the payer authorizes with a key, nothing is read.
  */
-import { type Hex, hashTypedData, isAddressEqual, zeroAddress } from "viem";
+import { type Hex, isAddressEqual, zeroAddress } from "viem";
 import type { Failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import type { VerifyResult } from "../../protocol/results.js";
@@ -13,7 +13,7 @@ import { chainFailure } from "../exact/checks.js";
 import { checkSignature, recoversTo } from "../exact/signature.js";
 import { ChannelBook } from "./book.js";
 import { type ChannelState, channelMismatch, readChannel, stateExtra } from "./channel.js";
-import { settlementDomain, VOUCHER_TYPES } from "./constants.js";
+import { voucherDigest } from "./digests.js";
 import {
   type ChannelConfig,
   hasOfficialShape,
@@ -32,15 +32,7 @@ export async function checkVoucherSignature(
   config: ChannelConfig,
   voucher: VoucherFields,
 ): Promise<Failure | undefined> {
-  const digest = hashTypedData({
-    domain: settlementDomain(ctx.chainId),
-    types: VOUCHER_TYPES,
-    primaryType: "Voucher",
-    message: {
-      channelId: voucher.channelId as Hex,
-      maxClaimableAmount: voucher.maxClaimableAmount,
-    },
-  });
+  const digest = voucherDigest(ctx.chainId, voucher.channelId as Hex, voucher.maxClaimableAmount);
   const refuse = (why: string) =>
     rejected("invalid_signature", "voucher_signature", `the voucher's signature ${why}`);
   // A payer authorizer key signs plainly (the contract checks ECDSA); without one, the payer
