@@ -4,13 +4,7 @@
  * cannot go through is refused alone and the others still land; a retried claim gets the same
  * transaction, not a second one. Deposits and vouchers from the official client, on the devnet.
  */
-import { x402Client } from "@x402/core/client";
-import { toClientEvmSigner } from "@x402/evm";
-import {
-  BatchSettlementEvmScheme as BatchClient,
-  computeChannelId,
-  signVoucher,
-} from "@x402/evm/batch-settlement/client";
+import { computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
 import type { Address, Hex, LocalAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -18,9 +12,15 @@ import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "../src/evm/batch-settlement/
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
+import {
+  type BatchRequirements,
+  batchRequirements,
+  officialChannelConfig,
+  officialPayload,
+  officialSigner,
+} from "./helpers/batch.js";
 import { signClaimBatch } from "./helpers/batch-sign.js";
 import { chainOf, payerHolding } from "./helpers/chain.js";
-import { clientsOf } from "./helpers/permit2.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 const PRICE = 1_000n;
@@ -52,62 +52,36 @@ afterAll(async () => {
   await devnet?.stop();
 });
 
-function requirements(receiver: Address, authorizer: Address) {
-  return {
-    scheme: "batch-settlement",
-    network: devnet.network,
-    amount: PRICE.toString(),
-    asset: devnet.token.address,
-    payTo: receiver,
-    maxTimeoutSeconds: 300,
-    extra: {
-      receiverAuthorizer: authorizer,
-      withdrawDelay: 900,
-      name: devnet.token.name,
-      version: devnet.token.version,
-    },
-  };
-}
+const requirements = (payTo: Address, receiverAuthorizer: Address) =>
+  batchRequirements(devnet, { payTo, receiverAuthorizer, price: PRICE });
 
-function signerOf(payer: DevAccount) {
-  return toClientEvmSigner(
-    privateKeyToAccount(payer.privateKey),
-    clientsOf(devnet).publicClient as never,
-  );
-}
-
-const settle = (accepted: ReturnType<typeof requirements>, payload: Record<string, unknown>) =>
+const settle = (accepted: BatchRequirements, payload: Record<string, unknown>) =>
   handleSettle(facilitator, {
     x402Version: 2,
     paymentPayload: { x402Version: 2, accepted, payload },
     paymentRequirements: accepted,
   });
 
-/** What the official client sends first on an empty channel: a deposit with its voucher. */
-async function depositFor(payer: DevAccount, accepted: ReturnType<typeof requirements>) {
-  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-  client.register(devnet.network, new BatchClient(signerOf(payer)));
-  const payment = (await client.createPaymentPayload({
-    x402Version: 2,
-    resource: { url: "http://localhost/metered" },
-    accepts: [accepted],
-    // biome-ignore lint/suspicious/noExplicitAny: the client's types are version unions.
-  } as any)) as unknown as { payload: Record<string, unknown> };
-  return payment.payload;
-}
+const depositFor = (payer: DevAccount, accepted: BatchRequirements) =>
+  officialPayload(devnet, payer, accepted);
 
 /** A channel from `payer` to `receiver`, funded through us; returns a claim row for `amount`. */
 async function openChannel(payer: DevAccount, receiver: Address, authorizer: Address) {
   const accepted = requirements(receiver, authorizer);
   const deposited = await settle(accepted, await depositFor(payer, accepted));
   expect(deposited.body.success, JSON.stringify(deposited.body)).toBe(true);
-  const config = new BatchClient(signerOf(payer)).buildChannelConfig(accepted as never);
+  const config = officialChannelConfig(devnet, payer, accepted);
   const id = computeChannelId(config, devnet.network) as Hex;
   return {
     id,
     accepted,
     async row(amount: bigint) {
-      const voucher = await signVoucher(signerOf(payer), id, amount.toString(), devnet.network);
+      const voucher = await signVoucher(
+        officialSigner(devnet, payer),
+        id,
+        amount.toString(),
+        devnet.network,
+      );
       return {
         voucher: { channel: config, maxClaimableAmount: amount.toString() },
         signature: voucher.signature,

@@ -10,19 +10,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { HTTPFacilitatorClient } from "@x402/core/server";
-import { toClientEvmSigner } from "@x402/evm";
-import { BatchSettlementEvmScheme as BatchClient } from "@x402/evm/batch-settlement/client";
-import { BatchSettlementEvmScheme as BatchServer } from "@x402/evm/batch-settlement/server";
-import { paymentMiddleware, x402ResourceServer } from "@x402/express";
-import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import express from "express";
-import type { Address } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
+import { officialBuyer, officialSeller } from "./helpers/batch.js";
 import { tokenBalance } from "./helpers/chain.js";
-import { clientsOf } from "./helpers/permit2.js";
 import { type Serving, startServe } from "./helpers/serve.js";
 
 const PRICE = 1_000n;
@@ -58,76 +50,6 @@ async function serve(name: string, env: Record<string, string>): Promise<Serving
   return serving;
 }
 
-function listen(app: express.Express): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const server = app.listen(0, "127.0.0.1", (error?: Error) => {
-      if (error) return reject(error);
-      servers.push(server);
-      const address = server.address();
-      resolve(`http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`);
-    });
-  });
-}
-
-/** A seller on the official stack: its own authorizer key when given, else ours. */
-async function seller(facilitatorUrl: string, payTo: Address, ownSigner?: `0x${string}`) {
-  const facilitator = new HTTPFacilitatorClient({ url: facilitatorUrl, timeoutMs: 30_000 });
-  const scheme = new BatchServer(payTo, {
-    withdrawDelay: 900,
-    ...(ownSigner ? { receiverAuthorizerSigner: privateKeyToAccount(ownSigner) } : {}),
-  });
-  const resources = new x402ResourceServer(facilitator).register(devnet.network, scheme);
-  const app = express();
-  app.use(
-    paymentMiddleware(
-      {
-        "GET /metered": {
-          accepts: {
-            scheme: "batch-settlement",
-            network: devnet.network,
-            payTo,
-            price: {
-              amount: PRICE.toString(),
-              asset: devnet.token.address,
-              extra: { name: devnet.token.name, version: devnet.token.version },
-            },
-            maxTimeoutSeconds: 120,
-          },
-          description: "A metered resource",
-          mimeType: "application/json",
-        },
-      },
-      resources,
-    ),
-  );
-  app.get("/metered", (_request, response) => {
-    response.json({ ok: true });
-  });
-  const url = await listen(app);
-  return {
-    url,
-    manager: scheme.createChannelManager(facilitator, devnet.network, devnet.token.address),
-  };
-}
-
-/** An official buyer; `sent` keeps each paid request's payment header, for replaying. */
-function buyer(payer: DevAccount) {
-  const signer = toClientEvmSigner(
-    privateKeyToAccount(payer.privateKey),
-    clientsOf(devnet).publicClient as never,
-  );
-  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-  client.register(devnet.network, new BatchClient(signer));
-  const sent: Record<string, string>[] = [];
-  const recording: typeof fetch = (input, init) => {
-    const request = new Request(input, init);
-    const header = request.headers.get("payment-signature");
-    if (header) sent.push({ "payment-signature": header });
-    return fetch(request);
-  };
-  return { pay: wrapFetchWithPayment(recording, client), sent };
-}
-
 async function supportedKind(serving: Serving) {
   const body = (await (await fetch(`${serving.url}/supported`)).json()) as {
     kinds: { scheme: string; network: string; extra?: Record<string, unknown> }[];
@@ -157,13 +79,13 @@ describe.each([
 
     // A receiver of its own, so the balance checks see only this test's payments.
     const payTo = privateKeyToAccount(generatePrivateKey()).address;
-    const { url, manager } = await seller(
-      serving.url,
+    const { url, manager } = await officialSeller(devnet, serving.url, servers, {
       payTo,
-      who === "own" ? generatePrivateKey() : undefined,
-    );
+      price: PRICE,
+      ...(who === "own" ? { ownSigner: generatePrivateKey() } : {}),
+    });
     const payer = devnet.payers[payerIndex] as DevAccount;
-    const { pay, sent } = buyer(payer);
+    const { pay, sent } = officialBuyer(devnet, payer);
     const payerBefore = await tokenBalance(devnet, payer.address);
     for (let i = 0; i < REQUESTS; i++) {
       const response = await pay(`${url}/metered`);

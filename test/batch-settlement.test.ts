@@ -6,14 +6,8 @@
  * our facilitator, on the devnet; balances exact to the unit. Both deposit methods.
  */
 import type { Server } from "node:http";
-import { HTTPFacilitatorClient } from "@x402/core/server";
-import { toClientEvmSigner } from "@x402/evm";
-import { BatchSettlementEvmScheme as BatchClient } from "@x402/evm/batch-settlement/client";
-import { BatchSettlementEvmScheme as BatchServer } from "@x402/evm/batch-settlement/server";
-import { paymentMiddleware, x402ResourceServer } from "@x402/express";
-import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import express from "express";
-import { type Address, type Hex, hashTypedData } from "viem";
+import { computeChannelId } from "@x402/evm/batch-settlement/client";
+import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "../src/evm/batch-settlement/constants.js";
@@ -27,8 +21,8 @@ import {
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
+import { officialBuyer, officialSeller, type Token } from "./helpers/batch.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
-import { clientsOf } from "./helpers/permit2.js";
 
 const PRICE = 1_000n;
 const REQUESTS = 6;
@@ -38,19 +32,6 @@ let facilitatorServer: RunningServer;
 const servers: Server[] = [];
 /** The receiver authorizer whose key our facilitator holds: sellers leave their claims to us. */
 let authorizer: DevAccount;
-
-function listen(app: express.Express): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const server = app.listen(0, "127.0.0.1", (error?: Error) => {
-      if (error) reject(error);
-      else {
-        servers.push(server);
-        const address = server.address();
-        resolve(`http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`);
-      }
-    });
-  });
-}
 
 beforeAll(async () => {
   devnet = await startDevnet();
@@ -74,63 +55,6 @@ afterAll(async () => {
   await devnet?.stop();
 });
 
-/** A seller on the official stack, its facilitator us; the route priced at PRICE per request. */
-interface Token {
-  readonly address: Address;
-  readonly name: string;
-  readonly version: string;
-}
-
-async function seller(method: "eip3009" | "permit2", token: Token) {
-  const facilitator = new HTTPFacilitatorClient({ url: facilitatorServer.url, timeoutMs: 30_000 });
-  const scheme = new BatchServer(devnet.payee.address, { withdrawDelay: 900 });
-  const resources = new x402ResourceServer(facilitator).register(devnet.network, scheme);
-  const app = express();
-  app.use(
-    paymentMiddleware(
-      {
-        "GET /metered": {
-          accepts: {
-            scheme: "batch-settlement",
-            network: devnet.network,
-            payTo: devnet.payee.address,
-            price: {
-              amount: PRICE.toString(),
-              asset: token.address,
-              extra: {
-                name: token.name,
-                version: token.version,
-                ...(method === "permit2" ? { assetTransferMethod: "permit2" } : {}),
-              },
-            },
-            maxTimeoutSeconds: 120,
-          },
-          description: "A metered resource",
-          mimeType: "application/json",
-        },
-      },
-      resources,
-    ),
-  );
-  app.get("/metered", (_request, response) => {
-    response.json({ ok: true });
-  });
-  const url = await listen(app);
-  const manager = scheme.createChannelManager(facilitator, devnet.network, token.address);
-  return { url, manager, scheme };
-}
-
-function buyer(payer: DevAccount) {
-  const signer = toClientEvmSigner(
-    privateKeyToAccount(payer.privateKey),
-    clientsOf(devnet).publicClient as never,
-  );
-  // The devnet's tokens are no default assets: the buyer's spend controls would refuse them.
-  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-  client.register(devnet.network, new BatchClient(signer));
-  return wrapFetchWithPayment(fetch, client);
-}
-
 async function channelOf(payer: Address, token: Address, receiverAuthorizer: Address) {
   const config = {
     payer,
@@ -141,27 +65,8 @@ async function channelOf(payer: Address, token: Address, receiverAuthorizer: Add
     withdrawDelay: 900,
     salt: `0x${"0".repeat(64)}` as Hex,
   };
-  const id = hashTypedData({
-    domain: {
-      name: "x402 Batch Settlement",
-      version: "1",
-      chainId: devnet.chainId,
-      verifyingContract: SETTLEMENT_ADDRESS,
-    },
-    types: {
-      ChannelConfig: [
-        { name: "payer", type: "address" },
-        { name: "payerAuthorizer", type: "address" },
-        { name: "receiver", type: "address" },
-        { name: "receiverAuthorizer", type: "address" },
-        { name: "token", type: "address" },
-        { name: "withdrawDelay", type: "uint40" },
-        { name: "salt", type: "bytes32" },
-      ],
-    },
-    primaryType: "ChannelConfig",
-    message: config,
-  });
+  // The official client's id for it, not ours: the test does not take our word for it.
+  const id = computeChannelId(config, devnet.network) as Hex;
   const [balance, totalClaimed] = await chainOf(devnet).readContract({
     address: SETTLEMENT_ADDRESS,
     abi: SETTLEMENT_ABI,
@@ -179,8 +84,13 @@ describe.each([
     const payer = devnet.payers[payerIndex] as DevAccount;
     const token: Token = method === "permit2" ? devnet.permitToken : devnet.token;
     if (method === "permit2") await approvePermit2(devnet, payer, token.address);
-    const { url, manager } = await seller(method, token);
-    const pay = buyer(payer);
+    const { url, manager } = await officialSeller(devnet, facilitatorServer.url, servers, {
+      payTo: devnet.payee.address,
+      price: PRICE,
+      token,
+      method,
+    });
+    const { pay } = officialBuyer(devnet, payer);
     const payerBefore = await tokenBalance(devnet, payer.address, token.address);
     const payeeBefore = await tokenBalance(devnet, devnet.payee.address, token.address);
 

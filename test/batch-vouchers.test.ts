@@ -7,13 +7,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { x402Client } from "@x402/core/client";
-import { toClientEvmSigner } from "@x402/evm";
-import {
-  BatchSettlementEvmScheme as BatchClient,
-  computeChannelId,
-  signVoucher,
-} from "@x402/evm/batch-settlement/client";
+import { computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -22,7 +16,12 @@ import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
-import { clientsOf } from "./helpers/permit2.js";
+import {
+  batchRequirements,
+  officialChannelConfig,
+  officialPayload,
+  officialSigner,
+} from "./helpers/batch.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 
 const PRICE = 1_000n;
@@ -54,23 +53,12 @@ function facilitatorOn(journal: Journal | PostgresStore, signer: DevAccount) {
   });
 }
 
-const accepted = () => ({
-  scheme: "batch-settlement",
-  network: devnet.network,
-  amount: PRICE.toString(),
-  asset: devnet.token.address,
-  payTo: devnet.payee.address,
-  maxTimeoutSeconds: 300,
-  extra: {
+const accepted = () =>
+  batchRequirements(devnet, {
+    payTo: devnet.payee.address,
     receiverAuthorizer: privateKeyToAccount(authorizer.privateKey).address,
-    withdrawDelay: 900,
-    name: devnet.token.name,
-    version: devnet.token.version,
-  },
-});
-
-const signerOf = (payer: DevAccount) =>
-  toClientEvmSigner(privateKeyToAccount(payer.privateKey), clientsOf(devnet).publicClient as never);
+    price: PRICE,
+  });
 
 const body = (payload: unknown) => ({
   x402Version: 2,
@@ -80,24 +68,19 @@ const body = (payload: unknown) => ({
 
 /** `payer`'s channel, funded through `facilitator`; vouchers of it for any cumulative amount. */
 async function openChannel(facilitator: Facilitator, payer: DevAccount) {
-  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
   // 30 requests' worth, so every voucher below is covered.
-  client.register(
-    devnet.network,
-    new BatchClient(signerOf(payer), { depositPolicy: { depositMultiplier: 30 } }),
-  );
-  const payment = (await client.createPaymentPayload({
-    x402Version: 2,
-    resource: { url: "http://localhost/metered" },
-    accepts: [accepted()],
-    // biome-ignore lint/suspicious/noExplicitAny: the client's types are version unions.
-  } as any)) as unknown as { payload: unknown };
-  const deposited = await handleSettle(facilitator, body(payment.payload));
+  const deposit = await officialPayload(devnet, payer, accepted(), 30);
+  const deposited = await handleSettle(facilitator, body(deposit));
   expect(deposited.body.success, JSON.stringify(deposited.body)).toBe(true);
-  const channelConfig = new BatchClient(signerOf(payer)).buildChannelConfig(accepted() as never);
+  const channelConfig = officialChannelConfig(devnet, payer, accepted());
   const id = computeChannelId(channelConfig, devnet.network) as Hex;
   return async (amount: bigint) => {
-    const voucher = await signVoucher(signerOf(payer), id, amount.toString(), devnet.network);
+    const voucher = await signVoucher(
+      officialSigner(devnet, payer),
+      id,
+      amount.toString(),
+      devnet.network,
+    );
     return body({ type: "voucher", channelConfig, voucher });
   };
 }
