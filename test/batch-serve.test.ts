@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { officialBuyer, officialSeller } from "./helpers/batch.js";
 import { tokenBalance } from "./helpers/chain.js";
+import { runCli } from "./helpers/run-cli.js";
 import { type Serving, startServe } from "./helpers/serve.js";
 
 const PRICE = 1_000n;
@@ -109,4 +110,32 @@ describe.each([
       BigInt(REQUESTS) * PRICE,
     );
   }, 90_000);
+});
+
+describe("the receiver authorizer key", () => {
+  test("doctor names its address, never its key; one that is also the settlement key is refused by doctor and by serve", async () => {
+    const authorizer = devAccounts[7] as DevAccount;
+    const env = {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      XDG_STATE_HOME: path.join(stateDir, "doctor"),
+      FACILITATOR_PRIVATE_KEY: devnet.facilitator.privateKey,
+    };
+    const fine = await runCli(["doctor", "--json"], {
+      ...env,
+      FACILITATOR_RECEIVER_AUTHORIZER_KEY: authorizer.privateKey,
+    });
+    expect(fine.stdout).toContain(`receiver authorizer ${authorizer.address}`);
+    const clash = { ...env, FACILITATOR_RECEIVER_AUTHORIZER_KEY: devnet.facilitator.privateKey };
+    const refused = await runCli(["doctor", "--json"], clash);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toMatch(/is also a settlement key/);
+    const serving = await runCli(["serve", "--port", "0"], clash);
+    expect(serving.code).toBe(2);
+    expect(serving.stderr).toMatch(/is also a settlement key/);
+    for (const run of [fine, refused, serving]) {
+      const printed = run.stdout + run.stderr;
+      expect(printed).not.toContain(authorizer.privateKey.slice(2, 20));
+      expect(printed).not.toContain(devnet.facilitator.privateKey.slice(2, 20));
+    }
+  });
 });

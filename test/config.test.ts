@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConfigFlags, loadConfig } from "../src/cli/config.js";
+import { receiverAuthorizerOf } from "../src/cli/config-keys.js";
 import { UsageError } from "../src/cli/errors.js";
 import { svmDevKey } from "../src/svm/devnet/index.js";
 
@@ -431,6 +432,51 @@ describe("settlement safety settings", () => {
         .replaceAfterMs,
     ).toBe(30_000);
     expect(loadConfig({}, {}).replaceAfterMs).toBe(15_000);
+  });
+});
+
+describe("the batch-settlement receiver authorizer key", () => {
+  it("none by default; flag file over environment over config file; one key, never a settlement key, never echoed", () => {
+    expect(loadConfig({}, {}).loadReceiverAuthorizerKey()).toBeUndefined();
+    const inConfig = configFile("authorizer.json", {
+      receiverAuthorizerKeyFile: file("authorizer-in-config.key", `${OTHER_KEY}\n`),
+    });
+    expect(loadConfig({}, { FACILITATOR_CONFIG: inConfig }).loadReceiverAuthorizerKey()).toBe(
+      OTHER_KEY,
+    );
+    const env = { FACILITATOR_CONFIG: inConfig, FACILITATOR_RECEIVER_AUTHORIZER_KEY: KEY_HEX };
+    expect(loadConfig({}, env).loadReceiverAuthorizerKey()).toBe(KEY);
+    const flagFile = file("authorizer-flag.key", `# ours\n${OTHER_KEY}\n`);
+    expect(
+      loadConfig({ receiverAuthorizerKeyFile: flagFile }, env).loadReceiverAuthorizerKey(),
+    ).toBe(OTHER_KEY);
+
+    const two = file("authorizer-two.key", `${KEY}\n${OTHER_KEY}\n`);
+    const tooMany = usageError(() =>
+      loadConfig({ receiverAuthorizerKeyFile: two }, {}).loadReceiverAuthorizerKey(),
+    );
+    expect(tooMany).toMatch(/holds 2 keys: it takes one/);
+    const list = usageError(() =>
+      loadConfig(
+        {},
+        {
+          FACILITATOR_RECEIVER_AUTHORIZER_KEY: `${KEY},${OTHER_KEY}`,
+        },
+      ).loadReceiverAuthorizerKey(),
+    );
+    expect(list).toMatch(/takes one key, not a list/);
+    const bad = usageError(() =>
+      loadConfig({}, { FACILITATOR_RECEIVER_AUTHORIZER_KEY: "0x12" }).loadReceiverAuthorizerKey(),
+    );
+    for (const message of [tooMany, list, bad]) {
+      expect(message).not.toContain(KEY_HEX.slice(0, 16));
+      expect(message).not.toContain(OTHER_KEY.slice(2, 18));
+    }
+
+    const clash = usageError(() => receiverAuthorizerOf(KEY, [OTHER_KEY, KEY]));
+    expect(clash).toMatch(/is also a settlement key/);
+    expect(clash).not.toContain(KEY_HEX.slice(0, 16));
+    expect(receiverAuthorizerOf(KEY, [OTHER_KEY])?.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
   });
 });
 

@@ -19,7 +19,6 @@ import { caip2, knownNetwork } from "../../protocol/networks.js";
 import { durationInWords } from "../../protocol/words.js";
 import { Journal } from "../../store/journal.js";
 import type { CliConfig } from "../config.js";
-import { receiverAuthorizerOf } from "../config-keys.js";
 import { genesisHash, markerBeside } from "../devnet-marker.js";
 import { journalHolder } from "../settlement-locks.js";
 
@@ -205,51 +204,6 @@ export async function checkKeys(
     }
   }
   return findings;
-}
-
-/** The batch-settlement receiver authorizer: configured or not, its address, never its key. */
-export function checkReceiverAuthorizer(config: CliConfig): Finding[] {
-  let key: `0x${string}` | undefined;
-  try {
-    key = config.loadReceiverAuthorizerKey();
-  } catch (error) {
-    return [{ area: "key", level: "error", message: (error as Error).message }];
-  }
-  if (key === undefined) {
-    return [
-      {
-        area: "key",
-        level: "ok",
-        message:
-          "no receiver authorizer: batch-settlement sellers sign their own claims and refunds",
-      },
-    ];
-  }
-  let settlementKeys: `0x${string}`[] = [];
-  try {
-    settlementKeys = config.loadPrivateKeys();
-  } catch {
-    // checkKeys reports an unreadable settlement key.
-  }
-  try {
-    const account = receiverAuthorizerOf(key, settlementKeys);
-    return [
-      {
-        area: "key",
-        level: "ok",
-        message: `receiver authorizer ${account?.address}: signs batch-settlement claims and refunds (needs no gas)`,
-      },
-    ];
-  } catch (error) {
-    return [
-      {
-        area: "key",
-        level: "error",
-        message: (error as Error).message,
-        fix: "give the receiver authorizer a key of its own (--receiver-authorizer-key-file FILE or FACILITATOR_RECEIVER_AUTHORIZER_KEY)",
-      },
-    ];
-  }
 }
 
 export async function checkJournal(

@@ -4,10 +4,10 @@ import { RpcRegistry } from "../../core/rpc.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { printJson } from "../output.js";
+import { checkReceiverAuthorizer } from "./doctor-authorizer.js";
 import {
   checkJournal,
   checkKeys,
-  checkReceiverAuthorizer,
   checkRpcs,
   checkTokens,
   EXIT_OF,
