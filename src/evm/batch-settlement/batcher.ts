@@ -31,9 +31,16 @@ export interface ClaimRequest {
   readonly signature?: Hex | undefined;
 }
 
-interface Waiting {
+/** A claim request signed, encoded and simulated: what it sends alone, or brings to a batch. */
+interface Ready {
   readonly request: ClaimRequest;
   readonly key: string;
+  /** The receiver authorizer's signature: the seller's, or the one we made. */
+  readonly signature: Hex;
+  readonly data: Hex;
+}
+
+interface Waiting extends Ready {
   readonly waitUntil: Exclude<WaitUntil, "simulated">;
   readonly resolve: (sent: Sent) => void;
 }
@@ -69,9 +76,9 @@ export class ClaimBatcher {
     const { key, data } = claimCall(ctx, request.rows, signed.signature);
     const before = this.#answered.get(key);
     if (before) return { ok: true, hash: before };
+    const ready: Ready = { request, key, signature: signed.signature, data };
     // Alone first: a claim that cannot go through is refused now, and never joins a batch.
-    const call = { to: SETTLEMENT_ADDRESS, data };
-    const alone = await ctx.client.call(call).then(
+    const alone = await ctx.client.call({ to: SETTLEMENT_ADDRESS, data }).then(
       () => undefined,
       (error: unknown) => error,
     );
@@ -89,24 +96,18 @@ export class ClaimBatcher {
       };
     }
     if (waitUntil === "simulated" || this.#policy.maxWaitMs <= 0) {
-      return this.#sendAlone(ctx, request, key, signed.signature, waitUntil);
+      return this.#sendAlone(ctx, ready, waitUntil);
     }
     return new Promise<Sent>((resolve) => {
-      this.#queue.push({ request, key, waitUntil, resolve });
+      this.#queue.push({ ...ready, waitUntil, resolve });
       this.#rows += request.rows.length;
       if (this.#rows >= this.#policy.maxRows) void this.#flush(ctx);
       else this.#timer ??= setTimeout(() => void this.#flush(ctx), this.#policy.maxWaitMs);
     });
   }
 
-  async #sendAlone(
-    ctx: EvmContext,
-    request: ClaimRequest,
-    key: string,
-    signature: Hex,
-    waitUntil: WaitUntil,
-  ): Promise<Sent> {
-    const { data } = claimCall(ctx, request.rows, signature);
+  async #sendAlone(ctx: EvmContext, ready: Ready, waitUntil: WaitUntil): Promise<Sent> {
+    const { request, key, data } = ready;
     const sent = await sendAction(
       ctx,
       {
@@ -130,15 +131,7 @@ export class ClaimBatcher {
     if (batch.length === 0) return;
     const first = batch[0] as Waiting;
     if (batch.length === 1) {
-      first.resolve(
-        await this.#sendAlone(
-          ctx,
-          first.request,
-          first.key,
-          first.request.signature ?? (await ours(ctx, first.request.rows)),
-          first.waitUntil,
-        ),
-      );
+      first.resolve(await this.#sendAlone(ctx, first, first.waitUntil));
       return;
     }
     let sent: Sent;
@@ -172,10 +165,7 @@ export class ClaimBatcher {
       return;
     }
     // Something changed between the simulations and the batch: each on its own, in turn.
-    for (const w of batch) {
-      const signature = w.request.signature ?? (await ours(ctx, w.request.rows));
-      w.resolve(await this.#sendAlone(ctx, w.request, w.key, signature, w.waitUntil));
-    }
+    for (const w of batch) w.resolve(await this.#sendAlone(ctx, w, w.waitUntil));
   }
 
   #remember(key: string, hash: Hex): void {
@@ -203,9 +193,9 @@ async function ours(ctx: EvmContext, rows: readonly VoucherClaim[]): Promise<Hex
 async function batchCalls(ctx: EvmContext, batch: readonly Waiting[]): Promise<Hex[]> {
   const merged = new Map<string, VoucherClaim>();
   const calls: Hex[] = [];
-  for (const { request } of batch) {
+  for (const { request, data } of batch) {
     if (request.signature) {
-      calls.push(claimCall(ctx, request.rows, request.signature).data);
+      calls.push(data);
       continue;
     }
     for (const row of request.rows) {
