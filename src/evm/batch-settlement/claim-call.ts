@@ -3,12 +3,12 @@
  * them (the one given, or ours when our key is the channels' receiverAuthorizer) and the name the
  * journal keeps it under.
  */
-import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual } from "viem";
+import { encodeFunctionData, type Hex, hashTypedData } from "viem";
 import type { EvmContext } from "../context.js";
+import { ourAuthorizerFor } from "./authorizer.js";
 import { channelIdOf } from "./channel.js";
 import { CLAIM_BATCH_TYPES, SETTLEMENT_ABI, settlementDomain } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
-import { rejected } from "./reasons.js";
 import { bookOf } from "./voucher.js";
 
 /** The rows as the contract takes them. */
@@ -41,33 +41,15 @@ export async function claimSignature(
   given: Hex | undefined,
 ) {
   if (given) return { ok: true as const, signature: given };
-  const authorizer = ctx.receiverAuthorizer;
-  if (!authorizer) {
-    return {
-      ok: false as const,
-      failure: rejected(
-        "receiver_authorizer_unavailable",
-        "authorizer_not_configured",
-        "the claim carries no claimAuthorizerSignature, and this facilitator holds no receiver authorizer key to sign it",
-      ),
-    };
-  }
-  const foreign = claims.find(
-    (c) => !isAddressEqual(c.voucher.channel.receiverAuthorizer, authorizer.address),
+  const ours = ourAuthorizerFor(
+    ctx,
+    "claim",
+    claims.map((c) => c.voucher.channel.receiverAuthorizer),
   );
-  if (foreign) {
-    return {
-      ok: false as const,
-      failure: rejected(
-        "receiver_authorizer_unavailable",
-        "authorizer_address_mismatch",
-        `a claimed channel's receiverAuthorizer is ${foreign.voucher.channel.receiverAuthorizer}, not this facilitator's ${authorizer.address}: sign the claim yourself`,
-      ),
-    };
-  }
+  if (!ours.ok) return ours;
   return {
     ok: true as const,
-    signature: await authorizer.signTypedData(claimBatchMessage(ctx, claims)),
+    signature: await ours.authorizer.signTypedData(claimBatchMessage(ctx, claims)),
   };
 }
 

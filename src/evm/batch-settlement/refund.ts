@@ -3,17 +3,18 @@
  * `refundWithSignature` with the receiver authorizer's signature (given, or ours). Claims that
  * ride along go first, in the same transaction (`multicall`).
  */
-import { encodeFunctionData, type Hex, isAddressEqual } from "viem";
+import { encodeFunctionData, type Hex } from "viem";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
+import { ourAuthorizerFor } from "./authorizer.js";
 import { type ChannelState, channelIdOf, readChannel, stateExtra } from "./channel.js";
 import { claimCall, claimSignature, learnClaims } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
-import { hasOfficialShape, type RefundPayload, refundSchema } from "./payload.js";
+import { officialShapeFailure, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
 import { sendAction } from "./send.js";
 import { bookOf } from "./voucher.js";
@@ -33,28 +34,9 @@ function refundable(payload: RefundPayload, state: ChannelState, channelId: Hex,
 async function refundSignature(ctx: EvmContext, payload: RefundPayload, channelId: Hex) {
   if (payload.refundAuthorizerSignature)
     return { ok: true as const, signature: payload.refundAuthorizerSignature };
-  const authorizer = ctx.receiverAuthorizer;
-  if (!authorizer) {
-    return {
-      ok: false as const,
-      failure: rejected(
-        "receiver_authorizer_unavailable",
-        "authorizer_not_configured",
-        "the refund carries no refundAuthorizerSignature, and this facilitator holds no receiver authorizer key to sign it",
-      ),
-    };
-  }
-  if (!isAddressEqual(payload.channelConfig.receiverAuthorizer, authorizer.address)) {
-    return {
-      ok: false as const,
-      failure: rejected(
-        "receiver_authorizer_unavailable",
-        "authorizer_address_mismatch",
-        `the channel's receiverAuthorizer is ${payload.channelConfig.receiverAuthorizer}, not this facilitator's ${authorizer.address}: sign the refund yourself`,
-      ),
-    };
-  }
-  const signature = await authorizer.signTypedData({
+  const ours = ourAuthorizerFor(ctx, "refund", [payload.channelConfig.receiverAuthorizer]);
+  if (!ours.ok) return ours;
+  const signature = await ours.authorizer.signTypedData({
     domain: settlementDomain(ctx.chainId),
     types: REFUND_TYPES,
     primaryType: "Refund",
@@ -68,16 +50,8 @@ export async function settleRefund(
   request: PaymentRequest,
   waitUntil: WaitUntil,
 ): Promise<SettleResult> {
-  if (!hasOfficialShape("settle-refund", request.payload)) {
-    return {
-      ok: false,
-      failure: rejected(
-        "invalid_request",
-        "payload_type",
-        `${request.paths.payload}.payload is no refund to settle: it needs channelConfig, voucher, amount, refundNonce and claims`,
-      ),
-    };
-  }
+  const wrongShape = officialShapeFailure("settle-refund", request);
+  if (wrongShape) return { ok: false, failure: wrongShape };
   const parsed = refundSchema.safeParse(request.payload);
   if (!parsed.success) {
     const prefix = `${request.paths.payload}.payload`;
