@@ -1,46 +1,23 @@
 /**
  * The EIP-712 digests a voucher's verify needs, without recomputing what never changes: the
- * settlement domain's separator (one per chain) and the type hashes are made once, and a
- * channel's id is remembered for its configuration. They are the digests viem's hashTypedData
- * makes (test/batch-contract.test.ts holds them to the SDK's); this is the hot path of a voucher.
+ * settlement domain's separator (once per chain, as the EIP-3009 path keeps a token's) and the type
+ * hashes are made once, and a channel's id is remembered for its configuration. They are the
+ * digests viem's hashTypedData makes (test/batch-digests.test.ts); this is a voucher's hot path.
  */
-import { concat, encodeAbiParameters, type Hex, hashDomain, keccak256, stringToHex } from "viem";
-import { settlementDomain } from "./constants.js";
+import { concat, encodeAbiParameters, type Hex, keccak256, stringToHex } from "viem";
+import { domainSeparatorOf } from "../exact/eip3009-encoding.js";
+import { CHANNEL_CONFIG_TYPES, settlementDomain, VOUCHER_TYPES } from "./constants.js";
 import type { ChannelConfig } from "./payload.js";
 
-const DOMAIN_TYPES = [
-  { name: "name", type: "string" },
-  { name: "version", type: "string" },
-  { name: "chainId", type: "uint256" },
-  { name: "verifyingContract", type: "address" },
-] as const;
+/** A struct's type hash, from the same field list its typed data uses (no nested types here). */
+const typeHashOf = (name: string, fields: readonly { name: string; type: string }[]) =>
+  keccak256(stringToHex(`${name}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})`));
 
-const CHANNEL_CONFIG_TYPEHASH = keccak256(
-  stringToHex(
-    "ChannelConfig(address payer,address payerAuthorizer,address receiver,address receiverAuthorizer,address token,uint40 withdrawDelay,bytes32 salt)",
-  ),
-);
-const VOUCHER_TYPEHASH = keccak256(
-  stringToHex("Voucher(bytes32 channelId,uint128 maxClaimableAmount)"),
-);
-
-const separators = new Map<number, Hex>();
-
-/** The settlement contract's EIP-712 domain separator on `chainId`. */
-export function settlementSeparator(chainId: number): Hex {
-  let separator = separators.get(chainId);
-  if (!separator) {
-    separator = hashDomain({
-      domain: { ...settlementDomain(chainId), chainId: BigInt(chainId) },
-      types: { EIP712Domain: DOMAIN_TYPES },
-    });
-    separators.set(chainId, separator);
-  }
-  return separator;
-}
+const CHANNEL_CONFIG_TYPEHASH = typeHashOf("ChannelConfig", CHANNEL_CONFIG_TYPES.ChannelConfig);
+const VOUCHER_TYPEHASH = typeHashOf("Voucher", VOUCHER_TYPES.Voucher);
 
 const typedDigest = (chainId: number, structHash: Hex) =>
-  keccak256(concat(["0x1901", settlementSeparator(chainId), structHash]));
+  keccak256(concat(["0x1901", domainSeparatorOf(settlementDomain(chainId)), structHash]));
 
 /** Channel ids by chain and configuration, the most recently used kept. */
 const channelIds = new Map<string, Hex>();

@@ -62,10 +62,10 @@ const TRANSFER_VRS_SELECTOR = "0xe3ee160e";
 const domainSeparators = new Map<string, Hex>();
 
 /**
- * The EIP-712 digest of an authorization: what `hashTypedData` computes, with the token's domain
- * separator computed once per (token, chain, name, version) instead of on every verify.
+ * The EIP-712 separator of a domain {name, version, chainId, verifyingContract}: what
+ * `hashTypedData` computes for it, once per domain instead of on every digest.
  */
-export function authorizationDigest(domain: TokenDomain, message: AuthorizationMessage): Hex {
+export function domainSeparatorOf(domain: TokenDomain): Hex {
   const key = `${domain.chainId}:${domain.verifyingContract}:${domain.name}:${domain.version}`;
   let separator = domainSeparators.get(key);
   if (!separator) {
@@ -90,6 +90,15 @@ export function authorizationDigest(domain: TokenDomain, message: AuthorizationM
     if (domainSeparators.size > 1024) domainSeparators.clear();
     domainSeparators.set(key, separator);
   }
+  return separator;
+}
+
+/**
+ * The EIP-712 digest of an authorization: what `hashTypedData` computes, with the token's domain
+ * separator computed once per (token, chain, name, version) instead of on every verify.
+ */
+export function authorizationDigest(domain: TokenDomain, message: AuthorizationMessage): Hex {
+  const separator = domainSeparatorOf(domain);
   const structHash = keccak256(
     encodeAbiParameters(
       [
