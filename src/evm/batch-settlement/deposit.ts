@@ -26,7 +26,7 @@ import {
   erc3009DepositNonce,
   permit2CollectorData,
 } from "./deposit-checks.js";
-import { type DepositPayload, depositSchema, hasOfficialShape } from "./payload.js";
+import { type DepositPayload, depositSchema, officialShapeFailure } from "./payload.js";
 import { rejected } from "./reasons.js";
 import { bookOf, checkVoucherSignature } from "./voucher.js";
 
@@ -67,15 +67,8 @@ function parse(
   ctx: Parameters<ExactMethod<Deposit>["parse"]>[0],
   request: Parameters<ExactMethod<Deposit>["parse"]>[1],
 ): Step<Deposit> {
-  if (!hasOfficialShape("deposit", request.payload)) {
-    return refuse(
-      rejected(
-        "invalid_request",
-        "payload_type",
-        `${request.paths.payload}.payload is no deposit: it needs channelConfig, voucher {channelId, maxClaimableAmount, signature} and deposit {amount, authorization}`,
-      ),
-    );
-  }
+  const wrongShape = officialShapeFailure("deposit", request);
+  if (wrongShape) return refuse(wrongShape);
   const parsed = depositSchema.safeParse(request.payload);
   if (!parsed.success) {
     const prefix = `${request.paths.payload}.payload`;

@@ -3,7 +3,10 @@
  * lenient about fields we do not (the official client adds its own). Amounts are decimal strings.
  */
 import { z } from "zod";
+import type { Failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import { address, bytes32, hexBytes, uint256 } from "../exact/fields.js";
+import { rejected } from "./reasons.js";
 
 const MAX_UINT128 = 2n ** 128n - 1n;
 const uint128 = uint256.refine((value) => value <= MAX_UINT128, "does not fit in uint128");
@@ -107,10 +110,7 @@ export type RefundPayload = z.infer<typeof refundSchema>;
  * type without that shape is answered `payload_type`, as the official one does; one with the
  * shape but a bad value is `invalid_payload`, with a message naming the field.
  */
-export function hasOfficialShape(
-  type: "deposit" | "voucher" | "refund" | "settle-refund" | "claim" | "settle",
-  payload: Readonly<Record<string, unknown>>,
-): boolean {
+function hasOfficialShape(type: ShapedType, payload: Readonly<Record<string, unknown>>): boolean {
   const isObject = (value: unknown): value is Record<string, unknown> =>
     typeof value === "object" && value !== null;
   const voucher = payload.voucher;
@@ -135,9 +135,45 @@ export function hasOfficialShape(
       return channel;
     case "settle-refund":
       return channel && "amount" in payload && "refundNonce" in payload && "claims" in payload;
-    case "claim":
-      return "claims" in payload;
     case "settle":
       return "receiver" in payload && "token" in payload;
   }
+}
+
+type ShapedType = "deposit" | "voucher" | "refund" | "settle-refund" | "settle";
+
+/** What each type is called and needs, as the refusal of a payload without the shape says. */
+const SHAPES: Readonly<Record<ShapedType, { readonly noun: string; readonly needs: string }>> = {
+  deposit: {
+    noun: "deposit",
+    needs:
+      "channelConfig, voucher {channelId, maxClaimableAmount, signature} and deposit {amount, authorization}",
+  },
+  voucher: {
+    noun: "voucher",
+    needs: "channelConfig and voucher {channelId, maxClaimableAmount, signature}",
+  },
+  refund: {
+    noun: "refund",
+    needs: "channelConfig and voucher {channelId, maxClaimableAmount, signature}",
+  },
+  "settle-refund": {
+    noun: "refund to settle",
+    needs: "channelConfig, voucher, amount, refundNonce and claims",
+  },
+  settle: { noun: "settle", needs: "receiver and token" },
+};
+
+/** `payload_type` when the request's payload lacks the official shape of `type`, else undefined. */
+export function officialShapeFailure(
+  type: ShapedType,
+  request: Pick<PaymentRequest, "payload" | "paths">,
+): Failure | undefined {
+  if (hasOfficialShape(type, request.payload)) return undefined;
+  const { noun, needs } = SHAPES[type];
+  return rejected(
+    "invalid_request",
+    "payload_type",
+    `${request.paths.payload}.payload is no ${noun}: it needs ${needs}`,
+  );
 }

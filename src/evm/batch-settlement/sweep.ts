@@ -10,7 +10,7 @@ import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
-import { hasOfficialShape, sweepSchema } from "./payload.js";
+import { officialShapeFailure, sweepSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
 import { sendAction } from "./send.js";
 
@@ -19,16 +19,8 @@ export async function settleSweep(
   request: PaymentRequest,
   waitUntil: WaitUntil,
 ): Promise<SettleResult> {
-  if (!hasOfficialShape("settle", request.payload)) {
-    return {
-      ok: false,
-      failure: rejected(
-        "invalid_request",
-        "payload_type",
-        `${request.paths.payload}.payload is no settle: it needs receiver and token`,
-      ),
-    };
-  }
+  const wrongShape = officialShapeFailure("settle", request);
+  if (wrongShape) return { ok: false, failure: wrongShape };
   const parsed = sweepSchema.safeParse(request.payload);
   if (!parsed.success) {
     const prefix = `${request.paths.payload}.payload`;

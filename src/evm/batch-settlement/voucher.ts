@@ -16,7 +16,7 @@ import { type ChannelState, channelMismatch, readChannel, stateExtra } from "./c
 import { voucherDigest } from "./digests.js";
 import {
   type ChannelConfig,
-  hasOfficialShape,
+  officialShapeFailure,
   type VoucherFields,
   voucherSchema,
 } from "./payload.js";
@@ -77,16 +77,8 @@ export async function verifyVoucher(
   request: PaymentRequest,
 ): Promise<VerifyResult> {
   const kind = request.payload.type === "refund" ? "refund" : "voucher";
-  if (!hasOfficialShape(kind, request.payload)) {
-    return {
-      ok: false,
-      failure: rejected(
-        "invalid_request",
-        "payload_type",
-        `${request.paths.payload}.payload is no ${kind}: it needs channelConfig and voucher {channelId, maxClaimableAmount, signature}`,
-      ),
-    };
-  }
+  const wrongShape = officialShapeFailure(kind, request);
+  if (wrongShape) return { ok: false, failure: wrongShape };
   const parsed = voucherSchema.safeParse(request.payload);
   if (!parsed.success) {
     const prefix = `${request.paths.payload}.payload`;
