@@ -1,12 +1,8 @@
 /** The banner `facilitator devnet` prints: what runs where, and what to try. */
 import chalk from "chalk";
+import { receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import type { Devnet } from "../../evm/devnet/index.js";
-import {
-  devnetReceiverAuthorizer,
-  type EvmFiles,
-  type Files,
-  type Running,
-} from "./devnet-files.js";
+import type { EvmFiles, Files, Running } from "./devnet-files.js";
 import { svmBanner } from "./devnet-svm-banner.js";
 
 export function devnetBanner(
@@ -68,7 +64,7 @@ function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): s
     `  batch        ${devnet.batchSettlement.settlement} ${dim("(x402 batch-settlement)")}`,
     `               ${devnet.batchSettlement.erc3009Collector} ${dim("(EIP-3009 deposit collector)")}`,
     `               ${devnet.batchSettlement.permit2Collector} ${dim("(Permit2 deposit collector)")}`,
-    `               ${devnetReceiverAuthorizer.address} ${dim(`(receiver authorizer: serve signs claims and refunds; key in ${files.receiverAuthorizerKeyFile})`)}`,
+    `               ${receiverAuthorizerAccount.address} ${dim(`(receiver authorizer: serve signs claims and refunds; key in ${files.receiverAuthorizerKeyFile})`)}`,
     `  wallets      ${devnet.walletFactory}  ${dim("ERC-6492 smart-wallet factory")}`,
     `  Multicall3   ${devnet.multicall3}`,
     `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,

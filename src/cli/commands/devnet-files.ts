@@ -21,9 +21,6 @@ import { signPermitRequest } from "../../evm/devnet/sign-permit.js";
 import { signUptoRequest } from "../../evm/devnet/sign-upto.js";
 import type { SvmDevnet } from "../../svm/devnet/index.js";
 
-/** The devnet's batch-settlement receiver authorizer (dev account 7). */
-export const devnetReceiverAuthorizer = receiverAuthorizerAccount;
-
 /** The price of one request in the devnet's batch-settlement requests: 0.01 test USDC. */
 const BATCH_PRICE = 10_000n;
 
@@ -40,7 +37,7 @@ export function devnetBatchRequirements(
     payTo: devnet.payee.address,
     maxTimeoutSeconds: 300,
     extra: {
-      receiverAuthorizer: devnetReceiverAuthorizer.address,
+      receiverAuthorizer: receiverAuthorizerAccount.address,
       withdrawDelay: MIN_WITHDRAW_DELAY,
       name: devnet.token.name,
       version: devnet.token.version,
@@ -101,7 +98,7 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
   await writeFile(keyFile, `${devnet.facilitator.privateKey}\n`, { mode: 0o600 });
   await chmod(keyFile, 0o600);
   const receiverAuthorizerKeyFile = path.join(dir, "receiver-authorizer.key");
-  await writeFile(receiverAuthorizerKeyFile, `${devnetReceiverAuthorizer.privateKey}\n`, {
+  await writeFile(receiverAuthorizerKeyFile, `${receiverAuthorizerAccount.privateKey}\n`, {
     mode: 0o600,
   });
   await chmod(receiverAuthorizerKeyFile, 0o600);
@@ -206,7 +203,7 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
     payers: devnet.payers.map((p) => p.address),
     payee: devnet.payee.address,
     keyFile: files.keyFile,
-    receiverAuthorizer: devnetReceiverAuthorizer.address,
+    receiverAuthorizer: receiverAuthorizerAccount.address,
     receiverAuthorizerKeyFile: files.receiverAuthorizerKeyFile,
     requests: {
       reference: files.request,

@@ -9,17 +9,12 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
+import { receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import { type Devnet, startDevnet } from "../../evm/devnet/index.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { devnetBanner } from "./devnet-banner.js";
-import {
-  devnetReceiverAuthorizer,
-  evmInfo,
-  type Files,
-  type Running,
-  writeEvmFiles,
-} from "./devnet-files.js";
+import { evmInfo, type Files, type Running, writeEvmFiles } from "./devnet-files.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -230,7 +225,7 @@ function jsonLine(running: Running, files: Files): string {
           requestUpto: files.evm.requestUpto,
           requestBatchDeposit: files.evm.requestBatchDeposit,
           requestBatchVoucher: files.evm.requestBatchVoucher,
-          receiverAuthorizer: devnetReceiverAuthorizer.address,
+          receiverAuthorizer: receiverAuthorizerAccount.address,
         }
       : {}),
     ...(svm && files.svm

@@ -35,7 +35,6 @@ export interface BatchPayment {
   /** `--deposit` and `--cumulative`, in atomic units, when given. */
   readonly deposit?: bigint | undefined;
   readonly cumulative?: bigint | undefined;
-  readonly devnet: boolean;
   readonly quiet: boolean;
 }
 

@@ -14,6 +14,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { isUnreachable, RpcRegistry, unreachableReason } from "../../core/rpc.js";
+import { BATCH_SETTLEMENT } from "../../evm/batch-settlement/constants.js";
 import {
   approvalTerms,
   type RequirementsJson,
@@ -36,10 +37,9 @@ import { humanOutput, note, printJson, warn } from "../output.js";
 import { batchExtra, signBatchPayment } from "./pay-batch.js";
 import type { PayFlags } from "./pay-flags.js";
 import { type PayScheme, pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
-
-const BATCH = "batch-settlement";
-
 import { buildSvmRequest } from "./pay-svm.js";
+
+const BATCH = BATCH_SETTLEMENT;
 
 const tokenAbi = parseAbi([
   "function name() view returns (string)",
@@ -316,7 +316,6 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
       method,
       deposit: await units(flags.deposit, "--deposit"),
       cumulative: await units(flags.cumulative, "--cumulative"),
-      devnet,
       quiet,
     });
     return {
