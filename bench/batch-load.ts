@@ -3,28 +3,9 @@
  * queue of paid requests until done or out of time, latencies, errors, and the server's CPU time
  * and RPC calls per request over the level.
  */
-import { readFileSync } from "node:fs";
 import type { Target } from "./batch-server-processes.js";
 import type { Outcome } from "./batch-x402-http.js";
-
-/** CPU time (user + system, all threads) a live process has used so far, in ms. */
-export function cpuMs(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Nearest-rank percentile. */
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number;
-}
+import { cpuMs } from "./lib.js";
 
 export interface Level {
   readonly count: number;

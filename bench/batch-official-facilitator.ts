@@ -7,11 +7,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { toFacilitatorEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme as BatchFacilitator } from "@x402/evm/batch-settlement/facilitator";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
-import { createWalletClient, defineChain, type Hex, http, nonceManager, publicActions } from "viem";
+import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { officialSigner } from "./official-signer.js";
 
 function required(name: string): string {
   const value = process.env[name];
@@ -24,50 +24,14 @@ function required(name: string): string {
  * the receiver-authorizer key, and `ExactEvmScheme`) behind node:http, as the x402 HTTP
  * facilitator protocol has it: POST /verify and /settle take {paymentPayload, paymentRequirements}
  * and answer the facilitator's VerifyResponse / SettleResponse (500 if it threw). Its signer is
- * the one the SDK's examples build, with viem's nonce manager so concurrent settles from one key
- * take consecutive nonces; settles always wait for the receipt (the SDK has no other mode).
+ * the one the SDK's examples build (bench/official-signer.ts); settles always wait for the
+ * receipt (the SDK has no other mode).
  */
 export async function runOfficialServer(): Promise<void> {
   const rpcUrl = required("OFFICIAL_RPC_URL");
   const relayerKey = required("OFFICIAL_RELAYER_KEY") as Hex;
   const authorizerKey = required("OFFICIAL_AUTHORIZER_KEY") as Hex;
-  const chainIdAnswer = (await (
-    await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-    })
-  ).json()) as { result?: string };
-  if (typeof chainIdAnswer.result !== "string") throw new Error("eth_chainId gave no result");
-  const chainId = Number(BigInt(chainIdAnswer.result));
-  const network = `eip155:${chainId}` as const;
-  const chain = defineChain({
-    id: chainId,
-    name: `devnet ${chainId}`,
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [rpcUrl] } },
-    // As bench/reference-server.ts: the devnet's heartbeat block every second.
-    blockTime: 1_000,
-  });
-  const account = privateKeyToAccount(relayerKey, { nonceManager });
-  const wallet = createWalletClient({ account, chain, transport: http(rpcUrl) }).extend(
-    publicActions,
-  );
-  const signer = toFacilitatorEvmSigner({
-    address: account.address,
-    // biome-ignore lint/suspicious/noExplicitAny: forwarding viem calls as the SDK's examples do.
-    readContract: (args: any) => wallet.readContract({ ...args, args: args.args ?? [] }),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    verifyTypedData: (args: any) => wallet.verifyTypedData(args),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    writeContract: (args: any) => wallet.writeContract({ ...args, args: args.args ?? [] }),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    sendTransaction: (args: any) => wallet.sendTransaction(args),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    waitForTransactionReceipt: (args: any) => wallet.waitForTransactionReceipt(args),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    getCode: (args: any) => wallet.getCode(args),
-  });
+  const { signer, network } = await officialSigner(rpcUrl, relayerKey);
   const facilitator = new x402Facilitator();
   facilitator.register(network, new BatchFacilitator(signer, privateKeyToAccount(authorizerKey)));
   facilitator.register(network, new ExactEvmScheme(signer, { eip6492AllowedFactories: [] }));

@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import type { DevAccount } from "../src/evm/devnet/index.js";
 import type { RpcCounter } from "./batch-rpc-proxy.js";
-import { cleanEnv, exited, freePort } from "./lib.js";
+import { cleanEnv, exited, freePort, tail, urlOnStdout } from "./lib.js";
 import { ROOT } from "./settle-lib.js";
 
 const READY_TIMEOUT_MS = 30_000;
@@ -25,16 +25,6 @@ function track(child: ChildProcess): ChildProcess {
   children.add(child);
   child.once("exit", () => children.delete(child));
   return child;
-}
-
-/** Keeps the last few kB of a stream, for error messages. */
-function tail(stream: NodeJS.ReadableStream | null | undefined): () => string {
-  let text = "";
-  stream?.setEncoding("utf8");
-  stream?.on("data", (chunk: string) => {
-    text = (text + chunk).slice(-4_000);
-  });
-  return () => text;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -129,7 +119,7 @@ export async function startOurs(options: {
  * bench/batch-official-facilitator.ts, started through bench/batch.ts with
  * BENCH_BATCH_ROLE=official), its RPC through `rpc`.
  */
-export function startOfficial(options: {
+export async function startOfficial(options: {
   readonly script: string;
   readonly rpc: RpcCounter;
   readonly relayer: DevAccount;
@@ -149,30 +139,7 @@ export function startOfficial(options: {
     }),
   );
   const log = tail(child.stderr);
-  return new Promise((resolve, reject) => {
-    let stdout = "";
-    const timer = setTimeout(() => {
-      reject(new Error(`official server did not listen within ${READY_TIMEOUT_MS} ms:\n${log()}`));
-    }, READY_TIMEOUT_MS);
-    child.stdout?.setEncoding("utf8");
-    child.stdout?.on("data", (chunk: string) => {
-      if (stdout.length < 4_000) stdout += chunk;
-      const match = /listening (http:\/\/\S+)/.exec(stdout);
-      if (match?.[1] && child.pid !== undefined) {
-        clearTimeout(timer);
-        resolve({
-          name: "official",
-          child,
-          pid: child.pid,
-          url: match[1],
-          rpc: options.rpc,
-          log,
-        });
-      }
-    });
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`official server exited (${code ?? signal}):\n${log()}`));
-    });
-  });
+  const url = await urlOnStdout(child, "official server", log, READY_TIMEOUT_MS);
+  if (child.pid === undefined) throw new Error(`official server has no pid:\n${log()}`);
+  return { name: "official", child, pid: child.pid, url, rpc: options.rpc, log };
 }

@@ -6,9 +6,9 @@
 import os from "node:os";
 import path from "node:path";
 import type { GasRound } from "./batch-gas-per-request.js";
-import { percentile } from "./batch-load.js";
 import type { JournalGrowth, RateRow } from "./batch-requests-per-second.js";
 import { EXACT_GAS_HINT, K, PERMIT2, RATE_CHANNELS } from "./batch-settings.js";
+import { percentile } from "./lib.js";
 
 /** A markdown table, columns after the first right-aligned. */
 export function markdownTable(header: readonly string[], rows: readonly string[][]): string {

@@ -30,7 +30,19 @@ import { type Address, createPublicClient, type Hex, http } from "viem";
 import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
-import { type Answer, cleanEnv, exited, freePort, post, setting, stopChild } from "./lib.js";
+import {
+  type Answer,
+  cleanEnv,
+  cpuMs,
+  exited,
+  freePort,
+  percentile,
+  post,
+  setting,
+  stopChild,
+  tail,
+  urlOnStdout,
+} from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -79,16 +91,6 @@ function track(child: ChildProcess): ChildProcess {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Keeps the last few kB of a stream, for error messages. */
-function tail(stream: NodeJS.ReadableStream | null | undefined): () => string {
-  let text = "";
-  stream?.setEncoding("utf8");
-  stream?.on("data", (chunk: string) => {
-    text = (text + chunk).slice(-4_000);
-  });
-  return () => text;
-}
 
 interface Server {
   readonly name: string;
@@ -145,7 +147,7 @@ async function startOurs(rpcUrl: string, keyFile: string, journal: string): Prom
  * bench/reference-server.ts under tsx (`node --import tsx`, so the pid is the server itself and
  * its memory is the server's); ready once it prints its URL on stdout.
  */
-function startReference(rpcUrl: string, key: Hex): Promise<Server> {
+async function startReference(rpcUrl: string, key: Hex): Promise<Server> {
   const child = track(
     spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "bench/reference-server.ts")], {
       cwd: ROOT,
@@ -159,25 +161,9 @@ function startReference(rpcUrl: string, key: Hex): Promise<Server> {
     }),
   );
   const log = tail(child.stderr);
-  return new Promise((resolve, reject) => {
-    let stdout = "";
-    const timer = setTimeout(() => {
-      reject(new Error(`reference server did not listen within ${READY_TIMEOUT_MS} ms:\n${log()}`));
-    }, READY_TIMEOUT_MS);
-    child.stdout?.setEncoding("utf8");
-    child.stdout?.on("data", (chunk: string) => {
-      if (stdout.length < 4_000) stdout += chunk;
-      const match = /listening (http:\/\/\S+)/.exec(stdout);
-      if (match?.[1] && child.pid !== undefined) {
-        clearTimeout(timer);
-        resolve({ name: "reference", child, pid: child.pid, url: match[1], log });
-      }
-    });
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`reference server exited (${code ?? signal}):\n${log()}`));
-    });
-  });
+  const url = await urlOnStdout(child, "reference server", log, READY_TIMEOUT_MS);
+  if (child.pid === undefined) throw new Error(`reference server has no pid:\n${log()}`);
+  return { name: "reference", child, pid: child.pid, url, log };
 }
 
 /** VmHWM (peak resident set) of a live process, in MiB; undefined without /proc. */
@@ -185,18 +171,6 @@ function peakRssMiB(pid: number): number | undefined {
   try {
     const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     return match ? Number(match[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU time (user + system) a live process has used so far, in ms; undefined without /proc. */
-function cpuMs(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after "(comm)": state is field 3, utime 14, stime 15, in clock ticks (USER_HZ, 100).
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
   } catch {
     return undefined;
   }
@@ -288,14 +262,6 @@ function cpuLine(round: Round): string {
     `CPU ms per request: server ${each(cpu.server)}, anvil ${each(cpu.anvil)}, ` +
     `load generator ${each(cpu.client)}`
   );
-}
-
-/** Nearest-rank percentile. */
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number;
 }
 
 const median = (values: readonly number[]) => percentile(values, 50);

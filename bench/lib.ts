@@ -1,5 +1,6 @@
 /** What the benches share: settings from the environment, free ports, a clean environment. */
 import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -7,6 +8,67 @@ import type { Address } from "viem";
 import { approvePermit2, type DevAccount, type Devnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { signUptoRequest } from "../src/evm/devnet/sign-upto.js";
+
+/** CPU time (user + system, all threads) a live process has used so far, in ms; undefined without /proc. */
+export function cpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after "(comm)": state is field 3, utime 14, stime 15, in clock ticks (USER_HZ, 100).
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Nearest-rank percentile of unsorted values. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number;
+}
+
+/** Keeps the last few kB of a stream, for error messages. */
+export function tail(stream: NodeJS.ReadableStream | null | undefined): () => string {
+  let text = "";
+  stream?.setEncoding("utf8");
+  stream?.on("data", (chunk: string) => {
+    text = (text + chunk).slice(-4_000);
+  });
+  return () => text;
+}
+
+/**
+ * The URL a child server prints as `listening <url>` on stdout, once it does; rejects, with the
+ * end of its stderr (`log`), when it exits first or stays silent for `timeoutMs`.
+ */
+export function urlOnStdout(
+  child: ChildProcess,
+  what: string,
+  log: () => string,
+  timeoutMs: number,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let stdout = "";
+    const timer = setTimeout(() => {
+      reject(new Error(`${what} did not listen within ${timeoutMs} ms:\n${log()}`));
+    }, timeoutMs);
+    child.stdout?.setEncoding("utf8");
+    child.stdout?.on("data", (chunk: string) => {
+      if (stdout.length < 4_000) stdout += chunk;
+      const match = /listening (http:\/\/\S+)/.exec(stdout);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code ?? signal}):\n${log()}`));
+    });
+  });
+}
 
 /** A positive number from the environment, or the fallback. */
 export function setting(name: string, fallback: number): number {

@@ -8,9 +8,7 @@
  *                                        | 400/500 {success:false, error}
  *
  * Settle always waits for the receipt (the reference has no other mode). The signer is the one the
- * reference examples build: one viem wallet client extended with public actions, wrapped by
- * `toFacilitatorEvmSigner`, with `privateKeyToAccount(key, { nonceManager })` so concurrent settles
- * from one key take consecutive nonces.
+ * reference examples build (bench/official-signer.ts).
  *
  *   REFERENCE_RPC_URL=http://127.0.0.1:8545 REFERENCE_PRIVATE_KEY=0x… REFERENCE_PORT=0 \
  *     tsx bench/reference-server.ts
@@ -21,14 +19,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
-import { createWalletClient, defineChain, type Hex, http, nonceManager, publicActions } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import type { Hex } from "viem";
+import { officialSigner } from "./official-signer.js";
 
 const BODY_LIMIT_BYTES = 64 * 1024;
-/** The devnet mines a heartbeat block every second; viem derives its polling interval from this. */
-const DEVNET_BLOCK_TIME_MS = 1_000;
 const STOP_GRACE_MS = 5_000;
 
 function required(name: string): string {
@@ -52,50 +47,7 @@ if (!Number.isInteger(port) || port < 0 || port > 65_535) {
   process.exit(2);
 }
 
-/** One eth_chainId at start-up: the chain definition (like baseSepolia in the examples) needs it. */
-async function chainIdOf(url: string): Promise<number> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const answer = (await response.json()) as { result?: string };
-  if (typeof answer.result !== "string") throw new Error("eth_chainId gave no result");
-  return Number(BigInt(answer.result));
-}
-
-const chainId = await chainIdOf(rpcUrl);
-const network = `eip155:${chainId}` as const;
-const chain = defineChain({
-  id: chainId,
-  name: `devnet ${chainId}`,
-  nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-  rpcUrls: { default: { http: [rpcUrl] } },
-  blockTime: DEVNET_BLOCK_TIME_MS,
-});
-
-const account = privateKeyToAccount(privateKey as Hex, { nonceManager });
-const wallet = createWalletClient({ account, chain, transport: http(rpcUrl) }).extend(
-  publicActions,
-);
-
-// The forwarding the reference examples do (args defaulted to [], gas passed through).
-const signer = toFacilitatorEvmSigner({
-  address: account.address,
-  // biome-ignore lint/suspicious/noExplicitAny: forwarding viem calls as the SDK's examples do.
-  readContract: (args: any) => wallet.readContract({ ...args, args: args.args ?? [] }),
-  // biome-ignore lint/suspicious/noExplicitAny: as above.
-  verifyTypedData: (args: any) => wallet.verifyTypedData(args),
-  // biome-ignore lint/suspicious/noExplicitAny: as above.
-  writeContract: (args: any) => wallet.writeContract({ ...args, args: args.args ?? [] }),
-  // biome-ignore lint/suspicious/noExplicitAny: as above.
-  sendTransaction: (args: any) => wallet.sendTransaction(args),
-  // biome-ignore lint/suspicious/noExplicitAny: as above.
-  waitForTransactionReceipt: (args: any) => wallet.waitForTransactionReceipt(args),
-  // biome-ignore lint/suspicious/noExplicitAny: as above.
-  getCode: (args: any) => wallet.getCode(args),
-});
+const { signer, network } = await officialSigner(rpcUrl, privateKey as Hex);
 
 const facilitator = new x402Facilitator();
 facilitator.register(network, new ExactEvmScheme(signer, { eip6492AllowedFactories: [] }));
