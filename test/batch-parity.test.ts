@@ -40,6 +40,7 @@ import {
   startDevnet,
 } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
+import type { Caller } from "../src/protocol/request.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { payerHolding } from "./helpers/chain.js";
 import { clientsOf } from "./helpers/permit2.js";
@@ -64,6 +65,8 @@ let payerC: DevAccount;
 let payerD: DevAccount;
 
 const tally = { cases: 0, equal: 0 };
+/** The caller an API key bound to the payee names. */
+let SELLER: Caller;
 /** Payer A's first deposit, settled by both (see sameSettle). */
 let firstDeposit: Json;
 
@@ -85,6 +88,7 @@ beforeAll(async () => {
       privateKeyToAccount(authorizer.privateKey),
     ),
   );
+  SELLER = { name: "seller", receivers: [devnet.payee.address] };
   [payerA, payerB, payerC, payerD] = devnet.payers as [
     DevAccount,
     DevAccount,
@@ -253,7 +257,9 @@ async function sameSettle(payment: Json, accepted: Json = requirements()) {
   const snapshot = await anvil().snapshot();
   const official = await theirSettle(payment, accepted);
   await anvil().revert({ id: snapshot });
-  const reply = await handleSettle(ours, x402Body(payment, accepted));
+  // The official facilitator signs a refund for whoever asks; ours only for the channel's seller,
+  // so ours is asked as the seller (the payee's API key) would.
+  const reply = await handleSettle(ours, x402Body(payment, accepted), { caller: SELLER });
   const a = verdictOfSettle(reply.body, official);
   const b = verdictOfSettle(official, reply.body);
   tally.cases++;

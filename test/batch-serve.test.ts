@@ -6,7 +6,7 @@
  * channel manager, and an official buyer through @x402/fetch; a replayed payment header is
  * refused; balances exact to the unit.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -64,9 +64,26 @@ describe.each([
 ] as const)("%s", (_title, who, payerIndex) => {
   test(`${REQUESTS} paid requests over one deposit, a replay refused, claimed and settled to the unit`, async () => {
     const ourAuthorizer = devAccounts[7] as DevAccount;
+    // A receiver of its own, so the balance checks see only this test's payments.
+    const payTo = privateKeyToAccount(generatePrivateKey()).address;
+    // Our authorizer is offered only with an API key bound to the seller: its refunds need it.
+    const apiKey = `seller-${generatePrivateKey().slice(2, 34)}`;
+    const keysFile = path.join(stateDir, `${who}-api-keys.json`);
+    writeFileSync(
+      keysFile,
+      JSON.stringify({
+        anonymous: true,
+        keys: [{ name: "shop", key: apiKey, receivers: [payTo] }],
+      }),
+    );
     const serving = await serve(
       who,
-      who === "ours" ? { FACILITATOR_RECEIVER_AUTHORIZER_KEY: ourAuthorizer.privateKey } : {},
+      who === "ours"
+        ? {
+            FACILITATOR_RECEIVER_AUTHORIZER_KEY: ourAuthorizer.privateKey,
+            FACILITATOR_API_KEYS_FILE: keysFile,
+          }
+        : {},
     );
     const kind = await supportedKind(serving);
     if (who === "ours") {
@@ -75,15 +92,14 @@ describe.each([
       expect(kind).toBeDefined();
       expect(kind?.extra?.receiverAuthorizer).toBeUndefined();
     }
-    // The key never shows in what serve prints.
+    // The keys never show in what serve prints.
     expect(serving.stderr()).not.toContain(ourAuthorizer.privateKey.slice(2));
+    expect(serving.stderr()).not.toContain(apiKey);
 
-    // A receiver of its own, so the balance checks see only this test's payments.
-    const payTo = privateKeyToAccount(generatePrivateKey()).address;
     const { url, manager } = await officialSeller(devnet, serving.url, servers, {
       payTo,
       price: PRICE,
-      ...(who === "own" ? { ownSigner: generatePrivateKey() } : {}),
+      ...(who === "own" ? { ownSigner: generatePrivateKey() } : { apiKey }),
     });
     const payer = devnet.payers[payerIndex] as DevAccount;
     const { pay, sent } = officialBuyer(devnet, payer);
@@ -113,6 +129,31 @@ describe.each([
 });
 
 describe("the receiver authorizer key", () => {
+  test("is not offered on /supported while no API key names a seller whose refunds it may sign", async () => {
+    const authorizer = devAccounts[7] as DevAccount;
+    const serving = await serve("unoffered", {
+      FACILITATOR_RECEIVER_AUTHORIZER_KEY: authorizer.privateKey,
+    });
+    const kind = await supportedKind(serving);
+    expect(kind).toBeDefined();
+    expect(kind?.extra?.receiverAuthorizer).toBeUndefined();
+  });
+
+  test("an API keys file with a mistake stops serve at start, naming the entry and never the key", async () => {
+    const file = path.join(stateDir, "bad-keys.json");
+    const key = "short-but-secret";
+    writeFileSync(file, JSON.stringify({ keys: [{ name: "shop", key, receivers: ["0x12"] }] }));
+    const run = await runCli(["serve", "--port", "0", "--api-keys-file", file], {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+      XDG_STATE_HOME: path.join(stateDir, "bad-keys"),
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      `--api-keys-file ${file}: keys[0]: shop's key must be at least 24 characters`,
+    );
+    expect(run.stdout + run.stderr).not.toContain(key);
+  });
+
   test("doctor names its address, never its key; one that is also the settlement key is refused by doctor and by serve", async () => {
     const authorizer = devAccounts[7] as DevAccount;
     const env = {

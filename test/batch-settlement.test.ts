@@ -32,6 +32,8 @@ let facilitatorServer: RunningServer;
 const servers: Server[] = [];
 /** The receiver authorizer whose key our facilitator holds: sellers leave their claims to us. */
 let authorizer: DevAccount;
+/** The seller's API key: bound to its payTo, so our authorizer signs its refunds. */
+const SELLER_KEY = "seller-key-0123456789abcdef";
 
 beforeAll(async () => {
   devnet = await startDevnet();
@@ -43,7 +45,14 @@ beforeAll(async () => {
         useDefaultRpcs: false,
         signer: privateKeyToAccount(devnet.facilitator.privateKey),
         receiverAuthorizer: privateKeyToAccount(authorizer.privateKey),
+        offerReceiverAuthorizer: true,
       }),
+      {
+        apiKeys: {
+          keys: [{ name: "seller", key: SELLER_KEY, receivers: [devnet.payee.address] }],
+          anonymous: true,
+        },
+      },
     ),
     { host: "127.0.0.1", port: 0, log: () => undefined },
   );
@@ -89,6 +98,7 @@ describe.each([
       price: PRICE,
       token,
       method,
+      apiKey: SELLER_KEY,
     });
     const { pay } = officialBuyer(devnet, payer);
     const payerBefore = await tokenBalance(devnet, payer.address, token.address);

@@ -23,6 +23,8 @@ export async function facilitatorFrom(
     metrics?: (MetricsSink & { observeStore(op: string, seconds: number): void }) | undefined;
     /** Without signing: still read the journal or store (status), never compacting the file. */
     store?: boolean;
+    /** /supported offers the receiver authorizer (refund requests are authenticated). */
+    offerReceiverAuthorizer?: boolean;
   } = {},
 ): Promise<Facilitator> {
   const rpc = {
@@ -61,6 +63,7 @@ export async function facilitatorFrom(
     ...rpc,
     signers,
     receiverAuthorizer,
+    offerReceiverAuthorizer: options.offerReceiverAuthorizer === true,
     journal,
     confirmTimeoutMs: config.confirmTimeoutMs,
     confirmations: config.confirmations,

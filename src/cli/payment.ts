@@ -2,7 +2,7 @@
 
 import type { Facilitator } from "../facilitator.js";
 import { type Failure, failure, statusOf } from "../protocol/errors.js";
-import { parseJson } from "../protocol/request.js";
+import { type Caller, parseJson } from "../protocol/request.js";
 import {
   exitCodeOf,
   handleSettle,
@@ -115,8 +115,14 @@ async function settleAfterEarlier(
 ): Promise<Reply> {
   const blocked = await earlierTransactions(facilitator, body, config.confirmTimeoutMs);
   if (blocked) return renderFailure("settle", body, blocked);
-  return handleSettle(facilitator, withAmount(body, flags.amount), { waitUntil: flags.waitUntil });
+  return handleSettle(facilitator, withAmount(body, flags.amount), {
+    waitUntil: flags.waitUntil,
+    caller: OPERATOR,
+  });
 }
+
+/** Who runs a command holds the keys: it may ask for anything they can sign, refunds included. */
+const OPERATOR: Caller = { name: "command line", receivers: "any" };
 
 export async function runPayment(
   op: Operation,
@@ -186,7 +192,7 @@ async function answerPayment(
   try {
     const answer =
       op === "verify"
-        ? handleVerify(facilitator, body)
+        ? handleVerify(facilitator, body, { caller: OPERATOR })
         : settleAfterEarlier(facilitator, body, config, flags);
     const outcome = await Promise.race([answer, interrupt.signal]);
     if (typeof outcome === "string") {

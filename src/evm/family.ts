@@ -44,6 +44,11 @@ export interface EvmOptions {
   readonly schemes?: readonly EvmScheme[] | undefined;
   /** The batch-settlement receiver authorizer's key (never a settlement key); none by default. */
   readonly receiverAuthorizer?: LocalAccount | undefined;
+  /**
+   * Whether /supported offers it to sellers: only when refund requests are authenticated (a
+   * caller bound to the channel's receiver), since it signs a refund for whoever may ask.
+   */
+  readonly offerReceiverAuthorizer?: boolean | undefined;
   /** batch-settlement claims: up to maxRows rows in one transaction, waiting maxWaitMs for more. */
   readonly claimBatch?: { readonly maxRows?: number; readonly maxWaitMs?: number } | undefined;
   /** Most a settlement may cost, in wei, on every chain (default: per network)... */
@@ -140,7 +145,9 @@ export class EvmFamily implements ChainFamily {
           : addresses[this.#signerTurn++ % addresses.length];
       },
       context: (chainId) => this.#context(chainId, caip2(chainId)),
-      receiverAuthorizer: options.receiverAuthorizer?.address,
+      receiverAuthorizer: options.offerReceiverAuthorizer
+        ? options.receiverAuthorizer?.address
+        : undefined,
     };
   }
 

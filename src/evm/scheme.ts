@@ -12,7 +12,7 @@ import type { EvmContext, PaymentMethod } from "./context.js";
 export interface EvmSchemeHost {
   /** The next of our settlement accounts, in turn; undefined without any. */
   nextSigner(): string | undefined;
-  /** The batch-settlement receiver authorizer's address, when its key is configured. */
+  /** The batch-settlement receiver authorizer's address, when it is offered to sellers. */
   readonly receiverAuthorizer?: string | undefined;
   /** The context of a served chain, for reads (a token's EIP-712 domain). */
   context(chainId: number): Promise<EvmContext>;

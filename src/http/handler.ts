@@ -2,11 +2,11 @@
  * The HTTP service as a pure function: a request (method, path, headers, body bytes) in; status,
  * headers and body out. No sockets here, so it is tested in-process; `server.ts` adapts node:http.
  */
-import { timingSafeEqual } from "node:crypto";
 import type { Facilitator } from "../facilitator.js";
 import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";
 import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
+import { type ApiKeys, callerRecognizer } from "./callers.js";
 import { checkHealth, checkReadiness } from "./health.js";
 import { llmsTxt } from "./llms.js";
 
@@ -29,6 +29,8 @@ export interface HttpResponse {
 export interface HandlerOptions {
   /** When set, /verify and /settle require `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string | undefined;
+  /** Named keys, each for the sellers (receivers) it may act for (callers.ts). */
+  readonly apiKeys?: ApiKeys | undefined;
   /**
    * When set, requests whose Host header it refuses get 403 `untrusted_host` (the DNS-rebinding
    * guard of a server without an API key; see hosts.ts).
@@ -85,17 +87,6 @@ function header(request: HttpRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Constant-time comparison of the presented bearer token with the configured key. */
-function authorized(request: HttpRequest, apiKey: string): boolean {
-  const match = /^Bearer\s+(.+)$/i.exec(header(request, "authorization") ?? "");
-  const presented = Buffer.from(match?.[1]?.trim() ?? "");
-  const expected = Buffer.from(apiKey);
-  // Compare equal-length buffers so the time taken says nothing about the key.
-  const padded = Buffer.alloc(expected.length);
-  presented.copy(padded, 0, 0, expected.length);
-  return timingSafeEqual(padded, expected) && presented.length === expected.length;
-}
-
 export const routes: Record<string, readonly string[]> = {
   "/verify": ["POST"],
   "/settle": ["POST"],
@@ -113,6 +104,7 @@ function fail(code: ErrorCode, message?: string): HttpResponse {
 }
 
 export function createHandler(facilitator: Facilitator, options: HandlerOptions = {}) {
+  const callers = callerRecognizer(options.apiKey, options.apiKeys);
   return async function handle(request: HttpRequest): Promise<HttpResponse> {
     const path = request.url.split("?")[0] ?? "/";
     const host = header(request, "host");
@@ -153,11 +145,18 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
     const started = performance.now();
     let body: unknown;
     const response = await (async (): Promise<HttpResponse> => {
-      if (options.apiKey !== undefined && !authorized(request, options.apiKey)) {
-        const response = fail("unauthorized", "send Authorization: Bearer <api key>");
+      const identified = callers.identify(header(request, "authorization"));
+      if (!identified.ok) {
+        const response = fail(
+          "unauthorized",
+          identified.presented
+            ? "this API key is not one of this server's"
+            : "send Authorization: Bearer <api key>",
+        );
         response.headers["www-authenticate"] = "Bearer";
         return response;
       }
+      const caller = identified.caller;
       // GET /settlements?transaction=0x… or ?id=<payment-identifier>: what we know of one.
       if (path === "/settlements") return settlementStatus(facilitator, request.url);
       // GET /metrics: with an API key, scrapers send it too (it shows signers, balances, volume).
@@ -179,8 +178,8 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
       }
       const reply =
         path === "/verify"
-          ? await handleVerify(facilitator, parsed.value)
-          : await handleSettle(facilitator, parsed.value);
+          ? await handleVerify(facilitator, parsed.value, { caller })
+          : await handleSettle(facilitator, parsed.value, { caller });
       return fromReply(reply);
     })();
     if (path === "/verify" || path === "/settle") {

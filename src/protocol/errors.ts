@@ -220,6 +220,12 @@ export const ERRORS = {
     summary:
       "The claim or refund carries no receiver authorizer signature, and this facilitator holds no key for the channel's receiver authorizer",
   },
+  refund_not_authorized: {
+    status: 403,
+    x402: "invalid_batch_settlement_evm_refund_not_authorized",
+    summary:
+      "The refund asks this facilitator's receiver authorizer to sign, and the caller is not authenticated as the channel's receiver",
+  },
   gas_limit_exceeded: {
     status: 400,
     x402: "invalid_exact_evm_transaction_simulation_failed",

@@ -28,6 +28,25 @@ export interface Requirements {
   readonly extra?: Record<string, unknown> | null | undefined;
 }
 
+/**
+ * Who asks, as the shell that took the request authenticated it (an API key's holder, or the
+ * operator at the command line). A request without one is anonymous.
+ */
+export interface Caller {
+  /** The API key's name, for logs and messages; never the key. */
+  readonly name: string;
+  /** The receivers (payTo addresses) it may act for as a seller; "any": the operator itself. */
+  readonly receivers: readonly string[] | "any";
+}
+
+/** Whether `caller` may act for the seller `receiver` (an address). */
+export function actsFor(caller: Caller | undefined, receiver: string): boolean {
+  if (!caller) return false;
+  if (caller.receivers === "any") return true;
+  const wanted = receiver.toLowerCase();
+  return caller.receivers.some((r) => r.toLowerCase() === wanted);
+}
+
 export interface PaymentRequest {
   readonly dialect: Dialect;
   readonly x402Version: 1 | 2;
@@ -43,6 +62,8 @@ export interface PaymentRequest {
   /** How the caller named the two objects, so messages point at their own fields. */
   readonly paths: { readonly payload: string; readonly requirements: string };
   readonly waitUntil?: WaitUntil | undefined;
+  /** Who asks; absent when anonymous. */
+  readonly caller?: Caller | undefined;
 }
 
 export type ParsedRequest =

@@ -5,6 +5,7 @@
 import type { Hex } from "viem";
 import { type Failure, statusOf, x402ReasonOf } from "./errors.js";
 import {
+  type Caller,
   type Dialect,
   dialectOf,
   type PaymentRequest,
@@ -112,6 +113,9 @@ export function renderSettle(
   return { status: x402Status(result.failure), body, failure: result.failure };
 }
 
+const withCaller = (request: PaymentRequest, caller: Caller | undefined): PaymentRequest =>
+  caller ? { ...request, caller } : request;
+
 /** The payer, for x402 answers that carry it even on failure. */
 const payerOf = (request: PaymentRequest) => payerHint({ payload: request.payload });
 
@@ -133,12 +137,16 @@ function networkHint(body: unknown): string {
   return typeof found === "string" ? found : "";
 }
 
-export async function handleVerify(facilitator: Facilitating, body: unknown): Promise<Reply> {
+export async function handleVerify(
+  facilitator: Facilitating,
+  body: unknown,
+  options: { caller?: Caller | undefined } = {},
+): Promise<Reply> {
   const parsed = parseRequest(body);
   if (!parsed.ok) {
     return renderVerify(parsed.dialect, { ok: false, failure: parsed.failure }, parsed.payer);
   }
-  const { request } = parsed;
+  const request = withCaller(parsed.request, options.caller);
   return renderVerify(request.dialect, await facilitator.verify(request), payerOf(request));
 }
 
@@ -146,7 +154,7 @@ export async function handleSettle(
   facilitator: Facilitating,
   body: unknown,
   /** A waitUntil given outside the body (the CLI flag) wins over the body's. */
-  options: { waitUntil?: WaitUntil | undefined } = {},
+  options: { waitUntil?: WaitUntil | undefined; caller?: Caller | undefined } = {},
 ): Promise<Reply> {
   const parsed = parseRequest(body);
   if (!parsed.ok) {
@@ -156,7 +164,7 @@ export async function handleSettle(
       { network: networkHint(body), payerHint: parsed.payer },
     );
   }
-  const { request } = parsed;
+  const request = withCaller(parsed.request, options.caller);
   const result = await facilitator.settle(request, options.waitUntil ?? request.waitUntil);
   return renderSettle(request.dialect, result, {
     network: request.payloadNetwork,

@@ -102,7 +102,8 @@ export function listen(app: express.Express, servers: Server[]): Promise<string>
 
 /**
  * A seller on the official stack selling GET /metered: its facilitator is `facilitatorUrl`; it
- * signs its own claims with `ownSigner` when given, else leaves them to the facilitator's key.
+ * signs its own claims with `ownSigner` when given, else leaves them to the facilitator's key
+ * (then its refunds need an `apiKey` bound to its `payTo`).
  */
 export async function officialSeller(
   devnet: Devnet,
@@ -114,10 +115,24 @@ export async function officialSeller(
     token?: Token;
     method?: "eip3009" | "permit2";
     ownSigner?: Hex;
+    /** The seller's API key at our facilitator (one bound to `payTo` may ask for refunds). */
+    apiKey?: string;
   },
 ) {
   const token = options.token ?? devnet.token;
-  const facilitator = new HTTPFacilitatorClient({ url: facilitatorUrl, timeoutMs: 30_000 });
+  const { apiKey } = options;
+  const facilitator = new HTTPFacilitatorClient({
+    url: facilitatorUrl,
+    timeoutMs: 30_000,
+    ...(apiKey
+      ? {
+          createAuthHeaders: async () => {
+            const headers = { Authorization: `Bearer ${apiKey}` };
+            return { verify: headers, settle: headers, supported: headers };
+          },
+        }
+      : {}),
+  });
   const scheme = new BatchServer(options.payTo, {
     withdrawDelay: 900,
     ...(options.ownSigner

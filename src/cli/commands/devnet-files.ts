@@ -1,4 +1,5 @@
 /** The EVM files `facilitator devnet` writes: the settlement key and the signed requests. */
+import { randomBytes } from "node:crypto";
 import { chmod, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Hex } from "viem";
@@ -73,6 +74,8 @@ export interface EvmFiles {
   readonly keyFile: string;
   /** The batch-settlement receiver authorizer's key (dev account 7). */
   readonly receiverAuthorizerKeyFile: string;
+  /** serve's API keys: one for the devnet's seller (the payee), so its refunds may be signed. */
+  readonly apiKeysFile: string;
   readonly request: string;
   readonly requestX402: string;
   readonly requestV1?: string | undefined;
@@ -103,6 +106,19 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
   });
   await chmod(receiverAuthorizerKeyFile, 0o600);
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+  // Requests without a key stay anonymous (the README's curl); the seller's key may ask for the
+  // refunds our receiver authorizer signs, and so /supported offers that authorizer.
+  const apiKeysFile = path.join(dir, "api-keys.json");
+  const sellerKey = `devnet-seller-${randomBytes(16).toString("hex")}`;
+  await writeFile(
+    apiKeysFile,
+    json({
+      anonymous: true,
+      keys: [{ name: "devnet seller", key: sellerKey, receivers: [devnet.payee.address] }],
+    }),
+    { mode: 0o600 },
+  );
+  await chmod(apiKeysFile, 0o600);
   const [payer1, payer2, payer3, payer4, payer5] = devnet.payers;
   if (!payer1 || !payer2 || !payer3 || !payer4 || !payer5) {
     throw new Error("the devnet has fewer than five payers");
@@ -168,6 +184,7 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
   return {
     keyFile,
     receiverAuthorizerKeyFile,
+    apiKeysFile,
     requestBatchDeposit,
     requestBatchVoucher,
     request,
@@ -205,6 +222,7 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
     keyFile: files.keyFile,
     receiverAuthorizer: receiverAuthorizerAccount.address,
     receiverAuthorizerKeyFile: files.receiverAuthorizerKeyFile,
+    apiKeysFile: files.apiKeysFile,
     requests: {
       reference: files.request,
       x402: files.requestX402,

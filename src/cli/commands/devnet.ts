@@ -165,6 +165,8 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
             FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile,
             // serve signs batch-settlement claims and refunds with it (dev account 7).
             FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE: evm.receiverAuthorizerKeyFile,
+            // The payee's key, for its refunds; requests without a key are still served.
+            FACILITATOR_API_KEYS_FILE: evm.apiKeysFile,
           }
         : {}),
       ...(svmFiles ? { FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles.keyFile } : {}),

@@ -17,6 +17,10 @@ export const serveCommand = withChainOptions(
       "require Authorization: Bearer <key> on /verify, /settle, /accepts and /metrics (or env FACILITATOR_API_KEY)",
     )
     .option(
+      "--api-keys-file <file>",
+      "named API keys, each with the sellers (payTo) it acts for: our receiver authorizer signs a refund only for its channel's seller (or env FACILITATOR_API_KEYS_FILE; docs/serve.md)",
+    )
+    .option(
       "--allowed-host <name>",
       "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
       collect,

@@ -1,5 +1,6 @@
 /** What `facilitator serve` hands its serving thread: the settings, read once by the main thread. */
 import type { Hex } from "viem";
+import type { ApiKeys } from "../../http/callers.js";
 import type { CliConfig } from "../config.js";
 
 /** The configuration without its key loaders: what can cross to the serving thread. */
@@ -23,6 +24,8 @@ export interface ServeSettings {
   /** Old-generation heap of the serving thread, MiB. */
   readonly maxHeapMb: number;
   readonly apiKey: string | undefined;
+  /** Named API keys, each with the sellers it may act for (--api-keys-file). */
+  readonly apiKeys?: ApiKeys | undefined;
   readonly config: PlainConfig;
   readonly privateKeys: readonly Hex[];
   /** The batch-settlement receiver authorizer's key (never a settlement key), if configured. */

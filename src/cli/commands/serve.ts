@@ -15,6 +15,7 @@ import { DEFAULT_MAX_INFLIGHT_BYTES } from "../../http/limits.js";
 import { startServer } from "../../http/server.js";
 import { caip2 } from "../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../svm/chain/keys.js";
+import { readApiKeys } from "../api-keys.js";
 import { readSmallFile } from "../bounded-read.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { receiverAuthorizerOf } from "../config-keys.js";
@@ -27,6 +28,7 @@ export interface ServeFlags extends ConfigFlags {
   readonly host?: string | undefined;
   readonly port?: string | undefined;
   readonly apiKeyFile?: string | undefined;
+  readonly apiKeysFile?: string | undefined;
   readonly allowedHost?: string[] | undefined;
   readonly bodyLimit?: string | undefined;
   readonly maxConnections?: string | undefined;
@@ -149,6 +151,7 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
       "--max-heap",
     ),
     apiKey: readApiKey(flags),
+    apiKeys: readApiKeys(flags.apiKeysFile),
     config,
     privateKeys,
     receiverAuthorizerKey,
@@ -181,13 +184,21 @@ export async function serveHere(
     loadSvmFeePayers: () =>
       settings.svmSecretKeys.flatMap((bytes) => svmFeePayerOfBytes(bytes) ?? []),
   };
-  const { apiKey, host, port, quiet } = settings;
+  const { apiKey, apiKeys, host, port, quiet } = settings;
   const authorizer =
     settings.receiverAuthorizerKey && privateKeyToAccount(settings.receiverAuthorizerKey).address;
+  // Sellers are offered our receiver authorizer only when their refund requests can be told
+  // from anyone else's: by an API key bound to their receiver.
+  const sellerKeys = apiKeys?.keys.filter((k) => k.receivers.length > 0).length ?? 0;
+  const keyRequired = apiKey !== undefined || (apiKeys !== undefined && !apiKeys.anonymous);
   // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
   const { createMetrics } = await import("../../http/metrics.js");
   const metrics = await createMetrics();
-  const facilitator = await facilitatorFrom(config, true, { server: true, metrics });
+  const facilitator = await facilitatorFrom(config, true, {
+    server: true,
+    metrics,
+    offerReceiverAuthorizer: sellerKeys > 0,
+  });
   metrics.attach(facilitator);
   // A server recovers many signatures: load the faster recovery once, up front.
   await useWasmSecp256k1();
@@ -195,13 +206,14 @@ export async function serveHere(
     ? undefined
     : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
   // Without an API key, the Host header is all that keeps a web page out (DNS rebinding).
-  const trustedHost = apiKey
+  const trustedHost = keyRequired
     ? undefined
     : trustedHosts({ bindHost: host, allowed: settings.allowedHosts });
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     const handler = createHandler(facilitator, {
       apiKey,
+      apiKeys,
       trustedHost,
       metrics,
       minSignerBalanceWei: config.minSignerBalanceWei,
@@ -223,7 +235,7 @@ export async function serveHere(
   const reconciler = startReconciler(facilitator, process.env, log);
 
   // Reachable from other machines with nothing to say who may settle through our keys.
-  const exposed = !apiKey && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
+  const exposed = !keyRequired && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
   const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys; pass --api-key-file (or FACILITATOR_API_KEY)`;
   if (!quiet && options.bannerOnTty) {
     const endpoints = await facilitator.rpc.endpoints();
@@ -241,11 +253,11 @@ export async function serveHere(
         `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
         ...(authorizer
           ? [
-              `  authorizer ${authorizer} ${chalk.dim("(batch-settlement: signs claims and refunds)")}`,
+              `  authorizer ${authorizer} ${chalk.dim(sellerKeys > 0 ? `(batch-settlement: signs claims, and refunds for the sellers of ${sellerKeys} API key${sellerKeys === 1 ? "" : "s"})` : "(batch-settlement: signs claims; not offered on /supported, as no API key names a seller whose refunds it may sign: --api-keys-file)")}`,
             ]
           : []),
         `  ${facilitator.journal.shared ? "store  " : "journal"}   ${facilitator.journal.where}`,
-        `  auth      ${apiKey ? "API key required on /verify, /settle, /accepts and /metrics" : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
+        `  auth      ${keyRequired ? `API key required on /verify, /settle, /accepts and /metrics${apiKeys ? ` (${apiKeys.keys.length + (apiKey ? 1 : 0)} keys)` : ""}` : apiKeys ? `${apiKeys.keys.length} named API keys; requests without one are served as anonymous` : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
         `  docs      ${server.url}/llms.txt`,
         `  probes    ${server.url}/health (live), /readyz (ready), /metrics (Prometheus)`,
         "",

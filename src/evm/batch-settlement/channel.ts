@@ -29,6 +29,11 @@ export function channelMismatch(
   channelId: string,
   requirements: Requirements,
   chainId: number,
+  /**
+   * A refund to settle: the channel manager's requirements name the receiver and the token, with
+   * an empty `extra`, so only those are held against the channel.
+   */
+  settling = false,
 ) {
   if (channelIdOf(config, chainId) !== channelId.toLowerCase()) {
     return rejected(
@@ -46,6 +51,7 @@ export function channelMismatch(
   }
   const extra = requirements.extra ?? {};
   const authorizer = extra.receiverAuthorizer;
+  if (settling) return tokenMismatch(config, requirements);
   if (
     !sameAddress(authorizer, config.receiverAuthorizer) ||
     isAddressEqual(config.receiverAuthorizer, zeroAddress)
@@ -56,13 +62,8 @@ export function channelMismatch(
       `the channel's receiverAuthorizer ${config.receiverAuthorizer} is not requirements.extra.receiverAuthorizer (${String(authorizer)})`,
     );
   }
-  if (!sameAddress(requirements.asset, config.token)) {
-    return rejected(
-      "channel_mismatch",
-      "token_mismatch",
-      `the channel holds ${config.token}, not requirements.asset ${requirements.asset}`,
-    );
-  }
+  const token = tokenMismatch(config, requirements);
+  if (token) return token;
   if (extra.withdrawDelay !== undefined && config.withdrawDelay !== Number(extra.withdrawDelay)) {
     return rejected(
       "channel_mismatch",
@@ -78,6 +79,15 @@ export function channelMismatch(
     );
   }
   return undefined;
+}
+
+function tokenMismatch(config: ChannelConfig, requirements: Requirements) {
+  if (sameAddress(requirements.asset, config.token)) return undefined;
+  return rejected(
+    "channel_mismatch",
+    "token_mismatch",
+    `the channel holds ${config.token}, not requirements.asset ${requirements.asset}`,
+  );
 }
 
 /** A channel as the contract holds it. */

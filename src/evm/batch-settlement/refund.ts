@@ -4,20 +4,27 @@
  * ride along go first, in the same transaction (`multicall`).
  */
 import { encodeFunctionData, type Hex } from "viem";
-import { invalidField, type PaymentRequest } from "../../protocol/request.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import { actsFor, invalidField, type PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { ourAuthorizerFor } from "./authorizer.js";
-import { type ChannelState, channelIdOf, readChannel, stateExtra } from "./channel.js";
+import {
+  type ChannelState,
+  channelIdOf,
+  channelMismatch,
+  readChannel,
+  stateExtra,
+} from "./channel.js";
 import { claimCall, claimSignature, learnClaims } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
 import { officialShapeFailure, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
 import { sendAction } from "./send.js";
-import { bookOf } from "./voucher.js";
+import { bookOf, checkVoucherSignature, voucherAgainst } from "./voucher.js";
 
 /** What can be refunded: the request, capped at what is neither claimed nor to be claimed here. */
 function refundable(payload: RefundPayload, state: ChannelState, channelId: Hex, chainId: number) {
@@ -31,11 +38,34 @@ function refundable(payload: RefundPayload, state: ChannelState, channelId: Hex,
   return payload.amount;
 }
 
-async function refundSignature(ctx: EvmContext, payload: RefundPayload, channelId: Hex) {
+/**
+ * The receiver authorizer's signature over the refund: the one given, or ours. Ours returns a
+ * payer's deposit at once, out of the seller's reach, so it is made only when the channel's seller
+ * asks (a caller bound to its receiver), never for the payer or a stranger.
+ */
+async function refundSignature(
+  ctx: EvmContext,
+  request: PaymentRequest,
+  payload: RefundPayload,
+  channelId: Hex,
+) {
   if (payload.refundAuthorizerSignature)
     return { ok: true as const, signature: payload.refundAuthorizerSignature };
   const ours = ourAuthorizerFor(ctx, "refund", [payload.channelConfig.receiverAuthorizer]);
   if (!ours.ok) return ours;
+  const receiver = payload.channelConfig.receiver;
+  if (!actsFor(request.caller, receiver)) {
+    const who = request.caller
+      ? `the API key ${request.caller.name} does not name it among its receivers`
+      : "this request is anonymous";
+    return {
+      ok: false as const,
+      failure: failure(
+        "refund_not_authorized",
+        `the refund carries no refundAuthorizerSignature, so this facilitator's receiver authorizer would sign it, and it does so only when the channel's seller (receiver ${receiver}) asks; ${who}: send it with an API key bound to that receiver (--api-keys-file), or sign the refund with the channel's receiver authorizer`,
+      ),
+    };
+  }
   const signature = await ours.authorizer.signTypedData({
     domain: settlementDomain(ctx.chainId),
     types: REFUND_TYPES,
@@ -58,27 +88,42 @@ export async function settleRefund(
     return { ok: false, failure: invalidField(describeIssue(parsed.error, prefix), prefix) };
   }
   const payload = parsed.data;
-  const payer = payload.channelConfig.payer;
-  const channelId = channelIdOf(payload.channelConfig, ctx.chainId);
+  const config = payload.channelConfig;
+  const payer = config.payer;
+  const refuse = (f: Failure): SettleResult => ({ ok: false, payer, failure: f });
+  const channelId = channelIdOf(config, ctx.chainId);
+  // The channel is the one the manager's requirements name (payTo, asset).
+  const mismatch = channelMismatch(
+    config,
+    payload.voucher.channelId,
+    request.requirements,
+    ctx.chainId,
+    true,
+  );
+  if (mismatch) return refuse(mismatch);
+  // Who may have our key sign is decided before anything is read.
+  const refundSigned = await refundSignature(ctx, request, payload, channelId);
+  if (!refundSigned.ok) return refuse(refundSigned.failure);
   let before: ChannelState;
   try {
     before = await readChannel(ctx, channelId);
   } catch (error) {
-    return { ok: false, payer, failure: chainFailure(error, "reading the channel") };
+    return refuse(chainFailure(error, "reading the channel"));
   }
   if (refundable(payload, before, channelId, ctx.chainId) === 0n) {
-    return {
-      ok: false,
-      payer,
-      failure: rejected(
+    return refuse(
+      rejected(
         "nothing_to_settle",
         "refund_no_balance",
         `nothing is left to refund in channel ${channelId}`,
       ),
-    };
+    );
   }
-  const refundSigned = await refundSignature(ctx, payload, channelId);
-  if (!refundSigned.ok) return { ok: false, payer, failure: refundSigned.failure };
+  // The voucher is held to what verify holds it to (the official facilitator does not look).
+  const voucherWrong =
+    (await checkVoucherSignature(ctx, config, payload.voucher)) ??
+    voucherAgainst(before, channelId, payload.voucher.maxClaimableAmount, "refund");
+  if (voucherWrong) return refuse(voucherWrong);
   const refundData = encodeFunctionData({
     abi: SETTLEMENT_ABI,
     functionName: "refundWithSignature",

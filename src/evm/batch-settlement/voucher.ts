@@ -72,6 +72,43 @@ export async function channelState(
   }
 }
 
+/**
+ * Why a voucher for `amount` cumulative does not fit the channel's state, if it does not: no
+ * deposit, over the balance, or not above what was claimed (a refund's may equal it: it adds
+ * nothing, and asks for nothing).
+ */
+export function voucherAgainst(
+  state: ChannelState,
+  channelId: Hex,
+  amount: bigint,
+  type: "voucher" | "refund",
+): Failure | undefined {
+  if (state.balance === 0n) {
+    return rejected(
+      "channel_not_found",
+      "channel_not_found",
+      `channel ${channelId} holds no deposit`,
+    );
+  }
+  if (amount > state.balance) {
+    return rejected(
+      "voucher_exceeds_balance",
+      "cumulative_exceeds_balance",
+      `the voucher is for ${amount} cumulative, over the channel's balance of ${state.balance}`,
+    );
+  }
+  const belowClaimed =
+    type === "refund" ? amount < state.totalClaimed : amount <= state.totalClaimed;
+  if (belowClaimed) {
+    return rejected(
+      "voucher_already_claimed",
+      "cumulative_below_claimed",
+      `the voucher is for ${amount} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
+    );
+  }
+  return undefined;
+}
+
 export async function verifyVoucher(
   ctx: EvmContext,
   request: PaymentRequest,
@@ -100,42 +137,8 @@ export async function verifyVoucher(
   }
   if (!read.ok) return { ok: false, payer, failure: read.failure };
   const { state } = read;
-  if (state.balance === 0n) {
-    return {
-      ok: false,
-      payer,
-      failure: rejected(
-        "channel_not_found",
-        "channel_not_found",
-        `channel ${channelId} holds no deposit`,
-      ),
-    };
-  }
-  if (amount > state.balance) {
-    return {
-      ok: false,
-      payer,
-      failure: rejected(
-        "voucher_exceeds_balance",
-        "cumulative_exceeds_balance",
-        `the voucher is for ${amount} cumulative, over the channel's balance of ${state.balance}`,
-      ),
-    };
-  }
-  // A refund's voucher may equal what was claimed (it adds nothing); a payment's must add.
-  const belowClaimed =
-    type === "refund" ? amount < state.totalClaimed : amount <= state.totalClaimed;
-  if (belowClaimed) {
-    return {
-      ok: false,
-      payer,
-      failure: rejected(
-        "voucher_already_claimed",
-        "cumulative_below_claimed",
-        `the voucher is for ${amount} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
-      ),
-    };
-  }
+  const wrong = voucherAgainst(state, channelId, amount, type);
+  if (wrong) return { ok: false, payer, failure: wrong };
   // The newest voucher wins, on every replica: a lower one is stale once any was accepted. The
   // book answers a replay seen here without asking the store.
   const book = bookOf(ctx);

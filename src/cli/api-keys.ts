@@ -1,0 +1,78 @@
+/**
+ * The API keys file (`--api-keys-file`, FACILITATOR_API_KEYS_FILE): named keys, each with the
+ * sellers (receivers) its holder may act for, so that a refund our receiver authorizer signs is
+ * asked for by the channel's own seller. Checked whole at start; a mistake names the entry.
+ *
+ *   { "anonymous": false,
+ *     "keys": [{ "name": "shop-a", "key": "…", "receivers": ["0x…"] }] }
+ */
+import { getAddress, isAddress } from "viem";
+import type { ApiKey, ApiKeys } from "../http/callers.js";
+import { readSmallFile } from "./bounded-read.js";
+import { UsageError } from "./errors.js";
+
+/** Long enough that guessing is hopeless; what `openssl rand -hex 16` prints is 32. */
+const MIN_KEY_LENGTH = 24;
+const MAX_KEYS = 10_000;
+
+export function readApiKeys(
+  file: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): ApiKeys | undefined {
+  const source = file ? "--api-keys-file" : "FACILITATOR_API_KEYS_FILE";
+  const named = file ?? env.FACILITATOR_API_KEYS_FILE?.trim();
+  if (!named) return undefined;
+  const text = readSmallFile(named, source, env);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UsageError(`${source} ${named} is not JSON`);
+  }
+  return parseApiKeys(parsed, `${source} ${named}`);
+}
+
+export function parseApiKeys(value: unknown, where: string): ApiKeys {
+  const wrong = (what: string) => new UsageError(`${where}: ${what}`);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw wrong('must be an object: {"keys": [{"name", "key", "receivers"}], "anonymous"}');
+  }
+  const { keys, anonymous, ...rest } = value as Record<string, unknown>;
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) throw wrong(`unknown field ${JSON.stringify(unknown.slice(0, 40))}`);
+  if (anonymous !== undefined && typeof anonymous !== "boolean") {
+    throw wrong("anonymous must be true or false");
+  }
+  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_KEYS) {
+    throw wrong(`keys must be a list of 1 to ${MAX_KEYS} keys`);
+  }
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  const parsed = keys.map((entry, i): ApiKey => {
+    const at = (what: string) => wrong(`keys[${i}]: ${what}`);
+    if (typeof entry !== "object" || entry === null) throw at("must be an object");
+    const { name, key, receivers, ...extra } = entry as Record<string, unknown>;
+    const stray = Object.keys(extra)[0];
+    if (stray !== undefined) throw at(`unknown field ${JSON.stringify(stray.slice(0, 40))}`);
+    if (typeof name !== "string" || !/^[\x21-\x7e][\x20-\x7e]{0,63}$/.test(name)) {
+      throw at("name must be 1 to 64 printable characters");
+    }
+    if (names.has(name)) throw at(`the name ${name} is used twice`);
+    names.add(name);
+    // Never quoted back: a message about a key names its entry, not the key.
+    if (typeof key !== "string" || key.trim() !== key || key.length < MIN_KEY_LENGTH) {
+      throw at(
+        `${name}'s key must be at least ${MIN_KEY_LENGTH} characters, without spaces around`,
+      );
+    }
+    if (key.length > 512 || !/^[\x21-\x7e]+$/.test(key)) throw at(`${name}'s key is not a key`);
+    if (secrets.has(key)) throw at(`${name}'s key is also another entry's`);
+    secrets.add(key);
+    const list = receivers ?? [];
+    if (!Array.isArray(list) || list.some((r) => typeof r !== "string" || !isAddress(r))) {
+      throw at(`${name}'s receivers must be a list of 0x addresses (the payTo it sells under)`);
+    }
+    return { name, key, receivers: list.map((r) => getAddress(r as string)) };
+  });
+  return { keys: parsed, anonymous: anonymous === true };
+}
