@@ -2,16 +2,21 @@
  * Claims batched across channels and receivers: claim requests that arrive within `maxWaitMs` of
  * the first (or until `maxRows` rows) go out as one transaction. Rows we sign (our receiver
  * authorizer's channels) merge into one `claimWithSignature` under one signature; rows a seller
- * signed keep their own call; several calls ride one `multicall`. Each request is simulated alone
- * first, so one bad claim is refused on its own and never sinks the batch; should the batch still
- * not go through, each request is sent by itself. Every caller gets the batch's transaction.
+ * signed keep their own call; several calls ride one `multicall`. A claim that would move nothing
+ * is refused before anything is signed (claim-rows.ts), and each request is simulated alone first,
+ * so one bad claim is refused on its own and never sinks the batch. Should the batch still revert
+ * (the chain changed in between), the requests that now fail alone are refused and charged to
+ * their payers, and the rest go out once more, together; nothing is sent one by one, and a batch
+ * whose culprit cannot be found is not sent again. Every caller gets the batch's transaction.
  */
-import { concatHex, encodeFunctionData, type Hex, keccak256 } from "viem";
+import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
+import type { Failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { channelIdOf } from "./channel.js";
-import { claimCall, claimSignature } from "./claim-call.js";
+import { claimCall, claimKey, claimSignature } from "./claim-call.js";
+import { rowsThatMove } from "./claim-rows.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
 import { rejected } from "./reasons.js";
@@ -35,6 +40,8 @@ export interface ClaimRequest {
 interface Ready {
   readonly request: ClaimRequest;
   readonly key: string;
+  /** The key of the request as asked, before rows that move nothing were left out. */
+  readonly askedKey: string;
   /** The receiver authorizer's signature: the seller's, or the one we made. */
   readonly signature: Hex;
   readonly data: Hex;
@@ -64,38 +71,34 @@ export class ClaimBatcher {
   #timer: NodeJS.Timeout | undefined;
   /** Requests answered lately, by key: a retry gets the same transaction, not a second one. */
   readonly #answered = new Map<string, Hex>();
+  readonly #suspects = new Suspects();
 
   constructor(policy: ClaimBatchPolicy) {
     this.#policy = policy;
   }
 
   /** Claims `request`'s rows, in a batch when others come along in time. */
-  async claim(ctx: EvmContext, request: ClaimRequest, waitUntil: WaitUntil): Promise<Sent> {
+  async claim(ctx: EvmContext, asked: ClaimRequest, waitUntil: WaitUntil): Promise<Sent> {
+    // The same claim asked again is answered with its transaction, before its rows are read
+    // (they move nothing any more once it landed).
+    const askedKey = claimKey(ctx, asked.rows);
+    const answered = this.#answered.get(askedKey);
+    if (answered) return { ok: true, hash: answered };
+    const checked = await this.#check(ctx, asked);
+    if (!checked.ok) return { ok: false, result: { ok: false, failure: checked.failure } };
+    const request = checked.request;
     const signed = await claimSignature(ctx, request.rows, request.signature);
     if (!signed.ok) return { ok: false, result: { ok: false, failure: signed.failure } };
     const { key, data } = claimCall(ctx, request.rows, signed.signature);
     const before = this.#answered.get(key);
     if (before) return { ok: true, hash: before };
-    const ready: Ready = { request, key, signature: signed.signature, data };
+    const ready: Ready = { request, key, askedKey, signature: signed.signature, data };
     // Alone first: a claim that cannot go through is refused now, and never joins a batch.
-    const alone = await ctx.client.call({ to: SETTLEMENT_ADDRESS, data }).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    if (alone !== undefined) {
-      const failure = chainFailure(alone, "simulating the claim");
-      return {
-        ok: false,
-        result: {
-          ok: false,
-          failure:
-            failure.code === "chain_unavailable"
-              ? failure
-              : claimReverts(String((alone as Error)?.message ?? alone).split("\n")[0]),
-        },
-      };
-    }
-    if (waitUntil === "simulated" || this.#policy.maxWaitMs <= 0) {
+    const alone = await simulateAlone(ctx, data);
+    if (alone) return { ok: false, result: { ok: false, failure: alone } };
+    // A channel that once sank a batch is claimed on its own: its revert is its own to pay.
+    const suspect = this.#suspects.isSuspect(ctx, request.rows);
+    if (waitUntil === "simulated" || this.#policy.maxWaitMs <= 0 || suspect) {
       return this.#sendAlone(ctx, ready, waitUntil);
     }
     return new Promise<Sent>((resolve) => {
@@ -104,6 +107,21 @@ export class ClaimBatcher {
       if (this.#rows >= this.#policy.maxRows) void this.#flush(ctx);
       else this.#timer ??= setTimeout(() => void this.#flush(ctx), this.#policy.maxWaitMs);
     });
+  }
+
+  /** A claim that moves nothing, or whose channel's payer keeps making claims revert, is refused. */
+  async #check(
+    ctx: EvmContext,
+    request: ClaimRequest,
+  ): Promise<{ ok: true; request: ClaimRequest } | { ok: false; failure: Failure }> {
+    for (const row of request.rows) {
+      const throttled = ctx.throttle.refusal(ctx.chainId, row.voucher.channel.payer);
+      if (throttled) return { ok: false, failure: throttled };
+    }
+    const moving = await rowsThatMove(ctx, request.rows);
+    if (!moving.ok) return moving;
+    // Our own signature covers only what we sign: the rows that move. A seller's covers them all.
+    return { ok: true, request: request.signature ? request : { rows: moving.rows } };
   }
 
   async #sendAlone(ctx: EvmContext, ready: Ready, waitUntil: WaitUntil): Promise<Sent> {
@@ -118,8 +136,22 @@ export class ClaimBatcher {
       },
       waitUntil,
     );
-    if (sent.ok && waitUntil !== "simulated") this.#remember(key, sent.hash);
+    if (sent.ok && waitUntil !== "simulated") this.#remember(ready, sent.hash);
+    if (!sent.ok && sent.reverted?.mined) {
+      this.#charge(ctx, [ready], sent.reverted.receipt);
+    }
     return sent;
+  }
+
+  /** Claim rows that made a transaction of ours revert: their payers pay for it, in the throttle. */
+  #charge(ctx: EvmContext, culprits: readonly Ready[], receipt: TransactionReceipt): void {
+    const rows = culprits.flatMap((c) => c.request.rows);
+    const share = receipt.gasUsed / BigInt(Math.max(1, rows.length));
+    for (const row of rows) {
+      const { payer, token } = row.voucher.channel;
+      ctx.gasAtRisk.charge(ctx.chainId, { payer, asset: token, gas: share, cause: "reverted" });
+    }
+    this.#suspects.add(ctx, rows);
   }
 
   async #flush(ctx: EvmContext): Promise<void> {
@@ -134,6 +166,46 @@ export class ClaimBatcher {
       first.resolve(await this.#sendAlone(ctx, first, first.waitUntil));
       return;
     }
+    const sent = await this.#sendBatch(ctx, batch);
+    if (sent.ok || !sent.reverted) {
+      // Sent, or not for a reason of its rows (fee cap, node, pending): each caller is told so.
+      for (const w of batch) w.resolve(sent);
+      return;
+    }
+    // Something changed between the simulations and the batch: find who sinks it.
+    const receipt = sent.reverted.mined ? sent.reverted.receipt : undefined;
+    const verdicts = await Promise.all(batch.map((w) => simulateAlone(ctx, w.data, receipt)));
+    const sinking = batch.filter((_, i) => verdicts[i] !== undefined);
+    const rest = batch.filter((_, i) => verdicts[i] === undefined);
+    if (receipt && sinking.length > 0) this.#charge(ctx, sinking, receipt);
+    sinking.forEach((w) => {
+      w.resolve({
+        ok: false,
+        result: { ok: false, failure: verdicts[batch.indexOf(w)] as Failure },
+      });
+    });
+    if (rest.length === 0) return;
+    if (sinking.length === 0) {
+      // Nobody to blame, and nothing to gain from sending the same again: each is told, and
+      // their channels are claimed one by one from now on, where a revert names its own payer.
+      if (receipt)
+        this.#suspects.add(
+          ctx,
+          rest.flatMap((w) => w.request.rows),
+        );
+      for (const w of rest) w.resolve(sent);
+      return;
+    }
+    // Once more, together, without the rows that failed; never one by one.
+    const again =
+      rest.length === 1
+        ? await this.#sendAlone(ctx, rest[0] as Waiting, (rest[0] as Waiting).waitUntil)
+        : await this.#sendBatch(ctx, rest);
+    for (const w of rest) w.resolve(again);
+  }
+
+  /** Sends the waiting requests as one transaction; each caller is answered with it. */
+  async #sendBatch(ctx: EvmContext, batch: readonly Waiting[]): Promise<Sent> {
     let sent: Sent;
     try {
       const calls = await batchCalls(ctx, batch);
@@ -149,31 +221,76 @@ export class ClaimBatcher {
         {
           key: `batch-claims:${ctx.chainId}:${keccak256(concatHex(batch.map((w) => keccak256(new TextEncoder().encode(w.key)))))}`,
           call: { to: SETTLEMENT_ADDRESS, data },
-          gas: { use: "batchClaim", rows, asset: tokenOf(first.request) },
+          gas: { use: "batchClaim", rows, asset: tokenOf((batch[0] as Waiting).request) },
           reverts: claimReverts,
         },
         waitUntil,
       );
     } catch (error) {
-      sent = { ok: false, result: { ok: false, failure: chainFailure(error, "batching claims") } };
+      return { ok: false, result: { ok: false, failure: chainFailure(error, "batching claims") } };
     }
-    if (sent.ok) {
-      for (const w of batch) {
-        this.#remember(w.key, sent.hash);
-        w.resolve(sent);
-      }
-      return;
-    }
-    // Something changed between the simulations and the batch: each on its own, in turn.
-    for (const w of batch) w.resolve(await this.#sendAlone(ctx, w, w.waitUntil));
+    if (sent.ok) for (const w of batch) this.#remember(w, sent.hash);
+    return sent;
   }
 
-  #remember(key: string, hash: Hex): void {
-    this.#answered.set(key, hash);
-    if (this.#answered.size > 10_000) {
-      const oldest = this.#answered.keys().next().value;
-      if (oldest !== undefined) this.#answered.delete(oldest);
+  #remember(ready: Ready, hash: Hex): void {
+    for (const key of new Set([ready.key, ready.askedKey])) this.#answered.set(key, hash);
+    while (this.#answered.size > 10_000) {
+      const oldest = this.#answered.keys().next();
+      if (oldest.done) break;
+      this.#answered.delete(oldest.value);
     }
+  }
+}
+
+/**
+ * Why the claim would revert on its own now, if it would. After a mined revert it runs as that
+ * transaction ran (our account, its gas price), so a payer's code that answers differently when
+ * gas is paid for is caught too.
+ */
+async function simulateAlone(
+  ctx: EvmContext,
+  data: Hex,
+  like?: TransactionReceipt,
+): Promise<Failure | undefined> {
+  const error = await ctx.client
+    .call({
+      to: SETTLEMENT_ADDRESS,
+      data,
+      ...(like ? { account: like.from, gasPrice: like.effectiveGasPrice } : {}),
+    })
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  if (error === undefined) return undefined;
+  const failure = chainFailure(error, "simulating the claim");
+  if (failure.code === "chain_unavailable") return failure;
+  return claimReverts(String((error as Error)?.message ?? error).split("\n")[0]);
+}
+
+/** Channels whose claims sank a batch: claimed alone for a while, so a revert is their own. */
+class Suspects {
+  readonly #until = new Map<string, number>();
+  static readonly WINDOW_MS = 10 * 60_000;
+
+  add(ctx: EvmContext, rows: readonly VoucherClaim[], now = Date.now()): void {
+    for (const row of rows) {
+      const id = channelIdOf(row.voucher.channel, ctx.chainId);
+      this.#until.delete(id);
+      this.#until.set(id, now + Suspects.WINDOW_MS);
+    }
+    while (this.#until.size > 10_000) {
+      const oldest = this.#until.keys().next();
+      if (oldest.done) break;
+      this.#until.delete(oldest.value);
+    }
+  }
+
+  isSuspect(ctx: EvmContext, rows: readonly VoucherClaim[], now = Date.now()): boolean {
+    return rows.some(
+      (row) => (this.#until.get(channelIdOf(row.voucher.channel, ctx.chainId)) ?? 0) > now,
+    );
   }
 }
 

@@ -53,10 +53,14 @@ export async function claimSignature(
   };
 }
 
+/** The name the journal keeps a claim of these rows under. */
+export const claimKey = (ctx: EvmContext, claims: readonly VoucherClaim[]) =>
+  `batch-claim:${ctx.chainId}:${hashTypedData(claimBatchMessage(ctx, claims))}`;
+
 /** What a claim transaction does: its call, and the name the journal keeps it under. */
 export function claimCall(ctx: EvmContext, claims: readonly VoucherClaim[], signature: Hex) {
   return {
-    key: `batch-claim:${ctx.chainId}:${hashTypedData(claimBatchMessage(ctx, claims))}`,
+    key: claimKey(ctx, claims),
     data: encodeFunctionData({
       abi: SETTLEMENT_ABI,
       functionName: "claimWithSignature",

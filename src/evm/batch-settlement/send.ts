@@ -28,7 +28,14 @@ export interface Action {
 
 export type Sent =
   | { readonly ok: true; readonly hash: Hex; readonly receipt?: TransactionReceipt | undefined }
-  | { readonly ok: false; readonly result: SettleResult };
+  | {
+      readonly ok: false;
+      readonly result: SettleResult;
+      /** It would have reverted (nothing sent), or it was mined and reverted (our gas spent). */
+      readonly reverted?:
+        | { readonly mined: false }
+        | { readonly mined: true; readonly receipt: TransactionReceipt };
+    };
 
 /** Sends `action` (or follows the one the journal holds under its key) to `waitUntil`. */
 export async function sendAction(
@@ -75,9 +82,9 @@ async function sendClaimed(ctx: EvmContext, action: Action, waitUntil: WaitUntil
   return answered(ctx, action, await sendCall(ctx, prepared, waitUntil, { key: action.key }));
 }
 
-const refused = (f: Failure, payer?: string, hash?: Hex): Sent => ({
-  ok: false,
-  result: { ok: false, failure: f, payer, transactionHash: hash },
+const refused = (f: Failure, payer?: string, hash?: Hex) => ({
+  ok: false as const,
+  result: { ok: false as const, failure: f, payer, transactionHash: hash },
 });
 
 async function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): Promise<Sent> {
@@ -95,10 +102,16 @@ async function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): 
       return { ok: true, hash: outcome.hash, receipt };
     }
     case "would-revert":
-      return refused(action.reverts(outcome.reason ?? outcome.detail), payer);
+      return {
+        ...refused(action.reverts(outcome.reason ?? outcome.detail), payer),
+        reverted: { mined: false },
+      };
     case "reverted":
       void ctx.journal.recordState(action.key, "failed").catch(() => undefined);
-      return refused(action.reverts("it reverted on chain"), payer, outcome.hash);
+      return {
+        ...refused(action.reverts("it reverted on chain"), payer, outcome.hash),
+        reverted: { mined: true, receipt: outcome.receipt },
+      };
     case "failed":
       return refused(outcome.failure, payer, outcome.hash);
   }
