@@ -288,6 +288,10 @@ describe("Ctrl-C while a settle waits for its turn", () => {
         host: os.hostname(),
         command: "facilitator settle",
         since: new Date().toISOString(),
+        // What every lock on Linux records (field 22 of /proc/PID/stat): its holder's start time.
+        started: existsSync("/proc/self/stat")
+          ? readFileSync(`/proc/${holder.pid}/stat`, "utf8").split(") ")[1]?.split(" ")[19]
+          : undefined,
         token: "holder",
       }),
     );

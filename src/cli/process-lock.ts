@@ -1,41 +1,36 @@
 /**
- * Lock files held by a process: created with O_EXCL, holding who holds them (pid, host, the
- * process's start time and the boot it runs in, the command, since when). A lock whose process is
- * gone is stale and taken over, so a killed process never blocks the next one; the start time
- * tells a reused pid from the process that wrote the lock. A lock is held by the process, not by
- * a thread: one this process already holds is taken again without waiting (re-entrant).
+ * Lock files held by a process: created exclusively, holding who holds them (pid, host, the
+ * process's start time and the boot it runs in, the command, since when, when last renewed). A
+ * lock whose holder is gone is stale and taken over, so a killed process never blocks the next
+ * one: on this host, the pid and the start time tell (a reused pid, or a lock naming a process it
+ * was not written by, is stale); on another host (a shared volume, a container moved), the lease:
+ * the holder renews its lock while it runs. A lock is held by the process, not by a thread: one
+ * this process already holds is taken again without waiting (re-entrant). The file operations are
+ * in lock-files.ts, safe where other users may write.
  */
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import {
+  checkLockDirectory,
+  createExclusive,
+  look,
+  ourUid,
+  replaceFile,
+  type Seen,
+} from "./lock-files.js";
+import {
+  bootId,
+  DEFAULT_LEASE_MS,
+  holderRuns,
+  type LockHolder,
+  lastRenewal,
+  ourStart,
+} from "./lock-holders.js";
 
-export interface LockHolder {
-  readonly pid: number;
-  readonly host: string;
-  /** What holds it: "facilitator serve", "facilitator settle". */
-  readonly command: string;
-  /** When it was taken (ISO 8601). */
-  readonly since: string;
-  /** Linux: the process's start time (clock ticks since boot), which a reused pid does not share. */
-  readonly started?: string | undefined;
-  /** Linux: the boot the process runs in. */
-  readonly boot?: string | undefined;
-  /** Where a serve listens, once it does. */
-  readonly url?: string | undefined;
-  /** Tells this taking of the lock from any other. */
-  readonly token: string;
-}
+export { UnsafeLockDirectory } from "./lock-files.js";
+export { DEFAULT_LEASE_MS, type LockHolder, leaseOf, MAX_LEASE_MS } from "./lock-holders.js";
 
 export interface HeldLock {
   readonly file: string;
@@ -50,37 +45,18 @@ const LOCK_MODE = 0o644;
 const UNREADABLE_STALE_MS = 5_000;
 /** Breaking a stale lock takes microseconds; a breaker older than this was killed mid-way. */
 const BREAKER_STALE_MS = 10_000;
+/** Renewals per lease: a few missed (a busy event loop, a slow disk) do not lose the lock. */
+const RENEWALS_PER_LEASE = 6;
 
-function readOnce(file: string): string | undefined {
-  try {
-    return readFileSync(file, "utf8").trim() || undefined;
-  } catch {
-    return undefined;
-  }
+interface Held {
+  token: string;
+  count: number;
+  holder: LockHolder;
+  renewer: NodeJS.Timeout;
 }
-
-/** A lock file's text; undefined when it is gone, null when it cannot be read (another user's). */
-function readLock(file: string): string | undefined | null {
-  try {
-    return readFileSync(file, "utf8").trim();
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ENOENT" ? undefined : null;
-  }
-}
-
-const bootId = readOnce("/proc/sys/kernel/random/boot_id");
-
-/** Field 22 of /proc/PID/stat (after the parenthesised name, which may hold spaces). */
-function startTimeOf(pid: number): string | undefined {
-  const stat = readOnce(`/proc/${pid}/stat`);
-  if (!stat) return undefined;
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-}
-
-const ourStart = startTimeOf(process.pid);
 
 /** Locks this process holds: file → the token in it and how many times it was taken. */
-const held = new Map<string, { token: string; count: number; holder: LockHolder }>();
+const held = new Map<string, Held>();
 
 function releaseAllAtExit(): void {
   for (const [file, lock] of held) removeIfOurs(file, lock.token);
@@ -91,71 +67,131 @@ function parse(text: string | undefined): LockHolder | undefined {
   if (!text) return undefined;
   try {
     const value = JSON.parse(text) as Partial<LockHolder>;
-    if (typeof value.pid !== "number" || typeof value.token !== "string") return undefined;
+    if (!Number.isSafeInteger(value.pid) || (value.pid as number) <= 0) return undefined;
+    if (typeof value.token !== "string" || typeof value.host !== "string") return undefined;
     return value as LockHolder;
   } catch {
     return undefined;
   }
 }
 
+function tokenIn(seen: Seen): string | undefined {
+  return seen.kind === "file" ? parse(seen.text)?.token : undefined;
+}
+
 function removeIfOurs(file: string, token: string): void {
   try {
-    if (parse(readFileSync(file, "utf8"))?.token === token) unlinkSync(file);
+    if (tokenIn(look(file)) === token) unlinkSync(file);
   } catch {
     // Already gone.
   }
 }
 
-function isOurs(holder: LockHolder): boolean {
+/** Written by this process (another thread of it): the same process, and our own file. */
+function isOurs(holder: LockHolder, uid: number): boolean {
   return (
     holder.pid === process.pid &&
     holder.host === os.hostname() &&
     holder.started === ourStart &&
-    holder.boot === bootId
+    holder.boot === bootId &&
+    (ourUid === undefined || uid === ourUid)
   );
 }
 
-/**
- * Whether the holder still runs. A holder on another host cannot be checked from here: it counts
- * as running (the message names the host and the lock file).
- */
-export function isRunning(holder: LockHolder): boolean {
-  if (holder.host !== os.hostname()) return true;
-  if (holder.boot && bootId && holder.boot !== bootId) return false;
-  try {
-    process.kill(holder.pid, 0);
-  } catch (error) {
-    // EPERM: it runs, as another user.
-    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
+type Verdict =
+  | { readonly kind: "ours" }
+  | { readonly kind: "stale" }
+  | {
+      readonly kind: "held";
+      readonly holder?: LockHolder;
+      readonly note?: string;
+      readonly renewedAt?: number;
+    };
+
+/** Whether what is at a lock's name is held, and by whom. */
+function judge(file: string, seen: Exclude<Seen, { kind: "gone" }>): Verdict {
+  // A link, a FIFO, a directory: not a lock anyone took, whoever put it there.
+  if (seen.kind === "foreign") return { kind: "stale" };
+  if (seen.kind === "unreadable") {
+    return {
+      kind: "held",
+      note: `its lock file ${file} belongs to uid ${seen.uid} and this user cannot read it: remove it (as uid ${seen.uid} or root) once no facilitator of that user uses it, or use a lock directory only this user can write`,
+    };
   }
-  const started = startTimeOf(holder.pid);
-  return !(holder.started && started && started !== holder.started);
+  const holder = parse(seen.text);
+  if (!holder) {
+    const young = Date.now() - seen.mtimeMs <= UNREADABLE_STALE_MS;
+    return young ? { kind: "held" } : { kind: "stale" };
+  }
+  if (isOurs(holder, seen.uid)) return { kind: "ours" };
+  if (!holderRuns(holder, seen)) return { kind: "stale" };
+  return { kind: "held", holder, renewedAt: lastRenewal(holder, seen.mtimeMs) };
+}
+
+/** Same content as judged: not replaced by a lock another process has just taken. */
+function unchanged(now: Seen, judged: Seen): boolean {
+  if (judged.kind === "foreign") return now.kind === "foreign";
+  return now.kind === "file" && judged.kind === "file" && now.text === judged.text;
 }
 
 /**
- * Removes `file` if it still holds `text` (the stale content that was judged). One process at a
- * time does this (the breaker file), so two never remove a lock a third has just taken.
+ * Removes the stale `file` if it still is what was judged. One process at a time does this (the
+ * breaker file), so two never remove a lock a third has just taken. Returns why it could not
+ * (another user's file in a sticky directory), if so.
  */
-function breakStale(file: string, text: string): void {
+function breakStale(file: string, judged: Exclude<Seen, { kind: "gone" }>): string | undefined {
   const breaker = `${file}.break`;
-  let fd: number;
   try {
-    fd = openSync(breaker, "wx", 0o600);
+    createExclusive(breaker, "", 0o600);
   } catch {
+    let uid: number | undefined;
     try {
-      if (Date.now() - statSync(breaker).mtimeMs > BREAKER_STALE_MS) unlinkSync(breaker);
-    } catch {
-      // Gone meanwhile.
+      const stats = lstatSync(breaker);
+      uid = stats.uid;
+      if (Date.now() - stats.mtimeMs > BREAKER_STALE_MS) unlinkSync(breaker);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // Left (or planted) by another user in a sticky directory: it would block every breaking.
+      if (code === "EPERM" || code === "EACCES") {
+        return `its lock file ${file} is stale, but ${breaker}, left by uid ${uid}, keeps it from being removed and this user cannot remove that (${code}): remove it as uid ${uid} or root, or use a lock directory only this user can write`;
+      }
     }
-    return;
+    return undefined;
   }
-  closeSync(fd);
   try {
-    if (readLock(file) === text) unlinkSync(file);
-  } catch {
-    // Gone meanwhile.
+    if (unchanged(look(file), judged)) unlinkSync(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const what = judged.kind === "foreign" ? `is ${judged.what}, not a lock` : "is stale";
+    if (code === "EPERM" || code === "EACCES") {
+      return `its lock file ${file} ${what}, but it belongs to uid ${judged.uid} and this user cannot remove it (${code}): remove it as uid ${judged.uid} or root, or use a lock directory only this user can write`;
+    }
+    if (code !== "ENOENT")
+      return `its lock file ${file} ${what}, and removing it failed (${code}): remove it`;
   } finally {
-    unlinkSync(breaker);
+    try {
+      unlinkSync(breaker);
+    } catch {
+      // Removed as stale by another process.
+    }
+  }
+  return undefined;
+}
+
+/** Rewrites our lock file with `holder`, if it still is ours (never over a lock taken over). */
+function rewrite(file: string, lock: Held): void {
+  if (tokenIn(look(file)) !== lock.token) return;
+  replaceFile(file, JSON.stringify(lock.holder), LOCK_MODE);
+}
+
+function renew(file: string): void {
+  const lock = held.get(file);
+  if (!lock) return;
+  lock.holder = { ...lock.holder, renewed: new Date().toISOString() };
+  try {
+    rewrite(file, lock);
+  } catch {
+    // A full disk: the next renewal tries again, and the lease allows a few missed.
   }
 }
 
@@ -167,10 +203,7 @@ function handle(file: string): HeldLock {
       const lock = held.get(file);
       if (!lock || released) return;
       lock.holder = { ...lock.holder, ...extra };
-      // Replaced whole (rename), so a reader never sees half of it.
-      const next = `${file}.${process.pid}.tmp`;
-      writeFileSync(next, JSON.stringify(lock.holder), { mode: LOCK_MODE });
-      renameSync(next, file);
+      rewrite(file, lock);
     },
     release() {
       if (released) return;
@@ -178,6 +211,7 @@ function handle(file: string): HeldLock {
       const lock = held.get(file);
       if (!lock || --lock.count > 0) return;
       held.delete(file);
+      clearInterval(lock.renewer);
       removeIfOurs(file, lock.token);
       if (held.size === 0) process.off("exit", releaseAllAtExit);
     },
@@ -193,17 +227,36 @@ const borrowed = (file: string): HeldLock => ({
 
 export type Attempt =
   | { readonly ok: true; readonly lock: HeldLock }
-  /** Held by a running process (`holder`), or by one whose lock file cannot be read yet. */
-  | { readonly ok: false; readonly holder: LockHolder | undefined };
+  /**
+   * Held by a running process (`holder`), or by something `note` describes (a file this user
+   * cannot read or remove), or by a lock file being written.
+   */
+  | {
+      readonly ok: false;
+      readonly holder: LockHolder | undefined;
+      readonly note?: string | undefined;
+      /** A holder on another host: when it last renewed the lock (ms since the epoch). */
+      readonly renewedAt?: number | undefined;
+    };
 
-/** Takes `file` if no running process holds it; never waits. */
-export function tryLock(file: string, command: string): Attempt {
+export interface LockOptions {
+  /** How long the lock counts on another host without being renewed; renewed 6 times as often. */
+  readonly leaseMs?: number;
+}
+
+/**
+ * Takes `file` if no running process holds it; never waits. Throws UnsafeLockDirectory for a
+ * directory other users could plant files in.
+ */
+export function tryLock(file: string, command: string, options: LockOptions = {}): Attempt {
   const mine = held.get(file);
   if (mine) {
     mine.count++;
     return { ok: true, lock: handle(file) };
   }
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  checkLockDirectory(path.dirname(file));
+  const lease = options.leaseMs;
   const holder: LockHolder = {
     pid: process.pid,
     host: os.hostname(),
@@ -211,48 +264,43 @@ export function tryLock(file: string, command: string): Attempt {
     since: new Date().toISOString(),
     started: ourStart,
     boot: bootId,
+    lease,
     token: randomBytes(12).toString("hex"),
   };
   for (let attempt = 0; attempt < 3; attempt++) {
-    let fd: number | undefined;
     try {
-      fd = openSync(file, "wx", LOCK_MODE);
+      createExclusive(file, JSON.stringify(holder), LOCK_MODE);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    }
-    if (fd !== undefined) {
-      try {
-        writeSync(fd, JSON.stringify(holder));
-      } finally {
-        closeSync(fd);
+      const seen = look(file);
+      if (seen.kind === "gone") continue;
+      const verdict = judge(file, seen);
+      if (verdict.kind === "ours") return { ok: true, lock: borrowed(file) };
+      if (verdict.kind === "held") {
+        const { holder: other, note, renewedAt } = verdict;
+        return { ok: false, holder: other, note, renewedAt };
       }
-      if (held.size === 0) process.on("exit", releaseAllAtExit);
-      held.set(file, { token: holder.token, count: 1, holder });
-      return { ok: true, lock: handle(file) };
+      const note = breakStale(file, seen);
+      if (note) return { ok: false, holder: undefined, note };
+      continue;
     }
-    const text = readLock(file);
-    if (text === undefined) continue; // Gone meanwhile: try again.
-    // Another user's lock this one may not read: held, whoever holds it.
-    if (text === null) return { ok: false, holder: undefined };
-    const other = parse(text);
-    if (other && isOurs(other)) return { ok: true, lock: borrowed(file) };
-    let stale: boolean;
-    if (other) stale = !isRunning(other);
-    else {
-      try {
-        stale = Date.now() - statSync(file).mtimeMs > UNREADABLE_STALE_MS;
-      } catch {
-        continue;
-      }
-    }
-    if (!stale) return { ok: false, holder: other };
-    breakStale(file, text);
+    if (held.size === 0) process.on("exit", releaseAllAtExit);
+    const every = (lease ?? DEFAULT_LEASE_MS) / RENEWALS_PER_LEASE;
+    const renewer = setInterval(() => renew(file), every).unref();
+    held.set(file, { token: holder.token, count: 1, holder, renewer });
+    return { ok: true, lock: handle(file) };
   }
-  return { ok: false, holder: parse(readLock(file) ?? undefined) };
+  // Still there after three tries (another process was breaking it): held, by whom if it runs.
+  const seen = look(file);
+  if (seen.kind !== "file") return { ok: false, holder: undefined };
+  const last = parse(seen.text);
+  return { ok: false, holder: last && holderRuns(last, seen) ? last : undefined };
 }
 
 /** Who holds `file` now, if a running process does. */
 export function holderOf(file: string): LockHolder | undefined {
-  const holder = parse(readLock(file) ?? undefined);
-  return holder && isRunning(holder) ? holder : undefined;
+  const seen = look(file);
+  if (seen.kind !== "file") return undefined;
+  const holder = parse(seen.text);
+  return holder && holderRuns(holder, seen) ? holder : undefined;
 }

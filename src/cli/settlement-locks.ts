@@ -12,7 +12,17 @@
 import os from "node:os";
 import path from "node:path";
 import { UsageError } from "./errors.js";
-import { type Attempt, type HeldLock, holderOf, type LockHolder, tryLock } from "./process-lock.js";
+import {
+  type Attempt,
+  DEFAULT_LEASE_MS,
+  type HeldLock,
+  holderOf,
+  type LockHolder,
+  leaseOf,
+  MAX_LEASE_MS,
+  tryLock,
+  UnsafeLockDirectory,
+} from "./process-lock.js";
 
 /** How long a settle waits for its turn by default: ten settles of half a minute each. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 300_000;
@@ -40,6 +50,21 @@ export function lockTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   return Math.round(seconds * 1000);
 }
 
+/**
+ * FACILITATOR_LOCK_LEASE (seconds): how long this process's locks count on another host (sharing
+ * the lock directory) without being renewed. The holder renews six times as often, and says its
+ * lease in the lock file, so every reader waits as long as the holder meant.
+ */
+export function lockLeaseMs(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.FACILITATOR_LOCK_LEASE?.trim();
+  if (!text) return DEFAULT_LEASE_MS;
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds < 1 || seconds * 1000 > MAX_LEASE_MS) {
+    throw new UsageError("FACILITATOR_LOCK_LEASE must be a number of seconds from 1 to 86400");
+  }
+  return Math.round(seconds * 1000);
+}
+
 /** What one lock guards, for messages, and its file. */
 interface Guarded {
   readonly kind: "journal" | "key";
@@ -61,11 +86,15 @@ function guardedBy(journalPath: string, addresses: readonly string[], dir: strin
   ];
 }
 
-/** Takes `guarded`'s lock if it is free; a lock file that cannot be made is a usage error. */
-function attempt(guarded: Guarded, command: string): Attempt {
+/**
+ * Takes `guarded`'s lock if it is free; a lock file that cannot be made, or a directory other
+ * users could plant files in, is a usage error.
+ */
+function attempt(guarded: Guarded, command: string, leaseMs: number): Attempt {
   try {
-    return tryLock(guarded.file, command);
+    return tryLock(guarded.file, command, { leaseMs });
   } catch (error) {
+    if (error instanceof UnsafeLockDirectory) throw unsafe(error, guarded);
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
     const fix =
       guarded.kind === "journal"
@@ -75,6 +104,16 @@ function attempt(guarded: Guarded, command: string): Attempt {
       `cannot create the lock file ${guarded.file} for ${guarded.what} (${code}): ${fix}`,
     );
   }
+}
+
+function unsafe(error: UnsafeLockDirectory, guarded: Guarded): UsageError {
+  const elsewhere =
+    guarded.kind === "journal"
+      ? "or keep the journal (--journal FILE) in such a directory"
+      : "or set FACILITATOR_LOCK_DIR to such a directory";
+  return new UsageError(
+    `${error.message}, so other users could plant files there that redirect or block the lock of ${guarded.what}: use a directory only this user can write, e.g. \`chmod 0700 ${error.dir}\` (or 0755, owned by this user; or the sticky bit, as /tmp has), ${elsewhere}`,
+  );
 }
 
 /** "facilitator serve (pid 123, since 2025-...)", and where it listens; never anything secret. */
@@ -92,10 +131,16 @@ export function journalHolder(journalPath: string): string | undefined {
   return holder && describeHolder(holder, file);
 }
 
-/** For a holder on another machine, how to clear its lock if it is gone. */
-function otherHost(holder: LockHolder | undefined, file: string): string {
-  if (!holder || holder.host === os.hostname()) return "";
-  return `; it cannot be checked from here: if it no longer runs, delete ${file}`;
+/** How a lock that is held clears, and when removing its file by hand is safe. */
+function clearing(tried: Attempt & { ok: false }, file: string): string {
+  const holder = tried.holder;
+  if (!holder) return "";
+  if (holder.host === os.hostname()) {
+    return `; its lock ${file} goes when pid ${holder.pid} exits (and is taken over if that process was killed): never delete it while pid ${holder.pid} runs`;
+  }
+  const ago = Math.max(0, Math.round((Date.now() - (tried.renewedAt ?? 0)) / 1000));
+  const lease = Math.round(leaseOf(holder) / 1000);
+  return `; it cannot be checked from here, but it was renewed ${ago} s ago; it is taken over once not renewed for ${lease} s; if it no longer runs, delete ${file}`;
 }
 
 export class SettlementLocks {
@@ -126,11 +171,15 @@ export function lockForServe(
 ): SettlementLocks {
   const taken: HeldLock[] = [];
   try {
+    const leaseMs = lockLeaseMs(env);
     for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
-      const tried = attempt(guarded, "facilitator serve");
+      const tried = attempt(guarded, "facilitator serve", leaseMs);
       if (tried.ok) {
         taken.push(tried.lock);
         continue;
+      }
+      if (!tried.holder && tried.note) {
+        throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
       }
       const holder = describeHolder(tried.holder, guarded.file);
       const advice =
@@ -138,7 +187,7 @@ export function lockForServe(
           ? "pass another --journal, or stop that process first"
           : "stop that process first, use another key, or let the replicas share a PostgreSQL store (--store), whose signer leases coordinate them";
       throw new UsageError(
-        `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${otherHost(tried.holder, guarded.file)}`,
+        `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${clearing(tried, guarded.file)}`,
       );
     }
   } catch (error) {
@@ -167,12 +216,17 @@ export async function lockForSettle(
   const taken: HeldLock[] = [];
   let told = false;
   try {
+    const leaseMs = lockLeaseMs(env);
     for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
       for (;;) {
-        const tried = attempt(guarded, "facilitator settle");
+        const tried = attempt(guarded, "facilitator settle", leaseMs);
         if (tried.ok) {
           taken.push(tried.lock);
           break;
+        }
+        // Not a process that will finish: waiting would not help.
+        if (!tried.holder && tried.note) {
+          throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
         }
         const holder = describeHolder(tried.holder, guarded.file);
         if (tried.holder?.command === "facilitator serve") {
@@ -183,7 +237,7 @@ export async function lockForSettle(
         }
         if (Date.now() >= deadline) {
           throw new TurnTimeout(
-            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (FACILITATOR_LOCK_TIMEOUT); nothing was sent: settle again later${otherHost(tried.holder, guarded.file)}`,
+            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (FACILITATOR_LOCK_TIMEOUT); nothing was sent: settle again later${clearing(tried, guarded.file)}`,
           );
         }
         if (!told) {

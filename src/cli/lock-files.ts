@@ -1,0 +1,180 @@
+/**
+ * The file operations under the process locks, safe in a directory other users may write (a
+ * sticky one, like /tmp): files are created exclusively and never opened through a symbolic
+ * link, so a link planted at a lock's name (or at its temporary file's) is never written through.
+ * And the directory itself is checked first: one other users can write without the sticky bit
+ * lets them remove or replace our lock files, so it is refused.
+ */
+import { randomBytes } from "node:crypto";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  type Stats,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import os from "node:os";
+
+/** Not every platform has it (Windows): there, O_EXCL alone keeps creation exclusive. */
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+/** The sticky bit: only a file's owner (or root) may remove or rename it. */
+const STICKY = 0o1000;
+/** Far above any lock file; a planted huge file is not read whole. */
+const MAX_LOCK_BYTES = 16 * 1024;
+
+/** This process's user (files it creates are owned by it); undefined where there are no uids. */
+export const ourUid = process.geteuid?.();
+
+const octal = (mode: number) => `0${(mode & 0o7777).toString(8)}`;
+
+/** A directory lock files may not live in: `reason` says why, worded to follow its path. */
+export class UnsafeLockDirectory extends Error {
+  override readonly name = "UnsafeLockDirectory";
+  constructor(
+    readonly dir: string,
+    readonly reason: string,
+  ) {
+    super(`the lock directory ${dir} ${reason}`);
+  }
+}
+
+/**
+ * Refuses a directory where other users could remove, rename or plant lock files: writable by
+ * others, or by a group other than this user's private one, without the sticky bit, or owned by another user (its owner can do all that),
+ * or reached through a symbolic link another user owns (they can point it elsewhere).
+ */
+export function checkLockDirectory(dir: string): void {
+  if (ourUid === undefined) return;
+  const link = lstatSync(dir);
+  if (link.isSymbolicLink() && !trustedOwner(link.uid)) {
+    throw new UnsafeLockDirectory(dir, `is a symbolic link owned by uid ${link.uid}`);
+  }
+  const stats = statSync(dir);
+  if (!trustedOwner(stats.uid)) {
+    throw new UnsafeLockDirectory(dir, `is owned by uid ${stats.uid}, not by this user`);
+  }
+  const shared = stats.mode & (ourPrivateGroup(stats.gid) ? 0o002 : 0o022);
+  if (shared && !(stats.mode & STICKY)) {
+    const who = stats.mode & 0o002 ? "every user" : "its group";
+    throw new UnsafeLockDirectory(
+      dir,
+      `can be written by ${who} (mode ${octal(stats.mode)}) and has no sticky bit`,
+    );
+  }
+}
+
+/** Us, or root (who can do anything anyway). */
+const trustedOwner = (uid: number) => uid === ourUid || uid === 0;
+
+/**
+ * Whether `gid` is this user's private group (named after the user, nobody else in it), which a
+ * umask of 002 makes new directories writable by: that is no other user writing them.
+ */
+function ourPrivateGroup(gid: number): boolean {
+  if (gid !== process.getegid?.()) return false;
+  try {
+    const user = os.userInfo().username;
+    const line = readFileSync("/etc/group", "utf8")
+      .split("\n")
+      .find((entry) => entry.split(":")[2] === String(gid));
+    const [name, , , members = ""] = (line ?? "").split(":");
+    return name === user && members.split(",").every((m) => m === "" || m === user);
+  } catch {
+    // No such user or no /etc/group (groups from a directory service): not known to be private.
+    return false;
+  }
+}
+
+/** Creates `file` with `text`, failing (EEXIST) if anything, a symbolic link too, is there. */
+export function createExclusive(file: string, text: string, mode: number): void {
+  const fd = openSync(
+    file,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW,
+    mode,
+  );
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Replaces `file` whole (a reader never sees half of it): written to a new temporary file of a
+ * random name, created exclusively, then renamed over it.
+ */
+export function replaceFile(file: string, text: string, mode: number): void {
+  for (let attempt = 0; ; attempt++) {
+    const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;
+    try {
+      createExclusive(temporary, text, mode);
+    } catch (error) {
+      // Something planted at that name: another name, a few times.
+      if ((error as NodeJS.ErrnoException).code === "EEXIST" && attempt < 3) continue;
+      throw error;
+    }
+    try {
+      renameSync(temporary, file);
+    } catch (error) {
+      unlinkSync(temporary);
+      throw error;
+    }
+    return;
+  }
+}
+
+/** What is at a lock file's name, read without following a symbolic link. */
+export type Seen =
+  | { readonly kind: "gone" }
+  /** A symbolic link, a FIFO, a directory: nothing a lock writes. */
+  | { readonly kind: "foreign"; readonly what: string; readonly uid: number }
+  /** A file this user may not read (another user's, mode 0600). */
+  | { readonly kind: "unreadable"; readonly uid: number; readonly mtimeMs: number }
+  | {
+      readonly kind: "file";
+      readonly text: string;
+      readonly uid: number;
+      readonly mtimeMs: number;
+    };
+
+function kindOf(stats: Stats): string {
+  if (stats.isSymbolicLink()) return "a symbolic link";
+  if (stats.isDirectory()) return "a directory";
+  if (stats.isFIFO()) return "a FIFO";
+  return "not a regular file";
+}
+
+export function look(file: string): Seen {
+  let fd: number;
+  try {
+    // Non-blocking: opening a planted FIFO would otherwise wait for a writer.
+    fd = openSync(file, constants.O_RDONLY | NOFOLLOW | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return { kind: "gone" };
+    try {
+      const stats = lstatSync(file);
+      if (!stats.isFile()) return { kind: "foreign", what: kindOf(stats), uid: stats.uid };
+      return { kind: "unreadable", uid: stats.uid, mtimeMs: stats.mtimeMs };
+    } catch {
+      return { kind: "gone" };
+    }
+  }
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) return { kind: "foreign", what: kindOf(stats), uid: stats.uid };
+    const buffer = Buffer.alloc(MAX_LOCK_BYTES);
+    const length = readSync(fd, buffer, 0, buffer.length, 0);
+    const text = buffer.subarray(0, length).toString("utf8").trim();
+    return { kind: "file", text, uid: stats.uid, mtimeMs: stats.mtimeMs };
+  } finally {
+    closeSync(fd);
+  }
+}
