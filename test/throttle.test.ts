@@ -1,7 +1,10 @@
 /** The payer throttle's and the gas at risk's windows: who is refused, for how long, and who is not. */
+import type { Address } from "viem";
 import { describe, expect, test } from "vitest";
+import type { ExpectedTransfer } from "../src/core/store.js";
 import { PayerThrottle } from "../src/core/throttle.js";
 import { GasAtRisk } from "../src/evm/chain/gas-at-risk.js";
+import { Journal } from "../src/store/journal.js";
 
 const PAYER = "0x00000000000000000000000000000000000000aA";
 const MINUTE = 60_000;
@@ -68,13 +71,22 @@ describe("GasAtRisk", () => {
 
   test("a payer the store remembers is served past the budget; waste from other replicas counts but is not told again", async () => {
     const told: unknown[] = [];
+    // A restart: the settlement was answered by an earlier run, into the same store.
+    const journal = new Journal();
+    const transfer = { token: ASSET, from: payer(7), to: payer(8), value: "1" } as ExpectedTransfer;
+    await journal.recordSend(
+      { key: "k", chainId: 1, signer: payer(9) as Address, txNonce: 0, expect: transfer },
+      "0x01",
+      "0x02",
+    );
+    await journal.markAnswered("k");
     const risk = new GasAtRisk(new PayerThrottle(), {
       budgetGas: 10_000n,
-      settledBefore: async (_chainId, who) => "payer" in who && who.payer === payer(7),
+      settlementsOf: journal.settlementsOf.bind(journal),
       onWaste: (_chainId, w) => told.push(w),
     });
     const now = Date.now();
-    risk.record(1, waste(payer(1), 50_000n, "reverted"), now - MINUTE, now);
+    risk.record(1, waste(payer(1), 15_000n, "reverted"), now - MINUTE, now);
     expect(told).toEqual([]);
     expect(await risk.refusal(1, payer(2), ASSET, now)).toMatchObject({ code: "payer_throttled" });
     expect(await risk.refusal(1, payer(7), ASSET, now)).toBeUndefined();

@@ -127,7 +127,7 @@ export class EvmFamily implements ChainFamily {
       budgetGas: options.wastedGasBudget,
       budgetGasByChain: options.wastedGasBudgetByChain,
       trusted: (chainId, asset) => this.#trusted(chainId, asset),
-      settledBefore: journal.settledBefore?.bind(journal),
+      settlementsOf: journal.settlementsOf?.bind(journal),
       onWaste: journal.chargeRevert
         ? (chainId, waste) => void journal.chargeRevert?.(chainId, waste.payer, waste)
         : undefined,

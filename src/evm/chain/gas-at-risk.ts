@@ -30,9 +30,13 @@ export interface GasAtRiskOptions {
   readonly windowMs?: number | undefined;
   /** Assets that always count as known (each network's USDC, the operator's allowed list). */
   readonly trusted?: ((chainId: number, asset: string) => boolean) | undefined;
-  /** Whether the store remembers a settlement of this payer or asset (other replicas, restarts). */
-  readonly settledBefore?:
-    | ((chainId: number, who: { payer: string } | { asset: string }) => Promise<boolean>)
+  /** How many settlements of this payer or asset the store remembers (other replicas, restarts). */
+  readonly settlementsOf?:
+    | ((
+        chainId: number,
+        who: { payer: string } | { asset: string },
+        atMost: number,
+      ) => Promise<number>)
     | undefined;
   /** Told of each waste recorded here (a shared store passes it on to the other replicas). */
   readonly onWaste?: ((chainId: number, waste: Waste) => void) | undefined;
@@ -202,7 +206,7 @@ export class GasAtRisk {
     const key = "payer" in who ? payerKey(chainId, who.payer) : assetKey(chainId, who.asset);
     if (this.#known.has(key)) return true;
     if ("asset" in who && this.#options.trusted?.(chainId, who.asset)) return true;
-    const remembered = await this.#options.settledBefore?.(chainId, who).catch(() => false);
+    const remembered = await this.#options.settlementsOf?.(chainId, who, 1).catch(() => 0);
     if (remembered) {
       this.#known.add(key);
       return true;
