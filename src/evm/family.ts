@@ -57,7 +57,7 @@ export interface EvmOptions {
         readonly byChain?: Readonly<Record<number, Partial<Record<GasBoundName, bigint>>>>;
       }
     | undefined;
-  /** Wasted gas per chain and hour before payers without history wait (default 500,000)... */
+  /** Wasted gas per chain and hour before payers wait, bar their allowance (default 500,000)... */
   readonly wastedGasBudget?: bigint | undefined;
   /** ...or per chain id, which wins. */
   readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;
