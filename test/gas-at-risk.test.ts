@@ -7,14 +7,10 @@ import {
   type Address,
   createTestClient,
   createWalletClient,
-  decodeFunctionData,
   type Hex,
   http,
   parseEther,
   parseGwei,
-  parseSignature,
-  parseTransaction,
-  type TransactionSerialized,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -32,13 +28,9 @@ import { createMetrics } from "../src/http/metrics.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
 import { chainOf, payerHolding } from "./helpers/chain.js";
 import { facilitatorOn, postJson } from "./helpers/facilitator.js";
+import { frontRun } from "./helpers/front-run.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
-import {
-  randomNonce,
-  signAuthorization,
-  signCancelAuthorization,
-  wireAuthorization,
-} from "./helpers/sign.js";
+import { randomNonce, signAuthorization, wireAuthorization } from "./helpers/sign.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 const post = postJson;
@@ -333,41 +325,6 @@ describe("a front-runner between us and the chain, with a fresh payer each time"
     await devnet?.stop();
   });
 
-  /**
-   * Before our transaction reaches the node, the payer's cancelAuthorization is mined: what a
-   * hostile RPC, a private mempool or a sequencer can do. Ours then reverts.
-   */
-  function frontRun(keys: Map<string, Hex>) {
-    const test = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
-    proxy.intercept = (method, params) => {
-      if (method !== "eth_sendRawTransaction" && method !== "eth_sendRawTransactionSync") return;
-      const raw = (params as Hex[])[0] as TransactionSerialized;
-      const tx = parseTransaction(raw);
-      if (!tx.data) return undefined;
-      const call = decodeFunctionData({ abi: testUsdcAbi, data: tx.data });
-      if (call.functionName !== "transferWithAuthorization") return undefined;
-      const [from, , , , , nonce] = call.args;
-      const key = keys.get(from.toLowerCase());
-      if (!key) return undefined;
-      return {
-        before: async () => {
-          const account = privateKeyToAccount(key);
-          await test.setBalance({ address: account.address, value: parseEther("1") });
-          const { v, r, s } = parseSignature(await signCancelAuthorization(devnet, key, nonce));
-          const wallet = createWalletClient({ account, transport: http(devnet.rpcUrl) });
-          const hash = await wallet.writeContract({
-            address: devnet.token.address,
-            abi: testUsdcAbi,
-            functionName: "cancelAuthorization",
-            args: [account.address, nonce, Number(v), r, s],
-            chain: null,
-          });
-          await chainOf(devnet).waitForTransactionReceipt({ hash, pollingInterval: 20 });
-        },
-      };
-    };
-  }
-
   async function attack(options: Partial<FacilitatorOptions>) {
     const facilitator = facilitatorOn(devnet, { rpcUrls: [proxy.url], ...options });
     const metrics = await createMetrics();
@@ -386,7 +343,7 @@ describe("a front-runner between us and the chain, with a fresh payer each time"
       };
       expect((await pay(regular)).body).toMatchObject({ success: true });
 
-      frontRun(keys);
+      frontRun(devnet, proxy, keys);
       const before = await ours(devnet);
       const codes: string[] = [];
       let retryAfter: string | null = null;

@@ -1,7 +1,10 @@
 /** The payer throttle's and the gas at risk's windows: who is refused, for how long, and who is not. */
+import type { Address } from "viem";
 import { describe, expect, test } from "vitest";
+import type { ExpectedTransfer } from "../src/core/store.js";
 import { PayerThrottle } from "../src/core/throttle.js";
 import { GasAtRisk } from "../src/evm/chain/gas-at-risk.js";
+import { Journal } from "../src/store/journal.js";
 
 const PAYER = "0x00000000000000000000000000000000000000aA";
 const MINUTE = 60_000;
@@ -68,16 +71,71 @@ describe("GasAtRisk", () => {
 
   test("a payer the store remembers is served past the budget; waste from other replicas counts but is not told again", async () => {
     const told: unknown[] = [];
+    // A restart: the settlement was answered by an earlier run, into the same store.
+    const journal = new Journal();
+    const transfer = { token: ASSET, from: payer(7), to: payer(8), value: "1" } as ExpectedTransfer;
+    await journal.recordSend(
+      { key: "k", chainId: 1, signer: payer(9) as Address, txNonce: 0, expect: transfer },
+      "0x01",
+      "0x02",
+    );
+    await journal.markAnswered("k");
     const risk = new GasAtRisk(new PayerThrottle(), {
       budgetGas: 10_000n,
-      settledBefore: async (_chainId, who) => "payer" in who && who.payer === payer(7),
+      settlementsOf: journal.settlementsOf.bind(journal),
       onWaste: (_chainId, w) => told.push(w),
     });
     const now = Date.now();
-    risk.record(1, waste(payer(1), 50_000n, "reverted"), now - MINUTE, now);
+    risk.record(1, waste(payer(1), 15_000n, "reverted"), now - MINUTE, now);
     expect(told).toEqual([]);
     expect(await risk.refusal(1, payer(2), ASSET, now)).toMatchObject({ code: "payer_throttled" });
     expect(await risk.refusal(1, payer(7), ASSET, now)).toBeUndefined();
+  });
+
+  test("past the budget a payer is served while its waste in the hour is under its landed settlements, counting at most the throttle limit", async () => {
+    const risk = new GasAtRisk(new PayerThrottle({ limit: 3 }), { budgetGas: 100_000n });
+    const t0 = 1_000_000;
+    risk.settled(1, payer(7), ASSET, t0);
+    for (let i = 0; i < 5; i++) risk.settled(1, payer(8), ASSET, t0);
+    risk.charge(1, waste(payer(7), 10_000n, "reverted"), t0);
+    risk.charge(1, waste(payer(1), 100_000n, "reverted"), t0 + 10 * MINUTE);
+    // Its revert left the throttle's 10 minutes, not the budget's hour: one landed, one wasted.
+    const refused = await risk.refusal(1, payer(7), ASSET, t0 + 20 * MINUTE);
+    // Free once its own waste ages out (t0 + 60 min), before the chain is under budget (t0 + 70).
+    expect(refused).toMatchObject({ code: "payer_throttled", retryAfterSeconds: 40 * 60 });
+    expect(refused?.message).toContain(`${payer(7)} has 1 and wasted 1`);
+    expect(await risk.refusal(1, payer(7), ASSET, t0 + HOUR)).toBeUndefined();
+    // Five landed count as three (the throttle's limit), reverts spaced past the throttle's window.
+    for (const minutes of [11, 22]) {
+      expect(await risk.refusal(1, payer(8), ASSET, t0 + minutes * MINUTE)).toBeUndefined();
+      risk.charge(1, waste(payer(8), 1_000n, "reverted"), t0 + minutes * MINUTE);
+    }
+    expect(await risk.refusal(1, payer(8), ASSET, t0 + 33 * MINUTE)).toBeUndefined();
+    risk.charge(1, waste(payer(8), 1_000n, "reverted"), t0 + 33 * MINUTE);
+    expect(await risk.refusal(1, payer(8), ASSET, t0 + 34 * MINUTE)).toMatchObject({
+      code: "payer_throttled",
+    });
+    // No history: none.
+    expect(await risk.refusal(1, payer(2), ASSET, t0 + 20 * MINUTE)).toMatchObject({
+      code: "payer_throttled",
+    });
+  });
+
+  test("past twice the budget every payer waits, known ones too, until the waste is under twice the budget again", async () => {
+    const risk = new GasAtRisk(new PayerThrottle(), { budgetGas: 100_000n });
+    const t0 = 1_000_000;
+    for (let i = 0; i < 3; i++) risk.settled(1, payer(7), ASSET, t0);
+    risk.charge(1, waste(payer(1), 120_000n, "reverted"), t0);
+    expect(await risk.refusal(1, payer(7), ASSET, t0 + MINUTE)).toBeUndefined();
+    risk.charge(1, waste(payer(2), 90_000n, "reverted"), t0 + 10 * MINUTE);
+    const refused = await risk.refusal(1, payer(7), ASSET, t0 + 20 * MINUTE);
+    expect(refused).toMatchObject({ code: "payer_throttled", retryAfterSeconds: 40 * 60 });
+    expect(refused?.message).toContain(
+      "wasted 210,000 gas in the last 60 min (reverted, ran out of gas or moved nothing), at least twice the budget of 100,000; every payer is refused for 2400 s",
+    );
+    // 90,000 left: under the budget, everyone is served.
+    expect(await risk.refusal(1, payer(7), ASSET, t0 + HOUR)).toBeUndefined();
+    expect(await risk.refusal(1, payer(3), ASSET, t0 + HOUR)).toBeUndefined();
   });
 
   test("an asset: refused at once when it moved nothing; out of gas at once if never settled here, at the third if it was", async () => {

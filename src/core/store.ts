@@ -87,6 +87,12 @@ export interface HeldElsewhere {
   readonly landedIn?: bigint | undefined;
 }
 
+/**
+ * How far back a payer's settlements count (`settlementsOf`): each buys it one wasted settlement
+ * per hour past the wasted-gas budget, so not forever.
+ */
+export const SETTLEMENTS_LOOKBACK_MS = 30 * 24 * 60 * 60_000;
+
 const NOT_RECORDED = Symbol("not recorded");
 
 /** Marks `error` as thrown before the store was reached: nothing of the write happened. */
@@ -186,10 +192,15 @@ export interface SettlementStore {
     listener: (chainId: number, payer: string, at: number, waste?: Waste) => void,
   ): void;
   /**
-   * Whether a settlement of this payer, or in this asset, was answered success on `chainId`, as
-   * far as the store remembers (a restart, other replicas); asked only while gas is being wasted.
+   * How many settlements of this payer (answered in the last `SETTLEMENTS_LOOKBACK_MS`), or in
+   * this asset (ever), were answered success on `chainId`, counted up to `atMost`, as far as the
+   * store remembers (a restart, other replicas); asked only while gas is being wasted.
    */
-  settledBefore?(chainId: number, who: { payer: string } | { asset: string }): Promise<boolean>;
+  settlementsOf?(
+    chainId: number,
+    who: { payer: string } | { asset: string },
+    atMost: number,
+  ): Promise<number>;
 
   status(): MaybePromise<StoreStatus>;
 

@@ -29,6 +29,11 @@ export class PayerThrottle {
     this.#onCharge = options.onCharge;
   }
 
+  /** Reverts charged to one payer within the window before it is refused. */
+  get limit(): number {
+    return this.#limit;
+  }
+
   /** A settlement of this payer's was mined and reverted. */
   charge(chainId: number, payer: string, now = Date.now()): void {
     this.#onCharge?.(chainId, payer);

@@ -62,7 +62,7 @@ export interface EvmOptions {
         readonly byChain?: Readonly<Record<number, Partial<Record<GasBoundName, bigint>>>>;
       }
     | undefined;
-  /** Wasted gas per chain and hour before payers without history wait (default 500,000)... */
+  /** Wasted gas per chain and hour before payers wait, bar their allowance (default 500,000)... */
   readonly wastedGasBudget?: bigint | undefined;
   /** ...or per chain id, which wins. */
   readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;
@@ -132,7 +132,7 @@ export class EvmFamily implements ChainFamily {
       budgetGas: options.wastedGasBudget,
       budgetGasByChain: options.wastedGasBudgetByChain,
       trusted: (chainId, asset) => this.#trusted(chainId, asset),
-      settledBefore: journal.settledBefore?.bind(journal),
+      settlementsOf: journal.settlementsOf?.bind(journal),
       onWaste: journal.chargeRevert
         ? (chainId, waste) => void journal.chargeRevert?.(chainId, waste.payer, waste)
         : undefined,

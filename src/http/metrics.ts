@@ -157,7 +157,7 @@ export class Metrics implements MetricsSink, HttpMetrics {
     );
     perChain(
       "wasted_gas_budget",
-      "wasted gas per chain and hour past which payers with no settlement here are refused",
+      "wasted gas per chain and hour past which a payer is refused once it wasted as many settlements as it landed here (every payer past twice it)",
       "budget",
     );
     prom.collectDefaultMetrics({ register: registry, prefix: "facilitator_" });

@@ -279,7 +279,7 @@ export const ERRORS = {
     status: 429,
     x402: "payer_throttled",
     summary:
-      "This payer's recent settlements reverted on chain, or the network's budget of wasted gas is spent and the payer has no settlement with us yet; it is refused for a while",
+      "This payer's recent settlements reverted on chain, or the network's budget of wasted gas is spent and the payer wasted as many settlements as it landed with us (or twice the budget is spent); it is refused for a while",
   },
   settlement_pending: {
     status: 500,

@@ -25,7 +25,6 @@ import path from "node:path";
 import type { Hex } from "viem";
 import type {
   EntryState,
-  ExpectedTransfer,
   IdempotencyClaim,
   JournalEntry,
   NewEntry,
@@ -33,6 +32,7 @@ import type {
   StoreStatus,
 } from "../core/store.js";
 import { endsMidLine, readLines } from "./journal-file.js";
+import { SettledBy } from "./journal-settled.js";
 
 type Line =
   | ({ t: "send"; hash: Hex; raw: Hex; owner?: string } & NewEntry)
@@ -52,8 +52,6 @@ const IDS_KEPT = 20_000;
 const VOUCHER_FLUSH_MS = 1_000;
 /** Channels whose highest voucher is remembered (the most recently raised). */
 const CHANNELS_KEPT = 100_000;
-/** Payers and assets remembered as having settled with us (chain/gas-at-risk.ts asks). */
-const SETTLED_BY_KEPT = 100_000;
 
 /** Compact a journal at start-up once it holds this many lines, most of them settled history. */
 const COMPACT_AFTER_LINES = 100_000;
@@ -271,25 +269,15 @@ export class Journal implements SettlementStore {
     return { shared: false, where: this.where, reachable: true };
   }
 
-  /** Payers and assets of settlements answered success, kept past the entries themselves. */
-  readonly #settledBy = new Set<string>();
+  /** Who settled with us (a count per payer and asset), kept past the entries themselves. */
+  readonly #settledBy = new SettledBy();
 
-  #remember(chainId: number, expect: ExpectedTransfer): void {
-    for (const key of [`${chainId}:p:${expect.from}`, `${chainId}:a:${expect.token}`]) {
-      const lower = key.toLowerCase();
-      this.#settledBy.delete(lower);
-      this.#settledBy.add(lower);
-    }
-    while (this.#settledBy.size > SETTLED_BY_KEPT) {
-      const oldest = this.#settledBy.values().next();
-      if (oldest.done) break;
-      this.#settledBy.delete(oldest.value);
-    }
-  }
-
-  async settledBefore(chainId: number, who: { payer: string } | { asset: string }) {
-    const key = "payer" in who ? `${chainId}:p:${who.payer}` : `${chainId}:a:${who.asset}`;
-    return this.#settledBy.has(key.toLowerCase());
+  async settlementsOf(
+    chainId: number,
+    who: { payer: string } | { asset: string },
+    atMost: number,
+  ): Promise<number> {
+    return this.#settledBy.count(chainId, who, atMost);
   }
 
   close(): void {
@@ -426,7 +414,9 @@ export class Journal implements SettlementStore {
     if (line.owner !== undefined) entry.owner = line.owner;
     const at = (line as { at?: string }).at;
     entry.updatedAt = at ? Date.parse(at) : Date.now();
-    if (line.state === "answered" && entry.expect) this.#remember(entry.chainId, entry.expect);
+    if (line.state === "answered" && entry.expect) {
+      this.#settledBy.remember(entry.chainId, entry.key, entry.expect, entry.updatedAt);
+    }
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
     if (line.state !== "broadcast") entry.raws = [];
   }

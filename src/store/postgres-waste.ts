@@ -1,10 +1,19 @@
 /**
  * Reverts and other gas wasted, shared through the store: a replica writes each one (with its
  * asset and gas, for the other replicas' gas at risk) and reads the others' with its lease renewal;
- * and who settled with us before, asked while a chain's wasted-gas budget is spent.
+ * and how often a payer (or an asset) settled with us, asked while a chain's wasted-gas budget is
+ * spent.
  */
-import type { Waste } from "../core/store.js";
+import { SETTLEMENTS_LOOKBACK_MS, type Waste } from "../core/store.js";
 import type { Query } from "./postgres-query.js";
+
+/** A payer's settlements answered lately: one range of its index (schema.ts, migration 8). */
+export const PAYER_SETTLEMENTS = `SELECT 1 FROM facilitator_settlements
+  WHERE chain_id = $1 AND lower(expect->>'from') = $2 AND state = 'answered'
+    AND updated_at > now() - $4 * interval '1 millisecond' LIMIT $3`;
+/** An asset's settlements answered ever (its index: migration 5). */
+const ASSET_SETTLEMENTS = `SELECT 1 FROM facilitator_settlements
+  WHERE chain_id = $1 AND lower(expect->>'token') = $2 AND state = 'answered' LIMIT $3`;
 
 export type RevertListener = (chainId: number, payer: string, at: number, waste?: Waste) => void;
 
@@ -40,15 +49,25 @@ export class SharedWaste {
     this.#listeners.push(listener);
   }
 
-  async settledBefore(chainId: number, who: { payer: string } | { asset: string }) {
-    const [field, value] = "payer" in who ? ["from", who.payer] : ["token", who.asset];
-    const { rows } = await this.#query(
-      "settled-before",
-      `SELECT 1 FROM facilitator_settlements
-        WHERE chain_id = $1 AND lower(expect->>'${field}') = $2 AND state = 'answered' LIMIT 1`,
-      [chainId, value.toLowerCase()],
-    );
-    return rows.length > 0;
+  async settlementsOf(
+    chainId: number,
+    who: { payer: string } | { asset: string },
+    atMost: number,
+  ): Promise<number> {
+    const { rows } =
+      "payer" in who
+        ? await this.#query("settlements-of", PAYER_SETTLEMENTS, [
+            chainId,
+            who.payer.toLowerCase(),
+            atMost,
+            SETTLEMENTS_LOOKBACK_MS,
+          ])
+        : await this.#query("settlements-of", ASSET_SETTLEMENTS, [
+            chainId,
+            who.asset.toLowerCase(),
+            atMost,
+          ]);
+    return rows.length;
   }
 
   /** Passes on the reverts other replicas charged since the last look. */

@@ -216,8 +216,8 @@ export class PostgresStore implements SettlementStore {
     this.#waste.listen(listener);
   }
 
-  settledBefore(chainId: number, who: { payer: string } | { asset: string }): Promise<boolean> {
-    return this.#waste.settledBefore(chainId, who);
+  settlementsOf(chainId: number, who: { payer: string } | { asset: string }, atMost: number) {
+    return this.#waste.settlementsOf(chainId, who, atMost);
   }
 
   /** Whether the database answers, and which signers this replica holds the lease of. */

@@ -145,4 +145,12 @@ export const MIGRATIONS: readonly string[] = [
     updated_at timestamptz NOT NULL DEFAULT now()
   );
   `,
+  // 8: a payer's settlements answered lately are counted (past the wasted-gas budget, each allows
+  // it one wasted settlement): the count is one range of this index, however many older ones it has.
+  `
+  CREATE INDEX facilitator_settlements_answered_payer_at
+    ON facilitator_settlements (chain_id, lower(expect->>'from'), updated_at)
+    WHERE state = 'answered';
+  DROP INDEX facilitator_settlements_answered_payer;
+  `,
 ];

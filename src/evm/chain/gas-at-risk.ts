@@ -7,11 +7,16 @@
  *   if we never settled it, at the third time if we did; one we never settled whose settlements
  *   reverted for three different payers is refused as well (one payer's reverts are its own
  *   doing, and a known asset's reverts its payers': they count there);
- * - past the chain's budget, payers with no settlement with us wait (429, `Retry-After`) while
- *   payers with a history keep being served.
+ * - past the chain's budget, a payer is served only while its own waste in the window is under
+ *   one per settlement of its that landed with us (the store counts them, at most the payer
+ *   throttle's limit): a history costs an attacker a unit paid to itself, so it must not buy
+ *   unlimited waste. Payers with no settlement wait (429, `Retry-After`);
+ * - past twice the budget every payer waits, until enough waste ages out. What an attacker can
+ *   make us waste per chain and window is so at most twice the budget, plus the gas bounds of the
+ *   settlements already in flight when it was crossed.
  */
 import { getAddress } from "viem";
-import type { Waste } from "../../core/store.js";
+import { SETTLEMENTS_LOOKBACK_MS, type Waste } from "../../core/store.js";
 import type { PayerThrottle } from "../../core/throttle.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
@@ -22,7 +27,7 @@ export type { Waste };
 type WasteCause = Waste["cause"];
 
 export interface GasAtRiskOptions {
-  /** Wasted gas per chain and window before payers without history wait (default 500,000). */
+  /** Wasted gas per chain and window before payers wait, bar their allowance (default 500,000). */
   readonly budgetGas?: bigint | undefined;
   /** ...or per chain id, which wins. */
   readonly budgetGasByChain?: Readonly<Record<number, bigint>> | undefined;
@@ -30,15 +35,19 @@ export interface GasAtRiskOptions {
   readonly windowMs?: number | undefined;
   /** Assets that always count as known (each network's USDC, the operator's allowed list). */
   readonly trusted?: ((chainId: number, asset: string) => boolean) | undefined;
-  /** Whether the store remembers a settlement of this payer or asset (other replicas, restarts). */
-  readonly settledBefore?:
-    | ((chainId: number, who: { payer: string } | { asset: string }) => Promise<boolean>)
+  /** How many settlements of this payer or asset the store remembers (other replicas, restarts). */
+  readonly settlementsOf?:
+    | ((
+        chainId: number,
+        who: { payer: string } | { asset: string },
+        atMost: number,
+      ) => Promise<number>)
     | undefined;
   /** Told of each waste recorded here (a shared store passes it on to the other replicas). */
   readonly onWaste?: ((chainId: number, waste: Waste) => void) | undefined;
 }
 
-/** Wasted gas a chain absorbs per hour from payers we know nothing of: about ten reverted transfers. */
+/** Wasted gas a chain absorbs per hour from payers we know nothing of: about eighteen reverted transfers. */
 export const DEFAULT_WASTED_GAS_BUDGET = 500_000n;
 const WINDOW_MS = 60 * 60_000;
 /** Payers, assets and events remembered at once; past it the oldest are forgotten. */
@@ -58,6 +67,8 @@ const ASSET_LIMITS: Readonly<Record<WasteCause, readonly [number, number]>> = {
 interface Event {
   readonly at: number;
   readonly gas: bigint;
+  /** Lowercase. */
+  readonly payer: string;
 }
 
 export class GasAtRisk {
@@ -68,8 +79,12 @@ export class GasAtRisk {
   readonly #wasted = new Map<number, Event[]>();
   /** Per chain:asset: the causes and times of its wastes. */
   readonly #assetWastes = new Map<string, { cause: WasteCause; payer: string; at: number }[]>();
-  /** chain:payer and chain:asset that settled with us. */
+  /** chain:asset that settled with us. */
   readonly #known = new Set<string>();
+  /** Per chain:payer, when its settlements landed here (the newest, up to the throttle limit). */
+  readonly #landed = new Map<string, number[]>();
+  /** chain:payer the store counted at the throttle limit, until when that answer is trusted. */
+  readonly #countedFull = new Map<string, number>();
 
   constructor(throttle: PayerThrottle, options: GasAtRiskOptions = {}) {
     this.#throttle = throttle;
@@ -108,7 +123,7 @@ export class GasAtRisk {
     // Out of gas is not the payer's doing: it signed an ordinary transfer.
     if (waste.cause !== "out-of-gas") this.#throttle.record(chainId, waste.payer, at, now);
     const events = this.#recent(chainId, now);
-    events.push({ at, gas: waste.gas });
+    events.push({ at, gas: waste.gas, payer: waste.payer.toLowerCase() });
     events.sort((a, b) => a.at - b.at);
     if (events.length > REMEMBERED) events.splice(0, events.length - REMEMBERED);
     this.#wasted.set(chainId, events);
@@ -120,16 +135,18 @@ export class GasAtRisk {
     forgetOldest(this.#assetWastes, REMEMBERED);
   }
 
-  /** A settlement landed with its Transfer: its payer and asset are known from now on. */
-  settled(chainId: number, payer: string, asset: string): void {
-    for (const key of [payerKey(chainId, payer), assetKey(chainId, asset)]) {
-      this.#known.delete(key);
-      this.#known.add(key);
-    }
-    if (this.#known.size > KNOWN_REMEMBERED) {
-      const oldest = this.#known.values().next();
-      if (!oldest.done) this.#known.delete(oldest.value);
-    }
+  /** A settlement landed with its Transfer: its asset is known, and its payer has one more. */
+  settled(chainId: number, payer: string, asset: string, now = Date.now()): void {
+    const key = assetKey(chainId, asset);
+    this.#known.delete(key);
+    this.#known.add(key);
+    forgetOldest(this.#known, KNOWN_REMEMBERED);
+    const landed = this.#landed.get(payerKey(chainId, payer)) ?? [];
+    landed.push(now);
+    if (landed.length > this.#throttle.limit) landed.shift();
+    this.#landed.delete(payerKey(chainId, payer));
+    this.#landed.set(payerKey(chainId, payer), landed);
+    forgetOldest(this.#landed, KNOWN_REMEMBERED);
   }
 
   /** Why a settlement of `payer` in `asset` is refused now, if it is. */
@@ -148,21 +165,68 @@ export class GasAtRisk {
     let wasted = 0n;
     for (const e of events) wasted += e.gas;
     if (wasted < budget) return undefined;
-    if (await this.#isKnown(chainId, { payer })) return undefined;
-    // Free again once enough of the window's waste has aged out to bring it under the budget.
+    const spent = `settlements on ${caip2(chainId)} wasted ${grouped(wasted)} gas in the last ${this.#minutes()} min (reverted, ran out of gas or moved nothing)`;
+    // (Nothing wasted refuses no one with a history, even under a budget of 0.)
+    if (wasted >= 2n * budget && wasted > 0n) {
+      const seconds = this.#secondsUntil(events, 2n * budget, wasted, now);
+      return failure(
+        "payer_throttled",
+        `${spent}, at least twice the budget of ${grouped(budget)}; every payer is refused for ${seconds} s`,
+        { retryAfterSeconds: seconds },
+      );
+    }
+    const lower = payer.toLowerCase();
+    const own = events.filter((e) => e.payer === lower);
+    const allowance = await this.#allowance(chainId, payer, own.length, now);
+    if (own.length < allowance) return undefined;
+    // Free again once the chain is under its budget, or enough of its own waste aged out.
+    let freeIn = this.#secondsUntil(events, budget, wasted, now);
+    const oldest = own[own.length - allowance];
+    if (allowance > 0 && oldest) {
+      freeIn = Math.min(freeIn, Math.max(1, Math.ceil((oldest.at + this.#windowMs - now) / 1000)));
+    }
+    return failure(
+      "payer_throttled",
+      allowance === 0
+        ? `${spent}, over the budget of ${grouped(budget)}; payers with no settlement here yet are refused for ${freeIn} s`
+        : `${spent}, over the budget of ${grouped(budget)}; past it a payer is served while it wasted fewer settlements than it has landed here (counting at most ${this.#throttle.limit}): ${payer} has ${allowance} and wasted ${own.length}, its settles are refused for ${freeIn} s`,
+      { retryAfterSeconds: freeIn },
+    );
+  }
+
+  /**
+   * How many wasted settlements `payer` is allowed past the budget: one per settlement of its that
+   * landed here or that the store counts, at most the throttle's limit. Asks the store only when
+   * what is known here does not already allow more than its `ownWaste`.
+   */
+  async #allowance(chainId: number, payer: string, ownWaste: number, now: number) {
+    const limit = this.#throttle.limit;
+    const key = payerKey(chainId, payer);
+    const since = now - SETTLEMENTS_LOOKBACK_MS;
+    const here = (this.#landed.get(key) ?? []).filter((at) => at > since).length;
+    if (here > ownWaste) return Math.min(here, limit);
+    if ((this.#countedFull.get(key) ?? 0) > now) return limit;
+    // A store that does not answer counts nothing: past the budget, in doubt, we do not send.
+    const counted =
+      (await this.#options.settlementsOf?.(chainId, { payer }, limit).catch(() => 0)) ?? 0;
+    if (counted >= limit) {
+      this.#countedFull.delete(key);
+      this.#countedFull.set(key, now + this.#windowMs);
+      forgetOldest(this.#countedFull, KNOWN_REMEMBERED);
+    }
+    return Math.min(Math.max(here, counted), limit);
+  }
+
+  /** Seconds until enough of `events` age out to bring `wasted` under `level`. */
+  #secondsUntil(events: readonly Event[], level: bigint, wasted: bigint, now: number): number {
     let left = wasted;
     let freeAt = now;
     for (const e of events) {
-      if (left < budget) break;
+      if (left < level) break;
       left -= e.gas;
       freeAt = e.at + this.#windowMs;
     }
-    const seconds = Math.max(1, Math.ceil((freeAt - now) / 1000));
-    return failure(
-      "payer_throttled",
-      `settlements on ${caip2(chainId)} wasted ${grouped(wasted)} gas in the last ${this.#minutes()} min (reverted or moved nothing), over the budget of ${grouped(budget)}; payers with no settlement here yet are refused for ${seconds} s, payers with one are still served`,
-      { retryAfterSeconds: seconds },
-    );
+    return Math.max(1, Math.ceil((freeAt - now) / 1000));
   }
 
   async #assetRefusal(chainId: number, asset: string, now: number) {
@@ -186,7 +250,7 @@ export class GasAtRisk {
     for (const [cause, { n, last }] of counts) {
       const [fresh, settled] = ASSET_LIMITS[cause];
       if (n < fresh) continue;
-      known ??= await this.#isKnown(chainId, { asset });
+      known ??= await this.#isKnown(chainId, asset);
       if (n < (known ? settled : fresh)) continue;
       const seconds = Math.max(1, Math.ceil((last + this.#windowMs - now) / 1000));
       return failure(
@@ -198,12 +262,12 @@ export class GasAtRisk {
     return undefined;
   }
 
-  async #isKnown(chainId: number, who: { payer: string } | { asset: string }): Promise<boolean> {
-    const key = "payer" in who ? payerKey(chainId, who.payer) : assetKey(chainId, who.asset);
+  async #isKnown(chainId: number, asset: string): Promise<boolean> {
+    const key = assetKey(chainId, asset);
     if (this.#known.has(key)) return true;
-    if ("asset" in who && this.#options.trusted?.(chainId, who.asset)) return true;
-    const remembered = await this.#options.settledBefore?.(chainId, who).catch(() => false);
-    if (remembered) {
+    if (this.#options.trusted?.(chainId, asset)) return true;
+    const counted = await this.#options.settlementsOf?.(chainId, { asset }, 1).catch(() => 0);
+    if (counted) {
       this.#known.add(key);
       return true;
     }
@@ -233,7 +297,10 @@ const WHAT: Readonly<Record<WasteCause, string>> = {
 const payerKey = (chainId: number, payer: string) => `${chainId}:p:${payer.toLowerCase()}`;
 const assetKey = (chainId: number, asset: string) => `${chainId}:a:${asset.toLowerCase()}`;
 
-function forgetOldest<K, V>(map: Map<K, V>, max: number): void {
+function forgetOldest<K>(
+  map: { readonly size: number; keys(): Iterator<K>; delete(key: K): boolean },
+  max: number,
+): void {
   while (map.size > max) {
     const oldest = map.keys().next();
     if (oldest.done) return;
