@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import type { Hex } from "viem";
-import { PostgresStore } from "../src/store/postgres.js";
+import { FIND_BY_TRANSACTION, PostgresStore } from "../src/store/postgres.js";
 import { startPostgres } from "../test/helpers/postgres.js";
 import { percentile, setting } from "./lib.js";
 
@@ -36,10 +36,9 @@ try {
   );
   await db.query("ANALYZE facilitator_settlements");
   console.log(`${ROWS} rows in ${((performance.now() - filling) / 1000).toFixed(1)} s`);
-  const explained = await db.query<{ "QUERY PLAN": string }>(
-    "EXPLAIN SELECT * FROM facilitator_settlements WHERE $1 = ANY (hashes) LIMIT 1",
-    [hashOf(7)],
-  );
+  const explained = await db.query<{ "QUERY PLAN": string }>(`EXPLAIN ${FIND_BY_TRANSACTION}`, [
+    hashOf(7),
+  ]);
   console.log(explained.rows.map((row) => `  ${row["QUERY PLAN"]}`).join("\n"));
   await db.end();
 
