@@ -4,7 +4,14 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import type { Facilitator } from "../facilitator.js";
-import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../protocol/errors.js";
+import {
+  ERRORS,
+  type ErrorCode,
+  FacilitatorError,
+  type Failure,
+  failure,
+  statusOf,
+} from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";
 import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
 import { checkHealth, checkReadiness } from "./health.js";
@@ -209,8 +216,14 @@ async function settlementStatus(facilitator: Facilitator, url: string): Promise<
       "ask for one settlement: /settlements?transaction=<hash or signature> or ?id=<payment-identifier>",
     );
   }
-  const status = await facilitator.status(
-    transaction ? { transaction } : { paymentIdentifier: id as string },
-  );
-  return json(status.found ? 200 : 404, status);
+  try {
+    const status = await facilitator.status(
+      transaction ? { transaction } : { paymentIdentifier: id as string },
+    );
+    return json(status.found ? 200 : 404, status);
+  } catch (error) {
+    // Not a hash (400 invalid_request), the store away (503): said as such, not as a 500.
+    if (error instanceof FacilitatorError) return errorResponse(error.failure);
+    throw error;
+  }
 }
