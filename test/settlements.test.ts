@@ -2,8 +2,9 @@
  * GET /settlements and `facilitator status`, asked by a transaction: the journal file and
  * PostgreSQL give the same answer for an EVM hash in any case, and keep a Solana signature's case
  * as its own; anything else is 400 invalid_request, never a 500 (for the CLI, a usage error, not
- * "not found"), and the store away is 503 store_unavailable. Real anvil, real PostgreSQL, real
- * sockets, the built CLI.
+ * "not found"), and the store away is 503 store_unavailable; `serve` beyond loopback without an
+ * API key keeps /settlements off, since its answers name hosts and processes. Real anvil, real
+ * PostgreSQL, real sockets, the built CLI.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -24,6 +25,7 @@ import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 import { runCli } from "./helpers/run-cli.js";
+import { startServe } from "./helpers/serve.js";
 
 interface Served {
   readonly name: string;
@@ -221,6 +223,41 @@ describe("facilitator status --transaction", () => {
         expect(run.code, `${where[0]} ${junk}`).toBe(2);
         expect(run.stderr).toContain("not a transaction hash");
       }
+    }
+  }, 60_000);
+});
+
+describe("serve and GET /settlements", () => {
+  test("beyond loopback without an API key it is off, saying why; an API key or loopback turns it on", async () => {
+    const journal = (name: string) => ["--journal", path.join(dir, `${name}.jsonl`)];
+    const rpc = ["--rpc-url", devnet.rpcUrl];
+    const [open, keyed, local] = await Promise.all([
+      startServe([...rpc, "--host", "0.0.0.0", ...journal("open-any")]),
+      startServe([...rpc, "--host", "0.0.0.0", ...journal("keyed-any")], {
+        FACILITATOR_API_KEY: "test-api-key",
+      }),
+      startServe([...rpc, ...journal("loopback")]),
+    ]);
+    const query = `/settlements?transaction=0x${"0".repeat(64)}`;
+    // Bound to 0.0.0.0, serve names that address in its URL; ask through loopback.
+    const get = async (url: string, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${url.replace("0.0.0.0", "127.0.0.1")}${query}`, { headers });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    try {
+      const off = await get(open.url);
+      expect(off.status).toBe(404);
+      expect(off.body).toMatchObject({ success: false, error: "not_found" });
+      expect(String(off.body.message)).toMatch(/off.*without an API key.*--api-key-file/);
+      expect((await get(keyed.url)).status).toBe(401);
+      const authorized = await get(keyed.url, { authorization: "Bearer test-api-key" });
+      expect(authorized).toMatchObject({ status: 404, body: { found: false } });
+      expect(await get(local.url)).toMatchObject({ status: 404, body: { found: false } });
+      const junk = await fetch(`${local.url}/settlements?transaction=%00`);
+      expect(junk.status).toBe(400);
+      expect(await junk.json()).toMatchObject({ error: "invalid_request" });
+    } finally {
+      for (const serving of [open, keyed, local]) serving.child.kill("SIGKILL");
     }
   }, 60_000);
 });

@@ -43,6 +43,11 @@ export interface HandlerOptions {
   readonly trustedHost?: ((host: string | undefined) => boolean) | undefined;
   /** Counts and times /verify and /settle, and answers GET /metrics (404 without it). */
   readonly metrics?: HttpMetrics | undefined;
+  /**
+   * Why GET /settlements is off, when it is (404 not_found saying so): its answers name the
+   * replica's host and process, so serve turns it off beyond loopback without an API key.
+   */
+  readonly settlementsOff?: string | undefined;
   /** GET /readyz: each signer needs this much native balance on each chain (default 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
 }
@@ -166,7 +171,10 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         return response;
       }
       // GET /settlements?transaction=0x… or ?id=<payment-identifier>: what we know of one.
-      if (path === "/settlements") return settlementStatus(facilitator, request.url);
+      if (path === "/settlements") {
+        if (options.settlementsOff) return fail("not_found", options.settlementsOff);
+        return settlementStatus(facilitator, request.url);
+      }
       // GET /metrics: with an API key, scrapers send it too (it shows signers, balances, volume).
       if (path === "/metrics") {
         if (!options.metrics) return fail("not_found", "metrics are served by facilitator serve");

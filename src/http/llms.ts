@@ -52,7 +52,8 @@ export function llmsTxt(): string {
   settlement: its state (broadcast, answered, landed, failed, dropped), transactions,
   the key and run that sent it, and the chain's word now (mined, failed, pending). 404 if none;
   400 invalid_request for a transaction that is neither an EVM hash (0x and 64 hex digits, any
-  case) nor a Solana signature (base58).
+  case) nor a Solana signature (base58). Off (404 not_found) on a server listening beyond
+  loopback without an API key.
 - GET /llms.txt: this file.
 
 Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.
