@@ -14,6 +14,11 @@ import type { SettlementStore } from "./store.js";
 
 export const PAYMENT_IDENTIFIER = "payment-identifier";
 const ID_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
+export const PAYMENT_IDENTIFIER_SHAPE = "16 to 128 characters of A-Z, a-z, 0-9, _ and -";
+
+export function isPaymentIdentifier(id: string): boolean {
+  return ID_PATTERN.test(id);
+}
 
 /** The request's payment id; undefined when it carries none; a Failure when it is malformed. */
 export function paymentIdentifier(request: PaymentRequest): string | undefined | Failure {
@@ -25,7 +30,7 @@ export function paymentIdentifier(request: PaymentRequest): string | undefined |
   if (typeof id !== "string" || !ID_PATTERN.test(id)) {
     return failure(
       "invalid_request",
-      `${request.paths.payload}.extensions["${PAYMENT_IDENTIFIER}"].info.id must be 16 to 128 characters of A-Z, a-z, 0-9, _ and -`,
+      `${request.paths.payload}.extensions["${PAYMENT_IDENTIFIER}"].info.id must be ${PAYMENT_IDENTIFIER_SHAPE}`,
     );
   }
   return id;

@@ -3,8 +3,11 @@
  * its `payment-identifier`: what the store wrote down (sent, landed, answered, failed) and by which
  * run of which process with which key, and what the chain says now. Nothing is sent.
  */
+import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
+import { notATransactionHash, transactionHash } from "../protocol/transaction-hash.js";
 import type { ChainFamily, Observed } from "./family.js";
+import { isPaymentIdentifier, PAYMENT_IDENTIFIER_SHAPE } from "./idempotency.js";
 import type { JournalEntry, SettlementStore } from "./store.js";
 
 export type StatusQuery =
@@ -38,12 +41,36 @@ const MEANING: Readonly<Record<string, string>> = {
   dropped: "dropped: its nonce went to another transaction; a settle starts afresh",
 };
 
+/**
+ * The query with its transaction as stores keep it (an EVM hash in lower case), or why it names
+ * no settlement: junk never reaches a store.
+ */
+export function checkStatusQuery(
+  query: StatusQuery,
+): { ok: true; query: StatusQuery } | { ok: false; failure: Failure } {
+  if ("transaction" in query) {
+    const transaction = transactionHash(query.transaction);
+    return transaction
+      ? { ok: true, query: { transaction } }
+      : { ok: false, failure: failure("invalid_request", notATransactionHash(query.transaction)) };
+  }
+  if ("paymentIdentifier" in query && !isPaymentIdentifier(query.paymentIdentifier)) {
+    const given = JSON.stringify(query.paymentIdentifier.slice(0, 140));
+    const message = `not a payment-identifier: ${given}; it is ${PAYMENT_IDENTIFIER_SHAPE}`;
+    return { ok: false, failure: failure("invalid_request", message) };
+  }
+  return { ok: true, query };
+}
+
+/** Throws FacilitatorError invalid_request for a query checkStatusQuery refuses. */
 export async function settlementStatus(
   families: readonly ChainFamily[],
   store: SettlementStore,
-  query: StatusQuery,
+  asked: StatusQuery,
 ): Promise<SettlementStatus> {
-  const entry = await find(families, store, query);
+  const checked = checkStatusQuery(asked);
+  if (!checked.ok) throw new FacilitatorError(checked.failure);
+  const entry = await find(families, store, checked.query);
   if (!entry) {
     return {
       found: false,

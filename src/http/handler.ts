@@ -3,7 +3,14 @@
  * headers and body out. No sockets here, so it is tested in-process; `server.ts` adapts node:http.
  */
 import type { Facilitator } from "../facilitator.js";
-import { ERRORS, type ErrorCode, type Failure, failure, statusOf } from "../protocol/errors.js";
+import {
+  ERRORS,
+  type ErrorCode,
+  FacilitatorError,
+  type Failure,
+  failure,
+  statusOf,
+} from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";
 import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
 import { type ApiKeys, callerRecognizer } from "./callers.js";
@@ -38,6 +45,11 @@ export interface HandlerOptions {
   readonly trustedHost?: ((host: string | undefined) => boolean) | undefined;
   /** Counts and times /verify and /settle, and answers GET /metrics (404 without it). */
   readonly metrics?: HttpMetrics | undefined;
+  /**
+   * Why GET /settlements is off, when it is (404 not_found saying so): its answers name the
+   * replica's host and process, so serve turns it off beyond loopback without an API key.
+   */
+  readonly settlementsOff?: string | undefined;
   /** GET /readyz: each signer needs this much native balance on each chain (default 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
 }
@@ -158,7 +170,10 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
       }
       const caller = identified.caller;
       // GET /settlements?transaction=0x… or ?id=<payment-identifier>: what we know of one.
-      if (path === "/settlements") return settlementStatus(facilitator, request.url);
+      if (path === "/settlements") {
+        if (options.settlementsOff) return fail("not_found", options.settlementsOff);
+        return settlementStatus(facilitator, request.url);
+      }
       // GET /metrics: with an API key, scrapers send it too (it shows signers, balances, volume).
       if (path === "/metrics") {
         if (!options.metrics) return fail("not_found", "metrics are served by facilitator serve");
@@ -208,8 +223,14 @@ async function settlementStatus(facilitator: Facilitator, url: string): Promise<
       "ask for one settlement: /settlements?transaction=<hash or signature> or ?id=<payment-identifier>",
     );
   }
-  const status = await facilitator.status(
-    transaction ? { transaction } : { paymentIdentifier: id as string },
-  );
-  return json(status.found ? 200 : 404, status);
+  try {
+    const status = await facilitator.status(
+      transaction ? { transaction } : { paymentIdentifier: id as string },
+    );
+    return json(status.found ? 200 : 404, status);
+  } catch (error) {
+    // Not a hash (400 invalid_request), the store away (503): said as such, not as a 500.
+    if (error instanceof FacilitatorError) return errorResponse(error.failure);
+    throw error;
+  }
 }

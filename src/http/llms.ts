@@ -50,7 +50,10 @@ export function llmsTxt(): string {
   docs/serve.md#metrics-and-readiness.
 - GET /settlements?transaction=<hash> (or ?id=<payment-identifier>): what is known of one
   settlement: its state (broadcast, answered, landed, failed, dropped), transactions,
-  the key and run that sent it, and the chain's word now (mined, failed, pending). 404 if none.
+  the key and run that sent it, and the chain's word now (mined, failed, pending). 404 if none;
+  400 invalid_request for a transaction that is neither an EVM hash (0x and 64 hex digits, any
+  case) nor a Solana signature (base58). Off (404 not_found) on a server listening beyond
+  loopback without an API key.
 - GET /llms.txt: this file.
 
 Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.

@@ -31,6 +31,7 @@ import type {
   SettlementStore,
   StoreStatus,
 } from "../core/store.js";
+import { storedHash } from "../protocol/transaction-hash.js";
 import { endsMidLine, readLines } from "./journal-file.js";
 import { SettledBy } from "./journal-settled.js";
 
@@ -176,10 +177,9 @@ export class Journal implements SettlementStore {
   }
 
   async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
-    const wanted = hash.toLowerCase();
-    for (const entry of this.#entries.values()) {
-      if (entry.hashes.some((h) => h.toLowerCase() === wanted)) return entry;
-    }
+    // Kept as storedHash spells them (#apply): a Solana signature's case is its own.
+    const wanted = storedHash(hash) as Hex;
+    for (const entry of this.#entries.values()) if (entry.hashes.includes(wanted)) return entry;
     return undefined;
   }
 
@@ -393,7 +393,7 @@ export class Journal implements SettlementStore {
       this.#entries.delete(entry.key);
       this.#entries.set(entry.key, {
         ...entry,
-        hashes: [hash],
+        hashes: [storedHash(hash)],
         raws: [raw],
         state: "broadcast",
         updatedAt: at ? Date.parse(at) : Date.now(),
@@ -404,8 +404,9 @@ export class Journal implements SettlementStore {
     const entry = this.#entries.get(line.key);
     if (!entry) return;
     if (line.t === "replace") {
-      if (!entry.hashes.includes(line.hash)) {
-        entry.hashes.push(line.hash);
+      const hash = storedHash(line.hash);
+      if (!entry.hashes.includes(hash)) {
+        entry.hashes.push(hash);
         entry.raws.push(line.raw);
       }
       return;

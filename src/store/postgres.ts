@@ -21,6 +21,7 @@ import type {
   StoreStatus,
   Waste,
 } from "../core/store.js";
+import { storedHash } from "../protocol/transaction-hash.js";
 import { unavailable } from "./postgres-errors.js";
 import { raiseVoucher, SharedIds } from "./postgres-ids.js";
 import { SignerLeases } from "./postgres-leases.js";
@@ -42,6 +43,14 @@ export interface PostgresStoreOptions {
   /** This replica's name in the store (default host:pid). */
   readonly owner?: string | undefined;
 }
+
+/**
+ * A settlement by one of its transactions: an index lookup (GIN on hashes, migration 8). No LIMIT:
+ * with one, the planner bets a scan meets a match early, and reads the whole table for a hash it
+ * does not hold.
+ */
+export const FIND_BY_TRANSACTION =
+  "SELECT * FROM facilitator_settlements WHERE hashes @> ARRAY[$1::text]";
 
 /** The database URL without its password, for banners and logs. */
 export function redactStoreUrl(url: string): string {
@@ -241,11 +250,7 @@ export class PostgresStore implements SettlementStore {
   }
 
   async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
-    const { rows } = await this.#query<Row>(
-      "find",
-      "SELECT * FROM facilitator_settlements WHERE $1 = ANY (hashes) LIMIT 1",
-      [hash],
-    );
+    const { rows } = await this.#query<Row>("find", FIND_BY_TRANSACTION, [storedHash(hash)]);
     return rows[0] ? entryOf(rows[0]) : undefined;
   }
 
@@ -324,7 +329,7 @@ export class PostgresStore implements SettlementStore {
         entry.signer,
         entry.txNonce,
         entry.expect ? JSON.stringify(entry.expect) : null,
-        hash,
+        storedHash(hash),
         raw,
         // A payer's own signed transaction (a prelude) is not sent from a key of ours.
         this.signers.includes(signer as Address) ? signer : null,
@@ -346,7 +351,7 @@ export class PostgresStore implements SettlementStore {
       "replace",
       `UPDATE facilitator_settlements SET hashes = hashes || $2::text, raws = raws || $3::text,
          updated_at = now() WHERE key = $1 AND NOT ($2 = ANY (hashes))`,
-      [key, hash, raw],
+      [key, storedHash(hash), raw],
     );
   }
 

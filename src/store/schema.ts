@@ -153,4 +153,17 @@ export const MIGRATIONS: readonly string[] = [
     WHERE state = 'answered';
   DROP INDEX facilitator_settlements_answered_payer;
   `,
+  // 9: a settlement found by any of its transactions (GET /settlements, facilitator status) through
+  // an index, not a scan of the table; EVM hashes lower-cased, as the store now writes and looks
+  // them up (Solana signatures are base58: case-sensitive, kept as they are).
+  `
+  UPDATE facilitator_settlements
+     SET hashes = ARRAY(SELECT CASE WHEN h ILIKE '0x%' THEN lower(h) ELSE h END
+                          FROM unnest(hashes) WITH ORDINALITY AS t(h, i) ORDER BY i)
+   WHERE EXISTS (SELECT 1 FROM unnest(hashes) AS h WHERE h ILIKE '0x%' AND h <> lower(h));
+  -- Without a pending list (fastupdate): every lookup would read it all, and its pages make the
+  -- planner prefer a scan of a table of thousands of rows.
+  CREATE INDEX facilitator_settlements_hashes ON facilitator_settlements USING gin (hashes)
+    WITH (fastupdate = off);
+  `,
 ];

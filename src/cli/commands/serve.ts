@@ -209,12 +209,19 @@ export async function serveHere(
   const trustedHost = keyRequired
     ? undefined
     : trustedHosts({ bindHost: host, allowed: settings.allowedHosts });
+  // Reachable from other machines with nothing to say who may settle through our keys.
+  const exposed = !keyRequired && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
+  const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys, and GET /settlements is off; pass --api-key-file (or FACILITATOR_API_KEY)`;
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     const handler = createHandler(facilitator, {
       apiKey,
       apiKeys,
       trustedHost,
+      // Its answers name this replica's host and process: not for anyone who reaches the port.
+      settlementsOff: exposed
+        ? `GET /settlements is off: this server listens on ${host} without an API key, and its answers name this facilitator's hosts and processes; serve with --api-key-file (or FACILITATOR_API_KEY) to turn it on, or ask with facilitator status`
+        : undefined,
       metrics,
       minSignerBalanceWei: config.minSignerBalanceWei,
     });
@@ -234,9 +241,6 @@ export async function serveHere(
   // Every settlement written down is followed to its end, whether or not anyone retries it.
   const reconciler = startReconciler(facilitator, process.env, log);
 
-  // Reachable from other machines with nothing to say who may settle through our keys.
-  const exposed = !keyRequired && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
-  const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys; pass --api-key-file (or FACILITATOR_API_KEY)`;
   if (!quiet && options.bannerOnTty) {
     const endpoints = await facilitator.rpc.endpoints();
     const networks = endpoints.map(

@@ -1,5 +1,5 @@
 /** `facilitator status`: one settlement, as the journal or store and the chain know it. */
-import type { StatusQuery } from "../../core/status.js";
+import { checkStatusQuery, type StatusQuery } from "../../core/status.js";
 import { FacilitatorError } from "../../protocol/errors.js";
 import { parseJson, parseRequest } from "../../protocol/request.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
@@ -18,8 +18,14 @@ async function queryOf(file: string | undefined, flags: StatusFlags): Promise<St
   if (given.filter(Boolean).length !== 1) {
     throw new UsageError("name one settlement: a payment file (or -), --transaction or --id");
   }
-  if (flags.transaction !== undefined) return { transaction: flags.transaction.trim() };
-  if (flags.id !== undefined) return { paymentIdentifier: flags.id.trim() };
+  const named =
+    flags.transaction !== undefined
+      ? checkStatusQuery({ transaction: flags.transaction.trim() })
+      : flags.id !== undefined
+        ? checkStatusQuery({ paymentIdentifier: flags.id.trim() })
+        : undefined;
+  if (named && !named.ok) throw new UsageError(named.failure.message);
+  if (named?.ok) return named.query;
   const text = await readSource(file as string);
   const json = parseJson(text);
   if (!json.ok) throw new UsageError(`${file}: ${json.failure.message}`);

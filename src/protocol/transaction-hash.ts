@@ -1,0 +1,27 @@
+/**
+ * A settlement's transaction as callers name it and stores keep it: an EVM transaction hash (0x
+ * and 64 hex digits) in lower case, whatever case it was given in; a Solana transaction signature
+ * (base58 of 64 bytes) as it is, since base58 is case-sensitive.
+ */
+import { base58ToBytes } from "./base58.js";
+
+const EVM_HASH = /^0x[0-9a-f]{64}$/i;
+/** 64 bytes are at most 88 base58 digits, and at least 64 (all leading zero bytes). */
+const SIGNATURE = /^[1-9A-HJ-NP-Za-km-z]{64,88}$/;
+
+/** How a store keeps and looks up `hash`: an EVM hash lower-cased, anything else unchanged. */
+export function storedHash<T extends string>(hash: T): T {
+  return (/^0x/i.test(hash) ? hash.toLowerCase() : hash) as T;
+}
+
+/** `text` as stores keep it, or undefined when it is neither an EVM hash nor a Solana signature. */
+export function transactionHash(text: string): string | undefined {
+  if (EVM_HASH.test(text)) return text.toLowerCase();
+  if (SIGNATURE.test(text) && base58ToBytes(text)?.length === 64) return text;
+  return undefined;
+}
+
+/** Why `text` names no transaction, for an invalid_request or a usage error. */
+export function notATransactionHash(text: string): string {
+  return `not a transaction hash: ${JSON.stringify(text.slice(0, 100))}; give an EVM transaction hash (0x and 64 hex digits) or a Solana transaction signature (base58)`;
+}
