@@ -7,6 +7,9 @@
 import type { Address, Hex } from "viem";
 
 /** Gas one settlement of ours wasted, and whose payment it was (chain/gas-at-risk.ts). */
+/** Why a voucher was not raised: a higher one was accepted, or the channel changed since read. */
+export type VoucherRaise = { readonly higher: bigint } | { readonly changedAt: number };
+
 export interface Waste {
   readonly payer: string;
   readonly asset: string;
@@ -156,9 +159,21 @@ export interface SettlementStore {
   /**
    * batch-settlement: raises the highest cumulative amount a voucher of `channel` was found valid
    * for to `amount`, atomically for every process sharing the store. Answers undefined when
-   * `amount` is now the highest (or equals it), else the higher amount already accepted.
+   * `amount` is now the highest (or equals it); `{higher}`, the higher amount already accepted; or,
+   * when the voucher was checked against the channel's state as read at `seenAt` (unix ms) and the
+   * channel changed after that (channelChanged), `{changedAt}`: nothing is raised, read it again.
    */
-  raiseVoucher(channel: string, amount: bigint): MaybePromise<bigint | undefined>;
+  raiseVoucher(
+    channel: string,
+    amount: bigint,
+    seenAt?: number,
+  ): MaybePromise<VoucherRaise | undefined>;
+  /**
+   * batch-settlement: `channel`'s balance changed at `at` (unix ms), or may change until then (a
+   * refund sent, a withdrawal seen), by other means than a claim. Every process sharing the store
+   * checks its next voucher of the channel against a state read after it.
+   */
+  channelChanged(channel: string, at: number): Promise<void>;
 
   /** Binds `id` to the request `fingerprint`, or says what it is already bound to. */
   claimIdempotency(id: string, fingerprint: string): MaybePromise<IdempotencyClaim>;

@@ -30,8 +30,10 @@ import type {
   NewEntry,
   SettlementStore,
   StoreStatus,
+  VoucherRaise,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
+import { type ChannelLine, JournalChannels } from "./journal-channels.js";
 import { endsMidLine, readLines } from "./journal-file.js";
 import { SettledBy } from "./journal-settled.js";
 
@@ -41,8 +43,8 @@ type Line =
   | { t: "state"; key: string; state: EntryState; owner?: string }
   /** A payment-identifier bound to a request, and its answer once final. */
   | { t: "id"; id: string; fingerprint: string; answer?: unknown }
-  /** batch-settlement: the highest cumulative amount a voucher of a channel was found valid for. */
-  | { t: "voucher"; channel: string; amount: string };
+  /** batch-settlement channels (journal-channels.ts). */
+  | ChannelLine;
 
 /** States a settlement never leaves by itself: only those may be forgotten. */
 const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]);
@@ -51,8 +53,6 @@ const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]
 const IDS_KEPT = 20_000;
 /** How long a channel's raised voucher waits before its line is written (coalescing raises). */
 const VOUCHER_FLUSH_MS = 1_000;
-/** Channels whose highest voucher is remembered (the most recently raised). */
-const CHANNELS_KEPT = 100_000;
 
 /** Compact a journal at start-up once it holds this many lines, most of them settled history. */
 const COMPACT_AFTER_LINES = 100_000;
@@ -64,7 +64,7 @@ export class Journal implements SettlementStore {
   readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #entries = new Map<string, JournalEntry>();
   readonly #ids = new Map<string, { fingerprint: string; answer?: unknown }>();
-  readonly #vouchers = new Map<string, bigint>();
+  readonly #channels = new JournalChannels();
   /** Identifiers whose settle runs in this process now. */
   readonly #idsRunning = new Set<string>();
   readonly #inFlight = new Set<string>();
@@ -93,7 +93,7 @@ export class Journal implements SettlementStore {
     const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
     if (
       lines > threshold &&
-      lines > 4 * (this.#entries.size + this.#ids.size + this.#vouchers.size)
+      lines > 4 * (this.#entries.size + this.#ids.size + this.#channels.size)
     )
       this.#compact(file);
     this.#fd = openSync(file, "a", 0o600);
@@ -126,10 +126,7 @@ export class Journal implements SettlementStore {
       for (const [id, bound] of this.#ids) {
         writeSync(fd, `${JSON.stringify({ t: "id", id, ...bound } satisfies Line)}\n`);
       }
-      for (const [channel, amount] of this.#vouchers) {
-        const line: Line = { t: "voucher", channel, amount: amount.toString() };
-        writeSync(fd, `${JSON.stringify(line)}\n`);
-      }
+      for (const line of this.#channels.all()) writeSync(fd, `${JSON.stringify(line)}\n`);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -223,16 +220,12 @@ export class Journal implements SettlementStore {
     return { kind: "run" };
   }
 
-  raiseVoucher(channel: string, amount: bigint): bigint | undefined {
-    const highest = this.#vouchers.get(channel);
-    if (highest !== undefined && highest > amount) return highest;
-    if (highest === amount) return undefined;
-    this.#apply({ t: "voucher", channel, amount: amount.toString() });
-    if (this.#fd === undefined) return undefined;
+  raiseVoucher(channel: string, amount: bigint, seenAt?: number): VoucherRaise | undefined {
+    const raised = this.#channels.raise(channel, amount, seenAt);
+    if (this.#fd === undefined || raised !== undefined) return raised;
     // Written a second later, one line per channel raised meanwhile: the hot path waits for no
     // disk and the file grows by channels, not by vouchers. A crash loses at most that second's
     // raises (the chain's claimed total still bounds every voucher).
-    this.#vouchersDirty.add(channel);
     if (!this.#voucherFlush) {
       this.#voucherFlush = setTimeout(() => this.#flushVouchers(), VOUCHER_FLUSH_MS);
       this.#voucherFlush.unref();
@@ -240,22 +233,17 @@ export class Journal implements SettlementStore {
     return undefined;
   }
 
-  readonly #vouchersDirty = new Set<string>();
-  #voucherFlush: NodeJS.Timeout | undefined;
-
-  #voucherLines(): Line[] {
-    const lines: Line[] = [];
-    for (const channel of this.#vouchersDirty) {
-      const amount = this.#vouchers.get(channel);
-      if (amount !== undefined) lines.push({ t: "voucher", channel, amount: amount.toString() });
-    }
-    this.#vouchersDirty.clear();
-    return lines;
+  async channelChanged(channel: string, at: number): Promise<void> {
+    const line: Line = { t: "changed", channel, at };
+    this.#apply(line);
+    if (this.#fd !== undefined) await this.#write(line);
   }
+
+  #voucherFlush: NodeJS.Timeout | undefined;
 
   #flushVouchers(): void {
     this.#voucherFlush = undefined;
-    for (const line of this.#voucherLines()) void this.#write(line).catch(() => undefined);
+    for (const line of this.#channels.owed()) void this.#write(line).catch(() => undefined);
   }
 
   async finishIdempotency(id: string, answer: unknown): Promise<void> {
@@ -284,7 +272,7 @@ export class Journal implements SettlementStore {
     clearTimeout(this.#voucherFlush);
     this.#voucherFlush = undefined;
     if (this.#fd !== undefined) {
-      const lines = this.#voucherLines().map((line) => `${JSON.stringify(line)}\n`);
+      const lines = this.#channels.owed().map((line) => `${JSON.stringify(line)}\n`);
       if (lines.length > 0) writeSync(this.#fd, lines.join(""));
       closeSync(this.#fd);
     }
@@ -368,13 +356,8 @@ export class Journal implements SettlementStore {
   }
 
   #apply(line: Line): void {
-    if (line.t === "voucher") {
-      this.#vouchers.delete(line.channel);
-      this.#vouchers.set(line.channel, BigInt(line.amount));
-      if (this.#vouchers.size > CHANNELS_KEPT) {
-        const oldest = this.#vouchers.keys().next().value;
-        if (oldest !== undefined) this.#vouchers.delete(oldest);
-      }
+    if (line.t === "voucher" || line.t === "changed") {
+      this.#channels.apply(line);
       return;
     }
     if (line.t === "id") {

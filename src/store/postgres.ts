@@ -19,11 +19,12 @@ import type {
   NewEntry,
   SettlementStore,
   StoreStatus,
+  VoucherRaise,
   Waste,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
 import { unavailable } from "./postgres-errors.js";
-import { raiseVoucher, SharedIds } from "./postgres-ids.js";
+import { channelChanged, raiseVoucher, SharedIds } from "./postgres-ids.js";
 import { SignerLeases } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
 import type { Query } from "./postgres-query.js";
@@ -406,8 +407,21 @@ export class PostgresStore implements SettlementStore {
     return this.#ids.finish(id, answer);
   }
 
-  raiseVoucher(channel: string, amount: bigint): Promise<bigint | undefined> {
-    return raiseVoucher((op, text, values) => this.#query(op, text, values), channel, amount);
+  raiseVoucher(
+    channel: string,
+    amount: bigint,
+    seenAt?: number,
+  ): Promise<VoucherRaise | undefined> {
+    return raiseVoucher(
+      (op, text, values) => this.#query(op, text, values),
+      channel,
+      amount,
+      seenAt,
+    );
+  }
+
+  channelChanged(channel: string, at: number): Promise<void> {
+    return channelChanged((op, text, values) => this.#query(op, text, values), channel, at);
   }
 
   /** Gives up this replica's claims and signer leases, so another may take them at once. */

@@ -166,4 +166,9 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_settlements_hashes ON facilitator_settlements USING gin (hashes)
     WITH (fastupdate = off);
   `,
+  // 10: batch-settlement: when a channel's balance last changed other than by a claim (a refund,
+  // a withdrawal; unix ms): a voucher checked against an older read of it is checked again.
+  `
+  ALTER TABLE facilitator_channels ADD COLUMN changed_at bigint NOT NULL DEFAULT 0;
+  `,
 ];

@@ -2,8 +2,10 @@
  * What this process knows of each channel: its on-chain state as last read (or as our own
  * transactions changed it) and the highest voucher verified. A voucher verify answers from here
  * without an RPC while the state is fresh: a channel's balance can only fall by a refund its
- * receiver signs or a withdrawal that waits at least 15 minutes after it shows on chain, so a
- * read a few seconds old cannot make a voucher look covered when it is not.
+ * receiver authorizer signs or a withdrawal that waits at least 15 minutes after it shows on
+ * chain, so a read a few seconds old cannot make a voucher look covered when it is not. A refund
+ * sent or seen by any replica is recorded in the store, and a voucher checked against a read that
+ * predates it is checked again (voucher.ts); one the receiver sends itself shows at the next read.
  */
 import type { Hex } from "viem";
 import type { ChannelState } from "./channel.js";
@@ -18,9 +20,17 @@ export interface KnownChannel {
 
 /** How long a channel's state read serves voucher verifies, by default. */
 export const DEFAULT_STATE_TTL_MS = 30_000;
+/**
+ * Reads made to refuse a voucher (an empty channel, a voucher over the balance), at most this many
+ * per channel and window: a deposit made elsewhere still shows at once, and a flood of such
+ * vouchers costs a read per channel and second, not one per voucher.
+ */
+const REREADS_PER_WINDOW = 2;
+const REREAD_WINDOW_MS = 2_000;
 
 export class ChannelBook {
   readonly #channels = new Map<string, KnownChannel>();
+  readonly #rereads = new Map<string, number[]>();
   readonly #ttlMs: number;
   readonly #max: number;
 
@@ -36,6 +46,25 @@ export class ChannelBook {
     // A withdrawal under way: its end may be near, so every verify reads the chain.
     if (known.state.withdrawRequestedAt !== 0) return undefined;
     return known;
+  }
+
+  /** The state last read, however old (what a new read is compared with). */
+  last(channelId: Hex): ChannelState | undefined {
+    return this.#channels.get(channelId)?.state;
+  }
+
+  /** Whether the channel may be read again before a refusal now; if so, counts the read. */
+  mayReread(channelId: Hex, now = Date.now()): boolean {
+    const recent = (this.#rereads.get(channelId) ?? []).filter((t) => now - t < REREAD_WINDOW_MS);
+    if (recent.length >= REREADS_PER_WINDOW) return false;
+    recent.push(now);
+    this.#rereads.delete(channelId);
+    this.#rereads.set(channelId, recent);
+    if (this.#rereads.size > this.#max) {
+      const oldest = this.#rereads.keys().next();
+      if (!oldest.done) this.#rereads.delete(oldest.value);
+    }
+    return true;
   }
 
   highestVoucher(channelId: Hex): bigint {

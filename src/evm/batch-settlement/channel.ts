@@ -2,7 +2,14 @@
  * A payment channel: its id (the EIP-712 hash of its configuration), whether its configuration
  * fits the requirements it pays, and its state on chain.
  */
-import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
+import {
+  type Address,
+  decodeFunctionResult,
+  encodeFunctionData,
+  type Hex,
+  isAddressEqual,
+  zeroAddress,
+} from "viem";
 import type { Requirements } from "../../protocol/request.js";
 import type { EvmContext } from "../context.js";
 import {
@@ -99,14 +106,38 @@ export interface ChannelState {
   readonly refundNonce: bigint;
 }
 
-/** The channel's state at the latest block, in one round trip. */
+/** The three views a channel's state is made of, read in one call through the contract's multicall. */
+const STATE_VIEWS = ["channels", "pendingWithdrawals", "refundNonce"] as const;
+
+/** The channel's state at the latest block, in one call (not one per view). */
 export async function readChannel(ctx: EvmContext, channelId: Hex): Promise<ChannelState> {
-  const contract = { address: SETTLEMENT_ADDRESS, abi: SETTLEMENT_ABI } as const;
-  const [[balance, totalClaimed], [, initiatedAt], refundNonce] = await Promise.all([
-    ctx.client.readContract({ ...contract, functionName: "channels", args: [channelId] }),
-    ctx.client.readContract({ ...contract, functionName: "pendingWithdrawals", args: [channelId] }),
-    ctx.client.readContract({ ...contract, functionName: "refundNonce", args: [channelId] }),
-  ]);
+  const calls = STATE_VIEWS.map((functionName) =>
+    encodeFunctionData({ abi: SETTLEMENT_ABI, functionName, args: [channelId] }),
+  );
+  const { data } = await ctx.client.call({
+    to: SETTLEMENT_ADDRESS,
+    data: encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "multicall", args: [calls] }),
+  });
+  const [channel, pending, nonce] = decodeFunctionResult({
+    abi: SETTLEMENT_ABI,
+    functionName: "multicall",
+    data: data ?? "0x",
+  });
+  const [balance, totalClaimed] = decodeFunctionResult({
+    abi: SETTLEMENT_ABI,
+    functionName: "channels",
+    data: channel as Hex,
+  });
+  const [, initiatedAt] = decodeFunctionResult({
+    abi: SETTLEMENT_ABI,
+    functionName: "pendingWithdrawals",
+    data: pending as Hex,
+  });
+  const refundNonce = decodeFunctionResult({
+    abi: SETTLEMENT_ABI,
+    functionName: "refundNonce",
+    data: nonce as Hex,
+  });
   return { balance, totalClaimed, withdrawRequestedAt: Number(initiatedAt), refundNonce };
 }
 

@@ -24,7 +24,10 @@ import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } fr
 import { officialShapeFailure, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
 import { sendAction } from "./send.js";
-import { bookOf, checkVoucherSignature, voucherAgainst } from "./voucher.js";
+import { bookOf, channelChanged, checkVoucherSignature, voucherAgainst } from "./voucher.js";
+
+/** How long a refund we send may take to land, as far as other replicas' channel books go. */
+const REFUND_LANDS_WITHIN_MS = 60_000;
 
 /** What can be refunded: the request, capped at what is neither claimed nor to be claimed here. */
 function refundable(payload: RefundPayload, state: ChannelState, channelId: Hex, chainId: number) {
@@ -140,6 +143,9 @@ export async function settleRefund(
       args: [[claim.data, refundData]],
     });
   }
+  // From now until it lands the channel's balance may fall: every replica reads it before each
+  // voucher until then (and once more after), rather than trust a book that predates it.
+  await channelChanged(ctx, channelId, Date.now() + REFUND_LANDS_WITHIN_MS);
   const sent = await sendAction(
     ctx,
     {
@@ -159,6 +165,7 @@ export async function settleRefund(
   );
   if (!sent.ok) return sent.result;
   if (payload.claims.length > 0) learnClaims(ctx, payload.claims);
+  await channelChanged(ctx, channelId, Date.now());
   const after = await readChannel(ctx, channelId).catch(() => undefined);
   if (after) bookOf(ctx).remember(channelId, after);
   else bookOf(ctx).forget(channelId);

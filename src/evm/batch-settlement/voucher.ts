@@ -3,7 +3,7 @@
  * cumulative amount, and that amount against the channel's balance and what was claimed. When
  * the channel's state is known (book.ts) and the payer authorizes with a key, nothing is read.
  */
-import { type Hex, isAddressEqual, zeroAddress } from "viem";
+import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
 import type { Failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import type { VerifyResult } from "../../protocol/results.js";
@@ -26,6 +26,35 @@ import { rejected } from "./reasons.js";
 export const bookOf = (ctx: EvmContext) =>
   ctx.kept("batch-settlement:channels", () => new ChannelBook());
 
+/** How long a payer's code, as read, serves its vouchers' signature checks. */
+const CODE_TTL_MS = 30_000;
+
+/**
+ * The payer's code (an EOA has none), read once per payer and half minute rather than for every
+ * voucher: whether it is a contract decides how its signature is checked, and that is not
+ * something a flood of vouchers should cost a read each.
+ */
+function payerCode(ctx: EvmContext, payer: Address): Promise<Hex | undefined> {
+  const codes = ctx.kept(
+    "batch-settlement:payer-codes",
+    () => new Map<string, { code: Promise<Hex | undefined>; at: number }>(),
+  );
+  const key = payer.toLowerCase();
+  const now = Date.now();
+  const known = codes.get(key);
+  if (known && now - known.at < CODE_TTL_MS) return known.code;
+  const code = ctx.client.getCode({ address: payer });
+  // A failed read is not remembered: the next voucher reads again.
+  code.catch(() => codes.delete(key));
+  codes.delete(key);
+  codes.set(key, { code, at: now });
+  if (codes.size > 100_000) {
+    const oldest = codes.keys().next();
+    if (!oldest.done) codes.delete(oldest.value);
+  }
+  return code;
+}
+
 /** Whether the channel's payer (or its authorizer key) signed this voucher. */
 export async function checkVoucherSignature(
   ctx: EvmContext,
@@ -43,7 +72,7 @@ export async function checkVoucherSignature(
         config.payer,
         digest,
         voucher.signature,
-        ctx.client.getCode({ address: config.payer }),
+        payerCode(ctx, config.payer),
       )
     : await recoversTo(ctx, config.payerAuthorizer, digest, voucher.signature);
   if (signed.ok) return undefined;
@@ -51,25 +80,48 @@ export async function checkVoucherSignature(
   return refuse(signed.failure.message.replace(/^the signature /, ""));
 }
 
+/** The store's name for a channel: what every replica's vouchers and changes are kept under. */
+const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${channelId}`;
+
 /**
  * The channel's state: from the book while fresh, else read (and remembered). `fromBook` says
- * which: a state from the book only ever accepts; a refusal is decided on a read.
+ * which: a state from the book only ever accepts; a refusal is decided on a read. `readAt`: when
+ * the state was read (unix ms). A read that finds the balance lower or the refund nonce higher
+ * than the book had it (a refund, a withdrawal) tells every replica through the store.
  */
 export async function channelState(
   ctx: EvmContext,
   channelId: Hex,
   options: { readonly reread?: boolean } = {},
-): Promise<{ ok: true; state: ChannelState; fromBook: boolean } | { ok: false; failure: Failure }> {
+): Promise<
+  | { ok: true; channelId: Hex; state: ChannelState; fromBook: boolean; readAt: number }
+  | { ok: false; failure: Failure }
+> {
   const book = bookOf(ctx);
   const known = options.reread ? undefined : book.fresh(channelId);
-  if (known) return { ok: true, state: known.state, fromBook: true };
+  if (known) {
+    return { ok: true, channelId, state: known.state, fromBook: true, readAt: known.readAt };
+  }
+  const before = book.last(channelId);
   try {
+    const readAt = Date.now();
     const state = await readChannel(ctx, channelId);
-    book.remember(channelId, state);
-    return { ok: true, state, fromBook: false };
+    book.remember(channelId, state, readAt);
+    if (before && (state.balance < before.balance || state.refundNonce > before.refundNonce)) {
+      channelChanged(ctx, channelId, readAt);
+    }
+    return { ok: true, channelId, state, fromBook: false, readAt };
   } catch (error) {
     return { ok: false, failure: chainFailure(error, "reading the channel") };
   }
+}
+
+/** The channel's balance changed (or may, until `at`): every replica reads it before a voucher. */
+export function channelChanged(ctx: EvmContext, channelId: Hex, at: number): Promise<void> {
+  bookOf(ctx).forget(channelId);
+  return Promise.resolve(ctx.journal.channelChanged(storeChannel(ctx, channelId), at)).catch(
+    () => undefined,
+  );
 }
 
 /**
@@ -131,33 +183,63 @@ export async function verifyVoucher(
   const amount = voucher.maxClaimableAmount;
   let read = await channelState(ctx, channelId);
   // The book may predate a deposit made elsewhere (another replica, another facilitator, the
-  // payer itself): an empty or short balance is read again before it refuses.
-  if (read.ok && read.fromBook && (read.state.balance === 0n || amount > read.state.balance)) {
+  // payer itself): an empty or short balance is read again before it refuses, a few times per
+  // channel and second at most (a flood of such vouchers costs a read per channel and second).
+  const short = (state: ChannelState) => state.balance === 0n || amount > state.balance;
+  if (read.ok && read.fromBook && short(read.state) && bookOf(ctx).mayReread(channelId)) {
     read = await channelState(ctx, channelId, { reread: true });
   }
+  const book = bookOf(ctx);
   if (!read.ok) return { ok: false, payer, failure: read.failure };
-  const { state } = read;
+  let checked = await raiseAgainst(ctx, read, amount, type);
+  if (checked === "changed") {
+    // A refund or withdrawal since that read, here or on another replica: decide on a new read,
+    // the freshest there is (a refund still in flight may change it again: that risk is the
+    // chain's own, and the same on every replica).
+    const again = await channelState(ctx, channelId, { reread: true });
+    if (!again.ok) return { ok: false, payer, failure: again.failure };
+    checked = await raiseAgainst(ctx, again, amount, type, { fresh: true });
+  }
+  if (checked === "changed") throw new Error("a fresh read is never stale");
+  if (checked.ok) book.verified(channelId, amount);
+  return { ...checked, payer };
+}
+
+/**
+ * The voucher against a read of its channel, then raised in the store as the channel's newest:
+ * its failure, its success (with the state as `extra`), or "changed" when the channel changed
+ * after that read.
+ */
+async function raiseAgainst(
+  ctx: EvmContext,
+  read: { channelId: Hex; state: ChannelState; readAt: number },
+  amount: bigint,
+  type: "voucher" | "refund",
+  options: { readonly fresh?: boolean } = {},
+): Promise<VerifyResult | "changed"> {
+  const { channelId, state, readAt } = read;
   const wrong = voucherAgainst(state, channelId, amount, type);
-  if (wrong) return { ok: false, payer, failure: wrong };
+  if (wrong) return { ok: false, failure: wrong };
   // The newest voucher wins, on every replica: a lower one is stale once any was accepted. The
   // book answers a replay seen here without asking the store.
   const book = bookOf(ctx);
-  const higher =
+  const raised =
     amount < book.highestVoucher(channelId)
-      ? book.highestVoucher(channelId)
-      : await ctx.journal.raiseVoucher(`evm:${ctx.chainId}:${channelId}`, amount);
-  if (higher !== undefined) {
-    book.verified(channelId, higher);
-    return {
-      ok: false,
-      payer,
-      failure: rejected(
-        "voucher_already_claimed",
-        "cumulative_amount_mismatch",
-        `a voucher of this channel for ${higher} cumulative was verified already; this one, for ${amount}, is stale`,
-      ),
-    };
-  }
-  book.verified(channelId, amount);
-  return { ok: true, payer, extra: stateExtra(channelId, state) };
+      ? { higher: book.highestVoucher(channelId) }
+      : await ctx.journal.raiseVoucher(
+          storeChannel(ctx, channelId),
+          amount,
+          options.fresh ? undefined : readAt,
+        );
+  if (raised === undefined) return { ok: true, payer: "", extra: stateExtra(channelId, state) };
+  if (!("higher" in raised)) return "changed";
+  book.verified(channelId, raised.higher);
+  return {
+    ok: false,
+    failure: rejected(
+      "voucher_already_claimed",
+      "cumulative_amount_mismatch",
+      `a voucher of this channel for ${raised.higher} cumulative was verified already; this one, for ${amount}, is stale`,
+    ),
+  };
 }
