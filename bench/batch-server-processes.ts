@@ -5,6 +5,8 @@
  * process exits without stopping them.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import type { DevAccount } from "../src/evm/devnet/index.js";
 import type { RpcCounter } from "./batch-rpc-proxy.js";
@@ -51,9 +53,22 @@ export async function startOurs(options: {
   readonly rpc: RpcCounter;
   readonly keyFile: string;
   readonly authorizer: DevAccount;
+  /** The payee the channels pay: serve offers its receiver authorizer once a key names it. */
+  readonly seller: string;
   readonly dir: string;
 }): Promise<Target> {
   const port = await freePort();
+  const apiKeys = path.join(options.dir, "api-keys.json");
+  writeFileSync(
+    apiKeys,
+    JSON.stringify({
+      anonymous: true,
+      keys: [
+        { name: "bench seller", key: randomBytes(24).toString("hex"), receivers: [options.seller] },
+      ],
+    }),
+    { mode: 0o600 },
+  );
   const child = track(
     spawn(
       process.execPath,
@@ -82,6 +97,7 @@ export async function startOurs(options: {
           XDG_STATE_HOME: options.dir,
           FORCE_COLOR: "0",
           FACILITATOR_RECEIVER_AUTHORIZER_KEY: options.authorizer.privateKey,
+          FACILITATOR_API_KEYS_FILE: apiKeys,
         },
         stdio: ["ignore", "ignore", "pipe"],
       },

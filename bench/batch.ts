@@ -96,7 +96,13 @@ async function main(): Promise<number> {
     const oursRpc = await rpcProxy(devnet.rpcUrl);
     const officialRpc = await rpcProxy(devnet.rpcUrl);
     proxies.push(oursRpc, officialRpc);
-    const ours = await startOurs({ rpc: oursRpc, keyFile, authorizer, dir });
+    const ours = await startOurs({
+      rpc: oursRpc,
+      keyFile,
+      authorizer,
+      seller: devnet.payee.address,
+      dir,
+    });
     targets.push(ours);
     const official = await startOfficial({
       script: fileURLToPath(import.meta.url),

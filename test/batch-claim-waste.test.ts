@@ -13,12 +13,7 @@
  *   their payer, and the others go out once more, together: two transactions of ours, one reverted.
  *   When the race is won before the batch is sent (its gas estimate fails), one transaction.
  */
-import {
-  BatchSettlementEvmScheme as BatchClient,
-  computeChannelId,
-  signVoucher,
-} from "@x402/evm/batch-settlement/client";
-import { createTestClient, type Hex, http } from "viem";
+import { createTestClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "../src/evm/batch-settlement/constants.js";
@@ -26,7 +21,13 @@ import { x402BatchSettlementAbi } from "../src/evm/devnet/artifacts.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
-import { batchRequirements, officialPayload, officialSigner } from "./helpers/batch.js";
+import {
+  batchRequirements,
+  managerRequirements,
+  officialChannel,
+  officialPayload,
+  x402Request,
+} from "./helpers/batch.js";
 import { chainOf } from "./helpers/chain.js";
 import { clientsOf } from "./helpers/permit2.js";
 
@@ -74,43 +75,26 @@ function seller() {
 }
 type Offer = ReturnType<typeof seller>;
 
-const configOf = (payer: DevAccount, offer: Offer) =>
-  new BatchClient(officialSigner(devnet, payer)).buildChannelConfig(offer as never);
-const idOf = (payer: DevAccount, offer: Offer) =>
-  computeChannelId(configOf(payer, offer), devnet.network) as Hex;
-
-/** An x402 request paying `accepted` (a claim's: the manager's, amount 0 and no extra). */
-const body = (accepted: Json, payload: Record<string, unknown>) => ({
-  x402Version: 2,
-  paymentPayload: { x402Version: 2, resource: { url: "http://localhost/m" }, accepted, payload },
-  paymentRequirements: accepted,
-});
-const managerOf = (offer: Offer) => ({ ...offer, amount: "0", extra: {} });
+const channel = (payer: DevAccount, offer: Offer) => officialChannel(devnet, payer, offer);
 
 /** Opens `payer`'s channel with `seller` for 5 requests' worth, through us. */
 async function open(payer: DevAccount, offer: Offer) {
   const deposit = await officialPayload(devnet, payer, offer, 5);
-  const reply = await handleSettle(facilitator, body(offer, deposit));
+  const reply = await handleSettle(facilitator, x402Request(offer, deposit));
   expect(reply.body, JSON.stringify(reply.body)).toMatchObject({ success: true });
 }
 
-/** A claim row for `total` of `payer`'s channel, with the payer's voucher for `total`. */
+/** A claim row for `total` of `payer`'s channel, with the voucher for `total` `signer` signed. */
 async function row(payer: DevAccount, offer: Offer, total: bigint, signer: DevAccount = payer) {
-  const voucher = await signVoucher(
-    officialSigner(devnet, signer),
-    idOf(payer, offer),
-    total.toString(),
-    devnet.network,
-  );
-  return {
-    voucher: { channel: configOf(payer, offer), maxClaimableAmount: total.toString() },
-    signature: voucher.signature,
-    totalClaimed: total.toString(),
-  };
+  const { claimRow, voucher } = channel(payer, offer);
+  return claimRow(total, await voucher(total, signer));
 }
 
 const claim = (offer: Offer, rows: Json[]) =>
-  handleSettle(facilitator, body(managerOf(offer), { type: "claim", claims: rows }));
+  handleSettle(
+    facilitator,
+    x402Request(managerRequirements(offer), { type: "claim", claims: rows }),
+  );
 
 const ourNonce = () =>
   chainOf(devnet).getTransactionCount({ address: devnet.facilitator.address, blockTag: "pending" });
@@ -120,7 +104,7 @@ async function claimedOf(payer: DevAccount, offer: Offer) {
     address: SETTLEMENT_ADDRESS,
     abi: SETTLEMENT_ABI,
     functionName: "channels",
-    args: [idOf(payer, offer)],
+    args: [channel(payer, offer).id],
   });
   return totalClaimed;
 }
@@ -176,7 +160,7 @@ describe("a batch that one row sinks", () => {
     const started = await wallet.writeContract({
       ...contract,
       functionName: "initiateWithdraw",
-      args: [configOf(racer, offer), 5n * PRICE],
+      args: [channel(racer, offer).config, 5n * PRICE],
     });
     await publicClient.waitForTransactionReceipt({ hash: started });
     await anvil().increaseTime({ seconds: WITHDRAW_DELAY + 1 });
@@ -186,7 +170,7 @@ describe("a batch that one row sinks", () => {
       wallet.writeContract({
         ...contract,
         functionName: "finalizeWithdraw",
-        args: [configOf(racer, offer)],
+        args: [channel(racer, offer).config],
         // Its own estimate ran on the pending block, behind the batch: it would fall short.
         gas: 200_000n,
         maxPriorityFeePerGas: 20_000_000_000n,

@@ -13,7 +13,12 @@ import { SETTLEMENT_ADDRESS } from "../src/evm/batch-settlement/constants.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
-import { batchRequirements, officialPayload, officialSigner } from "./helpers/batch.js";
+import {
+  batchRequirements,
+  officialPayload,
+  officialSigner,
+  x402Request,
+} from "./helpers/batch.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
 
 const PRICE = 1_000n;
@@ -47,16 +52,7 @@ const offer = () =>
     price: PRICE,
   });
 
-const body = (payload: Record<string, unknown>) => ({
-  x402Version: 2,
-  paymentPayload: {
-    x402Version: 2,
-    resource: { url: "http://localhost/m" },
-    accepted: offer(),
-    payload,
-  },
-  paymentRequirements: offer(),
-});
+const body = (payload: unknown) => x402Request(offer(), payload);
 
 /** A channel of `payer` signing its vouchers itself (no payer authorizer), with `salt`. */
 function selfSigned(payer: DevAccount, salt: number) {

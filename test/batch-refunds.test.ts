@@ -10,12 +10,6 @@
  * The official client makes the deposit and the vouchers; the HTTP service is ours in-process
  * (`createHandler`) on a real anvil devnet with the project's batch-settlement contract.
  */
-import {
-  BatchSettlementEvmScheme as BatchClient,
-  computeChannelId,
-  signVoucher,
-} from "@x402/evm/batch-settlement/client";
-import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "../src/evm/batch-settlement/constants.js";
@@ -23,8 +17,15 @@ import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/e
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";
-import { batchRequirements, officialPayload, officialSigner } from "./helpers/batch.js";
+import {
+  batchRequirements,
+  managerRequirements,
+  officialChannel,
+  officialPayload,
+  x402Request,
+} from "./helpers/batch.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
+import { postJson } from "./helpers/facilitator.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: wire objects are plain JSON here.
 type Json = any;
@@ -76,55 +77,29 @@ afterAll(async () => {
   await devnet?.stop();
 });
 
-const config = () =>
-  new BatchClient(officialSigner(devnet, payer)).buildChannelConfig(requirements as never);
-const channelId = () => computeChannelId(config(), devnet.network) as Hex;
-
-const voucher = (signer: DevAccount, amount: bigint) =>
-  signVoucher(officialSigner(devnet, signer), channelId(), amount.toString(), devnet.network);
-
-async function post(path: string, body: unknown, key?: string) {
-  const response = await fetch(`${server.url}${path}`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      ...(key ? { authorization: `Bearer ${key}` } : {}),
-    },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Json };
-}
-
-const x402 = (payload: Record<string, unknown>, accepted: Json = requirements) => ({
-  x402Version: 2,
-  paymentPayload: {
-    x402Version: 2,
-    resource: { url: "http://localhost/metered" },
-    accepted,
-    payload,
-  },
-  paymentRequirements: accepted,
-});
+const channel = () => officialChannel(devnet, payer, requirements);
+const post = (route: string, body: unknown, key?: string) => postJson(server, route, body, key);
+const x402 = (payload: unknown, accepted: unknown = requirements) => x402Request(accepted, payload);
+const manager = () => managerRequirements(requirements);
 
 /** A refund as the channel manager (or anyone copying its shape) sends it. */
-const managerRequirements = () => ({ ...requirements, amount: "0", extra: {} });
 async function refund(amount: bigint, signedBy: DevAccount, voucherAmount: bigint, claims = []) {
   return {
     type: "refund",
-    channelConfig: config(),
-    voucher: await voucher(signedBy, voucherAmount),
+    channelConfig: channel().config,
+    voucher: await channel().voucher(voucherAmount, signedBy),
     amount: amount.toString(),
     refundNonce: "0",
     claims,
   };
 }
 
-async function channel() {
+async function onChain() {
   const [balance, totalClaimed] = await chainOf(devnet).readContract({
     address: SETTLEMENT_ADDRESS,
     abi: SETTLEMENT_ABI,
     functionName: "channels",
-    args: [channelId()],
+    args: [channel().id],
   });
   return { balance, totalClaimed };
 }
@@ -138,15 +113,15 @@ describe("a refund our receiver authorizer would sign", () => {
     const deposit = await officialPayload(devnet, payer, requirements, 10);
     const opened = await post("/settle", x402(deposit));
     expect(opened.body, JSON.stringify(opened.body)).toMatchObject({ success: true });
-    expect(await channel()).toEqual({ balance: 10n * PRICE, totalClaimed: 0n });
+    expect(await onChain()).toEqual({ balance: 10n * PRICE, totalClaimed: 0n });
     // The seller delivers five requests: vouchers up to 5,000 verify.
     for (let n = 2n; n <= 5n; n++) {
       const paid = await post(
         "/verify",
         x402({
           type: "voucher",
-          channelConfig: config(),
-          voucher: await voucher(payer, n * PRICE),
+          channelConfig: channel().config,
+          voucher: await channel().voucher(n * PRICE),
         }),
       );
       expect(paid.body, JSON.stringify(paid.body)).toMatchObject({ isValid: true });
@@ -155,10 +130,7 @@ describe("a refund our receiver authorizer would sign", () => {
     const nonceBefore = await ourNonce();
 
     // The payer asks for everything back with its first voucher, anonymously.
-    const asPayer = await post(
-      "/settle",
-      x402(await refund(10n * PRICE, payer, PRICE), managerRequirements()),
-    );
+    const asPayer = await post("/settle", x402(await refund(10n * PRICE, payer, PRICE), manager()));
     expect(asPayer.body).toMatchObject({
       success: false,
       errorReason: "invalid_batch_settlement_evm_refund_not_authorized",
@@ -166,21 +138,18 @@ describe("a refund our receiver authorizer would sign", () => {
     expect(asPayer.body.errorMessage).toContain("this request is anonymous");
     // The same in our dialect: 403.
     const reference = await post("/settle", {
-      payload: x402(await refund(10n * PRICE, payer, PRICE), managerRequirements()).paymentPayload,
-      requirements: managerRequirements(),
+      payload: x402(await refund(10n * PRICE, payer, PRICE), manager()).paymentPayload,
+      requirements: manager(),
     });
     expect(reference.status).toBe(403);
     expect(reference.body.error).toBe("refund_not_authorized");
     // A stranger with a voucher it signed itself (junk for this channel).
-    const asStranger = await post(
-      "/settle",
-      x402(await refund(1n, stranger, PRICE), managerRequirements()),
-    );
+    const asStranger = await post("/settle", x402(await refund(1n, stranger, PRICE), manager()));
     expect(asStranger.body.errorReason).toBe("invalid_batch_settlement_evm_refund_not_authorized");
     // Another seller's key: it may act for its own receiver, not for this channel's.
     const asOtherSeller = await post(
       "/settle",
-      x402(await refund(10n * PRICE, payer, PRICE), managerRequirements()),
+      x402(await refund(10n * PRICE, payer, PRICE), manager()),
       OTHER_SELLER_KEY,
     );
     expect(asOtherSeller.body.errorReason).toBe(
@@ -189,44 +158,37 @@ describe("a refund our receiver authorizer would sign", () => {
     expect(asOtherSeller.body.errorMessage).toContain("the API key seller-b does not name it");
     // Nothing was signed or sent: no transaction of ours, the channel and the payer unchanged.
     expect(await ourNonce()).toBe(nonceBefore);
-    expect(await channel()).toEqual({ balance: 10n * PRICE, totalClaimed: 0n });
+    expect(await onChain()).toEqual({ balance: 10n * PRICE, totalClaimed: 0n });
     expect(await tokenBalance(devnet, payer.address)).toBe(payerBefore);
 
     // The seller's key, but a voucher the payer never signed: checked at settle as at verify.
     const junkVoucher = await post(
       "/settle",
-      x402(await refund(5n * PRICE, stranger, 5n * PRICE), managerRequirements()),
+      x402(await refund(5n * PRICE, stranger, 5n * PRICE), manager()),
       SELLER_KEY,
     );
     expect(junkVoucher.body.errorReason).toBe("invalid_batch_settlement_evm_voucher_signature");
     expect(await ourNonce()).toBe(nonceBefore);
 
     // The seller itself: its last claim (5,000) rides along, the rest (5,000) goes back.
-    const last = await voucher(payer, 5n * PRICE);
-    const claims: Json = [
-      {
-        voucher: { channel: config(), maxClaimableAmount: (5n * PRICE).toString() },
-        signature: last.signature,
-        totalClaimed: (5n * PRICE).toString(),
-      },
-    ];
+    const claims: Json = [await channel().claimRow(5n * PRICE)];
     const bySeller = await post(
       "/settle",
-      x402(await refund(5n * PRICE, payer, 5n * PRICE, claims), managerRequirements()),
+      x402(await refund(5n * PRICE, payer, 5n * PRICE, claims), manager()),
       SELLER_KEY,
     );
     expect(bySeller.body, JSON.stringify(bySeller.body)).toMatchObject({
       success: true,
       amount: (5n * PRICE).toString(),
     });
-    expect(await channel()).toEqual({ balance: 5n * PRICE, totalClaimed: 5n * PRICE });
+    expect(await onChain()).toEqual({ balance: 5n * PRICE, totalClaimed: 5n * PRICE });
     expect(await tokenBalance(devnet, payer.address)).toBe(payerBefore + 5n * PRICE);
   });
 
   test("a key that is not one of the server's is 401, even where anonymous requests are served", async () => {
     const answer = await post(
       "/settle",
-      x402(await refund(PRICE, payer, PRICE), managerRequirements()),
+      x402(await refund(PRICE, payer, PRICE), manager()),
       "not-a-key-of-this-server-000",
     );
     expect(answer.status).toBe(401);

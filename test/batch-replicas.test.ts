@@ -9,19 +9,17 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import {
-  BatchSettlementEvmScheme as BatchClient,
-  computeChannelId,
-  signVoucher,
-} from "@x402/evm/batch-settlement/client";
-import type { Hex } from "viem";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { type DevAccount, devAccounts } from "../src/evm/devnet/index.js";
-import { batchRequirements, officialPayload, officialSigner } from "./helpers/batch.js";
+import {
+  batchRequirements,
+  managerRequirements,
+  officialChannel,
+  officialPayload,
+  x402Request,
+} from "./helpers/batch.js";
+import { postJson } from "./helpers/facilitator.js";
 import { type Cluster, startCluster } from "./helpers/replicas.js";
-
-// biome-ignore lint/suspicious/noExplicitAny: wire objects are plain JSON here.
-type Json = any;
 
 const PRICE = 1_000n;
 const SELLER_KEY = "replicated-seller-0123456789abcdef";
@@ -57,18 +55,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function post(url: string, route: string, body: unknown, key?: string) {
-  const response = await fetch(`${url}${route}`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      ...(key ? { authorization: `Bearer ${key}` } : {}),
-    },
-    body: JSON.stringify(body),
-  });
-  return (await response.json()) as Json;
-}
-
 test("a refund through replica A: replica B reads the channel again before its next voucher", async () => {
   const { devnet, replicas } = cluster;
   const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
@@ -78,48 +64,32 @@ test("a refund through replica A: replica B reads the channel again before its n
     receiverAuthorizer: (devAccounts[7] as DevAccount).address,
     price: PRICE,
   });
-  const config = new BatchClient(officialSigner(devnet, payer)).buildChannelConfig(offer as never);
-  const channelId = computeChannelId(config, devnet.network) as Hex;
-  const voucher = (amount: bigint) =>
-    signVoucher(officialSigner(devnet, payer), channelId, amount.toString(), devnet.network);
-  const x402 = (accepted: Json, payload: Json) => ({
-    x402Version: 2,
-    paymentPayload: { x402Version: 2, resource: { url: "http://localhost/m" }, accepted, payload },
-    paymentRequirements: accepted,
-  });
+  const { config, voucher, claimRow } = officialChannel(devnet, payer, offer);
   const pays = async (amount: bigint) =>
-    x402(offer, { type: "voucher", channelConfig: config, voucher: await voucher(amount) });
+    x402Request(offer, { type: "voucher", channelConfig: config, voucher: await voucher(amount) });
+  const post = async (replica: { url: string }, route: string, body: unknown, key?: string) =>
+    (await postJson(replica, route, body, key)).body;
 
   // 10,000 deposited through A; B verifies a voucher of 2,000 and remembers the balance.
   const deposit = await officialPayload(devnet, payer, offer, 10);
-  expect(await post(a.url, "/settle", x402(offer, deposit))).toMatchObject({ success: true });
-  expect(await post(b.url, "/verify", await pays(2n * PRICE))).toMatchObject({
+  expect(await post(a, "/settle", x402Request(offer, deposit))).toMatchObject({ success: true });
+  expect(await post(b, "/verify", await pays(2n * PRICE))).toMatchObject({
     isValid: true,
     extra: { balance: (10n * PRICE).toString() },
   });
 
   // The seller claims its 2,000 and refunds the other 8,000 through A.
-  const last = await voucher(2n * PRICE);
   const refund = await post(
-    a.url,
+    a,
     "/settle",
-    x402(
-      { ...offer, amount: "0", extra: {} },
-      {
-        type: "refund",
-        channelConfig: config,
-        voucher: last,
-        amount: (8n * PRICE).toString(),
-        refundNonce: "0",
-        claims: [
-          {
-            voucher: { channel: config, maxClaimableAmount: (2n * PRICE).toString() },
-            signature: last.signature,
-            totalClaimed: (2n * PRICE).toString(),
-          },
-        ],
-      },
-    ),
+    x402Request(managerRequirements(offer), {
+      type: "refund",
+      channelConfig: config,
+      voucher: await voucher(2n * PRICE),
+      amount: (8n * PRICE).toString(),
+      refundNonce: "0",
+      claims: [await claimRow(2n * PRICE)],
+    }),
     SELLER_KEY,
   );
   expect(refund, JSON.stringify(refund)).toMatchObject({
@@ -129,7 +99,7 @@ test("a refund through replica A: replica B reads the channel again before its n
 
   // B's book still says 10,000, read seconds ago; the channel holds 2,000, all claimed.
   for (const amount of [3n, 5n, 10n]) {
-    const answer = await post(b.url, "/verify", await pays(amount * PRICE));
+    const answer = await post(b, "/verify", await pays(amount * PRICE));
     expect(answer, JSON.stringify(answer)).toMatchObject({
       isValid: false,
       invalidReason: "invalid_batch_settlement_evm_cumulative_exceeds_balance",

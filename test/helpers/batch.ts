@@ -7,7 +7,11 @@ import type { Server } from "node:http";
 import { x402Client } from "@x402/core/client";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { toClientEvmSigner } from "@x402/evm";
-import { BatchSettlementEvmScheme as BatchClient } from "@x402/evm/batch-settlement/client";
+import {
+  BatchSettlementEvmScheme as BatchClient,
+  computeChannelId,
+  signVoucher,
+} from "@x402/evm/batch-settlement/client";
 import { BatchSettlementEvmScheme as BatchServer } from "@x402/evm/batch-settlement/server";
 import { paymentMiddleware, x402ResourceServer } from "@x402/express";
 import { wrapFetchWithPayment, x402Client as x402FetchClient } from "@x402/fetch";
@@ -87,6 +91,39 @@ export const officialChannelConfig = (
   payer: DevAccount,
   accepted: BatchRequirements,
 ) => new BatchClient(officialSigner(devnet, payer)).buildChannelConfig(accepted as never);
+
+/**
+ * The official client's channel for `payer` under `accepted`: its configuration, its id (the
+ * official client's, not ours), and the payer's voucher for a cumulative amount (signed by
+ * `signer` instead, for a voucher the payer never signed).
+ */
+export function officialChannel(devnet: Devnet, payer: DevAccount, accepted: BatchRequirements) {
+  const config = officialChannelConfig(devnet, payer, accepted);
+  const id = computeChannelId(config, devnet.network) as Hex;
+  const voucher = (amount: bigint, signer: DevAccount = payer) =>
+    signVoucher(officialSigner(devnet, signer), id, amount.toString(), devnet.network);
+  /** A claim row for `total`, with the voucher for it (or `voucher`, given). */
+  const claimRow = async (total: bigint, given?: { signature: Hex }) => ({
+    voucher: { channel: config, maxClaimableAmount: total.toString() },
+    signature: (given ?? (await voucher(total))).signature,
+    totalClaimed: total.toString(),
+  });
+  return { config, id, voucher, claimRow };
+}
+
+/** An x402-dialect request paying `accepted` with the scheme payload `payload`. */
+export const x402Request = (accepted: unknown, payload: unknown) => ({
+  x402Version: 2,
+  paymentPayload: { x402Version: 2, resource: { url: "http://localhost/m" }, accepted, payload },
+  paymentRequirements: accepted,
+});
+
+/** The requirements a seller's channel manager sends with a claim, settle or refund. */
+export const managerRequirements = (accepted: BatchRequirements) => ({
+  ...accepted,
+  amount: "0",
+  extra: {},
+});
 
 /** Listens on a free loopback port; `servers` collects it for closing. */
 export function listen(app: express.Express, servers: Server[]): Promise<string> {

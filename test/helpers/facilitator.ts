@@ -28,16 +28,28 @@ export async function handlePost(facilitator: Facilitator, route: string, body: 
   return { status: answer.status, body: JSON.parse(answer.body) as Record<string, unknown> };
 }
 
-/** POSTs `body` as JSON to `route` of a running server, with the status and `Retry-After`. */
-export async function postJson(server: { readonly url: string }, route: string, body: unknown) {
+/**
+ * POSTs `body` as JSON to `route` of a running server (with `apiKey` as its bearer, if given),
+ * with the status and `Retry-After`.
+ */
+export async function postJson(
+  server: { readonly url: string },
+  route: string,
+  body: unknown,
+  apiKey?: string,
+) {
   const response = await fetch(`${server.url}${route}`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: {
+      "content-type": "application/json",
+      ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+    },
     body: JSON.stringify(body),
   });
   return {
     status: response.status,
     retryAfter: response.headers.get("retry-after"),
-    body: (await response.json()) as Record<string, unknown>,
+    // biome-ignore lint/suspicious/noExplicitAny: answers are plain JSON the tests pick apart.
+    body: (await response.json()) as Record<string, any>,
   };
 }
