@@ -46,7 +46,13 @@ export function note(out: HumanOutput, line: string): void {
   if (out.enabled) process.stderr.write(`${line}\n`);
 }
 
-export function summarize(out: HumanOutput, op: "verify" | "settle", reply: Reply): void {
+export function summarize(
+  out: HumanOutput,
+  op: "verify" | "settle",
+  reply: Reply,
+  /** How far the settle waited: a submitted one is not settled yet, and says so. */
+  waitUntil?: string | undefined,
+): void {
   if (!out.enabled) return;
   const body = reply.body;
   const f = reply.failure;
@@ -57,7 +63,9 @@ export function summarize(out: HumanOutput, op: "verify" | "settle", reply: Repl
       out,
       op === "verify"
         ? `${chalk.green("✔ valid")} payment from ${chalk.bold(payer)}`
-        : `${chalk.green("✔ settled")} ${chalk.bold(hash ?? "")}`,
+        : waitUntil === "submitted"
+          ? `${chalk.green("✔ submitted")} ${chalk.bold(hash ?? "")} ${chalk.dim("(not mined yet; facilitator status follows it)")}`
+          : `${chalk.green("✔ settled")} ${chalk.bold(hash ?? "")}`,
     );
     return;
   }

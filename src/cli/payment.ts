@@ -121,6 +121,15 @@ async function settleAfterEarlier(
   });
 }
 
+/** How far a settle waits: the flag, else the body's own `waitUntil`, else confirmed. */
+function waitUntilOf(body: unknown, flags: PaymentFlags): string {
+  const own =
+    typeof body === "object" && body !== null
+      ? (body as { waitUntil?: unknown }).waitUntil
+      : undefined;
+  return flags.waitUntil ?? (typeof own === "string" ? own : "confirmed");
+}
+
 /** Who runs a command holds the keys: it may ask for anything they can sign, refunds included. */
 const OPERATOR: Caller = { name: "command line", receivers: "any" };
 
@@ -210,7 +219,7 @@ async function answerPayment(
     interrupt.dispose();
   }
   await printJson(reply.body);
-  summarize(out, op, reply);
+  summarize(out, op, reply, waitUntilOf(body, flags));
   // The answer is out: write down that it was (a retry of the payment must not get it again).
   await facilitator.answers.flush();
   // A shared store: give up the key's lease now rather than when it runs out.

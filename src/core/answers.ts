@@ -28,10 +28,14 @@ export class Answers {
     this.#store = store;
   }
 
-  /** Call right before handing a success for `key` over: true when the store holds it answered. */
-  async answer(key: string): Promise<boolean> {
+  /**
+   * Call right before handing a success for `key` over: true when the store holds it answered.
+   * `mined`: false when the success is for a transaction only submitted, which the store then
+   * keeps following until it lands.
+   */
+  async answer(key: string, mined = true): Promise<boolean> {
     try {
-      await this.#store.markAnswered(key);
+      await this.#store.markAnswered(key, mined ? "answered" : "submitted");
       return true;
     } catch (error) {
       if (!notRecorded(error)) this.#setBack(key);

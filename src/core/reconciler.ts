@@ -1,6 +1,7 @@
 /**
  * Every settlement followed to its end, without waiting for a retry. A pass takes what the store
- * holds as not yet at its end (broadcast, with no final answer), claims each one
+ * holds as not yet at its end (broadcast with no final answer, or answered `submitted` and not
+ * known to be mined), claims each one
  * (so on a shared store one replica follows it while the others skip it), asks its family what the
  * chain says now, and writes down the outcome: landed (a success not handed over yet: the next
  * settle of the payment answers it), failed or dropped (its holds end). `serve` runs a pass every
@@ -75,7 +76,11 @@ async function followOne(
       return { key, ageSeconds, transaction, outcome: "busy", detail: "being settled right now" };
     }
     const followed = await family.follow(entry);
-    const state = WRITTEN[followed.outcome];
+    // One answered `submitted` had its success handed over already: landed, it is answered.
+    const state =
+      followed.outcome === "landed" && entry.state === "submitted"
+        ? "answered"
+        : WRITTEN[followed.outcome];
     if (state) await store.recordState(key, state);
     return { key, ageSeconds, ...followed };
   } catch (error) {

@@ -35,6 +35,8 @@ export interface SettlementStatus {
 const MEANING: Readonly<Record<string, string>> = {
   broadcast: "written down and sent; no final answer yet",
   answered: "landed, and its success was answered",
+  submitted:
+    "sent, and answered submitted (its success handed over); not mined yet: followed until it lands, sent again if dropped",
   landed:
     "landed; its success has not been answered yet: the next settle of the payment answers it",
   failed: "failed: it took nothing",

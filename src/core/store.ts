@@ -28,8 +28,14 @@ export interface ExpectedTransfer {
 export type EntryState =
   /** Broadcast (or about to be); no final answer given yet. */
   | "broadcast"
-  /** Success was answered (confirmed, or submitted): the authorization is spent for us. */
+  /** Success was answered once mined (or once followed to its landing): the authorization is spent. */
   | "answered"
+  /**
+   * Success was answered `submitted`, before it was mined: the authorization is spent for us, and
+   * its transaction is followed (and sent again if dropped) until it lands (then `answered`) or can
+   * no longer land (then `failed` or `dropped`).
+   */
+  | "submitted"
   /** Final on chain, and no success handed to anyone yet: the next settle of it answers one. */
   | "landed"
   /** Reverted, or never reached the node: a new attempt may start from scratch. */
@@ -152,7 +158,7 @@ export interface SettlementStore {
    * Writes down that a success is answered for `key`, by this run (core/answers.ts); resolves
    * once durable. Rejects as recordState does.
    */
-  markAnswered(key: string): Promise<void>;
+  markAnswered(key: string, state?: "answered" | "submitted"): Promise<void>;
   /** A success this run wrote down but did not hand over: `landed` again, if still this run's. */
   unmarkAnswered(key: string): Promise<void>;
 

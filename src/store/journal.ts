@@ -48,6 +48,8 @@ type Line =
 
 /** States a settlement never leaves by itself: only those may be forgotten. */
 const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]);
+/** States whose transaction is followed until it ends (and counts against its payer meanwhile). */
+const FOLLOWED: ReadonlySet<EntryState> = new Set(["broadcast", "submitted"]);
 
 /** Payment identifiers remembered (the newest); older ones are forgotten, as settled entries are. */
 const IDS_KEPT = 20_000;
@@ -150,7 +152,7 @@ export class Journal implements SettlementStore {
 
   /** Entries broadcast (or about to be) with no final answer yet. */
   *unsettled(): Generator<JournalEntry> {
-    for (const entry of this.#entries.values()) if (entry.state === "broadcast") yield entry;
+    for (const entry of this.#entries.values()) if (FOLLOWED.has(entry.state)) yield entry;
   }
 
   /** Marks a settlement of `key` as running in this process; false if one already is. */
@@ -194,19 +196,25 @@ export class Journal implements SettlementStore {
   async openSettlements(idleMs: number): Promise<JournalEntry[]> {
     const before = Date.now() - idleMs;
     return [...this.#entries.values()]
-      .filter((e) => e.state === "broadcast" && (e.updatedAt ?? 0) <= before)
+      .filter((e) => FOLLOWED.has(e.state) && (e.updatedAt ?? 0) <= before)
       .sort((a, b) => (a.updatedAt ?? 0) - (b.updatedAt ?? 0));
   }
 
   /** Resolves once on disk: a success is answered for `key`, by this run. */
-  markAnswered(key: string): Promise<void> {
-    return this.#write({ t: "state", key, state: "answered", owner: this.runId });
+  markAnswered(key: string, state: "answered" | "submitted" = "answered"): Promise<void> {
+    return this.#write({ t: "state", key, state, owner: this.runId });
   }
 
   unmarkAnswered(key: string): Promise<void> {
     const entry = this.#entries.get(key);
-    if (entry?.state !== "answered" || entry.owner !== this.runId) return Promise.resolve();
-    return this.#write({ t: "state", key, state: "landed" });
+    const answered = entry?.state === "answered" || entry?.state === "submitted";
+    if (!answered || entry?.owner !== this.runId) return Promise.resolve();
+    // A success answered before it was mined goes back to being followed, not to landed.
+    return this.#write({
+      t: "state",
+      key,
+      state: entry.state === "submitted" ? "broadcast" : "landed",
+    });
   }
 
   claimIdempotency(id: string, fingerprint: string): IdempotencyClaim {
@@ -402,6 +410,6 @@ export class Journal implements SettlementStore {
       this.#settledBy.remember(entry.chainId, entry.key, entry.expect, entry.updatedAt);
     }
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
-    if (line.state !== "broadcast") entry.raws = [];
+    if (!FOLLOWED.has(line.state)) entry.raws = [];
   }
 }

@@ -124,7 +124,7 @@ export class PostgresStore implements SettlementStore {
       await store.#leases.take(options.signerWaitMs ?? store.#leaseMs + 1_000);
       const { rows } = await store.#query<Row>(
         "load",
-        "SELECT * FROM facilitator_settlements WHERE state = 'broadcast'",
+        "SELECT * FROM facilitator_settlements WHERE state IN ('broadcast', 'submitted')",
       );
       store.#unsettled = rows.map(entryOf);
     } catch (error) {
@@ -360,7 +360,7 @@ export class PostgresStore implements SettlementStore {
     await this.#query(
       "state",
       `UPDATE facilitator_settlements SET state = $2, updated_at = now(),
-         raws = CASE WHEN $2 = 'broadcast' THEN raws ELSE '{}' END
+         raws = CASE WHEN $2 IN ('broadcast', 'submitted') THEN raws ELSE '{}' END
        WHERE key = $1 AND state IS DISTINCT FROM $2`,
       [key, state],
     );
@@ -370,27 +370,32 @@ export class PostgresStore implements SettlementStore {
     const { rows } = await this.#query<Row>(
       "open",
       `SELECT * FROM facilitator_settlements
-        WHERE state = 'broadcast' AND updated_at <= now() - $1 * interval '1 millisecond'
+        WHERE state IN ('broadcast', 'submitted')
+          AND updated_at <= now() - $1 * interval '1 millisecond'
         ORDER BY updated_at LIMIT 1000`,
       [idleMs],
     );
     return rows.map(entryOf);
   }
 
-  async markAnswered(key: string): Promise<void> {
+  async markAnswered(key: string, state: "answered" | "submitted" = "answered"): Promise<void> {
+    // A submitted one keeps its bytes: any replica may have to send them again.
     await this.#query(
       "state",
-      `UPDATE facilitator_settlements SET state = 'answered', owner = $2, raws = '{}', updated_at = now()
+      `UPDATE facilitator_settlements SET state = $3, owner = $2, updated_at = now(),
+         raws = CASE WHEN $3 = 'submitted' THEN raws ELSE '{}' END
        WHERE key = $1`,
-      [key, this.runId],
+      [key, this.runId, state],
     );
   }
 
   async unmarkAnswered(key: string): Promise<void> {
     await this.#query(
       "state",
-      `UPDATE facilitator_settlements SET state = 'landed', updated_at = now()
-       WHERE key = $1 AND state = 'answered' AND owner = $2`,
+      `UPDATE facilitator_settlements
+          SET state = CASE WHEN state = 'submitted' THEN 'broadcast' ELSE 'landed' END,
+              updated_at = now()
+        WHERE key = $1 AND state IN ('answered', 'submitted') AND owner = $2`,
       [key, this.runId],
     );
   }

@@ -171,4 +171,11 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE facilitator_channels ADD COLUMN changed_at bigint NOT NULL DEFAULT 0;
   `,
+  // 11: `submitted`: a success answered before its transaction was mined, followed (and its
+  // bytes kept, to be sent again if dropped) until it lands or can no longer land.
+  `
+  ALTER TABLE facilitator_settlements DROP CONSTRAINT facilitator_settlements_state_check;
+  ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
+    CHECK (state IN ('broadcast', 'submitted', 'answered', 'landed', 'failed', 'dropped'));
+  `,
 ];

@@ -285,10 +285,16 @@ export function openSettlementsFinding(
   }
   const oldest = Math.min(...open.map((e) => e.updatedAt ?? Date.now()));
   const age = durationInWords(Math.max(0, Date.now() - oldest) / 1000);
+  const submitted = open.filter((e) => e.state === "submitted").length;
+  // The transactions themselves, so they can be looked up; a few, the oldest first.
+  const named = open
+    .slice(0, 3)
+    .map((e) => e.hashes.at(-1))
+    .filter((h) => h !== undefined);
   return {
     area,
     level: "warning",
-    message: `${where}: ${open.length} settlement${open.length === 1 ? "" : "s"} not followed to the end yet, the oldest for ${age}`,
+    message: `${where}: ${open.length} settlement${open.length === 1 ? "" : "s"} not followed to the end yet${submitted ? ` (${submitted} answered submitted, not mined yet)` : ""}, the oldest for ${age}: ${named.join(", ")}${open.length > named.length ? ", …" : ""}`,
     fix: "facilitator reconcile follows them (serve does it every few seconds); facilitator status --transaction <hash> tells one",
   };
 }

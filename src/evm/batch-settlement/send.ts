@@ -62,7 +62,7 @@ async function sendClaimed(ctx: EvmContext, action: Action, waitUntil: WaitUntil
   const entry = await ctx.journal.get(action.key);
   if (entry && waitUntil !== "simulated") {
     const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
-    if (state === "answered") {
+    if (state === "answered" || state === "submitted") {
       return refused(
         failure(
           "duplicate_settlement",
@@ -95,7 +95,7 @@ async function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): 
     case "submitted":
     case "confirmed": {
       // Written down as answered before it is handed over, as every success is (core/answers.ts).
-      if (!(await ctx.answers.answer(action.key))) {
+      if (!(await ctx.answers.answer(action.key, outcome.kind === "confirmed"))) {
         return { ok: false, result: unrecorded(payer ?? "", outcome.hash) };
       }
       const receipt = outcome.kind === "confirmed" ? outcome.receipt : undefined;

@@ -80,7 +80,16 @@ export async function reconcile(
       if (!(await nonceFree(ctx, entry))) return "gone";
       // Any replica can follow a settlement by its hash; only the key's holder can send it again.
       if (!lane) return notOurs(entry, newest, "is not in the node's pool and its nonce is free");
-      // Lost before it reached a node (a crash between journal and broadcast): the same bytes again.
+      // Only while it can still land: sent again after its authorization expired (or was used
+      // elsewhere), it would revert at our cost.
+      if (!(await stillSucceeds(ctx, lane.address, newestRaw))) {
+        return {
+          kind: "would-revert",
+          reason: undefined,
+          detail: "it would revert if sent again (its authorization expired, or was used)",
+        };
+      }
+      // Lost before it reached a node, or dropped from the pool: the same bytes again.
       if (!(await resend(ctx, lane, entry.txNonce, newestRaw))) return "gone";
     }
     if (!lane) return notOurs(entry, newest, "is still pending");

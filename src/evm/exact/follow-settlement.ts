@@ -57,6 +57,13 @@ export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Pr
         transaction: picked.hash,
         detail: `it reverted in block ${picked.receipt.blockNumber}`,
       };
+    case "would-revert":
+      return {
+        outcome: "failed",
+        network,
+        transaction: newest,
+        detail: `it left the node's pool and can no longer land: ${picked.detail}`,
+      };
     case "failed":
       return {
         outcome: "open",

@@ -139,8 +139,9 @@ async function answer<P>(
     case "simulated":
       return { ok: true, payer, transactionHash: outcome.hash };
     case "submitted":
-      // A success the store does not hold could be answered again to another caller.
-      if (!(await ctx.answers.answer(key))) return unrecorded(payer, outcome.hash);
+      // A success the store does not hold could be answered again to another caller; the store
+      // follows what is only submitted until it lands.
+      if (!(await ctx.answers.answer(key, false))) return unrecorded(payer, outcome.hash);
       return { ok: true, payer, transactionHash: outcome.hash };
     case "confirmed":
       if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
@@ -200,14 +201,17 @@ async function pickUp<P>(
   const journaled = { payment, expect };
   // Written down as answered by this run, which could not hand the success over: it is not.
   const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
-  if (state === "answered") {
-    // If a reorg dropped it, it may be sent again: count it against the payer meanwhile.
+  if (state === "answered" || state === "submitted") {
+    // If a reorg (or the pool) dropped it, it may be sent again: count it against the payer meanwhile.
     ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
     const recheck = await recheckAnswered(ctx, entry, () =>
       method.sameAsJournal(ctx, payment, entry),
     );
     if (recheck.kind !== "resent") ctx.inflight.release(entry.key);
     if (recheck.kind === "standing") {
+      if (recheck.receipt && state === "submitted") {
+        void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
+      }
       const how = recheck.receipt ? "settled" : "submitted (not mined yet)";
       return {
         ok: false,
@@ -219,7 +223,21 @@ async function pickUp<P>(
     }
     if (recheck.kind === "refused") return { ok: false, failure: recheck.failure };
     if (recheck.kind === "resent") {
-      return answer(method, ctx, journaled, entry.key, recheck.outcome);
+      // Its success was answered once already: the transaction is sent again, the success not.
+      const outcome = recheck.outcome;
+      track(ctx, entry.key, expect, outcome);
+      const hash = "hash" in outcome ? outcome.hash : entry.hashes.at(-1);
+      if (outcome.kind === "confirmed" && judgeLanded(ctx, expect, outcome.receipt)) {
+        void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
+      }
+      return {
+        ok: false,
+        transactionHash: hash,
+        failure: failure(
+          "nonce_already_used",
+          `this authorization was already answered in ${entry.hashes.at(-1)}; its transaction had left the node's pool and was sent again (${outcome.kind === "confirmed" ? "now mined" : "not mined yet"})`,
+        ),
+      };
     }
     // Dropped by a reorg and not sendable again as it was: settle afresh if it still can pay.
     await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
@@ -231,7 +249,13 @@ async function pickUp<P>(
   // Settled before (timed out, the process died, or landed with no success handed over): follow
   // that transaction to its answer, never send anew.
   const picked = await reconcile(ctx, entry);
-  if (picked !== "gone") return answer(method, ctx, journaled, entry.key, picked);
+  if (picked !== "gone") {
+    // Gone from the pool and no longer able to land: it is over, and took nothing.
+    if (picked.kind === "would-revert") {
+      await ctx.journal.recordState(entry.key, "failed").catch(() => undefined);
+    }
+    return answer(method, ctx, journaled, entry.key, picked);
+  }
   await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
   ctx.inflight.release(entry.key);
   return undefined;

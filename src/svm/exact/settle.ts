@@ -137,9 +137,14 @@ async function pickUp(
   const { ctx, signed, payment } = s;
   // Written down as answered by this run, which could not hand the success over: it is not.
   const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
-  if (state === "answered") {
+  // A success was answered for it already (a submitted one is followed by the reconciler).
+  if (state === "answered" || state === "submitted") {
     const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
-    return alreadyOnChain(s, status, "was already settled");
+    return alreadyOnChain(
+      s,
+      status,
+      `was already ${state === "submitted" ? "submitted" : "settled"}`,
+    );
   }
   // Landed with no success handed over: follow it to its answer, as a broadcast one.
   if ((state !== "broadcast" && state !== "landed") || waitUntil === "simulated") return undefined;
@@ -227,7 +232,7 @@ async function settleFresh(s: Settling, waitUntil: WaitUntil): Promise<SettleRes
   report(s, "sent");
   if (waitUntil === "submitted") {
     if (ctx.watchSubmitted) void watch(s);
-    return answerSuccess(s);
+    return answerSuccess(s, false);
   }
   return conclude(s, await follow(s));
 }
@@ -308,10 +313,10 @@ function track(s: Settling, landing: Landing): void {
 }
 
 /** Success, once the store holds it (a success it does not hold could be answered twice). */
-async function answerSuccess(s: Settling): Promise<SettleResult> {
+async function answerSuccess(s: Settling, mined = true): Promise<SettleResult> {
   const payer = s.payment.payer;
   const hash = s.signed.signature;
-  if (await s.ctx.answers.answer(s.key)) return { ok: true, payer, transactionHash: hash };
+  if (await s.ctx.answers.answer(s.key, mined)) return { ok: true, payer, transactionHash: hash };
   return unrecorded(payer, hash);
 }
 
