@@ -271,7 +271,7 @@ describe("a reorg", () => {
     return (await handleSettle(facilitator, request)).body;
   }
 
-  test("the retry of a reorged payment re-sends its bytes and answers the landed hash; later settles are not wedged", async () => {
+  test("the retry of a reorged payment re-sends its bytes, lands, and is told it was answered (never a second success); later settles are not wedged", async () => {
     const facilitator = facilitatorOn(devnet, { confirmTimeoutMs: 10_000 });
     const payer = devnet.payers[0] as DevAccount;
     const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
@@ -282,8 +282,13 @@ describe("a reorg", () => {
     await anvil().revert({ id: snapshot });
     expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore);
 
+    // Its success was answered once: the bytes go out again, the success does not.
     const retry = await settle(facilitator, a);
-    expect(retry).toMatchObject({ success: true });
+    expect(retry).toMatchObject({
+      success: false,
+      error: "nonce_already_used",
+      transactionHash: first.transactionHash,
+    });
     const receipt = await chainOf(devnet).getTransactionReceipt({
       hash: retry.transactionHash as Hex,
     });
