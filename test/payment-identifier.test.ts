@@ -76,18 +76,16 @@ describe("payment-identifier on the journal file", () => {
     const snapshot = await testClient.snapshot();
     const first = await handleSettle(facilitator, body);
     expect(first.status).toBe(200);
-    const hash = (first.body as { transactionHash: string }).transactionHash;
     await testClient.revert({ id: snapshot });
-    // The answer is not the dropped hash repeated: the payment is settled again (or refused).
+    // The answer never names a transaction the chain no longer has: the payment is settled again
+    // (its bytes sent again and mined), or refused; any hash it names is on the chain.
     const again = await handleSettle(facilitator, body);
     const answered = (again.body as { transactionHash?: string }).transactionHash;
-    if (again.status === 200) {
+    if (answered) {
       const receipt = await chainOf(devnet).getTransactionReceipt({
         hash: answered as `0x${string}`,
       });
       expect(receipt.status).toBe("success");
-    } else {
-      expect(answered).not.toBe(hash);
     }
   });
 });
