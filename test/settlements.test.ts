@@ -199,7 +199,7 @@ describe("GET /settlements?transaction=", () => {
 });
 
 describe("facilitator status --transaction", () => {
-  test("any case of an EVM hash is found on both stores; junk is a usage error, not 'not found'", async () => {
+  test("any case of an EVM hash is found on both stores, a miss names the journal or the store; junk is a usage error, not 'not found'", async () => {
     const [file, pg] = served as [Served, Served];
     const stores = [
       ["--journal", path.join(dir, "journal.jsonl")],
@@ -218,6 +218,14 @@ describe("facilitator status --transaction", () => {
         expect(run.code, `${where[0]} ${hash}: ${run.stderr}`).toBe(0);
         expect(JSON.parse(run.stdout)).toMatchObject({ found: true, transactions: [hash] });
       }
+      // A miss names what was asked: the journal file, or the store.
+      const miss = await runCli(["status", ...where, "--transaction", `0x${"ab".repeat(32)}`]);
+      expect(miss.code, `${where[0]}: ${miss.stderr}`).toBe(1);
+      expect(JSON.parse(miss.stdout).detail).toMatch(
+        where[0] === "--store"
+          ? /^the store postgres:\/\/\S+ holds no settlement/
+          : /^the journal \/\S+ holds no settlement/,
+      );
       for (const junk of ["0x1234", `0x${"zz".repeat(32)}`, "' OR 1=1 --"]) {
         const run = await runCli(["status", ...where, "--transaction", junk]);
         expect(run.code, `${where[0]} ${junk}`).toBe(2);

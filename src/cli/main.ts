@@ -11,6 +11,7 @@ import { reconcileCommand } from "./commands/reconcile-command.js";
 import { serveCommand } from "./commands/serve-command.js";
 import { statusCommand } from "./commands/status-command.js";
 import { UsageError } from "./errors.js";
+import { wrapHelp } from "./help-layout.js";
 import { printJson } from "./output.js";
 
 /** Every line the CLI writes for people about what went wrong starts with this. */
@@ -75,14 +76,15 @@ export async function main(argv: string[]): Promise<number> {
     .addCommand(doctorCommand)
     .addCommand(reconcileCommand)
     .addCommand(statusCommand);
-  // commander's own error text is replaced by ours (one prefix, one line, and the JSON answer).
+  // commander's own error text is replaced by ours (one prefix, one line, and the JSON answer);
+  // every help is wrapped to the terminal (help-layout.ts).
   for (const command of [program, ...program.commands]) {
-    command.exitOverride().configureOutput({ outputError: () => undefined });
+    wrapHelp(command.exitOverride().configureOutput({ outputError: () => undefined }));
   }
   const commandName = program.commands.find((c) => argv.slice(2).includes(c.name()))?.name();
   if (argv.length <= 2) {
     // No command at all is a usage error, not a success: the help, and the one JSON answer.
-    process.stderr.write(program.helpInformation());
+    process.stderr.write(program.helpInformation({ error: true }));
     return reportUsage(
       "a command is needed: verify, settle, pay, serve, devnet, doctor, reconcile or status",
     );

@@ -33,7 +33,9 @@ export interface PaymentFlags extends ConfigFlags {
 function withAmount(body: unknown, amount: string | undefined): unknown {
   if (amount === undefined) return body;
   if (!/^[0-9]{1,78}$/.test(amount)) {
-    throw new UsageError("--amount takes a whole number of the token's atomic units, such as 4200");
+    throw new UsageError(
+      "--amount takes a whole number of the token's atomic units, such as 4200 (0.0042 of a 6-decimal token); pay --amount is the one in token units",
+    );
   }
   if (typeof body !== "object" || body === null) return body;
   const request = body as Record<string, unknown>;

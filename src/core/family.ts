@@ -59,9 +59,13 @@ export interface ChainFamily {
   follow(entry: JournalEntry): Promise<Followed>;
   /** What the chain says of a settlement's transaction now; nothing is sent. */
   observe(entry: JournalEntry): Promise<Observed>;
-  /** The key a payment is written down under, when the family can tell it from the request. */
-  settlementKey(request: PaymentRequest): Promise<string | undefined>;
+  /** The key a payment is written down under, or why it cannot be told from the request. */
+  settlementKey(request: PaymentRequest): Promise<SettlementKey>;
 }
+
+export type SettlementKey =
+  | { readonly ok: true; readonly key: string }
+  | { readonly ok: false; readonly why: string };
 
 /** A settlement's transaction as the chain has it now. */
 export interface Observed {

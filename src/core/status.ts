@@ -73,13 +73,7 @@ export async function settlementStatus(
   const checked = checkStatusQuery(asked);
   if (!checked.ok) throw new FacilitatorError(checked.failure);
   const entry = await find(families, store, checked.query);
-  if (!entry) {
-    return {
-      found: false,
-      detail:
-        "the store holds no settlement for it (never settled here, or settled long enough ago to be forgotten)",
-    };
-  }
+  if ("why" in entry) return { found: false, detail: entry.why };
   const family = families.find((f) => f.owns(entry));
   const chain = family
     ? await family.observe(entry).catch((error: unknown) => ({
@@ -100,20 +94,31 @@ export async function settlementStatus(
   };
 }
 
+/** The entry the query names, or why none: the store's words for not holding it, or no key. */
 async function find(
   families: readonly ChainFamily[],
   store: SettlementStore,
   query: StatusQuery,
-): Promise<JournalEntry | undefined> {
-  if ("transaction" in query) return store.findByTransaction(query.transaction);
+): Promise<JournalEntry | { readonly why: string }> {
+  // The journal file or the PostgreSQL store: say which was asked.
+  const notHeld = {
+    why: `${store.shared ? "the store" : "the journal"} ${store.where} holds no settlement for it (never settled here, or settled long enough ago to be forgotten)`,
+  };
+  if ("transaction" in query) return (await store.findByTransaction(query.transaction)) ?? notHeld;
   if ("paymentIdentifier" in query) {
     const answer = (await store.idempotencyAnswer(query.paymentIdentifier)) as
       | { transactionHash?: unknown }
       | undefined;
     const hash = answer?.transactionHash;
-    return typeof hash === "string" && hash ? store.findByTransaction(hash) : undefined;
+    const entry =
+      typeof hash === "string" && hash ? await store.findByTransaction(hash) : undefined;
+    return entry ?? notHeld;
   }
-  const family = families.find((f) => f.claims(query.request.requirements.network));
-  const key = await family?.settlementKey(query.request);
-  return key ? await store.get(key) : undefined;
+  const network = query.request.requirements.network;
+  const family = families.find((f) => f.claims(network));
+  if (!family)
+    return { why: `cannot tell which settlement it is: no chain family claims "${network}"` };
+  const key = await family.settlementKey(query.request);
+  if (!key.ok) return { why: `cannot tell which settlement it is: ${key.why}` };
+  return (await store.get(key.key)) ?? notHeld;
 }

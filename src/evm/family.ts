@@ -12,6 +12,7 @@ import type {
   Followed,
   Observed,
   Offer,
+  SettlementKey,
   Supported,
   SupportedKind,
 } from "../core/family.js";
@@ -191,9 +192,16 @@ export class EvmFamily implements ChainFamily {
     return { network, onChain: inPool ? "pending" : "unknown", transaction: newest };
   }
 
-  async settlementKey(request: PaymentRequest): Promise<string | undefined> {
+  async settlementKey(request: PaymentRequest): Promise<SettlementKey> {
     const routed = await this.#route(request);
-    return routed.ok ? routed.method.settlementKey(routed.ctx, request) : undefined;
+    if (!routed.ok) return { ok: false, why: routed.failure.message };
+    const key = routed.method.settlementKey(routed.ctx, request);
+    return key
+      ? { ok: true, key }
+      : {
+          ok: false,
+          why: `no settlement of its own follows from its ${routed.method.name} payload`,
+        };
   }
 
   /** The most a settlement on `chainId` may cost, in wei. */

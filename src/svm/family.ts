@@ -10,6 +10,7 @@ import type {
   Followed,
   Observed,
   Offer,
+  SettlementKey,
   Supported,
   SupportedKind,
 } from "../core/family.js";
@@ -227,9 +228,14 @@ export class SvmFamily implements ChainFamily {
     };
   }
 
-  /** A Solana payment's key names the fee payer's signature, made at settle: not known before. */
-  async settlementKey(_request: PaymentRequest): Promise<string | undefined> {
-    return undefined;
+  /** A Solana payment's key names the fee payer's signature, which our fee payer's key remakes. */
+  async settlementKey(request: PaymentRequest): Promise<SettlementKey> {
+    const network = solanaNetworkOf(request.requirements.network, request.x402Version);
+    if (network === undefined) {
+      return { ok: false, why: `"${request.requirements.network}" is not a Solana network` };
+    }
+    const { svmSettlementKey } = await import("./exact/settlement-key.js");
+    return svmSettlementKey(network, request.payload.transaction, this.#options.keys);
   }
 
   async follow(entry: JournalEntry): Promise<Followed> {

@@ -1,5 +1,6 @@
 /** `facilitator devnet`'s options; anvil and the contracts load only when the command runs. */
 import { Command } from "commander";
+import { afterHelp } from "../help-layout.js";
 
 export const devnetCommand = new Command("devnet")
   .description("run a local chain with test tokens and funded accounts, until Ctrl-C")
@@ -23,12 +24,13 @@ export const devnetCommand = new Command("devnet")
   )
   .addHelpText(
     "after",
-    `
+    afterHelp(`
 Example:
   facilitator devnet            # then, in another terminal:
   source /tmp/facilitator-devnet-XXXX/devnet.env
   facilitator pay --amount 0.01 | facilitator settle -
-  facilitator devnet --svm      # anvil and a Solana cluster; request-svm.json is a Solana payment`,
+  facilitator devnet --svm      # anvil and a Solana cluster beside it:
+                                # request-svm.json is a Solana payment`),
   )
   .action(async (flags) => {
     const { runDevnet } = await import("./devnet.js");

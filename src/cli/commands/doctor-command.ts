@@ -1,9 +1,10 @@
 /** `facilitator doctor`'s options; the checks load only when the command runs. */
 import { Command } from "commander";
-import { withChainOptions, withSettlementOptions } from "../options.js";
+import { afterHelp } from "../help-layout.js";
+import { withChainOptions, withClaimBatchWait, withSettlementOptions } from "../options.js";
 
 export const doctorCommand = withChainOptions(
-  withSettlementOptions(new Command("doctor"))
+  withClaimBatchWait(withSettlementOptions(new Command("doctor")))
     .description(
       "check the configuration: RPCs and the chains they serve, keys and their gas, the journal or store, token support",
     )
@@ -11,10 +12,11 @@ export const doctorCommand = withChainOptions(
 )
   .addHelpText(
     "after",
-    `
+    afterHelp(`
 It reads the same flags, environment and config file as settle and serve, and says what to fix.
+
 Exit status, the worst finding's: 0 all good, 1 warnings, 2 a configuration error (no RPC, a bad
-key or config file, an unusable journal), 3 an RPC cannot be reached.`,
+key or config file, an unusable journal), 3 an RPC cannot be reached.`),
   )
   .action(async (flags) => {
     const { runDoctor } = await import("./doctor.js");

@@ -1,6 +1,7 @@
 /** `facilitator verify` and `facilitator settle`: a request file (or stdin) in, one JSON answer out. */
 import { Command, InvalidArgumentError, Option } from "commander";
 import { WAIT_UNTIL, type WaitUntil } from "../../protocol/schemas.js";
+import { afterHelp } from "../help-layout.js";
 import { collect, ERC6492_HELP, withChainOptions, withSettlementOptions } from "../options.js";
 import { type PaymentFlags, runPayment } from "../payment.js";
 
@@ -34,16 +35,17 @@ export const verifyCommand = paymentCommand("verify")
   .description("check a signed x402 payment against its requirements (no key needed)")
   .addHelpText(
     "after",
-    `
+    afterHelp(`
 Example (against \`facilitator devnet\`, which prints these paths):
   source /tmp/facilitator-devnet-XXXX/devnet.env
   facilitator verify /tmp/facilitator-devnet-XXXX/request.json
   facilitator pay --amount 0.01 | facilitator verify -
-  cat payload.json | facilitator verify - --requirements requirements.json | jq .success
+  cat payload.json | facilitator verify - --requirements reqs.json | jq .success
 
 ${INPUT_NOTE}
+
 Exit status: 0 valid, 1 rejected, 2 bad input, usage or configuration (no RPC for the payment's
-chain), 3 chain or infrastructure failure, 130 interrupted (Ctrl-C).`,
+chain), 3 chain or infrastructure failure, 130 interrupted (Ctrl-C).`),
   )
   .action(async (file: string | undefined, flags: PaymentFlags) => {
     process.exitCode = await runPayment("verify", file, flags);
@@ -59,23 +61,27 @@ export const settleCommand = withSettlementOptions(paymentCommand("settle"))
     ).argParser(waitUntilOption),
   )
   .option(
-    "--amount <units>",
-    "upto payments: charge this many atomic units of the token (at most what was signed for; 0 settles nothing)",
+    "--amount <atomic-units>",
+    "upto payments: charge this many of the token's atomic units, a whole number (4200 is 0.0042 of a 6-decimal token; pay --amount is in token units), at most what was signed for; 0 settles nothing",
   )
   .addHelpText(
     "after",
-    `
+    afterHelp(`
 Example (against \`facilitator devnet\`, which prints these paths):
   source /tmp/facilitator-devnet-XXXX/devnet.env
-  facilitator settle /tmp/facilitator-devnet-XXXX/request.json --wait-until confirmed
+  facilitator settle /tmp/facilitator-devnet-XXXX/request.json
   facilitator pay --amount 0.01 | facilitator settle -
+  facilitator settle /tmp/facilitator-devnet-XXXX/request-upto.json \\
+    --amount 4200    # upto: charge 4200 atomic units (0.0042 test USDC)
 
 The key is never accepted as a flag value and never printed.
+
 ${INPUT_NOTE}
+
 Exit status: 0 settled, 1 rejected, 2 bad input, usage or configuration (no RPC for the payment's
 chain, no settlement key), 3 chain or infrastructure failure (3 with settlement_pending means:
 broadcast, not yet confirmed; the hash is in the answer), 130 interrupted (Ctrl-C: the answer says
-whether anything was broadcast).`,
+whether anything was broadcast).`),
   )
   .action(async (file: string | undefined, flags: PaymentFlags) => {
     process.exitCode = await runPayment("settle", file, flags);

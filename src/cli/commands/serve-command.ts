@@ -1,9 +1,16 @@
 /** `facilitator serve`'s options; the server itself loads only when the command runs. */
 import { Command } from "commander";
-import { collect, ERC6492_HELP, withChainOptions, withSettlementOptions } from "../options.js";
+import { afterHelp } from "../help-layout.js";
+import {
+  collect,
+  ERC6492_HELP,
+  withChainOptions,
+  withClaimBatchWait,
+  withSettlementOptions,
+} from "../options.js";
 
 export const serveCommand = withChainOptions(
-  withSettlementOptions(new Command("serve"))
+  withClaimBatchWait(withSettlementOptions(new Command("serve")))
     .description(
       "serve /verify, /settle, /accepts, /supported, /health, /readyz, /metrics and /llms.txt over HTTP",
     )
@@ -51,14 +58,15 @@ export const serveCommand = withChainOptions(
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(
     "after",
-    `
+    afterHelp(`
 Example (against \`facilitator devnet\`):
   source /tmp/facilitator-devnet-XXXX/devnet.env
   facilitator serve
-  curl -s localhost:4020/verify -H 'content-type: application/json' -d @/tmp/facilitator-devnet-XXXX/request.json
+  curl -s localhost:4020/verify -H 'content-type: application/json' \\
+    -d @/tmp/facilitator-devnet-XXXX/request.json
 
 Ctrl-C stops accepting and lets requests in flight answer (it says which it waits for); a second
-Ctrl-C stops at once (exit 130): a settle cut short is in the journal and a retry follows it.`,
+Ctrl-C stops at once (exit 130): a settle cut short is in the journal and a retry follows it.`),
   )
   .action(async (flags) => {
     const { runServe } = await import("./serve.js");

@@ -1,16 +1,18 @@
 /** `facilitator status`: one settlement, as the journal or store and the chain know it. */
-import { checkStatusQuery, type StatusQuery } from "../../core/status.js";
+import chalk from "chalk";
+import { checkStatusQuery, type SettlementStatus, type StatusQuery } from "../../core/status.js";
 import { FacilitatorError } from "../../protocol/errors.js";
 import { parseJson, parseRequest } from "../../protocol/request.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { readSource } from "../input.js";
-import { printJson } from "../output.js";
+import { type HumanOutput, humanOutput, note, printJson } from "../output.js";
 
 export interface StatusFlags extends ConfigFlags {
   readonly transaction?: string | undefined;
   readonly id?: string | undefined;
+  readonly quiet?: boolean | undefined;
 }
 
 async function queryOf(file: string | undefined, flags: StatusFlags): Promise<StatusQuery> {
@@ -34,16 +36,46 @@ async function queryOf(file: string | undefined, flags: StatusFlags): Promise<St
   return { request: parsed.request };
 }
 
+/** What the chain says, in a few words: "mined in block 16, 1 confirmation". */
+function onChainWords(chain: SettlementStatus["chain"]): string {
+  if (!chain) return "";
+  if ("error" in chain) return `; the chain could not be asked: ${chain.error}`;
+  const unit = chain.network.startsWith("solana:") ? "slot" : "block";
+  const block = chain.block ? ` in ${unit} ${chain.block}` : "";
+  const depth =
+    chain.confirmations !== undefined
+      ? `, ${chain.confirmations} confirmation${chain.confirmations === 1 ? "" : "s"}`
+      : "";
+  return `; on ${chain.network}: ${chain.onChain}${chain.onChain === "unknown" ? "" : block}${depth}`;
+}
+
+/** The one line for people on stderr, as settle and verify print theirs. */
+function summarizeStatus(out: HumanOutput, status: SettlementStatus): void {
+  if (!status.found) {
+    note(out, `${chalk.red("✖ not found")}: ${status.detail ?? ""}`);
+    return;
+  }
+  const meaning = status.meaning ? ` (${status.meaning})` : "";
+  note(
+    out,
+    `${chalk.green("✔ found")} ${chalk.bold(status.state ?? "")}${meaning}${onChainWords(status.chain)}`,
+  );
+}
+
 export async function runStatus(file: string | undefined, flags: StatusFlags): Promise<number> {
+  const out = humanOutput(flags.quiet);
   const query = await queryOf(file, flags);
   const facilitator = await facilitatorFrom(loadConfig(flags), false, { store: true });
   try {
     const status = await facilitator.status(query);
     await printJson(status);
+    summarizeStatus(out, status);
     return status.found ? 0 : 1;
   } catch (error) {
     if (!(error instanceof FacilitatorError)) throw error;
-    await printJson({ found: false, error: error.failure.code, message: error.failure.message });
+    const { code, message } = error.failure;
+    await printJson({ found: false, error: code, message });
+    note(out, `${chalk.red("✖ failed")} ${chalk.bold(code)}: ${message}`);
     return 3;
   } finally {
     if (facilitator.journal.shared) await facilitator.journal.close();

@@ -22,7 +22,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { signWithFeePayer } from "../chain/keys.js";
-import { SVM_KEY_PREFIX, SvmLedgerReads, type SvmSpend, svmHeld } from "../chain/ledger-reads.js";
+import { SvmLedgerReads, type SvmSpend, svmHeld } from "../chain/ledger-reads.js";
 import type { SvmSettleContext } from "./context.js";
 import { signatureToBase58 } from "./decode.js";
 import { transactionFeeLamports } from "./fees.js";
@@ -37,6 +37,7 @@ import {
   signatureStatuses,
   simulationError,
 } from "./rpc.js";
+import { svmKeyOf } from "./settlement-key.js";
 import type { SvmPayment } from "./types.js";
 import { checkSvmRequest, refuse, simulationRefusal } from "./verify.js";
 
@@ -85,7 +86,7 @@ export async function settleExactSvm(
     signature: signatureToBase58(signature),
     wire: withFirstSignature(request.payload.transaction as string, signature),
   };
-  const key = `${SVM_KEY_PREFIX}${ctx.network}:${signed.signature}`;
+  const key = svmKeyOf(ctx.network, signed.signature);
   const spend = {
     network: ctx.network,
     mint: payment.mint,

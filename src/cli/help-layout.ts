@@ -1,0 +1,84 @@
+/**
+ * How every `--help` is laid out: wrapped to the terminal's width (80 columns when stdout is no
+ * terminal), at spaces only. commander wraps descriptions only while at least 40 columns remain
+ * beside the longest flag, and some of ours are long enough to leave fewer: then nothing wraps.
+ * Here the flag column stops at TERM_COLUMN and a longer flag has its description on the lines
+ * below it, so every description wraps.
+ */
+import { type AddHelpTextContext, type Command, Help } from "commander";
+
+/** The widest the flag column grows; longer flags sit on a line of their own. */
+const TERM_COLUMN = 30;
+/** Fewer columns than this beside the flags, and descriptions go below their flags, indented. */
+const MIN_DESCRIPTION = 36;
+const INDENT = 2;
+const SPACER = 2;
+const STACKED_INDENT = 8;
+
+/** The width commander lays help out to: the terminal's, else 80. */
+export function helpWidth(error = false): number {
+  const stream = error ? process.stderr : process.stdout;
+  return stream.isTTY && stream.columns ? stream.columns : 80;
+}
+
+function formatItem(
+  this: Help,
+  term: string,
+  termWidth: number,
+  description: string,
+  helper: Help,
+): string {
+  const pad = " ".repeat(INDENT);
+  if (!description) return pad + term;
+  const width = this.helpWidth ?? 80;
+  const column = INDENT + termWidth + SPACER;
+  const beside = width - column >= MIN_DESCRIPTION;
+  const at = beside ? column : STACKED_INDENT;
+  const lines = helper.boxWrap(description, Math.max(width - at, 1)).split("\n");
+  const body = lines.map((line) => " ".repeat(at) + line);
+  if (beside && helper.displayWidth(term) <= termWidth) {
+    const first = pad + term.padEnd(termWidth + term.length - helper.displayWidth(term));
+    return [first + " ".repeat(SPACER) + lines[0], ...body.slice(1)].join("\n");
+  }
+  return [pad + term, ...body].join("\n");
+}
+
+/** Lays out `command`'s help (commander does not pass configureHelp to added subcommands). */
+export function wrapHelp(command: Command): Command {
+  return command.configureHelp({
+    minWidthToWrap: 1,
+    padWidth(cmd: Command, helper: Help) {
+      return Math.min(Help.prototype.padWidth.call(this, cmd, helper), TERM_COLUMN);
+    },
+    formatItem,
+  });
+}
+
+/**
+ * Text after the flags, reflowed to the help's width: lines that start at the margin are joined
+ * into paragraphs (a blank line ends one) and wrapped at spaces; indented lines (examples to copy)
+ * are kept as they are.
+ */
+export function afterHelp(text: string): (context: AddHelpTextContext) => string {
+  return (context) => {
+    const wrapper = new Help();
+    wrapper.minWidthToWrap = 1;
+    const width = helpWidth(context.error);
+    const out: string[] = [];
+    let paragraph: string[] = [];
+    const flush = () => {
+      if (paragraph.length > 0) out.push(wrapper.boxWrap(paragraph.join(" "), width));
+      paragraph = [];
+    };
+    for (const line of text.split("\n")) {
+      if (line.trim() !== "" && !/^\s/.test(line)) {
+        paragraph.push(line.trim());
+        continue;
+      }
+      flush();
+      out.push(line);
+    }
+    flush();
+    return out.join("\n");
+  };
+}
