@@ -1,5 +1,6 @@
 /** The Facilitator a command runs on, from its configuration. */
-import type { LocalAccount } from "viem";
+import type { Address, LocalAccount } from "viem";
+import { privateKeyToAddress } from "viem/accounts";
 import type { MetricsSink } from "../core/metrics.js";
 import type { SettlementStore } from "../core/store.js";
 import { settlementAccount } from "../evm/chain/secp256k1.js";
@@ -43,9 +44,13 @@ export async function facilitatorFrom(
     return new Facilitator({ ...rpc, journal });
   }
   if (!signing) {
-    // Verify loads no settlement key, so there is none to compare the authorizer's with.
+    // Verify signs nothing, so there is no settlement key to compare the authorizer's with.
     const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), []);
-    return new Facilitator({ ...rpc, receiverAuthorizer });
+    return new Facilitator({
+      ...rpc,
+      receiverAuthorizer,
+      settlementAddresses: settlementAddresses(config),
+    });
   }
   const keys = config.loadPrivateKeys();
   const signers = keys.map((key) => settlementAccount(key));
@@ -82,6 +87,19 @@ export async function facilitatorFrom(
   });
   if (!config.storeUrl) await checkDevnetJournal(config.journalPath, facilitator);
   return facilitator;
+}
+
+/**
+ * The configured settlement keys' addresses, so verify knows our own settlements when it sees
+ * them; the keys are dropped at once. A key that cannot be read is settle's to report: verify
+ * needs none.
+ */
+function settlementAddresses(config: CliConfig): Address[] {
+  try {
+    return config.loadPrivateKeys().map((key) => privateKeyToAddress(key));
+  } catch {
+    return [];
+  }
 }
 
 function openJournal(file: string, options?: { compactAfterLines?: number }): WatchedJournal {
