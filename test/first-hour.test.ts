@@ -1,6 +1,7 @@
 /**
  * A newcomer's first hour against `facilitator devnet` (issue 28), as typed into a shell with the
- * devnet's devnet.env sourced: verify after settle names our own key.
+ * devnet's devnet.env sourced: verify after settle names our own key, and a failed `pay` piped
+ * into `settle -` gives no second error.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -47,5 +48,50 @@ describe("the first hour on a devnet", () => {
     );
     expect(answers[1].message).not.toContain("not by this facilitator");
     expectNoKey(run.stdout, run.stderr);
+  });
+
+  it.each([
+    ["with devnet.env", true],
+    ["in a shell without devnet.env", false],
+  ])(
+    "a failed pay piped into settle - is one line, not a second error (%s)",
+    async (_, sourced) => {
+      const run = await shell(
+        sourced ? [envFile] : [],
+        "facilitator pay --amount abc | facilitator settle -",
+        { pipestatus: true },
+      );
+      // pay's own line (without devnet.env it asks which chain first), then settle's one line.
+      const [paySaid, ...rest] = run.stderr.trimEnd().split("\n");
+      expect(paySaid).toBe(
+        sourced
+          ? "facilitator: --amount must be an amount in token units, such as 0.01"
+          : "facilitator: which chain? no reachable RPC is configured: pass --network, and --rpc-url (or source a devnet's devnet.env)",
+      );
+      expect(rest).toEqual([
+        "facilitator: stdin holds a failure answer (invalid_request), not a request: did the command before the pipe fail?",
+        "PIPESTATUS 2 2",
+      ]);
+      // The pipeline's one JSON document is pay's own failure, passed on unchanged.
+      expect(JSON.parse(run.stdout)).toEqual({
+        success: false,
+        error: "invalid_request",
+        message: paySaid?.replace(/^facilitator: /, ""),
+      });
+      expect(run.stdout).not.toContain("payload must be an object");
+    },
+  );
+
+  it("an empty pipe into settle - says nothing came, in one line", async () => {
+    const run = await shell([envFile], "false | facilitator settle -", { pipestatus: true });
+    expect(run.stderr.trimEnd().split("\n")).toEqual([
+      "facilitator: nothing on stdin: did the command before the pipe fail?",
+      "PIPESTATUS 1 2",
+    ]);
+    expect(JSON.parse(run.stdout)).toEqual({
+      success: false,
+      error: "invalid_request",
+      message: "nothing on stdin: did the command before the pipe fail?",
+    });
   });
 });
