@@ -9,6 +9,7 @@ import type { CliConfig } from "./config.js";
 import { receiverAuthorizerOf } from "./config-keys.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
+import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 import { WatchedJournal } from "./watched-journal.js";
 
 /**
@@ -103,6 +104,9 @@ function settlementAddresses(config: CliConfig): Address[] {
 }
 
 function openJournal(file: string, options?: { compactAfterLines?: number }): WatchedJournal {
+  // The journal's directory is made when missing, but not a stopped devnet's again.
+  const gone = goneDevnetDir(file);
+  if (gone) throw new UsageError(staleDevnetMessage(gone));
   try {
     return new WatchedJournal(file, options);
   } catch (error) {
