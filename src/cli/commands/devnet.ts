@@ -14,7 +14,7 @@ import { type Devnet, startDevnet } from "../../evm/devnet/index.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 import { DEVNET_DIR_PREFIX } from "../stale-devnet.js";
-import { devnetBanner } from "./devnet-banner.js";
+import { devnetBanner, tryLines } from "./devnet-banner.js";
 import { evmInfo, type Files, type Running, writeEvmFiles } from "./devnet-files.js";
 
 export interface DevnetFlags {
@@ -298,6 +298,8 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
       const { runDemo } = await import("./devnet-demo.js");
       await runDemo(devnet);
     }
+    // Last, after the demo: the line to copy stays on the screen.
+    if (!flags.json) process.stdout.write(`${tryLines(running, files)}\n`);
   } catch (error) {
     await stop();
     throw error;
