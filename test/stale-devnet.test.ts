@@ -2,17 +2,21 @@
  * devnet.env files that outlive their devnet, or meet another devnet's (issue 28): a `--svm`
  * devnet's devnet.env, then a plain devnet's sourced in the same shell, leaves no Solana key
  * behind; with the devnet.env of a devnet that has stopped, every command says so and names the
- * directory that is gone, doctor included, and none makes that directory again.
+ * directory that is gone, doctor included, and none makes that directory again. And serve's
+ * banner on a terminal lists the Solana fee payer beside the settlement key.
  */
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  BIN,
   bannerValue,
   cleanEnv,
   type DevnetProcess,
+  ROOT,
   shell,
   spawnCommand,
   spawnDevnet,
@@ -24,6 +28,7 @@ import {
 let stopped: DevnetProcess | undefined;
 let running: DevnetProcess | undefined;
 let stoppedDir: string;
+let feePayer: string;
 let copies: string;
 /** Copies of the stopped devnet's devnet.env and request.json, which go with its directory. */
 let staleEnv: string;
@@ -54,6 +59,7 @@ beforeAll(async () => {
   stopped = spawnDevnet(["--svm", "--port", "0", "--svm-port", "0"]);
   const banner = await bannerOf(stopped);
   stoppedDir = bannerValue(banner, "directory");
+  feePayer = bannerValue(banner.slice(banner.indexOf("Solana")), "fee payer");
   staleEnv = path.join(copies, "devnet.env");
   staleRequest = path.join(copies, "request.json");
   await copyFile(path.join(stoppedDir, "devnet.env"), staleEnv);
@@ -63,6 +69,52 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([stop(stopped), stop(running)]);
   if (copies) await rm(copies, { recursive: true, force: true });
+});
+
+describe("serve's banner on a terminal", () => {
+  it("lists the Solana fee payer beside the settlement key", async () => {
+    const env = await sourced(staleEnv);
+    // A terminal of 120 columns: `script` gives serve one, as a user's shell would.
+    const child = spawn(
+      "script",
+      [
+        "-qfc",
+        `stty cols 120 rows 40; exec '${process.execPath}' '${BIN}' serve --port 0`,
+        "/dev/null",
+      ],
+      { cwd: ROOT, env, stdio: ["pipe", "pipe", "pipe"], detached: true },
+    );
+    let screen = "";
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      screen += chunk;
+    });
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!screen.includes("probes") && Date.now() < deadline && child.exitCode === null) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const lines = screen.replace(/\r/g, "").split("\n");
+      const at = lines.findIndex((line) => line.startsWith("  signers"));
+      expect(at, screen).toBeGreaterThan(0);
+      expect(lines[at]).toContain("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266");
+      expect(lines.slice(at, at + 3).join("\n")).toContain(`${feePayer} (Solana fee payer)`);
+    } finally {
+      if (child.pid && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
+      await new Promise((resolve) => child.once("exit", resolve).once("error", resolve));
+    }
+  });
+
+  it("and its JSON listening line, when stderr is no terminal, carries the fee payer too", async () => {
+    const serve = spawnCommand(["serve", "--port", "0"], await sourced(staleEnv));
+    try {
+      const line = (await waitFor(serve, '"event":"listening"', { stream: "stderr" })).split(
+        "\n",
+      )[0];
+      expect(JSON.parse(line ?? "")).toMatchObject({ svmFeePayers: [feePayer] });
+    } finally {
+      await stop(serve);
+    }
+  });
 });
 
 describe("a devnet.env of a devnet that has stopped", () => {
