@@ -11,6 +11,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { UsageError } from "./errors.js";
+import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 
 /** A request body (and `--requirements`): far above any payment, far below trouble. */
 export const REQUEST_LIMIT_BYTES = 1024 * 1024;
@@ -170,7 +171,8 @@ export function readSmallFile(path: string, what: string, env: NodeJS.ProcessEnv
     const limits = { maxBytes: SMALL_FILE_LIMIT_BYTES, idleTimeoutMs: inputTimeoutMs(env) };
     return readPathBounded(path, limits).toString("utf8");
   } catch (error) {
-    if (error instanceof InputError) throw new UsageError(`cannot read ${what}: ${error.reason}`);
-    throw error;
+    if (!(error instanceof InputError)) throw error;
+    const gone = goneDevnetDir(path);
+    throw new UsageError(`cannot read ${what}: ${gone ? staleDevnetMessage(gone) : error.reason}`);
   }
 }

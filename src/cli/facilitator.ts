@@ -1,5 +1,6 @@
 /** The Facilitator a command runs on, from its configuration. */
-import type { LocalAccount } from "viem";
+import type { Address, LocalAccount } from "viem";
+import { privateKeyToAddress } from "viem/accounts";
 import type { MetricsSink } from "../core/metrics.js";
 import type { SettlementStore } from "../core/store.js";
 import { settlementAccount } from "../evm/chain/secp256k1.js";
@@ -8,6 +9,7 @@ import type { CliConfig } from "./config.js";
 import { receiverAuthorizerOf } from "./config-keys.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
+import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 import { WatchedJournal } from "./watched-journal.js";
 
 /**
@@ -43,9 +45,13 @@ export async function facilitatorFrom(
     return new Facilitator({ ...rpc, journal });
   }
   if (!signing) {
-    // Verify loads no settlement key, so there is none to compare the authorizer's with.
+    // Verify signs nothing, so there is no settlement key to compare the authorizer's with.
     const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), []);
-    return new Facilitator({ ...rpc, receiverAuthorizer });
+    return new Facilitator({
+      ...rpc,
+      receiverAuthorizer,
+      settlementAddresses: settlementAddresses(config),
+    });
   }
   const keys = config.loadPrivateKeys();
   const signers = keys.map((key) => settlementAccount(key));
@@ -84,7 +90,23 @@ export async function facilitatorFrom(
   return facilitator;
 }
 
+/**
+ * The configured settlement keys' addresses, so verify knows our own settlements when it sees
+ * them; the keys are dropped at once. A key that cannot be read is settle's to report: verify
+ * needs none.
+ */
+function settlementAddresses(config: CliConfig): Address[] {
+  try {
+    return config.loadPrivateKeys().map((key) => privateKeyToAddress(key));
+  } catch {
+    return [];
+  }
+}
+
 function openJournal(file: string, options?: { compactAfterLines?: number }): WatchedJournal {
+  // The journal's directory is made when missing, but not a stopped devnet's again.
+  const gone = goneDevnetDir(file);
+  if (gone) throw new UsageError(staleDevnetMessage(gone));
   try {
     return new WatchedJournal(file, options);
   } catch (error) {

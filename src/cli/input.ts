@@ -1,4 +1,5 @@
 /** Reading the request from a file or stdin: bounded in size and time, never waiting on a terminal. */
+import { fstatSync } from "node:fs";
 import {
   InputError,
   inputTimeoutMs,
@@ -8,9 +9,11 @@ import {
 } from "./bounded-read.js";
 import { UsageError } from "./errors.js";
 
+export const isStdin = (file: string | undefined) => file === undefined || file === "-";
+
 export async function readSource(file: string | undefined): Promise<string> {
   const limits = { maxBytes: REQUEST_LIMIT_BYTES, idleTimeoutMs: inputTimeoutMs() };
-  const stdin = file === undefined || file === "-";
+  const stdin = isStdin(file);
   try {
     const bytes = stdin ? await readStdinBounded(limits) : readPathBounded(file, limits);
     return bytes.toString("utf8");
@@ -20,4 +23,48 @@ export async function readSource(file: string | undefined): Promise<string> {
     }
     throw error;
   }
+}
+
+/**
+ * What a failed command before the pipe leaves on stdin (`pay … | settle -`): nothing, or its own
+ * failure answer. Said as that, in one line, instead of a second error about a missing payload.
+ */
+export interface PipedFailure {
+  readonly message: string;
+  /** The failure answer found on stdin, passed on as this command's answer. */
+  readonly answer?: Record<string, unknown> | undefined;
+}
+
+/** Whether stdin is a pipe (a shell's, or a parent's socket): empty, the writer most likely failed. */
+function stdinIsPipe(): boolean {
+  try {
+    const stat = fstatSync(0);
+    return stat.isFIFO() || stat.isSocket();
+  } catch {
+    return false;
+  }
+}
+
+export function pipedFailure(text: string, parsed: unknown): PipedFailure | undefined {
+  if (text.trim() === "") {
+    return {
+      message: stdinIsPipe()
+        ? "nothing on stdin: did the command before the pipe fail?"
+        : "nothing on stdin: pass a FILE, or pipe the JSON request on stdin",
+    };
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return undefined;
+  const answer = parsed as Record<string, unknown>;
+  if ("payload" in answer || "paymentPayload" in answer) return undefined;
+  const code =
+    answer.success === false
+      ? (answer.error ?? answer.errorReason)
+      : answer.isValid === false
+        ? answer.invalidReason
+        : undefined;
+  if (typeof code !== "string") return undefined;
+  return {
+    message: `stdin holds a failure answer (${code.slice(0, 60)}), not a request: did the command before the pipe fail?`,
+    answer,
+  };
 }

@@ -15,7 +15,7 @@ import { type CliConfig, type ConfigFlags, loadConfig } from "./config.js";
 import { warnIfFromAnotherDevnet } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
 import { facilitatorFrom } from "./facilitator.js";
-import { readSource } from "./input.js";
+import { isStdin, type PipedFailure, pipedFailure, readSource } from "./input.js";
 import { onInterrupt, signalExitCode } from "./interrupt.js";
 import { humanOutput, printJson, startSpinner, summarize, warn } from "./output.js";
 import { earlierTransactions, requestChain, takeSettleTurn } from "./settle-turn.js";
@@ -52,9 +52,14 @@ type Operation = "verify" | "settle";
 async function readBody(
   file: string | undefined,
   requirementsFile: string | undefined,
-): Promise<{ ok: true; body: unknown } | { ok: false; message: string }> {
+): Promise<
+  { ok: true; body: unknown } | { ok: false; message: string; piped?: PipedFailure | undefined }
+> {
   try {
-    const main = parseJson(await readSource(file));
+    const text = await readSource(file);
+    const main = parseJson(text);
+    const piped = isStdin(file) ? pipedFailure(text, main.ok ? main.value : undefined) : undefined;
+    if (piped) return { ok: false, message: piped.message, piped };
     if (!main.ok) return { ok: false, message: `${file ?? "stdin"}: ${main.failure.message}` };
     if (!requirementsFile) return { ok: true, body: main.value };
     const requirements = parseJson(await readSource(requirementsFile));
@@ -143,6 +148,14 @@ export async function runPayment(
   const out = humanOutput(flags.quiet);
   const config = loadConfig(flags);
   const input = await readBody(file, flags.requirements);
+  if (!input.ok && input.piped) {
+    // The command before the pipe failed and has said why: pass its answer on, say so in a line.
+    await printJson(
+      input.piped.answer ?? { success: false, error: "invalid_request", message: input.message },
+    );
+    if (!flags.quiet) warn(input.message);
+    return 2;
+  }
   if (!input.ok) {
     const reply = renderFailure(op, undefined, failure("invalid_request", input.message));
     await printJson(reply.body);

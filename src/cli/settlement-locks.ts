@@ -23,6 +23,7 @@ import {
   tryLock,
   UnsafeLockDirectory,
 } from "./process-lock.js";
+import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 
 /** How long a settle waits for its turn by default: ten settles of half a minute each. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 300_000;
@@ -91,6 +92,9 @@ function guardedBy(journalPath: string, addresses: readonly string[], dir: strin
  * users could plant files in, is a usage error.
  */
 function attempt(guarded: Guarded, command: string, leaseMs: number): Attempt {
+  // Not made again: a stopped devnet's directory would come back with only a lock in it.
+  const gone = goneDevnetDir(guarded.file);
+  if (gone) throw new UsageError(staleDevnetMessage(gone));
   try {
     return tryLock(guarded.file, command, { leaseMs });
   } catch (error) {

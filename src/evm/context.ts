@@ -29,6 +29,8 @@ export interface EvmContext extends ChainAccess, SendingAccess {
   readonly now: () => number;
   /** Whether to watch `submitted` settlements land in the background (long-running servers). */
   readonly watchSubmitted: boolean;
+  /** Every address that settles for this facilitator: its signers' and those known without keys. */
+  readonly ownSenders: readonly Address[];
   /** Wallet factories whose undeployed wallets may pay (ERC-6492); none by default. */
   readonly erc6492Factories: readonly Address[];
   /** The key that signs batch-settlement claims and refunds for sellers who leave it to us. */

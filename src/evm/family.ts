@@ -41,6 +41,11 @@ import { EVM_SCHEMES } from "./schemes.js";
 export interface EvmOptions {
   /** Settlement accounts, used in turn (each with its own nonce lane). */
   readonly signers?: readonly LocalAccount[] | undefined;
+  /**
+   * This facilitator's settlement addresses where it holds no key (the CLI's verify loads none):
+   * a transaction one of them sent is called ours, not someone else's.
+   */
+  readonly settlementAddresses?: readonly Address[] | undefined;
   /** The schemes served (default: schemes.ts); a test registers its own the same way. */
   readonly schemes?: readonly EvmScheme[] | undefined;
   /** The batch-settlement receiver authorizer's key (never a settlement key); none by default. */
@@ -361,6 +366,7 @@ export class EvmFamily implements ChainFamily {
       client,
       chainId,
       signers: this.signers,
+      ownSenders: [...this.signers.addresses, ...(options.settlementAddresses ?? [])],
       journal: this.#journal,
       inflight: this.inflight,
       throttle: this.#throttle,

@@ -86,7 +86,7 @@ export function errorResponse(f: Failure): HttpResponse {
 }
 
 function fromReply(reply: Reply): HttpResponse {
-  const payer = reply.body.payer;
+  const payer = reply.payer ?? reply.body.payer;
   const response = json(reply.status, reply.body, {
     error: reply.failure?.code,
     payer: typeof payer === "string" ? payer : undefined,

@@ -26,6 +26,8 @@ export interface Reply {
   readonly body: Record<string, unknown>;
   /** Present when the outcome is not a success, whatever the dialect's status says. */
   readonly failure?: Failure | undefined;
+  /** Who pays, when known, for the request log (the reference dialect's bodies may not say). */
+  readonly payer?: string | undefined;
 }
 
 type Operation = "verify" | "settle";
@@ -45,17 +47,21 @@ function extraOf(result: { readonly extra?: Readonly<Record<string, unknown>> | 
   return result.extra ? { extra: result.extra } : {};
 }
 
-function referenceFailure(f: Failure, transactionHash?: string): Reply {
+function referenceFailure(f: Failure, payer: string | undefined, transactionHash?: string): Reply {
   const body: Record<string, unknown> = { success: false, error: f.code, message: f.message };
   if (transactionHash) body.transactionHash = transactionHash;
-  return { status: statusOf(f), body, failure: f };
+  return { status: statusOf(f), body, failure: f, payer };
 }
 
 export function renderVerify(dialect: Dialect, result: VerifyResult, payerHint?: string): Reply {
   if (dialect === "reference") {
     return result.ok
-      ? { status: 200, body: { success: true, payer: result.payer, ...extraOf(result) } }
-      : referenceFailure(result.failure);
+      ? {
+          status: 200,
+          body: { success: true, payer: result.payer, ...extraOf(result) },
+          payer: result.payer,
+        }
+      : referenceFailure(result.failure, result.payer ?? payerHint);
   }
   if (result.ok) {
     return { status: 200, body: { isValid: true, payer: result.payer, ...extraOf(result) } };
@@ -75,6 +81,7 @@ export function renderSettle(
   result: SettleResult,
   context: { network: string; payerHint?: string | undefined },
 ): Reply {
+  const payer = result.payer ?? context.payerHint;
   if (dialect === "reference") {
     return result.ok
       ? {
@@ -85,10 +92,10 @@ export function renderSettle(
             ...(result.amount !== undefined ? { amount: result.amount } : {}),
             ...extraOf(result),
           },
+          payer,
         }
-      : referenceFailure(result.failure, result.transactionHash);
+      : referenceFailure(result.failure, payer, result.transactionHash);
   }
-  const payer = result.payer ?? context.payerHint;
   if (result.ok) {
     return {
       status: 200,

@@ -1,4 +1,7 @@
-/** The banner `facilitator devnet` prints: what runs where, and what to try. */
+/**
+ * What `facilitator devnet` prints: what runs where (the banner), then, after --demo's output if
+ * any, what to try, ending with the one line to copy, so that it is on the screen at the end.
+ */
 import chalk from "chalk";
 import { receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import type { Devnet } from "../../evm/devnet/index.js";
@@ -13,7 +16,6 @@ export function devnetBanner(
   const dim = chalk.dim;
   const b = chalk.bold;
   const { devnet, svm } = running;
-  const both = Boolean(devnet && svm);
   const lines = [
     `${chalk.green("●")} ${b("facilitator devnet")} is running ${dim("(Ctrl-C to stop)")}`,
     "",
@@ -24,8 +26,17 @@ export function devnetBanner(
     `  directory    ${files.dir}  ${dim(options.temporary ? "(removed when the devnet stops)" : "(kept)")}`,
     `  journal      ${files.journal}  ${dim("this devnet's own")}`,
     "",
+  ];
+  return lines.join("\n");
+}
+
+/** What to try in another terminal; devnet.env's line last, as it comes first there. */
+export function tryLines(running: Running, files: Files): string {
+  const dim = chalk.dim;
+  const { devnet, svm } = running;
+  const both = Boolean(devnet && svm);
+  return [
     `  Try, in another terminal in this project:`,
-    `    source ${files.envFile}   ${dim(`# this devnet's RPC${both ? "s" : ""}, key${both ? "s" : ""} and journal`)}`,
     ...(files.evm
       ? [
           // With both clusters, pay must be told which one.
@@ -43,9 +54,9 @@ export function devnetBanner(
         ]
       : []),
     `    npx facilitator doctor`,
-    "",
-  ];
-  return lines.join("\n");
+    `  First, in that terminal, point the commands at this devnet ${dim(`(its RPC${both ? "s" : ""}, key${both ? "s" : ""} and journal)`)}:`,
+    `    source ${files.envFile}`,
+  ].join("\n");
 }
 
 /** anvil's section: its RPC, contracts, accounts and signed requests. */

@@ -13,7 +13,8 @@ import { receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import { type Devnet, startDevnet } from "../../evm/devnet/index.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
-import { devnetBanner } from "./devnet-banner.js";
+import { DEVNET_DIR_PREFIX } from "../stale-devnet.js";
+import { devnetBanner, tryLines } from "./devnet-banner.js";
 import { evmInfo, type Files, type Running, writeEvmFiles } from "./devnet-files.js";
 
 export interface DevnetFlags {
@@ -91,7 +92,7 @@ async function prepareDir(
   dirFlag: string | undefined,
 ): Promise<{ dir: string; temporary: boolean }> {
   if (!dirFlag) {
-    return { dir: await mkdtemp(path.join(os.tmpdir(), "facilitator-devnet-")), temporary: true };
+    return { dir: await mkdtemp(path.join(os.tmpdir(), DEVNET_DIR_PREFIX)), temporary: true };
   }
   const dir = path.resolve(dirFlag);
   await mkdir(dir, { recursive: true });
@@ -103,12 +104,35 @@ async function prepareDir(
   return { dir, temporary: false };
 }
 
-/** `export NAME='value'` lines a shell can source (values quoted for the shell). */
+/**
+ * What devnet.env decides, set or unset: the RPCs, the keys (files, or the variables holding them
+ * inline, which would win over the files), the API keys, the journal (a store would replace it)
+ * and the key locks. What this devnet does not set is unset, so an earlier `source` (another
+ * devnet's, or the user's own settings) does not mix with this devnet.
+ */
+const DEVNET_ENV_NAMES = [
+  "FACILITATOR_RPC_URL",
+  "FACILITATOR_PRIVATE_KEY_FILE",
+  "FACILITATOR_PRIVATE_KEY",
+  "FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE",
+  "FACILITATOR_RECEIVER_AUTHORIZER_KEY",
+  "FACILITATOR_API_KEYS_FILE",
+  "FACILITATOR_API_KEY",
+  "FACILITATOR_SVM_PRIVATE_KEY_FILE",
+  "FACILITATOR_SVM_PRIVATE_KEY",
+  "FACILITATOR_JOURNAL",
+  "FACILITATOR_STORE",
+  "FACILITATOR_LOCK_DIR",
+];
+
+/** `export NAME='value'` lines a shell can source (values quoted), then one `unset` of the rest. */
 function envFile(vars: Record<string, string>): string {
   const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
-  return `${Object.entries(vars)
-    .map(([name, value]) => `export ${name}=${quote(value)}`)
-    .join("\n")}\n`;
+  const unset = DEVNET_ENV_NAMES.filter((name) => !(name in vars));
+  return `${[
+    ...Object.entries(vars).map(([name, value]) => `export ${name}=${quote(value)}`),
+    ...(unset.length > 0 ? [`unset ${unset.join(" ")}`] : []),
+  ].join("\n")}\n`;
 }
 
 /** The clusters asked for: anvil unless --svm-only, Solana with --svm or --svm-only. */
@@ -274,6 +298,8 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
       const { runDemo } = await import("./devnet-demo.js");
       await runDemo(devnet);
     }
+    // Last, after the demo: the line to copy stays on the screen.
+    if (!flags.json) process.stdout.write(`${tryLines(running, files)}\n`);
   } catch (error) {
     await stop();
     throw error;

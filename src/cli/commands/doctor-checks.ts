@@ -21,6 +21,7 @@ import { Journal } from "../../store/journal.js";
 import type { CliConfig } from "../config.js";
 import { genesisHash, markerBeside } from "../devnet-marker.js";
 import { journalHolder } from "../settlement-locks.js";
+import { goneDevnetDir, STALE_DEVNET_FIX, staleDevnetProblem } from "../stale-devnet.js";
 
 /** How bad a finding is, and the exit status it stands for. */
 export type Level = "ok" | "warning" | "error" | "unreachable";
@@ -211,6 +212,11 @@ export async function checkJournal(
   chains: readonly ChainSeen[],
 ): Promise<Finding[]> {
   const file = config.journalPath;
+  const gone = goneDevnetDir(file);
+  if (gone) {
+    const message = `${file}: ${staleDevnetProblem(gone)}`;
+    return [{ area: "journal", level: "error", message, fix: STALE_DEVNET_FIX }];
+  }
   if (!existsSync(file)) {
     let dir = path.dirname(file);
     while (!existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);

@@ -254,7 +254,7 @@ export async function serveHere(
       [
         `${chalk.green("●")} ${chalk.bold("facilitator serve")} listening on ${chalk.bold(server.url)}`,
         `  networks  ${networks.length ? networks.join("\n            ") : chalk.yellow("none: no RPC configured and public RPCs are off")}`,
-        `  signers   ${facilitator.signers.size > 0 ? facilitator.signers.addresses.join(", ") : chalk.yellow("none: /settle answers settlement_failed")}`,
+        `  signers   ${signersLine(facilitator.signers.addresses, facilitator.svmFeePayers)}`,
         ...(authorizer
           ? [
               `  authorizer ${authorizer} ${chalk.dim(sellerKeys > 0 ? `(batch-settlement: signs claims, and refunds for the sellers of ${sellerKeys} API key${sellerKeys === 1 ? "" : "s"})` : "(batch-settlement: signs claims; not offered on /supported, as no API key names a seller whose refunds it may sign: --api-keys-file)")}`,
@@ -269,7 +269,7 @@ export async function serveHere(
     );
   } else if (!quiet) {
     process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where })}\n`,
+      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where })}\n`,
     );
     if (exposed) {
       process.stderr.write(
@@ -287,6 +287,16 @@ export async function serveHere(
   // Gives up this replica's claims and signer leases at once, rather than when they run out.
   await facilitator.journal.close();
   return 0;
+}
+
+/** The banner's signers: the EVM settlement keys and the Solana fee payers, or what is missing. */
+function signersLine(evm: readonly string[], solana: readonly string[]): string {
+  const feePayers = solana.map((address) => `${address} ${chalk.dim("(Solana fee payer)")}`);
+  if (evm.length === 0 && feePayers.length === 0) {
+    return chalk.yellow("none: /settle answers settlement_failed");
+  }
+  const noEvmKey = chalk.yellow("no EVM key: EVM payments' /settle answers settlement_failed");
+  return [...(evm.length > 0 ? evm : [noEvmKey]), ...feePayers].join("\n            ");
 }
 
 /**

@@ -40,7 +40,7 @@ export async function howUsed(
     const paid = receiptHasTransfer(receipt, expect);
     // Settled by one of our own keys (an earlier settle whose journal this process does not have,
     // or a verify after a settle): say so, rather than "not by this facilitator".
-    const ours = ctx.signers.addresses.some((a) => isAddressEqual(a, receipt.from));
+    const ours = ctx.ownSenders.some((a) => isAddressEqual(a, receipt.from));
     const sender = isAddressEqual(receipt.from, expect.to)
       ? "the payee"
       : ours
