@@ -365,6 +365,7 @@ describe("serve holds its key and its journal", () => {
       }).done;
       expect(Date.now() - started).toBeLessThan(10_000);
       expect(refused.code).toBe(2);
+      expect(refused.answer.error).toBe("key_in_use");
       const message = String(refused.answer.message);
       expect(message).toContain(`facilitator serve (pid ${pid}`);
       expect(message).toContain(`${first.url}/settle`);

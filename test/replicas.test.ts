@@ -152,7 +152,11 @@ describe("a key belongs to one replica", () => {
     );
     expect(error).toMatch(/serve exited 2/);
     expect(error).toContain(devnet.facilitator.address.toLowerCase());
-    expect(error).toMatch(/in use by another replica/);
+    // Said at once, before the wait of one lease and a second; then refused: its own key.
+    expect(error).toMatch(/"event":"waiting_for_signer"/);
+    expect(error).toMatch(
+      /still after 6 s of waiting: that process runs and renews its lease; give each replica its own key/,
+    );
     expect(error).not.toContain(devnet.facilitator.privateKey.slice(2));
   }, 30_000);
 

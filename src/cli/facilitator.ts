@@ -5,11 +5,14 @@ import type { MetricsSink } from "../core/metrics.js";
 import type { SettlementStore } from "../core/store.js";
 import { settlementAccount } from "../evm/chain/secp256k1.js";
 import { Facilitator } from "../facilitator.js";
+import type { SignerWait } from "../store/postgres-leases.js";
 import type { CliConfig } from "./config.js";
 import { receiverAuthorizerOf } from "./config-keys.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
+import { warn } from "./output.js";
 import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
+import { describeSignerWait, signersLeasedError } from "./store-leases.js";
 import { WatchedJournal } from "./watched-journal.js";
 
 /**
@@ -27,6 +30,8 @@ export async function facilitatorFrom(
     store?: boolean;
     /** /supported offers the receiver authorizer (refund requests are authenticated). */
     offerReceiverAuthorizer?: boolean;
+    /** Told at once when another process's lease on a key is waited out (default: a line on stderr). */
+    onSignerWait?: (wait: SignerWait, store: string) => void;
   } = {},
 ): Promise<Facilitator> {
   const rpc = {
@@ -40,7 +45,7 @@ export async function facilitatorFrom(
   };
   if (!signing && options.store) {
     const journal = config.storeUrl
-      ? await openPostgres(config.storeUrl, [], config.storeLeaseMs, undefined)
+      ? await openPostgres(config.storeUrl, [], { leaseMs: config.storeLeaseMs })
       : openJournal(config.journalPath, { compactAfterLines: Number.POSITIVE_INFINITY });
     return new Facilitator({ ...rpc, journal });
   }
@@ -58,12 +63,13 @@ export async function facilitatorFrom(
   // Refused at start when it is also a settlement key.
   const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), keys);
   const journal = config.storeUrl
-    ? await openPostgres(
-        config.storeUrl,
-        signers,
-        config.storeLeaseMs,
-        options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
-      )
+    ? await openPostgres(config.storeUrl, signers, {
+        leaseMs: config.storeLeaseMs,
+        onQuery: options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
+        onSignerWait:
+          options.onSignerWait ?? ((wait, store) => warn(describeSignerWait(wait, store))),
+        server: options.server === true,
+      })
     : openJournal(config.journalPath);
   const facilitator = new Facilitator({
     ...rpc,
@@ -118,18 +124,29 @@ function openJournal(file: string, options?: { compactAfterLines?: number }): Wa
 async function openPostgres(
   url: string,
   signers: readonly LocalAccount[],
-  leaseMs: number | undefined,
-  onQuery: ((op: string, seconds: number) => void) | undefined,
+  options: {
+    leaseMs: number | undefined;
+    onQuery?: ((op: string, seconds: number) => void) | undefined;
+    onSignerWait?: (wait: SignerWait, store: string) => void;
+    /** A server is told to use its own key; a command, to send the payment to the server. */
+    server?: boolean;
+  },
 ): Promise<SettlementStore> {
   const { PostgresStore, redactStoreUrl } = await import("../store/postgres.js");
+  const { SignersLeased } = await import("../store/postgres-leases.js");
+  const store = redactStoreUrl(url);
   try {
     return await PostgresStore.open(url, {
       signers: signers.map((s) => s.address),
-      leaseMs,
-      onQuery,
+      leaseMs: options.leaseMs,
+      onQuery: options.onQuery,
+      onSignerWait: options.onSignerWait && ((wait) => options.onSignerWait?.(wait, store)),
     });
   } catch (error) {
+    if (error instanceof SignersLeased) {
+      throw signersLeasedError(error, store, options.server === true);
+    }
     const text = error instanceof Error ? error.message : String(error);
-    throw new UsageError(`cannot use the store ${redactStoreUrl(url)}: ${text}`);
+    throw new UsageError(`cannot use the store ${store}: ${text}`);
   }
 }

@@ -3,6 +3,7 @@
  * errors, and bin/facilitator.js calls process.exit once with what main() returns.
  */
 import { Command, CommanderError } from "commander";
+import type { ErrorCode } from "../protocol/errors.js";
 import { devnetCommand } from "./commands/devnet-command.js";
 import { doctorCommand } from "./commands/doctor-command.js";
 import { payCommand } from "./commands/pay-command.js";
@@ -56,11 +57,11 @@ function commanderMessage(error: CommanderError, command: string | undefined): s
 
 /**
  * A usage error: one line on stderr for people and, on stdout, the one JSON document scripts read
- * (`invalid_request` with the same message), whatever the command.
+ * (`invalid_request`, or the error's finer code, with the same message), whatever the command.
  */
-async function reportUsage(message: string): Promise<2> {
+async function reportUsage(message: string, code: ErrorCode = "invalid_request"): Promise<2> {
   process.stderr.write(`${PREFIX} ${message}\n`);
-  await printJson({ success: false, error: "invalid_request", message });
+  await printJson({ success: false, error: code, message });
   return 2;
 }
 
@@ -97,7 +98,7 @@ export async function main(argv: string[]): Promise<number> {
       if (HELP_CODES.has(error.code)) return 0;
       return reportUsage(commanderMessage(error, commandName));
     }
-    if (error instanceof UsageError) return reportUsage(error.message);
+    if (error instanceof UsageError) return reportUsage(error.message, error.code);
     process.stderr.write(
       `${PREFIX} unexpected error: ${String((error as Error).message ?? error).split("\n")[0]} (please report it)\n`,
     );

@@ -192,7 +192,10 @@ async function answerPayment(
   flags: PaymentFlags,
 ): Promise<number> {
   const out = humanOutput(flags.quiet);
-  const facilitator = await facilitatorFrom(config, op === "settle");
+  const facilitator = await facilitatorFrom(config, op === "settle", {
+    // --quiet: nothing on stderr, not even whose key lease it waits out.
+    ...(flags.quiet ? { onSignerWait: () => undefined } : {}),
+  });
   if (!flags.quiet) await warnIfFromAnotherDevnet(file, facilitator);
   const waits = op === "settle" && (flags.waitUntil ?? "confirmed") === "confirmed";
   const spinner = out.enabled && waits ? await startSpinner("settling…") : undefined;

@@ -192,6 +192,7 @@ export function lockForServe(
           : "stop that process first, use another key, or let the replicas share a PostgreSQL store (--store), whose signer leases coordinate them";
       throw new UsageError(
         `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${clearing(tried, guarded.file)}`,
+        "key_in_use",
       );
     }
   } catch (error) {
@@ -237,6 +238,7 @@ export async function lockForSettle(
           const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
           throw new UsageError(
             `${guarded.what} is in use by ${holder}: send this payment to POST ${target} instead (two processes sending with one key can pay a payment twice), or stop that process first`,
+            "key_in_use",
           );
         }
         if (Date.now() >= deadline) {

@@ -49,15 +49,24 @@ export interface LedgerReads<S extends { readonly amount: bigint }> {
   shortfall(spend: S, have: bigint, held: bigint): Failure;
 }
 
+/** How a family says an amount of the spend's token ("0.5 USDC (500000 units)"); bare units. */
+export type SayAmount = (units: bigint) => string;
+
 /** `holder` has `have`, `held` of it already in flight with us, and the payment needs `needs`. */
-export function balanceShortfall(holder: string, have: bigint, held: bigint, needs: bigint) {
+export function balanceShortfall(
+  holder: string,
+  have: bigint,
+  held: bigint,
+  needs: bigint,
+  say: SayAmount = String,
+) {
   return failure(
     "insufficient_funds",
-    `${holder} holds ${have}${inFlightNote(held)} and this payment needs ${needs}`,
+    `${holder} holds ${say(have)}${inFlightNote(held, say)} and this payment needs ${say(needs)}`,
   );
 }
 
 /** The words a shortfall adds when part of what the source has is already in flight with us. */
-export function inFlightNote(held: bigint): string {
-  return held > 0n ? `, ${held} of it is already being settled with us,` : "";
+export function inFlightNote(held: bigint, say: SayAmount = String): string {
+  return held > 0n ? `, ${say(held)} of it is already being settled with us,` : "";
 }

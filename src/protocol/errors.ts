@@ -265,6 +265,12 @@ export const ERRORS = {
     x402: "settlement_in_progress",
     summary: "This authorization is being settled right now",
   },
+  key_in_use: {
+    status: 409,
+    x402: "key_in_use",
+    summary:
+      "The settlement key (or journal) is in use by another process: a running serve, or a replica on the same store; nothing was sent",
+  },
   duplicate_settlement: {
     status: 409,
     x402: "duplicate_settlement",

@@ -4,6 +4,7 @@
  * data the requirements carry.
  */
 import type { Address } from "viem";
+import type { TokenUnits } from "./amounts.js";
 
 export interface KnownAsset {
   readonly address: Address;
@@ -11,6 +12,8 @@ export interface KnownAsset {
   readonly name: string;
   readonly version: string;
   readonly decimals: number;
+  /** Its ticker, for messages ("0.01 USDC"); left out where it is not certain. */
+  readonly symbol?: string | undefined;
 }
 
 export interface KnownNetwork {
@@ -40,6 +43,7 @@ const usd = (address: Address, name = "USD Coin", version = "2"): KnownAsset => 
   name,
   version,
   decimals: 6,
+  symbol: "USDC",
 });
 
 export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
@@ -155,7 +159,11 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "iotex",
     label: "IoTeX",
     defaultRpcUrl: "https://babel-api.mainnet.iotex.io",
-    usdc: usd("0xcdf79194c6c285077a58da47641d4dbe51f63542", "Bridged USDC"),
+    // A bridged token's ticker is the bridge's to choose: amounts here say no symbol.
+    usdc: {
+      ...usd("0xcdf79194c6c285077a58da47641d4dbe51f63542", "Bridged USDC"),
+      symbol: undefined,
+    },
     native: "IOTX",
     feeCap: "2",
   },
@@ -254,6 +262,13 @@ const byV1Name = new Map(KNOWN_NETWORKS.flatMap((n) => (n.v1Name ? [[n.v1Name, n
 
 export function knownNetwork(chainId: number): KnownNetwork | undefined {
   return byChainId.get(chainId);
+}
+
+/** The decimals and symbol of a token this table knows (a chain's USDC), for messages. */
+export function knownToken(chainId: number, asset: string): TokenUnits | undefined {
+  const usdc = byChainId.get(chainId)?.usdc;
+  if (!usdc || usdc.address.toLowerCase() !== asset.toLowerCase()) return undefined;
+  return { decimals: usdc.decimals, symbol: usdc.symbol };
 }
 
 /** The chain id of an x402 v1 network name, if v1 knows the name. */

@@ -27,6 +27,17 @@ export const SOLANA_CLUSTERS: readonly SolanaCluster[] = [
   },
 ];
 
+/** Mints known by their address, for messages: Circle's USDC on mainnet and on devnet. */
+const KNOWN_MINTS: Readonly<Record<string, string>> = {
+  EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v: "USDC",
+  "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU": "USDC",
+};
+
+/** The symbol of a mint this table knows. */
+export function knownMintSymbol(mint: string): string | undefined {
+  return Object.hasOwn(KNOWN_MINTS, mint) ? KNOWN_MINTS[mint] : undefined;
+}
+
 const BASE58 = /^[1-9A-HJ-NP-Za-km-z]+$/;
 
 /** The CAIP-2 id of the cluster with this genesis hash, or undefined when it is not one. */

@@ -4,8 +4,36 @@
  * found taken by another replica is lost for good: this replica no longer sends from that key.
  */
 import type { Address } from "viem";
-import { FacilitatorError } from "../protocol/errors.js";
 import type { Query } from "./postgres-query.js";
+
+/** A signer's lease held by another owner: who, and until when unless it is renewed. */
+export interface SignerLease {
+  readonly address: string;
+  readonly owner: string;
+  readonly until: Date;
+}
+
+/** What a replica waits for at start-up: the leases others hold on its signers, and how long. */
+export interface SignerWait {
+  readonly leases: readonly SignerLease[];
+  readonly waitMs: number;
+}
+
+/** The leases were still held by their owners when the wait ran out: those replicas run. */
+export class SignersLeased extends Error {
+  override readonly name = "SignersLeased";
+  readonly leases: readonly SignerLease[];
+  readonly waitedMs: number;
+
+  constructor(leases: readonly SignerLease[], waitedMs: number) {
+    const who = leases.map((l) => `${l.address} (leased by ${l.owner})`).join(", ");
+    super(
+      `signer ${who} is still leased by another replica on this store after ${Math.round(waitedMs / 1000)} s; give each replica its own key`,
+    );
+    this.leases = leases;
+    this.waitedMs = waitedMs;
+  }
+}
 
 export class SignerLeases {
   readonly #query: Query;
@@ -22,25 +50,23 @@ export class SignerLeases {
     this.#leaseMs = leaseMs;
   }
 
-  /** Takes the lease on each signer; waits out another owner's for up to `waitMs`. */
-  async take(waitMs: number): Promise<void> {
-    const deadline = Date.now() + waitMs;
+  /**
+   * Takes the lease on each signer; waits out another owner's for up to `waitMs` (a replica that
+   * stopped without giving its lease back), telling `onWait` at once what it waits for.
+   */
+  async take(waitMs: number, onWait?: (wait: SignerWait) => void): Promise<void> {
+    const started = Date.now();
+    const deadline = started + waitMs;
+    let told = false;
     for (;;) {
       const held = await this.#tryTake();
       const missing = this.#signers.filter((a) => !held.has(a));
       if (missing.length === 0) return;
-      if (Date.now() >= deadline) {
-        const { rows } = await this.#query<{ address: string; owner: string }>(
-          "signers",
-          "SELECT address, owner FROM facilitator_signers WHERE address = ANY($1)",
-          [missing],
-        );
-        const who = rows.map((r) => `${r.address} (held by ${r.owner})`).join(", ");
-        throw FacilitatorError.of(
-          "settlement_failed",
-          `signer ${who} is in use by another replica on this store; give each replica its own key`,
-          { status: 500 },
-        );
+      const now = Date.now();
+      if (now >= deadline) throw new SignersLeased(await this.#leasesOf(missing), now - started);
+      if (!told && onWait) {
+        told = true;
+        onWait({ leases: await this.#leasesOf(missing), waitMs: deadline - now });
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
@@ -50,6 +76,15 @@ export class SignerLeases {
   async renew(): Promise<void> {
     const held = await this.#tryTake();
     for (const address of this.#signers) if (!held.has(address)) this.lost.add(address);
+  }
+
+  async #leasesOf(addresses: readonly string[]): Promise<SignerLease[]> {
+    const { rows } = await this.#query<{ address: string; owner: string; expires_at: Date }>(
+      "signers",
+      "SELECT address, owner, expires_at FROM facilitator_signers WHERE address = ANY($1) ORDER BY address",
+      [addresses],
+    );
+    return rows.map((r) => ({ address: r.address, owner: r.owner, until: new Date(r.expires_at) }));
   }
 
   async #tryTake(): Promise<Set<string>> {

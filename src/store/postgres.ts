@@ -25,7 +25,7 @@ import type {
 import { storedHash } from "../protocol/transaction-hash.js";
 import { unavailable } from "./postgres-errors.js";
 import { channelChanged, raiseVoucher, SharedIds } from "./postgres-ids.js";
-import { SignerLeases } from "./postgres-leases.js";
+import { SignerLeases, type SignerWait } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
 import type { Query } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
@@ -39,6 +39,8 @@ export interface PostgresStoreOptions {
   readonly leaseMs?: number | undefined;
   /** How long to wait at start-up for another owner's lease on a signer to end (default: one lease). */
   readonly signerWaitMs?: number | undefined;
+  /** Told at once when that wait starts: whose leases, until when, and how long it waits. */
+  readonly onSignerWait?: ((wait: SignerWait) => void) | undefined;
   /** Told how long each query took (metrics). */
   readonly onQuery?: ((op: string, seconds: number) => void) | undefined;
   /** This replica's name in the store (default host:pid). */
@@ -121,7 +123,10 @@ export class PostgresStore implements SettlementStore {
     const store = new PostgresStore(pool, url, options);
     try {
       await migrate(pool);
-      await store.#leases.take(options.signerWaitMs ?? store.#leaseMs + 1_000);
+      await store.#leases.take(
+        options.signerWaitMs ?? store.#leaseMs + 1_000,
+        options.onSignerWait,
+      );
       const { rows } = await store.#query<Row>(
         "load",
         "SELECT * FROM facilitator_settlements WHERE state IN ('broadcast', 'submitted')",

@@ -5,7 +5,7 @@
  */
 import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
-import { type Address, formatEther, getAddress, type PublicClient, parseAbi } from "viem";
+import { type Address, getAddress, type PublicClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type RpcRegistry, redactUrl, unreachableReason } from "../../core/rpc.js";
 import type { JournalEntry } from "../../core/store.js";
@@ -15,6 +15,7 @@ import {
   PERMIT2_ADDRESS,
   usdcAddressFor,
 } from "../../evm/devnet/setup.js";
+import { gasAmount } from "../../protocol/amounts.js";
 import { caip2, knownNetwork } from "../../protocol/networks.js";
 import { durationInWords } from "../../protocol/words.js";
 import { Journal } from "../../store/journal.js";
@@ -188,7 +189,7 @@ export async function checkKeys(
         findings.push({
           area: "key",
           level,
-          message: `${account} holds ${formatEther(balance)} of ${caip2(chain.chainId)}'s native token for gas`,
+          message: `${account} holds ${nativeBalance(chain, balance)} for gas`,
           ...(level === "ok"
             ? {}
             : {
@@ -205,6 +206,15 @@ export async function checkKeys(
     }
   }
   return findings;
+}
+
+/** "9999.9994 ETH on eip155:1": to 4 decimals, with the symbol where it is known (a devnet's: ETH). */
+function nativeBalance(chain: ChainSeen, wei: bigint): string {
+  const symbol = knownNetwork(chain.chainId)?.native ?? (chain.devnet ? "ETH" : undefined);
+  const amount = gasAmount(wei, 18);
+  return symbol
+    ? `${amount} ${symbol} on ${caip2(chain.chainId)}`
+    : `${amount} of ${caip2(chain.chainId)}'s native token`;
 }
 
 export async function checkJournal(

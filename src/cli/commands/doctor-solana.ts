@@ -1,10 +1,10 @@
 /** doctor's look at the Solana fee payer: does it hold SOL for fees on each Solana cluster served. */
 import type { RpcRegistry } from "../../core/rpc.js";
+import { gasAmount } from "../../protocol/amounts.js";
 import { lamportsOf } from "../../svm/exact/rpc.js";
 import type { CliConfig } from "../config.js";
 import type { Finding, Level } from "./doctor-checks.js";
 
-const LAMPORTS_PER_SOL = 1_000_000_000;
 /** Below this, a fee payer has room for only a few hundred settlements (5,000 lamports and up each). */
 const LOW_LAMPORTS = 10_000_000;
 
@@ -36,11 +36,12 @@ export async function checkSolanaFeePayers(
     for (const address of addresses) {
       try {
         const lamports = Number(await lamportsOf(client, address));
+        const sol = gasAmount(BigInt(lamports), 9);
         const level: Level = lamports === 0 ? "error" : lamports < LOW_LAMPORTS ? "warning" : "ok";
         findings.push({
           area: "key",
           level,
-          message: `Solana fee payer ${address} holds ${lamports / LAMPORTS_PER_SOL} SOL on ${network} for fees`,
+          message: `Solana fee payer ${address} holds ${sol} SOL on ${network} for fees`,
           ...(level === "ok" ? {} : { fix: `send it some SOL on ${network}: it pays every fee` }),
         });
       } catch (error) {

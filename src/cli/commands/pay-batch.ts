@@ -22,6 +22,7 @@ import {
 import type { RequirementsJson, TransferMethod } from "../../evm/client/sign-payment.js";
 import { type DevAccount, receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import { PERMIT2_ADDRESS } from "../../evm/exact/permit2-encoding.js";
+import { type TokenUnits, tokenAmount } from "../../protocol/amounts.js";
 import { UsageError } from "../errors.js";
 import { warn } from "../output.js";
 
@@ -36,6 +37,8 @@ export interface BatchPayment {
   readonly deposit?: bigint | undefined;
   readonly cumulative?: bigint | undefined;
   readonly quiet: boolean;
+  /** The token's decimals and symbol, for the summary line ("0.05 USDC (50000 units)"). */
+  readonly token?: TokenUnits | undefined;
 }
 
 /** The requirements' receiver authorizer, else the devnet's; a chain with neither cannot pay. */
@@ -70,6 +73,7 @@ export function batchExtra(
 /** Signs the deposit or voucher the channel needs now; returns the payload and what it did. */
 export async function signBatchPayment(client: PublicClient, payment: BatchPayment) {
   const { chainId, requirements, payer, amount, method } = payment;
+  const say = (units: bigint) => tokenAmount(units, payment.token);
   const channelId: Hex = channelIdOf(batchChannelConfig(payer.address, requirements), chainId);
   const [balance, totalClaimed] = await client.readContract({
     address: SETTLEMENT_ADDRESS,
@@ -90,7 +94,7 @@ export async function signBatchPayment(client: PublicClient, payment: BatchPayme
     const payload = await signBatchVoucherPayload(payer, chainId, requirements, cumulative);
     return {
       payload: batchPaymentPayload(requirements, payload),
-      summary: `a voucher for ${cumulative} cumulative on channel ${channelId} (holds ${balance}, ${totalClaimed} paid out)`,
+      summary: `a voucher for ${say(cumulative)} cumulative on channel ${channelId} (holds ${say(balance)}, ${say(totalClaimed)} paid out)`,
     };
   }
   if (method === "permit2")
@@ -107,7 +111,7 @@ export async function signBatchPayment(client: PublicClient, payment: BatchPayme
   });
   return {
     payload: batchPaymentPayload(requirements, payload),
-    summary: `a deposit of ${deposit} (${method}) into channel ${channelId} with a voucher for ${cumulative} cumulative`,
+    summary: `a deposit of ${say(deposit)} (${method}) into channel ${channelId} with a voucher for ${say(cumulative)} cumulative`,
   };
 }
 

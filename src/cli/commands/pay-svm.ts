@@ -12,7 +12,7 @@ import {
   requestBody,
 } from "../../evm/client/sign-payment.js";
 import { FacilitatorError } from "../../protocol/errors.js";
-import { isSolanaAddress, solanaCluster } from "../../protocol/solana-networks.js";
+import { isSolanaAddress, knownMintSymbol, solanaCluster } from "../../protocol/solana-networks.js";
 import { svmFeePayerOf, svmFeePayerOfBytes } from "../../svm/chain/keys.js";
 import {
   latestBlockhash,
@@ -34,6 +34,7 @@ import {
 import { secretKeyBytes } from "../../svm/devnet/keys.js";
 import { readSmallFile } from "../bounded-read.js";
 import { UsageError } from "../errors.js";
+import { describeAmount } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
 import { type PayTarget, type PickedRequirements, stripAmounts } from "./pay-requirements.js";
 
@@ -283,6 +284,6 @@ export async function buildSvmRequest(
   const body = requestBody(flags.x402 ? "x402" : "reference", x402Version, payload, requirements);
   return {
     body,
-    summary: `${amount} units of ${asset} from ${payer} to ${payTo} on ${networkName} (SPL TransferChecked; fee payer ${feePayer})`,
+    summary: `${describeAmount(amount, asset, { decimals: mint.decimals, symbol: knownMintSymbol(asset) })} from ${payer} to ${payTo} on ${networkName} (SPL TransferChecked; fee payer ${feePayer})`,
   };
 }

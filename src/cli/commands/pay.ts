@@ -3,15 +3,7 @@
  * `verify` and `settle` read, so `facilitator pay | facilitator settle -` is a whole payment.
  * Requirements come from a file, from flags, or (against a devnet) from the devnet's defaults.
  */
-import {
-  type Address,
-  erc20Abi,
-  getAddress,
-  isAddress,
-  type PublicClient,
-  parseAbi,
-  parseUnits,
-} from "viem";
+import { type Address, erc20Abi, getAddress, isAddress, type PublicClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { isUnreachable, RpcRegistry, unreachableReason } from "../../core/rpc.js";
 import { BATCH_SETTLEMENT } from "../../evm/batch-settlement/constants.js";
@@ -25,6 +17,7 @@ import {
 import { type DevAccount, payeeAccount, payerAccounts } from "../../evm/devnet/accounts.js";
 import { isDevnetChain } from "../../evm/devnet/detect.js";
 import { PERMIT2_ADDRESS, usdcAddressFor } from "../../evm/devnet/setup.js";
+import type { TokenUnits } from "../../protocol/amounts.js";
 import { FacilitatorError } from "../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../protocol/networks.js";
 import { parseJson } from "../../protocol/request.js";
@@ -34,6 +27,7 @@ import { readPrivateKey } from "../config-keys.js";
 import { UsageError } from "../errors.js";
 import { readSource } from "../input.js";
 import { humanOutput, note, printJson, warn } from "../output.js";
+import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
 import { batchExtra, signBatchPayment } from "./pay-batch.js";
 import type { PayFlags } from "./pay-flags.js";
 import { type PayScheme, pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
@@ -44,7 +38,6 @@ const BATCH = BATCH_SETTLEMENT;
 const tokenAbi = parseAbi([
   "function name() view returns (string)",
   "function version() view returns (string)",
-  "function decimals() view returns (uint8)",
   "function nonces(address owner) view returns (uint256)",
 ]);
 
@@ -76,37 +69,6 @@ function payerFrom(flags: PayFlags, devnet: boolean): DevAccount {
   const payer = Number.isInteger(n) ? payerAccounts[n - 1] : undefined;
   if (!payer) throw new UsageError(`--payer must be 1 to ${payerAccounts.length}`);
   return payer;
-}
-
-/** Token units ("0.01") in atomic units, with the token's decimals. */
-async function atomicAmount(
-  text: string,
-  asset: Address,
-  chainId: number,
-  client: () => Promise<PublicClient>,
-  devnet: boolean,
-): Promise<bigint> {
-  if (!/^\d+(\.\d+)?$/.test(text.trim())) {
-    throw new UsageError("--amount must be an amount in token units, such as 0.01");
-  }
-  const known = knownNetwork(chainId)?.usdc;
-  const decimals =
-    devnet && asset === usdcAddressFor(chainId)
-      ? 6
-      : known && getAddress(known.address) === asset
-        ? known.decimals
-        : await (await client()).readContract({
-            address: asset,
-            abi: tokenAbi,
-            functionName: "decimals",
-          });
-  const fraction = text.trim().split(".")[1] ?? "";
-  if (fraction.length > decimals) {
-    throw new UsageError(`--amount has more decimals than the token's ${decimals}`);
-  }
-  const amount = parseUnits(text.trim(), decimals);
-  if (amount === 0n) throw new UsageError("--amount must be more than 0");
-  return amount;
 }
 
 /** The token's EIP-712 name and version, read from the chain when the requirements lack them. */
@@ -238,9 +200,14 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
             throw missing("--to");
           })();
   const payer = payerFrom(flags, devnet);
+  let tokenRead: Promise<TokenUnits> | undefined;
+  const token = () => {
+    tokenRead ??= payToken(asset, chainId, client, devnet);
+    return tokenRead;
+  };
   const amount =
     flags.amount !== undefined
-      ? await atomicAmount(flags.amount, asset, chainId, client, devnet)
+      ? await atomicAmount(flags.amount, token)
       : fromFile
         ? fromFile.amount
         : devnet
@@ -300,7 +267,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     const units = (text: string | undefined, flag: string) =>
       text === undefined
         ? undefined
-        : atomicAmount(text, asset, chainId, client, devnet).catch((error: Error) => {
+        : atomicAmount(text, token).catch((error: Error) => {
             throw new UsageError(error.message.replace("--amount", flag));
           });
     const batchRequirements: RequirementsJson = {
@@ -317,6 +284,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
       deposit: await units(flags.deposit, "--deposit"),
       cumulative: await units(flags.cumulative, "--cumulative"),
       quiet,
+      token: await token().catch(() => undefined),
     });
     return {
       body: requestBody(flags.x402 ? "x402" : "reference", 2, signed.payload, batchRequirements),
@@ -344,7 +312,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   const body = requestBody(flags.x402 ? "x402" : "reference", x402Version, payload, requirements);
   return {
     body,
-    summary: `${amount} units of ${asset} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
+    summary: `${describeAmount(amount, asset, await token().catch(() => undefined))} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
   };
 }
 

@@ -10,6 +10,7 @@
  * journal, and a retry of the same payment follows it.
  */
 import { Worker } from "node:worker_threads";
+import type { ErrorCode } from "../../protocol/errors.js";
 import { UsageError } from "../errors.js";
 import type { ServeSettings } from "./serve-settings.js";
 
@@ -21,13 +22,14 @@ const DEATH_WINDOW_MS = 60_000;
 export type WorkerMessage =
   | { readonly type: "listening"; readonly port: number; readonly url: string }
   | { readonly type: "draining"; readonly inFlight: Record<string, number> }
-  | { readonly type: "usage"; readonly message: string };
+  | { readonly type: "usage"; readonly message: string; readonly code: ErrorCode }
+  | { readonly type: "note"; readonly entry: Record<string, unknown>; readonly text: string };
 
 interface WorkerEnd {
   readonly exitCode: number;
   /** Why it died, without any message text (which could quote a request). */
   readonly reason?: string | undefined;
-  readonly usage?: string | undefined;
+  readonly usage?: { readonly message: string; readonly code: ErrorCode } | undefined;
 }
 
 /** The young generation stays small: the bench showed no gain from more. */
@@ -102,9 +104,13 @@ export async function superviseServer(
       });
       current = worker;
       if (stopping) worker.postMessage({ type: "stop" });
-      const ended = watch(worker, onDraining, (bound, url) => {
-        port = bound;
-        hooks.onListening?.(url);
+      const ended = watch(worker, {
+        onDraining,
+        onListening: (bound, url) => {
+          port = bound;
+          hooks.onListening?.(url);
+        },
+        onNote: note,
       });
       const end = await Promise.race([ended, stoppedNow.then(() => undefined)]);
       current = undefined;
@@ -121,7 +127,7 @@ export async function superviseServer(
       if (stopping && end.reason === undefined) return end.exitCode;
       // A first start that cannot start (bad port, unusable journal) is the caller's to fix.
       if (port === undefined) {
-        if (end.usage !== undefined) throw new UsageError(end.usage);
+        if (end.usage !== undefined) throw new UsageError(end.usage.message, end.usage.code);
         note({
           event: "worker_died",
           reason: end.reason ?? `exit ${end.exitCode}`,
@@ -137,7 +143,7 @@ export async function superviseServer(
       const restart = deaths.length <= MAX_DEATHS;
       note({
         event: "worker_died",
-        reason: end.reason ?? end.usage ?? `exit ${end.exitCode}`,
+        reason: end.reason ?? end.usage?.message ?? `exit ${end.exitCode}`,
         restart,
         deathsInLastMinute: deaths.length,
       });
@@ -155,15 +161,19 @@ export async function superviseServer(
 /** Resolves when the worker has exited, with why. */
 function watch(
   worker: Worker,
-  onDraining: (inFlight: Record<string, number>) => void,
-  onListening: (port: number, url: string) => void,
+  hooks: {
+    onDraining: (inFlight: Record<string, number>) => void;
+    onListening: (port: number, url: string) => void;
+    onNote: (entry: Record<string, unknown>, text: string) => void;
+  },
 ): Promise<WorkerEnd> {
   let reason: string | undefined;
-  let usage: string | undefined;
+  let usage: WorkerEnd["usage"];
   worker.on("message", (message: WorkerMessage) => {
-    if (message.type === "listening") onListening(message.port, message.url);
-    else if (message.type === "draining") onDraining(message.inFlight);
-    else if (message.type === "usage") usage = message.message;
+    if (message.type === "listening") hooks.onListening(message.port, message.url);
+    else if (message.type === "draining") hooks.onDraining(message.inFlight);
+    else if (message.type === "note") hooks.onNote(message.entry, message.text);
+    else if (message.type === "usage") usage = { message: message.message, code: message.code };
   });
   worker.on("error", (error) => {
     reason = reasonOf(error);

@@ -18,10 +18,11 @@ try {
     stopped,
     onListening: (port, url) => tell({ type: "listening", port, url }),
     onDraining: (inFlight) => tell({ type: "draining", inFlight }),
+    onNote: (entry, text) => tell({ type: "note", entry, text }),
   });
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
-  tell({ type: "usage", message: error.message });
+  tell({ type: "usage", message: error.message, code: error.code });
   process.exitCode = 2;
 }
 parentPort?.close();

@@ -22,6 +22,7 @@ import { receiverAuthorizerOf } from "../config-keys.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { lockForServe } from "../settlement-locks.js";
+import { describeSignerWait, signerWaitEntry } from "../store-leases.js";
 import type { ServeSettings } from "./serve-settings.js";
 
 export interface ServeFlags extends ConfigFlags {
@@ -173,6 +174,8 @@ export async function serveHere(
     onListening?: (port: number, url: string) => void;
     /** Told, once a stop is asked for, which requests (by path) it waits for. */
     onDraining?: (inFlight: Record<string, number>) => void;
+    /** Something to say while starting: a JSON log entry, and its line for a terminal. */
+    onNote?: (entry: Record<string, unknown>, text: string) => void;
   },
 ): Promise<number> {
   const keys = [...settings.privateKeys];
@@ -198,6 +201,8 @@ export async function serveHere(
     server: true,
     metrics,
     offerReceiverAuthorizer: sellerKeys > 0,
+    onSignerWait: (wait, store) =>
+      options.onNote?.(signerWaitEntry(wait, store), describeSignerWait(wait, store)),
   });
   metrics.attach(facilitator);
   // A server recovers many signatures: load the faster recovery once, up front.

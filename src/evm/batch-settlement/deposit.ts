@@ -5,9 +5,11 @@
  * gas bounds and fee caps, one success per authorization.
  */
 import { type Address, encodeFunctionData, type Hex, parseAbi } from "viem";
+import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
 import { invalidField } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
+import { tokenUnits } from "../chain/token-units.js";
 import { chainFailure, type Step, simulateWithin } from "../exact/checks.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
 import { PERMIT2_ADDRESS, permit2SettlementKey } from "../exact/permit2-encoding.js";
@@ -174,11 +176,13 @@ async function verify(
   // What a verify answers in `extra`, and what the next voucher is checked against.
   bookOf(ctx).remember(channelId, state);
   if (balance < amount) {
+    // A refusal only: the token's decimals are read (once per token) for its words.
+    const token = await tokenUnits(ctx.client, ctx.chainId, asset).catch(() => undefined);
     return refuse(
       rejected(
         "insufficient_funds",
         "insufficient_balance",
-        `the payer holds ${balance} of ${asset}, less than the deposit of ${amount}`,
+        `the payer holds ${tokenAmount(balance, token)} of ${asset}, less than the deposit of ${tokenAmount(amount, token)}`,
       ),
     );
   }

@@ -13,8 +13,10 @@ import {
   type PointRead,
 } from "../../core/ledger-reads.js";
 import type { ExpectedTransfer, SettlementStore } from "../../core/store.js";
+import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { ChainAccess } from "./access.js";
+import { keptTokenUnits } from "./token-units.js";
 
 /** What a settlement takes from an account when it lands. */
 export interface Spend {
@@ -74,13 +76,16 @@ export class EvmLedgerReads implements LedgerReads<Spend> {
   }
 
   shortfall(spend: Spend, have: bigint, held: bigint): Failure {
+    // No read here (the ledger's refusal is synchronous): the token's words if known or kept.
+    const token = keptTokenUnits(this.#ctx.chainId, spend.token);
+    const say = (units: bigint) => tokenAmount(units, token);
     if (spend.spender) {
       return failure(
         "allowance_required",
-        `the payer allows ${spend.spender} ${have}${inFlightNote(held)} and this payment needs ${spend.amount}`,
+        `the payer allows ${spend.spender} ${say(have)}${inFlightNote(held, say)} and this payment needs ${say(spend.amount)}`,
       );
     }
-    return balanceShortfall("the payer", have, held, spend.amount);
+    return balanceShortfall("the payer", have, held, spend.amount, say);
   }
 }
 

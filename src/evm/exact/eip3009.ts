@@ -6,9 +6,11 @@ import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
 import { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer } from "../../core/store.js";
+import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { revertReason } from "../chain/revert.js";
+import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
@@ -94,6 +96,8 @@ async function diagnose(
   const { authorization: auth, requirements } = payment;
   const domain = payment.domain ?? { name: "", version: "" };
   const token = { address: requirements.asset, abi: eip3009Abi } as const;
+  // The token's decimals come along (read once per token) for the words of a shortfall.
+  const units = tokenUnits(ctx.client, ctx.chainId, requirements.asset).catch(() => undefined);
   const [used, name, version, balance] = await Promise.all([
     outcomeOf(
       ctx.client.readContract({
@@ -139,9 +143,10 @@ async function diagnose(
     );
   }
   if (balance.ok && balance.value < auth.value) {
+    const token = await units;
     return failure(
       "insufficient_funds",
-      `the payer holds ${balance.value}, the payment needs ${auth.value}`,
+      `the payer holds ${tokenAmount(balance.value, token)}, the payment needs ${tokenAmount(auth.value, token)}`,
     );
   }
   if (isMalleable(payment.signature)) {

@@ -10,9 +10,11 @@ import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, 
 import { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer } from "../../core/store.js";
+import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { Prelude } from "../chain/prelude.js";
+import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
@@ -135,6 +137,10 @@ async function diagnose(
   revert: string | undefined,
 ): Promise<Failure> {
   const { permit } = payment;
+  // The token's decimals come along (read once per token) for the words of a shortfall.
+  const units = tokenUnits(ctx.client, ctx.chainId, payment.requirements.asset).catch(
+    () => undefined,
+  );
   const [nonce, allowance, balance] = await tokenState(ctx, payment);
   const unreachable = [nonce, allowance, balance].find((r) => !r.ok && isUnreachable(r.error));
   if (unreachable && !unreachable.ok) return chainFailure(unreachable.error, "reading the token");
@@ -158,9 +164,10 @@ async function diagnose(
     );
   }
   if (balance.ok && balance.value < permit.value) {
+    const token = await units;
     return failure(
       "insufficient_funds",
-      `the payer holds ${balance.value}, the payment needs ${permit.value}`,
+      `the payer holds ${tokenAmount(balance.value, token)}, the payment needs ${tokenAmount(permit.value, token)}`,
     );
   }
   return failure(

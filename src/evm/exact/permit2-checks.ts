@@ -6,9 +6,11 @@ import { type Address, type Hex, isAddressEqual, size } from "viem";
 import type { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
+import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
+import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure, outcomeOf, parsePayment, type Step } from "./checks.js";
 import type { Identified } from "./method.js";
@@ -171,9 +173,13 @@ export async function prerequisiteFailure(
   }
   const amount = auth.permitted.amount;
   if (balance.ok && balance.value < amount) {
+    // A refusal only: the token's decimals are read (once per token) for its words.
+    const token = await tokenUnits(ctx.client, ctx.chainId, auth.permitted.token).catch(
+      () => undefined,
+    );
     return failure(
       "insufficient_funds",
-      `the payer holds ${balance.value}, the payment needs ${amount}`,
+      `the payer holds ${tokenAmount(balance.value, token)}, the payment needs ${tokenAmount(amount, token)}`,
       {
         x402Reason: "permit2_insufficient_balance",
       },
@@ -220,9 +226,12 @@ export async function diagnose(
   }
   const amount = auth.permitted.amount;
   if (allowance.ok && allowance.value < amount) {
+    const token = await tokenUnits(ctx.client, ctx.chainId, auth.permitted.token).catch(
+      () => undefined,
+    );
     return failure(
       "allowance_required",
-      `the payer allows Permit2 (${PERMIT2_ADDRESS}) ${allowance.value} of this token and the payment needs ${amount}: the payer must approve Permit2, or send an eip2612GasSponsoring permit`,
+      `the payer allows Permit2 (${PERMIT2_ADDRESS}) ${tokenAmount(allowance.value, token)} of this token and the payment needs ${tokenAmount(amount, token)}: the payer must approve Permit2, or send an eip2612GasSponsoring permit`,
     );
   }
   if (bitmap.ok && ((bitmap.value >> (auth.nonce & 0xffn)) & 1n) === 1n) {

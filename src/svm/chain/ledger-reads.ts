@@ -13,7 +13,9 @@ import {
   type PointRead,
 } from "../../core/ledger-reads.js";
 import type { JournalEntry, SettlementStore } from "../../core/store.js";
+import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
+import { knownMintSymbol } from "../../protocol/solana-networks.js";
 import { signatureStatuses, tokenBalance } from "../exact/rpc.js";
 
 /** The journal's key prefix for Solana settlements: `svm:<network>:<signature>`. */
@@ -26,6 +28,8 @@ export interface SvmSpend {
   /** The payer's token account the transfer debits. */
   readonly source: string;
   readonly amount: bigint;
+  /** The mint's decimals as the transfer states them (TransferChecked), for messages. */
+  readonly decimals?: number | undefined;
 }
 
 /** The ledger's name for what a spend debits. Base58 is case-sensitive: kept as it is. */
@@ -77,7 +81,17 @@ export class SvmLedgerReads implements LedgerReads<SvmSpend> {
   }
 
   shortfall(spend: SvmSpend, have: bigint, held: bigint): Failure {
-    return balanceShortfall(`the payer's token account ${spend.source}`, have, held, spend.amount);
+    const token =
+      spend.decimals === undefined
+        ? undefined
+        : { decimals: spend.decimals, symbol: knownMintSymbol(spend.mint) };
+    return balanceShortfall(
+      `the payer's token account ${spend.source}`,
+      have,
+      held,
+      spend.amount,
+      (units) => tokenAmount(units, token),
+    );
   }
 }
 

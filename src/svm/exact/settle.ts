@@ -92,6 +92,7 @@ export async function settleExactSvm(
     mint: payment.mint,
     source: payment.source,
     amount: payment.amount,
+    decimals: payment.decimals,
   };
   const s: Settling = { ctx, request, payment, signed, key, spend };
   if (!(await ctx.journal.claim(key))) {
