@@ -4,13 +4,12 @@
  * official x402 SVM facilitator (@x402/svm 2.27) with the fee payer's key from the key file, and
  * SIGINT leaving no process, no listening port and no temporary directory.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
 import { x402Facilitator } from "@x402/core/facilitator";
@@ -18,64 +17,13 @@ import { toFacilitatorSvmSigner } from "@x402/svm";
 import { ExactSvmScheme as ExactSvmFacilitator } from "@x402/svm/exact/facilitator";
 import { describe, expect, it } from "vitest";
 import { associatedTokenAddress, DEVNET_GENESIS_HASH } from "../src/svm/devnet/index.js";
+import { type DevnetProcess, spawnDevnet, stop, waitFor } from "./helpers/devnet-process.js";
 import { runCli } from "./helpers/run-cli.js";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const BIN = path.join(ROOT, "bin", "facilitator.js");
 const NETWORK = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
 
-interface Devnet {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** The devnet command, with none of this process's FACILITATOR_* variables. */
-function spawnDevnet(args: string[]): Devnet {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith("FACILITATOR_")),
-  );
-  const child = spawn(process.execPath, [BIN, "devnet", ...args], {
-    cwd: ROOT,
-    env: { ...env, FORCE_COLOR: "0" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-  return { child, stdout: () => stdout, stderr: () => stderr, exited };
-}
-
-/** Waits until stdout holds `marker` (the end of the banner, or the JSON line's newline). */
-async function waitFor(devnet: Devnet, marker: string, ms = 30_000): Promise<string> {
-  const deadline = Date.now() + ms;
-  while (!devnet.stdout().includes(marker)) {
-    if (devnet.child.exitCode !== null) {
-      throw new Error(`devnet exited (${devnet.child.exitCode}); stderr: ${devnet.stderr()}`);
-    }
-    if (Date.now() > deadline) throw new Error(`no "${marker}"; stderr: ${devnet.stderr()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return devnet.stdout();
-}
-
-async function stopDevnet(devnet: Devnet): Promise<void> {
-  if (devnet.child.exitCode !== null || devnet.child.signalCode !== null) return;
-  devnet.child.kill("SIGINT");
-  await Promise.race([devnet.exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
-  if (devnet.child.exitCode === null && devnet.child.signalCode === null) {
-    devnet.child.kill("SIGKILL");
-  }
-}
+type Devnet = DevnetProcess;
+const stopDevnet = (devnet: Devnet) => stop(devnet);
 
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
