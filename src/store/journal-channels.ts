@@ -4,6 +4,7 @@
  * withdrawal), so that a voucher checked against an older read is checked again. Raises are
  * written a second later, one line per channel raised meanwhile; a change is written at once.
  */
+import { setNewest } from "../core/newest.js";
 import type { VoucherRaise } from "../core/store.js";
 
 export type ChannelLine =
@@ -39,11 +40,11 @@ export class JournalChannels {
   /** A line read back from the file (this process's or another's), or just made here. */
   apply(line: ChannelLine): void {
     if (line.t === "voucher") {
-      remember(this.#vouchers, line.channel, BigInt(line.amount));
+      setNewest(this.#vouchers, line.channel, BigInt(line.amount), CHANNELS_KEPT);
       return;
     }
     const before = this.#changed.get(line.channel) ?? 0;
-    remember(this.#changed, line.channel, Math.max(before, line.at));
+    setNewest(this.#changed, line.channel, Math.max(before, line.at), CHANNELS_KEPT);
   }
 
   /** The raises not yet written, each channel once. */
@@ -65,14 +66,5 @@ export class JournalChannels {
       ),
       ...[...this.#changed].map(([channel, at]): ChannelLine => ({ t: "changed", channel, at })),
     ];
-  }
-}
-
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > CHANNELS_KEPT) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
   }
 }

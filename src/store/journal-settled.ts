@@ -2,6 +2,7 @@
  * Who settled with us, as the journal remembers it: per payer and per asset, its newest
  * settlements answered success, kept past the entries themselves (chain/gas-at-risk.ts asks).
  */
+import { setNewest } from "../core/newest.js";
 import { type ExpectedTransfer, SETTLEMENTS_LOOKBACK_MS } from "../core/store.js";
 
 /** Payers and assets remembered; past it the least recently settled are forgotten... */
@@ -20,13 +21,7 @@ export class SettledBy {
       // Answered again after a lost hand-over (landed, then answered): still one settlement.
       if (!settled.some((s) => s.key === key)) settled.push({ key, at });
       if (settled.length > KEPT_EACH) settled.shift();
-      this.#settled.delete(lower);
-      this.#settled.set(lower, settled);
-    }
-    while (this.#settled.size > REMEMBERED) {
-      const oldest = this.#settled.keys().next();
-      if (oldest.done) break;
-      this.#settled.delete(oldest.value);
+      setNewest(this.#settled, lower, settled, REMEMBERED);
     }
   }
 

@@ -10,6 +10,7 @@
  * whose culprit cannot be found is not sent again. Every caller gets the batch's transaction.
  */
 import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
+import { setNewest } from "../../core/newest.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
@@ -178,11 +179,9 @@ export class ClaimBatcher {
     const sinking = batch.filter((_, i) => verdicts[i] !== undefined);
     const rest = batch.filter((_, i) => verdicts[i] === undefined);
     if (receipt && sinking.length > 0) this.#charge(ctx, sinking, receipt);
-    sinking.forEach((w) => {
-      w.resolve({
-        ok: false,
-        result: { ok: false, failure: verdicts[batch.indexOf(w)] as Failure },
-      });
+    batch.forEach((w, i) => {
+      const failure = verdicts[i];
+      if (failure) w.resolve({ ok: false, result: { ok: false, failure } });
     });
     if (rest.length === 0) return;
     if (sinking.length === 0) {
@@ -234,11 +233,8 @@ export class ClaimBatcher {
   }
 
   #remember(ready: Ready, hash: Hex): void {
-    for (const key of new Set([ready.key, ready.askedKey])) this.#answered.set(key, hash);
-    while (this.#answered.size > 10_000) {
-      const oldest = this.#answered.keys().next();
-      if (oldest.done) break;
-      this.#answered.delete(oldest.value);
+    for (const key of new Set([ready.key, ready.askedKey])) {
+      setNewest(this.#answered, key, hash, 10_000);
     }
   }
 }
@@ -277,13 +273,7 @@ class Suspects {
   add(ctx: EvmContext, rows: readonly VoucherClaim[], now = Date.now()): void {
     for (const row of rows) {
       const id = channelIdOf(row.voucher.channel, ctx.chainId);
-      this.#until.delete(id);
-      this.#until.set(id, now + Suspects.WINDOW_MS);
-    }
-    while (this.#until.size > 10_000) {
-      const oldest = this.#until.keys().next();
-      if (oldest.done) break;
-      this.#until.delete(oldest.value);
+      setNewest(this.#until, id, now + Suspects.WINDOW_MS, 10_000);
     }
   }
 

@@ -8,6 +8,7 @@
  * predates it is checked again (voucher.ts); one the receiver sends itself shows at the next read.
  */
 import type { Hex } from "viem";
+import { setNewest } from "../../core/newest.js";
 import type { ChannelState } from "./channel.js";
 
 export interface KnownChannel {
@@ -58,12 +59,7 @@ export class ChannelBook {
     const recent = (this.#rereads.get(channelId) ?? []).filter((t) => now - t < REREAD_WINDOW_MS);
     if (recent.length >= REREADS_PER_WINDOW) return false;
     recent.push(now);
-    this.#rereads.delete(channelId);
-    this.#rereads.set(channelId, recent);
-    if (this.#rereads.size > this.#max) {
-      const oldest = this.#rereads.keys().next();
-      if (!oldest.done) this.#rereads.delete(oldest.value);
-    }
+    setNewest(this.#rereads, channelId, recent, this.#max);
     return true;
   }
 

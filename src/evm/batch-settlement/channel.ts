@@ -106,23 +106,33 @@ export interface ChannelState {
   readonly refundNonce: bigint;
 }
 
-/** The three views a channel's state is made of, read in one call through the contract's multicall. */
-const STATE_VIEWS = ["channels", "pendingWithdrawals", "refundNonce"] as const;
-
-/** The channel's state at the latest block, in one call (not one per view). */
-export async function readChannel(ctx: EvmContext, channelId: Hex): Promise<ChannelState> {
-  const calls = STATE_VIEWS.map((functionName) =>
-    encodeFunctionData({ abi: SETTLEMENT_ABI, functionName, args: [channelId] }),
-  );
+/**
+ * Views of the settlement contract read in one `eth_call` through its own `multicall` (its views
+ * run side by side), not one call each: their encoded results, in order.
+ */
+export async function readViews(ctx: EvmContext, calls: readonly Hex[]): Promise<readonly Hex[]> {
   const { data } = await ctx.client.call({
     to: SETTLEMENT_ADDRESS,
     data: encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "multicall", args: [calls] }),
   });
-  const [channel, pending, nonce] = decodeFunctionResult({
+  return decodeFunctionResult({
     abi: SETTLEMENT_ABI,
     functionName: "multicall",
     data: data ?? "0x",
   });
+}
+
+/** The three views a channel's state is made of. */
+const STATE_VIEWS = ["channels", "pendingWithdrawals", "refundNonce"] as const;
+
+/** The channel's state at the latest block, in one call (not one per view). */
+export async function readChannel(ctx: EvmContext, channelId: Hex): Promise<ChannelState> {
+  const [channel, pending, nonce] = await readViews(
+    ctx,
+    STATE_VIEWS.map((functionName) =>
+      encodeFunctionData({ abi: SETTLEMENT_ABI, functionName, args: [channelId] }),
+    ),
+  );
   const [balance, totalClaimed] = decodeFunctionResult({
     abi: SETTLEMENT_ABI,
     functionName: "channels",

@@ -7,12 +7,12 @@ import { decodeFunctionResult, encodeFunctionData, type Hex } from "viem";
 import type { Failure } from "../../protocol/errors.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
-import { channelIdOf } from "./channel.js";
-import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
+import { channelIdOf, readViews } from "./channel.js";
+import { SETTLEMENT_ABI } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
 import { rejected } from "./reasons.js";
 
-/** Channels read in one call: the contract's own multicall runs its views side by side. */
+/** Channels read in one call (readViews). */
 const READ_CHUNK = 200;
 
 /** Each distinct channel's claimed total, by id, in as few calls as there are chunks. */
@@ -20,18 +20,12 @@ async function claimedTotals(ctx: EvmContext, ids: readonly Hex[]): Promise<Map<
   const totals = new Map<Hex, bigint>();
   for (let start = 0; start < ids.length; start += READ_CHUNK) {
     const chunk = ids.slice(start, start + READ_CHUNK);
-    const calls = chunk.map((id) =>
-      encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "channels", args: [id] }),
+    const results = await readViews(
+      ctx,
+      chunk.map((id) =>
+        encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "channels", args: [id] }),
+      ),
     );
-    const { data } = await ctx.client.call({
-      to: SETTLEMENT_ADDRESS,
-      data: encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "multicall", args: [calls] }),
-    });
-    const results = decodeFunctionResult({
-      abi: SETTLEMENT_ABI,
-      functionName: "multicall",
-      data: data ?? "0x",
-    });
     chunk.forEach((id, i) => {
       const [, totalClaimed] = decodeFunctionResult({
         abi: SETTLEMENT_ABI,

@@ -4,6 +4,7 @@
  * the channel's state is known (book.ts) and the payer authorizes with a key, nothing is read.
  */
 import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
+import { setNewest } from "../../core/newest.js";
 import type { Failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import type { VerifyResult } from "../../protocol/results.js";
@@ -46,12 +47,7 @@ function payerCode(ctx: EvmContext, payer: Address): Promise<Hex | undefined> {
   const code = ctx.client.getCode({ address: payer });
   // A failed read is not remembered: the next voucher reads again.
   code.catch(() => codes.delete(key));
-  codes.delete(key);
-  codes.set(key, { code, at: now });
-  if (codes.size > 100_000) {
-    const oldest = codes.keys().next();
-    if (!oldest.done) codes.delete(oldest.value);
-  }
+  setNewest(codes, key, { code, at: now }, 100_000);
   return code;
 }
 
@@ -108,7 +104,8 @@ export async function channelState(
     const state = await readChannel(ctx, channelId);
     book.remember(channelId, state, readAt);
     if (before && (state.balance < before.balance || state.refundNonce > before.refundNonce)) {
-      channelChanged(ctx, channelId, readAt);
+      // The book holds this read already: only the other replicas need telling.
+      void recordChange(ctx, channelId, readAt);
     }
     return { ok: true, channelId, state, fromBook: false, readAt };
   } catch (error) {
@@ -119,10 +116,14 @@ export async function channelState(
 /** The channel's balance changed (or may, until `at`): every replica reads it before a voucher. */
 export function channelChanged(ctx: EvmContext, channelId: Hex, at: number): Promise<void> {
   bookOf(ctx).forget(channelId);
-  return Promise.resolve(ctx.journal.channelChanged(storeChannel(ctx, channelId), at)).catch(
+  return recordChange(ctx, channelId, at);
+}
+
+/** Tells the store (and so every replica) that the channel changed at `at`. */
+const recordChange = (ctx: EvmContext, channelId: Hex, at: number) =>
+  Promise.resolve(ctx.journal.channelChanged(storeChannel(ctx, channelId), at)).catch(
     () => undefined,
   );
-}
 
 /**
  * Why a voucher for `amount` cumulative does not fit the channel's state, if it does not: no
@@ -185,11 +186,11 @@ export async function verifyVoucher(
   // The book may predate a deposit made elsewhere (another replica, another facilitator, the
   // payer itself): an empty or short balance is read again before it refuses, a few times per
   // channel and second at most (a flood of such vouchers costs a read per channel and second).
+  const book = bookOf(ctx);
   const short = (state: ChannelState) => state.balance === 0n || amount > state.balance;
-  if (read.ok && read.fromBook && short(read.state) && bookOf(ctx).mayReread(channelId)) {
+  if (read.ok && read.fromBook && short(read.state) && book.mayReread(channelId)) {
     read = await channelState(ctx, channelId, { reread: true });
   }
-  const book = bookOf(ctx);
   if (!read.ok) return { ok: false, payer, failure: read.failure };
   let checked = await raiseAgainst(ctx, read, amount, type);
   if (checked === "changed") {

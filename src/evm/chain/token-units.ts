@@ -5,7 +5,9 @@
  * through never reads them, and a synchronous refusal (the in-flight ledger's) only uses what is
  * kept.
  */
+
 import { type Address, type PublicClient, parseAbi } from "viem";
+import { setNewest } from "../../core/newest.js";
 import { isUnreachable } from "../../core/rpc.js";
 import { plainSymbol, type TokenUnits } from "../../protocol/amounts.js";
 import { knownToken } from "../../protocol/networks.js";
@@ -66,7 +68,6 @@ async function readUnits(
           symbol: symbol.status === "fulfilled" ? plainSymbol(symbol.value) : undefined,
         }
       : null;
-  if (kept.size >= MAX_KEPT) kept.delete(kept.keys().next().value as string);
-  kept.set(key, units);
+  setNewest(kept, key, units, MAX_KEPT);
   return units ?? undefined;
 }

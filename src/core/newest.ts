@@ -1,0 +1,15 @@
+/**
+ * Bounded memory kept newest-first: a Map holds its keys in insertion order, so setting a key anew
+ * makes it the newest, and past the bound the oldest are forgotten.
+ */
+
+/** Sets `key` to `value` as the newest entry of `map`, forgetting the oldest beyond `max`. */
+export function setNewest<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > max) {
+    const oldest = map.keys().next();
+    if (oldest.done) return;
+    map.delete(oldest.value);
+  }
+}
