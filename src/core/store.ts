@@ -6,10 +6,10 @@
  */
 import type { Address, Hex } from "viem";
 
-/** Gas one settlement of ours wasted, and whose payment it was (chain/gas-at-risk.ts). */
 /** Why a voucher was not raised: a higher one was accepted, or the channel changed since read. */
 export type VoucherRaise = { readonly higher: bigint } | { readonly changedAt: number };
 
+/** Gas one settlement of ours wasted, and whose payment it was (chain/gas-at-risk.ts). */
 export interface Waste {
   readonly payer: string;
   readonly asset: string;

@@ -26,6 +26,14 @@ export type Identified =
 
 const digest = (text: string) => createHash("sha256").update(text).digest();
 
+/**
+ * Whether a request must present a key: with the one unnamed key always, with named keys unless
+ * they let anonymous requests through, with none never.
+ */
+export function keyRequired(apiKey: string | undefined, apiKeys: ApiKeys | undefined): boolean {
+  return apiKey !== undefined || (apiKeys !== undefined && !apiKeys.anonymous);
+}
+
 /** Recognises the callers of one server: `apiKey` (one unnamed key) and `apiKeys` (named ones). */
 export function callerRecognizer(apiKey: string | undefined, apiKeys: ApiKeys | undefined) {
   const known = [
@@ -35,11 +43,8 @@ export function callerRecognizer(apiKey: string | undefined, apiKeys: ApiKeys | 
     digest: digest(k.key),
     caller: { name: k.name, receivers: k.receivers } satisfies Caller,
   }));
-  // With no key at all every request is anonymous; with the one key, none may be.
-  const anonymous = known.length === 0 || (!apiKey && apiKeys?.anonymous === true);
+  const anonymous = !keyRequired(apiKey, apiKeys);
   return {
-    /** Whether some key must be presented. */
-    required: !anonymous,
     identify(authorization: string | undefined): Identified {
       const bearer = /^Bearer\s+(.+)$/i.exec(authorization ?? "")?.[1]?.trim();
       if (bearer === undefined || bearer === "") return anonymous ? { ok: true } : fail(false);

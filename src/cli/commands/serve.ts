@@ -8,6 +8,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { Reconciler } from "../../core/reconciler.js";
 import { useWasmSecp256k1 } from "../../evm/chain/secp256k1.js";
 import type { Facilitator } from "../../facilitator.js";
+import { keyRequired as keyRequiredBy } from "../../http/callers.js";
 import { DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "../../http/connections.js";
 import { createHandler } from "../../http/handler.js";
 import { hostOf, trustedHosts } from "../../http/hosts.js";
@@ -193,7 +194,7 @@ export async function serveHere(
   // Sellers are offered our receiver authorizer only when their refund requests can be told
   // from anyone else's: by an API key bound to their receiver.
   const sellerKeys = apiKeys?.keys.filter((k) => k.receivers.length > 0).length ?? 0;
-  const keyRequired = apiKey !== undefined || (apiKeys !== undefined && !apiKeys.anonymous);
+  const keyRequired = keyRequiredBy(apiKey, apiKeys);
   // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
   const { createMetrics } = await import("../../http/metrics.js");
   const metrics = await createMetrics();
