@@ -43,6 +43,10 @@ export type EntryState =
   /** The transaction is gone from the node and its nonce was used by another. */
   | "dropped";
 
+/** Whether a success was handed over for it (once mined, or on being submitted). */
+export const isAnswered = (state: EntryState | undefined): boolean =>
+  state === "answered" || state === "submitted";
+
 export interface JournalEntry {
   readonly key: string;
   readonly chainId: number;

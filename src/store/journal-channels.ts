@@ -25,7 +25,7 @@ export class JournalChannels {
     return this.#vouchers.size + this.#changed.size;
   }
 
-  /** See SettlementStore.raiseVoucher. `dirty`: a line is owed to the file. */
+  /** See SettlementStore.raiseVoucher; a raise is owed to the file until owed() hands it over. */
   raise(channel: string, amount: bigint, seenAt: number | undefined): VoucherRaise | undefined {
     const changedAt = this.#changed.get(channel);
     if (seenAt !== undefined && changedAt !== undefined && changedAt > seenAt) return { changedAt };

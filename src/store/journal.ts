@@ -23,14 +23,15 @@ import {
 import os from "node:os";
 import path from "node:path";
 import type { Hex } from "viem";
-import type {
-  EntryState,
-  IdempotencyClaim,
-  JournalEntry,
-  NewEntry,
-  SettlementStore,
-  StoreStatus,
-  VoucherRaise,
+import {
+  type EntryState,
+  type IdempotencyClaim,
+  isAnswered,
+  type JournalEntry,
+  type NewEntry,
+  type SettlementStore,
+  type StoreStatus,
+  type VoucherRaise,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
 import { type ChannelLine, JournalChannels } from "./journal-channels.js";
@@ -207,8 +208,7 @@ export class Journal implements SettlementStore {
 
   unmarkAnswered(key: string): Promise<void> {
     const entry = this.#entries.get(key);
-    const answered = entry?.state === "answered" || entry?.state === "submitted";
-    if (!answered || entry?.owner !== this.runId) return Promise.resolve();
+    if (!entry || !isAnswered(entry.state) || entry.owner !== this.runId) return Promise.resolve();
     // A success answered before it was mined goes back to being followed, not to landed.
     return this.#write({
       t: "state",

@@ -6,6 +6,7 @@
  */
 import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
+import { isAnswered } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -62,7 +63,7 @@ async function sendClaimed(ctx: EvmContext, action: Action, waitUntil: WaitUntil
   const entry = await ctx.journal.get(action.key);
   if (entry && waitUntil !== "simulated") {
     const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
-    if (state === "answered" || state === "submitted") {
+    if (isAnswered(state)) {
       return refused(
         failure(
           "duplicate_settlement",

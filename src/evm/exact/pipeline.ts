@@ -9,7 +9,7 @@
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
-import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
+import { type ExpectedTransfer, isAnswered, type JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -201,7 +201,7 @@ async function pickUp<P>(
   const journaled = { payment, expect };
   // Written down as answered by this run, which could not hand the success over: it is not.
   const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
-  if (state === "answered" || state === "submitted") {
+  if (isAnswered(state)) {
     // If a reorg (or the pool) dropped it, it may be sent again: count it against the payer meanwhile.
     ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
     const recheck = await recheckAnswered(ctx, entry, () =>

@@ -16,7 +16,7 @@
 import type { Address, Hex } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
-import type { JournalEntry, NewEntry } from "../../core/store.js";
+import { isAnswered, type JournalEntry, type NewEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -140,7 +140,7 @@ async function pickUp(
   // Written down as answered by this run, which could not hand the success over: it is not.
   const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
   // A success was answered for it already (a submitted one is followed by the reconciler).
-  if (state === "answered" || state === "submitted") {
+  if (isAnswered(state)) {
     const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
     return alreadyOnChain(
       s,
