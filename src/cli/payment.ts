@@ -197,7 +197,8 @@ async function answerPayment(
     ...(flags.quiet ? { onSignerWait: () => undefined } : {}),
   });
   if (!flags.quiet) await warnIfFromAnotherDevnet(file, facilitator);
-  const waits = op === "settle" && (flags.waitUntil ?? "confirmed") === "confirmed";
+  const waitUntil = waitUntilOf(body, flags);
+  const waits = op === "settle" && waitUntil === "confirmed";
   const spinner = out.enabled && waits ? await startSpinner("settling…") : undefined;
   // The spinner says how long it has waited and, once broadcast, for which transaction.
   const started = Date.now();
@@ -237,7 +238,7 @@ async function answerPayment(
     interrupt.dispose();
   }
   await printJson(reply.body);
-  summarize(out, op, reply, waitUntilOf(body, flags));
+  summarize(out, op, reply, waitUntil);
   // The answer is out: write down that it was (a retry of the payment must not get it again).
   await facilitator.answers.flush();
   // A shared store: give up the key's lease now rather than when it runs out.
