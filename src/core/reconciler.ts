@@ -43,15 +43,19 @@ export async function reconcileOnce(
   store: SettlementStore,
   options: ReconcileOptions = {},
 ): Promise<Reconciled[]> {
-  // Preludes (key#name) are followed with their settlement.
-  const open = (await store.openSettlements(options.idleMs ?? 0)).filter(
-    (entry) => !entry.key.includes("#") && entry.expect,
-  );
+  const open = await store.openSettlements(options.idleMs ?? 0);
   const found: Reconciled[] = [];
-  const queue = [...open];
+  // Preludes (key#name) are followed with their settlement.
+  const queue = open.filter((entry) => !entry.key.includes("#") && !entry.action?.partOf);
+  // A request answered by another entry's transaction ends with it.
+  const members = open.filter((entry) => entry.action?.partOf);
   const worker = async () => {
     for (let entry = queue.shift(); entry; entry = queue.shift()) {
       found.push(await followOne(families, store, entry));
+    }
+    for (let entry = members.shift(); entry; entry = members.shift()) {
+      const ended = await endMember(store, entry).catch(() => undefined);
+      if (ended) found.push(ended);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
@@ -95,6 +99,32 @@ async function followOne(
   } finally {
     if (claimed) await Promise.resolve(store.release(key)).catch(() => undefined);
   }
+}
+
+/**
+ * A request whose transaction is another entry's (a claim in a batch) takes that entry's end once
+ * it has one; a success handed over for it stays answered.
+ */
+async function endMember(
+  store: SettlementStore,
+  member: JournalEntry,
+): Promise<Reconciled | undefined> {
+  const owner = member.action?.partOf;
+  const sent = owner ? await store.get(owner) : undefined;
+  if (!sent || sent.state === "broadcast" || sent.state === "submitted") return undefined;
+  const landed = sent.state === "answered" || sent.state === "landed";
+  const state: EntryState = landed
+    ? member.state === "submitted"
+      ? "answered"
+      : "landed"
+    : sent.state;
+  await store.recordState(member.key, state);
+  return {
+    key: member.key,
+    transaction: sent.hashes.at(-1),
+    outcome: landed ? "landed" : sent.state === "dropped" ? "dropped" : "failed",
+    detail: `with ${sent.key}`,
+  };
 }
 
 /** A pass every `everyMs` (timers never hold the process up), until stopped. */

@@ -25,6 +25,30 @@ export interface ExpectedTransfer {
   readonly value: string;
 }
 
+/** Whose doing a wasted transaction is: a payer, in an asset. */
+export interface Chargeable {
+  readonly payer: string;
+  readonly asset: string;
+}
+
+/**
+ * A transaction that carries no payment of its own (a channel's claim, settle or refund): it
+ * landed when it was mined and did not revert; if it wastes gas, it is charged to `chargeTo`.
+ */
+export interface SentAction {
+  /** In a word, for status and logs ("claim", "settle", "refund"). */
+  readonly name: string;
+  /** Each is charged a share of what it wastes; empty when another entry of it is charged. */
+  readonly chargeTo: readonly Chargeable[];
+  /**
+   * A transaction that answers several requests (a batch of claims): the keys of those requests,
+   * each written down with it, so a retry of any of them finds this transaction.
+   */
+  readonly members?: readonly string[] | undefined;
+  /** A request answered by another entry's transaction: that entry's key (it is followed there). */
+  readonly partOf?: string | undefined;
+}
+
 export type EntryState =
   /** Broadcast (or about to be); no final answer given yet. */
   | "broadcast"
@@ -54,6 +78,8 @@ export interface JournalEntry {
   readonly txNonce: number;
   /** The Transfer that proves the payment; none for a transaction that only prepares one. */
   readonly expect?: ExpectedTransfer | undefined;
+  /** What a transaction without a Transfer of its own was sent for. */
+  readonly action?: SentAction | undefined;
   /** Every hash broadcast for this authorization (a replacement adds one), oldest first. */
   hashes: Hex[];
   /** The signed transactions behind `hashes`, to re-broadcast after a crash. */

@@ -8,6 +8,7 @@ export interface Row {
   signer: string;
   tx_nonce: string;
   expect: JournalEntry["expect"] | null;
+  action: JournalEntry["action"] | null;
   hashes: Hex[];
   raws: Hex[];
   state: EntryState;
@@ -22,6 +23,7 @@ export function entryOf(row: Row): JournalEntry {
     signer: row.signer as Address,
     txNonce: Number(row.tx_nonce),
     expect: row.expect ?? undefined,
+    action: row.action ?? undefined,
     hashes: row.hashes,
     raws: row.raws,
     state: row.state,

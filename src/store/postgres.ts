@@ -321,13 +321,14 @@ export class PostgresStore implements SettlementStore {
     const claimKey = entry.key.split("#")[0];
     const { rowCount } = await this.#query(
       "send",
-      `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, hashes, raws, state, owner)
-         SELECT $1, $2, $3, $4, $5, ARRAY[$6], ARRAY[$7], 'broadcast', $11
+      `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner)
+         SELECT $1, $2, $3, $4, $5, $12, ARRAY[$6], ARRAY[$7], 'broadcast', $11
          WHERE ($8::text IS NULL OR EXISTS (SELECT 1 FROM facilitator_signers
                          WHERE address = $8 AND owner = $9))
            AND EXISTS (SELECT 1 FROM facilitator_claims WHERE key = $10 AND owner = $9)
        ON CONFLICT (key) DO UPDATE SET chain_id = EXCLUDED.chain_id, signer = EXCLUDED.signer,
-         tx_nonce = EXCLUDED.tx_nonce, expect = EXCLUDED.expect, hashes = EXCLUDED.hashes,
+         tx_nonce = EXCLUDED.tx_nonce, expect = EXCLUDED.expect, action = EXCLUDED.action,
+         hashes = EXCLUDED.hashes,
          raws = EXCLUDED.raws, state = 'broadcast', owner = EXCLUDED.owner, updated_at = now()`,
       [
         entry.key,
@@ -342,6 +343,7 @@ export class PostgresStore implements SettlementStore {
         this.owner,
         claimKey,
         this.runId,
+        entry.action ? JSON.stringify(entry.action) : null,
       ],
     );
     if (rowCount !== 1) {

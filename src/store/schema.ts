@@ -178,4 +178,9 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
     CHECK (state IN ('broadcast', 'submitted', 'answered', 'landed', 'failed', 'dropped'));
   `,
+  // 12: what a transaction without a payment of its own (a channel's claim, settle or refund)
+  // was sent for, and whose doing its waste is: the reconciler follows it as it does a payment.
+  `
+  ALTER TABLE facilitator_settlements ADD COLUMN action jsonb;
+  `,
 ];

@@ -17,11 +17,12 @@ import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { channelIdOf } from "./channel.js";
 import { claimCall, claimKey, claimSignature } from "./claim-call.js";
+import { pickUpClaim } from "./claim-pickup.js";
 import { rowsThatMove } from "./claim-rows.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
 import { rejected } from "./reasons.js";
-import { type Sent, sendAction } from "./send.js";
+import { inProgress, type Sent, sendAction } from "./send.js";
 
 /** How claims are batched: up to `maxRows` rows, waiting at most `maxWaitMs` for more. */
 export interface ClaimBatchPolicy {
@@ -85,6 +86,31 @@ export class ClaimBatcher {
     const askedKey = claimKey(ctx, asked.rows);
     const answered = this.#answered.get(askedKey);
     if (answered) return { ok: true, hash: answered };
+    if (waitUntil === "simulated") return this.#claimAfresh(ctx, asked, askedKey, waitUntil);
+    // One process at a time, on any replica, claims these rows; then the store says whether a
+    // transaction of them stands already (sent here or elsewhere, alive or dead).
+    if (!(await ctx.journal.claim(askedKey))) {
+      return { ok: false, result: { ok: false, failure: inProgress() } };
+    }
+    let sent: Sent | undefined;
+    try {
+      sent =
+        (await pickUpClaim(ctx, askedKey)) ??
+        (await this.#claimAfresh(ctx, asked, askedKey, waitUntil));
+      if (sent.ok) setNewest(this.#answered, askedKey, sent.hash, 10_000);
+      return sent;
+    } finally {
+      const releasing = Promise.resolve(ctx.journal.release(askedKey)).catch(() => undefined);
+      if (!sent?.ok) await releasing;
+    }
+  }
+
+  async #claimAfresh(
+    ctx: EvmContext,
+    asked: ClaimRequest,
+    askedKey: string,
+    waitUntil: WaitUntil,
+  ): Promise<Sent> {
     const checked = await this.#check(ctx, asked);
     if (!checked.ok) return { ok: false, result: { ok: false, failure: checked.failure } };
     const request = checked.request;
@@ -126,7 +152,7 @@ export class ClaimBatcher {
   }
 
   async #sendAlone(ctx: EvmContext, ready: Ready, waitUntil: WaitUntil): Promise<Sent> {
-    const { request, key, data } = ready;
+    const { request, key, askedKey, data } = ready;
     const sent = await sendAction(
       ctx,
       {
@@ -134,6 +160,9 @@ export class ClaimBatcher {
         call: { to: SETTLEMENT_ADDRESS, data },
         gas: { use: "batchClaim", rows: request.rows.length, asset: tokenOf(request) },
         reverts: claimReverts,
+        ...claimCharges([ready]),
+        // The claim as asked is held already; the rows that move may make another.
+        ...(key === askedKey ? { claimed: true } : { members: [askedKey] }),
       },
       waitUntil,
     );
@@ -185,13 +214,10 @@ export class ClaimBatcher {
     });
     if (rest.length === 0) return;
     if (sinking.length === 0) {
-      // Nobody to blame, and nothing to gain from sending the same again: each is told, and
-      // their channels are claimed one by one from now on, where a revert names its own payer.
-      if (receipt)
-        this.#suspects.add(
-          ctx,
-          rest.flatMap((w) => w.request.rows),
-        );
+      // Nobody to blame, and nothing to gain from sending the same again: the gas is charged to
+      // them all, each is told, and their channels are claimed one by one from now on, where a
+      // revert names its own payer.
+      if (receipt) this.#charge(ctx, rest, receipt);
       for (const w of rest) w.resolve(sent);
       return;
     }
@@ -222,6 +248,8 @@ export class ClaimBatcher {
           call: { to: SETTLEMENT_ADDRESS, data },
           gas: { use: "batchClaim", rows, asset: tokenOf((batch[0] as Waiting).request) },
           reverts: claimReverts,
+          ...claimCharges(batch),
+          members: [...new Set(batch.map((w) => w.askedKey))],
         },
         waitUntil,
       );
@@ -283,6 +311,21 @@ class Suspects {
     );
   }
 }
+
+/**
+ * Whose doing a claim transaction's waste is: the payers of its rows. A revert seen here is
+ * charged here, to the rows that sink it; the store keeps them all for a reconciler that sees it.
+ */
+const claimCharges = (claims: readonly Ready[]) => ({
+  name: "claim",
+  chargeTo: claims.flatMap((c) =>
+    c.request.rows.map((row) => ({
+      payer: row.voucher.channel.payer,
+      asset: row.voucher.channel.token,
+    })),
+  ),
+  chargedByCaller: true,
+});
 
 const tokenOf = (request: ClaimRequest) =>
   request.rows[0]?.voucher.channel.token ?? SETTLEMENT_ADDRESS;

@@ -154,6 +154,8 @@ export async function settleRefund(
       call: { to: SETTLEMENT_ADDRESS, data },
       gas: { use: "batchRefund", rows: payload.claims.length, asset: payload.channelConfig.token },
       payer,
+      name: "refund",
+      chargeTo: [{ payer, asset: payload.channelConfig.token }],
       reverts: (detail) =>
         rejected(
           "simulation_failed",

@@ -1,12 +1,15 @@
 /**
  * Sending a channel transaction of ours (a claim, a settle, a refund) with the same rules as a
- * payment's: one at a time per key, written down before it is broadcast, picked back up (never
- * sent twice) when the journal already holds it, on our keys' nonce lanes so it never collides
- * with another of our transactions, within its gas bound and the chain's fee cap.
+ * payment's: one at a time per key, written down before it is broadcast (with whose doing its
+ * waste would be, so the reconciler follows it and charges it like a payment's), picked back up
+ * (never sent twice) when the store already holds it, refused while its payers are over their
+ * wasted gas, never sent again unchanged once it reverted on chain, on our keys' nonce lanes, and
+ * within its gas bound and the chain's fee cap.
  */
-import type { Hex, TransactionReceipt } from "viem";
+import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
-import { isAnswered } from "../../core/store.js";
+import { isUnreachable } from "../../core/rpc.js";
+import { type Chargeable, isAnswered, type JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -14,6 +17,7 @@ import type { GasNeed } from "../chain/gas-bounds.js";
 import type { CallOutcome, ContractCall } from "../chain/outcome.js";
 import { reconcile } from "../chain/reconcile.js";
 import { prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
+import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 
 export interface Action {
@@ -25,6 +29,16 @@ export interface Action {
   readonly payer?: string | undefined;
   /** Why it would revert (or did), in the official reasons. */
   readonly reverts: (detail: string | undefined) => Failure;
+  /** In a word, for the store ("claim", "settle", "refund"). */
+  readonly name: string;
+  /** Whose doing it is if it wastes gas: each is charged a share, and waits while over budget. */
+  readonly chargeTo: readonly Chargeable[];
+  /** The caller charges a revert seen here itself (a batch finds its culprits). */
+  readonly chargedByCaller?: boolean | undefined;
+  /** Other requests this transaction answers (a batch's claims), whose store claims the caller holds. */
+  readonly members?: readonly string[] | undefined;
+  /** The caller holds the store's claim on `key` already. */
+  readonly claimed?: boolean | undefined;
 }
 
 export type Sent =
@@ -44,11 +58,8 @@ export async function sendAction(
   action: Action,
   waitUntil: WaitUntil,
 ): Promise<Sent> {
-  if (!(await ctx.journal.claim(action.key))) {
-    return refused(
-      failure("settlement_in_progress", "this is being settled right now; retry in a moment"),
-    );
-  }
+  if (action.claimed) return sendClaimed(ctx, action, waitUntil);
+  if (!(await ctx.journal.claim(action.key))) return refused(inProgress());
   let sent: Sent | undefined;
   try {
     sent = await sendClaimed(ctx, action, waitUntil);
@@ -58,6 +69,9 @@ export async function sendAction(
     if (!sent?.ok) await releasing;
   }
 }
+
+export const inProgress = () =>
+  failure("settlement_in_progress", "this is being settled right now; retry in a moment");
 
 async function sendClaimed(ctx: EvmContext, action: Action, waitUntil: WaitUntil): Promise<Sent> {
   const entry = await ctx.journal.get(action.key);
@@ -76,11 +90,53 @@ async function sendClaimed(ctx: EvmContext, action: Action, waitUntil: WaitUntil
       if (picked !== "gone") return answered(ctx, action, picked);
       await ctx.journal.recordState(action.key, "dropped").catch(() => undefined);
     }
+    if (state === "failed") {
+      const reverted = await revertedAsIs(ctx, entry, action.call);
+      if (reverted) {
+        return refused(
+          action.reverts(
+            `it reverted on chain in ${reverted}, and the same transaction is not sent again`,
+          ),
+          action.payer,
+        );
+      }
+    }
+  }
+  for (const { payer, asset } of action.chargeTo) {
+    const over = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
+    if (over) return refused(over, action.payer);
   }
   const prepared = await prepareCall(ctx, action.call, { reuse: false }, action.gas);
   if ("kind" in prepared) return answered(ctx, action, prepared);
   if (waitUntil === "simulated") return answered(ctx, action, await simulateCall(ctx, prepared));
-  return answered(ctx, action, await sendCall(ctx, prepared, waitUntil, { key: action.key }));
+  const { key, name, chargeTo, members } = action;
+  const record = { key, action: { name, chargeTo, ...(members?.length ? { members } : {}) } };
+  return answered(ctx, action, await sendCall(ctx, prepared, waitUntil, record));
+}
+
+/**
+ * The hash of the journaled transaction if it was mined and reverted with this very call: sent
+ * again unchanged, it would most likely revert again at our cost.
+ */
+async function revertedAsIs(
+  ctx: EvmContext,
+  entry: JournalEntry,
+  call: ContractCall,
+): Promise<Hex | undefined> {
+  const hash = entry.hashes.at(-1);
+  if (!hash) return undefined;
+  try {
+    const [receipt, tx] = await Promise.all([
+      ctx.client.getTransactionReceipt({ hash }),
+      ctx.client.getTransaction({ hash }),
+    ]);
+    const same = tx.to !== null && isAddressEqual(tx.to, call.to) && tx.input === call.data;
+    return receipt.status === "reverted" && same ? hash : undefined;
+  } catch (error) {
+    // Never mined (or forgotten by the node): nothing says it would revert again.
+    if (isUnreachable(error)) throw error;
+    return undefined;
+  }
 }
 
 const refused = (f: Failure, payer?: string, hash?: Hex) => ({
@@ -95,8 +151,12 @@ async function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): 
       return { ok: true, hash: outcome.hash };
     case "submitted":
     case "confirmed": {
-      // Written down as answered before it is handed over, as every success is (core/answers.ts).
-      if (!(await ctx.answers.answer(action.key, outcome.kind === "confirmed"))) {
+      // Written down as answered before it is handed over, as every success is (core/answers.ts);
+      // so is every request it answers.
+      const mined = outcome.kind === "confirmed";
+      const keys = [action.key, ...(action.members ?? [])];
+      const written = await Promise.all(keys.map((key) => ctx.answers.answer(key, mined)));
+      if (!written.every(Boolean)) {
         return { ok: false, result: unrecorded(payer ?? "", outcome.hash) };
       }
       const receipt = outcome.kind === "confirmed" ? outcome.receipt : undefined;
@@ -109,6 +169,7 @@ async function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): 
       };
     case "reverted":
       void ctx.journal.recordState(action.key, "failed").catch(() => undefined);
+      if (!action.chargedByCaller) chargeWaste(ctx, action.chargeTo, outcome.receipt);
       return {
         ...refused(action.reverts("it reverted on chain"), payer, outcome.hash),
         reverted: { mined: true, receipt: outcome.receipt },

@@ -62,6 +62,9 @@ export async function settleSweep(
         }),
       },
       gas: { use: "batchSettle", asset: token },
+      // Its receiver asked for it: a settle that reverts is charged as a payer's would be.
+      name: "settle",
+      chargeTo: [{ payer: receiver, asset: token }],
       reverts: (detail) =>
         rejected(
           "simulation_failed",

@@ -8,7 +8,7 @@
  */
 import { type Address, type Hex, keccak256, type TransactionSerializable } from "viem";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
-import type { ExpectedTransfer } from "../../core/store.js";
+import type { ExpectedTransfer, SentAction } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { ChainAccess } from "./access.js";
@@ -42,6 +42,8 @@ export interface SendingAccess extends ChainAccess {
 export interface SettlementRecord {
   readonly key: string;
   readonly expect?: ExpectedTransfer | undefined;
+  /** A transaction without a Transfer of its own: what it is sent for (and for whom, members). */
+  readonly action?: SentAction | undefined;
 }
 
 /** A call ready to be signed: the account that sends it, its gas and fees. */
@@ -186,17 +188,7 @@ async function sendAndFollow(
       const raw = await lane.account.signTransaction(tx);
       const hash = keccak256(raw);
       lane.remember(ctx.chainId, nonce, raw);
-      const durable = ctx.journal.recordSend(
-        {
-          key: record.key,
-          chainId: ctx.chainId,
-          signer: lane.address,
-          txNonce: nonce,
-          expect: record.expect,
-        },
-        hash,
-        raw,
-      );
+      const durable = recordSends(ctx, record, lane.address, nonce, hash, raw);
       durable.catch(() => undefined);
       return { consumed: true, value: { hash, nonce, tx, raw, durable } };
     });
@@ -238,6 +230,31 @@ async function sendAndFollow(
   // The success is written down by whoever answers it (core/answers.ts), before it is answered.
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
   return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, prepared.fees);
+}
+
+/**
+ * Writes the transaction down under its key and, for one that answers several requests, under
+ * each of theirs (pointing back to it), so a retry of any of them finds it on any replica.
+ */
+function recordSends(
+  ctx: SendingAccess,
+  record: SettlementRecord,
+  signer: Address,
+  txNonce: number,
+  hash: Hex,
+  raw: Hex,
+): Promise<unknown> {
+  const { key, expect, action } = record;
+  const entry = { key, chainId: ctx.chainId, signer, txNonce, expect, action };
+  const members = (action?.members ?? []).filter((member) => member !== key);
+  if (!action || members.length === 0) return ctx.journal.recordSend(entry, hash, raw);
+  const pointer = { name: action.name, chargeTo: [], partOf: key };
+  return Promise.all([
+    ctx.journal.recordSend(entry, hash, raw),
+    ...members.map((member) =>
+      ctx.journal.recordSend({ ...entry, key: member, action: pointer }, hash, raw),
+    ),
+  ]);
 }
 
 function sendFailure(

@@ -8,6 +8,7 @@ import type { Followed } from "../../core/family.js";
 import type { JournalEntry } from "../../core/store.js";
 import { caip2 } from "../../protocol/networks.js";
 import { reconcile } from "../chain/reconcile.js";
+import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 import { judgeLanded, track } from "./pipeline.js";
 
@@ -18,7 +19,6 @@ export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Pr
   const network = caip2(ctx.chainId);
   const newest = entry.hashes.at(-1);
   const expect = entry.expect;
-  if (!expect) return { outcome: "open", network, transaction: newest, detail: "not a payment" };
   const waiting = { ...ctx, confirmTimeoutMs: Math.min(ctx.confirmTimeoutMs, FOLLOW_MS) };
   const picked = await reconcile(waiting, entry);
   if (picked === "gone") {
@@ -31,11 +31,14 @@ export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Pr
         "its nonce went to another transaction, so it can never land; a settle of the payment starts afresh",
     };
   }
-  track(ctx, entry.key, expect, picked);
+  if (expect) track(ctx, entry.key, expect, picked);
+  else if (picked.kind === "reverted")
+    chargeWaste(ctx, entry.action?.chargeTo ?? [], picked.receipt);
   switch (picked.kind) {
     case "confirmed": {
       const block = picked.receipt.blockNumber;
-      if (judgeLanded(ctx, expect, picked.receipt)) {
+      // A transaction with no Transfer of its own (a channel's claim) landed by being mined.
+      if (!expect || judgeLanded(ctx, expect, picked.receipt)) {
         return {
           outcome: "landed",
           network,

@@ -1,0 +1,80 @@
+/**
+ * A claim the store already holds, on whichever replica sent it: followed to its transaction
+ * rather than sent again. A claim that went out in a batch is written down under its own key
+ * pointing to the batch (chain/transactions.ts), so its retry finds the batch's transaction, alive
+ * or dead the replica that sent it.
+ */
+import type { Hex, TransactionReceipt } from "viem";
+import { unrecorded } from "../../core/answers.js";
+import { isAnswered, type JournalEntry } from "../../core/store.js";
+import { reconcile } from "../chain/reconcile.js";
+import { chargeWaste } from "../chain/waste.js";
+import type { EvmContext } from "../context.js";
+import { inProgress, type Sent } from "./send.js";
+
+/**
+ * What the store says of the claim `key` (whose store claim the caller holds): its transaction,
+ * or undefined when nothing of it stands (never sent, reverted, or dropped): claim it afresh.
+ */
+export async function pickUpClaim(ctx: EvmContext, key: string): Promise<Sent | undefined> {
+  const entry = await ctx.journal.get(key);
+  if (!entry) return undefined;
+  const batchKey = entry.action?.partOf;
+  const sent = batchKey ? await ctx.journal.get(batchKey) : entry;
+  if (!sent) return undefined;
+  if (isAnswered(entry.state) || isAnswered(sent.state)) {
+    return answer(ctx, key, sent.hashes.at(-1) as Hex, sent.state !== "submitted");
+  }
+  if (sent.state !== "broadcast" && sent.state !== "landed") return undefined;
+  // The batch's own entry is followed under its claim: one follower at a time.
+  if (batchKey && !(await ctx.journal.claim(batchKey))) return refused(inProgress());
+  try {
+    return await follow(ctx, key, sent);
+  } finally {
+    if (batchKey) await Promise.resolve(ctx.journal.release(batchKey)).catch(() => undefined);
+  }
+}
+
+async function follow(ctx: EvmContext, key: string, sent: JournalEntry): Promise<Sent | undefined> {
+  const picked = await reconcile(ctx, sent);
+  if (picked === "gone") {
+    await ctx.journal.recordState(sent.key, "dropped").catch(() => undefined);
+    return undefined;
+  }
+  switch (picked.kind) {
+    case "confirmed":
+      if (sent.key !== key) void ctx.answers.answer(sent.key).catch(() => undefined);
+      return answer(ctx, key, picked.hash, true, picked.receipt);
+    case "failed":
+      return {
+        ok: false,
+        result: { ok: false, failure: picked.failure, transactionHash: picked.hash },
+      };
+    case "would-revert":
+      // Gone from the pool, and it would revert now: it is over; the claim is judged afresh.
+      await ctx.journal.recordState(sent.key, "failed").catch(() => undefined);
+      return undefined;
+    case "reverted":
+      // Nobody saw it revert: charged now, as the sender would have. The claim is judged afresh.
+      chargeWaste(ctx, sent.action?.chargeTo ?? [], picked.receipt);
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+async function answer(
+  ctx: EvmContext,
+  key: string,
+  hash: Hex,
+  mined: boolean,
+  receipt?: TransactionReceipt,
+): Promise<Sent> {
+  if (!(await ctx.answers.answer(key, mined))) return { ok: false, result: unrecorded("", hash) };
+  return { ok: true, hash, receipt };
+}
+
+const refused = (failure: ReturnType<typeof inProgress>): Sent => ({
+  ok: false,
+  result: { ok: false, failure },
+});
