@@ -3,6 +3,13 @@
  * lacks at start-up, one replica at a time (an advisory lock), each in its own transaction.
  * Never edit a migration that has shipped: add the next one.
  */
+
+/**
+ * A number held for a migration not written yet (another change's): skipped, and not recorded,
+ * so a database gets that migration once it is written, after those numbered above it.
+ */
+export const RESERVED = "";
+
 export const MIGRATIONS: readonly string[] = [
   // 1: settlements, claims, signer leases, payment identifiers.
   `
