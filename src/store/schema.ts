@@ -185,4 +185,25 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
     CHECK (state IN ('broadcast', 'submitted', 'answered', 'landed', 'failed', 'dropped'));
   `,
+  // 12: held for a change being made alongside this one.
+  RESERVED,
+  // 13: the schemes' state (core/store.ts raiseHighest, markChanged): per namespace and id, the
+  // highest value raised and when the id last changed (unix ms). batch-settlement's channels
+  // (migrations 7 and 10) move in as its namespace's ids; their table goes, so that a replica
+  // still running the previous version fails its raises instead of keeping a second record that
+  // no other replica reads.
+  `
+  CREATE TABLE facilitator_scheme_state (
+    namespace  text NOT NULL,
+    id         text NOT NULL,
+    highest    numeric(78, 0) NOT NULL,
+    changed_at bigint NOT NULL DEFAULT 0,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (namespace, id)
+  );
+  INSERT INTO facilitator_scheme_state (namespace, id, highest, changed_at, updated_at)
+    SELECT 'batch-settlement:voucher', channel, highest, changed_at, updated_at
+      FROM facilitator_channels;
+  DROP TABLE facilitator_channels;
+  `,
 ];
