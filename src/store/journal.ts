@@ -5,21 +5,12 @@
  * of being sent again. One JSON object per line; a torn last line (a crash mid-write) is skipped.
  *
  * Writes and syncs run on libuv's thread pool, so the event loop keeps serving while the disk
- * works, and concurrent records share one write and one fdatasync (group commit). Records are
- * written in the order they were made.
+ * works, and concurrent records share one write and one fdatasync (group commit,
+ * journal-commit.ts). Records are written in the order they were made.
  */
 
 import { randomUUID } from "node:crypto";
-import {
-  closeSync,
-  fdatasync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  write,
-  writeSync,
-} from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Hex } from "viem";
@@ -34,6 +25,7 @@ import {
   type StoreStatus,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
+import { GroupCommit } from "./journal-commit.js";
 import { endsMidLine, readLines } from "./journal-file.js";
 import {
   isSchemeStateLine,
@@ -298,63 +290,12 @@ export class Journal implements SettlementStore {
     this.#fd = undefined;
   }
 
-  /** Lines appended but not yet handed to the disk, and how many lines were ever appended. */
-  #pending: string[] = [];
-  #appended = 0;
-  #waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
-  #pumping = false;
+  readonly #commits = new GroupCommit(() => this.#fd);
 
   #write(line: Line): Promise<void> {
     this.#apply(line);
     if (this.#fd === undefined) return Promise.resolve();
-    this.#pending.push(`${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`);
-    const upTo = ++this.#appended;
-    const durable = new Promise<void>((resolve, reject) => {
-      this.#waiters.push({ upTo, resolve, reject });
-    });
-    if (!this.#pumping) void this.#pump();
-    return durable;
-  }
-
-  /**
-   * Group commit: every line appended while the previous group was on its way to the disk goes
-   * out in one write and one fdatasync, on libuv's thread pool.
-   */
-  async #pump(): Promise<void> {
-    this.#pumping = true;
-    try {
-      while (this.#pending.length > 0) {
-        // Lines appended in this turn of the event loop join the group.
-        await new Promise((resolve) => setImmediate(resolve));
-        const fd = this.#fd;
-        const text = this.#pending.join("");
-        const upTo = this.#appended;
-        this.#pending = [];
-        try {
-          if (fd === undefined) throw new Error("the journal is closed");
-          await new Promise<void>((resolve, reject) =>
-            write(fd, text, (error) => (error ? reject(error) : resolve())),
-          );
-          await new Promise<void>((resolve, reject) =>
-            fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-          );
-          this.#settleWaiters(upTo);
-        } catch (error) {
-          this.#settleWaiters(upTo, error);
-        }
-      }
-    } finally {
-      this.#pumping = false;
-    }
-  }
-
-  #settleWaiters(upTo: number, error?: unknown): void {
-    // Waiters are in append order.
-    while ((this.#waiters[0]?.upTo ?? Number.POSITIVE_INFINITY) <= upTo) {
-      const waiter = this.#waiters.shift();
-      if (error === undefined) waiter?.resolve();
-      else waiter?.reject(error);
-    }
+    return this.#commits.append(`${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`);
   }
 
   /**
