@@ -4,13 +4,14 @@
  * lower than one any replica accepted is stale everywhere, also under concurrent verifies and
  * after a restart. Deposits and vouchers from the official client; a real PostgreSQL; the devnet.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { computeChannelId, signVoucher } from "@x402/evm/batch-settlement/client";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { VOUCHER_NAMESPACE } from "../src/evm/batch-settlement/voucher.js";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
@@ -142,9 +143,24 @@ describe("one process on the file journal", () => {
     // Raises within a second share one line per channel: the file grows by channels, not vouchers.
     const lines = readFileSync(file, "utf8")
       .split("\n")
-      .filter((l) => l.includes('"voucher"'));
+      .filter((l) => l.includes('"t":"highest"'));
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0] as string)).toMatchObject({ amount: (5n * PRICE).toString() });
+    const raised = JSON.parse(lines[0] as string) as { namespace: string; id: string };
+    expect(raised).toMatchObject({
+      namespace: VOUCHER_NAMESPACE,
+      value: (5n * PRICE).toString(),
+    });
+    // The same journal as the version before the store's state was generic wrote it (a voucher
+    // line naming the channel) still holds the channel's newest voucher.
+    const previous = path.join(dir, "previous.jsonl");
+    writeFileSync(
+      previous,
+      `${JSON.stringify({ t: "voucher", channel: raised.id, amount: (5n * PRICE).toString() })}\n`,
+    );
+    const olderJournal = new Journal(previous);
+    const older = facilitatorOn(olderJournal, devnet.facilitator as DevAccount);
+    expect(await verdict(older, await voucher(4n * PRICE))).toBe(STALE);
+    olderJournal.close();
     const after = facilitatorOn(new Journal(file), devnet.facilitator as DevAccount);
     expect(await verdict(after, await voucher(4n * PRICE))).toBe(STALE);
     expect(await verdict(after, await voucher(6n * PRICE))).toBe("valid");

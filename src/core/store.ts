@@ -6,8 +6,11 @@
  */
 import type { Address, Hex } from "viem";
 
-/** Why a voucher was not raised: a higher one was accepted, or the channel changed since read. */
-export type VoucherRaise = { readonly higher: bigint } | { readonly changedAt: number };
+/**
+ * Why `raiseHighest` raised nothing: a higher value is kept, or the id was marked changed after
+ * the state the value was checked against was read.
+ */
+export type RaiseRefusal = { readonly higher: bigint } | { readonly changedAt: number };
 
 /** Gas one settlement of ours wasted, and whose payment it was (chain/gas-at-risk.ts). */
 export interface Waste {
@@ -193,23 +196,31 @@ export interface SettlementStore {
   unmarkAnswered(key: string): Promise<void>;
 
   /**
-   * batch-settlement: raises the highest cumulative amount a voucher of `channel` was found valid
-   * for to `amount`, atomically for every process sharing the store. Answers undefined when
-   * `amount` is now the highest (or equals it); `{higher}`, the higher amount already accepted; or,
-   * when the voucher was checked against the channel's state as read at `seenAt` (unix ms) and the
-   * channel changed after that (channelChanged), `{changedAt}`: nothing is raised, read it again.
+   * Scheme state: for any scheme, per `namespace` (the scheme's, and what it keeps there) and
+   * `id`, the highest value raised, and when the id last changed (markChanged). Both are atomic
+   * for every process sharing the store.
+   *
+   * Raises the highest value kept for `id` to `value`. Answers undefined when `value` is now the
+   * highest (or was already); `{higher}`, the higher value kept; or, when `value` was checked
+   * against a state of `id` read at `seenAt` (unix ms) and `id` was marked changed at a later time
+   * than that, `{changedAt}` (the latest such time): nothing is raised, read it again. Without
+   * `seenAt` no change refuses it. A shared store has the raise durable once it answers; the file
+   * journal writes it within a second (a crash may lose that second's raises, so keep here only
+   * what something else still bounds).
    */
-  raiseVoucher(
-    channel: string,
-    amount: bigint,
+  raiseHighest(
+    namespace: string,
+    id: string,
+    value: bigint,
     seenAt?: number,
-  ): MaybePromise<VoucherRaise | undefined>;
+  ): MaybePromise<RaiseRefusal | undefined>;
   /**
-   * batch-settlement: `channel`'s balance changed at `at` (unix ms), or may change until then (a
-   * refund sent, a withdrawal seen), by other means than a claim. Every process sharing the store
-   * checks its next voucher of the channel against a state read after it.
+   * `id`'s state (in `namespace`) changed at `at` (unix ms), or may change until then, by means
+   * the raises do not show: every process sharing the store has its raises of `id` checked
+   * against a state read before `at` refused (`{changedAt}`). The latest `at` marked counts;
+   * resolves once durable.
    */
-  channelChanged(channel: string, at: number): Promise<void>;
+  markChanged(namespace: string, id: string, at: number): Promise<void>;
 
   /** Binds `id` to the request `fingerprint`, or says what it is already bound to. */
   claimIdempotency(id: string, fingerprint: string): MaybePromise<IdempotencyClaim>;

@@ -5,21 +5,12 @@
  * of being sent again. One JSON object per line; a torn last line (a crash mid-write) is skipped.
  *
  * Writes and syncs run on libuv's thread pool, so the event loop keeps serving while the disk
- * works, and concurrent records share one write and one fdatasync (group commit). Records are
- * written in the order they were made.
+ * works, and concurrent records share one write and one fdatasync (group commit,
+ * journal-commit.ts). Records are written in the order they were made.
  */
 
 import { randomUUID } from "node:crypto";
-import {
-  closeSync,
-  fdatasync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  write,
-  writeSync,
-} from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Hex } from "viem";
@@ -29,13 +20,19 @@ import {
   isAnswered,
   type JournalEntry,
   type NewEntry,
+  type RaiseRefusal,
   type SettlementStore,
   type StoreStatus,
-  type VoucherRaise,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
-import { type ChannelLine, JournalChannels } from "./journal-channels.js";
+import { GroupCommit } from "./journal-commit.js";
 import { endsMidLine, readLines } from "./journal-file.js";
+import {
+  isSchemeStateLine,
+  JournalSchemeState,
+  type PreviousSchemeStateLine,
+  type SchemeStateLine,
+} from "./journal-scheme-state.js";
 import { SettledBy } from "./journal-settled.js";
 
 type Line =
@@ -44,8 +41,9 @@ type Line =
   | { t: "state"; key: string; state: EntryState; owner?: string }
   /** A payment-identifier bound to a request, and its answer once final. */
   | { t: "id"; id: string; fingerprint: string; answer?: unknown }
-  /** batch-settlement channels (journal-channels.ts). */
-  | ChannelLine;
+  /** The schemes' state (journal-scheme-state.ts), and the lines a previous version wrote of it. */
+  | SchemeStateLine
+  | PreviousSchemeStateLine;
 
 /** States a settlement never leaves by itself: only those may be forgotten. */
 const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]);
@@ -54,8 +52,8 @@ const FOLLOWED: ReadonlySet<EntryState> = new Set(["broadcast", "submitted"]);
 
 /** Payment identifiers remembered (the newest); older ones are forgotten, as settled entries are. */
 const IDS_KEPT = 20_000;
-/** How long a channel's raised voucher waits before its line is written (coalescing raises). */
-const VOUCHER_FLUSH_MS = 1_000;
+/** How long a raised value of the schemes' state waits before its line is written (coalescing raises). */
+const RAISE_FLUSH_MS = 1_000;
 
 /** Compact a journal at start-up once it holds this many lines, most of them settled history. */
 const COMPACT_AFTER_LINES = 100_000;
@@ -67,7 +65,7 @@ export class Journal implements SettlementStore {
   readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #entries = new Map<string, JournalEntry>();
   readonly #ids = new Map<string, { fingerprint: string; answer?: unknown }>();
-  readonly #channels = new JournalChannels();
+  readonly #schemeState = new JournalSchemeState();
   /** Identifiers whose settle runs in this process now. */
   readonly #idsRunning = new Set<string>();
   readonly #inFlight = new Set<string>();
@@ -96,7 +94,7 @@ export class Journal implements SettlementStore {
     const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
     if (
       lines > threshold &&
-      lines > 4 * (this.#entries.size + this.#ids.size + this.#channels.size)
+      lines > 4 * (this.#entries.size + this.#ids.size + this.#schemeState.size)
     )
       this.#compact(file);
     this.#fd = openSync(file, "a", 0o600);
@@ -129,7 +127,7 @@ export class Journal implements SettlementStore {
       for (const [id, bound] of this.#ids) {
         writeSync(fd, `${JSON.stringify({ t: "id", id, ...bound } satisfies Line)}\n`);
       }
-      for (const line of this.#channels.all()) writeSync(fd, `${JSON.stringify(line)}\n`);
+      for (const line of this.#schemeState.all()) writeSync(fd, `${JSON.stringify(line)}\n`);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -228,30 +226,35 @@ export class Journal implements SettlementStore {
     return { kind: "run" };
   }
 
-  raiseVoucher(channel: string, amount: bigint, seenAt?: number): VoucherRaise | undefined {
-    const raised = this.#channels.raise(channel, amount, seenAt);
-    if (this.#fd === undefined || raised !== undefined) return raised;
-    // Written a second later, one line per channel raised meanwhile: the hot path waits for no
-    // disk and the file grows by channels, not by vouchers. A crash loses at most that second's
-    // raises (the chain's claimed total still bounds every voucher).
-    if (!this.#voucherFlush) {
-      this.#voucherFlush = setTimeout(() => this.#flushVouchers(), VOUCHER_FLUSH_MS);
-      this.#voucherFlush.unref();
+  raiseHighest(
+    namespace: string,
+    id: string,
+    value: bigint,
+    seenAt?: number,
+  ): RaiseRefusal | undefined {
+    const refused = this.#schemeState.raise(namespace, id, value, seenAt);
+    if (this.#fd === undefined || refused !== undefined) return refused;
+    // Written a second later, one line per id raised meanwhile: the hot path waits for no disk
+    // and the file grows by ids, not by raises. A crash loses at most that second's raises, as
+    // the port allows.
+    if (!this.#raiseFlush) {
+      this.#raiseFlush = setTimeout(() => this.#flushRaises(), RAISE_FLUSH_MS);
+      this.#raiseFlush.unref();
     }
     return undefined;
   }
 
-  async channelChanged(channel: string, at: number): Promise<void> {
-    const line: Line = { t: "changed", channel, at };
+  async markChanged(namespace: string, id: string, at: number): Promise<void> {
+    const line: Line = { t: "changed-at", namespace, id, changedAt: at };
     this.#apply(line);
     if (this.#fd !== undefined) await this.#write(line);
   }
 
-  #voucherFlush: NodeJS.Timeout | undefined;
+  #raiseFlush: NodeJS.Timeout | undefined;
 
-  #flushVouchers(): void {
-    this.#voucherFlush = undefined;
-    for (const line of this.#channels.owed()) void this.#write(line).catch(() => undefined);
+  #flushRaises(): void {
+    this.#raiseFlush = undefined;
+    for (const line of this.#schemeState.owed()) void this.#write(line).catch(() => undefined);
   }
 
   async finishIdempotency(id: string, answer: unknown): Promise<void> {
@@ -277,73 +280,22 @@ export class Journal implements SettlementStore {
   }
 
   close(): void {
-    clearTimeout(this.#voucherFlush);
-    this.#voucherFlush = undefined;
+    clearTimeout(this.#raiseFlush);
+    this.#raiseFlush = undefined;
     if (this.#fd !== undefined) {
-      const lines = this.#channels.owed().map((line) => `${JSON.stringify(line)}\n`);
+      const lines = this.#schemeState.owed().map((line) => `${JSON.stringify(line)}\n`);
       if (lines.length > 0) writeSync(this.#fd, lines.join(""));
       closeSync(this.#fd);
     }
     this.#fd = undefined;
   }
 
-  /** Lines appended but not yet handed to the disk, and how many lines were ever appended. */
-  #pending: string[] = [];
-  #appended = 0;
-  #waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
-  #pumping = false;
+  readonly #commits = new GroupCommit(() => this.#fd);
 
   #write(line: Line): Promise<void> {
     this.#apply(line);
     if (this.#fd === undefined) return Promise.resolve();
-    this.#pending.push(`${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`);
-    const upTo = ++this.#appended;
-    const durable = new Promise<void>((resolve, reject) => {
-      this.#waiters.push({ upTo, resolve, reject });
-    });
-    if (!this.#pumping) void this.#pump();
-    return durable;
-  }
-
-  /**
-   * Group commit: every line appended while the previous group was on its way to the disk goes
-   * out in one write and one fdatasync, on libuv's thread pool.
-   */
-  async #pump(): Promise<void> {
-    this.#pumping = true;
-    try {
-      while (this.#pending.length > 0) {
-        // Lines appended in this turn of the event loop join the group.
-        await new Promise((resolve) => setImmediate(resolve));
-        const fd = this.#fd;
-        const text = this.#pending.join("");
-        const upTo = this.#appended;
-        this.#pending = [];
-        try {
-          if (fd === undefined) throw new Error("the journal is closed");
-          await new Promise<void>((resolve, reject) =>
-            write(fd, text, (error) => (error ? reject(error) : resolve())),
-          );
-          await new Promise<void>((resolve, reject) =>
-            fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-          );
-          this.#settleWaiters(upTo);
-        } catch (error) {
-          this.#settleWaiters(upTo, error);
-        }
-      }
-    } finally {
-      this.#pumping = false;
-    }
-  }
-
-  #settleWaiters(upTo: number, error?: unknown): void {
-    // Waiters are in append order.
-    while ((this.#waiters[0]?.upTo ?? Number.POSITIVE_INFINITY) <= upTo) {
-      const waiter = this.#waiters.shift();
-      if (error === undefined) waiter?.resolve();
-      else waiter?.reject(error);
-    }
+    return this.#commits.append(`${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`);
   }
 
   /**
@@ -364,8 +316,8 @@ export class Journal implements SettlementStore {
   }
 
   #apply(line: Line): void {
-    if (line.t === "voucher" || line.t === "changed") {
-      this.#channels.apply(line);
+    if (isSchemeStateLine(line)) {
+      this.#schemeState.apply(line);
       return;
     }
     if (line.t === "id") {

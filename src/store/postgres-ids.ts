@@ -3,7 +3,7 @@
  * fingerprint, run by one replica at a time (a lease, so a dead replica's run is taken over), and
  * keeps its final answer for every later retry of the same request.
  */
-import type { IdempotencyClaim, VoucherRaise } from "../core/store.js";
+import type { IdempotencyClaim } from "../core/store.js";
 import type { Query } from "./postgres-query.js";
 
 export class SharedIds {
@@ -58,47 +58,4 @@ export class SharedIds {
       [id, answer === undefined ? null : JSON.stringify(answer)],
     );
   }
-}
-
-/**
- * batch-settlement vouchers: the highest cumulative amount found valid per channel, raised in
- * one statement so two replicas verifying vouchers of one channel at once cannot both take a
- * lower one for the newest; not raised when the channel changed after the state the voucher was
- * checked against was read (`seenAt`).
- */
-export async function raiseVoucher(
-  query: Query,
-  channel: string,
-  amount: bigint,
-  seenAt: number | undefined,
-): Promise<VoucherRaise | undefined> {
-  const { rowCount } = await query(
-    "voucher",
-    `INSERT INTO facilitator_channels (channel, highest) VALUES ($1, $2)
-     ON CONFLICT (channel) DO UPDATE SET highest = EXCLUDED.highest, updated_at = now()
-       WHERE facilitator_channels.highest <= EXCLUDED.highest
-         AND facilitator_channels.changed_at <= $3::bigint`,
-    [channel, amount.toString(), seenAt ?? Number.MAX_SAFE_INTEGER],
-  );
-  if (rowCount === 1) return undefined;
-  const { rows } = await query<{ highest: string; changed_at: string }>(
-    "voucher",
-    "SELECT highest, changed_at::text FROM facilitator_channels WHERE channel = $1",
-    [channel],
-  );
-  const changedAt = Number(rows[0]?.changed_at ?? 0);
-  if (seenAt !== undefined && changedAt > seenAt) return { changedAt };
-  return { higher: BigInt(rows[0]?.highest ?? amount) };
-}
-
-/** The channel changed at `at` (or may until then): every replica reads it again before a voucher. */
-export async function channelChanged(query: Query, channel: string, at: number): Promise<void> {
-  await query(
-    "channel_changed",
-    `INSERT INTO facilitator_channels (channel, highest, changed_at) VALUES ($1, 0, $2)
-     ON CONFLICT (channel) DO UPDATE
-       SET changed_at = GREATEST(facilitator_channels.changed_at, EXCLUDED.changed_at),
-           updated_at = now()`,
-    [channel, Math.round(at)],
-  );
 }

@@ -1,7 +1,8 @@
 /**
- * Brings a PostgreSQL store's schema up to this facilitator's: the migrations its database lacks,
- * one replica at a time (an advisory lock), each in its own transaction. A store migrated by a
- * newer facilitator is refused: an older one must not write to tables it misreads.
+ * Brings a PostgreSQL store's schema up to this facilitator's: the migrations its database lacks
+ * (a number held for one not written yet is skipped), one replica at a time (an advisory lock),
+ * each in its own transaction. A store migrated by a newer facilitator is refused: an older one
+ * must not write to tables it misreads.
  */
 import type { Pool, PoolClient } from "pg";
 import { FacilitatorError } from "../protocol/errors.js";
@@ -24,17 +25,20 @@ export async function migrate(pool: Pool): Promise<void> {
     await client.query(
       "CREATE TABLE IF NOT EXISTS facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
     );
-    const { rows } = await client.query<{ v: number | null }>(
-      "SELECT max(version) AS v FROM facilitator_migrations",
+    const { rows } = await client.query<{ version: number }>(
+      "SELECT version FROM facilitator_migrations",
     );
-    const found = rows[0]?.v ?? 0;
+    const applied = new Set(rows.map((row) => row.version));
+    const found = Math.max(0, ...applied);
     if (found > MIGRATIONS.length) {
       throw FacilitatorError.of(
         "store_unavailable",
         `the store's schema is version ${found}, newer than this facilitator's (${MIGRATIONS.length}); run the same facilitator version as the other replicas`,
       );
     }
-    for (let version = found + 1; version <= MIGRATIONS.length; version++) {
+    // Every one it lacks, in order (a gap left by a branch's numbering is filled too).
+    for (let version = 1; version <= MIGRATIONS.length; version++) {
+      if (applied.has(version)) continue;
       await client.query("BEGIN");
       try {
         await client.query(MIGRATIONS[version - 1] as string);

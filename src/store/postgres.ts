@@ -17,19 +17,20 @@ import type {
   IdempotencyClaim,
   JournalEntry,
   NewEntry,
+  RaiseRefusal,
   SettlementStore,
   StoreStatus,
-  VoucherRaise,
   Waste,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
 import { unavailable } from "./postgres-errors.js";
-import { channelChanged, raiseVoucher, SharedIds } from "./postgres-ids.js";
+import { SharedIds } from "./postgres-ids.js";
 import { SignerLeases, type SignerWait } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
 import type { Query } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { entryOf, type Row } from "./postgres-rows.js";
+import { SharedSchemeState } from "./postgres-scheme-state.js";
 import { type RevertListener, SharedWaste } from "./postgres-waste.js";
 
 export interface PostgresStoreOptions {
@@ -84,6 +85,7 @@ export class PostgresStore implements SettlementStore {
   #renewal: NodeJS.Timeout | undefined;
   readonly #waste: SharedWaste;
   readonly #ids: SharedIds;
+  readonly #schemeState: SharedSchemeState;
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
   readonly #leases: SignerLeases;
@@ -99,6 +101,7 @@ export class PostgresStore implements SettlementStore {
     const query: Query = (op, text, values) => this.#query(op, text, values);
     this.#waste = new SharedWaste(query, this.owner);
     this.#ids = new SharedIds(query, this.owner, this.#leaseMs);
+    this.#schemeState = new SharedSchemeState(query);
     this.#leases = new SignerLeases(query, this.owner, this.signers, this.#leaseMs);
   }
 
@@ -419,21 +422,17 @@ export class PostgresStore implements SettlementStore {
     return this.#ids.finish(id, answer);
   }
 
-  raiseVoucher(
-    channel: string,
-    amount: bigint,
+  raiseHighest(
+    namespace: string,
+    id: string,
+    value: bigint,
     seenAt?: number,
-  ): Promise<VoucherRaise | undefined> {
-    return raiseVoucher(
-      (op, text, values) => this.#query(op, text, values),
-      channel,
-      amount,
-      seenAt,
-    );
+  ): Promise<RaiseRefusal | undefined> {
+    return this.#schemeState.raiseHighest(namespace, id, value, seenAt);
   }
 
-  channelChanged(channel: string, at: number): Promise<void> {
-    return channelChanged((op, text, values) => this.#query(op, text, values), channel, at);
+  markChanged(namespace: string, id: string, at: number): Promise<void> {
+    return this.#schemeState.markChanged(namespace, id, at);
   }
 
   /** Gives up this replica's claims and signer leases, so another may take them at once. */

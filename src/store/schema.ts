@@ -3,6 +3,7 @@
  * lacks at start-up, one replica at a time (an advisory lock), each in its own transaction.
  * Never edit a migration that has shipped: add the next one.
  */
+
 export const MIGRATIONS: readonly string[] = [
   // 1: settlements, claims, signer leases, payment identifiers.
   `
@@ -182,5 +183,24 @@ export const MIGRATIONS: readonly string[] = [
   // was sent for, and whose doing its waste is: the reconciler follows it as it does a payment.
   `
   ALTER TABLE facilitator_settlements ADD COLUMN action jsonb;
+  `,
+  // 13: the schemes' state (core/store.ts raiseHighest, markChanged): per namespace and id, the
+  // highest value raised and when the id last changed (unix ms). batch-settlement's channels
+  // (migrations 7 and 10) move in as its namespace's ids; their table goes, so that a replica
+  // still running the previous version fails its raises instead of keeping a second record that
+  // no other replica reads.
+  `
+  CREATE TABLE facilitator_scheme_state (
+    namespace  text NOT NULL,
+    id         text NOT NULL,
+    highest    numeric(78, 0) NOT NULL,
+    changed_at bigint NOT NULL DEFAULT 0,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (namespace, id)
+  );
+  INSERT INTO facilitator_scheme_state (namespace, id, highest, changed_at, updated_at)
+    SELECT 'batch-settlement:voucher', channel, highest, changed_at, updated_at
+      FROM facilitator_channels;
+  DROP TABLE facilitator_channels;
   `,
 ];

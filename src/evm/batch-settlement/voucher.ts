@@ -76,7 +76,16 @@ export async function checkVoucherSignature(
   return refuse(signed.failure.message.replace(/^the signature /, ""));
 }
 
-/** The store's name for a channel: what every replica's vouchers and changes are kept under. */
+/**
+ * Where the store keeps, for every replica, each channel's newest voucher (its cumulative amount,
+ * the highest raised) and when the channel's balance last changed other than by a claim (a
+ * refund, a withdrawal): SettlementStore.raiseHighest and markChanged. A journal written before
+ * the store's state was generic reads its channel lines into this namespace
+ * (store/journal-scheme-state.ts), and PostgreSQL's migration 13 moves its channels here.
+ */
+export const VOUCHER_NAMESPACE = "batch-settlement:voucher";
+
+/** The store's id of a channel in VOUCHER_NAMESPACE. */
 const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${channelId}`;
 
 /**
@@ -121,9 +130,9 @@ export function channelChanged(ctx: EvmContext, channelId: Hex, at: number): Pro
 
 /** Tells the store (and so every replica) that the channel changed at `at`. */
 const recordChange = (ctx: EvmContext, channelId: Hex, at: number) =>
-  Promise.resolve(ctx.journal.channelChanged(storeChannel(ctx, channelId), at)).catch(
-    () => undefined,
-  );
+  Promise.resolve(
+    ctx.journal.markChanged(VOUCHER_NAMESPACE, storeChannel(ctx, channelId), at),
+  ).catch(() => undefined);
 
 /**
  * Why a voucher for `amount` cumulative does not fit the channel's state, if it does not: no
@@ -227,7 +236,8 @@ async function raiseAgainst(
   const raised =
     amount < book.highestVoucher(channelId)
       ? { higher: book.highestVoucher(channelId) }
-      : await ctx.journal.raiseVoucher(
+      : await ctx.journal.raiseHighest(
+          VOUCHER_NAMESPACE,
           storeChannel(ctx, channelId),
           amount,
           options.fresh ? undefined : readAt,

@@ -1,0 +1,122 @@
+/**
+ * What the journal file keeps of the schemes' state (SettlementStore.raiseHighest, markChanged):
+ * per namespace and id, the highest value raised and when the id last changed. Raises are written
+ * a second later, one line per id raised meanwhile; a change is written at once.
+ *
+ * A journal written before the state was generic holds batch-settlement's own lines (`voucher`,
+ * `changed`): they are read as lines of its namespace, and a compaction rewrites them as these.
+ */
+import { setNewest } from "../core/newest.js";
+import type { RaiseRefusal } from "../core/store.js";
+
+export type SchemeStateLine =
+  /** The highest value raised for `id` in `namespace`. */
+  | { t: "highest"; namespace: string; id: string; value: string }
+  /** `id` in `namespace` changed at `changedAt` (unix ms), or may until then. */
+  | { t: "changed-at"; namespace: string; id: string; changedAt: number };
+
+/**
+ * The lines of a journal written before the state was generic: batch-settlement's, whose
+ * identifiers were its channels. Only read, never written. A `changed` line's `at` is the time
+ * the line was written (ISO), which the journal stamped over the change's own time; a compacted
+ * file's is that time (unix ms).
+ */
+export type PreviousSchemeStateLine =
+  | { t: "voucher"; channel: string; amount: string }
+  | { t: "changed"; channel: string; at: number | string };
+
+/** The namespace the previous lines belong to: the batch-settlement scheme's. */
+export const PREVIOUS_LINES_NAMESPACE = "batch-settlement:voucher";
+
+const LINE_TYPES: ReadonlySet<unknown> = new Set(["highest", "changed-at", "voucher", "changed"]);
+
+/** Whether a journal line is of the schemes' state, in this version's words or the previous one's. */
+export const isSchemeStateLine = (line: {
+  t: string;
+}): line is SchemeStateLine | PreviousSchemeStateLine => LINE_TYPES.has(line.t);
+
+/** The line a previous one stands for, or undefined when it is unreadable. */
+function fromPreviousLine(line: PreviousSchemeStateLine): SchemeStateLine | undefined {
+  const namespace = PREVIOUS_LINES_NAMESPACE;
+  if (line.t === "voucher")
+    return { t: "highest", namespace, id: line.channel, value: line.amount };
+  const changedAt = typeof line.at === "number" ? line.at : Date.parse(line.at);
+  return Number.isFinite(changedAt)
+    ? { t: "changed-at", namespace, id: line.channel, changedAt }
+    : undefined;
+}
+
+/** Ids remembered (the most recently raised or changed), across namespaces. */
+const IDS_KEPT = 100_000;
+
+/** The key of an id in its namespace, unambiguous whatever either holds. */
+const keyOf = (namespace: string, id: string) => JSON.stringify([namespace, id]);
+const partsOf = (key: string) => JSON.parse(key) as [namespace: string, id: string];
+
+export class JournalSchemeState {
+  readonly #highest = new Map<string, bigint>();
+  readonly #changedAt = new Map<string, number>();
+  /** Keys raised here and not yet written. */
+  readonly #dirty = new Set<string>();
+
+  get size(): number {
+    return this.#highest.size + this.#changedAt.size;
+  }
+
+  /** See SettlementStore.raiseHighest; a raise is owed to the file until owed() hands it over. */
+  raise(
+    namespace: string,
+    id: string,
+    value: bigint,
+    seenAt: number | undefined,
+  ): RaiseRefusal | undefined {
+    const key = keyOf(namespace, id);
+    const changedAt = this.#changedAt.get(key);
+    if (seenAt !== undefined && changedAt !== undefined && changedAt > seenAt) return { changedAt };
+    const highest = this.#highest.get(key);
+    if (highest !== undefined && highest > value) return { higher: highest };
+    if (highest === value) return undefined;
+    this.apply({ t: "highest", namespace, id, value: value.toString() });
+    this.#dirty.add(key);
+    return undefined;
+  }
+
+  /** A line read back from the file (a previous version's too), or just made here. */
+  apply(written: SchemeStateLine | PreviousSchemeStateLine): void {
+    const line =
+      written.t === "voucher" || written.t === "changed" ? fromPreviousLine(written) : written;
+    if (!line) return;
+    const key = keyOf(line.namespace, line.id);
+    if (line.t === "highest") {
+      setNewest(this.#highest, key, BigInt(line.value), IDS_KEPT);
+      return;
+    }
+    const before = this.#changedAt.get(key) ?? 0;
+    setNewest(this.#changedAt, key, Math.max(before, line.changedAt), IDS_KEPT);
+  }
+
+  /** The raises not yet written, each id once. */
+  owed(): SchemeStateLine[] {
+    const lines = [...this.#dirty].flatMap((key) => this.#highestLine(key));
+    this.#dirty.clear();
+    return lines;
+  }
+
+  /** Everything kept, as a compacted file holds it. */
+  all(): SchemeStateLine[] {
+    return [
+      ...[...this.#highest.keys()].flatMap((key) => this.#highestLine(key)),
+      ...[...this.#changedAt].map(([key, changedAt]): SchemeStateLine => {
+        const [namespace, id] = partsOf(key);
+        return { t: "changed-at", namespace, id, changedAt };
+      }),
+    ];
+  }
+
+  #highestLine(key: string): SchemeStateLine[] {
+    const value = this.#highest.get(key);
+    if (value === undefined) return [];
+    const [namespace, id] = partsOf(key);
+    return [{ t: "highest", namespace, id, value: value.toString() }];
+  }
+}
