@@ -1,5 +1,6 @@
 /**
- * The directions imports may take in src/ (docs/design.md, "Layout"), checked by `npm test`:
+ * The directions imports may take in src/ (docs/design.md, "Layers and imports", which lists each
+ * rule below by name: test/design-doc.test.ts holds the two together), checked by `npm test`:
  *   shells (cli/, http/) → the entry point (facilitator.ts) → chain families (evm/, svm/)
  *   → core/ → protocol/; the stores (store/) implement core's port. No circles, type-only
  *   imports included; no family imports another.
