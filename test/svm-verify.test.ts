@@ -72,7 +72,7 @@ describe("networks", () => {
     ]);
   });
 
-  test("/supported lists the Solana kinds with extra.feePayer", async () => {
+  test("/supported lists the Solana kinds with extra.feePayer and transactionVersions", async () => {
     const { status, body } = await createHandler(facilitator)({
       method: "GET",
       url: "/supported",
@@ -81,9 +81,10 @@ describe("networks", () => {
     }).then((r) => ({ status: r.status, body: JSON.parse(r.body) }));
     expect(status).toBe(200);
     const feePayer = devnet.feePayer.address;
+    const extra = { feePayer, transactionVersions: [0] };
     expect(body.kinds).toEqual([
-      { x402Version: 1, scheme: "exact", network: "solana-devnet", extra: { feePayer } },
-      { x402Version: 2, scheme: "exact", network: devnet.network, extra: { feePayer } },
+      { x402Version: 1, scheme: "exact", network: "solana-devnet", extra },
+      { x402Version: 2, scheme: "exact", network: devnet.network, extra },
     ]);
     expect(body.signers).toEqual({ "solana:*": [feePayer] });
   });

@@ -4,7 +4,7 @@
  * gas at risk, gas bounds, fee caps and listed assets per chain. It answers for every network no
  * other family claims, so its unsupported_network messages name the CAIP-2 forms.
  */
-import { type Address, type Hex, isAddressEqual, type LocalAccount } from "viem";
+import type { Address, Hex, LocalAccount } from "viem";
 import { timeoutOf } from "../core/accepts.js";
 import { Answers } from "../core/answers.js";
 import type {
@@ -23,7 +23,7 @@ import type { JournalEntry, SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
 import { type Failure, failure } from "../protocol/errors.js";
-import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownAsset } from "../protocol/networks.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
@@ -229,10 +229,12 @@ export class EvmFamily implements ChainFamily {
     return this.#allowedAssets.get(chainId);
   }
 
-  /** An asset wasted gas is not held against as one we never settled: USDC, the listed ones. */
+  /**
+   * An asset wasted gas is not held against as one we never settled: the network table's
+   * stablecoins (USDC, and the official default assets), the listed ones.
+   */
   #trusted(chainId: number, asset: string): boolean {
-    const usdc = knownNetwork(chainId)?.usdc?.address;
-    if (usdc && isAddressEqual(usdc, asset as Address)) return true;
+    if (knownAsset(chainId, asset)) return true;
     return this.#allowedAssets.get(chainId)?.has(asset.toLowerCase()) ?? false;
   }
 

@@ -85,6 +85,12 @@ export const ERRORS = {
     x402: "invalid_exact_svm_payload_memo_mismatch",
     summary: "The Solana transaction's memo differs from requirements.extra.memo",
   },
+  unsupported_transaction_version: {
+    status: 400,
+    x402: "unsupported_transaction_version",
+    summary:
+      "The Solana transaction's message version is not taken here (version 0 is, and legacy)",
+  },
   spender_mismatch: {
     status: 400,
     x402: "invalid_permit2_spender",

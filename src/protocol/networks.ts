@@ -1,7 +1,13 @@
 /**
- * Networks are data: x402 v1 names and CAIP-2 ids map to chain ids, a default public RPC and the
- * chain's USDC. Payments on any other chain work when an RPC for it is configured, using the token
- * data the requirements carry.
+ * Networks are data: x402 v1 names and CAIP-2 ids map to chain ids, a default public RPC (where
+ * one is built in) and the chain's stablecoins. Payments on any other chain work when an RPC for
+ * it is configured, using the token data the requirements carry.
+ *
+ * The assets are the official @x402/evm default-asset table's (`DEFAULT_ASSETS`, 2.27.0: address,
+ * EIP-712 name and version, decimals, symbol, Permit2-only), in its order, plus three USDCs of the
+ * legacy x402 v1 package's config (Avalanche Fuji, Polygon Amoy, IoTeX).
+ * test/default-assets.test.ts compares the two tables, so a release that adds a chain or a token
+ * fails it until the chain or token is added here.
  */
 import type { Address } from "viem";
 import type { TokenUnits } from "./amounts.js";
@@ -14,6 +20,11 @@ export interface KnownAsset {
   readonly decimals: number;
   /** Its ticker, for messages ("0.01 USDC"); left out where it is not certain. */
   readonly symbol?: string | undefined;
+  /**
+   * "permit2" for a token without EIP-3009 (`transferWithAuthorization`), which the official
+   * clients pay with through Permit2; left out for an EIP-3009 token.
+   */
+  readonly transfer?: "permit2";
 }
 
 export interface KnownNetwork {
@@ -22,7 +33,8 @@ export interface KnownNetwork {
   readonly v1Name?: string;
   readonly label: string;
   readonly defaultRpcUrl?: string;
-  readonly usdc?: KnownAsset;
+  /** The chain's stablecoins, its default first (the chain's USDC where it has one). */
+  readonly assets?: readonly KnownAsset[];
   /** The native token's symbol, for messages. */
   readonly native?: string;
   /**
@@ -46,13 +58,46 @@ const usd = (address: Address, name = "USD Coin", version = "2"): KnownAsset => 
   symbol: "USDC",
 });
 
+/** A token of the official table other than a 6-decimal USDC on EIP-3009. */
+const token = (
+  address: Address,
+  name: string,
+  version: string,
+  decimals: number,
+  symbol: string,
+  transfer?: "permit2",
+): KnownAsset => ({ address, name, version, decimals, symbol, ...(transfer ? { transfer } : {}) });
+
+const mezoUsd = (address: Address) => token(address, "Mezo USD", "1", 18, "mUSD", "permit2");
+const radiusSbc = token(
+  "0x33ad9e4BD16B69B5BFdED37D8B5D9fF9aba014Fb",
+  "Stable Coin",
+  "1",
+  6,
+  "SBC",
+  "permit2",
+);
+const hppUsdc = token(
+  "0x401eCb1D350407f13ba348573E5630B83638E30D",
+  "Bridged USDC",
+  "2",
+  6,
+  "USDC.e",
+);
+/**
+ * Mezo's gas is paid in BTC, where the default cap (0.01 of the native token) would be worth far
+ * more than any other chain's: this is worth about Base's (0.003 ETH). Mezo's busy-hour gas prices
+ * were not measured here; --max-fee raises it.
+ */
+const MEZO_FEE_CAP = "0.0001";
+
 export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
   {
     chainId: 1,
     v1Name: "ethereum",
     label: "Ethereum",
     defaultRpcUrl: "https://ethereum.reth.rs/rpc",
-    usdc: usd("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"),
+    assets: [usd("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48")],
     native: "ETH",
     feeCap: "0.02",
   },
@@ -69,7 +114,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "base",
     label: "Base",
     defaultRpcUrl: "https://mainnet.base.org",
-    usdc: usd("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
+    assets: [usd("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913")],
     native: "ETH",
     feeCap: "0.003",
   },
@@ -78,7 +123,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "base-sepolia",
     label: "Base Sepolia",
     defaultRpcUrl: "https://sepolia.base.org",
-    usdc: usd("0x036CbD53842c5426634e7929541eC2318f3dCF7e", "USDC"),
+    assets: [usd("0x036CbD53842c5426634e7929541eC2318f3dCF7e", "USDC")],
     native: "ETH",
     feeCap: "0.003",
   },
@@ -87,7 +132,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "avalanche",
     label: "Avalanche",
     defaultRpcUrl: "https://api.avax.network/ext/bc/C/rpc",
-    usdc: usd("0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E"),
+    assets: [usd("0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E")],
     native: "AVAX",
     feeCap: "0.1",
   },
@@ -96,7 +141,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "avalanche-fuji",
     label: "Avalanche Fuji",
     defaultRpcUrl: "https://api.avax-test.network/ext/bc/C/rpc",
-    usdc: usd("0x5425890298aed601595a70AB815c96711a31Bc65"),
+    assets: [usd("0x5425890298aed601595a70AB815c96711a31Bc65")],
     native: "AVAX",
     feeCap: "0.1",
   },
@@ -105,7 +150,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "polygon",
     label: "Polygon",
     defaultRpcUrl: "https://polygon.drpc.org",
-    usdc: usd("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"),
+    assets: [usd("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359")],
     native: "POL",
     feeCap: "2",
   },
@@ -114,7 +159,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "polygon-amoy",
     label: "Polygon Amoy",
     defaultRpcUrl: "https://polygon-amoy.drpc.org",
-    usdc: usd("0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582", "USDC"),
+    assets: [usd("0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582", "USDC")],
     native: "POL",
     feeCap: "2",
   },
@@ -122,7 +167,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     chainId: 42161,
     label: "Arbitrum One",
     defaultRpcUrl: "https://arb1.arbitrum.io/rpc",
-    usdc: usd("0xaf88d065e77c8cC2239327C5EDb3A432268e5831"),
+    assets: [usd("0xaf88d065e77c8cC2239327C5EDb3A432268e5831")],
     native: "ETH",
     feeCap: "0.003",
     gasScale: 4,
@@ -131,7 +176,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     chainId: 421614,
     label: "Arbitrum Sepolia",
     defaultRpcUrl: "https://sepolia-rollup.arbitrum.io/rpc",
-    usdc: usd("0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d"),
+    assets: [usd("0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d")],
     native: "ETH",
     feeCap: "0.003",
     gasScale: 4,
@@ -160,10 +205,9 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     label: "IoTeX",
     defaultRpcUrl: "https://babel-api.mainnet.iotex.io",
     // A bridged token's ticker is the bridge's to choose: amounts here say no symbol.
-    usdc: {
-      ...usd("0xcdf79194c6c285077a58da47641d4dbe51f63542", "Bridged USDC"),
-      symbol: undefined,
-    },
+    assets: [
+      { ...usd("0xcdf79194c6c285077a58da47641d4dbe51f63542", "Bridged USDC"), symbol: undefined },
+    ],
     native: "IOTX",
     feeCap: "2",
   },
@@ -172,7 +216,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "sei",
     label: "Sei",
     defaultRpcUrl: "https://evm-rpc.sei-apis.com",
-    usdc: usd("0xe15fC38F6D8c56aF07bbCBe3BAf5708A2Bf42392", "USDC"),
+    assets: [usd("0xe15fC38F6D8c56aF07bbCBe3BAf5708A2Bf42392", "USDC")],
     native: "SEI",
     feeCap: "1",
   },
@@ -181,7 +225,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "sei-testnet",
     label: "Sei Testnet",
     defaultRpcUrl: "https://evm-rpc-testnet.sei-apis.com",
-    usdc: usd("0x4fCF1784B31630811181f670Aea7A7bEF803eaED", "USDC"),
+    assets: [usd("0x4fCF1784B31630811181f670Aea7A7bEF803eaED", "USDC")],
     native: "SEI",
     feeCap: "1",
   },
@@ -212,6 +256,9 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "megaeth",
     label: "MegaETH",
     defaultRpcUrl: "https://mainnet.megaeth.com/rpc",
+    assets: [
+      token("0xFAfDdbb3FC7688494971a79cc65DCa3EF82079E7", "MegaUSD", "1", 18, "MegaUSD", "permit2"),
+    ],
     native: "ETH",
     feeCap: "0.003",
   },
@@ -220,7 +267,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "monad",
     label: "Monad",
     defaultRpcUrl: "https://rpc.monad.xyz",
-    usdc: usd("0x754704Bc059F8C67012fEd69BC8A327a5aafb603", "USDC"),
+    assets: [usd("0x754704Bc059F8C67012fEd69BC8A327a5aafb603", "USDC")],
     native: "MON",
     feeCap: "1",
   },
@@ -229,6 +276,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "stable",
     label: "Stable",
     defaultRpcUrl: "https://rpc.stable.xyz",
+    assets: [token("0x779Ded0c9e1022225f8E0630b35a9b54bE713736", "USDT0", "1", 6, "USDT0")],
     native: "USDT0",
   },
   {
@@ -236,6 +284,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "stable-testnet",
     label: "Stable Testnet",
     defaultRpcUrl: "https://rpc.testnet.stable.xyz",
+    assets: [token("0x78Cf24370174180738C5B8E352B6D14c83a6c9A9", "USDT0", "1", 6, "USDT0")],
     native: "USDT0",
   },
   {
@@ -243,7 +292,11 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "celo",
     label: "Celo",
     defaultRpcUrl: "https://forno.celo.org",
-    usdc: usd("0xcebA9300f2b948710d2653dD7B07f33A8B32118C", "USDC"),
+    assets: [
+      usd("0xcebA9300f2b948710d2653dD7B07f33A8B32118C", "USDC"),
+      token("0x48065fbBE25f71C9282ddf5e1cD6D6A887483D5e", "Tether USD", "1", 6, "USDT"),
+      token("0xD2ab3C9A02DBBAB236BfEC45D1d755DF4267F771", "Tether America USD", "1", 6, "USAT"),
+    ],
     native: "CELO",
     feeCap: "0.2",
   },
@@ -252,8 +305,64 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     v1Name: "flare",
     label: "Flare",
     defaultRpcUrl: "https://flare-api.flare.network/ext/C/rpc",
+    // "USD₮0": the token's EIP-712 name spells the tugrik sign (U+20AE), as the official table.
+    assets: [token("0xe7cd86e13AC4309349F30B3435a9d337750fC82D", "USD₮0", "1", 6, "USDT0")],
     native: "FLR",
     feeCap: "2",
+  },
+  // The chains 2.27's default-asset table added: no built-in public RPC (served once an RPC for
+  // them is configured), no x402 v1 name (v1 has none for them). Labels and native tokens as
+  // viem's chain definitions name them.
+  {
+    chainId: 11142220,
+    label: "Celo Sepolia",
+    assets: [usd("0x01C5C0122039549AD1493B8220cABEdD739BC44E", "USDC")],
+    native: "CELO",
+    feeCap: "0.2",
+  },
+  {
+    chainId: 31612,
+    label: "Mezo",
+    assets: [mezoUsd("0xdD468A1DDc392dcdbEf6db6e34E89AA338F9F186")],
+    native: "BTC",
+    feeCap: MEZO_FEE_CAP,
+  },
+  {
+    chainId: 31611,
+    label: "Mezo Testnet",
+    assets: [mezoUsd("0x118917a40FAF1CD7a13dB0Ef56C86De7973Ac503")],
+    native: "BTC",
+    feeCap: MEZO_FEE_CAP,
+  },
+  { chainId: 723487, label: "Radius", assets: [radiusSbc], native: "RUSD" },
+  { chainId: 72344, label: "Radius Testnet", assets: [radiusSbc], native: "RUSD" },
+  {
+    chainId: 36900,
+    label: "ADI Chain",
+    assets: [token("0x9cb8142aEBBcdc60AF7c97Af897A67A8f3CA71C2", "USDC.e", "2", 6, "USDC.e")],
+    native: "ADI",
+  },
+  { chainId: 190415, label: "HPP", assets: [hppUsdc], native: "ETH" },
+  { chainId: 181228, label: "HPP Sepolia", assets: [hppUsdc], native: "ETH" },
+  {
+    chainId: 50,
+    label: "XDC",
+    assets: [usd("0xfA2958CB79b0491CC627c1557F441eF849Ca8eb1", "USDC")],
+    native: "XDC",
+  },
+  {
+    chainId: 51,
+    label: "XDC Apothem",
+    assets: [usd("0xb5AB69F7bBada22B28e79C8FFAECe55eF1c771D4", "USDC")],
+    native: "TXDC",
+  },
+  {
+    chainId: 38833,
+    label: "Igra",
+    assets: [
+      token("0xA5b8BF902b2844dA17d4506cc827F7F1681735E7", "USDC", "1", 6, "USDC", "permit2"),
+    ],
+    native: "iKAS",
   },
 ];
 
@@ -264,11 +373,16 @@ export function knownNetwork(chainId: number): KnownNetwork | undefined {
   return byChainId.get(chainId);
 }
 
-/** The decimals and symbol of a token this table knows (a chain's USDC), for messages. */
+/** A token of the chain's stablecoins in this table, by address (any case). */
+export function knownAsset(chainId: number, asset: string): KnownAsset | undefined {
+  const lower = asset.toLowerCase();
+  return byChainId.get(chainId)?.assets?.find((a) => a.address.toLowerCase() === lower);
+}
+
+/** The decimals and symbol of a token this table knows (a chain's stablecoins), for messages. */
 export function knownToken(chainId: number, asset: string): TokenUnits | undefined {
-  const usdc = byChainId.get(chainId)?.usdc;
-  if (!usdc || usdc.address.toLowerCase() !== asset.toLowerCase()) return undefined;
-  return { decimals: usdc.decimals, symbol: usdc.symbol };
+  const known = knownAsset(chainId, asset);
+  return known ? { decimals: known.decimals, symbol: known.symbol } : undefined;
 }
 
 /** The chain id of an x402 v1 network name, if v1 knows the name. */

@@ -28,6 +28,7 @@ import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-
 import { completeSvm } from "./accepts.js";
 import type { SvmFeePayer } from "./chain/keys.js";
 import { SVM_KEY_PREFIX, svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
+import { TRANSACTION_VERSIONS } from "./exact/constants.js";
 import type { SvmSettleContext } from "./exact/index.js";
 import { signatureStatuses } from "./exact/rpc.js";
 
@@ -119,17 +120,19 @@ export class SvmFamily implements ChainFamily {
     return namingEndpoint(result, request.requirements.network, this.#rpc.solanaVia(ctx.network));
   }
 
-  /** The served clusters' kinds, each naming one fee payer in turn (none without a fee payer). */
+  /**
+   * The served clusters' kinds, each naming one fee payer in turn (none without a fee payer) and
+   * the transaction message versions taken (legacy ones too, never advertised).
+   */
   async supported(): Promise<Supported> {
     const kinds: SupportedKind[] = [];
     if (this.feePayers.length > 0) {
       for (const network of await this.#rpc.servedSolanaNetworks()) {
         const feePayer = this.feePayers[this.#turn++ % this.feePayers.length] as string;
+        const extra = { feePayer, transactionVersions: [...TRANSACTION_VERSIONS] };
         const v1Name = solanaCluster(network)?.v1Name;
-        if (v1Name) {
-          kinds.push({ x402Version: 1, scheme: "exact", network: v1Name, extra: { feePayer } });
-        }
-        kinds.push({ x402Version: 2, scheme: "exact", network, extra: { feePayer } });
+        if (v1Name) kinds.push({ x402Version: 1, scheme: "exact", network: v1Name, extra });
+        kinds.push({ x402Version: 2, scheme: "exact", network, extra: { ...extra } });
       }
     }
     const signers: Record<string, string[]> =

@@ -130,6 +130,8 @@ export interface BuildOptions {
   readonly transform?: (instructions: Instruction[]) => Instruction[];
   /** Moves these non-signer accounts into an address lookup table at this address. */
   readonly lookupTable?: { readonly address: Address; readonly addresses: readonly Address[] };
+  /** The message's version: 0 (the official client's) unless changed. */
+  readonly version?: "legacy" | 0 | 1;
 }
 
 function u32(value: number): Uint8Array {
@@ -185,7 +187,8 @@ export async function buildPayment(options: BuildOptions): Promise<string> {
   const instructions = options.transform ? options.transform(layout) : layout;
   const table = options.lookupTable;
   const message = pipe(
-    createTransactionMessage({ version: 0 }),
+    // Typed as version 0 throughout: the kit builds and signs the others the same way.
+    createTransactionMessage({ version: (options.version ?? 0) as 0 }),
     (m) => setTransactionMessageFeePayer(options.feePayer, m),
     (m) =>
       setTransactionMessageLifetimeUsingBlockhash(

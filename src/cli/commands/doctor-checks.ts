@@ -315,33 +315,42 @@ export function openSettlementsFinding(
   };
 }
 
-/** Whether EIP-3009 (the chain's USDC, or the devnet's) and Permit2 payments can work here. */
+/**
+ * Whether EIP-3009 (the chain's first EIP-3009 stablecoin in the network table, or the devnet's
+ * USDC) and Permit2 payments can work here.
+ */
 export async function checkTokens(chains: readonly ChainSeen[]): Promise<Finding[]> {
   const findings: Finding[] = [];
   for (const { chainId, devnet, client } of chains) {
-    const known = knownNetwork(chainId)?.usdc;
-    const usdc: { address: Address; name?: string; version?: string } | undefined = devnet
-      ? { address: usdcAddressFor(chainId) }
-      : known
-        ? { address: getAddress(known.address), name: known.name, version: known.version }
-        : undefined;
+    const known = knownNetwork(chainId)?.assets?.find((a) => a.transfer !== "permit2");
+    const token: { address: Address; label: string; name?: string; version?: string } | undefined =
+      devnet
+        ? { address: usdcAddressFor(chainId), label: "test USDC" }
+        : known
+          ? {
+              address: getAddress(known.address),
+              label: known.symbol ?? known.name,
+              name: known.name,
+              version: known.version,
+            }
+          : undefined;
     const parts: string[] = [];
     let level: Level = "ok";
     try {
-      if (usdc) {
+      if (token) {
         const [name, version, eip3009] = await Promise.all([
           client
-            .readContract({ address: usdc.address, abi: tokenAbi, functionName: "name" })
+            .readContract({ address: token.address, abi: tokenAbi, functionName: "name" })
             .catch(() => undefined),
           client
-            .readContract({ address: usdc.address, abi: tokenAbi, functionName: "version" })
+            .readContract({ address: token.address, abi: tokenAbi, functionName: "version" })
             .catch(() => undefined),
           client
             .readContract({
-              address: usdc.address,
+              address: token.address,
               abi: tokenAbi,
               functionName: "authorizationState",
-              args: [usdc.address, `0x${"00".repeat(32)}`],
+              args: [token.address, `0x${"00".repeat(32)}`],
             })
             .then(
               () => true,
@@ -350,19 +359,19 @@ export async function checkTokens(chains: readonly ChainSeen[]): Promise<Finding
         ]);
         if (!eip3009) {
           level = "warning";
-          parts.push(`USDC ${usdc.address} answers no EIP-3009 authorizationState`);
-        } else if (usdc.name !== undefined && (name !== usdc.name || version !== usdc.version)) {
+          parts.push(`${token.label} ${token.address} answers no EIP-3009 authorizationState`);
+        } else if (token.name !== undefined && (name !== token.name || version !== token.version)) {
           level = "warning";
           parts.push(
-            `USDC ${usdc.address} names itself "${name}" version "${version}", the registry says "${usdc.name}" "${usdc.version}"`,
+            `${token.label} ${token.address} names itself "${name}" version "${version}", the registry says "${token.name}" "${token.version}"`,
           );
         } else {
-          parts.push(
-            `${devnet ? "test USDC" : "USDC"} ${usdc.address} "${name}" version "${version}": EIP-3009 ok`,
-          );
+          parts.push(`${token.label} ${token.address} "${name}" version "${version}": EIP-3009 ok`);
         }
       } else {
-        parts.push("no well-known USDC here: payments carry their token in the requirements");
+        parts.push(
+          "no well-known EIP-3009 token here: payments carry their token in the requirements",
+        );
       }
       const [permit2, proxy] = await Promise.all([
         client.getCode({ address: PERMIT2_ADDRESS }),

@@ -33,7 +33,7 @@ export interface GasAtRiskOptions {
   readonly budgetGasByChain?: Readonly<Record<number, bigint>> | undefined;
   /** The window, in milliseconds (default one hour). */
   readonly windowMs?: number | undefined;
-  /** Assets that always count as known (each network's USDC, the operator's allowed list). */
+  /** Assets that always count as known (each network's stablecoins, the operator's allowed list). */
   readonly trusted?: ((chainId: number, asset: string) => boolean) | undefined;
   /** How many settlements of this payer or asset the store remembers (other replicas, restarts). */
   readonly settlementsOf?:

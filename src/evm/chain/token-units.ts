@@ -1,9 +1,9 @@
 /**
  * A token's decimals and symbol, for the words of a refusal ("the payer holds 0.5 USDC (500000
- * units)"): the network table's for a chain's USDC; for any other token, read from the token the
- * first time a refusal names its amounts, and kept (the last 256 tokens). A payment that goes
- * through never reads them, and a synchronous refusal (the in-flight ledger's) only uses what is
- * kept.
+ * units)"): the network table's for a chain's stablecoins; for any other token, read from the
+ * token the first time a refusal names its amounts, and kept (the last 256 tokens). A payment that
+ * goes through never reads them, and a synchronous refusal (the in-flight ledger's) only uses what
+ * is kept.
  */
 
 import { type Address, type PublicClient, parseAbi } from "viem";

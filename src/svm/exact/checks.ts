@@ -11,6 +11,8 @@
  * | payload_missing_fee_payer                                 | missing_fee_payer                |
  * | fee_payer_not_managed_by_facilitator (v1: no prefix)      | facilitator_mismatch             |
  * | payload_transaction_could_not_be_decoded                  | invalid_request (names the field)|
+ * | unsupported_transaction_version (no prefix; after 2.27:   | unsupported_transaction_version  |
+ * |   a message version other than legacy or 0)               |                                  |
  * | fee_payer_mismatch (tx fee payer ≠ extra.feePayer)        | fee_payer_mismatch               |
  * | payload_signature_invalid                                 | invalid_signature                |
  * | payload_excessive_signers, smart_wallet_alt_resolution_…, | unexpected_instructions:         |
@@ -83,7 +85,13 @@ export async function checkSvmPayment(
   }
 
   const decoded = decodeSvmTransaction(transaction);
-  if (!decoded.ok) return fail(SVM_REASONS.couldNotBeDecoded, decoded.message);
+  if (!decoded.ok) {
+    const unsupported = decoded.unsupportedVersion !== undefined;
+    return fail(
+      unsupported ? SVM_REASONS.unsupportedTransactionVersion : SVM_REASONS.couldNotBeDecoded,
+      decoded.message,
+    );
+  }
   const tx = decoded.transaction;
 
   const signers = tx.header.numSignerAccounts;

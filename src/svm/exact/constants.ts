@@ -36,3 +36,12 @@ export const LAMPORTS_PER_SIGNATURE = 5_000n;
  * 20,000 units at 1 micro-lamport); at the reference's price cap its 20,000 units cost 110,000.
  */
 export const DEFAULT_MAX_FEE_LAMPORTS = 150_000n;
+
+/**
+ * The transaction message versions advertised on /supported (`extra.transactionVersions`), as the
+ * upstream change after 2.27 advertises them: version 0, the one the official client builds.
+ * Legacy messages are still taken (2.27 takes them, and upstream keeps them for older clients) but
+ * never advertised; any other version (1, SIMD-0385's, and up) is refused as
+ * `unsupported_transaction_version` before anything else of it is read.
+ */
+export const TRANSACTION_VERSIONS: readonly number[] = [0];

@@ -6,6 +6,9 @@
  *
  * Address lookup tables are read but not resolved (that needs a chain): the view says how many a
  * message uses, and accounts taken from them read as LOOKUP_TABLE_ACCOUNT.
+ *
+ * The message's version is read off its first byte before anything else: legacy and version 0
+ * messages are decoded, any other version is refused as such (TRANSACTION_VERSIONS).
  */
 import {
   getBase58Decoder,
@@ -13,6 +16,7 @@ import {
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
 } from "@solana/kit";
+import { TRANSACTION_VERSIONS } from "./constants.js";
 
 export interface SvmHeader {
   /** Signers: the first `numSignerAccounts` static keys (the fee payer is key 0). */
@@ -51,7 +55,12 @@ export interface SvmTransaction {
 
 export type DecodeResult =
   | { readonly ok: true; readonly transaction: SvmTransaction }
-  | { readonly ok: false; readonly message: string };
+  | {
+      readonly ok: false;
+      readonly message: string;
+      /** Set when the message is of a version not taken here: that version. */
+      readonly unsupportedVersion?: number;
+    };
 
 /** What an account resolved through an address lookup table reads as (no chain to resolve it). */
 export const LOOKUP_TABLE_ACCOUNT = "(address lookup table)";
@@ -67,10 +76,19 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
   }
   try {
     const bytes = getBase64Encoder().encode(base64);
+    const version = messageVersionOf(bytes);
+    if (typeof version === "number" && !TRANSACTION_VERSIONS.includes(version)) {
+      return {
+        ok: false,
+        unsupportedVersion: version,
+        message: `The transaction is a version ${version} message; this facilitator takes version ${TRANSACTION_VERSIONS.join(", ")} messages (extra.transactionVersions on /supported) and, from older clients, legacy ones`,
+      };
+    }
     const wire = transactionDecoder.decode(bytes);
     const messageBytes = Uint8Array.from(wire.messageBytes);
     const compiled = messageDecoder.decode(messageBytes);
     if (!("instructions" in compiled)) {
+      // Not reached: a message of another layout has another version, refused above.
       return {
         ok: false,
         message: `Transaction message version ${compiled.version} is not supported`,
@@ -142,6 +160,22 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
     const detail = error instanceof Error ? error.message : String(error);
     return { ok: false, message: `The transaction could not be decoded: ${detail}` };
   }
+}
+
+/**
+ * The version of a wire transaction's message, or undefined when the bytes end first (the decoder
+ * then says what is wrong). SIMD-0385's envelope puts the message first: its first byte is the
+ * version's, high bit set. Otherwise a signature count comes first, one byte under 128 in any
+ * transaction that fits; the message after the signatures starts with its version (high bit set)
+ * or is legacy.
+ */
+function messageVersionOf(wire: ArrayLike<number>): "legacy" | number | undefined {
+  const first = wire[0];
+  if (first === undefined) return undefined;
+  if (first & 0x80) return first & 0x7f;
+  const version = wire[1 + first * 64];
+  if (version === undefined) return undefined;
+  return version & 0x80 ? version & 0x7f : "legacy";
 }
 
 /** Base58 of 64 signature bytes: the transaction's id once the first signature is in place. */

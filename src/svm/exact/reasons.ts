@@ -8,6 +8,11 @@ export const SVM_REASONS = {
   feePayerNotManaged: "invalid_exact_svm_fee_payer_not_managed_by_facilitator",
   feePayerNotManagedV1: "fee_payer_not_managed_by_facilitator",
   couldNotBeDecoded: "invalid_exact_svm_payload_transaction_could_not_be_decoded",
+  /**
+   * Not in 2.27: the upstream change after it that advertises `extra.transactionVersions` refuses
+   * a message of another version with this reason, in both x402 versions.
+   */
+  unsupportedTransactionVersion: "unsupported_transaction_version",
   excessiveSigners: "invalid_exact_svm_payload_excessive_signers",
   feePayerMismatch: "invalid_exact_svm_fee_payer_mismatch",
   signatureInvalid: "invalid_exact_svm_payload_signature_invalid",

@@ -28,6 +28,7 @@ const CODES: Readonly<Record<SvmReason, ErrorCode>> = {
   [SVM_REASONS.feePayerNotManaged]: "facilitator_mismatch",
   [SVM_REASONS.feePayerNotManagedV1]: "facilitator_mismatch",
   [SVM_REASONS.couldNotBeDecoded]: "invalid_request",
+  [SVM_REASONS.unsupportedTransactionVersion]: "unsupported_transaction_version",
   [SVM_REASONS.excessiveSigners]: "unexpected_instructions",
   [SVM_REASONS.feePayerMismatch]: "fee_payer_mismatch",
   [SVM_REASONS.signatureInvalid]: "invalid_signature",
