@@ -11,6 +11,7 @@
  */
 import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
+import { inProgress } from "../../core/settle-loop.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
@@ -22,7 +23,7 @@ import { rowsThatMove } from "./claim-rows.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
 import { rejected } from "./reasons.js";
-import { inProgress, type Sent, sendAction } from "./send.js";
+import { type Sent, sendAction } from "./send.js";
 
 /** How claims are batched: up to `maxRows` rows, waiting at most `maxWaitMs` for more. */
 export interface ClaimBatchPolicy {

@@ -6,11 +6,12 @@
  */
 import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
+import { inProgress } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { reconcile } from "../chain/reconcile.js";
 import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
-import { inProgress, type Sent } from "./send.js";
+import type { Sent } from "./send.js";
 
 /**
  * What the store says of the claim `key` (whose store claim the caller holds): its transaction,

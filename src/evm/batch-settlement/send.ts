@@ -9,6 +9,7 @@
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { isUnreachable } from "../../core/rpc.js";
+import { inProgress, inTurn, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import { type Chargeable, isAnswered, type JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -16,7 +17,7 @@ import type { WaitUntil } from "../../protocol/schemas.js";
 import type { GasNeed } from "../chain/gas-bounds.js";
 import type { CallOutcome, ContractCall } from "../chain/outcome.js";
 import { reconcile } from "../chain/reconcile.js";
-import { prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
+import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 
@@ -53,65 +54,60 @@ export type Sent =
     };
 
 /** Sends `action` (or follows the one the journal holds under its key) to `waitUntil`. */
-export async function sendAction(
-  ctx: EvmContext,
-  action: Action,
-  waitUntil: WaitUntil,
-): Promise<Sent> {
-  if (action.claimed) return sendClaimed(ctx, action, waitUntil);
-  if (!(await ctx.journal.claim(action.key))) return refused(inProgress());
-  let sent: Sent | undefined;
-  try {
-    sent = await sendClaimed(ctx, action, waitUntil);
-    return sent;
-  } finally {
-    const releasing = Promise.resolve(ctx.journal.release(action.key)).catch(() => undefined);
-    if (!sent?.ok) await releasing;
-  }
+export function sendAction(ctx: EvmContext, action: Action, waitUntil: WaitUntil): Promise<Sent> {
+  const steps = actionSteps(ctx, action);
+  return action.claimed
+    ? inTurn(ctx.journal, steps, waitUntil)
+    : settleInTurn(ctx.journal, steps, waitUntil);
 }
 
-export const inProgress = () =>
-  failure("settlement_in_progress", "this is being settled right now; retry in a moment");
-
-async function sendClaimed(ctx: EvmContext, action: Action, waitUntil: WaitUntil): Promise<Sent> {
-  const entry = await ctx.journal.get(action.key);
-  if (entry && waitUntil !== "simulated") {
-    const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
-    if (isAnswered(state)) {
-      return refused(
-        failure(
-          "duplicate_settlement",
-          `this was already settled in ${entry.hashes.at(-1)}; it is not sent again`,
-        ),
-      );
-    }
-    if (state === "broadcast" || state === "landed") {
-      const picked = await reconcile(ctx, entry);
-      if (picked !== "gone") return answered(ctx, action, picked);
-      await ctx.journal.recordState(action.key, "dropped").catch(() => undefined);
-    }
-    if (state === "failed") {
-      const reverted = await revertedAsIs(ctx, entry, action.call);
-      if (reverted) {
+/** A channel action's steps through the settle loop (core/settle-loop.ts); it holds nothing. */
+function actionSteps(ctx: EvmContext, action: Action): SettleSteps<PreparedCall, Sent> {
+  const { key, name, chargeTo, members } = action;
+  return {
+    key,
+    busy: () => refused(inProgress()),
+    async pickUp(entry, waitUntil) {
+      if (waitUntil === "simulated") return undefined;
+      const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
+      if (isAnswered(state)) {
         return refused(
-          action.reverts(
-            `it reverted on chain in ${reverted}, and the same transaction is not sent again`,
+          failure(
+            "duplicate_settlement",
+            `this was already settled in ${entry.hashes.at(-1)}; it is not sent again`,
           ),
-          action.payer,
         );
       }
-    }
-  }
-  for (const { payer, asset } of action.chargeTo) {
-    const over = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
-    if (over) return refused(over, action.payer);
-  }
-  const prepared = await prepareCall(ctx, action.call, { reuse: false }, action.gas);
-  if ("kind" in prepared) return answered(ctx, action, prepared);
-  if (waitUntil === "simulated") return answered(ctx, action, await simulateCall(ctx, prepared));
-  const { key, name, chargeTo, members } = action;
-  const record = { key, action: { name, chargeTo, ...(members?.length ? { members } : {}) } };
-  return answered(ctx, action, await sendCall(ctx, prepared, waitUntil, record));
+      if (state === "broadcast" || state === "landed") {
+        const picked = await reconcile(ctx, entry);
+        if (picked !== "gone") return answered(ctx, action, picked);
+        await ctx.journal.recordState(key, "dropped").catch(() => undefined);
+      }
+      const reverted = state === "failed" && (await revertedAsIs(ctx, entry, action.call));
+      if (!reverted) return undefined;
+      return refused(
+        action.reverts(
+          `it reverted on chain in ${reverted}, and the same transaction is not sent again`,
+        ),
+        action.payer,
+      );
+    },
+    async prepare() {
+      for (const { payer, asset } of chargeTo) {
+        const over = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
+        if (over) return { ok: false, result: refused(over, action.payer) };
+      }
+      const prepared = await prepareCall(ctx, action.call, { reuse: false }, action.gas);
+      if ("kind" in prepared) return { ok: false, result: await answered(ctx, action, prepared) };
+      return { ok: true, value: prepared };
+    },
+    simulate: async (prepared) => answered(ctx, action, await simulateCall(ctx, prepared)),
+    hold: async () => undefined,
+    async send(prepared, waitUntil) {
+      const record = { key, action: { name, chargeTo, ...(members?.length ? { members } : {}) } };
+      return answered(ctx, action, await sendCall(ctx, prepared, waitUntil, record));
+    },
+  };
 }
 
 /**

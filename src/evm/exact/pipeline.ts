@@ -9,6 +9,7 @@
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
+import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import { type ExpectedTransfer, isAnswered, type JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
@@ -21,7 +22,7 @@ import type { CallOutcome } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
 import { recheckAnswered, reconcile } from "../chain/reconcile.js";
-import { prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
+import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import type { EvmContext, PaymentMethod } from "../context.js";
 import type { ExactMethod, Verified } from "./method.js";
 
@@ -270,157 +271,128 @@ async function settlePayment<P>(
   const parsed = method.parse(ctx, request);
   if (!parsed.ok) return { ok: false, failure: parsed.failure };
   const payment = parsed.value;
-  const { key, payer, asset } = method.identify(ctx, payment);
+  const { payer, asset } = method.identify(ctx, payment);
   const unlisted = notAllowed(ctx, asset);
   if (unlisted) return { ok: false, payer, failure: unlisted };
-  if (!(await ctx.journal.claim(key))) {
-    return {
-      ok: false,
-      failure: failure(
-        "settlement_in_progress",
-        "this authorization is being settled right now; retry in a moment",
-      ),
-    };
-  }
-  let result: SettleResult | undefined;
-  try {
-    result = await settleClaimed(method, ctx, request, payment, waitUntil);
-    return result;
-  } finally {
-    // After a success, given back once the answer is out: nothing may stand between the record
-    // of a success and its hand-over (core/answers.ts); a retry meanwhile is told to retry.
-    const releasing = Promise.resolve(ctx.journal.release(key)).catch(() => undefined);
-    if (!result?.ok) await releasing;
-  }
+  return settleInTurn(ctx.journal, paymentSteps(method, ctx, request, payment), waitUntil);
 }
 
-/** A settle of a payment whose claim this process holds. */
-async function settleClaimed<P>(
+/** A verified payment, priced (or, with preludes, to be priced once they landed). */
+interface Priced<P> {
+  readonly checked: Verified<P>;
+  readonly call?: PreparedCall | undefined;
+  /** When its reads were made, for the in-flight ledger (-∞: its balance is read anew). */
+  readonly mark: number;
+}
+
+/** An exact-EVM payment's steps through the settle loop (core/settle-loop.ts). */
+function paymentSteps<P>(
   method: ExactMethod<P>,
   ctx: EvmContext,
   request: PaymentRequest,
   payment: P,
-  waitUntil: WaitUntil,
-): Promise<SettleResult> {
+): SettleSteps<Priced<P>> {
   const { key, payer, asset, gasKey } = method.identify(ctx, payment);
-  const entry = await ctx.journal.get(key);
-  const picked = entry ? await pickUp(method, ctx, payment, entry, waitUntil) : undefined;
-  if (picked) return picked;
-
-  const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
-  if (refused) return { ok: false, payer, failure: refused };
-
-  // Settlement re-verifies everything. The transfer itself is simulated either here (batched
-  // with the other reads) or by estimating its gas: the first settle on a token estimates,
-  // later ones from accounts without code reuse that estimate.
-  const mark = ctx.inflight.mark();
-  const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
-  const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
-  if (!verified.ok) return { ok: false, failure: verified.failure };
-  const checked = verified.value;
-  const simulation = { simulated: simulate, mark };
-  if (checked.settledAmount !== undefined) {
-    const { settledAmount } = checked;
-    // upto: zero was used, so nothing moves; the authorization stays unspent.
-    if (settledAmount === 0n) {
-      return { ok: true, payer, transactionHash: "", amount: "0" };
-    }
-    const result = await settleVerified(method, ctx, checked, key, waitUntil, simulation);
-    return result.ok ? { ...result, amount: settledAmount.toString() } : result;
-  }
-  return await settleVerified(method, ctx, checked, key, waitUntil, simulation);
-}
-
-/** Sends a verified payment (after its preludes, if any) and answers how it came out. */
-async function settleVerified<P>(
-  method: ExactMethod<P>,
-  ctx: EvmContext,
-  checked: Verified<P>,
-  key: string,
-  waitUntil: WaitUntil,
-  simulation: { readonly simulated: boolean; readonly mark: number },
-): Promise<SettleResult> {
-  if (checked.preludes && checked.preludes.length > 0) {
-    return settleInSteps(method, ctx, checked, key, waitUntil);
-  }
-  const record = { key, expect: checked.expect };
-  const gasEstimate = { key: checked.gasKey, reuse: simulation.simulated };
-  const prepared = await prepareCall(ctx, checked.call, gasEstimate, checked.gas, {
-    signer: checked.signer,
-  });
-  if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
-  if (waitUntil === "simulated") {
-    return answer(method, ctx, checked, key, await simulateCall(ctx, prepared));
-  }
-  // Decided where it cannot race: what this payer already has in flight counts.
-  const short = await ctx.inflight.reserve(
-    new EvmLedgerReads(ctx),
+  const refuse = (result: SettleResult) => ({ ok: false as const, result });
+  return {
     key,
-    checked.spends,
-    simulation.mark,
-  );
-  if (short) return { ok: false, payer: checked.expect.from, failure: short };
-  let outcome: CallOutcome;
-  try {
-    outcome = await sendCall(ctx, prepared, waitUntil, record);
-  } catch (error) {
-    // sendCall answers outcomes; should it ever throw, the reservation must not outlive it.
-    ctx.inflight.release(key);
-    throw error;
-  }
-  return answer(method, ctx, checked, key, outcome);
+    busy: () => ({
+      ok: false,
+      failure: inProgress("this authorization is being settled right now; retry in a moment"),
+    }),
+    pickUp: (entry, waitUntil) => pickUp(method, ctx, payment, entry, waitUntil),
+    async prepare(waitUntil) {
+      const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
+      if (refused) return refuse({ ok: false, payer, failure: refused });
+      // Settlement re-verifies everything. The transfer itself is simulated either here (batched
+      // with the other reads) or by estimating its gas: the first settle on a token estimates,
+      // later ones from accounts without code reuse that estimate.
+      const mark = ctx.inflight.mark();
+      const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
+      const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
+      if (!verified.ok) return refuse({ ok: false, failure: verified.failure });
+      const checked = verified.value;
+      // upto: zero was used, so nothing moves; the authorization stays unspent.
+      if (checked.settledAmount === 0n) {
+        return refuse({ ok: true, payer, transactionHash: "", amount: "0" });
+      }
+      const preludes = checked.preludes ?? [];
+      if (preludes.length > 0) {
+        if (waitUntil !== "simulated") {
+          return { ok: true, value: { checked, mark: Number.NEGATIVE_INFINITY } };
+        }
+        return refuse({
+          ok: false,
+          failure: failure(
+            "invalid_request",
+            `waitUntil "simulated" cannot dry-run this payment: it takes ${preludes.length + 1} transactions (${preludes.map((p) => p.name).join(", ")}, then the transfer), and the transfer can only be simulated once the others have landed`,
+          ),
+        });
+      }
+      const gasEstimate = { key: checked.gasKey, reuse: simulate };
+      const call = await prepareCall(ctx, checked.call, gasEstimate, checked.gas, {
+        signer: checked.signer,
+      });
+      if ("kind" in call) return refuse(await answer(method, ctx, checked, key, call));
+      return { ok: true, value: { checked, call, mark } };
+    },
+    async simulate({ checked, call }) {
+      const outcome = await simulateCall(ctx, call as PreparedCall);
+      return withAmount(checked, await answer(method, ctx, checked, key, outcome));
+    },
+    // Decided where it cannot race: what this payer already has in flight counts.
+    async hold({ checked, mark }) {
+      const reads = new EvmLedgerReads(ctx);
+      const short = await ctx.inflight.reserve(reads, key, checked.spends, mark);
+      return short ? { ok: false, payer: checked.expect.from, failure: short } : undefined;
+    },
+    async send({ checked, call }, waitUntil) {
+      let outcome: CallOutcome;
+      try {
+        outcome = call
+          ? await sendCall(ctx, call, waitUntil, { key, expect: checked.expect })
+          : await sendInSteps(ctx, checked, key, waitUntil);
+      } catch (error) {
+        // sendCall answers outcomes; should it ever throw, the hold must not outlive it.
+        ctx.inflight.release(key);
+        throw error;
+      }
+      return withAmount(checked, await answer(method, ctx, checked, key, outcome));
+    },
+  };
 }
+
+/** upto: a success says how much moved. */
+const withAmount = <P>(checked: Verified<P>, result: SettleResult): SettleResult =>
+  result.ok && checked.settledAmount !== undefined
+    ? { ...result, amount: checked.settledAmount.toString() }
+    : result;
 
 /**
- * A payment of several transactions: the payer's balance is reserved first (no simulation can
- * prove the payment before its preludes land, so the balance is read), then each prelude lands,
- * then the payment itself is simulated (by estimating its gas) and sent.
+ * A payment of several transactions, its balance held already (no simulation can prove the
+ * payment before its preludes land, so the balance was read): each prelude lands, then the
+ * payment itself is simulated (by estimating its gas) and sent.
  */
-async function settleInSteps<P>(
-  method: ExactMethod<P>,
+async function sendInSteps<P>(
   ctx: EvmContext,
   checked: Verified<P>,
   key: string,
-  waitUntil: WaitUntil,
-): Promise<SettleResult> {
-  const preludes = checked.preludes ?? [];
-  if (waitUntil === "simulated") {
-    return {
-      ok: false,
-      failure: failure(
-        "invalid_request",
-        `waitUntil "simulated" cannot dry-run this payment: it takes ${preludes.length + 1} transactions (${preludes.map((p) => p.name).join(", ")}, then the transfer), and the transfer can only be simulated once the others have landed`,
-      ),
-    };
-  }
-  const short = await ctx.inflight.reserve(
-    new EvmLedgerReads(ctx),
-    key,
-    checked.spends,
-    Number.NEGATIVE_INFINITY,
-  );
-  if (short) return { ok: false, payer: checked.expect.from, failure: short };
-  const stopped = await landPreludes(ctx, key, preludes, checked.signer);
+  waitUntil: Exclude<WaitUntil, "simulated">,
+): Promise<CallOutcome> {
+  const stopped = await landPreludes(ctx, key, checked.preludes ?? [], checked.signer);
   if (stopped) {
     // The payer's own transaction failed after we may have paid its gas: as costly as a revert.
     if (stopped.payersFault) {
       const { from: payer, token: asset } = checked.expect;
       ctx.gasAtRisk.charge(ctx.chainId, { payer, asset, gas: 0n, cause: "reverted" });
     }
-    return answer(method, ctx, checked, key, stopped.outcome);
+    return stopped.outcome;
   }
-  const prepared = await prepareCall(ctx, checked.call, { reuse: false }, checked.gas, {
+  const call = await prepareCall(ctx, checked.call, { reuse: false }, checked.gas, {
     signer: checked.signer,
   });
-  if ("kind" in prepared) return answer(method, ctx, checked, key, prepared);
-  let outcome: CallOutcome;
-  try {
-    outcome = await sendCall(ctx, prepared, waitUntil, { key, expect: checked.expect });
-  } catch (error) {
-    ctx.inflight.release(key);
-    throw error;
-  }
-  return answer(method, ctx, checked, key, outcome);
+  if ("kind" in call) return call;
+  return sendCall(ctx, call, waitUntil, { key, expect: checked.expect });
 }
 
 /** The operator listed the assets this chain settles, and `asset` is not one of them. */

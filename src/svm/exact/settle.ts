@@ -16,6 +16,7 @@
 import type { Address, Hex } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
+import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry, type NewEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -95,29 +96,47 @@ export async function settleExactSvm(
     decimals: payment.decimals,
   };
   const s: Settling = { ctx, request, payment, signed, key, spend };
-  if (!(await ctx.journal.claim(key))) {
-    return {
+  return settleInTurn(ctx.journal, svmSteps(s), waitUntil);
+}
+
+/** A Solana payment's steps through the settle loop (core/settle-loop.ts). */
+function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
+  const { ctx, payment, signed, request } = s;
+  const payer = payment.payer;
+  return {
+    key: s.key,
+    busy: () => ({
       ok: false,
-      payer: payment.payer,
-      failure: failure(
-        "settlement_in_progress",
+      payer,
+      failure: inProgress(
         "this transaction is being settled right now; retry in a moment",
-        { x402Reason: DUPLICATE_REASON },
+        DUPLICATE_REASON,
       ),
-    };
-  }
-  let result: SettleResult | undefined;
-  try {
-    const entry = await ctx.journal.get(key);
-    const picked = entry ? await pickUp(s, entry, waitUntil) : undefined;
-    result = picked ?? (await settleFresh(s, waitUntil));
-    return result;
-  } finally {
-    // After a success, given back once the answer is out: nothing may stand between the record
-    // of a success and its hand-over (core/answers.ts); a retry meanwhile is told to retry.
-    const releasing = Promise.resolve(ctx.journal.release(key)).catch(() => undefined);
-    if (!result?.ok) await releasing;
-  }
+    }),
+    pickUp: (entry, waitUntil) => pickUp(s, entry, waitUntil),
+    async prepare() {
+      const throttled = ctx.throttle.refusal(SVM_THROTTLE_CHAIN, payer);
+      if (throttled) return { ok: false, result: { ok: false, payer, failure: throttled } };
+      // A signature the chain already knows was settled (by us or anyone): never a second success.
+      const mark = ctx.ledger.mark();
+      const [[status], why] = await Promise.all([
+        signatureStatuses(ctx.client, [signed.signature], true),
+        simulationError(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
+      ]);
+      if (status) return { ok: false, result: alreadyOnChain(s, status, "already landed") };
+      if (why !== undefined) {
+        return { ok: false, result: simulationRefusal(request, why, payment, "settle") };
+      }
+      return { ok: true, value: { mark } };
+    },
+    simulate: async () => ({ ok: true, payer, transactionHash: signed.signature }),
+    async hold({ mark }) {
+      const reads = new SvmLedgerReads(ctx.client, ctx.journal);
+      const short = await ctx.ledger.reserve(reads, s.key, [s.spend], mark, [signed.signature]);
+      return short ? { ok: false, payer, failure: short } : undefined;
+    },
+    send: (_, waitUntil) => sendAndFollow(s, waitUntil),
+  };
 }
 
 /** The wire transaction with `signature` as its first (the fee payer's) signature. */
@@ -168,30 +187,13 @@ async function pickUp(
   return conclude(s, await follow(s));
 }
 
-async function settleFresh(s: Settling, waitUntil: WaitUntil): Promise<SettleResult> {
+/** Writes the signed transaction down, sends it, and follows it to `waitUntil`. */
+async function sendAndFollow(
+  s: Settling,
+  waitUntil: Exclude<WaitUntil, "simulated">,
+): Promise<SettleResult> {
   const { ctx, payment, signed, request } = s;
   const payer = payment.payer;
-  const throttled = ctx.throttle.refusal(SVM_THROTTLE_CHAIN, payer);
-  if (throttled) return { ok: false, payer, failure: throttled };
-
-  // A signature the chain already knows was settled (by us or anyone): never a second success.
-  const mark = ctx.ledger.mark();
-  const [[status], why] = await Promise.all([
-    signatureStatuses(ctx.client, [signed.signature], true),
-    simulationError(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
-  ]);
-  if (status) return alreadyOnChain(s, status, "already landed");
-  if (why !== undefined) return simulationRefusal(request, why, payment, "settle");
-  if (waitUntil === "simulated") return { ok: true, payer, transactionHash: signed.signature };
-
-  const short = await ctx.ledger.reserve(
-    new SvmLedgerReads(ctx.client, ctx.journal),
-    s.key,
-    [s.spend],
-    mark,
-    [signed.signature],
-  );
-  if (short) return { ok: false, payer, failure: short };
   try {
     await ctx.journal.recordSend(journalEntry(s), signed.signature as Hex, signed.wire as Hex);
   } catch (error) {

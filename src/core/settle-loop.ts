@@ -1,0 +1,85 @@
+/**
+ * The one settle loop every scheme's transaction goes through, on every chain:
+ *
+ *   take the settlement's turn → pick up what the store holds of it → check again and price it →
+ *   hold what it spends → write it down, broadcast and follow it → answer → give the turn back.
+ *
+ * The loop owns the order and the rules that hold whatever is sent: one settle of a key at a time
+ * (on every replica sharing the store); what the store holds is followed, never sent anew; a dry
+ * run holds and sends nothing; a success is given back its turn only once it is out (core/answers
+ * .ts). A family says how to build, send and read a transaction on its chains (a `Sending` of its
+ * own); a scheme says what to send and how to judge what landed (through the family's steps).
+ */
+import { type Failure, failure } from "../protocol/errors.js";
+import type { SettleResult } from "../protocol/results.js";
+import type { WaitUntil } from "../protocol/schemas.js";
+import type { JournalEntry, SettlementStore } from "./store.js";
+
+/**
+ * One settlement's steps, as its family and scheme make them: `P` is its priced transaction, `R`
+ * its answer (a settle's result, or what a scheme's own caller needs of it).
+ */
+export interface SettleSteps<P, R extends { readonly ok: boolean } = SettleResult> {
+  /** What the chain consumes, and what the store writes it down under. */
+  readonly key: string;
+  /** The answer while another settle (here or on another replica) holds the key's turn. */
+  busy(): R;
+  /**
+   * The store holds a settlement of this key: its answer (followed to where it stands), or
+   * undefined when nothing of it stands in the way of settling afresh.
+   */
+  pickUp(entry: JournalEntry, waitUntil: WaitUntil): Promise<R | undefined>;
+  /** Everything checked again, and the transaction priced; a refusal is the answer. */
+  prepare(waitUntil: WaitUntil): Promise<{ ok: true; value: P } | { ok: false; result: R }>;
+  /** `simulated`: run it against the chain, hold and send nothing. */
+  simulate(prepared: P): Promise<R>;
+  /** Holds what it will spend against what is in flight; a refusal is the answer. */
+  hold(prepared: P): Promise<R | undefined>;
+  /**
+   * Writes it down (durably, before anything leaves), broadcasts it, follows it to `waitUntil`,
+   * and answers (a success recorded first: core/answers.ts).
+   */
+  send(prepared: P, waitUntil: Exclude<WaitUntil, "simulated">): Promise<R>;
+}
+
+/** Why a settle waits: another holds its turn. */
+export const inProgress = (
+  what = "this is being settled right now; retry in a moment",
+  x402Reason?: string,
+): Failure => failure("settlement_in_progress", what, x402Reason ? { x402Reason } : {});
+
+/** Runs one settle of `steps` in its key's turn; never throws what a step does not. */
+export async function settleInTurn<P, R extends { readonly ok: boolean }>(
+  store: Pick<SettlementStore, "claim" | "get" | "release">,
+  steps: SettleSteps<P, R>,
+  waitUntil: WaitUntil,
+): Promise<R> {
+  if (!(await store.claim(steps.key))) return steps.busy();
+  let result: R | undefined;
+  try {
+    result = await inTurn(store, steps, waitUntil);
+    return result;
+  } finally {
+    // After a success, given back once the answer is out: nothing may stand between the record
+    // of a success and its hand-over (core/answers.ts); a retry meanwhile is told to retry.
+    const releasing = Promise.resolve(store.release(steps.key)).catch(() => undefined);
+    if (!result?.ok) await releasing;
+  }
+}
+
+/** The loop inside a turn the caller already holds (a claim that may join a batch holds its own). */
+export async function inTurn<P, R extends { readonly ok: boolean }>(
+  store: Pick<SettlementStore, "get">,
+  steps: SettleSteps<P, R>,
+  waitUntil: WaitUntil,
+): Promise<R> {
+  const entry = await store.get(steps.key);
+  const picked = entry ? await steps.pickUp(entry, waitUntil) : undefined;
+  if (picked) return picked;
+  const prepared = await steps.prepare(waitUntil);
+  if (!prepared.ok) return prepared.result;
+  if (waitUntil === "simulated") return steps.simulate(prepared.value);
+  const short = await steps.hold(prepared.value);
+  if (short) return short;
+  return steps.send(prepared.value, waitUntil);
+}
