@@ -16,6 +16,7 @@ import type { Failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
+import { type Sent, sendAction } from "../send-action.js";
 import { channelIdOf } from "./channel.js";
 import { claimCall, claimKey, claimSignature } from "./claim-call.js";
 import { pickUpClaim } from "./claim-pickup.js";
@@ -23,7 +24,6 @@ import { rowsThatMove } from "./claim-rows.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
 import { rejected } from "./reasons.js";
-import { type Sent, sendAction } from "./send.js";
 
 /** How claims are batched: up to `maxRows` rows, waiting at most `maxWaitMs` for more. */
 export interface ClaimBatchPolicy {

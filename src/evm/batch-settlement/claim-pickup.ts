@@ -11,7 +11,7 @@ import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { reconcile } from "../chain/reconcile.js";
 import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
-import type { Sent } from "./send.js";
+import type { Sent } from "../send-action.js";
 
 /**
  * What the store says of the claim `key` (whose store claim the caller holds): its transaction,

@@ -11,6 +11,7 @@ import type { WaitUntil } from "../../protocol/schemas.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
+import { sendAction } from "../send-action.js";
 import { ourAuthorizerFor } from "./authorizer.js";
 import {
   type ChannelState,
@@ -23,7 +24,6 @@ import { claimCall, claimSignature, learnClaims } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
 import { officialShapeFailure, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
-import { sendAction } from "./send.js";
 import { bookOf, channelChanged, checkVoucherSignature, voucherAgainst } from "./voucher.js";
 
 /** How long a refund we send may take to land, as far as other replicas' channel books go. */

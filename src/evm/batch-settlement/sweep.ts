@@ -9,10 +9,10 @@ import type { WaitUntil } from "../../protocol/schemas.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
+import { sendAction } from "../send-action.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import { officialShapeFailure, sweepSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
-import { sendAction } from "./send.js";
 
 export async function settleSweep(
   ctx: EvmContext,

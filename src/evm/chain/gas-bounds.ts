@@ -52,9 +52,20 @@ export type GasUse = Exclude<GasBoundName, "contractWallet" | "walletDeployment"
 
 export const GAS_BOUND_NAMES = Object.keys(DEFAULT_GAS_BOUNDS) as GasBoundName[];
 
+/**
+ * A scheme's own kind of transaction, bounded by what the scheme declares (a scheme outside this
+ * list needs no edit here; its bound is not one the operator configures).
+ */
+export interface SchemeGas {
+  readonly name: string;
+  readonly gas: bigint;
+  /** In a refusal: "a memo transaction". */
+  readonly what: string;
+}
+
 /** What one settlement transaction is allowed, and what to call it in a refusal. */
 export interface GasNeed {
-  readonly use: GasUse;
+  readonly use: GasUse | SchemeGas;
   /** The payer is a contract wallet (its signature check runs in the call). */
   readonly contractWallet?: boolean | undefined;
   /** The call deploys the payer's wallet first (ERC-6492). */
@@ -104,8 +115,9 @@ export function gasBoundsFor(
 
 /** The most gas this transaction may use. */
 export function gasBound(bounds: GasBounds, need: GasNeed): bigint {
+  const own = typeof need.use === "string" ? bounds[need.use] : need.use.gas;
   return (
-    bounds[need.use] +
+    own +
     BigInt(need.rows ?? 0) * bounds.batchClaimRow +
     (need.contractWallet ? bounds.contractWallet : 0n) +
     (need.deployment ? bounds.walletDeployment : 0n)
@@ -116,7 +128,7 @@ export function gasBound(bounds: GasBounds, need: GasNeed): bigint {
  * The gas a verify-time simulation runs with: enough for the method from a contract wallet (which
  * verify may not know yet), so only a transfer that could never be settled fails it.
  */
-export function simulationGas(bounds: GasBounds, use: GasUse, deployment = false): bigint {
+export function simulationGas(bounds: GasBounds, use: GasNeed["use"], deployment = false): bigint {
   return gasBound(bounds, { use, contractWallet: true, deployment, asset: "0x" });
 }
 
@@ -131,14 +143,16 @@ export function overGasBound(
   gas: bigint | undefined,
 ): Failure {
   const asked = gas === undefined ? "more" : grouped(gas);
+  const use = typeof need.use === "string" ? need.use : need.use.name;
+  const what = typeof need.use === "string" ? USES[need.use] : need.use.what;
   const setting = need.deployment
-    ? `${need.use} + walletDeployment`
+    ? `${use} + walletDeployment`
     : need.contractWallet
-      ? `${need.use} + contractWallet`
-      : need.use;
+      ? `${use} + contractWallet`
+      : use;
   return failure(
     "gas_limit_exceeded",
-    `settling with asset ${need.asset} would take ${asked} gas, over the ${grouped(bound)} this facilitator allows for ${USES[need.use]}${need.contractWallet ? " from a contract wallet" : ""} on ${caip2(chainId)}; nothing was sent (an operator who trusts this token can raise gasBounds ${setting} in the config file)`,
+    `settling with asset ${need.asset} would take ${asked} gas, over the ${grouped(bound)} this facilitator allows for ${what}${need.contractWallet ? " from a contract wallet" : ""} on ${caip2(chainId)}; nothing was sent (an operator who trusts this token can raise gasBounds ${setting} in the config file)`,
   );
 }
 

@@ -7,19 +7,19 @@
  * within its gas bound and the chain's fee cap.
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
-import { unrecorded } from "../../core/answers.js";
-import { isUnreachable } from "../../core/rpc.js";
-import { inProgress, inTurn, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
-import { type Chargeable, isAnswered, type JournalEntry } from "../../core/store.js";
-import { type Failure, failure } from "../../protocol/errors.js";
-import type { SettleResult } from "../../protocol/results.js";
-import type { WaitUntil } from "../../protocol/schemas.js";
-import type { GasNeed } from "../chain/gas-bounds.js";
-import type { CallOutcome, ContractCall } from "../chain/outcome.js";
-import { reconcile } from "../chain/reconcile.js";
-import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
-import { chargeWaste } from "../chain/waste.js";
-import type { EvmContext } from "../context.js";
+import { unrecorded } from "../core/answers.js";
+import { isUnreachable } from "../core/rpc.js";
+import { inProgress, inTurn, type SettleSteps, settleInTurn } from "../core/settle-loop.js";
+import { type Chargeable, isAnswered, type JournalEntry } from "../core/store.js";
+import { type Failure, failure } from "../protocol/errors.js";
+import type { SettleResult } from "../protocol/results.js";
+import type { WaitUntil } from "../protocol/schemas.js";
+import type { GasNeed } from "./chain/gas-bounds.js";
+import type { CallOutcome, ContractCall } from "./chain/outcome.js";
+import { reconcile } from "./chain/reconcile.js";
+import { type PreparedCall, prepareCall, sendCall, simulateCall } from "./chain/transactions.js";
+import { chargeWaste } from "./chain/waste.js";
+import type { EvmContext } from "./context.js";
 
 export interface Action {
   /** What the chain consumes (the journal's and the claim's key). */
