@@ -34,7 +34,7 @@ import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bou
 import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
-import { followSettlement } from "./exact/follow-settlement.js";
+import { followSettlement } from "./follow-settlement.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
 

@@ -27,8 +27,9 @@ import {
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { howUsed } from "./eip3009-usage.js";
 import { address, bytes32, hexBytes, uint256 } from "./fields.js";
+import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
-import { exactPaymentMethod, sameTransfer } from "./pipeline.js";
+import { exactPaymentMethod } from "./pipeline.js";
 import type { EvmRequirements } from "./requirements.js";
 import {
   checkSignature,

@@ -28,9 +28,9 @@ import {
   simulateWithin,
 } from "./checks.js";
 import { address, hexBytes, uint256 } from "./fields.js";
+import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
-import { sameTransfer } from "./pipeline.js";
 import type { EvmRequirements } from "./requirements.js";
 import { checkSignature, recoversTo } from "./signature.js";
 

@@ -1,16 +1,15 @@
 /**
- * The settle pipeline every exact-EVM method goes through, so the money rules are kept once:
- * one settle per authorization at a time; a journaled settlement is picked back up (and a
+ * The steps every exact-EVM method takes through the settle loop (core/settle-loop.ts), so the
+ * money rules are kept once: one settle per authorization at a time; a journaled settlement is picked back up (and a
  * journaled success checked against the chain) before anything new is sent; only the assets an
  * operator listed settle; wasted gas is charged to the payer, the asset and the chain's budget,
  * and whoever is over theirs waits (chain/gas-at-risk.ts); nothing is broadcast that the payer's
  * balance cannot cover once what it already has in flight with us has landed; no transaction is
  * sent with more gas than its method's bound (chain/gas-bounds.ts).
  */
-import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
-import { type ExpectedTransfer, isAnswered, type JournalEntry } from "../../core/store.js";
+import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -20,112 +19,11 @@ import { hasGasEstimate } from "../chain/gas.js";
 import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
 import type { CallOutcome } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
-import { receiptHasTransfer } from "../chain/receipts.js";
 import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import type { EvmContext, PaymentMethod } from "../context.js";
+import { judgeLanded, track } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
-
-/** The journaled transfer pays the same recipient the same value as this one. */
-export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Failure | null {
-  const journaled = entry.expect;
-  if (journaled && isAddressEqual(expect.to, journaled.to) && expect.value === journaled.value) {
-    return null;
-  }
-  return failure(
-    "nonce_already_used",
-    `this authorization nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
-  );
-}
-
-/**
- * Keeps the in-flight ledger and the gas at risk in step with what a send came to. A success is
- * judged by the caller (it must carry the Transfer) and told here with `settled`.
- */
-export function track(
-  ctx: EvmContext,
-  key: string,
-  expect: ExpectedTransfer,
-  outcome: CallOutcome,
-  /** The payer is a contract wallet: its signature check ran in our transaction. */
-  contractWallet = false,
-): void {
-  switch (outcome.kind) {
-    case "confirmed":
-      ctx.inflight.landed(key, outcome.receipt.blockNumber);
-      return;
-    case "reverted":
-      ctx.inflight.landed(key, outcome.receipt.blockNumber, false);
-      ctx.gasAtRisk.charge(ctx.chainId, {
-        payer: expect.from,
-        asset: expect.token,
-        gas: outcome.receipt.gasUsed,
-        // A contract wallet's own code may be what burned the gas: its doing, not the token's.
-        cause: outcome.outOfGas && !contractWallet ? "out-of-gas" : "reverted",
-      });
-      return;
-    case "simulated":
-    case "would-revert":
-      ctx.inflight.release(key);
-      return;
-    case "submitted":
-      if (ctx.watchSubmitted) void watchLanding(ctx, key, expect, outcome.hash, contractWallet);
-      return;
-    case "failed":
-      // With a hash it may still land: its reservation stays until it does.
-      if (!outcome.hash) ctx.inflight.release(key);
-  }
-}
-
-/** A mined success: it paid (payer and asset are known from now on), or it moved nothing. */
-export function judgeLanded(
-  ctx: EvmContext,
-  expect: ExpectedTransfer,
-  receipt: TransactionReceipt,
-): boolean {
-  if (receiptHasTransfer(receipt, expect)) {
-    ctx.gasAtRisk.settled(ctx.chainId, expect.from, expect.token);
-    return true;
-  }
-  ctx.gasAtRisk.charge(ctx.chainId, {
-    payer: expect.from,
-    asset: expect.token,
-    gas: receipt.gasUsed,
-    cause: "no-transfer",
-  });
-  return false;
-}
-
-/**
- * A long-running server keeps an eye on what it answered `submitted` for, until it is mined or
- * the confirmation wait is over, so the payer's reservation ends when it lands and a revert is
- * charged to it. Its timers never hold a process up.
- */
-async function watchLanding(
-  ctx: EvmContext,
-  key: string,
-  expect: ExpectedTransfer,
-  hash: Hex,
-  contractWallet: boolean,
-) {
-  const deadline = Date.now() + ctx.confirmTimeoutMs;
-  const every = Math.max(ctx.receiptPollMs, 500);
-  while (Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, every).unref());
-    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
-    if (!receipt) continue;
-    if (receipt.status === "success") {
-      track(ctx, key, expect, { kind: "confirmed", hash, receipt });
-      judgeLanded(ctx, expect, receipt);
-      return;
-    }
-    void ctx.journal.recordState(key, "failed").catch(() => undefined);
-    const sent = await ctx.client.getTransaction({ hash }).catch(() => undefined);
-    const outOfGas = sent !== undefined && receipt.gasUsed >= sent.gas;
-    track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas }, contractWallet);
-    return;
-  }
-}
 
 async function answer<P>(
   method: ExactMethod<P>,

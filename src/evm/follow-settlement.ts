@@ -1,16 +1,18 @@
 /**
- * The reconciler's look at one EVM settlement written down and not at its end: what the chain
- * says of its transaction now (mined, reverted, still pending, or gone), sent again if it was
- * dropped and its nonce is free and this process holds the key. The ledger and the gas at risk
- * hear the outcome as they would from a settle.
+ * The reconciler's look at one EVM settlement written down and not at its end, whatever its
+ * scheme: what the chain says of its transaction now (mined, reverted, still pending, or gone),
+ * sent again if it was dropped and its nonce is free and this process holds the key. A payment
+ * landed when its receipt carries its Transfer; a transaction without one of its own (a channel
+ * action, a scheme's own) when it was mined without reverting. The ledger and the gas at risk hear
+ * the outcome as they would from a settle.
  */
-import type { Followed } from "../../core/family.js";
-import type { JournalEntry } from "../../core/store.js";
-import { caip2 } from "../../protocol/networks.js";
-import { reconcile } from "../chain/reconcile.js";
-import { chargeWaste } from "../chain/waste.js";
-import type { EvmContext } from "../context.js";
-import { judgeLanded, track } from "./pipeline.js";
+import type { Followed } from "../core/family.js";
+import type { JournalEntry } from "../core/store.js";
+import { caip2 } from "../protocol/networks.js";
+import { reconcile } from "./chain/reconcile.js";
+import { chargeWaste } from "./chain/waste.js";
+import type { EvmContext } from "./context.js";
+import { judgeLanded, track } from "./exact/judge.js";
 
 /** A reconciler's pass does not wait long for any one transaction: the next pass looks again. */
 const FOLLOW_MS = 5_000;

@@ -1,0 +1,113 @@
+/**
+ * How a payment's transaction came out, as the money rules count it: a mined success paid only if
+ * its receipt carries the expected Transfer; the in-flight ledger and the gas at risk hear every
+ * outcome (a revert, or a success that moved nothing, is charged to the payer and the asset); a
+ * payment answered `submitted` is watched until it lands on a long-running server.
+ */
+import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
+import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import type { CallOutcome } from "../chain/outcome.js";
+import { receiptHasTransfer } from "../chain/receipts.js";
+import type { EvmContext } from "../context.js";
+
+/** The journaled transfer pays the same recipient the same value as this one. */
+export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Failure | null {
+  const journaled = entry.expect;
+  if (journaled && isAddressEqual(expect.to, journaled.to) && expect.value === journaled.value) {
+    return null;
+  }
+  return failure(
+    "nonce_already_used",
+    `this authorization nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
+  );
+}
+
+/**
+ * Keeps the in-flight ledger and the gas at risk in step with what a send came to. A success is
+ * judged by the caller (it must carry the Transfer) and told here with `settled`.
+ */
+export function track(
+  ctx: EvmContext,
+  key: string,
+  expect: ExpectedTransfer,
+  outcome: CallOutcome,
+  /** The payer is a contract wallet: its signature check ran in our transaction. */
+  contractWallet = false,
+): void {
+  switch (outcome.kind) {
+    case "confirmed":
+      ctx.inflight.landed(key, outcome.receipt.blockNumber);
+      return;
+    case "reverted":
+      ctx.inflight.landed(key, outcome.receipt.blockNumber, false);
+      ctx.gasAtRisk.charge(ctx.chainId, {
+        payer: expect.from,
+        asset: expect.token,
+        gas: outcome.receipt.gasUsed,
+        // A contract wallet's own code may be what burned the gas: its doing, not the token's.
+        cause: outcome.outOfGas && !contractWallet ? "out-of-gas" : "reverted",
+      });
+      return;
+    case "simulated":
+    case "would-revert":
+      ctx.inflight.release(key);
+      return;
+    case "submitted":
+      if (ctx.watchSubmitted) void watchLanding(ctx, key, expect, outcome.hash, contractWallet);
+      return;
+    case "failed":
+      // With a hash it may still land: its reservation stays until it does.
+      if (!outcome.hash) ctx.inflight.release(key);
+  }
+}
+
+/** A mined success: it paid (payer and asset are known from now on), or it moved nothing. */
+export function judgeLanded(
+  ctx: EvmContext,
+  expect: ExpectedTransfer,
+  receipt: TransactionReceipt,
+): boolean {
+  if (receiptHasTransfer(receipt, expect)) {
+    ctx.gasAtRisk.settled(ctx.chainId, expect.from, expect.token);
+    return true;
+  }
+  ctx.gasAtRisk.charge(ctx.chainId, {
+    payer: expect.from,
+    asset: expect.token,
+    gas: receipt.gasUsed,
+    cause: "no-transfer",
+  });
+  return false;
+}
+
+/**
+ * A long-running server keeps an eye on what it answered `submitted` for, until it is mined or
+ * the confirmation wait is over, so the payer's reservation ends when it lands and a revert is
+ * charged to it. Its timers never hold a process up.
+ */
+async function watchLanding(
+  ctx: EvmContext,
+  key: string,
+  expect: ExpectedTransfer,
+  hash: Hex,
+  contractWallet: boolean,
+) {
+  const deadline = Date.now() + ctx.confirmTimeoutMs;
+  const every = Math.max(ctx.receiptPollMs, 500);
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, every).unref());
+    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (!receipt) continue;
+    if (receipt.status === "success") {
+      track(ctx, key, expect, { kind: "confirmed", hash, receipt });
+      judgeLanded(ctx, expect, receipt);
+      return;
+    }
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    const sent = await ctx.client.getTransaction({ hash }).catch(() => undefined);
+    const outOfGas = sent !== undefined && receipt.gasUsed >= sent.gas;
+    track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas }, contractWallet);
+    return;
+  }
+}
