@@ -3,7 +3,7 @@
  * point and the folders; each chain family a folder with its family.ts; each EVM scheme a folder of
  * its own, registered in src/evm/schemes.ts. (The import directions are checked by `npm run deps`.)
  */
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, test } from "vitest";
@@ -34,5 +34,41 @@ describe("the layout", () => {
     for (const scheme of EVM_SCHEMES) {
       expect(statSync(path.join(src, "evm", scheme.name)).isDirectory()).toBe(true);
     }
+  });
+});
+
+/** The files of src/ (outside the stores themselves) whose code matches `pattern`. */
+function callersOf(pattern: RegExp): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const full = path.join(dir, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else if (name.endsWith(".ts") && pattern.test(readFileSync(full, "utf8"))) {
+        found.push(path.relative(src, full));
+      }
+    }
+  };
+  walk(src);
+  return found.filter((file) => !file.startsWith("store/") && file !== "core/store.ts").sort();
+}
+
+describe('one settle loop (docs/design.md, "The settle loop")', () => {
+  test("a settlement's turn is taken by the loop, and by what follows a transaction already sent", () => {
+    // The reconciler and a claim following its batch take the turn of what is already sent.
+    expect(callersOf(/\b(journal|store)\.claim\(/)).toEqual([
+      "core/reconciler.ts",
+      "core/settle-loop.ts",
+      "evm/batch-settlement/claim-pickup.ts",
+    ]);
+  });
+
+  test("a transaction is written down by each family's sending code only", () => {
+    expect(callersOf(/\.recordSend\(/)).toEqual([
+      "cli/watched-journal.ts",
+      "evm/chain/prelude.ts",
+      "evm/chain/transactions.ts",
+      "svm/exact/settle.ts",
+    ]);
   });
 });

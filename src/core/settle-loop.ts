@@ -49,20 +49,33 @@ export const inProgress = (
 ): Failure => failure("settlement_in_progress", what, x402Reason ? { x402Reason } : {});
 
 /** Runs one settle of `steps` in its key's turn; never throws what a step does not. */
-export async function settleInTurn<P, R extends { readonly ok: boolean }>(
+export function settleInTurn<P, R extends { readonly ok: boolean }>(
   store: Pick<SettlementStore, "claim" | "get" | "release">,
   steps: SettleSteps<P, R>,
   waitUntil: WaitUntil,
 ): Promise<R> {
-  if (!(await store.claim(steps.key))) return steps.busy();
+  return withTurn(store, steps.key, steps.busy, () => inTurn(store, steps, waitUntil));
+}
+
+/**
+ * Runs `work` in `key`'s turn, or answers `busy` when another settle (here or on another replica)
+ * holds it. The turn is given back after the answer: at once after a refusal; after a success,
+ * once it is out, since nothing may stand between the record of a success and its hand-over
+ * (core/answers.ts); a retry meanwhile is told to retry.
+ */
+export async function withTurn<R extends { readonly ok: boolean }>(
+  store: Pick<SettlementStore, "claim" | "release">,
+  key: string,
+  busy: () => R,
+  work: () => Promise<R>,
+): Promise<R> {
+  if (!(await store.claim(key))) return busy();
   let result: R | undefined;
   try {
-    result = await inTurn(store, steps, waitUntil);
+    result = await work();
     return result;
   } finally {
-    // After a success, given back once the answer is out: nothing may stand between the record
-    // of a success and its hand-over (core/answers.ts); a retry meanwhile is told to retry.
-    const releasing = Promise.resolve(store.release(steps.key)).catch(() => undefined);
+    const releasing = Promise.resolve(store.release(key)).catch(() => undefined);
     if (!result?.ok) await releasing;
   }
 }

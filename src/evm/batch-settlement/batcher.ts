@@ -11,7 +11,7 @@
  */
 import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
-import { inProgress } from "../../core/settle-loop.js";
+import { inProgress, withTurn } from "../../core/settle-loop.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
@@ -90,20 +90,14 @@ export class ClaimBatcher {
     if (waitUntil === "simulated") return this.#claimAfresh(ctx, asked, askedKey, waitUntil);
     // One process at a time, on any replica, claims these rows; then the store says whether a
     // transaction of them stands already (sent here or elsewhere, alive or dead).
-    if (!(await ctx.journal.claim(askedKey))) {
-      return { ok: false, result: { ok: false, failure: inProgress() } };
-    }
-    let sent: Sent | undefined;
-    try {
-      sent =
+    const busy = (): Sent => ({ ok: false, result: { ok: false, failure: inProgress() } });
+    return withTurn(ctx.journal, askedKey, busy, async () => {
+      const sent =
         (await pickUpClaim(ctx, askedKey)) ??
         (await this.#claimAfresh(ctx, asked, askedKey, waitUntil));
       if (sent.ok) setNewest(this.#answered, askedKey, sent.hash, 10_000);
       return sent;
-    } finally {
-      const releasing = Promise.resolve(ctx.journal.release(askedKey)).catch(() => undefined);
-      if (!sent?.ok) await releasing;
-    }
+    });
   }
 
   async #claimAfresh(
