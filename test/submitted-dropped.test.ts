@@ -179,3 +179,29 @@ describe("answered submitted, then dropped from the pool", () => {
     journal.close();
   }, 60_000);
 });
+
+describe("what a settle waits for", () => {
+  test("behind our own unmined transaction: it names that one, its key and nonce, never 'unrecorded'", async () => {
+    const journal = new Journal(path.join(dir, "behind.jsonl"));
+    const facilitator = facilitatorOn(journal);
+    // Valid for a day: an earlier test moved the chain's clock an hour ahead of ours.
+    const [first, second] = [
+      await payment(1_000n, 1_000n, 86_400),
+      await payment(1_000n, 1_000n, 86_400),
+    ];
+    const nonce = await pending();
+    const answered = await handleSettle(facilitator, first.body, { waitUntil: "submitted" });
+    expect(answered.body, JSON.stringify(answered.body)).toMatchObject({ success: true });
+    const hash = answered.body.transactionHash as Hex;
+    // Nothing is mined: the second waits behind the first, past its confirmation wait.
+    const waiting = await handleSettle(facilitator, second.body);
+    expect(waiting.body).toMatchObject({ success: false, error: "settlement_pending" });
+    const message = String(waiting.body.message);
+    expect(message).toContain(hash);
+    expect(message).toContain(`nonce ${nonce}`);
+    expect(message).toContain("sent by this key");
+    expect(message).not.toMatch(/did not record/);
+    await mining(handleSettle(facilitator, second.body));
+    journal.close();
+  }, 60_000);
+});

@@ -114,7 +114,7 @@ export async function follow(
       const newest = hashes[hashes.length - 1] as Hex;
       const why = receipt
         ? `mined in block ${receipt.blockNumber}, not yet ${ctx.confirmations} confirmations deep`
-        : "the transaction is pending";
+        : `the transaction is pending${await waitingBehind(ctx, lane, tx.nonce)}`;
       return pending(
         newest,
         `no confirmed receipt within ${Math.round(ctx.confirmTimeoutMs / 1000)} s (${why}); retry the same payment to reconcile`,
@@ -146,6 +146,25 @@ export async function follow(
       setTimeout(resolve, Math.min(wait, Math.max(1, deadline - now))),
     );
   }
+}
+
+/**
+ * What an unmined transaction of ours waits behind: the earliest unmined one of the same key, by
+ * its hash and nonce, when it is ours to name; else nothing.
+ */
+async function waitingBehind(
+  ctx: ChainAccess,
+  lane: SignerLane,
+  nonce: number | undefined,
+): Promise<string> {
+  if (nonce === undefined) return "";
+  const mined = await ctx.client
+    .getTransactionCount({ address: lane.address, blockTag: "latest" })
+    .catch(() => undefined);
+  if (mined === undefined || mined >= nonce) return "";
+  const raw = lane.recentRaw(ctx.chainId, mined);
+  const earlier = raw ? keccak256(raw) : "a transaction";
+  return `, behind ${earlier}, sent by this key (${lane.address}) with nonce ${mined} and not mined yet either`;
 }
 
 /** Signs `tx` again (same nonce, higher fee), journals it, broadcasts it; the new hash or nothing. */
