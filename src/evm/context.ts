@@ -11,6 +11,7 @@ import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { ChainAccess } from "./chain/access.js";
+import type { BuilderCode } from "./chain/builder-code.js";
 import type { GasAtRisk } from "./chain/gas-at-risk.js";
 import type { SendingAccess } from "./chain/transactions.js";
 
@@ -37,6 +38,8 @@ export interface EvmContext extends ChainAccess, SendingAccess {
   readonly receiverAuthorizer?: LocalAccount | undefined;
   /** How batch-settlement claims are batched: up to maxRows rows, waiting maxWaitMs for more. */
   readonly claimBatch: { readonly maxRows: number; readonly maxWaitMs: number };
+  /** The ERC-8021 builder code our transactions carry (chain/builder-code.ts); none by default. */
+  readonly builderCode?: BuilderCode | undefined;
   /** What a scheme keeps for the life of this facilitator, one per name (made on first use). */
   kept<T>(name: string, make: () => T): T;
 }

@@ -28,6 +28,7 @@ import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import { DEFAULT_CLAIM_BATCH } from "./batch-settlement/batcher.js";
+import type { BuilderCode } from "./chain/builder-code.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
 import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
@@ -55,6 +56,8 @@ export interface EvmOptions {
    * caller bound to the channel's receiver), since it signs a refund for whoever may ask.
    */
   readonly offerReceiverAuthorizer?: boolean | undefined;
+  /** The ERC-8021 builder code every settlement transaction carries; none by default. */
+  readonly builderCode?: BuilderCode | undefined;
   /** batch-settlement claims: up to maxRows rows in one transaction, waiting maxWaitMs for more. */
   readonly claimBatch?: { readonly maxRows?: number; readonly maxWaitMs?: number } | undefined;
   /** Most a settlement may cost, in wei, on every chain (default: per network)... */
@@ -292,7 +295,10 @@ export class EvmFamily implements ChainFamily {
     const signers = this.signers.addresses;
     return {
       kinds,
-      extensions: this.schemes.flatMap((scheme) => scheme.extensions ?? []),
+      extensions: [
+        ...this.schemes.flatMap((scheme) => scheme.extensions ?? []),
+        ...(this.#options.builderCode ? ["builder-code"] : []),
+      ],
       signers: signers.length > 0 ? { "eip155:*": [...signers] } : {},
     };
   }
@@ -361,6 +367,7 @@ export class EvmFamily implements ChainFamily {
         return kept.get(name) as T;
       },
       receiverAuthorizer: options.receiverAuthorizer,
+      builderCode: options.builderCode,
       claimBatch: {
         maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
         maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,

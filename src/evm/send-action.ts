@@ -6,7 +6,7 @@
  * wasted gas, never sent again unchanged once it reverted on chain, on our keys' nonce lanes, and
  * within its gas bound and the chain's fee cap.
  */
-import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
+import { concatHex, type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../core/answers.js";
 import { isUnreachable } from "../core/rpc.js";
 import { inProgress, inTurn, type SettleSteps, settleInTurn } from "../core/settle-loop.js";
@@ -14,6 +14,7 @@ import { type Chargeable, isAnswered, type JournalEntry } from "../core/store.js
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import { credited } from "./chain/builder-code.js";
 import type { GasNeed } from "./chain/gas-bounds.js";
 import type { CallOutcome, ContractCall } from "./chain/outcome.js";
 import { reconcile } from "./chain/reconcile.js";
@@ -40,6 +41,11 @@ export interface Action {
   readonly members?: readonly string[] | undefined;
   /** The caller holds the store's claim on `key` already. */
   readonly claimed?: boolean | undefined;
+  /**
+   * The payment request it answers, when one: its builder codes are credited with ours (ERC-8021);
+   * without one, ours alone.
+   */
+  readonly payment?: Parameters<typeof credited>[2];
 }
 
 export type Sent =
@@ -62,7 +68,8 @@ export function sendAction(ctx: EvmContext, action: Action, waitUntil: WaitUntil
 }
 
 /** A channel action's steps through the settle loop (core/settle-loop.ts); it holds nothing. */
-function actionSteps(ctx: EvmContext, action: Action): SettleSteps<PreparedCall, Sent> {
+function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, Sent> {
+  const action = { ...asked, call: credited(ctx.builderCode, asked.call, asked.payment) };
   const { key, name, chargeTo, members } = action;
   return {
     key,
@@ -126,7 +133,8 @@ async function revertedAsIs(
       ctx.client.getTransactionReceipt({ hash }),
       ctx.client.getTransaction({ hash }),
     ]);
-    const same = tx.to !== null && isAddressEqual(tx.to, call.to) && tx.input === call.data;
+    const data = call.suffix ? concatHex([call.data, call.suffix]) : call.data;
+    const same = tx.to !== null && isAddressEqual(tx.to, call.to) && tx.input === data;
     return receipt.status === "reverted" && same ? hash : undefined;
   } catch (error) {
     // Never mined (or forgotten by the node): nothing says it would revert again.

@@ -13,6 +13,7 @@ import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionRec
 import { setNewest } from "../../core/newest.js";
 import { inProgress, withTurn } from "../../core/settle-loop.js";
 import type { Failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
@@ -37,6 +38,11 @@ export const DEFAULT_CLAIM_BATCH: ClaimBatchPolicy = { maxRows: 100, maxWaitMs: 
 export interface ClaimRequest {
   readonly rows: readonly VoucherClaim[];
   readonly signature?: Hex | undefined;
+  /**
+   * The request it came in: a claim sent alone credits its builder codes with ours; a batch,
+   * which carries several sellers' claims, credits ours alone (ERC-8021 names one app).
+   */
+  readonly payment?: PaymentRequest | undefined;
 }
 
 /** A claim request signed, encoded and simulated: what it sends alone, or brings to a batch. */
@@ -143,7 +149,7 @@ export class ClaimBatcher {
     const moving = await rowsThatMove(ctx, request.rows);
     if (!moving.ok) return moving;
     // Our own signature covers only what we sign: the rows that move. A seller's covers them all.
-    return { ok: true, request: request.signature ? request : { rows: moving.rows } };
+    return { ok: true, request: request.signature ? request : { rows: moving.rows, payment: request.payment } };
   }
 
   async #sendAlone(ctx: EvmContext, ready: Ready, waitUntil: WaitUntil): Promise<Sent> {
@@ -156,6 +162,7 @@ export class ClaimBatcher {
         gas: { use: "batchClaim", rows: request.rows.length, asset: tokenOf(request) },
         reverts: claimReverts,
         ...claimCharges([ready]),
+        payment: ready.request.payment,
         // The claim as asked is held already; the rows that move may make another.
         ...(key === askedKey ? { claimed: true } : { members: [askedKey] }),
       },

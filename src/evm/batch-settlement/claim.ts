@@ -24,7 +24,7 @@ export async function settleClaim(
   const { claims, claimAuthorizerSignature } = parsed.data;
   const sent = await batcherOf(ctx).claim(
     ctx,
-    { rows: claims, signature: claimAuthorizerSignature },
+    { rows: claims, signature: claimAuthorizerSignature, payment: request },
     waitUntil,
   );
   if (!sent.ok) return sent.result;

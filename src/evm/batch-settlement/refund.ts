@@ -155,6 +155,7 @@ export async function settleRefund(
       gas: { use: "batchRefund", rows: payload.claims.length, asset: payload.channelConfig.token },
       payer,
       name: "refund",
+      payment: request,
       chargeTo: [{ payer, asset: payload.channelConfig.token }],
       reverts: (detail) =>
         rejected(

@@ -64,6 +64,7 @@ export async function settleSweep(
       gas: { use: "batchSettle", asset: token },
       // Its receiver asked for it: a settle that reverts is charged as a payer's would be.
       name: "settle",
+      payment: request,
       chargeTo: [{ payer: receiver, asset: token }],
       reverts: (detail) =>
         rejected(

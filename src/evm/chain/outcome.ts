@@ -9,6 +9,8 @@ import { type Failure, failure } from "../../protocol/errors.js";
 export interface ContractCall {
   readonly to: `0x${string}`;
   readonly data: Hex;
+  /** Appended to `data` when it is sent (an ERC-8021 builder code: chain/builder-code.ts). */
+  readonly suffix?: Hex | undefined;
 }
 
 export type CallOutcome =

@@ -6,7 +6,14 @@
  * once something may have been broadcast, every answer carries its hash; a stuck transaction is
  * replaced at the same nonce (so at most one of them can land); nothing is sent above the fee cap.
  */
-import { type Address, type Hex, keccak256, type TransactionSerializable } from "viem";
+import {
+  type Address,
+  concatHex,
+  type Hex,
+  keccak256,
+  size,
+  type TransactionSerializable,
+} from "viem";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import type { ExpectedTransfer, SentAction } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
@@ -96,18 +103,21 @@ export async function prepareCall(
     );
   }
   const value = options.value ?? 0n;
-  const bound = gasBound(ctx.gasBounds, need);
+  // A suffix costs its calldata (16 gas a byte at most) on top of what the call itself may use.
+  const suffixGas = call.suffix ? 16n * BigInt(size(call.suffix)) : 0n;
+  const bound = gasBound(ctx.gasBounds, need) + suffixGas;
+  const data = call.suffix ? concatHex([call.data, call.suffix]) : call.data;
   let gas: bigint;
   let fees: Fees;
   try {
     const reused = gasEstimate.reuse ? reusedGasLimit(gasEstimate.key) : undefined;
     if (reused !== undefined) {
-      gas = reused;
+      gas = reused + suffixGas;
       fees = await estimateFees(ctx);
     } else {
       // Without a limit, so a refusal can say what the call asked for: running it costs us nothing.
       const [estimate, estimated] = await Promise.all([
-        ctx.client.estimateGas({ account: lane.address, to: call.to, data: call.data, value }),
+        ctx.client.estimateGas({ account: lane.address, to: call.to, data, value }),
         estimateFees(ctx),
       ]);
       if (estimate > bound) return failed(overGasBound(ctx.chainId, need, bound, estimate));
@@ -123,7 +133,7 @@ export async function prepareCall(
   }
   const capped = overCap(ctx, gas, fees);
   if (capped) return failed(capped);
-  const base = { ...fees, chainId: ctx.chainId, to: call.to, data: call.data, gas, value };
+  const base = { ...fees, chainId: ctx.chainId, to: call.to, data, gas, value };
   return { lane, fees, base };
 }
 

@@ -15,9 +15,10 @@ import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
+import { credited } from "../chain/builder-code.js";
 import { hasGasEstimate } from "../chain/gas.js";
 import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
-import type { CallOutcome } from "../chain/outcome.js";
+import type { CallOutcome, ContractCall } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
 import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
@@ -192,6 +193,8 @@ function paymentSteps<P>(
 ): SettleSteps<Priced<P>> {
   const { key, payer, asset, gasKey } = method.identify(ctx, payment);
   const refuse = (result: SettleResult) => ({ ok: false as const, result });
+  // Our transaction credits us and whom the payment names (ERC-8021), when a code is configured.
+  const creditedCall = (checked: Verified<P>) => credited(ctx.builderCode, checked.call, request);
   return {
     key,
     busy: () => ({
@@ -228,7 +231,7 @@ function paymentSteps<P>(
         });
       }
       const gasEstimate = { key: checked.gasKey, reuse: simulate };
-      const call = await prepareCall(ctx, checked.call, gasEstimate, checked.gas, {
+      const call = await prepareCall(ctx, creditedCall(checked), gasEstimate, checked.gas, {
         signer: checked.signer,
       });
       if ("kind" in call) return refuse(await answer(method, ctx, checked, key, call));
@@ -249,7 +252,7 @@ function paymentSteps<P>(
       try {
         outcome = call
           ? await sendCall(ctx, call, waitUntil, { key, expect: checked.expect })
-          : await sendInSteps(ctx, checked, key, waitUntil);
+          : await sendInSteps(ctx, checked, creditedCall(checked), key, waitUntil);
       } catch (error) {
         // sendCall answers outcomes; should it ever throw, the hold must not outlive it.
         ctx.inflight.release(key);
@@ -274,6 +277,7 @@ const withAmount = <P>(checked: Verified<P>, result: SettleResult): SettleResult
 async function sendInSteps<P>(
   ctx: EvmContext,
   checked: Verified<P>,
+  payment: ContractCall,
   key: string,
   waitUntil: Exclude<WaitUntil, "simulated">,
 ): Promise<CallOutcome> {
@@ -286,7 +290,7 @@ async function sendInSteps<P>(
     }
     return stopped.outcome;
   }
-  const call = await prepareCall(ctx, checked.call, { reuse: false }, checked.gas, {
+  const call = await prepareCall(ctx, payment, { reuse: false }, checked.gas, {
     signer: checked.signer,
   });
   if ("kind" in call) return call;
