@@ -149,7 +149,10 @@ export class ClaimBatcher {
     const moving = await rowsThatMove(ctx, request.rows);
     if (!moving.ok) return moving;
     // Our own signature covers only what we sign: the rows that move. A seller's covers them all.
-    return { ok: true, request: request.signature ? request : { rows: moving.rows, payment: request.payment } };
+    return {
+      ok: true,
+      request: request.signature ? request : { rows: moving.rows, payment: request.payment },
+    };
   }
 
   async #sendAlone(ctx: EvmContext, ready: Ready, waitUntil: WaitUntil): Promise<Sent> {

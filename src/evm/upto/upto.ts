@@ -23,12 +23,18 @@ import {
   type Step,
   simulateWithin,
 } from "../exact/checks.js";
+import {
+  approvalPreludes,
+  carriesErc20Approval,
+  erc20ApprovalSponsoring,
+} from "../exact/erc20-approval.js";
 import { address, hexBytes, uint256 } from "../exact/fields.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
 import {
   diagnose,
   parsePermit2,
   permit2Identity,
+  prerequisiteFailure,
   sameAsJournaled,
 } from "../exact/permit2-checks.js";
 import { type Eip2612Permit, PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
@@ -174,6 +180,8 @@ async function verify(
 
   const sponsoring = eip2612Sponsoring(request, auth, requirements.asset, ctx);
   const permit2612 = sponsoring?.ok ? sponsoring.value : undefined;
+  // With the payer's signed approval still to land, the settlement cannot be simulated now.
+  const approving = !sponsoring && carriesErc20Approval(request);
   const amount = requirements.amount;
   const use = permit2612 ? "uptoEip2612" : "upto";
   // The proxy lets only the witnessed facilitator settle: simulate as that account.
@@ -182,7 +190,11 @@ async function verify(
     data: uptoSettleCalldata(auth, amount, innerSignature(signature), permit2612),
   } as const;
   const simulation =
-    options.simulate && amount > 0n && sponsoring?.ok !== false && !isErc6492Signature(signature)
+    options.simulate &&
+    amount > 0n &&
+    sponsoring?.ok !== false &&
+    !approving &&
+    !isErc6492Signature(signature)
       ? simulateWithin(ctx, { ...call, account: auth.witness.facilitator }, { use })
       : undefined;
 
@@ -205,6 +217,7 @@ async function verify(
     );
   }
   if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
+  if (approving) return withApproval(ctx, request, payment, call);
 
   const simulated = await simulation;
   const code = await payerCode.catch(() => undefined);
@@ -248,6 +261,44 @@ async function verify(
       gasKey: payerHasCode ? undefined : gasKeyOf(ctx, settled),
       signer: auth.witness.facilitator,
       settledAmount: amount,
+    },
+  };
+}
+
+/**
+ * A payment with the payer's signed approval (erc20ApprovalGasSponsoring), as the reference takes
+ * it: the approval's fields checked, then what can be before it lands (the proxy, the balance);
+ * the gas for it (if the payer lacks it) and the approval become the settlement's first
+ * transactions, and the settle itself is simulated once they landed.
+ */
+async function withApproval(
+  ctx: EvmContext,
+  request: PaymentRequest,
+  payment: UptoPayment,
+  call: { readonly to: `0x${string}`; readonly data: Hex },
+): Promise<Step<Verified<UptoPayment>>> {
+  const { authorization: auth, requirements } = payment;
+  const token = auth.permitted.token;
+  const approval = await erc20ApprovalSponsoring(ctx, request, auth.from, token);
+  if (!approval) return refuse(failure("internal_error", "the approval extension vanished"));
+  if (!approval.ok) return refuse(approval.failure);
+  const missing = await prerequisiteFailure(
+    ctx,
+    { ...payment, authorization: { ...auth, permitted: { token, amount: requirements.amount } } },
+    UPTO_PERMIT2_PROXY_ADDRESS,
+  );
+  if (missing) return refuse(missing);
+  return {
+    ok: true,
+    value: {
+      payment,
+      call,
+      gas: { use: "upto", contractWallet: false, asset: token },
+      expect: expectedTransfer(payment),
+      spends: [{ token, owner: auth.from, amount: requirements.amount }],
+      preludes: approvalPreludes(approval.value, token, requirements.amount),
+      signer: auth.witness.facilitator,
+      settledAmount: requirements.amount,
     },
   };
 }
