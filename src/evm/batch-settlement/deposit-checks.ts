@@ -11,12 +11,20 @@ import {
   isAddressEqual,
   keccak256,
   parseAbi,
+  parseSignature,
 } from "viem";
 import type { Failure } from "../../protocol/errors.js";
 import { failure } from "../../protocol/errors.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
-import { PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
+import {
+  carriesErc20Approval,
+  erc20ApprovalSponsoring,
+  type SponsoredApproval,
+} from "../exact/erc20-approval.js";
+import { type Eip2612Permit, PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
+import { eip2612Sponsoring } from "../exact/permit2-extensions.js";
 import { checkSignature, innerSignature } from "../exact/signature.js";
 import {
   DEPOSIT_WITNESS_TYPES,
@@ -47,12 +55,38 @@ export function erc3009CollectorData(auth: Erc3009): Hex {
   );
 }
 
-export function permit2CollectorData(auth: Permit2): Hex {
+export function permit2CollectorData(auth: Permit2, permit2612?: Eip2612Permit): Hex {
   return encodeAbiParameters(
     [{ type: "uint256" }, { type: "uint256" }, { type: "bytes" }, { type: "bytes" }],
-    [auth.nonce, auth.deadline, innerSignature(auth.signature), "0x"],
+    [auth.nonce, auth.deadline, innerSignature(auth.signature), permitData(permit2612)],
   );
 }
+
+/** The payer's EIP-2612 permit of Permit2 as the collector takes it: (value, deadline, v, r, s). */
+function permitData(permit?: Eip2612Permit): Hex {
+  if (!permit) return "0x";
+  const { r, s, v, yParity } = parseSignature(permit.signature);
+  return encodeAbiParameters(
+    [
+      { type: "uint256" },
+      { type: "uint256" },
+      { type: "uint8" },
+      { type: "bytes32" },
+      { type: "bytes32" },
+    ],
+    [permit.value, permit.deadline, Number(v ?? BigInt(yParity + 27)), r, s],
+  );
+}
+
+/**
+ * How a Permit2 deposit's tokens become spendable by Permit2: already approved; the payer's
+ * EIP-2612 permit, applied by the collector in the deposit; or the payer's signed approval,
+ * broadcast (with the gas it lacks) before the deposit.
+ */
+export type Permit2Allowance =
+  | { readonly kind: "approved" }
+  | { readonly kind: "eip2612"; readonly permit: Eip2612Permit }
+  | { readonly kind: "erc20Approval"; readonly approval: SponsoredApproval };
 
 const signatureFailure = (signed: { failure: Failure }, reason: Failure): Failure =>
   signed.failure.code === "chain_unavailable" ? signed.failure : reason;
@@ -119,10 +153,11 @@ const allowanceAbi = parseAbi([
 /** Whether the payer's Permit2 transfer funds this deposit, and Permit2 may move it. */
 export async function checkPermit2(
   ctx: EvmContext,
+  request: PaymentRequest,
   payload: DepositPayload,
   auth: Permit2,
   asset: Address,
-): Promise<Failure | undefined> {
+): Promise<Failure | Permit2Allowance> {
   const payer = payload.channelConfig.payer;
   const reject = rejected;
   if (!isAddressEqual(auth.from, payer)) {
@@ -192,6 +227,24 @@ export async function checkPermit2(
     );
   }
   if (signed.value.deployment) return undeployed(payer);
+  // The gas-sponsoring extensions, as the official facilitator takes them, in its order.
+  const sponsoring = eip2612Sponsoring(request, { from: payer }, asset, ctx);
+  if (sponsoring) {
+    if (!sponsoring.ok) return sponsoring.failure;
+    if (sponsoring.value.value !== payload.deposit.amount) {
+      return reject(
+        "invalid_extension",
+        "eip2612_amount_mismatch",
+        `eip2612GasSponsoring: the permit is for ${sponsoring.value.value}, the deposit for ${payload.deposit.amount}`,
+      );
+    }
+    return { kind: "eip2612", permit: sponsoring.value };
+  }
+  if (carriesErc20Approval(request)) {
+    const approval = await erc20ApprovalSponsoring(ctx, request, payer, asset);
+    if (approval && !approval.ok) return approval.failure;
+    if (approval) return { kind: "erc20Approval", approval: approval.value };
+  }
   try {
     const allowance = await ctx.client.readContract({
       address: asset,
@@ -199,7 +252,7 @@ export async function checkPermit2(
       functionName: "allowance",
       args: [payer, PERMIT2_ADDRESS],
     });
-    if (allowance >= payload.deposit.amount) return undefined;
+    if (allowance >= payload.deposit.amount) return { kind: "approved" };
     return reject(
       "allowance_required",
       "permit2_allowance_required",

@@ -7,12 +7,17 @@
 import { type Address, encodeFunctionData, type Hex, parseAbi } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
-import { invalidField } from "../../protocol/request.js";
+import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import { tokenUnits } from "../chain/token-units.js";
 import { chainFailure, type Step, simulateWithin } from "../exact/checks.js";
+import { approvalPreludes } from "../exact/erc20-approval.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
-import { PERMIT2_ADDRESS, permit2SettlementKey } from "../exact/permit2-encoding.js";
+import {
+  type Eip2612Permit,
+  PERMIT2_ADDRESS,
+  permit2SettlementKey,
+} from "../exact/permit2-encoding.js";
 import { parseEvmRequirements } from "../exact/requirements.js";
 import { channelMismatch, readChannel } from "./channel.js";
 import {
@@ -26,6 +31,7 @@ import {
   checkPermit2,
   erc3009CollectorData,
   erc3009DepositNonce,
+  type Permit2Allowance,
   permit2CollectorData,
 } from "./deposit-checks.js";
 import { type DepositPayload, depositSchema, officialShapeFailure } from "./payload.js";
@@ -45,7 +51,7 @@ const balanceAbi = parseAbi(["function balanceOf(address owner) view returns (ui
 
 const refuse = (failure: Failure): Step<never> => ({ ok: false, failure });
 
-function depositCall(deposit: Deposit) {
+function depositCall(deposit: Deposit, permit2612?: Eip2612Permit) {
   const { payload, via } = deposit;
   const auth = payload.deposit.authorization;
   const collector = via === "eip3009" ? ERC3009_COLLECTOR_ADDRESS : PERMIT2_COLLECTOR_ADDRESS;
@@ -53,7 +59,7 @@ function depositCall(deposit: Deposit) {
     via === "eip3009" && auth.erc3009Authorization
       ? erc3009CollectorData(auth.erc3009Authorization)
       : auth.permit2Authorization
-        ? permit2CollectorData(auth.permit2Authorization)
+        ? permit2CollectorData(auth.permit2Authorization, permit2612)
         : "0x";
   return {
     to: SETTLEMENT_ADDRESS,
@@ -119,7 +125,7 @@ function parse(
 
 async function verify(
   ctx: Parameters<ExactMethod<Deposit>["verify"]>[0],
-  _request: unknown,
+  request: PaymentRequest,
   deposit: Deposit,
 ): Promise<Step<Verified<Deposit>>> {
   const { payload, asset, via, channelId } = deposit;
@@ -151,9 +157,12 @@ async function verify(
       ...deposit.domain,
     });
     if (bad) return refuse(bad);
-  } else if (auth.permit2Authorization) {
-    const bad = await checkPermit2(ctx, payload, auth.permit2Authorization, asset);
-    if (bad) return refuse(bad);
+  }
+  let allowance: Permit2Allowance | undefined;
+  if (via === "permit2" && auth.permit2Authorization) {
+    const checked = await checkPermit2(ctx, request, payload, auth.permit2Authorization, asset);
+    if (!("kind" in checked)) return refuse(checked);
+    allowance = checked;
   }
   const badVoucher = await checkVoucherSignature(ctx, config, payload.voucher);
   if (badVoucher) return refuse(badVoucher);
@@ -205,7 +214,21 @@ async function verify(
       ),
     );
   }
-  const call = depositCall(deposit);
+  const call = depositCall(deposit, allowance?.kind === "eip2612" ? allowance.permit : undefined);
+  const spend = { token: asset, owner: payer, amount };
+  const expect = {
+    token: asset,
+    from: payer,
+    // EIP-3009 pays the collector, which passes it on; Permit2 pays the contract directly.
+    to: via === "eip3009" ? ERC3009_COLLECTOR_ADDRESS : SETTLEMENT_ADDRESS,
+    value: amount.toString(),
+  };
+  const gas = { use: "batchDeposit", asset } as const;
+  if (allowance?.kind === "erc20Approval") {
+    // The payer's approval lands first (with the gas it lacks): the deposit is simulated then.
+    const preludes = approvalPreludes(allowance.approval, asset, amount);
+    return { ok: true, value: { payment: deposit, call, gas, expect, spends: [spend], preludes } };
+  }
   const simulated = await simulateWithin(
     ctx,
     { ...call, account: ctx.signers.addresses[0] },
@@ -220,21 +243,16 @@ async function verify(
       ),
     );
   }
-  const spend = { token: asset, owner: payer, amount };
+  // Spent from the payer's allowance for Permit2 too, unless its permit sets it in the deposit.
+  const fromAllowance = allowance?.kind === "approved";
   return {
     ok: true,
     value: {
       payment: deposit,
       call,
-      gas: { use: "batchDeposit", asset },
-      // EIP-3009 pays the collector, which passes it on; Permit2 pays the contract directly.
-      expect: {
-        token: asset,
-        from: payer,
-        to: via === "eip3009" ? ERC3009_COLLECTOR_ADDRESS : SETTLEMENT_ADDRESS,
-        value: amount.toString(),
-      },
-      spends: via === "permit2" ? [spend, { ...spend, spender: PERMIT2_ADDRESS }] : [spend],
+      gas,
+      expect,
+      spends: fromAllowance ? [spend, { ...spend, spender: PERMIT2_ADDRESS }] : [spend],
     },
   };
 }

@@ -49,6 +49,7 @@ const REASONS = [
   "rpc_read_failed",
   "eip6492_factory_not_allowed",
   "erc20_approval_unavailable",
+  "eip2612_amount_mismatch",
 ] as const;
 
 export type Reason = (typeof REASONS)[number];

@@ -35,7 +35,8 @@ const invalid = (x402Reason: string, message: string): Step<never> => ({
  */
 export function eip2612Sponsoring(
   request: PaymentRequest,
-  authorization: Permit2Authorization,
+  /** Whose permit it must be: the payer. */
+  authorization: Pick<Permit2Authorization, "from">,
   asset: string,
   ctx: EvmContext,
 ): Step<Eip2612Permit> | undefined {
