@@ -148,7 +148,11 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   if (scheme === BATCH && (flags.v1 || fromFile?.x402Version === 1)) {
     throw new UsageError("batch-settlement is x402 v2 only");
   }
-  const target = await targetOf(flags.network ?? fromFile?.requirements.network, rpc);
+  const target = await targetOf(
+    flags.network ?? fromFile?.requirements.network,
+    rpc,
+    scheme === BATCH ? BATCH : undefined,
+  );
   if (target.kind === "svm") {
     if (scheme === BATCH) throw new UsageError("batch-settlement is served on EVM chains only");
     return buildSvmRequest(flags, rpc, target, fromFile);
