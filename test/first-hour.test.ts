@@ -11,6 +11,7 @@ import {
   type DevnetProcess,
   ROOT,
   shell,
+  sourcedEnv,
   spawnCommand,
   spawnDevnet,
   stop,
@@ -173,14 +174,3 @@ describe("the docs' two-terminal steps", () => {
     }
   });
 });
-
-/** The environment a shell has after `source envFile`. */
-async function sourcedEnv(envFile: string): Promise<NodeJS.ProcessEnv> {
-  const run = await shell([envFile], "env -0");
-  const env: NodeJS.ProcessEnv = {};
-  for (const entry of run.stdout.split("\0")) {
-    const at = entry.indexOf("=");
-    if (at > 0) env[entry.slice(0, at)] = entry.slice(at + 1);
-  }
-  return env;
-}

@@ -121,3 +121,14 @@ export function shell(
     );
   });
 }
+
+/** The environment a shell has after `source envFile`. */
+export async function sourcedEnv(envFile: string): Promise<NodeJS.ProcessEnv> {
+  const run = await shell([envFile], "env -0");
+  const env: NodeJS.ProcessEnv = {};
+  for (const entry of run.stdout.split("\0")) {
+    const at = entry.indexOf("=");
+    if (at > 0) env[entry.slice(0, at)] = entry.slice(at + 1);
+  }
+  return env;
+}

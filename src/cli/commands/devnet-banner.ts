@@ -75,7 +75,7 @@ function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): s
     `  batch        ${devnet.batchSettlement.settlement} ${dim("(x402 batch-settlement)")}`,
     `               ${devnet.batchSettlement.erc3009Collector} ${dim("(EIP-3009 deposit collector)")}`,
     `               ${devnet.batchSettlement.permit2Collector} ${dim("(Permit2 deposit collector)")}`,
-    `               ${receiverAuthorizerAccount.address} ${dim(`(receiver authorizer: serve signs claims and refunds; key in ${files.receiverAuthorizerKeyFile})`)}`,
+    `               ${receiverAuthorizerAccount.address} ${dim(`(receiver authorizer: settle and serve sign claims and refunds; key in ${files.receiverAuthorizerKeyFile})`)}`,
     `  wallets      ${devnet.walletFactory}  ${dim("ERC-6492 smart-wallet factory")}`,
     `  Multicall3   ${devnet.multicall3}`,
     `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,

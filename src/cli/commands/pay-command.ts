@@ -1,7 +1,7 @@
 /** `facilitator pay`'s options; signing loads only when the command runs. */
 import { Command, Option } from "commander";
 import { afterHelp } from "../help-layout.js";
-import { withChainOptions } from "../options.js";
+import { collect, withChainOptions } from "../options.js";
 
 export const payCommand = withChainOptions(
   new Command("pay")
@@ -45,6 +45,19 @@ export const payCommand = withChainOptions(
     .option(
       "--receiver-authorizer <address>",
       "batch-settlement: the seller's receiver authorizer (default: the requirements', or the devnet's)",
+    )
+    .option(
+      "--claim <request>",
+      "batch-settlement, as the seller: claim the voucher of this deposit or voucher request (a file, or - for stdin); repeat it for more channels, claimed in one transaction",
+      collect,
+    )
+    .option(
+      "--sweep",
+      "batch-settlement, as the seller: the scheme's settle, paying what the receiver claimed out to it (--to and --asset; default the devnet's payee and USDC)",
+    )
+    .option(
+      "--refund <request>",
+      "batch-settlement, as the seller: give the payer back what its channel holds unclaimed, the voucher of this deposit or voucher request claimed first when it is not yet",
     )
     .option(
       "--approval",
@@ -100,6 +113,12 @@ gets a deposit (5 payments' worth by default) carrying the first voucher, a fund
   facilitator pay --scheme batch-settlement --x402 --cumulative 0.02 \\
     | facilitator verify -
 Vouchers are cumulative; pass --cumulative when earlier vouchers are not claimed yet.
+The seller's side builds on a voucher it was paid with (kept in a file); settle signs with the
+receiver authorizer's key (devnet.env sets it):
+  facilitator pay --scheme batch-settlement --cumulative 0.02 > voucher.json
+  facilitator pay --claim voucher.json | facilitator settle -
+  facilitator pay --sweep | facilitator settle -
+  facilitator pay --refund voucher.json | facilitator settle -
 
 Amounts here (--amount, --deposit, --cumulative) are in token units, with the token's decimals;
 settle --amount (upto) is in atomic units.

@@ -25,6 +25,12 @@ export interface PayFlags extends ConfigFlags {
   readonly cumulative?: string | undefined;
   /** batch-settlement: the seller's receiver authorizer, when the requirements do not say. */
   readonly receiverAuthorizer?: string | undefined;
+  /** batch-settlement, as the seller: claim the vouchers in these requests (- for stdin). */
+  readonly claim?: readonly string[] | undefined;
+  /** batch-settlement, as the seller: sweep what the receiver claimed to it. */
+  readonly sweep?: boolean | undefined;
+  /** batch-settlement, as the seller: refund the channel of the voucher in this request. */
+  readonly refund?: string | undefined;
   readonly x402?: boolean | undefined;
   readonly v1?: boolean | undefined;
   readonly quiet?: boolean | undefined;

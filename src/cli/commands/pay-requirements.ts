@@ -100,8 +100,15 @@ export function stripAmounts(base: RequirementsJson | undefined): Record<string,
   return rest;
 }
 
-/** The network a payment is for: --network, the requirements', or the one configured RPC's. */
-export async function targetOf(network: string | undefined, rpc: RpcRegistry): Promise<PayTarget> {
+/**
+ * The network a payment is for: --network, the requirements', or the one configured RPC's. An
+ * EVM-only scheme (`evmOnly`) counts the EVM chains alone: under `devnet --svm` it has one.
+ */
+export async function targetOf(
+  network: string | undefined,
+  rpc: RpcRegistry,
+  evmOnly?: string,
+): Promise<PayTarget> {
   if (network !== undefined) {
     const shown = network.slice(0, 60);
     if (looksSolana(network)) {
@@ -127,7 +134,7 @@ export async function targetOf(network: string | undefined, rpc: RpcRegistry): P
   ]);
   const served: PayTarget[] = [
     ...chainIds.map((chainId) => ({ kind: "evm" as const, chainId })),
-    ...clusters.map((id) => ({ kind: "svm" as const, network: id, named: id })),
+    ...(evmOnly ? [] : clusters.map((id) => ({ kind: "svm" as const, network: id, named: id }))),
   ];
   if (served.length === 1) return served[0] as PayTarget;
   const down = (await rpc.endpoints()).filter(
@@ -139,12 +146,18 @@ export async function targetOf(network: string | undefined, rpc: RpcRegistry): P
       `the configured RPC ${down.map((e) => e.url).join(", ")} could not be reached to learn which chain it serves`,
     );
   }
+  if (evmOnly && served.length === 0 && clusters.length > 0) {
+    throw new UsageError(
+      `${evmOnly} is served on EVM chains only, and the configured RPCs serve ${clusters.join(", ")}: pass --rpc-url with an EVM chain's RPC`,
+    );
+  }
   if (served.length === 0) {
     throw new UsageError(
       "which chain? no reachable RPC is configured: pass --network, and --rpc-url (or source a devnet's devnet.env)",
     );
   }
+  const listed = [...chainIds.map(caip2), ...(evmOnly ? [] : clusters)].join(", ");
   throw new UsageError(
-    `which chain? the configured RPCs serve ${[...chainIds.map(caip2), ...clusters].join(", ")}: pass --network`,
+    `which chain? the configured RPCs serve ${listed}${evmOnly ? ` (${evmOnly}: EVM only)` : ""}: pass --network`,
   );
 }

@@ -29,6 +29,7 @@ import { readSource } from "../input.js";
 import { humanOutput, note, printJson, warn } from "../output.js";
 import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
 import { batchExtra, signBatchPayment } from "./pay-batch.js";
+import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
 import type { PayFlags } from "./pay-flags.js";
 import { type PayScheme, pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
 import { buildSvmRequest } from "./pay-svm.js";
@@ -148,7 +149,11 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   if (scheme === BATCH && (flags.v1 || fromFile?.x402Version === 1)) {
     throw new UsageError("batch-settlement is x402 v2 only");
   }
-  const target = await targetOf(flags.network ?? fromFile?.requirements.network, rpc);
+  const target = await targetOf(
+    flags.network ?? fromFile?.requirements.network,
+    rpc,
+    scheme === BATCH ? BATCH : undefined,
+  );
   if (target.kind === "svm") {
     if (scheme === BATCH) throw new UsageError("batch-settlement is served on EVM chains only");
     return buildSvmRequest(flags, rpc, target, fromFile);
@@ -321,9 +326,13 @@ export async function runPay(flags: PayFlags): Promise<number> {
   const config = loadConfig(flags);
   const rpc = new RpcRegistry({ rpcUrls: config.rpcUrls, useDefaultRpcs: config.publicRpcs });
   try {
-    const { body, summary } = await buildRequest(flags, rpc, flags.quiet === true);
+    const quiet = flags.quiet === true;
+    const action = channelActionOf(flags);
+    const { body, line } = action
+      ? await buildChannelRequest(action, flags, rpc, quiet)
+      : await buildRequest(flags, rpc, quiet).then((r) => ({ ...r, line: `signed ${r.summary}` }));
     await printJson(body);
-    note(out, `signed ${summary}`);
+    note(out, line);
     return 0;
   } catch (error) {
     // The chain could not be asked what the payment needs: a JSON answer, as verify gives.
