@@ -9,12 +9,13 @@ import {
   type Hex,
   hashTypedData,
   isAddressEqual,
+  isErc6492Signature,
   keccak256,
   parseAbi,
+  parseErc6492Signature,
   parseSignature,
 } from "viem";
 import type { Failure } from "../../protocol/errors.js";
-import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
@@ -25,7 +26,7 @@ import {
 } from "../exact/erc20-approval.js";
 import { type Eip2612Permit, PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
 import { eip2612Sponsoring } from "../exact/permit2-extensions.js";
-import { checkSignature, innerSignature } from "../exact/signature.js";
+import { checkSignature, type Deployment, innerSignature } from "../exact/signature.js";
 import {
   DEPOSIT_WITNESS_TYPES,
   ERC3009_COLLECTOR_ADDRESS,
@@ -83,13 +84,24 @@ function permitData(permit?: Eip2612Permit): Hex {
  * EIP-2612 permit, applied by the collector in the deposit; or the payer's signed approval,
  * broadcast (with the gas it lacks) before the deposit.
  */
-export type Permit2Allowance =
-  | { readonly kind: "approved" }
-  | { readonly kind: "eip2612"; readonly permit: Eip2612Permit }
-  | { readonly kind: "erc20Approval"; readonly approval: SponsoredApproval };
+export type Permit2Allowance = Deploying &
+  (
+    | { readonly kind: "approved" }
+    | { readonly kind: "eip2612"; readonly permit: Eip2612Permit }
+    | { readonly kind: "erc20Approval"; readonly approval: SponsoredApproval }
+  );
 
-const signatureFailure = (signed: { failure: Failure }, reason: Failure): Failure =>
-  signed.failure.code === "chain_unavailable" ? signed.failure : reason;
+/**
+ * The refusal of a deposit's signature: the chain's, or an undeployed wallet's factory not
+ * allowed (the operator lists them: --erc6492-factory), or `reason`.
+ */
+function signatureFailure(signed: { failure: Failure }, reason: Failure): Failure {
+  if (signed.failure.code === "chain_unavailable") return signed.failure;
+  if (signed.failure.code === "unsupported_signature") {
+    return rejected("unsupported_signature", "eip6492_factory_not_allowed", signed.failure.message);
+  }
+  return reason;
+}
 
 /** Whether the payer's signed ReceiveWithAuthorization funds this deposit. */
 export async function checkErc3009(
@@ -97,7 +109,7 @@ export async function checkErc3009(
   payload: DepositPayload,
   auth: Erc3009,
   token: { readonly address: Address; readonly name: string; readonly version: string },
-): Promise<Failure | undefined> {
+): Promise<Failure | Deploying> {
   const now = BigInt(Math.floor(ctx.now()));
   if (auth.validBefore < now + EXPIRY_HEADROOM) {
     return rejected(
@@ -134,6 +146,8 @@ export async function checkErc3009(
   });
   const signed = await checkSignature(ctx, payer, digest, auth.signature, payerCode(ctx, payer));
   if (!signed.ok) {
+    const undeployable = await cannotDeploy(ctx, auth.signature);
+    if (undeployable) return undeployable;
     return signatureFailure(
       signed,
       rejected(
@@ -143,7 +157,12 @@ export async function checkErc3009(
       ),
     );
   }
-  return signed.value.deployment ? undeployed(payer) : undefined;
+  return { deployment: signed.value.deployment };
+}
+
+/** A deposit's signature checked: the payer's wallet to deploy first, if it is not yet (ERC-6492). */
+export interface Deploying {
+  readonly deployment?: Deployment | undefined;
 }
 
 const allowanceAbi = parseAbi([
@@ -226,7 +245,7 @@ export async function checkPermit2(
       ),
     );
   }
-  if (signed.value.deployment) return undeployed(payer);
+  const { deployment } = signed.value;
   // The gas-sponsoring extensions, as the official facilitator takes them, in its order.
   const sponsoring = eip2612Sponsoring(request, { from: payer }, asset, ctx);
   if (sponsoring) {
@@ -238,12 +257,12 @@ export async function checkPermit2(
         `eip2612GasSponsoring: the permit is for ${sponsoring.value.value}, the deposit for ${payload.deposit.amount}`,
       );
     }
-    return { kind: "eip2612", permit: sponsoring.value };
+    return { kind: "eip2612", permit: sponsoring.value, deployment };
   }
   if (carriesErc20Approval(request)) {
     const approval = await erc20ApprovalSponsoring(ctx, request, payer, asset);
     if (approval && !approval.ok) return approval.failure;
-    if (approval) return { kind: "erc20Approval", approval: approval.value };
+    if (approval) return { kind: "erc20Approval", approval: approval.value, deployment };
   }
   try {
     const allowance = await ctx.client.readContract({
@@ -252,7 +271,7 @@ export async function checkPermit2(
       functionName: "allowance",
       args: [payer, PERMIT2_ADDRESS],
     });
-    if (allowance >= payload.deposit.amount) return { kind: "approved" };
+    if (allowance >= payload.deposit.amount) return { kind: "approved", deployment };
     return reject(
       "allowance_required",
       "permit2_allowance_required",
@@ -267,11 +286,24 @@ function payerCode(ctx: EvmContext, payer: Address): Promise<Hex | undefined> {
   return ctx.client.getCode({ address: payer });
 }
 
-/** Deposits from wallets not deployed yet are not served (yet): say so plainly. */
-function undeployed(payer: Address): Failure {
-  return failure(
-    "unsupported_signature",
-    `the payer ${payer} is a wallet not deployed yet (ERC-6492): batch-settlement deposits from undeployed wallets are not supported`,
-    { x402Reason: "invalid_batch_settlement_evm_eip6492_factory_not_allowed" },
+/**
+ * An undeployed wallet's ERC-6492 signature whose factory call fails: the official facilitator's
+ * `smart_wallet_deployment_failed` (its deployment is the first thing that fails), else nothing.
+ */
+export async function cannotDeploy(ctx: EvmContext, signature: Hex): Promise<Failure | undefined> {
+  if (!isErc6492Signature(signature)) return undefined;
+  const { address: factory, data } = parseErc6492Signature(signature);
+  if (!factory || !ctx.erc6492Factories.some((allowed) => isAddressEqual(allowed, factory))) {
+    return undefined;
+  }
+  const deploys = await ctx.client.call({ to: factory, data }).then(
+    () => true,
+    () => false,
+  );
+  if (deploys) return undefined;
+  return rejected(
+    "settlement_failed",
+    "smart_wallet_deployment_failed",
+    `the payer's wallet cannot be deployed: its factory ${factory} refuses the call`,
   );
 }

@@ -19,6 +19,7 @@ import {
   permit2SettlementKey,
 } from "../exact/permit2-encoding.js";
 import { parseEvmRequirements } from "../exact/requirements.js";
+import { type Deployment, withDeployment } from "../exact/signature.js";
 import { channelMismatch, readChannel } from "./channel.js";
 import {
   ERC3009_COLLECTOR_ADDRESS,
@@ -133,6 +134,8 @@ async function verify(
   const payer = config.payer;
   // The channel matches the requirements: parse checked it.
   const auth = payload.deposit.authorization;
+  // An undeployed wallet (ERC-6492, its factory allowed) is deployed in the deposit's transaction.
+  let deployment: Deployment | undefined;
   if (via === "eip3009") {
     if (!auth.erc3009Authorization) {
       return refuse(
@@ -152,17 +155,19 @@ async function verify(
         ),
       );
     }
-    const bad = await checkErc3009(ctx, payload, auth.erc3009Authorization, {
+    const checked = await checkErc3009(ctx, payload, auth.erc3009Authorization, {
       address: asset,
       ...deposit.domain,
     });
-    if (bad) return refuse(bad);
+    if ("code" in checked) return refuse(checked);
+    deployment = checked.deployment;
   }
   let allowance: Permit2Allowance | undefined;
   if (via === "permit2" && auth.permit2Authorization) {
     const checked = await checkPermit2(ctx, request, payload, auth.permit2Authorization, asset);
     if (!("kind" in checked)) return refuse(checked);
     allowance = checked;
+    deployment = checked.deployment;
   }
   const badVoucher = await checkVoucherSignature(ctx, config, payload.voucher);
   if (badVoucher) return refuse(badVoucher);
@@ -214,7 +219,10 @@ async function verify(
       ),
     );
   }
-  const call = depositCall(deposit, allowance?.kind === "eip2612" ? allowance.permit : undefined);
+  const call = withDeployment(
+    depositCall(deposit, allowance?.kind === "eip2612" ? allowance.permit : undefined),
+    deployment,
+  );
   const spend = { token: asset, owner: payer, amount };
   const expect = {
     token: asset,
@@ -223,7 +231,8 @@ async function verify(
     to: via === "eip3009" ? ERC3009_COLLECTOR_ADDRESS : SETTLEMENT_ADDRESS,
     value: amount.toString(),
   };
-  const gas = { use: "batchDeposit", asset } as const;
+  const deploys = deployment !== undefined;
+  const gas = { use: "batchDeposit", asset, contractWallet: deploys, deployment: deploys } as const;
   if (allowance?.kind === "erc20Approval") {
     // The payer's approval lands first (with the gas it lacks): the deposit is simulated then.
     const preludes = approvalPreludes(allowance.approval, asset, amount);
@@ -232,7 +241,7 @@ async function verify(
   const simulated = await simulateWithin(
     ctx,
     { ...call, account: ctx.signers.addresses[0] },
-    { use: "batchDeposit" },
+    { use: "batchDeposit", deployment: deploys },
   );
   if (!simulated.ok) {
     return refuse(

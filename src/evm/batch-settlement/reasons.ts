@@ -50,6 +50,7 @@ const REASONS = [
   "eip6492_factory_not_allowed",
   "erc20_approval_unavailable",
   "eip2612_amount_mismatch",
+  "smart_wallet_deployment_failed",
 ] as const;
 
 export type Reason = (typeof REASONS)[number];
