@@ -69,4 +69,6 @@ export interface ExactMethod<P> {
   sameAsJournal(ctx: EvmContext, payment: P, entry: JournalEntry): Promise<Failure | null>;
   /** Why the transfer would revert (or did), in the reference's order of causes. */
   diagnose(ctx: EvmContext, payment: P, revert: string | undefined): Promise<Failure>;
+  /** The x402 reason of a settlement mined and reverted (default: exact's transaction_failed). */
+  readonly revertedReason?: string | undefined;
 }

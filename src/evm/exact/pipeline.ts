@@ -76,6 +76,7 @@ async function answer<P>(
         failure: failure(
           "settlement_failed",
           `the transaction reverted on chain (${cause.message})`,
+          method.revertedReason ? { x402Reason: method.revertedReason } : {},
         ),
       };
     }

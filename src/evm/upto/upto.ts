@@ -327,4 +327,6 @@ export const uptoMethod: ExactMethod<UptoPayment> = {
   },
 
   diagnose: (ctx, payment, revert) => diagnose(ctx, payment, revert, UPTO_PERMIT2_PROXY_ADDRESS),
+
+  revertedReason: "invalid_upto_evm_transaction_failed",
 };
