@@ -1,9 +1,10 @@
 /**
  * Every settlement followed to its end without a retry (issue 19): a transaction the node dropped
  * is sent again and recorded landed; a replica killed (SIGKILL) mid-settle leaves a settlement the
- * other replica's reconciler follows by its hash (without the key that sent it) and records; the
- * CLI's `facilitator reconcile` does one pass for a cron job. Each then answers the payment's
- * retry with its one success. Real anvil (manual mining), real PostgreSQL, real processes.
+ * other replica's reconciler follows by its hash (without the key that sent it) and records, the
+ * dead replica's hold on the payer ending with it; the CLI's `facilitator reconcile` does one pass
+ * for a cron job. Each then answers the payment's retry with its one success. Real anvil (manual
+ * mining), real PostgreSQL, real processes.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -141,8 +142,8 @@ describe("a replica killed mid-settle", () => {
     try {
       const stateOf = async () =>
         (
-          await db.query<{ state: string; hashes: string[] }>(
-            "SELECT state, hashes FROM facilitator_settlements WHERE lower(signer) = lower($1) ORDER BY created_at DESC LIMIT 1",
+          await db.query<{ key: string; state: string; hashes: string[] }>(
+            "SELECT key, state, hashes FROM facilitator_settlements WHERE lower(signer) = lower($1) ORDER BY created_at DESC LIMIT 1",
             [key],
           )
         ).rows[0];
@@ -157,6 +158,22 @@ describe("a replica killed mid-settle", () => {
       const closedMs = Date.now() - minedAt;
       expect(row?.state).toBe("landed");
       const hash = row?.hashes.at(-1);
+      // The dead replica's hold on the payer ended with it (landed in its block): the survivor's
+      // ledger never held it, so its reconciler tells the store.
+      const holdOf = async () =>
+        (
+          await db.query<{ landed_block: string | null }>(
+            "SELECT landed_block::text FROM facilitator_reservations WHERE key = $1",
+            [row?.key],
+          )
+        ).rows;
+      let hold = await holdOf();
+      for (let i = 0; i < 50 && hold.some((h) => h.landed_block === null); i++) {
+        await sleep(100);
+        hold = await holdOf();
+      }
+      expect(hold.length).toBeGreaterThan(0);
+      expect(hold.every((h) => h.landed_block !== null)).toBe(true);
       // Any replica says what it knows: landed, sent by the dead replica's key and run.
       const status = (await (
         await fetch(`${survivor.url}/settlements?transaction=${hash}`)
