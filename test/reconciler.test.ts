@@ -13,6 +13,9 @@ import pg from "pg";
 import { createTestClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { ChainFamily } from "../src/core/family.js";
+import { reconcileOnce } from "../src/core/reconciler.js";
+import type { JournalEntry, SettlementStore } from "../src/core/store.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
@@ -274,4 +277,50 @@ describe("facilitator reconcile, once, for a cron job", () => {
     expect(unknown.code).toBe(1);
     expect(JSON.parse(unknown.stdout)).toMatchObject({ found: false });
   }, 60_000);
+});
+
+describe("a settlement answered between the pass's list and its claim", () => {
+  test("is left as answered, not written landed (a second success to the next settle)", async () => {
+    const listed: JournalEntry = {
+      key: "eip3009:31337:token:payer:nonce",
+      chainId: 31337,
+      signer: "0x0000000000000000000000000000000000000001",
+      txNonce: 7,
+      expect: {
+        token: "0x0000000000000000000000000000000000000002",
+        from: "0x0000000000000000000000000000000000000003",
+        to: "0x0000000000000000000000000000000000000004",
+        value: "1000",
+      },
+      hashes: [`0x${"ab".repeat(32)}`],
+      raws: [],
+      state: "broadcast",
+    };
+    let stored: JournalEntry = { ...listed };
+    const followed: JournalEntry[] = [];
+    const store = {
+      openSettlements: async () => [{ ...listed }],
+      // The settle that held it answers it and gives its claim back just before this claim.
+      claim: async () => {
+        stored = { ...stored, state: "answered" };
+        return true;
+      },
+      release: async () => undefined,
+      get: async () => ({ ...stored }),
+      recordState: async (_key: string, state: JournalEntry["state"]) => {
+        stored = { ...stored, state };
+      },
+    } as unknown as SettlementStore;
+    const family = {
+      owns: () => true,
+      follow: async (entry: JournalEntry) => {
+        followed.push(entry);
+        return { outcome: "landed", network: "eip155:31337", detail: "in block 1" };
+      },
+    } as unknown as ChainFamily;
+    const [found] = await reconcileOnce([family], store);
+    expect(found).toMatchObject({ outcome: "busy", detail: "settled meanwhile" });
+    expect(followed).toEqual([]);
+    expect(stored.state).toBe("answered");
+  });
 });
