@@ -1,20 +1,27 @@
 /**
- * The fault soak (issue 19, issue 29): two `facilitator serve` replicas on one PostgreSQL store
- * settle distinct payments at a fixed concurrency (a client told 503 waits 250 ms before its next
- * one); every fourth payment asks for `waitUntil: "submitted"` (answered once its transaction is
- * in the node's pool), the others for the receipt. On the way, PostgreSQL is stopped (fast
- * shutdown, back after 3 s); then mining is paused, a run of submitted payments (40, or a
- * twentieth of the payments if fewer) is sent, answered, and each of their transactions dropped
- * from anvil's pool (`anvil_dropTransaction`) before mining resumes, so only the reconcilers can
- * make them land (or, later, a retry of the payment; nothing else is sent while mining is paused); later one replica is killed with
- * SIGKILL (and started again 5 s later). Then every payment is sent once more, each retried while
- * its answer says to retry, and the reconcilers are given until nothing is left open (at most
- * 2 minutes). Then it counts what must all be 0: double successes (a payment answered success,
- * `submitted` included, by two requests), landed but refused (paid on chain, never answered
- * success), lost (answered success, not on chain), settlements left open (`broadcast` or
- * `submitted` in the store) and holds left (a payer's reservation not ended); and checks that the
- * payee got exactly one transfer per landed payment. It prints, too, how many transactions were
- * dropped and how many of those were sent again and landed. Exits 1 if any count is not 0.
+ * The fault soak (issues 19 and 29): two `facilitator serve` replicas on one PostgreSQL store
+ * (each running its reconciler every second) settle distinct payments at a fixed concurrency (a
+ * client told 503 waits 250 ms before its next one); every fourth payment asks for
+ * `waitUntil: "submitted"` (answered once its transaction is in the node's pool), the others for
+ * the receipt. On the way, PostgreSQL is stopped (fast shutdown, back after 3 s); then, once it
+ * is back and nothing is in flight, mining is paused, a run of submitted payments (40, or a
+ * twentieth of the payments if fewer) is sent and answered, each of their transactions is dropped
+ * from anvil's pool (`anvil_dropTransaction`), and mining resumes: only a reconciler (or, later,
+ * a retry of the payment) can make them land; later one replica is killed with SIGKILL (and
+ * started again 5 s later). Then every payment is sent once more, each retried while its answer
+ * says to retry, and the reconcilers are given until nothing is left open (at most 2 minutes).
+ *
+ * Then it counts what must all be 0: double successes (a payment answered success, `submitted`
+ * included, by two requests), landed but refused (paid on chain, never answered success), lost
+ * (answered success, not on chain), settlements left open (`broadcast` or `submitted` in the
+ * store) and holds left (a payer's reservation with no landing); and checks that the payee got
+ * exactly one transfer per landed payment. It prints, too, how many transactions were dropped and
+ * how many of those were sent again and landed, and, of the landed but refused, how many the
+ * killed replica had recorded answered (or submitted) while their request to it went unanswered:
+ * the replica died after its record of the success was sent to the store and before the success
+ * left (core/answers.ts); still a failure. For each payment that went wrong, each settlement left
+ * open and each hold left: every answer it got, its row in the store, and what a reconciler last
+ * said of it. Exits 1 if any count is not 0.
  *
  *   npm run build && npm run bench:faults
  *   BENCH_FAULT_PAYMENTS=2000 BENCH_FAULT_CONCURRENCY=8 npm run bench:faults
@@ -51,6 +58,10 @@ interface Answered {
   readonly success: boolean;
   readonly error?: string | undefined;
   readonly hash?: string | undefined;
+  /** For the account of a payment that went wrong: which replica, when (ms into the run), why. */
+  readonly replica: number;
+  readonly at: number;
+  readonly message?: string | undefined;
 }
 
 /** What a replica's reconciler last said of a transaction (its `reconciled` log lines). */
@@ -156,13 +167,19 @@ async function main(): Promise<number> {
     const send = async (i: number, turn: number): Promise<Answered> => {
       const candidates = live();
       const target = candidates[(i + turn) % candidates.length] as ServerProcess;
+      const at = Date.now() - started;
+      const replica = replicas.indexOf(target);
       const answer = await post(`${target.url}/settle`, texts[i] as string, REQUEST_TIMEOUT_MS);
       const body = answer.body as Record<string, unknown> | undefined;
+      const message = body?.errorMessage ?? body?.message;
       const answered: Answered = {
         status: answer.status,
         success: answer.status === 200 && body?.success === true,
         error: typeof body?.error === "string" ? body.error : answer.error,
         hash: typeof body?.transactionHash === "string" ? body.transactionHash : undefined,
+        replica,
+        at,
+        message: typeof message === "string" ? message : undefined,
       };
       answers[i]?.push(answered);
       return answered;
@@ -207,6 +224,7 @@ async function main(): Promise<number> {
     const faults: Promise<void>[] = [];
     let storeBack: Promise<void> = Promise.resolve();
     let inFlight = 0;
+    let killedPid: number | undefined;
     const phase1 = async () => {
       for (let k = next++; k < PAYMENTS; k = next++) {
         const i = order[k] as number;
@@ -223,6 +241,8 @@ async function main(): Promise<number> {
           const doomed = replicas[1];
           replicas[1] = undefined;
           doomed?.child.kill("SIGKILL");
+          killedPid = doomed?.child.pid;
+          pids.push(`replica 1 killed at ${new Date().toISOString()} (${Date.now() - started} ms)`);
           faults.push(
             (async () => {
               await sleep(5_000);
@@ -275,20 +295,22 @@ async function main(): Promise<number> {
       holdRows = (await db.query(holdsQuery)).rows;
     }
     const settleDownSeconds = Math.round((Date.now() - settleDown) / 1000);
-    await db.end();
 
     // What the chain says of each payment.
+    const auths = bodies.map(
+      (body) =>
+        (body.payload as { payload: { authorization: { from: Hex; nonce: Hex } } }).payload
+          .authorization,
+    );
     const landed = await Promise.all(
-      bodies.map((body) => {
-        const auth = (body.payload as { payload: { authorization: { from: Hex; nonce: Hex } } })
-          .payload.authorization;
-        return client.readContract({
+      auths.map((auth) =>
+        client.readContract({
           address: devnet.token.address,
           abi: tokenAbi,
           functionName: "authorizationState",
           args: [auth.from, auth.nonce],
-        });
-      }),
+        }),
+      ),
     );
     const payeeAfter = await client.readContract({
       address: devnet.token.address,
@@ -305,15 +327,15 @@ async function main(): Promise<number> {
       (bodies[0] as unknown as { requirements: { amount: string } }).requirements.amount,
     );
     const landedCount = landed.filter(Boolean).length;
-    let doubles = 0;
-    let refused = 0;
+    const doubles: number[] = [];
+    const refused: number[] = [];
     const lost: number[] = [];
     let mismatched = 0;
     const byOutcome: Record<string, number> = {};
     for (const [i, list] of answers.entries()) {
       const successes = list.filter((a) => a.success);
-      if (successes.length > 1) doubles++;
-      if (landed[i] && successes.length === 0) refused++;
+      if (successes.length > 1) doubles.push(i);
+      if (landed[i] && successes.length === 0) refused.push(i);
       if (!landed[i] && successes.length > 0) lost.push(i);
       if (new Set(successes.map((a) => a.hash)).size > 1) mismatched++;
       for (const a of list) {
@@ -326,14 +348,36 @@ async function main(): Promise<number> {
       }
     }
     const transfersOk = payeeAfter - payeeBefore === BigInt(landedCount) * amount;
+    // The store's row of each payment that went wrong.
+    const rowOf = new Map<number, Record<string, unknown> | undefined>();
+    for (const i of [...lost, ...refused, ...doubles].slice(0, 30)) {
+      const { rows } = await db.query(
+        "SELECT key, state, hashes, owner, created_at, updated_at FROM facilitator_settlements WHERE key LIKE '%' || $1",
+        [auths[i]?.nonce.toLowerCase()],
+      );
+      rowOf.set(i, rows[0]);
+    }
+    await db.end();
+    // Recorded answered (or submitted) by the killed replica, which died before its answer left:
+    // the window core/answers.ts leaves between the record and the hand-over. Still a failure.
+    const refusedAtKill = refused.filter((i) => {
+      const row = rowOf.get(i);
+      return (
+        killedPid !== undefined &&
+        (row?.state === "answered" || row?.state === "submitted") &&
+        String(row?.owner).includes(`:${killedPid}:`) &&
+        (answers[i] ?? []).some((a) => a.replica === 1 && a.status === 0)
+      );
+    }).length;
     const counts = {
       payments: PAYMENTS,
       submitted: answers.filter((_, i) => SUBMITTED(i)).length,
       landed: landedCount,
       dropped: dropped.length,
       resentAndLanded: resentLanded,
-      doubleSuccesses: doubles,
-      landedButRefused: refused,
+      doubleSuccesses: doubles.length,
+      landedButRefused: refused.length,
+      landedButRefusedRecordedByTheKilledReplica: refusedAtKill,
       lost: lost.length,
       successesWithTwoHashes: mismatched,
       open: openRows.length,
@@ -354,15 +398,32 @@ async function main(): Promise<number> {
       const hash = (row.hashes as string[] | null)?.at(-1);
       console.log("hold left:", { ...row, reconciler: word(hash) });
     }
-    if (openRows.length + holdRows.length + lost.length > 0) console.log(pids.join(", "));
-    for (const i of lost.slice(0, 10)) {
-      const hash = answers[i]?.find((a) => a.success)?.hash;
-      const wasDropped = dropped.some((d) => d.index === i);
-      console.log("lost:", { payment: i, hash, wasDropped, reconciler: word(hash) });
+    if (openRows.length + holdRows.length + lost.length + refused.length + doubles.length > 0) {
+      console.log(pids.join(", "));
+    }
+    // Each payment that went wrong: every answer it got, and the store's row for it.
+    for (const [what, list] of [
+      ["lost", lost],
+      ["landed but refused", refused],
+      ["double success", doubles],
+    ] as const) {
+      for (const i of list.slice(0, 10)) {
+        const row = rowOf.get(i);
+        const hash = (row?.hashes as string[] | undefined)?.at(-1);
+        const wasDropped = dropped.some((d) => d.index === i);
+        console.log(`${what}:`, {
+          payment: i,
+          submitted: SUBMITTED(i),
+          wasDropped,
+          answers: answers[i],
+          store: row,
+          reconciler: word(hash),
+        });
+      }
     }
     const ok =
-      doubles === 0 &&
-      refused === 0 &&
+      doubles.length === 0 &&
+      refused.length === 0 &&
       lost.length === 0 &&
       mismatched === 0 &&
       openRows.length === 0 &&
