@@ -1,9 +1,10 @@
 /**
  * Every settlement followed to its end without a retry (issue 19): a transaction the node dropped
  * is sent again and recorded landed; a replica killed (SIGKILL) mid-settle leaves a settlement the
- * other replica's reconciler follows by its hash (without the key that sent it) and records; the
- * CLI's `facilitator reconcile` does one pass for a cron job. Each then answers the payment's
- * retry with its one success. Real anvil (manual mining), real PostgreSQL, real processes.
+ * other replica's reconciler follows by its hash (without the key that sent it) and records, the
+ * dead replica's hold on the payer ending with it; the CLI's `facilitator reconcile` does one pass
+ * for a cron job. Each then answers the payment's retry with its one success. Real anvil (manual
+ * mining), real PostgreSQL, real processes.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -12,6 +13,9 @@ import pg from "pg";
 import { createTestClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { ChainFamily } from "../src/core/family.js";
+import { reconcileOnce } from "../src/core/reconciler.js";
+import type { JournalEntry, SettlementStore } from "../src/core/store.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
@@ -141,8 +145,8 @@ describe("a replica killed mid-settle", () => {
     try {
       const stateOf = async () =>
         (
-          await db.query<{ state: string; hashes: string[] }>(
-            "SELECT state, hashes FROM facilitator_settlements WHERE lower(signer) = lower($1) ORDER BY created_at DESC LIMIT 1",
+          await db.query<{ key: string; state: string; hashes: string[] }>(
+            "SELECT key, state, hashes FROM facilitator_settlements WHERE lower(signer) = lower($1) ORDER BY created_at DESC LIMIT 1",
             [key],
           )
         ).rows[0];
@@ -157,6 +161,22 @@ describe("a replica killed mid-settle", () => {
       const closedMs = Date.now() - minedAt;
       expect(row?.state).toBe("landed");
       const hash = row?.hashes.at(-1);
+      // The dead replica's hold on the payer ended with it (landed in its block): the survivor's
+      // ledger never held it, so its reconciler tells the store.
+      const holdOf = async () =>
+        (
+          await db.query<{ landed_block: string | null }>(
+            "SELECT landed_block::text FROM facilitator_reservations WHERE key = $1",
+            [row?.key],
+          )
+        ).rows;
+      let hold = await holdOf();
+      for (let i = 0; i < 50 && hold.some((h) => h.landed_block === null); i++) {
+        await sleep(100);
+        hold = await holdOf();
+      }
+      expect(hold.length).toBeGreaterThan(0);
+      expect(hold.every((h) => h.landed_block !== null)).toBe(true);
       // Any replica says what it knows: landed, sent by the dead replica's key and run.
       const status = (await (
         await fetch(`${survivor.url}/settlements?transaction=${hash}`)
@@ -257,4 +277,50 @@ describe("facilitator reconcile, once, for a cron job", () => {
     expect(unknown.code).toBe(1);
     expect(JSON.parse(unknown.stdout)).toMatchObject({ found: false });
   }, 60_000);
+});
+
+describe("a settlement answered between the pass's list and its claim", () => {
+  test("is left as answered, not written landed (a second success to the next settle)", async () => {
+    const listed: JournalEntry = {
+      key: "eip3009:31337:token:payer:nonce",
+      chainId: 31337,
+      signer: "0x0000000000000000000000000000000000000001",
+      txNonce: 7,
+      expect: {
+        token: "0x0000000000000000000000000000000000000002",
+        from: "0x0000000000000000000000000000000000000003",
+        to: "0x0000000000000000000000000000000000000004",
+        value: "1000",
+      },
+      hashes: [`0x${"ab".repeat(32)}`],
+      raws: [],
+      state: "broadcast",
+    };
+    let stored: JournalEntry = { ...listed };
+    const followed: JournalEntry[] = [];
+    const store = {
+      openSettlements: async () => [{ ...listed }],
+      // The settle that held it answers it and gives its claim back just before this claim.
+      claim: async () => {
+        stored = { ...stored, state: "answered" };
+        return true;
+      },
+      release: async () => undefined,
+      get: async () => ({ ...stored }),
+      recordState: async (_key: string, state: JournalEntry["state"]) => {
+        stored = { ...stored, state };
+      },
+    } as unknown as SettlementStore;
+    const family = {
+      owns: () => true,
+      follow: async (entry: JournalEntry) => {
+        followed.push(entry);
+        return { outcome: "landed", network: "eip155:31337", detail: "in block 1" };
+      },
+    } as unknown as ChainFamily;
+    const [found] = await reconcileOnce([family], store);
+    expect(found).toMatchObject({ outcome: "busy", detail: "settled meanwhile" });
+    expect(followed).toEqual([]);
+    expect(stored.state).toBe("answered");
+  });
 });

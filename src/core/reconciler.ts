@@ -79,10 +79,17 @@ async function followOne(
     if (!claimed) {
       return { key, ageSeconds, transaction, outcome: "busy", detail: "being settled right now" };
     }
-    const followed = await family.follow(entry);
+    // The pass's list was read before this claim: a settle may have answered the payment since
+    // and given its claim back. Written over with the list's word (`landed`), an answered
+    // success would be answered again to the next settle of the payment.
+    const current = await store.get(key);
+    if (current?.state !== "broadcast" && current?.state !== "submitted") {
+      return { key, ageSeconds, transaction, outcome: "busy", detail: "settled meanwhile" };
+    }
+    const followed = await family.follow(current);
     // One answered `submitted` had its success handed over already: landed, it is answered.
     const state =
-      followed.outcome === "landed" && entry.state === "submitted"
+      followed.outcome === "landed" && current.state === "submitted"
         ? "answered"
         : WRITTEN[followed.outcome];
     if (state) await store.recordState(key, state);

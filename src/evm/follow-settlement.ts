@@ -4,7 +4,8 @@
  * sent again if it was dropped and its nonce is free and this process holds the key. A payment
  * landed when its receipt carries its Transfer; a transaction without one of its own (a channel
  * action, a scheme's own) when it was mined without reverting. The ledger and the gas at risk hear
- * the outcome as they would from a settle.
+ * the outcome as they would from a settle; at its end the payer's hold in a shared store ends
+ * too, whichever replica made it.
  */
 import type { Followed } from "../core/family.js";
 import type { JournalEntry } from "../core/store.js";
@@ -25,6 +26,7 @@ export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Pr
   const picked = await reconcile(waiting, entry);
   if (picked === "gone") {
     ctx.inflight.release(entry.key);
+    endSharedHold(ctx, entry.key);
     return {
       outcome: "dropped",
       network,
@@ -36,6 +38,8 @@ export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Pr
   if (expect) track(ctx, entry.key, expect, picked);
   else if (picked.kind === "reverted")
     chargeWaste(ctx, entry.action?.chargeTo ?? [], picked.receipt);
+  if (picked.kind === "confirmed") endSharedHold(ctx, entry.key, picked.receipt.blockNumber);
+  if (picked.kind === "reverted" || picked.kind === "would-revert") endSharedHold(ctx, entry.key);
   switch (picked.kind) {
     case "confirmed": {
       const block = picked.receipt.blockNumber;
@@ -79,4 +83,13 @@ export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Pr
     default:
       return { outcome: "open", network, transaction: newest, detail: "not mined yet" };
   }
+}
+
+/**
+ * The shared store's copy of the payer's hold ends with the settlement (landed in a block, or
+ * spending nothing), whichever replica made it: the ledger here tells the store only of holds it
+ * made itself, so one made by another replica, or by a run killed mid-settle, would be left held.
+ */
+function endSharedHold(ctx: EvmContext, key: string, landedIn?: bigint): void {
+  void ctx.journal.releaseShared?.(key, landedIn)?.catch(() => undefined);
 }
