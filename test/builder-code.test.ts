@@ -11,8 +11,6 @@
  *   `parseBuilderCodeSuffixFromCalldata` are equal. Then a Permit2 payment, an `upto` payment and
  *   a channel's deposit, claim, settle and refund through us: each transaction carries our code.
  */
-import { x402Client } from "@x402/core/client";
-import { UptoEvmScheme as UptoEvmClient } from "@x402/evm/upto/client";
 import {
   BuilderCodeFacilitatorExtension,
   encodeBuilderCodeSuffix,
@@ -45,6 +43,7 @@ import {
 import { chainOf } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { officialPermit2Payload, permit2Requirements } from "./helpers/permit2.js";
+import { officialUptoPayload, uptoOffer } from "./helpers/upto.js";
 import { clientPayload, referenceFacilitator, requirementsV2 } from "./helpers/x402.js";
 
 const OURS = "our_facilitator";
@@ -171,29 +170,8 @@ describe("on the devnet", () => {
       }),
     ).toEqual(withDeclared);
 
-    const upto = {
-      scheme: "upto",
-      network: devnet.network,
-      amount: "5000",
-      asset: devnet.permitToken.address,
-      payTo: devnet.payee.address,
-      maxTimeoutSeconds: 300,
-      extra: {
-        name: devnet.permitToken.name,
-        version: devnet.permitToken.version,
-        facilitatorAddress: devnet.facilitator.address,
-      },
-    };
-    const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-    client.register(
-      devnet.network,
-      new UptoEvmClient(privateKeyToAccount((uptoPayer as DevAccount).privateKey)),
-    );
-    const uptoPayload = await client.createPaymentPayload({
-      x402Version: 2,
-      resource: { url: "http://localhost/metered" },
-      accepts: [upto],
-    } as never);
+    const upto = uptoOffer(devnet, 5_000n);
+    const uptoPayload = await officialUptoPayload(devnet, uptoPayer as DevAccount, upto);
     expect(
       await settle({
         x402Version: 2,

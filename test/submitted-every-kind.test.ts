@@ -11,8 +11,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { x402Client } from "@x402/core/client";
-import { UptoEvmScheme as UptoEvmClient } from "@x402/evm/upto/client";
 import { createTestClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect, test } from "vitest";
@@ -35,6 +33,7 @@ import {
 } from "./helpers/batch.js";
 import { chainOf } from "./helpers/chain.js";
 import { officialPermit2Payload, permit2Requirements } from "./helpers/permit2.js";
+import { officialUptoPayload, uptoOffer } from "./helpers/upto.js";
 
 const PRICE = 1_000n;
 const AUTHORIZER = devAccounts[7] as DevAccount;
@@ -143,29 +142,8 @@ test("a Permit2 payment, an upto payment, and a channel's deposit, claim, settle
     { success: false, errorReason: expect.stringMatching(/nonce_already_used/) },
   );
 
-  const upto = {
-    scheme: "upto",
-    network: devnet.network,
-    amount: "5000",
-    asset: devnet.permitToken.address,
-    payTo: devnet.payee.address,
-    maxTimeoutSeconds: 300,
-    extra: {
-      name: devnet.permitToken.name,
-      version: devnet.permitToken.version,
-      facilitatorAddress: devnet.facilitator.address,
-    },
-  };
-  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-  client.register(
-    devnet.network,
-    new UptoEvmClient(privateKeyToAccount((uptoPayer as DevAccount).privateKey)),
-  );
-  const uptoPayload = await client.createPaymentPayload({
-    x402Version: 2,
-    resource: { url: "http://localhost/metered" },
-    accepts: [upto],
-  } as never);
+  const upto = uptoOffer(devnet, 5000n);
+  const uptoPayload = await officialUptoPayload(devnet, uptoPayer as DevAccount, upto);
   await submittedThenDropped(
     "upto",
     {

@@ -5,8 +5,6 @@
  * moves the payer's tokens away just before our settlement reaches the chain, so it passes every
  * check and simulation and reverts when mined. On a real anvil devnet with the upto proxy.
  */
-import { x402Client } from "@x402/core/client";
-import { UptoEvmScheme as UptoEvmClient } from "@x402/evm/upto/client";
 import {
   createWalletClient,
   decodeFunctionData,
@@ -30,6 +28,7 @@ import { handleSettle } from "../src/protocol/respond.js";
 import { chainOf } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
+import { officialUptoPayload, uptoOffer } from "./helpers/upto.js";
 
 let devnet: Devnet;
 let proxy: RpcProxy;
@@ -47,26 +46,8 @@ afterAll(async () => {
 test("reverted when mined: the reference's upto reason, the transaction named", async () => {
   const payer = devnet.payers[2] as DevAccount;
   await approvePermit2(devnet, payer, devnet.permitToken.address);
-  const requirements = {
-    scheme: "upto",
-    network: devnet.network,
-    amount: "5000",
-    asset: devnet.permitToken.address,
-    payTo: devnet.payee.address,
-    maxTimeoutSeconds: 300,
-    extra: {
-      name: devnet.permitToken.name,
-      version: devnet.permitToken.version,
-      facilitatorAddress: devnet.facilitator.address,
-    },
-  };
-  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-  client.register(devnet.network, new UptoEvmClient(privateKeyToAccount(payer.privateKey)));
-  const payload = await client.createPaymentPayload({
-    x402Version: 2,
-    resource: { url: "http://localhost/metered" },
-    accepts: [requirements],
-  } as never);
+  const requirements = uptoOffer(devnet, 5000n);
+  const payload = await officialUptoPayload(devnet, payer as DevAccount, requirements);
 
   // Just before our settlement reaches the node, the payer sends all its tokens elsewhere.
   proxy.intercept = (method, params) => {
