@@ -34,6 +34,11 @@ afterAll(async () => {
 const PAYEE = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
 const PAYER = "0x857b06519E91e3A54538791bDbb0E22373e36b66";
 let clock = 1_800_000_000_000;
+/** A second later than the last entry made. */
+const tick = () => {
+  clock += 1_000;
+  return clock;
+};
 
 function entry(
   resource: string,
@@ -73,7 +78,7 @@ function entry(
     ],
     payTo,
     payer: options.payer ?? PAYER,
-    lastUpdated: options.at ?? (clock += 1_000),
+    lastUpdated: options.at ?? tick(),
   };
 }
 

@@ -390,6 +390,7 @@ describe("our JSON Schema verdicts are validateDiscoveryExtension's", () => {
     ["prefixItems then items: false", { prefixItems: [{ type: "number" }], items: false }, [1, 2]],
     ["contains with minContains", { contains: { const: 2 }, minContains: 2 }, [2, 2, 3]],
     ["oneOf matching twice", { oneOf: [{ type: "number" }, { type: "integer" }] }, 1],
+    // biome-ignore lint/suspicious/noThenProperty: JSON Schema's own keyword.
     ["if/then", { if: { type: "string" }, then: { minLength: 3 } }, "ab"],
     ["dependentRequired", { dependentRequired: { a: ["b"] } }, { a: 1 }],
     ["a minimum that is a string", { minimum: "1" }, 1],
