@@ -178,6 +178,29 @@ describe.each(kinds)("$name", (kind) => {
     }
   });
 
+  test("a journal compacted at start-up keeps the catalogue (its lines rewritten, the history gone)", async () => {
+    if (kind.name !== "journal file") return;
+    const file = path.join(dir, `journal-${++files}.jsonl`);
+    const journal = new Journal(file);
+    const first = entry("https://c.example/x");
+    for (let i = 0; i < 10; i++) {
+      await journal.catalogue.put(
+        { ...first, lastUpdated: first.lastUpdated + i * REFRESH_MS },
+        WIDE,
+      );
+    }
+    journal.close();
+    expect((await readFile(file, "utf8")).split("\n").filter(Boolean)).toHaveLength(10);
+    const compacted = new Journal(file, { compactAfterLines: 5 });
+    try {
+      expect((await readFile(file, "utf8")).split("\n").filter(Boolean)).toHaveLength(1);
+      const [kept] = (await compacted.catalogue.list({}, 10, 0)).items;
+      expect(kept?.lastUpdated).toBe(first.lastUpdated + 9 * REFRESH_MS);
+    } finally {
+      compacted.close();
+    }
+  });
+
   test("bounded per payee, per payer and in total; one payer cannot fill it", async () => {
     const { store } = await kind.make();
     const catalogue = store.catalogue;

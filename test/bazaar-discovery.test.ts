@@ -144,6 +144,29 @@ describe("EXTENSION-RESPONSES on verify and settle", () => {
     });
   });
 
+  test("a reason quoting the buyer's own keys stays short enough for any HTTP client", async () => {
+    const long = "k".repeat(12_000);
+    const info = { input: { type: "http", method: "GET", queryParams: { [long]: 1 } } };
+    const schema = {
+      properties: {
+        input: { properties: { queryParams: { additionalProperties: { type: "string" } } } },
+      },
+    };
+    const hostile = body("https://shop.example/long", requirements("eip155:84532", "0xA11CE"), {
+      bazaar: { info, schema },
+    });
+    const answer = await handle({
+      method: "POST",
+      url: "/verify",
+      headers: { "content-type": "application/json" },
+      body: Buffer.from(JSON.stringify(hostile)),
+    });
+    const { bazaar: said } = sideChannel(answer.headers);
+    expect(said.status).toBe("rejected");
+    expect(said.rejectedReason.length).toBeLessThanOrEqual(600);
+    expect(answer.headers["extension-responses"]?.length).toBeLessThan(2_000);
+  });
+
   test("no extension, no header; a failed payment says nothing of discovery", async () => {
     const plain = body("https://shop.example/plain", requirements("eip155:84532", "0xA11CE"));
     delete (plain.paymentPayload.extensions as Record<string, unknown>).bazaar;

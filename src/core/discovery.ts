@@ -129,7 +129,7 @@ export class Discovery {
       const done = await this.catalogue.put({ ...entry, lastUpdated: this.#now() }, this.bounds);
       if ("refused" in done) return rejected(`not catalogued: ${done.refused}`);
       return notes.length > 0
-        ? { status: "success", reason: notes.join("; ") }
+        ? { status: "success", reason: clip(notes.join("; ")) }
         : { status: "success" };
     } catch (error) {
       const why = error instanceof Error ? error.message : String(error);
@@ -186,13 +186,21 @@ export class Discovery {
   }
 }
 
+/**
+ * Longest reason sent: the header goes to the seller's HTTP client, whose header limits (16 KiB in
+ * Node) a reason quoting a buyer's keys must never reach.
+ */
+const REASON_LIMIT = 600;
+const clip = (text: string) =>
+  text.length > REASON_LIMIT ? `${text.slice(0, REASON_LIMIT - 1)}…` : text;
+
 const rejected = (rejectedReason: string): BazaarResponse => ({
   status: "rejected",
-  rejectedReason,
+  rejectedReason: clip(rejectedReason),
 });
 
 function processing(notes: readonly string[], what: string): BazaarResponse {
-  return { status: "processing", reason: [what, ...notes].join("; ") };
+  return { status: "processing", reason: clip([what, ...notes].join("; ")) };
 }
 
 /** An entry as /discovery answers it: the official DiscoveryResource shape. */

@@ -88,7 +88,9 @@ class Run {
     }
     if (depth > DEPTH_LIMIT) throw new Exhausted(`the schema nests more than ${DEPTH_LIMIT} deep`);
     const fail = (message: string) => {
-      if (errors.length < ERRORS_KEPT) errors.push(`${path || "(root)"}: ${message}`);
+      // Paths are the value's own keys: a long one is cut, so a reason stays a line.
+      const where = path.length > 80 ? `${path.slice(0, 80)}…` : path || "(root)";
+      if (errors.length < ERRORS_KEPT) errors.push(`${where}: ${message}`);
       return false;
     };
     if (schema === true) return true;
