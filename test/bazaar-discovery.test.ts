@@ -167,6 +167,29 @@ describe("EXTENSION-RESPONSES on verify and settle", () => {
     expect(answer.headers["extension-responses"]?.length).toBeLessThan(2_000);
   });
 
+  test("a schema nested past the request's bound refuses the payment itself (invalid_request), not the catalogue", async () => {
+    let deep: Record<string, unknown> = { type: "string" };
+    for (let i = 0; i < 20; i++) deep = { type: "object", properties: { a: deep } };
+    const nested = body("https://shop.example/deep", requirements("eip155:84532", "0xA11CE"), {
+      bazaar: { info: { input: { type: "http" } }, schema: deep },
+    });
+    const before = (await catalogue().list({}, 100, 0)).total;
+    const answer = await handle({
+      method: "POST",
+      url: "/settle",
+      headers: { "content-type": "application/json" },
+      body: Buffer.from(JSON.stringify(nested)),
+    });
+    expect(JSON.parse(answer.body)).toMatchObject({
+      success: false,
+      errorReason: "invalid_payload",
+      errorMessage: expect.stringContaining(
+        "paymentPayload.extensions is nested more than 32 levels deep",
+      ),
+    });
+    expect((await catalogue().list({}, 100, 0)).total).toBe(before);
+  });
+
   test("no extension, no header; a failed payment says nothing of discovery", async () => {
     const plain = body("https://shop.example/plain", requirements("eip155:84532", "0xA11CE"));
     delete (plain.paymentPayload.extensions as Record<string, unknown>).bazaar;
