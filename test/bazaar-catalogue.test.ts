@@ -17,6 +17,8 @@ import {
   REFRESH_MS,
 } from "../src/core/catalogue.js";
 import type { SettlementStore } from "../src/core/store.js";
+import { Facilitator } from "../src/facilitator.js";
+import { createHandler } from "../src/http/handler.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
@@ -349,6 +351,71 @@ describe("postgres: replicas share one catalogue", () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+});
+
+describe("postgres: a payment settled through one replica is listed by another", () => {
+  test("two facilitators on one database (the chain's verdicts stubbed)", async () => {
+    const url = await postgres.freshDatabase();
+    const stores = await Promise.all(
+      ["one", "two"].map((owner) => PostgresStore.open(url, { signers: [], owner })),
+    );
+    try {
+      const [one, two] = stores.map((journal) => {
+        const facilitator = new Facilitator({ useDefaultRpcs: false, journal });
+        facilitator.evm.claims = () => true;
+        facilitator.evm.settle = async () => ({
+          ok: true,
+          payer: PAYER,
+          transactionHash: `0x${"ab".repeat(32)}`,
+        });
+        return facilitator;
+      }) as [Facilitator, Facilitator];
+      const accepted = {
+        scheme: "exact",
+        network: "eip155:84532",
+        amount: "1",
+        asset: "0xA55E7",
+        payTo: PAYEE,
+      };
+      const settle = {
+        x402Version: 2,
+        paymentPayload: {
+          x402Version: 2,
+          resource: { url: "https://replicas.example/thing", description: "A thing" },
+          accepted,
+          payload: {},
+          extensions: {
+            bazaar: {
+              info: { input: { type: "http", method: "GET" } },
+              schema: { type: "object" },
+            },
+          },
+        },
+        paymentRequirements: accepted,
+      };
+      const answer = await createHandler(one)({
+        method: "POST",
+        url: "/settle",
+        headers: { "content-type": "application/json" },
+        body: Buffer.from(JSON.stringify(settle)),
+      });
+      expect(
+        JSON.parse(Buffer.from(answer.headers["extension-responses"] ?? "", "base64").toString()),
+      ).toEqual({
+        bazaar: { status: "success" },
+      });
+      const listed = await createHandler(two)({
+        method: "GET",
+        url: "/discovery/resources",
+        headers: {},
+      });
+      expect(JSON.parse(listed.body).items.map((i: { resource: string }) => i.resource)).toEqual([
+        "https://replicas.example/thing",
+      ]);
+    } finally {
+      for (const store of stores) await store.close();
     }
   });
 });
