@@ -101,6 +101,16 @@ describe("EXTENSION-RESPONSES on verify and settle", () => {
       request.paymentRequirements as never,
     );
     expect(settled.extensionResponses).toEqual({ bazaar: { status: "success" } });
+    // The spec's own example header, byte for byte.
+    const again = await handle({
+      method: "POST",
+      url: "/settle",
+      headers: { "content-type": "application/json" },
+      body: Buffer.from(JSON.stringify(request)),
+    });
+    expect(again.headers["extension-responses"]).toBe(
+      "eyJiYXphYXIiOnsic3RhdHVzIjoic3VjY2VzcyJ9fQ==",
+    );
     const { items } = await catalogue().list({}, 10, 0);
     expect(items.map((e) => [e.resource, e.payer, e.serviceName])).toEqual([
       ["https://shop.example/a", PAYER, "Test Shop"],
