@@ -6,6 +6,8 @@
 import type { LocalAccount } from "viem";
 import { answerAccepts } from "./core/accepts.js";
 import { Answers } from "./core/answers.js";
+import type { CatalogueBounds } from "./core/catalogue.js";
+import { Discovery } from "./core/discovery.js";
 import { FacilitatorCore } from "./core/facilitator.js";
 import { type RpcOptions, RpcRegistry } from "./core/rpc.js";
 import type { SettlementStore } from "./core/store.js";
@@ -39,6 +41,8 @@ export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signer
   readonly payerRevertLimit?: number | undefined;
   /** ...and that window in milliseconds (default 10 minutes). */
   readonly payerRevertWindowMs?: number | undefined;
+  /** The bazaar catalogue's bounds (core/catalogue.ts has the defaults). */
+  readonly catalogueBounds?: Partial<CatalogueBounds> | undefined;
 }
 
 export class Facilitator extends FacilitatorCore {
@@ -77,7 +81,11 @@ export class Facilitator extends FacilitatorCore {
     journal.onRevertElsewhere?.((chainId, payer, at, waste) =>
       waste ? evm.gasAtRisk.record(chainId, waste, at) : throttle.record(chainId, payer, at),
     );
-    super([svm, evm], journal, answers);
+    // Bazaar discovery, in the store's catalogue, when it keeps one (both of ours do).
+    const discovery = journal.catalogue
+      ? new Discovery(journal.catalogue, journal, { bounds: options.catalogueBounds })
+      : undefined;
+    super([svm, evm], journal, answers, discovery);
     this.rpc = rpc;
     this.evm = evm;
     this.svm = svm;

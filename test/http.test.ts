@@ -172,7 +172,7 @@ describe("information endpoints", () => {
         // No receiver authorizer key here: sellers sign their own claims, and no extra says ours.
         { x402Version: 2, scheme: "batch-settlement", network: devnet.network },
       ],
-      extensions: ["eip2612GasSponsoring", "erc20ApprovalGasSponsoring"],
+      extensions: ["eip2612GasSponsoring", "erc20ApprovalGasSponsoring", "bazaar"],
       signers: { "eip155:*": [devnet.facilitator.address] },
     });
   });

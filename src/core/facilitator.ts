@@ -8,6 +8,7 @@ import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { Answers } from "./answers.js";
+import type { Discovery } from "./discovery.js";
 import type { ChainFamily, SupportedKind } from "./family.js";
 import { settleOnce } from "./idempotency.js";
 import { type Reconciled, type ReconcileOptions, reconcileOnce } from "./reconciler.js";
@@ -30,11 +31,19 @@ export class FacilitatorCore {
   readonly families: readonly ChainFamily[];
   /** Successes written down before they are answered; flushed before the store closes. */
   readonly answers: Answers;
+  /** Bazaar discovery (core/discovery.ts), when the store keeps a catalogue. */
+  readonly discovery: Discovery | undefined;
 
-  constructor(families: readonly ChainFamily[], journal: SettlementStore, answers: Answers) {
+  constructor(
+    families: readonly ChainFamily[],
+    journal: SettlementStore,
+    answers: Answers,
+    discovery?: Discovery,
+  ) {
     this.families = families;
     this.journal = journal;
     this.answers = answers;
+    this.discovery = discovery;
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of journal.unsettled()) families.find((family) => family.seed(entry));
   }
@@ -46,22 +55,25 @@ export class FacilitatorCore {
   async verify(request: PaymentRequest): Promise<VerifyResult> {
     const family = this.familyOf(request.requirements.network);
     if (!family) return { ok: false, failure: unserved(request) };
+    let result: VerifyResult;
     try {
-      return await family.verify(request);
+      result = await family.verify(request);
     } catch (error) {
       return { ok: false, failure: failureOfThrown(error, "verify") };
     }
+    return this.discovery ? this.discovery.afterVerify(request, result) : result;
   }
 
   async settle(request: PaymentRequest, waitUntil?: WaitUntil): Promise<SettleResult> {
     const family = this.familyOf(request.requirements.network);
     if (!family) return { ok: false, failure: unserved(request) };
     let result: SettleResult;
+    const level = waitUntil ?? request.waitUntil ?? "confirmed";
     try {
       result = await settleOnce(
         this.journal,
         request,
-        () => family.settle(request, waitUntil ?? request.waitUntil ?? "confirmed"),
+        () => family.settle(request, level),
         (transaction) => family.stillOnChain(request, transaction),
       );
     } catch (error) {
@@ -71,7 +83,7 @@ export class FacilitatorCore {
       family.chainTrouble?.(request);
       return { ...result, failure: { ...result.failure, status: 500 } };
     }
-    return result;
+    return this.discovery ? this.discovery.afterSettle(request, result, level) : result;
   }
 
   /** One reconciler pass: every settlement not at its end, followed and written down. */
@@ -89,7 +101,12 @@ export class FacilitatorCore {
     const parts = await Promise.all(this.families.map((family) => family.supported()));
     return {
       kinds: parts.flatMap((part) => part.kinds),
-      extensions: [...new Set(parts.flatMap((part) => part.extensions))],
+      extensions: [
+        ...new Set([
+          ...parts.flatMap((part) => part.extensions),
+          ...(this.discovery ? ["bazaar"] : []),
+        ]),
+      ],
       signers: Object.assign({}, ...parts.map((part) => part.signers)),
     };
   }

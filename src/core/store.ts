@@ -5,6 +5,7 @@
  * picks one.
  */
 import type { Address, Hex } from "viem";
+import type { Catalogue } from "./catalogue.js";
 
 /**
  * Why `raiseHighest` raised nothing: a higher value is kept, or the id was marked changed after
@@ -265,6 +266,9 @@ export interface SettlementStore {
   ): Promise<number>;
 
   status(): MaybePromise<StoreStatus>;
+
+  /** The bazaar catalogue (core/catalogue.ts), when the store keeps one: discovery is off without. */
+  readonly catalogue?: Catalogue | undefined;
 
   close(): MaybePromise<void>;
 }

@@ -14,6 +14,7 @@ import {
 import { parseJson } from "../protocol/request.js";
 import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
 import { type ApiKeys, callerRecognizer } from "./callers.js";
+import { discoveryAnswer } from "./discovery.js";
 import { checkHealth, checkReadiness } from "./health.js";
 import { llmsTxt } from "./llms.js";
 
@@ -91,6 +92,12 @@ function fromReply(reply: Reply): HttpResponse {
     error: reply.failure?.code,
     payer: typeof payer === "string" ? payer : undefined,
   });
+  // The x402 side channel (base64 JSON, per extension): for the seller, never its buyer.
+  if (reply.extensionResponses) {
+    response.headers["extension-responses"] = Buffer.from(
+      JSON.stringify(reply.extensionResponses),
+    ).toString("base64");
+  }
   return withRetryAfter(response, reply.failure);
 }
 
@@ -109,6 +116,8 @@ export const routes: Record<string, readonly string[]> = {
   "/metrics": ["GET", "HEAD"],
   "/settlements": ["GET", "HEAD"],
   "/llms.txt": ["GET", "HEAD"],
+  "/discovery/resources": ["GET", "HEAD"],
+  "/discovery/search": ["GET", "HEAD"],
 };
 
 function fail(code: ErrorCode, message?: string): HttpResponse {
@@ -152,6 +161,11 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
           body: llmsTxt(),
           log: {},
         };
+      case "/discovery/resources":
+      case "/discovery/search": {
+        const answer = await discoveryAnswer(facilitator.discovery, path, request.url);
+        return answer.ok ? json(200, answer.body) : errorResponse(answer.failure);
+      }
     }
 
     const started = performance.now();

@@ -55,6 +55,14 @@ export function llmsTxt(): string {
   case) nor a Solana signature (base58). Off (404 not_found) on a server listening beyond
   loopback without an API key.
 - GET /llms.txt: this file.
+- GET /discovery/resources?type&payTo&scheme&network&extensions&limit&offset: the bazaar catalogue
+  (what was paid for through us, settled, and declared extensions.bazaar)
+    → 200 {"x402Version": 2, "items", "pagination": {"limit", "offset", "total"}, "unappliedFilters"?}
+  GET /discovery/search?query&(the same filters)&limit&cursor
+    → 200 {"x402Version": 2, "resources", "partialResults", "pagination": {"limit", "cursor"}}
+  A malformed filter is 400 invalid_request. Verify and settle answers carry the
+  EXTENSION-RESPONSES header (base64 JSON: {"bazaar": {"status", "rejectedReason"?, "reason"?}}).
+  See docs/discovery.md.
 
 Requests are JSON (Content-Type: application/json), at most 64 KiB unless configured otherwise.
 Free-form fields (requirements.extra, paymentPayload.resource and extensions, outputSchema) hold at

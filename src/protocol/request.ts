@@ -59,6 +59,8 @@ export interface PaymentRequest {
   readonly requirements: Requirements;
   /** paymentPayload.extensions (v2): gas sponsoring, payment identifiers, ... */
   readonly extensions?: Readonly<Record<string, unknown>> | undefined;
+  /** paymentPayload.resource (v2), as the buyer echoes it: what bazaar discovery catalogues. */
+  readonly resource?: unknown;
   /** How the caller named the two objects, so messages point at their own fields. */
   readonly paths: { readonly payload: string; readonly requirements: string };
   readonly waitUntil?: WaitUntil | undefined;
@@ -200,6 +202,7 @@ export function parseRequest(body: unknown): ParsedRequest {
         payload: payload.value.payload,
         requirements: requirements.value,
         extensions: payload.value.extensions ?? undefined,
+        resource: payload.value.resource,
         paths,
         waitUntil,
       },

@@ -28,6 +28,15 @@ export interface Reply {
   readonly failure?: Failure | undefined;
   /** Who pays, when known, for the request log (the reference dialect's bodies may not say). */
   readonly payer?: string | undefined;
+  /** What became of the payment's extensions: HTTP sends it as the EXTENSION-RESPONSES header. */
+  readonly extensionResponses?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** The reply, with the result's extension responses when it has any. */
+function withExtensionResponses(reply: Reply, result: VerifyResult | SettleResult): Reply {
+  return result.ok && result.extensionResponses
+    ? { ...reply, extensionResponses: result.extensionResponses }
+    : reply;
 }
 
 type Operation = "verify" | "settle";
@@ -154,7 +163,8 @@ export async function handleVerify(
     return renderVerify(parsed.dialect, { ok: false, failure: parsed.failure }, parsed.payer);
   }
   const request = withCaller(parsed.request, options.caller);
-  return renderVerify(request.dialect, await facilitator.verify(request), payerOf(request));
+  const result = await facilitator.verify(request);
+  return withExtensionResponses(renderVerify(request.dialect, result, payerOf(request)), result);
 }
 
 export async function handleSettle(
@@ -173,10 +183,11 @@ export async function handleSettle(
   }
   const request = withCaller(parsed.request, options.caller);
   const result = await facilitator.settle(request, options.waitUntil ?? request.waitUntil);
-  return renderSettle(request.dialect, result, {
+  const reply = renderSettle(request.dialect, result, {
     network: request.payloadNetwork,
     payerHint: payerOf(request),
   });
+  return withExtensionResponses(reply, result);
 }
 
 /**

@@ -8,6 +8,8 @@ export type VerifyResult =
       readonly payer: string;
       /** Scheme facts the answer carries (a batch-settlement channel's on-chain state). */
       readonly extra?: Readonly<Record<string, unknown>> | undefined;
+      /** What became of the payment's extensions, per extension (the EXTENSION-RESPONSES header). */
+      readonly extensionResponses?: Readonly<Record<string, unknown>> | undefined;
     }
   | { readonly ok: false; readonly failure: Failure; readonly payer?: string | undefined };
 
@@ -25,6 +27,8 @@ export type SettleResult =
       readonly amount?: string | undefined;
       /** Scheme facts the answer carries (a batch-settlement channel's on-chain state). */
       readonly extra?: Readonly<Record<string, unknown>> | undefined;
+      /** What became of the payment's extensions, per extension (the EXTENSION-RESPONSES header). */
+      readonly extensionResponses?: Readonly<Record<string, unknown>> | undefined;
     }
   | {
       readonly ok: false;

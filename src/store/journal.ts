@@ -25,6 +25,7 @@ import {
   type StoreStatus,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
+import { type CatalogueLine, isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
 import { GroupCommit } from "./journal-commit.js";
 import { endsMidLine, readLines } from "./journal-file.js";
 import {
@@ -43,7 +44,9 @@ type Line =
   | { t: "id"; id: string; fingerprint: string; answer?: unknown }
   /** The schemes' state (journal-scheme-state.ts), and the lines a previous version wrote of it. */
   | SchemeStateLine
-  | PreviousSchemeStateLine;
+  | PreviousSchemeStateLine
+  /** The bazaar catalogue (journal-catalogue.ts). */
+  | CatalogueLine;
 
 /** States a settlement never leaves by itself: only those may be forgotten. */
 const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]);
@@ -66,6 +69,8 @@ export class Journal implements SettlementStore {
   readonly #entries = new Map<string, JournalEntry>();
   readonly #ids = new Map<string, { fingerprint: string; answer?: unknown }>();
   readonly #schemeState = new JournalSchemeState();
+  /** The bazaar catalogue, its lines in this file. */
+  readonly catalogue = new JournalCatalogue((line) => this.#write(line));
   /** Identifiers whose settle runs in this process now. */
   readonly #idsRunning = new Set<string>();
   readonly #inFlight = new Set<string>();
@@ -94,7 +99,8 @@ export class Journal implements SettlementStore {
     const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
     if (
       lines > threshold &&
-      lines > 4 * (this.#entries.size + this.#ids.size + this.#schemeState.size)
+      lines >
+        4 * (this.#entries.size + this.#ids.size + this.#schemeState.size + this.catalogue.size)
     )
       this.#compact(file);
     this.#fd = openSync(file, "a", 0o600);
@@ -128,6 +134,7 @@ export class Journal implements SettlementStore {
         writeSync(fd, `${JSON.stringify({ t: "id", id, ...bound } satisfies Line)}\n`);
       }
       for (const line of this.#schemeState.all()) writeSync(fd, `${JSON.stringify(line)}\n`);
+      for (const line of this.catalogue.lines()) writeSync(fd, `${JSON.stringify(line)}\n`);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -318,6 +325,10 @@ export class Journal implements SettlementStore {
   #apply(line: Line): void {
     if (isSchemeStateLine(line)) {
       this.#schemeState.apply(line);
+      return;
+    }
+    if (isCatalogueLine(line)) {
+      this.catalogue.apply(line);
       return;
     }
     if (line.t === "id") {

@@ -23,6 +23,7 @@ import type {
   Waste,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
+import { SharedCatalogue } from "./postgres-catalogue.js";
 import { unavailable } from "./postgres-errors.js";
 import { SharedIds } from "./postgres-ids.js";
 import { SignerLeases, type SignerWait } from "./postgres-leases.js";
@@ -89,6 +90,8 @@ export class PostgresStore implements SettlementStore {
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
   readonly #leases: SignerLeases;
+  /** The bazaar catalogue, shared by every replica (postgres-catalogue.ts). */
+  readonly catalogue: SharedCatalogue;
 
   private constructor(pool: Pool, url: string, options: PostgresStoreOptions) {
     this.#pool = pool;
@@ -103,6 +106,7 @@ export class PostgresStore implements SettlementStore {
     this.#ids = new SharedIds(query, this.owner, this.#leaseMs);
     this.#schemeState = new SharedSchemeState(query);
     this.#leases = new SignerLeases(query, this.owner, this.signers, this.#leaseMs);
+    this.catalogue = new SharedCatalogue(pool, this.#onQuery);
   }
 
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */

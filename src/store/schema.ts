@@ -203,4 +203,25 @@ export const MIGRATIONS: readonly string[] = [
       FROM facilitator_channels;
   DROP TABLE facilitator_channels;
   `,
+  // 14: the bazaar catalogue (core/catalogue.ts): one row per resource (and MCP tool) paid for
+  // through us that declared discovery, with what its filters and search read, lower-cased where
+  // they compare without case. Who added it (pay_to, payer) is what the bounds count.
+  `
+  CREATE TABLE facilitator_catalogue (
+    key            text PRIMARY KEY,
+    entry          jsonb NOT NULL,
+    type           text NOT NULL,
+    pay_to         text NOT NULL,
+    payer          text NOT NULL,
+    accepts_pay_to text[] NOT NULL,
+    schemes        text[] NOT NULL,
+    networks       text[] NOT NULL,
+    extensions     text[] NOT NULL,
+    search_text    text NOT NULL,
+    last_updated   bigint NOT NULL
+  );
+  CREATE INDEX facilitator_catalogue_recent ON facilitator_catalogue (last_updated DESC);
+  CREATE INDEX facilitator_catalogue_pay_to ON facilitator_catalogue (pay_to);
+  CREATE INDEX facilitator_catalogue_payer ON facilitator_catalogue (payer);
+  `,
 ];

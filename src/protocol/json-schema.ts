@@ -1,0 +1,279 @@
+/**
+ * JSON Schema 2020-12, the part a bazaar extension's `schema` uses, for a schema and a value that
+ * both come from a payment (untrusted). Nothing is fetched: `$ref` is a JSON Pointer into the same
+ * schema, any other reference is refused. Every check is bounded: a step budget covers `$ref`
+ * loops and `anyOf` blow-ups, and a `pattern` is run only when it cannot backtrack without end
+ * (json-schema-patterns.ts). Keywords no bazaar schema needs (`unevaluated*`, dynamic references,
+ * anchors) make the schema unusable, said by name; unknown keywords are ignored, as ajv's
+ * non-strict mode (the official facilitator's) does, and `format` is an annotation.
+ */
+import { PATTERN_INPUT_LIMIT, type SafePattern } from "./json-schema-patterns.js";
+import { compile, has, isObject, type Json, resolve, type Schema } from "./json-schema-shape.js";
+
+export { SCHEMA_DIALECT } from "./json-schema-shape.js";
+
+/** Most (subschema, value) pairs one validation may visit. */
+export const SCHEMA_STEP_LIMIT = 50_000;
+/** Most nested subschemas one validation may be inside at once (through `$ref` included). */
+const DEPTH_LIMIT = 64;
+/** Most characters one validation may run patterns over, in all. */
+const PATTERN_CHARS_LIMIT = 16_384;
+/** Errors reported, at most. */
+const ERRORS_KEPT = 5;
+
+export type SchemaVerdict =
+  | { readonly valid: true }
+  | { readonly valid: false; readonly errors: readonly string[] }
+  /** The schema itself cannot be used: not JSON Schema, or beyond what is checked here. */
+  | { readonly valid: false; readonly unusable: string };
+
+/** Validates `value` against `schema`. */
+export function validateJsonSchema(schema: Json, value: Json): SchemaVerdict {
+  const compiled = compile(schema);
+  if (typeof compiled === "string") return { valid: false, unusable: compiled };
+  const errors: string[] = [];
+  const run = new Run(schema as Schema, compiled);
+  try {
+    run.check(schema as Schema, value, "", 0, errors);
+  } catch (error) {
+    if (error instanceof Exhausted) return { valid: false, unusable: error.message };
+    throw error;
+  }
+  return errors.length === 0 ? { valid: true } : { valid: false, errors };
+}
+
+class Exhausted extends Error {}
+
+function jsonType(v: Json): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "array";
+  return typeof v;
+}
+
+function equal(a: Json, b: Json): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((x, i) => equal(x, b[i]));
+  }
+  if (isObject(a) && isObject(b)) {
+    const keys = Object.keys(a);
+    return (
+      keys.length === Object.keys(b).length && keys.every((k) => has(b, k) && equal(a[k], b[k]))
+    );
+  }
+  return false;
+}
+
+const show = (v: Json) => {
+  const text = JSON.stringify(v) ?? String(v);
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+};
+
+class Run {
+  #steps = 0;
+  #patternChars = 0;
+  readonly #root: Schema;
+  readonly #patterns: Map<string, SafePattern>;
+
+  constructor(root: Schema, patterns: Map<string, SafePattern>) {
+    this.#root = root;
+    this.#patterns = patterns;
+  }
+
+  /** Whether `value` is valid; failures are added to `errors` (up to ERRORS_KEPT). */
+  check(schema: Schema, value: Json, path: string, depth: number, errors: string[]): boolean {
+    this.#steps += 1;
+    if (this.#steps > SCHEMA_STEP_LIMIT) {
+      throw new Exhausted(`checking the schema takes more than ${SCHEMA_STEP_LIMIT} steps`);
+    }
+    if (depth > DEPTH_LIMIT) throw new Exhausted(`the schema nests more than ${DEPTH_LIMIT} deep`);
+    const fail = (message: string) => {
+      // Paths are the value's own keys: a long one is cut, so a reason stays a line.
+      const where = path.length > 80 ? `${path.slice(0, 80)}…` : path || "(root)";
+      if (errors.length < ERRORS_KEPT) errors.push(`${where}: ${message}`);
+      return false;
+    };
+    if (schema === true) return true;
+    if (schema === false) return fail("no value is allowed here");
+    const s = schema;
+    let ok = true;
+    const sub = (next: Schema, v: Json, p = path) => this.check(next, v, p, depth + 1, errors);
+    // Subschemas tried for a verdict only (anyOf, oneOf, not, if, contains): errors kept apart.
+    const quiet = (next: Schema, v: Json) => this.check(next, v, path, depth + 1, []);
+
+    if (typeof s.$ref === "string") {
+      ok = sub(resolve(this.#root, s.$ref) as Schema, value) && ok;
+    }
+    if (s.type !== undefined) {
+      const types = Array.isArray(s.type) ? (s.type as string[]) : [s.type as string];
+      const actual = jsonType(value);
+      const fits = types.some(
+        (t) =>
+          t === actual || (t === "integer" && typeof value === "number" && Number.isInteger(value)),
+      );
+      if (!fits) return fail(`must be ${types.join(" or ")}`);
+    }
+    if (has(s, "const") && !equal(s.const, value)) ok = fail(`must be ${show(s.const)}`);
+    if (Array.isArray(s.enum) && !s.enum.some((e) => equal(e, value))) {
+      ok = fail(`must be one of ${s.enum.map(show).join(", ")}`);
+    }
+    if (typeof value === "string") ok = this.#string(s, value, fail) && ok;
+    if (typeof value === "number") ok = this.#number(s, value, fail) && ok;
+    if (Array.isArray(value)) ok = this.#array(s, value, path, sub, quiet, fail) && ok;
+    if (isObject(value)) ok = this.#object(s, value, path, sub, fail) && ok;
+
+    for (const next of (s.allOf as Schema[] | undefined) ?? []) ok = sub(next, value) && ok;
+    if (Array.isArray(s.anyOf) && !(s.anyOf as Schema[]).some((next) => quiet(next, value))) {
+      ok = fail("must match a schema in anyOf");
+    }
+    if (Array.isArray(s.oneOf)) {
+      const matched = (s.oneOf as Schema[]).filter((next) => quiet(next, value)).length;
+      if (matched !== 1) ok = fail(`must match exactly one schema in oneOf (matched ${matched})`);
+    }
+    if (has(s, "not") && quiet(s.not as Schema, value))
+      ok = fail("must not match the schema in not");
+    if (has(s, "if")) {
+      const branch = quiet(s.if as Schema, value) ? s.then : s.else;
+      if (branch !== undefined) ok = sub(branch as Schema, value) && ok;
+    }
+    return ok;
+  }
+
+  #string(s: Record<string, Json>, value: string, fail: (m: string) => boolean): boolean {
+    let ok = true;
+    // Lengths in code points, as JSON Schema (and ajv) count them.
+    const length = [...value].length;
+    if (typeof s.minLength === "number" && length < s.minLength) {
+      ok = fail(`must have at least ${s.minLength} characters`);
+    }
+    if (typeof s.maxLength === "number" && length > s.maxLength) {
+      ok = fail(`must have at most ${s.maxLength} characters`);
+    }
+    if (typeof s.pattern === "string") {
+      if (!this.#matches(s.pattern, value)) ok = fail(`must match the pattern ${show(s.pattern)}`);
+    }
+    return ok;
+  }
+
+  #matches(source: string, value: string): boolean {
+    this.#patternChars += value.length;
+    if (value.length > PATTERN_INPUT_LIMIT) {
+      throw new Exhausted(
+        `a string of more than ${PATTERN_INPUT_LIMIT} characters is not run through pattern ${show(source)}`,
+      );
+    }
+    if (this.#patternChars > PATTERN_CHARS_LIMIT) {
+      throw new Exhausted(`patterns would run over more than ${PATTERN_CHARS_LIMIT} characters`);
+    }
+    return (this.#patterns.get(source) as SafePattern).test(value);
+  }
+
+  #number(s: Record<string, Json>, value: number, fail: (m: string) => boolean): boolean {
+    let ok = true;
+    const bound = (k: string, broken: (limit: number) => boolean, words: string) => {
+      const limit = s[k];
+      if (typeof limit === "number" && broken(limit)) ok = fail(`must be ${words} ${limit}`);
+    };
+    bound("minimum", (l) => value < l, ">=");
+    bound("maximum", (l) => value > l, "<=");
+    bound("exclusiveMinimum", (l) => value <= l, ">");
+    bound("exclusiveMaximum", (l) => value >= l, "<");
+    // As ajv divides (no precision option): 0.3 is not a multiple of 0.1 there either.
+    if (typeof s.multipleOf === "number" && (value / s.multipleOf) % 1 !== 0) {
+      ok = fail(`must be a multiple of ${s.multipleOf}`);
+    }
+    return ok;
+  }
+
+  #array(
+    s: Record<string, Json>,
+    value: Json[],
+    path: string,
+    sub: (next: Schema, v: Json, p?: string) => boolean,
+    quiet: (next: Schema, v: Json) => boolean,
+    fail: (m: string) => boolean,
+  ): boolean {
+    let ok = true;
+    if (typeof s.minItems === "number" && value.length < s.minItems) {
+      ok = fail(`must have at least ${s.minItems} items`);
+    }
+    if (typeof s.maxItems === "number" && value.length > s.maxItems) {
+      ok = fail(`must have at most ${s.maxItems} items`);
+    }
+    if (s.uniqueItems === true) {
+      const same = value.findIndex((x, i) => value.slice(0, i).some((y) => equal(x, y)));
+      if (same >= 0) ok = fail(`must not have duplicate items (item ${same} is repeated)`);
+    }
+    const prefix = (s.prefixItems as Schema[] | undefined) ?? [];
+    value.forEach((item, i) => {
+      const next = i < prefix.length ? prefix[i] : (s.items as Schema | undefined);
+      if (next !== undefined) ok = sub(next, item, `${path}/${i}`) && ok;
+    });
+    if (has(s, "contains")) {
+      const found = value.filter((item) => quiet(s.contains as Schema, item)).length;
+      const min = typeof s.minContains === "number" ? s.minContains : 1;
+      if (found < min) ok = fail(`must contain at least ${min} matching items`);
+      if (typeof s.maxContains === "number" && found > s.maxContains) {
+        ok = fail(`must contain at most ${s.maxContains} matching items`);
+      }
+    }
+    return ok;
+  }
+
+  #object(
+    s: Record<string, Json>,
+    value: Record<string, Json>,
+    path: string,
+    sub: (next: Schema, v: Json, p?: string) => boolean,
+    fail: (m: string) => boolean,
+  ): boolean {
+    let ok = true;
+    const keys = Object.keys(value);
+    if (typeof s.minProperties === "number" && keys.length < s.minProperties) {
+      ok = fail(`must have at least ${s.minProperties} properties`);
+    }
+    if (typeof s.maxProperties === "number" && keys.length > s.maxProperties) {
+      ok = fail(`must have at most ${s.maxProperties} properties`);
+    }
+    for (const name of (s.required as string[] | undefined) ?? []) {
+      if (!has(value, name)) ok = fail(`must have the property ${show(name)}`);
+    }
+    for (const [name, needed] of Object.entries(
+      (s.dependentRequired as Record<string, string[]>) ?? {},
+    )) {
+      if (!has(value, name)) continue;
+      for (const other of needed) {
+        if (!has(value, other)) ok = fail(`must have ${show(other)} when it has ${show(name)}`);
+      }
+    }
+    for (const [name, next] of Object.entries(
+      (s.dependentSchemas as Record<string, Schema>) ?? {},
+    )) {
+      if (has(value, name)) ok = sub(next, value) && ok;
+    }
+    const properties = (s.properties as Record<string, Schema> | undefined) ?? {};
+    const patterned = Object.entries((s.patternProperties as Record<string, Schema>) ?? {});
+    for (const key of keys) {
+      const at = `${path}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+      if (s.propertyNames !== undefined) {
+        ok = sub(s.propertyNames as Schema, key, at) && ok;
+      }
+      let known = false;
+      if (has(properties, key)) {
+        known = true;
+        ok = sub(properties[key] as Schema, value[key], at) && ok;
+      }
+      for (const [source, next] of patterned) {
+        if (this.#matches(source, key)) {
+          known = true;
+          ok = sub(next, value[key], at) && ok;
+        }
+      }
+      if (!known && s.additionalProperties !== undefined) {
+        if (s.additionalProperties === false) ok = fail(`must not have the property ${show(key)}`);
+        else ok = sub(s.additionalProperties as Schema, value[key], at) && ok;
+      }
+    }
+    return ok;
+  }
+}

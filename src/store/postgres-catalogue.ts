@@ -1,0 +1,200 @@
+/**
+ * The bazaar catalogue in PostgreSQL (core/catalogue.ts), shared by every replica: one row per
+ * entry (facilitator_catalogue, migration 14). An update takes the entry's row lock; a new entry
+ * takes the catalogue's advisory lock, so the bounds are counted and room made by one replica at
+ * a time, and two replicas adding one resource at once make one entry. Filters and search run in
+ * the database, on columns written from the same functions the journal uses.
+ */
+import type { Pool, PoolClient } from "pg";
+import {
+  boundRefusal,
+  type Catalogue,
+  type CatalogueBounds,
+  type Catalogued,
+  type CatalogueEntry,
+  type CatalogueFilter,
+  catalogueUpdate,
+  searchText,
+} from "../core/catalogue.js";
+import { FacilitatorError } from "../protocol/errors.js";
+import { unavailable } from "./postgres-errors.js";
+
+/** The advisory lock new entries are added under (any key of ours; 402 seeds the hash). */
+const ADD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('facilitator_catalogue', 402))";
+
+type Run = (text: string, values?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
+
+const lower = (values: Iterable<unknown>) => [
+  ...new Set([...values].map((v) => String(v).toLowerCase())),
+];
+
+function columns(entry: CatalogueEntry): unknown[] {
+  return [
+    entry.key,
+    JSON.stringify(entry),
+    entry.type,
+    entry.payTo.toLowerCase(),
+    entry.payer.toLowerCase(),
+    lower(entry.accepts.map((a) => a.payTo)),
+    [...new Set(entry.accepts.map((a) => String(a.scheme)))],
+    [...new Set(entry.accepts.map((a) => String(a.network)))],
+    ["bazaar", ...entry.otherExtensions],
+    searchText(entry),
+    entry.lastUpdated,
+  ];
+}
+
+const UPSERT = `
+  INSERT INTO facilitator_catalogue (key, entry, type, pay_to, payer, accepts_pay_to, schemes,
+    networks, extensions, search_text, last_updated)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+  ON CONFLICT (key) DO UPDATE SET entry = EXCLUDED.entry, type = EXCLUDED.type,
+    accepts_pay_to = EXCLUDED.accepts_pay_to, schemes = EXCLUDED.schemes,
+    networks = EXCLUDED.networks, extensions = EXCLUDED.extensions,
+    search_text = EXCLUDED.search_text, last_updated = EXCLUDED.last_updated`;
+
+/** The WHERE clause of a filter, its values numbered from `first`. */
+function where(filter: CatalogueFilter, first: number): { text: string; values: unknown[] } {
+  const parts: string[] = [];
+  const values: unknown[] = [];
+  const add = (clause: (n: string) => string, value: unknown) => {
+    values.push(value);
+    parts.push(clause(`$${first + values.length - 1}`));
+  };
+  if (filter.type !== undefined) add((n) => `type = ${n}`, filter.type);
+  if (filter.payTo !== undefined)
+    add((n) => `${n} = ANY (accepts_pay_to)`, filter.payTo.toLowerCase());
+  if (filter.scheme !== undefined) add((n) => `${n} = ANY (schemes)`, filter.scheme);
+  if (filter.network !== undefined) add((n) => `${n} = ANY (networks)`, filter.network);
+  if (filter.extension !== undefined) add((n) => `${n} = ANY (extensions)`, filter.extension);
+  return { text: parts.length > 0 ? `WHERE ${parts.join(" AND ")}` : "", values };
+}
+
+export class SharedCatalogue implements Catalogue {
+  readonly #pool: Pool;
+  readonly #onQuery: ((op: string, seconds: number) => void) | undefined;
+
+  constructor(pool: Pool, onQuery?: (op: string, seconds: number) => void) {
+    this.#pool = pool;
+    this.#onQuery = onQuery;
+  }
+
+  /** `work` in one transaction on one connection; errors are store_unavailable. */
+  async #transaction<T>(op: string, work: (run: Run) => Promise<T>): Promise<T> {
+    const started = performance.now();
+    let client: PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw unavailable(error);
+    }
+    const run: Run = async (text, values) => client.query(text, values);
+    try {
+      await run("BEGIN");
+      const result = await work(run);
+      await run("COMMIT");
+      return result;
+    } catch (error) {
+      await run("ROLLBACK").catch(() => undefined);
+      throw error instanceof FacilitatorError ? error : unavailable(error);
+    } finally {
+      client.release();
+      this.#onQuery?.(op, (performance.now() - started) / 1000);
+    }
+  }
+
+  async #query(op: string, text: string, values: unknown[]) {
+    const started = performance.now();
+    try {
+      return await this.#pool.query(text, values);
+    } catch (error) {
+      throw unavailable(error);
+    } finally {
+      this.#onQuery?.(op, (performance.now() - started) / 1000);
+    }
+  }
+
+  put(incoming: CatalogueEntry, bounds: CatalogueBounds): Promise<Catalogued> {
+    return this.#transaction("catalogue_put", async (run) => {
+      const existing = async () =>
+        (
+          await run("SELECT entry FROM facilitator_catalogue WHERE key = $1 FOR UPDATE", [
+            incoming.key,
+          ])
+        ).rows[0]?.entry as CatalogueEntry | undefined;
+      const update = async (found: CatalogueEntry) => {
+        const { entry, write } = catalogueUpdate(found, incoming);
+        if (write) await run(UPSERT, columns(entry));
+        return { added: false };
+      };
+      const before = await existing();
+      if (before) return update(before);
+      await run(ADD_LOCK);
+      // Another replica may have added it while this one waited for the lock.
+      const added = await existing();
+      if (added) return update(added);
+      const { rows } = await run(
+        `SELECT count(*) FILTER (WHERE pay_to = $1)::int AS by_payee,
+                count(*) FILTER (WHERE payer = $2)::int AS by_payer,
+                count(*)::int AS total
+           FROM facilitator_catalogue`,
+        [incoming.payTo.toLowerCase(), incoming.payer.toLowerCase()],
+      );
+      const counts = rows[0] as { by_payee: number; by_payer: number; total: number };
+      const refused = boundRefusal(
+        incoming,
+        { byPayee: counts.by_payee, byPayer: counts.by_payer },
+        bounds,
+      );
+      if (refused) return { refused };
+      const excess = counts.total - Math.max(1, bounds.total) + 1;
+      if (excess > 0) {
+        await run(
+          `DELETE FROM facilitator_catalogue WHERE key IN (
+             SELECT key FROM facilitator_catalogue
+              ORDER BY last_updated ASC, key COLLATE "C" DESC LIMIT $1)`,
+          [excess],
+        );
+      }
+      await run(UPSERT, columns(incoming));
+      return { added: true };
+    });
+  }
+
+  async list(filter: CatalogueFilter, limit: number, offset: number) {
+    const clause = where(filter, 3);
+    const { rows } = await this.#query(
+      "catalogue_list",
+      `SELECT entry FROM facilitator_catalogue ${clause.text}
+        ORDER BY last_updated DESC, key COLLATE "C" ASC LIMIT $1 OFFSET $2`,
+      [limit, offset, ...clause.values],
+    );
+    const counted = await this.#query(
+      "catalogue_list",
+      `SELECT count(*)::int AS total FROM facilitator_catalogue ${where(filter, 1).text}`,
+      clause.values,
+    );
+    return {
+      items: rows.map((row) => row.entry as CatalogueEntry),
+      total: (counted.rows[0] as { total: number }).total,
+    };
+  }
+
+  async search(filter: CatalogueFilter, words: readonly string[], limit: number, offset: number) {
+    const clause = where(filter, 4);
+    const { rows } = await this.#query(
+      "catalogue_search",
+      `SELECT entry FROM (
+         SELECT entry, key, last_updated,
+                (SELECT count(*) FROM unnest($1::text[]) AS w WHERE strpos(search_text, w) > 0) AS score
+           FROM facilitator_catalogue ${clause.text}) AS found
+        WHERE score > 0
+        ORDER BY score DESC, last_updated DESC, key COLLATE "C" ASC LIMIT $2 OFFSET $3`,
+      [words, limit + 1, offset, ...clause.values],
+    );
+    return {
+      items: rows.slice(0, limit).map((row) => row.entry as CatalogueEntry),
+      more: rows.length > limit,
+    };
+  }
+}
