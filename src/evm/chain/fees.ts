@@ -104,3 +104,23 @@ export function overCap(ctx: ChainAccess, gas: bigint, fees: Fees): Failure | un
     { retryAfterSeconds: FEE_CAP_RETRY_SECONDS },
   );
 }
+
+/**
+ * Fees for a transaction the node refused because its max fee is below the base fee of the block
+ * it would go in (the base fee rose between pricing and broadcast): twice that next base fee plus
+ * the tip, as high as the fee cap allows, or why even the base fee is over the cap. Read from
+ * eth_feeHistory, whose last entry is the next block's base fee.
+ */
+export async function repriced(ctx: ChainAccess, gas: bigint, fees: Fees): Promise<Fees | Failure> {
+  if (fees.type !== "eip1559") return fees;
+  const history = await ctx.client.getFeeHistory({ blockCount: 1, rewardPercentiles: [] });
+  const next = history.baseFeePerGas.at(-1) ?? 0n;
+  const tip = fees.maxPriorityFeePerGas;
+  const floor = next + tip;
+  let maxFeePerGas = next * 2n + tip;
+  const capPerGas = ctx.feeCapWei === undefined ? undefined : ctx.feeCapWei / gas;
+  if (capPerGas !== undefined && maxFeePerGas > capPerGas) maxFeePerGas = capPerGas;
+  const priced: Fees = { type: "eip1559", maxFeePerGas, maxPriorityFeePerGas: tip };
+  if (maxFeePerGas < floor) return overCap(ctx, gas, { ...priced, maxFeePerGas: floor }) ?? priced;
+  return priced;
+}
