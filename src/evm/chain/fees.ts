@@ -112,15 +112,16 @@ export function overCap(ctx: ChainAccess, gas: bigint, fees: Fees): Failure | un
  * eth_feeHistory, whose last entry is the next block's base fee.
  */
 export async function repriced(ctx: ChainAccess, gas: bigint, fees: Fees): Promise<Fees | Failure> {
-  if (fees.type !== "eip1559") return fees;
   const history = await ctx.client.getFeeHistory({ blockCount: 1, rewardPercentiles: [] });
   const next = history.baseFeePerGas.at(-1) ?? 0n;
-  const tip = fees.maxPriorityFeePerGas;
-  const floor = next + tip;
-  let maxFeePerGas = next * 2n + tip;
+  const tip = fees.type === "eip1559" ? fees.maxPriorityFeePerGas : 0n;
   const capPerGas = ctx.feeCapWei === undefined ? undefined : ctx.feeCapWei / gas;
-  if (capPerGas !== undefined && maxFeePerGas > capPerGas) maxFeePerGas = capPerGas;
-  const priced: Fees = { type: "eip1559", maxFeePerGas, maxPriorityFeePerGas: tip };
-  if (maxFeePerGas < floor) return overCap(ctx, gas, { ...priced, maxFeePerGas: floor }) ?? priced;
-  return priced;
+  let price = next * 2n + tip;
+  if (capPerGas !== undefined && price > capPerGas) price = capPerGas;
+  const at = (perGas: bigint): Fees =>
+    fees.type === "eip1559"
+      ? { type: "eip1559", maxFeePerGas: perGas, maxPriorityFeePerGas: tip }
+      : { type: "legacy", gasPrice: perGas };
+  if (price < next + tip) return overCap(ctx, gas, at(next + tip)) ?? at(next + tip);
+  return at(price);
 }
