@@ -61,7 +61,9 @@ export async function startServer(
     const started = performance.now();
     const method = request.method ?? "GET";
     const path = (request.url ?? "/").split("?")[0] ?? "/";
-    const refuse = gate.turnsAway(request.socket) ? overloaded("too many connections") : undefined;
+    const refuse = gate.turnsAway(request.socket)
+      ? overloaded("too many connections", path)
+      : undefined;
     let result: HttpResponse;
     let close: "drained" | "now" | undefined;
     let release: (() => void) | undefined;
