@@ -6,6 +6,7 @@
 import type { LocalAccount } from "viem";
 import { answerAccepts } from "./core/accepts.js";
 import { Answers } from "./core/answers.js";
+import type { DenyList } from "./core/deny-list.js";
 import { FacilitatorCore } from "./core/facilitator.js";
 import { type RpcOptions, RpcRegistry } from "./core/rpc.js";
 import type { SettlementStore } from "./core/store.js";
@@ -39,6 +40,8 @@ export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signer
   readonly payerRevertLimit?: number | undefined;
   /** ...and that window in milliseconds (default 10 minutes). */
   readonly payerRevertWindowMs?: number | undefined;
+  /** Payers and payees refused before any chain call (core/deny-list.ts); none by default. */
+  readonly denyList?: DenyList | undefined;
 }
 
 export class Facilitator extends FacilitatorCore {
@@ -78,6 +81,7 @@ export class Facilitator extends FacilitatorCore {
       waste ? evm.gasAtRisk.record(chainId, waste, at) : throttle.record(chainId, payer, at),
     );
     super([svm, evm], journal, answers);
+    this.denyList = options.denyList;
     this.rpc = rpc;
     this.evm = evm;
     this.svm = svm;

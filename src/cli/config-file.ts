@@ -29,6 +29,7 @@ export interface ConfigFile {
   payerRevertLimit?: unknown;
   payerRevertWindowSeconds?: unknown;
   minSignerBalanceWei?: unknown;
+  denyList?: unknown;
 }
 
 /** Every key the config file may hold ("$schema" too, for editors). */
@@ -55,6 +56,7 @@ const CONFIG_KEYS = [
   "payerRevertLimit",
   "payerRevertWindowSeconds",
   "minSignerBalanceWei",
+  "denyList",
 ] as const;
 
 /** Edit distance, to suggest the key someone meant. */

@@ -26,6 +26,7 @@ export interface ConfigFlags extends KeyFlags {
   readonly minSignerBalance?: string | undefined;
   readonly claimBatchRows?: string | undefined;
   readonly claimBatchWait?: string | undefined;
+  readonly denyList?: string | undefined;
 }
 
 export interface CliConfig {
@@ -68,6 +69,8 @@ export interface CliConfig {
   readonly minSignerBalanceWei?: bigint | undefined;
   /** batch-settlement claims: most rows in one transaction, and how long the first waits. */
   readonly claimBatch: { readonly maxRows?: number; readonly maxWaitMs?: number };
+  /** The deny list's file: payers and payees refused before any chain call. */
+  readonly denyList?: string | undefined;
 }
 
 /** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
@@ -344,6 +347,16 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     ),
   };
 
+  const denyList = pick(
+    [
+      [flags.denyList, "--deny-list"],
+      [env.FACILITATOR_DENY_LIST, "FACILITATOR_DENY_LIST"],
+      [file.denyList, where("denyList")],
+    ],
+    (value, source) =>
+      source === where("denyList") ? filePath(value, "denyList", loaded) : String(value),
+  );
+
   const erc6492Factories =
     flags.erc6492Factory && flags.erc6492Factory.length > 0
       ? addressList(flags.erc6492Factory.join(","), "--erc6492-factory")
@@ -373,5 +386,6 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     replaceAfterMs,
     minSignerBalanceWei,
     claimBatch,
+    denyList,
   };
 }

@@ -8,6 +8,7 @@ import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { Answers } from "./answers.js";
+import type { DenyList } from "./deny-list.js";
 import type { ChainFamily, SupportedKind } from "./family.js";
 import { settleOnce } from "./idempotency.js";
 import { type Reconciled, type ReconcileOptions, reconcileOnce } from "./reconciler.js";
@@ -30,6 +31,8 @@ export class FacilitatorCore {
   readonly families: readonly ChainFamily[];
   /** Successes written down before they are answered; flushed before the store closes. */
   readonly answers: Answers;
+  /** The operator's deny list, if any; the shell replaces it when its file changes. */
+  denyList: DenyList | undefined;
 
   constructor(families: readonly ChainFamily[], journal: SettlementStore, answers: Answers) {
     this.families = families;
@@ -47,6 +50,8 @@ export class FacilitatorCore {
     const family = this.familyOf(request.requirements.network);
     if (!family) return { ok: false, failure: unserved(request) };
     try {
+      const denied = await this.#denied(family, request);
+      if (denied) return { ok: false, ...denied };
       return await family.verify(request);
     } catch (error) {
       return { ok: false, failure: failureOfThrown(error, "verify") };
@@ -58,6 +63,8 @@ export class FacilitatorCore {
     if (!family) return { ok: false, failure: unserved(request) };
     let result: SettleResult;
     try {
+      const denied = await this.#denied(family, request);
+      if (denied) return { ok: false, ...denied };
       result = await settleOnce(
         this.journal,
         request,
@@ -72,6 +79,17 @@ export class FacilitatorCore {
       return { ...result, failure: { ...result.failure, status: 500 } };
     }
     return result;
+  }
+
+  /** Refused by the deny list, before any chain call: a payer the family reads, or the payee. */
+  async #denied(family: ChainFamily, request: PaymentRequest) {
+    const list = this.denyList;
+    if (!list || list.size === 0) return undefined;
+    const named = await family.parties?.(request);
+    return list.refusal({
+      payers: named?.payers ?? [],
+      payees: [request.requirements.payTo, ...(named?.payees ?? [])],
+    });
   }
 
   /** One reconciler pass: every settlement not at its end, followed and written down. */

@@ -20,10 +20,12 @@ import { readApiKeys } from "../api-keys.js";
 import { readSmallFile } from "../bounded-read.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { receiverAuthorizerOf } from "../config-keys.js";
+import { readDenyList } from "../deny-list-file.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { lockForServe } from "../settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../store-leases.js";
+import { liveDenyList } from "./serve-reload.js";
 import type { ServeSettings } from "./serve-settings.js";
 
 export interface ServeFlags extends ConfigFlags {
@@ -31,6 +33,7 @@ export interface ServeFlags extends ConfigFlags {
   readonly port?: string | undefined;
   readonly apiKeyFile?: string | undefined;
   readonly apiKeysFile?: string | undefined;
+  readonly denyList?: string | undefined;
   readonly allowedHost?: string[] | undefined;
   readonly bodyLimit?: string | undefined;
   readonly maxConnections?: string | undefined;
@@ -106,6 +109,8 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
   const receiverAuthorizerKey = loadReceiverAuthorizerKey();
   // Refused here, before any thread starts, when it is also a settlement key.
   receiverAuthorizerOf(receiverAuthorizerKey, privateKeys);
+  // A bad deny list too: the serving thread reads it again, and again when it changes.
+  if (config.denyList !== undefined) readDenyList(config.denyList);
   const allowedHosts = flags.allowedHost ?? [];
   for (const name of allowedHosts) {
     if (!hostOf(name.startsWith("*.") ? name.slice(2) : name)) {
@@ -218,6 +223,7 @@ export async function serveHere(
   // Reachable from other machines with nothing to say who may settle through our keys.
   const exposed = !keyRequired && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
   const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys, and GET /settlements is off; pass --api-key-file (or FACILITATOR_API_KEY)`;
+  const stopDenyList = liveDenyList(settings, facilitator, log);
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     const handler = createHandler(facilitator, {
@@ -285,6 +291,7 @@ export async function serveHere(
   }
 
   await options.stopped;
+  stopDenyList();
   options.onDraining?.(server.inFlight());
   await server.close();
   await reconciler?.stop();
