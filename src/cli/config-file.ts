@@ -30,6 +30,7 @@ export interface ConfigFile {
   payerRevertWindowSeconds?: unknown;
   minSignerBalanceWei?: unknown;
   denyList?: unknown;
+  ratePerClient?: unknown;
 }
 
 /** Every key the config file may hold ("$schema" too, for editors). */
@@ -57,6 +58,7 @@ const CONFIG_KEYS = [
   "payerRevertWindowSeconds",
   "minSignerBalanceWei",
   "denyList",
+  "ratePerClient",
 ] as const;
 
 /** Edit distance, to suggest the key someone meant. */

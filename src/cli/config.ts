@@ -27,6 +27,7 @@ export interface ConfigFlags extends KeyFlags {
   readonly claimBatchRows?: string | undefined;
   readonly claimBatchWait?: string | undefined;
   readonly denyList?: string | undefined;
+  readonly ratePerClient?: string | undefined;
 }
 
 export interface CliConfig {
@@ -71,6 +72,8 @@ export interface CliConfig {
   readonly claimBatch: { readonly maxRows?: number; readonly maxWaitMs?: number };
   /** The deny list's file: payers and payees refused before any chain call. */
   readonly denyList?: string | undefined;
+  /** serve: /verify and /settle requests a minute per client address without a named key. */
+  readonly ratePerClient?: number | undefined;
 }
 
 /** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
@@ -356,6 +359,14 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     (value, source) =>
       source === where("denyList") ? filePath(value, "denyList", loaded) : String(value),
   );
+  const ratePerClient = pick(
+    [
+      [flags.ratePerClient, "--rate-per-client"],
+      [env.FACILITATOR_RATE_PER_CLIENT, "FACILITATOR_RATE_PER_CLIENT"],
+      [file.ratePerClient, where("ratePerClient")],
+    ],
+    (value, source) => parseCount(value, source, 1_000_000),
+  );
 
   const erc6492Factories =
     flags.erc6492Factory && flags.erc6492Factory.length > 0
@@ -387,5 +398,6 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     minSignerBalanceWei,
     claimBatch,
     denyList,
+    ratePerClient,
   };
 }

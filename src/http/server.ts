@@ -5,7 +5,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { failure } from "../protocol/errors.js";
-import { ConnectionGate, DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "./connections.js";
+import {
+  ConnectionGate,
+  clientOf,
+  DEFAULT_MAX_CONNECTIONS,
+  defaultPerClient,
+} from "./connections.js";
 import { errorResponse, type Handler, type HttpResponse } from "./handler.js";
 import {
   type Body,
@@ -81,6 +86,7 @@ export async function startServer(
           url: request.url ?? "/",
           headers: request.headers,
           body: body.body,
+          client: clientOf(request.socket.remoteAddress),
         });
       } else {
         result = body.response;

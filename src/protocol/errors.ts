@@ -292,6 +292,11 @@ export const ERRORS = {
     x402: "address_denied",
     summary: "A payer or payee of the payment is on this facilitator's deny list; nothing was sent",
   },
+  rate_limited: {
+    status: 429,
+    x402: "rate_limited",
+    summary: "This caller (API key or client address) is over its rate of requests; retry later",
+  },
   payer_throttled: {
     status: 429,
     x402: "payer_throttled",

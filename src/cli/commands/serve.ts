@@ -25,7 +25,7 @@ import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { lockForServe } from "../settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../store-leases.js";
-import { liveDenyList } from "./serve-reload.js";
+import { liveApiKeys, liveDenyList } from "./serve-reload.js";
 import type { ServeSettings } from "./serve-settings.js";
 
 export interface ServeFlags extends ConfigFlags {
@@ -34,6 +34,7 @@ export interface ServeFlags extends ConfigFlags {
   readonly apiKeyFile?: string | undefined;
   readonly apiKeysFile?: string | undefined;
   readonly denyList?: string | undefined;
+  readonly ratePerClient?: string | undefined;
   readonly allowedHost?: string[] | undefined;
   readonly bodyLimit?: string | undefined;
   readonly maxConnections?: string | undefined;
@@ -159,6 +160,7 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
     ),
     apiKey: readApiKey(flags),
     apiKeys: readApiKeys(flags.apiKeysFile),
+    apiKeysFile: flags.apiKeysFile ?? (process.env.FACILITATOR_API_KEYS_FILE?.trim() || undefined),
     config,
     privateKeys,
     receiverAuthorizerKey,
@@ -223,12 +225,14 @@ export async function serveHere(
   // Reachable from other machines with nothing to say who may settle through our keys.
   const exposed = !keyRequired && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
   const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys, and GET /settlements is off; pass --api-key-file (or FACILITATOR_API_KEY)`;
+  const liveKeys = liveApiKeys(settings, log);
   const stopDenyList = liveDenyList(settings, facilitator, log);
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     const handler = createHandler(facilitator, {
       apiKey,
-      apiKeys,
+      apiKeys: liveKeys.current,
+      ratePerClient: config.ratePerClient,
       trustedHost,
       // Its answers name this replica's host and process: not for anyone who reaches the port.
       settlementsOff: exposed
@@ -291,6 +295,7 @@ export async function serveHere(
   }
 
   await options.stopped;
+  liveKeys.stop();
   stopDenyList();
   options.onDraining?.(server.inFlight());
   await server.close();
