@@ -133,8 +133,9 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
     if (!who.ok) return undefined;
     const rate = rateOf(who, request.client, options.ratePerClient);
     const wait = rate && buckets.take(rate.bucket, rate.perMinute);
+    // Named keys only: the one key of --api-key-file has no name of its own.
     const name = who.caller?.name;
-    if (name !== undefined) {
+    if (name !== undefined && who.perMinute !== undefined) {
       options.metrics?.observeCaller?.(name, op, wait ? "rate_limited" : "served");
     }
     return rate && wait ? errorResponse(rateLimited(rate.whose, rate.perMinute, wait)) : undefined;

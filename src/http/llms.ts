@@ -63,7 +63,9 @@ With an API key configured, /verify, /settle, /accepts, /metrics and /settlement
 "Authorization: Bearer <key>" (/health, /readyz, /supported and /llms.txt stay open); without one,
 the Host header must name this server (403 untrusted_host otherwise).
 Under load (too many connections or request bytes in flight): 503 overloaded with Retry-After
-(429 on /supported); retry after that many seconds.
+(429 on /supported); retry after that many seconds. Each named API key has a rate on /verify and
+/settle (and, when the operator turns it on, each client address without one): past it, 429
+rate_limited with Retry-After. A payer or payee on the operator's deny list: 403 address_denied.
 
 ## Error codes
 
