@@ -7,6 +7,7 @@ import type { LocalAccount } from "viem";
 import { answerAccepts } from "./core/accepts.js";
 import { Answers } from "./core/answers.js";
 import type { CatalogueBounds } from "./core/catalogue.js";
+import type { DenyList } from "./core/deny-list.js";
 import { Discovery } from "./core/discovery.js";
 import { FacilitatorCore } from "./core/facilitator.js";
 import { type RpcOptions, RpcRegistry } from "./core/rpc.js";
@@ -43,6 +44,8 @@ export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signer
   readonly payerRevertWindowMs?: number | undefined;
   /** The bazaar catalogue's bounds (core/catalogue.ts has the defaults). */
   readonly catalogueBounds?: Partial<CatalogueBounds> | undefined;
+  /** Payers and payees refused before any chain call (core/deny-list.ts); none by default. */
+  readonly denyList?: DenyList | undefined;
 }
 
 export class Facilitator extends FacilitatorCore {
@@ -86,6 +89,7 @@ export class Facilitator extends FacilitatorCore {
       ? new Discovery(journal.catalogue, journal, { bounds: options.catalogueBounds })
       : undefined;
     super([svm, evm], journal, answers, discovery);
+    this.denyList = options.denyList;
     this.rpc = rpc;
     this.evm = evm;
     this.svm = svm;

@@ -1,13 +1,16 @@
 /**
  * The API keys file (`--api-keys-file`, FACILITATOR_API_KEYS_FILE): named keys, each with the
  * sellers (receivers) its holder may act for, so that a refund our receiver authorizer signs is
- * asked for by the channel's own seller. Checked whole at start; a mistake names the entry.
+ * asked for by the channel's own seller, and its rate on /verify and /settle (the file's `rate`
+ * for keys without their own, else DEFAULT_KEY_RATE). Checked whole at start and at each reload;
+ * a mistake names the entry, never the key.
  *
- *   { "anonymous": false,
- *     "keys": [{ "name": "shop-a", "key": "…", "receivers": ["0x…"] }] }
+ *   { "anonymous": false, "rate": { "perMinute": 600 },
+ *     "keys": [{ "name": "shop-a", "key": "…", "receivers": ["0x…"], "rate": { "perMinute": 60 } }] }
  */
 import { getAddress, isAddress } from "viem";
 import type { ApiKey, ApiKeys } from "../http/callers.js";
+import { DEFAULT_KEY_RATE, MAX_RATE } from "../http/rates.js";
 import { readSmallFile } from "./bounded-read.js";
 import { UsageError } from "./errors.js";
 
@@ -35,14 +38,17 @@ export function readApiKeys(
 export function parseApiKeys(value: unknown, where: string): ApiKeys {
   const wrong = (what: string) => new UsageError(`${where}: ${what}`);
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw wrong('must be an object: {"keys": [{"name", "key", "receivers"}], "anonymous"}');
+    throw wrong(
+      'must be an object: {"keys": [{"name", "key", "receivers", "rate"}], "anonymous", "rate"}',
+    );
   }
-  const { keys, anonymous, ...rest } = value as Record<string, unknown>;
+  const { keys, anonymous, rate, ...rest } = value as Record<string, unknown>;
   const unknown = Object.keys(rest)[0];
   if (unknown !== undefined) throw wrong(`unknown field ${JSON.stringify(unknown.slice(0, 40))}`);
   if (anonymous !== undefined && typeof anonymous !== "boolean") {
     throw wrong("anonymous must be true or false");
   }
+  const fileRate = rateOf(rate, "rate", wrong) ?? DEFAULT_KEY_RATE;
   if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_KEYS) {
     throw wrong(`keys must be a list of 1 to ${MAX_KEYS} keys`);
   }
@@ -51,7 +57,7 @@ export function parseApiKeys(value: unknown, where: string): ApiKeys {
   const parsed = keys.map((entry, i): ApiKey => {
     const at = (what: string) => wrong(`keys[${i}]: ${what}`);
     if (typeof entry !== "object" || entry === null) throw at("must be an object");
-    const { name, key, receivers, ...extra } = entry as Record<string, unknown>;
+    const { name, key, receivers, rate: own, ...extra } = entry as Record<string, unknown>;
     const stray = Object.keys(extra)[0];
     if (stray !== undefined) throw at(`unknown field ${JSON.stringify(stray.slice(0, 40))}`);
     if (typeof name !== "string" || !/^[\x21-\x7e][\x20-\x7e]{0,63}$/.test(name)) {
@@ -72,7 +78,31 @@ export function parseApiKeys(value: unknown, where: string): ApiKeys {
     if (!Array.isArray(list) || list.some((r) => typeof r !== "string" || !isAddress(r))) {
       throw at(`${name}'s receivers must be a list of 0x addresses (the payTo it sells under)`);
     }
-    return { name, key, receivers: list.map((r) => getAddress(r as string)) };
+    const perMinute = rateOf(own, `${name}'s rate`, at) ?? fileRate;
+    return { name, key, receivers: list.map((r) => getAddress(r as string)), perMinute };
   });
   return { keys: parsed, anonymous: anonymous === true };
+}
+
+/** `{"perMinute": N}`: requests a minute on /verify and /settle, from 1 to MAX_RATE. */
+function rateOf(
+  value: unknown,
+  what: string,
+  wrong: (what: string) => UsageError,
+): number | undefined {
+  if (value === undefined) return undefined;
+  const perMinute = (value as { perMinute?: unknown } | null)?.perMinute;
+  const keys = typeof value === "object" && value !== null ? Object.keys(value) : [];
+  if (
+    keys.length !== 1 ||
+    typeof perMinute !== "number" ||
+    !Number.isSafeInteger(perMinute) ||
+    perMinute < 1 ||
+    perMinute > MAX_RATE
+  ) {
+    throw wrong(
+      `${what} must be {"perMinute": N}, a whole number of requests from 1 to ${MAX_RATE}`,
+    );
+  }
+  return perMinute;
 }

@@ -29,6 +29,8 @@ export interface ConfigFile {
   payerRevertLimit?: unknown;
   payerRevertWindowSeconds?: unknown;
   minSignerBalanceWei?: unknown;
+  denyList?: unknown;
+  ratePerClient?: unknown;
 }
 
 /** Every key the config file may hold ("$schema" too, for editors). */
@@ -55,6 +57,8 @@ const CONFIG_KEYS = [
   "payerRevertLimit",
   "payerRevertWindowSeconds",
   "minSignerBalanceWei",
+  "denyList",
+  "ratePerClient",
 ] as const;
 
 /** Edit distance, to suggest the key someone meant. */

@@ -26,6 +26,8 @@ export interface ConfigFlags extends KeyFlags {
   readonly minSignerBalance?: string | undefined;
   readonly claimBatchRows?: string | undefined;
   readonly claimBatchWait?: string | undefined;
+  readonly denyList?: string | undefined;
+  readonly ratePerClient?: string | undefined;
 }
 
 export interface CliConfig {
@@ -68,6 +70,10 @@ export interface CliConfig {
   readonly minSignerBalanceWei?: bigint | undefined;
   /** batch-settlement claims: most rows in one transaction, and how long the first waits. */
   readonly claimBatch: { readonly maxRows?: number; readonly maxWaitMs?: number };
+  /** The deny list's file: payers and payees refused before any chain call. */
+  readonly denyList?: string | undefined;
+  /** serve: /verify and /settle requests a minute per client address without a named key. */
+  readonly ratePerClient?: number | undefined;
 }
 
 /** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
@@ -344,6 +350,24 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     ),
   };
 
+  const denyList = pick(
+    [
+      [flags.denyList, "--deny-list"],
+      [env.FACILITATOR_DENY_LIST, "FACILITATOR_DENY_LIST"],
+      [file.denyList, where("denyList")],
+    ],
+    (value, source) =>
+      source === where("denyList") ? filePath(value, "denyList", loaded) : String(value),
+  );
+  const ratePerClient = pick(
+    [
+      [flags.ratePerClient, "--rate-per-client"],
+      [env.FACILITATOR_RATE_PER_CLIENT, "FACILITATOR_RATE_PER_CLIENT"],
+      [file.ratePerClient, where("ratePerClient")],
+    ],
+    (value, source) => parseCount(value, source, 1_000_000),
+  );
+
   const erc6492Factories =
     flags.erc6492Factory && flags.erc6492Factory.length > 0
       ? addressList(flags.erc6492Factory.join(","), "--erc6492-factory")
@@ -373,5 +397,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     replaceAfterMs,
     minSignerBalanceWei,
     claimBatch,
+    denyList,
+    ratePerClient,
   };
 }

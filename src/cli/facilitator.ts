@@ -8,6 +8,7 @@ import { Facilitator } from "../facilitator.js";
 import type { SignerWait } from "../store/postgres-leases.js";
 import type { CliConfig } from "./config.js";
 import { receiverAuthorizerOf } from "./config-keys.js";
+import { readDenyList } from "./deny-list-file.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
 import { warn } from "./output.js";
@@ -15,24 +16,38 @@ import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 import { describeSignerWait, signersLeasedError } from "./store-leases.js";
 import { WatchedJournal } from "./watched-journal.js";
 
+type FacilitatorFromOptions = {
+  server?: boolean;
+  /** serve's metrics: what the chain code reports, and how long each store query took. */
+  metrics?: (MetricsSink & { observeStore(op: string, seconds: number): void }) | undefined;
+  /** Without signing: still read the journal or store (status), never compacting the file. */
+  store?: boolean;
+  /** /supported offers the receiver authorizer (refund requests are authenticated). */
+  offerReceiverAuthorizer?: boolean;
+  /** Told at once when another process's lease on a key is waited out (default: a line on stderr). */
+  onSignerWait?: (wait: SignerWait, store: string) => void;
+};
+
 /**
  * With `signing`, the settlement keys and the journal file are loaded too (verify needs neither).
- * A `server` keeps running after it answers, so it may watch submitted settlements land.
+ * A `server` keeps running after it answers, so it may watch submitted settlements land. The deny
+ * list, when configured, is read first: a bad one stops the command before anything else.
  */
 export async function facilitatorFrom(
   config: CliConfig,
   signing: boolean,
-  options: {
-    server?: boolean;
-    /** serve's metrics: what the chain code reports, and how long each store query took. */
-    metrics?: (MetricsSink & { observeStore(op: string, seconds: number): void }) | undefined;
-    /** Without signing: still read the journal or store (status), never compacting the file. */
-    store?: boolean;
-    /** /supported offers the receiver authorizer (refund requests are authenticated). */
-    offerReceiverAuthorizer?: boolean;
-    /** Told at once when another process's lease on a key is waited out (default: a line on stderr). */
-    onSignerWait?: (wait: SignerWait, store: string) => void;
-  } = {},
+  options: FacilitatorFromOptions = {},
+): Promise<Facilitator> {
+  const denyList = config.denyList === undefined ? undefined : readDenyList(config.denyList).list;
+  const facilitator = await build(config, signing, options);
+  facilitator.denyList = denyList;
+  return facilitator;
+}
+
+async function build(
+  config: CliConfig,
+  signing: boolean,
+  options: FacilitatorFromOptions,
 ): Promise<Facilitator> {
   const rpc = {
     rpcUrls: config.rpcUrls,

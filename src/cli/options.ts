@@ -43,6 +43,9 @@ export function withChainOptions(
   return command.option("--config <file>", "JSON config file (env FACILITATOR_CONFIG)");
 }
 
+export const DENY_LIST_HELP =
+  "refuse payments whose payer or payee is in this file, one EVM or Solana address a line; serve re-reads it when it changes (env FACILITATOR_DENY_LIST)";
+
 export const ERC6492_HELP =
   "let undeployed (ERC-6492) wallets of this factory pay, deploying them as they settle; " +
   "repeatable (env FACILITATOR_ERC6492_FACTORIES)";

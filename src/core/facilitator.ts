@@ -8,6 +8,7 @@ import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { Answers } from "./answers.js";
+import type { DenyList } from "./deny-list.js";
 import type { Discovery } from "./discovery.js";
 import type { ChainFamily, SupportedKind } from "./family.js";
 import { settleOnce } from "./idempotency.js";
@@ -33,6 +34,8 @@ export class FacilitatorCore {
   readonly answers: Answers;
   /** Bazaar discovery (core/discovery.ts), when the store keeps a catalogue. */
   readonly discovery: Discovery | undefined;
+  /** The operator's deny list, if any; the shell replaces it when its file changes. */
+  denyList: DenyList | undefined;
 
   constructor(
     families: readonly ChainFamily[],
@@ -57,6 +60,8 @@ export class FacilitatorCore {
     if (!family) return { ok: false, failure: unserved(request) };
     let result: VerifyResult;
     try {
+      const denied = await this.#denied(family, request);
+      if (denied) return { ok: false, ...denied };
       result = await family.verify(request);
     } catch (error) {
       return { ok: false, failure: failureOfThrown(error, "verify") };
@@ -70,6 +75,8 @@ export class FacilitatorCore {
     let result: SettleResult;
     const level = waitUntil ?? request.waitUntil ?? "confirmed";
     try {
+      const denied = await this.#denied(family, request);
+      if (denied) return { ok: false, ...denied };
       result = await settleOnce(
         this.journal,
         request,
@@ -84,6 +91,17 @@ export class FacilitatorCore {
       return { ...result, failure: { ...result.failure, status: 500 } };
     }
     return this.discovery ? this.discovery.afterSettle(request, result, level) : result;
+  }
+
+  /** Refused by the deny list, before any chain call: a payer the family reads, or the payee. */
+  async #denied(family: ChainFamily, request: PaymentRequest) {
+    const list = this.denyList;
+    if (!list || list.size === 0) return undefined;
+    const named = await family.parties?.(request);
+    return list.refusal({
+      payers: named?.payers ?? [],
+      payees: [request.requirements.payTo, ...(named?.payees ?? [])],
+    });
   }
 
   /** One reconciler pass: every settlement not at its end, followed and written down. */

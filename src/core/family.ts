@@ -9,6 +9,7 @@
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import type { Parties } from "./deny-list.js";
 import type { JournalEntry } from "./store.js";
 
 export interface SupportedKind {
@@ -61,6 +62,11 @@ export interface ChainFamily {
   observe(entry: JournalEntry): Promise<Observed>;
   /** The key a payment is written down under, or why it cannot be told from the request. */
   settlementKey(request: PaymentRequest): Promise<SettlementKey>;
+  /**
+   * The payers (and payees beyond `payTo`) the request names, read without a chain call (what
+   * needs decoding is decoded), so the deny list is checked before anything reaches a chain.
+   */
+  parties?(request: PaymentRequest): Promise<Parties>;
 }
 
 export type SettlementKey =

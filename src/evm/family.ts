@@ -36,6 +36,7 @@ import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
+import { evmParties } from "./parties.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
 
@@ -198,6 +199,10 @@ export class EvmFamily implements ChainFamily {
     const newest = entry.hashes.at(-1) as Hex | undefined;
     const inPool = newest && (await client.getTransaction({ hash: newest }).catch(() => undefined));
     return { network, onChain: inPool ? "pending" : "unknown", transaction: newest };
+  }
+
+  async parties(request: PaymentRequest) {
+    return evmParties(this.schemes, request);
   }
 
   async settlementKey(request: PaymentRequest): Promise<SettlementKey> {

@@ -3,6 +3,7 @@
  * uses, the kinds it lists on /supported, and how it completes an offer on /accepts. A scheme is
  * a folder (exact/, upto/); registering it is one line in schemes.ts.
  */
+import type { Parties } from "../core/deny-list.js";
 import type { SupportedKind } from "../core/family.js";
 import type { Failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
@@ -27,6 +28,11 @@ export interface EvmScheme {
   method(request: PaymentRequest): PaymentMethod | Failure;
   /** This scheme's kinds on a served chain. */
   kinds(chainId: number, host: EvmSchemeHost): SupportedKind[];
+  /**
+   * The payers and payees a request names, for the deny list, read from the payload alone;
+   * absent: the payer of the transfer methods (authorization.from / owner, permit2 from).
+   */
+  parties?(request: PaymentRequest): Parties;
   /** POST /accepts: an offer of this scheme on a served chain, completed; absent: left out. */
   complete?(
     offer: Readonly<Record<string, unknown>>,

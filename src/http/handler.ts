@@ -13,10 +13,11 @@ import {
 } from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";
 import { handleSettle, handleVerify, type Reply } from "../protocol/respond.js";
-import { type ApiKeys, callerRecognizer } from "./callers.js";
+import { type ApiKeys, callerRecognizer, type Identified } from "./callers.js";
 import { discoveryAnswer } from "./discovery.js";
 import { checkHealth, checkReadiness } from "./health.js";
 import { llmsTxt } from "./llms.js";
+import { RateBuckets, rateLimited, rateOf } from "./rates.js";
 
 export interface HttpRequest {
   readonly method: string;
@@ -24,6 +25,8 @@ export interface HttpRequest {
   readonly url: string;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly body?: Buffer | undefined;
+  /** The client's address as connections.ts counts it (an IPv6 client by its /64). */
+  readonly client?: string | undefined;
 }
 
 export interface HttpResponse {
@@ -37,8 +40,13 @@ export interface HttpResponse {
 export interface HandlerOptions {
   /** When set, /verify and /settle require `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string | undefined;
-  /** Named keys, each for the sellers (receivers) it may act for (callers.ts). */
-  readonly apiKeys?: ApiKeys | undefined;
+  /**
+   * Named keys, each for the sellers (receivers) it may act for and with its rate (callers.ts);
+   * a function when the keys file is re-read while serving.
+   */
+  readonly apiKeys?: ApiKeys | (() => ApiKeys | undefined) | undefined;
+  /** /verify and /settle requests a minute per client address, for those without a named key. */
+  readonly ratePerClient?: number | undefined;
   /**
    * When set, requests whose Host header it refuses get 403 `untrusted_host` (the DNS-rebinding
    * guard of a server without an API key; see hosts.ts).
@@ -59,6 +67,8 @@ export interface HandlerOptions {
 export interface HttpMetrics {
   /** A /verify or /settle answered; `body` is the parsed request (its network), if it parsed. */
   observeRequest(op: "verify" | "settle", body: unknown, outcome: string, seconds: number): void;
+  /** A /verify or /settle of a named caller (never its key): served, or over its rate. */
+  observeCaller?(key: string, op: "verify" | "settle", outcome: "served" | "rate_limited"): void;
   /** The Prometheus text exposition. */
   render(): Promise<{ contentType: string; text: string }>;
 }
@@ -126,6 +136,19 @@ function fail(code: ErrorCode, message?: string): HttpResponse {
 
 export function createHandler(facilitator: Facilitator, options: HandlerOptions = {}) {
   const callers = callerRecognizer(options.apiKey, options.apiKeys);
+  const buckets = new RateBuckets();
+  /** The 429 for a /verify or /settle over its caller's rate, or undefined; counted per key. */
+  const overRate = (request: HttpRequest, op: "verify" | "settle", who: Identified) => {
+    if (!who.ok) return undefined;
+    const rate = rateOf(who, request.client, options.ratePerClient);
+    const wait = rate && buckets.take(rate.bucket, rate.perMinute);
+    // Named keys only: the one key of --api-key-file has no name of its own.
+    const name = who.caller?.name;
+    if (name !== undefined && who.perMinute !== undefined) {
+      options.metrics?.observeCaller?.(name, op, wait ? "rate_limited" : "served");
+    }
+    return rate && wait ? errorResponse(rateLimited(rate.whose, rate.perMinute, wait)) : undefined;
+  };
   return async function handle(request: HttpRequest): Promise<HttpResponse> {
     const path = request.url.split("?")[0] ?? "/";
     const host = header(request, "host");
@@ -183,6 +206,10 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         return response;
       }
       const caller = identified.caller;
+      if (path === "/verify" || path === "/settle") {
+        const limited = overRate(request, path === "/verify" ? "verify" : "settle", identified);
+        if (limited) return limited;
+      }
       // GET /settlements?transaction=0x… or ?id=<payment-identifier>: what we know of one.
       if (path === "/settlements") {
         if (options.settlementsOff) return fail("not_found", options.settlementsOff);

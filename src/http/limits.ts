@@ -2,8 +2,8 @@
  * Load limits of the HTTP server, so that load is answered instead of exhausting the heap
  * (issue 9): a budget of request-body bytes buffered across all requests in flight (the cap on
  * connections is in connections.ts). Past it, or past the connection cap, a request is answered
- * 503 `overloaded` with `Retry-After`; its body is read and thrown away first, so the client reads
- * the answer instead of a reset.
+ * 503 `overloaded` (429 on /supported) with `Retry-After`; its body is read and thrown away first,
+ * so the client reads the answer instead of a reset.
  */
 import type { IncomingMessage } from "node:http";
 import { type Failure, failure } from "../protocol/errors.js";
@@ -14,9 +14,15 @@ export const DEFAULT_MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
 /** What an overloaded answer tells the client to wait, in seconds. */
 const RETRY_AFTER_SECONDS = 1;
 
-export function overloaded(what: string): Failure {
+/**
+ * The answer under load. On GET /supported it is 429, not 503: the official HTTPFacilitatorClient
+ * retries /supported (after Retry-After) on 429 only, so a seller starting against a busy
+ * facilitator waits instead of failing.
+ */
+export function overloaded(what: string, path?: string): Failure {
   return failure("overloaded", `${what}; retry in a moment`, {
     retryAfterSeconds: RETRY_AFTER_SECONDS,
+    ...(path === "/supported" ? { status: 429 } : {}),
   });
 }
 

@@ -26,6 +26,7 @@ export class Metrics implements MetricsSink, HttpMetrics {
   readonly registry: Prom.Registry;
   readonly #requests: Prom.Counter<"op" | "network" | "outcome">;
   readonly #requestSeconds: Prom.Histogram<"op" | "network">;
+  readonly #keyRequests: Prom.Counter<"key" | "op" | "outcome">;
   readonly #sent: Prom.Counter<"chain_id" | "signer">;
   readonly #reverted: Prom.Counter<"chain_id" | "signer">;
   readonly #replaced: Prom.Counter<"chain_id" | "signer">;
@@ -66,6 +67,11 @@ export class Metrics implements MetricsSink, HttpMetrics {
       "op",
       "network",
     ]);
+    this.#keyRequests = counter(
+      "api_key_requests_total",
+      "verify and settle requests of each named API key (its name, never the key): served, or refused over its rate",
+      ["key", "op", "outcome"],
+    );
     this.#sent = counter("transactions_sent_total", "transactions the node accepted", chainSigner);
     this.#reverted = counter(
       "transactions_reverted_total",
@@ -217,6 +223,10 @@ export class Metrics implements MetricsSink, HttpMetrics {
     const network = this.#network(body);
     this.#requests.inc({ op, network, outcome });
     this.#requestSeconds.observe({ op, network }, seconds);
+  }
+
+  observeCaller(key: string, op: "verify" | "settle", outcome: "served" | "rate_limited"): void {
+    this.#keyRequests.inc({ key, op, outcome });
   }
 
   /** How long a settlement store operation took (the PostgreSQL store reports here). */

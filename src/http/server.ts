@@ -5,7 +5,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { failure } from "../protocol/errors.js";
-import { ConnectionGate, DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "./connections.js";
+import {
+  ConnectionGate,
+  clientOf,
+  DEFAULT_MAX_CONNECTIONS,
+  defaultPerClient,
+} from "./connections.js";
 import { errorResponse, type Handler, type HttpResponse } from "./handler.js";
 import {
   type Body,
@@ -61,7 +66,9 @@ export async function startServer(
     const started = performance.now();
     const method = request.method ?? "GET";
     const path = (request.url ?? "/").split("?")[0] ?? "/";
-    const refuse = gate.turnsAway(request.socket) ? overloaded("too many connections") : undefined;
+    const refuse = gate.turnsAway(request.socket)
+      ? overloaded("too many connections", path)
+      : undefined;
     let result: HttpResponse;
     let close: "drained" | "now" | undefined;
     let release: (() => void) | undefined;
@@ -79,6 +86,7 @@ export async function startServer(
           url: request.url ?? "/",
           headers: request.headers,
           body: body.body,
+          client: clientOf(request.socket.remoteAddress),
         });
       } else {
         result = body.response;

@@ -287,6 +287,16 @@ export const ERRORS = {
     x402: "idempotency_conflict",
     summary: "This payment-identifier was already used for a different payment request",
   },
+  address_denied: {
+    status: 403,
+    x402: "address_denied",
+    summary: "A payer or payee of the payment is on this facilitator's deny list; nothing was sent",
+  },
+  rate_limited: {
+    status: 429,
+    x402: "rate_limited",
+    summary: "This caller (API key or client address) is over its rate of requests; retry later",
+  },
   payer_throttled: {
     status: 429,
     x402: "payer_throttled",
@@ -331,7 +341,7 @@ export const ERRORS = {
   overloaded: {
     status: 503,
     x402: "overloaded",
-    summary: "Too many requests or request bytes in flight; retry after a moment",
+    summary: "Too many connections or request bytes in flight (429 on /supported); retry later",
   },
   interrupted: {
     status: 499,

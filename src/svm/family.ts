@@ -232,6 +232,11 @@ export class SvmFamily implements ChainFamily {
   }
 
   /** A Solana payment's key names the fee payer's signature, which our fee payer's key remakes. */
+  async parties(request: PaymentRequest) {
+    const { svmParties } = await import("./exact/parties.js");
+    return svmParties(request.payload.transaction);
+  }
+
   async settlementKey(request: PaymentRequest): Promise<SettlementKey> {
     const network = solanaNetworkOf(request.requirements.network, request.x402Version);
     if (network === undefined) {

@@ -34,7 +34,7 @@ export const EXIT_OF: Readonly<Record<Level, number>> = {
 };
 
 export interface Finding {
-  readonly area: "config" | "rpc" | "key" | "journal" | "store" | "tokens" | "limits";
+  readonly area: "config" | "rpc" | "key" | "journal" | "store" | "tokens" | "limits" | "deny";
   readonly level: Level;
   readonly message: string;
   /** What to do about it, when there is something to do. */

@@ -1,14 +1,20 @@
 /** `facilitator doctor`'s options; the checks load only when the command runs. */
 import { Command } from "commander";
 import { afterHelp } from "../help-layout.js";
-import { withChainOptions, withClaimBatchWait, withSettlementOptions } from "../options.js";
+import {
+  DENY_LIST_HELP,
+  withChainOptions,
+  withClaimBatchWait,
+  withSettlementOptions,
+} from "../options.js";
 
 export const doctorCommand = withChainOptions(
   withClaimBatchWait(withSettlementOptions(new Command("doctor")))
     .description(
       "check the configuration: RPCs and the chains they serve, keys and their gas, the journal or store, token support",
     )
-    .option("--json", "one JSON document on stdout instead of the report"),
+    .option("--json", "one JSON document on stdout instead of the report")
+    .option("--deny-list <file>", DENY_LIST_HELP),
 )
   .addHelpText(
     "after",

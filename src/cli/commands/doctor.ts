@@ -14,6 +14,7 @@ import {
   type Finding,
   type Level,
 } from "./doctor-checks.js";
+import { checkDenyList } from "./doctor-deny-list.js";
 import { checkLimits } from "./doctor-limits.js";
 import { checkSolanaFeePayers } from "./doctor-solana.js";
 
@@ -58,6 +59,7 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
   }
   findings.push(...(await checkTokens(chains)));
   findings.push(...(await checkLimits(config, chains)));
+  findings.push(...checkDenyList(config));
   return findings;
 }
 

@@ -2,7 +2,13 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { WAIT_UNTIL, type WaitUntil } from "../../protocol/schemas.js";
 import { afterHelp } from "../help-layout.js";
-import { collect, ERC6492_HELP, withChainOptions, withSettlementOptions } from "../options.js";
+import {
+  collect,
+  DENY_LIST_HELP,
+  ERC6492_HELP,
+  withChainOptions,
+  withSettlementOptions,
+} from "../options.js";
 import { type PaymentFlags, runPayment } from "../payment.js";
 
 const INPUT_NOTE = `Input: at most 1 MiB (key and config files 64 KiB); a pipe, FIFO or stdin that sends nothing for
@@ -28,6 +34,7 @@ function paymentCommand(name: "verify" | "settle"): Command {
       ),
   )
     .option("--erc6492-factory <address>", ERC6492_HELP, collect)
+    .option("--deny-list <file>", DENY_LIST_HELP)
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer");
 }
 

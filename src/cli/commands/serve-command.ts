@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { afterHelp } from "../help-layout.js";
 import {
   collect,
+  DENY_LIST_HELP,
   ERC6492_HELP,
   withChainOptions,
   withClaimBatchWait,
@@ -55,6 +56,11 @@ export const serveCommand = withChainOptions(
     ),
 )
   .option("--erc6492-factory <address>", ERC6492_HELP, collect)
+  .option("--deny-list <file>", DENY_LIST_HELP)
+  .option(
+    "--rate-per-client <n>",
+    "without a named API key, each client address may make n /verify and /settle requests a minute; more are 429 rate_limited (off by default; env FACILITATOR_RATE_PER_CLIENT)",
+  )
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(
     "after",

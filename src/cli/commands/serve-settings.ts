@@ -26,6 +26,8 @@ export interface ServeSettings {
   readonly apiKey: string | undefined;
   /** Named API keys, each with the sellers it may act for (--api-keys-file). */
   readonly apiKeys?: ApiKeys | undefined;
+  /** Their file, re-read by the serving thread when it changes. */
+  readonly apiKeysFile?: string | undefined;
   readonly config: PlainConfig;
   readonly privateKeys: readonly Hex[];
   /** The batch-settlement receiver authorizer's key (never a settlement key), if configured. */

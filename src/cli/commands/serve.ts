@@ -20,10 +20,12 @@ import { readApiKeys } from "../api-keys.js";
 import { readSmallFile } from "../bounded-read.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { receiverAuthorizerOf } from "../config-keys.js";
+import { readDenyList } from "../deny-list-file.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { lockForServe } from "../settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../store-leases.js";
+import { liveApiKeys, liveDenyList } from "./serve-reload.js";
 import type { ServeSettings } from "./serve-settings.js";
 
 export interface ServeFlags extends ConfigFlags {
@@ -31,6 +33,8 @@ export interface ServeFlags extends ConfigFlags {
   readonly port?: string | undefined;
   readonly apiKeyFile?: string | undefined;
   readonly apiKeysFile?: string | undefined;
+  readonly denyList?: string | undefined;
+  readonly ratePerClient?: string | undefined;
   readonly allowedHost?: string[] | undefined;
   readonly bodyLimit?: string | undefined;
   readonly maxConnections?: string | undefined;
@@ -106,6 +110,8 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
   const receiverAuthorizerKey = loadReceiverAuthorizerKey();
   // Refused here, before any thread starts, when it is also a settlement key.
   receiverAuthorizerOf(receiverAuthorizerKey, privateKeys);
+  // A bad deny list too: the serving thread reads it again, and again when it changes.
+  if (config.denyList !== undefined) readDenyList(config.denyList);
   const allowedHosts = flags.allowedHost ?? [];
   for (const name of allowedHosts) {
     if (!hostOf(name.startsWith("*.") ? name.slice(2) : name)) {
@@ -154,6 +160,7 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
     ),
     apiKey: readApiKey(flags),
     apiKeys: readApiKeys(flags.apiKeysFile),
+    apiKeysFile: flags.apiKeysFile ?? (process.env.FACILITATOR_API_KEYS_FILE?.trim() || undefined),
     config,
     privateKeys,
     receiverAuthorizerKey,
@@ -218,11 +225,14 @@ export async function serveHere(
   // Reachable from other machines with nothing to say who may settle through our keys.
   const exposed = !keyRequired && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
   const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys, and GET /settlements is off; pass --api-key-file (or FACILITATOR_API_KEY)`;
+  const liveKeys = liveApiKeys(settings, log);
+  const stopDenyList = liveDenyList(settings, facilitator, log);
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     const handler = createHandler(facilitator, {
       apiKey,
-      apiKeys,
+      apiKeys: liveKeys.current,
+      ratePerClient: config.ratePerClient,
       trustedHost,
       // Its answers name this replica's host and process: not for anyone who reaches the port.
       settlementsOff: exposed
@@ -285,6 +295,8 @@ export async function serveHere(
   }
 
   await options.stopped;
+  liveKeys.stop();
+  stopDenyList();
   options.onDraining?.(server.inFlight());
   await server.close();
   await reconciler?.stop();

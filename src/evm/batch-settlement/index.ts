@@ -13,6 +13,7 @@ import { stateExtra } from "./channel.js";
 import { settleClaim } from "./claim.js";
 import { BATCH_SETTLEMENT } from "./constants.js";
 import { depositMethod } from "./deposit.js";
+import { channelParties } from "./parties.js";
 import { rejected } from "./reasons.js";
 import { settleRefund } from "./refund.js";
 import { settleSweep } from "./sweep.js";
@@ -121,6 +122,7 @@ function batchMethod(request: PaymentRequest) {
 export const batchSettlementScheme: EvmScheme = {
   name: BATCH_SETTLEMENT,
   method: batchMethod,
+  parties: channelParties,
   kinds(chainId, host) {
     const receiverAuthorizer = host.receiverAuthorizer;
     return [

@@ -8,10 +8,18 @@ import type { ChainAccess } from "./access.js";
 import { fullText, isHashEqual } from "./outcome.js";
 import { isRevert } from "./revert.js";
 
-/** How the node refused a broadcast, as far as our nonce bookkeeping is concerned. */
-export function refusal(error: unknown): "known" | "nonce" | "other" {
+/**
+ * How the node refused a broadcast, as far as our nonce bookkeeping is concerned; "fee": its max
+ * fee is below the base fee of the block it would go in (the nonce is still ours).
+ */
+export function refusal(error: unknown): "known" | "nonce" | "fee" | "other" {
   const text = fullText(error);
   if (/already known|known transaction|already imported/i.test(text)) return "known";
+  if (
+    /(max fee per gas|fee cap) less than block base fee|lower than the block base fee/i.test(text)
+  ) {
+    return "fee";
+  }
   if (
     /nonce too low|nonce.*(already|used)|replacement transaction underpriced|underpriced/i.test(
       text,

@@ -104,3 +104,24 @@ export function overCap(ctx: ChainAccess, gas: bigint, fees: Fees): Failure | un
     { retryAfterSeconds: FEE_CAP_RETRY_SECONDS },
   );
 }
+
+/**
+ * Fees for a transaction the node refused because its max fee is below the base fee of the block
+ * it would go in (the base fee rose between pricing and broadcast): twice that next base fee plus
+ * the tip, as high as the fee cap allows, or why even the base fee is over the cap. Read from
+ * eth_feeHistory, whose last entry is the next block's base fee.
+ */
+export async function repriced(ctx: ChainAccess, gas: bigint, fees: Fees): Promise<Fees | Failure> {
+  const history = await ctx.client.getFeeHistory({ blockCount: 1, rewardPercentiles: [] });
+  const next = history.baseFeePerGas.at(-1) ?? 0n;
+  const tip = fees.type === "eip1559" ? fees.maxPriorityFeePerGas : 0n;
+  const capPerGas = ctx.feeCapWei === undefined ? undefined : ctx.feeCapWei / gas;
+  let price = next * 2n + tip;
+  if (capPerGas !== undefined && price > capPerGas) price = capPerGas;
+  const at = (perGas: bigint): Fees =>
+    fees.type === "eip1559"
+      ? { type: "eip1559", maxFeePerGas: perGas, maxPriorityFeePerGas: tip }
+      : { type: "legacy", gasPrice: perGas };
+  if (price < next + tip) return overCap(ctx, gas, at(next + tip)) ?? at(next + tip);
+  return at(price);
+}

@@ -20,7 +20,7 @@ import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import type { ChainAccess } from "./access.js";
 import { broadcast, refusal } from "./broadcast.js";
-import { estimateFees, type Fees, overCap } from "./fees.js";
+import { estimateFees, type Fees, overCap, repriced } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
 import { type GasBounds, type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
@@ -162,6 +162,8 @@ type Issued = { hash: Hex; nonce: number; tx: TransactionSerializable; raw: Hex 
 type Sent =
   | { readonly kind: "sent"; readonly issued: Issued }
   | { readonly kind: "retry" }
+  /** Refused for a max fee below the next block's base fee: priced again, once. */
+  | { readonly kind: "reprice" }
   | { readonly kind: "outcome"; readonly outcome: CallOutcome };
 
 /** Signs, journals, broadcasts and follows the prepared call to `waitUntil`. */
@@ -185,7 +187,9 @@ async function sendAndFollow(
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
 ): Promise<CallOutcome> {
-  const { lane, base } = prepared;
+  const { lane } = prepared;
+  let { base, fees } = prepared;
+  let repricedOnce = false;
   let sent: Sent = { kind: "retry" };
   for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
     // The lane only hands out the nonce and signs. The journal record is then made durable and
@@ -229,6 +233,30 @@ async function sendAndFollow(
       if (!consumed) lane.forget(ctx.chainId);
       sent = value;
     }
+    if (sent.kind === "reprice" && !repricedOnce) {
+      // The base fee rose between pricing and broadcast: priced again once, within the fee cap.
+      repricedOnce = true;
+      const again = await repriced(ctx, base.gas, fees).catch(() => undefined);
+      if (again && "code" in again) {
+        // Over the fee cap priced again: never taken, nothing of this record can land.
+        void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
+        sent = { kind: "outcome", outcome: failed(again) };
+      } else if (again) {
+        fees = again;
+        base = { ...base, ...again };
+        sent = { kind: "retry" };
+      }
+    }
+  }
+  if (sent.kind === "reprice") {
+    void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
+    return failed(
+      failure(
+        "settlement_failed",
+        "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent",
+        { status: 500, retryAfterSeconds: 5 },
+      ),
+    );
   }
   if (sent.kind === "retry") {
     void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
@@ -239,7 +267,7 @@ async function sendAndFollow(
   if (sent.kind === "outcome") return sent.outcome;
   // The success is written down by whoever answers it (core/answers.ts), before it is answered.
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
-  return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, prepared.fees);
+  return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, fees);
 }
 
 /**
@@ -300,6 +328,8 @@ function sendFailure(
       // Someone else (another process, an earlier run) holds this nonce: re-read and try again.
       lane.forget(ctx.chainId);
       return { consumed: false, value: { kind: "retry" } };
+    case "fee":
+      return { consumed: false, value: { kind: "reprice" } };
     default:
       void ctx.journal.recordState(key, "failed").catch(() => undefined);
       if (isRevert(error)) return outcome(wouldRevert(error));

@@ -1,0 +1,79 @@
+/**
+ * Rates on /verify and /settle: each named API key has its own, and, when the operator turns it
+ * on, each client address without one (`--rate-per-client`). A rate of N a minute is a bucket of
+ * N requests refilled at N a minute: a burst of up to N at once, N a minute sustained. Past it,
+ * 429 `rate_limited` with `Retry-After`: the seconds until the next request fits.
+ */
+import { type Failure, failure } from "../protocol/errors.js";
+
+/** A named key's rate when neither it nor the keys file names one: ten a second, sustained. */
+export const DEFAULT_KEY_RATE = 600;
+export const MAX_RATE = 1_000_000;
+/** Buckets kept; past it the least recently used go (a forgotten bucket comes back full). */
+const MAX_BUCKETS = 100_000;
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+export class RateBuckets {
+  readonly #buckets = new Map<string, Bucket>();
+  readonly #now: () => number;
+  readonly #max: number;
+
+  constructor(options: { now?: () => number; maxBuckets?: number } = {}) {
+    this.#now = options.now ?? (() => performance.now());
+    this.#max = options.maxBuckets ?? MAX_BUCKETS;
+  }
+
+  /** Takes one request of `who` at `perMinute`: undefined when it fits, else seconds to wait. */
+  take(who: string, perMinute: number): number | undefined {
+    const now = this.#now();
+    const perMs = perMinute / 60_000;
+    const held = this.#buckets.get(who);
+    const tokens = held ? Math.min(perMinute, held.tokens + (now - held.at) * perMs) : perMinute;
+    // Most recently used last: the first in the map is the one to forget.
+    this.#buckets.delete(who);
+    if (tokens < 1) {
+      this.#buckets.set(who, { tokens, at: now });
+      return Math.max(1, Math.ceil((1 - tokens) / perMs / 1000));
+    }
+    this.#buckets.set(who, { tokens: tokens - 1, at: now });
+    if (this.#buckets.size > this.#max) {
+      const oldest = this.#buckets.keys().next().value;
+      if (oldest !== undefined) this.#buckets.delete(oldest);
+    }
+    return undefined;
+  }
+
+  get size(): number {
+    return this.#buckets.size;
+  }
+}
+
+/**
+ * Whose bucket a /verify or /settle is taken from, and at what rate: a named key's own; else, when
+ * the operator set a rate per client, the client address's; else none.
+ */
+export function rateOf(
+  who: { readonly caller?: { readonly name: string } | undefined; readonly perMinute?: number },
+  client: string | undefined,
+  perClient: number | undefined,
+): { readonly bucket: string; readonly perMinute: number; readonly whose: string } | undefined {
+  const name = who.caller?.name;
+  if (who.perMinute !== undefined && name !== undefined) {
+    return { bucket: `key ${name}`, perMinute: who.perMinute, whose: `the API key ${name}` };
+  }
+  if (perClient === undefined || !client) return undefined;
+  return { bucket: `client ${client}`, perMinute: perClient, whose: "this client address" };
+}
+
+/** The 429 for `who` ("the API key shop-a", "this client address") over `perMinute`. */
+export function rateLimited(who: string, perMinute: number, seconds: number): Failure {
+  return failure(
+    "rate_limited",
+    `${who} is over its rate of ${perMinute} requests a minute on /verify and /settle; retry in ${seconds} s`,
+    { retryAfterSeconds: seconds },
+  );
+}
