@@ -1,5 +1,5 @@
 /**
- * The API keys file (`--api-keys-file`, FACILITATOR_API_KEYS_FILE): named keys, each with the
+ * The API keys file (settings.ts's apiKeysFile): named keys, each with the
  * sellers (receivers) its holder may act for, so that a refund our receiver authorizer signs is
  * asked for by the channel's own seller. Checked whole at start; a mistake names the entry.
  *
@@ -10,19 +10,20 @@ import { getAddress, isAddress } from "viem";
 import type { ApiKey, ApiKeys } from "../http/callers.js";
 import { readSmallFile } from "./bounded-read.js";
 import { UsageError } from "./errors.js";
+import { givenSetting, type SettingSources } from "./setting-resolver.js";
+import { SETTINGS } from "./settings.js";
 
 /** Long enough that guessing is hopeless; what `openssl rand -hex 16` prints is 32. */
 const MIN_KEY_LENGTH = 24;
 const MAX_KEYS = 10_000;
 
-export function readApiKeys(
-  file: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): ApiKeys | undefined {
-  const source = file ? "--api-keys-file" : "FACILITATOR_API_KEYS_FILE";
-  const named = file ?? env.FACILITATOR_API_KEYS_FILE?.trim();
-  if (!named) return undefined;
-  const text = readSmallFile(named, source, env);
+/** The API keys file the flag or the environment names, read and checked; none without one. */
+export function readApiKeys(sources: SettingSources): ApiKeys | undefined {
+  const given = givenSetting(SETTINGS.apiKeysFile, sources);
+  if (!given) return undefined;
+  const source = given.source.name;
+  const named = SETTINGS.apiKeysFile.parse(given.value, given.source);
+  const text = readSmallFile(named, source, sources.env);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
