@@ -105,8 +105,12 @@ export const onOff: Parser<boolean> = (value, source) => {
   return on;
 };
 
-const numberOf = (value: unknown) =>
-  typeof value === "number" ? value : Number(String(value).trim());
+/** A number from a JSON number or a text; an empty text is none (Number("") would be 0). */
+function numberOf(value: unknown): number {
+  if (typeof value === "number") return value;
+  const text = String(value).trim();
+  return text === "" ? Number.NaN : Number(text);
+}
 
 /** A positive number of seconds, as milliseconds. */
 export const positiveSeconds: Parser<number> = (value, source) => {

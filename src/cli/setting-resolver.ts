@@ -1,8 +1,9 @@
 /**
  * The one way a setting of settings.ts is found: its flag, else its environment variable, else its
  * config file key, else its default. A flag counts when it was given (a repeatable one at least
- * once, a switch when on), an environment variable when it holds more than blanks, a config file
- * key when it is there. A key is read only when asked for, and never printed.
+ * once, a switch when on), even empty; an environment variable when it holds more than blanks (and
+ * it is read without the blanks around it); a config file key when it is there. A key is read only
+ * when asked for, and never printed.
  */
 import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
 import { filePath, type Parser, type Source } from "./setting-parsers.js";
@@ -61,11 +62,9 @@ function givenFor(
       });
     }
   }
-  if (row.env) {
-    const value = sources.env[row.env];
-    if (value !== undefined && value.trim() !== "") {
-      found.push({ value, source: { name: row.env, from: "env", resolvePath: asGiven } });
-    }
+  const text = row.env ? sources.env[row.env]?.trim() : undefined;
+  if (row.env && text) {
+    found.push({ value: text, source: { name: row.env, from: "env", resolvePath: asGiven } });
   }
   const file = sources.file;
   if (row.key && file && file.values[row.key] !== undefined) {
