@@ -616,3 +616,57 @@ describe("the Solana fee payer key", () => {
     expectNoSecret(message, broken);
   });
 });
+
+describe("one rule for every setting (settings.ts, setting-resolver.ts)", () => {
+  it("an environment variable holding only blanks is unset: the config file's value applies", () => {
+    const config = configFile("blank-env.json", {
+      rpcUrls: ["http://file.example"],
+      confirmTimeoutSeconds: 7,
+      journal: "/from/file.jsonl",
+      store: "postgres://file@localhost/db",
+    });
+    const loaded = loadConfig(
+      { config },
+      {
+        FACILITATOR_RPC_URL: "  ",
+        FACILITATOR_CONFIRM_TIMEOUT: " ",
+        FACILITATOR_JOURNAL: "",
+        FACILITATOR_STORE: "\t",
+        FACILITATOR_PRIVATE_KEY: " ",
+      },
+    );
+    expect(loaded.rpcUrls).toEqual(["http://file.example"]);
+    expect(loaded.confirmTimeoutMs).toBe(7_000);
+    expect(loaded.journalPath).toBe("/from/file.jsonl");
+    expect(loaded.storeUrl).toBe("postgres://file@localhost/db");
+    expect(loaded.loadPrivateKey()).toBeUndefined();
+  });
+
+  it("an environment variable is read without the blanks around it", () => {
+    const keyFile = file("trimmed.key", `${KEY}\n`);
+    const env = {
+      FACILITATOR_JOURNAL: " /from/env.jsonl\n",
+      FACILITATOR_PRIVATE_KEY_FILE: ` ${keyFile} `,
+      FACILITATOR_STORE: " postgres://env@localhost/db ",
+    };
+    const loaded = loadConfig({}, env);
+    expect(loaded.journalPath).toBe("/from/env.jsonl");
+    expect(loaded.storeUrl).toBe("postgres://env@localhost/db");
+    expect(loaded.loadPrivateKey()).toBe(KEY);
+  });
+
+  it("a flag given empty is given: it is read, and refused when empty is no value", () => {
+    const env = { FACILITATOR_CLAIM_BATCH_ROWS: "20" };
+    expect(usageError(() => loadConfig({ claimBatchRows: "" }, env))).toBe(
+      "--claim-batch-rows must be a whole number from 1 to 500",
+    );
+    expect(usageError(() => loadConfig({ claimBatchWait: "" }, {}))).toMatch(/from 0 to 60/);
+    const keyEnv = { FACILITATOR_PRIVATE_KEY: KEY };
+    const message = usageError(() => loadConfig({ privateKeyFile: "" }, keyEnv).loadPrivateKey());
+    expect(message).toContain("--private-key-file");
+    expectNoSecret(message, KEY_HEX);
+    // A store flag given empty still means the journal file, over the environment's store.
+    const store = { FACILITATOR_STORE: "postgres://env@localhost/db" };
+    expect(loadConfig({ store: "" }, store).storeUrl).toBeUndefined();
+  });
+});

@@ -1,5 +1,5 @@
 /**
- * The API keys file (`--api-keys-file`, FACILITATOR_API_KEYS_FILE): named keys, each with the
+ * The API keys file (settings.ts's apiKeysFile): named keys, each with the
  * sellers (receivers) its holder may act for, so that a refund our receiver authorizer signs is
  * asked for by the channel's own seller, and its rate on /verify and /settle (the file's `rate`
  * for keys without their own, else DEFAULT_KEY_RATE). Checked whole at start and at each reload;
@@ -13,26 +13,31 @@ import type { ApiKey, ApiKeys } from "../http/callers.js";
 import { DEFAULT_KEY_RATE, MAX_RATE } from "../http/rates.js";
 import { readSmallFile } from "./bounded-read.js";
 import { UsageError } from "./errors.js";
+import { givenSetting, type SettingSources } from "./setting-resolver.js";
+import { SETTINGS } from "./settings.js";
 
 /** Long enough that guessing is hopeless; what `openssl rand -hex 16` prints is 32. */
 const MIN_KEY_LENGTH = 24;
 const MAX_KEYS = 10_000;
 
-export function readApiKeys(
-  file: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): ApiKeys | undefined {
-  const source = file ? "--api-keys-file" : "FACILITATOR_API_KEYS_FILE";
-  const named = file ?? env.FACILITATOR_API_KEYS_FILE?.trim();
-  if (!named) return undefined;
-  const text = readSmallFile(named, source, env);
+/** The API keys file the flag or the environment names, read and checked; none without one. */
+export function readApiKeys(sources: SettingSources): ApiKeys | undefined {
+  const given = givenSetting(SETTINGS.apiKeysFile, sources);
+  if (!given) return undefined;
+  const named = SETTINGS.apiKeysFile.parse(given.value, given.source);
+  return readApiKeysFile(named, given.source.name, sources.env);
+}
+
+/** The keys in `file`, named in messages as `source` says (a flag, a variable, serve's reload). */
+export function readApiKeysFile(file: string, source: string, env: NodeJS.ProcessEnv): ApiKeys {
+  const text = readSmallFile(file, source, env);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new UsageError(`${source} ${named} is not JSON`);
+    throw new UsageError(`${source} ${file} is not JSON`);
   }
-  return parseApiKeys(parsed, `${source} ${named}`);
+  return parseApiKeys(parsed, `${source} ${file}`);
 }
 
 export function parseApiKeys(value: unknown, where: string): ApiKeys {

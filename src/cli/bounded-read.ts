@@ -11,13 +11,14 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { UsageError } from "./errors.js";
+import { resolveSetting } from "./setting-resolver.js";
+import { SETTINGS } from "./settings.js";
 import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 
 /** A request body (and `--requirements`): far above any payment, far below trouble. */
 export const REQUEST_LIMIT_BYTES = 1024 * 1024;
 /** Key files, the config file, the API key file. */
 export const SMALL_FILE_LIMIT_BYTES = 64 * 1024;
-const DEFAULT_IDLE_TIMEOUT_SECONDS = 30;
 
 export interface ReadLimits {
   readonly maxBytes: number;
@@ -25,15 +26,9 @@ export interface ReadLimits {
   readonly idleTimeoutMs: number;
 }
 
-/** `FACILITATOR_INPUT_TIMEOUT` (seconds, default 30; 0 waits forever) in milliseconds. */
+/** How long a read waits for the next bytes (settings.ts's inputTimeout; 0 waits forever). */
 export function inputTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  const text = env.FACILITATOR_INPUT_TIMEOUT;
-  if (text === undefined || text.trim() === "") return DEFAULT_IDLE_TIMEOUT_SECONDS * 1000;
-  const seconds = Number(text);
-  if (!Number.isFinite(seconds) || seconds < 0) {
-    throw new UsageError("FACILITATOR_INPUT_TIMEOUT must be a number of seconds (0: no limit)");
-  }
-  return Math.round(seconds * 1000);
+  return resolveSetting(SETTINGS.inputTimeout, { env });
 }
 
 /** Why a read failed, worded to follow "cannot read X: ". Never the content. */
@@ -46,7 +41,7 @@ export class InputError extends UsageError {
 const tooLarge = (limit: number) => new InputError(`it is over the ${limit}-byte limit`);
 const timedOut = (ms: number) =>
   new InputError(
-    `nothing arrived for ${ms / 1000} s (a pipe or FIFO with no writer?); FACILITATOR_INPUT_TIMEOUT sets the wait`,
+    `nothing arrived for ${ms / 1000} s (a pipe or FIFO with no writer?); ${SETTINGS.inputTimeout.env} sets the wait`,
   );
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));

@@ -5,61 +5,8 @@
 import path from "node:path";
 import { readSmallFile } from "./bounded-read.js";
 import { UsageError } from "./errors.js";
-
-export interface ConfigFile {
-  rpcUrls?: unknown;
-  publicRpcs?: unknown;
-  erc6492Factories?: unknown;
-  privateKeyFile?: unknown;
-  receiverAuthorizerKeyFile?: unknown;
-  claimBatchRows?: unknown;
-  claimBatchWaitSeconds?: unknown;
-  svmPrivateKeyFile?: unknown;
-  svmMaxFeeLamports?: unknown;
-  confirmTimeoutSeconds?: unknown;
-  journal?: unknown;
-  store?: unknown;
-  storeLeaseSeconds?: unknown;
-  maxFee?: unknown;
-  gasBounds?: unknown;
-  wastedGasBudget?: unknown;
-  allowedAssets?: unknown;
-  replaceAfterSeconds?: unknown;
-  confirmations?: unknown;
-  payerRevertLimit?: unknown;
-  payerRevertWindowSeconds?: unknown;
-  minSignerBalanceWei?: unknown;
-  denyList?: unknown;
-  ratePerClient?: unknown;
-}
-
-/** Every key the config file may hold ("$schema" too, for editors). */
-const CONFIG_KEYS = [
-  "rpcUrls",
-  "publicRpcs",
-  "erc6492Factories",
-  "privateKeyFile",
-  "receiverAuthorizerKeyFile",
-  "claimBatchRows",
-  "claimBatchWaitSeconds",
-  "svmPrivateKeyFile",
-  "svmMaxFeeLamports",
-  "confirmTimeoutSeconds",
-  "journal",
-  "store",
-  "storeLeaseSeconds",
-  "maxFee",
-  "gasBounds",
-  "wastedGasBudget",
-  "allowedAssets",
-  "replaceAfterSeconds",
-  "confirmations",
-  "payerRevertLimit",
-  "payerRevertWindowSeconds",
-  "minSignerBalanceWei",
-  "denyList",
-  "ratePerClient",
-] as const;
+import type { ConfigValues } from "./setting-resolver.js";
+import { CONFIG_KEYS } from "./settings.js";
 
 /** Edit distance, to suggest the key someone meant. */
 function distance(a: string, b: string): number {
@@ -77,15 +24,8 @@ function distance(a: string, b: string): number {
   return row[b.length] as number;
 }
 
-export interface LoadedFile {
-  readonly values: ConfigFile;
-  /** "rpcUrls in /path/config.json": how messages name a key of this file. */
-  readonly where: (key: string) => string;
-  /** A path in the file, relative to the file's own directory. */
-  readonly resolve: (file: string) => string;
-}
-
-export function readConfigFile(file: string | undefined, env: NodeJS.ProcessEnv): LoadedFile {
+/** The config file `file` names (none: an empty one), its keys checked against settings.ts. */
+export function readConfigFile(file: string | undefined, env: NodeJS.ProcessEnv): ConfigValues {
   if (!file) {
     return { values: {}, where: (key) => `${key} in the config file`, resolve: (p) => p };
   }
@@ -101,7 +41,7 @@ export function readConfigFile(file: string | undefined, env: NodeJS.ProcessEnv)
     throw new UsageError(`config file ${file} is not valid: expected a JSON object`);
   }
   for (const key of Object.keys(parsed)) {
-    if (key === "$schema" || (CONFIG_KEYS as readonly string[]).includes(key)) continue;
+    if (key === "$schema" || CONFIG_KEYS.includes(key)) continue;
     const near = CONFIG_KEYS.filter((known) => distance(key, known) <= 3);
     const shown = JSON.stringify(key.slice(0, 60));
     throw new UsageError(
@@ -110,17 +50,8 @@ export function readConfigFile(file: string | undefined, env: NodeJS.ProcessEnv)
   }
   const dir = path.dirname(path.resolve(file));
   return {
-    values: parsed as ConfigFile,
+    values: parsed as Record<string, unknown>,
     where: (key) => `${key} in ${file}`,
     resolve: (p) => path.resolve(dir, p),
   };
-}
-
-/** A path-valued key of the config file: a string, relative to the file's directory. */
-export function filePath(value: unknown, key: string, loaded: LoadedFile): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "string" || value.trim() === "") {
-    throw new UsageError(`${loaded.where(key)} must be a file path (a string)`);
-  }
-  return loaded.resolve(value);
 }

@@ -1,21 +1,16 @@
 /**
- * The keys the CLI signs with: settlement keys, the batch-settlement receiver authorizer's key
- * and Solana fee payers. Each comes from a file or the environment, never from a flag's value; a
- * loader reads it only when a command needs it, and no message ever quotes a key.
+ * The keys the CLI signs with: settlement keys, the batch-settlement receiver authorizer's key,
+ * Solana fee payers and serve's API key. Where each comes from is settings.ts's (a file, or the
+ * environment, never a flag's value); here is how each is read. A loader reads it only when a
+ * command needs it, and no message ever quotes a key.
  */
 import { type Hex, isAddressEqual, type LocalAccount } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type SvmFeePayer, svmFeePayerOf } from "../svm/chain/keys.js";
 import { readSmallFile } from "./bounded-read.js";
-import { filePath, type LoadedFile } from "./config-file.js";
 import { UsageError } from "./errors.js";
-
-/** The flags that name key files. */
-export interface KeyFlags {
-  readonly privateKeyFile?: string | undefined;
-  readonly receiverAuthorizerKeyFile?: string | undefined;
-  readonly svmPrivateKeyFile?: string | undefined;
-}
+import { type KeyReader, keyLoader, type SettingSources } from "./setting-resolver.js";
+import { SETTINGS } from "./settings.js";
 
 export function readPrivateKey(text: string, source: string): Hex {
   const key = text.trim();
@@ -84,94 +79,64 @@ export function receiverAuthorizerOf(
   return account;
 }
 
+/** Settlement keys: a comma-separated list in the environment, one per line in a file. */
+const EVM_KEYS: KeyReader<Hex> = {
+  inline: (text, source) =>
+    text
+      .split(",")
+      .map((key, i, all) =>
+        readPrivateKey(key, all.length > 1 ? `${source} (key ${i + 1})` : source),
+      ),
+  inFile: readKeyFile,
+};
+
+/** The receiver authorizer's one key. */
+const ONE_EVM_KEY: KeyReader<Hex> = {
+  inline: (text, source) => {
+    if (text.includes(",")) throw new UsageError(`${source} takes one key, not a list`);
+    return [readPrivateKey(text, source)];
+  },
+  inFile: (file, source, env) => {
+    const keys = readKeyFile(file, source, env);
+    if (keys.length > 1) {
+      throw new UsageError(
+        `the receiver authorizer key file from ${source} holds ${keys.length} keys: it takes one`,
+      );
+    }
+    return keys;
+  },
+};
+
+/** Solana fee payers: comma-separated in the environment, one per line in a file. */
+const SVM_KEYS: KeyReader<SvmFeePayer> = {
+  inline: (text, source) =>
+    text
+      .split(",")
+      .map((key, i, all) => readSvmKey(key, all.length > 1 ? `${source} (key ${i + 1})` : source)),
+  inFile: readSvmKeyFile,
+};
+
+/** serve's API key: the whole file (trimmed), or the variable's text. */
+const API_KEY: KeyReader<string> = {
+  inline: (text) => [text.trim()],
+  inFile: (file, source, env) => {
+    const key = readSmallFile(file, source, env).trim();
+    if (!key) throw new UsageError(`${source} is empty`);
+    return [key];
+  },
+};
+
 /** The key loaders: the config file's paths checked now, the keys read only when called. */
-export function keyLoaders(flags: KeyFlags, env: NodeJS.ProcessEnv, loaded: LoadedFile) {
-  const file = loaded.values;
-  const where = loaded.where;
-  const keyFileInConfig = filePath(file.privateKeyFile, "privateKeyFile", loaded);
-  const loadPrivateKeys = (): Hex[] => {
-    if (flags.privateKeyFile) return readKeyFile(flags.privateKeyFile, "--private-key-file", env);
-    if (env.FACILITATOR_PRIVATE_KEY) {
-      return env.FACILITATOR_PRIVATE_KEY.split(",").map((key, i, all) =>
-        readPrivateKey(
-          key,
-          all.length > 1 ? `FACILITATOR_PRIVATE_KEY (key ${i + 1})` : "FACILITATOR_PRIVATE_KEY",
-        ),
-      );
-    }
-    if (env.FACILITATOR_PRIVATE_KEY_FILE) {
-      return readKeyFile(env.FACILITATOR_PRIVATE_KEY_FILE, "FACILITATOR_PRIVATE_KEY_FILE", env);
-    }
-    if (keyFileInConfig !== undefined) {
-      return readKeyFile(keyFileInConfig, where("privateKeyFile"), env);
-    }
-    return [];
-  };
+export function keyLoaders(sources: SettingSources) {
+  const loadPrivateKeys = keyLoader(SETTINGS.privateKeys, sources, EVM_KEYS);
   const loadPrivateKey = (): Hex | undefined => loadPrivateKeys()[0];
-
-  const authorizerFileInConfig = filePath(
-    file.receiverAuthorizerKeyFile,
-    "receiverAuthorizerKeyFile",
-    loaded,
-  );
-  const loadReceiverAuthorizerKey = (): Hex | undefined => {
-    const one = (keys: Hex[], source: string): Hex => {
-      if (keys.length > 1) {
-        throw new UsageError(
-          `the receiver authorizer key file from ${source} holds ${keys.length} keys: it takes one`,
-        );
-      }
-      return keys[0] as Hex;
-    };
-    if (flags.receiverAuthorizerKeyFile) {
-      const source = "--receiver-authorizer-key-file";
-      return one(readKeyFile(flags.receiverAuthorizerKeyFile, source, env), source);
-    }
-    const fromEnv = env.FACILITATOR_RECEIVER_AUTHORIZER_KEY;
-    if (fromEnv?.trim()) {
-      if (fromEnv.includes(",")) {
-        throw new UsageError("FACILITATOR_RECEIVER_AUTHORIZER_KEY takes one key, not a list");
-      }
-      return readPrivateKey(fromEnv, "FACILITATOR_RECEIVER_AUTHORIZER_KEY");
-    }
-    if (env.FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE) {
-      const source = "FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE";
-      return one(readKeyFile(env.FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE, source, env), source);
-    }
-    if (authorizerFileInConfig !== undefined) {
-      const source = where("receiverAuthorizerKeyFile");
-      return one(readKeyFile(authorizerFileInConfig, source, env), source);
-    }
-    return undefined;
-  };
-
-  const svmKeyFileInConfig = filePath(file.svmPrivateKeyFile, "svmPrivateKeyFile", loaded);
-  const loadSvmFeePayers = (): SvmFeePayer[] => {
-    if (flags.svmPrivateKeyFile) {
-      return readSvmKeyFile(flags.svmPrivateKeyFile, "--svm-private-key-file", env);
-    }
-    if (env.FACILITATOR_SVM_PRIVATE_KEY) {
-      return env.FACILITATOR_SVM_PRIVATE_KEY.split(",").map((key, i, all) =>
-        readSvmKey(
-          key,
-          all.length > 1
-            ? `FACILITATOR_SVM_PRIVATE_KEY (key ${i + 1})`
-            : "FACILITATOR_SVM_PRIVATE_KEY",
-        ),
-      );
-    }
-    if (env.FACILITATOR_SVM_PRIVATE_KEY_FILE) {
-      return readSvmKeyFile(
-        env.FACILITATOR_SVM_PRIVATE_KEY_FILE,
-        "FACILITATOR_SVM_PRIVATE_KEY_FILE",
-        env,
-      );
-    }
-    if (svmKeyFileInConfig !== undefined) {
-      return readSvmKeyFile(svmKeyFileInConfig, where("svmPrivateKeyFile"), env);
-    }
-    return [];
-  };
-
+  const authorizer = keyLoader(SETTINGS.receiverAuthorizerKey, sources, ONE_EVM_KEY);
+  const loadReceiverAuthorizerKey = (): Hex | undefined => authorizer()[0];
+  const loadSvmFeePayers = keyLoader(SETTINGS.svmFeePayers, sources, SVM_KEYS);
   return { loadPrivateKey, loadPrivateKeys, loadReceiverAuthorizerKey, loadSvmFeePayers };
+}
+
+/** serve's API key (--api-key-file, or the key itself in the environment), if any. */
+export function loadApiKey(sources: SettingSources): string | undefined {
+  return keyLoader(SETTINGS.apiKey, sources, API_KEY)()[0];
 }

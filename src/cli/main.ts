@@ -14,27 +14,25 @@ import { statusCommand } from "./commands/status-command.js";
 import { UsageError } from "./errors.js";
 import { wrapHelp } from "./help-layout.js";
 import { printJson } from "./output.js";
+import { flagName, type KeySetting, SETTINGS } from "./settings.js";
 
 /** Every line the CLI writes for people about what went wrong starts with this. */
 export const PREFIX = "facilitator:";
 
 const HELP_CODES = new Set(["commander.helpDisplayed", "commander.version", "commander.help"]);
 
+/** Where a key comes from instead of a flag's value: its file's flag, or the environment. */
+const useInstead = (row: KeySetting) => `use ${flagName(row.flag)} FILE or ${row.env}`;
+const NEVER = "keys are never taken on the command line";
+
 /** Flags people try that must never exist, and what to use instead. */
 const FLAG_HINTS: Readonly<Record<string, string>> = {
-  "--private-key":
-    "keys are never taken on the command line (they would land in shell history and ps): " +
-    "use --private-key-file FILE or FACILITATOR_PRIVATE_KEY",
-  "--key":
-    "keys are never taken on the command line: use --private-key-file FILE or FACILITATOR_PRIVATE_KEY",
-  "--receiver-authorizer-key":
-    "keys are never taken on the command line: use --receiver-authorizer-key-file FILE or FACILITATOR_RECEIVER_AUTHORIZER_KEY",
-  "--svm-private-key":
-    "keys are never taken on the command line: use --svm-private-key-file FILE or FACILITATOR_SVM_PRIVATE_KEY",
-  "--payer-key":
-    "keys are never taken on the command line: use --payer-key-file FILE, or --payer N on a devnet",
-  "--api-key":
-    "keys are never taken on the command line: use --api-key-file FILE or FACILITATOR_API_KEY",
+  "--private-key": `${NEVER} (they would land in shell history and ps): ${useInstead(SETTINGS.privateKeys)}`,
+  "--key": `${NEVER}: ${useInstead(SETTINGS.privateKeys)}`,
+  "--receiver-authorizer-key": `${NEVER}: ${useInstead(SETTINGS.receiverAuthorizerKey)}`,
+  "--svm-private-key": `${NEVER}: ${useInstead(SETTINGS.svmFeePayers)}`,
+  "--payer-key": `${NEVER}: use --payer-key-file FILE, or --payer N on a devnet`,
+  "--api-key": `${NEVER}: ${useInstead(SETTINGS.apiKey)}`,
 };
 
 /** commander's "error: unknown option '--x'" as one line in our words, with a hint where one helps. */

@@ -14,56 +14,40 @@ import path from "node:path";
 import { UsageError } from "./errors.js";
 import {
   type Attempt,
-  DEFAULT_LEASE_MS,
   type HeldLock,
   holderOf,
   type LockHolder,
   leaseOf,
-  MAX_LEASE_MS,
   tryLock,
   UnsafeLockDirectory,
 } from "./process-lock.js";
+import { resolveSetting } from "./setting-resolver.js";
+import { SETTINGS } from "./settings.js";
 import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 
-/** How long a settle waits for its turn by default: ten settles of half a minute each. */
-export const DEFAULT_LOCK_TIMEOUT_MS = 300_000;
 const POLL_MS = 100;
 
 /**
- * Where key locks live: FACILITATOR_LOCK_DIR, else beside the default journal
+ * Where key locks live (settings.ts's lockDir): by default beside the default journal
  * ($XDG_STATE_HOME/facilitator/locks, ~/.local/state/facilitator/locks), one place every process
  * of the user agrees on whatever journal each uses.
  */
 export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.FACILITATOR_LOCK_DIR) return path.resolve(env.FACILITATOR_LOCK_DIR);
-  const base = env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state");
-  return path.join(base, "facilitator", "locks");
+  return resolveSetting(SETTINGS.lockDir, { env });
 }
 
-/** FACILITATOR_LOCK_TIMEOUT (seconds): how long a settle waits for its turn. */
+/** How long a settle waits for its turn (settings.ts's lockTimeout). */
 export function lockTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  const text = env.FACILITATOR_LOCK_TIMEOUT?.trim();
-  if (!text) return DEFAULT_LOCK_TIMEOUT_MS;
-  const seconds = Number(text);
-  if (!Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
-    throw new UsageError("FACILITATOR_LOCK_TIMEOUT must be a number of seconds from 0 to 86400");
-  }
-  return Math.round(seconds * 1000);
+  return resolveSetting(SETTINGS.lockTimeout, { env });
 }
 
 /**
- * FACILITATOR_LOCK_LEASE (seconds): how long this process's locks count on another host (sharing
- * the lock directory) without being renewed. The holder renews six times as often, and says its
- * lease in the lock file, so every reader waits as long as the holder meant.
+ * How long this process's locks count on another host (sharing the lock directory) without being
+ * renewed (settings.ts's lockLease). The holder renews six times as often, and says its lease in
+ * the lock file, so every reader waits as long as the holder meant.
  */
 export function lockLeaseMs(env: NodeJS.ProcessEnv = process.env): number {
-  const text = env.FACILITATOR_LOCK_LEASE?.trim();
-  if (!text) return DEFAULT_LEASE_MS;
-  const seconds = Number(text);
-  if (!Number.isFinite(seconds) || seconds < 1 || seconds * 1000 > MAX_LEASE_MS) {
-    throw new UsageError("FACILITATOR_LOCK_LEASE must be a number of seconds from 1 to 86400");
-  }
-  return Math.round(seconds * 1000);
+  return resolveSetting(SETTINGS.lockLease, { env });
 }
 
 /** What one lock guards, for messages, and its file. */
@@ -103,7 +87,7 @@ function attempt(guarded: Guarded, command: string, leaseMs: number): Attempt {
     const fix =
       guarded.kind === "journal"
         ? "pass --journal FILE in a writable directory"
-        : "set FACILITATOR_LOCK_DIR to a writable directory";
+        : `set ${SETTINGS.lockDir.env} to a writable directory`;
     throw new UsageError(
       `cannot create the lock file ${guarded.file} for ${guarded.what} (${code}): ${fix}`,
     );
@@ -114,7 +98,7 @@ function unsafe(error: UnsafeLockDirectory, guarded: Guarded): UsageError {
   const elsewhere =
     guarded.kind === "journal"
       ? "or keep the journal (--journal FILE) in such a directory"
-      : "or set FACILITATOR_LOCK_DIR to such a directory";
+      : `or set ${SETTINGS.lockDir.env} to such a directory`;
   return new UsageError(
     `${error.message}, so other users could plant files there that redirect or block the lock of ${guarded.what}: use a directory only this user can write, e.g. \`chmod 0700 ${error.dir}\` (or 0755, owned by this user; or the sticky bit, as /tmp has), ${elsewhere}`,
   );
@@ -243,7 +227,7 @@ export async function lockForSettle(
         }
         if (Date.now() >= deadline) {
           throw new TurnTimeout(
-            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (FACILITATOR_LOCK_TIMEOUT); nothing was sent: settle again later${clearing(tried, guarded.file)}`,
+            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (${SETTINGS.lockTimeout.env}); nothing was sent: settle again later${clearing(tried, guarded.file)}`,
           );
         }
         if (!told) {

@@ -1,6 +1,10 @@
 /** `facilitator doctor` on the batch-settlement receiver authorizer key. */
 import type { CliConfig } from "../config.js";
 import { receiverAuthorizerOf } from "../config-keys.js";
+import { flagName, SETTINGS } from "../settings.js";
+
+const authorizer = SETTINGS.receiverAuthorizerKey;
+
 import type { Finding } from "./doctor-checks.js";
 
 /** The batch-settlement receiver authorizer: configured or not, its address, never its key. */
@@ -42,7 +46,7 @@ export function checkReceiverAuthorizer(config: CliConfig): Finding[] {
         area: "key",
         level: "error",
         message: (error as Error).message,
-        fix: "give the receiver authorizer a key of its own (--receiver-authorizer-key-file FILE or FACILITATOR_RECEIVER_AUTHORIZER_KEY)",
+        fix: `give the receiver authorizer a key of its own (${flagName(authorizer.flag)} FILE or ${authorizer.env})`,
       },
     ];
   }

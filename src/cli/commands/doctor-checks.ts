@@ -21,6 +21,7 @@ import { durationInWords } from "../../protocol/words.js";
 import { Journal } from "../../store/journal.js";
 import type { CliConfig } from "../config.js";
 import { genesisHash, markerBeside } from "../devnet-marker.js";
+import { flagName, SETTINGS, waysToSet } from "../settings.js";
 import { journalHolder } from "../settlement-locks.js";
 import { goneDevnetDir, STALE_DEVNET_FIX, staleDevnetProblem } from "../stale-devnet.js";
 
@@ -72,13 +73,13 @@ export async function checkRpcs(
             level: "warning",
             message:
               "no RPC configured: the well-known networks are served through their public RPCs",
-            fix: "name your own RPCs with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file",
+            fix: `name your own RPCs with ${waysToSet(SETTINGS.rpcUrls)}`,
           }
         : {
             area: "rpc",
             level: "error",
             message: "no RPC configured and public RPCs are off: nothing is served",
-            fix: "add an RPC with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file",
+            fix: `add an RPC with ${waysToSet(SETTINGS.rpcUrls)}`,
           },
     );
     return { findings, chains };
@@ -169,7 +170,7 @@ export async function checkKeys(
         area: "key",
         level: "warning",
         message: "no settlement key: verify works, EVM settle answers settlement_failed",
-        fix: "pass --private-key-file FILE or set FACILITATOR_PRIVATE_KEY (never a flag value)",
+        fix: `pass ${flagName(SETTINGS.privateKeys.flag)} FILE or set ${SETTINGS.privateKeys.env} (never a flag value)`,
       },
     ];
   }

@@ -2,11 +2,12 @@
 import { Command } from "commander";
 import { afterHelp } from "../help-layout.js";
 import {
-  DENY_LIST_HELP,
+  settingOption,
   withChainOptions,
   withClaimBatchWait,
   withSettlementOptions,
 } from "../options.js";
+import { SETTINGS } from "../settings.js";
 
 export const doctorCommand = withChainOptions(
   withClaimBatchWait(withSettlementOptions(new Command("doctor")))
@@ -14,7 +15,7 @@ export const doctorCommand = withChainOptions(
       "check the configuration: RPCs and the chains they serve, keys and their gas, the journal or store, token support",
     )
     .option("--json", "one JSON document on stdout instead of the report")
-    .option("--deny-list <file>", DENY_LIST_HELP),
+    .addOption(settingOption(SETTINGS.denyList)),
 )
   .addHelpText(
     "after",

@@ -9,7 +9,10 @@ import { DEFAULT_WASTED_GAS_BUDGET } from "../../evm/chain/gas-at-risk.js";
 import { gasBoundsFor, grouped } from "../../evm/chain/gas-bounds.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { CliConfig } from "../config.js";
+import { flagName, SETTINGS } from "../settings.js";
 import type { ChainSeen, Finding } from "./doctor-checks.js";
+
+const maxFee = SETTINGS.maxFee;
 
 export async function checkLimits(
   config: CliConfig,
@@ -44,7 +47,7 @@ export async function checkLimits(
           area: "limits",
           level: "warning",
           message: `${message}. At today's ${formatGwei(price)} gwei an EIP-3009 settle could cost ${nativeAmount(chainId, ordinary)}: over the cap, settles are refused (fee_cap_exceeded)`,
-          fix: `wait for fees to fall, or raise the cap: --max-fee ${network}=<amount>, FACILITATOR_MAX_FEE or maxFee in the config file`,
+          fix: `wait for fees to fall, or raise the cap: ${flagName(maxFee.flag)} ${network}=<amount>, ${maxFee.env} or ${maxFee.key} in the config file`,
         };
       }
       return { area: "limits", level: "ok", message };

@@ -3,7 +3,10 @@ import type { RpcRegistry } from "../../core/rpc.js";
 import { gasAmount } from "../../protocol/amounts.js";
 import { lamportsOf } from "../../svm/exact/rpc.js";
 import type { CliConfig } from "../config.js";
+import { flagName, SETTINGS } from "../settings.js";
 import type { Finding, Level } from "./doctor-checks.js";
+
+const svm = SETTINGS.svmFeePayers;
 
 /** Below this, a fee payer has room for only a few hundred settlements (5,000 lamports and up each). */
 const LOW_LAMPORTS = 10_000_000;
@@ -26,7 +29,7 @@ export async function checkSolanaFeePayers(
         area: "key",
         level: "warning",
         message: `no Solana fee payer key: ${networks.join(", ")} is not listed on /supported and its payments are refused`,
-        fix: "set FACILITATOR_SVM_PRIVATE_KEY_FILE (or --svm-private-key-file, or svmPrivateKeyFile in the config file)",
+        fix: `set ${svm.envFile} (or ${flagName(svm.flag)}, or ${svm.key} in the config file)`,
       },
     ];
   }

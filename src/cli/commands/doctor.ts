@@ -4,6 +4,8 @@ import { RpcRegistry } from "../../core/rpc.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { printJson } from "../output.js";
+import { resolveSetting } from "../setting-resolver.js";
+import { SETTINGS } from "../settings.js";
 import { checkReceiverAuthorizer } from "./doctor-authorizer.js";
 import {
   checkJournal,
@@ -37,7 +39,7 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
     if (!(error instanceof UsageError)) throw error;
     return [{ area: "config", level: "error", message: error.message }];
   }
-  const file = flags.config ?? process.env.FACILITATOR_CONFIG;
+  const file = resolveSetting(SETTINGS.config, { flags, env: process.env });
   const findings: Finding[] = [
     {
       area: "config",

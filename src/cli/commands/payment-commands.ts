@@ -2,17 +2,12 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { WAIT_UNTIL, type WaitUntil } from "../../protocol/schemas.js";
 import { afterHelp } from "../help-layout.js";
-import {
-  collect,
-  DENY_LIST_HELP,
-  ERC6492_HELP,
-  withChainOptions,
-  withSettlementOptions,
-} from "../options.js";
+import { settingOption, withChainOptions, withSettlementOptions } from "../options.js";
 import { type PaymentFlags, runPayment } from "../payment.js";
+import { SETTINGS } from "../settings.js";
 
 const INPUT_NOTE = `Input: at most 1 MiB (key and config files 64 KiB); a pipe, FIFO or stdin that sends nothing for
-FACILITATOR_INPUT_TIMEOUT seconds (default 30) is an error.`;
+${SETTINGS.inputTimeout.env} seconds (default ${SETTINGS.inputTimeout.shownDefault}) is an error.`;
 
 function waitUntilOption(value: string): WaitUntil {
   if (!WAIT_UNTIL.includes(value as WaitUntil)) {
@@ -33,8 +28,8 @@ function paymentCommand(name: "verify" | "settle"): Command {
         "FILE then holds only the PaymentPayload; requirements come from here",
       ),
   )
-    .option("--erc6492-factory <address>", ERC6492_HELP, collect)
-    .option("--deny-list <file>", DENY_LIST_HELP)
+    .addOption(settingOption(SETTINGS.erc6492Factories))
+    .addOption(settingOption(SETTINGS.denyList))
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer");
 }
 

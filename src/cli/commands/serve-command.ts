@@ -3,12 +3,12 @@ import { Command } from "commander";
 import { afterHelp } from "../help-layout.js";
 import {
   collect,
-  DENY_LIST_HELP,
-  ERC6492_HELP,
+  settingOption,
   withChainOptions,
   withClaimBatchWait,
   withSettlementOptions,
 } from "../options.js";
+import { SETTINGS } from "../settings.js";
 
 export const serveCommand = withChainOptions(
   withClaimBatchWait(withSettlementOptions(new Command("serve")))
@@ -20,14 +20,8 @@ export const serveCommand = withChainOptions(
       "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
     )
     .option("--port <port>", "port (default 4020)")
-    .option(
-      "--api-key-file <file>",
-      "require Authorization: Bearer <key> on /verify, /settle, /accepts and /metrics (or env FACILITATOR_API_KEY)",
-    )
-    .option(
-      "--api-keys-file <file>",
-      "named API keys, each with the sellers (payTo) it acts for: our receiver authorizer signs a refund only for its channel's seller (or env FACILITATOR_API_KEYS_FILE; docs/serve.md)",
-    )
+    .addOption(settingOption(SETTINGS.apiKey))
+    .addOption(settingOption(SETTINGS.apiKeysFile))
     .option(
       "--allowed-host <name>",
       "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
@@ -46,21 +40,15 @@ export const serveCommand = withChainOptions(
       "--max-inflight-bytes <bytes>",
       "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
     )
-    .option(
-      "--min-signer-balance <wei>",
-      "/readyz answers 503 while a signer holds less native balance than this on a chain (default 1)",
-    )
+    .addOption(settingOption(SETTINGS.minSignerBalance))
     .option(
       "--max-heap <MiB>",
       "heap of the serving thread; if it runs out, the server restarts (default 96)",
     ),
 )
-  .option("--erc6492-factory <address>", ERC6492_HELP, collect)
-  .option("--deny-list <file>", DENY_LIST_HELP)
-  .option(
-    "--rate-per-client <n>",
-    "without a named API key, each client address may make n /verify and /settle requests a minute; more are 429 rate_limited (off by default; env FACILITATOR_RATE_PER_CLIENT)",
-  )
+  .addOption(settingOption(SETTINGS.erc6492Factories))
+  .addOption(settingOption(SETTINGS.denyList))
+  .addOption(settingOption(SETTINGS.ratePerClient))
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(
     "after",

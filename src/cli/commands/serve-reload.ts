@@ -8,7 +8,7 @@
 import { statSync } from "node:fs";
 import type { Facilitator } from "../../facilitator.js";
 import type { ApiKeys } from "../../http/callers.js";
-import { readApiKeys } from "../api-keys.js";
+import { readApiKeysFile } from "../api-keys.js";
 import { readDenyList } from "../deny-list-file.js";
 import { UsageError } from "../errors.js";
 import { reloadOnChange } from "../watched-file.js";
@@ -37,7 +37,7 @@ export function liveApiKeys(settings: ServeSettings, log: Log) {
     return next;
   };
   try {
-    current = check(readApiKeys(file));
+    current = check(readApiKeysFile(file, "the API keys file", process.env));
   } catch {
     // Unreadable now: the keys read at start serve until the file is fixed.
   }
@@ -45,7 +45,7 @@ export function liveApiKeys(settings: ServeSettings, log: Log) {
     file,
     {
       what: `API keys file ${file}`,
-      read: () => check(readApiKeys(file)),
+      read: () => check(readApiKeysFile(file, "the API keys file", process.env)),
       apply: (next) => {
         current = next;
         return { keys: next.keys.length };

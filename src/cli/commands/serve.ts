@@ -17,12 +17,13 @@ import { startServer } from "../../http/server.js";
 import { caip2 } from "../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../svm/chain/keys.js";
 import { readApiKeys } from "../api-keys.js";
-import { readSmallFile } from "../bounded-read.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
-import { receiverAuthorizerOf } from "../config-keys.js";
+import { loadApiKey, receiverAuthorizerOf } from "../config-keys.js";
 import { readDenyList } from "../deny-list-file.js";
 import { UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
+import { resolveSetting } from "../setting-resolver.js";
+import { flagName, SETTINGS } from "../settings.js";
 import { lockForServe } from "../settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../store-leases.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
@@ -31,10 +32,6 @@ import type { ServeSettings } from "./serve-settings.js";
 export interface ServeFlags extends ConfigFlags {
   readonly host?: string | undefined;
   readonly port?: string | undefined;
-  readonly apiKeyFile?: string | undefined;
-  readonly apiKeysFile?: string | undefined;
-  readonly denyList?: string | undefined;
-  readonly ratePerClient?: string | undefined;
   readonly allowedHost?: string[] | undefined;
   readonly bodyLimit?: string | undefined;
   readonly maxConnections?: string | undefined;
@@ -44,26 +41,15 @@ export interface ServeFlags extends ConfigFlags {
   readonly quiet?: boolean | undefined;
 }
 
-/** A reconciler pass every this many seconds (FACILITATOR_RECONCILE_SECONDS; 0: none)... */
-const RECONCILE_EVERY_SECONDS = 5;
-/** ...over settlements unchanged for this long (FACILITATOR_RECONCILE_IDLE_SECONDS). */
-const RECONCILE_IDLE_SECONDS = 10;
-
+/** A reconciler pass every so often (0: none), over settlements unchanged for a while. */
 function startReconciler(
   facilitator: Facilitator,
   env: NodeJS.ProcessEnv,
   log: ((entry: Record<string, unknown>) => void) | undefined,
 ): Reconciler | undefined {
-  const seconds = (name: string, fallback: number) => {
-    const text = env[name]?.trim();
-    const value = text ? Number(text) : fallback;
-    if (!Number.isFinite(value) || value < 0)
-      throw new UsageError(`${name} must be a number of seconds`);
-    return value;
-  };
-  const every = seconds("FACILITATOR_RECONCILE_SECONDS", RECONCILE_EVERY_SECONDS);
-  if (every === 0) return undefined;
-  const idleMs = seconds("FACILITATOR_RECONCILE_IDLE_SECONDS", RECONCILE_IDLE_SECONDS) * 1000;
+  const everyMs = resolveSetting(SETTINGS.reconcileEvery, { env });
+  if (everyMs === 0) return undefined;
+  const idleMs = resolveSetting(SETTINGS.reconcileIdle, { env });
   const reconciler = new Reconciler(async () => {
     const found = await facilitator.reconcile({ idleMs });
     for (const item of found) {
@@ -71,23 +57,13 @@ function startReconciler(
       log?.({ time: new Date().toISOString(), event: "reconciled", ...item });
     }
     return found;
-  }, every * 1000);
+  }, everyMs);
   reconciler.start();
   return reconciler;
 }
 
 /** Heap of the serving thread: V8 grows a busy heap far past what it keeps alive. */
 export const DEFAULT_MAX_HEAP_MB = 96;
-
-function readApiKey(flags: ServeFlags): string | undefined {
-  if (flags.apiKeyFile) {
-    const key = readSmallFile(flags.apiKeyFile, "--api-key-file", process.env).trim();
-    if (!key) throw new UsageError("--api-key-file is empty");
-    return key;
-  }
-  const fromEnv = process.env.FACILITATOR_API_KEY?.trim();
-  return fromEnv || undefined;
-}
 
 function whole(value: string | undefined, flag: string, fallback: number, max: number): number {
   if (value === undefined) return fallback;
@@ -158,9 +134,9 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
       whole(flags.maxHeap, "--max-heap", DEFAULT_MAX_HEAP_MB, 65536),
       "--max-heap",
     ),
-    apiKey: readApiKey(flags),
-    apiKeys: readApiKeys(flags.apiKeysFile),
-    apiKeysFile: flags.apiKeysFile ?? (process.env.FACILITATOR_API_KEYS_FILE?.trim() || undefined),
+    apiKey: loadApiKey({ flags, env: process.env }),
+    apiKeys: readApiKeys({ flags, env: process.env }),
+    apiKeysFile: resolveSetting(SETTINGS.apiKeysFile, { flags, env: process.env }),
     config,
     privateKeys,
     receiverAuthorizerKey,
@@ -224,7 +200,8 @@ export async function serveHere(
     : trustedHosts({ bindHost: host, allowed: settings.allowedHosts });
   // Reachable from other machines with nothing to say who may settle through our keys.
   const exposed = !keyRequired && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
-  const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys, and GET /settlements is off; pass --api-key-file (or FACILITATOR_API_KEY)`;
+  const apiKeyHow = `${flagName(SETTINGS.apiKey.flag)} (or ${SETTINGS.apiKey.env})`;
+  const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys, and GET /settlements is off; pass ${apiKeyHow}`;
   const liveKeys = liveApiKeys(settings, log);
   const stopDenyList = liveDenyList(settings, facilitator, log);
   let server: Awaited<ReturnType<typeof startServer>>;
@@ -236,7 +213,7 @@ export async function serveHere(
       trustedHost,
       // Its answers name this replica's host and process: not for anyone who reaches the port.
       settlementsOff: exposed
-        ? `GET /settlements is off: this server listens on ${host} without an API key, and its answers name this facilitator's hosts and processes; serve with --api-key-file (or FACILITATOR_API_KEY) to turn it on, or ask with facilitator status`
+        ? `GET /settlements is off: this server listens on ${host} without an API key, and its answers name this facilitator's hosts and processes; serve with ${apiKeyHow} to turn it on, or ask with facilitator status`
         : undefined,
       metrics,
       minSignerBalanceWei: config.minSignerBalanceWei,

@@ -1,0 +1,138 @@
+/**
+ * The one way a setting of settings.ts is found: its flag, else its environment variable, else its
+ * config file key, else its default. A flag counts when it was given (a repeatable one at least
+ * once, a switch when on), even empty; an environment variable when it holds more than blanks (and
+ * it is read without the blanks around it); a config file key when it is there. A key is read only
+ * when asked for, and never printed.
+ */
+import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
+import { filePath, type Parser, type Source } from "./setting-parsers.js";
+import {
+  flagName,
+  type KeySetting,
+  type PerNetworkSetting,
+  type Setting,
+  type ValueSetting,
+} from "./settings.js";
+
+/** The config file as read (config-file.ts): its values, how messages name a key, its paths. */
+export interface ConfigValues {
+  readonly values: Readonly<Record<string, unknown>>;
+  /** "rpcUrls in /path/config.json". */
+  readonly where: (key: string) => string;
+  /** A path in the file, relative to the file's own directory. */
+  readonly resolve: (file: string) => string;
+}
+
+/** Where settings come from; a command without flags or a config file leaves them out. */
+export interface SettingSources {
+  /** The command's options as commander parsed them. */
+  readonly flags?: object | undefined;
+  readonly env: NodeJS.ProcessEnv;
+  readonly file?: ConfigValues | undefined;
+}
+
+interface Given {
+  readonly value: unknown;
+  readonly source: Source;
+}
+
+/** The property commander keeps a flag's value under: "--rpc-url <url>" is rpcUrl. */
+export function flagAttribute(flag: string): string {
+  return flagName(flag)
+    .slice(2)
+    .replace(/-([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+}
+
+const asGiven = (p: string) => p;
+
+/** What each source gives, the flag first; a source that gives nothing is left out. */
+function givenFor(
+  row: { readonly flag?: string; readonly env?: string; readonly key?: string },
+  sources: SettingSources,
+): Given[] {
+  const found: Given[] = [];
+  if (row.flag && sources.flags) {
+    const raw = (sources.flags as Readonly<Record<string, unknown>>)[flagAttribute(row.flag)];
+    const value = Array.isArray(raw) ? (raw.length > 0 ? raw.join(",") : undefined) : raw;
+    if (value !== undefined && value !== false) {
+      found.push({
+        value,
+        source: { name: flagName(row.flag), from: "flag", resolvePath: asGiven },
+      });
+    }
+  }
+  const text = row.env ? sources.env[row.env]?.trim() : undefined;
+  if (row.env && text) {
+    found.push({ value: text, source: { name: row.env, from: "env", resolvePath: asGiven } });
+  }
+  const file = sources.file;
+  if (row.key && file && file.values[row.key] !== undefined) {
+    found.push({
+      value: file.values[row.key],
+      source: { name: file.where(row.key), from: "file", resolvePath: file.resolve },
+    });
+  }
+  return found;
+}
+
+/** What a value setting resolves to: what its parser gives, or its default (none: undefined). */
+export type ValueOf<R> =
+  | (R extends { readonly parse: Parser<infer T> } ? T : never)
+  | (R extends { readonly default: (env: NodeJS.ProcessEnv) => infer D } ? D : undefined);
+
+/** The setting's value from the first source that gives one, else its default. */
+export function resolveSetting<R extends ValueSetting>(
+  row: R,
+  sources: SettingSources,
+): ValueOf<R> {
+  const [first] = givenFor(row, sources);
+  if (first) return row.parse(first.value, first.source) as ValueOf<R>;
+  return row.default?.(sources.env) as ValueOf<R>;
+}
+
+/** Which source gives the setting, and what, unread; undefined when none does. */
+export function givenSetting(row: Setting, sources: SettingSources): Given | undefined {
+  return givenFor(row, sources)[0];
+}
+
+/** The setting's values, the config file's overlaid by the environment's, then by the flag's. */
+export function resolvePerNetwork<T>(
+  row: PerNetworkSetting<T>,
+  sources: SettingSources,
+): PerNetwork<T> {
+  const layers = givenFor(row, sources).reverse();
+  return layered(layers.map(({ value, source }) => perNetwork(value, source, row.parse)));
+}
+
+/** How a kind of key is read: from the text of an environment variable, or from a file. */
+export interface KeyReader<K> {
+  readonly inline: (text: string, source: string) => K[];
+  readonly inFile: (file: string, source: string, env: NodeJS.ProcessEnv) => K[];
+}
+
+/**
+ * The keys of a key setting, read when called (a bad key breaks only the command that needs it);
+ * a config file path of the wrong type is refused now.
+ */
+export function keyLoader<K>(
+  row: KeySetting,
+  sources: SettingSources,
+  read: KeyReader<K>,
+): () => K[] {
+  const [flag] = givenFor({ flag: row.flag }, sources);
+  const [inline] = givenFor({ env: row.env }, sources);
+  const [named] = row.envFile ? givenFor({ env: row.envFile }, sources) : [];
+  const [configured] = row.key ? givenFor({ key: row.key }, sources) : [];
+  const configuredPath = configured && filePath(configured.value, configured.source);
+  const { env } = sources;
+  return () => {
+    if (flag) return read.inFile(String(flag.value), flag.source.name, env);
+    if (inline) return read.inline(String(inline.value), inline.source.name);
+    if (named) return read.inFile(String(named.value), named.source.name, env);
+    if (configured && configuredPath !== undefined) {
+      return read.inFile(configuredPath, configured.source.name, env);
+    }
+    return [];
+  };
+}

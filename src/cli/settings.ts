@@ -1,0 +1,408 @@
+/**
+ * Every setting, once: its flag, its environment variable, its config file key, how its value is
+ * read, its default and its help line. setting-resolver.ts finds a value (the flag, else the
+ * environment, else the config file, else the default); options.ts makes the flags and their help
+ * from here, the config file accepts exactly these keys, and a test holds docs/configuration.md's
+ * table to this one, both ways.
+ *
+ * Three kinds of row: a value; a value per network (each source layered over the one below it);
+ * and a key, where the environment holds the key itself and the flag (or the config file) names a
+ * file holding it, so that no key is ever a flag's value.
+ */
+import os from "node:os";
+import path from "node:path";
+import { DEFAULT_CLAIM_BATCH } from "../evm/batch-settlement/batcher.js";
+import { DEFAULT_WASTED_GAS_BUDGET } from "../evm/chain/gas-at-risk.js";
+import { defaultJournalPath } from "../store/journal-file.js";
+import { DEFAULT_MAX_FEE_LAMPORTS } from "../svm/exact/constants.js";
+import { allowedAssets, gasAmount, gasBounds, nativeAmount } from "./config-limits.js";
+import { DEFAULT_LEASE_MS, MAX_LEASE_MS } from "./lock-holders.js";
+import {
+  addresses,
+  directory,
+  filePath,
+  httpUrls,
+  lamports,
+  onOff,
+  type Parser,
+  positiveSeconds,
+  postgresUrl,
+  secondsFrom,
+  wei,
+  wholeNumber,
+} from "./setting-parsers.js";
+
+interface Described {
+  /** What it is: the flag's help line, which adds the default and the environment variable. */
+  readonly help: string;
+  /** The default as people read it ("60", "per network, see doctor"), when there is one to say. */
+  readonly shownDefault?: string;
+}
+
+interface Sourced {
+  /** commander's flag: "--rpc-url <url>"; without a <value>, a switch. */
+  readonly flag?: string;
+  /** A flag given again adds to the list (its values are read as one comma-separated text). */
+  readonly repeatable?: boolean;
+  readonly env?: string;
+  /** Its key in the JSON config file. */
+  readonly key?: string;
+}
+
+/** One value: the first source that gives one wins. */
+export interface ValueSetting<T = unknown, D = T | undefined> extends Described, Sourced {
+  readonly kind: "value";
+  readonly parse: Parser<T>;
+  readonly default?: (env: NodeJS.ProcessEnv) => D;
+}
+
+/**
+ * A value for every network or per network: "v" or "<network>=v,…" as text, {"default": v,
+ * "<network>": v} in the config file. The config file, then the environment, then the flag are
+ * layered: one value for every network replaces what is below it, a network's replaces that one's.
+ */
+export interface PerNetworkSetting<T = unknown> extends Described, Sourced {
+  readonly kind: "per network";
+  /** One network's value. */
+  readonly parse: Parser<T>;
+}
+
+/**
+ * A key, read only when a command needs it and never printed: the flag's file, else the
+ * environment variable holding the key itself, else the one naming a file, else the config file's.
+ */
+export interface KeySetting extends Described {
+  readonly kind: "key";
+  /** A file holding the key (keys are never a flag's value). */
+  readonly flag: string;
+  /** The key itself. */
+  readonly env: string;
+  /** A file holding the key. */
+  readonly envFile?: string;
+  /** A file holding the key, relative to the config file. */
+  readonly key?: string;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a table of rows of every value type
+type Any = any;
+export type Setting = ValueSetting<Any, Any> | PerNetworkSetting<Any> | KeySetting;
+
+// Each row keeps its own type (a row with a flag is known to have one), checked against its kind.
+function value<const R extends Omit<ValueSetting<Any, Any>, "kind">>(row: R) {
+  return { kind: "value" as const, ...row };
+}
+
+function perNetwork<const R extends Omit<PerNetworkSetting<Any>, "kind">>(row: R) {
+  return { kind: "per network" as const, ...row };
+}
+
+function key<const R extends Omit<KeySetting, "kind">>(row: R) {
+  return { kind: "key" as const, ...row };
+}
+
+/** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
+export const MAX_CLAIM_BATCH_ROWS = 500;
+
+const seconds = (ms: number) => String(ms / 1000);
+
+export const SETTINGS = {
+  config: value({
+    flag: "--config <file>",
+    env: "FACILITATOR_CONFIG",
+    parse: filePath,
+    help: "JSON config file",
+  }),
+  rpcUrls: value({
+    flag: "--rpc-url <url>",
+    repeatable: true,
+    env: "FACILITATOR_RPC_URL",
+    key: "rpcUrls",
+    parse: httpUrls,
+    default: (): string[] => [],
+    help: "RPC endpoint, repeatable or comma-separated; only their chains are served",
+  }),
+  publicRpcs: value({
+    flag: "--public-rpcs",
+    env: "FACILITATOR_PUBLIC_RPCS",
+    key: "publicRpcs",
+    parse: onOff,
+    help: "also serve well-known chains that have no --rpc-url through built-in public RPCs, as when no RPC is configured",
+  }),
+  erc6492Factories: value({
+    flag: "--erc6492-factory <address>",
+    repeatable: true,
+    env: "FACILITATOR_ERC6492_FACTORIES",
+    key: "erc6492Factories",
+    parse: addresses,
+    default: () => [],
+    help: "let undeployed (ERC-6492) wallets of this factory pay, deploying them as they settle; repeatable",
+  }),
+  privateKeys: key({
+    flag: "--private-key-file <file>",
+    env: "FACILITATOR_PRIVATE_KEY",
+    envFile: "FACILITATOR_PRIVATE_KEY_FILE",
+    key: "privateKeyFile",
+    help: "settlement key file, one key per line for a pool",
+  }),
+  receiverAuthorizerKey: key({
+    flag: "--receiver-authorizer-key-file <file>",
+    env: "FACILITATOR_RECEIVER_AUTHORIZER_KEY",
+    envFile: "FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE",
+    key: "receiverAuthorizerKeyFile",
+    help: "batch-settlement: the receiver authorizer's key file, one key that signs claims and refunds for sellers who leave them to us; never a settlement key",
+  }),
+  claimBatchRows: value({
+    flag: "--claim-batch-rows <n>",
+    env: "FACILITATOR_CLAIM_BATCH_ROWS",
+    key: "claimBatchRows",
+    parse: wholeNumber(MAX_CLAIM_BATCH_ROWS),
+    shownDefault: `${DEFAULT_CLAIM_BATCH.maxRows}, at most ${MAX_CLAIM_BATCH_ROWS}`,
+    help: "batch-settlement: most channels one claim transaction applies",
+  }),
+  claimBatchWait: value({
+    flag: "--claim-batch-wait <seconds>",
+    env: "FACILITATOR_CLAIM_BATCH_WAIT",
+    key: "claimBatchWaitSeconds",
+    parse: secondsFrom(0, 60, "must be a number of seconds from 0 to 60, such as 0.5"),
+    shownDefault: `${seconds(DEFAULT_CLAIM_BATCH.maxWaitMs)}; 0: none`,
+    help: "batch-settlement: how long a claim waits for others to share its transaction",
+  }),
+  svmFeePayers: key({
+    flag: "--svm-private-key-file <file>",
+    env: "FACILITATOR_SVM_PRIVATE_KEY",
+    envFile: "FACILITATOR_SVM_PRIVATE_KEY_FILE",
+    key: "svmPrivateKeyFile",
+    help: "Solana fee payer key file, base58 secret keys one per line",
+  }),
+  svmMaxFeeLamports: value({
+    flag: "--svm-max-fee-lamports <n>",
+    env: "FACILITATOR_SVM_MAX_FEE_LAMPORTS",
+    key: "svmMaxFeeLamports",
+    parse: lamports,
+    shownDefault: String(DEFAULT_MAX_FEE_LAMPORTS),
+    help: "most lamports one Solana settlement may cost the fee payer",
+  }),
+  confirmTimeout: value({
+    flag: "--confirm-timeout <seconds>",
+    env: "FACILITATOR_CONFIRM_TIMEOUT",
+    key: "confirmTimeoutSeconds",
+    parse: positiveSeconds,
+    default: () => 60_000,
+    shownDefault: "60",
+    help: "how long to wait for the receipt before answering settlement_pending",
+  }),
+  journal: value({
+    flag: "--journal <file>",
+    env: "FACILITATOR_JOURNAL",
+    key: "journal",
+    parse: filePath,
+    default: (env) => defaultJournalPath(env),
+    shownDefault: "~/.local/state/facilitator/journal.jsonl",
+    help: "settlement journal",
+  }),
+  store: value({
+    flag: "--store <url>",
+    env: "FACILITATOR_STORE",
+    key: "store",
+    parse: postgresUrl,
+    help: "keep settlements in PostgreSQL, shared by several serve replicas, instead of the journal; put the password in PGPASSWORD or the config file",
+  }),
+  storeLease: value({
+    env: "FACILITATOR_STORE_LEASE_SECONDS",
+    key: "storeLeaseSeconds",
+    parse: positiveSeconds,
+    shownDefault: "15",
+    help: "how long a replica's claims and signer leases outlive it in the store",
+  }),
+  maxFee: perNetwork({
+    flag: "--max-fee <amount>",
+    env: "FACILITATOR_MAX_FEE",
+    key: "maxFee",
+    parse: nativeAmount,
+    shownDefault: "per network, see doctor",
+    help: "most one settlement may cost in the native token: one amount for every network, such as 0.002, or per network, such as eip155:8453=0.002,eip155:1=0.02",
+  }),
+  gasBounds: value({
+    key: "gasBounds",
+    parse: gasBounds,
+    default: () => ({ all: {}, byChain: {} }),
+    help: "the most gas each method may use, for every network or per network",
+  }),
+  wastedGasBudget: perNetwork({
+    env: "FACILITATOR_WASTED_GAS_BUDGET",
+    key: "wastedGasBudget",
+    parse: gasAmount,
+    shownDefault: String(DEFAULT_WASTED_GAS_BUDGET),
+    help: "wasted gas per network and hour before payers wait",
+  }),
+  allowedAssets: value({
+    key: "allowedAssets",
+    parse: allowedAssets,
+    default: () => ({}),
+    help: "the only assets settled, per network",
+  }),
+  replaceAfter: value({
+    flag: "--replace-after <seconds>",
+    key: "replaceAfterSeconds",
+    parse: positiveSeconds,
+    default: () => 15_000,
+    shownDefault: "15",
+    help: "replace a transaction stuck in the mempool this long with a higher fee",
+  }),
+  confirmations: value({
+    flag: "--confirmations <n>",
+    env: "FACILITATOR_CONFIRMATIONS",
+    key: "confirmations",
+    parse: wholeNumber(1000),
+    default: () => 1,
+    shownDefault: "1",
+    help: "blocks a receipt must be deep before confirmed answers, for chains with deep reorgs",
+  }),
+  payerRevertLimit: value({
+    key: "payerRevertLimit",
+    parse: wholeNumber(1_000_000),
+    shownDefault: "3",
+    help: "reverts charged to one payer within the window before its settles wait",
+  }),
+  payerRevertWindow: value({
+    key: "payerRevertWindowSeconds",
+    parse: positiveSeconds,
+    shownDefault: "600",
+    help: "the window payerRevertLimit counts reverts in",
+  }),
+  minSignerBalance: value({
+    flag: "--min-signer-balance <wei>",
+    env: "FACILITATOR_MIN_SIGNER_BALANCE",
+    key: "minSignerBalanceWei",
+    parse: wei,
+    shownDefault: "1",
+    help: "/readyz answers 503 while a signer holds less native balance than this on a chain",
+  }),
+  apiKey: key({
+    flag: "--api-key-file <file>",
+    env: "FACILITATOR_API_KEY",
+    help: "require Authorization: Bearer <key> on /verify, /settle, /accepts and /metrics",
+  }),
+  denyList: value({
+    flag: "--deny-list <file>",
+    env: "FACILITATOR_DENY_LIST",
+    key: "denyList",
+    parse: filePath,
+    help: "refuse payments whose payer or payee is in this file, one EVM or Solana address a line; serve re-reads it when it changes",
+  }),
+  ratePerClient: value({
+    flag: "--rate-per-client <n>",
+    env: "FACILITATOR_RATE_PER_CLIENT",
+    key: "ratePerClient",
+    parse: wholeNumber(1_000_000),
+    shownDefault: "off",
+    help: "without a named API key, each client address may make n /verify and /settle requests a minute; more are 429 rate_limited",
+  }),
+  apiKeysFile: value({
+    flag: "--api-keys-file <file>",
+    env: "FACILITATOR_API_KEYS_FILE",
+    parse: filePath,
+    help: "named API keys, each with the sellers (payTo) it acts for: our receiver authorizer signs a refund only for its channel's seller; see docs/serve.md",
+  }),
+  lockDir: value({
+    env: "FACILITATOR_LOCK_DIR",
+    parse: directory,
+    default: (env) =>
+      path.join(
+        env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state"),
+        "facilitator",
+        "locks",
+      ),
+    shownDefault: "~/.local/state/facilitator/locks",
+    help: "where key lock files live (journal file only); a directory other users cannot write",
+  }),
+  lockTimeout: value({
+    env: "FACILITATOR_LOCK_TIMEOUT",
+    parse: secondsFrom(0, 86_400),
+    default: () => 300_000,
+    shownDefault: "300",
+    help: "how long a settle waits for its turn with a key, in seconds",
+  }),
+  lockLease: value({
+    env: "FACILITATOR_LOCK_LEASE",
+    parse: secondsFrom(1, MAX_LEASE_MS / 1000),
+    default: () => DEFAULT_LEASE_MS,
+    shownDefault: seconds(DEFAULT_LEASE_MS),
+    help: "how long a lock from another host counts without being renewed, in seconds",
+  }),
+  inputTimeout: value({
+    env: "FACILITATOR_INPUT_TIMEOUT",
+    parse: secondsFrom(0, undefined, "must be a number of seconds (0: no limit)"),
+    default: () => 30_000,
+    shownDefault: "30; 0: none",
+    help: "how long to wait for input from a pipe, FIFO, device or stdin, in seconds",
+  }),
+  reconcileEvery: value({
+    env: "FACILITATOR_RECONCILE_SECONDS",
+    parse: secondsFrom(0, undefined),
+    default: () => 5_000,
+    shownDefault: "5; 0: none",
+    help: "serve: a reconciler pass every this many seconds",
+  }),
+  reconcileIdle: value({
+    env: "FACILITATOR_RECONCILE_IDLE_SECONDS",
+    parse: secondsFrom(0, undefined),
+    default: () => 10_000,
+    shownDefault: "10",
+    help: "serve: the reconciler follows settlements unchanged for this many seconds",
+  }),
+} as const satisfies Record<string, Setting>;
+
+type Table = typeof SETTINGS;
+type CamelCase<S extends string> = S extends `${infer Head}-${infer Tail}`
+  ? `${Head}${Capitalize<CamelCase<Tail>>}`
+  : S;
+/** The property commander keeps a flag under: "--rpc-url <url>" is rpcUrl. */
+type FlagProperty<Row> = Row extends { readonly flag: `--${infer Name} <${string}>` }
+  ? CamelCase<Name>
+  : Row extends { readonly flag: `--${infer Name}` }
+    ? CamelCase<Name>
+    : never;
+type FlagValue<Row> = Row extends { readonly repeatable: true }
+  ? string[]
+  : Row extends { readonly flag: `${string}<${string}>` }
+    ? string
+    : boolean;
+
+/** The flags of the table's settings, as commander gives a command's options. */
+export type SettingFlags = {
+  readonly [Name in keyof Table as FlagProperty<Table[Name]>]?: FlagValue<Table[Name]> | undefined;
+};
+
+/** Every key the config file may hold ("$schema" too, for editors), in the table's order. */
+export const CONFIG_KEYS: readonly string[] = Object.values(SETTINGS).flatMap((row: Setting) =>
+  row.key ? [row.key] : [],
+);
+
+/** The flag's name alone: "--rpc-url <url>" is "--rpc-url". */
+export function flagName(flag: string): string {
+  return flag.split(" ")[0] as string;
+}
+
+/** Where people set it, for messages: "--rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file". */
+export function waysToSet(row: Setting): string {
+  const ways = [
+    ...(row.flag ? [flagName(row.flag)] : []),
+    ...(row.env ? [row.env] : []),
+    ...(row.key ? [`${row.key} in the config file`] : []),
+  ];
+  const last = ways.pop() ?? "";
+  return ways.length > 0 ? `${ways.join(", ")} or ${last}` : last;
+}
+
+/** The help line of a setting's flag: what it is, its default, and its environment variable. */
+export function helpLine(row: Setting): string {
+  const notes: string[] = [];
+  if (row.shownDefault !== undefined) notes.push(`default ${row.shownDefault}`);
+  if (row.kind === "key") {
+    notes.push(`or env ${row.env}${row.envFile ? ` / ${row.envFile}` : ""}`);
+  } else if (row.env) {
+    notes.push(`env ${row.env}${row.flag && !row.flag.includes("<") ? "=1" : ""}`);
+  }
+  return notes.length > 0 ? `${row.help} (${notes.join("; ")})` : row.help;
+}
