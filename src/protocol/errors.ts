@@ -80,6 +80,12 @@ export const ERRORS = {
     x402: "invalid_exact_svm_payload_transaction_fee_payer_transferring_funds",
     summary: "The Solana transaction uses this facilitator's fee payer beyond paying the fee",
   },
+  lookup_table_unresolved: {
+    status: 400,
+    x402: "invalid_exact_svm_smart_wallet_alt_resolution_failed",
+    summary:
+      "An address lookup table of the Solana transaction cannot be read (missing, not a table), or it uses more tables or table accounts than the cap",
+  },
   memo_mismatch: {
     status: 400,
     x402: "invalid_exact_svm_payload_memo_mismatch",

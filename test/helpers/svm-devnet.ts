@@ -105,13 +105,17 @@ export async function devnetPayment(
 
 type Commitment = "processed" | "confirmed" | "finalized";
 
-/** Token units in `owner`'s associated account for the devnet's USDC. */
+/** Token units in `owner`'s associated account for the devnet's USDC (or `token`'s mint). */
 export async function svmTokenBalance(
   devnet: SvmDevnet,
   owner: string,
   commitment: Commitment = "processed",
+  token?: { readonly mint: string; readonly program: string },
 ): Promise<bigint> {
-  const ata = await associatedTokenAddress(owner as Parameters<typeof associatedTokenAddress>[0]);
+  type Arg = Parameters<typeof associatedTokenAddress>[0];
+  const ata = token
+    ? await associatedTokenAddress(owner as Arg, token.mint as Arg, token.program as Arg)
+    : await associatedTokenAddress(owner as Arg);
   const { result, error } = await svmRpc(devnet, "getTokenAccountBalance", [ata, { commitment }]);
   if (error) throw new Error(`getTokenAccountBalance: ${error.message}`);
   return BigInt((result as { value: { amount: string } }).value.amount);

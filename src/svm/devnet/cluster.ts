@@ -25,6 +25,8 @@ import { type RpcTransactionError, rpcTransactionError } from "./tx-error.js";
 
 const SNAPSHOT = "svm-state.bin";
 const SIDECAR = "svm-cluster.json";
+/** Entries of the SlotHashes sysvar a node keeps. */
+const SLOT_HASHES_KEPT = 512;
 const base58 = getBase58Decoder();
 
 /** What the cluster keeps about a transaction that landed (successfully or not). */
@@ -188,14 +190,27 @@ export class SvmCluster {
     this.#timer = undefined;
   }
 
-  /** The next slot: a new blockhash, the Clock sysvar moved on. */
+  /**
+   * The next slot: a new blockhash, the Clock sysvar moved on, and the slot just ended added to
+   * the SlotHashes sysvar (the most recent 512, as a node keeps them): the address lookup table
+   * program creates a table only for a slot found there.
+   */
   tick(): void {
+    const ended = this.clock.slot;
+    const endedHash = this.svm.latestBlockhash();
     const clock = this.svm.getClock();
-    clock.slot = this.clock.slot + 1n;
+    clock.slot = ended + 1n;
     clock.unixTimestamp = BigInt(Math.floor(Date.now() / 1000));
     this.svm.setClock(clock);
     this.svm.expireBlockhash();
     this.clock.advance(this.svm.latestBlockhash());
+    // litesvm makes no SlotHash objects from JS: take one from a second read and rewrite it.
+    const earlier = this.svm.getSlotHashes().filter((entry) => entry.slot < ended);
+    const [entry] = this.svm.getSlotHashes();
+    if (entry === undefined) return;
+    entry.slot = ended;
+    entry.hash = endedHash;
+    this.svm.setSlotHashes([entry, ...earlier].slice(0, SLOT_HASHES_KEPT));
   }
 
   landed(signature: string): Landed | undefined {

@@ -11,9 +11,11 @@ import { DEVNET_GENESIS_HASH, svmRpcMethods } from "./methods.js";
 import { startRpcServer } from "./rpc-server.js";
 import {
   DEFAULT_PAYER_COUNT,
+  DEVNET_TOKEN_2022_MINT,
   DEVNET_USDC_MINT,
   devnetKeys,
   setUpDevnet,
+  TOKEN_2022_DECIMALS,
   USDC_DECIMALS,
 } from "./setup.js";
 
@@ -23,6 +25,7 @@ export { DEVNET_GENESIS_HASH } from "./methods.js";
 export { stringifyJson } from "./rpc-server.js";
 export {
   associatedTokenAddress,
+  DEVNET_TOKEN_2022_MINT,
   DEVNET_USDC_MINT,
   PAYER_USDC_BALANCE,
   USDC_DECIMALS,
@@ -51,6 +54,8 @@ export interface SvmDevnet {
   payers: SvmDevKey[];
   payee: SvmDevKey;
   mint: { address: Address; decimals: number };
+  /** The Token-2022 test token (a fresh cluster's; one restored from an older run may lack it). */
+  token2022: { address: Address; decimals: number };
   /** The cluster itself (for tests: produce a slot now, read the runtime). */
   cluster: SvmCluster;
   stop(): Promise<void>;
@@ -74,6 +79,7 @@ export async function startSvmDevnet(options: SvmDevnetOptions = {}): Promise<Sv
     payers: keys.payers,
     payee: keys.payee,
     mint: { address: DEVNET_USDC_MINT, decimals: USDC_DECIMALS },
+    token2022: { address: DEVNET_TOKEN_2022_MINT, decimals: TOKEN_2022_DECIMALS },
     cluster,
     stop() {
       stopped ??= (async () => {

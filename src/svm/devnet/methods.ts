@@ -3,6 +3,8 @@
  * give (what @solana/kit, the @x402/svm client and facilitator read).
  */
 import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
+import { ADDRESS_LOOKUP_TABLE_PROGRAM } from "../exact/constants.js";
+import { decodeLookupTable } from "../exact/lookup-tables.js";
 import type { Commitment } from "./clock.js";
 import { Rejected, type SvmCluster } from "./cluster.js";
 import { transactionFee } from "./fees.js";
@@ -19,6 +21,28 @@ import {
 import { INVALID_PARAMS, RpcError, type RpcHandler } from "./rpc-server.js";
 import { decodeMint, isTokenProgram, MINT_SIZE, parseTokenAccountData } from "./token-layout.js";
 import { rpcStatus } from "./tx-error.js";
+
+/**
+ * An address lookup table as a node's jsonParsed answers it (what @solana/kit's
+ * fetchAddressesForLookupTables, and so the official facilitator, reads).
+ */
+function parseLookupTableData(owner: string, data: Uint8Array) {
+  if (owner !== ADDRESS_LOOKUP_TABLE_PROGRAM) return undefined;
+  const table = decodeLookupTable(data);
+  if (!table) return undefined;
+  const info = {
+    addresses: table.addresses,
+    authority: table.authority ?? undefined,
+    deactivationSlot: table.deactivationSlot.toString(),
+    lastExtendedSlot: table.lastExtendedSlot.toString(),
+    lastExtendedSlotStartIndex: table.lastExtendedSlotStartIndex,
+  };
+  return {
+    program: "address-lookup-table",
+    parsed: { info, type: "lookupTable" },
+    space: data.length,
+  };
+}
 
 /** Solana devnet's genesis hash: the official tooling maps it to solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1. */
 export const DEVNET_GENESIS_HASH = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG";
@@ -51,7 +75,8 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     let data: unknown;
     const parsed =
       encoding === "jsonParsed"
-        ? parseTokenAccountData(account.programAddress, account.data, mintDecimals)
+        ? (parseTokenAccountData(account.programAddress, account.data, mintDecimals) ??
+          parseLookupTableData(account.programAddress, account.data))
         : undefined;
     if (parsed) data = parsed;
     else {

@@ -15,6 +15,8 @@
  * |   a message version other than legacy or 0)               |                                  |
  * | fee_payer_mismatch (tx fee payer ≠ extra.feePayer)        | fee_payer_mismatch               |
  * | payload_signature_invalid                                 | invalid_signature                |
+ * | smart_wallet_alt_resolution_failed (a lookup table        | lookup_table_unresolved          |
+ * |   missing or not one; ours also: past the caps)           |                                  |
  * | payload_excessive_signers, smart_wallet_alt_resolution_…, | unexpected_instructions:         |
  * |   payload_transaction_instructions_length,                |   the transaction is not the     |
  * |   …_compute_limit_instruction, …_compute_price_instruction|   exact layout; the message says |
@@ -33,8 +35,15 @@
  * a compute-unit limit cap by default (the reference has one only when configured), and a cap on
  * the lamports the whole transaction costs the fee payer (the reference has none); any of our
  * fee payers anywhere in the transfer's accounts (the reference looks at the authority only) or in
- * a memo / Lighthouse instruction's accounts; address lookup tables refused (the reference
- * resolves them over RPC; the official client never uses them).
+ * any other instruction's accounts, also when a lookup table names it; more lookup tables or
+ * accounts loaded through them than the caps (lookup-tables.ts).
+ *
+ * Address lookup tables (v2) are resolved when `options.lookupTables` can read them, where the
+ * reference resolves them (after the signatures), and every check below reads the resolved
+ * accounts: a table the cluster lacks or an account that is not one is
+ * `…_smart_wallet_alt_resolution_failed`, an index past a table's end `…_could_not_be_decoded`
+ * (as the reference's decompiling). x402 v1 payments cannot use tables (the reference's v1 scheme
+ * does not resolve them: `…_could_not_be_decoded`).
  */
 import { associatedTokenAddress } from "./ata.js";
 import {
@@ -44,7 +53,7 @@ import {
   MAX_INSTRUCTIONS,
   MIN_INSTRUCTIONS,
 } from "./constants.js";
-import { decodeSvmTransaction } from "./decode.js";
+import { decodeSvmTransaction, type SvmTransaction } from "./decode.js";
 import { transactionFeeLamports } from "./fees.js";
 import {
   isLighthouse,
@@ -55,13 +64,16 @@ import {
   readTransferChecked,
   tokenPayer,
 } from "./instructions.js";
+import { type LookupTableReader, resolveLookupTables } from "./lookup-tables.js";
 import { SVM_REASONS, type SvmReason, unknownInstructionReason } from "./reasons.js";
 import { firstBadSignature } from "./signatures.js";
 import type { SvmCheckOptions, SvmCheckResult, SvmRequirements } from "./types.js";
 
 export type { SvmCheckOptions, SvmCheckResult, SvmPayment, SvmRequirements } from "./types.js";
 
-function fail(x402Reason: SvmReason, message: string, payer?: string): SvmCheckResult {
+type Refusal = Extract<SvmCheckResult, { ok: false }>;
+
+function fail(x402Reason: SvmReason, message: string, payer?: string): Refusal {
   return { ok: false, x402Reason, message, ...(payer ? { payer } : {}) };
 }
 
@@ -92,7 +104,7 @@ export async function checkSvmPayment(
       decoded.message,
     );
   }
-  const tx = decoded.transaction;
+  let tx = decoded.transaction;
 
   const signers = tx.header.numSignerAccounts;
   if (options.maxRequiredSignatures !== undefined && signers > options.maxRequiredSignatures) {
@@ -115,10 +127,9 @@ export async function checkSvmPayment(
     );
   }
   if (tx.lookupTableCount > 0) {
-    return fail(
-      version === 1 ? SVM_REASONS.couldNotBeDecoded : SVM_REASONS.lookupTablesUnavailable,
-      "The transaction uses address lookup tables, which this facilitator does not resolve",
-    );
+    const resolved = await withTables(tx, version, options.lookupTables);
+    if (!resolved.ok) return resolved;
+    tx = resolved.transaction;
   }
 
   const ixs = tx.instructions;
@@ -257,11 +268,12 @@ export async function checkSvmPayment(
       return fail(SVM_REASONS.memoMismatch, "The memo differs from requirements.extra.memo", payer);
     }
   }
-  const signedBy = optional.flatMap((ix) => ix.accounts).find((account) => ours.has(account));
-  if (signedBy !== undefined) {
+  for (const ix of ixs) {
+    const named = ix === transferIx ? undefined : ix.accounts.find((a) => ours.has(a));
+    if (named === undefined) continue;
     return fail(
       SVM_REASONS.feePayerTransferringFunds,
-      `An instruction after the transfer names ${signedBy}, a fee payer of this facilitator`,
+      `Instruction ${ix.index + 1} (program ${ix.programId}) names ${named}, a fee payer of this facilitator`,
       payer,
     );
   }
@@ -284,4 +296,29 @@ export async function checkSvmPayment(
       transaction: tx,
     },
   };
+}
+
+/** The transaction with the accounts its lookup tables load, or why they cannot be read. */
+async function withTables(
+  tx: SvmTransaction,
+  version: 1 | 2,
+  read: LookupTableReader | undefined,
+): Promise<{ readonly ok: true; readonly transaction: SvmTransaction } | Refusal> {
+  if (version === 1) {
+    return fail(
+      SVM_REASONS.couldNotBeDecoded,
+      "The transaction uses address lookup tables, which x402 v1 payments cannot (the official v1 scheme does not resolve them)",
+    );
+  }
+  if (read === undefined) {
+    return fail(
+      SVM_REASONS.lookupTablesUnavailable,
+      "The transaction uses address lookup tables and no cluster is at hand to read them",
+    );
+  }
+  const resolved = await resolveLookupTables(tx, read);
+  if (resolved.ok) return resolved;
+  const reason =
+    resolved.why === "index" ? SVM_REASONS.couldNotBeDecoded : SVM_REASONS.lookupTablesUnresolved;
+  return fail(reason, resolved.message);
 }

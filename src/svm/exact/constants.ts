@@ -11,6 +11,16 @@ export const COMPUTE_BUDGET_PROGRAM = "ComputeBudget1111111111111111111111111111
 export const MEMO_PROGRAM = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";
 /** Phantom's wallet-protection assertions: allowed after the transfer, like a memo. */
 export const LIGHTHOUSE_PROGRAM = "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95";
+export const ADDRESS_LOOKUP_TABLE_PROGRAM = "AddressLookupTab1e1111111111111111111111111";
+
+/**
+ * The most address lookup tables, and accounts loaded through them, a payment may use; past
+ * either it is refused before any table is read (the reference has no cap). An exact payment
+ * names about ten accounts in all, so a client that compresses it needs one table and a few
+ * lookups; the caps bound what one verify reads from the cluster (one getMultipleAccounts call).
+ */
+export const MAX_LOOKUP_TABLES = 4;
+export const MAX_LOOKUP_ACCOUNTS = 32;
 
 /** The highest compute-unit price accepted, in micro-lamports per unit (the reference's default). */
 export const MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS = 5_000_000n;

@@ -4,8 +4,9 @@
  * program ids and account indexes, and the signatures by signer. Decoding uses @solana/kit's
  * codecs, the ones the x402 SVM packages decode with, so what is decodable here is decodable there.
  *
- * Address lookup tables are read but not resolved (that needs a chain): the view says how many a
- * message uses, and accounts taken from them read as LOOKUP_TABLE_ACCOUNT.
+ * Address lookup tables are read but not resolved here (that needs a chain): the view lists the
+ * lookups a message makes, and accounts taken from them read as LOOKUP_TABLE_ACCOUNT until
+ * lookup-tables.ts resolves them.
  *
  * The message's version is read off its first byte before anything else: legacy and version 0
  * messages are decoded, any other version is refused as such (TRANSACTION_VERSIONS).
@@ -36,6 +37,13 @@ export interface SvmInstruction {
   readonly data: Uint8Array;
 }
 
+/** One address lookup table a v0 message uses, and the indexes into it that it loads. */
+export interface SvmLookup {
+  readonly table: string;
+  readonly writableIndexes: readonly number[];
+  readonly readonlyIndexes: readonly number[];
+}
+
 export interface SvmTransaction {
   readonly version: "legacy" | number;
   readonly header: SvmHeader;
@@ -51,6 +59,13 @@ export interface SvmTransaction {
   readonly messageBytes: Uint8Array;
   /** Address lookup tables the message uses (v0 messages); 0 for none. */
   readonly lookupTableCount: number;
+  /** Those tables' lookups, in the message's order. */
+  readonly lookups: readonly SvmLookup[];
+  /**
+   * The accounts loaded through the tables: every table's writable ones, then every table's
+   * read-only ones (the runtime's order, after the static keys). Empty until resolved.
+   */
+  readonly loadedAccounts: readonly string[];
 }
 
 export type DecodeResult =
@@ -95,10 +110,16 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
       };
     }
     const staticAccounts = compiled.staticAccounts.map(String);
-    const lookups =
+    const tableLookups: SvmLookup[] = (
       "addressTableLookups" in compiled && Array.isArray(compiled.addressTableLookups)
-        ? compiled.addressTableLookups.length
-        : 0;
+        ? compiled.addressTableLookups
+        : []
+    ).map((lookup) => ({
+      table: String(lookup.lookupTableAddress),
+      writableIndexes: [...lookup.writableIndexes],
+      readonlyIndexes: [...lookup.readonlyIndexes],
+    }));
+    const lookups = tableLookups.length;
     const header: SvmHeader = {
       numSignerAccounts: compiled.header.numSignerAccounts,
       numReadonlySignerAccounts: compiled.header.numReadonlySignerAccounts,
@@ -154,6 +175,8 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
         signatures,
         messageBytes,
         lookupTableCount: lookups,
+        lookups: tableLookups,
+        loadedAccounts: [],
       },
     };
   } catch (error) {

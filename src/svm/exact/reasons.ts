@@ -16,8 +16,16 @@ export const SVM_REASONS = {
   excessiveSigners: "invalid_exact_svm_payload_excessive_signers",
   feePayerMismatch: "invalid_exact_svm_fee_payer_mismatch",
   signatureInvalid: "invalid_exact_svm_payload_signature_invalid",
-  /** The reference adds ": transaction uses Address Lookup Tables but signer does not implement …". */
+  /**
+   * Tables used but no way to read them (the checks without a chain). The reference adds
+   * ": transaction uses Address Lookup Tables but signer does not implement …".
+   */
   lookupTablesUnavailable: "invalid_exact_svm_smart_wallet_alt_resolution_not_available",
+  /**
+   * A table the cluster lacks or an account that is not one (the reference adds ": " and kit's
+   * error); ours also for more tables or table accounts than the cap (the reference has none).
+   */
+  lookupTablesUnresolved: "invalid_exact_svm_smart_wallet_alt_resolution_failed",
   instructionsLength: "invalid_exact_svm_payload_transaction_instructions_length",
   computeLimitInstruction:
     "invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction",

@@ -4,6 +4,7 @@
  */
 import type { SvmTransaction } from "./decode.js";
 import type { TransferChecked } from "./instructions.js";
+import type { LookupTableReader } from "./lookup-tables.js";
 import type { SvmReason } from "./reasons.js";
 
 /** What the checks read of the requirements (v1's `maxAmountRequired` read as `amount`). */
@@ -27,6 +28,11 @@ export interface SvmCheckOptions {
   readonly maxFeeLamports?: bigint | undefined;
   /** The most signatures a transaction may require; no limit when undefined (as the reference). */
   readonly maxRequiredSignatures?: number | undefined;
+  /**
+   * Reads address lookup tables from the cluster. Without it (the checks alone, no chain) a v2
+   * transaction that uses tables is refused as the reference refuses it when it cannot fetch them.
+   */
+  readonly lookupTables?: LookupTableReader | undefined;
 }
 
 /** A payment that passed every chain-free check. */

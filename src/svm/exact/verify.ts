@@ -10,6 +10,7 @@ import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js"
 import type { PaymentRequest } from "../../protocol/request.js";
 import { checkSvmPayment } from "./checks.js";
 import type { SvmContext } from "./context.js";
+import { rpcLookupTableReader } from "./lookup-tables.js";
 import { SVM_REASONS, type SvmReason } from "./reasons.js";
 import { type SimulationFailure, simulationError } from "./rpc.js";
 import type { SvmPayment } from "./types.js";
@@ -33,6 +34,7 @@ const CODES: Readonly<Record<SvmReason, ErrorCode>> = {
   [SVM_REASONS.feePayerMismatch]: "fee_payer_mismatch",
   [SVM_REASONS.signatureInvalid]: "invalid_signature",
   [SVM_REASONS.lookupTablesUnavailable]: "unexpected_instructions",
+  [SVM_REASONS.lookupTablesUnresolved]: "lookup_table_unresolved",
   [SVM_REASONS.instructionsLength]: "unexpected_instructions",
   [SVM_REASONS.computeLimitInstruction]: "unexpected_instructions",
   [SVM_REASONS.computeLimitTooHigh]: "compute_budget_too_high",
@@ -98,6 +100,7 @@ export async function checkSvmRequest(
     feePayers: ctx.feePayers,
     x402Version,
     maxFeeLamports: ctx.maxFeeLamports,
+    lookupTables: rpcLookupTableReader(ctx.client),
   });
   if (!checked.ok) {
     return refuse(CODES[checked.x402Reason], checked.x402Reason, checked.message, checked.payer);
