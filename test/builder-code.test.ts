@@ -11,6 +11,9 @@
  *   `parseBuilderCodeSuffixFromCalldata` are equal. Then a Permit2 payment, an `upto` payment and
  *   a channel's deposit, claim, settle and refund through us: each transaction carries our code.
  */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import {
   BuilderCodeFacilitatorExtension,
   encodeBuilderCodeSuffix,
@@ -40,9 +43,10 @@ import {
   officialPayload,
   x402Request,
 } from "./helpers/batch.js";
-import { chainOf } from "./helpers/chain.js";
+import { chainOf, payerHolding } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { officialPermit2Payload, permit2Requirements } from "./helpers/permit2.js";
+import { runCli } from "./helpers/run-cli.js";
 import { officialUptoPayload, uptoOffer } from "./helpers/upto.js";
 import { clientPayload, referenceFacilitator, requirementsV2 } from "./helpers/x402.js";
 
@@ -213,4 +217,31 @@ describe("on the devnet", () => {
     });
     expect(await settle(refund, OPERATOR)).toEqual(expected);
   }, 120_000);
+
+  test("from the command line: --builder-code is checked at start, and the settlement carries it", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "facilitator-builder-code-"));
+    try {
+      const keyFile = path.join(dir, "key");
+      await writeFile(keyFile, devnet.facilitator.privateKey, { mode: 0o600 });
+      const env = {
+        FACILITATOR_RPC_URL: devnet.rpcUrl,
+        FACILITATOR_PRIVATE_KEY_FILE: keyFile,
+        FACILITATOR_JOURNAL: path.join(dir, "journal.jsonl"),
+        FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
+      };
+      const requirements = requirementsV2(devnet, { amount: "1000" });
+      const request = path.join(dir, "req.json");
+      const payload = await clientPayload(await payerHolding(devnet, 1_000n), requirements);
+      await writeFile(request, JSON.stringify({ payload, requirements }));
+      const bad = await runCli(["settle", request, "--builder-code", "Not-A-Code", "-q"], env);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(/--builder-code must be a builder code/);
+      const settled = await runCli(["settle", request, "--builder-code", "cli_code", "-q"], env);
+      expect(settled.code, settled.stderr).toBe(0);
+      const hash = (JSON.parse(settled.stdout) as { transactionHash: Hex }).transactionHash;
+      expect(await suffixOf(hash)).toEqual({ w: "cli_code" });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -57,6 +57,8 @@ export interface CliConfig {
   readonly minSignerBalanceWei?: bigint | undefined;
   /** batch-settlement claims: most rows in one transaction, and how long the first waits. */
   readonly claimBatch: { readonly maxRows?: number; readonly maxWaitMs?: number };
+  /** The ERC-8021 builder code our EVM settlement transactions carry. */
+  readonly builderCode?: string | undefined;
   /** The operator's deny list file (payers and payees refused before any chain call). */
   readonly denyList?: string | undefined;
   /** serve: requests a minute per client address without a named API key (undefined: off). */
@@ -98,6 +100,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     maxWaitMs: setting(SETTINGS.claimBatchWait),
   };
   const erc6492Factories = setting(SETTINGS.erc6492Factories);
+  const builderCode = setting(SETTINGS.builderCode);
   const denyList = setting(SETTINGS.denyList);
   const ratePerClient = setting(SETTINGS.ratePerClient);
 
@@ -118,6 +121,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     replaceAfterMs,
     minSignerBalanceWei,
     claimBatch,
+    builderCode,
     denyList,
     ratePerClient,
   };

@@ -191,3 +191,14 @@ export const postgresUrl: Parser<string | undefined> = (value, source) => {
   }
   return value;
 };
+
+/** An ERC-8021 builder code: 1 to 32 of a-z, 0-9 and "_" (refused at start otherwise). */
+export const builderCode: Parser<string> = (value, source) => {
+  const text = typeof value === "string" ? value.trim() : "";
+  if (!/^[a-z0-9_]{1,32}$/.test(text)) {
+    throw new UsageError(
+      `${source.name} must be a builder code: 1 to 32 lowercase letters, digits or "_" (ERC-8021), such as my_facilitator`,
+    );
+  }
+  return text;
+};

@@ -19,6 +19,7 @@ import { allowedAssets, gasAmount, gasBounds, nativeAmount } from "./config-limi
 import { DEFAULT_LEASE_MS, MAX_LEASE_MS } from "./lock-holders.js";
 import {
   addresses,
+  builderCode,
   directory,
   filePath,
   httpUrls,
@@ -282,6 +283,13 @@ export const SETTINGS = {
     flag: "--api-key-file <file>",
     env: "FACILITATOR_API_KEY",
     help: "require Authorization: Bearer <key> on /verify, /settle, /accepts and /metrics",
+  }),
+  builderCode: value({
+    flag: "--builder-code <code>",
+    env: "FACILITATOR_BUILDER_CODE",
+    key: "builderCode",
+    parse: builderCode,
+    help: "credit every EVM settlement transaction to this ERC-8021 builder code (with the app and service codes a payment declares); /supported lists builder-code",
   }),
   denyList: value({
     flag: "--deny-list <file>",

@@ -48,6 +48,7 @@ export const serveCommand = withChainOptions(
 )
   .addOption(settingOption(SETTINGS.erc6492Factories))
   .addOption(settingOption(SETTINGS.denyList))
+  .addOption(settingOption(SETTINGS.builderCode))
   .addOption(settingOption(SETTINGS.ratePerClient))
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(
