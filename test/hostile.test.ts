@@ -236,7 +236,7 @@ describe("an authorization someone else submitted first", () => {
     expect(reply).toMatchObject({ success: false, error: "nonce_already_used" });
     expect(reply.transactionHash).toBeUndefined();
     expect(String(reply.message)).toContain(
-      `already paid ${devnet.payee.address} 1000 in ${theirs}`,
+      `already paid ${devnet.payee.address} 0.001 USDC (1000 units) in ${theirs}`,
     );
     expect(String(reply.message)).toContain("the payer did pay");
     expect(String(reply.message)).toContain("not by this facilitator");

@@ -5,7 +5,9 @@
  */
 import { type Address, type Hex, isAddressEqual, parseAbiItem } from "viem";
 import type { ExpectedTransfer } from "../../core/store.js";
+import { tokenAmount } from "../../protocol/amounts.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
+import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 
 const used = parseAbiItem(
@@ -47,9 +49,12 @@ export async function howUsed(
         ? `${receipt.from} (a settlement key of this facilitator)`
         : receipt.from;
     if (!paid) return `it was used in ${hash} (sent by ${sender}) for another transfer`;
+    // A refusal only: the token's decimals are read (once per token) for its words.
+    const units = await tokenUnits(ctx.client, ctx.chainId, token).catch(() => undefined);
+    const amount = tokenAmount(BigInt(expect.value), units);
     return ours
-      ? `it already paid ${expect.to} ${expect.value} in ${hash}, sent by ${sender}: the payer did pay`
-      : `it already paid ${expect.to} ${expect.value} in ${hash}, a transaction sent by ${sender}, not by this facilitator: the payer did pay`;
+      ? `it already paid ${expect.to} ${amount} in ${hash}, sent by ${sender}: the payer did pay`
+      : `it already paid ${expect.to} ${amount} in ${hash}, a transaction sent by ${sender}, not by this facilitator: the payer did pay`;
   } catch {
     return undefined;
   }
