@@ -3,7 +3,9 @@
  * one devnet. stdout must be exactly one JSON document, the exit status must follow the contract,
  * and the settlement key must never show up in any output.
  */
+
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import os from "node:os";
@@ -467,6 +469,32 @@ describe("devnet subcommand", () => {
       socket.once("error", () => resolve(false));
     });
   }
+
+  it("its terminal closed (SIGHUP): the chain stops and its temporary directory goes", async () => {
+    const child = spawnCli(["devnet", "--json", "--port", "0"], {
+      env: { FACILITATOR_RPC_URL: undefined, FACILITATOR_PRIVATE_KEY: undefined },
+    });
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    let stdout = "";
+    const line = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no JSON line")), 20_000);
+      child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+        stdout += chunk;
+        if (stdout.includes("\n")) {
+          clearTimeout(timer);
+          resolve(stdout.slice(0, stdout.indexOf("\n")));
+        }
+      });
+    });
+    const info = JSON.parse(line) as { request: string; rpcUrl: string };
+    const dir = path.dirname(info.request);
+    const port = Number(new URL(info.rpcUrl).port);
+    expect(existsSync(dir)).toBe(true);
+    child.kill("SIGHUP");
+    await exited;
+    expect(existsSync(dir)).toBe(false);
+    expect(await listening(port)).toBe(false);
+  }, 40_000);
 
   it("prints one JSON line, its request verifies, and SIGINT leaves no anvil", async () => {
     const devnetDir = await mkdtemp(path.join(os.tmpdir(), "facilitator-cli-devnet-"));

@@ -304,13 +304,14 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     await stop();
     throw error;
   }
-  await new Promise<void>((resolve) => {
-    const onSignal = () => resolve();
-    process.once("SIGINT", onSignal);
-    process.once("SIGTERM", onSignal);
+  // Ctrl-C, a kill, or its terminal closed (SIGHUP): each stops the chains and removes the files.
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    for (const name of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+      process.once(name, () => resolve(name));
+    }
   });
   await stop();
-  if (!flags.json) {
+  if (!flags.json && signal !== "SIGHUP") {
     process.stdout.write(
       where.temporary
         ? `devnet stopped; ${where.dir} removed\n`
