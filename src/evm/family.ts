@@ -47,7 +47,7 @@ export interface EvmOptions {
    * This facilitator's settlement addresses where it holds no key (the CLI's verify loads none):
    * a transaction one of them sent is called ours, not someone else's.
    */
-  readonly settlementAddresses?: readonly Address[] | undefined;
+  readonly settlementAddresses?: readonly Address[] | (() => readonly Address[]) | undefined;
   /** The schemes served (default: schemes.ts); a test registers its own the same way. */
   readonly schemes?: readonly EvmScheme[] | undefined;
   /** The batch-settlement receiver authorizer's key (never a settlement key); none by default. */
@@ -366,6 +366,16 @@ export class EvmFamily implements ChainFamily {
   #makeContext(chainId: number, client: EvmContext["client"]): EvmContext {
     const options = this.#options;
     const kept = this.#kept;
+    const signers = this.signers;
+    let senders: readonly Address[] | undefined;
+    const ownSenders = () => {
+      const known = options.settlementAddresses;
+      senders ??= [
+        ...signers.addresses,
+        ...((typeof known === "function" ? known() : known) ?? []),
+      ];
+      return senders;
+    };
     return {
       kept<T>(name: string, make: () => T): T {
         if (!kept.has(name)) kept.set(name, make());
@@ -380,7 +390,11 @@ export class EvmFamily implements ChainFamily {
       client,
       chainId,
       signers: this.signers,
-      ownSenders: [...this.signers.addresses, ...(options.settlementAddresses ?? [])],
+      // Only asked of a used authorization: deriving an address from a key costs a cold start
+      // its first curve multiplication (about 15 ms), so the CLI's verify defers it till then.
+      get ownSenders() {
+        return ownSenders();
+      },
       journal: this.#journal,
       inflight: this.inflight,
       throttle: this.#throttle,
