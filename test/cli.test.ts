@@ -474,7 +474,13 @@ describe("devnet subcommand", () => {
     const child = spawnCli(["devnet", "--json", "--port", "0"], {
       env: { FACILITATOR_RPC_URL: undefined, FACILITATOR_PRIVATE_KEY: undefined },
     });
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    const exited = new Promise<string>((resolve) =>
+      child.once("exit", (code, signal) => resolve(`exit ${code ?? signal}`)),
+    );
+    let stderr = "";
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
     let stdout = "";
     const line = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("no JSON line")), 20_000);
@@ -491,9 +497,9 @@ describe("devnet subcommand", () => {
     const port = Number(new URL(info.rpcUrl).port);
     expect(existsSync(dir)).toBe(true);
     child.kill("SIGHUP");
-    await exited;
-    expect(existsSync(dir)).toBe(false);
-    expect(await listening(port)).toBe(false);
+    const how = await exited;
+    expect(existsSync(dir), `${dir} is left (${how}; ${stderr})`).toBe(false);
+    expect(await listening(port), `port ${port} still answers`).toBe(false);
   }, 40_000);
 
   it("prints one JSON line, its request verifies, and SIGINT leaves no anvil", async () => {

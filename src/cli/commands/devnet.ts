@@ -4,6 +4,7 @@
  * devnet's own journal; with --svm a local Solana cluster beside it, with --svm-only that alone.
  * Runs until Ctrl-C and leaves no process (and, without --dir, no directory) behind.
  */
+
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -12,6 +13,7 @@ import { createPublicClient, type Hex, http } from "viem";
 import { receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import { type Devnet, startDevnet } from "../../evm/devnet/index.js";
 import { UsageError } from "../errors.js";
+import { fitLines, terminalWidth } from "../fit-lines.js";
 import { warn } from "../output.js";
 import { DEVNET_DIR_PREFIX } from "../stale-devnet.js";
 import { devnetBanner, tryLines } from "./devnet-banner.js";
@@ -274,6 +276,7 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
   let where: { dir: string; temporary: boolean } | undefined;
   let files: Files | undefined;
   let stopped = false;
+  let stopping: Promise<NodeJS.Signals> | undefined;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
@@ -286,30 +289,36 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     await startAll(flags, running);
     where = await prepareDir(flags.dir);
     files = await writeAll(running, where.dir);
+    // Listened for before anything is printed: whoever reads the first line may signal at once.
+    stopping = new Promise<NodeJS.Signals>((resolve) => {
+      for (const name of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+        process.once(name, () => resolve(name));
+      }
+    });
     const { devnet } = running;
     if (flags.json) {
       process.stdout.write(`${jsonLine(running, files)}\n`);
     } else {
-      process.stdout.write(
-        `${devnetBanner(running, files, { taken: running.taken, svmTaken: running.svmTaken, temporary: where.temporary })}\n`,
-      );
+      const banner = devnetBanner(running, files, {
+        taken: running.taken,
+        svmTaken: running.svmTaken,
+        temporary: where.temporary,
+      });
+      process.stdout.write(`${fitLines(banner, terminalWidth())}\n`);
     }
     if (flags.demo && devnet) {
       const { runDemo } = await import("./devnet-demo.js");
       await runDemo(devnet);
     }
     // Last, after the demo: the line to copy stays on the screen.
-    if (!flags.json) process.stdout.write(`${tryLines(running, files)}\n`);
+    if (!flags.json)
+      process.stdout.write(`${fitLines(tryLines(running, files), terminalWidth())}\n`);
   } catch (error) {
     await stop();
     throw error;
   }
   // Ctrl-C, a kill, or its terminal closed (SIGHUP): each stops the chains and removes the files.
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    for (const name of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-      process.once(name, () => resolve(name));
-    }
-  });
+  const signal = await stopping;
   await stop();
   if (!flags.json && signal !== "SIGHUP") {
     process.stdout.write(

@@ -1,8 +1,10 @@
 /** `facilitator doctor`: runs the checks, prints the report (or one JSON document), exits by the worst. */
+
 import chalk from "chalk";
 import { RpcRegistry } from "../../core/rpc.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
+import { terminalWidth, wrapLine } from "../fit-lines.js";
 import { printJson } from "../output.js";
 import { resolveSetting } from "../setting-resolver.js";
 import { SETTINGS } from "../settings.js";
@@ -76,28 +78,12 @@ export async function runDoctor(flags: DoctorFlags): Promise<number> {
     return worst;
   }
   // On a terminal each finding wraps at spaces below its text; in a pipe it stays one line.
-  const width = process.stdout.isTTY && process.stdout.columns ? process.stdout.columns : 0;
+  const width = terminalWidth();
   const lines = findings.flatMap((f) => [
-    `${MARK[f.level]} ${f.area.padEnd(8)} ${wrapped(f.message, width, 11)}`,
-    ...(f.fix ? [`  ${" ".repeat(8)} ${chalk.dim(`→ ${wrapped(f.fix, width, 13)}`)}`] : []),
+    wrapLine(`${MARK[f.level]} ${f.area.padEnd(8)} ${f.message}`, width, 11),
+    ...(f.fix ? [wrapLine(`  ${" ".repeat(8)} ${chalk.dim(`→ ${f.fix}`)}`, width, 13)] : []),
   ]);
   const colour = worst === 0 ? chalk.green : worst === 1 ? chalk.yellow : chalk.red;
   process.stdout.write(`${lines.join("\n")}\n${colour(verdict)}\n`);
   return worst;
-}
-
-/** `text` wrapped at spaces to `width` columns (0: not at all), its lines after the first at `indent`. */
-function wrapped(text: string, width: number, indent: number): string {
-  const room = width - indent;
-  if (room < 20) return text;
-  const lines: string[] = [];
-  let line = "";
-  for (const word of text.split(" ")) {
-    if (line && line.length + 1 + word.length > room) {
-      lines.push(line);
-      line = word;
-    } else line = line ? `${line} ${word}` : word;
-  }
-  lines.push(line);
-  return lines.join(`\n${" ".repeat(indent)}`);
 }
