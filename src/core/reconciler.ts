@@ -83,7 +83,7 @@ async function followOne(
     // and given its claim back. Written over with the list's word (`landed`), an answered
     // success would be answered again to the next settle of the payment.
     const current = await store.get(key);
-    if (current?.state !== "broadcast" && current?.state !== "submitted") {
+    if (!current || !isOpen(current)) {
       return { key, ageSeconds, transaction, outcome: "busy", detail: "settled meanwhile" };
     }
     const followed = await family.follow(current);
@@ -114,25 +114,37 @@ async function followOne(
  */
 async function endMember(
   store: SettlementStore,
-  member: JournalEntry,
+  listed: JournalEntry,
 ): Promise<Reconciled | undefined> {
-  const owner = member.action?.partOf;
+  const owner = listed.action?.partOf;
   const sent = owner ? await store.get(owner) : undefined;
-  if (!sent || sent.state === "broadcast" || sent.state === "submitted") return undefined;
-  const landed = sent.state === "answered" || sent.state === "landed";
-  const state: EntryState = landed
-    ? member.state === "submitted"
-      ? "answered"
-      : "landed"
-    : sent.state;
-  await store.recordState(member.key, state);
-  return {
-    key: member.key,
-    transaction: sent.hashes.at(-1),
-    outcome: landed ? "landed" : sent.state === "dropped" ? "dropped" : "failed",
-    detail: `with ${sent.key}`,
-  };
+  if (!sent || isOpen(sent)) return undefined;
+  // Under its claim, and as the store has it now: a claim retried meanwhile may have answered it
+  // (a stale `broadcast` written over as landed would answer it again).
+  if (!(await store.claim(listed.key))) return undefined;
+  try {
+    const member = await store.get(listed.key);
+    if (!member || !isOpen(member)) return undefined;
+    const landed = sent.state === "answered" || sent.state === "landed";
+    const state: EntryState = landed
+      ? member.state === "submitted"
+        ? "answered"
+        : "landed"
+      : sent.state;
+    await store.recordState(member.key, state);
+    return {
+      key: member.key,
+      transaction: sent.hashes.at(-1),
+      outcome: landed ? "landed" : sent.state === "dropped" ? "dropped" : "failed",
+      detail: `with ${sent.key}`,
+    };
+  } finally {
+    await Promise.resolve(store.release(listed.key)).catch(() => undefined);
+  }
 }
+
+/** Not at its end: followed (or, for a batch's claim, waiting on its batch). */
+const isOpen = (entry: JournalEntry) => entry.state === "broadcast" || entry.state === "submitted";
 
 /** A pass every `everyMs` (timers never hold the process up), until stopped. */
 export class Reconciler {
