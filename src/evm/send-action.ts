@@ -6,7 +6,7 @@
  * wasted gas, never sent again unchanged once it reverted on chain, on our keys' nonce lanes, and
  * within its gas bound and the chain's fee cap.
  */
-import { concatHex, type Hex, isAddressEqual, type TransactionReceipt } from "viem";
+import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../core/answers.js";
 import { isUnreachable } from "../core/rpc.js";
 import { inProgress, inTurn, type SettleSteps, settleInTurn } from "../core/settle-loop.js";
@@ -16,7 +16,7 @@ import type { SettleResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import { credited } from "./chain/builder-code.js";
 import type { GasNeed } from "./chain/gas-bounds.js";
-import type { CallOutcome, ContractCall } from "./chain/outcome.js";
+import { type CallOutcome, type ContractCall, sentData } from "./chain/outcome.js";
 import { reconcile } from "./chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "./chain/transactions.js";
 import { chargeWaste } from "./chain/waste.js";
@@ -133,8 +133,7 @@ async function revertedAsIs(
       ctx.client.getTransactionReceipt({ hash }),
       ctx.client.getTransaction({ hash }),
     ]);
-    const data = call.suffix ? concatHex([call.data, call.suffix]) : call.data;
-    const same = tx.to !== null && isAddressEqual(tx.to, call.to) && tx.input === data;
+    const same = tx.to !== null && isAddressEqual(tx.to, call.to) && tx.input === sentData(call);
     return receipt.status === "reverted" && same ? hash : undefined;
   } catch (error) {
     // Never mined (or forgotten by the node): nothing says it would revert again.

@@ -2,7 +2,7 @@
  * What sending a settlement transaction came to, as a value: the payment method decides what a
  * revert means. Also the few helpers that turn node errors into one-line failures.
  */
-import type { Hex, TransactionReceipt } from "viem";
+import { concatHex, type Hex, type TransactionReceipt } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 
@@ -12,6 +12,10 @@ export interface ContractCall {
   /** Appended to `data` when it is sent (an ERC-8021 builder code: chain/builder-code.ts). */
   readonly suffix?: Hex | undefined;
 }
+
+/** The calldata `call` is sent with: its data, and its suffix after it. */
+export const sentData = (call: ContractCall): Hex =>
+  call.suffix ? concatHex([call.data, call.suffix]) : call.data;
 
 export type CallOutcome =
   /** Signed, and checked against the latest block; not broadcast. */

@@ -6,14 +6,7 @@
  * once something may have been broadcast, every answer carries its hash; a stuck transaction is
  * replaced at the same nonce (so at most one of them can land); nothing is sent above the fee cap.
  */
-import {
-  type Address,
-  concatHex,
-  type Hex,
-  keccak256,
-  size,
-  type TransactionSerializable,
-} from "viem";
+import { type Address, type Hex, keccak256, size, type TransactionSerializable } from "viem";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import type { ExpectedTransfer, SentAction } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
@@ -30,6 +23,7 @@ import {
   failed,
   infrastructure,
   pending,
+  sentData,
   shortText,
 } from "./outcome.js";
 import { isRevert, revertReason } from "./revert.js";
@@ -106,7 +100,7 @@ export async function prepareCall(
   // A suffix costs its calldata (16 gas a byte at most) on top of what the call itself may use.
   const suffixGas = call.suffix ? 16n * BigInt(size(call.suffix)) : 0n;
   const bound = gasBound(ctx.gasBounds, need) + suffixGas;
-  const data = call.suffix ? concatHex([call.data, call.suffix]) : call.data;
+  const data = sentData(call);
   let gas: bigint;
   let fees: Fees;
   try {
