@@ -141,6 +141,38 @@ async function killAfterBroadcast(claims: readonly unknown[]): Promise<Hex> {
   return hash;
 }
 
+/** One claim each of two fresh channels, of `totals` (in prices). */
+async function twoClaims(payers: readonly [number, number], totals: readonly [bigint, bigint]) {
+  const [one, two] = await Promise.all(
+    payers.map((i) => openChannel(devnet.payers[i] as DevAccount)),
+  );
+  return [await (one as ClaimOf)(totals[0]), await (two as ClaimOf)(totals[1])];
+}
+type ClaimOf = Awaited<ReturnType<typeof openChannel>>;
+
+/** Replica A again, on the same key and store (it was killed). */
+async function restartA(): Promise<void> {
+  replicas[0] = await startReplica(
+    devnet,
+    cluster.store,
+    replicaSigners[0] as DevAccount,
+    LEASE_SECONDS,
+    env,
+  );
+}
+
+/** Each claim asked of replica B is answered with the batch's transaction `hash`. */
+async function answeredWith(hash: Hex, bodies: readonly unknown[]): Promise<void> {
+  const b = replicas[1] as Replica;
+  for (const body of bodies) {
+    const reply = await whileMining(settleWhenFree(b.url, body));
+    expect(reply.body, JSON.stringify(reply.body)).toMatchObject({
+      success: true,
+      transaction: hash,
+    });
+  }
+}
+
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-channel-replicas-"));
   // Claims need no key (the contract pays them to the receiver only); a seller's key is listed
@@ -180,38 +212,17 @@ describe("a claim across replicas", () => {
   }, 120_000);
 
   test("a batch broadcast by a replica killed with SIGKILL, then mined: the other answers it and sends nothing", async () => {
-    const [claimOne, claimTwo] = await Promise.all([
-      openChannel(devnet.payers[1] as DevAccount),
-      openChannel(devnet.payers[2] as DevAccount),
-    ]);
-    const bodies = [await claimOne(3n), await claimTwo(4n)];
+    const bodies = await twoClaims([1, 2], [3n, 4n]);
     const before = await signers();
     const hash = await killAfterBroadcast(bodies);
     await anvil().mine({ blocks: 1 });
-    const b = replicas[1] as Replica;
-    for (const body of bodies) {
-      const reply = await whileMining(settleWhenFree(b.url, body));
-      expect(reply.body, JSON.stringify(reply.body)).toMatchObject({
-        success: true,
-        transaction: hash,
-      });
-    }
+    await answeredWith(hash, bodies);
     expect(await signers()).toBe(before + 1);
-    replicas[0] = await startReplica(
-      devnet,
-      cluster.store,
-      replicaSigners[0] as DevAccount,
-      LEASE_SECONDS,
-      env,
-    );
+    await restartA();
   }, 120_000);
 
   test("dropped after its replica died: pending on the other, sent again by its key's restarted owner", async () => {
-    const [claimOne, claimTwo] = await Promise.all([
-      openChannel(devnet.payers[3] as DevAccount),
-      openChannel(devnet.payers[4] as DevAccount),
-    ]);
-    const bodies = [await claimOne(5n), await claimTwo(6n)];
+    const bodies = await twoClaims([3, 4], [5n, 6n]);
     const before = await signers();
     const hash = await killAfterBroadcast(bodies);
     await anvil().dropTransaction({ hash });
@@ -221,13 +232,7 @@ describe("a claim across replicas", () => {
       errorReason: "settlement_pending",
     });
 
-    replicas[0] = await startReplica(
-      devnet,
-      cluster.store,
-      replicaSigners[0] as DevAccount,
-      LEASE_SECONDS,
-      env,
-    );
+    await restartA();
     // No retry: the restarted owner's reconciler sends the same bytes again, and they land.
     await whileMining(
       (async () => {
@@ -241,13 +246,7 @@ describe("a claim across replicas", () => {
     );
     const batch = (await stored("batch-claims:")).find((r) => r.hashes.includes(hash));
     expect(batch?.state).toMatch(/^(landed|answered)$/);
-    for (const body of bodies) {
-      const reply = await whileMining(settleWhenFree(b.url, body));
-      expect(reply.body, JSON.stringify(reply.body)).toMatchObject({
-        success: true,
-        transaction: hash,
-      });
-    }
+    await answeredWith(hash, bodies);
     expect(await signers()).toBe(before + 1);
   }, 120_000);
 });
