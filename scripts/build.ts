@@ -5,10 +5,12 @@
 import { rmSync } from "node:fs";
 import { build } from "esbuild";
 
-rmSync("dist", { recursive: true, force: true });
+// BUILD_OUTDIR: bench/profile.ts builds a readable copy beside node_modules, leaving dist/ alone.
+const outdir = process.env.BUILD_OUTDIR || "dist";
+rmSync(outdir, { recursive: true, force: true });
 await build({
   entryPoints: { main: "src/cli/main.ts", "serve-worker": "src/cli/commands/serve-worker.ts" },
-  outdir: "dist",
+  outdir,
   bundle: true,
   splitting: true,
   format: "esm",

@@ -1,0 +1,167 @@
+/**
+ * bench:compare's rounds: verify load at one concurrency, and a settle run checked on chain (the
+ * payee got exactly what was paid, one transaction per payment, no hash answered twice).
+ */
+
+import http1 from "node:http";
+import { type Address, createPublicClient, http } from "viem";
+import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
+import type { Devnet } from "../src/evm/devnet/index.js";
+import { fmt } from "./compare-report.js";
+import { type Cpu, cpuMeter, perRequest, type Server, sleep, state } from "./compare-servers.js";
+import { loadPosts, type Posted, postOnce, succeeded } from "./load.js";
+
+const CHAIN_CHECK_ATTEMPTS = 10;
+const CHAIN_CHECK_PAUSE_MS = 300;
+
+export const failure = (answer: Posted): string | undefined =>
+  answer.error ??
+  (succeeded(answer) ? undefined : `${answer.status} ${answer.text.trim().slice(0, 300)}`);
+
+export interface Round {
+  readonly cpu?: Cpu;
+  readonly count: number;
+  readonly seconds: number;
+  readonly latenciesMs: number[];
+  readonly errors: string[];
+}
+
+/**
+ * Sends bodies[i % length] to `url`, `concurrency` at a time, until `total` have been answered or
+ * `seconds` have passed (requests not sent by then are not counted).
+ */
+export async function load(
+  url: string,
+  bodies: readonly string[],
+  concurrency: number,
+  total: number,
+  seconds: number,
+  timeoutMs: number,
+): Promise<Round & { answers: Posted[] }> {
+  const loaded = await loadPosts(url, bodies, concurrency, total, {
+    seconds,
+    timeoutMs,
+    stop: () => state.interrupting,
+  });
+  const errors = loaded.answers.flatMap((a) => failure(a) ?? []);
+  return {
+    count: loaded.answers.length,
+    seconds: loaded.seconds,
+    latenciesMs: loaded.answers.map((a) => a.ms),
+    errors,
+    answers: loaded.answers,
+  };
+}
+
+/** "CPU per request: server x ms, anvil y ms, load generator z ms" for a round. */
+export function cpuLine(round: Round): string {
+  const each = (ms: number | undefined) => fmt(perRequest(ms, round.count), 2);
+  const cpu = round.cpu;
+  if (!cpu) return "CPU n/a";
+  return (
+    `CPU ms per request: server ${each(cpu.server)}, anvil ${each(cpu.anvil)}, ` +
+    `load generator ${each(cpu.client)}`
+  );
+}
+
+export interface SettleRun extends Round {
+  readonly checks: string;
+  readonly problems: string[];
+}
+
+export interface SettleSettings {
+  readonly amount: bigint;
+  readonly concurrency: number;
+  readonly seconds: number;
+  readonly timeoutMs: number;
+}
+
+const transactionHash = (answer: Posted): string | undefined => {
+  if (answer.status !== 200) return undefined;
+  try {
+    const hash = (JSON.parse(answer.text) as { transactionHash?: unknown }).transactionHash;
+    return typeof hash === "string" ? hash : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+export async function settleRun(
+  devnet: Devnet,
+  server: Server,
+  signer: Address,
+  warmupBody: string,
+  bodies: readonly string[],
+  settings: SettleSettings,
+): Promise<SettleRun> {
+  const agent = new http1.Agent({ keepAlive: false });
+  const warmup = await postOnce(
+    new URL(`${server.url}/settle`),
+    warmupBody,
+    agent,
+    settings.timeoutMs,
+  );
+  const warmupProblem = failure(warmup);
+
+  const rpc = createPublicClient({ transport: http(devnet.rpcUrl, { retryCount: 0 }) });
+  const payeeBalance = () =>
+    rpc.readContract({
+      address: devnet.token.address,
+      abi: testUsdcAbi,
+      functionName: "balanceOf",
+      args: [devnet.payee.address],
+    });
+  const sentBy = () => rpc.getTransactionCount({ address: signer });
+  const payeeBefore = await payeeBalance();
+  const countBefore = await sentBy();
+
+  const meter = cpuMeter(server.pid, devnet.anvil.pid);
+  const round = await load(
+    `${server.url}/settle`,
+    bodies,
+    settings.concurrency,
+    bodies.length,
+    settings.seconds,
+    settings.timeoutMs,
+  );
+  const cpu = meter();
+  const notSent = bodies.length - round.count;
+
+  // Every answered settle waited for its receipt; a failed one may still land a moment later.
+  const expectedDelta = BigInt(bodies.length) * settings.amount;
+  let payeeDelta = 0n;
+  let sent = 0;
+  for (let attempt = 0; attempt < CHAIN_CHECK_ATTEMPTS; attempt++) {
+    payeeDelta = (await payeeBalance()) - payeeBefore;
+    sent = (await sentBy()) - countBefore;
+    if (payeeDelta === expectedDelta && sent === bodies.length) break;
+    if (round.errors.length === 0 && notSent === 0) await sleep(CHAIN_CHECK_PAUSE_MS);
+    else break;
+  }
+  const hashes = round.answers.flatMap((a) => transactionHash(a) ?? []);
+  const distinct = new Set(hashes).size;
+  const problems: string[] = [];
+  if (payeeDelta !== expectedDelta) {
+    problems.push(`payee balance +${payeeDelta}, expected +${expectedDelta}`);
+  }
+  if (sent !== bodies.length) {
+    problems.push(`${sent} transactions from the signer, expected ${bodies.length}`);
+  }
+  if (distinct !== hashes.length) problems.push("one transaction hash answered for two payments");
+  const errors = [
+    ...(warmupProblem ? [`warm-up: ${warmupProblem}`] : []),
+    ...round.errors,
+    ...(notSent > 0 ? [`${notSent} settles not sent within ${settings.seconds} s`] : []),
+  ];
+  return {
+    cpu,
+    count: round.count - round.errors.length,
+    seconds: round.seconds,
+    latenciesMs: round.answers.filter((a) => !failure(a)).map((a) => a.ms),
+    errors,
+    checks:
+      `payee +${payeeDelta} (expected ${bodies.length} × ${settings.amount}), ` +
+      `${sent} transactions sent, ${distinct} distinct hashes`,
+    problems,
+  };
+}

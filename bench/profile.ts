@@ -1,0 +1,183 @@
+/**
+ * Where a verify's CPU goes: `facilitator serve` from a readable (unminified) build under
+ * `node --cpu-prof`, loaded with POST /verify at concurrency 64, then its profile read back by
+ * source file and by step of a request (bench/verify-steps.ts). Prints the step table, the sources
+ * and the functions that cost most, and the server's CPU per request from /proc.
+ *
+ *   npm run bench:profile
+ *   BENCH_METHOD=permit2 BENCH_REQUESTS=6000 npm run bench:profile
+ *
+ * Settings (environment): BENCH_REQUESTS (measured requests, 4000), BENCH_POOL (distinct signed
+ * payloads, 1000), BENCH_CONCURRENCY (64), BENCH_METHOD (eip3009, permit2, upto; see lib.ts),
+ * BENCH_PROFILE_KEEP (a directory to keep the .cpuprofile files in; else they are removed).
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { type DevAccount, startDevnet } from "../src/evm/devnet/index.js";
+import { attribute, byStep, type CpuProfile } from "./cpu-profile.js";
+import { benchMethod, cleanEnv, cpuMs, exited, freePort, setting, stopChild, tail } from "./lib.js";
+import { loadPosts } from "./load.js";
+import { VERIFY_STEPS } from "./verify-steps.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const REQUESTS = Math.floor(setting("BENCH_REQUESTS", 4000));
+const POOL = Math.floor(setting("BENCH_POOL", 1000));
+const CONCURRENCY = Math.floor(setting("BENCH_CONCURRENCY", 64));
+const WARMUP = 500;
+/**
+ * The readable build lives under node_modules so that its bare imports (secp256k1, pg, …) resolve
+ * as dist/'s do; it is rebuilt on every run and removed after.
+ */
+const BUILD_DIR = path.join(ROOT, "node_modules/.cache/facilitator-profile");
+
+function buildReadable(): string {
+  execFileSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, BUILD_MINIFY: "0", BUILD_OUTDIR: BUILD_DIR },
+    stdio: "inherit",
+  });
+  const entry = path.join(BUILD_DIR, "run.mjs");
+  writeFileSync(
+    entry,
+    'import { main } from "./main.js";\nprocess.exit(await main(process.argv));\n',
+  );
+  return entry;
+}
+
+async function listening(url: string, child: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (exited(child)) throw new Error(`serve exited early:\n${log()}`);
+    try {
+      const response = await fetch(`${url}/llms.txt`);
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`serve did not listen:\n${log()}`);
+}
+
+const pad = (text: string, width: number) => text.padEnd(width);
+const pct = (ms: number, total: number) => `${((100 * ms) / total).toFixed(1)} %`;
+
+function top(map: Map<string, number>, count: number, total: number): string[] {
+  return [...map.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, count)
+    .map(([name, ms]) => `  ${pad(pct(ms, total), 8)} ${ms.toFixed(0).padStart(6)} ms  ${name}`);
+}
+
+async function main(): Promise<number> {
+  const entry = buildReadable();
+  const work = mkdtempSync(path.join(os.tmpdir(), "facilitator-bench-profile-"));
+  const profiles = path.join(work, "profiles");
+  mkdirSync(profiles);
+  const devnet = await startDevnet({ port: 0 });
+  let server: ChildProcess | undefined;
+  try {
+    const method = await benchMethod(devnet);
+    const bodies = await Promise.all(
+      Array.from({ length: POOL }, async (_, i) =>
+        JSON.stringify(
+          await method.sign(devnet.payers[i % devnet.payers.length] as DevAccount, 10_000n),
+        ),
+      ),
+    );
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [
+        "--cpu-prof",
+        "--cpu-prof-dir",
+        profiles,
+        entry,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--rpc-url",
+        devnet.rpcUrl,
+        "--journal",
+        path.join(work, "journal.jsonl"),
+        "--quiet",
+      ],
+      { cwd: ROOT, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] },
+    );
+    server = child;
+    const log = tail(child.stderr);
+    const url = `http://127.0.0.1:${port}`;
+    await listening(url, child, log);
+    const warm = await loadPosts(`${url}/verify`, bodies, CONCURRENCY, WARMUP);
+    const before = cpuMs(child.pid as number);
+    const round = await loadPosts(`${url}/verify`, bodies, CONCURRENCY, REQUESTS);
+    const after = cpuMs(child.pid as number);
+    const failed = warm.failures + round.failures;
+    await stopChild(child);
+    server = undefined;
+
+    // One profile per thread: the serving worker is the one with the handler on its stacks.
+    const attributions = readdirSync(profiles)
+      .filter((f) => f.endsWith(".cpuprofile"))
+      .map((f) => {
+        const profile = JSON.parse(readFileSync(path.join(profiles, f), "utf8")) as CpuProfile;
+        return { file: f, attribution: attribute(profile, "src/http/handler.ts") };
+      })
+      .sort((a, b) => b.attribution.totalMs - a.attribution.totalMs);
+    const keep = process.env.BENCH_PROFILE_KEEP;
+    if (keep) {
+      mkdirSync(keep, { recursive: true });
+      cpSync(profiles, keep, { recursive: true });
+    }
+    const serving = attributions[0]?.attribution;
+    if (!serving) throw new Error("no CPU profile was written");
+    const total = serving.totalMs;
+    const requests = WARMUP + REQUESTS;
+    console.log(
+      `bench:profile ${method.name} verify, c=${CONCURRENCY}: ${requests} requests profiled ` +
+        `(${WARMUP} warm-up), ${failed} failed; node ${process.version}, ${os.cpus().length} cores`,
+    );
+    const perRequest =
+      before === undefined || after === undefined
+        ? "n/a"
+        : ((after - before) / REQUESTS).toFixed(3);
+    console.log(
+      `server CPU per request (/proc, both threads, measured ${REQUESTS}): ${perRequest} ms; ` +
+        `profiled CPU of the serving thread per request: ${(total / requests).toFixed(3)} ms`,
+    );
+    console.log(
+      "\nby step of a verify (innermost frame of ours; share of the serving thread's CPU):",
+    );
+    for (const [name, ms] of [...byStep(serving, VERIFY_STEPS)].sort((a, b) => b[1] - a[1])) {
+      console.log(
+        `  ${pad(name, 46)} ${pad(pct(ms, total), 8)} ${(ms / requests).toFixed(4)} ms/req`,
+      );
+    }
+    console.log("\nsources:");
+    for (const line of top(serving.bySource, 30, total)) console.log(line);
+    console.log("\nfunctions:");
+    for (const line of top(serving.byFunction, 30, total)) console.log(line);
+    return failed > 0 ? 1 : 0;
+  } finally {
+    if (server) await stopChild(server);
+    await devnet.stop();
+    rmSync(work, { recursive: true, force: true });
+    rmSync(BUILD_DIR, { recursive: true, force: true });
+  }
+}
+
+process.exitCode = await main();

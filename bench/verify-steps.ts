@@ -1,0 +1,47 @@
+/**
+ * The steps of a verify through serve, as the source files that do them: the rows of the "where
+ * the time goes" table in docs/performance.md (bench/profile.ts). A sample counts for the innermost
+ * frame of ours on its stack, so a library's time counts for the step that called it.
+ */
+import type { Step } from "./cpu-profile.js";
+
+const under =
+  (...prefixes: string[]) =>
+  (source: string) =>
+    prefixes.some((p) => source.startsWith(p));
+
+export const VERIFY_STEPS: readonly Step[] = [
+  { name: "node: sockets and HTTP parsing", matches: under("node:") },
+  { name: "garbage collection", matches: (s) => s === "(garbage collector)" },
+  { name: "V8 and native, unattributed", matches: (s) => s.startsWith("(") },
+  {
+    name: "read the body, connection gate, Host check",
+    matches: under(
+      "src/http/server.ts",
+      "src/http/connections.ts",
+      "src/http/limits.ts",
+      "src/http/hosts.ts",
+    ),
+  },
+  { name: "metrics", matches: under("src/http/metrics.ts", "src/core/metrics.ts") },
+  { name: "parse and validate", matches: under("src/protocol/") },
+  {
+    name: "route (handler, core, family, scheme)",
+    matches: under(
+      "src/http/",
+      "src/core/facilitator.ts",
+      "src/evm/family.ts",
+      "src/evm/scheme.ts",
+      "src/evm/schemes.ts",
+    ),
+  },
+  {
+    name: "recover the signer",
+    matches: under("src/evm/chain/secp256k1.ts", "src/evm/exact/signature.ts"),
+  },
+  { name: "digest", matches: under("src/evm/exact/eip3009-encoding.ts") },
+  { name: "chain reads (RPC)", matches: under("src/evm/chain/", "src/core/rpc.ts") },
+  { name: "ledger read", matches: under("src/core/ledger") },
+  { name: "checks", matches: under("src/evm/exact/", "src/evm/upto/", "src/evm/") },
+  { name: "other of ours", matches: under("src/") },
+];
