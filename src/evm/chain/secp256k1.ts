@@ -26,6 +26,8 @@ import {
   toHex,
 } from "viem";
 import { privateKeyToAccount, toAccount } from "viem/accounts";
+import { bytesOfHex } from "./abi-words.js";
+import { hexOf, keccak256Bytes } from "./keccak.js";
 
 type RecoverFn = (
   hash: Uint8Array,
@@ -130,12 +132,12 @@ export async function recoverSigner(
   if (wasmRecover) {
     try {
       const publicKey = wasmRecover(
-        hexToBytes(digest),
+        bytesOfHex(digest),
         bytes.subarray(0, 64),
         recoveryId as 0 | 1,
         false,
       );
-      return publicKey ? getAddress(sliceHex(keccak256(publicKey.subarray(1)), 12)) : undefined;
+      return publicKey ? addressOfPublicKey(publicKey) : undefined;
     } catch {
       return undefined;
     }
@@ -148,4 +150,23 @@ export async function recoverSigner(
   if (!data || hexToBytes(data).length !== 32) return undefined;
   const address = getAddress(sliceHex(data, 12));
   return address === "0x0000000000000000000000000000000000000000" ? undefined : address;
+}
+
+/**
+ * The checksummed address of an uncompressed public key (65 bytes, 0x04 first): the last 20 bytes
+ * of its keccak, each hex letter upper-cased where the keccak of the lower-case hex has a high
+ * nibble of 8 or more (EIP-55), as viem's getAddress writes it.
+ */
+export function addressOfPublicKey(publicKey: Uint8Array): Address {
+  const lower = hexOf(keccak256Bytes(publicKey.subarray(1)).subarray(12)).slice(2);
+  const ascii = new Uint8Array(40);
+  for (let i = 0; i < 40; i++) ascii[i] = lower.charCodeAt(i);
+  const hash = keccak256Bytes(ascii);
+  let address = "0x";
+  for (let i = 0; i < 40; i++) {
+    const nibble = ((hash[i >> 1] as number) >> (i % 2 === 0 ? 4 : 0)) & 0x0f;
+    const char = lower[i] as string;
+    address += nibble >= 8 ? char.toUpperCase() : char;
+  }
+  return address as Address;
 }
