@@ -24,6 +24,7 @@ import { FacilitatorError } from "../protocol/errors.js";
 import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
 import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
 import type { MetricsSink } from "./metrics.js";
+import { nodeFetch } from "./node-fetch.js";
 
 export interface RpcOptions {
   /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
@@ -154,7 +155,8 @@ function decodeUserinfo(part: string): string {
  * viem's http transport for an RPC URL. Credentials in the URL (`https://user:pass@host/…`) are
  * sent as a Basic Authorization header instead: fetch refuses URLs that carry them.
  */
-export function httpTransport(url: string, config: HttpTransportConfig = {}): HttpTransport {
+export function httpTransport(url: string, options: HttpTransportConfig = {}): HttpTransport {
+  const config = { fetchFn: nodeFetch, ...options };
   let parsed: URL;
   try {
     parsed = new URL(url);

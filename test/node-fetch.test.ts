@@ -1,0 +1,132 @@
+/**
+ * The JSON-RPC client's fetch over node:http (src/core/node-fetch.ts), against a local HTTP server
+ * that misbehaves on purpose: what the rest of the code reads of a failure (viem's error classes,
+ * "never reached the node" before a broadcast) must be what it was with the global fetch.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createPublicClient, HttpRequestError, TimeoutError } from "viem";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { httpTransport, isUnreachable, neverReachedNode } from "../src/core/rpc.js";
+
+let server: Server;
+let base: string;
+const bodies: unknown[] = [];
+
+function answer(request: IncomingMessage, response: ServerResponse, text: string) {
+  const chunks: Buffer[] = [];
+  request.on("data", (c: Buffer) => chunks.push(c));
+  request.on("end", () => {
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+    bodies.push(body);
+    const reply = (one: { id: number }) => ({ jsonrpc: "2.0", id: one.id, result: text });
+    const payload = Array.isArray(body) ? body.map(reply) : reply(body as { id: number });
+    response.writeHead(200, { "content-type": "application/json" });
+    response.end(JSON.stringify(payload));
+  });
+}
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    const path = request.url ?? "/";
+    if (path === "/ok") return answer(request, response, "0x1");
+    if (path === "/silent") return; // never answers
+    if (path === "/huge") {
+      response.writeHead(200, { "content-type": "application/json" });
+      const chunk = Buffer.alloc(1024 * 1024, 0x20);
+      for (let i = 0; i < 12; i++) response.write(chunk);
+      response.end("{}");
+      return;
+    }
+    if (path === "/cut") {
+      response.writeHead(200, { "content-type": "application/json", "content-length": "1000" });
+      response.write('{"jsonrpc":"2.0",');
+      setTimeout(() => request.socket.destroy(), 20);
+      return;
+    }
+    if (path === "/moved") {
+      response.writeHead(307, { location: "/ok" });
+      response.end();
+      return;
+    }
+    response.writeHead(404);
+    response.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+const client = (path: string, options: { timeout?: number; batch?: boolean } = {}) =>
+  createPublicClient({
+    transport: httpTransport(`${base}${path}`, { retryCount: 0, timeout: 5_000, ...options }),
+  });
+
+describe("JSON-RPC over node:http", () => {
+  test("answers, and batches concurrent requests into one HTTP request", async () => {
+    bodies.length = 0;
+    const c = client("/ok", { batch: true });
+    const [a, b] = await Promise.all([c.getChainId(), c.getBlockNumber()]);
+    expect(a).toBe(1);
+    expect(b).toBe(1n);
+    expect(bodies).toHaveLength(1);
+    expect(Array.isArray(bodies[0]) && bodies[0].length).toBe(2);
+  });
+
+  test("a node that never answers is a TimeoutError, unreachable", async () => {
+    const error = await client("/silent", { timeout: 200 })
+      .getChainId()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(
+      (error as Error & { walk: (f: (e: unknown) => boolean) => unknown }).walk(
+        (e) => e instanceof TimeoutError,
+      ),
+    ).toBeTruthy();
+    expect(isUnreachable(error)).toBe(true);
+    expect(neverReachedNode(error)).toBe(false);
+  });
+
+  test("a connection cut mid-answer is an HttpRequestError that reached the node", async () => {
+    const error = await client("/cut")
+      .getChainId()
+      .catch((e: unknown) => e);
+    expect(isUnreachable(error)).toBe(true);
+    expect(neverReachedNode(error)).toBe(false);
+    expect(
+      (error as Error & { walk: (f: (e: unknown) => boolean) => unknown }).walk(
+        (e) => e instanceof HttpRequestError,
+      ),
+    ).toBeTruthy();
+  });
+
+  test("a refused connection never reached the node", async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const c = createPublicClient({
+      transport: httpTransport(`http://127.0.0.1:${port}`, { retryCount: 0 }),
+    });
+    const error = await c.getChainId().catch((e: unknown) => e);
+    expect(isUnreachable(error)).toBe(true);
+    expect(neverReachedNode(error)).toBe(true);
+  });
+
+  test("an answer over 10 MiB is refused while it streams in, and the client keeps working", async () => {
+    const error = await client("/huge")
+      .getChainId()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(isUnreachable(error)).toBe(true);
+    await expect(client("/ok").getChainId()).resolves.toBe(1);
+  });
+
+  test("a redirect is followed", async () => {
+    await expect(client("/moved").getChainId()).resolves.toBe(1);
+  });
+});
