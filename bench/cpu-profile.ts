@@ -2,9 +2,9 @@
  * Reading a V8 `.cpuprofile` (node --cpu-prof) of our unminified bundle: each sample's CPU time is
  * given to the source file it was spent for. esbuild writes `// src/http/handler.ts` above each
  * module it bundles, so a line of the bundle names its source. A sample is given to the innermost
- * frame of ours (src/) on its stack, so time in a library or a builtin counts for the code of ours
- * that called it; a stack with no frame of ours is named by its leaf (node's own HTTP code, the
- * garbage collector).
+ * frame on its stack that is ours (src/) or node's own (`node:…`, its HTTP server and sockets), so
+ * time in a library or a builtin counts for the code that called it; a stack with neither is
+ * named by its leaf (the garbage collector, a native call made from the event loop).
  */
 import { readFileSync } from "node:fs";
 
@@ -87,7 +87,12 @@ function frameSource(
  * Attributes a profile's samples. `keepFrom` drops samples before the first one whose stack has a
  * frame of this source (start-up is not what is measured).
  */
-export function attribute(profile: CpuProfile, keepFrom?: string): Attribution {
+export function attribute(
+  profile: CpuProfile,
+  keepFrom?: string,
+  /** Sources of ours that count for their caller, as a library's do (a hash, a byte writer). */
+  helper: (source: string) => boolean = () => false,
+): Attribution {
   const markerCache = new Map<string, ReturnType<typeof moduleMarkers> | undefined>();
   const markersOf = (url: string) => {
     if (!markerCache.has(url)) {
@@ -120,8 +125,8 @@ export function attribute(profile: CpuProfile, keepFrom?: string): Attribution {
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const frame = (byId.get(at) as ProfileNode).callFrame;
       const source = frameSource(frame, markersOf);
-      if (!ours && source.startsWith("src/"))
-        ours = { source, fn: frame.functionName || "(anonymous)" };
+      const owns = (source.startsWith("src/") && !helper(source)) || source.startsWith("node:");
+      if (!ours && owns) ours = { source, fn: frame.functionName || "(anonymous)" };
       if (keepFrom && source === keepFrom) hasKeep = true;
     }
     const result = ours

@@ -28,7 +28,7 @@ import { type DevAccount, startDevnet } from "../src/evm/devnet/index.js";
 import { attribute, byStep, type CpuProfile } from "./cpu-profile.js";
 import { benchMethod, cleanEnv, cpuMs, exited, freePort, setting, stopChild, tail } from "./lib.js";
 import { loadPosts } from "./load.js";
-import { VERIFY_STEPS } from "./verify-steps.js";
+import { VERIFY_HELPERS, VERIFY_STEPS } from "./verify-steps.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const REQUESTS = Math.floor(setting("BENCH_REQUESTS", 4000));
@@ -135,7 +135,7 @@ async function main(): Promise<number> {
       .filter((f) => f.endsWith(".cpuprofile"))
       .map((f) => {
         const profile = JSON.parse(readFileSync(path.join(profiles, f), "utf8")) as CpuProfile;
-        return { file: f, attribution: attribute(profile, "src/http/handler.ts") };
+        return { file: f, attribution: attribute(profile, "src/http/handler.ts", VERIFY_HELPERS) };
       })
       .sort((a, b) => b.attribution.totalMs - a.attribution.totalMs);
     const keep = process.env.BENCH_PROFILE_KEEP;

@@ -10,12 +10,15 @@ const under =
   (source: string) =>
     prefixes.some((p) => source.startsWith(p));
 
+/** Hashing and byte writing count for the step that asked for them (digest, recover). */
+export const VERIFY_HELPERS = under("src/evm/chain/keccak.ts", "src/evm/chain/abi-words.ts");
+
 export const VERIFY_STEPS: readonly Step[] = [
-  { name: "node: sockets and HTTP parsing", matches: under("node:") },
+  { name: "node: HTTP server and client, sockets, streams", matches: under("node:") },
   { name: "garbage collection", matches: (s) => s === "(garbage collector)" },
   { name: "V8 and native, unattributed", matches: (s) => s.startsWith("(") },
   {
-    name: "read the body, connection gate, Host check",
+    name: "our HTTP adapter: body, connection gate, Host check",
     matches: under(
       "src/http/server.ts",
       "src/http/connections.ts",
@@ -40,8 +43,11 @@ export const VERIFY_STEPS: readonly Step[] = [
     matches: under("src/evm/chain/secp256k1.ts", "src/evm/exact/signature.ts"),
   },
   { name: "digest", matches: under("src/evm/exact/eip3009-encoding.ts") },
-  { name: "chain reads (RPC)", matches: under("src/evm/chain/", "src/core/rpc.ts") },
-  { name: "ledger read", matches: under("src/core/ledger") },
+  { name: "ledger read", matches: under("src/core/ledger", "src/evm/chain/ledger-reads.ts") },
+  {
+    name: "chain reads (RPC)",
+    matches: under("src/evm/chain/", "src/core/rpc.ts", "src/core/node-fetch.ts"),
+  },
   { name: "checks", matches: under("src/evm/exact/", "src/evm/upto/", "src/evm/") },
   { name: "other of ours", matches: under("src/") },
 ];
