@@ -46,7 +46,7 @@ export const VERIFY_STEPS: readonly Step[] = [
   { name: "ledger read", matches: under("src/core/ledger", "src/evm/chain/ledger-reads.ts") },
   {
     name: "chain reads (RPC)",
-    matches: under("src/evm/chain/", "src/core/rpc.ts", "src/core/node-fetch.ts"),
+    matches: under("src/evm/chain/", "src/core/rpc.ts", "src/core/json-rpc.ts"),
   },
   { name: "checks", matches: under("src/evm/exact/", "src/evm/upto/", "src/evm/") },
   { name: "other of ours", matches: under("src/") },

@@ -12,9 +12,6 @@ import {
   createPublicClient,
   fallback,
   HttpRequestError,
-  type HttpTransport,
-  type HttpTransportConfig,
-  http,
   type PublicClient,
   SocketClosedError,
   TimeoutError,
@@ -23,8 +20,8 @@ import {
 import { FacilitatorError } from "../protocol/errors.js";
 import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
 import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
+import { jsonRpcTransport } from "./json-rpc.js";
 import type { MetricsSink } from "./metrics.js";
-import { nodeFetch } from "./node-fetch.js";
 
 export interface RpcOptions {
   /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
@@ -141,37 +138,6 @@ function counted(transport: Transport, url: string, sink: MetricsSink | undefine
     }) as typeof built.request;
     return { ...built, request };
   };
-}
-
-function decodeUserinfo(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    return part;
-  }
-}
-
-/**
- * viem's http transport for an RPC URL. Credentials in the URL (`https://user:pass@host/…`) are
- * sent as a Basic Authorization header instead: fetch refuses URLs that carry them.
- */
-export function httpTransport(url: string, options: HttpTransportConfig = {}): HttpTransport {
-  const config = { fetchFn: nodeFetch, ...options };
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return http(url, config);
-  }
-  if (!parsed.username && !parsed.password) return http(url, config);
-  const credentials = `${decodeUserinfo(parsed.username)}:${decodeUserinfo(parsed.password)}`;
-  parsed.username = "";
-  parsed.password = "";
-  const authorization = `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
-  return http(parsed.toString(), {
-    ...config,
-    fetchOptions: { ...config.fetchOptions, headers: { Authorization: authorization } },
-  });
 }
 
 export class RpcRegistry {
@@ -346,7 +312,7 @@ export class RpcRegistry {
     const transports = urls.map((url) =>
       // Batching folds the concurrent reads of one verify into one HTTP request.
       counted(
-        httpTransport(url, { batch: true, retryCount: 1, timeout: this.#timeoutMs }),
+        jsonRpcTransport(url, { batch: true, retryCount: 1, timeout: this.#timeoutMs }),
         url,
         this.#metrics,
       ),
@@ -362,7 +328,7 @@ export class RpcRegistry {
       pending.map(async (url): Promise<[string, string] | undefined> => {
         const client = createPublicClient({
           transport: counted(
-            httpTransport(url, { retryCount: 0, timeout: this.#timeoutMs }),
+            jsonRpcTransport(url, { retryCount: 0, timeout: this.#timeoutMs }),
             url,
             this.#metrics,
           ),

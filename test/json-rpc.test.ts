@@ -1,17 +1,20 @@
 /**
- * The JSON-RPC client's fetch over node:http (src/core/node-fetch.ts), against a local HTTP server
- * that misbehaves on purpose: what the rest of the code reads of a failure (viem's error classes,
- * "never reached the node" before a broadcast) must be what it was with the global fetch.
+ * Our JSON-RPC transport over node:http (src/core/json-rpc.ts), against a local HTTP server that
+ * misbehaves on purpose: what the rest of the code reads of a failure (viem's error classes,
+ * "never reached the node" before a broadcast, the node's own error) must be what viem's http
+ * transport gave.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPublicClient, HttpRequestError, TimeoutError } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { httpTransport, isUnreachable, neverReachedNode } from "../src/core/rpc.js";
+import { jsonRpcTransport } from "../src/core/json-rpc.js";
+import { isUnreachable, neverReachedNode } from "../src/core/rpc.js";
 
 let server: Server;
 let base: string;
 const bodies: unknown[] = [];
+const headersSeen: IncomingMessage["headers"][] = [];
 
 function answer(request: IncomingMessage, response: ServerResponse, text: string) {
   const chunks: Buffer[] = [];
@@ -19,8 +22,15 @@ function answer(request: IncomingMessage, response: ServerResponse, text: string
   request.on("end", () => {
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
     bodies.push(body);
-    const reply = (one: { id: number }) => ({ jsonrpc: "2.0", id: one.id, result: text });
-    const payload = Array.isArray(body) ? body.map(reply) : reply(body as { id: number });
+    headersSeen.push(request.headers);
+    // eth_blockNumber fails with the node's own error; the rest answer `text`.
+    const reply = (one: { id: number; method: string }) =>
+      one.method === "eth_blockNumber"
+        ? { jsonrpc: "2.0", id: one.id, error: { code: -32603, message: "node is unwell" } }
+        : { jsonrpc: "2.0", id: one.id, result: text };
+    const payload = Array.isArray(body)
+      ? body.map(reply)
+      : reply(body as { id: number; method: string });
     response.writeHead(200, { "content-type": "application/json" });
     response.end(JSON.stringify(payload));
   });
@@ -44,6 +54,22 @@ beforeAll(async () => {
       setTimeout(() => request.socket.destroy(), 20);
       return;
     }
+    if (path === "/refuse-batch") {
+      response.writeHead(400, { "content-type": "application/json" });
+      response.end(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32600, message: "batches are off" },
+        }),
+      );
+      return;
+    }
+    if (path === "/503") {
+      response.writeHead(503, { "content-type": "text/plain" });
+      response.end("busy");
+      return;
+    }
     if (path === "/moved") {
       response.writeHead(307, { location: "/ok" });
       response.end();
@@ -63,14 +89,14 @@ afterAll(async () => {
 
 const client = (path: string, options: { timeout?: number; batch?: boolean } = {}) =>
   createPublicClient({
-    transport: httpTransport(`${base}${path}`, { retryCount: 0, timeout: 5_000, ...options }),
+    transport: jsonRpcTransport(`${base}${path}`, { retryCount: 0, timeout: 5_000, ...options }),
   });
 
 describe("JSON-RPC over node:http", () => {
   test("answers, and batches concurrent requests into one HTTP request", async () => {
     bodies.length = 0;
     const c = client("/ok", { batch: true });
-    const [a, b] = await Promise.all([c.getChainId(), c.getBlockNumber()]);
+    const [a, b] = await Promise.all([c.getChainId(), c.getGasPrice()]);
     expect(a).toBe(1);
     expect(b).toBe(1n);
     expect(bodies).toHaveLength(1);
@@ -110,7 +136,7 @@ describe("JSON-RPC over node:http", () => {
     const port = (probe.address() as AddressInfo).port;
     await new Promise((resolve) => probe.close(resolve));
     const c = createPublicClient({
-      transport: httpTransport(`http://127.0.0.1:${port}`, { retryCount: 0 }),
+      transport: jsonRpcTransport(`http://127.0.0.1:${port}`, { retryCount: 0 }),
     });
     const error = await c.getChainId().catch((e: unknown) => e);
     expect(isUnreachable(error)).toBe(true);
@@ -124,6 +150,49 @@ describe("JSON-RPC over node:http", () => {
     expect(error).toBeInstanceOf(Error);
     expect(isUnreachable(error)).toBe(true);
     await expect(client("/ok").getChainId()).resolves.toBe(1);
+  });
+
+  test("the node's error for one call of a batch is that call's, the others answer", async () => {
+    const c = client("/ok", { batch: true });
+    const [chainId, block] = await Promise.allSettled([c.getChainId(), c.getBlockNumber()]);
+    expect(chainId).toEqual({ status: "fulfilled", value: 1 });
+    expect(block.status).toBe("rejected");
+    const reason = (block as PromiseRejectedResult).reason as Error;
+    expect(reason.message).toContain("node is unwell");
+    expect(isUnreachable(reason)).toBe(false);
+  });
+
+  test("a node that refuses the whole batch gives its error to every call", async () => {
+    const c = client("/refuse-batch", { batch: true });
+    const answers = await Promise.allSettled([c.getChainId(), c.getGasPrice()]);
+    for (const a of answers) {
+      expect(a.status).toBe("rejected");
+      expect(((a as PromiseRejectedResult).reason as Error).message).toContain("batches are off");
+    }
+  });
+
+  test("an HTTP error without a JSON-RPC body is an HttpRequestError with its status", async () => {
+    const error = (await client("/503")
+      .getChainId()
+      .catch((e: unknown) => e)) as Error & {
+      walk: (f: (e: unknown) => boolean) => unknown;
+    };
+    const http = error.walk((e) => e instanceof HttpRequestError) as HttpRequestError;
+    expect(http.status).toBe(503);
+    expect(isUnreachable(error)).toBe(true);
+  });
+
+  test("credentials in the URL go as Basic authorization, never in the request line", async () => {
+    headersSeen.length = 0;
+    const c = createPublicClient({
+      transport: jsonRpcTransport(base.replace("http://", "http://us%40er:p%3Ass@") + "/ok", {
+        retryCount: 0,
+      }),
+    });
+    await expect(c.getChainId()).resolves.toBe(1);
+    expect(headersSeen[0]?.authorization).toBe(
+      `Basic ${Buffer.from("us@er:p:ss").toString("base64")}`,
+    );
   });
 
   test("a redirect is followed", async () => {

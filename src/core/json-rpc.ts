@@ -1,0 +1,278 @@
+/**
+ * JSON-RPC over node:http(s) with keep-alive sockets, as a viem transport. Every verify makes one
+ * RPC round trip: through viem's http transport its client side (the global fetch, which loads
+ * undici and its web streams on first use, Headers objects, an abort signal and a timer per
+ * request) was about a tenth of a verify's CPU and a tenth of a cold CLI's start. This one sends
+ * the same requests and throws viem's own error classes the same way (HttpRequestError with the
+ * socket error as its cause, TimeoutError, RpcRequestError for the node's error), so retries
+ * (viem's createTransport) and "never reached the node" (rpc.ts) read as before. Concurrent calls
+ * made in the same turn of the event loop go out as one batch when `batch` is on.
+ */
+import http from "node:http";
+import https from "node:https";
+import {
+  createTransport,
+  type EIP1193RequestFn,
+  HttpRequestError,
+  RpcRequestError,
+  TimeoutError,
+  type Transport,
+} from "viem";
+
+export interface JsonRpcOptions {
+  readonly batch?: boolean | undefined;
+  /** Retries of a failed request (viem's buildRequest decides which), default 3 as viem's. */
+  readonly retryCount?: number | undefined;
+  /** Time for a whole answer, from the request (default 10 s). */
+  readonly timeout?: number | undefined;
+}
+
+/** viem's own cap on an answer (maxResponseBodySize), checked as the bytes arrive. */
+const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+/** viem's default batch size: a larger batch goes out in parts. */
+const BATCH_SIZE = 1000;
+const MAX_REDIRECTS = 5;
+
+const agents = {
+  "http:": new http.Agent({ keepAlive: true }),
+  "https:": new https.Agent({ keepAlive: true }),
+} as const;
+
+/** A type, not an interface: viem's errors take it as a record. */
+type RpcBody = {
+  readonly jsonrpc: "2.0";
+  readonly id: number;
+  readonly method: string;
+  readonly params: unknown;
+};
+
+interface RpcAnswer {
+  readonly id?: unknown;
+  readonly result?: unknown;
+  readonly error?: { code: number; message: string; data?: unknown };
+}
+
+const isRpcError = (data: unknown): data is { error: { code: number; message: string } } => {
+  const error = (data as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  return typeof error?.code === "number" && typeof error?.message === "string";
+};
+
+/** viem's stringify: bigints as decimal strings. */
+const toJson = (value: unknown) =>
+  JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? v.toString() : v));
+
+let nextId = 0;
+
+/** The URL without credentials, and the Basic authorization they become (fetch's rule). */
+function endpointOf(url: string): { url: string; authorization?: string | undefined } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url };
+  }
+  if (!parsed.username && !parsed.password) return { url: parsed.toString() };
+  const decode = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  };
+  const credentials = `${decode(parsed.username)}:${decode(parsed.password)}`;
+  parsed.username = "";
+  parsed.password = "";
+  const authorization = `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
+  return { url: parsed.toString(), authorization };
+}
+
+interface Posted {
+  readonly status: number;
+  readonly statusText: string;
+  readonly text: string;
+}
+
+/** One POST, its whole answer read (capped), redirects followed; rejects with the socket's error. */
+function postOnce(
+  target: URL,
+  text: string,
+  authorization: string | undefined,
+  deadline: { timer?: NodeJS.Timeout; abort?: (error: Error) => void },
+  redirects = 0,
+): Promise<Posted> {
+  return new Promise((resolve, reject) => {
+    const agent = target.protocol === "https:" ? agents["https:"] : agents["http:"];
+    const send = target.protocol === "https:" ? https.request : http.request;
+    const headers: Record<string, string | number> = {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+    };
+    if (authorization) headers.authorization = authorization;
+    const request = send(target, { method: "POST", headers, agent }, (message) => {
+      const status = message.statusCode ?? 0;
+      const location = message.headers.location;
+      if (status >= 300 && status < 400 && status !== 304 && location) {
+        message.resume();
+        if (redirects >= MAX_REDIRECTS) {
+          reject(new Error(`more than ${MAX_REDIRECTS} redirects`));
+          return;
+        }
+        const next = new URL(location, target);
+        postOnce(next, text, authorization, deadline, redirects + 1).then(resolve, reject);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let ended = false;
+      message.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) {
+          message.destroy(new Error(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      message.once("error", reject);
+      message.once("close", () => {
+        if (!ended) reject(new Error("the connection closed before the answer ended"));
+      });
+      message.once("end", () => {
+        ended = true;
+        resolve({
+          status,
+          statusText: message.statusMessage ?? "",
+          text: Buffer.concat(chunks).toString("utf8"),
+        });
+      });
+    });
+    deadline.abort = (error) => request.destroy(error);
+    request.once("error", reject);
+    request.end(text);
+  });
+}
+
+/**
+ * Sends `body` (one call or a batch) and gives the parsed answer, or throws as viem's http
+ * transport does: TimeoutError past `timeoutMs`, RpcRequestError for a node's error status with a
+ * JSON-RPC error, HttpRequestError for anything else (the socket's error as its cause).
+ */
+async function exchange(
+  endpoint: { url: string; authorization?: string | undefined },
+  body: RpcBody | RpcBody[],
+  timeoutMs: number,
+): Promise<unknown> {
+  const url = endpoint.url;
+  const timedOut = new Error("timed out");
+  const deadline: { timer?: NodeJS.Timeout; abort?: (error: Error) => void } = {};
+  let posted: Posted;
+  try {
+    const answer = postOnce(new URL(url), toJson(body), endpoint.authorization, deadline);
+    posted = await (timeoutMs > 0
+      ? new Promise<Posted>((resolve, reject) => {
+          deadline.timer = setTimeout(() => {
+            deadline.abort?.(timedOut);
+            reject(timedOut);
+          }, timeoutMs);
+          answer.then(resolve, reject);
+        })
+      : answer);
+  } catch (error) {
+    if (error === timedOut) throw new TimeoutError({ body, url });
+    throw new HttpRequestError({ body, cause: error as Error, url });
+  } finally {
+    clearTimeout(deadline.timer);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(posted.text || "{}");
+  } catch (error) {
+    if (posted.status >= 200 && posted.status < 300) {
+      throw new HttpRequestError({ body, cause: error as Error, url });
+    }
+    data = { error: posted.text };
+  }
+  if (posted.status < 200 || posted.status >= 300) {
+    // A node that refuses a whole batch answers one error, bare or in a one-element array.
+    const error = Array.isArray(body) && Array.isArray(data) && data.length === 1 ? data[0] : data;
+    if (isRpcError(error)) {
+      throw new RpcRequestError({ body, error: error.error, status: posted.status, url });
+    }
+    const details = toJson((data as { error?: unknown } | null)?.error) || posted.statusText;
+    throw new HttpRequestError({ body, details, status: posted.status, url });
+  }
+  return data;
+}
+
+/** Calls waiting for this turn's batch to go out. */
+interface Pending {
+  readonly body: RpcBody;
+  readonly resolve: (answer: RpcAnswer) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+function batcher(endpoint: { url: string; authorization?: string | undefined }, timeoutMs: number) {
+  let queue: Pending[] = [];
+  const flush = () => {
+    const calls = queue;
+    queue = [];
+    if (calls.length === 0) return;
+    const bodies = calls.map((c) => c.body);
+    exchange(endpoint, bodies, timeoutMs).then(
+      (data) => {
+        const answers = Array.isArray(data) ? (data as RpcAnswer[]) : [];
+        const byId = new Map(answers.map((a) => [a.id, a]));
+        // A node that refuses the whole batch answers one error: every call gets it.
+        const whole = Array.isArray(data)
+          ? answers.length === 1 && calls.length > 1 && isRpcError(answers[0])
+            ? answers[0]
+            : undefined
+          : isRpcError(data)
+            ? (data as RpcAnswer)
+            : undefined;
+        for (const call of calls) {
+          const answer = byId.get(call.body.id) ?? whole;
+          if (answer) call.resolve(answer);
+          else call.reject(new Error(`Expected ${calls.length} responses to batch request.`));
+        }
+      },
+      (error: unknown) => {
+        for (const call of calls) call.reject(error);
+      },
+    );
+  };
+  return (body: RpcBody) =>
+    new Promise<RpcAnswer>((resolve, reject) => {
+      if (queue.length === 0) setImmediate(flush);
+      queue.push({ body, resolve, reject });
+      if (queue.length >= BATCH_SIZE) flush();
+    });
+}
+
+/** A viem transport for the JSON-RPC endpoint at `url` (http or https; credentials allowed). */
+export function jsonRpcTransport(url: string, options: JsonRpcOptions = {}): Transport {
+  const endpoint = endpointOf(url);
+  const timeoutMs = options.timeout ?? 10_000;
+  const call = options.batch
+    ? batcher(endpoint, timeoutMs)
+    : async (body: RpcBody) => (await exchange(endpoint, body, timeoutMs)) as RpcAnswer;
+  return ({ retryCount }) =>
+    createTransport(
+      {
+        key: "http",
+        name: "HTTP JSON-RPC",
+        type: "http",
+        retryCount: options.retryCount ?? retryCount,
+        timeout: timeoutMs,
+        request: (async ({ method, params }: { method: string; params?: unknown }) => {
+          nextId = (nextId + 1) % Number.MAX_SAFE_INTEGER;
+          const body: RpcBody = { jsonrpc: "2.0", id: nextId, method, params };
+          const answer = await call(body);
+          if (answer.error) {
+            throw new RpcRequestError({ body, error: answer.error, url: endpoint.url });
+          }
+          return answer.result;
+        }) as EIP1193RequestFn,
+      },
+      { url: endpoint.url },
+    );
+}
