@@ -4,12 +4,18 @@
  * "never reached the node" before a broadcast, the node's own error) must be what viem's http
  * transport gave.
  */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { createPublicClient, HttpRequestError, TimeoutError } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { jsonRpcTransport } from "../src/core/json-rpc.js";
 import { isUnreachable, neverReachedNode } from "../src/core/rpc.js";
+import { LOOPBACK_TLS_CERT, LOOPBACK_TLS_KEY } from "./helpers/loopback-tls.js";
 
 let server: Server;
 let base: string;
@@ -197,5 +203,47 @@ describe("JSON-RPC over node:http", () => {
 
   test("a redirect is followed", async () => {
     await expect(client("/moved").getChainId()).resolves.toBe(1);
+  });
+});
+
+describe("JSON-RPC over https", () => {
+  test("an https endpoint answers through node:https, loaded when first used", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-json-rpc-tls-"));
+    const tls = createHttpsServer(
+      { key: LOOPBACK_TLS_KEY, cert: LOOPBACK_TLS_CERT },
+      (request, response) => answer(request, response, "0x2a"),
+    );
+    await new Promise<void>((resolve) => tls.listen(0, "127.0.0.1", resolve));
+    try {
+      const caFile = path.join(dir, "ca.pem");
+      writeFileSync(caFile, LOOPBACK_TLS_CERT);
+      const url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`;
+      // The CA must be trusted from the process's start: a child process with it.
+      const script = [
+        `import { jsonRpcTransport } from ${JSON.stringify(path.resolve("src/core/json-rpc.ts"))};`,
+        `const transport = jsonRpcTransport(${JSON.stringify(url)}, { retryCount: 0 })({});`,
+        `console.log(await transport.request({ method: "eth_chainId" }));`,
+      ].join("\n");
+      const file = path.join(dir, "ask.mts");
+      writeFileSync(file, script);
+      const child = spawn(process.execPath, ["--import", "tsx", file], {
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (c: Buffer) => (out += c));
+      child.stderr.on("data", (c: Buffer) => (err += c));
+      const code = await new Promise((resolve) => child.once("exit", resolve));
+      expect({ code, out: out.trim(), err: err.slice(0, 500) }).toEqual({
+        code: 0,
+        out: "42",
+        err: "",
+      });
+    } finally {
+      tls.closeAllConnections();
+      await new Promise((resolve) => tls.close(resolve));
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -9,7 +9,6 @@
  * made in the same turn of the event loop go out as one batch when `batch` is on.
  */
 import http from "node:http";
-import https from "node:https";
 import {
   createTransport,
   type EIP1193RequestFn,
@@ -33,10 +32,23 @@ const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 const BATCH_SIZE = 1000;
 const MAX_REDIRECTS = 5;
 
-const agents = {
-  "http:": new http.Agent({ keepAlive: true }),
-  "https:": new https.Agent({ keepAlive: true }),
-} as const;
+interface Client {
+  readonly request: typeof http.request;
+  readonly agent: http.Agent;
+}
+
+const plain: Client = { request: http.request, agent: new http.Agent({ keepAlive: true }) };
+/** node:https (and TLS) load only for an https endpoint: about 3 ms of a cold CLI's start. */
+let secure: Promise<Client> | undefined;
+
+function clientFor(protocol: string): Client | Promise<Client> {
+  if (protocol !== "https:") return plain;
+  secure ??= import("node:https").then((https) => ({
+    request: https.request as typeof http.request,
+    agent: new https.Agent({ keepAlive: true }),
+  }));
+  return secure;
+}
 
 /** A type, not an interface: viem's errors take it as a record. */
 type RpcBody = {
@@ -93,16 +105,15 @@ interface Posted {
 }
 
 /** One POST, its whole answer read (capped), redirects followed; rejects with the socket's error. */
-function postOnce(
+async function postOnce(
   target: URL,
   text: string,
   authorization: string | undefined,
   deadline: { timer?: NodeJS.Timeout; abort?: (error: Error) => void },
   redirects = 0,
 ): Promise<Posted> {
+  const { request: send, agent } = await clientFor(target.protocol);
   return new Promise((resolve, reject) => {
-    const agent = target.protocol === "https:" ? agents["https:"] : agents["http:"];
-    const send = target.protocol === "https:" ? https.request : http.request;
     const headers: Record<string, string | number> = {
       "content-type": "application/json",
       "content-length": Buffer.byteLength(text),
