@@ -237,7 +237,7 @@ describe("JSON-RPC over https", () => {
       const code = await new Promise((resolve) => child.once("exit", resolve));
       expect({ code, out: out.trim(), err: err.slice(0, 500) }).toEqual({
         code: 0,
-        out: "42",
+        out: "0x2a",
         err: "",
       });
     } finally {
