@@ -103,6 +103,9 @@ export async function startServer(
     if (!response.destroyed && !response.headersSent) {
       const headers: Record<string, string> = { ...result.headers };
       if (close) headers.connection = "close";
+      // A known length sends the head and the body in one write; without it node would send
+      // the body chunked, in several.
+      headers["content-length"] = String(Buffer.byteLength(result.body));
       response.writeHead(result.status, headers);
       response.end(method === "HEAD" ? undefined : result.body);
       // "drained": node closes the connection itself after the answer (Connection: close).
