@@ -228,7 +228,8 @@ async function settlePhase(
     errors.keep(`floor ${i + 1}`, f.errors);
     console.log(
       `settle floor ${i + 1} (no facilitator): ${f.count} transfers in ${f.seconds.toFixed(2)} s, ` +
-        `${f.errors.length} errors`,
+        `${f.errors.length} errors; CPU ms per transfer: anvil ${fmt(perRequest(f.anvilMs, f.count), 2)}, ` +
+        `sender ${fmt(perRequest(f.clientMs, f.count), 2)}`,
     );
   }
   const floor = floors.reduce((a, b) => (b.count / b.seconds > a.count / a.seconds ? b : a));

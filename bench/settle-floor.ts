@@ -18,8 +18,12 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { DevAccount, Devnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { transferCalldata } from "../src/evm/exact/eip3009-encoding.js";
+import { cpuMs } from "./lib.js";
 
 export interface FloorRun {
+  /** CPU ms anvil and this process (the sender) used while sending, from /proc. */
+  readonly anvilMs: number | undefined;
+  readonly clientMs: number;
   readonly count: number;
   readonly seconds: number;
   readonly latenciesMs: number[];
@@ -123,6 +127,8 @@ export async function settleFloor(
     const hash = await client.sendRawTransaction({ serializedTransaction: raw });
     return client.waitForTransactionReceipt({ hash, pollingInterval: 10 });
   };
+  const anvilBefore = cpuMs(devnet.anvil.pid);
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   const worker = async () => {
     while (next < raws.length) {
@@ -139,7 +145,12 @@ export async function settleFloor(
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, raws.length) }, worker));
+  const anvilAfter = cpuMs(devnet.anvil.pid);
+  const senderCpu = process.cpuUsage(clientBefore);
   return {
+    anvilMs:
+      anvilBefore === undefined || anvilAfter === undefined ? undefined : anvilAfter - anvilBefore,
+    clientMs: (senderCpu.user + senderCpu.system) / 1000,
     count: latenciesMs.length,
     seconds: (performance.now() - started) / 1000,
     latenciesMs,
