@@ -208,7 +208,7 @@ export const SETTINGS = {
   }),
   svmSmartWalletMaxComputeUnits: value({
     flag: "--svm-smart-wallet-max-compute-units <n>",
-    env: "FACILITATOR_SVM_SMART_WALLET_MAX_COMPUTE_UNITS",
+    env: "FACILITATOR_SVM_SMART_WALLET_MAX_UNITS",
     key: "svmSmartWalletMaxComputeUnits",
     parse: wholeNumber(MAX_TRANSACTION_COMPUTE_UNITS),
     default: () => DEFAULT_SMART_WALLET_MAX_COMPUTE_UNITS,
@@ -217,7 +217,7 @@ export const SETTINGS = {
   }),
   svmSmartWalletMaxPriorityFee: value({
     flag: "--svm-smart-wallet-max-priority-fee <microlamports>",
-    env: "FACILITATOR_SVM_SMART_WALLET_MAX_PRIORITY_FEE",
+    env: "FACILITATOR_SVM_SMART_WALLET_MAX_PRICE",
     key: "svmSmartWalletMaxPriorityFee",
     parse: wholeNumberFrom0(Number.MAX_SAFE_INTEGER),
     default: () => Number(DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE),
