@@ -334,6 +334,14 @@ const cases: Case[] = [
     code: "compute_budget_too_high",
   },
   {
+    // Our static path caps the limit at 200,000 before it looks at the layout; the reference
+    // does not: the smart-wallet path's own cap applies, in both.
+    name: "a compute-unit limit above our static path's cap, within the smart-wallet one",
+    shape: { units: 300_000 },
+    sim: () => ({ inner: group(parsed({})) }),
+    reason: "valid",
+  },
+  {
     name: "a priority fee above the cap",
     shape: { microLamports: 50_001n },
     reason: "invalid_exact_svm_smart_wallet_priority_fee_too_high",
@@ -510,6 +518,33 @@ describe("the official exported checks, held to ours", () => {
         });
       }
     }
+  });
+
+  test("ours, stricter: the whole fee within --svm-max-fee-lamports (the reference has no cap)", async () => {
+    const { payload } = await squadsPayment({ units: 400_000, microLamports: 50_000n });
+    const decoded = decodeSvmTransaction(payload.payload.transaction);
+    if (!decoded.ok) throw new Error(decoded.message);
+    const options = { allowedPrograms: DEFAULT_PROGRAMS, ...LIMITS };
+    const feePayers = [devnet.feePayer.address];
+    // Two signatures and 400,000 units at 50,000 micro-lamports: 10,000 + 20,000 lamports.
+    expect(checkSmartWalletShape(decoded.transaction, feePayers, options, 30_000n).ok).toBe(true);
+    expect(checkSmartWalletShape(decoded.transaction, feePayers, options, 29_999n)).toMatchObject({
+      ok: false,
+      x402Reason: "invalid_exact_svm_smart_wallet_priority_fee_too_high",
+    });
+    // Without a SetComputeUnitLimit (here a second price in its place) the runtime's default
+    // counts: 200,000 units for each of the two other instructions, 20,000 lamports at this price.
+    const price = Buffer.alloc(9);
+    price.writeUInt8(3, 0);
+    price.writeBigUInt64LE(50_000n, 1);
+    const { payload: noLimit } = await squadsPayment({
+      microLamports: 50_000n,
+      limitData: Uint8Array.from(price),
+    });
+    const bare = decodeSvmTransaction(noLimit.payload.transaction);
+    if (!bare.ok) throw new Error(bare.message);
+    expect(checkSmartWalletShape(bare.transaction, feePayers, options, 30_000n).ok).toBe(true);
+    expect(checkSmartWalletShape(bare.transaction, feePayers, options, 29_999n).ok).toBe(false);
   });
 
   test("assertSmartWalletLimits takes what our settings take", () => {
