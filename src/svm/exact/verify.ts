@@ -174,13 +174,7 @@ async function checkSmartWallet(
 
 function smartWalletRefusal(request: PaymentRequest, refused: SmartWalletRefusal): SvmRefusal {
   if (refused.simulation) {
-    return simulationRefusal(
-      request,
-      refused.simulation,
-      { payer: "" },
-      "verify",
-      refused.x402Reason,
-    );
+    return simulationRefusal(request, refused.simulation, {}, "verify", refused.x402Reason);
   }
   const code = refused.code ?? CODES[refused.x402Reason];
   return refuse(code, refused.x402Reason, refused.message, refused.payer);
