@@ -17,6 +17,7 @@ import type { GasBounds } from "./evm/chain/gas-bounds.js";
 import { EvmFamily, type EvmOptions } from "./evm/family.js";
 import { Journal } from "./store/journal.js";
 import type { SvmFeePayer } from "./svm/chain/keys.js";
+import type { SmartWalletOptions } from "./svm/exact/smart-wallet.js";
 import { SvmFamily } from "./svm/family.js";
 
 export type { SupportedKind, SupportedResponse } from "./core/facilitator.js";
@@ -33,6 +34,11 @@ export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signer
   readonly svmFeePayers?: readonly SvmFeePayer[] | undefined;
   /** The most lamports one Solana settlement may cost the fee payer (default 150,000). */
   readonly svmMaxFeeLamports?: bigint | undefined;
+  /**
+   * Take Solana payments from smart wallets (svm/exact/smart-wallet.ts) with these limits; off
+   * when undefined.
+   */
+  readonly svmSmartWallets?: SmartWalletOptions | undefined;
   /**
    * Where settlements are written down before they are broadcast (default: in memory only; the
    * CLI and serve keep a file, or PostgreSQL for several replicas).
@@ -75,6 +81,7 @@ export class Facilitator extends FacilitatorCore {
       keys: options.svmFeePayers ?? [],
       onFree,
       maxFeeLamports: options.svmMaxFeeLamports,
+      smartWallets: options.svmSmartWallets,
       confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
       pollMs: options.receiptPollMs ?? 250,
       watchSubmitted: options.watchSubmitted ?? false,

@@ -6,6 +6,8 @@
  */
 import type { Address, Hex } from "viem";
 import type { SvmFeePayer } from "../svm/chain/keys.js";
+import { DEFAULT_SMART_WALLET_PROGRAMS } from "../svm/exact/constants.js";
+import type { SmartWalletOptions } from "../svm/exact/smart-wallet.js";
 import { readConfigFile } from "./config-file.js";
 import { keyLoaders } from "./config-keys.js";
 import type { SettlementLimits } from "./config-limits.js";
@@ -39,6 +41,8 @@ export interface CliConfig {
   readonly loadSvmFeePayers: () => SvmFeePayer[];
   /** The most lamports one Solana settlement may cost the fee payer (undefined: the default). */
   readonly svmMaxFeeLamports?: bigint | undefined;
+  /** Payments from Solana smart wallets, and their limits (undefined: not taken). */
+  readonly svmSmartWallets?: SmartWalletOptions | undefined;
   readonly confirmTimeoutMs: number;
   readonly journalPath: string;
   /** A PostgreSQL URL: settlements live there, shared by replicas, instead of the journal file. */
@@ -80,6 +84,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const storeUrl = setting(SETTINGS.store);
   const storeLeaseMs = setting(SETTINGS.storeLease);
   const svmMaxFeeLamports = setting(SETTINGS.svmMaxFeeLamports);
+  const svmSmartWallets = smartWalletsOf(sources);
   const caps = resolvePerNetwork(SETTINGS.maxFee, sources);
   const budgets = resolvePerNetwork(SETTINGS.wastedGasBudget, sources);
   const limits: SettlementLimits = {
@@ -113,6 +118,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     publicRpcs,
     ...keys,
     svmMaxFeeLamports,
+    svmSmartWallets,
     confirmTimeoutMs,
     journalPath,
     storeUrl,
@@ -124,5 +130,19 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     builderCode,
     denyList,
     ratePerClient,
+  };
+}
+
+/** The smart-wallet settings, read only when they are switched on. */
+function smartWalletsOf(sources: SettingSources): SmartWalletOptions | undefined {
+  const setting = <R extends ValueSetting>(row: R) => resolveSetting(row, sources);
+  const programs = setting(SETTINGS.svmSmartWalletPrograms);
+  const maxComputeUnits = setting(SETTINGS.svmSmartWalletMaxComputeUnits);
+  const maxPriorityFee = setting(SETTINGS.svmSmartWalletMaxPriorityFee);
+  if (!setting(SETTINGS.svmSmartWallets)) return undefined;
+  return {
+    allowedPrograms: programs ?? DEFAULT_SMART_WALLET_PROGRAMS,
+    maxComputeUnits,
+    maxPriorityFeeMicroLamports: BigInt(maxPriorityFee),
   };
 }

@@ -57,6 +57,7 @@ async function build(
     // Verify needs the Solana fee payers too: a payment names the one it expects.
     svmFeePayers: config.loadSvmFeePayers(),
     svmMaxFeeLamports: config.svmMaxFeeLamports,
+    svmSmartWallets: config.svmSmartWallets,
     builderCode: config.builderCode ? { code: config.builderCode } : undefined,
   };
   if (!signing && options.store) {

@@ -39,7 +39,15 @@ export function withChainOptions(
     SETTINGS.rpcUrls,
     SETTINGS.publicRpcs,
     ...(feePayer !== "none" ? [SETTINGS.svmFeePayers] : []),
-    ...(feePayer === "key and fee cap" ? [SETTINGS.svmMaxFeeLamports] : []),
+    ...(feePayer === "key and fee cap"
+      ? [
+          SETTINGS.svmMaxFeeLamports,
+          SETTINGS.svmSmartWallets,
+          SETTINGS.svmSmartWalletPrograms,
+          SETTINGS.svmSmartWalletMaxComputeUnits,
+          SETTINGS.svmSmartWalletMaxPriorityFee,
+        ]
+      : []),
     SETTINGS.config,
   );
 }

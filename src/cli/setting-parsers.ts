@@ -5,6 +5,7 @@
  */
 import path from "node:path";
 import { type Address, getAddress, isAddress } from "viem";
+import { isSolanaAddress } from "../protocol/solana-networks.js";
 import { UsageError } from "./errors.js";
 
 /** Where a value came from. */
@@ -202,3 +203,33 @@ export const builderCode: Parser<string> = (value, source) => {
   }
   return text;
 };
+
+/** Solana addresses (programs): comma-separated text (a repeatable flag's values joined), or a JSON array. */
+export const solanaAddresses: Parser<string[]> = (value, source) => {
+  const items = Array.isArray(value)
+    ? value
+    : typeof value === "string"
+      ? value
+          .split(",")
+          .map((item) => item.trim())
+          .filter(Boolean)
+      : undefined;
+  if (!items) throw new UsageError(`${source.name} must be a list of Solana addresses`);
+  return items.map((item, i) => {
+    if (!isSolanaAddress(item)) {
+      throw new UsageError(`the ${ordinal(i + 1)} entry of ${source.name} is not a Solana address`);
+    }
+    return item;
+  });
+};
+
+/** A whole number from 0 (a cap that may forbid what it caps). */
+export function wholeNumberFrom0(max: number): Parser<number> {
+  return (value, source) => {
+    const n = numberOf(value);
+    if (!Number.isSafeInteger(n) || n < 0 || n > max) {
+      throw new UsageError(`${source.name} must be a whole number from 0 to ${max}`);
+    }
+    return n;
+  };
+}

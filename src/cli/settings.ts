@@ -14,7 +14,12 @@ import path from "node:path";
 import { DEFAULT_CLAIM_BATCH } from "../evm/batch-settlement/batcher.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../evm/chain/gas-at-risk.js";
 import { defaultJournalPath } from "../store/journal-file.js";
-import { DEFAULT_MAX_FEE_LAMPORTS } from "../svm/exact/constants.js";
+import {
+  DEFAULT_MAX_FEE_LAMPORTS,
+  DEFAULT_SMART_WALLET_MAX_COMPUTE_UNITS,
+  DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE,
+  MAX_TRANSACTION_COMPUTE_UNITS,
+} from "../svm/exact/constants.js";
 import { allowedAssets, gasAmount, gasBounds, nativeAmount } from "./config-limits.js";
 import { DEFAULT_LEASE_MS, MAX_LEASE_MS } from "./lock-holders.js";
 import {
@@ -29,8 +34,10 @@ import {
   positiveSeconds,
   postgresUrl,
   secondsFrom,
+  solanaAddresses,
   wei,
   wholeNumber,
+  wholeNumberFrom0,
 } from "./setting-parsers.js";
 
 interface Described {
@@ -182,6 +189,40 @@ export const SETTINGS = {
     parse: lamports,
     shownDefault: String(DEFAULT_MAX_FEE_LAMPORTS),
     help: "most lamports one Solana settlement may cost the fee payer",
+  }),
+  svmSmartWallets: value({
+    flag: "--svm-smart-wallets",
+    env: "FACILITATOR_SVM_SMART_WALLETS",
+    key: "svmSmartWallets",
+    parse: onOff,
+    help: "take Solana payments from smart wallets (Squads, Swig, …): checked by simulating their transaction, and confirmed on chain after settling",
+  }),
+  svmSmartWalletPrograms: value({
+    flag: "--svm-smart-wallet-program <address>",
+    repeatable: true,
+    env: "FACILITATOR_SVM_SMART_WALLET_PROGRAMS",
+    key: "svmSmartWalletPrograms",
+    parse: solanaAddresses,
+    shownDefault: "the official facilitator's seven",
+    help: "with --svm-smart-wallets: the programs a smart wallet's payment may call besides the compute budget and memos; repeatable, replaces the default list",
+  }),
+  svmSmartWalletMaxComputeUnits: value({
+    flag: "--svm-smart-wallet-max-compute-units <n>",
+    env: "FACILITATOR_SVM_SMART_WALLET_MAX_UNITS",
+    key: "svmSmartWalletMaxComputeUnits",
+    parse: wholeNumber(MAX_TRANSACTION_COMPUTE_UNITS),
+    default: () => DEFAULT_SMART_WALLET_MAX_COMPUTE_UNITS,
+    shownDefault: String(DEFAULT_SMART_WALLET_MAX_COMPUTE_UNITS),
+    help: "with --svm-smart-wallets: the highest compute-unit limit a smart wallet's payment may set",
+  }),
+  svmSmartWalletMaxPriorityFee: value({
+    flag: "--svm-smart-wallet-max-priority-fee <microlamports>",
+    env: "FACILITATOR_SVM_SMART_WALLET_MAX_PRICE",
+    key: "svmSmartWalletMaxPriorityFee",
+    parse: wholeNumberFrom0(Number.MAX_SAFE_INTEGER),
+    default: () => Number(DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE),
+    shownDefault: String(DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE),
+    help: "with --svm-smart-wallets: the highest compute-unit price, in micro-lamports per unit, a smart wallet's payment may set",
   }),
   confirmTimeout: value({
     flag: "--confirm-timeout <seconds>",

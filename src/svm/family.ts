@@ -31,12 +31,15 @@ import { SVM_KEY_PREFIX, svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
 import { TRANSACTION_VERSIONS } from "./exact/constants.js";
 import type { SvmSettleContext } from "./exact/index.js";
 import { signatureStatuses } from "./exact/rpc.js";
+import type { SmartWalletOptions } from "./exact/smart-wallet.js";
 
 export interface SolanaOptions {
   /** Successes written down before they are answered (default: one of this family's own). */
   readonly answers?: Answers | undefined;
   readonly keys: readonly SvmFeePayer[];
   readonly maxFeeLamports?: bigint | undefined;
+  /** Payments from smart wallets are taken with these limits; off when undefined. */
+  readonly smartWallets?: SmartWalletOptions | undefined;
   readonly confirmTimeoutMs: number;
   readonly pollMs: number;
   readonly watchSubmitted: boolean;
@@ -130,9 +133,13 @@ export class SvmFamily implements ChainFamily {
       for (const network of await this.#rpc.servedSolanaNetworks()) {
         const feePayer = this.feePayers[this.#turn++ % this.feePayers.length] as string;
         const extra = { feePayer, transactionVersions: [...TRANSACTION_VERSIONS] };
+        // As the reference says it when its smart-wallet path is on (x402 v2: v1 has none).
+        const features = this.#options.smartWallets
+          ? { features: { smartWalletSupported: true } }
+          : {};
         const v1Name = solanaCluster(network)?.v1Name;
         if (v1Name) kinds.push({ x402Version: 1, scheme: "exact", network: v1Name, extra });
-        kinds.push({ x402Version: 2, scheme: "exact", network, extra: { ...extra } });
+        kinds.push({ x402Version: 2, scheme: "exact", network, extra: { ...extra, ...features } });
       }
     }
     const signers: Record<string, string[]> =
@@ -198,6 +205,7 @@ export class SvmFamily implements ChainFamily {
       network,
       feePayers: this.feePayers,
       maxFeeLamports: options.maxFeeLamports,
+      smartWallets: options.smartWallets,
       keys: options.keys,
       journal: this.#journal,
       answers: this.#answers,

@@ -131,7 +131,24 @@ export async function checkSvmPayment(
     if (!resolved.ok) return resolved;
     tx = resolved.transaction;
   }
+  const checked = await checkLayout(tx, requirements, options);
+  // A refusal carries the resolved transaction: the smart-wallet path (smart-wallet.ts) reads it.
+  return checked.ok ? checked : { ...checked, transaction: tx };
+}
 
+/**
+ * The static layout and what it pays, over a decoded transaction whose lookup tables are
+ * resolved: the checks after the signatures, in the reference's order.
+ */
+export async function checkLayout(
+  tx: SvmTransaction,
+  requirements: SvmRequirements,
+  options: SvmCheckOptions,
+): Promise<SvmCheckResult> {
+  const version = options.x402Version ?? 2;
+  const ours = new Set(options.feePayers);
+  const feePayer = tx.staticAccounts[0] as string;
+  const signers = tx.header.numSignerAccounts;
   const ixs = tx.instructions;
   const most = MAX_INSTRUCTIONS[version];
   if (ixs.length < MIN_INSTRUCTIONS || ixs.length > most) {

@@ -55,3 +55,30 @@ export const DEFAULT_MAX_FEE_LAMPORTS = 150_000n;
  * `unsupported_transaction_version` before anything else of it is read.
  */
 export const TRANSACTION_VERSIONS: readonly number[] = [0];
+
+/**
+ * The smart-wallet path (smart-wallet.ts), off unless switched on. The programs a smart-wallet
+ * payment may call at the top level besides the compute budget and memos: the reference's
+ * DEFAULT_SMART_WALLET_ALLOWED_PROGRAMS (Squads Multisig v4, Squads Smart Account, Swig legacy
+ * and v2, SPL Governance, Metaplex Core, Lighthouse).
+ */
+export const DEFAULT_SMART_WALLET_PROGRAMS: readonly string[] = [
+  "SQDS4ep65T869zMMBKyuUq6aD6EgTu8psMjkvj52pCf",
+  "SMRTzfY6DfH5ik3TKiyLFfXexV8uSG3d2UksSCYdunG",
+  "SWiGmQedKzMz1tiTqoJCWeGDnGXfNBp2PkXLkpCAtQo",
+  "swigypWHEksbC64pWKwah1WTeh9JXwx8H1rJHLdbQMB",
+  "GovER5Lthms3bLBqWub97yVrMmEogzX7xNjdXpPPCVZw",
+  "CoREENxT6tW1HoK8ypY1SxRMZTcVPm7R94rH4PZNhX7d",
+  LIGHTHOUSE_PROGRAM,
+];
+
+/** The smart-wallet path's compute caps: the reference's defaults. */
+export const DEFAULT_SMART_WALLET_MAX_COMPUTE_UNITS = 400_000;
+export const DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE = 50_000n;
+
+/**
+ * The compute-unit limit the runtime gives a transaction without SetComputeUnitLimit: this many
+ * per instruction other than the compute budget's, up to MAX_TRANSACTION_COMPUTE_UNITS.
+ */
+export const DEFAULT_UNITS_PER_INSTRUCTION = 200_000;
+export const MAX_TRANSACTION_COMPUTE_UNITS = 1_400_000;

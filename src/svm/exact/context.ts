@@ -7,6 +7,7 @@ import type { MetricsSink } from "../../core/metrics.js";
 import type { SettlementStore } from "../../core/store.js";
 import type { PayerThrottle } from "../../core/throttle.js";
 import type { SvmFeePayer } from "../chain/keys.js";
+import type { SmartWalletOptions } from "./smart-wallet.js";
 
 export interface SvmContext {
   /** JSON-RPC to the cluster (viem's transport: timeouts, Basic auth, metrics). */
@@ -17,6 +18,8 @@ export interface SvmContext {
   readonly feePayers: readonly string[];
   /** The most lamports one settlement may cost the fee payer (the default cap when undefined). */
   readonly maxFeeLamports?: bigint | undefined;
+  /** Payments from smart wallets (smart-wallet.ts) are taken with these; off when undefined. */
+  readonly smartWallets?: SmartWalletOptions | undefined;
 }
 
 export interface SvmSettleContext extends SvmContext {

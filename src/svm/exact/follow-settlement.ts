@@ -2,7 +2,8 @@
  * The reconciler's look at one Solana settlement written down and not at its end: its signature's
  * status now; if the cluster has none and its blockhash is still valid, the same signed bytes are
  * sent again (anyone may: the fee payer's signature is in them); once the blockhash has expired
- * with no status, it can never land.
+ * with no status, it can never land. One that landed is `landed` only if it paid: a smart wallet's
+ * transfer is read back from the confirmed transaction (transfer-landed.ts), never assumed.
  */
 import type { Followed } from "../../core/family.js";
 import { isUnreachable } from "../../core/rpc.js";
@@ -10,6 +11,7 @@ import type { JournalEntry } from "../../core/store.js";
 import type { SvmSettleContext } from "./context.js";
 import { decodeSvmTransaction } from "./decode.js";
 import { isBlockhashValid, sendTransaction, signatureStatuses } from "./rpc.js";
+import { owedOf, paysAtTopLevel, transferLanded } from "./transfer-landed.js";
 
 export async function followSvmSettlement(
   ctx: SvmSettleContext,
@@ -22,6 +24,8 @@ export async function followSvmSettlement(
     status?.confirmationStatus === "confirmed" || status?.confirmationStatus === "finalized";
   if (status && final) {
     if (status.err === null) {
+      const unpaid = await landedUnpaid(ctx, entry, signature);
+      if (unpaid) return { ...unpaid, network, transaction: signature };
       ctx.ledger.landed(entry.key, BigInt(status.slot));
       return {
         outcome: "landed",
@@ -74,5 +78,36 @@ export async function followSvmSettlement(
     network,
     transaction: signature,
     detail: "its blockhash expired before it landed: it took nothing",
+  };
+}
+
+/**
+ * Landed without error, but did it pay? Its own top-level transfer says so at once (the static
+ * layout's payments); otherwise (a smart wallet's, or accounts from lookup tables) the confirmed
+ * transaction is read: one without the transfer failed (it took nothing from the payer), one the
+ * node does not show yet stays open.
+ */
+async function landedUnpaid(
+  ctx: SvmSettleContext,
+  entry: JournalEntry,
+  signature: string,
+): Promise<Pick<Followed, "outcome" | "detail"> | undefined> {
+  const raw = entry.raws.at(-1);
+  if (!entry.expect || !raw) return undefined;
+  const owed = owedOf(entry.expect);
+  if (paysAtTopLevel(raw, owed, ctx.feePayers)) return undefined;
+  const paid = await transferLanded(ctx.client, signature, owed, ctx.feePayers);
+  if (paid === "paid") return undefined;
+  if (paid === "unknown") {
+    return {
+      outcome: "open",
+      detail: "landed; the node does not show it yet to confirm its transfer",
+    };
+  }
+  ctx.ledger.release(entry.key);
+  return {
+    outcome: "failed",
+    detail:
+      "it landed without its transfer (post_settlement_transfer_not_confirmed): nothing was paid",
   };
 }

@@ -47,7 +47,43 @@ export const SVM_REASONS = {
   unknownOptionalInstruction: "invalid_exact_svm_payload_unknown_optional_instruction",
   memoCount: "invalid_exact_svm_payload_memo_count",
   memoMismatch: "invalid_exact_svm_payload_memo_mismatch",
+  // The smart-wallet path (smart-wallet.ts), taken only when it is switched on. Where the reference
+  // appends ": " and a detail, ours says it in the message and keeps the reason bare.
+  smartWalletProgramNotAllowed: "invalid_exact_svm_smart_wallet_program_not_allowed",
+  smartWalletFeePayerNotIsolated: "invalid_exact_svm_smart_wallet_fee_payer_not_isolated",
+  smartWalletMalformedComputeBudget: "invalid_exact_svm_smart_wallet_malformed_compute_budget",
+  smartWalletMalformedComputeLimit: "invalid_exact_svm_smart_wallet_malformed_compute_limit",
+  smartWalletMalformedComputePrice: "invalid_exact_svm_smart_wallet_malformed_compute_price",
+  smartWalletComputeUnitsTooHigh: "invalid_exact_svm_smart_wallet_compute_units_too_high",
+  smartWalletPriorityFeeTooHigh: "invalid_exact_svm_smart_wallet_priority_fee_too_high",
+  smartWalletUnsupportedComputeBudget:
+    "invalid_exact_svm_smart_wallet_unsupported_compute_budget_instruction",
+  /** In the reference's list; it never answers it (its own checks throw the finer reasons). */
+  smartWalletComputeBudgetViolation: "invalid_exact_svm_smart_wallet_compute_budget_violation",
+  smartWalletSimulationFailed: "invalid_exact_svm_smart_wallet_simulation_failed",
+  smartWalletCannotDeriveAta: "invalid_exact_svm_smart_wallet_cannot_derive_destination_ata",
+  smartWalletNoTransfer: "invalid_exact_svm_smart_wallet_no_transfer_in_simulation",
+  smartWalletTransferMismatch: "invalid_exact_svm_smart_wallet_transfer_mismatch",
+  smartWalletMultipleTransfers: "invalid_exact_svm_smart_wallet_multiple_matching_transfers",
 } as const;
+
+/** After settling a smart-wallet payment: the confirmed transaction does not show its transfer. */
+export const POST_SETTLEMENT_NOT_CONFIRMED = "post_settlement_transfer_not_confirmed";
+
+/**
+ * The static layout's reasons after which the reference tries the smart-wallet path (its
+ * LAYOUT_RECOVERABLE_REASONS: an unknown seventh instruction is not among them).
+ */
+export const LAYOUT_RECOVERABLE: ReadonlySet<string> = new Set([
+  SVM_REASONS.instructionsLength,
+  SVM_REASONS.noTransferInstruction,
+  SVM_REASONS.unknownFourthInstruction,
+  SVM_REASONS.unknownFifthInstruction,
+  SVM_REASONS.unknownSixthInstruction,
+  SVM_REASONS.unknownOptionalInstruction,
+  SVM_REASONS.computeLimitInstruction,
+  SVM_REASONS.computePriceInstruction,
+]);
 
 export type SvmReason = (typeof SVM_REASONS)[keyof typeof SVM_REASONS];
 

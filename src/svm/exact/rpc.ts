@@ -141,3 +141,71 @@ export async function lamportsOf(client: Client, address: string): Promise<bigin
   ]);
   return BigInt(answer?.value ?? 0);
 }
+
+/** A simulation that also lists the inner instructions each top-level instruction made. */
+export type InnerSimulation =
+  | { readonly ok: true; readonly innerInstructions: unknown }
+  | ({ readonly ok: false } & SimulationFailure);
+
+/**
+ * Simulates `transaction` as the payer sent it (no signature checks, its own blockhash) with
+ * `innerInstructions: true`, as the reference's smart-wallet path does.
+ */
+export async function simulateWithInnerInstructions(
+  client: Client,
+  transaction: string,
+): Promise<InnerSimulation> {
+  let answer: { value?: { err?: unknown; logs?: unknown; innerInstructions?: unknown } };
+  try {
+    answer = await call(client, "simulateTransaction", [
+      transaction,
+      {
+        encoding: "base64",
+        sigVerify: false,
+        replaceRecentBlockhash: false,
+        commitment: "confirmed",
+        innerInstructions: true,
+      },
+    ]);
+  } catch (error) {
+    if (isUnreachable(error)) throw error;
+    return { ok: false, text: nodeRefusal(error) };
+  }
+  const err = answer?.value?.err;
+  if (err !== null && err !== undefined) {
+    return { ok: false, err, text: describeTransactionError(err, answer.value?.logs) };
+  }
+  return { ok: true, innerInstructions: answer?.value?.innerInstructions ?? null };
+}
+
+/** A confirmed transaction as getTransaction answers it in base64 (null: the node has none). */
+export interface ConfirmedTransaction {
+  /** The wire transaction, base64. */
+  readonly wire: string;
+  readonly err: unknown;
+  readonly innerInstructions: unknown;
+  /** The accounts its lookup tables loaded, when the node says (writable, then read-only). */
+  readonly loadedAddresses?: { readonly writable: unknown; readonly readonly: unknown } | undefined;
+}
+
+export async function confirmedTransaction(
+  client: Client,
+  signature: string,
+): Promise<ConfirmedTransaction | null> {
+  const answer = await call<{
+    transaction?: unknown;
+    meta?: { err?: unknown; innerInstructions?: unknown; loadedAddresses?: unknown } | null;
+  } | null>(client, "getTransaction", [
+    signature,
+    { encoding: "base64", commitment: "confirmed", maxSupportedTransactionVersion: 0 },
+  ]);
+  const wire = Array.isArray(answer?.transaction) ? answer.transaction[0] : undefined;
+  if (!answer || typeof wire !== "string" || !answer.meta) return null;
+  const loaded = answer.meta.loadedAddresses as ConfirmedTransaction["loadedAddresses"];
+  return {
+    wire,
+    err: answer.meta.err ?? null,
+    innerInstructions: answer.meta.innerInstructions ?? null,
+    loadedAddresses: loaded ?? undefined,
+  };
+}

@@ -39,8 +39,9 @@ import {
   simulationError,
 } from "./rpc.js";
 import { svmKeyOf } from "./settlement-key.js";
+import { journaledSmartWallet, smartWalletUnpaid } from "./smart-wallet-settle.js";
 import type { SvmPayment } from "./types.js";
-import { checkSvmRequest, refuse, simulationRefusal } from "./verify.js";
+import { checkSvmRequest, refuse, type SvmRefusal, simulationRefusal } from "./verify.js";
 
 /** The payer throttle's chain for Solana payers (no EVM chain has id 0). */
 export const SVM_THROTTLE_CHAIN = 0;
@@ -70,8 +71,15 @@ export async function settleExactSvm(
   waitUntil: WaitUntil,
 ): Promise<SettleResult> {
   const checked = await checkSvmRequest(ctx, request);
-  if (!checked.ok) return checked;
-  const { payment } = checked;
+  let payment: SvmPayment;
+  if (checked.ok) payment = checked.payment;
+  else {
+    const sent = checked.simulated ? await journaledSmartWallet(ctx, checked.simulated) : undefined;
+    if (!sent) return asSettleRefusal(checked);
+    payment = sent;
+  }
+  // A smart wallet's success waits for its transfer on chain: never answered before it lands.
+  if (payment.smartWallet && waitUntil === "submitted") waitUntil = "confirmed";
   const feePayer = ctx.keys.find((k) => k.address === payment.feePayer);
   if (!feePayer) {
     return refuse(
@@ -97,6 +105,13 @@ export async function settleExactSvm(
   };
   const s: Settling = { ctx, request, payment, signed, key, spend };
   return settleInTurn(ctx.journal, svmSteps(s), waitUntil);
+}
+
+/** A refusal of verify's, as settle answers it: a transaction already landed is its 409. */
+function asSettleRefusal(refused: SvmRefusal): SvmRefusal {
+  if (refused.failure.code !== "duplicate_settlement") return refused;
+  const { status: _, ...rest } = refused.failure;
+  return { ...refused, failure: rest };
 }
 
 /** A Solana payment's steps through the settle loop (core/settle-loop.ts). */
@@ -255,10 +270,18 @@ async function conclude(s: Settling, landing: Landing): Promise<SettleResult> {
   const payer = payment.payer;
   const hash = signed.signature;
   switch (landing.kind) {
-    case "confirmed":
+    case "confirmed": {
+      const unpaid = payment.smartWallet
+        ? await smartWalletUnpaid(ctx, payment, signed.signature)
+        : undefined;
+      // Landed without paying: it took our fee and nothing else (charged to the payer).
+      if (unpaid?.failure.code === "settlement_failed")
+        track(s, { kind: "failed", slot: 0n, err: null });
+      if (unpaid) return unpaid;
       ctx.ledger.landed(s.key, landing.slot);
       report(s, "confirmed");
       return answerSuccess(s);
+    }
     case "failed":
     case "expired": {
       track(s, landing);
@@ -313,7 +336,10 @@ function track(s: Settling, landing: Landing): void {
   if (landing.kind === "failed" || landing.kind === "expired") report(s, landing.kind);
   s.ctx.ledger.release(s.key);
   void s.ctx.journal.recordState(s.key, "failed").catch(() => undefined);
-  if (landing.kind === "failed") s.ctx.throttle.charge(SVM_THROTTLE_CHAIN, s.payment.payer);
+  // A payer the journal did not keep (a followed smart wallet's) is not charged.
+  if (landing.kind === "failed" && s.payment.payer !== "") {
+    s.ctx.throttle.charge(SVM_THROTTLE_CHAIN, s.payment.payer);
+  }
 }
 
 /** Success, once the store holds it (a success it does not hold could be answered twice). */

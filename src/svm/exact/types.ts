@@ -53,6 +53,11 @@ export interface SvmPayment {
   readonly memos: readonly string[];
   readonly recentBlockhash: string;
   readonly transaction: SvmTransaction;
+  /**
+   * Set when the payment is a smart wallet's (smart-wallet.ts): its transfer was found in a
+   * simulation, so after it lands the confirmed transaction must show it too.
+   */
+  readonly smartWallet?: true | undefined;
 }
 
 export type SvmCheckResult =
@@ -63,4 +68,6 @@ export type SvmCheckResult =
       readonly message: string;
       /** The payer, once the transaction names one (x402 answers carry it on failure). */
       readonly payer?: string | undefined;
+      /** The decoded transaction (lookup tables resolved), once the checks got that far. */
+      readonly transaction?: SvmTransaction | undefined;
     };

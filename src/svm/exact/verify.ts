@@ -10,15 +10,25 @@ import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js"
 import type { PaymentRequest } from "../../protocol/request.js";
 import { checkSvmPayment } from "./checks.js";
 import type { SvmContext } from "./context.js";
+import type { SvmTransaction } from "./decode.js";
 import { rpcLookupTableReader } from "./lookup-tables.js";
 import { SVM_REASONS, type SvmReason } from "./reasons.js";
-import { type SimulationFailure, simulationError } from "./rpc.js";
+import { type SimulationFailure, simulateWithInnerInstructions, simulationError } from "./rpc.js";
+import {
+  checkSmartWalletShape,
+  findSmartWalletTransfer,
+  layoutRecoverable,
+  type SmartWalletOptions,
+  type SmartWalletRefusal,
+} from "./smart-wallet.js";
 import type { SvmPayment } from "./types.js";
 
 export interface SvmRefusal {
   readonly ok: false;
   readonly failure: Failure;
   readonly payer?: string | undefined;
+  /** A smart wallet's transaction whose simulation failed (it may have landed: settle.ts). */
+  readonly simulated?: SvmTransaction | undefined;
 }
 
 export type SvmVerifyResult = { readonly ok: true; readonly payer: string } | SvmRefusal;
@@ -52,6 +62,21 @@ const CODES: Readonly<Record<SvmReason, ErrorCode>> = {
   [SVM_REASONS.unknownOptionalInstruction]: "unexpected_instructions",
   [SVM_REASONS.memoCount]: "unexpected_instructions",
   [SVM_REASONS.memoMismatch]: "memo_mismatch",
+  [SVM_REASONS.smartWalletProgramNotAllowed]: "unexpected_instructions",
+  [SVM_REASONS.smartWalletFeePayerNotIsolated]: "fee_payer_in_transfer",
+  [SVM_REASONS.smartWalletMalformedComputeBudget]: "unexpected_instructions",
+  [SVM_REASONS.smartWalletMalformedComputeLimit]: "unexpected_instructions",
+  [SVM_REASONS.smartWalletMalformedComputePrice]: "unexpected_instructions",
+  [SVM_REASONS.smartWalletComputeUnitsTooHigh]: "compute_budget_too_high",
+  [SVM_REASONS.smartWalletPriorityFeeTooHigh]: "compute_budget_too_high",
+  [SVM_REASONS.smartWalletUnsupportedComputeBudget]: "unexpected_instructions",
+  [SVM_REASONS.smartWalletComputeBudgetViolation]: "compute_budget_too_high",
+  [SVM_REASONS.smartWalletSimulationFailed]: "simulation_failed",
+  [SVM_REASONS.smartWalletCannotDeriveAta]: "recipient_mismatch",
+  [SVM_REASONS.smartWalletNoTransfer]: "unexpected_instructions",
+  // Finer where the first transfer says what is wrong (smart-wallet.ts names the code).
+  [SVM_REASONS.smartWalletTransferMismatch]: "recipient_mismatch",
+  [SVM_REASONS.smartWalletMultipleTransfers]: "unexpected_instructions",
 };
 
 /** The reference's reasons outside checkSvmPayment, by x402 version (v1 spells them bare). */
@@ -96,16 +121,63 @@ export async function checkSvmRequest(
       `the payload's network "${request.payloadNetwork}" differs from ${paths.requirements}.network "${requirements.network}"`,
     );
   }
-  const checked = await checkSvmPayment(request.payload.transaction, requirements, {
+  const options = {
     feePayers: ctx.feePayers,
     x402Version,
     maxFeeLamports: ctx.maxFeeLamports,
     lookupTables: rpcLookupTableReader(ctx.client),
-  });
-  if (!checked.ok) {
-    return refuse(CODES[checked.x402Reason], checked.x402Reason, checked.message, checked.payer);
+  };
+  const checked = await checkSvmPayment(request.payload.transaction, requirements, options);
+  if (checked.ok) return { ok: true, payment: checked.payment };
+  // The reference's smart-wallet path is for x402 v2 only (its v1 scheme has none).
+  if (ctx.smartWallets && x402Version === 2 && checked.transaction) {
+    if (await layoutRecoverable(checked, requirements, options)) {
+      return checkSmartWallet(ctx, request, checked.transaction, ctx.smartWallets);
+    }
   }
-  return { ok: true, payment: checked.payment };
+  return refuse(CODES[checked.x402Reason], checked.x402Reason, checked.message, checked.payer);
+}
+
+/**
+ * The smart-wallet path, simulation included: the payment, or why it is refused. A refusal after
+ * the simulation carries the transaction, for settle to follow one it already sent.
+ */
+async function checkSmartWallet(
+  ctx: SvmContext,
+  request: PaymentRequest,
+  tx: SvmTransaction,
+  options: SmartWalletOptions,
+): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SvmRefusal> {
+  const shaped = checkSmartWalletShape(tx, ctx.feePayers, options, ctx.maxFeeLamports);
+  if (!shaped.ok) return smartWalletRefusal(request, shaped);
+  const wire = request.payload.transaction as string;
+  const simulated = await simulateWithInnerInstructions(ctx.client, wire);
+  if (!simulated.ok) {
+    const refused = smartWalletRefusal(request, {
+      ok: false,
+      x402Reason: SVM_REASONS.smartWalletSimulationFailed,
+      message: `the transaction fails in simulation: ${simulated.text}`,
+      simulation: simulated,
+    });
+    return { ...refused, simulated: tx };
+  }
+  const { requirements } = request;
+  const found = await findSmartWalletTransfer(
+    tx,
+    simulated.innerInstructions,
+    requirements,
+    ctx.feePayers,
+    shaped.shape,
+  );
+  return found.ok ? found : smartWalletRefusal(request, found);
+}
+
+function smartWalletRefusal(request: PaymentRequest, refused: SmartWalletRefusal): SvmRefusal {
+  if (refused.simulation) {
+    return simulationRefusal(request, refused.simulation, {}, "verify", refused.x402Reason);
+  }
+  const code = refused.code ?? CODES[refused.x402Reason];
+  return refuse(code, refused.x402Reason, refused.message, refused.payer);
 }
 
 export async function verifyExactSvm(
@@ -115,6 +187,8 @@ export async function verifyExactSvm(
   const checked = await checkSvmRequest(ctx, request);
   if (!checked.ok) return checked;
   const { payer } = checked.payment;
+  // A smart wallet's payment was simulated on its path already.
+  if (checked.payment.smartWallet) return { ok: true, payer };
   const why = await simulationError(ctx.client, request.payload.transaction as string, {
     sigVerify: false,
     commitment: "confirmed",
@@ -131,10 +205,10 @@ export async function verifyExactSvm(
 export function simulationRefusal(
   request: PaymentRequest,
   why: SimulationFailure,
-  payment: SvmPayment,
+  payment: { readonly payer?: string | undefined; readonly feePayer?: string | undefined },
   operation: "verify" | "settle",
+  reason: string = REASONS.simulation[request.x402Version],
 ) {
-  const reason = REASONS.simulation[request.x402Version];
   if (why.err === "AlreadyProcessed") {
     // At verify it is one more reason the payment is not valid: 400, as the other refusals of a
     // payment there and its EVM twin nonce_already_used. Settle keeps the table's 409.
@@ -150,7 +224,7 @@ export function simulationRefusal(
     return refuse(
       "fee_payer_unfunded",
       reason,
-      `this facilitator's fee payer ${payment.feePayer} cannot pay the transaction's fee on ${request.requirements.network} (${why.text}); the payment itself was not at fault`,
+      `this facilitator's fee payer ${payment.feePayer ?? request.requirements.extra?.feePayer} cannot pay the transaction's fee on ${request.requirements.network} (${why.text}); the payment itself was not at fault`,
       payment.payer,
     );
   }

@@ -1,0 +1,87 @@
+/**
+ * What settle does differently for a smart wallet's payment (smart-wallet.ts). Its transfer was
+ * found in a simulation, so:
+ *
+ * - A retry of one we sent finds it by the journal: its simulation fails once it has landed
+ *   (AlreadyProcessed), so what it pays is read from the journal's entry, and it is followed there.
+ * - Once it lands, the confirmed transaction must show the transfer (transfer-landed.ts) before a
+ *   success is answered; one that landed without it is `post_settlement_transfer_not_confirmed`.
+ */
+import type { JournalEntry } from "../../core/store.js";
+import { failure } from "../../protocol/errors.js";
+import type { SettleResult } from "../../protocol/results.js";
+import { signWithFeePayer } from "../chain/keys.js";
+import { TOKEN_PROGRAM } from "./constants.js";
+import type { SvmSettleContext } from "./context.js";
+import type { SvmTransaction } from "./decode.js";
+import { signatureToBase58 } from "./decode.js";
+import { POST_SETTLEMENT_NOT_CONFIRMED } from "./reasons.js";
+import { svmKeyOf } from "./settlement-key.js";
+import { transferLanded } from "./transfer-landed.js";
+import type { SvmPayment } from "./types.js";
+
+/**
+ * A smart wallet's transaction whose simulation failed but which the journal holds (we sent it):
+ * the payment as the journal wrote it down, to follow it; undefined when it holds none.
+ */
+export async function journaledSmartWallet(
+  ctx: SvmSettleContext,
+  tx: SvmTransaction,
+): Promise<SvmPayment | undefined> {
+  const feePayer = ctx.keys.find((k) => k.address === tx.staticAccounts[0]);
+  if (!feePayer) return undefined;
+  const signature = signatureToBase58(signWithFeePayer(feePayer, tx.messageBytes));
+  const entry: JournalEntry | undefined = await ctx.journal.get(svmKeyOf(ctx.network, signature));
+  if (!entry?.expect) return undefined;
+  const { token, from, to, value } = entry.expect;
+  return {
+    // The journal keeps the accounts, not the wallet that authorised the transfer.
+    payer: "",
+    amount: BigInt(value),
+    mint: token,
+    decimals: 0,
+    tokenProgram: TOKEN_PROGRAM,
+    source: from,
+    destination: to,
+    feePayer: feePayer.address,
+    computeUnitLimit: 0,
+    computeUnitPrice: 0n,
+    memos: [],
+    recentBlockhash: tx.recentBlockhash,
+    transaction: tx,
+    smartWallet: true,
+  };
+}
+
+/**
+ * A smart wallet's transaction landed: the answer when its confirmed copy does not show the
+ * transfer (`settlement_failed`: it took our fee and paid nothing), or cannot be read yet
+ * (`settlement_pending`: a retry or the reconciler reads it again); undefined when it paid.
+ */
+export async function smartWalletUnpaid(
+  ctx: SvmSettleContext,
+  payment: SvmPayment,
+  signature: string,
+): Promise<Extract<SettleResult, { ok: false }> | undefined> {
+  const owed = { mint: payment.mint, destination: payment.destination, amount: payment.amount };
+  const paid = await transferLanded(ctx.client, signature, owed, ctx.feePayers);
+  if (paid === "paid") return undefined;
+  const answer = { ok: false as const, payer: payment.payer, transactionHash: signature };
+  if (paid === "unknown") {
+    return {
+      ...answer,
+      failure: failure(
+        "settlement_pending",
+        "the transaction landed, and the node does not show it yet to confirm its transfer; retry to follow it (it is never sent twice)",
+      ),
+    };
+  }
+  return {
+    ...answer,
+    failure: failure(
+      "settlement_failed",
+      `the transaction landed without the transfer its simulation showed (${payment.amount} of ${payment.mint} to ${payment.destination}): nothing was paid, and the payer must sign a new payment`,
+      { x402Reason: POST_SETTLEMENT_NOT_CONFIRMED },
+    ),
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * Token transfers (TransferChecked of SPL Token or Token-2022) as the smart-wallet path reads
+ * them: at the top level of a transaction, and among the inner instructions a node lists for a
+ * simulation or a confirmed transaction. Read as the reference's smart-wallet path reads them (9
+ * data bytes and 4 accounts at least; a parsed inner instruction by its `info`).
+ */
+import { getBase58Encoder } from "@solana/kit";
+import { associatedTokenAddress } from "./ata.js";
+import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from "./constants.js";
+import type { SvmTransaction } from "./decode.js";
+import { isTokenProgram } from "./instructions.js";
+import type { SvmRequirements } from "./types.js";
+
+/** A transfer of either token program, top-level or inner. */
+export interface FoundTransfer {
+  readonly programId: string;
+  readonly source: string;
+  readonly mint: string;
+  readonly destination: string;
+  readonly authority: string;
+  readonly amount: bigint;
+  readonly decimals?: number | undefined;
+}
+
+const TRANSFER_CHECKED = 12;
+const base58 = getBase58Encoder();
+
+/** payTo's associated token account for the asset under either token program. */
+export async function payeeAccounts(requirements: SvmRequirements): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (const program of [TOKEN_PROGRAM, TOKEN_2022_PROGRAM]) {
+    const ata = await associatedTokenAddress(requirements.payTo, requirements.asset, program);
+    if (ata !== undefined) found.add(ata);
+  }
+  return found;
+}
+
+/** TransferChecked instructions at the top level (accounts resolved). */
+export function topLevelTransfers(tx: SvmTransaction): FoundTransfer[] {
+  return tx.instructions.flatMap((ix) => {
+    const found = transferOf(ix.programId, ix.accounts, ix.data);
+    return found ? [found] : [];
+  });
+}
+
+/**
+ * TransferChecked instructions among inner instructions as a node lists them: parsed (the
+ * `jsonParsed` form a simulation answers with) or compiled (program and accounts as indexes into
+ * `keys`, data in base58).
+ */
+export function innerTransfers(inner: unknown, keys: readonly string[]): FoundTransfer[] {
+  if (!Array.isArray(inner)) return [];
+  const found: FoundTransfer[] = [];
+  for (const group of inner) {
+    const list = (group as { instructions?: unknown } | null)?.instructions;
+    if (!Array.isArray(list)) continue;
+    for (const ix of list as Record<string, unknown>[]) {
+      const transfer = ix?.parsed ? parsedTransfer(ix) : compiledTransfer(ix, keys);
+      if (transfer) found.push(transfer);
+    }
+  }
+  return found;
+}
+
+function parsedTransfer(ix: Record<string, unknown>): FoundTransfer | undefined {
+  const parsed = ix.parsed as { type?: unknown; info?: Record<string, unknown> } | undefined;
+  const programId = String(ix.programId ?? "");
+  if (parsed?.type !== "transferChecked" || !parsed.info || !isTokenProgram(programId)) {
+    return undefined;
+  }
+  const info = parsed.info;
+  const tokenAmount = info.tokenAmount as { amount?: unknown; decimals?: unknown } | undefined;
+  let amount: bigint;
+  try {
+    amount = BigInt(String(tokenAmount?.amount ?? info.amount ?? "0"));
+  } catch {
+    return undefined;
+  }
+  return {
+    programId,
+    amount,
+    source: String(info.source ?? ""),
+    mint: String(info.mint ?? ""),
+    destination: String(info.destination ?? ""),
+    authority: String(info.authority ?? info.owner ?? ""),
+    decimals: typeof tokenAmount?.decimals === "number" ? tokenAmount.decimals : undefined,
+  };
+}
+
+function compiledTransfer(
+  ix: Record<string, unknown>,
+  keys: readonly string[],
+): FoundTransfer | undefined {
+  const { programIdIndex, accounts, data } = ix;
+  if (typeof programIdIndex !== "number" || !Array.isArray(accounts)) return undefined;
+  if (typeof data !== "string") return undefined;
+  const programId = keys[programIdIndex];
+  if (programId === undefined) return undefined;
+  let bytes: Uint8Array;
+  try {
+    bytes = Uint8Array.from(base58.encode(data));
+  } catch {
+    return undefined;
+  }
+  const named = accounts.map((i) => (typeof i === "number" ? keys[i] : undefined));
+  if (named.some((key) => key === undefined)) return undefined;
+  return transferOf(programId, named as string[], bytes);
+}
+
+/** A TransferChecked (9 data bytes at least, 4 accounts), as the reference's smart-wallet path reads one. */
+function transferOf(
+  programId: string,
+  accounts: readonly string[],
+  data: Uint8Array,
+): FoundTransfer | undefined {
+  if (!isTokenProgram(programId) || data[0] !== TRANSFER_CHECKED || data.length < 9)
+    return undefined;
+  const [source, mint, destination, authority] = accounts;
+  if (source === undefined || mint === undefined) return undefined;
+  if (destination === undefined || authority === undefined) return undefined;
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  return {
+    programId,
+    source,
+    mint,
+    destination,
+    authority,
+    amount: view.getBigUint64(1, true),
+    decimals: data.length >= 10 ? view.getUint8(9) : undefined,
+  };
+}
