@@ -24,16 +24,19 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type DevAccount, startDevnet } from "../src/evm/devnet/index.js";
+import { type DevAccount, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { attribute, byStep, type CpuProfile } from "./cpu-profile.js";
 import { benchMethod, cleanEnv, cpuMs, exited, freePort, setting, stopChild, tail } from "./lib.js";
 import { loadPosts } from "./load.js";
-import { VERIFY_HELPERS, VERIFY_STEPS } from "./verify-steps.js";
+import { SETTLE_STEPS, VERIFY_HELPERS, VERIFY_STEPS } from "./verify-steps.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const REQUESTS = Math.floor(setting("BENCH_REQUESTS", 4000));
+/** BENCH_OP=settle profiles settles (fresh payments, confirmed) from one key instead. */
+const SETTLE = process.env.BENCH_OP === "settle";
+const OP = SETTLE ? "settle" : "verify";
+const REQUESTS = Math.floor(setting("BENCH_REQUESTS", SETTLE ? 1500 : 4000));
 const POOL = Math.floor(setting("BENCH_POOL", 1000));
-const CONCURRENCY = Math.floor(setting("BENCH_CONCURRENCY", 64));
+const CONCURRENCY = Math.floor(setting("BENCH_CONCURRENCY", SETTLE ? 32 : 64));
 const WARMUP = 500;
 /**
  * The readable build lives under node_modules so that its bare imports (secp256k1, pg, …) resolve
@@ -90,13 +93,19 @@ async function main(): Promise<number> {
   let server: ChildProcess | undefined;
   try {
     const method = await benchMethod(devnet);
+    // A settle pays once: every settle gets a payment of its own.
+    const count = SETTLE ? WARMUP + REQUESTS : POOL;
+    const extra = SETTLE ? { waitUntil: "confirmed" } : {};
     const bodies = await Promise.all(
-      Array.from({ length: POOL }, async (_, i) =>
-        JSON.stringify(
-          await method.sign(devnet.payers[i % devnet.payers.length] as DevAccount, 10_000n),
-        ),
+      Array.from({ length: count }, async (_, i) =>
+        JSON.stringify({
+          ...(await method.sign(devnet.payers[i % devnet.payers.length] as DevAccount, 10_000n)),
+          ...extra,
+        }),
       ),
     );
+    const keyFile = path.join(work, "facilitator.key");
+    writeFileSync(keyFile, `${(devAccounts[0] as DevAccount).privateKey}\n`, { mode: 0o600 });
     const port = await freePort();
     const child = spawn(
       process.execPath,
@@ -114,6 +123,7 @@ async function main(): Promise<number> {
         devnet.rpcUrl,
         "--journal",
         path.join(work, "journal.jsonl"),
+        ...(SETTLE ? ["--private-key-file", keyFile] : []),
         "--quiet",
       ],
       { cwd: ROOT, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] },
@@ -122,9 +132,10 @@ async function main(): Promise<number> {
     const log = tail(child.stderr);
     const url = `http://127.0.0.1:${port}`;
     await listening(url, child, log);
-    const warm = await loadPosts(`${url}/verify`, bodies, CONCURRENCY, WARMUP);
+    const warm = await loadPosts(`${url}/${OP}`, bodies.slice(0, WARMUP), CONCURRENCY, WARMUP);
     const before = cpuMs(child.pid as number);
-    const round = await loadPosts(`${url}/verify`, bodies, CONCURRENCY, REQUESTS);
+    const measured = SETTLE ? bodies.slice(WARMUP) : bodies;
+    const round = await loadPosts(`${url}/${OP}`, measured, CONCURRENCY, REQUESTS);
     const after = cpuMs(child.pid as number);
     const failed = warm.failures + round.failures;
     await stopChild(child);
@@ -148,7 +159,7 @@ async function main(): Promise<number> {
     const total = serving.totalMs;
     const requests = WARMUP + REQUESTS;
     console.log(
-      `bench:profile ${method.name} verify, c=${CONCURRENCY}: ${requests} requests profiled ` +
+      `bench:profile ${method.name} ${OP}, c=${CONCURRENCY}: ${requests} requests profiled ` +
         `(${WARMUP} warm-up), ${failed} failed; node ${process.version}, ${os.cpus().length} cores`,
     );
     const perRequest =
@@ -160,9 +171,11 @@ async function main(): Promise<number> {
         `profiled CPU of the serving thread per request: ${(total / requests).toFixed(3)} ms`,
     );
     console.log(
-      "\nby step of a verify (innermost frame of ours; share of the serving thread's CPU):",
+      `\nby step of a ${OP} (innermost frame of ours or node's; share of the serving thread's CPU):`,
     );
-    for (const [name, ms] of [...byStep(serving, VERIFY_STEPS)].sort((a, b) => b[1] - a[1])) {
+    for (const [name, ms] of [...byStep(serving, SETTLE ? SETTLE_STEPS : VERIFY_STEPS)].sort(
+      (a, b) => b[1] - a[1],
+    )) {
       console.log(
         `  ${pad(name, 46)} ${pad(pct(ms, total), 8)} ${(ms / requests).toFixed(4)} ms/req`,
       );

@@ -15,6 +15,7 @@ import {
   type PublicClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { jsonRpcTransport } from "../src/core/json-rpc.js";
 import type { DevAccount, Devnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { transferCalldata } from "../src/evm/exact/eip3009-encoding.js";
@@ -104,7 +105,11 @@ export async function settleFloor(
   concurrency: number,
   amount: bigint,
 ): Promise<FloorRun> {
-  const client = createPublicClient({ transport: http(devnet.rpcUrl, { retryCount: 0 }) });
+  // The sender speaks to the node as lightly as our server does (node:http, keep-alive), so the
+  // floor is the chain's pace and not a heavier client's.
+  const client = createPublicClient({
+    transport: jsonRpcTransport(devnet.rpcUrl, { retryCount: 0, timeout: 60_000 }),
+  });
   const raws = await signTransfers(devnet, client, sender, count, amount);
   const latenciesMs: number[] = [];
   const errors: string[] = [];

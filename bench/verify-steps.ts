@@ -51,3 +51,41 @@ export const VERIFY_STEPS: readonly Step[] = [
   { name: "checks", matches: under("src/evm/exact/", "src/evm/upto/", "src/evm/") },
   { name: "other of ours", matches: under("src/") },
 ];
+
+/**
+ * A settle is a verify again, then the transaction: these rows come first, the verify's after
+ * (secp256k1.ts signs the transaction here as well as recovering the payer).
+ */
+export const SETTLE_STEPS: readonly Step[] = [
+  {
+    name: "store: journal records, holds, answers",
+    matches: under(
+      "src/store/",
+      "src/cli/watched-journal.ts",
+      "src/core/answers.ts",
+      "src/core/idempotency.ts",
+      "src/core/ledger",
+      "src/core/store.ts",
+    ),
+  },
+  {
+    name: "settle loop and key turns",
+    matches: under("src/core/settle-loop.ts", "src/core/throttle.ts"),
+  },
+  {
+    name: "the transaction: prepare, sign, send, receipt",
+    matches: under(
+      "src/evm/chain/broadcast.ts",
+      "src/evm/chain/transactions.ts",
+      "src/evm/chain/outcome.ts",
+      "src/evm/chain/receipts.ts",
+      "src/evm/chain/fees.ts",
+      "src/evm/chain/gas",
+      "src/evm/chain/signers.ts",
+      "src/evm/chain/follow.ts",
+      "src/evm/exact/pipeline.ts",
+      "src/evm/exact/judge.ts",
+    ),
+  },
+  ...VERIFY_STEPS,
+];

@@ -28,6 +28,7 @@ import {
 import { privateKeyToAccount, toAccount } from "viem/accounts";
 import { bytesOfHex } from "./abi-words.js";
 import { hexOf, keccak256Bytes } from "./keccak.js";
+import { type SettlementTransaction, settlementTransactionBytes } from "./rlp-transaction.js";
 
 type RecoverFn = (
   hash: Uint8Array,
@@ -101,6 +102,21 @@ export function settlementAccount(privateKey: Hex): LocalAccount {
     async signTransaction(transaction, options) {
       const sign = wasmSign;
       if (!sign) return account.signTransaction(transaction, options);
+      // Our settlement transactions: serialized here, each only once (the hot path).
+      const unsigned = options?.serializer
+        ? undefined
+        : settlementTransactionBytes(transaction as SettlementTransaction);
+      if (unsigned) {
+        const { signature, recoveryId } = sign(keccak256Bytes(unsigned), keyBytes);
+        if (recoveryId === 0 || recoveryId === 1) {
+          const signed = settlementTransactionBytes(transaction as SettlementTransaction, {
+            r: signature.subarray(0, 32),
+            s: signature.subarray(32, 64),
+            yParity: recoveryId,
+          });
+          if (signed) return hexOf(signed) as `0x02${string}`;
+        }
+      }
       const serializer = options?.serializer ?? serializeTransaction;
       const digest = keccak256(await serializer(transaction));
       const { signature, recoveryId } = sign(hexToBytes(digest), keyBytes);

@@ -11,12 +11,14 @@ import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import type { ExpectedTransfer, SentAction } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
+import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
 import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap, repriced } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
 import { type GasBounds, type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
+import { keccak256Hex } from "./keccak.js";
 import {
   type CallOutcome,
   type ContractCall,
@@ -194,7 +196,7 @@ async function sendAndFollow(
     const issued = await lane.withNonce(ctx.client, ctx.chainId, async (nonce) => {
       const tx = { ...base, nonce };
       const raw = await lane.account.signTransaction(tx);
-      const hash = keccak256(raw);
+      const hash = keccak256Hex(bytesOfHex(raw));
       lane.remember(ctx.chainId, nonce, raw);
       const durable = recordSends(ctx, record, lane.address, nonce, hash, raw);
       durable.catch(() => undefined);
