@@ -247,3 +247,11 @@ describe("JSON-RPC over https", () => {
     }
   });
 });
+
+describe("a URL that is not one", () => {
+  test("fails each request as never having reached a node, and does not throw when made", async () => {
+    const c = createPublicClient({ transport: jsonRpcTransport("not a url", { retryCount: 0 }) });
+    const error = await c.getChainId().catch((e: unknown) => e);
+    expect(isUnreachable(error)).toBe(true);
+  });
+});

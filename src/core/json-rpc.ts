@@ -76,14 +76,22 @@ const toJson = (value: unknown) =>
 let nextId = 0;
 
 /** The URL without credentials, and the Basic authorization they become (fetch's rule). */
-function endpointOf(url: string): { url: string; authorization?: string | undefined } {
+interface Endpoint {
+  readonly url: string;
+  /** Parsed once: a URL costs more to parse than the rest of a request's client side. */
+  readonly target: URL | undefined;
+  readonly authorization?: string | undefined;
+}
+
+function endpointOf(url: string): Endpoint {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return { url };
+    // Every request fails as one that never reached a node.
+    return { url, target: undefined };
   }
-  if (!parsed.username && !parsed.password) return { url: parsed.toString() };
+  if (!parsed.username && !parsed.password) return { url: parsed.toString(), target: parsed };
   const decode = (part: string) => {
     try {
       return decodeURIComponent(part);
@@ -95,7 +103,7 @@ function endpointOf(url: string): { url: string; authorization?: string | undefi
   parsed.username = "";
   parsed.password = "";
   const authorization = `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`;
-  return { url: parsed.toString(), authorization };
+  return { url: parsed.toString(), target: parsed, authorization };
 }
 
 interface Posted {
@@ -119,7 +127,13 @@ async function postOnce(
       "content-length": Buffer.byteLength(text),
     };
     if (authorization) headers.authorization = authorization;
-    const request = send(target, { method: "POST", headers, agent }, (message) => {
+    const where = {
+      protocol: target.protocol,
+      hostname: target.hostname.replace(/^\[|\]$/g, ""),
+      port: target.port,
+      path: `${target.pathname}${target.search}`,
+    };
+    const request = send({ ...where, method: "POST", headers, agent }, (message) => {
       const status = message.statusCode ?? 0;
       const location = message.headers.location;
       if (status >= 300 && status < 400 && status !== 304 && location) {
@@ -168,7 +182,7 @@ async function postOnce(
  * JSON-RPC error, HttpRequestError for anything else (the socket's error as its cause).
  */
 async function exchange(
-  endpoint: { url: string; authorization?: string | undefined },
+  endpoint: Endpoint,
   body: RpcBody | RpcBody[],
   timeoutMs: number,
 ): Promise<unknown> {
@@ -177,7 +191,8 @@ async function exchange(
   const deadline: { timer?: NodeJS.Timeout; abort?: (error: Error) => void } = {};
   let posted: Posted;
   try {
-    const answer = postOnce(new URL(url), toJson(body), endpoint.authorization, deadline);
+    if (!endpoint.target) throw new TypeError("the RPC URL is not a valid URL");
+    const answer = postOnce(endpoint.target, toJson(body), endpoint.authorization, deadline);
     posted = await (timeoutMs > 0
       ? new Promise<Posted>((resolve, reject) => {
           deadline.timer = setTimeout(() => {
@@ -221,7 +236,7 @@ interface Pending {
   readonly reject: (error: unknown) => void;
 }
 
-function batcher(endpoint: { url: string; authorization?: string | undefined }, timeoutMs: number) {
+function batcher(endpoint: Endpoint, timeoutMs: number) {
   let queue: Pending[] = [];
   const flush = () => {
     const calls = queue;
