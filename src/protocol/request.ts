@@ -2,7 +2,6 @@
  * Bytes → JSON → dialect → schema: turns a request body of either dialect into one
  * PaymentRequest, or a Failure that names the offending field.
  */
-
 import { exceedsBounds } from "./bounds.js";
 import { type Failure, failure } from "./errors.js";
 import {

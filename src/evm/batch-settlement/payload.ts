@@ -2,7 +2,6 @@
  * The five batch-settlement payloads (`payload.type`), as zod schemas: strict about what we read,
  * lenient about fields we do not (the official client adds its own). Amounts are decimal strings.
  */
-
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
