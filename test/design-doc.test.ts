@@ -240,7 +240,7 @@ const packageJson = JSON.parse(readFileSync(path.join(REPO, "package.json"), "ut
 
 interface CruiserRule {
   readonly name: string;
-  readonly from: { readonly path?: string };
+  readonly from: { readonly path?: string; readonly pathNot?: string };
   readonly to: {
     readonly path?: string;
     readonly circular?: boolean;
@@ -267,8 +267,16 @@ function breachesOf(rule: CruiserRule): string[] | undefined {
   }
   if (rule.from.path !== undefined && rule.to.path !== undefined) {
     const from = new RegExp(rule.from.path);
+    const fromNot = rule.from.pathNot === undefined ? undefined : new RegExp(rule.from.pathNot);
     const to = new RegExp(rule.to.path);
-    return edgesWhere((a, b) => from.test(a) && to.test(b));
+    const source = (file: string) => from.test(file) && !fromNot?.test(file);
+    // dependency-cruiser names a package by where it resolves: node_modules/<name>/...
+    const packages = [...IMPORTS.packages].flatMap(([file, names]) =>
+      source(file)
+        ? names.filter((name) => to.test(`node_modules/${name}/`)).map((n) => `${file} → ${n}`)
+        : [],
+    );
+    return [...edgesWhere((a, b) => source(a) && to.test(b)), ...packages];
   }
   return undefined;
 }
