@@ -188,10 +188,12 @@ function scanImports(): Imports {
 
 const IMPORTS = scanImports();
 
-/** Imports `from` → `to` that break a rule. */
+/** Imports `from` → `to` that break a rule; a package is `node_modules/<name>/`, as cruised. */
 function edgesWhere(breaks: (from: string, to: string) => boolean): string[] {
-  return [...IMPORTS.files].flatMap(([from, tos]) =>
-    tos.filter((to) => breaks(from, to)).map((to) => `${from} → ${to}`),
+  return [...IMPORTS.files].flatMap(([from, files]) =>
+    [...files, ...(IMPORTS.packages.get(from) ?? []).map((name) => `node_modules/${name}/`)]
+      .filter((to) => breaks(from, to))
+      .map((to) => `${from} → ${to}`),
   );
 }
 
@@ -266,17 +268,9 @@ function breachesOf(rule: CruiserRule): string[] | undefined {
       );
   }
   if (rule.from.path !== undefined && rule.to.path !== undefined) {
-    const from = new RegExp(rule.from.path);
-    const fromNot = rule.from.pathNot === undefined ? undefined : new RegExp(rule.from.pathNot);
-    const to = new RegExp(rule.to.path);
-    const source = (file: string) => from.test(file) && !fromNot?.test(file);
-    // dependency-cruiser names a package by where it resolves: node_modules/<name>/...
-    const packages = [...IMPORTS.packages].flatMap(([file, names]) =>
-      source(file)
-        ? names.filter((name) => to.test(`node_modules/${name}/`)).map((n) => `${file} → ${n}`)
-        : [],
-    );
-    return [...edgesWhere((a, b) => source(a) && to.test(b)), ...packages];
+    const [from, to] = [new RegExp(rule.from.path), new RegExp(rule.to.path)];
+    const not = rule.from.pathNot === undefined ? undefined : new RegExp(rule.from.pathNot);
+    return edgesWhere((a, b) => from.test(a) && !not?.test(a) && to.test(b));
   }
   return undefined;
 }
