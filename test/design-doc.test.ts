@@ -188,10 +188,12 @@ function scanImports(): Imports {
 
 const IMPORTS = scanImports();
 
-/** Imports `from` → `to` that break a rule. */
+/** Imports `from` → `to` that break a rule; a package is `node_modules/<name>/`, as cruised. */
 function edgesWhere(breaks: (from: string, to: string) => boolean): string[] {
-  return [...IMPORTS.files].flatMap(([from, tos]) =>
-    tos.filter((to) => breaks(from, to)).map((to) => `${from} → ${to}`),
+  return [...IMPORTS.files].flatMap(([from, files]) =>
+    [...files, ...(IMPORTS.packages.get(from) ?? []).map((name) => `node_modules/${name}/`)]
+      .filter((to) => breaks(from, to))
+      .map((to) => `${from} → ${to}`),
   );
 }
 
@@ -240,7 +242,7 @@ const packageJson = JSON.parse(readFileSync(path.join(REPO, "package.json"), "ut
 
 interface CruiserRule {
   readonly name: string;
-  readonly from: { readonly path?: string };
+  readonly from: { readonly path?: string; readonly pathNot?: string };
   readonly to: {
     readonly path?: string;
     readonly circular?: boolean;
@@ -266,9 +268,9 @@ function breachesOf(rule: CruiserRule): string[] | undefined {
       );
   }
   if (rule.from.path !== undefined && rule.to.path !== undefined) {
-    const from = new RegExp(rule.from.path);
-    const to = new RegExp(rule.to.path);
-    return edgesWhere((a, b) => from.test(a) && to.test(b));
+    const [from, to] = [new RegExp(rule.from.path), new RegExp(rule.to.path)];
+    const not = rule.from.pathNot === undefined ? undefined : new RegExp(rule.from.pathNot);
+    return edgesWhere((a, b) => from.test(a) && !not?.test(a) && to.test(b));
   }
   return undefined;
 }

@@ -2,7 +2,6 @@
  * Bytes → JSON → dialect → schema: turns a request body of either dialect into one
  * PaymentRequest, or a Failure that names the offending field.
  */
-import type { z } from "zod";
 import { exceedsBounds } from "./bounds.js";
 import { type Failure, failure } from "./errors.js";
 import {
@@ -14,6 +13,7 @@ import {
   WAIT_UNTIL,
   type WaitUntil,
 } from "./schemas.js";
+import type * as z from "./zod.js";
 
 export type Dialect = "reference" | "x402";
 
@@ -177,7 +177,7 @@ export function parseRequest(body: unknown): ParsedRequest {
     );
   }
 
-  const check = <T>(schema: z.ZodType<T>, value: unknown, prefix: string) => {
+  const check = <T>(schema: z.ZodMiniType<T>, value: unknown, prefix: string) => {
     const result = schema.safeParse(value);
     return result.success
       ? ({ ok: true, value: result.data } as const)

@@ -3,10 +3,10 @@
  * modules validate their own `payload` and the EVM-specific requirement fields, so a Solana or
  * unknown-scheme request is told `unsupported_*`, not that its addresses look wrong.
  */
-import { z } from "zod";
+import * as z from "./zod.js";
 
-const nonEmpty = z.string().min(1, "must be a non-empty string");
-const extra = z.record(z.string(), z.unknown()).nullish();
+const nonEmpty = z.string().check(z.minLength(1, "must be a non-empty string"));
+const extra = z.nullish(z.record(z.string(), z.unknown()));
 
 export const requirementsV2Schema = z.looseObject({
   scheme: nonEmpty,
@@ -14,7 +14,7 @@ export const requirementsV2Schema = z.looseObject({
   amount: z.string(),
   asset: z.string(),
   payTo: z.string(),
-  maxTimeoutSeconds: z.number().nonnegative().optional(),
+  maxTimeoutSeconds: z.optional(z.number().check(z.nonnegative())),
   extra,
 });
 
@@ -24,9 +24,9 @@ export const requirementsV1Schema = z.looseObject({
   maxAmountRequired: z.string(),
   asset: z.string(),
   payTo: z.string(),
-  maxTimeoutSeconds: z.number().positive().optional(),
-  resource: z.string().optional(),
-  description: z.string().optional(),
+  maxTimeoutSeconds: z.optional(z.number().check(z.positive())),
+  resource: z.optional(z.string()),
+  description: z.optional(z.string()),
   extra,
 });
 
@@ -34,8 +34,8 @@ export const payloadV2Schema = z.looseObject({
   x402Version: z.literal(2),
   accepted: z.looseObject({ scheme: nonEmpty, network: nonEmpty }),
   payload: z.record(z.string(), z.unknown()),
-  resource: z.unknown().optional(),
-  extensions: z.record(z.string(), z.unknown()).nullish(),
+  resource: z.optional(z.unknown()),
+  extensions: z.nullish(z.record(z.string(), z.unknown())),
 });
 
 export const payloadV1Schema = z.looseObject({
@@ -54,7 +54,7 @@ export const WAIT_UNTIL = ["simulated", "submitted", "confirmed"] as const;
 export type WaitUntil = (typeof WAIT_UNTIL)[number];
 
 /** "payload.payload.authorization.value: expected …" from the first zod issue. */
-export function describeIssue(error: z.ZodError, prefix: string): string {
+export function describeIssue(error: z.core.$ZodError, prefix: string): string {
   const issue = error.issues[0];
   if (!issue) return `${prefix}: invalid`;
   const path = [prefix, ...issue.path.map(String)].join(".");

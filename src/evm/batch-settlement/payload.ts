@@ -2,14 +2,16 @@
  * The five batch-settlement payloads (`payload.type`), as zod schemas: strict about what we read,
  * lenient about fields we do not (the official client adds its own). Amounts are decimal strings.
  */
-import { z } from "zod";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import * as z from "../../protocol/zod.js";
 import { address, bytes32, hexBytes, uint256 } from "../exact/fields.js";
 import { rejected } from "./reasons.js";
 
 const MAX_UINT128 = 2n ** 128n - 1n;
-const uint128 = uint256.refine((value) => value <= MAX_UINT128, "does not fit in uint128");
+const uint128 = uint256.check(
+  z.refine((value: bigint) => value <= MAX_UINT128, "does not fit in uint128"),
+);
 
 export const channelConfigSchema = z.object({
   payer: address,
@@ -17,11 +19,7 @@ export const channelConfigSchema = z.object({
   receiver: address,
   receiverAuthorizer: address,
   token: address,
-  withdrawDelay: z
-    .number()
-    .int()
-    .min(0)
-    .max(2 ** 40 - 1),
+  withdrawDelay: z.number().check(z.int(), z.gte(0), z.lte(2 ** 40 - 1)),
   salt: bytes32,
 });
 export type ChannelConfig = z.infer<typeof channelConfigSchema>;
@@ -57,8 +55,8 @@ export const depositSchema = z.object({
   deposit: z.object({
     amount: uint128,
     authorization: z.object({
-      erc3009Authorization: erc3009Authorization.optional(),
-      permit2Authorization: permit2Authorization.optional(),
+      erc3009Authorization: z.optional(erc3009Authorization),
+      permit2Authorization: z.optional(permit2Authorization),
     }),
   }),
 });
@@ -80,8 +78,8 @@ export type VoucherClaim = z.infer<typeof voucherClaimSchema>;
 
 export const claimSchema = z.object({
   type: z.literal("claim"),
-  claims: z.array(voucherClaimSchema).min(1).max(1000),
-  claimAuthorizerSignature: hexBytes.optional(),
+  claims: z.array(voucherClaimSchema).check(z.minLength(1), z.maxLength(1000)),
+  claimAuthorizerSignature: z.optional(hexBytes),
 });
 export type ClaimPayload = z.infer<typeof claimSchema>;
 
@@ -98,9 +96,9 @@ export const refundSchema = z.object({
   voucher: voucherFields,
   amount: uint128,
   refundNonce: uint256,
-  claims: z.array(voucherClaimSchema).max(1000),
-  refundAuthorizerSignature: hexBytes.optional(),
-  claimAuthorizerSignature: hexBytes.optional(),
+  claims: z.array(voucherClaimSchema).check(z.maxLength(1000)),
+  refundAuthorizerSignature: z.optional(hexBytes),
+  claimAuthorizerSignature: z.optional(hexBytes),
 });
 export type RefundPayload = z.infer<typeof refundSchema>;
 

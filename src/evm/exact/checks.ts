@@ -3,12 +3,12 @@
  * signed terms against the requirements (recipient, time window, amount), the asset's code.
  */
 import { type Address, isAddressEqual } from "viem";
-import type { z } from "zod";
 import { isUnreachable, unreachableReason } from "../../core/rpc.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
+import type * as z from "../../protocol/zod.js";
 import {
   type GasNeed,
   gasBound,
@@ -31,7 +31,7 @@ const VALID_BEFORE_HEADROOM_SECONDS = 6n;
  */
 export function parsePayment<T>(
   request: PaymentRequest,
-  schema: z.ZodType<T>,
+  schema: z.ZodMiniType<T>,
 ): Step<{
   readonly payload: T;
   readonly requirements: EvmRequirements;

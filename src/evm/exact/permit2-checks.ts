@@ -3,13 +3,13 @@
  * requirements, in the reference's order, and why the proxy call would revert (or did).
  */
 import { type Address, type Hex, isAddressEqual, size } from "viem";
-import type { z } from "zod";
 import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
+import type * as z from "../../protocol/zod.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure, outcomeOf, parsePayment, type Step } from "./checks.js";
@@ -40,7 +40,7 @@ export interface Permit2Payment {
  */
 export function parsePermit2<A>(
   request: PaymentRequest,
-  schema: z.ZodType<{ permit2Authorization: A; signature: Hex }>,
+  schema: z.ZodMiniType<{ permit2Authorization: A; signature: Hex }>,
 ): Step<{ authorization: A; signature: Hex; requirements: EvmRequirements }> {
   const parsed = parsePayment(request, schema);
   if (!parsed.ok) return parsed;

@@ -1,9 +1,9 @@
 /** The requirement fields every `exact` EVM method reads, validated once. */
 import type { Address } from "viem";
-import { z } from "zod";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
+import * as z from "../../protocol/zod.js";
 import { address, uint256 } from "./fields.js";
 
 const requirementsSchema = z.object({
