@@ -9,7 +9,9 @@
  *
  * Settings (environment): BENCH_REQUESTS (measured requests, 4000), BENCH_POOL (distinct signed
  * payloads, 1000), BENCH_CONCURRENCY (64), BENCH_METHOD (eip3009, permit2, upto; see lib.ts),
- * BENCH_PROFILE_KEEP (a directory to keep the .cpuprofile files in; else they are removed).
+ * BENCH_PROFILE_KEEP (a directory to keep the .cpuprofile files in; else they are removed),
+ * BENCH_OP=settle (settles from one key, each a fresh payment, confirmed, at concurrency 32),
+ * BENCH_PROFILE=0 (no profiler: only the server's CPU per request).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import {
@@ -33,6 +35,8 @@ import { SETTLE_STEPS, VERIFY_HELPERS, VERIFY_STEPS } from "./verify-steps.js";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** BENCH_OP=settle profiles settles (fresh payments, confirmed) from one key instead. */
 const SETTLE = process.env.BENCH_OP === "settle";
+/** BENCH_PROFILE=0: no profiler, only the server's CPU per request (no profiler's overhead). */
+const PROFILING = process.env.BENCH_PROFILE !== "0";
 const OP = SETTLE ? "settle" : "verify";
 const REQUESTS = Math.floor(setting("BENCH_REQUESTS", SETTLE ? 1500 : 4000));
 const POOL = Math.floor(setting("BENCH_POOL", 1000));
@@ -110,9 +114,7 @@ async function main(): Promise<number> {
     const child = spawn(
       process.execPath,
       [
-        "--cpu-prof",
-        "--cpu-prof-dir",
-        profiles,
+        ...(PROFILING ? ["--cpu-prof", "--cpu-prof-dir", profiles] : []),
         entry,
         "serve",
         "--host",
@@ -140,6 +142,17 @@ async function main(): Promise<number> {
     const failed = warm.failures + round.failures;
     await stopChild(child);
     server = undefined;
+    const perRequest =
+      before === undefined || after === undefined
+        ? "n/a"
+        : ((after - before) / REQUESTS).toFixed(3);
+    if (!PROFILING) {
+      console.log(
+        `bench:profile ${method.name} ${OP}, c=${CONCURRENCY}, not profiled: server CPU per ` +
+          `request (/proc, both threads, ${REQUESTS} measured): ${perRequest} ms; ${failed} failed`,
+      );
+      return failed > 0 ? 1 : 0;
+    }
 
     // One profile per thread: the serving worker is the one with the handler on its stacks.
     const attributions = readdirSync(profiles)
@@ -162,10 +175,6 @@ async function main(): Promise<number> {
       `bench:profile ${method.name} ${OP}, c=${CONCURRENCY}: ${requests} requests profiled ` +
         `(${WARMUP} warm-up), ${failed} failed; node ${process.version}, ${os.cpus().length} cores`,
     );
-    const perRequest =
-      before === undefined || after === undefined
-        ? "n/a"
-        : ((after - before) / REQUESTS).toFixed(3);
     console.log(
       `server CPU per request (/proc, both threads, measured ${REQUESTS}): ${perRequest} ms; ` +
         `profiled CPU of the serving thread per request: ${(total / requests).toFixed(3)} ms`,

@@ -1,6 +1,6 @@
 /**
  * The hashing every verify does, written for speed (src/evm/chain/keccak.ts, abi-words.ts, the
- * EIP-3009 digest, the recovered signer's address): equal to viem's general-purpose functions on
+ * EIP-3009 and upto digests, the recovered signer's address): equal to viem's general-purpose functions on
  * random inputs and at the edges (empty input, block boundaries, the largest words).
  */
 import { randomBytes } from "node:crypto";
@@ -22,6 +22,8 @@ import {
   authorizationDigest,
   transferWithAuthorizationTypedData,
 } from "../src/evm/exact/eip3009-encoding.js";
+import { PERMIT2_ADDRESS } from "../src/evm/exact/permit2-encoding.js";
+import { uptoDigest, uptoWitnessTypes } from "../src/evm/upto/encoding.js";
 
 const random = (length: number) => new Uint8Array(randomBytes(length));
 const randomHex = (length: number) => bytesToHex(random(length));
@@ -111,6 +113,34 @@ describe("the address of a public key", () => {
       const account = privateKeyToAccount(randomHex(32));
       const publicKey = Uint8Array.from(Buffer.from(account.publicKey.slice(2), "hex"));
       expect(addressOfPublicKey(publicKey)).toBe(account.address);
+    }
+  });
+});
+
+describe("the upto (Permit2 witness) digest", () => {
+  test("equals hashTypedData over the upto witness types", () => {
+    const random = () => getAddress(randomHex(20));
+    const big = () => BigInt(randomHex(1 + Math.floor(Math.random() * 32)));
+    for (const chainId of [1, 8453, 31337, 84532]) {
+      for (let i = 0; i < 10; i++) {
+        const authorization = {
+          from: random(),
+          permitted: { token: random(), amount: i === 0 ? 2n ** 256n - 1n : big() },
+          spender: random(),
+          nonce: big(),
+          deadline: big(),
+          witness: { to: random(), facilitator: random(), validAfter: i === 1 ? 0n : big() },
+        };
+        const { from: _from, ...message } = authorization;
+        expect(uptoDigest(chainId, authorization)).toBe(
+          hashTypedData({
+            domain: { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS },
+            types: uptoWitnessTypes,
+            primaryType: "PermitWitnessTransferFrom",
+            message,
+          }),
+        );
+      }
     }
   });
 });

@@ -5,6 +5,7 @@
  * as encodeAbiParameters does.
  */
 import type { Hex } from "viem";
+import { keccak256Bytes, keccak256Hex } from "./keccak.js";
 
 const NIBBLE = new Int8Array(128).fill(-1);
 for (let i = 0; i < 10; i++) NIBBLE[48 + i] = i;
@@ -60,4 +61,32 @@ export function bytesOfHex(hex: Hex): Uint8Array {
     out[i] = (high << 4) | low;
   }
   return out;
+}
+
+const scratch = new Map<number, Uint8Array>();
+
+/**
+ * keccak256 of a struct's `words` 32-byte words, which `write` puts into a scratch buffer (reused:
+ * hashing is synchronous, and a nested struct's hash is taken before its parent's words are
+ * written).
+ */
+export function hashWords(words: number, write: (out: Uint8Array) => void): Uint8Array {
+  let out = scratch.get(words);
+  if (!out) {
+    out = new Uint8Array(32 * words);
+    scratch.set(words, out);
+  }
+  write(out);
+  return keccak256Bytes(out);
+}
+
+const typedInput = new Uint8Array(66);
+typedInput[0] = 0x19;
+typedInput[1] = 0x01;
+
+/** An EIP-712 digest: keccak256("\x19\x01" ‖ domain separator ‖ struct hash). */
+export function typedDigestOf(separator: Hex, structHash: Uint8Array): Hex {
+  writeBytes32(typedInput, 2, separator);
+  typedInput.set(structHash, 34);
+  return keccak256Hex(typedInput);
 }

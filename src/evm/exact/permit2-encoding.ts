@@ -5,7 +5,6 @@
  */
 import {
   type Address,
-  concatHex,
   decodeErrorResult,
   encodeAbiParameters,
   encodeFunctionData,
@@ -15,6 +14,14 @@ import {
   size,
   toHex,
 } from "viem";
+import {
+  hashWords,
+  typedDigestOf,
+  writeAddress,
+  writeBytes32,
+  writeUint,
+} from "../chain/abi-words.js";
+import { hexOf } from "../chain/keccak.js";
 
 export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
@@ -131,8 +138,8 @@ function permit2DomainSeparator(chainId: number): Hex {
 /**
  * The EIP-712 digest of a PermitWitnessTransferFrom whose witness has type `witnessType`
  * ("Witness(...)") and struct hash `witnessHash`: what `hashTypedData` computes, with Permit2's
- * domain separator computed once per chain (this runs on every verify). Each x402 proxy signs its
- * own witness; the rest is Permit2's.
+ * domain separator computed once per chain and the words written straight into bytes (this runs
+ * on every verify). Each x402 proxy signs its own witness; the rest is Permit2's.
  */
 export function permitWitnessDigest(
   chainId: number,
@@ -148,38 +155,31 @@ export function permitWitnessDigest(
     primaryTypeHashes.set(witnessType, primary);
   }
   const { permitted, spender, nonce, deadline } = authorization;
-  const word = [{ type: "bytes32" }] as const;
-  const structHash = keccak256(
-    encodeAbiParameters(
-      [...word, ...word, { type: "address" }, { type: "uint256" }, { type: "uint256" }, ...word],
-      [
-        primary,
-        keccak256(
-          encodeAbiParameters(
-            [...word, { type: "address" }, { type: "uint256" }],
-            [TOKEN_PERMISSIONS_TYPEHASH, permitted.token, permitted.amount],
-          ),
-        ),
-        spender,
-        nonce,
-        deadline,
-        witnessHash,
-      ],
-    ),
-  );
-  return keccak256(concatHex(["0x1901", permit2DomainSeparator(chainId), structHash]));
+  const permittedHash = hashWords(3, (out) => {
+    writeBytes32(out, 0, TOKEN_PERMISSIONS_TYPEHASH);
+    writeAddress(out, 32, permitted.token);
+    writeUint(out, 64, permitted.amount);
+  });
+  const structHash = hashWords(6, (out) => {
+    writeBytes32(out, 0, primary);
+    out.set(permittedHash, 32);
+    writeAddress(out, 64, spender);
+    writeUint(out, 96, nonce);
+    writeUint(out, 128, deadline);
+    writeBytes32(out, 160, witnessHash);
+  });
+  return typedDigestOf(permit2DomainSeparator(chainId), structHash);
 }
 
 /** The digest of an exact-scheme Permit2 authorization (witness {to, validAfter}). */
 export function permit2Digest(chainId: number, authorization: Permit2Authorization): Hex {
   const { witness } = authorization;
-  const witnessHash = keccak256(
-    encodeAbiParameters(
-      [{ type: "bytes32" }, { type: "address" }, { type: "uint256" }],
-      [WITNESS_TYPEHASH, witness.to, witness.validAfter],
-    ),
-  );
-  return permitWitnessDigest(chainId, authorization, WITNESS, witnessHash);
+  const witnessHash = hashWords(3, (out) => {
+    writeBytes32(out, 0, WITNESS_TYPEHASH);
+    writeAddress(out, 32, witness.to);
+    writeUint(out, 64, witness.validAfter);
+  });
+  return permitWitnessDigest(chainId, authorization, WITNESS, hexOf(witnessHash));
 }
 
 /** Permit2 spends each (owner, nonce) once, whatever the token or proxy: the settlement's name. */

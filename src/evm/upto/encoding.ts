@@ -6,12 +6,12 @@
 import {
   type Address,
   decodeErrorResult,
-  encodeAbiParameters,
   encodeFunctionData,
   type Hex,
-  keccak256,
   parseAbi,
 } from "viem";
+import { hashWords, writeAddress, writeBytes32, writeUint } from "../chain/abi-words.js";
+import { hexOf } from "../chain/keccak.js";
 import {
   type Eip2612Permit,
   permit2WitnessTypes,
@@ -74,13 +74,13 @@ const WITNESS_TYPEHASH = typeHash(WITNESS);
 /** The EIP-712 digest the payer signed: what hashTypedData computes over uptoWitnessTypes. */
 export function uptoDigest(chainId: number, authorization: UptoAuthorization): Hex {
   const { witness } = authorization;
-  const witnessHash = keccak256(
-    encodeAbiParameters(
-      [{ type: "bytes32" }, { type: "address" }, { type: "address" }, { type: "uint256" }],
-      [WITNESS_TYPEHASH, witness.to, witness.facilitator, witness.validAfter],
-    ),
-  );
-  return permitWitnessDigest(chainId, authorization, WITNESS, witnessHash);
+  const witnessHash = hashWords(4, (out) => {
+    writeBytes32(out, 0, WITNESS_TYPEHASH);
+    writeAddress(out, 32, witness.to);
+    writeAddress(out, 64, witness.facilitator);
+    writeUint(out, 96, witness.validAfter);
+  });
+  return permitWitnessDigest(chainId, authorization, WITNESS, hexOf(witnessHash));
 }
 
 /** The upto proxy call that settles `amount` of `authorization`. */
