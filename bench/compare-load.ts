@@ -65,7 +65,10 @@ export function cpuLine(round: Round): string {
 }
 
 export interface SettleRun extends Round {
-  readonly checks: string;
+  /** What the chain shows: the payee's gain, the signer's transactions, the hashes answered. */
+  readonly payeeDelta: bigint;
+  readonly sent: number;
+  readonly hashes: readonly string[];
   readonly problems: string[];
 }
 
@@ -86,23 +89,22 @@ const transactionHash = (answer: Posted): string | undefined => {
   }
 };
 
+/** One settle before the measured ones (connections opened, caches warm); its problem, if any. */
+export async function warmUpSettle(server: Server, body: string, timeoutMs: number) {
+  const agent = new http1.Agent({ keepAlive: false });
+  const answer = await postOnce(new URL(`${server.url}/settle`), body, agent, timeoutMs);
+  agent.destroy();
+  return failure(answer);
+}
+
+/** Settles `bodies` through `server`, then checks on chain that each landed exactly once. */
 export async function settleRun(
   devnet: Devnet,
   server: Server,
   signer: Address,
-  warmupBody: string,
   bodies: readonly string[],
   settings: SettleSettings,
 ): Promise<SettleRun> {
-  const agent = new http1.Agent({ keepAlive: false });
-  const warmup = await postOnce(
-    new URL(`${server.url}/settle`),
-    warmupBody,
-    agent,
-    settings.timeoutMs,
-  );
-  const warmupProblem = failure(warmup);
-
   const rpc = createPublicClient({ transport: http(devnet.rpcUrl, { retryCount: 0 }) });
   const payeeBalance = () =>
     rpc.readContract({
@@ -139,7 +141,6 @@ export async function settleRun(
     else break;
   }
   const hashes = round.answers.flatMap((a) => transactionHash(a) ?? []);
-  const distinct = new Set(hashes).size;
   const problems: string[] = [];
   if (payeeDelta !== expectedDelta) {
     problems.push(`payee balance +${payeeDelta}, expected +${expectedDelta}`);
@@ -147,9 +148,7 @@ export async function settleRun(
   if (sent !== bodies.length) {
     problems.push(`${sent} transactions from the signer, expected ${bodies.length}`);
   }
-  if (distinct !== hashes.length) problems.push("one transaction hash answered for two payments");
   const errors = [
-    ...(warmupProblem ? [`warm-up: ${warmupProblem}`] : []),
     ...round.errors,
     ...(notSent > 0 ? [`${notSent} settles not sent within ${settings.seconds} s`] : []),
   ];
@@ -159,9 +158,46 @@ export async function settleRun(
     seconds: round.seconds,
     latenciesMs: round.answers.filter((a) => !failure(a)).map((a) => a.ms),
     errors,
-    checks:
-      `payee +${payeeDelta} (expected ${bodies.length} × ${settings.amount}), ` +
-      `${sent} transactions sent, ${distinct} distinct hashes`,
+    payeeDelta,
+    sent,
+    hashes,
     problems,
   };
+}
+
+const sum = (values: readonly (number | undefined)[]) =>
+  values.some((v) => v === undefined)
+    ? undefined
+    : values.reduce<number>((a, v) => a + (v ?? 0), 0);
+
+/** Rounds of one server's settles as one run: counts, times and CPU added, checks over all. */
+export function mergeSettleRuns(runs: readonly SettleRun[]): SettleRun {
+  const hashes = runs.flatMap((r) => r.hashes);
+  const problems = runs.flatMap((r) => r.problems);
+  if (new Set(hashes).size !== hashes.length) {
+    problems.push("one transaction hash answered for two payments");
+  }
+  return {
+    cpu: {
+      server: sum(runs.map((r) => r.cpu?.server)),
+      anvil: sum(runs.map((r) => r.cpu?.anvil)),
+      client: sum(runs.map((r) => r.cpu?.client)) ?? 0,
+    },
+    count: runs.reduce((a, r) => a + r.count, 0),
+    seconds: runs.reduce((a, r) => a + r.seconds, 0),
+    latenciesMs: runs.flatMap((r) => r.latenciesMs),
+    errors: runs.flatMap((r) => r.errors),
+    payeeDelta: runs.reduce((a, r) => a + r.payeeDelta, 0n),
+    sent: runs.reduce((a, r) => a + r.sent, 0),
+    hashes,
+    problems,
+  };
+}
+
+/** What the chain showed for a run, in words. */
+export function settleChecks(run: SettleRun, payments: number, amount: bigint): string {
+  return (
+    `payee +${run.payeeDelta} (expected ${payments} × ${amount}), ` +
+    `${run.sent} transactions sent, ${new Set(run.hashes).size} distinct hashes`
+  );
 }

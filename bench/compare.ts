@@ -12,7 +12,8 @@
  * Settings (environment): BENCH_REQUESTS (verify requests per level, 1000), BENCH_SECONDS (time
  * bound per verify level, 15), BENCH_POOL (distinct signed payloads for verify, 1000),
  * BENCH_SETTLES (settles per server, 600), BENCH_SETTLE_CONCURRENCY (32), BENCH_SETTLE_SECONDS
- * (time bound per settle run, 45), BENCH_COLD_RUNS (9).
+ * (time bound per settle run, 45), BENCH_SETTLE_ROUNDS (rounds the settles of ours, the reference
+ * and the floor take turns in, 4), BENCH_COLD_RUNS (9).
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -21,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { BARE_NODE_SCRIPT, coldCli, idlePeakRssMiB } from "./compare-cold.js";
-import { cpuLine, load, type Round, type SettleRun, settleRun } from "./compare-load.js";
+import { cpuLine, load, type Round, settleChecks } from "./compare-load.js";
 import { distEntry, distFreshness, fmt, type Row, ratio, table } from "./compare-report.js";
 import {
   children,
@@ -33,9 +34,9 @@ import {
   startReference,
   state,
 } from "./compare-servers.js";
+import { settlePhase } from "./compare-settle.js";
 import { printTargets } from "./compare-targets.js";
 import { percentile, setting, stopChild } from "./lib.js";
-import { type FloorRun, settleFloor } from "./settle-floor.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -46,6 +47,7 @@ const SETTLES = Math.floor(setting("BENCH_SETTLES", 600));
 const SETTLE_CONCURRENCY = Math.floor(setting("BENCH_SETTLE_CONCURRENCY", 32));
 const SETTLE_SECONDS = setting("BENCH_SETTLE_SECONDS", 45);
 const COLD_RUNS = Math.floor(setting("BENCH_COLD_RUNS", 9));
+const SETTLE_ROUNDS = Math.floor(setting("BENCH_SETTLE_ROUNDS", 4));
 
 const VERIFY_LEVELS = [1, 16, 64] as const;
 const WARMUP_REQUESTS = 100;
@@ -176,100 +178,6 @@ async function verifyPhase(
   return results;
 }
 
-interface SettlePhase {
-  readonly ours: SettleRun;
-  readonly reference: SettleRun;
-  /** The better of the floor runs before and after ours: the chain's pace, taken generously. */
-  readonly floor: FloorRun;
-}
-
-/** The floor, ours, the floor again, then the reference, each with its own fresh payments. */
-async function settlePhase(
-  chain: Devnet,
-  servers: readonly [Server, Server],
-  rows: Row[],
-  errors: ErrorSamples,
-): Promise<SettlePhase> {
-  const [ours, reference] = servers;
-  const settings = {
-    amount: AMOUNT,
-    concurrency: SETTLE_CONCURRENCY,
-    seconds: SETTLE_SECONDS,
-    timeoutMs: SETTLE_TIMEOUT_MS,
-  };
-  const confirmed = { waitUntil: "confirmed" };
-  const oursBodies = await signBodies(chain, SETTLES + 1, confirmed);
-  const referenceBodies = await signBodies(chain, SETTLES + 1, confirmed);
-  const floorRun = () =>
-    settleFloor(chain, devAccount(FLOOR_SENDER), SETTLES, SETTLE_CONCURRENCY, AMOUNT);
-  const floors = [await floorRun()];
-  const runs: SettleRun[] = [];
-  for (const [server, signer, bodies] of [
-    [ours, devAccount(OURS_SIGNER), oursBodies],
-    [reference, devAccount(REFERENCE_SIGNER), referenceBodies],
-  ] as const) {
-    const run = await settleRun(
-      chain,
-      server,
-      signer.address,
-      bodies[0] as string,
-      bodies.slice(1),
-      settings,
-    );
-    runs.push(run);
-    errors.keep(`${server.name} settle`, run.errors);
-    console.log(
-      `settle c=${SETTLE_CONCURRENCY} ${server.name.padEnd(9)} ${run.count} settled in ` +
-        `${run.seconds.toFixed(2)} s, ${run.errors.length} errors; ${cpuLine(run)}`,
-    );
-    if (server === ours) floors.push(await floorRun());
-  }
-  for (const [i, f] of floors.entries()) {
-    errors.keep(`floor ${i + 1}`, f.errors);
-    console.log(
-      `settle floor ${i + 1} (no facilitator): ${f.count} transfers in ${f.seconds.toFixed(2)} s, ` +
-        `${f.errors.length} errors; CPU ms per transfer: anvil ${fmt(perRequest(f.anvilMs, f.count), 2)}, ` +
-        `sender ${fmt(perRequest(f.clientMs, f.count), 2)}`,
-    );
-  }
-  const floor = floors.reduce((a, b) => (b.count / b.seconds > a.count / a.seconds ? b : a));
-  const [so, sr] = runs as [SettleRun, SettleRun];
-  rows.push(
-    {
-      label: `settle c=${SETTLE_CONCURRENCY} settles/s (1 key)`,
-      ours: so.count / so.seconds,
-      reference: sr.count / sr.seconds,
-      digits: 1,
-      errors: [so.errors.length, sr.errors.length],
-    },
-    {
-      label: `settle c=${SETTLE_CONCURRENCY} ours vs floor (ref col: floor)`,
-      ours: so.count / so.seconds,
-      reference: floor.count / floor.seconds,
-      digits: 1,
-    },
-    {
-      label: `settle c=${SETTLE_CONCURRENCY} p50 ms`,
-      ours: median(so.latenciesMs),
-      reference: median(sr.latenciesMs),
-      digits: 1,
-    },
-    {
-      label: `settle c=${SETTLE_CONCURRENCY} p99 ms`,
-      ours: percentile(so.latenciesMs, 99),
-      reference: percentile(sr.latenciesMs, 99),
-      digits: 1,
-    },
-    {
-      label: `settle c=${SETTLE_CONCURRENCY} server CPU ms/settle`,
-      ours: perRequest(so.cpu?.server, so.count),
-      reference: perRequest(sr.cpu?.server, sr.count),
-      digits: 2,
-    },
-  );
-  return { ours: so, reference: sr, floor };
-}
-
 async function main(): Promise<number> {
   const entry = distEntry();
   if (!existsSync(path.join(ROOT, entry))) {
@@ -345,7 +253,27 @@ async function main(): Promise<number> {
     const pair = [ours, reference] as const;
     const verify = await verifyPhase(chain, pair, verifyBodies, rows, errors);
     const rssAfterVerify = [peakRssMiB(ours.pid), peakRssMiB(reference.pid)] as const;
-    const settle = await settlePhase(chain, pair, rows, errors);
+    const confirmed = { waitUntil: "confirmed" };
+    const settle = await settlePhase(
+      chain,
+      pair,
+      {
+        amount: AMOUNT,
+        concurrency: SETTLE_CONCURRENCY,
+        seconds: SETTLE_SECONDS,
+        timeoutMs: SETTLE_TIMEOUT_MS,
+        settles: SETTLES,
+        rounds: SETTLE_ROUNDS,
+        signers: { ours: devAccount(OURS_SIGNER), reference: devAccount(REFERENCE_SIGNER) },
+        floorSender: devAccount(FLOOR_SENDER),
+        bodies: {
+          ours: await signBodies(chain, SETTLES + 1, confirmed),
+          reference: await signBodies(chain, SETTLES + 1, confirmed),
+        },
+      },
+      rows,
+      (what, list) => errors.keep(what, list),
+    );
     const rssAfterSettle = [peakRssMiB(ours.pid), peakRssMiB(reference.pid)] as const;
     rows.push(
       {
@@ -393,9 +321,11 @@ async function main(): Promise<number> {
     console.log(
       `settle: ${SETTLES} fresh payments per server at concurrency ${SETTLE_CONCURRENCY}, ` +
         `waitUntil confirmed (the reference always waits for the receipt), after one warm-up settle; ` +
-        `ours: ${settle.ours.checks}; reference: ${settle.reference.checks}. Floor: the same number ` +
-        "of transferWithAuthorization transactions signed beforehand from one key, sent straight to " +
-        "anvil at the same concurrency, each waiting for its receipt; run before and after ours, the faster counts.",
+        `ours: ${settleChecks(settle.ours, SETTLES, AMOUNT)}; reference: ` +
+        `${settleChecks(settle.reference, SETTLES, AMOUNT)}. Floor: the same number of ` +
+        "transferWithAuthorization transactions signed beforehand from one key, sent straight to " +
+        `anvil at the same concurrency, each waiting for its receipt. The three take turns in ${SETTLE_ROUNDS} ` +
+        "rounds (anvil slows as the token's storage grows: all meet the same chain).",
     );
     console.log(
       `cold: wall time of \`node bin/facilitator.js verify <file> --rpc-url <rpc> -q\` vs a bare ` +

@@ -162,3 +162,18 @@ export async function settleFloor(
     errors,
   };
 }
+
+/** Rounds of the floor as one run. */
+export function mergeFloorRuns(runs: readonly FloorRun[]): FloorRun {
+  const anvil = runs.map((r) => r.anvilMs);
+  return {
+    anvilMs: anvil.some((a) => a === undefined)
+      ? undefined
+      : anvil.reduce<number>((a, v) => a + (v ?? 0), 0),
+    clientMs: runs.reduce((a, r) => a + r.clientMs, 0),
+    count: runs.reduce((a, r) => a + r.count, 0),
+    seconds: runs.reduce((a, r) => a + r.seconds, 0),
+    latenciesMs: runs.flatMap((r) => r.latenciesMs),
+    errors: runs.flatMap((r) => r.errors),
+  };
+}

@@ -1,0 +1,142 @@
+/**
+ * bench:compare's settle phase: ours, the reference and the chain's floor (bench/settle-floor.ts),
+ * each with its own fresh payments, in rounds that take turns. anvil's cost per transaction grows
+ * with the state the chain holds (every transfer leaves its authorization's nonce in the token's
+ * storage: on this machine 600 transfers at a time ran at 1,372, 682, 480, 271 and 170 per
+ * second, one run after another), so whoever runs later meets a slower chain; in turns, all three
+ * meet the same one.
+ */
+import type { DevAccount, Devnet } from "../src/evm/devnet/index.js";
+import {
+  cpuLine,
+  mergeSettleRuns,
+  type SettleRun,
+  type SettleSettings,
+  settleRun,
+  warmUpSettle,
+} from "./compare-load.js";
+import { fmt, type Row } from "./compare-report.js";
+import { perRequest, type Server } from "./compare-servers.js";
+import { percentile } from "./lib.js";
+import { type FloorRun, mergeFloorRuns, settleFloor } from "./settle-floor.js";
+
+export interface SettlePhase {
+  readonly ours: SettleRun;
+  readonly reference: SettleRun;
+  readonly floor: FloorRun;
+}
+
+export interface SettlePlan extends SettleSettings {
+  /** Payments per side, split over `rounds`. */
+  readonly settles: number;
+  readonly rounds: number;
+  readonly signers: { readonly ours: DevAccount; readonly reference: DevAccount };
+  readonly floorSender: DevAccount;
+  /** Signed request bodies: one warm-up, then `settles` more, per server. */
+  readonly bodies: { readonly ours: readonly string[]; readonly reference: readonly string[] };
+}
+
+const median = (values: readonly number[]) => percentile(values, 50);
+
+/** `items` in `parts` runs of nearly equal length. */
+function split<T>(items: readonly T[], parts: number): T[][] {
+  const size = Math.ceil(items.length / parts);
+  return Array.from({ length: parts }, (_, i) => items.slice(i * size, (i + 1) * size)).filter(
+    (part) => part.length > 0,
+  );
+}
+
+export async function settlePhase(
+  chain: Devnet,
+  servers: readonly [Server, Server],
+  plan: SettlePlan,
+  rows: Row[],
+  keep: (what: string, errors: readonly string[]) => void,
+): Promise<SettlePhase> {
+  const [ours, reference] = servers;
+  for (const [server, bodies] of [
+    [ours, plan.bodies.ours],
+    [reference, plan.bodies.reference],
+  ] as const) {
+    const problem = await warmUpSettle(server, bodies[0] as string, plan.timeoutMs);
+    if (problem) keep(`${server.name} settle warm-up`, [problem]);
+  }
+  const oursChunks = split(plan.bodies.ours.slice(1), plan.rounds);
+  const referenceChunks = split(plan.bodies.reference.slice(1), plan.rounds);
+  const runs = { ours: [] as SettleRun[], reference: [] as SettleRun[], floor: [] as FloorRun[] };
+  for (let round = 0; round < oursChunks.length; round++) {
+    const turns = [
+      async () => {
+        const chunk = oursChunks[round] ?? [];
+        runs.ours.push(await settleRun(chain, ours, plan.signers.ours.address, chunk, plan));
+      },
+      async () => {
+        const chunk = referenceChunks[round] ?? [];
+        const address = plan.signers.reference.address;
+        runs.reference.push(await settleRun(chain, reference, address, chunk, plan));
+      },
+      async () => {
+        const count = oursChunks[round]?.length ?? 0;
+        runs.floor.push(
+          await settleFloor(chain, plan.floorSender, count, plan.concurrency, plan.amount),
+        );
+      },
+    ];
+    // Who goes first changes every round.
+    for (let i = 0; i < turns.length; i++) await turns[(round + i) % turns.length]?.();
+  }
+  const so = mergeSettleRuns(runs.ours);
+  const sr = mergeSettleRuns(runs.reference);
+  const floor = mergeFloorRuns(runs.floor);
+  for (const [name, run] of [
+    ["ours", so],
+    ["reference", sr],
+  ] as const) {
+    keep(`${name} settle`, run.errors);
+    console.log(
+      `settle c=${plan.concurrency} ${name.padEnd(9)} ${run.count} settled in ` +
+        `${run.seconds.toFixed(2)} s over ${runs.ours.length} rounds, ${run.errors.length} errors; ${cpuLine(run)}`,
+    );
+  }
+  keep("floor", floor.errors);
+  console.log(
+    `settle floor (no facilitator): ${floor.count} transfers in ${floor.seconds.toFixed(2)} s, ` +
+      `${floor.errors.length} errors; CPU ms per transfer: anvil ` +
+      `${fmt(perRequest(floor.anvilMs, floor.count), 2)}, sender ${fmt(perRequest(floor.clientMs, floor.count), 2)}`,
+  );
+  const c = plan.concurrency;
+  rows.push(
+    {
+      label: `settle c=${c} settles/s (1 key)`,
+      ours: so.count / so.seconds,
+      reference: sr.count / sr.seconds,
+      digits: 1,
+      errors: [so.errors.length, sr.errors.length],
+    },
+    {
+      label: `settle c=${c} ours vs floor (ref col: floor)`,
+      ours: so.count / so.seconds,
+      reference: floor.count / floor.seconds,
+      digits: 1,
+    },
+    {
+      label: `settle c=${c} p50 ms`,
+      ours: median(so.latenciesMs),
+      reference: median(sr.latenciesMs),
+      digits: 1,
+    },
+    {
+      label: `settle c=${c} p99 ms`,
+      ours: percentile(so.latenciesMs, 99),
+      reference: percentile(sr.latenciesMs, 99),
+      digits: 1,
+    },
+    {
+      label: `settle c=${c} server CPU ms/settle`,
+      ours: perRequest(so.cpu?.server, so.count),
+      reference: perRequest(sr.cpu?.server, sr.count),
+      digits: 2,
+    },
+  );
+  return { ours: so, reference: sr, floor };
+}
