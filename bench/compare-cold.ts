@@ -69,13 +69,43 @@ if (typeof answer.result !== "string") process.exit(1);
 console.log(answer.result);
 `;
 
+/**
+ * The same call over node:http, which loads less than fetch (undici and its web streams): the
+ * lowest floor a node process that asks a chain something has.
+ */
+export const BARE_HTTP_SCRIPT = `
+import http from "node:http";
+const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
+const answer = await new Promise((resolve, reject) => {
+  const request = http.request(process.argv[2], { method: "POST", headers: { "content-type": "application/json", "content-length": body.length } }, (response) => {
+    let text = "";
+    response.setEncoding("utf8");
+    response.on("data", (chunk) => (text += chunk));
+    response.on("end", () => resolve(JSON.parse(text)));
+  });
+  request.on("error", reject);
+  request.end(body);
+});
+if (typeof answer.result !== "string") process.exit(1);
+console.log(answer.result);
+`;
+
+export interface ColdRuns {
+  readonly ms: number[];
+  readonly errors: string[];
+}
+
+/**
+ * Wall times of our cold verify and of each bare script, `runs` times each, the order rotating
+ * every run, after one untimed run of each (disk cache and node's compile cache, as for any
+ * repeated use). A failed run says nothing about start-up time: it counts as an error, not a time.
+ */
 export async function coldCli(
   rpcUrl: string,
   requestFile: string,
-  bareScript: string,
+  bareScripts: readonly string[],
   runs: number,
-) {
-  const ours = [path.join(ROOT, "bin/facilitator.js"), "verify", requestFile, "--rpc-url", rpcUrl];
+): Promise<{ ours: ColdRuns; bare: ColdRuns[] }> {
   const oursCheck = (stdout: string) => {
     try {
       return (JSON.parse(stdout) as { success?: unknown }).success === true;
@@ -83,34 +113,37 @@ export async function coldCli(
       return false;
     }
   };
-  const bare = [bareScript, rpcUrl];
   const bareCheck = (stdout: string) => stdout.startsWith("0x");
-  // One untimed run of each first: disk cache and node's compile cache, as for any repeated use.
-  const oursMs: number[] = [];
-  const bareMs: number[] = [];
-  const oursErrors: string[] = [];
-  const bareErrors: string[] = [];
-  const warmOurs = await timedRun([...ours, "-q"], oursCheck);
-  const warmBare = await timedRun(bare, bareCheck);
-  if (warmOurs.error) oursErrors.push(`warm-up: ${warmOurs.error}`);
-  if (warmBare.error) bareErrors.push(`warm-up: ${warmBare.error}`);
-  for (let i = 0; i < runs && !state.interrupting; i++) {
-    let o: Timed;
-    let b: Timed;
-    if (i % 2 === 0) {
-      o = await timedRun([...ours, "-q"], oursCheck);
-      b = await timedRun(bare, bareCheck);
-    } else {
-      b = await timedRun(bare, bareCheck);
-      o = await timedRun([...ours, "-q"], oursCheck);
-    }
-    // A failed run says nothing about start-up time: it is counted as an error, not timed.
-    if (o.error) oursErrors.push(o.error);
-    else oursMs.push(o.ms);
-    if (b.error) bareErrors.push(b.error);
-    else bareMs.push(b.ms);
+  const contestants = [
+    {
+      args: [
+        path.join(ROOT, "bin/facilitator.js"),
+        "verify",
+        requestFile,
+        "--rpc-url",
+        rpcUrl,
+        "-q",
+      ],
+      check: oursCheck,
+    },
+    ...bareScripts.map((script) => ({ args: [script, rpcUrl], check: bareCheck })),
+  ];
+  const results: ColdRuns[] = contestants.map(() => ({ ms: [], errors: [] }));
+  for (const [i, c] of contestants.entries()) {
+    const warm = await timedRun(c.args, c.check);
+    if (warm.error) results[i]?.errors.push(`warm-up: ${warm.error}`);
   }
-  return { oursMs, bareMs, oursErrors, bareErrors };
+  for (let run = 0; run < runs && !state.interrupting; run++) {
+    for (let k = 0; k < contestants.length; k++) {
+      const i = (run + k) % contestants.length;
+      const c = contestants[i] as (typeof contestants)[number];
+      const timed = await timedRun(c.args, c.check);
+      if (timed.error) results[i]?.errors.push(timed.error);
+      else results[i]?.ms.push(timed.ms);
+    }
+  }
+  const [ours, ...bare] = results as [ColdRuns, ...ColdRuns[]];
+  return { ours, bare };
 }
 
 /** Peak RSS of a node process that loads nothing (with `flags`), for the memory note. */

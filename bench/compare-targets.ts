@@ -11,6 +11,8 @@ export interface Measured {
   /** Our settles/s over the chain's floor's. */
   readonly floorRatio: number | undefined;
   readonly coldRatio: number | undefined;
+  /** Beside a bare node on node:http, which loads less than fetch: said, no target. */
+  readonly coldHttpRatio: number | undefined;
   readonly rss: number | undefined;
 }
 

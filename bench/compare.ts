@@ -21,7 +21,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
-import { BARE_NODE_SCRIPT, coldCli, idlePeakRssMiB } from "./compare-cold.js";
+import {
+  BARE_HTTP_SCRIPT,
+  BARE_NODE_SCRIPT,
+  type ColdRuns,
+  coldCli,
+  idlePeakRssMiB,
+} from "./compare-cold.js";
 import { cpuLine, load, type Round, settleChecks } from "./compare-load.js";
 import { distEntry, distFreshness, fmt, type Row, ratio, table } from "./compare-report.js";
 import {
@@ -66,6 +72,7 @@ const VERIFY_TIMEOUT_MS = 30_000;
 const SETTLE_TIMEOUT_MS = 60_000;
 
 const median = (values: readonly number[]) => percentile(values, 50);
+const times = (runs: ColdRuns) => runs.ms.map((m) => m.toFixed(0)).join(" ");
 
 function devAccount(index: number): DevAccount {
   const account = devAccounts[index];
@@ -241,8 +248,10 @@ async function main(): Promise<number> {
     const verifyBodies = await signBodies(chain, POOL);
     const requestFile = path.join(dir, "request.json");
     writeFileSync(requestFile, verifyBodies[0] as string);
-    const bareScript = path.join(dir, "bare.mjs");
-    writeFileSync(bareScript, BARE_NODE_SCRIPT);
+    const bareFetch = path.join(dir, "bare-fetch.mjs");
+    writeFileSync(bareFetch, BARE_NODE_SCRIPT);
+    const bareHttp = path.join(dir, "bare-http.mjs");
+    writeFileSync(bareHttp, BARE_HTTP_SCRIPT);
     console.log(
       `signed ${POOL} verify payloads from ${chain.payers.length} payers in ` +
         `${((performance.now() - signing) / 1000).toFixed(1)} s`,
@@ -292,20 +301,32 @@ async function main(): Promise<number> {
 
     // The servers are done: stop them so the cold runs have the machine to themselves.
     await Promise.all(servers.map((s) => stopChild(s.child)));
-    const cold = await coldCli(chain.rpcUrl, requestFile, bareScript, COLD_RUNS);
+    const cold = await coldCli(chain.rpcUrl, requestFile, [bareFetch, bareHttp], COLD_RUNS);
+    const [withFetch, withHttp] = cold.bare as [ColdRuns, ColdRuns];
     const idleNode = await idlePeakRssMiB([]);
     const idleTsx = await idlePeakRssMiB(["--import", "tsx"]);
-    errors.keep("ours cold verify", cold.oursErrors);
-    errors.keep("bare node", cold.bareErrors);
-    const coldOurs = cold.oursMs.length ? median(cold.oursMs) : undefined;
-    const coldBare = cold.bareMs.length ? median(cold.bareMs) : undefined;
-    rows.push({
-      label: `cold verify ms, median of ${COLD_RUNS} (ref = bare node)`,
-      ours: coldOurs,
-      reference: coldBare,
-      digits: 0,
-      errors: [cold.oursErrors.length, cold.bareErrors.length],
-    });
+    errors.keep("ours cold verify", cold.ours.errors);
+    errors.keep("bare node (fetch)", withFetch.errors);
+    errors.keep("bare node (node:http)", withHttp.errors);
+    const medianOf = (runs: ColdRuns) => (runs.ms.length ? median(runs.ms) : undefined);
+    const coldOurs = medianOf(cold.ours);
+    const coldBare = medianOf(withFetch);
+    rows.push(
+      {
+        label: `cold verify ms, median of ${COLD_RUNS} (ref = bare node, fetch)`,
+        ours: coldOurs,
+        reference: coldBare,
+        digits: 0,
+        errors: [cold.ours.errors.length, withFetch.errors.length],
+      },
+      {
+        label: `cold verify ms (ref = bare node, node:http)`,
+        ours: coldOurs,
+        reference: medianOf(withHttp),
+        digits: 0,
+        errors: [0, withHttp.errors.length],
+      },
+    );
 
     console.log("");
     console.log(table(rows));
@@ -329,9 +350,9 @@ async function main(): Promise<number> {
     );
     console.log(
       `cold: wall time of \`node bin/facilitator.js verify <file> --rpc-url <rpc> -q\` vs a bare ` +
-        `node process doing one eth_chainId with fetch; ${COLD_RUNS} runs each, alternating, after ` +
-        `one untimed run of each. ours ${cold.oursMs.map((m) => m.toFixed(0)).join(" ")} ms; ` +
-        `bare ${cold.bareMs.map((m) => m.toFixed(0)).join(" ")} ms`,
+        `node process doing one eth_chainId, with fetch and with node:http; ${COLD_RUNS} runs each, ` +
+        `the order rotating, after one untimed run of each. ours ${times(cold.ours)} ms; bare ` +
+        `(fetch) ${times(withFetch)} ms; bare (node:http) ${times(withHttp)} ms`,
     );
     console.log(
       "memory: VmHWM from /proc; the reference runs under tsx (node --import tsx), whose loader " +
@@ -356,6 +377,7 @@ async function main(): Promise<number> {
         settle.floor.count / settle.floor.seconds,
       ),
       coldRatio: ratio(coldOurs, coldBare),
+      coldHttpRatio: ratio(coldOurs, medianOf(withHttp)),
       rss: Math.max(rssAfterVerify[0] ?? 0, rssAfterSettle[0] ?? 0) || undefined,
     });
 

@@ -77,6 +77,17 @@ describe("the Host check (no API key)", () => {
     ]) {
       expect(local(bad), bad).toBe(false);
     }
+    // Asked again (verdicts are remembered), and after a flood of distinct names that fills and
+    // empties what is remembered: the same verdicts.
+    for (let i = 0; i < 600; i++) expect(local(`flood${i}.example`)).toBe(false);
+    expect(local(`${"a".repeat(300)}.example`)).toBe(false);
+    expect(local(`${"a".repeat(300)}.corp.example`)).toBe(true);
+    for (const ok of ["localhost:4020", "pay.example:443", "api.corp.example"]) {
+      expect(local(ok), ok).toBe(true);
+    }
+    for (const bad of ["evil.example", "localhost@evil.example", "corp.example"]) {
+      expect(local(bad), bad).toBe(false);
+    }
     expect(trustedHosts({ bindHost: "192.168.7.7" })("192.168.7.7:4020")).toBe(true);
     expect(trustedHosts({ bindHost: "::1" })("[::1]")).toBe(true);
     expect(hostOf("127.1")).toBe("127.0.0.1");

@@ -16,6 +16,9 @@ export interface TrustedHostsOptions {
 }
 
 const WILDCARDS = new Set(["", "0.0.0.0", "::", "[::]"]);
+/** Host values whose verdict is remembered, and the longest one remembered. */
+const MAX_REMEMBERED = 256;
+const MAX_REMEMBERED_LENGTH = 255;
 
 /**
  * The host part of a Host header value or a configured name, lower case, in canonical form
@@ -70,10 +73,23 @@ export function trustedHosts(options: TrustedHostsOptions): (host: string | unde
       if (base) suffixes.push(`.${base}`);
     } else add(name);
   }
-  return (header) => {
-    if (header === undefined) return true;
+  const judge = (header: string) => {
     const host = hostOf(header);
     if (host === undefined) return false;
     return isLoopback(host) || exact.has(host) || suffixes.some((suffix) => host.endsWith(suffix));
+  };
+  // Callers send the same few Host values: each is judged once (parsing it as a URL was a
+  // hundredth of a verify). Bounded, as the values are the caller's to choose.
+  const judged = new Map<string, boolean>();
+  return (header) => {
+    if (header === undefined) return true;
+    const known = judged.get(header);
+    if (known !== undefined) return known;
+    const verdict = judge(header);
+    if (header.length <= MAX_REMEMBERED_LENGTH) {
+      if (judged.size >= MAX_REMEMBERED) judged.clear();
+      judged.set(header, verdict);
+    }
+    return verdict;
   };
 }
