@@ -154,8 +154,9 @@ export async function measureRates(
         const before = journalBytes();
         const level = await voucherLevel(target, bodies, concurrency);
         if (target.name === "ours") {
-          // Its journal lines are written off the hot path: give the last group a moment.
-          await new Promise((resolve) => setTimeout(resolve, 200));
+          // Its raises are written a second after they are made (RAISE_FLUSH_MS in
+          // store/journal.ts): wait past that, or a level shorter than a second writes nothing yet.
+          await new Promise((resolve) => setTimeout(resolve, 1_300));
           journal.bytes += journalBytes() - before;
           journal.vouchers += level.latenciesMs.length + bodies.length;
         }
