@@ -10,7 +10,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import type { DevAccount } from "../src/evm/devnet/index.js";
 import type { RpcCounter } from "./batch-rpc-proxy.js";
-import { cleanEnv, exited, freePort, tail, urlOnStdout } from "./lib.js";
+import { cleanEnv, exited, freePort, serveArgs, tail, urlOnStdout } from "./lib.js";
 import { ROOT } from "./settle-lib.js";
 
 const READY_TIMEOUT_MS = 30_000;
@@ -74,20 +74,13 @@ export async function startOurs(options: {
       process.execPath,
       [
         path.join(ROOT, "bin/facilitator.js"),
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        String(port),
-        "--rpc-url",
-        options.rpc.url,
-        "--private-key-file",
-        options.keyFile,
-        "--journal",
-        path.join(options.dir, "journal.jsonl"),
-        "--confirm-timeout",
-        "60",
-        "--quiet",
+        ...serveArgs({
+          port,
+          rpcUrl: options.rpc.url,
+          keyFile: options.keyFile,
+          journal: path.join(options.dir, "journal.jsonl"),
+          more: ["--confirm-timeout", "60"],
+        }),
       ],
       {
         cwd: ROOT,

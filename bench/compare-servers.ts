@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Hex } from "viem";
-import { cleanEnv, cpuMs, exited, freePort, tail, urlOnStdout } from "./lib.js";
+import { cleanEnv, cpuMs, exited, freePort, serveArgs, tail, urlOnStdout } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const READY_TIMEOUT_MS = 30_000;
@@ -48,21 +48,7 @@ export async function startOurs(rpcUrl: string, keyFile: string, journal: string
   const child = track(
     spawn(
       process.execPath,
-      [
-        path.join(ROOT, "bin/facilitator.js"),
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        String(port),
-        "--rpc-url",
-        rpcUrl,
-        "--private-key-file",
-        keyFile,
-        "--journal",
-        journal,
-        "--quiet",
-      ],
+      [path.join(ROOT, "bin/facilitator.js"), ...serveArgs({ port, rpcUrl, journal, keyFile })],
       { cwd: ROOT, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] },
     ),
   );

@@ -194,3 +194,30 @@ export async function post(url: string, body: string, timeoutMs: number): Promis
     };
   }
 }
+
+/**
+ * `facilitator serve`'s arguments as the benches start it: on loopback at `port`, quiet, its RPC
+ * and journal given, settling from `keyFile` when there is one; `more` goes before --quiet.
+ */
+export function serveArgs(options: {
+  readonly port: number;
+  readonly rpcUrl: string;
+  readonly journal: string;
+  readonly keyFile?: string | undefined;
+  readonly more?: readonly string[] | undefined;
+}): string[] {
+  return [
+    "serve",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(options.port),
+    "--rpc-url",
+    options.rpcUrl,
+    ...(options.keyFile ? ["--private-key-file", options.keyFile] : []),
+    "--journal",
+    options.journal,
+    ...(options.more ?? []),
+    "--quiet",
+  ];
+}

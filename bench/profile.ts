@@ -28,7 +28,17 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
 import { attribute, byStep, type CpuProfile } from "./cpu-profile.js";
-import { benchMethod, cleanEnv, cpuMs, exited, freePort, setting, stopChild, tail } from "./lib.js";
+import {
+  benchMethod,
+  cleanEnv,
+  cpuMs,
+  exited,
+  freePort,
+  serveArgs,
+  setting,
+  stopChild,
+  tail,
+} from "./lib.js";
 import { loadPosts } from "./load.js";
 import { SETTLE_STEPS, VERIFY_HELPERS, VERIFY_STEPS } from "./verify-steps.js";
 
@@ -116,17 +126,12 @@ async function main(): Promise<number> {
       [
         ...(PROFILING ? ["--cpu-prof", "--cpu-prof-dir", profiles] : []),
         entry,
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        String(port),
-        "--rpc-url",
-        devnet.rpcUrl,
-        "--journal",
-        path.join(work, "journal.jsonl"),
-        ...(SETTLE ? ["--private-key-file", keyFile] : []),
-        "--quiet",
+        ...serveArgs({
+          port,
+          rpcUrl: devnet.rpcUrl,
+          journal: path.join(work, "journal.jsonl"),
+          keyFile: SETTLE ? keyFile : undefined,
+        }),
       ],
       { cwd: ROOT, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] },
     );

@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
-import { benchMethod, cleanEnv, exited, freePort, setting, stopChild } from "./lib.js";
+import { benchMethod, cleanEnv, exited, freePort, serveArgs, setting, stopChild } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CONCURRENCY = [1, 16, 64] as const;
@@ -38,16 +38,7 @@ function startFacilitator(rpcUrl: string, port: number): ServerProcess {
     process.execPath,
     [
       path.join(ROOT, "bin/facilitator.js"),
-      "serve",
-      "--host",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--rpc-url",
-      rpcUrl,
-      "--journal",
-      path.join(stateDir, "journal.jsonl"),
-      "--quiet",
+      ...serveArgs({ port, rpcUrl, journal: path.join(stateDir, "journal.jsonl") }),
     ],
     { cwd: ROOT, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] },
   );

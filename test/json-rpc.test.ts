@@ -191,7 +191,7 @@ describe("JSON-RPC over node:http", () => {
   test("credentials in the URL go as Basic authorization, never in the request line", async () => {
     headersSeen.length = 0;
     const c = createPublicClient({
-      transport: jsonRpcTransport(base.replace("http://", "http://us%40er:p%3Ass@") + "/ok", {
+      transport: jsonRpcTransport(`${base.replace("http://", "http://us%40er:p%3Ass@")}/ok`, {
         retryCount: 0,
       }),
     });

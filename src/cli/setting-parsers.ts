@@ -163,16 +163,19 @@ export const wei: Parser<bigint> = (value, source) => {
   return BigInt(digits.trim());
 };
 
+/** A list's items: comma-separated text (a repeatable flag's values joined), or a JSON array. */
+function listItems(value: unknown): unknown[] | undefined {
+  if (Array.isArray(value)) return value;
+  if (typeof value !== "string") return undefined;
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
 /** Addresses: comma-separated text (a repeatable flag's values joined), or a JSON array. */
 export const addresses: Parser<Address[]> = (value, source) => {
-  const items = Array.isArray(value)
-    ? value
-    : typeof value === "string"
-      ? value
-          .split(",")
-          .map((item) => item.trim())
-          .filter(Boolean)
-      : undefined;
+  const items = listItems(value);
   if (!items) throw new UsageError(`${source.name} must be a list of addresses`);
   return items.map((item, i) => {
     if (typeof item !== "string" || !isAddress(item, { strict: false })) {
@@ -206,14 +209,7 @@ export const builderCode: Parser<string> = (value, source) => {
 
 /** Solana addresses (programs): comma-separated text (a repeatable flag's values joined), or a JSON array. */
 export const solanaAddresses: Parser<string[]> = (value, source) => {
-  const items = Array.isArray(value)
-    ? value
-    : typeof value === "string"
-      ? value
-          .split(",")
-          .map((item) => item.trim())
-          .filter(Boolean)
-      : undefined;
+  const items = listItems(value);
   if (!items) throw new UsageError(`${source.name} must be a list of Solana addresses`);
   return items.map((item, i) => {
     if (!isSolanaAddress(item)) {

@@ -3,13 +3,7 @@
  * witness also names the one facilitator that may settle it, and the proxy calls that move
  * `amount` (at most the permitted maximum) to the recipient.
  */
-import {
-  type Address,
-  decodeErrorResult,
-  encodeFunctionData,
-  type Hex,
-  parseAbi,
-} from "viem";
+import { type Address, decodeErrorResult, encodeFunctionData, type Hex, parseAbi } from "viem";
 import { hashWords, writeAddress, writeBytes32, writeUint } from "../chain/abi-words.js";
 import { hexOf } from "../chain/keccak.js";
 import {
