@@ -255,3 +255,12 @@ describe("a URL that is not one", () => {
     expect(isUnreachable(error)).toBe(true);
   });
 });
+
+describe("a request with a bigint in its params", () => {
+  test("goes out with the number in decimal, as viem's stringify writes it", async () => {
+    bodies.length = 0;
+    const transport = jsonRpcTransport(`${base}/ok`, { retryCount: 0 })({});
+    await transport.request({ method: "eth_chainId", params: [12345678901234567890n] } as never);
+    expect(JSON.stringify(bodies[0])).toContain('"params":["12345678901234567890"]');
+  });
+});

@@ -11,11 +11,13 @@ import {
   getAddress,
   type Hex,
   hashTypedData,
+  isAddress,
   keccak256,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, test } from "vitest";
 import { writeAddress, writeBytes32, writeUint } from "../src/evm/chain/abi-words.js";
+import { checksumAddress, hasValidChecksum } from "../src/evm/chain/address.js";
 import { keccak256Hex } from "../src/evm/chain/keccak.js";
 import { addressOfPublicKey } from "../src/evm/chain/secp256k1.js";
 import {
@@ -140,6 +142,21 @@ describe("the upto (Permit2 witness) digest", () => {
             message,
           }),
         );
+      }
+    }
+  });
+});
+
+describe("EIP-55 addresses", () => {
+  test("checksums and their checks agree with viem's getAddress and isAddress", () => {
+    for (let i = 0; i < 300; i++) {
+      const lower = randomHex(20);
+      const good = getAddress(lower);
+      expect(checksumAddress(lower.slice(2))).toBe(good);
+      const flipped = good.replace(/[a-f]/, (c) => c.toUpperCase()) as Address;
+      const upper = `0x${lower.slice(2).toUpperCase()}`;
+      for (const value of [lower, good, flipped, upper, lower.slice(0, 30), `${good}0`, "0x", ""]) {
+        expect(hasValidChecksum(value), value).toBe(isAddress(value, { strict: true }));
       }
     }
   });

@@ -70,8 +70,16 @@ const isRpcError = (data: unknown): data is { error: { code: number; message: st
 };
 
 /** viem's stringify: bigints as decimal strings. */
-const toJson = (value: unknown) =>
-  JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? v.toString() : v));
+function toJson(value: unknown): string {
+  // viem hands requests over hex-encoded, so a replacer (called for every key) is rarely needed:
+  // only when JSON.stringify meets a bigint and refuses it.
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    return JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? v.toString() : v));
+  }
+}
 
 let nextId = 0;
 

@@ -27,6 +27,7 @@ import {
 } from "viem";
 import { privateKeyToAccount, toAccount } from "viem/accounts";
 import { bytesOfHex } from "./abi-words.js";
+import { checksumAddress } from "./address.js";
 import { hexOf, keccak256Bytes } from "./keccak.js";
 import { type SettlementTransaction, settlementTransactionBytes } from "./rlp-transaction.js";
 
@@ -168,21 +169,7 @@ export async function recoverSigner(
   return address === "0x0000000000000000000000000000000000000000" ? undefined : address;
 }
 
-/**
- * The checksummed address of an uncompressed public key (65 bytes, 0x04 first): the last 20 bytes
- * of its keccak, each hex letter upper-cased where the keccak of the lower-case hex has a high
- * nibble of 8 or more (EIP-55), as viem's getAddress writes it.
- */
+/** The checksummed address of an uncompressed public key (65 bytes, 0x04 first). */
 export function addressOfPublicKey(publicKey: Uint8Array): Address {
-  const lower = hexOf(keccak256Bytes(publicKey.subarray(1)).subarray(12)).slice(2);
-  const ascii = new Uint8Array(40);
-  for (let i = 0; i < 40; i++) ascii[i] = lower.charCodeAt(i);
-  const hash = keccak256Bytes(ascii);
-  let address = "0x";
-  for (let i = 0; i < 40; i++) {
-    const nibble = ((hash[i >> 1] as number) >> (i % 2 === 0 ? 4 : 0)) & 0x0f;
-    const char = lower[i] as string;
-    address += nibble >= 8 ? char.toUpperCase() : char;
-  }
-  return address as Address;
+  return checksumAddress(hexOf(keccak256Bytes(publicKey.subarray(1)).subarray(12)).slice(2));
 }
