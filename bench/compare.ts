@@ -372,10 +372,14 @@ async function main(): Promise<number> {
         settle.ours.count / settle.ours.seconds,
         settle.reference.count / settle.reference.seconds,
       ),
-      floorRatio: ratio(
-        settle.ours.count / settle.ours.seconds,
-        settle.floor.count / settle.floor.seconds,
-      ),
+      // A floor with failed transfers measured no floor: no ratio.
+      floorRatio:
+        settle.floor.errors.length > 0
+          ? undefined
+          : ratio(
+              settle.ours.count / settle.ours.seconds,
+              settle.floor.count / settle.floor.seconds,
+            ),
       coldRatio: ratio(coldOurs, coldBare),
       coldHttpRatio: ratio(coldOurs, medianOf(withHttp)),
       rss: Math.max(rssAfterVerify[0] ?? 0, rssAfterSettle[0] ?? 0) || undefined,

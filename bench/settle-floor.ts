@@ -31,6 +31,14 @@ export interface FloorRun {
   readonly errors: string[];
 }
 
+/** An error's first line and, for viem's, its details (the node's own words). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const details = (error as { details?: unknown }).details;
+  const first = error.message.split("\n")[0] ?? "";
+  return typeof details === "string" && details ? `${first} (${details})` : first;
+}
+
 /** Gas per transfer: above the ~69k one costs, as a facilitator's estimate would be. */
 const GAS = 120_000n;
 
@@ -145,7 +153,7 @@ export async function settleFloor(
         if (receipt.status !== "success") errors.push(`reverted: ${receipt.transactionHash}`);
         else latenciesMs.push(performance.now() - sent);
       } catch (error) {
-        errors.push(error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error));
+        errors.push(describe(error));
       }
     }
   };
