@@ -2,7 +2,13 @@
  * Following a broadcast settlement until it is mined (deep enough), replacing it at the same nonce
  * when it sits unmined, and repairing nonce gaps that keep it from being mined at all.
  */
-import { type Hex, keccak256, type TransactionReceipt, type TransactionSerializable } from "viem";
+import {
+  type Address,
+  type Hex,
+  keccak256,
+  type TransactionReceipt,
+  type TransactionSerializable,
+} from "viem";
 import { reportReceipt } from "../../core/metrics.js";
 import type { ChainAccess } from "./access.js";
 import { bump, type Fees, overCap } from "./fees.js";
@@ -37,15 +43,32 @@ function isLocalNode(client: ChainAccess["client"]): Promise<boolean> {
   return known;
 }
 
-/** Whether a local node passed over our transaction: it automines, or blocks came since. */
-async function parkedOnLocalNode(ctx: ChainAccess, sinceBlock: bigint | undefined) {
-  const [automines, block] = await Promise.all([
+/**
+ * Whether a local node passed over our transaction: it is the next of its key to be mined (an
+ * earlier one unmined holds it back, and is the one to look at), and the node automines or blocks
+ * came since. Replacing one that waits behind an earlier nonce is also what anvil's pool of
+ * waiting transactions mishandles: it keeps every replacement and none of them can be mined again
+ * (foundry-rs/foundry#16638, fixed after anvil 1.7.1, the one npm ships).
+ */
+async function parkedOnLocalNode(
+  ctx: ChainAccess,
+  sinceBlock: bigint | undefined,
+  from: Address,
+  nonce: number | undefined,
+) {
+  const [automines, block, next] = await Promise.all([
     ctx.client.request({ method: "anvil_getAutomine" } as never).then(
       (answer) => answer === true,
       () => false,
     ),
     ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined),
+    nonce === undefined
+      ? undefined
+      : ctx.client
+          .getTransactionCount({ address: from, blockTag: "latest" })
+          .catch(() => undefined),
   ]);
+  if (nonce !== undefined && next !== undefined && next !== nonce) return false;
   return automines || (sinceBlock !== undefined && block !== undefined && block > sinceBlock);
 }
 
@@ -123,7 +146,9 @@ export async function follow(
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
       if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce);
-      if (local && (await parkedOnLocalNode(ctx, sinceBlock))) replaceAt = now;
+      if (local && (await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce))) {
+        replaceAt = now;
+      }
     }
     if (!receipt && now >= replaceAt) {
       replaceAt = now + ctx.replaceAfterMs;
