@@ -4,9 +4,14 @@
  * hashes are made once, and a channel's id is remembered for its configuration. They are the
  * digests viem's hashTypedData makes (test/batch-digests.test.ts); this is a voucher's hot path.
  */
-import { concat, encodeAbiParameters, type Hex, keccak256, stringToHex } from "viem";
-import { bytesOfHex, writeBytes32, writeUint } from "../chain/abi-words.js";
-import { keccak256Bytes, keccak256Hex } from "../chain/keccak.js";
+import { encodeAbiParameters, type Hex, keccak256, stringToHex } from "viem";
+import {
+  bytesOfHex,
+  hashWords,
+  typedDigestOf,
+  writeBytes32,
+  writeUint,
+} from "../chain/abi-words.js";
 import { domainSeparatorOf } from "../exact/eip3009-encoding.js";
 import { CHANNEL_CONFIG_TYPES, settlementDomain, VOUCHER_TYPES } from "./constants.js";
 import type { ChannelConfig } from "./payload.js";
@@ -19,7 +24,7 @@ const CHANNEL_CONFIG_TYPEHASH = typeHashOf("ChannelConfig", CHANNEL_CONFIG_TYPES
 const VOUCHER_TYPEHASH = typeHashOf("Voucher", VOUCHER_TYPES.Voucher);
 
 const typedDigest = (chainId: number, structHash: Hex) =>
-  keccak256(concat(["0x1901", domainSeparatorOf(settlementDomain(chainId)), structHash]));
+  typedDigestOf(domainSeparatorOf(settlementDomain(chainId)), bytesOfHex(structHash));
 
 /** Channel ids by chain and configuration, the most recently used kept. */
 const channelIds = new Map<string, Hex>();
@@ -65,22 +70,15 @@ export function channelIdOf(config: ChannelConfig, chainId: number): Hex {
   return id;
 }
 
-/** A voucher's three words, and "\x19\x01" ‖ separator ‖ struct hash: reused (hashing is synchronous). */
-const voucherWords = new Uint8Array(3 * 32);
-const digestInput = new Uint8Array(66);
-digestInput[0] = 0x19;
-digestInput[1] = 0x01;
-const VOUCHER_TYPEHASH_BYTES = bytesOfHex(VOUCHER_TYPEHASH);
-
 /**
  * What the payer signs for a voucher: the channel may pay out `maxClaimable` in all. Every voucher
  * verify computes it: its words are written straight into bytes and hashed with our keccak.
  */
 export function voucherDigest(chainId: number, channelId: Hex, maxClaimable: bigint): Hex {
-  voucherWords.set(VOUCHER_TYPEHASH_BYTES, 0);
-  writeBytes32(voucherWords, 32, channelId);
-  writeUint(voucherWords, 64, maxClaimable, 128);
-  writeBytes32(digestInput, 2, domainSeparatorOf(settlementDomain(chainId)));
-  digestInput.set(keccak256Bytes(voucherWords), 34);
-  return keccak256Hex(digestInput);
+  const structHash = hashWords(3, (out) => {
+    writeBytes32(out, 0, VOUCHER_TYPEHASH);
+    writeBytes32(out, 32, channelId);
+    writeUint(out, 64, maxClaimable, 128);
+  });
+  return typedDigestOf(domainSeparatorOf(settlementDomain(chainId)), structHash);
 }

@@ -12,8 +12,13 @@ import {
   size,
   toHex,
 } from "viem";
-import { bytesOfHex, writeAddress, writeBytes32, writeUint } from "../chain/abi-words.js";
-import { keccak256Bytes, keccak256Hex } from "../chain/keccak.js";
+import {
+  hashWords,
+  typedDigestOf,
+  writeAddress,
+  writeBytes32,
+  writeUint,
+} from "../chain/abi-words.js";
 
 export const eip3009Abi = parseAbi([
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
@@ -94,30 +99,22 @@ export function domainSeparatorOf(domain: TokenDomain): Hex {
   return separator;
 }
 
-const TYPEHASH_BYTES = bytesOfHex(TRANSFER_WITH_AUTHORIZATION_TYPEHASH);
-/** The struct's seven words, and "\x19\x01" ‖ separator ‖ struct hash: reused, as hashing is synchronous. */
-const structWords = new Uint8Array(7 * 32);
-const digestInput = new Uint8Array(66);
-digestInput[0] = 0x19;
-digestInput[1] = 0x01;
-
 /**
  * The EIP-712 digest of an authorization: what `hashTypedData` computes, with the token's domain
  * separator computed once per (token, chain, name, version) instead of on every verify, and the
  * struct's words written straight into bytes (this runs on every verify).
  */
 export function authorizationDigest(domain: TokenDomain, message: AuthorizationMessage): Hex {
-  const separator = domainSeparatorOf(domain);
-  structWords.set(TYPEHASH_BYTES, 0);
-  writeAddress(structWords, 32, message.from);
-  writeAddress(structWords, 64, message.to);
-  writeUint(structWords, 96, message.value);
-  writeUint(structWords, 128, message.validAfter);
-  writeUint(structWords, 160, message.validBefore);
-  writeBytes32(structWords, 192, message.nonce);
-  writeBytes32(digestInput, 2, separator);
-  digestInput.set(keccak256Bytes(structWords), 34);
-  return keccak256Hex(digestInput);
+  const structHash = hashWords(7, (out) => {
+    writeBytes32(out, 0, TRANSFER_WITH_AUTHORIZATION_TYPEHASH);
+    writeAddress(out, 32, message.from);
+    writeAddress(out, 64, message.to);
+    writeUint(out, 96, message.value);
+    writeUint(out, 128, message.validAfter);
+    writeUint(out, 160, message.validBefore);
+    writeBytes32(out, 192, message.nonce);
+  });
+  return typedDigestOf(domainSeparatorOf(domain), structHash);
 }
 
 /** The typed data a payer signs (and we recover from) for one authorization. */
