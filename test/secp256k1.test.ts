@@ -60,6 +60,16 @@ describe.each([
       const bare: `0x${string}` = `0x${signature.slice(2, 130)}${signature.endsWith("1b") ? "00" : "01"}`;
       expect(await recoverSigner(noChain, hash, bare)).toBe(account.address);
     }
+    // Recovered again (a settle after its verify: remembered), the same signer; the other
+    // recovery bit, the same r and s, is someone else's signature.
+    for (let i = 0; i < 20; i++) {
+      const hash = keccak256(toHex(`x402 ${i}`));
+      const signature = await privateKeyToAccount(key).sign({ hash });
+      expect(await recoverSigner(noChain, hash, signature)).toBe(account.address);
+      const flipped: `0x${string}` = `0x${signature.slice(2, 130)}${signature.endsWith("1b") ? "1c" : "1b"}`;
+      expect(await recoverSigner(noChain, hash, flipped)).not.toBe(account.address);
+      expect(await recoverSigner(noChain, hash, flipped)).not.toBe(account.address);
+    }
     // A signature of another digest recovers someone else, or no one.
     const other = await privateKeyToAccount(key).sign({ hash: keccak256(toHex("other")) });
     expect(await recoverSigner(noChain, keccak256(toHex("x402 0")), other)).not.toBe(
