@@ -10,6 +10,8 @@ export interface RpcCounter {
   /** JSON-RPC calls forwarded so far (a batch counts each call in it), by method. */
   counts(): Record<string, number>;
   total(): number;
+  /** HTTP requests forwarded so far (a batch is one). */
+  requests(): number;
   close(): Promise<void>;
 }
 
@@ -18,7 +20,9 @@ export function rpcProxy(upstream: string): Promise<RpcCounter> {
   const agent = new Agent({ keepAlive: true, maxSockets: 512 });
   const counts: Record<string, number> = {};
   let total = 0;
+  let requests = 0;
   const server = createServer((request, response) => {
+    requests += 1;
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.once("end", () => {
@@ -59,6 +63,7 @@ export function rpcProxy(upstream: string): Promise<RpcCounter> {
         url: `http://127.0.0.1:${port}`,
         counts: () => ({ ...counts }),
         total: () => total,
+        requests: () => requests,
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections();

@@ -95,7 +95,8 @@ export async function settlePhase(
     keep(`${name} settle`, run.errors);
     console.log(
       `settle c=${plan.concurrency} ${name.padEnd(9)} ${run.count} settled in ` +
-        `${run.seconds.toFixed(2)} s over ${runs.ours.length} rounds, ${run.errors.length} errors; ${cpuLine(run)}`,
+        `${run.seconds.toFixed(2)} s over ${runs.ours.length} rounds, ${run.errors.length} errors, ` +
+        `slowest ${fmt(Math.max(0, ...run.latenciesMs), 0)} ms; ${cpuLine(run)}`,
     );
   }
   keep("floor", floor.errors);

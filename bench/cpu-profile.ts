@@ -161,13 +161,14 @@ export function attribute(
 /** The steps of a request, each a set of sources; the first step whose test matches takes it. */
 export interface Step {
   readonly name: string;
-  readonly matches: (source: string) => boolean;
+  /** Given "source:function" of a sample's innermost frame of ours. */
+  readonly matches: (where: string) => boolean;
 }
 
 export function byStep(attribution: Attribution, steps: readonly Step[]): Map<string, number> {
   const shares = new Map<string, number>(steps.map((s) => [s.name, 0]));
-  for (const [source, ms] of attribution.bySource) {
-    const step = steps.find((s) => s.matches(source));
+  for (const [where, ms] of attribution.byFunction) {
+    const step = steps.find((s) => s.matches(where));
     const name = step?.name ?? "other";
     shares.set(name, (shares.get(name) ?? 0) + ms);
   }

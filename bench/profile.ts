@@ -27,6 +27,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DevAccount, devAccounts, startDevnet } from "../src/evm/devnet/index.js";
+import { rpcProxy } from "./batch-rpc-proxy.js";
 import { attribute, byStep, type CpuProfile } from "./cpu-profile.js";
 import {
   benchMethod,
@@ -104,6 +105,8 @@ async function main(): Promise<number> {
   const profiles = path.join(work, "profiles");
   mkdirSync(profiles);
   const devnet = await startDevnet({ port: 0 });
+  // serve reaches anvil through a counting proxy, so the profile says which RPC calls a request makes.
+  const rpc = await rpcProxy(devnet.rpcUrl);
   let server: ChildProcess | undefined;
   try {
     const method = await benchMethod(devnet);
@@ -128,7 +131,7 @@ async function main(): Promise<number> {
         entry,
         ...serveArgs({
           port,
-          rpcUrl: devnet.rpcUrl,
+          rpcUrl: rpc.url,
           journal: path.join(work, "journal.jsonl"),
           keyFile: SETTLE ? keyFile : undefined,
         }),
@@ -141,9 +144,19 @@ async function main(): Promise<number> {
     await listening(url, child, log);
     const warm = await loadPosts(`${url}/${OP}`, bodies.slice(0, WARMUP), CONCURRENCY, WARMUP);
     const before = cpuMs(child.pid as number);
+    const callsBefore = rpc.counts();
+    const requestsBefore = rpc.requests();
     const measured = SETTLE ? bodies.slice(WARMUP) : bodies;
     const round = await loadPosts(`${url}/${OP}`, measured, CONCURRENCY, REQUESTS);
     const after = cpuMs(child.pid as number);
+    const calls = Object.entries(rpc.counts())
+      .map(([name, n]) => [name, (n - (callsBefore[name] ?? 0)) / REQUESTS] as const)
+      .filter(([, n]) => n > 0)
+      .sort((a, b) => b[1] - a[1]);
+    const httpRequests = (rpc.requests() - requestsBefore) / REQUESTS;
+    const rpcLine = `RPC calls per ${OP} (measured ${REQUESTS}), in ${httpRequests.toFixed(2)} HTTP requests: ${calls
+      .map(([name, n]) => `${name} ${n.toFixed(2)}`)
+      .join(", ")}`;
     const failed = warm.failures + round.failures;
     await stopChild(child);
     server = undefined;
@@ -156,6 +169,7 @@ async function main(): Promise<number> {
         `bench:profile ${method.name} ${OP}, c=${CONCURRENCY}, not profiled: server CPU per ` +
           `request (/proc, both threads, ${REQUESTS} measured): ${perRequest} ms; ${failed} failed`,
       );
+      console.log(rpcLine);
       return failed > 0 ? 1 : 0;
     }
 
@@ -184,6 +198,7 @@ async function main(): Promise<number> {
       `server CPU per request (/proc, both threads, measured ${REQUESTS}): ${perRequest} ms; ` +
         `profiled CPU of the serving thread per request: ${(total / requests).toFixed(3)} ms`,
     );
+    console.log(rpcLine);
     console.log(
       `\nby step of a ${OP} (innermost frame of ours or node's; share of the serving thread's CPU):`,
     );
@@ -201,6 +216,7 @@ async function main(): Promise<number> {
     return failed > 0 ? 1 : 0;
   } finally {
     if (server) await stopChild(server);
+    await rpc.close();
     await devnet.stop();
     rmSync(work, { recursive: true, force: true });
     rmSync(BUILD_DIR, { recursive: true, force: true });

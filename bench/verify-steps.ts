@@ -15,7 +15,7 @@ export const VERIFY_HELPERS = under("src/evm/chain/keccak.ts", "src/evm/chain/ab
 
 export const VERIFY_STEPS: readonly Step[] = [
   { name: "node: HTTP server and client, sockets, streams", matches: under("node:") },
-  { name: "garbage collection", matches: (s) => s === "(garbage collector)" },
+  { name: "garbage collection", matches: under("(garbage collector)") },
   { name: "V8 and native, unattributed", matches: (s) => s.startsWith("(") },
   {
     name: "our HTTP adapter: body, connection gate, Host check",
@@ -52,10 +52,7 @@ export const VERIFY_STEPS: readonly Step[] = [
   { name: "other of ours", matches: under("src/") },
 ];
 
-/**
- * A settle is a verify again, then the transaction: these rows come first, the verify's after
- * (secp256k1.ts signs the transaction here as well as recovering the payer).
- */
+/** A settle is a verify again, then the transaction: these rows come first, the verify's after. */
 export const SETTLE_STEPS: readonly Step[] = [
   {
     name: "store: journal records, holds, answers",
@@ -83,6 +80,9 @@ export const SETTLE_STEPS: readonly Step[] = [
       "src/evm/chain/gas",
       "src/evm/chain/signers.ts",
       "src/evm/chain/follow.ts",
+      "src/evm/chain/rlp-transaction.ts",
+      // secp256k1.ts also recovers the payer (a verify's step): only its signing counts here.
+      "src/evm/chain/secp256k1.ts:signTransaction",
       "src/evm/exact/pipeline.ts",
       "src/evm/exact/judge.ts",
     ),
