@@ -5,6 +5,7 @@
 import type { Hex, TransactionReceipt } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
 import type { ChainAccess } from "./access.js";
+import { isLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
 import { fullText, isHashEqual } from "./outcome.js";
 import { isRevert } from "./revert.js";
 
@@ -63,6 +64,7 @@ export async function broadcast(
     await client.sendRawTransaction({ serializedTransaction: raw });
     return undefined;
   }
+  const local = await isLocalNode(client);
   const answer = client
     .sendRawTransactionSync({ serializedTransaction: raw, throwOnReceiptRevert: false })
     .then(
@@ -71,7 +73,10 @@ export async function broadcast(
     );
   let timer: NodeJS.Timeout | undefined;
   const waited = new Promise<undefined>((resolve) => {
-    const waitMs = Math.min(SYNC_WAIT_MS, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
+    // On a local node, a transaction not answered by then was passed over (local-node.ts):
+    // following it looks for that at once.
+    const syncWaitMs = local ? LOCAL_PARKED_AFTER_MS : SYNC_WAIT_MS;
+    const waitMs = Math.min(syncWaitMs, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
     timer = setTimeout(() => resolve(undefined), waitMs);
   });
   const result = await Promise.race([answer, waited]);

@@ -13,35 +13,13 @@ import { reportReceipt } from "../../core/metrics.js";
 import type { ChainAccess } from "./access.js";
 import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
+import { isLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
 import { type CallOutcome, pending } from "./outcome.js";
 import type { SignerLane } from "./signers.js";
 
 const FIRST_POLLS_MS = [10, 20, 40, 80, 160];
-/**
- * A local node (anvil, hardhat) mines a transaction as soon as it is ready. One still unmined a
- * second later, while blocks go by, was parked by the node: anvil's pool can file a transaction as
- * waiting for a predecessor that is being mined at that moment, and then never look at it again.
- * Only a new transaction at the same nonce wakes it, and there a replacement costs nothing.
- */
-const LOCAL_PARKED_AFTER_MS = 1_000;
 /** On other chains a transaction may wait a few blocks before a missing predecessor is suspected. */
 const GAP_SUSPECTED_AFTER_MS = 3_000;
-const localNodes = new WeakMap<object, Promise<boolean>>();
-
-function isLocalNode(client: ChainAccess["client"]): Promise<boolean> {
-  let known = localNodes.get(client);
-  if (!known) {
-    known = client.request({ method: "web3_clientVersion" }).then(
-      (version) => /^(anvil|hardhat)/i.test(String(version)),
-      () => {
-        localNodes.delete(client);
-        return false;
-      },
-    );
-    localNodes.set(client, known);
-  }
-  return known;
-}
 
 /**
  * Whether a local node passed over our transaction: it is the next of its key to be mined (an
@@ -108,7 +86,8 @@ async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promis
  * the mempool for `replaceAfterMs` is replaced with a higher fee at the same nonce; one waiting
  * behind a nonce gap gets the gap filled. A receipt that disappears before it is deep enough (a
  * reorg) is waited for again. Never throws: past the deadline, the answer is `settlement_pending`
- * with the newest hash.
+ * with the newest hash. `sentAt`: when the newest was broadcast, if just now (a local node's pass
+ * over it is looked for from then).
  */
 export async function follow(
   ctx: ChainAccess,
@@ -117,6 +96,7 @@ export async function follow(
   hashes: Hex[],
   tx: TransactionSerializable,
   fees: Fees,
+  sentAt?: number,
 ): Promise<CallOutcome> {
   const started = Date.now();
   const deadline = started + ctx.confirmTimeoutMs;
@@ -125,7 +105,9 @@ export async function follow(
   const sinceBlock = local
     ? await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)
     : undefined;
-  let stuckCheckAt = started + (local ? LOCAL_PARKED_AFTER_MS : GAP_SUSPECTED_AFTER_MS);
+  let stuckCheckAt = local
+    ? (sentAt ?? started) + LOCAL_PARKED_AFTER_MS
+    : started + GAP_SUSPECTED_AFTER_MS;
   let current = fees;
   for (let poll = 0; ; poll++) {
     const receipt = await firstReceipt(ctx, hashes);

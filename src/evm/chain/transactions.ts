@@ -187,6 +187,7 @@ async function sendAndFollow(
   let { base, fees } = prepared;
   let repricedOnce = false;
   let sent: Sent = { kind: "retry" };
+  let sentAt: number | undefined;
   for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
     // The lane only hands out the nonce and signs. The journal record is then made durable and
     // the transaction broadcast outside it, so concurrent settles share one disk sync and the
@@ -218,6 +219,7 @@ async function sendAndFollow(
     }
     try {
       const wantReceipt = waitUntil === "confirmed";
+      sentAt = Date.now();
       const receipt = await broadcast(ctx, issued.raw, issued.hash, wantReceipt);
       ctx.metrics?.transactionSent(ctx.chainId, lane.address);
       if (receipt && (receipt.status !== "success" || ctx.confirmations <= 1)) {
@@ -263,7 +265,7 @@ async function sendAndFollow(
   if (sent.kind === "outcome") return sent.outcome;
   // The success is written down by whoever answers it (core/answers.ts), before it is answered.
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
-  return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, fees);
+  return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, fees, sentAt);
 }
 
 /**
