@@ -60,8 +60,8 @@ describe.each([
       const bare: `0x${string}` = `0x${signature.slice(2, 130)}${signature.endsWith("1b") ? "00" : "01"}`;
       expect(await recoverSigner(noChain, hash, bare)).toBe(account.address);
     }
-    // Recovered again (a settle after its verify: remembered), the same signer; the other
-    // recovery bit, the same r and s, is someone else's signature.
+    // Recovered again (a settle after its verify), the same signer; the other recovery bit, the
+    // same r and s, is someone else's signature.
     for (let i = 0; i < 20; i++) {
       const hash = keccak256(toHex(`x402 ${i}`));
       const signature = await privateKeyToAccount(key).sign({ hash });

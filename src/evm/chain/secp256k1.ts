@@ -57,8 +57,6 @@ export let secp256k1Backend: "native" | "wasm" | "js" = "js";
  * signatures use it.
  */
 export async function useWasmSecp256k1(options: { native?: boolean } = {}): Promise<void> {
-  // What another backend recovered is not this one's answer (the tests compare the two).
-  recovered.clear();
   if (options.native !== false) {
     try {
       const native = createRequire(import.meta.url)("secp256k1/bindings") as NativeSecp256k1;
@@ -134,14 +132,6 @@ export function settlementAccount(privateKey: Hex): LocalAccount {
 }
 
 /**
- * Signers recovered lately, by digest and signature: a resource server verifies a payment and
- * then settles it, and the settle checks the same signature again. Recovery is a pure function of
- * the two, so the second check costs a lookup (about 55 µs less). Emptied when full.
- */
-const recovered = new Map<string, Address | undefined>();
-const RECOVERED_LIMIT = 4096;
-
-/**
  * The address that signed `digest` with a 65-byte (r, s, v) signature; undefined if none.
  * Throws only when the node cannot be reached.
  */
@@ -157,9 +147,6 @@ export async function recoverSigner(
   if (recoveryId === undefined) return undefined;
 
   if (wasmRecover) {
-    const key = `${digest}${signature}`;
-    if (recovered.has(key)) return recovered.get(key);
-    let signer: Address | undefined;
     try {
       const publicKey = wasmRecover(
         bytesOfHex(digest),
@@ -167,13 +154,10 @@ export async function recoverSigner(
         recoveryId as 0 | 1,
         false,
       );
-      signer = publicKey ? addressOfPublicKey(publicKey) : undefined;
+      return publicKey ? addressOfPublicKey(publicKey) : undefined;
     } catch {
-      signer = undefined;
+      return undefined;
     }
-    if (recovered.size >= RECOVERED_LIMIT) recovered.clear();
-    recovered.set(key, signer);
-    return signer;
   }
 
   // ecrecover(hash, v, r, s): 32-byte words; it answers nothing for a signature it cannot recover.
