@@ -28,6 +28,7 @@ import {
 import { ExactSvmScheme as ExactSvmFacilitator } from "@x402/svm/exact/facilitator";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { reconcileOnce } from "../src/core/reconciler.js";
+import type { JournalEntry } from "../src/core/store.js";
 import { Facilitator } from "../src/facilitator.js";
 import { Journal } from "../src/store/journal.js";
 import { svmFeePayerOf } from "../src/svm/chain/keys.js";
@@ -566,6 +567,10 @@ describe("settle: success only once the confirmed transaction shows the transfer
     expect(settled).toMatchObject({ status: 200, body: { success: true } });
     const again = await handlePost(ours, "/settle", { payload, requirements });
     expect(again.body).toMatchObject({ success: false, error: "duplicate_settlement" });
+    // The status query's view of the chain says what the store says: it landed and paid.
+    const entry = await journal.findByTransaction(settled.body.transactionHash as string);
+    expect(entry?.state).toBe("answered");
+    expect((await ours.svm.observe(entry as JournalEntry)).onChain).toBe("mined");
   });
 
   test("it does not: post_settlement_transfer_not_confirmed, as the official scheme", async () => {
@@ -589,6 +594,10 @@ describe("settle: success only once the confirmed transaction shows the transfer
       errorReason: "post_settlement_transfer_not_confirmed",
     });
     expect(settled.body.transaction).toBeTruthy();
+    // The status query's view of the chain: landed, but paid nothing, so failed, as the store says.
+    const entry = await journal.findByTransaction(settled.body.transaction as string);
+    expect(entry?.state).toBe("failed");
+    expect((await ours.svm.observe(entry as JournalEntry)).onChain).toBe("failed");
     // A retry is never a success either.
     const again = await handlePost(ours, "/settle", {
       payload: mine.payload,

@@ -76,7 +76,10 @@ export type SettlementKey =
 /** A settlement's transaction as the chain has it now. */
 export interface Observed {
   readonly network: string;
-  /** mined: landed and succeeded; failed: landed and failed; pending: in a node's pool. */
+  /**
+   * mined: landed and succeeded (and paid, where the chain's record is read for that); failed:
+   * landed and failed, or landed and paid nothing; pending: in a node's pool.
+   */
   readonly onChain: "mined" | "failed" | "pending" | "unknown";
   readonly transaction?: string | undefined;
   /** The block (EVM) or slot (Solana) it landed in. */

@@ -231,12 +231,18 @@ export class SvmFamily implements ChainFamily {
     if (!status) return { network, onChain: "unknown", transaction: signature };
     const final =
       status.confirmationStatus === "confirmed" || status.confirmationStatus === "finalized";
-    return {
-      network,
-      onChain: !final ? "pending" : status.err === null ? "mined" : "failed",
-      transaction: signature,
-      block: String(status.slot),
-    };
+    let onChain: Observed["onChain"] = !final
+      ? "pending"
+      : status.err === null
+        ? "mined"
+        : "failed";
+    if (onChain === "mined") {
+      // A smart wallet's transaction can land and pay nothing: read back, as the reconciler does.
+      const { landedPaid } = await import("./exact/follow-settlement.js");
+      const paid = await landedPaid(ctx, entry, signature);
+      onChain = paid === "paid" ? "mined" : paid === "unpaid" ? "failed" : "unknown";
+    }
+    return { network, onChain, transaction: signature, block: String(status.slot) };
   }
 
   /** A Solana payment's key names the fee payer's signature, which our fee payer's key remakes. */

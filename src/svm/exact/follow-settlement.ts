@@ -11,7 +11,7 @@ import type { JournalEntry } from "../../core/store.js";
 import type { SvmSettleContext } from "./context.js";
 import { decodeSvmTransaction } from "./decode.js";
 import { isBlockhashValid, sendTransaction, signatureStatuses } from "./rpc.js";
-import { owedOf, paysAtTopLevel, transferLanded } from "./transfer-landed.js";
+import { owedOf, type Paid, paysAtTopLevel, transferLanded } from "./transfer-landed.js";
 
 export async function followSvmSettlement(
   ctx: SvmSettleContext,
@@ -92,11 +92,7 @@ async function landedUnpaid(
   entry: JournalEntry,
   signature: string,
 ): Promise<Pick<Followed, "outcome" | "detail"> | undefined> {
-  const raw = entry.raws.at(-1);
-  if (!entry.expect || !raw) return undefined;
-  const owed = owedOf(entry.expect);
-  if (paysAtTopLevel(raw, owed, ctx.feePayers)) return undefined;
-  const paid = await transferLanded(ctx.client, signature, owed, ctx.feePayers);
+  const paid = await landedPaid(ctx, entry, signature);
   if (paid === "paid") return undefined;
   if (paid === "unknown") {
     return {
@@ -110,4 +106,21 @@ async function landedUnpaid(
     detail:
       "it landed without its transfer (post_settlement_transfer_not_confirmed): nothing was paid",
   };
+}
+
+/**
+ * Whether a settlement that landed without error paid what it owed (no side effects: the
+ * reconciler and a status query both ask). An entry that names no transfer counts as paid.
+ */
+export async function landedPaid(
+  ctx: SvmSettleContext,
+  entry: JournalEntry,
+  signature: string,
+): Promise<Paid> {
+  if (!entry.expect) return "paid";
+  const owed = owedOf(entry.expect);
+  // The signed bytes are kept while it is followed; an entry at its end may hold none.
+  const raw = entry.raws.at(-1);
+  if (raw && paysAtTopLevel(raw, owed, ctx.feePayers)) return "paid";
+  return transferLanded(ctx.client, signature, owed, ctx.feePayers);
 }
