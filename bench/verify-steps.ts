@@ -34,6 +34,7 @@ export const VERIFY_STEPS: readonly Step[] = [
       "src/http/",
       "src/core/facilitator.ts",
       "src/evm/family.ts",
+      "src/evm/options.ts",
       "src/evm/scheme.ts",
       "src/evm/schemes.ts",
     ),

@@ -4,7 +4,7 @@
  * gas at risk, gas bounds, fee caps and listed assets per chain. It answers for every network no
  * other family claims, so its unsupported_network messages name the CAIP-2 forms.
  */
-import type { Address, Hex, LocalAccount } from "viem";
+import type { Hex } from "viem";
 import { timeoutOf } from "../core/accepts.js";
 import { Answers } from "../core/answers.js";
 import type {
@@ -17,7 +17,6 @@ import type {
   SupportedKind,
 } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
-import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
 import type { JournalEntry, SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
@@ -27,77 +26,17 @@ import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownAsset } from "../protocol/
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
-import { DEFAULT_CLAIM_BATCH } from "./batch-settlement/batcher.js";
-import type { BuilderCode } from "./chain/builder-code.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
-import { type GasBoundName, type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
+import { type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
 import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
+import { type EvmOptions, makeEvmContext } from "./options.js";
 import { evmParties } from "./parties.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
-
-export interface EvmOptions {
-  /** Settlement accounts, used in turn (each with its own nonce lane). */
-  readonly signers?: readonly LocalAccount[] | undefined;
-  /**
-   * This facilitator's settlement addresses where it holds no key (the CLI's verify loads none):
-   * a transaction one of them sent is called ours, not someone else's.
-   */
-  readonly settlementAddresses?: readonly Address[] | (() => readonly Address[]) | undefined;
-  /** The schemes served (default: schemes.ts); a test registers its own the same way. */
-  readonly schemes?: readonly EvmScheme[] | undefined;
-  /** The batch-settlement receiver authorizer's key (never a settlement key); none by default. */
-  readonly receiverAuthorizer?: LocalAccount | undefined;
-  /**
-   * Whether /supported offers it to sellers: only when refund requests are authenticated (a
-   * caller bound to the channel's receiver), since it signs a refund for whoever may ask.
-   */
-  readonly offerReceiverAuthorizer?: boolean | undefined;
-  /** The ERC-8021 builder code every settlement transaction carries; none by default. */
-  readonly builderCode?: BuilderCode | undefined;
-  /** batch-settlement claims: up to maxRows rows in one transaction, waiting maxWaitMs for more. */
-  readonly claimBatch?: { readonly maxRows?: number; readonly maxWaitMs?: number } | undefined;
-  /** Most a settlement may cost, in wei, on every chain (default: per network)... */
-  readonly maxFeeWei?: bigint | undefined;
-  /** ...or per chain id, which wins. */
-  readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
-  /** The most gas each kind of settlement transaction may use (default: chain/gas-bounds.ts). */
-  readonly gasBounds?:
-    | {
-        readonly all?: Partial<Record<GasBoundName, bigint>> | undefined;
-        readonly byChain?: Readonly<Record<number, Partial<Record<GasBoundName, bigint>>>>;
-      }
-    | undefined;
-  /** Wasted gas per chain and hour before payers wait, bar their allowance (default 500,000)... */
-  readonly wastedGasBudget?: bigint | undefined;
-  /** ...or per chain id, which wins. */
-  readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;
-  /** Per chain id, the only assets settled there (default: any). */
-  readonly allowedAssets?: Readonly<Record<number, readonly Address[]>> | undefined;
-  /** Replace a transaction stuck in the mempool this long with a higher fee (default 15 s). */
-  readonly replaceAfterMs?: number | undefined;
-  /** How long `confirmed` waits for a receipt (default 60 s). */
-  readonly confirmTimeoutMs?: number | undefined;
-  /** Blocks a receipt must be deep before `confirmed` answers (default 1: mined). */
-  readonly confirmations?: number | undefined;
-  /** Watch `submitted` settlements land in the background (a long-running server). */
-  readonly watchSubmitted?: boolean | undefined;
-  /** Factories whose undeployed (ERC-6492) wallets may pay; none by default, as the reference. */
-  readonly erc6492Factories?: readonly Address[] | undefined;
-  /** Receipt polling interval (default 250 ms). */
-  readonly receiptPollMs?: number | undefined;
-  /** Unix seconds; tests may pin it. */
-  readonly now?: (() => number) | undefined;
-  readonly metrics?: MetricsSink | undefined;
-  /** Told when a hold ends (a shared store updates its copy). */
-  readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
-  /** Successes written down before they are answered (default: one of this family's own). */
-  readonly answers?: Answers | undefined;
-}
 
 type Routed =
   | { ok: true; method: PaymentMethod; ctx: EvmContext }
@@ -364,54 +303,18 @@ export class EvmFamily implements ChainFamily {
   readonly #kept = new Map<string, unknown>();
 
   #makeContext(chainId: number, client: EvmContext["client"]): EvmContext {
-    const options = this.#options;
-    const kept = this.#kept;
-    const signers = this.signers;
-    let senders: readonly Address[] | undefined;
-    const ownSenders = () => {
-      const known = options.settlementAddresses;
-      senders ??= [
-        ...signers.addresses,
-        ...((typeof known === "function" ? known() : known) ?? []),
-      ];
-      return senders;
-    };
-    return {
-      kept<T>(name: string, make: () => T): T {
-        if (!kept.has(name)) kept.set(name, make());
-        return kept.get(name) as T;
-      },
-      receiverAuthorizer: options.receiverAuthorizer,
-      builderCode: options.builderCode,
-      claimBatch: {
-        maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
-        maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
-      },
-      client,
-      chainId,
+    return makeEvmContext(chainId, client, this.#options, {
       signers: this.signers,
-      // Only asked of a used authorization: deriving an address from a key costs a cold start
-      // its first curve multiplication (about 15 ms), so the CLI's verify defers it till then.
-      get ownSenders() {
-        return ownSenders();
-      },
       journal: this.#journal,
       inflight: this.inflight,
       throttle: this.#throttle,
       gasAtRisk: this.gasAtRisk,
       answers: this.#answers,
+      kept: this.#kept,
       gasBounds: this.gasBounds(chainId),
       allowedAssets: this.#allowedAssets.get(chainId),
       feeCapWei: this.feeCapWei(chainId),
-      replaceAfterMs: options.replaceAfterMs ?? 15_000,
-      now: options.now ?? (() => Date.now() / 1000),
-      confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
-      confirmations: Math.max(1, options.confirmations ?? 1),
-      watchSubmitted: options.watchSubmitted ?? false,
-      erc6492Factories: options.erc6492Factories ?? [],
-      receiptPollMs: options.receiptPollMs ?? 250,
-      metrics: options.metrics,
-    };
+    });
   }
 }
 

@@ -1,0 +1,145 @@
+/**
+ * The EVM family's options, and the per-chain context they are made into (EvmContext, with the
+ * defaults filled in). Apart from family.ts, which routes a payment and keeps what settlements
+ * share: this is configuration only, read once per chain client.
+ */
+import type { Address, LocalAccount } from "viem";
+import type { Answers } from "../core/answers.js";
+import type { InFlightLedger } from "../core/ledger.js";
+import type { MetricsSink } from "../core/metrics.js";
+import type { SettlementStore } from "../core/store.js";
+import type { PayerThrottle } from "../core/throttle.js";
+import { DEFAULT_CLAIM_BATCH } from "./batch-settlement/batcher.js";
+import type { BuilderCode } from "./chain/builder-code.js";
+import type { GasAtRisk } from "./chain/gas-at-risk.js";
+import type { GasBoundName, GasBounds } from "./chain/gas-bounds.js";
+import type { SignerPool } from "./chain/signers.js";
+import type { EvmContext } from "./context.js";
+import type { EvmScheme } from "./scheme.js";
+
+export interface EvmOptions {
+  /** Settlement accounts, used in turn (each with its own nonce lane). */
+  readonly signers?: readonly LocalAccount[] | undefined;
+  /**
+   * This facilitator's settlement addresses where it holds no key (the CLI's verify loads none):
+   * a transaction one of them sent is called ours, not someone else's.
+   */
+  readonly settlementAddresses?: readonly Address[] | (() => readonly Address[]) | undefined;
+  /** The schemes served (default: schemes.ts); a test registers its own the same way. */
+  readonly schemes?: readonly EvmScheme[] | undefined;
+  /** The batch-settlement receiver authorizer's key (never a settlement key); none by default. */
+  readonly receiverAuthorizer?: LocalAccount | undefined;
+  /**
+   * Whether /supported offers it to sellers: only when refund requests are authenticated (a
+   * caller bound to the channel's receiver), since it signs a refund for whoever may ask.
+   */
+  readonly offerReceiverAuthorizer?: boolean | undefined;
+  /** The ERC-8021 builder code every settlement transaction carries; none by default. */
+  readonly builderCode?: BuilderCode | undefined;
+  /** batch-settlement claims: up to maxRows rows in one transaction, waiting maxWaitMs for more. */
+  readonly claimBatch?: { readonly maxRows?: number; readonly maxWaitMs?: number } | undefined;
+  /** Most a settlement may cost, in wei, on every chain (default: per network)... */
+  readonly maxFeeWei?: bigint | undefined;
+  /** ...or per chain id, which wins. */
+  readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
+  /** The most gas each kind of settlement transaction may use (default: chain/gas-bounds.ts). */
+  readonly gasBounds?:
+    | {
+        readonly all?: Partial<Record<GasBoundName, bigint>> | undefined;
+        readonly byChain?: Readonly<Record<number, Partial<Record<GasBoundName, bigint>>>>;
+      }
+    | undefined;
+  /** Wasted gas per chain and hour before payers wait, bar their allowance (default 500,000)... */
+  readonly wastedGasBudget?: bigint | undefined;
+  /** ...or per chain id, which wins. */
+  readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;
+  /** Per chain id, the only assets settled there (default: any). */
+  readonly allowedAssets?: Readonly<Record<number, readonly Address[]>> | undefined;
+  /** Replace a transaction stuck in the mempool this long with a higher fee (default 15 s). */
+  readonly replaceAfterMs?: number | undefined;
+  /** How long `confirmed` waits for a receipt (default 60 s). */
+  readonly confirmTimeoutMs?: number | undefined;
+  /** Blocks a receipt must be deep before `confirmed` answers (default 1: mined). */
+  readonly confirmations?: number | undefined;
+  /** Watch `submitted` settlements land in the background (a long-running server). */
+  readonly watchSubmitted?: boolean | undefined;
+  /** Factories whose undeployed (ERC-6492) wallets may pay; none by default, as the reference. */
+  readonly erc6492Factories?: readonly Address[] | undefined;
+  /** Receipt polling interval (default 250 ms). */
+  readonly receiptPollMs?: number | undefined;
+  /** Unix seconds; tests may pin it. */
+  readonly now?: (() => number) | undefined;
+  readonly metrics?: MetricsSink | undefined;
+  /** Told when a hold ends (a shared store updates its copy). */
+  readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
+  /** Successes written down before they are answered (default: one of this family's own). */
+  readonly answers?: Answers | undefined;
+}
+
+/** What the family hands each chain's context: the parts it shares, and this chain's limits. */
+export interface FamilyParts {
+  readonly signers: SignerPool;
+  readonly journal: SettlementStore;
+  readonly inflight: InFlightLedger;
+  readonly throttle: PayerThrottle;
+  readonly gasAtRisk: GasAtRisk;
+  readonly answers: Answers;
+  /** What schemes keep for the life of the family (EvmContext.kept). */
+  readonly kept: Map<string, unknown>;
+  readonly gasBounds: GasBounds;
+  readonly allowedAssets: ReadonlySet<string> | undefined;
+  readonly feeCapWei: bigint;
+}
+
+/** The context every request on `chainId` is handed while `client` is the chain's client. */
+export function makeEvmContext(
+  chainId: number,
+  client: EvmContext["client"],
+  options: EvmOptions,
+  parts: FamilyParts,
+): EvmContext {
+  const kept = parts.kept;
+  const signers = parts.signers;
+  let senders: readonly Address[] | undefined;
+  const ownSenders = () => {
+    const known = options.settlementAddresses;
+    senders ??= [...signers.addresses, ...((typeof known === "function" ? known() : known) ?? [])];
+    return senders;
+  };
+  return {
+    kept<T>(name: string, make: () => T): T {
+      if (!kept.has(name)) kept.set(name, make());
+      return kept.get(name) as T;
+    },
+    receiverAuthorizer: options.receiverAuthorizer,
+    builderCode: options.builderCode,
+    claimBatch: {
+      maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
+      maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
+    },
+    client,
+    chainId,
+    signers: parts.signers,
+    // Only asked of a used authorization: deriving an address from a key costs a cold start
+    // its first curve multiplication (about 15 ms), so the CLI's verify defers it till then.
+    get ownSenders() {
+      return ownSenders();
+    },
+    journal: parts.journal,
+    inflight: parts.inflight,
+    throttle: parts.throttle,
+    gasAtRisk: parts.gasAtRisk,
+    answers: parts.answers,
+    gasBounds: parts.gasBounds,
+    allowedAssets: parts.allowedAssets,
+    feeCapWei: parts.feeCapWei,
+    replaceAfterMs: options.replaceAfterMs ?? 15_000,
+    now: options.now ?? (() => Date.now() / 1000),
+    confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
+    confirmations: Math.max(1, options.confirmations ?? 1),
+    watchSubmitted: options.watchSubmitted ?? false,
+    erc6492Factories: options.erc6492Factories ?? [],
+    receiptPollMs: options.receiptPollMs ?? 250,
+    metrics: options.metrics,
+  };
+}
