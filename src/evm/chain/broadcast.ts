@@ -5,7 +5,7 @@
 import type { Hex, TransactionReceipt } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
 import type { ChainAccess } from "./access.js";
-import { isLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
+import { knownLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
 import { fullText, isHashEqual } from "./outcome.js";
 import { isRevert } from "./revert.js";
 
@@ -64,7 +64,6 @@ export async function broadcast(
     await client.sendRawTransaction({ serializedTransaction: raw });
     return undefined;
   }
-  const local = await isLocalNode(client);
   const answer = client
     .sendRawTransactionSync({ serializedTransaction: raw, throwOnReceiptRevert: false })
     .then(
@@ -75,7 +74,7 @@ export async function broadcast(
   const waited = new Promise<undefined>((resolve) => {
     // On a local node, a transaction not answered by then was passed over (local-node.ts):
     // following it looks for that at once.
-    const syncWaitMs = local ? LOCAL_PARKED_AFTER_MS : SYNC_WAIT_MS;
+    const syncWaitMs = knownLocalNode(client) ? LOCAL_PARKED_AFTER_MS : SYNC_WAIT_MS;
     const waitMs = Math.min(syncWaitMs, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
     timer = setTimeout(() => resolve(undefined), waitMs);
   });

@@ -3,6 +3,7 @@
  * transaction as soon as it is ready. Its pool can still pass one over (follow.ts); how soon that
  * is caught decides how long a settle stalls there.
  */
+import { isUnreachable } from "../../core/rpc.js";
 import type { ChainAccess } from "./access.js";
 
 /**
@@ -15,18 +16,32 @@ import type { ChainAccess } from "./access.js";
 export const LOCAL_PARKED_AFTER_MS = 1_000;
 
 const localNodes = new WeakMap<object, Promise<boolean>>();
+/** The answers already in, for a caller that must not wait for the question. */
+const known = new WeakMap<object, boolean>();
 
 export function isLocalNode(client: ChainAccess["client"]): Promise<boolean> {
-  let known = localNodes.get(client);
-  if (!known) {
-    known = client.request({ method: "web3_clientVersion" }).then(
-      (version) => /^(anvil|hardhat)/i.test(String(version)),
-      () => {
-        localNodes.delete(client);
+  let asked = localNodes.get(client);
+  if (!asked) {
+    asked = client.request({ method: "web3_clientVersion" }).then(
+      (version) => {
+        const local = /^(anvil|hardhat)/i.test(String(version));
+        known.set(client, local);
+        return local;
+      },
+      (error: unknown) => {
+        // Not reached: ask again next time. A node that refuses the method is no local node.
+        if (isUnreachable(error)) localNodes.delete(client);
+        else known.set(client, false);
         return false;
       },
     );
-    localNodes.set(client, known);
+    localNodes.set(client, asked);
   }
-  return known;
+  return asked;
+}
+
+/** Whether the client is known to be a local node: undefined until the first answer is in. */
+export function knownLocalNode(client: ChainAccess["client"]): boolean | undefined {
+  if (!localNodes.has(client)) void isLocalNode(client);
+  return known.get(client);
 }
