@@ -9,7 +9,8 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import type { Hex } from "viem";
-import { FIND_BY_TRANSACTION, PostgresStore } from "../src/store/postgres.js";
+import { PostgresStore } from "../src/store/postgres.js";
+import { FIND_BY_TRANSACTION } from "../src/store/postgres-settlements.js";
 import { startPostgres } from "../test/helpers/postgres.js";
 import { percentile, setting } from "./lib.js";
 

@@ -16,7 +16,8 @@ import { reconcileCommand } from "../src/cli/commands/reconcile-command.js";
 import { serveCommand } from "../src/cli/commands/serve-command.js";
 import { statusCommand } from "../src/cli/commands/status-command.js";
 import { flagAttribute, resolveSetting } from "../src/cli/setting-resolver.js";
-import { flagName, helpLine, SETTINGS, type Setting } from "../src/cli/settings.js";
+import { flagName, helpLine, type Setting } from "../src/cli/setting-rows.js";
+import { SETTINGS } from "../src/cli/settings.js";
 import { readDoc, section, tableRows } from "./helpers/markdown.js";
 
 const COMMANDS: readonly Command[] = [

@@ -7,7 +7,8 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { FIND_BY_TRANSACTION, PostgresStore } from "../src/store/postgres.js";
+import { PostgresStore } from "../src/store/postgres.js";
+import { FIND_BY_TRANSACTION } from "../src/store/postgres-settlements.js";
 import { MIGRATIONS } from "../src/store/schema.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 

@@ -12,7 +12,8 @@ import { readConfigFile } from "./config-file.js";
 import { keyLoaders } from "./config-keys.js";
 import type { SettlementLimits } from "./config-limits.js";
 import { resolvePerNetwork, resolveSetting, type SettingSources } from "./setting-resolver.js";
-import { SETTINGS, type SettingFlags, type ValueSetting } from "./settings.js";
+import type { ValueSetting } from "./setting-rows.js";
+import { SETTINGS, type SettingFlags } from "./settings.js";
 
 export { MAX_CLAIM_BATCH_ROWS } from "./settings.js";
 

@@ -14,7 +14,8 @@ import { statusCommand } from "./commands/status-command.js";
 import { UsageError } from "./errors.js";
 import { wrapHelp } from "./help-layout.js";
 import { printJson } from "./output.js";
-import { flagName, type KeySetting, SETTINGS } from "./settings.js";
+import { flagName, type KeySetting } from "./setting-rows.js";
+import { SETTINGS } from "./settings.js";
 
 /** Every line the CLI writes for people about what went wrong starts with this. */
 export const PREFIX = "facilitator:";

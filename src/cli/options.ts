@@ -3,7 +3,8 @@
  * Each setting's flag and help line come from settings.ts, which names its environment variable.
  */
 import { type Command, Option } from "commander";
-import { helpLine, SETTINGS, type Setting } from "./settings.js";
+import { helpLine, type Setting } from "./setting-rows.js";
+import { SETTINGS } from "./settings.js";
 
 export const collect = (value: string, previous: string[] = []) => [...previous, value];
 

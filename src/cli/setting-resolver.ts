@@ -13,7 +13,7 @@ import {
   type PerNetworkSetting,
   type Setting,
   type ValueSetting,
-} from "./settings.js";
+} from "./setting-rows.js";
 
 /** The config file as read (config-file.ts): its values, how messages name a key, its paths. */
 export interface ConfigValues {

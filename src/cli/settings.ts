@@ -3,11 +3,7 @@
  * read, its default and its help line. setting-resolver.ts finds a value (the flag, else the
  * environment, else the config file, else the default); options.ts makes the flags and their help
  * from here, the config file accepts exactly these keys, and a test holds docs/configuration.md's
- * table to this one, both ways.
- *
- * Three kinds of row: a value; a value per network (each source layered over the one below it);
- * and a key, where the environment holds the key itself and the flag (or the config file) names a
- * file holding it, so that no key is ever a flag's value.
+ * table to this one, both ways. What a row is, of its three kinds, is setting-rows.ts's.
  */
 import os from "node:os";
 import path from "node:path";
@@ -30,7 +26,6 @@ import {
   httpUrls,
   lamports,
   onOff,
-  type Parser,
   positiveSeconds,
   postgresUrl,
   secondsFrom,
@@ -39,74 +34,7 @@ import {
   wholeNumber,
   wholeNumberFrom0,
 } from "./setting-parsers.js";
-
-interface Described {
-  /** What it is: the flag's help line, which adds the default and the environment variable. */
-  readonly help: string;
-  /** The default as people read it ("60", "per network, see doctor"), when there is one to say. */
-  readonly shownDefault?: string;
-}
-
-interface Sourced {
-  /** commander's flag: "--rpc-url <url>"; without a <value>, a switch. */
-  readonly flag?: string;
-  /** A flag given again adds to the list (its values are read as one comma-separated text). */
-  readonly repeatable?: boolean;
-  readonly env?: string;
-  /** Its key in the JSON config file. */
-  readonly key?: string;
-}
-
-/** One value: the first source that gives one wins. */
-export interface ValueSetting<T = unknown, D = T | undefined> extends Described, Sourced {
-  readonly kind: "value";
-  readonly parse: Parser<T>;
-  readonly default?: (env: NodeJS.ProcessEnv) => D;
-}
-
-/**
- * A value for every network or per network: "v" or "<network>=v,…" as text, {"default": v,
- * "<network>": v} in the config file. The config file, then the environment, then the flag are
- * layered: one value for every network replaces what is below it, a network's replaces that one's.
- */
-export interface PerNetworkSetting<T = unknown> extends Described, Sourced {
-  readonly kind: "per network";
-  /** One network's value. */
-  readonly parse: Parser<T>;
-}
-
-/**
- * A key, read only when a command needs it and never printed: the flag's file, else the
- * environment variable holding the key itself, else the one naming a file, else the config file's.
- */
-export interface KeySetting extends Described {
-  readonly kind: "key";
-  /** A file holding the key (keys are never a flag's value). */
-  readonly flag: string;
-  /** The key itself. */
-  readonly env: string;
-  /** A file holding the key. */
-  readonly envFile?: string;
-  /** A file holding the key, relative to the config file. */
-  readonly key?: string;
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: a table of rows of every value type
-type Any = any;
-export type Setting = ValueSetting<Any, Any> | PerNetworkSetting<Any> | KeySetting;
-
-// Each row keeps its own type (a row with a flag is known to have one), checked against its kind.
-function value<const R extends Omit<ValueSetting<Any, Any>, "kind">>(row: R) {
-  return { kind: "value" as const, ...row };
-}
-
-function perNetwork<const R extends Omit<PerNetworkSetting<Any>, "kind">>(row: R) {
-  return { kind: "per network" as const, ...row };
-}
-
-function key<const R extends Omit<KeySetting, "kind">>(row: R) {
-  return { kind: "key" as const, ...row };
-}
+import { key, perNetwork, type Setting, value } from "./setting-rows.js";
 
 /** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
 export const MAX_CLAIM_BATCH_ROWS = 500;
@@ -427,31 +355,3 @@ export type SettingFlags = {
 export const CONFIG_KEYS: readonly string[] = Object.values(SETTINGS).flatMap((row: Setting) =>
   row.key ? [row.key] : [],
 );
-
-/** The flag's name alone: "--rpc-url <url>" is "--rpc-url". */
-export function flagName(flag: string): string {
-  return flag.split(" ")[0] as string;
-}
-
-/** Where people set it, for messages: "--rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file". */
-export function waysToSet(row: Setting): string {
-  const ways = [
-    ...(row.flag ? [flagName(row.flag)] : []),
-    ...(row.env ? [row.env] : []),
-    ...(row.key ? [`${row.key} in the config file`] : []),
-  ];
-  const last = ways.pop() ?? "";
-  return ways.length > 0 ? `${ways.join(", ")} or ${last}` : last;
-}
-
-/** The help line of a setting's flag: what it is, its default, and its environment variable. */
-export function helpLine(row: Setting): string {
-  const notes: string[] = [];
-  if (row.shownDefault !== undefined) notes.push(`default ${row.shownDefault}`);
-  if (row.kind === "key") {
-    notes.push(`or env ${row.env}${row.envFile ? ` / ${row.envFile}` : ""}`);
-  } else if (row.env) {
-    notes.push(`env ${row.env}${row.flag && !row.flag.includes("<") ? "=1" : ""}`);
-  }
-  return notes.length > 0 ? `${row.help} (${notes.join("; ")})` : row.help;
-}

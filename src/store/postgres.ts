@@ -22,7 +22,6 @@ import type {
   StoreStatus,
   Waste,
 } from "../core/store.js";
-import { storedHash } from "../protocol/transaction-hash.js";
 import { SharedCatalogue } from "./postgres-catalogue.js";
 import { unavailable } from "./postgres-errors.js";
 import { SharedIds } from "./postgres-ids.js";
@@ -30,8 +29,8 @@ import { SignerLeases, type SignerWait } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
 import type { Query } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
-import { entryOf, type Row } from "./postgres-rows.js";
 import { SharedSchemeState } from "./postgres-scheme-state.js";
+import { SharedSettlements } from "./postgres-settlements.js";
 import { type RevertListener, SharedWaste } from "./postgres-waste.js";
 
 export interface PostgresStoreOptions {
@@ -48,14 +47,6 @@ export interface PostgresStoreOptions {
   /** This replica's name in the store (default host:pid). */
   readonly owner?: string | undefined;
 }
-
-/**
- * A settlement by one of its transactions: an index lookup (GIN on hashes, migration 8). No LIMIT:
- * with one, the planner bets a scan meets a match early, and reads the whole table for a hash it
- * does not hold.
- */
-export const FIND_BY_TRANSACTION =
-  "SELECT * FROM facilitator_settlements WHERE hashes @> ARRAY[$1::text]";
 
 /** The database URL without its password, for banners and logs. */
 export function redactStoreUrl(url: string): string {
@@ -90,6 +81,8 @@ export class PostgresStore implements SettlementStore {
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
   readonly #leases: SignerLeases;
+  /** The settlements table: entries and the records of broadcasts (postgres-settlements.ts). */
+  readonly #settlements: SharedSettlements;
   /** The bazaar catalogue, shared by every replica (postgres-catalogue.ts). */
   readonly catalogue: SharedCatalogue;
 
@@ -106,6 +99,13 @@ export class PostgresStore implements SettlementStore {
     this.#ids = new SharedIds(query, this.owner, this.#leaseMs);
     this.#schemeState = new SharedSchemeState(query);
     this.#leases = new SignerLeases(query, this.owner, this.signers, this.#leaseMs);
+    this.#settlements = new SharedSettlements(
+      query,
+      this.owner,
+      this.runId,
+      this.signers,
+      this.#leases.lost,
+    );
     this.catalogue = new SharedCatalogue(pool, this.#onQuery);
   }
 
@@ -134,11 +134,7 @@ export class PostgresStore implements SettlementStore {
         options.signerWaitMs ?? store.#leaseMs + 1_000,
         options.onSignerWait,
       );
-      const { rows } = await store.#query<Row>(
-        "load",
-        "SELECT * FROM facilitator_settlements WHERE state IN ('broadcast', 'submitted')",
-      );
-      store.#unsettled = rows.map(entryOf);
+      store.#unsettled = await store.#settlements.loadUnsettled();
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw error;
@@ -262,18 +258,12 @@ export class PostgresStore implements SettlementStore {
     return this.#ids.answer(id);
   }
 
-  async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
-    const { rows } = await this.#query<Row>("find", FIND_BY_TRANSACTION, [storedHash(hash)]);
-    return rows[0] ? entryOf(rows[0]) : undefined;
+  findByTransaction(hash: string): Promise<JournalEntry | undefined> {
+    return this.#settlements.findByTransaction(hash);
   }
 
-  async get(key: string): Promise<JournalEntry | undefined> {
-    const { rows } = await this.#query<Row>(
-      "get",
-      "SELECT * FROM facilitator_settlements WHERE key = $1",
-      [key],
-    );
-    return rows[0] ? entryOf(rows[0]) : undefined;
+  get(key: string): Promise<JournalEntry | undefined> {
+    return this.#settlements.get(key);
   }
 
   async claim(key: string): Promise<boolean> {
@@ -319,99 +309,28 @@ export class PostgresStore implements SettlementStore {
     await releasing;
   }
 
-  async recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
-    const signer = entry.signer.toLowerCase();
-    if (this.#leases.lost.has(signer)) {
-      throw new Error(`this replica lost its lease on signer ${entry.signer}`);
-    }
-    // A prelude (key#name) is sent under its settlement's claim.
-    const claimKey = entry.key.split("#")[0];
-    const { rowCount } = await this.#query(
-      "send",
-      `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner)
-         SELECT $1, $2, $3, $4, $5, $12, ARRAY[$6], ARRAY[$7], 'broadcast', $11
-         WHERE ($8::text IS NULL OR EXISTS (SELECT 1 FROM facilitator_signers
-                         WHERE address = $8 AND owner = $9))
-           AND EXISTS (SELECT 1 FROM facilitator_claims WHERE key = $10 AND owner = $9)
-       ON CONFLICT (key) DO UPDATE SET chain_id = EXCLUDED.chain_id, signer = EXCLUDED.signer,
-         tx_nonce = EXCLUDED.tx_nonce, expect = EXCLUDED.expect, action = EXCLUDED.action,
-         hashes = EXCLUDED.hashes,
-         raws = EXCLUDED.raws, state = 'broadcast', owner = EXCLUDED.owner, updated_at = now()`,
-      [
-        entry.key,
-        entry.chainId,
-        entry.signer,
-        entry.txNonce,
-        entry.expect ? JSON.stringify(entry.expect) : null,
-        storedHash(hash),
-        raw,
-        // A payer's own signed transaction (a prelude) is not sent from a key of ours.
-        this.signers.includes(signer as Address) ? signer : null,
-        this.owner,
-        claimKey,
-        this.runId,
-        entry.action ? JSON.stringify(entry.action) : null,
-      ],
-    );
-    if (rowCount !== 1) {
-      // A lease that merely ran out still fences nothing: only one taken over by another does.
-      throw new Error(
-        "another replica took over this settlement or its signer (this process stalled past its lease); nothing was sent",
-      );
-    }
+  recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
+    return this.#settlements.recordSend(entry, hash, raw);
   }
 
-  async recordReplace(key: string, hash: Hex, raw: Hex): Promise<void> {
-    await this.#query(
-      "replace",
-      `UPDATE facilitator_settlements SET hashes = hashes || $2::text, raws = raws || $3::text,
-         updated_at = now() WHERE key = $1 AND NOT ($2 = ANY (hashes))`,
-      [key, storedHash(hash), raw],
-    );
+  recordReplace(key: string, hash: Hex, raw: Hex): Promise<void> {
+    return this.#settlements.recordReplace(key, hash, raw);
   }
 
-  async recordState(key: string, state: EntryState): Promise<void> {
-    await this.#query(
-      "state",
-      `UPDATE facilitator_settlements SET state = $2, updated_at = now(),
-         raws = CASE WHEN $2 IN ('broadcast', 'submitted') THEN raws ELSE '{}' END
-       WHERE key = $1 AND state IS DISTINCT FROM $2`,
-      [key, state],
-    );
+  recordState(key: string, state: EntryState): Promise<void> {
+    return this.#settlements.recordState(key, state);
   }
 
-  async openSettlements(idleMs: number): Promise<JournalEntry[]> {
-    const { rows } = await this.#query<Row>(
-      "open",
-      `SELECT * FROM facilitator_settlements
-        WHERE state IN ('broadcast', 'submitted')
-          AND updated_at <= now() - $1 * interval '1 millisecond'
-        ORDER BY updated_at LIMIT 1000`,
-      [idleMs],
-    );
-    return rows.map(entryOf);
+  openSettlements(idleMs: number): Promise<JournalEntry[]> {
+    return this.#settlements.openSettlements(idleMs);
   }
 
-  async markAnswered(key: string, state: "answered" | "submitted" = "answered"): Promise<void> {
-    // A submitted one keeps its bytes: any replica may have to send them again.
-    await this.#query(
-      "state",
-      `UPDATE facilitator_settlements SET state = $3, owner = $2, updated_at = now(),
-         raws = CASE WHEN $3 = 'submitted' THEN raws ELSE '{}' END
-       WHERE key = $1`,
-      [key, this.runId, state],
-    );
+  markAnswered(key: string, state: "answered" | "submitted" = "answered"): Promise<void> {
+    return this.#settlements.markAnswered(key, state);
   }
 
-  async unmarkAnswered(key: string): Promise<void> {
-    await this.#query(
-      "state",
-      `UPDATE facilitator_settlements
-          SET state = CASE WHEN state = 'submitted' THEN 'broadcast' ELSE 'landed' END,
-              updated_at = now()
-        WHERE key = $1 AND state IN ('answered', 'submitted') AND owner = $2`,
-      [key, this.runId],
-    );
+  unmarkAnswered(key: string): Promise<void> {
+    return this.#settlements.unmarkAnswered(key);
   }
 
   unsettled(): Iterable<JournalEntry> {

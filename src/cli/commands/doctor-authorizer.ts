@@ -1,7 +1,8 @@
 /** `facilitator doctor` on the batch-settlement receiver authorizer key. */
 import type { CliConfig } from "../config.js";
 import { receiverAuthorizerOf } from "../config-keys.js";
-import { flagName, SETTINGS } from "../settings.js";
+import { flagName } from "../setting-rows.js";
+import { SETTINGS } from "../settings.js";
 
 const authorizer = SETTINGS.receiverAuthorizerKey;
 

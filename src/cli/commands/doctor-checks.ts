@@ -21,7 +21,8 @@ import { durationInWords } from "../../protocol/words.js";
 import { Journal } from "../../store/journal.js";
 import type { CliConfig } from "../config.js";
 import { genesisHash, markerBeside } from "../devnet-marker.js";
-import { flagName, SETTINGS, waysToSet } from "../settings.js";
+import { flagName, waysToSet } from "../setting-rows.js";
+import { SETTINGS } from "../settings.js";
 import { journalHolder } from "../settlement-locks.js";
 import { goneDevnetDir, STALE_DEVNET_FIX, staleDevnetProblem } from "../stale-devnet.js";
 

@@ -9,7 +9,8 @@ import { DEFAULT_WASTED_GAS_BUDGET } from "../../evm/chain/gas-at-risk.js";
 import { gasBoundsFor, grouped } from "../../evm/chain/gas-bounds.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { CliConfig } from "../config.js";
-import { flagName, SETTINGS } from "../settings.js";
+import { flagName } from "../setting-rows.js";
+import { SETTINGS } from "../settings.js";
 import type { ChainSeen, Finding } from "./doctor-checks.js";
 
 const maxFee = SETTINGS.maxFee;

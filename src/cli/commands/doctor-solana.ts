@@ -3,7 +3,8 @@ import type { RpcRegistry } from "../../core/rpc.js";
 import { gasAmount } from "../../protocol/amounts.js";
 import { lamportsOf } from "../../svm/exact/rpc.js";
 import type { CliConfig } from "../config.js";
-import { flagName, SETTINGS } from "../settings.js";
+import { flagName } from "../setting-rows.js";
+import { SETTINGS } from "../settings.js";
 import type { Finding, Level } from "./doctor-checks.js";
 
 const svm = SETTINGS.svmFeePayers;

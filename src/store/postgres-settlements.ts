@@ -1,0 +1,160 @@
+/**
+ * The settlements table of a shared store (facilitator_settlements): reading entries, and the
+ * journal records of broadcasts and of their states. Apart from postgres.ts, which holds the
+ * replica's claims, leases and connection: these are the statements, and the fence each record of
+ * a broadcast is written under (this replica's claim and its signer's lease).
+ */
+import type { Address, Hex } from "viem";
+import type { EntryState, JournalEntry, NewEntry } from "../core/store.js";
+import { storedHash } from "../protocol/transaction-hash.js";
+import type { Query } from "./postgres-query.js";
+import { entryOf, type Row } from "./postgres-rows.js";
+
+/**
+ * A settlement by one of its transactions: an index lookup (GIN on hashes, migration 8). No LIMIT:
+ * with one, the planner bets a scan meets a match early, and reads the whole table for a hash it
+ * does not hold.
+ */
+export const FIND_BY_TRANSACTION =
+  "SELECT * FROM facilitator_settlements WHERE hashes @> ARRAY[$1::text]";
+
+export class SharedSettlements {
+  readonly #query: Query;
+  readonly #owner: string;
+  readonly #runId: string;
+  readonly #signers: readonly Address[];
+  /** Signers whose lease this replica lost (SignerLeases.lost): it records no broadcast of theirs. */
+  readonly #lostSigners: ReadonlySet<string>;
+
+  constructor(
+    query: Query,
+    owner: string,
+    runId: string,
+    signers: readonly Address[],
+    lostSigners: ReadonlySet<string>,
+  ) {
+    this.#query = query;
+    this.#owner = owner;
+    this.#runId = runId;
+    this.#signers = signers;
+    this.#lostSigners = lostSigners;
+  }
+
+  /** What is still unsettled, at start-up. */
+  async loadUnsettled(): Promise<JournalEntry[]> {
+    const { rows } = await this.#query<Row>(
+      "load",
+      "SELECT * FROM facilitator_settlements WHERE state IN ('broadcast', 'submitted')",
+    );
+    return rows.map(entryOf);
+  }
+
+  async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
+    const { rows } = await this.#query<Row>("find", FIND_BY_TRANSACTION, [storedHash(hash)]);
+    return rows[0] ? entryOf(rows[0]) : undefined;
+  }
+
+  async get(key: string): Promise<JournalEntry | undefined> {
+    const { rows } = await this.#query<Row>(
+      "get",
+      "SELECT * FROM facilitator_settlements WHERE key = $1",
+      [key],
+    );
+    return rows[0] ? entryOf(rows[0]) : undefined;
+  }
+
+  async recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
+    const signer = entry.signer.toLowerCase();
+    if (this.#lostSigners.has(signer)) {
+      throw new Error(`this replica lost its lease on signer ${entry.signer}`);
+    }
+    // A prelude (key#name) is sent under its settlement's claim.
+    const claimKey = entry.key.split("#")[0];
+    const { rowCount } = await this.#query(
+      "send",
+      `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner)
+         SELECT $1, $2, $3, $4, $5, $12, ARRAY[$6], ARRAY[$7], 'broadcast', $11
+         WHERE ($8::text IS NULL OR EXISTS (SELECT 1 FROM facilitator_signers
+                         WHERE address = $8 AND owner = $9))
+           AND EXISTS (SELECT 1 FROM facilitator_claims WHERE key = $10 AND owner = $9)
+       ON CONFLICT (key) DO UPDATE SET chain_id = EXCLUDED.chain_id, signer = EXCLUDED.signer,
+         tx_nonce = EXCLUDED.tx_nonce, expect = EXCLUDED.expect, action = EXCLUDED.action,
+         hashes = EXCLUDED.hashes,
+         raws = EXCLUDED.raws, state = 'broadcast', owner = EXCLUDED.owner, updated_at = now()`,
+      [
+        entry.key,
+        entry.chainId,
+        entry.signer,
+        entry.txNonce,
+        entry.expect ? JSON.stringify(entry.expect) : null,
+        storedHash(hash),
+        raw,
+        // A payer's own signed transaction (a prelude) is not sent from a key of ours.
+        this.#signers.includes(signer as Address) ? signer : null,
+        this.#owner,
+        claimKey,
+        this.#runId,
+        entry.action ? JSON.stringify(entry.action) : null,
+      ],
+    );
+    if (rowCount !== 1) {
+      // A lease that merely ran out still fences nothing: only one taken over by another does.
+      throw new Error(
+        "another replica took over this settlement or its signer (this process stalled past its lease); nothing was sent",
+      );
+    }
+  }
+
+  async recordReplace(key: string, hash: Hex, raw: Hex): Promise<void> {
+    await this.#query(
+      "replace",
+      `UPDATE facilitator_settlements SET hashes = hashes || $2::text, raws = raws || $3::text,
+         updated_at = now() WHERE key = $1 AND NOT ($2 = ANY (hashes))`,
+      [key, storedHash(hash), raw],
+    );
+  }
+
+  async recordState(key: string, state: EntryState): Promise<void> {
+    await this.#query(
+      "state",
+      `UPDATE facilitator_settlements SET state = $2, updated_at = now(),
+         raws = CASE WHEN $2 IN ('broadcast', 'submitted') THEN raws ELSE '{}' END
+       WHERE key = $1 AND state IS DISTINCT FROM $2`,
+      [key, state],
+    );
+  }
+
+  async openSettlements(idleMs: number): Promise<JournalEntry[]> {
+    const { rows } = await this.#query<Row>(
+      "open",
+      `SELECT * FROM facilitator_settlements
+        WHERE state IN ('broadcast', 'submitted')
+          AND updated_at <= now() - $1 * interval '1 millisecond'
+        ORDER BY updated_at LIMIT 1000`,
+      [idleMs],
+    );
+    return rows.map(entryOf);
+  }
+
+  async markAnswered(key: string, state: "answered" | "submitted"): Promise<void> {
+    // A submitted one keeps its bytes: any replica may have to send them again.
+    await this.#query(
+      "state",
+      `UPDATE facilitator_settlements SET state = $3, owner = $2, updated_at = now(),
+         raws = CASE WHEN $3 = 'submitted' THEN raws ELSE '{}' END
+       WHERE key = $1`,
+      [key, this.#runId, state],
+    );
+  }
+
+  async unmarkAnswered(key: string): Promise<void> {
+    await this.#query(
+      "state",
+      `UPDATE facilitator_settlements
+          SET state = CASE WHEN state = 'submitted' THEN 'broadcast' ELSE 'landed' END,
+              updated_at = now()
+        WHERE key = $1 AND state IN ('answered', 'submitted') AND owner = $2`,
+      [key, this.#runId],
+    );
+  }
+}
