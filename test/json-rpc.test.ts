@@ -47,6 +47,26 @@ beforeAll(async () => {
     const path = request.url ?? "/";
     if (path === "/ok") return answer(request, response, "0x1");
     if (path === "/silent") return; // never answers
+    if (path === "/slow-sync") {
+      // A synchronous send is answered after its "block"; the rest at once.
+      const chunks: Buffer[] = [];
+      request.on("data", (c: Buffer) => chunks.push(c));
+      request.on("end", () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+        bodies.push(body);
+        const calls = (Array.isArray(body) ? body : [body]) as { id: number; method: string }[];
+        const waits = calls.some((c) => c.method === "eth_sendRawTransactionSync");
+        const payload = calls.map((c) => ({ jsonrpc: "2.0", id: c.id, result: "0x1" }));
+        setTimeout(
+          () => {
+            response.writeHead(200, { "content-type": "application/json" });
+            response.end(JSON.stringify(Array.isArray(body) ? payload : payload[0]));
+          },
+          waits ? 600 : 0,
+        );
+      });
+      return;
+    }
     if (path === "/huge") {
       response.writeHead(200, { "content-type": "application/json" });
       const chunk = Buffer.alloc(1024 * 1024, 0x20);
@@ -107,6 +127,25 @@ describe("JSON-RPC over node:http", () => {
     expect(b).toBe(1n);
     expect(bodies).toHaveLength(1);
     expect(Array.isArray(bodies[0]) && bodies[0].length).toBe(2);
+  });
+
+  test("a synchronous send is batched apart: reads made beside it do not wait for its block", async () => {
+    bodies.length = 0;
+    const c = client("/slow-sync", { batch: true });
+    const started = performance.now();
+    const sync = () =>
+      c.request({ method: "eth_sendRawTransactionSync", params: ["0x00"] } as never);
+    const sends = Promise.all([sync(), sync()]);
+    const [chainId, gasPrice] = await Promise.all([c.getChainId(), c.getGasPrice()]);
+    expect(chainId).toBe(1);
+    expect(gasPrice).toBe(1n);
+    expect(performance.now() - started).toBeLessThan(500);
+    await sends;
+    // Two HTTP requests: the two sends together, the two reads together.
+    expect(bodies).toHaveLength(2);
+    const methods = bodies.map((b) => (b as { method: string }[]).map((one) => one.method).sort());
+    expect(methods).toContainEqual(["eth_sendRawTransactionSync", "eth_sendRawTransactionSync"]);
+    expect(methods).toContainEqual(["eth_chainId", "eth_gasPrice"]);
   });
 
   test("a node that never answers is a TimeoutError, unreachable", async () => {

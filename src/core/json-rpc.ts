@@ -6,7 +6,8 @@
  * the same requests and throws viem's own error classes the same way (HttpRequestError with the
  * socket error as its cause, TimeoutError, RpcRequestError for the node's error), so retries
  * (viem's createTransport) and "never reached the node" (rpc.ts) read as before. Concurrent calls
- * made in the same turn of the event loop go out as one batch when `batch` is on.
+ * made in the same turn of the event loop go out as one batch when `batch` is on (synchronous
+ * sends in a batch of their own).
  */
 import http from "node:http";
 import {
@@ -31,6 +32,12 @@ const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 /** viem's default batch size: a larger batch goes out in parts. */
 const BATCH_SIZE = 1000;
 const MAX_REDIRECTS = 5;
+/**
+ * Methods whose answer waits for a block (EIP-7966's synchronous send). A batch is answered
+ * whole, so a read batched with one would wait for that block too (two seconds on Base): these
+ * are batched only among themselves.
+ */
+const WAITS_FOR_A_BLOCK = new Set(["eth_sendRawTransactionSync"]);
 
 interface Client {
   readonly request: typeof http.request;
@@ -286,9 +293,10 @@ function batcher(endpoint: Endpoint, timeoutMs: number) {
 export function jsonRpcTransport(url: string, options: JsonRpcOptions = {}): Transport {
   const endpoint = endpointOf(url);
   const timeoutMs = options.timeout ?? 10_000;
-  const call = options.batch
-    ? batcher(endpoint, timeoutMs)
-    : async (body: RpcBody) => (await exchange(endpoint, body, timeoutMs)) as RpcAnswer;
+  const single = async (body: RpcBody) => (await exchange(endpoint, body, timeoutMs)) as RpcAnswer;
+  const reads = options.batch ? batcher(endpoint, timeoutMs) : single;
+  const waits = options.batch ? batcher(endpoint, timeoutMs) : single;
+  const call = (body: RpcBody) => (WAITS_FOR_A_BLOCK.has(body.method) ? waits : reads)(body);
   return ({ retryCount }) =>
     createTransport(
       {
