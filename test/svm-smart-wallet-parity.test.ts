@@ -598,12 +598,13 @@ describe("settle: success only once the confirmed transaction shows the transfer
     const entry = await journal.findByTransaction(settled.body.transaction as string);
     expect(entry?.state).toBe("failed");
     expect((await ours.svm.observe(entry as JournalEntry)).onChain).toBe("failed");
-    // A retry is never a success either.
-    const again = await handlePost(ours, "/settle", {
-      payload: mine.payload,
-      requirements: mine.requirements,
+    // A retry is never a success either, and says the same.
+    const again = await handlePost(ours, "/settle", x402);
+    expect(again.body).toMatchObject({
+      success: false,
+      errorReason: "post_settlement_transfer_not_confirmed",
+      transaction: settled.body.transaction,
     });
-    expect(again.body.success).toBe(false);
   });
 
   test("submitted waits for the transfer on chain all the same", async () => {
@@ -633,7 +634,8 @@ describe("settle: success only once the confirmed transaction shows the transfer
       expect(mine).toMatchObject({ outcome: "failed" });
       expect(mine?.detail).toContain("post_settlement_transfer_not_confirmed");
       const retry = await handlePost(ours, "/settle", { payload, requirements });
-      expect(retry.body.success).toBe(false);
+      // Not a duplicate: the transfer never happened, and the retry says so.
+      expect(retry.body).toMatchObject({ success: false, error: "settlement_failed" });
     } finally {
       confirmedVisible = true;
     }

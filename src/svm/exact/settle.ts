@@ -45,7 +45,7 @@ import {
   watch,
 } from "./settle-outcome.js";
 import { svmKeyOf } from "./settlement-key.js";
-import { journaledSmartWallet } from "./smart-wallet-settle.js";
+import { journaledSmartWallet, smartWalletUnpaid } from "./smart-wallet-settle.js";
 import type { SvmPayment } from "./types.js";
 import { checkSvmRequest, refuse, type SvmRefusal, simulationRefusal } from "./verify.js";
 
@@ -124,7 +124,7 @@ function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
         signatureStatuses(ctx.client, [signed.signature], true),
         simulationError(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
       ]);
-      if (status) return { ok: false, result: alreadyOnChain(s, status, "already landed") };
+      if (status) return { ok: false, result: await landedBefore(s, status) };
       if (why !== undefined) {
         return { ok: false, result: simulationRefusal(request, why, payment, "settle") };
       }
@@ -138,6 +138,22 @@ function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
     },
     send: (_, waitUntil) => sendAndFollow(s, waitUntil),
   };
+}
+
+/**
+ * The answer for a transaction the chain already has. A smart wallet's that landed without its
+ * transfer gets the answer it got then (`post_settlement_transfer_not_confirmed`), not a
+ * duplicate's; anything else is never a second success.
+ */
+async function landedBefore(
+  s: Settling,
+  status: NonNullable<Parameters<typeof alreadyOnChain>[1]>,
+): Promise<SettleResult> {
+  if (status.err === null && s.payment.smartWallet) {
+    const unpaid = await smartWalletUnpaid(s.ctx, s.payment, s.signed.signature);
+    if (unpaid?.failure.code === "settlement_failed") return unpaid;
+  }
+  return alreadyOnChain(s, status, "already landed");
 }
 
 /** The wire transaction with `signature` as its first (the fee payer's) signature. */
