@@ -17,7 +17,7 @@ import type {
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
-import type { JournalEntry, SettlementStore } from "../core/store.js";
+import { isAnswered, type JournalEntry, type SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
 import { type Failure, failure } from "../protocol/errors.js";
@@ -236,8 +236,10 @@ export class SvmFamily implements ChainFamily {
       : status.err === null
         ? "mined"
         : "failed";
-    if (onChain === "mined") {
-      // A smart wallet's transaction can land and pay nothing: read back, as the reconciler does.
+    // A smart wallet's transaction can land and pay nothing. One the store holds as landed or
+    // answered was seen to pay when it landed; any other is read back, as the reconciler does
+    // (a node that keeps no old transactions would answer nothing for a long-settled one).
+    if (onChain === "mined" && !isAnswered(entry.state) && entry.state !== "landed") {
       const { landedPaid } = await import("./exact/follow-settlement.js");
       const paid = await landedPaid(ctx, entry, signature);
       onChain = paid === "paid" ? "mined" : paid === "unpaid" ? "failed" : "unknown";
