@@ -42,6 +42,6 @@ export function isLocalNode(client: ChainAccess["client"]): Promise<boolean> {
 
 /** Whether the client is known to be a local node: undefined until the first answer is in. */
 export function knownLocalNode(client: ChainAccess["client"]): boolean | undefined {
-  if (!localNodes.has(client)) void isLocalNode(client);
+  void isLocalNode(client);
   return known.get(client);
 }
