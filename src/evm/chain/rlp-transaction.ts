@@ -57,7 +57,7 @@ function integer(value: bigint | number): Uint8Array {
   if (n < 0n) throw new RangeError("a transaction field is negative");
   if (n === 0n) return EMPTY;
   const digits = n.toString(16);
-  return Buffer.from(digits.length % 2 === 0 ? digits : `0${digits}`, "hex");
+  return bytesOfHex(digits.length % 2 === 0 ? `0x${digits}` : `0x0${digits}`);
 }
 
 function word(bytes: Uint8Array): Uint8Array {
