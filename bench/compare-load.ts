@@ -7,8 +7,9 @@ import http1 from "node:http";
 import { type Address, createPublicClient, http } from "viem";
 import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
 import type { Devnet } from "../src/evm/devnet/index.js";
-import { fmt } from "./compare-report.js";
+import { fmt, type Row } from "./compare-report.js";
 import { type Cpu, cpuMeter, perRequest, type Server, sleep, state } from "./compare-servers.js";
+import { percentile } from "./lib.js";
 import { loadPosts, type Posted, postOnce, succeeded } from "./load.js";
 
 const CHAIN_CHECK_ATTEMPTS = 10;
@@ -54,6 +55,39 @@ export async function load(
 }
 
 /** "CPU per request: server x ms, anvil y ms, load generator z ms" for a round. */
+/**
+ * The p50, p99 and server-CPU rows of ours beside the reference; `what` starts each label ("verify
+ * c=64"), `each` names what the CPU is per ("req", "settle").
+ */
+export function latencyAndCpuRows(
+  what: string,
+  each: string,
+  ours: Round,
+  reference: Round,
+  latencyDigits: number,
+): Row[] {
+  return [
+    {
+      label: `${what} p50 ms`,
+      ours: percentile(ours.latenciesMs, 50),
+      reference: percentile(reference.latenciesMs, 50),
+      digits: latencyDigits,
+    },
+    {
+      label: `${what} p99 ms`,
+      ours: percentile(ours.latenciesMs, 99),
+      reference: percentile(reference.latenciesMs, 99),
+      digits: latencyDigits,
+    },
+    {
+      label: `${what} server CPU ms/${each}`,
+      ours: perRequest(ours.cpu?.server, ours.count),
+      reference: perRequest(reference.cpu?.server, reference.count),
+      digits: 2,
+    },
+  ];
+}
+
 export function cpuLine(round: Round): string {
   const each = (ms: number | undefined) => fmt(perRequest(ms, round.count), 2);
   const cpu = round.cpu;

@@ -9,6 +9,7 @@
 import type { DevAccount, Devnet } from "../src/evm/devnet/index.js";
 import {
   cpuLine,
+  latencyAndCpuRows,
   mergeSettleRuns,
   type SettleRun,
   type SettleSettings,
@@ -17,7 +18,6 @@ import {
 } from "./compare-load.js";
 import { fmt, type Row } from "./compare-report.js";
 import { perRequest, type Server } from "./compare-servers.js";
-import { percentile } from "./lib.js";
 import { type FloorRun, mergeFloorRuns, settleFloor } from "./settle-floor.js";
 
 export interface SettlePhase {
@@ -35,8 +35,6 @@ export interface SettlePlan extends SettleSettings {
   /** Signed request bodies: one warm-up, then `settles` more, per server. */
   readonly bodies: { readonly ours: readonly string[]; readonly reference: readonly string[] };
 }
-
-const median = (values: readonly number[]) => percentile(values, 50);
 
 /** `items` in `parts` runs of nearly equal length. */
 function split<T>(items: readonly T[], parts: number): T[][] {
@@ -120,24 +118,7 @@ export async function settlePhase(
       reference: floor.count / floor.seconds,
       digits: 1,
     },
-    {
-      label: `settle c=${c} p50 ms`,
-      ours: median(so.latenciesMs),
-      reference: median(sr.latenciesMs),
-      digits: 1,
-    },
-    {
-      label: `settle c=${c} p99 ms`,
-      ours: percentile(so.latenciesMs, 99),
-      reference: percentile(sr.latenciesMs, 99),
-      digits: 1,
-    },
-    {
-      label: `settle c=${c} server CPU ms/settle`,
-      ours: perRequest(so.cpu?.server, so.count),
-      reference: perRequest(sr.cpu?.server, sr.count),
-      digits: 2,
-    },
+    ...latencyAndCpuRows(`settle c=${c}`, "settle", so, sr, 1),
   );
   return { ours: so, reference: sr, floor };
 }

@@ -28,7 +28,7 @@ import {
   coldCli,
   idlePeakRssMiB,
 } from "./compare-cold.js";
-import { cpuLine, load, type Round, settleChecks } from "./compare-load.js";
+import { cpuLine, latencyAndCpuRows, load, type Round, settleChecks } from "./compare-load.js";
 import { distEntry, distFreshness, fmt, type Row, ratio, table } from "./compare-report.js";
 import {
   children,
@@ -162,24 +162,7 @@ async function verifyPhase(
         digits: 0,
         errors: [o.errors.length, r.errors.length],
       },
-      {
-        label: `verify c=${concurrency} p50 ms`,
-        ours: median(o.latenciesMs),
-        reference: median(r.latenciesMs),
-        digits: 2,
-      },
-      {
-        label: `verify c=${concurrency} p99 ms`,
-        ours: percentile(o.latenciesMs, 99),
-        reference: percentile(r.latenciesMs, 99),
-        digits: 2,
-      },
-      {
-        label: `verify c=${concurrency} server CPU ms/req`,
-        ours: perRequest(o.cpu?.server, o.count),
-        reference: perRequest(r.cpu?.server, r.count),
-        digits: 2,
-      },
+      ...latencyAndCpuRows(`verify c=${concurrency}`, "req", o, r, 2),
     );
   }
   return results;
