@@ -159,6 +159,19 @@ export function alreadyOnChain(
   };
 }
 
+/**
+ * The answer for a transaction the chain already has. A smart wallet's that landed without its
+ * transfer gets the answer it got then (`post_settlement_transfer_not_confirmed`), not a
+ * duplicate's; anything else is never a second success.
+ */
+export async function landedBefore(s: Settling, status: SignatureStatus): Promise<SettleResult> {
+  if (status.err === null && s.payment.smartWallet) {
+    const unpaid = await smartWalletUnpaid(s.ctx, s.payment, s.signed.signature);
+    if (unpaid?.failure.code === "settlement_failed") return unpaid;
+  }
+  return alreadyOnChain(s, status, "already landed");
+}
+
 /** Follows a transaction nobody waits for, to end its payer's hold and charge a failure. */
 export async function watch(s: Settling): Promise<void> {
   const landing = await follow(s, true).catch(() => undefined);

@@ -39,13 +39,14 @@ import {
   conclude,
   FAILED_REASON,
   follow,
+  landedBefore,
   report,
   type Settling,
   SVM_THROTTLE_CHAIN,
   watch,
 } from "./settle-outcome.js";
 import { svmKeyOf } from "./settlement-key.js";
-import { journaledSmartWallet, smartWalletUnpaid } from "./smart-wallet-settle.js";
+import { journaledSmartWallet } from "./smart-wallet-settle.js";
 import type { SvmPayment } from "./types.js";
 import { checkSvmRequest, refuse, type SvmRefusal, simulationRefusal } from "./verify.js";
 
@@ -138,22 +139,6 @@ function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
     },
     send: (_, waitUntil) => sendAndFollow(s, waitUntil),
   };
-}
-
-/**
- * The answer for a transaction the chain already has. A smart wallet's that landed without its
- * transfer gets the answer it got then (`post_settlement_transfer_not_confirmed`), not a
- * duplicate's; anything else is never a second success.
- */
-async function landedBefore(
-  s: Settling,
-  status: NonNullable<Parameters<typeof alreadyOnChain>[1]>,
-): Promise<SettleResult> {
-  if (status.err === null && s.payment.smartWallet) {
-    const unpaid = await smartWalletUnpaid(s.ctx, s.payment, s.signed.signature);
-    if (unpaid?.failure.code === "settlement_failed") return unpaid;
-  }
-  return alreadyOnChain(s, status, "already landed");
 }
 
 /** The wire transaction with `signature` as its first (the fee payer's) signature. */
