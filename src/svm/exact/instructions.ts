@@ -18,8 +18,9 @@ import {
 } from "./constants.js";
 import type { SvmInstruction } from "./decode.js";
 
-const SET_COMPUTE_UNIT_LIMIT = 2;
-const SET_COMPUTE_UNIT_PRICE = 3;
+/** The compute-budget program's instruction types this code reads (the first data byte). */
+export const SET_COMPUTE_UNIT_LIMIT = 2;
+export const SET_COMPUTE_UNIT_PRICE = 3;
 const TRANSFER_CHECKED = 12;
 
 export interface TransferChecked {

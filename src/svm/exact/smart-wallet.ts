@@ -26,7 +26,13 @@ import {
 } from "./constants.js";
 import type { SvmTransaction } from "./decode.js";
 import { transactionFeeLamports } from "./fees.js";
-import { readMemo } from "./instructions.js";
+import {
+  readComputeUnitLimit,
+  readComputeUnitPrice,
+  readMemo,
+  SET_COMPUTE_UNIT_LIMIT,
+  SET_COMPUTE_UNIT_PRICE,
+} from "./instructions.js";
 import { LAYOUT_RECOVERABLE, SVM_REASONS, type SvmReason } from "./reasons.js";
 import type { SimulationFailure } from "./rpc.js";
 import {
@@ -61,9 +67,6 @@ export interface SmartWalletShape {
   readonly units: number;
   readonly price: bigint;
 }
-
-const SET_COMPUTE_UNIT_LIMIT = 2;
-const SET_COMPUTE_UNIT_PRICE = 3;
 
 function refusal(
   x402Reason: SvmReason,
@@ -134,7 +137,6 @@ export function checkSmartWalletShape(
   for (const ix of tx.instructions) {
     if (ix.programId !== COMPUTE_BUDGET_PROGRAM) continue;
     const { data } = ix;
-    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
     if (data.length === 0) {
       return refusal(
         SVM_REASONS.smartWalletMalformedComputeBudget,
@@ -142,13 +144,14 @@ export function checkSmartWalletShape(
       );
     }
     if (data[0] === SET_COMPUTE_UNIT_LIMIT) {
-      if (data.length < 5) {
+      const limit = readComputeUnitLimit(ix);
+      if (limit === undefined) {
         return refusal(
           SVM_REASONS.smartWalletMalformedComputeLimit,
           `Instruction ${ix.index + 1} is a SetComputeUnitLimit of ${data.length} bytes`,
         );
       }
-      units = view.getUint32(1, true);
+      units = limit;
       if (units > options.maxComputeUnits) {
         return refusal(
           SVM_REASONS.smartWalletComputeUnitsTooHigh,
@@ -156,13 +159,14 @@ export function checkSmartWalletShape(
         );
       }
     } else if (data[0] === SET_COMPUTE_UNIT_PRICE) {
-      if (data.length < 9) {
+      const unitPrice = readComputeUnitPrice(ix);
+      if (unitPrice === undefined) {
         return refusal(
           SVM_REASONS.smartWalletMalformedComputePrice,
           `Instruction ${ix.index + 1} is a SetComputeUnitPrice of ${data.length} bytes`,
         );
       }
-      price = view.getBigUint64(1, true);
+      price = unitPrice;
       if (price > options.maxPriorityFeeMicroLamports) {
         return refusal(
           SVM_REASONS.smartWalletPriorityFeeTooHigh,
