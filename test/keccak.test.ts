@@ -160,4 +160,14 @@ describe("EIP-55 addresses", () => {
       }
     }
   });
+
+  test("stays right past the addresses it remembers, and for one met again", () => {
+    const first = randomHex(20);
+    expect(checksumAddress(first.slice(2))).toBe(getAddress(first));
+    for (let i = 0; i < 5_000; i++) {
+      const lower = randomHex(20);
+      expect(checksumAddress(lower.slice(2))).toBe(getAddress(lower));
+    }
+    expect(checksumAddress(first.slice(2))).toBe(getAddress(first));
+  });
 });

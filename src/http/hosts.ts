@@ -7,6 +7,7 @@
  */
 import { isIPv6 } from "node:net";
 import os from "node:os";
+import { setNewest } from "../core/newest.js";
 
 export interface TrustedHostsOptions {
   /** What `--host` named: an address, a name, or a wildcard (0.0.0.0, ::). */
@@ -87,8 +88,7 @@ export function trustedHosts(options: TrustedHostsOptions): (host: string | unde
     if (known !== undefined) return known;
     const verdict = judge(header);
     if (header.length <= MAX_REMEMBERED_LENGTH) {
-      if (judged.size >= MAX_REMEMBERED) judged.clear();
-      judged.set(header, verdict);
+      setNewest(judged, header, verdict, MAX_REMEMBERED);
     }
     return verdict;
   };

@@ -5,6 +5,7 @@
  * digests viem's hashTypedData makes (test/batch-digests.test.ts); this is a voucher's hot path.
  */
 import { encodeAbiParameters, type Hex, keccak256, stringToHex } from "viem";
+import { setNewest } from "../../core/newest.js";
 import {
   bytesOfHex,
   hashWords,
@@ -62,11 +63,7 @@ export function channelIdOf(config: ChannelConfig, chainId: number): Hex {
       ),
     ),
   );
-  channelIds.set(key, id);
-  if (channelIds.size > CHANNEL_IDS_KEPT) {
-    const oldest = channelIds.keys().next().value;
-    if (oldest !== undefined) channelIds.delete(oldest);
-  }
+  setNewest(channelIds, key, id, CHANNEL_IDS_KEPT);
   return id;
 }
 

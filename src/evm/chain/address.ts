@@ -4,6 +4,7 @@
  * miss here costs one 40-byte keccak; the payee, the asset and a payer met twice cost a lookup.
  */
 import type { Address } from "viem";
+import { setNewest } from "../../core/newest.js";
 import { keccak256Bytes } from "./keccak.js";
 
 const ascii = new Uint8Array(40);
@@ -12,7 +13,7 @@ chars[0] = 0x30; // "0"
 chars[1] = 0x78; // "x"
 /**
  * The addresses met lately, by their lower-case digits: a payment names its payee and asset again
- * and again, and its payer twice (in the payload and as the recovered signer). Emptied when full.
+ * and again, and its payer twice (in the payload and as the recovered signer). The oldest are forgotten.
  */
 const recent = new Map<string, Address>();
 const RECENT_LIMIT = 4096;
@@ -30,8 +31,7 @@ export function checksumAddress(lowerDigits: string): Address {
     chars[i + 2] = nibble >= 8 && code >= 0x61 ? code - 0x20 : code;
   }
   const address = String.fromCharCode(...chars) as Address;
-  if (recent.size >= RECENT_LIMIT) recent.clear();
-  recent.set(lowerDigits, address);
+  setNewest(recent, lowerDigits, address, RECENT_LIMIT);
   return address;
 }
 

@@ -3,7 +3,11 @@
  * from an account without code) name a key: after one estimate, later ones reuse it with more
  * headroom and skip the estimate. Whoever reuses one must have simulated the call itself.
  */
+import { setNewest } from "../../core/newest.js";
+
 const gasEstimates = new Map<string, { at: number; gas: bigint }>();
+/** Keys name a chain, an asset and a signature size: few in practice, bounded all the same. */
+const GAS_ESTIMATES_KEPT = 4096;
 const GAS_ESTIMATE_MS = 10 * 60_000;
 /** Reused estimates get 50 % headroom: a new recipient's first balance costs about 15k more. */
 const REUSED_GAS_PERCENT = 150n;
@@ -25,7 +29,8 @@ export function reusedGasLimit(gasKey: string | undefined): bigint | undefined {
 
 /** Remembers a fresh estimate and returns the gas limit to send with. */
 export function gasLimitFrom(estimate: bigint, gasKey: string | undefined): bigint {
-  if (gasKey) gasEstimates.set(gasKey, { at: Date.now(), gas: estimate });
+  if (gasKey)
+    setNewest(gasEstimates, gasKey, { at: Date.now(), gas: estimate }, GAS_ESTIMATES_KEPT);
   return (estimate * GAS_HEADROOM_PERCENT) / 100n;
 }
 

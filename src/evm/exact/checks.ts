@@ -3,6 +3,7 @@
  * signed terms against the requirements (recipient, time window, amount), the asset's code.
  */
 import { type Address, isAddressEqual } from "viem";
+import { setNewest } from "../../core/newest.js";
 import { isUnreachable, unreachableReason } from "../../core/rpc.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
@@ -199,8 +200,7 @@ export async function assetIsContract(ctx: EvmContext, asset: Address): Promise<
   const code = await ctx.client.getCode({ address: asset });
   const isContract = code !== undefined && code !== "0x";
   if (isContract) {
-    if (contractAssets.size >= ASSET_CACHE_MAX) contractAssets.clear();
-    contractAssets.set(key, Date.now());
+    setNewest(contractAssets, key, Date.now(), ASSET_CACHE_MAX);
   }
   return isContract;
 }

@@ -12,6 +12,7 @@ import {
   size,
   toHex,
 } from "viem";
+import { setNewest } from "../../core/newest.js";
 import {
   hashWords,
   typedDigestOf,
@@ -93,8 +94,7 @@ export function domainSeparatorOf(domain: TokenDomain): Hex {
         ],
       ),
     );
-    if (domainSeparators.size > 1024) domainSeparators.clear();
-    domainSeparators.set(key, separator);
+    setNewest(domainSeparators, key, separator, 1024);
   }
   return separator;
 }

@@ -14,6 +14,7 @@ import {
   size,
   toHex,
 } from "viem";
+import { setNewest } from "../../core/newest.js";
 import {
   hashWords,
   typedDigestOf,
@@ -129,8 +130,7 @@ function permit2DomainSeparator(chainId: number): Hex {
         ],
       ),
     );
-    if (domainSeparators.size > 1024) domainSeparators.clear();
-    domainSeparators.set(chainId, separator);
+    setNewest(domainSeparators, chainId, separator, 1024);
   }
   return separator;
 }

@@ -3,6 +3,7 @@
  * [owner, token program, mint] under the Associated Token Account program.
  */
 import { type Address, getAddressEncoder, getProgramDerivedAddress } from "@solana/kit";
+import { setNewest } from "../../core/newest.js";
 import { ASSOCIATED_TOKEN_PROGRAM } from "./constants.js";
 
 const addressEncoder = getAddressEncoder();
@@ -23,8 +24,7 @@ export async function associatedTokenAddress(
   const key = `${owner} ${mint} ${tokenProgram}`;
   if (known.has(key)) return known.get(key);
   const address = await derive(owner, mint, tokenProgram);
-  known.set(key, address);
-  if (known.size > KEPT) known.delete(known.keys().next().value as string);
+  setNewest(known, key, address, KEPT);
   return address;
 }
 
