@@ -9,7 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import type { Pool } from "pg";
+import type { Pool, PoolConfig } from "pg";
 import type { Address, Hex } from "viem";
 import type {
   EntryState,
@@ -57,6 +57,25 @@ export function redactStoreUrl(url: string): string {
   } catch {
     return "postgres://(unparsable URL)";
   }
+}
+
+/** How the store's pool connects: bounds on waiting, and each connection's durability. */
+export function poolConfig(url: string): PoolConfig {
+  return {
+    connectionString: url,
+    max: 16,
+    connectionTimeoutMillis: 3_000,
+    idleTimeoutMillis: 30_000,
+    // A query the server never answers must not hold a settle forever.
+    query_timeout: 10_000,
+    // A journal record must outlive a crash of the database once the commit returns, whatever
+    // the server's default (synchronous_commit = off loses the last commits in a crash). The
+    // pool awaits this before it lends the connection: a query sent beside it would be a second
+    // query on a busy client, which pg 8 warns about and pg 9 removes.
+    onConnect: async (client) => {
+      await client.query("SET synchronous_commit TO on");
+    },
+  };
 }
 
 export class PostgresStore implements SettlementStore {
@@ -112,21 +131,9 @@ export class PostgresStore implements SettlementStore {
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
   static async open(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
     const { default: pg } = await import("pg");
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: 16,
-      connectionTimeoutMillis: 3_000,
-      idleTimeoutMillis: 30_000,
-      // A query the server never answers must not hold a settle forever.
-      query_timeout: 10_000,
-    });
+    const pool = new pg.Pool(poolConfig(url));
     // An idle connection the server dropped (a restart) must not take the process down.
     pool.on("error", () => undefined);
-    // A journal record must outlive a crash of the database once the commit returns, whatever
-    // the server's default (synchronous_commit = off loses the last commits in a crash).
-    pool.on("connect", (client) => {
-      client.query("SET synchronous_commit TO on").catch(() => undefined);
-    });
     const store = new PostgresStore(pool, url, options);
     try {
       await migrate(pool);
