@@ -6,6 +6,7 @@
  * second, one run after another), so whoever runs later meets a slower chain; in turns, all three
  * meet the same one.
  */
+import { createPublicClient, http } from "viem";
 import type { DevAccount, Devnet } from "../src/evm/devnet/index.js";
 import {
   cpuLine,
@@ -18,6 +19,7 @@ import {
 } from "./compare-load.js";
 import { fmt, type Row } from "./compare-report.js";
 import { perRequest, type Server } from "./compare-servers.js";
+import { percentile } from "./lib.js";
 import { type FloorRun, mergeFloorRuns, settleFloor } from "./settle-floor.js";
 
 export interface SettlePhase {
@@ -62,6 +64,10 @@ export async function settlePhase(
   const oursChunks = split(plan.bodies.ours.slice(1), plan.rounds);
   const referenceChunks = split(plan.bodies.reference.slice(1), plan.rounds);
   const runs = { ours: [] as SettleRun[], reference: [] as SettleRun[], floor: [] as FloorRun[] };
+  // Blocks each side's transactions took: anvil's cost is mostly per block, so transactions that
+  // reach it together cost it less each.
+  const blocks = [0n, 0n, 0n];
+  const chainRpc = createPublicClient({ transport: http(chain.rpcUrl, { retryCount: 0 }) });
   for (let round = 0; round < oursChunks.length; round++) {
     const turns = [
       async () => {
@@ -81,26 +87,32 @@ export async function settlePhase(
       },
     ];
     // Who goes first changes every round.
-    for (let i = 0; i < turns.length; i++) await turns[(round + i) % turns.length]?.();
+    for (let i = 0; i < turns.length; i++) {
+      const turn = (round + i) % turns.length;
+      const before = await chainRpc.getBlockNumber({ cacheTime: 0 });
+      await turns[turn]?.();
+      blocks[turn] =
+        (blocks[turn] ?? 0n) + (await chainRpc.getBlockNumber({ cacheTime: 0 })) - before;
+    }
   }
   const so = mergeSettleRuns(runs.ours);
   const sr = mergeSettleRuns(runs.reference);
   const floor = mergeFloorRuns(runs.floor);
-  for (const [name, run] of [
-    ["ours", so],
-    ["reference", sr],
+  for (const [name, run, inBlocks] of [
+    ["ours", so, blocks[0]],
+    ["reference", sr, blocks[1]],
   ] as const) {
     keep(`${name} settle`, run.errors);
     console.log(
       `settle c=${plan.concurrency} ${name.padEnd(9)} ${run.count} settled in ` +
-        `${run.seconds.toFixed(2)} s over ${runs.ours.length} rounds, ${run.errors.length} errors, ` +
+        `${run.seconds.toFixed(2)} s over ${runs.ours.length} rounds in ${inBlocks} blocks, ${run.errors.length} errors, ` +
         `slowest ${fmt(Math.max(0, ...run.latenciesMs), 0)} ms; ${cpuLine(run)}`,
     );
   }
   keep("floor", floor.errors);
   console.log(
-    `settle floor (no facilitator): ${floor.count} transfers in ${floor.seconds.toFixed(2)} s, ` +
-      `${floor.errors.length} errors; CPU ms per transfer: anvil ` +
+    `settle floor (no facilitator): ${floor.count} transfers in ${floor.seconds.toFixed(2)} s in ` +
+      `${blocks[2]} blocks, ${floor.errors.length} errors, p50 ${fmt(percentile(floor.latenciesMs, 50), 1)} ms; CPU ms per transfer: anvil ` +
       `${fmt(perRequest(floor.anvilMs, floor.count), 2)}, sender ${fmt(perRequest(floor.clientMs, floor.count), 2)}`,
   );
   const c = plan.concurrency;
