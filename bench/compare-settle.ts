@@ -46,6 +46,28 @@ function split<T>(items: readonly T[], parts: number): T[][] {
   );
 }
 
+/** Mean time per settle in each stage, from serve's facilitator_settle_stage_seconds. */
+async function settleStages(url: string): Promise<string | undefined> {
+  const text = await fetch(`${url}/metrics`)
+    .then((r) => r.text())
+    .catch(() => "");
+  const totals = new Map<string, { sum: number; count: number }>();
+  for (const line of text.split("\n")) {
+    const match = /^facilitator_settle_stage_seconds_(sum|count)\{.*stage="(\w+)".*\} (\S+)$/.exec(
+      line,
+    );
+    if (!match) continue;
+    const [, kind, stage, value] = match as unknown as [string, "sum" | "count", string, string];
+    const total = totals.get(stage) ?? { sum: 0, count: 0 };
+    total[kind] += Number(value);
+    totals.set(stage, total);
+  }
+  if (totals.size === 0) return undefined;
+  return [...totals]
+    .map(([stage, { sum, count }]) => `${stage} ${fmt((sum / Math.max(count, 1)) * 1000, 1)}`)
+    .join(", ");
+}
+
 export async function settlePhase(
   chain: Devnet,
   servers: readonly [Server, Server],
@@ -109,6 +131,11 @@ export async function settlePhase(
         `slowest ${fmt(Math.max(0, ...run.latenciesMs), 0)} ms; ${cpuLine(run)}`,
     );
   }
+  const stages = await settleStages(ours.url);
+  if (stages)
+    console.log(
+      `settle c=${plan.concurrency} ours, mean ms per settle by stage (serve's /metrics): ${stages}`,
+    );
   keep("floor", floor.errors);
   console.log(
     `settle floor (no facilitator): ${floor.count} transfers in ${floor.seconds.toFixed(2)} s in ` +

@@ -142,6 +142,20 @@ describe("GET /metrics", () => {
         sampleOf(samples, "facilitator_request_seconds_bucket", { op, network, le: "+Inf" }),
       ).toBe(1);
     }
+    // The settle's stages, each once, within the settle's own time.
+    const settleSeconds = sampleOf(samples, "facilitator_request_seconds_sum", {
+      op: "settle",
+      network,
+    });
+    let stagesSeconds = 0;
+    for (const stage of ["checks", "journal", "chain"]) {
+      const labels = { network, stage };
+      expect(sampleOf(samples, "facilitator_settle_stage_seconds_count", labels), stage).toBe(1);
+      const seconds = sampleOf(samples, "facilitator_settle_stage_seconds_sum", labels);
+      expect(seconds, stage).toBeGreaterThan(0);
+      stagesSeconds += seconds;
+    }
+    expect(stagesSeconds).toBeLessThan(settleSeconds);
     expect(sampleOf(samples, "facilitator_transactions_sent_total", chain)).toBeGreaterThanOrEqual(
       1,
     );

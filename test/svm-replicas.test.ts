@@ -130,6 +130,15 @@ describe("Solana on two replicas, one store", () => {
     }
     expect(total("facilitator_svm_transactions_total", ['outcome="failed"'])).toBe(0);
     expect(total("facilitator_svm_fees_lamports_total", [network, feePayer])).toBe(20_002);
+    // Where the settles' time went: both landed ones wrote their record and reached the chain;
+    // refusals made in the settle's own checks are timed too.
+    const stage = (name: string) => [network, `stage="${name}"`];
+    expect(total("facilitator_settle_stage_seconds_count", stage("journal"))).toBe(2);
+    expect(total("facilitator_settle_stage_seconds_count", stage("chain"))).toBe(2);
+    expect(total("facilitator_settle_stage_seconds_count", stage("checks"))).toBeGreaterThanOrEqual(
+      2,
+    );
+    expect(total("facilitator_settle_stage_seconds_sum", stage("chain"))).toBeGreaterThan(0);
     expect(total("facilitator_requests_total", ['op="settle"', network, 'outcome="success"'])).toBe(
       2,
     );

@@ -5,6 +5,13 @@
  */
 import { getAddress, type TransactionReceipt } from "viem";
 
+/**
+ * Where a settle's time goes: `checks` (everything checked again, with its chain reads and
+ * simulation, and priced), `journal` (the record made durable before the broadcast), `chain`
+ * (from the broadcast until the answer it waits for: accepted, or landed).
+ */
+export type SettleStage = "checks" | "journal" | "chain";
+
 export interface MetricsSink {
   /** The node accepted a settlement transaction of `signer`. */
   transactionSent(chainId: number, signer: string): void;
@@ -28,6 +35,8 @@ export interface MetricsSink {
    * reported more than once (a retry follows what was already followed): counted once per outcome.
    */
   svmTransaction?(event: SvmTransactionEvent): void;
+  /** A settle on `network` (CAIP-2) spent `seconds` in `stage`. */
+  settleStage?(network: string, stage: SettleStage, seconds: number): void;
 }
 
 export interface SvmTransactionEvent {
@@ -36,6 +45,15 @@ export interface SvmTransactionEvent {
   readonly signature: string;
   readonly outcome: "sent" | "confirmed" | "failed" | "expired";
   readonly feeLamports?: bigint | undefined;
+}
+
+/** A settle's stage observer for `network` (CAIP-2), or undefined when no sink listens. */
+export function stageObserver(
+  sink: MetricsSink | undefined,
+  network: string,
+): ((stage: SettleStage, seconds: number) => void) | undefined {
+  if (!sink?.settleStage) return undefined;
+  return (stage, seconds) => sink.settleStage?.(network, stage, seconds);
 }
 
 /** Reports a receipt to the sink, if any. */

@@ -13,6 +13,7 @@
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import type { SettleStage } from "./metrics.js";
 import type { JournalEntry, SettlementStore } from "./store.js";
 
 /**
@@ -40,6 +41,8 @@ export interface SettleSteps<P, R extends { readonly ok: boolean } = SettleResul
    * and answers (a success recorded first: core/answers.ts).
    */
   send(prepared: P, waitUntil: Exclude<WaitUntil, "simulated">): Promise<R>;
+  /** Told how long a stage took (serve's metrics); the loop times `checks`, `send` the rest. */
+  readonly observe?: ((stage: SettleStage, seconds: number) => void) | undefined;
 }
 
 /** Why a settle waits: another holds its turn. */
@@ -89,7 +92,9 @@ export async function inTurn<P, R extends { readonly ok: boolean }>(
   const entry = await store.get(steps.key);
   const picked = entry ? await steps.pickUp(entry, waitUntil) : undefined;
   if (picked) return picked;
+  const started = performance.now();
   const prepared = await steps.prepare(waitUntil);
+  steps.observe?.("checks", (performance.now() - started) / 1000);
   if (!prepared.ok) return prepared.result;
   if (waitUntil === "simulated") return steps.simulate(prepared.value);
   const short = await steps.hold(prepared.value);

@@ -8,6 +8,7 @@
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../core/answers.js";
+import { stageObserver } from "../core/metrics.js";
 import { isUnreachable } from "../core/rpc.js";
 import { inProgress, inTurn, type SettleSteps, settleInTurn } from "../core/settle-loop.js";
 import { type Chargeable, isAnswered, type JournalEntry } from "../core/store.js";
@@ -73,6 +74,7 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
   const { key, name, chargeTo, members } = action;
   return {
     key,
+    observe: stageObserver(ctx.metrics, `eip155:${ctx.chainId}`),
     busy: () => refused(inProgress()),
     async pickUp(entry, waitUntil) {
       if (waitUntil === "simulated") return undefined;

@@ -6,7 +6,7 @@
  * HttpMetrics.
  */
 import type * as Prom from "prom-client";
-import type { MetricsSink, SvmTransactionEvent } from "../core/metrics.js";
+import type { MetricsSink, SettleStage, SvmTransactionEvent } from "../core/metrics.js";
 import type { Facilitator } from "../facilitator.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
@@ -36,6 +36,7 @@ export class Metrics implements MetricsSink, HttpMetrics {
   readonly #svmTransactions: Prom.Counter<"network" | "fee_payer" | "outcome">;
   readonly #svmFees: Prom.Counter<"network" | "fee_payer">;
   readonly #storeSeconds: Prom.Histogram<"op">;
+  readonly #settleStages: Prom.Histogram<"network" | "stage">;
   readonly #seen = new Set<string>();
   #facilitator: Facilitator | undefined;
   /** Chains of configured RPCs: request labels name them, or a well-known network, or "other". */
@@ -100,6 +101,14 @@ export class Metrics implements MetricsSink, HttpMetrics {
       ["endpoint", "reason"],
     );
     this.#storeSeconds = histogram("store_seconds", "settlement store operations", ["op"]);
+    // A journal record is made durable in a millisecond or so: finer buckets than requests'.
+    this.#settleStages = new prom.Histogram({
+      name: "facilitator_settle_stage_seconds",
+      help: "where settles spend their time: checks (with chain reads and simulation), journal (the record made durable before the broadcast), chain (from the broadcast to the answer)",
+      labelNames: ["network", "stage"] as const,
+      buckets: [0.001, 0.0025, ...SECONDS],
+      registers,
+    });
     this.#svmTransactions = counter(
       "svm_transactions_total",
       "Solana settlement transactions, by outcome (sent, confirmed, failed, expired)",
@@ -268,6 +277,10 @@ export class Metrics implements MetricsSink, HttpMetrics {
 
   rpcError(endpoint: string, reason: string): void {
     this.#rpcErrors.inc({ endpoint, reason });
+  }
+
+  settleStage(network: string, stage: SettleStage, seconds: number): void {
+    this.#settleStages.observe({ network, stage }, seconds);
   }
 
   svmTransaction(event: SvmTransactionEvent): void {

@@ -7,6 +7,7 @@
  * replaced at the same nonce (so at most one of them can land); nothing is sent above the fee cap.
  */
 import { type Address, type Hex, keccak256, size, type TransactionSerializable } from "viem";
+import { stageObserver } from "../../core/metrics.js";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import type { ExpectedTransfer, SentAction } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
@@ -170,11 +171,23 @@ export async function sendCall(
   record: SettlementRecord,
 ): Promise<CallOutcome> {
   const done = ctx.metrics?.settling(ctx.chainId, prepared.lane.address);
+  const stages: StageTimes = {};
   try {
-    return await sendAndFollow(ctx, prepared, waitUntil, record);
+    return await sendAndFollow(ctx, prepared, waitUntil, record, stages);
   } finally {
     done?.();
+    const observe = stageObserver(ctx.metrics, `eip155:${ctx.chainId}`);
+    if (stages.journalMs !== undefined) observe?.("journal", stages.journalMs / 1000);
+    if (stages.broadcastAt !== undefined) {
+      observe?.("chain", (performance.now() - stages.broadcastAt) / 1000);
+    }
   }
+}
+
+/** What a send spent making its record durable, and when it first broadcast (serve's metrics). */
+interface StageTimes {
+  journalMs?: number;
+  broadcastAt?: number;
 }
 
 async function sendAndFollow(
@@ -182,6 +195,7 @@ async function sendAndFollow(
   prepared: PreparedCall,
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
+  stages: StageTimes,
 ): Promise<CallOutcome> {
   const { lane } = prepared;
   let { base, fees } = prepared;
@@ -203,6 +217,7 @@ async function sendAndFollow(
       durable.catch(() => undefined);
       return { consumed: true, value: { hash, nonce, tx, raw, durable } };
     });
+    const writing = performance.now();
     try {
       await issued.durable;
     } catch (error) {
@@ -217,9 +232,11 @@ async function sendAndFollow(
         }),
       );
     }
+    stages.journalMs = (stages.journalMs ?? 0) + performance.now() - writing;
     try {
       const wantReceipt = waitUntil === "confirmed";
       sentAt = Date.now();
+      stages.broadcastAt ??= performance.now();
       const receipt = await broadcast(ctx, issued.raw, issued.hash, wantReceipt);
       ctx.metrics?.transactionSent(ctx.chainId, lane.address);
       if (receipt && (receipt.status !== "success" || ctx.confirmations <= 1)) {

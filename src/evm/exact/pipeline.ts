@@ -8,6 +8,7 @@
  * sent with more gas than its method's bound (chain/gas-bounds.ts).
  */
 import { unrecorded } from "../../core/answers.js";
+import { stageObserver } from "../../core/metrics.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
@@ -198,6 +199,7 @@ function paymentSteps<P>(
   const creditedCall = (checked: Verified<P>) => credited(ctx.builderCode, checked.call, request);
   return {
     key,
+    observe: stageObserver(ctx.metrics, `eip155:${ctx.chainId}`),
     busy: () => ({
       ok: false,
       failure: inProgress("this authorization is being settled right now; retry in a moment"),

@@ -14,6 +14,7 @@
  *   (checks.ts).
  */
 import type { Address, Hex } from "viem";
+import { stageObserver } from "../../core/metrics.js";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry, type NewEntry } from "../../core/store.js";
@@ -107,6 +108,7 @@ function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
   const payer = payment.payer;
   return {
     key: s.key,
+    observe: stageObserver(ctx.metrics, ctx.network),
     busy: () => ({
       ok: false,
       payer,
@@ -196,8 +198,11 @@ async function sendAndFollow(
 ): Promise<SettleResult> {
   const { ctx, payment, signed, request } = s;
   const payer = payment.payer;
+  const observe = stageObserver(ctx.metrics, ctx.network);
+  const writing = performance.now();
   try {
     await ctx.journal.recordSend(journalEntry(s), signed.signature as Hex, signed.wire as Hex);
+    observe?.("journal", (performance.now() - writing) / 1000);
   } catch (error) {
     ctx.ledger.release(s.key);
     void ctx.journal.recordState(s.key, "failed").catch(() => undefined);
@@ -213,6 +218,8 @@ async function sendAndFollow(
       failure: { ...cause, message: `${cause.message}; nothing was sent` },
     };
   }
+  const broadcastAt = performance.now();
+  const reached = () => observe?.("chain", (performance.now() - broadcastAt) / 1000);
   try {
     await sendTransaction(ctx.client, signed.wire);
   } catch (error) {
@@ -238,9 +245,12 @@ async function sendAndFollow(
   report(s, "sent");
   if (waitUntil === "submitted") {
     if (ctx.watchSubmitted) void watch(s);
+    reached();
     return answerSuccess(s, false);
   }
-  return conclude(s, await follow(s));
+  const landing = await follow(s);
+  reached();
+  return conclude(s, landing);
 }
 
 /**
