@@ -46,8 +46,9 @@ async function parkedOnLocalNode(
           .getTransactionCount({ address: from, blockTag: "latest" })
           .catch(() => undefined),
   ]);
-  if (nonce !== undefined && next !== undefined && next !== nonce) return false;
-  return automines || (sinceBlock !== undefined && block !== undefined && block > sinceBlock);
+  if (nonce !== undefined && next !== undefined && next !== nonce) return { parked: false, block };
+  const passed = sinceBlock !== undefined && block !== undefined && block > sinceBlock;
+  return { parked: automines || passed, block };
 }
 
 /** The outcome of a mined transaction; a revert also drops reused gas estimates. */
@@ -105,7 +106,7 @@ export async function follow(
   const deadline = started + ctx.confirmTimeoutMs;
   let replaceAt = started + ctx.replaceAfterMs;
   const local = await isLocalNode(ctx.client);
-  const sinceBlock = !local
+  let sinceBlock = !local
     ? undefined
     : (sentAfterBlock ??
       (await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)));
@@ -134,8 +135,14 @@ export async function follow(
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
       if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce);
-      if (local && (await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce))) {
+      const seen = local
+        ? await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce)
+        : undefined;
+      if (seen?.parked) {
         replaceAt = now;
+        // The replacement is judged from here: only a block that passes it over as well replaces
+        // it again (the block compared may be older than the broadcast: local-node.ts).
+        sinceBlock = seen.block ?? sinceBlock;
       }
     }
     if (!receipt && now >= replaceAt) {

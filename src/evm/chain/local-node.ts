@@ -61,7 +61,8 @@ export function sawBlock(client: ChainAccess["client"], block: bigint): void {
  * devnet's anvil (--mixed-mining, which answers anvil_getAutomine false) the interval block that
  * passed it over, so the settle waited for the next one, over two seconds. An older block only
  * counts more blocks: on a node that mines on an interval alone, a transaction waiting for its
- * block may be replaced at the same nonce, which costs nothing there.
+ * block may be replaced once at the same nonce (follow.ts then waits for a block that passes the
+ * replacement over too), which costs nothing there.
  */
 export function newestBlockSeen(client: ChainAccess["client"]): bigint | undefined {
   return newestBlocks.get(client);
