@@ -8,6 +8,7 @@ import {
   createTestClient,
   type Hex,
   http,
+  isAddressEqual,
   parseEventLogs,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -386,6 +387,46 @@ test("a transaction a local node left parked is replaced once blocks pass it by,
   const receipt = await chain().getTransactionReceipt({ hash: reply.body.transactionHash as Hex });
   expect(receipt.status).toBe("success");
   expect(await balanceOf(devnet.payee.address)).toBe(payeeBefore + 10_000n);
+  expect(await sentBy(address)).toBe(next + 1);
+});
+
+test("a parked transaction is replaced a second after it was sent, and its replacement seen at once", async () => {
+  // As above. The devnet's anvil mines each transaction and an interval block every second
+  // (--mixed-mining), and then says it does not automine: the interval block that passed the
+  // transaction over must count. It came in the second the synchronous send waited, so the head
+  // read after that wait missed it and the settle waited for the next one: over two seconds.
+  const test = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+  const own = new Facilitator({
+    rpcUrls: [devnet.rpcUrl],
+    useDefaultRpcs: false,
+    signer: privateKeyToAccount(devnet.facilitator.privateKey),
+  });
+  const address = devnet.facilitator.address;
+  expect((await handleSettle(own, await payment(2, 3))).body.success).toBe(true);
+  const next = await sentBy(address);
+  await test.setNonce({ address, nonce: next - 1 });
+  const request = await payment(2, 3);
+  const started = Date.now();
+  const settling = handleSettle(own, request);
+  // Ours, not the one the test above left behind in the pool (anvil keeps it after its replacement).
+  const queued = async () => {
+    const content = (await chain().request({ method: "txpool_content" } as never)) as {
+      queued: Record<string, Record<string, unknown>>;
+    };
+    const byNonce = Object.entries(content.queued).find(([from]) =>
+      isAddressEqual(from as Address, address),
+    );
+    return byNonce?.[1][String(next)] !== undefined;
+  };
+  for (let i = 0; i < 100 && !(await queued()); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  expect(await queued()).toBe(true);
+  await test.setNonce({ address, nonce: next });
+  const reply = await settling;
+  expect(reply.body).toMatchObject({ success: true });
+  // One second of waiting for the synchronous answer, then the check, the replacement, its receipt.
+  expect(Date.now() - started).toBeLessThan(1_600);
   expect(await sentBy(address)).toBe(next + 1);
 });
 

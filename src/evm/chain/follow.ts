@@ -13,7 +13,7 @@ import { reportReceipt } from "../../core/metrics.js";
 import type { ChainAccess } from "./access.js";
 import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
-import { isLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
+import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
 import { type CallOutcome, pending } from "./outcome.js";
 import type { SignerLane } from "./signers.js";
 
@@ -46,8 +46,9 @@ async function parkedOnLocalNode(
           .getTransactionCount({ address: from, blockTag: "latest" })
           .catch(() => undefined),
   ]);
-  if (nonce !== undefined && next !== undefined && next !== nonce) return false;
-  return automines || (sinceBlock !== undefined && block !== undefined && block > sinceBlock);
+  if (nonce !== undefined && next !== undefined && next !== nonce) return { parked: false, block };
+  const passed = sinceBlock !== undefined && block !== undefined && block > sinceBlock;
+  return { parked: automines || passed, block };
 }
 
 /** The outcome of a mined transaction; a revert also drops reused gas estimates. */
@@ -58,6 +59,7 @@ export function mined(
   gasLimit: bigint | undefined,
 ): CallOutcome {
   reportReceipt(ctx.metrics, ctx.chainId, receipt);
+  sawBlock(ctx.client, receipt.blockNumber);
   if (receipt.status !== "success") {
     void ctx.journal.recordState(key, "failed").catch(() => undefined);
     forgetGasEstimates();
@@ -87,7 +89,8 @@ async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promis
  * behind a nonce gap gets the gap filled. A receipt that disappears before it is deep enough (a
  * reorg) is waited for again. Never throws: past the deadline, the answer is `settlement_pending`
  * with the newest hash. `sentAt`: when the newest was broadcast, if just now (a local node's pass
- * over it is looked for from then).
+ * over it is looked for from then); `sentAfterBlock`: a block the node had mined by then, if known
+ * (local-node.ts' newestBlockSeen), else the head when following starts.
  */
 export async function follow(
   ctx: ChainAccess,
@@ -97,19 +100,23 @@ export async function follow(
   tx: TransactionSerializable,
   fees: Fees,
   sentAt?: number,
+  sentAfterBlock?: bigint,
 ): Promise<CallOutcome> {
   const started = Date.now();
   const deadline = started + ctx.confirmTimeoutMs;
   let replaceAt = started + ctx.replaceAfterMs;
   const local = await isLocalNode(ctx.client);
-  const sinceBlock = local
-    ? await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)
-    : undefined;
+  let sinceBlock = !local
+    ? undefined
+    : (sentAfterBlock ??
+      (await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)));
   let stuckCheckAt = local
     ? (sentAt ?? started) + LOCAL_PARKED_AFTER_MS
     : started + GAP_SUSPECTED_AFTER_MS;
   let current = fees;
-  for (let poll = 0; ; poll++) {
+  /** Which of FIRST_POLLS_MS the next wait is. */
+  let soon = 0;
+  for (;;) {
     const receipt = await firstReceipt(ctx, hashes);
     if (receipt && (receipt.status !== "success" || (await deepEnough(ctx, receipt)))) {
       return mined(ctx, key, receipt, tx.gas);
@@ -128,8 +135,14 @@ export async function follow(
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
       if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce);
-      if (local && (await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce))) {
+      const seen = local
+        ? await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce)
+        : undefined;
+      if (seen?.parked) {
         replaceAt = now;
+        // The replacement is judged from here: only a block that passes it over as well replaces
+        // it again (the block compared may be older than the broadcast: local-node.ts).
+        sinceBlock = seen.block ?? sinceBlock;
       }
     }
     if (!receipt && now >= replaceAt) {
@@ -143,12 +156,14 @@ export async function follow(
         if (replacement) {
           hashes.push(replacement);
           current = next;
+          // It may be mined as soon as the first was (a local node's at once): look soon again.
+          soon = 0;
         }
       }
     }
     // Fast chains (and a local node) mine within milliseconds: look again soon at first, then
     // settle into the configured interval.
-    const wait = Math.min(FIRST_POLLS_MS[poll] ?? ctx.receiptPollMs, ctx.receiptPollMs);
+    const wait = Math.min(FIRST_POLLS_MS[soon++] ?? ctx.receiptPollMs, ctx.receiptPollMs);
     await new Promise((resolve) =>
       setTimeout(resolve, Math.min(wait, Math.max(1, deadline - now))),
     );

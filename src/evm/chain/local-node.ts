@@ -16,6 +16,8 @@ import type { ChainAccess } from "./access.js";
 export const LOCAL_PARKED_AFTER_MS = 1_000;
 
 const localNodes = new WeakMap<object, Promise<boolean>>();
+/** The newest block each client's node has shown us, in a receipt. */
+const newestBlocks = new WeakMap<object, bigint>();
 /** The answers already in, for a caller that must not wait for the question. */
 const known = new WeakMap<object, boolean>();
 
@@ -44,4 +46,24 @@ export function isLocalNode(client: ChainAccess["client"]): Promise<boolean> {
 export function knownLocalNode(client: ChainAccess["client"]): boolean | undefined {
   void isLocalNode(client);
   return known.get(client);
+}
+
+/** Notes the block of a receipt the node gave us: the newest one is kept. */
+export function sawBlock(client: ChainAccess["client"], block: bigint): void {
+  const newest = newestBlocks.get(client);
+  if (newest === undefined || block > newest) newestBlocks.set(client, block);
+}
+
+/**
+ * The newest block the node has shown us: no later than its head when a transaction is broadcast
+ * now, so blocks after it that leave the transaction unmined passed it over (follow.ts). The head
+ * read when the synchronous send gives up, a second later, missed the blocks of that second: on the
+ * devnet's anvil (--mixed-mining, which answers anvil_getAutomine false) the interval block that
+ * passed it over, so the settle waited for the next one, over two seconds. An older block only
+ * counts more blocks: on a node that mines on an interval alone, a transaction waiting for its
+ * block may be replaced once at the same nonce (follow.ts then waits for a block that passes the
+ * replacement over too), which costs nothing there.
+ */
+export function newestBlockSeen(client: ChainAccess["client"]): bigint | undefined {
+  return newestBlocks.get(client);
 }

@@ -20,6 +20,7 @@ import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
 import { type GasBounds, type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
 import { keccak256Hex } from "./keccak.js";
+import { newestBlockSeen } from "./local-node.js";
 import {
   type CallOutcome,
   type ContractCall,
@@ -202,6 +203,7 @@ async function sendAndFollow(
   let repricedOnce = false;
   let sent: Sent = { kind: "retry" };
   let sentAt: number | undefined;
+  let sentAfterBlock: bigint | undefined;
   for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
     // The lane only hands out the nonce and signs. The journal record is then made durable and
     // the transaction broadcast outside it, so concurrent settles share one disk sync and the
@@ -236,6 +238,7 @@ async function sendAndFollow(
     try {
       const wantReceipt = waitUntil === "confirmed";
       sentAt = Date.now();
+      sentAfterBlock = newestBlockSeen(ctx.client);
       stages.broadcastAt ??= performance.now();
       const receipt = await broadcast(ctx, issued.raw, issued.hash, wantReceipt);
       ctx.metrics?.transactionSent(ctx.chainId, lane.address);
@@ -282,7 +285,8 @@ async function sendAndFollow(
   if (sent.kind === "outcome") return sent.outcome;
   // The success is written down by whoever answers it (core/answers.ts), before it is answered.
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
-  return follow(ctx, lane, record.key, [sent.issued.hash], sent.issued.tx, fees, sentAt);
+  const { hash, tx } = sent.issued;
+  return follow(ctx, lane, record.key, [hash], tx, fees, sentAt, sentAfterBlock);
 }
 
 /**
