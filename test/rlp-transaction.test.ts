@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { bytesToHex, type Hex, serializeTransaction } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, test } from "vitest";
-import { settlementTransactionBytes } from "../src/evm/chain/rlp-transaction.js";
+import { encodeSettlementTransaction } from "../src/evm/chain/rlp-transaction.js";
 import { settlementAccount, useWasmSecp256k1 } from "../src/evm/chain/secp256k1.js";
 
 const hex = (length: number) => bytesToHex(new Uint8Array(randomBytes(length)));
@@ -40,14 +40,15 @@ describe("settlement transaction bytes", () => {
   test("equal viem's serializeTransaction, unsigned and signed", () => {
     for (let i = 0; i < 400; i++) {
       const tx = randomTransaction(i);
+      const encoded = encodeSettlementTransaction(tx);
       expect(
-        bytesToHex(settlementTransactionBytes(tx) as Uint8Array),
+        bytesToHex(encoded?.unsigned as Uint8Array),
         JSON.stringify(tx, (_, v) => (typeof v === "bigint" ? `${v}` : v)),
       ).toBe(serializeTransaction(tx));
       const r = hex(32) as Hex;
       const s = i % 5 === 0 ? (`0x00${hex(31).slice(2)}` as Hex) : (hex(32) as Hex);
       const yParity = (i % 2) as 0 | 1;
-      const signed = settlementTransactionBytes(tx, {
+      const signed = encoded?.signed({
         r: Buffer.from(r.slice(2), "hex"),
         s: Buffer.from(s.slice(2), "hex"),
         yParity,
@@ -61,11 +62,11 @@ describe("settlement transaction bytes", () => {
   test("a shape it does not write is left to viem", () => {
     const tx = randomTransaction(1);
     expect(
-      settlementTransactionBytes({ ...tx, maxFeePerGas: 1n, maxPriorityFeePerGas: 2n }),
+      encodeSettlementTransaction({ ...tx, maxFeePerGas: 1n, maxPriorityFeePerGas: 2n }),
     ).toBeUndefined();
-    expect(settlementTransactionBytes({ ...tx, accessList: [] } as never)).toBeUndefined();
-    expect(settlementTransactionBytes({ ...tx, chainId: undefined })).toBeUndefined();
-    expect(settlementTransactionBytes({ ...tx, type: "eip2930" } as never)).toBeUndefined();
+    expect(encodeSettlementTransaction({ ...tx, accessList: [] } as never)).toBeUndefined();
+    expect(encodeSettlementTransaction({ ...tx, chainId: undefined })).toBeUndefined();
+    expect(encodeSettlementTransaction({ ...tx, type: "eip2930" } as never)).toBeUndefined();
   });
 });
 

@@ -179,16 +179,3 @@ export function encodeSettlementTransaction(
       ]),
   };
 }
-
-/**
- * The transaction's bytes (its signing payload when `signature` is absent), or undefined when it
- * has a field or a type this serializer does not write.
- */
-export function settlementTransactionBytes(
-  tx: SettlementTransaction,
-  signature?: RawSignature,
-): Uint8Array | undefined {
-  const encoded = encodeSettlementTransaction(tx);
-  if (!encoded) return undefined;
-  return signature ? encoded.signed(signature) : encoded.unsigned;
-}
