@@ -51,14 +51,13 @@ export class Metrics implements MetricsSink, HttpMetrics {
     const chainSigner = ["chain_id", "signer"] as const;
     const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
       new prom.Counter<L>({ name: `facilitator_${name}`, help, labelNames, registers });
-    const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
-      new prom.Histogram<L>({
-        name: `facilitator_${name}`,
-        help,
-        labelNames,
-        buckets: SECONDS,
-        registers,
-      });
+    const histogram = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: readonly L[],
+      buckets = SECONDS,
+    ) =>
+      new prom.Histogram<L>({ name: `facilitator_${name}`, help, labelNames, buckets, registers });
     this.#requests = counter(
       "requests_total",
       "verify and settle requests answered, by outcome (success or the error code)",
@@ -102,13 +101,12 @@ export class Metrics implements MetricsSink, HttpMetrics {
     );
     this.#storeSeconds = histogram("store_seconds", "settlement store operations", ["op"]);
     // A journal record is made durable in a millisecond or so: finer buckets than requests'.
-    this.#settleStages = new prom.Histogram({
-      name: "facilitator_settle_stage_seconds",
-      help: "where settles spend their time: checks (with chain reads and simulation), journal (the record made durable before the broadcast), chain (from the broadcast to the answer)",
-      labelNames: ["network", "stage"] as const,
-      buckets: [0.001, 0.0025, ...SECONDS],
-      registers,
-    });
+    this.#settleStages = histogram(
+      "settle_stage_seconds",
+      "where settles spend their time: checks (with chain reads and simulation), journal (the record made durable before the broadcast), chain (from the broadcast to the answer)",
+      ["network", "stage"],
+      [0.001, 0.0025, ...SECONDS],
+    );
     this.#svmTransactions = counter(
       "svm_transactions_total",
       "Solana settlement transactions, by outcome (sent, confirmed, failed, expired)",
