@@ -9,20 +9,12 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import {
-  type CatalogueBounds,
-  type CatalogueEntry,
-  catalogueKey,
-  catalogueUpdate,
-  DEFAULT_CATALOGUE_BOUNDS,
-  REFRESH_MS,
-  samePayee,
-} from "../src/core/catalogue.js";
-import type { SettlementStore } from "../src/core/store.js";
+import { REFRESH_MS } from "../src/core/catalogue.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
+import { catalogueStores, entry, PAYEE, PAYER, resources, WIDE } from "./helpers/catalogue.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 
 let postgres: Postgres;
@@ -35,103 +27,9 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
-const PAYEE = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
-const PAYER = "0x857b06519E91e3A54538791bDbb0E22373e36b66";
-let clock = 1_800_000_000_000;
-/** A second later than the last entry made. */
-const tick = () => {
-  clock += 1_000;
-  return clock;
-};
-
-function entry(
-  resource: string,
-  options: {
-    payTo?: string;
-    payer?: string;
-    network?: string;
-    scheme?: string;
-    type?: "http" | "mcp";
-    toolName?: string;
-    description?: string;
-    tags?: string[];
-    others?: string[];
-    at?: number;
-  } = {},
-): CatalogueEntry {
-  const payTo = options.payTo ?? PAYEE;
-  const type = options.type ?? "http";
-  return {
-    key: catalogueKey(resource, options.toolName),
-    resource,
-    type,
-    ...(options.toolName ? { toolName: options.toolName } : { method: "GET" }),
-    description: options.description,
-    tags: options.tags,
-    bazaar: { info: { input: { type, method: "GET" } }, schema: { type: "object" } },
-    otherExtensions: options.others ?? [],
-    x402Version: 2,
-    accepts: [
-      {
-        scheme: options.scheme ?? "exact",
-        network: options.network ?? "eip155:84532",
-        amount: "1000",
-        asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-        payTo,
-      },
-    ],
-    payTo,
-    payer: options.payer ?? PAYER,
-    lastUpdated: options.at ?? tick(),
-  };
-}
-
-const WIDE: CatalogueBounds = DEFAULT_CATALOGUE_BOUNDS;
-
-interface Kind {
-  readonly name: string;
-  make(): Promise<{
-    store: SettlementStore;
-    restart: () => Promise<SettlementStore>;
-    lines?: () => Promise<number>;
-  }>;
-}
-
+const kinds = catalogueStores(() => ({ postgres, dir }));
+/** Journal files of this file's own, in `dir`. */
 let files = 0;
-const kinds: Kind[] = [
-  {
-    name: "journal file",
-    async make() {
-      const file = path.join(dir, `journal-${++files}.jsonl`);
-      const store = new Journal(file);
-      return {
-        store,
-        restart: async () => {
-          store.close();
-          return new Journal(file);
-        },
-        lines: async () => (await readFile(file, "utf8")).split("\n").filter(Boolean).length,
-      };
-    },
-  },
-  {
-    name: "postgres",
-    async make() {
-      const url = await postgres.freshDatabase();
-      const store = await PostgresStore.open(url, { signers: [] });
-      return {
-        store,
-        restart: async () => {
-          await store.close();
-          return PostgresStore.open(url, { signers: [] });
-        },
-      };
-    },
-  },
-];
-
-const resources = async (store: SettlementStore, filter = {}, limit = 100, offset = 0) =>
-  (await store.catalogue?.list(filter, limit, offset))?.items.map((e) => e.resource);
 
 describe.each(kinds)("$name", (kind) => {
   test("a payment adds its resource; the next updates it: requirements merged, who added it kept", async () => {
@@ -182,96 +80,9 @@ describe.each(kinds)("$name", (kind) => {
     }
   });
 
-  test("an entry belongs to its payee: 100 payments by others naming its URL change nothing of the seller's", async () => {
-    const { store, restart } = await kind.make();
-    const catalogue = store.catalogue;
-    if (!catalogue) throw new Error("the store keeps no catalogue");
-    const url = "https://seller.example/weather";
-    const seller = entry(url, { description: "The seller's weather", tags: ["weather"] });
-    expect(await catalogue.put(seller, WIDE)).toEqual({ added: true });
-    const attacker = (i: number) => `0x${i.toString(16).padStart(4, "0")}${"a7".repeat(18)}`;
-    for (let i = 0; i < 100; i++) {
-      const taken = entry(url, {
-        payTo: attacker(i),
-        payer: attacker(i),
-        network: i % 2 ? "eip155:8453" : "eip155:84532",
-        description: `Pay ${attacker(i)} instead`,
-        tags: ["free"],
-      });
-      expect(await catalogue.put(taken, WIDE)).toEqual({ added: false });
-    }
-    const check = async (reading: SettlementStore) => {
-      const found = await reading.catalogue?.list({ payTo: PAYEE.toLowerCase() }, 10, 0);
-      expect(found?.items.map((e) => e.resource)).toEqual([url]);
-      const [kept] = found?.items ?? [];
-      expect([kept?.description, kept?.tags, kept?.payTo]).toEqual([
-        "The seller's weather",
-        ["weather"],
-        PAYEE,
-      ]);
-      // The seller's requirement first; beside it, the four others paid last, newest first.
-      expect(kept?.accepts.map((a) => a.payTo)).toEqual([
-        PAYEE,
-        attacker(99),
-        attacker(98),
-        attacker(97),
-        attacker(96),
-      ]);
-      expect((await reading.catalogue?.search({}, ["free", "instead"], 10, 0))?.items).toEqual([]);
-    };
-    await check(store);
-    // The seller's next payment (its address in another case) updates what the entry says.
-    await catalogue.put(
-      entry(url, { payTo: PAYEE.toLowerCase(), network: "eip155:8453", description: "Newer" }),
-      WIDE,
-    );
-    const [updated] = (await catalogue.list({}, 10, 0)).items;
-    expect(updated?.description).toBe("Newer");
-    expect(updated?.accepts.slice(0, 2).map((a) => [a.payTo, a.network])).toEqual([
-      [PAYEE.toLowerCase(), "eip155:8453"],
-      [PAYEE, "eip155:84532"],
-    ]);
-    const reopened = await restart();
-    try {
-      const [kept] = (await reopened.catalogue?.list({ payTo: PAYEE }, 10, 0))?.items ?? [];
-      expect(kept?.description).toBe("Newer");
-      expect(kept?.accepts.map((a) => a.payTo)).toEqual([
-        PAYEE.toLowerCase(),
-        PAYEE,
-        attacker(99),
-        attacker(98),
-        attacker(97),
-        attacker(96),
-      ]);
-    } finally {
-      await reopened.close();
-    }
-  });
-
-  test("an entry an older version let others take over is given back by its owner's next payment", async () => {
-    const { store } = await kind.make();
-    const catalogue = store.catalogue;
-    if (!catalogue) throw new Error("the store keeps no catalogue");
-    try {
-      const url = "https://taken.example/x";
-      const other = "0x000000000000000000000000000000000000a77a";
-      // As the old merge left it: the owner's requirement pushed out, another's description.
-      const taken = entry(url, { payTo: other, description: "Pay me instead" });
-      expect(await catalogue.put({ ...taken, payTo: PAYEE, accepts: taken.accepts }, WIDE)).toEqual(
-        { added: true },
-      );
-      await catalogue.put(entry(url, { description: "The owner's" }), WIDE);
-      const [kept] = (await catalogue.list({ payTo: PAYEE }, 10, 0)).items;
-      expect(kept?.description).toBe("The owner's");
-      expect(kept?.accepts.map((a) => a.payTo)).toEqual([PAYEE, other]);
-    } finally {
-      await store.close();
-    }
-  });
-
   test("a journal compacted at start-up keeps the catalogue (its lines rewritten, the history gone)", async () => {
     if (kind.name !== "journal file") return;
-    const file = path.join(dir, `journal-${++files}.jsonl`);
+    const file = path.join(dir, `compacted-${++files}.jsonl`);
     const journal = new Journal(file);
     const first = entry("https://c.example/x");
     for (let i = 0; i < 10; i++) {
@@ -409,20 +220,6 @@ describe.each(kinds)("$name", (kind) => {
       await store.close();
     }
   });
-});
-
-test("a Solana payee in another case is another payee: it cannot take the entry over", () => {
-  const owner = "7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU";
-  const listed = entry("https://sol.example/x", { payTo: owner, description: "The owner's" });
-  const other = entry("https://sol.example/x", {
-    payTo: owner.toLowerCase(),
-    description: "Pay me instead",
-  });
-  const { entry: kept } = catalogueUpdate(listed, other);
-  expect(kept.description).toBe("The owner's");
-  expect(kept.accepts.map((a) => a.payTo)).toEqual([owner, owner.toLowerCase()]);
-  expect(samePayee(owner, owner.toLowerCase())).toBe(false);
-  expect(samePayee(PAYEE, PAYEE.toLowerCase())).toBe(true);
 });
 
 describe("postgres: replicas share one catalogue", () => {
