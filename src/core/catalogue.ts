@@ -93,14 +93,12 @@ const same = (a: string | undefined, b: string | undefined) =>
 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
-/**
- * Whether two payees are one: EVM addresses in any case (a checksum is only a spelling); others
- * (Solana's base58) as written, where another case is another address.
- */
+/** An address as compared: EVM's in lower case (a checksum is only a spelling), others as written. */
 const address = (value: unknown) => {
   const text = String(value);
   return EVM_ADDRESS.test(text) ? text.toLowerCase() : text;
 };
+/** Whether two payees are one: a Solana (base58) address in another case is another address. */
 export const samePayee = (a: string, b: string) => address(a) === address(b);
 
 const acceptKey = (a: Readonly<Record<string, unknown>>) =>
