@@ -9,18 +9,12 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import {
-  type CatalogueBounds,
-  type CatalogueEntry,
-  catalogueKey,
-  DEFAULT_CATALOGUE_BOUNDS,
-  REFRESH_MS,
-} from "../src/core/catalogue.js";
-import type { SettlementStore } from "../src/core/store.js";
+import { REFRESH_MS } from "../src/core/catalogue.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
+import { catalogueStores, entry, PAYEE, PAYER, resources, WIDE } from "./helpers/catalogue.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 
 let postgres: Postgres;
@@ -33,103 +27,9 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
-const PAYEE = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
-const PAYER = "0x857b06519E91e3A54538791bDbb0E22373e36b66";
-let clock = 1_800_000_000_000;
-/** A second later than the last entry made. */
-const tick = () => {
-  clock += 1_000;
-  return clock;
-};
-
-function entry(
-  resource: string,
-  options: {
-    payTo?: string;
-    payer?: string;
-    network?: string;
-    scheme?: string;
-    type?: "http" | "mcp";
-    toolName?: string;
-    description?: string;
-    tags?: string[];
-    others?: string[];
-    at?: number;
-  } = {},
-): CatalogueEntry {
-  const payTo = options.payTo ?? PAYEE;
-  const type = options.type ?? "http";
-  return {
-    key: catalogueKey(resource, options.toolName),
-    resource,
-    type,
-    ...(options.toolName ? { toolName: options.toolName } : { method: "GET" }),
-    description: options.description,
-    tags: options.tags,
-    bazaar: { info: { input: { type, method: "GET" } }, schema: { type: "object" } },
-    otherExtensions: options.others ?? [],
-    x402Version: 2,
-    accepts: [
-      {
-        scheme: options.scheme ?? "exact",
-        network: options.network ?? "eip155:84532",
-        amount: "1000",
-        asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-        payTo,
-      },
-    ],
-    payTo,
-    payer: options.payer ?? PAYER,
-    lastUpdated: options.at ?? tick(),
-  };
-}
-
-const WIDE: CatalogueBounds = DEFAULT_CATALOGUE_BOUNDS;
-
-interface Kind {
-  readonly name: string;
-  make(): Promise<{
-    store: SettlementStore;
-    restart: () => Promise<SettlementStore>;
-    lines?: () => Promise<number>;
-  }>;
-}
-
+const kinds = catalogueStores(() => ({ postgres, dir }));
+/** Journal files of this file's own, in `dir`. */
 let files = 0;
-const kinds: Kind[] = [
-  {
-    name: "journal file",
-    async make() {
-      const file = path.join(dir, `journal-${++files}.jsonl`);
-      const store = new Journal(file);
-      return {
-        store,
-        restart: async () => {
-          store.close();
-          return new Journal(file);
-        },
-        lines: async () => (await readFile(file, "utf8")).split("\n").filter(Boolean).length,
-      };
-    },
-  },
-  {
-    name: "postgres",
-    async make() {
-      const url = await postgres.freshDatabase();
-      const store = await PostgresStore.open(url, { signers: [] });
-      return {
-        store,
-        restart: async () => {
-          await store.close();
-          return PostgresStore.open(url, { signers: [] });
-        },
-      };
-    },
-  },
-];
-
-const resources = async (store: SettlementStore, filter = {}, limit = 100, offset = 0) =>
-  (await store.catalogue?.list(filter, limit, offset))?.items.map((e) => e.resource);
 
 describe.each(kinds)("$name", (kind) => {
   test("a payment adds its resource; the next updates it: requirements merged, who added it kept", async () => {
@@ -182,7 +82,7 @@ describe.each(kinds)("$name", (kind) => {
 
   test("a journal compacted at start-up keeps the catalogue (its lines rewritten, the history gone)", async () => {
     if (kind.name !== "journal file") return;
-    const file = path.join(dir, `journal-${++files}.jsonl`);
+    const file = path.join(dir, `compacted-${++files}.jsonl`);
     const journal = new Journal(file);
     const first = entry("https://c.example/x");
     for (let i = 0; i < 10; i++) {

@@ -5,7 +5,8 @@
  * devnet, our real `facilitator serve` (a child process) verifying and settling, and the official
  * withBazaar client listing and searching what was paid for. The official extractDiscoveryInfo,
  * run on the very payments the buyer sent, is the oracle for what is listed. The seller hears in
- * EXTENSION-RESPONSES what became of each declaration; the catalogue outlives a restart.
+ * EXTENSION-RESPONSES what became of each declaration; others paying through us for the seller's
+ * URL to their own addresses change nothing of its entry; the catalogue outlives a restart.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import type { Server } from "node:http";
@@ -28,6 +29,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type DevAccount, type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { listen } from "./helpers/batch.js";
 import { type Serving, startServe } from "./helpers/serve.js";
+import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 const PRICE = "1000";
 
@@ -300,6 +302,49 @@ describe("an official seller, an official buyer, our serve, the official bazaar 
     expect(archive.resources.map((r) => r.resource)).toEqual([`${sellerUrl}/search`]);
     await expect(client.listResources({ network: "!!!" })).rejects.toThrow(/400.*CAIP-2/);
   });
+
+  test("others paying through us for the seller's URL, to their own addresses, leave the seller's entry as it is", async () => {
+    const weather = paid.find((p) => p.url.includes("/weather/lisbon"))?.payload as {
+      resource: Record<string, unknown>;
+      extensions: { bazaar: unknown };
+    };
+    const attacker = devnet.payers[1] as DevAccount;
+    // Five payees of the attacker's (one more than the others' requirements an entry keeps).
+    const payees = [1, 2, 3, 4, 5].map(
+      (i) => `0x${String(i).repeat(4)}${"a7".repeat(18)}` as const,
+    );
+    for (const payTo of payees) {
+      const requirements = requirementsV2(devnet, { amount: "1", payTo });
+      const payload = {
+        ...(await clientPayload(attacker, requirements)),
+        resource: { ...weather.resource, description: `Pay ${payTo} instead` },
+        extensions: { bazaar: weather.extensions.bazaar },
+      };
+      const response = await fetch(`${serving.url}/settle`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          x402Version: 2,
+          paymentPayload: payload,
+          paymentRequirements: requirements,
+        }),
+      });
+      expect(await response.json()).toMatchObject({ success: true });
+      // Paid, and listed beside the seller's requirement: the answer says success.
+      expect(
+        JSON.parse(
+          Buffer.from(response.headers.get("extension-responses") ?? "", "base64").toString(),
+        ),
+      ).toEqual({ bazaar: { status: "success" } });
+    }
+    const { items } = await bazaarClient().listResources({ payTo: devnet.payee.address });
+    const item = items.find((i) => i.resource === `${sellerUrl}/weather/:city`);
+    expect(item?.description).toBe("Today's weather in a city");
+    expect(item?.accepts.map((a) => a.payTo)).toEqual([
+      devnet.payee.address,
+      ...payees.slice(1).reverse(),
+    ]);
+  }, 60_000);
 
   test("the catalogue is in the journal: a restarted serve lists it", async () => {
     serving.child.kill("SIGTERM");

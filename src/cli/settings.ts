@@ -258,7 +258,7 @@ export const SETTINGS = {
     env: "FACILITATOR_BUILDER_CODE",
     key: "builderCode",
     parse: builderCode,
-    help: "credit every EVM settlement transaction to this ERC-8021 builder code (with the app and service codes a payment declares); /supported lists builder-code",
+    help: "credit every EVM settlement transaction to this ERC-8021 builder code (with the app and service codes a payment declares, four at most; without it, a payment adds none); /supported lists builder-code",
   }),
   denyList: value({
     flag: "--deny-list <file>",

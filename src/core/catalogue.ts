@@ -10,9 +10,15 @@ export interface CatalogueEntry extends Discovered {
   /** What the entry is keyed by: the resource URL, and the MCP tool (catalogueKey). */
   readonly key: string;
   readonly x402Version: 2;
-  /** The requirements paid through us for it, newest first (ACCEPTS_KEPT at most). */
+  /**
+   * The requirements paid through us for it: its owner's (those paying `payTo`; newest first,
+   * ACCEPTS_KEPT at most), then other payees' (newest first, OTHER_ACCEPTS_KEPT at most).
+   */
   readonly accepts: readonly Readonly<Record<string, unknown>>[];
-  /** Who received and who made the payment that added it: the bounds count by them. */
+  /**
+   * Who received and who made the payment that added it: the bounds count by them, and only a
+   * payment to `payTo` (the entry's owner) changes what the entry says of the resource.
+   */
   readonly payTo: string;
   readonly payer: string;
   /** When a payment last updated it (unix milliseconds). */
@@ -69,8 +75,13 @@ export interface Catalogue {
   ): Promise<{ items: CatalogueEntry[]; more: boolean }>;
 }
 
-/** Requirements kept per entry. */
+/** Requirements kept per entry for its owner's payTo. */
 export const ACCEPTS_KEPT = 4;
+/**
+ * Requirements kept per entry for every other payTo together: a payment naming someone else's
+ * resource adds its requirement beside the owner's; the one paid longest ago makes room.
+ */
+export const OTHER_ACCEPTS_KEPT = 4;
 /** An unchanged entry is written again (its lastUpdated) at most this often. */
 export const REFRESH_MS = 60_000;
 
@@ -80,8 +91,18 @@ export const catalogueKey = (resource: string, toolName?: string | undefined) =>
 const same = (a: string | undefined, b: string | undefined) =>
   (a ?? "").toLowerCase() === (b ?? "").toLowerCase();
 
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/** An address as compared: EVM's in lower case (a checksum is only a spelling), others as written. */
+const address = (value: unknown) => {
+  const text = String(value);
+  return EVM_ADDRESS.test(text) ? text.toLowerCase() : text;
+};
+/** Whether two payees are one: a Solana (base58) address in another case is another address. */
+export const samePayee = (a: string, b: string) => address(a) === address(b);
+
 const acceptKey = (a: Readonly<Record<string, unknown>>) =>
-  [a.scheme, a.network, String(a.asset).toLowerCase(), String(a.payTo).toLowerCase()].join(" ");
+  [a.scheme, a.network, address(a.asset), address(a.payTo)].join(" ");
 
 /** JSON with sorted keys: two spellings of one entry compare equal. */
 function canonical(value: unknown): string {
@@ -97,9 +118,11 @@ function canonical(value: unknown): string {
 }
 
 /**
- * The entry a payment makes of `existing` (undefined: a new one): the payment's content, the
- * requirements merged (this payment's first), who added it kept. `write` is false when nothing
- * but the time changed and the entry was written less than REFRESH_MS ago.
+ * The entry a payment makes of `existing` (undefined: a new one, which the payment's payee owns).
+ * A payment to the owner brings its content (description, metadata, `info`); any other keeps the
+ * owner's. The requirements are merged, this payment's first, the owner's before the others', so
+ * another payee's can never push the owner's out. Who added it is kept. `write` is false when
+ * nothing but the time changed and the entry was written less than REFRESH_MS ago.
  */
 export function catalogueUpdate(
   existing: CatalogueEntry | undefined,
@@ -107,17 +130,26 @@ export function catalogueUpdate(
 ): { entry: CatalogueEntry; write: boolean } {
   if (!existing) return { entry: incoming, write: true };
   const seen = new Set<string>();
-  const accepts = [...incoming.accepts, ...existing.accepts].filter((a) => {
+  const merged = [...incoming.accepts, ...existing.accepts].filter((a) => {
     const key = acceptKey(a);
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
   });
+  const owners = (a: Readonly<Record<string, unknown>>) =>
+    samePayee(String(a.payTo), existing.payTo);
+  const accepts = [
+    ...merged.filter(owners).slice(0, ACCEPTS_KEPT),
+    ...merged.filter((a) => !owners(a)).slice(0, OTHER_ACCEPTS_KEPT),
+  ];
+  const content = samePayee(incoming.payTo, existing.payTo) ? incoming : existing;
   const entry: CatalogueEntry = {
-    ...incoming,
-    accepts: accepts.slice(0, ACCEPTS_KEPT),
+    ...content,
+    key: existing.key,
+    accepts,
     payTo: existing.payTo,
     payer: existing.payer,
+    lastUpdated: incoming.lastUpdated,
   };
   const unchanged =
     canonical({ ...entry, lastUpdated: 0 }) === canonical({ ...existing, lastUpdated: 0 });

@@ -5,6 +5,11 @@
  * server's, then ours), its length (2 bytes), the schema id (1 byte) and the 16-byte marker. Our
  * own encoder; the official `parseBuilderCodeSuffixFromCalldata` reads what it writes (the tests
  * hold it to that, and to the suffix the official facilitator sends for the same payment).
+ *
+ * The suffix is ours to add: none without a code of ours configured, whatever a payment declares
+ * (its calldata is our gas), and with one, a payment's codes are bounded (CALLER_CODES,
+ * CALLER_CODE_CHARACTERS), so the whole suffix is at most SUFFIX_BYTES_LIMIT bytes; its gas is
+ * counted inside the transaction's gas bound (chain/transactions.ts), never added to it.
  */
 import { concatHex, type Hex, size, toHex } from "viem";
 
@@ -12,8 +17,19 @@ import { concatHex, type Hex, size, toHex } from "viem";
 export const BUILDER_CODE_PATTERN = /^[a-z0-9_]{1,32}$/;
 const MARKER = "80218021802180218021802180218021";
 const SCHEMA_2 = 2;
-/** Service codes echoed from a payment: 5 the client's and 5 the server's, at most. */
-const ECHOED_SERVICE_CODES = 10;
+/**
+ * A payment's codes we carry, at most: its app code and its service codes, in that order, four
+ * in all and 64 characters in all; the first that does not fit ends them (the official
+ * extension echoes up to ten service codes of 32 characters, 363 bytes of our calldata).
+ */
+export const CALLER_CODES = 4;
+export const CALLER_CODE_CHARACTERS = 64;
+/**
+ * The longest suffix we send: the caller's codes (64 characters, their CBOR heads, the `a` and
+ * `s` keys and the array's head: 75 bytes at most), ours (`w` and a service code, 32 characters
+ * each, with key and heads: 70), the map's head, the length, the schema id and the marker (20).
+ */
+export const SUFFIX_BYTES_LIMIT = 165;
 
 /** What this facilitator signs its transactions with: its own code, and its service code. */
 export interface BuilderCode {
@@ -29,8 +45,9 @@ export interface BuilderCodeData {
 
 /**
  * The suffix for a transaction settling a payment of `x402Version` with `extensions`: our code,
- * the app code a v2 payment declares, the service codes it carries (valid ones, at most ten) and
- * ours. Undefined when there is nothing to credit.
+ * the app code a v2 payment declares and the service codes it carries (valid ones, within
+ * CALLER_CODES and CALLER_CODE_CHARACTERS), then our service code. Undefined without a code of
+ * ours: a payment alone never adds bytes to our transaction.
  */
 export function builderCodeSuffix(
   ours: BuilderCode | undefined,
@@ -39,18 +56,32 @@ export function builderCodeSuffix(
     readonly extensions?: Readonly<Record<string, unknown>> | undefined;
   },
 ): Hex | undefined {
+  if (!ours?.code) return undefined;
   const info = declared(payment?.extensions);
-  const app = payment?.x402Version === 2 && valid(info?.a) ? (info?.a as string) : undefined;
   const raw = info?.s;
-  const echoed = (typeof raw === "string" ? [raw] : Array.isArray(raw) ? raw : [])
-    .filter(valid)
-    .slice(0, ECHOED_SERVICE_CODES) as string[];
+  const { app, service: echoed } = bounded(
+    payment?.x402Version === 2 && valid(info?.a) ? (info?.a as string) : undefined,
+    (typeof raw === "string" ? [raw] : Array.isArray(raw) ? raw : []).filter(valid) as string[],
+  );
   const service =
-    ours?.serviceCode && !echoed.includes(ours.serviceCode)
-      ? [...echoed, ours.serviceCode]
-      : echoed;
-  if (!ours?.code && !app && service.length === 0) return undefined;
-  return encodeBuilderCode({ w: ours?.code, a: app, s: service });
+    ours.serviceCode && !echoed.includes(ours.serviceCode) ? [...echoed, ours.serviceCode] : echoed;
+  return encodeBuilderCode({ w: ours.code, a: app, s: service });
+}
+
+/** The app code and the service codes, in that order, while they fit the caller's bounds. */
+function bounded(app: string | undefined, service: readonly string[]) {
+  let count = 0;
+  let characters = 0;
+  let full = false;
+  const fits = (code: string) => {
+    full ||= count + 1 > CALLER_CODES || characters + code.length > CALLER_CODE_CHARACTERS;
+    if (full) return false;
+    count += 1;
+    characters += code.length;
+    return true;
+  };
+  const kept = app !== undefined && fits(app) ? app : undefined;
+  return { app: kept, service: service.filter(fits) };
 }
 
 /** `call`, credited: with the builder-code suffix for `payment` (or ours alone), if any. */

@@ -101,9 +101,10 @@ export async function prepareCall(
     );
   }
   const value = options.value ?? 0n;
-  // A suffix costs its calldata (16 gas a byte at most) on top of what the call itself may use.
+  // A suffix (builder codes: at most SUFFIX_BYTES_LIMIT bytes) costs its calldata, 16 gas a byte,
+  // inside the bound: what a payment declares never raises what we may spend on it.
   const suffixGas = call.suffix ? 16n * BigInt(size(call.suffix)) : 0n;
-  const bound = gasBound(ctx.gasBounds, need) + suffixGas;
+  const bound = gasBound(ctx.gasBounds, need);
   const data = sentData(call);
   let gas: bigint;
   let fees: Fees;
