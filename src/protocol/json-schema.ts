@@ -11,9 +11,10 @@
  *
  * Why not ajv with RE2 (`code.regExp`), as @x402/extensions does: ajv compiles each schema to
  * JavaScript (`new Function`) and caches it by schema, and here every payment may bring a new
- * schema: an attacker would make us generate and keep code per request, and a compiled schema
- * has no step budget (a `$ref` that doubles per level runs 2^24 checks). This checker is smaller
- * than ajv and bounds all of it.
+ * schema: an attacker would make us generate and keep code per request (a fresh ajv compiled
+ * the official bazaar schema in 40 ms at best, where this whole check took 0.1 ms), and a
+ * compiled schema has no step budget (a `$ref` that doubles per level runs 2^24 checks). This
+ * checker is smaller than ajv and bounds all of it.
  */
 import { type LinearPattern, PATTERN_INPUT_LIMIT, searches } from "./json-schema-patterns.js";
 import { compile, has, isObject, type Json, resolve, type Schema } from "./json-schema-shape.js";
