@@ -326,7 +326,8 @@ describe("hostile extensions: refused whole, with a reason", () => {
     expect(found && !found.ok && found.reason).toMatch(/bytes; at most 16384 are kept/);
   });
 
-  test("a pattern that backtracks without end is refused before it runs, in milliseconds", () => {
+  test("a pattern that backtracks without end in JavaScript runs on RE2: its verdict in milliseconds", () => {
+    validateJsonSchema({ pattern: "^a$" }, "a"); // loads the engine
     const started = performance.now();
     const bazaar = {
       info: { input: { type: "http", q: `${"a".repeat(40)}!` } },
@@ -335,7 +336,7 @@ describe("hostile extensions: refused whole, with a reason", () => {
       },
     };
     const found = discover(resource, { bazaar });
-    expect(found && !found.ok && found.reason).toContain("exponential");
+    expect(found && !found.ok && found.reason).toContain('must match the pattern "^(a+)+$"');
     expect(performance.now() - started).toBeLessThan(50);
   });
 

@@ -1,10 +1,10 @@
 /**
  * The shape of a JSON Schema 2020-12 document as json-schema.ts runs it: what ajv's compile would
  * refuse (a keyword of the wrong type), what is never fetched (a reference outside the schema),
- * what is not run here (json-schema.ts's header), and each `pattern` compiled once it is known
- * to be safe (json-schema-patterns.ts).
+ * what is not run here (json-schema.ts's header), and each `pattern` compiled for RE2
+ * (json-schema-patterns.ts), its cost charged to the check's step budget.
  */
-import { patternProblem, type SafePattern, safePattern } from "./json-schema-patterns.js";
+import { type LinearPattern, linearPattern } from "./json-schema-patterns.js";
 
 export const SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema";
 
@@ -53,16 +53,19 @@ const isSchema = (v: Json): v is Schema => typeof v === "boolean" || isObject(v)
 export const has = (o: Record<string, Json>, k: string) => Object.hasOwn(o, k);
 
 /**
- * Checks the schema's own shape (what ajv's compile would refuse) and compiles its patterns.
- * Answers why it is unusable, or the patterns by source.
+ * Checks the schema's own shape (what ajv's compile would refuse) and compiles its patterns,
+ * charging `spend` for them. Answers why it is unusable, or the patterns by source.
  */
-export function compile(root: Json): Map<string, SafePattern> | string {
+export function compile(
+  root: Json,
+  spend: (steps: number) => void,
+): Map<string, LinearPattern> | string {
   if (!isSchema(root)) return "the schema is not an object";
   if (isObject(root) && has(root, "$schema")) {
     const dialect = String(root.$schema).replace(/#$/, "");
     if (dialect !== SCHEMA_DIALECT) return `$schema must be ${SCHEMA_DIALECT}`;
   }
-  const patterns = new Map<string, SafePattern>();
+  const patterns = new Map<string, LinearPattern>();
   const stack: [Json, string][] = [[root, "#"]];
   let visited = 0;
   while (stack.length > 0) {
@@ -70,7 +73,7 @@ export function compile(root: Json): Map<string, SafePattern> | string {
     if (++visited > 4_096) return "the schema has too many subschemas";
     if (typeof node === "boolean") continue;
     if (!isObject(node)) return `${where} is not a schema (an object or a boolean)`;
-    const problem = keywordProblem(node, root, where, patterns);
+    const problem = keywordProblem(node, root, where, patterns, spend);
     if (problem) return problem;
     for (const k of ONE) if (has(node, k)) stack.push([node[k], `${where}/${k}`]);
     for (const k of MAP) {
@@ -91,7 +94,8 @@ function keywordProblem(
   node: Record<string, Json>,
   root: Json,
   where: string,
-  patterns: Map<string, SafePattern>,
+  patterns: Map<string, LinearPattern>,
+  spend: (steps: number) => void,
 ): string | undefined {
   for (const k of UNSUPPORTED) if (has(node, k)) return `${where}: ${k} is not supported here`;
   for (const k of ["$ref", "$id"]) {
@@ -162,9 +166,12 @@ function keywordProblem(
   ];
   for (const source of sources) {
     if (typeof source !== "string") return `${where}/pattern must be a string`;
-    const problem = patternProblem(source);
-    if (problem) return `${where}: pattern ${JSON.stringify(source.slice(0, 60))} ${problem}`;
-    patterns.set(source, safePattern(source));
+    if (patterns.has(source)) continue;
+    const compiled = linearPattern(source, spend);
+    if (typeof compiled === "string") {
+      return `${where}: pattern ${JSON.stringify(source.slice(0, 60))} ${compiled}`;
+    }
+    patterns.set(source, compiled);
   }
   return undefined;
 }
