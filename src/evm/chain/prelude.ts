@@ -14,6 +14,7 @@ import {
   type TransactionSerialized,
 } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
+import { MAY_SEND } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
 import { isKnown, refusal } from "./broadcast.js";
@@ -76,7 +77,9 @@ async function landPrelude(
   const entry = await ctx.journal.get(key);
   if (entry?.state === "answered") return undefined;
   if (entry?.state === "broadcast") {
-    const picked = "raw" in prelude.tx ? await followRaw(ctx, entry) : await reconcile(ctx, entry);
+    // Preludes land inside a settle's `send` step: never in a dry run.
+    const picked =
+      "raw" in prelude.tx ? await followRaw(ctx, entry) : await reconcile(ctx, entry, MAY_SEND);
     if (picked !== "gone") return landed(ctx, key, picked, prelude);
     await ctx.journal.recordState(key, "dropped").catch(() => undefined);
   }

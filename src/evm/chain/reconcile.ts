@@ -10,6 +10,7 @@ import {
   type TransactionSerializable,
 } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { isKnown, refusal } from "./broadcast.js";
@@ -38,6 +39,7 @@ async function resend(
   lane: SignerLane,
   nonce: number,
   raw: Hex,
+  _may: MaySend,
 ): Promise<boolean> {
   return lane.exclusive(async () => {
     try {
@@ -66,6 +68,7 @@ async function nonceFree(ctx: SendingAccess, entry: JournalEntry): Promise<boole
 export async function reconcile(
   ctx: SendingAccess,
   entry: JournalEntry,
+  may: MaySend,
 ): Promise<CallOutcome | "gone"> {
   const lane = ctx.signers.byAddress(entry.signer);
   const newest = entry.hashes[entry.hashes.length - 1] as Hex;
@@ -90,7 +93,7 @@ export async function reconcile(
         };
       }
       // Lost before it reached a node, or dropped from the pool: the same bytes again.
-      if (!(await resend(ctx, lane, entry.txNonce, newestRaw))) return "gone";
+      if (!(await resend(ctx, lane, entry.txNonce, newestRaw, may))) return "gone";
     }
     if (!lane) return notOurs(entry, newest, "is still pending");
     return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
@@ -121,19 +124,22 @@ export type Recheck =
   | { readonly kind: "refused"; readonly failure: Failure }
   /** It was dropped (a reorg) and has been sent again: this is how it came out. */
   | { readonly kind: "resent"; readonly outcome: CallOutcome }
+  /** It left the pool and could be sent again, but this settle may not send (a dry run). */
+  | { readonly kind: "sendable"; readonly hash: Hex }
   /** It is gone and its bytes cannot be sent again: settle afresh if the payment still can. */
   | { readonly kind: "gone" };
 
 /**
  * A success was answered for this entry: is its transaction still on the chain? If a reorg
  * dropped it and its nonce is free again, the same signed bytes (kept by the lane for recent
- * nonces) are broadcast again and followed. When the chain cannot be asked, the journal's word
- * stands: nothing is ever sent on a guess.
+ * nonces) are broadcast again and followed, if `may` allows (never in a dry run). When the chain
+ * cannot be asked, the journal's word stands: nothing is ever sent on a guess.
  */
 export async function recheckAnswered(
   ctx: SendingAccess,
   entry: JournalEntry,
   samePayment: () => Promise<Failure | null>,
+  may: MaySend | undefined,
 ): Promise<Recheck> {
   const newest = entry.hashes[entry.hashes.length - 1] as Hex;
   try {
@@ -154,7 +160,8 @@ export async function recheckAnswered(
     if (!lane || !raw || !ours || !(await nonceFree(ctx, entry))) return { kind: "gone" };
     // Only if the authorization is unused again: a resend that reverts would cost gas for nothing.
     if (!(await stillSucceeds(ctx, lane.address, raw))) return { kind: "gone" };
-    if (!(await resend(ctx, lane, entry.txNonce, raw))) return { kind: "gone" };
+    if (!may) return { kind: "sendable", hash: newest };
+    if (!(await resend(ctx, lane, entry.txNonce, raw, may))) return { kind: "gone" };
     const tx = parseTransaction(raw) as TransactionSerializable;
     const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
     return { kind: "resent", outcome };

@@ -26,7 +26,7 @@ import {
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { howUsed } from "./eip3009-usage.js";
-import { address, bytes32, hexBytes, uint256 } from "./fields.js";
+import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
 import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { exactPaymentMethod } from "./pipeline.js";
@@ -47,7 +47,7 @@ export {
 } from "./eip3009-encoding.js";
 
 const payloadSchema = z.object({
-  signature: hexBytes,
+  signature: signatureBytes,
   authorization: z.object({
     from: address,
     to: address,

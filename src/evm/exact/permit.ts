@@ -27,7 +27,7 @@ import {
   type Step,
   simulateWithin,
 } from "./checks.js";
-import { address, hexBytes, uint256 } from "./fields.js";
+import { address, signatureBytes, uint256 } from "./fields.js";
 import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
@@ -55,7 +55,7 @@ export const eip2612PermitTypes = {
 
 const payloadSchema = z.object({
   authorizationType: z.literal("permit"),
-  signature: hexBytes,
+  signature: signatureBytes,
   authorization: z.object({
     owner: address,
     spender: address,

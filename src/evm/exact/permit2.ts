@@ -27,7 +27,7 @@ import {
   carriesErc20Approval,
   erc20ApprovalSponsoring,
 } from "./erc20-approval.js";
-import { address, hexBytes, uint256 } from "./fields.js";
+import { address, signatureBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
 import {
   checkTerms,
@@ -49,7 +49,7 @@ import { eip2612Sponsoring } from "./permit2-extensions.js";
 import { checkSignature, innerSignature, withDeployment } from "./signature.js";
 
 const payloadSchema = z.object({
-  signature: hexBytes,
+  signature: signatureBytes,
   permit2Authorization: z.object({
     from: address,
     permitted: z.object({ token: address, amount: uint256 }),
