@@ -251,3 +251,71 @@ test.each<Kind>(["journal file, then a restart", "postgres, then another replica
   },
   120_000,
 );
+
+/** Mines a block every 100 ms until `answer` settles: an honest chain, one block at a time. */
+async function minedUntil<T>(answer: Promise<T>): Promise<T> {
+  let done = false;
+  const settled = answer.finally(() => {
+    done = true;
+  });
+  while (!done) {
+    await anvil().mine({ blocks: 1 });
+    await sleep(100);
+  }
+  return settled;
+}
+
+test("fresh payers: a funding whose approval has not landed yet counts against the budget, and stops counting once it lands", async () => {
+  const chain = chainOf(devnet);
+  await anvil().setAutomine(true);
+  const [first, second] = [
+    await payerHolding(devnet, 1_000_000n, devnet.permitToken.address),
+    await payerHolding(devnet, 1_000_000n, devnet.permitToken.address),
+  ] as [DevAccount, DevAccount];
+  await anvil().setAutomine(false);
+  // Room for one funding of a 70,000-gas approval (about 100,000 gas with its own), not two.
+  const facilitator = facilitatorOn(devnet, {
+    wastedGasBudget: 150_000n,
+    signer: privateKeyToAccount((devAccounts[9] as DevAccount).privateKey),
+  });
+  const server = await startServer(createHandler(facilitator), { port: 0 });
+  const us = (devAccounts[9] as DevAccount).address;
+  try {
+    const a = await officialPayment(first);
+    const settlingA = postJson(server, "/settle", {
+      payload: a.payload,
+      requirements: a.requirements,
+    });
+    // Its funding is mined; its approve waits in the pool.
+    const approveA = keccak256(a.approve);
+    for (let i = 0; i < 100; i++) {
+      const pending = await chain.getTransactionCount({ address: us, blockTag: "pending" });
+      if (pending > (await chain.getTransactionCount({ address: us })))
+        await anvil().mine({ blocks: 1 });
+      if (await chain.getTransaction({ hash: approveA }).catch(() => undefined)) break;
+      await sleep(50);
+    }
+    expect(await chain.getTransaction({ hash: approveA })).toMatchObject({ blockNumber: null });
+    expect(facilitator.gasAtRisk.wastedGas(devnet.chainId)).toBeGreaterThan(90_000n);
+
+    const sentBefore = await chain.getTransactionCount({ address: us, blockTag: "pending" });
+    const b = await officialPayment(second);
+    const body = { payload: b.payload, requirements: b.requirements };
+    const refused = await postJson(server, "/settle", body);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(429);
+    expect(refused.body).toMatchObject({ error: "payer_throttled" });
+    expect(String(refused.body.message)).toMatch(/would take eip155:31337 past its budget/);
+    expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+    expect(await chain.getTransactionCount({ address: us, blockTag: "pending" })).toBe(sentBefore);
+
+    // The first approval lands, and its payment with it: nothing of it is at risk any more.
+    expect((await minedUntil(settlingA)).body).toMatchObject({ success: true });
+    expect(facilitator.gasAtRisk.wastedGas(devnet.chainId)).toBe(0n);
+    expect((await minedUntil(postJson(server, "/settle", body))).body).toMatchObject({
+      success: true,
+    });
+    expect(facilitator.gasAtRisk.wastedGas(devnet.chainId)).toBe(0n);
+  } finally {
+    await server.close();
+  }
+}, 120_000);
