@@ -7,7 +7,9 @@
  * per-settlement journal key is fresh each time), no 429, nothing counted as wasted. Now: funded
  * once until an approval of its lands (a marker per payer in the store, so across a restart too),
  * the funding counted as wasted gas, and the next try waits with 429 `payer_throttled`. On a real
- * anvil whose pool is paused (no mining), so the swap lands ahead of our broadcast approve.
+ * anvil whose pool is paused (no mining), so the swap lands ahead of our broadcast approve; for
+ * `exact` Permit2 on both stores, and for `upto` and batch-settlement deposits, which build the
+ * same approval prelude. Each test fails on the code before (funded every time, nothing wasted).
  */
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
@@ -22,6 +24,7 @@ import { createMetrics } from "../src/http/metrics.js";
 import { startServer } from "../src/http/server.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
+import { batchRequirements, officialSigner } from "./helpers/batch.js";
 import { chainOf, payerHolding } from "./helpers/chain.js";
 import { facilitatorOn, postJson } from "./helpers/facilitator.js";
 import { permit2Requirements } from "./helpers/permit2.js";
@@ -38,21 +41,59 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
+/** The batch-settlement channel's receiver authorizer: ours, as in batch-deposit-sponsoring. */
+const AUTHORIZER = devAccounts[7] as DevAccount;
 const anvil = () => createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
 const DECLARATION = {
   erc20ApprovalGasSponsoring: { info: { description: "gasless approval", version: "1" } },
 };
 
-/** A Permit2 payment signed by the official client, which signs the payer's approve itself. */
-async function officialPayment(payer: DevAccount) {
+type Scheme = "exact" | "upto" | "batch deposit";
+
+/**
+ * A payment signed by the official client (`exact` Permit2 by default), which signs the payer's
+ * approve itself: the /settle body, and that approve.
+ */
+async function officialPayment(payer: DevAccount, scheme: Scheme = "exact") {
   const { x402Client } = await import("@x402/core/client");
-  const { ExactEvmScheme } = await import("@x402/evm/exact/client");
-  const requirements = permit2Requirements(devnet, devnet.permitToken);
+  const account = privateKeyToAccount(payer.privateKey);
   const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-  client.register(
-    devnet.network,
-    new ExactEvmScheme(privateKeyToAccount(payer.privateKey), { rpcUrl: devnet.rpcUrl }),
-  );
+  let requirements: Record<string, unknown>;
+  if (scheme === "exact") {
+    const { ExactEvmScheme } = await import("@x402/evm/exact/client");
+    requirements = permit2Requirements(devnet, devnet.permitToken);
+    client.register(devnet.network, new ExactEvmScheme(account, { rpcUrl: devnet.rpcUrl }));
+  } else if (scheme === "upto") {
+    const { UptoEvmScheme } = await import("@x402/evm/upto/client");
+    requirements = {
+      scheme: "upto",
+      network: devnet.network,
+      amount: "50000",
+      asset: devnet.permitToken.address,
+      payTo: devnet.payee.address,
+      maxTimeoutSeconds: 300,
+      extra: {
+        name: devnet.permitToken.name,
+        version: devnet.permitToken.version,
+        facilitatorAddress: devnet.facilitator.address,
+      },
+    };
+    client.register(devnet.network, new UptoEvmScheme(account, { rpcUrl: devnet.rpcUrl }));
+  } else {
+    const { BatchSettlementEvmScheme } = await import("@x402/evm/batch-settlement/client");
+    requirements = batchRequirements(devnet, {
+      payTo: devnet.payee.address,
+      receiverAuthorizer: AUTHORIZER.address,
+      price: 1_000n,
+      token: devnet.permitToken as never,
+      method: "permit2",
+    });
+    const batch = new BatchSettlementEvmScheme(officialSigner(devnet, payer), {
+      depositPolicy: { depositMultiplier: 5 },
+      rpcUrl: devnet.rpcUrl,
+    } as never);
+    client.register(devnet.network, batch);
+  }
   const payload = (await client.createPaymentPayload({
     x402Version: 2,
     resource: { url: "http://localhost/paid" },
@@ -61,7 +102,7 @@ async function officialPayment(payer: DevAccount) {
   } as never)) as unknown as Record<string, unknown>;
   const info = (payload.extensions as Record<string, { info: { signedTransaction: Hex } }>)
     .erc20ApprovalGasSponsoring?.info;
-  return { payload, requirements, approve: info?.signedTransaction as Hex };
+  return { body: { payload, requirements }, approve: info?.signedTransaction as Hex };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -71,14 +112,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * transactions is mined as it shows up; once our broadcast approve is in the pool, the payer's
  * swap replaces it and is mined. What we sent the payer is read from the blocks.
  */
-async function attempt(server: { readonly url: string }, payer: DevAccount, us: Address) {
+async function attempt(
+  server: { readonly url: string },
+  payer: DevAccount,
+  us: Address,
+  scheme: Scheme = "exact",
+) {
   const chain = chainOf(devnet);
-  const { payload, requirements, approve } = await officialPayment(payer);
+  const { body, approve } = await officialPayment(payer, scheme);
   const approveHash = keccak256(approve);
   const sentBefore = await chain.getTransactionCount({ address: us, blockTag: "pending" });
   const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
   let answered = false;
-  const settling = postJson(server, "/settle", { payload, requirements }).finally(() => {
+  const settling = postJson(server, "/settle", body).finally(() => {
     answered = true;
   });
   let swapped = false;
@@ -282,10 +328,7 @@ test("fresh payers: a funding whose approval has not landed yet counts against t
   const us = (devAccounts[9] as DevAccount).address;
   try {
     const a = await officialPayment(first);
-    const settlingA = postJson(server, "/settle", {
-      payload: a.payload,
-      requirements: a.requirements,
-    });
+    const settlingA = postJson(server, "/settle", a.body);
     // Its funding is mined; its approve waits in the pool.
     const approveA = keccak256(a.approve);
     for (let i = 0; i < 100; i++) {
@@ -300,7 +343,7 @@ test("fresh payers: a funding whose approval has not landed yet counts against t
 
     const sentBefore = await chain.getTransactionCount({ address: us, blockTag: "pending" });
     const b = await officialPayment(second);
-    const body = { payload: b.payload, requirements: b.requirements };
+    const body = b.body;
     const refused = await postJson(server, "/settle", body);
     expect(refused.status, JSON.stringify(refused.body)).toBe(429);
     expect(refused.body).toMatchObject({ error: "payer_throttled" });
@@ -319,3 +362,36 @@ test("fresh payers: a funding whose approval has not landed yet counts against t
     await server.close();
   }
 }, 120_000);
+
+test.each<Scheme>(["upto", "batch deposit"])(
+  "%s: the same prelude, the same rule: funded once, the funding wasted, the next try 429",
+  async (scheme) => {
+    await anvil().setAutomine(true);
+    const payer = await payerHolding(devnet, 1_000_000n, devnet.permitToken.address);
+    await anvil().setAutomine(false);
+    const facilitator = facilitatorOn(devnet, {
+      receiverAuthorizer: privateKeyToAccount(AUTHORIZER.privateKey),
+      confirmTimeoutMs: 8_000,
+    });
+    const server = await startServer(createHandler(facilitator), { port: 0 });
+    try {
+      const us = devnet.facilitator.address;
+      const one = await attempt(server, payer, us, scheme);
+      expect(one.reply.body, JSON.stringify(one.reply.body)).toMatchObject({
+        error: "settlement_failed",
+      });
+      expect(one.swapped).toBe(true);
+      expect(one.fundings).toBe(1);
+      const signed = parseTransaction(one.approve);
+      expect(one.funded).toBe((signed.gas ?? 0n) * (signed.maxFeePerGas ?? 0n));
+      expect(facilitator.gasAtRisk.wastedGas(devnet.chainId)).toBeGreaterThan(signed.gas ?? 0n);
+      const two = await attempt(server, payer, us, scheme);
+      expect(two.reply.status, JSON.stringify(two.reply.body)).toBe(429);
+      expect(two.reply.body).toMatchObject({ error: "payer_throttled" });
+      expect(two.sent).toBe(0);
+    } finally {
+      await server.close();
+    }
+  },
+  120_000,
+);
