@@ -70,10 +70,32 @@ export async function landPreludes(
   preludes: readonly Prelude[],
   signer: Address | undefined,
 ): Promise<Stopped | undefined> {
+  const earlier = await followEarlierFunding(ctx, key);
+  if (earlier)
+    return { outcome: stopAt("the gas sent to the payer before", earlier), payersFault: false };
   for (const prelude of preludes) {
     const stopped = await landPrelude(ctx, preludeKey(key, prelude), prelude, signer);
     if (stopped) return stopped;
   }
+  return undefined;
+}
+
+/**
+ * Gas for the payer journaled under the payment (`key#fund`) by a version before the per-payer
+ * record: followed to its end before anything else, never sent again. Undefined once it ended.
+ */
+async function followEarlierFunding(
+  ctx: SponsoringAccess,
+  key: string,
+): Promise<CallOutcome | undefined> {
+  const fundKey = `${key}#fund`;
+  const entry = await ctx.journal.get(fundKey);
+  if (entry?.state !== "broadcast") return undefined;
+  const picked = await reconcile(ctx, entry);
+  // Still pending (or unreachable): the payment waits for it.
+  if (picked !== "gone" && (picked.kind === "failed" || picked.kind === "submitted")) return picked;
+  const state = picked === "gone" ? "dropped" : picked.kind === "confirmed" ? "answered" : "failed";
+  await ctx.journal.recordState(fundKey, state).catch(() => undefined);
   return undefined;
 }
 
