@@ -289,7 +289,9 @@ test.each<Kind>(["journal file, then a restart", "postgres, then another replica
     for (const next of [two, three]) {
       expect(next?.reply.status, JSON.stringify(next?.reply.body)).toBe(429);
       expect(next?.reply.body).toMatchObject({ success: false, error: "payer_throttled" });
-      expect(String(next?.reply.body.message)).toMatch(/is not funded again until one lands/);
+      expect(String(next?.reply.body.message)).toMatch(
+        /is not funded again for \d+ s, or until an approval of its lands/,
+      );
       expect(Number(next?.reply.retryAfter)).toBeGreaterThan(3_500);
       expect(next?.sent).toBe(0);
       expect(next?.funded).toBe(0n);

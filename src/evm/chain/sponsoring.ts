@@ -75,7 +75,8 @@ async function fundClaimed(
   if (entry?.state === "broadcast") {
     // Sent before (a timeout, a crash): followed to its end, never sent twice.
     const picked = await reconcile(ctx, entry);
-    if (picked === "gone") {
+    // Gone (its nonce went to another), or out of the pool and unable to land: nothing was sent.
+    if (picked === "gone" || picked.kind === "would-revert") {
       await ctx.journal.recordState(key, "dropped").catch(() => undefined);
       ctx.gasAtRisk.release(key);
     } else {
@@ -148,7 +149,7 @@ function standingFunding(
       : "and the transaction it was for never landed (its nonce went to another of its transactions)";
   return failure(
     "payer_throttled",
-    `${sent}, ${since}: it is not funded again until one lands, nor for ${seconds} s; a payer holding the gas for its approval is not funded at all`,
+    `${sent}, ${since}: it is not funded again for ${seconds} s, or until an approval of its lands; a payer that holds the gas for its approval needs no funding`,
     { retryAfterSeconds: seconds },
   );
 }
