@@ -307,7 +307,7 @@ export const ERRORS = {
     status: 429,
     x402: "payer_throttled",
     summary:
-      "This payer's recent settlements reverted on chain, or the network's budget of wasted gas is spent and the payer wasted as many settlements as it landed with us (or twice the budget is spent); it is refused for a while",
+      "This payer's recent settlements reverted on chain, or the network's budget of wasted gas is spent and the payer wasted as many settlements as it landed with us (or twice the budget is spent), or the gas for its approval was sent to it already and no approval of its has landed since (or sending it would pass the budget); it is refused for a while",
   },
   settlement_pending: {
     status: 500,
