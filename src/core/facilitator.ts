@@ -66,7 +66,7 @@ export class FacilitatorCore {
     if (!family) return { ok: false, failure: unserved(request) };
     let result: VerifyResult;
     try {
-      const refused = await this.#refused(family, request, "verify");
+      const { refused } = await this.#checked(family, request, "verify");
       if (refused) return { ok: false, ...refused };
       result = await family.verify(request);
     } catch (error) {
@@ -81,12 +81,12 @@ export class FacilitatorCore {
     let result: SettleResult;
     const level = waitUntil ?? request.waitUntil ?? "confirmed";
     try {
-      const refused = await this.#refused(family, request, "settle");
+      const { refused, parties } = await this.#checked(family, request, "settle");
       if (refused) return { ok: false, ...refused };
       result = await settleOnce(
         this.journal,
         request,
-        () => this.#counted(family, request, level),
+        () => this.#counted(family, request, level, parties),
         (transaction) => family.stillOnChain(request, transaction),
       );
     } catch (error) {
@@ -100,29 +100,26 @@ export class FacilitatorCore {
   }
 
   /**
-   * Refused before any chain call: by the deny list (a payer the family reads, or the payee); for
+   * Refused before any chain call (and the parties read for it): by the deny list (a payer the family reads, or the payee); for
    * moving nothing, or less than the asset's minimum; for a payer or payee over its rate of
    * settlements (verify says so too, rather than valid for a settle that would wait).
    */
-  async #refused(family: ChainFamily, request: PaymentRequest, op: "verify" | "settle") {
+  async #checked(family: ChainFamily, request: PaymentRequest, op: "verify" | "settle") {
     const list = this.denyList;
-    const parties =
-      (list && list.size > 0) || this.settleRate ? await this.#parties(family, request) : undefined;
+    let parties: Parties | undefined;
+    if ((list && list.size > 0) || this.settleRate) {
+      const named = await family.parties?.(request);
+      parties = {
+        payers: named?.payers ?? [],
+        payees: [request.requirements.payTo, ...(named?.payees ?? [])],
+      };
+    }
     const denied = parties && list?.refusal(parties);
-    if (denied) return denied;
-    const moved = family.moves?.(request, op);
+    const moved = denied ? undefined : family.moves?.(request, op);
     const small = moved && moved !== "nothing" ? this.amountFloor.refusal(moved) : undefined;
-    if (small) return { failure: small };
-    const waits = parties && this.settleRate?.refusal(parties);
-    return waits ? { failure: waits } : undefined;
-  }
-
-  async #parties(family: ChainFamily, request: PaymentRequest): Promise<Parties> {
-    const named = await family.parties?.(request);
-    return {
-      payers: named?.payers ?? [],
-      payees: [request.requirements.payTo, ...(named?.payees ?? [])],
-    };
+    const waits = denied || small ? undefined : parties && this.settleRate?.refusal(parties);
+    const failure = small ?? waits;
+    return { refused: denied ?? (failure ? { failure } : undefined), parties };
   }
 
   /**
@@ -130,10 +127,15 @@ export class FacilitatorCore {
    * payment-identifier: an answer repeated from the store is not counted again); given back when
    * it sent no transaction.
    */
-  async #counted(family: ChainFamily, request: PaymentRequest, level: WaitUntil) {
+  async #counted(
+    family: ChainFamily,
+    request: PaymentRequest,
+    level: WaitUntil,
+    parties: Parties | undefined,
+  ) {
     const rate = this.settleRate;
-    if (!rate) return family.settle(request, level);
-    const taken = rate.take(await this.#parties(family, request));
+    if (!rate || !parties) return family.settle(request, level);
+    const taken = rate.take(parties);
     if (!taken.ok) return { ok: false as const, failure: taken.failure };
     let result: SettleResult | undefined;
     try {
