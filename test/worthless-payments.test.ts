@@ -4,8 +4,11 @@
  * call on every EVM path (exact by EIP-3009, Permit2 and x402x permit; upto; batch-settlement
  * deposits and refunds): the facilitator's nonce does not move and its RPC sees no call. An
  * operator's minimum per asset refuses below it and settles at it; a payer or payee past its rate
- * of settlements waits with 429 and Retry-After.
+ * of settlements waits with 429 and Retry-After, in process and through `serve --rate-per-payer`.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { x402Client } from "@x402/core/client";
 import { UptoEvmScheme as UptoEvmClient } from "@x402/evm/upto/client";
 import type { Address } from "viem";
@@ -17,9 +20,10 @@ import type { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { officialChannel } from "./helpers/batch.js";
 import { chainOf } from "./helpers/chain.js";
-import { facilitatorOn, handlePost } from "./helpers/facilitator.js";
+import { facilitatorOn, handlePost, postJson } from "./helpers/facilitator.js";
 import { officialPermit2Payload, permit2Requirements } from "./helpers/permit2.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
+import { startServe } from "./helpers/serve.js";
 import { clientPayload, requirementsV1, requirementsV2 } from "./helpers/x402.js";
 
 let devnet: Devnet;
@@ -300,4 +304,43 @@ describe("--rate-per-payer", () => {
     // Anyone else is served.
     expect((await settle(b, fresh().address)).body).toMatchObject({ success: true });
   });
+});
+
+describe("serve --rate-per-payer", () => {
+  test("the flag reaches serve: the payer's second settlement waits, 429 with Retry-After, nothing sent", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-rate-per-payer-"));
+    const keyFile = path.join(dir, "key");
+    writeFileSync(keyFile, devnet.facilitator.privateKey, { mode: 0o600 });
+    const serving = await startServe([
+      "--rpc-url",
+      devnet.rpcUrl,
+      "--private-key-file",
+      keyFile,
+      "--journal",
+      path.join(dir, "journal.jsonl"),
+      "--rate-per-payer",
+      "1",
+    ]);
+    try {
+      const payer = devnet.payers[3] as DevAccount;
+      const request = async () => {
+        const requirements = requirementsV2(devnet, { payTo: fresh().address });
+        return { payload: await clientPayload(payer, requirements), requirements };
+      };
+      expect((await postJson(serving, "/settle", await request())).body).toMatchObject({
+        success: true,
+      });
+      const before = await sent();
+      const waits = await postJson(serving, "/settle", await request());
+      expect(waits).toMatchObject({ status: 429, body: { error: "payer_throttled" } });
+      // One a minute: the next fits in a minute.
+      expect(Number(waits.retryAfter)).toBeGreaterThan(50);
+      expect(Number(waits.retryAfter)).toBeLessThanOrEqual(60);
+      expect(await sent()).toBe(before);
+    } finally {
+      serving.child.kill("SIGTERM");
+      await serving.exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
