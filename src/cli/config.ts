@@ -5,6 +5,7 @@
  * echoed, not even in an error message.
  */
 import type { Address, Hex } from "viem";
+import type { MinAmount } from "../core/amount-floor.js";
 import type { SvmFeePayer } from "../svm/chain/keys.js";
 import { DEFAULT_SMART_WALLET_PROGRAMS } from "../svm/exact/constants.js";
 import type { SmartWalletOptions } from "../svm/exact/smart-wallet.js";
@@ -68,6 +69,10 @@ export interface CliConfig {
   readonly denyList?: string | undefined;
   /** serve: requests a minute per client address without a named API key (undefined: off). */
   readonly ratePerClient?: number | undefined;
+  /** The least each asset's payments may move (0 is refused whatever this says). */
+  readonly minAmounts: MinAmount[];
+  /** Settlements a minute per payer and per payee (0: off). */
+  readonly ratePerPayer: number;
 }
 
 /** The config file the flags or the environment name, read; then every setting from all three. */
@@ -109,6 +114,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const builderCode = setting(SETTINGS.builderCode);
   const denyList = setting(SETTINGS.denyList);
   const ratePerClient = setting(SETTINGS.ratePerClient);
+  const minAmounts = setting(SETTINGS.minAmounts);
+  const ratePerPayer = setting(SETTINGS.ratePerPayer);
 
   return {
     erc6492Factories,
@@ -131,6 +138,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     builderCode,
     denyList,
     ratePerClient,
+    minAmounts,
+    ratePerPayer,
   };
 }
 

@@ -102,6 +102,9 @@ async function build(
     wastedGasBudgetByChain: config.limits.wastedGasBudgetByChain,
     allowedAssets: config.limits.allowedAssets,
     replaceAfterMs: config.replaceAfterMs,
+    minAmounts: config.minAmounts,
+    // Counted per process: a one-shot command settles one payment.
+    ratePerPayer: options.server ? config.ratePerPayer : undefined,
     watchSubmitted: options.server === true,
     // A one-shot command has no other claims to wait for.
     claimBatch: options.server ? config.claimBatch : { ...config.claimBatch, maxWaitMs: 0 },

@@ -33,6 +33,7 @@ import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
+import { evmMoves } from "./moves.js";
 import { type EvmOptions, makeEvmContext } from "./options.js";
 import { evmParties } from "./parties.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
@@ -142,6 +143,13 @@ export class EvmFamily implements ChainFamily {
 
   async parties(request: PaymentRequest) {
     return evmParties(this.schemes, request);
+  }
+
+  moves(request: PaymentRequest, op: "verify" | "settle") {
+    const scheme = this.schemes.find((s) => s.name === request.requirements.scheme);
+    const chainId = chainIdOf(request.requirements.network, request.x402Version);
+    if (!scheme || typeof chainId !== "number") return undefined;
+    return evmMoves(scheme, request, op, caip2(chainId));
   }
 
   async settlementKey(request: PaymentRequest): Promise<SettlementKey> {
