@@ -92,7 +92,7 @@ async function followEarlierFunding(
   const fundKey = `${key}#fund`;
   const entry = await ctx.journal.get(fundKey);
   if (entry?.state !== "broadcast") return undefined;
-  const picked = await reconcile(ctx, entry);
+  const picked = await reconcile(ctx, entry, MAY_SEND);
   // Still pending (or unreachable): the payment waits for it.
   if (picked !== "gone" && (picked.kind === "failed" || picked.kind === "submitted")) return picked;
   const state = picked === "gone" ? "dropped" : picked.kind === "confirmed" ? "answered" : "failed";

@@ -14,6 +14,7 @@
  * - its worth in gas is its own gas plus the ether it carries at the price it was sent at.
  */
 import type { Address, Hex, TransactionReceipt } from "viem";
+import { MAY_SEND } from "../../core/settle-loop.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { GasAtRisk, Waste } from "./gas-at-risk.js";
 import { type CallOutcome, failed } from "./outcome.js";
@@ -74,7 +75,7 @@ async function fundClaimed(
   let entry = await ctx.journal.get(key);
   if (entry?.state === "broadcast") {
     // Sent before (a timeout, a crash): followed to its end, never sent twice.
-    const picked = await reconcile(ctx, entry);
+    const picked = await reconcile(ctx, entry, MAY_SEND);
     // Gone (its nonce went to another), or out of the pool and unable to land: nothing was sent.
     if (picked === "gone" || picked.kind === "would-revert") {
       await ctx.journal.recordState(key, "dropped").catch(() => undefined);
