@@ -200,15 +200,24 @@ describe("SettlementRate", () => {
       ok: false,
       failure: { code: "payer_throttled", retryAfterSeconds: 30 },
     });
-    // The payee had the same two: another payer paying it waits too, and takes nothing.
-    const other = `0x${"d".repeat(40)}`;
-    expect(rate.refusal(parties(other))?.message).toContain(`payee ${SELLER.toLowerCase()}`);
-    expect(rate.take(parties(other, `0x${"e".repeat(40)}`)).ok).toBe(true);
     now += 29_000;
     expect(rate.refusal(parties(PAYER))).toMatchObject({ retryAfterSeconds: 1 });
     now += 1_000;
     expect(rate.take(parties(PAYER)).ok).toBe(true);
     expect(rate.take(parties(PAYER)).ok).toBe(false);
+  });
+
+  test("a payee is paid at ten times a payer's rate: its buyers do not wait on each other", () => {
+    const rate = new SettlementRate(2, { now: () => 0 });
+    const buyer = (i: number) => `0x${(i + 1).toString(16).padStart(40, "0")}`;
+    for (let i = 0; i < 20; i++) expect(rate.take(parties(buyer(i))).ok).toBe(true);
+    // The 21st buyer has its own two, but the seller's twenty are spent: it waits, taking nothing.
+    const waits = rate.refusal(parties(buyer(20)));
+    expect(waits?.message).toContain(`payee ${SELLER.toLowerCase()}`);
+    expect(waits?.retryAfterSeconds).toBe(3);
+    expect(rate.take(parties(buyer(20), `0x${"e".repeat(40)}`)).ok).toBe(true);
+    expect(rate.take(parties(buyer(20), `0x${"e".repeat(40)}`)).ok).toBe(true);
+    expect(rate.take(parties(buyer(20), `0x${"e".repeat(40)}`)).ok).toBe(false);
   });
 
   test("memory is bounded: past the cap the least recently used address comes back full", () => {
