@@ -221,6 +221,37 @@ describe("a provider that answers one request in five HTTP 429", () => {
     expect(spare.requests.count).toBeGreaterThan(limited.refused.rateLimited);
   }, 60_000);
 
+  test("a broadcast the provider rate-limits past every wait is answered not sent, never refused, and settles when tried again", async () => {
+    const provider = await proxy({});
+    const facilitator = facilitatorVia([provider.url]);
+    const [request] = await payments(1);
+    if (!request) throw new Error("no payment");
+    // Infura's answer in a 200, to the broadcast alone: every read goes through.
+    provider.intercept = (method) =>
+      method.startsWith("eth_sendRawTransaction")
+        ? {
+            refuse: { code: -32005, message: "daily request count exceeded, request rate limited" },
+          }
+        : undefined;
+    const started = performance.now();
+    const first = await handleSettle(facilitator, request);
+    const took = performance.now() - started;
+    const body = first.body as { success: boolean; error?: string; message?: string };
+    expect(body.success).toBe(false);
+    expect(body.error).toBe("chain_unavailable");
+    expect(body.message).toContain("nothing was sent");
+    expect(body.message).toContain("rate-limited");
+    expect(body.message).not.toContain("refused");
+    // It waited (bounded), then gave up well within the settle's time.
+    expect(took).toBeGreaterThan(1_000);
+    expect(took).toBeLessThan(20_000);
+    provider.intercept = () => undefined;
+    const before = await tokenBalance(devnet, devnet.payee.address);
+    const again = await handleSettle(facilitator, request);
+    expect(again.body.success).toBe(true);
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(before + 10_000n);
+  }, 60_000);
+
   test("doctor passes with a warning that names the 429s", async () => {
     const provider = await proxy({ rateLimit: { every: 5, retryAfter: 1 } });
     const keyFile = path.join(dir, "facilitator.key");
