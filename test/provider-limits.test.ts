@@ -274,3 +274,38 @@ describe("a provider that answers one request in five HTTP 429", () => {
     expect(warning?.fix).toBeTruthy();
   }, 60_000);
 });
+
+describe("doctor and --rpc-batch-limit", () => {
+  test("doctor names a batch limit it meets; with --rpc-batch-limit at it, no batch is refused", async () => {
+    const keyFile = path.join(dir, "facilitator.key");
+    await writeFile(keyFile, devnet.facilitator.privateKey, { mode: 0o600 });
+    const doctor = async (provider: RpcProxy, args: string[] = []) => {
+      const run = await runCli(["doctor", "--json", ...args], {
+        FACILITATOR_RPC_URL: provider.url,
+        FACILITATOR_PRIVATE_KEY_FILE: keyFile,
+      });
+      return {
+        code: run.code,
+        findings: (
+          JSON.parse(run.stdout) as {
+            findings: { area: string; level: string; message: string; fix?: string }[];
+          }
+        ).findings,
+      };
+    };
+    const met = await proxy({ batchLimit: 1 });
+    const first = await doctor(met);
+    expect(met.refused.batches).toBeGreaterThan(0);
+    expect(first.code).toBe(1);
+    const warning = first.findings.find((f) => f.level === "warning");
+    expect(warning?.message).toMatch(
+      /refused \d+ batch requests? as too large; batches to it now carry at most 1 call$/,
+    );
+    expect(warning?.fix).toContain("--rpc-batch-limit");
+
+    const told = await proxy({ batchLimit: 1 });
+    const second = await doctor(told, ["--rpc-batch-limit", "1"]);
+    expect(told.refused.batches).toBe(0);
+    expect(second.code).toBe(0);
+  }, 60_000);
+});

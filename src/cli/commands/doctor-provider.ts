@@ -23,7 +23,7 @@ export function checkProviderLimits(rpc: RpcRegistry): Finding[] {
       findings.push({
         area: "rpc",
         level: "warning",
-        message: `${url} refused ${refusedBatches} batch request${refusedBatches === 1 ? "" : "s"} as too large; batches to it now carry at most ${batchLimit} calls`,
+        message: `${url} refused ${refusedBatches} batch request${refusedBatches === 1 ? "" : "s"} as too large; batches to it now carry at most ${batchLimit} call${batchLimit === 1 ? "" : "s"}`,
         fix: `set its limit with ${waysToSet(SETTINGS.rpcBatchLimit)} so that no batch is refused`,
       });
     }
