@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { RpcRegistry } from "../src/core/rpc.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator, type FacilitatorOptions } from "../src/facilitator.js";
-import { handleSettle } from "../src/protocol/respond.js";
+import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
 import { type ProviderModes, type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
 import { removeCliJournals, runCli } from "./helpers/run-cli.js";
@@ -154,6 +154,29 @@ describe("a provider that refuses batches of more than 10 calls", () => {
     await expectLanded(tally, before, 32);
     expect(provider.refused.batches).toBe(0);
   }, 120_000);
+});
+
+describe("a node's error that is not about the payment", () => {
+  test("is chain_unavailable naming it, never internal_error (a bug of ours)", async () => {
+    const provider = await proxy({});
+    const facilitator = facilitatorVia([provider.url]);
+    const [request] = await payments(1);
+    if (!request) throw new Error("no payment");
+    // What a gateway answers when its node is unwell: an error for one read, every time.
+    provider.intercept = (method) =>
+      method === "eth_getCode"
+        ? { refuse: { code: -32000, message: "header not found" } }
+        : undefined;
+    const [verified, settled] = [
+      await handleVerify(facilitator, request),
+      await handleSettle(facilitator, request),
+    ];
+    for (const reply of [verified, settled]) {
+      const body = reply.body as { error?: string; message?: string };
+      expect(body.error, body.message).toBe("chain_unavailable");
+      expect(body.message).toContain("header not found");
+    }
+  }, 60_000);
 });
 
 describe("a provider that answers one request in five HTTP 429", () => {
