@@ -22,7 +22,7 @@ import {
 } from "viem";
 import {
   FAILOVER_WAIT_BUDGET_MS,
-  isRateLimitCode,
+  isRateLimitAnswer,
   learnBatchLimit,
   type ProviderState,
   providerState,
@@ -331,7 +331,7 @@ function batcher(endpoint: Endpoint, timeoutMs: number, state: ProviderState) {
       (data) => {
         const whole = wholeBatchError(data, calls.length);
         // A rate limit for the whole batch is every call's: each waits and is sent again.
-        if (whole?.error && !isRateLimitCode(whole.error.code)) return split(calls);
+        if (whole?.error && !isRateLimitAnswer(whole.error)) return split(calls);
         const answers = Array.isArray(data) ? (data as RpcAnswer[]) : [];
         const byId = new Map(answers.map((a) => [a.id, a]));
         settleAll(calls, (call) => byId.get(call.body.id) ?? whole);
@@ -369,7 +369,7 @@ export function jsonRpcTransport(url: string, options: JsonRpcOptions = {}): Tra
   const call = (body: RpcBody): Promise<RpcAnswer | RateLimitedError> =>
     send(body).then(
       (answer) =>
-        answer.error && isRateLimitCode(answer.error.code)
+        answer.error && isRateLimitAnswer(answer.error)
           ? new RateLimitedError({ body, url: endpoint.url, details: answer.error.message })
           : answer,
       (error: unknown) => {

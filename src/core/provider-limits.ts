@@ -20,11 +20,14 @@ const FIRST_BACKOFF_MS = 250;
 
 /**
  * JSON-RPC codes providers answer a call over their rate with: EIP-1474's "limit exceeded"
- * (Infura), 429 (Alchemy in a 200), -32007 (QuickNode).
+ * (Infura), 429 (Alchemy in a 200), -32007 (QuickNode). Solana nodes use -32005 and -32007 for
+ * other things ("node is behind", "slot was skipped"), so the words must say rate or limit too.
  */
 const RATE_LIMIT_CODES = new Set([-32005, 429, -32007]);
+const RATE_LIMIT_WORDS = /rate|limit|too many|exceed|capacity/i;
 
-export const isRateLimitCode = (code: number) => RATE_LIMIT_CODES.has(code);
+export const isRateLimitAnswer = (error: { code: number; message: string }) =>
+  RATE_LIMIT_CODES.has(error.code) && RATE_LIMIT_WORDS.test(error.message);
 
 /**
  * The provider asked us to wait and did not forward the request: HTTP 429 (`status`), or a
