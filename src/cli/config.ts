@@ -28,6 +28,8 @@ export interface CliConfig {
    * configured URLs too, false never; undefined: only when no URL is configured.
    */
   readonly publicRpcs?: boolean | undefined;
+  /** Most JSON-RPC calls in one batch request (undefined: 1,000, lowered by a refusal). */
+  readonly rpcBatchLimit?: number | undefined;
   /** Wallet factories whose undeployed (ERC-6492) wallets may pay. */
   readonly erc6492Factories: Address[];
   /** The first settlement key; loaded only when the command needs to sign. */
@@ -84,6 +86,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   // In this order, so that of several mistakes the same one is reported first.
   const rpcUrls = setting(SETTINGS.rpcUrls);
   const publicRpcs = setting(SETTINGS.publicRpcs);
+  const rpcBatchLimit = setting(SETTINGS.rpcBatchLimit);
   const confirmTimeoutMs = setting(SETTINGS.confirmTimeout);
   const keys = keyLoaders(sources);
   const journalPath = setting(SETTINGS.journal);
@@ -124,6 +127,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     payerRevertWindowMs,
     rpcUrls,
     publicRpcs,
+    rpcBatchLimit,
     ...keys,
     svmMaxFeeLamports,
     svmSmartWallets,

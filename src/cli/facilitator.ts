@@ -52,6 +52,7 @@ async function build(
   const rpc = {
     rpcUrls: config.rpcUrls,
     useDefaultRpcs: config.publicRpcs,
+    rpcBatchLimit: config.rpcBatchLimit,
     erc6492Factories: config.erc6492Factories,
     metrics: options.metrics,
     // Verify needs the Solana fee payers too: a payment names the one it expects.

@@ -7,6 +7,7 @@
  */
 import os from "node:os";
 import path from "node:path";
+import { DEFAULT_BATCH_LIMIT } from "../core/provider-limits.js";
 import { DEFAULT_RATE_PER_PAYER } from "../core/settle-rate.js";
 import { DEFAULT_CLAIM_BATCH } from "../evm/batch-settlement/batcher.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../evm/chain/gas-at-risk.js";
@@ -64,6 +65,14 @@ export const SETTINGS = {
     key: "publicRpcs",
     parse: onOff,
     help: "also serve well-known chains that have no --rpc-url through built-in public RPCs, as when no RPC is configured",
+  }),
+  rpcBatchLimit: value({
+    flag: "--rpc-batch-limit <n>",
+    env: "FACILITATOR_RPC_BATCH_LIMIT",
+    key: "rpcBatchLimit",
+    parse: wholeNumber(DEFAULT_BATCH_LIMIT),
+    shownDefault: `${DEFAULT_BATCH_LIMIT}, lowered for an RPC that refuses a batch`,
+    help: "most JSON-RPC calls sent in one batch request to an RPC; 1: no batches",
   }),
   erc6492Factories: value({
     flag: "--erc6492-factory <address>",

@@ -1,9 +1,10 @@
 /**
- * A JSON-RPC proxy in front of a real node, for node behaviour anvil does not have (a node without
- * eth_sendRawTransactionSync, an error answer after the node took a transaction). It counts the
- * methods it sees, single and batched, and lets a test answer a method itself.
+ * A JSON-RPC proxy in front of a real node, for node and provider behaviour anvil does not have (a
+ * node without eth_sendRawTransactionSync, an error answer after the node took a transaction, a
+ * provider's batch limit or rate limit). It counts the methods it sees, single and batched, and
+ * lets a test answer a method itself. It forwards everything else unchanged.
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 interface RpcRequest {
@@ -33,20 +34,67 @@ export type Intercept = (
   | { readonly before: () => Promise<void> }
   | undefined;
 
+/**
+ * What a hosted provider does that the node behind it does not (docs: settling-safely.md,
+ * "What an RPC provider does"). Each mode acts on the whole HTTP request, before any call in it is
+ * forwarded, so what it refuses never reaches the node. Modes that change what the node answers
+ * (a lagging read replica's `lagBlocks`, a pool's `neverMine`) belong beside these: a per-call one
+ * in `answerCall`, a per-request one in `refusal`.
+ */
+export interface ProviderModes {
+  /**
+   * Batches of more than this many calls are refused whole, as geth's --rpc.batch-request-limit
+   * does: HTTP 200 and one error, -32600 "batch too large", carrying the first call's id, in a
+   * one-element array ("geth"), or as a bare object with a null id ("bare", as some gateways).
+   */
+  batchLimit?: number | undefined;
+  batchRefusal?: "geth" | "bare" | undefined;
+  /**
+   * Every `every`-th HTTP request is answered 429 and not forwarded, with `Retry-After:
+   * retryAfter` (seconds; none when undefined) and an Infura-style -32005 body, or an empty body
+   * with `body: "empty"`; only the first `times` such answers when it is given.
+   */
+  rateLimit?:
+    | {
+        readonly every: number;
+        readonly times?: number | undefined;
+        readonly retryAfter?: number | undefined;
+        readonly body?: "json" | "empty" | undefined;
+      }
+    | undefined;
+}
+
 export interface RpcProxy {
   readonly url: string;
   /** How many calls of each method passed through (batched ones counted one by one). */
   readonly counts: Map<string, number>;
+  /** What the provider modes refused: batches over the limit, requests answered 429. */
+  readonly refused: { batches: number; rateLimited: number };
+  /** HTTP requests seen, refused or not. */
+  readonly requests: { count: number };
   intercept: Intercept;
+  modes: ProviderModes;
   close(): Promise<void>;
 }
 
-export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
+/** Infura's answer to a request over its rate (HTTP 429). */
+const RATE_LIMITED: RpcError = {
+  code: -32005,
+  message: "project ID request rate exceeded: limit exceeded",
+};
+
+export async function startRpcProxy(
+  upstream: string,
+  modes: ProviderModes = {},
+): Promise<RpcProxy> {
   const counts = new Map<string, number>();
   const proxy: RpcProxy = {
     url: "",
     counts,
+    refused: { batches: 0, rateLimited: 0 },
+    requests: { count: 0 },
     intercept: () => undefined,
+    modes,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 
@@ -59,7 +107,7 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     return response.json();
   }
 
-  async function one(call: RpcRequest): Promise<unknown> {
+  async function answerCall(call: RpcRequest): Promise<unknown> {
     counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
     const rule = proxy.intercept(call.method, call.params);
     if (rule && "refuse" in rule) return { jsonrpc: "2.0", id: call.id, error: rule.refuse };
@@ -72,21 +120,62 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     return answer;
   }
 
+  /** The provider's answer to the whole request when a mode refuses it, without forwarding it. */
+  function refusal(
+    body: RpcRequest | RpcRequest[],
+  ): { status: number; headers: Record<string, string>; text: string } | undefined {
+    const json = { "content-type": "application/json" };
+    const { rateLimit, batchLimit, batchRefusal } = proxy.modes;
+    const limiting = rateLimit && (rateLimit.times === undefined || rateLimit.times > 0);
+    if (rateLimit && limiting && proxy.requests.count % rateLimit.every === 0) {
+      proxy.refused.rateLimited++;
+      if (rateLimit.times !== undefined) {
+        proxy.modes = { ...proxy.modes, rateLimit: { ...rateLimit, times: rateLimit.times - 1 } };
+      }
+      const headers: Record<string, string> = rateLimit.body === "empty" ? {} : { ...json };
+      if (rateLimit.retryAfter !== undefined) headers["retry-after"] = String(rateLimit.retryAfter);
+      const id = Array.isArray(body) ? null : body.id;
+      const text =
+        rateLimit.body === "empty"
+          ? ""
+          : JSON.stringify({ jsonrpc: "2.0", id, error: RATE_LIMITED });
+      return { status: 429, headers, text };
+    }
+    if (batchLimit !== undefined && Array.isArray(body) && body.length > batchLimit) {
+      proxy.refused.batches++;
+      const error = { code: -32600, message: "batch too large" };
+      const text =
+        batchRefusal === "bare"
+          ? JSON.stringify({ jsonrpc: "2.0", id: null, error })
+          : JSON.stringify([{ jsonrpc: "2.0", id: body[0]?.id ?? null, error }]);
+      return { status: 200, headers: json, text };
+    }
+    return undefined;
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse, text: string) {
+    try {
+      proxy.requests.count++;
+      const body = JSON.parse(text) as RpcRequest | RpcRequest[];
+      const refused = refusal(body);
+      if (refused) {
+        response.writeHead(refused.status, refused.headers).end(refused.text);
+        return;
+      }
+      const answer = Array.isArray(body)
+        ? await Promise.all(body.map(answerCall))
+        : await answerCall(body);
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(answer));
+    } catch (error) {
+      if (!request.destroyed) response.writeHead(502).end(String(error));
+    }
+  }
+
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", async () => {
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as
-          | RpcRequest
-          | RpcRequest[];
-        const answer = Array.isArray(body) ? await Promise.all(body.map(one)) : await one(body);
-        response.writeHead(200, { "content-type": "application/json" });
-        response.end(JSON.stringify(answer));
-      } catch (error) {
-        response.writeHead(502).end(String(error));
-      }
-    });
+    request.on("end", () => void handle(request, response, Buffer.concat(chunks).toString("utf8")));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

@@ -329,7 +329,9 @@ function sendFailure(
   if (neverReachedNode(error)) {
     void ctx.journal.recordState(key, "failed").catch(() => undefined);
     lane.forget(ctx.chainId);
-    return outcome(infrastructure(error, "broadcasting"));
+    // Refused before the node (a connection refused, a provider's rate limit): not sent, never
+    // the node's refusal; the payment is free to be settled again.
+    return outcome(infrastructure(error, "broadcasting, nothing was sent"));
   }
   if (isUnreachable(error)) {
     // The node may have taken it before the connection broke: keep the hash, never re-send.
