@@ -195,15 +195,23 @@ export function checkTerms(
   return null;
 }
 
-/** The asset-has-code answer is cached: deployed code does not go away. */
+/**
+ * The asset-has-code answer is cached for verifies. A settle reads it afresh (one more read in
+ * its batch): a chain that went away can come back without the code (a devnet or fork restarted),
+ * and a transfer sent to no code "succeeds" moving nothing, wasting gas and throttling the asset.
+ */
 const contractAssets = new Map<string, number>();
 const ASSET_CACHE_MS = 15 * 60_000;
 const ASSET_CACHE_MAX = 4096;
 
-export async function assetIsContract(ctx: EvmContext, asset: Address): Promise<boolean> {
+export async function assetIsContract(
+  ctx: EvmContext,
+  asset: Address,
+  settling = false,
+): Promise<boolean> {
   const key = `${ctx.chainId}:${asset}`;
   const cachedAt = contractAssets.get(key);
-  if (cachedAt !== undefined && Date.now() - cachedAt < ASSET_CACHE_MS) return true;
+  if (!settling && cachedAt !== undefined && Date.now() - cachedAt < ASSET_CACHE_MS) return true;
   const code = await ctx.client.getCode({ address: asset });
   const isContract = code !== undefined && code !== "0x";
   if (isContract) {

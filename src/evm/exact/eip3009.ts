@@ -165,7 +165,7 @@ async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
   parsed: Eip3009Payment,
-  options: { readonly simulate: boolean },
+  options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<Eip3009Payment>>> {
   const agreed = checkAgreement(request);
   if (!agreed.ok) return agreed;
@@ -180,7 +180,9 @@ async function verify(
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
   const termsFailure = checkTerms(ctx, request, auth, requirements);
-  const assetCheck = termsFailure ? undefined : outcomeOf(assetIsContract(ctx, requirements.asset));
+  const assetCheck = termsFailure
+    ? undefined
+    : outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const counterfactual = isErc6492Signature(signature);
   const simulation =
     termsFailure || !options.simulate || counterfactual

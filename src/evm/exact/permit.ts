@@ -180,7 +180,7 @@ async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
   parsed: PermitPayment,
-  options: { readonly simulate: boolean },
+  options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<PermitPayment>>> {
   const agreed = checkAgreement(request);
   if (!agreed.ok) return agreed;
@@ -188,7 +188,7 @@ async function verify(
   const { permit, requirements, signature } = payment;
   const payerCode = ctx.client.getCode({ address: permit.owner });
   payerCode.catch(() => undefined);
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset));
+  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const state = tokenState(ctx, payment);
 
   if (size(signature) !== 65) {

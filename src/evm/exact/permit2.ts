@@ -79,7 +79,7 @@ async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
   payment: Permit2Payment,
-  options: { readonly simulate: boolean },
+  options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<Permit2Payment>>> {
   const { authorization: auth, requirements, signature } = payment;
   if (request.payloadScheme !== "exact") {
@@ -98,7 +98,7 @@ async function verify(
     );
   }
   // The asset's code, the payer's code and (later) the simulation go out in one batch.
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset));
+  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
   const terms = checkTerms(ctx, payment);

@@ -171,7 +171,7 @@ async function verify(
       ),
     );
   }
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset));
+  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
   const settling = options.settling === true;
