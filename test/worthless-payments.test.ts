@@ -269,7 +269,7 @@ describe("--min-amount", () => {
 });
 
 describe("--rate-per-payer", () => {
-  test("a payer, then a payee, past 3 settlements: 429 payer_throttled with Retry-After, nothing sent", async () => {
+  test("a payer past 3 settlements: 429 payer_throttled with Retry-After, nothing sent; its payee, at ten times the rate, is still paid by others", async () => {
     const facilitator = facilitatorOn(devnet, { ratePerPayer: 3 });
     const handler = createHandler(facilitator);
     const settle = async (payer: DevAccount, payTo: Address) => {
@@ -296,13 +296,10 @@ describe("--rate-per-payer", () => {
     expect(String(payerWaits.body.message)).toContain(`payer ${a.address.toLowerCase()}`);
     expect(Number(payerWaits.headers["retry-after"])).toBeGreaterThanOrEqual(1);
     expect(Number(payerWaits.headers["retry-after"])).toBeLessThanOrEqual(20);
-    // Another payer paying the same payee: the payee has had its 3.
-    const payeeWaits = await settle(b, payee);
-    expect(payeeWaits.status).toBe(429);
-    expect(String(payeeWaits.body.message)).toContain(`payee ${payee.toLowerCase()}`);
     expect(await sent()).toBe(before);
-    // Anyone else is served.
-    expect((await settle(b, fresh().address)).body).toMatchObject({ success: true });
+    // Another payer paying the same payee is served: a payee has 30 (test/throttle.test.ts counts
+    // a payee's bucket out), so one busy buyer does not hold up the seller's other buyers.
+    expect((await settle(b, payee)).body).toMatchObject({ success: true });
   });
 });
 
