@@ -36,10 +36,10 @@ export type Intercept = (
 
 /**
  * What a hosted provider does that the node behind it does not (docs: settling-safely.md,
- * "What an RPC provider does"). Each mode acts on the whole HTTP request, before any call in it is
- * forwarded, so what it refuses never reaches the node. Modes that change what the node answers
- * (a lagging read replica's `lagBlocks`, a pool's `neverMine`) belong beside these: a per-call one
- * in `answerCall`, a per-request one in `refusal`.
+ * "What an RPC provider does"). The refusing modes act on the whole HTTP request, before any call
+ * in it is forwarded, so what they refuse never reaches the node; `lagBlocks` changes what the node
+ * answers, call by call (`lagging`). Further modes (a pool's `neverMine`) belong beside these: a
+ * per-call one in `answerCall`, a per-request one in `refusal`.
  */
 export interface ProviderModes {
   /**
