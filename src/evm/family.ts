@@ -209,7 +209,7 @@ export class EvmFamily implements ChainFamily {
   /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
   chainTrouble(request: PaymentRequest): void {
     const chainId = chainIdOf(request.requirements.network, request.x402Version);
-    if (typeof chainId === "number") for (const lane of this.signers.lanes) lane.forget(chainId);
+    if (typeof chainId === "number") for (const lane of this.signers.lanes) lane.reset(chainId);
   }
 
   async settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {

@@ -36,10 +36,10 @@ export type Intercept = (
 
 /**
  * What a hosted provider does that the node behind it does not (docs: settling-safely.md,
- * "What an RPC provider does"). Each mode acts on the whole HTTP request, before any call in it is
- * forwarded, so what it refuses never reaches the node. Modes that change what the node answers
- * (a lagging read replica's `lagBlocks`, a pool's `neverMine`) belong beside these: a per-call one
- * in `answerCall`, a per-request one in `refusal`.
+ * "What an RPC provider does"). The refusing modes act on the whole HTTP request, before any call
+ * in it is forwarded, so what they refuse never reaches the node; `lagBlocks` changes what the node
+ * answers, call by call (`lagging`). Further modes (a pool's `neverMine`) belong beside these: a
+ * per-call one in `answerCall`, a per-request one in `refusal`.
  */
 export interface ProviderModes {
   /**
@@ -62,6 +62,14 @@ export interface ProviderModes {
         readonly body?: "json" | "empty" | undefined;
       }
     | undefined;
+  /**
+   * Reads are served by a replica this many blocks behind the node that takes broadcasts:
+   * eth_blockNumber answers head - N, block-tagged reads ("latest", "pending", or a number past
+   * head - N) are made at head - N, and a receipt or transaction mined after head - N is not found.
+   * The head is read once per HTTP request, so the calls of one batch agree. Broadcasts and
+   * everything else go to the node unchanged.
+   */
+  lagBlocks?: number | undefined;
 }
 
 export interface RpcProxy {
@@ -82,6 +90,20 @@ const RATE_LIMITED: RpcError = {
   code: -32005,
   message: "project ID request rate exceeded: limit exceeded",
 };
+
+/** Where each block-tagged read a lagging replica serves carries its block tag. */
+const TAGGED: Record<string, number> = {
+  eth_getTransactionCount: 1,
+  eth_call: 1,
+  eth_getBalance: 1,
+  eth_getCode: 1,
+  eth_getStorageAt: 2,
+  eth_getBlockByNumber: 0,
+};
+/** Reads by hash that a lagging replica answers "not found" for what it has not seen mined. */
+const BY_HASH = { eth_getTransactionReceipt: true, eth_getTransactionByHash: true };
+/** geth's answer to a read at a block it does not have. */
+const HEADER_NOT_FOUND: RpcError = { code: -32000, message: "header not found" };
 
 export async function startRpcProxy(
   upstream: string,
@@ -107,15 +129,52 @@ export async function startRpcProxy(
     return response.json();
   }
 
-  async function answerCall(call: RpcRequest): Promise<unknown> {
+  async function answerCall(call: RpcRequest, lagHead?: bigint): Promise<unknown> {
     counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
     const rule = proxy.intercept(call.method, call.params);
     if (rule && "refuse" in rule) return { jsonrpc: "2.0", id: call.id, error: rule.refuse };
     if (rule && "before" in rule) await rule.before();
     if (rule && "swallow" in rule) return { jsonrpc: "2.0", id: call.id, result: rule.swallow };
-    const answer = await forward(call);
+    const answer = lagHead === undefined ? await forward(call) : await lagging(call, lagHead);
     if (rule && "forwardThenFail" in rule) {
       return { jsonrpc: "2.0", id: call.id, error: rule.forwardThenFail };
+    }
+    return answer;
+  }
+
+  /** The head a lagging replica has reached, read once for the whole request. */
+  async function replicaHead(): Promise<bigint | undefined> {
+    const lag = proxy.modes.lagBlocks;
+    if (lag === undefined) return undefined;
+    const answer = (await forward({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "eth_blockNumber",
+    } as RpcRequest)) as { result: string };
+    const head = BigInt(answer.result) - BigInt(lag);
+    return head < 0n ? 0n : head;
+  }
+
+  /** One call as a replica at `head` answers it. */
+  async function lagging(call: RpcRequest, head: bigint): Promise<unknown> {
+    const params = Array.isArray(call.params) ? [...call.params] : [];
+    const result = (value: unknown) => ({ jsonrpc: "2.0", id: call.id, result: value });
+    if (call.method === "eth_blockNumber") return result(`0x${head.toString(16)}`);
+    const tagAt = TAGGED[call.method];
+    if (tagAt !== undefined) {
+      const tag = params[tagAt];
+      const past = typeof tag === "string" && tag.startsWith("0x") && BigInt(tag) > head;
+      if (past && call.method === "eth_getBlockByNumber") return result(null);
+      if (past) return { jsonrpc: "2.0", id: call.id, error: HEADER_NOT_FOUND };
+      if (tag === undefined || tag === "latest" || tag === "pending") {
+        params[tagAt] = `0x${head.toString(16)}`;
+      }
+      return forward({ ...call, params });
+    }
+    const answer = (await forward(call)) as { result?: { blockNumber?: string | null } | null };
+    if (call.method in BY_HASH) {
+      const mined = answer.result?.blockNumber;
+      if (typeof mined === "string" && BigInt(mined) > head) return result(null);
     }
     return answer;
   }
@@ -162,9 +221,10 @@ export async function startRpcProxy(
         response.writeHead(refused.status, refused.headers).end(refused.text);
         return;
       }
+      const head = await replicaHead();
       const answer = Array.isArray(body)
-        ? await Promise.all(body.map(answerCall))
-        : await answerCall(body);
+        ? await Promise.all(body.map((call) => answerCall(call, head)))
+        : await answerCall(body, head);
       response.writeHead(200, { "content-type": "application/json" });
       response.end(JSON.stringify(answer));
     } catch (error) {

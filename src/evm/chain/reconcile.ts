@@ -20,44 +20,63 @@ import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
 import { type SignerLane, stillSucceeds } from "./signers.js";
 import type { SendingAccess } from "./transactions.js";
 
-async function receiptOf(ctx: SendingAccess, hashes: readonly Hex[]) {
-  for (const hash of hashes) {
-    const receipt = await ctx.client
-      .getTransactionReceipt({ hash })
-      .catch((error: unknown): undefined => {
-        if (isUnreachable(error)) throw error;
-        return undefined;
-      });
-    if (receipt) return receipt;
-  }
-  return undefined;
+/**
+ * What one node says of a journaled settlement: a receipt of any of its hashes, which of them it
+ * has (pending or mined), and whether it has seen the signer's nonce used. Read together (one
+ * batch), so the answers are of one head: a read replica that lags has neither the receipt nor the
+ * transaction of a block it has not seen, and it has not seen the nonce used either.
+ */
+async function lookUp(ctx: SendingAccess, entry: JournalEntry) {
+  const [receipts, known, used] = await Promise.all([
+    Promise.all(
+      entry.hashes.map((hash) =>
+        ctx.client.getTransactionReceipt({ hash }).catch((error: unknown): undefined => {
+          if (isUnreachable(error)) throw error;
+          return undefined;
+        }),
+      ),
+    ),
+    Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash))),
+    ctx.client.getTransactionCount({ address: entry.signer, blockTag: "latest" }),
+  ]);
+  return {
+    receipt: receipts.find((r) => r !== undefined),
+    inPool: entry.hashes.find((_, i) => known[i]),
+    /** The node has seen the nonce used: by ours, if it has our receipt; else by another. */
+    nonceUsed: used > entry.txNonce,
+  };
 }
 
-/** Sends signed bytes again inside the signer's lane; false if the node will not take them. */
+/**
+ * Sends signed bytes again inside the signer's lane: "sent" (the node took them), "known" (it has
+ * them), or "used" (it has the nonce used: a node that reads behind it may not have seen that).
+ */
 async function resend(
   ctx: SendingAccess,
   lane: SignerLane,
   nonce: number,
   raw: Hex,
   _may: MaySend,
-): Promise<boolean> {
+): Promise<"sent" | "known" | "used" | "refused"> {
   return lane.exclusive(async () => {
     try {
       await ctx.client.sendRawTransaction({ serializedTransaction: raw });
       lane.observe(ctx.chainId, nonce);
       lane.remember(ctx.chainId, nonce, raw);
-      return true;
+      return "sent";
     } catch (error) {
       if (isUnreachable(error)) throw error;
-      return refusal(error) === "known";
+      const why = refusal(error);
+      if (why === "known" || why === "nonce") lane.observe(ctx.chainId, nonce);
+      return why === "known" ? "known" : why === "nonce" ? "used" : "refused";
     }
   });
 }
 
-/** Whether the signer's mined transaction count is still at or below `nonce` (it is free). */
-async function nonceFree(ctx: SendingAccess, entry: JournalEntry): Promise<boolean> {
-  const used = await ctx.client.getTransactionCount({ address: entry.signer, blockTag: "latest" });
-  return used <= entry.txNonce;
+/** The newest signed bytes of the entry, from the lane or the store, if they are its own. */
+function bytesOf(lane: SignerLane | undefined, ctx: SendingAccess, entry: JournalEntry) {
+  const raw = lane?.recentRaw(ctx.chainId, entry.txNonce) ?? entry.raws.at(-1);
+  return raw !== undefined && entry.hashes.includes(keccak256(raw)) ? raw : undefined;
 }
 
 /**
@@ -75,12 +94,12 @@ export async function reconcile(
   try {
     const newestRaw = entry.raws[entry.raws.length - 1];
     const tx = newestRaw ? (parseTransaction(newestRaw) as TransactionSerializable) : undefined;
-    const receipt = await receiptOf(ctx, entry.hashes);
-    if (receipt) return mined(ctx, entry.key, receipt, tx?.gas);
+    const seen = await lookUp(ctx, entry);
+    if (seen.receipt) return mined(ctx, entry.key, seen.receipt, tx?.gas);
     if (!tx || !newestRaw) return "gone";
-    const known = await Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash)));
-    if (!known.some(Boolean)) {
-      if (!(await nonceFree(ctx, entry))) return "gone";
+    if (!seen.inPool) {
+      // Gone only by the word of a node that has seen its nonce used (a lagging one has not).
+      if (seen.nonceUsed) return "gone";
       // Any replica can follow a settlement by its hash; only the key's holder can send it again.
       if (!lane) return notOurs(entry, newest, "is not in the node's pool and its nonce is free");
       // Only while it can still land: sent again after its authorization expired (or was used
@@ -92,8 +111,9 @@ export async function reconcile(
           detail: "it would revert if sent again (its authorization expired, or was used)",
         };
       }
-      // Lost before it reached a node, or dropped from the pool: the same bytes again.
-      if (!(await resend(ctx, lane, entry.txNonce, newestRaw, may))) return "gone";
+      // Lost before it reached a node, or dropped from the pool: the same bytes again. A node
+      // that has the nonce used while the one read from has not seen it: it is followed there.
+      if ((await resend(ctx, lane, entry.txNonce, newestRaw, may)) === "refused") return "gone";
     }
     if (!lane) return notOurs(entry, newest, "is still pending");
     return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
@@ -119,7 +139,13 @@ function notOurs(entry: JournalEntry, hash: Hex, what: string): CallOutcome {
 
 export type Recheck =
   /** The chain has it (mined, or still in the pool): the journal's success stands. */
-  | { readonly kind: "standing"; readonly hash: Hex; readonly receipt?: TransactionReceipt }
+  | {
+      readonly kind: "standing";
+      readonly hash: Hex;
+      readonly receipt?: TransactionReceipt;
+      /** The node read from has not seen it yet (it reads behind the one that took it). */
+      readonly unseen?: boolean;
+    }
   /** It is gone, and the payment retried is not the one journaled. */
   | { readonly kind: "refused"; readonly failure: Failure }
   /** It was dropped (a reorg) and has been sent again: this is how it came out. */
@@ -143,25 +169,29 @@ export async function recheckAnswered(
 ): Promise<Recheck> {
   const newest = entry.hashes[entry.hashes.length - 1] as Hex;
   try {
-    const receipt = await receiptOf(ctx, entry.hashes);
-    if (receipt) {
-      return receipt.status === "success"
-        ? { kind: "standing", hash: receipt.transactionHash, receipt }
+    const seen = await lookUp(ctx, entry);
+    if (seen.receipt) {
+      return seen.receipt.status === "success"
+        ? { kind: "standing", hash: seen.receipt.transactionHash, receipt: seen.receipt }
         : { kind: "gone" };
     }
-    const known = await Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash)));
-    const inPool = entry.hashes.find((_, i) => known[i]);
-    if (inPool) return { kind: "standing", hash: inPool };
+    if (seen.inPool) return { kind: "standing", hash: seen.inPool };
     const mismatch = await samePayment();
     if (mismatch) return { kind: "refused", failure: mismatch };
+    // Its nonce went to another transaction, by the word of a node that has seen it.
+    if (seen.nonceUsed) return { kind: "gone" };
+    // This node has not seen the nonce used: a reorg dropped the transaction, or the node reads
+    // behind the block it is in (a lagging replica). Never judged gone from here: the same bytes
+    // go to the node that takes broadcasts, which tells; without them the journal's word stands.
     const lane = ctx.signers.byAddress(entry.signer);
-    const raw = lane?.recentRaw(ctx.chainId, entry.txNonce);
-    const ours = raw !== undefined && entry.hashes.includes(keccak256(raw));
-    if (!lane || !raw || !ours || !(await nonceFree(ctx, entry))) return { kind: "gone" };
+    const raw = bytesOf(lane, ctx, entry);
+    if (!lane || !raw) return { kind: "standing", hash: newest, unseen: true };
     // Only if the authorization is unused again: a resend that reverts would cost gas for nothing.
     if (!(await stillSucceeds(ctx, lane.address, raw))) return { kind: "gone" };
     if (!may) return { kind: "sendable", hash: newest };
-    if (!(await resend(ctx, lane, entry.txNonce, raw, may))) return { kind: "gone" };
+    const resent = await resend(ctx, lane, entry.txNonce, raw, may);
+    if (resent === "refused") return { kind: "gone" };
+    if (resent !== "sent") return { kind: "standing", hash: newest, unseen: true };
     const tx = parseTransaction(raw) as TransactionSerializable;
     const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
     return { kind: "resent", outcome };

@@ -242,6 +242,7 @@ async function sendAndFollow(
       sentAfterBlock = newestBlockSeen(ctx.client);
       stages.broadcastAt ??= performance.now();
       const receipt = await broadcast(ctx, issued.raw, issued.hash, wantReceipt);
+      lane.observe(ctx.chainId, issued.nonce);
       ctx.metrics?.transactionSent(ctx.chainId, lane.address);
       if (receipt && (receipt.status !== "success" || ctx.confirmations <= 1)) {
         return mined(ctx, record.key, receipt, base.gas);
@@ -335,6 +336,7 @@ function sendFailure(
   }
   if (isUnreachable(error)) {
     // The node may have taken it before the connection broke: keep the hash, never re-send.
+    lane.observe(ctx.chainId, issued.nonce);
     return outcome(
       pending(
         issued.hash,
@@ -345,11 +347,14 @@ function sendFailure(
   }
   switch (refusal(error)) {
     case "known":
+      lane.observe(ctx.chainId, issued.nonce);
       return { consumed: true, value: { kind: "sent", issued } };
     case "nonce":
-      // Someone else (another process, an earlier run) holds this nonce: re-read and try again.
-      lane.forget(ctx.chainId);
-      return { consumed: false, value: { kind: "retry" } };
+      // Someone else (another process, an earlier run) holds this nonce: re-read and try again,
+      // past it and past those handed out meanwhile (a replica's pending count may lag behind).
+      lane.refresh(ctx.chainId);
+      lane.observe(ctx.chainId, issued.nonce);
+      return { consumed: true, value: { kind: "retry" } };
     case "fee":
       return { consumed: false, value: { kind: "reprice" } };
     default:

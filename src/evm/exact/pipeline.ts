@@ -122,7 +122,11 @@ async function pickUp<P>(
       if (recheck.receipt && state === "submitted") {
         void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
       }
-      const how = recheck.receipt ? "settled" : "submitted (not mined yet)";
+      const how = recheck.receipt
+        ? "settled"
+        : recheck.unseen
+          ? "sent (the node read from is behind, and has not seen it yet)"
+          : "submitted (not mined yet)";
       return {
         ok: false,
         failure: failure(
