@@ -36,6 +36,8 @@ export class GroupNotWritten extends Error {
     override readonly cause: unknown,
     /** True when the file holds nothing of the group (cut back, or nothing written at all). */
     readonly cutBack: boolean,
+    /** How big the group was. */
+    readonly bytes = 0,
   ) {
     super(describeWriteError(cause));
   }
@@ -129,7 +131,10 @@ export class GroupCommit {
           fd === undefined
             ? new GroupNotWritten(new Error("the journal is closed"), true)
             : await this.#writeGroup(fd, text);
-        if (fd !== undefined) this.#failure = failure;
+        // A small group going through (a state line) says little of room for a whole record:
+        // the failure lasts until a group as big as the one refused, or a probe, goes through.
+        if (failure && fd !== undefined) this.#failure = failure;
+        else if (Buffer.byteLength(text) >= (this.#failure?.bytes ?? 0)) this.#failure = undefined;
         this.#settleWaiters(upTo, failure && unwritable(failure));
       }
     } finally {
@@ -171,7 +176,7 @@ export class GroupCommit {
         this.#torn = true;
         this.#length = undefined;
       }
-      return new GroupNotWritten(cause, cutBack);
+      return new GroupNotWritten(cause, cutBack, bytes.length);
     }
   }
 
