@@ -132,7 +132,7 @@ function openJournal(file: string, options?: { compactAfterLines?: number }): Wa
   const gone = goneDevnetDir(file);
   if (gone) throw new UsageError(staleDevnetMessage(gone));
   try {
-    return new WatchedJournal(file, options);
+    return new WatchedJournal(file, { ...options, warn });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
     throw new UsageError(`cannot open the settlement journal ${file} (${code})`);

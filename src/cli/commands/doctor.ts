@@ -65,6 +65,8 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
     findings.push(...(await checkStore(config, config.storeUrl)));
   } else {
     findings.push(...(await checkJournal(config, chains)));
+    const { checkJournalDisk } = await import("./doctor-disk.js");
+    findings.push(...(await checkJournalDisk(config.journalPath)));
   }
   findings.push(...(await checkTokens(chains)));
   findings.push(...(await checkLimits(config, chains)));

@@ -17,7 +17,7 @@ import {
 import { isUnreachable } from "../../core/rpc.js";
 import { MAY_SEND } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
-import { failure } from "../../protocol/errors.js";
+import { FacilitatorError, failure } from "../../protocol/errors.js";
 import { isKnown, refusal } from "./broadcast.js";
 import type { GasNeed } from "./gas-bounds.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
@@ -198,6 +198,8 @@ async function sendRaw(ctx: SendingAccess, key: string, raw: Hex): Promise<CallO
       raw,
     );
   } catch (error) {
+    // The store unreachable (or the journal's disk full) is a retryable 503: nothing was sent.
+    if (error instanceof FacilitatorError) return failed(error.failure);
     return failed(
       failure("settlement_failed", `cannot write the settlement journal: ${shortText(error)}`, {
         status: 500,

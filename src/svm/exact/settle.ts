@@ -220,7 +220,9 @@ async function sendAndFollow(
     return {
       ok: false,
       payer,
-      failure: { ...cause, message: `${cause.message}; nothing was sent` },
+      failure: /nothing was sent/.test(cause.message)
+        ? cause
+        : { ...cause, message: `${cause.message}; nothing was sent` },
     };
   }
   const broadcastAt = performance.now();
