@@ -58,11 +58,12 @@ describe("a full disk under the journal", () => {
     if (!mounted) context.skip();
     const file = path.join(disk, "journal.jsonl");
     const signer = privateKeyToAccount(devnet.facilitator.privateKey);
+    journal = new Journal(file);
     const facilitator = new Facilitator({
       rpcUrls: [devnet.rpcUrl],
       useDefaultRpcs: false,
       signer,
-      journal: (journal = new Journal(file)),
+      journal,
     });
     const handle = createHandler(facilitator);
     const client = chainOf(devnet);
