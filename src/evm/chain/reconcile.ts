@@ -26,6 +26,9 @@ import type { SendingAccess } from "./transactions.js";
  * batch), so the answers are of one head: a read replica that lags has neither the receipt nor the
  * transaction of a block it has not seen, and it has not seen the nonce used either.
  */
+/** Block timestamps are whole seconds and clocks differ a little: a head this far past counts. */
+const LAG_MARGIN_MS = 2_000;
+
 async function lookUp(ctx: SendingAccess, entry: JournalEntry) {
   const [receipts, known, used] = await Promise.all([
     Promise.all(
@@ -169,7 +172,10 @@ export async function recheckAnswered(
 ): Promise<Recheck> {
   const newest = entry.hashes[entry.hashes.length - 1] as Hex;
   try {
-    const seen = await lookUp(ctx, entry);
+    const [seen, head] = await Promise.all([
+      lookUp(ctx, entry),
+      ctx.client.getBlock({ blockTag: "latest" }).catch(() => undefined),
+    ]);
     if (seen.receipt) {
       return seen.receipt.status === "success"
         ? { kind: "standing", hash: seen.receipt.transactionHash, receipt: seen.receipt }
@@ -185,7 +191,16 @@ export async function recheckAnswered(
     // go to the node that takes broadcasts, which tells; without them the journal's word stands.
     const lane = ctx.signers.byAddress(entry.signer);
     const raw = bytesOf(lane, ctx, entry);
-    if (!lane || !raw) return { kind: "standing", hash: newest, unseen: true };
+    if (!lane || !raw) {
+      // Without the bytes, a node whose newest block came after our answer has had the block the
+      // transaction was in, and lost it (a reorg): settled afresh. One behind our answer may only
+      // lag (a read replica): the journal's word stands until it catches up.
+      const after =
+        head &&
+        entry.updatedAt !== undefined &&
+        Number(head.timestamp) * 1000 >= entry.updatedAt + LAG_MARGIN_MS;
+      return after ? { kind: "gone" } : { kind: "standing", hash: newest, unseen: true };
+    }
     // Only if the authorization is unused again: a resend that reverts would cost gas for nothing.
     if (!(await stillSucceeds(ctx, lane.address, raw))) return { kind: "gone" };
     if (!may) return { kind: "sendable", hash: newest };
