@@ -55,11 +55,14 @@ function callersOf(pattern: RegExp): string[] {
 
 describe('one settle loop (docs/design.md, "The settle loop")', () => {
   test("a settlement's turn is taken by the loop, and by what follows a transaction already sent", () => {
-    // The reconciler and a claim following its batch take the turn of what is already sent.
+    // The reconciler and a claim following its batch take the turn of what is already sent; the
+    // gas we send a payer for its approval takes the payer's own turn (one funding per payer at a
+    // time, whichever settlement asks: gas-and-fees.md, "Sponsoring").
     expect(callersOf(/\b(journal|store)\.claim\(/)).toEqual([
       "core/reconciler.ts",
       "core/settle-loop.ts",
       "evm/batch-settlement/claim-pickup.ts",
+      "evm/chain/sponsoring.ts",
     ]);
   });
 
