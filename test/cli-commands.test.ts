@@ -342,6 +342,9 @@ describe("usage errors", () => {
     );
     expect(otherChain.code, otherChain.stdout).toBe(2);
     expect(json(otherChain)).toMatchObject({ error: "unsupported_network" });
+    // stderr is no terminal here (CI): each failure still says why, in one line.
+    expect(noKey.stderr).toMatch(/^facilitator: settle: settlement_failed: .+\n$/m);
+    expect(otherChain.stderr).toMatch(/^facilitator: verify: unsupported_network: .+\n$/m);
   });
 });
 
@@ -390,5 +393,18 @@ describe("devnet", () => {
     const run = await cli(["devnet", "--port", String(port)], {});
     expect(run.code, run.stdout).toBe(2);
     expect(json(run).message).toContain(`--port ${port} is taken`);
+  });
+});
+
+describe("serve", () => {
+  it("on a port that is taken says so and how to get another, not only EADDRINUSE", async () => {
+    const port = Number(new URL(devnet.rpcUrl).port);
+    const run = await cli(["serve", "--port", String(port)], {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+    });
+    expect(run.code, run.stdout).toBe(2);
+    const message = json(run).message as string;
+    expect(message).toContain(`--port ${port} is taken`);
+    expect(message).toContain("pick another, or --port 0 for a free one");
   });
 });

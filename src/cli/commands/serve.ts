@@ -20,7 +20,7 @@ import { readApiKeys } from "../api-keys.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { loadApiKey, receiverAuthorizerOf } from "../config-keys.js";
 import { readDenyList } from "../deny-list-file.js";
-import { UsageError } from "../errors.js";
+import { isPortTaken, portTakenMessage, UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { resolveSetting } from "../setting-resolver.js";
 import { flagName } from "../setting-rows.js";
@@ -229,6 +229,11 @@ export async function serveHere(
       log,
     });
   } catch (error) {
+    if (isPortTaken(error)) {
+      throw new UsageError(
+        `cannot listen on ${host}:${port}: ${portTakenMessage(port, "another serve, or another program", "--port 0 for a free one")}`,
+      );
+    }
     throw new UsageError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
   }
   options.onListening?.(server.port, server.url);
