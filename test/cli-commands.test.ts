@@ -18,6 +18,7 @@ import {
   startDevnet,
 } from "../src/evm/devnet/index.js";
 import { tokenBalance } from "./helpers/chain.js";
+import { startServe } from "./helpers/serve.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BIN = path.join(ROOT, "bin", "facilitator.js");
@@ -406,5 +407,23 @@ describe("serve", () => {
     const message = json(run).message as string;
     expect(message).toContain(`--port ${port} is taken`);
     expect(message).toContain("pick another, or --port 0 for a free one");
+  });
+
+  it("reconcile while serve holds the key says serve reconciles by itself, not to POST /settle", async () => {
+    const env = { ...devnetEnv, FACILITATOR_JOURNAL: path.join(dir, "serve-journal.jsonl") };
+    const serving = await startServe([], env);
+    try {
+      const run = await cli(["reconcile"], env);
+      expect(run.code, run.stdout).toBe(2);
+      const answer = json(run);
+      expect(answer.error).toBe("key_in_use");
+      const message = answer.message as string;
+      expect(message).toContain("that serve reconciles by itself");
+      expect(message).toContain("stop that serve first");
+      expect(message).not.toContain("send this payment");
+    } finally {
+      serving.child.kill("SIGTERM");
+      await serving.exited;
+    }
   });
 });
