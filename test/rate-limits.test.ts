@@ -187,6 +187,14 @@ describe("facilitator serve", () => {
       const refused = await ask(serving.url, KEY_A);
       expect(refused.status).toBe(429);
       expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+      // The access log's 429 line names the key whose rate it is over, by its name.
+      expect(
+        await waitForStderr(
+          serving,
+          /"status":429,[^\n]*"error":"rate_limited"[^\n]*"apiKey":"shop-a"/,
+          5_000,
+        ),
+      ).toBe(true);
 
       keysFile({
         keys: [
