@@ -27,6 +27,7 @@ import { flagName } from "../setting-rows.js";
 import { SETTINGS } from "../settings.js";
 import { lockForServe } from "../settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../store-leases.js";
+import { controlsInForce, controlsLine } from "./serve-controls.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
 import type { ServeSettings } from "./serve-settings.js";
 
@@ -240,6 +241,7 @@ export async function serveHere(
   // Every settlement written down is followed to its end, whether or not anyone retries it.
   const reconciler = startReconciler(facilitator, process.env, log);
 
+  const controls = controlsInForce(config, apiKeys);
   if (!quiet && options.bannerOnTty) {
     const endpoints = await facilitator.rpc.endpoints();
     const networks = endpoints.map(
@@ -261,6 +263,7 @@ export async function serveHere(
           : []),
         `  ${facilitator.journal.shared ? "store  " : "journal"}   ${facilitator.journal.where}`,
         `  auth      ${keyRequired ? `API key required on /verify, /settle, /accepts and /metrics${apiKeys ? ` (${apiKeys.keys.length + (apiKey ? 1 : 0)} keys)` : ""}` : apiKeys ? `${apiKeys.keys.length} named API keys; requests without one are served as anonymous` : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
+        `  controls  ${controlsLine(controls)}`,
         `  docs      ${server.url}/llms.txt`,
         `  probes    ${server.url}/health (live), /readyz (ready), /metrics (Prometheus)`,
         "",
@@ -268,7 +271,7 @@ export async function serveHere(
     );
   } else if (!quiet) {
     process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where })}\n`,
+      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where, controls })}\n`,
     );
     if (exposed) {
       process.stderr.write(
