@@ -197,7 +197,9 @@ export async function post(url: string, body: string, timeoutMs: number): Promis
 
 /**
  * `facilitator serve`'s arguments as the benches start it: on loopback at `port`, quiet, its RPC
- * and journal given, settling from `keyFile` when there is one; `more` goes before --quiet.
+ * and journal given, settling from `keyFile` when there is one; `more` goes before --quiet. The
+ * rate of settlements per payer and payee is off: a bench pays one payee from a few payers as
+ * fast as it can, which is what it measures.
  */
 export function serveArgs(options: {
   readonly port: number;
@@ -217,6 +219,8 @@ export function serveArgs(options: {
     ...(options.keyFile ? ["--private-key-file", options.keyFile] : []),
     "--journal",
     options.journal,
+    "--rate-per-payer",
+    "0",
     ...(options.more ?? []),
     "--quiet",
   ];

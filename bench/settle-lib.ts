@@ -47,7 +47,16 @@ export function startFacilitator(
 } {
   const child = spawn(
     process.execPath,
-    [path.join(ROOT, "bin/facilitator.js"), "serve", "--port", "0", ...args],
+    // The rate of settlements per payer and payee is off: what a bench measures is throughput.
+    [
+      path.join(ROOT, "bin/facilitator.js"),
+      "serve",
+      "--port",
+      "0",
+      "--rate-per-payer",
+      "0",
+      ...args,
+    ],
     {
       cwd: ROOT,
       env: { ...cleanEnv(), FORCE_COLOR: "0", ...env },

@@ -39,6 +39,8 @@ const server = spawn(
     path.join(dir, "key"),
     "--journal",
     path.join(dir, "journal.jsonl"),
+    "--rate-per-payer",
+    "0",
   ],
   { env, stdio: ["ignore", "ignore", "pipe"] },
 );

@@ -5,12 +5,14 @@
  */
 import type { LocalAccount } from "viem";
 import { answerAccepts } from "./core/accepts.js";
+import { AmountFloor, type MinAmount } from "./core/amount-floor.js";
 import { Answers } from "./core/answers.js";
 import type { CatalogueBounds } from "./core/catalogue.js";
 import type { DenyList } from "./core/deny-list.js";
 import { Discovery } from "./core/discovery.js";
 import { FacilitatorCore } from "./core/facilitator.js";
 import { type RpcOptions, RpcRegistry } from "./core/rpc.js";
+import { SettlementRate } from "./core/settle-rate.js";
 import type { SettlementStore } from "./core/store.js";
 import { PayerThrottle } from "./core/throttle.js";
 import type { GasBounds } from "./evm/chain/gas-bounds.js";
@@ -53,6 +55,16 @@ export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signer
   readonly catalogueBounds?: Partial<CatalogueBounds> | undefined;
   /** Payers and payees refused before any chain call (core/deny-list.ts); none by default. */
   readonly denyList?: DenyList | undefined;
+  /**
+   * The least each asset's payments may move (core/amount-floor.ts); a payment of 0 is refused
+   * whatever this says.
+   */
+  readonly minAmounts?: readonly MinAmount[] | undefined;
+  /**
+   * Settlements a minute each payer and each payee may have sent for them (core/settle-rate.ts);
+   * off by default here (the CLI's default is DEFAULT_RATE_PER_PAYER).
+   */
+  readonly ratePerPayer?: number | undefined;
 }
 
 export class Facilitator extends FacilitatorCore {
@@ -98,6 +110,8 @@ export class Facilitator extends FacilitatorCore {
       : undefined;
     super([svm, evm], journal, answers, discovery);
     this.denyList = options.denyList;
+    this.amountFloor = new AmountFloor(options.minAmounts);
+    if (options.ratePerPayer) this.settleRate = new SettlementRate(options.ratePerPayer);
     this.rpc = rpc;
     this.evm = evm;
     this.svm = svm;

@@ -151,6 +151,7 @@ describe("--help and docs/cli.md list the same flags", () => {
         "--journal",
         "--public-rpcs",
         "--quiet",
+        "--rpc-batch-limit",
         "--rpc-url",
         "--store",
         "--svm-private-key-file",

@@ -435,6 +435,62 @@ describe("settlement safety settings", () => {
   });
 });
 
+describe("what a payment must be worth: --min-amount and --rate-per-payer", () => {
+  const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+  const DEVNET_USDC = "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU";
+
+  it("--min-amount: per network (any name of it, as its CAIP-2 id) or for every network; repeatable, comma-separated", () => {
+    const flags = {
+      minAmount: [`base:${USDC}=10000`, `solana-devnet:${DEVNET_USDC}=500,${USDC}=7`],
+    } as ConfigFlags;
+    expect(loadConfig(flags, {}).minAmounts).toEqual([
+      { network: "eip155:8453", asset: USDC, units: 10_000n },
+      { network: "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1", asset: DEVNET_USDC, units: 500n },
+      { network: undefined, asset: USDC, units: 7n },
+    ]);
+    const env = { FACILITATOR_MIN_AMOUNTS: `eip155:84532:${USDC}=1` };
+    expect(loadConfig({}, env).minAmounts).toEqual([
+      { network: "eip155:84532", asset: USDC, units: 1n },
+    ]);
+    const listed = configFile("min-list.json", { minAmounts: [`8453:${USDC}=3`] });
+    expect(loadConfig({ config: listed }, {}).minAmounts).toEqual([
+      { network: "eip155:8453", asset: USDC, units: 3n },
+    ]);
+    const mapped = configFile("min-map.json", { minAmounts: { [`base:${USDC}`]: 9, [USDC]: "4" } });
+    expect(loadConfig({ config: mapped }, {}).minAmounts).toEqual([
+      { network: "eip155:8453", asset: USDC, units: 9n },
+      { network: undefined, asset: USDC, units: 4n },
+    ]);
+    expect(loadConfig({}, {}).minAmounts).toEqual([]);
+  });
+
+  it("--min-amount: a usage error naming the entry for a minimum of 0, no minimum, no token or a network that is not one", () => {
+    const bad = (entry: string) =>
+      usageError(() => loadConfig({ minAmount: [entry] } as ConfigFlags, {}));
+    expect(bad(`base:${USDC}=0`)).toMatch(
+      /--min-amount: "base:0x8335.*" needs a minimum .* from 1/,
+    );
+    expect(bad(`base:${USDC}`)).toMatch(/needs a minimum/);
+    expect(bad(`base:${USDC}=1.5`)).toMatch(/needs a minimum/);
+    expect(bad("base:USDC=100")).toMatch(/does not end in an EVM \(0x…\) or Solana token address/);
+    expect(bad(`mars:${USDC}=100`)).toMatch(/"mars" is not a network/);
+    expect(bad(`solana:${USDC}=100`)).toMatch(/not a Solana network and a Solana token address/);
+    expect(bad(`base:${DEVNET_USDC}=100`)).toMatch(/a Solana token address on an EVM network/);
+    usageError(() => loadConfig({ config: configFile("min-bad.json", { minAmounts: 5 }) }, {}));
+  });
+
+  it("--rate-per-payer: 60 a minute by default, 0 turns it off, anything else is a usage error", () => {
+    expect(loadConfig({}, {}).ratePerPayer).toBe(60);
+    expect(loadConfig({ ratePerPayer: "0" } as ConfigFlags, {}).ratePerPayer).toBe(0);
+    expect(loadConfig({}, { FACILITATOR_RATE_PER_PAYER: "600" }).ratePerPayer).toBe(600);
+    const file = configFile("rate.json", { ratePerPayer: 5 });
+    expect(loadConfig({ config: file }, {}).ratePerPayer).toBe(5);
+    expect(usageError(() => loadConfig({ ratePerPayer: "lots" } as ConfigFlags, {}))).toMatch(
+      /--rate-per-payer must be a whole number from 0 to 1000000/,
+    );
+  });
+});
+
 describe("the batch-settlement receiver authorizer key", () => {
   it("none by default; flag file over environment over config file; one key, never a settlement key, never echoed", () => {
     expect(loadConfig({}, {}).loadReceiverAuthorizerKey()).toBeUndefined();

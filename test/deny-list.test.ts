@@ -19,7 +19,7 @@ import { DenyList, parseDenyList } from "../src/core/deny-list.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { removeCliJournals, runCli } from "./helpers/run-cli.js";
-import { post, startServe, waitForStderr } from "./helpers/serve.js";
+import { post, send, startServe, waitForStderr } from "./helpers/serve.js";
 import { buildPayment, randomAddress } from "./helpers/svm-build.js";
 
 const NETWORK = "eip155:84532";
@@ -321,4 +321,65 @@ describe("serve re-reads the list when it changes", () => {
       await serving.exited;
     }
   }, 30_000);
+
+  test("a list rewritten in place (truncated, then written) never lets the listed payer through", async () => {
+    const file = path.join(dir, "rewritten-list.txt");
+    const full = `# sanctions\n${BAD}\n${PAYER}\n`;
+    writeFileSync(file, full);
+    const serving = await startServe(
+      ["--rpc-url", rpcUrl, "--journal", path.join(dir, "journal-2.jsonl"), "--deny-list", file],
+      { FACILITATOR_RELOAD_POLL_MS: "200" },
+    );
+    const seen = (event: string) => serving.stderr().split(`"event":"${event}"`).length - 1;
+    const looks = () => serving.stderr().split(/"event":"reload/).length - 1;
+    const last = () => serving.stderr().trim().split("\n").at(-1) ?? "";
+    /** Writes `text` and waits until serve has looked at it (one more reload line in its log). */
+    const step = async (text: string) => {
+      const before = looks();
+      writeFileSync(file, text);
+      const until = Date.now() + 5_000;
+      while (looks() === before && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(looks(), `${JSON.stringify(text)}: ${serving.stderr()}`).toBe(before + 1);
+    };
+    /** A settle in the reference dialect, where a refusal has its own status. */
+    const settle = async (payer: string) => {
+      const { paymentPayload, paymentRequirements } = request(eip3009(payer));
+      const answer = await send(serving.url, {
+        path: "/settle",
+        body: JSON.stringify({ payload: paymentPayload, requirements: paymentRequirements }),
+      });
+      return { status: answer.status, reason: JSON.parse(answer.body ?? "{}").error };
+    };
+    const denied = { status: 403, reason: "address_denied" };
+    try {
+      expect(await settle(PAYER)).toEqual(denied);
+      // `echo … > list`: the shell truncates the file, then the writer writes it, in pieces.
+      await step("");
+      expect(await settle(PAYER)).toEqual(denied);
+      expect(last()).toMatch(/"reload_refused".*is empty/);
+      await step("# sanc");
+      expect(await settle(PAYER)).toEqual(denied);
+      expect(last()).toMatch(/"reload_refused".*does not end with a newline/);
+      // Cut at a line's end, before the payer's line: a shorter list waits for the file to settle.
+      await step(`# sanctions\n${BAD}\n`);
+      expect(await settle(PAYER)).toEqual(denied);
+      expect(last()).toMatch(/"reload_waiting".*lets through/);
+      await step(full);
+      expect(last()).toMatch(/"reloaded".*"addresses":2/);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(await settle(PAYER)).toEqual(denied);
+      expect(seen("reloaded")).toBe(1);
+
+      // An operator's removal applies once the file stays as it is; an empty list says so.
+      await step(`${BAD}\n`);
+      expect(await waitForStderr(serving, /"event":"reloaded".*"addresses":1/, 5_000)).toBe(true);
+      expect((await settle(PAYER)).reason).not.toBe("address_denied");
+      await step("# empty\n");
+      expect(await waitForStderr(serving, /"event":"reloaded".*"addresses":0/, 5_000)).toBe(true);
+      expect((await settle(BAD)).reason).not.toBe("address_denied");
+    } finally {
+      serving.child.kill("SIGTERM");
+      await serving.exited;
+    }
+  }, 60_000);
 });

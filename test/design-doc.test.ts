@@ -246,6 +246,7 @@ interface CruiserRule {
   readonly to: {
     readonly path?: string;
     readonly circular?: boolean;
+    readonly pathNot?: string;
     readonly dependencyTypes?: string[];
   };
 }
@@ -261,11 +262,13 @@ function breachesOf(rule: CruiserRule): string[] | undefined {
     const shipped = new Set(Object.keys(packageJson.dependencies ?? {}));
     const dev = new Set(Object.keys(packageJson.devDependencies ?? {}));
     const from = new RegExp(rule.from.path ?? "");
+    // The devDependencies the build bundles, which the rule lets src/ import.
+    const bundled = new RegExp(rule.to.pathNot ?? "(?!)");
+    const breaches = (name: string) =>
+      dev.has(name) && !shipped.has(name) && !bundled.test(`node_modules/${name}/`);
     return [...IMPORTS.packages]
       .filter(([file]) => from.test(file))
-      .flatMap(([file, names]) =>
-        names.filter((name) => dev.has(name) && !shipped.has(name)).map((n) => `${file} → ${n}`),
-      );
+      .flatMap(([file, names]) => names.filter(breaches).map((n) => `${file} → ${n}`));
   }
   if (rule.from.path !== undefined && rule.to.path !== undefined) {
     const [from, to] = [new RegExp(rule.from.path), new RegExp(rule.to.path)];

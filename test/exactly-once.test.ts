@@ -440,3 +440,35 @@ test("a line torn by a crash does not swallow the next record", async () => {
   expect(third.get("after")).toMatchObject({ txNonce: 1, raws: ["0xcd"], state: "broadcast" });
   third.close();
 });
+
+describe("a dry run sends nothing, whatever the store holds", () => {
+  let devnet: Devnet;
+  beforeAll(async () => {
+    // Nothing is mined unless asked: the transaction stays in the pool until it is dropped.
+    devnet = await startDevnet({ mining: "manual" });
+  });
+  afterAll(async () => {
+    await devnet?.stop();
+  });
+
+  test("simulated on an answered payment whose transaction left the pool: nothing is sent again", async () => {
+    const facilitator = facilitatorOn(devnet, { confirmTimeoutMs: 2_000 });
+    const anvil = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+    const rpc = chainOf(devnet);
+    const request = await signSampleRequest(devnet, { payer: payerOf(devnet, 2) });
+    const pendingNonce = () =>
+      rpc.getTransactionCount({ address: devnet.facilitator.address, blockTag: "pending" });
+    const submitted = await handleSettle(facilitator, { ...request, waitUntil: "submitted" });
+    expect(submitted.body).toMatchObject({ success: true });
+    const hash = submitted.body.transactionHash as Hex;
+    // The pool loses it (an eviction, a node restart): the payment was answered, nothing holds it.
+    await anvil.dropTransaction({ hash });
+    const nonce = await pendingNonce();
+    expect((await anvil.getTxpoolStatus()).pending).toBe(0);
+
+    const dry = await handleSettle(facilitator, { ...request, waitUntil: "simulated" });
+    expect(dry.body.success).toBe(false);
+    expect(await pendingNonce()).toBe(nonce);
+    expect(await anvil.getTxpoolStatus()).toEqual({ pending: 0, queued: 0 });
+  });
+});

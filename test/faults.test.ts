@@ -398,6 +398,9 @@ describe("anvil stopped and restarted under load", () => {
       journal,
       "--confirm-timeout",
       "8",
+      // Settles to the devnet's one payee for as long as the load runs: no rate per payee.
+      "--rate-per-payer",
+      "0",
     ]);
 
     let phase: Phase = "before";

@@ -353,6 +353,10 @@ describe("a reorg", () => {
     expect(first).toMatchObject({ success: true });
     before.journal.close();
     await anvil().revert({ id: snapshot });
+    // A reorg replaces the chain with a longer one: its head is newer than the answer was. (A node
+    // whose head is older may only lag behind the block: test/provider-lag.test.ts.)
+    await anvil().increaseTime({ seconds: 5 });
+    await anvil().mine({ blocks: 1 });
 
     const after = facilitatorOn(devnet, { journal: new Journal(journal) });
     const retry = await settle(after, a);

@@ -316,6 +316,37 @@ describe("a lock from another host (a volume shared, or a container moved)", () 
     expect(message).toContain(`if it no longer runs, delete ${file}`);
   });
 
+  it.runIf(root)(
+    "in a sticky directory, another user's lock naming another host, renewed a moment ago: not trusted, taken over",
+    () => {
+      const locks = lockDir(0o1777);
+      const file = keyLockIn(locks);
+      // Whoever planted it can renew it for ever: its age tells nothing; its owner does.
+      writeFileSync(file, other(new Date()));
+      chownSync(file, OTHER_UID, OTHER_UID);
+      expect(serveLocks(locks)).toBe("taken");
+    },
+  );
+
+  it.runIf(root)(
+    "one that this user cannot remove: refused at once, naming its owner, never waited on",
+    () => {
+      const locks = lockDir(0o1777);
+      const file = keyLockIn(locks);
+      writeFileSync(file, other(new Date()));
+      chownSync(file, OTHER_UID - 1, OTHER_UID - 1);
+      const journalDir = lockDir();
+      chownSync(journalDir, OTHER_UID, OTHER_UID);
+      const started = Date.now();
+      const child = serveLocksInChild(locks, journalDir, OTHER_UID);
+      expect(child.stdout.trim(), child.stderr).toBe(
+        `the settlement key ${KEY} cannot be locked: its lock file ${file} is stale, but it belongs to uid ${OTHER_UID - 1} and this user cannot remove it (EPERM): remove it as uid ${OTHER_UID - 1} or root, or use a lock directory only this user can write`,
+      );
+      expect(Date.now() - started).toBeLessThan(15_000);
+    },
+    30_000,
+  );
+
   it("its holder renews it while it runs (FACILITATOR_LOCK_LEASE: 1 s)", async () => {
     const locks = lockDir();
     const journal = path.join(lockDir(), "renewing.jsonl");

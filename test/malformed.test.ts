@@ -27,6 +27,9 @@ afterAll(async () => {
   await devnet?.stop();
 });
 
+/** ERC-6492's magic suffix: what a wrapped signature ends with. */
+const MAGIC_6492 = "64926492".repeat(8);
+
 // biome-ignore lint/suspicious/noExplicitAny: see above.
 type Edit = (request: any) => unknown;
 const edit = (change: Edit) => () => {
@@ -172,6 +175,39 @@ const cases: [string, () => unknown, ErrorCode, RegExp][] = [
     /payload\.payload\.signature/,
   ],
   [
+    "a signature of odd length",
+    set("payload.payload.signature", "0x123"),
+    "invalid_request",
+    /payload\.payload\.signature: expected 0x-prefixed hex bytes/,
+  ],
+  [
+    "an empty signature",
+    set("payload.payload.signature", "0x"),
+    "invalid_request",
+    /payload\.payload\.signature: expected 0x-prefixed hex bytes/,
+  ],
+  [
+    "an ERC-6492 wrapper of zero bytes",
+    set("payload.payload.signature", `0x${"00".repeat(32)}${MAGIC_6492}`),
+    "invalid_request",
+    /payload\.payload\.signature: ends with the ERC-6492 magic suffix but is no ERC-6492 wrapper/,
+  ],
+  [
+    "an ERC-6492 wrapper that is only the suffix",
+    set("payload.payload.signature", `0x${MAGIC_6492}`),
+    "invalid_request",
+    /payload\.payload\.signature: ends with the ERC-6492 magic suffix/,
+  ],
+  [
+    "an ERC-6492 wrapper whose calldata runs past its end",
+    set(
+      "payload.payload.signature",
+      `0x${"00".repeat(12)}${"11".repeat(20)}${"00".repeat(31)}60${"00".repeat(31)}80${"00".repeat(31)}ff${MAGIC_6492}`,
+    ),
+    "invalid_request",
+    /payload\.payload\.signature: ends with the ERC-6492 magic suffix/,
+  ],
+  [
     "no signature",
     remove("payload.payload.signature"),
     "invalid_request",
@@ -302,6 +338,25 @@ describe("x402 dialect", () => {
       payer: request.payload.payload.authorization.from,
     });
     expect(reply.body.invalidMessage).toMatch(/^paymentRequirements\.amount/);
+  });
+
+  test("a malformed signature (an ERC-6492 wrapper that does not decode, odd, empty) is invalid_payload, on verify and settle", async () => {
+    for (const signature of [`0x${"00".repeat(32)}${MAGIC_6492}`, "0x123", "0x", "0xnothex"]) {
+      const request = structuredClone(valid);
+      request.payload.payload.signature = signature;
+      const body = {
+        x402Version: 2,
+        paymentPayload: request.payload,
+        paymentRequirements: request.requirements,
+      };
+      const verify = await handleVerify(facilitator, body);
+      expect(verify.status).toBe(200);
+      expect(verify.body).toMatchObject({ isValid: false, invalidReason: "invalid_payload" });
+      expect(verify.body.invalidMessage).toMatch(/^paymentPayload\.payload\.signature/);
+      const settle = await handleSettle(facilitator, body);
+      expect(settle.status).toBe(200);
+      expect(settle.body).toMatchObject({ success: false, errorReason: "invalid_payload" });
+    }
   });
 
   test('settle answers carry transaction "" and the network when nothing was sent', async () => {

@@ -5,7 +5,8 @@
  * turns it on. The keys file is re-read without a restart; a bad new file keeps the old keys and
  * the log says why, without ever printing a key.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -257,6 +258,37 @@ describe("facilitator serve", () => {
       await serving.exited;
     }
   }, 30_000);
+
+  test("a truncated keys file or a FIFO moved over it is refused at once; serve keeps answering", async () => {
+    const file = keysFile({ keys: [{ name: "shop-a", key: KEY_A }] });
+    const serving = await startServe(
+      ["--api-keys-file", file, "--journal", path.join(dir, "journal-fifo.jsonl")],
+      { FACILITATOR_RELOAD_POLL_MS: "50" },
+    );
+    try {
+      expect((await ask(serving.url, KEY_A)).status).toBe(400);
+      keysFile("");
+      expect(await waitForStderr(serving, /"reload_refused".*API keys file/, 5_000)).toBe(true);
+      expect((await ask(serving.url, KEY_A)).status).toBe(400);
+
+      // A FIFO with no writer: reading it would wait for one (the input timeout, 30 s).
+      const fifo = path.join(dir, "keys.fifo");
+      execFileSync("mkfifo", [fifo]);
+      renameSync(fifo, file);
+      let slowest = 0;
+      const until = Date.now() + 1_500;
+      while (Date.now() < until) {
+        const started = performance.now();
+        expect((await ask(serving.url, KEY_A)).status).toBe(400);
+        slowest = Math.max(slowest, performance.now() - started);
+      }
+      expect(slowest).toBeLessThan(1_000);
+      expect(serving.stderr()).toMatch(/"reload_refused".*not a regular file/);
+    } finally {
+      serving.child.kill("SIGTERM");
+      await serving.exited;
+    }
+  }, 60_000);
 
   test("--rate-per-client: each client address its own rate; 429 with Retry-After", async () => {
     const serving = await startServe([

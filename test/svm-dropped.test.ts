@@ -53,11 +53,22 @@ const settle = (f: Facilitator, body: unknown) => handlePost(f, "/settle", body)
 
 const payer = (n: number) => devnet.payers[n] as SvmDevKey;
 
-/** The node takes the next `count` transactions and drops them. */
-function dropSends(count: number) {
+/**
+ * The node takes the next `count` transactions and drops them; the promise settles once the
+ * last of them was taken (a test that passes blocks must not pass them before the send).
+ */
+function dropSends(count: number): Promise<void> {
   let left = count;
-  proxy.intercept = (method) =>
-    method === "sendTransaction" && left-- > 0 ? { swallow: "dropped" } : undefined;
+  let taken: () => void = () => {};
+  const done = new Promise<void>((resolve) => {
+    taken = resolve;
+  });
+  proxy.intercept = (method) => {
+    if (method !== "sendTransaction" || left <= 0) return undefined;
+    if (--left === 0) taken();
+    return { swallow: "dropped" };
+  };
+  return done;
 }
 
 describe("a transaction the node dropped", () => {
@@ -69,10 +80,11 @@ describe("a transaction the node dropped", () => {
       svmTokenBalance(devnet, devnet.payee.address),
       svmLamports(devnet, devnet.feePayer.address),
     ]);
-    dropSends(1);
+    const dropped = dropSends(1);
     const pending = settle(f, { payload: whole.payload, requirements: whole.requirements });
-    // Let it be sent, then pass 150 blocks.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Once it was sent (and dropped), pass 150 blocks: passed before the send, the blockhash
+    // would already be gone at simulation, a different failure (the last test's).
+    await Promise.race([dropped, pending]);
     for (let i = 0; i < 160; i++) devnet.cluster.tick();
     const answer = await pending;
     expect(answer).toMatchObject({ status: 400, body: { error: "settlement_failed" } });

@@ -1,6 +1,7 @@
 /** The payer throttle's and the gas at risk's windows: who is refused, for how long, and who is not. */
 import type { Address } from "viem";
 import { describe, expect, test } from "vitest";
+import { SettlementRate } from "../src/core/settle-rate.js";
 import type { ExpectedTransfer } from "../src/core/store.js";
 import { PayerThrottle } from "../src/core/throttle.js";
 import { GasAtRisk } from "../src/evm/chain/gas-at-risk.js";
@@ -175,5 +176,56 @@ describe("GasAtRisk", () => {
     known.settled(1, payer(9), ASSET);
     for (let i = 0; i < 20; i++) known.charge(1, waste(payer(i + 1), 30_000n, "reverted"), i);
     expect(await known.refusal(1, payer(50), ASSET, 30)).toBeUndefined();
+  });
+});
+
+describe("SettlementRate", () => {
+  const SELLER = "0x00000000000000000000000000000000000000Cc";
+  const parties = (payer: string, payee = SELLER) => ({ payers: [payer], payees: [payee] });
+
+  test("N a minute per payer and per payee, given back when nothing was sent, refilled over time", () => {
+    let now = 0;
+    const rate = new SettlementRate(2, { now: () => now });
+    const first = rate.take(parties(PAYER));
+    expect(first.ok).toBe(true);
+    // A settle that sent nothing gives its place back (once, however often it is released).
+    if (first.ok) {
+      first.release();
+      first.release();
+    }
+    expect(rate.take(parties(PAYER)).ok).toBe(true);
+    expect(rate.take(parties(PAYER.toLowerCase())).ok).toBe(true);
+    const waits = rate.take(parties(PAYER));
+    expect(waits).toMatchObject({
+      ok: false,
+      failure: { code: "payer_throttled", retryAfterSeconds: 30 },
+    });
+    now += 29_000;
+    expect(rate.refusal(parties(PAYER))).toMatchObject({ retryAfterSeconds: 1 });
+    now += 1_000;
+    expect(rate.take(parties(PAYER)).ok).toBe(true);
+    expect(rate.take(parties(PAYER)).ok).toBe(false);
+  });
+
+  test("a payee is paid at ten times a payer's rate: its buyers do not wait on each other", () => {
+    const rate = new SettlementRate(2, { now: () => 0 });
+    const buyer = (i: number) => `0x${(i + 1).toString(16).padStart(40, "0")}`;
+    for (let i = 0; i < 20; i++) expect(rate.take(parties(buyer(i))).ok).toBe(true);
+    // The 21st buyer has its own two, but the seller's twenty are spent: it waits, taking nothing.
+    const waits = rate.refusal(parties(buyer(20)));
+    expect(waits?.message).toContain(`payee ${SELLER.toLowerCase()}`);
+    expect(waits?.retryAfterSeconds).toBe(3);
+    expect(rate.take(parties(buyer(20), `0x${"e".repeat(40)}`)).ok).toBe(true);
+    expect(rate.take(parties(buyer(20), `0x${"e".repeat(40)}`)).ok).toBe(true);
+    expect(rate.take(parties(buyer(20), `0x${"e".repeat(40)}`)).ok).toBe(false);
+  });
+
+  test("memory is bounded: past the cap the least recently used address comes back full", () => {
+    const rate = new SettlementRate(1, { now: () => 0, maxTracked: 2 });
+    const payer = (i: number) => `0x${i.toString(16).padStart(40, "0")}`;
+    expect(rate.take({ payers: [payer(1)], payees: [] }).ok).toBe(true);
+    expect(rate.take({ payers: [payer(1)], payees: [] }).ok).toBe(false);
+    for (const i of [2, 3]) rate.take({ payers: [payer(i)], payees: [] });
+    expect(rate.take({ payers: [payer(1)], payees: [] }).ok).toBe(true);
   });
 });

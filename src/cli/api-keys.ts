@@ -11,7 +11,12 @@
 import { getAddress, isAddress } from "viem";
 import type { ApiKey, ApiKeys } from "../http/callers.js";
 import { DEFAULT_KEY_RATE, MAX_RATE } from "../http/rates.js";
-import { readSmallFile } from "./bounded-read.js";
+import {
+  InputError,
+  readRegularFile,
+  readSmallFile,
+  SMALL_FILE_LIMIT_BYTES,
+} from "./bounded-read.js";
 import { UsageError } from "./errors.js";
 import { givenSetting, type SettingSources } from "./setting-resolver.js";
 import { SETTINGS } from "./settings.js";
@@ -28,9 +33,20 @@ export function readApiKeys(sources: SettingSources): ApiKeys | undefined {
   return readApiKeysFile(named, given.source.name, sources.env);
 }
 
-/** The keys in `file`, named in messages as `source` says (a flag, a variable, serve's reload). */
-export function readApiKeysFile(file: string, source: string, env: NodeJS.ProcessEnv): ApiKeys {
-  const text = readSmallFile(file, source, env);
+/**
+ * The keys in `file`, named in messages as `source` says (a flag, a variable, serve's reload).
+ * `regularOnly` (serve's reloads, on the serving thread): a pipe or FIFO is refused at once
+ * instead of waited on.
+ */
+export function readApiKeysFile(
+  file: string,
+  source: string,
+  env: NodeJS.ProcessEnv,
+  regularOnly = false,
+): ApiKeys {
+  const text = regularOnly ? readRegular(file, source) : readSmallFile(file, source, env);
+  // An empty file is one being written (truncated first): never "no keys".
+  if (text.trim() === "") throw new UsageError(`${source} ${file} is empty`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -38,6 +54,17 @@ export function readApiKeysFile(file: string, source: string, env: NodeJS.Proces
     throw new UsageError(`${source} ${file} is not JSON`);
   }
   return parseApiKeys(parsed, `${source} ${file}`);
+}
+
+function readRegular(file: string, source: string): string {
+  try {
+    return readRegularFile(file, SMALL_FILE_LIMIT_BYTES).bytes.toString("utf8");
+  } catch (error) {
+    if (error instanceof InputError) {
+      throw new UsageError(`cannot read ${source} ${file}: ${error.reason}`);
+    }
+    throw error;
+  }
 }
 
 export function parseApiKeys(value: unknown, where: string): ApiKeys {

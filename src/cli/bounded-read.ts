@@ -84,6 +84,32 @@ export function readPathBounded(path: string, limits: ReadLimits): Buffer {
   }
 }
 
+/**
+ * Reads a whole regular file within `maxBytes`, never waiting: it is opened non-blocking and
+ * checked with fstat before any read, so a FIFO, device or socket put in its place is refused at
+ * once instead of holding the thread (serve's reloads run on the serving thread).
+ */
+export function readRegularFile(
+  path: string,
+  maxBytes: number,
+): { readonly bytes: Buffer; readonly modifiedMs: number } {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    throw new InputError(describeErrno((error as NodeJS.ErrnoException).code));
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw new InputError(describeErrno("EISDIR"));
+    if (!stat.isFile()) throw new InputError("it is not a regular file (a pipe, FIFO or device?)");
+    if (stat.size > maxBytes) throw tooLarge(maxBytes);
+    return { bytes: readFd(fd, false, { maxBytes, idleTimeoutMs: 0 }), modifiedMs: stat.mtimeMs };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function readFd(fd: number, fifo: boolean, limits: ReadLimits): Buffer {
   const chunks: Buffer[] = [];
   let size = 0;

@@ -5,8 +5,10 @@
  * where each comes from.
  */
 import { type Address, getAddress, isAddress, parseEther } from "viem";
+import type { MinAmount } from "../core/amount-floor.js";
 import { GAS_BOUND_NAMES, type GasBoundName } from "../evm/chain/gas-bounds.js";
-import { chainIdOfCaip2, chainIdOfV1Name } from "../protocol/networks.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../protocol/networks.js";
+import { isSolanaAddress, looksSolana, solanaNetworkOf } from "../protocol/solana-networks.js";
 import { UsageError } from "./errors.js";
 import type { Parser, Source } from "./setting-parsers.js";
 
@@ -129,6 +131,66 @@ export const allowedAssets: Parser<Record<number, Address[]>> = (value, { name: 
   }
   return allowed;
 };
+
+/**
+ * `--min-amount`: "<network>:<asset>=<units>" (one network) or "<asset>=<units>" (every network),
+ * comma-separated; in the config file a list of those, or {"<network>:<asset>": units}. Units are
+ * the asset's smallest (atomic) units, as requirements.amount counts them.
+ */
+export const minAmounts: Parser<MinAmount[]> = (value, { name: source }) => {
+  let entries: [string, unknown][];
+  if (typeof value === "string") entries = textEntries(value);
+  else if (Array.isArray(value) && value.every((v) => typeof v === "string")) {
+    entries = value.flatMap(textEntries);
+  } else if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    entries = Object.entries(value);
+  } else {
+    throw new UsageError(`${source} must be a list of "<network>:<asset>=<units>"`);
+  }
+  return entries.map(([where, units]) => minAmount(where, units, source));
+};
+
+function textEntries(text: string): [string, unknown][] {
+  return text
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const at = part.lastIndexOf("=");
+      return at === -1 ? [part, undefined] : [part.slice(0, at).trim(), part.slice(at + 1).trim()];
+    });
+}
+
+function minAmount(where: string, units: unknown, source: string): MinAmount {
+  const named = `${source}: "${where.slice(0, 120)}"`;
+  const text = typeof units === "number" && Number.isSafeInteger(units) ? String(units) : units;
+  if (typeof text !== "string" || !/^[0-9]{1,78}$/.test(text) || BigInt(text) === 0n) {
+    throw new UsageError(
+      `${named} needs a minimum in the asset's smallest units, a whole number from 1, as in eip155:8453:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913=10000`,
+    );
+  }
+  const colon = where.lastIndexOf(":");
+  const asset = where.slice(colon + 1);
+  const network = colon === -1 ? undefined : where.slice(0, colon);
+  const evm = isAddress(asset, { strict: false });
+  if (!evm && !isSolanaAddress(asset)) {
+    throw new UsageError(`${named} does not end in an EVM (0x…) or Solana token address`);
+  }
+  return { network: network && networkOf(network, evm, named), asset, units: BigInt(text) };
+}
+
+/** A network as the operator names it, as the CAIP-2 id requests are compared under. */
+function networkOf(network: string, evmAsset: boolean, named: string): string {
+  if (looksSolana(network)) {
+    const id = solanaNetworkOf(network, 1) ?? solanaNetworkOf(network, 2);
+    if (id === undefined || evmAsset) {
+      throw new UsageError(`${named}: not a Solana network and a Solana token address`);
+    }
+    return id;
+  }
+  if (!evmAsset) throw new UsageError(`${named}: a Solana token address on an EVM network`);
+  return caip2(chainIdOf(network, named));
+}
 
 /**
  * Lower layers first: a layer's one value for every network replaces everything below it, and its

@@ -5,6 +5,7 @@
  * echoed, not even in an error message.
  */
 import type { Address, Hex } from "viem";
+import type { MinAmount } from "../core/amount-floor.js";
 import type { SvmFeePayer } from "../svm/chain/keys.js";
 import { DEFAULT_SMART_WALLET_PROGRAMS } from "../svm/exact/constants.js";
 import type { SmartWalletOptions } from "../svm/exact/smart-wallet.js";
@@ -27,6 +28,8 @@ export interface CliConfig {
    * configured URLs too, false never; undefined: only when no URL is configured.
    */
   readonly publicRpcs?: boolean | undefined;
+  /** Most JSON-RPC calls in one batch request (undefined: 1,000, lowered by a refusal). */
+  readonly rpcBatchLimit?: number | undefined;
   /** Wallet factories whose undeployed (ERC-6492) wallets may pay. */
   readonly erc6492Factories: Address[];
   /** The first settlement key; loaded only when the command needs to sign. */
@@ -68,6 +71,10 @@ export interface CliConfig {
   readonly denyList?: string | undefined;
   /** serve: requests a minute per client address without a named API key (undefined: off). */
   readonly ratePerClient?: number | undefined;
+  /** The least each asset's payments may move (0 is refused whatever this says). */
+  readonly minAmounts: MinAmount[];
+  /** Settlements a minute per payer and per payee (0: off). */
+  readonly ratePerPayer: number;
 }
 
 /** The config file the flags or the environment name, read; then every setting from all three. */
@@ -79,6 +86,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   // In this order, so that of several mistakes the same one is reported first.
   const rpcUrls = setting(SETTINGS.rpcUrls);
   const publicRpcs = setting(SETTINGS.publicRpcs);
+  const rpcBatchLimit = setting(SETTINGS.rpcBatchLimit);
   const confirmTimeoutMs = setting(SETTINGS.confirmTimeout);
   const keys = keyLoaders(sources);
   const journalPath = setting(SETTINGS.journal);
@@ -109,6 +117,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const builderCode = setting(SETTINGS.builderCode);
   const denyList = setting(SETTINGS.denyList);
   const ratePerClient = setting(SETTINGS.ratePerClient);
+  const minAmounts = setting(SETTINGS.minAmounts);
+  const ratePerPayer = setting(SETTINGS.ratePerPayer);
 
   return {
     erc6492Factories,
@@ -117,6 +127,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     payerRevertWindowMs,
     rpcUrls,
     publicRpcs,
+    rpcBatchLimit,
     ...keys,
     svmMaxFeeLamports,
     svmSmartWallets,
@@ -131,6 +142,8 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     builderCode,
     denyList,
     ratePerClient,
+    minAmounts,
+    ratePerPayer,
   };
 }
 

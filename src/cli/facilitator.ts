@@ -52,6 +52,7 @@ async function build(
   const rpc = {
     rpcUrls: config.rpcUrls,
     useDefaultRpcs: config.publicRpcs,
+    rpcBatchLimit: config.rpcBatchLimit,
     erc6492Factories: config.erc6492Factories,
     metrics: options.metrics,
     // Verify needs the Solana fee payers too: a payment names the one it expects.
@@ -102,6 +103,9 @@ async function build(
     wastedGasBudgetByChain: config.limits.wastedGasBudgetByChain,
     allowedAssets: config.limits.allowedAssets,
     replaceAfterMs: config.replaceAfterMs,
+    minAmounts: config.minAmounts,
+    // Counted per process: a one-shot command settles one payment.
+    ratePerPayer: options.server ? config.ratePerPayer : undefined,
     watchSubmitted: options.server === true,
     // A one-shot command has no other claims to wait for.
     claimBatch: options.server ? config.claimBatch : { ...config.claimBatch, maxWaitMs: 0 },
@@ -128,7 +132,7 @@ function openJournal(file: string, options?: { compactAfterLines?: number }): Wa
   const gone = goneDevnetDir(file);
   if (gone) throw new UsageError(staleDevnetMessage(gone));
   try {
-    return new WatchedJournal(file, options);
+    return new WatchedJournal(file, { ...options, warn });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
     throw new UsageError(`cannot open the settlement journal ${file} (${code})`);

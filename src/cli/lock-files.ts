@@ -71,7 +71,7 @@ export function checkLockDirectory(dir: string): void {
 }
 
 /** Us, or root (who can do anything anyway). */
-const trustedOwner = (uid: number) => uid === ourUid || uid === 0;
+export const trustedOwner = (uid: number) => uid === ourUid || uid === 0;
 
 /**
  * Whether `gid` is this user's private group (named after the user, nobody else in it), which a

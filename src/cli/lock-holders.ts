@@ -3,11 +3,13 @@
  * says (a reused pid, or a planted lock naming pid 1, does not match), in this boot, as the user
  * that owns the lock file (a process writes its own lock). On another host, nothing can be
  * checked from here: the holder renews its lock while it runs, and one not renewed within its
- * lease is stale.
+ * lease is stale. Its age is only worth something in a file this user (or root) owns: a facilitator
+ * of ours on another host writes the shared volume as the same user, while a file of another user
+ * (planted in a sticky directory) can be renewed by its owner for ever: it is not trusted.
  */
 import { readFileSync } from "node:fs";
 import os from "node:os";
-import { ourUid } from "./lock-files.js";
+import { ourUid, trustedOwner } from "./lock-files.js";
 
 export interface LockHolder {
   readonly pid: number;
@@ -84,6 +86,7 @@ interface FileFacts {
 
 export function holderRuns(holder: LockHolder, file: FileFacts): boolean {
   if (holder.host !== os.hostname()) {
+    if (ourUid !== undefined && !trustedOwner(file.uid)) return false;
     return Date.now() - lastRenewal(holder, file.mtimeMs) <= leaseOf(holder);
   }
   if (holder.boot && bootId && holder.boot !== bootId) return false;

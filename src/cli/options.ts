@@ -28,7 +28,7 @@ export function withSettings(command: Command, ...rows: readonly Setting[]): Com
 export type FeePayerUse = "key and fee cap" | "key only" | "none";
 
 /**
- * --rpc-url, --public-rpcs, --config: how every command finds its chains; and the Solana fee
+ * --rpc-url, --public-rpcs, --rpc-batch-limit, --config: how every command finds its chains; and the Solana fee
  * payer's --svm-private-key-file and --svm-max-fee-lamports, as far as the command uses them.
  */
 export function withChainOptions(
@@ -39,6 +39,7 @@ export function withChainOptions(
     command,
     SETTINGS.rpcUrls,
     SETTINGS.publicRpcs,
+    SETTINGS.rpcBatchLimit,
     ...(feePayer !== "none" ? [SETTINGS.svmFeePayers] : []),
     ...(feePayer === "key and fee cap"
       ? [

@@ -7,6 +7,8 @@
  */
 import os from "node:os";
 import path from "node:path";
+import { DEFAULT_BATCH_LIMIT } from "../core/provider-limits.js";
+import { DEFAULT_RATE_PER_PAYER } from "../core/settle-rate.js";
 import { DEFAULT_CLAIM_BATCH } from "../evm/batch-settlement/batcher.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../evm/chain/gas-at-risk.js";
 import { defaultJournalPath } from "../store/journal-file.js";
@@ -16,7 +18,7 @@ import {
   DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE,
   MAX_TRANSACTION_COMPUTE_UNITS,
 } from "../svm/exact/constants.js";
-import { allowedAssets, gasAmount, gasBounds, nativeAmount } from "./config-limits.js";
+import { allowedAssets, gasAmount, gasBounds, minAmounts, nativeAmount } from "./config-limits.js";
 import { DEFAULT_LEASE_MS, MAX_LEASE_MS } from "./lock-holders.js";
 import {
   addresses,
@@ -63,6 +65,14 @@ export const SETTINGS = {
     key: "publicRpcs",
     parse: onOff,
     help: "also serve well-known chains that have no --rpc-url through built-in public RPCs, as when no RPC is configured",
+  }),
+  rpcBatchLimit: value({
+    flag: "--rpc-batch-limit <n>",
+    env: "FACILITATOR_RPC_BATCH_LIMIT",
+    key: "rpcBatchLimit",
+    parse: wholeNumber(DEFAULT_BATCH_LIMIT),
+    shownDefault: `${DEFAULT_BATCH_LIMIT}, lowered for an RPC that refuses a batch`,
+    help: "most JSON-RPC calls sent in one batch request to an RPC; 1: no batches",
   }),
   erc6492Factories: value({
     flag: "--erc6492-factory <address>",
@@ -210,6 +220,25 @@ export const SETTINGS = {
     parse: allowedAssets,
     default: () => ({}),
     help: "the only assets settled, per network",
+  }),
+  minAmounts: value({
+    flag: "--min-amount <[network:]asset=units>",
+    repeatable: true,
+    env: "FACILITATOR_MIN_AMOUNTS",
+    key: "minAmounts",
+    parse: minAmounts,
+    default: () => [],
+    shownDefault: "none; 0 is always refused",
+    help: "refuse payments of an asset below this many of its smallest units, on one network (eip155:8453:0x8335…=10000) or on every one (0x8335…=10000); repeatable",
+  }),
+  ratePerPayer: value({
+    flag: "--rate-per-payer <n>",
+    env: "FACILITATOR_RATE_PER_PAYER",
+    key: "ratePerPayer",
+    parse: wholeNumberFrom0(1_000_000),
+    default: () => DEFAULT_RATE_PER_PAYER,
+    shownDefault: `${DEFAULT_RATE_PER_PAYER}; 0: off`,
+    help: "each payer and each payee may have n settlements a minute sent for it (bursts of n); more wait with 429 payer_throttled",
   }),
   replaceAfter: value({
     flag: "--replace-after <seconds>",

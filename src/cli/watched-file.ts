@@ -3,8 +3,12 @@
  * of modification time, size or inode, so an editor's save and a deploy's replacement (a new file
  * moved over the old) both count. What a file now says is applied only when it reads and checks
  * whole; otherwise what was applied before stays, and the log says why (never the content).
+ *
+ * A version that loosens what is in force (a deny list without an address the list in force has)
+ * may be a file caught mid-write, cut at a line's end: it is applied only once the file has stayed
+ * unchanged for two polls, and read again then. A version that only tightens applies at once.
  */
-import { type Stats, unwatchFile, watchFile } from "node:fs";
+import { type Stats, statSync, unwatchFile, watchFile } from "node:fs";
 
 /** How often a watched file is looked at (FACILITATOR_RELOAD_POLL_MS overrides it, for tests). */
 const POLL_MS = 1_000;
@@ -14,9 +18,18 @@ export interface Reload<T> {
   readonly what: string;
   /** Reads and checks the file; throws (a UsageError saying what is wrong) when it cannot. */
   read(): T;
+  /** Whether putting `value` in force lets through what is refused now; absent: never. */
+  loosens?(value: T): boolean;
   /** Puts the new contents in force; answers what the log says of them (counts, never secrets). */
   apply(value: T): Record<string, unknown>;
 }
+
+const sameFile = (a: Stats | undefined, b: Stats | undefined) =>
+  a !== undefined &&
+  b !== undefined &&
+  a.mtimeMs === b.mtimeMs &&
+  a.size === b.size &&
+  a.ino === b.ino;
 
 export function reloadOnChange<T>(
   file: string,
@@ -25,13 +38,24 @@ export function reloadOnChange<T>(
   env: NodeJS.ProcessEnv = process.env,
 ): () => void {
   const interval = Number(env.FACILITATOR_RELOAD_POLL_MS) || POLL_MS;
-  const listener = (now: Stats, before: Stats) => {
-    if (now.mtimeMs === before.mtimeMs && now.size === before.size && now.ino === before.ino) {
-      return;
-    }
+  let pending: NodeJS.Timeout | undefined;
+  const attempt = (settled: boolean) => {
+    clearTimeout(pending);
+    pending = undefined;
     const time = new Date().toISOString();
     try {
-      const said = reload.apply(reload.read());
+      const before = statSync(file, { throwIfNoEntry: false });
+      const value = reload.read();
+      if (!settled && reload.loosens?.(value)) {
+        // Looked at again after two polls: applied only if the file has not changed meanwhile.
+        pending = setTimeout(() => {
+          if (sameFile(before, statSync(file, { throwIfNoEntry: false }))) attempt(true);
+        }, 2 * interval);
+        pending.unref();
+        log?.({ time, event: "reload_waiting", file: reload.what, ...waitingSays(interval) });
+        return;
+      }
+      const said = reload.apply(value);
       log?.({ time, event: "reloaded", file: reload.what, ...said });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -43,6 +67,17 @@ export function reloadOnChange<T>(
       });
     }
   };
+  const listener = (now: Stats, before: Stats) => {
+    if (sameFile(now, before)) return;
+    attempt(false);
+  };
   watchFile(file, { interval, persistent: false }, listener);
-  return () => unwatchFile(file, listener);
+  return () => {
+    clearTimeout(pending);
+    unwatchFile(file, listener);
+  };
 }
+
+const waitingSays = (interval: number) => ({
+  message: `the new version lets through what the one in force refuses; it is put in force if the file stays unchanged for ${(2 * interval) / 1000} s`,
+});

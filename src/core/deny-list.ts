@@ -42,6 +42,12 @@ export class DenyList {
     return this.#addresses.size;
   }
 
+  /** Whether every address `other` denies is denied here too (a reload that loosens nothing). */
+  coversAll(other: DenyList): boolean {
+    for (const address of other.#addresses) if (!this.#addresses.has(address)) return false;
+    return true;
+  }
+
   denies(address: string): boolean {
     const key = normal(address);
     return key !== undefined && this.#addresses.has(key);

@@ -7,12 +7,14 @@ import { failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import { AmountFloor } from "./amount-floor.js";
 import type { Answers } from "./answers.js";
-import type { DenyList } from "./deny-list.js";
+import type { DenyList, Parties } from "./deny-list.js";
 import type { Discovery } from "./discovery.js";
 import type { ChainFamily, SupportedKind } from "./family.js";
 import { settleOnce } from "./idempotency.js";
 import { type Reconciled, type ReconcileOptions, reconcileOnce } from "./reconciler.js";
+import type { SettlementRate } from "./settle-rate.js";
 import { type SettlementStatus, type StatusQuery, settlementStatus } from "./status.js";
 import type { SettlementStore } from "./store.js";
 import { failureOfThrown } from "./thrown.js";
@@ -36,6 +38,10 @@ export class FacilitatorCore {
   readonly discovery: Discovery | undefined;
   /** The operator's deny list, if any; the shell replaces it when its file changes. */
   denyList: DenyList | undefined;
+  /** Payments of nothing are refused; and below the operator's minimums, when it set some. */
+  amountFloor = new AmountFloor();
+  /** Settlements a minute per payer and payee, when the operator set a rate. */
+  settleRate: SettlementRate | undefined;
 
   constructor(
     families: readonly ChainFamily[],
@@ -60,8 +66,8 @@ export class FacilitatorCore {
     if (!family) return { ok: false, failure: unserved(request) };
     let result: VerifyResult;
     try {
-      const denied = await this.#denied(family, request);
-      if (denied) return { ok: false, ...denied };
+      const { refused } = await this.#checked(family, request, "verify");
+      if (refused) return { ok: false, ...refused };
       result = await family.verify(request);
     } catch (error) {
       return { ok: false, failure: failureOfThrown(error, "verify") };
@@ -75,12 +81,12 @@ export class FacilitatorCore {
     let result: SettleResult;
     const level = waitUntil ?? request.waitUntil ?? "confirmed";
     try {
-      const denied = await this.#denied(family, request);
-      if (denied) return { ok: false, ...denied };
+      const { refused, parties } = await this.#checked(family, request, "settle");
+      if (refused) return { ok: false, ...refused };
       result = await settleOnce(
         this.journal,
         request,
-        () => family.settle(request, level),
+        () => this.#counted(family, request, level, parties),
         (transaction) => family.stillOnChain(request, transaction),
       );
     } catch (error) {
@@ -93,15 +99,51 @@ export class FacilitatorCore {
     return this.discovery ? this.discovery.afterSettle(request, result, level) : result;
   }
 
-  /** Refused by the deny list, before any chain call: a payer the family reads, or the payee. */
-  async #denied(family: ChainFamily, request: PaymentRequest) {
+  /**
+   * Refused before any chain call (and the parties read for it): by the deny list (a payer the family reads, or the payee); for
+   * moving nothing, or less than the asset's minimum; for a payer or payee over its rate of
+   * settlements (verify says so too, rather than valid for a settle that would wait).
+   */
+  async #checked(family: ChainFamily, request: PaymentRequest, op: "verify" | "settle") {
     const list = this.denyList;
-    if (!list || list.size === 0) return undefined;
-    const named = await family.parties?.(request);
-    return list.refusal({
-      payers: named?.payers ?? [],
-      payees: [request.requirements.payTo, ...(named?.payees ?? [])],
-    });
+    let parties: Parties | undefined;
+    if ((list && list.size > 0) || this.settleRate) {
+      const named = await family.parties?.(request);
+      parties = {
+        payers: named?.payers ?? [],
+        payees: [request.requirements.payTo, ...(named?.payees ?? [])],
+      };
+    }
+    const denied = parties && list?.refusal(parties);
+    const moved = denied ? undefined : family.moves?.(request, op);
+    const small = moved && moved !== "nothing" ? this.amountFloor.refusal(moved) : undefined;
+    const waits = denied || small ? undefined : parties && this.settleRate?.refusal(parties);
+    const failure = small ?? waits;
+    return { refused: denied ?? (failure ? { failure } : undefined), parties };
+  }
+
+  /**
+   * One settle, taken from its payers' and payees' rates (this is what runs once per
+   * payment-identifier: an answer repeated from the store is not counted again); given back when
+   * it sent no transaction.
+   */
+  async #counted(
+    family: ChainFamily,
+    request: PaymentRequest,
+    level: WaitUntil,
+    parties: Parties | undefined,
+  ) {
+    const rate = this.settleRate;
+    if (!rate || !parties) return family.settle(request, level);
+    const taken = rate.take(parties);
+    if (!taken.ok) return { ok: false as const, failure: taken.failure };
+    let result: SettleResult | undefined;
+    try {
+      result = await family.settle(request, level);
+      return result;
+    } finally {
+      if (!result?.transactionHash || level === "simulated") taken.release();
+    }
   }
 
   /** One reconciler pass: every settlement not at its end, followed and written down. */

@@ -67,6 +67,26 @@ export interface ChainFamily {
    * needs decoding is decoded), so the deny list is checked before anything reaches a chain.
    */
   parties?(request: PaymentRequest): Promise<Parties>;
+  /**
+   * What the request moves (`op`: at verify or at settle), without a chain call; "nothing" when it
+   * moves no payer's funds by design (a batch-settlement claim, an `upto` settle of zero: their
+   * own checks refuse one that would send a transaction for nothing); undefined when it cannot be
+   * read, which verify and settle then refuse themselves.
+   */
+  moves?(request: PaymentRequest, op: "verify" | "settle"): Moved | "nothing" | undefined;
+}
+
+/**
+ * What a request moves from its payer, read from the request alone: the rule against payments of
+ * nothing and the operator's minimums (core/amount-floor.ts) apply to it.
+ */
+export interface Moved {
+  /** The network, as a CAIP-2 id. */
+  readonly network: string;
+  readonly asset: string;
+  readonly amount: bigint;
+  /** Where the request says it, for messages ("paymentRequirements.amount"). */
+  readonly field: string;
 }
 
 export type SettlementKey =

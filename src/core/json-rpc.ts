@@ -7,7 +7,9 @@
  * socket error as its cause, TimeoutError, RpcRequestError for the node's error), so retries
  * (viem's createTransport) and "never reached the node" (rpc.ts) read as before. Concurrent calls
  * made in the same turn of the event loop go out as one batch when `batch` is on (synchronous
- * sends in a batch of their own).
+ * sends in a batch of their own). A provider's batch limit and rate limit are met here
+ * (provider-limits.ts): a batch refused whole is split and sent again, a call answered "wait" is
+ * sent again after the wait.
  */
 import http from "node:http";
 import {
@@ -18,6 +20,17 @@ import {
   TimeoutError,
   type Transport,
 } from "viem";
+import {
+  FAILOVER_WAIT_BUDGET_MS,
+  isRateLimitAnswer,
+  learnBatchLimit,
+  type ProviderState,
+  providerState,
+  RATE_WAIT_BUDGET_MS,
+  RateLimitedError,
+  retryAfterMs,
+  withinRateLimit,
+} from "./provider-limits.js";
 
 export interface JsonRpcOptions {
   readonly batch?: boolean | undefined;
@@ -25,12 +38,17 @@ export interface JsonRpcOptions {
   readonly retryCount?: number | undefined;
   /** Time for a whole answer, from the request (default 10 s). */
   readonly timeout?: number | undefined;
+  /** Most calls in one batch request (default 1,000, lowered when the provider refuses one). */
+  readonly batchLimit?: number | undefined;
+  /**
+   * Another URL can take a call this one's provider rate-limits: wait for it less
+   * (FAILOVER_WAIT_BUDGET_MS) and fail, so the fallback asks the next.
+   */
+  readonly failover?: boolean | undefined;
 }
 
 /** viem's own cap on an answer (maxResponseBodySize), checked as the bytes arrive. */
 const MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
-/** viem's default batch size: a larger batch goes out in parts. */
-const BATCH_SIZE = 1000;
 const MAX_REDIRECTS = 5;
 /**
  * Methods whose answer waits for a block (EIP-7966's synchronous send). A batch is answered
@@ -125,6 +143,7 @@ interface Posted {
   readonly status: number;
   readonly statusText: string;
   readonly text: string;
+  readonly retryAfter?: string | undefined;
 }
 
 /** One POST, its whole answer read (capped), redirects followed; rejects with the socket's error. */
@@ -178,10 +197,12 @@ async function postOnce(
       });
       message.once("end", () => {
         ended = true;
+        const retryAfter = message.headers["retry-after"];
         resolve({
           status,
           statusText: message.statusMessage ?? "",
           text: Buffer.concat(chunks).toString("utf8"),
+          retryAfter,
         });
       });
     });
@@ -235,6 +256,16 @@ async function exchange(
   if (posted.status < 200 || posted.status >= 300) {
     // A node that refuses a whole batch answers one error, bare or in a one-element array.
     const error = Array.isArray(body) && Array.isArray(data) && data.length === 1 ? data[0] : data;
+    if (posted.status === 429) {
+      const said = isRpcError(error) ? error.error.message : posted.text.slice(0, 200);
+      throw new RateLimitedError({
+        body,
+        url,
+        status: 429,
+        details: said || posted.statusText,
+        retryAfterMs: retryAfterMs(posted.retryAfter),
+      });
+    }
     if (isRpcError(error)) {
       throw new RpcRequestError({ body, error: error.error, status: posted.status, url });
     }
@@ -251,41 +282,76 @@ interface Pending {
   readonly reject: (error: unknown) => void;
 }
 
-function batcher(endpoint: Endpoint, timeoutMs: number) {
+/** The one error a provider answers a whole batch with (bare, or alone in an array), if it did. */
+function wholeBatchError(data: unknown, calls: number): RpcAnswer | undefined {
+  if (!Array.isArray(data)) return isRpcError(data) ? (data as RpcAnswer) : undefined;
+  return data.length === 1 && calls > 1 && isRpcError(data[0]) ? (data[0] as RpcAnswer) : undefined;
+}
+
+/**
+ * Whether a failed batch request was refused as a batch: the provider's JSON-RPC error with an
+ * error status, or 413 (too large). Not a rate limit, a timeout or a broken connection.
+ */
+const refusedAsBatch = (error: unknown) =>
+  !(error instanceof RateLimitedError) &&
+  (error instanceof RpcRequestError || (error instanceof HttpRequestError && error.status === 413));
+
+function batcher(endpoint: Endpoint, timeoutMs: number, state: ProviderState) {
   let queue: Pending[] = [];
-  const flush = () => {
-    const calls = queue;
-    queue = [];
-    if (calls.length === 0) return;
-    const bodies = calls.map((c) => c.body);
-    exchange(endpoint, bodies, timeoutMs).then(
+  const settleAll = (calls: Pending[], answer: (call: Pending) => RpcAnswer | undefined) => {
+    for (const call of calls) {
+      const found = answer(call);
+      if (found) call.resolve(found);
+      else call.reject(new Error(`Expected ${calls.length} responses to batch request.`));
+    }
+  };
+  /**
+   * A batch the provider refused whole, for its size or at all, is an error of no call in it, and
+   * none of it ran: sent again in parts of half its size (one call alone is no batch), and the
+   * URL's limit lowered for every batch after it.
+   */
+  const split = (calls: Pending[]) => {
+    const limit = learnBatchLimit(state, calls.length);
+    for (let i = 0; i < calls.length; i += limit) send(calls.slice(i, i + limit));
+  };
+  const send = (calls: Pending[]) => {
+    const [only] = calls;
+    if (calls.length === 1 && only) {
+      exchange(endpoint, only.body, timeoutMs).then(
+        (data) => only.resolve(data as RpcAnswer),
+        only.reject,
+      );
+      return;
+    }
+    exchange(
+      endpoint,
+      calls.map((c) => c.body),
+      timeoutMs,
+    ).then(
       (data) => {
+        const whole = wholeBatchError(data, calls.length);
+        // A rate limit for the whole batch is every call's: each waits and is sent again.
+        if (whole?.error && !isRateLimitAnswer(whole.error)) return split(calls);
         const answers = Array.isArray(data) ? (data as RpcAnswer[]) : [];
         const byId = new Map(answers.map((a) => [a.id, a]));
-        // A node that refuses the whole batch answers one error: every call gets it.
-        const whole = Array.isArray(data)
-          ? answers.length === 1 && calls.length > 1 && isRpcError(answers[0])
-            ? answers[0]
-            : undefined
-          : isRpcError(data)
-            ? (data as RpcAnswer)
-            : undefined;
-        for (const call of calls) {
-          const answer = byId.get(call.body.id) ?? whole;
-          if (answer) call.resolve(answer);
-          else call.reject(new Error(`Expected ${calls.length} responses to batch request.`));
-        }
+        settleAll(calls, (call) => byId.get(call.body.id) ?? whole);
       },
       (error: unknown) => {
+        if (refusedAsBatch(error)) return split(calls);
         for (const call of calls) call.reject(error);
       },
     );
+  };
+  const flush = () => {
+    const calls = queue;
+    queue = [];
+    if (calls.length > 0) send(calls);
   };
   return (body: RpcBody) =>
     new Promise<RpcAnswer>((resolve, reject) => {
       if (queue.length === 0) setImmediate(flush);
       queue.push({ body, resolve, reject });
-      if (queue.length >= BATCH_SIZE) flush();
+      if (queue.length >= state.batchLimit) flush();
     });
 }
 
@@ -293,10 +359,24 @@ function batcher(endpoint: Endpoint, timeoutMs: number) {
 export function jsonRpcTransport(url: string, options: JsonRpcOptions = {}): Transport {
   const endpoint = endpointOf(url);
   const timeoutMs = options.timeout ?? 10_000;
+  const state = providerState(url, options.batchLimit);
+  const budgetMs = options.failover ? FAILOVER_WAIT_BUDGET_MS : RATE_WAIT_BUDGET_MS;
   const single = async (body: RpcBody) => (await exchange(endpoint, body, timeoutMs)) as RpcAnswer;
-  const reads = options.batch ? batcher(endpoint, timeoutMs) : single;
-  const waits = options.batch ? batcher(endpoint, timeoutMs) : single;
-  const call = (body: RpcBody) => (WAITS_FOR_A_BLOCK.has(body.method) ? waits : reads)(body);
+  const reads = options.batch ? batcher(endpoint, timeoutMs, state) : single;
+  const waits = options.batch ? batcher(endpoint, timeoutMs, state) : single;
+  const send = (body: RpcBody) => (WAITS_FOR_A_BLOCK.has(body.method) ? waits : reads)(body);
+  /** One call, or the provider's rate limit as a RateLimitedError to wait out. */
+  const call = (body: RpcBody): Promise<RpcAnswer | RateLimitedError> =>
+    send(body).then(
+      (answer) =>
+        answer.error && isRateLimitAnswer(answer.error)
+          ? new RateLimitedError({ body, url: endpoint.url, details: answer.error.message })
+          : answer,
+      (error: unknown) => {
+        if (error instanceof RateLimitedError) return error;
+        throw error;
+      },
+    );
   return ({ retryCount }) =>
     createTransport(
       {
@@ -308,7 +388,8 @@ export function jsonRpcTransport(url: string, options: JsonRpcOptions = {}): Tra
         request: (async ({ method, params }: { method: string; params?: unknown }) => {
           nextId = (nextId + 1) % Number.MAX_SAFE_INTEGER;
           const body: RpcBody = { jsonrpc: "2.0", id: nextId, method, params };
-          const answer = await call(body);
+          const request = { body, url: endpoint.url };
+          const answer = await withinRateLimit(state, budgetMs, request, () => call(body));
           if (answer.error) {
             throw new RpcRequestError({ body, error: answer.error, url: endpoint.url });
           }

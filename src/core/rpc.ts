@@ -22,6 +22,7 @@ import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
 import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
 import { jsonRpcTransport } from "./json-rpc.js";
 import type { MetricsSink } from "./metrics.js";
+import { limitsMet, RateLimitedError, restingSkipped } from "./provider-limits.js";
 
 export interface RpcOptions {
   /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
@@ -33,6 +34,11 @@ export interface RpcOptions {
   readonly useDefaultRpcs?: boolean | undefined;
   /** Per-request timeout toward the node (default 10 s). */
   readonly requestTimeoutMs?: number;
+  /**
+   * Most JSON-RPC calls in one batch request to any RPC (default 1,000; a provider that refuses
+   * a batch teaches a lower one, per URL).
+   */
+  readonly rpcBatchLimit?: number | undefined;
   /** Told of each request that got no answer from its node, by endpoint (redacted). */
   readonly metrics?: MetricsSink | undefined;
 }
@@ -61,9 +67,13 @@ export function isUnreachable(error: unknown): boolean {
   );
 }
 
-/** True when the request certainly never reached the node (so nothing was broadcast). */
+/**
+ * True when the request certainly never reached the node (so nothing was broadcast): the
+ * connection was refused, or the provider rate-limited it and did not pass it on.
+ */
 export function neverReachedNode(error: unknown): boolean {
   if (!(error instanceof BaseError)) return false;
+  if (error.walk((e) => e instanceof RateLimitedError)) return true;
   const http = error.walk((e) => e instanceof HttpRequestError);
   if (!(http instanceof HttpRequestError)) return false;
   let cause: unknown = http.cause;
@@ -92,6 +102,10 @@ const SOCKET_ERRORS: Readonly<Record<string, string>> = {
 export function unreachableReason(error: unknown): string {
   if (error instanceof BaseError) {
     if (error.walk((e) => e instanceof TimeoutError)) return "timed out";
+    const limited = error.walk((e) => e instanceof RateLimitedError);
+    if (limited instanceof RateLimitedError) {
+      return `rate limited: ${limited.status === 429 ? "HTTP 429" : limited.details}`;
+    }
     const failed = error.walk((e) => e instanceof HttpRequestError);
     if (failed instanceof HttpRequestError && failed.status !== undefined) {
       return `HTTP ${failed.status}`;
@@ -114,6 +128,7 @@ export function unreachableReason(error: unknown): string {
 export function rpcErrorKind(error: unknown): string {
   if (error instanceof BaseError) {
     if (error.walk((e) => e instanceof TimeoutError)) return "timeout";
+    if (error.walk((e) => e instanceof RateLimitedError)) return "rate_limited";
     const failed = error.walk((e) => e instanceof HttpRequestError);
     if (failed instanceof HttpRequestError && failed.status !== undefined) {
       return `http_${failed.status}`;
@@ -144,6 +159,7 @@ export class RpcRegistry {
   readonly #urls: readonly string[];
   readonly #publicRpcs: boolean;
   readonly #timeoutMs: number;
+  readonly #batchLimit: number | undefined;
   readonly #metrics: MetricsSink | undefined;
   readonly #resolved = new Map<string, number>();
   /** Configured URLs of Solana clusters, with the cluster's CAIP-2 id. */
@@ -158,6 +174,7 @@ export class RpcRegistry {
     this.#urls = [...new Set(options.rpcUrls ?? [])];
     this.#publicRpcs = options.useDefaultRpcs ?? this.#urls.length === 0;
     this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
+    this.#batchLimit = options.rpcBatchLimit;
     this.#metrics = options.metrics;
   }
 
@@ -170,7 +187,8 @@ export class RpcRegistry {
     const cached = this.#clients.get(chainId);
     if (cached) return cached.client;
     await this.#resolve();
-    let urls = [...this.#resolved].filter(([, id]) => id === chainId).map(([url]) => url);
+    // In the order configured: the first is asked first, the next when it fails.
+    let urls = this.#urls.filter((url) => this.#resolved.get(url) === chainId);
     if (urls.length === 0) {
       // One of the unreachable URLs may be the one for this chain: say so rather than guess.
       if (this.#unresolved.size > 0) throw this.#unreachable(network);
@@ -266,6 +284,23 @@ export class RpcRegistry {
     });
   }
 
+  /**
+   * The configured URLs (redacted) whose provider refused something so far: how many calls it
+   * rate-limited, of how many, and the batch size it taught us when it refused batches.
+   */
+  providerLimits(): {
+    url: string;
+    rateLimited: number;
+    calls: number;
+    refusedBatches: number;
+    batchLimit: number;
+  }[] {
+    return this.#urls.flatMap((url) => {
+      const met = limitsMet(url);
+      return met ? [{ url: redactUrl(url), ...met }] : [];
+    });
+  }
+
   /** Chain ids served by configured URLs (after resolving them). */
   async configuredChainIds(): Promise<number[]> {
     await this.#resolve();
@@ -309,14 +344,22 @@ export class RpcRegistry {
   }
 
   #transport(urls: readonly string[]): Transport {
-    const transports = urls.map((url) =>
+    const failover = urls.length > 1;
+    const transports = urls.map((url) => {
       // Batching folds the concurrent reads of one verify into one HTTP request.
-      counted(
-        jsonRpcTransport(url, { batch: true, retryCount: 1, timeout: this.#timeoutMs }),
+      const transport = counted(
+        jsonRpcTransport(url, {
+          batch: true,
+          retryCount: 1,
+          timeout: this.#timeoutMs,
+          batchLimit: this.#batchLimit,
+          failover,
+        }),
         url,
         this.#metrics,
-      ),
-    );
+      );
+      return failover ? restingSkipped(transport, url, redactUrl(url)) : transport;
+    });
     const [only] = transports;
     return transports.length === 1 && only !== undefined ? only : fallback(transports);
   }
@@ -328,7 +371,11 @@ export class RpcRegistry {
       pending.map(async (url): Promise<[string, string] | undefined> => {
         const client = createPublicClient({
           transport: counted(
-            jsonRpcTransport(url, { retryCount: 0, timeout: this.#timeoutMs }),
+            jsonRpcTransport(url, {
+              retryCount: 0,
+              timeout: this.#timeoutMs,
+              batchLimit: this.#batchLimit,
+            }),
             url,
             this.#metrics,
           ),

@@ -16,6 +16,16 @@ import type { WaitUntil } from "../protocol/schemas.js";
 import type { SettleStage } from "./metrics.js";
 import type { JournalEntry, SettlementStore } from "./store.js";
 
+declare const licence: unique symbol;
+/**
+ * What a step needs to broadcast anything on a settle's behalf, the same bytes again included. The
+ * loop hands it to `pickUp` only outside a dry run, so whatever the store holds, a `simulated`
+ * settle's pick-up can read but never send. `send` and the reconciler (outside any dry run) hold
+ * it too.
+ */
+export type MaySend = { readonly [licence]: true };
+export const MAY_SEND = {} as MaySend;
+
 /**
  * One settlement's steps, as its family and scheme make them: `P` is its priced transaction, `R`
  * its answer (a settle's result, or what a scheme's own caller needs of it).
@@ -27,9 +37,14 @@ export interface SettleSteps<P, R extends { readonly ok: boolean } = SettleResul
   busy(): R;
   /**
    * The store holds a settlement of this key: its answer (followed to where it stands), or
-   * undefined when nothing of it stands in the way of settling afresh.
+   * undefined when nothing of it stands in the way of settling afresh. Without `may` (a dry run)
+   * it sends nothing: it answers from what it reads.
    */
-  pickUp(entry: JournalEntry, waitUntil: WaitUntil): Promise<R | undefined>;
+  pickUp(
+    entry: JournalEntry,
+    waitUntil: WaitUntil,
+    may: MaySend | undefined,
+  ): Promise<R | undefined>;
   /** Everything checked again, and the transaction priced; a refusal is the answer. */
   prepare(waitUntil: WaitUntil): Promise<{ ok: true; value: P } | { ok: false; result: R }>;
   /** `simulated`: run it against the chain, hold and send nothing. */
@@ -90,7 +105,9 @@ export async function inTurn<P, R extends { readonly ok: boolean }>(
   waitUntil: WaitUntil,
 ): Promise<R> {
   const entry = await store.get(steps.key);
-  const picked = entry ? await steps.pickUp(entry, waitUntil) : undefined;
+  // A dry run's pick-up is given no licence to send: the rule is the loop's, not each step's.
+  const may = waitUntil === "simulated" ? undefined : MAY_SEND;
+  const picked = entry ? await steps.pickUp(entry, waitUntil, may) : undefined;
   if (picked) return picked;
   const started = performance.now();
   const prepared = await steps.prepare(waitUntil);

@@ -136,6 +136,9 @@ export interface HeldElsewhere {
  */
 export const SETTLEMENTS_LOOKBACK_MS = 30 * 24 * 60 * 60_000;
 
+/** What a `store_unavailable` answer tells the caller to wait before retrying, in seconds. */
+export const STORE_RETRY_AFTER_SECONDS = 5;
+
 const NOT_RECORDED = Symbol("not recorded");
 
 /** Marks `error` as thrown before the store was reached: nothing of the write happened. */

@@ -3,6 +3,7 @@
  * chain failure named after the network and the endpoints it went through.
  */
 
+import { BaseError, RpcRequestError } from "viem";
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import { isUnreachable, unreachableReason } from "./rpc.js";
@@ -15,8 +16,23 @@ export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failur
       `the RPC could not be reached (${unreachableReason(error)})`,
     );
   }
+  const said = nodeErrorOf(error);
+  if (said !== undefined) {
+    return failure("chain_unavailable", `the RPC answered ${op} with an error (${said})`);
+  }
   const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
   return failure("internal_error", `unexpected error during ${op}: ${text}`);
+}
+
+/**
+ * The node's (or its provider's) own JSON-RPC error, when `error` carries one: a chain failure,
+ * not a bug of ours, so never internal_error.
+ */
+export function nodeErrorOf(error: unknown): string | undefined {
+  if (!(error instanceof BaseError)) return undefined;
+  const answered = error.walk((e) => e instanceof RpcRequestError);
+  if (!(answered instanceof RpcRequestError)) return undefined;
+  return `${answered.code}: ${answered.details.split("\n")[0]}`;
 }
 
 /** A chain_unavailable result, prefixed with the request's network and the endpoints behind it. */

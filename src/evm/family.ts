@@ -33,6 +33,7 @@ import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
+import { evmMoves } from "./moves.js";
 import { type EvmOptions, makeEvmContext } from "./options.js";
 import { evmParties } from "./parties.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
@@ -144,6 +145,13 @@ export class EvmFamily implements ChainFamily {
     return evmParties(this.schemes, request);
   }
 
+  moves(request: PaymentRequest, op: "verify" | "settle") {
+    const scheme = this.schemes.find((s) => s.name === request.requirements.scheme);
+    const chainId = chainIdOf(request.requirements.network, request.x402Version);
+    if (!scheme || typeof chainId !== "number") return undefined;
+    return evmMoves(scheme, request, op, caip2(chainId));
+  }
+
   async settlementKey(request: PaymentRequest): Promise<SettlementKey> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, why: routed.failure.message };
@@ -201,7 +209,7 @@ export class EvmFamily implements ChainFamily {
   /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
   chainTrouble(request: PaymentRequest): void {
     const chainId = chainIdOf(request.requirements.network, request.x402Version);
-    if (typeof chainId === "number") for (const lane of this.signers.lanes) lane.forget(chainId);
+    if (typeof chainId === "number") for (const lane of this.signers.lanes) lane.reset(chainId);
   }
 
   async settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {

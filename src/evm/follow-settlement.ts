@@ -8,6 +8,7 @@
  * too, whichever replica made it.
  */
 import type { Followed } from "../core/family.js";
+import { MAY_SEND } from "../core/settle-loop.js";
 import type { JournalEntry } from "../core/store.js";
 import { caip2 } from "../protocol/networks.js";
 import { reconcile } from "./chain/reconcile.js";
@@ -23,7 +24,8 @@ export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Pr
   const newest = entry.hashes.at(-1);
   const expect = entry.expect;
   const waiting = { ...ctx, confirmTimeoutMs: Math.min(ctx.confirmTimeoutMs, FOLLOW_MS) };
-  const picked = await reconcile(waiting, entry);
+  // The reconciler follows what was sent outside any dry run: it may send the same bytes again.
+  const picked = await reconcile(waiting, entry, MAY_SEND);
   if (picked === "gone") {
     ctx.inflight.release(entry.key);
     endSharedHold(ctx, entry.key);

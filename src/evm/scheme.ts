@@ -33,6 +33,11 @@ export interface EvmScheme {
    * absent: the payer of the transfer methods (authorization.from / owner, permit2 from).
    */
   parties?(request: PaymentRequest): Parties;
+  /**
+   * What the request moves of `requirements.asset` (moves.ts), from the request alone; absent:
+   * `requirements.amount`.
+   */
+  moves?(request: PaymentRequest, op: "verify" | "settle"): SchemeMoves;
   /** POST /accepts: an offer of this scheme on a served chain, completed; absent: left out. */
   complete?(
     offer: Readonly<Record<string, unknown>>,
@@ -40,3 +45,9 @@ export interface EvmScheme {
     host: EvmSchemeHost,
   ): Promise<Record<string, unknown> | undefined>;
 }
+
+/** An amount and the field that says it; "nothing" when the request moves none by design. */
+export type SchemeMoves =
+  | { readonly amount: bigint; readonly field: string }
+  | "nothing"
+  | undefined;

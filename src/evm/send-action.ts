@@ -76,8 +76,8 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
     key,
     observe: stageObserver(ctx.metrics, `eip155:${ctx.chainId}`),
     busy: () => refused(inProgress()),
-    async pickUp(entry, waitUntil) {
-      if (waitUntil === "simulated") return undefined;
+    async pickUp(entry, _waitUntil, may) {
+      if (!may) return undefined;
       const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
       if (isAnswered(state)) {
         return refused(
@@ -88,7 +88,7 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
         );
       }
       if (state === "broadcast" || state === "landed") {
-        const picked = await reconcile(ctx, entry);
+        const picked = await reconcile(ctx, entry, may);
         if (picked !== "gone") return answered(ctx, action, picked);
         await ctx.journal.recordState(key, "dropped").catch(() => undefined);
       }

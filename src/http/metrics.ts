@@ -165,7 +165,7 @@ export class Metrics implements MetricsSink, HttpMetrics {
       });
     perChain(
       "wasted_gas",
-      "gas our settlements wasted (reverted, ran out of gas, moved nothing) in the last hour, per chain",
+      "gas our settlements wasted (reverted, ran out of gas, moved nothing; ether sent to payers for approvals that never landed, or have not yet) in the last hour, per chain",
       "wasted",
     );
     perChain(

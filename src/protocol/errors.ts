@@ -132,6 +132,12 @@ export const ERRORS = {
     x402: "invalid_exact_evm_payload_authorization_value_mismatch",
     summary: "The authorized value differs from the required amount",
   },
+  amount_too_small: {
+    status: 400,
+    x402: "amount_too_small",
+    summary:
+      "The payment moves nothing (an amount of 0), or less than this facilitator's minimum for the asset; nothing was sent",
+  },
   asset_mismatch: {
     status: 400,
     x402: "permit2_token_mismatch",
@@ -307,7 +313,7 @@ export const ERRORS = {
     status: 429,
     x402: "payer_throttled",
     summary:
-      "This payer's recent settlements reverted on chain, or the network's budget of wasted gas is spent and the payer wasted as many settlements as it landed with us (or twice the budget is spent); it is refused for a while",
+      "This payer's recent settlements reverted on chain, or the network's budget of wasted gas is spent and the payer wasted as many settlements as it landed with us (or twice the budget is spent), or the payer or payee is over its rate of settlements, or the gas for its approval was sent to it already and no approval of its has landed since (or sending it would pass the budget); it is refused for a while",
   },
   settlement_pending: {
     status: 500,

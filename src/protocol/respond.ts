@@ -41,9 +41,14 @@ function withExtensionResponses(reply: Reply, result: VerifyResult | SettleResul
 
 type Operation = "verify" | "settle";
 
-/** Only infrastructure failures leave 200 in the x402 dialect: resource servers read the body. */
+/**
+ * Only infrastructure failures leave 200 in the x402 dialect: resource servers read the body. A
+ * store that cannot write keeps its 503 (and Retry-After): the official client then throws a
+ * SettleError carrying the same body, and a proxy or balancer sees a service unavailable.
+ */
+const X402_KEEPS_STATUS = new Set(["chain_unavailable", "store_unavailable", "internal_error"]);
 function x402Status(f: Failure): number {
-  return f.code === "chain_unavailable" || f.code === "internal_error" ? statusOf(f) : 200;
+  return X402_KEEPS_STATUS.has(f.code) ? statusOf(f) : 200;
 }
 
 function x402Reason(f: Failure, op: Operation): string {

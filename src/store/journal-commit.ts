@@ -4,8 +4,62 @@
  * keeps serving while the disk works. Lines are written in the order they were appended. A file
  * opened with O_DSYNC (`syncedWrites`) is on disk when its write returns: one trip to the thread
  * pool per group instead of two.
+ *
+ * A group counts as written only when every byte of it reached the file and was synced. A write
+ * that stops short (a full disk takes what fits and refuses the rest) or fails is cut back to the
+ * file's length before the group, so no torn line is left for the next record to be glued to;
+ * when even that fails, the next group starts with a newline so its records stand alone.
  */
-import { fdatasync, write } from "node:fs";
+import { fdatasync, fstatSync, ftruncate, write } from "node:fs";
+import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
+import { FacilitatorError } from "../protocol/errors.js";
+
+/** Writes `length` bytes of `buffer` from `offset`; resolves with how many it wrote. */
+export type WriteBytes = (
+  fd: number,
+  buffer: Buffer,
+  offset: number,
+  length: number,
+) => Promise<number>;
+
+const writeBytes: WriteBytes = (fd, buffer, offset, length) =>
+  new Promise((resolve, reject) =>
+    write(fd, buffer, offset, length, null, (error, written) =>
+      error ? reject(error) : resolve(written),
+    ),
+  );
+
+/** Why a group was not written: the cause, and whether the file was cut back to before it. */
+export class GroupNotWritten extends Error {
+  override readonly name = "GroupNotWritten";
+  constructor(
+    override readonly cause: unknown,
+    /** True when the file holds nothing of the group (cut back, or nothing written at all). */
+    readonly cutBack: boolean,
+    /** How big the group was. */
+    readonly bytes = 0,
+  ) {
+    super(describeWriteError(cause));
+  }
+}
+
+/** "ENOSPC: no space left on device", or "wrote 578 of 1350 bytes", from a write's failure. */
+export function describeWriteError(error: unknown): string {
+  return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
+}
+
+/**
+ * A journal that cannot be written is a store that is unavailable, not a failed payment: 503
+ * `store_unavailable` with Retry-After. Cut back, the record certainly was not made.
+ */
+export function unwritable(error: GroupNotWritten): FacilitatorError {
+  const thrown = FacilitatorError.of(
+    "store_unavailable",
+    `the settlement journal cannot be written (${error.message}); nothing was sent`,
+    { retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
+  );
+  return error.cutBack ? markNotRecorded(thrown) : thrown;
+}
 
 export class GroupCommit {
   /** The file's descriptor now; undefined once it is closed. */
@@ -16,13 +70,43 @@ export class GroupCommit {
   #waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
   #pumping = false;
   readonly #syncedWrites: boolean;
+  readonly #write: WriteBytes;
+  /** The file's length after the last group written whole (read once, then counted). */
+  #length: { fd: number; bytes: number } | undefined;
+  /** The file may end mid-line: a failed group could not be cut back. */
+  #torn = false;
+  /** Why the last group failed, until a group is written whole again. */
+  #failure: GroupNotWritten | undefined;
 
-  constructor(fd: () => number | undefined, options: { syncedWrites?: boolean } = {}) {
+  constructor(
+    fd: () => number | undefined,
+    options: { syncedWrites?: boolean; write?: WriteBytes | undefined } = {},
+  ) {
     this.#fd = fd;
     this.#syncedWrites = options.syncedWrites ?? false;
+    // Only tests pass their own write: one that stops short where no small disk can be mounted.
+    this.#write = options.write ?? writeBytes;
   }
 
-  /** Appends `text` (whole lines); resolves once it is on disk. */
+  /** The file ends mid-line (and could not be ended now): the next group ends it first. */
+  endsMidLine(): void {
+    this.#torn = true;
+  }
+
+  /** Why the last group could not be written, while no group has been written since. */
+  get failure(): GroupNotWritten | undefined {
+    return this.#failure;
+  }
+
+  /** Something else (a probe) wrote to the same disk since `failure`: it is over. */
+  recovered(failure: GroupNotWritten): void {
+    if (this.#failure === failure) this.#failure = undefined;
+  }
+
+  /**
+   * Appends `text` (whole lines); resolves once it is on disk. Rejects with `store_unavailable`,
+   * marked not recorded (core/store.ts) when the file holds nothing of it.
+   */
   append(text: string): Promise<void> {
     this.#pending.push(text);
     const upTo = ++this.#appended;
@@ -43,24 +127,62 @@ export class GroupCommit {
         const text = this.#pending.join("");
         const upTo = this.#appended;
         this.#pending = [];
-        try {
-          if (fd === undefined) throw new Error("the journal is closed");
-          await new Promise<void>((resolve, reject) =>
-            write(fd, text, (error) => (error ? reject(error) : resolve())),
-          );
-          if (!this.#syncedWrites) {
-            await new Promise<void>((resolve, reject) =>
-              fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-            );
-          }
-          this.#settleWaiters(upTo);
-        } catch (error) {
-          this.#settleWaiters(upTo, error);
-        }
+        const failure =
+          fd === undefined
+            ? new GroupNotWritten(new Error("the journal is closed"), true)
+            : await this.#writeGroup(fd, text);
+        // A small group going through (a state line) says little of room for a whole record:
+        // the failure lasts until a group as big as the one refused, or a probe, goes through.
+        if (failure && fd !== undefined) this.#failure = failure;
+        else if (Buffer.byteLength(text) >= (this.#failure?.bytes ?? 0)) this.#failure = undefined;
+        this.#settleWaiters(upTo, failure && unwritable(failure));
       }
     } finally {
       this.#pumping = false;
     }
+  }
+
+  /** Writes one group whole and syncs it; on any failure cuts the file back to before it. */
+  async #writeGroup(fd: number, text: string): Promise<GroupNotWritten | undefined> {
+    const bytes = Buffer.from(this.#torn ? `\n${text}` : text);
+    let before: number;
+    try {
+      before = this.#lengthOf(fd);
+    } catch (error) {
+      return new GroupNotWritten(error, true);
+    }
+    let written = 0;
+    try {
+      while (written < bytes.length) {
+        const wrote = await this.#write(fd, bytes, written, bytes.length - written);
+        // A regular file takes at least a byte or says why not; never loop on nothing.
+        if (!(wrote > 0)) throw new Error(`wrote ${written} of ${bytes.length} bytes`);
+        written += wrote;
+      }
+      if (!this.#syncedWrites) await sync(fd);
+      this.#length = { fd, bytes: before + bytes.length };
+      this.#torn = false;
+      return undefined;
+    } catch (error) {
+      const cause =
+        written > 0 && error instanceof Error
+          ? new Error(`${describeWriteError(error)} (wrote ${written} of ${bytes.length} bytes)`, {
+              cause: error,
+            })
+          : error;
+      const cutBack = written === 0 || (await cut(fd, before));
+      // Nothing of it may stay on disk without its newline: the next record would be glued to it.
+      if (!cutBack) {
+        this.#torn = true;
+        this.#length = undefined;
+      }
+      return new GroupNotWritten(cause, cutBack, bytes.length);
+    }
+  }
+
+  #lengthOf(fd: number): number {
+    if (this.#length?.fd !== fd) this.#length = { fd, bytes: fstatSync(fd).size };
+    return this.#length.bytes;
   }
 
   #settleWaiters(upTo: number, error?: unknown): void {
@@ -71,4 +193,19 @@ export class GroupCommit {
       else waiter?.reject(error);
     }
   }
+}
+
+function sync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) =>
+    fdatasync(fd, (error) => (error ? reject(error) : resolve())),
+  );
+}
+
+/** Truncates the file back to `length` and syncs that: true when it worked. */
+function cut(fd: number, length: number): Promise<boolean> {
+  return new Promise((resolve) =>
+    ftruncate(fd, length, (error) =>
+      error ? resolve(false) : fdatasync(fd, (synced) => resolve(!synced)),
+    ),
+  );
 }

@@ -1,8 +1,29 @@
-/** The journal file: read a line at a time, and where it lives by default. */
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+/** The journal file: read a line at a time, rewritten whole, and where it lives by default. */
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import type { WriteBytes } from "./journal-commit.js";
+
+export interface JournalOptions {
+  /** Rewrite the file at start-up past this many lines, most of them settled history. */
+  readonly compactAfterLines?: number | undefined;
+  /** Settled entries kept in memory (Journal.SETTLED_IN_MEMORY). */
+  readonly settledInMemory?: number | undefined;
+  /** Told of torn lines skipped while reading (a write cut short by a crash or a full disk). */
+  readonly warn?: ((message: string) => void) | undefined;
+  /** Tests only: the group commit's write (one that stops short, where no disk can fill). */
+  readonly write?: WriteBytes | undefined;
+}
 
 /** The file's lines, read a megabyte at a time (a long journal never becomes one string). */
 export function* readLines(file: string): Generator<string> {
@@ -27,6 +48,93 @@ export function* readLines(file: string): Generator<string> {
     if (rest.trim()) yield rest;
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * The records of one line of the journal, and whether it was torn. A write cut short (a crash, or
+ * a full disk under an earlier version) leaves part of a record, and the next record may have been
+ * appended to it on the same line: that record is read from where it starts, the torn part skipped.
+ */
+export function recordOf(line: string): { record?: unknown; torn: boolean } {
+  try {
+    return { record: JSON.parse(line), torn: false };
+  } catch {
+    for (let at = line.indexOf('{"t":', 1); at > 0; at = line.indexOf('{"t":', at + 1)) {
+      try {
+        const record = JSON.parse(line.slice(at)) as { t?: unknown };
+        if (typeof record.t === "string") return { record, torn: true };
+      } catch {
+        // Not where the glued record starts: a later one may be.
+      }
+    }
+    return { torn: true };
+  }
+}
+
+/**
+ * Hands every record of the file to `apply`, in order; a torn line is skipped (its glued record
+ * read) and told to `warn` with its line number. Answers how many lines the file has.
+ */
+export function replay(
+  file: string,
+  apply: (record: unknown) => void,
+  warn?: (message: string) => void,
+): number {
+  let lines = 0;
+  const torn: number[] = [];
+  for (const line of readLines(file)) {
+    lines++;
+    const { record, torn: isTorn } = recordOf(line);
+    if (isTorn) torn.push(lines);
+    try {
+      if (record !== undefined) apply(record);
+    } catch {
+      // A record this version cannot apply: the others still count.
+    }
+  }
+  if (torn.length > 0) {
+    const which = `${torn.slice(0, 5).join(", ")}${torn.length > 5 ? ", ..." : ""}`;
+    warn?.(
+      `${file}: skipped ${torn.length} torn line(s) (line ${which}), left by a write cut short; every whole record was read`,
+    );
+  }
+  return lines;
+}
+
+/**
+ * Writes `chunks` to a new file, syncs it and renames it over `file`. On failure (a full disk)
+ * the new file is removed, `file` is as it was, and the error is thrown.
+ */
+export function rewrite(file: string, chunks: Iterable<string>): void {
+  const next = `${file}.compact`;
+  try {
+    const fd = openSync(next, "w", 0o600);
+    try {
+      for (const chunk of chunks) writeAll(fd, Buffer.from(chunk));
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    rmSync(next, { force: true });
+    throw error;
+  }
+  renameSync(next, file);
+  const dir = openSync(path.dirname(file), "r");
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+}
+
+/** writeSync until every byte is in (a short write is retried: the next one says why it stops). */
+function writeAll(fd: number, bytes: Buffer): void {
+  for (let done = 0; done < bytes.length; ) {
+    const wrote = writeSync(fd, bytes, done, bytes.length - done);
+    if (wrote <= 0) throw new Error(`wrote ${done} of ${bytes.length} bytes`);
+    done += wrote;
   }
 }
 

@@ -10,15 +10,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import {
-  closeSync,
-  constants,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, constants, mkdirSync, openSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Hex } from "viem";
@@ -28,6 +20,7 @@ import {
   isAnswered,
   type JournalEntry,
   type NewEntry,
+  notRecorded,
   type RaiseRefusal,
   type SettlementStore,
   type StoreStatus,
@@ -35,7 +28,7 @@ import {
 import { storedHash } from "../protocol/transaction-hash.js";
 import { type CatalogueLine, isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
 import { GroupCommit } from "./journal-commit.js";
-import { endsMidLine, readLines } from "./journal-file.js";
+import { endsMidLine, type JournalOptions, replay, rewrite } from "./journal-file.js";
 import {
   isSchemeStateLine,
   JournalSchemeState,
@@ -43,6 +36,7 @@ import {
   type SchemeStateLine,
 } from "./journal-scheme-state.js";
 import { SettledBy } from "./journal-settled.js";
+import { stillUnwritable } from "./journal-space.js";
 
 type Line =
   | ({ t: "send"; hash: Hex; raw: Hex; owner?: string } & NewEntry)
@@ -92,75 +86,59 @@ export class Journal implements SettlementStore {
   #fd: number | undefined;
 
   /** A journal kept in `file` (created if missing), or only in memory when `file` is undefined. */
-  constructor(
-    file?: string,
-    options: { compactAfterLines?: number; settledInMemory?: number } = {},
-  ) {
+  constructor(file?: string, options: JournalOptions = {}) {
     this.path = file;
     this.#settledInMemory = options.settledInMemory ?? Journal.SETTLED_IN_MEMORY;
+    this.#commits = new GroupCommit(() => this.#fd, {
+      syncedWrites: SYNCED_WRITES,
+      write: options.write,
+    });
     if (!file) return;
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    let lines = 0;
-    for (const line of readLines(file)) {
-      lines++;
-      try {
-        this.#apply(JSON.parse(line) as Line);
-      } catch {
-        // A line cut short by a crash: everything before it is intact.
-      }
-    }
+    const lines = replay(file, (record) => this.#apply(record as Line), options.warn);
     // Mostly settled history: rewrite the file with what is still in memory, so neither the file
     // nor the next start-up keeps growing.
     const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
-    if (
-      lines > threshold &&
-      lines >
-        4 * (this.#entries.size + this.#ids.size + this.#schemeState.size + this.catalogue.size)
-    )
-      this.#compact(file);
+    const live = this.#entries.size + this.#ids.size + this.#schemeState.size + this.catalogue.size;
+    if (lines > threshold && lines > 4 * live) {
+      try {
+        rewrite(file, this.#liveLines());
+      } catch {
+        // No room for the compacted copy (a full disk): the file as it is serves as well.
+      }
+    }
     this.#fd = openSync(file, APPEND_FLAGS, 0o600);
-    // A line cut short by a crash would swallow the next record appended to it: end it first.
-    if (endsMidLine(file)) writeSync(this.#fd, "\n");
+    // A line cut short by a crash would swallow the next record appended to it: end it first
+    // (on a full disk, the first group written ends it).
+    if (endsMidLine(file)) {
+      try {
+        writeSync(this.#fd, "\n");
+      } catch {
+        this.#commits.endsMidLine();
+      }
+    }
   }
 
-  /** Writes the live entries to a new file, syncs it, and renames it over the journal. */
-  #compact(file: string): void {
-    const next = `${file}.compact`;
-    const fd = openSync(next, "w", 0o600);
-    try {
-      for (const entry of this.#entries.values()) {
-        const { hashes, raws, state, owner: _owner, updatedAt: _updatedAt, ...rest } = entry;
-        const records: Line[] = hashes.map((hash, i) =>
-          i === 0
-            ? { t: "send", ...rest, hash, raw: raws[i] ?? "0x" }
-            : { t: "replace", key: entry.key, hash, raw: raws[i] ?? "0x" },
-        );
-        if (state !== "broadcast") {
-          records.push({
-            t: "state",
-            key: entry.key,
-            state,
-            ...(entry.owner ? { owner: entry.owner } : {}),
-          });
-        }
-        writeSync(fd, records.map((record) => `${JSON.stringify(record)}\n`).join(""));
+  /** What a compacted file holds: the live entries, identifiers, scheme state and catalogue. */
+  *#liveLines(): Generator<string> {
+    for (const entry of this.#entries.values()) {
+      const { hashes, raws, state, owner: _owner, updatedAt: _updatedAt, ...rest } = entry;
+      const records: Line[] = hashes.map((hash, i) =>
+        i === 0
+          ? { t: "send", ...rest, hash, raw: raws[i] ?? "0x" }
+          : { t: "replace", key: entry.key, hash, raw: raws[i] ?? "0x" },
+      );
+      if (state !== "broadcast") {
+        const owner = entry.owner ? { owner: entry.owner } : {};
+        records.push({ t: "state", key: entry.key, state, ...owner });
       }
-      for (const [id, bound] of this.#ids) {
-        writeSync(fd, `${JSON.stringify({ t: "id", id, ...bound } satisfies Line)}\n`);
-      }
-      for (const line of this.#schemeState.all()) writeSync(fd, `${JSON.stringify(line)}\n`);
-      for (const line of this.catalogue.lines()) writeSync(fd, `${JSON.stringify(line)}\n`);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
+      yield records.map((record) => `${JSON.stringify(record)}\n`).join("");
     }
-    renameSync(next, file);
-    const dir = openSync(path.dirname(file), "r");
-    try {
-      fsyncSync(dir);
-    } finally {
-      closeSync(dir);
+    for (const [id, bound] of this.#ids) {
+      yield `${JSON.stringify({ t: "id", id, ...bound } satisfies Line)}\n`;
     }
+    for (const line of this.#schemeState.all()) yield `${JSON.stringify(line)}\n`;
+    for (const line of this.catalogue.lines()) yield `${JSON.stringify(line)}\n`;
   }
 
   get where(): string {
@@ -286,8 +264,14 @@ export class Journal implements SettlementStore {
     await this.#write({ t: "id", id, fingerprint: known.fingerprint, answer });
   }
 
-  status(): StoreStatus {
-    return { shared: false, where: this.where, reachable: true };
+  /** Unreachable from a failed write until a record, or a probe beside the file, goes through. */
+  async status(): Promise<StoreStatus> {
+    const reachable: StoreStatus = { shared: false, where: this.where, reachable: true };
+    const failed = this.#commits.failure;
+    if (!failed || !this.path) return reachable;
+    const error = await stillUnwritable(this.path, failed.message);
+    if (error === undefined) this.#commits.recovered(failed);
+    return error === undefined ? reachable : { ...reachable, reachable: false, error };
   }
 
   /** Who settled with us (a count per payer and asset), kept past the entries themselves. */
@@ -306,18 +290,39 @@ export class Journal implements SettlementStore {
     this.#raiseFlush = undefined;
     if (this.#fd !== undefined) {
       const lines = this.#schemeState.owed().map((line) => `${JSON.stringify(line)}\n`);
-      if (lines.length > 0) writeSync(this.#fd, lines.join(""));
+      try {
+        if (lines.length > 0) writeSync(this.#fd, lines.join(""));
+      } catch {
+        // A full disk: those raises are lost, as a crash would lose them.
+      }
       closeSync(this.#fd);
     }
     this.#fd = undefined;
   }
 
-  readonly #commits = new GroupCommit(() => this.#fd, { syncedWrites: SYNCED_WRITES });
+  readonly #commits: GroupCommit;
 
+  /**
+   * A settlement's records (send, replace, state) change what is known here once they are on
+   * disk (or may be: a failed write not cut back), so a record the disk refused is not taken as
+   * made; the others (catalogue, identifiers, scheme state) are decided against memory and
+   * followed by their line.
+   */
   #write(line: Line): Promise<void> {
-    this.#apply(line);
+    const settlement = line.t === "send" || line.t === "replace" || line.t === "state";
+    if (this.#fd === undefined || !settlement) this.#apply(line);
     if (this.#fd === undefined) return Promise.resolve();
-    return this.#commits.append(`${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`);
+    return this.#commits
+      .append(`${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`)
+      .then(
+        () => {
+          if (settlement) this.#apply(line);
+        },
+        (error: unknown) => {
+          if (settlement && !notRecorded(error)) this.#apply(line);
+          throw error;
+        },
+      );
   }
 
   /**

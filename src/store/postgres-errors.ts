@@ -1,5 +1,5 @@
 /** How a PostgreSQL error is answered: the store is unavailable, and whether the write certainly never happened. */
-import { markNotRecorded } from "../core/store.js";
+import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
 import { FacilitatorError } from "../protocol/errors.js";
 
 export function unavailable(error: unknown): FacilitatorError {
@@ -7,6 +7,7 @@ export function unavailable(error: unknown): FacilitatorError {
   const thrown = FacilitatorError.of(
     "store_unavailable",
     `the settlement store cannot be reached (${text}); nothing was sent`,
+    { retryAfterSeconds: STORE_RETRY_AFTER_SECONDS },
   );
   // No connection could be made: the statement never reached the server. A connection lost
   // mid-statement leaves it unknown whether it was applied.

@@ -9,6 +9,7 @@ import type { EntryState, JournalEntry, NewEntry } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
 import type { Query } from "./postgres-query.js";
 import { entryOf, type Row } from "./postgres-rows.js";
+import { UNSETTLED_STATES } from "./schema.js";
 
 /**
  * A settlement by one of its transactions: an index lookup (GIN on hashes, migration 8). No LIMIT:
@@ -17,6 +18,14 @@ import { entryOf, type Row } from "./postgres-rows.js";
  */
 export const FIND_BY_TRANSACTION =
   "SELECT * FROM facilitator_settlements WHERE hashes @> ARRAY[$1::text]";
+
+/** Start-up: every settlement still followed. */
+export const LOAD_UNSETTLED = `SELECT * FROM facilitator_settlements WHERE ${UNSETTLED_STATES}`;
+/** The reconciler's pass: those idle for $1 ms, oldest first. */
+export const OPEN_SETTLEMENTS = `SELECT * FROM facilitator_settlements
+        WHERE ${UNSETTLED_STATES}
+          AND updated_at <= now() - $1 * interval '1 millisecond'
+        ORDER BY updated_at LIMIT 1000`;
 
 export class SharedSettlements {
   readonly #query: Query;
@@ -42,10 +51,7 @@ export class SharedSettlements {
 
   /** What is still unsettled, at start-up. */
   async loadUnsettled(): Promise<JournalEntry[]> {
-    const { rows } = await this.#query<Row>(
-      "load",
-      "SELECT * FROM facilitator_settlements WHERE state IN ('broadcast', 'submitted')",
-    );
+    const { rows } = await this.#query<Row>("load", LOAD_UNSETTLED);
     return rows.map(entryOf);
   }
 
@@ -125,14 +131,7 @@ export class SharedSettlements {
   }
 
   async openSettlements(idleMs: number): Promise<JournalEntry[]> {
-    const { rows } = await this.#query<Row>(
-      "open",
-      `SELECT * FROM facilitator_settlements
-        WHERE state IN ('broadcast', 'submitted')
-          AND updated_at <= now() - $1 * interval '1 millisecond'
-        ORDER BY updated_at LIMIT 1000`,
-      [idleMs],
-    );
+    const { rows } = await this.#query<Row>("open", OPEN_SETTLEMENTS, [idleMs]);
     return rows.map(entryOf);
   }
 

@@ -224,4 +224,18 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_catalogue_pay_to ON facilitator_catalogue (pay_to);
   CREATE INDEX facilitator_catalogue_payer ON facilitator_catalogue (payer);
   `,
+  // 15: the settlements still followed are every state the reconciler and start-up ask for
+  // (UNSETTLED_STATES): the index of migration 1 held only `broadcast`, so since `submitted`
+  // (11) their queries read the whole table. Built anew over both.
+  `
+  DROP INDEX IF EXISTS facilitator_settlements_unsettled;
+  CREATE INDEX facilitator_settlements_unsettled
+    ON facilitator_settlements (updated_at) WHERE state IN ('broadcast', 'submitted');
+  `,
 ];
+
+/**
+ * The states a settlement is followed in (a transaction that may still land), as every query of
+ * them spells it, so the planner matches facilitator_settlements_unsettled (migration 15).
+ */
+export const UNSETTLED_STATES = "state IN ('broadcast', 'submitted')";

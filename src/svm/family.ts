@@ -4,10 +4,12 @@
  * and the shared journal and payer throttle; lists the Solana kinds and completes Solana offers.
  */
 
+import { requiredAmount } from "../core/amount-floor.js";
 import { Answers } from "../core/answers.js";
 import type {
   ChainFamily,
   Followed,
+  Moved,
   Observed,
   Offer,
   SettlementKey,
@@ -245,6 +247,15 @@ export class SvmFamily implements ChainFamily {
       onChain = paid === "paid" ? "mined" : paid === "unpaid" ? "failed" : "unknown";
     }
     return { network, onChain, transaction: signature, block: String(status.slot) };
+  }
+
+  /** An `exact` payment moves `requirements.amount` of the mint: the transfer must be exactly it. */
+  moves(request: PaymentRequest): Moved | undefined {
+    const network = solanaNetworkOf(request.requirements.network, request.x402Version);
+    const moved = requiredAmount(request);
+    if (request.requirements.scheme !== "exact" || network === undefined || !moved)
+      return undefined;
+    return { ...moved, network, asset: request.requirements.asset };
   }
 
   /** A Solana payment's key names the fee payer's signature, which our fee payer's key remakes. */

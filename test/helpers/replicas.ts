@@ -30,6 +30,8 @@ export function startReplica(
     FACILITATOR_PRIVATE_KEY: signer.privateKey,
     FACILITATOR_STORE: store,
     FACILITATOR_STORE_LEASE_SECONDS: String(leaseSeconds),
+    // Hundreds of settlements to the devnet's one payee: what these tests load, not a rate.
+    FACILITATOR_RATE_PER_PAYER: "0",
     ...env,
   }).then((serving) => ({ ...serving, signer }));
 }

@@ -1,9 +1,10 @@
 /**
- * A JSON-RPC proxy in front of a real node, for node behaviour anvil does not have (a node without
- * eth_sendRawTransactionSync, an error answer after the node took a transaction). It counts the
- * methods it sees, single and batched, and lets a test answer a method itself.
+ * A JSON-RPC proxy in front of a real node, for node and provider behaviour anvil does not have (a
+ * node without eth_sendRawTransactionSync, an error answer after the node took a transaction, a
+ * provider's batch limit or rate limit). It counts the methods it sees, single and batched, and
+ * lets a test answer a method itself. It forwards everything else unchanged.
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 interface RpcRequest {
@@ -33,20 +34,89 @@ export type Intercept = (
   | { readonly before: () => Promise<void> }
   | undefined;
 
+/**
+ * What a hosted provider does that the node behind it does not (docs: settling-safely.md,
+ * "What an RPC provider does"). The refusing modes act on the whole HTTP request, before any call
+ * in it is forwarded, so what they refuse never reaches the node; `lagBlocks` changes what the node
+ * answers, call by call (`lagging`). Further modes (a pool's `neverMine`) belong beside these: a
+ * per-call one in `answerCall`, a per-request one in `refusal`.
+ */
+export interface ProviderModes {
+  /**
+   * Batches of more than this many calls are refused whole, as geth's --rpc.batch-request-limit
+   * does: HTTP 200 and one error, -32600 "batch too large", carrying the first call's id, in a
+   * one-element array ("geth"), or as a bare object with a null id ("bare", as some gateways).
+   */
+  batchLimit?: number | undefined;
+  batchRefusal?: "geth" | "bare" | undefined;
+  /**
+   * Every `every`-th HTTP request is answered 429 and not forwarded, with `Retry-After:
+   * retryAfter` (seconds; none when undefined) and an Infura-style -32005 body, or an empty body
+   * with `body: "empty"`; only the first `times` such answers when it is given.
+   */
+  rateLimit?:
+    | {
+        readonly every: number;
+        readonly times?: number | undefined;
+        readonly retryAfter?: number | undefined;
+        readonly body?: "json" | "empty" | undefined;
+      }
+    | undefined;
+  /**
+   * Reads are served by a replica this many blocks behind the node that takes broadcasts:
+   * eth_blockNumber answers head - N, block-tagged reads ("latest", "pending", or a number past
+   * head - N) are made at head - N, and a receipt or transaction mined after head - N is not found.
+   * The head is read once per HTTP request, so the calls of one batch agree. Broadcasts and
+   * everything else go to the node unchanged.
+   */
+  lagBlocks?: number | undefined;
+}
+
 export interface RpcProxy {
   readonly url: string;
   /** How many calls of each method passed through (batched ones counted one by one). */
   readonly counts: Map<string, number>;
+  /** What the provider modes refused: batches over the limit, requests answered 429. */
+  readonly refused: { batches: number; rateLimited: number };
+  /** HTTP requests seen, refused or not. */
+  readonly requests: { count: number };
   intercept: Intercept;
+  modes: ProviderModes;
   close(): Promise<void>;
 }
 
-export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
+/** Infura's answer to a request over its rate (HTTP 429). */
+const RATE_LIMITED: RpcError = {
+  code: -32005,
+  message: "project ID request rate exceeded: limit exceeded",
+};
+
+/** Where each block-tagged read a lagging replica serves carries its block tag. */
+const TAGGED: Record<string, number> = {
+  eth_getTransactionCount: 1,
+  eth_call: 1,
+  eth_getBalance: 1,
+  eth_getCode: 1,
+  eth_getStorageAt: 2,
+  eth_getBlockByNumber: 0,
+};
+/** Reads by hash that a lagging replica answers "not found" for what it has not seen mined. */
+const BY_HASH = { eth_getTransactionReceipt: true, eth_getTransactionByHash: true };
+/** geth's answer to a read at a block it does not have. */
+const HEADER_NOT_FOUND: RpcError = { code: -32000, message: "header not found" };
+
+export async function startRpcProxy(
+  upstream: string,
+  modes: ProviderModes = {},
+): Promise<RpcProxy> {
   const counts = new Map<string, number>();
   const proxy: RpcProxy = {
     url: "",
     counts,
+    refused: { batches: 0, rateLimited: 0 },
+    requests: { count: 0 },
     intercept: () => undefined,
+    modes,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 
@@ -59,34 +129,113 @@ export async function startRpcProxy(upstream: string): Promise<RpcProxy> {
     return response.json();
   }
 
-  async function one(call: RpcRequest): Promise<unknown> {
+  async function answerCall(call: RpcRequest, lagHead?: bigint): Promise<unknown> {
     counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
     const rule = proxy.intercept(call.method, call.params);
     if (rule && "refuse" in rule) return { jsonrpc: "2.0", id: call.id, error: rule.refuse };
     if (rule && "before" in rule) await rule.before();
     if (rule && "swallow" in rule) return { jsonrpc: "2.0", id: call.id, result: rule.swallow };
-    const answer = await forward(call);
+    const answer = lagHead === undefined ? await forward(call) : await lagging(call, lagHead);
     if (rule && "forwardThenFail" in rule) {
       return { jsonrpc: "2.0", id: call.id, error: rule.forwardThenFail };
     }
     return answer;
   }
 
+  /** The head a lagging replica has reached, read once for the whole request. */
+  async function replicaHead(): Promise<bigint | undefined> {
+    const lag = proxy.modes.lagBlocks;
+    if (lag === undefined) return undefined;
+    const answer = (await forward({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "eth_blockNumber",
+    } as RpcRequest)) as { result: string };
+    const head = BigInt(answer.result) - BigInt(lag);
+    return head < 0n ? 0n : head;
+  }
+
+  /** One call as a replica at `head` answers it. */
+  async function lagging(call: RpcRequest, head: bigint): Promise<unknown> {
+    const params = Array.isArray(call.params) ? [...call.params] : [];
+    const result = (value: unknown) => ({ jsonrpc: "2.0", id: call.id, result: value });
+    if (call.method === "eth_blockNumber") return result(`0x${head.toString(16)}`);
+    const tagAt = TAGGED[call.method];
+    if (tagAt !== undefined) {
+      const tag = params[tagAt];
+      const past = typeof tag === "string" && tag.startsWith("0x") && BigInt(tag) > head;
+      if (past && call.method === "eth_getBlockByNumber") return result(null);
+      if (past) return { jsonrpc: "2.0", id: call.id, error: HEADER_NOT_FOUND };
+      if (tag === undefined || tag === "latest" || tag === "pending") {
+        params[tagAt] = `0x${head.toString(16)}`;
+      }
+      return forward({ ...call, params });
+    }
+    const answer = (await forward(call)) as { result?: { blockNumber?: string | null } | null };
+    if (call.method in BY_HASH) {
+      const mined = answer.result?.blockNumber;
+      if (typeof mined === "string" && BigInt(mined) > head) return result(null);
+    }
+    return answer;
+  }
+
+  /** The provider's answer to the whole request when a mode refuses it, without forwarding it. */
+  function refusal(
+    body: RpcRequest | RpcRequest[],
+  ): { status: number; headers: Record<string, string>; text: string } | undefined {
+    const json = { "content-type": "application/json" };
+    const { rateLimit, batchLimit, batchRefusal } = proxy.modes;
+    const limiting = rateLimit && (rateLimit.times === undefined || rateLimit.times > 0);
+    if (rateLimit && limiting && proxy.requests.count % rateLimit.every === 0) {
+      proxy.refused.rateLimited++;
+      if (rateLimit.times !== undefined) {
+        proxy.modes = { ...proxy.modes, rateLimit: { ...rateLimit, times: rateLimit.times - 1 } };
+      }
+      const headers: Record<string, string> = rateLimit.body === "empty" ? {} : { ...json };
+      if (rateLimit.retryAfter !== undefined) headers["retry-after"] = String(rateLimit.retryAfter);
+      const id = Array.isArray(body) ? null : body.id;
+      const text =
+        rateLimit.body === "empty"
+          ? ""
+          : JSON.stringify({ jsonrpc: "2.0", id, error: RATE_LIMITED });
+      return { status: 429, headers, text };
+    }
+    if (batchLimit !== undefined && Array.isArray(body) && body.length > batchLimit) {
+      proxy.refused.batches++;
+      const error = { code: -32600, message: "batch too large" };
+      const text =
+        batchRefusal === "bare"
+          ? JSON.stringify({ jsonrpc: "2.0", id: null, error })
+          : JSON.stringify([{ jsonrpc: "2.0", id: body[0]?.id ?? null, error }]);
+      return { status: 200, headers: json, text };
+    }
+    return undefined;
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse, text: string) {
+    try {
+      proxy.requests.count++;
+      const body = JSON.parse(text) as RpcRequest | RpcRequest[];
+      const refused = refusal(body);
+      if (refused) {
+        response.writeHead(refused.status, refused.headers).end(refused.text);
+        return;
+      }
+      const head = await replicaHead();
+      const answer = Array.isArray(body)
+        ? await Promise.all(body.map((call) => answerCall(call, head)))
+        : await answerCall(body, head);
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(answer));
+    } catch (error) {
+      if (!request.destroyed) response.writeHead(502).end(String(error));
+    }
+  }
+
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", async () => {
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as
-          | RpcRequest
-          | RpcRequest[];
-        const answer = Array.isArray(body) ? await Promise.all(body.map(one)) : await one(body);
-        response.writeHead(200, { "content-type": "application/json" });
-        response.end(JSON.stringify(answer));
-      } catch (error) {
-        response.writeHead(502).end(String(error));
-      }
-    });
+    request.on("end", () => void handle(request, response, Buffer.concat(chunks).toString("utf8")));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

@@ -2,6 +2,8 @@
  * What `facilitator devnet` prints: what runs where (the banner), then, after --demo's output if
  * any, what to try, ending with the one line to copy, so that it is on the screen at the end.
  */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import chalk from "chalk";
 import { receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import type { Devnet } from "../../evm/devnet/index.js";
@@ -35,28 +37,43 @@ export function tryLines(running: Running, files: Files): string {
   const dim = chalk.dim;
   const { devnet, svm } = running;
   const both = Boolean(devnet && svm);
+  const { command: cli, where } = invocation();
   return [
-    `  Try, in another terminal in this project:`,
+    `  Try, in another terminal${where}:`,
     ...(files.evm
       ? [
           // With both clusters, pay must be told which one.
-          `    npx facilitator pay${both && devnet ? ` --network ${devnet.network}` : ""} --amount 0.01 | npx facilitator settle -`,
-          `    npx facilitator verify ${files.evm.request}`,
-          `    npx facilitator settle ${files.evm.request}`,
-          `    npx facilitator settle ${files.evm.request}   ${dim("# again: nonce_already_used")}`,
+          `    ${cli} pay${both && devnet ? ` --network ${devnet.network}` : ""} --amount 0.01 | ${cli} settle -`,
+          `    ${cli} verify ${files.evm.request}`,
+          `    ${cli} settle ${files.evm.request}`,
+          `    ${cli} settle ${files.evm.request}   ${dim("# again: nonce_already_used")}`,
         ]
       : []),
     ...(files.svm
       ? [
-          `    npx facilitator pay${both ? " --network solana-devnet" : ""} --amount 0.01 | npx facilitator settle -`,
-          `    npx facilitator verify ${files.svm.request}`,
-          `    npx facilitator settle ${files.svm.request}`,
+          `    ${cli} pay${both ? " --network solana-devnet" : ""} --amount 0.01 | ${cli} settle -`,
+          `    ${cli} verify ${files.svm.request}`,
+          `    ${cli} settle ${files.svm.request}`,
         ]
       : []),
-    `    npx facilitator doctor`,
+    `    ${cli} doctor`,
     `  First, in that terminal, point the commands at this devnet ${dim(`(its RPC${both ? "s" : ""}, key${both ? "s" : ""} and journal)`)}:`,
     `    source ${files.envFile}`,
   ].join("\n");
+}
+
+/**
+ * How the user types this CLI: `npx facilitator` in a clone, which has no global command; plain
+ * `facilitator` once installed (npm install -g of the package), where `npx facilitator` outside
+ * the clone would fetch the registry's package of that name, someone else's.
+ */
+function invocation(): { command: string; where: string } {
+  const installed = fileURLToPath(import.meta.url)
+    .split(path.sep)
+    .includes("node_modules");
+  return installed
+    ? { command: "facilitator", where: "" }
+    : { command: "npx facilitator", where: " in this project" };
 }
 
 /** anvil's section: its RPC, contracts, accounts and signed requests. */

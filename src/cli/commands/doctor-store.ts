@@ -7,9 +7,13 @@
 import type { JournalEntry } from "../../core/store.js";
 import { settlementAccount } from "../../evm/chain/secp256k1.js";
 import { redactStoreUrl } from "../../store/postgres.js";
-import { MIGRATIONS } from "../../store/schema.js";
+import { MIGRATIONS, UNSETTLED_STATES } from "../../store/schema.js";
 import type { CliConfig } from "../config.js";
 import { type Finding, openSettlementsFinding } from "./doctor-checks.js";
+
+/** The settlements still followed (a batch's members aside), oldest first. */
+export const OPEN_FOR_DOCTOR = `SELECT key, state, hashes, updated_at FROM facilitator_settlements
+  WHERE ${UNSETTLED_STATES} AND key NOT LIKE '%#%' ORDER BY updated_at`;
 
 export async function checkStore(config: CliConfig, url: string): Promise<Finding[]> {
   const where = redactStoreUrl(url);
@@ -47,16 +51,18 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
       ];
     }
     const findings: Finding[] = [];
-    const open = await client.query<{ key: string; updated_at: Date }>(
-      `SELECT key, updated_at FROM facilitator_settlements
-        WHERE state = 'broadcast' AND key NOT LIKE '%#%'`,
-    );
+    const open = await client.query<{
+      key: string;
+      state: JournalEntry["state"];
+      hashes: JournalEntry["hashes"];
+      updated_at: Date;
+    }>(OPEN_FOR_DOCTOR);
     findings.push(
       openSettlementsFinding(
         "store",
         `${where}: schema version ${version}`,
         open.rows.map(
-          (row) => ({ key: row.key, updatedAt: row.updated_at.getTime() }) as JournalEntry,
+          (row) => ({ ...row, updatedAt: row.updated_at.getTime() }) as unknown as JournalEntry,
         ),
       ),
     );

@@ -20,6 +20,7 @@ import {
 } from "./doctor-checks.js";
 import { checkDenyList } from "./doctor-deny-list.js";
 import { checkLimits } from "./doctor-limits.js";
+import { checkProviderLimits } from "./doctor-provider.js";
 import { checkSolanaFeePayers } from "./doctor-solana.js";
 
 export interface DoctorFlags extends ConfigFlags {
@@ -49,7 +50,11 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
       message: file ? `config file ${file} is valid` : "no config file: flags and environment only",
     },
   ];
-  const rpc = new RpcRegistry({ rpcUrls: config.rpcUrls, useDefaultRpcs: config.publicRpcs });
+  const rpc = new RpcRegistry({
+    rpcUrls: config.rpcUrls,
+    useDefaultRpcs: config.publicRpcs,
+    rpcBatchLimit: config.rpcBatchLimit,
+  });
   const { findings: rpcFindings, chains } = await checkRpcs(rpc, config);
   findings.push(...rpcFindings);
   findings.push(...(await checkKeys(config, chains)));
@@ -60,10 +65,14 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
     findings.push(...(await checkStore(config, config.storeUrl)));
   } else {
     findings.push(...(await checkJournal(config, chains)));
+    const { checkJournalDisk } = await import("./doctor-disk.js");
+    findings.push(...(await checkJournalDisk(config.journalPath)));
   }
   findings.push(...(await checkTokens(chains)));
   findings.push(...(await checkLimits(config, chains)));
   findings.push(...checkDenyList(config));
+  // Last: what the providers refused while every check above asked them things.
+  findings.push(...checkProviderLimits(rpc));
   return findings;
 }
 

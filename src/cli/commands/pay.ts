@@ -324,7 +324,11 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
 export async function runPay(flags: PayFlags): Promise<number> {
   const out = humanOutput(flags.quiet);
   const config = loadConfig(flags);
-  const rpc = new RpcRegistry({ rpcUrls: config.rpcUrls, useDefaultRpcs: config.publicRpcs });
+  const rpc = new RpcRegistry({
+    rpcUrls: config.rpcUrls,
+    useDefaultRpcs: config.publicRpcs,
+    rpcBatchLimit: config.rpcBatchLimit,
+  });
   try {
     const quiet = flags.quiet === true;
     const action = channelActionOf(flags);

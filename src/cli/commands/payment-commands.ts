@@ -30,6 +30,7 @@ function paymentCommand(name: "verify" | "settle"): Command {
   )
     .addOption(settingOption(SETTINGS.erc6492Factories))
     .addOption(settingOption(SETTINGS.denyList))
+    .addOption(settingOption(SETTINGS.minAmounts))
     .addOption(settingOption(SETTINGS.builderCode))
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer");
 }

@@ -50,6 +50,8 @@ export const serveCommand = withChainOptions(
   .addOption(settingOption(SETTINGS.denyList))
   .addOption(settingOption(SETTINGS.builderCode))
   .addOption(settingOption(SETTINGS.ratePerClient))
+  .addOption(settingOption(SETTINGS.minAmounts))
+  .addOption(settingOption(SETTINGS.ratePerPayer))
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(
     "after",

@@ -37,7 +37,7 @@ export function liveApiKeys(settings: ServeSettings, log: Log) {
     return next;
   };
   try {
-    current = check(readApiKeysFile(file, "the API keys file", process.env));
+    current = check(readApiKeysFile(file, "the API keys file", process.env, true));
   } catch {
     // Unreadable now: the keys read at start serve until the file is fixed.
   }
@@ -45,7 +45,7 @@ export function liveApiKeys(settings: ServeSettings, log: Log) {
     file,
     {
       what: `API keys file ${file}`,
-      read: () => check(readApiKeysFile(file, "the API keys file", process.env)),
+      read: () => check(readApiKeysFile(file, "the API keys file", process.env, true)),
       apply: (next) => {
         current = next;
         return { keys: next.keys.length };
@@ -65,6 +65,7 @@ export function liveDenyList(settings: ServeSettings, facilitator: Facilitator, 
     {
       what: `deny list ${file}`,
       read: () => readDenyList(file),
+      loosens: ({ list }) => !list.coversAll(facilitator.denyList ?? list),
       apply: ({ list }) => {
         facilitator.denyList = list;
         return { addresses: list.size };

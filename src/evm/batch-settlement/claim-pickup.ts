@@ -6,7 +6,7 @@
  */
 import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
-import { inProgress } from "../../core/settle-loop.js";
+import { inProgress, MAY_SEND } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { reconcile } from "../chain/reconcile.js";
 import { chargeWaste } from "../chain/waste.js";
@@ -37,7 +37,8 @@ export async function pickUpClaim(ctx: EvmContext, key: string): Promise<Sent | 
 }
 
 async function follow(ctx: EvmContext, key: string, sent: JournalEntry): Promise<Sent | undefined> {
-  const picked = await reconcile(ctx, sent);
+  // Its caller runs it in the claim's turn, never in a dry run (batcher.ts answers those first).
+  const picked = await reconcile(ctx, sent, MAY_SEND);
   if (picked === "gone") {
     await ctx.journal.recordState(sent.key, "dropped").catch(() => undefined);
     return undefined;

@@ -3,12 +3,13 @@
  * pays each request with a voucher (verified, never sent); the receiver side claims vouchers in
  * batches, settles what it claimed, and refunds the rest. Requests dispatch on `payload.type`.
  */
+import { unitsOf } from "../../core/amount-floor.js";
 import { failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { PaymentMethod } from "../context.js";
 import { exactPaymentMethod } from "../exact/pipeline.js";
-import type { EvmScheme } from "../scheme.js";
+import type { EvmScheme, SchemeMoves } from "../scheme.js";
 import { stateExtra } from "./channel.js";
 import { settleClaim } from "./claim.js";
 import { BATCH_SETTLEMENT } from "./constants.js";
@@ -119,10 +120,24 @@ function batchMethod(request: PaymentRequest) {
   );
 }
 
+/**
+ * A deposit moves its amount into the channel. Vouchers are verified and never sent; claims,
+ * settles and refunds move what earlier deposits hold, and their own checks refuse one that
+ * claims, settles or refunds nothing (`nothing_to_settle`, `voucher_already_claimed`).
+ */
+function depositMoves(request: PaymentRequest): SchemeMoves {
+  if (request.payload.type !== "deposit") return "nothing";
+  const amount = unitsOf((request.payload.deposit as { amount?: unknown } | undefined)?.amount);
+  return amount === undefined
+    ? undefined
+    : { amount, field: `${request.paths.payload}.payload.deposit.amount` };
+}
+
 export const batchSettlementScheme: EvmScheme = {
   name: BATCH_SETTLEMENT,
   method: batchMethod,
   parties: channelParties,
+  moves: depositMoves,
   kinds(chainId, host) {
     const receiverAuthorizer = host.receiverAuthorizer;
     return [

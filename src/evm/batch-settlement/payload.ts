@@ -5,7 +5,7 @@
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { address, bytes32, hexBytes, uint256 } from "../exact/fields.js";
+import { address, bytes32, signatureBytes, uint256 } from "../exact/fields.js";
 import { rejected } from "./reasons.js";
 
 const MAX_UINT128 = 2n ** 128n - 1n;
@@ -27,7 +27,7 @@ export type ChannelConfig = z.infer<typeof channelConfigSchema>;
 const voucherFields = z.object({
   channelId: z.string(),
   maxClaimableAmount: uint128,
-  signature: hexBytes,
+  signature: signatureBytes,
 });
 export type VoucherFields = z.infer<typeof voucherFields>;
 
@@ -35,7 +35,7 @@ const erc3009Authorization = z.object({
   validAfter: uint256,
   validBefore: uint256,
   salt: bytes32,
-  signature: hexBytes,
+  signature: signatureBytes,
 });
 
 const permit2Authorization = z.object({
@@ -45,7 +45,7 @@ const permit2Authorization = z.object({
   nonce: uint256,
   deadline: uint256,
   witness: z.object({ channelId: z.string() }),
-  signature: hexBytes,
+  signature: signatureBytes,
 });
 
 export const depositSchema = z.object({
@@ -71,7 +71,7 @@ export type VoucherPayload = z.infer<typeof voucherSchema>;
 
 export const voucherClaimSchema = z.object({
   voucher: z.object({ channel: channelConfigSchema, maxClaimableAmount: uint128 }),
-  signature: hexBytes,
+  signature: signatureBytes,
   totalClaimed: uint128,
 });
 export type VoucherClaim = z.infer<typeof voucherClaimSchema>;
@@ -79,7 +79,7 @@ export type VoucherClaim = z.infer<typeof voucherClaimSchema>;
 export const claimSchema = z.object({
   type: z.literal("claim"),
   claims: z.array(voucherClaimSchema).check(z.minLength(1), z.maxLength(1000)),
-  claimAuthorizerSignature: z.optional(hexBytes),
+  claimAuthorizerSignature: z.optional(signatureBytes),
 });
 export type ClaimPayload = z.infer<typeof claimSchema>;
 
@@ -97,8 +97,8 @@ export const refundSchema = z.object({
   amount: uint128,
   refundNonce: uint256,
   claims: z.array(voucherClaimSchema).check(z.maxLength(1000)),
-  refundAuthorizerSignature: z.optional(hexBytes),
-  claimAuthorizerSignature: z.optional(hexBytes),
+  refundAuthorizerSignature: z.optional(signatureBytes),
+  claimAuthorizerSignature: z.optional(signatureBytes),
 });
 export type RefundPayload = z.infer<typeof refundSchema>;
 

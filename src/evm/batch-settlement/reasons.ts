@@ -42,6 +42,7 @@ const REASONS = [
   "nothing_to_settle",
   "refund_payload",
   "refund_no_balance",
+  "refund_amount_invalid",
   "refund_simulation_failed",
   "refund_transaction_failed",
   "authorizer_not_configured",

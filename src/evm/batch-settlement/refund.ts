@@ -94,6 +94,16 @@ export async function settleRefund(
   const config = payload.channelConfig;
   const payer = config.payer;
   const refuse = (f: Failure): SettleResult => ({ ok: false, payer, failure: f });
+  // The contract reverts a refund of nothing (ZeroRefund): said before anything is read or signed.
+  if (payload.amount === 0n) {
+    return refuse(
+      rejected(
+        "amount_too_small",
+        "refund_amount_invalid",
+        `${request.paths.payload}.payload.amount is 0: a refund of nothing is not sent`,
+      ),
+    );
+  }
   const channelId = channelIdOf(config, ctx.chainId);
   // The channel is the one the manager's requirements name (payTo, asset).
   const mismatch = channelMismatch(

@@ -78,9 +78,12 @@ export async function broadcast(
     const waitMs = Math.min(syncWaitMs, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
     timer = setTimeout(() => resolve(undefined), waitMs);
   });
-  const result = await Promise.race([answer, waited]);
+  let result = await Promise.race([answer, waited]);
   clearTimeout(timer);
   // Still waiting: the node took the transaction and it is not mined yet; polling takes over.
+  // Unless the node does not know it: then our request may still be waiting out a provider's
+  // rate limit (core/provider-limits.ts, bounded), and its answer says whether it was sent.
+  if (result === undefined && !(await isKnown(ctx, hash))) result = await answer;
   if (result === undefined) return undefined;
   if ("receipt" in result) {
     return isHashEqual(result.receipt.transactionHash, hash) ? result.receipt : undefined;

@@ -50,6 +50,8 @@ export interface GasAtRiskOptions {
 /** Wasted gas a chain absorbs per hour from payers we know nothing of: about eighteen reverted transfers. */
 export const DEFAULT_WASTED_GAS_BUDGET = 500_000n;
 const WINDOW_MS = 60 * 60_000;
+/** Retry-After when gas at risk alone fills the budget: it ends as its transactions land or fail. */
+const HELD_RETRY_S = 60;
 /** Payers, assets and events remembered at once; past it the oldest are forgotten. */
 const REMEMBERED = 10_000;
 const KNOWN_REMEMBERED = 100_000;
@@ -85,6 +87,11 @@ export class GasAtRisk {
   readonly #landed = new Map<string, number[]>();
   /** chain:payer the store counted at the throttle limit, until when that answer is trusted. */
   readonly #countedFull = new Map<string, number>();
+  /**
+   * Ether sent to payers for their own transactions (chain/sponsoring.ts), by id, in gas at our
+   * price: counted as wasted until the transaction lands (released) or cannot (charged).
+   */
+  readonly #atRisk = new Map<string, { chainId: number; at: number; waste: Waste }>();
 
   constructor(throttle: PayerThrottle, options: GasAtRiskOptions = {}) {
     this.#throttle = throttle;
@@ -101,20 +108,81 @@ export class GasAtRisk {
     );
   }
 
-  /** Gas wasted on `chainId` within the window. */
-  wastedGas(chainId: number, now = Date.now()): bigint {
-    return this.#recent(chainId, now).reduce((sum, e) => sum + e.gas, 0n);
+  /** The window waste is counted over, in milliseconds. */
+  get windowMs(): number {
+    return this.#windowMs;
   }
 
-  /** The chains with waste in the window. */
+  /** Gas wasted on `chainId` within the window, and gas at risk there now. */
+  wastedGas(chainId: number, now = Date.now()): bigint {
+    return this.#recent(chainId, now).reduce((sum, e) => sum + e.gas, this.#held(chainId, now));
+  }
+
+  /** The chains with waste in the window, or gas at risk. */
   chains(): number[] {
-    return [...this.#wasted.keys()];
+    const held = [...this.#atRisk.values()].map((h) => h.chainId);
+    return [...new Set([...this.#wasted.keys(), ...held])];
+  }
+
+  /**
+   * Ether about to be sent for a payer's own transaction (`waste.gas`: its worth in gas at our
+   * price) is held as at risk under `id`, or refused: the payer is throttled, or the chain's
+   * waste and gas at risk would pass its budget with it (sponsoring never takes a chain past
+   * its budget, whoever the payer).
+   */
+  hold(chainId: number, id: string, waste: Waste, now = Date.now()): Failure | undefined {
+    const throttled = this.#throttle.refusal(chainId, waste.payer, now);
+    if (throttled) return throttled;
+    const budget = this.budget(chainId);
+    const events = this.#recent(chainId, now);
+    const held = this.#held(chainId, now);
+    let wasted = 0n;
+    for (const e of events) wasted += e.gas;
+    if (wasted + held + waste.gas <= budget) {
+      this.#atRisk.set(id, { chainId, at: now, waste });
+      return undefined;
+    }
+    // Free once enough waste ages out; gas at risk ends as its transactions land or fail.
+    const level = budget - held - waste.gas;
+    const seconds = level > 0n ? this.#secondsUntil(events, level, wasted, now) : HELD_RETRY_S;
+    return failure(
+      "payer_throttled",
+      `funding ${waste.payer}'s own transaction (${grouped(waste.gas)} gas at our price) would take ${caip2(chainId)} past its budget of ${grouped(budget)} gas wasted or at risk per ${this.#minutes()} min (${grouped(wasted)} wasted, ${grouped(held)} at risk); nothing is sent to payers until there is room, in about ${seconds} s`,
+      { retryAfterSeconds: seconds },
+    );
+  }
+
+  /** Holds `waste` under `id` whatever the budget: sent already (its exact figure, a pick-up). */
+  holdSent(chainId: number, id: string, waste: Waste, now = Date.now()): void {
+    const at = this.#atRisk.get(id)?.at ?? now;
+    this.#atRisk.set(id, { chainId, at, waste });
+  }
+
+  /** The gas held at risk under `id`, if any here. */
+  heldAt(id: string): Waste | undefined {
+    return this.#atRisk.get(id)?.waste;
+  }
+
+  /** The payer's transaction landed: what was sent for it is no longer at risk. */
+  release(id: string): void {
+    this.#atRisk.delete(id);
   }
 
   /** A settlement of ours wasted gas: counted here and told to the other replicas. */
   charge(chainId: number, waste: Waste, now = Date.now()): void {
     this.#options.onWaste?.(chainId, waste);
     this.record(chainId, waste, now, now);
+  }
+
+  /**
+   * The payer's transaction can never land: what was sent for it is wasted, charged as a revert
+   * of the payer's (`waste`, or what `id` held here). Undefined when neither says how much.
+   */
+  chargeHeld(chainId: number, id: string, waste?: Waste, now = Date.now()): Waste | undefined {
+    const charged = waste ?? this.#atRisk.get(id)?.waste;
+    this.#atRisk.delete(id);
+    if (charged) this.charge(chainId, charged, now);
+    return charged;
   }
 
   /** A waste charged at `at` (by another replica, say), told to no one. */
@@ -162,7 +230,7 @@ export class GasAtRisk {
     if (assetRefused) return assetRefused;
     const budget = this.budget(chainId);
     const events = this.#recent(chainId, now);
-    let wasted = 0n;
+    let wasted = this.#held(chainId, now);
     for (const e of events) wasted += e.gas;
     if (wasted < budget) return undefined;
     const spent = `settlements on ${caip2(chainId)} wasted ${grouped(wasted)} gas in the last ${this.#minutes()} min (reverted, ran out of gas or moved nothing)`;
@@ -281,6 +349,16 @@ export class GasAtRisk {
     if (events.length === 0) this.#wasted.delete(chainId);
     else this.#wasted.set(chainId, events);
     return events;
+  }
+
+  /** Gas at risk on `chainId`; what was held longer than the window is forgotten. */
+  #held(chainId: number, now: number): bigint {
+    let held = 0n;
+    for (const [id, h] of this.#atRisk) {
+      if (now - h.at >= this.#windowMs) this.#atRisk.delete(id);
+      else if (h.chainId === chainId) held += h.waste.gas;
+    }
+    return held;
   }
 
   #minutes(): number {

@@ -10,6 +10,7 @@ import {
   type TransactionSerializable,
 } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { isKnown, refusal } from "./broadcast.js";
@@ -19,43 +20,66 @@ import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
 import { type SignerLane, stillSucceeds } from "./signers.js";
 import type { SendingAccess } from "./transactions.js";
 
-async function receiptOf(ctx: SendingAccess, hashes: readonly Hex[]) {
-  for (const hash of hashes) {
-    const receipt = await ctx.client
-      .getTransactionReceipt({ hash })
-      .catch((error: unknown): undefined => {
-        if (isUnreachable(error)) throw error;
-        return undefined;
-      });
-    if (receipt) return receipt;
-  }
-  return undefined;
+/**
+ * What one node says of a journaled settlement: a receipt of any of its hashes, which of them it
+ * has (pending or mined), and whether it has seen the signer's nonce used. Read together (one
+ * batch), so the answers are of one head: a read replica that lags has neither the receipt nor the
+ * transaction of a block it has not seen, and it has not seen the nonce used either.
+ */
+/** Block timestamps are whole seconds and clocks differ a little: a head this far past counts. */
+const LAG_MARGIN_MS = 2_000;
+
+async function lookUp(ctx: SendingAccess, entry: JournalEntry) {
+  const [receipts, known, used] = await Promise.all([
+    Promise.all(
+      entry.hashes.map((hash) =>
+        ctx.client.getTransactionReceipt({ hash }).catch((error: unknown): undefined => {
+          if (isUnreachable(error)) throw error;
+          return undefined;
+        }),
+      ),
+    ),
+    Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash))),
+    ctx.client.getTransactionCount({ address: entry.signer, blockTag: "latest" }),
+  ]);
+  return {
+    receipt: receipts.find((r) => r !== undefined),
+    inPool: entry.hashes.find((_, i) => known[i]),
+    /** The node has seen the nonce used: by ours, if it has our receipt; else by another. */
+    nonceUsed: used > entry.txNonce,
+  };
 }
 
-/** Sends signed bytes again inside the signer's lane; false if the node will not take them. */
+/**
+ * Sends signed bytes again inside the signer's lane: "sent" (the node took them), "known" (it has
+ * them), or "used" (it has the nonce used: a node that reads behind it may not have seen that).
+ */
 async function resend(
   ctx: SendingAccess,
   lane: SignerLane,
   nonce: number,
   raw: Hex,
-): Promise<boolean> {
+  _may: MaySend,
+): Promise<"sent" | "known" | "used" | "refused"> {
   return lane.exclusive(async () => {
     try {
       await ctx.client.sendRawTransaction({ serializedTransaction: raw });
       lane.observe(ctx.chainId, nonce);
       lane.remember(ctx.chainId, nonce, raw);
-      return true;
+      return "sent";
     } catch (error) {
       if (isUnreachable(error)) throw error;
-      return refusal(error) === "known";
+      const why = refusal(error);
+      if (why === "known" || why === "nonce") lane.observe(ctx.chainId, nonce);
+      return why === "known" ? "known" : why === "nonce" ? "used" : "refused";
     }
   });
 }
 
-/** Whether the signer's mined transaction count is still at or below `nonce` (it is free). */
-async function nonceFree(ctx: SendingAccess, entry: JournalEntry): Promise<boolean> {
-  const used = await ctx.client.getTransactionCount({ address: entry.signer, blockTag: "latest" });
-  return used <= entry.txNonce;
+/** The newest signed bytes of the entry, from the lane or the store, if they are its own. */
+function bytesOf(lane: SignerLane | undefined, ctx: SendingAccess, entry: JournalEntry) {
+  const raw = lane?.recentRaw(ctx.chainId, entry.txNonce) ?? entry.raws.at(-1);
+  return raw !== undefined && entry.hashes.includes(keccak256(raw)) ? raw : undefined;
 }
 
 /**
@@ -66,18 +90,19 @@ async function nonceFree(ctx: SendingAccess, entry: JournalEntry): Promise<boole
 export async function reconcile(
   ctx: SendingAccess,
   entry: JournalEntry,
+  may: MaySend,
 ): Promise<CallOutcome | "gone"> {
   const lane = ctx.signers.byAddress(entry.signer);
   const newest = entry.hashes[entry.hashes.length - 1] as Hex;
   try {
     const newestRaw = entry.raws[entry.raws.length - 1];
     const tx = newestRaw ? (parseTransaction(newestRaw) as TransactionSerializable) : undefined;
-    const receipt = await receiptOf(ctx, entry.hashes);
-    if (receipt) return mined(ctx, entry.key, receipt, tx?.gas);
+    const seen = await lookUp(ctx, entry);
+    if (seen.receipt) return mined(ctx, entry.key, seen.receipt, tx?.gas);
     if (!tx || !newestRaw) return "gone";
-    const known = await Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash)));
-    if (!known.some(Boolean)) {
-      if (!(await nonceFree(ctx, entry))) return "gone";
+    if (!seen.inPool) {
+      // Gone only by the word of a node that has seen its nonce used (a lagging one has not).
+      if (seen.nonceUsed) return "gone";
       // Any replica can follow a settlement by its hash; only the key's holder can send it again.
       if (!lane) return notOurs(entry, newest, "is not in the node's pool and its nonce is free");
       // Only while it can still land: sent again after its authorization expired (or was used
@@ -89,8 +114,9 @@ export async function reconcile(
           detail: "it would revert if sent again (its authorization expired, or was used)",
         };
       }
-      // Lost before it reached a node, or dropped from the pool: the same bytes again.
-      if (!(await resend(ctx, lane, entry.txNonce, newestRaw))) return "gone";
+      // Lost before it reached a node, or dropped from the pool: the same bytes again. A node
+      // that has the nonce used while the one read from has not seen it: it is followed there.
+      if ((await resend(ctx, lane, entry.txNonce, newestRaw, may)) === "refused") return "gone";
     }
     if (!lane) return notOurs(entry, newest, "is still pending");
     return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
@@ -116,45 +142,71 @@ function notOurs(entry: JournalEntry, hash: Hex, what: string): CallOutcome {
 
 export type Recheck =
   /** The chain has it (mined, or still in the pool): the journal's success stands. */
-  | { readonly kind: "standing"; readonly hash: Hex; readonly receipt?: TransactionReceipt }
+  | {
+      readonly kind: "standing";
+      readonly hash: Hex;
+      readonly receipt?: TransactionReceipt;
+      /** The node read from has not seen it yet (it reads behind the one that took it). */
+      readonly unseen?: boolean;
+    }
   /** It is gone, and the payment retried is not the one journaled. */
   | { readonly kind: "refused"; readonly failure: Failure }
   /** It was dropped (a reorg) and has been sent again: this is how it came out. */
   | { readonly kind: "resent"; readonly outcome: CallOutcome }
+  /** It left the pool and could be sent again, but this settle may not send (a dry run). */
+  | { readonly kind: "sendable"; readonly hash: Hex }
   /** It is gone and its bytes cannot be sent again: settle afresh if the payment still can. */
   | { readonly kind: "gone" };
 
 /**
  * A success was answered for this entry: is its transaction still on the chain? If a reorg
  * dropped it and its nonce is free again, the same signed bytes (kept by the lane for recent
- * nonces) are broadcast again and followed. When the chain cannot be asked, the journal's word
- * stands: nothing is ever sent on a guess.
+ * nonces) are broadcast again and followed, if `may` allows (never in a dry run). When the chain
+ * cannot be asked, the journal's word stands: nothing is ever sent on a guess.
  */
 export async function recheckAnswered(
   ctx: SendingAccess,
   entry: JournalEntry,
   samePayment: () => Promise<Failure | null>,
+  may: MaySend | undefined,
 ): Promise<Recheck> {
   const newest = entry.hashes[entry.hashes.length - 1] as Hex;
   try {
-    const receipt = await receiptOf(ctx, entry.hashes);
-    if (receipt) {
-      return receipt.status === "success"
-        ? { kind: "standing", hash: receipt.transactionHash, receipt }
+    const [seen, head] = await Promise.all([
+      lookUp(ctx, entry),
+      ctx.client.getBlock({ blockTag: "latest" }).catch(() => undefined),
+    ]);
+    if (seen.receipt) {
+      return seen.receipt.status === "success"
+        ? { kind: "standing", hash: seen.receipt.transactionHash, receipt: seen.receipt }
         : { kind: "gone" };
     }
-    const known = await Promise.all(entry.hashes.map((hash) => isKnown(ctx, hash)));
-    const inPool = entry.hashes.find((_, i) => known[i]);
-    if (inPool) return { kind: "standing", hash: inPool };
+    if (seen.inPool) return { kind: "standing", hash: seen.inPool };
     const mismatch = await samePayment();
     if (mismatch) return { kind: "refused", failure: mismatch };
+    // Its nonce went to another transaction, by the word of a node that has seen it.
+    if (seen.nonceUsed) return { kind: "gone" };
+    // This node has not seen the nonce used: a reorg dropped the transaction, or the node reads
+    // behind the block it is in (a lagging replica). Never judged gone from here: the same bytes
+    // go to the node that takes broadcasts, which tells; without them the journal's word stands.
     const lane = ctx.signers.byAddress(entry.signer);
-    const raw = lane?.recentRaw(ctx.chainId, entry.txNonce);
-    const ours = raw !== undefined && entry.hashes.includes(keccak256(raw));
-    if (!lane || !raw || !ours || !(await nonceFree(ctx, entry))) return { kind: "gone" };
+    const raw = bytesOf(lane, ctx, entry);
+    if (!lane || !raw) {
+      // Without the bytes, a node whose newest block came after our answer has had the block the
+      // transaction was in, and lost it (a reorg): settled afresh. One behind our answer may only
+      // lag (a read replica): the journal's word stands until it catches up.
+      const after =
+        head &&
+        entry.updatedAt !== undefined &&
+        Number(head.timestamp) * 1000 >= entry.updatedAt + LAG_MARGIN_MS;
+      return after ? { kind: "gone" } : { kind: "standing", hash: newest, unseen: true };
+    }
     // Only if the authorization is unused again: a resend that reverts would cost gas for nothing.
     if (!(await stillSucceeds(ctx, lane.address, raw))) return { kind: "gone" };
-    if (!(await resend(ctx, lane, entry.txNonce, raw))) return { kind: "gone" };
+    if (!may) return { kind: "sendable", hash: newest };
+    const resent = await resend(ctx, lane, entry.txNonce, raw, may);
+    if (resent === "refused") return { kind: "gone" };
+    if (resent !== "sent") return { kind: "standing", hash: newest, unseen: true };
     const tx = parseTransaction(raw) as TransactionSerializable;
     const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
     return { kind: "resent", outcome };

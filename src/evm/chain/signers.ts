@@ -40,6 +40,13 @@ export class SignerLane {
   readonly #lane = new Lane();
   /** Next nonce per chain, learned from the node's pending count and kept locally after that. */
   readonly #next = new Map<number, number>();
+  /**
+   * Per chain, the highest nonce a node took from this account (or said was used). A re-read
+   * pending count never hands out one at or below it: a read replica that lags counts only the
+   * blocks it has seen, and can answer a count below what we sent.
+   */
+  readonly #taken = new Map<number, number>();
+  readonly #stale = new Set<number>();
   readonly #recent = new Map<number, Map<number, Hex>>();
   readonly #gapChecks = new Map<number, { at: number; done: Promise<void> }>();
 
@@ -62,8 +69,13 @@ export class SignerLane {
   ): Promise<T> {
     return this.#lane.run(async () => {
       let nonce = this.#next.get(chainId);
-      if (nonce === undefined) {
-        nonce = await client.getTransactionCount({ address: this.address, blockTag: "pending" });
+      if (nonce === undefined || this.#stale.has(chainId)) {
+        const pending = await client.getTransactionCount({
+          address: this.address,
+          blockTag: "pending",
+        });
+        this.#stale.delete(chainId);
+        nonce = Math.max(pending, nonce ?? 0, (this.#taken.get(chainId) ?? -1) + 1);
       }
       const { consumed, value } = await send(nonce);
       if (consumed) this.#next.set(chainId, nonce + 1);
@@ -71,15 +83,31 @@ export class SignerLane {
     });
   }
 
-  /** Forget the cached nonce (after "nonce too low", an RPC outage, a chain reset): re-read it next time. */
+  /** Forget the cached nonce (after "nonce too low", an unsent nonce): re-read it next time. */
   forget(chainId: number): void {
     this.#next.delete(chainId);
   }
 
-  /** The node saw `nonce` used by this account: never hand it out again. */
+  /**
+   * A node said a nonce of ours is used by another: the count is read again, but what was handed
+   * out meanwhile (settles in flight) is never handed out again.
+   */
+  refresh(chainId: number): void {
+    this.#stale.add(chainId);
+  }
+
+  /** After an outage the node may be another (restarted, reset): forget what it took, too. */
+  reset(chainId: number): void {
+    this.#next.delete(chainId);
+    this.#stale.delete(chainId);
+    this.#taken.delete(chainId);
+  }
+
+  /** A node took `nonce` from this account, or saw it used: never hand it out again. */
   observe(chainId: number, nonce: number): void {
     const next = this.#next.get(chainId);
     if (next !== undefined && next <= nonce) this.#next.set(chainId, nonce + 1);
+    if ((this.#taken.get(chainId) ?? -1) < nonce) this.#taken.set(chainId, nonce);
   }
 
   /** Runs a task inside this account's lane (for re-broadcasting a journaled transaction). */

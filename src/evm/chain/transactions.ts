@@ -242,6 +242,7 @@ async function sendAndFollow(
       sentAfterBlock = newestBlockSeen(ctx.client);
       stages.broadcastAt ??= performance.now();
       const receipt = await broadcast(ctx, issued.raw, issued.hash, wantReceipt);
+      lane.observe(ctx.chainId, issued.nonce);
       ctx.metrics?.transactionSent(ctx.chainId, lane.address);
       if (receipt && (receipt.status !== "success" || ctx.confirmations <= 1)) {
         return mined(ctx, record.key, receipt, base.gas);
@@ -329,10 +330,13 @@ function sendFailure(
   if (neverReachedNode(error)) {
     void ctx.journal.recordState(key, "failed").catch(() => undefined);
     lane.forget(ctx.chainId);
-    return outcome(infrastructure(error, "broadcasting"));
+    // Refused before the node (a connection refused, a provider's rate limit): not sent, never
+    // the node's refusal; the payment is free to be settled again.
+    return outcome(infrastructure(error, "broadcasting, nothing was sent"));
   }
   if (isUnreachable(error)) {
     // The node may have taken it before the connection broke: keep the hash, never re-send.
+    lane.observe(ctx.chainId, issued.nonce);
     return outcome(
       pending(
         issued.hash,
@@ -343,11 +347,14 @@ function sendFailure(
   }
   switch (refusal(error)) {
     case "known":
+      lane.observe(ctx.chainId, issued.nonce);
       return { consumed: true, value: { kind: "sent", issued } };
     case "nonce":
-      // Someone else (another process, an earlier run) holds this nonce: re-read and try again.
-      lane.forget(ctx.chainId);
-      return { consumed: false, value: { kind: "retry" } };
+      // Someone else (another process, an earlier run) holds this nonce: re-read and try again,
+      // past it and past those handed out meanwhile (a replica's pending count may lag behind).
+      lane.refresh(ctx.chainId);
+      lane.observe(ctx.chainId, issued.nonce);
+      return { consumed: true, value: { kind: "retry" } };
     case "fee":
       return { consumed: false, value: { kind: "reprice" } };
     default:

@@ -5,6 +5,7 @@
 import { type Address, isAddressEqual } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { isUnreachable, unreachableReason } from "../../core/rpc.js";
+import { nodeErrorOf } from "../../core/thrown.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
@@ -18,6 +19,7 @@ import {
   simulationGas,
 } from "../chain/gas-bounds.js";
 import type { ContractCall } from "../chain/outcome.js";
+import { isRevert } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
 
@@ -101,6 +103,11 @@ export function chainFailure(error: unknown, doing: string): Failure {
       "chain_unavailable",
       `${doing}: the RPC could not be reached (${unreachableReason(error)})`,
     );
+  }
+  // The node's error that is no revert (a revert is the call's answer): the chain failed us.
+  const said = isRevert(error) ? undefined : nodeErrorOf(error);
+  if (said !== undefined) {
+    return failure("chain_unavailable", `${doing}: the RPC answered with an error (${said})`);
   }
   const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
   return failure("internal_error", `${doing}: ${text}`);
@@ -188,15 +195,23 @@ export function checkTerms(
   return null;
 }
 
-/** The asset-has-code answer is cached: deployed code does not go away. */
+/**
+ * The asset-has-code answer is cached for verifies. A settle reads it afresh (one more read in
+ * its batch): a chain that went away can come back without the code (a devnet or fork restarted),
+ * and a transfer sent to no code "succeeds" moving nothing, wasting gas and throttling the asset.
+ */
 const contractAssets = new Map<string, number>();
 const ASSET_CACHE_MS = 15 * 60_000;
 const ASSET_CACHE_MAX = 4096;
 
-export async function assetIsContract(ctx: EvmContext, asset: Address): Promise<boolean> {
+export async function assetIsContract(
+  ctx: EvmContext,
+  asset: Address,
+  settling = false,
+): Promise<boolean> {
   const key = `${ctx.chainId}:${asset}`;
   const cachedAt = contractAssets.get(key);
-  if (cachedAt !== undefined && Date.now() - cachedAt < ASSET_CACHE_MS) return true;
+  if (!settling && cachedAt !== undefined && Date.now() - cachedAt < ASSET_CACHE_MS) return true;
   const code = await ctx.client.getCode({ address: asset });
   const isContract = code !== undefined && code !== "0x";
   if (isContract) {

@@ -26,7 +26,7 @@ import {
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { howUsed } from "./eip3009-usage.js";
-import { address, bytes32, hexBytes, uint256 } from "./fields.js";
+import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
 import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { exactPaymentMethod } from "./pipeline.js";
@@ -47,7 +47,7 @@ export {
 } from "./eip3009-encoding.js";
 
 const payloadSchema = z.object({
-  signature: hexBytes,
+  signature: signatureBytes,
   authorization: z.object({
     from: address,
     to: address,
@@ -165,7 +165,7 @@ async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
   parsed: Eip3009Payment,
-  options: { readonly simulate: boolean },
+  options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<Eip3009Payment>>> {
   const agreed = checkAgreement(request);
   if (!agreed.ok) return agreed;
@@ -180,7 +180,9 @@ async function verify(
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
   const termsFailure = checkTerms(ctx, request, auth, requirements);
-  const assetCheck = termsFailure ? undefined : outcomeOf(assetIsContract(ctx, requirements.asset));
+  const assetCheck = termsFailure
+    ? undefined
+    : outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const counterfactual = isErc6492Signature(signature);
   const simulation =
     termsFailure || !options.simulate || counterfactual

@@ -1,7 +1,8 @@
 /**
  * The `erc20ApprovalGasSponsoring` extension a Permit2 payment may carry: the payer's own signed
  * `approve(Permit2, …)` transaction, for a payer that holds the token but no gas. We fund exactly
- * the gas that transaction may cost (if the payer lacks it), broadcast it, and settle once it has
+ * the gas that transaction may cost at the fee it signed (what the payer lacks of it; once per
+ * payer until an approval of its lands: chain/sponsoring.ts), broadcast it, and settle once it has
  * landed: three transactions, one settlement (see chain/prelude.ts). Checked as the reference
  * checks it, with its reason strings, and more strictly where our gas is at stake.
  */
@@ -175,6 +176,9 @@ async function fundable(
   tx: ReturnType<typeof parseTransaction>,
 ): Promise<Step<SponsoredApproval>> {
   const refuse = (why: string) => invalid("erc20_approval_tx_failed", why);
+  // A blob or set-code transaction costs more than its gas × fee: only these are funded.
+  if (tx.type !== "legacy" && tx.type !== "eip2930" && tx.type !== "eip1559")
+    return refuse(`the transaction is of type ${tx.type}, not legacy, EIP-2930 or EIP-1559`);
   if (tx.chainId !== ctx.chainId)
     return refuse(`the transaction is for chain ${tx.chainId}, not ${ctx.chainId}`);
   const gas = tx.gas ?? 0n;
@@ -201,7 +205,10 @@ async function fundable(
   return { ok: true, value: { raw, from: payer, cost: gas * perGas } };
 }
 
-/** The transactions that land before the payment: our gas for the payer if it lacks it, its approval. */
+/**
+ * What lands before the payment: the payer's approval, with the gas it lacks for it sent first
+ * (at most once per payer until one of its approvals lands: chain/sponsoring.ts).
+ */
 export function approvalPreludes(
   approval: SponsoredApproval,
   token: Address,
@@ -214,20 +221,6 @@ export function approvalPreludes(
       functionName: "allowance",
       args: [approval.from, PERMIT2_ADDRESS],
     })) < amount;
-  return [
-    {
-      name: "fund",
-      tx: {
-        call: { to: approval.from, data: "0x" },
-        gas: { use: "fund", asset: token },
-        // Only what the payer lacks for its approval's gas.
-        value: async (ctx) =>
-          approval.cost - (await ctx.client.getBalance({ address: approval.from })),
-      },
-      needed: async (ctx) =>
-        (await approvalNeeded(ctx)) &&
-        (await ctx.client.getBalance({ address: approval.from })) < approval.cost,
-    },
-    { name: "approve", tx: { raw: approval.raw }, needed: approvalNeeded },
-  ];
+  const fund = { payer: approval.from, asset: token, cost: approval.cost };
+  return [{ name: "approve", tx: { raw: approval.raw, fund }, needed: approvalNeeded }];
 }

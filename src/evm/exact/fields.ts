@@ -1,5 +1,5 @@
 /** zod field types for EVM payloads: strict, with messages that say what was expected. */
-import type { Address, Hex } from "viem";
+import { type Address, type Hex, isErc6492Signature, parseErc6492Signature } from "viem";
 import * as z from "../../protocol/zod.js";
 import { checksumAddress, hasValidChecksum } from "../chain/address.js";
 
@@ -32,4 +32,23 @@ export const bytes32 = z.pipe(
 export const hexBytes = z.pipe(
   z.string().check(z.regex(/^0x([0-9a-fA-F]{2})+$/, "expected 0x-prefixed hex bytes")),
   z.transform((value: string) => value.toLowerCase() as Hex),
+);
+
+/** An ERC-6492 wrapper (the magic suffix) whose inside does not decode: a payer's malformed input. */
+function undecodableWrapper(value: Hex): boolean {
+  if (!isErc6492Signature(value)) return false;
+  try {
+    parseErc6492Signature(value);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** A signature: hex bytes, and an ERC-6492 wrapper only if it decodes (factory, data, signature). */
+export const signatureBytes = hexBytes.check(
+  z.refine(
+    (value: Hex) => !undecodableWrapper(value),
+    "ends with the ERC-6492 magic suffix but is no ERC-6492 wrapper (abi-encoded factory, calldata and signature)",
+  ),
 );

@@ -27,7 +27,7 @@ import {
   type Step,
   simulateWithin,
 } from "./checks.js";
-import { address, hexBytes, uint256 } from "./fields.js";
+import { address, signatureBytes, uint256 } from "./fields.js";
 import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
@@ -55,7 +55,7 @@ export const eip2612PermitTypes = {
 
 const payloadSchema = z.object({
   authorizationType: z.literal("permit"),
-  signature: hexBytes,
+  signature: signatureBytes,
   authorization: z.object({
     owner: address,
     spender: address,
@@ -180,7 +180,7 @@ async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
   parsed: PermitPayment,
-  options: { readonly simulate: boolean },
+  options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<PermitPayment>>> {
   const agreed = checkAgreement(request);
   if (!agreed.ok) return agreed;
@@ -188,7 +188,7 @@ async function verify(
   const { permit, requirements, signature } = payment;
   const payerCode = ctx.client.getCode({ address: permit.owner });
   payerCode.catch(() => undefined);
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset));
+  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const state = tokenState(ctx, payment);
 
   if (size(signature) !== 65) {

@@ -27,7 +27,7 @@ import {
   carriesErc20Approval,
   erc20ApprovalSponsoring,
 } from "./erc20-approval.js";
-import { address, hexBytes, uint256 } from "./fields.js";
+import { address, signatureBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
 import {
   checkTerms,
@@ -49,7 +49,7 @@ import { eip2612Sponsoring } from "./permit2-extensions.js";
 import { checkSignature, innerSignature, withDeployment } from "./signature.js";
 
 const payloadSchema = z.object({
-  signature: hexBytes,
+  signature: signatureBytes,
   permit2Authorization: z.object({
     from: address,
     permitted: z.object({ token: address, amount: uint256 }),
@@ -79,7 +79,7 @@ async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
   payment: Permit2Payment,
-  options: { readonly simulate: boolean },
+  options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<Permit2Payment>>> {
   const { authorization: auth, requirements, signature } = payment;
   if (request.payloadScheme !== "exact") {
@@ -98,7 +98,7 @@ async function verify(
     );
   }
   // The asset's code, the payer's code and (later) the simulation go out in one batch.
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset));
+  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
   const terms = checkTerms(ctx, payment);

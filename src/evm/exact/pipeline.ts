@@ -9,7 +9,12 @@
  */
 import { unrecorded } from "../../core/answers.js";
 import { stageObserver } from "../../core/metrics.js";
-import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
+import {
+  inProgress,
+  type MaySend,
+  type SettleSteps,
+  settleInTurn,
+} from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
@@ -95,7 +100,7 @@ async function pickUp<P>(
   ctx: EvmContext,
   payment: P,
   entry: JournalEntry,
-  waitUntil: WaitUntil,
+  may: MaySend | undefined,
 ): Promise<SettleResult | undefined> {
   // Entries under a settlement's own key always carry its Transfer.
   const expect = entry.expect;
@@ -106,15 +111,22 @@ async function pickUp<P>(
   if (isAnswered(state)) {
     // If a reorg (or the pool) dropped it, it may be sent again: count it against the payer meanwhile.
     ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
-    const recheck = await recheckAnswered(ctx, entry, () =>
-      method.sameAsJournal(ctx, payment, entry),
+    const recheck = await recheckAnswered(
+      ctx,
+      entry,
+      () => method.sameAsJournal(ctx, payment, entry),
+      may,
     );
     if (recheck.kind !== "resent") ctx.inflight.release(entry.key);
     if (recheck.kind === "standing") {
       if (recheck.receipt && state === "submitted") {
         void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
       }
-      const how = recheck.receipt ? "settled" : "submitted (not mined yet)";
+      const how = recheck.receipt
+        ? "settled"
+        : recheck.unseen
+          ? "sent (the node read from is behind, and has not seen it yet)"
+          : "submitted (not mined yet)";
       return {
         ok: false,
         failure: failure(
@@ -124,6 +136,15 @@ async function pickUp<P>(
       };
     }
     if (recheck.kind === "refused") return { ok: false, failure: recheck.failure };
+    if (recheck.kind === "sendable") {
+      return {
+        ok: false,
+        failure: failure(
+          "nonce_already_used",
+          `this authorization was already answered in ${recheck.hash}; its transaction left the node's pool, and a settle that is not a dry run sends it again`,
+        ),
+      };
+    }
     if (recheck.kind === "resent") {
       // Its success was answered once already: the transaction is sent again, the success not.
       const outcome = recheck.outcome;
@@ -145,12 +166,12 @@ async function pickUp<P>(
     await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
     return undefined;
   }
-  if ((state !== "broadcast" && state !== "landed") || waitUntil === "simulated") return undefined;
+  if ((state !== "broadcast" && state !== "landed") || !may) return undefined;
   const mismatch = await method.sameAsJournal(ctx, payment, entry);
   if (mismatch) return { ok: false, failure: mismatch };
   // Settled before (timed out, the process died, or landed with no success handed over): follow
   // that transaction to its answer, never send anew.
-  const picked = await reconcile(ctx, entry);
+  const picked = await reconcile(ctx, entry, may);
   if (picked !== "gone") {
     // Gone from the pool and no longer able to land: it is over, and took nothing.
     if (picked.kind === "would-revert") {
@@ -204,7 +225,7 @@ function paymentSteps<P>(
       ok: false,
       failure: inProgress("this authorization is being settled right now; retry in a moment"),
     }),
-    pickUp: (entry, waitUntil) => pickUp(method, ctx, payment, entry, waitUntil),
+    pickUp: (entry, _waitUntil, may) => pickUp(method, ctx, payment, entry, may),
     async prepare(waitUntil) {
       const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
       if (refused) return refuse({ ok: false, payer, failure: refused });

@@ -1,5 +1,6 @@
 /** The `upto` scheme on EVM chains: Permit2 through the x402 upto proxy, settling what was used. */
 
+import { requiredAmount } from "../../core/amount-floor.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -33,6 +34,11 @@ export function uptoEvmMethod(request: PaymentRequest): PaymentMethod | Failure 
 export const uptoScheme: EvmScheme = {
   name: UPTO,
   method: uptoEvmMethod,
+  // A settle of zero (nothing was used) moves nothing and sends nothing: the reference's answer.
+  moves(request, op) {
+    const moved = requiredAmount(request);
+    return op === "settle" && moved?.amount === 0n ? "nothing" : moved;
+  },
   kinds(chainId, host) {
     const facilitatorAddress = host.nextSigner();
     if (!facilitatorAddress) return [];

@@ -28,7 +28,7 @@ import {
   carriesErc20Approval,
   erc20ApprovalSponsoring,
 } from "../exact/erc20-approval.js";
-import { address, hexBytes, uint256 } from "../exact/fields.js";
+import { address, signatureBytes, uint256 } from "../exact/fields.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
 import {
   diagnose,
@@ -52,7 +52,7 @@ import {
 export const UPTO = "upto";
 
 const payloadSchema = z.object({
-  signature: hexBytes,
+  signature: signatureBytes,
   permit2Authorization: z.object({
     from: address,
     permitted: z.object({ token: address, amount: uint256 }),
@@ -171,7 +171,7 @@ async function verify(
       ),
     );
   }
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset));
+  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
   const settling = options.settling === true;

@@ -16,7 +16,12 @@
 import type { Address, Hex } from "viem";
 import { stageObserver } from "../../core/metrics.js";
 import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
-import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
+import {
+  inProgress,
+  type MaySend,
+  type SettleSteps,
+  settleInTurn,
+} from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry, type NewEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -117,7 +122,7 @@ function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
         DUPLICATE_REASON,
       ),
     }),
-    pickUp: (entry, waitUntil) => pickUp(s, entry, waitUntil),
+    pickUp: (entry, _waitUntil, may) => pickUp(s, entry, may),
     async prepare() {
       const throttled = ctx.throttle.refusal(SVM_THROTTLE_CHAIN, payer);
       if (throttled) return { ok: false, result: { ok: false, payer, failure: throttled } };
@@ -157,7 +162,7 @@ function withFirstSignature(base64: string, signature: Uint8Array): string {
 async function pickUp(
   s: Settling,
   entry: JournalEntry,
-  waitUntil: WaitUntil,
+  may: MaySend | undefined,
 ): Promise<SettleResult | undefined> {
   const { ctx, signed, payment } = s;
   // Written down as answered by this run, which could not hand the success over: it is not.
@@ -172,7 +177,7 @@ async function pickUp(
     );
   }
   // Landed with no success handed over: follow it to its answer, as a broadcast one.
-  if ((state !== "broadcast" && state !== "landed") || waitUntil === "simulated") return undefined;
+  if ((state !== "broadcast" && state !== "landed") || !may) return undefined;
   // Sent before, with no answer given (it timed out, or the process died): never send anew.
   ctx.ledger.seed(s.key, [svmHeld(s.spend)], [signed.signature]);
   const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
@@ -215,7 +220,9 @@ async function sendAndFollow(
     return {
       ok: false,
       payer,
-      failure: { ...cause, message: `${cause.message}; nothing was sent` },
+      failure: /nothing was sent/.test(cause.message)
+        ? cause
+        : { ...cause, message: `${cause.message}; nothing was sent` },
     };
   }
   const broadcastAt = performance.now();

@@ -1,0 +1,188 @@
+/**
+ * What a hosted RPC provider refuses that a node would not: a batch over its size limit, and a
+ * request over its rate (HTTP 429, or a JSON-RPC "limit exceeded" in a 200). Neither is the node's
+ * answer to a call, and a refused request was not forwarded, so nothing in it was sent: a refused
+ * batch is split and sent again, a rate-limited call waited for (Retry-After honoured, capped) and
+ * sent again. What each RPC URL refused is kept here, per URL, for json-rpc.ts and for doctor.
+ */
+import { HttpRequestError, type Transport } from "viem";
+
+/** viem's default batch size: the most calls a batch has until a provider refuses one. */
+export const DEFAULT_BATCH_LIMIT = 1000;
+/** The longest one wait lasts, whatever Retry-After asks (a minute would outlast the settle). */
+export const MAX_RATE_WAIT_MS = 2_000;
+/** How long one call may spend waiting out a provider's 429s before it fails. */
+export const RATE_WAIT_BUDGET_MS = 6_000;
+/** The same when another URL of the chain can take the call instead (fallback in rpc.ts). */
+export const FAILOVER_WAIT_BUDGET_MS = 1_000;
+/** The first wait when the provider does not say how long (doubled each time). */
+const FIRST_BACKOFF_MS = 250;
+
+/**
+ * JSON-RPC codes providers answer a call over their rate with: EIP-1474's "limit exceeded"
+ * (Infura), 429 (Alchemy in a 200), -32007 (QuickNode). Solana nodes use -32005 and -32007 for
+ * other things ("node is behind", "slot was skipped"), so the words must say rate or limit too.
+ */
+const RATE_LIMIT_CODES = new Set([-32005, 429, -32007]);
+const RATE_LIMIT_WORDS = /rate|limit|too many|exceed|capacity/i;
+
+export const isRateLimitAnswer = (error: { code: number; message: string }) =>
+  RATE_LIMIT_CODES.has(error.code) && RATE_LIMIT_WORDS.test(error.message);
+
+/**
+ * The provider asked us to wait and did not forward the request: HTTP 429 (`status`), or a
+ * rate-limit error in a 200. An HttpRequestError, so "unreachable" and "never reached the node"
+ * (rpc.ts) read it as they read a refused connection.
+ */
+export class RateLimitedError extends HttpRequestError {
+  /** How long the provider asked us to wait (Retry-After), when it said. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(args: {
+    body: Record<string, unknown> | Record<string, unknown>[];
+    url: string;
+    status?: number | undefined;
+    details: string;
+    retryAfterMs?: number | undefined;
+  }) {
+    super({ body: args.body, url: args.url, status: args.status, details: args.details });
+    this.name = "RateLimitedError";
+    this.shortMessage = `the RPC provider rate-limited the request (${args.status === 429 ? "HTTP 429" : args.details}) and did not pass it on`;
+    this.retryAfterMs = args.retryAfterMs;
+  }
+}
+
+/** Retry-After in milliseconds (seconds or an HTTP date), or undefined when absent or unreadable. */
+export function retryAfterMs(header: string | undefined, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  const text = header.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** What one RPC URL has refused, and what we make of it. */
+export interface ProviderState {
+  /** Most calls per batch request: configured, then lowered by each refusal. */
+  batchLimit: number;
+  /** Batches refused whole for their size. */
+  refusedBatches: number;
+  /** Calls sent, and calls the provider answered "wait" (each attempt counted). */
+  calls: number;
+  rateLimited: number;
+  /** Until then, the provider asked us to wait (epoch ms). */
+  restUntil: number;
+  /** When its current run of rate-limited answers began (undefined: it last answered). */
+  limitedSince: number | undefined;
+}
+
+/** Keyed by the URL as configured (never printed: it may hold an API key). */
+const states = new Map<string, ProviderState>();
+
+/** The state of `url`, made when first asked; a configured batch limit lowers what is known. */
+export function providerState(url: string, batchLimit?: number): ProviderState {
+  let state = states.get(url);
+  if (!state) {
+    state = {
+      batchLimit: DEFAULT_BATCH_LIMIT,
+      refusedBatches: 0,
+      calls: 0,
+      rateLimited: 0,
+      restUntil: 0,
+      limitedSince: undefined,
+    };
+    states.set(url, state);
+  }
+  if (batchLimit !== undefined) state.batchLimit = Math.min(state.batchLimit, batchLimit);
+  return state;
+}
+
+/** A batch of `size` calls was refused whole: send at most half as many at a time from now. */
+export function learnBatchLimit(state: ProviderState, size: number): number {
+  state.refusedBatches++;
+  state.batchLimit = Math.max(1, Math.min(state.batchLimit, Math.ceil(size / 2)));
+  return state.batchLimit;
+}
+
+/** Whether the provider asked us to wait and the time is not up. */
+export const resting = (state: ProviderState, now = Date.now()) => state.restUntil > now;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `attempt` (one call), waiting out the provider's rate limit: each refusal waits what
+ * Retry-After asks (at most MAX_RATE_WAIT_MS; doubling from FIRST_BACKOFF_MS when it does not
+ * say), and every call to the URL waits with it, so the provider is not asked again before its
+ * time. The refusal is thrown once `budgetMs` would be spent, and at once when the provider has
+ * refused everything for longer than that (each call then asks it once).
+ */
+export async function withinRateLimit<T>(
+  state: ProviderState,
+  budgetMs: number,
+  request: { body: Record<string, unknown>; url: string },
+  attempt: () => Promise<T | RateLimitedError>,
+): Promise<T> {
+  const started = Date.now();
+  for (let tries = 0; ; tries++) {
+    const rest = state.restUntil - Date.now();
+    if (rest > 0) {
+      if (Date.now() - started + rest > budgetMs) {
+        throw new RateLimitedError({
+          ...request,
+          details: "it asked us to wait longer than a call may",
+        });
+      }
+      await sleep(rest);
+    }
+    state.calls++;
+    const outcome = await attempt();
+    if (!(outcome instanceof RateLimitedError)) {
+      state.limitedSince = undefined;
+      return outcome;
+    }
+    const now = Date.now();
+    state.rateLimited++;
+    state.limitedSince ??= now;
+    const backoff = FIRST_BACKOFF_MS * 2 ** tries * (0.8 + Math.random() * 0.4);
+    const wait = Math.min(outcome.retryAfterMs ?? backoff, MAX_RATE_WAIT_MS);
+    state.restUntil = Math.max(state.restUntil, now + wait);
+    if (now - started + wait > budgetMs || now - state.limitedSince > budgetMs) throw outcome;
+  }
+}
+
+/**
+ * `transport`, failing at once (before viem's retry) while its provider asked us to wait, so that
+ * the fallback asks the next URL of the chain meanwhile. `shown`: the URL redacted.
+ */
+export function restingSkipped(transport: Transport, url: string, shown: string): Transport {
+  const state = providerState(url);
+  return (params) => {
+    const built = transport(params);
+    const request = (async (args, options) => {
+      if (resting(state)) {
+        throw new RateLimitedError({
+          body: { method: args.method },
+          url: shown,
+          details: "it asked us to wait",
+        });
+      }
+      return built.request(args, options);
+    }) as typeof built.request;
+    return { ...built, request };
+  };
+}
+
+/** What `url` refused so far (doctor names it), or undefined when nothing. */
+export function limitsMet(url: string):
+  | {
+      readonly rateLimited: number;
+      readonly calls: number;
+      readonly refusedBatches: number;
+      readonly batchLimit: number;
+    }
+  | undefined {
+  const state = states.get(url);
+  if (!state || (state.rateLimited === 0 && state.refusedBatches === 0)) return undefined;
+  const { rateLimited, calls, refusedBatches, batchLimit } = state;
+  return { rateLimited, calls, refusedBatches, batchLimit };
+}

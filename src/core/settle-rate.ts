@@ -1,0 +1,133 @@
+/**
+ * Settlements a minute per payer and per payee (`--rate-per-payer`). A settlement that lands costs
+ * us gas as much as one that reverts, and the revert throttle and the wasted-gas budget see only
+ * the second kind: this bounds the first. A rate of N is a bucket of N settlements refilled at N a
+ * minute (bursts of N, N a minute sustained); every address the payment names as payer takes from
+ * its own. A payee's bucket is ten times larger: a seller is one address that many buyers pay, and
+ * its buyers' payments must not wait on each other; the payer's bucket is what bounds one caller.
+ * Counted in this process (each replica counts its own).
+ */
+import { type Failure, failure } from "../protocol/errors.js";
+import type { Parties } from "./deny-list.js";
+
+/**
+ * The CLI's default: a settlement a second sustained, bursts of 60, for each payer (ten a second
+ * for each payee). A buyer or seller busier than that on a public facilitator is an operator's to
+ * let through.
+ */
+export const DEFAULT_RATE_PER_PAYER = 60;
+
+/** How many times a payer's rate a payee may be paid at. */
+export const PAYEE_FACTOR = 10;
+
+/** Addresses tracked at once; past it the least recently used go (a forgotten one comes back full). */
+const MAX_TRACKED = 100_000;
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+export type Taken =
+  | { readonly ok: true; readonly release: () => void }
+  | { readonly ok: false; readonly failure: Failure };
+
+/** EVM addresses in lower case; Solana's (base58) as written. */
+const normal = (address: string) =>
+  /^0x[0-9a-fA-F]*$/.test(address) ? address.toLowerCase() : address;
+
+export class SettlementRate {
+  readonly perMinute: number;
+  readonly #buckets = new Map<string, Bucket>();
+  readonly #now: () => number;
+  readonly #max: number;
+
+  constructor(perMinute: number, options: { now?: () => number; maxTracked?: number } = {}) {
+    this.perMinute = perMinute;
+    this.#now = options.now ?? (() => performance.now());
+    this.#max = options.maxTracked ?? MAX_TRACKED;
+  }
+
+  /** Why a settlement naming these parties waits now, if one of them has none left; takes nothing. */
+  refusal(parties: Parties): Failure | undefined {
+    const now = this.#now();
+    for (const [role, address] of named(parties)) {
+      const tokens = this.#tokens(role, address, now);
+      if (tokens < 1) return this.#refuse(role, address, tokens);
+    }
+    return undefined;
+  }
+
+  /**
+   * One settlement from every party's allowance, or who waits (then nothing is taken). `release`
+   * gives it back: the settle sent nothing.
+   */
+  take(parties: Parties): Taken {
+    const refused = this.refusal(parties);
+    if (refused) return { ok: false, failure: refused };
+    const now = this.#now();
+    const seen = new Set<string>();
+    const buckets = named(parties).filter(([role, address]) => {
+      const id = `${role}:${address}`;
+      if (seen.has(id)) return false;
+      seen.add(id);
+      return true;
+    });
+    for (const [role, address] of buckets) {
+      this.#set(role, address, this.#tokens(role, address, now) - 1, now);
+    }
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const at = this.#now();
+      for (const [role, address] of buckets) {
+        const tokens = Math.min(this.#size(role), this.#tokens(role, address, at) + 1);
+        this.#set(role, address, tokens, at);
+      }
+    };
+    return { ok: true, release };
+  }
+
+  /** A bucket's size, which is also what it refills a minute. */
+  #size(role: Role): number {
+    return role === "payee" ? this.perMinute * PAYEE_FACTOR : this.perMinute;
+  }
+
+  #tokens(role: Role, address: string, now: number): number {
+    const size = this.#size(role);
+    const held = this.#buckets.get(`${role}:${address}`);
+    if (!held) return size;
+    return Math.min(size, held.tokens + ((now - held.at) * size) / 60_000);
+  }
+
+  #set(role: Role, address: string, tokens: number, now: number): void {
+    const id = `${role}:${address}`;
+    // Most recently used last: the first in the map is the one to forget.
+    this.#buckets.delete(id);
+    this.#buckets.set(id, { tokens, at: now });
+    if (this.#buckets.size > this.#max) {
+      const oldest = this.#buckets.keys().next();
+      if (!oldest.done) this.#buckets.delete(oldest.value);
+    }
+  }
+
+  #refuse(role: Role, address: string, tokens: number): Failure {
+    const size = this.#size(role);
+    const seconds = Math.max(1, Math.ceil(((1 - tokens) * 60) / size));
+    return failure(
+      "payer_throttled",
+      `the ${role} ${address} is over this facilitator's rate of ${size} settlements a minute per ${role}; retry in ${seconds} s`,
+      { retryAfterSeconds: seconds },
+    );
+  }
+}
+
+type Role = "payer" | "payee";
+
+function named(parties: Parties): [role: Role, address: string][] {
+  return [
+    ...parties.payers.map((a): [Role, string] => ["payer", normal(a)]),
+    ...parties.payees.map((a): [Role, string] => ["payee", normal(a)]),
+  ].filter(([, a]) => a !== "");
+}

@@ -1,0 +1,223 @@
+/**
+ * Ether we send a payer for its own signed transaction (an approval of Permit2, for the
+ * `erc20ApprovalGasSponsoring` extension of `exact`, `upto` and batch deposits). The payer can
+ * spend that ether otherwise (replace its transaction in the pool, same nonce, higher fee), and a
+ * fresh payer costs an attacker nothing, so:
+ * - a payer is funded at most once until a transaction it was funded for lands: one journal entry
+ *   per payer and chain (not per payment), kept in the store, so a restart or another replica
+ *   sees it. Its states: `broadcast` (the funding is followed), `landed` (funded, the payer's
+ *   transaction not landed yet), `answered` (it landed: may be funded again), `failed` (it never
+ *   will: funding refused, 429, for the wasted-gas window), `dropped` (the funding never landed);
+ * - what is sent counts against the chain's wasted-gas budget as gas at risk from before it is
+ *   sent until the payer's transaction lands, and as wasted (charged to the payer, as a revert
+ *   is) once it cannot; a funding that would take the chain past its budget is not sent;
+ * - its worth in gas is its own gas plus the ether it carries at the price it was sent at.
+ */
+import type { Address, Hex, TransactionReceipt } from "viem";
+import { MAY_SEND } from "../../core/settle-loop.js";
+import { type Failure, failure } from "../../protocol/errors.js";
+import type { GasAtRisk, Waste } from "./gas-at-risk.js";
+import { type CallOutcome, failed } from "./outcome.js";
+import { reconcile } from "./reconcile.js";
+import type { SendingAccess } from "./transactions.js";
+import { prepareCall, sendCall } from "./transactions.js";
+
+export interface SponsoringAccess extends SendingAccess {
+  readonly gasAtRisk: GasAtRisk;
+}
+
+/** What a payer's own transaction may cost it, for us to send what it lacks. */
+export interface Funding {
+  readonly payer: Address;
+  /** The asset of the payment it is for: charged with the payer if the funding is wasted. */
+  readonly asset: Address;
+  /** The transaction's gas limit × its fee per gas, as signed: what the node wants it to hold. */
+  readonly cost: bigint;
+}
+
+/** The payer's funding marker: one per payer and chain, whatever it pays. */
+export const fundingKey = (chainId: number, payer: Address): string =>
+  `funding:eip155:${chainId}:${payer.toLowerCase()}`;
+
+const ceilDiv = (a: bigint, b: bigint) => (b > 0n ? (a + b - 1n) / b : a);
+
+/**
+ * Sends the payer what its transaction lacks, unless it holds enough: undefined once it does,
+ * else the outcome that stopped it (a refusal, nothing sent; or the funding's own end).
+ */
+export async function fundPayer(
+  ctx: SponsoringAccess,
+  funding: Funding,
+  signer: Address | undefined,
+): Promise<CallOutcome | undefined> {
+  const key = fundingKey(ctx.chainId, funding.payer);
+  if (!(await ctx.journal.claim(key))) {
+    return failed(
+      failure(
+        "settlement_in_progress",
+        `gas for ${funding.payer}'s own transaction is being sent by another settle right now; retry in a moment`,
+      ),
+    );
+  }
+  try {
+    return await fundClaimed(ctx, key, funding, signer);
+  } finally {
+    await Promise.resolve(ctx.journal.release(key)).catch(() => undefined);
+  }
+}
+
+async function fundClaimed(
+  ctx: SponsoringAccess,
+  key: string,
+  funding: Funding,
+  signer: Address | undefined,
+): Promise<CallOutcome | undefined> {
+  let entry = await ctx.journal.get(key);
+  if (entry?.state === "broadcast") {
+    // Sent before (a timeout, a crash): followed to its end, never sent twice.
+    const picked = await reconcile(ctx, entry, MAY_SEND);
+    // Gone (its nonce went to another), or out of the pool and unable to land: nothing was sent.
+    if (picked === "gone" || picked.kind === "would-revert") {
+      await ctx.journal.recordState(key, "dropped").catch(() => undefined);
+      ctx.gasAtRisk.release(key);
+    } else {
+      const ended = await fundingEnded(ctx, key, funding, picked);
+      if (ended) return ended;
+    }
+    entry = await ctx.journal.get(key);
+  }
+  const balance = await ctx.client.getBalance({ address: funding.payer });
+  if (balance >= funding.cost) return undefined;
+  const standing = entry && standingFunding(ctx, entry, funding.payer);
+  if (standing) return failed(standing);
+  const value = funding.cost - balance;
+  const prepared = await prepareCall(
+    ctx,
+    { to: funding.payer, data: "0x" },
+    { reuse: false },
+    { use: "fund", asset: funding.asset },
+    { signer, value },
+  );
+  if ("kind" in prepared) return prepared;
+  const price =
+    prepared.fees.type === "eip1559" ? prepared.fees.maxFeePerGas : prepared.fees.gasPrice;
+  const atRisk = wasteOf(funding, prepared.base.gas + ceilDiv(value, price));
+  const refused = ctx.gasAtRisk.hold(ctx.chainId, key, atRisk);
+  if (refused) return failed(refused);
+  const outcome = await sendCall(ctx, prepared, "confirmed", { key });
+  return fundingEnded(ctx, key, funding, outcome, value);
+}
+
+/** The funding's end: undefined once it landed (its payer's transaction is then at risk). */
+async function fundingEnded(
+  ctx: SponsoringAccess,
+  key: string,
+  funding: Funding,
+  outcome: CallOutcome,
+  value?: bigint,
+): Promise<CallOutcome | undefined> {
+  if (outcome.kind === "confirmed") {
+    await ctx.journal.recordState(key, "landed").catch(() => undefined);
+    const gas = await worth(ctx, outcome.receipt, value);
+    ctx.gasAtRisk.holdSent(ctx.chainId, key, wasteOf(funding, gas));
+    return undefined;
+  }
+  if (outcome.kind === "reverted") {
+    // Our own gas, spent for nothing: wasted, and the payer not funded again for a while.
+    ctx.gasAtRisk.chargeHeld(ctx.chainId, key, wasteOf(funding, outcome.receipt.gasUsed));
+    await ctx.journal.recordState(key, "failed").catch(() => undefined);
+  } else if (!("hash" in outcome) || !outcome.hash) {
+    // Never broadcast: nothing is at risk.
+    ctx.gasAtRisk.release(key);
+  }
+  return outcome;
+}
+
+/** A payer funded lately whose transaction has not landed (or never will) is not funded again. */
+function standingFunding(
+  ctx: SponsoringAccess,
+  entry: { state: string; updatedAt?: number | undefined; hashes: readonly Hex[] },
+  payer: Address,
+): Failure | undefined {
+  if (entry.state !== "landed" && entry.state !== "failed") return undefined;
+  const now = Date.now();
+  const seconds = Math.ceil(((entry.updatedAt ?? now) + ctx.gasAtRisk.windowMs - now) / 1000);
+  if (seconds <= 0) return undefined;
+  const sent = `${payer} was sent the gas for its own transaction in ${entry.hashes.at(-1)}`;
+  const since =
+    entry.state === "landed"
+      ? "and no transaction of its that we funded has landed since"
+      : "and the transaction it was for never landed (its nonce went to another of its transactions)";
+  return failure(
+    "payer_throttled",
+    `${sent}, ${since}: it is not funded again for ${seconds} s, or until an approval of its lands; a payer that holds the gas for its approval needs no funding`,
+    { retryAfterSeconds: seconds },
+  );
+}
+
+/** The payer's transaction landed: what we sent for it is no longer at risk, and it may be funded again. */
+export async function fundedLanded(ctx: SponsoringAccess, funding: Funding): Promise<void> {
+  const key = fundingKey(ctx.chainId, funding.payer);
+  ctx.gasAtRisk.release(key);
+  await underClaim(ctx, key, async () => {
+    const entry = await ctx.journal.get(key);
+    if (entry?.state === "landed" || entry?.state === "failed") {
+      await ctx.journal.recordState(key, "answered");
+    }
+  });
+}
+
+/**
+ * The payer's transaction can never land (replaced, refused, reverted): a funding that stood for
+ * it is wasted, charged once. Whether one was charged now.
+ */
+export async function fundedWasted(ctx: SponsoringAccess, funding: Funding): Promise<boolean> {
+  const key = fundingKey(ctx.chainId, funding.payer);
+  let charged = false;
+  await underClaim(ctx, key, async () => {
+    const entry = await ctx.journal.get(key);
+    if (entry?.state !== "landed") return;
+    // Held here, or (another replica's, or before a restart) read back from the chain.
+    const gas = ctx.gasAtRisk.heldAt(key)?.gas ?? (await worthOf(ctx, entry.hashes as Hex[])) ?? 0n;
+    ctx.gasAtRisk.chargeHeld(ctx.chainId, key, wasteOf(funding, gas));
+    charged = true;
+    await ctx.journal.recordState(key, "failed").catch(() => undefined);
+  });
+  return charged;
+}
+
+/** Runs `then` under the marker's claim; skipped when another holds it (it decides instead). */
+async function underClaim(ctx: SponsoringAccess, key: string, then: () => Promise<void>) {
+  if (!(await Promise.resolve(ctx.journal.claim(key)).catch(() => false))) return;
+  try {
+    await then().catch(() => undefined);
+  } finally {
+    await Promise.resolve(ctx.journal.release(key)).catch(() => undefined);
+  }
+}
+
+const wasteOf = (funding: Funding, gas: bigint): Waste => ({
+  payer: funding.payer,
+  asset: funding.asset,
+  gas,
+  cause: "reverted",
+});
+
+/** A funding's worth in gas: what it used, and the ether it carried at the price it paid. */
+async function worth(ctx: SponsoringAccess, receipt: TransactionReceipt, value?: bigint) {
+  const sent =
+    value ??
+    (await ctx.client
+      .getTransaction({ hash: receipt.transactionHash })
+      .then((tx) => tx.value)
+      .catch(() => 0n));
+  return receipt.gasUsed + ceilDiv(sent, receipt.effectiveGasPrice);
+}
+
+async function worthOf(ctx: SponsoringAccess, hashes: readonly Hex[]) {
+  for (const hash of hashes) {
+    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (receipt) return worth(ctx, receipt);
+  }
+  return undefined;
+}
