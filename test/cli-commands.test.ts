@@ -18,6 +18,7 @@ import {
   startDevnet,
 } from "../src/evm/devnet/index.js";
 import { tokenBalance } from "./helpers/chain.js";
+import { startServe } from "./helpers/serve.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const BIN = path.join(ROOT, "bin", "facilitator.js");
@@ -342,6 +343,9 @@ describe("usage errors", () => {
     );
     expect(otherChain.code, otherChain.stdout).toBe(2);
     expect(json(otherChain)).toMatchObject({ error: "unsupported_network" });
+    // stderr is no terminal here (CI): each failure still says why, in one line.
+    expect(noKey.stderr).toMatch(/^facilitator: settle: settlement_failed: .+\n$/m);
+    expect(otherChain.stderr).toMatch(/^facilitator: verify: unsupported_network: .+\n$/m);
   });
 });
 
@@ -390,5 +394,36 @@ describe("devnet", () => {
     const run = await cli(["devnet", "--port", String(port)], {});
     expect(run.code, run.stdout).toBe(2);
     expect(json(run).message).toContain(`--port ${port} is taken`);
+  });
+});
+
+describe("serve", () => {
+  it("on a port that is taken says so and how to get another, not only EADDRINUSE", async () => {
+    const port = Number(new URL(devnet.rpcUrl).port);
+    const run = await cli(["serve", "--port", String(port)], {
+      FACILITATOR_RPC_URL: devnet.rpcUrl,
+    });
+    expect(run.code, run.stdout).toBe(2);
+    const message = json(run).message as string;
+    expect(message).toContain(`--port ${port} is taken`);
+    expect(message).toContain("pick another, or --port 0 for a free one");
+  });
+
+  it("reconcile while serve holds the key says serve reconciles by itself, not to POST /settle", async () => {
+    const env = { ...devnetEnv, FACILITATOR_JOURNAL: path.join(dir, "serve-journal.jsonl") };
+    const serving = await startServe([], env);
+    try {
+      const run = await cli(["reconcile"], env);
+      expect(run.code, run.stdout).toBe(2);
+      const answer = json(run);
+      expect(answer.error).toBe("key_in_use");
+      const message = answer.message as string;
+      expect(message).toContain("that serve reconciles by itself");
+      expect(message).toContain("stop that serve first");
+      expect(message).not.toContain("send this payment");
+    } finally {
+      serving.child.kill("SIGTERM");
+      await serving.exited;
+    }
   });
 });

@@ -237,7 +237,8 @@ describe("verify", () => {
     expectExit(b, 1);
     expect(json(b)).toMatchObject({ isValid: false, payer: payer(0).address });
     expect(json(b).invalidReason).toEqual(expect.any(String));
-    expect(a.stderr).toBe("");
+    // stderr is no terminal: one plain line says why, for the CI log; stdout stays one document.
+    expect(a.stderr).toMatch(/^facilitator: verify: amount_mismatch: [^\n]+\n$/);
   });
 
   it("input that is not JSON, or a missing file, exits 2 with an invalid_request answer", async () => {
@@ -255,8 +256,24 @@ describe("verify", () => {
     for (const run of runs) {
       expectExit(run, 2);
       expect(json(run)).toMatchObject({ success: false, error: "invalid_request" });
+      // Without a terminal the failure is still said on stderr, in one line.
+      expect(run.stderr).toMatch(/^facilitator: [^\n]+\n$/);
     }
     expect(json(runs[2] as Run).message).toContain("does-not-exist.json");
+    expect(runs[2]?.stderr).toContain("does-not-exist.json");
+  });
+
+  it("an empty request file (a failed `pay … > req.json`) is said to be empty, not a missing payload", async () => {
+    const empty = path.join(dir, "empty-request.json");
+    await writeFile(empty, "");
+    const [verify, settle] = await Promise.all([cli(["verify", empty]), cli(["settle", empty])]);
+    for (const run of [verify, settle]) {
+      expectExit(run, 2);
+      const message = json(run).message as string;
+      expect(message).toContain(`${empty} is empty`);
+      expect(message).toContain("did the command that wrote it fail?");
+      expect(message).not.toContain("payload");
+    }
   });
 
   it("a well-formed JSON body with missing fields exits 2 with invalid_request", async () => {
@@ -275,6 +292,8 @@ describe("verify", () => {
     expect(json(verify)).toMatchObject({ success: false, error: "chain_unavailable" });
     expectExit(settle, 3);
     expect(json(settle)).toMatchObject({ success: false, error: "chain_unavailable" });
+    expect(verify.stderr).toMatch(/^facilitator: verify: chain_unavailable: [^\n]+\n$/);
+    expect(settle.stderr).toMatch(/facilitator: settle: chain_unavailable: [^\n]+\n$/);
   });
 
   it("--rpc-url wins over FACILITATOR_RPC_URL and takes comma-separated values", async () => {

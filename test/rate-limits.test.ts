@@ -175,6 +175,39 @@ describe("facilitator serve", () => {
   const ask = (url: string, key: string) =>
     send(url, { body: "{}", headers: { authorization: `Bearer ${key}` } });
 
+  test("its listening line names every control in force: deny list, builder code, rates", async () => {
+    const denyList = path.join(dir, "deny.txt");
+    writeFileSync(denyList, "0x000000000000000000000000000000000000dEaD\n");
+    const keys = path.join(dir, "controls-keys.json");
+    writeFileSync(
+      keys,
+      JSON.stringify({
+        anonymous: true,
+        keys: [{ name: "shop-a", key: KEY_A, rate: { perMinute: 7 } }],
+      }),
+    );
+    const serving = await startServe([
+      ...["--api-keys-file", keys, "--rate-per-client", "5", "--builder-code", "cli_code"],
+      ...["--deny-list", denyList, "--journal", path.join(dir, "journal-controls.jsonl")],
+    ]);
+    try {
+      const line = serving
+        .stderr()
+        .split("\n")
+        .find((l) => l.includes('"event":"listening"'));
+      expect(JSON.parse(line ?? "{}").controls).toEqual({
+        denyList,
+        builderCode: "cli_code",
+        ratePerClient: 5,
+        keyRates: { "shop-a": 7 },
+      });
+      expect(serving.stderr()).not.toContain(KEY_A);
+    } finally {
+      serving.child.kill("SIGTERM");
+      await serving.exited;
+    }
+  });
+
   test("the keys file re-read without a restart: a new key works, a bad file keeps the old keys; no key is ever printed", async () => {
     const file = keysFile({ keys: [{ name: "shop-a", key: KEY_A, rate: { perMinute: 2 } }] });
     const serving = await startServe(
@@ -188,6 +221,14 @@ describe("facilitator serve", () => {
       const refused = await ask(serving.url, KEY_A);
       expect(refused.status).toBe(429);
       expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+      // The access log's 429 line names the key whose rate it is over, by its name.
+      expect(
+        await waitForStderr(
+          serving,
+          /"status":429,[^\n]*"error":"rate_limited"[^\n]*"apiKey":"shop-a"/,
+          5_000,
+        ),
+      ).toBe(true);
 
       keysFile({
         keys: [

@@ -8,10 +8,12 @@ import type { Reply } from "../protocol/respond.js";
 
 export interface HumanOutput {
   readonly enabled: boolean;
+  /** --quiet: nothing at all on stderr, not even a failure's line. */
+  readonly quiet?: boolean | undefined;
 }
 
 export function humanOutput(quiet: boolean | undefined): HumanOutput {
-  return { enabled: !quiet && process.stderr.isTTY === true };
+  return { enabled: !quiet && process.stderr.isTTY === true, quiet };
 }
 
 export function printJson(body: unknown): Promise<void> {
@@ -53,9 +55,16 @@ export function summarize(
   /** How far the settle waited: a submitted one is not settled yet, and says so. */
   waitUntil?: string | undefined,
 ): void {
-  if (!out.enabled) return;
   const body = reply.body;
   const f = reply.failure;
+  if (!out.enabled) {
+    // No terminal (CI, a script): a failure still gets one plain line, so the log says why.
+    if (f && !out.quiet) {
+      const hash = (body.transactionHash ?? body.transaction) as string | undefined;
+      warn(`${op}: ${f.code}: ${f.message}${hash ? ` (transaction ${hash})` : ""}`);
+    }
+    return;
+  }
   if (!f) {
     const payer = (body.payer as string | undefined) ?? "";
     const hash = (body.transactionHash ?? body.transaction) as string | undefined;

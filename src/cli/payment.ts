@@ -57,6 +57,13 @@ async function readBody(
 > {
   try {
     const text = await readSource(file);
+    // `pay … > req.json` that failed leaves an empty file: say that, not "payload is missing".
+    if (!isStdin(file) && text.trim() === "") {
+      return {
+        ok: false,
+        message: `${file} is empty: did the command that wrote it fail? (check its exit status and what it printed on stderr)`,
+      };
+    }
     const main = parseJson(text);
     const piped = isStdin(file) ? pipedFailure(text, main.ok ? main.value : undefined) : undefined;
     if (piped) return { ok: false, message: piped.message, piped };

@@ -40,6 +40,7 @@ export type Turn =
 export async function takeSettleTurn(
   config: CliConfig,
   onWait: ((line: string) => void) | undefined,
+  forReconcile = false,
 ): Promise<Turn> {
   if (config.storeUrl) return { kind: "turn", config };
   const keys = config.loadPrivateKeys();
@@ -50,6 +51,7 @@ export async function takeSettleTurn(
     const taking = lockForSettle(config.journalPath, addresses, {
       timeoutMs: lockTimeoutMs(),
       onWait,
+      forReconcile,
     }).then(
       (locks) => ({ kind: "turn" as const, config: once, locks }),
       (error: unknown) => {

@@ -198,7 +198,12 @@ export class TurnTimeout extends Error {
 export async function lockForSettle(
   journalPath: string,
   addresses: readonly string[],
-  options: { timeoutMs: number; onWait?: (line: string) => void },
+  options: {
+    timeoutMs: number;
+    onWait?: (line: string) => void;
+    /** reconcile: a serve holding the key already follows its settlements; say that instead. */
+    forReconcile?: boolean;
+  },
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<SettlementLocks> {
   const deadline = Date.now() + options.timeoutMs;
@@ -220,6 +225,12 @@ export async function lockForSettle(
         const holder = describeHolder(tried.holder, guarded.file);
         if (tried.holder?.command === "facilitator serve") {
           const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
+          if (options.forReconcile) {
+            throw new UsageError(
+              `${guarded.what} is in use by ${holder}: that serve reconciles by itself (it follows every settlement written down to its end), so there is nothing to do here; to reconcile from this command instead, stop that serve first`,
+              "key_in_use",
+            );
+          }
           throw new UsageError(
             `${guarded.what} is in use by ${holder}: send this payment to POST ${target} instead (two processes sending with one key can pay a payment twice), or stop that process first`,
             "key_in_use",

@@ -34,7 +34,12 @@ export interface HttpResponse {
   readonly headers: Record<string, string>;
   readonly body: string;
   /** For the request log: the outcome's code and the payer, never the body. */
-  readonly log: { readonly error?: string | undefined; readonly payer?: string | undefined };
+  readonly log: {
+    readonly error?: string | undefined;
+    readonly payer?: string | undefined;
+    /** A named API key's name (never the key itself): whose rate a 429 is over. */
+    readonly apiKey?: string | undefined;
+  };
 }
 
 export interface HandlerOptions {
@@ -147,7 +152,12 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
     if (name !== undefined && who.perMinute !== undefined) {
       options.metrics?.observeCaller?.(name, op, wait ? "rate_limited" : "served");
     }
-    return rate && wait ? errorResponse(rateLimited(rate.whose, rate.perMinute, wait)) : undefined;
+    if (!rate || !wait) return undefined;
+    const response = errorResponse(rateLimited(rate.whose, rate.perMinute, wait));
+    // The access log says whose rate it is, by the key's name from the keys file.
+    return name !== undefined && who.perMinute !== undefined
+      ? { ...response, log: { ...response.log, apiKey: name } }
+      : response;
   };
   return async function handle(request: HttpRequest): Promise<HttpResponse> {
     const path = request.url.split("?")[0] ?? "/";

@@ -119,6 +119,7 @@ export async function startServer(
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       ...(result.log.error ? { error: result.log.error } : {}),
       ...(result.log.payer ? { payer: result.log.payer } : {}),
+      ...(result.log.apiKey ? { apiKey: result.log.apiKey } : {}),
     });
   };
 

@@ -70,27 +70,34 @@ export async function clientPayload(payer: DevAccount, requirements: Requirement
 }
 
 /** The reference SDK's facilitator signer for `settler` on the devnet (as its examples wire it). */
-export function referenceSigner(devnet: Devnet, settler: DevAccount) {
+export function referenceSigner(
+  devnet: Devnet,
+  settler: DevAccount,
+  options: { confirmationTimeoutMs?: number } = {},
+) {
   const wallet = createWalletClient({
     account: privateKeyToAccount(settler.privateKey),
     transport: http(devnet.rpcUrl),
   }).extend(publicActions);
-  return toFacilitatorEvmSigner({
-    address: wallet.account.address,
-    // biome-ignore lint/suspicious/noExplicitAny: forwarding viem calls as the SDK's examples do.
-    readContract: (args: any) => wallet.readContract({ ...args, args: args.args ?? [] }),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    verifyTypedData: (args: any) => wallet.verifyTypedData(args),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    writeContract: (args: any) =>
-      wallet.writeContract({ ...args, args: args.args ?? [], chain: null }),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    sendTransaction: (args: any) => wallet.sendTransaction({ ...args, chain: null }),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    waitForTransactionReceipt: (args: any) => wallet.waitForTransactionReceipt(args),
-    // biome-ignore lint/suspicious/noExplicitAny: as above.
-    getCode: (args: any) => wallet.getCode(args),
-  });
+  return toFacilitatorEvmSigner(
+    {
+      address: wallet.account.address,
+      // biome-ignore lint/suspicious/noExplicitAny: forwarding viem calls as the SDK's examples do.
+      readContract: (args: any) => wallet.readContract({ ...args, args: args.args ?? [] }),
+      // biome-ignore lint/suspicious/noExplicitAny: as above.
+      verifyTypedData: (args: any) => wallet.verifyTypedData(args),
+      // biome-ignore lint/suspicious/noExplicitAny: as above.
+      writeContract: (args: any) =>
+        wallet.writeContract({ ...args, args: args.args ?? [], chain: null }),
+      // biome-ignore lint/suspicious/noExplicitAny: as above.
+      sendTransaction: (args: any) => wallet.sendTransaction({ ...args, chain: null }),
+      // biome-ignore lint/suspicious/noExplicitAny: as above.
+      waitForTransactionReceipt: (args: any) => wallet.waitForTransactionReceipt(args),
+      // biome-ignore lint/suspicious/noExplicitAny: as above.
+      getCode: (args: any) => wallet.getCode(args),
+    },
+    options,
+  );
 }
 
 /**
@@ -100,9 +107,9 @@ export function referenceSigner(devnet: Devnet, settler: DevAccount) {
 export function referenceFacilitator(
   devnet: Devnet,
   settler: DevAccount,
-  options: { eip6492AllowedFactories?: string[] } = {},
+  options: { eip6492AllowedFactories?: string[]; confirmationTimeoutMs?: number } = {},
 ) {
-  const signer = referenceSigner(devnet, settler);
+  const signer = referenceSigner(devnet, settler, options);
   const facilitator = new x402Facilitator();
   facilitator.register(
     devnet.network,

@@ -12,7 +12,7 @@ import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { receiverAuthorizerAccount } from "../../evm/devnet/accounts.js";
 import { type Devnet, startDevnet } from "../../evm/devnet/index.js";
-import { UsageError } from "../errors.js";
+import { isPortTaken, portTakenMessage, UsageError } from "../errors.js";
 import { fitLines, terminalWidth } from "../fit-lines.js";
 import { warn } from "../output.js";
 import { DEVNET_DIR_PREFIX } from "../stale-devnet.js";
@@ -41,9 +41,6 @@ function parseWhole(value: string, flag: string, max: number): number {
   return n;
 }
 
-const portTaken = (error: unknown) =>
-  error instanceof Error && /Address already in use/i.test(error.message);
-
 /** The devnet, and the port asked for when it was taken (the devnet then took a free one). */
 async function start(flags: DevnetFlags): Promise<{ devnet: Devnet; taken?: number }> {
   const chainId = parseWhole(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
@@ -53,16 +50,16 @@ async function start(flags: DevnetFlags): Promise<{ devnet: Devnet; taken?: numb
     try {
       return { devnet: await startDevnet({ port, chainId }) };
     } catch (error) {
-      if (!portTaken(error)) throw error;
+      if (!isPortTaken(error)) throw error;
       throw new UsageError(
-        `--port ${port} is taken (another devnet or node?): pick another, or leave --port out for a free one`,
+        portTakenMessage(port, "another devnet or node", "leave --port out for a free one"),
       );
     }
   }
   try {
     return { devnet: await startDevnet({ port: DEFAULT_PORT, chainId }) };
   } catch (error) {
-    if (!portTaken(error)) throw error;
+    if (!isPortTaken(error)) throw error;
     // 8545 is taken (another node, another devnet): a free port, said out loud below.
     return { devnet: await startDevnet({ port: 0, chainId }), taken: DEFAULT_PORT };
   }

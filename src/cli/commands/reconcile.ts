@@ -48,7 +48,7 @@ export async function runReconcile(flags: ReconcileFlags): Promise<number> {
   const out = humanOutput(flags.quiet);
   const idle = idleMs(flags.idle);
   const config = loadConfig(flags);
-  const turn = await takeSettleTurn(config, flags.quiet ? undefined : warn);
+  const turn = await takeSettleTurn(config, flags.quiet ? undefined : warn, true);
   if (turn.kind === "interrupted") return 130;
   if (turn.kind === "timeout") {
     const { code, message } = turn.failure;

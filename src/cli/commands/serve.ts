@@ -20,13 +20,14 @@ import { readApiKeys } from "../api-keys.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../config.js";
 import { loadApiKey, receiverAuthorizerOf } from "../config-keys.js";
 import { readDenyList } from "../deny-list-file.js";
-import { UsageError } from "../errors.js";
+import { isPortTaken, portTakenMessage, UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
 import { resolveSetting } from "../setting-resolver.js";
 import { flagName } from "../setting-rows.js";
 import { SETTINGS } from "../settings.js";
 import { lockForServe } from "../settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../store-leases.js";
+import { controlsInForce, controlsLine } from "./serve-controls.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
 import type { ServeSettings } from "./serve-settings.js";
 
@@ -229,12 +230,18 @@ export async function serveHere(
       log,
     });
   } catch (error) {
+    if (isPortTaken(error)) {
+      throw new UsageError(
+        `cannot listen on ${host}:${port}: ${portTakenMessage(port, "another serve, or another program", "--port 0 for a free one")}`,
+      );
+    }
     throw new UsageError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
   }
   options.onListening?.(server.port, server.url);
   // Every settlement written down is followed to its end, whether or not anyone retries it.
   const reconciler = startReconciler(facilitator, process.env, log);
 
+  const controls = controlsInForce(config, apiKeys);
   if (!quiet && options.bannerOnTty) {
     const endpoints = await facilitator.rpc.endpoints();
     const networks = endpoints.map(
@@ -256,6 +263,7 @@ export async function serveHere(
           : []),
         `  ${facilitator.journal.shared ? "store  " : "journal"}   ${facilitator.journal.where}`,
         `  auth      ${keyRequired ? `API key required on /verify, /settle, /accepts and /metrics${apiKeys ? ` (${apiKeys.keys.length + (apiKey ? 1 : 0)} keys)` : ""}` : apiKeys ? `${apiKeys.keys.length} named API keys; requests without one are served as anonymous` : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
+        `  controls  ${controlsLine(controls)}`,
         `  docs      ${server.url}/llms.txt`,
         `  probes    ${server.url}/health (live), /readyz (ready), /metrics (Prometheus)`,
         "",
@@ -263,7 +271,7 @@ export async function serveHere(
     );
   } else if (!quiet) {
     process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where })}\n`,
+      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where, controls })}\n`,
     );
     if (exposed) {
       process.stderr.write(
