@@ -92,7 +92,8 @@ describe("a payer racing its own balance", () => {
     );
     const replies = await Promise.all(requests.map((r) => post(server, "/settle", r)));
     const codes = replies.map((r) => (r.body.success ? "success" : r.body.error)).sort();
-    expect(codes).toEqual(["insufficient_funds", "success", "success"]);
+    const said = JSON.stringify(replies.map((r) => r.body));
+    expect(codes, said).toEqual(["insufficient_funds", "success", "success"]);
     const refused = replies.find((r) => !r.body.success);
     expect(refused?.status).toBe(400);
     // The ledger reads nothing for its words: the token's symbol once a refusal before has read
