@@ -9,7 +9,7 @@
  * synchronously: the CLI has nothing else to do meanwhile, and configuration loading stays
  * synchronous. Stdin is already open; it is read as a stream.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
 import { UsageError } from "./errors.js";
 import { resolveSetting } from "./setting-resolver.js";
 import { SETTINGS } from "./settings.js";
@@ -68,6 +68,17 @@ function describeErrno(code: string | undefined): string {
  * reason that never quotes the content.
  */
 export function readPathBounded(path: string, limits: ReadLimits): Buffer {
+  return withOpened(path, (fd, stat) => {
+    if (stat.isFile() && stat.size > limits.maxBytes) throw tooLarge(limits.maxBytes);
+    return readFd(fd, stat.isFIFO(), limits);
+  });
+}
+
+/**
+ * Opens `path` non-blocking (a FIFO without a writer never holds the thread), refuses a directory,
+ * and hands `read` the descriptor and its fstat; closed after, whatever `read` does.
+ */
+function withOpened<T>(path: string, read: (fd: number, stat: Stats) => T): T {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
@@ -77,8 +88,7 @@ export function readPathBounded(path: string, limits: ReadLimits): Buffer {
   try {
     const stat = fstatSync(fd);
     if (stat.isDirectory()) throw new InputError(describeErrno("EISDIR"));
-    if (stat.isFile() && stat.size > limits.maxBytes) throw tooLarge(limits.maxBytes);
-    return readFd(fd, stat.isFIFO(), limits);
+    return read(fd, stat);
   } finally {
     closeSync(fd);
   }
@@ -93,21 +103,11 @@ export function readRegularFile(
   path: string,
   maxBytes: number,
 ): { readonly bytes: Buffer; readonly modifiedMs: number } {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch (error) {
-    throw new InputError(describeErrno((error as NodeJS.ErrnoException).code));
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (stat.isDirectory()) throw new InputError(describeErrno("EISDIR"));
+  return withOpened(path, (fd, stat) => {
     if (!stat.isFile()) throw new InputError("it is not a regular file (a pipe, FIFO or device?)");
     if (stat.size > maxBytes) throw tooLarge(maxBytes);
     return { bytes: readFd(fd, false, { maxBytes, idleTimeoutMs: 0 }), modifiedMs: stat.mtimeMs };
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
 
 function readFd(fd: number, fifo: boolean, limits: ReadLimits): Buffer {
