@@ -152,8 +152,11 @@ describe("on the devnet", () => {
     expect(added).toBeLessThanOrEqual(SUFFIX_BYTES_LIMIT);
     // Calldata costs 16 gas a non-zero byte and 4 a zero one: the suffix costs what its bytes do,
     // no more (the two payments' random nonces and signatures differ in their zero bytes too).
+    // Two payments' execution differs by a few gas on its own (CI once saw 17: the values the
+    // token reads and recovers are not the same), so allow that, far under the suffix's ~2,600.
+    const EXECUTION_NOISE = 100;
     expect(Number((declared.gasUsed as bigint) - (bare.gasUsed as bigint))).toBeLessThanOrEqual(
-      calldataGas(declared.input as Hex) - calldataGas(bare.input as Hex),
+      calldataGas(declared.input as Hex) - calldataGas(bare.input as Hex) + EXECUTION_NOISE,
     );
   }, 60_000);
 
