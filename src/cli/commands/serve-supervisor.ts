@@ -14,9 +14,13 @@ import type { ErrorCode } from "../../protocol/errors.js";
 import { UsageError } from "../errors.js";
 import type { ServeSettings } from "./serve-settings.js";
 
-/** More deaths than this within the window: give up (exit 3). */
+/**
+ * More deaths in a row than this, each of a worker that had served less than a minute: give up
+ * (exit 3). Counted per worker, not in a clock window, so a crash loop is told apart from a worker
+ * that served a while on a slow machine too; a worker that lived a minute starts the count afresh.
+ */
 const MAX_DEATHS = 5;
-const DEATH_WINDOW_MS = 60_000;
+const SHORT_LIFE_MS = 60_000;
 
 /** What the serving thread reports to this one. */
 export type WorkerMessage =
@@ -91,9 +95,10 @@ export async function superviseServer(
   };
 
   let port: number | undefined;
-  const deaths: number[] = [];
+  let deathsInARow = 0;
   try {
     for (let start = 0; ; start++) {
+      const startedAt = Date.now();
       const worker = new Worker(new URL("./serve-worker.js", import.meta.url), {
         workerData: {
           // After the first start, the port the first worker bound (it may have asked for 0).
@@ -137,19 +142,17 @@ export async function superviseServer(
       }
       if (stopping) return end.exitCode === 0 ? 0 : 3;
 
-      const now = Date.now();
-      deaths.push(now);
-      while (deaths.length > 0 && (deaths[0] as number) < now - DEATH_WINDOW_MS) deaths.shift();
-      const restart = deaths.length <= MAX_DEATHS;
+      deathsInARow = Date.now() - startedAt < SHORT_LIFE_MS ? deathsInARow + 1 : 1;
+      const restart = deathsInARow <= MAX_DEATHS;
       note({
         event: "worker_died",
         reason: end.reason ?? end.usage?.message ?? `exit ${end.exitCode}`,
         restart,
-        deathsInLastMinute: deaths.length,
+        deathsInARow,
       });
       if (!restart) return 3;
       // A short pause that grows with repeated deaths, so a crash loop does not spin.
-      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** (deaths.length - 1)));
+      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** (deathsInARow - 1)));
       if (stopping) return 0;
     }
   } finally {
