@@ -34,6 +34,8 @@ const RECENT_PER_CHAIN = 512;
 /** Gap checks per lane and chain are at most this frequent, however many settles wait. */
 const GAP_CHECK_EVERY_MS = 1_000;
 const FILLER_GAS = 21_000n;
+/** A pending count read ahead is used only this soon after: by a send of the same settle. */
+const READ_AHEAD_MS = 5_000;
 
 export class SignerLane {
   readonly account: LocalAccount;
@@ -49,6 +51,8 @@ export class SignerLane {
   readonly #stale = new Set<number>();
   readonly #recent = new Map<number, Map<number, Hex>>();
   readonly #gapChecks = new Map<number, { at: number; done: Promise<void> }>();
+  /** A pending count read ahead (readAhead), for the next send that has to read one. */
+  readonly #ahead = new Map<number, { readonly at: number; readonly read: Promise<number> }>();
 
   constructor(account: LocalAccount) {
     this.account = account;
@@ -70,10 +74,11 @@ export class SignerLane {
     return this.#lane.run(async () => {
       let nonce = this.#next.get(chainId);
       if (nonce === undefined || this.#stale.has(chainId)) {
-        const pending = await client.getTransactionCount({
-          address: this.address,
-          blockTag: "pending",
-        });
+        const ahead = this.#ahead.get(chainId);
+        this.#ahead.delete(chainId);
+        const fresh = ahead && Date.now() - ahead.at < READ_AHEAD_MS ? ahead.read : undefined;
+        const pending = await (fresh ??
+          client.getTransactionCount({ address: this.address, blockTag: "pending" }));
         this.#stale.delete(chainId);
         nonce = Math.max(pending, nonce ?? 0, (this.#taken.get(chainId) ?? -1) + 1);
       }
@@ -83,9 +88,26 @@ export class SignerLane {
     });
   }
 
+  /**
+   * Starts reading the pending count now, alongside the settle's other reads, when the next send
+   * will have to read it (nothing known yet, or known stale): one round trip less before it. What
+   * makes a count stale (forget, refresh, reset) drops a read made before it.
+   */
+  readAhead(client: PublicClient, chainId: number): void {
+    if (this.#ahead.has(chainId)) return;
+    if (this.#next.has(chainId) && !this.#stale.has(chainId)) return;
+    const read = client.getTransactionCount({ address: this.address, blockTag: "pending" });
+    const ahead = { at: Date.now(), read };
+    read.catch(() => {
+      if (this.#ahead.get(chainId) === ahead) this.#ahead.delete(chainId);
+    });
+    this.#ahead.set(chainId, ahead);
+  }
+
   /** Forget the cached nonce (after "nonce too low", an unsent nonce): re-read it next time. */
   forget(chainId: number): void {
     this.#next.delete(chainId);
+    this.#ahead.delete(chainId);
   }
 
   /**
@@ -94,11 +116,13 @@ export class SignerLane {
    */
   refresh(chainId: number): void {
     this.#stale.add(chainId);
+    this.#ahead.delete(chainId);
   }
 
   /** After an outage the node may be another (restarted, reset): forget what it took, too. */
   reset(chainId: number): void {
     this.#next.delete(chainId);
+    this.#ahead.delete(chainId);
     this.#stale.delete(chainId);
     this.#taken.delete(chainId);
   }
