@@ -90,6 +90,7 @@ devnet. See docs/cli.md.
 
 ## Documentation (docs/, index: docs/README.md)
 
+- A seller's server (@x402/express, @x402/hono) pointed at this service: docs/sellers.md
 - Two dialects: docs/cli.md#two-dialects
 - waitUntil: docs/cli.md#waituntil
 - Errors: docs/errors.md
