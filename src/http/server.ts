@@ -148,8 +148,10 @@ export async function startServer(
     headers["content-length"] = String(Buffer.byteLength(result.body));
     response.writeHead(result.status, headers);
     response.end(held.method === "HEAD" ? undefined : result.body);
-    // "drained": node closes the connection itself after the answer (Connection: close).
-    if (close === "now") response.on("finish", () => response.socket?.destroy());
+    // "drained": node closes the connection itself after the answer (Connection: close). The
+    // socket is taken now: the response lets go of it when it finishes.
+    const socket = response.socket;
+    if (close === "now") response.on("finish", () => socket?.destroy());
   };
 
   const logAnswer = (held: InFlight, result: HttpResponse) => {
