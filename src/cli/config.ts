@@ -48,6 +48,8 @@ export interface CliConfig {
   /** Payments from Solana smart wallets, and their limits (undefined: not taken). */
   readonly svmSmartWallets?: SmartWalletOptions | undefined;
   readonly confirmTimeoutMs: number;
+  /** serve: how long a stop lets requests in flight answer before answering them itself. */
+  readonly shutdownTimeoutMs: number;
   readonly journalPath: string;
   /** A PostgreSQL URL: settlements live there, shared by replicas, instead of the journal file. */
   readonly storeUrl?: string | undefined;
@@ -88,6 +90,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const publicRpcs = setting(SETTINGS.publicRpcs);
   const rpcBatchLimit = setting(SETTINGS.rpcBatchLimit);
   const confirmTimeoutMs = setting(SETTINGS.confirmTimeout);
+  const shutdownTimeoutMs = setting(SETTINGS.shutdownTimeout);
   const keys = keyLoaders(sources);
   const journalPath = setting(SETTINGS.journal);
   const storeUrl = setting(SETTINGS.store);
@@ -132,6 +135,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     svmMaxFeeLamports,
     svmSmartWallets,
     confirmTimeoutMs,
+    shutdownTimeoutMs,
     journalPath,
     storeUrl,
     storeLeaseMs,

@@ -12,6 +12,7 @@ import { readDenyList } from "./deny-list-file.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
 import { warn } from "./output.js";
+import type { SendingDoor } from "./sending-door.js";
 import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 import { describeSignerWait, signersLeasedError } from "./store-leases.js";
 import { WatchedJournal } from "./watched-journal.js";
@@ -26,6 +27,8 @@ type FacilitatorFromOptions = {
   offerReceiverAuthorizer?: boolean;
   /** Told at once when another process's lease on a key is waited out (default: a line on stderr). */
   onSignerWait?: (wait: SignerWait, store: string) => void;
+  /** serve's door to new broadcasts, shut when its stop's time is up. */
+  door?: SendingDoor;
 };
 
 /**
@@ -77,7 +80,7 @@ async function build(
   const signers = keys.map((key) => settlementAccount(key));
   // Refused at start when it is also a settlement key.
   const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), keys);
-  const journal = config.storeUrl
+  const opened = config.storeUrl
     ? await openPostgres(config.storeUrl, signers, {
         leaseMs: config.storeLeaseMs,
         onQuery: options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
@@ -86,6 +89,7 @@ async function build(
         server: options.server === true,
       })
     : openJournal(config.journalPath);
+  const journal = options.door ? options.door.guard(opened) : opened;
   const facilitator = new Facilitator({
     ...rpc,
     signers,

@@ -171,6 +171,16 @@ export const SETTINGS = {
     shownDefault: "60",
     help: "how long to wait for the receipt before answering settlement_pending",
   }),
+  shutdownTimeout: value({
+    flag: "--shutdown-timeout <seconds>",
+    env: "FACILITATOR_SHUTDOWN_TIMEOUT",
+    key: "shutdownTimeoutSeconds",
+    parse: positiveSeconds,
+    // Inside `docker stop`'s 10 s before its SIGKILL, with room for the process to end.
+    default: () => 8_000,
+    shownDefault: "8",
+    help: "serve: on SIGTERM or Ctrl-C, how long requests in flight may take to answer; a settle still waiting then is answered settlement_pending (it is in the journal) and the process exits",
+  }),
   journal: value({
     flag: "--journal <file>",
     env: "FACILITATOR_JOURNAL",

@@ -26,6 +26,8 @@ const SHORT_LIFE_MS = 60_000;
 export type WorkerMessage =
   | { readonly type: "listening"; readonly port: number; readonly url: string }
   | { readonly type: "draining"; readonly inFlight: Record<string, number> }
+  /** Stopped: everything answered and the store closed; what still runs may be cut. */
+  | { readonly type: "stopped" }
   | { readonly type: "usage"; readonly message: string; readonly code: ErrorCode }
   | { readonly type: "note"; readonly entry: Record<string, unknown>; readonly text: string };
 
@@ -73,6 +75,9 @@ export async function superviseServer(
     if (human && text) process.stderr.write(`facilitator: ${text}\n`);
     else process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
   };
+  let timedOut = false;
+  let stoppedClean = false;
+  let hardStop: NodeJS.Timeout | undefined;
   const stop = () => {
     if (stopping) {
       // The second Ctrl-C: stop now, cutting short what was still answering.
@@ -81,6 +86,11 @@ export async function superviseServer(
     }
     stopping = true;
     current?.postMessage({ type: "stop" });
+    // The worker answers everything before this; should it not have ended by then, it is ended.
+    hardStop = setTimeout(() => {
+      timedOut = true;
+      stopNow?.();
+    }, settings.config.shutdownTimeoutMs);
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
@@ -111,6 +121,12 @@ export async function superviseServer(
       if (stopping) worker.postMessage({ type: "stop" });
       const ended = watch(worker, {
         onDraining,
+        onStopped: () => {
+          // Settles that ran past their answer may keep the thread busy: it is ended now.
+          stoppedClean = true;
+          // A moment for its last log lines to cross from the thread.
+          setTimeout(() => stopNow?.(), 200);
+        },
         onListening: (bound, url) => {
           port = bound;
           hooks.onListening?.(url);
@@ -119,6 +135,16 @@ export async function superviseServer(
       });
       const end = await Promise.race([ended, stoppedNow.then(() => undefined)]);
       current = undefined;
+      if (end === undefined && (timedOut || stoppedClean)) {
+        await worker.terminate();
+        if (timedOut && !stoppedClean) {
+          note({
+            event: "stopped_at_timeout",
+            shutdownTimeoutMs: settings.config.shutdownTimeoutMs,
+          });
+        }
+        return 0;
+      }
       if (end === undefined) {
         await worker.terminate();
         const settles = waitingFor["/settle"] ?? 0;
@@ -156,6 +182,7 @@ export async function superviseServer(
       if (stopping) return 0;
     }
   } finally {
+    clearTimeout(hardStop);
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
   }
@@ -166,6 +193,7 @@ function watch(
   worker: Worker,
   hooks: {
     onDraining: (inFlight: Record<string, number>) => void;
+    onStopped: () => void;
     onListening: (port: number, url: string) => void;
     onNote: (entry: Record<string, unknown>, text: string) => void;
   },
@@ -175,6 +203,7 @@ function watch(
   worker.on("message", (message: WorkerMessage) => {
     if (message.type === "listening") hooks.onListening(message.port, message.url);
     else if (message.type === "draining") hooks.onDraining(message.inFlight);
+    else if (message.type === "stopped") hooks.onStopped();
     else if (message.type === "note") hooks.onNote(message.entry, message.text);
     else if (message.type === "usage") usage = { message: message.message, code: message.code };
   });
