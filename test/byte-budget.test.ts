@@ -38,4 +38,30 @@ describe("BudgetMap", () => {
     map.clear();
     expect(map.bytes).toBe(0);
   });
+
+  test("evicts in the order a plain Map keeps, through re-sets and deletes", () => {
+    const size = (key: string) => 96 + stringBytes(key);
+    const map = sized(50 * size("k000"));
+    const model = new Map<string, number>();
+    let bytes = 0;
+    for (let i = 0; i < 5_000; i++) {
+      const key = `k${String((i * 37) % 120).padStart(3, "0")}`;
+      if (i % 11 === 0) {
+        if (model.delete(key)) bytes -= size(key);
+        map.delete(key);
+        continue;
+      }
+      if (model.delete(key)) bytes -= size(key);
+      model.set(key, i);
+      bytes += size(key);
+      for (const oldest of model.keys()) {
+        if (bytes <= map.maxBytes || model.size <= 1) break;
+        model.delete(oldest);
+        bytes -= size(oldest);
+      }
+      map.set(key, i);
+      expect([...map.entries()]).toEqual([...model.entries()]);
+    }
+    expect(map.bytes).toBe(bytes);
+  });
 });

@@ -249,6 +249,32 @@ describe(`retention over ${ROWS.toLocaleString("en-US")} settlements`, () => {
     }
   }, 60_000);
 
+  test("one replica of two runs the move when it is due, and neither again within its period", async () => {
+    await client.query(
+      `INSERT INTO facilitator_settlements (key, chain_id, signer, tx_nonce, hashes, raws, state, updated_at)
+       VALUES ('eip3009:8453:0xtoken:chore', 8453, $1, 1, ARRAY['0x${"cd".repeat(32)}'], '{}',
+               'answered', now() - interval '40 days')`,
+      [SIGNER],
+    );
+    await client.query("DELETE FROM facilitator_chores");
+    const [a, b] = await Promise.all(
+      ["replica:a", "replica:b"].map((owner) =>
+        PostgresStore.open(url, { signers: [], retainDays: DAYS, owner }),
+      ),
+    );
+    try {
+      const moved = await Promise.all([a?.retain(), b?.retain()]);
+      expect(moved.sort()).toEqual([0, 1]);
+      const { rows } = await client.query<{ owner: string }>(
+        "SELECT owner FROM facilitator_chores WHERE name = 'retention'",
+      );
+      expect(["replica:a", "replica:b"]).toContain(rows[0]?.owner);
+      expect(await Promise.all([a?.retain(), b?.retain()])).toEqual([0, 0]);
+    } finally {
+      await Promise.all([a?.close(), b?.close()]);
+    }
+  }, 60_000);
+
   test("an idle replica reads the settlements table with no sequential scan", async () => {
     await client.query("ANALYZE facilitator_settlements");
     const idle = await idleSeqScans(10);

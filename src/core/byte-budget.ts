@@ -40,6 +40,11 @@ export class BudgetMap<K, V> extends Map<K, V> {
   readonly #sizeOf: (key: K, value: V) => number;
   readonly #sizes = new Map<K, number>();
   #bytes = 0;
+  /**
+   * The oldest entry's place: a Map's iterator lives on through deletes and inserts, and every
+   * entry before it was forgotten, so eviction does not walk over their holes again.
+   */
+  #oldest: Iterator<K> | undefined;
 
   constructor(maxBytes: number, sizeOf: (key: K, value: V) => number) {
     super();
@@ -54,15 +59,19 @@ export class BudgetMap<K, V> extends Map<K, V> {
 
   /** Sets `key` as the newest entry, then forgets the oldest while over the budget. */
   override set(key: K, value: V): this {
-    this.delete(key);
+    if (this.#sizes.has(key)) this.delete(key);
     super.set(key, value);
     // Its slot here and in #sizes.
     const size = 2 * SLOT + this.#sizeOf(key, value);
     this.#sizes.set(key, size);
     this.#bytes += size;
     while (this.#bytes > this.maxBytes && this.size > 1) {
-      const oldest = this.keys().next();
-      if (oldest.done) break;
+      this.#oldest ??= this.keys();
+      const oldest = this.#oldest.next();
+      if (oldest.done) {
+        this.#oldest = undefined;
+        continue;
+      }
       this.delete(oldest.value);
     }
     return this;
@@ -80,6 +89,7 @@ export class BudgetMap<K, V> extends Map<K, V> {
   override clear(): void {
     this.#sizes.clear();
     this.#bytes = 0;
+    this.#oldest = undefined;
     super.clear();
   }
 }
