@@ -63,10 +63,8 @@ export class SharedRetention {
   readonly #everyMs: number;
   #running: Promise<number> | undefined;
   #stopped = false;
-  /** Not asked again before this (unix ms): the chore is due at most once a period. */
+  /** The chore is not asked for again before this (unix ms). */
   #nextAsk = 0;
-  /** Settlements this replica moved, since it started. */
-  moved = 0;
 
   constructor(query: Query, owner: string, days: number, everyMs = RETENTION_EVERY_MS) {
     this.#query = query;
@@ -91,13 +89,12 @@ export class SharedRetention {
     return this.#running;
   }
 
-  /** Moves what is past retention now, batch by batch, whoever ran last (tests, `reconcile`). */
+  /** Moves what is past retention now, batch by batch, whichever replica ran last (tests). */
   async pass(): Promise<number> {
     let moved = 0;
     for (let batch = 0; batch < BATCHES_PER_PASS && !this.#stopped; batch++) {
       const { rowCount } = await this.#query("retain", MOVE_FINAL, [this.#days, RETENTION_BATCH]);
       moved += rowCount;
-      this.moved += rowCount;
       if (rowCount < RETENTION_BATCH) break;
     }
     return moved;
