@@ -55,6 +55,8 @@ export interface CliConfig {
   readonly storeUrl?: string | undefined;
   /** How long a replica's claims and signer leases outlive it in the store. */
   readonly storeLeaseMs?: number | undefined;
+  /** PostgreSQL: final settlements older than this many days move to the archive (0: never). */
+  readonly retainDays: number;
   /** Fee caps, gas bounds, the wasted-gas budget and the assets each network settles. */
   readonly limits: SettlementLimits;
   readonly replaceAfterMs: number;
@@ -95,6 +97,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const journalPath = setting(SETTINGS.journal);
   const storeUrl = setting(SETTINGS.store);
   const storeLeaseMs = setting(SETTINGS.storeLease);
+  const retainDays = setting(SETTINGS.retainDays);
   const svmMaxFeeLamports = setting(SETTINGS.svmMaxFeeLamports);
   const svmSmartWallets = smartWalletsOf(sources);
   const caps = resolvePerNetwork(SETTINGS.maxFee, sources);
@@ -139,6 +142,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     journalPath,
     storeUrl,
     storeLeaseMs,
+    retainDays,
     limits,
     replaceAfterMs,
     minSignerBalanceWei,

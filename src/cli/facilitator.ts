@@ -66,7 +66,10 @@ async function build(
   };
   if (!signing && options.store) {
     const journal = config.storeUrl
-      ? await openPostgres(config.storeUrl, [], { leaseMs: config.storeLeaseMs })
+      ? await openPostgres(config.storeUrl, [], {
+          leaseMs: config.storeLeaseMs,
+          retainDays: config.retainDays,
+        })
       : openJournal(config.journalPath, { compactAfterLines: Number.POSITIVE_INFINITY });
     return new Facilitator({ ...rpc, journal });
   }
@@ -83,6 +86,7 @@ async function build(
   const opened = config.storeUrl
     ? await openPostgres(config.storeUrl, signers, {
         leaseMs: config.storeLeaseMs,
+        retainDays: config.retainDays,
         onQuery: options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
         onSignerWait:
           options.onSignerWait ?? ((wait, store) => warn(describeSignerWait(wait, store))),
@@ -148,6 +152,7 @@ async function openPostgres(
   signers: readonly LocalAccount[],
   options: {
     leaseMs: number | undefined;
+    retainDays?: number | undefined;
     onQuery?: ((op: string, seconds: number) => void) | undefined;
     onSignerWait?: (wait: SignerWait, store: string) => void;
     /** A server is told to use its own key; a command, to send the payment to the server. */
@@ -161,6 +166,7 @@ async function openPostgres(
     return await PostgresStore.open(url, {
       signers: signers.map((s) => s.address),
       leaseMs: options.leaseMs,
+      retainDays: options.retainDays,
       onQuery: options.onQuery,
       onSignerWait: options.onSignerWait && ((wait) => options.onSignerWait?.(wait, store)),
     });

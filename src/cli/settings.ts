@@ -12,6 +12,7 @@ import { DEFAULT_RATE_PER_PAYER } from "../core/settle-rate.js";
 import { DEFAULT_CLAIM_BATCH } from "../evm/batch-settlement/batcher.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../evm/chain/gas-at-risk.js";
 import { defaultJournalPath } from "../store/journal-file.js";
+import { DEFAULT_RETAIN_DAYS } from "../store/postgres-retention.js";
 import {
   DEFAULT_MAX_FEE_LAMPORTS,
   DEFAULT_SMART_WALLET_MAX_COMPUTE_UNITS,
@@ -203,6 +204,15 @@ export const SETTINGS = {
     parse: positiveSeconds,
     shownDefault: "15",
     help: "how long a replica's claims and signer leases outlive it in the store",
+  }),
+  retainDays: value({
+    flag: "--retain-days <days>",
+    env: "FACILITATOR_RETAIN_DAYS",
+    key: "retainDays",
+    parse: wholeNumberFrom0(36_500),
+    default: () => DEFAULT_RETAIN_DAYS,
+    shownDefault: `${DEFAULT_RETAIN_DAYS}; 0: never`,
+    help: "PostgreSQL store: final settlements older than this many days move to its archive table, which status still reads",
   }),
   maxFee: perNetwork({
     flag: "--max-fee <amount>",

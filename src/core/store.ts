@@ -268,6 +268,13 @@ export interface SettlementStore {
     atMost: number,
   ): Promise<number>;
 
+  /**
+   * Moves final settlements past the store's retention out of the table settles use, when due
+   * (a shared store: on one replica per period); lookups still find them. Resolves with how many
+   * it moved; never rejects. Absent on a store that keeps its history otherwise.
+   */
+  retain?(): Promise<number>;
+
   status(): MaybePromise<StoreStatus>;
 
   /** The bazaar catalogue (core/catalogue.ts), when the store keeps one: discovery is off without. */

@@ -20,6 +20,7 @@ export const serveCommand = withChainOptions(
       "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
     )
     .option("--port <port>", "port (default 4020)")
+    .addOption(settingOption(SETTINGS.retainDays))
     .addOption(settingOption(SETTINGS.apiKey))
     .addOption(settingOption(SETTINGS.apiKeysFile))
     .option(
