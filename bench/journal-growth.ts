@@ -4,7 +4,10 @@
  * JOURNAL_SETTLEMENTS times (default 1M) with fresh keys, hashes and identifiers, and then:
  * how long `serve` takes to answer /health on that journal (twice: the first start after the
  * history was written, then a restart), how long `facilitator status --transaction` takes for the
- * newest and the oldest settlement, and how big the files are.
+ * newest and the oldest settlement, and how big the files are. Last, in this process: settles
+ * journaled (send, then answer) at STALL_RATE a second (default 100) on a journal holding its
+ * full 20,000 settled entries, with compactions forced back to back, against the same without:
+ * the longest a settle's record waited, and the event loop's longest stall.
  *
  *   npm run bench:journal                       # 1M settlements (~1.9 GB of journal)
  *   JOURNAL_SETTLEMENTS=100000 npm run bench:journal
@@ -24,9 +27,12 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import type { NewEntry } from "../src/core/store.js";
 import { startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
-import { setting, tail } from "./lib.js";
+import { Journal } from "../src/store/journal.js";
+import { percentile, setting, tail } from "./lib.js";
 
 const SETTLEMENTS = setting("JOURNAL_SETTLEMENTS", 1_000_000);
 /** One settlement in this many carries a payment-identifier (its answer is a line of its own). */
@@ -208,6 +214,65 @@ try {
       `status ${asked[0]} (${which}): ${(answer.ms / 1000).toFixed(1)} s, ${answer.found ? "found" : `not found: ${answer.detail}`}`,
     );
   }
+
+  // 5. The settle path while compacting: each settle's two records, timed, at a steady rate.
+  const sendRecord = JSON.parse(send) as NewEntry & { hash: string; raw: `0x${string}` };
+  const {
+    t: _t,
+    hash: _h,
+    raw,
+    owner: _o,
+    at: _a,
+    ...newEntry
+  } = sendRecord as never as Record<string, unknown>;
+  const stallFile = path.join(dir, "stall.jsonl");
+  const stallJournal = new Journal(stallFile, { compactAfterLines: 1e9 });
+  const settleOne = async (i: number) => {
+    const started = performance.now();
+    await stallJournal.recordSend(
+      { ...(newEntry as unknown as NewEntry), key: `stall:${i}` },
+      `0x${hex(`stall${i}`, 32)}`,
+      raw as `0x${string}`,
+    );
+    await stallJournal.markAnswered(`stall:${i}`);
+    return performance.now() - started;
+  };
+  for (let i = 0; i < 25_000; i += 500) {
+    await Promise.all(Array.from({ length: 500 }, (_, k) => settleOne(i + k)));
+  }
+  const rate = setting("STALL_RATE", 100);
+  const measure = async (compacting: false | "once" | "back to back", from: number) => {
+    const waits: number[] = [];
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
+    let compactions = 0;
+    let running = true;
+    const compactor = (async () => {
+      if (compacting === "once") await new Promise((r) => setTimeout(r, 3_000));
+      while (compacting && running) {
+        await stallJournal.compact();
+        compactions++;
+        if (compacting === "once") break;
+      }
+    })();
+    const pending: Promise<void>[] = [];
+    for (let i = 0; i < rate * 10; i++) {
+      pending.push(settleOne(from + i).then((ms) => void waits.push(ms)));
+      await new Promise((r) => setTimeout(r, 1000 / rate));
+    }
+    await Promise.all(pending);
+    running = false;
+    await compactor;
+    loop.disable();
+    const worst = Math.max(...waits);
+    console.log(
+      `settles at ${rate}/s for 10 s, ${compacting ? `${compactions} compaction(s) of 20,000 settled entries${compacting === "once" ? "" : " back to back"}` : "no compaction"}: record wait p50 ${percentile(waits, 50).toFixed(1)} ms, p99 ${percentile(waits, 99).toFixed(1)} ms, max ${worst.toFixed(1)} ms; event loop max stall ${(loop.max / 1e6).toFixed(1)} ms`,
+    );
+  };
+  await measure(false, 1_000_000);
+  await measure("once", 2_000_000);
+  await measure("back to back", 3_000_000);
+  stallJournal.close();
 } finally {
   await devnet.stop();
   if (!process.env.JOURNAL_KEEP) rmSync(dir, { recursive: true, force: true });
