@@ -188,6 +188,16 @@ export interface SettlementStore {
   findByTransaction(hash: string): Promise<JournalEntry | undefined>;
   /** The answer kept for a `payment-identifier`, if one was (a success), else undefined. */
   idempotencyAnswer(id: string): Promise<unknown>;
+  /**
+   * A store that keeps settled history apart from what it works with (the journal's archive):
+   * the settlement of `key` there too, for status. Without it, `get` answers.
+   */
+  findArchived?(key: string): Promise<JournalEntry | undefined>;
+  /**
+   * Since when (unix ms) the store keeps settlements, when it forgets older ones: status says a
+   * settlement not found may be older than that.
+   */
+  keptSince?(): Promise<number | undefined>;
 
   /** This run of this process, as the store names who sent or answered a settlement. */
   readonly runId: string;
