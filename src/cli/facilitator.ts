@@ -92,7 +92,10 @@ async function build(
           options.onSignerWait ?? ((wait, store) => warn(describeSignerWait(wait, store))),
         server: options.server === true,
       })
-    : openJournal(config.journalPath);
+    : openJournal(config.journalPath, {
+        // 0 keeps every archive segment, as it keeps every PostgreSQL row.
+        retainDays: config.retainDays > 0 ? config.retainDays : undefined,
+      });
   const journal = options.door ? options.door.guard(opened) : opened;
   const facilitator = new Facilitator({
     ...rpc,
@@ -135,7 +138,10 @@ function settlementAddresses(config: CliConfig): Address[] {
   }
 }
 
-function openJournal(file: string, options?: { compactAfterLines?: number }): WatchedJournal {
+function openJournal(
+  file: string,
+  options?: { compactAfterLines?: number; retainDays?: number | undefined },
+): WatchedJournal {
   // The journal's directory is made when missing, but not a stopped devnet's again.
   const gone = goneDevnetDir(file);
   if (gone) throw new UsageError(staleDevnetMessage(gone));

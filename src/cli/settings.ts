@@ -212,7 +212,7 @@ export const SETTINGS = {
     parse: wholeNumberFrom0(36_500),
     default: () => DEFAULT_RETAIN_DAYS,
     shownDefault: `${DEFAULT_RETAIN_DAYS}; 0: never`,
-    help: "PostgreSQL store: final settlements older than this many days move to its archive table, which status still reads",
+    help: "final settlements older than this many days leave the hot store: PostgreSQL moves them to an archive table status still reads; the journal deletes archive segments past it",
   }),
   maxFee: perNetwork({
     flag: "--max-fee <amount>",
