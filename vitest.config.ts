@@ -7,6 +7,9 @@ export default defineConfig({
     setupFiles: ["./test/file-setup.ts"],
     // Each test file starts its own anvil, so files may run in parallel; tests inside a file do not.
     pool: "forks",
+    // Two at a time even on two cores: most files wait on blocks and child processes, so a second
+    // one fills that time (vitest's default, cores - 1, would run them one by one).
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ["default", "./test/summary-reporter.ts"],

@@ -166,7 +166,17 @@ export async function superviseServer(
         });
         return 3;
       }
-      if (stopping) return end.exitCode === 0 ? 0 : 3;
+      if (stopping) {
+        if (end.exitCode === 0) return 0;
+        // It died while stopping: said, as any other death is, but not restarted.
+        note({
+          event: "worker_died",
+          reason: end.reason ?? `exit ${end.exitCode}`,
+          restart: false,
+          stopping: true,
+        });
+        return 3;
+      }
 
       deathsInARow = Date.now() - startedAt < SHORT_LIFE_MS ? deathsInARow + 1 : 1;
       const restart = deathsInARow <= MAX_DEATHS;
