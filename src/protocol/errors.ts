@@ -385,6 +385,8 @@ export interface Failure {
   readonly x402Reason?: string;
   /** When a retry may succeed, in seconds: sent as `Retry-After` over HTTP. */
   readonly retryAfterSeconds?: number;
+  /** Which refusal of the node's it ended on, when one (the access log says it). */
+  readonly refusal?: string | undefined;
 }
 
 export function failure(
