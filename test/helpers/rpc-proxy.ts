@@ -90,6 +90,8 @@ export interface ProviderModes {
         readonly error: RpcError;
         readonly times: number;
         readonly when?: ((tx: SentTransaction) => boolean) | undefined;
+        /** Every send is refused (up to `times`), the same bytes again too. */
+        readonly each?: boolean | undefined;
       }
     | undefined;
 }
@@ -242,7 +244,11 @@ export async function startRpcProxy(
     if (SENDS.has(call.method) && (neverMine || refuseFirstSend)) {
       const tx = await sentTransaction(params[0] as Hex);
       highest.set(tx.from, Math.max(highest.get(tx.from) ?? -1, tx.nonce));
-      if (refuseFirstSend && refuseFirstSend.times > 0 && !refusedOnce.has(tx.hash)) {
+      if (
+        refuseFirstSend &&
+        refuseFirstSend.times > 0 &&
+        (refuseFirstSend.each || !refusedOnce.has(tx.hash))
+      ) {
         if (!refuseFirstSend.when || refuseFirstSend.when(tx)) {
           refusedOnce.add(tx.hash);
           proxy.modes = {
