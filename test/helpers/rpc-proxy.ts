@@ -1,8 +1,9 @@
 /**
  * A JSON-RPC proxy in front of a real node, for node and provider behaviour anvil does not have (a
  * node without eth_sendRawTransactionSync, an error answer after the node took a transaction, a
- * provider's batch limit or rate limit). It counts the methods it sees, single and batched, and
- * lets a test answer a method itself. It forwards everything else unchanged.
+ * provider's batch limit or rate limit, a pool that never mines one transaction, a node that
+ * refuses a send). It counts the methods it sees, single and batched, and lets a test answer a
+ * method itself. It forwards everything else unchanged.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -39,8 +40,8 @@ export type Intercept = (
  * What a hosted provider does that the node behind it does not (docs: settling-safely.md,
  * "What an RPC provider does"). The refusing modes act on the whole HTTP request, before any call
  * in it is forwarded, so what they refuse never reaches the node; `lagBlocks` changes what the node
- * answers, call by call (`lagging`). Further modes (a pool's `neverMine`) belong beside these: a
- * per-call one in `answerCall`, a per-request one in `refusal`.
+ * answers, call by call (`lagging`); the pool modes (`neverMine`, `refuseFirstSend`) answer
+ * broadcasts and what follows from them themselves (`poolAnswer`).
  */
 export interface ProviderModes {
   /**
