@@ -122,13 +122,16 @@ export async function follow(
     : started + GAP_SUSPECTED_AFTER_MS;
   let current = fees;
   let replacements = 0;
-  /** Seen waiting behind an earlier unmined nonce of its key (then blocks count from its turn). */
-  let waitedBehind = false;
+  /** The head block when it was first seen to be its key's next to be mined. */
+  let headSince: bigint | undefined;
+  /** The head when it was sent: a chain still there mines no blocks (replaced on time alone). */
+  let sentInBlock = sentAfterBlock;
   /** Which of FIRST_POLLS_MS the next wait is. */
   let soon = 0;
   for (;;) {
     const receipt = await firstReceipt(ctx, hashes);
     sinceBlock ??= await headAtStart;
+    sentInBlock ??= sinceBlock;
     if (receipt && tx.nonce !== undefined) lane.sawMined(ctx.chainId, tx.nonce + 1);
     if (receipt && (receipt.status !== "success" || (await deepEnough(ctx, receipt)))) {
       return mined(ctx, key, receipt, tx.gas);
@@ -166,19 +169,17 @@ export async function follow(
       // Only the key's next transaction to be mined is replaced, and only once blocks came that
       // left it out: one waiting behind an earlier unmined nonce is mined right after that one
       // (a replacement would only cost), and a node that mined nothing passed nothing over.
-      // Blocks count from when it became the next: those before passed over the earlier one.
-      if (head?.mined !== undefined && tx.nonce !== undefined && head.mined < tx.nonce) {
-        waitedBehind = true;
-      } else if (head && waitedBehind && head.mined === tx.nonce) {
-        waitedBehind = false;
-        sinceBlock = head.block ?? sinceBlock;
-      }
+      // Blocks count from when it was seen to be the next: those before may have been filled by
+      // the earlier ones (a full block passes over nothing of ours).
+      if (!head || head.mined !== tx.nonce) headSince = undefined;
+      else if (headSince === undefined) headSince = head.block;
+      const isNext = head !== undefined && head.mined === tx.nonce && headSince !== undefined;
+      const headBlock = head?.block;
       const passedOver =
-        parked ||
-        (head !== undefined &&
-          head.mined === tx.nonce &&
-          (head.block === undefined || sinceBlock === undefined || head.block > sinceBlock));
-      if (passedOver && tx.nonce !== undefined) {
+        parked || (isNext && headBlock !== undefined && headBlock > (headSince ?? headBlock));
+      // No block at all since it was sent (a node mining on demand): replaced on time alone.
+      const noBlocks = isNext && headBlock !== undefined && headBlock === sentInBlock;
+      if ((passedOver || noBlocks) && tx.nonce !== undefined) {
         const since = sentAt ?? started;
         const next = bump(current);
         if (replacements >= BLOCKED_AFTER_REPLACEMENTS) {
@@ -194,8 +195,10 @@ export async function follow(
           if ("hash" in replaced) {
             hashes.push(replaced.hash);
             current = next;
-            replacements++;
+            // Only what blocks passed over counts toward judging the key blocked.
+            if (passedOver) replacements++;
             sinceBlock = head?.block ?? sinceBlock;
+            headSince = head?.block;
             // It may be mined as soon as the first was (a local node's at once): look soon again.
             soon = 0;
           } else if (replaced.refused !== undefined) {

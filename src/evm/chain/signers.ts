@@ -114,7 +114,11 @@ export class SignerLane {
   async admission(ctx: ChainAccess): Promise<Failure | undefined> {
     const state = this.state(ctx.chainId);
     let refusal = this.#refusal(ctx, state);
-    if (!refusal) return undefined;
+    if (!refusal) {
+      // Behind: the mined count is learned meanwhile (receipts come late to settles far back).
+      if (state.backlog > 1) void this.#recount(ctx);
+      return undefined;
+    }
     await this.#recount(ctx);
     refusal = this.#refusal(ctx, state);
     return refusal;
