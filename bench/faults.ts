@@ -25,12 +25,16 @@
  *
  *   npm run build && npm run bench:faults
  *   BENCH_FAULT_PAYMENTS=2000 BENCH_FAULT_CONCURRENCY=8 npm run bench:faults
+ *
+ * With `--provider`, the provider mode instead (faults-provider.ts): a lagging read replica and
+ * 429s together, through the provider proxy.
  */
 import pg from "pg";
 import { createPublicClient, type Hex, http, parseAbi } from "viem";
 import { startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { startPostgres } from "../test/helpers/postgres.js";
+import { providerSoak } from "./faults-provider.js";
 import { post, setting, stopChild } from "./lib.js";
 import { devAccount, type ServerProcess, startFacilitator } from "./settle-lib.js";
 
@@ -444,4 +448,4 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main();
+process.exitCode = process.argv.includes("--provider") ? await providerSoak() : await main();

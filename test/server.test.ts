@@ -225,7 +225,7 @@ describe("graceful stop", () => {
     await stalled?.stop();
   });
 
-  test("on SIGTERM the process stops accepting, the settle in flight answers, then it exits 0", async () => {
+  test("on SIGTERM the process refuses new requests, the settle in flight answers, then it exits 0", async () => {
     const { writeFileSync, mkdtempSync } = await import("node:fs");
     const dir = mkdtempSync("/tmp/facilitator-test-");
     writeFileSync(`${dir}/key`, stalled.facilitator.privateKey, { mode: 0o600 });
@@ -261,7 +261,12 @@ describe("graceful stop", () => {
     );
     child.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 300));
-    await expect(fetch(`${url}/health`)).rejects.toThrow();
+    // A request that comes while it stops is answered, not cut: 503, and not to come back here.
+    const refused = await fetch(`${url}/health`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(refused.headers.get("connection")).toBe("close");
+    expect(await refused.json()).toMatchObject({ error: "overloaded" });
 
     await createTestClient({ mode: "anvil", transport: http(stalled.rpcUrl) }).mine({ blocks: 1 });
     const settled = await answer;

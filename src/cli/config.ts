@@ -48,11 +48,15 @@ export interface CliConfig {
   /** Payments from Solana smart wallets, and their limits (undefined: not taken). */
   readonly svmSmartWallets?: SmartWalletOptions | undefined;
   readonly confirmTimeoutMs: number;
+  /** serve: how long a stop lets requests in flight answer before answering them itself. */
+  readonly shutdownTimeoutMs: number;
   readonly journalPath: string;
   /** A PostgreSQL URL: settlements live there, shared by replicas, instead of the journal file. */
   readonly storeUrl?: string | undefined;
   /** How long a replica's claims and signer leases outlive it in the store. */
   readonly storeLeaseMs?: number | undefined;
+  /** PostgreSQL: final settlements older than this many days move to the archive (0: never). */
+  readonly retainDays: number;
   /** Fee caps, gas bounds, the wasted-gas budget and the assets each network settles. */
   readonly limits: SettlementLimits;
   readonly replaceAfterMs: number;
@@ -88,10 +92,12 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const publicRpcs = setting(SETTINGS.publicRpcs);
   const rpcBatchLimit = setting(SETTINGS.rpcBatchLimit);
   const confirmTimeoutMs = setting(SETTINGS.confirmTimeout);
+  const shutdownTimeoutMs = setting(SETTINGS.shutdownTimeout);
   const keys = keyLoaders(sources);
   const journalPath = setting(SETTINGS.journal);
   const storeUrl = setting(SETTINGS.store);
   const storeLeaseMs = setting(SETTINGS.storeLease);
+  const retainDays = setting(SETTINGS.retainDays);
   const svmMaxFeeLamports = setting(SETTINGS.svmMaxFeeLamports);
   const svmSmartWallets = smartWalletsOf(sources);
   const caps = resolvePerNetwork(SETTINGS.maxFee, sources);
@@ -132,9 +138,11 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     svmMaxFeeLamports,
     svmSmartWallets,
     confirmTimeoutMs,
+    shutdownTimeoutMs,
     journalPath,
     storeUrl,
     storeLeaseMs,
+    retainDays,
     limits,
     replaceAfterMs,
     minSignerBalanceWei,

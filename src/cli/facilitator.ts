@@ -12,6 +12,7 @@ import { readDenyList } from "./deny-list-file.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import { UsageError } from "./errors.js";
 import { warn } from "./output.js";
+import type { SendingDoor } from "./sending-door.js";
 import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
 import { describeSignerWait, signersLeasedError } from "./store-leases.js";
 import { WatchedJournal } from "./watched-journal.js";
@@ -26,6 +27,8 @@ type FacilitatorFromOptions = {
   offerReceiverAuthorizer?: boolean;
   /** Told at once when another process's lease on a key is waited out (default: a line on stderr). */
   onSignerWait?: (wait: SignerWait, store: string) => void;
+  /** serve's door to new broadcasts, shut when its stop's time is up. */
+  door?: SendingDoor;
 };
 
 /**
@@ -63,7 +66,10 @@ async function build(
   };
   if (!signing && options.store) {
     const journal = config.storeUrl
-      ? await openPostgres(config.storeUrl, [], { leaseMs: config.storeLeaseMs })
+      ? await openPostgres(config.storeUrl, [], {
+          leaseMs: config.storeLeaseMs,
+          retainDays: config.retainDays,
+        })
       : openJournal(config.journalPath, { compactAfterLines: Number.POSITIVE_INFINITY });
     return new Facilitator({ ...rpc, journal });
   }
@@ -77,15 +83,20 @@ async function build(
   const signers = keys.map((key) => settlementAccount(key));
   // Refused at start when it is also a settlement key.
   const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), keys);
-  const journal = config.storeUrl
+  const opened = config.storeUrl
     ? await openPostgres(config.storeUrl, signers, {
         leaseMs: config.storeLeaseMs,
+        retainDays: config.retainDays,
         onQuery: options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
         onSignerWait:
           options.onSignerWait ?? ((wait, store) => warn(describeSignerWait(wait, store))),
         server: options.server === true,
       })
-    : openJournal(config.journalPath);
+    : openJournal(config.journalPath, {
+        // 0 keeps every archive segment, as it keeps every PostgreSQL row.
+        retainDays: config.retainDays > 0 ? config.retainDays : undefined,
+      });
+  const journal = options.door ? options.door.guard(opened) : opened;
   const facilitator = new Facilitator({
     ...rpc,
     signers,
@@ -127,7 +138,10 @@ function settlementAddresses(config: CliConfig): Address[] {
   }
 }
 
-function openJournal(file: string, options?: { compactAfterLines?: number }): WatchedJournal {
+function openJournal(
+  file: string,
+  options?: { compactAfterLines?: number; retainDays?: number | undefined },
+): WatchedJournal {
   // The journal's directory is made when missing, but not a stopped devnet's again.
   const gone = goneDevnetDir(file);
   if (gone) throw new UsageError(staleDevnetMessage(gone));
@@ -144,6 +158,7 @@ async function openPostgres(
   signers: readonly LocalAccount[],
   options: {
     leaseMs: number | undefined;
+    retainDays?: number | undefined;
     onQuery?: ((op: string, seconds: number) => void) | undefined;
     onSignerWait?: (wait: SignerWait, store: string) => void;
     /** A server is told to use its own key; a command, to send the payment to the server. */
@@ -157,6 +172,7 @@ async function openPostgres(
     return await PostgresStore.open(url, {
       signers: signers.map((s) => s.address),
       leaseMs: options.leaseMs,
+      retainDays: options.retainDays,
       onQuery: options.onQuery,
       onSignerWait: options.onSignerWait && ((wait) => options.onSignerWait?.(wait, store)),
     });

@@ -12,6 +12,7 @@ import { DEFAULT_RATE_PER_PAYER } from "../core/settle-rate.js";
 import { DEFAULT_CLAIM_BATCH } from "../evm/batch-settlement/batcher.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../evm/chain/gas-at-risk.js";
 import { defaultJournalPath } from "../store/journal-file.js";
+import { DEFAULT_RETAIN_DAYS } from "../store/postgres-retention.js";
 import {
   DEFAULT_MAX_FEE_LAMPORTS,
   DEFAULT_SMART_WALLET_MAX_COMPUTE_UNITS,
@@ -171,6 +172,16 @@ export const SETTINGS = {
     shownDefault: "60",
     help: "how long to wait for the receipt before answering settlement_pending",
   }),
+  shutdownTimeout: value({
+    flag: "--shutdown-timeout <seconds>",
+    env: "FACILITATOR_SHUTDOWN_TIMEOUT",
+    key: "shutdownTimeoutSeconds",
+    parse: positiveSeconds,
+    // Inside `docker stop`'s 10 s before its SIGKILL, with room for the process to end.
+    default: () => 8_000,
+    shownDefault: "8",
+    help: "serve: on SIGTERM or Ctrl-C, how long requests in flight may take to answer; a settle still waiting then is answered settlement_pending (it is in the journal) and the process exits",
+  }),
   journal: value({
     flag: "--journal <file>",
     env: "FACILITATOR_JOURNAL",
@@ -193,6 +204,15 @@ export const SETTINGS = {
     parse: positiveSeconds,
     shownDefault: "15",
     help: "how long a replica's claims and signer leases outlive it in the store",
+  }),
+  retainDays: value({
+    flag: "--retain-days <days>",
+    env: "FACILITATOR_RETAIN_DAYS",
+    key: "retainDays",
+    parse: wholeNumberFrom0(36_500),
+    default: () => DEFAULT_RETAIN_DAYS,
+    shownDefault: `${DEFAULT_RETAIN_DAYS}; 0: never`,
+    help: "final settlements older than this many days leave the hot store: PostgreSQL moves them to an archive table status still reads; the journal deletes archive segments past it",
   }),
   maxFee: perNetwork({
     flag: "--max-fee <amount>",

@@ -43,6 +43,8 @@ export async function reconcileOnce(
   store: SettlementStore,
   options: ReconcileOptions = {},
 ): Promise<Reconciled[]> {
+  // History past the store's retention moves beside the pass (when due), not in its way.
+  void store.retain?.();
   const open = await store.openSettlements(options.idleMs ?? 0);
   const found: Reconciled[] = [];
   // Preludes (key#name) are followed with their settlement.

@@ -8,6 +8,7 @@
  * Counted in this process (each replica counts its own).
  */
 import { type Failure, failure } from "../protocol/errors.js";
+import { BudgetMap, objectBytes, stringBytes } from "./byte-budget.js";
 import type { Parties } from "./deny-list.js";
 
 /**
@@ -20,8 +21,13 @@ export const DEFAULT_RATE_PER_PAYER = 60;
 /** How many times a payer's rate a payee may be paid at. */
 export const PAYEE_FACTOR = 10;
 
-/** Addresses tracked at once; past it the least recently used go (a forgotten one comes back full). */
+/**
+ * Addresses tracked at once; past it the least recently used go (a forgotten one comes back full:
+ * one that took from its bucket in the last minute is not full yet, and starts afresh).
+ */
 const MAX_TRACKED = 100_000;
+/** And bytes: about 200 an address, so about 42,000 addresses in 8 MiB. */
+export const RATE_BUDGET_BYTES = 8 * 2 ** 20;
 
 interface Bucket {
   tokens: number;
@@ -38,7 +44,10 @@ const normal = (address: string) =>
 
 export class SettlementRate {
   readonly perMinute: number;
-  readonly #buckets = new Map<string, Bucket>();
+  readonly #buckets = new BudgetMap<string, Bucket>(
+    RATE_BUDGET_BYTES,
+    (id) => stringBytes(id) + objectBytes(2),
+  );
   readonly #now: () => number;
   readonly #max: number;
 

@@ -100,11 +100,9 @@ async function find(
   store: SettlementStore,
   query: StatusQuery,
 ): Promise<JournalEntry | { readonly why: string }> {
-  // The journal file or the PostgreSQL store: say which was asked.
-  const notHeld = {
-    why: `${store.shared ? "the store" : "the journal"} ${store.where} holds no settlement for it (never settled here, or settled long enough ago to be forgotten)`,
-  };
-  if ("transaction" in query) return (await store.findByTransaction(query.transaction)) ?? notHeld;
+  if ("transaction" in query) {
+    return (await store.findByTransaction(query.transaction)) ?? notHeld(store);
+  }
   if ("paymentIdentifier" in query) {
     const answer = (await store.idempotencyAnswer(query.paymentIdentifier)) as
       | { transactionHash?: unknown }
@@ -112,7 +110,7 @@ async function find(
     const hash = answer?.transactionHash;
     const entry =
       typeof hash === "string" && hash ? await store.findByTransaction(hash) : undefined;
-    return entry ?? notHeld;
+    return entry ?? notHeld(store);
   }
   const network = query.request.requirements.network;
   const family = families.find((f) => f.claims(network));
@@ -120,5 +118,18 @@ async function find(
     return { why: `cannot tell which settlement it is: no chain family claims "${network}"` };
   const key = await family.settlementKey(query.request);
   if (!key.ok) return { why: `cannot tell which settlement it is: ${key.why}` };
-  return (await store.get(key.key)) ?? notHeld;
+  const entry = store.findArchived ? await store.findArchived(key.key) : await store.get(key.key);
+  return entry ?? notHeld(store);
+}
+
+/** The journal file or the PostgreSQL store does not hold it: say which, and since when it keeps. */
+async function notHeld(store: SettlementStore): Promise<{ readonly why: string }> {
+  const since = await store.keptSince?.().catch(() => undefined);
+  const older =
+    since === undefined
+      ? "settled long enough ago to be forgotten"
+      : `older than what this store keeps: its oldest settlement kept is from ${new Date(since).toISOString()}`;
+  return {
+    why: `${store.shared ? "the store" : "the journal"} ${store.where} holds no settlement for it (never settled here, or ${older})`,
+  };
 }

@@ -188,6 +188,16 @@ export interface SettlementStore {
   findByTransaction(hash: string): Promise<JournalEntry | undefined>;
   /** The answer kept for a `payment-identifier`, if one was (a success), else undefined. */
   idempotencyAnswer(id: string): Promise<unknown>;
+  /**
+   * A store that keeps settled history apart from what it works with (the journal's archive):
+   * the settlement of `key` there too, for status. Without it, `get` answers.
+   */
+  findArchived?(key: string): Promise<JournalEntry | undefined>;
+  /**
+   * Since when (unix ms) the store keeps settlements, when it forgets older ones: status says a
+   * settlement not found may be older than that.
+   */
+  keptSince?(): Promise<number | undefined>;
 
   /** This run of this process, as the store names who sent or answered a settlement. */
   readonly runId: string;
@@ -267,6 +277,13 @@ export interface SettlementStore {
     who: { payer: string } | { asset: string },
     atMost: number,
   ): Promise<number>;
+
+  /**
+   * Moves final settlements past the store's retention out of the table settles use, when due
+   * (a shared store: on one replica per period); lookups still find them. Resolves with how many
+   * it moved; never rejects. Absent on a store that keeps its history otherwise.
+   */
+  retain?(): Promise<number>;
 
   status(): MaybePromise<StoreStatus>;
 

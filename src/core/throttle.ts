@@ -4,6 +4,7 @@
  * and the block), so after a few of them its settles wait until the oldest leaves the window.
  */
 import { type Failure, failure } from "../protocol/errors.js";
+import { arrayBytes, BudgetMap, stringBytes } from "./byte-budget.js";
 
 export interface ThrottleOptions {
   /** Reverts charged to one payer within the window before it is refused (default 3). */
@@ -14,13 +15,17 @@ export interface ThrottleOptions {
   readonly onCharge?: ((chainId: number, payer: string) => void) | undefined;
 }
 
-/** Payers tracked at once; past it the oldest are forgotten (memory is bounded). */
+/** Payers tracked at once, and bytes; past either the oldest are forgotten (memory is bounded). */
 const MAX_PAYERS = 10_000;
+const BUDGET_BYTES = 2 * 2 ** 20;
 
 export class PayerThrottle {
   readonly #limit: number;
   readonly #windowMs: number;
-  readonly #reverts = new Map<string, number[]>();
+  readonly #reverts = new BudgetMap<string, number[]>(
+    BUDGET_BYTES,
+    (key, times) => stringBytes(key) + arrayBytes(times.length),
+  );
   readonly #onCharge: ThrottleOptions["onCharge"];
 
   constructor(options: ThrottleOptions = {}) {

@@ -103,7 +103,7 @@ export function errorResponse(f: Failure): HttpResponse {
   return withRetryAfter(response, f);
 }
 
-function fromReply(reply: Reply): HttpResponse {
+export function fromReply(reply: Reply): HttpResponse {
   const payer = reply.payer ?? reply.body.payer;
   const response = json(reply.status, reply.body, {
     error: reply.failure?.code,

@@ -70,8 +70,8 @@ most 512 JSON values and 32 levels each, the body 2048 values (invalid_request o
 With an API key configured, /verify, /settle, /accepts, /metrics and /settlements need
 "Authorization: Bearer <key>" (/health, /readyz, /supported and /llms.txt stay open); without one,
 the Host header must name this server (403 untrusted_host otherwise).
-Under load (too many connections or request bytes in flight): 503 overloaded with Retry-After
-(429 on /supported); retry after that many seconds. Each named API key has a rate on /verify and
+Under load (too many connections or request bytes in flight), or while the server stops: 503
+overloaded with Retry-After (429 on /supported); retry after that many seconds. Each named API key has a rate on /verify and
 /settle (and, when the operator turns it on, each client address without one): past it, 429
 rate_limited with Retry-After. A payer or payee on the operator's deny list: 403 address_denied.
 
@@ -90,6 +90,7 @@ devnet. See docs/cli.md.
 
 ## Documentation (docs/, index: docs/README.md)
 
+- A seller's server (@x402/express, @x402/hono) pointed at this service: docs/sellers.md
 - Two dialects: docs/cli.md#two-dialects
 - waitUntil: docs/cli.md#waituntil
 - Errors: docs/errors.md

@@ -11,7 +11,7 @@ import {
   DEFAULT_MAX_CONNECTIONS,
   defaultPerClient,
 } from "./connections.js";
-import { errorResponse, type Handler, type HttpResponse } from "./handler.js";
+import { errorResponse, type Handler, type HttpRequest, type HttpResponse } from "./handler.js";
 import {
   type Body,
   ByteBudget,
@@ -19,6 +19,7 @@ import {
   overloaded,
   readBody,
 } from "./limits.js";
+import { lateAnswer, stoppingFailure } from "./stopping.js";
 
 /** Headers must arrive within this of the connection (a few seconds: callers are programs). */
 export const DEFAULT_HEADERS_TIMEOUT_MS = 5_000;
@@ -46,10 +47,30 @@ export interface RunningServer {
   readonly url: string;
   readonly host: string;
   readonly port: number;
-  /** Stops accepting, lets requests in flight finish and answer, then resolves. */
+  /**
+   * Stops: requests that arrive from now on are refused (503 `overloaded`, Retry-After,
+   * Connection: close), those in flight finish and answer (or are answered by `answerNow`); then
+   * the listener and every connection close and it resolves.
+   */
   close(): Promise<void>;
+  /** A stop's time is up: every request still in flight is answered now (stopping.ts). */
+  answerNow(): void;
   /** Requests being answered right now, by path: what a graceful stop waits for. */
   inFlight(): Record<string, number>;
+}
+
+/** After a stop, how long a connection accepted just before it has to send its request. */
+const ARRIVAL_GRACE_MS = 300;
+
+/** A request being answered. */
+interface InFlight {
+  readonly method: string;
+  readonly path: string;
+  readonly response: ServerResponse;
+  readonly started: number;
+  /** Set once its body is read, for a late answer in its own dialect. */
+  request?: HttpRequest;
+  answered: boolean;
 }
 
 export async function startServer(
@@ -58,17 +79,19 @@ export async function startServer(
 ): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
   const limit = options.bodyLimitBytes ?? 64 * 1024;
-  /** Each request being answered, with its path. */
-  const inFlight = new Map<Promise<void>, string>();
+  /** Each request being answered: its path, its response, and the request once its body is read. */
+  const inFlight = new Map<Promise<void>, InFlight>();
+  let stopping = false;
   const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES);
 
-  const serve = async (request: IncomingMessage, response: ServerResponse) => {
-    const started = performance.now();
+  const serve = async (request: IncomingMessage, held: InFlight) => {
     const method = request.method ?? "GET";
     const path = (request.url ?? "/").split("?")[0] ?? "/";
-    const refuse = gate.turnsAway(request.socket)
-      ? overloaded("too many connections", path)
-      : undefined;
+    const refuse = stopping
+      ? stoppingFailure()
+      : gate.turnsAway(request.socket)
+        ? overloaded("too many connections", path)
+        : undefined;
     let result: HttpResponse;
     let close: "drained" | "now" | undefined;
     let release: (() => void) | undefined;
@@ -79,15 +102,21 @@ export async function startServer(
         : refuse
           ? { ok: false, response: errorResponse(refuse), close: "drained" }
           : { ok: true, body: Buffer.alloc(0), release: () => undefined };
-      if (body.ok) {
+      if (body.ok && stopping) {
+        // Its body came in after the stop: refused, as a new request would be.
+        body.release();
+        result = errorResponse(stoppingFailure());
+      } else if (body.ok) {
         release = body.release;
-        result = await handler({
+        const asked: HttpRequest = {
           method,
           url: request.url ?? "/",
           headers: request.headers,
           body: body.body,
           client: clientOf(request.socket.remoteAddress),
-        });
+        };
+        held.request = asked;
+        result = await handler(asked);
       } else {
         result = body.response;
         close = body.close;
@@ -100,17 +129,33 @@ export async function startServer(
       // The body's bytes count until the handler is done with what was parsed from them.
       release?.();
     }
-    if (!response.destroyed && !response.headersSent) {
-      const headers: Record<string, string> = { ...result.headers };
-      if (close) headers.connection = "close";
-      // A known length sends the head and the body in one write; without it node would send
-      // the body chunked, in several.
-      headers["content-length"] = String(Buffer.byteLength(result.body));
-      response.writeHead(result.status, headers);
-      response.end(method === "HEAD" ? undefined : result.body);
-      // "drained": node closes the connection itself after the answer (Connection: close).
-      if (close === "now") response.on("finish", () => request.socket.destroy());
-    }
+    // Answered already when the stop's time ran out (answerNow), which logged it.
+    if (held.answered) return;
+    answer(held, result, close);
+    logAnswer(held, result);
+  };
+
+  /** Writes `result` on the request's response, once. */
+  const answer = (held: InFlight, result: HttpResponse, close?: "drained" | "now") => {
+    held.answered = true;
+    const { response } = held;
+    if (response.destroyed || response.headersSent) return;
+    const headers: Record<string, string> = { ...result.headers };
+    // While stopping, no connection is kept for another request.
+    if (close || stopping) headers.connection = "close";
+    // A known length sends the head and the body in one write; without it node would send
+    // the body chunked, in several.
+    headers["content-length"] = String(Buffer.byteLength(result.body));
+    response.writeHead(result.status, headers);
+    response.end(held.method === "HEAD" ? undefined : result.body);
+    // "drained": node closes the connection itself after the answer (Connection: close). The
+    // socket is taken now: the response lets go of it when it finishes.
+    const socket = response.socket;
+    if (close === "now") response.on("finish", () => socket?.destroy());
+  };
+
+  const logAnswer = (held: InFlight, result: HttpResponse) => {
+    const { method, path, started } = held;
     options.log?.({
       time: new Date().toISOString(),
       method,
@@ -136,8 +181,15 @@ export async function startServer(
       connectionsCheckingInterval: Math.min(1_000, headersTimeout),
     },
     (request, response) => {
-      const task = serve(request, response).finally(() => inFlight.delete(task));
-      inFlight.set(task, (request.url ?? "/").split("?")[0] ?? "/");
+      const held: InFlight = {
+        method: request.method ?? "GET",
+        path: (request.url ?? "/").split("?")[0] ?? "/",
+        response,
+        started: performance.now(),
+        answered: false,
+      };
+      const task = serve(request, held).finally(() => inFlight.delete(task));
+      inFlight.set(task, held);
     },
   );
   const max = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
@@ -162,24 +214,51 @@ export async function startServer(
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
 
   let closing: Promise<void> | undefined;
+  let answeredNow: (() => void) | undefined;
+  const late = new Promise<void>((resolve) => {
+    answeredNow = resolve;
+  });
   return {
     url: `http://${shownHost}:${address.port}`,
     host: address.address,
     port: address.port,
     close() {
       closing ??= (async () => {
+        // The listener stays open while stopping: a connection the kernel queued is answered
+        // (refused with a 503) rather than reset, and so is a request on a kept connection.
+        stopping = true;
+        const started = Date.now();
+        // Let every request in flight (a settle waiting for its receipt) finish and answer, or
+        // be answered by answerNow; and a connection accepted just now send its request.
+        for (;;) {
+          const open = [...inFlight.entries()].filter(([, held]) => !held.answered);
+          if (open.length === 0 && Date.now() - started >= ARRIVAL_GRACE_MS) break;
+          await Promise.race([
+            Promise.allSettled(open.map(([task]) => task)),
+            late,
+            new Promise((resolve) => setTimeout(resolve, 50)),
+          ]);
+        }
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
-        // Let every request in flight (a settle waiting for its receipt) finish and answer.
-        while (inFlight.size > 0) await Promise.allSettled([...inFlight.keys()]);
         server.closeAllConnections();
         await stopped;
       })();
       return closing;
     },
+    answerNow() {
+      for (const held of inFlight.values()) {
+        if (held.answered) continue;
+        const result = held.request ? lateAnswer(held.request) : errorResponse(stoppingFailure());
+        answer(held, result);
+        logAnswer(held, result);
+      }
+      answeredNow?.();
+    },
     inFlight() {
       const byPath: Record<string, number> = {};
-      for (const path of inFlight.values()) byPath[path] = (byPath[path] ?? 0) + 1;
+      for (const held of inFlight.values()) {
+        if (!held.answered) byPath[held.path] = (byPath[held.path] ?? 0) + 1;
+      }
       return byPath;
     },
   };

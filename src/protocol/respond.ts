@@ -46,7 +46,13 @@ type Operation = "verify" | "settle";
  * store that cannot write keeps its 503 (and Retry-After): the official client then throws a
  * SettleError carrying the same body, and a proxy or balancer sees a service unavailable.
  */
-const X402_KEEPS_STATUS = new Set(["chain_unavailable", "store_unavailable", "internal_error"]);
+const X402_KEEPS_STATUS = new Set([
+  "chain_unavailable",
+  "store_unavailable",
+  "internal_error",
+  // The server is stopping (http/stopping.ts): a balancer and a retrying client see a 503.
+  "overloaded",
+]);
 function x402Status(f: Failure): number {
   return X402_KEEPS_STATUS.has(f.code) ? statusOf(f) : 200;
 }

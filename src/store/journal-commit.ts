@@ -77,6 +77,9 @@ export class GroupCommit {
   #torn = false;
   /** Why the last group failed, until a group is written whole again. */
   #failure: GroupNotWritten | undefined;
+  /** The group being written now, and what holds the next one back (exclusive). */
+  #writing: Promise<unknown> = Promise.resolve();
+  #held: Promise<unknown> | undefined;
 
   constructor(
     fd: () => number | undefined,
@@ -123,14 +126,18 @@ export class GroupCommit {
       while (this.#pending.length > 0) {
         // Lines appended in this turn of the event loop join the group.
         await new Promise((resolve) => setImmediate(resolve));
+        while (this.#held) await this.#held;
         const fd = this.#fd();
         const text = this.#pending.join("");
         const upTo = this.#appended;
         this.#pending = [];
-        const failure =
+        // Set before any await: a compaction's exclusive() waits for this group.
+        const writing =
           fd === undefined
-            ? new GroupNotWritten(new Error("the journal is closed"), true)
-            : await this.#writeGroup(fd, text);
+            ? Promise.resolve(new GroupNotWritten(new Error("the journal is closed"), true))
+            : this.#writeGroup(fd, text);
+        this.#writing = writing;
+        const failure = await writing;
         // A small group going through (a state line) says little of room for a whole record:
         // the failure lasts until a group as big as the one refused, or a probe, goes through.
         if (failure && fd !== undefined) this.#failure = failure;
@@ -177,6 +184,24 @@ export class GroupCommit {
         this.#length = undefined;
       }
       return new GroupNotWritten(cause, cutBack, bytes.length);
+    }
+  }
+
+  /**
+   * Runs `task` between groups: once the group being written (if any) is on disk, with the next
+   * one held back until `task` ends (a compaction's cut and swap). Lines appended meanwhile wait.
+   */
+  async exclusive<T>(task: () => Promise<T>): Promise<T> {
+    while (this.#held) await this.#held.catch(() => undefined);
+    const running = (async () => {
+      await this.#writing.catch(() => undefined);
+      return task();
+    })();
+    this.#held = running.catch(() => undefined);
+    try {
+      return await running;
+    } finally {
+      this.#held = undefined;
     }
   }
 

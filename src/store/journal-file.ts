@@ -1,6 +1,7 @@
 /** The journal file: read a line at a time, rewritten whole, and where it lives by default. */
 import {
   closeSync,
+  constants,
   fstatSync,
   fsyncSync,
   openSync,
@@ -14,13 +15,35 @@ import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import type { WriteBytes } from "./journal-commit.js";
 
+/**
+ * Appends are on disk when their write returns (O_DSYNC, as a write and an fdatasync) where the
+ * platform has the flag; elsewhere (Windows) the group commit syncs after each write.
+ */
+export const SYNCED_WRITES = constants.O_DSYNC !== undefined;
+export const APPEND_FLAGS =
+  constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | (constants.O_DSYNC ?? 0);
+
+/** A compaction's steps while serving (journal-compaction.ts), in order. */
+export type CompactionStep = "cut" | "segment" | "written" | "tail" | "renamed" | "synced";
+
 export interface JournalOptions {
-  /** Rewrite the file at start-up past this many lines, most of them settled history. */
+  /**
+   * Compact once the file has grown by this many lines (and by as many as it held after the last
+   * compaction): at start-up when most of it is settled history, and while serving. Infinity for
+   * a reader that must not write (status, doctor).
+   */
   readonly compactAfterLines?: number | undefined;
+  /**
+   * Archive segments whose newest settlement is older than this many days are deleted after a
+   * compaction; undefined keeps them all.
+   */
+  readonly retainDays?: number | undefined;
   /** Settled entries kept in memory (Journal.SETTLED_IN_MEMORY). */
   readonly settledInMemory?: number | undefined;
   /** Told of torn lines skipped while reading (a write cut short by a crash or a full disk). */
   readonly warn?: ((message: string) => void) | undefined;
+  /** Tests only: told of each step of a compaction while serving (a crash image there). */
+  readonly onCompactionStep?: ((step: CompactionStep) => void) | undefined;
   /** Tests only: the group commit's write (one that stops short, where no disk can fill). */
   readonly write?: WriteBytes | undefined;
 }

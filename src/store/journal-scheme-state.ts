@@ -6,6 +6,7 @@
  * A journal written before the state was generic holds batch-settlement's own lines (`voucher`,
  * `changed`): they are read as lines of its namespace, and a compaction rewrites them as these.
  */
+import { BudgetMap, bigintBytes, stringBytes } from "../core/byte-budget.js";
 import { setNewest } from "../core/newest.js";
 import type { RaiseRefusal } from "../core/store.js";
 
@@ -46,16 +47,30 @@ function fromPreviousLine(line: PreviousSchemeStateLine): SchemeStateLine | unde
     : undefined;
 }
 
-/** Ids remembered (the most recently raised or changed), across namespaces. */
+/** Ids remembered (the most recently raised or changed), across namespaces... */
 const IDS_KEPT = 100_000;
+/**
+ * ...and bytes: a channel's highest voucher takes about 240, so 24 MiB keeps the 100,000 newest of
+ * usual length, as before, and longer ids fewer; when an id last changed (a refund, a
+ * withdrawal: rarer) 4 MiB. A value forgotten is what the count forgot before: the scheme's own
+ * checks (batch-settlement: the channel's claimed total on chain, its book) still bound it.
+ */
+const HIGHEST_BYTES = 24 * 2 ** 20;
+const CHANGED_BYTES = 4 * 2 ** 20;
 
 /** The key of an id in its namespace, unambiguous whatever either holds. */
 const keyOf = (namespace: string, id: string) => JSON.stringify([namespace, id]);
 const partsOf = (key: string) => JSON.parse(key) as [namespace: string, id: string];
 
 export class JournalSchemeState {
-  readonly #highest = new Map<string, bigint>();
-  readonly #changedAt = new Map<string, number>();
+  readonly #highest = new BudgetMap<string, bigint>(
+    HIGHEST_BYTES,
+    (key, value) => stringBytes(key) + bigintBytes(value),
+  );
+  readonly #changedAt = new BudgetMap<string, number>(
+    CHANGED_BYTES,
+    (key) => stringBytes(key) + 16,
+  );
   /** Keys raised here and not yet written. */
   readonly #dirty = new Set<string>();
 

@@ -2,6 +2,7 @@
  * Who settled with us, as the journal remembers it: per payer and per asset, its newest
  * settlements answered success, kept past the entries themselves (chain/gas-at-risk.ts asks).
  */
+import { arrayBytes, BudgetMap, objectBytes, stringBytes } from "../core/byte-budget.js";
 import { setNewest } from "../core/newest.js";
 import { type ExpectedTransfer, SETTLEMENTS_LOOKBACK_MS } from "../core/store.js";
 
@@ -9,9 +10,21 @@ import { type ExpectedTransfer, SETTLEMENTS_LOOKBACK_MS } from "../core/store.js
 const REMEMBERED = 100_000;
 /** ...and the newest settlements of each counted (more than any payer's allowance needs). */
 const KEPT_EACH = 16;
+/**
+ * ...and bytes: about 550 for a payer with one settlement, 3 KB with 16 (its key, the settlement
+ * keys): 16 MiB keeps some 30,000 one-time payers. A payer forgotten counts as one that never
+ * settled here: asked only while a chain's wasted-gas budget is spent, it waits rather than us.
+ */
+const BUDGET_BYTES = 16 * 2 ** 20;
+
+type Settled = { key: string; at: number }[];
+const bytesOf = (who: string, settled: Settled) =>
+  stringBytes(who) +
+  arrayBytes(settled.length) +
+  settled.reduce((n, s) => n + objectBytes(2) + stringBytes(s.key), 0);
 
 export class SettledBy {
-  readonly #settled = new Map<string, { key: string; at: number }[]>();
+  readonly #settled = new BudgetMap<string, Settled>(BUDGET_BYTES, bytesOf);
 
   /** Settlement `key` of `expect`'s payer and asset on `chainId` was answered success at `at`. */
   remember(chainId: number, key: string, expect: ExpectedTransfer, at: number): void {

@@ -10,7 +10,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { closeSync, constants, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Hex } from "viem";
@@ -26,32 +26,22 @@ import {
   type StoreStatus,
 } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
-import { type CatalogueLine, isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
+import { isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
 import { GroupCommit } from "./journal-commit.js";
-import { endsMidLine, type JournalOptions, replay, rewrite } from "./journal-file.js";
+import { entryLine, FINAL, type IdBound } from "./journal-compaction.js";
 import {
-  isSchemeStateLine,
-  JournalSchemeState,
-  type PreviousSchemeStateLine,
-  type SchemeStateLine,
-} from "./journal-scheme-state.js";
+  APPEND_FLAGS,
+  endsMidLine,
+  type JournalOptions,
+  replay,
+  SYNCED_WRITES,
+} from "./journal-file.js";
+import { JournalHistory } from "./journal-history.js";
+import type { Line } from "./journal-lines.js";
+import { isSchemeStateLine, JournalSchemeState } from "./journal-scheme-state.js";
 import { SettledBy } from "./journal-settled.js";
 import { stillUnwritable } from "./journal-space.js";
 
-type Line =
-  | ({ t: "send"; hash: Hex; raw: Hex; owner?: string } & NewEntry)
-  | { t: "replace"; key: string; hash: Hex; raw: Hex }
-  | { t: "state"; key: string; state: EntryState; owner?: string }
-  /** A payment-identifier bound to a request, and its answer once final. */
-  | { t: "id"; id: string; fingerprint: string; answer?: unknown }
-  /** The schemes' state (journal-scheme-state.ts), and the lines a previous version wrote of it. */
-  | SchemeStateLine
-  | PreviousSchemeStateLine
-  /** The bazaar catalogue (journal-catalogue.ts). */
-  | CatalogueLine;
-
-/** States a settlement never leaves by itself: only those may be forgotten. */
-const FINAL: ReadonlySet<EntryState> = new Set(["answered", "failed", "dropped"]);
 /** States whose transaction is followed until it ends (and counts against its payer meanwhile). */
 const FOLLOWED: ReadonlySet<EntryState> = new Set(["broadcast", "submitted"]);
 
@@ -60,23 +50,13 @@ const IDS_KEPT = 20_000;
 /** How long a raised value of the schemes' state waits before its line is written (coalescing raises). */
 const RAISE_FLUSH_MS = 1_000;
 
-/**
- * Appends are on disk when their write returns (O_DSYNC, as a write and an fdatasync) where the
- * platform has the flag; elsewhere (Windows) the group commit syncs after each write.
- */
-const SYNCED_WRITES = constants.O_DSYNC !== undefined;
-const APPEND_FLAGS =
-  constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | (constants.O_DSYNC ?? 0);
-/** Compact a journal at start-up once it holds this many lines, most of them settled history. */
-const COMPACT_AFTER_LINES = 100_000;
-
 export class Journal implements SettlementStore {
   readonly path: string | undefined;
   readonly shared = false;
   /** This run of the process, as its records name who sent or answered a settlement. */
   readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #entries = new Map<string, JournalEntry>();
-  readonly #ids = new Map<string, { fingerprint: string; answer?: unknown }>();
+  readonly #ids = new Map<string, IdBound>();
   readonly #schemeState = new JournalSchemeState();
   /** The bazaar catalogue, its lines in this file. */
   readonly catalogue = new JournalCatalogue((line) => this.#write(line));
@@ -84,6 +64,8 @@ export class Journal implements SettlementStore {
   readonly #idsRunning = new Set<string>();
   readonly #inFlight = new Set<string>();
   #fd: number | undefined;
+  /** Settled history past memory, and compaction (journal-history.ts); none in memory only. */
+  readonly #history: JournalHistory | undefined;
 
   /** A journal kept in `file` (created if missing), or only in memory when `file` is undefined. */
   constructor(file?: string, options: JournalOptions = {}) {
@@ -95,18 +77,25 @@ export class Journal implements SettlementStore {
     });
     if (!file) return;
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const lines = replay(file, (record) => this.#apply(record as Line), options.warn);
-    // Mostly settled history: rewrite the file with what is still in memory, so neither the file
-    // nor the next start-up keeps growing.
-    const threshold = options.compactAfterLines ?? COMPACT_AFTER_LINES;
-    const live = this.#entries.size + this.#ids.size + this.#schemeState.size + this.catalogue.size;
-    if (lines > threshold && lines > 4 * live) {
-      try {
-        rewrite(file, this.#liveLines());
-      } catch {
-        // No room for the compacted copy (a full disk): the file as it is serves as well.
-      }
-    }
+    this.#history = new JournalHistory(
+      file,
+      {
+        commits: this.#commits,
+        fd: () => this.#fd,
+        setFd: (fd) => {
+          this.#fd = fd;
+        },
+        snapshot: () => ({
+          entries: [...this.#entries.values()],
+          ids: [...this.#ids],
+          others: [...this.#schemeState.all(), ...this.catalogue.lines()],
+        }),
+        live: () =>
+          this.#entries.size + this.#ids.size + this.#schemeState.size + this.catalogue.size,
+      },
+      options,
+    );
+    this.#history.read(replay(file, (record) => this.#apply(record as Line), options.warn));
     this.#fd = openSync(file, APPEND_FLAGS, 0o600);
     // A line cut short by a crash would swallow the next record appended to it: end it first
     // (on a full disk, the first group written ends it).
@@ -119,26 +108,9 @@ export class Journal implements SettlementStore {
     }
   }
 
-  /** What a compacted file holds: the live entries, identifiers, scheme state and catalogue. */
-  *#liveLines(): Generator<string> {
-    for (const entry of this.#entries.values()) {
-      const { hashes, raws, state, owner: _owner, updatedAt: _updatedAt, ...rest } = entry;
-      const records: Line[] = hashes.map((hash, i) =>
-        i === 0
-          ? { t: "send", ...rest, hash, raw: raws[i] ?? "0x" }
-          : { t: "replace", key: entry.key, hash, raw: raws[i] ?? "0x" },
-      );
-      if (state !== "broadcast") {
-        const owner = entry.owner ? { owner: entry.owner } : {};
-        records.push({ t: "state", key: entry.key, state, ...owner });
-      }
-      yield records.map((record) => `${JSON.stringify(record)}\n`).join("");
-    }
-    for (const [id, bound] of this.#ids) {
-      yield `${JSON.stringify({ t: "id", id, ...bound } satisfies Line)}\n`;
-    }
-    for (const line of this.#schemeState.all()) yield `${JSON.stringify(line)}\n`;
-    for (const line of this.catalogue.lines()) yield `${JSON.stringify(line)}\n`;
+  /** Compacts the file now (journal-history.ts); resolves when done. */
+  compact(): Promise<void> {
+    return this.#history?.compact() ?? Promise.resolve();
   }
 
   get where(): string {
@@ -170,15 +142,28 @@ export class Journal implements SettlementStore {
     return this.#write({ t: "send", ...entry, owner: this.runId, hash, raw });
   }
 
+  /** In memory, else in the archive. */
   async idempotencyAnswer(id: string): Promise<unknown> {
-    return this.#ids.get(id)?.answer;
+    const kept = this.#ids.get(id);
+    return kept ? kept.answer : this.#history?.answer(id);
   }
 
   async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
     // Kept as storedHash spells them (#apply): a Solana signature's case is its own.
     const wanted = storedHash(hash) as Hex;
     for (const entry of this.#entries.values()) if (entry.hashes.includes(wanted)) return entry;
-    return undefined;
+    return this.#history?.entry(`h:${wanted}`);
+  }
+
+  /** A settlement no longer in memory, from the archive (status, GET /settlements). */
+  async findArchived(key: string): Promise<JournalEntry | undefined> {
+    return this.#entries.get(key) ?? this.#history?.entry(`k:${key}`);
+  }
+
+  /** Since when this journal keeps settlements (unix ms): its oldest archived, or in memory. */
+  async keptSince(): Promise<number | undefined> {
+    const archived = await this.#history?.oldest();
+    return archived ?? this.#entries.values().next().value?.updatedAt;
   }
 
   /** Resolves once on disk: await it before broadcasting a replacement (same nonce, higher fee). */
@@ -317,6 +302,7 @@ export class Journal implements SettlementStore {
       .then(
         () => {
           if (settlement) this.#apply(line);
+          this.#history?.wrote();
         },
         (error: unknown) => {
           if (settlement && !notRecorded(error)) this.#apply(line);
@@ -338,7 +324,10 @@ export class Journal implements SettlementStore {
     if (this.#entries.size <= this.#settledInMemory) return;
     for (const [key, entry] of this.#entries) {
       if (this.#entries.size <= this.#settledInMemory * 0.9) break;
-      if (FINAL.has(entry.state) && !this.#inFlight.has(key)) this.#entries.delete(key);
+      if (FINAL.has(entry.state) && !this.#inFlight.has(key)) {
+        this.#entries.delete(key);
+        this.#history?.later(entryLine(entry));
+      }
     }
   }
 
@@ -351,13 +340,31 @@ export class Journal implements SettlementStore {
       this.catalogue.apply(line);
       return;
     }
+    if (line.t === "archive") {
+      if (this.#history) this.#history.archive.through = line.through;
+      return;
+    }
     if (line.t === "id") {
+      const at = (line as { at?: string }).at;
       this.#ids.delete(line.id);
-      this.#ids.set(line.id, { fingerprint: line.fingerprint, answer: line.answer });
-      for (const id of this.#ids.keys()) {
+      const when = at ? Date.parse(at) : Date.now();
+      this.#ids.set(line.id, { fingerprint: line.fingerprint, answer: line.answer, at: when });
+      for (const [id, bound] of this.#ids) {
         if (this.#ids.size <= IDS_KEPT) break;
         this.#ids.delete(id);
+        if (bound.answer !== undefined) this.#history?.later({ t: "id", id, ...bound });
       }
+      return;
+    }
+    if (line.t === "entry") {
+      const { t: _t, ...entry } = line;
+      this.#entries.delete(entry.key);
+      this.#entries.set(entry.key, { ...entry, raws: [] });
+      if (entry.state === "answered" && entry.expect) {
+        const at = entry.updatedAt ?? Date.now();
+        this.#settledBy.remember(entry.chainId, entry.key, entry.expect, at);
+      }
+      this.#evict();
       return;
     }
     if (line.t === "send") {

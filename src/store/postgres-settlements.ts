@@ -12,12 +12,28 @@ import { entryOf, type Row } from "./postgres-rows.js";
 import { UNSETTLED_STATES } from "./schema.js";
 
 /**
- * A settlement by one of its transactions: an index lookup (GIN on hashes, migration 8). No LIMIT:
- * with one, the planner bets a scan meets a match early, and reads the whole table for a hash it
- * does not hold.
+ * Rows matching `where` in the settlements table, then in its archive (postgres-retention.ts):
+ * each an index lookup, the table's first. Columns by name: the two are matched by position.
  */
-export const FIND_BY_TRANSACTION =
-  "SELECT * FROM facilitator_settlements WHERE hashes @> ARRAY[$1::text]";
+function fromBoth(where: string): string {
+  const columns =
+    "key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner, updated_at";
+  return `SELECT * FROM (
+    SELECT ${columns}, 0 AS archived FROM facilitator_settlements WHERE ${where}
+    UNION ALL
+    SELECT ${columns}, 1 AS archived FROM facilitator_settlements_archive WHERE ${where}
+  ) AS found ORDER BY archived`;
+}
+
+/**
+ * A settlement by one of its transactions: an index lookup in each table (GIN on hashes, migrations
+ * 9 and 16). No LIMIT: with one, the planner bets a scan meets a match early, and reads the whole
+ * table for a hash it does not hold.
+ */
+export const FIND_BY_TRANSACTION = fromBoth("hashes @> ARRAY[$1::text]");
+
+/** A settlement by its key, in either table (the archive holds what retention moved). */
+export const GET_SETTLEMENT = fromBoth("key = $1");
 
 /** Start-up: every settlement still followed. */
 export const LOAD_UNSETTLED = `SELECT * FROM facilitator_settlements WHERE ${UNSETTLED_STATES}`;
@@ -61,11 +77,7 @@ export class SharedSettlements {
   }
 
   async get(key: string): Promise<JournalEntry | undefined> {
-    const { rows } = await this.#query<Row>(
-      "get",
-      "SELECT * FROM facilitator_settlements WHERE key = $1",
-      [key],
-    );
+    const { rows } = await this.#query<Row>("get", GET_SETTLEMENT, [key]);
     return rows[0] ? entryOf(rows[0]) : undefined;
   }
 

@@ -29,6 +29,7 @@ import { SignerLeases, type SignerWait } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
 import type { Query } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
+import { DEFAULT_RETAIN_DAYS, SharedRetention } from "./postgres-retention.js";
 import { SharedSchemeState } from "./postgres-scheme-state.js";
 import { SharedSettlements } from "./postgres-settlements.js";
 import { type RevertListener, SharedWaste } from "./postgres-waste.js";
@@ -46,6 +47,8 @@ export interface PostgresStoreOptions {
   readonly onQuery?: ((op: string, seconds: number) => void) | undefined;
   /** This replica's name in the store (default host:pid). */
   readonly owner?: string | undefined;
+  /** Final settlements older than this many days move to the archive (0: never; default 90). */
+  readonly retainDays?: number | undefined;
 }
 
 /** The database URL without its password, for banners and logs. */
@@ -104,6 +107,8 @@ export class PostgresStore implements SettlementStore {
   readonly #settlements: SharedSettlements;
   /** The bazaar catalogue, shared by every replica (postgres-catalogue.ts). */
   readonly catalogue: SharedCatalogue;
+  /** Moves final settlements past --retain-days to the archive (postgres-retention.ts). */
+  readonly retention: SharedRetention;
 
   private constructor(pool: Pool, url: string, options: PostgresStoreOptions) {
     this.#pool = pool;
@@ -126,6 +131,8 @@ export class PostgresStore implements SettlementStore {
       this.#leases.lost,
     );
     this.catalogue = new SharedCatalogue(pool, this.#onQuery);
+    const days = options.retainDays ?? DEFAULT_RETAIN_DAYS;
+    this.retention = new SharedRetention(query, this.owner, days);
   }
 
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
@@ -365,10 +372,15 @@ export class PostgresStore implements SettlementStore {
     return this.#schemeState.markChanged(namespace, id, at);
   }
 
+  retain(): Promise<number> {
+    return this.retention.due();
+  }
+
   /** Gives up this replica's claims and signer leases, so another may take them at once. */
   async close(): Promise<void> {
     if (this.#renewal) clearInterval(this.#renewal);
     this.#renewal = undefined;
+    await this.retention.stop();
     await this.#query("close", "DELETE FROM facilitator_claims WHERE owner = $1", [
       this.owner,
     ]).catch(() => undefined);

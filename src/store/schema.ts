@@ -4,6 +4,12 @@
  * Never edit a migration that has shipped: add the next one.
  */
 
+/**
+ * The states a settlement is at its end in, that retention moves to the archive (migration 16):
+ * not `landed`, whose success the next settle of the payment still has to answer.
+ */
+export const FINAL_STATES = "state IN ('answered', 'failed', 'dropped')";
+
 export const MIGRATIONS: readonly string[] = [
   // 1: settlements, claims, signer leases, payment identifiers.
   `
@@ -231,6 +237,24 @@ export const MIGRATIONS: readonly string[] = [
   DROP INDEX IF EXISTS facilitator_settlements_unsettled;
   CREATE INDEX facilitator_settlements_unsettled
     ON facilitator_settlements (updated_at) WHERE state IN ('broadcast', 'submitted');
+  `,
+  // 16: retention (--retain-days, postgres-retention.ts): final settlements past it move to an
+  // archive of the same columns, which lookups by key and by transaction still read; the final
+  // ones are found oldest first through an index, not a scan; and a chore (the move) runs on
+  // one replica at a time, when it is due.
+  `
+  CREATE TABLE facilitator_settlements_archive
+    (LIKE facilitator_settlements INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+  ALTER TABLE facilitator_settlements_archive ADD PRIMARY KEY (key);
+  CREATE INDEX facilitator_settlements_archive_hashes ON facilitator_settlements_archive
+    USING gin (hashes) WITH (fastupdate = off);
+  CREATE INDEX facilitator_settlements_final
+    ON facilitator_settlements (updated_at) WHERE state IN ('answered', 'failed', 'dropped');
+  CREATE TABLE facilitator_chores (
+    name   text PRIMARY KEY,
+    due_at timestamptz NOT NULL,
+    owner  text NOT NULL
+  );
   `,
 ];
 

@@ -95,6 +95,47 @@ export interface ProviderModes {
         readonly each?: boolean | undefined;
       }
     | undefined;
+  /**
+   * Every HTTP request (a batch is one) takes this long more, drawn uniformly from [min, max] ms:
+   * a provider in another region. Half is spent before the request is forwarded, half after the
+   * node answered, so what the node reads is read in the middle, as it would be.
+   */
+  latencyMs?: { readonly min: number; readonly max: number } | undefined;
+}
+
+/** One HTTP request the proxy answered while recording: when it came and left, what it asked. */
+export interface RecordedRequest {
+  readonly start: number;
+  readonly end: number;
+  readonly methods: readonly string[];
+}
+
+/** What the proxy saw between `record()` and `stop()`. */
+export interface Recorded {
+  readonly requests: readonly RecordedRequest[];
+  /**
+   * Sequential round trips: the most requests that came one after another, each sent once the
+   * one before was answered (none overlapping another). Requests made together (in parallel or in
+   * one batch) count once: it is how many times a caller waited for the provider in a row.
+   */
+  readonly rounds: number;
+  /** The requests of that chain, in order (what the caller waited for, round by round). */
+  readonly chain: readonly RecordedRequest[];
+}
+
+/**
+ * The longest chain of requests none of which overlaps the next: picked earliest end first (the
+ * interval-scheduling greedy, which finds the most pairwise disjoint intervals).
+ */
+export function sequentialRounds(requests: readonly RecordedRequest[]): RecordedRequest[] {
+  const chain: RecordedRequest[] = [];
+  let after = Number.NEGATIVE_INFINITY;
+  for (const request of [...requests].sort((a, b) => a.end - b.end)) {
+    if (request.start < after) continue;
+    chain.push(request);
+    after = request.end;
+  }
+  return chain;
 }
 
 /** A broadcast transaction, as the provider modes see it. */
@@ -123,10 +164,14 @@ export interface RpcProxy {
   /** Broadcasts `neverMine` kept from the node, and those `refuseFirstSend` refused. */
   readonly neverMined: SentTransaction[];
   readonly refusedSends: SentTransaction[];
+  /** Records every request answered from now until `stop()`: when, and which methods. */
+  record(): { stop(): Recorded };
   intercept: Intercept;
   modes: ProviderModes;
   close(): Promise<void>;
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Infura's answer to a request over its rate (HTTP 429). */
 const RATE_LIMITED: RpcError = {
@@ -185,6 +230,8 @@ export async function startRpcProxy(
   modes: ProviderModes = {},
 ): Promise<RpcProxy> {
   const counts = new Map<string, number>();
+  /** Each recording, and when it began: it keeps the requests that came after. */
+  const recorders = new Map<RecordedRequest[], number>();
   const proxy: RpcProxy = {
     url: "",
     counts,
@@ -192,6 +239,17 @@ export async function startRpcProxy(
     requests: { count: 0 },
     neverMined: [],
     refusedSends: [],
+    record() {
+      const requests: RecordedRequest[] = [];
+      recorders.set(requests, performance.now());
+      return {
+        stop() {
+          recorders.delete(requests);
+          const chain = sequentialRounds(requests);
+          return { requests, rounds: chain.length, chain };
+        },
+      };
+    },
     intercept: () => undefined,
     modes,
     close: () => new Promise((resolve) => server.close(() => resolve())),
@@ -364,23 +422,43 @@ export async function startRpcProxy(
     return undefined;
   }
 
+  /** Half of this request's share of the provider's distance (none without `latencyMs`). */
+  function halfDelay(): number {
+    const latency = proxy.modes.latencyMs;
+    if (!latency) return 0;
+    return (latency.min + Math.random() * (latency.max - latency.min)) / 2;
+  }
+
   async function handle(request: IncomingMessage, response: ServerResponse, text: string) {
+    const start = performance.now();
+    let methods: string[] = [];
+    const half = halfDelay();
+    const answered = (status: number, headers: Record<string, string>, out: string) => {
+      const end = performance.now();
+      for (const [requests, since] of recorders) {
+        if (start >= since) requests.push({ start, end, methods });
+      }
+      response.writeHead(status, headers).end(out);
+    };
     try {
       proxy.requests.count++;
       const body = JSON.parse(text) as RpcRequest | RpcRequest[];
+      methods = (Array.isArray(body) ? body : [body]).map((call) => call.method);
+      if (half > 0) await sleep(half);
       const refused = refusal(body);
       if (refused) {
-        response.writeHead(refused.status, refused.headers).end(refused.text);
+        if (half > 0) await sleep(half);
+        answered(refused.status, refused.headers, refused.text);
         return;
       }
       const head = await replicaHead();
       const answer = Array.isArray(body)
         ? await Promise.all(body.map((call) => answerCall(call, head)))
         : await answerCall(body, head);
-      response.writeHead(200, { "content-type": "application/json" });
-      response.end(JSON.stringify(answer));
+      if (half > 0) await sleep(half);
+      answered(200, { "content-type": "application/json" }, JSON.stringify(answer));
     } catch (error) {
-      if (!request.destroyed) response.writeHead(502).end(String(error));
+      if (!request.destroyed) answered(502, {}, String(error));
     }
   }
 

@@ -175,6 +175,16 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     (scheme === BATCH &&
       flags.receiverAuthorizer === undefined &&
       fromFile?.requirements.extra?.receiverAuthorizer === undefined);
+  // The token's domain is read in the same round trip as the devnet check, from where the asset
+  // will be (the flag's, the file's, else the devnet's), and used if it is there.
+  const likelyAsset = flags.asset ?? fromFile?.requirements.asset ?? usdcAddressFor(chainId);
+  const early = isAddress(likelyAsset, { strict: false })
+    ? {
+        asset: likelyAsset,
+        domain: tokenDomain({ ...(fromFile?.requirements.extra ?? {}) }, likelyAsset, client),
+      }
+    : undefined;
+  early?.domain.catch(() => undefined);
   const devnet = needsDevnet ? await isDevnetChain(await client(), chainId) : false;
   const missing = (flag: string) =>
     new UsageError(`${flag} is needed: the chain eip155:${chainId} is no devnet with defaults`);
@@ -220,7 +230,10 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
           : (() => {
               throw missing("--amount");
             })();
-  const domain = await tokenDomain(extra, asset, client);
+  const domain =
+    early && early.asset.toLowerCase() === asset.toLowerCase()
+      ? await early.domain
+      : await tokenDomain(extra, asset, client);
   if (method === "eip3009" && !domain) {
     throw new UsageError(
       `the token ${asset} has no EIP-712 name() and version() to sign for: is it an EIP-3009 token? (--method permit2 works with any ERC-20)`,

@@ -1,13 +1,15 @@
 /** `facilitator reconcile`'s options; the work loads only when the command runs. */
 import { Command } from "commander";
 import { afterHelp } from "../help-layout.js";
-import { withChainOptions, withSettlementOptions } from "../options.js";
+import { settingOption, withChainOptions, withSettlementOptions } from "../options.js";
+import { SETTINGS } from "../settings.js";
 
 export const reconcileCommand = withChainOptions(
   withSettlementOptions(new Command("reconcile"))
     .description(
       "follow every settlement written down and not yet at its end (once): landed, failed or still open; for a cron job, or a CI step after a failed run",
     )
+    .addOption(settingOption(SETTINGS.retainDays))
     .option("--idle <seconds>", "only settlements unchanged for this long (default 0: all)")
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer"),
 )

@@ -20,6 +20,7 @@ export const serveCommand = withChainOptions(
       "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
     )
     .option("--port <port>", "port (default 4020)")
+    .addOption(settingOption(SETTINGS.retainDays))
     .addOption(settingOption(SETTINGS.apiKey))
     .addOption(settingOption(SETTINGS.apiKeysFile))
     .option(
@@ -52,6 +53,7 @@ export const serveCommand = withChainOptions(
   .addOption(settingOption(SETTINGS.ratePerClient))
   .addOption(settingOption(SETTINGS.minAmounts))
   .addOption(settingOption(SETTINGS.ratePerPayer))
+  .addOption(settingOption(SETTINGS.shutdownTimeout))
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText(
     "after",
@@ -62,8 +64,9 @@ Example (against \`facilitator devnet\`):
   curl -s localhost:4020/verify -H 'content-type: application/json' \\
     -d @/tmp/facilitator-devnet-XXXX/request.json
 
-Ctrl-C stops accepting and lets requests in flight answer (it says which it waits for); a second
-Ctrl-C stops at once (exit 130): a settle cut short is in the journal and a retry follows it.`),
+Ctrl-C (or SIGTERM) refuses new requests (503) and lets those in flight answer, for at most
+--shutdown-timeout; a settle still waiting then is answered settlement_pending: it is in the
+journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`),
   )
   .action(async (flags) => {
     const { runServe } = await import("./serve.js");

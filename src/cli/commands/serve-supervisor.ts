@@ -14,14 +14,20 @@ import type { ErrorCode } from "../../protocol/errors.js";
 import { UsageError } from "../errors.js";
 import type { ServeSettings } from "./serve-settings.js";
 
-/** More deaths than this within the window: give up (exit 3). */
+/**
+ * More deaths in a row than this, each of a worker that had served less than a minute: give up
+ * (exit 3). Counted per worker, not in a clock window, so a crash loop is told apart from a worker
+ * that served a while on a slow machine too; a worker that lived a minute starts the count afresh.
+ */
 const MAX_DEATHS = 5;
-const DEATH_WINDOW_MS = 60_000;
+const SHORT_LIFE_MS = 60_000;
 
 /** What the serving thread reports to this one. */
 export type WorkerMessage =
   | { readonly type: "listening"; readonly port: number; readonly url: string }
   | { readonly type: "draining"; readonly inFlight: Record<string, number> }
+  /** Stopped: everything answered and the store closed; what still runs may be cut. */
+  | { readonly type: "stopped" }
   | { readonly type: "usage"; readonly message: string; readonly code: ErrorCode }
   | { readonly type: "note"; readonly entry: Record<string, unknown>; readonly text: string };
 
@@ -69,6 +75,9 @@ export async function superviseServer(
     if (human && text) process.stderr.write(`facilitator: ${text}\n`);
     else process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
   };
+  let timedOut = false;
+  let stoppedClean = false;
+  let hardStop: NodeJS.Timeout | undefined;
   const stop = () => {
     if (stopping) {
       // The second Ctrl-C: stop now, cutting short what was still answering.
@@ -77,6 +86,11 @@ export async function superviseServer(
     }
     stopping = true;
     current?.postMessage({ type: "stop" });
+    // The worker answers everything before this; should it not have ended by then, it is ended.
+    hardStop = setTimeout(() => {
+      timedOut = true;
+      stopNow?.();
+    }, settings.config.shutdownTimeoutMs);
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
@@ -91,9 +105,10 @@ export async function superviseServer(
   };
 
   let port: number | undefined;
-  const deaths: number[] = [];
+  let deathsInARow = 0;
   try {
     for (let start = 0; ; start++) {
+      const startedAt = Date.now();
       const worker = new Worker(new URL("./serve-worker.js", import.meta.url), {
         workerData: {
           // After the first start, the port the first worker bound (it may have asked for 0).
@@ -106,6 +121,12 @@ export async function superviseServer(
       if (stopping) worker.postMessage({ type: "stop" });
       const ended = watch(worker, {
         onDraining,
+        onStopped: () => {
+          // Settles that ran past their answer may keep the thread busy: it is ended now.
+          stoppedClean = true;
+          // A moment for its last log lines to cross from the thread.
+          setTimeout(() => stopNow?.(), 200);
+        },
         onListening: (bound, url) => {
           port = bound;
           hooks.onListening?.(url);
@@ -114,6 +135,16 @@ export async function superviseServer(
       });
       const end = await Promise.race([ended, stoppedNow.then(() => undefined)]);
       current = undefined;
+      if (end === undefined && (timedOut || stoppedClean)) {
+        await worker.terminate();
+        if (timedOut && !stoppedClean) {
+          note({
+            event: "stopped_at_timeout",
+            shutdownTimeoutMs: settings.config.shutdownTimeoutMs,
+          });
+        }
+        return 0;
+      }
       if (end === undefined) {
         await worker.terminate();
         const settles = waitingFor["/settle"] ?? 0;
@@ -137,22 +168,21 @@ export async function superviseServer(
       }
       if (stopping) return end.exitCode === 0 ? 0 : 3;
 
-      const now = Date.now();
-      deaths.push(now);
-      while (deaths.length > 0 && (deaths[0] as number) < now - DEATH_WINDOW_MS) deaths.shift();
-      const restart = deaths.length <= MAX_DEATHS;
+      deathsInARow = Date.now() - startedAt < SHORT_LIFE_MS ? deathsInARow + 1 : 1;
+      const restart = deathsInARow <= MAX_DEATHS;
       note({
         event: "worker_died",
         reason: end.reason ?? end.usage?.message ?? `exit ${end.exitCode}`,
         restart,
-        deathsInLastMinute: deaths.length,
+        deathsInARow,
       });
       if (!restart) return 3;
       // A short pause that grows with repeated deaths, so a crash loop does not spin.
-      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** (deaths.length - 1)));
+      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** (deathsInARow - 1)));
       if (stopping) return 0;
     }
   } finally {
+    clearTimeout(hardStop);
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
   }
@@ -163,6 +193,7 @@ function watch(
   worker: Worker,
   hooks: {
     onDraining: (inFlight: Record<string, number>) => void;
+    onStopped: () => void;
     onListening: (port: number, url: string) => void;
     onNote: (entry: Record<string, unknown>, text: string) => void;
   },
@@ -172,6 +203,7 @@ function watch(
   worker.on("message", (message: WorkerMessage) => {
     if (message.type === "listening") hooks.onListening(message.port, message.url);
     else if (message.type === "draining") hooks.onDraining(message.inFlight);
+    else if (message.type === "stopped") hooks.onStopped();
     else if (message.type === "note") hooks.onNote(message.entry, message.text);
     else if (message.type === "usage") usage = { message: message.message, code: message.code };
   });

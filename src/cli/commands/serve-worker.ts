@@ -20,6 +20,8 @@ try {
     onDraining: (inFlight) => tell({ type: "draining", inFlight }),
     onNote: (entry, text) => tell({ type: "note", entry, text }),
   });
+  // Answered and closed: settles still following their transactions may keep this thread busy.
+  tell({ type: "stopped" });
 } catch (error) {
   if (!(error instanceof UsageError)) throw error;
   tell({ type: "usage", message: error.message, code: error.code });

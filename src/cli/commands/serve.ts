@@ -22,6 +22,7 @@ import { loadApiKey, receiverAuthorizerOf } from "../config-keys.js";
 import { readDenyList } from "../deny-list-file.js";
 import { isPortTaken, portTakenMessage, UsageError } from "../errors.js";
 import { facilitatorFrom } from "../facilitator.js";
+import { SendingDoor } from "../sending-door.js";
 import { resolveSetting } from "../setting-resolver.js";
 import { flagName } from "../setting-rows.js";
 import { SETTINGS } from "../settings.js";
@@ -30,6 +31,7 @@ import { describeSignerWait, signerWaitEntry } from "../store-leases.js";
 import { controlsInForce, controlsLine } from "./serve-controls.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
 import type { ServeSettings } from "./serve-settings.js";
+import { stopServing } from "./serve-stop.js";
 
 export interface ServeFlags extends ConfigFlags {
   readonly host?: string | undefined;
@@ -183,8 +185,10 @@ export async function serveHere(
   // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
   const { createMetrics } = await import("../../http/metrics.js");
   const metrics = await createMetrics();
+  const door = new SendingDoor();
   const facilitator = await facilitatorFrom(config, true, {
     server: true,
+    door,
     metrics,
     offerReceiverAuthorizer: sellerKeys > 0,
     onSignerWait: (wait, store) =>
@@ -289,12 +293,13 @@ export async function serveHere(
   liveKeys.stop();
   stopDenyList();
   options.onDraining?.(server.inFlight());
-  await server.close();
-  await reconciler?.stop();
-  // Every answer given is written down as given before the store closes.
-  await facilitator.answers.flush();
-  // Gives up this replica's claims and signer leases at once, rather than when they run out.
-  await facilitator.journal.close();
+  await stopServing({
+    server,
+    door,
+    reconciler,
+    facilitator,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+  });
   return 0;
 }
 

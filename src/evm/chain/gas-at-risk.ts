@@ -16,6 +16,7 @@
  *   settlements already in flight when it was crossed.
  */
 import { getAddress } from "viem";
+import { arrayBytes, BudgetMap, stringBytes } from "../../core/byte-budget.js";
 import { SETTLEMENTS_LOOKBACK_MS, type Waste } from "../../core/store.js";
 import type { PayerThrottle } from "../../core/throttle.js";
 import { type Failure, failure } from "../../protocol/errors.js";
@@ -55,6 +56,11 @@ const HELD_RETRY_S = 60;
 /** Payers, assets and events remembered at once; past it the oldest are forgotten. */
 const REMEMBERED = 10_000;
 const KNOWN_REMEMBERED = 100_000;
+/**
+ * And the payers' landings in bytes (about 340 a payer: some 12,000 in 4 MiB): a payer forgotten
+ * counts the landings the store still holds (settlementsOf), asked only while gas is wasted.
+ */
+const LANDED_BUDGET_BYTES = 4 * 2 ** 20;
 
 /**
  * How many wastes of each cause refuse an asset: [never settled here, settled here]. Reverts are
@@ -84,7 +90,10 @@ export class GasAtRisk {
   /** chain:asset that settled with us. */
   readonly #known = new Set<string>();
   /** Per chain:payer, when its settlements landed here (the newest, up to the throttle limit). */
-  readonly #landed = new Map<string, number[]>();
+  readonly #landed = new BudgetMap<string, number[]>(
+    LANDED_BUDGET_BYTES,
+    (key, times) => stringBytes(key) + arrayBytes(times.length),
+  );
   /** chain:payer the store counted at the throttle limit, until when that answer is trusted. */
   readonly #countedFull = new Map<string, number>();
   /**

@@ -44,6 +44,8 @@ const HOLE_RETRY_SECONDS = 30;
 export type LaneEvent =
   | { readonly event: "key_blocked"; readonly signer: Address; readonly hole: Hole }
   | { readonly event: "key_unblocked"; readonly signer: Address; readonly hole: Hole };
+/** A pending count read ahead is used only this soon after: by a send of the same settle. */
+const READ_AHEAD_MS = 5_000;
 
 export class SignerLane {
   readonly account: LocalAccount;
@@ -62,6 +64,8 @@ export class SignerLane {
   readonly #stale = new Set<number>();
   readonly #recent = new Map<number, Map<number, Hex>>();
   readonly #gapChecks = new Map<number, { at: number; done: Promise<void> }>();
+  /** A pending count read ahead (readAhead), for the next send that has to read one. */
+  readonly #ahead = new Map<number, { readonly at: number; readonly read: Promise<number> }>();
 
   constructor(account: LocalAccount, tell: (event: LaneEvent) => void = () => undefined) {
     this.account = account;
@@ -179,10 +183,11 @@ export class SignerLane {
     return this.#lane.run(async () => {
       let nonce = this.#next.get(chainId);
       if (nonce === undefined || this.#stale.has(chainId)) {
-        const pending = await client.getTransactionCount({
-          address: this.address,
-          blockTag: "pending",
-        });
+        const ahead = this.#ahead.get(chainId);
+        this.#ahead.delete(chainId);
+        const fresh = ahead && Date.now() - ahead.at < READ_AHEAD_MS ? ahead.read : undefined;
+        const pending = await (fresh ??
+          client.getTransactionCount({ address: this.address, blockTag: "pending" }));
         this.#stale.delete(chainId);
         nonce = Math.max(pending, nonce ?? 0, (this.#taken.get(chainId) ?? -1) + 1);
       }
@@ -195,9 +200,26 @@ export class SignerLane {
     });
   }
 
+  /**
+   * Starts reading the pending count now, alongside the settle's other reads, when the next send
+   * will have to read it (nothing known yet, or known stale): one round trip less before it. What
+   * makes a count stale (forget, refresh, reset) drops a read made before it.
+   */
+  readAhead(client: PublicClient, chainId: number): void {
+    if (this.#ahead.has(chainId)) return;
+    if (this.#next.has(chainId) && !this.#stale.has(chainId)) return;
+    const read = client.getTransactionCount({ address: this.address, blockTag: "pending" });
+    const ahead = { at: Date.now(), read };
+    read.catch(() => {
+      if (this.#ahead.get(chainId) === ahead) this.#ahead.delete(chainId);
+    });
+    this.#ahead.set(chainId, ahead);
+  }
+
   /** Forget the cached nonce (after "nonce too low", an unsent nonce): re-read it next time. */
   forget(chainId: number): void {
     this.#next.delete(chainId);
+    this.#ahead.delete(chainId);
   }
 
   /**
@@ -206,11 +228,13 @@ export class SignerLane {
    */
   refresh(chainId: number): void {
     this.#stale.add(chainId);
+    this.#ahead.delete(chainId);
   }
 
   /** After an outage the node may be another (restarted, reset): forget what it took, too. */
   reset(chainId: number): void {
     this.#next.delete(chainId);
+    this.#ahead.delete(chainId);
     this.#stale.delete(chainId);
     this.#taken.delete(chainId);
   }

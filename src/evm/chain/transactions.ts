@@ -78,8 +78,15 @@ export async function prepareCall(
   gasEstimate: { readonly key?: string | undefined; readonly reuse: boolean },
   /** What the call does: it is never sent with more gas than its bound, nor if it needs more. */
   need: GasNeed,
-  /** `signer`: the account that must send it (it was named in what the payer signed). */
-  options: { readonly signer?: Address | undefined; readonly value?: bigint | undefined } = {},
+  /**
+   * `signer`: the account that must send it (it was named in what the payer signed); `fees`: the
+   * chain's fees, read already alongside the caller's checks (estimateFees, started earlier).
+   */
+  options: {
+    readonly signer?: Address | undefined;
+    readonly value?: bigint | undefined;
+    readonly fees?: Promise<Fees> | undefined;
+  } = {},
 ): Promise<PreparedCall | CallOutcome> {
   const named = options.signer ? ctx.signers.byAddress(options.signer) : undefined;
   // A blocked or overloaded key is refused at once, its work moved to the next key if one admits.
@@ -111,18 +118,21 @@ export async function prepareCall(
   const suffixGas = call.suffix ? 16n * BigInt(size(call.suffix)) : 0n;
   const bound = gasBound(ctx.gasBounds, need);
   const data = sentData(call);
+  // A lane that must read its nonce before sending reads it now, with the reads below.
+  lane.readAhead(ctx.client, ctx.chainId);
+  const feesRead = options.fees ?? estimateFees(ctx);
   let gas: bigint;
   let fees: Fees;
   try {
     const reused = gasEstimate.reuse ? reusedGasLimit(gasEstimate.key) : undefined;
     if (reused !== undefined) {
       gas = reused + suffixGas;
-      fees = await estimateFees(ctx);
+      fees = await feesRead;
     } else {
       // Without a limit, so a refusal can say what the call asked for: running it costs us nothing.
       const [estimate, estimated] = await Promise.all([
         ctx.client.estimateGas({ account: lane.address, to: call.to, data, value }),
-        estimateFees(ctx),
+        feesRead,
       ]);
       if (estimate > bound) return failed(overGasBound(ctx.chainId, need, bound, estimate));
       gas = gasLimitFrom(estimate, gasEstimate.key);

@@ -22,6 +22,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { credited } from "../chain/builder-code.js";
+import { estimateFees } from "../chain/fees.js";
 import { hasGasEstimate } from "../chain/gas.js";
 import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
 import type { CallOutcome, ContractCall } from "../chain/outcome.js";
@@ -234,6 +235,9 @@ function paymentSteps<P>(
       // later ones from accounts without code reuse that estimate.
       const mark = ctx.inflight.mark();
       const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
+      // The fees it will pay are read in the same round trip as the checks' reads, not after.
+      const fees = estimateFees(ctx);
+      fees.catch(() => undefined);
       const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
       if (!verified.ok) return refuse({ ok: false, failure: verified.failure });
       const checked = verified.value;
@@ -257,6 +261,7 @@ function paymentSteps<P>(
       const gasEstimate = { key: checked.gasKey, reuse: simulate };
       const call = await prepareCall(ctx, creditedCall(checked), gasEstimate, checked.gas, {
         signer: checked.signer,
+        fees,
       });
       if ("kind" in call) return refuse(await answer(method, ctx, checked, key, call));
       return { ok: true, value: { checked, call, mark } };

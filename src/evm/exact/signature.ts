@@ -67,6 +67,9 @@ export async function checkSignature(
   payerCode: Promise<Hex | undefined>,
 ): Promise<Step<Signed>> {
   let signature = signed;
+  // A plain signature is recovered while the payer's code is read: a one-shot CLI asks the node's
+  // ecrecover in the same round trip (secp256k1.ts). Its answer counts only if the payer has none.
+  const recovered = size(signed) === 65 ? recoversTo(ctx, payer, digest, signed) : undefined;
   let code: Hex | undefined;
   try {
     code = await payerCode;
@@ -118,7 +121,7 @@ export async function checkSignature(
   if (size(signature) !== 65) {
     return invalid(`must be 65 bytes for an account without code; got ${size(signature)}`);
   }
-  return recoversTo(ctx, payer, digest, signature);
+  return signature === signed && recovered ? recovered : recoversTo(ctx, payer, digest, signature);
 }
 
 /** Whether a 65-byte signature recovers to `payer`. */

@@ -1,0 +1,95 @@
+/**
+ * A Map bounded in bytes, not entries: what one payer, asset or channel costs depends on how long
+ * its keys and values are, so a bound on entries alone let 100,000 payers take 75 MiB of the
+ * serving thread's 96 (issue 40). Each entry's size is estimated when it is set (as V8 lays out
+ * strings, arrays and objects on a 64-bit heap, rounded up); past the budget the oldest entries
+ * (the least recently set) are forgotten. Only for what may be forgotten: a count that then reads
+ * lower, a limit that starts afresh, a value the store still holds.
+ */
+
+/**
+ * What an entry of a Map costs besides its key and value: its slot in the hash table (key, value,
+ * chain, and the buckets' share at the table's load), measured at 100,000 entries.
+ */
+const SLOT = 48;
+/** A heap object's header (map, properties, elements), 8 bytes a word. */
+const OBJECT = 24;
+
+/** Bytes of a string on the heap: a header and one byte a character (two for non-Latin-1). */
+export function stringBytes(text: string): number {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the one-byte range is the point
+  const oneByte = /^[\u0000-\u00ff]*$/.test(text);
+  return 16 + Math.ceil(((oneByte ? 1 : 2) * text.length) / 8) * 8;
+}
+
+/** An object of `fields` plain fields (numbers, references), not counting what they point to. */
+export const objectBytes = (fields: number): number => OBJECT + 8 * fields;
+
+/**
+ * An array of `length` references or numbers, not counting what they point to: one grown by
+ * push from empty has room for 17 at once, which it keeps.
+ */
+export const arrayBytes = (length: number): number => OBJECT + 16 + 8 * Math.max(17, length);
+
+/** A bigint's bytes: a header and 64 bits a digit. */
+export const bigintBytes = (value: bigint): number =>
+  16 + 8 * Math.ceil((value < 0n ? -value : value).toString(16).length / 16);
+
+export class BudgetMap<K, V> extends Map<K, V> {
+  readonly maxBytes: number;
+  readonly #sizeOf: (key: K, value: V) => number;
+  readonly #sizes = new Map<K, number>();
+  #bytes = 0;
+  /**
+   * The oldest entry's place: a Map's iterator lives on through deletes and inserts, and every
+   * entry before it was forgotten, so eviction does not walk over their holes again.
+   */
+  #oldest: Iterator<K> | undefined;
+
+  constructor(maxBytes: number, sizeOf: (key: K, value: V) => number) {
+    super();
+    this.maxBytes = maxBytes;
+    this.#sizeOf = sizeOf;
+  }
+
+  /** The estimated bytes of every entry kept. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Sets `key` as the newest entry, then forgets the oldest while over the budget. */
+  override set(key: K, value: V): this {
+    if (this.#sizes.has(key)) this.delete(key);
+    super.set(key, value);
+    // Its slot here and in #sizes.
+    const size = 2 * SLOT + this.#sizeOf(key, value);
+    this.#sizes.set(key, size);
+    this.#bytes += size;
+    while (this.#bytes > this.maxBytes && this.size > 1) {
+      this.#oldest ??= this.keys();
+      const oldest = this.#oldest.next();
+      if (oldest.done) {
+        this.#oldest = undefined;
+        continue;
+      }
+      this.delete(oldest.value);
+    }
+    return this;
+  }
+
+  override delete(key: K): boolean {
+    const size = this.#sizes.get(key);
+    if (size !== undefined) {
+      this.#bytes -= size;
+      this.#sizes.delete(key);
+    }
+    return super.delete(key);
+  }
+
+  override clear(): void {
+    this.#sizes.clear();
+    this.#bytes = 0;
+    this.#oldest = undefined;
+    super.clear();
+  }
+}

@@ -1,0 +1,354 @@
+/**
+ * The journal's archive: settled history that left memory (past the newest SETTLED_IN_MEMORY
+ * settlements and IDS_KEPT payment identifiers), kept in numbered segments beside the journal
+ * (`FILE.archive/000001.jsonl`) so `status` and GET /settlements still answer for it, while
+ * start-up reads only the live file. A segment is one JSON record per line after a header line
+ * (its time range), with an index (`000001.idx`): an open-addressing hash table of 16-byte slots
+ * (8 bytes of sha256 of a term, 8 of the record's offset + 1), so a look-up reads a slot or two
+ * and a line per segment, however long the history.
+ *
+ * A segment counts only once the live file names it (its `archive` line, written by the
+ * compaction's rename): a compaction cut short leaves a segment whose records the live file
+ * still holds, and the journal's owner deletes it at its next start (never a record twice).
+ */
+import { createHash } from "node:crypto";
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
+import { open, readdir, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import type { JournalEntry } from "../core/store.js";
+
+/** A settled entry, as the archive (and a compacted journal) writes it down whole. */
+export interface EntryLine extends Omit<JournalEntry, "raws"> {
+  readonly t: "entry";
+}
+/** A payment-identifier and the answer kept for it. */
+export interface IdLine {
+  readonly t: "id";
+  readonly id: string;
+  readonly fingerprint: string;
+  readonly answer?: unknown;
+  /** When it was bound or answered (unix ms). */
+  readonly at?: number | undefined;
+}
+export type ArchivedLine = EntryLine | IdLine;
+
+interface SegmentHeader {
+  readonly t: "segment";
+  /** The oldest and newest settlement time in it (unix ms). */
+  readonly from: number;
+  readonly to: number;
+}
+
+const SLOT = 16;
+/** What is made between two turns of the event loop while a segment is written. */
+const CHUNK_BYTES = 256 * 1024;
+const HEADER = 16;
+const MAGIC = "fjidx1\n\n";
+
+/** Where the archive of `file` lives. */
+export const archiveDir = (file: string) => `${file}.archive`;
+
+const segmentName = (n: number) => String(n).padStart(6, "0");
+
+/** The terms an archived record is found by: its key, its transactions, its identifier. */
+export function termsOf(line: ArchivedLine): string[] {
+  return line.t === "id"
+    ? [`i:${line.id}`]
+    : [`k:${line.key}`, ...line.hashes.map((h) => `h:${h}`)];
+}
+
+function fingerprint(term: string): Buffer {
+  const digest = createHash("sha256").update(term).digest().subarray(0, 8);
+  // An all-zero fingerprint would read as an empty slot.
+  if (digest.every((b) => b === 0)) digest[7] = 1;
+  return digest;
+}
+
+const slotOf = (print: Buffer, slots: number) => print.readUInt32BE(4) & (slots - 1);
+
+/** A segment's two files, in chunks of text and one index buffer, for the sync and async writers. */
+function* segmentParts(lines: readonly ArchivedLine[]): Generator<Buffer, Buffer> {
+  let from = Date.now();
+  let to = 0;
+  for (const l of lines) {
+    const at = (l.t === "id" ? l.at : l.updatedAt) ?? 0;
+    if (at > 0 && at < from) from = at;
+    if (at > to) to = at;
+  }
+  const header: SegmentHeader = { t: "segment", from, to };
+  const terms = lines.reduce((n, l) => n + termsOf(l).length, 0);
+  let slots = 2;
+  while (slots < terms * 2) slots *= 2;
+  const index = Buffer.alloc(HEADER + slots * SLOT);
+  index.write(MAGIC, 0, "latin1");
+  index.writeUInt32BE(slots, 8);
+  index.writeUInt32BE(terms, 12);
+  let offset = 0;
+  let chunk = `${JSON.stringify(header)}\n`;
+  let chunkBytes = Buffer.byteLength(chunk);
+  for (const line of lines) {
+    const at = offset + chunkBytes;
+    for (const term of termsOf(line)) {
+      const print = fingerprint(term);
+      let slot = slotOf(print, slots);
+      while (index.readBigUInt64BE(HEADER + slot * SLOT + 8) !== 0n) slot = (slot + 1) % slots;
+      print.copy(index, HEADER + slot * SLOT);
+      index.writeBigUInt64BE(BigInt(at + 1), HEADER + slot * SLOT + 8);
+    }
+    const text = `${JSON.stringify(line)}\n`;
+    chunk += text;
+    chunkBytes += Buffer.byteLength(text);
+    // A chunk at a time, the event loop serving between them (the async writer).
+    if (chunkBytes > CHUNK_BYTES) {
+      offset += chunkBytes;
+      yield Buffer.from(chunk);
+      chunk = "";
+      chunkBytes = 0;
+    }
+  }
+  yield Buffer.from(chunk);
+  return index;
+}
+
+export class JournalArchive {
+  readonly #dir: string;
+  /** Segments named by the live file (1 to `through`); beyond it, an unfinished compaction's. */
+  through = 0;
+
+  constructor(file: string) {
+    this.#dir = archiveDir(file);
+  }
+
+  #path(n: number, ext: string): string {
+    return path.join(this.#dir, `${segmentName(n)}.${ext}`);
+  }
+
+  /** Deletes what an unfinished compaction left: segments past `through`, temporary files. */
+  removeUnfinished(): void {
+    let names: string[];
+    try {
+      names = readdirSync(this.#dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const n = Number.parseInt(name, 10);
+      if (name.endsWith(".tmp") || !(n <= this.through)) rmSync(path.join(this.#dir, name));
+    }
+  }
+
+  /**
+   * Writes segment `through + 1` of `lines` (synced, renamed into place, the directory synced)
+   * and answers its number; it counts once the live file names it. At start-up, synchronously.
+   */
+  writeSync(lines: readonly ArchivedLine[], n: number): void {
+    mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
+    const parts = segmentParts(lines);
+    const records = openSync(`${this.#path(n, "jsonl")}.tmp`, "w", 0o600);
+    let index: Buffer;
+    try {
+      for (let next = parts.next(); ; next = parts.next()) {
+        if (next.done) {
+          index = next.value;
+          break;
+        }
+        writeAllSync(records, next.value);
+      }
+      fsyncSync(records);
+    } finally {
+      closeSync(records);
+    }
+    const idx = openSync(`${this.#path(n, "idx")}.tmp`, "w", 0o600);
+    try {
+      writeAllSync(idx, index);
+      fsyncSync(idx);
+    } finally {
+      closeSync(idx);
+    }
+    renameSync(`${this.#path(n, "idx")}.tmp`, this.#path(n, "idx"));
+    renameSync(`${this.#path(n, "jsonl")}.tmp`, this.#path(n, "jsonl"));
+    syncDirSync(this.#dir);
+  }
+
+  /** As writeSync, on the thread pool, yielding to the event loop between chunks. */
+  async write(lines: readonly ArchivedLine[], n: number): Promise<void> {
+    mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
+    const parts = segmentParts(lines);
+    const records = await open(`${this.#path(n, "jsonl")}.tmp`, "w", 0o600);
+    let index: Buffer;
+    try {
+      for (let next = parts.next(); ; next = parts.next()) {
+        if (next.done) {
+          index = next.value;
+          break;
+        }
+        await records.writeFile(next.value);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await records.sync();
+    } finally {
+      await records.close();
+    }
+    const idx = await open(`${this.#path(n, "idx")}.tmp`, "w", 0o600);
+    try {
+      await idx.writeFile(index);
+      await idx.sync();
+    } finally {
+      await idx.close();
+    }
+    await rename(`${this.#path(n, "idx")}.tmp`, this.#path(n, "idx"));
+    await rename(`${this.#path(n, "jsonl")}.tmp`, this.#path(n, "jsonl"));
+    await syncDir(this.#dir);
+  }
+
+  /** The segments that count, newest first. */
+  async #segments(): Promise<number[]> {
+    const names = await readdir(this.#dir).catch(() => [] as string[]);
+    return names
+      .filter((name) => name.endsWith(".jsonl"))
+      .map((name) => Number.parseInt(name, 10))
+      .filter((n) => n >= 1 && n <= this.through)
+      .sort((a, b) => b - a);
+  }
+
+  /** The newest archived record found by `term` (`k:KEY`, `h:HASH`, `i:ID`), if any. */
+  async find(term: string): Promise<ArchivedLine | undefined> {
+    const print = fingerprint(term);
+    for (const n of await this.#segments()) {
+      const found = await this.#findIn(n, term, print).catch(() => undefined);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  async #findIn(n: number, term: string, print: Buffer): Promise<ArchivedLine | undefined> {
+    const idx = await open(this.#path(n, "idx"), "r");
+    const records = await open(this.#path(n, "jsonl"), "r");
+    try {
+      const head = Buffer.alloc(HEADER);
+      await idx.read(head, 0, HEADER, 0);
+      if (head.toString("latin1", 0, 8) !== MAGIC) return undefined;
+      const slots = head.readUInt32BE(8);
+      const slot = Buffer.alloc(SLOT);
+      let found: ArchivedLine | undefined;
+      // Every record of the term in this segment: the last one written is the newest.
+      for (let at = slotOf(print, slots), seen = 0; seen < slots; at = (at + 1) % slots, seen++) {
+        await idx.read(slot, 0, SLOT, HEADER + at * SLOT);
+        const offset = slot.readBigUInt64BE(8);
+        if (offset === 0n) break;
+        if (!slot.subarray(0, 8).equals(print)) continue;
+        const line = await readLineAt(records, Number(offset - 1n));
+        if (line && termsOf(line).includes(term)) found = line;
+      }
+      return found;
+    } finally {
+      await Promise.all([idx.close(), records.close()]);
+    }
+  }
+
+  /** When the oldest settlement the archive keeps was made (unix ms), if it keeps any. */
+  async oldest(): Promise<number | undefined> {
+    const first = (await this.#segments()).at(-1);
+    if (first === undefined) return undefined;
+    return (await this.#header(first))?.from;
+  }
+
+  async #header(n: number): Promise<SegmentHeader | undefined> {
+    const records = await open(this.#path(n, "jsonl"), "r").catch(() => undefined);
+    if (!records) return undefined;
+    try {
+      return (await readLineAt(records, 0)) as unknown as SegmentHeader | undefined;
+    } finally {
+      await records.close();
+    }
+  }
+
+  /** Deletes the segments whose newest settlement is older than `before` (unix ms), oldest first. */
+  async forgetBefore(before: number): Promise<number> {
+    let forgotten = 0;
+    for (const n of (await this.#segments()).reverse()) {
+      const header = await this.#header(n);
+      if (!header || header.to >= before) break;
+      await rm(this.#path(n, "jsonl"), { force: true });
+      await rm(this.#path(n, "idx"), { force: true });
+      forgotten++;
+    }
+    if (forgotten > 0) await syncDir(this.#dir);
+    return forgotten;
+  }
+}
+
+type Handle = Awaited<ReturnType<typeof open>>;
+
+/** The JSON line starting at `offset`. */
+async function readLineAt(file: Handle, offset: number): Promise<ArchivedLine | undefined> {
+  let text = "";
+  const buffer = Buffer.alloc(8192);
+  for (let at = offset; ; ) {
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, at);
+    if (bytesRead === 0) break;
+    const chunk = buffer.subarray(0, bytesRead);
+    const end = chunk.indexOf(0x0a);
+    text += chunk.subarray(0, end < 0 ? bytesRead : end).toString("utf8");
+    if (end >= 0) break;
+    at += bytesRead;
+  }
+  try {
+    return JSON.parse(text) as ArchivedLine;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeAllSync(fd: number, bytes: Buffer): void {
+  for (let done = 0; done < bytes.length; ) {
+    const wrote = writeSync(fd, bytes, done, bytes.length - done);
+    if (wrote <= 0) throw new Error(`wrote ${done} of ${bytes.length} bytes`);
+    done += wrote;
+  }
+}
+
+export function syncDirSync(dir: string): void {
+  const fd = openSync(dir, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Reads `file` from `offset` to its end (a file whose writes are held meanwhile). */
+export async function readFrom(file: string, offset: number): Promise<Buffer> {
+  const handle = await open(file, "r");
+  try {
+    const parts: Buffer[] = [];
+    const buffer = Buffer.alloc(1 << 20);
+    for (let at = offset; ; ) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, at);
+      if (bytesRead === 0) break;
+      parts.push(Buffer.from(buffer.subarray(0, bytesRead)));
+      at += bytesRead;
+    }
+    return Buffer.concat(parts);
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * The journal's settled history past memory: what leaves memory is collected for the next
+ * archive segment (journal-archive.ts), and the file is compacted (journal-compaction.ts) once it
+ * has grown enough, at start-up (synchronously, before anything is served) or while it is
+ * written (in the background). So the file, and what a start-up reads, follow what is live plus
+ * a bounded tail, while every settlement stays findable for `status` and GET /settlements.
+ */
+import { closeSync, rmSync } from "node:fs";
+import type { JournalEntry } from "../core/store.js";
+import { type ArchivedLine, JournalArchive, termsOf } from "./journal-archive.js";
+import type { GroupCommit } from "./journal-commit.js";
+import { compactLive, liveLines, type Snapshot } from "./journal-compaction.js";
+import { type JournalOptions, rewrite } from "./journal-file.js";
+
+/** Compact once the journal has grown by this many lines (journal-file.ts, compactAfterLines). */
+const COMPACT_AFTER_LINES = 50_000;
+/**
+ * Records that left memory held for the next segment: past this many, compacted (while serving)
+ * or written to a segment at once (reading an uncompacted file at start-up), so a serving
+ * thread's bounded heap never holds much history.
+ */
+const SEGMENT_RECORDS = 10_000;
+
+/** What the history needs of its journal. */
+export interface HistoryOwner {
+  readonly commits: GroupCommit;
+  /** The file's descriptor now (undefined while reading it, and once closed). */
+  fd(): number | undefined;
+  setFd(fd: number): void;
+  /** What memory holds now (entries, identifiers, scheme state, catalogue) and how much. */
+  snapshot(): Snapshot;
+  live(): number;
+}
+
+export class JournalHistory {
+  readonly archive: JournalArchive;
+  readonly #file: string;
+  readonly #owner: HistoryOwner;
+  readonly #options: JournalOptions;
+  readonly #compactAfter: number;
+  /**
+   * What left memory since the last compaction, for the next segment (and found there by
+   * `find` meanwhile); undefined once records sent to segments at start-up could not be
+   * committed (the file alone holds them then: this process must not rewrite it).
+   */
+  #toArchive: ArchivedLine[] | undefined = [];
+  /** A reader that never compacts (status, doctor): it only looks things up. */
+  readonly #reader: boolean;
+  /** Segments written while reading that the file does not name yet. */
+  #unfinished = 0;
+  /** Lines in the file now, and just after it was last compacted (or read). */
+  #lines = 0;
+  #linesCompacted = 0;
+  #compaction: Promise<void> | undefined;
+
+  constructor(file: string, owner: HistoryOwner, options: JournalOptions) {
+    this.#file = file;
+    this.#owner = owner;
+    this.#options = options;
+    this.archive = new JournalArchive(file);
+    this.#compactAfter = options.compactAfterLines ?? COMPACT_AFTER_LINES;
+    this.#reader = !Number.isFinite(this.#compactAfter);
+  }
+
+  /** The newest record found by `term` (journal-archive.ts) among those that left memory. */
+  async find(term: string): Promise<ArchivedLine | undefined> {
+    const pending = this.#toArchive ?? [];
+    for (let i = pending.length - 1; i >= 0; i--) {
+      const line = pending[i] as ArchivedLine;
+      if (termsOf(line).includes(term)) return line;
+    }
+    return this.archive.find(term);
+  }
+
+  /** The newest settlement found by `term` past memory (`k:KEY`, `h:HASH`). */
+  async entry(term: string): Promise<JournalEntry | undefined> {
+    const line = await this.find(term);
+    if (line?.t !== "entry") return undefined;
+    const { t: _t, ...entry } = line;
+    return { ...entry, raws: [] };
+  }
+
+  /** The answer kept for payment-identifier `id` past memory. */
+  async answer(id: string): Promise<unknown> {
+    const line = await this.find(`i:${id}`);
+    return line?.t === "id" ? line.answer : undefined;
+  }
+
+  /** When the oldest settlement kept past memory was made (unix ms), if one is. */
+  async oldest(): Promise<number | undefined> {
+    const first = this.#toArchive?.[0];
+    const pending = first?.t === "entry" ? first.updatedAt : first?.at;
+    return (await this.archive.oldest()) ?? pending;
+  }
+
+  /** A record that left memory: kept for the next segment. */
+  later(line: ArchivedLine): void {
+    if (!this.#toArchive) return;
+    this.#toArchive.push(line);
+    // A reader of a long uncompacted file (an earlier version's) keeps the newest of it.
+    if (this.#reader && this.#toArchive.length > 2 * SEGMENT_RECORDS) {
+      this.#toArchive.splice(0, SEGMENT_RECORDS);
+    }
+    // Reading a long uncompacted file: history goes to disk as it is read, not kept in memory.
+    else if (this.#owner.fd() === undefined && this.#toArchive.length >= SEGMENT_RECORDS) {
+      this.archive.writeSync(this.#toArchive, this.archive.through + ++this.#unfinished);
+      this.#toArchive = [];
+    }
+  }
+
+  /**
+   * The file was read (`lines` of it). Mostly settled history (or history already sent to
+   * segments while reading): what left memory goes to a segment and the file is rewritten with
+   * what memory holds. A failure (a full disk) leaves the file as it was.
+   */
+  read(lines: number): void {
+    this.#lines = this.#linesCompacted = lines;
+    const toArchive = this.#toArchive;
+    if (!toArchive || this.#reader) return;
+    const { archive } = this;
+    if (this.#unfinished === 0) archive.removeUnfinished();
+    // A compaction's new file that was never renamed into place.
+    rmSync(`${this.#file}.compact`, { force: true });
+    const live = this.#owner.live();
+    if (this.#unfinished === 0 && !(lines > this.#compactAfter && lines > 4 * live)) return;
+    try {
+      if (toArchive.length > 0) archive.writeSync(toArchive, archive.through + ++this.#unfinished);
+      this.#toArchive = [];
+      const through = archive.through + this.#unfinished;
+      rewrite(this.#file, liveLines(through, this.#owner.snapshot()));
+      archive.through = through;
+      this.#lines = this.#linesCompacted = live + 1;
+    } catch {
+      // No room for the compacted copy: segments the file does not name do not count.
+      archive.removeUnfinished();
+      this.#toArchive = this.#unfinished > 0 ? undefined : toArchive;
+    }
+    this.#unfinished = 0;
+  }
+
+  /** A line was appended: compact once the file has grown by compactAfterLines and doubled. */
+  wrote(): void {
+    this.#lines++;
+    const grown = this.#lines - this.#linesCompacted;
+    const pending = this.#toArchive?.length ?? 0;
+    if (grown > Math.max(this.#compactAfter, this.#linesCompacted) || pending >= SEGMENT_RECORDS) {
+      void this.#start();
+    }
+  }
+
+  /** A compaction that starts now, or once the one running ends; resolves when it is done. */
+  async compact(): Promise<void> {
+    await this.#compaction;
+    await this.#start();
+  }
+
+  /** Compacts the file while it is written (journal-compaction.ts), unless it already is. */
+  #start(): Promise<void> {
+    if (this.#compaction || !this.#toArchive || this.#reader) {
+      return this.#compaction ?? Promise.resolve();
+    }
+    const { archive } = this;
+    const owner = this.#owner;
+    let taken: ArchivedLine[] = [];
+    this.#compaction = compactLive({
+      file: this.#file,
+      archive,
+      commits: owner.commits,
+      fd: () => owner.fd(),
+      cut: () => {
+        taken = this.#toArchive ?? [];
+        this.#toArchive = [];
+        return { snapshot: owner.snapshot(), archived: taken };
+      },
+      step: this.#options.onCompactionStep,
+      swap: (fd) => {
+        const old = owner.fd();
+        owner.setFd(fd);
+        if (old !== undefined) closeSync(old);
+      },
+    })
+      .then(
+        async (done) => {
+          // The lines appended meanwhile count as growth: the next compaction comes sooner.
+          if (done) [this.#lines, this.#linesCompacted] = [done.lines, done.live];
+          const days = this.#options.retainDays;
+          if (days === undefined) return;
+          await archive.forgetBefore(Date.now() - days * 86_400_000).catch((error: unknown) => {
+            this.#warn(`could not delete archive segments past ${days} days (${String(error)})`);
+          });
+        },
+        (error: unknown) => {
+          // The old file still holds what was taken for the segment: it goes to the next one.
+          if (this.#toArchive) this.#toArchive = taken.concat(this.#toArchive);
+          this.#linesCompacted = this.#lines;
+          if (owner.fd() !== undefined) {
+            this.#warn(`could not compact the journal (${String(error)}); it is kept whole`);
+          }
+        },
+      )
+      .finally(() => {
+        this.#compaction = undefined;
+      });
+    return this.#compaction;
+  }
+
+  #warn(message: string): void {
+    this.#options.warn?.(`${this.#file}: ${message}`);
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Retention (`--retain-days`): final settlements older than it move from facilitator_settlements
+ * to facilitator_settlements_archive (migration 16), so the table every settle writes and every
+ * pass reads holds what is recent, whatever the history. Nothing is deleted: lookups by key and
+ * by transaction read the archive too (postgres-settlements.ts), and what to drop from it, when,
+ * is the operator's to decide (docs/replicas.md).
+ *
+ * Each batch is one statement, its own transaction: it takes the oldest final rows through their
+ * index, skipping any row another transaction holds (a settle's), deletes them by their place in
+ * the table (a join by key would have the planner read all of it) and writes them to the archive. A settle never waits on it: new rows and recent ones are not among those it takes,
+ * and a row it holds is skipped rather than waited for.
+ */
+import type { Query } from "./postgres-query.js";
+import { FINAL_STATES } from "./schema.js";
+
+/**
+ * The default, 90 days: past the 30 days a payer's settlements count for (settlementsOf reads the
+ * table, not the archive), and a quarter's books; at 10 settlements a second the table then holds
+ * about 78 million rows.
+ */
+export const DEFAULT_RETAIN_DAYS = 90;
+
+/** Rows moved by one statement: short enough that its locks last milliseconds. */
+export const RETENTION_BATCH = 1_000;
+/** Most batches one pass moves; the rest waits for the next pass. */
+const BATCHES_PER_PASS = 100;
+/** How often a pass is due, across every replica of the store. */
+export const RETENTION_EVERY_MS = 5 * 60_000;
+
+const COLUMNS =
+  "key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner, created_at, updated_at";
+
+/** One batch: $1 days kept, $2 rows at most; answers one row per settlement moved. */
+export const MOVE_FINAL = `WITH picked AS (
+    SELECT ctid FROM facilitator_settlements
+     WHERE ${FINAL_STATES} AND updated_at < now() - $1 * interval '1 day'
+     ORDER BY updated_at LIMIT $2
+     FOR UPDATE SKIP LOCKED
+  ), moved AS (
+    DELETE FROM facilitator_settlements
+     WHERE ctid = ANY (ARRAY(SELECT ctid FROM picked))
+    RETURNING *
+  )
+  INSERT INTO facilitator_settlements_archive AS a (${COLUMNS})
+    SELECT ${COLUMNS} FROM moved
+  ON CONFLICT (key) DO UPDATE SET ${COLUMNS.split(", ")
+    .filter((c) => c !== "key")
+    .map((c) => `${c} = EXCLUDED.${c}`)
+    .join(", ")}
+  RETURNING a.key`;
+
+/** Whether the chore is due, and this replica takes it: one replica per period, whichever asks first. */
+const TAKE_CHORE = `INSERT INTO facilitator_chores AS c (name, due_at, owner)
+    VALUES ($1, now() + $2 * interval '1 millisecond', $3)
+  ON CONFLICT (name) DO UPDATE SET due_at = EXCLUDED.due_at, owner = EXCLUDED.owner
+    WHERE c.due_at <= now()
+  RETURNING owner`;
+
+export class SharedRetention {
+  readonly #query: Query;
+  readonly #owner: string;
+  readonly #days: number;
+  readonly #everyMs: number;
+  #running: Promise<number> | undefined;
+  #stopped = false;
+  /** The chore is not asked for again before this (unix ms). */
+  #nextAsk = 0;
+
+  constructor(query: Query, owner: string, days: number, everyMs = RETENTION_EVERY_MS) {
+    this.#query = query;
+    this.#owner = owner;
+    this.#days = days;
+    this.#everyMs = everyMs;
+  }
+
+  /**
+   * Starts a pass unless one runs here or another replica ran one within the period; resolves
+   * with what it moved. Never rejects: a store away now is tried again next period.
+   */
+  due(): Promise<number> {
+    if (this.#days <= 0 || this.#stopped || Date.now() < this.#nextAsk) return Promise.resolve(0);
+    // Asked at most every fifth of the period: the chore's row says, for every replica, when it is due.
+    this.#nextAsk = Date.now() + this.#everyMs / 5;
+    this.#running ??= this.#pass()
+      .catch(() => 0)
+      .finally(() => {
+        this.#running = undefined;
+      });
+    return this.#running;
+  }
+
+  /** Moves what is past retention now, batch by batch, whichever replica ran last (tests). */
+  async pass(): Promise<number> {
+    let moved = 0;
+    for (let batch = 0; batch < BATCHES_PER_PASS && !this.#stopped; batch++) {
+      const { rowCount } = await this.#query("retain", MOVE_FINAL, [this.#days, RETENTION_BATCH]);
+      moved += rowCount;
+      if (rowCount < RETENTION_BATCH) break;
+    }
+    return moved;
+  }
+
+  async #pass(): Promise<number> {
+    const { rows } = await this.#query("chore", TAKE_CHORE, [
+      "retention",
+      this.#everyMs,
+      this.#owner,
+    ]);
+    if (rows.length === 0) return 0;
+    return this.pass();
+  }
+
+  /** Stops after the batch in progress. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#running;
+  }
+}
