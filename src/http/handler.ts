@@ -39,6 +39,8 @@ export interface HttpResponse {
     readonly payer?: string | undefined;
     /** A named API key's name (never the key itself): whose rate a 429 is over. */
     readonly apiKey?: string | undefined;
+    /** Which refusal of the node's a failed settle ended on (chain/broadcast.ts' kinds). */
+    readonly refusal?: string | undefined;
   };
 }
 
@@ -96,7 +98,7 @@ export function errorResponse(f: Failure): HttpResponse {
   const response = json(
     statusOf(f),
     { success: false, error: f.code, message: f.message },
-    { error: f.code },
+    { error: f.code, refusal: f.refusal },
   );
   return withRetryAfter(response, f);
 }
@@ -105,6 +107,7 @@ export function fromReply(reply: Reply): HttpResponse {
   const payer = reply.payer ?? reply.body.payer;
   const response = json(reply.status, reply.body, {
     error: reply.failure?.code,
+    refusal: reply.failure?.refusal,
     payer: typeof payer === "string" ? payer : undefined,
   });
   // The x402 side channel (base64 JSON, per extension): for the seller, never its buyer.

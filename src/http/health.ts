@@ -18,11 +18,34 @@ export interface NetworkHealth {
   readonly error?: string | undefined;
 }
 
+/** A settlement key whose transaction at `nonce` the node does not mine: it sends nothing past it. */
+export interface BlockedKey {
+  readonly network: string;
+  readonly signer: string;
+  readonly nonce: number;
+  /** Since when (ISO time) that nonce has been waiting. */
+  readonly since: string;
+  readonly reason: string;
+}
+
 export interface Health {
   readonly status: "ok" | "degraded";
   readonly networks: NetworkHealth[];
   readonly signer?: string | undefined;
   readonly store: StoreStatus;
+  /** Keys blocked by a hole they cannot fill (their work goes to other keys, or is refused). */
+  readonly blockedKeys: BlockedKey[];
+}
+
+/** The facilitator's blocked keys, as /health and /readyz show them. */
+export function blockedKeys(facilitator: Facilitator): BlockedKey[] {
+  return facilitator.signers.holes().map((hole) => ({
+    network: caip2(hole.chainId),
+    signer: hole.signer,
+    nonce: hole.nonce,
+    since: new Date(hole.since).toISOString(),
+    reason: hole.reason,
+  }));
 }
 
 const PROBE_TIMEOUT_MS = 3_000;
@@ -101,6 +124,7 @@ export async function checkHealth(facilitator: Facilitator): Promise<Health> {
     networks,
     signer: facilitator.signerAddress,
     store,
+    blockedKeys: blockedKeys(facilitator),
   };
 }
 
@@ -179,7 +203,10 @@ export interface ReadinessOptions {
 
 export interface Readiness {
   readonly ready: boolean;
-  /** The checks that failed: "rpc", "store", "signer_balance", "fee_payer_balance". */
+  /**
+   * The checks that failed: "rpc", "store", "signer_balance", "fee_payer_balance",
+   * "signer_blocked" (every key of a chain is blocked: `blockedKeys`).
+   */
   readonly failed: string[];
   readonly networks: NetworkHealth[];
   readonly store: StoreStatus;
@@ -199,6 +226,7 @@ export interface Readiness {
     readonly lamports?: string | undefined;
     readonly error?: string | undefined;
   }[];
+  readonly blockedKeys: BlockedKey[];
 }
 
 export const DEFAULT_MIN_SIGNER_BALANCE_WEI = 1n;
@@ -247,6 +275,8 @@ export async function checkReadiness(
     ...(health.store.reachable && (health.store.signersLost?.length ?? 0) === 0 ? [] : ["store"]),
     ...(signers.every((s) => s.ok) ? [] : ["signer_balance"]),
     ...(feePayers.every((f) => f.ok) ? [] : ["fee_payer_balance"]),
+    // Every key of a chain blocked: nothing can be settled there until one is unblocked.
+    ...(everyKeyBlocked(facilitator, health.blockedKeys) ? ["signer_blocked"] : []),
   ];
   return {
     ready: failed.length === 0,
@@ -256,5 +286,13 @@ export async function checkReadiness(
     minSignerBalanceWei: floor.toString(),
     signers,
     feePayers,
+    blockedKeys: health.blockedKeys,
   };
+}
+
+function everyKeyBlocked(facilitator: Facilitator, blocked: readonly BlockedKey[]): boolean {
+  const perNetwork = new Map<string, number>();
+  for (const key of blocked) perNetwork.set(key.network, (perNetwork.get(key.network) ?? 0) + 1);
+  const keys = facilitator.signers.size;
+  return keys > 0 && [...perNetwork.values()].some((count) => count >= keys);
 }

@@ -163,6 +163,7 @@ export async function startServer(
       status: result.status,
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       ...(result.log.error ? { error: result.log.error } : {}),
+      ...(result.log.refusal ? { refusal: result.log.refusal } : {}),
       ...(result.log.payer ? { payer: result.log.payer } : {}),
       ...(result.log.apiKey ? { apiKey: result.log.apiKey } : {}),
     });

@@ -353,7 +353,8 @@ export const ERRORS = {
   overloaded: {
     status: 503,
     x402: "overloaded",
-    summary: "Too many connections or request bytes in flight (429 on /supported); retry later",
+    summary:
+      "Too many connections or request bytes in flight (429 on /supported), or the settlement key is too far behind or blocked by a transaction the node does not mine; nothing was sent, retry later",
   },
   interrupted: {
     status: 499,
@@ -385,6 +386,8 @@ export interface Failure {
   readonly x402Reason?: string;
   /** When a retry may succeed, in seconds: sent as `Retry-After` over HTTP. */
   readonly retryAfterSeconds?: number;
+  /** Which refusal of the node's it ended on, when one (the access log says it). */
+  readonly refusal?: string | undefined;
 }
 
 export function failure(

@@ -1,11 +1,13 @@
 /**
  * A JSON-RPC proxy in front of a real node, for node and provider behaviour anvil does not have (a
  * node without eth_sendRawTransactionSync, an error answer after the node took a transaction, a
- * provider's batch limit or rate limit). It counts the methods it sees, single and batched, and
- * lets a test answer a method itself. It forwards everything else unchanged.
+ * provider's batch limit or rate limit, a pool that never mines one transaction, a node that
+ * refuses a send). It counts the methods it sees, single and batched, and lets a test answer a
+ * method itself. It forwards everything else unchanged.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type Hex, keccak256, parseTransaction, recoverTransactionAddress } from "viem";
 
 interface RpcRequest {
   readonly id: unknown;
@@ -38,8 +40,8 @@ export type Intercept = (
  * What a hosted provider does that the node behind it does not (docs: settling-safely.md,
  * "What an RPC provider does"). The refusing modes act on the whole HTTP request, before any call
  * in it is forwarded, so what they refuse never reaches the node; `lagBlocks` changes what the node
- * answers, call by call (`lagging`). Further modes (a pool's `neverMine`) belong beside these: a
- * per-call one in `answerCall`, a per-request one in `refusal`.
+ * answers, call by call (`lagging`); the pool modes (`neverMine`, `refuseFirstSend`) answer
+ * broadcasts and what follows from them themselves (`poolAnswer`).
  */
 export interface ProviderModes {
   /**
@@ -70,6 +72,29 @@ export interface ProviderModes {
    * everything else go to the node unchanged.
    */
   lagBlocks?: number | undefined;
+  /**
+   * A pool that takes a transaction and never mines it (ganache 7.9 did so at one nonce): a
+   * broadcast `neverMine` picks is answered as a node that took it answers (its hash; the
+   * synchronous send times out), is found pending by hash, and is counted in the sender's pending
+   * count, but never reaches the node; nor does any later transaction of that sender at that
+   * nonce (its replacements), unless `refuseReplacements` refuses them instead.
+   */
+  neverMine?: ((tx: SentTransaction) => boolean) | undefined;
+  refuseReplacements?: RpcError | undefined;
+  /**
+   * The first broadcast of each transaction `refuseFirstSend.when` picks is refused once with
+   * `error` (a node's refusal that is not about the payment: nonce too high, pool full...), at
+   * most `times` in all; a send of the same bytes again is forwarded.
+   */
+  refuseFirstSend?:
+    | {
+        readonly error: RpcError;
+        readonly times: number;
+        readonly when?: ((tx: SentTransaction) => boolean) | undefined;
+        /** Every send is refused (up to `times`), the same bytes again too. */
+        readonly each?: boolean | undefined;
+      }
+    | undefined;
   /**
    * Every HTTP request (a batch is one) takes this long more, drawn uniformly from [min, max] ms:
    * a provider in another region. Half is spent before the request is forwarded, half after the
@@ -113,6 +138,21 @@ export function sequentialRounds(requests: readonly RecordedRequest[]): Recorded
   return chain;
 }
 
+/** A broadcast transaction, as the provider modes see it. */
+export interface SentTransaction {
+  readonly hash: Hex;
+  readonly from: string;
+  readonly nonce: number;
+  readonly raw: Hex;
+}
+
+/** The EIP-7966 answer of a node that took a transaction and did not mine it in time. */
+const SYNC_TIMEOUT: RpcError = {
+  code: 4,
+  message: "The transaction was added to the mempool but wasn't processed within timeout",
+};
+const SENDS = new Set(["eth_sendRawTransaction", "eth_sendRawTransactionSync"]);
+
 export interface RpcProxy {
   readonly url: string;
   /** How many calls of each method passed through (batched ones counted one by one). */
@@ -121,6 +161,9 @@ export interface RpcProxy {
   readonly refused: { batches: number; rateLimited: number };
   /** HTTP requests seen, refused or not. */
   readonly requests: { count: number };
+  /** Broadcasts `neverMine` kept from the node, and those `refuseFirstSend` refused. */
+  readonly neverMined: SentTransaction[];
+  readonly refusedSends: SentTransaction[];
   /** Records every request answered from now until `stop()`: when, and which methods. */
   record(): { stop(): Recorded };
   intercept: Intercept;
@@ -150,6 +193,38 @@ const BY_HASH = { eth_getTransactionReceipt: true, eth_getTransactionByHash: tru
 /** geth's answer to a read at a block it does not have. */
 const HEADER_NOT_FOUND: RpcError = { code: -32000, message: "header not found" };
 
+/** A transaction the pool holds, as eth_getTransactionByHash answers one not mined yet. */
+function pendingTransaction(tx: SentTransaction): Record<string, unknown> {
+  const parsed = parseTransaction(tx.raw);
+  const hex = (value: bigint | number | undefined) => `0x${(value ?? 0).toString(16)}`;
+  return {
+    hash: tx.hash,
+    from: tx.from,
+    nonce: hex(tx.nonce),
+    to: parsed.to ?? null,
+    input: parsed.data ?? "0x",
+    value: hex(parsed.value),
+    gas: hex(parsed.gas),
+    type: parsed.type === "legacy" ? "0x0" : "0x2",
+    ...(parsed.type === "legacy"
+      ? { gasPrice: hex(parsed.gasPrice) }
+      : {
+          maxFeePerGas: hex(parsed.maxFeePerGas),
+          maxPriorityFeePerGas: hex(parsed.maxPriorityFeePerGas),
+          gasPrice: hex(parsed.maxFeePerGas),
+        }),
+    chainId: hex(parsed.chainId),
+    v: hex(parsed.v ?? BigInt(parsed.yParity ?? 0)),
+    r: parsed.r ?? "0x0",
+    s: parsed.s ?? "0x0",
+    yParity: hex(parsed.yParity),
+    accessList: [],
+    blockHash: null,
+    blockNumber: null,
+    transactionIndex: null,
+  };
+}
+
 export async function startRpcProxy(
   upstream: string,
   modes: ProviderModes = {},
@@ -162,6 +237,8 @@ export async function startRpcProxy(
     counts,
     refused: { batches: 0, rateLimited: 0 },
     requests: { count: 0 },
+    neverMined: [],
+    refusedSends: [],
     record() {
       const requests: RecordedRequest[] = [];
       recorders.set(requests, performance.now());
@@ -189,6 +266,8 @@ export async function startRpcProxy(
 
   async function answerCall(call: RpcRequest, lagHead?: bigint): Promise<unknown> {
     counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
+    const pooled = await poolAnswer(call, lagHead);
+    if (pooled !== undefined) return pooled;
     const rule = proxy.intercept(call.method, call.params);
     if (rule && "refuse" in rule) return { jsonrpc: "2.0", id: call.id, error: rule.refuse };
     if (rule && "before" in rule) await rule.before();
@@ -198,6 +277,79 @@ export async function startRpcProxy(
       return { jsonrpc: "2.0", id: call.id, error: rule.forwardThenFail };
     }
     return answer;
+  }
+
+  /** Transactions the never-mining pool holds, and the nonces it holds per sender. */
+  const held = new Map<string, SentTransaction>();
+  const heldNonces = new Map<string, Set<number>>();
+  /** The highest nonce sent per sender, forwarded or held: what a pending count counts to. */
+  const highest = new Map<string, number>();
+  const refusedOnce = new Set<string>();
+
+  async function sentTransaction(raw: Hex): Promise<SentTransaction> {
+    const parsed = parseTransaction(raw);
+    const from = (
+      await recoverTransactionAddress({ serializedTransaction: raw as never })
+    ).toLowerCase();
+    return { hash: keccak256(raw), from, nonce: parsed.nonce ?? 0, raw };
+  }
+
+  /** What the provider modes answer for a call themselves; undefined: the usual way. */
+  async function poolAnswer(call: RpcRequest, lagHead?: bigint): Promise<unknown> {
+    const { neverMine, refuseFirstSend, refuseReplacements } = proxy.modes;
+    const params = Array.isArray(call.params) ? call.params : [];
+    const answer = (result: unknown) => ({ jsonrpc: "2.0", id: call.id, result });
+    const error = (e: RpcError) => ({ jsonrpc: "2.0", id: call.id, error: e });
+    if (SENDS.has(call.method) && (neverMine || refuseFirstSend)) {
+      const tx = await sentTransaction(params[0] as Hex);
+      highest.set(tx.from, Math.max(highest.get(tx.from) ?? -1, tx.nonce));
+      if (
+        refuseFirstSend &&
+        refuseFirstSend.times > 0 &&
+        (refuseFirstSend.each || !refusedOnce.has(tx.hash))
+      ) {
+        if (!refuseFirstSend.when || refuseFirstSend.when(tx)) {
+          refusedOnce.add(tx.hash);
+          proxy.modes = {
+            ...proxy.modes,
+            refuseFirstSend: { ...refuseFirstSend, times: refuseFirstSend.times - 1 },
+          };
+          proxy.refusedSends.push(tx);
+          return error(refuseFirstSend.error);
+        }
+      }
+      const nonces = heldNonces.get(tx.from);
+      const replacing = nonces?.has(tx.nonce) === true;
+      if (replacing && refuseReplacements && !held.has(tx.hash)) return error(refuseReplacements);
+      if (replacing || neverMine?.(tx)) {
+        held.set(tx.hash, tx);
+        heldNonces.set(tx.from, (nonces ?? new Set()).add(tx.nonce));
+        if (!proxy.neverMined.some((t) => t.hash === tx.hash)) proxy.neverMined.push(tx);
+        if (call.method === "eth_sendRawTransaction") return answer(tx.hash);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        return error(SYNC_TIMEOUT);
+      }
+      return undefined;
+    }
+    if (call.method === "eth_getTransactionByHash") {
+      const tx = held.get(String(params[0]).toLowerCase());
+      if (tx) return answer(pendingTransaction(tx));
+    }
+    if (call.method === "eth_getTransactionCount" && params[1] === "pending") {
+      const from = String(params[0]).toLowerCase();
+      const nonces = heldNonces.get(from);
+      if (!nonces) return undefined;
+      const forwarded = (await (lagHead === undefined
+        ? forward(call)
+        : lagging(call, lagHead))) as {
+        result?: string;
+      };
+      // The node lacks the held nonce, so its count stops there; a pool that holds it counts on.
+      const count = Number(forwarded.result ?? "0x0");
+      const top = highest.get(from) ?? -1;
+      return answer(`0x${(nonces.has(count) ? Math.max(count, top + 1) : count).toString(16)}`);
+    }
+    return undefined;
   }
 
   /** The head a lagging replica has reached, read once for the whole request. */

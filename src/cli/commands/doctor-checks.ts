@@ -25,6 +25,7 @@ import { flagName, waysToSet } from "../setting-rows.js";
 import { SETTINGS } from "../settings.js";
 import { journalHolder } from "../settlement-locks.js";
 import { goneDevnetDir, STALE_DEVNET_FIX, staleDevnetProblem } from "../stale-devnet.js";
+import { checkBlockedKeys } from "./doctor-lanes.js";
 
 /** How bad a finding is, and the exit status it stands for. */
 export type Level = "ok" | "warning" | "error" | "unreachable";
@@ -285,6 +286,7 @@ export async function checkJournal(
   findings.push(
     openSettlementsFinding("journal", `${file}${marker ? " (this devnet's)" : ""}`, open),
   );
+  findings.push(...(await checkBlockedKeys(open, chains)));
   return findings;
 }
 

@@ -200,6 +200,11 @@ export async function serveHere(
   const log = quiet
     ? undefined
     : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
+  // A key blocked by a transaction the node does not mine, and unblocked: one line each, even quiet.
+  facilitator.signers.onEvent = ({ event, signer, hole }) =>
+    process.stderr.write(
+      `${JSON.stringify({ time: new Date().toISOString(), event, network: caip2(hole.chainId), signer, nonce: hole.nonce, since: new Date(hole.since).toISOString(), reason: hole.reason })}\n`,
+    );
   // Without an API key, the Host header is all that keeps a web page out (DNS rebinding).
   const trustedHost = keyRequired
     ? undefined

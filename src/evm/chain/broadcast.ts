@@ -10,24 +10,31 @@ import { fullText, isHashEqual } from "./outcome.js";
 import { isRevert } from "./revert.js";
 
 /**
- * How the node refused a broadcast, as far as our nonce bookkeeping is concerned; "fee": its max
- * fee is below the base fee of the block it would go in (the nonce is still ours).
+ * How the node refused a broadcast, as far as our nonce bookkeeping is concerned. "known": it has
+ * the bytes; "nonce": the nonce is used (mined, or held in the pool by another transaction);
+ * "fee": its max fee is below the base fee of the block it would go in (the nonce is still ours).
+ * The rest say nothing of the payment, and the node did not take the bytes: "nonce-ahead" (a
+ * node behind a balancer that has not seen our previous nonce), "tip" (below the pool's minimum
+ * fee), "pool" (the pool is full), "rate" (a rate limit answered in a JSON-RPC error).
  */
-export function refusal(error: unknown): "known" | "nonce" | "fee" | "other" {
+export type Refusal = "known" | "nonce" | "fee" | "nonce-ahead" | "tip" | "pool" | "rate" | "other";
+
+const REFUSALS: readonly (readonly [Refusal, RegExp])[] = [
+  ["known", /already known|known transaction|already imported/i],
+  ["fee", /(max fee per gas|fee cap) less than block base fee|lower than the block base fee/i],
+  ["nonce", /nonce too low|nonce.*(already|used)|replacement transaction underpriced/i],
+  ["nonce-ahead", /nonce too high|nonce gap|future nonce/i],
+  [
+    "tip",
+    /underpriced|fee too low|(tip|priority fee|gas price)( per gas)? (is )?(too low|below)|below (the )?minimum/i,
+  ],
+  ["pool", /(tx|transaction|mem)\s?pool (is )?full|pool limit|too many pending/i],
+  ["rate", /rate limit|too many requests|limit exceeded|capacity exceeded/i],
+];
+
+export function refusal(error: unknown): Refusal {
   const text = fullText(error);
-  if (/already known|known transaction|already imported/i.test(text)) return "known";
-  if (
-    /(max fee per gas|fee cap) less than block base fee|lower than the block base fee/i.test(text)
-  ) {
-    return "fee";
-  }
-  if (
-    /nonce too low|nonce.*(already|used)|replacement transaction underpriced|underpriced/i.test(
-      text,
-    )
-  ) {
-    return "nonce";
-  }
+  for (const [kind, pattern] of REFUSALS) if (pattern.test(text)) return kind;
   return "other";
 }
 

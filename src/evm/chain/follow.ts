@@ -10,16 +10,20 @@ import {
   type TransactionSerializable,
 } from "viem";
 import { reportReceipt } from "../../core/metrics.js";
+import { isUnreachable } from "../../core/rpc.js";
 import type { ChainAccess } from "./access.js";
+import { refusal } from "./broadcast.js";
 import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
-import { type CallOutcome, pending } from "./outcome.js";
+import { type CallOutcome, fullText, nodeSaid, pending } from "./outcome.js";
 import type { SignerLane } from "./signers.js";
 
 const FIRST_POLLS_MS = [10, 20, 40, 80, 160];
 /** On other chains a transaction may wait a few blocks before a missing predecessor is suspected. */
 const GAP_SUSPECTED_AFTER_MS = 3_000;
+/** Replacements of a transaction passed over by blocks before its key is judged blocked. */
+const BLOCKED_AFTER_REPLACEMENTS = 3;
 
 /**
  * Whether a local node passed over our transaction: it is the next of its key to be mined (an
@@ -106,32 +110,46 @@ export async function follow(
   const deadline = started + ctx.confirmTimeoutMs;
   let replaceAt = started + ctx.replaceAfterMs;
   const local = await isLocalNode(ctx.client);
-  let sinceBlock = !local
-    ? undefined
-    : (sentAfterBlock ??
-      (await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)));
+  // Blocks after this one that leave it unmined passed it over. Read beside the first receipt
+  // poll, not before it: it costs no round trip of its own.
+  const headAtStart =
+    sentAfterBlock === undefined
+      ? ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)
+      : undefined;
+  let sinceBlock = sentAfterBlock;
   let stuckCheckAt = local
     ? (sentAt ?? started) + LOCAL_PARKED_AFTER_MS
     : started + GAP_SUSPECTED_AFTER_MS;
   let current = fees;
+  let replacements = 0;
+  /** The head block when it was first seen to be its key's next to be mined. */
+  let headSince: bigint | undefined;
+  /** The head when it was sent: a chain still there mines no blocks (replaced on time alone). */
+  let sentInBlock = sentAfterBlock;
   /** Which of FIRST_POLLS_MS the next wait is. */
   let soon = 0;
   for (;;) {
     const receipt = await firstReceipt(ctx, hashes);
+    sinceBlock ??= await headAtStart;
+    sentInBlock ??= sinceBlock;
+    if (receipt && tx.nonce !== undefined) lane.sawMined(ctx.chainId, tx.nonce + 1);
     if (receipt && (receipt.status !== "success" || (await deepEnough(ctx, receipt)))) {
       return mined(ctx, key, receipt, tx.gas);
     }
     const now = Date.now();
-    if (now >= deadline) {
+    const hole = lane.state(ctx.chainId).hole;
+    const behindHole = hole !== undefined && tx.nonce !== undefined && hole.nonce < tx.nonce;
+    if (now >= deadline || (!receipt && behindHole)) {
       const newest = hashes[hashes.length - 1] as Hex;
       const why = receipt
         ? `mined in block ${receipt.blockNumber}, not yet ${ctx.confirmations} confirmations deep`
         : `the transaction is pending${await waitingBehind(ctx, lane, tx.nonce)}`;
-      return pending(
-        newest,
-        `no confirmed receipt within ${Math.round(ctx.confirmTimeoutMs / 1000)} s (${why}); retry the same payment to reconcile`,
-      );
+      const within = behindHole
+        ? "no receipt"
+        : `no confirmed receipt within ${Math.round(ctx.confirmTimeoutMs / 1000)} s`;
+      return pending(newest, `${within} (${why}); retry the same payment to reconcile`);
     }
+    let parked = false;
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
       if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce);
@@ -139,25 +157,55 @@ export async function follow(
         ? await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce)
         : undefined;
       if (seen?.parked) {
-        replaceAt = now;
+        parked = true;
         // The replacement is judged from here: only a block that passes it over as well replaces
         // it again (the block compared may be older than the broadcast: local-node.ts).
         sinceBlock = seen.block ?? sinceBlock;
       }
     }
-    if (!receipt && now >= replaceAt) {
+    if (!receipt && (parked || now >= replaceAt)) {
       replaceAt = now + ctx.replaceAfterMs;
-      const next = bump(current);
-      if (!overCap(ctx, tx.gas ?? 0n, next)) {
-        const replacement = await replace(ctx, lane, key, {
-          ...tx,
-          ...next,
-        } as TransactionSerializable);
-        if (replacement) {
-          hashes.push(replacement);
-          current = next;
-          // It may be mined as soon as the first was (a local node's at once): look soon again.
-          soon = 0;
+      const head = parked ? undefined : await headOfLine(ctx, lane, tx.nonce);
+      // Only the key's next transaction to be mined is replaced, and only once blocks came that
+      // left it out: one waiting behind an earlier unmined nonce is mined right after that one
+      // (a replacement would only cost), and a node that mined nothing passed nothing over.
+      // Blocks count from when it was seen to be the next: those before may have been filled by
+      // the earlier ones (a full block passes over nothing of ours).
+      if (!head || head.mined !== tx.nonce) headSince = undefined;
+      else if (headSince === undefined) headSince = head.block;
+      const isNext = head !== undefined && head.mined === tx.nonce && headSince !== undefined;
+      const headBlock = head?.block;
+      const passedOver =
+        parked || (isNext && headBlock !== undefined && headBlock > (headSince ?? headBlock));
+      // No block at all since it was sent (a node mining on demand): replaced on time alone.
+      const noBlocks = isNext && headBlock !== undefined && headBlock === sentInBlock;
+      if ((passedOver || noBlocks) && tx.nonce !== undefined) {
+        const since = sentAt ?? started;
+        const next = bump(current);
+        if (replacements >= BLOCKED_AFTER_REPLACEMENTS) {
+          const times = `replaced ${replacements} times with raised fees`;
+          lane.blocked(ctx.chainId, tx.nonce, since, `${times}, and blocks still leave it out`);
+        } else if (overCap(ctx, tx.gas ?? 0n, next)) {
+          lane.blocked(ctx.chainId, tx.nonce, since, "not mined, and its fee is at the fee cap");
+        } else {
+          const replaced = await replace(ctx, lane, key, {
+            ...tx,
+            ...next,
+          } as TransactionSerializable);
+          if ("hash" in replaced) {
+            hashes.push(replaced.hash);
+            current = next;
+            // Only what blocks passed over counts toward judging the key blocked.
+            if (passedOver) replacements++;
+            sinceBlock = head?.block ?? sinceBlock;
+            headSince = head?.block;
+            // It may be mined as soon as the first was (a local node's at once): look soon again.
+            soon = 0;
+          } else if (replaced.refused !== undefined) {
+            // A refused replacement is not swallowed: the hole cannot be filled from here.
+            const why = `the node refused its replacement: ${replaced.refused}`;
+            lane.blocked(ctx.chainId, tx.nonce, since, why);
+          }
         }
       }
     }
@@ -168,6 +216,20 @@ export async function follow(
       setTimeout(resolve, Math.min(wait, Math.max(1, deadline - now))),
     );
   }
+}
+
+/** The key's mined count and the head block, read together; what failed to be read is missing. */
+async function headOfLine(ctx: ChainAccess, lane: SignerLane, nonce: number | undefined) {
+  const [mined, block] = await Promise.all([
+    nonce === undefined
+      ? undefined
+      : ctx.client
+          .getTransactionCount({ address: lane.address, blockTag: "latest" })
+          .catch(() => undefined),
+    ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined),
+  ]);
+  if (mined !== undefined) lane.sawMined(ctx.chainId, mined);
+  return { mined, block };
 }
 
 /**
@@ -189,23 +251,36 @@ async function waitingBehind(
   return `, behind ${earlier}, sent by this key (${lane.address}) with nonce ${mined} and not mined yet either`;
 }
 
-/** Signs `tx` again (same nonce, higher fee), journals it, broadcasts it; the new hash or nothing. */
+/**
+ * Signs `tx` again (same nonce, higher fee), journals it, broadcasts it: its hash; or what the
+ * node said refusing it, unless that says it was mined meanwhile or is known (the next poll tells).
+ */
 async function replace(
   ctx: ChainAccess,
   lane: SignerLane,
   key: string,
   tx: TransactionSerializable,
-) {
+): Promise<{ hash: Hex } | { refused?: string }> {
+  let hash: Hex;
+  let raw: Hex;
   try {
-    const raw = await lane.account.signTransaction(tx);
-    const hash = keccak256(raw);
+    raw = await lane.account.signTransaction(tx);
+    hash = keccak256(raw);
     await ctx.journal.recordReplace(key, hash, raw);
-    if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
-    await ctx.client.sendRawTransaction({ serializedTransaction: raw });
-    ctx.metrics?.transactionReplaced(ctx.chainId, lane.address);
-    return hash;
   } catch {
-    // Mined meanwhile ("nonce too low"), or the node wants more: the next poll tells.
-    return undefined;
+    // Not written down, so not sent: the next round tries again.
+    return {};
   }
+  if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
+  try {
+    await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+  } catch (error) {
+    if (isUnreachable(error)) return {};
+    const why = refusal(error);
+    // "Nonce too low": mined meanwhile, the next poll tells; "known": it has it.
+    if (why === "known" || /nonce too low/i.test(fullText(error))) return {};
+    return { refused: nodeSaid(error) };
+  }
+  ctx.metrics?.transactionReplaced(ctx.chainId, lane.address);
+  return { hash };
 }

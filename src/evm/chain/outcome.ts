@@ -42,6 +42,12 @@ export function shortText(error: unknown): string {
   return String(error);
 }
 
+/** What the node itself said (viem's details), else the error's first line. */
+export function nodeSaid(error: unknown): string {
+  const details = error instanceof Error ? (error as { details?: string }).details : undefined;
+  return details?.split("\n")[0] || shortText(error);
+}
+
 /** Everything the node says about a transaction, details included, for matching its refusals. */
 export function fullText(error: unknown): string {
   if (!(error instanceof Error)) return String(error);

@@ -15,8 +15,11 @@ import {
   type PublicClient,
   parseTransaction,
 } from "viem";
+import { type Failure, failure } from "../../protocol/errors.js";
+import { caip2 } from "../../protocol/networks.js";
 import type { ChainAccess } from "./access.js";
 import { estimateFees } from "./fees.js";
+import { type Hole, LaneState } from "./lane-state.js";
 
 /** A promise chain that runs one task at a time. */
 class Lane {
@@ -34,12 +37,22 @@ const RECENT_PER_CHAIN = 512;
 /** Gap checks per lane and chain are at most this frequent, however many settles wait. */
 const GAP_CHECK_EVERY_MS = 1_000;
 const FILLER_GAS = 21_000n;
+/** A blocked key is refused with this Retry-After: someone must unblock it first. */
+const HOLE_RETRY_SECONDS = 30;
+
+/** What a lane tells the operator (serve's log): a hole found, or filled again. */
+export type LaneEvent =
+  | { readonly event: "key_blocked"; readonly signer: Address; readonly hole: Hole }
+  | { readonly event: "key_unblocked"; readonly signer: Address; readonly hole: Hole };
 /** A pending count read ahead is used only this soon after: by a send of the same settle. */
 const READ_AHEAD_MS = 5_000;
 
 export class SignerLane {
   readonly account: LocalAccount;
   readonly #lane = new Lane();
+  readonly #states = new Map<number, LaneState>();
+  readonly #recounts = new Map<number, Promise<void>>();
+  readonly #tell: (event: LaneEvent) => void;
   /** Next nonce per chain, learned from the node's pending count and kept locally after that. */
   readonly #next = new Map<number, number>();
   /**
@@ -54,8 +67,104 @@ export class SignerLane {
   /** A pending count read ahead (readAhead), for the next send that has to read one. */
   readonly #ahead = new Map<number, { readonly at: number; readonly read: Promise<number> }>();
 
-  constructor(account: LocalAccount) {
+  constructor(account: LocalAccount, tell: (event: LaneEvent) => void = () => undefined) {
     this.account = account;
+    this.#tell = tell;
+  }
+
+  /** The lane's backlog and hole on `chainId`. */
+  state(chainId: number): LaneState {
+    let state = this.#states.get(chainId);
+    if (!state) {
+      state = new LaneState();
+      this.#states.set(chainId, state);
+    }
+    return state;
+  }
+
+  /** The holes this lane cannot fill, one per chain at most. */
+  holes(): Hole[] {
+    return [...this.#states.values()].flatMap((state) => (state.hole ? [state.hole] : []));
+  }
+
+  /** The node has mined `count` of this key's nonces: a hole below it is filled. */
+  sawMined(chainId: number, count: number): void {
+    const state = this.state(chainId);
+    state.sawMined(count);
+    const hole = state.hole;
+    if (hole && count > hole.nonce) {
+      state.hole = undefined;
+      this.#tell({ event: "key_unblocked", signer: this.address, hole });
+    }
+  }
+
+  /**
+   * The node takes no transaction at `nonce` that it mines (it was passed over, replaced, and
+   * still not mined; or a replacement was refused): the lane hands out nothing past it until the
+   * node's mined count passes it. Said once, in the log.
+   */
+  blocked(chainId: number, nonce: number, since: number, reason: string): void {
+    const state = this.state(chainId);
+    if (state.hole || (state.mined ?? 0) > nonce) return;
+    state.hole = { chainId, nonce, since, reason };
+    this.#tell({ event: "key_blocked", signer: this.address, hole: state.hole });
+  }
+
+  /**
+   * Whether a settle may be given a nonce of this lane now: not past a hole, and not when the
+   * lane is behind by more than it mines within the confirm timeout (the settle would only wait
+   * that out). The node's mined count is read again first, at most once a second.
+   */
+  async admission(ctx: ChainAccess): Promise<Failure | undefined> {
+    const state = this.state(ctx.chainId);
+    let refusal = this.#refusal(ctx, state);
+    if (!refusal) {
+      // Behind: the mined count is learned meanwhile (receipts come late to settles far back).
+      if (state.backlog > 1) void this.#recount(ctx);
+      return undefined;
+    }
+    await this.#recount(ctx);
+    refusal = this.#refusal(ctx, state);
+    return refusal;
+  }
+
+  #refusal(ctx: ChainAccess, state: LaneState): Failure | undefined {
+    const network = caip2(ctx.chainId);
+    if (state.hole) {
+      const { nonce, since, reason } = state.hole;
+      return failure(
+        "overloaded",
+        `settlement key ${this.address} is blocked on ${network}: its transaction at nonce ${nonce} has not been mined since ${new Date(since).toISOString()} (${reason}); nothing is sent with this key past it until it is, so nothing was sent`,
+        { retryAfterSeconds: HOLE_RETRY_SECONDS },
+      );
+    }
+    const waitMs = state.expectedWaitMs(ctx.confirmTimeoutMs);
+    if (waitMs === undefined || waitMs <= ctx.confirmTimeoutMs) return undefined;
+    const behind = state.backlog;
+    const seconds = Number.isFinite(waitMs) ? Math.ceil(waitMs / 1000) : undefined;
+    return failure(
+      "overloaded",
+      `settlement key ${this.address} is ${behind} transactions behind on ${network}${seconds === undefined ? ", none mined lately" : `, about ${seconds} s of mining`}: more than the ${Math.round(ctx.confirmTimeoutMs / 1000)} s a settle waits to be confirmed, so nothing was sent; retry later`,
+      {
+        retryAfterSeconds: Math.min(
+          60,
+          Math.max(1, Math.ceil(((seconds ?? 60) * 1000 - ctx.confirmTimeoutMs) / 1000)),
+        ),
+      },
+    );
+  }
+
+  /** Reads the node's mined count of this key again, shared by the settles asking meanwhile. */
+  #recount(ctx: ChainAccess): Promise<void> {
+    const inFlight = this.#recounts.get(ctx.chainId);
+    if (inFlight) return inFlight;
+    const done = ctx.client
+      .getTransactionCount({ address: this.address, blockTag: "latest" })
+      .then((count) => this.sawMined(ctx.chainId, count))
+      .catch(() => undefined)
+      .finally(() => this.#recounts.delete(ctx.chainId));
+    this.#recounts.set(ctx.chainId, done);
+    return done;
   }
 
   get address(): Address {
@@ -83,7 +192,10 @@ export class SignerLane {
         nonce = Math.max(pending, nonce ?? 0, (this.#taken.get(chainId) ?? -1) + 1);
       }
       const { consumed, value } = await send(nonce);
-      if (consumed) this.#next.set(chainId, nonce + 1);
+      if (consumed) {
+        this.#next.set(chainId, nonce + 1);
+        this.state(chainId).handedOut(nonce);
+      }
       return value;
     });
   }
@@ -216,9 +328,32 @@ export async function stillSucceeds(ctx: ChainAccess, from: Address, raw: Hex): 
 export class SignerPool {
   readonly lanes: readonly SignerLane[];
   #turn = 0;
+  /** Where the lanes' events go (serve's log sets it); nowhere by default. */
+  onEvent: ((event: LaneEvent) => void) | undefined;
 
   constructor(accounts: readonly LocalAccount[]) {
-    this.lanes = accounts.map((account) => new SignerLane(account));
+    this.lanes = accounts.map((account) => new SignerLane(account, (e) => this.onEvent?.(e)));
+  }
+
+  /** Every hole of every lane: a key that sends nothing more on that chain until it is filled. */
+  holes(): (Hole & { readonly signer: Address })[] {
+    return this.lanes.flatMap((lane) => lane.holes().map((h) => ({ ...h, signer: lane.address })));
+  }
+
+  /**
+   * The next lane that admits a settle on this chain, in turn (a blocked or overloaded key's work
+   * goes to the next), or why none does: the first lane's refusal.
+   */
+  async admitting(ctx: ChainAccess): Promise<SignerLane | Failure | undefined> {
+    let first: Failure | undefined;
+    for (let tried = 0; tried < this.lanes.length; tried++) {
+      const lane = this.next();
+      if (!lane) return undefined;
+      const refusal = await lane.admission(ctx);
+      if (!refusal) return lane;
+      first ??= refusal;
+    }
+    return first;
   }
 
   get size(): number {

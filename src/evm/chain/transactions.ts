@@ -6,15 +6,14 @@
  * once something may have been broadcast, every answer carries its hash; a stuck transaction is
  * replaced at the same nonce (so at most one of them can land); nothing is sent above the fee cap.
  */
-import { type Address, type Hex, keccak256, size, type TransactionSerializable } from "viem";
+import { type Address, type Hex, keccak256, size } from "viem";
 import { stageObserver } from "../../core/metrics.js";
-import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
+import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer, SentAction } from "../../core/store.js";
-import { FacilitatorError, failure } from "../../protocol/errors.js";
+import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
-import { broadcast, refusal } from "./broadcast.js";
 import { estimateFees, type Fees, overCap, repriced } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
@@ -26,12 +25,13 @@ import {
   type ContractCall,
   failed,
   infrastructure,
-  pending,
   sentData,
   shortText,
 } from "./outcome.js";
-import { isRevert, revertReason } from "./revert.js";
-import type { SignerLane, SignerPool } from "./signers.js";
+import { broadcastResending, type Issued, type Refused, refusalsSaid } from "./resend.js";
+import { isRevert } from "./revert.js";
+import { type Sent, sendFailure, wouldRevert } from "./send-failure.js";
+import { SignerLane, type SignerPool } from "./signers.js";
 
 export type { CallOutcome, ContractCall } from "./outcome.js";
 
@@ -64,11 +64,8 @@ export interface PreparedCall {
   };
 }
 
-const SEND_ATTEMPTS = 3;
-
-function wouldRevert(error: unknown): CallOutcome {
-  return { kind: "would-revert", reason: revertReason(error), detail: shortText(error) };
-}
+/** Nonces tried when the node says each is used (a count read behind what the node has). */
+const SEND_ATTEMPTS = 5;
 
 /**
  * Picks the settlement account and prices the call. Estimating gas executes the call from our
@@ -91,7 +88,15 @@ export async function prepareCall(
     readonly fees?: Promise<Fees> | undefined;
   } = {},
 ): Promise<PreparedCall | CallOutcome> {
-  const lane = options.signer ? ctx.signers.byAddress(options.signer) : ctx.signers.next();
+  const named = options.signer ? ctx.signers.byAddress(options.signer) : undefined;
+  // A blocked or overloaded key is refused at once, its work moved to the next key if one admits.
+  const picked = named
+    ? ((await named.admission(ctx)) ?? named)
+    : options.signer
+      ? undefined
+      : await ctx.signers.admitting(ctx);
+  if (picked && !(picked instanceof SignerLane)) return failed(picked);
+  const lane = picked;
   if (!lane) {
     return failed(
       options.signer
@@ -167,14 +172,6 @@ export async function simulateCall(
   }
 }
 
-type Issued = { hash: Hex; nonce: number; tx: TransactionSerializable; raw: Hex };
-type Sent =
-  | { readonly kind: "sent"; readonly issued: Issued }
-  | { readonly kind: "retry" }
-  /** Refused for a max fee below the next block's base fee: priced again, once. */
-  | { readonly kind: "reprice" }
-  | { readonly kind: "outcome"; readonly outcome: CallOutcome };
-
 /** Signs, journals, broadcasts and follows the prepared call to `waitUntil`. */
 export async function sendCall(
   ctx: SendingAccess,
@@ -215,13 +212,24 @@ async function sendAndFollow(
   let sent: Sent = { kind: "retry" };
   let sentAt: number | undefined;
   let sentAfterBlock: bigint | undefined;
-  for (let attempt = 0; attempt < SEND_ATTEMPTS && sent.kind === "retry"; attempt++) {
+  /** A settle's sends, re-sends included, end within its confirm timeout. */
+  const deadline = Date.now() + ctx.confirmTimeoutMs;
+  const refused: Refused[] = [];
+  for (
+    let attempt = 0;
+    attempt < SEND_ATTEMPTS && sent.kind === "retry" && Date.now() < deadline;
+    attempt++
+  ) {
     // The lane only hands out the nonce and signs. The journal record is then made durable and
     // the transaction broadcast outside it, so concurrent settles share one disk sync and the
     // next nonce is signed meanwhile. Broadcasts may reach the node out of nonce order; it queues
     // them. Any failure makes the lane re-read its nonce from the node, so an unused nonce is
     // handed out again and no gap stays open.
-    const issued = await lane.withNonce(ctx.client, ctx.chainId, async (nonce) => {
+    type Handed = { blocked: Failure } | (Issued & { durable: Promise<unknown> });
+    const handed = await lane.withNonce<Handed>(ctx.client, ctx.chainId, async (nonce) => {
+      // Blocked since it was picked: nothing is handed out past a hole the lane cannot fill.
+      const blocked = lane.state(ctx.chainId).hole ? await lane.admission(ctx) : undefined;
+      if (blocked) return { consumed: false, value: { blocked } };
       const tx = { ...base, nonce };
       const raw = await lane.account.signTransaction(tx);
       const hash = keccak256Hex(bytesOfHex(raw));
@@ -230,6 +238,8 @@ async function sendAndFollow(
       durable.catch(() => undefined);
       return { consumed: true, value: { hash, nonce, tx, raw, durable } };
     });
+    if ("blocked" in handed) return failed(handed.blocked);
+    let issued: Issued & { durable: Promise<unknown> } = handed;
     const writing = performance.now();
     try {
       await issued.durable;
@@ -251,15 +261,26 @@ async function sendAndFollow(
       sentAt = Date.now();
       sentAfterBlock = newestBlockSeen(ctx.client);
       stages.broadcastAt ??= performance.now();
-      const receipt = await broadcast(ctx, issued.raw, issued.hash, wantReceipt);
+      const done = await broadcastResending(
+        ctx,
+        lane,
+        record.key,
+        issued,
+        wantReceipt,
+        deadline,
+        refused,
+      );
+      issued = { ...done.issued, durable: issued.durable };
+      const { receipt } = done;
       lane.observe(ctx.chainId, issued.nonce);
       ctx.metrics?.transactionSent(ctx.chainId, lane.address);
+      if (receipt) lane.sawMined(ctx.chainId, issued.nonce + 1);
       if (receipt && (receipt.status !== "success" || ctx.confirmations <= 1)) {
         return mined(ctx, record.key, receipt, base.gas);
       }
       sent = { kind: "sent", issued };
     } catch (error) {
-      const { consumed, value } = sendFailure(ctx, lane, record.key, error, issued);
+      const { consumed, value } = sendFailure(ctx, lane, record.key, error, issued, refused);
       if (!consumed) lane.forget(ctx.chainId);
       sent = value;
     }
@@ -291,7 +312,11 @@ async function sendAndFollow(
   if (sent.kind === "retry") {
     void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
     return failed(
-      failure("settlement_failed", "the node kept refusing our nonce; try again", { status: 500 }),
+      failure(
+        "settlement_failed",
+        `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
+        { status: 500, retryAfterSeconds: 1, refusal: refused.at(-1)?.kind },
+      ),
     );
   }
   if (sent.kind === "outcome") return sent.outcome;
@@ -324,54 +349,6 @@ function recordSends(
       ctx.journal.recordSend({ ...entry, key: member, action: pointer }, hash, raw),
     ),
   ]);
-}
-
-function sendFailure(
-  ctx: SendingAccess,
-  lane: SignerLane,
-  key: string,
-  error: unknown,
-  issued: Issued,
-): { consumed: boolean; value: Sent } {
-  const outcome = (o: CallOutcome, consumed = false) => ({
-    consumed,
-    value: { kind: "outcome", outcome: o } as Sent,
-  });
-  if (neverReachedNode(error)) {
-    void ctx.journal.recordState(key, "failed").catch(() => undefined);
-    lane.forget(ctx.chainId);
-    // Refused before the node (a connection refused, a provider's rate limit): not sent, never
-    // the node's refusal; the payment is free to be settled again.
-    return outcome(infrastructure(error, "broadcasting, nothing was sent"));
-  }
-  if (isUnreachable(error)) {
-    // The node may have taken it before the connection broke: keep the hash, never re-send.
-    lane.observe(ctx.chainId, issued.nonce);
-    return outcome(
-      pending(
-        issued.hash,
-        `the broadcast's answer was lost (${shortText(error)}); the transaction may be pending`,
-      ),
-      true,
-    );
-  }
-  switch (refusal(error)) {
-    case "known":
-      lane.observe(ctx.chainId, issued.nonce);
-      return { consumed: true, value: { kind: "sent", issued } };
-    case "nonce":
-      // Someone else (another process, an earlier run) holds this nonce: re-read and try again,
-      // past it and past those handed out meanwhile (a replica's pending count may lag behind).
-      lane.refresh(ctx.chainId);
-      lane.observe(ctx.chainId, issued.nonce);
-      return { consumed: true, value: { kind: "retry" } };
-    case "fee":
-      return { consumed: false, value: { kind: "reprice" } };
-    default:
-      void ctx.journal.recordState(key, "failed").catch(() => undefined);
-      if (isRevert(error)) return outcome(wouldRevert(error));
-      return outcome(infrastructure(error, "the node refused the transaction"));
-  }
 }
 
 export { receiptHasTransfer } from "./receipts.js";

@@ -1,0 +1,95 @@
+/**
+ * What a broadcast's failure means for the settle: sent after all ("known"), try the next nonce
+ * (the nonce is used), price again (below the base fee), or an outcome: not sent (never reached
+ * the node), may be pending (the answer was lost), would revert, or refused by the node.
+ */
+import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
+import { failure } from "../../protocol/errors.js";
+import type { ChainAccess } from "./access.js";
+import { refusal } from "./broadcast.js";
+import {
+  type CallOutcome,
+  failed,
+  infrastructure,
+  nodeSaid,
+  pending,
+  shortText,
+} from "./outcome.js";
+import { type Issued, type Refused, refusalsSaid } from "./resend.js";
+import { isRevert, revertReason } from "./revert.js";
+import type { SignerLane } from "./signers.js";
+
+export type Sent =
+  | { readonly kind: "sent"; readonly issued: Issued }
+  | { readonly kind: "retry" }
+  /** Refused for a max fee below the next block's base fee: priced again, once. */
+  | { readonly kind: "reprice" }
+  | { readonly kind: "outcome"; readonly outcome: CallOutcome };
+
+export function wouldRevert(error: unknown): CallOutcome {
+  return { kind: "would-revert", reason: revertReason(error), detail: shortText(error) };
+}
+
+export function sendFailure(
+  ctx: ChainAccess,
+  lane: SignerLane,
+  key: string,
+  error: unknown,
+  issued: Issued,
+  refused: Refused[],
+): { consumed: boolean; value: Sent } {
+  const outcome = (o: CallOutcome, consumed = false) => ({
+    consumed,
+    value: { kind: "outcome", outcome: o } as Sent,
+  });
+  if (neverReachedNode(error)) {
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    lane.forget(ctx.chainId);
+    // Refused before the node (a connection refused, a provider's rate limit): not sent, never
+    // the node's refusal; the payment is free to be settled again.
+    return outcome(infrastructure(error, "broadcasting, nothing was sent"));
+  }
+  if (isUnreachable(error)) {
+    // The node may have taken it before the connection broke: keep the hash, never re-send.
+    lane.observe(ctx.chainId, issued.nonce);
+    return outcome(
+      pending(
+        issued.hash,
+        `the broadcast's answer was lost (${shortText(error)}); the transaction may be pending`,
+      ),
+      true,
+    );
+  }
+  const kind = refusal(error);
+  switch (kind) {
+    case "known":
+      lane.observe(ctx.chainId, issued.nonce);
+      return { consumed: true, value: { kind: "sent", issued } };
+    case "nonce":
+      refused.push({ kind, text: nodeSaid(error) });
+      // Someone else (another process, an earlier run) holds this nonce: re-read and try again,
+      // past it and past those handed out meanwhile (a replica's pending count may lag behind).
+      lane.refresh(ctx.chainId);
+      lane.observe(ctx.chainId, issued.nonce);
+      return { consumed: true, value: { kind: "retry" } };
+    case "fee":
+      return { consumed: false, value: { kind: "reprice" } };
+    default:
+      void ctx.journal.recordState(key, "failed").catch(() => undefined);
+      if (isRevert(error)) return outcome(wouldRevert(error));
+      if (kind === "other") {
+        return outcome(infrastructure(error, "the node refused the transaction"));
+      }
+      // Not about the payment, and still refused when the settle's time for sending ran out.
+      refused.push({ kind, text: nodeSaid(error) });
+      return outcome(
+        failed(
+          failure(
+            "settlement_failed",
+            `the node did not take the transaction, re-sent as long as the settle allows (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
+            { status: 500, retryAfterSeconds: 2, refusal: kind },
+          ),
+        ),
+      );
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * A pool that takes a transaction and never mines it (issue 38, item 4: ganache 7.9 did so at one
+ * nonce). The devnet's anvil (1 s blocks) sits behind test/helpers/rpc-proxy.ts' `neverMine`
+ * mode, which answers for that nonce as such a node does (the hash, found pending, counted in the
+ * pending count) and keeps it and every replacement of it from anvil; the proxy also answers
+ * web3_clientVersion as geth, so none of the local-node rules apply. Payments are the official x402
+ * client's. No second node implementation is installed here (ganache, Hardhat's EDR): the proxy
+ * is what stands in for one.
+ *
+ * What must hold: the transaction is replaced with raised fees within a bounded time; when that
+ * does not get it mined, the key is blocked (said in /health and in one log line naming key,
+ * nonce and since when), settles behind it answer at once instead of waiting out their timeout,
+ * a new settle goes to another key or is refused at once with 503 `overloaded`; and once the hole
+ * is filled each payment has landed once and the key settles again.
+ */
+import { createTestClient, type Hex, http, parseTransaction } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { Facilitator } from "../src/facilitator.js";
+import { checkHealth } from "../src/http/health.js";
+import { handleSettle } from "../src/protocol/respond.js";
+import { chainOf, tokenBalance } from "./helpers/chain.js";
+import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
+import { clientPayload, requirementsV2 } from "./helpers/x402.js";
+
+let devnet: Devnet;
+const proxies: RpcProxy[] = [];
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(proxies.map((p) => p.close()));
+  await devnet?.stop();
+});
+
+const GETH = "Geth/v1.16.7-stable-b9f3a3d9/linux-amd64/go1.24.9";
+
+/** A provider in front of the devnet whose pool never mines `from`'s transaction at `nonce`. */
+async function poolStuckAt(from: string, nonce: number, refuseReplacements = false) {
+  const proxy = await startRpcProxy(devnet.rpcUrl, {
+    neverMine: (tx) => tx.from === from.toLowerCase() && tx.nonce === nonce,
+    ...(refuseReplacements
+      ? { refuseReplacements: { code: -32000, message: "replacement transaction underpriced" } }
+      : {}),
+  });
+  proxy.intercept = (method) => (method === "web3_clientVersion" ? { swallow: GETH } : undefined);
+  proxies.push(proxy);
+  return proxy;
+}
+
+let payerTurn = 0;
+/** A distinct payment of 0.01 USDC signed by the x402 client (payers in turn). */
+async function payment() {
+  const requirements = requirementsV2(devnet);
+  const payer = devnet.payers[payerTurn++ % devnet.payers.length];
+  if (!payer) throw new Error("no payers");
+  return { payload: await clientPayload(payer, requirements), requirements };
+}
+
+type Body = { success: boolean; error?: string; message?: string; transactionHash?: Hex };
+
+async function settle(facilitator: Facilitator, request: Awaited<ReturnType<typeof payment>>) {
+  const started = Date.now();
+  const reply = await handleSettle(facilitator, request);
+  return { status: reply.status, body: reply.body as Body, ms: Date.now() - started, reply };
+}
+
+const OPTIONS = { replaceAfterMs: 1_000, confirmTimeoutMs: 20_000, receiptPollMs: 200 };
+
+describe("a pool that never mines one nonce of a key", () => {
+  test("one key: replaced, then blocked (health, log); the settles behind answer early, a new one is refused at once; filled, all land once and the key settles again", async () => {
+    const key = privateKeyToAccount(devnet.facilitator.privateKey);
+    const chain = chainOf(devnet);
+    const first = await chain.getTransactionCount({ address: key.address });
+    // The second settle's nonce is the one the pool keeps.
+    const hole = first + 1;
+    const proxy = await poolStuckAt(key.address, hole);
+    const facilitator = new Facilitator({
+      rpcUrls: [proxy.url],
+      useDefaultRpcs: false,
+      signer: key,
+      ...OPTIONS,
+    });
+    const events: unknown[] = [];
+    facilitator.signers.onEvent = (event) => events.push(event);
+    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+
+    const one = await settle(facilitator, await payment());
+    expect(one.body, one.body.message).toMatchObject({ success: true });
+    const started = Date.now();
+    const stuck = settle(facilitator, await payment());
+    await new Promise((r) => setTimeout(r, 300));
+    const behind = await Promise.all(
+      [1, 2, 3].map(async () => settle(facilitator, await payment())),
+    );
+    const held = await stuck;
+    // The held one was replaced with raised fees, and followed to its timeout (not mined).
+    expect(held.body).toMatchObject({ success: false, error: "settlement_pending" });
+    const replacements = proxy.neverMined.map((tx) => parseTransaction(tx.raw));
+    expect(replacements.length, "the transaction and its replacements").toBeGreaterThanOrEqual(3);
+    const fees = replacements.map((tx) => tx.maxFeePerGas ?? 0n);
+    expect(fees).toEqual([...fees].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    expect(new Set(fees).size).toBe(fees.length);
+    // Those behind it did not wait out their 20 s: they answered once the key was blocked.
+    for (const b of behind) {
+      expect(b.body).toMatchObject({ success: false, error: "settlement_pending" });
+      expect(b.ms).toBeLessThan(12_000);
+    }
+    // Blocked: said once, naming key, nonce and since when; /health shows it.
+    expect(events).toEqual([
+      expect.objectContaining({
+        event: "key_blocked",
+        signer: key.address,
+        hole: expect.objectContaining({ nonce: hole, chainId: devnet.chainId }),
+      }),
+    ]);
+    const since = (events[0] as { hole: { since: number } }).hole.since;
+    expect(since).toBeGreaterThanOrEqual(started - 1_000);
+    const health = await checkHealth(facilitator);
+    expect(health.blockedKeys).toEqual([
+      expect.objectContaining({ signer: key.address, nonce: hole, network: devnet.network }),
+    ]);
+    // A new settle is refused at once, 503 overloaded, naming the key and the nonce; nothing sent.
+    const sendsBefore =
+      (proxy.counts.get("eth_sendRawTransaction") ?? 0) +
+      (proxy.counts.get("eth_sendRawTransactionSync") ?? 0);
+    const refused = await settle(facilitator, await payment());
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatchObject({ success: false, error: "overloaded" });
+    expect(refused.body.message).toContain(key.address);
+    expect(refused.body.message).toContain(`nonce ${hole}`);
+    expect(refused.reply.failure?.retryAfterSeconds).toBeGreaterThan(0);
+    expect(refused.ms).toBeLessThan(1_500);
+    const sendsAfter =
+      (proxy.counts.get("eth_sendRawTransaction") ?? 0) +
+      (proxy.counts.get("eth_sendRawTransactionSync") ?? 0);
+    expect(sendsAfter).toBe(sendsBefore);
+
+    // The operator gets the held transaction to a node that mines it (its newest replacement).
+    const newest = proxy.neverMined.at(-1)?.raw as Hex;
+    await chain.sendRawTransaction({ serializedTransaction: newest });
+    await waitFor(
+      async () => (await chain.getTransactionCount({ address: key.address })) >= hole + 4,
+    );
+    // Each payment landed once: the first, the held one and the three behind it; nothing else.
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 5n * 10_000n);
+    expect(await chain.getTransactionCount({ address: key.address })).toBe(hole + 4);
+    // The key settles again, and says it was unblocked.
+    const again = await settle(facilitator, await payment());
+    expect(again.body, again.body.message).toMatchObject({ success: true });
+    expect(events.at(-1)).toMatchObject({ event: "key_unblocked", signer: key.address });
+    expect((await checkHealth(facilitator)).blockedKeys).toEqual([]);
+  }, 90_000);
+
+  test("two keys, a replacement refused: not swallowed, the key is blocked at once and new settles go to the other key", async () => {
+    const stuckKey = privateKeyToAccount(generatePrivateKey());
+    const otherKey = privateKeyToAccount(generatePrivateKey());
+    const chain = chainOf(devnet);
+    for (const account of [stuckKey, otherKey]) {
+      const anvil = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+      await anvil.setBalance({ address: account.address, value: 10n ** 20n });
+    }
+    const proxy = await poolStuckAt(stuckKey.address, 0, true);
+    const facilitator = new Facilitator({
+      rpcUrls: [proxy.url],
+      useDefaultRpcs: false,
+      signers: [stuckKey, otherKey],
+      ...OPTIONS,
+    });
+    const events: { event: string; hole: { reason: string } }[] = [];
+    facilitator.signers.onEvent = (event) => events.push(event as never);
+
+    // Settles go to the keys in turn: the first to the stuck key (nonce 0, kept by the pool).
+    const held = await settle(facilitator, await payment());
+    expect(held.body).toMatchObject({ success: false, error: "settlement_pending" });
+    // The first replacement was refused, and that blocked the key: no further replacement.
+    expect(proxy.neverMined).toHaveLength(1);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.hole.reason).toMatch(/refused its replacement: .*underpriced/);
+    // Every settle now goes to the other key, and lands.
+    for (let i = 0; i < 3; i++) {
+      const next = await settle(facilitator, await payment());
+      expect(next.body, next.body.message).toMatchObject({ success: true });
+      const tx = await chain.getTransaction({ hash: next.body.transactionHash as Hex });
+      expect(tx.from.toLowerCase()).toBe(otherKey.address.toLowerCase());
+    }
+    expect(await chain.getTransactionCount({ address: stuckKey.address })).toBe(0);
+  }, 90_000);
+});
+
+async function waitFor(check: () => Promise<boolean>, ms = 20_000) {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
