@@ -6,15 +6,11 @@
  * registry's public RPCs serve the well-known chains only when no URL is configured, or when asked.
  */
 import {
-  BaseError,
   type Client,
   createClient,
   createPublicClient,
   fallback,
-  HttpRequestError,
   type PublicClient,
-  SocketClosedError,
-  TimeoutError,
   type Transport,
 } from "viem";
 import { FacilitatorError } from "../protocol/errors.js";
@@ -22,7 +18,16 @@ import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
 import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
 import { jsonRpcTransport } from "./json-rpc.js";
 import type { MetricsSink } from "./metrics.js";
-import { limitsMet, RateLimitedError, restingSkipped } from "./provider-limits.js";
+import { limitsMet, restingSkipped } from "./provider-limits.js";
+import { isUnreachable, redactUrl, rpcErrorKind, unreachableReason } from "./rpc-errors.js";
+
+export {
+  isUnreachable,
+  neverReachedNode,
+  redactUrl,
+  rpcErrorKind,
+  unreachableReason,
+} from "./rpc-errors.js";
 
 export interface RpcOptions {
   /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
@@ -41,100 +46,6 @@ export interface RpcOptions {
   readonly rpcBatchLimit?: number | undefined;
   /** Told of each request that got no answer from its node, by endpoint (redacted). */
   readonly metrics?: MetricsSink | undefined;
-}
-
-/** Only scheme, host and port: RPC URLs often carry an API key in the path or the userinfo. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const tail = parsed.pathname !== "/" || parsed.search ? "/…" : "";
-    return `${parsed.protocol}//${parsed.host}${tail}`;
-  } catch {
-    return "<invalid url>";
-  }
-}
-
-/** True when the error means the node could not be reached (as opposed to the node answering). */
-export function isUnreachable(error: unknown): boolean {
-  if (!(error instanceof BaseError)) return false;
-  return Boolean(
-    error.walk(
-      (e) =>
-        e instanceof HttpRequestError ||
-        e instanceof TimeoutError ||
-        e instanceof SocketClosedError,
-    ),
-  );
-}
-
-/**
- * True when the request certainly never reached the node (so nothing was broadcast): the
- * connection was refused, or the provider rate-limited it and did not pass it on.
- */
-export function neverReachedNode(error: unknown): boolean {
-  if (!(error instanceof BaseError)) return false;
-  if (error.walk((e) => e instanceof RateLimitedError)) return true;
-  const http = error.walk((e) => e instanceof HttpRequestError);
-  if (!(http instanceof HttpRequestError)) return false;
-  let cause: unknown = http.cause;
-  while (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN") return true;
-    cause = cause.cause;
-  }
-  return false;
-}
-
-/** Socket error codes, as a few words for a one-line message. */
-const SOCKET_ERRORS: Readonly<Record<string, string>> = {
-  ECONNREFUSED: "connection refused",
-  ECONNRESET: "connection reset",
-  ENOTFOUND: "host not found",
-  EAI_AGAIN: "host not found",
-  EHOSTUNREACH: "host unreachable",
-  ENETUNREACH: "network unreachable",
-  ETIMEDOUT: "timed out",
-  UND_ERR_CONNECT_TIMEOUT: "timed out",
-  UND_ERR_SOCKET: "connection closed",
-};
-
-/** Why a node did not answer, in a few words and without its URL (viem's messages carry it). */
-export function unreachableReason(error: unknown): string {
-  if (error instanceof BaseError) {
-    if (error.walk((e) => e instanceof TimeoutError)) return "timed out";
-    const limited = error.walk((e) => e instanceof RateLimitedError);
-    if (limited instanceof RateLimitedError) {
-      return `rate limited: ${limited.status === 429 ? "HTTP 429" : limited.details}`;
-    }
-    const failed = error.walk((e) => e instanceof HttpRequestError);
-    if (failed instanceof HttpRequestError && failed.status !== undefined) {
-      return `HTTP ${failed.status}`;
-    }
-  }
-  let cause: unknown = error;
-  let innermost = "";
-  while (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    if (typeof code === "string") return SOCKET_ERRORS[code] ?? code;
-    innermost = cause.message.split("\n")[0] ?? "";
-    cause = cause.cause;
-  }
-  // The innermost words ("bad port"), unless they quote a URL.
-  if (innermost && !innermost.includes("://")) return innermost.replace(/\.$/, "");
-  return "no answer";
-}
-
-/** A transport failure in a word, for a metric label: "timeout", "http_503", "connection". */
-export function rpcErrorKind(error: unknown): string {
-  if (error instanceof BaseError) {
-    if (error.walk((e) => e instanceof TimeoutError)) return "timeout";
-    if (error.walk((e) => e instanceof RateLimitedError)) return "rate_limited";
-    const failed = error.walk((e) => e instanceof HttpRequestError);
-    if (failed instanceof HttpRequestError && failed.status !== undefined) {
-      return `http_${failed.status}`;
-    }
-  }
-  return "connection";
 }
 
 /** `transport`, telling `sink` of each request that failed without the node's answer. */

@@ -13,7 +13,6 @@ import {
   checkJournal,
   checkKeys,
   checkRpcs,
-  checkTokens,
   EXIT_OF,
   type Finding,
   type Level,
@@ -22,6 +21,7 @@ import { checkDenyList } from "./doctor-deny-list.js";
 import { checkLimits } from "./doctor-limits.js";
 import { checkProviderLimits } from "./doctor-provider.js";
 import { checkSolanaFeePayers } from "./doctor-solana.js";
+import { checkTokens } from "./doctor-tokens.js";
 
 export interface DoctorFlags extends ConfigFlags {
   readonly json?: boolean | undefined;
