@@ -119,4 +119,28 @@ describe("the journal's settlements in memory", () => {
     entries.resized("k0");
     expect(entries.bytes).toBeLessThan(before);
   });
+
+  test("followed settlements past the budget stay; once settled, they go as new ones come", () => {
+    const one = entryBytes(entry(0, "answered"));
+    const entries = new EntriesInMemory(1_000_000, 50 * one);
+    const mayForget = (_: string, e: JournalEntry) => e.state !== "broadcast";
+    for (let i = 0; i < 100; i++) {
+      entries.set(`k${i}`, entry(i, "broadcast"));
+      entries.forget(mayForget);
+    }
+    expect(entries.size).toBe(100);
+    for (let i = 0; i < 100; i++) {
+      const settled = entries.get(`k${i}`) as JournalEntry;
+      settled.state = "answered";
+      settled.raws = [];
+      entries.resized(`k${i}`);
+    }
+    for (let i = 100; i < 105; i++) {
+      entries.set(`k${i}`, entry(i, "answered"));
+      entries.forget(mayForget);
+    }
+    expect(entries.bytes).toBeLessThanOrEqual(50 * one);
+    expect(entries.has("k104")).toBe(true);
+    expect(entries.has("k0")).toBe(false);
+  });
 });

@@ -45,6 +45,12 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
   readonly maxBytes: number;
   readonly #sizes = new Map<string, number>();
   #bytes = 0;
+  /**
+   * Bytes the last pass could not get under, for what it may not forget (settlements still
+   * followed): the next pass waits until 5% of the budget more is held, rather than walk every
+   * entry again at each settlement while they are followed.
+   */
+  #stuckAt = 0;
 
   constructor(maxEntries = SETTLED_IN_MEMORY, maxBytes = SETTLED_BYTES) {
     super();
@@ -70,7 +76,11 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
     const entry = super.get(key);
     if (!entry) return;
     const size = entryBytes(entry);
-    this.#bytes += size - (this.#sizes.get(key) ?? 0);
+    const change = size - (this.#sizes.get(key) ?? 0);
+    this.#bytes += change;
+    // A change in place (a settlement settled: its signed bytes dropped) moves the mark with it:
+    // only what is added counts toward the next pass.
+    if (this.#stuckAt > 0 && this.#sizes.has(key)) this.#stuckAt += change;
     this.#sizes.set(key, size);
   }
 
@@ -91,7 +101,8 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
    * that this runs once in many settlements, not at each); returns what it forgot.
    */
   forget(mayForget: (key: string, entry: JournalEntry) => boolean): JournalEntry[] {
-    if (this.size <= this.maxEntries && this.#bytes <= this.maxBytes) return [];
+    const overCount = this.size > this.maxEntries;
+    if (!overCount && (this.#bytes <= this.maxBytes || this.#bytes < this.#stuckAt)) return [];
     const forgotten: JournalEntry[] = [];
     for (const [key, entry] of this) {
       if (this.size <= this.maxEntries * 0.9 && this.#bytes <= this.maxBytes * 0.9) break;
@@ -99,6 +110,8 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
       this.delete(key);
       forgotten.push(entry);
     }
+    const stuck = this.#bytes > this.maxBytes * 0.9;
+    this.#stuckAt = stuck ? this.#bytes + this.maxBytes * 0.05 : 0;
     return forgotten;
   }
 }
