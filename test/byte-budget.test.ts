@@ -1,10 +1,14 @@
 /**
  * BudgetMap bounds a map by its entries' estimated bytes: long keys take more of the budget than
  * short ones, the oldest go first, a key set again is the newest, and a delete gives its bytes
- * back. The estimates are held to what V8 really uses in test/memory-payers.test.ts.
+ * back; a count bound too, with each entry forgotten told. The journal's settlements in memory
+ * forget only what the journal lets go (never one still followed). The estimates are held to
+ * what V8 really uses in test/memory-payers.test.ts.
  */
 import { describe, expect, test } from "vitest";
 import { BudgetMap, stringBytes } from "../src/core/byte-budget.js";
+import type { EntryState, JournalEntry } from "../src/core/store.js";
+import { EntriesInMemory, entryBytes } from "../src/store/journal-memory.js";
 
 const sized = (budget: number) => new BudgetMap<string, number>(budget, (key) => stringBytes(key));
 
@@ -63,5 +67,80 @@ describe("BudgetMap", () => {
       expect([...map.entries()]).toEqual([...model.entries()]);
     }
     expect(map.bytes).toBe(bytes);
+  });
+
+  test("a count bound too, and each entry forgotten for a bound is told", () => {
+    const forgotten: [string, number][] = [];
+    const map = new BudgetMap<string, number>(1_000_000, (key) => stringBytes(key), {
+      maxEntries: 3,
+      onForget: (key, value) => forgotten.push([key, value]),
+    });
+    for (let i = 0; i < 6; i++) map.set(`k${i}`, i);
+    map.delete("k5");
+    expect([...map.keys()]).toEqual(["k3", "k4"]);
+    // A delete is not a forgetting.
+    expect(forgotten).toEqual([
+      ["k0", 0],
+      ["k1", 1],
+      ["k2", 2],
+    ]);
+  });
+});
+
+describe("the journal's settlements in memory", () => {
+  const entry = (i: number, state: EntryState): JournalEntry => ({
+    key: `eip3009:8453:0xtoken:0xpayer${i}:0x${"ab".repeat(32)}`,
+    chainId: 8453,
+    signer: "0x00000000000000000000000000000000000000a1",
+    txNonce: i,
+    expect: { token: "0xtoken", from: `0xpayer${i}`, to: "0xpayee", value: "1000" },
+    hashes: [`0x${i.toString(16).padStart(64, "0")}`],
+    raws: state === "broadcast" ? [`0x${"02".repeat(200)}`] : [],
+    state,
+    updatedAt: i,
+  });
+
+  test("past their bytes, the oldest the journal lets go are forgotten, down to 90%; the others stay", () => {
+    const one = entryBytes(entry(0, "answered"));
+    const entries = new EntriesInMemory(1_000_000, 100 * one);
+    for (let i = 0; i < 300; i++) {
+      entries.set(`k${i}`, entry(i, i % 10 === 0 ? "broadcast" : "answered"));
+      entries.forget((_, e) => e.state !== "broadcast");
+    }
+    expect(entries.bytes).toBeLessThanOrEqual(100 * one);
+    // Every one still followed is kept, however old.
+    for (let i = 0; i < 300; i += 10) expect(entries.get(`k${i}`)?.state).toBe("broadcast");
+    expect(entries.has("k299")).toBe(true);
+    expect(entries.has("k1")).toBe(false);
+    // An entry that changes in place is counted again.
+    const before = entries.bytes;
+    const followed = entries.get("k0") as JournalEntry;
+    followed.raws = [];
+    entries.resized("k0");
+    expect(entries.bytes).toBeLessThan(before);
+  });
+
+  test("followed settlements past the budget stay; once settled, they go as new ones come", () => {
+    const one = entryBytes(entry(0, "answered"));
+    const entries = new EntriesInMemory(1_000_000, 50 * one);
+    const mayForget = (_: string, e: JournalEntry) => e.state !== "broadcast";
+    for (let i = 0; i < 100; i++) {
+      entries.set(`k${i}`, entry(i, "broadcast"));
+      entries.forget(mayForget);
+    }
+    expect(entries.size).toBe(100);
+    for (let i = 0; i < 100; i++) {
+      const settled = entries.get(`k${i}`) as JournalEntry;
+      settled.state = "answered";
+      settled.raws = [];
+      entries.resized(`k${i}`);
+    }
+    for (let i = 100; i < 105; i++) {
+      entries.set(`k${i}`, entry(i, "answered"));
+      entries.forget(mayForget);
+    }
+    expect(entries.bytes).toBeLessThanOrEqual(50 * one);
+    expect(entries.has("k104")).toBe(true);
+    expect(entries.has("k0")).toBe(false);
   });
 });

@@ -35,6 +35,25 @@ export const arrayBytes = (length: number): number => OBJECT + 16 + 8 * Math.max
 export const bigintBytes = (value: bigint): number =>
   16 + 8 * Math.ceil((value < 0n ? -value : value).toString(16).length / 16);
 
+/**
+ * A JSON-like value's bytes, walked: strings, plain objects and arrays as laid out above (an
+ * array as long as it is, as JSON.parse or a literal makes it), numbers as heap numbers unless
+ * small integers. Strings shared with other values are counted again: an estimate from above.
+ */
+export function valueBytes(value: unknown): number {
+  if (typeof value === "string") return stringBytes(value);
+  if (typeof value === "number")
+    return Number.isInteger(value) && Math.abs(value) < 2 ** 30 ? 0 : 16;
+  if (typeof value === "bigint") return bigintBytes(value);
+  if (Array.isArray(value)) {
+    return value.reduce((n: number, item) => n + valueBytes(item), OBJECT + 16 + 8 * value.length);
+  }
+  if (value === null || typeof value !== "object") return 0;
+  let bytes = OBJECT;
+  for (const key in value) bytes += 8 + valueBytes((value as Record<string, unknown>)[key]);
+  return bytes;
+}
+
 export class BudgetMap<K, V> extends Map<K, V> {
   readonly maxBytes: number;
   readonly #sizeOf: (key: K, value: V) => number;
@@ -46,10 +65,20 @@ export class BudgetMap<K, V> extends Map<K, V> {
    */
   #oldest: Iterator<K> | undefined;
 
-  constructor(maxBytes: number, sizeOf: (key: K, value: V) => number) {
+  readonly #maxEntries: number;
+  readonly #onForget: ((key: K, value: V) => void) | undefined;
+
+  /** `maxEntries` bounds the entries too; `onForget` is told of each one forgotten for a bound. */
+  constructor(
+    maxBytes: number,
+    sizeOf: (key: K, value: V) => number,
+    options: { maxEntries?: number; onForget?: (key: K, value: V) => void } = {},
+  ) {
     super();
     this.maxBytes = maxBytes;
     this.#sizeOf = sizeOf;
+    this.#maxEntries = options.maxEntries ?? Number.POSITIVE_INFINITY;
+    this.#onForget = options.onForget;
   }
 
   /** The estimated bytes of every entry kept. */
@@ -65,14 +94,16 @@ export class BudgetMap<K, V> extends Map<K, V> {
     const size = 2 * SLOT + this.#sizeOf(key, value);
     this.#sizes.set(key, size);
     this.#bytes += size;
-    while (this.#bytes > this.maxBytes && this.size > 1) {
+    while ((this.#bytes > this.maxBytes || this.size > this.#maxEntries) && this.size > 1) {
       this.#oldest ??= this.keys();
       const oldest = this.#oldest.next();
       if (oldest.done) {
         this.#oldest = undefined;
         continue;
       }
+      const forgotten = super.get(oldest.value) as V;
       this.delete(oldest.value);
+      this.#onForget?.(oldest.value, forgotten);
     }
     return this;
   }

@@ -6,11 +6,13 @@
  * a bounded tail, while every settlement stays findable for `status` and GET /settlements.
  */
 import { closeSync, rmSync } from "node:fs";
+import { valueBytes } from "../core/byte-budget.js";
 import type { JournalEntry } from "../core/store.js";
 import { type ArchivedLine, JournalArchive, termsOf } from "./journal-archive.js";
 import type { GroupCommit } from "./journal-commit.js";
 import { compactLive, liveLines, type Snapshot } from "./journal-compaction.js";
 import { type JournalOptions, rewrite } from "./journal-file.js";
+import { entryBytes } from "./journal-memory.js";
 
 /** Compact once the journal has grown by this many lines (journal-file.ts, compactAfterLines). */
 const COMPACT_AFTER_LINES = 50_000;
@@ -20,6 +22,13 @@ const COMPACT_AFTER_LINES = 50_000;
  * thread's bounded heap never holds much history.
  */
 const SEGMENT_RECORDS = 10_000;
+/** ...or past these bytes of them (about 3,000 settlements: journal-memory.ts). */
+const SEGMENT_BYTES = 4 * 2 ** 20;
+const pendingBytes = (lines: readonly ArchivedLine[]) =>
+  lines.reduce((n, line) => n + lineBytes(line), 0);
+/** A record's bytes held for a segment (an entry as journal-memory.ts counts it). */
+const lineBytes = (line: ArchivedLine) =>
+  line.t === "entry" ? entryBytes({ ...line, raws: [] }) : valueBytes(line);
 
 /** What the history needs of its journal. */
 export interface HistoryOwner {
@@ -44,6 +53,8 @@ export class JournalHistory {
    * committed (the file alone holds them then: this process must not rewrite it).
    */
   #toArchive: ArchivedLine[] | undefined = [];
+  /** The estimated bytes of #toArchive. */
+  #pendingBytes = 0;
   /** A reader that never compacts (status, doctor): it only looks things up. */
   readonly #reader: boolean;
   /** Segments written while reading that the file does not name yet. */
@@ -97,14 +108,17 @@ export class JournalHistory {
   later(line: ArchivedLine): void {
     if (!this.#toArchive) return;
     this.#toArchive.push(line);
+    this.#pendingBytes += lineBytes(line);
     // A reader of a long uncompacted file (an earlier version's) keeps the newest of it.
     if (this.#reader && this.#toArchive.length > 2 * SEGMENT_RECORDS) {
       this.#toArchive.splice(0, SEGMENT_RECORDS);
+      this.#pendingBytes = pendingBytes(this.#toArchive);
     }
     // Reading a long uncompacted file: history goes to disk as it is read, not kept in memory.
-    else if (this.#owner.fd() === undefined && this.#toArchive.length >= SEGMENT_RECORDS) {
+    else if (this.#owner.fd() === undefined && this.#segmentDue()) {
       this.archive.writeSync(this.#toArchive, this.archive.through + ++this.#unfinished);
       this.#toArchive = [];
+      this.#pendingBytes = 0;
     }
   }
 
@@ -126,6 +140,7 @@ export class JournalHistory {
     try {
       if (toArchive.length > 0) archive.writeSync(toArchive, archive.through + ++this.#unfinished);
       this.#toArchive = [];
+      this.#pendingBytes = 0;
       const through = archive.through + this.#unfinished;
       rewrite(this.#file, liveLines(through, this.#owner.snapshot()));
       archive.through = through;
@@ -142,10 +157,15 @@ export class JournalHistory {
   wrote(): void {
     this.#lines++;
     const grown = this.#lines - this.#linesCompacted;
-    const pending = this.#toArchive?.length ?? 0;
-    if (grown > Math.max(this.#compactAfter, this.#linesCompacted) || pending >= SEGMENT_RECORDS) {
+    if (grown > Math.max(this.#compactAfter, this.#linesCompacted) || this.#segmentDue()) {
       void this.#start();
     }
+  }
+
+  /** What left memory is enough for a segment: in records, or in bytes of the heap it holds. */
+  #segmentDue(): boolean {
+    const pending = this.#toArchive?.length ?? 0;
+    return pending >= SEGMENT_RECORDS || this.#pendingBytes >= SEGMENT_BYTES;
   }
 
   /** A compaction that starts now, or once the one running ends; resolves when it is done. */
@@ -170,6 +190,7 @@ export class JournalHistory {
       cut: () => {
         taken = this.#toArchive ?? [];
         this.#toArchive = [];
+        this.#pendingBytes = 0;
         return { snapshot: owner.snapshot(), archived: taken };
       },
       step: this.#options.onCompactionStep,
@@ -191,7 +212,10 @@ export class JournalHistory {
         },
         (error: unknown) => {
           // The old file still holds what was taken for the segment: it goes to the next one.
-          if (this.#toArchive) this.#toArchive = taken.concat(this.#toArchive);
+          if (this.#toArchive) {
+            this.#toArchive = taken.concat(this.#toArchive);
+            this.#pendingBytes = pendingBytes(this.#toArchive);
+          }
           this.#linesCompacted = this.#lines;
           if (owner.fd() !== undefined) {
             this.#warn(`could not compact the journal (${String(error)}); it is kept whole`);

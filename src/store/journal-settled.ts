@@ -12,10 +12,12 @@ const REMEMBERED = 100_000;
 const KEPT_EACH = 16;
 /**
  * ...and bytes: about 550 for a payer with one settlement, 3 KB with 16 (its key, the settlement
- * keys): 16 MiB keeps some 30,000 one-time payers. A payer forgotten counts as one that never
- * settled here: asked only while a chain's wasted-gas budget is spent, it waits rather than us.
+ * keys): 8 MiB keeps some 15,000 one-time payers (16 MiB was half of what the journal's
+ * settlements and identifiers took beside it at 200,000 payers: serve's RSS must stay under 160
+ * MiB). A payer forgotten counts as one that never settled here: asked only while a chain's
+ * wasted-gas budget is spent, it waits rather than us.
  */
-const BUDGET_BYTES = 16 * 2 ** 20;
+const BUDGET_BYTES = 8 * 2 ** 20;
 
 type Settled = { key: string; at: number }[];
 const bytesOf = (who: string, settled: Settled) =>

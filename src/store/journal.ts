@@ -28,7 +28,7 @@ import {
 import { storedHash } from "../protocol/transaction-hash.js";
 import { isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
 import { GroupCommit } from "./journal-commit.js";
-import { entryLine, FINAL, type IdBound } from "./journal-compaction.js";
+import { entryLine, FINAL } from "./journal-compaction.js";
 import {
   APPEND_FLAGS,
   endsMidLine,
@@ -38,6 +38,7 @@ import {
 } from "./journal-file.js";
 import { JournalHistory } from "./journal-history.js";
 import type { Line } from "./journal-lines.js";
+import { EntriesInMemory, idsInMemory, SETTLED_IN_MEMORY } from "./journal-memory.js";
 import { isSchemeStateLine, JournalSchemeState } from "./journal-scheme-state.js";
 import { SettledBy } from "./journal-settled.js";
 import { stillUnwritable } from "./journal-space.js";
@@ -45,8 +46,6 @@ import { stillUnwritable } from "./journal-space.js";
 /** States whose transaction is followed until it ends (and counts against its payer meanwhile). */
 const FOLLOWED: ReadonlySet<EntryState> = new Set(["broadcast", "submitted"]);
 
-/** Payment identifiers remembered (the newest); older ones are forgotten, as settled entries are. */
-const IDS_KEPT = 20_000;
 /** How long a raised value of the schemes' state waits before its line is written (coalescing raises). */
 const RAISE_FLUSH_MS = 1_000;
 
@@ -55,8 +54,12 @@ export class Journal implements SettlementStore {
   readonly shared = false;
   /** This run of the process, as its records name who sent or answered a settlement. */
   readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  readonly #entries = new Map<string, JournalEntry>();
-  readonly #ids = new Map<string, IdBound>();
+  /** Settlements in memory (journal-memory.ts): every one still followed, the newest settled. */
+  readonly #entries: EntriesInMemory;
+  /** Payment identifiers in memory, the newest; one forgotten with its answer goes to history. */
+  readonly #ids = idsInMemory((id, bound) => {
+    if (bound.answer !== undefined) this.#history?.later({ t: "id", id, ...bound });
+  });
   readonly #schemeState = new JournalSchemeState();
   /** The bazaar catalogue, its lines in this file. */
   readonly catalogue = new JournalCatalogue((line) => this.#write(line));
@@ -70,7 +73,7 @@ export class Journal implements SettlementStore {
   /** A journal kept in `file` (created if missing), or only in memory when `file` is undefined. */
   constructor(file?: string, options: JournalOptions = {}) {
     this.path = file;
-    this.#settledInMemory = options.settledInMemory ?? Journal.SETTLED_IN_MEMORY;
+    this.#entries = new EntriesInMemory(options.settledInMemory ?? Journal.SETTLED_IN_MEMORY);
     this.#commits = new GroupCommit(() => this.#fd, {
       syncedWrites: SYNCED_WRITES,
       write: options.write,
@@ -313,22 +316,16 @@ export class Journal implements SettlementStore {
 
   /**
    * Settled entries stay in memory so a replay is refused without asking the chain; past this
-   * many, the oldest settled ones are dropped (a replay of those is refused by the token's own
-   * authorizationState instead). Entries still broadcast are always kept.
+   * many (or their bytes, journal-memory.ts), the oldest settled ones are dropped (a replay of
+   * those is refused by the token's own authorizationState instead). Entries still broadcast are
+   * always kept.
    */
-  static readonly SETTLED_IN_MEMORY = 20_000;
-
-  readonly #settledInMemory: number;
+  static readonly SETTLED_IN_MEMORY = SETTLED_IN_MEMORY;
 
   #evict(): void {
-    if (this.#entries.size <= this.#settledInMemory) return;
-    for (const [key, entry] of this.#entries) {
-      if (this.#entries.size <= this.#settledInMemory * 0.9) break;
-      if (FINAL.has(entry.state) && !this.#inFlight.has(key)) {
-        this.#entries.delete(key);
-        this.#history?.later(entryLine(entry));
-      }
-    }
+    const mayForget = (key: string, entry: JournalEntry) =>
+      FINAL.has(entry.state) && !this.#inFlight.has(key);
+    for (const entry of this.#entries.forget(mayForget)) this.#history?.later(entryLine(entry));
   }
 
   #apply(line: Line): void {
@@ -346,14 +343,8 @@ export class Journal implements SettlementStore {
     }
     if (line.t === "id") {
       const at = (line as { at?: string }).at;
-      this.#ids.delete(line.id);
       const when = at ? Date.parse(at) : Date.now();
       this.#ids.set(line.id, { fingerprint: line.fingerprint, answer: line.answer, at: when });
-      for (const [id, bound] of this.#ids) {
-        if (this.#ids.size <= IDS_KEPT) break;
-        this.#ids.delete(id);
-        if (bound.answer !== undefined) this.#history?.later({ t: "id", id, ...bound });
-      }
       return;
     }
     if (line.t === "entry") {
@@ -389,6 +380,7 @@ export class Journal implements SettlementStore {
       if (!entry.hashes.includes(hash)) {
         entry.hashes.push(hash);
         entry.raws.push(line.raw);
+        this.#entries.resized(line.key);
       }
       return;
     }
@@ -401,5 +393,6 @@ export class Journal implements SettlementStore {
     }
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
     if (!FOLLOWED.has(line.state)) entry.raws = [];
+    this.#entries.resized(line.key);
   }
 }

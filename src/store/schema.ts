@@ -256,6 +256,13 @@ export const MIGRATIONS: readonly string[] = [
     owner  text NOT NULL
   );
   `,
+  // 17: a replica renews the leases of its payment identifiers every few seconds (WHERE owner =
+  // it): without an index that read the whole table, which keeps every identifier ever answered.
+  // Only the ones being settled have an owner, so the index holds those alone.
+  `
+  CREATE INDEX facilitator_payment_ids_owner
+    ON facilitator_payment_ids (owner) WHERE owner IS NOT NULL;
+  `,
 ];
 
 /**
