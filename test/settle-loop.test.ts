@@ -60,8 +60,9 @@ function stepsFor(
       calls.push(`hold ${prepared}`);
       return plan.hold;
     },
-    send: async (prepared: string, waitUntil: WaitUntil) => {
+    send: async (prepared: string, waitUntil: WaitUntil, may: MaySend) => {
       calls.push(`send ${prepared} ${waitUntil}`);
+      licences.push(may);
       return plan.send ? plan.send() : { ok: true, said: "settled" };
     },
   };
@@ -116,10 +117,13 @@ const pending = { ok: false, said: "sent; its success is not recorded: retry" };
 
 describe("the settle loop", () => {
   test("fresh: checks, holds, then sends, in that order; no pick-up when the store holds nothing", async () => {
-    const { steps, calls } = stepsFor("fresh");
+    const { steps, calls, licences } = stepsFor("fresh");
     const answer = await settleInTurn(ports, steps, "confirmed");
     expect(answer).toEqual({ ok: true, said: "settled" });
     expect(calls).toEqual(["prepare", "hold priced", "send priced confirmed"]);
+    // The send, and only it, is handed the licence to broadcast (preludes and funding use it).
+    expect(licences).toHaveLength(1);
+    expect(licences[0]).toBeDefined();
   });
 
   test("a refusal at any step is the answer, and nothing after it runs", async () => {
@@ -311,7 +315,10 @@ describe("where a success is recorded", () => {
       if (where.startsWith("core/") || where.startsWith("store/")) continue;
       const text = readFileSync(file, "utf8");
       for (const call of text.matchAll(/\.(answer|markAnswered)\(/g)) {
-        const line = text.slice(text.lastIndexOf("\n", call.index) + 1, text.indexOf("\n", call.index));
+        const line = text.slice(
+          text.lastIndexOf("\n", call.index) + 1,
+          text.indexOf("\n", call.index),
+        );
         outside.push(`${where}: ${line.trim()}`);
       }
     }
@@ -319,5 +326,14 @@ describe("where a success is recorded", () => {
     // And the loop does record: the one call is in core/settle-loop.ts.
     const loop = readFileSync(path.join(src, "core/settle-loop.ts"), "utf8");
     expect(loop.match(/answers\.answer\(/g)).toHaveLength(1);
+  });
+
+  test("the licence to send comes from the core alone: no family or scheme makes its own MaySend", () => {
+    // The loop hands it to pickUp outside a dry run and to send; the reconciler to follow().
+    const minted = sources(src)
+      .map((file) => path.relative(src, file).split(path.sep).join("/"))
+      .filter((where) => !where.startsWith("core/"))
+      .filter((where) => /\bMAY_SEND\b/.test(readFileSync(path.join(src, where), "utf8")));
+    expect(minted).toEqual([]);
   });
 });

@@ -21,9 +21,10 @@ import type { JournalEntry, SettlementStore } from "./store.js";
 declare const licence: unique symbol;
 /**
  * What a step needs to broadcast anything on a settle's behalf, the same bytes again included. The
- * loop hands it to `pickUp` only outside a dry run, so whatever the store holds, a `simulated`
- * settle's pick-up can read but never send. `send` and the reconciler (outside any dry run) hold
- * it too.
+ * loop hands it to `pickUp` only outside a dry run, and to `send` (never called in one), so
+ * whatever the store holds, a `simulated` settle can read but never send; the reconciler (outside
+ * any dry run) hands it to the family it asks to follow. Only src/core names `MAY_SEND`
+ * (test/settle-loop.test.ts): everything else sends with a licence it was handed.
  */
 export type MaySend = { readonly [licence]: true };
 export const MAY_SEND = {} as MaySend;
@@ -83,7 +84,7 @@ export interface SettleSteps<P, R extends { readonly ok: boolean } = SettleResul
    * Writes it down (durably, before anything leaves), broadcasts it, follows it to `waitUntil`,
    * and says how it came out (a `Success` the loop records before it answers).
    */
-  send(prepared: P, waitUntil: Exclude<WaitUntil, "simulated">): Promise<Outcome<R>>;
+  send(prepared: P, waitUntil: Exclude<WaitUntil, "simulated">, may: MaySend): Promise<Outcome<R>>;
   /** Told how long a stage took (serve's metrics); the loop times `checks`, `send` the rest. */
   readonly observe?: ((stage: SettleStage, seconds: number) => void) | undefined;
 }
@@ -144,7 +145,7 @@ export async function inTurn<P, R extends { readonly ok: boolean }>(
   if (waitUntil === "simulated") return steps.simulate(prepared.value);
   const short = await steps.hold(prepared.value);
   if (short) return short;
-  return answer(ports.answers, await steps.send(prepared.value, waitUntil));
+  return answer(ports.answers, await steps.send(prepared.value, waitUntil, MAY_SEND));
 }
 
 /**

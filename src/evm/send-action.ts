@@ -70,9 +70,7 @@ export type Sent =
 /** Sends `action` (or follows the one the journal holds under its key) to `waitUntil`. */
 export function sendAction(ctx: EvmContext, action: Action, waitUntil: WaitUntil): Promise<Sent> {
   const steps = actionSteps(ctx, action);
-  return action.claimed
-    ? inTurn(ctx, steps, waitUntil)
-    : settleInTurn(ctx, steps, waitUntil);
+  return action.claimed ? inTurn(ctx, steps, waitUntil) : settleInTurn(ctx, steps, waitUntil);
 }
 
 /** A channel action's steps through the settle loop (core/settle-loop.ts); it holds nothing. */

@@ -106,7 +106,8 @@ export class ClaimBatcher {
       send: (ready, wait) => this.#send(ctx, ready, wait),
     };
     const sent = await settleInTurn(ctx, steps, waitUntil);
-    if (sent.ok && waitUntil !== "simulated") setNewest(this.#answered, askedKey, sent.hash, 10_000);
+    if (sent.ok && waitUntil !== "simulated")
+      setNewest(this.#answered, askedKey, sent.hash, 10_000);
     return sent;
   }
 

@@ -54,7 +54,8 @@ async function follow(
   switch (picked.kind) {
     case "confirmed":
       // The batch's own entry is over (the requests it answers are recorded by the loop).
-      if (sent.key !== key) void ctx.journal.recordState(sent.key, "answered").catch(() => undefined);
+      if (sent.key !== key)
+        void ctx.journal.recordState(sent.key, "answered").catch(() => undefined);
       return answer(key, picked.hash, true, picked.receipt);
     case "failed":
       return {
@@ -76,7 +77,12 @@ async function follow(
 
 /** A success the loop records under the claim's key before it answers it. */
 const answer = (key: string, hash: Hex, mined: boolean, receipt?: TransactionReceipt) =>
-  new Success<Sent>({ ok: true, hash, receipt }, [key], { ok: false, result: unrecorded("", hash) }, mined);
+  new Success<Sent>(
+    { ok: true, hash, receipt },
+    [key],
+    { ok: false, result: unrecorded("", hash) },
+    mined,
+  );
 
 const refused = (failure: ReturnType<typeof inProgress>): Sent => ({
   ok: false,

@@ -282,12 +282,12 @@ function paymentSteps<P>(
       const short = await ctx.inflight.reserve(reads, key, checked.spends, mark);
       return short ? { ok: false, payer: checked.expect.from, failure: short } : undefined;
     },
-    async send({ checked, call }, waitUntil) {
+    async send({ checked, call }, waitUntil, may) {
       let outcome: CallOutcome;
       try {
         outcome = call
           ? await sendCall(ctx, call, waitUntil, { key, expect: checked.expect })
-          : await sendInSteps(ctx, checked, creditedCall(checked), key, waitUntil);
+          : await sendInSteps(ctx, checked, creditedCall(checked), key, waitUntil, may);
       } catch (error) {
         // sendCall answers outcomes; should it ever throw, the hold must not outlive it.
         ctx.inflight.release(key);
@@ -329,8 +329,9 @@ async function sendInSteps<P>(
   payment: ContractCall,
   key: string,
   waitUntil: Exclude<WaitUntil, "simulated">,
+  may: MaySend,
 ): Promise<CallOutcome> {
-  const stopped = await landPreludes(ctx, key, checked.preludes ?? [], checked.signer);
+  const stopped = await landPreludes(ctx, key, checked.preludes ?? [], checked.signer, may);
   if (stopped) {
     // The payer's own transaction failed after we may have paid its gas: as costly as a revert.
     if (stopped.payersFault) {
