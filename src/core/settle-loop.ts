@@ -8,8 +8,9 @@
  * (on every replica sharing the store); what the store holds is followed, never sent anew; a dry
  * run holds and sends nothing, and its pick-up is given no licence to; a success is recorded by
  * the loop, here and nowhere else, before it is answered (`Success`, core/answers.ts), and its
- * turn given back only once it is out. A family says how to build, send and read a transaction on its chains (a `Sending` of its
- * own); a scheme says what to send and how to judge what landed (through the family's steps).
+ * turn given back only once it is out. A family says how to build, send and read a transaction
+ * on its chains (a `Sending` of its own); a scheme says what to send and how to judge what
+ * landed (through the family's steps).
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
