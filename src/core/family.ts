@@ -10,6 +10,7 @@ import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { Parties } from "./deny-list.js";
+import type { MaySend } from "./settle-loop.js";
 import type { JournalEntry } from "./store.js";
 
 export interface SupportedKind {
@@ -57,7 +58,7 @@ export interface ChainFamily {
    * (re-sending it if it was dropped and this process holds its key); its ledger holds end with
    * it. The reconciler records the outcome.
    */
-  follow(entry: JournalEntry): Promise<Followed>;
+  follow(entry: JournalEntry, may: MaySend): Promise<Followed>;
   /** What the chain says of a settlement's transaction now; nothing is sent. */
   observe(entry: JournalEntry): Promise<Observed>;
   /** The key a payment is written down under, or why it cannot be told from the request. */

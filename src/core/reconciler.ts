@@ -10,6 +10,7 @@
 
 import type { ChainFamily, Followed } from "./family.js";
 import { rpcErrorKind } from "./rpc.js";
+import { MAY_SEND } from "./settle-loop.js";
 import type { EntryState, JournalEntry, SettlementStore } from "./store.js";
 
 /** What one pass found for one settlement. */
@@ -88,7 +89,8 @@ async function followOne(
     if (!current || !isOpen(current)) {
       return { key, ageSeconds, transaction, outcome: "busy", detail: "settled meanwhile" };
     }
-    const followed = await family.follow(current);
+    // Outside any dry run: it may send the same bytes again.
+    const followed = await family.follow(current, MAY_SEND);
     // One answered `submitted` had its success handed over already: landed, it is answered.
     const state =
       followed.outcome === "landed" && current.state === "submitted"

@@ -18,6 +18,7 @@ import type {
 } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { RpcRegistry } from "../core/rpc.js";
+import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry, SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
@@ -117,8 +118,8 @@ export class EvmFamily implements ChainFamily {
     return entry.chainId > 0;
   }
 
-  async follow(entry: JournalEntry): Promise<Followed> {
-    return followSettlement(await this.#context(entry.chainId, caip2(entry.chainId)), entry);
+  async follow(entry: JournalEntry, may: MaySend): Promise<Followed> {
+    return followSettlement(await this.#context(entry.chainId, caip2(entry.chainId)), entry, may);
   }
 
   async observe(entry: JournalEntry): Promise<Observed> {

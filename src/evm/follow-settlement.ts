@@ -8,7 +8,7 @@
  * too, whichever replica made it.
  */
 import type { Followed } from "../core/family.js";
-import { MAY_SEND } from "../core/settle-loop.js";
+import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry } from "../core/store.js";
 import { caip2 } from "../protocol/networks.js";
 import { reconcile } from "./chain/reconcile.js";
@@ -19,13 +19,17 @@ import { judgeLanded, track } from "./exact/judge.js";
 /** A reconciler's pass does not wait long for any one transaction: the next pass looks again. */
 const FOLLOW_MS = 5_000;
 
-export async function followSettlement(ctx: EvmContext, entry: JournalEntry): Promise<Followed> {
+export async function followSettlement(
+  ctx: EvmContext,
+  entry: JournalEntry,
+  may: MaySend,
+): Promise<Followed> {
   const network = caip2(ctx.chainId);
   const newest = entry.hashes.at(-1);
   const expect = entry.expect;
   const waiting = { ...ctx, confirmTimeoutMs: Math.min(ctx.confirmTimeoutMs, FOLLOW_MS) };
   // The reconciler follows what was sent outside any dry run: it may send the same bytes again.
-  const picked = await reconcile(waiting, entry, MAY_SEND);
+  const picked = await reconcile(waiting, entry, may);
   if (picked === "gone") {
     ctx.inflight.release(entry.key);
     endSharedHold(ctx, entry.key);

@@ -10,7 +10,14 @@ import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../core/answers.js";
 import { stageObserver } from "../core/metrics.js";
 import { isUnreachable } from "../core/rpc.js";
-import { inProgress, inTurn, type SettleSteps, settleInTurn } from "../core/settle-loop.js";
+import {
+  inProgress,
+  inTurn,
+  type Outcome,
+  type SettleSteps,
+  Success,
+  settleInTurn,
+} from "../core/settle-loop.js";
 import { type Chargeable, isAnswered, type JournalEntry } from "../core/store.js";
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
@@ -63,9 +70,7 @@ export type Sent =
 /** Sends `action` (or follows the one the journal holds under its key) to `waitUntil`. */
 export function sendAction(ctx: EvmContext, action: Action, waitUntil: WaitUntil): Promise<Sent> {
   const steps = actionSteps(ctx, action);
-  return action.claimed
-    ? inTurn(ctx.journal, steps, waitUntil)
-    : settleInTurn(ctx.journal, steps, waitUntil);
+  return action.claimed ? inTurn(ctx, steps, waitUntil) : settleInTurn(ctx, steps, waitUntil);
 }
 
 /** A channel action's steps through the settle loop (core/settle-loop.ts); it holds nothing. */
@@ -107,10 +112,10 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
         if (over) return { ok: false, result: refused(over, action.payer) };
       }
       const prepared = await prepareCall(ctx, action.call, { reuse: false }, action.gas);
-      if ("kind" in prepared) return { ok: false, result: await answered(ctx, action, prepared) };
+      if ("kind" in prepared) return { ok: false, result: unsent(answered(ctx, action, prepared)) };
       return { ok: true, value: prepared };
     },
-    simulate: async (prepared) => answered(ctx, action, await simulateCall(ctx, prepared)),
+    simulate: async (prepared) => unsent(answered(ctx, action, await simulateCall(ctx, prepared))),
     hold: async () => undefined,
     async send(prepared, waitUntil) {
       const record = { key, action: { name, chargeTo, ...(members?.length ? { members } : {}) } };
@@ -149,23 +154,24 @@ const refused = (f: Failure, payer?: string, hash?: Hex) => ({
   result: { ok: false as const, failure: f, payer, transactionHash: hash },
 });
 
-async function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): Promise<Sent> {
+/** The outcome of a call nothing sent (refused before it left, or a dry run) is its own answer. */
+const unsent = (outcome: Outcome<Sent>): Sent =>
+  outcome instanceof Success ? outcome.unrecorded : outcome;
+
+function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): Outcome<Sent> {
   const { payer } = action;
   switch (outcome.kind) {
     case "simulated":
       return { ok: true, hash: outcome.hash };
     case "submitted":
     case "confirmed": {
-      // Written down as answered before it is handed over, as every success is (core/answers.ts);
-      // so is every request it answers.
+      // The loop records it as answered before it is handed over, as every success is
+      // (core/settle-loop.ts); so is every request it answers.
       const mined = outcome.kind === "confirmed";
       const keys = [action.key, ...(action.members ?? [])];
-      const written = await Promise.all(keys.map((key) => ctx.answers.answer(key, mined)));
-      if (!written.every(Boolean)) {
-        return { ok: false, result: unrecorded(payer ?? "", outcome.hash) };
-      }
       const receipt = outcome.kind === "confirmed" ? outcome.receipt : undefined;
-      return { ok: true, hash: outcome.hash, receipt };
+      const pending = { ok: false as const, result: unrecorded(payer ?? "", outcome.hash) };
+      return new Success<Sent>({ ok: true, hash: outcome.hash, receipt }, keys, pending, mined);
     }
     case "would-revert":
       return {

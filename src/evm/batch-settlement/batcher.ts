@@ -11,7 +11,7 @@
  */
 import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
-import { inProgress, withTurn } from "../../core/settle-loop.js";
+import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -93,42 +93,54 @@ export class ClaimBatcher {
     const askedKey = claimKey(ctx, asked.rows);
     const answered = this.#answered.get(askedKey);
     if (answered) return { ok: true, hash: answered };
-    if (waitUntil === "simulated") return this.#claimAfresh(ctx, asked, askedKey, waitUntil);
-    // One process at a time, on any replica, claims these rows; then the store says whether a
-    // transaction of them stands already (sent here or elsewhere, alive or dead).
-    const busy = (): Sent => ({ ok: false, result: { ok: false, failure: inProgress() } });
-    return withTurn(ctx.journal, askedKey, busy, async () => {
-      const sent =
-        (await pickUpClaim(ctx, askedKey)) ??
-        (await this.#claimAfresh(ctx, asked, askedKey, waitUntil));
-      if (sent.ok) setNewest(this.#answered, askedKey, sent.hash, 10_000);
-      return sent;
-    });
+    // One process at a time, on any replica, claims these rows, through the settle loop: the
+    // store says whether a transaction of them stands already (sent here or elsewhere, alive or
+    // dead), and a dry run reads nothing of it and sends nothing.
+    const steps: SettleSteps<Ready, Sent> = {
+      key: askedKey,
+      busy: () => ({ ok: false, result: { ok: false, failure: inProgress() } }),
+      pickUp: async (entry, _waitUntil, may) => (may ? pickUpClaim(ctx, entry, may) : undefined),
+      prepare: () => this.#prepare(ctx, asked, askedKey),
+      simulate: (ready) => this.#sendAlone(ctx, ready, "simulated"),
+      hold: async () => undefined,
+      send: (ready, wait) => this.#send(ctx, ready, wait),
+    };
+    const sent = await settleInTurn(ctx, steps, waitUntil);
+    if (sent.ok && waitUntil !== "simulated")
+      setNewest(this.#answered, askedKey, sent.hash, 10_000);
+    return sent;
   }
 
-  async #claimAfresh(
+  /** Checked, signed and simulated alone: a claim that cannot go through is refused now. */
+  async #prepare(
     ctx: EvmContext,
     asked: ClaimRequest,
     askedKey: string,
-    waitUntil: WaitUntil,
-  ): Promise<Sent> {
+  ): Promise<{ ok: true; value: Ready } | { ok: false; result: Sent }> {
+    const refuse = (failure: Failure) => ({
+      ok: false as const,
+      result: { ok: false as const, result: { ok: false as const, failure } },
+    });
     const checked = await this.#check(ctx, asked);
-    if (!checked.ok) return { ok: false, result: { ok: false, failure: checked.failure } };
+    if (!checked.ok) return refuse(checked.failure);
     const request = checked.request;
     const signed = await claimSignature(ctx, request.rows, request.signature);
-    if (!signed.ok) return { ok: false, result: { ok: false, failure: signed.failure } };
+    if (!signed.ok) return refuse(signed.failure);
     const { key, data } = claimCall(ctx, request.rows, signed.signature);
     const before = this.#answered.get(key);
-    if (before) return { ok: true, hash: before };
-    const ready: Ready = { request, key, askedKey, signature: signed.signature, data };
+    if (before) return { ok: false, result: { ok: true, hash: before } };
     // Alone first: a claim that cannot go through is refused now, and never joins a batch.
     const alone = await simulateAlone(ctx, data);
-    if (alone) return { ok: false, result: { ok: false, failure: alone } };
+    if (alone) return refuse(alone);
+    return { ok: true, value: { request, key, askedKey, signature: signed.signature, data } };
+  }
+
+  /** Alone, or with the claims that come along in time. */
+  #send(ctx: EvmContext, ready: Ready, waitUntil: Exclude<WaitUntil, "simulated">): Promise<Sent> {
+    const request = ready.request;
     // A channel that once sank a batch is claimed on its own: its revert is its own to pay.
     const suspect = this.#suspects.isSuspect(ctx, request.rows);
-    if (waitUntil === "simulated" || this.#policy.maxWaitMs <= 0 || suspect) {
-      return this.#sendAlone(ctx, ready, waitUntil);
-    }
+    if (this.#policy.maxWaitMs <= 0 || suspect) return this.#sendAlone(ctx, ready, waitUntil);
     return new Promise<Sent>((resolve) => {
       this.#queue.push({ ...ready, waitUntil, resolve });
       this.#rows += request.rows.length;

@@ -6,7 +6,7 @@
  */
 import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
-import { inProgress, MAY_SEND } from "../../core/settle-loop.js";
+import { inProgress, type MaySend, type Outcome, Success } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { reconcile } from "../chain/reconcile.js";
 import { chargeWaste } from "../chain/waste.js";
@@ -14,39 +14,49 @@ import type { EvmContext } from "../context.js";
 import type { Sent } from "../send-action.js";
 
 /**
- * What the store says of the claim `key` (whose store claim the caller holds): its transaction,
- * or undefined when nothing of it stands (never sent, reverted, or dropped): claim it afresh.
+ * What the store says of the claim `entry` (in its turn, through the settle loop, never in a dry
+ * run: it needs `may`): its transaction, or undefined when nothing of it stands (never sent,
+ * reverted, or dropped): claim it afresh.
  */
-export async function pickUpClaim(ctx: EvmContext, key: string): Promise<Sent | undefined> {
-  const entry = await ctx.journal.get(key);
-  if (!entry) return undefined;
+export async function pickUpClaim(
+  ctx: EvmContext,
+  entry: JournalEntry,
+  may: MaySend,
+): Promise<Outcome<Sent> | undefined> {
+  const key = entry.key;
   const batchKey = entry.action?.partOf;
   const sent = batchKey ? await ctx.journal.get(batchKey) : entry;
   if (!sent) return undefined;
   if (isAnswered(entry.state) || isAnswered(sent.state)) {
-    return answer(ctx, key, sent.hashes.at(-1) as Hex, sent.state !== "submitted");
+    return answer(key, sent.hashes.at(-1) as Hex, sent.state !== "submitted");
   }
   if (sent.state !== "broadcast" && sent.state !== "landed") return undefined;
   // The batch's own entry is followed under its claim: one follower at a time.
   if (batchKey && !(await ctx.journal.claim(batchKey))) return refused(inProgress());
   try {
-    return await follow(ctx, key, sent);
+    return await follow(ctx, key, sent, may);
   } finally {
     if (batchKey) await Promise.resolve(ctx.journal.release(batchKey)).catch(() => undefined);
   }
 }
 
-async function follow(ctx: EvmContext, key: string, sent: JournalEntry): Promise<Sent | undefined> {
-  // Its caller runs it in the claim's turn, never in a dry run (batcher.ts answers those first).
-  const picked = await reconcile(ctx, sent, MAY_SEND);
+async function follow(
+  ctx: EvmContext,
+  key: string,
+  sent: JournalEntry,
+  may: MaySend,
+): Promise<Outcome<Sent> | undefined> {
+  const picked = await reconcile(ctx, sent, may);
   if (picked === "gone") {
     await ctx.journal.recordState(sent.key, "dropped").catch(() => undefined);
     return undefined;
   }
   switch (picked.kind) {
     case "confirmed":
-      if (sent.key !== key) void ctx.answers.answer(sent.key).catch(() => undefined);
-      return answer(ctx, key, picked.hash, true, picked.receipt);
+      // The batch's own entry is over (the requests it answers are recorded by the loop).
+      if (sent.key !== key)
+        void ctx.journal.recordState(sent.key, "answered").catch(() => undefined);
+      return answer(key, picked.hash, true, picked.receipt);
     case "failed":
       return {
         ok: false,
@@ -65,16 +75,14 @@ async function follow(ctx: EvmContext, key: string, sent: JournalEntry): Promise
   }
 }
 
-async function answer(
-  ctx: EvmContext,
-  key: string,
-  hash: Hex,
-  mined: boolean,
-  receipt?: TransactionReceipt,
-): Promise<Sent> {
-  if (!(await ctx.answers.answer(key, mined))) return { ok: false, result: unrecorded("", hash) };
-  return { ok: true, hash, receipt };
-}
+/** A success the loop records under the claim's key before it answers it. */
+const answer = (key: string, hash: Hex, mined: boolean, receipt?: TransactionReceipt) =>
+  new Success<Sent>(
+    { ok: true, hash, receipt },
+    [key],
+    { ok: false, result: unrecorded("", hash) },
+    mined,
+  );
 
 const refused = (failure: ReturnType<typeof inProgress>): Sent => ({
   ok: false,

@@ -15,7 +15,7 @@ import {
   type TransactionSerialized,
 } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
-import { MAY_SEND } from "../../core/settle-loop.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import { isKnown, refusal } from "./broadcast.js";
@@ -61,21 +61,23 @@ const preludeKey = (key: string, prelude: Prelude) => `${key}#${prelude.name}`;
 const POLL_MS = 250;
 
 /**
- * Lands each prelude in turn (from `signer` when it is ours). Undefined once all have landed;
- * otherwise what stopped them (nothing after it was sent). A payer's failure that wasted gas we
- * sent it is charged here, and is then no longer `payersFault`.
+ * Lands each prelude in turn (from `signer` when it is ours), inside a settle's `send` (with its
+ * licence: never in a dry run). Undefined once all have landed; otherwise what stopped them
+ * (nothing after it was sent). A payer's failure that wasted gas we sent it is charged here, and
+ * is then no longer `payersFault`.
  */
 export async function landPreludes(
   ctx: SponsoringAccess,
   key: string,
   preludes: readonly Prelude[],
   signer: Address | undefined,
+  may: MaySend,
 ): Promise<Stopped | undefined> {
-  const earlier = await followEarlierFunding(ctx, key);
+  const earlier = await followEarlierFunding(ctx, key, may);
   if (earlier)
     return { outcome: stopAt("the gas sent to the payer before", earlier), payersFault: false };
   for (const prelude of preludes) {
-    const stopped = await landPrelude(ctx, preludeKey(key, prelude), prelude, signer);
+    const stopped = await landPrelude(ctx, preludeKey(key, prelude), prelude, signer, may);
     if (stopped) return stopped;
   }
   return undefined;
@@ -88,11 +90,12 @@ export async function landPreludes(
 async function followEarlierFunding(
   ctx: SponsoringAccess,
   key: string,
+  may: MaySend,
 ): Promise<CallOutcome | undefined> {
   const fundKey = `${key}#fund`;
   const entry = await ctx.journal.get(fundKey);
   if (entry?.state !== "broadcast") return undefined;
-  const picked = await reconcile(ctx, entry, MAY_SEND);
+  const picked = await reconcile(ctx, entry, may);
   // Still pending (or unreachable): the payment waits for it.
   if (picked !== "gone" && (picked.kind === "failed" || picked.kind === "submitted")) return picked;
   const state = picked === "gone" ? "dropped" : picked.kind === "confirmed" ? "answered" : "failed";
@@ -105,14 +108,13 @@ async function landPrelude(
   key: string,
   prelude: Prelude,
   signer: Address | undefined,
+  may: MaySend,
 ): Promise<Stopped | undefined> {
   const entry = await ctx.journal.get(key);
   if (entry?.state === "answered") return undefined;
   const tx = prelude.tx;
   if (entry?.state === "broadcast") {
-    // Preludes land inside a settle's `send` step: never in a dry run.
-    const picked =
-      "raw" in tx ? await followRaw(ctx, entry) : await reconcile(ctx, entry, MAY_SEND);
+    const picked = "raw" in tx ? await followRaw(ctx, entry) : await reconcile(ctx, entry, may);
     if (picked !== "gone") return landed(ctx, key, picked, prelude);
     await ctx.journal.recordState(key, "dropped").catch(() => undefined);
     // The payer's nonce went to another of its transactions: what we sent it for this is wasted.
@@ -120,7 +122,7 @@ async function landPrelude(
   }
   if (!(await prelude.needed(ctx))) return undefined;
   if ("raw" in tx) {
-    const unfunded = tx.fund && (await fundPayer(ctx, tx.fund, signer));
+    const unfunded = tx.fund && (await fundPayer(ctx, tx.fund, signer, may));
     if (unfunded) {
       const what = `the gas for the payer's ${prelude.name} transaction, which must land before the payment`;
       return { outcome: stopAt(what, unfunded), payersFault: false };

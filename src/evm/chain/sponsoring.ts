@@ -14,7 +14,7 @@
  * - its worth in gas is its own gas plus the ether it carries at the price it was sent at.
  */
 import type { Address, Hex, TransactionReceipt } from "viem";
-import { MAY_SEND } from "../../core/settle-loop.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { GasAtRisk, Waste } from "./gas-at-risk.js";
 import { type CallOutcome, failed } from "./outcome.js";
@@ -49,6 +49,7 @@ export async function fundPayer(
   ctx: SponsoringAccess,
   funding: Funding,
   signer: Address | undefined,
+  may: MaySend,
 ): Promise<CallOutcome | undefined> {
   const key = fundingKey(ctx.chainId, funding.payer);
   if (!(await ctx.journal.claim(key))) {
@@ -60,7 +61,7 @@ export async function fundPayer(
     );
   }
   try {
-    return await fundClaimed(ctx, key, funding, signer);
+    return await fundClaimed(ctx, key, funding, signer, may);
   } finally {
     await Promise.resolve(ctx.journal.release(key)).catch(() => undefined);
   }
@@ -71,11 +72,12 @@ async function fundClaimed(
   key: string,
   funding: Funding,
   signer: Address | undefined,
+  may: MaySend,
 ): Promise<CallOutcome | undefined> {
   let entry = await ctx.journal.get(key);
   if (entry?.state === "broadcast") {
     // Sent before (a timeout, a crash): followed to its end, never sent twice.
-    const picked = await reconcile(ctx, entry, MAY_SEND);
+    const picked = await reconcile(ctx, entry, may);
     // Gone (its nonce went to another), or out of the pool and unable to land: nothing was sent.
     if (picked === "gone" || picked.kind === "would-revert") {
       await ctx.journal.recordState(key, "dropped").catch(() => undefined);

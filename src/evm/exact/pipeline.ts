@@ -12,7 +12,9 @@ import { stageObserver } from "../../core/metrics.js";
 import {
   inProgress,
   type MaySend,
+  type Outcome,
   type SettleSteps,
+  Success,
   settleInTurn,
 } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
@@ -39,17 +41,24 @@ async function answer<P>(
   verified: Pick<Verified<P>, "payment" | "expect"> & Partial<Pick<Verified<P>, "gas">>,
   key: string,
   outcome: CallOutcome,
-): Promise<SettleResult> {
+): Promise<Outcome<SettleResult>> {
   const payer = verified.expect.from;
   track(ctx, key, verified.expect, outcome, verified.gas?.contractWallet);
+  // A success the store does not hold could be answered again to another caller: the loop
+  // records it first, and answers pending (with the hash) when it cannot; the store follows what
+  // is only submitted until it lands.
+  const success = (hash: string, mined: boolean) =>
+    new Success<SettleResult>(
+      { ok: true, payer, transactionHash: hash },
+      [key],
+      unrecorded(payer, hash),
+      mined,
+    );
   switch (outcome.kind) {
     case "simulated":
       return { ok: true, payer, transactionHash: outcome.hash };
     case "submitted":
-      // A success the store does not hold could be answered again to another caller; the store
-      // follows what is only submitted until it lands.
-      if (!(await ctx.answers.answer(key, false))) return unrecorded(payer, outcome.hash);
-      return { ok: true, payer, transactionHash: outcome.hash };
+      return success(outcome.hash, false);
     case "confirmed":
       if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
         void ctx.journal.recordState(key, "failed").catch(() => undefined);
@@ -64,10 +73,7 @@ async function answer<P>(
           ),
         };
       }
-      // A success the store does not hold could be answered again to another caller: the answer
-      // is pending, with the hash, and a retry (once the record can be made) the success.
-      if (!(await ctx.answers.answer(key))) return unrecorded(payer, outcome.hash);
-      return { ok: true, payer, transactionHash: outcome.hash };
+      return success(outcome.hash, true);
     case "would-revert":
       return {
         ok: false,
@@ -102,7 +108,7 @@ async function pickUp<P>(
   payment: P,
   entry: JournalEntry,
   may: MaySend | undefined,
-): Promise<SettleResult | undefined> {
+): Promise<Outcome<SettleResult> | undefined> {
   // Entries under a settlement's own key always carry its Transfer.
   const expect = entry.expect;
   if (!expect) return undefined;
@@ -197,7 +203,7 @@ async function settlePayment<P>(
   const { payer, asset } = method.identify(ctx, payment);
   const unlisted = notAllowed(ctx, asset);
   if (unlisted) return { ok: false, payer, failure: unlisted };
-  return settleInTurn(ctx.journal, paymentSteps(method, ctx, request, payment), waitUntil);
+  return settleInTurn(ctx, paymentSteps(method, ctx, request, payment), waitUntil);
 }
 
 /** A verified payment, priced (or, with preludes, to be priced once they landed). */
@@ -263,12 +269,12 @@ function paymentSteps<P>(
         signer: checked.signer,
         fees,
       });
-      if ("kind" in call) return refuse(await answer(method, ctx, checked, key, call));
+      if ("kind" in call) return refuse(unsent(await answer(method, ctx, checked, key, call)));
       return { ok: true, value: { checked, call, mark } };
     },
     async simulate({ checked, call }) {
       const outcome = await simulateCall(ctx, call as PreparedCall);
-      return withAmount(checked, await answer(method, ctx, checked, key, outcome));
+      return withAmount(checked, unsent(await answer(method, ctx, checked, key, outcome)));
     },
     // Decided where it cannot race: what this payer already has in flight counts.
     async hold({ checked, mark }) {
@@ -276,12 +282,12 @@ function paymentSteps<P>(
       const short = await ctx.inflight.reserve(reads, key, checked.spends, mark);
       return short ? { ok: false, payer: checked.expect.from, failure: short } : undefined;
     },
-    async send({ checked, call }, waitUntil) {
+    async send({ checked, call }, waitUntil, may) {
       let outcome: CallOutcome;
       try {
         outcome = call
           ? await sendCall(ctx, call, waitUntil, { key, expect: checked.expect })
-          : await sendInSteps(ctx, checked, creditedCall(checked), key, waitUntil);
+          : await sendInSteps(ctx, checked, creditedCall(checked), key, waitUntil, may);
       } catch (error) {
         // sendCall answers outcomes; should it ever throw, the hold must not outlive it.
         ctx.inflight.release(key);
@@ -293,10 +299,24 @@ function paymentSteps<P>(
 }
 
 /** upto: a success says how much moved. */
-const withAmount = <P>(checked: Verified<P>, result: SettleResult): SettleResult =>
-  result.ok && checked.settledAmount !== undefined
+function withAmount<P>(checked: Verified<P>, result: SettleResult): SettleResult;
+function withAmount<P>(checked: Verified<P>, result: Outcome<SettleResult>): Outcome<SettleResult>;
+function withAmount<P>(checked: Verified<P>, result: Outcome<SettleResult>): Outcome<SettleResult> {
+  if (result instanceof Success) {
+    const { keys, unrecorded, mined } = result;
+    return new Success(withAmount(checked, result.result), keys, unrecorded, mined);
+  }
+  return result.ok && checked.settledAmount !== undefined
     ? { ...result, amount: checked.settledAmount.toString() }
     : result;
+}
+
+/**
+ * The outcome of a call nothing sent (refused before it left, or a dry run) is its own answer: it
+ * is never a success to record, and were it one, it would answer pending, never unrecorded.
+ */
+const unsent = (outcome: Outcome<SettleResult>): SettleResult =>
+  outcome instanceof Success ? outcome.unrecorded : outcome;
 
 /**
  * A payment of several transactions, its balance held already (no simulation can prove the
@@ -309,8 +329,9 @@ async function sendInSteps<P>(
   payment: ContractCall,
   key: string,
   waitUntil: Exclude<WaitUntil, "simulated">,
+  may: MaySend,
 ): Promise<CallOutcome> {
-  const stopped = await landPreludes(ctx, key, checked.preludes ?? [], checked.signer);
+  const stopped = await landPreludes(ctx, key, checked.preludes ?? [], checked.signer, may);
   if (stopped) {
     // The payer's own transaction failed after we may have paid its gas: as costly as a revert.
     if (stopped.payersFault) {

@@ -4,6 +4,7 @@
  * settle.ts, which decides whether and how a transaction is sent; this holds what follows after.
  */
 import { unrecorded } from "../../core/answers.js";
+import { type Outcome, Success } from "../../core/settle-loop.js";
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -47,7 +48,7 @@ export function follow(s: Settling, background = false): Promise<Landing> {
 }
 
 /** How a sent transaction came out, as the answer; the ledger, journal and throttle follow it. */
-export async function conclude(s: Settling, landing: Landing): Promise<SettleResult> {
+export async function conclude(s: Settling, landing: Landing): Promise<Outcome<SettleResult>> {
   const { ctx, signed, payment, request } = s;
   const payer = payment.payer;
   const hash = signed.signature;
@@ -124,12 +125,12 @@ function track(s: Settling, landing: Landing): void {
   }
 }
 
-/** Success, once the store holds it (a success it does not hold could be answered twice). */
-export async function answerSuccess(s: Settling, mined = true): Promise<SettleResult> {
+/** Success, once the loop made the store hold it (one it does not hold could be answered twice). */
+export function answerSuccess(s: Settling, mined = true): Success<SettleResult> {
   const payer = s.payment.payer;
   const hash = s.signed.signature;
-  if (await s.ctx.answers.answer(s.key, mined)) return { ok: true, payer, transactionHash: hash };
-  return unrecorded(payer, hash);
+  const result = { ok: true as const, payer, transactionHash: hash };
+  return new Success<SettleResult>(result, [s.key], unrecorded(payer, hash), mined);
 }
 
 /** The chain already has this transaction: a success is never answered for it again. */

@@ -19,6 +19,7 @@ import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import {
   inProgress,
   type MaySend,
+  type Outcome,
   type SettleSteps,
   settleInTurn,
 } from "../../core/settle-loop.js";
@@ -97,7 +98,7 @@ export async function settleExactSvm(
     decimals: payment.decimals,
   };
   const s: Settling = { ctx, request, payment, signed, key, spend };
-  return settleInTurn(ctx.journal, svmSteps(s), waitUntil);
+  return settleInTurn(ctx, svmSteps(s), waitUntil);
 }
 
 /** A refusal of verify's, as settle answers it: a transaction already landed is its 409. */
@@ -163,7 +164,7 @@ async function pickUp(
   s: Settling,
   entry: JournalEntry,
   may: MaySend | undefined,
-): Promise<SettleResult | undefined> {
+): Promise<Outcome<SettleResult> | undefined> {
   const { ctx, signed, payment } = s;
   // Written down as answered by this run, which could not hand the success over: it is not.
   const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
@@ -200,7 +201,7 @@ async function pickUp(
 async function sendAndFollow(
   s: Settling,
   waitUntil: Exclude<WaitUntil, "simulated">,
-): Promise<SettleResult> {
+): Promise<Outcome<SettleResult>> {
   const { ctx, payment, signed, request } = s;
   const payer = payment.payer;
   const observe = stageObserver(ctx.metrics, ctx.network);
