@@ -16,7 +16,7 @@ import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { Journal } from "../src/store/journal.js";
-import { chainOf, tokenBalance } from "./helpers/chain.js";
+import { chainOf, poolDrained, tokenBalance } from "./helpers/chain.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
 import { runCli } from "./helpers/run-cli.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
@@ -101,8 +101,9 @@ describe("reads served 2 blocks behind, on 2 s blocks", () => {
     // Never written down as dropped, failed or landed-but-unanswered: the next settle could
     // otherwise answer a second success.
     expect(await statesOf(journal, first.transactionHash)).toEqual(["answered"]);
-    // One transaction, one payment.
-    await new Promise((r) => setTimeout(r, 4_500));
+    // One transaction, one payment: whatever the key broadcast is mined first (read on the node,
+    // not the replica), so a second transaction would be counted.
+    await poolDrained(devnet, us);
     expect(await chainOf(devnet).getTransactionCount({ address: us })).toBe(sentBefore + 1);
     expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 10_000n);
   }, 120_000);
@@ -163,7 +164,7 @@ describe("reads served 2 blocks behind, on 2 s blocks", () => {
     expect(again.bodies.filter((b) => b.success)).toEqual([]);
     expect(new Set(again.bodies.map((b) => b.error))).toEqual(new Set(["nonce_already_used"]));
     expect(new Set(again.statuses)).toEqual(new Set([400]));
-    await new Promise((r) => setTimeout(r, 4_500));
+    await poolDrained(devnet, devnet.facilitator.address);
     const receipts = await Promise.all(
       hashes.map((hash) => chainOf(devnet).getTransactionReceipt({ hash })),
     );
