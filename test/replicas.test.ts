@@ -8,7 +8,7 @@ import pg from "pg";
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Devnet } from "../src/evm/devnet/index.js";
-import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
+import { chainOf, payerHolding, poolDrained, tokenBalance } from "./helpers/chain.js";
 import {
   type Cluster,
   postTo,
@@ -61,8 +61,8 @@ describe("one authorization POSTed to three replicas at once", () => {
       for (const key of Object.keys(counts)) {
         expect(key).toMatch(/^(200|409 settlement_in_progress|400 nonce_already_used)$/);
       }
-      // Mined by now (automine), whatever was waited for.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // Whatever any replica broadcast is mined (automine) before it is counted.
+      await Promise.all(replicaSigners.map((signer) => poolDrained(devnet, signer.address)));
       expect(await sentBy(devnet, replicaSigners)).toBe(sent + 1);
       expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payee + 10_000n);
       // Later retries, on any replica, are told it was settled, and send nothing.
