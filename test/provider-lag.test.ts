@@ -19,6 +19,7 @@ import { Journal } from "../src/store/journal.js";
 import { chainOf, poolDrained, tokenBalance } from "./helpers/chain.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
 import { runCli } from "./helpers/run-cli.js";
+import { soakSize } from "./helpers/soak.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 let devnet: Devnet;
@@ -128,7 +129,11 @@ describe("reads served 2 blocks behind, on 2 s blocks", () => {
     ).toEqual([0, 0, 0]);
   }, 120_000);
 
-  test("100 distinct payments at concurrency 16 land once and are answered once", async () => {
+  // The issue's 100 in a soak run (npm run test:soak, CI): seven rounds of 16, ~6 s each (a block
+  // and the replica's lag). npm test settles 32: the second round already takes its nonces while
+  // the replica shows the first's stale count.
+  const count = soakSize(100, 32);
+  test(`${count} distinct payments at concurrency 16 land once and are answered once`, async () => {
     const journal = path.join(dir, "serve-journal.jsonl");
     const facilitator = new Facilitator({
       rpcUrls: [replica.url],
@@ -136,7 +141,7 @@ describe("reads served 2 blocks behind, on 2 s blocks", () => {
       signer: privateKeyToAccount(devnet.facilitator.privateKey),
       journal: new Journal(journal),
     });
-    const requests = await payments(100);
+    const requests = await payments(count);
     const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
     const settleAll = async () => {
       const bodies: { success: boolean; transactionHash?: Hex; error?: string }[] = [];
@@ -158,7 +163,7 @@ describe("reads served 2 blocks behind, on 2 s blocks", () => {
     const failed = first.bodies.filter((b) => !b.success);
     expect(failed, JSON.stringify(failed.slice(0, 3))).toEqual([]);
     const hashes = first.bodies.map((b) => b.transactionHash as Hex);
-    expect(new Set(hashes).size).toBe(100);
+    expect(new Set(hashes).size).toBe(count);
     // All again at once, while the newest are younger than the replica's lag: none a success.
     const again = await settleAll();
     expect(again.bodies.filter((b) => b.success)).toEqual([]);
@@ -169,7 +174,9 @@ describe("reads served 2 blocks behind, on 2 s blocks", () => {
       hashes.map((hash) => chainOf(devnet).getTransactionReceipt({ hash })),
     );
     expect(receipts.every((r) => r.status === "success")).toBe(true);
-    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 100n * 10_000n);
+    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(
+      payeeBefore + BigInt(count) * 10_000n,
+    );
     for (const hash of hashes.slice(-16)) {
       expect(await statesOf(journal, hash)).toEqual(["answered"]);
     }
