@@ -122,9 +122,6 @@ async function minedFrom(from: Address, after: bigint) {
   return { sent, reverted };
 }
 
-/** Waits until `from` has nothing left in the pool (every transaction it sent is mined). */
-const drained = (from: Address) => poolDrained(devnet, from);
-
 /** Blocks every `blockMs` (0: none), mined by the test from beforeAll to afterAll. */
 const BLOCK_MS = 400;
 let blockMs = BLOCK_MS;
@@ -164,7 +161,7 @@ describe("settle commands started together with one key", () => {
       const files = await Promise.all(
         Array.from({ length: 10 }, (_, i) => paymentFile(`parallel-${waitUntil}-${i}`)),
       );
-      await drained(key);
+      await poolDrained(devnet, key);
       const start = await chainOf(devnet).getBlockNumber();
       const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
       const runs = await Promise.all(
@@ -175,7 +172,7 @@ describe("settle commands started together with one key", () => {
             }).done,
         ),
       );
-      await drained(key);
+      await poolDrained(devnet, key);
       const mined = await minedFrom(key, start);
       const answered = runs.filter((run) => run.code === 0 && run.answer.success === true).length;
       expect(
@@ -196,7 +193,7 @@ describe("settle commands started together with one key", () => {
           paymentFile(`twice-${journals.replace(/ /g, "-")}-${i}`),
         ),
       );
-      await drained(key);
+      await poolDrained(devnet, key);
       const start = await chainOf(devnet).getBlockNumber();
       const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
       // Slower blocks: the second of a pair starts while the first's transaction is unmined.
@@ -218,7 +215,7 @@ describe("settle commands started together with one key", () => {
       ).finally(() => {
         blockMs = BLOCK_MS;
       });
-      await drained(key);
+      await poolDrained(devnet, key);
       const mined = await minedFrom(key, start);
       const successes = pairs.map(
         (pair) => pair.filter((run) => run.answer.success === true).length,
@@ -242,7 +239,7 @@ describe("settle commands started together with one key", () => {
 
   it("a settle that cannot have its turn in time says who holds the key; nothing is sent", async () => {
     const key = devnet.facilitator.address;
-    await drained(key);
+    await poolDrained(devnet, key);
     // No blocks: the first settle waits for its receipt, holding the key.
     blockMs = 0;
     const pending = () =>
