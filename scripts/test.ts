@@ -3,7 +3,9 @@
  * test files rather than before them. Most of a test run waits on chains and child processes, so
  * the checks' minute of CPU fits in its idle time instead of adding to it. The tests' output
  * streams as it comes; each check's is printed at the end, in full when it failed. Exit 1 when
- * anything failed. Arguments go to vitest (`npm test -- test/foo.test.ts`).
+ * anything failed. Arguments go to vitest (`npm test -- test/foo.test.ts`). The long soaks run
+ * smaller, and the longest is left out unless a file is named, except with FACILITATOR_TEST_SOAK=1
+ * (`npm run test:soak`, what CI runs).
  */
 import { spawn } from "node:child_process";
 
@@ -66,9 +68,15 @@ const checks = (async () => {
   }
   return done;
 })();
+// The long soaks (test/helpers/soak.ts): npm run test:soak runs them, and every test at full size.
+const SOAK_FILES = ["test/memory-payers.test.ts"];
+const soak = process.env.FACILITATOR_TEST_SOAK === "1";
+const args = process.argv.slice(2);
+const named = args.some((arg) => !arg.startsWith("-"));
+const leaveOut = soak || named ? [] : SOAK_FILES.flatMap((file) => ["--exclude", file]);
 const tests = await run(
   "tests",
-  [npx, "--no-install", "vitest", "run", ...process.argv.slice(2)],
+  [npx, "--no-install", "vitest", "run", ...leaveOut, ...args],
   true,
 );
 const ran = [build, ...(await checks), tests];

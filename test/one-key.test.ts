@@ -2,8 +2,9 @@
  * One key, one writer: `facilitator settle` commands started together with one settlement key
  * take turns (each payment lands once and is answered once), and a second `serve` on a key or a
  * journal file that a live process holds refuses to start, naming that process. A lock left by a
- * killed process does not block a restart. Blocks come every second here, with nothing mined on
- * arrival, as on a real chain: a transaction waits in the pool until the next block.
+ * killed process does not block a restart. Blocks come at a steady pace here (every 0.4 s, mined
+ * by the test: anvil's own interval mining counts whole seconds), with nothing mined on arrival,
+ * as on a real chain: a transaction waits in the pool until the next block.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -16,7 +17,7 @@ import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
-import { chainOf, tokenBalance } from "./helpers/chain.js";
+import { chainOf, poolDrained, tokenBalance } from "./helpers/chain.js";
 import { startServe } from "./helpers/serve.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -121,16 +122,16 @@ async function minedFrom(from: Address, after: bigint) {
   return { sent, reverted };
 }
 
-/** Waits until `from` has nothing left in the pool (every transaction it sent is mined). */
-async function drained(from: Address) {
-  const chain = chainOf(devnet);
-  for (let i = 0; i < 100; i++) {
-    const [pending, latest] = await Promise.all([
-      chain.getTransactionCount({ address: from, blockTag: "pending" }),
-      chain.getTransactionCount({ address: from, blockTag: "latest" }),
-    ]);
-    if (pending === latest) return;
-    await new Promise((r) => setTimeout(r, 200));
+/** Blocks every `blockMs` (0: none), mined by the test from beforeAll to afterAll. */
+const BLOCK_MS = 400;
+let blockMs = BLOCK_MS;
+let mining = true;
+let miner: Promise<void> | undefined;
+async function mineBlocks() {
+  while (mining) {
+    const every = blockMs;
+    await new Promise((r) => setTimeout(r, every || 20));
+    if (every > 0 && blockMs > 0 && mining) await anvil().mine({ blocks: 1 });
   }
 }
 
@@ -142,11 +143,13 @@ beforeAll(async () => {
   locks = path.join(dir, "locks");
   keyFile = path.join(dir, "facilitator.key");
   await writeFile(keyFile, devnet.facilitator.privateKey, { mode: 0o600 });
-  // A block every second, and a transaction waits in the pool until then.
-  await anvil().setIntervalMining({ interval: 1 });
+  // A block every BLOCK_MS, and a transaction waits in the pool until then.
+  miner = mineBlocks();
 }, 60_000);
 
 afterAll(async () => {
+  mining = false;
+  await miner;
   await devnet?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -158,7 +161,7 @@ describe("settle commands started together with one key", () => {
       const files = await Promise.all(
         Array.from({ length: 10 }, (_, i) => paymentFile(`parallel-${waitUntil}-${i}`)),
       );
-      await drained(key);
+      await poolDrained(devnet, key);
       const start = await chainOf(devnet).getBlockNumber();
       const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
       const runs = await Promise.all(
@@ -169,7 +172,7 @@ describe("settle commands started together with one key", () => {
             }).done,
         ),
       );
-      await drained(key);
+      await poolDrained(devnet, key);
       const mined = await minedFrom(key, start);
       const answered = runs.filter((run) => run.code === 0 && run.answer.success === true).length;
       expect(
@@ -190,11 +193,11 @@ describe("settle commands started together with one key", () => {
           paymentFile(`twice-${journals.replace(/ /g, "-")}-${i}`),
         ),
       );
-      await drained(key);
+      await poolDrained(devnet, key);
       const start = await chainOf(devnet).getBlockNumber();
       const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
       // Slower blocks: the second of a pair starts while the first's transaction is unmined.
-      await anvil().setIntervalMining({ interval: 3 });
+      blockMs = 1_000;
       const pairs = await Promise.all(
         files.map((file, i) =>
           Promise.all(
@@ -209,8 +212,10 @@ describe("settle commands started together with one key", () => {
             ),
           ),
         ),
-      ).finally(() => anvil().setIntervalMining({ interval: 1 }));
-      await drained(key);
+      ).finally(() => {
+        blockMs = BLOCK_MS;
+      });
+      await poolDrained(devnet, key);
       const mined = await minedFrom(key, start);
       const successes = pairs.map(
         (pair) => pair.filter((run) => run.answer.success === true).length,
@@ -234,9 +239,9 @@ describe("settle commands started together with one key", () => {
 
   it("a settle that cannot have its turn in time says who holds the key; nothing is sent", async () => {
     const key = devnet.facilitator.address;
-    await drained(key);
+    await poolDrained(devnet, key);
     // No blocks: the first settle waits for its receipt, holding the key.
-    await anvil().setIntervalMining({ interval: 0 });
+    blockMs = 0;
     const pending = () =>
       chainOf(devnet).getTransactionCount({ address: key, blockTag: "pending" });
     const before = await pending();
@@ -263,10 +268,10 @@ describe("settle commands started together with one key", () => {
       expect(message).not.toContain(devnet.facilitator.privateKey.slice(2));
       expect(second.stderr).toContain(`waiting for facilitator settle (pid ${first.child.pid}`);
       expect(await pending()).toBe(before + 1);
-      await anvil().setIntervalMining({ interval: 1 });
+      blockMs = BLOCK_MS;
       expect((await first.done).code).toBe(0);
     } finally {
-      await anvil().setIntervalMining({ interval: 1 });
+      blockMs = BLOCK_MS;
       first.child.kill("SIGKILL");
     }
   }, 60_000);

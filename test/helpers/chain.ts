@@ -46,3 +46,22 @@ export async function payerHolding(
   await chainOf(devnet).waitForTransactionReceipt({ hash, pollingInterval: 50 });
   return { address, privateKey } as DevAccount;
 }
+
+/**
+ * Waits until `from` has nothing left in the devnet's pool (every transaction it broadcast is
+ * mined), polling every 50 ms: a test's "nothing else was sent" then reads a settled chain without
+ * sleeping out block times.
+ */
+export async function poolDrained(devnet: DevnetInfo, from: Address, timeoutMs = 30_000) {
+  const chain = chainOf(devnet);
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const [pending, latest] = await Promise.all([
+      chain.getTransactionCount({ address: from, blockTag: "pending" }),
+      chain.getTransactionCount({ address: from, blockTag: "latest" }),
+    ]);
+    if (pending === latest) return;
+    if (Date.now() > until) throw new Error(`${from} still has ${pending - latest} in the pool`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
