@@ -11,13 +11,16 @@
  * payloads, 1000), BENCH_CONCURRENCY (64), BENCH_METHOD (eip3009, permit2, upto; see lib.ts),
  * BENCH_PROFILE_KEEP (a directory to keep the .cpuprofile files in; else they are removed),
  * BENCH_OP=settle (settles from one key, each a fresh payment, confirmed, at concurrency 32),
- * BENCH_PROFILE=0 (no profiler: only the server's CPU per request).
+ * BENCH_PROFILE=0 (no profiler: only the server's CPU per request), BENCH_NODE_FLAGS (more node
+ * flags for serve, space-separated: `--trace-gc-nvp` prints each collection's allocated and
+ * promoted bytes) and BENCH_SERVER_STDOUT (a file for serve's stdout, where those go).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import {
   cpSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -128,6 +131,7 @@ async function main(): Promise<number> {
       process.execPath,
       [
         ...(PROFILING ? ["--cpu-prof", "--cpu-prof-dir", profiles] : []),
+        ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(" ") : []),
         entry,
         ...serveArgs({
           port,
@@ -136,7 +140,17 @@ async function main(): Promise<number> {
           keyFile: SETTLE ? keyFile : undefined,
         }),
       ],
-      { cwd: ROOT, env: cleanEnv(), stdio: ["ignore", "ignore", "pipe"] },
+      {
+        cwd: ROOT,
+        env: cleanEnv(),
+        stdio: [
+          "ignore",
+          process.env.BENCH_SERVER_STDOUT
+            ? openSync(process.env.BENCH_SERVER_STDOUT, "w")
+            : "ignore",
+          "pipe",
+        ],
+      },
     );
     server = child;
     const log = tail(child.stderr);

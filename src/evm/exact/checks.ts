@@ -212,12 +212,44 @@ export async function assetIsContract(
   const key = `${ctx.chainId}:${asset}`;
   const cachedAt = contractAssets.get(key);
   if (!settling && cachedAt !== undefined && Date.now() - cachedAt < ASSET_CACHE_MS) return true;
-  const code = await ctx.client.getCode({ address: asset });
-  const isContract = code !== undefined && code !== "0x";
+  const isContract = await hasCode(ctx, asset);
   if (isContract) {
     setNewest(contractAssets, key, Date.now(), ASSET_CACHE_MAX);
   }
   return isContract;
+}
+
+/**
+ * Creation code that returns EXTCODESIZE(address) as one word: PUSH20 address, EXTCODESIZE,
+ * PUSH1 0, MSTORE, PUSH1 32, PUSH1 0, RETURN (PUSH1 0, not PUSH0: chains before Shanghai run it).
+ */
+const codeSizeCall = (address: Address) => `0x73${address.slice(2)}3b60005260206000f3` as const;
+const WORD = /^0x[0-9a-fA-F]{64}$/;
+/** Chains whose node would not run codeSizeCall (no creation calls, another VM): eth_getCode. */
+const noCodeSizeCall = new Set<number>();
+
+/**
+ * Whether `address` has code, as the size of its code (a 32-byte answer) rather than the code
+ * itself: every settle asks this of the asset, and eth_getCode answered its whole bytecode
+ * (13 KB of JSON for the devnet's USDC) to be read, parsed and dropped. A node that answers the
+ * size call with an error or not one word is asked eth_getCode, from then on, as before.
+ */
+async function hasCode(ctx: EvmContext, address: Address): Promise<boolean> {
+  if (!noCodeSizeCall.has(ctx.chainId)) {
+    try {
+      const word: unknown = await ctx.client.request({
+        method: "eth_call",
+        params: [{ data: codeSizeCall(address) }, "latest"],
+      });
+      if (typeof word === "string" && WORD.test(word)) return BigInt(word) > 0n;
+    } catch (error) {
+      // Unreachable or rate-limited says nothing of the node: the settle fails as it did.
+      if (isUnreachable(error)) throw error;
+    }
+    noCodeSizeCall.add(ctx.chainId);
+  }
+  const code = await ctx.client.getCode({ address });
+  return code !== undefined && code !== "0x";
 }
 
 /** asset_not_contract, or a chain failure, from an asset check started earlier. */

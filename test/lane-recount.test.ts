@@ -1,0 +1,71 @@
+/**
+ * A key's lane behind by more than one transaction learns the node's mined count in the
+ * background (signers.ts, admission), at most once a second. Every settle of a busy lane used to
+ * start that read when none was in flight: 0.06-0.09 eth_getTransactionCount a settle at
+ * concurrency 32, a read in most batches, CPU the server and the node spend for nothing
+ * (docs/performance.md). The devnet's anvil sits behind test/helpers/rpc-proxy.ts, which counts
+ * the calls; payments are the official x402 client's.
+ */
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { Facilitator } from "../src/facilitator.js";
+import { handleSettle } from "../src/protocol/respond.js";
+import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
+import { clientPayload, requirementsV2 } from "./helpers/x402.js";
+
+let devnet: Devnet;
+let proxy: RpcProxy;
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  proxy = await startRpcProxy(devnet.rpcUrl);
+}, 60_000);
+
+afterAll(async () => {
+  await proxy?.close();
+  await devnet?.stop();
+});
+
+const SETTLES = 400;
+const CONCURRENCY = 32;
+
+test("a busy lane reads its mined count at most once a second, and every payment lands", async () => {
+  const f = new Facilitator({
+    rpcUrls: [proxy.url],
+    useDefaultRpcs: false,
+    signer: privateKeyToAccount(devnet.facilitator.privateKey),
+  });
+  const requirements = requirementsV2(devnet);
+  const bodies = await Promise.all(
+    Array.from({ length: SETTLES }, async (_, i) => {
+      const payer = devnet.payers[i % devnet.payers.length];
+      if (!payer) throw new Error("no payers");
+      return { payload: await clientPayload(payer, requirements), requirements };
+    }),
+  );
+  // The mined count ("latest"); a pending count is the nonce's, or a gap check's on a slow run.
+  let reads = 0;
+  proxy.intercept = (method, params) => {
+    if (method === "eth_getTransactionCount" && (params as unknown[])[1] === "latest") reads++;
+    return undefined;
+  };
+  const started = Date.now();
+  let next = 0;
+  const answers: unknown[] = [];
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++];
+        answers.push((await handleSettle(f, { ...body, waitUntil: "confirmed" })).body);
+      }
+    }),
+  );
+  const seconds = (Date.now() - started) / 1000;
+  proxy.intercept = () => undefined;
+  expect(answers.filter((a) => (a as { success?: boolean }).success)).toHaveLength(SETTLES);
+  // One a second at most (the first at once), and one spare: a receipt slow to come reads it too.
+  expect(reads, `${reads} reads in ${seconds.toFixed(1)} s`).toBeLessThanOrEqual(
+    Math.ceil(seconds) + 2,
+  );
+}, 120_000);
