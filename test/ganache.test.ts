@@ -3,7 +3,8 @@
  * in this process on Node 20 (Hardhat 3's EDR, the other candidate, needs Node 22), mining a block
  * every second whether or not transactions wait. It is no local node to us (its client version is
  * "Ganache/v7.9.2/..."), so it is settled on as any remote node is. Payments are the official x402
- * client's; the facilitator's core settles them with ganache as its only RPC.
+ * client's; the facilitator's core settles them with ganache as its only RPC, and the CLI with
+ * `--rpc-url` at it.
  *
  * What differs from anvil, and what this holds:
  * - no eth_sendRawTransactionSync: receipts are polled; each payment lands once, answered once;
@@ -16,6 +17,10 @@
  *   event), a refused replacement is not swallowed, nothing is sent twice; the transactions behind
  *   the hole wait in ganache's own pool, which mines them once the hole is filled.
  */
+
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { type Address, type Hex, parseTransaction } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -25,6 +30,7 @@ import { handleSettle } from "../src/protocol/respond.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
 import { type GanacheDevnet, startGanacheDevnet } from "./helpers/ganache.js";
 import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
+import { runCli } from "./helpers/run-cli.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 let devnet: GanacheDevnet;
@@ -34,7 +40,9 @@ beforeAll(async () => {
   devnet = await startGanacheDevnet();
 }, 60_000);
 
+let dir: string | undefined;
 afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
   await Promise.all(proxies.map((p) => p.close()));
   await devnet?.stop();
 });
@@ -108,6 +116,35 @@ describe("payments on ganache 7.9", () => {
     // Ganache has no eth_sendRawTransactionSync: asked once, then the plain method only.
     expect(proxy.counts.get("eth_sendRawTransactionSync") ?? 0).toBeLessThanOrEqual(1);
     expect(proxy.counts.get("eth_sendRawTransaction")).toBe(3);
+  }, 60_000);
+
+  test("the CLI with --rpc-url at ganache: settle exits 0 with the hash, the same payment again exits 1 nonce_already_used", async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "facilitator-ganache-"));
+    const keyFile = path.join(dir, "key");
+    const key = generatePrivateKey();
+    await devnet.rpc("evm_setAccountBalance", [
+      privateKeyToAccount(key).address,
+      `0x${(10n ** 20n).toString(16)}`,
+    ]);
+    await writeFile(keyFile, `${key}\n`, { mode: 0o600 });
+    const request = path.join(dir, "request.json");
+    await writeFile(request, JSON.stringify(await payment()));
+    const env = {
+      FACILITATOR_PRIVATE_KEY_FILE: keyFile,
+      FACILITATOR_JOURNAL: path.join(dir, "journal.jsonl"),
+      FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
+    };
+    const args = ["settle", request, "--rpc-url", devnet.rpcUrl, "-q"];
+    const first = await runCli(args, env);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    const hash = (JSON.parse(first.stdout) as { transactionHash: Hex }).transactionHash;
+    expect((await chainOf(devnet).getTransactionReceipt({ hash })).status).toBe("success");
+    const again = await runCli(args, env);
+    expect(again.code, again.stdout).toBe(1);
+    expect(JSON.parse(again.stdout)).toMatchObject({ error: "nonce_already_used" });
+    // doctor finds the RPC, the key's gas and the tokens on ganache as on anvil.
+    const doctor = await runCli(["doctor", "--rpc-url", devnet.rpcUrl], env);
+    expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
   }, 60_000);
 
   test("a nonce the key used elsewhere (ganache: 'the tx doesn't have the correct nonce') is taken as used: the payment settles at the next one", async () => {
