@@ -4,8 +4,8 @@
  * mode, which answers for that nonce as such a node does (the hash, found pending, counted in the
  * pending count) and keeps it and every replacement of it from anvil; the proxy also answers
  * web3_clientVersion as geth, so none of the local-node rules apply. Payments are the official x402
- * client's. No second node implementation is installed here (ganache, Hardhat's EDR): the proxy
- * is what stands in for one.
+ * client's. The same scenarios run on a second node implementation, ganache 7.9, in
+ * test/ganache.test.ts.
  *
  * What must hold: the transaction is replaced with raised fees within a bounded time; when that
  * does not get it mined, the key is blocked (said in /health and in one log line naming key,

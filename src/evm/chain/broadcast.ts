@@ -19,10 +19,20 @@ import { isRevert } from "./revert.js";
  */
 export type Refusal = "known" | "nonce" | "fee" | "nonce-ahead" | "tip" | "pool" | "rate" | "other";
 
+/**
+ * The node has a transaction of ours mined (or being mined) at this nonce: geth and anvil say
+ * "nonce too low"; ganache 7.9 "the tx doesn't have the correct nonce. account has nonce of: N tx
+ * has nonce of: M", or, for a replacement of one it is mining, "transaction can't be replaced,
+ * mining has already started".
+ */
+export const NONCE_USED =
+  /nonce too low|doesn't have the correct nonce|can't be replaced, mining has already started/i;
+
 const REFUSALS: readonly (readonly [Refusal, RegExp])[] = [
   ["known", /already known|known transaction|already imported/i],
   ["fee", /(max fee per gas|fee cap) less than block base fee|lower than the block base fee/i],
-  ["nonce", /nonce too low|nonce.*(already|used)|replacement transaction underpriced/i],
+  ["nonce", NONCE_USED],
+  ["nonce", /nonce.*(already|used)|replacement transaction underpriced/i],
   ["nonce-ahead", /nonce too high|nonce gap|future nonce/i],
   [
     "tip",

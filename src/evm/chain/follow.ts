@@ -12,7 +12,7 @@ import {
 import { reportReceipt } from "../../core/metrics.js";
 import { isUnreachable } from "../../core/rpc.js";
 import type { ChainAccess } from "./access.js";
-import { refusal } from "./broadcast.js";
+import { NONCE_USED, refusal } from "./broadcast.js";
 import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
@@ -278,7 +278,7 @@ async function replace(
     if (isUnreachable(error)) return {};
     const why = refusal(error);
     // "Nonce too low": mined meanwhile, the next poll tells; "known": it has it.
-    if (why === "known" || /nonce too low/i.test(fullText(error))) return {};
+    if (why === "known" || NONCE_USED.test(fullText(error))) return {};
     return { refused: nodeSaid(error) };
   }
   ctx.metrics?.transactionReplaced(ctx.chainId, lane.address);

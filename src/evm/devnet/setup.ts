@@ -312,6 +312,11 @@ export function batchedCall(calls: readonly SetupCall[]): SetupCall {
 export interface PrepareDevnetOptions {
   /** How the node mines, if known (startDevnet passes it); see sendFromFunder. */
   mining?: "auto" | "manual";
+  /**
+   * Places runtime code at an address: anvil_setCode by default. A node without it passes its
+   * own (ganache: evm_setAccountCode).
+   */
+  setCode?: (address: Address, bytecode: Hex) => Promise<unknown>;
 }
 
 /**
@@ -319,7 +324,7 @@ export interface PrepareDevnetOptions {
  * x402 exact and upto Permit2 proxies, the x402 batch-settlement contract and its deposit
  * collectors, TestPermitToken, TestPlainToken, TestSmartWalletFactory)
  * and mints 1,000,000 of each token to each payer. Payers do not approve Permit2. The node must
- * be anvil (it uses anvil_setCode) with the default dev accounts.
+ * hold the default dev accounts, and be anvil (anvil_setCode) unless `options.setCode` is given.
  */
 export async function prepareDevnet(
   rpcUrl: string,
@@ -345,9 +350,10 @@ export async function prepareDevnet(
     [PLAIN_TOKEN_ADDRESS, testPlainTokenRuntimeBytecode],
     [WALLET_FACTORY_ADDRESS, testSmartWalletFactoryRuntimeBytecode],
   ];
-  await Promise.all(
-    code.map(([address, bytecode]) => clients.testClient.setCode({ address, bytecode })),
-  );
+  const setCode =
+    options.setCode ??
+    ((address: Address, bytecode: Hex) => clients.testClient.setCode({ address, bytecode }));
+  await Promise.all(code.map(([address, bytecode]) => setCode(address, bytecode)));
   // Every mint in one transaction, through Multicall3 (mint is open to anyone).
   const mints = [tokenAddress, PERMIT_TOKEN_ADDRESS, PLAIN_TOKEN_ADDRESS].flatMap((token) =>
     payerAccounts.map((payer) => mintCall(token, payer.address, PAYER_USDC_BALANCE)),
