@@ -19,6 +19,7 @@ import { isStdin, type PipedFailure, pipedFailure, readSource } from "./input.js
 import { onInterrupt, signalExitCode } from "./interrupt.js";
 import { humanOutput, printJson, startSpinner, summarize, warn } from "./output.js";
 import { PoolGate, requestChain, settleBesidePool, takeSettleTurn } from "./settle-turn.js";
+import { warmCurve } from "./warm-curve.js";
 import { WatchedJournal } from "./watched-journal.js";
 
 export interface PaymentFlags extends ConfigFlags {
@@ -164,6 +165,8 @@ export async function runPayment(
 ): Promise<number> {
   const out = humanOutput(flags.quiet);
   const config = loadConfig(flags);
+  // Its key's address and its signature need the curve's table: built before the input comes.
+  if (op === "settle") warmCurve();
   const input = await readBody(file, flags.requirements);
   if (!input.ok && input.piped) {
     // The command before the pipe failed and has said why: pass its answer on, say so in a line.

@@ -27,6 +27,7 @@ import { readPrivateKey } from "../config-keys.js";
 import { UsageError } from "../errors.js";
 import { readSource } from "../input.js";
 import { humanOutput, note, printJson, warn } from "../output.js";
+import { warmCurve } from "../warm-curve.js";
 import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
 import { batchExtra, signBatchPayment } from "./pay-batch.js";
 import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
@@ -164,6 +165,9 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   };
   guessed?.code.catch(() => undefined);
   guessed?.domain.catch(() => undefined);
+  // The payer signs: the curve's table is built while the chain answers, once the reads are out
+  // (batches go at setImmediate, their bytes once the socket connects, in the poll phase after).
+  setImmediate(() => setImmediate(warmCurve));
   const target = await targetOf(named, rpc, scheme === BATCH ? BATCH : undefined);
   if (target.kind === "svm") {
     if (scheme === BATCH) throw new UsageError("batch-settlement is served on EVM chains only");
