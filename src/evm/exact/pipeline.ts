@@ -27,11 +27,12 @@ import { credited } from "../chain/builder-code.js";
 import { estimateFees } from "../chain/fees.js";
 import { hasGasEstimate } from "../chain/gas.js";
 import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
-import { type CallOutcome, type ContractCall, sentData } from "../chain/outcome.js";
+import type { CallOutcome, ContractCall } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
 import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import type { EvmContext, PaymentMethod } from "../context.js";
+import { estimateEarly, sameCall } from "./early-estimate.js";
 import { judgeLanded, track } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 
@@ -301,29 +302,6 @@ function paymentSteps<P>(
     },
   };
 }
-
-/**
- * The gas of the call the payload names, estimated from the one settlement key (the account
- * prepareCall would pick), beside verify's reads: its answer is used only if verify passes and
- * names the same call, and handled there as an estimate made after it.
- */
-function estimateEarly<P>(
-  method: ExactMethod<P>,
-  ctx: EvmContext,
-  payment: P,
-  request: PaymentRequest,
-): { call: ContractCall; gas: Promise<bigint> } | undefined {
-  const [lane, ...others] = ctx.signers.lanes;
-  const plain = method.plainCall?.(ctx, payment);
-  if (!lane || others.length > 0 || !plain) return undefined;
-  const call = credited(ctx.builderCode, plain, request);
-  const gas = ctx.client.estimateGas({ account: lane.address, to: call.to, data: sentData(call) });
-  gas.catch(() => undefined);
-  return { call, gas };
-}
-
-const sameCall = (a: ContractCall, b: ContractCall) =>
-  a.to.toLowerCase() === b.to.toLowerCase() && a.data === b.data && a.suffix === b.suffix;
 
 /** upto: a success says how much moved. */
 function withAmount<P>(checked: Verified<P>, result: SettleResult): SettleResult;
