@@ -191,7 +191,10 @@ describe("a provider that answers one request in five HTTP 429", () => {
     const tally = await settleAll(facilitatorVia([provider.url]), requests);
     expect(byCode(tally.failures), summary(tally)).toEqual({});
     await expectLanded(tally, before, count);
-    expect(provider.refused.rateLimited).toBeGreaterThan(10);
+    // The settles share one client from their first read (rpc.ts: the chain is learned beside
+    // it), so they keep reading in step, in a few large batches: of 100 at concurrency 16, 19
+    // HTTP requests in one run where there were 147-184 before, 3 of them 429s (29-36 before).
+    expect(provider.refused.rateLimited).toBeGreaterThan(0);
   }, 240_000);
 
   test("with an empty body and no Retry-After, too", async () => {

@@ -50,6 +50,13 @@ async function payment(index: number) {
 const chainOf = (recorded: Recorded) =>
   recorded.chain.map((request) => [...new Set(request.methods)].join("+")).join(" › ");
 
+/** The synchronous send (one request of the last round trip; others may go beside it). */
+function sendOf(recorded: Recorded) {
+  const send = recorded.requests.find((r) => r.methods.includes("eth_sendRawTransactionSync"));
+  if (!send) throw new Error(`no send: ${chainOf(recorded)}`);
+  return send;
+}
+
 /** Settles one payment (confirmed) while recording what the proxy was asked. */
 async function recordSettle(facilitator: Facilitator, index: number) {
   const request = await payment(index);
@@ -89,13 +96,25 @@ describe("a confirmed settle's sequential round trips", () => {
     expect(recorded.chain[1]?.methods).toEqual(["eth_sendRawTransactionSync"]);
   }, 60_000);
 
-  test("a fresh facilitator with nothing learned: at most 3 besides learning the RPC's chain", async () => {
+  test("a fresh facilitator with nothing learned: the RPC's chain, the nonce and the estimate beside the checks, then the send (2)", async () => {
     // No reused gas estimate (the settle estimates, which is its simulation) and no known nonce.
     forgetGasEstimates();
     const recorded = await recordSettle(facilitator(), 2);
-    expect(recorded.chain[0]?.methods, chainOf(recorded)).toEqual(["eth_chainId"]);
-    // The checks with the fees; the estimate with the key's pending count; the send.
-    expect(recorded.rounds - 1, chainOf(recorded)).toBeLessThanOrEqual(3);
+    // Before: the RPC's chain; the checks with the fees; the estimate with the nonce; the send (4).
+    expect(recorded.rounds, chainOf(recorded)).toBe(2);
+    const send = sendOf(recorded);
+    const first = recorded.requests
+      .filter((request) => request.end <= send.start)
+      .flatMap((request) => request.methods);
+    expect(first).toEqual(
+      expect.arrayContaining([
+        "eth_chainId",
+        "eth_getCode",
+        "eth_estimateGas",
+        "eth_getTransactionCount",
+        "eth_getBlockByNumber",
+      ]),
+    );
   }, 60_000);
 });
 
@@ -106,13 +125,17 @@ describe("the CLI at a distance", () => {
     FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
   });
 
-  test("pay reads the token's domain with the devnet check: 2 round trips; settle - takes 5", async () => {
+  test("pay and settle - each take what they read together, then (settle) the send: 1 and 2 round trips", async () => {
     let recorder = proxy.record();
     const paid = await runCli(["pay", "--payer", "3"], env());
     let recorded = recorder.stop();
     expect(paid.code, paid.stderr).toBe(0);
-    // The RPC's chain, then the devnet's token code with its name() and version().
-    expect(recorded.rounds, chainOf(recorded)).toBe(2);
+    // The RPC's chain beside the devnet's token code with its name() and version(). Before: the
+    // chain first, then the rest (2).
+    expect(recorded.rounds, chainOf(recorded)).toBe(1);
+    expect(recorded.requests.flatMap((request) => request.methods)).toEqual(
+      expect.arrayContaining(["eth_chainId", "eth_getCode", "eth_call"]),
+    );
 
     const file = path.join(dir, "payment.json");
     await writeFile(file, paid.stdout);
@@ -121,8 +144,16 @@ describe("the CLI at a distance", () => {
     recorded = recorder.stop();
     expect(settled.code, settled.stderr).toBe(0);
     expect(JSON.parse(settled.stdout)).toMatchObject({ success: true });
-    // The RPC's chain; the key's transactions from other processes (settle-turn.ts); the checks
-    // with the fees; the gas estimate with the key's nonce; the send. Before: 8.
-    expect(recorded.rounds, chainOf(recorded)).toBeLessThanOrEqual(5);
+    // The RPC's chain, the key's transactions from other processes (settle-turn.ts), the checks
+    // with the fees, the gas estimate and the key's nonce, all together; then the send. Before:
+    // those were 4 round trips one after another, then the send (5).
+    expect(recorded.rounds, chainOf(recorded)).toBe(2);
+    const send = sendOf(recorded);
+    const first = recorded.requests
+      .filter((request) => request.end <= send.start)
+      .flatMap((request) => request.methods);
+    expect(first).toEqual(
+      expect.arrayContaining(["eth_chainId", "eth_getTransactionCount", "eth_estimateGas"]),
+    );
   }, 60_000);
 });

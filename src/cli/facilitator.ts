@@ -27,8 +27,8 @@ type FacilitatorFromOptions = {
   offerReceiverAuthorizer?: boolean;
   /** Told at once when another process's lease on a key is waited out (default: a line on stderr). */
   onSignerWait?: (wait: SignerWait, store: string) => void;
-  /** serve's door to new broadcasts, shut when its stop's time is up. */
-  door?: SendingDoor;
+  /** serve's door to new broadcasts, shut when its stop's time is up; settle's pool gate. */
+  door?: Pick<SendingDoor, "guard">;
 };
 
 /**

@@ -18,7 +18,8 @@ import { facilitatorFrom } from "./facilitator.js";
 import { isStdin, type PipedFailure, pipedFailure, readSource } from "./input.js";
 import { onInterrupt, signalExitCode } from "./interrupt.js";
 import { humanOutput, printJson, startSpinner, summarize, warn } from "./output.js";
-import { earlierTransactions, requestChain, takeSettleTurn } from "./settle-turn.js";
+import { PoolGate, requestChain, settleBesidePool, takeSettleTurn } from "./settle-turn.js";
+import { warmCurve } from "./warm-curve.js";
 import { WatchedJournal } from "./watched-journal.js";
 
 export interface PaymentFlags extends ConfigFlags {
@@ -120,19 +121,29 @@ function interruptedFailure(
   return [failure("interrupted", `interrupted before an answer${what ? `: ${what}` : ""}`)];
 }
 
-/** Settles once the key's transactions from other processes are mined (see settle-turn.ts). */
-async function settleAfterEarlier(
+/**
+ * Settles once the key's transactions from other processes are mined (see settle-turn.ts): the
+ * pool is read beside the settle's checks, and nothing is sent before it answered clear.
+ */
+function settleAfterEarlier(
   facilitator: Facilitator,
   body: unknown,
   config: CliConfig,
   flags: PaymentFlags,
+  gate: PoolGate,
 ): Promise<Reply> {
-  const blocked = await earlierTransactions(facilitator, body, config.confirmTimeoutMs);
-  if (blocked) return renderFailure("settle", body, blocked);
-  return handleSettle(facilitator, withAmount(body, flags.amount), {
-    waitUntil: flags.waitUntil,
-    caller: OPERATOR,
-  });
+  return settleBesidePool(
+    facilitator,
+    body,
+    config.confirmTimeoutMs,
+    gate,
+    () =>
+      handleSettle(facilitator, withAmount(body, flags.amount), {
+        waitUntil: flags.waitUntil,
+        caller: OPERATOR,
+      }),
+    (blocked) => renderFailure("settle", body, blocked),
+  );
 }
 
 /** How far a settle waits: the flag, else the body's own `waitUntil`, else confirmed. */
@@ -154,6 +165,8 @@ export async function runPayment(
 ): Promise<number> {
   const out = humanOutput(flags.quiet);
   const config = loadConfig(flags);
+  // Its key's address and its signature need the curve's table: built before the input comes.
+  if (op === "settle") warmCurve();
   const input = await readBody(file, flags.requirements);
   if (!input.ok && input.piped) {
     // The command before the pipe failed and has said why: pass its answer on, say so in a line.
@@ -199,9 +212,11 @@ async function answerPayment(
   flags: PaymentFlags,
 ): Promise<number> {
   const out = humanOutput(flags.quiet);
+  const gate = new PoolGate();
   const facilitator = await facilitatorFrom(config, op === "settle", {
     // --quiet: nothing on stderr, not even whose key lease it waits out.
     ...(flags.quiet ? { onSignerWait: () => undefined } : {}),
+    door: gate,
   });
   if (!flags.quiet) await warnIfFromAnotherDevnet(file, facilitator);
   const waitUntil = waitUntilOf(body, flags);
@@ -228,7 +243,7 @@ async function answerPayment(
     const answer =
       op === "verify"
         ? handleVerify(facilitator, body, { caller: OPERATOR })
-        : settleAfterEarlier(facilitator, body, config, flags);
+        : settleAfterEarlier(facilitator, body, config, flags, gate);
     const outcome = await Promise.race([answer, interrupt.signal]);
     if (typeof outcome === "string") {
       const [f, hash] = interruptedFailure(op, facilitator);

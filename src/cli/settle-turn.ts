@@ -5,9 +5,11 @@
  * pays its payment (another journal, which it cannot read, recorded it): the authorization still
  * looks unused on chain, and a second transaction for it would be sent, answered, and revert.
  */
+import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import type { SettlementStore } from "../core/store.js";
 import type { Facilitator } from "../facilitator.js";
-import { type Failure, failure } from "../protocol/errors.js";
+import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../protocol/networks.js";
 import type { CliConfig } from "./config.js";
 import { onInterrupt } from "./interrupt.js";
@@ -74,6 +76,47 @@ export async function takeSettleTurn(
 
 const POLL_MS = 250;
 
+/** Our own journal's transactions on `chainId`, `signer:nonce`: the settle itself follows them. */
+function oursOn(facilitator: Facilitator, chainId: number): Set<string> {
+  const ours = new Set<string>();
+  for (const entry of facilitator.journal.unsettled()) {
+    if (entry.chainId === chainId) ours.add(`${entry.signer.toLowerCase()}:${entry.txNonce}`);
+  }
+  return ours;
+}
+
+interface PoolRead {
+  readonly address: `0x${string}`;
+  readonly mined: number;
+  readonly sent: number;
+  /** Transactions of the key in the pool that the journal did not record. */
+  readonly unknown: number;
+}
+
+/** One read of every key's mined and pending counts, in one round trip; undefined if unreadable. */
+async function readPool(
+  client: PublicClient,
+  addresses: readonly `0x${string}`[],
+  ours: ReadonlySet<string>,
+): Promise<PoolRead[] | undefined> {
+  const counts = await Promise.all(
+    addresses.map((address) =>
+      Promise.all([
+        client.getTransactionCount({ address, blockTag: "latest" }),
+        client.getTransactionCount({ address, blockTag: "pending" }),
+      ]),
+    ),
+  ).catch(() => undefined);
+  return counts?.map(([mined, sent], i) => {
+    const address = addresses[i] as `0x${string}`;
+    let unknown = 0;
+    for (let nonce = mined; nonce < sent; nonce++) {
+      if (!ours.has(`${address.toLowerCase()}:${nonce}`)) unknown++;
+    }
+    return { address, mined, sent, unknown };
+  });
+}
+
 /**
  * Waits (up to `timeoutMs`) until no key of `facilitator` has a transaction in the pool of the
  * request's chain that its journal did not record. Still there after that: a failure (nothing was
@@ -89,33 +132,87 @@ export async function earlierTransactions(
   const client = await facilitator.rpc.client(chain.chainId, chain.network).catch(() => undefined);
   if (!client) return undefined;
   // Our own journal's transactions are followed by the settle itself (a retry reconciles them).
-  const ours = new Set<string>();
-  for (const entry of facilitator.journal.unsettled()) {
-    if (entry.chainId === chain.chainId) ours.add(`${entry.signer.toLowerCase()}:${entry.txNonce}`);
-  }
+  const ours = oursOn(facilitator, chain.chainId);
   const deadline = Date.now() + timeoutMs;
-  for (const address of facilitator.signers.addresses) {
-    for (;;) {
-      const counts = await Promise.all([
-        client.getTransactionCount({ address, blockTag: "latest" }),
-        client.getTransactionCount({ address, blockTag: "pending" }),
-      ]).catch(() => undefined);
-      if (!counts) return undefined;
-      const [mined, sent] = counts;
-      let unknown = 0;
-      for (let nonce = mined; nonce < sent; nonce++) {
-        if (!ours.has(`${address.toLowerCase()}:${nonce}`)) unknown++;
-      }
-      if (unknown === 0) break;
-      if (Date.now() >= deadline) {
-        return failure(
-          "settlement_failed",
-          `the settlement key ${address} has ${unknown} transaction${unknown === 1 ? "" : "s"} waiting in the pool of ${caip2(chain.chainId)} (nonces ${mined} to ${sent - 1}) that this journal did not record, still unmined after ${Math.round(timeoutMs / 1000)} s (--confirm-timeout): one may already pay this payment, so nothing was sent; settle again once they are mined`,
-          { status: 503 },
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  for (;;) {
+    const pool = await readPool(client, facilitator.signers.addresses, ours);
+    const waiting = pool?.find((key) => key.unknown > 0);
+    if (!waiting) return undefined;
+    if (Date.now() >= deadline) {
+      const { address, unknown, mined, sent } = waiting;
+      return failure(
+        "settlement_failed",
+        `the settlement key ${address} has ${unknown} transaction${unknown === 1 ? "" : "s"} waiting in the pool of ${caip2(chain.chainId)} (nonces ${mined} to ${sent - 1}) that this journal did not record, still unmined after ${Math.round(timeoutMs / 1000)} s (--confirm-timeout): one may already pay this payment, so nothing was sent; settle again once they are mined`,
+        { status: 503 },
+      );
     }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
-  return undefined;
+}
+
+/**
+ * Holds a settle's broadcasts until the pool is read (the journal's record of a transaction comes
+ * before its broadcast, so a held record holds the broadcast): the pool is then read beside the
+ * settle's own reads, not one round trip before them.
+ */
+export class PoolGate {
+  #clear: Promise<void> = Promise.resolve();
+
+  hold(clear: Promise<void>): void {
+    clear.catch(() => undefined);
+    this.#clear = clear;
+  }
+
+  guard<S extends SettlementStore>(store: S): S {
+    const gate = this;
+    return new Proxy(store, {
+      get(target, name) {
+        if (name === "recordSend") {
+          const record: SettlementStore["recordSend"] = target.recordSend.bind(target);
+          return (...args: Parameters<SettlementStore["recordSend"]>) =>
+            gate.#clear.then(() => record(...args));
+        }
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  }
+}
+
+/**
+ * The pool read once beside the settle `settle` makes: when no key has a transaction there that
+ * the journal did not record (or the chain cannot be read: the settle reports that), the
+ * settle's answer; otherwise nothing was sent (`gate` held it), and once they are mined (or the
+ * time is up) the payment is settled afresh, as earlierTransactions() would have had it wait.
+ */
+export async function settleBesidePool<T>(
+  facilitator: Facilitator,
+  body: unknown,
+  timeoutMs: number,
+  gate: PoolGate,
+  settle: () => Promise<T>,
+  refused: (failure: Failure) => T,
+): Promise<T> {
+  const chain = requestChain(body);
+  const ours = chain ? oursOn(facilitator, chain.chainId) : new Set<string>();
+  // Our own unfinished transactions on the chain: the settle follows them, after the pool's read.
+  if (!chain || facilitator.signers.size === 0 || ours.size > 0) {
+    const blocked = await earlierTransactions(facilitator, body, timeoutMs);
+    return blocked ? refused(blocked) : settle();
+  }
+  const pool = facilitator.rpc
+    .client(chain.chainId, chain.network)
+    .then((client) => readPool(client, facilitator.signers.addresses, ours))
+    .catch(() => undefined);
+  const busy = pool.then((keys) => keys?.some((key) => key.unknown > 0) === true);
+  gate.hold(
+    busy.then((yes) => {
+      if (yes) throw FacilitatorError.of("settlement_failed", "earlier transactions in the pool");
+    }),
+  );
+  const answer = await settle();
+  if (!(await busy)) return answer;
+  gate.hold(Promise.resolve());
+  const blocked = await earlierTransactions(facilitator, body, timeoutMs);
+  return blocked ? refused(blocked) : settle();
 }

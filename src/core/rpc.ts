@@ -19,6 +19,7 @@ import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-ne
 import { jsonRpcTransport } from "./json-rpc.js";
 import type { MetricsSink } from "./metrics.js";
 import { limitsMet, restingSkipped } from "./provider-limits.js";
+import { answeredOnceConfirmed } from "./rpc-confirmed.js";
 import { isUnreachable, redactUrl, rpcErrorKind, unreachableReason } from "./rpc-errors.js";
 
 export {
@@ -79,6 +80,8 @@ export class RpcRegistry {
   /** Configured URLs that could not be reached to learn their chain, with why. */
   #unresolved = new Map<string, string>();
   readonly #clients = new Map<number, { client: PublicClient; via: string }>();
+  /** Chains asked for before their URL's chain was learned: that answer, checked (confirmed()). */
+  readonly #confirming = new Map<number, Promise<void>>();
   #resolving: Promise<void> | undefined;
 
   constructor(options: RpcOptions = {}) {
@@ -97,19 +100,74 @@ export class RpcRegistry {
   async client(chainId: number, network: string = caip2(chainId)): Promise<PublicClient> {
     const cached = this.#clients.get(chainId);
     if (cached) return cached.client;
+    const lone = this.#loneUnlearned();
+    if (lone !== undefined) return this.#askingAlongside(chainId, network, lone);
     await this.#resolve();
-    // In the order configured: the first is asked first, the next when it fails.
-    let urls = this.#urls.filter((url) => this.#resolved.get(url) === chainId);
-    if (urls.length === 0) {
-      // One of the unreachable URLs may be the one for this chain: say so rather than guess.
-      if (this.#unresolved.size > 0) throw this.#unreachable(network);
-      const publicUrl = this.#publicRpcs ? knownNetwork(chainId)?.defaultRpcUrl : undefined;
-      if (!publicUrl) throw this.#notServed(chainId, network);
-      urls = [publicUrl];
-    }
+    const urls = this.#urlsFor(chainId, network);
     const client = createPublicClient({ transport: this.#transport(urls) });
     this.#clients.set(chainId, { client, via: urls.map(redactUrl).join(", ") });
     return client;
+  }
+
+  /**
+   * A client of the one configured URL while its chain is not learned, for reads whose answers
+   * the caller uses only once it knows that chain (a cold `pay` reads the devnet's token beside
+   * the `eth_chainId` that says which chain it is). Undefined otherwise.
+   */
+  unlearnedClient(): PublicClient | undefined {
+    const url = this.#loneUnlearned();
+    if (url === undefined) return undefined;
+    return createPublicClient({ transport: this.#transport([url]) });
+  }
+
+  /** The URLs that serve a chain, or client()'s error when none does. */
+  #urlsFor(chainId: number, network: string): string[] {
+    // In the order configured: the first is asked first, the next when it fails.
+    const urls = this.#urls.filter((url) => this.#resolved.get(url) === chainId);
+    if (urls.length > 0) return urls;
+    // One of the unreachable URLs may be the one for this chain: say so rather than guess.
+    if (this.#unresolved.size > 0) throw this.#unreachable(network);
+    const publicUrl = this.#publicRpcs ? knownNetwork(chainId)?.defaultRpcUrl : undefined;
+    if (!publicUrl) throw this.#notServed(chainId, network);
+    return [publicUrl];
+  }
+
+  /** The one configured URL while its chain is not learned, when nothing else could serve one. */
+  #loneUnlearned(): string | undefined {
+    const [url] = this.#urls;
+    if (this.#urls.length !== 1 || url === undefined || this.#publicRpcs) return undefined;
+    return this.#resolved.has(url) || this.#solana.has(url) ? undefined : url;
+  }
+
+  /**
+   * The lone configured URL's client for a chain before its chain is learned (a cold command):
+   * its first requests go out beside the `eth_chainId` that learns it, a round trip saved at a
+   * distance. No answer is handed over, and nothing but a read is sent, before that chain id is
+   * this chain; otherwise every request throws what client() would have (confirmed() too).
+   */
+  #askingAlongside(chainId: number, network: string, url: string): PublicClient {
+    const confirmed = this.#resolve().then(() => {
+      if (this.#resolved.get(url) === chainId) return;
+      this.#clients.delete(chainId);
+      this.#urlsFor(chainId, network);
+      throw this.#notServed(chainId, network);
+    });
+    confirmed.catch(() => undefined);
+    this.#confirming.set(chainId, confirmed);
+    const client = createPublicClient({
+      transport: answeredOnceConfirmed(this.#transport([url]), confirmed),
+    });
+    this.#clients.set(chainId, { client, via: redactUrl(url) });
+    return client;
+  }
+
+  /**
+   * Settles once the chain's client is known to serve it; rejects with client()'s error when it
+   * was asked before its URL's chain was learned and that chain is another (or unknown). Whoever
+   * answers from such a client's reads checks this before answering.
+   */
+  confirmed(chainId: number): Promise<void> {
+    return this.#confirming.get(chainId) ?? Promise.resolve();
   }
 
   /**

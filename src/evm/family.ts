@@ -203,8 +203,21 @@ export class EvmFamily implements ChainFamily {
     } catch (error) {
       result = { ok: false, failure: failureOfThrown(error, "verify") };
     }
+    const elsewhere = await this.#servedElsewhere(routed.ctx.chainId, "verify");
+    if (elsewhere) return elsewhere;
     if (!result.ok && result.failure.code === "chain_unavailable") this.chainTrouble(request);
     return namingEndpoint(result, request.requirements.network, this.#rpc.via(routed.ctx.chainId));
+  }
+
+  /**
+   * The RPC was asked before its chain was learned (rpc.ts) and serves another, or could not say:
+   * what was read there is no answer, and the RPC's error is (nothing was sent there).
+   */
+  async #servedElsewhere(chainId: number, op: "verify" | "settle") {
+    return this.#rpc.confirmed(chainId).then(
+      () => undefined,
+      (error: unknown) => ({ ok: false as const, failure: failureOfThrown(error, op) }),
+    );
   }
 
   /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
@@ -222,6 +235,8 @@ export class EvmFamily implements ChainFamily {
     } catch (error) {
       result = { ok: false, failure: failureOfThrown(error, "settle") };
     }
+    const elsewhere = await this.#servedElsewhere(routed.ctx.chainId, "settle");
+    if (elsewhere) return elsewhere;
     return namingEndpoint(result, request.requirements.network, this.#rpc.via(routed.ctx.chainId));
   }
 

@@ -15,8 +15,8 @@ import {
   type TransferMethod,
 } from "../../evm/client/sign-payment.js";
 import { type DevAccount, payeeAccount, payerAccounts } from "../../evm/devnet/accounts.js";
-import { isDevnetChain } from "../../evm/devnet/detect.js";
-import { PERMIT2_ADDRESS, usdcAddressFor } from "../../evm/devnet/setup.js";
+import { isDevnetChain, isTestUsdcCode } from "../../evm/devnet/detect.js";
+import { DEFAULT_USDC_ADDRESS, PERMIT2_ADDRESS, usdcAddressFor } from "../../evm/devnet/setup.js";
 import type { TokenUnits } from "../../protocol/amounts.js";
 import { FacilitatorError } from "../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../protocol/networks.js";
@@ -27,6 +27,7 @@ import { readPrivateKey } from "../config-keys.js";
 import { UsageError } from "../errors.js";
 import { readSource } from "../input.js";
 import { humanOutput, note, printJson, warn } from "../output.js";
+import { warmCurve } from "../warm-curve.js";
 import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
 import { batchExtra, signBatchPayment } from "./pay-batch.js";
 import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
@@ -149,11 +150,25 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   if (scheme === BATCH && (flags.v1 || fromFile?.x402Version === 1)) {
     throw new UsageError("batch-settlement is x402 v2 only");
   }
-  const target = await targetOf(
-    flags.network ?? fromFile?.requirements.network,
-    rpc,
-    scheme === BATCH ? BATCH : undefined,
-  );
+  const named = flags.network ?? fromFile?.requirements.network;
+  // Its chain not named, a cold pay against one RPC reads the devnet's token (its code, name and
+  // version) beside the eth_chainId that learns the chain: used if that chain's devnet has it there.
+  const unlearned = named === undefined ? rpc.unlearnedClient() : undefined;
+  const guessed = unlearned && {
+    code: unlearned.getCode({ address: DEFAULT_USDC_ADDRESS }),
+    asset: flags.asset ?? DEFAULT_USDC_ADDRESS,
+    domain: tokenDomain(
+      { ...(fromFile?.requirements.extra ?? {}) },
+      flags.asset && isAddress(flags.asset, { strict: false }) ? flags.asset : DEFAULT_USDC_ADDRESS,
+      async () => unlearned,
+    ),
+  };
+  guessed?.code.catch(() => undefined);
+  guessed?.domain.catch(() => undefined);
+  // The payer signs: the curve's table is built while the chain answers, once the reads are out
+  // (batches go at setImmediate, their bytes once the socket connects, in the poll phase after).
+  setImmediate(() => setImmediate(warmCurve));
+  const target = await targetOf(named, rpc, scheme === BATCH ? BATCH : undefined);
   if (target.kind === "svm") {
     if (scheme === BATCH) throw new UsageError("batch-settlement is served on EVM chains only");
     return buildSvmRequest(flags, rpc, target, fromFile);
@@ -178,14 +193,27 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   // The token's domain is read in the same round trip as the devnet check, from where the asset
   // will be (the flag's, the file's, else the devnet's), and used if it is there.
   const likelyAsset = flags.asset ?? fromFile?.requirements.asset ?? usdcAddressFor(chainId);
-  const early = isAddress(likelyAsset, { strict: false })
-    ? {
-        asset: likelyAsset,
-        domain: tokenDomain({ ...(fromFile?.requirements.extra ?? {}) }, likelyAsset, client),
-      }
-    : undefined;
+  const read = guessed && usdcAddressFor(chainId) === DEFAULT_USDC_ADDRESS ? guessed : undefined;
+  const early =
+    read && isAddress(read.asset, { strict: false })
+      ? { asset: read.asset, domain: read.domain }
+      : isAddress(likelyAsset, { strict: false })
+        ? {
+            asset: likelyAsset,
+            domain: tokenDomain({ ...(fromFile?.requirements.extra ?? {}) }, likelyAsset, client),
+          }
+        : undefined;
   early?.domain.catch(() => undefined);
-  const devnet = needsDevnet ? await isDevnetChain(await client(), chainId) : false;
+  const guessedCode = read?.code.then(
+    (code) => ({ code }),
+    () => undefined,
+  );
+  const readCode = needsDevnet ? await guessedCode : undefined;
+  const devnet = !needsDevnet
+    ? false
+    : readCode
+      ? isTestUsdcCode(readCode.code)
+      : await isDevnetChain(await client(), chainId);
   const missing = (flag: string) =>
     new UsageError(`${flag} is needed: the chain eip155:${chainId} is no devnet with defaults`);
 

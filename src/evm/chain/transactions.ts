@@ -75,7 +75,12 @@ const SEND_ATTEMPTS = 5;
 export async function prepareCall(
   ctx: SendingAccess,
   call: ContractCall,
-  gasEstimate: { readonly key?: string | undefined; readonly reuse: boolean },
+  gasEstimate: {
+    readonly key?: string | undefined;
+    readonly reuse: boolean;
+    /** This very call's estimate from the one key, asked earlier beside the caller's reads. */
+    readonly estimated?: Promise<bigint> | undefined;
+  },
   /** What the call does: it is never sent with more gas than its bound, nor if it needs more. */
   need: GasNeed,
   /**
@@ -131,7 +136,8 @@ export async function prepareCall(
     } else {
       // Without a limit, so a refusal can say what the call asked for: running it costs us nothing.
       const [estimate, estimated] = await Promise.all([
-        ctx.client.estimateGas({ account: lane.address, to: call.to, data, value }),
+        gasEstimate.estimated ??
+          ctx.client.estimateGas({ account: lane.address, to: call.to, data, value }),
         feesRead,
       ]);
       if (estimate > bound) return failed(overGasBound(ctx.chainId, need, bound, estimate));

@@ -8,6 +8,9 @@ import { testUsdcRuntimeBytecode } from "./artifacts.js";
 import { usdcAddressFor } from "./setup.js";
 
 export async function isDevnetChain(client: PublicClient, chainId: number): Promise<boolean> {
-  const code = await client.getCode({ address: usdcAddressFor(chainId) });
-  return code?.toLowerCase() === testUsdcRuntimeBytecode.toLowerCase();
+  return isTestUsdcCode(await client.getCode({ address: usdcAddressFor(chainId) }));
 }
+
+/** Whether `code`, read where the devnet puts its token, is the devnet's TestUSDC. */
+export const isTestUsdcCode = (code: string | undefined): boolean =>
+  code?.toLowerCase() === testUsdcRuntimeBytecode.toLowerCase();

@@ -270,6 +270,13 @@ export const eip3009Method: ExactMethod<Eip3009Payment> = {
     };
   },
 
+  /** transferWithAuthorization, unless the signature deploys a wallet first (ERC-6492). */
+  plainCall(_ctx, payment) {
+    if (isErc6492Signature(payment.signature)) return undefined;
+    const { authorization: auth, requirements, signature } = payment;
+    return { to: requirements.asset, data: transferCalldata(auth, signature) };
+  },
+
   verify,
 
   async sameAsJournal(ctx, payment, entry) {

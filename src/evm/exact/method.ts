@@ -57,6 +57,11 @@ export interface ExactMethod<P> {
   accepts(payload: Readonly<Record<string, unknown>>): boolean;
   parse(ctx: EvmContext, request: PaymentRequest): Step<P>;
   identify(ctx: EvmContext, payment: P): Identified;
+  /**
+   * The call a settle sends, when the payload alone names it (no read decides it): its gas can
+   * then be estimated beside the checks' reads. Verify's `call` must come out the same.
+   */
+  plainCall?(ctx: EvmContext, payment: P): ContractCall | undefined;
   /** Every check; `simulate` also runs the transfer against the latest block among the reads. */
   verify(
     ctx: EvmContext,

@@ -32,6 +32,7 @@ import { landPreludes } from "../chain/prelude.js";
 import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import type { EvmContext, PaymentMethod } from "../context.js";
+import { estimateEarly, sameCall } from "./early-estimate.js";
 import { judgeLanded, track } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 
@@ -244,6 +245,9 @@ function paymentSteps<P>(
       // The fees it will pay are read in the same round trip as the checks' reads, not after.
       const fees = estimateFees(ctx);
       fees.catch(() => undefined);
+      // So are the key's nonce, when it must be read, and a first estimate (its simulation).
+      for (const lane of ctx.signers.lanes) lane.readAhead(ctx.client, ctx.chainId);
+      const early = simulate ? undefined : estimateEarly(method, ctx, payment, request);
       const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
       if (!verified.ok) return refuse({ ok: false, failure: verified.failure });
       const checked = verified.value;
@@ -264,7 +268,8 @@ function paymentSteps<P>(
           ),
         });
       }
-      const gasEstimate = { key: checked.gasKey, reuse: simulate };
+      const estimated = early && sameCall(early.call, checked.call) ? early.gas : undefined;
+      const gasEstimate = { key: checked.gasKey, reuse: simulate, estimated };
       const call = await prepareCall(ctx, creditedCall(checked), gasEstimate, checked.gas, {
         signer: checked.signer,
         fees,
