@@ -108,6 +108,9 @@ export async function broadcast(
   const { error } = result;
   // The node took it but gave up waiting for a block (EIP-7966 code 4, anvil says "timeout").
   if (!isUnreachable(error) && /time(d)?\s?out/i.test(fullText(error))) return undefined;
+  // Our wait for the answer ran out or the connection broke, but the node holds it (a node slow
+  // under load): it was sent, so it is followed like any other, not answered as lost.
+  if (isUnreachable(error) && (await isKnown(ctx, hash))) return undefined;
   if (isUnreachable(error) || isRevert(error) || refusal(error) !== "other") throw error;
   try {
     await client.sendRawTransaction({ serializedTransaction: raw });
