@@ -16,11 +16,11 @@
  *   BENCH_FAULT_PAYMENTS=400 BENCH_FAULT_CONCURRENCY=16 npm run bench:faults -- --provider
  */
 import pg from "pg";
-import { createPublicClient, createTestClient, type Hex, http, parseAbi } from "viem";
+import { createTestClient, http } from "viem";
 import { startDevnet } from "../src/evm/devnet/index.js";
-import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { startPostgres } from "../test/helpers/postgres.js";
 import { startRpcProxy } from "../test/helpers/rpc-proxy.js";
+import { type Answer, chainView, retryEach, signPayments, sleep, tally } from "./faults-lib.js";
 import { post, setting, stopChild } from "./lib.js";
 import { devAccount, type ServerProcess, startFacilitator } from "./settle-lib.js";
 
@@ -28,25 +28,10 @@ const PAYMENTS = Math.floor(setting("BENCH_FAULT_PAYMENTS", 200));
 const CONCURRENCY = Math.floor(setting("BENCH_FAULT_CONCURRENCY", 16));
 const REQUEST_TIMEOUT_MS = 60_000;
 const SETTLE_DOWN_MS = 120_000;
-const SUBMITTED = (i: number) => i % 4 === 3;
-/** Answers that say "retry": no answer, the store away, in progress, or pending. */
-const RETRYABLE = (status: number, error: unknown) =>
-  status === 0 || status === 503 || status === 409 || error === "settlement_pending";
 
-const tokenAbi = parseAbi([
-  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
-  "function balanceOf(address owner) view returns (uint256)",
-]);
-
-interface Answered {
-  readonly status: number;
-  readonly success: boolean;
-  readonly error?: string | undefined;
-  readonly hash?: string | undefined;
+interface Answered extends Answer {
   readonly message?: string | undefined;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function providerSoak(): Promise<number> {
   const started = Date.now();
@@ -75,24 +60,10 @@ export async function providerSoak(): Promise<number> {
     console.log(
       `fault soak, provider mode: ${PAYMENTS} payments (every fourth waitUntil submitted) at concurrency ${CONCURRENCY} over 2 replicas on one PostgreSQL store, through a provider whose reads lag 2 blocks (2 s blocks) and which answers 1 request in 5 with 429 (Retry-After: 1); then each payment sent again`,
     );
-    const bodies = await Promise.all(
-      Array.from({ length: PAYMENTS }, (_, i) =>
-        signSampleRequest(devnet, { payer: devnet.payers[i % devnet.payers.length] }),
-      ),
-    );
-    const texts = bodies.map((b, i) =>
-      JSON.stringify(SUBMITTED(i) ? { ...b, waitUntil: "submitted" } : b),
-    );
+    const { bodies, texts } = await signPayments(devnet, PAYMENTS);
     const answers: Answered[][] = bodies.map(() => []);
-    const client = createPublicClient({ transport: http(devnet.rpcUrl) });
-    const payeeBalance = () =>
-      client.readContract({
-        address: devnet.token.address,
-        abi: tokenAbi,
-        functionName: "balanceOf",
-        args: [devnet.payee.address],
-      });
-    const payeeBefore = await payeeBalance();
+    const chain = chainView(devnet, bodies);
+    const payeeBefore = await chain.payeeBalance();
 
     const send = async (i: number, turn: number): Promise<Answered> => {
       const target = replicas[(i + turn) % replicas.length] as ServerProcess;
@@ -111,17 +82,7 @@ export async function providerSoak(): Promise<number> {
     };
     // Each payment once, then once more on the other replica, each retried while told to.
     for (const round of [0, 1]) {
-      let next = 0;
-      const worker = async () => {
-        for (let i = next++; i < PAYMENTS; i = next++) {
-          for (let attempt = 0; attempt < 40; attempt++) {
-            const answered = await send(i, round + attempt);
-            if (!RETRYABLE(answered.status, answered.error)) break;
-            await sleep(250);
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      await retryEach(PAYMENTS, CONCURRENCY, (i, attempt) => send(i, round + attempt));
     }
 
     const db = new pg.Client({ connectionString: store });
@@ -136,45 +97,11 @@ export async function providerSoak(): Promise<number> {
     }
     await db.end();
 
-    const auths = bodies.map(
-      (body) =>
-        (body.payload as { payload: { authorization: { from: Hex; nonce: Hex } } }).payload
-          .authorization,
-    );
-    const landed = await Promise.all(
-      auths.map((auth) =>
-        client.readContract({
-          address: devnet.token.address,
-          abi: tokenAbi,
-          functionName: "authorizationState",
-          args: [auth.from, auth.nonce],
-        }),
-      ),
-    );
-    const payeeAfter = await payeeBalance();
-    const amount = BigInt(
-      (bodies[0] as unknown as { requirements: { amount: string } }).requirements.amount,
-    );
-    const doubles: number[] = [];
-    const refused: number[] = [];
-    const lost: number[] = [];
-    const byOutcome: Record<string, number> = {};
-    for (const [i, list] of answers.entries()) {
-      const successes = list.filter((a) => a.success);
-      if (successes.length > 1) doubles.push(i);
-      if (landed[i] && successes.length === 0) refused.push(i);
-      if (!landed[i] && successes.length > 0) lost.push(i);
-      for (const a of list) {
-        const key = a.success
-          ? SUBMITTED(i)
-            ? "200 submitted"
-            : "200"
-          : `${a.status} ${a.error ?? "?"}`;
-        byOutcome[key] = (byOutcome[key] ?? 0) + 1;
-      }
-    }
+    const landed = await chain.landed();
+    const payeeAfter = await chain.payeeBalance();
+    const { doubles, refused, lost, byOutcome } = tally(answers, landed);
     const landedCount = landed.filter(Boolean).length;
-    const transfersOk = payeeAfter - payeeBefore === BigInt(landedCount) * amount;
+    const transfersOk = payeeAfter - payeeBefore === BigInt(landedCount) * chain.amount;
     const counts = {
       payments: PAYMENTS,
       landed: landedCount,

@@ -30,10 +30,18 @@
  * 429s together, through the provider proxy.
  */
 import pg from "pg";
-import { createPublicClient, type Hex, http, parseAbi } from "viem";
+import type { Hex } from "viem";
 import { startDevnet } from "../src/evm/devnet/index.js";
-import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { startPostgres } from "../test/helpers/postgres.js";
+import {
+  type Answer,
+  chainView,
+  retryEach,
+  SUBMITTED,
+  signPayments,
+  sleep,
+  tally,
+} from "./faults-lib.js";
 import { providerSoak } from "./faults-provider.js";
 import { post, setting, stopChild } from "./lib.js";
 import { devAccount, type ServerProcess, startFacilitator } from "./settle-lib.js";
@@ -46,22 +54,7 @@ const KILL_AT = Math.floor(PAYMENTS * 0.65);
 const REQUEST_TIMEOUT_MS = 30_000;
 /** How long the reconcilers get, at the end, to bring every settlement to its end. */
 const SETTLE_DOWN_MS = 120_000;
-/** Every fourth payment is answered once its transaction is in the pool. */
-const SUBMITTED = (i: number) => i % 4 === 3;
-/** Answers that say "retry": the store away, in progress, pending, or no answer at all. */
-const RETRYABLE = (status: number, error: unknown) =>
-  status === 0 || status === 503 || status === 409 || error === "settlement_pending";
-
-const tokenAbi = parseAbi([
-  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
-  "function balanceOf(address owner) view returns (uint256)",
-]);
-
-interface Answered {
-  readonly status: number;
-  readonly success: boolean;
-  readonly error?: string | undefined;
-  readonly hash?: string | undefined;
+interface Answered extends Answer {
   /** For the account of a payment that went wrong: which replica, when (ms into the run), why. */
   readonly replica: number;
   readonly at: number;
@@ -74,8 +67,6 @@ interface ReconcilerWord {
   readonly outcome: string;
   readonly detail: string;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function gate(): { readonly opened: Promise<void>; open(): void } {
   let open: () => void = () => undefined;
@@ -151,22 +142,11 @@ async function main(): Promise<number> {
     console.log(
       `fault soak: ${PAYMENTS} payments (every fourth waitUntil submitted) at concurrency ${CONCURRENCY} over 2 replicas on one PostgreSQL store; store stopped at #${STORE_STOP_AT} (back after 3 s), mining paused at #${DROP_AT} for a run of ${dropRun.length} submitted payments whose transactions are then dropped from the pool, replica 1 killed at #${KILL_AT} (started again 5 s later)`,
     );
-    const bodies = await Promise.all(
-      Array.from({ length: PAYMENTS }, (_, i) =>
-        signSampleRequest(devnet, { payer: devnet.payers[i % devnet.payers.length] }),
-      ),
-    );
-    const texts = bodies.map((b, i) =>
-      JSON.stringify(SUBMITTED(i) ? { ...b, waitUntil: "submitted" } : b),
-    );
+    const { bodies, texts } = await signPayments(devnet, PAYMENTS);
     const answers: Answered[][] = bodies.map(() => []);
-    const client = createPublicClient({ transport: http(devnet.rpcUrl) });
-    const payeeBefore = await client.readContract({
-      address: devnet.token.address,
-      abi: tokenAbi,
-      functionName: "balanceOf",
-      args: [devnet.payee.address],
-    });
+    const chain = chainView(devnet, bodies);
+    const { client, auths } = chain;
+    const payeeBefore = await chain.payeeBalance();
 
     const send = async (i: number, turn: number): Promise<Answered> => {
       const candidates = live();
@@ -267,17 +247,7 @@ async function main(): Promise<number> {
     await Promise.all(faults);
 
     // Phase 2: every payment sent once more, retried while the answer says to retry.
-    next = 0;
-    const phase2 = async () => {
-      for (let i = next++; i < PAYMENTS; i = next++) {
-        for (let attempt = 1; attempt <= 40; attempt++) {
-          const answered = await send(i, attempt);
-          if (!RETRYABLE(answered.status, answered.error)) break;
-          await sleep(250);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: CONCURRENCY }, phase2));
+    await retryEach(PAYMENTS, CONCURRENCY, (i, attempt) => send(i, attempt + 1));
 
     // The reconcilers' passes: until nothing is open and no hold is left, or the deadline.
     const db = new pg.Client({ connectionString: store });
@@ -301,57 +271,16 @@ async function main(): Promise<number> {
     const settleDownSeconds = Math.round((Date.now() - settleDown) / 1000);
 
     // What the chain says of each payment.
-    const auths = bodies.map(
-      (body) =>
-        (body.payload as { payload: { authorization: { from: Hex; nonce: Hex } } }).payload
-          .authorization,
-    );
-    const landed = await Promise.all(
-      auths.map((auth) =>
-        client.readContract({
-          address: devnet.token.address,
-          abi: tokenAbi,
-          functionName: "authorizationState",
-          args: [auth.from, auth.nonce],
-        }),
-      ),
-    );
-    const payeeAfter = await client.readContract({
-      address: devnet.token.address,
-      abi: tokenAbi,
-      functionName: "balanceOf",
-      args: [devnet.payee.address],
-    });
+    const landed = await chain.landed();
+    const payeeAfter = await chain.payeeBalance();
     // A dropped transaction sent again is the same signed bytes: it lands under its own hash.
     const resentReceipts = await Promise.all(
       dropped.map(({ hash }) => client.getTransactionReceipt({ hash }).catch(() => undefined)),
     );
     const resentLanded = resentReceipts.filter((r) => r?.status === "success").length;
-    const amount = BigInt(
-      (bodies[0] as unknown as { requirements: { amount: string } }).requirements.amount,
-    );
     const landedCount = landed.filter(Boolean).length;
-    const doubles: number[] = [];
-    const refused: number[] = [];
-    const lost: number[] = [];
-    let mismatched = 0;
-    const byOutcome: Record<string, number> = {};
-    for (const [i, list] of answers.entries()) {
-      const successes = list.filter((a) => a.success);
-      if (successes.length > 1) doubles.push(i);
-      if (landed[i] && successes.length === 0) refused.push(i);
-      if (!landed[i] && successes.length > 0) lost.push(i);
-      if (new Set(successes.map((a) => a.hash)).size > 1) mismatched++;
-      for (const a of list) {
-        const key = a.success
-          ? SUBMITTED(i)
-            ? "200 submitted"
-            : "200"
-          : `${a.status} ${a.error ?? "?"}`;
-        byOutcome[key] = (byOutcome[key] ?? 0) + 1;
-      }
-    }
-    const transfersOk = payeeAfter - payeeBefore === BigInt(landedCount) * amount;
+    const { doubles, refused, lost, mismatched, byOutcome } = tally(answers, landed);
+    const transfersOk = payeeAfter - payeeBefore === BigInt(landedCount) * chain.amount;
     // The store's row of each payment that went wrong.
     const rowOf = new Map<number, Record<string, unknown> | undefined>();
     for (const i of [...lost, ...refused, ...doubles].slice(0, 30)) {

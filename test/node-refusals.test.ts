@@ -9,42 +9,22 @@
  */
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { describe, expect, test } from "vitest";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
-import { type RpcError, type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
-import { clientPayload, requirementsV2 } from "./helpers/x402.js";
+import { proxiedDevnet } from "./helpers/proxied-devnet.js";
+import type { RpcError, RpcProxy } from "./helpers/rpc-proxy.js";
 
-let devnet: Devnet;
-const proxies: RpcProxy[] = [];
-
-beforeAll(async () => {
-  devnet = await startDevnet();
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(proxies.map((p) => p.close()));
-  await devnet?.stop();
-});
-
-let payerTurn = 0;
-async function payment() {
-  const requirements = requirementsV2(devnet);
-  const payer = devnet.payers[payerTurn++ % devnet.payers.length];
-  if (!payer) throw new Error("no payers");
-  return { payload: await clientPayload(payer, requirements), requirements };
-}
+const net = proxiedDevnet();
 
 async function refusing(error: RpcError, times: number, each = false) {
-  const proxy = await startRpcProxy(devnet.rpcUrl, { refuseFirstSend: { error, times, each } });
-  proxies.push(proxy);
+  const proxy = await net.proxy({ refuseFirstSend: { error, times, each } });
   const facilitator = new Facilitator({
     rpcUrls: [proxy.url],
     useDefaultRpcs: false,
-    signer: privateKeyToAccount(devnet.facilitator.privateKey),
+    signer: privateKeyToAccount(net.devnet.facilitator.privateKey),
     confirmTimeoutMs: 10_000,
   });
   return { proxy, facilitator };
@@ -66,13 +46,13 @@ describe("a broadcast refused for a reason not about the payment", () => {
     async (_, message) => {
       // Twice: a synchronous send refused is also sent once by the plain method (chain/broadcast.ts).
       const { proxy, facilitator } = await refusing({ code: -32000, message }, 2, true);
-      const chain = chainOf(devnet);
-      const us = devnet.facilitator.address;
+      const chain = chainOf(net.devnet);
+      const us = net.devnet.facilitator.address;
       const [sentBefore, payeeBefore] = await Promise.all([
         chain.getTransactionCount({ address: us }),
-        tokenBalance(devnet, devnet.payee.address),
+        tokenBalance(net.devnet, net.devnet.payee.address),
       ]);
-      const request = await payment();
+      const request = await net.payment();
       const first = (await handleSettle(facilitator, request)).body as Body;
       expect(first, first.message).toMatchObject({ success: true });
       expect(proxy.refusedSends).toHaveLength(2);
@@ -81,7 +61,7 @@ describe("a broadcast refused for a reason not about the payment", () => {
       const again = (await handleSettle(facilitator, request)).body as Body;
       expect(again.success).toBe(false);
       expect(await chain.getTransactionCount({ address: us })).toBe(sentBefore + 1);
-      expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 10_000n);
+      expect(await tokenBalance(net.devnet, net.devnet.payee.address)).toBe(payeeBefore + 10_000n);
     },
     60_000,
   );
@@ -92,8 +72,8 @@ describe("a broadcast refused for a reason not about the payment", () => {
       1_000,
       true,
     );
-    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
-    const request = await payment();
+    const payeeBefore = await tokenBalance(net.devnet, net.devnet.payee.address);
+    const request = await net.payment();
     const handler = createHandler(facilitator);
     const response = await handler({
       method: "POST",
@@ -110,11 +90,11 @@ describe("a broadcast refused for a reason not about the payment", () => {
     expect(response.headers["retry-after"]).toBeDefined();
     // Re-sent within the settle's time, never taken.
     expect(proxy.refusedSends.length).toBeGreaterThan(1);
-    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore);
+    expect(await tokenBalance(net.devnet, net.devnet.payee.address)).toBe(payeeBefore);
     // The provider takes it again: the same payment settles, once.
     proxy.modes = {};
     const later = (await handleSettle(facilitator, request)).body as Body;
     expect(later, later.message).toMatchObject({ success: true });
-    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 10_000n);
+    expect(await tokenBalance(net.devnet, net.devnet.payee.address)).toBe(payeeBefore + 10_000n);
   }, 60_000);
 });

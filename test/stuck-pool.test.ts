@@ -15,54 +15,32 @@
  */
 import { createTestClient, type Hex, http, parseTransaction } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { describe, expect, test } from "vitest";
 import { Facilitator } from "../src/facilitator.js";
 import { checkHealth } from "../src/http/health.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { chainOf, tokenBalance } from "./helpers/chain.js";
-import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
-import { clientPayload, requirementsV2 } from "./helpers/x402.js";
+import { proxiedDevnet } from "./helpers/proxied-devnet.js";
 
-let devnet: Devnet;
-const proxies: RpcProxy[] = [];
-
-beforeAll(async () => {
-  devnet = await startDevnet();
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(proxies.map((p) => p.close()));
-  await devnet?.stop();
-});
+const net = proxiedDevnet();
 
 const GETH = "Geth/v1.16.7-stable-b9f3a3d9/linux-amd64/go1.24.9";
 
 /** A provider in front of the devnet whose pool never mines `from`'s transaction at `nonce`. */
 async function poolStuckAt(from: string, nonce: number, refuseReplacements = false) {
-  const proxy = await startRpcProxy(devnet.rpcUrl, {
+  const proxy = await net.proxy({
     neverMine: (tx) => tx.from === from.toLowerCase() && tx.nonce === nonce,
     ...(refuseReplacements
       ? { refuseReplacements: { code: -32000, message: "replacement transaction underpriced" } }
       : {}),
   });
   proxy.intercept = (method) => (method === "web3_clientVersion" ? { swallow: GETH } : undefined);
-  proxies.push(proxy);
   return proxy;
-}
-
-let payerTurn = 0;
-/** A distinct payment of 0.01 USDC signed by the x402 client (payers in turn). */
-async function payment() {
-  const requirements = requirementsV2(devnet);
-  const payer = devnet.payers[payerTurn++ % devnet.payers.length];
-  if (!payer) throw new Error("no payers");
-  return { payload: await clientPayload(payer, requirements), requirements };
 }
 
 type Body = { success: boolean; error?: string; message?: string; transactionHash?: Hex };
 
-async function settle(facilitator: Facilitator, request: Awaited<ReturnType<typeof payment>>) {
+async function settle(facilitator: Facilitator, request: Awaited<ReturnType<typeof net.payment>>) {
   const started = Date.now();
   const reply = await handleSettle(facilitator, request);
   return { status: reply.status, body: reply.body as Body, ms: Date.now() - started, reply };
@@ -74,8 +52,8 @@ const OPTIONS = { replaceAfterMs: 1_000, confirmTimeoutMs: 14_000, receiptPollMs
 
 describe("a pool that never mines one nonce of a key", () => {
   test("one key: replaced, then blocked (health, log); the settles behind answer early, a new one is refused at once; filled, all land once and the key settles again", async () => {
-    const key = privateKeyToAccount(devnet.facilitator.privateKey);
-    const chain = chainOf(devnet);
+    const key = privateKeyToAccount(net.devnet.facilitator.privateKey);
+    const chain = chainOf(net.devnet);
     const first = await chain.getTransactionCount({ address: key.address });
     // The second settle's nonce is the one the pool keeps.
     const hole = first + 1;
@@ -88,15 +66,15 @@ describe("a pool that never mines one nonce of a key", () => {
     });
     const events: unknown[] = [];
     facilitator.signers.onEvent = (event) => events.push(event);
-    const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
+    const payeeBefore = await tokenBalance(net.devnet, net.devnet.payee.address);
 
-    const one = await settle(facilitator, await payment());
+    const one = await settle(facilitator, await net.payment());
     expect(one.body, one.body.message).toMatchObject({ success: true });
     const started = Date.now();
-    const stuck = settle(facilitator, await payment());
+    const stuck = settle(facilitator, await net.payment());
     await new Promise((r) => setTimeout(r, 300));
     const behind = await Promise.all(
-      [1, 2, 3].map(async () => settle(facilitator, await payment())),
+      [1, 2, 3].map(async () => settle(facilitator, await net.payment())),
     );
     const held = await stuck;
     // The held one was replaced with raised fees, and followed to its timeout (not mined).
@@ -116,20 +94,20 @@ describe("a pool that never mines one nonce of a key", () => {
       expect.objectContaining({
         event: "key_blocked",
         signer: key.address,
-        hole: expect.objectContaining({ nonce: hole, chainId: devnet.chainId }),
+        hole: expect.objectContaining({ nonce: hole, chainId: net.devnet.chainId }),
       }),
     ]);
     const since = (events[0] as { hole: { since: number } }).hole.since;
     expect(since).toBeGreaterThanOrEqual(started - 1_000);
     const health = await checkHealth(facilitator);
     expect(health.blockedKeys).toEqual([
-      expect.objectContaining({ signer: key.address, nonce: hole, network: devnet.network }),
+      expect.objectContaining({ signer: key.address, nonce: hole, network: net.devnet.network }),
     ]);
     // A new settle is refused at once, 503 overloaded, naming the key and the nonce; nothing sent.
     const sendsBefore =
       (proxy.counts.get("eth_sendRawTransaction") ?? 0) +
       (proxy.counts.get("eth_sendRawTransactionSync") ?? 0);
-    const refused = await settle(facilitator, await payment());
+    const refused = await settle(facilitator, await net.payment());
     expect(refused.status).toBe(503);
     expect(refused.body).toMatchObject({ success: false, error: "overloaded" });
     expect(refused.body.message).toContain(key.address);
@@ -148,10 +126,12 @@ describe("a pool that never mines one nonce of a key", () => {
       async () => (await chain.getTransactionCount({ address: key.address })) >= hole + 4,
     );
     // Each payment landed once: the first, the held one and the three behind it; nothing else.
-    expect(await tokenBalance(devnet, devnet.payee.address)).toBe(payeeBefore + 5n * 10_000n);
+    expect(await tokenBalance(net.devnet, net.devnet.payee.address)).toBe(
+      payeeBefore + 5n * 10_000n,
+    );
     expect(await chain.getTransactionCount({ address: key.address })).toBe(hole + 4);
     // The key settles again, and says it was unblocked.
-    const again = await settle(facilitator, await payment());
+    const again = await settle(facilitator, await net.payment());
     expect(again.body, again.body.message).toMatchObject({ success: true });
     expect(events.at(-1)).toMatchObject({ event: "key_unblocked", signer: key.address });
     expect((await checkHealth(facilitator)).blockedKeys).toEqual([]);
@@ -160,9 +140,9 @@ describe("a pool that never mines one nonce of a key", () => {
   test("two keys, a replacement refused: not swallowed, the key is blocked at once and new settles go to the other key", async () => {
     const stuckKey = privateKeyToAccount(generatePrivateKey());
     const otherKey = privateKeyToAccount(generatePrivateKey());
-    const chain = chainOf(devnet);
+    const chain = chainOf(net.devnet);
     for (const account of [stuckKey, otherKey]) {
-      const anvil = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+      const anvil = createTestClient({ mode: "anvil", transport: http(net.devnet.rpcUrl) });
       await anvil.setBalance({ address: account.address, value: 10n ** 20n });
     }
     const proxy = await poolStuckAt(stuckKey.address, 0, true);
@@ -178,7 +158,7 @@ describe("a pool that never mines one nonce of a key", () => {
     facilitator.signers.onEvent = (event) => events.push(event as never);
 
     // Settles go to the keys in turn: the first to the stuck key (nonce 0, kept by the pool).
-    const held = await settle(facilitator, await payment());
+    const held = await settle(facilitator, await net.payment());
     expect(held.body).toMatchObject({ success: false, error: "settlement_pending" });
     // The first replacement was refused, and that blocked the key: no further replacement.
     expect(proxy.neverMined).toHaveLength(1);
@@ -186,7 +166,7 @@ describe("a pool that never mines one nonce of a key", () => {
     expect(events[0]?.hole.reason).toMatch(/refused its replacement: .*underpriced/);
     // Every settle now goes to the other key, and lands.
     for (let i = 0; i < 3; i++) {
-      const next = await settle(facilitator, await payment());
+      const next = await settle(facilitator, await net.payment());
       expect(next.body, next.body.message).toMatchObject({ success: true });
       const tx = await chain.getTransaction({ hash: next.body.transactionHash as Hex });
       expect(tx.from.toLowerCase()).toBe(otherKey.address.toLowerCase());

@@ -37,7 +37,7 @@ import {
   wholeNumber,
   wholeNumberFrom0,
 } from "./setting-parsers.js";
-import { key, perNetwork, type Setting, value } from "./setting-rows.js";
+import { type FlagsOf, key, perNetwork, type Setting, value } from "./setting-rows.js";
 
 /** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
 export const MAX_CLAIM_BATCH_ROWS = 500;
@@ -379,26 +379,8 @@ export const SETTINGS = {
   }),
 } as const satisfies Record<string, Setting>;
 
-type Table = typeof SETTINGS;
-type CamelCase<S extends string> = S extends `${infer Head}-${infer Tail}`
-  ? `${Head}${Capitalize<CamelCase<Tail>>}`
-  : S;
-/** The property commander keeps a flag under: "--rpc-url <url>" is rpcUrl. */
-type FlagProperty<Row> = Row extends { readonly flag: `--${infer Name} <${string}>` }
-  ? CamelCase<Name>
-  : Row extends { readonly flag: `--${infer Name}` }
-    ? CamelCase<Name>
-    : never;
-type FlagValue<Row> = Row extends { readonly repeatable: true }
-  ? string[]
-  : Row extends { readonly flag: `${string}<${string}>` }
-    ? string
-    : boolean;
-
 /** The flags of the table's settings, as commander gives a command's options. */
-export type SettingFlags = {
-  readonly [Name in keyof Table as FlagProperty<Table[Name]>]?: FlagValue<Table[Name]> | undefined;
-};
+export type SettingFlags = FlagsOf<typeof SETTINGS>;
 
 /** Every key the config file may hold ("$schema" too, for editors), in the table's order. */
 export const CONFIG_KEYS: readonly string[] = Object.values(SETTINGS).flatMap((row: Setting) =>

@@ -25,8 +25,11 @@ import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requ
 
 export type Step<T> = { ok: true; value: T } | { ok: false; failure: Failure };
 
-/** The reference refuses authorizations that expire within this many seconds. */
-const VALID_BEFORE_HEADROOM_SECONDS = 6n;
+/**
+ * The reference refuses authorizations (EIP-3009's validBefore, a permit's or a Permit2 deadline)
+ * that expire within this many seconds.
+ */
+export const DEADLINE_HEADROOM_SECONDS = 6n;
 
 /**
  * A method's payload against its schema, and the requirement fields every method reads; the
@@ -162,7 +165,7 @@ export function checkTerms(
       `the authorization pays ${terms.to}, requirements.payTo is ${requirements.payTo}`,
     );
   }
-  if (terms.validBefore < now + VALID_BEFORE_HEADROOM_SECONDS) {
+  if (terms.validBefore < now + DEADLINE_HEADROOM_SECONDS) {
     return failure(
       "authorization_expired",
       tooLate(
@@ -170,7 +173,7 @@ export function checkTerms(
         `${request.paths.payload}.payload.authorization.validBefore`,
         terms.validBefore,
         now,
-        VALID_BEFORE_HEADROOM_SECONDS,
+        DEADLINE_HEADROOM_SECONDS,
       ),
     );
   }

@@ -21,6 +21,7 @@ import {
   assetIsContract,
   chainFailure,
   checkAgreement,
+  DEADLINE_HEADROOM_SECONDS,
   outcomeOf,
   overBoundInSimulation,
   parsePayment,
@@ -73,9 +74,6 @@ interface PermitPayment {
   readonly requirements: EvmRequirements;
   readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
-
-/** The reference refuses authorizations that expire within this many seconds. */
-const DEADLINE_HEADROOM_SECONDS = 6n;
 
 const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 

@@ -12,7 +12,13 @@ import { tooEarly, tooLate } from "../../protocol/words.js";
 import type * as z from "../../protocol/zod.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
-import { chainFailure, outcomeOf, parsePayment, type Step } from "./checks.js";
+import {
+  chainFailure,
+  DEADLINE_HEADROOM_SECONDS,
+  outcomeOf,
+  parsePayment,
+  type Step,
+} from "./checks.js";
 import type { Identified } from "./method.js";
 import {
   type Eip2612Permit,
@@ -73,17 +79,44 @@ export function permit2Identity(
   };
 }
 
-/** The reference refuses authorizations whose deadline is within this many seconds. */
-const DEADLINE_HEADROOM_SECONDS = 6n;
+/** What a Permit2 authorization of either scheme signs, as far as the terms check reads it. */
+interface SignedPermit2 {
+  readonly spender: Address;
+  readonly deadline: bigint;
+  readonly permitted: { readonly token: Address; readonly amount: bigint };
+  readonly witness: { readonly to: Address; readonly validAfter: bigint };
+}
 
-/** The checks that need no chain, in the reference's order: spender, recipient, time, amount, token. */
-export function checkTerms(ctx: EvmContext, payment: Permit2Payment): Failure | null {
-  const { authorization: auth, requirements } = payment;
+/** Where exact and upto differ in the terms check; the rest, and its order, is one. */
+export interface Permit2Rules {
+  readonly proxy: Address;
+  /** "exact" or "upto": the proxy's name in the spender message. */
+  readonly scheme: string;
+  /** How the deadline and validAfter messages name the authorization. */
+  readonly subject: string;
+  /** How the asset message names it. */
+  readonly assetSubject: string;
+  /** A check after the recipient's and before the time (upto's facilitator). */
+  readonly witness?: (() => Failure | null) | undefined;
+  /** The amount signed for against the one asked for. */
+  readonly amount: (signed: bigint, asked: bigint) => Failure | null;
+}
+
+/**
+ * The checks that need no chain, in the reference's order: spender, recipient, (witness), time,
+ * amount, token.
+ */
+export function checkPermit2Terms(
+  ctx: EvmContext,
+  auth: SignedPermit2,
+  requirements: EvmRequirements,
+  rules: Permit2Rules,
+): Failure | null {
   const now = BigInt(Math.floor(ctx.now()));
-  if (!isAddressEqual(auth.spender, EXACT_PERMIT2_PROXY_ADDRESS)) {
+  if (!isAddressEqual(auth.spender, rules.proxy)) {
     return failure(
       "spender_mismatch",
-      `the Permit2 spender is ${auth.spender}; it must be the x402 exact Permit2 proxy ${EXACT_PERMIT2_PROXY_ADDRESS}`,
+      `the Permit2 spender is ${auth.spender}; it must be the x402 ${rules.scheme} Permit2 proxy ${rules.proxy}`,
     );
   }
   if (!isAddressEqual(auth.witness.to, requirements.payTo)) {
@@ -93,45 +126,53 @@ export function checkTerms(ctx: EvmContext, payment: Permit2Payment): Failure | 
       { x402Reason: "invalid_permit2_recipient_mismatch" },
     );
   }
+  const witness = rules.witness?.() ?? null;
+  if (witness) return witness;
   if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
+    const field = "payload.permit2Authorization.deadline";
     return failure(
       "authorization_expired",
-      tooLate(
-        "the Permit2 authorization",
-        "payload.permit2Authorization.deadline",
-        auth.deadline,
-        now,
-        DEADLINE_HEADROOM_SECONDS,
-      ),
+      tooLate(rules.subject, field, auth.deadline, now, DEADLINE_HEADROOM_SECONDS),
       { x402Reason: "permit2_deadline_expired" },
     );
   }
   if (auth.witness.validAfter > now) {
+    const field = "payload.permit2Authorization.witness.validAfter";
     return failure(
       "authorization_not_yet_valid",
-      tooEarly(
-        "the Permit2 authorization",
-        "payload.permit2Authorization.witness.validAfter",
-        auth.witness.validAfter,
-        now,
-      ),
+      tooEarly(rules.subject, field, auth.witness.validAfter, now),
       { x402Reason: "permit2_not_yet_valid" },
     );
   }
-  if (auth.permitted.amount !== requirements.amount) {
-    return failure(
-      "amount_mismatch",
-      `the Permit2 authorization is for ${auth.permitted.amount}, the requirements ask for exactly ${requirements.amount}`,
-      { x402Reason: "permit2_amount_mismatch" },
-    );
-  }
+  const amount = rules.amount(auth.permitted.amount, requirements.amount);
+  if (amount) return amount;
   if (!isAddressEqual(auth.permitted.token, requirements.asset)) {
     return failure(
       "asset_mismatch",
-      `the Permit2 authorization moves ${auth.permitted.token}, requirements.asset is ${requirements.asset}`,
+      `${rules.assetSubject} moves ${auth.permitted.token}, requirements.asset is ${requirements.asset}`,
     );
   }
   return null;
+}
+
+const EXACT_RULES: Permit2Rules = {
+  proxy: EXACT_PERMIT2_PROXY_ADDRESS,
+  scheme: "exact",
+  subject: "the Permit2 authorization",
+  assetSubject: "the Permit2 authorization",
+  amount: (signed, asked) =>
+    signed === asked
+      ? null
+      : failure(
+          "amount_mismatch",
+          `the Permit2 authorization is for ${signed}, the requirements ask for exactly ${asked}`,
+          { x402Reason: "permit2_amount_mismatch" },
+        ),
+};
+
+/** exact's terms: the amount signed is the amount asked. */
+export function checkTerms(ctx: EvmContext, payment: Permit2Payment): Failure | null {
+  return checkPermit2Terms(ctx, payment.authorization, payment.requirements, EXACT_RULES);
 }
 
 const read = <T>(promise: Promise<T>) => outcomeOf(promise);

@@ -8,7 +8,7 @@ import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooLate } from "../../protocol/words.js";
 import type { EvmContext } from "../context.js";
-import type { Step } from "./checks.js";
+import { DEADLINE_HEADROOM_SECONDS, type Step } from "./checks.js";
 import {
   type Eip2612Permit,
   PERMIT2_ADDRESS,
@@ -22,7 +22,6 @@ const ADDRESS = /^0x[a-fA-F0-9]{40}$/;
 const NUMBER = /^[0-9]{1,78}$/;
 const HEX = /^0x[a-fA-F0-9]+$/;
 const VERSION = /^[0-9]+(\.[0-9]+)*$/;
-const DEADLINE_HEADROOM_SECONDS = 6n;
 
 const invalid = (x402Reason: string, message: string): Step<never> => ({
   ok: false,

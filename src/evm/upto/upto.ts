@@ -5,12 +5,11 @@
  * zero moves nothing). Checks run in the reference SDK's order with its reason strings; the
  * settlement goes through the same pipeline as every exact method.
  */
-import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
+import { type Hex, isErc6492Signature } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
-import { tooEarly, tooLate } from "../../protocol/words.js";
 import * as z from "../../protocol/zod.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
@@ -31,6 +30,7 @@ import {
 import { address, signatureBytes, uint256 } from "../exact/fields.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
 import {
+  checkPermit2Terms,
   diagnose,
   parsePermit2,
   permit2Identity,
@@ -71,71 +71,42 @@ interface UptoPayment {
   readonly permit2612?: Eip2612Permit | undefined;
 }
 
-const DEADLINE_HEADROOM_SECONDS = 6n;
 const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 
-/** The checks that need no chain, in the reference's order. */
+/** The checks that need no chain, in the reference's order: exact's but for the witness and amount. */
 function checkTerms(ctx: EvmContext, payment: UptoPayment, settling: boolean): Failure | null {
   const { authorization: auth, requirements } = payment;
-  const now = BigInt(Math.floor(ctx.now()));
-  if (!isAddressEqual(auth.spender, UPTO_PERMIT2_PROXY_ADDRESS)) {
-    return failure(
-      "spender_mismatch",
-      `the Permit2 spender is ${auth.spender}; it must be the x402 upto Permit2 proxy ${UPTO_PERMIT2_PROXY_ADDRESS}`,
-    );
-  }
-  if (!isAddressEqual(auth.witness.to, requirements.payTo)) {
-    return failure(
-      "recipient_mismatch",
-      `the witness pays ${auth.witness.to}, requirements.payTo is ${requirements.payTo}`,
-      { x402Reason: "invalid_permit2_recipient_mismatch" },
-    );
-  }
-  // Without settlement keys (verify from the CLI) whose authorization it is cannot be told.
-  if (ctx.signers.size > 0 && !ctx.signers.byAddress(auth.witness.facilitator)) {
-    return failure(
-      "facilitator_mismatch",
-      `the witness names ${auth.witness.facilitator} as the facilitator; this one settles as ${ctx.signers.addresses.join(", ")}`,
-    );
-  }
-  if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
-    const field = "payload.permit2Authorization.deadline";
-    return failure(
-      "authorization_expired",
-      tooLate("the upto authorization", field, auth.deadline, now, DEADLINE_HEADROOM_SECONDS),
-      { x402Reason: "permit2_deadline_expired" },
-    );
-  }
-  if (auth.witness.validAfter > now) {
-    const field = "payload.permit2Authorization.witness.validAfter";
-    return failure(
-      "authorization_not_yet_valid",
-      tooEarly("the upto authorization", field, auth.witness.validAfter, now),
-      { x402Reason: "permit2_not_yet_valid" },
-    );
-  }
-  const max = auth.permitted.amount;
-  if (settling && requirements.amount > max) {
-    return failure(
-      "amount_mismatch",
-      `settling ${requirements.amount} is more than the ${max} the payer signed for`,
-      { x402Reason: "invalid_upto_evm_payload_settlement_exceeds_amount" },
-    );
-  }
-  if (!settling && max !== requirements.amount) {
-    return failure(
-      "amount_mismatch",
-      `the upto authorization is for at most ${max}, the requirements ask for ${requirements.amount}`,
-      { x402Reason: "permit2_amount_mismatch" },
-    );
-  }
-  if (!isAddressEqual(auth.permitted.token, requirements.asset)) {
-    return failure(
-      "asset_mismatch",
-      `the authorization moves ${auth.permitted.token}, requirements.asset is ${requirements.asset}`,
-    );
-  }
-  return null;
+  return checkPermit2Terms(ctx, auth, requirements, {
+    proxy: UPTO_PERMIT2_PROXY_ADDRESS,
+    scheme: "upto",
+    subject: "the upto authorization",
+    assetSubject: "the authorization",
+    // Without settlement keys (verify from the CLI) whose authorization it is cannot be told.
+    witness: () =>
+      ctx.signers.size > 0 && !ctx.signers.byAddress(auth.witness.facilitator)
+        ? failure(
+            "facilitator_mismatch",
+            `the witness names ${auth.witness.facilitator} as the facilitator; this one settles as ${ctx.signers.addresses.join(", ")}`,
+          )
+        : null,
+    amount: (max, asked) => {
+      if (settling && asked > max) {
+        return failure(
+          "amount_mismatch",
+          `settling ${asked} is more than the ${max} the payer signed for`,
+          { x402Reason: "invalid_upto_evm_payload_settlement_exceeds_amount" },
+        );
+      }
+      if (!settling && max !== asked) {
+        return failure(
+          "amount_mismatch",
+          `the upto authorization is for at most ${max}, the requirements ask for ${asked}`,
+          { x402Reason: "permit2_amount_mismatch" },
+        );
+      }
+      return null;
+    },
+  });
 }
 
 function expectedTransfer(payment: UptoPayment): ExpectedTransfer {
