@@ -7,24 +7,21 @@
  * the calls; payments are the official x402 client's.
  */
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
+import { beforeAll, expect, test } from "vitest";
+import type { Devnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
-import { type RpcProxy, startRpcProxy } from "./helpers/rpc-proxy.js";
+import { proxiedDevnet } from "./helpers/proxied-devnet.js";
+import type { RpcProxy } from "./helpers/rpc-proxy.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
+const net = proxiedDevnet();
 let devnet: Devnet;
 let proxy: RpcProxy;
 
 beforeAll(async () => {
-  devnet = await startDevnet();
-  proxy = await startRpcProxy(devnet.rpcUrl);
-}, 60_000);
-
-afterAll(async () => {
-  await proxy?.close();
-  await devnet?.stop();
+  devnet = net.devnet;
+  proxy = await net.proxy({});
 });
 
 const SETTLES = 400;
