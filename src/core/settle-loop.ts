@@ -50,6 +50,13 @@ export class Success<R> {
 /** What a `send` or a `pickUp` came to: an answer as it stands, or a success to record first. */
 export type Outcome<R> = R | Success<R>;
 
+/**
+ * The outcome of a call nothing sent (refused before it left, or a dry run) is its own answer: it
+ * is never a success to record, and were it one, it would answer pending, never unrecorded.
+ */
+export const unsent = <R>(outcome: Outcome<R>): R =>
+  outcome instanceof Success ? outcome.unrecorded : outcome;
+
 /** What the loop runs in: the store (turns, what it holds) and the record of answers. */
 export interface LoopPorts {
   readonly journal: Pick<SettlementStore, "claim" | "get" | "release">;

@@ -17,6 +17,7 @@ import {
   type SettleSteps,
   Success,
   settleInTurn,
+  unsent,
 } from "../core/settle-loop.js";
 import { type Chargeable, isAnswered, type JournalEntry } from "../core/store.js";
 import { type Failure, failure } from "../protocol/errors.js";
@@ -153,10 +154,6 @@ const refused = (f: Failure, payer?: string, hash?: Hex) => ({
   ok: false as const,
   result: { ok: false as const, failure: f, payer, transactionHash: hash },
 });
-
-/** The outcome of a call nothing sent (refused before it left, or a dry run) is its own answer. */
-const unsent = (outcome: Outcome<Sent>): Sent =>
-  outcome instanceof Success ? outcome.unrecorded : outcome;
 
 function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): Outcome<Sent> {
   const { payer } = action;

@@ -16,6 +16,7 @@ import {
   type SettleSteps,
   Success,
   settleInTurn,
+  unsent,
 } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
@@ -315,13 +316,6 @@ function withAmount<P>(checked: Verified<P>, result: Outcome<SettleResult>): Out
     ? { ...result, amount: checked.settledAmount.toString() }
     : result;
 }
-
-/**
- * The outcome of a call nothing sent (refused before it left, or a dry run) is its own answer: it
- * is never a success to record, and were it one, it would answer pending, never unrecorded.
- */
-const unsent = (outcome: Outcome<SettleResult>): SettleResult =>
-  outcome instanceof Success ? outcome.unrecorded : outcome;
 
 /**
  * A payment of several transactions, its balance held already (no simulation can prove the
