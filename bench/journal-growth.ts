@@ -32,7 +32,7 @@ import type { NewEntry } from "../src/core/store.js";
 import { startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { Journal } from "../src/store/journal.js";
-import { percentile, setting, tail } from "./lib.js";
+import { percentile, servedUrl, setting, tail } from "./lib.js";
 
 const SETTLEMENTS = setting("JOURNAL_SETTLEMENTS", 1_000_000);
 /** One settlement in this many carries a payment-identifier (its answer is a line of its own). */
@@ -64,20 +64,7 @@ function serve(): { child: ChildProcess; url: Promise<string>; log: () => string
     { env, stdio: ["ignore", "ignore", "pipe"] },
   );
   const log = tail(child.stderr);
-  const url = new Promise<string>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const match = /"event":"listening","url":"([^"]+)"/.exec(log());
-      if (match?.[1]) {
-        clearInterval(timer);
-        resolve(match[1]);
-      }
-    }, 5);
-    child.once("exit", (code) => {
-      clearInterval(timer);
-      reject(new Error(`serve exited (${code}):\n${log()}`));
-    });
-  });
-  return { child, url, log };
+  return { child, url: servedUrl(child, log), log };
 }
 
 async function stop(child: ChildProcess): Promise<void> {

@@ -40,6 +40,26 @@ export function tail(stream: NodeJS.ReadableStream | null | undefined): () => st
 }
 
 /**
+ * The URL `facilitator serve` names in its JSON `listening` line on stderr (`log`, from tail()),
+ * once it does; rejects with that stderr when the process exits first.
+ */
+export function servedUrl(child: ChildProcess, log: () => string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const match = /"event":"listening","url":"([^"]+)"/.exec(log());
+      if (match?.[1]) {
+        clearInterval(timer);
+        resolve(match[1]);
+      }
+    }, 5);
+    child.once("exit", (code) => {
+      clearInterval(timer);
+      reject(new Error(`serve exited (${code}):\n${log()}`));
+    });
+  });
+}
+
+/**
  * The URL a child server prints as `listening <url>` on stdout, once it does; rejects, with the
  * end of its stderr (`log`), when it exits first or stays silent for `timeoutMs`.
  */

@@ -27,7 +27,7 @@ import os from "node:os";
 import path from "node:path";
 import { startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
-import { setting, tail } from "./lib.js";
+import { servedUrl, setting, tail } from "./lib.js";
 
 export interface ServeRss {
   readonly rssMiB: number;
@@ -92,20 +92,7 @@ export async function serveMemory(payers: number, live: number): Promise<ServeMe
       { env, stdio: ["ignore", "ignore", "pipe"] },
     );
     const log = tail(child.stderr);
-    const url = new Promise<string>((resolve, reject) => {
-      const timer = setInterval(() => {
-        const match = /"event":"listening","url":"([^"]+)"/.exec(log());
-        if (match?.[1]) {
-          clearInterval(timer);
-          resolve(match[1]);
-        }
-      }, 5);
-      child.once("exit", (code) => {
-        clearInterval(timer);
-        reject(new Error(`serve exited (${code}):\n${log()}`));
-      });
-    });
-    return { child, url };
+    return { child, url: servedUrl(child, log) };
   }
 
   async function stop(child: ChildProcess): Promise<void> {
