@@ -198,10 +198,13 @@ describe.skipIf(process.env.FACILITATOR_TEST_NO_REGISTRY === "1")("x402-express 
   }, 120_000);
 
   afterAll(async () => {
-    seller?.kill();
+    const sellerGone = new Promise((resolve) => {
+      if (!seller || seller.exitCode !== null) resolve(null);
+      else seller.once("exit", resolve).kill();
+    });
     waiting?.child.kill();
     impatient?.child.kill();
-    await devnet?.stop();
+    await Promise.all([sellerGone, waiting?.exited, impatient?.exited, devnet?.stop()]);
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

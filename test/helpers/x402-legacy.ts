@@ -110,7 +110,12 @@ async function fetchTarballs(into: string): Promise<Map<string, string>> {
       { cwd: into, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
     ));
   } catch (error) {
-    const detail = (error as { stderr?: string }).stderr?.trim().split("\n").slice(-3).join(" ");
+    // npm's code and reason ("code ECONNREFUSED", "FetchError: request to ... failed"), not its stack.
+    const detail = ((error as { stderr?: string }).stderr ?? "")
+      .split("\n")
+      .filter((line) => /^npm error (code |\w*Error|404 )/.test(line))
+      .slice(0, 2)
+      .join("; ");
     throw new Error(
       `cannot fetch ${specs.join(" and ")} from the npm registry (${detail || String(error)}); ` +
         "this test needs the registry once (the packages are kept in os.tmpdir() after), " +
