@@ -14,6 +14,7 @@ import { createHash } from "node:crypto";
 import {
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -149,12 +150,13 @@ export async function legacyX402(): Promise<string> {
   const checkout = createHash("sha256").update(ROOT).digest("hex").slice(0, 8);
   const home = path.join(os.tmpdir(), `facilitator-x402-${LEGACY_VERSION}-${checkout}`);
   const modules = path.join(home, "node_modules");
-  if (!Object.keys(INTEGRITY).every((name) => existsSync(path.join(modules, name, "dist")))) {
+  const complete = () =>
+    Object.keys(INTEGRITY).every((name) => existsSync(path.join(modules, name, "dist")));
+  if (!complete()) {
     // Fetched and extracted beside, then renamed into place: a run that stops halfway (or one
     // beside it) never leaves a half folder to be found.
-    const partial = `${home}.partial-${process.pid}`;
-    rmSync(partial, { recursive: true, force: true });
-    mkdirSync(path.join(partial, "node_modules"), { recursive: true });
+    const partial = mkdtempSync(`${home}.partial-`);
+    mkdirSync(path.join(partial, "node_modules"));
     try {
       for (const [name, tarball] of await fetchTarballs(partial)) {
         const dir = path.join(partial, "node_modules", name);
@@ -170,8 +172,14 @@ export async function legacyX402(): Promise<string> {
         ]);
         rmSync(tarball);
       }
-      rmSync(home, { recursive: true, force: true });
-      renameSync(partial, home);
+      try {
+        renameSync(partial, home);
+      } catch {
+        // A run beside this one put it in place first: keep theirs, which may be in use.
+        if (complete()) return legacyX402();
+        rmSync(home, { recursive: true, force: true });
+        renameSync(partial, home);
+      }
     } finally {
       rmSync(partial, { recursive: true, force: true });
     }
