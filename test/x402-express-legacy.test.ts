@@ -31,7 +31,10 @@ import { legacyX402 } from "./helpers/x402-legacy.js";
 const PRICE = 10_000n; // "$0.01" in USDC's 6 decimals
 const WEATHER = { city: "Lisbon", forecast: "sunny" };
 
-/** x402-express's README setup: one route each, priced "$0.01" on base-sepolia. */
+/**
+ * x402-express's README quick start (a route priced in dollars on base-sepolia) with the
+ * facilitator's URL as its third argument: two routes, each on its own serve.
+ */
 const SELLER = `import express from "express";
 import { paymentMiddleware } from "x402-express";
 
