@@ -118,9 +118,9 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
     },
     simulate: async (prepared) => unsent(answered(ctx, action, await simulateCall(ctx, prepared))),
     hold: async () => undefined,
-    async send(prepared, waitUntil) {
+    async send(prepared, waitUntil, may) {
       const record = { key, action: { name, chargeTo, ...(members?.length ? { members } : {}) } };
-      return answered(ctx, action, await sendCall(ctx, prepared, waitUntil, record));
+      return answered(ctx, action, await sendCall(ctx, prepared, waitUntil, record, may));
     },
   };
 }

@@ -19,6 +19,7 @@ import type {
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { RpcRegistry } from "../core/rpc.js";
+import type { MaySend } from "../core/settle-loop.js";
 import { isAnswered, type JournalEntry, type SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
@@ -273,10 +274,10 @@ export class SvmFamily implements ChainFamily {
     return svmSettlementKey(network, request.payload.transaction, this.#options.keys);
   }
 
-  async follow(entry: JournalEntry): Promise<Followed> {
+  async follow(entry: JournalEntry, may: MaySend): Promise<Followed> {
     const network = networkOfKey(entry.key);
     const { followSvmSettlement } = await import("./exact/follow-settlement.js");
-    return followSvmSettlement(await this.#context(network), entry);
+    return followSvmSettlement(await this.#context(network), entry, may);
   }
 }
 

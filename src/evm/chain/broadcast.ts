@@ -4,6 +4,7 @@
  */
 import type { Hex, TransactionReceipt } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import type { ChainAccess } from "./access.js";
 import { knownLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
 import { fullText, isHashEqual } from "./outcome.js";
@@ -56,6 +57,15 @@ export function isKnown(ctx: ChainAccess, hash: Hex): Promise<boolean> {
   );
 }
 
+/**
+ * Hands signed bytes to the node, the same bytes again included: with broadcast(), the one way a
+ * transaction of ours leaves for an EVM node, and only with the licence the settle loop (or the
+ * reconciler) hands out (docs/design.md, "The settle loop").
+ */
+export async function sendRaw(ctx: ChainAccess, raw: Hex, _may: MaySend): Promise<void> {
+  await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+}
+
 /** Clients whose node failed eth_sendRawTransactionSync where the plain method worked. */
 const withoutSync = new WeakSet<object>();
 /** How long to wait for the synchronous answer before polling for the receipt instead. */
@@ -75,10 +85,11 @@ export async function broadcast(
   raw: Hex,
   hash: Hex,
   wantReceipt: boolean,
+  may: MaySend,
 ): Promise<TransactionReceipt | undefined> {
   const { client } = ctx;
   if (!wantReceipt || withoutSync.has(client)) {
-    await client.sendRawTransaction({ serializedTransaction: raw });
+    await sendRaw(ctx, raw, may);
     return undefined;
   }
   const answer = client
@@ -113,7 +124,7 @@ export async function broadcast(
   if (isUnreachable(error) && (await isKnown(ctx, hash))) return undefined;
   if (isUnreachable(error) || isRevert(error) || refusal(error) !== "other") throw error;
   try {
-    await client.sendRawTransaction({ serializedTransaction: raw });
+    await sendRaw(ctx, raw, may);
   } catch (plainError) {
     // "Nonce too low" may mean the synchronous call did send it, and it is mined already.
     if (refusal(plainError) === "nonce" && (await isKnown(ctx, hash))) return undefined;

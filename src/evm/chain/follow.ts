@@ -11,8 +11,9 @@ import {
 } from "viem";
 import { reportReceipt } from "../../core/metrics.js";
 import { isUnreachable } from "../../core/rpc.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import type { ChainAccess } from "./access.js";
-import { NONCE_USED, refusal } from "./broadcast.js";
+import { NONCE_USED, refusal, sendRaw } from "./broadcast.js";
 import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
@@ -103,6 +104,7 @@ export async function follow(
   hashes: Hex[],
   tx: TransactionSerializable,
   fees: Fees,
+  may: MaySend,
   sentAt?: number,
   sentAfterBlock?: bigint,
 ): Promise<CallOutcome> {
@@ -152,7 +154,7 @@ export async function follow(
     let parked = false;
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
-      if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce);
+      if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce, may);
       const seen = local
         ? await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce)
         : undefined;
@@ -188,10 +190,8 @@ export async function follow(
         } else if (overCap(ctx, tx.gas ?? 0n, next)) {
           lane.blocked(ctx.chainId, tx.nonce, since, "not mined, and its fee is at the fee cap");
         } else {
-          const replaced = await replace(ctx, lane, key, {
-            ...tx,
-            ...next,
-          } as TransactionSerializable);
+          const replacement = { ...tx, ...next } as TransactionSerializable;
+          const replaced = await replace(ctx, lane, key, replacement, may);
           if ("hash" in replaced) {
             hashes.push(replaced.hash);
             current = next;
@@ -260,6 +260,7 @@ async function replace(
   lane: SignerLane,
   key: string,
   tx: TransactionSerializable,
+  may: MaySend,
 ): Promise<{ hash: Hex } | { refused?: string }> {
   let hash: Hex;
   let raw: Hex;
@@ -273,7 +274,7 @@ async function replace(
   }
   if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
   try {
-    await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+    await sendRaw(ctx, raw, may);
   } catch (error) {
     if (isUnreachable(error)) return {};
     const why = refusal(error);

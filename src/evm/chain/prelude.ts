@@ -18,7 +18,7 @@ import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
-import { isKnown, refusal } from "./broadcast.js";
+import { isKnown, refusal, sendRaw } from "./broadcast.js";
 import type { GasNeed } from "./gas-bounds.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
 import { reconcile } from "./reconcile.js";
@@ -114,7 +114,8 @@ async function landPrelude(
   if (entry?.state === "answered") return undefined;
   const tx = prelude.tx;
   if (entry?.state === "broadcast") {
-    const picked = "raw" in tx ? await followRaw(ctx, entry) : await reconcile(ctx, entry, may);
+    const picked =
+      "raw" in tx ? await followRaw(ctx, entry, may) : await reconcile(ctx, entry, may);
     if (picked !== "gone") return landed(ctx, key, picked, prelude);
     await ctx.journal.recordState(key, "dropped").catch(() => undefined);
     // The payer's nonce went to another of its transactions: what we sent it for this is wasted.
@@ -127,11 +128,11 @@ async function landPrelude(
       const what = `the gas for the payer's ${prelude.name} transaction, which must land before the payment`;
       return { outcome: stopAt(what, unfunded), payersFault: false };
     }
-    return landed(ctx, key, await sendRaw(ctx, key, tx.raw), prelude);
+    return landed(ctx, key, await sendPayers(ctx, key, tx.raw, may), prelude);
   }
   const prepared = await prepareCall(ctx, tx.call, { reuse: false }, tx.gas, { signer });
   if ("kind" in prepared) return { outcome: stopAt(whatOf(prelude), prepared), payersFault: false };
-  const outcome = await sendCall(ctx, prepared, "confirmed", { key });
+  const outcome = await sendCall(ctx, prepared, "confirmed", { key }, may);
   return landed(ctx, key, outcome, prelude);
 }
 
@@ -181,7 +182,12 @@ function stopAt(what: string, outcome: CallOutcome): CallOutcome {
 }
 
 /** Journals the payer's signed transaction, broadcasts it and waits for its receipt. */
-async function sendRaw(ctx: SendingAccess, key: string, raw: Hex): Promise<CallOutcome> {
+async function sendPayers(
+  ctx: SendingAccess,
+  key: string,
+  raw: Hex,
+  may: MaySend,
+): Promise<CallOutcome> {
   const hash = keccak256(raw);
   let from: Address;
   let nonce: number;
@@ -209,7 +215,7 @@ async function sendRaw(ctx: SendingAccess, key: string, raw: Hex): Promise<CallO
     );
   }
   try {
-    await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+    await sendRaw(ctx, raw, may);
   } catch (error) {
     if (isUnreachable(error))
       return pending(hash, `the broadcast's answer was lost (${shortText(error)})`);
@@ -227,7 +233,11 @@ async function sendRaw(ctx: SendingAccess, key: string, raw: Hex): Promise<CallO
 }
 
 /** Picks up the payer's journaled transaction: its receipt, or the same bytes again if lost. */
-async function followRaw(ctx: SendingAccess, entry: JournalEntry): Promise<CallOutcome | "gone"> {
+async function followRaw(
+  ctx: SendingAccess,
+  entry: JournalEntry,
+  may: MaySend,
+): Promise<CallOutcome | "gone"> {
   const hash = entry.hashes[0] as Hex;
   const raw = entry.raws[0];
   try {
@@ -236,7 +246,7 @@ async function followRaw(ctx: SendingAccess, entry: JournalEntry): Promise<CallO
     if (!(await isKnown(ctx, hash))) {
       const used = await ctx.client.getTransactionCount({ address: entry.signer });
       if (used > entry.txNonce || !raw) return "gone";
-      await ctx.client.sendRawTransaction({ serializedTransaction: raw }).catch(() => undefined);
+      await sendRaw(ctx, raw, may).catch(() => undefined);
     }
     return awaitReceipt(ctx, entry.key, hash, entry.signer, entry.txNonce);
   } catch (error) {

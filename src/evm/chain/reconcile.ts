@@ -13,7 +13,7 @@ import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
-import { isKnown, refusal } from "./broadcast.js";
+import { isKnown, refusal, sendRaw } from "./broadcast.js";
 import { feesOf } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
@@ -59,11 +59,11 @@ async function resend(
   lane: SignerLane,
   nonce: number,
   raw: Hex,
-  _may: MaySend,
+  may: MaySend,
 ): Promise<"sent" | "known" | "used" | "refused"> {
   return lane.exclusive(async () => {
     try {
-      await ctx.client.sendRawTransaction({ serializedTransaction: raw });
+      await sendRaw(ctx, raw, may);
       lane.observe(ctx.chainId, nonce);
       lane.remember(ctx.chainId, nonce, raw);
       return "sent";
@@ -119,7 +119,7 @@ export async function reconcile(
       if ((await resend(ctx, lane, entry.txNonce, newestRaw, may)) === "refused") return "gone";
     }
     if (!lane) return notOurs(entry, newest, "is still pending");
-    return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
+    return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx), may);
   } catch (error) {
     return pending(
       newest,
@@ -208,7 +208,7 @@ export async function recheckAnswered(
     if (resent === "refused") return { kind: "gone" };
     if (resent !== "sent") return { kind: "standing", hash: newest, unseen: true };
     const tx = parseTransaction(raw) as TransactionSerializable;
-    const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx));
+    const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx), may);
     return { kind: "resent", outcome };
   } catch {
     return { kind: "standing", hash: newest };

@@ -7,6 +7,7 @@
  */
 import type { Hex, TransactionReceipt, TransactionSerializable } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
 import { broadcast, type Refusal, refusal } from "./broadcast.js";
@@ -49,11 +50,12 @@ export async function broadcastResending(
   wantReceipt: boolean,
   deadline: number,
   refused: Refused[],
+  may: MaySend,
 ): Promise<{ receipt: TransactionReceipt | undefined; issued: Issued }> {
   let current = issued;
   for (let attempt = 0; ; attempt++) {
     try {
-      const receipt = await broadcast(ctx, current.raw, current.hash, wantReceipt);
+      const receipt = await broadcast(ctx, current.raw, current.hash, wantReceipt, may);
       return { receipt, issued: current };
     } catch (error) {
       const kind = isUnreachable(error) ? "other" : refusal(error);

@@ -15,9 +15,11 @@ import {
   type PublicClient,
   parseTransaction,
 } from "viem";
+import type { MaySend } from "../../core/settle-loop.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { ChainAccess } from "./access.js";
+import { sendRaw } from "./broadcast.js";
 import { estimateFees } from "./fees.js";
 import { type Hole, LaneState } from "./lane-state.js";
 
@@ -282,29 +284,28 @@ export class SignerLane {
    * it are empty (a reorg dropped what was there), fill them so it can be mined, and put it back
    * if it is gone too. Checks are shared: one per lane and chain per second, however many wait.
    */
-  repairGap(ctx: ChainAccess, nonce: number): Promise<void> {
+  repairGap(ctx: ChainAccess, nonce: number, may: MaySend): Promise<void> {
     const last = this.#gapChecks.get(ctx.chainId);
     if (last && Date.now() - last.at < GAP_CHECK_EVERY_MS) return last.done;
-    const done = this.exclusive(() => this.#fillHoles(ctx, nonce)).catch(() => undefined);
+    const done = this.exclusive(() => this.#fillHoles(ctx, nonce, may)).catch(() => undefined);
     this.#gapChecks.set(ctx.chainId, { at: Date.now(), done });
     return done;
   }
 
-  async #fillHoles(ctx: ChainAccess, below: number): Promise<void> {
+  async #fillHoles(ctx: ChainAccess, below: number, may: MaySend): Promise<void> {
     const { client } = ctx;
     const pending = await client.getTransactionCount({
       address: this.address,
       blockTag: "pending",
     });
-    for (let hole = pending; hole < below; hole++) await this.#fill(ctx, hole);
+    for (let hole = pending; hole < below; hole++) await this.#fill(ctx, hole, may);
     if (pending < below) this.observe(ctx.chainId, below);
   }
 
-  async #fill(ctx: ChainAccess, nonce: number): Promise<void> {
-    const { client } = ctx;
+  async #fill(ctx: ChainAccess, nonce: number, may: MaySend): Promise<void> {
     const raw = this.recentRaw(ctx.chainId, nonce);
     if (raw && (await stillSucceeds(ctx, this.address, raw))) {
-      await client.sendRawTransaction({ serializedTransaction: raw });
+      await sendRaw(ctx, raw, may);
       return;
     }
     const fees = await estimateFees(ctx);
@@ -316,7 +317,7 @@ export class SignerLane {
       gas: FILLER_GAS,
       nonce,
     });
-    await client.sendRawTransaction({ serializedTransaction: signed });
+    await sendRaw(ctx, signed, may);
   }
 }
 

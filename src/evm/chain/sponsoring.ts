@@ -106,7 +106,7 @@ async function fundClaimed(
   const atRisk = wasteOf(funding, prepared.base.gas + ceilDiv(value, price));
   const refused = ctx.gasAtRisk.hold(ctx.chainId, key, atRisk);
   if (refused) return failed(refused);
-  const outcome = await sendCall(ctx, prepared, "confirmed", { key });
+  const outcome = await sendCall(ctx, prepared, "confirmed", { key }, may);
   return fundingEnded(ctx, key, funding, outcome, value);
 }
 

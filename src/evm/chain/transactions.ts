@@ -9,6 +9,7 @@
 import { type Address, type Hex, keccak256, size } from "viem";
 import { stageObserver } from "../../core/metrics.js";
 import { isUnreachable } from "../../core/rpc.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import type { ExpectedTransfer, SentAction } from "../../core/store.js";
 import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -184,11 +185,12 @@ export async function sendCall(
   prepared: PreparedCall,
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
+  may: MaySend,
 ): Promise<CallOutcome> {
   const done = ctx.metrics?.settling(ctx.chainId, prepared.lane.address);
   const stages: StageTimes = {};
   try {
-    return await sendAndFollow(ctx, prepared, waitUntil, record, stages);
+    return await sendAndFollow(ctx, prepared, waitUntil, record, stages, may);
   } finally {
     done?.();
     const observe = stageObserver(ctx.metrics, `eip155:${ctx.chainId}`);
@@ -211,6 +213,7 @@ async function sendAndFollow(
   waitUntil: Exclude<WaitUntil, "simulated">,
   record: SettlementRecord,
   stages: StageTimes,
+  may: MaySend,
 ): Promise<CallOutcome> {
   const { lane } = prepared;
   let { base, fees } = prepared;
@@ -275,6 +278,7 @@ async function sendAndFollow(
         wantReceipt,
         deadline,
         refused,
+        may,
       );
       issued = { ...done.issued, durable: issued.durable };
       const { receipt } = done;
@@ -329,7 +333,7 @@ async function sendAndFollow(
   // The success is written down by whoever answers it (core/answers.ts), before it is answered.
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
   const { hash, tx } = sent.issued;
-  return follow(ctx, lane, record.key, [hash], tx, fees, sentAt, sentAfterBlock);
+  return follow(ctx, lane, record.key, [hash], tx, fees, may, sentAt, sentAfterBlock);
 }
 
 /**

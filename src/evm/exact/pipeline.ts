@@ -292,7 +292,7 @@ function paymentSteps<P>(
       let outcome: CallOutcome;
       try {
         outcome = call
-          ? await sendCall(ctx, call, waitUntil, { key, expect: checked.expect })
+          ? await sendCall(ctx, call, waitUntil, { key, expect: checked.expect }, may)
           : await sendInSteps(ctx, checked, creditedCall(checked), key, waitUntil, may);
       } catch (error) {
         // sendCall answers outcomes; should it ever throw, the hold must not outlive it.
@@ -343,7 +343,7 @@ async function sendInSteps<P>(
     signer: checked.signer,
   });
   if ("kind" in call) return call;
-  return sendCall(ctx, call, waitUntil, { key, expect: checked.expect });
+  return sendCall(ctx, call, waitUntil, { key, expect: checked.expect }, may);
 }
 
 /** The operator listed the assets this chain settles, and `asset` is not one of them. */

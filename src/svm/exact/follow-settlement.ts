@@ -7,6 +7,7 @@
  */
 import type { Followed } from "../../core/family.js";
 import { isUnreachable } from "../../core/rpc.js";
+import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import type { SvmSettleContext } from "./context.js";
 import { decodeSvmTransaction } from "./decode.js";
@@ -16,6 +17,7 @@ import { owedOf, type Paid, paysAtTopLevel, transferLanded } from "./transfer-la
 export async function followSvmSettlement(
   ctx: SvmSettleContext,
   entry: JournalEntry,
+  may: MaySend,
 ): Promise<Followed> {
   const network = ctx.network;
   const signature = entry.hashes.at(-1) as string;
@@ -53,7 +55,7 @@ export async function followSvmSettlement(
   const decoded = raw ? decodeSvmTransaction(raw) : undefined;
   const blockhash = decoded?.ok ? decoded.transaction.recentBlockhash : undefined;
   if (raw && blockhash && (await isBlockhashValid(ctx.client, blockhash))) {
-    await sendTransaction(ctx.client, raw).catch((error: unknown) => {
+    await sendTransaction(ctx.client, raw, may).catch((error: unknown) => {
       if (isUnreachable(error)) throw error;
     });
     return {

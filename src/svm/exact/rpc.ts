@@ -6,6 +6,7 @@
  */
 import type { Client } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
+import type { MaySend } from "../../core/settle-loop.js";
 
 export type Commitment = "processed" | "confirmed" | "finalized";
 
@@ -71,8 +72,15 @@ export function describeTransactionError(err: unknown, logs?: unknown): string {
   return text;
 }
 
-/** Sends a fully signed transaction; the node has run no preflight (we simulated just before). */
-export function sendTransaction(client: Client, transaction: string): Promise<string> {
+/**
+ * Sends a fully signed transaction; the node has run no preflight (we simulated just before). The
+ * one way a transaction leaves for a Solana node, and only with the settle loop's licence.
+ */
+export function sendTransaction(
+  client: Client,
+  transaction: string,
+  _may: MaySend,
+): Promise<string> {
   return call(client, "sendTransaction", [
     transaction,
     { encoding: "base64", skipPreflight: true, maxRetries: 0 },

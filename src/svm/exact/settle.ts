@@ -145,7 +145,7 @@ function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
       const short = await ctx.ledger.reserve(reads, s.key, [s.spend], mark, [signed.signature]);
       return short ? { ok: false, payer, failure: short } : undefined;
     },
-    send: (_, waitUntil) => sendAndFollow(s, waitUntil),
+    send: (_, waitUntil, may) => sendAndFollow(s, waitUntil, may),
   };
 }
 
@@ -188,7 +188,7 @@ async function pickUp(
       if (!late) return conclude(s, { kind: "expired" });
     } else {
       // The node may have dropped it: the same bytes again (the chain takes one id once).
-      await sendTransaction(ctx.client, entry.raws.at(-1) ?? signed.wire).catch((error) => {
+      await sendTransaction(ctx.client, entry.raws.at(-1) ?? signed.wire, may).catch((error) => {
         if (!isUnreachable(error)) return undefined;
         throw error;
       });
@@ -201,6 +201,7 @@ async function pickUp(
 async function sendAndFollow(
   s: Settling,
   waitUntil: Exclude<WaitUntil, "simulated">,
+  may: MaySend,
 ): Promise<Outcome<SettleResult>> {
   const { ctx, payment, signed, request } = s;
   const payer = payment.payer;
@@ -229,7 +230,7 @@ async function sendAndFollow(
   const broadcastAt = performance.now();
   const reached = () => observe?.("chain", (performance.now() - broadcastAt) / 1000);
   try {
-    await sendTransaction(ctx.client, signed.wire);
+    await sendTransaction(ctx.client, signed.wire, may);
   } catch (error) {
     if (neverReachedNode(error) || !isUnreachable(error)) {
       ctx.ledger.release(s.key);
