@@ -2,8 +2,9 @@
  * The directions imports may take in src/ (docs/design.md, "Layers and imports", which lists each
  * rule below by name: test/design-doc.test.ts holds the two together), checked by `npm test`:
  *   shells (cli/, http/) → the entry point (facilitator.ts) → chain families (evm/, svm/)
- *   → core/ → protocol/; the stores (store/) implement core's port. No circles, type-only
- *   imports included; no family imports another.
+ *   → core/ → the JSON-RPC transport (rpc/), the bazaar (bazaar/), the deny list (deny-list/)
+ *   → protocol/; the stores (store/) implement core's port. No circles, type-only imports
+ *   included; no family imports another.
  */
 const layer = (name, path, mayNotReach, comment) => ({
   name,
@@ -33,6 +34,30 @@ module.exports = {
       "^src/core/",
       "^src/(evm|svm|store|http|cli)/|^src/facilitator\\.ts$",
       "The core knows no chain family, no store implementation and no shell.",
+    ),
+    layer(
+      "core-opens-no-transport",
+      "^src/core/",
+      "^src/rpc/(?!rpc-errors\\.ts$)",
+      "The core reads what a transport's error means (rpc/rpc-errors.ts); the families reach chains.",
+    ),
+    layer(
+      "rpc-is-transport",
+      "^src/rpc/",
+      "^src/(?!rpc/|protocol/|core/metrics\\.ts$)",
+      "rpc/ (JSON-RPC over node:http, per chain) knows protocol/ and the core's metrics port only.",
+    ),
+    layer(
+      "bazaar-beside-the-core",
+      "^src/bazaar/",
+      "^src/(?!bazaar/|protocol/|core/store\\.ts$)",
+      "bazaar/ (the extension, its catalogue) knows protocol/ and the core's store port only.",
+    ),
+    layer(
+      "deny-list-is-data",
+      "^src/deny-list/",
+      "^src/(?!deny-list/|protocol/)",
+      "The deny list knows protocol/ only: the core and the families ask it about addresses.",
     ),
     layer(
       "stores-implement-the-port",

@@ -19,7 +19,18 @@ describe("the layout", () => {
       readdirSync(src)
         .filter((name) => !files.includes(name))
         .sort(),
-    ).toEqual(["cli", "core", "evm", "http", "protocol", "store", "svm"]);
+    ).toEqual([
+      "bazaar",
+      "cli",
+      "core",
+      "deny-list",
+      "evm",
+      "http",
+      "protocol",
+      "rpc",
+      "store",
+      "svm",
+    ]);
   });
 
   test("each chain family is a folder with its family.ts, its chain access and its schemes", () => {

@@ -9,7 +9,7 @@
  * `# empty` (a truncated file does not).
  */
 import path from "node:path";
-import { DenyList, parseDenyList } from "../core/deny-list.js";
+import { DenyList, parseDenyList } from "../deny-list/deny-list.js";
 import { InputError, readRegularFile } from "./bounded-read.js";
 import { UsageError } from "./errors.js";
 

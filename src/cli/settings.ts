@@ -7,10 +7,10 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { DEFAULT_BATCH_LIMIT } from "../core/provider-limits.js";
 import { DEFAULT_RATE_PER_PAYER } from "../core/settle-rate.js";
 import { DEFAULT_CLAIM_BATCH } from "../evm/batch-settlement/batcher.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../evm/chain/gas-at-risk.js";
+import { DEFAULT_BATCH_LIMIT } from "../rpc/provider-limits.js";
 import { defaultJournalPath } from "../store/journal-file.js";
 import { DEFAULT_RETAIN_DAYS } from "../store/postgres-retention.js";
 import {

@@ -3,7 +3,7 @@
  * "limit exceeded" answer) and batches over its size. Each was waited out or split and sent
  * again, so neither fails doctor, but a busy facilitator meets them more: both are warnings.
  */
-import type { RpcRegistry } from "../../core/rpc.js";
+import type { RpcRegistry } from "../../rpc/rpc.js";
 import { waysToSet } from "../setting-rows.js";
 import { SETTINGS } from "../settings.js";
 import type { Finding } from "./doctor-checks.js";

@@ -1,6 +1,7 @@
 /** doctor's look at the Solana fee payer: does it hold SOL for fees on each Solana cluster served. */
-import type { RpcRegistry } from "../../core/rpc.js";
+
 import { gasAmount } from "../../protocol/amounts.js";
+import type { RpcRegistry } from "../../rpc/rpc.js";
 import { lamportsOf } from "../../svm/exact/rpc.js";
 import type { CliConfig } from "../config.js";
 import { flagName } from "../setting-rows.js";

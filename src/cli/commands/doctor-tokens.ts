@@ -1,12 +1,12 @@
 /** `facilitator doctor`'s token check: whether EIP-3009 and Permit2 payments can work on each chain. */
 import { type Address, getAddress, parseAbi } from "viem";
-import { unreachableReason } from "../../core/rpc.js";
 import {
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
   usdcAddressFor,
 } from "../../evm/devnet/setup.js";
 import { caip2, knownNetwork } from "../../protocol/networks.js";
+import { unreachableReason } from "../../rpc/rpc.js";
 import type { ChainSeen, Finding, Level } from "./doctor-checks.js";
 
 const tokenAbi = parseAbi([

@@ -1,7 +1,7 @@
 /** `facilitator doctor`: runs the checks, prints the report (or one JSON document), exits by the worst. */
 
 import chalk from "chalk";
-import { RpcRegistry } from "../../core/rpc.js";
+import { RpcRegistry } from "../../rpc/rpc.js";
 import { type ConfigFlags, loadConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { terminalWidth, wrapLine } from "../fit-lines.js";

@@ -3,10 +3,10 @@
  * decimals, and the signed amount as people read it ("0.01 USDC (10000 units of 0x…)").
  */
 import { type Address, type PublicClient, parseAbi, parseUnits } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import { usdcAddressFor } from "../../evm/devnet/setup.js";
 import { decimalAmount, plainSymbol, type TokenUnits } from "../../protocol/amounts.js";
 import { knownToken } from "../../protocol/networks.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { UsageError } from "../errors.js";
 
 const tokenAbi = parseAbi([

@@ -7,7 +7,6 @@
  * it (the command line is the operator, who may ask for refunds).
  */
 import { type Address, getAddress, type Hex, type PublicClient } from "viem";
-import type { RpcRegistry } from "../../core/rpc.js";
 import { channelIdOf } from "../../evm/batch-settlement/channel.js";
 import {
   BATCH_SETTLEMENT,
@@ -22,6 +21,7 @@ import { usdcAddressFor } from "../../evm/devnet/setup.js";
 import { type TokenUnits, tokenAmount } from "../../protocol/amounts.js";
 import { caip2, chainIdOfCaip2 } from "../../protocol/networks.js";
 import { parseJson, parseRequest } from "../../protocol/request.js";
+import type { RpcRegistry } from "../../rpc/rpc.js";
 import { UsageError } from "../errors.js";
 import { readSource } from "../input.js";
 import { warn } from "../output.js";

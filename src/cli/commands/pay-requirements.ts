@@ -6,11 +6,11 @@
  * The network: --network, the requirements', or the one configured RPC's (EVM or Solana).
  */
 
-import type { RpcRegistry } from "../../core/rpc.js";
 import type { RequirementsJson } from "../../evm/client/sign-payment.js";
 import { FacilitatorError, type Failure } from "../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
 import { looksSolana, solanaNetworkOf } from "../../protocol/solana-networks.js";
+import type { RpcRegistry } from "../../rpc/rpc.js";
 import { UsageError } from "../errors.js";
 
 export interface PickedRequirements {

@@ -5,7 +5,6 @@
  * Against the local Solana devnet (found by its test USDC's mint authority) the rest has defaults.
  */
 import { parseUnits } from "viem";
-import { isUnreachable, type RpcRegistry } from "../../core/rpc.js";
 import {
   DEFAULT_RESOURCE,
   type RequirementsJson,
@@ -13,6 +12,7 @@ import {
 } from "../../evm/client/sign-payment.js";
 import { FacilitatorError } from "../../protocol/errors.js";
 import { isSolanaAddress, knownMintSymbol, solanaCluster } from "../../protocol/solana-networks.js";
+import { isUnreachable, type RpcRegistry } from "../../rpc/rpc.js";
 import { svmFeePayerOf, svmFeePayerOfBytes } from "../../svm/chain/keys.js";
 import {
   latestBlockhash,

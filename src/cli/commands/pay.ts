@@ -5,7 +5,6 @@
  */
 import { type Address, erc20Abi, getAddress, isAddress, type PublicClient, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { isUnreachable, RpcRegistry, unreachableReason } from "../../core/rpc.js";
 import { BATCH_SETTLEMENT } from "../../evm/batch-settlement/constants.js";
 import {
   approvalTerms,
@@ -21,6 +20,7 @@ import type { TokenUnits } from "../../protocol/amounts.js";
 import { FacilitatorError } from "../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../protocol/networks.js";
 import { parseJson } from "../../protocol/request.js";
+import { isUnreachable, RpcRegistry, unreachableReason } from "../../rpc/rpc.js";
 import { readSmallFile } from "../bounded-read.js";
 import { loadConfig } from "../config.js";
 import { readPrivateKey } from "../config-keys.js";

@@ -10,7 +10,7 @@ import {
   type TransactionSerializable,
 } from "viem";
 import { reportReceipt } from "../../core/metrics.js";
-import { isUnreachable } from "../../core/rpc.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { NONCE_USED, refusal } from "./broadcast.js";
 import { bump, type Fees, overCap } from "./fees.js";

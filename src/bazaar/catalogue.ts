@@ -4,7 +4,7 @@
  * a filter and a search match one, and how a payment updates an entry are decided here, once, so
  * both stores answer alike; each store only keeps entries and applies the bounds atomically.
  */
-import type { Discovered } from "../protocol/bazaar.js";
+import type { Discovered } from "./bazaar.js";
 
 export interface CatalogueEntry extends Discovered {
   /** What the entry is keyed by: the resource URL, and the MCP tool (catalogueKey). */

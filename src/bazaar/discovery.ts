@@ -1,7 +1,7 @@
 /**
  * Bazaar discovery at the facilitator: a v2 payment that carries `extensions.bazaar` is read
- * (protocol/bazaar.ts) when it is verified and when it is settled, and catalogued once its settle
- * has landed (core/catalogue.ts, kept by the store). Each answer says what became of it, as the
+ * (bazaar/bazaar.ts) when it is verified and when it is settled, and catalogued once its settle
+ * has landed (bazaar/catalogue.ts, kept by the store). Each answer says what became of it, as the
  * `EXTENSION-RESPONSES` side channel carries it:
  * - `rejected` (`rejectedReason`): the extension is wrong, a bound refused it, or nothing landed;
  * - `processing`: valid, and catalogued once the payment lands (after verify; after a settle
@@ -9,10 +9,12 @@
  * - `success`: catalogued. `reason` lists the fields dropped, when any were.
  * Discovery never changes a payment's outcome: a payment that fails says nothing of it.
  */
-import { BAZAAR, type Discovered, discover } from "../protocol/bazaar.js";
+
+import type { SettlementStore } from "../core/store.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import { BAZAAR, type Discovered, discover } from "./bazaar.js";
 import {
   type Catalogue,
   type CatalogueBounds,
@@ -21,7 +23,6 @@ import {
   catalogueKey,
   DEFAULT_CATALOGUE_BOUNDS,
 } from "./catalogue.js";
-import type { SettlementStore } from "./store.js";
 
 export interface BazaarResponse {
   readonly status: "success" | "processing" | "rejected";

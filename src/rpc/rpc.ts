@@ -13,11 +13,11 @@ import {
   type PublicClient,
   type Transport,
 } from "viem";
+import type { MetricsSink } from "../core/metrics.js";
 import { FacilitatorError } from "../protocol/errors.js";
 import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
 import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
 import { jsonRpcTransport } from "./json-rpc.js";
-import type { MetricsSink } from "./metrics.js";
 import { limitsMet, restingSkipped } from "./provider-limits.js";
 import { answeredOnceConfirmed } from "./rpc-confirmed.js";
 import { isUnreachable, redactUrl, rpcErrorKind, unreachableReason } from "./rpc-errors.js";
