@@ -89,6 +89,19 @@ module.exports = {
       "^src/cli/",
       "The HTTP service knows nothing of the CLI.",
     ),
+    layer(
+      "commands-below-main",
+      "^src/cli/(?!main\\.ts$|commands/)",
+      "^src/cli/commands/",
+      "main.ts alone registers the commands; what they share (settings/, locks/, io/, facilitator/) imports none.",
+    ),
+    {
+      name: "commands-apart",
+      comment: "A command's folder (cli/commands/NAME/) imports no other command's.",
+      severity: "error",
+      from: { path: "^src/cli/commands/([^/]+)/" },
+      to: { path: "^src/cli/commands/", pathNot: "^src/cli/commands/$1/" },
+    },
     {
       name: "zod-through-one-door",
       comment:

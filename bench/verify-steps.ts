@@ -63,7 +63,7 @@ export const SETTLE_STEPS: readonly Step[] = [
     name: "store: journal records, holds, answers",
     matches: under(
       "src/store/",
-      "src/cli/watched-journal.ts",
+      "src/cli/facilitator/watched-journal.ts",
       "src/core/answers.ts",
       "src/core/idempotency.ts",
       "src/core/ledger",

@@ -79,7 +79,7 @@ describe('one settle loop (docs/design.md, "The settle loop")', () => {
 
   test("a transaction is written down by each family's sending code only", () => {
     expect(callersOf(/\.recordSend\(/)).toEqual([
-      "cli/watched-journal.ts",
+      "cli/facilitator/watched-journal.ts",
       "evm/chain/prelude.ts",
       "evm/chain/transactions.ts",
       "svm/exact/settle.ts",

@@ -3,7 +3,7 @@
  * refused at verify and settle before any chain call, with `address_denied`. The list is text,
  * one address a line, `#` starting a comment; the message of a refusal names the list and the
  * address's part in the payment, never why it is listed. Reading the file and watching it for
- * changes is the shell's (src/cli/deny-list-file.ts); this is the list and its lookup.
+ * changes is the shell's (src/cli/settings/deny-list-file.ts); this is the list and its lookup.
  */
 import { base58ToBytes } from "../protocol/base58.js";
 import { type Failure, failure } from "../protocol/errors.js";
