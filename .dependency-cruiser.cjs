@@ -2,8 +2,9 @@
  * The directions imports may take in src/ (docs/design.md, "Layers and imports", which lists each
  * rule below by name: test/design-doc.test.ts holds the two together), checked by `npm test`:
  *   shells (cli/, http/) → the entry point (facilitator.ts) → chain families (evm/, svm/)
- *   → core/ → protocol/; the stores (store/) implement core's port. No circles, type-only
- *   imports included; no family imports another.
+ *   → core/ → the JSON-RPC transport (rpc/), the bazaar (bazaar/), the deny list (deny-list/)
+ *   → protocol/; the stores (store/) implement core's port. No circles, type-only imports
+ *   included; no family imports another.
  */
 const layer = (name, path, mayNotReach, comment) => ({
   name,
@@ -35,6 +36,30 @@ module.exports = {
       "The core knows no chain family, no store implementation and no shell.",
     ),
     layer(
+      "core-opens-no-transport",
+      "^src/core/",
+      "^src/rpc/(?!rpc-errors\\.ts$)",
+      "The core reads what a transport's error means (rpc/rpc-errors.ts); the families reach chains.",
+    ),
+    layer(
+      "rpc-is-transport",
+      "^src/rpc/",
+      "^src/(?!rpc/|protocol/)",
+      "rpc/ (JSON-RPC over node:http, per chain) knows protocol/ only; it tells metrics through a port of its own.",
+    ),
+    layer(
+      "bazaar-beside-the-core",
+      "^src/bazaar/",
+      "^src/(?!bazaar/|protocol/)",
+      "bazaar/ (the extension, its catalogue) knows protocol/ only; it reads the store through a port of its own.",
+    ),
+    layer(
+      "deny-list-is-data",
+      "^src/deny-list/",
+      "^src/(?!deny-list/|protocol/)",
+      "The deny list knows protocol/ only: the core and the families ask it about addresses.",
+    ),
+    layer(
       "stores-implement-the-port",
       "^src/store/",
       "^src/(evm|svm|http|cli)/|^src/facilitator\\.ts$",
@@ -64,6 +89,19 @@ module.exports = {
       "^src/cli/",
       "The HTTP service knows nothing of the CLI.",
     ),
+    layer(
+      "commands-below-main",
+      "^src/cli/(?!main\\.ts$|commands/)",
+      "^src/cli/commands/",
+      "main.ts alone registers the commands; what they share (settings/, locks/, io/, facilitator/) imports none.",
+    ),
+    {
+      name: "commands-apart",
+      comment: "A command's folder (cli/commands/NAME/) imports no other command's.",
+      severity: "error",
+      from: { path: "^src/cli/commands/([^/]+)/" },
+      to: { path: "^src/cli/commands/", pathNot: "^src/cli/commands/$1/" },
+    },
     {
       name: "zod-through-one-door",
       comment:

@@ -32,8 +32,8 @@ import {
   parseTransaction,
   http as viemHttp,
 } from "viem";
-import type { Setting } from "../src/cli/setting-rows.js";
-import { SETTINGS } from "../src/cli/settings.js";
+import type { Setting } from "../src/cli/settings/setting-rows.js";
+import { SETTINGS } from "../src/cli/settings/settings.js";
 import { testUsdcAbi } from "../src/evm/devnet/artifacts.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { type RpcProxy, startRpcProxy } from "../test/helpers/rpc-proxy.js";

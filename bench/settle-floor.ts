@@ -15,10 +15,10 @@ import {
   type PublicClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { jsonRpcTransport } from "../src/core/json-rpc.js";
 import type { DevAccount, Devnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { transferCalldata } from "../src/evm/exact/eip3009-encoding.js";
+import { jsonRpcTransport } from "../src/rpc/json-rpc.js";
 import { cpuMs } from "./lib.js";
 
 export interface FloorRun {

@@ -27,7 +27,11 @@ export const VERIFY_STEPS: readonly Step[] = [
     ),
   },
   { name: "metrics", matches: under("src/http/metrics.ts", "src/core/metrics.ts") },
-  { name: "parse and validate", matches: under("src/protocol/") },
+  {
+    name: "parse and validate",
+    // The bazaar extension's reading, protocol/ before it had a folder of its own.
+    matches: under("src/protocol/", "src/bazaar/bazaar", "src/bazaar/json-schema"),
+  },
   {
     name: "route (handler, core, family, scheme)",
     matches: under(
@@ -47,7 +51,7 @@ export const VERIFY_STEPS: readonly Step[] = [
   { name: "ledger read", matches: under("src/core/ledger", "src/evm/chain/ledger-reads.ts") },
   {
     name: "chain reads (RPC)",
-    matches: under("src/evm/chain/", "src/core/rpc.ts", "src/core/json-rpc.ts"),
+    matches: under("src/evm/chain/", "src/rpc/rpc.ts", "src/rpc/json-rpc.ts"),
   },
   { name: "checks", matches: under("src/evm/exact/", "src/evm/upto/", "src/evm/") },
   { name: "other of ours", matches: under("src/") },
@@ -59,7 +63,7 @@ export const SETTLE_STEPS: readonly Step[] = [
     name: "store: journal records, holds, answers",
     matches: under(
       "src/store/",
-      "src/cli/watched-journal.ts",
+      "src/cli/facilitator/watched-journal.ts",
       "src/core/answers.ts",
       "src/core/idempotency.ts",
       "src/core/ledger",

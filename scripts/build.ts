@@ -15,7 +15,10 @@ import { build } from "esbuild";
 
 // BUILD_OUTDIR: bench/profile.ts builds a readable copy beside node_modules, leaving dist/ alone.
 const outdir = process.env.BUILD_OUTDIR || "dist";
-const ENTRIES = { main: "src/cli/main.ts", "serve-worker": "src/cli/commands/serve-worker.ts" };
+const ENTRIES = {
+  main: "src/cli/main.ts",
+  "serve-worker": "src/cli/commands/serve/serve-worker.ts",
+};
 const STAGING_PREFIX = ".build-";
 /**
  * How long the old build's files outlive the new one's arrival when their names differ (the source

@@ -4,20 +4,20 @@
  * (in memory unless given one) and one payer throttle shared by both families.
  */
 import type { LocalAccount } from "viem";
+import type { CatalogueBounds } from "./bazaar/catalogue.js";
+import { Discovery } from "./bazaar/discovery.js";
 import { answerAccepts } from "./core/accepts.js";
 import { AmountFloor, type MinAmount } from "./core/amount-floor.js";
 import { Answers } from "./core/answers.js";
-import type { CatalogueBounds } from "./core/catalogue.js";
-import type { DenyList } from "./core/deny-list.js";
-import { Discovery } from "./core/discovery.js";
 import { FacilitatorCore } from "./core/facilitator.js";
-import { type RpcOptions, RpcRegistry } from "./core/rpc.js";
 import { SettlementRate } from "./core/settle-rate.js";
 import type { SettlementStore } from "./core/store.js";
 import { PayerThrottle } from "./core/throttle.js";
+import type { DenyList } from "./deny-list/deny-list.js";
 import type { GasBounds } from "./evm/chain/gas-bounds.js";
 import { EvmFamily } from "./evm/family.js";
 import type { EvmOptions } from "./evm/options.js";
+import { type RpcOptions, RpcRegistry } from "./rpc/rpc.js";
 import { Journal } from "./store/journal.js";
 import type { SvmFeePayer } from "./svm/chain/keys.js";
 import type { SmartWalletOptions } from "./svm/exact/smart-wallet.js";
@@ -25,7 +25,9 @@ import { SvmFamily } from "./svm/family.js";
 
 export type { SupportedKind, SupportedResponse } from "./core/facilitator.js";
 
-export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signers" | "onFree"> {
+export interface FacilitatorOptions
+  extends Omit<RpcOptions, "metrics">,
+    Omit<EvmOptions, "signers" | "onFree"> {
   /** The settlement account. Without any, verify works and settle answers settlement_failed. */
   readonly signer?: LocalAccount | undefined;
   /** Several settlement accounts, used in turn (each with its own nonce lane). */
@@ -51,9 +53,9 @@ export interface FacilitatorOptions extends RpcOptions, Omit<EvmOptions, "signer
   readonly payerRevertLimit?: number | undefined;
   /** ...and that window in milliseconds (default 10 minutes). */
   readonly payerRevertWindowMs?: number | undefined;
-  /** The bazaar catalogue's bounds (core/catalogue.ts has the defaults). */
+  /** The bazaar catalogue's bounds (bazaar/catalogue.ts has the defaults). */
   readonly catalogueBounds?: Partial<CatalogueBounds> | undefined;
-  /** Payers and payees refused before any chain call (core/deny-list.ts); none by default. */
+  /** Payers and payees refused before any chain call (deny-list/deny-list.ts); none by default. */
   readonly denyList?: DenyList | undefined;
   /**
    * The least each asset's payments may move (core/amount-floor.ts); a payment of 0 is refused

@@ -1,5 +1,5 @@
 /**
- * The bazaar catalogue as each store keeps it (core/catalogue.ts; store/journal-catalogue.ts,
+ * The bazaar catalogue as each store keeps it (bazaar/catalogue.ts; store/journal-catalogue.ts,
  * store/postgres-catalogue.ts): an entry per resource (and MCP tool) updated by each payment,
  * bounded per payee, per payer and in total (the entries updated longest ago make room), filtered
  * and searched alike by both, kept across a restart; in PostgreSQL, shared by replicas, two of
@@ -9,7 +9,7 @@ import { mkdtemp, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { REFRESH_MS } from "../src/core/catalogue.js";
+import { REFRESH_MS } from "../src/bazaar/catalogue.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { Journal } from "../src/store/journal.js";

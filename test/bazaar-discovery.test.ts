@@ -9,7 +9,7 @@
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { declareDiscoveryExtension, withBazaar } from "@x402/extensions/bazaar";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Catalogue } from "../src/core/catalogue.js";
+import type { Catalogue } from "../src/bazaar/catalogue.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler, type HttpRequest } from "../src/http/handler.js";
 import { type RunningServer, startServer } from "../src/http/server.js";

@@ -1,5 +1,5 @@
 /**
- * Reading a payment's `bazaar` extension (src/protocol/bazaar.ts and its JSON Schema checker),
+ * Reading a payment's `bazaar` extension (src/bazaar/bazaar.ts and its JSON Schema checker),
  * with the official @x402/extensions 2.27 as the oracle: for what the official seller declares
  * (declareDiscoveryExtension, enriched as bazaarResourceServerExtension enriches it per request),
  * we catalogue what extractDiscoveryInfo extracts; our schema verdicts are validateDiscoveryExtension's,
@@ -12,9 +12,9 @@ import {
   validateDiscoveryExtension,
 } from "@x402/extensions/bazaar";
 import { describe, expect, test } from "vitest";
-import { BAZAAR_BYTES_LIMIT, type Discovered, discover } from "../src/protocol/bazaar.js";
-import { iconUrlProblem, routeTemplateProblem } from "../src/protocol/bazaar-metadata.js";
-import { validateJsonSchema } from "../src/protocol/json-schema.js";
+import { BAZAAR_BYTES_LIMIT, type Discovered, discover } from "../src/bazaar/bazaar.js";
+import { iconUrlProblem, routeTemplateProblem } from "../src/bazaar/bazaar-metadata.js";
+import { validateJsonSchema } from "../src/bazaar/json-schema.js";
 
 const ACCEPTED = {
   scheme: "exact",

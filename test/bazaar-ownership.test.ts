@@ -9,7 +9,7 @@ import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { catalogueUpdate, samePayee } from "../src/core/catalogue.js";
+import { catalogueUpdate, samePayee } from "../src/bazaar/catalogue.js";
 import type { SettlementStore } from "../src/core/store.js";
 import { catalogueStores, entry, PAYEE, WIDE } from "./helpers/catalogue.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";

@@ -6,9 +6,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ConfigFlags, loadConfig } from "../src/cli/config.js";
-import { receiverAuthorizerOf } from "../src/cli/config-keys.js";
-import { UsageError } from "../src/cli/errors.js";
+import { UsageError } from "../src/cli/io/errors.js";
+import { type ConfigFlags, loadConfig } from "../src/cli/settings/config.js";
+import { receiverAuthorizerOf } from "../src/cli/settings/config-keys.js";
 import { svmDevKey } from "../src/svm/devnet/index.js";
 
 // A throwaway key: never funded anywhere, only here to be read and not echoed.

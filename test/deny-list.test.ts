@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { generateKeyPairSigner } from "@solana/kit";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { DenyList, parseDenyList } from "../src/core/deny-list.js";
+import { DenyList, parseDenyList } from "../src/deny-list/deny-list.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { removeCliJournals, runCli } from "./helpers/run-cli.js";

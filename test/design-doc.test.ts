@@ -274,7 +274,12 @@ function breachesOf(rule: CruiserRule): string[] | undefined {
   if (rule.from.path !== undefined && rule.to.path !== undefined) {
     const [from, to] = [new RegExp(rule.from.path), new RegExp(rule.to.path)];
     const not = rule.from.pathNot === undefined ? undefined : new RegExp(rule.from.pathNot);
-    return edgesWhere((a, b) => from.test(a) && !not?.test(a) && to.test(b));
+    const toNot = rule.to.pathNot ?? "(?!)"; // which may name from.path's groups: $1
+    return edgesWhere((a, b) => {
+      const groups = from.exec(a);
+      if (groups === null || not?.test(a) || !to.test(b)) return false;
+      return !new RegExp(toNot.replace(/\$(\d)/g, (_, i) => groups[Number(i)] ?? "")).test(b);
+    });
   }
   return undefined;
 }

@@ -285,14 +285,12 @@ interface CruiserRule {
 const cruiser = createRequire(import.meta.url)("../.dependency-cruiser.cjs") as {
   forbidden: CruiserRule[];
 };
-/** A file standing for a top-level entry, as the rules' paths see it. */
-const sample = (top: string) => (top.endsWith("/") ? `src/${top}x.ts` : `src/${top}`);
 
 describe("the layers and the import rules", () => {
   const layers = section(DOC, "### Layers and imports");
 
   test("the stack holds every top-level entry of src/, and every import runs down it", () => {
-    const stack = /^(`[^\n]*?→[^\n]*?)\.?$/m.exec(layers)?.[1] ?? "";
+    const stack = /may skip layers:\s*([\s\S]*?)\.\s/.exec(layers)?.[1] ?? "";
     const levels = stack.split("→").map((level) => ticked(level));
     const levelOf = new Map(levels.flatMap((names, i) => names.map((name) => [name, i] as const)));
     expect(sorted(levelOf.keys())).toEqual(sorted(TOP));
@@ -310,16 +308,76 @@ describe("the layers and the import rules", () => {
     (rule) => rule.from.path && rule.to.path?.startsWith("^src/"),
   );
 
-  /** What a row says a top-level entry may import: itself and what it names, or all but those. */
-  function statedAllowed(says: string): Set<string> | undefined {
-    const [subject = ""] = ticked(says);
-    const only = /imports only itself(.*?)(?::|$)/.exec(says);
-    if (only) return new Set([subject, ...ticked(only[1] as string)]);
-    if (/imports nothing of ours outside/.test(says)) return new Set([subject]);
-    const nothingOf = /imports nothing of (.*)$/.exec(says);
+  /** A path of src/ standing for `token`: a folder's file, or the file itself. */
+  const pathFor = (token: string) => (token.endsWith("/") ? `src/${token}x.ts` : `src/${token}`);
+
+  /**
+   * How a row's words differ from what its rule of .dependency-cruiser.cjs enforces; undefined
+   * when the row says it in none of the shapes read here. Shapes: "`X` imports only itself, `A`
+   * and `B`", "`X` imports nothing of ours outside `X`", "`X` imports nothing of `A` or `B`",
+   * "of `A`, `X` imports `F` only", "in `A`, only `F` imports `B`", "a command's folder in `A`
+   * imports no other command's".
+   */
+  function differences(says: string, rule: CruiserRule): string[] | undefined {
+    const from = new RegExp(rule.from.path as string);
+    const fromNot = rule.from.pathNot ? new RegExp(rule.from.pathNot) : undefined;
+    const to = new RegExp(rule.to.path as string);
+    const clause = says.split(":")[0] as string;
+    const [subject = ""] = ticked(clause);
+    const wrong: string[] = [];
+    const expect = (holds: boolean, what: string) => {
+      if (!holds) wrong.push(what);
+    };
+    /** Compares the top-level entries the row lets `subject` import with those the rule does. */
+    const allows = (stated: Set<string>) => {
+      expect(from.test(pathFor(subject)), `the rule is not about ${subject}`);
+      const byRule = TOP.filter((top) => top === subject || !to.test(pathFor(top)));
+      const tops = [...stated].filter((token) => TOP.includes(token));
+      expect(sorted(tops).join() === sorted(byRule).join(), `allows ${sorted(byRule).join(", ")}`);
+      for (const file of [...stated].filter((token) => !TOP.includes(token))) {
+        expect(!to.test(`src/${file}`), `forbids ${file}`);
+      }
+    };
+    const only = /imports only itself(.*)$/.exec(clause);
+    if (only) {
+      allows(new Set([subject, ...ticked(only[1] as string)]));
+      return wrong;
+    }
+    if (/imports nothing of ours outside/.test(clause)) {
+      allows(new Set([subject]));
+      return wrong;
+    }
+    const nothingOf = /imports nothing of (.*)$/.exec(clause);
     if (nothingOf) {
       const forbidden = new Set(ticked(nothingOf[1] as string));
-      return new Set(TOP.filter((top) => !forbidden.has(top)));
+      allows(new Set(TOP.filter((top) => !forbidden.has(top))));
+      return wrong;
+    }
+    const ofFolder = /^of `([^`]+)`, `([^`]+)` imports `([^`]+)` only/.exec(clause);
+    if (ofFolder) {
+      const [, folder = "", who = "", file = ""] = ofFolder;
+      expect(from.test(pathFor(who)), `the rule is not about ${who}`);
+      expect(to.test(pathFor(folder)), `lets ${who} import all of ${folder}`);
+      expect(!to.test(`src/${file}`), `forbids ${file}`);
+      const others = TOP.filter((top) => top !== folder && to.test(pathFor(top)));
+      expect(others.length === 0, `forbids more than ${folder}: ${others.join(", ")}`);
+      return wrong;
+    }
+    const inFolder = /^in `([^`]+)`, only `([^`]+)` imports `([^`]+)`/.exec(clause);
+    if (inFolder) {
+      const [, folder = "", file = "", target = ""] = inFolder;
+      const exempt = (path: string) => from.test(path) && !fromNot?.test(path);
+      expect(exempt(pathFor(folder)), `the rule is not about ${folder}`);
+      expect(!exempt(`src/${file}`), `does not let ${file} import ${target}`);
+      expect(to.test(pathFor(target)), `is not about importing ${target}`);
+      return wrong;
+    }
+    const apart = /^a command's folder in `([^`]+)` imports no other command's/.exec(clause);
+    if (apart) {
+      const folder = apart[1] as string;
+      expect(from.test(`src/${folder}a/x.ts`), `the rule is not about ${folder}`);
+      expect(rule.to.pathNot?.includes("$1") === true, "lets a command import any other");
+      return wrong;
     }
     return undefined;
   }
@@ -328,13 +386,9 @@ describe("the layers and the import rules", () => {
     "%s: the table says what the rule enforces",
     (name, rule) => {
       const says = rows.find(([row]) => row === name)?.[1] ?? "";
-      const stated = statedAllowed(says);
-      expect(stated, `the table's row for ${name} says none of the shapes read here`).toBeDefined();
-      const [subject = ""] = ticked(says);
-      expect(new RegExp(rule.from.path as string).test(sample(subject))).toBe(true);
-      const forbidden = new RegExp(rule.to.path as string);
-      const allowed = TOP.filter((top) => top === subject || !forbidden.test(sample(top)));
-      expect(sorted(stated ?? [])).toEqual(sorted(allowed));
+      const wrong = differences(says, rule);
+      expect(wrong, `the table's row for ${name} says none of the shapes read here`).toBeDefined();
+      expect(wrong, `the row for ${name} says "${says}", and the rule`).toEqual([]);
     },
   );
 

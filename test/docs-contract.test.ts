@@ -9,7 +9,6 @@ import { Facilitator } from "../src/facilitator.js";
 import * as handlerModule from "../src/http/handler.js";
 import { createHandler } from "../src/http/handler.js";
 import { createMetrics } from "../src/http/metrics.js";
-import { ERRORS } from "../src/protocol/errors.js";
 import { readDoc, section, tableRows } from "./helpers/markdown.js";
 
 /** `METHOD /path` pairs named in a text, as path → methods. */
@@ -118,19 +117,5 @@ describe("metrics", () => {
       const type = exposed.find((m) => m.name === doc.name)?.type;
       expect(doc.type, `the type of ${doc.name}`).toBe(String(type));
     }
-  });
-});
-
-describe("docs/design.md error codes", () => {
-  const table = tableRows(section(readDoc("docs/design.md"), "## 2. Error codes"));
-  const listed = new Set(
-    table.flatMap(([first = ""]) => [...first.matchAll(/`([a-z][a-z0-9_]*)`/g)].map((m) => m[1])),
-  );
-
-  test("lists every code of the error table, and no other", () => {
-    expect(sorted(Object.keys(ERRORS).filter((code) => !listed.has(code)))).toEqual([]);
-    expect(sorted([...listed].filter((code) => code !== undefined && !(code in ERRORS)))).toEqual(
-      [],
-    );
   });
 });

@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { checkJournalDisk } from "../src/cli/commands/doctor-disk.js";
+import { checkJournalDisk } from "../src/cli/commands/doctor/doctor-disk.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler, type HttpResponse } from "../src/http/handler.js";

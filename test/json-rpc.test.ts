@@ -1,5 +1,5 @@
 /**
- * Our JSON-RPC transport over node:http (src/core/json-rpc.ts), against a local HTTP server that
+ * Our JSON-RPC transport over node:http (src/rpc/json-rpc.ts), against a local HTTP server that
  * misbehaves on purpose: what the rest of the code reads of a failure (viem's error classes,
  * "never reached the node" before a broadcast, the node's own error) must be what viem's http
  * transport gave.
@@ -13,8 +13,8 @@ import os from "node:os";
 import path from "node:path";
 import { createPublicClient, HttpRequestError, TimeoutError } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { jsonRpcTransport } from "../src/core/json-rpc.js";
-import { isUnreachable, neverReachedNode } from "../src/core/rpc.js";
+import { jsonRpcTransport } from "../src/rpc/json-rpc.js";
+import { isUnreachable, neverReachedNode } from "../src/rpc/rpc.js";
 import { LOOPBACK_TLS_CERT, LOOPBACK_TLS_KEY } from "./helpers/loopback-tls.js";
 
 let server: Server;
@@ -259,7 +259,7 @@ describe("JSON-RPC over https", () => {
       const url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`;
       // The CA must be trusted from the process's start: a child process with it.
       const script = [
-        `import { jsonRpcTransport } from ${JSON.stringify(path.resolve("src/core/json-rpc.ts"))};`,
+        `import { jsonRpcTransport } from ${JSON.stringify(path.resolve("src/rpc/json-rpc.ts"))};`,
         `const transport = jsonRpcTransport(${JSON.stringify(url)}, { retryCount: 0 })({});`,
         `console.log(await transport.request({ method: "eth_chainId" }));`,
       ].join("\n");

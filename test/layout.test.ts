@@ -19,7 +19,18 @@ describe("the layout", () => {
       readdirSync(src)
         .filter((name) => !files.includes(name))
         .sort(),
-    ).toEqual(["cli", "core", "evm", "http", "protocol", "store", "svm"]);
+    ).toEqual([
+      "bazaar",
+      "cli",
+      "core",
+      "deny-list",
+      "evm",
+      "http",
+      "protocol",
+      "rpc",
+      "store",
+      "svm",
+    ]);
   });
 
   test("each chain family is a folder with its family.ts, its chain access and its schemes", () => {
@@ -68,7 +79,7 @@ describe('one settle loop (docs/design.md, "The settle loop")', () => {
 
   test("a transaction is written down by each family's sending code only", () => {
     expect(callersOf(/\.recordSend\(/)).toEqual([
-      "cli/watched-journal.ts",
+      "cli/facilitator/watched-journal.ts",
       "evm/chain/prelude.ts",
       "evm/chain/transactions.ts",
       "svm/exact/settle.ts",

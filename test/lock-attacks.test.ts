@@ -25,8 +25,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { tryLock } from "../src/cli/process-lock.js";
-import { lockForServe } from "../src/cli/settlement-locks.js";
+import { tryLock } from "../src/cli/locks/process-lock.js";
+import { lockForServe } from "../src/cli/locks/settlement-locks.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-lock-attacks-"));
@@ -81,7 +81,7 @@ function serveLocks(locks: string, env: Record<string, string> = {}): string {
 /** serveLocks in a child process (as `uid`, if given): what it printed, and its stderr. */
 function serveLocksInChild(locks: string, journalDir: string, uid?: number) {
   const journal = JSON.stringify(path.join(journalDir, "journal.jsonl"));
-  const code = `import("./src/cli/settlement-locks.ts").then((m) => {
+  const code = `import("./src/cli/locks/settlement-locks.ts").then((m) => {
     try {
       m.lockForServe(${journal}, [${JSON.stringify(KEY)}], { FACILITATOR_LOCK_DIR: ${JSON.stringify(locks)} }).release();
       console.log("taken");

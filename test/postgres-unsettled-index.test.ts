@@ -8,7 +8,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { OPEN_FOR_DOCTOR } from "../src/cli/commands/doctor-store.js";
+import { OPEN_FOR_DOCTOR } from "../src/cli/commands/doctor/doctor-store.js";
 import { PostgresStore } from "../src/store/postgres.js";
 import {
   FIND_BY_TRANSACTION,

@@ -9,8 +9,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSyn
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { tryLock } from "../src/cli/process-lock.js";
-import { lockForServe } from "../src/cli/settlement-locks.js";
+import { tryLock } from "../src/cli/locks/process-lock.js";
+import { lockForServe } from "../src/cli/locks/settlement-locks.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-process-lock-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

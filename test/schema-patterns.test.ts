@@ -8,8 +8,8 @@
  * engine each `a?` doubles the time, so the test fails near n = 19 instead of hanging.)
  */
 import { describe, expect, test } from "vitest";
-import { discover } from "../src/protocol/bazaar.js";
-import { SCHEMA_STEP_LIMIT, validateJsonSchema } from "../src/protocol/json-schema.js";
+import { discover } from "../src/bazaar/bazaar.js";
+import { SCHEMA_STEP_LIMIT, validateJsonSchema } from "../src/bazaar/json-schema.js";
 
 const resource = { url: "https://shop.example/q" };
 /** A bazaar extension whose `info.input.q` must match `pattern`. */

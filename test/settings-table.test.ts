@@ -1,5 +1,5 @@
 /**
- * One table of settings (src/cli/settings.ts) behind the flags, the environment, the config file,
+ * One table of settings (src/cli/settings/settings.ts) behind the flags, the environment, the config file,
  * the help lines and the docs: docs/configuration.md's table has a row for each setting, with the
  * same flag, environment variables and config file key and the same default, and no row for a
  * setting the table does not have; every command's help line for a setting's flag is the table's;
@@ -8,16 +8,16 @@
  */
 import type { Command } from "commander";
 import { describe, expect, test } from "vitest";
-import { devnetCommand } from "../src/cli/commands/devnet-command.js";
-import { doctorCommand } from "../src/cli/commands/doctor-command.js";
-import { payCommand } from "../src/cli/commands/pay-command.js";
-import { settleCommand, verifyCommand } from "../src/cli/commands/payment-commands.js";
-import { reconcileCommand } from "../src/cli/commands/reconcile-command.js";
-import { serveCommand } from "../src/cli/commands/serve-command.js";
-import { statusCommand } from "../src/cli/commands/status-command.js";
-import { flagAttribute, resolveSetting } from "../src/cli/setting-resolver.js";
-import { flagName, helpLine, type Setting } from "../src/cli/setting-rows.js";
-import { SETTINGS } from "../src/cli/settings.js";
+import { devnetCommand } from "../src/cli/commands/devnet/devnet-command.js";
+import { doctorCommand } from "../src/cli/commands/doctor/doctor-command.js";
+import { payCommand } from "../src/cli/commands/pay/pay-command.js";
+import { settleCommand, verifyCommand } from "../src/cli/commands/payment/payment-commands.js";
+import { reconcileCommand } from "../src/cli/commands/reconcile/reconcile-command.js";
+import { serveCommand } from "../src/cli/commands/serve/serve-command.js";
+import { statusCommand } from "../src/cli/commands/status/status-command.js";
+import { flagAttribute, resolveSetting } from "../src/cli/settings/setting-resolver.js";
+import { flagName, helpLine, type Setting } from "../src/cli/settings/setting-rows.js";
+import { SETTINGS } from "../src/cli/settings/settings.js";
 import { readDoc, section, tableRows } from "./helpers/markdown.js";
 
 const COMMANDS: readonly Command[] = [

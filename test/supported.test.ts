@@ -12,12 +12,12 @@
 
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redactUrl } from "../src/core/rpc.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { Facilitator, type SupportedKind } from "../src/facilitator.js";
 import { caip2, KNOWN_NETWORKS } from "../src/protocol/networks.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
+import { redactUrl } from "../src/rpc/rpc.js";
 import { requestOn } from "./helpers/network-request.js";
 
 let local: Devnet;

@@ -3,7 +3,7 @@
  * allow-list and caps unless set; what is set is checked as it is read.
  */
 import { describe, expect, test } from "vitest";
-import { loadConfig } from "../src/cli/config.js";
+import { loadConfig } from "../src/cli/settings/config.js";
 import { DEFAULT_SMART_WALLET_PROGRAMS } from "../src/svm/exact/constants.js";
 
 const SQUADS = "SQDS4ep65T869zMMBKyuUq6aD6EgTu8psMjkvj52pCf";

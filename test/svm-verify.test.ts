@@ -5,10 +5,10 @@
  * and the verify of a transaction that already landed, over a real HTTP server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { RpcRegistry } from "../src/core/rpc.js";
 import { Facilitator } from "../src/facilitator.js";
 import { createHandler } from "../src/http/handler.js";
 import { startServer } from "../src/http/server.js";
+import { RpcRegistry } from "../src/rpc/rpc.js";
 import { svmFeePayerOf } from "../src/svm/chain/keys.js";
 import { PAYER_USDC_BALANCE, type SvmDevnet, startSvmDevnet } from "../src/svm/devnet/index.js";
 import { handlePost } from "./helpers/facilitator.js";

@@ -4,18 +4,18 @@
  */
 import { Command, CommanderError } from "commander";
 import type { ErrorCode } from "../protocol/errors.js";
-import { devnetCommand } from "./commands/devnet-command.js";
-import { doctorCommand } from "./commands/doctor-command.js";
-import { payCommand } from "./commands/pay-command.js";
-import { settleCommand, verifyCommand } from "./commands/payment-commands.js";
-import { reconcileCommand } from "./commands/reconcile-command.js";
-import { serveCommand } from "./commands/serve-command.js";
-import { statusCommand } from "./commands/status-command.js";
-import { UsageError } from "./errors.js";
-import { wrapHelp } from "./help-layout.js";
-import { printJson } from "./output.js";
-import { flagName, type KeySetting } from "./setting-rows.js";
-import { SETTINGS } from "./settings.js";
+import { devnetCommand } from "./commands/devnet/devnet-command.js";
+import { doctorCommand } from "./commands/doctor/doctor-command.js";
+import { payCommand } from "./commands/pay/pay-command.js";
+import { settleCommand, verifyCommand } from "./commands/payment/payment-commands.js";
+import { reconcileCommand } from "./commands/reconcile/reconcile-command.js";
+import { serveCommand } from "./commands/serve/serve-command.js";
+import { statusCommand } from "./commands/status/status-command.js";
+import { UsageError } from "./io/errors.js";
+import { wrapHelp } from "./io/help-layout.js";
+import { printJson } from "./io/output.js";
+import { flagName, type KeySetting } from "./settings/setting-rows.js";
+import { SETTINGS } from "./settings/settings.js";
 
 /** Every line the CLI writes for people about what went wrong starts with this. */
 export const PREFIX = "facilitator:";

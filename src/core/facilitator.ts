@@ -3,14 +3,15 @@
  * what every family shares. A `payment-identifier` settles once whatever the family; a settle that
  * could not reach its chain is a 500 (the settlement failed, not the request).
  */
+
+import type { Discovery } from "../bazaar/discovery.js";
+import type { DenyList, Parties } from "../deny-list/deny-list.js";
 import { failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import { AmountFloor } from "./amount-floor.js";
 import type { Answers } from "./answers.js";
-import type { DenyList, Parties } from "./deny-list.js";
-import type { Discovery } from "./discovery.js";
 import type { ChainFamily, SupportedKind } from "./family.js";
 import { settleOnce } from "./idempotency.js";
 import { type Reconciled, type ReconcileOptions, reconcileOnce } from "./reconciler.js";
@@ -34,7 +35,7 @@ export class FacilitatorCore {
   readonly families: readonly ChainFamily[];
   /** Successes written down before they are answered; flushed before the store closes. */
   readonly answers: Answers;
-  /** Bazaar discovery (core/discovery.ts), when the store keeps a catalogue. */
+  /** Bazaar discovery (bazaar/discovery.ts), when the store keeps a catalogue. */
   readonly discovery: Discovery | undefined;
   /** The operator's deny list, if any; the shell replaces it when its file changes. */
   denyList: DenyList | undefined;

@@ -6,10 +6,11 @@
  * not reach its chain is answered. It names no family; the entry point (src/facilitator.ts)
  * registers them.
  */
+
+import type { Parties } from "../deny-list/deny-list.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
-import type { Parties } from "./deny-list.js";
 import type { MaySend } from "./settle-loop.js";
 import type { JournalEntry } from "./store.js";
 

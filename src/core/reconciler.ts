@@ -8,8 +8,8 @@
  * few seconds on every replica; `facilitator reconcile` runs one.
  */
 
+import { rpcErrorKind } from "../rpc/rpc-errors.js";
 import type { ChainFamily, Followed } from "./family.js";
-import { rpcErrorKind } from "./rpc.js";
 import { MAY_SEND } from "./settle-loop.js";
 import type { EntryState, JournalEntry, SettlementStore } from "./store.js";
 

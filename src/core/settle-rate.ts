@@ -7,9 +7,10 @@
  * its buyers' payments must not wait on each other; the payer's bucket is what bounds one caller.
  * Counted in this process (each replica counts its own).
  */
+
+import type { Parties } from "../deny-list/deny-list.js";
 import { type Failure, failure } from "../protocol/errors.js";
 import { BudgetMap, objectBytes, stringBytes } from "./byte-budget.js";
-import type { Parties } from "./deny-list.js";
 
 /**
  * The CLI's default: a settlement a second sustained, bursts of 60, for each payer (ten a second

@@ -5,7 +5,7 @@
  * picks one.
  */
 import type { Address, Hex } from "viem";
-import type { Catalogue } from "./catalogue.js";
+import type { Catalogue } from "../bazaar/catalogue.js";
 
 /**
  * Why `raiseHighest` raised nothing: a higher value is kept, or the id was marked changed after
@@ -287,7 +287,7 @@ export interface SettlementStore {
 
   status(): MaybePromise<StoreStatus>;
 
-  /** The bazaar catalogue (core/catalogue.ts), when the store keeps one: discovery is off without. */
+  /** The bazaar catalogue (bazaar/catalogue.ts), when the store keeps one: discovery is off without. */
   readonly catalogue?: Catalogue | undefined;
 
   close(): MaybePromise<void>;

@@ -6,7 +6,7 @@
 import { BaseError, RpcRequestError } from "viem";
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
-import { isUnreachable, unreachableReason } from "./rpc.js";
+import { isUnreachable, unreachableReason } from "../rpc/rpc-errors.js";
 
 export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failure {
   if (error instanceof FacilitatorError) return error.failure;

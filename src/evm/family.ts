@@ -17,7 +17,6 @@ import type {
   SupportedKind,
 } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
-import type { RpcRegistry } from "../core/rpc.js";
 import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry, SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
@@ -27,6 +26,7 @@ import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownAsset } from "../protocol/
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import type { RpcRegistry } from "../rpc/rpc.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
 import { type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";

@@ -3,8 +3,9 @@
  * uses, the kinds it lists on /supported, and how it completes an offer on /accepts. A scheme is
  * a folder (exact/, upto/); registering it is one line in schemes.ts.
  */
-import type { Parties } from "../core/deny-list.js";
+
 import type { SupportedKind } from "../core/family.js";
+import type { Parties } from "../deny-list/deny-list.js";
 import type { Failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { EvmContext, PaymentMethod } from "./context.js";

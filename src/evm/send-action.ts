@@ -9,7 +9,6 @@
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../core/answers.js";
 import { stageObserver } from "../core/metrics.js";
-import { isUnreachable } from "../core/rpc.js";
 import {
   inProgress,
   inTurn,
@@ -23,6 +22,7 @@ import { type Chargeable, isAnswered, type JournalEntry } from "../core/store.js
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
+import { isUnreachable } from "../rpc/rpc.js";
 import { credited } from "./chain/builder-code.js";
 import type { GasNeed } from "./chain/gas-bounds.js";
 import { type CallOutcome, type ContractCall, sentData } from "./chain/outcome.js";

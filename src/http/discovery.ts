@@ -1,13 +1,13 @@
 /**
- * GET /discovery/resources and GET /discovery/search: the bazaar catalogue (core/discovery.ts),
+ * GET /discovery/resources and GET /discovery/search: the bazaar catalogue (bazaar/discovery.ts),
  * in the shapes the official `withBazaar(HTTPFacilitatorClient)` reads. Every filter given is
  * applied, or named in `unappliedFilters` when it is not one we know; a malformed value is 400
  * `invalid_request` saying which and why (x402 specs/extensions/bazaar_discovery_conformance.md).
  */
 
-import type { CatalogueFilter } from "../core/catalogue.js";
-import type { Discovery } from "../core/discovery.js";
-import { discoveryResource, PAGE_LIMIT } from "../core/discovery.js";
+import type { CatalogueFilter } from "../bazaar/catalogue.js";
+import type { Discovery } from "../bazaar/discovery.js";
+import { discoveryResource, PAGE_LIMIT } from "../bazaar/discovery.js";
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 
 export type DiscoveryAnswer =

@@ -1,5 +1,5 @@
 /**
- * The bazaar catalogue in the journal file (core/catalogue.ts): every entry kept in memory, each
+ * The bazaar catalogue in the journal file (bazaar/catalogue.ts): every entry kept in memory, each
  * change a line of the journal (`catalogue`: the whole entry; `uncatalogue`: one removed to make
  * room), read back in order at start-up and rewritten by a compaction. One process per file, so a
  * put decides against memory and the line follows; it resolves once the line is on disk.
@@ -16,7 +16,7 @@ import {
   passes,
   searchScore,
   searchText,
-} from "../core/catalogue.js";
+} from "../bazaar/catalogue.js";
 
 export type CatalogueLine =
   | { t: "catalogue"; entry: CatalogueEntry }

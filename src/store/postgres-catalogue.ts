@@ -1,5 +1,5 @@
 /**
- * The bazaar catalogue in PostgreSQL (core/catalogue.ts), shared by every replica: one row per
+ * The bazaar catalogue in PostgreSQL (bazaar/catalogue.ts), shared by every replica: one row per
  * entry (facilitator_catalogue, migration 14). An update takes the entry's row lock; a new entry
  * takes the catalogue's advisory lock, so the bounds are counted and room made by one replica at
  * a time, and two replicas adding one resource at once make one entry. Filters and search run in
@@ -15,7 +15,7 @@ import {
   type CatalogueFilter,
   catalogueUpdate,
   searchText,
-} from "../core/catalogue.js";
+} from "../bazaar/catalogue.js";
 import { FacilitatorError } from "../protocol/errors.js";
 import { unavailable } from "./postgres-errors.js";
 

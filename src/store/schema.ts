@@ -209,7 +209,7 @@ export const MIGRATIONS: readonly string[] = [
       FROM facilitator_channels;
   DROP TABLE facilitator_channels;
   `,
-  // 14: the bazaar catalogue (core/catalogue.ts): one row per resource (and MCP tool) paid for
+  // 14: the bazaar catalogue (bazaar/catalogue.ts): one row per resource (and MCP tool) paid for
   // through us that declared discovery, with what its filters and search read, lower-cased where
   // they compare without case. Who added it (pay_to, payer) is what the bounds count.
   `

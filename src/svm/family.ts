@@ -18,7 +18,6 @@ import type {
 } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
-import type { RpcRegistry } from "../core/rpc.js";
 import type { MaySend } from "../core/settle-loop.js";
 import { isAnswered, type JournalEntry, type SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
@@ -28,6 +27,7 @@ import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
+import type { RpcRegistry } from "../rpc/rpc.js";
 import { completeSvm } from "./accepts.js";
 import type { SvmFeePayer } from "./chain/keys.js";
 import { SVM_KEY_PREFIX, svmHeld, svmSpendOf } from "./chain/ledger-reads.js";

@@ -9,7 +9,7 @@ import {
   type CatalogueEntry,
   catalogueKey,
   DEFAULT_CATALOGUE_BOUNDS,
-} from "../../src/core/catalogue.js";
+} from "../../src/bazaar/catalogue.js";
 import type { SettlementStore } from "../../src/core/store.js";
 import { Journal } from "../../src/store/journal.js";
 import { PostgresStore } from "../../src/store/postgres.js";

@@ -3,7 +3,7 @@
  * signs its vouchers) and receiver, in the channel config of a deposit, voucher or refund and in
  * every claim; the receiver a settle sweeps for; the Permit2 signer of a deposit.
  */
-import type { Parties } from "../../core/deny-list.js";
+import type { Parties } from "../../deny-list/deny-list.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 
 const field = (node: unknown, key: string): unknown =>

@@ -3,8 +3,8 @@
  * harmless (same hash, same nonce), which is what makes the retries here safe.
  */
 import type { Hex, TransactionReceipt } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { knownLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
 import { fullText, isHashEqual } from "./outcome.js";
@@ -110,7 +110,7 @@ export async function broadcast(
   clearTimeout(timer);
   // Still waiting: the node took the transaction and it is not mined yet; polling takes over.
   // Unless the node does not know it: then our request may still be waiting out a provider's
-  // rate limit (core/provider-limits.ts, bounded), and its answer says whether it was sent.
+  // rate limit (rpc/provider-limits.ts, bounded), and its answer says whether it was sent.
   if (result === undefined && !(await isKnown(ctx, hash))) result = await answer;
   if (result === undefined) return undefined;
   if ("receipt" in result) {

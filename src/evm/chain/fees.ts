@@ -6,9 +6,9 @@ import {
   parseEther,
   type TransactionSerializable,
 } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2, DEFAULT_SETTLE_FEE_CAP, knownNetwork } from "../../protocol/networks.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { grouped } from "./gas-bounds.js";
 

@@ -10,8 +10,8 @@ import {
   type TransactionSerializable,
 } from "viem";
 import { reportReceipt } from "../../core/metrics.js";
-import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { NONCE_USED, refusal, sendRaw } from "./broadcast.js";
 import { bump, type Fees, overCap } from "./fees.js";

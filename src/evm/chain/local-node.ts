@@ -3,7 +3,7 @@
  * transaction as soon as it is ready. Its pool can still pass one over (follow.ts); how soon that
  * is caught decides how long a settle stalls there.
  */
-import { isUnreachable } from "../../core/rpc.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 
 /**

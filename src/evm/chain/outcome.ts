@@ -3,8 +3,8 @@
  * revert means. Also the few helpers that turn node errors into one-line failures.
  */
 import { concatHex, type Hex, type TransactionReceipt } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import { type Failure, failure } from "../../protocol/errors.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 
 export interface ContractCall {
   readonly to: `0x${string}`;

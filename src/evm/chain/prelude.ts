@@ -14,10 +14,10 @@ import {
   recoverTransactionAddress,
   type TransactionSerialized,
 } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { isKnown, refusal, sendRaw } from "./broadcast.js";
 import type { GasNeed } from "./gas-bounds.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";

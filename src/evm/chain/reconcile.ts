@@ -9,10 +9,10 @@ import {
   type TransactionReceipt,
   type TransactionSerializable,
 } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { isKnown, refusal, sendRaw } from "./broadcast.js";
 import { feesOf } from "./fees.js";
 import { follow, mined } from "./follow.js";

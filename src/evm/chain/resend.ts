@@ -6,8 +6,8 @@
  * replacement: at most one transaction at a nonce can land, so nothing is paid twice.
  */
 import type { Hex, TransactionReceipt, TransactionSerializable } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
 import { broadcast, type Refusal, refusal } from "./broadcast.js";

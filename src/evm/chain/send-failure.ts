@@ -3,8 +3,9 @@
  * (the nonce is used), price again (below the base fee), or an outcome: not sent (never reached
  * the node), may be pending (the answer was lost), would revert, or refused by the node.
  */
-import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
+
 import { failure } from "../../protocol/errors.js";
+import { isUnreachable, neverReachedNode } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { refusal } from "./broadcast.js";
 import {

@@ -8,9 +8,9 @@
 
 import { type Address, type PublicClient, parseAbi } from "viem";
 import { setNewest } from "../../core/newest.js";
-import { isUnreachable } from "../../core/rpc.js";
 import { plainSymbol, type TokenUnits } from "../../protocol/amounts.js";
 import { knownToken } from "../../protocol/networks.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 
 const MAX_KEPT = 256;
 /** More decimals than this is no token meant for people: its units are said as they are. */

@@ -8,11 +8,11 @@
  */
 import { type Address, type Hex, keccak256, size } from "viem";
 import { stageObserver } from "../../core/metrics.js";
-import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { ExpectedTransfer, SentAction } from "../../core/store.js";
 import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
 import { estimateFees, type Fees, overCap, repriced } from "./fees.js";

@@ -4,13 +4,13 @@
  */
 import { type Address, isAddressEqual } from "viem";
 import { setNewest } from "../../core/newest.js";
-import { isUnreachable, unreachableReason } from "../../core/rpc.js";
 import { nodeErrorOf } from "../../core/thrown.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
 import type * as z from "../../protocol/zod.js";
+import { isUnreachable, unreachableReason } from "../../rpc/rpc.js";
 import {
   type GasNeed,
   gasBound,

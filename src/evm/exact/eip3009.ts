@@ -3,12 +3,12 @@
  * Checks run in the reference SDK's order so the first failure reported is the one it reports.
  */
 import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { revertReason } from "../chain/revert.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";

@@ -3,13 +3,13 @@
  * requirements, in the reference's order, and why the proxy call would revert (or did).
  */
 import { type Address, type Hex, isAddressEqual, size } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
 import type * as z from "../../protocol/zod.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {

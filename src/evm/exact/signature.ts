@@ -16,8 +16,8 @@ import {
   sliceHex,
   zeroAddress,
 } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import { type Failure, failure } from "../../protocol/errors.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { recoverSigner } from "../chain/secp256k1.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure, type Step } from "./checks.js";

@@ -6,11 +6,11 @@
  * settlement goes through the same pipeline as every exact method.
  */
 import { type Hex, isErc6492Signature } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {

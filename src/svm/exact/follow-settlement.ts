@@ -6,9 +6,9 @@
  * transfer is read back from the confirmed transaction (transfer-landed.ts), never assumed.
  */
 import type { Followed } from "../../core/family.js";
-import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import type { SvmSettleContext } from "./context.js";
 import { decodeSvmTransaction } from "./decode.js";
 import { isBlockhashValid, sendTransaction, signatureStatuses } from "./rpc.js";

@@ -4,7 +4,7 @@
  * node that cannot be reached meanwhile is asked again: the transaction may land all the same.
  */
 import type { Client } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 import { isBlockhashValid, signatureStatuses } from "./rpc.js";
 
 export type Landing =

@@ -3,7 +3,7 @@
  * (the payer's wallet, as the reference reads it), decoded from the transaction without a chain
  * call. An undecodable transaction names nobody here; verify refuses it for what it is.
  */
-import type { Parties } from "../../core/deny-list.js";
+import type { Parties } from "../../deny-list/deny-list.js";
 import { decodeSvmTransaction } from "./decode.js";
 import { tokenPayer } from "./instructions.js";
 

@@ -5,8 +5,8 @@
  * chain_unavailable); what the node answers is returned.
  */
 import type { Client } from "viem";
-import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
+import { isUnreachable } from "../../rpc/rpc.js";
 
 export type Commitment = "processed" | "confirmed" | "finalized";
 

@@ -15,7 +15,6 @@
  */
 import type { Address, Hex } from "viem";
 import { stageObserver } from "../../core/metrics.js";
-import { isUnreachable, neverReachedNode } from "../../core/rpc.js";
 import {
   inProgress,
   type MaySend,
@@ -28,6 +27,7 @@ import { FacilitatorError, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
+import { isUnreachable, neverReachedNode } from "../../rpc/rpc.js";
 import { signWithFeePayer } from "../chain/keys.js";
 import { SvmLedgerReads, svmHeld } from "../chain/ledger-reads.js";
 import type { SvmSettleContext } from "./context.js";

@@ -1,0 +1,215 @@
+/**
+ * The bazaar catalogue port: the resources paid for through us that declared discovery, kept by
+ * the settlement store (the journal file, or PostgreSQL shared by replicas). What an entry is, how
+ * a filter and a search match one, and how a payment updates an entry are decided here, once, so
+ * both stores answer alike; each store only keeps entries and applies the bounds atomically.
+ */
+import type { Discovered } from "./bazaar.js";
+
+export interface CatalogueEntry extends Discovered {
+  /** What the entry is keyed by: the resource URL, and the MCP tool (catalogueKey). */
+  readonly key: string;
+  readonly x402Version: 2;
+  /**
+   * The requirements paid through us for it: its owner's (those paying `payTo`; newest first,
+   * ACCEPTS_KEPT at most), then other payees' (newest first, OTHER_ACCEPTS_KEPT at most).
+   */
+  readonly accepts: readonly Readonly<Record<string, unknown>>[];
+  /**
+   * Who received and who made the payment that added it: the bounds count by them, and only a
+   * payment to `payTo` (the entry's owner) changes what the entry says of the resource.
+   */
+  readonly payTo: string;
+  readonly payer: string;
+  /** When a payment last updated it (unix milliseconds). */
+  readonly lastUpdated: number;
+}
+
+export interface CatalogueFilter {
+  readonly type?: string | undefined;
+  readonly payTo?: string | undefined;
+  readonly scheme?: string | undefined;
+  readonly network?: string | undefined;
+  /** An extension key the entry carries (`bazaar` on every one). */
+  readonly extension?: string | undefined;
+}
+
+/** How many entries the catalogue keeps in all, and how many one payee or one payer may add. */
+export interface CatalogueBounds {
+  readonly total: number;
+  readonly perPayee: number;
+  readonly perPayer: number;
+}
+
+export const DEFAULT_CATALOGUE_BOUNDS: CatalogueBounds = {
+  total: 5_000,
+  perPayee: 100,
+  perPayer: 100,
+};
+
+/** What a put did: added a new entry, updated one (or found it unchanged), or refused. */
+export type Catalogued = { readonly added: boolean } | { readonly refused: string };
+
+export interface Catalogue {
+  /**
+   * Adds `entry`, or updates the entry of its key (catalogueUpdate). A new entry is refused when
+   * its payee or payer already added as many as the bounds allow; when the catalogue is full, the
+   * entries updated longest ago make room. Resolves once durable.
+   */
+  put(entry: CatalogueEntry, bounds: CatalogueBounds): Promise<Catalogued>;
+  /** The entries that pass `filter`, newest first, from `offset`; and how many pass. */
+  list(
+    filter: CatalogueFilter,
+    limit: number,
+    offset: number,
+  ): Promise<{ items: CatalogueEntry[]; total: number }>;
+  /**
+   * The entries that pass `filter` and hold at least one of `words` (searchText), most words
+   * first, then newest; from `offset`; `more` when others follow.
+   */
+  search(
+    filter: CatalogueFilter,
+    words: readonly string[],
+    limit: number,
+    offset: number,
+  ): Promise<{ items: CatalogueEntry[]; more: boolean }>;
+}
+
+/** Requirements kept per entry for its owner's payTo. */
+export const ACCEPTS_KEPT = 4;
+/**
+ * Requirements kept per entry for every other payTo together: a payment naming someone else's
+ * resource adds its requirement beside the owner's; the one paid longest ago makes room.
+ */
+export const OTHER_ACCEPTS_KEPT = 4;
+/** An unchanged entry is written again (its lastUpdated) at most this often. */
+export const REFRESH_MS = 60_000;
+
+export const catalogueKey = (resource: string, toolName?: string | undefined) =>
+  toolName === undefined ? resource : `${resource}#tool=${toolName}`;
+
+const same = (a: string | undefined, b: string | undefined) =>
+  (a ?? "").toLowerCase() === (b ?? "").toLowerCase();
+
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/** An address as compared: EVM's in lower case (a checksum is only a spelling), others as written. */
+const address = (value: unknown) => {
+  const text = String(value);
+  return EVM_ADDRESS.test(text) ? text.toLowerCase() : text;
+};
+/** Whether two payees are one: a Solana (base58) address in another case is another address. */
+export const samePayee = (a: string, b: string) => address(a) === address(b);
+
+const acceptKey = (a: Readonly<Record<string, unknown>>) =>
+  [a.scheme, a.network, address(a.asset), address(a.payTo)].join(" ");
+
+/** JSON with sorted keys: two spellings of one entry compare equal. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    return `{${Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/**
+ * The entry a payment makes of `existing` (undefined: a new one, which the payment's payee owns).
+ * A payment to the owner brings its content (description, metadata, `info`); any other keeps the
+ * owner's. The requirements are merged, this payment's first, the owner's before the others', so
+ * another payee's can never push the owner's out. Who added it is kept. `write` is false when
+ * nothing but the time changed and the entry was written less than REFRESH_MS ago.
+ */
+export function catalogueUpdate(
+  existing: CatalogueEntry | undefined,
+  incoming: CatalogueEntry,
+): { entry: CatalogueEntry; write: boolean } {
+  if (!existing) return { entry: incoming, write: true };
+  const seen = new Set<string>();
+  const merged = [...incoming.accepts, ...existing.accepts].filter((a) => {
+    const key = acceptKey(a);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  const owners = (a: Readonly<Record<string, unknown>>) =>
+    samePayee(String(a.payTo), existing.payTo);
+  const accepts = [
+    ...merged.filter(owners).slice(0, ACCEPTS_KEPT),
+    ...merged.filter((a) => !owners(a)).slice(0, OTHER_ACCEPTS_KEPT),
+  ];
+  const content = samePayee(incoming.payTo, existing.payTo) ? incoming : existing;
+  const entry: CatalogueEntry = {
+    ...content,
+    key: existing.key,
+    accepts,
+    payTo: existing.payTo,
+    payer: existing.payer,
+    lastUpdated: incoming.lastUpdated,
+  };
+  const unchanged =
+    canonical({ ...entry, lastUpdated: 0 }) === canonical({ ...existing, lastUpdated: 0 });
+  return { entry, write: !unchanged || incoming.lastUpdated - existing.lastUpdated >= REFRESH_MS };
+}
+
+/** Why a new entry of `payTo` and `payer` is refused, given the counts they already hold. */
+export function boundRefusal(
+  entry: CatalogueEntry,
+  held: { byPayee: number; byPayer: number },
+  bounds: CatalogueBounds,
+): string | undefined {
+  if (held.byPayee >= bounds.perPayee) {
+    return `the payee ${entry.payTo} already has ${held.byPayee} resources catalogued, the most one payee may add`;
+  }
+  if (held.byPayer >= bounds.perPayer) {
+    return `the payer ${entry.payer} already added ${held.byPayer} resources to the catalogue, the most one payer may`;
+  }
+  return undefined;
+}
+
+/** Whether `entry` passes every filter given. */
+export function passes(entry: CatalogueEntry, filter: CatalogueFilter): boolean {
+  const any = (name: "scheme" | "network" | "payTo", wanted: string | undefined) =>
+    wanted === undefined ||
+    entry.accepts.some((a) =>
+      name === "payTo" ? same(a.payTo as string, wanted) : a[name] === wanted,
+    );
+  return (
+    (filter.type === undefined || entry.type === filter.type) &&
+    any("payTo", filter.payTo) &&
+    any("scheme", filter.scheme) &&
+    any("network", filter.network) &&
+    (filter.extension === undefined ||
+      filter.extension === "bazaar" ||
+      entry.otherExtensions.includes(filter.extension))
+  );
+}
+
+/** What a search looks in, lower-cased: the URL, names, description, tags, tool and its words. */
+export function searchText(entry: CatalogueEntry): string {
+  const input = (entry.bazaar.info as { input?: { description?: unknown } } | undefined)?.input;
+  return [
+    entry.resource,
+    entry.serviceName,
+    entry.description,
+    ...(entry.tags ?? []),
+    entry.toolName,
+    entry.type,
+    typeof input?.description === "string" ? input.description : undefined,
+  ]
+    .filter((part): part is string => typeof part === "string")
+    .join("\n")
+    .toLowerCase();
+}
+
+/** How many of `words` an entry's searchText holds. */
+export const searchScore = (text: string, words: readonly string[]) =>
+  words.filter((word) => text.includes(word)).length;
+
+/** Newest first, then by key: the order list and search answer in. */
+export const newestFirst = (a: CatalogueEntry, b: CatalogueEntry) =>
+  b.lastUpdated - a.lastUpdated || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);

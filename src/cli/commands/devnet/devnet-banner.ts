@@ -1,0 +1,113 @@
+/**
+ * What `facilitator devnet` prints: what runs where (the banner), then, after --demo's output if
+ * any, what to try, ending with the one line to copy, so that it is on the screen at the end.
+ */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import chalk from "chalk";
+import { receiverAuthorizerAccount } from "../../../evm/devnet/accounts.js";
+import type { Devnet } from "../../../evm/devnet/index.js";
+import type { EvmFiles, Files, Running } from "./devnet-files.js";
+import { svmBanner } from "./devnet-svm-banner.js";
+
+export function devnetBanner(
+  running: Running,
+  files: Files,
+  options: { taken?: number | undefined; svmTaken?: number | undefined; temporary: boolean },
+): string {
+  const dim = chalk.dim;
+  const b = chalk.bold;
+  const { devnet, svm } = running;
+  const lines = [
+    `${chalk.green("●")} ${b("facilitator devnet")} is running ${dim("(Ctrl-C to stop)")}`,
+    "",
+    ...(devnet && files.evm ? evmLines(devnet, files.evm, options.taken) : []),
+    ...(svm && files.svm
+      ? svmBanner(svm, files.svm, { taken: options.svmTaken, dirKept: !options.temporary })
+      : []),
+    `  directory    ${files.dir}  ${dim(options.temporary ? "(removed when the devnet stops)" : "(kept)")}`,
+    `  journal      ${files.journal}  ${dim("this devnet's own")}`,
+    "",
+  ];
+  return lines.join("\n");
+}
+
+/** What to try in another terminal; devnet.env's line last, as it comes first there. */
+export function tryLines(running: Running, files: Files): string {
+  const dim = chalk.dim;
+  const { devnet, svm } = running;
+  const both = Boolean(devnet && svm);
+  const { command: cli, where } = invocation();
+  return [
+    `  Try, in another terminal${where}:`,
+    ...(files.evm
+      ? [
+          // With both clusters, pay must be told which one.
+          `    ${cli} pay${both && devnet ? ` --network ${devnet.network}` : ""} --amount 0.01 | ${cli} settle -`,
+          `    ${cli} verify ${files.evm.request}`,
+          `    ${cli} settle ${files.evm.request}`,
+          `    ${cli} settle ${files.evm.request}   ${dim("# again: nonce_already_used")}`,
+        ]
+      : []),
+    ...(files.svm
+      ? [
+          `    ${cli} pay${both ? " --network solana-devnet" : ""} --amount 0.01 | ${cli} settle -`,
+          `    ${cli} verify ${files.svm.request}`,
+          `    ${cli} settle ${files.svm.request}`,
+        ]
+      : []),
+    `    ${cli} doctor`,
+    `  First, in that terminal, point the commands at this devnet ${dim(`(its RPC${both ? "s" : ""}, key${both ? "s" : ""} and journal)`)}:`,
+    `    source ${files.envFile}`,
+  ].join("\n");
+}
+
+/**
+ * How the user types this CLI: `npx facilitator` in a clone, which has no global command; plain
+ * `facilitator` once installed (npm install -g of the package), where `npx facilitator` outside
+ * the clone would fetch the registry's package of that name, someone else's.
+ */
+function invocation(): { command: string; where: string } {
+  const installed = fileURLToPath(import.meta.url)
+    .split(path.sep)
+    .includes("node_modules");
+  return installed
+    ? { command: "facilitator", where: "" }
+    : { command: "npx facilitator", where: " in this project" };
+}
+
+/** anvil's section: its RPC, contracts, accounts and signed requests. */
+function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): string[] {
+  const dim = chalk.dim;
+  const b = chalk.bold;
+  return [
+    `  RPC URL      ${b(devnet.rpcUrl)}${taken ? `  ${chalk.yellow(`(port ${taken} is taken)`)}` : ""}`,
+    `  chain        ${devnet.network}${devnet.v1Network ? ` (v1: ${devnet.v1Network})` : ""}`,
+    `  test USDC    ${devnet.token.address}  ${dim(`EIP-712 "${devnet.token.name}" version "${devnet.token.version}", 6 decimals, EIP-3009 + EIP-2612`)}`,
+    `  permit token ${devnet.permitToken.address}  ${dim(`EIP-712 "${devnet.permitToken.name}" version "${devnet.permitToken.version}", 6 decimals, EIP-2612 only`)}`,
+    `  plain token  ${devnet.plainToken.address}  ${dim("plain ERC-20, 6 decimals")}`,
+    `  Permit2      ${devnet.permit2}  ${dim("payers have not approved it")}`,
+    `  x402 proxies ${devnet.exactPermit2Proxy} ${dim("(exact)")}`,
+    `               ${devnet.uptoPermit2Proxy} ${dim("(upto)")}`,
+    `  batch        ${devnet.batchSettlement.settlement} ${dim("(x402 batch-settlement)")}`,
+    `               ${devnet.batchSettlement.erc3009Collector} ${dim("(EIP-3009 deposit collector)")}`,
+    `               ${devnet.batchSettlement.permit2Collector} ${dim("(Permit2 deposit collector)")}`,
+    `               ${receiverAuthorizerAccount.address} ${dim(`(receiver authorizer: settle and serve sign claims and refunds; key in ${files.receiverAuthorizerKeyFile})`)}`,
+    `  wallets      ${devnet.walletFactory}  ${dim("ERC-6492 smart-wallet factory")}`,
+    `  Multicall3   ${devnet.multicall3}`,
+    `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,
+    `  payers       ${devnet.payers.map((p) => p.address).join("\n               ")}  ${dim("1,000,000 of each token")}`,
+    `  payee        ${devnet.payee.address}`,
+    `  signed requests  ${files.request}`,
+    `                   ${files.requestX402} ${dim("(x402 dialect)")}`,
+    ...(files.requestV1 ? [`                   ${files.requestV1} ${dim("(x402 v1)")}`] : []),
+    `                   ${files.requestPermit2} ${dim("(Permit2; payer 4 approved Permit2)")}`,
+    `                   ${files.requestPermit2Eip2612} ${dim("(Permit2 + eip2612GasSponsoring)")}`,
+    `                   ${files.requestPermit} ${dim("(EIP-2612 permit, x402x shape)")}`,
+    `                   ${files.requestPermit2Approval} ${dim("(Permit2 + erc20ApprovalGasSponsoring)")}`,
+    `                   ${files.requestUpto} ${dim("(upto: settle --amount N charges N of at most 50000)")}`,
+    `                   ${files.requestBatchDeposit} ${dim("(batch-settlement: payer 2 deposits 50000 into its channel)")}`,
+    `                   ${files.requestBatchVoucher} ${dim("(batch-settlement voucher, 20000 cumulative: verify it once the deposit has settled)")}`,
+    "",
+  ];
+}

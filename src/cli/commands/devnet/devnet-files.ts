@@ -1,0 +1,264 @@
+/** The EVM files `facilitator devnet` writes: the settlement key and the signed requests. */
+import { randomBytes } from "node:crypto";
+import { chmod, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { Hex } from "viem";
+import { MIN_WITHDRAW_DELAY } from "../../../evm/batch-settlement/constants.js";
+import {
+  batchPaymentPayload,
+  signBatchDeposit,
+  signBatchVoucherPayload,
+} from "../../../evm/client/sign-batch.js";
+import { type RequirementsJson, requestBody } from "../../../evm/client/sign-payment.js";
+import { receiverAuthorizerAccount } from "../../../evm/devnet/accounts.js";
+import {
+  approvePermit2,
+  type DevAccount,
+  type Devnet,
+  type DevnetInfo,
+} from "../../../evm/devnet/index.js";
+import { signSampleRequest } from "../../../evm/devnet/sample.js";
+import { signPermitRequest } from "../../../evm/devnet/sign-permit.js";
+import { signUptoRequest } from "../../../evm/devnet/sign-upto.js";
+import type { SvmDevnet } from "../../../svm/devnet/index.js";
+
+/** The price of one request in the devnet's batch-settlement requests: 0.01 test USDC. */
+const BATCH_PRICE = 10_000n;
+
+/** The devnet's batch-settlement requirements: test USDC to the payee, our authorizer. */
+export function devnetBatchRequirements(
+  devnet: DevnetInfo,
+  amount = BATCH_PRICE,
+): RequirementsJson {
+  return {
+    scheme: "batch-settlement",
+    network: devnet.network,
+    amount: amount.toString(),
+    asset: devnet.token.address,
+    payTo: devnet.payee.address,
+    maxTimeoutSeconds: 300,
+    extra: {
+      receiverAuthorizer: receiverAuthorizerAccount.address,
+      withdrawDelay: MIN_WITHDRAW_DELAY,
+      name: devnet.token.name,
+      version: devnet.token.version,
+    },
+  };
+}
+
+/**
+ * Payer 2 opens its channel with 5 requests' worth (EIP-3009, its first voucher for one request),
+ * and the voucher for the second request, which verifies once that deposit has landed.
+ */
+async function signBatchRequests(devnet: DevnetInfo, payer: DevAccount) {
+  const requirements = devnetBatchRequirements(devnet);
+  const deposit = await signBatchDeposit(payer, {
+    chainId: devnet.chainId,
+    requirements,
+    deposit: 5n * BATCH_PRICE,
+    method: "eip3009",
+    validForSeconds: 24 * 3600,
+  });
+  const voucher = await signBatchVoucherPayload(
+    payer,
+    devnet.chainId,
+    requirements,
+    2n * BATCH_PRICE,
+  );
+  const body = (payload: unknown) =>
+    requestBody("x402", 2, batchPaymentPayload(requirements, payload), requirements);
+  return { deposit: body(deposit), voucher: body(voucher) };
+}
+
+export interface EvmFiles {
+  readonly keyFile: string;
+  /** The batch-settlement receiver authorizer's key (dev account 7). */
+  readonly receiverAuthorizerKeyFile: string;
+  /** serve's API keys: one for the devnet's seller (the payee), so its refunds may be signed. */
+  readonly apiKeysFile: string;
+  readonly request: string;
+  readonly requestX402: string;
+  readonly requestV1?: string | undefined;
+  /** Permit2 payment of the permit token by payer 4, who approved Permit2 on it for this. */
+  readonly requestPermit2: string;
+  /** Permit2 payment of the permit token by payer 5, with the eip2612GasSponsoring extension. */
+  readonly requestPermit2Eip2612: string;
+  /** x402x-style EIP-2612 permit of the permit token by payer 3, our settlement key as spender. */
+  readonly requestPermit: string;
+  /** Permit2 payment of the plain token by payer 1, its approval signed for us to broadcast. */
+  readonly requestPermit2Approval: string;
+  /** upto: payer 4 authorizes up to 0.05 of the permit token; settle charges what was used. */
+  readonly requestUpto: string;
+  /** batch-settlement: payer 2's deposit of 0.05 test USDC into its channel, x402 dialect. */
+  readonly requestBatchDeposit: string;
+  /** batch-settlement: payer 2's voucher for 0.02 cumulative; valid once the deposit landed. */
+  readonly requestBatchVoucher: string;
+}
+
+export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFiles> {
+  const keyFile = path.join(dir, "facilitator.key");
+  // The key goes to a file only its owner can read; it is never printed.
+  await writeFile(keyFile, `${devnet.facilitator.privateKey}\n`, { mode: 0o600 });
+  await chmod(keyFile, 0o600);
+  const receiverAuthorizerKeyFile = path.join(dir, "receiver-authorizer.key");
+  await writeFile(receiverAuthorizerKeyFile, `${receiverAuthorizerAccount.privateKey}\n`, {
+    mode: 0o600,
+  });
+  await chmod(receiverAuthorizerKeyFile, 0o600);
+  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+  // Requests without a key stay anonymous (the README's curl); the seller's key may ask for the
+  // refunds our receiver authorizer signs, and so /supported offers that authorizer.
+  const apiKeysFile = path.join(dir, "api-keys.json");
+  const sellerKey = `devnet-seller-${randomBytes(16).toString("hex")}`;
+  await writeFile(
+    apiKeysFile,
+    json({
+      anonymous: true,
+      keys: [{ name: "devnet seller", key: sellerKey, receivers: [devnet.payee.address] }],
+    }),
+    { mode: 0o600 },
+  );
+  await chmod(apiKeysFile, 0o600);
+  const [payer1, payer2, payer3, payer4, payer5] = devnet.payers;
+  if (!payer1 || !payer2 || !payer3 || !payer4 || !payer5) {
+    throw new Error("the devnet has fewer than five payers");
+  }
+
+  const request = path.join(dir, "request.json");
+  await writeFile(request, json(await signSampleRequest(devnet, { payer: payer1 })));
+  const requestX402 = path.join(dir, "request-x402.json");
+  await writeFile(
+    requestX402,
+    json(await signSampleRequest(devnet, { payer: payer2, dialect: "x402" })),
+  );
+  let requestV1: string | undefined;
+  if (devnet.v1Network) {
+    requestV1 = path.join(dir, "request-v1.json");
+    await writeFile(
+      requestV1,
+      json(await signSampleRequest(devnet, { payer: payer3, x402Version: 1 })),
+    );
+  }
+  // Payers start without any Permit2 approval; payer 4 approves it on the permit token, so this
+  // request settles as is. Payer 5's request carries its approval as an EIP-2612 permit.
+  await approvePermit2(devnet, payer4, devnet.permitToken.address);
+  const requestPermit2 = path.join(dir, "request-permit2.json");
+  await writeFile(
+    requestPermit2,
+    json(await signSampleRequest(devnet, { payer: payer4, method: "permit2", asset: "permit" })),
+  );
+  const requestPermit2Eip2612 = path.join(dir, "request-permit2-eip2612.json");
+  await writeFile(
+    requestPermit2Eip2612,
+    json(
+      await signSampleRequest(devnet, {
+        payer: payer5,
+        method: "permit2",
+        asset: "permit",
+        eip2612GasSponsoring: true,
+      }),
+    ),
+  );
+  const requestUpto = path.join(dir, "request-upto.json");
+  await writeFile(requestUpto, json(await signUptoRequest(devnet, payer4)));
+  const requestPermit = path.join(dir, "request-permit.json");
+  await writeFile(requestPermit, json(await signPermitRequest(devnet, payer3)));
+  // Payer 1 sends no transaction of its own, so its signed approval's nonce stays next.
+  const requestPermit2Approval = path.join(dir, "request-permit2-approval.json");
+  await writeFile(
+    requestPermit2Approval,
+    json(
+      await signSampleRequest(devnet, {
+        payer: payer1,
+        method: "permit2",
+        asset: "plain",
+        erc20ApprovalGasSponsoring: true,
+      }),
+    ),
+  );
+  const batch = await signBatchRequests(devnet, payer2);
+  const requestBatchDeposit = path.join(dir, "request-batch-deposit.json");
+  await writeFile(requestBatchDeposit, json(batch.deposit));
+  const requestBatchVoucher = path.join(dir, "request-batch-voucher.json");
+  await writeFile(requestBatchVoucher, json(batch.voucher));
+  return {
+    keyFile,
+    receiverAuthorizerKeyFile,
+    apiKeysFile,
+    requestBatchDeposit,
+    requestBatchVoucher,
+    request,
+    requestX402,
+    requestV1,
+    requestPermit2,
+    requestPermit2Eip2612,
+    requestPermit,
+    requestPermit2Approval,
+    requestUpto,
+  };
+}
+
+/** devnet.json's EVM part: every address, and the chain's genesis block hash. */
+export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
+  return {
+    rpcUrl: devnet.rpcUrl,
+    chainId: devnet.chainId,
+    // What tells this devnet from the next one: see src/cli/facilitator/devnet-marker.ts.
+    genesisHash,
+    network: devnet.network,
+    v1Network: devnet.v1Network,
+    token: devnet.token,
+    permitToken: devnet.permitToken,
+    plainToken: devnet.plainToken,
+    multicall3: devnet.multicall3,
+    permit2: devnet.permit2,
+    exactPermit2Proxy: devnet.exactPermit2Proxy,
+    uptoPermit2Proxy: devnet.uptoPermit2Proxy,
+    batchSettlement: devnet.batchSettlement,
+    walletFactory: devnet.walletFactory,
+    facilitator: devnet.facilitator.address,
+    payers: devnet.payers.map((p) => p.address),
+    payee: devnet.payee.address,
+    keyFile: files.keyFile,
+    receiverAuthorizer: receiverAuthorizerAccount.address,
+    receiverAuthorizerKeyFile: files.receiverAuthorizerKeyFile,
+    apiKeysFile: files.apiKeysFile,
+    requests: {
+      reference: files.request,
+      x402: files.requestX402,
+      v1: files.requestV1,
+      permit2: files.requestPermit2,
+      permit2Eip2612: files.requestPermit2Eip2612,
+      permit: files.requestPermit,
+      permit2Approval: files.requestPermit2Approval,
+      upto: files.requestUpto,
+      batchDeposit: files.requestBatchDeposit,
+      batchVoucher: files.requestBatchVoucher,
+    },
+  };
+}
+
+export interface SvmFiles {
+  readonly keyFile: string;
+  readonly request: string;
+  /** Stops signing the request again. */
+  stop(): void;
+}
+
+/** What a devnet wrote: its directory, journal and env file, and each cluster's files. */
+export interface Files {
+  readonly dir: string;
+  readonly journal: string;
+  readonly envFile: string;
+  /** anvil's genesis block hash: what tells this devnet from the next one. */
+  readonly genesisHash?: Hex | undefined;
+  readonly evm?: EvmFiles | undefined;
+  readonly svm?: SvmFiles | undefined;
+}
+
+export interface Running {
+  devnet?: Devnet | undefined;
+  taken?: number | undefined;
+  svm?: SvmDevnet | undefined;
+  svmTaken?: number | undefined;
+}

@@ -1,0 +1,106 @@
+/**
+ * The Solana side of `facilitator devnet` (--svm beside anvil, --svm-only alone): a local cluster
+ * answering as Solana devnet (src/svm/devnet), its fee payer's key in a file, and a signed request.
+ * A Solana blockhash lives 150 slots (about a minute), so the request file is signed again every
+ * REFRESH_MS while the devnet runs: the file on disk is always one that verifies.
+ */
+import { chmod, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { type SvmDevnet, startSvmDevnet } from "../../../svm/devnet/index.js";
+import { signSvmSampleRequest } from "../../../svm/devnet/sign-payment.js";
+import { UsageError } from "../../io/errors.js";
+import { warn } from "../../io/output.js";
+import type { SvmFiles } from "./devnet-files.js";
+import { REFRESH_MS } from "./devnet-svm-banner.js";
+
+export const DEFAULT_SVM_PORT = 8899;
+export const SVM_FILES = ["svm-fee-payer.key", "request-svm.json"] as const;
+
+const portTaken = (error: unknown) =>
+  error instanceof Error && /Address already in use/i.test(error.message);
+
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0 || n > 65535)
+    throw new UsageError("--svm-port must be a whole number up to 65535");
+  return n;
+}
+
+/**
+ * The Solana cluster, its state kept in `dir` when given, and the port asked for when it was
+ * taken (a free one is used then, said out loud).
+ */
+export async function startSvm(
+  portFlag: string | undefined,
+  dir: string | undefined,
+): Promise<{ svm: SvmDevnet; taken?: number }> {
+  const options = dir ? { dir } : {};
+  if (portFlag !== undefined) {
+    const port = parsePort(portFlag);
+    try {
+      return { svm: await startSvmDevnet({ ...options, port }) };
+    } catch (error) {
+      if (!portTaken(error)) throw error;
+      throw new UsageError(
+        `--svm-port ${port} is taken (another devnet or validator?): pick another, or leave --svm-port out for a free one`,
+      );
+    }
+  }
+  try {
+    return { svm: await startSvmDevnet({ ...options, port: DEFAULT_SVM_PORT }) };
+  } catch (error) {
+    if (!portTaken(error)) throw error;
+    const svm = await startSvmDevnet({ ...options, port: 0 });
+    warn(
+      `port ${DEFAULT_SVM_PORT} is taken (another devnet or validator?): the Solana devnet listens on ${svm.rpcUrl}`,
+    );
+    return { svm, taken: DEFAULT_SVM_PORT };
+  }
+}
+
+const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+
+async function writeRequest(svm: SvmDevnet, file: string): Promise<void> {
+  const payer = svm.payers[0];
+  if (!payer) throw new Error("the Solana devnet has no payer");
+  const body = await signSvmSampleRequest(svm, payer);
+  // Whole or not at all: a reader never sees half a file while it is signed again.
+  await writeFile(`${file}.tmp`, json(body));
+  await rename(`${file}.tmp`, file);
+}
+
+/** Writes the fee payer's key (0600, never printed) and request-svm.json, kept fresh. */
+export async function writeSvmFiles(svm: SvmDevnet, dir: string): Promise<SvmFiles> {
+  const keyFile = path.join(dir, "svm-fee-payer.key");
+  // Base58, the 64-byte secret key in the form the x402 tooling uses.
+  await writeFile(keyFile, `${svm.feePayer.secretKey}\n`, { mode: 0o600 });
+  await chmod(keyFile, 0o600);
+  const request = path.join(dir, "request-svm.json");
+  await writeRequest(svm, request);
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    writeRequest(svm, request)
+      .catch((error: unknown) => warn(`could not sign ${request} again: ${String(error)}`))
+      .finally(() => {
+        busy = false;
+      });
+  }, REFRESH_MS);
+  return { keyFile, request, stop: () => clearInterval(timer) };
+}
+
+/** devnet.json's Solana section. */
+export function svmInfo(svm: SvmDevnet, files: SvmFiles) {
+  return {
+    rpcUrl: svm.rpcUrl,
+    genesisHash: svm.genesisHash,
+    network: svm.network,
+    mint: svm.mint,
+    feePayer: svm.feePayer.address,
+    payers: svm.payers.map((p) => p.address),
+    payee: svm.payee.address,
+    keyFile: files.keyFile,
+    request: files.request,
+  };
+}

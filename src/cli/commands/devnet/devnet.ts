@@ -1,0 +1,328 @@
+/**
+ * `facilitator devnet`: anvil with test tokens, Permit2 and the x402 proxies, and funded accounts,
+ * plus ready-signed request files and the commands that use them, all in one directory with the
+ * devnet's own journal; with --svm a local Solana cluster beside it, with --svm-only that alone.
+ * Runs until Ctrl-C and leaves no process (and, without --dir, no directory) behind.
+ */
+
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { createPublicClient, type Hex, http } from "viem";
+import { receiverAuthorizerAccount } from "../../../evm/devnet/accounts.js";
+import { type Devnet, startDevnet } from "../../../evm/devnet/index.js";
+import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { fitLines, terminalWidth } from "../../io/fit-lines.js";
+import { warn } from "../../io/output.js";
+import { DEVNET_DIR_PREFIX } from "../../io/stale-devnet.js";
+import { devnetBanner, tryLines } from "./devnet-banner.js";
+import { evmInfo, type Files, type Running, writeEvmFiles } from "./devnet-files.js";
+
+export interface DevnetFlags {
+  readonly port?: string | undefined;
+  readonly chainId?: string | undefined;
+  readonly dir?: string | undefined;
+  readonly json?: boolean | undefined;
+  readonly demo?: boolean | undefined;
+  /** The Solana cluster beside anvil. */
+  readonly svm?: boolean | undefined;
+  /** The Solana cluster alone. */
+  readonly svmOnly?: boolean | undefined;
+  readonly svmPort?: string | undefined;
+}
+
+const DEFAULT_PORT = 8545;
+
+function parseWhole(value: string, flag: string, max: number): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0 || n > max)
+    throw new UsageError(`${flag} must be a whole number up to ${max}`);
+  return n;
+}
+
+/** The devnet, and the port asked for when it was taken (the devnet then took a free one). */
+async function start(flags: DevnetFlags): Promise<{ devnet: Devnet; taken?: number }> {
+  const chainId = parseWhole(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
+  if (chainId === 0) throw new UsageError("--chain-id must be positive");
+  if (flags.port !== undefined) {
+    const port = parseWhole(flags.port, "--port", 65535);
+    try {
+      return { devnet: await startDevnet({ port, chainId }) };
+    } catch (error) {
+      if (!isPortTaken(error)) throw error;
+      throw new UsageError(
+        portTakenMessage(port, "another devnet or node", "leave --port out for a free one"),
+      );
+    }
+  }
+  try {
+    return { devnet: await startDevnet({ port: DEFAULT_PORT, chainId }) };
+  } catch (error) {
+    if (!isPortTaken(error)) throw error;
+    // 8545 is taken (another node, another devnet): a free port, said out loud below.
+    return { devnet: await startDevnet({ port: 0, chainId }), taken: DEFAULT_PORT };
+  }
+}
+
+/** The files a devnet writes into its directory; a new devnet in the same --dir replaces them. */
+const DEVNET_FILES = [
+  "facilitator.key",
+  "receiver-authorizer.key",
+  "journal.jsonl",
+  "request.json",
+  "request-x402.json",
+  "request-v1.json",
+  "request-permit2.json",
+  "request-permit2-eip2612.json",
+  "request-permit.json",
+  "request-permit2-approval.json",
+  "request-upto.json",
+  "request-batch-deposit.json",
+  "request-batch-voucher.json",
+  "svm-fee-payer.key",
+  "request-svm.json",
+  "devnet.env",
+  "devnet.json",
+];
+
+/** The directory: --dir (emptied of an earlier devnet's files), or a new temporary one. */
+async function prepareDir(
+  dirFlag: string | undefined,
+): Promise<{ dir: string; temporary: boolean }> {
+  if (!dirFlag) {
+    return { dir: await mkdtemp(path.join(os.tmpdir(), DEVNET_DIR_PREFIX)), temporary: true };
+  }
+  const dir = path.resolve(dirFlag);
+  await mkdir(dir, { recursive: true });
+  if (existsSync(path.join(dir, "devnet.json"))) {
+    // Its journal and requests are of a chain that is gone: they must not meet this one.
+    await Promise.all(DEVNET_FILES.map((name) => rm(path.join(dir, name), { force: true })));
+    warn(`replaced the files of an earlier devnet in ${dir} (its journal and signed requests)`);
+  }
+  return { dir, temporary: false };
+}
+
+/**
+ * What devnet.env decides, set or unset: the RPCs, the keys (files, or the variables holding them
+ * inline, which would win over the files), the API keys, the journal (a store would replace it)
+ * and the key locks. What this devnet does not set is unset, so an earlier `source` (another
+ * devnet's, or the user's own settings) does not mix with this devnet.
+ */
+const DEVNET_ENV_NAMES = [
+  "FACILITATOR_RPC_URL",
+  "FACILITATOR_PRIVATE_KEY_FILE",
+  "FACILITATOR_PRIVATE_KEY",
+  "FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE",
+  "FACILITATOR_RECEIVER_AUTHORIZER_KEY",
+  "FACILITATOR_API_KEYS_FILE",
+  "FACILITATOR_API_KEY",
+  "FACILITATOR_SVM_PRIVATE_KEY_FILE",
+  "FACILITATOR_SVM_PRIVATE_KEY",
+  "FACILITATOR_JOURNAL",
+  "FACILITATOR_STORE",
+  "FACILITATOR_LOCK_DIR",
+];
+
+/** `export NAME='value'` lines a shell can source (values quoted), then one `unset` of the rest. */
+function envFile(vars: Record<string, string>): string {
+  const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
+  const unset = DEVNET_ENV_NAMES.filter((name) => !(name in vars));
+  return `${[
+    ...Object.entries(vars).map(([name, value]) => `export ${name}=${quote(value)}`),
+    ...(unset.length > 0 ? [`unset ${unset.join(" ")}`] : []),
+  ].join("\n")}\n`;
+}
+
+/** The clusters asked for: anvil unless --svm-only, Solana with --svm or --svm-only. */
+function clusters(flags: DevnetFlags): { evm: boolean; svm: boolean } {
+  if (flags.svmOnly) {
+    if (flags.svm) throw new UsageError("--svm and --svm-only: pick one");
+    if (flags.port !== undefined) throw new UsageError("--port is anvil's: not with --svm-only");
+    if (flags.demo) throw new UsageError("--demo runs on anvil: not with --svm-only");
+    return { evm: false, svm: true };
+  }
+  if (flags.svmPort !== undefined && !flags.svm) {
+    throw new UsageError("--svm-port needs --svm (or --svm-only)");
+  }
+  return { evm: true, svm: Boolean(flags.svm) };
+}
+
+/** Starts what was asked for; on failure, stops what had started. */
+async function startAll(flags: DevnetFlags, running: Running): Promise<void> {
+  const wanted = clusters(flags);
+  if (wanted.evm) Object.assign(running, await start(flags));
+  if (running.taken !== undefined && running.devnet) {
+    warn(
+      `port ${running.taken} is taken (another devnet or node?): this devnet listens on ${running.devnet.rpcUrl}`,
+    );
+  }
+  if (wanted.svm) {
+    const { startSvm } = await import("./devnet-svm.js");
+    // The cluster's state stays in --dir between runs; a temporary directory keeps none.
+    const { svm, taken } = await startSvm(
+      flags.svmPort,
+      flags.dir ? path.resolve(flags.dir) : undefined,
+    );
+    running.svm = svm;
+    running.svmTaken = taken;
+  }
+}
+
+async function writeAll(running: Running, dir: string): Promise<Files> {
+  const { devnet, svm } = running;
+  const evm = devnet ? await writeEvmFiles(devnet, dir) : undefined;
+  // Solana's code (and litesvm's native module) loads only when a Solana cluster runs.
+  const solana = svm ? await import("./devnet-svm.js") : undefined;
+  const svmFiles = svm && solana ? await solana.writeSvmFiles(svm, dir) : undefined;
+  // The devnet's own journal: settles against it never mix with another chain's.
+  const journal = path.join(dir, "journal.jsonl");
+  const env = path.join(dir, "devnet.env");
+  const rpcUrls = [devnet?.rpcUrl, svm?.rpcUrl].filter((url) => url !== undefined);
+  await writeFile(
+    env,
+    envFile({
+      FACILITATOR_RPC_URL: rpcUrls.join(","),
+      ...(evm
+        ? {
+            FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile,
+            // serve signs batch-settlement claims and refunds with it (dev account 7).
+            FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE: evm.receiverAuthorizerKeyFile,
+            // The payee's key, for its refunds; requests without a key are still served.
+            FACILITATOR_API_KEYS_FILE: evm.apiKeysFile,
+          }
+        : {}),
+      ...(svmFiles ? { FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles.keyFile } : {}),
+      FACILITATOR_JOURNAL: journal,
+      // The devnet's key is anvil's well-known one, on this chain only: its lock lives here, so
+      // processes on this devnet take turns with it and another devnet's never wait for them.
+      FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
+    }),
+  );
+  let genesisHash: Hex | undefined;
+  if (devnet) {
+    const genesis = await createPublicClient({ transport: http(devnet.rpcUrl) }).getBlock({
+      blockNumber: 0n,
+    });
+    genesisHash = genesis.hash as Hex;
+  }
+  await writeFile(
+    path.join(dir, "devnet.json"),
+    `${JSON.stringify(
+      {
+        ...(devnet && evm && genesisHash ? evmInfo(devnet, evm, genesisHash) : {}),
+        journal,
+        ...(svm && svmFiles && solana ? { svm: solana.svmInfo(svm, svmFiles) } : {}),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  return { dir, journal, envFile: env, genesisHash, evm, svm: svmFiles };
+}
+
+/** The one JSON line of --json: anvil's details at the top level as before, Solana's under svm. */
+function jsonLine(running: Running, files: Files): string {
+  const { devnet, taken, svm, svmTaken } = running;
+  const { dir, journal, envFile } = files;
+  return JSON.stringify({
+    ...(devnet && files.evm
+      ? {
+          rpcUrl: devnet.rpcUrl,
+          chainId: devnet.chainId,
+          genesisHash: files.genesisHash,
+          ...(taken ? { portTaken: taken } : {}),
+        }
+      : {}),
+    dir,
+    ...(files.evm ? { keyFile: files.evm.keyFile } : {}),
+    journal,
+    envFile,
+    ...(files.evm
+      ? {
+          request: files.evm.request,
+          requestX402: files.evm.requestX402,
+          requestV1: files.evm.requestV1,
+          requestPermit2: files.evm.requestPermit2,
+          requestPermit2Eip2612: files.evm.requestPermit2Eip2612,
+          requestPermit: files.evm.requestPermit,
+          requestPermit2Approval: files.evm.requestPermit2Approval,
+          requestUpto: files.evm.requestUpto,
+          requestBatchDeposit: files.evm.requestBatchDeposit,
+          requestBatchVoucher: files.evm.requestBatchVoucher,
+          receiverAuthorizer: receiverAuthorizerAccount.address,
+        }
+      : {}),
+    ...(svm && files.svm
+      ? {
+          svm: {
+            rpcUrl: svm.rpcUrl,
+            genesisHash: svm.genesisHash,
+            network: svm.network,
+            ...(svmTaken ? { portTaken: svmTaken } : {}),
+            keyFile: files.svm.keyFile,
+            request: files.svm.request,
+          },
+        }
+      : {}),
+  });
+}
+
+export async function runDevnet(flags: DevnetFlags): Promise<number> {
+  const running: Running = {};
+  let where: { dir: string; temporary: boolean } | undefined;
+  let files: Files | undefined;
+  let stopped = false;
+  let stopping: Promise<NodeJS.Signals> | undefined;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    files?.svm?.stop();
+    await Promise.all([running.devnet?.stop(), running.svm?.stop()]);
+    // A temporary directory goes with the devnet: its key, journal and requests mean nothing now.
+    if (where?.temporary) await rm(where.dir, { recursive: true, force: true });
+  };
+  try {
+    await startAll(flags, running);
+    where = await prepareDir(flags.dir);
+    files = await writeAll(running, where.dir);
+    // Listened for before anything is printed: whoever reads the first line may signal at once.
+    stopping = new Promise<NodeJS.Signals>((resolve) => {
+      for (const name of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+        process.once(name, () => resolve(name));
+      }
+    });
+    const { devnet } = running;
+    if (flags.json) {
+      process.stdout.write(`${jsonLine(running, files)}\n`);
+    } else {
+      const banner = devnetBanner(running, files, {
+        taken: running.taken,
+        svmTaken: running.svmTaken,
+        temporary: where.temporary,
+      });
+      process.stdout.write(`${fitLines(banner, terminalWidth())}\n`);
+    }
+    if (flags.demo && devnet) {
+      const { runDemo } = await import("./devnet-demo.js");
+      await runDemo(devnet);
+    }
+    // Last, after the demo: the line to copy stays on the screen.
+    if (!flags.json)
+      process.stdout.write(`${fitLines(tryLines(running, files), terminalWidth())}\n`);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  // Ctrl-C, a kill, or its terminal closed (SIGHUP): each stops the chains and removes the files.
+  const signal = await stopping;
+  await stop();
+  if (!flags.json && signal !== "SIGHUP") {
+    process.stdout.write(
+      where.temporary
+        ? `devnet stopped; ${where.dir} removed\n`
+        : `devnet stopped; its files stay in ${where.dir}\n`,
+    );
+  }
+  return 0;
+}

@@ -1,0 +1,54 @@
+/** `facilitator doctor` on the batch-settlement receiver authorizer key. */
+import type { CliConfig } from "../../settings/config.js";
+import { receiverAuthorizerOf } from "../../settings/config-keys.js";
+import { flagName } from "../../settings/setting-rows.js";
+import { SETTINGS } from "../../settings/settings.js";
+
+const authorizer = SETTINGS.receiverAuthorizerKey;
+
+import type { Finding } from "./doctor-checks.js";
+
+/** The batch-settlement receiver authorizer: configured or not, its address, never its key. */
+export function checkReceiverAuthorizer(config: CliConfig): Finding[] {
+  let key: `0x${string}` | undefined;
+  try {
+    key = config.loadReceiverAuthorizerKey();
+  } catch (error) {
+    return [{ area: "key", level: "error", message: (error as Error).message }];
+  }
+  if (key === undefined) {
+    return [
+      {
+        area: "key",
+        level: "ok",
+        message:
+          "no receiver authorizer: batch-settlement sellers sign their own claims and refunds",
+      },
+    ];
+  }
+  let settlementKeys: `0x${string}`[] = [];
+  try {
+    settlementKeys = config.loadPrivateKeys();
+  } catch {
+    // checkKeys reports an unreadable settlement key.
+  }
+  try {
+    const account = receiverAuthorizerOf(key, settlementKeys);
+    return [
+      {
+        area: "key",
+        level: "ok",
+        message: `receiver authorizer ${account?.address}: signs batch-settlement claims and refunds (needs no gas)`,
+      },
+    ];
+  } catch (error) {
+    return [
+      {
+        area: "key",
+        level: "error",
+        message: (error as Error).message,
+        fix: `give the receiver authorizer a key of its own (${flagName(authorizer.flag)} FILE or ${authorizer.env})`,
+      },
+    ];
+  }
+}

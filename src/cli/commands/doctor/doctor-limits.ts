@@ -1,0 +1,57 @@
+/**
+ * doctor's look at what a settlement may cost on each chain served: the fee cap in force and where
+ * it comes from, whether today's gas price keeps an ordinary settle under it, the gas bounds and
+ * the wasted-gas budget.
+ */
+import { formatGwei } from "viem";
+import { feeCapFor, nativeAmount } from "../../../evm/chain/fees.js";
+import { DEFAULT_WASTED_GAS_BUDGET } from "../../../evm/chain/gas-at-risk.js";
+import { gasBoundsFor, grouped } from "../../../evm/chain/gas-bounds.js";
+import { caip2 } from "../../../protocol/networks.js";
+import type { CliConfig } from "../../settings/config.js";
+import { flagName } from "../../settings/setting-rows.js";
+import { SETTINGS } from "../../settings/settings.js";
+import type { ChainSeen, Finding } from "./doctor-checks.js";
+
+const maxFee = SETTINGS.maxFee;
+
+export async function checkLimits(
+  config: CliConfig,
+  chains: readonly ChainSeen[],
+): Promise<Finding[]> {
+  const { limits } = config;
+  return Promise.all(
+    chains.map(async ({ chainId, client }): Promise<Finding> => {
+      const network = caip2(chainId);
+      const cap = feeCapFor(chainId, limits);
+      const bounds = gasBoundsFor(chainId, limits.gasBounds);
+      const budget =
+        limits.wastedGasBudgetByChain[chainId] ??
+        limits.wastedGasBudget ??
+        DEFAULT_WASTED_GAS_BUDGET;
+      const allowed = limits.allowedAssets[chainId];
+      const message = [
+        `${network}: a settlement may cost up to ${nativeAmount(chainId, cap.wei)} (${cap.configured ? "configured" : "the default"})`,
+        `gas at most ${grouped(bounds.eip3009)} for EIP-3009, ${grouped(bounds.permit2)} for Permit2, ${grouped(bounds.upto)} for upto (+${grouped(bounds.contractWallet)} from a contract wallet, +${grouped(bounds.walletDeployment)} to deploy one)`,
+        `wasted gas budget ${grouped(budget)} per hour`,
+        allowed
+          ? `only ${allowed.length} listed asset${allowed.length === 1 ? "" : "s"}`
+          : "any asset",
+      ].join("; ");
+      const price = await client.estimateFeesPerGas({ chain: null }).then(
+        (fees) => fees.maxFeePerGas,
+        () => undefined,
+      );
+      const ordinary = price === undefined ? undefined : bounds.eip3009 * price;
+      if (ordinary !== undefined && price !== undefined && ordinary > cap.wei) {
+        return {
+          area: "limits",
+          level: "warning",
+          message: `${message}. At today's ${formatGwei(price)} gwei an EIP-3009 settle could cost ${nativeAmount(chainId, ordinary)}: over the cap, settles are refused (fee_cap_exceeded)`,
+          fix: `wait for fees to fall, or raise the cap: ${flagName(maxFee.flag)} ${network}=<amount>, ${maxFee.env} or ${maxFee.key} in the config file`,
+        };
+      }
+      return { area: "limits", level: "ok", message };
+    }),
+  );
+}

@@ -1,0 +1,93 @@
+/**
+ * doctor's look at a PostgreSQL store (--store): does it answer, is its schema there, what is
+ * still unsettled, and are this configuration's keys free or held by a live replica. Read only:
+ * it takes no lease and migrates nothing.
+ */
+
+import type { JournalEntry } from "../../../core/store.js";
+import { settlementAccount } from "../../../evm/chain/secp256k1.js";
+import { redactStoreUrl } from "../../../store/postgres.js";
+import { MIGRATIONS, UNSETTLED_STATES } from "../../../store/schema.js";
+import type { CliConfig } from "../../settings/config.js";
+import { type Finding, openSettlementsFinding } from "./doctor-checks.js";
+
+/** The settlements still followed (a batch's members aside), oldest first. */
+export const OPEN_FOR_DOCTOR = `SELECT key, state, hashes, updated_at FROM facilitator_settlements
+  WHERE ${UNSETTLED_STATES} AND key NOT LIKE '%#%' ORDER BY updated_at`;
+
+export async function checkStore(config: CliConfig, url: string): Promise<Finding[]> {
+  const where = redactStoreUrl(url);
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+  } catch (error) {
+    return [
+      {
+        area: "store",
+        level: "unreachable",
+        message: `${where} cannot be reached (${(error as Error).message.split("\n")[0]})`,
+        fix: "start PostgreSQL, or check the URL, its user and PGPASSWORD",
+      },
+    ];
+  }
+  try {
+    const version = await client
+      .query<{ v: number | null }>("SELECT max(version) AS v FROM facilitator_migrations")
+      .then((r) => r.rows[0]?.v ?? 0)
+      .catch(() => 0);
+    if (version === 0) {
+      return [{ area: "store", level: "ok", message: `${where}: empty; serve creates the schema` }];
+    }
+    if (version > MIGRATIONS.length) {
+      return [
+        {
+          area: "store",
+          level: "error",
+          message: `${where}: its schema (version ${version}) is newer than this facilitator's (${MIGRATIONS.length})`,
+          fix: "run the same facilitator version as the other replicas",
+        },
+      ];
+    }
+    const findings: Finding[] = [];
+    const open = await client.query<{
+      key: string;
+      state: JournalEntry["state"];
+      hashes: JournalEntry["hashes"];
+      updated_at: Date;
+    }>(OPEN_FOR_DOCTOR);
+    findings.push(
+      openSettlementsFinding(
+        "store",
+        `${where}: schema version ${version}`,
+        open.rows.map(
+          (row) => ({ ...row, updatedAt: row.updated_at.getTime() }) as unknown as JournalEntry,
+        ),
+      ),
+    );
+    let addresses: string[] = [];
+    try {
+      addresses = config
+        .loadPrivateKeys()
+        .map((key) => settlementAccount(key).address.toLowerCase());
+    } catch {
+      // A bad key is the key check's finding.
+    }
+    const held = await client.query<{ address: string; owner: string }>(
+      "SELECT address, owner FROM facilitator_signers WHERE address = ANY($1) AND expires_at > now()",
+      [addresses],
+    );
+    for (const row of held.rows) {
+      findings.push({
+        area: "store",
+        level: "warning",
+        message: `key ${row.address} is held by the running replica ${row.owner}: a serve with it waits for that lease, then exits`,
+        fix: "give each replica its own key",
+      });
+    }
+    return findings;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

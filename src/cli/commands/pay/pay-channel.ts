@@ -1,0 +1,315 @@
+/**
+ * `facilitator pay --claim | --sweep | --refund`: the seller's side of a batch-settlement channel,
+ * as the official channel manager (`@x402/evm` 2.27) sends it to a facilitator's settle. A claim
+ * and a refund are built from a voucher the seller was paid with (a request `pay` printed, or any
+ * deposit or voucher request), so no payer key is needed; the sweep names a receiver and a token.
+ * Nothing here is signed: `settle` signs with the receiver authorizer's key when the channel names
+ * it (the command line is the operator, who may ask for refunds).
+ */
+import { type Address, getAddress, type Hex, type PublicClient } from "viem";
+import { channelIdOf } from "../../../evm/batch-settlement/channel.js";
+import {
+  BATCH_SETTLEMENT,
+  SETTLEMENT_ABI,
+  SETTLEMENT_ADDRESS,
+} from "../../../evm/batch-settlement/constants.js";
+import { type ChannelConfig, voucherSchema } from "../../../evm/batch-settlement/payload.js";
+import { type RequirementsJson, requestBody } from "../../../evm/client/sign-payment.js";
+import { payeeAccount } from "../../../evm/devnet/accounts.js";
+import { isDevnetChain } from "../../../evm/devnet/detect.js";
+import { usdcAddressFor } from "../../../evm/devnet/setup.js";
+import { type TokenUnits, tokenAmount } from "../../../protocol/amounts.js";
+import { caip2, chainIdOfCaip2 } from "../../../protocol/networks.js";
+import { parseJson, parseRequest } from "../../../protocol/request.js";
+import type { RpcRegistry } from "../../../rpc/rpc.js";
+import { UsageError } from "../../io/errors.js";
+import { readSource } from "../../io/input.js";
+import { warn } from "../../io/output.js";
+import { payToken } from "./pay-amounts.js";
+import type { PayFlags } from "./pay-flags.js";
+import { pickRequirements, targetOf } from "./pay-requirements.js";
+
+/** The channel action asked for, by its flag. */
+export function channelActionOf(flags: PayFlags): "--claim" | "--sweep" | "--refund" | undefined {
+  const asked = [
+    flags.claim && flags.claim.length > 0 ? ("--claim" as const) : undefined,
+    flags.sweep ? ("--sweep" as const) : undefined,
+    flags.refund !== undefined ? ("--refund" as const) : undefined,
+  ].filter((action) => action !== undefined);
+  if (asked.length > 1) throw new UsageError(`${asked.join(" and ")}: pick one`);
+  return asked[0];
+}
+
+/** pay's flags that sign a payment, which a channel action has no use for. */
+const PAYMENT_FLAGS = {
+  amount: "--amount",
+  method: "--method",
+  deposit: "--deposit",
+  cumulative: "--cumulative",
+  receiverAuthorizer: "--receiver-authorizer",
+  approval: "--approval",
+  payerKeyFile: "--payer-key-file",
+  payer: "--payer",
+  feePayer: "--fee-payer",
+  validFor: "--valid-for",
+  v1: "--v1",
+} as const;
+
+/** A voucher the seller holds: its channel, amount and the payer's signature, on its chain. */
+interface HeldVoucher {
+  readonly chainId: number;
+  readonly config: ChannelConfig;
+  readonly channelId: Hex;
+  readonly maxClaimable: bigint;
+  readonly signature: Hex;
+}
+
+/** The voucher in a deposit or voucher request (either dialect), checked against its channel. */
+async function readVoucher(file: string, flag: string): Promise<HeldVoucher> {
+  const source = file === "-" ? "stdin" : file;
+  const parsed = parseJson(await readSource(file));
+  if (!parsed.ok) throw new UsageError(`${flag} ${source}: ${parsed.failure.message}`);
+  const request = parseRequest(parsed.value);
+  if (!request.ok) throw new UsageError(`${flag} ${source}: ${request.failure.message}`);
+  const { payloadScheme, payloadNetwork, payload } = request.request;
+  const chainId = chainIdOfCaip2(payloadNetwork);
+  const voucher = voucherSchema.safeParse({ ...payload, type: "voucher" });
+  if (payloadScheme !== BATCH_SETTLEMENT || chainId === undefined || !voucher.success) {
+    throw new UsageError(
+      `${flag} ${source} holds no batch-settlement voucher: it takes a deposit or voucher request, as pay --scheme batch-settlement prints it`,
+    );
+  }
+  const { channelConfig: config, voucher: signed } = voucher.data;
+  const channelId = channelIdOf(config, chainId);
+  if (signed.channelId.toLowerCase() !== channelId.toLowerCase()) {
+    throw new UsageError(`${flag} ${source}: the voucher's channelId is not its channelConfig's`);
+  }
+  return {
+    chainId,
+    config,
+    channelId,
+    maxClaimable: signed.maxClaimableAmount,
+    signature: signed.signature as Hex,
+  };
+}
+
+/** The requirements a seller's channel manager sends with a claim, settle or refund. */
+function managerRequirements(chainId: number, receiver: Address, token: Address): RequirementsJson {
+  return {
+    scheme: BATCH_SETTLEMENT,
+    network: caip2(chainId),
+    asset: token,
+    amount: "0",
+    payTo: receiver,
+    maxTimeoutSeconds: 0,
+    extra: {},
+  };
+}
+
+/** A claim row: the voucher's whole amount, with the payer's signature over it. */
+const claimRow = (held: HeldVoucher) => ({
+  voucher: { channel: held.config, maxClaimableAmount: held.maxClaimable.toString() },
+  signature: held.signature,
+  totalClaimed: held.maxClaimable.toString(),
+});
+
+async function channelOnChain(client: PublicClient, channelId: Hex) {
+  const [[balance, totalClaimed], refundNonce] = await Promise.all([
+    client.readContract({
+      address: SETTLEMENT_ADDRESS,
+      abi: SETTLEMENT_ABI,
+      functionName: "channels",
+      args: [channelId],
+    }),
+    client.readContract({
+      address: SETTLEMENT_ADDRESS,
+      abi: SETTLEMENT_ABI,
+      functionName: "refundNonce",
+      args: [channelId],
+    }),
+  ]);
+  return { balance, totalClaimed, refundNonce };
+}
+
+interface Built {
+  readonly body: unknown;
+  /** What it asks for, in a line for people. */
+  readonly line: string;
+}
+
+/** The token's decimals and symbol for the line people read; units alone when it cannot say. */
+const tokenOf = (token: Address, chainId: number, client: PublicClient, devnet = false) =>
+  payToken(token, chainId, async () => client, devnet).catch(
+    (): TokenUnits | undefined => undefined,
+  );
+
+/** One claim of the newest voucher of each channel given; one transaction at settle. */
+async function buildClaim(
+  files: readonly string[],
+  rpc: RpcRegistry,
+  x402: boolean,
+  quiet: boolean,
+): Promise<Built> {
+  const given: HeldVoucher[] = [];
+  for (const file of files) given.push(await readVoucher(file, "--claim"));
+  const id = given[0]?.chainId;
+  if (id === undefined) throw new UsageError("--claim needs a voucher request");
+  if (given.some((held) => held.chainId !== id)) {
+    throw new UsageError("--claim: the vouchers are on different chains; claim each chain apart");
+  }
+  // A channel given twice is claimed once, with its highest voucher.
+  const newest = new Map<Hex, HeldVoucher>();
+  for (const held of given) {
+    const known = newest.get(held.channelId);
+    if (!known || held.maxClaimable > known.maxClaimable) newest.set(held.channelId, held);
+  }
+  const vouchers = [...newest.values()];
+  const first = vouchers[0] as HeldVoucher;
+  const client = await rpc.client(id);
+  const states = await Promise.all(vouchers.map((v) => channelOnChain(client, v.channelId)));
+  const tokens = await Promise.all(vouchers.map((v) => tokenOf(v.config.token, id, client)));
+  const described = vouchers.map((held, i) => {
+    const token = tokens[i];
+    const claimed = states[i]?.totalClaimed ?? 0n;
+    if (held.maxClaimable <= claimed && !quiet) {
+      warn(
+        `channel ${held.channelId} has ${tokenAmount(claimed, token)} claimed already: this voucher adds nothing (settle answers nothing_to_settle when no channel of the claim moves)`,
+      );
+    }
+    const before = claimed > 0n ? ` (${tokenAmount(claimed, token)} claimed before)` : "";
+    return `channel ${held.channelId} up to ${tokenAmount(held.maxClaimable, token)}${before}`;
+  });
+  const receivers = new Set(vouchers.map((v) => v.config.receiver));
+  const forWhom = receivers.size === 1 ? `, for ${first.config.receiver}` : "";
+  const requirements = managerRequirements(id, first.config.receiver, first.config.token);
+  const payload = { type: "claim", claims: vouchers.map(claimRow) };
+  return {
+    body: channelBody(x402, requirements, payload),
+    line: `a claim of ${described.join("; ")}${forWhom} on ${requirements.network}`,
+  };
+}
+
+/** The channel's unclaimed rest back to its payer, the voucher claimed first when it is not yet. */
+async function buildRefund(file: string, rpc: RpcRegistry, x402: boolean): Promise<Built> {
+  const held = await readVoucher(file, "--refund");
+  const client = await rpc.client(held.chainId);
+  const state = await channelOnChain(client, held.channelId);
+  const token = await tokenOf(held.config.token, held.chainId, client);
+  const claimFirst = held.maxClaimable > state.totalClaimed;
+  const claimed = claimFirst ? held.maxClaimable : state.totalClaimed;
+  if (state.balance <= claimed) {
+    throw new UsageError(
+      `nothing is left to refund in channel ${held.channelId}: it holds ${tokenAmount(state.balance, token)}, ${tokenAmount(claimed, token)} of it claimed${claimFirst ? " with this voucher" : ""}`,
+    );
+  }
+  const amount = state.balance - claimed;
+  const requirements = managerRequirements(held.chainId, held.config.receiver, held.config.token);
+  const payload = {
+    type: "refund",
+    channelConfig: held.config,
+    voucher: {
+      channelId: held.channelId,
+      maxClaimableAmount: held.maxClaimable.toString(),
+      signature: held.signature,
+    },
+    amount: amount.toString(),
+    refundNonce: state.refundNonce.toString(),
+    claims: claimFirst ? [claimRow(held)] : [],
+  };
+  return {
+    body: channelBody(x402, requirements, payload),
+    line: `a refund of ${tokenAmount(amount, token)} to the payer ${held.config.payer} from channel ${held.channelId}${claimFirst ? `, its voucher for ${tokenAmount(held.maxClaimable, token)} claimed first` : ""}, on ${requirements.network}`,
+  };
+}
+
+/** What the receiver claimed and was not paid yet, swept to it: --to/--asset, else the devnet's. */
+async function buildSweep(flags: PayFlags, rpc: RpcRegistry, quiet: boolean): Promise<Built> {
+  const fromFile = flags.requirements
+    ? pickRequirements(
+        parseJson(await readSource(flags.requirements)),
+        flags.requirements,
+        flags.network,
+        BATCH_SETTLEMENT,
+      ).requirements
+    : undefined;
+  const target = await targetOf(flags.network ?? fromFile?.network, rpc, BATCH_SETTLEMENT);
+  if (target.kind !== "evm") throw new UsageError("batch-settlement is served on EVM chains only");
+  const { chainId } = target;
+  const client = await rpc.client(chainId);
+  const named = (value: string | undefined, flag: string) => {
+    if (value === undefined) return undefined;
+    try {
+      return getAddress(value);
+    } catch {
+      throw new UsageError(`${flag} is not an address`);
+    }
+  };
+  let receiver = named(flags.to ?? fromFile?.payTo, "--to");
+  let token = named(flags.asset ?? fromFile?.asset, "--asset");
+  const devnet = !receiver || !token ? await isDevnetChain(client, chainId) : false;
+  if (devnet) {
+    receiver ??= payeeAccount.address;
+    token ??= usdcAddressFor(chainId);
+  }
+  if (!receiver || !token) {
+    throw new UsageError(
+      `--sweep needs --to (the receiver) and --asset (the token): the chain eip155:${chainId} is no devnet with defaults`,
+    );
+  }
+  const [claimed, settled] = await client.readContract({
+    address: SETTLEMENT_ADDRESS,
+    abi: SETTLEMENT_ABI,
+    functionName: "receivers",
+    args: [receiver, token],
+  });
+  const units = await tokenOf(token, chainId, client, devnet);
+  const owed = claimed > settled ? claimed - settled : 0n;
+  if (claimed <= settled && !quiet) {
+    warn(
+      `${receiver} has nothing claimed and not yet swept in ${token} (claimed ${tokenAmount(claimed, units)}, swept ${tokenAmount(settled, units)}): settle answers nothing_to_settle until a claim lands`,
+    );
+  }
+  const requirements = managerRequirements(chainId, receiver, token);
+  return {
+    body: channelBody(flags.x402 === true, requirements, { type: "settle", receiver, token }),
+    line: `a sweep of ${tokenAmount(owed, units)} of ${token} that ${receiver} claimed, to it, on ${requirements.network}`,
+  };
+}
+
+function channelBody(x402: boolean, requirements: RequirementsJson, payload: unknown) {
+  const paymentPayload = { x402Version: 2, accepted: requirements, payload };
+  return requestBody(x402 ? "x402" : "reference", 2, paymentPayload, requirements);
+}
+
+/** The request for the channel action `action` asks for. */
+export async function buildChannelRequest(
+  action: "--claim" | "--sweep" | "--refund",
+  flags: PayFlags,
+  rpc: RpcRegistry,
+  quiet: boolean,
+): Promise<Built> {
+  const misplaced: string[] = Object.entries(PAYMENT_FLAGS)
+    .filter(([key]) => flags[key as keyof typeof PAYMENT_FLAGS] !== undefined)
+    .map(([, flag]) => flag);
+  if (action !== "--sweep") {
+    for (const [key, flag] of [
+      ["requirements", "--requirements"],
+      ["to", "--to"],
+      ["asset", "--asset"],
+      ["network", "--network"],
+    ] as const) {
+      if (flags[key] !== undefined) misplaced.push(flag);
+    }
+  }
+  if (flags.scheme !== undefined && flags.scheme !== BATCH_SETTLEMENT) misplaced.push("--scheme");
+  if (misplaced.length > 0) {
+    const what = action === "--sweep" ? "the receiver and token" : "the voucher's request";
+    throw new UsageError(
+      `${misplaced.join(", ")}: not with ${action}, which takes ${what} (and --x402)`,
+    );
+  }
+  const x402 = flags.x402 === true;
+  if (action === "--claim") return buildClaim(flags.claim ?? [], rpc, x402, quiet);
+  if (action === "--refund") return buildRefund(flags.refund ?? "-", rpc, x402);
+  return buildSweep(flags, rpc, quiet);
+}

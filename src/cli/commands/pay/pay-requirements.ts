@@ -1,0 +1,163 @@
+/**
+ * What `facilitator pay` pays, and where. `--requirements FILE`: PaymentRequirements of x402 v1 or
+ * v2, a list of them, or a resource server's 402 answer (`{x402Version, accepts: [...]}`); the
+ * first `exact` one on an EVM or Solana network is paid (the first on --network's, when given),
+ * else the first `batch-settlement` one on an EVM network; `--scheme` picks one scheme only.
+ * The network: --network, the requirements', or the one configured RPC's (EVM or Solana).
+ */
+
+import type { RequirementsJson } from "../../../evm/client/sign-payment.js";
+import { FacilitatorError, type Failure } from "../../../protocol/errors.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../../protocol/networks.js";
+import { looksSolana, solanaNetworkOf } from "../../../protocol/solana-networks.js";
+import type { RpcRegistry } from "../../../rpc/rpc.js";
+import { UsageError } from "../../io/errors.js";
+
+export interface PickedRequirements {
+  readonly requirements: RequirementsJson;
+  readonly x402Version: 1 | 2;
+  readonly amount: bigint;
+}
+
+/** An EVM chain, or a Solana cluster (its CAIP-2 id, and the name the user gave it). */
+export type PayTarget =
+  | { readonly kind: "evm"; readonly chainId: number }
+  | { readonly kind: "svm"; readonly network: string; readonly named: string };
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A Solana network in either form (v1 name or CAIP-2) as its CAIP-2 id. */
+function solanaId(network: string): string | undefined {
+  return solanaNetworkOf(network, 1) ?? solanaNetworkOf(network, 2);
+}
+
+/** One id per network, whichever way it is written: eip155:<id> or solana:<genesis prefix>. */
+function networkId(network: string): string | undefined {
+  if (looksSolana(network)) return solanaId(network);
+  const chainId = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
+  return chainId === undefined ? undefined : caip2(chainId);
+}
+
+/** The schemes `pay` signs, in the order it prefers them. */
+export const PAY_SCHEMES = ["exact", "batch-settlement"] as const;
+export type PayScheme = (typeof PAY_SCHEMES)[number];
+
+function payable(value: unknown): value is RequirementsJson {
+  if (!isObject(value) || typeof value.network !== "string") return false;
+  if (!(PAY_SCHEMES as readonly unknown[]).includes(value.scheme)) return false;
+  const id = networkId(value.network);
+  return id !== undefined && (value.scheme === "exact" || id.startsWith("eip155:"));
+}
+
+export function pickRequirements(
+  parsed: { ok: true; value: unknown } | { ok: false; failure: Failure },
+  source: string,
+  network?: string,
+  scheme?: PayScheme,
+): PickedRequirements {
+  if (!parsed.ok) throw new UsageError(`--requirements ${source}: ${parsed.failure.message}`);
+  const value = parsed.value;
+  const candidates = (
+    Array.isArray(value)
+      ? value
+      : isObject(value) && Array.isArray(value.accepts)
+        ? value.accepts
+        : [value]
+  ).filter(payable);
+  const wanted = network === undefined ? undefined : networkId(network);
+  const onNetwork = candidates.filter(
+    (c) => wanted === undefined || networkId(c.network) === wanted,
+  );
+  const pool = onNetwork.length > 0 ? onNetwork : candidates;
+  const requirements = (scheme ? [scheme] : PAY_SCHEMES)
+    .map((s) => pool.find((c) => c.scheme === s))
+    .find((c) => c !== undefined);
+  if (!requirements) {
+    throw new UsageError(
+      `--requirements ${source} holds no ${scheme ? `"${scheme}"` : `"exact" or "batch-settlement"`} PaymentRequirements on an EVM or Solana network (eip155:<id>, solana:<genesis hash prefix> or a v1 name; batch-settlement: EVM only)`,
+    );
+  }
+  const amountText = requirements.amount ?? requirements.maxAmountRequired;
+  if (typeof amountText !== "string" || !/^\d+$/.test(amountText)) {
+    throw new UsageError(
+      `--requirements ${source}: amount (v2) or maxAmountRequired (v1) must be a whole number of atomic units`,
+    );
+  }
+  for (const key of ["asset", "payTo"] as const) {
+    if (typeof requirements[key] !== "string") {
+      throw new UsageError(`--requirements ${source}: ${key} must be an address`);
+    }
+  }
+  const x402Version = "maxAmountRequired" in requirements ? 1 : 2;
+  return { requirements, x402Version, amount: BigInt(amountText) };
+}
+
+/** The file's requirements without the other version's amount field. */
+export function stripAmounts(base: RequirementsJson | undefined): Record<string, unknown> {
+  if (!base) return {};
+  const { amount: _a, maxAmountRequired: _m, ...rest } = base;
+  return rest;
+}
+
+/**
+ * The network a payment is for: --network, the requirements', or the one configured RPC's. An
+ * EVM-only scheme (`evmOnly`) counts the EVM chains alone: under `devnet --svm` it has one.
+ */
+export async function targetOf(
+  network: string | undefined,
+  rpc: RpcRegistry,
+  evmOnly?: string,
+): Promise<PayTarget> {
+  if (network !== undefined) {
+    const shown = network.slice(0, 60);
+    if (looksSolana(network)) {
+      const id = solanaId(network);
+      if (id === undefined) {
+        throw new UsageError(
+          `--network ${shown} is not a Solana network: use solana:<first 32 characters of the genesis hash>, or a v1 name: solana, solana-devnet, solana-testnet`,
+        );
+      }
+      return { kind: "svm", network: id, named: network };
+    }
+    const chainId = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
+    if (chainId === undefined) {
+      throw new UsageError(
+        `--network ${shown} is not a network: use eip155:<chain id>, solana:<genesis hash prefix> or a v1 name such as base-sepolia or solana-devnet`,
+      );
+    }
+    return { kind: "evm", chainId };
+  }
+  const [chainIds, clusters] = await Promise.all([
+    rpc.configuredChainIds(),
+    rpc.servedSolanaNetworks(),
+  ]);
+  const served: PayTarget[] = [
+    ...chainIds.map((chainId) => ({ kind: "evm" as const, chainId })),
+    ...(evmOnly ? [] : clusters.map((id) => ({ kind: "svm" as const, network: id, named: id }))),
+  ];
+  if (served.length === 1) return served[0] as PayTarget;
+  const down = (await rpc.endpoints()).filter(
+    (e) => e.chainId === undefined && e.solana === undefined,
+  );
+  if (served.length === 0 && down.length > 0) {
+    throw FacilitatorError.of(
+      "chain_unavailable",
+      `the configured RPC ${down.map((e) => e.url).join(", ")} could not be reached to learn which chain it serves`,
+    );
+  }
+  if (evmOnly && served.length === 0 && clusters.length > 0) {
+    throw new UsageError(
+      `${evmOnly} is served on EVM chains only, and the configured RPCs serve ${clusters.join(", ")}: pass --rpc-url with an EVM chain's RPC`,
+    );
+  }
+  if (served.length === 0) {
+    throw new UsageError(
+      "which chain? no reachable RPC is configured: pass --network, and --rpc-url (or source a devnet's devnet.env)",
+    );
+  }
+  const listed = [...chainIds.map(caip2), ...(evmOnly ? [] : clusters)].join(", ");
+  throw new UsageError(
+    `which chain? the configured RPCs serve ${listed}${evmOnly ? ` (${evmOnly}: EVM only)` : ""}: pass --network`,
+  );
+}

@@ -1,0 +1,293 @@
+/**
+ * `facilitator pay` on Solana: an `exact` payment signed as the official @x402/svm client signs
+ * it (src/svm/client/sign-payment.ts): the facilitator's fee payer from `extra.feePayer` (or
+ * --fee-payer), the mint's token program and decimals read from the cluster, a fresh blockhash.
+ * Against the local Solana devnet (found by its test USDC's mint authority) the rest has defaults.
+ */
+import { parseUnits } from "viem";
+import {
+  DEFAULT_RESOURCE,
+  type RequirementsJson,
+  requestBody,
+} from "../../../evm/client/sign-payment.js";
+import { FacilitatorError } from "../../../protocol/errors.js";
+import {
+  isSolanaAddress,
+  knownMintSymbol,
+  solanaCluster,
+} from "../../../protocol/solana-networks.js";
+import { isUnreachable, type RpcRegistry } from "../../../rpc/rpc.js";
+import { svmFeePayerOf, svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
+import {
+  latestBlockhash,
+  MAX_MEMO_BYTES,
+  NotAMint,
+  readMint,
+  type SvmBlockhash,
+  type SvmCall,
+  type SvmMint,
+  signSvmTransfer,
+  svmPaymentPayload,
+} from "../../../svm/client/sign-payment.js";
+import {
+  DEFAULT_PAYER_COUNT,
+  DEVNET_USDC_MINT,
+  isSvmDevnetMint,
+  svmDevnetRoles,
+} from "../../../svm/devnet/detect.js";
+import { secretKeyBytes } from "../../../svm/devnet/keys.js";
+import { readSmallFile } from "../../io/bounded-read.js";
+import { UsageError } from "../../io/errors.js";
+import { describeAmount } from "./pay-amounts.js";
+import type { PayFlags } from "./pay-flags.js";
+import { type PayTarget, type PickedRequirements, stripAmounts } from "./pay-requirements.js";
+
+type SvmTarget = Extract<PayTarget, { kind: "svm" }>;
+
+/**
+ * The payer's 64-byte secret key from --payer-key-file: base58 (the x402 tooling's form) or a
+ * solana-keygen JSON array of 64 numbers. Never says what the file held.
+ */
+export function svmPayerKeyOf(text: string): Uint8Array | undefined {
+  const trimmed = text.trim();
+  if (trimmed.startsWith("[")) {
+    let numbers: unknown;
+    try {
+      numbers = JSON.parse(trimmed);
+    } catch {
+      return undefined;
+    }
+    if (
+      !Array.isArray(numbers) ||
+      numbers.length !== 64 ||
+      !numbers.every((n) => Number.isInteger(n) && n >= 0 && n <= 255)
+    ) {
+      return undefined;
+    }
+    return svmFeePayerOfBytes(Uint8Array.from(numbers as number[]))?.secretKey;
+  }
+  const line = trimmed
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .find((l) => l && !l.startsWith("#"));
+  return line === undefined ? undefined : svmFeePayerOf(line)?.secretKey;
+}
+
+function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Array {
+  if (flags.payerKeyFile !== undefined) {
+    if (flags.payer !== undefined)
+      throw new UsageError("--payer and --payer-key-file exclude each other");
+    const text = readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env);
+    const key = svmPayerKeyOf(text);
+    if (!key) {
+      throw new UsageError(
+        `--payer-key-file holds no Solana secret key (the payment is on ${network}): a base58 64-byte secret key, or a solana-keygen JSON array of 64 numbers`,
+      );
+    }
+    return key;
+  }
+  if (!devnet) {
+    throw new UsageError(
+      flags.payer !== undefined
+        ? `--payer picks a local devnet payer, and ${network} is no local devnet: use --payer-key-file FILE`
+        : "who pays? pass --payer-key-file FILE (the payer's Solana key; never a flag value)",
+    );
+  }
+  const n = Number(flags.payer ?? "1");
+  const payer = Number.isInteger(n) ? svmDevnetRoles().payers[n - 1] : undefined;
+  if (!payer) throw new UsageError(`--payer must be 1 to ${DEFAULT_PAYER_COUNT} on Solana`);
+  return secretKeyBytes(payer);
+}
+
+function svmAddress(value: string, flag: string): string {
+  if (!isSolanaAddress(value)) throw new UsageError(`${flag} is not a Solana address (base58)`);
+  return value;
+}
+
+/** Token units ("0.01") in atomic units, with the mint's decimals. */
+function atomicAmount(text: string, decimals: number): bigint {
+  const trimmed = text.trim();
+  if (!/^\d+(\.\d+)?$/.test(trimmed)) {
+    throw new UsageError("--amount must be an amount in token units, such as 0.01");
+  }
+  const fraction = trimmed.split(".")[1] ?? "";
+  if (fraction.length > decimals) {
+    throw new UsageError(`--amount has more decimals than the token's ${decimals}`);
+  }
+  const amount = parseUnits(trimmed, decimals);
+  if (amount === 0n) throw new UsageError("--amount must be more than 0");
+  if (amount >= 2n ** 64n) throw new UsageError("--amount is more than a Solana token holds");
+  return amount;
+}
+
+/** The seller's blockhash when `extra` carries one (as the official client uses it), else ours. */
+async function lifetimeOf(extra: Record<string, unknown>, call: SvmCall): Promise<SvmBlockhash> {
+  const provided = extra.recentBlockhash;
+  if (isSolanaAddress(provided)) {
+    const last = extra.lastValidBlockHeight;
+    const lastValidBlockHeight =
+      typeof last === "string" && /^\d+$/.test(last)
+        ? BigInt(last)
+        : typeof last === "number" && Number.isSafeInteger(last) && last >= 0
+          ? BigInt(last)
+          : 0n;
+    return { blockhash: provided, lastValidBlockHeight };
+  }
+  return latestBlockhash(call);
+}
+
+/** JSON-RPC to the cluster; an error answer is the cluster's failure, not the payment's. */
+function callOf(client: Awaited<ReturnType<RpcRegistry["solanaClient"]>>, named: string): SvmCall {
+  return async (method, params) => {
+    try {
+      return await client.request({ method, params } as never);
+    } catch (error) {
+      if (isUnreachable(error)) throw error;
+      const text = error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
+      throw FacilitatorError.of(
+        "chain_unavailable",
+        `the Solana RPC for ${named} answered ${method} with an error: ${text}`,
+      );
+    }
+  };
+}
+
+/** The mint at `address`, or a usage error saying why it is none. */
+async function mintAt(call: SvmCall, address: string, network: string): Promise<SvmMint> {
+  try {
+    return await readMint(call, address);
+  } catch (error) {
+    if (error instanceof NotAMint) {
+      throw new UsageError(`the asset ${address} is no token mint on ${network}: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+export async function buildSvmRequest(
+  flags: PayFlags,
+  rpc: RpcRegistry,
+  target: SvmTarget,
+  fromFile: PickedRequirements | undefined,
+): Promise<{ body: unknown; summary: string }> {
+  if (flags.method !== undefined) {
+    throw new UsageError(
+      "--method is for EVM payments: a Solana payment is one TransferChecked the payer signs",
+    );
+  }
+  if (flags.approval) throw new UsageError("--approval is for EVM payments (--method permit2)");
+  const { network, named } = target;
+  const call = callOf(await rpc.solanaClient(network, named), named);
+  const base = fromFile?.requirements;
+  const extra: Record<string, unknown> = { ...(base?.extra ?? {}) };
+  const assetGiven = flags.asset ?? base?.asset;
+  const payToGiven = flags.to ?? base?.payTo;
+  const feePayerGiven =
+    flags.feePayer ?? (typeof extra.feePayer === "string" ? extra.feePayer : undefined);
+
+  // The local devnet is asked about only when a default is needed.
+  const needsDevnet =
+    flags.payerKeyFile === undefined ||
+    assetGiven === undefined ||
+    payToGiven === undefined ||
+    feePayerGiven === undefined ||
+    (flags.amount === undefined && fromFile === undefined);
+  const devnetMint = needsDevnet
+    ? await readMint(call, DEVNET_USDC_MINT).catch((error: unknown) => {
+        if (error instanceof NotAMint) return undefined;
+        throw error;
+      })
+    : undefined;
+  const devnet = devnetMint !== undefined && isSvmDevnetMint(devnetMint);
+  const roles = devnet ? svmDevnetRoles() : undefined;
+  const missing = (flag: string) =>
+    new UsageError(`${flag} is needed: ${named} is no local devnet with defaults`);
+
+  const asset =
+    assetGiven !== undefined
+      ? svmAddress(assetGiven, flags.asset !== undefined ? "--asset" : "the requirements' asset")
+      : devnet
+        ? DEVNET_USDC_MINT
+        : (() => {
+            throw missing("--asset");
+          })();
+  const payTo =
+    payToGiven !== undefined
+      ? svmAddress(payToGiven, flags.to !== undefined ? "--to" : "the requirements' payTo")
+      : (roles?.payee.address ??
+        (() => {
+          throw missing("--to");
+        })());
+  const feePayer =
+    feePayerGiven !== undefined
+      ? svmAddress(
+          feePayerGiven,
+          flags.feePayer !== undefined ? "--fee-payer" : "the requirements' extra.feePayer",
+        )
+      : (roles?.feePayer.address ??
+        (() => {
+          throw new UsageError(
+            `who pays the fee? a Solana payment names the facilitator's fee payer: pass --fee-payer ADDRESS (the facilitator's "solana:*" signer in its GET /supported), or --requirements with extra.feePayer`,
+          );
+        })());
+  const payerKey = payerFrom(flags, devnet, named);
+  const mint =
+    devnetMint && asset === devnetMint.address ? devnetMint : await mintAt(call, asset, named);
+  const amount =
+    flags.amount !== undefined
+      ? atomicAmount(flags.amount, mint.decimals)
+      : fromFile
+        ? fromFile.amount
+        : devnet
+          ? 10_000n
+          : (() => {
+              throw missing("--amount");
+            })();
+  const memo = typeof extra.memo === "string" ? extra.memo : undefined;
+  if (memo !== undefined && new TextEncoder().encode(memo).byteLength > MAX_MEMO_BYTES) {
+    throw new UsageError(`the requirements' extra.memo is longer than ${MAX_MEMO_BYTES} bytes`);
+  }
+  const validFor = flags.validFor === undefined ? undefined : Number(flags.validFor);
+  if (validFor !== undefined && (!Number.isSafeInteger(validFor) || validFor < 7)) {
+    throw new UsageError("--valid-for must be a whole number of seconds, at least 7");
+  }
+  const maxTimeoutSeconds = validFor ?? base?.maxTimeoutSeconds ?? 300;
+  const x402Version: 1 | 2 = flags.v1 ? 1 : (fromFile?.x402Version ?? 2);
+  const networkName =
+    x402Version === 1
+      ? (solanaCluster(network)?.v1Name ??
+        (() => {
+          throw new UsageError(
+            `--v1 needs a Solana cluster with an x402 v1 name (solana, solana-devnet, solana-testnet); ${network} has none`,
+          );
+        })())
+      : network;
+  extra.feePayer = feePayer;
+  const common = { scheme: "exact", network: networkName, asset, payTo, maxTimeoutSeconds, extra };
+  const requirements: RequirementsJson =
+    x402Version === 2
+      ? { ...stripAmounts(base), ...common, amount: amount.toString() }
+      : {
+          resource: DEFAULT_RESOURCE.url,
+          description: "paid with facilitator pay",
+          mimeType: "application/json",
+          ...stripAmounts(base),
+          ...common,
+          maxAmountRequired: amount.toString(),
+        };
+  const { payer, transaction } = await signSvmTransfer({
+    payerSecretKey: payerKey,
+    feePayer,
+    mint,
+    payTo,
+    amount,
+    lifetime: await lifetimeOf(extra, call),
+    memo,
+  });
+  const payload = svmPaymentPayload(x402Version, requirements, transaction);
+  const body = requestBody(flags.x402 ? "x402" : "reference", x402Version, payload, requirements);
+  return {
+    body,
+    summary: `${describeAmount(amount, asset, { decimals: mint.decimals, symbol: knownMintSymbol(asset) })} from ${payer} to ${payTo} on ${networkName} (SPL TransferChecked; fee payer ${feePayer})`,
+  };
+}

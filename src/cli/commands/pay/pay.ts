@@ -1,0 +1,402 @@
+/**
+ * `facilitator pay`: signs a fresh payment as an x402 buyer would and prints the request body
+ * `verify` and `settle` read, so `facilitator pay | facilitator settle -` is a whole payment.
+ * Requirements come from a file, from flags, or (against a devnet) from the devnet's defaults.
+ */
+import { type Address, erc20Abi, getAddress, isAddress, type PublicClient, parseAbi } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { BATCH_SETTLEMENT } from "../../../evm/batch-settlement/constants.js";
+import {
+  approvalTerms,
+  type RequirementsJson,
+  requestBody,
+  signPayment,
+  type TransferMethod,
+} from "../../../evm/client/sign-payment.js";
+import { type DevAccount, payeeAccount, payerAccounts } from "../../../evm/devnet/accounts.js";
+import { isDevnetChain, isTestUsdcCode } from "../../../evm/devnet/detect.js";
+import {
+  DEFAULT_USDC_ADDRESS,
+  PERMIT2_ADDRESS,
+  usdcAddressFor,
+} from "../../../evm/devnet/setup.js";
+import type { TokenUnits } from "../../../protocol/amounts.js";
+import { FacilitatorError } from "../../../protocol/errors.js";
+import { caip2, knownNetwork } from "../../../protocol/networks.js";
+import { parseJson } from "../../../protocol/request.js";
+import { isUnreachable, RpcRegistry, unreachableReason } from "../../../rpc/rpc.js";
+import { warmCurve } from "../../facilitator/warm-curve.js";
+import { readSmallFile } from "../../io/bounded-read.js";
+import { UsageError } from "../../io/errors.js";
+import { readSource } from "../../io/input.js";
+import { humanOutput, note, printJson, warn } from "../../io/output.js";
+import { loadConfig } from "../../settings/config.js";
+import { readPrivateKey } from "../../settings/config-keys.js";
+import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
+import { batchExtra, signBatchPayment } from "./pay-batch.js";
+import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
+import type { PayFlags } from "./pay-flags.js";
+import { type PayScheme, pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
+import { buildSvmRequest } from "./pay-svm.js";
+
+const BATCH = BATCH_SETTLEMENT;
+
+const tokenAbi = parseAbi([
+  "function name() view returns (string)",
+  "function version() view returns (string)",
+  "function nonces(address owner) view returns (uint256)",
+]);
+
+function address(value: string, flag: string): Address {
+  if (!isAddress(value, { strict: false })) throw new UsageError(`${flag} is not an address`);
+  return getAddress(value);
+}
+
+function payerFrom(flags: PayFlags, devnet: boolean): DevAccount {
+  if (flags.payerKeyFile !== undefined) {
+    if (flags.payer !== undefined)
+      throw new UsageError("--payer and --payer-key-file exclude each other");
+    const text = readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env);
+    const line = text
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .find((l) => l && !l.startsWith("#"));
+    const privateKey = readPrivateKey(line ?? "", "--payer-key-file");
+    return { address: privateKeyToAccount(privateKey).address, privateKey };
+  }
+  if (!devnet) {
+    throw new UsageError(
+      flags.payer !== undefined
+        ? "--payer picks a devnet payer, and this RPC's chain is no devnet: use --payer-key-file FILE"
+        : "who pays? pass --payer-key-file FILE (the payer's key; never a flag value)",
+    );
+  }
+  const n = Number(flags.payer ?? "1");
+  const payer = Number.isInteger(n) ? payerAccounts[n - 1] : undefined;
+  if (!payer) throw new UsageError(`--payer must be 1 to ${payerAccounts.length}`);
+  return payer;
+}
+
+/** The token's EIP-712 name and version, read from the chain when the requirements lack them. */
+async function tokenDomain(
+  extra: Record<string, unknown>,
+  asset: Address,
+  client: () => Promise<PublicClient>,
+): Promise<{ name: string; version: string } | undefined> {
+  if (typeof extra.name === "string" && typeof extra.version === "string") {
+    return { name: extra.name, version: extra.version };
+  }
+  try {
+    const c = await client();
+    const [name, version] = await Promise.all([
+      c.readContract({ address: asset, abi: tokenAbi, functionName: "name" }),
+      c.readContract({ address: asset, abi: tokenAbi, functionName: "version" }),
+    ]);
+    return { name, version };
+  } catch (error) {
+    if (isUnreachable(error)) throw error;
+    return undefined;
+  }
+}
+
+/**
+ * Permit2: a payer whose allowance for Permit2 falls short signs the token's EIP-2612 permit too,
+ * when the token has one; otherwise settle will say allowance_required until it approves.
+ */
+async function eip2612For(
+  payer: DevAccount,
+  asset: Address,
+  amount: bigint,
+  domain: { name: string; version: string } | undefined,
+  client: PublicClient,
+  quiet: boolean,
+) {
+  const allowance = await client.readContract({
+    address: asset,
+    abi: erc20Abi,
+    functionName: "allowance",
+    args: [payer.address, PERMIT2_ADDRESS],
+  });
+  if (allowance >= amount) return undefined;
+  const nonce = await client
+    .readContract({ address: asset, abi: tokenAbi, functionName: "nonces", args: [payer.address] })
+    .catch((error: unknown) => {
+      if (isUnreachable(error)) throw error;
+      return undefined;
+    });
+  if (nonce === undefined || !domain) {
+    if (!quiet) {
+      warn(
+        `the payer ${payer.address} has not approved Permit2 for this token, and the token has no EIP-2612 permit to do it with: settle will answer allowance_required until the payer approves Permit2`,
+      );
+    }
+    return undefined;
+  }
+  return { ...domain, nonce };
+}
+
+async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
+  const fromFile = flags.requirements
+    ? pickRequirements(
+        parseJson(await readSource(flags.requirements)),
+        flags.requirements,
+        flags.network,
+        flags.scheme,
+      )
+    : undefined;
+  const scheme: PayScheme =
+    flags.scheme ?? (fromFile?.requirements.scheme === BATCH ? BATCH : "exact");
+  if (scheme !== BATCH && (flags.deposit ?? flags.cumulative ?? flags.receiverAuthorizer)) {
+    throw new UsageError(
+      "--deposit, --cumulative and --receiver-authorizer go with --scheme batch-settlement",
+    );
+  }
+  if (scheme === BATCH && (flags.v1 || fromFile?.x402Version === 1)) {
+    throw new UsageError("batch-settlement is x402 v2 only");
+  }
+  const named = flags.network ?? fromFile?.requirements.network;
+  // Its chain not named, a cold pay against one RPC reads the devnet's token (its code, name and
+  // version) beside the eth_chainId that learns the chain: used if that chain's devnet has it there.
+  const unlearned = named === undefined ? rpc.unlearnedClient() : undefined;
+  const guessed = unlearned && {
+    code: unlearned.getCode({ address: DEFAULT_USDC_ADDRESS }),
+    asset: flags.asset ?? DEFAULT_USDC_ADDRESS,
+    domain: tokenDomain(
+      { ...(fromFile?.requirements.extra ?? {}) },
+      flags.asset && isAddress(flags.asset, { strict: false }) ? flags.asset : DEFAULT_USDC_ADDRESS,
+      async () => unlearned,
+    ),
+  };
+  guessed?.code.catch(() => undefined);
+  guessed?.domain.catch(() => undefined);
+  // The payer signs: the curve's table is built while the chain answers, once the reads are out
+  // (batches go at setImmediate, their bytes once the socket connects, in the poll phase after).
+  setImmediate(() => setImmediate(warmCurve));
+  const target = await targetOf(named, rpc, scheme === BATCH ? BATCH : undefined);
+  if (target.kind === "svm") {
+    if (scheme === BATCH) throw new UsageError("batch-settlement is served on EVM chains only");
+    return buildSvmRequest(flags, rpc, target, fromFile);
+  }
+  if (flags.feePayer !== undefined) {
+    throw new UsageError("--fee-payer is for Solana payments: on EVM the facilitator pays the gas");
+  }
+  const { chainId } = target;
+  let cached: PublicClient | undefined;
+  const client = async () => {
+    cached ??= await rpc.client(chainId);
+    return cached;
+  };
+  const needsDevnet =
+    flags.payerKeyFile === undefined ||
+    (flags.asset ?? fromFile?.requirements.asset) === undefined ||
+    (flags.to ?? fromFile?.requirements.payTo) === undefined ||
+    (flags.amount === undefined && fromFile === undefined) ||
+    (scheme === BATCH &&
+      flags.receiverAuthorizer === undefined &&
+      fromFile?.requirements.extra?.receiverAuthorizer === undefined);
+  // The token's domain is read in the same round trip as the devnet check, from where the asset
+  // will be (the flag's, the file's, else the devnet's), and used if it is there.
+  const likelyAsset = flags.asset ?? fromFile?.requirements.asset ?? usdcAddressFor(chainId);
+  const read = guessed && usdcAddressFor(chainId) === DEFAULT_USDC_ADDRESS ? guessed : undefined;
+  const early =
+    read && isAddress(read.asset, { strict: false })
+      ? { asset: read.asset, domain: read.domain }
+      : isAddress(likelyAsset, { strict: false })
+        ? {
+            asset: likelyAsset,
+            domain: tokenDomain({ ...(fromFile?.requirements.extra ?? {}) }, likelyAsset, client),
+          }
+        : undefined;
+  early?.domain.catch(() => undefined);
+  const guessedCode = read?.code.then(
+    (code) => ({ code }),
+    () => undefined,
+  );
+  const readCode = needsDevnet ? await guessedCode : undefined;
+  const devnet = !needsDevnet
+    ? false
+    : readCode
+      ? isTestUsdcCode(readCode.code)
+      : await isDevnetChain(await client(), chainId);
+  const missing = (flag: string) =>
+    new UsageError(`${flag} is needed: the chain eip155:${chainId} is no devnet with defaults`);
+
+  const x402Version: 1 | 2 = flags.v1 ? 1 : (fromFile?.x402Version ?? 2);
+  const base = fromFile?.requirements;
+  const extra: Record<string, unknown> = { ...(base?.extra ?? {}) };
+  const method: TransferMethod =
+    flags.method ?? (extra.assetTransferMethod === "permit2" ? "permit2" : "eip3009");
+  if (method === "permit2" && x402Version === 1)
+    throw new UsageError("--method permit2 is x402 v2 only");
+  const asset = flags.asset
+    ? address(flags.asset, "--asset")
+    : base
+      ? address(base.asset, "the requirements' asset")
+      : devnet
+        ? usdcAddressFor(chainId)
+        : (() => {
+            throw missing("--asset");
+          })();
+  const payTo = flags.to
+    ? address(flags.to, "--to")
+    : base
+      ? address(base.payTo, "the requirements' payTo")
+      : devnet
+        ? payeeAccount.address
+        : (() => {
+            throw missing("--to");
+          })();
+  const payer = payerFrom(flags, devnet);
+  let tokenRead: Promise<TokenUnits> | undefined;
+  const token = () => {
+    tokenRead ??= payToken(asset, chainId, client, devnet);
+    return tokenRead;
+  };
+  const amount =
+    flags.amount !== undefined
+      ? await atomicAmount(flags.amount, token)
+      : fromFile
+        ? fromFile.amount
+        : devnet
+          ? 10_000n
+          : (() => {
+              throw missing("--amount");
+            })();
+  const domain =
+    early && early.asset.toLowerCase() === asset.toLowerCase()
+      ? await early.domain
+      : await tokenDomain(extra, asset, client);
+  if (method === "eip3009" && !domain) {
+    throw new UsageError(
+      `the token ${asset} has no EIP-712 name() and version() to sign for: is it an EIP-3009 token? (--method permit2 works with any ERC-20)`,
+    );
+  }
+  const validFor = flags.validFor === undefined ? undefined : Number(flags.validFor);
+  if (validFor !== undefined && (!Number.isSafeInteger(validFor) || validFor < 7)) {
+    throw new UsageError("--valid-for must be a whole number of seconds, at least 7");
+  }
+  const maxTimeoutSeconds = validFor ?? base?.maxTimeoutSeconds ?? 300;
+  Object.assign(extra, domain ?? {});
+  if (method === "permit2") extra.assetTransferMethod = "permit2";
+  const network =
+    x402Version === 1
+      ? (knownNetwork(chainId)?.v1Name ??
+        (() => {
+          throw new UsageError(
+            `--v1 needs a network with an x402 v1 name; eip155:${chainId} has none`,
+          );
+        })())
+      : caip2(chainId);
+  const requirements: RequirementsJson =
+    x402Version === 2
+      ? {
+          ...stripAmounts(base),
+          scheme: "exact",
+          network,
+          amount: amount.toString(),
+          asset,
+          payTo,
+          maxTimeoutSeconds,
+          extra,
+        }
+      : {
+          resource: "http://localhost/paid",
+          description: "paid with facilitator pay",
+          mimeType: "application/json",
+          ...stripAmounts(base),
+          scheme: "exact",
+          network,
+          maxAmountRequired: amount.toString(),
+          asset,
+          payTo,
+          maxTimeoutSeconds,
+          extra,
+        };
+  if (scheme === BATCH) {
+    if (flags.approval) throw new UsageError("--approval is for exact payments");
+    const units = (text: string | undefined, flag: string) =>
+      text === undefined
+        ? undefined
+        : atomicAmount(text, token).catch((error: Error) => {
+            throw new UsageError(error.message.replace("--amount", flag));
+          });
+    const batchRequirements: RequirementsJson = {
+      ...(requirements as RequirementsJson),
+      scheme: BATCH,
+      extra: batchExtra(extra, devnet, flags.receiverAuthorizer),
+    };
+    const signed = await signBatchPayment(await client(), {
+      chainId,
+      requirements: batchRequirements,
+      payer,
+      amount,
+      method,
+      deposit: await units(flags.deposit, "--deposit"),
+      cumulative: await units(flags.cumulative, "--cumulative"),
+      quiet,
+      token: await token().catch(() => undefined),
+    });
+    return {
+      body: requestBody(flags.x402 ? "x402" : "reference", 2, signed.payload, batchRequirements),
+      summary: `${signed.summary}, from ${payer.address} to ${payTo} on ${network}`,
+    };
+  }
+  if (flags.approval && method !== "permit2") {
+    throw new UsageError("--approval goes with --method permit2");
+  }
+  const approval = flags.approval ? await approvalTerms(await client(), payer.address) : undefined;
+  const eip2612 =
+    method === "permit2" && !approval
+      ? await eip2612For(payer, asset, amount, domain, await client(), quiet)
+      : undefined;
+  const payload = await signPayment(payer, {
+    chainId,
+    x402Version,
+    requirements,
+    amount,
+    method,
+    validForSeconds: maxTimeoutSeconds,
+    ...(eip2612 ? { eip2612 } : {}),
+    ...(approval ? { approval } : {}),
+  });
+  const body = requestBody(flags.x402 ? "x402" : "reference", x402Version, payload, requirements);
+  return {
+    body,
+    summary: `${describeAmount(amount, asset, await token().catch(() => undefined))} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
+  };
+}
+
+export async function runPay(flags: PayFlags): Promise<number> {
+  const out = humanOutput(flags.quiet);
+  const config = loadConfig(flags);
+  const rpc = new RpcRegistry({
+    rpcUrls: config.rpcUrls,
+    useDefaultRpcs: config.publicRpcs,
+    rpcBatchLimit: config.rpcBatchLimit,
+  });
+  try {
+    const quiet = flags.quiet === true;
+    const action = channelActionOf(flags);
+    const { body, line } = action
+      ? await buildChannelRequest(action, flags, rpc, quiet)
+      : await buildRequest(flags, rpc, quiet).then((r) => ({ ...r, line: `signed ${r.summary}` }));
+    await printJson(body);
+    note(out, line);
+    return 0;
+  } catch (error) {
+    // The chain could not be asked what the payment needs: a JSON answer, as verify gives.
+    const failure =
+      error instanceof FacilitatorError
+        ? error.failure
+        : isUnreachable(error)
+          ? {
+              code: "chain_unavailable" as const,
+              message: `the RPC could not be reached (${unreachableReason(error)})`,
+            }
+          : undefined;
+    if (!failure) throw error;
+    await printJson({ success: false, error: failure.code, message: failure.message });
+    if (!flags.quiet) warn(`${failure.code}: ${failure.message}`);
+    return failure.code === "chain_unavailable" ? 3 : 2;
+  }
+}

@@ -1,0 +1,274 @@
+/** What `verify` and `settle` share: read the request, run it through the core, print, exit code. */
+
+import type { Facilitator } from "../../../facilitator.js";
+import { type Failure, failure, statusOf } from "../../../protocol/errors.js";
+import { type Caller, parseJson } from "../../../protocol/request.js";
+import {
+  exitCodeOf,
+  handleSettle,
+  handleVerify,
+  type Reply,
+  renderFailure,
+} from "../../../protocol/respond.js";
+import type { WaitUntil } from "../../../protocol/schemas.js";
+import { warnIfFromAnotherDevnet } from "../../facilitator/devnet-marker.js";
+import { facilitatorFrom } from "../../facilitator/facilitator.js";
+import { warmCurve } from "../../facilitator/warm-curve.js";
+import { WatchedJournal } from "../../facilitator/watched-journal.js";
+import { UsageError } from "../../io/errors.js";
+import { isStdin, type PipedFailure, pipedFailure, readSource } from "../../io/input.js";
+import { onInterrupt, signalExitCode } from "../../io/interrupt.js";
+import { humanOutput, printJson, startSpinner, summarize, warn } from "../../io/output.js";
+import {
+  PoolGate,
+  requestChain,
+  settleBesidePool,
+  takeSettleTurn,
+} from "../../locks/settle-turn.js";
+import { type CliConfig, type ConfigFlags, loadConfig } from "../../settings/config.js";
+
+export interface PaymentFlags extends ConfigFlags {
+  readonly requirements?: string | undefined;
+  readonly waitUntil?: WaitUntil | undefined;
+  /** settle, upto: what to charge, in atomic units (at most what the payer signed for). */
+  readonly amount?: string | undefined;
+  readonly quiet?: boolean | undefined;
+}
+
+/** The request with the amount to settle set (an upto payment's requirements carry it). */
+function withAmount(body: unknown, amount: string | undefined): unknown {
+  if (amount === undefined) return body;
+  if (!/^[0-9]{1,78}$/.test(amount)) {
+    throw new UsageError(
+      "--amount takes a whole number of the token's atomic units, such as 4200 (0.0042 of a 6-decimal token); pay --amount is the one in token units",
+    );
+  }
+  if (typeof body !== "object" || body === null) return body;
+  const request = body as Record<string, unknown>;
+  const name = "paymentRequirements" in request ? "paymentRequirements" : "requirements";
+  const requirements = request[name];
+  if (typeof requirements !== "object" || requirements === null) return body;
+  const field = "maxAmountRequired" in requirements ? "maxAmountRequired" : "amount";
+  return { ...request, [name]: { ...requirements, [field]: amount } };
+}
+
+type Operation = "verify" | "settle";
+
+/** The request body: FILE as-is, or with --requirements, FILE as the payload of a new body. */
+async function readBody(
+  file: string | undefined,
+  requirementsFile: string | undefined,
+): Promise<
+  { ok: true; body: unknown } | { ok: false; message: string; piped?: PipedFailure | undefined }
+> {
+  try {
+    const text = await readSource(file);
+    // `pay … > req.json` that failed leaves an empty file: say that, not "payload is missing".
+    if (!isStdin(file) && text.trim() === "") {
+      return {
+        ok: false,
+        message: `${file} is empty: did the command that wrote it fail? (check its exit status and what it printed on stderr)`,
+      };
+    }
+    const main = parseJson(text);
+    const piped = isStdin(file) ? pipedFailure(text, main.ok ? main.value : undefined) : undefined;
+    if (piped) return { ok: false, message: piped.message, piped };
+    if (!main.ok) return { ok: false, message: `${file ?? "stdin"}: ${main.failure.message}` };
+    if (!requirementsFile) return { ok: true, body: main.value };
+    const requirements = parseJson(await readSource(requirementsFile));
+    if (!requirements.ok) {
+      return { ok: false, message: `${requirementsFile}: ${requirements.failure.message}` };
+    }
+    return { ok: true, body: { payload: main.value, requirements: requirements.value } };
+  } catch (error) {
+    if (error instanceof UsageError) return { ok: false, message: error.message };
+    throw error;
+  }
+}
+
+/**
+ * The exit status: the reply's, except that what only the operator can fix is a configuration
+ * error (2): no RPC for the payment's chain, no settlement key.
+ */
+function exitStatus(reply: Reply, body: unknown, facilitator: Facilitator): number {
+  const f = reply.failure;
+  if (f?.code === "unsupported_network" && requestChain(body) !== undefined) return 2;
+  const evm = requestChain(body) !== undefined;
+  if (
+    f?.code === "settlement_failed" &&
+    statusOf(f) >= 500 &&
+    evm &&
+    facilitator.signers.size === 0
+  ) {
+    return 2;
+  }
+  return exitCodeOf(reply);
+}
+
+/** What an interrupted command answers: whether its settlement may have been broadcast. */
+function interruptedFailure(
+  op: Operation,
+  facilitator: Facilitator | undefined,
+): [Failure, `0x${string}`?] {
+  const journal = facilitator?.journal;
+  const hash = journal instanceof WatchedJournal ? journal.mayHaveBroadcast() : undefined;
+  if (op === "settle" && hash) {
+    return [
+      failure(
+        "settlement_pending",
+        `interrupted after the transaction was broadcast: it may still land; settle the same request again to follow it (it is in the journal ${journal?.where}; it is never paid twice)`,
+        { status: 500 },
+      ),
+      hash,
+    ];
+  }
+  const what = op === "settle" ? "nothing was broadcast; the payment can be settled later" : "";
+  return [failure("interrupted", `interrupted before an answer${what ? `: ${what}` : ""}`)];
+}
+
+/**
+ * Settles once the key's transactions from other processes are mined (see settle-turn.ts): the
+ * pool is read beside the settle's checks, and nothing is sent before it answered clear.
+ */
+function settleAfterEarlier(
+  facilitator: Facilitator,
+  body: unknown,
+  config: CliConfig,
+  flags: PaymentFlags,
+  gate: PoolGate,
+): Promise<Reply> {
+  return settleBesidePool(
+    facilitator,
+    body,
+    config.confirmTimeoutMs,
+    gate,
+    () =>
+      handleSettle(facilitator, withAmount(body, flags.amount), {
+        waitUntil: flags.waitUntil,
+        caller: OPERATOR,
+      }),
+    (blocked) => renderFailure("settle", body, blocked),
+  );
+}
+
+/** How far a settle waits: the flag, else the body's own `waitUntil`, else confirmed. */
+function waitUntilOf(body: unknown, flags: PaymentFlags): string {
+  const own =
+    typeof body === "object" && body !== null
+      ? (body as { waitUntil?: unknown }).waitUntil
+      : undefined;
+  return flags.waitUntil ?? (typeof own === "string" ? own : "confirmed");
+}
+
+/** Who runs a command holds the keys: it may ask for anything they can sign, refunds included. */
+const OPERATOR: Caller = { name: "command line", receivers: "any" };
+
+export async function runPayment(
+  op: Operation,
+  file: string | undefined,
+  flags: PaymentFlags,
+): Promise<number> {
+  const out = humanOutput(flags.quiet);
+  const config = loadConfig(flags);
+  // Its key's address and its signature need the curve's table: built before the input comes.
+  if (op === "settle") warmCurve();
+  const input = await readBody(file, flags.requirements);
+  if (!input.ok && input.piped) {
+    // The command before the pipe failed and has said why: pass its answer on, say so in a line.
+    await printJson(
+      input.piped.answer ?? { success: false, error: "invalid_request", message: input.message },
+    );
+    if (!flags.quiet) warn(input.message);
+    return 2;
+  }
+  if (!input.ok) {
+    const reply = renderFailure(op, undefined, failure("invalid_request", input.message));
+    await printJson(reply.body);
+    summarize(out, op, reply);
+    return 2;
+  }
+
+  // settle takes its turn with its keys and journal before it reads the journal.
+  const turn =
+    op === "settle"
+      ? await takeSettleTurn(config, flags.quiet ? undefined : warn)
+      : ({ kind: "turn", config } as const);
+  if (turn.kind !== "turn") {
+    const reply =
+      turn.kind === "timeout"
+        ? renderFailure(op, input.body, turn.failure)
+        : renderFailure(op, input.body, interruptedFailure(op, undefined)[0]);
+    await printJson(reply.body);
+    summarize(out, op, reply);
+    return turn.kind === "timeout" ? exitCodeOf(reply) : signalExitCode(turn.signal);
+  }
+  try {
+    return await answerPayment(op, file, input.body, turn.config, flags);
+  } finally {
+    turn.locks?.release();
+  }
+}
+
+async function answerPayment(
+  op: Operation,
+  file: string | undefined,
+  body: unknown,
+  config: CliConfig,
+  flags: PaymentFlags,
+): Promise<number> {
+  const out = humanOutput(flags.quiet);
+  const gate = new PoolGate();
+  const facilitator = await facilitatorFrom(config, op === "settle", {
+    // --quiet: nothing on stderr, not even whose key lease it waits out.
+    ...(flags.quiet ? { onSignerWait: () => undefined } : {}),
+    door: gate,
+  });
+  if (!flags.quiet) await warnIfFromAnotherDevnet(file, facilitator);
+  const waitUntil = waitUntilOf(body, flags);
+  const waits = op === "settle" && waitUntil === "confirmed";
+  const spinner = out.enabled && waits ? await startSpinner("settling…") : undefined;
+  // The spinner says how long it has waited and, once broadcast, for which transaction.
+  const started = Date.now();
+  const ticker = spinner
+    ? setInterval(() => {
+        const seconds = Math.round((Date.now() - started) / 1000);
+        const hash =
+          facilitator.journal instanceof WatchedJournal
+            ? facilitator.journal.mayHaveBroadcast()
+            : undefined;
+        spinner.text = hash
+          ? `waiting for ${hash.slice(0, 10)}…${hash.slice(-6)} to be mined (${seconds} s)`
+          : `settling… (${seconds} s)`;
+      }, 250)
+    : undefined;
+  const interrupt = onInterrupt();
+  let reply: Reply;
+  let exitCode: number;
+  try {
+    const answer =
+      op === "verify"
+        ? handleVerify(facilitator, body, { caller: OPERATOR })
+        : settleAfterEarlier(facilitator, body, config, flags, gate);
+    const outcome = await Promise.race([answer, interrupt.signal]);
+    if (typeof outcome === "string") {
+      const [f, hash] = interruptedFailure(op, facilitator);
+      reply = renderFailure(op, body, f, hash);
+      exitCode = signalExitCode(outcome);
+    } else {
+      reply = outcome;
+      exitCode = exitStatus(reply, body, facilitator);
+    }
+  } finally {
+    // Before anything else is written: the spinner owns the terminal's last line.
+    clearInterval(ticker);
+    spinner?.stop();
+    interrupt.dispose();
+  }
+  await printJson(reply.body);
+  summarize(out, op, reply, waitUntil);
+  // The answer is out: write down that it was (a retry of the payment must not get it again).
+  await facilitator.answers.flush();
+  // A shared store: give up the key's lease now rather than when it runs out.
+  if (facilitator.journal.shared) await facilitator.journal.close();
+  return exitCode;
+}

@@ -1,0 +1,74 @@
+/** `facilitator serve`'s options; the server itself loads only when the command runs. */
+import { Command } from "commander";
+import { afterHelp } from "../../io/help-layout.js";
+import {
+  collect,
+  settingOption,
+  withChainOptions,
+  withClaimBatchWait,
+  withSettlementOptions,
+} from "../../settings/options.js";
+import { SETTINGS } from "../../settings/settings.js";
+
+export const serveCommand = withChainOptions(
+  withClaimBatchWait(withSettlementOptions(new Command("serve")))
+    .description(
+      "serve /verify, /settle, /accepts, /supported, /health, /readyz, /metrics and /llms.txt over HTTP",
+    )
+    .option(
+      "--host <host>",
+      "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
+    )
+    .option("--port <port>", "port (default 4020)")
+    .addOption(settingOption(SETTINGS.retainDays))
+    .addOption(settingOption(SETTINGS.apiKey))
+    .addOption(settingOption(SETTINGS.apiKeysFile))
+    .option(
+      "--allowed-host <name>",
+      "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
+      collect,
+    )
+    .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
+    .option(
+      "--max-connections <n>",
+      "connections served at once; more are answered 503 overloaded (default 512)",
+    )
+    .option(
+      "--max-connections-per-client <n>",
+      "connections one client address may have served at once (default half of --max-connections; behind a reverse proxy, set it to --max-connections)",
+    )
+    .option(
+      "--max-inflight-bytes <bytes>",
+      "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
+    )
+    .addOption(settingOption(SETTINGS.minSignerBalance))
+    .option(
+      "--max-heap <MiB>",
+      "heap of the serving thread; if it runs out, the server restarts (default 96)",
+    ),
+)
+  .addOption(settingOption(SETTINGS.erc6492Factories))
+  .addOption(settingOption(SETTINGS.denyList))
+  .addOption(settingOption(SETTINGS.builderCode))
+  .addOption(settingOption(SETTINGS.ratePerClient))
+  .addOption(settingOption(SETTINGS.minAmounts))
+  .addOption(settingOption(SETTINGS.ratePerPayer))
+  .addOption(settingOption(SETTINGS.shutdownTimeout))
+  .option("-q, --quiet", "no banner and no request log on stderr")
+  .addHelpText(
+    "after",
+    afterHelp(`
+Example (against \`facilitator devnet\`):
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator serve
+  curl -s localhost:4020/verify -H 'content-type: application/json' \\
+    -d @/tmp/facilitator-devnet-XXXX/request.json
+
+Ctrl-C (or SIGTERM) refuses new requests (503) and lets those in flight answer, for at most
+--shutdown-timeout; a settle still waiting then is answered settlement_pending: it is in the
+journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`),
+  )
+  .action(async (flags) => {
+    const { runServe } = await import("./serve.js");
+    process.exitCode = await runServe(flags);
+  });

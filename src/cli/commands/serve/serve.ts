@@ -1,0 +1,335 @@
+/**
+ * `facilitator serve`: the same core over HTTP. Binds 127.0.0.1 unless told otherwise, logs one
+ * JSON line per request on stderr, and on SIGINT/SIGTERM lets settles in flight answer first.
+ * The server runs in a worker thread (serve-supervisor.ts starts it, and again if it dies).
+ */
+import chalk from "chalk";
+import { privateKeyToAccount } from "viem/accounts";
+import { Reconciler } from "../../../core/reconciler.js";
+import { useWasmSecp256k1 } from "../../../evm/chain/secp256k1.js";
+import type { Facilitator } from "../../../facilitator.js";
+import { keyRequired as keyRequiredBy } from "../../../http/callers.js";
+import { DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "../../../http/connections.js";
+import { createHandler } from "../../../http/handler.js";
+import { hostOf, trustedHosts } from "../../../http/hosts.js";
+import { DEFAULT_MAX_INFLIGHT_BYTES } from "../../../http/limits.js";
+import { startServer } from "../../../http/server.js";
+import { caip2 } from "../../../protocol/networks.js";
+import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
+import { facilitatorFrom } from "../../facilitator/facilitator.js";
+import { SendingDoor } from "../../facilitator/sending-door.js";
+import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { lockForServe } from "../../locks/settlement-locks.js";
+import { describeSignerWait, signerWaitEntry } from "../../locks/store-leases.js";
+import { readApiKeys } from "../../settings/api-keys.js";
+import { type CliConfig, type ConfigFlags, loadConfig } from "../../settings/config.js";
+import { loadApiKey, receiverAuthorizerOf } from "../../settings/config-keys.js";
+import { readDenyList } from "../../settings/deny-list-file.js";
+import { resolveSetting } from "../../settings/setting-resolver.js";
+import { flagName } from "../../settings/setting-rows.js";
+import { SETTINGS } from "../../settings/settings.js";
+import { controlsInForce, controlsLine } from "./serve-controls.js";
+import { liveApiKeys, liveDenyList } from "./serve-reload.js";
+import type { ServeSettings } from "./serve-settings.js";
+import { stopServing } from "./serve-stop.js";
+
+export interface ServeFlags extends ConfigFlags {
+  readonly host?: string | undefined;
+  readonly port?: string | undefined;
+  readonly allowedHost?: string[] | undefined;
+  readonly bodyLimit?: string | undefined;
+  readonly maxConnections?: string | undefined;
+  readonly maxConnectionsPerClient?: string | undefined;
+  readonly maxInflightBytes?: string | undefined;
+  readonly maxHeap?: string | undefined;
+  readonly quiet?: boolean | undefined;
+}
+
+/** A reconciler pass every so often (0: none), over settlements unchanged for a while. */
+function startReconciler(
+  facilitator: Facilitator,
+  env: NodeJS.ProcessEnv,
+  log: ((entry: Record<string, unknown>) => void) | undefined,
+): Reconciler | undefined {
+  const everyMs = resolveSetting(SETTINGS.reconcileEvery, { env });
+  if (everyMs === 0) return undefined;
+  const idleMs = resolveSetting(SETTINGS.reconcileIdle, { env });
+  const reconciler = new Reconciler(async () => {
+    const found = await facilitator.reconcile({ idleMs });
+    for (const item of found) {
+      if (item.outcome === "busy") continue;
+      log?.({ time: new Date().toISOString(), event: "reconciled", ...item });
+    }
+    return found;
+  }, everyMs);
+  reconciler.start();
+  return reconciler;
+}
+
+/** Heap of the serving thread: V8 grows a busy heap far past what it keeps alive. */
+export const DEFAULT_MAX_HEAP_MB = 96;
+
+function whole(value: string | undefined, flag: string, fallback: number, max: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0 || n > max)
+    throw new UsageError(`${flag} must be a whole number up to ${max}`);
+  return n;
+}
+
+/** Flags, environment and files → settings; every usage error surfaces here, before any thread. */
+export function resolveServe(flags: ServeFlags): ServeSettings {
+  const {
+    loadPrivateKey: _one,
+    loadPrivateKeys,
+    loadReceiverAuthorizerKey,
+    loadSvmFeePayers,
+    ...config
+  } = loadConfig(flags);
+  const privateKeys = loadPrivateKeys();
+  const receiverAuthorizerKey = loadReceiverAuthorizerKey();
+  // Refused here, before any thread starts, when it is also a settlement key.
+  receiverAuthorizerOf(receiverAuthorizerKey, privateKeys);
+  // A bad deny list too: the serving thread reads it again, and again when it changes.
+  if (config.denyList !== undefined) readDenyList(config.denyList);
+  const allowedHosts = flags.allowedHost ?? [];
+  for (const name of allowedHosts) {
+    if (!hostOf(name.startsWith("*.") ? name.slice(2) : name)) {
+      throw new UsageError(`--allowed-host ${name.slice(0, 100)} is not a host name or address`);
+    }
+  }
+  const atLeastOne = (n: number, flag: string) => {
+    if (n < 1) throw new UsageError(`${flag} must be at least 1`);
+    return n;
+  };
+  const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
+  const maxInflightBytes = whole(
+    flags.maxInflightBytes,
+    "--max-inflight-bytes",
+    Math.max(DEFAULT_MAX_INFLIGHT_BYTES, bodyLimitBytes),
+    Number.MAX_SAFE_INTEGER,
+  );
+  // Below the body limit, a body of the largest accepted size could never be served.
+  if (maxInflightBytes < bodyLimitBytes) {
+    throw new UsageError("--max-inflight-bytes must be at least --body-limit");
+  }
+  const maxConnections = atLeastOne(
+    whole(flags.maxConnections, "--max-connections", DEFAULT_MAX_CONNECTIONS, 1_000_000),
+    "--max-connections",
+  );
+  return {
+    host: flags.host ?? "127.0.0.1",
+    port: whole(flags.port, "--port", 4020, 65535),
+    bodyLimitBytes,
+    maxConnections,
+    // Above --max-connections it is no share at all: one address may use every place.
+    maxConnectionsPerClient: atLeastOne(
+      whole(
+        flags.maxConnectionsPerClient,
+        "--max-connections-per-client",
+        defaultPerClient(maxConnections),
+        1_000_000,
+      ),
+      "--max-connections-per-client",
+    ),
+    maxInflightBytes,
+    allowedHosts,
+    maxHeapMb: atLeastOne(
+      whole(flags.maxHeap, "--max-heap", DEFAULT_MAX_HEAP_MB, 65536),
+      "--max-heap",
+    ),
+    apiKey: loadApiKey({ flags, env: process.env }),
+    apiKeys: readApiKeys({ flags, env: process.env }),
+    apiKeysFile: resolveSetting(SETTINGS.apiKeysFile, { flags, env: process.env }),
+    config,
+    privateKeys,
+    receiverAuthorizerKey,
+    svmSecretKeys: loadSvmFeePayers().map((key) => key.secretKey),
+    quiet: flags.quiet === true,
+  };
+}
+
+/**
+ * Runs the server in this thread until `stopped` resolves. `bannerOnTty` says whether the
+ * process's stderr is a terminal (a worker's own stderr is a pipe to its parent); `onListening`
+ * learns the port actually bound.
+ */
+export async function serveHere(
+  settings: ServeSettings,
+  options: {
+    bannerOnTty: boolean;
+    stopped: Promise<void>;
+    onListening?: (port: number, url: string) => void;
+    /** Told, once a stop is asked for, which requests (by path) it waits for. */
+    onDraining?: (inFlight: Record<string, number>) => void;
+    /** Something to say while starting: a JSON log entry, and its line for a terminal. */
+    onNote?: (entry: Record<string, unknown>, text: string) => void;
+  },
+): Promise<number> {
+  const keys = [...settings.privateKeys];
+  const config: CliConfig = {
+    ...settings.config,
+    loadPrivateKeys: () => keys,
+    loadPrivateKey: () => keys[0],
+    loadReceiverAuthorizerKey: () => settings.receiverAuthorizerKey,
+    loadSvmFeePayers: () =>
+      settings.svmSecretKeys.flatMap((bytes) => svmFeePayerOfBytes(bytes) ?? []),
+  };
+  const { apiKey, apiKeys, host, port, quiet } = settings;
+  const authorizer =
+    settings.receiverAuthorizerKey && privateKeyToAccount(settings.receiverAuthorizerKey).address;
+  // Sellers are offered our receiver authorizer only when their refund requests can be told
+  // from anyone else's: by an API key bound to their receiver.
+  const sellerKeys = apiKeys?.keys.filter((k) => k.receivers.length > 0).length ?? 0;
+  const keyRequired = keyRequiredBy(apiKey, apiKeys);
+  // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
+  const { createMetrics } = await import("../../../http/metrics.js");
+  const metrics = await createMetrics();
+  const door = new SendingDoor();
+  const facilitator = await facilitatorFrom(config, true, {
+    server: true,
+    door,
+    metrics,
+    offerReceiverAuthorizer: sellerKeys > 0,
+    onSignerWait: (wait, store) =>
+      options.onNote?.(signerWaitEntry(wait, store), describeSignerWait(wait, store)),
+  });
+  metrics.attach(facilitator);
+  // A server recovers many signatures: load the faster recovery once, up front.
+  await useWasmSecp256k1();
+  const log = quiet
+    ? undefined
+    : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
+  // A key blocked by a transaction the node does not mine, and unblocked: one line each, even quiet.
+  facilitator.signers.onEvent = ({ event, signer, hole }) =>
+    process.stderr.write(
+      `${JSON.stringify({ time: new Date().toISOString(), event, network: caip2(hole.chainId), signer, nonce: hole.nonce, since: new Date(hole.since).toISOString(), reason: hole.reason })}\n`,
+    );
+  // Without an API key, the Host header is all that keeps a web page out (DNS rebinding).
+  const trustedHost = keyRequired
+    ? undefined
+    : trustedHosts({ bindHost: host, allowed: settings.allowedHosts });
+  // Reachable from other machines with nothing to say who may settle through our keys.
+  const exposed = !keyRequired && !/^(127\.|localhost$|::1$|\[::1\]$)/.test(host);
+  const apiKeyHow = `${flagName(SETTINGS.apiKey.flag)} (or ${SETTINGS.apiKey.env})`;
+  const exposedWarning = `serving on ${host} without an API key: anyone who reaches this port can verify and settle through this facilitator's keys, and GET /settlements is off; pass ${apiKeyHow}`;
+  const liveKeys = liveApiKeys(settings, log);
+  const stopDenyList = liveDenyList(settings, facilitator, log);
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    const handler = createHandler(facilitator, {
+      apiKey,
+      apiKeys: liveKeys.current,
+      ratePerClient: config.ratePerClient,
+      trustedHost,
+      // Its answers name this replica's host and process: not for anyone who reaches the port.
+      settlementsOff: exposed
+        ? `GET /settlements is off: this server listens on ${host} without an API key, and its answers name this facilitator's hosts and processes; serve with ${apiKeyHow} to turn it on, or ask with facilitator status`
+        : undefined,
+      metrics,
+      minSignerBalanceWei: config.minSignerBalanceWei,
+    });
+    server = await startServer(handler, {
+      host,
+      port,
+      bodyLimitBytes: settings.bodyLimitBytes,
+      maxConnections: settings.maxConnections,
+      maxConnectionsPerClient: settings.maxConnectionsPerClient,
+      maxInflightBytes: settings.maxInflightBytes,
+      log,
+    });
+  } catch (error) {
+    if (isPortTaken(error)) {
+      throw new UsageError(
+        `cannot listen on ${host}:${port}: ${portTakenMessage(port, "another serve, or another program", "--port 0 for a free one")}`,
+      );
+    }
+    throw new UsageError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
+  }
+  options.onListening?.(server.port, server.url);
+  // Every settlement written down is followed to its end, whether or not anyone retries it.
+  const reconciler = startReconciler(facilitator, process.env, log);
+
+  const controls = controlsInForce(config, apiKeys);
+  if (!quiet && options.bannerOnTty) {
+    const endpoints = await facilitator.rpc.endpoints();
+    const networks = endpoints.map(
+      (e) =>
+        `${e.solana ?? (e.chainId === undefined ? chalk.red("unreachable") : caip2(e.chainId))} via ${e.url}`,
+    );
+    if (facilitator.rpc.usesPublicRpcs) {
+      networks.push(chalk.dim("well-known networks via their public RPCs (see /supported)"));
+    }
+    process.stderr.write(
+      [
+        `${chalk.green("●")} ${chalk.bold("facilitator serve")} listening on ${chalk.bold(server.url)}`,
+        `  networks  ${networks.length ? networks.join("\n            ") : chalk.yellow("none: no RPC configured and public RPCs are off")}`,
+        `  signers   ${signersLine(facilitator.signers.addresses, facilitator.svmFeePayers)}`,
+        ...(authorizer
+          ? [
+              `  authorizer ${authorizer} ${chalk.dim(sellerKeys > 0 ? `(batch-settlement: signs claims, and refunds for the sellers of ${sellerKeys} API key${sellerKeys === 1 ? "" : "s"})` : "(batch-settlement: signs claims; not offered on /supported, as no API key names a seller whose refunds it may sign: --api-keys-file)")}`,
+            ]
+          : []),
+        `  ${facilitator.journal.shared ? "store  " : "journal"}   ${facilitator.journal.where}`,
+        `  auth      ${keyRequired ? `API key required on /verify, /settle, /accepts and /metrics${apiKeys ? ` (${apiKeys.keys.length + (apiKey ? 1 : 0)} keys)` : ""}` : apiKeys ? `${apiKeys.keys.length} named API keys; requests without one are served as anonymous` : exposed ? chalk.yellow(`none: ${exposedWarning}`) : chalk.dim("none (Host header checked)")}`,
+        `  controls  ${controlsLine(controls)}`,
+        `  docs      ${server.url}/llms.txt`,
+        `  probes    ${server.url}/health (live), /readyz (ready), /metrics (Prometheus)`,
+        "",
+      ].join("\n"),
+    );
+  } else if (!quiet) {
+    process.stderr.write(
+      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where, controls })}\n`,
+    );
+    if (exposed) {
+      process.stderr.write(
+        `${JSON.stringify({ time: new Date().toISOString(), event: "warning", message: exposedWarning })}\n`,
+      );
+    }
+  }
+
+  await options.stopped;
+  liveKeys.stop();
+  stopDenyList();
+  options.onDraining?.(server.inFlight());
+  await stopServing({
+    server,
+    door,
+    reconciler,
+    facilitator,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+  });
+  return 0;
+}
+
+/** The banner's signers: the EVM settlement keys and the Solana fee payers, or what is missing. */
+function signersLine(evm: readonly string[], solana: readonly string[]): string {
+  const feePayers = solana.map((address) => `${address} ${chalk.dim("(Solana fee payer)")}`);
+  if (evm.length === 0 && feePayers.length === 0) {
+    return chalk.yellow("none: /settle answers settlement_failed");
+  }
+  const noEvmKey = chalk.yellow("no EVM key: EVM payments' /settle answers settlement_failed");
+  return [...(evm.length > 0 ? evm : [noEvmKey]), ...feePayers].join("\n            ");
+}
+
+/**
+ * `facilitator serve`: resolves the settings, takes its keys and journal (file journal only; this
+ * thread holds them, so a restarted serving thread keeps them), then runs and watches the serving
+ * thread.
+ */
+export async function runServe(flags: ServeFlags): Promise<number> {
+  const settings = resolveServe(flags);
+  const locks = settings.config.storeUrl
+    ? undefined
+    : lockForServe(
+        settings.config.journalPath,
+        settings.privateKeys.map((key) => privateKeyToAccount(key).address),
+      );
+  try {
+    const { superviseServer } = await import("./serve-supervisor.js");
+    return await superviseServer(settings, { onListening: (url) => locks?.listening(url) });
+  } finally {
+    locks?.release();
+  }
+}

@@ -1,0 +1,43 @@
+/** `facilitator status`'s options; the work loads only when the command runs. */
+import { Command } from "commander";
+import { afterHelp } from "../../io/help-layout.js";
+import { withChainOptions, withStoreOptions } from "../../settings/options.js";
+
+// Only what status reads: where settlements are written down, and the chains (with the Solana fee
+// payer's key, which names a Solana payment's settlement). It sends nothing, so no settle flags.
+export const statusCommand = withChainOptions(
+  withStoreOptions(new Command("status"))
+    .description(
+      "what we know of one settlement: what the journal or store wrote down (sent, landed, answered, failed), which key and run sent it, and what the chain says now",
+    )
+    .argument(
+      "[file]",
+      "the payment request (a file, or - for stdin); or use --transaction or --id",
+    )
+    .option(
+      "--transaction <hash>",
+      "the settlement's transaction hash (0x and 64 hex digits), or a Solana transaction signature",
+    )
+    .option("--id <payment-identifier>", "the payment-identifier the payment carried")
+    .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer"),
+  "key only",
+)
+  .addHelpText(
+    "after",
+    afterHelp(`
+Example (against \`facilitator devnet\`, which prints these paths):
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator status /tmp/facilitator-devnet-XXXX/request.json
+  facilitator status --transaction HASH     # the transactionHash settle printed
+
+One JSON document on stdout; with stderr a terminal, one line for people there. Nothing is sent.
+A Solana payment's settlement is named by its fee payer's signature: status finds it from the
+payment when the fee payer's key is configured (as devnet.env does), else by --transaction.
+
+Exit status: 0 found, 1 not found, 2 a usage or configuration error, 3 the store or chain could
+not be reached.`),
+  )
+  .action(async (file, flags) => {
+    const { runStatus } = await import("./status.js");
+    process.exitCode = await runStatus(file, flags);
+  });

@@ -1,0 +1,186 @@
+/** The Facilitator a command runs on, from its configuration. */
+import type { Address, LocalAccount } from "viem";
+import { privateKeyToAddress } from "viem/accounts";
+import type { MetricsSink } from "../../core/metrics.js";
+import type { SettlementStore } from "../../core/store.js";
+import { settlementAccount } from "../../evm/chain/secp256k1.js";
+import { Facilitator } from "../../facilitator.js";
+import type { SignerWait } from "../../store/postgres-leases.js";
+import { UsageError } from "../io/errors.js";
+import { warn } from "../io/output.js";
+import { goneDevnetDir, staleDevnetMessage } from "../io/stale-devnet.js";
+import { describeSignerWait, signersLeasedError } from "../locks/store-leases.js";
+import type { CliConfig } from "../settings/config.js";
+import { receiverAuthorizerOf } from "../settings/config-keys.js";
+import { readDenyList } from "../settings/deny-list-file.js";
+import { checkDevnetJournal } from "./devnet-marker.js";
+import type { SendingDoor } from "./sending-door.js";
+import { WatchedJournal } from "./watched-journal.js";
+
+type FacilitatorFromOptions = {
+  server?: boolean;
+  /** serve's metrics: what the chain code reports, and how long each store query took. */
+  metrics?: (MetricsSink & { observeStore(op: string, seconds: number): void }) | undefined;
+  /** Without signing: still read the journal or store (status), never compacting the file. */
+  store?: boolean;
+  /** /supported offers the receiver authorizer (refund requests are authenticated). */
+  offerReceiverAuthorizer?: boolean;
+  /** Told at once when another process's lease on a key is waited out (default: a line on stderr). */
+  onSignerWait?: (wait: SignerWait, store: string) => void;
+  /** serve's door to new broadcasts, shut when its stop's time is up; settle's pool gate. */
+  door?: Pick<SendingDoor, "guard">;
+};
+
+/**
+ * With `signing`, the settlement keys and the journal file are loaded too (verify needs neither).
+ * A `server` keeps running after it answers, so it may watch submitted settlements land. The deny
+ * list, when configured, is read first: a bad one stops the command before anything else.
+ */
+export async function facilitatorFrom(
+  config: CliConfig,
+  signing: boolean,
+  options: FacilitatorFromOptions = {},
+): Promise<Facilitator> {
+  const denyList = config.denyList === undefined ? undefined : readDenyList(config.denyList).list;
+  const facilitator = await build(config, signing, options);
+  facilitator.denyList = denyList;
+  return facilitator;
+}
+
+async function build(
+  config: CliConfig,
+  signing: boolean,
+  options: FacilitatorFromOptions,
+): Promise<Facilitator> {
+  const rpc = {
+    rpcUrls: config.rpcUrls,
+    useDefaultRpcs: config.publicRpcs,
+    rpcBatchLimit: config.rpcBatchLimit,
+    erc6492Factories: config.erc6492Factories,
+    metrics: options.metrics,
+    // Verify needs the Solana fee payers too: a payment names the one it expects.
+    svmFeePayers: config.loadSvmFeePayers(),
+    svmMaxFeeLamports: config.svmMaxFeeLamports,
+    svmSmartWallets: config.svmSmartWallets,
+    builderCode: config.builderCode ? { code: config.builderCode } : undefined,
+  };
+  if (!signing && options.store) {
+    const journal = config.storeUrl
+      ? await openPostgres(config.storeUrl, [], {
+          leaseMs: config.storeLeaseMs,
+          retainDays: config.retainDays,
+        })
+      : openJournal(config.journalPath, { compactAfterLines: Number.POSITIVE_INFINITY });
+    return new Facilitator({ ...rpc, journal });
+  }
+  if (!signing) {
+    // Verify signs nothing: no receiver authorizer, and our settlement keys only for their
+    // addresses, derived if an answer needs them (a key's first address costs a cold start
+    // about 15 ms of curve arithmetic).
+    return new Facilitator({ ...rpc, settlementAddresses: () => settlementAddresses(config) });
+  }
+  const keys = config.loadPrivateKeys();
+  const signers = keys.map((key) => settlementAccount(key));
+  // Refused at start when it is also a settlement key.
+  const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), keys);
+  const opened = config.storeUrl
+    ? await openPostgres(config.storeUrl, signers, {
+        leaseMs: config.storeLeaseMs,
+        retainDays: config.retainDays,
+        onQuery: options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
+        onSignerWait:
+          options.onSignerWait ?? ((wait, store) => warn(describeSignerWait(wait, store))),
+        server: options.server === true,
+      })
+    : openJournal(config.journalPath, {
+        // 0 keeps every archive segment, as it keeps every PostgreSQL row.
+        retainDays: config.retainDays > 0 ? config.retainDays : undefined,
+      });
+  const journal = options.door ? options.door.guard(opened) : opened;
+  const facilitator = new Facilitator({
+    ...rpc,
+    signers,
+    receiverAuthorizer,
+    offerReceiverAuthorizer: options.offerReceiverAuthorizer === true,
+    journal,
+    confirmTimeoutMs: config.confirmTimeoutMs,
+    confirmations: config.confirmations,
+    payerRevertLimit: config.payerRevertLimit,
+    payerRevertWindowMs: config.payerRevertWindowMs,
+    maxFeeWei: config.limits.maxFeeWei,
+    maxFeeWeiByChain: config.limits.maxFeeWeiByChain,
+    gasBounds: config.limits.gasBounds,
+    wastedGasBudget: config.limits.wastedGasBudget,
+    wastedGasBudgetByChain: config.limits.wastedGasBudgetByChain,
+    allowedAssets: config.limits.allowedAssets,
+    replaceAfterMs: config.replaceAfterMs,
+    minAmounts: config.minAmounts,
+    // Counted per process: a one-shot command settles one payment.
+    ratePerPayer: options.server ? config.ratePerPayer : undefined,
+    watchSubmitted: options.server === true,
+    // A one-shot command has no other claims to wait for.
+    claimBatch: options.server ? config.claimBatch : { ...config.claimBatch, maxWaitMs: 0 },
+  });
+  if (!config.storeUrl) await checkDevnetJournal(config.journalPath, facilitator);
+  return facilitator;
+}
+
+/**
+ * The configured settlement keys' addresses, so verify knows our own settlements when it sees
+ * them; the keys are dropped at once. A key that cannot be read is settle's to report: verify
+ * needs none.
+ */
+function settlementAddresses(config: CliConfig): Address[] {
+  try {
+    return config.loadPrivateKeys().map((key) => privateKeyToAddress(key));
+  } catch {
+    return [];
+  }
+}
+
+function openJournal(
+  file: string,
+  options?: { compactAfterLines?: number; retainDays?: number | undefined },
+): WatchedJournal {
+  // The journal's directory is made when missing, but not a stopped devnet's again.
+  const gone = goneDevnetDir(file);
+  if (gone) throw new UsageError(staleDevnetMessage(gone));
+  try {
+    return new WatchedJournal(file, { ...options, warn });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unusable";
+    throw new UsageError(`cannot open the settlement journal ${file} (${code})`);
+  }
+}
+
+async function openPostgres(
+  url: string,
+  signers: readonly LocalAccount[],
+  options: {
+    leaseMs: number | undefined;
+    retainDays?: number | undefined;
+    onQuery?: ((op: string, seconds: number) => void) | undefined;
+    onSignerWait?: (wait: SignerWait, store: string) => void;
+    /** A server is told to use its own key; a command, to send the payment to the server. */
+    server?: boolean;
+  },
+): Promise<SettlementStore> {
+  const { PostgresStore, redactStoreUrl } = await import("../../store/postgres.js");
+  const { SignersLeased } = await import("../../store/postgres-leases.js");
+  const store = redactStoreUrl(url);
+  try {
+    return await PostgresStore.open(url, {
+      signers: signers.map((s) => s.address),
+      leaseMs: options.leaseMs,
+      retainDays: options.retainDays,
+      onQuery: options.onQuery,
+      onSignerWait: options.onSignerWait && ((wait) => options.onSignerWait?.(wait, store)),
+    });
+  } catch (error) {
+    if (error instanceof SignersLeased) {
+      throw signersLeasedError(error, store, options.server === true);
+    }
+    const text = error instanceof Error ? error.message : String(error);
+    throw new UsageError(`cannot use the store ${store}: ${text}`);
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * The one way the CLI reads its inputs (request files, stdin, `--requirements`, key files, the
+ * config file, the API key file): with a size limit, and with an idle timeout for pipes, FIFOs
+ * and devices. `/dev/zero` is "too large" after the limit instead of gigabytes of RAM, and a FIFO
+ * whose writer never comes is an error after the timeout instead of a hang.
+ *
+ * Paths are opened non-blocking (opening a FIFO for reading otherwise blocks until a writer
+ * opens it, and a thread blocked there would also block the process's exit) and read
+ * synchronously: the CLI has nothing else to do meanwhile, and configuration loading stays
+ * synchronous. Stdin is already open; it is read as a stream.
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
+import { resolveSetting } from "../settings/setting-resolver.js";
+import { SETTINGS } from "../settings/settings.js";
+import { UsageError } from "./errors.js";
+import { goneDevnetDir, staleDevnetMessage } from "./stale-devnet.js";
+
+/** A request body (and `--requirements`): far above any payment, far below trouble. */
+export const REQUEST_LIMIT_BYTES = 1024 * 1024;
+/** Key files, the config file, the API key file. */
+export const SMALL_FILE_LIMIT_BYTES = 64 * 1024;
+
+export interface ReadLimits {
+  readonly maxBytes: number;
+  /** Longest wait for the next bytes from a pipe, FIFO, device or stdin; 0: no limit. */
+  readonly idleTimeoutMs: number;
+}
+
+/** How long a read waits for the next bytes (settings.ts's inputTimeout; 0 waits forever). */
+export function inputTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  return resolveSetting(SETTINGS.inputTimeout, { env });
+}
+
+/** Why a read failed, worded to follow "cannot read X: ". Never the content. */
+export class InputError extends UsageError {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+const tooLarge = (limit: number) => new InputError(`it is over the ${limit}-byte limit`);
+const timedOut = (ms: number) =>
+  new InputError(
+    `nothing arrived for ${ms / 1000} s (a pipe or FIFO with no writer?); ${SETTINGS.inputTimeout.env} sets the wait`,
+  );
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** Blocks this thread for `ms`: the synchronous read's wait between polls. */
+const sleep = (ms: number) => Atomics.wait(sleeper, 0, 0, ms);
+
+const ERRNO_WORDS: Record<string, string> = {
+  ENOENT: "no such file",
+  EISDIR: "it is a directory",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  ENXIO: "it is a socket or a device with nothing behind it",
+};
+
+/** "no such file (ENOENT)": words for people, the code for searching. */
+function describeErrno(code: string | undefined): string {
+  if (code === undefined) return "unreadable";
+  const words = ERRNO_WORDS[code];
+  return words ? `${words} (${code})` : code;
+}
+
+/**
+ * Reads a whole file, FIFO or device within `limits`. Throws InputError (a UsageError) with a
+ * reason that never quotes the content.
+ */
+export function readPathBounded(path: string, limits: ReadLimits): Buffer {
+  return withOpened(path, (fd, stat) => {
+    if (stat.isFile() && stat.size > limits.maxBytes) throw tooLarge(limits.maxBytes);
+    return readFd(fd, stat.isFIFO(), limits);
+  });
+}
+
+/**
+ * Opens `path` non-blocking (a FIFO without a writer never holds the thread), refuses a directory,
+ * and hands `read` the descriptor and its fstat; closed after, whatever `read` does.
+ */
+function withOpened<T>(path: string, read: (fd: number, stat: Stats) => T): T {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    throw new InputError(describeErrno((error as NodeJS.ErrnoException).code));
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw new InputError(describeErrno("EISDIR"));
+    return read(fd, stat);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Reads a whole regular file within `maxBytes`, never waiting: it is opened non-blocking and
+ * checked with fstat before any read, so a FIFO, device or socket put in its place is refused at
+ * once instead of holding the thread (serve's reloads run on the serving thread).
+ */
+export function readRegularFile(
+  path: string,
+  maxBytes: number,
+): { readonly bytes: Buffer; readonly modifiedMs: number } {
+  return withOpened(path, (fd, stat) => {
+    if (!stat.isFile()) throw new InputError("it is not a regular file (a pipe, FIFO or device?)");
+    if (stat.size > maxBytes) throw tooLarge(maxBytes);
+    return { bytes: readFd(fd, false, { maxBytes, idleTimeoutMs: 0 }), modifiedMs: stat.mtimeMs };
+  });
+}
+
+function readFd(fd: number, fifo: boolean, limits: ReadLimits): Buffer {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let lastData = Date.now();
+  let pause = 1;
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, limits.maxBytes + 1 - size));
+    let n: number;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "EAGAIN" && code !== "EWOULDBLOCK") throw new InputError(describeErrno(code));
+      n = -1; // a writer is there, nothing written yet
+    }
+    if (n > 0) {
+      chunks.push(chunk.subarray(0, n));
+      size += n;
+      if (size > limits.maxBytes) throw tooLarge(limits.maxBytes);
+      lastData = Date.now();
+      pause = 1;
+      continue;
+    }
+    // 0 is the end, except from a FIFO before anything came: then no writer has opened it yet.
+    if (n === 0 && !(fifo && size === 0)) return Buffer.concat(chunks, size);
+    if (limits.idleTimeoutMs > 0 && Date.now() - lastData >= limits.idleTimeoutMs) {
+      throw timedOut(limits.idleTimeoutMs);
+    }
+    sleep(pause);
+    pause = Math.min(pause * 2, 50);
+  }
+}
+
+/** Reads stdin to its end within `limits`; never waits on a terminal. */
+export function readStdinBounded(limits: ReadLimits): Promise<Buffer> {
+  const stdin = process.stdin;
+  if (stdin.isTTY) {
+    return Promise.reject(
+      new UsageError("no input: pass a FILE, or pipe the JSON request on stdin"),
+    );
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const stop = (error?: Error) => {
+      clearTimeout(timer);
+      stdin.off("data", onData);
+      stdin.off("end", onEnd);
+      stdin.off("error", onError);
+      if (error) {
+        stdin.destroy();
+        reject(error);
+      } else resolve(Buffer.concat(chunks, size));
+    };
+    const arm = () => {
+      if (limits.idleTimeoutMs <= 0) return;
+      clearTimeout(timer);
+      timer = setTimeout(() => stop(timedOut(limits.idleTimeoutMs)), limits.idleTimeoutMs);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limits.maxBytes) return stop(tooLarge(limits.maxBytes));
+      chunks.push(chunk);
+      arm();
+    };
+    const onEnd = () => stop();
+    const onError = (error: NodeJS.ErrnoException) =>
+      stop(new InputError(describeErrno(error.code)));
+    stdin.on("data", onData);
+    stdin.once("end", onEnd);
+    stdin.once("error", onError);
+    arm();
+  });
+}
+
+/** A small file (config, key, API key file) as text; the error names `what`, never the content. */
+export function readSmallFile(path: string, what: string, env: NodeJS.ProcessEnv): string {
+  try {
+    const limits = { maxBytes: SMALL_FILE_LIMIT_BYTES, idleTimeoutMs: inputTimeoutMs(env) };
+    return readPathBounded(path, limits).toString("utf8");
+  } catch (error) {
+    if (!(error instanceof InputError)) throw error;
+    const gone = goneDevnetDir(path);
+    throw new UsageError(`cannot read ${what}: ${gone ? staleDevnetMessage(gone) : error.reason}`);
+  }
+}

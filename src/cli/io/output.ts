@@ -1,0 +1,92 @@
+/**
+ * stdout carries exactly one JSON document; everything for humans goes to stderr, and only when
+ * stderr is a terminal and --quiet is off.
+ */
+import chalk from "chalk";
+import { statusOf } from "../../protocol/errors.js";
+import type { Reply } from "../../protocol/respond.js";
+
+export interface HumanOutput {
+  readonly enabled: boolean;
+  /** --quiet: nothing at all on stderr, not even a failure's line. */
+  readonly quiet?: boolean | undefined;
+}
+
+export function humanOutput(quiet: boolean | undefined): HumanOutput {
+  return { enabled: !quiet && process.stderr.isTTY === true, quiet };
+}
+
+export function printJson(body: unknown): Promise<void> {
+  return new Promise((resolve) => {
+    process.stdout.write(`${JSON.stringify(body, null, 2)}\n`, () => resolve());
+  });
+}
+
+/** A line for people on stderr, unless --quiet: said even when stderr is no terminal. */
+export function warn(line: string): void {
+  process.stderr.write(`facilitator: ${line}\n`);
+}
+
+export interface Spinner {
+  text: string;
+  stop(): void;
+}
+
+/**
+ * ora's spinner on stderr. `discardStdin: false`: ora would otherwise put a terminal stdin in raw
+ * mode (and turn Ctrl-C into an emitted event), and a process that exits on Ctrl-C before the
+ * spinner stops would leave the user's terminal raw.
+ */
+export async function startSpinner(text: string): Promise<Spinner | undefined> {
+  // A terminal that reports no width (a pty nobody sized) would make ora erase lines forever.
+  if (!process.stderr.columns) return undefined;
+  const { default: ora } = await import("ora");
+  return ora({ text, stream: process.stderr, discardStdin: false }).start();
+}
+
+export function note(out: HumanOutput, line: string): void {
+  if (out.enabled) process.stderr.write(`${line}\n`);
+}
+
+export function summarize(
+  out: HumanOutput,
+  op: "verify" | "settle",
+  reply: Reply,
+  /** How far the settle waited: a submitted one is not settled yet, and says so. */
+  waitUntil?: string | undefined,
+): void {
+  const body = reply.body;
+  const f = reply.failure;
+  if (!out.enabled) {
+    // No terminal (CI, a script): a failure still gets one plain line, so the log says why.
+    if (f && !out.quiet) {
+      const hash = (body.transactionHash ?? body.transaction) as string | undefined;
+      warn(`${op}: ${f.code}: ${f.message}${hash ? ` (transaction ${hash})` : ""}`);
+    }
+    return;
+  }
+  if (!f) {
+    const payer = (body.payer as string | undefined) ?? "";
+    const hash = (body.transactionHash ?? body.transaction) as string | undefined;
+    note(
+      out,
+      op === "verify"
+        ? `${chalk.green("✔ valid")} payment from ${chalk.bold(payer)}`
+        : waitUntil === "submitted"
+          ? `${chalk.green("✔ submitted")} ${chalk.bold(hash ?? "")} ${chalk.dim("(not mined yet; facilitator status follows it)")}`
+          : `${chalk.green("✔ settled")} ${chalk.bold(hash ?? "")}`,
+    );
+    return;
+  }
+  const hash = (body.transactionHash ?? body.transaction) as string | undefined;
+  const label =
+    f.code === "interrupted"
+      ? chalk.yellow("■ interrupted")
+      : f.code === "settlement_pending"
+        ? chalk.yellow("… pending")
+        : statusOf(f) < 500
+          ? chalk.red("✖ rejected")
+          : chalk.red("✖ failed");
+  note(out, `${label} ${chalk.bold(f.code)}: ${f.message}`);
+  if (hash) note(out, `  transaction ${chalk.bold(hash)}`);
+}

@@ -1,0 +1,256 @@
+/**
+ * One key, one writer. Two processes sending with one settlement key pick the same nonces: their
+ * transactions replace each other, and a payment each of them sees as unpaid is sent twice (one
+ * lands, the other reverts and costs gas). Two processes on one journal file each keep their own
+ * copy of it in memory and never see the other's records. So, with the file journal, a process
+ * that settles holds a lock on each of its keys (by address, machine-wide) and on its journal
+ * file: `serve` for its life, `settle` for the command's. A `settle` waits its turn behind
+ * another `settle`; a `serve` that finds either held refuses to start, naming the holder, and so
+ * does a `settle` that finds a `serve` holding them. With the PostgreSQL store, the store's signer
+ * leases coordinate replicas instead, and none of this applies.
+ */
+import os from "node:os";
+import path from "node:path";
+import { UsageError } from "../io/errors.js";
+import { goneDevnetDir, staleDevnetMessage } from "../io/stale-devnet.js";
+import { resolveSetting } from "../settings/setting-resolver.js";
+import { SETTINGS } from "../settings/settings.js";
+import {
+  type Attempt,
+  type HeldLock,
+  holderOf,
+  type LockHolder,
+  leaseOf,
+  tryLock,
+  UnsafeLockDirectory,
+} from "./process-lock.js";
+
+const POLL_MS = 100;
+
+/**
+ * Where key locks live (settings.ts's lockDir): by default beside the default journal
+ * ($XDG_STATE_HOME/facilitator/locks, ~/.local/state/facilitator/locks), one place every process
+ * of the user agrees on whatever journal each uses.
+ */
+export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
+  return resolveSetting(SETTINGS.lockDir, { env });
+}
+
+/** How long a settle waits for its turn (settings.ts's lockTimeout). */
+export function lockTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  return resolveSetting(SETTINGS.lockTimeout, { env });
+}
+
+/**
+ * How long this process's locks count on another host (sharing the lock directory) without being
+ * renewed (settings.ts's lockLease). The holder renews six times as often, and says its lease in
+ * the lock file, so every reader waits as long as the holder meant.
+ */
+export function lockLeaseMs(env: NodeJS.ProcessEnv = process.env): number {
+  return resolveSetting(SETTINGS.lockLease, { env });
+}
+
+/** What one lock guards, for messages, and its file. */
+interface Guarded {
+  readonly kind: "journal" | "key";
+  readonly what: string;
+  readonly file: string;
+}
+
+/** The journal first, then the keys by address: every process takes them in one order. */
+function guardedBy(journalPath: string, addresses: readonly string[], dir: string): Guarded[] {
+  const journal = path.resolve(journalPath);
+  const keys = [...new Set(addresses.map((a) => a.toLowerCase()))].sort();
+  return [
+    { kind: "journal", what: `the settlement journal ${journal}`, file: `${journal}.lock` },
+    ...keys.map((address) => ({
+      kind: "key" as const,
+      what: `the settlement key ${addresses.find((a) => a.toLowerCase() === address)}`,
+      file: path.join(dir, `key-${address}.lock`),
+    })),
+  ];
+}
+
+/**
+ * Takes `guarded`'s lock if it is free; a lock file that cannot be made, or a directory other
+ * users could plant files in, is a usage error.
+ */
+function attempt(guarded: Guarded, command: string, leaseMs: number): Attempt {
+  // Not made again: a stopped devnet's directory would come back with only a lock in it.
+  const gone = goneDevnetDir(guarded.file);
+  if (gone) throw new UsageError(staleDevnetMessage(gone));
+  try {
+    return tryLock(guarded.file, command, { leaseMs });
+  } catch (error) {
+    if (error instanceof UnsafeLockDirectory) throw unsafe(error, guarded);
+    const code = (error as NodeJS.ErrnoException).code ?? "unusable";
+    const fix =
+      guarded.kind === "journal"
+        ? "pass --journal FILE in a writable directory"
+        : `set ${SETTINGS.lockDir.env} to a writable directory`;
+    throw new UsageError(
+      `cannot create the lock file ${guarded.file} for ${guarded.what} (${code}): ${fix}`,
+    );
+  }
+}
+
+function unsafe(error: UnsafeLockDirectory, guarded: Guarded): UsageError {
+  const elsewhere =
+    guarded.kind === "journal"
+      ? "or keep the journal (--journal FILE) in such a directory"
+      : `or set ${SETTINGS.lockDir.env} to such a directory`;
+  return new UsageError(
+    `${error.message}, so other users could plant files there that redirect or block the lock of ${guarded.what}: use a directory only this user can write, e.g. \`chmod 0700 ${error.dir}\` (or 0755, owned by this user; or the sticky bit, as /tmp has), ${elsewhere}`,
+  );
+}
+
+/** "facilitator serve (pid 123, since 2025-...)", and where it listens; never anything secret. */
+export function describeHolder(holder: LockHolder | undefined, file: string): string {
+  if (!holder) return `another process (see its lock file ${file})`;
+  const where = holder.host === os.hostname() ? "" : ` on host ${holder.host}`;
+  const url = holder.url ? `, listening on ${holder.url}` : "";
+  return `${holder.command} (pid ${holder.pid}${where}, since ${holder.since}${url})`;
+}
+
+/** Who holds a journal now (described), if a running process does. */
+export function journalHolder(journalPath: string): string | undefined {
+  const file = `${path.resolve(journalPath)}.lock`;
+  const holder = holderOf(file);
+  return holder && describeHolder(holder, file);
+}
+
+/** How a lock that is held clears, and when removing its file by hand is safe. */
+function clearing(tried: Attempt & { ok: false }, file: string): string {
+  const holder = tried.holder;
+  if (!holder) return "";
+  if (holder.host === os.hostname()) {
+    return `; its lock ${file} goes when pid ${holder.pid} exits (and is taken over if that process was killed): never delete it while pid ${holder.pid} runs`;
+  }
+  const ago = Math.max(0, Math.round((Date.now() - (tried.renewedAt ?? 0)) / 1000));
+  const lease = Math.round(leaseOf(holder) / 1000);
+  return `; it cannot be checked from here, but it was renewed ${ago} s ago; it is taken over once not renewed for ${lease} s; if it no longer runs, delete ${file}`;
+}
+
+export class SettlementLocks {
+  readonly #locks: HeldLock[];
+
+  constructor(locks: HeldLock[]) {
+    this.#locks = locks;
+  }
+
+  /** A serve's URL, once it listens: a settle refused for its key is told where to send. */
+  listening(url: string): void {
+    for (const lock of this.#locks) lock.update({ url });
+  }
+
+  release(): void {
+    for (const lock of this.#locks.splice(0).reverse()) lock.release();
+  }
+}
+
+/**
+ * serve's locks, held for its life (by the main thread, so a restarted serving thread keeps
+ * them). Held elsewhere: a usage error naming the holder.
+ */
+export function lockForServe(
+  journalPath: string,
+  addresses: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): SettlementLocks {
+  const taken: HeldLock[] = [];
+  try {
+    const leaseMs = lockLeaseMs(env);
+    for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
+      const tried = attempt(guarded, "facilitator serve", leaseMs);
+      if (tried.ok) {
+        taken.push(tried.lock);
+        continue;
+      }
+      if (!tried.holder && tried.note) {
+        throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
+      }
+      const holder = describeHolder(tried.holder, guarded.file);
+      const advice =
+        guarded.kind === "journal"
+          ? "pass another --journal, or stop that process first"
+          : "stop that process first, use another key, or let the replicas share a PostgreSQL store (--store), whose signer leases coordinate them";
+      throw new UsageError(
+        `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${clearing(tried, guarded.file)}`,
+        "key_in_use",
+      );
+    }
+  } catch (error) {
+    for (const lock of taken.reverse()) lock.release();
+    throw error;
+  }
+  return new SettlementLocks(taken);
+}
+
+/** Why a settle did not get its turn in time: nothing was sent. */
+export class TurnTimeout extends Error {
+  override readonly name = "TurnTimeout";
+}
+
+/**
+ * settle's locks: waits its turn behind other settles (up to `timeoutMs`; `onWait` is told once
+ * whom it waits for). A serve holding one: a usage error at once, pointing at its /settle.
+ */
+export async function lockForSettle(
+  journalPath: string,
+  addresses: readonly string[],
+  options: {
+    timeoutMs: number;
+    onWait?: (line: string) => void;
+    /** reconcile: a serve holding the key already follows its settlements; say that instead. */
+    forReconcile?: boolean;
+  },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<SettlementLocks> {
+  const deadline = Date.now() + options.timeoutMs;
+  const taken: HeldLock[] = [];
+  let told = false;
+  try {
+    const leaseMs = lockLeaseMs(env);
+    for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
+      for (;;) {
+        const tried = attempt(guarded, "facilitator settle", leaseMs);
+        if (tried.ok) {
+          taken.push(tried.lock);
+          break;
+        }
+        // Not a process that will finish: waiting would not help.
+        if (!tried.holder && tried.note) {
+          throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
+        }
+        const holder = describeHolder(tried.holder, guarded.file);
+        if (tried.holder?.command === "facilitator serve") {
+          const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
+          if (options.forReconcile) {
+            throw new UsageError(
+              `${guarded.what} is in use by ${holder}: that serve reconciles by itself (it follows every settlement written down to its end), so there is nothing to do here; to reconcile from this command instead, stop that serve first`,
+              "key_in_use",
+            );
+          }
+          throw new UsageError(
+            `${guarded.what} is in use by ${holder}: send this payment to POST ${target} instead (two processes sending with one key can pay a payment twice), or stop that process first`,
+            "key_in_use",
+          );
+        }
+        if (Date.now() >= deadline) {
+          throw new TurnTimeout(
+            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (${SETTINGS.lockTimeout.env}); nothing was sent: settle again later${clearing(tried, guarded.file)}`,
+          );
+        }
+        if (!told) {
+          told = true;
+          options.onWait?.(`waiting for ${holder}, which is using ${guarded.what}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+    }
+  } catch (error) {
+    for (const lock of taken.reverse()) lock.release();
+    throw error;
+  }
+  return new SettlementLocks(taken);
+}

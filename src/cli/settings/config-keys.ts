@@ -1,0 +1,142 @@
+/**
+ * The keys the CLI signs with: settlement keys, the batch-settlement receiver authorizer's key,
+ * Solana fee payers and serve's API key. Where each comes from is settings.ts's (a file, or the
+ * environment, never a flag's value); here is how each is read. A loader reads it only when a
+ * command needs it, and no message ever quotes a key.
+ */
+import { type Hex, isAddressEqual, type LocalAccount } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { type SvmFeePayer, svmFeePayerOf } from "../../svm/chain/keys.js";
+import { readSmallFile } from "../io/bounded-read.js";
+import { UsageError } from "../io/errors.js";
+import { type KeyReader, keyLoader, type SettingSources } from "./setting-resolver.js";
+import { SETTINGS } from "./settings.js";
+
+export function readPrivateKey(text: string, source: string): Hex {
+  const key = text.trim();
+  if (!/^(0x)?[0-9a-fA-F]{64}$/.test(key)) {
+    throw new UsageError(`the private key from ${source} is not 32 bytes of hex`);
+  }
+  return (key.startsWith("0x") ? key : `0x${key}`) as Hex;
+}
+
+/** One key per line; blank lines and lines starting with # are skipped. */
+function readKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): Hex[] {
+  const text = readSmallFile(path, `the private key file from ${source}`, env);
+  const lines = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith("#"));
+  if (lines.length === 0) throw new UsageError(`the private key file from ${source} holds no key`);
+  return lines.map((line, i) =>
+    readPrivateKey(line, lines.length > 1 ? `${source}, line ${i + 1}` : source),
+  );
+}
+
+/** A Solana secret key in base58 (64 bytes), never echoed when it is not one. */
+export function readSvmKey(text: string, source: string): SvmFeePayer {
+  const key = svmFeePayerOf(text);
+  if (!key) {
+    throw new UsageError(
+      `the Solana key from ${source} is not a base58 64-byte secret key (seed and public key)`,
+    );
+  }
+  return key;
+}
+
+/** One Solana key per line; blank lines and lines starting with # are skipped. */
+function readSvmKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): SvmFeePayer[] {
+  const text = readSmallFile(path, `the Solana key file from ${source}`, env);
+  const lines = text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith("#"));
+  if (lines.length === 0) throw new UsageError(`the Solana key file from ${source} holds no key`);
+  return lines.map((line, i) =>
+    readSvmKey(line, lines.length > 1 ? `${source}, line ${i + 1}` : source),
+  );
+}
+
+/**
+ * The receiver authorizer's account, refused when its key is also a settlement key: it signs
+ * claims and refunds, and a key that also sends transactions would spend gas and nonces the
+ * settlement lanes count on. The message names addresses only, never a key.
+ */
+export function receiverAuthorizerOf(
+  key: Hex | undefined,
+  settlementKeys: readonly Hex[],
+): LocalAccount | undefined {
+  if (key === undefined) return undefined;
+  const account = privateKeyToAccount(key);
+  const clash = settlementKeys.some((k) =>
+    isAddressEqual(privateKeyToAccount(k).address, account.address),
+  );
+  if (clash) {
+    throw new UsageError(
+      `the receiver authorizer ${account.address} is also a settlement key: the authorizer only signs (claims and refunds) and must not also spend gas and nonces; give it a key of its own`,
+    );
+  }
+  return account;
+}
+
+/** Settlement keys: a comma-separated list in the environment, one per line in a file. */
+const EVM_KEYS: KeyReader<Hex> = {
+  inline: (text, source) =>
+    text
+      .split(",")
+      .map((key, i, all) =>
+        readPrivateKey(key, all.length > 1 ? `${source} (key ${i + 1})` : source),
+      ),
+  inFile: readKeyFile,
+};
+
+/** The receiver authorizer's one key. */
+const ONE_EVM_KEY: KeyReader<Hex> = {
+  inline: (text, source) => {
+    if (text.includes(",")) throw new UsageError(`${source} takes one key, not a list`);
+    return [readPrivateKey(text, source)];
+  },
+  inFile: (file, source, env) => {
+    const keys = readKeyFile(file, source, env);
+    if (keys.length > 1) {
+      throw new UsageError(
+        `the receiver authorizer key file from ${source} holds ${keys.length} keys: it takes one`,
+      );
+    }
+    return keys;
+  },
+};
+
+/** Solana fee payers: comma-separated in the environment, one per line in a file. */
+const SVM_KEYS: KeyReader<SvmFeePayer> = {
+  inline: (text, source) =>
+    text
+      .split(",")
+      .map((key, i, all) => readSvmKey(key, all.length > 1 ? `${source} (key ${i + 1})` : source)),
+  inFile: readSvmKeyFile,
+};
+
+/** serve's API key: the whole file (trimmed), or the variable's text. */
+const API_KEY: KeyReader<string> = {
+  inline: (text) => [text.trim()],
+  inFile: (file, source, env) => {
+    const key = readSmallFile(file, source, env).trim();
+    if (!key) throw new UsageError(`${source} is empty`);
+    return [key];
+  },
+};
+
+/** The key loaders: the config file's paths checked now, the keys read only when called. */
+export function keyLoaders(sources: SettingSources) {
+  const loadPrivateKeys = keyLoader(SETTINGS.privateKeys, sources, EVM_KEYS);
+  const loadPrivateKey = (): Hex | undefined => loadPrivateKeys()[0];
+  const authorizer = keyLoader(SETTINGS.receiverAuthorizerKey, sources, ONE_EVM_KEY);
+  const loadReceiverAuthorizerKey = (): Hex | undefined => authorizer()[0];
+  const loadSvmFeePayers = keyLoader(SETTINGS.svmFeePayers, sources, SVM_KEYS);
+  return { loadPrivateKey, loadPrivateKeys, loadReceiverAuthorizerKey, loadSvmFeePayers };
+}
+
+/** serve's API key (--api-key-file, or the key itself in the environment), if any. */
+export function loadApiKey(sources: SettingSources): string | undefined {
+  return keyLoader(SETTINGS.apiKey, sources, API_KEY)()[0];
+}

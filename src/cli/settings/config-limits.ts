@@ -1,0 +1,206 @@
+/**
+ * What the operator allows a settlement to cost, and how those settings are read: the fee cap per
+ * network (over the built-in per-network defaults), the gas bounds per method and network, the
+ * wasted-gas budget per network and hour, and the assets each network settles. settings.ts says
+ * where each comes from.
+ */
+import { type Address, getAddress, isAddress, parseEther } from "viem";
+import type { MinAmount } from "../../core/amount-floor.js";
+import { GAS_BOUND_NAMES, type GasBoundName } from "../../evm/chain/gas-bounds.js";
+import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
+import { isSolanaAddress, looksSolana, solanaNetworkOf } from "../../protocol/solana-networks.js";
+import { UsageError } from "../io/errors.js";
+import type { Parser, Source } from "./setting-parsers.js";
+
+export interface SettlementLimits {
+  /** Fee cap in wei for every chain, and per chain id (which wins); unset: networks.ts defaults. */
+  readonly maxFeeWei?: bigint | undefined;
+  readonly maxFeeWeiByChain: Record<number, bigint>;
+  readonly gasBounds: {
+    readonly all: Partial<Record<GasBoundName, bigint>>;
+    readonly byChain: Record<number, Partial<Record<GasBoundName, bigint>>>;
+  };
+  readonly wastedGasBudget?: bigint | undefined;
+  readonly wastedGasBudgetByChain: Record<number, bigint>;
+  /** Per chain id, the only assets settled there. */
+  readonly allowedAssets: Record<number, Address[]>;
+}
+
+/** A network as the config names it: a CAIP-2 id, an x402 v1 name, or a bare chain id. */
+function chainIdOf(network: string, source: string): number {
+  const chainId =
+    chainIdOfCaip2(network) ??
+    chainIdOfV1Name(network) ??
+    (/^[0-9]{1,15}$/.test(network) ? Number(network) : undefined);
+  if (chainId === undefined) {
+    throw new UsageError(`${source}: "${network.slice(0, 60)}" is not a network`);
+  }
+  return chainId;
+}
+
+/** An amount of the chain's native token ("0.002") in wei. */
+export const nativeAmount: Parser<bigint> = (value, source) => {
+  const text = String(value).trim();
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(text)) {
+    throw new UsageError(`${source.name} must be an amount of the native token, such as 0.002`);
+  }
+  return parseEther(text);
+};
+
+/** A whole amount of gas. */
+export const gasAmount: Parser<bigint> = (value, source) => parseGas(value, source.name);
+
+function parseGas(value: unknown, source: string): bigint {
+  const text = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
+  if (typeof text !== "string" || !/^[0-9]{1,15}$/.test(text.trim()) || BigInt(text) === 0n) {
+    throw new UsageError(`${source} must be a whole amount of gas, such as 150000`);
+  }
+  return BigInt(text.trim());
+}
+
+export type PerNetwork<T> = { all?: T; byChain: Record<number, T> };
+
+/**
+ * One value for every network, or per network: {"default": v, "<network>": v, ...} in the config
+ * file, "v" or "<network>=v,..." (a bare v applies to every network) in a flag or the environment.
+ */
+export function perNetwork<T>(value: unknown, source: Source, parse: Parser<T>): PerNetwork<T> {
+  const found: PerNetwork<T> = { byChain: {} };
+  if (value === undefined) return found;
+  const entries: [string | undefined, unknown][] =
+    typeof value === "object" && value !== null && !Array.isArray(value)
+      ? Object.entries(value).map(([k, v]) => [k === "default" ? undefined : k, v])
+      : String(value)
+          .split(",")
+          .map((part) => part.trim())
+          .filter(Boolean)
+          .map((part) => {
+            const at = part.lastIndexOf("=");
+            return at === -1 ? [undefined, part] : [part.slice(0, at).trim(), part.slice(at + 1)];
+          });
+  for (const [network, v] of entries) {
+    if (network === undefined) found.all = parse(v, source);
+    else {
+      const chainId = chainIdOf(network, source.name);
+      found.byChain[chainId] = parse(v, { ...source, name: `${source.name} for ${network}` });
+    }
+  }
+  return found;
+}
+
+/** `gasBounds`: {"<name>": gas, ...} for every network, or per network (and "default"). */
+export const gasBounds: Parser<SettlementLimits["gasBounds"]> = (value, { name: source }) => {
+  const bounds: SettlementLimits["gasBounds"] = { all: {}, byChain: {} };
+  const named = (v: unknown, where: string): Partial<Record<GasBoundName, bigint>> => {
+    if (typeof v !== "object" || v === null || Array.isArray(v)) {
+      throw new UsageError(`${where} must be an object of gas bounds, such as {"eip3009": 150000}`);
+    }
+    const out: Partial<Record<GasBoundName, bigint>> = {};
+    for (const [name, gas] of Object.entries(v)) {
+      if (!(GAS_BOUND_NAMES as string[]).includes(name)) {
+        throw new UsageError(
+          `${where}: "${name.slice(0, 60)}" is not a gas bound; they are ${GAS_BOUND_NAMES.join(", ")}`,
+        );
+      }
+      out[name as GasBoundName] = parseGas(gas, `${where}.${name}`);
+    }
+    return out;
+  };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) named(value, source);
+  for (const [key, v] of Object.entries(value as object)) {
+    if ((GAS_BOUND_NAMES as string[]).includes(key)) {
+      Object.assign(bounds.all, named({ [key]: v }, source));
+    } else if (key === "default") Object.assign(bounds.all, named(v, `${source}.default`));
+    else bounds.byChain[chainIdOf(key, source)] = named(v, `${source}["${key}"]`);
+  }
+  return bounds;
+};
+
+/** `allowedAssets`: {"<network>": ["0x…", …]}. */
+export const allowedAssets: Parser<Record<number, Address[]>> = (value, { name: source }) => {
+  const allowed: Record<number, Address[]> = {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new UsageError(`${source} must map networks to lists of token addresses`);
+  }
+  for (const [network, list] of Object.entries(value)) {
+    const where = `${source}["${network.slice(0, 60)}"]`;
+    if (!Array.isArray(list) || list.some((a) => typeof a !== "string" || !isAddress(a))) {
+      throw new UsageError(`${where} must be a list of token addresses`);
+    }
+    allowed[chainIdOf(network, source)] = list.map((a: string) => getAddress(a));
+  }
+  return allowed;
+};
+
+/**
+ * `--min-amount`: "<network>:<asset>=<units>" (one network) or "<asset>=<units>" (every network),
+ * comma-separated; in the config file a list of those, or {"<network>:<asset>": units}. Units are
+ * the asset's smallest (atomic) units, as requirements.amount counts them.
+ */
+export const minAmounts: Parser<MinAmount[]> = (value, { name: source }) => {
+  let entries: [string, unknown][];
+  if (typeof value === "string") entries = textEntries(value);
+  else if (Array.isArray(value) && value.every((v) => typeof v === "string")) {
+    entries = value.flatMap(textEntries);
+  } else if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    entries = Object.entries(value);
+  } else {
+    throw new UsageError(`${source} must be a list of "<network>:<asset>=<units>"`);
+  }
+  return entries.map(([where, units]) => minAmount(where, units, source));
+};
+
+function textEntries(text: string): [string, unknown][] {
+  return text
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const at = part.lastIndexOf("=");
+      return at === -1 ? [part, undefined] : [part.slice(0, at).trim(), part.slice(at + 1).trim()];
+    });
+}
+
+function minAmount(where: string, units: unknown, source: string): MinAmount {
+  const named = `${source}: "${where.slice(0, 120)}"`;
+  const text = typeof units === "number" && Number.isSafeInteger(units) ? String(units) : units;
+  if (typeof text !== "string" || !/^[0-9]{1,78}$/.test(text) || BigInt(text) === 0n) {
+    throw new UsageError(
+      `${named} needs a minimum in the asset's smallest units, a whole number from 1, as in eip155:8453:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913=10000`,
+    );
+  }
+  const colon = where.lastIndexOf(":");
+  const asset = where.slice(colon + 1);
+  const network = colon === -1 ? undefined : where.slice(0, colon);
+  const evm = isAddress(asset, { strict: false });
+  if (!evm && !isSolanaAddress(asset)) {
+    throw new UsageError(`${named} does not end in an EVM (0x…) or Solana token address`);
+  }
+  return { network: network && networkOf(network, evm, named), asset, units: BigInt(text) };
+}
+
+/** A network as the operator names it, as the CAIP-2 id requests are compared under. */
+function networkOf(network: string, evmAsset: boolean, named: string): string {
+  if (looksSolana(network)) {
+    const id = solanaNetworkOf(network, 1) ?? solanaNetworkOf(network, 2);
+    if (id === undefined || evmAsset) {
+      throw new UsageError(`${named}: not a Solana network and a Solana token address`);
+    }
+    return id;
+  }
+  if (!evmAsset) throw new UsageError(`${named}: a Solana token address on an EVM network`);
+  return caip2(chainIdOf(network, named));
+}
+
+/**
+ * Lower layers first: a layer's one value for every network replaces everything below it, and its
+ * per-network values replace those of the same network.
+ */
+export function layered<T>(layers: readonly PerNetwork<T>[]): PerNetwork<T> {
+  let found: PerNetwork<T> = { byChain: {} };
+  for (const layer of layers) {
+    if (layer.all !== undefined) found = { all: layer.all, byChain: {} };
+    found = { ...found, byChain: { ...found.byChain, ...layer.byChain } };
+  }
+  return found;
+}

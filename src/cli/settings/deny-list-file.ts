@@ -1,0 +1,58 @@
+/**
+ * The deny list's file (`--deny-list`, FACILITATOR_DENY_LIST, `denyList` in the config file): one
+ * EVM or Solana address a line, `#` for comments. Read whole and checked at start (a bad line is a
+ * usage error, by number); serve re-reads it when it changes (watched-file.ts).
+ *
+ * It fails closed: a file being rewritten (truncated first, written later) must never read as a
+ * shorter list. So it must be a regular file (a FIFO is refused without waiting), end with a
+ * newline (a write cut mid-line does not), and a list of no address must say so with the line
+ * `# empty` (a truncated file does not).
+ */
+import path from "node:path";
+import { DenyList, parseDenyList } from "../../deny-list/deny-list.js";
+import { InputError, readRegularFile } from "../io/bounded-read.js";
+import { UsageError } from "../io/errors.js";
+
+/** 1,000,000 addresses of up to 44 characters, with room for comments. */
+const DENY_LIST_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** The line that says a list of no address is meant to be empty. */
+export const EMPTY_MARKER = "# empty";
+
+export interface LoadedDenyList {
+  readonly list: DenyList;
+  /** When the file was last changed (ms since the epoch): doctor shows the list's age. */
+  readonly modifiedMs: number;
+}
+
+export function readDenyList(file: string): LoadedDenyList {
+  const where = `the deny list ${file}`;
+  let text: string;
+  let modifiedMs: number;
+  try {
+    const read = readRegularFile(file, DENY_LIST_LIMIT_BYTES);
+    text = read.bytes.toString("utf8");
+    modifiedMs = read.modifiedMs;
+  } catch (error) {
+    if (error instanceof InputError) throw new UsageError(`cannot read ${where}: ${error.reason}`);
+    throw error;
+  }
+  if (text === "") {
+    throw new UsageError(
+      `${where} is empty (being written?); a list meant to be empty holds the line "${EMPTY_MARKER}"`,
+    );
+  }
+  if (!text.endsWith("\n")) {
+    throw new UsageError(
+      `${where} does not end with a newline: it is being written, or was cut; end its last line with a newline`,
+    );
+  }
+  const parsed = parseDenyList(text, path.basename(file));
+  if (!(parsed instanceof DenyList)) throw new UsageError(`${where}: ${parsed.error}`);
+  if (parsed.size === 0 && !text.split(/\r?\n/).some((line) => line.trim() === EMPTY_MARKER)) {
+    throw new UsageError(
+      `${where} holds no address; a list meant to be empty holds the line "${EMPTY_MARKER}"`,
+    );
+  }
+  return { list: parsed, modifiedMs };
+}

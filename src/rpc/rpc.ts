@@ -1,0 +1,377 @@
+/**
+ * RPC access per chain. Configured URLs are matched to chains with `eth_chainId` (once, lazily);
+ * a URL that answers that with an error and `getGenesisHash` with a hash is a Solana cluster's.
+ * When any URL is configured, only their chains are served: a payment for another network must
+ * never be settled with the same key through an endpoint the operator did not choose. The
+ * registry's public RPCs serve the well-known chains only when no URL is configured, or when asked.
+ */
+import {
+  type Client,
+  createClient,
+  createPublicClient,
+  fallback,
+  type PublicClient,
+  type Transport,
+} from "viem";
+import { FacilitatorError } from "../protocol/errors.js";
+import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
+import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
+import { jsonRpcTransport } from "./json-rpc.js";
+import { limitsMet, restingSkipped } from "./provider-limits.js";
+import { answeredOnceConfirmed } from "./rpc-confirmed.js";
+import { isUnreachable, redactUrl, rpcErrorKind, unreachableReason } from "./rpc-errors.js";
+
+export {
+  isUnreachable,
+  neverReachedNode,
+  redactUrl,
+  rpcErrorKind,
+  unreachableReason,
+} from "./rpc-errors.js";
+
+export interface RpcOptions {
+  /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
+  readonly rpcUrls?: readonly string[];
+  /**
+   * The registry's public RPCs for well-known chains without a configured URL: true uses them
+   * beside the configured URLs too, false never; by default only when no URL is configured.
+   */
+  readonly useDefaultRpcs?: boolean | undefined;
+  /** Per-request timeout toward the node (default 10 s). */
+  readonly requestTimeoutMs?: number;
+  /**
+   * Most JSON-RPC calls in one batch request to any RPC (default 1,000; a provider that refuses
+   * a batch teaches a lower one, per URL).
+   */
+  readonly rpcBatchLimit?: number | undefined;
+  /** Told of each request that got no answer from its node, by endpoint (redacted). */
+  readonly metrics?: RpcErrorSink | undefined;
+}
+
+/** What the transport tells serve's metrics (core/metrics.ts' sink is one): the calls that failed. */
+export interface RpcErrorSink {
+  rpcError(endpoint: string, reason: string): void;
+}
+
+/** `transport`, telling `sink` of each request that failed without the node's answer. */
+function counted(transport: Transport, url: string, sink: RpcErrorSink | undefined): Transport {
+  if (!sink) return transport;
+  const endpoint = redactUrl(url);
+  return (params) => {
+    const built = transport(params);
+    const request = (async (args, options) => {
+      try {
+        return await built.request(args, options);
+      } catch (error) {
+        if (isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
+        throw error;
+      }
+    }) as typeof built.request;
+    return { ...built, request };
+  };
+}
+
+export class RpcRegistry {
+  readonly #urls: readonly string[];
+  readonly #publicRpcs: boolean;
+  readonly #timeoutMs: number;
+  readonly #batchLimit: number | undefined;
+  readonly #metrics: RpcErrorSink | undefined;
+  readonly #resolved = new Map<string, number>();
+  /** Configured URLs of Solana clusters, with the cluster's CAIP-2 id. */
+  readonly #solana = new Map<string, string>();
+  readonly #solanaClients = new Map<string, { client: Client; via: string }>();
+  /** Configured URLs that could not be reached to learn their chain, with why. */
+  #unresolved = new Map<string, string>();
+  readonly #clients = new Map<number, { client: PublicClient; via: string }>();
+  /** Chains asked for before their URL's chain was learned: that answer, checked (confirmed()). */
+  readonly #confirming = new Map<number, Promise<void>>();
+  #resolving: Promise<void> | undefined;
+
+  constructor(options: RpcOptions = {}) {
+    this.#urls = [...new Set(options.rpcUrls ?? [])];
+    this.#publicRpcs = options.useDefaultRpcs ?? this.#urls.length === 0;
+    this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
+    this.#batchLimit = options.rpcBatchLimit;
+    this.#metrics = options.metrics;
+  }
+
+  /**
+   * The client for a chain; throws `unsupported_network` when the chain is not served, or
+   * `chain_unavailable` when a configured URL that might serve it could not be reached.
+   * `network` is the chain as the caller wrote it (`base`, `eip155:8453`), for the message.
+   */
+  async client(chainId: number, network: string = caip2(chainId)): Promise<PublicClient> {
+    const cached = this.#clients.get(chainId);
+    if (cached) return cached.client;
+    const lone = this.#loneUnlearned();
+    if (lone !== undefined) return this.#askingAlongside(chainId, network, lone);
+    await this.#resolve();
+    const urls = this.#urlsFor(chainId, network);
+    const client = createPublicClient({ transport: this.#transport(urls) });
+    this.#clients.set(chainId, { client, via: urls.map(redactUrl).join(", ") });
+    return client;
+  }
+
+  /**
+   * A client of the one configured URL while its chain is not learned, for reads whose answers
+   * the caller uses only once it knows that chain (a cold `pay` reads the devnet's token beside
+   * the `eth_chainId` that says which chain it is). Undefined otherwise.
+   */
+  unlearnedClient(): PublicClient | undefined {
+    const url = this.#loneUnlearned();
+    if (url === undefined) return undefined;
+    return createPublicClient({ transport: this.#transport([url]) });
+  }
+
+  /** The URLs that serve a chain, or client()'s error when none does. */
+  #urlsFor(chainId: number, network: string): string[] {
+    // In the order configured: the first is asked first, the next when it fails.
+    const urls = this.#urls.filter((url) => this.#resolved.get(url) === chainId);
+    if (urls.length > 0) return urls;
+    // One of the unreachable URLs may be the one for this chain: say so rather than guess.
+    if (this.#unresolved.size > 0) throw this.#unreachable(network);
+    const publicUrl = this.#publicRpcs ? knownNetwork(chainId)?.defaultRpcUrl : undefined;
+    if (!publicUrl) throw this.#notServed(chainId, network);
+    return [publicUrl];
+  }
+
+  /** The one configured URL while its chain is not learned, when nothing else could serve one. */
+  #loneUnlearned(): string | undefined {
+    const [url] = this.#urls;
+    if (this.#urls.length !== 1 || url === undefined || this.#publicRpcs) return undefined;
+    return this.#resolved.has(url) || this.#solana.has(url) ? undefined : url;
+  }
+
+  /**
+   * The lone configured URL's client for a chain before its chain is learned (a cold command):
+   * its first requests go out beside the `eth_chainId` that learns it, a round trip saved at a
+   * distance. No answer is handed over, and nothing but a read is sent, before that chain id is
+   * this chain; otherwise every request throws what client() would have (confirmed() too).
+   */
+  #askingAlongside(chainId: number, network: string, url: string): PublicClient {
+    const confirmed = this.#resolve().then(() => {
+      if (this.#resolved.get(url) === chainId) return;
+      this.#clients.delete(chainId);
+      this.#urlsFor(chainId, network);
+      throw this.#notServed(chainId, network);
+    });
+    confirmed.catch(() => undefined);
+    this.#confirming.set(chainId, confirmed);
+    const client = createPublicClient({
+      transport: answeredOnceConfirmed(this.#transport([url]), confirmed),
+    });
+    this.#clients.set(chainId, { client, via: redactUrl(url) });
+    return client;
+  }
+
+  /**
+   * Settles once the chain's client is known to serve it; rejects with client()'s error when it
+   * was asked before its URL's chain was learned and that chain is another (or unknown). Whoever
+   * answers from such a client's reads checks this before answering.
+   */
+  confirmed(chainId: number): Promise<void> {
+    return this.#confirming.get(chainId) ?? Promise.resolve();
+  }
+
+  /**
+   * A JSON-RPC client for a Solana cluster (`solana:…`) behind the configured URLs; throws
+   * `unsupported_network` when none serves it, or `chain_unavailable` when a configured URL that
+   * might could not be reached. Solana is served through configured URLs only.
+   */
+  async solanaClient(network: string, named: string = network): Promise<Client> {
+    const cached = this.#solanaClients.get(network);
+    if (cached) return cached.client;
+    await this.#resolve();
+    const urls = [...this.#solana].filter(([, id]) => id === network).map(([url]) => url);
+    if (urls.length === 0) {
+      if (this.#unresolved.size > 0) throw this.#unreachable(named);
+      const label = solanaCluster(network)?.label;
+      const name = named === network ? network : `${named} (${network})`;
+      const served = this.#servedNames();
+      const why =
+        served.length > 0
+          ? `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served.join(", ")}`
+          : "no Solana RPC is configured";
+      throw FacilitatorError.of(
+        "unsupported_network",
+        `${name}${label && label !== named ? ` (${label})` : ""} is not served here: ${why}; add a Solana RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file`,
+      );
+    }
+    const client = createClient({ transport: this.#transport(urls) });
+    this.#solanaClients.set(network, { client, via: urls.map(redactUrl).join(", ") });
+    return client;
+  }
+
+  /** The Solana clusters (CAIP-2 ids) the configured URLs serve. */
+  async servedSolanaNetworks(): Promise<string[]> {
+    await this.#resolve();
+    return [...new Set(this.#solana.values())];
+  }
+
+  /** The endpoints (redacted) behind a Solana cluster's client, once it has one. */
+  solanaVia(network: string): string | undefined {
+    return this.#solanaClients.get(network)?.via;
+  }
+
+  #servedNames(): string[] {
+    return [...new Set([...[...this.#resolved.values()].map(caip2), ...this.#solana.values()])];
+  }
+
+  /** Whether well-known chains without a configured URL are served through public RPCs. */
+  get usesPublicRpcs(): boolean {
+    return this.#publicRpcs;
+  }
+
+  /** The endpoints (redacted) behind a chain's client, once it has one: for messages. */
+  via(chainId: number): string | undefined {
+    return this.#clients.get(chainId)?.via;
+  }
+
+  /**
+   * The chains served: those of the configured URLs that answered, plus the well-known chains
+   * with a public RPC when those are in use. Exactly what client() accepts.
+   */
+  async servedChainIds(): Promise<number[]> {
+    await this.#resolve();
+    const ids = new Set(this.#resolved.values());
+    if (this.#publicRpcs) {
+      for (const network of KNOWN_NETWORKS) if (network.defaultRpcUrl) ids.add(network.chainId);
+    }
+    return [...ids];
+  }
+
+  /**
+   * Each configured URL (redacted) with its chain id, or its Solana cluster (`solana`), or
+   * neither when it could not be reached.
+   */
+  async endpoints(): Promise<
+    { url: string; chainId?: number | undefined; solana?: string | undefined }[]
+  > {
+    await this.#resolve();
+    return this.#urls.map((url) => {
+      const solana = this.#solana.get(url);
+      return solana
+        ? { url: redactUrl(url), solana }
+        : { url: redactUrl(url), chainId: this.#resolved.get(url) };
+    });
+  }
+
+  /**
+   * The configured URLs (redacted) whose provider refused something so far: how many calls it
+   * rate-limited, of how many, and the batch size it taught us when it refused batches.
+   */
+  providerLimits(): {
+    url: string;
+    rateLimited: number;
+    calls: number;
+    refusedBatches: number;
+    batchLimit: number;
+  }[] {
+    return this.#urls.flatMap((url) => {
+      const met = limitsMet(url);
+      return met ? [{ url: redactUrl(url), ...met }] : [];
+    });
+  }
+
+  /** Chain ids served by configured URLs (after resolving them). */
+  async configuredChainIds(): Promise<number[]> {
+    await this.#resolve();
+    return [...new Set(this.#resolved.values())];
+  }
+
+  #notServed(chainId: number, network: string): FacilitatorError {
+    const known = knownNetwork(chainId);
+    const id = caip2(chainId);
+    const label = known && known.label.toLowerCase() !== network.toLowerCase() ? known.label : "";
+    const about = [...(network === id ? [] : [id]), ...(label ? [label] : [])];
+    const name = about.length > 0 ? `${network} (${about.join(", ")})` : network;
+    let why: string;
+    if (this.#urls.length > 0) {
+      const served = this.#servedNames().join(", ");
+      why = `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served}`;
+    } else {
+      why = this.#publicRpcs
+        ? "no RPC is configured"
+        : "no RPC is configured and public RPCs are off";
+    }
+    if (this.#publicRpcs) why += " and it has no built-in public RPC";
+    const publicHint =
+      !this.#publicRpcs && known?.defaultRpcUrl
+        ? " (or allow its public RPC with --public-rpcs)"
+        : "";
+    return FacilitatorError.of(
+      "unsupported_network",
+      `${name} is not served here: ${why}; add an RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file${publicHint}`,
+    );
+  }
+
+  #unreachable(network: string): FacilitatorError {
+    const urls = [...this.#unresolved].map(([url, why]) => `${redactUrl(url)} (${why})`);
+    const [which, serves] =
+      urls.length === 1 ? ["RPC", "chain it serves"] : ["RPCs", "chains they serve"];
+    return FacilitatorError.of(
+      "chain_unavailable",
+      `${network}: the configured ${which} ${urls.join(", ")} could not be reached to learn which ${serves}`,
+    );
+  }
+
+  #transport(urls: readonly string[]): Transport {
+    const failover = urls.length > 1;
+    const transports = urls.map((url) => {
+      // Batching folds the concurrent reads of one verify into one HTTP request.
+      const transport = counted(
+        jsonRpcTransport(url, {
+          batch: true,
+          retryCount: 1,
+          timeout: this.#timeoutMs,
+          batchLimit: this.#batchLimit,
+          failover,
+        }),
+        url,
+        this.#metrics,
+      );
+      return failover ? restingSkipped(transport, url, redactUrl(url)) : transport;
+    });
+    const [only] = transports;
+    return transports.length === 1 && only !== undefined ? only : fallback(transports);
+  }
+
+  #resolve(): Promise<void> {
+    const pending = this.#urls.filter((url) => !this.#resolved.has(url) && !this.#solana.has(url));
+    if (pending.length === 0) return Promise.resolve();
+    this.#resolving ??= Promise.all(
+      pending.map(async (url): Promise<[string, string] | undefined> => {
+        const client = createPublicClient({
+          transport: counted(
+            jsonRpcTransport(url, {
+              retryCount: 0,
+              timeout: this.#timeoutMs,
+              batchLimit: this.#batchLimit,
+            }),
+            url,
+            this.#metrics,
+          ),
+        });
+        try {
+          this.#resolved.set(url, await client.getChainId());
+          return undefined;
+        } catch (error) {
+          // A node that answered, with an error: perhaps a Solana cluster's.
+          if (isUnreachable(error)) return [url, unreachableReason(error)];
+          const hash = await client
+            .request({ method: "getGenesisHash" } as never)
+            .catch(() => undefined);
+          const solana = solanaNetworkOfGenesisHash(hash);
+          if (solana === undefined) return [url, unreachableReason(error)];
+          this.#solana.set(url, solana);
+          return undefined;
+        }
+      }),
+    ).then((failed) => {
+      this.#unresolved = new Map(failed.filter((entry) => entry !== undefined));
+      this.#resolving = undefined;
+    });
+    return this.#resolving;
+  }
+}
