@@ -23,7 +23,10 @@ export interface HoldToCheck {
 
 /** What the sources held at one point of the chain, and which holds had landed by then. */
 export interface PointRead {
-  /** The block or slot the sources were read at: landings are placed on the same line. */
+  /**
+   * The last block or slot the read shows in full (an EVM block it was read at; on Solana the
+   * slot before the one it was answered from): landings are placed on the same line.
+   */
   readonly point: bigint;
   /** What each spend's source held there, in the order of the spends. */
   readonly available: readonly bigint[];

@@ -23,8 +23,9 @@ export interface RpcError {
 /**
  * What the proxy does with one call: forward it (undefined), answer an error without forwarding
  * ("refuse"), forward it and then answer an error anyway ("forward-then-fail"), answer a result
- * without forwarding ("swallow": a node that takes a transaction and drops it), or run something
- * first and then forward it ("before": a front-runner that slips a transaction in ahead).
+ * without forwarding ("swallow": a node that takes a transaction and drops it), run something
+ * first and then forward it ("before": a front-runner that slips a transaction in ahead), and
+ * run something once the node answered it ("after": a call another must wait for).
  */
 export type Intercept = (
   method: string,
@@ -33,7 +34,8 @@ export type Intercept = (
   | { readonly refuse: RpcError }
   | { readonly forwardThenFail: RpcError }
   | { readonly swallow: unknown }
-  | { readonly before: () => Promise<void> }
+  | { readonly before: () => Promise<void>; readonly after?: () => void }
+  | { readonly after: () => void }
   | undefined;
 
 /**
@@ -273,6 +275,7 @@ export async function startRpcProxy(
     if (rule && "before" in rule) await rule.before();
     if (rule && "swallow" in rule) return { jsonrpc: "2.0", id: call.id, result: rule.swallow };
     const answer = lagHead === undefined ? await forward(call) : await lagging(call, lagHead);
+    if (rule && "after" in rule) rule.after?.();
     if (rule && "forwardThenFail" in rule) {
       return { jsonrpc: "2.0", id: call.id, error: rule.forwardThenFail };
     }

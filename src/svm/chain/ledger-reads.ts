@@ -69,8 +69,12 @@ export class SvmLedgerReads implements LedgerReads<SvmSpend> {
       ),
     ]);
     // Balances of several accounts may come from several slots: the earliest shows the least.
-    let point = balances[0]?.slot ?? 0n;
-    for (const balance of balances) if (balance.slot < point) point = balance.slot;
+    let read = balances[0]?.slot ?? 0n;
+    for (const balance of balances) if (balance.slot < read) read = balance.slot;
+    // A `processed` read answers from a slot still being filled: a transaction landing in it a
+    // moment later (and found so by the statuses) is not in the balance. What the read surely
+    // shows ends with the slot before; one landed in its own slot still counts as in flight.
+    const point = read - 1n;
     const landed = new Map<string, bigint>();
     for (const [i, status] of statuses.entries()) {
       // A failed transaction took nothing: as good as landed for what the balance shows.
