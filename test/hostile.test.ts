@@ -345,7 +345,7 @@ describe("a reorg", () => {
     });
   }, 30_000);
 
-  test("a process without the dropped bytes settles the payment afresh, once", async () => {
+  test("a process without the dropped bytes settles the payment afresh, once, and never answers a second success", async () => {
     const journal = tempJournal();
     const payer = devnet.payers[2] as DevAccount;
     const payeeBefore = await tokenBalance(devnet, devnet.payee.address);
@@ -363,7 +363,9 @@ describe("a reorg", () => {
 
     const after = facilitatorOn(devnet, { journal: new Journal(journal) });
     const retry = await settle(after, a);
-    expect(retry).toMatchObject({ success: true });
+    // Its success was answered once already: the new transaction's hash comes with a refusal.
+    expect(retry).toMatchObject({ success: false, error: "nonce_already_used" });
+    expect(retry.transactionHash).not.toBe(first.transactionHash);
     const landed = await chainOf(devnet).getTransactionReceipt({
       hash: retry.transactionHash as Hex,
     });

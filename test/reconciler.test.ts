@@ -79,13 +79,18 @@ describe("a transaction the node dropped", () => {
     const body = await fundedPayment(devnet);
     const payee = await tokenBalance(devnet, devnet.payee.address);
     const sent = await chainOf(devnet).getTransactionCount({ address: us, blockTag: "pending" });
+    const asked = Date.now();
     const settling = handleSettle(facilitator, body, { waitUntil: "confirmed" });
     await pooled(devnet, us, sent + 1);
     const hash = (await facilitator.journal.openSettlements(0))[0]?.hashes[0] as Hex;
-    // The node forgets it: nothing will ever mine it unless it is sent again.
+    // The node forgets it while anvil holds the synchronous send (which it answers only after its
+    // own ~10 s): nothing will ever mine it unless it is sent again.
     await anvilOf(devnet).dropTransaction({ hash });
     const first = await settling;
+    const answeredMs = Date.now() - asked;
     expect(first.body).toMatchObject({ success: false, error: "settlement_pending" });
+    // Answered within the 1.5 s confirm timeout and a margin, not after the node's own wait.
+    expect(answeredMs).toBeLessThan(1_500 + 2_000);
     expect(await chainOf(devnet).getTransactionCount({ address: us, blockTag: "pending" })).toBe(
       sent,
     );
@@ -113,7 +118,9 @@ describe("a transaction the node dropped", () => {
     expect((await handleSettle(facilitator, body)).body).toMatchObject({
       error: "nonce_already_used",
     });
-    console.log(`a dropped transaction closed by one reconciler pass in ${closedMs} ms`);
+    console.log(
+      `a dropped transaction answered pending in ${answeredMs} ms, closed by one reconciler pass in ${closedMs} ms`,
+    );
   }, 60_000);
 });
 

@@ -12,6 +12,7 @@ import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry } from "../core/store.js";
 import { caip2 } from "../protocol/networks.js";
 import { reconcile } from "./chain/reconcile.js";
+import { stillSucceeds } from "./chain/signers.js";
 import { chargeWaste } from "./chain/waste.js";
 import type { EvmContext } from "./context.js";
 import { judgeLanded, track } from "./exact/judge.js";
@@ -30,6 +31,15 @@ export async function followSettlement(
   const waiting = { ...ctx, confirmTimeoutMs: Math.min(ctx.confirmTimeoutMs, FOLLOW_MS) };
   // The reconciler follows what was sent outside any dry run: it may send the same bytes again.
   const picked = await reconcile(waiting, entry, may);
+  if (picked === "gone" && (await owedAfresh(ctx, entry))) {
+    return {
+      outcome: "open",
+      network,
+      transaction: newest,
+      detail:
+        "answered submitted, but its nonce went to another transaction, so it can never land; the payment's retry settles it afresh (answered nonce_already_used, not a second success)",
+    };
+  }
   if (picked === "gone") {
     ctx.inflight.release(entry.key);
     endSharedHold(ctx, entry.key);
@@ -89,6 +99,17 @@ export async function followSettlement(
     default:
       return { outcome: "open", network, transaction: newest, detail: "not mined yet" };
   }
+}
+
+/**
+ * A success was handed over (`submitted`) for a transaction that can never land, and the payment
+ * can still be made: it stays open (a `dropped` record would forget the answer, and its retry
+ * would be answered a second success) and keeps its hold until a retry settles it afresh.
+ */
+async function owedAfresh(ctx: EvmContext, entry: JournalEntry): Promise<boolean> {
+  const raw = entry.raws.at(-1);
+  if (entry.state !== "submitted" || !entry.expect || !raw) return false;
+  return stillSucceeds(ctx, entry.signer, raw);
 }
 
 /**

@@ -66,6 +66,20 @@ export async function sendRaw(ctx: ChainAccess, raw: Hex, _may: MaySend): Promis
   await ctx.client.sendRawTransaction({ serializedTransaction: raw });
 }
 
+/** `promise`'s value, or undefined once `deadline` (a Date.now() time) has passed. */
+async function until<T>(promise: Promise<T>, deadline: number): Promise<T | undefined> {
+  if (deadline === Number.POSITIVE_INFINITY) return promise;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Clients whose node failed eth_sendRawTransactionSync where the plain method worked. */
 const withoutSync = new WeakSet<object>();
 /** How long to wait for the synchronous answer before polling for the receipt instead. */
@@ -78,7 +92,8 @@ const SYNC_WAIT_MS = 2_000;
  * node said if it refused the transaction.
  *
  * When the synchronous call fails in a way that says nothing about the transaction, the plain
- * method sends the same bytes again.
+ * method sends the same bytes again. Its answer is waited for no later than `deadline` (the
+ * settle's confirm timeout): unanswered by then, the transaction is followed as sent.
  */
 export async function broadcast(
   ctx: ChainAccess,
@@ -86,6 +101,7 @@ export async function broadcast(
   hash: Hex,
   wantReceipt: boolean,
   may: MaySend,
+  deadline = Number.POSITIVE_INFINITY,
 ): Promise<TransactionReceipt | undefined> {
   const { client } = ctx;
   if (!wantReceipt || withoutSync.has(client)) {
@@ -110,8 +126,10 @@ export async function broadcast(
   clearTimeout(timer);
   // Still waiting: the node took the transaction and it is not mined yet; polling takes over.
   // Unless the node does not know it: then our request may still be waiting out a provider's
-  // rate limit (rpc/provider-limits.ts, bounded), and its answer says whether it was sent.
-  if (result === undefined && !(await isKnown(ctx, hash))) result = await answer;
+  // rate limit (rpc/provider-limits.ts, bounded), and its answer says whether it was sent. Or
+  // the node dropped it while holding the call (anvil then answers only after ~10 s): past the
+  // deadline it is followed as sent, since its record stands and only its bytes are sent again.
+  if (result === undefined && !(await isKnown(ctx, hash))) result = await until(answer, deadline);
   if (result === undefined) return undefined;
   if ("receipt" in result) {
     return isHashEqual(result.receipt.transactionHash, hash) ? result.receipt : undefined;

@@ -95,7 +95,8 @@ async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promis
  * reorg) is waited for again. Never throws: past the deadline, the answer is `settlement_pending`
  * with the newest hash. `sentAt`: when the newest was broadcast, if just now (a local node's pass
  * over it is looked for from then); `sentAfterBlock`: a block the node had mined by then, if known
- * (local-node.ts' newestBlockSeen), else the head when following starts.
+ * (local-node.ts' newestBlockSeen), else the head when following starts. `until`: a deadline of
+ * the settle's own, when its broadcast already spent the confirm timeout (broadcast.ts).
  */
 export async function follow(
   ctx: ChainAccess,
@@ -107,9 +108,10 @@ export async function follow(
   may: MaySend,
   sentAt?: number,
   sentAfterBlock?: bigint,
+  until?: number,
 ): Promise<CallOutcome> {
   const started = Date.now();
-  const deadline = started + ctx.confirmTimeoutMs;
+  const deadline = until ?? started + ctx.confirmTimeoutMs;
   let replaceAt = started + ctx.replaceAfterMs;
   const local = await isLocalNode(ctx.client);
   // Blocks after this one that leave it unmined passed it over. Read beside the first receipt

@@ -55,7 +55,7 @@ export async function broadcastResending(
   let current = issued;
   for (let attempt = 0; ; attempt++) {
     try {
-      const receipt = await broadcast(ctx, current.raw, current.hash, wantReceipt, may);
+      const receipt = await broadcast(ctx, current.raw, current.hash, wantReceipt, may, deadline);
       return { receipt, issued: current };
     } catch (error) {
       const kind = isUnreachable(error) ? "other" : refusal(error);

@@ -333,7 +333,10 @@ async function sendAndFollow(
   // The success is written down by whoever answers it (core/answers.ts), before it is answered.
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
   const { hash, tx } = sent.issued;
-  return follow(ctx, lane, record.key, [hash], tx, fees, may, sentAt, sentAfterBlock);
+  // A broadcast whose answer was waited for until the deadline (broadcast.ts) is looked for once
+  // and answered pending: the confirm timeout is spent, and the reconciler follows it from there.
+  const spent = Date.now() >= deadline ? deadline : undefined;
+  return follow(ctx, lane, record.key, [hash], tx, fees, may, sentAt, sentAfterBlock, spent);
 }
 
 /**

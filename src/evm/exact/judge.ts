@@ -5,8 +5,10 @@
  * payment answered `submitted` is watched until it lands on a long-running server.
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
+import { Success } from "../../core/settle-loop.js";
 import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
+import type { SettleResult } from "../../protocol/results.js";
 import type { CallOutcome } from "../chain/outcome.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
 import type { EvmContext } from "../context.js";
@@ -110,4 +112,28 @@ async function watchLanding(
     track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas }, contractWallet);
     return;
   }
+}
+
+/**
+ * A payment answered a success (`submitted`) whose transaction can never land (its nonce went to
+ * another: a replica killed before it sent it again, its key's nonce reused) is settled afresh,
+ * and that settle's success is recorded like any other but answered `nonce_already_used` with the
+ * new hash: a payment is answered one success, and the payer's retry learns where it landed.
+ */
+export function answeredAgain(
+  sent: SettleResult | Success<SettleResult>,
+  earlier: string,
+): SettleResult | Success<SettleResult> {
+  if (!(sent instanceof Success) || !sent.result.ok) return sent;
+  const hash = sent.result.transactionHash;
+  const result: SettleResult = {
+    ok: false,
+    payer: sent.result.payer,
+    transactionHash: hash,
+    failure: failure(
+      "nonce_already_used",
+      `this authorization was already answered in ${earlier}, which can never land (its nonce went to another transaction); it was sent afresh in ${hash}`,
+    ),
+  };
+  return new Success(result, sent.keys, sent.unrecorded, sent.mined);
 }

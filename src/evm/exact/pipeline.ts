@@ -34,7 +34,7 @@ import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import type { EvmContext, PaymentMethod } from "../context.js";
 import { estimateEarly, sameCall } from "./early-estimate.js";
-import { judgeLanded, track } from "./judge.js";
+import { answeredAgain, judgeLanded, track } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 
 async function answer<P>(
@@ -227,6 +227,7 @@ function paymentSteps<P>(
   const refuse = (result: SettleResult) => ({ ok: false as const, result });
   // Our transaction credits us and whom the payment names (ERC-8021), when a code is configured.
   const creditedCall = (checked: Verified<P>) => credited(ctx.builderCode, checked.call, request);
+  let answeredIn: string | undefined;
   return {
     key,
     observe: stageObserver(ctx.metrics, `eip155:${ctx.chainId}`),
@@ -234,7 +235,16 @@ function paymentSteps<P>(
       ok: false,
       failure: inProgress("this authorization is being settled right now; retry in a moment"),
     }),
-    pickUp: (entry, _waitUntil, may) => pickUp(method, ctx, payment, entry, may),
+    async pickUp(entry, _waitUntil, may) {
+      // Read before the pick-up, which may write the entry down dropped (the file's in place).
+      const handedOver = isAnswered(entry.state) && !ctx.answers.unsent(entry);
+      const newest = entry.hashes.at(-1);
+      const picked = await pickUp(method, ctx, payment, entry, may);
+      // A success was handed over for a transaction that can never land: settled afresh below,
+      // and never answered a second success (judge.ts).
+      if (!picked && handedOver) answeredIn = newest;
+      return picked;
+    },
     async prepare(waitUntil) {
       const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
       if (refused) return refuse({ ok: false, payer, failure: refused });
@@ -299,7 +309,8 @@ function paymentSteps<P>(
         ctx.inflight.release(key);
         throw error;
       }
-      return withAmount(checked, await answer(method, ctx, checked, key, outcome));
+      const sent = withAmount(checked, await answer(method, ctx, checked, key, outcome));
+      return answeredIn ? answeredAgain(sent, answeredIn) : sent;
     },
   };
 }
