@@ -16,7 +16,6 @@ import {
   recoverTransactionAddress,
   type TransactionSerialized,
 } from "viem";
-import type { Answers } from "../../core/answers.js";
 import { isUnreachable } from "../../core/rpc.js";
 import {
   inProgress,
@@ -68,11 +67,6 @@ export interface Stopped {
   readonly payersFault: boolean;
 }
 
-/** What a prelude needs of its chain: sending, sponsoring, and the loop's record of answers. */
-export interface PreludeAccess extends SponsoringAccess {
-  readonly answers: Pick<Answers, "answer">;
-}
-
 /** A prelude's answer to the settlement waiting on it: landed (or not needed), or stopped. */
 type Landing = { readonly ok: true } | ({ readonly ok: false } & Stopped);
 const LANDED: Landing = { ok: true };
@@ -95,7 +89,7 @@ const POLL_MS = 250;
  * no longer `payersFault`.
  */
 export async function landPreludes(
-  ctx: PreludeAccess,
+  ctx: SponsoringAccess,
   key: string,
   preludes: readonly Prelude[],
   signer: Address | undefined,
@@ -135,7 +129,7 @@ async function followEarlierFunding(
 
 /** One prelude's steps through the settle loop (core/settle-loop.ts). */
 function preludeSteps(
-  ctx: PreludeAccess,
+  ctx: SponsoringAccess,
   key: string,
   prelude: Prelude,
   signer: Address | undefined,
@@ -204,7 +198,7 @@ function preludeSteps(
  * what we sent it for it, if we did.
  */
 async function stopped(
-  ctx: PreludeAccess,
+  ctx: SponsoringAccess,
   prelude: Prelude,
   chargeTo: Chargeable,
   outcome: CallOutcome,
