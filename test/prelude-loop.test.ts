@@ -17,17 +17,31 @@ import { type DevAccount, type Devnet, devAccounts, startDevnet } from "../src/e
 import { signPermitRequest } from "../src/evm/devnet/sign-permit.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { Journal } from "../src/store/journal.js";
+import { PostgresStore } from "../src/store/postgres.js";
 import { chainOf } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
+import { type Postgres, startPostgres } from "./helpers/postgres.js";
 
 let devnet: Devnet;
+let postgres: Postgres;
 
 beforeAll(async () => {
-  devnet = await startDevnet({ mining: "manual" });
+  [devnet, postgres] = await Promise.all([startDevnet({ mining: "manual" }), startPostgres()]);
 }, 90_000);
 afterAll(async () => {
   await devnet?.stop();
+  await postgres?.stop();
 });
+
+type Kind = "journal" | "postgres";
+const KINDS: Kind[] = ["journal", "postgres"];
+
+/** A fresh store of `kind`: a journal in memory, or a fresh database. */
+async function storeOf(kind: Kind, name: string) {
+  if (kind === "journal") return new Journal();
+  const url = await postgres.freshDatabase(name);
+  return PostgresStore.open(url, { signers: [devnet.facilitator.address] });
+}
 
 const anvil = () => createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -122,59 +136,80 @@ async function frontRunPermit(facilitator: ReturnType<typeof facilitatorOn>, pay
   return { settling, receipt, body };
 }
 
-test("a permit prelude of ours that reverts is wasted gas: charged, and past the budget a fresh payer's permit payment is refused, nothing sent", async () => {
-  const chain = chainOf(devnet);
-  // Room for no reverted permit (about 30,000 gas).
-  const facilitator = facilitatorOn(devnet, { wastedGasBudget: 10_000n, confirmTimeoutMs: 8_000 });
-  const [first, second] = devnet.payers as [DevAccount, DevAccount];
-  const { settling, receipt } = await frontRunPermit(facilitator, first);
-  expect(receipt.status).toBe("reverted");
-  const reply = await minedUntil(settling);
-  expect(reply.body, JSON.stringify(reply.body)).toMatchObject({
-    success: false,
-    error: "settlement_failed",
-  });
-  expect(String(reply.body.message)).toMatch(/permit transaction .* reverted on chain/);
-  // Our gas for the reverted permit counts against the chain's budget.
-  expect(facilitator.gasAtRisk.wastedGas(devnet.chainId)).toBe(receipt.gasUsed);
-
-  const us = devnet.facilitator.address;
-  const sentBefore = await chain.getTransactionCount({ address: us, blockTag: "pending" });
-  const next = await minedUntil(handleSettle(facilitator, await signPermitRequest(devnet, second)));
-  expect(next.status, JSON.stringify(next.body)).toBe(429);
-  expect(next.body).toMatchObject({ success: false, error: "payer_throttled" });
-  expect(await chain.getTransactionCount({ address: us, blockTag: "pending" })).toBe(sentBefore);
-}, 120_000);
-
-test("a permit prelude still in the pool when its settle answered pending is followed by the reconciler to its revert, and charged", async () => {
-  const journal = new Journal();
-  // The settle gives up on the permit's receipt before anything is mined.
-  const facilitator = facilitatorOn(devnet, { journal, confirmTimeoutMs: 1_500 });
-  const payer = devnet.payers[2] as DevAccount;
-  const { settling, receipt } = await (async () => {
+test.each(KINDS)(
+  "a permit prelude of ours that reverts is wasted gas: charged, and past the budget a fresh payer's permit payment is refused, nothing sent (%s)",
+  async (kind) => {
     const chain = chainOf(devnet);
-    const us = devnet.facilitator.address;
-    const body = await signPermitRequest(devnet, payer);
-    const sentBefore = await chain.getTransactionCount({ address: us, blockTag: "pending" });
-    const answer = handleSettle(facilitator, body);
-    const permit = await ourPending(us, sentBefore);
-    const pendingReply = await answer;
-    expect(pendingReply.body, JSON.stringify(pendingReply.body)).toMatchObject({
-      success: false,
-      error: "settlement_pending",
-      transactionHash: permit,
+    const journal = await storeOf(kind, "prelude_revert");
+    // Room for no reverted permit (about 30,000 gas).
+    const facilitator = facilitatorOn(devnet, {
+      journal,
+      wastedGasBudget: 10_000n,
+      confirmTimeoutMs: 8_000,
     });
-    await frontRun(body, permit);
-    await anvil().mine({ blocks: 1 });
-    return {
-      settling: pendingReply,
-      receipt: await chain.getTransactionReceipt({ hash: permit }),
-    };
-  })();
-  expect(settling.status).toBe(500);
-  expect(receipt.status).toBe("reverted");
-  const before = facilitator.gasAtRisk.wastedGas(devnet.chainId);
-  const found = await reconcileOnce([facilitator.evm], journal);
-  expect(found.map((f) => f.outcome)).toContain("failed");
-  expect(facilitator.gasAtRisk.wastedGas(devnet.chainId) - before).toBe(receipt.gasUsed);
-}, 120_000);
+    const [first, second] = (kind === "journal" ? devnet.payers : devnet.payers.slice(3)) as [
+      DevAccount,
+      DevAccount,
+    ];
+    const { settling, receipt } = await frontRunPermit(facilitator, first);
+    expect(receipt.status).toBe("reverted");
+    const reply = await minedUntil(settling);
+    expect(reply.body, JSON.stringify(reply.body)).toMatchObject({
+      success: false,
+      error: "settlement_failed",
+    });
+    expect(String(reply.body.message)).toMatch(/permit transaction .* reverted on chain/);
+    // Our gas for the reverted permit counts against the chain's budget.
+    expect(facilitator.gasAtRisk.wastedGas(devnet.chainId)).toBe(receipt.gasUsed);
+
+    const us = devnet.facilitator.address;
+    const sentBefore = await chain.getTransactionCount({ address: us, blockTag: "pending" });
+    const next = await minedUntil(
+      handleSettle(facilitator, await signPermitRequest(devnet, second)),
+    );
+    expect(next.status, JSON.stringify(next.body)).toBe(429);
+    expect(next.body).toMatchObject({ success: false, error: "payer_throttled" });
+    expect(await chain.getTransactionCount({ address: us, blockTag: "pending" })).toBe(sentBefore);
+    await journal.close();
+  },
+  120_000,
+);
+
+test.each(KINDS)(
+  "a permit prelude still in the pool when its settle answered pending is followed by the reconciler to its revert, and charged (%s)",
+  async (kind) => {
+    const journal = await storeOf(kind, "prelude_reconciled");
+    // The settle gives up on the permit's receipt before anything is mined.
+    const facilitator = facilitatorOn(devnet, { journal, confirmTimeoutMs: 1_500 });
+    // (The first test's refused payers have granted no allowance: their permit is still needed.)
+    const payer = devnet.payers[kind === "journal" ? 2 : 1] as DevAccount;
+    const { settling, receipt } = await (async () => {
+      const chain = chainOf(devnet);
+      const us = devnet.facilitator.address;
+      const body = await signPermitRequest(devnet, payer);
+      const sentBefore = await chain.getTransactionCount({ address: us, blockTag: "pending" });
+      const answer = handleSettle(facilitator, body);
+      const permit = await ourPending(us, sentBefore);
+      const pendingReply = await answer;
+      expect(pendingReply.body, JSON.stringify(pendingReply.body)).toMatchObject({
+        success: false,
+        error: "settlement_pending",
+        transactionHash: permit,
+      });
+      await frontRun(body, permit);
+      await anvil().mine({ blocks: 1 });
+      return {
+        settling: pendingReply,
+        receipt: await chain.getTransactionReceipt({ hash: permit }),
+      };
+    })();
+    expect(settling.status).toBe(500);
+    expect(receipt.status).toBe("reverted");
+    const before = facilitator.gasAtRisk.wastedGas(devnet.chainId);
+    const found = await reconcileOnce([facilitator.evm], journal);
+    expect(found.map((f) => f.outcome)).toContain("failed");
+    expect(facilitator.gasAtRisk.wastedGas(devnet.chainId) - before).toBe(receipt.gasUsed);
+    await journal.close();
+  },
+  120_000,
+);
