@@ -48,8 +48,12 @@ export async function reconcileOnce(
   void store.retain?.();
   const open = await store.openSettlements(options.idleMs ?? 0);
   const found: Reconciled[] = [];
-  // Preludes (key#name) are followed with their settlement.
-  const queue = open.filter((entry) => !entry.key.includes("#") && !entry.action?.partOf);
+  // A prelude of ours (key#name, sent with whose doing its waste is) is followed as any action;
+  // a payer's own signed one (no action: our money in it is the gas we sent, followed under the
+  // payer) with its settlement's retry.
+  const queue = open.filter(
+    (entry) => (entry.action || !entry.key.includes("#")) && !entry.action?.partOf,
+  );
   // A request answered by another entry's transaction ends with it.
   const members = open.filter((entry) => entry.action?.partOf);
   const worker = async () => {

@@ -1,10 +1,12 @@
 /**
  * Settlements of several transactions: what must land before the payment itself (an EIP-2612
- * permit for our signer, the payer's own signed approval with the gas it lacks). Each is journaled
- * under the settlement's key before it is broadcast and followed to its receipt before the next
- * one goes out, so after a crash between two of them a retry picks each one up where it was:
- * a landed one is not sent again, a journaled one is followed, a lost one is re-sent. Gas we send
- * a payer is journaled under the payer instead, and follows its rules (sponsoring.ts).
+ * permit for our signer, the payer's own signed approval with the gas it lacks). Each is an
+ * action through the settle loop under the settlement's key and its own name (`key#permit`,
+ * `key#approve`), sent inside the settlement's send and followed to its receipt before the next
+ * one goes out, so the money rules of any settlement hold for it, and after a crash between two
+ * of them a retry (or the reconciler) picks each one up where it was: a landed one is not sent
+ * again, a journaled one is followed, a lost one is re-sent. Gas we send a payer is journaled
+ * under the payer instead, and follows its rules (sponsoring.ts).
  */
 import {
   type Address,
@@ -14,8 +16,15 @@ import {
   recoverTransactionAddress,
   type TransactionSerialized,
 } from "viem";
-import type { MaySend } from "../../core/settle-loop.js";
-import type { JournalEntry } from "../../core/store.js";
+import {
+  inProgress,
+  type MaySend,
+  type Outcome,
+  type SettleSteps,
+  Success,
+  settleInTurn,
+} from "../../core/settle-loop.js";
+import { type Chargeable, isAnswered, type JournalEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isKnown, refusal, sendRaw } from "./broadcast.js";
@@ -29,8 +38,9 @@ import {
   fundPayer,
   type SponsoringAccess,
 } from "./sponsoring.js";
-import type { SendingAccess } from "./transactions.js";
+import type { PreparedCall, SendingAccess } from "./transactions.js";
 import { prepareCall, sendCall } from "./transactions.js";
+import { chargeWaste } from "./waste.js";
 
 export interface Prelude {
   /** Unique within the settlement: "permit", "approve". */
@@ -57,28 +67,42 @@ export interface Stopped {
   readonly payersFault: boolean;
 }
 
+/** A prelude's answer to the settlement waiting on it: landed (or not needed), or stopped. */
+type Landing = { readonly ok: true } | ({ readonly ok: false } & Stopped);
+const LANDED: Landing = { ok: true };
+
+/** A prelude priced and ready to go: our call, or the payer's bytes. */
+type Ready = { readonly call: PreparedCall } | { readonly raw: Hex };
+
 const preludeKey = (key: string, prelude: Prelude) => `${key}#${prelude.name}`;
 const POLL_MS = 250;
 
 /**
  * Lands each prelude in turn (from `signer` when it is ours), inside a settle's `send` (with its
- * licence: never in a dry run). Undefined once all have landed; otherwise what stopped them
- * (nothing after it was sent). A payer's failure that wasted gas we sent it is charged here, and
- * is then no longer `payersFault`.
+ * licence: never in a dry run). Each goes through the settle loop as an action of its own, under
+ * `key#name` (its turn taken inside the settlement's): what the store holds of it is followed,
+ * never sent anew; the payer is refused while over its wasted gas; it is written down, with
+ * `chargeTo` as whose doing its waste is, before it is broadcast, and followed to its receipt
+ * (`confirmed`, whatever the settlement waits for) before the next one goes out; its landing is
+ * recorded by the loop. Undefined once all have landed; otherwise what stopped them (nothing
+ * after it was sent). A payer's failure that wasted gas we sent it is charged here, and is then
+ * no longer `payersFault`.
  */
 export async function landPreludes(
   ctx: SponsoringAccess,
   key: string,
   preludes: readonly Prelude[],
   signer: Address | undefined,
+  chargeTo: Chargeable,
   may: MaySend,
 ): Promise<Stopped | undefined> {
   const earlier = await followEarlierFunding(ctx, key, may);
   if (earlier)
     return { outcome: stopAt("the gas sent to the payer before", earlier), payersFault: false };
   for (const prelude of preludes) {
-    const stopped = await landPrelude(ctx, preludeKey(key, prelude), prelude, signer, may);
-    if (stopped) return stopped;
+    const steps = preludeSteps(ctx, preludeKey(key, prelude), prelude, signer, chargeTo);
+    const landing = await settleInTurn(ctx, steps, "confirmed");
+    if (!landing.ok) return landing;
   }
   return undefined;
 }
@@ -103,61 +127,97 @@ async function followEarlierFunding(
   return undefined;
 }
 
-async function landPrelude(
+/** One prelude's steps through the settle loop (core/settle-loop.ts). */
+function preludeSteps(
   ctx: SponsoringAccess,
   key: string,
   prelude: Prelude,
   signer: Address | undefined,
-  may: MaySend,
-): Promise<Stopped | undefined> {
-  const entry = await ctx.journal.get(key);
-  if (entry?.state === "answered") return undefined;
+  chargeTo: Chargeable,
+): SettleSteps<Ready, Landing> {
   const tx = prelude.tx;
-  if (entry?.state === "broadcast") {
-    const picked =
-      "raw" in tx ? await followRaw(ctx, entry, may) : await reconcile(ctx, entry, may);
-    if (picked !== "gone") return landed(ctx, key, picked, prelude);
-    await ctx.journal.recordState(key, "dropped").catch(() => undefined);
-    // The payer's nonce went to another of its transactions: what we sent it for this is wasted.
-    if ("raw" in tx && tx.fund) await fundedWasted(ctx, tx.fund);
-  }
-  if (!(await prelude.needed(ctx))) return undefined;
-  if ("raw" in tx) {
-    const unfunded = tx.fund && (await fundPayer(ctx, tx.fund, signer, may));
-    if (unfunded) {
-      const what = `the gas for the payer's ${prelude.name} transaction, which must land before the payment`;
-      return { outcome: stopAt(what, unfunded), payersFault: false };
-    }
-    return landed(ctx, key, await sendPayers(ctx, key, tx.raw, may), prelude);
-  }
-  const prepared = await prepareCall(ctx, tx.call, { reuse: false }, tx.gas, { signer });
-  if ("kind" in prepared) return { outcome: stopAt(whatOf(prelude), prepared), payersFault: false };
-  const outcome = await sendCall(ctx, prepared, "confirmed", { key }, may);
-  return landed(ctx, key, outcome, prelude);
+  const fund = "raw" in tx ? tx.fund : undefined;
+  const stop = (outcome: CallOutcome): Landing => ({
+    ok: false,
+    outcome: stopAt(whatOf(prelude), outcome),
+    payersFault: false,
+  });
+  /** How its transaction ended: a landing the loop records before the settlement goes on. */
+  const ended = async (outcome: CallOutcome): Promise<Outcome<Landing>> => {
+    if (outcome.kind !== "confirmed") return stopped(ctx, prelude, chargeTo, outcome);
+    if (fund) await fundedLanded(ctx, fund);
+    const why = "it landed, and the store could not record it; retry";
+    return new Success(LANDED, [key], stop(pending(outcome.hash, why)));
+  };
+  return {
+    key,
+    busy: () => stop(failed(inProgress())),
+    async pickUp(entry, _waitUntil, may) {
+      // Landed before: never sent again.
+      if (isAnswered(entry.state)) return LANDED;
+      if ((entry.state !== "broadcast" && entry.state !== "landed") || !may) return undefined;
+      const picked =
+        "raw" in tx ? await followRaw(ctx, entry, may) : await reconcile(ctx, entry, may);
+      if (picked !== "gone") return ended(picked);
+      await ctx.journal.recordState(key, "dropped").catch(() => undefined);
+      // The payer's nonce went to another of its transactions: what we sent it for this is wasted.
+      if (fund) await fundedWasted(ctx, fund);
+      return undefined;
+    },
+    async prepare() {
+      const over = await ctx.gasAtRisk.refusal(ctx.chainId, chargeTo.payer, chargeTo.asset);
+      if (over) return { ok: false, result: stop(failed(over)) };
+      if (!(await prelude.needed(ctx))) return { ok: false, result: LANDED };
+      if ("raw" in tx) return { ok: true, value: { raw: tx.raw } };
+      const call = await prepareCall(ctx, tx.call, { reuse: false }, tx.gas, { signer });
+      return "kind" in call ? { ok: false, result: stop(call) } : { ok: true, value: { call } };
+    },
+    // Never reached: a settlement with preludes is not dry-run (exact/pipeline.ts).
+    simulate: async () =>
+      stop(failed(failure("invalid_request", `${whatOf(prelude)} cannot be dry-run`))),
+    // Gas we send the payer is held against the budget when it is sent (sponsoring.ts).
+    hold: async () => undefined,
+    async send(ready, _waitUntil, may) {
+      if ("call" in ready) {
+        const action = { name: prelude.name, chargeTo: [chargeTo] };
+        return ended(await sendCall(ctx, ready.call, "confirmed", { key, action }, may));
+      }
+      const unfunded = fund && (await fundPayer(ctx, fund, signer, may));
+      if (unfunded) {
+        const what = `the gas for the payer's ${prelude.name} transaction, which must land before the payment`;
+        return { ok: false, outcome: stopAt(what, unfunded), payersFault: false };
+      }
+      return ended(await sendPayers(ctx, key, ready.raw, may));
+    },
+  };
 }
 
-/** Undefined when the prelude's transaction succeeded; else the outcome, said as the prelude's. */
-async function landed(
+/**
+ * A prelude's transaction that did not land, said as the prelude's. Ours that reverted wasted
+ * our gas, charged to whose doing it is (as a channel action's revert); the payer's own costs us
+ * what we sent it for it, if we did.
+ */
+async function stopped(
   ctx: SponsoringAccess,
-  key: string,
-  outcome: CallOutcome,
   prelude: Prelude,
-): Promise<Stopped | undefined> {
+  chargeTo: Chargeable,
+  outcome: CallOutcome,
+): Promise<Landing> {
   const fund = "raw" in prelude.tx ? prelude.tx.fund : undefined;
-  if (outcome.kind === "confirmed") {
-    await ctx.journal.recordState(key, "answered").catch(() => undefined);
-    if (fund) await fundedLanded(ctx, fund);
-    return undefined;
+  if (outcome.kind === "reverted" && !("raw" in prelude.tx)) {
+    chargeWaste(ctx, [chargeTo], outcome.receipt);
   }
-  const stopped = stopAt(whatOf(prelude), outcome);
+  const stoppedAt = stopAt(whatOf(prelude), outcome);
   const refused =
-    stopped.kind === "failed" &&
-    stopped.failure.code === "settlement_failed" &&
-    stopped.failure.status !== 500;
-  if (!("raw" in prelude.tx) || !refused) return { outcome: stopped, payersFault: false };
+    stoppedAt.kind === "failed" &&
+    stoppedAt.failure.code === "settlement_failed" &&
+    stoppedAt.failure.status !== 500;
+  if (!("raw" in prelude.tx) || !refused) {
+    return { ok: false, outcome: stoppedAt, payersFault: false };
+  }
   // Charged with what we sent for it, if we did; else as a revert of the payer's costing nothing.
   const charged = fund ? await fundedWasted(ctx, fund) : false;
-  return { outcome: stopped, payersFault: !charged };
+  return { ok: false, outcome: stoppedAt, payersFault: !charged };
 }
 
 const whatOf = (prelude: Prelude) =>

@@ -14,16 +14,19 @@
  * - its worth in gas is its own gas plus the ether it carries at the price it was sent at.
  */
 import type { Address, Hex, TransactionReceipt } from "viem";
-import type { MaySend } from "../../core/settle-loop.js";
+import type { Answers } from "../../core/answers.js";
+import { type MaySend, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { GasAtRisk, Waste } from "./gas-at-risk.js";
 import { type CallOutcome, failed } from "./outcome.js";
 import { reconcile } from "./reconcile.js";
-import type { SendingAccess } from "./transactions.js";
+import type { PreparedCall, SendingAccess } from "./transactions.js";
 import { prepareCall, sendCall } from "./transactions.js";
 
+/** What sponsoring and the preludes need of a chain: sending, the budget, the loop's answers. */
 export interface SponsoringAccess extends SendingAccess {
   readonly gasAtRisk: GasAtRisk;
+  readonly answers: Pick<Answers, "answer">;
 }
 
 /** What a payer's own transaction may cost it, for us to send what it lacks. */
@@ -43,71 +46,98 @@ const ceilDiv = (a: bigint, b: bigint) => (b > 0n ? (a + b - 1n) / b : a);
 
 /**
  * Sends the payer what its transaction lacks, unless it holds enough: undefined once it does,
- * else the outcome that stopped it (a refusal, nothing sent; or the funding's own end).
+ * else the outcome that stopped it (a refusal, nothing sent; or the funding's own end). Through
+ * the settle loop (core/settle-loop.ts) under the payer's marker, with its licence (never in a dry
+ * run): one funding of a payer at a time, what the store holds of it followed and never sent
+ * twice, checked again (its balance, a standing funding), held against the budget, then sent and
+ * followed to its receipt. Its landing is the marker's `landed`, not an answer: the payer may not
+ * be funded again until its own transaction lands.
  */
 export async function fundPayer(
   ctx: SponsoringAccess,
   funding: Funding,
   signer: Address | undefined,
-  may: MaySend,
+  _may: MaySend,
 ): Promise<CallOutcome | undefined> {
-  const key = fundingKey(ctx.chainId, funding.payer);
-  if (!(await ctx.journal.claim(key))) {
-    return failed(
-      failure(
-        "settlement_in_progress",
-        `gas for ${funding.payer}'s own transaction is being sent by another settle right now; retry in a moment`,
-      ),
-    );
-  }
-  try {
-    return await fundClaimed(ctx, key, funding, signer, may);
-  } finally {
-    await Promise.resolve(ctx.journal.release(key)).catch(() => undefined);
-  }
+  const funded = await settleInTurn(ctx, fundingSteps(ctx, funding, signer), "confirmed");
+  return funded.ok ? undefined : funded.outcome;
 }
 
-async function fundClaimed(
+/** A funding's answer to the prelude waiting on it: the payer holds enough, or what stopped it. */
+type Funded = { readonly ok: true } | { readonly ok: false; readonly outcome: CallOutcome };
+const FUNDED: Funded = { ok: true };
+
+/** A funding priced: the call, the ether it carries, and its worth in gas held at risk. */
+interface PricedFunding {
+  readonly call: PreparedCall;
+  readonly value: bigint;
+  readonly atRisk: Waste;
+}
+
+function fundingSteps(
   ctx: SponsoringAccess,
-  key: string,
   funding: Funding,
   signer: Address | undefined,
-  may: MaySend,
-): Promise<CallOutcome | undefined> {
-  let entry = await ctx.journal.get(key);
-  if (entry?.state === "broadcast") {
-    // Sent before (a timeout, a crash): followed to its end, never sent twice.
-    const picked = await reconcile(ctx, entry, may);
-    // Gone (its nonce went to another), or out of the pool and unable to land: nothing was sent.
-    if (picked === "gone" || picked.kind === "would-revert") {
-      await ctx.journal.recordState(key, "dropped").catch(() => undefined);
-      ctx.gasAtRisk.release(key);
-    } else {
+): SettleSteps<PricedFunding, Funded> {
+  const key = fundingKey(ctx.chainId, funding.payer);
+  const stop = (outcome: CallOutcome): Funded => ({ ok: false, outcome });
+  return {
+    key,
+    busy: () =>
+      stop(
+        failed(
+          failure(
+            "settlement_in_progress",
+            `gas for ${funding.payer}'s own transaction is being sent by another settle right now; retry in a moment`,
+          ),
+        ),
+      ),
+    async pickUp(entry, _waitUntil, may) {
+      if (entry.state !== "broadcast" || !may) return undefined;
+      // Sent before (a timeout, a crash): followed to its end, never sent twice.
+      const picked = await reconcile(ctx, entry, may);
+      // Gone (its nonce went to another), or out of the pool and unable to land: nothing was sent.
+      if (picked === "gone" || picked.kind === "would-revert") {
+        await ctx.journal.recordState(key, "dropped").catch(() => undefined);
+        ctx.gasAtRisk.release(key);
+        return undefined;
+      }
       const ended = await fundingEnded(ctx, key, funding, picked);
-      if (ended) return ended;
-    }
-    entry = await ctx.journal.get(key);
-  }
-  const balance = await ctx.client.getBalance({ address: funding.payer });
-  if (balance >= funding.cost) return undefined;
-  const standing = entry && standingFunding(ctx, entry, funding.payer);
-  if (standing) return failed(standing);
-  const value = funding.cost - balance;
-  const prepared = await prepareCall(
-    ctx,
-    { to: funding.payer, data: "0x" },
-    { reuse: false },
-    { use: "fund", asset: funding.asset },
-    { signer, value },
-  );
-  if ("kind" in prepared) return prepared;
-  const price =
-    prepared.fees.type === "eip1559" ? prepared.fees.maxFeePerGas : prepared.fees.gasPrice;
-  const atRisk = wasteOf(funding, prepared.base.gas + ceilDiv(value, price));
-  const refused = ctx.gasAtRisk.hold(ctx.chainId, key, atRisk);
-  if (refused) return failed(refused);
-  const outcome = await sendCall(ctx, prepared, "confirmed", { key }, may);
-  return fundingEnded(ctx, key, funding, outcome, value);
+      // Landed: the payer's balance says whether it still lacks anything.
+      return ended ? stop(ended) : undefined;
+    },
+    async prepare() {
+      const balance = await ctx.client.getBalance({ address: funding.payer });
+      if (balance >= funding.cost) return { ok: false, result: FUNDED };
+      const entry = await ctx.journal.get(key);
+      const standing = entry && standingFunding(ctx, entry, funding.payer);
+      if (standing) return { ok: false, result: stop(failed(standing)) };
+      const value = funding.cost - balance;
+      const call = await prepareCall(
+        ctx,
+        { to: funding.payer, data: "0x" },
+        { reuse: false },
+        { use: "fund", asset: funding.asset },
+        { signer, value },
+      );
+      if ("kind" in call) return { ok: false, result: stop(call) };
+      const price = call.fees.type === "eip1559" ? call.fees.maxFeePerGas : call.fees.gasPrice;
+      const atRisk = wasteOf(funding, call.base.gas + ceilDiv(value, price));
+      return { ok: true, value: { call, value, atRisk } };
+    },
+    // Never reached: gas is sent to a payer only inside a settlement's send.
+    simulate: async () =>
+      stop(failed(failure("invalid_request", "gas for a payer is never sent in a dry run"))),
+    async hold({ atRisk }) {
+      const refused = ctx.gasAtRisk.hold(ctx.chainId, key, atRisk);
+      return refused ? stop(failed(refused)) : undefined;
+    },
+    async send({ call, value }, _waitUntil, may) {
+      const outcome = await sendCall(ctx, call, "confirmed", { key }, may);
+      const ended = await fundingEnded(ctx, key, funding, outcome, value);
+      return ended ? stop(ended) : FUNDED;
+    },
+  };
 }
 
 /** The funding's end: undefined once it landed (its payer's transaction is then at risk). */

@@ -341,11 +341,13 @@ async function sendInSteps<P>(
   waitUntil: Exclude<WaitUntil, "simulated">,
   may: MaySend,
 ): Promise<CallOutcome> {
-  const stopped = await landPreludes(ctx, key, checked.preludes ?? [], checked.signer, may);
+  const { from: payer, token: asset } = checked.expect;
+  const preludes = checked.preludes ?? [];
+  const chargeTo = { payer, asset };
+  const stopped = await landPreludes(ctx, key, preludes, checked.signer, chargeTo, may);
   if (stopped) {
     // The payer's own transaction failed after we may have paid its gas: as costly as a revert.
     if (stopped.payersFault) {
-      const { from: payer, token: asset } = checked.expect;
       ctx.gasAtRisk.charge(ctx.chainId, { payer, asset, gas: 0n, cause: "reverted" });
     }
     return stopped.outcome;
