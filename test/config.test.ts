@@ -7,8 +7,14 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UsageError } from "../src/cli/io/errors.js";
-import { type ConfigFlags, loadConfig } from "../src/cli/settings/config.js";
+import {
+  type CliConfig,
+  type ConfigFlags,
+  loadConfig,
+  schemeOptions,
+} from "../src/cli/settings/config.js";
 import { receiverAuthorizerOf } from "../src/cli/settings/config-keys.js";
+import { EVM_SCHEMES } from "../src/evm/schemes.js";
 import { svmDevKey } from "../src/svm/devnet/index.js";
 
 // A throwaway key: never funded anywhere, only here to be read and not echoed.
@@ -551,14 +557,22 @@ describe("reorg depth and payer throttle", () => {
   });
 
   it("batch-settlement claim batches: defaults left to the facilitator; flag over environment over file; bounded", () => {
-    expect(loadConfig({}, {}).claimBatch).toEqual({ maxRows: undefined, maxWaitMs: undefined });
+    // The scheme's own rows (src/evm/batch-settlement/settings.ts), made into its options.
+    const claims = (config: CliConfig, server = true) =>
+      schemeOptions(EVM_SCHEMES, config.schemes, { server }).claimBatch;
+    expect(claims(loadConfig({}, {}))).toEqual({ maxRows: undefined, maxWaitMs: undefined });
     const config = configFile("claims.json", { claimBatchRows: 50, claimBatchWaitSeconds: 2 });
-    expect(loadConfig({}, { FACILITATOR_CONFIG: config }).claimBatch).toEqual({
+    expect(claims(loadConfig({}, { FACILITATOR_CONFIG: config }))).toEqual({
       maxRows: 50,
       maxWaitMs: 2_000,
     });
+    // A one-shot command has no other claims to wait for.
+    expect(claims(loadConfig({}, { FACILITATOR_CONFIG: config }), false)).toEqual({
+      maxRows: 50,
+      maxWaitMs: 0,
+    });
     const env = { FACILITATOR_CONFIG: config, FACILITATOR_CLAIM_BATCH_ROWS: "20" };
-    expect(loadConfig({ claimBatchWait: "0" }, env).claimBatch).toEqual({
+    expect(claims(loadConfig({ claimBatchWait: "0" }, env))).toEqual({
       maxRows: 20,
       maxWaitMs: 0,
     });

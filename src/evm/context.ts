@@ -3,7 +3,7 @@
  * client and settlement accounts, the journal, the ledgers and limits. One module per method
  * (EIP-3009, Permit2, …); the family picks one by scheme and payload shape.
  */
-import type { Address, LocalAccount } from "viem";
+import type { Address } from "viem";
 import type { Answers } from "../core/answers.js";
 import type { InFlightLedger } from "../core/ledger.js";
 import type { PayerThrottle } from "../core/throttle.js";
@@ -34,14 +34,22 @@ export interface EvmContext extends ChainAccess, SendingAccess {
   readonly ownSenders: readonly Address[];
   /** Wallet factories whose undeployed wallets may pay (ERC-6492); none by default. */
   readonly erc6492Factories: readonly Address[];
-  /** The key that signs batch-settlement claims and refunds for sellers who leave it to us. */
-  readonly receiverAuthorizer?: LocalAccount | undefined;
-  /** How batch-settlement claims are batched: up to maxRows rows, waiting maxWaitMs for more. */
-  readonly claimBatch: { readonly maxRows: number; readonly maxWaitMs: number };
+  /** What a scheme made of the family's options (its settings, its state), made once. */
+  own<Own>(part: SchemeOwn<Own>): Own;
   /** The ERC-8021 builder code our transactions carry (chain/builder-code.ts); none by default. */
   readonly builderCode?: BuilderCode | undefined;
   /** What a scheme keeps for the life of this facilitator, one per name (made on first use). */
   kept<T>(name: string, make: () => T): T;
+}
+
+/**
+ * What a scheme makes, once per family, of the family's options (`Options`, its own part of them):
+ * its resolved settings and the state it keeps; registered with the scheme (EvmScheme.own).
+ */
+export interface SchemeOwn<Own, Options = never> {
+  /** Unique among schemes: what it is kept under. */
+  readonly name: string;
+  make(options: Options): Own;
 }
 
 export interface PaymentMethod {

@@ -35,7 +35,7 @@ import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
 import { evmMoves } from "./moves.js";
-import { type EvmOptions, makeEvmContext } from "./options.js";
+import { type EvmOptions, makeEvmContext, ownOf } from "./options.js";
 import { evmParties } from "./parties.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
@@ -96,9 +96,7 @@ export class EvmFamily implements ChainFamily {
           : addresses[this.#signerTurn++ % addresses.length];
       },
       context: (chainId) => this.#context(chainId, caip2(chainId)),
-      receiverAuthorizer: options.offerReceiverAuthorizer
-        ? options.receiverAuthorizer?.address
-        : undefined,
+      own: (part) => ownOf(this.#kept, part, options),
     };
   }
 
@@ -174,7 +172,11 @@ export class EvmFamily implements ChainFamily {
   gasBounds(chainId: number): GasBounds {
     let bounds = this.#gasBounds.get(chainId);
     if (!bounds) {
-      bounds = gasBoundsFor(chainId, this.#options.gasBounds);
+      bounds = gasBoundsFor(
+        chainId,
+        this.#options.gasBounds,
+        this.schemes.flatMap((scheme) => scheme.gas ?? []),
+      );
       this.#gasBounds.set(chainId, bounds);
     }
     return bounds;

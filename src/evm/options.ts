@@ -9,15 +9,16 @@ import type { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
-import { DEFAULT_CLAIM_BATCH } from "./batch-settlement/batcher.js";
 import type { BuilderCode } from "./chain/builder-code.js";
 import type { GasAtRisk } from "./chain/gas-at-risk.js";
-import type { GasBoundName, GasBounds } from "./chain/gas-bounds.js";
+import type { ConfiguredGas, GasBounds } from "./chain/gas-bounds.js";
 import type { SignerPool } from "./chain/signers.js";
-import type { EvmContext } from "./context.js";
+import type { EvmContext, SchemeOwn } from "./context.js";
 import type { EvmScheme } from "./scheme.js";
+import type { SchemeOptions } from "./schemes.js";
 
-export interface EvmOptions {
+/** The family's options, and each registered scheme's own (schemes.ts). */
+export interface EvmOptions extends SchemeOptions {
   /** Settlement accounts, used in turn (each with its own nonce lane). */
   readonly signers?: readonly LocalAccount[] | undefined;
   /**
@@ -27,17 +28,8 @@ export interface EvmOptions {
   readonly settlementAddresses?: readonly Address[] | (() => readonly Address[]) | undefined;
   /** The schemes served (default: schemes.ts); a test registers its own the same way. */
   readonly schemes?: readonly EvmScheme[] | undefined;
-  /** The batch-settlement receiver authorizer's key (never a settlement key); none by default. */
-  readonly receiverAuthorizer?: LocalAccount | undefined;
-  /**
-   * Whether /supported offers it to sellers: only when refund requests are authenticated (a
-   * caller bound to the channel's receiver), since it signs a refund for whoever may ask.
-   */
-  readonly offerReceiverAuthorizer?: boolean | undefined;
   /** The ERC-8021 builder code every settlement transaction carries; none by default. */
   readonly builderCode?: BuilderCode | undefined;
-  /** batch-settlement claims: up to maxRows rows in one transaction, waiting maxWaitMs for more. */
-  readonly claimBatch?: { readonly maxRows?: number; readonly maxWaitMs?: number } | undefined;
   /** Most a settlement may cost, in wei, on every chain (default: per network)... */
   readonly maxFeeWei?: bigint | undefined;
   /** ...or per chain id, which wins. */
@@ -45,8 +37,8 @@ export interface EvmOptions {
   /** The most gas each kind of settlement transaction may use (default: chain/gas-bounds.ts). */
   readonly gasBounds?:
     | {
-        readonly all?: Partial<Record<GasBoundName, bigint>> | undefined;
-        readonly byChain?: Readonly<Record<number, Partial<Record<GasBoundName, bigint>>>>;
+        readonly all?: ConfiguredGas | undefined;
+        readonly byChain?: Readonly<Record<number, ConfiguredGas>>;
       }
     | undefined;
   /** Wasted gas per chain and hour before payers wait, bar their allowance (default 500,000)... */
@@ -111,12 +103,8 @@ export function makeEvmContext(
       if (!kept.has(name)) kept.set(name, make());
       return kept.get(name) as T;
     },
-    receiverAuthorizer: options.receiverAuthorizer,
+    own: <Own>(part: SchemeOwn<Own>) => ownOf(kept, part, options),
     builderCode: options.builderCode,
-    claimBatch: {
-      maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
-      maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
-    },
     client,
     chainId,
     signers: parts.signers,
@@ -142,4 +130,15 @@ export function makeEvmContext(
     receiptPollMs: options.receiptPollMs ?? 250,
     metrics: options.metrics,
   };
+}
+
+/** What `part`'s scheme made of the options, made on first use and kept with the family's state. */
+export function ownOf<Own>(
+  kept: Map<string, unknown>,
+  part: SchemeOwn<Own>,
+  options: EvmOptions,
+): Own {
+  const name = `own:${part.name}`;
+  if (!kept.has(name)) kept.set(name, part.make(options as never));
+  return kept.get(name) as Own;
 }

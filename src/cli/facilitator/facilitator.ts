@@ -4,13 +4,14 @@ import { privateKeyToAddress } from "viem/accounts";
 import type { MetricsSink } from "../../core/metrics.js";
 import type { SettlementStore } from "../../core/store.js";
 import { settlementAccount } from "../../evm/chain/secp256k1.js";
+import { EVM_SCHEMES } from "../../evm/schemes.js";
 import { Facilitator } from "../../facilitator.js";
 import type { SignerWait } from "../../store/postgres-leases.js";
 import { UsageError } from "../io/errors.js";
 import { warn } from "../io/output.js";
 import { goneDevnetDir, staleDevnetMessage } from "../io/stale-devnet.js";
 import { describeSignerWait, signersLeasedError } from "../locks/store-leases.js";
-import type { CliConfig } from "../settings/config.js";
+import { type CliConfig, schemeOptions } from "../settings/config.js";
 import { receiverAuthorizerOf } from "../settings/config-keys.js";
 import { readDenyList } from "../settings/deny-list-file.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
@@ -118,8 +119,8 @@ async function build(
     // Counted per process: a one-shot command settles one payment.
     ratePerPayer: options.server ? config.ratePerPayer : undefined,
     watchSubmitted: options.server === true,
-    // A one-shot command has no other claims to wait for.
-    claimBatch: options.server ? config.claimBatch : { ...config.claimBatch, maxWaitMs: 0 },
+    // The schemes' own settings, made into their options (a one-shot command is no server).
+    ...schemeOptions(EVM_SCHEMES, config.schemes, { server: options.server === true }),
   });
   if (!config.storeUrl) await checkDevnetJournal(config.journalPath, facilitator);
   return facilitator;

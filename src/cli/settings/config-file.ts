@@ -25,7 +25,11 @@ function distance(a: string, b: string): number {
 }
 
 /** The config file `file` names (none: an empty one), its keys checked against settings.ts. */
-export function readConfigFile(file: string | undefined, env: NodeJS.ProcessEnv): ConfigValues {
+export function readConfigFile(
+  file: string | undefined,
+  env: NodeJS.ProcessEnv,
+  keys: readonly string[] = CONFIG_KEYS,
+): ConfigValues {
   if (!file) {
     return { values: {}, where: (key) => `${key} in the config file`, resolve: (p) => p };
   }
@@ -41,11 +45,11 @@ export function readConfigFile(file: string | undefined, env: NodeJS.ProcessEnv)
     throw new UsageError(`config file ${file} is not valid: expected a JSON object`);
   }
   for (const key of Object.keys(parsed)) {
-    if (key === "$schema" || CONFIG_KEYS.includes(key)) continue;
-    const near = CONFIG_KEYS.filter((known) => distance(key, known) <= 3);
+    if (key === "$schema" || keys.includes(key)) continue;
+    const near = keys.filter((known) => distance(key, known) <= 3);
     const shown = JSON.stringify(key.slice(0, 60));
     throw new UsageError(
-      `config file ${file}: unknown key ${shown}${near.length > 0 ? ` (did you mean ${near.join(" or ")}?)` : ""}; the keys are ${CONFIG_KEYS.join(", ")}`,
+      `config file ${file}: unknown key ${shown}${near.length > 0 ? ` (did you mean ${near.join(" or ")}?)` : ""}; the keys are ${keys.join(", ")}`,
     );
   }
   const dir = path.dirname(path.resolve(file));

@@ -6,7 +6,8 @@
  */
 import { type Address, getAddress, isAddress, parseEther } from "viem";
 import type { MinAmount } from "../../core/amount-floor.js";
-import { GAS_BOUND_NAMES, type GasBoundName } from "../../evm/chain/gas-bounds.js";
+import { GAS_BOUND_NAMES } from "../../evm/chain/gas-bounds.js";
+import { EVM_SCHEMES } from "../../evm/schemes.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
 import { isSolanaAddress, looksSolana, solanaNetworkOf } from "../../protocol/solana-networks.js";
 import { UsageError } from "../io/errors.js";
@@ -17,8 +18,8 @@ export interface SettlementLimits {
   readonly maxFeeWei?: bigint | undefined;
   readonly maxFeeWeiByChain: Record<number, bigint>;
   readonly gasBounds: {
-    readonly all: Partial<Record<GasBoundName, bigint>>;
-    readonly byChain: Record<number, Partial<Record<GasBoundName, bigint>>>;
+    readonly all: Partial<Record<string, bigint>>;
+    readonly byChain: Record<number, Partial<Record<string, bigint>>>;
   };
   readonly wastedGasBudget?: bigint | undefined;
   readonly wastedGasBudgetByChain: Record<number, bigint>;
@@ -88,27 +89,33 @@ export function perNetwork<T>(value: unknown, source: Source, parse: Parser<T>):
   return found;
 }
 
+/** The bounds gasBounds may set: the family's, then the registered schemes' own. */
+const GAS_NAMES: readonly string[] = [
+  ...GAS_BOUND_NAMES,
+  ...EVM_SCHEMES.flatMap((scheme) => (scheme.gas ?? []).map((use) => use.name)),
+];
+
 /** `gasBounds`: {"<name>": gas, ...} for every network, or per network (and "default"). */
 export const gasBounds: Parser<SettlementLimits["gasBounds"]> = (value, { name: source }) => {
   const bounds: SettlementLimits["gasBounds"] = { all: {}, byChain: {} };
-  const named = (v: unknown, where: string): Partial<Record<GasBoundName, bigint>> => {
+  const named = (v: unknown, where: string): Partial<Record<string, bigint>> => {
     if (typeof v !== "object" || v === null || Array.isArray(v)) {
       throw new UsageError(`${where} must be an object of gas bounds, such as {"eip3009": 150000}`);
     }
-    const out: Partial<Record<GasBoundName, bigint>> = {};
+    const out: Partial<Record<string, bigint>> = {};
     for (const [name, gas] of Object.entries(v)) {
-      if (!(GAS_BOUND_NAMES as string[]).includes(name)) {
+      if (!GAS_NAMES.includes(name)) {
         throw new UsageError(
-          `${where}: "${name.slice(0, 60)}" is not a gas bound; they are ${GAS_BOUND_NAMES.join(", ")}`,
+          `${where}: "${name.slice(0, 60)}" is not a gas bound; they are ${GAS_NAMES.join(", ")}`,
         );
       }
-      out[name as GasBoundName] = parseGas(gas, `${where}.${name}`);
+      out[name] = parseGas(gas, `${where}.${name}`);
     }
     return out;
   };
   if (typeof value !== "object" || value === null || Array.isArray(value)) named(value, source);
   for (const [key, v] of Object.entries(value as object)) {
-    if ((GAS_BOUND_NAMES as string[]).includes(key)) {
+    if (GAS_NAMES.includes(key)) {
       Object.assign(bounds.all, named({ [key]: v }, source));
     } else if (key === "default") Object.assign(bounds.all, named(v, `${source}.default`));
     else bounds.byChain[chainIdOf(key, source)] = named(v, `${source}["${key}"]`);

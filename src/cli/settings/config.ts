@@ -6,20 +6,21 @@
  */
 import type { Address, Hex } from "viem";
 import type { MinAmount } from "../../core/amount-floor.js";
+import type { EvmScheme } from "../../evm/scheme.js";
+import { EVM_SCHEMES, type SchemeOptions } from "../../evm/schemes.js";
 import type { SvmFeePayer } from "../../svm/chain/keys.js";
 import { DEFAULT_SMART_WALLET_PROGRAMS } from "../../svm/exact/constants.js";
 import type { SmartWalletOptions } from "../../svm/exact/smart-wallet.js";
 import { readConfigFile } from "./config-file.js";
 import { keyLoaders } from "./config-keys.js";
 import type { SettlementLimits } from "./config-limits.js";
+import { usage } from "./setting-parsers.js";
 import { resolvePerNetwork, resolveSetting, type SettingSources } from "./setting-resolver.js";
 import type { ValueSetting } from "./setting-rows.js";
-import { SETTINGS, type SettingFlags } from "./settings.js";
-
-export { MAX_CLAIM_BATCH_ROWS } from "./settings.js";
+import { CONFIG_KEYS, SETTINGS, type SettingFlags } from "./settings.js";
 
 /** The flags a command may have of settings.ts's settings (a command has those it offers). */
-export type ConfigFlags = SettingFlags;
+export type ConfigFlags = SettingFlags & Readonly<Record<string, unknown>>;
 
 export interface CliConfig {
   readonly rpcUrls: string[];
@@ -67,8 +68,8 @@ export interface CliConfig {
   readonly payerRevertWindowMs?: number | undefined;
   /** serve's /readyz: the native balance each signer needs on each chain (undefined: 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
-  /** batch-settlement claims: most rows in one transaction, and how long the first waits. */
-  readonly claimBatch: { readonly maxRows?: number; readonly maxWaitMs?: number };
+  /** The schemes' own settings (EvmScheme.settings) by row name, as given or by default. */
+  readonly schemes: Readonly<Record<string, unknown>>;
   /** The ERC-8021 builder code our EVM settlement transactions carry. */
   readonly builderCode?: string | undefined;
   /** The operator's deny list file (payers and payees refused before any chain call). */
@@ -81,9 +82,20 @@ export interface CliConfig {
   readonly ratePerPayer: number;
 }
 
-/** The config file the flags or the environment name, read; then every setting from all three. */
-export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): CliConfig {
-  const file = readConfigFile(resolveSetting(SETTINGS.config, { flags, env }), env);
+/**
+ * The config file the flags or the environment name, read; then every setting from all three,
+ * those of `schemes` too (a test registers its own schemes, as a library user does).
+ */
+export function loadConfig(
+  flags: ConfigFlags,
+  env: NodeJS.ProcessEnv = process.env,
+  schemes: readonly EvmScheme[] = EVM_SCHEMES,
+): CliConfig {
+  const schemeKeys = schemes.flatMap((s) =>
+    Object.values(s.settings?.rows ?? {}).map((r) => r.key),
+  );
+  const known = [...new Set([...CONFIG_KEYS, ...schemeKeys.filter((k) => k !== undefined)])];
+  const file = readConfigFile(resolveSetting(SETTINGS.config, { flags, env }), env, known);
   const sources: SettingSources = { flags, env, file };
   const setting = <R extends ValueSetting>(row: R) => resolveSetting(row, sources);
 
@@ -115,10 +127,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
   const payerRevertLimit = setting(SETTINGS.payerRevertLimit);
   const payerRevertWindowMs = setting(SETTINGS.payerRevertWindow);
   const minSignerBalanceWei = setting(SETTINGS.minSignerBalance);
-  const claimBatch = {
-    maxRows: setting(SETTINGS.claimBatchRows),
-    maxWaitMs: setting(SETTINGS.claimBatchWait),
-  };
+  const schemeValues = valuesOf(schemes, sources);
   const erc6492Factories = setting(SETTINGS.erc6492Factories);
   const builderCode = setting(SETTINGS.builderCode);
   const denyList = setting(SETTINGS.denyList);
@@ -146,7 +155,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.
     limits,
     replaceAfterMs,
     minSignerBalanceWei,
-    claimBatch,
+    schemes: schemeValues,
     builderCode,
     denyList,
     ratePerClient,
@@ -167,4 +176,28 @@ function smartWalletsOf(sources: SettingSources): SmartWalletOptions | undefined
     maxComputeUnits,
     maxPriorityFeeMicroLamports: BigInt(maxPriorityFee),
   };
+}
+
+/** The value rows of the schemes' own settings, each from its flag, environment or config key. */
+function valuesOf(
+  schemes: readonly EvmScheme[],
+  sources: SettingSources,
+): Readonly<Record<string, unknown>> {
+  const values: Record<string, unknown> = {};
+  for (const scheme of schemes) {
+    for (const [name, row] of Object.entries(scheme.settings?.rows ?? {})) {
+      if (row.kind === "value")
+        values[name] = resolveSetting({ ...row, parse: usage(row.parse) }, sources);
+    }
+  }
+  return values;
+}
+
+/** The family's options the schemes' settings make, every scheme's together. */
+export function schemeOptions(
+  schemes: readonly EvmScheme[],
+  values: Readonly<Record<string, unknown>>,
+  run: { readonly server: boolean },
+): Partial<SchemeOptions> {
+  return Object.assign({}, ...schemes.map((scheme) => scheme.settings?.options(values, run) ?? {}));
 }

@@ -5,19 +5,29 @@
  */
 import path from "node:path";
 import { type Address, getAddress, isAddress } from "viem";
+import {
+  SettingError,
+  type SettingParser,
+  type SettingSource,
+  secondsFrom as secondsFromCore,
+  wholeNumber as wholeNumberCore,
+} from "../../core/scheme-settings.js";
 import { isSolanaAddress } from "../../protocol/solana-networks.js";
 import { UsageError } from "../io/errors.js";
 
-/** Where a value came from. */
-export interface Source {
-  /** How messages name it: "--rpc-url", "FACILITATOR_RPC_URL", "rpcUrls in /etc/f.json". */
-  readonly name: string;
-  readonly from: "flag" | "env" | "file";
-  /** A path as the source means it: the config file's are relative to its own directory. */
-  readonly resolvePath: (file: string) => string;
-}
+export type Source = SettingSource;
+export type Parser<T> = SettingParser<T>;
 
-export type Parser<T> = (value: unknown, source: Source) => T;
+/** A parser of core/scheme-settings.ts (a scheme's rows use them too), its refusal a usage error. */
+export function usage<T>(parse: SettingParser<T>): Parser<T> {
+  return (value, source) => {
+    try {
+      return parse(value, source);
+    } catch (error) {
+      throw error instanceof SettingError ? new UsageError(error.message) : error;
+    }
+  };
+}
 
 /** A file path; in the config file a non-empty string, relative to the file's directory. */
 export const filePath: Parser<string> = (value, source) => {
@@ -106,13 +116,6 @@ export const onOff: Parser<boolean> = (value, source) => {
   return on;
 };
 
-/** A number from a JSON number or a text; an empty text is none (Number("") would be 0). */
-function numberOf(value: unknown): number {
-  if (typeof value === "number") return value;
-  const text = String(value).trim();
-  return text === "" ? Number.NaN : Number(text);
-}
-
 /** A positive number of seconds, as milliseconds. */
 export const positiveSeconds: Parser<number> = (value, source) => {
   const seconds = typeof value === "number" ? value : Number(value);
@@ -123,32 +126,11 @@ export const positiveSeconds: Parser<number> = (value, source) => {
 };
 
 /** Seconds from `min` to `max` (`max` undefined: no upper bound), as milliseconds. */
-export function secondsFrom(
-  min: number,
-  max: number | undefined,
-  say = max === undefined
-    ? "must be a number of seconds"
-    : `must be a number of seconds from ${min} to ${max}`,
-): Parser<number> {
-  return (value, source) => {
-    const seconds = numberOf(value);
-    if (!Number.isFinite(seconds) || seconds < min || (max !== undefined && seconds > max)) {
-      throw new UsageError(`${source.name} ${say}`);
-    }
-    return Math.round(seconds * 1000);
-  };
-}
+export const secondsFrom = (...args: Parameters<typeof secondsFromCore>): Parser<number> =>
+  usage(secondsFromCore(...args));
 
 /** A whole number from 1 to `max`. */
-export function wholeNumber(max: number): Parser<number> {
-  return (value, source) => {
-    const n = numberOf(value);
-    if (!Number.isSafeInteger(n) || n < 1 || n > max) {
-      throw new UsageError(`${source.name} must be a whole number from 1 to ${max}`);
-    }
-    return n;
-  };
-}
+export const wholeNumber = (max: number): Parser<number> => usage(wholeNumberCore(max));
 
 /** Lamports: a whole number from 1. */
 export const lamports: Parser<bigint> = (value, source) =>
@@ -220,12 +202,4 @@ export const solanaAddresses: Parser<string[]> = (value, source) => {
 };
 
 /** A whole number from 0 (a cap that may forbid what it caps). */
-export function wholeNumberFrom0(max: number): Parser<number> {
-  return (value, source) => {
-    const n = numberOf(value);
-    if (!Number.isSafeInteger(n) || n < 0 || n > max) {
-      throw new UsageError(`${source.name} must be a whole number from 0 to ${max}`);
-    }
-    return n;
-  };
-}
+export const wholeNumberFrom0 = (max: number): Parser<number> => usage(wholeNumberCore(max, 0));

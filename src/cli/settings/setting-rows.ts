@@ -5,6 +5,7 @@
  * that no key is ever a flag's value. Apart from the table, which is long enough alone; the
  * resolver, the options and the messages need only these.
  */
+import type { KeyRow, ValueRow } from "../../core/scheme-settings.js";
 import type { Parser } from "./setting-parsers.js";
 
 interface Described {
@@ -24,12 +25,8 @@ interface Sourced {
   readonly key?: string;
 }
 
-/** One value: the first source that gives one wins. */
-export interface ValueSetting<T = unknown, D = T | undefined> extends Described, Sourced {
-  readonly kind: "value";
-  readonly parse: Parser<T>;
-  readonly default?: (env: NodeJS.ProcessEnv) => D;
-}
+/** One value: the first source that gives one wins (a scheme's rows are of this kind too). */
+export type ValueSetting<T = unknown, D = T | undefined> = ValueRow<T, D>;
 
 /**
  * A value for every network or per network: "v" or "<network>=v,…" as text, {"default": v,
@@ -42,21 +39,8 @@ export interface PerNetworkSetting<T = unknown> extends Described, Sourced {
   readonly parse: Parser<T>;
 }
 
-/**
- * A key, read only when a command needs it and never printed: the flag's file, else the
- * environment variable holding the key itself, else the one naming a file, else the config file's.
- */
-export interface KeySetting extends Described {
-  readonly kind: "key";
-  /** A file holding the key (keys are never a flag's value). */
-  readonly flag: string;
-  /** The key itself. */
-  readonly env: string;
-  /** A file holding the key. */
-  readonly envFile?: string;
-  /** A file holding the key, relative to the config file. */
-  readonly key?: string;
-}
+/** A key, read only when a command needs it and never printed (core/scheme-settings.ts). */
+export type KeySetting = KeyRow;
 
 // biome-ignore lint/suspicious/noExplicitAny: a table of rows of every value type
 type Any = any;

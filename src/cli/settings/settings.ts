@@ -3,13 +3,15 @@
  * read, its default and its help line. setting-resolver.ts finds a value (the flag, else the
  * environment, else the config file, else the default); options.ts makes the flags and their help
  * from here, the config file accepts exactly these keys, and a test holds docs/configuration.md's
- * table to this one, both ways. What a row is, of its three kinds, is setting-rows.ts's.
+ * table to this one, both ways. What a row is, of its three kinds, is setting-rows.ts's. A scheme's
+ * own rows are declared in its folder and registered with it: they join the table here.
  */
 import os from "node:os";
 import path from "node:path";
 import { DEFAULT_RATE_PER_PAYER } from "../../core/settle-rate.js";
-import { DEFAULT_CLAIM_BATCH } from "../../evm/batch-settlement/batcher.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../../evm/chain/gas-at-risk.js";
+import type { EvmScheme } from "../../evm/scheme.js";
+import { EVM_SCHEMES, type SchemeRows } from "../../evm/schemes.js";
 import { DEFAULT_BATCH_LIMIT } from "../../rpc/provider-limits.js";
 import { defaultJournalPath } from "../../store/journal-file.js";
 import { DEFAULT_RETAIN_DAYS } from "../../store/postgres-retention.js";
@@ -33,14 +35,12 @@ import {
   postgresUrl,
   secondsFrom,
   solanaAddresses,
+  usage,
   wei,
   wholeNumber,
   wholeNumberFrom0,
 } from "./setting-parsers.js";
 import { type FlagsOf, key, perNetwork, type Setting, value } from "./setting-rows.js";
-
-/** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
-export const MAX_CLAIM_BATCH_ROWS = 500;
 
 const seconds = (ms: number) => String(ms / 1000);
 
@@ -91,29 +91,8 @@ export const SETTINGS = {
     key: "privateKeyFile",
     help: "settlement key file, one key per line for a pool",
   }),
-  receiverAuthorizerKey: key({
-    flag: "--receiver-authorizer-key-file <file>",
-    env: "FACILITATOR_RECEIVER_AUTHORIZER_KEY",
-    envFile: "FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE",
-    key: "receiverAuthorizerKeyFile",
-    help: "batch-settlement: the receiver authorizer's key file, one key that signs claims and refunds for sellers who leave them to us; never a settlement key",
-  }),
-  claimBatchRows: value({
-    flag: "--claim-batch-rows <n>",
-    env: "FACILITATOR_CLAIM_BATCH_ROWS",
-    key: "claimBatchRows",
-    parse: wholeNumber(MAX_CLAIM_BATCH_ROWS),
-    shownDefault: `${DEFAULT_CLAIM_BATCH.maxRows}, at most ${MAX_CLAIM_BATCH_ROWS}`,
-    help: "batch-settlement: most channels one claim transaction applies",
-  }),
-  claimBatchWait: value({
-    flag: "--claim-batch-wait <seconds>",
-    env: "FACILITATOR_CLAIM_BATCH_WAIT",
-    key: "claimBatchWaitSeconds",
-    parse: secondsFrom(0, 60, "must be a number of seconds from 0 to 60, such as 0.5"),
-    shownDefault: `${seconds(DEFAULT_CLAIM_BATCH.maxWaitMs)}; 0: none`,
-    help: "batch-settlement: how long a claim waits for others to share its transaction",
-  }),
+  // Each registered scheme's own rows (EvmScheme.settings), in the order of schemes.ts.
+  ...schemeRows(EVM_SCHEMES),
   svmFeePayers: key({
     flag: "--svm-private-key-file <file>",
     env: "FACILITATOR_SVM_PRIVATE_KEY",
@@ -378,6 +357,18 @@ export const SETTINGS = {
     help: "serve: the reconciler follows settlements unchanged for this many seconds",
   }),
 } as const satisfies Record<string, Setting>;
+
+/** The rows the schemes declare, their parsers' refusals usage errors. */
+function schemeRows<const S extends readonly EvmScheme[]>(schemes: S): SchemeRows {
+  const rows: Record<string, Setting> = {};
+  for (const scheme of schemes) {
+    for (const [name, row] of Object.entries(scheme.settings?.rows ?? {})) {
+      if (name in rows) throw new Error(`two schemes declare the setting ${name}`);
+      rows[name] = row.kind === "value" ? { ...row, parse: usage(row.parse) } : row;
+    }
+  }
+  return rows as SchemeRows;
+}
 
 /** The flags of the table's settings, as commander gives a command's options. */
 export type SettingFlags = FlagsOf<typeof SETTINGS>;

@@ -6,13 +6,14 @@ import { type Address, isAddressEqual, type LocalAccount } from "viem";
 import type { Failure } from "../../protocol/errors.js";
 import type { EvmContext } from "../context.js";
 import { rejected } from "./reasons.js";
+import { BATCH_OWN } from "./settings.js";
 
 export function ourAuthorizerFor(
   ctx: EvmContext,
   what: "claim" | "refund",
   named: readonly Address[],
 ): { ok: true; authorizer: LocalAccount } | { ok: false; failure: Failure } {
-  const authorizer = ctx.receiverAuthorizer;
+  const authorizer = ctx.own(BATCH_OWN).receiverAuthorizer;
   if (!authorizer) {
     return {
       ok: false,

@@ -25,14 +25,7 @@ import { rowsThatMove } from "./claim-rows.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
 import { rejected } from "./reasons.js";
-
-/** How claims are batched: up to `maxRows` rows, waiting at most `maxWaitMs` for more. */
-export interface ClaimBatchPolicy {
-  readonly maxRows: number;
-  readonly maxWaitMs: number;
-}
-
-export const DEFAULT_CLAIM_BATCH: ClaimBatchPolicy = { maxRows: 100, maxWaitMs: 500 };
+import { BATCH_GAS, BATCH_OWN, type ClaimBatchPolicy } from "./settings.js";
 
 /** One claim request: its rows, and the receiver authorizer's signature unless we sign. */
 export interface ClaimRequest {
@@ -70,7 +63,10 @@ const claimReverts = (detail: string | undefined) =>
 
 /** The batcher of chain `chainId` for this facilitator. */
 export function batcherOf(ctx: EvmContext): ClaimBatcher {
-  return ctx.kept(`batch-settlement:claims:${ctx.chainId}`, () => new ClaimBatcher(ctx.claimBatch));
+  return ctx.kept(
+    `batch-settlement:claims:${ctx.chainId}`,
+    () => new ClaimBatcher(ctx.own(BATCH_OWN).claimBatch),
+  );
 }
 
 export class ClaimBatcher {
@@ -174,7 +170,11 @@ export class ClaimBatcher {
       {
         key,
         call: { to: SETTLEMENT_ADDRESS, data },
-        gas: { use: "batchClaim", rows: request.rows.length, asset: tokenOf(request) },
+        gas: {
+          use: BATCH_GAS.claim,
+          rows: { count: request.rows.length, each: BATCH_GAS.claimRow },
+          asset: tokenOf(request),
+        },
         reverts: claimReverts,
         ...claimCharges([ready]),
         payment: ready.request.payment,
@@ -263,7 +263,11 @@ export class ClaimBatcher {
         {
           key: `batch-claims:${ctx.chainId}:${keccak256(concatHex(batch.map((w) => keccak256(new TextEncoder().encode(w.key)))))}`,
           call: { to: SETTLEMENT_ADDRESS, data },
-          gas: { use: "batchClaim", rows, asset: tokenOf((batch[0] as Waiting).request) },
+          gas: {
+            use: BATCH_GAS.claim,
+            rows: { count: rows, each: BATCH_GAS.claimRow },
+            asset: tokenOf((batch[0] as Waiting).request),
+          },
           reverts: claimReverts,
           ...claimCharges(batch),
           members: [...new Set(batch.map((w) => w.askedKey))],

@@ -37,6 +37,7 @@ import {
 } from "./deposit-checks.js";
 import { type DepositPayload, depositSchema, officialShapeFailure } from "./payload.js";
 import { rejected } from "./reasons.js";
+import { BATCH_GAS } from "./settings.js";
 import { bookOf, checkVoucherSignature } from "./voucher.js";
 
 export interface Deposit {
@@ -232,7 +233,12 @@ async function verify(
     value: amount.toString(),
   };
   const deploys = deployment !== undefined;
-  const gas = { use: "batchDeposit", asset, contractWallet: deploys, deployment: deploys } as const;
+  const gas = {
+    use: BATCH_GAS.deposit,
+    asset,
+    contractWallet: deploys,
+    deployment: deploys,
+  } as const;
   if (allowance?.kind === "erc20Approval") {
     // The payer's approval lands first (with the gas it lacks): the deposit is simulated then.
     const preludes = approvalPreludes(allowance.approval, asset, amount);
@@ -241,7 +247,7 @@ async function verify(
   const simulated = await simulateWithin(
     ctx,
     { ...call, account: ctx.signers.addresses[0] },
-    { use: "batchDeposit", deployment: deploys },
+    { use: BATCH_GAS.deposit, deployment: deploys },
   );
   if (!simulated.ok) {
     return refuse(

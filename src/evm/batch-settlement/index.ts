@@ -17,6 +17,7 @@ import { depositMethod } from "./deposit.js";
 import { channelParties } from "./parties.js";
 import { rejected } from "./reasons.js";
 import { settleRefund } from "./refund.js";
+import { BATCH_GAS, BATCH_OWN, BATCH_SETTINGS } from "./settings.js";
 import { settleSweep } from "./sweep.js";
 import { bookOf, channelState, verifyVoucher } from "./voucher.js";
 
@@ -133,13 +134,16 @@ function depositMoves(request: PaymentRequest): SchemeMoves {
     : { amount, field: `${request.paths.payload}.payload.deposit.amount` };
 }
 
-export const batchSettlementScheme: EvmScheme = {
+export const batchSettlementScheme = {
   name: BATCH_SETTLEMENT,
+  settings: BATCH_SETTINGS,
+  own: BATCH_OWN,
+  gas: Object.values(BATCH_GAS),
   method: batchMethod,
   parties: channelParties,
   moves: depositMoves,
   kinds(chainId, host) {
-    const receiverAuthorizer = host.receiverAuthorizer;
+    const receiverAuthorizer = host.own(BATCH_OWN).offered;
     return [
       {
         x402Version: 2,
@@ -149,4 +153,4 @@ export const batchSettlementScheme: EvmScheme = {
       },
     ];
   },
-};
+} satisfies EvmScheme;

@@ -24,6 +24,7 @@ import { claimCall, claimSignature, learnClaims } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
 import { officialShapeFailure, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
+import { BATCH_GAS } from "./settings.js";
 import { bookOf, channelChanged, checkVoucherSignature, voucherAgainst } from "./voucher.js";
 
 /** How long a refund we send may take to land, as far as other replicas' channel books go. */
@@ -162,7 +163,11 @@ export async function settleRefund(
       // The contract takes each refund nonce of a channel once.
       key: `batch-refund:${ctx.chainId}:${channelId}:${payload.refundNonce}`,
       call: { to: SETTLEMENT_ADDRESS, data },
-      gas: { use: "batchRefund", rows: payload.claims.length, asset: payload.channelConfig.token },
+      gas: {
+        use: BATCH_GAS.refund,
+        rows: { count: payload.claims.length, each: BATCH_GAS.claimRow },
+        asset: payload.channelConfig.token,
+      },
       payer,
       name: "refund",
       payment: request,

@@ -13,6 +13,7 @@ import { sendAction } from "../send-action.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import { officialShapeFailure, sweepSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
+import { BATCH_GAS } from "./settings.js";
 
 export async function settleSweep(
   ctx: EvmContext,
@@ -61,7 +62,7 @@ export async function settleSweep(
           args: [receiver, token],
         }),
       },
-      gas: { use: "batchSettle", asset: token },
+      gas: { use: BATCH_GAS.settle, asset: token },
       // Its receiver asked for it: a settle that reverts is charged as a payer's would be.
       name: "settle",
       payment: request,

@@ -29,16 +29,6 @@ export const DEFAULT_GAS_BOUNDS = {
   transferFrom: 120_000,
   /** Ether for the payer's own approval's gas (erc20ApprovalGasSponsoring): 21,000 to an account. */
   fund: 50_000,
-  /** A batch-settlement deposit through a collector (EIP-3009 or Permit2), opening a channel. */
-  batchDeposit: 250_000,
-  /** A batch-settlement claim, before its rows (claimWithSignature's own cost). */
-  batchClaim: 60_000,
-  /** Added for each channel a batch-settlement claim applies. */
-  batchClaimRow: 40_000,
-  /** A batch-settlement settle: a receiver's claimed funds swept to it (the reference allows 120,000). */
-  batchSettle: 120_000,
-  /** A batch-settlement refund with the receiver authorizer's signature (a claim may ride along). */
-  batchRefund: 200_000,
   /** Added for a payer that is a contract wallet: its isValidSignature runs in the transfer. */
   contractWallet: 300_000,
   /** Added for a wallet deployed in the settling transaction (ERC-6492). */
@@ -46,15 +36,20 @@ export const DEFAULT_GAS_BOUNDS = {
 } as const;
 
 export type GasBoundName = keyof typeof DEFAULT_GAS_BOUNDS;
-export type GasBounds = Readonly<Record<GasBoundName, bigint>>;
+/** The family's bounds, and those of the registered schemes' own kinds of transaction by name. */
+export type GasBounds = Readonly<Record<GasBoundName, bigint>> &
+  Readonly<Partial<Record<string, bigint>>>;
 /** What a transaction does, as far as its gas is concerned. */
-export type GasUse = Exclude<GasBoundName, "contractWallet" | "walletDeployment" | "batchClaimRow">;
+export type GasUse = Exclude<GasBoundName, "contractWallet" | "walletDeployment">;
+/** Bounds as configured, by name: the family's and the schemes' (SchemeGas.name). */
+export type ConfiguredGas = Readonly<Partial<Record<string, bigint>>>;
 
 export const GAS_BOUND_NAMES = Object.keys(DEFAULT_GAS_BOUNDS) as GasBoundName[];
 
 /**
- * A scheme's own kind of transaction, bounded by what the scheme declares (a scheme outside this
- * list needs no edit here; its bound is not one the operator configures).
+ * A scheme's own kind of transaction, bounded by what the scheme declares. Registered with the
+ * scheme (EvmScheme.gas), it is scaled as the family's are and the operator may set it by name in
+ * gasBounds; unregistered, `gas` is its bound as it stands.
  */
 export interface SchemeGas {
   readonly name: string;
@@ -72,8 +67,8 @@ export interface GasNeed {
   readonly deployment?: boolean | undefined;
   /** The token paid with: a refusal names it. */
   readonly asset: Address;
-  /** The channels a batch-settlement claim applies (each adds batchClaimRow). */
-  readonly rows?: number | undefined;
+  /** Rows the transaction applies, each adding its own bound (a claim's channels). */
+  readonly rows?: { readonly count: number; readonly each: SchemeGas } | undefined;
 }
 
 const USES: Readonly<Record<GasUse, string>> = {
@@ -85,40 +80,43 @@ const USES: Readonly<Record<GasUse, string>> = {
   permit: "an EIP-2612 permit",
   transferFrom: "a transferFrom",
   fund: "the payer's approval gas",
-  batchDeposit: "a batch-settlement deposit",
-  batchClaim: "a batch-settlement claim",
-  batchSettle: "a batch-settlement settle",
-  batchRefund: "a batch-settlement refund",
 };
 
 /**
  * The bounds for `chainId`: the defaults, scaled on chains whose gas also pays for L1 data (see
- * networks.ts), then what the operator configured for every chain and for this one.
+ * networks.ts), then what the operator configured for every chain and for this one; the schemes'
+ * own (`schemeGas`) likewise.
  */
 export function gasBoundsFor(
   chainId: number,
   configured: {
-    readonly all?: Partial<Record<GasBoundName, bigint>> | undefined;
-    readonly byChain?: Readonly<Record<number, Partial<Record<GasBoundName, bigint>>>> | undefined;
+    readonly all?: ConfiguredGas | undefined;
+    readonly byChain?: Readonly<Record<number, ConfiguredGas>> | undefined;
   } = {},
+  schemeGas: readonly SchemeGas[] = [],
 ): GasBounds {
   const scale = BigInt(knownNetwork(chainId)?.gasScale ?? 1);
-  const bounds = {} as Record<GasBoundName, bigint>;
-  for (const name of GAS_BOUND_NAMES) {
-    bounds[name] =
-      configured.byChain?.[chainId]?.[name] ??
-      configured.all?.[name] ??
-      BigInt(DEFAULT_GAS_BOUNDS[name]) * scale;
+  const bounds: Record<string, bigint> = {};
+  const defaults: [string, bigint][] = [
+    ...GAS_BOUND_NAMES.map((name): [string, bigint] => [name, BigInt(DEFAULT_GAS_BOUNDS[name])]),
+    ...schemeGas.map((use): [string, bigint] => [use.name, use.gas]),
+  ];
+  for (const [name, gas] of defaults) {
+    bounds[name] = configured.byChain?.[chainId]?.[name] ?? configured.all?.[name] ?? gas * scale;
   }
-  return bounds;
+  return bounds as GasBounds;
 }
+
+/** A use's own bound: the family's by name, a scheme's as registered (else as it declares). */
+const boundOf = (bounds: GasBounds, use: GasUse | SchemeGas): bigint =>
+  typeof use === "string" ? bounds[use] : (bounds[use.name] ?? use.gas);
 
 /** The most gas this transaction may use. */
 export function gasBound(bounds: GasBounds, need: GasNeed): bigint {
-  const own = typeof need.use === "string" ? bounds[need.use] : need.use.gas;
+  const rows = need.rows ? BigInt(need.rows.count) * boundOf(bounds, need.rows.each) : 0n;
   return (
-    own +
-    BigInt(need.rows ?? 0) * bounds.batchClaimRow +
+    boundOf(bounds, need.use) +
+    rows +
     (need.contractWallet ? bounds.contractWallet : 0n) +
     (need.deployment ? bounds.walletDeployment : 0n)
   );

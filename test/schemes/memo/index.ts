@@ -5,10 +5,13 @@
  * line (`schemes: [...EVM_SCHEMES, memoScheme]`). Its transaction goes through the settle loop
  * (core/settle-loop.ts via src/evm/send-action.ts): written down before it is sent, its gas
  * bounded by what it declares here and its fee capped, followed, and followed again by the
- * reconciler when nobody waits for it, as every other transaction.
+ * reconciler when nobody waits for it, as every other transaction. It has a setting of its own,
+ * registered with it as every scheme's are (`settings`, `own`): a prefix every memo is written with,
+ * from --memo-prefix, FACILITATOR_MEMO_PREFIX or memoPrefix in the config file.
  */
 import { keccak256, stringToHex } from "viem";
-import type { EvmContext, PaymentMethod } from "../../../src/evm/context.js";
+import { SettingError, type SettingParser } from "../../../src/core/scheme-settings.js";
+import type { EvmContext, PaymentMethod, SchemeOwn } from "../../../src/evm/context.js";
 import type { EvmScheme } from "../../../src/evm/scheme.js";
 import { sendAction } from "../../../src/evm/send-action.js";
 import { failure } from "../../../src/protocol/errors.js";
@@ -25,8 +28,30 @@ const memoOf = (request: PaymentRequest) => {
   return typeof memo === "string" && /^[\x20-\x7e]{1,64}$/.test(memo) ? memo : undefined;
 };
 
+/** Its part of the family's options. */
+interface MemoOptions {
+  /** Written before every memo; none by default. */
+  readonly memoPrefix?: string | undefined;
+}
+
+const MEMO_OWN: SchemeOwn<{ readonly prefix: string }, MemoOptions> = {
+  name: MEMO,
+  make: (options) => ({ prefix: options.memoPrefix ?? "" }),
+};
+
+/** A prefix: 1 to 16 printable characters, whichever source gives it. */
+const prefix: SettingParser<string> = (value, source) => {
+  if (typeof value !== "string" || !/^[\x20-\x7e]{1,16}$/.test(value)) {
+    throw new SettingError(`${source.name} must be 1 to 16 printable characters`);
+  }
+  return value;
+};
+
+/** What is written on chain: the memo after the configured prefix. */
+const writtenOf = (ctx: EvmContext, memo: string) => `${ctx.own(MEMO_OWN).prefix}${memo}`;
+
 const keyOf = (ctx: EvmContext, memo: string) =>
-  `memo:${ctx.chainId}:${keccak256(stringToHex(memo))}`;
+  `memo:${ctx.chainId}:${keccak256(stringToHex(writtenOf(ctx, memo)))}`;
 
 const memoMethod: PaymentMethod = {
   name: "memo",
@@ -57,7 +82,7 @@ const memoMethod: PaymentMethod = {
       ctx,
       {
         key: keyOf(ctx, memo),
-        call: { to, data: stringToHex(memo) },
+        call: { to, data: stringToHex(writtenOf(ctx, memo)) },
         gas: { use: MEMO_GAS, asset: request.requirements.asset as `0x${string}` },
         name: "memo",
         chargeTo: [],
@@ -72,6 +97,20 @@ const memoMethod: PaymentMethod = {
 
 export const memoScheme: EvmScheme = {
   name: MEMO,
+  settings: {
+    rows: {
+      memoPrefix: {
+        kind: "value",
+        flag: "--memo-prefix <text>",
+        env: "FACILITATOR_MEMO_PREFIX",
+        key: "memoPrefix",
+        parse: prefix,
+        help: "memo: the text every memo is written after",
+      },
+    },
+    options: (values): MemoOptions => ({ memoPrefix: values.memoPrefix as string | undefined }),
+  },
+  own: MEMO_OWN,
   method(request) {
     if (request.x402Version !== 2) return failure("unsupported_version", "memos are x402 v2 only");
     return memoMethod;

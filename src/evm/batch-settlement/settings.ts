@@ -1,0 +1,113 @@
+/**
+ * What batch-settlement owns besides its requests, registered with it (index.ts): its settings as
+ * rows of the CLI's table, the family's options they make, what it makes of those (its receiver
+ * authorizer and claim batching), and the gas bounds of its own transactions.
+ */
+import type { LocalAccount } from "viem";
+import { secondsFrom, wholeNumber } from "../../core/scheme-settings.js";
+import type { SchemeGas } from "../chain/gas-bounds.js";
+import type { SchemeOwn } from "../context.js";
+import type { SchemeSettings } from "../scheme.js";
+import { BATCH_SETTLEMENT } from "./constants.js";
+
+/** How claims are batched: up to `maxRows` rows, waiting at most `maxWaitMs` for more. */
+export interface ClaimBatchPolicy {
+  readonly maxRows: number;
+  readonly maxWaitMs: number;
+}
+
+export const DEFAULT_CLAIM_BATCH: ClaimBatchPolicy = { maxRows: 100, maxWaitMs: 500 };
+
+/** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
+export const MAX_CLAIM_BATCH_ROWS = 500;
+
+/** Its part of the family's options (the facilitator's, as a library takes them). */
+export interface BatchSettlementOptions {
+  /** The receiver authorizer's key (never a settlement key); none by default. */
+  readonly receiverAuthorizer?: LocalAccount | undefined;
+  /**
+   * Whether /supported offers it to sellers: only when refund requests are authenticated (a
+   * caller bound to the channel's receiver), since it signs a refund for whoever may ask.
+   */
+  readonly offerReceiverAuthorizer?: boolean | undefined;
+  /** Claims: up to maxRows rows in one transaction, waiting maxWaitMs for more. */
+  readonly claimBatch?: { readonly maxRows?: number; readonly maxWaitMs?: number } | undefined;
+}
+
+/** What its requests read (ctx.own(BATCH_OWN)): the options with their defaults. */
+export interface BatchSettlementOwn {
+  /** The key that signs claims and refunds for sellers who leave it to us. */
+  readonly receiverAuthorizer?: LocalAccount | undefined;
+  /** Its address, when /supported offers it. */
+  readonly offered?: string | undefined;
+  readonly claimBatch: ClaimBatchPolicy;
+}
+
+export const BATCH_OWN: SchemeOwn<BatchSettlementOwn, BatchSettlementOptions> = {
+  name: BATCH_SETTLEMENT,
+  make: (options) => ({
+    receiverAuthorizer: options.receiverAuthorizer,
+    offered: options.offerReceiverAuthorizer ? options.receiverAuthorizer?.address : undefined,
+    claimBatch: {
+      maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
+      maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
+    },
+  }),
+};
+
+const seconds = (ms: number) => String(ms / 1000);
+
+const ROWS = {
+  // Read by the CLI as every key is (cli/config-keys.ts), and handed over as receiverAuthorizer.
+  receiverAuthorizerKey: {
+    kind: "key",
+    flag: "--receiver-authorizer-key-file <file>",
+    env: "FACILITATOR_RECEIVER_AUTHORIZER_KEY",
+    envFile: "FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE",
+    key: "receiverAuthorizerKeyFile",
+    help: "batch-settlement: the receiver authorizer's key file, one key that signs claims and refunds for sellers who leave them to us; never a settlement key",
+  },
+  claimBatchRows: {
+    kind: "value",
+    flag: "--claim-batch-rows <n>",
+    env: "FACILITATOR_CLAIM_BATCH_ROWS",
+    key: "claimBatchRows",
+    parse: wholeNumber(MAX_CLAIM_BATCH_ROWS),
+    shownDefault: `${DEFAULT_CLAIM_BATCH.maxRows}, at most ${MAX_CLAIM_BATCH_ROWS}`,
+    help: "batch-settlement: most channels one claim transaction applies",
+  },
+  claimBatchWait: {
+    kind: "value",
+    flag: "--claim-batch-wait <seconds>",
+    env: "FACILITATOR_CLAIM_BATCH_WAIT",
+    key: "claimBatchWaitSeconds",
+    parse: secondsFrom(0, 60, "must be a number of seconds from 0 to 60, such as 0.5"),
+    shownDefault: `${seconds(DEFAULT_CLAIM_BATCH.maxWaitMs)}; 0: none`,
+    help: "batch-settlement: how long a claim waits for others to share its transaction",
+  },
+} as const;
+
+export const BATCH_SETTINGS: SchemeSettings<typeof ROWS, BatchSettlementOptions> = {
+  rows: ROWS,
+  options: (values, run) => ({
+    claimBatch: {
+      maxRows: values.claimBatchRows as number | undefined,
+      // A one-shot command has no other claims to wait for.
+      maxWaitMs: run.server ? (values.claimBatchWait as number | undefined) : 0,
+    },
+  }),
+};
+
+/** Its own transactions' gas: a claim's bound is batchClaim plus batchClaimRow for each channel. */
+export const BATCH_GAS = {
+  /** A deposit through a collector (EIP-3009 or Permit2), opening a channel. */
+  deposit: { name: "batchDeposit", gas: 250_000n, what: "a batch-settlement deposit" },
+  /** A claim, before its rows (claimWithSignature's own cost). */
+  claim: { name: "batchClaim", gas: 60_000n, what: "a batch-settlement claim" },
+  /** Added for each channel a claim applies. */
+  claimRow: { name: "batchClaimRow", gas: 40_000n, what: "a batch-settlement claim's row" },
+  /** A settle: a receiver's claimed funds swept to it (the reference allows 120,000). */
+  settle: { name: "batchSettle", gas: 120_000n, what: "a batch-settlement settle" },
+  /** A refund with the receiver authorizer's signature (a claim may ride along). */
+  refund: { name: "batchRefund", gas: 200_000n, what: "a batch-settlement refund" },
+} as const satisfies Record<string, SchemeGas>;
