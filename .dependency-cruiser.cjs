@@ -34,6 +34,19 @@ module.exports = {
       "^src/(evm|svm|store|http|cli)/|^src/facilitator\\.ts$",
       "The core knows no chain family, no store implementation and no shell.",
     ),
+    {
+      name: "core-names-no-chain-library",
+      comment:
+        "The core's types (a settlement's network, sender, nonce, hashes: core/store.ts) are its own: " +
+        "no chain library, but in the JSON-RPC transport that still lives in core/ (issue 41 moves it).",
+      severity: "error",
+      from: {
+        path: "^src/core/",
+        pathNot:
+          "^src/core/(rpc|rpc-errors|rpc-confirmed|json-rpc|provider-limits|thrown|metrics)\\.ts$",
+      },
+      to: { path: "(^|/)node_modules/(viem|@solana/[^/]+)/" },
+    },
     layer(
       "stores-implement-the-port",
       "^src/store/",

@@ -11,6 +11,7 @@ import type { Followed } from "../core/family.js";
 import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry } from "../core/store.js";
 import { caip2 } from "../protocol/networks.js";
+import { evmEntry } from "./chain/entry.js";
 import { reconcile } from "./chain/reconcile.js";
 import { chargeWaste } from "./chain/waste.js";
 import type { EvmContext } from "./context.js";
@@ -26,7 +27,7 @@ export async function followSettlement(
 ): Promise<Followed> {
   const network = caip2(ctx.chainId);
   const newest = entry.hashes.at(-1);
-  const expect = entry.expect;
+  const expect = evmEntry(entry).expect;
   const waiting = { ...ctx, confirmTimeoutMs: Math.min(ctx.confirmTimeoutMs, FOLLOW_MS) };
   // The reconciler follows what was sent outside any dry run: it may send the same bytes again.
   const picked = await reconcile(waiting, entry, may);

@@ -18,7 +18,9 @@ import { isUnreachable } from "../../core/rpc.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
+import { caip2 } from "../../protocol/networks.js";
 import { isKnown, refusal } from "./broadcast.js";
+import { evmEntry } from "./entry.js";
 import type { GasNeed } from "./gas-bounds.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
 import { reconcile } from "./reconcile.js";
@@ -195,7 +197,7 @@ async function sendRaw(ctx: SendingAccess, key: string, raw: Hex): Promise<CallO
   }
   try {
     await ctx.journal.recordSend(
-      { key, chainId: ctx.chainId, signer: from, txNonce: nonce },
+      { key, network: caip2(ctx.chainId), signer: from, txNonce: nonce },
       hash,
       raw,
     );
@@ -227,7 +229,11 @@ async function sendRaw(ctx: SendingAccess, key: string, raw: Hex): Promise<CallO
 }
 
 /** Picks up the payer's journaled transaction: its receipt, or the same bytes again if lost. */
-async function followRaw(ctx: SendingAccess, entry: JournalEntry): Promise<CallOutcome | "gone"> {
+async function followRaw(
+  ctx: SendingAccess,
+  journaled: JournalEntry,
+): Promise<CallOutcome | "gone"> {
+  const entry = evmEntry(journaled);
   const hash = entry.hashes[0] as Hex;
   const raw = entry.raws[0];
   try {

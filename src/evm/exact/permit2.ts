@@ -7,10 +7,10 @@
  */
 import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
-import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
@@ -60,7 +60,7 @@ const payloadSchema = z.object({
   }),
 });
 
-function expectedTransfer(payment: Permit2Payment): ExpectedTransfer {
+function expectedTransfer(payment: Permit2Payment): EvmTransfer {
   const { authorization: auth } = payment;
   return {
     token: auth.permitted.token,

@@ -7,10 +7,10 @@
  */
 import { type Hex, isErc6492Signature } from "viem";
 import { isUnreachable } from "../../core/rpc.js";
-import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
@@ -109,7 +109,7 @@ function checkTerms(ctx: EvmContext, payment: UptoPayment, settling: boolean): F
   });
 }
 
-function expectedTransfer(payment: UptoPayment): ExpectedTransfer {
+function expectedTransfer(payment: UptoPayment): EvmTransfer {
   const { authorization: auth, requirements } = payment;
   return {
     token: auth.permitted.token,
