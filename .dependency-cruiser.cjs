@@ -35,6 +35,18 @@ module.exports = {
       "^src/(evm|svm|store|http|cli)/|^src/facilitator\\.ts$",
       "The core knows no chain family, no store implementation and no shell.",
     ),
+    {
+      name: "core-names-no-chain-library",
+      comment:
+        "The core's types (a settlement's network, sender, nonce, hashes: core/store.ts) are its own: " +
+        "no chain library, but viem's receipts in metrics.ts and its error classes in thrown.ts.",
+      severity: "error",
+      from: {
+        path: "^src/core/",
+        pathNot: "^src/core/(thrown|metrics)\\.ts$",
+      },
+      to: { path: "(^|/)node_modules/(viem|@solana/[^/]+)/" },
+    },
     layer(
       "core-opens-no-transport",
       "^src/core/",

@@ -60,7 +60,7 @@ export function measure(counts: readonly number[]): MemoryPoint[] {
       if (throttle.refusal(CHAIN, payer)) refused++;
       const key = `eip3009:${CHAIN}:${ASSET}:${payer}:${hex(32, payers, 2)}`;
       const expect = { token: ASSET, from: payer, to: payee, value: "10000" } as const;
-      settled.remember(CHAIN, key, expect as never, Date.now());
+      settled.remember(`eip155:${CHAIN}`, key, expect as never, Date.now());
       gas.settled(CHAIN, payer, ASSET);
       scheme.raise("batch-settlement:voucher", hex(32, payers, 3), 10_000n, undefined);
       scheme.owed();

@@ -65,7 +65,12 @@ try {
       const key = `bench-settle:${i}`;
       await store.claim(key);
       await store.recordSend(
-        { key, chainId: 8453, signer: "0x0000000000000000000000000000000000000002", txNonce: i },
+        {
+          key,
+          network: "eip155:8453",
+          signer: "0x0000000000000000000000000000000000000002",
+          txNonce: i,
+        },
         hashOf(-1 - i),
         "0x00",
       );

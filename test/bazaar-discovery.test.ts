@@ -261,7 +261,7 @@ describe("EXTENSION-RESPONSES on verify and settle", () => {
     // The store writes the settlement down as it lands.
     const journal = facilitator.journal;
     await journal.recordSend(
-      { key: "k-later", chainId: 84532, signer: PAYER as `0x${string}`, txNonce: 0 },
+      { key: "k-later", network: "eip155:84532", signer: PAYER as `0x${string}`, txNonce: 0 },
       hash as `0x${string}`,
       "0x00",
     );

@@ -90,7 +90,7 @@ describe("BudgetMap", () => {
 describe("the journal's settlements in memory", () => {
   const entry = (i: number, state: EntryState): JournalEntry => ({
     key: `eip3009:8453:0xtoken:0xpayer${i}:0x${"ab".repeat(32)}`,
-    chainId: 8453,
+    network: "eip155:8453",
     signer: "0x00000000000000000000000000000000000000a1",
     txNonce: i,
     expect: { token: "0xtoken", from: `0xpayer${i}`, to: "0xpayee", value: "1000" },

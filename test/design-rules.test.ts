@@ -77,7 +77,7 @@ describe("what the loop is asked, in order", () => {
     const asked: string[] = [];
     if (scenario.held) {
       await journal.recordSend(
-        { key, chainId: 31337, signer: `0x${"11".repeat(20)}`, txNonce: 0 },
+        { key, network: "eip155:31337", signer: `0x${"11".repeat(20)}`, txNonce: 0 },
         `0x${"ab".repeat(32)}` as Hex,
         "0x02" as Hex,
       );

@@ -246,7 +246,7 @@ describe("manual mining", () => {
     await crashed.recordSend(
       {
         key,
-        chainId: devnet.chainId,
+        network: `eip155:${devnet.chainId}`,
         signer: account.address,
         txNonce: nonce,
         expect: {
@@ -330,7 +330,7 @@ test("the journal keeps every unsettled entry and only the newest settled ones i
   };
   const entry = (i: number) => ({
     key: `k${i}`,
-    chainId: 1,
+    network: "eip155:1",
     signer: transfer.from,
     txNonce: i,
     expect: transfer,
@@ -358,7 +358,7 @@ test("a long journal is compacted at start-up, keeping every unsettled entry and
   const hash = (i: number) => `0x${i.toString(16).padStart(64, "0")}` as Hex;
   for (let i = 0; i < 300; i++) {
     await journal.recordSend(
-      { key: `k${i}`, chainId: 1, signer, txNonce: i, expect: transfer },
+      { key: `k${i}`, network: "eip155:1", signer, txNonce: i, expect: transfer },
       hash(i),
       "0xab",
     );
@@ -399,7 +399,7 @@ test("records made at once are all on disk, in order, when each one's promise re
   await Promise.all(
     Array.from({ length: 50 }, async (_, i) => {
       await journal.recordSend(
-        { key: `k${i}`, chainId: 1, signer, txNonce: i, expect: transfer },
+        { key: `k${i}`, network: "eip155:1", signer, txNonce: i, expect: transfer },
         hash(i),
         "0xab",
       );
@@ -421,7 +421,7 @@ test("a line torn by a crash does not swallow the next record", async () => {
   const transfer = { token: signer, from: signer, to: signer, value: "1" };
   const first = new Journal(file);
   await first.recordSend(
-    { key: "whole", chainId: 1, signer, txNonce: 0, expect: transfer },
+    { key: "whole", network: "eip155:1", signer, txNonce: 0, expect: transfer },
     `0x${"11".repeat(32)}`,
     "0xab",
   );
@@ -429,7 +429,7 @@ test("a line torn by a crash does not swallow the next record", async () => {
   appendFileSync(file, '{"t":"send","key":"torn","chainId":1,"sig'); // the crash
   const second = new Journal(file);
   await second.recordSend(
-    { key: "after", chainId: 1, signer, txNonce: 1, expect: transfer },
+    { key: "after", network: "eip155:1", signer, txNonce: 1, expect: transfer },
     `0x${"22".repeat(32)}`,
     "0xcd",
   );

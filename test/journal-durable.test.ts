@@ -61,7 +61,7 @@ describe.runIf(process.platform === "linux")("journal durability", () => {
       await journal.recordSend(
         {
           key: "eip3009:31337:0xtoken:0xpayer:0x01",
-          chainId: 31337,
+          network: "eip155:31337",
           signer: "0x0000000000000000000000000000000000000001",
           txNonce: 0,
         },
@@ -86,7 +86,7 @@ describe("a write cut short", () => {
     [
       {
         key: `eip3009:31337:0xtoken:0xpayer:0x${i}`,
-        chainId: 31337,
+        network: "eip155:31337",
         signer: "0x0000000000000000000000000000000000000001",
         txNonce: i,
       },

@@ -51,8 +51,8 @@ beforeAll(async () => {
   await client.connect();
   await client.query(
     `INSERT INTO facilitator_settlements
-       (key, chain_id, signer, tx_nonce, expect, hashes, raws, state, owner, updated_at, created_at)
-     SELECT 'eip3009:8453:0xtoken:' || i, 8453, $2, i,
+       (key, network, signer, tx_nonce, expect, hashes, raws, state, owner, updated_at, created_at)
+     SELECT 'eip3009:8453:0xtoken:' || i, 'eip155:8453', $2, i,
             jsonb_build_object('from', '0xpayer' || (i % 997), 'token', '0xtoken', 'value', '1000'),
             ARRAY['0x' || md5(i::text) || md5((-i)::text)], '{}', ${STATE},
             'replica:old', now() - ${AGE}, now() - ${AGE}
@@ -115,7 +115,7 @@ async function settleWrites(store: PostgresStore, n: number): Promise<number> {
   expect(await store.claim(key)).toBe(true);
   const hash = `0x${n.toString(16).padStart(64, "0")}` as const;
   await store.recordSend(
-    { key, chainId: 8453, signer: SIGNER, txNonce: 1_000_000 + n },
+    { key, network: "eip155:8453", signer: SIGNER, txNonce: 1_000_000 + n },
     hash,
     "0x02",
   );
@@ -252,8 +252,8 @@ describe(`retention over ${ROWS.toLocaleString("en-US")} settlements`, () => {
 
   test("one replica of two runs the move when it is due, and neither again within its period", async () => {
     await client.query(
-      `INSERT INTO facilitator_settlements (key, chain_id, signer, tx_nonce, hashes, raws, state, updated_at)
-       VALUES ('eip3009:8453:0xtoken:chore', 8453, $1, 1, ARRAY['0x${"cd".repeat(32)}'], '{}',
+      `INSERT INTO facilitator_settlements (key, network, signer, tx_nonce, hashes, raws, state, updated_at)
+       VALUES ('eip3009:8453:0xtoken:chore', 'eip155:8453', $1, 1, ARRAY['0x${"cd".repeat(32)}'], '{}',
                'answered', now() - interval '40 days')`,
       [SIGNER],
     );

@@ -32,8 +32,8 @@ beforeAll(async () => {
   // answered submitted), the rest final.
   await client.query(
     `INSERT INTO facilitator_settlements
-       (key, chain_id, signer, tx_nonce, expect, hashes, raws, state, owner, updated_at)
-     SELECT 'eip3009:8453:0xtoken:0xpayer' || (i % 997) || ':0x' || md5(i::text), 8453,
+       (key, network, signer, tx_nonce, expect, hashes, raws, state, owner, updated_at)
+     SELECT 'eip3009:8453:0xtoken:0xpayer' || (i % 997) || ':0x' || md5(i::text), 'eip155:8453',
             '0xsigner', i,
             jsonb_build_object('from', '0xpayer' || (i % 997), 'token', '0xtoken', 'value', '1000'),
             ARRAY['0x' || md5(i::text) || md5((-i)::text)], '{}',

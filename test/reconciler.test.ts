@@ -290,7 +290,7 @@ describe("a settlement answered between the pass's list and its claim", () => {
   test("is left as answered, not written landed (a second success to the next settle)", async () => {
     const listed: JournalEntry = {
       key: "eip3009:31337:token:payer:nonce",
-      chainId: 31337,
+      network: "eip155:31337",
       signer: "0x0000000000000000000000000000000000000001",
       txNonce: 7,
       expect: {

@@ -89,7 +89,7 @@ afterEach(() => {
 async function holdsBroadcast(key: string): Promise<void> {
   const hash = `0x${"ab".repeat(32)}` as Hex;
   await journal.recordSend(
-    { key, chainId: 31337, signer: `0x${"11".repeat(20)}`, txNonce: 0 },
+    { key, network: "eip155:31337", signer: `0x${"11".repeat(20)}`, txNonce: 0 },
     hash,
     "0x02" as Hex,
   );

@@ -48,8 +48,8 @@ describe("a settlement by its transaction on PostgreSQL", () => {
       const rows = 100_000;
       const plan = await withClient(url, async (db) => {
         await db.query(
-          `INSERT INTO facilitator_settlements (key, chain_id, signer, tx_nonce, hashes, raws, state)
-           SELECT 'k' || g, 8453, '0x0000000000000000000000000000000000000001', g,
+          `INSERT INTO facilitator_settlements (key, network, signer, tx_nonce, hashes, raws, state)
+           SELECT 'k' || g, 'eip155:8453', '0x0000000000000000000000000000000000000001', g,
                   ARRAY['0x' || encode(sha256(g::text::bytea), 'hex')], '{}', 'answered'
              FROM generate_series(1, $1::int) AS g`,
           [rows],

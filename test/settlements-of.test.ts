@@ -38,12 +38,12 @@ async function settle(
   key: string,
   from: Address,
   token: Address,
-  { chainId = 1, answered = true } = {},
+  { network = "eip155:1", answered = true } = {},
 ) {
   expect(await store.claim(key)).toBe(true);
   const expect_ = { token, from, to: OTHER, value: "1" };
   await store.recordSend(
-    { key, chainId, signer: SIGNER, txNonce: 0, expect: expect_ },
+    { key, network, signer: SIGNER, txNonce: 0, expect: expect_ },
     "0x01",
     "0x02",
   );
@@ -114,15 +114,18 @@ describe.each(kinds)("$name", (kind) => {
     await first.unmarkAnswered("c");
     await first.markAnswered("c");
     await settle(first, "sent", PAYER, TOKEN, { answered: false });
-    await settle(first, "elsewhere", PAYER, TOKEN, { chainId: 8453 });
+    await settle(first, "elsewhere", PAYER, TOKEN, { network: "eip155:8453" });
     const store = await restartAging("old");
     try {
-      const count = (who: { payer: string } | { asset: string }, atMost = 10, chainId = 1) =>
-        store.settlementsOf?.(chainId, who, atMost);
+      const count = (
+        who: { payer: string } | { asset: string },
+        atMost = 10,
+        network = "eip155:1",
+      ) => store.settlementsOf?.(network, who, atMost);
       expect(await count({ payer: PAYER })).toBe(3);
       expect(await count({ payer: getAddress(PAYER) })).toBe(3);
       expect(await count({ payer: PAYER }, 2)).toBe(2);
-      expect(await count({ payer: PAYER }, 10, 8453)).toBe(1);
+      expect(await count({ payer: PAYER }, 10, "eip155:8453")).toBe(1);
       expect(await count({ payer: OTHER })).toBe(0);
       expect(await count({ asset: OLD_TOKEN }, 1)).toBe(1);
       expect(await count({ asset: TOKEN }, 1)).toBe(1);
@@ -155,8 +158,8 @@ describe("postgres", () => {
 
       // 4,000 payers with 10 answered settlements each, one every 4 days: 8 in the last 30.
       await client.query(`
-        INSERT INTO facilitator_settlements (key, chain_id, signer, tx_nonce, expect, hashes, raws, state, updated_at)
-        SELECT 'k' || i, 1, '${SIGNER}', i,
+        INSERT INTO facilitator_settlements (key, network, signer, tx_nonce, expect, hashes, raws, state, updated_at)
+        SELECT 'k' || i, 'eip155:1', '${SIGNER}', i,
                jsonb_build_object('from', '0x' || lpad(to_hex(i % 4000), 40, '0'), 'token', '${TOKEN}'),
                '{}', '{}', 'answered', now() - (i / 4000) * 4 * interval '1 day'
           FROM generate_series(1, 40000) AS i`);
@@ -164,13 +167,13 @@ describe("postgres", () => {
       await client.query(`PREPARE count_payer AS ${PAYER_SETTLEMENTS}`);
       const payer = `0x${(7).toString(16).padStart(40, "0")}`;
       const plan = await client.query<{ "QUERY PLAN": string }>(
-        `EXPLAIN EXECUTE count_payer(1, '${payer}', 3, ${30 * DAY})`,
+        `EXPLAIN EXECUTE count_payer('eip155:1', '${payer}', 3, ${30 * DAY})`,
       );
       expect(plan.rows.map((r) => r["QUERY PLAN"]).join("\n")).toMatch(
         /Index (Only )?Scan using facilitator_settlements_answered_payer_at/,
       );
       const store = await PostgresStore.open(url, { signers: [SIGNER] });
-      expect(await store.settlementsOf(1, { payer }, 20)).toBe(8);
+      expect(await store.settlementsOf("eip155:1", { payer }, 20)).toBe(8);
       await store.close();
     } finally {
       await client.end();

@@ -46,10 +46,10 @@ const signature = bytesToBase58(randomBytes(64));
 
 /** Writes `entry` down in `store` as a settle would: claimed, sent, its state. */
 async function copyInto(store: SettlementStore, entry: JournalEntry): Promise<void> {
-  const { key, chainId, signer, txNonce, expect: transfer } = entry;
+  const { key, network, signer, txNonce, expect: transfer } = entry;
   expect(await store.claim(key)).toBe(true);
   const [first, ...later] = entry.hashes;
-  await store.recordSend({ key, chainId, signer, txNonce, expect: transfer }, first ?? "0x", "0x");
+  await store.recordSend({ key, network, signer, txNonce, expect: transfer }, first ?? "0x", "0x");
   for (const hash of later) await store.recordReplace(key, hash, "0x");
   await store.recordState(key, entry.state);
   await store.release(key);
@@ -84,7 +84,7 @@ beforeAll(async () => {
   await copyInto(file.store, (await pg.store.findByTransaction(pg.hash)) as JournalEntry);
   const solana = {
     key: `svm:solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1:${signature}`,
-    chainId: 0,
+    network: "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1",
     signer: "0x0000000000000000000000000000000000000001",
     txNonce: 0,
     hashes: [signature],

@@ -76,14 +76,15 @@ describe("GasAtRisk", () => {
     const journal = new Journal();
     const transfer = { token: ASSET, from: payer(7), to: payer(8), value: "1" } as ExpectedTransfer;
     await journal.recordSend(
-      { key: "k", chainId: 1, signer: payer(9) as Address, txNonce: 0, expect: transfer },
+      { key: "k", network: "eip155:1", signer: payer(9) as Address, txNonce: 0, expect: transfer },
       "0x01",
       "0x02",
     );
     await journal.markAnswered("k");
     const risk = new GasAtRisk(new PayerThrottle(), {
       budgetGas: 10_000n,
-      settlementsOf: journal.settlementsOf.bind(journal),
+      settlementsOf: (chainId, who, atMost) =>
+        journal.settlementsOf(`eip155:${chainId}`, who, atMost),
       onWaste: (_chainId, w) => told.push(w),
     });
     const now = Date.now();

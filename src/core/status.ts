@@ -86,7 +86,7 @@ export async function settlementStatus(
     state: entry.state,
     meaning: MEANING[entry.state],
     transactions: entry.hashes,
-    signer: entry.chainId > 0 ? entry.signer : undefined,
+    signer: entry.signer,
     by: entry.owner,
     ageSeconds:
       entry.updatedAt !== undefined ? Math.round((Date.now() - entry.updatedAt) / 1000) : undefined,

@@ -4,8 +4,24 @@
  * store (store/postgres.ts) lets several replicas share one truth. Only the CLI's configuration
  * picks one.
  */
-import type { Address, Hex } from "viem";
 import type { Catalogue } from "../bazaar/catalogue.js";
+
+/**
+ * The chain an entry is on, as a CAIP-2 id ("eip155:8453", "solana:5eykt4…"); its namespace
+ * (before the colon) says which family follows it.
+ */
+export type Network = string;
+/** An account as its chain writes it (EVM: 0x hex, Solana: base58). */
+export type Account = string;
+/** A transaction's id as its chain writes it (EVM: its 0x hash, Solana: its base58 signature). */
+export type TxHash = string;
+/** A signed transaction's bytes as text (EVM: 0x hex, Solana: base64). */
+export type RawTx = string;
+/** The sender's transaction count it was sent with (0 on a chain without one). */
+export type TxNonce = number;
+
+/** The namespace of a CAIP-2 network ("eip155", "solana"). */
+export const namespaceOf = (network: Network): string => network.slice(0, network.indexOf(":"));
 
 /**
  * Why `raiseHighest` raised nothing: a higher value is kept, or the id was marked changed after
@@ -23,9 +39,9 @@ export interface Waste {
 
 /** The Transfer that proves the payment happened. */
 export interface ExpectedTransfer {
-  readonly token: Address;
-  readonly from: Address;
-  readonly to: Address;
+  readonly token: Account;
+  readonly from: Account;
+  readonly to: Account;
   readonly value: string;
 }
 
@@ -77,17 +93,18 @@ export const isAnswered = (state: EntryState | undefined): boolean =>
 
 export interface JournalEntry {
   readonly key: string;
-  readonly chainId: number;
-  readonly signer: Address;
-  readonly txNonce: number;
+  readonly network: Network;
+  /** Who sent it: our key (or a payer, for a transaction it signed itself). */
+  readonly signer: Account;
+  readonly txNonce: TxNonce;
   /** The Transfer that proves the payment; none for a transaction that only prepares one. */
   readonly expect?: ExpectedTransfer | undefined;
   /** What a transaction without a Transfer of its own was sent for. */
   readonly action?: SentAction | undefined;
   /** Every hash broadcast for this authorization (a replacement adds one), oldest first. */
-  hashes: Hex[];
+  hashes: TxHash[];
   /** The signed transactions behind `hashes`, to re-broadcast after a crash. */
-  raws: Hex[];
+  raws: RawTx[];
   state: EntryState;
   /** The run of a process that sent it (a replica, a CLI run), then the one that answered it. */
   owner?: string | undefined;
@@ -125,7 +142,7 @@ export interface HeldElsewhere {
   /** What is spent from, as the family names it for the in-flight ledger (EVM: chain:token:owner(>spender)). */
   readonly slot: string;
   readonly amount: bigint;
-  readonly hashes: readonly Hex[];
+  readonly hashes: readonly TxHash[];
   /** The block its transaction landed in, once the replica that sent it saw that. */
   readonly landedIn?: bigint | undefined;
 }
@@ -168,9 +185,9 @@ export interface SettlementStore {
   claim(key: string): MaybePromise<boolean>;
   release(key: string): MaybePromise<void>;
   /** Resolves once durable: await it before broadcasting the first transaction. */
-  recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void>;
+  recordSend(entry: NewEntry, hash: TxHash, raw: RawTx): Promise<void>;
   /** Resolves once durable: await it before broadcasting a replacement (same nonce, higher fee). */
-  recordReplace(key: string, hash: Hex, raw: Hex): Promise<void>;
+  recordReplace(key: string, hash: TxHash, raw: RawTx): Promise<void>;
   /**
    * Resolves once durable; `answered` must be, before success is answered. A rejection whose
    * error is marked by `notRecorded()` says the record certainly was not made (the store was not
@@ -269,11 +286,11 @@ export interface SettlementStore {
   ): void;
   /**
    * How many settlements of this payer (answered in the last `SETTLEMENTS_LOOKBACK_MS`), or in
-   * this asset (ever), were answered success on `chainId`, counted up to `atMost`, as far as the
+   * this asset (ever), were answered success on `network`, counted up to `atMost`, as far as the
    * store remembers (a restart, other replicas); asked only while gas is being wasted.
    */
   settlementsOf?(
-    chainId: number,
+    network: Network,
     who: { payer: string } | { asset: string },
     atMost: number,
   ): Promise<number>;

@@ -27,6 +27,7 @@ import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { RpcRegistry } from "../rpc/rpc.js";
+import { evmTransfer } from "./chain/entry.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
 import { type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
@@ -79,11 +80,12 @@ export class EvmFamily implements ChainFamily {
     for (const [chainId, assets] of Object.entries(options.allowedAssets ?? {})) {
       this.#allowedAssets.set(Number(chainId), new Set(assets.map((a) => a.toLowerCase())));
     }
+    const settlementsOf = journal.settlementsOf?.bind(journal);
     this.gasAtRisk = new GasAtRisk(throttle, {
       budgetGas: options.wastedGasBudget,
       budgetGasByChain: options.wastedGasBudgetByChain,
       trusted: (chainId, asset) => this.#trusted(chainId, asset),
-      settlementsOf: journal.settlementsOf?.bind(journal),
+      settlementsOf: settlementsOf && ((id, who, most) => settlementsOf(caip2(id), who, most)),
       onWaste: journal.chargeRevert
         ? (chainId, waste) => void journal.chargeRevert?.(chainId, waste.payer, waste)
         : undefined,
@@ -107,22 +109,23 @@ export class EvmFamily implements ChainFamily {
 
   seed(entry: JournalEntry): boolean {
     if (!entry.expect) return false;
-    this.inflight.seed(entry.key, heldByTransfer(entry.chainId, entry.expect));
+    this.inflight.seed(entry.key, heldByTransfer(chainIdOfEntry(entry), evmTransfer(entry.expect)));
     return true;
   }
 
-  /** EVM settlements are journaled under their chain id (Solana's under none). */
+  /** EVM settlements are journaled on an `eip155:<chain id>` network. */
   owns(entry: JournalEntry): boolean {
-    return entry.chainId > 0;
+    return chainIdOfCaip2(entry.network) !== undefined;
   }
 
   async follow(entry: JournalEntry, may: MaySend): Promise<Followed> {
-    return followSettlement(await this.#context(entry.chainId, caip2(entry.chainId)), entry, may);
+    const chainId = chainIdOfEntry(entry);
+    return followSettlement(await this.#context(chainId, entry.network), entry, may);
   }
 
   async observe(entry: JournalEntry): Promise<Observed> {
-    const network = caip2(entry.chainId);
-    const client = await this.#rpc.client(entry.chainId, network);
+    const { network } = entry;
+    const client = await this.#rpc.client(chainIdOfEntry(entry), network);
     for (const hash of [...entry.hashes].reverse() as Hex[]) {
       const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
       if (!receipt) continue;
@@ -345,6 +348,11 @@ export class EvmFamily implements ChainFamily {
 }
 
 /** v1 speaks network names, v2 CAIP-2 ids; each is held to its own form. */
+/** The chain id of an entry this family owns (`owns`). */
+function chainIdOfEntry(entry: JournalEntry): number {
+  return chainIdOfCaip2(entry.network) ?? 0;
+}
+
 function chainIdOf(network: string, x402Version: 1 | 2): number | Failure {
   if (x402Version === 1) {
     const id = chainIdOfV1Name(network);

@@ -11,6 +11,7 @@ import type { Followed } from "../core/family.js";
 import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry } from "../core/store.js";
 import { caip2 } from "../protocol/networks.js";
+import { evmEntry } from "./chain/entry.js";
 import { reconcile } from "./chain/reconcile.js";
 import { stillSucceeds } from "./chain/signers.js";
 import { chargeWaste } from "./chain/waste.js";
@@ -27,7 +28,7 @@ export async function followSettlement(
 ): Promise<Followed> {
   const network = caip2(ctx.chainId);
   const newest = entry.hashes.at(-1);
-  const expect = entry.expect;
+  const expect = evmEntry(entry).expect;
   const waiting = { ...ctx, confirmTimeoutMs: Math.min(ctx.confirmTimeoutMs, FOLLOW_MS) };
   // The reconciler follows what was sent outside any dry run: it may send the same bytes again.
   const picked = await reconcile(waiting, entry, may);
@@ -107,9 +108,10 @@ export async function followSettlement(
  * would be answered a second success) and keeps its hold until a retry settles it afresh.
  */
 async function owedAfresh(ctx: EvmContext, entry: JournalEntry): Promise<boolean> {
-  const raw = entry.raws.at(-1);
-  if (entry.state !== "submitted" || !entry.expect || !raw) return false;
-  return stillSucceeds(ctx, entry.signer, raw);
+  const { raws, state, expect, signer } = evmEntry(entry);
+  const raw = raws.at(-1);
+  if (state !== "submitted" || !expect || !raw) return false;
+  return stillSucceeds(ctx, signer, raw);
 }
 
 /**

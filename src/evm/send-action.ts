@@ -24,6 +24,7 @@ import type { SettleResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import { isUnreachable } from "../rpc/rpc.js";
 import { credited } from "./chain/builder-code.js";
+import { evmEntry } from "./chain/entry.js";
 import type { GasNeed } from "./chain/gas-bounds.js";
 import { type CallOutcome, type ContractCall, sentData } from "./chain/outcome.js";
 import { reconcile } from "./chain/reconcile.js";
@@ -134,7 +135,7 @@ async function revertedAsIs(
   entry: JournalEntry,
   call: ContractCall,
 ): Promise<Hex | undefined> {
-  const hash = entry.hashes.at(-1);
+  const hash = evmEntry(entry).hashes.at(-1);
   if (!hash) return undefined;
   try {
     const [receipt, tx] = await Promise.all([

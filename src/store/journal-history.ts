@@ -12,6 +12,7 @@ import { type ArchivedLine, JournalArchive, termsOf } from "./journal-archive.js
 import type { GroupCommit } from "./journal-commit.js";
 import { compactLive, liveLines, type Snapshot } from "./journal-compaction.js";
 import { type JournalOptions, rewrite } from "./journal-file.js";
+import { withNetwork } from "./journal-lines.js";
 import { entryBytes } from "./journal-memory.js";
 
 /** Compact once the journal has grown by this many lines (journal-file.ts, compactAfterLines). */
@@ -87,7 +88,7 @@ export class JournalHistory {
   async entry(term: string): Promise<JournalEntry | undefined> {
     const line = await this.find(term);
     if (line?.t !== "entry") return undefined;
-    const { t: _t, ...entry } = line;
+    const { t: _t, ...entry } = withNetwork(line);
     return { ...entry, raws: [] };
   }
 

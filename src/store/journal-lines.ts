@@ -1,14 +1,13 @@
 /** The records of the journal file, one JSON object per line. */
-import type { Hex } from "viem";
-import type { EntryState, NewEntry } from "../core/store.js";
+import type { EntryState, Network, NewEntry, RawTx, TxHash } from "../core/store.js";
 import type { EntryLine } from "./journal-archive.js";
 import type { CatalogueLine } from "./journal-catalogue.js";
 import type { ArchiveLine } from "./journal-compaction.js";
 import type { PreviousSchemeStateLine, SchemeStateLine } from "./journal-scheme-state.js";
 
 export type Line =
-  | ({ t: "send"; hash: Hex; raw: Hex; owner?: string } & NewEntry)
-  | { t: "replace"; key: string; hash: Hex; raw: Hex }
+  | ({ t: "send"; hash: TxHash; raw: RawTx; owner?: string } & NewEntry)
+  | { t: "replace"; key: string; hash: TxHash; raw: RawTx }
   | { t: "state"; key: string; state: EntryState; owner?: string }
   /** A payment-identifier bound to a request, and its answer once final. */
   | { t: "id"; id: string; fingerprint: string; answer?: unknown }
@@ -20,3 +19,22 @@ export type Line =
   /** A compacted journal's: a settled entry whole, and the archive segments that count. */
   | EntryLine
   | ArchiveLine;
+
+/**
+ * A `send` or `entry` line as read: one an earlier version wrote names its chain by an EVM chain
+ * id, 0 for Solana, whose network its key holds (`svm:<network>:<signature>`). Read forward to
+ * `network`; the file is written anew by its next compaction.
+ */
+export function withNetwork<L extends { readonly key: string }>(line: L): L & { network: Network } {
+  const read = line as L & { network?: unknown; chainId?: unknown };
+  if (typeof read.network === "string") return read as L & { network: Network };
+  const { chainId, ...rest } = read;
+  return { ...(rest as unknown as L), network: previousNetwork(chainId, line.key) };
+}
+
+function previousNetwork(chainId: unknown, key: string): Network {
+  if (typeof chainId === "number" && chainId > 0) return `eip155:${chainId}`;
+  if (key.startsWith("svm:")) return key.slice(4).split(":").slice(0, 2).join(":");
+  // Nothing an earlier version wrote: kept, owned by no family.
+  return `unknown:${String(chainId)}`;
+}

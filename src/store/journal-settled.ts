@@ -4,7 +4,7 @@
  */
 import { arrayBytes, BudgetMap, objectBytes, stringBytes } from "../core/byte-budget.js";
 import { setNewest } from "../core/newest.js";
-import { type ExpectedTransfer, SETTLEMENTS_LOOKBACK_MS } from "../core/store.js";
+import { type ExpectedTransfer, type Network, SETTLEMENTS_LOOKBACK_MS } from "../core/store.js";
 
 /** Payers and assets remembered; past it the least recently settled are forgotten... */
 const REMEMBERED = 100_000;
@@ -28,9 +28,9 @@ const bytesOf = (who: string, settled: Settled) =>
 export class SettledBy {
   readonly #settled = new BudgetMap<string, Settled>(BUDGET_BYTES, bytesOf);
 
-  /** Settlement `key` of `expect`'s payer and asset on `chainId` was answered success at `at`. */
-  remember(chainId: number, key: string, expect: ExpectedTransfer, at: number): void {
-    for (const who of [`${chainId}:p:${expect.from}`, `${chainId}:a:${expect.token}`]) {
+  /** Settlement `key` of `expect`'s payer and asset on `network` was answered success at `at`. */
+  remember(network: Network, key: string, expect: ExpectedTransfer, at: number): void {
+    for (const who of [`${network}:p:${expect.from}`, `${network}:a:${expect.token}`]) {
       const lower = who.toLowerCase();
       const settled = this.#settled.get(lower) ?? [];
       // Answered again after a lost hand-over (landed, then answered): still one settlement.
@@ -41,8 +41,8 @@ export class SettledBy {
   }
 
   /** As `SettlementStore.settlementsOf`, and up to the newest `KEPT_EACH` of each. */
-  count(chainId: number, who: { payer: string } | { asset: string }, atMost: number): number {
-    const key = "payer" in who ? `${chainId}:p:${who.payer}` : `${chainId}:a:${who.asset}`;
+  count(network: Network, who: { payer: string } | { asset: string }, atMost: number): number {
+    const key = "payer" in who ? `${network}:p:${who.payer}` : `${network}:a:${who.asset}`;
     const settled = this.#settled.get(key.toLowerCase()) ?? [];
     const since = "payer" in who ? Date.now() - SETTLEMENTS_LOOKBACK_MS : Number.NEGATIVE_INFINITY;
     return Math.min(atMost, settled.filter((s) => s.at > since).length);

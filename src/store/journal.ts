@@ -13,7 +13,6 @@ import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Hex } from "viem";
 import {
   type EntryState,
   type IdempotencyClaim,
@@ -37,11 +36,13 @@ import {
   SYNCED_WRITES,
 } from "./journal-file.js";
 import { JournalHistory } from "./journal-history.js";
-import type { Line } from "./journal-lines.js";
+import { type Line, withNetwork } from "./journal-lines.js";
 import { EntriesInMemory, idsInMemory, SETTLED_IN_MEMORY } from "./journal-memory.js";
 import { isSchemeStateLine, JournalSchemeState } from "./journal-scheme-state.js";
 import { SettledBy } from "./journal-settled.js";
 import { stillUnwritable } from "./journal-space.js";
+
+type SendLine = Extract<Line, { t: "send" }>;
 
 /** States whose transaction is followed until it ends (and counts against its payer meanwhile). */
 const FOLLOWED: ReadonlySet<EntryState> = new Set(["broadcast", "submitted"]);
@@ -141,7 +142,7 @@ export class Journal implements SettlementStore {
   }
 
   /** Resolves once the record is on disk: await it before broadcasting the first transaction. */
-  recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
+  recordSend(entry: NewEntry, hash: string, raw: string): Promise<void> {
     return this.#write({ t: "send", ...entry, owner: this.runId, hash, raw });
   }
 
@@ -153,7 +154,7 @@ export class Journal implements SettlementStore {
 
   async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
     // Kept as storedHash spells them (#apply): a Solana signature's case is its own.
-    const wanted = storedHash(hash) as Hex;
+    const wanted = storedHash(hash);
     for (const entry of this.#entries.values()) if (entry.hashes.includes(wanted)) return entry;
     return this.#history?.entry(`h:${wanted}`);
   }
@@ -170,7 +171,7 @@ export class Journal implements SettlementStore {
   }
 
   /** Resolves once on disk: await it before broadcasting a replacement (same nonce, higher fee). */
-  recordReplace(key: string, hash: Hex, raw: Hex): Promise<void> {
+  recordReplace(key: string, hash: string, raw: string): Promise<void> {
     return this.#write({ t: "replace", key, hash, raw });
   }
 
@@ -266,11 +267,11 @@ export class Journal implements SettlementStore {
   readonly #settledBy = new SettledBy();
 
   async settlementsOf(
-    chainId: number,
+    network: string,
     who: { payer: string } | { asset: string },
     atMost: number,
   ): Promise<number> {
-    return this.#settledBy.count(chainId, who, atMost);
+    return this.#settledBy.count(network, who, atMost);
   }
 
   close(): void {
@@ -348,18 +349,18 @@ export class Journal implements SettlementStore {
       return;
     }
     if (line.t === "entry") {
-      const { t: _t, ...entry } = line;
+      const { t: _t, ...entry } = withNetwork(line);
       this.#entries.delete(entry.key);
       this.#entries.set(entry.key, { ...entry, raws: [] });
       if (entry.state === "answered" && entry.expect) {
         const at = entry.updatedAt ?? Date.now();
-        this.#settledBy.remember(entry.chainId, entry.key, entry.expect, at);
+        this.#settledBy.remember(entry.network, entry.key, entry.expect, at);
       }
       this.#evict();
       return;
     }
     if (line.t === "send") {
-      const { t: _t, hash, raw, ...entry } = line as Extract<Line, { t: "send" }> & { at?: string };
+      const { t: _t, hash, raw, ...entry } = withNetwork(line as SendLine & { at?: string });
       const at = (entry as { at?: string }).at;
       delete (entry as { at?: string }).at;
       this.#entries.delete(entry.key);
@@ -389,7 +390,7 @@ export class Journal implements SettlementStore {
     const at = (line as { at?: string }).at;
     entry.updatedAt = at ? Date.parse(at) : Date.now();
     if (line.state === "answered" && entry.expect) {
-      this.#settledBy.remember(entry.chainId, entry.key, entry.expect, entry.updatedAt);
+      this.#settledBy.remember(entry.network, entry.key, entry.expect, entry.updatedAt);
     }
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
     if (!FOLLOWED.has(line.state)) entry.raws = [];

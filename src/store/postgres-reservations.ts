@@ -6,8 +6,7 @@
  * while the in-flight ledger weighs the payer's balance against every hold (`decide`).
  */
 import type { Pool } from "pg";
-import type { Hex } from "viem";
-import type { HeldElsewhere } from "../core/store.js";
+import type { HeldElsewhere, TxHash } from "../core/store.js";
 
 /** Landed holds are kept this long (far past any reuse of a balance read); all holds at most 30 min. */
 export const STALE_RESERVATIONS = `DELETE FROM facilitator_reservations
@@ -50,7 +49,7 @@ export async function reserveShared<R>(
       key: string;
       slot: string;
       amount: string;
-      hashes: Hex[] | null;
+      hashes: TxHash[] | null;
       landed_block: string | null;
     }>(
       `SELECT r.key, r.slot, r.amount::text AS amount, s.hashes, r.landed_block::text

@@ -28,7 +28,7 @@ const BATCHES_PER_PASS = 100;
 export const RETENTION_EVERY_MS = 5 * 60_000;
 
 const COLUMNS =
-  "key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner, created_at, updated_at";
+  "key, network, signer, tx_nonce, expect, action, hashes, raws, state, owner, created_at, updated_at";
 
 /** One batch: $1 days kept, $2 rows at most; answers one row per settlement moved. */
 export const MOVE_FINAL = `WITH picked AS (

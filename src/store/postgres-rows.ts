@@ -1,16 +1,15 @@
 /** A settlement as the PostgreSQL store's row holds it, and as the store port names it. */
-import type { Address, Hex } from "viem";
-import type { EntryState, JournalEntry } from "../core/store.js";
+import type { EntryState, JournalEntry, RawTx, TxHash } from "../core/store.js";
 
 export interface Row {
   key: string;
-  chain_id: string;
+  network: string;
   signer: string;
   tx_nonce: string;
   expect: JournalEntry["expect"] | null;
   action: JournalEntry["action"] | null;
-  hashes: Hex[];
-  raws: Hex[];
+  hashes: TxHash[];
+  raws: RawTx[];
   state: EntryState;
   owner: string | null;
   updated_at: Date | null;
@@ -19,8 +18,8 @@ export interface Row {
 export function entryOf(row: Row): JournalEntry {
   return {
     key: row.key,
-    chainId: Number(row.chain_id),
-    signer: row.signer as Address,
+    network: row.network,
+    signer: row.signer,
     txNonce: Number(row.tx_nonce),
     expect: row.expect ?? undefined,
     action: row.action ?? undefined,

@@ -4,8 +4,7 @@
  * replica's claims, leases and connection: these are the statements, and the fence each record of
  * a broadcast is written under (this replica's claim and its signer's lease).
  */
-import type { Address, Hex } from "viem";
-import type { EntryState, JournalEntry, NewEntry } from "../core/store.js";
+import type { EntryState, JournalEntry, NewEntry, RawTx, TxHash } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
 import type { Query } from "./postgres-query.js";
 import { entryOf, type Row } from "./postgres-rows.js";
@@ -17,7 +16,7 @@ import { UNSETTLED_STATES } from "./schema.js";
  */
 function fromBoth(where: string): string {
   const columns =
-    "key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner, updated_at";
+    "key, network, signer, tx_nonce, expect, action, hashes, raws, state, owner, updated_at";
   return `SELECT * FROM (
     SELECT ${columns}, 0 AS archived FROM facilitator_settlements WHERE ${where}
     UNION ALL
@@ -47,7 +46,7 @@ export class SharedSettlements {
   readonly #query: Query;
   readonly #owner: string;
   readonly #runId: string;
-  readonly #signers: readonly Address[];
+  readonly #signers: readonly string[];
   /** Signers whose lease this replica lost (SignerLeases.lost): it records no broadcast of theirs. */
   readonly #lostSigners: ReadonlySet<string>;
 
@@ -55,7 +54,7 @@ export class SharedSettlements {
     query: Query,
     owner: string,
     runId: string,
-    signers: readonly Address[],
+    signers: readonly string[],
     lostSigners: ReadonlySet<string>,
   ) {
     this.#query = query;
@@ -81,7 +80,7 @@ export class SharedSettlements {
     return rows[0] ? entryOf(rows[0]) : undefined;
   }
 
-  async recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
+  async recordSend(entry: NewEntry, hash: TxHash, raw: RawTx): Promise<void> {
     const signer = entry.signer.toLowerCase();
     if (this.#lostSigners.has(signer)) {
       throw new Error(`this replica lost its lease on signer ${entry.signer}`);
@@ -90,25 +89,25 @@ export class SharedSettlements {
     const claimKey = entry.key.split("#")[0];
     const { rowCount } = await this.#query(
       "send",
-      `INSERT INTO facilitator_settlements AS s (key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner)
+      `INSERT INTO facilitator_settlements AS s (key, network, signer, tx_nonce, expect, action, hashes, raws, state, owner)
          SELECT $1, $2, $3, $4, $5, $12, ARRAY[$6], ARRAY[$7], 'broadcast', $11
          WHERE ($8::text IS NULL OR EXISTS (SELECT 1 FROM facilitator_signers
                          WHERE address = $8 AND owner = $9))
            AND EXISTS (SELECT 1 FROM facilitator_claims WHERE key = $10 AND owner = $9)
-       ON CONFLICT (key) DO UPDATE SET chain_id = EXCLUDED.chain_id, signer = EXCLUDED.signer,
+       ON CONFLICT (key) DO UPDATE SET network = EXCLUDED.network, signer = EXCLUDED.signer,
          tx_nonce = EXCLUDED.tx_nonce, expect = EXCLUDED.expect, action = EXCLUDED.action,
          hashes = EXCLUDED.hashes,
          raws = EXCLUDED.raws, state = 'broadcast', owner = EXCLUDED.owner, updated_at = now()`,
       [
         entry.key,
-        entry.chainId,
+        entry.network,
         entry.signer,
         entry.txNonce,
         entry.expect ? JSON.stringify(entry.expect) : null,
         storedHash(hash),
         raw,
         // A payer's own signed transaction (a prelude) is not sent from a key of ours.
-        this.#signers.includes(signer as Address) ? signer : null,
+        this.#signers.includes(signer) ? signer : null,
         this.#owner,
         claimKey,
         this.#runId,
@@ -123,7 +122,7 @@ export class SharedSettlements {
     }
   }
 
-  async recordReplace(key: string, hash: Hex, raw: Hex): Promise<void> {
+  async recordReplace(key: string, hash: TxHash, raw: RawTx): Promise<void> {
     await this.#query(
       "replace",
       `UPDATE facilitator_settlements SET hashes = hashes || $2::text, raws = raws || $3::text,

@@ -4,16 +4,16 @@
  * and how often a payer (or an asset) settled with us, asked while a chain's wasted-gas budget is
  * spent.
  */
-import { SETTLEMENTS_LOOKBACK_MS, type Waste } from "../core/store.js";
+import { type Network, SETTLEMENTS_LOOKBACK_MS, type Waste } from "../core/store.js";
 import type { Query } from "./postgres-query.js";
 
-/** A payer's settlements answered lately: one range of its index (schema.ts, migration 8). */
+/** A payer's settlements answered lately: one range of its index (schema.ts, migration 18). */
 export const PAYER_SETTLEMENTS = `SELECT 1 FROM facilitator_settlements
-  WHERE chain_id = $1 AND lower(expect->>'from') = $2 AND state = 'answered'
+  WHERE network = $1 AND lower(expect->>'from') = $2 AND state = 'answered'
     AND updated_at > now() - $4 * interval '1 millisecond' LIMIT $3`;
-/** An asset's settlements answered ever (its index: migration 5). */
+/** An asset's settlements answered ever (its index: migration 18). */
 const ASSET_SETTLEMENTS = `SELECT 1 FROM facilitator_settlements
-  WHERE chain_id = $1 AND lower(expect->>'token') = $2 AND state = 'answered' LIMIT $3`;
+  WHERE network = $1 AND lower(expect->>'token') = $2 AND state = 'answered' LIMIT $3`;
 
 export type RevertListener = (chainId: number, payer: string, at: number, waste?: Waste) => void;
 
@@ -50,20 +50,20 @@ export class SharedWaste {
   }
 
   async settlementsOf(
-    chainId: number,
+    network: Network,
     who: { payer: string } | { asset: string },
     atMost: number,
   ): Promise<number> {
     const { rows } =
       "payer" in who
         ? await this.#query("settlements-of", PAYER_SETTLEMENTS, [
-            chainId,
+            network,
             who.payer.toLowerCase(),
             atMost,
             SETTLEMENTS_LOOKBACK_MS,
           ])
         : await this.#query("settlements-of", ASSET_SETTLEMENTS, [
-            chainId,
+            network,
             who.asset.toLowerCase(),
             atMost,
           ]);

@@ -10,16 +10,19 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import type { Pool, PoolConfig } from "pg";
-import type { Address, Hex } from "viem";
+import type { Address } from "viem";
 import type {
   EntryState,
   HeldElsewhere,
   IdempotencyClaim,
   JournalEntry,
+  Network,
   NewEntry,
   RaiseRefusal,
+  RawTx,
   SettlementStore,
   StoreStatus,
+  TxHash,
   Waste,
 } from "../core/store.js";
 import { SharedCatalogue } from "./postgres-catalogue.js";
@@ -248,8 +251,8 @@ export class PostgresStore implements SettlementStore {
     this.#waste.listen(listener);
   }
 
-  settlementsOf(chainId: number, who: { payer: string } | { asset: string }, atMost: number) {
-    return this.#waste.settlementsOf(chainId, who, atMost);
+  settlementsOf(network: Network, who: { payer: string } | { asset: string }, atMost: number) {
+    return this.#waste.settlementsOf(network, who, atMost);
   }
 
   /** Whether the database answers, and which signers this replica holds the lease of. */
@@ -323,11 +326,11 @@ export class PostgresStore implements SettlementStore {
     await releasing;
   }
 
-  recordSend(entry: NewEntry, hash: Hex, raw: Hex): Promise<void> {
+  recordSend(entry: NewEntry, hash: TxHash, raw: RawTx): Promise<void> {
     return this.#settlements.recordSend(entry, hash, raw);
   }
 
-  recordReplace(key: string, hash: Hex, raw: Hex): Promise<void> {
+  recordReplace(key: string, hash: TxHash, raw: RawTx): Promise<void> {
     return this.#settlements.recordReplace(key, hash, raw);
   }
 

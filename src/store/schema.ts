@@ -8,6 +8,11 @@
  * The states a settlement is at its end in, that retention moves to the archive (migration 16):
  * not `landed`, whose success the next settle of the payment still has to answer.
  */
+/** The network of a row an earlier version wrote (migration 18): see journal-lines.ts, withNetwork. */
+const PREVIOUS_NETWORK = `CASE WHEN chain_id > 0 THEN 'eip155:' || chain_id
+    WHEN key LIKE 'svm:%' THEN split_part(key, ':', 2) || ':' || split_part(key, ':', 3)
+    ELSE 'unknown:' || chain_id END`;
+
 export const FINAL_STATES = "state IN ('answered', 'failed', 'dropped')";
 
 export const MIGRATIONS: readonly string[] = [
@@ -262,6 +267,37 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX facilitator_payment_ids_owner
     ON facilitator_payment_ids (owner) WHERE owner IS NOT NULL;
+  `,
+  // 18: a settlement names its chain by its CAIP-2 network (core/store.ts), no longer by an EVM
+  // chain id with 0 for Solana: filled from what earlier versions wrote (a Solana key holds its
+  // network: svm:<network>:<signature>), in both tables alike. Who settled (migrations 5 and 8)
+  // is indexed by it. A Solana hold is told by its slot (<network>:<mint>:<source>), which is
+  // there before its settlement's row. chain_id goes: a replica still running the previous
+  // version fails its records of a send (nothing is sent) rather than write rows this one misreads.
+  `
+  ALTER TABLE facilitator_settlements ADD COLUMN network text;
+  ALTER TABLE facilitator_settlements_archive ADD COLUMN network text;
+  UPDATE facilitator_settlements SET network = ${PREVIOUS_NETWORK};
+  UPDATE facilitator_settlements_archive SET network = ${PREVIOUS_NETWORK};
+  ALTER TABLE facilitator_settlements ALTER COLUMN network SET NOT NULL, DROP COLUMN chain_id;
+  ALTER TABLE facilitator_settlements_archive
+    ALTER COLUMN network SET NOT NULL, DROP COLUMN chain_id;
+  CREATE INDEX facilitator_settlements_answered_payer_at
+    ON facilitator_settlements (network, lower(expect->>'from'), updated_at)
+    WHERE state = 'answered';
+  CREATE INDEX facilitator_settlements_answered_asset
+    ON facilitator_settlements (network, lower(expect->>'token')) WHERE state = 'answered';
+  CREATE OR REPLACE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
+  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
+    SELECT r.* FROM facilitator_reservations r
+      LEFT JOIN facilitator_settlements s ON s.key = r.key
+     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
+       AND r.created_at > now() - interval '30 minutes'
+       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
+            OR (r.slot LIKE 'solana:%' AND r.created_at > now() - interval '2 minutes')
+            OR EXISTS (SELECT 1 FROM facilitator_signers g
+                        WHERE g.owner = r.owner AND g.expires_at > now()))
+  $$;
   `,
 ];
 

@@ -19,7 +19,7 @@ import type {
 import { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { MaySend } from "../core/settle-loop.js";
-import { isAnswered, type JournalEntry, type SettlementStore } from "../core/store.js";
+import { isAnswered, type JournalEntry, namespaceOf, type SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
 import { type Failure, failure } from "../protocol/errors.js";
@@ -30,7 +30,7 @@ import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-
 import type { RpcRegistry } from "../rpc/rpc.js";
 import { completeSvm } from "./accepts.js";
 import type { SvmFeePayer } from "./chain/keys.js";
-import { SVM_KEY_PREFIX, svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
+import { svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
 import { TRANSACTION_VERSIONS } from "./exact/constants.js";
 import type { SvmSettleContext } from "./exact/index.js";
 import { signatureStatuses } from "./exact/rpc.js";
@@ -221,13 +221,13 @@ export class SvmFamily implements ChainFamily {
     };
   }
 
-  /** Solana settlements are journaled under `svm:<network>:<signature>`. */
+  /** Solana settlements are journaled on a `solana:<genesis hash>` network. */
   owns(entry: JournalEntry): boolean {
-    return entry.key.startsWith(SVM_KEY_PREFIX);
+    return namespaceOf(entry.network) === "solana";
   }
 
   async observe(entry: JournalEntry): Promise<Observed> {
-    const network = networkOfKey(entry.key);
+    const { network } = entry;
     const ctx = await this.#context(network);
     const signature = entry.hashes.at(-1) as string;
     const [status] = await signatureStatuses(ctx.client, [signature], true);
@@ -275,13 +275,8 @@ export class SvmFamily implements ChainFamily {
   }
 
   async follow(entry: JournalEntry, may: MaySend): Promise<Followed> {
-    const network = networkOfKey(entry.key);
+    const { network } = entry;
     const { followSvmSettlement } = await import("./exact/follow-settlement.js");
     return followSvmSettlement(await this.#context(network), entry, may);
   }
-}
-
-/** `svm:<network>:<signature>`: the network is a CAIP-2 id, itself holding a colon. */
-function networkOfKey(key: string): string {
-  return key.slice(SVM_KEY_PREFIX.length).split(":").slice(0, 2).join(":");
 }

@@ -17,7 +17,7 @@ const payer = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 export function entryOf(i: number): NewEntry {
   return {
     key: `k${i}`,
-    chainId: 31337,
+    network: "eip155:31337",
     signer: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
     txNonce: i,
     expect: {

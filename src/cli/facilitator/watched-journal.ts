@@ -40,6 +40,6 @@ export class WatchedJournal extends Journal {
    */
   mayHaveBroadcast(): Hex | undefined {
     if (this.#key === undefined || !(this.#durable || this.#earlier)) return undefined;
-    return this.get(this.#key)?.hashes.at(-1);
+    return this.get(this.#key)?.hashes.at(-1) as Hex | undefined;
   }
 }

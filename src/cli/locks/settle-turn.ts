@@ -79,8 +79,9 @@ const POLL_MS = 250;
 /** Our own journal's transactions on `chainId`, `signer:nonce`: the settle itself follows them. */
 function oursOn(facilitator: Facilitator, chainId: number): Set<string> {
   const ours = new Set<string>();
+  const network = caip2(chainId);
   for (const entry of facilitator.journal.unsettled()) {
-    if (entry.chainId === chainId) ours.add(`${entry.signer.toLowerCase()}:${entry.txNonce}`);
+    if (entry.network === network) ours.add(`${entry.signer.toLowerCase()}:${entry.txNonce}`);
   }
   return ours;
 }

@@ -12,10 +12,11 @@ import {
   type LedgerReads,
   type PointRead,
 } from "../../core/ledger-reads.js";
-import type { ExpectedTransfer, SettlementStore } from "../../core/store.js";
+import type { SettlementStore } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { ChainAccess } from "./access.js";
+import type { EvmTransfer } from "./entry.js";
 import { keptTokenUnits } from "./token-units.js";
 
 /** What a settlement takes from an account when it lands. */
@@ -39,7 +40,7 @@ export function slotOf(chainId: number, spend: Spend): string {
 }
 
 /** What a journaled transfer holds on chain `chainId`, as the ledger counts it (seeding it). */
-export function heldByTransfer(chainId: number, expect: ExpectedTransfer): HeldSpend[] {
+export function heldByTransfer(chainId: number, expect: EvmTransfer): HeldSpend[] {
   const spend = { token: expect.token, owner: expect.from, amount: BigInt(expect.value) };
   return [{ slot: slotOf(chainId, spend), amount: spend.amount }];
 }

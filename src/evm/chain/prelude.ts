@@ -26,8 +26,10 @@ import {
 } from "../../core/settle-loop.js";
 import { type Chargeable, isAnswered, type JournalEntry } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
+import { caip2 } from "../../protocol/networks.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isKnown, refusal, sendRaw } from "./broadcast.js";
+import { evmEntry } from "./entry.js";
 import type { GasNeed } from "./gas-bounds.js";
 import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
 import { reconcile } from "./reconcile.js";
@@ -261,7 +263,7 @@ async function sendPayers(
   }
   try {
     await ctx.journal.recordSend(
-      { key, chainId: ctx.chainId, signer: from, txNonce: nonce },
+      { key, network: caip2(ctx.chainId), signer: from, txNonce: nonce },
       hash,
       raw,
     );
@@ -295,9 +297,10 @@ async function sendPayers(
 /** Picks up the payer's journaled transaction: its receipt, or the same bytes again if lost. */
 async function followRaw(
   ctx: SendingAccess,
-  entry: JournalEntry,
+  journaled: JournalEntry,
   may: MaySend,
 ): Promise<CallOutcome | "gone"> {
+  const entry = evmEntry(journaled);
   const hash = entry.hashes[0] as Hex;
   const raw = entry.raws[0];
   try {

@@ -14,6 +14,7 @@ import type { JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isKnown, refusal, sendRaw } from "./broadcast.js";
+import { type EvmEntry, evmEntry } from "./entry.js";
 import { feesOf } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
@@ -29,7 +30,7 @@ import type { SendingAccess } from "./transactions.js";
 /** Block timestamps are whole seconds and clocks differ a little: a head this far past counts. */
 const LAG_MARGIN_MS = 2_000;
 
-async function lookUp(ctx: SendingAccess, entry: JournalEntry) {
+async function lookUp(ctx: SendingAccess, entry: EvmEntry) {
   const [receipts, known, used] = await Promise.all([
     Promise.all(
       entry.hashes.map((hash) =>
@@ -77,7 +78,7 @@ async function resend(
 }
 
 /** The newest signed bytes of the entry, from the lane or the store, if they are its own. */
-function bytesOf(lane: SignerLane | undefined, ctx: SendingAccess, entry: JournalEntry) {
+function bytesOf(lane: SignerLane | undefined, ctx: SendingAccess, entry: EvmEntry) {
   const raw = lane?.recentRaw(ctx.chainId, entry.txNonce) ?? entry.raws.at(-1);
   return raw !== undefined && entry.hashes.includes(keccak256(raw)) ? raw : undefined;
 }
@@ -89,9 +90,10 @@ function bytesOf(lane: SignerLane | undefined, ctx: SendingAccess, entry: Journa
  */
 export async function reconcile(
   ctx: SendingAccess,
-  entry: JournalEntry,
+  journaled: JournalEntry,
   may: MaySend,
 ): Promise<CallOutcome | "gone"> {
+  const entry = evmEntry(journaled);
   const lane = ctx.signers.byAddress(entry.signer);
   const newest = entry.hashes[entry.hashes.length - 1] as Hex;
   try {
@@ -166,10 +168,11 @@ export type Recheck =
  */
 export async function recheckAnswered(
   ctx: SendingAccess,
-  entry: JournalEntry,
+  journaled: JournalEntry,
   samePayment: () => Promise<Failure | null>,
   may: MaySend | undefined,
 ): Promise<Recheck> {
+  const entry = evmEntry(journaled);
   const newest = entry.hashes[entry.hashes.length - 1] as Hex;
   try {
     const [seen, head] = await Promise.all([

@@ -168,7 +168,7 @@ async function fundingEnded(
 /** A payer funded lately whose transaction has not landed (or never will) is not funded again. */
 function standingFunding(
   ctx: SponsoringAccess,
-  entry: { state: string; updatedAt?: number | undefined; hashes: readonly Hex[] },
+  entry: { state: string; updatedAt?: number | undefined; hashes: readonly string[] },
   payer: Address,
 ): Failure | undefined {
   if (entry.state !== "landed" && entry.state !== "failed") return undefined;

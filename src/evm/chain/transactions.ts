@@ -9,12 +9,14 @@
 import { type Address, type Hex, keccak256, size } from "viem";
 import { stageObserver } from "../../core/metrics.js";
 import type { MaySend } from "../../core/settle-loop.js";
-import type { ExpectedTransfer, SentAction } from "../../core/store.js";
+import type { SentAction } from "../../core/store.js";
 import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
+import { caip2 } from "../../protocol/networks.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
+import type { EvmTransfer } from "./entry.js";
 import { estimateFees, type Fees, overCap, repriced } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
@@ -47,7 +49,7 @@ export interface SendingAccess extends ChainAccess {
 /** What identifies the payment in the journal, and the Transfer that proves it. */
 export interface SettlementRecord {
   readonly key: string;
-  readonly expect?: ExpectedTransfer | undefined;
+  readonly expect?: EvmTransfer | undefined;
   /** A transaction without a Transfer of its own: what it is sent for (and for whom, members). */
   readonly action?: SentAction | undefined;
 }
@@ -352,7 +354,7 @@ function recordSends(
   raw: Hex,
 ): Promise<unknown> {
   const { key, expect, action } = record;
-  const entry = { key, chainId: ctx.chainId, signer, txNonce, expect, action };
+  const entry = { key, network: caip2(ctx.chainId), signer, txNonce, expect, action };
   const members = (action?.members ?? []).filter((member) => member !== key);
   if (!action || members.length === 0) return ctx.journal.recordSend(entry, hash, raw);
   const pointer = { name: action.name, chargeTo: [], partOf: key };

@@ -4,8 +4,8 @@
  * send, and the answer says so (never a success, and never someone else's hash as ours).
  */
 import { type Address, type Hex, isAddressEqual, parseAbiItem } from "viem";
-import type { ExpectedTransfer } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
@@ -25,7 +25,7 @@ export async function howUsed(
   token: Address,
   authorizer: Address,
   nonce: Hex,
-  expect: ExpectedTransfer,
+  expect: EvmTransfer,
 ): Promise<string | undefined> {
   try {
     const latest = await ctx.client.getBlockNumber();

@@ -3,7 +3,6 @@
  * Checks run in the reference SDK's order so the first failure reported is the one it reports.
  */
 import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
-import type { ExpectedTransfer } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -46,6 +45,8 @@ export {
   transferWithAuthorizationTypedData,
 } from "./eip3009-encoding.js";
 
+import type { EvmTransfer } from "../chain/entry.js";
+
 const payloadSchema = z.object({
   signature: signatureBytes,
   authorization: z.object({
@@ -80,7 +81,7 @@ function digestOf(ctx: EvmContext, payment: Eip3009Payment): Hex {
   );
 }
 
-function expectedTransfer(payment: Eip3009Payment): ExpectedTransfer {
+function expectedTransfer(payment: Eip3009Payment): EvmTransfer {
   const { authorization: auth, requirements } = payment;
   return { token: requirements.asset, from: auth.from, to: auth.to, value: auth.value.toString() };
 }

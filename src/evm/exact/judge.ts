@@ -6,16 +6,17 @@
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { Success } from "../../core/settle-loop.js";
-import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
+import type { JournalEntry } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
+import { type EvmTransfer, evmEntry } from "../chain/entry.js";
 import type { CallOutcome } from "../chain/outcome.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
 import type { EvmContext } from "../context.js";
 
 /** The journaled transfer pays the same recipient the same value as this one. */
-export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Failure | null {
-  const journaled = entry.expect;
+export function sameTransfer(expect: EvmTransfer, entry: JournalEntry): Failure | null {
+  const journaled = evmEntry(entry).expect;
   if (journaled && isAddressEqual(expect.to, journaled.to) && expect.value === journaled.value) {
     return null;
   }
@@ -32,7 +33,7 @@ export function sameTransfer(expect: ExpectedTransfer, entry: JournalEntry): Fai
 export function track(
   ctx: EvmContext,
   key: string,
-  expect: ExpectedTransfer,
+  expect: EvmTransfer,
   outcome: CallOutcome,
   /** The payer is a contract wallet: its signature check ran in our transaction. */
   contractWallet = false,
@@ -67,7 +68,7 @@ export function track(
 /** A mined success: it paid (payer and asset are known from now on), or it moved nothing. */
 export function judgeLanded(
   ctx: EvmContext,
-  expect: ExpectedTransfer,
+  expect: EvmTransfer,
   receipt: TransactionReceipt,
 ): boolean {
   if (receiptHasTransfer(receipt, expect)) {
@@ -91,7 +92,7 @@ export function judgeLanded(
 async function watchLanding(
   ctx: EvmContext,
   key: string,
-  expect: ExpectedTransfer,
+  expect: EvmTransfer,
   hash: Hex,
   contractWallet: boolean,
 ) {

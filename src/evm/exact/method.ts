@@ -4,9 +4,10 @@
  * proves it, what the chain consumes and what the payer spends. The pipeline does the rest.
  */
 import type { Address } from "viem";
-import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
+import type { JournalEntry } from "../../core/store.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import type { GasNeed } from "../chain/gas-bounds.js";
 import type { Spend } from "../chain/ledger-reads.js";
 import type { ContractCall } from "../chain/outcome.js";
@@ -32,7 +33,7 @@ export interface Verified<P> {
   /** What `call` does, for the most gas it may be sent with (chain/gas-bounds.ts). */
   readonly gas: GasNeed;
   /** The Transfer that proves the payment in the receipt. */
-  readonly expect: ExpectedTransfer;
+  readonly expect: EvmTransfer;
   /** What the payer's balance (or allowance) must cover, counted against what is in flight. */
   readonly spends: readonly Spend[];
   /** Undefined when the gas must be estimated every time (contract wallets). */

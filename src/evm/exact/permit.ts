@@ -7,12 +7,12 @@
  * payload may ask for it to be paid to another `payTo`, so serve it behind an API key.
  */
 import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
-import type { ExpectedTransfer } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
 import { isUnreachable } from "../../rpc/rpc.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import type { Prelude } from "../chain/prelude.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
@@ -92,7 +92,7 @@ function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
   });
 }
 
-function expectedTransfer(payment: PermitPayment): ExpectedTransfer {
+function expectedTransfer(payment: PermitPayment): EvmTransfer {
   const { permit, requirements } = payment;
   return {
     token: requirements.asset,

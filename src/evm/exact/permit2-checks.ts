@@ -3,13 +3,14 @@
  * requirements, in the reference's order, and why the proxy call would revert (or did).
  */
 import { type Address, type Hex, isAddressEqual, size } from "viem";
-import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
+import type { JournalEntry } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
 import type * as z from "../../protocol/zod.js";
 import { isUnreachable } from "../../rpc/rpc.js";
+import { type EvmTransfer, evmEntry } from "../chain/entry.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
@@ -298,11 +299,11 @@ export async function diagnose(
 export async function sameAsJournaled(
   ctx: EvmContext,
   entry: JournalEntry,
-  expect: ExpectedTransfer,
+  expect: EvmTransfer,
   asked: boolean,
   signed: { readonly owner: Address; readonly digest: Hex; readonly signature: Hex },
 ): Promise<Failure | null> {
-  const journaled = entry.expect;
+  const journaled = evmEntry(entry).expect;
   const same =
     asked &&
     journaled !== undefined &&

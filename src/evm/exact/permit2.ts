@@ -6,11 +6,11 @@
  * the proxy applies in the same transaction. Checks run in the reference SDK's order.
  */
 import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
-import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
 import { isUnreachable } from "../../rpc/rpc.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
@@ -60,7 +60,7 @@ const payloadSchema = z.object({
   }),
 });
 
-function expectedTransfer(payment: Permit2Payment): ExpectedTransfer {
+function expectedTransfer(payment: Permit2Payment): EvmTransfer {
   const { authorization: auth } = payment;
   return {
     token: auth.permitted.token,

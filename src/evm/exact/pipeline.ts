@@ -25,6 +25,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { credited } from "../chain/builder-code.js";
+import { evmEntry } from "../chain/entry.js";
 import { estimateFees } from "../chain/fees.js";
 import { hasGasEstimate } from "../chain/gas.js";
 import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
@@ -112,7 +113,7 @@ async function pickUp<P>(
   may: MaySend | undefined,
 ): Promise<Outcome<SettleResult> | undefined> {
   // Entries under a settlement's own key always carry its Transfer.
-  const expect = entry.expect;
+  const expect = evmEntry(entry).expect;
   if (!expect) return undefined;
   const journaled = { payment, expect };
   // Written down as answered by this run, which could not hand the success over: it is not.

@@ -6,11 +6,11 @@
  * settlement goes through the same pipeline as every exact method.
  */
 import { type Hex, isErc6492Signature } from "viem";
-import type { ExpectedTransfer } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
 import { isUnreachable } from "../../rpc/rpc.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
@@ -109,7 +109,7 @@ function checkTerms(ctx: EvmContext, payment: UptoPayment, settling: boolean): F
   });
 }
 
-function expectedTransfer(payment: UptoPayment): ExpectedTransfer {
+function expectedTransfer(payment: UptoPayment): EvmTransfer {
   const { authorization: auth, requirements } = payment;
   return {
     token: auth.permitted.token,

@@ -12,7 +12,7 @@ import {
   type LedgerReads,
   type PointRead,
 } from "../../core/ledger-reads.js";
-import type { JournalEntry, SettlementStore } from "../../core/store.js";
+import { type JournalEntry, namespaceOf, type SettlementStore } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
 import { knownMintSymbol } from "../../protocol/solana-networks.js";
@@ -103,8 +103,8 @@ export class SvmLedgerReads implements LedgerReads<SvmSpend> {
 export function svmSpendOf(
   entry: JournalEntry,
 ): { readonly spend: SvmSpend; readonly signature: string } | undefined {
-  if (!entry.key.startsWith(SVM_KEY_PREFIX) || !entry.expect) return undefined;
-  const network = entry.key.slice(SVM_KEY_PREFIX.length).split(":").slice(0, 2).join(":");
+  if (namespaceOf(entry.network) !== "solana" || !entry.expect) return undefined;
+  const { network } = entry;
   const { token, from, value } = entry.expect;
   const signature = entry.hashes.at(-1);
   if (!signature) return undefined;

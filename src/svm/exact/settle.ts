@@ -13,7 +13,6 @@
  *   a payer whose settlements fail on chain waits; the fee the transaction costs us is capped
  *   (checks.ts).
  */
-import type { Address, Hex } from "viem";
 import { stageObserver } from "../../core/metrics.js";
 import {
   inProgress,
@@ -208,7 +207,7 @@ async function sendAndFollow(
   const observe = stageObserver(ctx.metrics, ctx.network);
   const writing = performance.now();
   try {
-    await ctx.journal.recordSend(journalEntry(s), signed.signature as Hex, signed.wire as Hex);
+    await ctx.journal.recordSend(journalEntry(s), signed.signature, signed.wire);
     observe?.("journal", (performance.now() - writing) / 1000);
   } catch (error) {
     ctx.ledger.release(s.key);
@@ -264,20 +263,20 @@ async function sendAndFollow(
 
 /**
  * The journal's entry: the store keeps strings, so on Solana the hash is the transaction's
- * signature (base58), the raw bytes are base64, there is no chain id (0) or nonce, and the
+ * signature (base58), the raw bytes are base64, there is no nonce (0), and the
  * expected transfer names the mint and the token accounts.
  */
 function journalEntry(s: Settling): NewEntry {
   const { payment } = s;
   return {
     key: s.key,
-    chainId: SVM_THROTTLE_CHAIN,
-    signer: payment.feePayer as Address,
+    network: s.ctx.network,
+    signer: payment.feePayer,
     txNonce: 0,
     expect: {
-      token: payment.mint as Address,
-      from: payment.source as Address,
-      to: payment.destination as Address,
+      token: payment.mint,
+      from: payment.source,
+      to: payment.destination,
       value: payment.amount.toString(),
     },
   };

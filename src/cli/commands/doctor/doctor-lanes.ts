@@ -4,7 +4,7 @@
  * that key waits behind it, and `serve` sends nothing more with the key until it is mined
  * (settling-safely.md, stuck transactions).
  */
-import type { PublicClient } from "viem";
+import type { Address, PublicClient } from "viem";
 import type { JournalEntry } from "../../../core/store.js";
 import { caip2 } from "../../../protocol/networks.js";
 
@@ -26,25 +26,25 @@ export async function checkBlockedKeys(
 ): Promise<Warning[]> {
   const oldest = new Map<string, JournalEntry>();
   for (const entry of open) {
-    const id = `${entry.chainId}:${entry.signer.toLowerCase()}`;
+    const id = `${entry.network}:${entry.signer.toLowerCase()}`;
     const seen = oldest.get(id);
     if (!seen || entry.txNonce < seen.txNonce) oldest.set(id, entry);
   }
   const findings: Warning[] = [];
   for (const entry of oldest.values()) {
-    const chain = chains.find((c) => c.chainId === entry.chainId);
+    const chain = chains.find((c) => caip2(c.chainId) === entry.network);
     if (!chain || entry.updatedAt === undefined || now - entry.updatedAt < BLOCKED_AFTER_MS) {
       continue;
     }
     const mined = await chain.client
-      .getTransactionCount({ address: entry.signer, blockTag: "latest" })
+      .getTransactionCount({ address: entry.signer as Address, blockTag: "latest" })
       .catch(() => undefined);
     if (mined !== entry.txNonce) continue;
     const since = new Date(entry.updatedAt).toISOString();
     findings.push({
       area: "key",
       level: "warning",
-      message: `${entry.signer} is blocked on ${caip2(entry.chainId)}: its transaction at nonce ${entry.txNonce} (${entry.hashes.at(-1)}) has not been mined since ${since}, and every later one of this key waits behind it`,
+      message: `${entry.signer} is blocked on ${entry.network}: its transaction at nonce ${entry.txNonce} (${entry.hashes.at(-1)}) has not been mined since ${since}, and every later one of this key waits behind it`,
       fix: "get the newest signed bytes (facilitator status <hash>) to a node that mines them, or settle with another key meanwhile",
     });
   }
