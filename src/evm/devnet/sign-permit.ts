@@ -2,7 +2,7 @@
  * Signing x402x-style EIP-2612 permit payments on the devnet (`authorizationType: "permit"`),
  * with a settlement account of ours as the spender: the shape our permit method settles.
  */
-import { type Address, createPublicClient, http } from "viem";
+import { type Address, createPublicClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { eip2612PermitTypes } from "../exact/permit.js";
 import type { DevAccount } from "./accounts.js";
@@ -27,35 +27,16 @@ export async function signPermitRequest(
 ) {
   const token = devnet.permitToken;
   const value = options.value ?? 10_000n;
-  const nonce =
-    options.nonce ??
-    (await createPublicClient({
-      chain: devnetChain(devnet.rpcUrl, devnet.chainId),
-      transport: http(devnet.rpcUrl, { retryCount: 0 }),
-    }).readContract({
-      address: token.address,
-      abi: testPermitTokenAbi,
-      functionName: "nonces",
-      args: [payer.address],
-    }));
-  const authorization = {
-    owner: payer.address,
-    spender: options.spender ?? devnet.facilitator.address,
-    value,
-    nonce,
-    deadline: options.deadline ?? BigInt(Math.floor(Date.now() / 1000) + 24 * 3600),
-  };
-  const signature = await privateKeyToAccount((options.signer ?? payer).privateKey).signTypedData({
-    domain: {
-      name: token.name,
-      version: token.version,
-      chainId: devnet.chainId,
-      verifyingContract: token.address,
-    },
-    types: eip2612PermitTypes,
-    primaryType: "Permit",
-    message: authorization,
-  });
+  const spender = options.spender ?? devnet.facilitator.address;
+  const deadline = options.deadline ?? BigInt(Math.floor(Date.now() / 1000) + 24 * 3600);
+  const message = { owner: payer.address, spender, value, deadline };
+  const { nonce, signature } = await signEip2612Permit(
+    devnet,
+    (options.signer ?? payer).privateKey,
+    token,
+    message,
+    options.nonce,
+  );
   const requirements = {
     scheme: "exact",
     network: devnet.network,
@@ -73,13 +54,49 @@ export async function signPermitRequest(
       authorizationType: "permit",
       signature,
       authorization: {
-        owner: authorization.owner,
-        spender: authorization.spender,
+        owner: payer.address,
+        spender,
         value: value.toString(),
-        deadline: authorization.deadline.toString(),
+        deadline: deadline.toString(),
         nonce: nonce.toString(),
       },
     },
   };
   return { payload, requirements };
+}
+
+/**
+ * Signs an EIP-2612 permit of `token` with `privateKey`; the permit nonce is read from the token
+ * for `message.owner` unless given.
+ */
+export async function signEip2612Permit(
+  devnet: Pick<DevnetInfo, "rpcUrl" | "chainId">,
+  privateKey: Hex,
+  token: { readonly address: Address; readonly name: string; readonly version: string },
+  message: { owner: Address; spender: Address; value: bigint; deadline: bigint },
+  permitNonce?: bigint,
+): Promise<{ nonce: bigint; signature: Hex }> {
+  const nonce =
+    permitNonce ??
+    (await createPublicClient({
+      chain: devnetChain(devnet.rpcUrl, devnet.chainId),
+      transport: http(devnet.rpcUrl, { retryCount: 0 }),
+    }).readContract({
+      address: token.address,
+      abi: testPermitTokenAbi,
+      functionName: "nonces",
+      args: [message.owner],
+    }));
+  const signature = await privateKeyToAccount(privateKey).signTypedData({
+    domain: {
+      name: token.name,
+      version: token.version,
+      chainId: devnet.chainId,
+      verifyingContract: token.address,
+    },
+    types: eip2612PermitTypes,
+    primaryType: "Permit",
+    message: { ...message, nonce },
+  });
+  return { nonce, signature };
 }

@@ -5,20 +5,19 @@
  * `eip2612GasSponsoring` extension carries. The JSON shapes (field order included) are the ones
  * the official client produces.
  */
-import { type Address, createPublicClient, getAddress, type Hex, http, toHex } from "viem";
+import { type Address, getAddress, type Hex, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { eip2612PermitTypes } from "../exact/permit.js";
 import { permit2WitnessTypes } from "../exact/permit2-encoding.js";
 import { uptoWitnessTypes } from "../upto/encoding.js";
 import type { DevAccount } from "./accounts.js";
-import { testPermitTokenAbi } from "./artifacts.js";
 import {
   type DevnetInfo,
-  devnetChain,
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
   UPTO_PERMIT2_PROXY_ADDRESS,
 } from "./setup.js";
+import { signEip2612Permit } from "./sign-permit.js";
 
 /** The EIP-712 types the devnet signs with, as the verifier checks them. */
 export { eip2612PermitTypes, permit2WitnessTypes };
@@ -190,32 +189,16 @@ export async function signEip2612GasSponsoring(
   deadline: bigint,
   permitNonce?: bigint,
 ): Promise<Eip2612GasSponsoringInfo> {
-  const account = privateKeyToAccount(payer.privateKey);
-  const nonce =
-    permitNonce ??
-    (await createPublicClient({
-      chain: devnetChain(devnet.rpcUrl, devnet.chainId),
-      transport: http(devnet.rpcUrl, { retryCount: 0 }),
-    }).readContract({
-      address: token.address,
-      abi: testPermitTokenAbi,
-      functionName: "nonces",
-      args: [account.address],
-    }));
   const spender = getAddress(PERMIT2_ADDRESS);
-  const signature = await account.signTypedData({
-    domain: {
-      name: token.name,
-      version: token.version,
-      chainId: devnet.chainId,
-      verifyingContract: token.address,
-    },
-    types: eip2612PermitTypes,
-    primaryType: "Permit",
-    message: { owner: account.address, spender, value: amount, nonce, deadline },
-  });
+  const { nonce, signature } = await signEip2612Permit(
+    devnet,
+    payer.privateKey,
+    token,
+    { owner: payer.address, spender, value: amount, deadline },
+    permitNonce,
+  );
   return {
-    from: account.address,
+    from: payer.address,
     asset: token.address,
     spender,
     amount: amount.toString(),

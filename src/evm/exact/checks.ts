@@ -116,6 +116,32 @@ export function chainFailure(error: unknown, doing: string): Failure {
   return failure("internal_error", `${doing}: ${text}`);
 }
 
+/** The payload's network against the requirements': the same words for every EVM method. */
+function networkMismatch(request: PaymentRequest, x402Reason?: string): Failure | null {
+  if (request.payloadNetwork === request.requirements.network) return null;
+  return failure(
+    "network_mismatch",
+    `the payload's network "${request.payloadNetwork}" differs from the requirements' "${request.requirements.network}"`,
+    x402Reason === undefined ? {} : { x402Reason },
+  );
+}
+
+/** A Permit2 method's scheme (its own, not the requirements') and network, in the reference's order. */
+export function schemeAndNetwork(
+  request: PaymentRequest,
+  scheme: string,
+  reasons: { readonly scheme: string; readonly network?: string },
+): Failure | null {
+  if (request.payloadScheme !== scheme) {
+    return failure(
+      "scheme_mismatch",
+      `the payload's scheme "${request.payloadScheme}" is not "${scheme}"`,
+      { x402Reason: reasons.scheme },
+    );
+  }
+  return networkMismatch(request, reasons.network);
+}
+
 /** Scheme, EIP-712 domain and network, in the reference's order: the domain name and version. */
 export function checkAgreement(
   request: PaymentRequest,
@@ -131,15 +157,8 @@ export function checkAgreement(
   }
   const domain = eip712Domain(request);
   if (!domain.ok) return domain;
-  if (request.payloadNetwork !== request.requirements.network) {
-    return {
-      ok: false,
-      failure: failure(
-        "network_mismatch",
-        `the payload's network "${request.payloadNetwork}" differs from the requirements' "${request.requirements.network}"`,
-      ),
-    };
-  }
+  const network = networkMismatch(request);
+  if (network) return { ok: false, failure: network };
   return { ok: true, value: { name: domain.name, version: domain.version } };
 }
 

@@ -25,6 +25,7 @@ import type { Prelude } from "../chain/prelude.js";
 import type { EvmContext } from "../context.js";
 import type { Step } from "./checks.js";
 import { PERMIT2_ADDRESS } from "./permit2-encoding.js";
+import { malformedField } from "./permit2-extensions.js";
 
 export const ERC20_APPROVAL_GAS_SPONSORING = "erc20ApprovalGasSponsoring";
 
@@ -33,10 +34,6 @@ const approveAbi = parseAbi([
   "function allowance(address owner, address spender) view returns (uint256)",
 ]);
 const FIELDS = ["from", "asset", "spender", "amount", "signedTransaction", "version"];
-const ADDRESS = /^0x[a-fA-F0-9]{40}$/;
-const NUMBER = /^[0-9]{1,78}$/;
-const HEX = /^0x[a-fA-F0-9]+$/;
-const VERSION = /^[0-9]+(\.[0-9]+)*$/;
 /** The most gas we fund for an approval (the x402 client signs 70,000). */
 const MAX_APPROVAL_GAS = 100_000n;
 /**
@@ -87,17 +84,9 @@ export async function erc20ApprovalSponsoring(
   const info = infoOf(request);
   if (!info) return undefined;
   const text = (field: string) => (typeof info[field] === "string" ? (info[field] as string) : "");
-  const formats: [string, RegExp][] = [
-    ["from", ADDRESS],
-    ["asset", ADDRESS],
-    ["spender", ADDRESS],
-    ["amount", NUMBER],
-    ["signedTransaction", HEX],
-    ["version", VERSION],
-  ];
-  const malformed = formats.find(([field, pattern]) => !pattern.test(text(field)));
+  const malformed = malformedField(info, FIELDS);
   if (malformed) {
-    return invalid("invalid_erc20_approval_extension_format", `info.${malformed[0]} is malformed`);
+    return invalid("invalid_erc20_approval_extension_format", `info.${malformed} is malformed`);
   }
   if (!isAddressEqual(getAddress(text("from")), payer)) {
     return invalid("erc20_approval_from_mismatch", `info.from is not the payer ${payer}`);

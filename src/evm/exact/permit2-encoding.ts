@@ -4,6 +4,7 @@
  * move the money. Addresses and type strings are the ones the x402 packages use on every chain.
  */
 import {
+  type Abi,
   type Address,
   decodeErrorResult,
   encodeAbiParameters,
@@ -52,11 +53,11 @@ export const exactPermit2ProxyAbi = parseAbi([
   "error InvalidAmount(uint256 maxAmount)",
 ]);
 
-/** The custom error a proxy call reverted with, by name ("InvalidNonce"), if it is one of ours. */
-export function proxyErrorName(data: Hex | undefined): string | undefined {
+/** The custom error a call to a contract of `abi` reverted with, by name ("InvalidNonce"), if any. */
+export function customErrorName(abi: Abi, data: Hex | undefined): string | undefined {
   if (!data || data.length < 10) return undefined;
   try {
-    return decodeErrorResult({ abi: exactPermit2ProxyAbi, data }).errorName;
+    return decodeErrorResult({ abi, data }).errorName;
   } catch {
     return undefined;
   }
@@ -194,7 +195,7 @@ export interface Eip2612Permit {
   readonly signature: Hex;
 }
 
-function permitArgs(authorization: Permit2Authorization) {
+export function permitArgs(authorization: Permit2Authorization) {
   return {
     permitted: authorization.permitted,
     nonce: authorization.nonce,

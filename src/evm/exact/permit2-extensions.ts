@@ -21,7 +21,29 @@ const FIELDS = ["from", "asset", "spender", "amount", "nonce", "deadline", "sign
 const ADDRESS = /^0x[a-fA-F0-9]{40}$/;
 const NUMBER = /^[0-9]{1,78}$/;
 const HEX = /^0x[a-fA-F0-9]+$/;
-const VERSION = /^[0-9]+(\.[0-9]+)*$/;
+/** The form of each field of a gas-sponsoring extension's info, as the reference checks it. */
+const INFO_FORMATS: Readonly<Record<string, RegExp>> = {
+  from: ADDRESS,
+  asset: ADDRESS,
+  spender: ADDRESS,
+  amount: NUMBER,
+  nonce: NUMBER,
+  deadline: NUMBER,
+  signature: HEX,
+  signedTransaction: HEX,
+  version: /^[0-9]+(\.[0-9]+)*$/,
+};
+
+/** The first of `fields` (in order) whose value in `info` is not a string of its form, if any. */
+export function malformedField(
+  info: Record<string, unknown>,
+  fields: readonly string[],
+): string | undefined {
+  return fields.find((field) => {
+    const value = info[field];
+    return typeof value !== "string" || INFO_FORMATS[field]?.test(value) !== true;
+  });
+}
 
 const invalid = (x402Reason: string, message: string): Step<never> => ({
   ok: false,
@@ -44,19 +66,9 @@ export function eip2612Sponsoring(
   if (typeof info !== "object" || info === null) return undefined;
   if (FIELDS.some((field) => !info[field])) return undefined;
   const text = (field: string) => (typeof info[field] === "string" ? (info[field] as string) : "");
-  const formats: [string, RegExp][] = [
-    ["from", ADDRESS],
-    ["asset", ADDRESS],
-    ["spender", ADDRESS],
-    ["amount", NUMBER],
-    ["nonce", NUMBER],
-    ["deadline", NUMBER],
-    ["signature", HEX],
-    ["version", VERSION],
-  ];
-  const malformed = formats.find(([field, pattern]) => !pattern.test(text(field)));
+  const malformed = malformedField(info, FIELDS);
   if (malformed) {
-    return invalid("invalid_eip2612_extension_format", `info.${malformed[0]} is malformed`);
+    return invalid("invalid_eip2612_extension_format", `info.${malformed} is malformed`);
   }
   const from = getAddress(text("from"));
   if (!isAddressEqual(from, authorization.from)) {

@@ -20,6 +20,7 @@ import {
   outcomeOf,
   overBoundInSimulation,
   type Step,
+  schemeAndNetwork,
   simulateWithin,
 } from "./checks.js";
 import {
@@ -39,10 +40,11 @@ import {
   sameAsJournaled,
 } from "./permit2-checks.js";
 import {
+  customErrorName,
   EXACT_PERMIT2_PROXY_ADDRESS,
+  exactPermit2ProxyAbi,
   PERMIT2_ADDRESS,
   permit2Digest,
-  proxyErrorName,
   settleCalldata,
 } from "./permit2-encoding.js";
 import { eip2612Sponsoring } from "./permit2-extensions.js";
@@ -82,21 +84,10 @@ async function verify(
   options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<Permit2Payment>>> {
   const { authorization: auth, requirements, signature } = payment;
-  if (request.payloadScheme !== "exact") {
-    return refuse(
-      failure("scheme_mismatch", `the payload's scheme "${request.payloadScheme}" is not "exact"`, {
-        x402Reason: "unsupported_payload_type",
-      }),
-    );
-  }
-  if (request.payloadNetwork !== request.requirements.network) {
-    return refuse(
-      failure(
-        "network_mismatch",
-        `the payload's network "${request.payloadNetwork}" differs from the requirements' "${request.requirements.network}"`,
-      ),
-    );
-  }
+  const disagreement = schemeAndNetwork(request, "exact", {
+    scheme: "unsupported_payload_type",
+  });
+  if (disagreement) return refuse(disagreement);
   // The asset's code, the payer's code and (later) the simulation go out in one batch.
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const payerCode = ctx.client.getCode({ address: auth.from });
@@ -160,7 +151,9 @@ async function verify(
     }
     const overBound = await overBoundInSimulation(ctx, settleCall, gas, simulated.error);
     if (overBound) return refuse(overBound);
-    const named = proxyErrorName(revertData(simulated.error)) ?? revertReason(simulated.error);
+    const named =
+      customErrorName(exactPermit2ProxyAbi, revertData(simulated.error)) ??
+      revertReason(simulated.error);
     return refuse(await diagnose(ctx, { ...payment, permit2612 }, named));
   }
   const settled: Permit2Payment = { ...payment, permit2612 };

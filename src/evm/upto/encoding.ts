@@ -3,12 +3,14 @@
  * witness also names the one facilitator that may settle it, and the proxy calls that move
  * `amount` (at most the permitted maximum) to the recipient.
  */
-import { type Address, decodeErrorResult, encodeFunctionData, type Hex, parseAbi } from "viem";
+import { type Address, encodeFunctionData, type Hex, parseAbi } from "viem";
 import { hashWords, writeAddress, writeBytes32, writeUint } from "../chain/abi-words.js";
 import { hexOf } from "../chain/keccak.js";
 import {
   type Eip2612Permit,
+  type Permit2Authorization,
   permit2WitnessTypes,
+  permitArgs,
   permitWitnessDigest,
   splitSignature,
   typeHash,
@@ -49,17 +51,8 @@ export const uptoWitnessTypes = {
   ],
 } as const;
 
-export interface UptoAuthorization {
-  readonly from: Address;
-  readonly permitted: { readonly token: Address; readonly amount: bigint };
-  readonly spender: Address;
-  readonly nonce: bigint;
-  readonly deadline: bigint;
-  readonly witness: {
-    readonly to: Address;
-    readonly facilitator: Address;
-    readonly validAfter: bigint;
-  };
+export interface UptoAuthorization extends Omit<Permit2Authorization, "witness"> {
+  readonly witness: Permit2Authorization["witness"] & { readonly facilitator: Address };
 }
 
 const WITNESS = "Witness(address to,address facilitator,uint256 validAfter)";
@@ -84,11 +77,7 @@ export function uptoSettleCalldata(
   signature: Hex,
   permit2612?: Eip2612Permit,
 ): Hex {
-  const permit = {
-    permitted: authorization.permitted,
-    nonce: authorization.nonce,
-    deadline: authorization.deadline,
-  };
+  const permit = permitArgs(authorization);
   const rest = [amount, authorization.from, authorization.witness, signature] as const;
   if (!permit2612) {
     return encodeFunctionData({
@@ -103,14 +92,4 @@ export function uptoSettleCalldata(
     functionName: "settleWithPermit",
     args: [{ value: permit2612.value, deadline: permit2612.deadline, ...split }, permit, ...rest],
   });
-}
-
-/** The custom error an upto proxy call reverted with, by name, if it is one of ours. */
-export function uptoErrorName(data: Hex | undefined): string | undefined {
-  if (!data || data.length < 10) return undefined;
-  try {
-    return decodeErrorResult({ abi: uptoProxyAbi, data }).errorName;
-  } catch {
-    return undefined;
-  }
 }

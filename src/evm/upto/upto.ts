@@ -20,6 +20,7 @@ import {
   outcomeOf,
   overBoundInSimulation,
   type Step,
+  schemeAndNetwork,
   simulateWithin,
 } from "../exact/checks.js";
 import {
@@ -37,7 +38,7 @@ import {
   prerequisiteFailure,
   sameAsJournaled,
 } from "../exact/permit2-checks.js";
-import { type Eip2612Permit, PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
+import { customErrorName, type Eip2612Permit, PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
 import { eip2612Sponsoring } from "../exact/permit2-extensions.js";
 import type { EvmRequirements } from "../exact/requirements.js";
 import { checkSignature, innerSignature } from "../exact/signature.js";
@@ -45,7 +46,7 @@ import {
   UPTO_PERMIT2_PROXY_ADDRESS,
   type UptoAuthorization,
   uptoDigest,
-  uptoErrorName,
+  uptoProxyAbi,
   uptoSettleCalldata,
 } from "./encoding.js";
 
@@ -126,22 +127,11 @@ async function verify(
   options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<UptoPayment>>> {
   const { authorization: auth, requirements, signature } = payment;
-  if (request.payloadScheme !== UPTO) {
-    return refuse(
-      failure("scheme_mismatch", `the payload's scheme "${request.payloadScheme}" is not "upto"`, {
-        x402Reason: "invalid_upto_evm_scheme",
-      }),
-    );
-  }
-  if (request.payloadNetwork !== request.requirements.network) {
-    return refuse(
-      failure(
-        "network_mismatch",
-        `the payload's network "${request.payloadNetwork}" differs from the requirements' "${request.requirements.network}"`,
-        { x402Reason: "invalid_upto_evm_network_mismatch" },
-      ),
-    );
-  }
+  const disagreement = schemeAndNetwork(request, UPTO, {
+    scheme: "invalid_upto_evm_scheme",
+    network: "invalid_upto_evm_network_mismatch",
+  });
+  if (disagreement) return refuse(disagreement);
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
@@ -201,7 +191,8 @@ async function verify(
     const simulatedCall = { ...call, account: auth.witness.facilitator };
     const overBound = await overBoundInSimulation(ctx, simulatedCall, gas, simulated.error);
     if (overBound) return refuse(overBound);
-    const named = uptoErrorName(revertData(simulated.error)) ?? revertReason(simulated.error);
+    const named =
+      customErrorName(uptoProxyAbi, revertData(simulated.error)) ?? revertReason(simulated.error);
     const settled = { ...payment, permit2612 };
     if (named === "UnauthorizedFacilitator") {
       return refuse(
