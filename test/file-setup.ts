@@ -8,6 +8,7 @@ import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-process.env.XDG_STATE_HOME = mkdtempSync(
-  path.join(process.env.XDG_STATE_HOME ?? os.tmpdir(), "file-"),
-);
+// From the run's root, not from XDG_STATE_HOME: a worker runs many files (isolate: false), and
+// this runs again before each, which would nest each file's directory in the last one's.
+const root = process.env.FACILITATOR_TEST_STATE_ROOT ?? process.env.XDG_STATE_HOME ?? os.tmpdir();
+process.env.XDG_STATE_HOME = mkdtempSync(path.join(root, "file-"));

@@ -9,5 +9,7 @@ import path from "node:path";
 export default function setup(): () => void {
   const dir = mkdtempSync(path.join(os.tmpdir(), "facilitator-test-state-"));
   process.env.XDG_STATE_HOME = dir;
+  // file-setup.ts makes each file's directory here, also when a worker runs many files.
+  process.env.FACILITATOR_TEST_STATE_ROOT = dir;
   return () => rmSync(dir, { recursive: true, force: true });
 }

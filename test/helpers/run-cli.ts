@@ -7,13 +7,24 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BIN = path.join(ROOT, "bin", "facilitator.js");
-/** Settles from these runs keep their journal here, never in the user's state directory. */
+/**
+ * Settles from these runs keep their journal here, never in the user's state directory: one per
+ * test file (in its state directory, file-setup.ts), as a worker runs file after file.
+ */
 let journalDir: string | undefined;
 
 /** Removes the runs' journals: call it in afterAll. */
 export function removeCliJournals(): void {
   if (journalDir) rmSync(journalDir, { recursive: true, force: true });
   journalDir = undefined;
+}
+
+function journalDirOfThisFile(): string {
+  const home = process.env.XDG_STATE_HOME ?? os.tmpdir();
+  if (journalDir === undefined || path.dirname(journalDir) !== home) {
+    journalDir = mkdtempSync(path.join(home, "facilitator-run-cli-"));
+  }
+  return journalDir;
 }
 
 export interface CliRun {
@@ -27,8 +38,7 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith("FACILITATOR_")),
   );
-  journalDir ??= mkdtempSync(path.join(os.tmpdir(), "facilitator-run-cli-"));
-  const journal = path.join(journalDir, "journal.jsonl");
+  const journal = path.join(journalDirOfThisFile(), "journal.jsonl");
   return new Promise((resolve) => {
     execFile(
       process.execPath,
