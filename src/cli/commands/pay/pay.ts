@@ -3,8 +3,7 @@
  * `verify` and `settle` read, so `facilitator pay | facilitator settle -` is a whole payment.
  * Requirements come from a file, from flags, or (against a devnet) from the devnet's defaults.
  */
-import { type Address, erc20Abi, getAddress, isAddress, type PublicClient, parseAbi } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { type Address, erc20Abi, isAddress, type PublicClient, parseAbi } from "viem";
 import { BATCH_SETTLEMENT } from "../../../evm/batch-settlement/constants.js";
 import {
   approvalTerms,
@@ -13,7 +12,7 @@ import {
   signPayment,
   type TransferMethod,
 } from "../../../evm/client/sign-payment.js";
-import { type DevAccount, payeeAccount, payerAccounts } from "../../../evm/devnet/accounts.js";
+import { type DevAccount, payeeAccount } from "../../../evm/devnet/accounts.js";
 import { isDevnetChain, isTestUsdcCode } from "../../../evm/devnet/detect.js";
 import {
   DEFAULT_USDC_ADDRESS,
@@ -26,16 +25,15 @@ import { caip2, knownNetwork } from "../../../protocol/networks.js";
 import { parseJson } from "../../../protocol/request.js";
 import { isUnreachable, RpcRegistry, unreachableReason } from "../../../rpc/rpc.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
-import { readSmallFile } from "../../io/bounded-read.js";
 import { UsageError } from "../../io/errors.js";
 import { readSource } from "../../io/input.js";
 import { humanOutput, note, printJson, warn } from "../../io/output.js";
 import { loadConfig } from "../../settings/config.js";
-import { readPrivateKey } from "../../settings/config-keys.js";
 import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
 import { batchExtra, signBatchPayment } from "./pay-batch.js";
 import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
 import type { PayFlags } from "./pay-flags.js";
+import { address, payerFrom } from "./pay-payer.js";
 import { type PayScheme, pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
 import { buildSvmRequest } from "./pay-svm.js";
 
@@ -46,36 +44,6 @@ const tokenAbi = parseAbi([
   "function version() view returns (string)",
   "function nonces(address owner) view returns (uint256)",
 ]);
-
-function address(value: string, flag: string): Address {
-  if (!isAddress(value, { strict: false })) throw new UsageError(`${flag} is not an address`);
-  return getAddress(value);
-}
-
-function payerFrom(flags: PayFlags, devnet: boolean): DevAccount {
-  if (flags.payerKeyFile !== undefined) {
-    if (flags.payer !== undefined)
-      throw new UsageError("--payer and --payer-key-file exclude each other");
-    const text = readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env);
-    const line = text
-      .split(/\r?\n/)
-      .map((l) => l.trim())
-      .find((l) => l && !l.startsWith("#"));
-    const privateKey = readPrivateKey(line ?? "", "--payer-key-file");
-    return { address: privateKeyToAccount(privateKey).address, privateKey };
-  }
-  if (!devnet) {
-    throw new UsageError(
-      flags.payer !== undefined
-        ? "--payer picks a devnet payer, and this RPC's chain is no devnet: use --payer-key-file FILE"
-        : "who pays? pass --payer-key-file FILE (the payer's key; never a flag value)",
-    );
-  }
-  const n = Number(flags.payer ?? "1");
-  const payer = Number.isInteger(n) ? payerAccounts[n - 1] : undefined;
-  if (!payer) throw new UsageError(`--payer must be 1 to ${payerAccounts.length}`);
-  return payer;
-}
 
 /** The token's EIP-712 name and version, read from the chain when the requirements lack them. */
 async function tokenDomain(
