@@ -42,9 +42,13 @@ test("a busy lane reads its mined count at most once a second, and every payment
     }),
   );
   // The mined count ("latest"); a pending count is the nonce's, or a gap check's on a slow run.
+  // A receipt slow to come (on a busy machine, many) has follow.ts look whether anvil passed it
+  // over: one anvil_getAutomine and one mined count each. Those are not the lane's recount.
   let reads = 0;
+  let parkedChecks = 0;
   proxy.intercept = (method, params) => {
     if (method === "eth_getTransactionCount" && (params as unknown[])[1] === "latest") reads++;
+    if (method === "anvil_getAutomine") parkedChecks++;
     return undefined;
   };
   const started = Date.now();
@@ -61,8 +65,8 @@ test("a busy lane reads its mined count at most once a second, and every payment
   const seconds = (Date.now() - started) / 1000;
   proxy.intercept = () => undefined;
   expect(answers.filter((a) => (a as { success?: boolean }).success)).toHaveLength(SETTLES);
-  // One a second at most (the first at once), and one spare: a receipt slow to come reads it too.
-  expect(reads, `${reads} reads in ${seconds.toFixed(1)} s`).toBeLessThanOrEqual(
-    Math.ceil(seconds) + 2,
-  );
+  // One a second at most (the first at once), and one spare.
+  const recounts = reads - parkedChecks;
+  const said = `${reads} reads (${parkedChecks} by slow receipts) in ${seconds.toFixed(1)} s`;
+  expect(recounts, said).toBeLessThanOrEqual(Math.ceil(seconds) + 2);
 }, 120_000);
