@@ -114,16 +114,11 @@ export async function broadcast(
       (receipt) => ({ receipt }),
       (error: unknown) => ({ error }),
     );
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<undefined>((resolve) => {
-    // On a local node, a transaction not answered by then was passed over (local-node.ts):
-    // following it looks for that at once.
-    const syncWaitMs = knownLocalNode(client) ? LOCAL_PARKED_AFTER_MS : SYNC_WAIT_MS;
-    const waitMs = Math.min(syncWaitMs, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
-    timer = setTimeout(() => resolve(undefined), waitMs);
-  });
-  let result = await Promise.race([answer, waited]);
-  clearTimeout(timer);
+  // On a local node, a transaction not answered by then was passed over (local-node.ts):
+  // following it looks for that at once.
+  const syncWaitMs = knownLocalNode(client) ? LOCAL_PARKED_AFTER_MS : SYNC_WAIT_MS;
+  const waitMs = Math.min(syncWaitMs, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
+  let result = await until(answer, Date.now() + waitMs);
   // Still waiting: the node took the transaction and it is not mined yet; polling takes over.
   // Unless the node does not know it: then our request may still be waiting out a provider's
   // rate limit (rpc/provider-limits.ts, bounded), and its answer says whether it was sent. Or
