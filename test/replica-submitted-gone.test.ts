@@ -10,7 +10,7 @@
 import pg from "pg";
 import { createTestClient, type Hex, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { chainOf, tokenBalance } from "./helpers/chain.js";
+import { chainOf, mineWhile, tokenBalance } from "./helpers/chain.js";
 import {
   type Cluster,
   postTo,
@@ -35,18 +35,8 @@ afterAll(() => cluster?.stop());
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const anvil = () => createTestClient({ mode: "anvil", transport: http(cluster.devnet.rpcUrl) });
 
-/** Mines a block every 100 ms until `work` settles. */
-async function mining<T>(work: Promise<T>): Promise<T> {
-  let done = false;
-  const result = work.finally(() => {
-    done = true;
-  });
-  while (!done) {
-    await anvil().mine({ blocks: 1 });
-    await sleep(100);
-  }
-  return result;
-}
+/** Mines until `work` settles (blocks are mined by hand on this devnet). */
+const mining = <T>(work: Promise<T>) => mineWhile(cluster.devnet.rpcUrl, work, 100);
 
 /** Sends `body` until it is not told to retry (the dead replica's claim runs out in 2 s). */
 async function settled(url: string, body: unknown): Promise<SettleReply> {

@@ -20,7 +20,7 @@ import { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
-import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
+import { chainOf, mineWhile, payerHolding, tokenBalance } from "./helpers/chain.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
@@ -48,17 +48,7 @@ const us = () => devnet.facilitator.address;
 const pending = () => chainOf(devnet).getTransactionCount({ address: us(), blockTag: "pending" });
 
 /** Mines until `work` settles (blocks are mined by hand on this devnet). */
-async function mining<T>(work: Promise<T>): Promise<T> {
-  let done = false;
-  const result = work.finally(() => {
-    done = true;
-  });
-  while (!done) {
-    await anvil().mine({ blocks: 1 });
-    await sleep(50);
-  }
-  return result;
-}
+const mining = <T>(work: Promise<T>) => mineWhile(devnet.rpcUrl, work);
 
 /** A payer holding `holds`, and its payment of `amount`, valid for `seconds`. */
 async function payment(holds: bigint, amount: bigint, seconds = 300) {

@@ -31,7 +31,7 @@ import {
   officialPayload,
   x402Request,
 } from "./helpers/batch.js";
-import { chainOf } from "./helpers/chain.js";
+import { chainOf, mineWhile } from "./helpers/chain.js";
 import { officialPermit2Payload, permit2Requirements } from "./helpers/permit2.js";
 import { officialUptoPayload, uptoOffer } from "./helpers/upto.js";
 
@@ -75,17 +75,7 @@ const ours = () =>
   chainOf(devnet).getTransactionCount({ address: devnet.facilitator.address, blockTag: "pending" });
 
 /** Mines until `work` settles (blocks are mined by hand on this devnet). */
-async function mining<T>(work: Promise<T>): Promise<T> {
-  let done = false;
-  const result = work.finally(() => {
-    done = true;
-  });
-  while (!done) {
-    await anvil().mine({ blocks: 1 });
-    await sleep(50);
-  }
-  return result;
-}
+const mining = <T>(work: Promise<T>) => mineWhile(devnet.rpcUrl, work);
 
 /**
  * Settles `body` answered `submitted`, drops its transaction, and has one reconciler pass send it

@@ -18,7 +18,7 @@ import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { Facilitator } from "../src/facilitator.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { Journal } from "../src/store/journal.js";
-import { chainOf, payerHolding, tokenBalance } from "./helpers/chain.js";
+import { chainOf, mineWhile, payerHolding, tokenBalance } from "./helpers/chain.js";
 import { clientPayload, requirementsV2 } from "./helpers/x402.js";
 
 let devnet: Devnet;
@@ -37,20 +37,9 @@ afterAll(async () => {
 });
 
 const anvil = () => createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Mines until `work` settles (blocks are mined by hand on this devnet). */
-async function mining<T>(work: Promise<T>): Promise<T> {
-  let done = false;
-  const result = work.finally(() => {
-    done = true;
-  });
-  while (!done) {
-    await anvil().mine({ blocks: 1 });
-    await sleep(50);
-  }
-  return result;
-}
+const mining = <T>(work: Promise<T>) => mineWhile(devnet.rpcUrl, work);
 
 describe("answered submitted, dropped, and its nonce used by another transaction", () => {
   test("stays open until the retry settles it afresh: the money moves once, and no second success is answered", async () => {

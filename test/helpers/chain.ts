@@ -1,5 +1,5 @@
 /** Reading the devnet chain from tests. */
-import { type Address, createPublicClient, createWalletClient, http } from "viem";
+import { type Address, createPublicClient, createTestClient, createWalletClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../../src/evm/devnet/artifacts.js";
 import type { DevAccount, DevnetInfo } from "../../src/evm/devnet/index.js";
@@ -64,4 +64,18 @@ export async function poolDrained(devnet: DevnetInfo, from: Address, timeoutMs =
     if (Date.now() > until) throw new Error(`${from} still has ${pending - latest} in the pool`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Mines a block every `everyMs` on a devnet mined by hand until `work` settles; its result. */
+export async function mineWhile<T>(rpcUrl: string, work: Promise<T>, everyMs = 50): Promise<T> {
+  const anvil = createTestClient({ mode: "anvil", transport: http(rpcUrl) });
+  let done = false;
+  const result = work.finally(() => {
+    done = true;
+  });
+  while (!done) {
+    await anvil.mine({ blocks: 1 });
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+  return result;
 }
