@@ -216,7 +216,10 @@ describe("a serving worker that dies is restarted", () => {
       }
 
       await flood(serving, await heavyRequest(stalled));
-      expect(await waitForStderr(serving, /"event":"worker_died"/, 15_000)).toBe(true);
+      const sawDeath = await waitForStderr(serving, /"event":"worker_died"/, 15_000);
+      // When no worker death is seen, say how the process ended and what it wrote last.
+      const why = `exit ${serving.child.exitCode}, signal ${serving.child.signalCode}; stderr ends: ${serving.stderr().slice(-1500)}`;
+      expect(sawDeath, why).toBe(true);
       const died = JSON.parse(
         serving
           .stderr()
