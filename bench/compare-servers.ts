@@ -3,11 +3,19 @@
  * if the bench exits, with their CPU and peak memory read from /proc.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Hex } from "viem";
-import { cleanEnv, cpuMs, exited, freePort, serveArgs, tail, urlOnStdout } from "./lib.js";
+import {
+  cleanEnv,
+  cpuMs,
+  exited,
+  freePort,
+  serveArgs,
+  tail,
+  treeStatusKb,
+  urlOnStdout,
+} from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const READY_TIMEOUT_MS = 30_000;
@@ -94,14 +102,13 @@ export async function startReference(rpcUrl: string, key: Hex): Promise<Server> 
   return { name: "reference", child, pid: child.pid, url, log };
 }
 
-/** VmHWM (peak resident set) of a live process, in MiB; undefined without /proc. */
+/**
+ * VmHWM (peak resident set) of a live process and its children, in MiB; undefined without /proc.
+ * Summed: each one's peak, whenever it came (an upper bound of the tree's).
+ */
 export function peakRssMiB(pid: number): number | undefined {
-  try {
-    const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return match ? Number(match[1]) / 1024 : undefined;
-  } catch {
-    return undefined;
-  }
+  const kb = treeStatusKb(pid, "VmHWM");
+  return kb === undefined ? undefined : kb / 1024;
 }
 
 export interface Cpu {

@@ -1,6 +1,6 @@
 /** What the benches share: settings from the environment, free ports, a clean environment. */
 import type { ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -9,16 +9,64 @@ import { approvePermit2, type DevAccount, type Devnet } from "../src/evm/devnet/
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { signUptoRequest } from "../src/evm/devnet/sign-upto.js";
 
-/** CPU time (user + system, all threads) a live process has used so far, in ms; undefined without /proc. */
-export function cpuMs(pid: number): number | undefined {
+/** A process and its live descendants (serve's worker is a child process), from /proc. */
+export function processTree(pid: number): number[] {
+  let children: number[] = [];
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after "(comm)": state is field 3, utime 14, stime 15, in clock ticks (USER_HZ, 100).
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+      readFileSync(`/proc/${pid}/task/${task}/children`, "utf8")
+        .split(" ")
+        .filter(Boolean)
+        .map(Number),
+    );
   } catch {
-    return undefined;
+    // Gone meanwhile.
   }
+  return [pid, ...children.flatMap(processTree)];
+}
+
+/**
+ * CPU time (user + system, all threads) a live process and its descendants have used so far, in
+ * ms, those that exited included; undefined without /proc.
+ */
+export function cpuMs(pid: number): number | undefined {
+  let total = 0;
+  for (const [i, each] of processTree(pid).entries()) {
+    try {
+      const stat = readFileSync(`/proc/${each}/stat`, "utf8");
+      // After "(comm)": utime is field 14, stime 15, cutime 16, cstime 17, in ticks (USER_HZ, 100).
+      const fields = stat
+        .slice(stat.lastIndexOf(")") + 2)
+        .split(" ")
+        .map(Number);
+      total += ((fields[11] ?? 0) + (fields[12] ?? 0) + (fields[13] ?? 0) + (fields[14] ?? 0)) * 10;
+    } catch {
+      if (i === 0) return undefined;
+    }
+  }
+  return total;
+}
+
+/**
+ * Resident memory (kB, now or at its peak) of a process and its descendants, as the machine holds
+ * it: each one's own pages, and the file-backed ones (the node binary, shared libraries: the same
+ * files in each) once, the largest count of them. undefined without /proc.
+ */
+export function treeStatusKb(pid: number, name: "VmRSS" | "VmHWM"): number | undefined {
+  let own = 0;
+  let files = 0;
+  for (const [i, each] of processTree(pid).entries()) {
+    try {
+      const status = readFileSync(`/proc/${each}/status`, "utf8");
+      const kb = (field: string) =>
+        Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
+      own += kb(name) - kb("RssFile");
+      files = Math.max(files, kb("RssFile"));
+    } catch {
+      if (i === 0) return undefined;
+    }
+  }
+  return own + files;
 }
 
 /** Nearest-rank percentile of unsorted values. */

@@ -27,7 +27,7 @@ import os from "node:os";
 import path from "node:path";
 import { startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
-import { servedUrl, setting, tail } from "./lib.js";
+import { servedUrl, setting, tail, treeStatusKb } from "./lib.js";
 
 export interface ServeRss {
   readonly rssMiB: number;
@@ -36,11 +36,12 @@ export interface ServeRss {
 
 const mib = (kb: number) => Math.round((kb / 1024) * 10) / 10;
 
-/** VmRSS and VmHWM of a live process, from /proc. */
+/** VmRSS and VmHWM of a live process and its children (serve's worker), from /proc. */
 export function memoryOf(pid: number): ServeRss {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]);
-  return { rssMiB: mib(kb("VmRSS")), hwmMiB: mib(kb("VmHWM")) };
+  return {
+    rssMiB: mib(treeStatusKb(pid, "VmRSS") ?? Number.NaN),
+    hwmMiB: mib(treeStatusKb(pid, "VmHWM") ?? Number.NaN),
+  };
 }
 
 const hex = (seed: string, bytes: number) =>

@@ -6,11 +6,12 @@
  * anvil and proves that every request gets an HTTP answer, none is reset, the process stays up,
  * and an ordinary verify succeeds afterwards. Every wait here is bounded.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { treeStatusKb } from "../bench/lib.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { Facilitator } from "../src/facilitator.js";
@@ -31,8 +32,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const rssKiB = (pid: number) =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+// serve and its worker process, summed.
+const rssKiB = (pid: number) => treeStatusKb(pid, "VmRSS") ?? Number.NaN;
 
 /** The request of the incident: valid, signed, and 30,000 zeros in requirements.extra (~61 KB). */
 async function bloatedRequest(): Promise<string> {

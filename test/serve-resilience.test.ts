@@ -7,6 +7,7 @@
  */
 
 import {
+  existsSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -32,6 +33,17 @@ import {
 
 let devnet: Devnet;
 let dir: string;
+
+/** A process and its descendants, from /proc. */
+function processTree(pid: number): number[] {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, "utf8")
+      .split(" ")
+      .filter(Boolean)
+      .map(Number),
+  );
+  return [pid, ...children.flatMap(processTree)];
+}
 
 beforeAll(async () => {
   devnet = await startDevnet();
@@ -254,14 +266,15 @@ describe("a serving worker that dies is restarted", () => {
       });
       expect(await rpc.getTransactionCount({ address: facilitator })).toBe(1);
       // The dead worker's journal file does not stay open beside the new worker's.
-      const pid = serving.child.pid as number;
-      const open = readdirSync(`/proc/${pid}/fd`).filter((fd) => {
-        try {
-          return readlinkSync(`/proc/${pid}/fd/${fd}`) === journal;
-        } catch {
-          return false;
-        }
-      });
+      const open = processTree(serving.child.pid as number).flatMap((pid) =>
+        readdirSync(`/proc/${pid}/fd`).filter((fd) => {
+          try {
+            return readlinkSync(`/proc/${pid}/fd/${fd}`) === journal;
+          } catch {
+            return false;
+          }
+        }),
+      );
       expect(open).toHaveLength(1);
 
       // SIGTERM still stops, without a restart: cleanly, or (the test's 16 MiB heap can run out
@@ -279,6 +292,52 @@ describe("a serving worker that dies is restarted", () => {
           ),
         });
       }
+    } finally {
+      serving.child.kill("SIGKILL");
+    }
+  }, 60_000);
+
+  test("a worker aborted by a native addon (SIGABRT) is a worker death: serve restarts it on the same URL", async () => {
+    // A worker thread that ran out of memory inside secp256k1's native addon aborted the whole
+    // process (supervisor and all): the worker is a process of its own so that an abort ends only it.
+    const serving = await startServe([
+      "--rpc-url",
+      devnet.rpcUrl,
+      "--journal",
+      path.join(dir, "abort-journal"),
+    ]);
+    try {
+      const [worker, ...others] = processTree(serving.child.pid as number).slice(1);
+      expect(others).toEqual([]);
+      expect(worker).toBeGreaterThan(0);
+      process.kill(worker as number, "SIGABRT");
+      expect(await waitForStderr(serving, /"event":"worker_died"/, 15_000)).toBe(true);
+      const died = JSON.parse(
+        serving
+          .stderr()
+          .split("\n")
+          .find((l) => l.includes('"worker_died"')) ?? "{}",
+      ) as Record<string, unknown>;
+      expect(died).toMatchObject({ reason: "killed by SIGABRT", restart: true, deathsInARow: 1 });
+      const listening = `"event":"listening","url":"${serving.url}"`;
+      const relistened = () => serving.stderr().split(listening).length - 1 >= 2;
+      for (let i = 0; i < 300 && !relistened(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(relistened(), serving.stderr()).toBe(true);
+      const health = await send(serving.url, { path: "/health" });
+      expect(health.status).toBe(200);
+      const [next] = processTree(serving.child.pid as number).slice(1);
+      expect(next).not.toBe(worker);
+
+      // The supervisor killed outright: its worker does not serve on without it (it holds no locks).
+      serving.child.kill("SIGKILL");
+      await serving.exited;
+      for (let i = 0; i < 100 && existsSync(`/proc/${next}`); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const state = existsSync(`/proc/${next}/stat`)
+        ? readFileSync(`/proc/${next}/stat`, "utf8").split(") ")[1]?.[0]
+        : "gone";
+      expect(["gone", "Z"]).toContain(state);
     } finally {
       serving.child.kill("SIGKILL");
     }

@@ -2,11 +2,11 @@
  * The node:http adapter over real loopback sockets: limits, slow and broken clients, memory under
  * abuse, and a graceful stop that lets a settle in flight answer. Every loop here is bounded.
  */
-import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { createPublicClient, createTestClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { treeStatusKb } from "../bench/lib.js";
 import { type Devnet, startDevnet } from "../src/evm/devnet/index.js";
 import { signSampleRequest } from "../src/evm/devnet/sample.js";
 import { Facilitator } from "../src/facilitator.js";
@@ -159,8 +159,8 @@ describe("limits", () => {
 /** `facilitator serve` as a process; its journal in the temporary state directory of the tests. */
 const serveProcess = (args: string[]) => startServe(args);
 
-const rssKiB = (pid: number) =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+// serve and its worker process, summed.
+const rssKiB = (pid: number) => treeStatusKb(pid, "VmRSS") ?? Number.NaN;
 
 describe("a serving process", () => {
   test("memory stays flat under 4,000 malformed, oversized and unknown requests", async () => {

@@ -30,6 +30,8 @@ type FacilitatorFromOptions = {
   onSignerWait?: (wait: SignerWait, store: string) => void;
   /** serve's door to new broadcasts, shut when its stop's time is up; settle's pool gate. */
   door?: Pick<SendingDoor, "guard">;
+  /** The PostgreSQL store's owner name, when not this process's. */
+  storeOwner?: string | undefined;
 };
 
 /**
@@ -92,6 +94,7 @@ async function build(
         onSignerWait:
           options.onSignerWait ?? ((wait, store) => warn(describeSignerWait(wait, store))),
         server: options.server === true,
+        owner: options.storeOwner,
       })
     : openJournal(config.journalPath, {
         // 0 keeps every archive segment, as it keeps every PostgreSQL row.
@@ -164,6 +167,7 @@ async function openPostgres(
     onSignerWait?: (wait: SignerWait, store: string) => void;
     /** A server is told to use its own key; a command, to send the payment to the server. */
     server?: boolean;
+    owner?: string | undefined;
   },
 ): Promise<SettlementStore> {
   const { PostgresStore, redactStoreUrl } = await import("../../store/postgres.js");
@@ -176,6 +180,7 @@ async function openPostgres(
       retainDays: options.retainDays,
       onQuery: options.onQuery,
       onSignerWait: options.onSignerWait && ((wait) => options.onSignerWait?.(wait, store)),
+      owner: options.owner,
     });
   } catch (error) {
     if (error instanceof SignersLeased) {

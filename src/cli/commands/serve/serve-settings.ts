@@ -1,16 +1,16 @@
-/** What `facilitator serve` hands its serving thread: the settings, read once by the main thread. */
+/** What `facilitator serve` hands its serving worker: the settings, read once by the supervisor. */
 import type { Hex } from "viem";
 import type { ApiKeys } from "../../../http/callers.js";
 import type { CliConfig } from "../../settings/config.js";
 
-/** The configuration without its key loaders: what can cross to the serving thread. */
+/** The configuration without its key loaders: what can cross to the serving worker. */
 export type PlainConfig = Omit<
   CliConfig,
   "loadPrivateKey" | "loadPrivateKeys" | "loadReceiverAuthorizerKey" | "loadSvmFeePayers"
 >;
 
 /**
- * Everything the serving thread needs, resolved once in the main thread: a restarted worker gets
+ * Everything the serving worker needs, resolved once by the supervisor: a restarted worker gets
  * the same values, even when a key came from a pipe (`<(cmd)`) that can be read only once.
  */
 export interface ServeSettings {
@@ -21,12 +21,12 @@ export interface ServeSettings {
   readonly maxConnectionsPerClient: number;
   readonly maxInflightBytes: number;
   readonly allowedHosts: readonly string[];
-  /** Old-generation heap of the serving thread, MiB. */
+  /** Old-generation heap of the serving worker, MiB. */
   readonly maxHeapMb: number;
   readonly apiKey: string | undefined;
   /** Named API keys, each with the sellers it may act for (--api-keys-file). */
   readonly apiKeys?: ApiKeys | undefined;
-  /** Their file, re-read by the serving thread when it changes. */
+  /** Their file, re-read by the serving worker when it changes. */
   readonly apiKeysFile?: string | undefined;
   readonly config: PlainConfig;
   readonly privateKeys: readonly Hex[];
@@ -35,4 +35,6 @@ export interface ServeSettings {
   /** The Solana fee payers' 64-byte secret keys. */
   readonly svmSecretKeys: readonly Uint8Array[];
   readonly quiet: boolean;
+  /** The PostgreSQL store's owner name: the supervisor's, so a restarted worker keeps its claims. */
+  readonly storeOwner?: string | undefined;
 }

@@ -1,15 +1,18 @@
 /**
- * The main thread of `facilitator serve`. The server runs in a worker thread with a bounded heap
- * (peak RSS under load about 120 MiB instead of 150-180 MiB, same throughput). If that worker dies
- * (its heap ran out, an uncaught error), one JSON line says so on stderr and a new worker serves
- * on the same host and port; settles that were in flight are in the journal, which the new worker
- * reopens, and are reconciled when retried. Several deaths in a short time mean something is
+ * The supervising process of `facilitator serve`. The server runs in a child process with a
+ * bounded heap: a process, not a thread, because a thread that runs out of memory inside a native
+ * addon (secp256k1's) can abort the whole process, supervisor included. If that worker dies (its
+ * heap ran out, an uncaught error, a signal), one JSON line says so on stderr and a new worker
+ * serves on the same host and port; settles that were in flight are in the journal, which the new
+ * worker reopens, and are reconciled when retried. Several deaths in a short time mean something is
  * wrong that a restart will not fix: then the process exits 3. SIGINT/SIGTERM stop the worker
  * cleanly (requests in flight answer first; what it waits for is said) and the process exits 0,
  * without a restart. A second Ctrl-C stops at once (exit 130): a settle cut short is in the
  * journal, and a retry of the same payment follows it.
  */
-import { Worker } from "node:worker_threads";
+import { type ChildProcess, fork } from "node:child_process";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
 import type { ErrorCode } from "../../../protocol/errors.js";
 import { UsageError } from "../../io/errors.js";
 import type { ServeSettings } from "./serve-settings.js";
@@ -22,14 +25,21 @@ import type { ServeSettings } from "./serve-settings.js";
 const MAX_DEATHS = 5;
 const SHORT_LIFE_MS = 60_000;
 
-/** What the serving thread reports to this one. */
+/** What the serving worker reports to this process. */
 export type WorkerMessage =
   | { readonly type: "listening"; readonly port: number; readonly url: string }
   | { readonly type: "draining"; readonly inFlight: Record<string, number> }
   /** Stopped: everything answered and the store closed; what still runs may be cut. */
   | { readonly type: "stopped" }
   | { readonly type: "usage"; readonly message: string; readonly code: ErrorCode }
-  | { readonly type: "note"; readonly entry: Record<string, unknown>; readonly text: string };
+  | { readonly type: "note"; readonly entry: Record<string, unknown>; readonly text: string }
+  /** An uncaught error, named without its message (which could quote a request). */
+  | { readonly type: "died"; readonly reason: string };
+
+/** What this process tells the worker: its settings once, then perhaps to stop. */
+export type SupervisorMessage =
+  | { readonly type: "start"; readonly settings: ServeSettings; readonly bannerOnTty: boolean }
+  | { readonly type: "stop" };
 
 interface WorkerEnd {
   readonly exitCode: number;
@@ -39,20 +49,21 @@ interface WorkerEnd {
 }
 
 /**
- * The young generation stays small: the bench showed no gain from more, and at 12 MiB (was 16)
- * serve's peak RSS on a 200,000-settlement history is 153-155 MiB (was 158-163).
+ * The young generation stays small (a semi-space is a third of it): the bench showed no gain from
+ * more, and at 12 MiB serve's peak RSS on a 200,000-settlement history was 153-155 MiB (16: 158-163).
  */
-function heapLimits(maxHeapMb: number) {
-  return {
-    maxOldGenerationSizeMb: maxHeapMb,
-    maxYoungGenerationSizeMb: Math.max(1, Math.min(12, Math.floor(maxHeapMb / 4))),
-  };
+function heapFlags(maxHeapMb: number): string[] {
+  const young = Math.max(1, Math.min(12, Math.floor(maxHeapMb / 4)));
+  const inherited = process.execArgv.filter((flag) => !/^--max-(old|semi)-space-size/.test(flag));
+  return [
+    ...inherited,
+    `--max-old-space-size=${maxHeapMb}`,
+    `--max-semi-space-size=${Math.max(1, Math.floor(young / 3))}`,
+  ];
 }
 
-function reasonOf(error: Error & { code?: string }): string {
-  if (error.code === "ERR_WORKER_OUT_OF_MEMORY") return "out of memory";
-  return `uncaught ${error.name}${error.code ? ` (${error.code})` : ""}`;
-}
+/** V8's last words when a heap runs out: the start of a block of GC and native stack traces. */
+const OUT_OF_MEMORY = /^<--- Last few GCs --->|^FATAL ERROR: .*heap out of memory/;
 
 /** "2 requests (1 settle, 1 verify)" */
 function describeInFlight(inFlight: Record<string, number>): string {
@@ -66,7 +77,7 @@ export async function superviseServer(
   hooks: { onListening?: (url: string) => void } = {},
 ): Promise<number> {
   let stopping = false;
-  let current: Worker | undefined;
+  let current: ChildProcess | undefined;
   let waitingFor: Record<string, number> = {};
   let stopNow: (() => void) | undefined;
   const stoppedNow = new Promise<void>((resolve) => {
@@ -88,7 +99,7 @@ export async function superviseServer(
       return;
     }
     stopping = true;
-    current?.postMessage({ type: "stop" });
+    tell(current, { type: "stop" });
     // The worker answers everything before this; should it not have ended by then, it is ended.
     hardStop = setTimeout(() => {
       timedOut = true;
@@ -112,22 +123,30 @@ export async function superviseServer(
   try {
     for (let start = 0; ; start++) {
       const startedAt = Date.now();
-      const worker = new Worker(new URL("./serve-worker.js", import.meta.url), {
-        workerData: {
-          // After the first start, the port the first worker bound (it may have asked for 0).
-          settings: port === undefined ? settings : { ...settings, port },
-          bannerOnTty: start === 0 && process.stderr.isTTY === true,
+      const worker = fork(fileURLToPath(new URL("./serve-worker.js", import.meta.url)), [], {
+        execArgv: heapFlags(settings.maxHeapMb),
+        serialization: "advanced",
+        stdio: ["ignore", "inherit", "pipe", "ipc"],
+      });
+      tell(worker, {
+        type: "start",
+        // After the first start, the port the first worker bound (it may have asked for 0), and
+        // the store owner of this process, so a new worker takes over what the last one held.
+        settings: {
+          ...settings,
+          ...(port === undefined ? {} : { port }),
+          storeOwner: `${os.hostname()}:${process.pid}`,
         },
-        resourceLimits: heapLimits(settings.maxHeapMb),
+        bannerOnTty: start === 0 && process.stderr.isTTY === true,
       });
       current = worker;
-      if (stopping) worker.postMessage({ type: "stop" });
+      if (stopping) tell(worker, { type: "stop" });
       const ended = watch(worker, {
         onDraining,
         onStopped: () => {
-          // Settles that ran past their answer may keep the thread busy: it is ended now.
+          // Settles that ran past their answer may keep the worker busy: it is ended now.
           stoppedClean = true;
-          // A moment for its last log lines to cross from the thread.
+          // A moment for its last log lines to cross from the worker.
           setTimeout(() => stopNow?.(), 200);
         },
         onListening: (bound, url) => {
@@ -139,7 +158,7 @@ export async function superviseServer(
       const end = await Promise.race([ended, stoppedNow.then(() => undefined)]);
       current = undefined;
       if (end === undefined && (timedOut || stoppedClean)) {
-        await worker.terminate();
+        await killWorker(worker);
         if (timedOut && !stoppedClean) {
           note({
             event: "stopped_at_timeout",
@@ -149,7 +168,7 @@ export async function superviseServer(
         return 0;
       }
       if (end === undefined) {
-        await worker.terminate();
+        await killWorker(worker);
         const settles = waitingFor["/settle"] ?? 0;
         note(
           { event: "stopped_now", cutShort: waitingFor },
@@ -201,9 +220,24 @@ export async function superviseServer(
   }
 }
 
-/** Resolves when the worker has exited, with why. */
+function tell(worker: ChildProcess | undefined, message: SupervisorMessage): void {
+  if (worker?.connected) worker.send(message, () => {});
+}
+
+/** Kills the worker (a second stop, or one that answered everything) and waits for its exit. */
+async function killWorker(worker: ChildProcess): Promise<void> {
+  if (worker.exitCode !== null || worker.signalCode !== null) return;
+  const exited = new Promise((resolve) => worker.once("exit", resolve));
+  worker.kill("SIGKILL");
+  await exited;
+}
+
+/**
+ * Resolves when the worker has exited, with why. Its stderr passes through line by line, but for
+ * V8's report of a heap run out: that is said as the reason, not as a page of native stack.
+ */
 function watch(
-  worker: Worker,
+  worker: ChildProcess,
   hooks: {
     onDraining: (inFlight: Record<string, number>) => void;
     onStopped: () => void;
@@ -213,17 +247,42 @@ function watch(
 ): Promise<WorkerEnd> {
   let reason: string | undefined;
   let usage: WorkerEnd["usage"];
+  let outOfMemory = false;
+  let partial = "";
   worker.on("message", (message: WorkerMessage) => {
     if (message.type === "listening") hooks.onListening(message.port, message.url);
     else if (message.type === "draining") hooks.onDraining(message.inFlight);
     else if (message.type === "stopped") hooks.onStopped();
     else if (message.type === "note") hooks.onNote(message.entry, message.text);
     else if (message.type === "usage") usage = { message: message.message, code: message.code };
+    else if (message.type === "died") reason = message.reason;
   });
-  worker.on("error", (error) => {
-    reason = reasonOf(error);
+  worker.on("error", (error: NodeJS.ErrnoException) => {
+    reason ??= `cannot start: ${error.code ?? error.name}`;
   });
+  const passOn = (text: string) => {
+    if (outOfMemory) return;
+    const lines = (partial + text).split("\n");
+    partial = lines.pop() ?? "";
+    const kept: string[] = [];
+    for (const line of lines) {
+      if (OUT_OF_MEMORY.test(line)) {
+        outOfMemory = true;
+        break;
+      }
+      kept.push(`${line}\n`);
+    }
+    if (kept.length > 0) process.stderr.write(kept.join(""));
+  };
+  worker.stderr?.setEncoding("utf8").on("data", passOn);
+  const closed = new Promise<void>((resolve) => worker.stderr?.on("close", resolve) ?? resolve());
   return new Promise((resolve) => {
-    worker.on("exit", (exitCode) => resolve({ exitCode, reason, usage }));
+    worker.on("exit", async (code, signal) => {
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 500))]);
+      if (partial && !outOfMemory) process.stderr.write(`${partial}\n`);
+      if (outOfMemory) reason = "out of memory";
+      else if (signal) reason ??= `killed by ${signal}`;
+      resolve({ exitCode: code ?? 1, reason, usage });
+    });
   });
 }

@@ -1,17 +1,39 @@
-/** The serving thread of `facilitator serve` (see serve-supervisor.ts): serves until told to stop. */
-import { parentPort, workerData } from "node:worker_threads";
+/** The serving process of `facilitator serve` (see serve-supervisor.ts): serves until told to stop. */
+import module from "node:module";
 import { UsageError } from "../../io/errors.js";
 import { serveHere } from "./serve.js";
-import type { ServeSettings } from "./serve-settings.js";
-import type { WorkerMessage } from "./serve-supervisor.js";
+import type { SupervisorMessage, WorkerMessage } from "./serve-supervisor.js";
 
-const { settings, bannerOnTty } = workerData as { settings: ServeSettings; bannerOnTty: boolean };
-const tell = (message: WorkerMessage) => parentPort?.postMessage(message);
+// As bin/facilitator.js does for the CLI: a restarted worker starts from cached code.
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+const tell = (message: WorkerMessage, then?: () => void) =>
+  process.send?.(message, undefined, {}, () => then?.());
+// The supervisor decides when to stop: a terminal's Ctrl-C reaches the whole process group.
+process.on("SIGINT", () => {});
+process.on("SIGTERM", () => {});
+// The supervisor holds serve's locks: without it, another process may take our keys and journal.
+const orphaned = () => process.exit(1);
+process.on("disconnect", orphaned);
+const fail = (error: unknown) => {
+  const { name, code } = (error ?? {}) as { name?: string; code?: string };
+  tell({ type: "died", reason: `uncaught ${name ?? "error"}${code ? ` (${code})` : ""}` }, () =>
+    process.exit(1),
+  );
+  setTimeout(() => process.exit(1), 1_000).unref();
+};
+process.on("uncaughtException", fail);
+
+let stop: () => void = () => {};
 const stopped = new Promise<void>((resolve) => {
-  parentPort?.on("message", (message: { type?: string }) => {
-    if (message.type === "stop") resolve();
+  stop = resolve;
+});
+const start = new Promise<Extract<SupervisorMessage, { type: "start" }>>((resolve) => {
+  process.on("message", (message: SupervisorMessage) => {
+    if (message.type === "start") resolve(message);
+    else if (message.type === "stop") stop();
   });
 });
+const { settings, bannerOnTty } = await start;
 try {
   process.exitCode = await serveHere(settings, {
     bannerOnTty,
@@ -20,11 +42,12 @@ try {
     onDraining: (inFlight) => tell({ type: "draining", inFlight }),
     onNote: (entry, text) => tell({ type: "note", entry, text }),
   });
-  // Answered and closed: settles still following their transactions may keep this thread busy.
+  // Answered and closed: settles still following their transactions may keep this process busy.
   tell({ type: "stopped" });
 } catch (error) {
-  if (!(error instanceof UsageError)) throw error;
-  tell({ type: "usage", message: error.message, code: error.code });
-  process.exitCode = 2;
+  if (!(error instanceof UsageError)) fail(error);
+  else {
+    process.off("disconnect", orphaned);
+    tell({ type: "usage", message: error.message, code: error.code }, () => process.exit(2));
+  }
 }
-parentPort?.close();

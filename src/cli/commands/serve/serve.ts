@@ -188,6 +188,7 @@ export async function serveHere(
   const door = new SendingDoor();
   const facilitator = await facilitatorFrom(config, true, {
     server: true,
+    storeOwner: settings.storeOwner,
     door,
     metrics,
     offerReceiverAuthorizer: sellerKeys > 0,
