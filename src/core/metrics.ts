@@ -3,8 +3,6 @@
  * gas spent), settles in flight per signer, RPC failures. An interface only, so the core stays
  * free of any metrics library; `facilitator serve` plugs in a Prometheus one (src/http/metrics.ts).
  */
-import { getAddress, type TransactionReceipt } from "viem";
-
 /**
  * Where a settle's time goes: `checks` (everything checked again, with its chain reads and
  * simulation, and priced), `journal` (the record made durable before the broadcast), `chain`
@@ -54,18 +52,4 @@ export function stageObserver(
 ): ((stage: SettleStage, seconds: number) => void) | undefined {
   if (!sink?.settleStage) return undefined;
   return (stage, seconds) => sink.settleStage?.(network, stage, seconds);
-}
-
-/** Reports a receipt to the sink, if any. */
-export function reportReceipt(
-  sink: MetricsSink | undefined,
-  chainId: number,
-  receipt: TransactionReceipt,
-): void {
-  sink?.transactionMined(chainId, {
-    hash: receipt.transactionHash,
-    signer: getAddress(receipt.from),
-    reverted: receipt.status !== "success",
-    gasWei: receipt.gasUsed * (receipt.effectiveGasPrice ?? 0n),
-  });
 }
