@@ -1,19 +1,32 @@
 /**
- * The PostgreSQL store's schema, as numbered migrations. Each replica runs the ones its database
- * lacks at start-up, one replica at a time (an advisory lock), each in its own transaction.
- * Never edit a migration that has shipped: add the next one.
+ * The PostgreSQL store's schema, as numbered migrations, each run once in its own transaction
+ * (postgres-migrate.ts). Never change what a shipped migration does: add the next one.
  */
 
-/**
- * The states a settlement is at its end in, that retention moves to the archive (migration 16):
- * not `landed`, whose success the next settle of the payment still has to answer.
- */
 /** The network of a row an earlier version wrote (migration 18): see journal-lines.ts, withNetwork. */
 const PREVIOUS_NETWORK = `CASE WHEN chain_id > 0 THEN 'eip155:' || chain_id
     WHEN key LIKE 'svm:%' THEN split_part(key, ':', 2) || ':' || split_part(key, ':', 3)
     ELSE 'unknown:' || chain_id END`;
 
+/** The states a settlement is at its end in, that retention archives (not `landed`: still owed). */
 export const FINAL_STATES = "state IN ('answered', 'failed', 'dropped')";
+
+/**
+ * Holds of other replicas that still count: their transaction may land, or landed lately, or
+ * (`solana`, migrations 4 and 18) a Solana hold younger than its blockhash can live.
+ */
+const othersHold = (solana = "") => `
+  CREATE OR REPLACE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
+  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
+    SELECT r.* FROM facilitator_reservations r
+      LEFT JOIN facilitator_settlements s ON s.key = r.key
+     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
+       AND r.created_at > now() - interval '30 minutes'
+       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'${solana}
+            OR EXISTS (SELECT 1 FROM facilitator_signers g
+                        WHERE g.owner = r.owner AND g.expires_at > now()))
+  $$;
+`;
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settlements, claims, signer leases, payment identifiers.
@@ -72,17 +85,7 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX facilitator_reservations_slot ON facilitator_reservations (slot);
 
-  -- Holds of other replicas that still count: their transaction may land, or has landed lately.
-  CREATE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
-  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
-    SELECT r.* FROM facilitator_reservations r
-      LEFT JOIN facilitator_settlements s ON s.key = r.key
-     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
-       AND r.created_at > now() - interval '30 minutes'
-       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
-            OR EXISTS (SELECT 1 FROM facilitator_signers g
-                        WHERE g.owner = r.owner AND g.expires_at > now()))
-  $$;
+  ${othersHold()}
 
   -- The common case in one round trip: no other replica holds anything for this payer, so this
   -- replica's own ledger decides; the hold is written under the payer's lock. False: others do.
@@ -111,22 +114,10 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX facilitator_payer_reverts_at ON facilitator_payer_reverts (at);
   `,
-  // 4: a Solana hold counts for two minutes whatever its replica: Solana replicas need no signer
-  // lease (no nonces) to prove they are alive, and a transaction past its blockhash (about 150
-  // slots, a minute or so) can never land.
-  `
-  CREATE OR REPLACE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
-  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
-    SELECT r.* FROM facilitator_reservations r
-      LEFT JOIN facilitator_settlements s ON s.key = r.key
-     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
-       AND r.created_at > now() - interval '30 minutes'
-       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
-            OR (r.key LIKE 'svm:%' AND r.created_at > now() - interval '2 minutes')
-            OR EXISTS (SELECT 1 FROM facilitator_signers g
-                        WHERE g.owner = r.owner AND g.expires_at > now()))
-  $$;
-  `,
+  // 4: a Solana hold counts two minutes whatever its replica: Solana replicas hold no signer
+  // lease to prove they are alive, and past its blockhash (a minute or so) it can never land.
+  othersHold(`
+            OR (r.key LIKE 'svm:%' AND r.created_at > now() - interval '2 minutes')`),
   // 5: gas our settlements wasted (a revert, out of gas, a success that moved nothing), with its
   // asset, so every replica counts it against the asset and the chain's budget; and who settled
   // with us, asked while that budget is spent.
@@ -287,17 +278,8 @@ export const MIGRATIONS: readonly string[] = [
     WHERE state = 'answered';
   CREATE INDEX facilitator_settlements_answered_asset
     ON facilitator_settlements (network, lower(expect->>'token')) WHERE state = 'answered';
-  CREATE OR REPLACE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
-  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
-    SELECT r.* FROM facilitator_reservations r
-      LEFT JOIN facilitator_settlements s ON s.key = r.key
-     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
-       AND r.created_at > now() - interval '30 minutes'
-       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
-            OR (r.slot LIKE 'solana:%' AND r.created_at > now() - interval '2 minutes')
-            OR EXISTS (SELECT 1 FROM facilitator_signers g
-                        WHERE g.owner = r.owner AND g.expires_at > now()))
-  $$;
+  ${othersHold(`
+            OR (r.slot LIKE 'solana:%' AND r.created_at > now() - interval '2 minutes')`)}
   `,
 ];
 
