@@ -1,7 +1,6 @@
 /**
- * The core: routes a parsed payment request to the chain family that claims its network, and keeps
- * what every family shares. A `payment-identifier` settles once whatever the family; a settle that
- * could not reach its chain is a 500 (the settlement failed, not the request).
+ * The core: routes a payment request to the family that claims its network, and keeps what all
+ * share (a `payment-identifier` settles once; an unreachable chain answers 500).
  */
 
 import type { Discovery } from "../bazaar/discovery.js";
@@ -101,9 +100,8 @@ export class FacilitatorCore {
   }
 
   /**
-   * Refused before any chain call (and the parties read for it): by the deny list (a payer the family reads, or the payee); for
-   * moving nothing, or less than the asset's minimum; for a payer or payee over its rate of
-   * settlements (verify says so too, rather than valid for a settle that would wait).
+   * Refused before any chain call: by the deny list, for moving nothing or less than the minimum,
+   * for a party over its settle rate (verify says so too).
    */
   async #checked(family: ChainFamily, request: PaymentRequest, op: "verify" | "settle") {
     const list = this.denyList;
@@ -123,11 +121,7 @@ export class FacilitatorCore {
     return { refused: denied ?? (failure ? { failure } : undefined), parties };
   }
 
-  /**
-   * One settle, taken from its payers' and payees' rates (this is what runs once per
-   * payment-identifier: an answer repeated from the store is not counted again); given back when
-   * it sent no transaction.
-   */
+  /** One settle taken from its parties' rates (once per payment-identifier); given back if unsent. */
   async #counted(
     family: ChainFamily,
     request: PaymentRequest,

@@ -57,10 +57,7 @@ export interface ChainFamily {
   settlementKey(request: PaymentRequest): Promise<SettlementKey>;
   /** The parties the request names, without a chain call: the deny list is checked first. */
   parties?(request: PaymentRequest): Promise<Parties>;
-  /**
-   * What the request moves, without a chain call; "nothing" when it moves no payer's funds by
-   * design (a batch claim, an `upto` of zero); undefined when unreadable (verify refuses it).
-   */
+  /** What the request moves, without a chain call; "nothing" by design (a batch claim, `upto` 0). */
   moves?(request: PaymentRequest, op: "verify" | "settle"): Moved | "nothing" | undefined;
 }
 

@@ -1,11 +1,7 @@
 /**
- * Every settlement followed to its end, without waiting for a retry. A pass takes what the store
- * holds as not yet at its end (broadcast with no final answer, or answered `submitted` and not
- * known to be mined), claims each one
- * (so on a shared store one replica follows it while the others skip it), asks its family what the
- * chain says now, and writes down the outcome: landed (a success not handed over yet: the next
- * settle of the payment answers it), failed or dropped (its holds end). `serve` runs a pass every
- * few seconds on every replica; `facilitator reconcile` runs one.
+ * Every settlement followed to its end without waiting for a retry: a pass claims each unfinished
+ * one (one replica follows it), asks its family, and records landed, failed or dropped. `serve`
+ * runs a pass every few seconds; `facilitator reconcile` runs one.
  */
 
 import { rpcErrorKind } from "../rpc/rpc-errors.js";
@@ -116,10 +112,7 @@ async function followOne(
   }
 }
 
-/**
- * A request whose transaction is another entry's (a claim in a batch) takes that entry's end once
- * it has one; a success handed over for it stays answered.
- */
+/** A request answered by another entry's transaction takes its end; a success stays answered. */
 async function endMember(
   store: SettlementStore,
   listed: JournalEntry,

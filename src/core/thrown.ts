@@ -1,7 +1,4 @@
-/**
- * What a thrown error means as an answer (the node unreachable, or something unexpected), and a
- * chain failure named after the network and the endpoints it went through.
- */
+/** What a thrown error means as an answer, and a chain failure named after its endpoints. */
 
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
@@ -23,10 +20,7 @@ export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failur
   return failure("internal_error", `unexpected error during ${op}: ${text}`);
 }
 
-/**
- * The node's (or its provider's) own JSON-RPC error, when `error` carries one: a chain failure,
- * not a bug of ours, so never internal_error. Read by shape (viem's `walk` and RpcRequestError).
- */
+/** The node's own JSON-RPC error in `error` (read by shape): a chain failure, not internal_error. */
 export function nodeErrorOf(error: unknown): string | undefined {
   const walk = (error as { walk?: unknown } | null)?.walk;
   if (typeof walk !== "function") return undefined;

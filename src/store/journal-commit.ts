@@ -1,14 +1,7 @@
 /**
- * The journal file's group commit: every line appended while the previous group was on its way to
- * the disk goes out in one write and one fdatasync, on libuv's thread pool, so the event loop
- * keeps serving while the disk works. Lines are written in the order they were appended. A file
- * opened with O_DSYNC (`syncedWrites`) is on disk when its write returns: one trip to the thread
- * pool per group instead of two.
- *
- * A group counts as written only when every byte of it reached the file and was synced. A write
- * that stops short (a full disk takes what fits and refuses the rest) or fails is cut back to the
- * file's length before the group, so no torn line is left for the next record to be glued to;
- * when even that fails, the next group starts with a newline so its records stand alone.
+ * The journal's group commit: lines appended while a group is on its way go out in one write and
+ * one fdatasync, in order (O_DSYNC: one trip to the thread pool). A write cut short is cut back
+ * to before its group, so no torn line is left; failing that, the next group starts with "\n".
  */
 import { fdatasync, fstatSync, ftruncate, write } from "node:fs";
 import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
