@@ -41,10 +41,7 @@ export function describeWriteError(error: unknown): string {
   return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
 }
 
-/**
- * A journal that cannot be written is a store that is unavailable, not a failed payment: 503
- * `store_unavailable` with Retry-After. Cut back, the record certainly was not made.
- */
+/** An unwritable journal is an unavailable store (503, Retry-After), not a failed payment. */
 export function unwritable(error: GroupNotWritten): FacilitatorError {
   const thrown = FacilitatorError.of(
     "store_unavailable",
@@ -99,10 +96,7 @@ export class GroupCommit {
     if (this.#failure === failure) this.#failure = undefined;
   }
 
-  /**
-   * Appends `text` (whole lines); resolves once it is on disk. Rejects with `store_unavailable`,
-   * marked not recorded (core/store.ts) when the file holds nothing of it.
-   */
+  /** Appends whole lines; resolves once on disk, else rejects `store_unavailable`. */
   append(text: string): Promise<void> {
     this.#pending.push(text);
     const upTo = ++this.#appended;
@@ -180,10 +174,7 @@ export class GroupCommit {
     }
   }
 
-  /**
-   * Runs `task` between groups: once the group being written (if any) is on disk, with the next
-   * one held back until `task` ends (a compaction's cut and swap). Lines appended meanwhile wait.
-   */
+  /** Runs `task` between groups (a compaction's cut and swap); appends wait meanwhile. */
   async exclusive<T>(task: () => Promise<T>): Promise<T> {
     while (this.#held) await this.#held.catch(() => undefined);
     const running = (async () => {

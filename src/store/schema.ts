@@ -186,11 +186,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE facilitator_settlements ADD COLUMN action jsonb;
   `,
-  // 13: the schemes' state (core/store.ts raiseHighest, markChanged): per namespace and id, the
-  // highest value raised and when the id last changed (unix ms). batch-settlement's channels
-  // (migrations 7 and 10) move in as its namespace's ids; their table goes, so that a replica
-  // still running the previous version fails its raises instead of keeping a second record that
-  // no other replica reads.
+  // 13: the schemes' state, per namespace and id; batch-settlement's channels move in and their
+  // table goes, so a replica of the previous version fails its raises rather than diverge.
   `
   CREATE TABLE facilitator_scheme_state (
     namespace  text NOT NULL,
@@ -234,10 +231,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_settlements_unsettled
     ON facilitator_settlements (updated_at) WHERE state IN ('broadcast', 'submitted');
   `,
-  // 16: retention (--retain-days, postgres-retention.ts): final settlements past it move to an
-  // archive of the same columns, which lookups by key and by transaction still read; the final
-  // ones are found oldest first through an index, not a scan; and a chore (the move) runs on
-  // one replica at a time, when it is due.
+  // 16: retention (postgres-retention.ts): final settlements move to an archive lookups still read;
+  // a chore runs on one replica at a time.
   `
   CREATE TABLE facilitator_settlements_archive
     (LIKE facilitator_settlements INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
@@ -259,12 +254,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_payment_ids_owner
     ON facilitator_payment_ids (owner) WHERE owner IS NOT NULL;
   `,
-  // 18: a settlement names its chain by its CAIP-2 network (core/store.ts), no longer by an EVM
-  // chain id with 0 for Solana: filled from what earlier versions wrote (a Solana key holds its
-  // network: svm:<network>:<signature>), in both tables alike. Who settled (migrations 5 and 8)
-  // is indexed by it. A Solana hold is told by its slot (<network>:<mint>:<source>), which is
-  // there before its settlement's row. chain_id goes: a replica still running the previous
-  // version fails its records of a send (nothing is sent) rather than write rows this one misreads.
+  // 18: a settlement names its chain by its CAIP-2 network, filled from the chain id (a Solana
+  // key holds its network); chain_id goes, so a replica of the previous version fails its sends.
   `
   ALTER TABLE facilitator_settlements ADD COLUMN network text;
   ALTER TABLE facilitator_settlements_archive ADD COLUMN network text;
@@ -283,8 +274,5 @@ export const MIGRATIONS: readonly string[] = [
   `,
 ];
 
-/**
- * The states a settlement is followed in (a transaction that may still land), as every query of
- * them spells it, so the planner matches facilitator_settlements_unsettled (migration 15).
- */
+/** The followed states, spelt as the partial index facilitator_settlements_unsettled is (migration 15). */
 export const UNSETTLED_STATES = "state IN ('broadcast', 'submitted')";
