@@ -44,9 +44,7 @@ export async function reconcileOnce(
   void store.retain?.();
   const open = await store.openSettlements(options.idleMs ?? 0);
   const found: Reconciled[] = [];
-  // A prelude of ours (key#name, sent with whose doing its waste is) is followed as any action;
-  // a payer's own signed one (no action: our money in it is the gas we sent, followed under the
-  // payer) with its settlement's retry.
+  // Our prelude (key#name) is followed as an action; a payer's own one, with its settlement's retry.
   const queue = open.filter(
     (entry) => (entry.action || !entry.key.includes("#")) && !entry.action?.partOf,
   );
@@ -82,9 +80,8 @@ async function followOne(
     if (!claimed) {
       return { key, ageSeconds, transaction, outcome: "busy", detail: "being settled right now" };
     }
-    // The pass's list was read before this claim: a settle may have answered the payment since
-    // and given its claim back. Written over with the list's word (`landed`), an answered
-    // success would be answered again to the next settle of the payment.
+    // The list predates this claim: a settle may have answered since, and writing `landed` over that
+    // would answer it again.
     const current = await store.get(key);
     if (!current || !isOpen(current)) {
       return { key, ageSeconds, transaction, outcome: "busy", detail: "settled meanwhile" };

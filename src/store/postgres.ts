@@ -303,8 +303,8 @@ export class PostgresStore implements SettlementStore {
 
   async release(key: string): Promise<void> {
     if (!this.#claimed.has(key) || this.#releasing.has(key)) return this.#releasing.get(key);
-    // If this fails, the lease runs out instead. Held here until the row is gone, so a settle of
-    // this process waits for it rather than claiming anew and losing its claim to this delete.
+    // If this fails, the lease runs out. Held until the row is gone, so a settle here waits rather
+    // than lose its new claim to this delete.
     const releasing = this.#query(
       "release",
       "DELETE FROM facilitator_claims WHERE key = $1 AND owner = $2",

@@ -118,9 +118,7 @@ export const MIGRATIONS: readonly string[] = [
   // lease to prove they are alive, and past its blockhash (a minute or so) it can never land.
   othersHold(`
             OR (r.key LIKE 'svm:%' AND r.created_at > now() - interval '2 minutes')`),
-  // 5: gas our settlements wasted (a revert, out of gas, a success that moved nothing), with its
-  // asset, so every replica counts it against the asset and the chain's budget; and who settled
-  // with us, asked while that budget is spent.
+  // 5: gas wasted (revert, out of gas, no transfer) per asset, counted by every replica.
   `
   ALTER TABLE facilitator_payer_reverts
     ADD COLUMN asset text,
@@ -131,16 +129,14 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_settlements_answered_asset
     ON facilitator_settlements (chain_id, lower(expect->>'token')) WHERE state = 'answered';
   `,
-  // 6: which run of which replica sent or answered each settlement (its owner), and \`landed\`: final
-  // on chain with no success handed over yet (core/answers.ts, the reconciler).
+  // 6: who sent or answered each settlement (owner), and `landed`: final, no success handed over.
   `
   ALTER TABLE facilitator_settlements ADD COLUMN owner text;
   ALTER TABLE facilitator_settlements DROP CONSTRAINT facilitator_settlements_state_check;
   ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
     CHECK (state IN ('broadcast', 'answered', 'landed', 'failed', 'dropped'));
   `,
-  // 7: batch-settlement: the highest cumulative amount a voucher of each channel was found valid
-  // for, shared so a voucher lower than one any replica accepted is stale everywhere.
+  // 7: batch-settlement: each channel's highest valid voucher, shared by every replica.
   `
   CREATE TABLE facilitator_channels (
     channel    text PRIMARY KEY,
@@ -148,17 +144,14 @@ export const MIGRATIONS: readonly string[] = [
     updated_at timestamptz NOT NULL DEFAULT now()
   );
   `,
-  // 8: a payer's settlements answered lately are counted (past the wasted-gas budget, each allows
-  // it one wasted settlement): the count is one range of this index, however many older ones it has.
+  // 8: a payer's recent answered settlements counted as one index range.
   `
   CREATE INDEX facilitator_settlements_answered_payer_at
     ON facilitator_settlements (chain_id, lower(expect->>'from'), updated_at)
     WHERE state = 'answered';
   DROP INDEX facilitator_settlements_answered_payer;
   `,
-  // 9: a settlement found by any of its transactions (GET /settlements, facilitator status) through
-  // an index, not a scan of the table; EVM hashes lower-cased, as the store now writes and looks
-  // them up (Solana signatures are base58: case-sensitive, kept as they are).
+  // 9: a settlement found by any of its transactions through an index; EVM hashes lower-cased.
   `
   UPDATE facilitator_settlements
      SET hashes = ARRAY(SELECT CASE WHEN h ILIKE '0x%' THEN lower(h) ELSE h END
@@ -169,20 +162,17 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_settlements_hashes ON facilitator_settlements USING gin (hashes)
     WITH (fastupdate = off);
   `,
-  // 10: batch-settlement: when a channel's balance last changed other than by a claim (a refund,
-  // a withdrawal; unix ms): a voucher checked against an older read of it is checked again.
+  // 10: batch-settlement: when a channel's balance last changed other than by a claim (unix ms).
   `
   ALTER TABLE facilitator_channels ADD COLUMN changed_at bigint NOT NULL DEFAULT 0;
   `,
-  // 11: `submitted`: a success answered before its transaction was mined, followed (and its
-  // bytes kept, to be sent again if dropped) until it lands or can no longer land.
+  // 11: `submitted`: answered before mined, followed (bytes kept) until it lands or cannot.
   `
   ALTER TABLE facilitator_settlements DROP CONSTRAINT facilitator_settlements_state_check;
   ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
     CHECK (state IN ('broadcast', 'submitted', 'answered', 'landed', 'failed', 'dropped'));
   `,
-  // 12: what a transaction without a payment of its own (a channel's claim, settle or refund)
-  // was sent for, and whose doing its waste is: the reconciler follows it as it does a payment.
+  // 12: what a transaction without a payment of its own was sent for, and whose its waste is.
   `
   ALTER TABLE facilitator_settlements ADD COLUMN action jsonb;
   `,
@@ -202,9 +192,7 @@ export const MIGRATIONS: readonly string[] = [
       FROM facilitator_channels;
   DROP TABLE facilitator_channels;
   `,
-  // 14: the bazaar catalogue (bazaar/catalogue.ts): one row per resource (and MCP tool) paid for
-  // through us that declared discovery, with what its filters and search read, lower-cased where
-  // they compare without case. Who added it (pay_to, payer) is what the bounds count.
+  // 14: the bazaar catalogue (bazaar/catalogue.ts), one row per resource, with what filters read.
   `
   CREATE TABLE facilitator_catalogue (
     key            text PRIMARY KEY,
@@ -223,9 +211,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_catalogue_pay_to ON facilitator_catalogue (pay_to);
   CREATE INDEX facilitator_catalogue_payer ON facilitator_catalogue (payer);
   `,
-  // 15: the settlements still followed are every state the reconciler and start-up ask for
-  // (UNSETTLED_STATES): the index of migration 1 held only `broadcast`, so since `submitted`
-  // (11) their queries read the whole table. Built anew over both.
+  // 15: the followed-states index covers `submitted` too (UNSETTLED_STATES), else queries scan.
   `
   DROP INDEX IF EXISTS facilitator_settlements_unsettled;
   CREATE INDEX facilitator_settlements_unsettled
@@ -247,9 +233,7 @@ export const MIGRATIONS: readonly string[] = [
     owner  text NOT NULL
   );
   `,
-  // 17: a replica renews the leases of its payment identifiers every few seconds (WHERE owner =
-  // it): without an index that read the whole table, which keeps every identifier ever answered.
-  // Only the ones being settled have an owner, so the index holds those alone.
+  // 17: renewing a replica's payment-id leases reads an index of those with an owner, not the table.
   `
   CREATE INDEX facilitator_payment_ids_owner
     ON facilitator_payment_ids (owner) WHERE owner IS NOT NULL;
