@@ -272,7 +272,8 @@ async function readLineAt(file: Handle, offset: number): Promise<ArchivedLine | 
   }
 }
 
-function writeAllSync(fd: number, bytes: Buffer): void {
+/** writeSync until every byte is in (a short write is retried: the next says why it stops). */
+export function writeAllSync(fd: number, bytes: Buffer): void {
   for (let done = 0; done < bytes.length; ) {
     const wrote = writeSync(fd, bytes, done, bytes.length - done);
     if (wrote <= 0) throw new Error(`wrote ${done} of ${bytes.length} bytes`);
@@ -281,7 +282,7 @@ function writeAllSync(fd: number, bytes: Buffer): void {
 }
 
 /** Opens `file`, runs `work` on it, fsyncs and closes it. */
-function writeSynced(file: string, work: (fd: number) => void, flags = "w"): void {
+export function writeSynced(file: string, work: (fd: number) => void, flags = "w"): void {
   const fd = openSync(file, flags, 0o600);
   try {
     work(fd);

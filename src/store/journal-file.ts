@@ -1,18 +1,9 @@
 /** The journal file: read a line at a time, rewritten whole, and where it lives by default. */
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  fsyncSync,
-  openSync,
-  readSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, renameSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { syncDirSync, writeAllSync, writeSynced } from "./journal-archive.js";
 import type { WriteBytes } from "./journal-commit.js";
 
 /** Appends are durable when their write returns (O_DSYNC) where the platform has it. */
@@ -112,33 +103,15 @@ export function replay(
 export function rewrite(file: string, chunks: Iterable<string>): void {
   const next = `${file}.compact`;
   try {
-    const fd = openSync(next, "w", 0o600);
-    try {
-      for (const chunk of chunks) writeAll(fd, Buffer.from(chunk));
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    writeSynced(next, (fd) => {
+      for (const chunk of chunks) writeAllSync(fd, Buffer.from(chunk));
+    });
   } catch (error) {
     rmSync(next, { force: true });
     throw error;
   }
   renameSync(next, file);
-  const dir = openSync(path.dirname(file), "r");
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
-}
-
-/** writeSync until every byte is in (a short write is retried: the next one says why it stops). */
-function writeAll(fd: number, bytes: Buffer): void {
-  for (let done = 0; done < bytes.length; ) {
-    const wrote = writeSync(fd, bytes, done, bytes.length - done);
-    if (wrote <= 0) throw new Error(`wrote ${done} of ${bytes.length} bytes`);
-    done += wrote;
-  }
+  syncDirSync(path.dirname(file));
 }
 
 export function endsMidLine(file: string): boolean {
