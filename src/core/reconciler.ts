@@ -117,8 +117,7 @@ async function endMember(
   const owner = listed.action?.partOf;
   const sent = owner ? await store.get(owner) : undefined;
   if (!sent || isOpen(sent)) return undefined;
-  // Under its claim, and as the store has it now: a claim retried meanwhile may have answered it
-  // (a stale `broadcast` written over as landed would answer it again).
+  // Under its claim, as the store has it now: a stale `broadcast` written over would answer twice.
   if (!(await store.claim(listed.key))) return undefined;
   try {
     const member = await store.get(listed.key);

@@ -125,8 +125,7 @@ export class GroupCommit {
             : this.#writeGroup(fd, text);
         this.#writing = writing;
         const failure = await writing;
-        // A small group going through (a state line) says little of room for a whole record:
-        // the failure lasts until a group as big as the one refused, or a probe, goes through.
+        // A small group going through says little of room: the failure lasts until one as big does.
         if (failure && fd !== undefined) this.#failure = failure;
         else if (Buffer.byteLength(text) >= (this.#failure?.bytes ?? 0)) this.#failure = undefined;
         this.#settleWaiters(upTo, failure && unwritable(failure));

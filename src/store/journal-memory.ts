@@ -65,8 +65,7 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
     const size = entryBytes(entry);
     const change = size - (this.#sizes.get(key) ?? 0);
     this.#bytes += change;
-    // A change in place (a settlement settled: its signed bytes dropped) moves the mark with it:
-    // only what is added counts toward the next pass.
+    // A change in place moves the mark with it: only what is added counts toward the next pass.
     if (this.#stuckAt > 0 && this.#sizes.has(key)) this.#stuckAt += change;
     this.#sizes.set(key, size);
   }

@@ -101,8 +101,7 @@ export class Journal implements SettlementStore {
     );
     this.#history.read(replay(file, (record) => this.#apply(record as Line), options.warn));
     this.#fd = openSync(file, APPEND_FLAGS, 0o600);
-    // A line cut short by a crash would swallow the next record appended to it: end it first
-    // (on a full disk, the first group written ends it).
+    // A line cut short by a crash would swallow the next record: end it first.
     if (endsMidLine(file)) {
       try {
         writeSync(this.#fd, "\n");

@@ -27,8 +27,7 @@ export async function reserveShared<R>(
   if (alone.rows[0]?.alone) return undefined;
 
   const client = await pool.connect();
-  // A connection lost while checked out is reported on the client: without a listener, that
-  // would take the process down; the query in progress fails on its own.
+  // A lost connection is reported on the client: without a listener, it would kill the process.
   const ignore = () => undefined;
   client.on("error", ignore);
   let open = false;

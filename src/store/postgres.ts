@@ -70,8 +70,7 @@ export function poolConfig(url: string): PoolConfig {
     idleTimeoutMillis: 30_000,
     // A query the server never answers must not hold a settle forever.
     query_timeout: 10_000,
-    // A record must outlive a database crash once committed, whatever the server's default. The
-    // pool awaits this before lending the connection (pg 9 refuses a second query on a busy client).
+    // Durable once committed, whatever the server's default (awaited before the pool lends it).
     onConnect: async (client) => {
       await client.query("SET synchronous_commit TO on");
     },
@@ -209,8 +208,7 @@ export class PostgresStore implements SettlementStore {
         decideFailed = error;
         throw error;
       });
-    // One settle per payer slot at a time waits on the database's lock from this process: the
-    // others wait here, without holding a connection the rest of the pool needs.
+    // One settle per payer slot waits on the database's lock; the others wait here, holding no connection.
     const queue = [...new Set(spends.map((s) => s.slot))].sort().join(" ");
     const previous = this.#slotQueues.get(queue) ?? Promise.resolve();
     let done = () => {};
