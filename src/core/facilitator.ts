@@ -28,14 +28,6 @@ export interface SupportedResponse {
 }
 
 export class FacilitatorCore {
-  /** Where settlements are written down before they are broadcast. */
-  readonly journal: SettlementStore;
-  /** In the order they are asked to claim a network. */
-  readonly families: readonly ChainFamily[];
-  /** Successes written down before they are answered; flushed before the store closes. */
-  readonly answers: Answers;
-  /** Bazaar discovery (bazaar/discovery.ts), when the store keeps a catalogue. */
-  readonly discovery: Discovery | undefined;
   /** The operator's deny list, if any; the shell replaces it when its file changes. */
   denyList: DenyList | undefined;
   /** Payments of nothing are refused; and below the operator's minimums, when it set some. */
@@ -44,15 +36,15 @@ export class FacilitatorCore {
   settleRate: SettlementRate | undefined;
 
   constructor(
-    families: readonly ChainFamily[],
-    journal: SettlementStore,
-    answers: Answers,
-    discovery?: Discovery,
+    /** In the order they are asked to claim a network. */
+    readonly families: readonly ChainFamily[],
+    /** Where settlements are written down before they are broadcast. */
+    readonly journal: SettlementStore,
+    /** Successes written down before they are answered; flushed before the store closes. */
+    readonly answers: Answers,
+    /** Bazaar discovery, when the store keeps a catalogue. */
+    readonly discovery?: Discovery,
   ) {
-    this.families = families;
-    this.journal = journal;
-    this.answers = answers;
-    this.discovery = discovery;
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of journal.unsettled()) families.find((family) => family.seed(entry));
   }
