@@ -39,12 +39,9 @@ module.exports = {
       name: "core-names-no-chain-library",
       comment:
         "The core's types (a settlement's network, sender, nonce, hashes: core/store.ts) are its own: " +
-        "no chain library, but viem's receipts in metrics.ts and its error classes in thrown.ts.",
+        "no chain library.",
       severity: "error",
-      from: {
-        path: "^src/core/",
-        pathNot: "^src/core/(thrown|metrics)\\.ts$",
-      },
+      from: { path: "^src/core/" },
       to: { path: "(^|/)node_modules/(viem|@solana/[^/]+)/" },
     },
     layer(

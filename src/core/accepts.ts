@@ -1,9 +1,6 @@
 /**
- * POST /accepts, the facilitator call of Faremeter's middleware (`@faremeter/middleware`): a
- * resource server sends the payment requirements it would offer, `{x402Version: 2, resource,
- * accepts: [...]}`, and the facilitator answers with the ones it can settle, completed with what a
- * buyer needs to sign (each chain family says what: a token's EIP-712 domain, our Solana fee
- * payer) and a `maxTimeoutSeconds`. The answer has the shape of an x402 v2 402 body.
+ * POST /accepts (Faremeter's middleware): the offered requirements we can settle, completed with
+ * what a buyer needs to sign, in the shape of an x402 v2 402 body.
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { ChainFamily } from "./family.js";

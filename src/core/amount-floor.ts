@@ -1,8 +1,6 @@
 /**
- * What a payment must move to be worth a transaction of ours: more than nothing, always (a payment
- * of 0 costs us a settlement and pays no one), and at least the operator's minimum for its asset
- * where one is set (`--min-amount`). Checked at verify and settle before any chain call, on what
- * the family reads from the request alone (ChainFamily.moves).
+ * What a payment must move to be worth a transaction: more than 0 (a payment of 0 costs us a
+ * settlement and pays no one), and the operator's `--min-amount`; before any chain call.
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
@@ -25,10 +23,7 @@ export function unitsOf(text: unknown): bigint | undefined {
   return typeof text === "string" && /^[0-9]{1,78}$/.test(text) ? BigInt(text) : undefined;
 }
 
-/**
- * `requirements.amount` (v1: maxAmountRequired) and where the request says it; undefined when it
- * is not a decimal amount (the scheme's own checks refuse it, naming the field).
- */
+/** `requirements.amount` (v1: maxAmountRequired) and its field; undefined when not decimal. */
 export function requiredAmount(
   request: PaymentRequest,
 ): { readonly amount: bigint; readonly field: string } | undefined {

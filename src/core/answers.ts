@@ -1,17 +1,8 @@
 /**
- * One success per authorization, whatever fails. A success is written down as answered, by this
- * run of this process, before it is handed to the caller, and handed over at once after (nothing
- * is awaited in between: the claim on the settlement is given back later). So:
- * - no two requests get a success for one authorization: the second finds it answered;
- * - the store unreachable when the record is made: no success is handed over; the caller hears
- *   503 "pending, retry" with the hash, and the retry (once the store is back) gets the success;
- * - a record whose outcome is unknown (the connection lost mid-write): no success is handed over
- *   either, and as soon as the store answers, a record of this run's is set back to `landed`, so
- *   the retry gets the success.
- * What remains: a process killed between the record and the hand-over, or an answer lost in the
- * network after it left, is a payment answered once that its caller never heard. The window is the
- * store's commit plus the write of the answer: a few milliseconds under load (bench:faults kills a
- * replica mid-run and sees it about once in four runs of 2,000 payments), not microseconds.
+ * One success per authorization, whatever fails: a success is recorded as answered by this run
+ * before it is handed over, with nothing awaited between. A store unreachable (or a write of
+ * unknown outcome) hands over no success: 503 pending, and the retry gets it. What remains: a
+ * process killed between record and hand-over (a few ms; bench:faults sees it in 1 of 4 runs).
  */
 import { failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
@@ -30,11 +21,7 @@ export class Answers {
     this.#store = store;
   }
 
-  /**
-   * Call right before handing a success for `key` over: true when the store holds it answered.
-   * `mined`: false when the success is for a transaction only submitted, which the store then
-   * keeps following until it lands.
-   */
+  /** Call right before handing over a success for `key`: true when the store holds it answered. */
   async answer(key: string, mined = true): Promise<boolean> {
     try {
       await this.#store.markAnswered(key, mined ? "answered" : "submitted");

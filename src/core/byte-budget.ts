@@ -1,16 +1,10 @@
 /**
- * A Map bounded in bytes, not entries: what one payer, asset or channel costs depends on how long
- * its keys and values are, so a bound on entries alone let 100,000 payers take 75 MiB of the
- * serving thread's 96 (issue 40). Each entry's size is estimated when it is set (as V8 lays out
- * strings, arrays and objects on a 64-bit heap, rounded up); past the budget the oldest entries
- * (the least recently set) are forgotten. Only for what may be forgotten: a count that then reads
- * lower, a limit that starts afresh, a value the store still holds.
+ * A Map bounded in bytes, not entries: by entries alone 100,000 payers took 75 MiB of 96 (issue
+ * 40). Sizes are estimated as V8 lays values out; past the budget the least recently set go. Only
+ * for what may be forgotten.
  */
 
-/**
- * What an entry of a Map costs besides its key and value: its slot in the hash table (key, value,
- * chain, and the buckets' share at the table's load), measured at 100,000 entries.
- */
+/** A Map entry's cost beside its key and value (its hash table slot), measured at 100,000. */
 const SLOT = 48;
 /** A heap object's header (map, properties, elements), 8 bytes a word. */
 const OBJECT = 24;
@@ -25,21 +19,14 @@ export function stringBytes(text: string): number {
 /** An object of `fields` plain fields (numbers, references), not counting what they point to. */
 export const objectBytes = (fields: number): number => OBJECT + 8 * fields;
 
-/**
- * An array of `length` references or numbers, not counting what they point to: one grown by
- * push from empty has room for 17 at once, which it keeps.
- */
+/** An array of `length` slots, not what they point to: grown by push, it has room for 17. */
 export const arrayBytes = (length: number): number => OBJECT + 16 + 8 * Math.max(17, length);
 
 /** A bigint's bytes: a header and 64 bits a digit. */
 export const bigintBytes = (value: bigint): number =>
   16 + 8 * Math.ceil((value < 0n ? -value : value).toString(16).length / 16);
 
-/**
- * A JSON-like value's bytes, walked: strings, plain objects and arrays as laid out above (an
- * array as long as it is, as JSON.parse or a literal makes it), numbers as heap numbers unless
- * small integers. Strings shared with other values are counted again: an estimate from above.
- */
+/** A JSON-like value's bytes, walked; shared strings counted again: an estimate from above. */
 export function valueBytes(value: unknown): number {
   if (typeof value === "string") return stringBytes(value);
   if (typeof value === "number")
@@ -59,10 +46,7 @@ export class BudgetMap<K, V> extends Map<K, V> {
   readonly #sizeOf: (key: K, value: V) => number;
   readonly #sizes = new Map<K, number>();
   #bytes = 0;
-  /**
-   * The oldest entry's place: a Map's iterator lives on through deletes and inserts, and every
-   * entry before it was forgotten, so eviction does not walk over their holes again.
-   */
+  /** The oldest entry's place: eviction does not walk over the holes before it again. */
   #oldest: Iterator<K> | undefined;
 
   readonly #maxEntries: number;

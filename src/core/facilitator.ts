@@ -1,7 +1,6 @@
 /**
- * The core: routes a parsed payment request to the chain family that claims its network, and keeps
- * what every family shares. A `payment-identifier` settles once whatever the family; a settle that
- * could not reach its chain is a 500 (the settlement failed, not the request).
+ * The core: routes a payment request to the family that claims its network, and keeps what all
+ * share (a `payment-identifier` settles once; an unreachable chain answers 500).
  */
 
 import type { Discovery } from "../bazaar/discovery.js";
@@ -29,14 +28,6 @@ export interface SupportedResponse {
 }
 
 export class FacilitatorCore {
-  /** Where settlements are written down before they are broadcast. */
-  readonly journal: SettlementStore;
-  /** In the order they are asked to claim a network. */
-  readonly families: readonly ChainFamily[];
-  /** Successes written down before they are answered; flushed before the store closes. */
-  readonly answers: Answers;
-  /** Bazaar discovery (bazaar/discovery.ts), when the store keeps a catalogue. */
-  readonly discovery: Discovery | undefined;
   /** The operator's deny list, if any; the shell replaces it when its file changes. */
   denyList: DenyList | undefined;
   /** Payments of nothing are refused; and below the operator's minimums, when it set some. */
@@ -45,15 +36,15 @@ export class FacilitatorCore {
   settleRate: SettlementRate | undefined;
 
   constructor(
-    families: readonly ChainFamily[],
-    journal: SettlementStore,
-    answers: Answers,
-    discovery?: Discovery,
+    /** In the order they are asked to claim a network. */
+    readonly families: readonly ChainFamily[],
+    /** Where settlements are written down before they are broadcast. */
+    readonly journal: SettlementStore,
+    /** Successes written down before they are answered; flushed before the store closes. */
+    readonly answers: Answers,
+    /** Bazaar discovery, when the store keeps a catalogue. */
+    readonly discovery?: Discovery,
   ) {
-    this.families = families;
-    this.journal = journal;
-    this.answers = answers;
-    this.discovery = discovery;
     // Settlements a previous process left unsettled still count against their payers' balances.
     for (const entry of journal.unsettled()) families.find((family) => family.seed(entry));
   }
@@ -101,9 +92,8 @@ export class FacilitatorCore {
   }
 
   /**
-   * Refused before any chain call (and the parties read for it): by the deny list (a payer the family reads, or the payee); for
-   * moving nothing, or less than the asset's minimum; for a payer or payee over its rate of
-   * settlements (verify says so too, rather than valid for a settle that would wait).
+   * Refused before any chain call: by the deny list, for moving nothing or less than the minimum,
+   * for a party over its settle rate (verify says so too).
    */
   async #checked(family: ChainFamily, request: PaymentRequest, op: "verify" | "settle") {
     const list = this.denyList;
@@ -123,11 +113,7 @@ export class FacilitatorCore {
     return { refused: denied ?? (failure ? { failure } : undefined), parties };
   }
 
-  /**
-   * One settle, taken from its payers' and payees' rates (this is what runs once per
-   * payment-identifier: an answer repeated from the store is not counted again); given back when
-   * it sent no transaction.
-   */
+  /** One settle taken from its parties' rates (once per payment-identifier); given back if unsent. */
   async #counted(
     family: ChainFamily,
     request: PaymentRequest,

@@ -1,12 +1,7 @@
 /**
- * What the core asks of a chain family (EVM, Solana): which networks it answers for, verify and
- * settle, what it lists on /supported and completes on /accepts, and what a previous process left
- * unsettled. The core routes by network to the first family that claims it and keeps what every
- * family shares: the idempotency of `payment-identifier`, the store, and how a settle that could
- * not reach its chain is answered. It names no family; the entry point (src/facilitator.ts)
- * registers them.
+ * What the core asks of a chain family (EVM, Solana). The core routes by network to the first
+ * family that claims it; the entry point (src/facilitator.ts) registers them.
  */
-
 import type { Parties } from "../deny-list/deny-list.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
@@ -54,34 +49,19 @@ export interface ChainFamily {
   chainTrouble?(request: PaymentRequest): void;
   /** Whether a journal entry is one of this family's settlements. */
   owns(entry: JournalEntry): boolean;
-  /**
-   * Follows a settlement written down and not yet at its end, as far as the chain tells now
-   * (re-sending it if it was dropped and this process holds its key); its ledger holds end with
-   * it. The reconciler records the outcome.
-   */
+  /** Follows an unfinished settlement as far as the chain tells now (resending a dropped one). */
   follow(entry: JournalEntry, may: MaySend): Promise<Followed>;
   /** What the chain says of a settlement's transaction now; nothing is sent. */
   observe(entry: JournalEntry): Promise<Observed>;
   /** The key a payment is written down under, or why it cannot be told from the request. */
   settlementKey(request: PaymentRequest): Promise<SettlementKey>;
-  /**
-   * The payers (and payees beyond `payTo`) the request names, read without a chain call (what
-   * needs decoding is decoded), so the deny list is checked before anything reaches a chain.
-   */
+  /** The parties the request names, without a chain call: the deny list is checked first. */
   parties?(request: PaymentRequest): Promise<Parties>;
-  /**
-   * What the request moves (`op`: at verify or at settle), without a chain call; "nothing" when it
-   * moves no payer's funds by design (a batch-settlement claim, an `upto` settle of zero: their
-   * own checks refuse one that would send a transaction for nothing); undefined when it cannot be
-   * read, which verify and settle then refuse themselves.
-   */
+  /** What the request moves, without a chain call; "nothing" by design (a batch claim, `upto` 0). */
   moves?(request: PaymentRequest, op: "verify" | "settle"): Moved | "nothing" | undefined;
 }
 
-/**
- * What a request moves from its payer, read from the request alone: the rule against payments of
- * nothing and the operator's minimums (core/amount-floor.ts) apply to it.
- */
+/** What a request moves from its payer: the minimums of core/amount-floor.ts apply to it. */
 export interface Moved {
   /** The network, as a CAIP-2 id. */
   readonly network: string;
@@ -98,10 +78,7 @@ export type SettlementKey =
 /** A settlement's transaction as the chain has it now. */
 export interface Observed {
   readonly network: string;
-  /**
-   * mined: landed and succeeded (and paid, where the chain's record is read for that); failed:
-   * landed and failed, or landed and paid nothing; pending: in a node's pool.
-   */
+  /** mined: landed and paid; failed: landed and failed or paid nothing; pending: in a pool. */
   readonly onChain: "mined" | "failed" | "pending" | "unknown";
   readonly transaction?: string | undefined;
   /** The block (EVM) or slot (Solana) it landed in. */
@@ -111,11 +88,7 @@ export interface Observed {
 
 /** Where a settlement stands after the reconciler followed it. */
 export interface Followed {
-  /**
-   * landed: final on chain with its transfer; failed: it took nothing (reverted, expired, moved
-   * nothing); dropped: it can never land (its nonce went to another), a settle starts afresh;
-   * open: not at its end yet (pending, or another process's key must send it again).
-   */
+  /** failed: took nothing; dropped: can never land (its nonce went to another); open: not yet. */
   readonly outcome: "landed" | "failed" | "dropped" | "open";
   /** The network, as x402 v2 names it. */
   readonly network: string;

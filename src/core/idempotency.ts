@@ -1,10 +1,7 @@
 /**
- * The x402 `payment-identifier` extension at settle: the same id with the same request answers
- * what the first settle answered (from any replica sharing the store); the same id with another
- * request is `idempotency_conflict`. Only successes are kept as answers: a failure changed
- * nothing, so a retry runs the checks again. A kept success is repeated only while its transaction
- * is still on the chain; otherwise the settle runs again and the pipeline decides (it follows,
- * reconciles or refuses, and never pays twice).
+ * `payment-identifier` at settle: the same id and request answers the first success again (any
+ * replica), while its transaction is still on chain; another request is `idempotency_conflict`.
+ * Failures are not kept: they changed nothing.
  */
 import { createHash } from "node:crypto";
 import { type Failure, failure } from "../protocol/errors.js";
@@ -69,10 +66,7 @@ function isSuccess(answer: unknown): answer is Success {
   return a?.ok === true && typeof a.payer === "string" && typeof a.transactionHash === "string";
 }
 
-/**
- * Runs `settle` at most once per payment id. `stillOnChain` says whether a kept success's
- * transaction is still mined successfully or waiting in the pool (a reorg may have dropped it).
- */
+/** Runs `settle` at most once per payment id (`stillOnChain`: a reorg may have dropped it). */
 export async function settleOnce(
   store: SettlementStore,
   request: PaymentRequest,

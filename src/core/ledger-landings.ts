@@ -1,7 +1,6 @@
 /**
- * What the in-flight ledger (ledger.ts) keeps of a settlement: its hold, then where it landed, and
- * the landings in the order they came, to forget the oldest first. A queue rather than a Map:
- * forgetting the oldest first from a Map leaves holes every later walk from its front steps over.
+ * The ledger's holds and landings, oldest first in a queue: forgetting from a Map's front leaves
+ * holes every later walk steps over.
  */
 import type { HeldSpend } from "./ledger-reads.js";
 

@@ -1,9 +1,4 @@
-/**
- * What the in-flight ledger (ledger.ts) asks of a chain family, and nothing more: what each
- * spend's source holds at one point of its chain (an EVM block, a Solana slot) together with which
- * of the holds in flight have landed by then, and how to word a shortfall. Holding, fast paths,
- * reusing a recent read, landings and the decision with other replicas are the ledger's.
- */
+/** What the in-flight ledger (ledger.ts) asks of a family: its sources read at one point. */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettlementStore } from "./store.js";
 
@@ -23,17 +18,11 @@ export interface HoldToCheck {
 
 /** What the sources held at one point of the chain, and which holds had landed by then. */
 export interface PointRead {
-  /**
-   * The last block or slot the read shows in full (an EVM block it was read at; on Solana the
-   * slot before the one it was answered from): landings are placed on the same line.
-   */
+  /** The last block or slot the read shows in full: landings are placed on the same line. */
   readonly point: bigint;
   /** What each spend's source held there, in the order of the spends. */
   readonly available: readonly bigint[];
-  /**
-   * Those of the holds asked about whose transaction landed (or can no longer spend) at or before
-   * `point`, with where: the amounts read already show them.
-   */
+  /** The holds asked about that landed (or can no longer spend) by `point`, with where. */
   readonly landed: ReadonlyMap<string, bigint>;
 }
 
@@ -43,10 +32,7 @@ export interface LedgerReads<S extends { readonly amount: bigint }> {
   readonly store: SettlementStore;
   /** Names what `spend` takes from: every hold on one slot is weighed against one amount. */
   slotOf(spend: S): string;
-  /**
-   * What each of `spends` can take at one point, and which of `holds` landed by then. Within a
-   * store's shared decision every hold comes with its transactions: the store is not asked.
-   */
+  /** What each spend can take at one point, and which of `holds` landed by then. */
   read(spends: readonly S[], holds: readonly HoldToCheck[]): Promise<PointRead>;
   /** The refusal when `spend`'s source has `have`, `held` of it already in flight with us. */
   shortfall(spend: S, have: bigint, held: bigint): Failure;

@@ -1,11 +1,6 @@
 /**
- * The in-flight decision when other replicas (on a shared store) hold something on the same slots:
- * what each spend's source has must cover what every replica has in flight there, plus this
- * payment. It runs while the store holds the slots locked for every replica, so no two replicas
- * decide for one payer at once, and keeps that lock short: a read of the last few seconds accepts
- * at once if it covers every hold its point does not show (a landed hold stays in the store, with
- * its point, well past that reuse); otherwise the family reads at one point, and the holds landed
- * by then (marked so, or found so by the read) are left out.
+ * The in-flight decision when other replicas hold on the same slots, run under the store's lock
+ * on them (kept short): a recent read decides at once, else the family reads at one point.
  */
 import type { Failure } from "../protocol/errors.js";
 import type { HoldToCheck, LedgerReads } from "./ledger-reads.js";

@@ -1,17 +1,9 @@
 /**
- * What payers have in flight with us, for every chain family. A settle is only sent if what it
- * spends from (on EVM a payer's balance, or allowance; on Solana its token account) covers it once
- * everything the payer already has in flight with us there has landed. Without this, one payer
- * could sign many payments of its whole balance, have each verify on its own, and make us pay for
- * every one that then fails on chain.
- *
- * The check cannot race: after the one await for the chain's answer, checking and reserving are
- * synchronous. It costs no chain read when the settle's own simulation proves it (nothing else in
- * flight on that slot and nothing landed there since the simulation started), or when a read of
- * the last few seconds, less what is in flight and what landed after the point it was read at,
- * covers it. Otherwise the family reads every source at one point (ledger-reads.ts), saying which
- * holds have landed by then. A landed hold is kept a minute with its point, so a read at an older
- * point still counts it. With a store shared by replicas, their holds count too (ledger-shared.ts).
+ * What payers have in flight with us. A settle is sent only if its source covers it once all the
+ * payer's in-flight settlements land: else one payer could sign many payments of its whole balance
+ * and make us pay gas for each that fails. Check and reserve are synchronous after the one read
+ * (no race); a recent read, or the settle's own simulation, spares the read. Landed holds are kept
+ * a minute with their point, so an older read still counts them. Replicas: ledger-shared.ts.
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import { amountOn, type Hold, type Landed, LandingQueue } from "./ledger-landings.js";
@@ -87,12 +79,12 @@ export class InFlightLedger {
     return this.#tick;
   }
 
-  /** How many holds are kept, landed or not (for tests). */
+  /** Holds kept, landed or not (for tests). */
   get size(): number {
     return this.#pending.size + this.#landed.size;
   }
 
-  /** How many holds have not landed (for tests). */
+  /** Holds not landed (for tests). */
   get pending(): number {
     return this.#pending.size;
   }
@@ -103,11 +95,7 @@ export class InFlightLedger {
     this.#add(key, parts, transactions, Date.now());
   }
 
-  /**
-   * Reserves `spends` for settlement `key` (whose transactions, when already known, are
-   * `transactions`), or says why they cannot be covered. `mark` is what mark() said before this
-   * settle's simulation started.
-   */
+  /** Reserves `spends` for `key`, or says why not; `mark` is mark() before its simulation. */
   async reserve<S extends { readonly amount: bigint }>(
     reads: LedgerReads<S>,
     key: string,
@@ -137,10 +125,7 @@ export class InFlightLedger {
     return this.#withOtherReplicas(reads, key, spends, parts);
   }
 
-  /**
-   * The settlement's transaction landed at `point`: reads there or later show it. `spent` is false
-   * for a revert, which took nothing.
-   */
+  /** `key`'s transaction landed at `point` (`spent` false: a revert, which took nothing). */
   landed(key: string, point: bigint, spent = true): void {
     const hold = this.#pending.get(key);
     if (!hold) return;
@@ -172,11 +157,7 @@ export class InFlightLedger {
     if (this.#drop(key)) this.#onFree?.(key);
   }
 
-  /**
-   * Whether `part` is covered: nothing else is in flight on its slot and nothing landed there since
-   * the settle's own simulation (which then proved it); or the slot's recent read, less what is in
-   * flight and what landed after its point, covers it.
-   */
+  /** Covered: the simulation proved it (nothing else in flight or landed since), or a recent read. */
   #covered(part: HeldSpend, key: string, mark: number): boolean {
     const slot = this.#slots.get(part.slot);
     if (!slot) return this.#forgottenUpTo <= mark;
@@ -213,10 +194,7 @@ export class InFlightLedger {
     return reads.shortfall(spend, view.available, view.held);
   }
 
-  /**
-   * Reads what each spend's source holds at one point, and lets go of the holds on these slots
-   * that had landed by then (the read shows them).
-   */
+  /** Reads each spend's source at one point, letting go of holds landed by then. */
   async #read<S extends { readonly amount: bigint }>(
     reads: LedgerReads<S>,
     spends: readonly S[],
@@ -244,11 +222,7 @@ export class InFlightLedger {
     }
   }
 
-  /**
-   * With a store shared by replicas, what the others hold on these slots counts too: the store
-   * locks the slots for every replica while the decision weighs both. Nothing is reserved (here
-   * or there) if it falls short.
-   */
+  /** What other replicas hold counts too, the slots locked meanwhile; a shortfall reserves nothing. */
   async #withOtherReplicas<S extends { readonly amount: bigint }>(
     reads: LedgerReads<S>,
     key: string,

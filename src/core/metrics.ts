@@ -1,15 +1,5 @@
-/**
- * What the core tells an optional metrics sink: transactions sent, replaced and mined (reverted,
- * gas spent), settles in flight per signer, RPC failures. An interface only, so the core stays
- * free of any metrics library; `facilitator serve` plugs in a Prometheus one (src/http/metrics.ts).
- */
-import { getAddress, type TransactionReceipt } from "viem";
-
-/**
- * Where a settle's time goes: `checks` (everything checked again, with its chain reads and
- * simulation, and priced), `journal` (the record made durable before the broadcast), `chain`
- * (from the broadcast until the answer it waits for: accepted, or landed).
- */
+/** What the core tells an optional metrics sink (serve's Prometheus one: src/http/metrics.ts). */
+/** Where a settle's time goes: `checks`, `journal` (the durable record), `chain` (until answered). */
 export type SettleStage = "checks" | "journal" | "chain";
 
 export interface MetricsSink {
@@ -17,10 +7,7 @@ export interface MetricsSink {
   transactionSent(chainId: number, signer: string): void;
   /** A stuck transaction was replaced at the same nonce with a higher fee. */
   transactionReplaced(chainId: number, signer: string): void;
-  /**
-   * A receipt of ours: `gasWei` is gasUsed × effectiveGasPrice. The same receipt may be reported
-   * more than once (a retry reconciles what was already followed): the sink counts each hash once.
-   */
+  /** A receipt of ours (`gasWei`: gasUsed × effectiveGasPrice); counted once per hash. */
   transactionMined(
     chainId: number,
     receipt: { hash: string; signer: string; reverted: boolean; gasWei: bigint },
@@ -29,11 +16,7 @@ export interface MetricsSink {
   settling(chainId: number, signer: string): () => void;
   /** A request to `endpoint` (redacted: scheme, host, port) failed without a node's answer. */
   rpcError(endpoint: string, reason: string): void;
-  /**
-   * A Solana settlement transaction was sent, confirmed, failed on chain or expired unlanded; a
-   * landed one (confirmed or failed) cost our fee payer `feeLamports`. The same signature may be
-   * reported more than once (a retry follows what was already followed): counted once per outcome.
-   */
+  /** A Solana settlement's outcome and, once landed, our fee; counted once per outcome. */
   svmTransaction?(event: SvmTransactionEvent): void;
   /** A settle on `network` (CAIP-2) spent `seconds` in `stage`. */
   settleStage?(network: string, stage: SettleStage, seconds: number): void;
@@ -54,18 +37,4 @@ export function stageObserver(
 ): ((stage: SettleStage, seconds: number) => void) | undefined {
   if (!sink?.settleStage) return undefined;
   return (stage, seconds) => sink.settleStage?.(network, stage, seconds);
-}
-
-/** Reports a receipt to the sink, if any. */
-export function reportReceipt(
-  sink: MetricsSink | undefined,
-  chainId: number,
-  receipt: TransactionReceipt,
-): void {
-  sink?.transactionMined(chainId, {
-    hash: receipt.transactionHash,
-    signer: getAddress(receipt.from),
-    reverted: receipt.status !== "success",
-    gasWei: receipt.gasUsed * (receipt.effectiveGasPrice ?? 0n),
-  });
 }

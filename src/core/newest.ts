@@ -1,7 +1,4 @@
-/**
- * Bounded memory kept newest-first: a Map holds its keys in insertion order, so setting a key anew
- * makes it the newest, and past the bound the oldest are forgotten.
- */
+/** Bounded memory kept newest-first (a Map's insertion order); past the bound the oldest go. */
 
 /** Sets `key` to `value` as the newest entry of `map`, forgetting the oldest beyond `max`. */
 export function setNewest<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {

@@ -1,11 +1,7 @@
 /**
- * Every settlement followed to its end, without waiting for a retry. A pass takes what the store
- * holds as not yet at its end (broadcast with no final answer, or answered `submitted` and not
- * known to be mined), claims each one
- * (so on a shared store one replica follows it while the others skip it), asks its family what the
- * chain says now, and writes down the outcome: landed (a success not handed over yet: the next
- * settle of the payment answers it), failed or dropped (its holds end). `serve` runs a pass every
- * few seconds on every replica; `facilitator reconcile` runs one.
+ * Every settlement followed to its end without waiting for a retry: a pass claims each unfinished
+ * one (one replica follows it), asks its family, and records landed, failed or dropped. `serve`
+ * runs a pass every few seconds; `facilitator reconcile` runs one.
  */
 
 import { rpcErrorKind } from "../rpc/rpc-errors.js";
@@ -48,9 +44,7 @@ export async function reconcileOnce(
   void store.retain?.();
   const open = await store.openSettlements(options.idleMs ?? 0);
   const found: Reconciled[] = [];
-  // A prelude of ours (key#name, sent with whose doing its waste is) is followed as any action;
-  // a payer's own signed one (no action: our money in it is the gas we sent, followed under the
-  // payer) with its settlement's retry.
+  // Our prelude (key#name) is followed as an action; a payer's own one, with its settlement's retry.
   const queue = open.filter(
     (entry) => (entry.action || !entry.key.includes("#")) && !entry.action?.partOf,
   );
@@ -86,9 +80,8 @@ async function followOne(
     if (!claimed) {
       return { key, ageSeconds, transaction, outcome: "busy", detail: "being settled right now" };
     }
-    // The pass's list was read before this claim: a settle may have answered the payment since
-    // and given its claim back. Written over with the list's word (`landed`), an answered
-    // success would be answered again to the next settle of the payment.
+    // The list predates this claim: a settle may have answered since, and writing `landed` over that
+    // would answer it again.
     const current = await store.get(key);
     if (!current || !isOpen(current)) {
       return { key, ageSeconds, transaction, outcome: "busy", detail: "settled meanwhile" };
@@ -116,10 +109,7 @@ async function followOne(
   }
 }
 
-/**
- * A request whose transaction is another entry's (a claim in a batch) takes that entry's end once
- * it has one; a success handed over for it stays answered.
- */
+/** A request answered by another entry's transaction takes its end; a success stays answered. */
 async function endMember(
   store: SettlementStore,
   listed: JournalEntry,
@@ -127,8 +117,7 @@ async function endMember(
   const owner = listed.action?.partOf;
   const sent = owner ? await store.get(owner) : undefined;
   if (!sent || isOpen(sent)) return undefined;
-  // Under its claim, and as the store has it now: a claim retried meanwhile may have answered it
-  // (a stale `broadcast` written over as landed would answer it again).
+  // Under its claim, as the store has it now: a stale `broadcast` written over would answer twice.
   if (!(await store.claim(listed.key))) return undefined;
   try {
     const member = await store.get(listed.key);

@@ -1,8 +1,6 @@
 /**
- * What a setting row is, for a scheme to declare its own beside the shell's table: its flag, its
- * environment variable, its config file key, how its value is read and its help line. Apart from
- * the CLI so that a scheme's folder (which may not import a shell) declares its rows; the CLI's
- * settings table (cli/settings.ts) collects them from the registered schemes.
+ * A setting row (flag, environment variable, config key, reader, help), apart from the CLI so a
+ * scheme's folder can declare its own; cli/settings.ts collects them.
  */
 
 /** Where a value came from. */
@@ -43,10 +41,7 @@ export interface ValueRow<T = unknown, D = T | undefined> extends Described {
   readonly default?: (env: NodeJS.ProcessEnv) => D;
 }
 
-/**
- * A key, read only when a command needs it and never printed: the flag's file, else the
- * environment variable holding the key itself, else the one naming a file, else the config file's.
- */
+/** A key, read only when needed and never printed: flag's file, env key, env file, config. */
 export interface KeyRow extends Described {
   readonly kind: "key";
   /** A file holding the key (keys are never a flag's value). */

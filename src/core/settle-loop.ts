@@ -1,16 +1,8 @@
 /**
- * The one settle loop every scheme's transaction goes through, on every chain:
- *
- *   take the settlement's turn → pick up what the store holds of it → check again and price it →
- *   hold what it spends → write it down, broadcast and follow it → answer → give the turn back.
- *
- * The loop owns the order and the rules that hold whatever is sent: one settle of a key at a time
- * (on every replica sharing the store); what the store holds is followed, never sent anew; a dry
- * run holds and sends nothing, and its pick-up is given no licence to; a success is recorded by
- * the loop, here and nowhere else, before it is answered (`Success`, core/answers.ts), and its
- * turn given back only once it is out. A family says how to build, send and read a transaction
- * on its chains (a `Sending` of its own); a scheme says what to send and how to judge what
- * landed (through the family's steps).
+ * The one settle loop of every scheme and chain: take the key's turn → pick up what the store
+ * holds → check and price → hold → record, broadcast, follow → answer → give the turn back. One
+ * settle of a key at a time (across replicas); what the store holds is followed, never sent anew;
+ * a dry run sends nothing; a success is recorded here, and only here, before it is answered.
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
@@ -21,20 +13,13 @@ import type { JournalEntry, SettlementStore } from "./store.js";
 
 declare const licence: unique symbol;
 /**
- * What a step needs to broadcast anything on a settle's behalf, the same bytes again included. The
- * loop hands it to `pickUp` only outside a dry run, and to `send` (never called in one), so
- * whatever the store holds, a `simulated` settle can read but never send; the reconciler (outside
- * any dry run) hands it to the family it asks to follow. Only src/core names `MAY_SEND`
- * (test/settle-loop.test.ts): everything else sends with a licence it was handed.
+ * The licence to broadcast, handed out only outside a dry run, so a `simulated` settle can never
+ * send. Only src/core names `MAY_SEND` (test/settle-loop.test.ts).
  */
 export type MaySend = { readonly [licence]: true };
 export const MAY_SEND = {} as MaySend;
 
-/**
- * A success a `send` or a `pickUp` came to, not handed over yet: the loop records it as answered
- * under each of its keys (core/answers.ts) and only then answers it; a record the store could not
- * make answers `unrecorded` (pending, retry: it is never sent twice).
- */
+/** A success not handed over yet: recorded under each key first, else answered `unrecorded`. */
 export class Success<R> {
   constructor(
     readonly result: R,
@@ -50,10 +35,7 @@ export class Success<R> {
 /** What a `send` or a `pickUp` came to: an answer as it stands, or a success to record first. */
 export type Outcome<R> = R | Success<R>;
 
-/**
- * The outcome of a call nothing sent (refused before it left, or a dry run) is its own answer: it
- * is never a success to record, and were it one, it would answer pending, never unrecorded.
- */
+/** The answer of an outcome nothing sent: never a success to record. */
 export const unsent = <R>(outcome: Outcome<R>): R =>
   outcome instanceof Success ? outcome.unrecorded : outcome;
 
@@ -63,20 +45,13 @@ export interface LoopPorts {
   readonly answers: Pick<Answers, "answer">;
 }
 
-/**
- * One settlement's steps, as its family and scheme make them: `P` is its priced transaction, `R`
- * its answer (a settle's result, or what a scheme's own caller needs of it).
- */
+/** One settlement's steps from its family and scheme: `P` its priced transaction, `R` its answer. */
 export interface SettleSteps<P, R extends { readonly ok: boolean } = SettleResult> {
   /** What the chain consumes, and what the store writes it down under. */
   readonly key: string;
   /** The answer while another settle (here or on another replica) holds the key's turn. */
   busy(): R;
-  /**
-   * The store holds a settlement of this key: its outcome (followed to where it stands), or
-   * undefined when nothing of it stands in the way of settling afresh. Without `may` (a dry run)
-   * it sends nothing: it answers from what it reads.
-   */
+  /** The outcome of what the store holds of this key, or undefined to settle afresh. */
   pickUp(
     entry: JournalEntry,
     waitUntil: WaitUntil,
@@ -88,10 +63,7 @@ export interface SettleSteps<P, R extends { readonly ok: boolean } = SettleResul
   simulate(prepared: P): Promise<R>;
   /** Holds what it will spend against what is in flight; a refusal is the answer. */
   hold(prepared: P): Promise<R | undefined>;
-  /**
-   * Writes it down (durably, before anything leaves), broadcasts it, follows it to `waitUntil`,
-   * and says how it came out (a `Success` the loop records before it answers).
-   */
+  /** Records it durably, broadcasts it and follows it to `waitUntil`. */
   send(prepared: P, waitUntil: Exclude<WaitUntil, "simulated">, may: MaySend): Promise<Outcome<R>>;
   /** Told how long a stage took (serve's metrics); the loop times `checks`, `send` the rest. */
   readonly observe?: ((stage: SettleStage, seconds: number) => void) | undefined;
@@ -113,10 +85,8 @@ export function settleInTurn<P, R extends { readonly ok: boolean }>(
 }
 
 /**
- * Runs `work` in `key`'s turn, or answers `busy` when another settle (here or on another replica)
- * holds it. The turn is given back after the answer: at once after a refusal; after a success,
- * once it is out, since nothing may stand between the record of a success and its hand-over
- * (core/answers.ts); a retry meanwhile is told to retry.
+ * Runs `work` in `key`'s turn, or answers `busy`. After a success the turn is given back only once
+ * the answer is out: nothing may stand between its record and its hand-over.
  */
 export async function withTurn<R extends { readonly ok: boolean }>(
   store: Pick<SettlementStore, "claim" | "release">,
@@ -156,10 +126,7 @@ export async function inTurn<P, R extends { readonly ok: boolean }>(
   return answer(ports.answers, await steps.send(prepared.value, waitUntil, MAY_SEND));
 }
 
-/**
- * The one place a success is recorded (under every key it answers) before it is handed over, with
- * nothing awaited between the record and the return (core/answers.ts).
- */
+/** Records a success under every key it answers, then hands it over with nothing awaited between. */
 async function answer<R>(answers: Pick<Answers, "answer">, outcome: Outcome<R>): Promise<R> {
   if (!(outcome instanceof Success)) return outcome;
   const { keys, mined } = outcome;

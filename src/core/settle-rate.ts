@@ -1,31 +1,20 @@
 /**
- * Settlements a minute per payer and per payee (`--rate-per-payer`). A settlement that lands costs
- * us gas as much as one that reverts, and the revert throttle and the wasted-gas budget see only
- * the second kind: this bounds the first. A rate of N is a bucket of N settlements refilled at N a
- * minute (bursts of N, N a minute sustained); every address the payment names as payer takes from
- * its own. A payee's bucket is ten times larger: a seller is one address that many buyers pay, and
- * its buyers' payments must not wait on each other; the payer's bucket is what bounds one caller.
- * Counted in this process (each replica counts its own).
+ * Settlements a minute per payer and payee (`--rate-per-payer`): a landed settlement costs gas as
+ * a revert does, and only reverts are throttled. A bucket of N refilled at N a minute per address;
+ * a payee's is ten times larger (many buyers pay one seller). Counted per process.
  */
 
 import type { Parties } from "../deny-list/deny-list.js";
 import { type Failure, failure } from "../protocol/errors.js";
 import { BudgetMap, objectBytes, stringBytes } from "./byte-budget.js";
 
-/**
- * The CLI's default: a settlement a second sustained, bursts of 60, for each payer (ten a second
- * for each payee). A buyer or seller busier than that on a public facilitator is an operator's to
- * let through.
- */
+/** The CLI's default: one a second sustained, bursts of 60, per payer (ten times per payee). */
 export const DEFAULT_RATE_PER_PAYER = 60;
 
 /** How many times a payer's rate a payee may be paid at. */
 export const PAYEE_FACTOR = 10;
 
-/**
- * Addresses tracked at once; past it the least recently used go (a forgotten one comes back full:
- * one that took from its bucket in the last minute is not full yet, and starts afresh).
- */
+/** Addresses tracked at once; past it the least recently used go (and come back full). */
 const MAX_TRACKED = 100_000;
 /** And bytes: about 200 an address, so about 42,000 addresses in 8 MiB. */
 export const RATE_BUDGET_BYTES = 8 * 2 ** 20;
@@ -68,10 +57,7 @@ export class SettlementRate {
     return undefined;
   }
 
-  /**
-   * One settlement from every party's allowance, or who waits (then nothing is taken). `release`
-   * gives it back: the settle sent nothing.
-   */
+  /** One settlement from every party's allowance, or who waits; `release` gives it back. */
   take(parties: Parties): Taken {
     const refused = this.refusal(parties);
     if (refused) return { ok: false, failure: refused };

@@ -1,7 +1,6 @@
 /**
- * What we know of a settlement, asked by its transaction hash, by its payment (the request), or by
- * its `payment-identifier`: what the store wrote down (sent, landed, answered, failed) and by which
- * run of which process with which key, and what the chain says now. Nothing is sent.
+ * What we know of a settlement (by hash, payment or `payment-identifier`): the store's record
+ * and what the chain says now. Nothing is sent.
  */
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
@@ -43,10 +42,7 @@ const MEANING: Readonly<Record<string, string>> = {
   dropped: "dropped: its nonce went to another transaction; a settle starts afresh",
 };
 
-/**
- * The query with its transaction as stores keep it (an EVM hash in lower case), or why it names
- * no settlement: junk never reaches a store.
- */
+/** The query with its transaction as stores keep it, or why it names none: junk never reaches a store. */
 export function checkStatusQuery(
   query: StatusQuery,
 ): { ok: true; query: StatusQuery } | { ok: false; failure: Failure } {

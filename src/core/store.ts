@@ -1,15 +1,10 @@
 /**
- * The settlement store port: what the chain and scheme code needs kept durably, whoever keeps it.
- * The file journal (store/journal.ts) is the embedded default for one process; the PostgreSQL
- * store (store/postgres.ts) lets several replicas share one truth. Only the CLI's configuration
- * picks one.
+ * The settlement store port. The file journal (store/journal.ts) serves one process; PostgreSQL
+ * (store/postgres.ts) lets replicas share one truth. The CLI's configuration picks one.
  */
 import type { Catalogue } from "../bazaar/catalogue.js";
 
-/**
- * The chain an entry is on, as a CAIP-2 id ("eip155:8453", "solana:5eykt4…"); its namespace
- * (before the colon) says which family follows it.
- */
+/** The chain an entry is on, as a CAIP-2 id; its namespace says which family follows it. */
 export type Network = string;
 /** An account as its chain writes it (EVM: 0x hex, Solana: base58). */
 export type Account = string;
@@ -23,10 +18,7 @@ export type TxNonce = number;
 /** The namespace of a CAIP-2 network ("eip155", "solana"). */
 export const namespaceOf = (network: Network): string => network.slice(0, network.indexOf(":"));
 
-/**
- * Why `raiseHighest` raised nothing: a higher value is kept, or the id was marked changed after
- * the state the value was checked against was read.
- */
+/** Why `raiseHighest` raised nothing: a higher value is kept, or the id changed since `seenAt`. */
 export type RaiseRefusal = { readonly higher: bigint } | { readonly changedAt: number };
 
 /** Gas one settlement of ours wasted, and whose payment it was (chain/gas-at-risk.ts). */
@@ -51,34 +43,24 @@ export interface Chargeable {
   readonly asset: string;
 }
 
-/**
- * A transaction that carries no payment of its own (a channel's claim, settle or refund): it
- * landed when it was mined and did not revert; if it wastes gas, it is charged to `chargeTo`.
- */
+/** A transaction without a payment of its own (a channel's claim, settle, refund). */
 export interface SentAction {
   /** In a word, for status and logs ("claim", "settle", "refund"). */
   readonly name: string;
   /** Each is charged a share of what it wastes; empty when another entry of it is charged. */
   readonly chargeTo: readonly Chargeable[];
-  /**
-   * A transaction that answers several requests (a batch of claims): the keys of those requests,
-   * each written down with it, so a retry of any of them finds this transaction.
-   */
+  /** The keys of the requests one transaction answers (a batch), so a retry of any finds it. */
   readonly members?: readonly string[] | undefined;
-  /** A request answered by another entry's transaction: that entry's key (it is followed there). */
+  /** A request answered by another entry's transaction: that entry's key. */
   readonly partOf?: string | undefined;
 }
 
 export type EntryState =
   /** Broadcast (or about to be); no final answer given yet. */
   | "broadcast"
-  /** Success was answered once mined (or once followed to its landing): the authorization is spent. */
+  /** Success was answered once mined: the authorization is spent. */
   | "answered"
-  /**
-   * Success was answered `submitted`, before it was mined: the authorization is spent for us, and
-   * its transaction is followed (and sent again if dropped) until it lands (then `answered`) or can
-   * no longer land (then `failed` or `dropped`).
-   */
+  /** Success answered before it was mined; followed (resent if dropped) until it lands or cannot. */
   | "submitted"
   /** Final on chain, and no success handed to anyone yet: the next settle of it answers one. */
   | "landed"
@@ -101,14 +83,14 @@ export interface JournalEntry {
   readonly expect?: ExpectedTransfer | undefined;
   /** What a transaction without a Transfer of its own was sent for. */
   readonly action?: SentAction | undefined;
-  /** Every hash broadcast for this authorization (a replacement adds one), oldest first. */
+  /** Every hash broadcast for it, oldest first. */
   hashes: TxHash[];
   /** The signed transactions behind `hashes`, to re-broadcast after a crash. */
   raws: RawTx[];
   state: EntryState;
-  /** The run of a process that sent it (a replica, a CLI run), then the one that answered it. */
+  /** The run that sent it, then the one that answered it. */
   owner?: string | undefined;
-  /** When the entry last changed (unix milliseconds), where the store knows it. */
+  /** When the entry last changed (unix ms), where the store knows it. */
   updatedAt?: number | undefined;
 }
 
@@ -139,7 +121,7 @@ export interface StoreStatus {
 /** A payer's spend held by a settlement in flight (of any replica), and its transactions so far. */
 export interface HeldElsewhere {
   readonly key: string;
-  /** What is spent from, as the family names it for the in-flight ledger (EVM: chain:token:owner(>spender)). */
+  /** What is spent from, as the family names it (EVM: chain:token:owner(>spender)). */
   readonly slot: string;
   readonly amount: bigint;
   readonly hashes: readonly TxHash[];
@@ -147,10 +129,7 @@ export interface HeldElsewhere {
   readonly landedIn?: bigint | undefined;
 }
 
-/**
- * How far back a payer's settlements count (`settlementsOf`): each buys it one wasted settlement
- * per hour past the wasted-gas budget, so not forever.
- */
+/** How far back a payer's settlements count (`settlementsOf`): each buys one wasted settlement. */
 export const SETTLEMENTS_LOOKBACK_MS = 30 * 24 * 60 * 60_000;
 
 /** What a `store_unavailable` answer tells the caller to wait before retrying, in seconds. */
@@ -175,7 +154,7 @@ export const UNRECORDED =
 type MaybePromise<T> = T | Promise<T>;
 
 export interface SettlementStore {
-  /** Where it keeps things, for banners and logs (a file path, or a database without password). */
+  /** Where it keeps things, for banners and logs (never a password). */
   readonly where: string;
   /** Whether several replicas may share it. */
   readonly shared: boolean;
@@ -188,56 +167,32 @@ export interface SettlementStore {
   recordSend(entry: NewEntry, hash: TxHash, raw: RawTx): Promise<void>;
   /** Resolves once durable: await it before broadcasting a replacement (same nonce, higher fee). */
   recordReplace(key: string, hash: TxHash, raw: RawTx): Promise<void>;
-  /**
-   * Resolves once durable; `answered` must be, before success is answered. A rejection whose
-   * error is marked by `notRecorded()` says the record certainly was not made (the store was not
-   * reached); any other may or may not have been.
-   */
+  /** Resolves once durable. A rejection marked `notRecorded()` certainly wrote nothing. */
   recordState(key: string, state: EntryState): Promise<void>;
   /** Entries broadcast with no final answer yet, as of when the store was opened. */
   unsettled(): Iterable<JournalEntry>;
-  /**
-   * Settlements not followed to their end (broadcast), unchanged for at least
-   * `idleMs`, oldest first: what the reconciler follows.
-   */
+  /** Unfinished settlements unchanged for `idleMs`, oldest first: what the reconciler follows. */
   openSettlements(idleMs: number): Promise<JournalEntry[]>;
   /** The settlement one of whose transactions is `hash`, as far as the store remembers it. */
   findByTransaction(hash: string): Promise<JournalEntry | undefined>;
   /** The answer kept for a `payment-identifier`, if one was (a success), else undefined. */
   idempotencyAnswer(id: string): Promise<unknown>;
-  /**
-   * A store that keeps settled history apart from what it works with (the journal's archive):
-   * the settlement of `key` there too, for status. Without it, `get` answers.
-   */
+  /** The settlement of `key` in settled history kept apart (the journal's archive), for status. */
   findArchived?(key: string): Promise<JournalEntry | undefined>;
-  /**
-   * Since when (unix ms) the store keeps settlements, when it forgets older ones: status says a
-   * settlement not found may be older than that.
-   */
+  /** Since when (unix ms) the store keeps settlements, when it forgets older ones. */
   keptSince?(): Promise<number | undefined>;
 
   /** This run of this process, as the store names who sent or answered a settlement. */
   readonly runId: string;
-  /**
-   * Writes down that a success is answered for `key`, by this run (core/answers.ts); resolves
-   * once durable. Rejects as recordState does.
-   */
+  /** Writes down that this run answers success for `key`; durable, rejects as recordState. */
   markAnswered(key: string, state?: "answered" | "submitted"): Promise<void>;
   /** A success this run wrote down but did not hand over: `landed` again, if still this run's. */
   unmarkAnswered(key: string): Promise<void>;
 
   /**
-   * Scheme state: for any scheme, per `namespace` (the scheme's, and what it keeps there) and
-   * `id`, the highest value raised, and when the id last changed (markChanged). Both are atomic
-   * for every process sharing the store.
-   *
-   * Raises the highest value kept for `id` to `value`. Answers undefined when `value` is now the
-   * highest (or was already); `{higher}`, the higher value kept; or, when `value` was checked
-   * against a state of `id` read at `seenAt` (unix ms) and `id` was marked changed at a later time
-   * than that, `{changedAt}` (the latest such time): nothing is raised, read it again. Without
-   * `seenAt` no change refuses it. A shared store has the raise durable once it answers; the file
-   * journal writes it within a second (a crash may lose that second's raises, so keep here only
-   * what something else still bounds).
+   * Scheme state, atomic across processes: raises `id`'s highest value (per `namespace`) to
+   * `value`; refuses with `{higher}`, or `{changedAt}` when `id` changed after `seenAt`. The file
+   * journal makes raises durable within a second: keep here only what something else bounds.
    */
   raiseHighest(
     namespace: string,
@@ -245,12 +200,7 @@ export interface SettlementStore {
     value: bigint,
     seenAt?: number,
   ): MaybePromise<RaiseRefusal | undefined>;
-  /**
-   * `id`'s state (in `namespace`) changed at `at` (unix ms), or may change until then, by means
-   * the raises do not show: every process sharing the store has its raises of `id` checked
-   * against a state read before `at` refused (`{changedAt}`). The latest `at` marked counts;
-   * resolves once durable.
-   */
+  /** `id` changed (or may) at `at` (unix ms): raises checked against older reads are refused. */
   markChanged(namespace: string, id: string, at: number): Promise<void>;
 
   /** Binds `id` to the request `fingerprint`, or says what it is already bound to. */
@@ -259,10 +209,8 @@ export interface SettlementStore {
   finishIdempotency(id: string, answer: unknown): MaybePromise<void>;
 
   /**
-   * A shared store: reserves what settlement `key` will spend, with the slots locked against every
-   * replica while `decide` looks at what every settlement (of any replica) holds there; `decide`
-   * must not use the store itself. `decide` answers a refusal
-   * (then nothing is reserved) or undefined. Absent on a store only one process uses.
+   * A shared store: reserves what `key` will spend, the slots locked across replicas while
+   * `decide` (which must not use the store) reads what all hold; a refusal reserves nothing.
    */
   reserveShared?<R>(
     key: string,
@@ -272,39 +220,25 @@ export interface SettlementStore {
   /** The settlement's transaction landed in `landedIn`, or (undefined) never will spend anything. */
   releaseShared?(key: string, landedIn?: bigint): Promise<void>;
 
-  /**
-   * A shared store: tells the other replicas a payer's settlement of ours reverted, or (`waste`)
-   * wasted gas some other way, with the asset and the gas.
-   */
+  /** A shared store: tells other replicas a payer's settlement reverted or wasted gas. */
   chargeRevert?(chainId: number, payer: string, waste?: Waste): Promise<void>;
-  /**
-   * A shared store: `listener` hears of the reverts and waste other replicas charge (at most a
-   * third of a lease late), with when they happened (unix milliseconds).
-   */
+  /** A shared store: `listener` hears of reverts and waste other replicas charge. */
   onRevertElsewhere?(
     listener: (chainId: number, payer: string, at: number, waste?: Waste) => void,
   ): void;
-  /**
-   * How many settlements of this payer (answered in the last `SETTLEMENTS_LOOKBACK_MS`), or in
-   * this asset (ever), were answered success on `network`, counted up to `atMost`, as far as the
-   * store remembers (a restart, other replicas); asked only while gas is being wasted.
-   */
+  /** Successes of this payer (within SETTLEMENTS_LOOKBACK_MS) or asset, counted up to `atMost`. */
   settlementsOf?(
     network: Network,
     who: { payer: string } | { asset: string },
     atMost: number,
   ): Promise<number>;
 
-  /**
-   * Moves final settlements past the store's retention out of the table settles use, when due
-   * (a shared store: on one replica per period); lookups still find them. Resolves with how many
-   * it moved; never rejects. Absent on a store that keeps its history otherwise.
-   */
+  /** Moves final settlements past retention aside when due (still found); never rejects. */
   retain?(): Promise<number>;
 
   status(): MaybePromise<StoreStatus>;
 
-  /** The bazaar catalogue (bazaar/catalogue.ts), when the store keeps one: discovery is off without. */
+  /** The bazaar catalogue, when the store keeps one: discovery is off without. */
   readonly catalogue?: Catalogue | undefined;
 
   close(): MaybePromise<void>;

@@ -1,7 +1,6 @@
 /**
- * Payers whose settlements keep reverting on chain are refused for a while. A revert costs us gas
- * and the payer nothing (it can cancel its authorization, or move its balance, between our check
- * and the block), so after a few of them its settles wait until the oldest leaves the window.
+ * Payers whose settlements keep reverting are refused for a while: a revert costs us gas and the
+ * payer nothing (it can move its funds between our check and the block).
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import { arrayBytes, BudgetMap, stringBytes } from "./byte-budget.js";

@@ -1,9 +1,5 @@
-/**
- * What a thrown error means as an answer (the node unreachable, or something unexpected), and a
- * chain failure named after the network and the endpoints it went through.
- */
+/** What a thrown error means as an answer, and a chain failure named after its endpoints. */
 
-import { BaseError, RpcRequestError } from "viem";
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import { isUnreachable, unreachableReason } from "../rpc/rpc-errors.js";
@@ -24,15 +20,22 @@ export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failur
   return failure("internal_error", `unexpected error during ${op}: ${text}`);
 }
 
-/**
- * The node's (or its provider's) own JSON-RPC error, when `error` carries one: a chain failure,
- * not a bug of ours, so never internal_error.
- */
+/** The node's own JSON-RPC error in `error` (read by shape): a chain failure, not internal_error. */
 export function nodeErrorOf(error: unknown): string | undefined {
-  if (!(error instanceof BaseError)) return undefined;
-  const answered = error.walk((e) => e instanceof RpcRequestError);
-  if (!(answered instanceof RpcRequestError)) return undefined;
+  const walk = (error as { walk?: unknown } | null)?.walk;
+  if (typeof walk !== "function") return undefined;
+  const answered = walk.call(error, isRpcRequestError) as RpcRequestError | null;
+  if (!answered) return undefined;
   return `${answered.code}: ${answered.details.split("\n")[0]}`;
+}
+
+type RpcRequestError = { name: string; code: number; details: string };
+
+function isRpcRequestError(e: unknown): e is RpcRequestError {
+  const r = e as Partial<RpcRequestError> | null;
+  return (
+    r?.name === "RpcRequestError" && typeof r.code === "number" && typeof r.details === "string"
+  );
 }
 
 /** A chain_unavailable result, prefixed with the request's network and the endpoints behind it. */

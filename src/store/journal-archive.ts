@@ -1,15 +1,9 @@
 /**
- * The journal's archive: settled history that left memory (past the newest SETTLED_IN_MEMORY
- * settlements and IDS_KEPT payment identifiers), kept in numbered segments beside the journal
- * (`FILE.archive/000001.jsonl`) so `status` and GET /settlements still answer for it, while
- * start-up reads only the live file. A segment is one JSON record per line after a header line
- * (its time range), with an index (`000001.idx`): an open-addressing hash table of 16-byte slots
- * (8 bytes of sha256 of a term, 8 of the record's offset + 1), so a look-up reads a slot or two
- * and a line per segment, however long the history.
- *
- * A segment counts only once the live file names it (its `archive` line, written by the
- * compaction's rename): a compaction cut short leaves a segment whose records the live file
- * still holds, and the journal's owner deletes it at its next start (never a record twice).
+ * The journal's archive: settled history that left memory, in numbered segments beside the
+ * journal (`FILE.archive/000001.jsonl`), so lookups still answer while start-up reads only the
+ * live file. A segment is a header line (its time range) and one JSON record a line, with an index
+ * (`000001.idx`): an open-addressing table of 16-byte slots (8 bytes of sha256 of a term, 8 of the
+ * record's offset + 1). A segment counts only once the live file names it (never a record twice).
  */
 import { createHash } from "node:crypto";
 import {
@@ -146,34 +140,15 @@ export class JournalArchive {
     }
   }
 
-  /**
-   * Writes segment `through + 1` of `lines` (synced, renamed into place, the directory synced)
-   * and answers its number; it counts once the live file names it. At start-up, synchronously.
-   */
+  /** Writes segment `n` (synced, renamed into place); it counts once the live file names it. */
   writeSync(lines: readonly ArchivedLine[], n: number): void {
     mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
     const parts = segmentParts(lines);
-    const records = openSync(`${this.#path(n, "jsonl")}.tmp`, "w", 0o600);
-    let index: Buffer;
-    try {
-      for (let next = parts.next(); ; next = parts.next()) {
-        if (next.done) {
-          index = next.value;
-          break;
-        }
-        writeAllSync(records, next.value);
-      }
-      fsyncSync(records);
-    } finally {
-      closeSync(records);
-    }
-    const idx = openSync(`${this.#path(n, "idx")}.tmp`, "w", 0o600);
-    try {
-      writeAllSync(idx, index);
-      fsyncSync(idx);
-    } finally {
-      closeSync(idx);
-    }
+    let next = parts.next();
+    writeSynced(`${this.#path(n, "jsonl")}.tmp`, (fd) => {
+      for (; !next.done; next = parts.next()) writeAllSync(fd, next.value);
+    });
+    writeSynced(`${this.#path(n, "idx")}.tmp`, (fd) => writeAllSync(fd, next.value as Buffer));
     renameSync(`${this.#path(n, "idx")}.tmp`, this.#path(n, "idx"));
     renameSync(`${this.#path(n, "jsonl")}.tmp`, this.#path(n, "jsonl"));
     syncDirSync(this.#dir);
@@ -183,28 +158,16 @@ export class JournalArchive {
   async write(lines: readonly ArchivedLine[], n: number): Promise<void> {
     mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
     const parts = segmentParts(lines);
-    const records = await open(`${this.#path(n, "jsonl")}.tmp`, "w", 0o600);
-    let index: Buffer;
-    try {
-      for (let next = parts.next(); ; next = parts.next()) {
-        if (next.done) {
-          index = next.value;
-          break;
-        }
-        await records.writeFile(next.value);
+    let next = parts.next();
+    await writeSyncedAsync(`${this.#path(n, "jsonl")}.tmp`, async (file) => {
+      for (; !next.done; next = parts.next()) {
+        await file.writeFile(next.value);
         await new Promise((resolve) => setImmediate(resolve));
       }
-      await records.sync();
-    } finally {
-      await records.close();
-    }
-    const idx = await open(`${this.#path(n, "idx")}.tmp`, "w", 0o600);
-    try {
-      await idx.writeFile(index);
-      await idx.sync();
-    } finally {
-      await idx.close();
-    }
+    });
+    await writeSyncedAsync(`${this.#path(n, "idx")}.tmp`, (file) =>
+      file.writeFile(next.value as Buffer),
+    );
     await rename(`${this.#path(n, "idx")}.tmp`, this.#path(n, "idx"));
     await rename(`${this.#path(n, "jsonl")}.tmp`, this.#path(n, "jsonl"));
     await syncDir(this.#dir);
@@ -309,7 +272,8 @@ async function readLineAt(file: Handle, offset: number): Promise<ArchivedLine | 
   }
 }
 
-function writeAllSync(fd: number, bytes: Buffer): void {
+/** writeSync until every byte is in (a short write is retried: the next says why it stops). */
+export function writeAllSync(fd: number, bytes: Buffer): void {
   for (let done = 0; done < bytes.length; ) {
     const wrote = writeSync(fd, bytes, done, bytes.length - done);
     if (wrote <= 0) throw new Error(`wrote ${done} of ${bytes.length} bytes`);
@@ -317,23 +281,35 @@ function writeAllSync(fd: number, bytes: Buffer): void {
   }
 }
 
-export function syncDirSync(dir: string): void {
-  const fd = openSync(dir, "r");
+/** Opens `file`, runs `work` on it, fsyncs and closes it. */
+export function writeSynced(file: string, work: (fd: number) => void, flags = "w"): void {
+  const fd = openSync(file, flags, 0o600);
   try {
+    work(fd);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
 }
 
-export async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, "r");
+async function writeSyncedAsync(
+  file: string,
+  work: (handle: Handle) => Promise<void>,
+  flags = "w",
+): Promise<void> {
+  const handle = await open(file, flags, 0o600);
   try {
+    await work(handle);
     await handle.sync();
   } finally {
     await handle.close();
   }
 }
+
+export const syncDirSync = (dir: string): void => writeSynced(dir, () => undefined, "r");
+
+export const syncDir = (dir: string): Promise<void> =>
+  writeSyncedAsync(dir, async () => undefined, "r");
 
 /** Reads `file` from `offset` to its end (a file whose writes are held meanwhile). */
 export async function readFrom(file: string, offset: number): Promise<Buffer> {

@@ -1,8 +1,6 @@
 /**
- * The bazaar catalogue in the journal file (bazaar/catalogue.ts): every entry kept in memory, each
- * change a line of the journal (`catalogue`: the whole entry; `uncatalogue`: one removed to make
- * room), read back in order at start-up and rewritten by a compaction. One process per file, so a
- * put decides against memory and the line follows; it resolves once the line is on disk.
+ * The bazaar catalogue in the journal file: entries in memory, each change a line (`catalogue`,
+ * `uncatalogue`); one process per file, so a put decides against memory and the line follows.
  */
 import {
   boundRefusal,

@@ -1,14 +1,7 @@
 /**
- * The journal file's group commit: every line appended while the previous group was on its way to
- * the disk goes out in one write and one fdatasync, on libuv's thread pool, so the event loop
- * keeps serving while the disk works. Lines are written in the order they were appended. A file
- * opened with O_DSYNC (`syncedWrites`) is on disk when its write returns: one trip to the thread
- * pool per group instead of two.
- *
- * A group counts as written only when every byte of it reached the file and was synced. A write
- * that stops short (a full disk takes what fits and refuses the rest) or fails is cut back to the
- * file's length before the group, so no torn line is left for the next record to be glued to;
- * when even that fails, the next group starts with a newline so its records stand alone.
+ * The journal's group commit: lines appended while a group is on its way go out in one write and
+ * one fdatasync, in order (O_DSYNC: one trip to the thread pool). A write cut short is cut back
+ * to before its group, so no torn line is left; failing that, the next group starts with "\n".
  */
 import { fdatasync, fstatSync, ftruncate, write } from "node:fs";
 import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
@@ -48,10 +41,7 @@ export function describeWriteError(error: unknown): string {
   return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
 }
 
-/**
- * A journal that cannot be written is a store that is unavailable, not a failed payment: 503
- * `store_unavailable` with Retry-After. Cut back, the record certainly was not made.
- */
+/** An unwritable journal is an unavailable store (503, Retry-After), not a failed payment. */
 export function unwritable(error: GroupNotWritten): FacilitatorError {
   const thrown = FacilitatorError.of(
     "store_unavailable",
@@ -106,10 +96,7 @@ export class GroupCommit {
     if (this.#failure === failure) this.#failure = undefined;
   }
 
-  /**
-   * Appends `text` (whole lines); resolves once it is on disk. Rejects with `store_unavailable`,
-   * marked not recorded (core/store.ts) when the file holds nothing of it.
-   */
+  /** Appends whole lines; resolves once on disk, else rejects `store_unavailable`. */
   append(text: string): Promise<void> {
     this.#pending.push(text);
     const upTo = ++this.#appended;
@@ -138,8 +125,7 @@ export class GroupCommit {
             : this.#writeGroup(fd, text);
         this.#writing = writing;
         const failure = await writing;
-        // A small group going through (a state line) says little of room for a whole record:
-        // the failure lasts until a group as big as the one refused, or a probe, goes through.
+        // A small group going through says little of room: the failure lasts until one as big does.
         if (failure && fd !== undefined) this.#failure = failure;
         else if (Buffer.byteLength(text) >= (this.#failure?.bytes ?? 0)) this.#failure = undefined;
         this.#settleWaiters(upTo, failure && unwritable(failure));
@@ -187,10 +173,7 @@ export class GroupCommit {
     }
   }
 
-  /**
-   * Runs `task` between groups: once the group being written (if any) is on disk, with the next
-   * one held back until `task` ends (a compaction's cut and swap). Lines appended meanwhile wait.
-   */
+  /** Runs `task` between groups (a compaction's cut and swap); appends wait meanwhile. */
   async exclusive<T>(task: () => Promise<T>): Promise<T> {
     while (this.#held) await this.#held.catch(() => undefined);
     const running = (async () => {

@@ -1,18 +1,8 @@
 /**
- * Compacting the journal while it is written: the live file is rewritten to what is still in
- * memory (open settlements, the newest settled ones, identifiers, scheme state, catalogue), and
- * what left memory since the last compaction goes to a new archive segment
- * (journal-archive.ts), so the file and the next start-up follow what is live, not all history.
- *
- * Appends go on meanwhile. Only two short moments hold them back (GroupCommit.exclusive): the
- * cut, which notes the file's length and takes what is in memory, and the swap, which copies the
- * lines appended since the cut to the new file, syncs it and renames it over the journal. Those
- * lines are read again after the copy of memory at the next start; each record says what it sets
- * (a state, an answer, a raise to a maximum), so reading one twice changes nothing.
- *
- * Crash-safe at every step: the new file is synced before its rename and the directory after;
- * until the rename, the old file holds everything (a segment written for it does not count yet,
- * journal-archive.ts); after it, the new file and the segments it names do.
+ * Compacting the journal while it is written: the file is rewritten to what is in memory, and
+ * what left memory goes to an archive segment. Appends are held back only at the cut and the swap
+ * (which copies lines appended since); each record sets a value, so one read twice changes
+ * nothing. Crash-safe: synced before the rename, the old file holds everything until it.
  */
 import { fstat, openSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
@@ -54,10 +44,7 @@ export function entryLine(entry: JournalEntry): EntryLine {
   return { t: "entry", ...rest };
 }
 
-/**
- * The lines of a compacted journal, a few entries at a time: a settled entry as one `entry`
- * line; one still followed as the send, replace and state lines an earlier version reads too.
- */
+/** A compacted journal's lines: a settled entry whole, a followed one as the lines it was made of. */
 export function* liveLines(through: number, snapshot: Snapshot): Generator<string> {
   // Without segments, no line says so (an earlier version's file reads the same).
   if (through > 0) yield `${JSON.stringify({ t: "archive", through } satisfies ArchiveLine)}\n`;
@@ -100,10 +87,7 @@ export interface Compactable {
   step?: ((step: CompactionStep) => void) | undefined;
 }
 
-/**
- * Compacts the journal while it is written; answers how many lines the new file holds, and how
- * many of them are memory's copy (the rest were appended meanwhile).
- */
+/** Compacts while the journal is written; answers the new file's lines and memory's share. */
 export async function compactLive(
   journal: Compactable,
 ): Promise<{ lines: number; live: number } | undefined> {

@@ -1,24 +1,12 @@
 /** The journal file: read a line at a time, rewritten whole, and where it lives by default. */
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  fsyncSync,
-  openSync,
-  readSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, renameSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { syncDirSync, writeAllSync, writeSynced } from "./journal-archive.js";
 import type { WriteBytes } from "./journal-commit.js";
 
-/**
- * Appends are on disk when their write returns (O_DSYNC, as a write and an fdatasync) where the
- * platform has the flag; elsewhere (Windows) the group commit syncs after each write.
- */
+/** Appends are durable when their write returns (O_DSYNC) where the platform has it. */
 export const SYNCED_WRITES = constants.O_DSYNC !== undefined;
 export const APPEND_FLAGS =
   constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | (constants.O_DSYNC ?? 0);
@@ -27,16 +15,9 @@ export const APPEND_FLAGS =
 export type CompactionStep = "cut" | "segment" | "written" | "tail" | "renamed" | "synced";
 
 export interface JournalOptions {
-  /**
-   * Compact once the file has grown by this many lines (and by as many as it held after the last
-   * compaction): at start-up when most of it is settled history, and while serving. Infinity for
-   * a reader that must not write (status, doctor).
-   */
+  /** Compact once the file grew by this many lines (Infinity for a reader: status, doctor). */
   readonly compactAfterLines?: number | undefined;
-  /**
-   * Archive segments whose newest settlement is older than this many days are deleted after a
-   * compaction; undefined keeps them all.
-   */
+  /** Archive segments older than this many days are deleted after a compaction. */
   readonly retainDays?: number | undefined;
   /** Settled entries kept in memory (Journal.SETTLED_IN_MEMORY). */
   readonly settledInMemory?: number | undefined;
@@ -74,11 +55,7 @@ export function* readLines(file: string): Generator<string> {
   }
 }
 
-/**
- * The records of one line of the journal, and whether it was torn. A write cut short (a crash, or
- * a full disk under an earlier version) leaves part of a record, and the next record may have been
- * appended to it on the same line: that record is read from where it starts, the torn part skipped.
- */
+/** A line's records, and whether it was torn (a record glued to a torn one is still read). */
 export function recordOf(line: string): { record?: unknown; torn: boolean } {
   try {
     return { record: JSON.parse(line), torn: false };
@@ -95,10 +72,7 @@ export function recordOf(line: string): { record?: unknown; torn: boolean } {
   }
 }
 
-/**
- * Hands every record of the file to `apply`, in order; a torn line is skipped (its glued record
- * read) and told to `warn` with its line number. Answers how many lines the file has.
- */
+/** Hands every record of the file to `apply`, in order, torn lines told to `warn`; answers the line count. */
 export function replay(
   file: string,
   apply: (record: unknown) => void,
@@ -125,40 +99,19 @@ export function replay(
   return lines;
 }
 
-/**
- * Writes `chunks` to a new file, syncs it and renames it over `file`. On failure (a full disk)
- * the new file is removed, `file` is as it was, and the error is thrown.
- */
+/** Writes `chunks` to a new file, syncs it and renames it over `file`; on failure `file` is as it was. */
 export function rewrite(file: string, chunks: Iterable<string>): void {
   const next = `${file}.compact`;
   try {
-    const fd = openSync(next, "w", 0o600);
-    try {
-      for (const chunk of chunks) writeAll(fd, Buffer.from(chunk));
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    writeSynced(next, (fd) => {
+      for (const chunk of chunks) writeAllSync(fd, Buffer.from(chunk));
+    });
   } catch (error) {
     rmSync(next, { force: true });
     throw error;
   }
   renameSync(next, file);
-  const dir = openSync(path.dirname(file), "r");
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
-}
-
-/** writeSync until every byte is in (a short write is retried: the next one says why it stops). */
-function writeAll(fd: number, bytes: Buffer): void {
-  for (let done = 0; done < bytes.length; ) {
-    const wrote = writeSync(fd, bytes, done, bytes.length - done);
-    if (wrote <= 0) throw new Error(`wrote ${done} of ${bytes.length} bytes`);
-    done += wrote;
-  }
+  syncDirSync(path.dirname(file));
 }
 
 export function endsMidLine(file: string): boolean {

@@ -1,9 +1,6 @@
 /**
- * The journal's settled history past memory: what leaves memory is collected for the next
- * archive segment (journal-archive.ts), and the file is compacted (journal-compaction.ts) once it
- * has grown enough, at start-up (synchronously, before anything is served) or while it is
- * written (in the background). So the file, and what a start-up reads, follow what is live plus
- * a bounded tail, while every settlement stays findable for `status` and GET /settlements.
+ * The journal's settled history past memory: what leaves memory goes to the next archive segment
+ * and the file is compacted once grown, so a start-up reads what is live, and all stays findable.
  */
 import { closeSync, rmSync } from "node:fs";
 import { valueBytes } from "../core/byte-budget.js";
@@ -17,11 +14,7 @@ import { entryBytes } from "./journal-memory.js";
 
 /** Compact once the journal has grown by this many lines (journal-file.ts, compactAfterLines). */
 const COMPACT_AFTER_LINES = 50_000;
-/**
- * Records that left memory held for the next segment: past this many, compacted (while serving)
- * or written to a segment at once (reading an uncompacted file at start-up), so a serving
- * thread's bounded heap never holds much history.
- */
+/** Records held for the next segment; past this many they go out at once (bounded heap). */
 const SEGMENT_RECORDS = 10_000;
 /** ...or past these bytes of them (about 3,000 settlements: journal-memory.ts). */
 const SEGMENT_BYTES = 4 * 2 ** 20;
@@ -48,11 +41,7 @@ export class JournalHistory {
   readonly #owner: HistoryOwner;
   readonly #options: JournalOptions;
   readonly #compactAfter: number;
-  /**
-   * What left memory since the last compaction, for the next segment (and found there by
-   * `find` meanwhile); undefined once records sent to segments at start-up could not be
-   * committed (the file alone holds them then: this process must not rewrite it).
-   */
+  /** What left memory since the last compaction; undefined once this process must not rewrite the file. */
   #toArchive: ArchivedLine[] | undefined = [];
   /** The estimated bytes of #toArchive. */
   #pendingBytes = 0;
@@ -123,11 +112,7 @@ export class JournalHistory {
     }
   }
 
-  /**
-   * The file was read (`lines` of it). Mostly settled history (or history already sent to
-   * segments while reading): what left memory goes to a segment and the file is rewritten with
-   * what memory holds. A failure (a full disk) leaves the file as it was.
-   */
+  /** The file was read: when mostly settled history, archive it and rewrite the file from memory. */
   read(lines: number): void {
     this.#lines = this.#linesCompacted = lines;
     const toArchive = this.#toArchive;

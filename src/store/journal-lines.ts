@@ -20,11 +20,7 @@ export type Line =
   | EntryLine
   | ArchiveLine;
 
-/**
- * A `send` or `entry` line as read: one an earlier version wrote names its chain by an EVM chain
- * id, 0 for Solana, whose network its key holds (`svm:<network>:<signature>`). Read forward to
- * `network`; the file is written anew by its next compaction.
- */
+/** A `send` or `entry` line read forward: an earlier version named its chain by an EVM chain id. */
 export function withNetwork<L extends { readonly key: string }>(line: L): L & { network: Network } {
   const read = line as L & { network?: unknown; chainId?: unknown };
   if (typeof read.network === "string") return read as L & { network: Network };

@@ -1,9 +1,6 @@
 /**
- * What the journal keeps in memory, bounded in bytes as well as in count (issue 40): its
- * settlements (every one still followed, and the newest settled ones) and its payment
- * identifiers. At 20,000 of each, settlements of distinct payers took 45 MiB of the serving
- * thread's heap, more than every other per-payer map together; what leaves memory goes to the
- * archive (journal-history.ts), where `status` and GET /settlements still find it.
+ * What the journal keeps in memory, bounded in bytes and count (issue 40: 20,000 settlements took
+ * 45 MiB); what leaves memory goes to the archive, where lookups still find it.
  */
 import { BudgetMap, valueBytes } from "../core/byte-budget.js";
 import type { JournalEntry } from "../core/store.js";
@@ -17,10 +14,7 @@ export const SETTLED_BYTES = 8 * 2 ** 20;
 export const IDS_KEPT = 20_000;
 export const IDS_BYTES = 4 * 2 ** 20;
 
-/**
- * What V8 lays out for an entry past what valueBytes walks (its property array, its hidden class's
- * share, the Map's slot), measured: 1,160 bytes an entry held against 880 walked.
- */
+/** V8's layout of an entry past what valueBytes walks, measured (1,160 bytes held, 880 walked). */
 const ENTRY_LAYOUT = 300;
 /** An entry's bytes, as it is now (it changes as its transactions do). */
 export const entryBytes = (entry: JournalEntry): number => ENTRY_LAYOUT + valueBytes(entry);
@@ -36,20 +30,13 @@ export function idsInMemory(
   return new BudgetMap(maxBytes, idBytes, { maxEntries: IDS_KEPT, onForget });
 }
 
-/**
- * The settlements kept, oldest first, with their bytes. Unlike a BudgetMap it forgets only what
- * its journal lets go (settled, not running): `forget` is asked after each change.
- */
+/** The settlements kept, oldest first; forgets only what the journal lets go. */
 export class EntriesInMemory extends Map<string, JournalEntry> {
   readonly maxEntries: number;
   readonly maxBytes: number;
   readonly #sizes = new Map<string, number>();
   #bytes = 0;
-  /**
-   * Bytes the last pass could not get under, for what it may not forget (settlements still
-   * followed): the next pass waits until 5% of the budget more is held, rather than walk every
-   * entry again at each settlement while they are followed.
-   */
+  /** Bytes the last pass could not shed (followed settlements): the next waits for 5% more. */
   #stuckAt = 0;
 
   constructor(maxEntries = SETTLED_IN_MEMORY, maxBytes = SETTLED_BYTES) {
@@ -78,8 +65,7 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
     const size = entryBytes(entry);
     const change = size - (this.#sizes.get(key) ?? 0);
     this.#bytes += change;
-    // A change in place (a settlement settled: its signed bytes dropped) moves the mark with it:
-    // only what is added counts toward the next pass.
+    // A change in place moves the mark with it: only what is added counts toward the next pass.
     if (this.#stuckAt > 0 && this.#sizes.has(key)) this.#stuckAt += change;
     this.#sizes.set(key, size);
   }
@@ -96,10 +82,7 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
     super.clear();
   }
 
-  /**
-   * Past either bound, forgets the oldest entries `mayForget` lets go until both are at 90% (so
-   * that this runs once in many settlements, not at each); returns what it forgot.
-   */
+  /** Past either bound, forgets the oldest `mayForget` lets go down to 90%; returns them. */
   forget(mayForget: (key: string, entry: JournalEntry) => boolean): JournalEntry[] {
     const overCount = this.size > this.maxEntries;
     if (!overCount && (this.#bytes <= this.maxBytes || this.#bytes < this.#stuckAt)) return [];

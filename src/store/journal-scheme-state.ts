@@ -1,10 +1,6 @@
 /**
- * What the journal file keeps of the schemes' state (SettlementStore.raiseHighest, markChanged):
- * per namespace and id, the highest value raised and when the id last changed. Raises are written
- * a second later, one line per id raised meanwhile; a change is written at once.
- *
- * A journal written before the state was generic holds batch-settlement's own lines (`voucher`,
- * `changed`): they are read as lines of its namespace, and a compaction rewrites them as these.
+ * The journal's scheme state (raiseHighest, markChanged): raises written a second later, a
+ * change at once. batch-settlement's older lines (`voucher`, `changed`) are read as its namespace's.
  */
 import { BudgetMap, bigintBytes, stringBytes } from "../core/byte-budget.js";
 import { setNewest } from "../core/newest.js";
@@ -16,12 +12,7 @@ export type SchemeStateLine =
   /** `id` in `namespace` changed at `changedAt` (unix ms), or may until then. */
   | { t: "changed-at"; namespace: string; id: string; changedAt: number };
 
-/**
- * The lines of a journal written before the state was generic: batch-settlement's, whose
- * identifiers were its channels. Only read, never written. A `changed` line's `at` is the time
- * the line was written (ISO), which the journal stamped over the change's own time; a compacted
- * file's is that time (unix ms).
- */
+/** batch-settlement's lines from before the state was generic: read, never written. */
 export type PreviousSchemeStateLine =
   | { t: "voucher"; channel: string; amount: string }
   | { t: "changed"; channel: string; at: number | string };
@@ -50,10 +41,8 @@ function fromPreviousLine(line: PreviousSchemeStateLine): SchemeStateLine | unde
 /** Ids remembered (the most recently raised or changed), across namespaces... */
 const IDS_KEPT = 100_000;
 /**
- * ...and bytes: a channel's highest voucher takes about 240, so 24 MiB keeps the 100,000 newest of
- * usual length, as before, and longer ids fewer; when an id last changed (a refund, a
- * withdrawal: rarer) 4 MiB. A value forgotten is what the count forgot before: the scheme's own
- * checks (batch-settlement: the channel's claimed total on chain, its book) still bound it.
+ * ...and bytes: 24 MiB keeps the 100,000 newest highest values, 4 MiB the change times. A value
+ * forgotten is still bounded by the scheme's own checks.
  */
 const HIGHEST_BYTES = 24 * 2 ** 20;
 const CHANGED_BYTES = 4 * 2 ** 20;

@@ -1,7 +1,4 @@
-/**
- * Who settled with us, as the journal remembers it: per payer and per asset, its newest
- * settlements answered success, kept past the entries themselves (chain/gas-at-risk.ts asks).
- */
+/** Who settled with us, per payer and asset, kept past the entries (chain/gas-at-risk.ts asks). */
 import { arrayBytes, BudgetMap, objectBytes, stringBytes } from "../core/byte-budget.js";
 import { setNewest } from "../core/newest.js";
 import { type ExpectedTransfer, type Network, SETTLEMENTS_LOOKBACK_MS } from "../core/store.js";
@@ -11,11 +8,8 @@ const REMEMBERED = 100_000;
 /** ...and the newest settlements of each counted (more than any payer's allowance needs). */
 const KEPT_EACH = 16;
 /**
- * ...and bytes: about 550 for a payer with one settlement, 3 KB with 16 (its key, the settlement
- * keys): 8 MiB keeps some 15,000 one-time payers (16 MiB was half of what the journal's
- * settlements and identifiers took beside it at 200,000 payers: serve's RSS must stay under 160
- * MiB). A payer forgotten counts as one that never settled here: asked only while a chain's
- * wasted-gas budget is spent, it waits rather than us.
+ * ...and bytes: 8 MiB keeps some 15,000 one-time payers (serve's RSS stays under 160 MiB). One
+ * forgotten waits while the wasted-gas budget is spent, rather than us.
  */
 const BUDGET_BYTES = 8 * 2 ** 20;
 

@@ -1,8 +1,6 @@
 /**
- * The disk under the journal: which file system holds it, how much room is left, and whether a
- * write of a few records' size goes through. After the journal could not be written, `/readyz`
- * and `doctor` ask here whether it can be again, so an idle replica comes back by itself once
- * space is freed, without waiting for a settle to try.
+ * The disk under the journal: after a failed write, `/readyz` and `doctor` probe it, so an idle
+ * replica comes back by itself once space is freed.
  */
 import { statfsSync, statSync } from "node:fs";
 import { open, unlink } from "node:fs/promises";
@@ -46,20 +44,14 @@ function bytes(n: number): string {
   return `${(n / 1024 ** 3).toFixed(1)} GiB`;
 }
 
-/**
- * After a write to `file` failed (`why`): undefined once a probe goes through again, else what
- * /readyz says, naming the disk.
- */
+/** After a write to `file` failed (`why`): undefined once a probe goes through, else what /readyz says. */
 export async function stillUnwritable(file: string, why: string): Promise<string | undefined> {
   if ((await probeRoom(file)) === undefined) return undefined;
   const disk = diskOf(file);
   return `cannot write the journal (${why})${disk ? `: ${describeDisk(disk)}` : ""}`;
 }
 
-/**
- * Writes and syncs a probe file beside `file` and removes it: undefined when it went through,
- * else why not ("ENOSPC: no space left on device, write").
- */
+/** Writes, syncs and removes a probe beside `file`: undefined when it went through, else why not. */
 export async function probeRoom(file: string): Promise<string | undefined> {
   const probe = `${file}.probe-${process.pid}`;
   try {

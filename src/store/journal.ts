@@ -1,14 +1,8 @@
 /**
- * The settlement journal: before a transaction is broadcast, its hash, the signed bytes and the
- * payment it settles are appended to a file and fsynced. A settle that timed out, or a process
- * killed mid-settle, is reconciled from here on the next settle of the same authorization instead
- * of being sent again. One JSON object per line; a torn last line (a crash mid-write) is skipped.
- *
- * Writes and syncs run on libuv's thread pool, so the event loop keeps serving while the disk
- * works, and concurrent records share one write and one fdatasync (group commit,
- * journal-commit.ts). Records are written in the order they were made.
+ * The settlement journal: a transaction is appended (and fsynced) before it is broadcast, so a
+ * settle cut short is followed, never sent again. One JSON object a line; a torn last line is
+ * skipped. Concurrent records share one write and fdatasync (journal-commit.ts), in order.
  */
-
 import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import os from "node:os";
@@ -43,11 +37,17 @@ import { SettledBy } from "./journal-settled.js";
 import { stillUnwritable } from "./journal-space.js";
 
 type SendLine = Extract<Line, { t: "send" }>;
+type Timed = { at?: string };
+/** When a line was written (unix ms), or now for one without its time. */
+const timeOf = (line: object) => {
+  const at = (line as Timed).at;
+  return at ? Date.parse(at) : Date.now();
+};
 
 /** States whose transaction is followed until it ends (and counts against its payer meanwhile). */
 const FOLLOWED: ReadonlySet<EntryState> = new Set(["broadcast", "submitted"]);
 
-/** How long a raised value of the schemes' state waits before its line is written (coalescing raises). */
+/** How long a raise waits before its line is written (coalescing raises). */
 const RAISE_FLUSH_MS = 1_000;
 
 export class Journal implements SettlementStore {
@@ -101,8 +101,7 @@ export class Journal implements SettlementStore {
     );
     this.#history.read(replay(file, (record) => this.#apply(record as Line), options.warn));
     this.#fd = openSync(file, APPEND_FLAGS, 0o600);
-    // A line cut short by a crash would swallow the next record appended to it: end it first
-    // (on a full disk, the first group written ends it).
+    // A line cut short by a crash would swallow the next record: end it first.
     if (endsMidLine(file)) {
       try {
         writeSync(this.#fd, "\n");
@@ -223,9 +222,7 @@ export class Journal implements SettlementStore {
   ): RaiseRefusal | undefined {
     const refused = this.#schemeState.raise(namespace, id, value, seenAt);
     if (this.#fd === undefined || refused !== undefined) return refused;
-    // Written a second later, one line per id raised meanwhile: the hot path waits for no disk
-    // and the file grows by ids, not by raises. A crash loses at most that second's raises, as
-    // the port allows.
+    // Written a second later, a line per id: the hot path waits for no disk (the port allows it).
     if (!this.#raiseFlush) {
       this.#raiseFlush = setTimeout(() => this.#flushRaises(), RAISE_FLUSH_MS);
       this.#raiseFlush.unref();
@@ -292,10 +289,8 @@ export class Journal implements SettlementStore {
   readonly #commits: GroupCommit;
 
   /**
-   * A settlement's records (send, replace, state) change what is known here once they are on
-   * disk (or may be: a failed write not cut back), so a record the disk refused is not taken as
-   * made; the others (catalogue, identifiers, scheme state) are decided against memory and
-   * followed by their line.
+   * A settlement's records apply once on disk (or possibly on disk), so one the disk refused is
+   * not taken as made; other lines are decided against memory and followed by their line.
    */
   #write(line: Line): Promise<void> {
     const settlement = line.t === "send" || line.t === "replace" || line.t === "state";
@@ -315,12 +310,7 @@ export class Journal implements SettlementStore {
       );
   }
 
-  /**
-   * Settled entries stay in memory so a replay is refused without asking the chain; past this
-   * many (or their bytes, journal-memory.ts), the oldest settled ones are dropped (a replay of
-   * those is refused by the token's own authorizationState instead). Entries still broadcast are
-   * always kept.
-   */
+  /** Settled entries kept in memory (a replay refused without the chain); unsettled ones always. */
   static readonly SETTLED_IN_MEMORY = SETTLED_IN_MEMORY;
 
   #evict(): void {
@@ -343,9 +333,8 @@ export class Journal implements SettlementStore {
       return;
     }
     if (line.t === "id") {
-      const at = (line as { at?: string }).at;
-      const when = at ? Date.parse(at) : Date.now();
-      this.#ids.set(line.id, { fingerprint: line.fingerprint, answer: line.answer, at: when });
+      const at = timeOf(line);
+      this.#ids.set(line.id, { fingerprint: line.fingerprint, answer: line.answer, at });
       return;
     }
     if (line.t === "entry") {
@@ -360,16 +349,14 @@ export class Journal implements SettlementStore {
       return;
     }
     if (line.t === "send") {
-      const { t: _t, hash, raw, ...entry } = withNetwork(line as SendLine & { at?: string });
-      const at = (entry as { at?: string }).at;
-      delete (entry as { at?: string }).at;
+      const { t: _t, hash, raw, at: _at, ...entry } = withNetwork(line as SendLine & Timed);
       this.#entries.delete(entry.key);
       this.#entries.set(entry.key, {
         ...entry,
         hashes: [storedHash(hash)],
         raws: [raw],
         state: "broadcast",
-        updatedAt: at ? Date.parse(at) : Date.now(),
+        updatedAt: timeOf(line),
       });
       this.#evict();
       return;
@@ -387,8 +374,7 @@ export class Journal implements SettlementStore {
     }
     entry.state = line.state;
     if (line.owner !== undefined) entry.owner = line.owner;
-    const at = (line as { at?: string }).at;
-    entry.updatedAt = at ? Date.parse(at) : Date.now();
+    entry.updatedAt = timeOf(line);
     if (line.state === "answered" && entry.expect) {
       this.#settledBy.remember(entry.network, entry.key, entry.expect, entry.updatedAt);
     }

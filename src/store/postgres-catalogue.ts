@@ -1,9 +1,6 @@
 /**
- * The bazaar catalogue in PostgreSQL (bazaar/catalogue.ts), shared by every replica: one row per
- * entry (facilitator_catalogue, migration 14). An update takes the entry's row lock; a new entry
- * takes the catalogue's advisory lock, so the bounds are counted and room made by one replica at
- * a time, and two replicas adding one resource at once make one entry. Filters and search run in
- * the database, on columns written from the same functions the journal uses.
+ * The bazaar catalogue in PostgreSQL (migration 14). A new entry takes an advisory lock, so bounds
+ * are counted by one replica at a time and one resource makes one entry.
  */
 import type { Pool, PoolClient } from "pg";
 import {

@@ -1,8 +1,4 @@
-/**
- * `payment-identifier` bindings in a shared store: an id is bound to the first request's
- * fingerprint, run by one replica at a time (a lease, so a dead replica's run is taken over), and
- * keeps its final answer for every later retry of the same request.
- */
+/** `payment-identifier` bindings in a shared store, run by one replica at a time (a lease). */
 import type { IdempotencyClaim } from "../core/store.js";
 import type { Query } from "./postgres-query.js";
 

@@ -1,7 +1,6 @@
 /**
- * Signer leases in a shared store: each settlement key is leased to the one replica that sends
- * from it (its nonces are that replica's to count), renewed a third of a lease at a time. A lease
- * found taken by another replica is lost for good: this replica no longer sends from that key.
+ * Signer leases: each key's nonces are counted by the one replica that holds its lease. A lease
+ * found taken by another is lost for good: this replica no longer sends from that key.
  */
 import type { Address } from "viem";
 import type { Query } from "./postgres-query.js";
@@ -50,10 +49,7 @@ export class SignerLeases {
     this.#leaseMs = leaseMs;
   }
 
-  /**
-   * Takes the lease on each signer; waits out another owner's for up to `waitMs` (a replica that
-   * stopped without giving its lease back), telling `onWait` at once what it waits for.
-   */
+  /** Takes each signer's lease, waiting up to `waitMs` for a stopped replica's (told to `onWait`). */
   async take(waitMs: number, onWait?: (wait: SignerWait) => void): Promise<void> {
     const started = Date.now();
     const deadline = started + waitMs;

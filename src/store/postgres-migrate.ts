@@ -1,8 +1,6 @@
 /**
- * Brings a PostgreSQL store's schema up to this facilitator's: the migrations its database lacks
- * (a number held for one not written yet is skipped), one replica at a time (an advisory lock),
- * each in its own transaction. A store migrated by a newer facilitator is refused: an older one
- * must not write to tables it misreads.
+ * Runs the migrations a database lacks, one replica at a time (an advisory lock). A store migrated
+ * by a newer facilitator is refused: an older one must not write tables it misreads.
  */
 import type { Pool, PoolClient } from "pg";
 import { FacilitatorError } from "../protocol/errors.js";

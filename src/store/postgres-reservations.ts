@@ -1,9 +1,6 @@
 /**
- * What payers have in flight with every replica, in PostgreSQL. A reservation is decided under an
- * advisory lock per slot (chain, token, payer), so two replicas never decide for the same payer
- * at once. When no other replica holds anything for the payer, one statement takes the lock and
- * writes the hold (this replica's own ledger has decided). Otherwise a transaction holds the lock
- * while the in-flight ledger weighs the payer's balance against every hold (`decide`).
+ * What payers have in flight with every replica: decided under an advisory lock per slot, in one
+ * statement when no other replica holds anything for the payer, else while the ledger decides.
  */
 import type { Pool } from "pg";
 import type { HeldElsewhere, TxHash } from "../core/store.js";
@@ -30,8 +27,7 @@ export async function reserveShared<R>(
   if (alone.rows[0]?.alone) return undefined;
 
   const client = await pool.connect();
-  // A connection lost while checked out is reported on the client: without a listener, that
-  // would take the process down; the query in progress fails on its own.
+  // A lost connection is reported on the client: without a listener, it would kill the process.
   const ignore = () => undefined;
   client.on("error", ignore);
   let open = false;

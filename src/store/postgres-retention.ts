@@ -1,23 +1,12 @@
 /**
- * Retention (`--retain-days`): final settlements older than it move from facilitator_settlements
- * to facilitator_settlements_archive (migration 16), so the table every settle writes and every
- * pass reads holds what is recent, whatever the history. Nothing is deleted: lookups by key and
- * by transaction read the archive too (postgres-settlements.ts), and what to drop from it, when,
- * is the operator's to decide (docs/replicas.md).
- *
- * Each batch is one statement, its own transaction: it takes the oldest final rows through their
- * index, skipping any row another transaction holds (a settle's), deletes them by their place in
- * the table (a join by key would have the planner read all of it) and writes them to the archive. A settle never waits on it: new rows and recent ones are not among those it takes,
- * and a row it holds is skipped rather than waited for.
+ * Retention (`--retain-days`): final settlements past it move to facilitator_settlements_archive,
+ * which lookups still read; nothing is deleted. A batch is one statement that skips rows another
+ * transaction holds and deletes by ctid (a join by key would scan): a settle never waits on it.
  */
 import type { Query } from "./postgres-query.js";
 import { FINAL_STATES } from "./schema.js";
 
-/**
- * The default, 90 days: past the 30 days a payer's settlements count for (settlementsOf reads the
- * table, not the archive), and a quarter's books; at 10 settlements a second the table then holds
- * about 78 million rows.
- */
+/** The default, 90 days: past settlementsOf's 30 days, and a quarter's books. */
 export const DEFAULT_RETAIN_DAYS = 90;
 
 /** Rows moved by one statement: short enough that its locks last milliseconds. */
@@ -73,10 +62,7 @@ export class SharedRetention {
     this.#everyMs = everyMs;
   }
 
-  /**
-   * Starts a pass unless one runs here or another replica ran one within the period; resolves
-   * with what it moved. Never rejects: a store away now is tried again next period.
-   */
+  /** Starts a pass unless one ran within the period (here or elsewhere); never rejects. */
   due(): Promise<number> {
     if (this.#days <= 0 || this.#stopped || Date.now() < this.#nextAsk) return Promise.resolve(0);
     // Asked at most every fifth of the period: the chore's row says, for every replica, when it is due.

@@ -1,8 +1,6 @@
 /**
- * The schemes' state in a shared store (SettlementStore.raiseHighest, markChanged): one row per
- * namespace and id in facilitator_scheme_state, each raise and each change one statement, so two
- * replicas raising one id at once cannot both take a lower value for the highest, and a raise
- * checked against a state read before a change (`seenAt`) is refused on every replica.
+ * The schemes' state in a shared store: each raise and change one statement, so two replicas
+ * never both keep a lower highest, and a raise against a stale read is refused everywhere.
  */
 import type { RaiseRefusal } from "../core/store.js";
 import type { Query } from "./postgres-query.js";

@@ -1,8 +1,6 @@
 /**
- * The settlements table of a shared store (facilitator_settlements): reading entries, and the
- * journal records of broadcasts and of their states. Apart from postgres.ts, which holds the
- * replica's claims, leases and connection: these are the statements, and the fence each record of
- * a broadcast is written under (this replica's claim and its signer's lease).
+ * The settlements table: its statements, and the fence each broadcast record is written under
+ * (this replica's claim and its signer's lease).
  */
 import type { EntryState, JournalEntry, NewEntry, RawTx, TxHash } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
@@ -10,10 +8,7 @@ import type { Query } from "./postgres-query.js";
 import { entryOf, type Row } from "./postgres-rows.js";
 import { UNSETTLED_STATES } from "./schema.js";
 
-/**
- * Rows matching `where` in the settlements table, then in its archive (postgres-retention.ts):
- * each an index lookup, the table's first. Columns by name: the two are matched by position.
- */
+/** Rows matching `where` in the table, then in its archive (columns by name: matched by position). */
 function fromBoth(where: string): string {
   const columns =
     "key, network, signer, tx_nonce, expect, action, hashes, raws, state, owner, updated_at";
@@ -24,11 +19,7 @@ function fromBoth(where: string): string {
   ) AS found ORDER BY archived`;
 }
 
-/**
- * A settlement by one of its transactions: an index lookup in each table (GIN on hashes, migrations
- * 9 and 16). No LIMIT: with one, the planner bets a scan meets a match early, and reads the whole
- * table for a hash it does not hold.
- */
+/** A settlement by one of its transactions. No LIMIT: with one, the planner scans the table. */
 export const FIND_BY_TRANSACTION = fromBoth("hashes @> ARRAY[$1::text]");
 
 /** A settlement by its key, in either table (the archive holds what retention moved). */

@@ -1,8 +1,6 @@
 /**
- * Reverts and other gas wasted, shared through the store: a replica writes each one (with its
- * asset and gas, for the other replicas' gas at risk) and reads the others' with its lease renewal;
- * and how often a payer (or an asset) settled with us, asked while a chain's wasted-gas budget is
- * spent.
+ * Reverts and gas wasted, shared: each written for the other replicas' gas at risk, theirs read
+ * with the lease renewal; and how often a payer or asset settled with us.
  */
 import { type Network, SETTLEMENTS_LOOKBACK_MS, type Waste } from "../core/store.js";
 import type { Query } from "./postgres-query.js";

@@ -1,11 +1,7 @@
 /**
- * The settlement store in PostgreSQL, shared by several `serve` replicas. What keeps money safe
- * is the database's, not ours: a primary key on what the chain consumes (the authorization), an
- * atomic insert-or-take for claims, and leases that end when a replica stops renewing them, so a
- * surviving replica picks up what a dead one left pending. Each signing key is leased to one
- * replica (its nonces are handed out in one process), and every journal record of a broadcast is
- * written only while this replica still holds both the settlement's claim and the signer's lease:
- * a replica that stalled past its leases cannot broadcast what another has taken over.
+ * The settlement store in PostgreSQL, shared by `serve` replicas. Money safety is the database's:
+ * a primary key on the authorization, atomic claims, leases that end with their replica; a
+ * broadcast is recorded only while this replica holds its claim and its signer's lease.
  */
 import { randomUUID } from "node:crypto";
 import os from "node:os";
@@ -74,10 +70,7 @@ export function poolConfig(url: string): PoolConfig {
     idleTimeoutMillis: 30_000,
     // A query the server never answers must not hold a settle forever.
     query_timeout: 10_000,
-    // A journal record must outlive a crash of the database once the commit returns, whatever
-    // the server's default (synchronous_commit = off loses the last commits in a crash). The
-    // pool awaits this before it lends the connection: a query sent beside it would be a second
-    // query on a busy client, which pg 8 warns about and pg 9 removes.
+    // Durable once committed, whatever the server's default (awaited before the pool lends it).
     onConnect: async (client) => {
       await client.query("SET synchronous_commit TO on");
     },
@@ -215,8 +208,7 @@ export class PostgresStore implements SettlementStore {
         decideFailed = error;
         throw error;
       });
-    // One settle per payer slot at a time waits on the database's lock from this process: the
-    // others wait here, without holding a connection the rest of the pool needs.
+    // One settle per payer slot waits on the database's lock; the others wait here, holding no connection.
     const queue = [...new Set(spends.map((s) => s.slot))].sort().join(" ");
     const previous = this.#slotQueues.get(queue) ?? Promise.resolve();
     let done = () => {};
@@ -309,8 +301,8 @@ export class PostgresStore implements SettlementStore {
 
   async release(key: string): Promise<void> {
     if (!this.#claimed.has(key) || this.#releasing.has(key)) return this.#releasing.get(key);
-    // If this fails, the lease runs out instead. Held here until the row is gone, so a settle of
-    // this process waits for it rather than claiming anew and losing its claim to this delete.
+    // If this fails, the lease runs out. Held until the row is gone, so a settle here waits rather
+    // than lose its new claim to this delete.
     const releasing = this.#query(
       "release",
       "DELETE FROM facilitator_claims WHERE key = $1 AND owner = $2",

@@ -1,19 +1,32 @@
 /**
- * The PostgreSQL store's schema, as numbered migrations. Each replica runs the ones its database
- * lacks at start-up, one replica at a time (an advisory lock), each in its own transaction.
- * Never edit a migration that has shipped: add the next one.
+ * The PostgreSQL store's schema, as numbered migrations, each run once in its own transaction
+ * (postgres-migrate.ts). Never change what a shipped migration does: add the next one.
  */
 
-/**
- * The states a settlement is at its end in, that retention moves to the archive (migration 16):
- * not `landed`, whose success the next settle of the payment still has to answer.
- */
 /** The network of a row an earlier version wrote (migration 18): see journal-lines.ts, withNetwork. */
 const PREVIOUS_NETWORK = `CASE WHEN chain_id > 0 THEN 'eip155:' || chain_id
     WHEN key LIKE 'svm:%' THEN split_part(key, ':', 2) || ':' || split_part(key, ':', 3)
     ELSE 'unknown:' || chain_id END`;
 
+/** The states a settlement is at its end in, that retention archives (not `landed`: still owed). */
 export const FINAL_STATES = "state IN ('answered', 'failed', 'dropped')";
+
+/**
+ * Holds of other replicas that still count: their transaction may land, or landed lately, or
+ * (`solana`, migrations 4 and 18) a Solana hold younger than its blockhash can live.
+ */
+const othersHold = (solana = "") => `
+  CREATE OR REPLACE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
+  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
+    SELECT r.* FROM facilitator_reservations r
+      LEFT JOIN facilitator_settlements s ON s.key = r.key
+     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
+       AND r.created_at > now() - interval '30 minutes'
+       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'${solana}
+            OR EXISTS (SELECT 1 FROM facilitator_signers g
+                        WHERE g.owner = r.owner AND g.expires_at > now()))
+  $$;
+`;
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settlements, claims, signer leases, payment identifiers.
@@ -72,17 +85,7 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX facilitator_reservations_slot ON facilitator_reservations (slot);
 
-  -- Holds of other replicas that still count: their transaction may land, or has landed lately.
-  CREATE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
-  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
-    SELECT r.* FROM facilitator_reservations r
-      LEFT JOIN facilitator_settlements s ON s.key = r.key
-     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
-       AND r.created_at > now() - interval '30 minutes'
-       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
-            OR EXISTS (SELECT 1 FROM facilitator_signers g
-                        WHERE g.owner = r.owner AND g.expires_at > now()))
-  $$;
+  ${othersHold()}
 
   -- The common case in one round trip: no other replica holds anything for this payer, so this
   -- replica's own ledger decides; the hold is written under the payer's lock. False: others do.
@@ -111,25 +114,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX facilitator_payer_reverts_at ON facilitator_payer_reverts (at);
   `,
-  // 4: a Solana hold counts for two minutes whatever its replica: Solana replicas need no signer
-  // lease (no nonces) to prove they are alive, and a transaction past its blockhash (about 150
-  // slots, a minute or so) can never land.
-  `
-  CREATE OR REPLACE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
-  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
-    SELECT r.* FROM facilitator_reservations r
-      LEFT JOIN facilitator_settlements s ON s.key = r.key
-     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
-       AND r.created_at > now() - interval '30 minutes'
-       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
-            OR (r.key LIKE 'svm:%' AND r.created_at > now() - interval '2 minutes')
-            OR EXISTS (SELECT 1 FROM facilitator_signers g
-                        WHERE g.owner = r.owner AND g.expires_at > now()))
-  $$;
-  `,
-  // 5: gas our settlements wasted (a revert, out of gas, a success that moved nothing), with its
-  // asset, so every replica counts it against the asset and the chain's budget; and who settled
-  // with us, asked while that budget is spent.
+  // 4: a Solana hold counts two minutes whatever its replica: Solana replicas hold no signer
+  // lease to prove they are alive, and past its blockhash (a minute or so) it can never land.
+  othersHold(`
+            OR (r.key LIKE 'svm:%' AND r.created_at > now() - interval '2 minutes')`),
+  // 5: gas wasted (revert, out of gas, no transfer) per asset, counted by every replica.
   `
   ALTER TABLE facilitator_payer_reverts
     ADD COLUMN asset text,
@@ -140,16 +129,14 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_settlements_answered_asset
     ON facilitator_settlements (chain_id, lower(expect->>'token')) WHERE state = 'answered';
   `,
-  // 6: which run of which replica sent or answered each settlement (its owner), and \`landed\`: final
-  // on chain with no success handed over yet (core/answers.ts, the reconciler).
+  // 6: who sent or answered each settlement (owner), and `landed`: final, no success handed over.
   `
   ALTER TABLE facilitator_settlements ADD COLUMN owner text;
   ALTER TABLE facilitator_settlements DROP CONSTRAINT facilitator_settlements_state_check;
   ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
     CHECK (state IN ('broadcast', 'answered', 'landed', 'failed', 'dropped'));
   `,
-  // 7: batch-settlement: the highest cumulative amount a voucher of each channel was found valid
-  // for, shared so a voucher lower than one any replica accepted is stale everywhere.
+  // 7: batch-settlement: each channel's highest valid voucher, shared by every replica.
   `
   CREATE TABLE facilitator_channels (
     channel    text PRIMARY KEY,
@@ -157,17 +144,14 @@ export const MIGRATIONS: readonly string[] = [
     updated_at timestamptz NOT NULL DEFAULT now()
   );
   `,
-  // 8: a payer's settlements answered lately are counted (past the wasted-gas budget, each allows
-  // it one wasted settlement): the count is one range of this index, however many older ones it has.
+  // 8: a payer's recent answered settlements counted as one index range.
   `
   CREATE INDEX facilitator_settlements_answered_payer_at
     ON facilitator_settlements (chain_id, lower(expect->>'from'), updated_at)
     WHERE state = 'answered';
   DROP INDEX facilitator_settlements_answered_payer;
   `,
-  // 9: a settlement found by any of its transactions (GET /settlements, facilitator status) through
-  // an index, not a scan of the table; EVM hashes lower-cased, as the store now writes and looks
-  // them up (Solana signatures are base58: case-sensitive, kept as they are).
+  // 9: a settlement found by any of its transactions through an index; EVM hashes lower-cased.
   `
   UPDATE facilitator_settlements
      SET hashes = ARRAY(SELECT CASE WHEN h ILIKE '0x%' THEN lower(h) ELSE h END
@@ -178,28 +162,22 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_settlements_hashes ON facilitator_settlements USING gin (hashes)
     WITH (fastupdate = off);
   `,
-  // 10: batch-settlement: when a channel's balance last changed other than by a claim (a refund,
-  // a withdrawal; unix ms): a voucher checked against an older read of it is checked again.
+  // 10: batch-settlement: when a channel's balance last changed other than by a claim (unix ms).
   `
   ALTER TABLE facilitator_channels ADD COLUMN changed_at bigint NOT NULL DEFAULT 0;
   `,
-  // 11: `submitted`: a success answered before its transaction was mined, followed (and its
-  // bytes kept, to be sent again if dropped) until it lands or can no longer land.
+  // 11: `submitted`: answered before mined, followed (bytes kept) until it lands or cannot.
   `
   ALTER TABLE facilitator_settlements DROP CONSTRAINT facilitator_settlements_state_check;
   ALTER TABLE facilitator_settlements ADD CONSTRAINT facilitator_settlements_state_check
     CHECK (state IN ('broadcast', 'submitted', 'answered', 'landed', 'failed', 'dropped'));
   `,
-  // 12: what a transaction without a payment of its own (a channel's claim, settle or refund)
-  // was sent for, and whose doing its waste is: the reconciler follows it as it does a payment.
+  // 12: what a transaction without a payment of its own was sent for, and whose its waste is.
   `
   ALTER TABLE facilitator_settlements ADD COLUMN action jsonb;
   `,
-  // 13: the schemes' state (core/store.ts raiseHighest, markChanged): per namespace and id, the
-  // highest value raised and when the id last changed (unix ms). batch-settlement's channels
-  // (migrations 7 and 10) move in as its namespace's ids; their table goes, so that a replica
-  // still running the previous version fails its raises instead of keeping a second record that
-  // no other replica reads.
+  // 13: the schemes' state, per namespace and id; batch-settlement's channels move in and their
+  // table goes, so a replica of the previous version fails its raises rather than diverge.
   `
   CREATE TABLE facilitator_scheme_state (
     namespace  text NOT NULL,
@@ -214,9 +192,7 @@ export const MIGRATIONS: readonly string[] = [
       FROM facilitator_channels;
   DROP TABLE facilitator_channels;
   `,
-  // 14: the bazaar catalogue (bazaar/catalogue.ts): one row per resource (and MCP tool) paid for
-  // through us that declared discovery, with what its filters and search read, lower-cased where
-  // they compare without case. Who added it (pay_to, payer) is what the bounds count.
+  // 14: the bazaar catalogue (bazaar/catalogue.ts), one row per resource, with what filters read.
   `
   CREATE TABLE facilitator_catalogue (
     key            text PRIMARY KEY,
@@ -235,18 +211,14 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX facilitator_catalogue_pay_to ON facilitator_catalogue (pay_to);
   CREATE INDEX facilitator_catalogue_payer ON facilitator_catalogue (payer);
   `,
-  // 15: the settlements still followed are every state the reconciler and start-up ask for
-  // (UNSETTLED_STATES): the index of migration 1 held only `broadcast`, so since `submitted`
-  // (11) their queries read the whole table. Built anew over both.
+  // 15: the followed-states index covers `submitted` too (UNSETTLED_STATES), else queries scan.
   `
   DROP INDEX IF EXISTS facilitator_settlements_unsettled;
   CREATE INDEX facilitator_settlements_unsettled
     ON facilitator_settlements (updated_at) WHERE state IN ('broadcast', 'submitted');
   `,
-  // 16: retention (--retain-days, postgres-retention.ts): final settlements past it move to an
-  // archive of the same columns, which lookups by key and by transaction still read; the final
-  // ones are found oldest first through an index, not a scan; and a chore (the move) runs on
-  // one replica at a time, when it is due.
+  // 16: retention (postgres-retention.ts): final settlements move to an archive lookups still read;
+  // a chore runs on one replica at a time.
   `
   CREATE TABLE facilitator_settlements_archive
     (LIKE facilitator_settlements INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
@@ -261,19 +233,13 @@ export const MIGRATIONS: readonly string[] = [
     owner  text NOT NULL
   );
   `,
-  // 17: a replica renews the leases of its payment identifiers every few seconds (WHERE owner =
-  // it): without an index that read the whole table, which keeps every identifier ever answered.
-  // Only the ones being settled have an owner, so the index holds those alone.
+  // 17: renewing a replica's payment-id leases reads an index of those with an owner, not the table.
   `
   CREATE INDEX facilitator_payment_ids_owner
     ON facilitator_payment_ids (owner) WHERE owner IS NOT NULL;
   `,
-  // 18: a settlement names its chain by its CAIP-2 network (core/store.ts), no longer by an EVM
-  // chain id with 0 for Solana: filled from what earlier versions wrote (a Solana key holds its
-  // network: svm:<network>:<signature>), in both tables alike. Who settled (migrations 5 and 8)
-  // is indexed by it. A Solana hold is told by its slot (<network>:<mint>:<source>), which is
-  // there before its settlement's row. chain_id goes: a replica still running the previous
-  // version fails its records of a send (nothing is sent) rather than write rows this one misreads.
+  // 18: a settlement names its chain by its CAIP-2 network, filled from the chain id (a Solana
+  // key holds its network); chain_id goes, so a replica of the previous version fails its sends.
   `
   ALTER TABLE facilitator_settlements ADD COLUMN network text;
   ALTER TABLE facilitator_settlements_archive ADD COLUMN network text;
@@ -287,22 +253,10 @@ export const MIGRATIONS: readonly string[] = [
     WHERE state = 'answered';
   CREATE INDEX facilitator_settlements_answered_asset
     ON facilitator_settlements (network, lower(expect->>'token')) WHERE state = 'answered';
-  CREATE OR REPLACE FUNCTION facilitator_others_hold(p_slots text[], p_key text, p_owner text)
-  RETURNS SETOF facilitator_reservations LANGUAGE sql STABLE AS $$
-    SELECT r.* FROM facilitator_reservations r
-      LEFT JOIN facilitator_settlements s ON s.key = r.key
-     WHERE r.slot = ANY (p_slots) AND r.key <> p_key AND r.owner <> p_owner
-       AND r.created_at > now() - interval '30 minutes'
-       AND (r.landed_block IS NOT NULL OR s.state = 'broadcast'
-            OR (r.slot LIKE 'solana:%' AND r.created_at > now() - interval '2 minutes')
-            OR EXISTS (SELECT 1 FROM facilitator_signers g
-                        WHERE g.owner = r.owner AND g.expires_at > now()))
-  $$;
+  ${othersHold(`
+            OR (r.slot LIKE 'solana:%' AND r.created_at > now() - interval '2 minutes')`)}
   `,
 ];
 
-/**
- * The states a settlement is followed in (a transaction that may still land), as every query of
- * them spells it, so the planner matches facilitator_settlements_unsettled (migration 15).
- */
+/** The followed states, spelt as the partial index facilitator_settlements_unsettled is (migration 15). */
 export const UNSETTLED_STATES = "state IN ('broadcast', 'submitted')";

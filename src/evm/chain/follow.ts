@@ -4,12 +4,12 @@
  */
 import {
   type Address,
+  getAddress,
   type Hex,
   keccak256,
   type TransactionReceipt,
   type TransactionSerializable,
 } from "viem";
-import { reportReceipt } from "../../core/metrics.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
@@ -63,7 +63,12 @@ export function mined(
   receipt: TransactionReceipt,
   gasLimit: bigint | undefined,
 ): CallOutcome {
-  reportReceipt(ctx.metrics, ctx.chainId, receipt);
+  ctx.metrics?.transactionMined(ctx.chainId, {
+    hash: receipt.transactionHash,
+    signer: getAddress(receipt.from),
+    reverted: receipt.status !== "success",
+    gasWei: receipt.gasUsed * (receipt.effectiveGasPrice ?? 0n),
+  });
   sawBlock(ctx.client, receipt.blockNumber);
   if (receipt.status !== "success") {
     void ctx.journal.recordState(key, "failed").catch(() => undefined);
