@@ -14,7 +14,7 @@ import {
   serializeErc6492Signature,
 } from "viem";
 import { testSmartWalletBytecode, testSmartWalletFactoryAbi } from "./artifacts.js";
-import { type DevnetInfo, type MiningMode, runSetupCalls } from "./setup.js";
+import { type DevnetInfo, type DevnetLike, runSetupCalls } from "./setup.js";
 
 export interface CounterfactualWallet {
   /** Where the factory deploys the wallet. */
@@ -60,14 +60,9 @@ export function erc6492Signature(wallet: CounterfactualWallet, signature: Hex): 
 
 /** Deploys the wallet through the factory (a transaction from the devnet's funder account). */
 export async function deployCounterfactualWallet(
-  devnet: DevnetInfo & { anvil?: { mining: "auto" | "manual" } },
+  devnet: DevnetLike,
   wallet: CounterfactualWallet,
 ): Promise<void> {
-  const mining: MiningMode = devnet.anvil?.mining;
-  await runSetupCalls(
-    devnet.rpcUrl,
-    devnet.chainId,
-    [{ to: wallet.factory, data: wallet.factoryData }],
-    mining,
-  );
+  const call = { to: wallet.factory, data: wallet.factoryData };
+  await runSetupCalls(devnet.rpcUrl, devnet.chainId, [call], devnet.anvil?.mining);
 }
