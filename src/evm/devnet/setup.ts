@@ -93,20 +93,21 @@ export function devnetChain(rpcUrl: string, chainId: number): Chain {
   });
 }
 
-type Node = Pick<DevnetInfo, "rpcUrl" | "chainId">;
+/** Where a devnet answers. */
+export type DevnetNode = Pick<DevnetInfo, "rpcUrl" | "chainId">;
 
 // A local node answers at once: poll every 50 ms instead of viem's default 4 s.
-const clientOptions = ({ rpcUrl, chainId }: Node) => ({
+const clientOptions = ({ rpcUrl, chainId }: DevnetNode) => ({
   chain: devnetChain(rpcUrl, chainId),
   transport: http(rpcUrl, { retryCount: 0 }),
   pollingInterval: 50,
 });
 
 /** A viem client reading the devnet. */
-export const devnetReader = (node: Node) => createPublicClient(clientOptions(node));
+export const devnetReader = (node: DevnetNode) => createPublicClient(clientOptions(node));
 
 /** anvil's test methods (anvil_setCode, evm_mine) on the devnet. */
-export const devnetTestClient = (node: Node) =>
+export const devnetTestClient = (node: DevnetNode) =>
   createTestClient({ ...clientOptions(node), mode: "anvil" });
 
 // One queue per node and sender keeps set-up nonces in order when set-up steps run concurrently.
