@@ -1,7 +1,6 @@
 /**
- * Signed example requests for the devnet, so `verify` and `settle` have something real to chew on.
- * Signed with viem here (src/evm/client/sign-payment.ts, as `facilitator pay`); the tests sign with
- * the official x402 client instead (and check that both sign the same thing).
+ * Signed example requests for the devnet, signed as `facilitator pay` signs (the tests sign with
+ * the official x402 client instead, and check that both sign the same thing).
  */
 import type { Address } from "viem";
 import {
@@ -26,10 +25,7 @@ export interface SampleOptions {
   readonly method?: "eip3009" | "permit2";
   /** The token: TestUSDC (default), TestPermitToken or TestPlainToken (the last two: permit2). */
   readonly asset?: "usdc" | "permit" | "plain";
-  /**
-   * permit2 only: carry the payer's EIP-2612 approval of Permit2 in the eip2612GasSponsoring
-   * extension, so the payment settles without a prior approval (TestUSDC or TestPermitToken).
-   */
+  /** permit2 only: carry the payer's EIP-2612 approval of Permit2 (eip2612GasSponsoring). */
   readonly eip2612GasSponsoring?: boolean;
   /** permit2 only: carry the payer's signed approval of Permit2 (erc20ApprovalGasSponsoring). */
   readonly erc20ApprovalGasSponsoring?: boolean;

@@ -1,7 +1,6 @@
 /**
- * Counterfactual smart wallets on the devnet: TestSmartWalletFactory deploys a TestSmartWallet
- * for (owner, salt) at a CREATE2 address known in advance, so a payer can sign for a wallet that
- * does not exist yet and wrap the signature in ERC-6492 (factory, deploy call, signature).
+ * Counterfactual smart wallets: TestSmartWalletFactory deploys one for (owner, salt) at a known
+ * CREATE2 address, so a payer signs for it before it exists, wrapped in ERC-6492.
  */
 import {
   type Address,
