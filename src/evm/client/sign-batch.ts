@@ -51,7 +51,6 @@ export function batchChannelConfig(payer: Address, requirements: RequirementsJso
   };
 }
 
-/** The payer's voucher: the channel may pay out up to `maxClaimable`, in all. */
 export interface BatchDepositOptions {
   readonly chainId: number;
   readonly requirements: RequirementsJson;
@@ -70,12 +69,7 @@ export interface BatchDepositOptions {
 export async function signBatchDeposit(payer: DevAccount, options: BatchDepositOptions) {
   const { chainId, requirements, deposit } = options;
   const maxClaimable = options.maxClaimable ?? BigInt(String(requirements.amount ?? "0"));
-  const covered = deposit + (options.held ?? 0n);
-  if (maxClaimable > covered) {
-    throw new Error(
-      `the voucher (${maxClaimable}) is more than the channel would hold (${covered})`,
-    );
-  }
+  // Signed first: a bad receiver authorizer is the error to report before an uncovered voucher.
   const { channelConfig, voucher } = await signBatchVoucherPayload(
     payer,
     chainId,
@@ -83,6 +77,12 @@ export async function signBatchDeposit(payer: DevAccount, options: BatchDepositO
     maxClaimable,
   );
   const { channelId } = voucher;
+  const covered = deposit + (options.held ?? 0n);
+  if (maxClaimable > covered) {
+    throw new Error(
+      `the voucher (${maxClaimable}) is more than the channel would hold (${covered})`,
+    );
+  }
   const validFor = options.validForSeconds ?? requirements.maxTimeoutSeconds ?? 300;
   const validBefore = BigInt(Math.floor(Date.now() / 1000) + validFor);
   const account = privateKeyToAccount(payer.privateKey);
