@@ -18,7 +18,7 @@ import { signPermitRequest } from "../src/evm/devnet/sign-permit.js";
 import { handleSettle } from "../src/protocol/respond.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
-import { chainOf } from "./helpers/chain.js";
+import { chainOf, mineWhile } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
 
@@ -109,19 +109,6 @@ async function ourPending(us: Address, sentBefore: number): Promise<Hex> {
   throw new Error("our permit never reached the pool");
 }
 
-/** Mines a block every 100 ms until `answer` settles. */
-async function minedUntil<T>(answer: Promise<T>): Promise<T> {
-  let done = false;
-  const settled = answer.finally(() => {
-    done = true;
-  });
-  while (!done) {
-    await anvil().mine({ blocks: 1 });
-    await sleep(100);
-  }
-  return settled;
-}
-
 /** A payer's permit payment whose permit is front-run: our permit reverts. What came of it. */
 async function frontRunPermit(facilitator: ReturnType<typeof facilitatorOn>, payer: DevAccount) {
   const chain = chainOf(devnet);
@@ -153,7 +140,7 @@ test.each(KINDS)(
     ];
     const { settling, receipt } = await frontRunPermit(facilitator, first);
     expect(receipt.status).toBe("reverted");
-    const reply = await minedUntil(settling);
+    const reply = await mineWhile(devnet.rpcUrl, settling, 100);
     expect(reply.body, JSON.stringify(reply.body)).toMatchObject({
       success: false,
       error: "settlement_failed",
@@ -164,8 +151,10 @@ test.each(KINDS)(
 
     const us = devnet.facilitator.address;
     const sentBefore = await chain.getTransactionCount({ address: us, blockTag: "pending" });
-    const next = await minedUntil(
+    const next = await mineWhile(
+      devnet.rpcUrl,
       handleSettle(facilitator, await signPermitRequest(devnet, second)),
+      100,
     );
     expect(next.status, JSON.stringify(next.body)).toBe(429);
     expect(next.body).toMatchObject({ success: false, error: "payer_throttled" });

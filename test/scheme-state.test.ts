@@ -15,7 +15,7 @@ import { VOUCHER_NAMESPACE } from "../src/evm/batch-settlement/voucher.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
 import { MIGRATIONS } from "../src/store/schema.js";
-import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import { migrateTo, type Postgres, startPostgres } from "./helpers/postgres.js";
 
 let postgres: Postgres;
 let dir: string;
@@ -193,13 +193,7 @@ describe("a PostgreSQL store of schema 11 (facilitator_channels)", () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      await client.query(
-        "CREATE TABLE facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-      );
-      for (const [i, migration] of MIGRATIONS.slice(0, 11).entries()) {
-        await client.query(migration);
-        await client.query("INSERT INTO facilitator_migrations (version) VALUES ($1)", [i + 1]);
-      }
+      await migrateTo(client, 11);
       await client.query(
         `INSERT INTO facilitator_channels (channel, highest, changed_at)
          VALUES ('evm:1:0xaa', 5000, 0), ('evm:1:0xbb', 7, 2000)`,

@@ -9,8 +9,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { PostgresStore } from "../src/store/postgres.js";
 import { FIND_BY_TRANSACTION } from "../src/store/postgres-settlements.js";
-import { MIGRATIONS } from "../src/store/schema.js";
-import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import { migrateTo, type Postgres, startPostgres } from "./helpers/postgres.js";
 
 let postgres: Postgres;
 
@@ -79,13 +78,7 @@ describe("a settlement by its transaction on PostgreSQL", () => {
       "5h5wDvnCHiHhuS58BvLxqjQUnKyUkwrvJiAG4WoJRUZy3aG2UPbLqUEHvDyWPEuSFXzcLDevSNyfXRZvxCUdZCLk";
     await withClient(url, async (db) => {
       // The schema of the facilitator before this one: migrations 1 to 7.
-      await db.query(
-        "CREATE TABLE facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-      );
-      for (const [i, migration] of MIGRATIONS.slice(0, 7).entries()) {
-        await db.query(migration);
-        await db.query("INSERT INTO facilitator_migrations (version) VALUES ($1)", [i + 1]);
-      }
+      await migrateTo(db, 7);
       await db.query(
         `INSERT INTO facilitator_settlements (key, chain_id, signer, tx_nonce, hashes, raws, state)
          VALUES ('evm', 8453, '0x01', 1, ARRAY[$1, $2], '{}', 'answered'),

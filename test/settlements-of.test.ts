@@ -14,8 +14,7 @@ import type { SettlementStore } from "../src/core/store.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
 import { PAYER_SETTLEMENTS } from "../src/store/postgres-waste.js";
-import { MIGRATIONS } from "../src/store/schema.js";
-import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import { migrateTo, type Postgres, startPostgres } from "./helpers/postgres.js";
 
 const SIGNER = `0x${"5".repeat(40)}` as Address;
 const PAYER = `0x${"ab".repeat(20)}` as Address;
@@ -142,13 +141,7 @@ describe("postgres", () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      await client.query(
-        "CREATE TABLE facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-      );
-      for (const [i, migration] of MIGRATIONS.slice(0, 7).entries()) {
-        await client.query(migration);
-        await client.query("INSERT INTO facilitator_migrations (version) VALUES ($1)", [i + 1]);
-      }
+      await migrateTo(client, 7);
       await (await PostgresStore.open(url, { signers: [SIGNER] })).close();
       const { rows } = await client.query<{ indexname: string }>(
         "SELECT indexname FROM pg_indexes WHERE tablename = 'facilitator_settlements' ORDER BY 1",

@@ -25,7 +25,7 @@ import { startServer } from "../src/http/server.js";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
 import { batchRequirements, officialSigner } from "./helpers/batch.js";
-import { chainOf, payerHolding } from "./helpers/chain.js";
+import { chainOf, mineWhile, payerHolding } from "./helpers/chain.js";
 import { facilitatorOn, postJson } from "./helpers/facilitator.js";
 import { permit2Requirements } from "./helpers/permit2.js";
 import { type Postgres, startPostgres } from "./helpers/postgres.js";
@@ -300,19 +300,6 @@ test.each<Kind>(["journal file, then a restart", "postgres, then another replica
   120_000,
 );
 
-/** Mines a block every 100 ms until `answer` settles: an honest chain, one block at a time. */
-async function minedUntil<T>(answer: Promise<T>): Promise<T> {
-  let done = false;
-  const settled = answer.finally(() => {
-    done = true;
-  });
-  while (!done) {
-    await anvil().mine({ blocks: 1 });
-    await sleep(100);
-  }
-  return settled;
-}
-
 test("fresh payers: a funding whose approval has not landed yet counts against the budget, and stops counting once it lands", async () => {
   const chain = chainOf(devnet);
   await anvil().setAutomine(true);
@@ -354,9 +341,11 @@ test("fresh payers: a funding whose approval has not landed yet counts against t
     expect(await chain.getTransactionCount({ address: us, blockTag: "pending" })).toBe(sentBefore);
 
     // The first approval lands, and its payment with it: nothing of it is at risk any more.
-    expect((await minedUntil(settlingA)).body).toMatchObject({ success: true });
+    expect((await mineWhile(devnet.rpcUrl, settlingA, 100)).body).toMatchObject({ success: true });
     expect(facilitator.gasAtRisk.wastedGas(devnet.chainId)).toBe(0n);
-    expect((await minedUntil(postJson(server, "/settle", body))).body).toMatchObject({
+    expect(
+      (await mineWhile(devnet.rpcUrl, postJson(server, "/settle", body), 100)).body,
+    ).toMatchObject({
       success: true,
     });
     expect(facilitator.gasAtRisk.wastedGas(devnet.chainId)).toBe(0n);

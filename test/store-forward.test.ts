@@ -14,9 +14,8 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Journal } from "../src/store/journal.js";
 import { PostgresStore } from "../src/store/postgres.js";
-import { MIGRATIONS } from "../src/store/schema.js";
 import { svmSpendOf } from "../src/svm/chain/ledger-reads.js";
-import { type Postgres, startPostgres } from "./helpers/postgres.js";
+import { migrateTo, type Postgres, startPostgres } from "./helpers/postgres.js";
 
 const FIXTURE = path.join(import.meta.dirname, "fixtures", "journal-2db2f0a.jsonl");
 const EVM = "eip155:31337";
@@ -100,13 +99,7 @@ describe("a PostgreSQL store written before networks", () => {
     const db = new pg.Client({ connectionString: url });
     await db.connect();
     try {
-      await db.query(
-        "CREATE TABLE facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-      );
-      for (const [i, migration] of MIGRATIONS.slice(0, 17).entries()) {
-        await db.query(migration);
-        await db.query("INSERT INTO facilitator_migrations (version) VALUES ($1)", [i + 1]);
-      }
+      await migrateTo(db, 17);
       // The columns 2db2f0a's recordSend inserts (postgres-settlements.ts), then its states.
       const insert = `INSERT INTO facilitator_settlements (key, chain_id, signer, tx_nonce, expect, action, hashes, raws, state, owner)
         VALUES ($1, $2, $3, $4, $5, NULL, ARRAY[$6], ARRAY[$7], $8, 'old:1')`;

@@ -19,6 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
+import { MIGRATIONS } from "../../src/store/schema.js";
 import {
   type PostgresBinaries,
   type PostgresSource,
@@ -228,4 +229,15 @@ function freePort(): Promise<number> {
 
 function tail(file: string): string {
   return existsSync(file) ? readFileSync(file, "utf8").split("\n").slice(-20).join("\n") : "";
+}
+
+/** Brings an empty database to schema `version` as that release left it: migrations 1..version. */
+export async function migrateTo(client: pg.Client, version: number): Promise<void> {
+  await client.query(
+    "CREATE TABLE facilitator_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+  );
+  for (const [i, migration] of MIGRATIONS.slice(0, version).entries()) {
+    await client.query(migration);
+    await client.query("INSERT INTO facilitator_migrations (version) VALUES ($1)", [i + 1]);
+  }
 }

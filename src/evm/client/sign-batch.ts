@@ -1,11 +1,9 @@
 /**
- * What an x402 buyer does for the `batch-settlement` scheme, as the official client
- * (`@x402/evm/batch-settlement/client` 2.27) does it, with the same JSON shapes: the channel's
- * configuration (the payer its own authorizer, salt 0), a deposit (EIP-3009 ReceiveWithAuthorization
- * to the EIP-3009 collector, or a Permit2 witness transfer to the Permit2 collector) carrying the
- * first voucher, and later vouchers alone. `facilitator pay` and the devnet's request files use it.
+ * What an x402 buyer does for `batch-settlement`, in the official client's (2.27) JSON shapes: the
+ * channel (the payer its own authorizer, salt 0), a deposit (EIP-3009 to the EIP-3009 collector, or
+ * Permit2 to the Permit2 collector) carrying the first voucher, and later vouchers alone.
  */
-import { type Address, bytesToHex, getAddress, type Hex, isAddressEqual, zeroAddress } from "viem";
+import { type Address, getAddress, isAddressEqual, zeroAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
 import { channelIdOf } from "../batch-settlement/channel.js";
@@ -22,15 +20,10 @@ import { erc3009DepositNonce } from "../batch-settlement/deposit-checks.js";
 import type { ChannelConfig } from "../batch-settlement/payload.js";
 import type { DevAccount } from "../devnet/accounts.js";
 import { PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
-import { domainOf, type TransferMethod } from "./sign-payment.js";
-
-/** The official client's salt unless told otherwise: one channel per payer, seller and token. */
-export const DEFAULT_CHANNEL_SALT: Hex = `0x${"0".repeat(64)}`;
-
-const randomBytes32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
+import { domainOf, randomBytes32, type TransferMethod } from "./sign-payment.js";
 
 /** The requirements' receiver authorizer: required, and never the zero address. */
-export function receiverAuthorizerIn(requirements: RequirementsJson): Address {
+function receiverAuthorizerIn(requirements: RequirementsJson): Address {
   const value = requirements.extra?.receiverAuthorizer;
   if (
     typeof value !== "string" ||
@@ -44,12 +37,8 @@ export function receiverAuthorizerIn(requirements: RequirementsJson): Address {
   return getAddress(value);
 }
 
-/** The channel a payer opens for these requirements, as the official client builds it. */
-export function batchChannelConfig(
-  payer: Address,
-  requirements: RequirementsJson,
-  salt: Hex = DEFAULT_CHANNEL_SALT,
-): ChannelConfig {
+/** The channel a payer opens for these requirements (salt 0: one per payer, seller and token). */
+export function batchChannelConfig(payer: Address, requirements: RequirementsJson): ChannelConfig {
   const withdrawDelay = requirements.extra?.withdrawDelay;
   return {
     payer: getAddress(payer),
@@ -58,24 +47,8 @@ export function batchChannelConfig(
     receiverAuthorizer: receiverAuthorizerIn(requirements),
     token: getAddress(requirements.asset),
     withdrawDelay: typeof withdrawDelay === "number" ? withdrawDelay : MIN_WITHDRAW_DELAY,
-    salt,
+    salt: `0x${"0".repeat(64)}`,
   };
-}
-
-/** The payer's voucher: the channel may pay out up to `maxClaimable`, in all. */
-export async function signBatchVoucher(
-  payer: DevAccount,
-  chainId: number,
-  channelId: Hex,
-  maxClaimable: bigint,
-) {
-  const signature = await privateKeyToAccount(payer.privateKey).signTypedData({
-    domain: settlementDomain(chainId),
-    types: VOUCHER_TYPES,
-    primaryType: "Voucher",
-    message: { channelId, maxClaimableAmount: maxClaimable },
-  });
-  return { channelId, maxClaimableAmount: maxClaimable.toString(), signature };
 }
 
 export interface BatchDepositOptions {
@@ -95,9 +68,15 @@ export interface BatchDepositOptions {
 /** The `deposit` payload: the channel, its first voucher, and the payer's signed transfer. */
 export async function signBatchDeposit(payer: DevAccount, options: BatchDepositOptions) {
   const { chainId, requirements, deposit } = options;
-  const channelConfig = batchChannelConfig(payer.address, requirements);
-  const channelId = channelIdOf(channelConfig, chainId);
   const maxClaimable = options.maxClaimable ?? BigInt(String(requirements.amount ?? "0"));
+  // Signed first: a bad receiver authorizer is the error to report before an uncovered voucher.
+  const { channelConfig, voucher } = await signBatchVoucherPayload(
+    payer,
+    chainId,
+    requirements,
+    maxClaimable,
+  );
+  const { channelId } = voucher;
   const covered = deposit + (options.held ?? 0n);
   if (maxClaimable > covered) {
     throw new Error(
@@ -161,12 +140,12 @@ export async function signBatchDeposit(payer: DevAccount, options: BatchDepositO
   return {
     type: "deposit" as const,
     channelConfig,
-    voucher: await signBatchVoucher(payer, chainId, channelId, maxClaimable),
+    voucher,
     deposit: { amount: deposit.toString(), authorization },
   };
 }
 
-/** A `voucher` payload on the payer's channel for these requirements. */
+/** A `voucher` payload: the payer's channel may pay out up to `maxClaimable`, in all. */
 export async function signBatchVoucherPayload(
   payer: DevAccount,
   chainId: number,
@@ -175,11 +154,14 @@ export async function signBatchVoucherPayload(
 ) {
   const channelConfig = batchChannelConfig(payer.address, requirements);
   const channelId = channelIdOf(channelConfig, chainId);
-  return {
-    type: "voucher" as const,
-    channelConfig,
-    voucher: await signBatchVoucher(payer, chainId, channelId, maxClaimable),
-  };
+  const signature = await privateKeyToAccount(payer.privateKey).signTypedData({
+    domain: settlementDomain(chainId),
+    types: VOUCHER_TYPES,
+    primaryType: "Voucher",
+    message: { channelId, maxClaimableAmount: maxClaimable },
+  });
+  const voucher = { channelId, maxClaimableAmount: maxClaimable.toString(), signature };
+  return { type: "voucher" as const, channelConfig, voucher };
 }
 
 /** The x402 v2 PaymentPayload around a batch-settlement payload. */

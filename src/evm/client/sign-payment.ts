@@ -1,18 +1,17 @@
 /**
- * What an x402 buyer does: sign an `exact` payment for given requirements, as the official client
- * does (the same JSON shapes and field order), with EIP-3009 (x402 v1 and v2) or Permit2 through
- * the x402 exact proxy (v2), optionally carrying the payer's EIP-2612 approval of Permit2 in the
- * `eip2612GasSponsoring` extension. `facilitator pay` and the devnet's sample requests use it.
+ * What an x402 buyer does: sign an `exact` payment as the official client does (same JSON shapes
+ * and field order), with EIP-3009 (x402 v1 and v2) or Permit2 through the x402 exact proxy (v2),
+ * optionally sponsoring the payer's Permit2 approval. `facilitator pay` and the devnet use it.
  */
 import {
   type Address,
   bytesToHex,
   encodeFunctionData,
+  erc20Abi,
   getAddress,
   type Hex,
   maxUint256,
   type PublicClient,
-  parseAbi,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
@@ -36,15 +35,9 @@ export interface SignPaymentOptions {
   readonly validForSeconds?: number;
   /** v2's `resource`: what is being paid for. */
   readonly resource?: { url: string; description?: string; mimeType?: string };
-  /**
-   * Permit2 only: also sign the payer's EIP-2612 permit for Permit2 with this permit nonce (the
-   * token's `nonces(payer)`), so a payer that never approved Permit2 can pay.
-   */
+  /** Permit2 only: also sign the payer's EIP-2612 permit for Permit2, at this permit nonce. */
   readonly eip2612?: { readonly name: string; readonly version: string; readonly nonce: bigint };
-  /**
-   * Permit2 only: carry the payer's signed approve(Permit2) transaction instead (the
-   * erc20ApprovalGasSponsoring extension), at this nonce of the payer's and these fees.
-   */
+  /** Permit2 only: carry the payer's signed approve(Permit2) transaction at this nonce and fees. */
   readonly approval?: {
     readonly nonce: number;
     readonly maxFeePerGas: bigint;
@@ -52,10 +45,12 @@ export interface SignPaymentOptions {
   };
 }
 
+/** 32 random bytes. */
+export const randomBytes32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
+
 /** The EIP-712 domain name and version the requirements carry in `extra`. */
 export function domainOf(requirements: RequirementsJson): { name: string; version: string } {
-  const extra = requirements.extra ?? {};
-  const { name, version } = extra as { name?: unknown; version?: unknown };
+  const { name, version } = (requirements.extra ?? {}) as { name?: unknown; version?: unknown };
   if (typeof name !== "string" || typeof version !== "string") {
     throw new Error("the requirements' extra must carry the token's EIP-712 name and version");
   }
@@ -63,81 +58,103 @@ export function domainOf(requirements: RequirementsJson): { name: string; versio
 }
 
 async function signEip3009(payer: DevAccount, options: SignPaymentOptions, validBefore: bigint) {
-  const { requirements } = options;
-  const domain = domainOf(requirements);
+  const { requirements, amount } = options;
   const authorization = {
     from: getAddress(payer.address),
     to: getAddress(requirements.payTo),
-    value: options.amount.toString(),
+    value: amount.toString(),
     validAfter: "0",
     validBefore: validBefore.toString(),
-    nonce: bytesToHex(crypto.getRandomValues(new Uint8Array(32))) as Hex,
+    nonce: randomBytes32(),
   };
   const signature = await privateKeyToAccount(payer.privateKey).signTypedData(
     transferWithAuthorizationTypedData(
-      { ...domain, chainId: options.chainId, verifyingContract: getAddress(requirements.asset) },
-      { ...authorization, value: options.amount, validAfter: 0n, validBefore },
+      {
+        ...domainOf(requirements),
+        chainId: options.chainId,
+        verifyingContract: getAddress(requirements.asset),
+      },
+      { ...authorization, value: amount, validAfter: 0n, validBefore },
     ),
   );
   return { signature, authorization };
 }
 
+/**
+ * The gas-sponsoring extension the options ask for, if any: the payer's signed approve(Permit2,
+ * max) transaction as the x402 client signs it (70,000 gas), or its EIP-2612 permit for Permit2.
+ */
+async function sponsoring(
+  payer: DevAccount,
+  options: SignPaymentOptions,
+  asset: Address,
+  deadline: bigint,
+) {
+  const { chainId, approval, eip2612, amount } = options;
+  if (approval) {
+    const account = privateKeyToAccount(payer.privateKey);
+    const signedTransaction = await account.signTransaction({
+      chainId,
+      to: asset,
+      data: encodeFunctionData({
+        abi: erc20Abi,
+        functionName: "approve",
+        args: [PERMIT2_ADDRESS, maxUint256],
+      }),
+      nonce: approval.nonce,
+      gas: 70_000n,
+      maxFeePerGas: approval.maxFeePerGas,
+      maxPriorityFeePerGas: approval.maxPriorityFeePerGas,
+    });
+    const info = {
+      from: account.address,
+      asset,
+      spender: PERMIT2_ADDRESS,
+      amount: maxUint256.toString(),
+      signedTransaction,
+      version: "1",
+    };
+    return { erc20ApprovalGasSponsoring: { info } };
+  }
+  if (!eip2612) return undefined;
+  const { name, version, nonce } = eip2612;
+  const token = { address: asset, name, version };
+  const node = { rpcUrl: "", chainId };
+  const info = await signEip2612GasSponsoring(node, payer, token, amount, deadline, nonce);
+  return { eip2612GasSponsoring: { info } };
+}
+
 /** Signs the payment and returns the x402 PaymentPayload (v1 or v2). */
 export async function signPayment(payer: DevAccount, options: SignPaymentOptions) {
   const { requirements, x402Version } = options;
+  const resource = options.resource ?? DEFAULT_RESOURCE;
   const validFor = options.validForSeconds ?? requirements.maxTimeoutSeconds ?? 300;
   const validBefore = BigInt(Math.floor(Date.now() / 1000) + validFor);
-  if (options.method === "permit2") {
-    if (x402Version !== 2) throw new Error("Permit2 payments are x402 v2 only");
-    const asset = getAddress(requirements.asset) as Address;
-    const payload = await signPermit2Payment(
-      options.chainId,
-      payer,
-      {
-        asset,
-        amount: options.amount,
-        payTo: getAddress(requirements.payTo),
-        maxTimeoutSeconds: validFor,
-      },
-      { deadline: validBefore },
-    );
-    const extensions = options.approval
-      ? {
-          erc20ApprovalGasSponsoring: {
-            info: await signApproval(payer, options.chainId, asset, options.approval),
-          },
-        }
-      : options.eip2612
-        ? {
-            eip2612GasSponsoring: {
-              info: await signEip2612GasSponsoring(
-                { rpcUrl: "", chainId: options.chainId },
-                payer,
-                { address: asset, name: options.eip2612.name, version: options.eip2612.version },
-                options.amount,
-                validBefore,
-                options.eip2612.nonce,
-              ),
-            },
-          }
-        : undefined;
-    return {
-      x402Version: 2,
-      payload,
-      ...(extensions ? { extensions } : {}),
-      resource: options.resource ?? DEFAULT_RESOURCE,
-      accepted: requirements,
-    };
+  if (options.method === "eip3009") {
+    const payload = await signEip3009(payer, options, validBefore);
+    return x402Version === 2
+      ? { x402Version: 2, resource, accepted: requirements, payload }
+      : { x402Version: 1, scheme: requirements.scheme, network: requirements.network, payload };
   }
-  const payload = await signEip3009(payer, options, validBefore);
-  return x402Version === 2
-    ? {
-        x402Version: 2,
-        resource: options.resource ?? DEFAULT_RESOURCE,
-        accepted: requirements,
-        payload,
-      }
-    : { x402Version: 1, scheme: requirements.scheme, network: requirements.network, payload };
+  if (x402Version !== 2) throw new Error("Permit2 payments are x402 v2 only");
+  const asset = getAddress(requirements.asset);
+  const terms = {
+    asset,
+    amount: options.amount,
+    payTo: getAddress(requirements.payTo),
+    maxTimeoutSeconds: validFor,
+  };
+  const payload = await signPermit2Payment(options.chainId, payer, terms, {
+    deadline: validBefore,
+  });
+  const extensions = await sponsoring(payer, options, asset, validBefore);
+  return {
+    x402Version: 2,
+    payload,
+    ...(extensions ? { extensions } : {}),
+    resource,
+    accepted: requirements,
+  };
 }
 
 /** The request body verify and settle read, in either dialect. */
@@ -152,45 +169,11 @@ export function requestBody(
     : { payload, requirements };
 }
 
-/** The payer's signed approve(Permit2, max) transaction, as the x402 client signs it (70,000 gas). */
-async function signApproval(
-  payer: DevAccount,
-  chainId: number,
-  asset: Address,
-  approval: NonNullable<SignPaymentOptions["approval"]>,
-) {
-  const account = privateKeyToAccount(payer.privateKey);
-  const signedTransaction = await account.signTransaction({
-    chainId,
-    to: asset,
-    data: encodeFunctionData({
-      abi: parseAbi(["function approve(address spender, uint256 amount) returns (bool)"]),
-      args: [PERMIT2_ADDRESS, maxUint256],
-    }),
-    nonce: approval.nonce,
-    gas: 70_000n,
-    maxFeePerGas: approval.maxFeePerGas,
-    maxPriorityFeePerGas: approval.maxPriorityFeePerGas,
-  });
-  return {
-    from: account.address,
-    asset,
-    spender: PERMIT2_ADDRESS,
-    amount: maxUint256.toString(),
-    signedTransaction,
-    version: "1",
-  };
-}
-
 /** The payer's next transaction nonce and today's fees, for its signed approve transaction. */
 export async function approvalTerms(client: PublicClient, payer: Address) {
-  const [nonce, fees] = await Promise.all([
+  const [nonce, { maxFeePerGas, maxPriorityFeePerGas }] = await Promise.all([
     client.getTransactionCount({ address: payer, blockTag: "pending" }),
     client.estimateFeesPerGas(),
   ]);
-  return {
-    nonce,
-    maxFeePerGas: fees.maxFeePerGas,
-    maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-  };
+  return { nonce, maxFeePerGas, maxPriorityFeePerGas };
 }

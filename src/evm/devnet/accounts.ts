@@ -1,9 +1,6 @@
 /**
- * anvil's default dev accounts (mnemonic "test test test test test test test test test test test
- * junk", derivation path m/44'/60'/0'/0/index, index 0..9) and the roles the devnet gives them.
- *
- * These keys are public test keys, funded only on local devnets. Still, never print them: the
- * account objects below redact `privateKey` when they are logged or turned into JSON.
+ * anvil's default dev accounts (DEV_MNEMONIC, m/44'/60'/0'/0/0..9) and the devnet's roles for them.
+ * Public test keys, funded only on local devnets; still never printed (the objects redact them).
  */
 import type { Address, Hex } from "viem";
 
@@ -14,55 +11,35 @@ export interface DevAccount {
   readonly privateKey: Hex;
 }
 
-const KEYS: ReadonlyArray<readonly [Address, Hex]> = [
-  [
-    "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
-    "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
-  ],
-  [
-    "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
-    "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
-  ],
-  [
-    "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
-    "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
-  ],
-  [
-    "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
-    "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
-  ],
-  [
-    "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65",
-    "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
-  ],
-  [
-    "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc",
-    "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba",
-  ],
-  [
-    "0x976EA74026E726554dB657fA54763abd0C3a0aa9",
-    "0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e",
-  ],
-  [
-    "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955",
-    "0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356",
-  ],
-  [
-    "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f",
-    "0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97",
-  ],
-  [
-    "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
-    "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6",
-  ],
+// By index: the addresses, and their keys.
+const ADDRESSES: readonly Address[] = [
+  "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+  "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+  "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+  "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+  "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65",
+  "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc",
+  "0x976EA74026E726554dB657fA54763abd0C3a0aa9",
+  "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955",
+  "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f",
+  "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
+];
+const KEYS: readonly Hex[] = [
+  "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+  "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+  "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+  "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
+  "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
+  "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba",
+  "0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e",
+  "0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356",
+  "0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97",
+  "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6",
 ];
 
 function devAccount(address: Address, privateKey: Hex): DevAccount {
   const account = { address, privateKey };
-  const redacted = (): { address: Address; privateKey: string } => ({
-    address,
-    privateKey: "<redacted>",
-  });
+  const redacted = () => ({ address, privateKey: "<redacted>" });
   // Non-enumerable, so spreading or destructuring an account is unaffected.
   Object.defineProperty(account, "toJSON", { value: redacted });
   Object.defineProperty(account, Symbol.for("nodejs.util.inspect.custom"), { value: redacted });
@@ -71,7 +48,7 @@ function devAccount(address: Address, privateKey: Hex): DevAccount {
 
 /** All ten dev accounts, by index. */
 export const devAccounts: readonly DevAccount[] = Object.freeze(
-  KEYS.map(([address, privateKey]) => devAccount(address, privateKey)),
+  ADDRESSES.map((address, i) => devAccount(address, KEYS[i] as Hex)),
 );
 
 function at(index: number): DevAccount {
@@ -86,16 +63,10 @@ export const facilitatorAccount: DevAccount = at(0);
 /** Indexes 1..5: payers, each funded with 1,000,000 test USDC by prepareDevnet. */
 export const payerAccounts: readonly DevAccount[] = Object.freeze([1, 2, 3, 4, 5].map(at));
 
-/**
- * Index 7: the batch-settlement receiver authorizer (signs claims and refunds; sends nothing). The
- * devnet writes its key to receiver-authorizer.key for `serve`; it is never printed.
- */
+/** Index 7: the batch-settlement receiver authorizer (signs claims and refunds; sends nothing). */
 export const receiverAuthorizerAccount: DevAccount = at(7);
 
-/**
- * Index 8: sends the devnet's own set-up transactions (mints, wallet set-up), so the
- * facilitator's, payers' and payee's nonces start at 0.
- */
+/** Index 8: sends the devnet's set-up transactions, so the other accounts' nonces start at 0. */
 export const funderAccount: DevAccount = at(8);
 
 /** Index 9: the payee (receives payments). */

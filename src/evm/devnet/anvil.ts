@@ -1,6 +1,4 @@
-/**
- * Starts and stops a local anvil node (the binary shipped by the @foundry-rs/anvil npm package).
- */
+/** Starts and stops a local anvil node (the binary shipped by the @foundry-rs/anvil npm package). */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -14,11 +12,7 @@ export interface AnvilOptions {
   chainId?: number;
   /** With mining "auto": a heartbeat block is mined every this many seconds. Default 1. */
   blockTimeSeconds?: number;
-  /**
-   * "auto" (default): every transaction is mined at once, and an idle chain still gets a block
-   * every `blockTimeSeconds`, so block time follows the wall clock.
-   * "manual": nothing is mined until someone calls `evm_mine`.
-   */
+  /** "auto" (default): each transaction mined at once, plus the heartbeat; "manual": evm_mine only. */
   mining?: "auto" | "manual";
 }
 
@@ -36,7 +30,7 @@ export interface AnvilInstance {
 
 const STARTUP_TIMEOUT_MS = 20_000;
 const KILL_GRACE_MS = 2_000;
-/** How much of anvil's output we keep for error messages. */
+/** How much of anvil's output is kept for error messages. */
 const OUTPUT_TAIL_CHARS = 16_000;
 
 /** Path of the anvil binary for this platform, from the @foundry-rs/anvil-<platform>-<arch> package. */
@@ -58,9 +52,8 @@ export function anvilBinaryPath(): string {
   return path.join(path.dirname(packageJson), "bin", binary);
 }
 
-// Children still running, killed synchronously if this process exits without stopping them.
-// One shared "exit" listener (instead of one per instance) avoids MaxListenersExceededWarning
-// when a process runs many anvils; it is removed once the last instance has stopped.
+// Children still running, killed if this process exits without stopping them. One shared "exit"
+// listener, not one per instance: many anvils would hit MaxListenersExceededWarning.
 const liveChildren = new Set<ChildProcess>();
 
 function killLiveChildren(): void {
@@ -118,12 +111,12 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
   checkInteger("blockTimeSeconds", blockTimeSeconds, 1, 86_400);
 
   const args = ["--host", host, "--port", String(requestedPort), "--chain-id", String(chainId)];
-  if (mining === "auto") {
-    // Automine each transaction, plus an interval block every N seconds on an idle chain.
-    args.push("--mixed-mining", "--block-time", String(blockTimeSeconds));
-  } else {
-    args.push("--no-mining");
-  }
+  // "auto": automine each transaction, plus an interval block every N seconds on an idle chain.
+  args.push(
+    ...(mining === "auto"
+      ? ["--mixed-mining", "--block-time", String(blockTimeSeconds)]
+      : ["--no-mining"]),
+  );
 
   const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "pipe", "pipe"] });
   track(child);
@@ -133,8 +126,8 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
     output += chunk.toString("utf8");
     if (output.length > 2 * OUTPUT_TAIL_CHARS) output = output.slice(-OUTPUT_TAIL_CHARS);
   };
-  // Keep draining both pipes for anvil's whole life (a full pipe would block it), but never
-  // echo them: anvil's output contains the dev accounts' private keys.
+  // Drain both pipes for anvil's whole life (a full pipe would block it); never echo them: the
+  // output holds the dev accounts' private keys.
   child.stdout?.on("data", collect);
   child.stderr?.on("data", collect);
 

@@ -1,9 +1,8 @@
 /**
- * Signed example requests for the devnet, so `verify` and `settle` have something real to chew on.
- * Signed with viem here (src/evm/client/sign-payment.ts, as `facilitator pay`); the tests sign with
- * the official x402 client instead (and check that both sign the same thing).
+ * Signed example requests for the devnet, signed as `facilitator pay` signs (the tests sign with
+ * the official x402 client instead, and check that both sign the same thing).
  */
-import { type Address, createPublicClient, http } from "viem";
+import type { Address } from "viem";
 import {
   approvalTerms,
   type RequirementsJson,
@@ -11,8 +10,8 @@ import {
   signPayment,
 } from "../client/sign-payment.js";
 import type { DevAccount } from "./accounts.js";
-import { testPermitTokenAbi } from "./artifacts.js";
-import { type DevnetInfo, devnetChain } from "./setup.js";
+import { type DevnetInfo, devnetReader } from "./setup.js";
+import { permitNonce } from "./sign-permit.js";
 
 export interface SampleOptions {
   readonly payer: DevAccount;
@@ -26,10 +25,7 @@ export interface SampleOptions {
   readonly method?: "eip3009" | "permit2";
   /** The token: TestUSDC (default), TestPermitToken or TestPlainToken (the last two: permit2). */
   readonly asset?: "usdc" | "permit" | "plain";
-  /**
-   * permit2 only: carry the payer's EIP-2612 approval of Permit2 in the eip2612GasSponsoring
-   * extension, so the payment settles without a prior approval (TestUSDC or TestPermitToken).
-   */
+  /** permit2 only: carry the payer's EIP-2612 approval of Permit2 (eip2612GasSponsoring). */
   readonly eip2612GasSponsoring?: boolean;
   /** permit2 only: carry the payer's signed approval of Permit2 (erc20ApprovalGasSponsoring). */
   readonly erc20ApprovalGasSponsoring?: boolean;
@@ -84,13 +80,7 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
       ? { ...eip712, nonce: await permitNonce(devnet, token.address, options.payer.address) }
       : undefined;
   const approval = options.erc20ApprovalGasSponsoring
-    ? await approvalTerms(
-        createPublicClient({
-          chain: devnetChain(devnet.rpcUrl, devnet.chainId),
-          transport: http(devnet.rpcUrl, { retryCount: 0 }),
-        }),
-        options.payer.address,
-      )
+    ? await approvalTerms(devnetReader(devnet), options.payer.address)
     : undefined;
   const payload = await signPayment(options.payer, {
     chainId: devnet.chainId,
@@ -103,17 +93,4 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
     ...(approval ? { approval } : {}),
   });
   return requestBody(options.dialect ?? "reference", x402Version, payload, requirements);
-}
-
-/** The payer's next EIP-2612 permit nonce on `token`. */
-function permitNonce(devnet: DevnetInfo, token: Address, owner: Address): Promise<bigint> {
-  return createPublicClient({
-    chain: devnetChain(devnet.rpcUrl, devnet.chainId),
-    transport: http(devnet.rpcUrl, { retryCount: 0 }),
-  }).readContract({
-    address: token,
-    abi: testPermitTokenAbi,
-    functionName: "nonces",
-    args: [owner],
-  });
 }

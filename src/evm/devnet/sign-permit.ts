@@ -2,12 +2,12 @@
  * Signing x402x-style EIP-2612 permit payments on the devnet (`authorizationType: "permit"`),
  * with a settlement account of ours as the spender: the shape our permit method settles.
  */
-import { type Address, createPublicClient, type Hex, http } from "viem";
+import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { eip2612PermitTypes } from "../exact/permit.js";
 import type { DevAccount } from "./accounts.js";
 import { testPermitTokenAbi } from "./artifacts.js";
-import { type DevnetInfo, devnetChain } from "./setup.js";
+import { type DevnetInfo, type DevnetNode, devnetReader } from "./setup.js";
 
 export interface PermitOptions {
   readonly spender?: Address;
@@ -17,6 +17,13 @@ export interface PermitOptions {
   readonly deadline?: bigint;
   /** Who signs, when not the payer (to make a forged permit). */
   readonly signer?: DevAccount;
+}
+
+/** A token's EIP-712 domain, as an EIP-2612 permit names it. */
+export interface Eip2612Token {
+  readonly address: Address;
+  readonly name: string;
+  readonly version: string;
 }
 
 /** A request body (reference dialect, x402 v2) paying the permit token with an EIP-2612 permit. */
@@ -29,12 +36,11 @@ export async function signPermitRequest(
   const value = options.value ?? 10_000n;
   const spender = options.spender ?? devnet.facilitator.address;
   const deadline = options.deadline ?? BigInt(Math.floor(Date.now() / 1000) + 24 * 3600);
-  const message = { owner: payer.address, spender, value, deadline };
   const { nonce, signature } = await signEip2612Permit(
     devnet,
     (options.signer ?? payer).privateKey,
     token,
-    message,
+    { owner: payer.address, spender, value, deadline },
     options.nonce,
   );
   const requirements = {
@@ -47,46 +53,40 @@ export async function signPermitRequest(
     paymentType: "permit",
     extra: { name: token.name, version: token.version },
   };
+  const authorization = {
+    owner: payer.address,
+    spender,
+    value: value.toString(),
+    deadline: deadline.toString(),
+    nonce: nonce.toString(),
+  };
   const payload = {
     x402Version: 2,
     accepted: requirements,
-    payload: {
-      authorizationType: "permit",
-      signature,
-      authorization: {
-        owner: payer.address,
-        spender,
-        value: value.toString(),
-        deadline: deadline.toString(),
-        nonce: nonce.toString(),
-      },
-    },
+    payload: { authorizationType: "permit", signature, authorization },
   };
   return { payload, requirements };
 }
 
-/**
- * Signs an EIP-2612 permit of `token` with `privateKey`; the permit nonce is read from the token
- * for `message.owner` unless given.
- */
+/** The owner's next EIP-2612 permit nonce on `token`. */
+export function permitNonce(devnet: DevnetNode, token: Address, owner: Address): Promise<bigint> {
+  return devnetReader(devnet).readContract({
+    address: token,
+    abi: testPermitTokenAbi,
+    functionName: "nonces",
+    args: [owner],
+  });
+}
+
+/** Signs an EIP-2612 permit of `token` with `privateKey`; the nonce is read from the token unless given. */
 export async function signEip2612Permit(
-  devnet: Pick<DevnetInfo, "rpcUrl" | "chainId">,
+  devnet: DevnetNode,
   privateKey: Hex,
-  token: { readonly address: Address; readonly name: string; readonly version: string },
+  token: Eip2612Token,
   message: { owner: Address; spender: Address; value: bigint; deadline: bigint },
-  permitNonce?: bigint,
+  givenNonce?: bigint,
 ): Promise<{ nonce: bigint; signature: Hex }> {
-  const nonce =
-    permitNonce ??
-    (await createPublicClient({
-      chain: devnetChain(devnet.rpcUrl, devnet.chainId),
-      transport: http(devnet.rpcUrl, { retryCount: 0 }),
-    }).readContract({
-      address: token.address,
-      abi: testPermitTokenAbi,
-      functionName: "nonces",
-      args: [message.owner],
-    }));
+  const nonce = givenNonce ?? (await permitNonce(devnet, token.address, message.owner));
   const signature = await privateKeyToAccount(privateKey).signTypedData({
     domain: {
       name: token.name,

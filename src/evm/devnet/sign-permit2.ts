@@ -1,26 +1,23 @@
 /**
- * Signing x402 Permit2 payments on the devnet, as an x402 client does: the Permit2
- * PermitWitnessTransferFrom authorization for the exact proxy (witness {to, validAfter}) or the
- * upto proxy (witness {to, facilitator, validAfter}), and the EIP-2612 permit of Permit2 that the
- * `eip2612GasSponsoring` extension carries. The JSON shapes (field order included) are the ones
- * the official client produces.
+ * Signing x402 Permit2 payments as an x402 client does, in the official client's JSON shapes
+ * (field order included): the PermitWitnessTransferFrom for the exact proxy (witness {to,
+ * validAfter}) or the upto proxy (witness {to, facilitator, validAfter}), and the EIP-2612 permit
+ * of Permit2 that the `eip2612GasSponsoring` extension carries.
  */
-import { type Address, getAddress, type Hex, toHex } from "viem";
+import { type Address, getAddress, type Hex, type TypedData, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { eip2612PermitTypes } from "../exact/permit.js";
-import { permit2WitnessTypes } from "../exact/permit2-encoding.js";
-import { uptoWitnessTypes } from "../upto/encoding.js";
-import type { DevAccount } from "./accounts.js";
 import {
-  type DevnetInfo,
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
-  UPTO_PERMIT2_PROXY_ADDRESS,
-} from "./setup.js";
-import { signEip2612Permit } from "./sign-permit.js";
+  permit2WitnessTypes,
+} from "../exact/permit2-encoding.js";
+import { uptoWitnessTypes } from "../upto/encoding.js";
+import type { DevAccount } from "./accounts.js";
+import { type DevnetNode, UPTO_PERMIT2_PROXY_ADDRESS } from "./setup.js";
+import { type Eip2612Token, signEip2612Permit } from "./sign-permit.js";
 
-/** The EIP-712 types the devnet signs with, as the verifier checks them. */
-export { eip2612PermitTypes, permit2WitnessTypes };
+/** The EIP-712 types the devnet signs permits with, as the verifier checks them. */
+export { eip2612PermitTypes } from "../exact/permit.js";
 
 /** `payload.permit2Authorization` on the wire: numbers as decimal strings. */
 export interface Permit2AuthorizationJson {
@@ -35,6 +32,16 @@ export interface Permit2AuthorizationJson {
 export interface Permit2PaymentJson {
   signature: Hex;
   permit2Authorization: Permit2AuthorizationJson;
+}
+
+/** `payload.permit2Authorization` of the upto scheme. */
+export interface UptoPermit2AuthorizationJson extends Omit<Permit2AuthorizationJson, "witness"> {
+  witness: { to: Address; facilitator: Address; validAfter: string };
+}
+
+export interface UptoPermit2PaymentJson {
+  signature: Hex;
+  permit2Authorization: UptoPermit2AuthorizationJson;
 }
 
 export interface Permit2Terms {
@@ -52,7 +59,7 @@ export interface Permit2SignOptions {
   readonly deadline?: bigint;
   /** Default: 0, as the official client. */
   readonly validAfter?: bigint;
-  /** Default: the exact proxy (a different spender makes a payment the proxy cannot settle). */
+  /** Default: the scheme's proxy (a different spender makes a payment the proxy cannot settle). */
   readonly spender?: Address;
   /** The paying address when it is not the signer's: a contract wallet `payer` owns. */
   readonly from?: Address;
@@ -63,132 +70,76 @@ export function randomPermit2Nonce(): bigint {
   return BigInt(toHex(crypto.getRandomValues(new Uint8Array(32))));
 }
 
-/** The typed data of an exact-scheme Permit2 authorization on chain `chainId`. */
-export function permit2AuthorizationTypedData(
+/** Signs a PermitWitnessTransferFrom to `proxy` whose witness is `witness` and then validAfter. */
+async function signWitnessTransfer<W extends Record<string, Address>>(
   chainId: number,
-  authorization: Permit2AuthorizationJson,
+  payer: DevAccount,
+  terms: Permit2Terms,
+  options: Permit2SignOptions,
+  proxy: Address,
+  witness: W,
+  types: TypedData,
 ) {
-  return {
+  const account = privateKeyToAccount(payer.privateKey);
+  const validAfter = options.validAfter ?? 0n;
+  const nonce = options.nonce ?? randomPermit2Nonce();
+  const deadline =
+    options.deadline ?? BigInt(Math.floor(Date.now() / 1000)) + BigInt(terms.maxTimeoutSeconds);
+  const permitted = { token: getAddress(terms.asset), amount: terms.amount };
+  const spender = getAddress(options.spender ?? proxy);
+  const signature = await account.signTypedData({
     domain: { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: permit2WitnessTypes,
+    types,
     primaryType: "PermitWitnessTransferFrom",
-    message: {
-      permitted: {
-        token: authorization.permitted.token,
-        amount: BigInt(authorization.permitted.amount),
-      },
-      spender: authorization.spender,
-      nonce: BigInt(authorization.nonce),
-      deadline: BigInt(authorization.deadline),
-      witness: {
-        to: authorization.witness.to,
-        validAfter: BigInt(authorization.witness.validAfter),
-      },
-    },
-  } as const;
+    message: { permitted, spender, nonce, deadline, witness: { ...witness, validAfter } },
+  });
+  const permit2Authorization = {
+    from: getAddress(options.from ?? account.address),
+    permitted: { ...permitted, amount: terms.amount.toString() },
+    spender,
+    nonce: nonce.toString(),
+    deadline: deadline.toString(),
+    witness: { ...witness, validAfter: validAfter.toString() },
+  };
+  return { signature, permit2Authorization };
 }
 
 /** Signs an exact-scheme Permit2 payment (`payload` of an x402 v2 PaymentPayload). */
-export async function signPermit2Payment(
+export function signPermit2Payment(
   chainId: number,
   payer: DevAccount,
   terms: Permit2Terms,
   options: Permit2SignOptions = {},
 ): Promise<Permit2PaymentJson> {
-  const account = privateKeyToAccount(payer.privateKey);
-  const now = BigInt(Math.floor(Date.now() / 1000));
-  const permit2Authorization: Permit2AuthorizationJson = {
-    from: getAddress(options.from ?? account.address),
-    permitted: { token: getAddress(terms.asset), amount: terms.amount.toString() },
-    spender: getAddress(options.spender ?? EXACT_PERMIT2_PROXY_ADDRESS),
-    nonce: (options.nonce ?? randomPermit2Nonce()).toString(),
-    deadline: (options.deadline ?? now + BigInt(terms.maxTimeoutSeconds)).toString(),
-    witness: { to: getAddress(terms.payTo), validAfter: (options.validAfter ?? 0n).toString() },
-  };
-  const signature = await account.signTypedData(
-    permit2AuthorizationTypedData(chainId, permit2Authorization),
-  );
-  return { signature, permit2Authorization };
+  const witness = { to: getAddress(terms.payTo) };
+  const proxy = EXACT_PERMIT2_PROXY_ADDRESS;
+  return signWitnessTransfer(chainId, payer, terms, options, proxy, witness, permit2WitnessTypes);
 }
 
-/** `payload.permit2Authorization` of the upto scheme. */
-export interface UptoPermit2AuthorizationJson extends Omit<Permit2AuthorizationJson, "witness"> {
-  witness: { to: Address; facilitator: Address; validAfter: string };
-}
-
-export interface UptoPermit2PaymentJson {
-  signature: Hex;
-  permit2Authorization: UptoPermit2AuthorizationJson;
-}
-
-/**
- * Signs an upto-scheme Permit2 payment: at most `terms.amount`, settled only by `facilitator`
- * through the upto proxy.
- */
-export async function signUptoPermit2Payment(
+/** Signs an upto-scheme Permit2 payment: at most `terms.amount`, settled only by `facilitator`. */
+export function signUptoPermit2Payment(
   chainId: number,
   payer: DevAccount,
   terms: Permit2Terms & { readonly facilitator: Address },
   options: Permit2SignOptions = {},
 ): Promise<UptoPermit2PaymentJson> {
-  const account = privateKeyToAccount(payer.privateKey);
-  const now = BigInt(Math.floor(Date.now() / 1000));
-  const permit2Authorization: UptoPermit2AuthorizationJson = {
-    from: getAddress(options.from ?? account.address),
-    permitted: { token: getAddress(terms.asset), amount: terms.amount.toString() },
-    spender: getAddress(options.spender ?? UPTO_PERMIT2_PROXY_ADDRESS),
-    nonce: (options.nonce ?? randomPermit2Nonce()).toString(),
-    deadline: (options.deadline ?? now + BigInt(terms.maxTimeoutSeconds)).toString(),
-    witness: {
-      to: getAddress(terms.payTo),
-      facilitator: getAddress(terms.facilitator),
-      validAfter: (options.validAfter ?? 0n).toString(),
-    },
-  };
-  const { witness } = permit2Authorization;
-  const exact = permit2AuthorizationTypedData(chainId, permit2Authorization);
-  const signature = await account.signTypedData({
-    ...exact,
-    types: uptoWitnessTypes,
-    message: {
-      ...exact.message,
-      witness: { ...witness, validAfter: BigInt(witness.validAfter) },
-    },
-  });
-  return { signature, permit2Authorization };
-}
-
-/** `paymentPayload.extensions.eip2612GasSponsoring.info`. */
-export interface Eip2612GasSponsoringInfo {
-  from: Address;
-  asset: Address;
-  spender: Address;
-  amount: string;
-  nonce: string;
-  deadline: string;
-  signature: Hex;
-  version: "1";
-}
-
-export interface Eip2612Token {
-  readonly address: Address;
-  readonly name: string;
-  readonly version: string;
+  const witness = { to: getAddress(terms.payTo), facilitator: getAddress(terms.facilitator) };
+  const proxy = UPTO_PERMIT2_PROXY_ADDRESS;
+  return signWitnessTransfer(chainId, payer, terms, options, proxy, witness, uptoWitnessTypes);
 }
 
 /**
  * Signs the payer's EIP-2612 permit for Permit2 to spend `amount` of `token` until `deadline`
- * (the Permit2 authorization's deadline, as the official client does). The permit nonce is read
- * from the token unless given.
+ * (the Permit2 authorization's, as the official client does); the nonce is read unless given.
  */
 export async function signEip2612GasSponsoring(
-  devnet: Pick<DevnetInfo, "rpcUrl" | "chainId">,
+  devnet: DevnetNode,
   payer: DevAccount,
   token: Eip2612Token,
   amount: bigint,
   deadline: bigint,
   permitNonce?: bigint,
-): Promise<Eip2612GasSponsoringInfo> {
+) {
   const spender = getAddress(PERMIT2_ADDRESS);
   const { nonce, signature } = await signEip2612Permit(
     devnet,
@@ -205,6 +156,6 @@ export async function signEip2612GasSponsoring(
     nonce: nonce.toString(),
     deadline: deadline.toString(),
     signature,
-    version: "1",
+    version: "1" as const,
   };
 }

@@ -1,7 +1,6 @@
 /**
- * Counterfactual smart wallets on the devnet: TestSmartWalletFactory deploys a TestSmartWallet
- * for (owner, salt) at a CREATE2 address known in advance, so a payer can sign for a wallet that
- * does not exist yet and wrap the signature in ERC-6492 (factory, deploy call, signature).
+ * Counterfactual smart wallets: TestSmartWalletFactory deploys one for (owner, salt) at a known
+ * CREATE2 address, so a payer signs for it before it exists, wrapped in ERC-6492.
  */
 import {
   type Address,
@@ -14,7 +13,7 @@ import {
   serializeErc6492Signature,
 } from "viem";
 import { testSmartWalletBytecode, testSmartWalletFactoryAbi } from "./artifacts.js";
-import { type DevnetInfo, type MiningMode, runSetupCalls } from "./setup.js";
+import { type DevnetInfo, type DevnetLike, runSetupCalls } from "./setup.js";
 
 export interface CounterfactualWallet {
   /** Where the factory deploys the wallet. */
@@ -60,14 +59,9 @@ export function erc6492Signature(wallet: CounterfactualWallet, signature: Hex): 
 
 /** Deploys the wallet through the factory (a transaction from the devnet's funder account). */
 export async function deployCounterfactualWallet(
-  devnet: DevnetInfo & { anvil?: { mining: "auto" | "manual" } },
+  devnet: DevnetLike,
   wallet: CounterfactualWallet,
 ): Promise<void> {
-  const mining: MiningMode = devnet.anvil?.mining;
-  await runSetupCalls(
-    devnet.rpcUrl,
-    devnet.chainId,
-    [{ to: wallet.factory, data: wallet.factoryData }],
-    mining,
-  );
+  const call = { to: wallet.factory, data: wallet.factoryData };
+  await runSetupCalls(devnet.rpcUrl, devnet.chainId, [call], devnet.anvil?.mining);
 }
