@@ -1,13 +1,8 @@
 /**
- * One key, one writer. Two processes sending with one settlement key pick the same nonces: their
- * transactions replace each other, and a payment each of them sees as unpaid is sent twice (one
- * lands, the other reverts and costs gas). Two processes on one journal file each keep their own
- * copy of it in memory and never see the other's records. So, with the file journal, a process
- * that settles holds a lock on each of its keys (by address, machine-wide) and on its journal
- * file: `serve` for its life, `settle` for the command's. A `settle` waits its turn behind
- * another `settle`; a `serve` that finds either held refuses to start, naming the holder, and so
- * does a `settle` that finds a `serve` holding them. With the PostgreSQL store, the store's signer
- * leases coordinate replicas instead, and none of this applies.
+ * One key, one writer: two processes on one key pick the same nonces and can pay a payment twice,
+ * and two on one journal never see each other's records. So with the file journal a settling
+ * process locks its journal and keys (serve for its life, settle waiting its turn). PostgreSQL's
+ * signer leases do this for the store instead.
  */
 import os from "node:os";
 import path from "node:path";
@@ -27,11 +22,7 @@ import {
 
 const POLL_MS = 100;
 
-/**
- * Where key locks live (settings.ts's lockDir): by default beside the default journal
- * ($XDG_STATE_HOME/facilitator/locks, ~/.local/state/facilitator/locks), one place every process
- * of the user agrees on whatever journal each uses.
- */
+/** Where key locks live: one place every process of the user agrees on, whatever its journal. */
 export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
   return resolveSetting(SETTINGS.lockDir, { env });
 }
@@ -41,11 +32,7 @@ export function lockTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   return resolveSetting(SETTINGS.lockTimeout, { env });
 }
 
-/**
- * How long this process's locks count on another host (sharing the lock directory) without being
- * renewed (settings.ts's lockLease). The holder renews six times as often, and says its lease in
- * the lock file, so every reader waits as long as the holder meant.
- */
+/** How long our locks count on another host unrenewed; the lock file says it to every reader. */
 export function lockLeaseMs(env: NodeJS.ProcessEnv = process.env): number {
   return resolveSetting(SETTINGS.lockLease, { env });
 }
@@ -71,10 +58,7 @@ function guardedBy(journalPath: string, addresses: readonly string[], dir: strin
   ];
 }
 
-/**
- * Takes `guarded`'s lock if it is free; a lock file that cannot be made, or a directory other
- * users could plant files in, is a usage error.
- */
+/** Takes `guarded`'s lock if free; an unmakeable lock file or unsafe directory: a usage error. */
 function attempt(guarded: Guarded, command: string, leaseMs: number): Attempt {
   // Not made again: a stopped devnet's directory would come back with only a lock in it.
   const gone = goneDevnetDir(guarded.file);
@@ -148,10 +132,7 @@ export class SettlementLocks {
   }
 }
 
-/**
- * serve's locks, held for its life (by the main thread, so a restarted serving thread keeps
- * them). Held elsewhere: a usage error naming the holder.
- */
+/** serve's locks, held for its life by the main thread; held elsewhere: a usage error. */
 export function lockForServe(
   journalPath: string,
   addresses: readonly string[],
@@ -191,10 +172,7 @@ export class TurnTimeout extends Error {
   override readonly name = "TurnTimeout";
 }
 
-/**
- * settle's locks: waits its turn behind other settles (up to `timeoutMs`; `onWait` is told once
- * whom it waits for). A serve holding one: a usage error at once, pointing at its /settle.
- */
+/** settle's locks: waits its turn behind settles; a serve holding one: a usage error at once. */
 export async function lockForSettle(
   journalPath: string,
   addresses: readonly string[],
