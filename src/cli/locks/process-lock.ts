@@ -231,7 +231,11 @@ export type Attempt =
     };
 
 /** Takes `file` if no running process holds it; never waits. Throws UnsafeLockDirectory. */
-export function tryLock(file: string, command: string, options: { leaseMs?: number } = {}): Attempt {
+export function tryLock(
+  file: string,
+  command: string,
+  options: { leaseMs?: number } = {},
+): Attempt {
   const mine = held.get(file);
   if (mine) {
     mine.count++;

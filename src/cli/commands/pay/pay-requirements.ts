@@ -93,6 +93,20 @@ export function pickRequirements(
   return { requirements, x402Version, amount: BigInt(amountText) };
 }
 
+/** A throw as an expression, for defaults chained with ?:. */
+export const fail = (error: Error): never => {
+  throw error;
+};
+
+/** --valid-for (at least 7 s), else the requirements' maxTimeoutSeconds, else 300. */
+export function maxTimeoutOf(text: string | undefined, base: RequirementsJson | undefined): number {
+  const validFor = text === undefined ? undefined : Number(text);
+  if (validFor !== undefined && (!Number.isSafeInteger(validFor) || validFor < 7)) {
+    throw new UsageError("--valid-for must be a whole number of seconds, at least 7");
+  }
+  return validFor ?? base?.maxTimeoutSeconds ?? 300;
+}
+
 /** The file's requirements without the other version's amount field. */
 export function stripAmounts(base: RequirementsJson | undefined): Record<string, unknown> {
   if (!base) return {};
