@@ -1,7 +1,4 @@
-/**
- * Ctrl-C (SIGINT) and SIGTERM while a command works: instead of dying mid-sentence, the command
- * answers at once, saying what was left behind.
- */
+/** Ctrl-C and SIGTERM while a command works: it answers at once, saying what was left behind. */
 
 export interface Interrupt {
   /** Resolves with the signal once one arrives; never rejects. */

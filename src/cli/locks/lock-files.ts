@@ -42,10 +42,7 @@ export class UnsafeLockDirectory extends Error {
   }
 }
 
-/**
- * Refuses a directory where other users could remove, rename or plant lock files: shared-writable
- * without the sticky bit, owned by another user, or a link another user owns.
- */
+/** Refuses a directory other users could write (without the sticky bit), own, or link to. */
 export function checkLockDirectory(dir: string): void {
   if (ourUid === undefined) return;
   const link = lstatSync(dir);

@@ -129,10 +129,7 @@ function unchanged(now: Seen, judged: Seen): boolean {
   return now.kind === "file" && judged.kind === "file" && now.text === judged.text;
 }
 
-/**
- * Removes the stale `file` if still as judged; one breaker at a time, so two never remove a lock a
- * third has just taken. Returns why it could not, if so.
- */
+/** Removes stale `file` if still as judged, one breaker at a time; returns why not, if so. */
 function breakStale(file: string, judged: Exclude<Seen, { kind: "gone" }>): string | undefined {
   const breaker = `${file}.break`;
   try {

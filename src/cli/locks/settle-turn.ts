@@ -1,7 +1,4 @@
-/**
- * A `settle` command's turn with its keys, then a wait for pool transactions an earlier process
- * sent with them: one may already pay this payment (recorded in a journal we cannot read).
- */
+/** A settle's turn with its keys, then a wait for their pool transactions we did not record. */
 import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { SettlementStore } from "../../core/store.js";
@@ -112,10 +109,7 @@ async function readPool(
   });
 }
 
-/**
- * Waits up to `timeoutMs` until no key has a pool transaction our journal did not record; still
- * there: a failure (nothing sent). An unreadable chain is left to the settle to report.
- */
+/** Waits until no key has a pool transaction our journal did not record; still there: a failure. */
 export async function earlierTransactions(
   facilitator: Facilitator,
   body: unknown,
@@ -168,10 +162,7 @@ export class PoolGate {
   }
 }
 
-/**
- * earlierTransactions() read beside `settle` rather than before it: a busy pool means nothing was
- * sent (`gate` held it), and the payment is settled afresh once the pool clears.
- */
+/** earlierTransactions() beside `settle`: if the pool is busy, `gate` held it; settle afresh. */
 export async function settleBesidePool<T>(
   facilitator: Facilitator,
   body: unknown,

@@ -1,4 +1,4 @@
-/** The CLI's settings.ts configuration; the settlement key never comes from a flag nor is echoed. */
+/** The CLI's configuration; the settlement key never comes from a flag and is never echoed. */
 import type { Address, Hex } from "viem";
 import type { MinAmount } from "../../core/amount-floor.js";
 import type { EvmScheme } from "../../evm/scheme.js";
@@ -28,7 +28,7 @@ export interface CliConfig {
   readonly loadPrivateKey: () => Hex | undefined;
   /** Every settlement key (a key file may hold one per line), used in turn. */
   readonly loadPrivateKeys: () => Hex[];
-  /** The batch-settlement receiver authorizer's key (signs claims and refunds, never a tx). */
+  /** The batch-settlement receiver authorizer's key (signs claims and refunds only). */
   readonly loadReceiverAuthorizerKey: () => Hex | undefined;
   /** The Solana fee payers (verify needs their addresses too); none when no key is configured. */
   readonly loadSvmFeePayers: () => SvmFeePayer[];

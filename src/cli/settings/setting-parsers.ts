@@ -1,8 +1,4 @@
-/**
- * How a setting's value is read, whichever source gave it: a flag's or an environment variable's
- * text, or a config file's JSON value. A bad value is a usage error naming the source (the flag,
- * the variable, or the key and its file), never quoting what might be a secret.
- */
+/** How a setting's value is read; a bad one names its source and never quotes the value. */
 import path from "node:path";
 import { type Address, getAddress, isAddress } from "viem";
 import {
@@ -72,10 +68,7 @@ function checkUrls(urls: readonly string[], source: string): string[] {
   return [...urls];
 }
 
-/**
- * http(s) URLs: comma-separated text from a flag (repeatable) or the environment; in the config
- * file an array of URL strings (anything else must not mean "none").
- */
+/** http(s) URLs: comma-separated text, or a config file array of URL strings. */
 export const httpUrls: Parser<string[]> = (value, source) => {
   if (source.from !== "file") {
     const urls = String(value)

@@ -46,10 +46,7 @@ export function devnetBatchRequirements(
   };
 }
 
-/**
- * Payer 2 opens its channel with 5 requests' worth (EIP-3009, its first voucher for one request),
- * and the voucher for the second request, which verifies once that deposit has landed.
- */
+/** Payer 2 opens its channel with a deposit (5 requests' worth), then a voucher for the next. */
 async function signBatchRequests(devnet: DevnetInfo, payer: DevAccount) {
   const requirements = devnetBatchRequirements(devnet);
   const deposit = await signBatchDeposit(payer, {
@@ -106,8 +103,7 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
   });
   await chmod(receiverAuthorizerKeyFile, 0o600);
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-  // Requests without a key stay anonymous (the README's curl); the seller's key may ask for the
-  // refunds our receiver authorizer signs, and so /supported offers that authorizer.
+  // The seller's key may ask for refunds our receiver authorizer signs, so /supported offers it.
   const apiKeysFile = path.join(dir, "api-keys.json");
   const sellerKey = `devnet-seller-${randomBytes(16).toString("hex")}`;
   await writeFile(
@@ -139,8 +135,7 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
       json(await signSampleRequest(devnet, { payer: payer3, x402Version: 1 })),
     );
   }
-  // Payers start without any Permit2 approval; payer 4 approves it on the permit token, so this
-  // request settles as is. Payer 5's request carries its approval as an EIP-2612 permit.
+  // Payer 4 has approved Permit2 on the permit token; payer 5's request carries an EIP-2612 permit.
   await approvePermit2(devnet, payer4, devnet.permitToken.address);
   const requestPermit2 = path.join(dir, "request-permit2.json");
   await writeFile(

@@ -1,8 +1,6 @@
 /**
- * The Solana side of `facilitator devnet` (--svm beside anvil, --svm-only alone): a local cluster
- * answering as Solana devnet (src/svm/devnet), its fee payer's key in a file, and a signed request.
- * A Solana blockhash lives 150 slots (about a minute), so the request file is signed again every
- * REFRESH_MS while the devnet runs: the file on disk is always one that verifies.
+ * `facilitator devnet`'s Solana side. A blockhash lives about a minute, so the request file is
+ * signed again every REFRESH_MS: the file on disk always verifies.
  */
 import { chmod, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -26,10 +24,7 @@ function parsePort(value: string): number {
   return n;
 }
 
-/**
- * The Solana cluster, its state kept in `dir` when given, and the port asked for when it was
- * taken (a free one is used then, said out loud).
- */
+/** The Solana cluster, state in `dir` if given, and the port asked for if that was taken. */
 export async function startSvm(
   portFlag: string | undefined,
   dir: string | undefined,

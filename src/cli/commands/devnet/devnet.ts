@@ -1,9 +1,4 @@
-/**
- * `facilitator devnet`: anvil with test tokens, Permit2 and the x402 proxies, and funded accounts,
- * plus ready-signed request files and the commands that use them, all in one directory with the
- * devnet's own journal; with --svm a local Solana cluster beside it, with --svm-only that alone.
- * Runs until Ctrl-C and leaves no process (and, without --dir, no directory) behind.
- */
+/** `facilitator devnet`: anvil (and/or a Solana cluster) with funded accounts, until Ctrl-C. */
 
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -104,10 +99,8 @@ async function prepareDir(
 }
 
 /**
- * What devnet.env decides, set or unset: the RPCs, the keys (files, or the variables holding them
- * inline, which would win over the files), the API keys, the journal (a store would replace it)
- * and the key locks. What this devnet does not set is unset, so an earlier `source` (another
- * devnet's, or the user's own settings) does not mix with this devnet.
+ * What devnet.env sets or unsets: whatever this devnet does not set is unset, so an earlier
+ * `source` (another devnet's, the user's own) does not mix in.
  */
 const DEVNET_ENV_NAMES = [
   "FACILITATOR_RPC_URL",
@@ -194,8 +187,7 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
         : {}),
       ...(svmFiles ? { FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles.keyFile } : {}),
       FACILITATOR_JOURNAL: journal,
-      // The devnet's key is anvil's well-known one, on this chain only: its lock lives here, so
-      // processes on this devnet take turns with it and another devnet's never wait for them.
+      // Anvil's well-known key, this chain only: its lock lives here, apart from other devnets'.
       FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
     }),
   );

@@ -1,10 +1,7 @@
 /**
  * `facilitator pay --claim | --sweep | --refund`: the seller's side of a batch-settlement channel,
- * as the official channel manager (`@x402/evm` 2.27) sends it to a facilitator's settle. A claim
- * and a refund are built from a voucher the seller was paid with (a request `pay` printed, or any
- * deposit or voucher request), so no payer key is needed; the sweep names a receiver and a token.
- * Nothing here is signed: `settle` signs with the receiver authorizer's key when the channel names
- * it (the command line is the operator, who may ask for refunds).
+ * as `@x402/evm`'s channel manager sends it. Nothing is signed here: settle signs with the
+ * receiver authorizer's key.
  */
 import { type Address, getAddress, type Hex, type PublicClient } from "viem";
 import { channelIdOf } from "../../../evm/batch-settlement/channel.js";

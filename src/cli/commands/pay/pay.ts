@@ -123,8 +123,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     throw new UsageError("batch-settlement is x402 v2 only");
   }
   const named = flags.network ?? fromFile?.requirements.network;
-  // Its chain not named, a cold pay against one RPC reads the devnet's token (its code, name and
-  // version) beside the eth_chainId that learns the chain: used if that chain's devnet has it there.
+  // Chain not named: read the devnet token beside the eth_chainId that learns the chain.
   const unlearned = named === undefined ? rpc.unlearnedClient() : undefined;
   const guessed = unlearned && {
     code: unlearned.getCode({ address: DEFAULT_USDC_ADDRESS }),
@@ -137,8 +136,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   };
   guessed?.code.catch(() => undefined);
   guessed?.domain.catch(() => undefined);
-  // The payer signs: the curve's table is built while the chain answers, once the reads are out
-  // (batches go at setImmediate, their bytes once the socket connects, in the poll phase after).
+  // Build the curve's table while the chain answers, once the reads are out.
   setImmediate(() => setImmediate(warmCurve));
   const target = await targetOf(named, rpc, scheme === BATCH ? BATCH : undefined);
   if (target.kind === "svm") {
@@ -162,8 +160,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     (scheme === BATCH &&
       flags.receiverAuthorizer === undefined &&
       fromFile?.requirements.extra?.receiverAuthorizer === undefined);
-  // The token's domain is read in the same round trip as the devnet check, from where the asset
-  // will be (the flag's, the file's, else the devnet's), and used if it is there.
+  // The token's domain, read in the devnet check's round trip from where the asset likely is.
   const likelyAsset = flags.asset ?? fromFile?.requirements.asset ?? usdcAddressFor(chainId);
   const read = guessed && usdcAddressFor(chainId) === DEFAULT_USDC_ADDRESS ? guessed : undefined;
   const early =

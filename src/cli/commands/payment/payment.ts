@@ -86,10 +86,7 @@ async function readBody(
   }
 }
 
-/**
- * The exit status: the reply's, except that what only the operator can fix is a configuration
- * error (2): no RPC for the payment's chain, no settlement key.
- */
+/** The reply's exit status; no RPC or no key (the operator's to fix) is a configuration error. */
 function exitStatus(reply: Reply, body: unknown, facilitator: Facilitator): number {
   const f = reply.failure;
   if (f?.code === "unsupported_network" && requestChain(body) !== undefined) return 2;
@@ -126,10 +123,7 @@ function interruptedFailure(
   return [failure("interrupted", `interrupted before an answer${what ? `: ${what}` : ""}`)];
 }
 
-/**
- * Settles once the key's transactions from other processes are mined (see settle-turn.ts): the
- * pool is read beside the settle's checks, and nothing is sent before it answered clear.
- */
+/** Settles once other processes' transactions with the key are mined (settle-turn.ts). */
 function settleAfterEarlier(
   facilitator: Facilitator,
   body: unknown,

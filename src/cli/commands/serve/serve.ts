@@ -1,8 +1,4 @@
-/**
- * `facilitator serve`: the same core over HTTP. Binds 127.0.0.1 unless told otherwise, logs one
- * JSON line per request on stderr, and on SIGINT/SIGTERM lets settles in flight answer first.
- * The server runs in a worker thread (serve-supervisor.ts starts it, and again if it dies).
- */
+/** `facilitator serve`: the same core over HTTP, in a worker serve-supervisor.ts restarts. */
 import chalk from "chalk";
 import { privateKeyToAccount } from "viem/accounts";
 import { Reconciler } from "../../../core/reconciler.js";
@@ -149,11 +145,7 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
   };
 }
 
-/**
- * Runs the server in this thread until `stopped` resolves. `bannerOnTty` says whether the
- * process's stderr is a terminal (a worker's own stderr is a pipe to its parent); `onListening`
- * learns the port actually bound.
- */
+/** Runs the server in this thread until `stopped`; `onListening` learns the port bound. */
 export async function serveHere(
   settings: ServeSettings,
   options: {
@@ -178,8 +170,7 @@ export async function serveHere(
   const { apiKey, apiKeys, host, port, quiet } = settings;
   const authorizer =
     settings.receiverAuthorizerKey && privateKeyToAccount(settings.receiverAuthorizerKey).address;
-  // Sellers are offered our receiver authorizer only when their refund requests can be told
-  // from anyone else's: by an API key bound to their receiver.
+  // Our receiver authorizer only when refund requests are told apart: by a receiver-bound API key.
   const sellerKeys = apiKeys?.keys.filter((k) => k.receivers.length > 0).length ?? 0;
   const keyRequired = keyRequiredBy(apiKey, apiKeys);
   // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
@@ -313,11 +304,7 @@ function signersLine(evm: readonly string[], solana: readonly string[]): string 
   return [...(evm.length > 0 ? evm : [noEvmKey]), ...feePayers].join("\n            ");
 }
 
-/**
- * `facilitator serve`: resolves the settings, takes its keys and journal (file journal only; this
- * thread holds them, so a restarted serving thread keeps them), then runs and watches the serving
- * thread.
- */
+/** `facilitator serve`: this thread takes the keys and journal, so a restarted worker keeps them. */
 export async function runServe(flags: ServeFlags): Promise<number> {
   const settings = resolveServe(flags);
   const locks = settings.config.storeUrl
