@@ -7,7 +7,7 @@ import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { receiverAuthorizerAccount } from "../../../evm/devnet/accounts.js";
 import { type Devnet, startDevnet } from "../../../evm/devnet/index.js";
-import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { isPortTaken, portTakenMessage, UsageError, wholeFlag } from "../../io/errors.js";
 import { fitLines, terminalWidth } from "../../io/fit-lines.js";
 import { warn } from "../../io/output.js";
 import { DEVNET_DIR_PREFIX } from "../../io/stale-devnet.js";
@@ -29,19 +29,12 @@ export interface DevnetFlags {
 
 const DEFAULT_PORT = 8545;
 
-function parseWhole(value: string, flag: string, max: number): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0 || n > max)
-    throw new UsageError(`${flag} must be a whole number up to ${max}`);
-  return n;
-}
-
 /** The devnet, and the port asked for when it was taken (the devnet then took a free one). */
 async function start(flags: DevnetFlags): Promise<{ devnet: Devnet; taken?: number }> {
-  const chainId = parseWhole(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
+  const chainId = wholeFlag(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
   if (chainId === 0) throw new UsageError("--chain-id must be positive");
   if (flags.port !== undefined) {
-    const port = parseWhole(flags.port, "--port", 65535);
+    const port = wholeFlag(flags.port, "--port", 65535);
     try {
       return { devnet: await startDevnet({ port, chainId }) };
     } catch (error) {

@@ -14,7 +14,7 @@ import { caip2 } from "../../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";
 import { SendingDoor } from "../../facilitator/sending-door.js";
-import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { isPortTaken, portTakenMessage, UsageError, wholeFlag } from "../../io/errors.js";
 import { lockForServe } from "../../locks/settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../../locks/store-leases.js";
 import { readApiKeys } from "../../settings/api-keys.js";
@@ -65,13 +65,8 @@ function startReconciler(
 /** Heap of the serving thread: V8 grows a busy heap far past what it keeps alive. */
 export const DEFAULT_MAX_HEAP_MB = 96;
 
-function whole(value: string | undefined, flag: string, fallback: number, max: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0 || n > max)
-    throw new UsageError(`${flag} must be a whole number up to ${max}`);
-  return n;
-}
+const whole = (value: string | undefined, flag: string, fallback: number, max: number) =>
+  value === undefined ? fallback : wholeFlag(value, flag, max);
 
 /** Flags, environment and files → settings; every usage error surfaces here, before any thread. */
 export function resolveServe(flags: ServeFlags): ServeSettings {
