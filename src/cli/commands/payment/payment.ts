@@ -89,17 +89,10 @@ async function readBody(
 /** The reply's exit status; no RPC or no key (the operator's to fix) is a configuration error. */
 function exitStatus(reply: Reply, body: unknown, facilitator: Facilitator): number {
   const f = reply.failure;
-  if (f?.code === "unsupported_network" && requestChain(body) !== undefined) return 2;
-  const evm = requestChain(body) !== undefined;
-  if (
-    f?.code === "settlement_failed" &&
-    statusOf(f) >= 500 &&
-    evm &&
-    facilitator.signers.size === 0
-  ) {
-    return 2;
-  }
-  return exitCodeOf(reply);
+  if (!f || requestChain(body) === undefined) return exitCodeOf(reply);
+  if (f.code === "unsupported_network") return 2;
+  const noKey = f.code === "settlement_failed" && statusOf(f) >= 500;
+  return noKey && facilitator.signers.size === 0 ? 2 : exitCodeOf(reply);
 }
 
 /** What an interrupted command answers: whether its settlement may have been broadcast. */
