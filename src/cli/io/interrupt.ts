@@ -3,7 +3,6 @@
 export interface Interrupt {
   /** Resolves with the signal once one arrives; never rejects. */
   readonly signal: Promise<NodeJS.Signals>;
-  /** Stop listening (the default behaviour comes back). */
   dispose(): void;
 }
 

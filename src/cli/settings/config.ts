@@ -21,7 +21,6 @@ export interface CliConfig {
   readonly rpcUrls: string[];
   /** Built-in public RPCs: true beside configured URLs too, false never, undefined: when none. */
   readonly publicRpcs?: boolean | undefined;
-  /** Most JSON-RPC calls in one batch request (undefined: 1,000, lowered by a refusal). */
   readonly rpcBatchLimit?: number | undefined;
   readonly erc6492Factories: Address[];
   /** The first settlement key; loaded only when the command needs to sign. */
@@ -30,33 +29,25 @@ export interface CliConfig {
   readonly loadPrivateKeys: () => Hex[];
   /** The batch-settlement receiver authorizer's key (signs claims and refunds only). */
   readonly loadReceiverAuthorizerKey: () => Hex | undefined;
-  /** The Solana fee payers (verify needs their addresses too); none when no key is configured. */
   readonly loadSvmFeePayers: () => SvmFeePayer[];
-  /** The most lamports one Solana settlement may cost the fee payer (undefined: the default). */
   readonly svmMaxFeeLamports?: bigint | undefined;
-  /** Payments from Solana smart wallets, and their limits (undefined: not taken). */
   readonly svmSmartWallets?: SmartWalletOptions | undefined;
   readonly confirmTimeoutMs: number;
-  /** serve: how long a stop lets requests in flight answer before answering them itself. */
   readonly shutdownTimeoutMs: number;
   readonly journalPath: string;
-  /** A PostgreSQL URL: settlements live there, shared by replicas, instead of the journal file. */
   readonly storeUrl?: string | undefined;
   readonly storeLeaseMs?: number | undefined;
   readonly retainDays: number;
   readonly limits: SettlementLimits;
   readonly replaceAfterMs: number;
-  /** Blocks a receipt must be deep before a settle answers confirmed (1: mined). */
   readonly confirmations: number;
   readonly payerRevertLimit?: number | undefined;
   readonly payerRevertWindowMs?: number | undefined;
-  /** serve's /readyz: the native balance each signer needs on each chain (undefined: 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
   /** The schemes' own settings (EvmScheme.settings) by row name, as given or by default. */
   readonly schemes: Readonly<Record<string, unknown>>;
   readonly builderCode?: string | undefined;
   readonly denyList?: string | undefined;
-  /** serve: requests a minute per client address without a named API key (undefined: off). */
   readonly ratePerClient?: number | undefined;
   readonly minAmounts: MinAmount[];
   readonly ratePerPayer: number;

@@ -23,7 +23,6 @@ export interface ConfigValues {
 
 /** Where settings come from; a command without flags or a config file leaves them out. */
 export interface SettingSources {
-  /** The command's options as commander parsed them. */
   readonly flags?: object | undefined;
   readonly env: NodeJS.ProcessEnv;
   readonly file?: ConfigValues | undefined;

@@ -18,7 +18,6 @@ interface Sourced {
   /** A flag given again adds to the list (its values are read as one comma-separated text). */
   readonly repeatable?: boolean;
   readonly env?: string;
-  /** Its key in the JSON config file. */
   readonly key?: string;
 }
 
@@ -28,7 +27,6 @@ export type ValueSetting<T = unknown, D = T | undefined> = ValueRow<T, D>;
 /** Per network: layered config file, then environment, then flag; every-network replaces below. */
 export interface PerNetworkSetting<T = unknown> extends Described, Sourced {
   readonly kind: "per network";
-  /** One network's value. */
   readonly parse: Parser<T>;
 }
 

@@ -69,26 +69,17 @@ async function signBatchRequests(devnet: DevnetInfo, payer: DevAccount) {
 
 export interface EvmFiles {
   readonly keyFile: string;
-  /** The batch-settlement receiver authorizer's key (dev account 7). */
   readonly receiverAuthorizerKeyFile: string;
-  /** serve's API keys: one for the devnet's seller (the payee), so its refunds may be signed. */
   readonly apiKeysFile: string;
   readonly request: string;
   readonly requestX402: string;
   readonly requestV1?: string | undefined;
-  /** Permit2 payment of the permit token by payer 4, who approved Permit2 on it for this. */
   readonly requestPermit2: string;
-  /** Permit2 payment of the permit token by payer 5, with the eip2612GasSponsoring extension. */
   readonly requestPermit2Eip2612: string;
-  /** x402x-style EIP-2612 permit of the permit token by payer 3, our settlement key as spender. */
   readonly requestPermit: string;
-  /** Permit2 payment of the plain token by payer 1, its approval signed for us to broadcast. */
   readonly requestPermit2Approval: string;
-  /** upto: payer 4 authorizes up to 0.05 of the permit token; settle charges what was used. */
   readonly requestUpto: string;
-  /** batch-settlement: payer 2's deposit of 0.05 test USDC into its channel, x402 dialect. */
   readonly requestBatchDeposit: string;
-  /** batch-settlement: payer 2's voucher for 0.02 cumulative; valid once the deposit landed. */
   readonly requestBatchVoucher: string;
 }
 
@@ -211,7 +202,6 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
 export interface SvmFiles {
   readonly keyFile: string;
   readonly request: string;
-  /** Stops signing the request again. */
   stop(): void;
 }
 

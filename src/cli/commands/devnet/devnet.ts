@@ -20,9 +20,7 @@ export interface DevnetFlags {
   readonly dir?: string | undefined;
   readonly json?: boolean | undefined;
   readonly demo?: boolean | undefined;
-  /** The Solana cluster beside anvil. */
   readonly svm?: boolean | undefined;
-  /** The Solana cluster alone. */
   readonly svmOnly?: boolean | undefined;
   readonly svmPort?: string | undefined;
 }

@@ -31,7 +31,6 @@ export interface Finding {
   readonly area: "config" | "rpc" | "key" | "journal" | "store" | "tokens" | "limits" | "deny";
   readonly level: Level;
   readonly message: string;
-  /** What to do about it, when there is something to do. */
   readonly fix?: string;
 }
 

@@ -27,10 +27,8 @@ export interface BatchPayment {
   readonly chainId: number;
   readonly requirements: RequirementsJson;
   readonly payer: DevAccount;
-  /** This request's price, in atomic units. */
   readonly amount: bigint;
   readonly method: TransferMethod;
-  /** `--deposit` and `--cumulative`, in atomic units, when given. */
   readonly deposit?: bigint | undefined;
   readonly cumulative?: bigint | undefined;
   readonly quiet: boolean;

@@ -130,7 +130,6 @@ async function channelOnChain(client: PublicClient, channelId: Hex) {
 
 interface Built {
   readonly body: unknown;
-  /** What it asks for, in a line for people. */
   readonly line: string;
 }
 
