@@ -146,8 +146,6 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
     keyFile,
     receiverAuthorizerKeyFile,
     apiKeysFile,
-    requestBatchDeposit: await put("request-batch-deposit.json", json(batch.deposit)),
-    requestBatchVoucher: await put("request-batch-voucher.json", json(batch.voucher)),
     request,
     requestX402,
     requestV1,
@@ -156,7 +154,15 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
     requestPermit,
     requestPermit2Approval,
     requestUpto,
+    requestBatchDeposit: await put("request-batch-deposit.json", json(batch.deposit)),
+    requestBatchVoucher: await put("request-batch-voucher.json", json(batch.voucher)),
   };
+}
+
+/** The signed request files alone, in --json's order. */
+export function requestFiles(files: EvmFiles) {
+  const { keyFile: _k, receiverAuthorizerKeyFile: _r, apiKeysFile: _a, ...requests } = files;
+  return requests;
 }
 
 /** devnet.json's EVM part: every address, and the chain's genesis block hash. */

@@ -12,7 +12,7 @@ import { fitLines, terminalWidth } from "../../io/fit-lines.js";
 import { warn } from "../../io/output.js";
 import { DEVNET_DIR_PREFIX } from "../../io/stale-devnet.js";
 import { devnetBanner, tryLines } from "./devnet-banner.js";
-import { evmInfo, type Files, type Running, writeEvmFiles } from "./devnet-files.js";
+import { evmInfo, type Files, type Running, requestFiles, writeEvmFiles } from "./devnet-files.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -222,19 +222,7 @@ function jsonLine(running: Running, files: Files): string {
     journal,
     envFile,
     ...(files.evm
-      ? {
-          request: files.evm.request,
-          requestX402: files.evm.requestX402,
-          requestV1: files.evm.requestV1,
-          requestPermit2: files.evm.requestPermit2,
-          requestPermit2Eip2612: files.evm.requestPermit2Eip2612,
-          requestPermit: files.evm.requestPermit,
-          requestPermit2Approval: files.evm.requestPermit2Approval,
-          requestUpto: files.evm.requestUpto,
-          requestBatchDeposit: files.evm.requestBatchDeposit,
-          requestBatchVoucher: files.evm.requestBatchVoucher,
-          receiverAuthorizer: receiverAuthorizerAccount.address,
-        }
+      ? { ...requestFiles(files.evm), receiverAuthorizer: receiverAuthorizerAccount.address }
       : {}),
     ...(svm && files.svm
       ? {
