@@ -76,7 +76,6 @@ async function build(
   }
   const keys = config.loadPrivateKeys();
   const signers = keys.map((key) => settlementAccount(key));
-  // Refused at start when it is also a settlement key.
   const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), keys);
   const opened = config.storeUrl
     ? await openPostgres(config.storeUrl, signers, {

@@ -87,7 +87,6 @@ export const SETTINGS = {
     key: "privateKeyFile",
     help: "settlement key file, one key per line for a pool",
   }),
-  // Each registered scheme's own rows (EvmScheme.settings), in the order of schemes.ts.
   ...schemeRows(EVM_SCHEMES),
   svmFeePayers: key({
     flag: "--svm-private-key-file <file>",

@@ -170,7 +170,6 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
   return {
     rpcUrl: devnet.rpcUrl,
     chainId: devnet.chainId,
-    // What tells this devnet from the next one: see src/cli/facilitator/devnet-marker.ts.
     genesisHash,
     network: devnet.network,
     v1Network: devnet.v1Network,

@@ -159,7 +159,6 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
   // Solana's code (and litesvm's native module) loads only when a Solana cluster runs.
   const solana = svm ? await import("./devnet-svm.js") : undefined;
   const svmFiles = svm && solana ? await solana.writeSvmFiles(svm, dir) : undefined;
-  // The devnet's own journal: settles against it never mix with another chain's.
   const journal = path.join(dir, "journal.jsonl");
   const env = path.join(dir, "devnet.env");
   const rpcUrls = [devnet?.rpcUrl, svm?.rpcUrl].filter((url) => url !== undefined);
@@ -170,9 +169,7 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
       ...(evm
         ? {
             FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile,
-            // serve signs batch-settlement claims and refunds with it (dev account 7).
             FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE: evm.receiverAuthorizerKeyFile,
-            // The payee's key, for its refunds; requests without a key are still served.
             FACILITATOR_API_KEYS_FILE: evm.apiKeysFile,
           }
         : {}),
@@ -250,7 +247,6 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     stopped = true;
     files?.svm?.stop();
     await Promise.all([running.devnet?.stop(), running.svm?.stop()]);
-    // A temporary directory goes with the devnet: its key, journal and requests mean nothing now.
     if (where?.temporary) await rm(where.dir, { recursive: true, force: true });
   };
   try {
@@ -278,7 +274,6 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
       const { runDemo } = await import("./devnet-demo.js");
       await runDemo(devnet);
     }
-    // Last, after the demo: the line to copy stays on the screen.
     if (!flags.json)
       process.stdout.write(`${fitLines(tryLines(running, files), terminalWidth())}\n`);
   } catch (error) {

@@ -153,7 +153,6 @@ async function buildClaim(
   if (given.some((held) => held.chainId !== id)) {
     throw new UsageError("--claim: the vouchers are on different chains; claim each chain apart");
   }
-  // A channel given twice is claimed once, with its highest voucher.
   const newest = new Map<Hex, HeldVoucher>();
   for (const held of given) {
     const known = newest.get(held.channelId);

@@ -183,7 +183,6 @@ export async function buildSvmRequest(
   const feePayerGiven =
     flags.feePayer ?? (typeof extra.feePayer === "string" ? extra.feePayer : undefined);
 
-  // The local devnet is asked about only when a default is needed.
   const needsDevnet =
     flags.payerKeyFile === undefined ||
     assetGiven === undefined ||

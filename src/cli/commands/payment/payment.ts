@@ -175,7 +175,6 @@ export async function runPayment(
     return 2;
   }
 
-  // settle takes its turn with its keys and journal before it reads the journal.
   const turn =
     op === "settle"
       ? await takeSettleTurn(config, flags.quiet ? undefined : warn)
@@ -214,7 +213,6 @@ async function answerPayment(
   const waitUntil = waitUntilOf(body, flags);
   const waits = op === "settle" && waitUntil === "confirmed";
   const spinner = out.enabled && waits ? await startSpinner("settling…") : undefined;
-  // The spinner says how long it has waited and, once broadcast, for which transaction.
   const started = Date.now();
   const ticker = spinner
     ? setInterval(() => {
