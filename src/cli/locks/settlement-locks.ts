@@ -103,6 +103,14 @@ export function journalHolder(journalPath: string): string | undefined {
   return holder && describeHolder(holder, file);
 }
 
+/** Who holds a refused lock; none that runs but a `note` (waiting would not help): a usage error. */
+function heldBy(guarded: Guarded, tried: Attempt & { ok: false }): string {
+  if (!tried.holder && tried.note) {
+    throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
+  }
+  return describeHolder(tried.holder, guarded.file);
+}
+
 /** How a lock that is held clears, and when removing its file by hand is safe. */
 function clearing(tried: Attempt & { ok: false }, file: string): string {
   const holder = tried.holder;
@@ -147,10 +155,7 @@ export function lockForServe(
         taken.push(tried.lock);
         continue;
       }
-      if (!tried.holder && tried.note) {
-        throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
-      }
-      const holder = describeHolder(tried.holder, guarded.file);
+      const holder = heldBy(guarded, tried);
       const advice =
         guarded.kind === "journal"
           ? "pass another --journal, or stop that process first"
@@ -196,11 +201,7 @@ export async function lockForSettle(
           taken.push(tried.lock);
           break;
         }
-        // Not a process that will finish: waiting would not help.
-        if (!tried.holder && tried.note) {
-          throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
-        }
-        const holder = describeHolder(tried.holder, guarded.file);
+        const holder = heldBy(guarded, tried);
         if (tried.holder?.command === "facilitator serve") {
           const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
           if (options.forReconcile) {
