@@ -1,7 +1,4 @@
-/**
- * The `facilitator` command line. Each action sets an exit status; this file alone reports usage
- * errors, and bin/facilitator.js calls process.exit once with what main() returns.
- */
+/** The `facilitator` command line; bin/facilitator.js exits with what main() returns. */
 import { Command, CommanderError } from "commander";
 import type { ErrorCode } from "../protocol/errors.js";
 import { devnetCommand } from "./commands/devnet/devnet-command.js";
@@ -54,10 +51,7 @@ function commanderMessage(error: CommanderError, command: string | undefined): s
   return `${text} (see ${help})`;
 }
 
-/**
- * A usage error: one line on stderr for people and, on stdout, the one JSON document scripts read
- * (`invalid_request`, or the error's finer code, with the same message), whatever the command.
- */
+/** A usage error: one line on stderr, and on stdout the one JSON document scripts read. */
 async function reportUsage(message: string, code: ErrorCode = "invalid_request"): Promise<2> {
   process.stderr.write(`${PREFIX} ${message}\n`);
   await printJson({ success: false, error: code, message });
@@ -76,8 +70,7 @@ export async function main(argv: string[]): Promise<number> {
     .addCommand(doctorCommand)
     .addCommand(reconcileCommand)
     .addCommand(statusCommand);
-  // commander's own error text is replaced by ours (one prefix, one line, and the JSON answer);
-  // every help is wrapped to the terminal (help-layout.ts).
+  // Our error text for commander's (one line and the JSON answer); help wrapped to the terminal.
   for (const command of [program, ...program.commands]) {
     wrapHelp(command.exitOverride().configureOutput({ outputError: () => undefined }));
   }

@@ -1,9 +1,6 @@
 /**
- * Telling one devnet from another. Every devnet has the same chain id, contracts and keys, so a
- * payment signed on one is just as valid on the next; what tells them apart is the genesis block:
- * anvil stamps it with the time it started, so its hash is new with every devnet. The devnet
- * writes it into devnet.json beside its key, journal and request files; a file with a devnet.json
- * beside it is checked against the chain its RPC serves now.
+ * Telling devnets apart: they share chain id, contracts and keys, but not the genesis hash, which
+ * devnet.json records beside its files and is checked against the chain.
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -49,10 +46,7 @@ async function servedGenesis(marker: DevnetMarker, facilitator: Facilitator) {
   }
 }
 
-/**
- * A request file the devnet signed, read while another devnet answers: said on stderr. The
- * answer stays the chain's (the payment may well be valid on the new devnet too).
- */
+/** A devnet's request file read while another devnet answers: said on stderr, answer unchanged. */
 export async function warnIfFromAnotherDevnet(
   file: string | undefined,
   facilitator: Facilitator,
@@ -70,10 +64,7 @@ export async function warnIfFromAnotherDevnet(
   );
 }
 
-/**
- * A devnet's journal used while another devnet answers would follow transactions of a chain that
- * is gone: refused, as a configuration error.
- */
+/** A devnet's journal used while another devnet answers follows a chain that is gone: refused. */
 export async function checkDevnetJournal(
   journalPath: string,
   facilitator: Facilitator,

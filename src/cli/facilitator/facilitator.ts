@@ -34,11 +34,7 @@ type FacilitatorFromOptions = {
   storeOwner?: string | undefined;
 };
 
-/**
- * With `signing`, the settlement keys and the journal file are loaded too (verify needs neither).
- * A `server` keeps running after it answers, so it may watch submitted settlements land. The deny
- * list, when configured, is read first: a bad one stops the command before anything else.
- */
+/** `signing`: keys and journal too. A bad deny list stops the command before anything else. */
 export async function facilitatorFrom(
   config: CliConfig,
   signing: boolean,
@@ -77,14 +73,11 @@ async function build(
     return new Facilitator({ ...rpc, journal });
   }
   if (!signing) {
-    // Verify signs nothing: no receiver authorizer, and our settlement keys only for their
-    // addresses, derived if an answer needs them (a key's first address costs a cold start
-    // about 15 ms of curve arithmetic).
+    // Verify signs nothing: our keys only for their addresses, derived if needed (~15 ms cold).
     return new Facilitator({ ...rpc, settlementAddresses: () => settlementAddresses(config) });
   }
   const keys = config.loadPrivateKeys();
   const signers = keys.map((key) => settlementAccount(key));
-  // Refused at start when it is also a settlement key.
   const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), keys);
   const opened = config.storeUrl
     ? await openPostgres(config.storeUrl, signers, {
@@ -129,11 +122,7 @@ async function build(
   return facilitator;
 }
 
-/**
- * The configured settlement keys' addresses, so verify knows our own settlements when it sees
- * them; the keys are dropped at once. A key that cannot be read is settle's to report: verify
- * needs none.
- */
+/** Our keys' addresses, so verify knows our settlements; a bad key is settle's to report. */
 function settlementAddresses(config: CliConfig): Address[] {
   try {
     return config.loadPrivateKeys().map((key) => privateKeyToAddress(key));

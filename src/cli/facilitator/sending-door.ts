@@ -1,9 +1,6 @@
 /**
- * serve's door to new broadcasts: once shut (its stop's time is up), a settlement not yet written
- * down is refused before anything is sent (503 `overloaded`, nothing was sent: settle-loop's
- * path for a store that cannot write), so no transaction goes out after its request was answered.
- * What was written down before is left alone: its replacements and its following go on, and the
- * next start follows it to its end.
+ * serve's door to new broadcasts: once shut, a settlement not yet written down is refused (503,
+ * nothing sent), so nothing goes out after its request was answered.
  */
 import type { SettlementStore } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";

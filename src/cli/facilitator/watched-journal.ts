@@ -1,7 +1,4 @@
-/**
- * The CLI's journal: the settlement journal, also telling what this process's settle has put
- * in it, so an interrupted settle can say whether anything may have been broadcast, and its hash.
- */
+/** The settlement journal, telling what this settle put in it (for an interrupted settle). */
 import type { Hex } from "viem";
 import type { NewEntry } from "../../core/store.js";
 import { Journal } from "../../store/journal.js";
@@ -34,10 +31,7 @@ export class WatchedJournal extends Journal {
     return durable;
   }
 
-  /**
-   * The newest hash of the settlement this process was running, if it may have reached a node:
-   * journaled durably by this process (the broadcast follows at once), or by an earlier run.
-   */
+  /** The newest hash of this process's settlement, if it may have reached a node. */
   mayHaveBroadcast(): Hex | undefined {
     if (this.#key === undefined || !(this.#durable || this.#earlier)) return undefined;
     return this.get(this.#key)?.hashes.at(-1) as Hex | undefined;

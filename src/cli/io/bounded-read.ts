@@ -1,13 +1,6 @@
 /**
- * The one way the CLI reads its inputs (request files, stdin, `--requirements`, key files, the
- * config file, the API key file): with a size limit, and with an idle timeout for pipes, FIFOs
- * and devices. `/dev/zero` is "too large" after the limit instead of gigabytes of RAM, and a FIFO
- * whose writer never comes is an error after the timeout instead of a hang.
- *
- * Paths are opened non-blocking (opening a FIFO for reading otherwise blocks until a writer
- * opens it, and a thread blocked there would also block the process's exit) and read
- * synchronously: the CLI has nothing else to do meanwhile, and configuration loading stays
- * synchronous. Stdin is already open; it is read as a stream.
+ * The one way the CLI reads inputs: with a size limit and, for pipes, FIFOs and devices, an idle
+ * timeout. Paths open non-blocking (a FIFO without a writer would block exit) and read synchronously.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
 import { resolveSetting } from "../settings/setting-resolver.js";
@@ -63,10 +56,7 @@ function describeErrno(code: string | undefined): string {
   return words ? `${words} (${code})` : code;
 }
 
-/**
- * Reads a whole file, FIFO or device within `limits`. Throws InputError (a UsageError) with a
- * reason that never quotes the content.
- */
+/** Reads a whole file, FIFO or device within `limits`; InputError never quotes the content. */
 export function readPathBounded(path: string, limits: ReadLimits): Buffer {
   return withOpened(path, (fd, stat) => {
     if (stat.isFile() && stat.size > limits.maxBytes) throw tooLarge(limits.maxBytes);
@@ -74,10 +64,7 @@ export function readPathBounded(path: string, limits: ReadLimits): Buffer {
   });
 }
 
-/**
- * Opens `path` non-blocking (a FIFO without a writer never holds the thread), refuses a directory,
- * and hands `read` the descriptor and its fstat; closed after, whatever `read` does.
- */
+/** Opens `path` non-blocking, refuses a directory, hands `read` the fd and its fstat, closes. */
 function withOpened<T>(path: string, read: (fd: number, stat: Stats) => T): T {
   let fd: number;
   try {
@@ -94,11 +81,7 @@ function withOpened<T>(path: string, read: (fd: number, stat: Stats) => T): T {
   }
 }
 
-/**
- * Reads a whole regular file within `maxBytes`, never waiting: it is opened non-blocking and
- * checked with fstat before any read, so a FIFO, device or socket put in its place is refused at
- * once instead of holding the thread (serve's reloads run on the serving thread).
- */
+/** Reads a regular file within `maxBytes`, never waiting: anything else is refused at once. */
 export function readRegularFile(
   path: string,
   maxBytes: number,

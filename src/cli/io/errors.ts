@@ -12,6 +12,15 @@ export class UsageError extends Error {
   }
 }
 
+/** A flag's whole number, 0 to `max`. */
+export function wholeFlag(value: string, flag: string, max: number): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0 || n > max) {
+    throw new UsageError(`${flag} must be a whole number up to ${max}`);
+  }
+  return n;
+}
+
 /** Whether listening failed because something else holds the port (Node's code, or anvil's words). */
 export const isPortTaken = (error: unknown): boolean =>
   error instanceof Error &&

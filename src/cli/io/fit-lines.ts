@@ -1,8 +1,4 @@
-/**
- * Lines for people at a terminal: one wider than the terminal wraps at spaces, its continuation
- * indented to where its value starts, so a table of labels and values stays one. In a pipe, or
- * for JSON, lines are left as they are (a script reads them whole).
- */
+/** Lines for a terminal, wrapped with continuations under their value; pipes and JSON as is. */
 
 /** Colour codes (ESC [ … m) take no room on the screen. */
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
@@ -22,10 +18,7 @@ export function fitLines(text: string, width: number): string {
     .join("\n");
 }
 
-/**
- * `line` wrapped at spaces to `width`, its continuation lines at `indent` (by default where its
- * value starts: after its label and the run of spaces that follows it).
- */
+/** `line` wrapped at spaces to `width`, continuations at `indent` (default: where its value is). */
 export function wrapLine(line: string, width: number, indent = valueColumn(line)): string {
   if (width <= 0 || visible(line) <= width || width - indent < 20) return line;
   const lead = /^\s*/.exec(line)?.[0] ?? "";

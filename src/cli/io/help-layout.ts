@@ -1,9 +1,6 @@
 /**
- * How every `--help` is laid out: wrapped to the terminal's width (80 columns when stdout is no
- * terminal), at spaces only. commander wraps descriptions only while at least 40 columns remain
- * beside the longest flag, and some of ours are long enough to leave fewer: then nothing wraps.
- * Here the flag column stops at TERM_COLUMN and a longer flag has its description on the lines
- * below it, so every description wraps.
+ * Every `--help`, wrapped to the terminal (80 columns in a pipe). commander stops wrapping beside
+ * a long flag; here a longer flag than TERM_COLUMN has its description below it.
  */
 import { type AddHelpTextContext, type Command, Help } from "commander";
 
@@ -54,11 +51,7 @@ export function wrapHelp(command: Command): Command {
   });
 }
 
-/**
- * Text after the flags, reflowed to the help's width: lines that start at the margin are joined
- * into paragraphs (a blank line ends one) and wrapped at spaces; indented lines (examples to copy)
- * are kept as they are.
- */
+/** Text after the flags: margin lines reflowed into paragraphs; indented lines (examples) kept. */
 export function afterHelp(text: string): (context: AddHelpTextContext) => string {
   return (context) => {
     const wrapper = new Help();

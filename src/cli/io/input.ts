@@ -25,10 +25,7 @@ export async function readSource(file: string | undefined): Promise<string> {
   }
 }
 
-/**
- * What a failed command before the pipe leaves on stdin (`pay … | settle -`): nothing, or its own
- * failure answer. Said as that, in one line, instead of a second error about a missing payload.
- */
+/** What a failed command before the pipe left on stdin, said in one line. */
 export interface PipedFailure {
   readonly message: string;
   /** The failure answer found on stdin, passed on as this command's answer. */

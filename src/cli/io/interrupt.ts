@@ -1,12 +1,8 @@
-/**
- * Ctrl-C (SIGINT) and SIGTERM while a command works: instead of dying mid-sentence, the command
- * answers at once, saying what was left behind.
- */
+/** Ctrl-C and SIGTERM while a command works: it answers at once, saying what was left behind. */
 
 export interface Interrupt {
   /** Resolves with the signal once one arrives; never rejects. */
   readonly signal: Promise<NodeJS.Signals>;
-  /** Stop listening (the default behaviour comes back). */
   dispose(): void;
 }
 

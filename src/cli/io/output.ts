@@ -1,7 +1,4 @@
-/**
- * stdout carries exactly one JSON document; everything for humans goes to stderr, and only when
- * stderr is a terminal and --quiet is off.
- */
+/** stdout carries exactly one JSON document; stderr is for people (a terminal, no --quiet). */
 import chalk from "chalk";
 import { statusOf } from "../../protocol/errors.js";
 import type { Reply } from "../../protocol/respond.js";
@@ -32,11 +29,7 @@ export interface Spinner {
   stop(): void;
 }
 
-/**
- * ora's spinner on stderr. `discardStdin: false`: ora would otherwise put a terminal stdin in raw
- * mode (and turn Ctrl-C into an emitted event), and a process that exits on Ctrl-C before the
- * spinner stops would leave the user's terminal raw.
- */
+/** ora's spinner on stderr; `discardStdin: false`, or Ctrl-C could leave the terminal raw. */
 export async function startSpinner(text: string): Promise<Spinner | undefined> {
   // A terminal that reports no width (a pty nobody sized) would make ora erase lines forever.
   if (!process.stderr.columns) return undefined;

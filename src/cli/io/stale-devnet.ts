@@ -1,8 +1,4 @@
-/**
- * A devnet.env that outlived its devnet. A devnet in a temporary directory removes it when it
- * stops, and with it the key files, journal and locks its devnet.env names: a command reading
- * one of them says so, and which devnet.env to source instead, rather than "no such file".
- */
+/** A devnet.env whose devnet stopped and removed its files: say so, not "no such file". */
 import { existsSync } from "node:fs";
 import path from "node:path";
 

@@ -1,9 +1,6 @@
 /**
- * The file operations under the process locks, safe in a directory other users may write (a
- * sticky one, like /tmp): files are created exclusively and never opened through a symbolic
- * link, so a link planted at a lock's name (or at its temporary file's) is never written through.
- * And the directory itself is checked first: one other users can write without the sticky bit
- * lets them remove or replace our lock files, so it is refused.
+ * Lock file operations safe in a directory other users may write (sticky, like /tmp): files are
+ * created exclusively and never opened through a symbolic link; an unsafe directory is refused.
  */
 import { randomBytes } from "node:crypto";
 import {
@@ -45,11 +42,7 @@ export class UnsafeLockDirectory extends Error {
   }
 }
 
-/**
- * Refuses a directory where other users could remove, rename or plant lock files: writable by
- * others, or by a group other than this user's private one, without the sticky bit, or owned by another user (its owner can do all that),
- * or reached through a symbolic link another user owns (they can point it elsewhere).
- */
+/** Refuses a directory other users could write (without the sticky bit), own, or link to. */
 export function checkLockDirectory(dir: string): void {
   if (ourUid === undefined) return;
   const link = lstatSync(dir);
@@ -73,10 +66,7 @@ export function checkLockDirectory(dir: string): void {
 /** Us, or root (who can do anything anyway). */
 export const trustedOwner = (uid: number) => uid === ourUid || uid === 0;
 
-/**
- * Whether `gid` is this user's private group (named after the user, nobody else in it), which a
- * umask of 002 makes new directories writable by: that is no other user writing them.
- */
+/** Whether `gid` is this user's private group (umask 002 makes directories writable by it). */
 function ourPrivateGroup(gid: number): boolean {
   if (gid !== process.getegid?.()) return false;
   try {
@@ -106,10 +96,7 @@ export function createExclusive(file: string, text: string, mode: number): void 
   }
 }
 
-/**
- * Replaces `file` whole (a reader never sees half of it): written to a new temporary file of a
- * random name, created exclusively, then renamed over it.
- */
+/** Replaces `file` whole (never seen half-written): an exclusive temporary file renamed over it. */
 export function replaceFile(file: string, text: string, mode: number): void {
   for (let attempt = 0; ; attempt++) {
     const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;

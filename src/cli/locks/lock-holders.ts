@@ -1,11 +1,7 @@
 /**
- * Whether a lock file's holder still runs. On this host: its pid runs, started when the lock
- * says (a reused pid, or a planted lock naming pid 1, does not match), in this boot, as the user
- * that owns the lock file (a process writes its own lock). On another host, nothing can be
- * checked from here: the holder renews its lock while it runs, and one not renewed within its
- * lease is stale. Its age is only worth something in a file this user (or root) owns: a facilitator
- * of ours on another host writes the shared volume as the same user, while a file of another user
- * (planted in a sticky directory) can be renewed by its owner for ever: it is not trusted.
+ * Whether a lock file's holder still runs. Here: its pid, start time, boot and user match (a
+ * reused pid or a planted lock does not). On another host: renewed within its lease, trusted only
+ * in a file this user or root owns (another user could renew a planted one for ever).
  */
 import { readFileSync } from "node:fs";
 import os from "node:os";
@@ -14,19 +10,14 @@ import { ourUid, trustedOwner } from "./lock-files.js";
 export interface LockHolder {
   readonly pid: number;
   readonly host: string;
-  /** What holds it: "facilitator serve", "facilitator settle". */
+  /** "facilitator serve", "facilitator settle". */
   readonly command: string;
-  /** When it was taken (ISO 8601). */
   readonly since: string;
   /** Linux: the process's start time (clock ticks since boot), which a reused pid does not share. */
   readonly started?: string | undefined;
-  /** Linux: the boot the process runs in. */
   readonly boot?: string | undefined;
-  /** Where a serve listens, once it does. */
   readonly url?: string | undefined;
-  /** When the holder last renewed it (ISO 8601). */
   readonly renewed?: string | undefined;
-  /** How long (ms) it counts on another host without being renewed. */
   readonly lease?: number | undefined;
   /** Tells this taking of the lock from any other. */
   readonly token: string;
@@ -34,8 +25,7 @@ export interface LockHolder {
 
 /** How long a lock counts on another host without being renewed, unless it says otherwise. */
 export const DEFAULT_LEASE_MS = 60_000;
-/** Bounds on the lease a lock file may claim. */
-export const MIN_LEASE_MS = 1_000;
+const MIN_LEASE_MS = 1_000;
 export const MAX_LEASE_MS = 86_400_000;
 
 function readOnce(file: string): string | undefined {
@@ -78,13 +68,7 @@ export function lastRenewal(holder: LockHolder, mtimeMs: number): number {
   return Math.max(mtimeMs, Date.parse(holder.renewed ?? "") || 0);
 }
 
-/** The lock file's owner and when it was last written. */
-interface FileFacts {
-  readonly uid: number;
-  readonly mtimeMs: number;
-}
-
-export function holderRuns(holder: LockHolder, file: FileFacts): boolean {
+export function holderRuns(holder: LockHolder, file: { uid: number; mtimeMs: number }): boolean {
   if (holder.host !== os.hostname()) {
     if (ourUid !== undefined && !trustedOwner(file.uid)) return false;
     return Date.now() - lastRenewal(holder, file.mtimeMs) <= leaseOf(holder);
@@ -101,8 +85,7 @@ export function holderRuns(holder: LockHolder, file: FileFacts): boolean {
   const started = startTimeOf(holder.pid);
   // Hidden from this user (/proc mounted with hidepid): it cannot be told, so it counts.
   if (started === undefined) return true;
-  // Every facilitator on Linux records its start time: a lock without one names a process it
-  // was not written by.
+  // Every facilitator on Linux records its start time: without one, not written by that process.
   if (holder.started !== started) return false;
   const uids = uidsOf(holder.pid);
   return !(ourUid !== undefined && uids && !uids.includes(file.uid));

@@ -1,12 +1,7 @@
 /**
- * Lock files held by a process: created exclusively, holding who holds them (pid, host, the
- * process's start time and the boot it runs in, the command, since when, when last renewed). A
- * lock whose holder is gone is stale and taken over, so a killed process never blocks the next
- * one: on this host, the pid and the start time tell (a reused pid, or a lock naming a process it
- * was not written by, is stale); on another host (a shared volume, a container moved), the lease:
- * the holder renews its lock while it runs. A lock is held by the process, not by a thread: one
- * this process already holds is taken again without waiting (re-entrant). The file operations are
- * in lock-files.ts, safe where other users may write.
+ * Process locks: exclusive files naming their holder. A lock whose holder is gone (pid and start
+ * time here, an unrenewed lease on another host) is taken over, so a killed process never blocks
+ * the next. Re-entrant per process.
  */
 import { randomBytes } from "node:crypto";
 import { lstatSync, mkdirSync, unlinkSync } from "node:fs";
@@ -134,11 +129,7 @@ function unchanged(now: Seen, judged: Seen): boolean {
   return now.kind === "file" && judged.kind === "file" && now.text === judged.text;
 }
 
-/**
- * Removes the stale `file` if it still is what was judged. One process at a time does this (the
- * breaker file), so two never remove a lock a third has just taken. Returns why it could not
- * (another user's file in a sticky directory), if so.
- */
+/** Removes stale `file` if still as judged, one breaker at a time; returns why not, if so. */
 function breakStale(file: string, judged: Exclude<Seen, { kind: "gone" }>): string | undefined {
   const breaker = `${file}.break`;
   try {
@@ -227,10 +218,7 @@ const borrowed = (file: string): HeldLock => ({
 
 export type Attempt =
   | { readonly ok: true; readonly lock: HeldLock }
-  /**
-   * Held by a running process (`holder`), or by something `note` describes (a file this user
-   * cannot read or remove), or by a lock file being written.
-   */
+  /** Held by a running `holder`, by what `note` describes, or by a lock file being written. */
   | {
       readonly ok: false;
       readonly holder: LockHolder | undefined;
@@ -239,16 +227,12 @@ export type Attempt =
       readonly renewedAt?: number | undefined;
     };
 
-export interface LockOptions {
-  /** How long the lock counts on another host without being renewed; renewed 6 times as often. */
-  readonly leaseMs?: number;
-}
-
-/**
- * Takes `file` if no running process holds it; never waits. Throws UnsafeLockDirectory for a
- * directory other users could plant files in.
- */
-export function tryLock(file: string, command: string, options: LockOptions = {}): Attempt {
+/** Takes `file` if no running process holds it; never waits. Throws UnsafeLockDirectory. */
+export function tryLock(
+  file: string,
+  command: string,
+  options: { leaseMs?: number } = {},
+): Attempt {
   const mine = held.get(file);
   if (mine) {
     mine.count++;
@@ -291,10 +275,7 @@ export function tryLock(file: string, command: string, options: LockOptions = {}
     return { ok: true, lock: handle(file) };
   }
   // Still there after three tries (another process was breaking it): held, by whom if it runs.
-  const seen = look(file);
-  if (seen.kind !== "file") return { ok: false, holder: undefined };
-  const last = parse(seen.text);
-  return { ok: false, holder: last && holderRuns(last, seen) ? last : undefined };
+  return { ok: false, holder: holderOf(file) };
 }
 
 /** Who holds `file` now, if a running process does. */

@@ -1,10 +1,4 @@
-/**
- * A `settle` command's turn with its keys (see settlement-locks.ts), and what it waits for once
- * its turn comes: the transactions an earlier process sent with the same key and that are still
- * in the node's pool. Until they are mined, this settle cannot tell whether one of them already
- * pays its payment (another journal, which it cannot read, recorded it): the authorization still
- * looks unused on chain, and a second transaction for it would be sent, answered, and revert.
- */
+/** A settle's turn with its keys, then a wait for their pool transactions we did not record. */
 import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { SettlementStore } from "../../core/store.js";
@@ -35,10 +29,7 @@ export type Turn =
   | { readonly kind: "timeout"; readonly failure: Failure }
   | { readonly kind: "interrupted"; readonly signal: NodeJS.Signals };
 
-/**
- * Waits for this settle's turn with the journal and every key (the file journal only: with a
- * shared store, its signer leases coordinate). A serve holding one throws a UsageError at once.
- */
+/** Waits for this settle's turn with the journal and keys (file journal only); serve: UsageError. */
 export async function takeSettleTurn(
   config: CliConfig,
   onWait: ((line: string) => void) | undefined,
@@ -118,11 +109,7 @@ async function readPool(
   });
 }
 
-/**
- * Waits (up to `timeoutMs`) until no key of `facilitator` has a transaction in the pool of the
- * request's chain that its journal did not record. Still there after that: a failure (nothing was
- * sent). A chain that cannot be read is left to the settle itself to report.
- */
+/** Waits until no key has a pool transaction our journal did not record; still there: a failure. */
 export async function earlierTransactions(
   facilitator: Facilitator,
   body: unknown,
@@ -132,7 +119,6 @@ export async function earlierTransactions(
   if (!chain || facilitator.signers.size === 0) return undefined;
   const client = await facilitator.rpc.client(chain.chainId, chain.network).catch(() => undefined);
   if (!client) return undefined;
-  // Our own journal's transactions are followed by the settle itself (a retry reconciles them).
   const ours = oursOn(facilitator, chain.chainId);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -151,11 +137,7 @@ export async function earlierTransactions(
   }
 }
 
-/**
- * Holds a settle's broadcasts until the pool is read (the journal's record of a transaction comes
- * before its broadcast, so a held record holds the broadcast): the pool is then read beside the
- * settle's own reads, not one round trip before them.
- */
+/** Holds a settle's broadcasts (by holding their journal record) until the pool is read. */
 export class PoolGate {
   #clear: Promise<void> = Promise.resolve();
 
@@ -180,12 +162,7 @@ export class PoolGate {
   }
 }
 
-/**
- * The pool read once beside the settle `settle` makes: when no key has a transaction there that
- * the journal did not record (or the chain cannot be read: the settle reports that), the
- * settle's answer; otherwise nothing was sent (`gate` held it), and once they are mined (or the
- * time is up) the payment is settled afresh, as earlierTransactions() would have had it wait.
- */
+/** earlierTransactions() beside `settle`: if the pool is busy, `gate` held it; settle afresh. */
 export async function settleBesidePool<T>(
   facilitator: Facilitator,
   body: unknown,

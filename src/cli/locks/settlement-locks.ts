@@ -1,13 +1,8 @@
 /**
- * One key, one writer. Two processes sending with one settlement key pick the same nonces: their
- * transactions replace each other, and a payment each of them sees as unpaid is sent twice (one
- * lands, the other reverts and costs gas). Two processes on one journal file each keep their own
- * copy of it in memory and never see the other's records. So, with the file journal, a process
- * that settles holds a lock on each of its keys (by address, machine-wide) and on its journal
- * file: `serve` for its life, `settle` for the command's. A `settle` waits its turn behind
- * another `settle`; a `serve` that finds either held refuses to start, naming the holder, and so
- * does a `settle` that finds a `serve` holding them. With the PostgreSQL store, the store's signer
- * leases coordinate replicas instead, and none of this applies.
+ * One key, one writer: two processes on one key pick the same nonces and can pay a payment twice,
+ * and two on one journal never see each other's records. So with the file journal a settling
+ * process locks its journal and keys (serve for its life, settle waiting its turn). PostgreSQL's
+ * signer leases do this for the store instead.
  */
 import os from "node:os";
 import path from "node:path";
@@ -27,11 +22,7 @@ import {
 
 const POLL_MS = 100;
 
-/**
- * Where key locks live (settings.ts's lockDir): by default beside the default journal
- * ($XDG_STATE_HOME/facilitator/locks, ~/.local/state/facilitator/locks), one place every process
- * of the user agrees on whatever journal each uses.
- */
+/** Where key locks live: one place every process of the user agrees on, whatever its journal. */
 export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
   return resolveSetting(SETTINGS.lockDir, { env });
 }
@@ -41,11 +32,7 @@ export function lockTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   return resolveSetting(SETTINGS.lockTimeout, { env });
 }
 
-/**
- * How long this process's locks count on another host (sharing the lock directory) without being
- * renewed (settings.ts's lockLease). The holder renews six times as often, and says its lease in
- * the lock file, so every reader waits as long as the holder meant.
- */
+/** How long our locks count on another host unrenewed; the lock file says it to every reader. */
 export function lockLeaseMs(env: NodeJS.ProcessEnv = process.env): number {
   return resolveSetting(SETTINGS.lockLease, { env });
 }
@@ -71,10 +58,7 @@ function guardedBy(journalPath: string, addresses: readonly string[], dir: strin
   ];
 }
 
-/**
- * Takes `guarded`'s lock if it is free; a lock file that cannot be made, or a directory other
- * users could plant files in, is a usage error.
- */
+/** Takes `guarded`'s lock if free; an unmakeable lock file or unsafe directory: a usage error. */
 function attempt(guarded: Guarded, command: string, leaseMs: number): Attempt {
   // Not made again: a stopped devnet's directory would come back with only a lock in it.
   const gone = goneDevnetDir(guarded.file);
@@ -119,6 +103,14 @@ export function journalHolder(journalPath: string): string | undefined {
   return holder && describeHolder(holder, file);
 }
 
+/** Who holds a refused lock; none that runs but a `note` (waiting would not help): a usage error. */
+function heldBy(guarded: Guarded, tried: Attempt & { ok: false }): string {
+  if (!tried.holder && tried.note) {
+    throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
+  }
+  return describeHolder(tried.holder, guarded.file);
+}
+
 /** How a lock that is held clears, and when removing its file by hand is safe. */
 function clearing(tried: Attempt & { ok: false }, file: string): string {
   const holder = tried.holder;
@@ -148,10 +140,7 @@ export class SettlementLocks {
   }
 }
 
-/**
- * serve's locks, held for its life (by the main thread, so a restarted serving thread keeps
- * them). Held elsewhere: a usage error naming the holder.
- */
+/** serve's locks, held for its life by the main thread; held elsewhere: a usage error. */
 export function lockForServe(
   journalPath: string,
   addresses: readonly string[],
@@ -166,10 +155,7 @@ export function lockForServe(
         taken.push(tried.lock);
         continue;
       }
-      if (!tried.holder && tried.note) {
-        throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
-      }
-      const holder = describeHolder(tried.holder, guarded.file);
+      const holder = heldBy(guarded, tried);
       const advice =
         guarded.kind === "journal"
           ? "pass another --journal, or stop that process first"
@@ -191,10 +177,7 @@ export class TurnTimeout extends Error {
   override readonly name = "TurnTimeout";
 }
 
-/**
- * settle's locks: waits its turn behind other settles (up to `timeoutMs`; `onWait` is told once
- * whom it waits for). A serve holding one: a usage error at once, pointing at its /settle.
- */
+/** settle's locks: waits its turn behind settles; a serve holding one: a usage error at once. */
 export async function lockForSettle(
   journalPath: string,
   addresses: readonly string[],
@@ -218,11 +201,7 @@ export async function lockForSettle(
           taken.push(tried.lock);
           break;
         }
-        // Not a process that will finish: waiting would not help.
-        if (!tried.holder && tried.note) {
-          throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
-        }
-        const holder = describeHolder(tried.holder, guarded.file);
+        const holder = heldBy(guarded, tried);
         if (tried.holder?.command === "facilitator serve") {
           const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
           if (options.forReconcile) {

@@ -1,9 +1,4 @@
-/**
- * What a command says about the signer leases of a PostgreSQL store (store/postgres-leases.ts):
- * at once, whose lease it waits out and for how long; when the wait runs out, that the holder
- * runs, with the advice that fits a server (its own key) or a one-shot command (send the payment
- * to the server that holds the key, as with the journal file: settlement-locks.ts).
- */
+/** What a command says while it waits out, or gives up on, a PostgreSQL store's signer lease. */
 import type { SignerLease, SignersLeased, SignerWait } from "../../store/postgres-leases.js";
 import { UsageError } from "../io/errors.js";
 

@@ -1,12 +1,6 @@
 /**
- * The API keys file (settings.ts's apiKeysFile): named keys, each with the
- * sellers (receivers) its holder may act for, so that a refund our receiver authorizer signs is
- * asked for by the channel's own seller, and its rate on /verify and /settle (the file's `rate`
- * for keys without their own, else DEFAULT_KEY_RATE). Checked whole at start and at each reload;
- * a mistake names the entry, never the key.
- *
- *   { "anonymous": false, "rate": { "perMinute": 600 },
- *     "keys": [{ "name": "shop-a", "key": "…", "receivers": ["0x…"], "rate": { "perMinute": 60 } }] }
+ * The API keys file: named keys with the receivers each may act for (refunds) and its rate.
+ * Checked whole at start and at each reload; a mistake names the entry, never the key.
  */
 import { getAddress, isAddress } from "viem";
 import type { ApiKey, ApiKeys } from "../../http/callers.js";
@@ -33,11 +27,7 @@ export function readApiKeys(sources: SettingSources): ApiKeys | undefined {
   return readApiKeysFile(named, given.source.name, sources.env);
 }
 
-/**
- * The keys in `file`, named in messages as `source` says (a flag, a variable, serve's reload).
- * `regularOnly` (serve's reloads, on the serving thread): a pipe or FIFO is refused at once
- * instead of waited on.
- */
+/** The keys in `file`; `regularOnly` (reloads): a pipe or FIFO is refused, not waited on. */
 export function readApiKeysFile(
   file: string,
   source: string,

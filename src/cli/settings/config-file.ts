@@ -1,7 +1,4 @@
-/**
- * The JSON config file: read with a size limit, checked key by key (an unknown key or a value of
- * the wrong type names the file and the key), paths in it relative to its own directory.
- */
+/** The JSON config file: size-limited, checked key by key, paths relative to its directory. */
 import path from "node:path";
 import { readSmallFile } from "../io/bounded-read.js";
 import { UsageError } from "../io/errors.js";

@@ -1,9 +1,4 @@
-/**
- * The keys the CLI signs with: settlement keys, the batch-settlement receiver authorizer's key,
- * Solana fee payers and serve's API key. Where each comes from is settings.ts's (a file, or the
- * environment, never a flag's value); here is how each is read. A loader reads it only when a
- * command needs it, and no message ever quotes a key.
- */
+/** How the keys the CLI signs with are read: only when needed, and never quoted in a message. */
 import { type Hex, isAddressEqual, type LocalAccount } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type SvmFeePayer, svmFeePayerOf } from "../../svm/chain/keys.js";
@@ -58,9 +53,8 @@ function readSvmKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): S
 }
 
 /**
- * The receiver authorizer's account, refused when its key is also a settlement key: it signs
- * claims and refunds, and a key that also sends transactions would spend gas and nonces the
- * settlement lanes count on. The message names addresses only, never a key.
+ * The receiver authorizer, refused when also a settlement key: it would spend gas and nonces the
+ * lanes count on. The message names addresses only.
  */
 export function receiverAuthorizerOf(
   key: Hex | undefined,

@@ -1,9 +1,4 @@
-/**
- * What the operator allows a settlement to cost, and how those settings are read: the fee cap per
- * network (over the built-in per-network defaults), the gas bounds per method and network, the
- * wasted-gas budget per network and hour, and the assets each network settles. settings.ts says
- * where each comes from.
- */
+/** What the operator allows a settlement to cost, and the assets each network settles. */
 import { type Address, getAddress, isAddress, parseEther } from "viem";
 import type { MinAmount } from "../../core/amount-floor.js";
 import { GAS_BOUND_NAMES } from "../../evm/chain/gas-bounds.js";
@@ -61,10 +56,7 @@ function parseGas(value: unknown, source: string): bigint {
 
 export type PerNetwork<T> = { all?: T; byChain: Record<number, T> };
 
-/**
- * One value for every network, or per network: {"default": v, "<network>": v, ...} in the config
- * file, "v" or "<network>=v,..." (a bare v applies to every network) in a flag or the environment.
- */
+/** One value for every network, or per network: {"default": v, "<network>": v}, "<network>=v,…". */
 export function perNetwork<T>(value: unknown, source: Source, parse: Parser<T>): PerNetwork<T> {
   const found: PerNetwork<T> = { byChain: {} };
   if (value === undefined) return found;
@@ -139,11 +131,7 @@ export const allowedAssets: Parser<Record<number, Address[]>> = (value, { name: 
   return allowed;
 };
 
-/**
- * `--min-amount`: "<network>:<asset>=<units>" (one network) or "<asset>=<units>" (every network),
- * comma-separated; in the config file a list of those, or {"<network>:<asset>": units}. Units are
- * the asset's smallest (atomic) units, as requirements.amount counts them.
- */
+/** `--min-amount`: "[<network>:]<asset>=<atomic units>", comma-separated; or a config list/object. */
 export const minAmounts: Parser<MinAmount[]> = (value, { name: source }) => {
   let entries: [string, unknown][];
   if (typeof value === "string") entries = textEntries(value);
@@ -199,10 +187,7 @@ function networkOf(network: string, evmAsset: boolean, named: string): string {
   return caip2(chainIdOf(network, named));
 }
 
-/**
- * Lower layers first: a layer's one value for every network replaces everything below it, and its
- * per-network values replace those of the same network.
- */
+/** Lower layers first: a layer's every-network value replaces all below, per-network its own. */
 export function layered<T>(layers: readonly PerNetwork<T>[]): PerNetwork<T> {
   let found: PerNetwork<T> = { byChain: {} };
   for (const layer of layers) {

@@ -1,12 +1,6 @@
 /**
- * The deny list's file (`--deny-list`, FACILITATOR_DENY_LIST, `denyList` in the config file): one
- * EVM or Solana address a line, `#` for comments. Read whole and checked at start (a bad line is a
- * usage error, by number); serve re-reads it when it changes (watched-file.ts).
- *
- * It fails closed: a file being rewritten (truncated first, written later) must never read as a
- * shorter list. So it must be a regular file (a FIFO is refused without waiting), end with a
- * newline (a write cut mid-line does not), and a list of no address must say so with the line
- * `# empty` (a truncated file does not).
+ * The deny list file: one address a line. It fails closed, since a half-written file must never
+ * read as a shorter list: a regular file, ending in a newline, and `# empty` for no address.
  */
 import path from "node:path";
 import { DenyList, parseDenyList } from "../../deny-list/deny-list.js";

@@ -1,7 +1,4 @@
-/**
- * Options several commands share: where the chains are, the config file, the settlement keys.
- * Each setting's flag and help line come from settings.ts, which names its environment variable.
- */
+/** Options several commands share; flags and help come from settings.ts. */
 import { type Command, Option } from "commander";
 import { helpLine, type Setting } from "./setting-rows.js";
 import { SETTINGS } from "./settings.js";
@@ -21,16 +18,10 @@ export function withSettings(command: Command, ...rows: readonly Setting[]): Com
   return command;
 }
 
-/**
- * What of the Solana fee payer a command uses: its key and fee cap (verify names it, settle signs
- * with it), its key only (status: it names a Solana payment's settlement), or nothing (pay).
- */
+/** The Solana fee payer options a command takes: key and fee cap, key only (status), or none. */
 export type FeePayerUse = "key and fee cap" | "key only" | "none";
 
-/**
- * --rpc-url, --public-rpcs, --rpc-batch-limit, --config: how every command finds its chains; and the Solana fee
- * payer's --svm-private-key-file and --svm-max-fee-lamports, as far as the command uses them.
- */
+/** How every command finds its chains, and the Solana fee payer options it uses. */
 export function withChainOptions(
   command: Command,
   feePayer: FeePayerUse = "key and fee cap",

@@ -1,8 +1,4 @@
-/**
- * How a setting's value is read, whichever source gave it: a flag's or an environment variable's
- * text, or a config file's JSON value. A bad value is a usage error naming the source (the flag,
- * the variable, or the key and its file), never quoting what might be a secret.
- */
+/** How a setting's value is read; a bad one names its source and never quotes the value. */
 import path from "node:path";
 import { type Address, getAddress, isAddress } from "viem";
 import {
@@ -72,10 +68,7 @@ function checkUrls(urls: readonly string[], source: string): string[] {
   return [...urls];
 }
 
-/**
- * http(s) URLs: comma-separated text from a flag (repeatable) or the environment; in the config
- * file an array of URL strings (anything else must not mean "none").
- */
+/** http(s) URLs: comma-separated text, or a config file array of URL strings. */
 export const httpUrls: Parser<string[]> = (value, source) => {
   if (source.from !== "file") {
     const urls = String(value)
@@ -145,27 +138,36 @@ export const wei: Parser<bigint> = (value, source) => {
   return BigInt(digits.trim());
 };
 
-/** A list's items: comma-separated text (a repeatable flag's values joined), or a JSON array. */
-function listItems(value: unknown): unknown[] | undefined {
-  if (Array.isArray(value)) return value;
-  if (typeof value !== "string") return undefined;
-  return value
-    .split(",")
-    .map((item) => item.trim())
-    .filter(Boolean);
+/** A list: comma-separated text (a repeatable flag's values joined), or a JSON array. */
+function listOf<T>(
+  [plural, one]: [string, string],
+  check: (item: unknown) => item is string,
+  as: (item: string) => T,
+): Parser<T[]> {
+  return (value, source) => {
+    const items = Array.isArray(value)
+      ? value
+      : typeof value === "string"
+        ? value
+            .split(",")
+            .map((item) => item.trim())
+            .filter(Boolean)
+        : undefined;
+    if (!items) throw new UsageError(`${source.name} must be a list of ${plural}`);
+    return items.map((item, i) => {
+      if (!check(item)) {
+        throw new UsageError(`the ${ordinal(i + 1)} entry of ${source.name} is not ${one}`);
+      }
+      return as(item);
+    });
+  };
 }
 
-/** Addresses: comma-separated text (a repeatable flag's values joined), or a JSON array. */
-export const addresses: Parser<Address[]> = (value, source) => {
-  const items = listItems(value);
-  if (!items) throw new UsageError(`${source.name} must be a list of addresses`);
-  return items.map((item, i) => {
-    if (typeof item !== "string" || !isAddress(item, { strict: false })) {
-      throw new UsageError(`the ${ordinal(i + 1)} entry of ${source.name} is not an address`);
-    }
-    return getAddress(item);
-  });
-};
+export const addresses: Parser<Address[]> = listOf(
+  ["addresses", "an address"],
+  (item): item is string => typeof item === "string" && isAddress(item, { strict: false }),
+  (item) => getAddress(item),
+);
 
 /** A PostgreSQL connection URL; empty: none (the journal file). */
 export const postgresUrl: Parser<string | undefined> = (value, source) => {
@@ -189,17 +191,11 @@ export const builderCode: Parser<string> = (value, source) => {
   return text;
 };
 
-/** Solana addresses (programs): comma-separated text (a repeatable flag's values joined), or a JSON array. */
-export const solanaAddresses: Parser<string[]> = (value, source) => {
-  const items = listItems(value);
-  if (!items) throw new UsageError(`${source.name} must be a list of Solana addresses`);
-  return items.map((item, i) => {
-    if (!isSolanaAddress(item)) {
-      throw new UsageError(`the ${ordinal(i + 1)} entry of ${source.name} is not a Solana address`);
-    }
-    return item;
-  });
-};
+export const solanaAddresses: Parser<string[]> = listOf(
+  ["Solana addresses", "a Solana address"],
+  isSolanaAddress,
+  (item) => item,
+);
 
 /** A whole number from 0 (a cap that may forbid what it caps). */
 export const wholeNumberFrom0 = (max: number): Parser<number> => usage(wholeNumberCore(max, 0));

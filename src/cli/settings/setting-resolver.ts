@@ -1,9 +1,6 @@
 /**
- * The one way a setting of settings.ts is found: its flag, else its environment variable, else its
- * config file key, else its default. A flag counts when it was given (a repeatable one at least
- * once, a switch when on), even empty; an environment variable when it holds more than blanks (and
- * it is read without the blanks around it); a config file key when it is there. A key is read only
- * when asked for, and never printed.
+ * The one way a setting is found: flag (given, even empty), else environment (trimmed, not blank),
+ * else config file key, else default. A key is read only when asked for, and never printed.
  */
 import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
 import { filePath, type Parser, type Source } from "./setting-parsers.js";
@@ -26,7 +23,6 @@ export interface ConfigValues {
 
 /** Where settings come from; a command without flags or a config file leaves them out. */
 export interface SettingSources {
-  /** The command's options as commander parsed them. */
   readonly flags?: object | undefined;
   readonly env: NodeJS.ProcessEnv;
   readonly file?: ConfigValues | undefined;
@@ -111,10 +107,7 @@ export interface KeyReader<K> {
   readonly inFile: (file: string, source: string, env: NodeJS.ProcessEnv) => K[];
 }
 
-/**
- * The keys of a key setting, read when called (a bad key breaks only the command that needs it);
- * a config file path of the wrong type is refused now.
- */
+/** A key setting's keys, read when called; a config file path of the wrong type is refused now. */
 export function keyLoader<K>(
   row: KeySetting,
   sources: SettingSources,

@@ -1,9 +1,6 @@
 /**
- * What a row of settings.ts's table is, and how messages and help name one. Three kinds of row: a
- * value; a value per network (each source layered over the one below it); and a key, where the
- * environment holds the key itself and the flag (or the config file) names a file holding it, so
- * that no key is ever a flag's value. Apart from the table, which is long enough alone; the
- * resolver, the options and the messages need only these.
+ * A settings.ts row: a value, a value per network, or a key (the environment holds it, the flag
+ * names a file: never a flag's value). And how messages and help name a row.
  */
 import type { KeyRow, ValueRow } from "../../core/scheme-settings.js";
 import type { Parser } from "./setting-parsers.js";
@@ -21,21 +18,15 @@ interface Sourced {
   /** A flag given again adds to the list (its values are read as one comma-separated text). */
   readonly repeatable?: boolean;
   readonly env?: string;
-  /** Its key in the JSON config file. */
   readonly key?: string;
 }
 
 /** One value: the first source that gives one wins (a scheme's rows are of this kind too). */
 export type ValueSetting<T = unknown, D = T | undefined> = ValueRow<T, D>;
 
-/**
- * A value for every network or per network: "v" or "<network>=v,…" as text, {"default": v,
- * "<network>": v} in the config file. The config file, then the environment, then the flag are
- * layered: one value for every network replaces what is below it, a network's replaces that one's.
- */
+/** Per network: layered config file, then environment, then flag; every-network replaces below. */
 export interface PerNetworkSetting<T = unknown> extends Described, Sourced {
   readonly kind: "per network";
-  /** One network's value. */
   readonly parse: Parser<T>;
 }
 

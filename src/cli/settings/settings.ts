@@ -1,10 +1,6 @@
 /**
- * Every setting, once: its flag, its environment variable, its config file key, how its value is
- * read, its default and its help line. setting-resolver.ts finds a value (the flag, else the
- * environment, else the config file, else the default); options.ts makes the flags and their help
- * from here, the config file accepts exactly these keys, and a test holds docs/configuration.md's
- * table to this one, both ways. What a row is, of its three kinds, is setting-rows.ts's. A scheme's
- * own rows are declared in its folder and registered with it: they join the table here.
+ * Every setting once: flag, environment variable, config key, parser, default, help. A test holds
+ * docs/configuration.md to this table. Schemes' own rows join it here.
  */
 import os from "node:os";
 import path from "node:path";
@@ -91,7 +87,6 @@ export const SETTINGS = {
     key: "privateKeyFile",
     help: "settlement key file, one key per line for a pool",
   }),
-  // Each registered scheme's own rows (EvmScheme.settings), in the order of schemes.ts.
   ...schemeRows(EVM_SCHEMES),
   svmFeePayers: key({
     flag: "--svm-private-key-file <file>",

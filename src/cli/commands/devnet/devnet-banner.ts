@@ -1,7 +1,4 @@
-/**
- * What `facilitator devnet` prints: what runs where (the banner), then, after --demo's output if
- * any, what to try, ending with the one line to copy, so that it is on the screen at the end.
- */
+/** What `facilitator devnet` prints: the banner, then what to try, the line to copy last. */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import chalk from "chalk";
@@ -62,11 +59,7 @@ export function tryLines(running: Running, files: Files): string {
   ].join("\n");
 }
 
-/**
- * How the user types this CLI: `npx facilitator` in a clone, which has no global command; plain
- * `facilitator` once installed (npm install -g of the package), where `npx facilitator` outside
- * the clone would fetch the registry's package of that name, someone else's.
- */
+/** `npx facilitator` in a clone; plain `facilitator` once installed (npx would fetch another's). */
 function invocation(): { command: string; where: string } {
   const installed = fileURLToPath(import.meta.url)
     .split(path.sep)

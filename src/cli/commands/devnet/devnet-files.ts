@@ -46,10 +46,7 @@ export function devnetBatchRequirements(
   };
 }
 
-/**
- * Payer 2 opens its channel with 5 requests' worth (EIP-3009, its first voucher for one request),
- * and the voucher for the second request, which verifies once that deposit has landed.
- */
+/** Payer 2 opens its channel with a deposit (5 requests' worth), then a voucher for the next. */
 async function signBatchRequests(devnet: DevnetInfo, payer: DevAccount) {
   const requirements = devnetBatchRequirements(devnet);
   const deposit = await signBatchDeposit(payer, {
@@ -72,121 +69,83 @@ async function signBatchRequests(devnet: DevnetInfo, payer: DevAccount) {
 
 export interface EvmFiles {
   readonly keyFile: string;
-  /** The batch-settlement receiver authorizer's key (dev account 7). */
   readonly receiverAuthorizerKeyFile: string;
-  /** serve's API keys: one for the devnet's seller (the payee), so its refunds may be signed. */
   readonly apiKeysFile: string;
   readonly request: string;
   readonly requestX402: string;
   readonly requestV1?: string | undefined;
-  /** Permit2 payment of the permit token by payer 4, who approved Permit2 on it for this. */
   readonly requestPermit2: string;
-  /** Permit2 payment of the permit token by payer 5, with the eip2612GasSponsoring extension. */
   readonly requestPermit2Eip2612: string;
-  /** x402x-style EIP-2612 permit of the permit token by payer 3, our settlement key as spender. */
   readonly requestPermit: string;
-  /** Permit2 payment of the plain token by payer 1, its approval signed for us to broadcast. */
   readonly requestPermit2Approval: string;
-  /** upto: payer 4 authorizes up to 0.05 of the permit token; settle charges what was used. */
   readonly requestUpto: string;
-  /** batch-settlement: payer 2's deposit of 0.05 test USDC into its channel, x402 dialect. */
   readonly requestBatchDeposit: string;
-  /** batch-settlement: payer 2's voucher for 0.02 cumulative; valid once the deposit landed. */
   readonly requestBatchVoucher: string;
 }
 
 export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFiles> {
-  const keyFile = path.join(dir, "facilitator.key");
-  // The key goes to a file only its owner can read; it is never printed.
-  await writeFile(keyFile, `${devnet.facilitator.privateKey}\n`, { mode: 0o600 });
-  await chmod(keyFile, 0o600);
-  const receiverAuthorizerKeyFile = path.join(dir, "receiver-authorizer.key");
-  await writeFile(receiverAuthorizerKeyFile, `${receiverAuthorizerAccount.privateKey}\n`, {
-    mode: 0o600,
-  });
-  await chmod(receiverAuthorizerKeyFile, 0o600);
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-  // Requests without a key stay anonymous (the README's curl); the seller's key may ask for the
-  // refunds our receiver authorizer signs, and so /supported offers that authorizer.
-  const apiKeysFile = path.join(dir, "api-keys.json");
+  const put = async (name: string, text: string, mode?: number) => {
+    const file = path.join(dir, name);
+    await writeFile(file, text, { mode });
+    // Keys go to files only their owner can read; they are never printed.
+    if (mode !== undefined) await chmod(file, mode);
+    return file;
+  };
+  const keyFile = await put("facilitator.key", `${devnet.facilitator.privateKey}\n`, 0o600);
+  const receiverAuthorizerKey = `${receiverAuthorizerAccount.privateKey}\n`;
+  const receiverAuthorizerKeyFile = await put(
+    "receiver-authorizer.key",
+    receiverAuthorizerKey,
+    0o600,
+  );
+  // The seller's key may ask for refunds our receiver authorizer signs, so /supported offers it.
   const sellerKey = `devnet-seller-${randomBytes(16).toString("hex")}`;
-  await writeFile(
-    apiKeysFile,
+  const apiKeysFile = await put(
+    "api-keys.json",
     json({
       anonymous: true,
       keys: [{ name: "devnet seller", key: sellerKey, receivers: [devnet.payee.address] }],
     }),
-    { mode: 0o600 },
+    0o600,
   );
-  await chmod(apiKeysFile, 0o600);
   const [payer1, payer2, payer3, payer4, payer5] = devnet.payers;
   if (!payer1 || !payer2 || !payer3 || !payer4 || !payer5) {
     throw new Error("the devnet has fewer than five payers");
   }
-
-  const request = path.join(dir, "request.json");
-  await writeFile(request, json(await signSampleRequest(devnet, { payer: payer1 })));
-  const requestX402 = path.join(dir, "request-x402.json");
-  await writeFile(
-    requestX402,
-    json(await signSampleRequest(devnet, { payer: payer2, dialect: "x402" })),
-  );
-  let requestV1: string | undefined;
-  if (devnet.v1Network) {
-    requestV1 = path.join(dir, "request-v1.json");
-    await writeFile(
-      requestV1,
-      json(await signSampleRequest(devnet, { payer: payer3, x402Version: 1 })),
-    );
-  }
-  // Payers start without any Permit2 approval; payer 4 approves it on the permit token, so this
-  // request settles as is. Payer 5's request carries its approval as an EIP-2612 permit.
+  const sample = async (name: string, options: Parameters<typeof signSampleRequest>[1]) =>
+    put(name, json(await signSampleRequest(devnet, options)));
+  const request = await sample("request.json", { payer: payer1 });
+  const requestX402 = await sample("request-x402.json", { payer: payer2, dialect: "x402" });
+  const requestV1 = devnet.v1Network
+    ? await sample("request-v1.json", { payer: payer3, x402Version: 1 })
+    : undefined;
+  // Payer 4 has approved Permit2 on the permit token; payer 5's request carries an EIP-2612 permit.
   await approvePermit2(devnet, payer4, devnet.permitToken.address);
-  const requestPermit2 = path.join(dir, "request-permit2.json");
-  await writeFile(
-    requestPermit2,
-    json(await signSampleRequest(devnet, { payer: payer4, method: "permit2", asset: "permit" })),
+  const permit2 = { method: "permit2", asset: "permit" } as const;
+  const requestPermit2 = await sample("request-permit2.json", { payer: payer4, ...permit2 });
+  const requestPermit2Eip2612 = await sample("request-permit2-eip2612.json", {
+    payer: payer5,
+    ...permit2,
+    eip2612GasSponsoring: true,
+  });
+  const requestUpto = await put("request-upto.json", json(await signUptoRequest(devnet, payer4)));
+  const requestPermit = await put(
+    "request-permit.json",
+    json(await signPermitRequest(devnet, payer3)),
   );
-  const requestPermit2Eip2612 = path.join(dir, "request-permit2-eip2612.json");
-  await writeFile(
-    requestPermit2Eip2612,
-    json(
-      await signSampleRequest(devnet, {
-        payer: payer5,
-        method: "permit2",
-        asset: "permit",
-        eip2612GasSponsoring: true,
-      }),
-    ),
-  );
-  const requestUpto = path.join(dir, "request-upto.json");
-  await writeFile(requestUpto, json(await signUptoRequest(devnet, payer4)));
-  const requestPermit = path.join(dir, "request-permit.json");
-  await writeFile(requestPermit, json(await signPermitRequest(devnet, payer3)));
   // Payer 1 sends no transaction of its own, so its signed approval's nonce stays next.
-  const requestPermit2Approval = path.join(dir, "request-permit2-approval.json");
-  await writeFile(
-    requestPermit2Approval,
-    json(
-      await signSampleRequest(devnet, {
-        payer: payer1,
-        method: "permit2",
-        asset: "plain",
-        erc20ApprovalGasSponsoring: true,
-      }),
-    ),
-  );
+  const requestPermit2Approval = await sample("request-permit2-approval.json", {
+    payer: payer1,
+    method: "permit2",
+    asset: "plain",
+    erc20ApprovalGasSponsoring: true,
+  });
   const batch = await signBatchRequests(devnet, payer2);
-  const requestBatchDeposit = path.join(dir, "request-batch-deposit.json");
-  await writeFile(requestBatchDeposit, json(batch.deposit));
-  const requestBatchVoucher = path.join(dir, "request-batch-voucher.json");
-  await writeFile(requestBatchVoucher, json(batch.voucher));
   return {
     keyFile,
     receiverAuthorizerKeyFile,
     apiKeysFile,
-    requestBatchDeposit,
-    requestBatchVoucher,
     request,
     requestX402,
     requestV1,
@@ -195,7 +154,15 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
     requestPermit,
     requestPermit2Approval,
     requestUpto,
+    requestBatchDeposit: await put("request-batch-deposit.json", json(batch.deposit)),
+    requestBatchVoucher: await put("request-batch-voucher.json", json(batch.voucher)),
   };
+}
+
+/** The signed request files alone, in --json's order. */
+export function requestFiles(files: EvmFiles) {
+  const { keyFile: _k, receiverAuthorizerKeyFile: _r, apiKeysFile: _a, ...requests } = files;
+  return requests;
 }
 
 /** devnet.json's EVM part: every address, and the chain's genesis block hash. */
@@ -203,7 +170,6 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
   return {
     rpcUrl: devnet.rpcUrl,
     chainId: devnet.chainId,
-    // What tells this devnet from the next one: see src/cli/facilitator/devnet-marker.ts.
     genesisHash,
     network: devnet.network,
     v1Network: devnet.v1Network,
@@ -241,7 +207,6 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
 export interface SvmFiles {
   readonly keyFile: string;
   readonly request: string;
-  /** Stops signing the request again. */
   stop(): void;
 }
 

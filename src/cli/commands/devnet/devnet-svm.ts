@@ -1,14 +1,12 @@
 /**
- * The Solana side of `facilitator devnet` (--svm beside anvil, --svm-only alone): a local cluster
- * answering as Solana devnet (src/svm/devnet), its fee payer's key in a file, and a signed request.
- * A Solana blockhash lives 150 slots (about a minute), so the request file is signed again every
- * REFRESH_MS while the devnet runs: the file on disk is always one that verifies.
+ * `facilitator devnet`'s Solana side. A blockhash lives about a minute, so the request file is
+ * signed again every REFRESH_MS: the file on disk always verifies.
  */
 import { chmod, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { type SvmDevnet, startSvmDevnet } from "../../../svm/devnet/index.js";
 import { signSvmSampleRequest } from "../../../svm/devnet/sign-payment.js";
-import { UsageError } from "../../io/errors.js";
+import { isPortTaken, UsageError, wholeFlag } from "../../io/errors.js";
 import { warn } from "../../io/output.js";
 import type { SvmFiles } from "./devnet-files.js";
 import { REFRESH_MS } from "./devnet-svm-banner.js";
@@ -16,31 +14,18 @@ import { REFRESH_MS } from "./devnet-svm-banner.js";
 export const DEFAULT_SVM_PORT = 8899;
 export const SVM_FILES = ["svm-fee-payer.key", "request-svm.json"] as const;
 
-const portTaken = (error: unknown) =>
-  error instanceof Error && /Address already in use/i.test(error.message);
-
-function parsePort(value: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0 || n > 65535)
-    throw new UsageError("--svm-port must be a whole number up to 65535");
-  return n;
-}
-
-/**
- * The Solana cluster, its state kept in `dir` when given, and the port asked for when it was
- * taken (a free one is used then, said out loud).
- */
+/** The Solana cluster, state in `dir` if given, and the port asked for if that was taken. */
 export async function startSvm(
   portFlag: string | undefined,
   dir: string | undefined,
 ): Promise<{ svm: SvmDevnet; taken?: number }> {
   const options = dir ? { dir } : {};
   if (portFlag !== undefined) {
-    const port = parsePort(portFlag);
+    const port = wholeFlag(portFlag, "--svm-port", 65535);
     try {
       return { svm: await startSvmDevnet({ ...options, port }) };
     } catch (error) {
-      if (!portTaken(error)) throw error;
+      if (!isPortTaken(error)) throw error;
       throw new UsageError(
         `--svm-port ${port} is taken (another devnet or validator?): pick another, or leave --svm-port out for a free one`,
       );
@@ -49,7 +34,7 @@ export async function startSvm(
   try {
     return { svm: await startSvmDevnet({ ...options, port: DEFAULT_SVM_PORT }) };
   } catch (error) {
-    if (!portTaken(error)) throw error;
+    if (!isPortTaken(error)) throw error;
     const svm = await startSvmDevnet({ ...options, port: 0 });
     warn(
       `port ${DEFAULT_SVM_PORT} is taken (another devnet or validator?): the Solana devnet listens on ${svm.rpcUrl}`,

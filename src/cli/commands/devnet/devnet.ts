@@ -1,9 +1,4 @@
-/**
- * `facilitator devnet`: anvil with test tokens, Permit2 and the x402 proxies, and funded accounts,
- * plus ready-signed request files and the commands that use them, all in one directory with the
- * devnet's own journal; with --svm a local Solana cluster beside it, with --svm-only that alone.
- * Runs until Ctrl-C and leaves no process (and, without --dir, no directory) behind.
- */
+/** `facilitator devnet`: anvil (and/or a Solana cluster) with funded accounts, until Ctrl-C. */
 
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -12,12 +7,12 @@ import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { receiverAuthorizerAccount } from "../../../evm/devnet/accounts.js";
 import { type Devnet, startDevnet } from "../../../evm/devnet/index.js";
-import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { isPortTaken, portTakenMessage, UsageError, wholeFlag } from "../../io/errors.js";
 import { fitLines, terminalWidth } from "../../io/fit-lines.js";
 import { warn } from "../../io/output.js";
 import { DEVNET_DIR_PREFIX } from "../../io/stale-devnet.js";
 import { devnetBanner, tryLines } from "./devnet-banner.js";
-import { evmInfo, type Files, type Running, writeEvmFiles } from "./devnet-files.js";
+import { evmInfo, type Files, type Running, requestFiles, writeEvmFiles } from "./devnet-files.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -25,28 +20,19 @@ export interface DevnetFlags {
   readonly dir?: string | undefined;
   readonly json?: boolean | undefined;
   readonly demo?: boolean | undefined;
-  /** The Solana cluster beside anvil. */
   readonly svm?: boolean | undefined;
-  /** The Solana cluster alone. */
   readonly svmOnly?: boolean | undefined;
   readonly svmPort?: string | undefined;
 }
 
 const DEFAULT_PORT = 8545;
 
-function parseWhole(value: string, flag: string, max: number): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0 || n > max)
-    throw new UsageError(`${flag} must be a whole number up to ${max}`);
-  return n;
-}
-
 /** The devnet, and the port asked for when it was taken (the devnet then took a free one). */
 async function start(flags: DevnetFlags): Promise<{ devnet: Devnet; taken?: number }> {
-  const chainId = parseWhole(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
+  const chainId = wholeFlag(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
   if (chainId === 0) throw new UsageError("--chain-id must be positive");
   if (flags.port !== undefined) {
-    const port = parseWhole(flags.port, "--port", 65535);
+    const port = wholeFlag(flags.port, "--port", 65535);
     try {
       return { devnet: await startDevnet({ port, chainId }) };
     } catch (error) {
@@ -104,10 +90,8 @@ async function prepareDir(
 }
 
 /**
- * What devnet.env decides, set or unset: the RPCs, the keys (files, or the variables holding them
- * inline, which would win over the files), the API keys, the journal (a store would replace it)
- * and the key locks. What this devnet does not set is unset, so an earlier `source` (another
- * devnet's, or the user's own settings) does not mix with this devnet.
+ * What devnet.env sets or unsets: whatever this devnet does not set is unset, so an earlier
+ * `source` (another devnet's, the user's own) does not mix in.
  */
 const DEVNET_ENV_NAMES = [
   "FACILITATOR_RPC_URL",
@@ -175,7 +159,6 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
   // Solana's code (and litesvm's native module) loads only when a Solana cluster runs.
   const solana = svm ? await import("./devnet-svm.js") : undefined;
   const svmFiles = svm && solana ? await solana.writeSvmFiles(svm, dir) : undefined;
-  // The devnet's own journal: settles against it never mix with another chain's.
   const journal = path.join(dir, "journal.jsonl");
   const env = path.join(dir, "devnet.env");
   const rpcUrls = [devnet?.rpcUrl, svm?.rpcUrl].filter((url) => url !== undefined);
@@ -186,16 +169,13 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
       ...(evm
         ? {
             FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile,
-            // serve signs batch-settlement claims and refunds with it (dev account 7).
             FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE: evm.receiverAuthorizerKeyFile,
-            // The payee's key, for its refunds; requests without a key are still served.
             FACILITATOR_API_KEYS_FILE: evm.apiKeysFile,
           }
         : {}),
       ...(svmFiles ? { FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles.keyFile } : {}),
       FACILITATOR_JOURNAL: journal,
-      // The devnet's key is anvil's well-known one, on this chain only: its lock lives here, so
-      // processes on this devnet take turns with it and another devnet's never wait for them.
+      // Anvil's well-known key, this chain only: its lock lives here, apart from other devnets'.
       FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
     }),
   );
@@ -239,19 +219,7 @@ function jsonLine(running: Running, files: Files): string {
     journal,
     envFile,
     ...(files.evm
-      ? {
-          request: files.evm.request,
-          requestX402: files.evm.requestX402,
-          requestV1: files.evm.requestV1,
-          requestPermit2: files.evm.requestPermit2,
-          requestPermit2Eip2612: files.evm.requestPermit2Eip2612,
-          requestPermit: files.evm.requestPermit,
-          requestPermit2Approval: files.evm.requestPermit2Approval,
-          requestUpto: files.evm.requestUpto,
-          requestBatchDeposit: files.evm.requestBatchDeposit,
-          requestBatchVoucher: files.evm.requestBatchVoucher,
-          receiverAuthorizer: receiverAuthorizerAccount.address,
-        }
+      ? { ...requestFiles(files.evm), receiverAuthorizer: receiverAuthorizerAccount.address }
       : {}),
     ...(svm && files.svm
       ? {
@@ -279,7 +247,6 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     stopped = true;
     files?.svm?.stop();
     await Promise.all([running.devnet?.stop(), running.svm?.stop()]);
-    // A temporary directory goes with the devnet: its key, journal and requests mean nothing now.
     if (where?.temporary) await rm(where.dir, { recursive: true, force: true });
   };
   try {
@@ -307,7 +274,6 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
       const { runDemo } = await import("./devnet-demo.js");
       await runDemo(devnet);
     }
-    // Last, after the demo: the line to copy stays on the screen.
     if (!flags.json)
       process.stdout.write(`${fitLines(tryLines(running, files), terminalWidth())}\n`);
   } catch (error) {

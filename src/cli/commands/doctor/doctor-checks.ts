@@ -1,8 +1,4 @@
-/**
- * What `facilitator doctor` looks at: the configuration, each RPC (which chain it actually
- * serves, how far along it is), the settlement keys and their gas, the journal, and whether the
- * payment methods can work on each chain. Each check returns findings; none of them throws.
- */
+/** What `facilitator doctor` looks at. Each check returns findings; none of them throws. */
 import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import type { PublicClient } from "viem";
@@ -35,7 +31,6 @@ export interface Finding {
   readonly area: "config" | "rpc" | "key" | "journal" | "store" | "tokens" | "limits" | "deny";
   readonly level: Level;
   readonly message: string;
-  /** What to do about it, when there is something to do. */
   readonly fix?: string;
 }
 

@@ -1,8 +1,4 @@
-/**
- * doctor's look at the disk under the journal: a file system that cannot take a write there
- * (full, read-only, over quota) has every settle refused with 503 `store_unavailable` until it
- * can; one nearly full soon will.
- */
+/** doctor's disk check: a journal that cannot be written has every settle refused with 503. */
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { describeDisk, diskOf, probeRoom } from "../../../store/journal-space.js";

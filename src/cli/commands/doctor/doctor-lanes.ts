@@ -1,9 +1,4 @@
-/**
- * `doctor`: a settlement key blocked by a transaction the node took and does not mine. Its next
- * nonce to be mined is one of ours, written down long ago and still not mined: every later one of
- * that key waits behind it, and `serve` sends nothing more with the key until it is mined
- * (settling-safely.md, stuck transactions).
- */
+/** `doctor`: a key blocked by a transaction of ours the node took long ago and does not mine. */
 import type { Address, PublicClient } from "viem";
 import type { JournalEntry } from "../../../core/store.js";
 import { caip2 } from "../../../protocol/networks.js";

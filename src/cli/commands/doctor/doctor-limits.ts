@@ -1,8 +1,4 @@
-/**
- * doctor's look at what a settlement may cost on each chain served: the fee cap in force and where
- * it comes from, whether today's gas price keeps an ordinary settle under it, the gas bounds and
- * the wasted-gas budget.
- */
+/** doctor's look at what a settlement may cost on each chain: fee cap, gas bounds, budget. */
 import { formatGwei } from "viem";
 import { feeCapFor, nativeAmount } from "../../../evm/chain/fees.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../../../evm/chain/gas-at-risk.js";

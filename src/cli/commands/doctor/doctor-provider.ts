@@ -1,8 +1,4 @@
-/**
- * What an RPC provider refused while doctor asked it things: calls over its rate (HTTP 429, or a
- * "limit exceeded" answer) and batches over its size. Each was waited out or split and sent
- * again, so neither fails doctor, but a busy facilitator meets them more: both are warnings.
- */
+/** RPC rate and batch-size refusals doctor met: waited out or split, so only warnings. */
 import type { RpcRegistry } from "../../../rpc/rpc.js";
 import { waysToSet } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";

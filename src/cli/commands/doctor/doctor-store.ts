@@ -1,8 +1,4 @@
-/**
- * doctor's look at a PostgreSQL store (--store): does it answer, is its schema there, what is
- * still unsettled, and are this configuration's keys free or held by a live replica. Read only:
- * it takes no lease and migrates nothing.
- */
+/** doctor's read-only look at a PostgreSQL store: takes no lease, migrates nothing. */
 
 import type { JournalEntry } from "../../../core/store.js";
 import { settlementAccount } from "../../../evm/chain/secp256k1.js";

@@ -15,10 +15,7 @@ const tokenAbi = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
 ]);
 
-/**
- * Whether EIP-3009 (the chain's first EIP-3009 stablecoin in the network table, or the devnet's
- * USDC) and Permit2 payments can work here.
- */
+/** Whether EIP-3009 (the chain's first such stablecoin) and Permit2 payments can work here. */
 export async function checkTokens(chains: readonly ChainSeen[]): Promise<Finding[]> {
   const findings: Finding[] = [];
   for (const { chainId, devnet, client } of chains) {

@@ -1,7 +1,4 @@
-/**
- * What `facilitator pay` says of amounts: --amount in token units ("0.01") read with the token's
- * decimals, and the signed amount as people read it ("0.01 USDC (10000 units of 0x…)").
- */
+/** `facilitator pay`'s amounts: --amount in token units, and the signed amount for people. */
 import { type Address, type PublicClient, parseAbi, parseUnits } from "viem";
 import { usdcAddressFor } from "../../../evm/devnet/setup.js";
 import { decimalAmount, plainSymbol, type TokenUnits } from "../../../protocol/amounts.js";
@@ -14,10 +11,7 @@ const tokenAbi = parseAbi([
   "function symbol() view returns (string)",
 ]);
 
-/**
- * The token's decimals and symbol: the devnet's USDC and the network table's without a read,
- * other tokens read from the chain. A token without decimals() fails here, as --amount needs them.
- */
+/** The token's decimals and symbol, read from the chain unless known; --amount needs decimals. */
 export async function payToken(
   asset: Address,
   chainId: number,

@@ -1,9 +1,6 @@
 /**
- * `facilitator pay` for the batch-settlement scheme: the payer's channel for these requirements is
- * read from the chain; a channel with nothing in it (or `--deposit`) gets a deposit carrying the
- * voucher, a funded one a voucher alone. The voucher is cumulative: by default what the channel
- * has paid out on chain plus this payment, or `--cumulative` when vouchers since the last claim
- * are still outstanding (the buyer keeps that count, as the official client does).
+ * `facilitator pay` for batch-settlement: an empty channel (or --deposit) gets a deposit with the
+ * voucher, a funded one a voucher alone. The voucher is cumulative: on-chain paid plus this.
  */
 import { type Address, erc20Abi, getAddress, type Hex, isAddress, type PublicClient } from "viem";
 import { channelIdOf } from "../../../evm/batch-settlement/channel.js";
@@ -30,10 +27,8 @@ export interface BatchPayment {
   readonly chainId: number;
   readonly requirements: RequirementsJson;
   readonly payer: DevAccount;
-  /** This request's price, in atomic units. */
   readonly amount: bigint;
   readonly method: TransferMethod;
-  /** `--deposit` and `--cumulative`, in atomic units, when given. */
   readonly deposit?: bigint | undefined;
   readonly cumulative?: bigint | undefined;
   readonly quiet: boolean;

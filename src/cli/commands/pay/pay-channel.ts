@@ -1,10 +1,7 @@
 /**
  * `facilitator pay --claim | --sweep | --refund`: the seller's side of a batch-settlement channel,
- * as the official channel manager (`@x402/evm` 2.27) sends it to a facilitator's settle. A claim
- * and a refund are built from a voucher the seller was paid with (a request `pay` printed, or any
- * deposit or voucher request), so no payer key is needed; the sweep names a receiver and a token.
- * Nothing here is signed: `settle` signs with the receiver authorizer's key when the channel names
- * it (the command line is the operator, who may ask for refunds).
+ * as `@x402/evm`'s channel manager sends it. Nothing is signed here: settle signs with the
+ * receiver authorizer's key.
  */
 import { type Address, getAddress, type Hex, type PublicClient } from "viem";
 import { channelIdOf } from "../../../evm/batch-settlement/channel.js";
@@ -133,7 +130,6 @@ async function channelOnChain(client: PublicClient, channelId: Hex) {
 
 interface Built {
   readonly body: unknown;
-  /** What it asks for, in a line for people. */
   readonly line: string;
 }
 
@@ -157,7 +153,6 @@ async function buildClaim(
   if (given.some((held) => held.chainId !== id)) {
     throw new UsageError("--claim: the vouchers are on different chains; claim each chain apart");
   }
-  // A channel given twice is claimed once, with its highest voucher.
   const newest = new Map<Hex, HeldVoucher>();
   for (const held of given) {
     const known = newest.get(held.channelId);

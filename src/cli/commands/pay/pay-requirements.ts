@@ -1,10 +1,4 @@
-/**
- * What `facilitator pay` pays, and where. `--requirements FILE`: PaymentRequirements of x402 v1 or
- * v2, a list of them, or a resource server's 402 answer (`{x402Version, accepts: [...]}`); the
- * first `exact` one on an EVM or Solana network is paid (the first on --network's, when given),
- * else the first `batch-settlement` one on an EVM network; `--scheme` picks one scheme only.
- * The network: --network, the requirements', or the one configured RPC's (EVM or Solana).
- */
+/** What `facilitator pay` pays (from --requirements, preferring `exact`), and on which network. */
 
 import type { RequirementsJson } from "../../../evm/client/sign-payment.js";
 import { FacilitatorError, type Failure } from "../../../protocol/errors.js";
@@ -93,6 +87,20 @@ export function pickRequirements(
   return { requirements, x402Version, amount: BigInt(amountText) };
 }
 
+/** A throw as an expression, for defaults chained with ?:. */
+export const fail = (error: Error): never => {
+  throw error;
+};
+
+/** --valid-for (at least 7 s), else the requirements' maxTimeoutSeconds, else 300. */
+export function maxTimeoutOf(text: string | undefined, base: RequirementsJson | undefined): number {
+  const validFor = text === undefined ? undefined : Number(text);
+  if (validFor !== undefined && (!Number.isSafeInteger(validFor) || validFor < 7)) {
+    throw new UsageError("--valid-for must be a whole number of seconds, at least 7");
+  }
+  return validFor ?? base?.maxTimeoutSeconds ?? 300;
+}
+
 /** The file's requirements without the other version's amount field. */
 export function stripAmounts(base: RequirementsJson | undefined): Record<string, unknown> {
   if (!base) return {};
@@ -100,10 +108,7 @@ export function stripAmounts(base: RequirementsJson | undefined): Record<string,
   return rest;
 }
 
-/**
- * The network a payment is for: --network, the requirements', or the one configured RPC's. An
- * EVM-only scheme (`evmOnly`) counts the EVM chains alone: under `devnet --svm` it has one.
- */
+/** --network, the requirements', or the one configured RPC's; `evmOnly`: EVM chains alone. */
 export async function targetOf(
   network: string | undefined,
   rpc: RpcRegistry,

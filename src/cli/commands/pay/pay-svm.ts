@@ -1,9 +1,4 @@
-/**
- * `facilitator pay` on Solana: an `exact` payment signed as the official @x402/svm client signs
- * it (src/svm/client/sign-payment.ts): the facilitator's fee payer from `extra.feePayer` (or
- * --fee-payer), the mint's token program and decimals read from the cluster, a fresh blockhash.
- * Against the local Solana devnet (found by its test USDC's mint authority) the rest has defaults.
- */
+/** `facilitator pay` on Solana: an `exact` payment signed as the official @x402/svm client does. */
 import { parseUnits } from "viem";
 import {
   DEFAULT_RESOURCE,
@@ -40,14 +35,17 @@ import { readSmallFile } from "../../io/bounded-read.js";
 import { UsageError } from "../../io/errors.js";
 import { describeAmount } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
-import { type PayTarget, type PickedRequirements, stripAmounts } from "./pay-requirements.js";
+import {
+  fail,
+  maxTimeoutOf,
+  type PayTarget,
+  type PickedRequirements,
+  stripAmounts,
+} from "./pay-requirements.js";
 
 type SvmTarget = Extract<PayTarget, { kind: "svm" }>;
 
-/**
- * The payer's 64-byte secret key from --payer-key-file: base58 (the x402 tooling's form) or a
- * solana-keygen JSON array of 64 numbers. Never says what the file held.
- */
+/** The payer's secret key from --payer-key-file: base58 or a solana-keygen JSON array. */
 export function svmPayerKeyOf(text: string): Uint8Array | undefined {
   const trimmed = text.trim();
   if (trimmed.startsWith("[")) {
@@ -185,7 +183,6 @@ export async function buildSvmRequest(
   const feePayerGiven =
     flags.feePayer ?? (typeof extra.feePayer === "string" ? extra.feePayer : undefined);
 
-  // The local devnet is asked about only when a default is needed.
   const needsDevnet =
     flags.payerKeyFile === undefined ||
     assetGiven === undefined ||
@@ -208,16 +205,11 @@ export async function buildSvmRequest(
       ? svmAddress(assetGiven, flags.asset !== undefined ? "--asset" : "the requirements' asset")
       : devnet
         ? DEVNET_USDC_MINT
-        : (() => {
-            throw missing("--asset");
-          })();
+        : fail(missing("--asset"));
   const payTo =
     payToGiven !== undefined
       ? svmAddress(payToGiven, flags.to !== undefined ? "--to" : "the requirements' payTo")
-      : (roles?.payee.address ??
-        (() => {
-          throw missing("--to");
-        })());
+      : (roles?.payee.address ?? fail(missing("--to")));
   const feePayer =
     feePayerGiven !== undefined
       ? svmAddress(
@@ -225,11 +217,11 @@ export async function buildSvmRequest(
           flags.feePayer !== undefined ? "--fee-payer" : "the requirements' extra.feePayer",
         )
       : (roles?.feePayer.address ??
-        (() => {
-          throw new UsageError(
+        fail(
+          new UsageError(
             `who pays the fee? a Solana payment names the facilitator's fee payer: pass --fee-payer ADDRESS (the facilitator's "solana:*" signer in its GET /supported), or --requirements with extra.feePayer`,
-          );
-        })());
+          ),
+        ));
   const payerKey = payerFrom(flags, devnet, named);
   const mint =
     devnetMint && asset === devnetMint.address ? devnetMint : await mintAt(call, asset, named);
@@ -240,27 +232,21 @@ export async function buildSvmRequest(
         ? fromFile.amount
         : devnet
           ? 10_000n
-          : (() => {
-              throw missing("--amount");
-            })();
+          : fail(missing("--amount"));
   const memo = typeof extra.memo === "string" ? extra.memo : undefined;
   if (memo !== undefined && new TextEncoder().encode(memo).byteLength > MAX_MEMO_BYTES) {
     throw new UsageError(`the requirements' extra.memo is longer than ${MAX_MEMO_BYTES} bytes`);
   }
-  const validFor = flags.validFor === undefined ? undefined : Number(flags.validFor);
-  if (validFor !== undefined && (!Number.isSafeInteger(validFor) || validFor < 7)) {
-    throw new UsageError("--valid-for must be a whole number of seconds, at least 7");
-  }
-  const maxTimeoutSeconds = validFor ?? base?.maxTimeoutSeconds ?? 300;
+  const maxTimeoutSeconds = maxTimeoutOf(flags.validFor, base);
   const x402Version: 1 | 2 = flags.v1 ? 1 : (fromFile?.x402Version ?? 2);
   const networkName =
     x402Version === 1
       ? (solanaCluster(network)?.v1Name ??
-        (() => {
-          throw new UsageError(
+        fail(
+          new UsageError(
             `--v1 needs a Solana cluster with an x402 v1 name (solana, solana-devnet, solana-testnet); ${network} has none`,
-          );
-        })())
+          ),
+        ))
       : network;
   extra.feePayer = feePayer;
   const common = { scheme: "exact", network: networkName, asset, payTo, maxTimeoutSeconds, extra };

@@ -1,8 +1,4 @@
-/**
- * `facilitator pay`: signs a fresh payment as an x402 buyer would and prints the request body
- * `verify` and `settle` read, so `facilitator pay | facilitator settle -` is a whole payment.
- * Requirements come from a file, from flags, or (against a devnet) from the devnet's defaults.
- */
+/** `facilitator pay`: signs a payment as a buyer would and prints the body verify/settle read. */
 import { type Address, erc20Abi, isAddress, type PublicClient, parseAbi } from "viem";
 import { BATCH_SETTLEMENT } from "../../../evm/batch-settlement/constants.js";
 import {
@@ -34,7 +30,14 @@ import { batchExtra, signBatchPayment } from "./pay-batch.js";
 import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
 import type { PayFlags } from "./pay-flags.js";
 import { address, payerFrom } from "./pay-payer.js";
-import { type PayScheme, pickRequirements, stripAmounts, targetOf } from "./pay-requirements.js";
+import {
+  fail,
+  maxTimeoutOf,
+  type PayScheme,
+  pickRequirements,
+  stripAmounts,
+  targetOf,
+} from "./pay-requirements.js";
 import { buildSvmRequest } from "./pay-svm.js";
 
 const BATCH = BATCH_SETTLEMENT;
@@ -67,10 +70,7 @@ async function tokenDomain(
   }
 }
 
-/**
- * Permit2: a payer whose allowance for Permit2 falls short signs the token's EIP-2612 permit too,
- * when the token has one; otherwise settle will say allowance_required until it approves.
- */
+/** Permit2: a payer short of allowance signs the token's EIP-2612 permit too, if it has one. */
 async function eip2612For(
   payer: DevAccount,
   asset: Address,
@@ -123,8 +123,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     throw new UsageError("batch-settlement is x402 v2 only");
   }
   const named = flags.network ?? fromFile?.requirements.network;
-  // Its chain not named, a cold pay against one RPC reads the devnet's token (its code, name and
-  // version) beside the eth_chainId that learns the chain: used if that chain's devnet has it there.
+  // Chain not named: read the devnet token beside the eth_chainId that learns the chain.
   const unlearned = named === undefined ? rpc.unlearnedClient() : undefined;
   const guessed = unlearned && {
     code: unlearned.getCode({ address: DEFAULT_USDC_ADDRESS }),
@@ -137,8 +136,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
   };
   guessed?.code.catch(() => undefined);
   guessed?.domain.catch(() => undefined);
-  // The payer signs: the curve's table is built while the chain answers, once the reads are out
-  // (batches go at setImmediate, their bytes once the socket connects, in the poll phase after).
+  // Build the curve's table while the chain answers, once the reads are out.
   setImmediate(() => setImmediate(warmCurve));
   const target = await targetOf(named, rpc, scheme === BATCH ? BATCH : undefined);
   if (target.kind === "svm") {
@@ -162,8 +160,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     (scheme === BATCH &&
       flags.receiverAuthorizer === undefined &&
       fromFile?.requirements.extra?.receiverAuthorizer === undefined);
-  // The token's domain is read in the same round trip as the devnet check, from where the asset
-  // will be (the flag's, the file's, else the devnet's), and used if it is there.
+  // The token's domain, read in the devnet check's round trip from where the asset likely is.
   const likelyAsset = flags.asset ?? fromFile?.requirements.asset ?? usdcAddressFor(chainId);
   const read = guessed && usdcAddressFor(chainId) === DEFAULT_USDC_ADDRESS ? guessed : undefined;
   const early =
@@ -202,18 +199,14 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
       ? address(base.asset, "the requirements' asset")
       : devnet
         ? usdcAddressFor(chainId)
-        : (() => {
-            throw missing("--asset");
-          })();
+        : fail(missing("--asset"));
   const payTo = flags.to
     ? address(flags.to, "--to")
     : base
       ? address(base.payTo, "the requirements' payTo")
       : devnet
         ? payeeAccount.address
-        : (() => {
-            throw missing("--to");
-          })();
+        : fail(missing("--to"));
   const payer = payerFrom(flags, devnet);
   let tokenRead: Promise<TokenUnits> | undefined;
   const token = () => {
@@ -227,9 +220,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
         ? fromFile.amount
         : devnet
           ? 10_000n
-          : (() => {
-              throw missing("--amount");
-            })();
+          : fail(missing("--amount"));
   const domain =
     early && early.asset.toLowerCase() === asset.toLowerCase()
       ? await early.domain
@@ -239,21 +230,15 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
       `the token ${asset} has no EIP-712 name() and version() to sign for: is it an EIP-3009 token? (--method permit2 works with any ERC-20)`,
     );
   }
-  const validFor = flags.validFor === undefined ? undefined : Number(flags.validFor);
-  if (validFor !== undefined && (!Number.isSafeInteger(validFor) || validFor < 7)) {
-    throw new UsageError("--valid-for must be a whole number of seconds, at least 7");
-  }
-  const maxTimeoutSeconds = validFor ?? base?.maxTimeoutSeconds ?? 300;
+  const maxTimeoutSeconds = maxTimeoutOf(flags.validFor, base);
   Object.assign(extra, domain ?? {});
   if (method === "permit2") extra.assetTransferMethod = "permit2";
   const network =
     x402Version === 1
       ? (knownNetwork(chainId)?.v1Name ??
-        (() => {
-          throw new UsageError(
-            `--v1 needs a network with an x402 v1 name; eip155:${chainId} has none`,
-          );
-        })())
+        fail(
+          new UsageError(`--v1 needs a network with an x402 v1 name; eip155:${chainId} has none`),
+        ))
       : caip2(chainId);
   const requirements: RequirementsJson =
     x402Version === 2

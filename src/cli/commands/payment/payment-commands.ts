@@ -32,7 +32,10 @@ function paymentCommand(name: "verify" | "settle"): Command {
     .addOption(settingOption(SETTINGS.denyList))
     .addOption(settingOption(SETTINGS.minAmounts))
     .addOption(settingOption(SETTINGS.builderCode))
-    .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer");
+    .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer")
+    .action(async (file: string | undefined, flags: PaymentFlags) => {
+      process.exitCode = await runPayment(name, file, flags);
+    });
 }
 
 export const verifyCommand = paymentCommand("verify")
@@ -50,10 +53,7 @@ ${INPUT_NOTE}
 
 Exit status: 0 valid, 1 rejected, 2 bad input, usage or configuration (no RPC for the payment's
 chain), 3 chain or infrastructure failure, 130 interrupted (Ctrl-C).`),
-  )
-  .action(async (file: string | undefined, flags: PaymentFlags) => {
-    process.exitCode = await runPayment("verify", file, flags);
-  });
+  );
 
 export const settleCommand = withSettlementOptions(paymentCommand("settle"))
   .description("verify, then execute the transfer on chain and print the transaction hash")
@@ -86,7 +86,4 @@ Exit status: 0 settled, 1 rejected, 2 bad input, usage or configuration (no RPC 
 chain, no settlement key), 3 chain or infrastructure failure (3 with settlement_pending means:
 broadcast, not yet confirmed; the hash is in the answer), 130 interrupted (Ctrl-C: the answer says
 whether anything was broadcast).`),
-  )
-  .action(async (file: string | undefined, flags: PaymentFlags) => {
-    process.exitCode = await runPayment("settle", file, flags);
-  });
+  );

@@ -86,23 +86,13 @@ async function readBody(
   }
 }
 
-/**
- * The exit status: the reply's, except that what only the operator can fix is a configuration
- * error (2): no RPC for the payment's chain, no settlement key.
- */
+/** The reply's exit status; no RPC or no key (the operator's to fix) is a configuration error. */
 function exitStatus(reply: Reply, body: unknown, facilitator: Facilitator): number {
   const f = reply.failure;
-  if (f?.code === "unsupported_network" && requestChain(body) !== undefined) return 2;
-  const evm = requestChain(body) !== undefined;
-  if (
-    f?.code === "settlement_failed" &&
-    statusOf(f) >= 500 &&
-    evm &&
-    facilitator.signers.size === 0
-  ) {
-    return 2;
-  }
-  return exitCodeOf(reply);
+  if (!f || requestChain(body) === undefined) return exitCodeOf(reply);
+  if (f.code === "unsupported_network") return 2;
+  const noKey = f.code === "settlement_failed" && statusOf(f) >= 500;
+  return noKey && facilitator.signers.size === 0 ? 2 : exitCodeOf(reply);
 }
 
 /** What an interrupted command answers: whether its settlement may have been broadcast. */
@@ -126,10 +116,7 @@ function interruptedFailure(
   return [failure("interrupted", `interrupted before an answer${what ? `: ${what}` : ""}`)];
 }
 
-/**
- * Settles once the key's transactions from other processes are mined (see settle-turn.ts): the
- * pool is read beside the settle's checks, and nothing is sent before it answered clear.
- */
+/** Settles once other processes' transactions with the key are mined (settle-turn.ts). */
 function settleAfterEarlier(
   facilitator: Facilitator,
   body: unknown,
@@ -188,7 +175,6 @@ export async function runPayment(
     return 2;
   }
 
-  // settle takes its turn with its keys and journal before it reads the journal.
   const turn =
     op === "settle"
       ? await takeSettleTurn(config, flags.quiet ? undefined : warn)
@@ -227,7 +213,6 @@ async function answerPayment(
   const waitUntil = waitUntilOf(body, flags);
   const waits = op === "settle" && waitUntil === "confirmed";
   const spinner = out.enabled && waits ? await startSpinner("settling…") : undefined;
-  // The spinner says how long it has waited and, once broadcast, for which transaction.
   const started = Date.now();
   const ticker = spinner
     ? setInterval(() => {

@@ -1,8 +1,4 @@
-/**
- * `facilitator reconcile`: one reconciler pass over the journal or the store (what `serve` does
- * every few seconds), as one JSON document. With the journal file it takes its turn with the keys
- * first, as settle does: it may send a dropped transaction again.
- */
+/** `facilitator reconcile`: one reconciler pass (journal file: after its turn with the keys). */
 import chalk from "chalk";
 import type { Reconciled } from "../../../core/reconciler.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";

@@ -6,9 +6,7 @@ import type { CliConfig } from "../../settings/config.js";
 export interface Controls {
   readonly denyList?: string;
   readonly builderCode?: string;
-  /** Requests a minute per client address without a named key. */
   readonly ratePerClient?: number;
-  /** Each named key's requests a minute, by its name (never the key). */
   readonly keyRates?: Readonly<Record<string, number>>;
 }
 

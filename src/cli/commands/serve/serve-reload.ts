@@ -1,9 +1,6 @@
 /**
- * What serve re-reads while it runs, without a restart: the API keys file (the keys, their
- * receivers and rates) and the deny list. A new version is put in force only when it reads and
- * checks whole; otherwise the old stays and the log says why (watched-file.ts). Whether requests
- * without a key are served (`anonymous`) is settled at start, with the Host check that depends on
- * it: a file that changes it is refused until a restart.
+ * What serve re-reads without a restart: the API keys file and the deny list. `anonymous` is
+ * settled at start (the Host check depends on it): a file that changes it is refused.
  */
 import { statSync } from "node:fs";
 import type { Facilitator } from "../../../facilitator.js";
@@ -18,10 +15,7 @@ type Log = ((entry: Record<string, unknown>) => void) | undefined;
 
 const isFile = (file: string) => statSync(file, { throwIfNoEntry: false })?.isFile() === true;
 
-/**
- * The API keys in force, re-read from their file when it changes; `current` is what the handler
- * asks on each request. A worker started again reads the file as it is now.
- */
+/** The API keys in force, re-read from their file when it changes. */
 export function liveApiKeys(settings: ServeSettings, log: Log) {
   const file = settings.apiKeysFile;
   const atStart = settings.apiKeys;

@@ -9,10 +9,7 @@ export type PlainConfig = Omit<
   "loadPrivateKey" | "loadPrivateKeys" | "loadReceiverAuthorizerKey" | "loadSvmFeePayers"
 >;
 
-/**
- * Everything the serving worker needs, resolved once by the supervisor: a restarted worker gets
- * the same values, even when a key came from a pipe (`<(cmd)`) that can be read only once.
- */
+/** What the serving worker needs, resolved once: a key from a pipe can be read only once. */
 export interface ServeSettings {
   readonly host: string;
   readonly port: number;

@@ -1,9 +1,6 @@
 /**
- * serve's stop (SIGTERM, Ctrl-C), bounded by --shutdown-timeout: requests that arrive are refused
- * at once (503, Retry-After), those in flight may finish; near the end the door to new broadcasts
- * shuts, so a settle not yet written down refuses itself (nothing sent), and a moment later every
- * request still in flight is answered (a settle: settlement_pending, as it may have been broadcast
- * and is in the store). Then the store's last writes, within what is left.
+ * serve's stop, within --shutdown-timeout: new requests 503, those in flight may finish; near the
+ * end new broadcasts are refused and the rest answered (settles: settlement_pending).
  */
 import type { Reconciler } from "../../../core/reconciler.js";
 import type { Facilitator } from "../../../facilitator.js";

@@ -1,8 +1,4 @@
-/**
- * `facilitator serve`: the same core over HTTP. Binds 127.0.0.1 unless told otherwise, logs one
- * JSON line per request on stderr, and on SIGINT/SIGTERM lets settles in flight answer first.
- * The server runs in a worker thread (serve-supervisor.ts starts it, and again if it dies).
- */
+/** `facilitator serve`: the same core over HTTP, in a worker serve-supervisor.ts restarts. */
 import chalk from "chalk";
 import { privateKeyToAccount } from "viem/accounts";
 import { Reconciler } from "../../../core/reconciler.js";
@@ -18,7 +14,7 @@ import { caip2 } from "../../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";
 import { SendingDoor } from "../../facilitator/sending-door.js";
-import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { isPortTaken, portTakenMessage, UsageError, wholeFlag } from "../../io/errors.js";
 import { lockForServe } from "../../locks/settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../../locks/store-leases.js";
 import { readApiKeys } from "../../settings/api-keys.js";
@@ -69,13 +65,8 @@ function startReconciler(
 /** Heap of the serving thread: V8 grows a busy heap far past what it keeps alive. */
 export const DEFAULT_MAX_HEAP_MB = 96;
 
-function whole(value: string | undefined, flag: string, fallback: number, max: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0 || n > max)
-    throw new UsageError(`${flag} must be a whole number up to ${max}`);
-  return n;
-}
+const whole = (value: string | undefined, flag: string, fallback: number, max: number) =>
+  value === undefined ? fallback : wholeFlag(value, flag, max);
 
 /** Flags, environment and files → settings; every usage error surfaces here, before any thread. */
 export function resolveServe(flags: ServeFlags): ServeSettings {
@@ -149,11 +140,7 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
   };
 }
 
-/**
- * Runs the server in this thread until `stopped` resolves. `bannerOnTty` says whether the
- * process's stderr is a terminal (a worker's own stderr is a pipe to its parent); `onListening`
- * learns the port actually bound.
- */
+/** Runs the server in this thread until `stopped`; `onListening` learns the port bound. */
 export async function serveHere(
   settings: ServeSettings,
   options: {
@@ -178,8 +165,7 @@ export async function serveHere(
   const { apiKey, apiKeys, host, port, quiet } = settings;
   const authorizer =
     settings.receiverAuthorizerKey && privateKeyToAccount(settings.receiverAuthorizerKey).address;
-  // Sellers are offered our receiver authorizer only when their refund requests can be told
-  // from anyone else's: by an API key bound to their receiver.
+  // Our receiver authorizer only when refund requests are told apart: by a receiver-bound API key.
   const sellerKeys = apiKeys?.keys.filter((k) => k.receivers.length > 0).length ?? 0;
   const keyRequired = keyRequiredBy(apiKey, apiKeys);
   // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
@@ -314,11 +300,7 @@ function signersLine(evm: readonly string[], solana: readonly string[]): string 
   return [...(evm.length > 0 ? evm : [noEvmKey]), ...feePayers].join("\n            ");
 }
 
-/**
- * `facilitator serve`: resolves the settings, takes its keys and journal (file journal only; this
- * thread holds them, so a restarted serving thread keeps them), then runs and watches the serving
- * thread.
- */
+/** `facilitator serve`: this thread takes the keys and journal, so a restarted worker keeps them. */
 export async function runServe(flags: ServeFlags): Promise<number> {
   const settings = resolveServe(flags);
   const locks = settings.config.storeUrl

@@ -1,12 +1,6 @@
 /**
- * Files serve re-reads without a restart (the API keys file, the deny list): polled for a change
- * of modification time, size or inode, so an editor's save and a deploy's replacement (a new file
- * moved over the old) both count. What a file now says is applied only when it reads and checks
- * whole; otherwise what was applied before stays, and the log says why (never the content).
- *
- * A version that loosens what is in force (a deny list without an address the list in force has)
- * may be a file caught mid-write, cut at a line's end: it is applied only once the file has stayed
- * unchanged for two polls, and read again then. A version that only tightens applies at once.
+ * Files serve re-reads when their mtime, size or inode changes; a version applies only if it reads
+ * and checks whole. One that loosens (maybe caught mid-write) waits until unchanged for two polls.
  */
 import { type Stats, statSync, unwatchFile, watchFile } from "node:fs";
 

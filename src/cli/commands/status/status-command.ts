@@ -3,8 +3,7 @@ import { Command } from "commander";
 import { afterHelp } from "../../io/help-layout.js";
 import { withChainOptions, withStoreOptions } from "../../settings/options.js";
 
-// Only what status reads: where settlements are written down, and the chains (with the Solana fee
-// payer's key, which names a Solana payment's settlement). It sends nothing, so no settle flags.
+// status sends nothing, so no settle flags; the Solana fee payer's key names Solana settlements.
 export const statusCommand = withChainOptions(
   withStoreOptions(new Command("status"))
     .description(
