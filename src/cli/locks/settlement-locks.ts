@@ -140,7 +140,7 @@ export class SettlementLocks {
   }
 }
 
-/** serve's locks, held for its life by the main thread; held elsewhere: a usage error. */
+/** serve's locks, held for its life by the supervising process; held elsewhere: a usage error. */
 export function lockForServe(
   journalPath: string,
   addresses: readonly string[],

@@ -44,7 +44,7 @@ export const serveCommand = withChainOptions(
     .addOption(settingOption(SETTINGS.minSignerBalance))
     .option(
       "--max-heap <MiB>",
-      "heap of the serving thread; if it runs out, the server restarts (default 96)",
+      "heap of the serving worker; if it runs out, the server restarts (default 96)",
     ),
 )
   .addOption(settingOption(SETTINGS.erc6492Factories))

@@ -62,7 +62,7 @@ function startReconciler(
   return reconciler;
 }
 
-/** Heap of the serving thread: V8 grows a busy heap far past what it keeps alive. */
+/** Heap of the serving worker: V8 grows a busy heap far past what it keeps alive. */
 export const DEFAULT_MAX_HEAP_MB = 96;
 
 const whole = (value: string | undefined, flag: string, fallback: number, max: number) =>
@@ -81,7 +81,7 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
   const receiverAuthorizerKey = loadReceiverAuthorizerKey();
   // Refused here, before any thread starts, when it is also a settlement key.
   receiverAuthorizerOf(receiverAuthorizerKey, privateKeys);
-  // A bad deny list too: the serving thread reads it again, and again when it changes.
+  // A bad deny list too: the serving worker reads it again, and again when it changes.
   if (config.denyList !== undefined) readDenyList(config.denyList);
   const allowedHosts = flags.allowedHost ?? [];
   for (const name of allowedHosts) {
@@ -168,7 +168,7 @@ export async function serveHere(
   // Our receiver authorizer only when refund requests are told apart: by a receiver-bound API key.
   const sellerKeys = apiKeys?.keys.filter((k) => k.receivers.length > 0).length ?? 0;
   const keyRequired = keyRequiredBy(apiKey, apiKeys);
-  // prom-client loads here, in the serving thread only: the CLI's other commands never pay for it.
+  // prom-client loads here, in the serving worker only: the CLI's other commands never pay for it.
   const { createMetrics } = await import("../../../http/metrics.js");
   const metrics = await createMetrics();
   const door = new SendingDoor();
