@@ -72,10 +72,8 @@ function refusal(
 }
 
 /**
- * Whether the reference would try the smart-wallet path after the static layout refused this:
- * one of its layout reasons. Our own caps (the compute-unit limit, the whole fee) come before
- * some layout checks in ours and not in the reference, so past one of them the layout is checked
- * again without them.
+ * Whether the reference would try the smart-wallet path after this refusal. Our own caps come
+ * before some layout checks, so past one the layout is checked again without them.
  */
 export async function layoutRecoverable(
   refused: Extract<SvmCheckResult, { ok: false }>,
@@ -186,10 +184,7 @@ export function checkSmartWalletShape(
   return { ok: true, shape: { units: limit, price } };
 }
 
-/**
- * After a simulation with inner instructions: the memo, then the one transfer that pays
- * requirements, found among the top-level instructions and the simulation's inner ones.
- */
+/** After the simulation: the memo, then the one transfer that pays, at either level. */
 export async function findSmartWalletTransfer(
   tx: SvmTransaction,
   innerInstructions: unknown,
