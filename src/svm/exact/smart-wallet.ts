@@ -13,14 +13,12 @@ import { checkLayout, memoRefusal } from "./checks.js";
 import {
   COMPUTE_BUDGET_PROGRAM,
   DEFAULT_MAX_FEE_LAMPORTS,
-  DEFAULT_UNITS_PER_INSTRUCTION,
-  MAX_TRANSACTION_COMPUTE_UNITS,
   MEMO_PROGRAM,
   TOKEN_2022_PROGRAM,
   TOKEN_PROGRAM,
 } from "./constants.js";
 import type { SvmTransaction } from "./decode.js";
-import { transactionFeeLamports } from "./fees.js";
+import { defaultComputeUnits, transactionFeeLamports } from "./fees.js";
 import {
   readComputeUnitLimit,
   readComputeUnitPrice,
@@ -171,8 +169,7 @@ export function checkSmartWalletShape(
   }
   // Without a limit the runtime gives each other instruction its default share.
   const others = tx.instructions.filter((ix) => ix.programId !== COMPUTE_BUDGET_PROGRAM).length;
-  const limit =
-    units ?? Math.min(others * DEFAULT_UNITS_PER_INSTRUCTION, MAX_TRANSACTION_COMPUTE_UNITS);
+  const limit = units ?? defaultComputeUnits(others);
   const signers = tx.header.numSignerAccounts;
   const fee = transactionFeeLamports(signers, limit, price);
   if (fee > maxFeeLamports) {
