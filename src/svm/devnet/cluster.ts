@@ -168,14 +168,13 @@ export class SvmCluster {
     const snapshot = join(dir, SNAPSHOT);
     this.svm.saveToFile(`${snapshot}.tmp`);
     renameSync(`${snapshot}.tmp`, snapshot);
-    const landed = [...this.#landed.values()].map((entry) => ({
-      ...entry,
-      slot: entry.slot.toString(),
-      unitsConsumed: entry.unitsConsumed.toString(),
-      fee: entry.fee.toString(),
-    }));
-    const sidecar = { slot: this.clock.slot.toString(), landed, messages: [...this.#messages] };
-    writeFileSync(join(dir, `${SIDECAR}.tmp`), JSON.stringify(sidecar));
+    const sidecar = {
+      slot: this.clock.slot,
+      landed: [...this.#landed.values()],
+      messages: [...this.#messages],
+    };
+    const text = JSON.stringify(sidecar, (_, v) => (typeof v === "bigint" ? v.toString() : v));
+    writeFileSync(join(dir, `${SIDECAR}.tmp`), text);
     renameSync(join(dir, `${SIDECAR}.tmp`), join(dir, SIDECAR));
   }
 
