@@ -202,10 +202,8 @@ export async function checkLayout(
       payer,
     );
   }
-  let required: bigint;
-  try {
-    required = BigInt(requirements.amount);
-  } catch {
+  const required = requiredUnits(requirements);
+  if (required === undefined) {
     return fail(
       SVM_REASONS.amountMismatch,
       `The required amount ${requirements.amount} is not an integer`,
@@ -260,6 +258,15 @@ export async function checkLayout(
       transaction: tx,
     },
   };
+}
+
+/** requirements.amount as an integer, or undefined when it is not one. */
+export function requiredUnits(requirements: SvmRequirements): bigint | undefined {
+  try {
+    return BigInt(requirements.amount);
+  } catch {
+    return undefined;
+  }
 }
 
 /** requirements.extra.memo, when set, must be the transaction's one memo. */

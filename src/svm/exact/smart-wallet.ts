@@ -9,7 +9,7 @@
  * capped, also without a compute-unit limit (the runtime's default then counts).
  */
 import type { ErrorCode } from "../../protocol/errors.js";
-import { checkLayout, memoRefusal } from "./checks.js";
+import { checkLayout, memoRefusal, requiredUnits } from "./checks.js";
 import {
   COMPUTE_BUDGET_PROGRAM,
   DEFAULT_MAX_FEE_LAMPORTS,
@@ -210,10 +210,8 @@ export async function findSmartWalletTransfer(
       `requirements.payTo ${requirements.payTo} and asset ${requirements.asset} have no associated token account`,
     );
   }
-  let required: bigint;
-  try {
-    required = BigInt(requirements.amount);
-  } catch {
+  const required = requiredUnits(requirements);
+  if (required === undefined) {
     return refusal(
       SVM_REASONS.smartWalletTransferMismatch,
       `The required amount ${requirements.amount} is not an integer`,
