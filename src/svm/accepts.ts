@@ -1,9 +1,6 @@
 /**
- * POST /accepts for Solana `exact` requirements: on a cluster served here, and only when this
- * facilitator has a fee payer, an offer is completed with one of our fee payers in
- * `extra.feePayer` (the buyer's transaction names it; we sign as it at settle), its network as
- * CAIP-2 and a `maxTimeoutSeconds`. An offer naming a fee payer that is not ours is left out: we
- * could not settle what its buyers sign.
+ * POST /accepts for Solana `exact`: an offer on a served cluster gets one of our fee payers, its
+ * CAIP-2 network and a timeout; one naming a fee payer not ours is left out (we could not settle it).
  */
 import { isSolanaAddress, solanaNetworkOf } from "../protocol/solana-networks.js";
 

@@ -1,9 +1,4 @@
-/**
- * The Solana family: routes `exact` payments on Solana clusters to the scheme (loaded only when one
- * comes: EVM commands never load the Solana kit), with the fee payers, the Solana in-flight ledger
- * and the shared journal and payer throttle; lists the Solana kinds and completes Solana offers.
- */
-
+/** The Solana family: routes `exact` payments to the scheme, loaded lazily (EVM never loads the kit). */
 import { requiredAmount } from "../core/amount-floor.js";
 import { Answers } from "../core/answers.js";
 import type {
@@ -126,10 +121,7 @@ export class SvmFamily implements ChainFamily {
     return namingEndpoint(result, request.requirements.network, this.#rpc.solanaVia(ctx.network));
   }
 
-  /**
-   * The served clusters' kinds, each naming one fee payer in turn (none without a fee payer) and
-   * the transaction message versions taken (legacy ones too, never advertised).
-   */
+  /** The served clusters' kinds, each naming one fee payer in turn (none without a fee payer). */
   async supported(): Promise<Supported> {
     const kinds: SupportedKind[] = [];
     if (this.feePayers.length > 0) {
@@ -171,13 +163,8 @@ export class SvmFamily implements ChainFamily {
   async #route(request: PaymentRequest): Promise<Routed> {
     const { requirements, x402Version } = request;
     if (requirements.scheme !== "exact") {
-      return {
-        ok: false,
-        failure: failure(
-          "unsupported_scheme",
-          `scheme "${requirements.scheme}" is not supported on Solana; "exact" is`,
-        ),
-      };
+      const why = `scheme "${requirements.scheme}" is not supported on Solana; "exact" is`;
+      return { ok: false, failure: failure("unsupported_scheme", why) };
     }
     const network = solanaNetworkOf(requirements.network, x402Version);
     if (network === undefined) {
@@ -185,13 +172,8 @@ export class SvmFamily implements ChainFamily {
         x402Version === 1
           ? "; v1 names are solana, solana-devnet and solana-testnet"
           : "; x402 v2 names Solana clusters solana:<first 32 characters of the genesis hash>";
-      return {
-        ok: false,
-        failure: failure(
-          "unsupported_network",
-          `"${requirements.network}" is not a Solana network of x402 v${x402Version}${hint}`,
-        ),
-      };
+      const why = `"${requirements.network}" is not a Solana network of x402 v${x402Version}${hint}`;
+      return { ok: false, failure: failure("unsupported_network", why) };
     }
     try {
       return { ok: true, ctx: await this.#context(network, requirements.network) };
@@ -239,9 +221,7 @@ export class SvmFamily implements ChainFamily {
       : status.err === null
         ? "mined"
         : "failed";
-    // A smart wallet's transaction can land and pay nothing. One the store holds as landed or
-    // answered was seen to pay when it landed; any other is read back, as the reconciler does
-    // (a node that keeps no old transactions would answer nothing for a long-settled one).
+    // A smart wallet's transaction can land and pay nothing: one not yet seen to pay is read back.
     if (onChain === "mined" && !isAnswered(entry.state) && entry.state !== "landed") {
       const { landedPaid } = await import("./exact/follow-settlement.js");
       const paid = await landedPaid(ctx, entry, signature);

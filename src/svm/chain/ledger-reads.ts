@@ -1,8 +1,6 @@
 /**
- * The in-flight ledger's reads on Solana (core/ledger-reads.ts): the payer's token account balance
- * at one slot, with which of the transactions in flight landed (or failed) by then, found by their
- * signatures' statuses; and the shortfall's words. Also what a Solana settlement holds, by the
- * ledger's names, for seeding it after a restart.
+ * The in-flight ledger's reads on Solana: the payer's token balance at one slot and which
+ * transactions in flight landed by then; also a settlement's hold, for seeding after a restart.
  */
 import type { Client } from "viem";
 import {
@@ -71,9 +69,7 @@ export class SvmLedgerReads implements LedgerReads<SvmSpend> {
     // Balances of several accounts may come from several slots: the earliest shows the least.
     let read = balances[0]?.slot ?? 0n;
     for (const balance of balances) if (balance.slot < read) read = balance.slot;
-    // A `processed` read answers from a slot still being filled: a transaction landing in it a
-    // moment later (and found so by the statuses) is not in the balance. What the read surely
-    // shows ends with the slot before; one landed in its own slot still counts as in flight.
+    // A `processed` read's slot may still be filling: only the slot before surely shows in it.
     const point = read - 1n;
     const landed = new Map<string, bigint>();
     for (const [i, status] of statuses.entries()) {

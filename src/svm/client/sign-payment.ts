@@ -1,12 +1,7 @@
 /**
- * A signed Solana `exact` payment, made the way the official x402 SVM client (@x402/svm 2.27,
- * ExactSvmScheme.createPaymentPayload and ExactSvmSchemeV1) makes it, on @solana/kit alone so the
- * CLI needs no x402 SDK at run time: a v0 message with the facilitator as fee payer,
- * [SetComputeUnitLimit 20,000, SetComputeUnitPrice 1 µlamport, TransferChecked payer ATA → payee
- * ATA (under the mint's token program), Memo (the seller's `extra.memo`, else 16 random bytes in
- * hex)], signed by the payer only (the fee payer signs at settle).
- *
- * Used by `facilitator pay` and by the devnet's request-svm.json.
+ * A signed Solana `exact` payment as the official @x402/svm 2.27 client makes it, on @solana/kit
+ * alone: a v0 message [limit, price, TransferChecked, memo] with the facilitator as fee payer,
+ * signed by the payer only. Used by `facilitator pay` and the devnet's request-svm.json.
  */
 import { randomBytes } from "node:crypto";
 import {
@@ -93,11 +88,7 @@ export class NotAMint extends Error {
 const MINT_SIZE = 82;
 const TOKEN_ACCOUNT_SIZE = 165;
 
-/**
- * The mint's token program and decimals, read from its account (as the official client's
- * fetchMint does); throws NotAMint when there is no such account, or it is no SPL Token or
- * Token-2022 mint.
- */
+/** The mint's token program and decimals, from its account; NotAMint when it is no mint. */
 export async function readMint(call: SvmCall, mint: string): Promise<SvmMint> {
   const result = (await call("getAccountInfo", [
     mint,
@@ -111,9 +102,8 @@ export async function readMint(call: SvmCall, mint: string): Promise<SvmMint> {
   }
   const encoded = Array.isArray(account.data) ? account.data[0] : undefined;
   const data = typeof encoded === "string" ? Buffer.from(encoded, "base64") : Buffer.alloc(0);
-  // A mint is 82 bytes: authority option (u32) + authority, supply (u64), decimals (u8),
-  // initialized (u8), freeze authority; a Token-2022 mint with extensions is longer, its account
-  // type (1: mint) at byte 165, where a token account's extensions would have 2.
+  // A mint is 82 bytes (decimals at 44, initialised at 45); a Token-2022 mint with extensions
+  // is longer, with its account type (1: mint) at byte 165.
   const isMint =
     data.length === MINT_SIZE ||
     (owner === TOKEN_2022_PROGRAM && data.length > TOKEN_ACCOUNT_SIZE && data[165] === 1);

@@ -1,18 +1,12 @@
 /**
- * The devnet's simulated slot clock: a slot per tick (400 ms by default, Solana's target), a fresh
- * blockhash per slot, and the commitment levels a real cluster reports as slots pass.
- *
- * Simulated, not reproduced: no leader schedule, no skipped slots (the block height equals the
- * slot), a slot is `confirmed` one slot after it is produced and `finalized` 32 slots after (about
- * what a real cluster shows), and a blockhash stays valid for 150 blocks, as on Solana.
+ * The devnet's slot clock: a slot and blockhash per tick, no skipped slots (height = slot),
+ * `confirmed` one slot later, `finalized` 32 later, blockhashes valid for 150 blocks.
  */
 
 export type Commitment = "processed" | "confirmed" | "finalized";
 
-/** Slots until a slot counts as confirmed / finalized. */
 export const CONFIRMED_DEPTH = 1;
 export const FINALIZED_DEPTH = 32;
-/** A blockhash is valid while the block height is at most its block's height plus this. */
 export const BLOCKHASH_VALIDITY = 150;
 
 export function parseCommitment(value: unknown): Commitment {

@@ -1,11 +1,7 @@
 /**
- * The devnet's Solana cluster: a litesvm instance (the Solana runtime in-process), a slot clock,
- * and what a node remembers about transactions (statuses by signature, landed messages).
- *
- * litesvm only accepts its single latest blockhash; here its blockhash check is off and the
- * cluster checks blockhashes itself against the clock's window (150 blocks), so a payment signed
- * a few slots ago still lands, as on a real cluster. A message that already landed is refused as
- * `AlreadyProcessed`, in simulation too (keyed on the message, so also before the fee payer signs).
+ * The devnet's Solana cluster: litesvm in-process, a slot clock, and a node's memory of landed
+ * transactions. litesvm takes only its latest blockhash, so its check is off and the clock's
+ * 150-block window is checked here; a landed message is `AlreadyProcessed`, in simulation too.
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -95,9 +91,13 @@ export function decodeWireTransaction(bytes: Uint8Array): DecodedTransaction {
   };
 }
 
+/** A run that never started. */
+function refusedRun(err: RpcTransactionError): Execution {
+  return { err, logs: [], unitsConsumed: 0n, innerInstructions: [] };
+}
+
 function execution(result: TransactionMetadata | FailedTransactionMetadata | null): Execution {
-  if (result === null)
-    return { err: "SanitizeFailure", logs: [], unitsConsumed: 0n, innerInstructions: [] };
+  if (result === null) return refusedRun("SanitizeFailure");
   const failed = result instanceof FailedTransactionMetadata;
   const meta = failed ? result.meta() : result;
   return {
@@ -168,14 +168,13 @@ export class SvmCluster {
     const snapshot = join(dir, SNAPSHOT);
     this.svm.saveToFile(`${snapshot}.tmp`);
     renameSync(`${snapshot}.tmp`, snapshot);
-    const landed = [...this.#landed.values()].map((entry) => ({
-      ...entry,
-      slot: entry.slot.toString(),
-      unitsConsumed: entry.unitsConsumed.toString(),
-      fee: entry.fee.toString(),
-    }));
-    const sidecar = { slot: this.clock.slot.toString(), landed, messages: [...this.#messages] };
-    writeFileSync(join(dir, `${SIDECAR}.tmp`), JSON.stringify(sidecar));
+    const sidecar = {
+      slot: this.clock.slot,
+      landed: [...this.#landed.values()],
+      messages: [...this.#messages],
+    };
+    const text = JSON.stringify(sidecar, (_, v) => (typeof v === "bigint" ? v.toString() : v));
+    writeFileSync(join(dir, `${SIDECAR}.tmp`), text);
     renameSync(join(dir, `${SIDECAR}.tmp`), join(dir, SIDECAR));
   }
 
@@ -190,11 +189,7 @@ export class SvmCluster {
     this.#timer = undefined;
   }
 
-  /**
-   * The next slot: a new blockhash, the Clock sysvar moved on, and the slot just ended added to
-   * the SlotHashes sysvar (the most recent 512, as a node keeps them): the address lookup table
-   * program creates a table only for a slot found there.
-   */
+  /** The next slot; the one ended joins SlotHashes (lookup tables are created only for those). */
   tick(): void {
     const ended = this.clock.slot;
     const endedHash = this.svm.latestBlockhash();
@@ -223,23 +218,19 @@ export class SvmCluster {
     options: { sigVerify: boolean; checkBlockhash: boolean },
   ): Execution {
     const refused = this.#refusal(tx, options.checkBlockhash);
-    if (refused) return { err: refused, logs: [], unitsConsumed: 0n, innerInstructions: [] };
+    if (refused) return refusedRun(refused);
     this.svm.withSigverify(options.sigVerify);
     try {
       const result = this.svm.simulateTransaction(tx.transaction);
       return execution(result instanceof FailedTransactionMetadata ? result : result.meta());
     } catch {
-      return { err: "SignatureFailure", logs: [], unitsConsumed: 0n, innerInstructions: [] };
+      return refusedRun("SignatureFailure");
     } finally {
       this.svm.withSigverify(true);
     }
   }
 
-  /**
-   * Executes and commits a transaction at the current slot. Throws Rejected when a node would
-   * drop it (bad signature, unknown blockhash, already processed, …); a transaction that fails
-   * in a program lands with its error, as on chain.
-   */
+  /** Executes and commits at the current slot; Rejected where a node would drop it. */
   send(tx: DecodedTransaction): Landed {
     const refused = this.#refusal(tx, true);
     if (refused) throw new Rejected(refused);
@@ -252,19 +243,21 @@ export class SvmCluster {
     }
     const run = execution(result);
     if (typeof run.err === "string" && NOT_LANDED.has(run.err)) throw new Rejected(run.err);
-    const landed: Landed = {
-      signature: tx.signature,
+    const wire = Buffer.from(getTransactionEncoder().encode(tx.transaction)).toString("base64");
+    this.#messages.set(tx.messageHash, tx.signature);
+    return this.#record(tx.signature, run, tx.fee, wire);
+  }
+
+  #record(signature: string, run: Execution, fee: bigint, wire: string): Landed {
+    const landed = {
+      signature,
       slot: this.clock.slot,
       blockTime: Math.floor(Date.now() / 1000),
-      err: run.err,
-      logs: run.logs,
-      unitsConsumed: run.unitsConsumed,
-      fee: tx.fee,
-      innerInstructions: run.innerInstructions,
-      wire: Buffer.from(getTransactionEncoder().encode(tx.transaction)).toString("base64"),
+      ...run,
+      fee,
+      wire,
     };
-    this.#landed.set(tx.signature, landed);
-    this.#messages.set(tx.messageHash, tx.signature);
+    this.#landed.set(signature, landed);
     return landed;
   }
 
@@ -275,25 +268,14 @@ export class SvmCluster {
       result instanceof FailedTransactionMetadata &&
       execution(result).err === "AlreadyProcessed"
     ) {
-      // litesvm signs airdrops with its latest blockhash: the same airdrop twice in a slot is a
-      // duplicate to it. A faucet takes both, so move litesvm's own blockhash on and retry.
+      // litesvm signs airdrops with its latest blockhash: a second one in a slot is a duplicate.
       this.svm.expireBlockhash();
       result = this.svm.airdrop(address, lamports as never);
     }
     const run = execution(result);
     if (result === null || run.err !== null) throw new Rejected(run.err ?? "SanitizeFailure");
     const signature = base58.decode((result as TransactionMetadata).signature());
-    this.#landed.set(signature, {
-      signature,
-      slot: this.clock.slot,
-      blockTime: Math.floor(Date.now() / 1000),
-      err: null,
-      logs: run.logs,
-      unitsConsumed: run.unitsConsumed,
-      fee: LAMPORTS_PER_SIGNATURE,
-      innerInstructions: [],
-      wire: "",
-    });
+    this.#record(signature, { ...run, innerInstructions: [] }, LAMPORTS_PER_SIGNATURE, "");
     return signature;
   }
 

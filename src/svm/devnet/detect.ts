@@ -1,9 +1,4 @@
-/**
- * Is the Solana cluster behind an RPC our devnet? Yes when the devnet's test USDC mint (at the
- * Solana devnet USDC address) has the devnet's mint authority: Circle's real devnet USDC has its
- * own, and no key of ours can mint it. Like the EVM devnet's check, it needs no file from the
- * devnet (any devnet, any port, also one a test started).
- */
+/** Is an RPC's cluster our devnet? Yes when devnet USDC has our mint authority (Circle's has its own). */
 import type { SvmMint } from "../client/sign-payment.js";
 import { svmDevKey } from "./keys.js";
 import { DEFAULT_PAYER_COUNT, DEVNET_USDC_MINT, devnetKeys } from "./setup.js";

@@ -1,9 +1,4 @@
-/**
- * A local Solana cluster for the devnet: litesvm (the Solana runtime in-process, with SPL Token,
- * Token-2022, Associated Token Account, Memo and Compute Budget) behind a JSON-RPC server that
- * answers as Solana devnet, so the official x402 SVM client and facilitator work against it
- * unchanged. Slots advance on a timer; statuses follow the commitment levels as slots pass.
- */
+/** A local Solana cluster: litesvm behind a JSON-RPC server answering as Solana devnet. */
 import type { Address } from "@solana/kit";
 import { SvmCluster } from "./cluster.js";
 import type { SvmDevKey } from "./keys.js";

@@ -1,7 +1,4 @@
-/**
- * The Solana JSON-RPC methods the devnet answers, over an SvmCluster, in the shapes Solana nodes
- * give (what @solana/kit, the @x402/svm client and facilitator read).
- */
+/** The Solana JSON-RPC methods the devnet answers, in the shapes Solana nodes give. */
 import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
 import { ADDRESS_LOOKUP_TABLE_PROGRAM } from "../exact/constants.js";
 import { decodeLookupTable } from "../exact/lookup-tables.js";
@@ -18,14 +15,11 @@ import {
   decodeTransaction,
   describe,
 } from "./params.js";
-import { INVALID_PARAMS, RpcError, type RpcHandler } from "./rpc-server.js";
+import { invalidParams, RpcError, type RpcHandler } from "./rpc-server.js";
 import { decodeMint, isTokenProgram, MINT_SIZE, parseTokenAccountData } from "./token-layout.js";
 import { rpcStatus } from "./tx-error.js";
 
-/**
- * An address lookup table as a node's jsonParsed answers it (what @solana/kit's
- * fetchAddressesForLookupTables, and so the official facilitator, reads).
- */
+/** A lookup table as a node's jsonParsed answers it (what @solana/kit's fetch reads). */
 function parseLookupTableData(owner: string, data: Uint8Array) {
   if (owner !== ADDRESS_LOOKUP_TABLE_PROGRAM) return undefined;
   const table = decodeLookupTable(data);
@@ -89,11 +83,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       if (encoding === "base58") data = [base58.decode(bytes), "base58"];
       else if (encoding === "base64" || encoding === "jsonParsed")
         data = [Buffer.from(bytes).toString("base64"), "base64"];
-      else
-        throw new RpcError(
-          INVALID_PARAMS,
-          `Invalid params: unsupported encoding ${String(encoding)}`,
-        );
+      else throw invalidParams(`Invalid params: unsupported encoding ${String(encoding)}`);
     }
     return {
       data,
@@ -139,8 +129,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       return { context: context(commitment), value: cluster.clock.latestBlockhash(commitment) };
     },
     isBlockhashValid: (params) => {
-      if (typeof params[0] !== "string")
-        throw new RpcError(INVALID_PARAMS, "Invalid params: blockhash");
+      if (typeof params[0] !== "string") throw invalidParams("Invalid params: blockhash");
       const commitment = commitmentOf(config(params, 1));
       return { context: context(commitment), value: cluster.clock.isBlockhashValid(params[0]) };
     },
@@ -157,7 +146,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     getMultipleAccounts: (params) => {
       const list = params[0];
       if (!Array.isArray(list) || list.length > 100)
-        throw new RpcError(INVALID_PARAMS, "Invalid params: expected at most 100 addresses");
+        throw invalidParams("Invalid params: expected at most 100 addresses");
       const cfg = config(params, 1);
       return {
         context: context(commitmentOf(cfg)),
@@ -170,8 +159,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       const parsed = (
         account?.data as { parsed?: { type: string; info: { tokenAmount: unknown } } }
       )?.parsed;
-      if (parsed?.type !== "account")
-        throw new RpcError(INVALID_PARAMS, "Invalid param: not a Token account");
+      if (parsed?.type !== "account") throw invalidParams("Invalid param: not a Token account");
       return { context: context(commitment), value: parsed.info.tokenAmount };
     },
     getFeeForMessage: (params) => {
@@ -181,7 +169,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       try {
         message = getCompiledTransactionMessageDecoder().decode(bytes);
       } catch {
-        throw new RpcError(INVALID_PARAMS, "Invalid params: invalid message");
+        throw invalidParams("Invalid params: invalid message");
       }
       const valid = cluster.clock.isBlockhashValid(message.lifetimeToken);
       const fee = transactionFee(message);
@@ -192,8 +180,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       const sigVerify = cfg.sigVerify === true;
       const replace = cfg.replaceRecentBlockhash === true;
       if (sigVerify && replace)
-        throw new RpcError(
-          INVALID_PARAMS,
+        throw invalidParams(
           "Invalid params: sigVerify may not be used with replaceRecentBlockhash",
         );
       const commitment = commitmentOf(cfg);
@@ -205,32 +192,28 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     sendTransaction: (params) => {
       const cfg = config(params, 1);
       const tx = decodeTransaction(params, cfg);
+      const sigFailure = () => new RpcError(-32003, "Transaction signature verification failure");
       if (cfg.skipPreflight !== true) {
         const run = cluster.simulate(tx, { sigVerify: true, checkBlockhash: true });
-        if (run.err === "SignatureFailure")
-          throw new RpcError(-32003, "Transaction signature verification failure");
-        if (run.err !== null)
-          throw new RpcError(
-            -32002,
-            `Transaction simulation failed: ${describe(run.err)}`,
-            simulation(run, {}),
-          );
+        if (run.err === "SignatureFailure") throw sigFailure();
+        if (run.err !== null) {
+          const message = `Transaction simulation failed: ${describe(run.err)}`;
+          throw new RpcError(-32002, message, simulation(run, {}));
+        }
       }
       try {
         return cluster.send(tx).signature;
       } catch (error) {
         if (!(error instanceof Rejected)) throw error;
-        if (error.err === "SignatureFailure")
-          throw new RpcError(-32003, "Transaction signature verification failure");
         // A node takes the transaction and drops it (a duplicate keeps its first status).
-        if (tx.signature !== null) return tx.signature;
-        throw new RpcError(-32003, "Transaction signature verification failure");
+        if (error.err !== "SignatureFailure" && tx.signature !== null) return tx.signature;
+        throw sigFailure();
       }
     },
     getSignatureStatuses: (params) => {
       const list = params[0];
       if (!Array.isArray(list) || list.length > 256)
-        throw new RpcError(INVALID_PARAMS, "Invalid params: expected at most 256 signatures");
+        throw invalidParams("Invalid params: expected at most 256 signatures");
       const value = list.map((signature) => {
         const landed = typeof signature === "string" ? cluster.landed(signature) : undefined;
         if (!landed) return null;
@@ -247,12 +230,9 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       const cfg = config(params, 1);
       const commitment = commitmentOf(cfg);
       if (commitment === "processed")
-        throw new RpcError(INVALID_PARAMS, "Invalid params: processed commitment is not supported");
+        throw invalidParams("Invalid params: processed commitment is not supported");
       if (cfg.encoding !== "base64")
-        throw new RpcError(
-          INVALID_PARAMS,
-          "Invalid params: this devnet answers getTransaction in base64 only",
-        );
+        throw invalidParams("Invalid params: this devnet answers getTransaction in base64 only");
       const landed = typeof params[0] === "string" ? cluster.landed(params[0]) : undefined;
       if (!landed || landed.wire === "" || cluster.clock.slotAt(commitment) < landed.slot)
         return null;

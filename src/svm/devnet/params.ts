@@ -5,7 +5,7 @@
 import { type Address, getBase58Encoder, isAddress } from "@solana/kit";
 import { type Commitment, parseCommitment } from "./clock.js";
 import { decodeWireTransaction } from "./cluster.js";
-import { INVALID_PARAMS, RpcError } from "./rpc-server.js";
+import { invalidParams } from "./rpc-server.js";
 
 export type Config = Record<string, unknown>;
 
@@ -13,7 +13,7 @@ export function config(params: unknown[], index: number): Config {
   const value = params[index];
   if (value === undefined || value === null) return {};
   if (typeof value !== "object" || Array.isArray(value))
-    throw new RpcError(INVALID_PARAMS, "Invalid params: config must be an object");
+    throw invalidParams("Invalid params: config must be an object");
   return value as Config;
 }
 
@@ -21,34 +21,32 @@ export function commitmentOf(cfg: Config, key = "commitment"): Commitment {
   try {
     return parseCommitment(cfg[key]);
   } catch (error) {
-    throw new RpcError(INVALID_PARAMS, `Invalid params: ${(error as Error).message}`);
+    throw invalidParams(`Invalid params: ${(error as Error).message}`);
   }
 }
 
 export function address(params: unknown[], index: number): Address {
   const value = params[index];
-  if (typeof value !== "string" || !isAddress(value))
-    throw new RpcError(INVALID_PARAMS, "Invalid param: Invalid");
+  if (typeof value !== "string" || !isAddress(value)) throw invalidParams("Invalid param: Invalid");
   return value;
 }
 
 export function count(value: unknown, name: string): bigint {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
-    throw new RpcError(INVALID_PARAMS, `Invalid params: ${name} must be an unsigned integer`);
+    throw invalidParams(`Invalid params: ${name} must be an unsigned integer`);
   return BigInt(value);
 }
 
 export function bytesOf(value: unknown, encoding: unknown, what: string): Uint8Array {
-  if (typeof value !== "string")
-    throw new RpcError(INVALID_PARAMS, `Invalid params: ${what} must be a string`);
+  if (typeof value !== "string") throw invalidParams(`Invalid params: ${what} must be a string`);
   try {
     if (encoding === "base64") return new Uint8Array(Buffer.from(value, "base64"));
     if (encoding === undefined || encoding === "base58")
       return new Uint8Array(getBase58Encoder().encode(value));
   } catch {
-    throw new RpcError(INVALID_PARAMS, `invalid base58 encoding: ${what}`);
+    throw invalidParams(`invalid base58 encoding: ${what}`);
   }
-  throw new RpcError(INVALID_PARAMS, `Invalid params: unsupported encoding ${String(encoding)}`);
+  throw invalidParams(`Invalid params: unsupported encoding ${String(encoding)}`);
 }
 
 export function decodeTransaction(params: unknown[], cfg: Config) {
@@ -56,8 +54,7 @@ export function decodeTransaction(params: unknown[], cfg: Config) {
   try {
     return decodeWireTransaction(bytes);
   } catch {
-    throw new RpcError(
-      INVALID_PARAMS,
+    throw invalidParams(
       "failed to deserialize solana_transaction::versioned::VersionedTransaction",
     );
   }

@@ -1,8 +1,4 @@
-/**
- * JSON-RPC 2.0 over HTTP POST (node:http), as Solana nodes serve it: single and batch requests,
- * errors in the JSON-RPC shape, bounded bodies and batches, and u64 values written as plain JSON
- * numbers however large (bigints in answers are printed exactly, never rounded).
- */
+/** JSON-RPC 2.0 over HTTP POST as Solana nodes serve it; bigints are written as exact JSON numbers. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -22,6 +18,8 @@ export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
+
+export const invalidParams = (message: string) => new RpcError(INVALID_PARAMS, message);
 
 export type RpcHandler = (params: unknown[]) => unknown;
 

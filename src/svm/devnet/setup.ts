@@ -1,9 +1,7 @@
 /**
- * What the Solana devnet holds from its first start: a USDC-like mint (6 decimals, SPL Token) at
- * the Solana devnet USDC address, a Token-2022 test token (6 decimals, no extensions), payers with
- * SOL and both tokens in their associated token accounts, a fee payer with SOL for the
- * facilitator, and a payee with (empty) associated token accounts, since an `exact` payment
- * transfers into an existing one.
+ * The Solana devnet's first state: devnet USDC (SPL Token) and a Token-2022 test token, funded
+ * payers holding both, a fee payer with SOL, and a payee with empty token accounts (an `exact`
+ * payment transfers into an existing one).
  */
 import type { Address } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
@@ -12,19 +10,14 @@ import { type SvmDevKey, svmDevKey } from "./keys.js";
 import {
   encodeMint,
   encodeTokenAccount,
-  MINT_SIZE,
   TOKEN_2022_PROGRAM,
-  TOKEN_ACCOUNT_SIZE,
   TOKEN_PROGRAM,
 } from "./token-layout.js";
 
 /** Circle's USDC mint on Solana devnet (the asset @x402/svm pays with on devnet). */
 export const DEVNET_USDC_MINT = "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU" as Address;
 export const USDC_DECIMALS = 6;
-/**
- * The Token-2022 test token: a mint of the Token-2022 program at a fixed address of its own (a dev
- * key's, so the same on every run), 6 decimals, the base layout with no extensions.
- */
+/** The Token-2022 test token, at a dev key's fixed address, with no extensions. */
 export const DEVNET_TOKEN_2022_MINT = svmDevKey("token-2022-mint").address;
 export const TOKEN_2022_DECIMALS = 6;
 /** Each payer's test USDC, and as many of the Token-2022 test token: 1,000 tokens. */
@@ -66,15 +59,16 @@ export async function associatedTokenAddress(
   return address as Address;
 }
 
-function setSystemAccount(svm: LiteSVM, address: Address, lamports: bigint): void {
-  svm.setAccount({
-    address,
-    lamports: lamports as never,
-    data: new Uint8Array(0),
-    programAddress: SYSTEM_PROGRAM,
-    executable: false,
-    space: 0n,
-  });
+/** Writes an account; rent-exempt unless `lamports` says otherwise. */
+function put(
+  svm: LiteSVM,
+  address: Address,
+  programAddress: Address,
+  data: Uint8Array,
+  lamports = svm.minimumBalanceForRentExemption(BigInt(data.length)),
+): void {
+  const account = { address, data, programAddress, executable: false, space: BigInt(data.length) };
+  svm.setAccount({ ...account, lamports: lamports as never });
 }
 
 /** The devnet's tokens: each mint, its program and decimals. */
@@ -83,45 +77,26 @@ const TOKENS = [
   { mint: DEVNET_TOKEN_2022_MINT, program: TOKEN_2022_PROGRAM, decimals: TOKEN_2022_DECIMALS },
 ] as const;
 
-async function setTokenAccount(
-  svm: LiteSVM,
-  token: (typeof TOKENS)[number],
-  owner: Address,
-  amount: bigint,
-): Promise<void> {
-  svm.setAccount({
-    address: await associatedTokenAddress(owner, token.mint, token.program),
-    lamports: svm.minimumBalanceForRentExemption(BigInt(TOKEN_ACCOUNT_SIZE)) as never,
-    data: encodeTokenAccount({ mint: token.mint, owner, amount }),
-    programAddress: token.program,
-    executable: false,
-    space: BigInt(TOKEN_ACCOUNT_SIZE),
-  });
-}
-
 /** Writes the mints, the funded accounts and the token accounts into a fresh runtime. */
 export async function setUpDevnet(svm: LiteSVM, keys: SvmDevnetKeys): Promise<void> {
-  setSystemAccount(svm, keys.feePayer.address, FEE_PAYER_LAMPORTS);
-  setSystemAccount(svm, keys.payee.address, PAYEE_LAMPORTS);
-  setSystemAccount(svm, keys.mintAuthority.address, PAYEE_LAMPORTS);
-  for (const payer of keys.payers) setSystemAccount(svm, payer.address, PAYER_LAMPORTS);
+  const none = new Uint8Array(0);
+  put(svm, keys.feePayer.address, SYSTEM_PROGRAM, none, FEE_PAYER_LAMPORTS);
+  put(svm, keys.payee.address, SYSTEM_PROGRAM, none, PAYEE_LAMPORTS);
+  put(svm, keys.mintAuthority.address, SYSTEM_PROGRAM, none, PAYEE_LAMPORTS);
+  for (const payer of keys.payers) put(svm, payer.address, SYSTEM_PROGRAM, none, PAYER_LAMPORTS);
   for (const token of TOKENS) {
-    svm.setAccount({
-      address: token.mint,
-      lamports: svm.minimumBalanceForRentExemption(BigInt(MINT_SIZE)) as never,
-      data: encodeMint({
-        mintAuthority: keys.mintAuthority.address,
-        supply: PAYER_USDC_BALANCE * BigInt(keys.payers.length),
-        decimals: token.decimals,
-        freezeAuthority: null,
-      }),
-      programAddress: token.program,
-      executable: false,
-      space: BigInt(MINT_SIZE),
+    const mint = encodeMint({
+      mintAuthority: keys.mintAuthority.address,
+      supply: PAYER_USDC_BALANCE * BigInt(keys.payers.length),
+      decimals: token.decimals,
+      freezeAuthority: null,
     });
-    await setTokenAccount(svm, token, keys.payee.address, 0n);
-    for (const payer of keys.payers) {
-      await setTokenAccount(svm, token, payer.address, PAYER_USDC_BALANCE);
-    }
+    put(svm, token.mint, token.program, mint);
+    const hold = async (owner: Address, amount: bigint) => {
+      const account = await associatedTokenAddress(owner, token.mint, token.program);
+      put(svm, account, token.program, encodeTokenAccount({ mint: token.mint, owner, amount }));
+    };
+    await hold(keys.payee.address, 0n);
+    for (const payer of keys.payers) await hold(payer.address, PAYER_USDC_BALANCE);
   }
 }

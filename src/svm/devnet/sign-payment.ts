@@ -1,9 +1,4 @@
-/**
- * The devnet's request-svm.json: a Solana `exact` payment signed as the official x402 SVM client
- * signs it (src/svm/client/sign-payment.ts, which `facilitator pay` signs with too), for the
- * devnet's test USDC, to its payee, with its fee payer. test/devnet-svm.test.ts has the official
- * facilitator verify it.
- */
+/** The devnet's request-svm.json: a payment in test USDC signed as the official client signs it. */
 import {
   fetchSvmCall,
   latestBlockhash,
@@ -20,10 +15,7 @@ export interface SvmRequestOptions {
   readonly resource?: string;
 }
 
-/**
- * What signing needs of a devnet: its RPC, network, fee payer, payee and mint (a devnet started in
- * another process is described by these too: its keys are the well-known devnetKeys()).
- */
+/** What signing needs of a devnet (one in another process too: its keys are well known). */
 export type SvmDevnetParts = Pick<SvmDevnet, "rpcUrl" | "network" | "feePayer" | "payee" | "mint">;
 
 /** x402 v2 requirements for the devnet's test USDC, the devnet's fee payer in `extra`. */

@@ -1,11 +1,7 @@
-/**
- * The SPL Token account layouts the devnet writes (a mint, token accounts) and reads back for
- * `jsonParsed` answers. Token-2022 shares the base layouts; its extensions are not parsed here.
- */
+/** The SPL Token layouts the devnet writes and parses (Token-2022's base ones; no extensions). */
 import { type Address, getAddressDecoder, getAddressEncoder } from "@solana/kit";
 import * as ids from "../exact/constants.js";
 
-// The program ids live with the scheme that checks payments; the devnet names the same ones.
 export const TOKEN_PROGRAM = ids.TOKEN_PROGRAM as Address;
 export const TOKEN_2022_PROGRAM = ids.TOKEN_2022_PROGRAM as Address;
 export const ASSOCIATED_TOKEN_PROGRAM = ids.ASSOCIATED_TOKEN_PROGRAM as Address;

@@ -3,43 +3,18 @@
  * `TransactionError`): `"BlockhashNotFound"`, `{ "InstructionError": [2, { "Custom": 1 }] }`, …
  */
 
-const TRANSACTION_ERRORS = [
-  "AccountInUse",
-  "AccountLoadedTwice",
-  "AccountNotFound",
-  "ProgramAccountNotFound",
-  "InsufficientFundsForFee",
-  "InvalidAccountForFee",
-  "AlreadyProcessed",
-  "BlockhashNotFound",
-  "CallChainTooDeep",
-  "MissingSignatureForFee",
-  "InvalidAccountIndex",
-  "SignatureFailure",
-  "InvalidProgramForExecution",
-  "SanitizeFailure",
-  "ClusterMaintenance",
-  "AccountBorrowOutstanding",
-  "WouldExceedMaxBlockCostLimit",
-  "UnsupportedVersion",
-  "InvalidWritableAccount",
-  "WouldExceedMaxAccountCostLimit",
-  "WouldExceedAccountDataBlockLimit",
-  "TooManyAccountLocks",
-  "AddressLookupTableNotFound",
-  "InvalidAddressLookupTableOwner",
-  "InvalidAddressLookupTableData",
-  "InvalidAddressLookupTableIndex",
-  "InvalidRentPayingAccount",
-  "WouldExceedMaxVoteCostLimit",
-  "WouldExceedAccountDataTotalLimit",
-  "MaxLoadedAccountsDataSizeExceeded",
-  "ResanitizationNeeded",
-  "InvalidLoadedAccountsDataSizeLimit",
-  "UnbalancedTransaction",
-  "ProgramCacheHitMaxLimit",
-  "CommitCancelled",
-];
+const TRANSACTION_ERRORS = (
+  "AccountInUse AccountLoadedTwice AccountNotFound ProgramAccountNotFound InsufficientFundsForFee " +
+  "InvalidAccountForFee AlreadyProcessed BlockhashNotFound CallChainTooDeep MissingSignatureForFee " +
+  "InvalidAccountIndex SignatureFailure InvalidProgramForExecution SanitizeFailure " +
+  "ClusterMaintenance AccountBorrowOutstanding WouldExceedMaxBlockCostLimit UnsupportedVersion " +
+  "InvalidWritableAccount WouldExceedMaxAccountCostLimit WouldExceedAccountDataBlockLimit " +
+  "TooManyAccountLocks AddressLookupTableNotFound InvalidAddressLookupTableOwner " +
+  "InvalidAddressLookupTableData InvalidAddressLookupTableIndex InvalidRentPayingAccount " +
+  "WouldExceedMaxVoteCostLimit WouldExceedAccountDataTotalLimit MaxLoadedAccountsDataSizeExceeded " +
+  "ResanitizationNeeded InvalidLoadedAccountsDataSizeLimit UnbalancedTransaction " +
+  "ProgramCacheHitMaxLimit CommitCancelled"
+).split(" ");
 
 const INSTRUCTION_ERRORS = (
   "GenericError InvalidArgument InvalidInstructionData InvalidAccountData AccountDataTooSmall " +

@@ -1,17 +1,11 @@
-/**
- * The associated token account of an owner for a mint: the program-derived address of
- * [owner, token program, mint] under the Associated Token Account program.
- */
+/** The associated token account: the PDA of [owner, token program, mint] under the ATA program. */
 import { type Address, getAddressEncoder, getProgramDerivedAddress } from "@solana/kit";
 import { setNewest } from "../../core/newest.js";
 import { ASSOCIATED_TOKEN_PROGRAM } from "./constants.js";
 
 const addressEncoder = getAddressEncoder();
 
-/**
- * Derived addresses already found (a merchant's payTo and asset repeat in every payment); the
- * oldest are forgotten past this many. Deriving one takes a few hashes and awaits.
- */
+/** Derived addresses kept (a merchant's repeat in every payment); the oldest go past this many. */
 const KEPT = 10_000;
 const known = new Map<string, string | undefined>();
 

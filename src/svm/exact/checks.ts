@@ -1,49 +1,10 @@
 /**
- * The chain-free part of verifying an x402 `exact` payment on Solana: the payer's partially signed
- * transaction against the requirements, in the order the official `@x402/svm` 2.27.0 facilitator
- * checks (its `_verify` and `verifyStaticPath`), with its reason strings. Simulation and blockhash
- * freshness need a chain and come after this.
- *
- * The code each x402 reason maps to in the reference dialect (verify.ts holds the mapping):
- *
- * | x402 reason (invalid_exact_svm_…)                         | code                             |
- * |-----------------------------------------------------------|----------------------------------|
- * | payload_missing_fee_payer                                 | missing_fee_payer                |
- * | fee_payer_not_managed_by_facilitator (v1: no prefix)      | facilitator_mismatch             |
- * | payload_transaction_could_not_be_decoded                  | invalid_request (names the field)|
- * | unsupported_transaction_version (no prefix; after 2.27:   | unsupported_transaction_version  |
- * |   a message version other than legacy or 0)               |                                  |
- * | fee_payer_mismatch (tx fee payer ≠ extra.feePayer)        | fee_payer_mismatch               |
- * | payload_signature_invalid                                 | invalid_signature                |
- * | smart_wallet_alt_resolution_failed (a lookup table        | lookup_table_unresolved          |
- * |   missing or not one; ours also: past the caps)           |                                  |
- * | payload_excessive_signers, smart_wallet_alt_resolution_…, | unexpected_instructions:         |
- * |   payload_transaction_instructions_length,                |   the transaction is not the     |
- * |   …_compute_limit_instruction, …_compute_price_instruction|   exact layout; the message says |
- * |   payload_no_transfer_instruction, payload_unknown_*,     |   which part                     |
- * |   payload_memo_count                                      |                                  |
- * | …_compute_limit_instruction_too_high,                     | compute_budget_too_high          |
- * |   …_compute_price_instruction_too_high (also: over the    |                                  |
- * |   lamports cap)                                           |                                  |
- * | payload_transaction_fee_payer_transferring_funds          | fee_payer_in_transfer            |
- * | payload_mint_mismatch                                     | asset_mismatch                   |
- * | payload_recipient_mismatch                                | recipient_mismatch               |
- * | payload_amount_mismatch                                   | amount_mismatch                  |
- * | payload_memo_mismatch                                     | memo_mismatch                    |
- *
- * Where we are stricter than the reference (each answered with the reference's nearest reason):
- * a compute-unit limit cap by default (the reference has one only when configured), and a cap on
- * the lamports the whole transaction costs the fee payer (the reference has none); any of our
- * fee payers anywhere in the transfer's accounts (the reference looks at the authority only) or in
- * any other instruction's accounts, also when a lookup table names it; more lookup tables or
- * accounts loaded through them than the caps (lookup-tables.ts).
- *
- * Address lookup tables (v2) are resolved when `options.lookupTables` can read them, where the
- * reference resolves them (after the signatures), and every check below reads the resolved
- * accounts: a table the cluster lacks or an account that is not one is
- * `…_smart_wallet_alt_resolution_failed`, an index past a table's end `…_could_not_be_decoded`
- * (as the reference's decompiling). x402 v1 payments cannot use tables (the reference's v1 scheme
- * does not resolve them: `…_could_not_be_decoded`).
+ * The chain-free part of verifying an x402 `exact` Solana payment, in the order and with the reason
+ * strings of the official `@x402/svm` 2.27.0 facilitator (verify.ts maps reasons to our codes).
+ * Stricter than the reference, answered with its nearest reason: a default compute-unit cap, a cap
+ * on the whole fee, none of our fee payers in any instruction's accounts (lookup tables included),
+ * and caps on lookup tables. Tables are resolved after the signatures, as the reference does; x402
+ * v1 payments cannot use them.
  */
 import { associatedTokenAddress } from "./ata.js";
 import {
@@ -136,10 +97,7 @@ export async function checkSvmPayment(
   return checked.ok ? checked : { ...checked, transaction: tx };
 }
 
-/**
- * The static layout and what it pays, over a decoded transaction whose lookup tables are
- * resolved: the checks after the signatures, in the reference's order.
- */
+/** The static layout and what it pays (lookup tables resolved), in the reference's order. */
 export async function checkLayout(
   tx: SvmTransaction,
   requirements: SvmRequirements,
@@ -244,10 +202,8 @@ export async function checkLayout(
       payer,
     );
   }
-  let required: bigint;
-  try {
-    required = BigInt(requirements.amount);
-  } catch {
+  const required = requiredUnits(requirements);
+  if (required === undefined) {
     return fail(
       SVM_REASONS.amountMismatch,
       `The required amount ${requirements.amount} is not an integer`,
@@ -272,19 +228,8 @@ export async function checkLayout(
     );
   }
   const memos = optional.flatMap((ix) => readMemo(ix) ?? []);
-  const expectedMemo = requirements.extra?.memo;
-  if (typeof expectedMemo === "string" && expectedMemo !== "") {
-    if (memos.length !== 1) {
-      return fail(
-        SVM_REASONS.memoCount,
-        `requirements.extra.memo asks for one memo; the transaction has ${memos.length}`,
-        payer,
-      );
-    }
-    if (memos[0] !== expectedMemo) {
-      return fail(SVM_REASONS.memoMismatch, "The memo differs from requirements.extra.memo", payer);
-    }
-  }
+  const badMemo = memoRefusal(memos, requirements, payer);
+  if (badMemo) return badMemo;
   for (const ix of ixs) {
     const named = ix === transferIx ? undefined : ix.accounts.find((a) => ours.has(a));
     if (named === undefined) continue;
@@ -313,6 +258,36 @@ export async function checkLayout(
       transaction: tx,
     },
   };
+}
+
+/** requirements.amount as an integer, or undefined when it is not one. */
+export function requiredUnits(requirements: SvmRequirements): bigint | undefined {
+  try {
+    return BigInt(requirements.amount);
+  } catch {
+    return undefined;
+  }
+}
+
+/** requirements.extra.memo, when set, must be the transaction's one memo. */
+export function memoRefusal(
+  memos: readonly string[],
+  requirements: SvmRequirements,
+  payer?: string,
+): Refusal | undefined {
+  const expected = requirements.extra?.memo;
+  if (typeof expected !== "string" || expected === "") return undefined;
+  if (memos.length !== 1) {
+    return fail(
+      SVM_REASONS.memoCount,
+      `requirements.extra.memo asks for one memo; the transaction has ${memos.length}`,
+      payer,
+    );
+  }
+  if (memos[0] !== expected) {
+    return fail(SVM_REASONS.memoMismatch, "The memo differs from requirements.extra.memo", payer);
+  }
+  return undefined;
 }
 
 /** The transaction with the accounts its lookup tables load, or why they cannot be read. */

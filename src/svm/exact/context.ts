@@ -1,5 +1,4 @@
-/** What the facilitator hands the Solana `exact` scheme: the cluster, our fee payers, and for
- * settle the same journal, payer throttle and waits as EVM settlements use. */
+/** What the facilitator hands the Solana `exact` scheme (for settle: journal, throttle, waits). */
 import type { Client } from "viem";
 import type { Answers } from "../../core/answers.js";
 import type { InFlightLedger } from "../../core/ledger.js";

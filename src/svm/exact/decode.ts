@@ -1,15 +1,7 @@
 /**
- * A Solana wire transaction (base64, as `paymentPayload.payload.transaction` carries it) → a plain
- * view of its message: header, static account keys, recent blockhash, instructions with their
- * program ids and account indexes, and the signatures by signer. Decoding uses @solana/kit's
- * codecs, the ones the x402 SVM packages decode with, so what is decodable here is decodable there.
- *
- * Address lookup tables are read but not resolved here (that needs a chain): the view lists the
- * lookups a message makes, and accounts taken from them read as LOOKUP_TABLE_ACCOUNT until
- * lookup-tables.ts resolves them.
- *
- * The message's version is read off its first byte before anything else: legacy and version 0
- * messages are decoded, any other version is refused as such (TRANSACTION_VERSIONS).
+ * A base64 Solana wire transaction -> a plain view of its message, with @solana/kit's codecs (the
+ * x402 SVM packages' own). Accounts from lookup tables read as LOOKUP_TABLE_ACCOUNT until
+ * lookup-tables.ts resolves them; a message version outside TRANSACTION_VERSIONS (or legacy) is refused.
  */
 import {
   getBase58Decoder,
@@ -61,10 +53,7 @@ export interface SvmTransaction {
   readonly lookupTableCount: number;
   /** Those tables' lookups, in the message's order. */
   readonly lookups: readonly SvmLookup[];
-  /**
-   * The accounts loaded through the tables: every table's writable ones, then every table's
-   * read-only ones (the runtime's order, after the static keys). Empty until resolved.
-   */
+  /** Accounts loaded through the tables: all writable, then all read-only. Empty until resolved. */
   readonly loadedAccounts: readonly string[];
 }
 
@@ -186,11 +175,9 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
 }
 
 /**
- * The version of a wire transaction's message, or undefined when the bytes end first (the decoder
- * then says what is wrong). SIMD-0385's envelope puts the message first: its first byte is the
- * version's, high bit set. Otherwise a signature count comes first, one byte under 128 in any
- * transaction that fits; the message after the signatures starts with its version (high bit set)
- * or is legacy.
+ * The message's version, undefined when the bytes end first. SIMD-0385's envelope starts with the
+ * version (high bit set); otherwise a one-byte signature count, the signatures, then the version
+ * byte (high bit set) or a legacy message.
  */
 function messageVersionOf(wire: ArrayLike<number>): "legacy" | number | undefined {
   const first = wire[0];

@@ -1,10 +1,11 @@
 /** What a Solana transaction costs its fee payer, from the message alone. */
-import { LAMPORTS_PER_SIGNATURE } from "./constants.js";
+import {
+  DEFAULT_UNITS_PER_INSTRUCTION,
+  LAMPORTS_PER_SIGNATURE,
+  MAX_TRANSACTION_COMPUTE_UNITS,
+} from "./constants.js";
 
-/**
- * Base fees (one per required signature) plus the priority fee: the compute-unit limit times the
- * price in micro-lamports, rounded up to whole lamports, as the runtime charges it.
- */
+/** Base fees plus the priority fee (limit x price in micro-lamports, rounded up), as charged. */
 export function transactionFeeLamports(
   requiredSignatures: number,
   computeUnitLimit: number,
@@ -13,4 +14,9 @@ export function transactionFeeLamports(
   const micro = BigInt(computeUnitLimit) * computeUnitPriceMicroLamports;
   const priority = (micro + 999_999n) / 1_000_000n;
   return LAMPORTS_PER_SIGNATURE * BigInt(requiredSignatures) + priority;
+}
+
+/** The limit the runtime gives without SetComputeUnitLimit, for `others` non-budget instructions. */
+export function defaultComputeUnits(others: number): number {
+  return Math.min(others * DEFAULT_UNITS_PER_INSTRUCTION, MAX_TRANSACTION_COMPUTE_UNITS);
 }

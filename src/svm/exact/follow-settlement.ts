@@ -1,9 +1,6 @@
 /**
- * The reconciler's look at one Solana settlement written down and not at its end: its signature's
- * status now; if the cluster has none and its blockhash is still valid, the same signed bytes are
- * sent again (anyone may: the fee payer's signature is in them); once the blockhash has expired
- * with no status, it can never land. One that landed is `landed` only if it paid: a smart wallet's
- * transfer is read back from the confirmed transaction (transfer-landed.ts), never assumed.
+ * The reconciler's look at one open Solana settlement: unseen with a valid blockhash, the same
+ * signed bytes are sent again; unseen past it, it never lands. Landed counts only if it paid.
  */
 import type { Followed } from "../../core/family.js";
 import type { MaySend } from "../../core/settle-loop.js";
@@ -19,38 +16,27 @@ export async function followSvmSettlement(
   entry: JournalEntry,
   may: MaySend,
 ): Promise<Followed> {
-  const network = ctx.network;
   const signature = entry.hashes.at(-1) as string;
+  const at = (outcome: Followed["outcome"], detail: string): Followed => ({
+    outcome,
+    network: ctx.network,
+    transaction: signature,
+    detail,
+  });
   const [status] = await signatureStatuses(ctx.client, [signature], true);
   const final =
     status?.confirmationStatus === "confirmed" || status?.confirmationStatus === "finalized";
   if (status && final) {
     if (status.err === null) {
       const unpaid = await landedUnpaid(ctx, entry, signature);
-      if (unpaid) return { ...unpaid, network, transaction: signature };
+      if (unpaid) return at(unpaid.outcome, unpaid.detail);
       ctx.ledger.landed(entry.key, BigInt(status.slot));
-      return {
-        outcome: "landed",
-        network,
-        transaction: signature,
-        detail: `in slot ${status.slot}`,
-      };
+      return at("landed", `in slot ${status.slot}`);
     }
     ctx.ledger.release(entry.key);
-    return {
-      outcome: "failed",
-      network,
-      transaction: signature,
-      detail: `it failed in slot ${status.slot}`,
-    };
+    return at("failed", `it failed in slot ${status.slot}`);
   }
-  if (status)
-    return {
-      outcome: "open",
-      network,
-      transaction: signature,
-      detail: "processed, not yet confirmed",
-    };
+  if (status) return at("open", "processed, not yet confirmed");
   const raw = entry.raws.at(-1);
   const decoded = raw ? decodeSvmTransaction(raw) : undefined;
   const blockhash = decoded?.ok ? decoded.transaction.recentBlockhash : undefined;
@@ -58,37 +44,16 @@ export async function followSvmSettlement(
     await sendTransaction(ctx.client, raw, may).catch((error: unknown) => {
       if (isUnreachable(error)) throw error;
     });
-    return {
-      outcome: "open",
-      network,
-      transaction: signature,
-      detail: "sent again: the cluster had not seen it",
-    };
+    return at("open", "sent again: the cluster had not seen it");
   }
   // Its blockhash expired: it landed by now or never will.
   const [late] = await signatureStatuses(ctx.client, [signature], true);
-  if (late)
-    return {
-      outcome: "open",
-      network,
-      transaction: signature,
-      detail: "seen at last; not yet confirmed",
-    };
+  if (late) return at("open", "seen at last; not yet confirmed");
   ctx.ledger.release(entry.key);
-  return {
-    outcome: "failed",
-    network,
-    transaction: signature,
-    detail: "its blockhash expired before it landed: it took nothing",
-  };
+  return at("failed", "its blockhash expired before it landed: it took nothing");
 }
 
-/**
- * Landed without error, but did it pay? Its own top-level transfer says so at once (the static
- * layout's payments); otherwise (a smart wallet's, or accounts from lookup tables) the confirmed
- * transaction is read: one without the transfer failed (it took nothing from the payer), one the
- * node does not show yet stays open.
- */
+/** Landed without error but unpaid (failed), or not yet shown by the node (open). */
 async function landedUnpaid(
   ctx: SvmSettleContext,
   entry: JournalEntry,
@@ -110,10 +75,7 @@ async function landedUnpaid(
   };
 }
 
-/**
- * Whether a settlement that landed without error paid what it owed (no side effects: the
- * reconciler and a status query both ask). An entry that names no transfer counts as paid.
- */
+/** Whether a settlement that landed without error paid (no side effects); no transfer: paid. */
 export async function landedPaid(
   ctx: SvmSettleContext,
   entry: JournalEntry,

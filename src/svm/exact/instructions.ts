@@ -1,13 +1,8 @@
 /**
- * Recognises the instructions an x402 `exact` Solana transaction is made of, from their program id
- * and raw data: compute-budget SetComputeUnitLimit / SetComputeUnitPrice, SPL Token and Token-2022
- * TransferChecked, Memo and Lighthouse. Each reader answers undefined for anything else. The
- * reference allows no associated-token-account creation in the transaction, so none is read here.
- *
- * Layouts (little-endian): SetComputeUnitLimit = [2, u32 units]; SetComputeUnitPrice =
- * [3, u64 microLamports]; TransferChecked = [12, u64 amount, u8 decimals] with accounts
- * [source, mint, destination, authority, ...multisig signers]. Trailing data bytes are tolerated as
- * the reference's parsers tolerate them (the program itself rejects them at execution).
+ * Readers of an `exact` transaction's instructions; each answers undefined for anything else.
+ * Layouts (LE): SetComputeUnitLimit [2, u32]; SetComputeUnitPrice [3, u64]; TransferChecked
+ * [12, u64 amount, u8 decimals] over [source, mint, destination, authority, ...signers]. Trailing
+ * bytes are tolerated, as the reference's parsers tolerate them.
  */
 import {
   COMPUTE_BUDGET_PROGRAM,
@@ -21,7 +16,7 @@ import type { SvmInstruction } from "./decode.js";
 /** The compute-budget program's instruction types this code reads (the first data byte). */
 export const SET_COMPUTE_UNIT_LIMIT = 2;
 export const SET_COMPUTE_UNIT_PRICE = 3;
-const TRANSFER_CHECKED = 12;
+export const TRANSFER_CHECKED = 12;
 
 export interface TransferChecked {
   readonly tokenProgram: typeof TOKEN_PROGRAM | typeof TOKEN_2022_PROGRAM;
@@ -98,10 +93,7 @@ export function isLighthouse(ix: SvmInstruction): boolean {
   return ix.programId === LIGHTHOUSE_PROGRAM;
 }
 
-/**
- * The payer as the reference names it: the fourth account (the authority) of the first
- * instruction of either token program that has at least four accounts, whatever it does.
- */
+/** The payer as the reference names it: account 4 of the first token-program instruction with 4. */
 export function tokenPayer(instructions: readonly SvmInstruction[]): string | undefined {
   for (const ix of instructions) {
     if (isTokenProgram(ix.programId) && ix.accounts.length >= 4) return ix.accounts[3];

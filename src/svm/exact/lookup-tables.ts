@@ -1,22 +1,9 @@
 /**
- * Address lookup tables: a v0 message may name accounts through tables on chain instead of in its
- * static keys. The official @x402/svm 2.27 facilitator resolves them (its signer's
- * fetchAddressLookupTables) and checks the resolved transaction; so do we, bounded: at most
- * MAX_LOOKUP_TABLES tables and MAX_LOOKUP_ACCOUNTS accounts loaded through them, else refused
- * before any table is read.
- *
- * A table's account (the program's documented layout): a u32 state tag (1: a lookup table), then
- * its meta (deactivation slot u64, last extended slot u64, that extension's start index u8, an
- * optional authority: a u8 tag and 32 bytes, 2 bytes of padding), 56 bytes in all, then its
- * addresses, 32 bytes each. A table only grows, and what it holds at an index never changes while
- * it can be used (one closed cannot be made again at its address), so what verify resolves is
- * what the transaction loads when it lands; a table deactivated since is refused by the cluster,
- * and the transaction then never lands (no fee is paid).
- *
- * Resolved accounts follow the static keys in the runtime's order: every table's writable lookups,
- * then every table's read-only ones.
+ * Address lookup tables, resolved as @x402/svm 2.27 resolves them, bounded: past MAX_LOOKUP_TABLES
+ * or MAX_LOOKUP_ACCOUNTS refused before any table is read. Account layout: u32 state (1), 56 bytes
+ * of meta (authority at 21..54), then 32-byte addresses. An index's address never changes while
+ * the table is usable, so what verify resolves is what the transaction loads when it lands.
  */
-
 import { getBase58Decoder } from "@solana/kit";
 import type { Client } from "viem";
 import {
@@ -67,11 +54,7 @@ export type LookupTableReader = (
   tables: readonly string[],
 ) => Promise<ReadonlyMap<string, readonly string[]>>;
 
-/**
- * The reader over JSON-RPC (getMultipleAccounts, base64, at `confirmed` as verify simulates).
- * Throws LookupTableUnreadable for a table the cluster lacks or an account of another kind; a
- * node that cannot be asked throws as it is (not the payment's fault).
- */
+/** The reader over getMultipleAccounts; LookupTableUnreadable for a missing or foreign account. */
 export function rpcLookupTableReader(client: Client): LookupTableReader {
   return async (tables) => {
     const answer = (await client.request({
@@ -109,10 +92,7 @@ export async function resolveLookupTables(
   tx: SvmTransaction,
   read: LookupTableReader,
 ): Promise<Resolution> {
-  const loads = tx.lookups.reduce(
-    (n, l) => n + l.writableIndexes.length + l.readonlyIndexes.length,
-    0,
-  );
+  const loads = lookupLoads(tx);
   if (tx.lookups.length > MAX_LOOKUP_TABLES || loads > MAX_LOOKUP_ACCOUNTS) {
     return {
       ok: false,
@@ -152,10 +132,19 @@ export async function resolveLookupTables(
       }
     }
   }
-  const keys = [...tx.staticAccounts, ...writable, ...readonly];
+  return withLoaded(tx, [...writable, ...readonly]);
+}
+
+/** How many accounts the transaction's lookups load. */
+export function lookupLoads(tx: SvmTransaction): number {
+  return tx.lookups.reduce((n, l) => n + l.writableIndexes.length + l.readonlyIndexes.length, 0);
+}
+
+/** The transaction with `loaded` (the runtime's order) after its static keys. */
+export function withLoaded(tx: SvmTransaction, loaded: readonly string[]): Resolution {
+  const keys = [...tx.staticAccounts, ...loaded];
   const instructions: SvmInstruction[] = [];
   for (const ix of tx.instructions) {
-    const accounts = ix.accountIndexes.map((index) => keys[index]);
     const past = ix.accountIndexes.find((index) => keys[index] === undefined);
     if (past !== undefined) {
       return {
@@ -164,10 +153,7 @@ export async function resolveLookupTables(
         message: `Instruction ${ix.index} names account ${past}; the transaction has ${keys.length}`,
       };
     }
-    instructions.push({ ...ix, accounts: accounts as string[] });
+    instructions.push({ ...ix, accounts: ix.accountIndexes.map((index) => keys[index] as string) });
   }
-  return {
-    ok: true,
-    transaction: { ...tx, instructions, loadedAccounts: [...writable, ...readonly] },
-  };
+  return { ok: true, transaction: { ...tx, instructions, loadedAccounts: [...loaded] } };
 }

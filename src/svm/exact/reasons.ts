@@ -1,30 +1,17 @@
-/**
- * The x402-dialect reason strings of the `exact` scheme on Solana, exactly as the official
- * `@x402/svm` 2.27.0 facilitator names them (`src/exact/facilitator/errors.ts`; the v1 scheme
- * spells two of them without the prefix, `src/exact/v1/facilitator/scheme.ts`).
- */
+/** The x402 reason strings of `exact` on Solana, as `@x402/svm` 2.27.0 names them (v1 drops two prefixes). */
 export const SVM_REASONS = {
   missingFeePayer: "invalid_exact_svm_payload_missing_fee_payer",
   feePayerNotManaged: "invalid_exact_svm_fee_payer_not_managed_by_facilitator",
   feePayerNotManagedV1: "fee_payer_not_managed_by_facilitator",
   couldNotBeDecoded: "invalid_exact_svm_payload_transaction_could_not_be_decoded",
-  /**
-   * Not in 2.27: the upstream change after it that advertises `extra.transactionVersions` refuses
-   * a message of another version with this reason, in both x402 versions.
-   */
+  /** After 2.27 (with `extra.transactionVersions`), in both x402 versions. */
   unsupportedTransactionVersion: "unsupported_transaction_version",
   excessiveSigners: "invalid_exact_svm_payload_excessive_signers",
   feePayerMismatch: "invalid_exact_svm_fee_payer_mismatch",
   signatureInvalid: "invalid_exact_svm_payload_signature_invalid",
-  /**
-   * Tables used but no way to read them (the checks without a chain). The reference adds
-   * ": transaction uses Address Lookup Tables but signer does not implement …".
-   */
+  /** Tables used and no chain to read them. */
   lookupTablesUnavailable: "invalid_exact_svm_smart_wallet_alt_resolution_not_available",
-  /**
-   * A table the cluster lacks or an account that is not one (the reference adds ": " and kit's
-   * error); ours also for more tables or table accounts than the cap (the reference has none).
-   */
+  /** A table missing or not one; ours also past the caps. */
   lookupTablesUnresolved: "invalid_exact_svm_smart_wallet_alt_resolution_failed",
   instructionsLength: "invalid_exact_svm_payload_transaction_instructions_length",
   computeLimitInstruction:
@@ -47,8 +34,7 @@ export const SVM_REASONS = {
   unknownOptionalInstruction: "invalid_exact_svm_payload_unknown_optional_instruction",
   memoCount: "invalid_exact_svm_payload_memo_count",
   memoMismatch: "invalid_exact_svm_payload_memo_mismatch",
-  // The smart-wallet path (smart-wallet.ts), taken only when it is switched on. Where the reference
-  // appends ": " and a detail, ours says it in the message and keeps the reason bare.
+  // The smart-wallet path; the reference's ": detail" suffixes are in our messages instead.
   smartWalletProgramNotAllowed: "invalid_exact_svm_smart_wallet_program_not_allowed",
   smartWalletFeePayerNotIsolated: "invalid_exact_svm_smart_wallet_fee_payer_not_isolated",
   smartWalletMalformedComputeBudget: "invalid_exact_svm_smart_wallet_malformed_compute_budget",
@@ -70,10 +56,7 @@ export const SVM_REASONS = {
 /** After settling a smart-wallet payment: the confirmed transaction does not show its transfer. */
 export const POST_SETTLEMENT_NOT_CONFIRMED = "post_settlement_transfer_not_confirmed";
 
-/**
- * The static layout's reasons after which the reference tries the smart-wallet path (its
- * LAYOUT_RECOVERABLE_REASONS: an unknown seventh instruction is not among them).
- */
+/** The reference's LAYOUT_RECOVERABLE_REASONS: after these the smart-wallet path is tried. */
 export const LAYOUT_RECOVERABLE: ReadonlySet<string> = new Set([
   SVM_REASONS.instructionsLength,
   SVM_REASONS.noTransferInstruction,
@@ -89,18 +72,11 @@ export type SvmReason = (typeof SVM_REASONS)[keyof typeof SVM_REASONS];
 
 /** The reason for an unexpected instruction at position 3, 4, 5, … (0-based). */
 export function unknownInstructionReason(index: number, x402Version: 1 | 2): SvmReason {
-  const named =
-    x402Version === 1
-      ? [
-          SVM_REASONS.unknownFourthInstruction,
-          SVM_REASONS.unknownFifthInstruction,
-          SVM_REASONS.unknownSixthInstruction,
-        ]
-      : [
-          SVM_REASONS.unknownFourthInstruction,
-          SVM_REASONS.unknownFifthInstruction,
-          SVM_REASONS.unknownSixthInstruction,
-          SVM_REASONS.unknownSeventhInstruction,
-        ];
+  const named = [
+    SVM_REASONS.unknownFourthInstruction,
+    SVM_REASONS.unknownFifthInstruction,
+    SVM_REASONS.unknownSixthInstruction,
+    SVM_REASONS.unknownSeventhInstruction,
+  ].slice(0, x402Version === 1 ? 3 : 4);
   return named[index - 3] ?? SVM_REASONS.unknownOptionalInstruction;
 }

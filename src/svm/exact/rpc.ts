@@ -1,8 +1,6 @@
 /**
- * The Solana JSON-RPC calls the `exact` scheme makes, over viem's transport (its timeouts, Basic
- * auth and metrics): simulate, send, signature statuses, blockhash validity and token balances.
- * Errors from an unreachable node are thrown as they are (the facilitator maps them to
- * chain_unavailable); what the node answers is returned.
+ * The Solana JSON-RPC calls of the `exact` scheme, over viem's transport. An unreachable node's
+ * errors are thrown as they are (the facilitator maps them to chain_unavailable).
  */
 import type { Client } from "viem";
 import type { MaySend } from "../../core/settle-loop.js";
@@ -33,26 +31,48 @@ export async function simulationError(
   transaction: string,
   options: { readonly sigVerify: boolean; readonly commitment: Commitment },
 ): Promise<SimulationFailure | undefined> {
-  let answer: { value?: { err?: unknown; logs?: unknown } };
+  const simulated = await simulate(client, transaction, options);
+  return simulated.ok ? undefined : simulated;
+}
+
+/** A simulation that also lists the inner instructions each top-level instruction made. */
+export type InnerSimulation =
+  | { readonly ok: true; readonly innerInstructions: unknown }
+  | ({ readonly ok: false } & SimulationFailure);
+
+/** Simulates `transaction` as the payer sent it, with its inner instructions (smart wallets). */
+export function simulateWithInnerInstructions(
+  client: Client,
+  transaction: string,
+): Promise<InnerSimulation> {
+  return simulate(client, transaction, {
+    sigVerify: false,
+    commitment: "confirmed",
+    innerInstructions: true,
+  });
+}
+
+async function simulate(
+  client: Client,
+  transaction: string,
+  options: { sigVerify: boolean; commitment: Commitment; innerInstructions?: boolean },
+): Promise<InnerSimulation> {
+  let answer: { value?: { err?: unknown; logs?: unknown; innerInstructions?: unknown } };
   try {
     answer = await call(client, "simulateTransaction", [
       transaction,
-      {
-        encoding: "base64",
-        sigVerify: options.sigVerify,
-        replaceRecentBlockhash: false,
-        commitment: options.commitment,
-      },
+      { encoding: "base64", replaceRecentBlockhash: false, ...options },
     ]);
   } catch (error) {
-    // The node could not be asked: not the payment's fault (the facilitator maps it).
+    // Unreachable: not the payment's fault (the facilitator maps it). A refusal counts as failed.
     if (isUnreachable(error)) throw error;
-    // The node refused the transaction itself (the reference counts that as a failed simulation).
-    return { text: nodeRefusal(error) };
+    return { ok: false, text: nodeRefusal(error) };
   }
   const err = answer?.value?.err;
-  if (err === null || err === undefined) return undefined;
-  return { err, text: describeTransactionError(err, answer.value?.logs) };
+  if (err !== null && err !== undefined) {
+    return { ok: false, err, text: describeTransactionError(err, answer.value?.logs) };
+  }
+  return { ok: true, innerInstructions: answer?.value?.innerInstructions ?? null };
 }
 
 /** What the node said when it answered with an error, in one line. */
@@ -72,10 +92,7 @@ export function describeTransactionError(err: unknown, logs?: unknown): string {
   return text;
 }
 
-/**
- * Sends a fully signed transaction; the node has run no preflight (we simulated just before). The
- * one way a transaction leaves for a Solana node, and only with the settle loop's licence.
- */
+/** Sends a signed transaction (no preflight: we simulated), only with the settle loop's licence. */
 export function sendTransaction(
   client: Client,
   transaction: string,
@@ -148,42 +165,6 @@ export async function lamportsOf(client: Client, address: string): Promise<bigin
     { commitment: "confirmed" },
   ]);
   return BigInt(answer?.value ?? 0);
-}
-
-/** A simulation that also lists the inner instructions each top-level instruction made. */
-export type InnerSimulation =
-  | { readonly ok: true; readonly innerInstructions: unknown }
-  | ({ readonly ok: false } & SimulationFailure);
-
-/**
- * Simulates `transaction` as the payer sent it (no signature checks, its own blockhash) with
- * `innerInstructions: true`, as the reference's smart-wallet path does.
- */
-export async function simulateWithInnerInstructions(
-  client: Client,
-  transaction: string,
-): Promise<InnerSimulation> {
-  let answer: { value?: { err?: unknown; logs?: unknown; innerInstructions?: unknown } };
-  try {
-    answer = await call(client, "simulateTransaction", [
-      transaction,
-      {
-        encoding: "base64",
-        sigVerify: false,
-        replaceRecentBlockhash: false,
-        commitment: "confirmed",
-        innerInstructions: true,
-      },
-    ]);
-  } catch (error) {
-    if (isUnreachable(error)) throw error;
-    return { ok: false, text: nodeRefusal(error) };
-  }
-  const err = answer?.value?.err;
-  if (err !== null && err !== undefined) {
-    return { ok: false, err, text: describeTransactionError(err, answer.value?.logs) };
-  }
-  return { ok: true, innerInstructions: answer?.value?.innerInstructions ?? null };
 }
 
 /** A confirmed transaction as getTransaction answers it in base64 (null: the node has none). */

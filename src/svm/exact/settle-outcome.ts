@@ -1,8 +1,4 @@
-/**
- * How a sent Solana settlement comes out: the answer for each landing (confirmed, failed, expired,
- * timed out), and what the ledger, journal, throttle and metrics are told of it. Apart from
- * settle.ts, which decides whether and how a transaction is sent; this holds what follows after.
- */
+/** How a sent Solana settlement comes out: its answer, and what ledger, journal, throttle and metrics hear. */
 import { unrecorded } from "../../core/answers.js";
 import { type Outcome, Success } from "../../core/settle-loop.js";
 import { failure } from "../../protocol/errors.js";
@@ -160,11 +156,7 @@ export function alreadyOnChain(
   };
 }
 
-/**
- * The answer for a transaction the chain already has. A smart wallet's that landed without its
- * transfer gets the answer it got then (`post_settlement_transfer_not_confirmed`), not a
- * duplicate's; anything else is never a second success.
- */
+/** The chain has it: never a second success; a smart wallet's unpaid one keeps its answer. */
 export async function landedBefore(s: Settling, status: SignatureStatus): Promise<SettleResult> {
   if (status.err === null && s.payment.smartWallet) {
     const unpaid = await smartWalletUnpaid(s.ctx, s.payment, s.signed.signature);

@@ -1,17 +1,8 @@
 /**
- * Settling an x402 `exact` payment on Solana: every verify check again, our fee payer's signature,
- * then the same money rules as EVM settlements.
- *
- * - One settlement per transaction. The fee payer's Ed25519 signature is deterministic, so the
- *   transaction's id (its first signature) follows from the message the payer signed: the claim
- *   and the journal are keyed on it, and a payer re-signing the same transfer with another
- *   signature of its own still makes the same id (and the chain takes it once).
- * - Written down before it is sent; a journaled settlement is followed, never sent anew, and a
- *   settled one is never answered a second success (`duplicate_settlement`, as the reference),
- *   also when the journal has forgotten it but the chain still knows the signature.
- * - The payer's in-flight total with us must be covered by its token account (core/ledger.ts);
- *   a payer whose settlements fail on chain waits; the fee the transaction costs us is capped
- *   (checks.ts).
+ * Settling an x402 `exact` Solana payment: verify's checks again, our fee payer's signature, then
+ * EVM's money rules. Our Ed25519 signature is deterministic, so the transaction's id follows from
+ * the message: claim and journal are keyed on it (a payer re-signing still makes the same id).
+ * Journaled before sent, never sent anew, never a second success, even if only the chain knows it.
  */
 import { stageObserver } from "../../core/metrics.js";
 import {
@@ -261,11 +252,7 @@ async function sendAndFollow(
   return conclude(s, landing);
 }
 
-/**
- * The journal's entry: the store keeps strings, so on Solana the hash is the transaction's
- * signature (base58), the raw bytes are base64, there is no nonce (0), and the
- * expected transfer names the mint and the token accounts.
- */
+/** The journal's entry: no nonce (0); the expected transfer names the mint and token accounts. */
 function journalEntry(s: Settling): NewEntry {
   const { payment } = s;
   return {

@@ -1,8 +1,4 @@
-/**
- * The key a Solana payment is written down under, from the request alone: `svm:<network>:` and the
- * transaction's id, its fee payer's signature. Ed25519 signatures are deterministic, so signing the
- * message again gives the id settle gave it; only a fee payer whose key is configured can.
- */
+/** A Solana payment's journal key from the request alone: our deterministic signature remakes its id. */
 import { type SvmFeePayer, signWithFeePayer } from "../chain/keys.js";
 import { SVM_KEY_PREFIX } from "../chain/ledger-reads.js";
 import { decodeSvmTransaction, signatureToBase58 } from "./decode.js";

@@ -1,7 +1,4 @@
-/**
- * Ed25519 signatures of a Solana message, checked locally (no chain): every required signer but
- * the fee payer (key 0, who signs at settle) must have signed the message bytes.
- */
+/** Every required signer but the fee payer (who signs at settle) must have signed: checked locally. */
 import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import type { Address } from "@solana/kit";
 import { getAddressEncoder } from "@solana/kit";

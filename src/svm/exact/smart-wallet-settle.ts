@@ -1,11 +1,6 @@
 /**
- * What settle does differently for a smart wallet's payment (smart-wallet.ts). Its transfer was
- * found in a simulation, so:
- *
- * - A retry of one we sent finds it by the journal: its simulation fails once it has landed
- *   (AlreadyProcessed), so what it pays is read from the journal's entry, and it is followed there.
- * - Once it lands, the confirmed transaction must show the transfer (transfer-landed.ts) before a
- *   success is answered; one that landed without it is `post_settlement_transfer_not_confirmed`.
+ * Settle's smart-wallet differences: a retry finds a landed one by the journal (its simulation
+ * fails), and success waits until the confirmed transaction shows the transfer.
  */
 import type { JournalEntry } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
@@ -20,10 +15,7 @@ import { svmKeyOf } from "./settlement-key.js";
 import { transferLanded } from "./transfer-landed.js";
 import type { SvmPayment } from "./types.js";
 
-/**
- * A smart wallet's transaction whose simulation failed but which the journal holds (we sent it):
- * the payment as the journal wrote it down, to follow it; undefined when it holds none.
- */
+/** A smart wallet's failed-simulation transaction we sent: the payment as journaled, to follow. */
 export async function journaledSmartWallet(
   ctx: SvmSettleContext,
   tx: SvmTransaction,
@@ -53,11 +45,7 @@ export async function journaledSmartWallet(
   };
 }
 
-/**
- * A smart wallet's transaction landed: the answer when its confirmed copy does not show the
- * transfer (`settlement_failed`: it took our fee and paid nothing), or cannot be read yet
- * (`settlement_pending`: a retry or the reconciler reads it again); undefined when it paid.
- */
+/** A landed smart wallet's answer unless it paid: failed (no transfer) or pending (unread). */
 export async function smartWalletUnpaid(
   ctx: SvmSettleContext,
   payment: SvmPayment,

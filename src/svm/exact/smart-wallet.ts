@@ -1,31 +1,24 @@
 /**
- * The smart-wallet path of the `exact` scheme on Solana (off unless switched on), as the official
- * `@x402/svm` 2.27 facilitator's `enableSmartWalletVerification`: a payment from a Squads or Swig
- * wallet (or another allowed program) moves the tokens in an inner instruction, so the static
- * layout cannot see it. When the static layout fails for a layout reason only, the transaction is
- * taken if every top-level program is allowed, our fee payers are in no instruction, its compute
- * budget is within the caps, and its simulation (with inner instructions) makes exactly one
- * `TransferChecked` of the asset, of at least the amount, to payTo's associated token account,
- * and no transfer by one of our keys. After it lands, the confirmed transaction must show that
- * transfer too (transfer-landed.ts): a simulation is not the chain.
- *
- * Stricter than the reference: every fee payer of ours is kept out of every instruction (it checks
- * the one the payment names), and the transaction's whole fee is capped as the static path's is,
- * also when it sets no compute-unit limit (the runtime's default limit then counts).
+ * The smart-wallet path of `exact` on Solana (off unless switched on), as `@x402/svm` 2.27's
+ * `enableSmartWalletVerification`: a Squads or Swig wallet moves the tokens in an inner
+ * instruction, so when the static layout fails for a layout reason only, the transaction is taken
+ * if its programs are allowed, our fee payers are in no instruction, its compute budget is within
+ * the caps, and its simulation makes exactly one paying `TransferChecked` and none by our keys. The
+ * confirmed transaction must show that transfer too (transfer-landed.ts): a simulation is not the
+ * chain. Stricter than the reference: every fee payer of ours is kept out, and the whole fee is
+ * capped, also without a compute-unit limit (the runtime's default then counts).
  */
 import type { ErrorCode } from "../../protocol/errors.js";
-import { checkLayout } from "./checks.js";
+import { checkLayout, memoRefusal, requiredUnits } from "./checks.js";
 import {
   COMPUTE_BUDGET_PROGRAM,
   DEFAULT_MAX_FEE_LAMPORTS,
-  DEFAULT_UNITS_PER_INSTRUCTION,
-  MAX_TRANSACTION_COMPUTE_UNITS,
   MEMO_PROGRAM,
   TOKEN_2022_PROGRAM,
   TOKEN_PROGRAM,
 } from "./constants.js";
 import type { SvmTransaction } from "./decode.js";
-import { transactionFeeLamports } from "./fees.js";
+import { defaultComputeUnits, transactionFeeLamports } from "./fees.js";
 import {
   readComputeUnitLimit,
   readComputeUnitPrice,
@@ -77,10 +70,8 @@ function refusal(
 }
 
 /**
- * Whether the reference would try the smart-wallet path after the static layout refused this:
- * one of its layout reasons. Our own caps (the compute-unit limit, the whole fee) come before
- * some layout checks in ours and not in the reference, so past one of them the layout is checked
- * again without them.
+ * Whether the reference would try the smart-wallet path after this refusal. Our own caps come
+ * before some layout checks, so past one the layout is checked again without them.
  */
 export async function layoutRecoverable(
   refused: Extract<SvmCheckResult, { ok: false }>,
@@ -143,34 +134,30 @@ export function checkSmartWalletShape(
         `Instruction ${ix.index + 1} is a compute-budget instruction with no data`,
       );
     }
-    if (data[0] === SET_COMPUTE_UNIT_LIMIT) {
-      const limit = readComputeUnitLimit(ix);
-      if (limit === undefined) {
+    const isLimit = data[0] === SET_COMPUTE_UNIT_LIMIT;
+    if (isLimit || data[0] === SET_COMPUTE_UNIT_PRICE) {
+      const value = isLimit ? readComputeUnitLimit(ix) : readComputeUnitPrice(ix);
+      const name = isLimit ? "SetComputeUnitLimit" : "SetComputeUnitPrice";
+      if (value === undefined) {
         return refusal(
-          SVM_REASONS.smartWalletMalformedComputeLimit,
-          `Instruction ${ix.index + 1} is a SetComputeUnitLimit of ${data.length} bytes`,
+          isLimit
+            ? SVM_REASONS.smartWalletMalformedComputeLimit
+            : SVM_REASONS.smartWalletMalformedComputePrice,
+          `Instruction ${ix.index + 1} is a ${name} of ${data.length} bytes`,
         );
       }
-      units = limit;
-      if (units > options.maxComputeUnits) {
+      if (typeof value === "number") units = value;
+      else price = value;
+      if (isLimit && value > options.maxComputeUnits) {
         return refusal(
           SVM_REASONS.smartWalletComputeUnitsTooHigh,
-          `The compute-unit limit ${units} is above the smart-wallet cap of ${options.maxComputeUnits}`,
+          `The compute-unit limit ${value} is above the smart-wallet cap of ${options.maxComputeUnits}`,
         );
       }
-    } else if (data[0] === SET_COMPUTE_UNIT_PRICE) {
-      const unitPrice = readComputeUnitPrice(ix);
-      if (unitPrice === undefined) {
-        return refusal(
-          SVM_REASONS.smartWalletMalformedComputePrice,
-          `Instruction ${ix.index + 1} is a SetComputeUnitPrice of ${data.length} bytes`,
-        );
-      }
-      price = unitPrice;
-      if (price > options.maxPriorityFeeMicroLamports) {
+      if (!isLimit && value > options.maxPriorityFeeMicroLamports) {
         return refusal(
           SVM_REASONS.smartWalletPriorityFeeTooHigh,
-          `The compute-unit price ${price} micro-lamports is above the smart-wallet cap of ${options.maxPriorityFeeMicroLamports}`,
+          `The compute-unit price ${value} micro-lamports is above the smart-wallet cap of ${options.maxPriorityFeeMicroLamports}`,
         );
       }
     } else {
@@ -182,8 +169,7 @@ export function checkSmartWalletShape(
   }
   // Without a limit the runtime gives each other instruction its default share.
   const others = tx.instructions.filter((ix) => ix.programId !== COMPUTE_BUDGET_PROGRAM).length;
-  const limit =
-    units ?? Math.min(others * DEFAULT_UNITS_PER_INSTRUCTION, MAX_TRANSACTION_COMPUTE_UNITS);
+  const limit = units ?? defaultComputeUnits(others);
   const signers = tx.header.numSignerAccounts;
   const fee = transactionFeeLamports(signers, limit, price);
   if (fee > maxFeeLamports) {
@@ -195,10 +181,7 @@ export function checkSmartWalletShape(
   return { ok: true, shape: { units: limit, price } };
 }
 
-/**
- * After a simulation with inner instructions: the memo, then the one transfer that pays
- * requirements, found among the top-level instructions and the simulation's inner ones.
- */
+/** After the simulation: the memo, then the one transfer that pays, at either level. */
 export async function findSmartWalletTransfer(
   tx: SvmTransaction,
   innerInstructions: unknown,
@@ -207,18 +190,8 @@ export async function findSmartWalletTransfer(
   shape: SmartWalletShape,
 ): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SmartWalletRefusal> {
   const memos = tx.instructions.flatMap((ix) => readMemo(ix) ?? []);
-  const expectedMemo = requirements.extra?.memo;
-  if (typeof expectedMemo === "string" && expectedMemo !== "") {
-    if (memos.length !== 1) {
-      return refusal(
-        SVM_REASONS.memoCount,
-        `requirements.extra.memo asks for one memo; the transaction has ${memos.length}`,
-      );
-    }
-    if (memos[0] !== expectedMemo) {
-      return refusal(SVM_REASONS.memoMismatch, "The memo differs from requirements.extra.memo");
-    }
-  }
+  const badMemo = memoRefusal(memos, requirements);
+  if (badMemo) return refusal(badMemo.x402Reason, badMemo.message);
   const keys = [...tx.staticAccounts, ...tx.loadedAccounts];
   const transfers = [...topLevelTransfers(tx), ...innerTransfers(innerInstructions, keys)];
   const ours = new Set(feePayers);
@@ -237,10 +210,8 @@ export async function findSmartWalletTransfer(
       `requirements.payTo ${requirements.payTo} and asset ${requirements.asset} have no associated token account`,
     );
   }
-  let required: bigint;
-  try {
-    required = BigInt(requirements.amount);
-  } catch {
+  const required = requiredUnits(requirements);
+  if (required === undefined) {
     return refusal(
       SVM_REASONS.smartWalletTransferMismatch,
       `The required amount ${requirements.amount} is not an integer`,

@@ -1,15 +1,17 @@
 /**
- * Whether a landed transaction paid: its confirmed copy (getTransaction) shows a TransferChecked
- * of the mint, of at least the amount, into the payee's token account, authorised by none of our
- * fee payers, at the top level or among its inner instructions. A smart-wallet payment was judged
- * on a simulation; the chain may run it otherwise (its state changed between the two), so its
- * success waits for this. The reference reads the inner instructions only (a transfer at the top
- * level never counts there), and falls back to a balance difference; ours reads both levels.
+ * Whether a landed transaction paid: its confirmed copy shows a TransferChecked of at least the
+ * amount into the payee's account, authorised by none of our fee payers, at either level. A
+ * smart wallet was judged on a simulation, and the chain may run it otherwise.
  */
 import type { Client } from "viem";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { decodeSvmTransaction, LOOKUP_TABLE_ACCOUNT, type SvmTransaction } from "./decode.js";
-import { resolveLookupTables, rpcLookupTableReader } from "./lookup-tables.js";
+import {
+  lookupLoads,
+  resolveLookupTables,
+  rpcLookupTableReader,
+  withLoaded,
+} from "./lookup-tables.js";
 import { confirmedTransaction } from "./rpc.js";
 import { type FoundTransfer, innerTransfers, topLevelTransfers } from "./transfers.js";
 
@@ -57,11 +59,7 @@ export async function transferLanded(
   return transfers.some((t) => pays(t, owed, feePayers)) ? "paid" : "unpaid";
 }
 
-/**
- * Whether the transaction's own top-level instructions pay `owed` from keys it names itself: a
- * transaction that landed without error then paid, with no need to read it back (the static
- * layout's payments).
- */
+/** Whether its own top-level instructions pay `owed` (then landing without error is paying). */
 export function paysAtTopLevel(wire: string, owed: Owed, feePayers: readonly string[]): boolean {
   const decoded = decodeSvmTransaction(wire);
   if (!decoded.ok) return false;
@@ -79,31 +77,20 @@ function pays(t: FoundTransfer, owed: Owed, feePayers: readonly string[]): boole
   );
 }
 
-/**
- * The transaction with the accounts its lookup tables loaded: as the node lists them, else read
- * from the tables (what a table holds at an index never changes while it can be used).
- */
+/** The transaction with the accounts its tables loaded: as the node lists them, else read. */
 async function withLoadedAccounts(
   client: Client,
   tx: SvmTransaction,
   loaded: { readonly writable: unknown; readonly readonly: unknown } | undefined,
 ): Promise<SvmTransaction | undefined> {
   if (tx.lookupTableCount === 0) return tx;
-  const wanted = tx.lookups.reduce(
-    (n, l) => n + l.writableIndexes.length + l.readonlyIndexes.length,
-    0,
-  );
   const listed = [
     ...(Array.isArray(loaded?.writable) ? loaded.writable : []),
     ...(Array.isArray(loaded?.readonly) ? loaded.readonly : []),
   ].map(String);
-  if (listed.length === wanted) {
-    const keys = [...tx.staticAccounts, ...listed];
-    const instructions = tx.instructions.map((ix) => ({
-      ...ix,
-      accounts: ix.accountIndexes.map((i) => keys[i] ?? LOOKUP_TABLE_ACCOUNT),
-    }));
-    return { ...tx, instructions, loadedAccounts: listed };
+  if (listed.length === lookupLoads(tx)) {
+    const known = withLoaded(tx, listed);
+    if (known.ok) return known.transaction;
   }
   const resolved = await resolveLookupTables(tx, rpcLookupTableReader(client));
   return resolved.ok ? resolved.transaction : undefined;

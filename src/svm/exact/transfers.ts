@@ -1,14 +1,12 @@
 /**
- * Token transfers (TransferChecked of SPL Token or Token-2022) as the smart-wallet path reads
- * them: at the top level of a transaction, and among the inner instructions a node lists for a
- * simulation or a confirmed transaction. Read as the reference's smart-wallet path reads them (9
- * data bytes and 4 accounts at least; a parsed inner instruction by its `info`).
+ * TransferChecked of either token program, top-level or inner (as a node lists them), read as the
+ * reference's smart-wallet path reads them: 9 data bytes and 4 accounts at least.
  */
 import { getBase58Encoder } from "@solana/kit";
 import { associatedTokenAddress } from "./ata.js";
 import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from "./constants.js";
 import type { SvmTransaction } from "./decode.js";
-import { isTokenProgram } from "./instructions.js";
+import { isTokenProgram, TRANSFER_CHECKED } from "./instructions.js";
 import type { SvmRequirements } from "./types.js";
 
 /** A transfer of either token program, top-level or inner. */
@@ -22,7 +20,6 @@ export interface FoundTransfer {
   readonly decimals?: number | undefined;
 }
 
-const TRANSFER_CHECKED = 12;
 const base58 = getBase58Encoder();
 
 /** payTo's associated token account for the asset under either token program. */
@@ -43,11 +40,7 @@ export function topLevelTransfers(tx: SvmTransaction): FoundTransfer[] {
   });
 }
 
-/**
- * TransferChecked instructions among inner instructions as a node lists them: parsed (the
- * `jsonParsed` form a simulation answers with) or compiled (program and accounts as indexes into
- * `keys`, data in base58).
- */
+/** TransferChecked among inner instructions: parsed (`jsonParsed`) or compiled (indexes into `keys`). */
 export function innerTransfers(inner: unknown, keys: readonly string[]): FoundTransfer[] {
   if (!Array.isArray(inner)) return [];
   const found: FoundTransfer[] = [];
@@ -107,7 +100,6 @@ function compiledTransfer(
   return transferOf(programId, named as string[], bytes);
 }
 
-/** A TransferChecked (9 data bytes at least, 4 accounts), as the reference's smart-wallet path reads one. */
 function transferOf(
   programId: string,
   accounts: readonly string[],

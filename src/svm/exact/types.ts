@@ -1,7 +1,4 @@
-/**
- * What checkSvmPayment reads (requirements, options) and answers (the checked payment or the
- * reference's reason for refusing it).
- */
+/** What checkSvmPayment reads and answers. */
 import type { SvmTransaction } from "./decode.js";
 import type { TransferChecked } from "./instructions.js";
 import type { LookupTableReader } from "./lookup-tables.js";
@@ -28,10 +25,7 @@ export interface SvmCheckOptions {
   readonly maxFeeLamports?: bigint | undefined;
   /** The most signatures a transaction may require; no limit when undefined (as the reference). */
   readonly maxRequiredSignatures?: number | undefined;
-  /**
-   * Reads address lookup tables from the cluster. Without it (the checks alone, no chain) a v2
-   * transaction that uses tables is refused as the reference refuses it when it cannot fetch them.
-   */
+  /** Reads lookup tables; without it a transaction using them is refused. */
   readonly lookupTables?: LookupTableReader | undefined;
 }
 
@@ -53,10 +47,7 @@ export interface SvmPayment {
   readonly memos: readonly string[];
   readonly recentBlockhash: string;
   readonly transaction: SvmTransaction;
-  /**
-   * Set when the payment is a smart wallet's (smart-wallet.ts): its transfer was found in a
-   * simulation, so after it lands the confirmed transaction must show it too.
-   */
+  /** A smart wallet's: found in a simulation, so the landed transaction must show it too. */
   readonly smartWallet?: true | undefined;
 }
 

@@ -1,10 +1,7 @@
 /**
- * Verifying an x402 `exact` payment on Solana, as the official @x402/svm 2.27.0 facilitator does:
- * scheme and network, the chain-free checks (checkSvmPayment), then a simulation of the
- * transaction exactly as the payer sent it (`sigVerify: false`, since the fee payer has not signed
- * yet; `replaceRecentBlockhash: false`, so an expired blockhash fails as `BlockhashNotFound`: the
- * reference makes no other freshness check, and neither do we). Failures carry the reference's
- * reason in the x402 dialect and our code in the reference dialect.
+ * Verifying an x402 `exact` Solana payment as @x402/svm 2.27.0 does: scheme, network, the
+ * chain-free checks, then a simulation as sent (`sigVerify: false`: the fee payer has not signed;
+ * an expired blockhash fails as `BlockhashNotFound`, the only freshness check, as the reference's).
  */
 import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -138,10 +135,7 @@ export async function checkSvmRequest(
   return refuse(CODES[checked.x402Reason], checked.x402Reason, checked.message, checked.payer);
 }
 
-/**
- * The smart-wallet path, simulation included: the payment, or why it is refused. A refusal after
- * the simulation carries the transaction, for settle to follow one it already sent.
- */
+/** The smart-wallet path; a refusal after simulating carries the transaction (settle follows it). */
 async function checkSmartWallet(
   ctx: SvmContext,
   request: PaymentRequest,
@@ -197,11 +191,7 @@ export async function verifyExactSvm(
   return { ok: true, payer };
 }
 
-/**
- * The transaction failed in simulation, with the runtime's error. One that already landed is
- * named for what it is, and so is our fee payer lacking the SOL for the fee (not the payment's
- * fault): finer than the reference, whose reason the x402 dialect keeps.
- */
+/** A failed simulation; finer than the reference for a landed one and for our unfunded fee payer. */
 export function simulationRefusal(
   request: PaymentRequest,
   why: SimulationFailure,
@@ -210,8 +200,7 @@ export function simulationRefusal(
   reason: string = REASONS.simulation[request.x402Version],
 ) {
   if (why.err === "AlreadyProcessed") {
-    // At verify it is one more reason the payment is not valid: 400, as the other refusals of a
-    // payment there and its EVM twin nonce_already_used. Settle keeps the table's 409.
+    // At verify a 400 as the other refusals (EVM's nonce_already_used); settle keeps the 409.
     return refuse(
       "duplicate_settlement",
       reason,
