@@ -120,10 +120,7 @@ export interface SignerBalance {
   readonly error?: string | undefined;
 }
 
-/**
- * Each signer's native balance on each chain of a configured RPC (not the public RPCs' chains: a
- * signer is not expected to hold gas on every well-known chain), each read bounded by `timeoutMs`.
- */
+/** Each signer's native balance on each configured RPC's chain (not public ones'), bounded. */
 export async function signerBalances(
   facilitator: Facilitator,
   timeoutMs: number = PROBE_TIMEOUT_MS,
@@ -144,10 +141,7 @@ export async function signerBalances(
   return Promise.all(reads);
 }
 
-/**
- * Below this a Solana fee payer cannot be counted on: an account must keep its rent-exempt
- * minimum (890,880 lamports with no data), and each settlement costs it 10,000 lamports and up.
- */
+/** A Solana fee payer's floor: its rent-exempt minimum (890,880) plus fees of 10,000 and up. */
 const MIN_FEE_PAYER_LAMPORTS = 1_000_000n;
 
 export interface FeePayerBalance {

@@ -1,9 +1,6 @@
 /**
- * GET /metrics: Prometheus counters, gauges and histograms for `facilitator serve`. prom-client is
- * loaded here, only when serve asks for it (createMetrics), so the CLI's cold start never pays for
- * it; each instance has a registry of its own, so several facilitators in one process don't mix.
- * The core reports through the MetricsSink interface (src/core/metrics.ts); the handler through
- * HttpMetrics.
+ * GET /metrics for `facilitator serve`. prom-client loads only when serve asks (cold CLI start);
+ * each instance has its own registry, so facilitators in one process don't mix.
  */
 import type * as Prom from "prom-client";
 import type { MetricsSink, SettleStage, SvmTransactionEvent } from "../core/metrics.js";
