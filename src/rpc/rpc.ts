@@ -165,11 +165,7 @@ export class RpcRegistry {
       if (this.#unresolved.size > 0) throw this.#unreachable(named);
       const label = solanaCluster(network)?.label;
       const name = named === network ? network : `${named} (${network})`;
-      const served = this.#servedNames();
-      const why =
-        served.length > 0
-          ? `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served.join(", ")}`
-          : "no Solana RPC is configured";
+      const why = this.#servedNames().length > 0 ? this.#serves() : "no Solana RPC is configured";
       throw FacilitatorError.of(
         "unsupported_network",
         `${name}${label && label !== named ? ` (${label})` : ""} is not served here: ${why}; add a Solana RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file`,
@@ -193,6 +189,12 @@ export class RpcRegistry {
 
   #servedNames(): string[] {
     return [...new Set([...[...this.#resolved.values()].map(caip2), ...this.#solana.values()])];
+  }
+
+  #serves(): string {
+    const which =
+      this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve";
+    return `${which} ${this.#servedNames().join(", ")}`;
   }
 
   /** Whether well-known chains without a configured URL are served through public RPCs. */
@@ -254,15 +256,12 @@ export class RpcRegistry {
     const label = known && known.label.toLowerCase() !== network.toLowerCase() ? known.label : "";
     const about = [...(network === id ? [] : [id]), ...(label ? [label] : [])];
     const name = about.length > 0 ? `${network} (${about.join(", ")})` : network;
-    let why: string;
-    if (this.#urls.length > 0) {
-      const served = this.#servedNames().join(", ");
-      why = `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served}`;
-    } else {
-      why = this.#publicRpcs
-        ? "no RPC is configured"
-        : "no RPC is configured and public RPCs are off";
-    }
+    let why =
+      this.#urls.length > 0
+        ? this.#serves()
+        : this.#publicRpcs
+          ? "no RPC is configured"
+          : "no RPC is configured and public RPCs are off";
     if (this.#publicRpcs) why += " and it has no built-in public RPC";
     const publicHint =
       !this.#publicRpcs && known?.defaultRpcUrl
