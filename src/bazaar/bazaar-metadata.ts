@@ -1,12 +1,7 @@
 /**
- * The bazaar extension's own rules for what a buyer echoes about a resource (x402
- * specs/extensions/bazaar.md, "Service Metadata on `resource`" and "`routeTemplate` Validation
- * Rules"). A field that breaks its rule is dropped, never the payment or the rest of the entry,
- * and each drop is said in words (the seller reads them in EXTENSION-RESPONSES).
- *
- * Where we go further than the spec, for a catalogue others fetch icons from: an icon host that is
- * a single label (`intranet`), ends in `.localhost` or names a private-network domain (`.local`,
- * `.internal`, `.home.arpa`, …), or ends in a dot, is dropped as well.
+ * The bazaar spec's rules for a buyer's `resource` metadata: a field that breaks one is dropped
+ * (never the payment), said in words. Others fetch icons from our catalogue, so icon hosts that
+ * name this machine or a private network are dropped too (beyond the spec).
  */
 import { domainToASCII } from "node:url";
 
@@ -68,9 +63,6 @@ export function routeTemplateProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-export const isValidRouteTemplate = (value: unknown): value is string =>
-  routeTemplateProblem(value) === undefined;
-
 /** Why a `serviceName` is dropped, or undefined when it is kept. */
 export function serviceNameProblem(value: unknown): string | undefined {
   if (typeof value !== "string") return "is not a string";
@@ -81,10 +73,7 @@ export function serviceNameProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * The first 5 valid tags, deduplicated without regard to case (the first spelling wins), and
- * what was dropped.
- */
+/** The first 5 valid tags, deduplicated ignoring case (first spelling wins), and what was dropped. */
 export function sanitizeTags(value: unknown): { tags?: string[]; dropped: string[] } {
   if (value === undefined) return { dropped: [] };
   if (!Array.isArray(value)) return { dropped: ["tags: not an array"] };

@@ -1,14 +1,7 @@
 /**
- * The `bazaar` extension of an x402 v2 payment, read as a facilitator must before cataloguing it
- * (x402 specs/extensions/bazaar.md, "Facilitator Behavior"): its `info` checked against its own
- * JSON Schema (json-schema.ts: nothing fetched, every check bounded), the input's kind (`http` or
- * `mcp`) checked as the spec defines it, the resource's URL made the catalogue key (its origin and
- * the `routeTemplate`, or else its path; plus the tool name for MCP), and the service metadata
- * kept or dropped by the extension's rules (bazaar-metadata.ts).
- *
- * The whole extension is refused, with a reason, when its schema or info is wrong, when it is too
- * big to keep, or when the resource has no http(s) URL. A field of it is dropped, with a note,
- * when only that field is wrong.
+ * The `bazaar` extension of a v2 payment, read as the spec's "Facilitator Behavior" says: `info`
+ * checked against its own schema, the input kind checked, the resource URL made the catalogue key.
+ * A wrong schema, info or URL refuses it whole; a wrong field alone is dropped with a note.
  */
 import { routeTemplateProblem, sanitizeServiceMetadata } from "./bazaar-metadata.js";
 import { validateJsonSchema } from "./json-schema.js";
@@ -58,10 +51,7 @@ export type Discovery =
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
-/**
- * The discovery a v2 payment carries: undefined when it carries no `bazaar` extension; refused
- * with a reason; or what to catalogue, with notes on the fields dropped.
- */
+/** A v2 payment's discovery: none, refused with a reason, or what to catalogue (and notes). */
 export function discover(
   resource: unknown,
   extensions: Readonly<Record<string, unknown>> | undefined,

@@ -1,8 +1,6 @@
 /**
- * The bazaar catalogue port: the resources paid for through us that declared discovery, kept by
- * the settlement store (the journal file, or PostgreSQL shared by replicas). What an entry is, how
- * a filter and a search match one, and how a payment updates an entry are decided here, once, so
- * both stores answer alike; each store only keeps entries and applies the bounds atomically.
+ * The bazaar catalogue port: resources paid for through us that declared discovery. Entries,
+ * filters, search and updates are decided here so both stores (journal, PostgreSQL) answer alike.
  */
 import type { Discovered } from "./bazaar.js";
 
@@ -10,15 +8,9 @@ export interface CatalogueEntry extends Discovered {
   /** What the entry is keyed by: the resource URL, and the MCP tool (catalogueKey). */
   readonly key: string;
   readonly x402Version: 2;
-  /**
-   * The requirements paid through us for it: its owner's (those paying `payTo`; newest first,
-   * ACCEPTS_KEPT at most), then other payees' (newest first, OTHER_ACCEPTS_KEPT at most).
-   */
+  /** Requirements paid through us: the owner's (`payTo`), then other payees', each newest first. */
   readonly accepts: readonly Readonly<Record<string, unknown>>[];
-  /**
-   * Who received and who made the payment that added it: the bounds count by them, and only a
-   * payment to `payTo` (the entry's owner) changes what the entry says of the resource.
-   */
+  /** Who received and made the payment that added it: the bounds count by them. */
   readonly payTo: string;
   readonly payer: string;
   /** When a payment last updated it (unix milliseconds). */
@@ -52,9 +44,8 @@ export type Catalogued = { readonly added: boolean } | { readonly refused: strin
 
 export interface Catalogue {
   /**
-   * Adds `entry`, or updates the entry of its key (catalogueUpdate). A new entry is refused when
-   * its payee or payer already added as many as the bounds allow; when the catalogue is full, the
-   * entries updated longest ago make room. Resolves once durable.
+   * Adds or updates `entry` (catalogueUpdate), durably; a new one is refused past its payee's or
+   * payer's bound, and when full the entries updated longest ago make room.
    */
   put(entry: CatalogueEntry, bounds: CatalogueBounds): Promise<Catalogued>;
   /** The entries that pass `filter`, newest first, from `offset`; and how many pass. */
@@ -63,10 +54,7 @@ export interface Catalogue {
     limit: number,
     offset: number,
   ): Promise<{ items: CatalogueEntry[]; total: number }>;
-  /**
-   * The entries that pass `filter` and hold at least one of `words` (searchText), most words
-   * first, then newest; from `offset`; `more` when others follow.
-   */
+  /** Entries passing `filter` with any of `words`, most words then newest first, from `offset`. */
   search(
     filter: CatalogueFilter,
     words: readonly string[],
@@ -77,10 +65,7 @@ export interface Catalogue {
 
 /** Requirements kept per entry for its owner's payTo. */
 export const ACCEPTS_KEPT = 4;
-/**
- * Requirements kept per entry for every other payTo together: a payment naming someone else's
- * resource adds its requirement beside the owner's; the one paid longest ago makes room.
- */
+/** Requirements kept per entry for every other payTo together (oldest make room). */
 export const OTHER_ACCEPTS_KEPT = 4;
 /** An unchanged entry is written again (its lastUpdated) at most this often. */
 export const REFRESH_MS = 60_000;
@@ -118,11 +103,9 @@ function canonical(value: unknown): string {
 }
 
 /**
- * The entry a payment makes of `existing` (undefined: a new one, which the payment's payee owns).
- * A payment to the owner brings its content (description, metadata, `info`); any other keeps the
- * owner's. The requirements are merged, this payment's first, the owner's before the others', so
- * another payee's can never push the owner's out. Who added it is kept. `write` is false when
- * nothing but the time changed and the entry was written less than REFRESH_MS ago.
+ * The entry a payment makes of `existing` (undefined: new, owned by its payee). Only a payment to
+ * the owner brings content; requirements merge owner's first, so others cannot push them out.
+ * `write` is false when only the time changed, within REFRESH_MS.
  */
 export function catalogueUpdate(
   existing: CatalogueEntry | undefined,

@@ -1,13 +1,7 @@
 /**
- * Bazaar discovery at the facilitator: a v2 payment that carries `extensions.bazaar` is read
- * (bazaar/bazaar.ts) when it is verified and when it is settled, and catalogued once its settle
- * has landed (bazaar/catalogue.ts, kept by the store). Each answer says what became of it, as the
- * `EXTENSION-RESPONSES` side channel carries it:
- * - `rejected` (`rejectedReason`): the extension is wrong, a bound refused it, or nothing landed;
- * - `processing`: valid, and catalogued once the payment lands (after verify; after a settle
- *   answered `submitted`, whose transaction is watched here until it lands);
- * - `success`: catalogued. `reason` lists the fields dropped, when any were.
- * Discovery never changes a payment's outcome: a payment that fails says nothing of it.
+ * Bazaar discovery: `extensions.bazaar` is read at verify and settle and catalogued once the
+ * settle lands. EXTENSION-RESPONSES says `rejected`, `processing` (catalogued once it lands) or
+ * `success`. Discovery never changes a payment's outcome.
  */
 
 import type { PaymentRequest } from "../protocol/request.js";
@@ -191,10 +185,7 @@ export class Discovery {
   }
 }
 
-/**
- * Longest reason sent: the header goes to the seller's HTTP client, whose header limits (16 KiB in
- * Node) a reason quoting a buyer's keys must never reach.
- */
+/** Longest reason sent: a reason quoting a buyer's keys must not pass the seller's header limit. */
 const REASON_LIMIT = 600;
 const clip = (text: string) =>
   text.length > REASON_LIMIT ? `${text.slice(0, REASON_LIMIT - 1)}…` : text;

@@ -1,13 +1,8 @@
 /**
- * A JSON Schema `pattern` from an untrusted schema runs on RE2 (re2js, pure JavaScript), whose
- * time is linear in the string, never on JavaScript's backtracking RegExp: `^a?…a?a…a$` (27 of
- * each) held the event loop 36 s there, and no check of a pattern's shape catches every such form.
- * A pattern keeps its ECMA-262 meaning (Unicode mode, as ajv compiles it): it is checked by
- * RegExp's parser (which runs nothing), then written in RE2's syntax where the two differ (`.`,
- * `\s`, `\u`…), and searched for, unanchored. What RE2 has no linear-time way to run
- * (backreferences, lookarounds) is refused, and so is a pattern whose program would be big.
- * The caller's step budget (json-schema.ts) pays for compiling (COMPILE_COST per instruction)
- * and for each string searched (a step per instruction per character).
+ * An untrusted schema's `pattern` runs on RE2 (linear time), never on backtracking RegExp, where
+ * `^a?…a?a…a$` held the event loop 36 s. Its ECMA-262 meaning is kept (RegExp's parser checks it,
+ * then it is written in RE2's syntax); backreferences, lookarounds and big programs are refused.
+ * Compiling and searching are charged to the caller's step budget (json-schema.ts).
  */
 import { RE2JS } from "re2js";
 
@@ -15,10 +10,7 @@ import { RE2JS } from "re2js";
 const PATTERN_LIMIT = 200;
 /** Longest string a pattern is run on; a longer one makes the check unusable, not a match. */
 export const PATTERN_INPUT_LIMIT = 256;
-/**
- * Most RE2 instructions one pattern may compile to (`^.{0,240}$` is about 490): compiling grows
- * faster than the program (`a{960}` took 20 times `a{480}`'s time, re2js 2.10).
- */
+/** Most RE2 instructions per pattern (`^.{0,240}$` is ~490): compile time grows faster than that. */
 export const PROGRAM_LIMIT = 500;
 /** Steps charged per RE2 instruction compiled (a step: one instruction run over one character). */
 const COMPILE_COST = 150;
@@ -217,11 +209,7 @@ const compiled = new Map<string, LinearPattern>();
 let compiledInstructions = 0;
 const REMEMBERED_INSTRUCTIONS = 50_000;
 
-/**
- * `source` compiled for RE2, or why it is refused (the end of a reason). Compiling costs about
- * COMPILE_COST steps per instruction, charged to `spend` (which throws past the budget) first;
- * a pattern compiled lately costs nothing.
- */
+/** `source` compiled for RE2 (charged to `spend`; memoised ones are free), or why it is refused. */
 export function linearPattern(
   source: string,
   spend: (steps: number) => void,
@@ -257,9 +245,7 @@ export function linearPattern(
 
 /** Whether `pattern` matches somewhere in `value` (JSON Schema patterns are not anchored). */
 export function searches(pattern: LinearPattern, value: string): boolean {
-  // The matcher's search runs RE2's bit-state or NFA engines, linear in the string, and keeps
-  // nothing; test() would grow a lazy DFA per pattern (up to 8 MB each, kept by the memo), and
-  // on 256 characters of `\p{L}{999}` it took ten times as long.
+  // The matcher's search is linear and keeps nothing; test() would grow an 8 MB DFA per pattern.
   return pattern.re.matcher(value).find();
 }
 

@@ -1,9 +1,4 @@
-/**
- * The shape of a JSON Schema 2020-12 document as json-schema.ts runs it: what ajv's compile would
- * refuse (a keyword of the wrong type), what is never fetched (a reference outside the schema),
- * what is not run here (json-schema.ts's header), and each `pattern` compiled for RE2
- * (json-schema-patterns.ts), its cost charged to the check's step budget.
- */
+/** A schema's own shape (what ajv's compile would refuse, what is not run here) and its patterns. */
 import { type LinearPattern, linearPattern } from "./json-schema-patterns.js";
 
 export const SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema";
@@ -52,10 +47,7 @@ export const isObject = (v: Json): v is Record<string, Json> =>
 const isSchema = (v: Json): v is Schema => typeof v === "boolean" || isObject(v);
 export const has = (o: Record<string, Json>, k: string) => Object.hasOwn(o, k);
 
-/**
- * Checks the schema's own shape (what ajv's compile would refuse) and compiles its patterns,
- * charging `spend` for them. Answers why it is unusable, or the patterns by source.
- */
+/** Checks the schema's shape and compiles its patterns (charging `spend`): why not, or the patterns. */
 export function compile(
   root: Json,
   spend: (steps: number) => void,

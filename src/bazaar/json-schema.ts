@@ -1,20 +1,9 @@
 /**
- * JSON Schema 2020-12, the part a bazaar extension's `schema` uses, for a schema and a value that
- * both come from a payment (untrusted). Nothing is fetched: `$ref` is a JSON Pointer into the same
- * schema, any other reference is refused. Every check is bounded by one step budget: each
- * (subschema, value) pair visited, each pattern compiled and each string a pattern is run over
- * (on RE2, linear in the string: json-schema-patterns.ts) cost steps, and past the budget the
- * schema is unusable, so `$ref` loops, `anyOf` blow-ups and costly patterns all stop early.
- * Keywords no bazaar schema needs (`unevaluated*`, dynamic references, anchors) make the schema
- * unusable, said by name; unknown keywords are ignored, as ajv's non-strict mode (the official
- * facilitator's) does, and `format` is an annotation.
- *
- * Why not ajv with RE2 (`code.regExp`), as @x402/extensions does: ajv compiles each schema to
- * JavaScript (`new Function`) and caches it by schema, and here every payment may bring a new
- * schema: an attacker would make us generate and keep code per request (a fresh ajv compiled
- * the official bazaar schema in 40 ms at best, where this whole check took 0.1 ms), and a
- * compiled schema has no step budget (a `$ref` that doubles per level runs 2^24 checks). This
- * checker is smaller than ajv and bounds all of it.
+ * JSON Schema 2020-12 (the part bazaar uses) for an untrusted schema and value. Nothing is fetched
+ * (`$ref` points inside the schema only), and one step budget bounds every visit, compile and
+ * pattern run, so `$ref` loops, `anyOf` blow-ups and costly patterns stop early. Unneeded keywords
+ * (`unevaluated*`, dynamic refs) are refused by name; unknown ones ignored, as ajv's non-strict.
+ * Not ajv: it generates and keeps code per schema (each payment may bring one) with no budget.
  */
 import { type LinearPattern, PATTERN_INPUT_LIMIT, searches } from "./json-schema-patterns.js";
 import { compile, has, isObject, type Json, resolve, type Schema } from "./json-schema-shape.js";
@@ -22,10 +11,8 @@ import { compile, has, isObject, type Json, resolve, type Schema } from "./json-
 export { SCHEMA_DIALECT } from "./json-schema-shape.js";
 
 /**
- * Steps one validation may take (tens of milliseconds). A step is one RE2 instruction run over
- * one character (tens of nanoseconds): a string tested costs the pattern's instructions × (its
- * length + 1), compiling a pattern COMPILE_COST per instruction (json-schema-patterns.ts), and a
- * (subschema, value) pair visited VISIT_COST, about as long as that many steps took.
+ * Steps one validation may take (tens of ms). A step: one RE2 instruction over one character; a
+ * compile costs COMPILE_COST per instruction, a (subschema, value) visit VISIT_COST.
  */
 export const SCHEMA_STEP_LIMIT = 1_000_000;
 /** Steps per (subschema, value) pair visited: 10,000 of them at most. */

@@ -1,9 +1,6 @@
 /**
- * The operator's deny list: addresses (EVM and Solana; payers and payees) whose payments are
- * refused at verify and settle before any chain call, with `address_denied`. The list is text,
- * one address a line, `#` starting a comment; the message of a refusal names the list and the
- * address's part in the payment, never why it is listed. Reading the file and watching it for
- * changes is the shell's (src/cli/settings/deny-list-file.ts); this is the list and its lookup.
+ * The operator's deny list: payer and payee addresses refused with `address_denied` before any
+ * chain call. Text, one address a line, `#` comments; a refusal never says why one is listed.
  */
 import { base58ToBytes } from "../protocol/base58.js";
 import { type Failure, failure } from "../protocol/errors.js";
@@ -69,10 +66,7 @@ export class DenyList {
   }
 }
 
-/**
- * The list in `text`, or what is wrong with it (the first bad line, by number). `name` is what
- * refusals call it.
- */
+/** The list in `text` (refusals call it `name`), or its first bad line. */
 export function parseDenyList(text: string, name: string): DenyList | { readonly error: string } {
   const found = new Set<string>();
   const lines = text.split(/\r?\n/);

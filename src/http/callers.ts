@@ -1,8 +1,4 @@
-/**
- * Who calls the server: the API key a request presents names its holder (and the sellers it may
- * act for). Keys are compared by their SHA-256 digests, each in constant time, so neither the
- * time taken nor the lookup says anything about a key.
- */
+/** Who calls: a presented API key names its holder. Keys compare by SHA-256 in constant time. */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Caller } from "../protocol/request.js";
 import { DEFAULT_KEY_RATE } from "./rates.js";
@@ -34,19 +30,12 @@ export type Identified =
 
 const digest = (text: string) => createHash("sha256").update(text).digest();
 
-/**
- * Whether a request must present a key: with the one unnamed key always, with named keys unless
- * they let anonymous requests through, with none never.
- */
+/** Whether a key is required: the unnamed key always, named ones unless anonymous is let through. */
 export function keyRequired(apiKey: string | undefined, apiKeys: ApiKeys | undefined): boolean {
   return apiKey !== undefined || (apiKeys !== undefined && !apiKeys.anonymous);
 }
 
-/**
- * Recognises the callers of one server: `apiKey` (one unnamed key) and `apiKeys` (named ones; a
- * function when the keys file may be re-read while serving: the digests are remade when it
- * answers other keys). Whether a key is required is settled by the keys at start.
- */
+/** Recognises callers by `apiKey` (unnamed) and `apiKeys` (named; a function when re-read). */
 export function callerRecognizer(
   apiKey: string | undefined,
   apiKeys: ApiKeys | (() => ApiKeys | undefined) | undefined,

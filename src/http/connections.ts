@@ -1,15 +1,8 @@
 /**
- * The connection limit, shared between client addresses (issues 9 and 18). The first `max`
- * connections are served; a connection past that, or past its address's share, gets one 503
- * `overloaded` answer and is closed; past twice `max` a new connection is closed unanswered, so
- * even a flood of idle sockets costs a bounded amount of memory.
- *
- * So that one client's idle sockets cannot lock everyone else out, a connection from an address
- * that holds fewer connections than the address holding the most takes the place of one of the
- * latter's idle connections (no request in flight) when the server is full. Behind a reverse proxy
- * every client has the proxy's address: then no connection displaces another and the limits work
- * as plain caps, as before. Sockets that never send their headers are closed by node's headers
- * timeout (server.ts), which runs from the moment a connection is accepted.
+ * The connection limit, shared between client addresses (issues 9 and 18): past `max` (or the
+ * address's share) a connection gets one 503 and is closed; past twice `max`, closed unanswered.
+ * So one client's idle sockets cannot lock others out, a full server closes an idle connection of
+ * the address holding the most for one from an address holding fewer.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -17,15 +10,12 @@ import type { Socket } from "node:net";
 /** Connections served at once; the bench's 64 verifies + 32 settles use 96. */
 export const DEFAULT_MAX_CONNECTIONS = 512;
 
-/** One address's share when none is set: half the limit, so that another client always fits. */
+/** One address's default share: half the limit, so another client always fits. */
 export function defaultPerClient(maxConnections: number): number {
   return Math.ceil(maxConnections / 2);
 }
 
-/**
- * The address a connection is counted under: an IPv4 address, or the /64 prefix of an IPv6 one
- * (a single host commonly holds a whole /64, so counting each address would be no limit at all).
- */
+/** The address a connection counts under: IPv4, or an IPv6 /64 (one host often holds a /64). */
 export function clientOf(address: string | undefined): string {
   if (!address) return "";
   const plain = address.split("%")[0] ?? "";
@@ -64,9 +54,7 @@ interface Holder {
 }
 
 export interface ConnectionLimits {
-  /** Connections served at once. */
   readonly max: number;
-  /** Connections one client address may have served at once. */
   readonly perClient: number;
 }
 
@@ -137,10 +125,8 @@ export class ConnectionGate {
   }
 
   /**
-   * Closes an idle connection of the address holding the most (among all connections, or among
-   * those served), if it holds at least two more than `client`; says whether one was closed.
-   * Among all connections, a turned-away one goes first: it would only be answered 503. Within
-   * each kind, the one idle the longest.
+   * Closes the longest-idle connection of the address holding the most (of all, or of those
+   * served), if it holds two more than `client`; a turned-away one first. Says whether it did.
    */
   #displace(client: string, among: "any" | "served"): boolean {
     const count = (holder: Holder | undefined) =>

@@ -1,8 +1,6 @@
 /**
- * GET /discovery/resources and GET /discovery/search: the bazaar catalogue (bazaar/discovery.ts),
- * in the shapes the official `withBazaar(HTTPFacilitatorClient)` reads. Every filter given is
- * applied, or named in `unappliedFilters` when it is not one we know; a malformed value is 400
- * `invalid_request` saying which and why (x402 specs/extensions/bazaar_discovery_conformance.md).
+ * GET /discovery/resources and /discovery/search, in the shapes `withBazaar` reads. An unknown
+ * filter is named in `unappliedFilters`; a malformed value is 400 `invalid_request`.
  */
 
 import type { CatalogueFilter } from "../bazaar/catalogue.js";

@@ -1,10 +1,6 @@
-/**
- * The HTTP service as a pure function: a request (method, path, headers, body bytes) in; status,
- * headers and body out. No sockets here, so it is tested in-process; `server.ts` adapts node:http.
- */
+/** The HTTP service as a pure function (no sockets, tested in-process); server.ts adapts node:http. */
 import type { Facilitator } from "../facilitator.js";
 import {
-  ERRORS,
   type ErrorCode,
   FacilitatorError,
   type Failure,
@@ -21,11 +17,10 @@ import { RateBuckets, rateLimited, rateOf } from "./rates.js";
 
 export interface HttpRequest {
   readonly method: string;
-  /** Path with the query string, as node:http gives it. */
   readonly url: string;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly body?: Buffer | undefined;
-  /** The client's address as connections.ts counts it (an IPv6 client by its /64). */
+  /** The client's address (an IPv6 client by its /64). */
   readonly client?: string | undefined;
 }
 
@@ -47,36 +42,26 @@ export interface HttpResponse {
 export interface HandlerOptions {
   /** When set, /verify and /settle require `Authorization: Bearer <apiKey>`. */
   readonly apiKey?: string | undefined;
-  /**
-   * Named keys, each for the sellers (receivers) it may act for and with its rate (callers.ts);
-   * a function when the keys file is re-read while serving.
-   */
+  /** Named keys with their sellers and rates (callers.ts); a function when re-read while serving. */
   readonly apiKeys?: ApiKeys | (() => ApiKeys | undefined) | undefined;
   /** /verify and /settle requests a minute per client address, for those without a named key. */
   readonly ratePerClient?: number | undefined;
-  /**
-   * When set, requests whose Host header it refuses get 403 `untrusted_host` (the DNS-rebinding
-   * guard of a server without an API key; see hosts.ts).
-   */
+  /** Refused Host headers get 403 `untrusted_host`: the DNS-rebinding guard (hosts.ts). */
   readonly trustedHost?: ((host: string | undefined) => boolean) | undefined;
   /** Counts and times /verify and /settle, and answers GET /metrics (404 without it). */
   readonly metrics?: HttpMetrics | undefined;
-  /**
-   * Why GET /settlements is off, when it is (404 not_found saying so): its answers name the
-   * replica's host and process, so serve turns it off beyond loopback without an API key.
-   */
+  /** Why GET /settlements is off (404): its answers name the host, so it is off beyond loopback. */
   readonly settlementsOff?: string | undefined;
   /** GET /readyz: each signer needs this much native balance on each chain (default 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
 }
 
-/** What the handler needs from metrics (src/http/metrics.ts implements it with prom-client). */
+/** What the handler needs from metrics (metrics.ts). */
 export interface HttpMetrics {
   /** A /verify or /settle answered; `body` is the parsed request (its network), if it parsed. */
   observeRequest(op: "verify" | "settle", body: unknown, outcome: string, seconds: number): void;
   /** A /verify or /settle of a named caller (never its key): served, or over its rate. */
   observeCaller?(key: string, op: "verify" | "settle", outcome: "served" | "rate_limited"): void;
-  /** The Prometheus text exposition. */
   render(): Promise<{ contentType: string; text: string }>;
 }
 
@@ -139,7 +124,7 @@ export const routes: Record<string, readonly string[]> = {
 };
 
 function fail(code: ErrorCode, message?: string): HttpResponse {
-  return errorResponse(failure(code, message ?? ERRORS[code].summary));
+  return errorResponse(failure(code, message));
 }
 
 export function createHandler(facilitator: Facilitator, options: HandlerOptions = {}) {
@@ -151,16 +136,13 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
     const rate = rateOf(who, request.client, options.ratePerClient);
     const wait = rate && buckets.take(rate.bucket, rate.perMinute);
     // Named keys only: the one key of --api-key-file has no name of its own.
-    const name = who.caller?.name;
-    if (name !== undefined && who.perMinute !== undefined) {
+    const name = who.perMinute !== undefined ? who.caller?.name : undefined;
+    if (name !== undefined) {
       options.metrics?.observeCaller?.(name, op, wait ? "rate_limited" : "served");
     }
     if (!rate || !wait) return undefined;
     const response = errorResponse(rateLimited(rate.whose, rate.perMinute, wait));
-    // The access log says whose rate it is, by the key's name from the keys file.
-    return name !== undefined && who.perMinute !== undefined
-      ? { ...response, log: { ...response.log, apiKey: name } }
-      : response;
+    return name !== undefined ? { ...response, log: { ...response.log, apiKey: name } } : response;
   };
   return async function handle(request: HttpRequest): Promise<HttpResponse> {
     const path = request.url.split("?")[0] ?? "/";
@@ -205,6 +187,7 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
     }
 
     const started = performance.now();
+    const op = path === "/verify" ? "verify" : path === "/settle" ? "settle" : undefined;
     let body: unknown;
     const response = await (async (): Promise<HttpResponse> => {
       const identified = callers.identify(header(request, "authorization"));
@@ -219,11 +202,8 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         return response;
       }
       const caller = identified.caller;
-      if (path === "/verify" || path === "/settle") {
-        const limited = overRate(request, path === "/verify" ? "verify" : "settle", identified);
-        if (limited) return limited;
-      }
-      // GET /settlements?transaction=0x… or ?id=<payment-identifier>: what we know of one.
+      const limited = op && overRate(request, op, identified);
+      if (limited) return limited;
       if (path === "/settlements") {
         if (options.settlementsOff) return fail("not_found", options.settlementsOff);
         return settlementStatus(facilitator, request.url);
@@ -245,21 +225,12 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         const accepts = await facilitator.accepts(parsed.value);
         return accepts.ok ? json(200, accepts.body) : errorResponse(accepts.failure);
       }
-      const reply =
-        path === "/verify"
-          ? await handleVerify(facilitator, parsed.value, { caller })
-          : await handleSettle(facilitator, parsed.value, { caller });
-      return fromReply(reply);
+      const handleOp = op === "verify" ? handleVerify : handleSettle;
+      return fromReply(await handleOp(facilitator, parsed.value, { caller }));
     })();
-    if (path === "/verify" || path === "/settle") {
+    if (op) {
       const seconds = (performance.now() - started) / 1000;
-      const outcome = response.log.error ?? "success";
-      options.metrics?.observeRequest(
-        path === "/verify" ? "verify" : "settle",
-        body,
-        outcome,
-        seconds,
-      );
+      options.metrics?.observeRequest(op, body, response.log.error ?? "success", seconds);
     }
     return response;
   };

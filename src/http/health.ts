@@ -1,7 +1,6 @@
 /**
- * GET /health: does each configured RPC answer, and how fast (liveness). GET /readyz: that, plus
- * the store, plus enough native balance for every signer on every configured chain and SOL for
- * every Solana fee payer on every served cluster (readiness).
+ * GET /health (liveness): does each configured RPC answer, and how fast. GET /readyz (readiness):
+ * that, the store, gas for every signer and SOL for every Solana fee payer.
  */
 import type { Address } from "viem";
 import type { StoreStatus } from "../core/store.js";
@@ -33,25 +32,13 @@ export interface Health {
   readonly networks: NetworkHealth[];
   readonly signer?: string | undefined;
   readonly store: StoreStatus;
-  /** Keys blocked by a hole they cannot fill (their work goes to other keys, or is refused). */
   readonly blockedKeys: BlockedKey[];
-}
-
-/** The facilitator's blocked keys, as /health and /readyz show them. */
-export function blockedKeys(facilitator: Facilitator): BlockedKey[] {
-  return facilitator.signers.holes().map((hole) => ({
-    network: caip2(hole.chainId),
-    signer: hole.signer,
-    nonce: hole.nonce,
-    since: new Date(hole.since).toISOString(),
-    reason: hole.reason,
-  }));
 }
 
 const PROBE_TIMEOUT_MS = 3_000;
 
 /** `promise`, or a rejection "timed out" after `ms`: a dead node must not hang a probe. */
-export function withTimeout<T>(promise: Promise<T>, ms: number = PROBE_TIMEOUT_MS): Promise<T> {
+function withTimeout<T>(promise: Promise<T>, ms: number = PROBE_TIMEOUT_MS): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error("timed out")), ms);
@@ -63,53 +50,44 @@ export function withTimeout<T>(promise: Promise<T>, ms: number = PROBE_TIMEOUT_M
 const firstLine = (error: unknown) =>
   error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
 
+/** An RPC's height (a block number, or a Solana slot) and latency, or why it failed. */
 async function probe(
-  facilitator: Facilitator,
-  chainId: number,
-  rpc: string,
-): Promise<NetworkHealth> {
-  const started = performance.now();
-  try {
-    const client = await facilitator.rpc.client(chainId);
-    const block = await withTimeout(client.getBlockNumber({ cacheTime: 0 }));
-    const latencyMs = Math.round(performance.now() - started);
-    return { network: caip2(chainId), rpc, ok: true, blockNumber: block.toString(), latencyMs };
-  } catch (error) {
-    return { network: caip2(chainId), rpc, ok: false, error: firstLine(error) };
-  }
-}
-
-/** A Solana cluster's RPC: its slot instead of a block number. */
-async function probeSolana(
-  facilitator: Facilitator,
   network: string,
   rpc: string,
+  height: () => Promise<unknown>,
 ): Promise<NetworkHealth> {
   const started = performance.now();
   try {
-    const client = await facilitator.rpc.solanaClient(network);
-    const slot = await withTimeout(
-      client.request({ method: "getSlot", params: [{ commitment: "confirmed" }] } as never),
-    );
+    const blockNumber = String(await height());
     const latencyMs = Math.round(performance.now() - started);
-    return { network, rpc, ok: true, blockNumber: String(slot), latencyMs };
+    return { network, rpc, ok: true, blockNumber, latencyMs };
   } catch (error) {
     return { network, rpc, ok: false, error: firstLine(error) };
   }
 }
 
+/** A lost signer lease counts as a store failure: a replica cannot settle with it. */
+const storeOk = (store: StoreStatus) => store.reachable && (store.signersLost?.length ?? 0) === 0;
+
 export async function checkHealth(facilitator: Facilitator): Promise<Health> {
-  const endpoints = await facilitator.rpc.endpoints();
+  const { rpc, journal } = facilitator;
   const networks = await Promise.all(
-    endpoints.map((endpoint) =>
-      endpoint.solana !== undefined
-        ? probeSolana(facilitator, endpoint.solana, endpoint.url)
-        : endpoint.chainId === undefined
-          ? Promise.resolve<NetworkHealth>({ rpc: endpoint.url, ok: false, error: "unreachable" })
-          : probe(facilitator, endpoint.chainId, endpoint.url),
-    ),
+    (await rpc.endpoints()).map(({ url, chainId, solana }) => {
+      if (solana !== undefined) {
+        return probe(solana, url, async () => {
+          const client = await rpc.solanaClient(solana);
+          const params = [{ commitment: "confirmed" }];
+          return withTimeout(client.request({ method: "getSlot", params } as never));
+        });
+      }
+      if (chainId === undefined) {
+        return Promise.resolve<NetworkHealth>({ rpc: url, ok: false, error: "unreachable" });
+      }
+      return probe(caip2(chainId), url, async () =>
+        withTimeout((await rpc.client(chainId)).getBlockNumber({ cacheTime: 0 })),
+      );
+    }),
   );
-  const journal = facilitator.journal;
   const store = await withTimeout(Promise.resolve(journal.status())).catch(
     (error): StoreStatus => ({
       shared: journal.shared,
@@ -118,13 +96,18 @@ export async function checkHealth(facilitator: Facilitator): Promise<Health> {
       error: firstLine(error),
     }),
   );
-  const storeOk = store.reachable && (store.signersLost?.length ?? 0) === 0;
   return {
-    status: networks.every((n) => n.ok) && storeOk ? "ok" : "degraded",
+    status: networks.every((n) => n.ok) && storeOk(store) ? "ok" : "degraded",
     networks,
     signer: facilitator.signerAddress,
     store,
-    blockedKeys: blockedKeys(facilitator),
+    blockedKeys: facilitator.signers.holes().map((hole) => ({
+      network: caip2(hole.chainId),
+      signer: hole.signer,
+      nonce: hole.nonce,
+      since: new Date(hole.since).toISOString(),
+      reason: hole.reason,
+    })),
   };
 }
 
@@ -137,10 +120,7 @@ export interface SignerBalance {
   readonly error?: string | undefined;
 }
 
-/**
- * Each signer's native balance on each chain of a configured RPC (not the public RPCs' chains: a
- * signer is not expected to hold gas on every well-known chain), each read bounded by `timeoutMs`.
- */
+/** Each signer's native balance on each configured RPC's chain (not public ones'), bounded. */
 export async function signerBalances(
   facilitator: Facilitator,
   timeoutMs: number = PROBE_TIMEOUT_MS,
@@ -161,11 +141,8 @@ export async function signerBalances(
   return Promise.all(reads);
 }
 
-/**
- * Below this a Solana fee payer cannot be counted on: an account must keep its rent-exempt
- * minimum (890,880 lamports with no data), and each settlement costs it 10,000 lamports and up.
- */
-export const MIN_FEE_PAYER_LAMPORTS = 1_000_000n;
+/** A Solana fee payer's floor: its rent-exempt minimum (890,880) plus fees of 10,000 and up. */
+const MIN_FEE_PAYER_LAMPORTS = 1_000_000n;
 
 export interface FeePayerBalance {
   readonly network: string;
@@ -196,86 +173,66 @@ export async function feePayerBalances(
   return Promise.all(reads);
 }
 
-export interface ReadinessOptions {
-  /** Each signer needs at least this much native balance on each chain (default 1 wei). */
-  readonly minSignerBalanceWei?: bigint | undefined;
+/** A balance as /readyz shows it: whether it is enough, the amount as a string, or the error. */
+type Shown<K extends string> = { ok: boolean; error?: string } & { [key in K]?: string };
+
+function shown<K extends string>(
+  key: K,
+  amount: bigint | undefined,
+  floor: bigint,
+  error?: string,
+) {
+  return {
+    ok: amount !== undefined && amount >= floor,
+    ...(amount !== undefined ? { [key]: amount.toString() } : {}),
+    ...(error !== undefined ? { error } : {}),
+  } as Shown<K>;
 }
 
 export interface Readiness {
   readonly ready: boolean;
-  /**
-   * The checks that failed: "rpc", "store", "signer_balance", "fee_payer_balance",
-   * "signer_blocked" (every key of a chain is blocked: `blockedKeys`).
-   */
+  /** "rpc", "store", "signer_balance", "fee_payer_balance", "signer_blocked" (a chain's every key). */
   readonly failed: string[];
   readonly networks: NetworkHealth[];
   readonly store: StoreStatus;
   readonly minSignerBalanceWei: string;
-  readonly signers: {
-    readonly network: string;
-    readonly signer: string;
-    readonly ok: boolean;
-    readonly balanceWei?: string | undefined;
-    readonly error?: string | undefined;
-  }[];
+  readonly signers: ({ network: string; signer: string } & Shown<"balanceWei">)[];
   /** Solana fee payers: each needs MIN_FEE_PAYER_LAMPORTS on each served cluster. */
-  readonly feePayers: {
-    readonly network: string;
-    readonly feePayer: string;
-    readonly ok: boolean;
-    readonly lamports?: string | undefined;
-    readonly error?: string | undefined;
-  }[];
+  readonly feePayers: ({ network: string; feePayer: string } & Shown<"lamports">)[];
   readonly blockedKeys: BlockedKey[];
 }
-
-export const DEFAULT_MIN_SIGNER_BALANCE_WEI = 1n;
 
 /** GET /readyz: every configured RPC answers, the store answers, every signer has gas. */
 export async function checkReadiness(
   facilitator: Facilitator,
-  options: ReadinessOptions = {},
+  options: { readonly minSignerBalanceWei?: bigint | undefined } = {},
 ): Promise<Readiness> {
-  const floor = options.minSignerBalanceWei ?? DEFAULT_MIN_SIGNER_BALANCE_WEI;
+  const floor = options.minSignerBalanceWei ?? 1n;
+  const unknown = (error: unknown) => ({ network: "unknown", error: firstLine(error) });
   const [health, balances, solana] = await Promise.all([
     checkHealth(facilitator),
-    signerBalances(facilitator).catch((error): SignerBalance[] => [
-      ...facilitator.signers.addresses.map((signer) => ({
-        network: "unknown",
-        chainId: 0,
-        signer,
-        error: firstLine(error),
-      })),
-    ]),
+    signerBalances(facilitator).catch((error): SignerBalance[] =>
+      facilitator.signers.addresses.map((signer) => ({ ...unknown(error), chainId: 0, signer })),
+    ),
     feePayerBalances(facilitator).catch((error): FeePayerBalance[] =>
-      facilitator.svmFeePayers.map((feePayer) => ({
-        network: "unknown",
-        feePayer,
-        error: firstLine(error),
-      })),
+      facilitator.svmFeePayers.map((feePayer) => ({ ...unknown(error), feePayer })),
     ),
   ]);
-  const signers = balances.map((b) => ({
-    network: b.network,
-    signer: b.signer,
-    ok: b.balanceWei !== undefined && b.balanceWei >= floor,
-    ...(b.balanceWei !== undefined ? { balanceWei: b.balanceWei.toString() } : {}),
-    ...(b.error !== undefined ? { error: b.error } : {}),
+  const signers = balances.map(({ network, signer, balanceWei, error }) => ({
+    network,
+    signer,
+    ...shown("balanceWei", balanceWei, floor, error),
   }));
-  const feePayers = solana.map((b) => ({
-    network: b.network,
-    feePayer: b.feePayer,
-    ok: b.lamports !== undefined && b.lamports >= MIN_FEE_PAYER_LAMPORTS,
-    ...(b.lamports !== undefined ? { lamports: b.lamports.toString() } : {}),
-    ...(b.error !== undefined ? { error: b.error } : {}),
+  const feePayers = solana.map(({ network, feePayer, lamports, error }) => ({
+    network,
+    feePayer,
+    ...shown("lamports", lamports, MIN_FEE_PAYER_LAMPORTS, error),
   }));
   const failed = [
     ...(health.networks.every((n) => n.ok) ? [] : ["rpc"]),
-    // A replica that lost a signer's lease cannot settle with it.
-    ...(health.store.reachable && (health.store.signersLost?.length ?? 0) === 0 ? [] : ["store"]),
+    ...(storeOk(health.store) ? [] : ["store"]),
     ...(signers.every((s) => s.ok) ? [] : ["signer_balance"]),
     ...(feePayers.every((f) => f.ok) ? [] : ["fee_payer_balance"]),
-    // Every key of a chain blocked: nothing can be settled there until one is unblocked.
     ...(everyKeyBlocked(facilitator, health.blockedKeys) ? ["signer_blocked"] : []),
   ];
   return {
@@ -290,6 +247,7 @@ export async function checkReadiness(
   };
 }
 
+/** Every key of a chain blocked: nothing can be settled there until one is unblocked. */
 function everyKeyBlocked(facilitator: Facilitator, blocked: readonly BlockedKey[]): boolean {
   const perNetwork = new Map<string, number>();
   for (const key of blocked) perNetwork.set(key.network, (perNetwork.get(key.network) ?? 0) + 1);

@@ -1,9 +1,6 @@
 /**
- * The DNS-rebinding guard of `serve` without an API key. A web page on evil.example can make its
- * name resolve to 127.0.0.1 and then talk to a local server from the victim's browser, but the
- * browser still sends `Host: evil.example`. So a server without an API key only answers requests
- * whose Host names it: loopback names, the address it was bound to, the machine's own names and
- * addresses when bound to every interface, and names the operator allowed.
+ * The DNS-rebinding guard of `serve` without an API key: a page can point its name at 127.0.0.1,
+ * but the browser still sends its own Host, so only Hosts naming this server are answered.
  */
 import { isIPv6 } from "node:net";
 import os from "node:os";
@@ -21,11 +18,7 @@ const WILDCARDS = new Set(["", "0.0.0.0", "::", "[::]"]);
 const MAX_REMEMBERED = 256;
 const MAX_REMEMBERED_LENGTH = 255;
 
-/**
- * The host part of a Host header value or a configured name, lower case, in canonical form
- * (127.1 → 127.0.0.1, [0:0::1] → [::1]), without the port and a trailing dot; undefined when it
- * is not a plain host[:port].
- */
+/** A Host value's host, canonical (127.1 → 127.0.0.1), without port; undefined if not host[:port]. */
 export function hostOf(value: string): string | undefined {
   const text = isIPv6(value) ? `[${value}]` : value;
   let url: URL;
@@ -55,10 +48,7 @@ function ownNames(): string[] {
   return names;
 }
 
-/**
- * A check of the Host header against the names this server answers for. A request without a Host
- * header passes: browsers always send one, so it cannot be a rebinding attack.
- */
+/** Checks the Host header; none passes (browsers always send one, so it is no rebinding). */
 export function trustedHosts(options: TrustedHostsOptions): (host: string | undefined) => boolean {
   const exact = new Set<string>();
   const suffixes: string[] = [];

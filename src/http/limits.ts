@@ -1,9 +1,6 @@
 /**
- * Load limits of the HTTP server, so that load is answered instead of exhausting the heap
- * (issue 9): a budget of request-body bytes buffered across all requests in flight (the cap on
- * connections is in connections.ts). Past it, or past the connection cap, a request is answered
- * 503 `overloaded` (429 on /supported) with `Retry-After`; its body is read and thrown away first,
- * so the client reads the answer instead of a reset.
+ * A budget of request-body bytes across requests in flight, so load is answered instead of
+ * exhausting the heap (issue 9). Past it: 503 `overloaded`, after draining the body (no reset).
  */
 import type { IncomingMessage } from "node:http";
 import { type Failure, failure } from "../protocol/errors.js";
@@ -11,22 +8,17 @@ import { errorResponse, type HttpResponse } from "./handler.js";
 
 /** Request-body bytes buffered across requests in flight: 128 bodies of the 64 KiB maximum. */
 export const DEFAULT_MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
-/** What an overloaded answer tells the client to wait, in seconds. */
-const RETRY_AFTER_SECONDS = 1;
-
 /**
- * The answer under load. On GET /supported it is 429, not 503: the official HTTPFacilitatorClient
- * retries /supported (after Retry-After) on 429 only, so a seller starting against a busy
- * facilitator waits instead of failing.
+ * The answer under load; 429 on /supported, which the official client retries on 429 only (a
+ * seller starting against a busy facilitator waits instead of failing).
  */
 export function overloaded(what: string, path?: string): Failure {
   return failure("overloaded", `${what}; retry in a moment`, {
-    retryAfterSeconds: RETRY_AFTER_SECONDS,
+    retryAfterSeconds: 1,
     ...(path === "/supported" ? { status: 429 } : {}),
   });
 }
 
-/** Bytes of request bodies held by requests in flight, across all of them. */
 export class ByteBudget {
   #used = 0;
   constructor(readonly limit: number) {}
@@ -46,17 +38,12 @@ export class ByteBudget {
   }
 }
 
-/**
- * A body read, or the answer to give instead. `close` says what to do with the connection after
- * the answer: "drained" (the body was read to its end: close it normally), "now" (the body was
- * not read: destroy the socket once the answer is written), or nothing (keep it alive).
- */
+/** A body, or the answer instead; then close the connection "drained", "now" (unread), or not. */
 export type Body =
   | { readonly ok: true; readonly body: Buffer; readonly release: () => void }
   | { readonly ok: false; readonly response: HttpResponse; readonly close?: "drained" | "now" };
 
 export interface BodyLimits {
-  /** Largest accepted body. */
   readonly limit: number;
   readonly budget: ByteBudget;
   /** Answer this instead of reading the body (the body is still drained first). */
@@ -79,8 +66,7 @@ export function readBody(request: IncomingMessage, limits: BodyLimits): Promise<
     let refusal = limits.refuse;
     const chunks: Buffer[] = [];
     let size = 0;
-    // Bytes taken from the budget for this request: the declared length up front, so concurrent
-    // requests cannot all pass the check and then all buffer.
+    // The declared length is taken up front: concurrent requests cannot all pass, then all buffer.
     let held = 0;
     if (!refusal && hasLength) {
       if (budget.take(declared)) held = declared;

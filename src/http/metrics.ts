@@ -1,9 +1,6 @@
 /**
- * GET /metrics: Prometheus counters, gauges and histograms for `facilitator serve`. prom-client is
- * loaded here, only when serve asks for it (createMetrics), so the CLI's cold start never pays for
- * it; each instance has a registry of its own, so several facilitators in one process don't mix.
- * The core reports through the MetricsSink interface (src/core/metrics.ts); the handler through
- * HttpMetrics.
+ * GET /metrics for `facilitator serve`. prom-client loads only when serve asks (cold CLI start);
+ * each instance has its own registry, so facilitators in one process don't mix.
  */
 import type * as Prom from "prom-client";
 import type { MetricsSink, SettleStage, SvmTransactionEvent } from "../core/metrics.js";
@@ -253,10 +250,7 @@ export class Metrics implements MetricsSink, HttpMetrics {
     chainId: number,
     receipt: { hash: string; signer: string; reverted: boolean; gasWei: bigint },
   ): void {
-    const hash = receipt.hash.toLowerCase();
-    if (this.#seen.has(hash)) return;
-    this.#seen.add(hash);
-    this.#forgetOldest();
+    if (!this.#firstTime(receipt.hash.toLowerCase())) return;
     const labels = { chain_id: String(chainId), signer: receipt.signer };
     if (receipt.reverted) this.#reverted.inc(labels);
     this.#gas.inc(labels, Number(receipt.gasWei));
@@ -282,10 +276,7 @@ export class Metrics implements MetricsSink, HttpMetrics {
   }
 
   svmTransaction(event: SvmTransactionEvent): void {
-    const seen = `${event.signature} ${event.outcome}`;
-    if (this.#seen.has(seen)) return;
-    this.#seen.add(seen);
-    this.#forgetOldest();
+    if (!this.#firstTime(`${event.signature} ${event.outcome}`)) return;
     const { network, feePayer: fee_payer, outcome } = event;
     this.#svmTransactions.inc({ network, fee_payer, outcome });
     if (event.feeLamports !== undefined) {
@@ -293,10 +284,13 @@ export class Metrics implements MetricsSink, HttpMetrics {
     }
   }
 
-  #forgetOldest(): void {
-    if (this.#seen.size <= SEEN_RECEIPTS) return;
+  /** Whether `key` is reported for the first time (of the last SEEN_RECEIPTS). */
+  #firstTime(key: string): boolean {
+    if (this.#seen.has(key)) return false;
+    this.#seen.add(key);
     const oldest = this.#seen.values().next().value;
-    if (oldest !== undefined) this.#seen.delete(oldest);
+    if (this.#seen.size > SEEN_RECEIPTS && oldest !== undefined) this.#seen.delete(oldest);
+    return true;
   }
 
   async render(): Promise<{ contentType: string; text: string }> {

@@ -1,8 +1,6 @@
 /**
- * Rates on /verify and /settle: each named API key has its own, and, when the operator turns it
- * on, each client address without one (`--rate-per-client`). A rate of N a minute is a bucket of
- * N requests refilled at N a minute: a burst of up to N at once, N a minute sustained. Past it,
- * 429 `rate_limited` with `Retry-After`: the seconds until the next request fits.
+ * Rates on /verify and /settle, per named API key and (`--rate-per-client`) per client address:
+ * a bucket of N refilled at N a minute. Past it, 429 `rate_limited` with `Retry-After`.
  */
 import { type Failure, failure } from "../protocol/errors.js";
 
@@ -52,10 +50,7 @@ export class RateBuckets {
   }
 }
 
-/**
- * Whose bucket a /verify or /settle is taken from, and at what rate: a named key's own; else, when
- * the operator set a rate per client, the client address's; else none.
- */
+/** Whose bucket a request takes from: its named key's, else its address's (if set), else none. */
 export function rateOf(
   who: { readonly caller?: { readonly name: string } | undefined; readonly perMinute?: number },
   client: string | undefined,

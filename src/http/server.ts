@@ -1,7 +1,4 @@
-/**
- * node:http adapter for the pure handler: bytes, limits, timeouts, sockets, logs and a graceful
- * stop. No payment logic lives here.
- */
+/** node:http adapter for the pure handler: bytes, limits, timeouts, sockets, logs, graceful stop. */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { failure } from "../protocol/errors.js";
@@ -47,22 +44,17 @@ export interface RunningServer {
   readonly url: string;
   readonly host: string;
   readonly port: number;
-  /**
-   * Stops: requests that arrive from now on are refused (503 `overloaded`, Retry-After,
-   * Connection: close), those in flight finish and answer (or are answered by `answerNow`); then
-   * the listener and every connection close and it resolves.
-   */
+  /** Stops: new requests get 503 `overloaded`, those in flight finish (or `answerNow`), then close. */
   close(): Promise<void>;
   /** A stop's time is up: every request still in flight is answered now (stopping.ts). */
   answerNow(): void;
-  /** Requests being answered right now, by path: what a graceful stop waits for. */
+  /** Requests being answered now, by path: what a graceful stop waits for. */
   inFlight(): Record<string, number>;
 }
 
 /** After a stop, how long a connection accepted just before it has to send its request. */
 const ARRIVAL_GRACE_MS = 300;
 
-/** A request being answered. */
 interface InFlight {
   readonly method: string;
   readonly path: string;
@@ -79,18 +71,16 @@ export async function startServer(
 ): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
   const limit = options.bodyLimitBytes ?? 64 * 1024;
-  /** Each request being answered: its path, its response, and the request once its body is read. */
   const inFlight = new Map<Promise<void>, InFlight>();
   let stopping = false;
   const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES);
 
   const serve = async (request: IncomingMessage, held: InFlight) => {
-    const method = request.method ?? "GET";
-    const path = (request.url ?? "/").split("?")[0] ?? "/";
+    const { method } = held;
     const refuse = stopping
       ? stoppingFailure()
       : gate.turnsAway(request.socket)
-        ? overloaded("too many connections", path)
+        ? overloaded("too many connections", held.path)
         : undefined;
     let result: HttpResponse;
     let close: "drained" | "now" | undefined;
@@ -122,7 +112,7 @@ export async function startServer(
         close = body.close;
       }
     } catch (error) {
-      // The handler does not throw by design; if it ever does, answer without leaking details.
+      // The handler does not throw by design; if it does, answer without leaking details.
       const text = error instanceof Error ? error.name : "error";
       result = errorResponse(failure("internal_error", `unexpected ${text}`));
     } finally {
@@ -143,13 +133,11 @@ export async function startServer(
     const headers: Record<string, string> = { ...result.headers };
     // While stopping, no connection is kept for another request.
     if (close || stopping) headers.connection = "close";
-    // A known length sends the head and the body in one write; without it node would send
-    // the body chunked, in several.
+    // A known length sends head and body in one write, not chunked.
     headers["content-length"] = String(Buffer.byteLength(result.body));
     response.writeHead(result.status, headers);
     response.end(held.method === "HEAD" ? undefined : result.body);
-    // "drained": node closes the connection itself after the answer (Connection: close). The
-    // socket is taken now: the response lets go of it when it finishes.
+    // "drained": node closes it after the answer. The socket is taken now: finish lets go of it.
     const socket = response.socket;
     if (close === "now") response.on("finish", () => socket?.destroy());
   };
@@ -169,8 +157,7 @@ export async function startServer(
     });
   };
 
-  // Node's headers timeout runs from the accept, so it also closes a socket that never sends a
-  // byte (measured on node 20: closed at the timeout plus at most one checking interval).
+  // The headers timeout runs from the accept: it also closes a socket that never sends a byte.
   const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
   const server = createServer(
     {
@@ -224,12 +211,10 @@ export async function startServer(
     port: address.port,
     close() {
       closing ??= (async () => {
-        // The listener stays open while stopping: a connection the kernel queued is answered
-        // (refused with a 503) rather than reset, and so is a request on a kept connection.
+        // The listener stays open while stopping: queued connections get a 503 rather than a reset.
         stopping = true;
         const started = Date.now();
-        // Let every request in flight (a settle waiting for its receipt) finish and answer, or
-        // be answered by answerNow; and a connection accepted just now send its request.
+        // Requests in flight finish (or answerNow), and a connection just accepted sends its own.
         for (;;) {
           const open = [...inFlight.entries()].filter(([, held]) => !held.answered);
           if (open.length === 0 && Date.now() - started >= ARRIVAL_GRACE_MS) break;

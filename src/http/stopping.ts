@@ -1,7 +1,6 @@
 /**
- * What `serve` answers while it stops (--shutdown-timeout): a request that arrives is refused,
- * and one still unanswered when the time is up is answered here, in its own dialect. A settle
- * then may have been broadcast: it is in the settlement store, and the next start follows it.
+ * What `serve` answers while it stops: new requests are refused; those unanswered at the timeout
+ * are answered here (a settle may be broadcast: the store has it, the next start follows it).
  */
 import { failure } from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";

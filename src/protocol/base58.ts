@@ -1,7 +1,4 @@
-/**
- * Base58 (Bitcoin's alphabet, as Solana addresses and keys use), for the few values the EVM-side
- * code reads (the fee payer's key), so a command that never touches Solana never loads its kit.
- */
+/** Base58 for the few Solana values EVM-side code reads, so it never loads the Solana kit. */
 const ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const INDEX = new Map([...ALPHABET].map((c, i) => [c, BigInt(i)]));
 

@@ -1,12 +1,7 @@
 /**
- * A structural bound on request bodies, checked right after JSON.parse. Many fields are free-form
- * JSON (`requirements.extra`, v2 `paymentPayload.resource` and `extensions`, v1 `outputSchema`,
- * unknown keys that loose objects let through), and a payment legitimately puts a few values
- * there. Without a bound, 64 KiB of `[0,0,0,…]` becomes a 30,000-element array that a verify keeps
- * alive while it waits for the chain: 800 of those exhausted the server's heap (issue 9).
- *
- * The walk is iterative (a deeply nested body cannot overflow the stack) and stops at the first
- * limit it passes, so it costs at most a few thousand steps per request.
+ * A structural bound on free-form request fields, checked right after JSON.parse: unbounded, 800
+ * verifies of `[0,0,0,…]` arrays exhausted the heap (issue 9). The walk is iterative and stops at
+ * the first limit passed.
  */
 
 /** Most JSON values one field may hold, counting the field itself and everything inside it. */
@@ -22,10 +17,7 @@ export interface BoundExceeded {
   readonly message: string;
 }
 
-/**
- * Checks `body` against the limits. The fields are the body's own keys, and the keys of the two
- * objects named in `containers` (payload and requirements in the caller's dialect).
- */
+/** Checks `body`'s keys, and those of the objects named in `containers`, against the limits. */
 export function exceedsBounds(
   body: Record<string, unknown>,
   containers: readonly string[],
@@ -33,26 +25,15 @@ export function exceedsBounds(
   let total = 0;
   const check = (field: string, content: unknown): BoundExceeded | undefined => {
     const counted = countValues(content);
-    if (counted.tooDeep) {
-      return {
-        field,
-        message: `${field} is nested more than ${FIELD_DEPTH_LIMIT} levels deep (the limit for one field)`,
-      };
-    }
-    if (counted.values > FIELD_VALUE_LIMIT) {
-      return {
-        field,
-        message: `${field} holds more than ${FIELD_VALUE_LIMIT} JSON values (the limit for one field)`,
-      };
-    }
     total += counted.values;
-    if (total > BODY_VALUE_LIMIT) {
-      return {
-        field,
-        message: `the body holds more than ${BODY_VALUE_LIMIT} JSON values (the limit); passed in ${field}`,
-      };
-    }
-    return undefined;
+    const message = counted.tooDeep
+      ? `${field} is nested more than ${FIELD_DEPTH_LIMIT} levels deep (the limit for one field)`
+      : counted.values > FIELD_VALUE_LIMIT
+        ? `${field} holds more than ${FIELD_VALUE_LIMIT} JSON values (the limit for one field)`
+        : total > BODY_VALUE_LIMIT
+          ? `the body holds more than ${BODY_VALUE_LIMIT} JSON values (the limit); passed in ${field}`
+          : undefined;
+    return message ? { field, message } : undefined;
   };
   for (const key in body) {
     const value = body[key];

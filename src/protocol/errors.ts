@@ -1,16 +1,9 @@
-/**
- * Failures as values, built on the one error table (`error-table.ts`, re-exported here so callers
- * import one module). The CLI, the HTTP server and both dialects read both through this file.
- */
-
+/** Failures as values, built on the one error table (re-exported: callers import one module). */
 import { ERRORS, type ErrorCode } from "./error-table.js";
 
 export { ERRORS, type ErrorCode, type ErrorSpec } from "./error-table.js";
 
-/**
- * A failed outcome. Failures are values in the payment flow; only infrastructure trouble throws,
- * and the facilitator turns what is thrown into one of these.
- */
+/** A failed outcome: failures are values; only infrastructure trouble throws, then becomes one. */
 export interface Failure {
   readonly code: ErrorCode;
   /** Human explanation, naming the field or the values involved. */

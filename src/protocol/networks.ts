@@ -1,13 +1,7 @@
 /**
- * Networks are data: x402 v1 names and CAIP-2 ids map to chain ids, a default public RPC (where
- * one is built in) and the chain's stablecoins. Payments on any other chain work when an RPC for
- * it is configured, using the token data the requirements carry.
- *
- * The assets are the official @x402/evm default-asset table's (`DEFAULT_ASSETS`, 2.27.0: address,
- * EIP-712 name and version, decimals, symbol, Permit2-only), in its order, plus three USDCs of the
- * legacy x402 v1 package's config (Avalanche Fuji, Polygon Amoy, IoTeX).
- * test/default-assets.test.ts compares the two tables, so a release that adds a chain or a token
- * fails it until the chain or token is added here.
+ * Networks as data: chain ids, v1 names, public RPCs and stablecoins (any other chain works with
+ * a configured RPC). Assets: @x402/evm 2.27.0's DEFAULT_ASSETS in its order, plus three legacy v1
+ * USDCs; test/default-assets.test.ts keeps the two tables in step.
  */
 import type { Address } from "viem";
 import type { TokenUnits } from "./amounts.js";
@@ -20,10 +14,7 @@ export interface KnownAsset {
   readonly decimals: number;
   /** Its ticker, for messages ("0.01 USDC"); left out where it is not certain. */
   readonly symbol?: string | undefined;
-  /**
-   * "permit2" for a token without EIP-3009 (`transferWithAuthorization`), which the official
-   * clients pay with through Permit2; left out for an EIP-3009 token.
-   */
+  /** "permit2" for a token without EIP-3009, which official clients pay through Permit2. */
   readonly transfer?: "permit2";
 }
 
@@ -38,9 +29,8 @@ export interface KnownNetwork {
   /** The native token's symbol, for messages. */
   readonly native?: string;
   /**
-   * The most one settlement may cost by default, in the native token: a settlement's gas bound
-   * at a price well above the chain's busy hours, so a fee spike stops settles before it drains
-   * the key (DEFAULT_SETTLE_FEE_CAP where unset). docs/settling-safely.md has the reasoning.
+   * Default cap on one settlement's cost in the native token, above busy-hour prices: a fee spike
+   * stops settles before it drains the key (docs/settling-safely.md).
    */
   readonly feeCap?: string;
   /** The default gas bounds are multiplied by this where gas also pays for L1 data (rollups). */
@@ -84,11 +74,7 @@ const hppUsdc = token(
   6,
   "USDC.e",
 );
-/**
- * Mezo's gas is paid in BTC, where the default cap (0.01 of the native token) would be worth far
- * more than any other chain's: this is worth about Base's (0.003 ETH). Mezo's busy-hour gas prices
- * were not measured here; --max-fee raises it.
- */
+/** Mezo pays gas in BTC, where 0.01 would be worth far more than elsewhere: about Base's cap. */
 const MEZO_FEE_CAP = "0.0001";
 
 export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
@@ -310,9 +296,7 @@ export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
     native: "FLR",
     feeCap: "2",
   },
-  // The chains 2.27's default-asset table added: no built-in public RPC (served once an RPC for
-  // them is configured), no x402 v1 name (v1 has none for them). Labels and native tokens as
-  // viem's chain definitions name them.
+  // Added by 2.27's table: no built-in public RPC, no v1 name; labels as viem's chains.
   {
     chainId: 11142220,
     label: "Celo Sepolia",

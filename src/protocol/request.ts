@@ -1,7 +1,4 @@
-/**
- * Bytes → JSON → dialect → schema: turns a request body of either dialect into one
- * PaymentRequest, or a Failure that names the offending field.
- */
+/** A request body of either dialect → one PaymentRequest, or a Failure naming the field. */
 import { exceedsBounds } from "./bounds.js";
 import { type Failure, failure } from "./errors.js";
 import {
@@ -28,10 +25,7 @@ export interface Requirements {
   readonly extra?: Record<string, unknown> | null | undefined;
 }
 
-/**
- * Who asks, as the shell that took the request authenticated it (an API key's holder, or the
- * operator at the command line). A request without one is anonymous.
- */
+/** Who asks, as authenticated by the shell (an API key's holder, or the operator); else anonymous. */
 export interface Caller {
   /** The API key's name, for logs and messages; never the key. */
   readonly name: string;
@@ -84,8 +78,7 @@ export function parseJson(
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {
-    // The parser's own message quotes the text, and the text may be a key file passed by mistake:
-    // say where it broke, never what it says.
+    // The parser's message quotes the text, which may be a key file: say where, never what.
     const text = error instanceof Error ? error.message : "";
     const position = /at position (\d+)/.exec(text)?.[1];
     const where = position

@@ -1,7 +1,4 @@
-/**
- * The two doors' shared middle: a request body in, a reply (status and JSON body in the caller's
- * dialect) out. The CLI prints the body; the HTTP server sends it.
- */
+/** A request body in, a reply (status and body in the caller's dialect) out: for CLI and HTTP. */
 import type { Hex } from "viem";
 import { type Failure, statusOf, x402ReasonOf } from "./errors.js";
 import {
@@ -24,9 +21,8 @@ export interface Facilitating {
 export interface Reply {
   readonly status: number;
   readonly body: Record<string, unknown>;
-  /** Present when the outcome is not a success, whatever the dialect's status says. */
   readonly failure?: Failure | undefined;
-  /** Who pays, when known, for the request log (the reference dialect's bodies may not say). */
+  /** Who pays, when known, for the request log. */
   readonly payer?: string | undefined;
   /** What became of the payment's extensions: HTTP sends it as the EXTENSION-RESPONSES header. */
   readonly extensionResponses?: Readonly<Record<string, unknown>> | undefined;
@@ -42,15 +38,13 @@ function withExtensionResponses(reply: Reply, result: VerifyResult | SettleResul
 type Operation = "verify" | "settle";
 
 /**
- * Only infrastructure failures leave 200 in the x402 dialect: resource servers read the body. A
- * store that cannot write keeps its 503 (and Retry-After): the official client then throws a
- * SettleError carrying the same body, and a proxy or balancer sees a service unavailable.
+ * Only infrastructure failures leave 200 in the x402 dialect (resource servers read the body):
+ * a proxy or balancer sees a 503, and the official client still gets the body.
  */
 const X402_KEEPS_STATUS = new Set([
   "chain_unavailable",
   "store_unavailable",
   "internal_error",
-  // The server is stopping (http/stopping.ts): a balancer and a retrying client see a 503.
   "overloaded",
 ]);
 function x402Status(f: Failure): number {
@@ -201,10 +195,7 @@ export async function handleSettle(
   return withExtensionResponses(reply, result);
 }
 
-/**
- * A failure decided outside the facilitator (the CLI was interrupted), answered in the dialect of
- * `body`, with the payer and network it names where the dialect carries them.
- */
+/** A failure decided outside the facilitator (CLI interrupted), in the dialect of `body`. */
 export function renderFailure(
   op: Operation,
   body: unknown,
@@ -227,10 +218,7 @@ export function renderFailure(
       );
 }
 
-/**
- * CLI exit status: 0 success, 1 payment rejected, 2 unusable input, 3 chain or infrastructure,
- * 130 interrupted (128 + SIGINT, as shells report it).
- */
+/** CLI exit status: 0 ok, 1 rejected, 2 unusable input, 3 infrastructure, 130 interrupted. */
 export function exitCodeOf(reply: Reply): 0 | 1 | 2 | 3 | 130 {
   const f = reply.failure;
   if (!f) return 0;

@@ -4,7 +4,6 @@ import type { Failure } from "./errors.js";
 export type VerifyResult =
   | {
       readonly ok: true;
-      /** An EVM address, or a Solana one. */
       readonly payer: string;
       /** Scheme facts the answer carries (a batch-settlement channel's on-chain state). */
       readonly extra?: Readonly<Record<string, unknown>> | undefined;
@@ -16,12 +15,8 @@ export type VerifyResult =
 export type SettleResult =
   | {
       readonly ok: true;
-      /** An EVM address, or a Solana one. */
       readonly payer: string;
-      /**
-       * A 0x hash on EVM, a base58 signature on Solana; empty when there was nothing to move (an
-       * `upto` settle of zero).
-       */
+      /** A 0x hash (EVM) or base58 signature (Solana); empty when nothing moved (`upto` of zero). */
       readonly transactionHash: string;
       /** What was settled, for schemes that settle less than was signed (`upto`). */
       readonly amount?: string | undefined;

@@ -1,7 +1,6 @@
 /**
- * zod schemas for the x402 wire types (v1 and v2) at the level every scheme shares. Scheme
- * modules validate their own `payload` and the EVM-specific requirement fields, so a Solana or
- * unknown-scheme request is told `unsupported_*`, not that its addresses look wrong.
+ * zod schemas for the x402 wire types at the level every scheme shares; schemes check their own
+ * fields, so an unknown scheme is told `unsupported_*`, not that its addresses look wrong.
  */
 import * as z from "./zod.js";
 
@@ -44,11 +43,6 @@ export const payloadV1Schema = z.looseObject({
   network: nonEmpty,
   payload: z.record(z.string(), z.unknown()),
 });
-
-export type RequirementsV2 = z.infer<typeof requirementsV2Schema>;
-export type RequirementsV1 = z.infer<typeof requirementsV1Schema>;
-export type PaymentPayloadV2 = z.infer<typeof payloadV2Schema>;
-export type PaymentPayloadV1 = z.infer<typeof payloadV1Schema>;
 
 export const WAIT_UNTIL = ["simulated", "submitted", "confirmed"] as const;
 export type WaitUntil = (typeof WAIT_UNTIL)[number];

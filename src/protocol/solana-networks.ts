@@ -1,13 +1,7 @@
-/**
- * Solana clusters as data: a cluster is known by its genesis hash, whose first 32 characters make
- * its CAIP-2 id (`solana:<hash prefix>`); x402 v1 names the three public clusters. The ids are
- * those of the official @x402/svm 2.27.0 (SOLANA_MAINNET_CAIP2, SOLANA_DEVNET_CAIP2,
- * SOLANA_TESTNET_CAIP2 and its V1_TO_V2_NETWORK_MAP).
- */
+/** Solana clusters: CAIP-2 `solana:<genesis hash prefix>`; ids and v1 names as @x402/svm 2.27.0. */
 import { base58ToBytes } from "./base58.js";
 
 export interface SolanaCluster {
-  /** `solana:` and the first 32 characters of the genesis hash. */
   readonly network: string;
   readonly v1Name: string;
   readonly label: string;
@@ -48,15 +42,10 @@ export function solanaNetworkOfGenesisHash(hash: unknown): string | undefined {
   return `solana:${hash.slice(0, 32)}`;
 }
 
-/** Whether a v2 network is a Solana CAIP-2 id (of any cluster). */
-export function isSolanaCaip2(network: string): boolean {
-  return /^solana:[1-9A-HJ-NP-Za-km-z]{32}$/.test(network);
-}
-
 /** The v2 id of a Solana network as a request names it (v1 name or CAIP-2), or undefined. */
 export function solanaNetworkOf(network: string, x402Version: 1 | 2): string | undefined {
   if (x402Version === 1) return SOLANA_CLUSTERS.find((c) => c.v1Name === network)?.network;
-  return isSolanaCaip2(network) ? network : undefined;
+  return /^solana:[1-9A-HJ-NP-Za-km-z]{32}$/.test(network) ? network : undefined;
 }
 
 /** Whether a request's network looks Solana's, in either form (for routing and hints). */

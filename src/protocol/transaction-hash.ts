@@ -1,12 +1,7 @@
-/**
- * A settlement's transaction as callers name it and stores keep it: an EVM transaction hash (0x
- * and 64 hex digits) in lower case, whatever case it was given in; a Solana transaction signature
- * (base58 of 64 bytes) as it is, since base58 is case-sensitive.
- */
+/** Transactions as stores keep them: EVM hashes lower-cased, Solana signatures as given. */
 import { base58ToBytes } from "./base58.js";
 
 const EVM_HASH = /^0x[0-9a-f]{64}$/i;
-/** 64 bytes are at most 88 base58 digits, and at least 64 (all leading zero bytes). */
 const SIGNATURE = /^[1-9A-HJ-NP-Za-km-z]{64,88}$/;
 
 /** How a store keeps and looks up `hash`: an EVM hash lower-cased, anything else unchanged. */

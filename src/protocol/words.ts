@@ -20,10 +20,7 @@ export function durationInWords(seconds: number | bigint): string {
   return parts.join(" ");
 }
 
-/**
- * Why a deadline is too close: "expired 62 s ago" or "expires in 3 s, less than the 6 s a
- * settlement needs", followed by the field and its value, for people who look them up.
- */
+/** "expired 62 s ago" or "expires in 3 s, less than the 6 s a settlement needs", then the field. */
 export function tooLate(
   what: string,
   field: string,

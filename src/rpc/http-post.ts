@@ -1,8 +1,4 @@
-/**
- * One JSON POST over node:http(s) with keep-alive sockets, for json-rpc.ts: the endpoint's URL
- * parsed once (credentials turned into Basic authorization), the whole answer read with viem's
- * size cap, redirects followed. What the answer means is json-rpc.ts's.
- */
+/** One JSON POST over node:http(s) with keep-alive sockets, for json-rpc.ts. */
 import http from "node:http";
 
 /** viem's own cap on an answer (maxResponseBodySize), checked as the bytes arrive. */

@@ -1,15 +1,7 @@
 /**
- * JSON-RPC over node:http(s) with keep-alive sockets, as a viem transport. Every verify makes one
- * RPC round trip: through viem's http transport its client side (the global fetch, which loads
- * undici and its web streams on first use, Headers objects, an abort signal and a timer per
- * request) was about a tenth of a verify's CPU and a tenth of a cold CLI's start. This one sends
- * the same requests and throws viem's own error classes the same way (HttpRequestError with the
- * socket error as its cause, TimeoutError, RpcRequestError for the node's error), so retries
- * (viem's createTransport) and "never reached the node" (rpc.ts) read as before. Concurrent calls
- * made in the same turn of the event loop go out as one batch when `batch` is on (synchronous
- * sends in a batch of their own). A provider's batch limit and rate limit are met here
- * (provider-limits.ts): a batch refused whole is split and sent again, a call answered "wait" is
- * sent again after the wait.
+ * JSON-RPC over node:http(s) as a viem transport: viem's fetch-based one was a tenth of a verify's
+ * CPU. It throws viem's own error classes the same way, so retries and rpc.ts read it as before.
+ * Calls of one event-loop turn are batched; provider limits are met (provider-limits.ts).
  */
 import {
   createTransport,
@@ -40,18 +32,11 @@ export interface JsonRpcOptions {
   readonly timeout?: number | undefined;
   /** Most calls in one batch request (default 1,000, lowered when the provider refuses one). */
   readonly batchLimit?: number | undefined;
-  /**
-   * Another URL can take a call this one's provider rate-limits: wait for it less
-   * (FAILOVER_WAIT_BUDGET_MS) and fail, so the fallback asks the next.
-   */
+  /** Another URL can take a rate-limited call: wait less and fail, so the fallback asks it. */
   readonly failover?: boolean | undefined;
 }
 
-/**
- * Methods whose answer waits for a block (EIP-7966's synchronous send). A batch is answered
- * whole, so a read batched with one would wait for that block too (two seconds on Base): these
- * are batched only among themselves.
- */
+/** Answered after a block (EIP-7966): batched only among themselves, or reads would wait too. */
 const WAITS_FOR_A_BLOCK = new Set(["eth_sendRawTransactionSync"]);
 
 /** A type, not an interface: viem's errors take it as a record. */
@@ -87,11 +72,7 @@ function toJson(value: unknown): string {
 
 let nextId = 0;
 
-/**
- * Sends `body` (one call or a batch) and gives the parsed answer, or throws as viem's http
- * transport does: TimeoutError past `timeoutMs`, RpcRequestError for a node's error status with a
- * JSON-RPC error, HttpRequestError for anything else (the socket's error as its cause).
- */
+/** Sends `body` (a call or a batch): the parsed answer, or throws as viem's http transport does. */
 async function exchange(
   endpoint: Endpoint,
   body: RpcBody | RpcBody[],
@@ -163,10 +144,7 @@ function wholeBatchError(data: unknown, calls: number): RpcAnswer | undefined {
   return data.length === 1 && calls > 1 && isRpcError(data[0]) ? (data[0] as RpcAnswer) : undefined;
 }
 
-/**
- * Whether a failed batch request was refused as a batch: the provider's JSON-RPC error with an
- * error status, or 413 (too large). Not a rate limit, a timeout or a broken connection.
- */
+/** Whether a batch was refused as a batch: a JSON-RPC error with an error status, or 413. */
 const refusedAsBatch = (error: unknown) =>
   !(error instanceof RateLimitedError) &&
   (error instanceof RpcRequestError || (error instanceof HttpRequestError && error.status === 413));
@@ -180,11 +158,7 @@ function batcher(endpoint: Endpoint, timeoutMs: number, state: ProviderState) {
       else call.reject(new Error(`Expected ${calls.length} responses to batch request.`));
     }
   };
-  /**
-   * A batch the provider refused whole, for its size or at all, is an error of no call in it, and
-   * none of it ran: sent again in parts of half its size (one call alone is no batch), and the
-   * URL's limit lowered for every batch after it.
-   */
+  /** A batch refused whole ran nothing: sent again in halves, the URL's limit lowered. */
   const split = (calls: Pending[]) => {
     const limit = learnBatchLimit(state, calls.length);
     for (let i = 0; i < calls.length; i += limit) send(calls.slice(i, i + limit));

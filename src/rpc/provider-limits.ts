@@ -1,9 +1,7 @@
 /**
- * What a hosted RPC provider refuses that a node would not: a batch over its size limit, and a
- * request over its rate (HTTP 429, or a JSON-RPC "limit exceeded" in a 200). Neither is the node's
- * answer to a call, and a refused request was not forwarded, so nothing in it was sent: a refused
- * batch is split and sent again, a rate-limited call waited for (Retry-After honoured, capped) and
- * sent again. What each RPC URL refused is kept here, per URL, for json-rpc.ts and for doctor.
+ * What a hosted RPC provider refuses that a node would not: a batch too big, a request over its
+ * rate. A refused request was not forwarded (nothing sent), so it is split or waited for and sent
+ * again. What each URL refused is kept here, for json-rpc.ts and doctor.
  */
 import { HttpRequestError, type Transport } from "viem";
 
@@ -19,9 +17,8 @@ export const FAILOVER_WAIT_BUDGET_MS = 1_000;
 const FIRST_BACKOFF_MS = 250;
 
 /**
- * JSON-RPC codes providers answer a call over their rate with: EIP-1474's "limit exceeded"
- * (Infura), 429 (Alchemy in a 200), -32007 (QuickNode). Solana nodes use -32005 and -32007 for
- * other things ("node is behind", "slot was skipped"), so the words must say rate or limit too.
+ * Providers' over-rate codes (Infura -32005, Alchemy 429, QuickNode -32007); Solana uses -32005
+ * and -32007 for other things, so the words must say rate or limit too.
  */
 const RATE_LIMIT_CODES = new Set([-32005, 429, -32007]);
 const RATE_LIMIT_WORDS = /rate|limit|too many|exceed|capacity/i;
@@ -29,11 +26,7 @@ const RATE_LIMIT_WORDS = /rate|limit|too many|exceed|capacity/i;
 export const isRateLimitAnswer = (error: { code: number; message: string }) =>
   RATE_LIMIT_CODES.has(error.code) && RATE_LIMIT_WORDS.test(error.message);
 
-/**
- * The provider asked us to wait and did not forward the request: HTTP 429 (`status`), or a
- * rate-limit error in a 200. An HttpRequestError, so "unreachable" and "never reached the node"
- * (rpc.ts) read it as they read a refused connection.
- */
+/** The provider asked us to wait (429, or a rate error in a 200): read as a refused connection. */
 export class RateLimitedError extends HttpRequestError {
   /** How long the provider asked us to wait (Retry-After), when it said. */
   readonly retryAfterMs: number | undefined;
@@ -110,11 +103,8 @@ export const resting = (state: ProviderState, now = Date.now()) => state.restUnt
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Runs `attempt` (one call), waiting out the provider's rate limit: each refusal waits what
- * Retry-After asks (at most MAX_RATE_WAIT_MS; doubling from FIRST_BACKOFF_MS when it does not
- * say), and every call to the URL waits with it, so the provider is not asked again before its
- * time. The refusal is thrown once `budgetMs` would be spent, and at once when the provider has
- * refused everything for longer than that (each call then asks it once).
+ * Runs `attempt`, waiting out the provider's rate limit (Retry-After, capped; else doubling), every
+ * call to the URL with it. Throws the refusal once `budgetMs` would be spent.
  */
 export async function withinRateLimit<T>(
   state: ProviderState,
@@ -150,10 +140,7 @@ export async function withinRateLimit<T>(
   }
 }
 
-/**
- * `transport`, failing at once (before viem's retry) while its provider asked us to wait, so that
- * the fallback asks the next URL of the chain meanwhile. `shown`: the URL redacted.
- */
+/** `transport`, failing at once while its provider asks to wait: the fallback asks the next. */
 export function restingSkipped(transport: Transport, url: string, shown: string): Transport {
   const state = providerState(url);
   return (params) => {

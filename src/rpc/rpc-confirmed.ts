@@ -1,8 +1,4 @@
-/**
- * A client asked for a chain before its RPC's chain is learned (rpc.ts): its reads go out beside
- * the `eth_chainId` that learns it, one round trip saved at a distance, and are answered only
- * once that chain is the one asked for.
- */
+/** A client asked for before its RPC's chain is learned: answered once it is that chain. */
 import type { Transport } from "viem";
 
 /** What may go out before the URL's chain is known to be the one asked for: reads only. */
@@ -23,10 +19,7 @@ const READS = new Set([
   "web3_clientVersion",
 ]);
 
-/**
- * `transport`, whose answers wait for `confirmed` (the URL serves the chain asked for) and throw
- * its error if it fails; anything but a read is not sent before it passes.
- */
+/** `transport`, answering after `confirmed` (or throwing its error); only reads are sent before. */
 export function answeredOnceConfirmed(transport: Transport, confirmed: Promise<void>): Transport {
   let passed = false;
   confirmed.then(

@@ -1,7 +1,4 @@
-/**
- * What an RPC failure was, in words an operator can act on: unreachable (and why), never reached
- * the node, refused by the provider; and URLs with their secrets cut out.
- */
+/** RPC failures in words an operator can act on, and URLs with their secrets cut out. */
 import { BaseError, HttpRequestError, SocketClosedError, TimeoutError } from "viem";
 import { RateLimitedError } from "./provider-limits.js";
 
@@ -29,10 +26,7 @@ export function isUnreachable(error: unknown): boolean {
   );
 }
 
-/**
- * True when the request certainly never reached the node (so nothing was broadcast): the
- * connection was refused, or the provider rate-limited it and did not pass it on.
- */
+/** True when the request certainly never reached the node (refused, rate-limited): nothing sent. */
 export function neverReachedNode(error: unknown): boolean {
   if (!(error instanceof BaseError)) return false;
   if (error.walk((e) => e instanceof RateLimitedError)) return true;

@@ -1,9 +1,7 @@
 /**
- * RPC access per chain. Configured URLs are matched to chains with `eth_chainId` (once, lazily);
- * a URL that answers that with an error and `getGenesisHash` with a hash is a Solana cluster's.
- * When any URL is configured, only their chains are served: a payment for another network must
- * never be settled with the same key through an endpoint the operator did not choose. The
- * registry's public RPCs serve the well-known chains only when no URL is configured, or when asked.
+ * RPC access per chain: configured URLs are matched to chains with `eth_chainId` (or Solana's
+ * `getGenesisHash`). With any URL configured, only their chains are served: a key must never
+ * settle through an endpoint the operator did not choose. Public RPCs only when none, or asked.
  */
 import {
   type Client,
@@ -32,17 +30,11 @@ export {
 export interface RpcOptions {
   /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
   readonly rpcUrls?: readonly string[];
-  /**
-   * The registry's public RPCs for well-known chains without a configured URL: true uses them
-   * beside the configured URLs too, false never; by default only when no URL is configured.
-   */
+  /** Public RPCs: true beside configured URLs, false never; by default when none is configured. */
   readonly useDefaultRpcs?: boolean | undefined;
   /** Per-request timeout toward the node (default 10 s). */
   readonly requestTimeoutMs?: number;
-  /**
-   * Most JSON-RPC calls in one batch request to any RPC (default 1,000; a provider that refuses
-   * a batch teaches a lower one, per URL).
-   */
+  /** Most calls in one batch request (default 1,000; a provider refusing one teaches a lower). */
   readonly rpcBatchLimit?: number | undefined;
   /** Told of each request that got no answer from its node, by endpoint (redacted). */
   readonly metrics?: RpcErrorSink | undefined;
@@ -97,9 +89,8 @@ export class RpcRegistry {
   }
 
   /**
-   * The client for a chain; throws `unsupported_network` when the chain is not served, or
-   * `chain_unavailable` when a configured URL that might serve it could not be reached.
-   * `network` is the chain as the caller wrote it (`base`, `eip155:8453`), for the message.
+   * The client for a chain; throws `unsupported_network`, or `chain_unavailable` when a URL that
+   * might serve it was unreachable. `network`: the chain as the caller wrote it, for the message.
    */
   async client(chainId: number, network: string = caip2(chainId)): Promise<PublicClient> {
     const cached = this.#clients.get(chainId);
@@ -113,11 +104,7 @@ export class RpcRegistry {
     return client;
   }
 
-  /**
-   * A client of the one configured URL while its chain is not learned, for reads whose answers
-   * the caller uses only once it knows that chain (a cold `pay` reads the devnet's token beside
-   * the `eth_chainId` that says which chain it is). Undefined otherwise.
-   */
+  /** The lone configured URL's client before its chain is learned (reads used once it is). */
   unlearnedClient(): PublicClient | undefined {
     const url = this.#loneUnlearned();
     if (url === undefined) return undefined;
@@ -144,10 +131,8 @@ export class RpcRegistry {
   }
 
   /**
-   * The lone configured URL's client for a chain before its chain is learned (a cold command):
-   * its first requests go out beside the `eth_chainId` that learns it, a round trip saved at a
-   * distance. No answer is handed over, and nothing but a read is sent, before that chain id is
-   * this chain; otherwise every request throws what client() would have (confirmed() too).
+   * The lone URL's client before its chain is learned: reads go out beside `eth_chainId` (a round
+   * trip saved), answered only once that chain is this one; else they throw client()'s error.
    */
   #askingAlongside(chainId: number, network: string, url: string): PublicClient {
     const confirmed = this.#resolve().then(() => {
@@ -165,20 +150,12 @@ export class RpcRegistry {
     return client;
   }
 
-  /**
-   * Settles once the chain's client is known to serve it; rejects with client()'s error when it
-   * was asked before its URL's chain was learned and that chain is another (or unknown). Whoever
-   * answers from such a client's reads checks this before answering.
-   */
+  /** Settles once the chain's client is known to serve it, else rejects with client()'s error. */
   confirmed(chainId: number): Promise<void> {
     return this.#confirming.get(chainId) ?? Promise.resolve();
   }
 
-  /**
-   * A JSON-RPC client for a Solana cluster (`solana:…`) behind the configured URLs; throws
-   * `unsupported_network` when none serves it, or `chain_unavailable` when a configured URL that
-   * might could not be reached. Solana is served through configured URLs only.
-   */
+  /** A Solana cluster's client (configured URLs only); throws as client() does. */
   async solanaClient(network: string, named: string = network): Promise<Client> {
     const cached = this.#solanaClients.get(network);
     if (cached) return cached.client;
@@ -188,11 +165,7 @@ export class RpcRegistry {
       if (this.#unresolved.size > 0) throw this.#unreachable(named);
       const label = solanaCluster(network)?.label;
       const name = named === network ? network : `${named} (${network})`;
-      const served = this.#servedNames();
-      const why =
-        served.length > 0
-          ? `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served.join(", ")}`
-          : "no Solana RPC is configured";
+      const why = this.#servedNames().length > 0 ? this.#serves() : "no Solana RPC is configured";
       throw FacilitatorError.of(
         "unsupported_network",
         `${name}${label && label !== named ? ` (${label})` : ""} is not served here: ${why}; add a Solana RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file`,
@@ -218,6 +191,12 @@ export class RpcRegistry {
     return [...new Set([...[...this.#resolved.values()].map(caip2), ...this.#solana.values()])];
   }
 
+  #serves(): string {
+    const which =
+      this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve";
+    return `${which} ${this.#servedNames().join(", ")}`;
+  }
+
   /** Whether well-known chains without a configured URL are served through public RPCs. */
   get usesPublicRpcs(): boolean {
     return this.#publicRpcs;
@@ -228,10 +207,7 @@ export class RpcRegistry {
     return this.#clients.get(chainId)?.via;
   }
 
-  /**
-   * The chains served: those of the configured URLs that answered, plus the well-known chains
-   * with a public RPC when those are in use. Exactly what client() accepts.
-   */
+  /** The chains served (configured, and public RPCs' when in use): what client() accepts. */
   async servedChainIds(): Promise<number[]> {
     await this.#resolve();
     const ids = new Set(this.#resolved.values());
@@ -241,10 +217,7 @@ export class RpcRegistry {
     return [...ids];
   }
 
-  /**
-   * Each configured URL (redacted) with its chain id, or its Solana cluster (`solana`), or
-   * neither when it could not be reached.
-   */
+  /** Each configured URL (redacted) with its chain id or Solana cluster (neither: unreachable). */
   async endpoints(): Promise<
     { url: string; chainId?: number | undefined; solana?: string | undefined }[]
   > {
@@ -257,10 +230,7 @@ export class RpcRegistry {
     });
   }
 
-  /**
-   * The configured URLs (redacted) whose provider refused something so far: how many calls it
-   * rate-limited, of how many, and the batch size it taught us when it refused batches.
-   */
+  /** The configured URLs (redacted) whose provider refused calls or batches so far. */
   providerLimits(): {
     url: string;
     rateLimited: number;
@@ -286,15 +256,12 @@ export class RpcRegistry {
     const label = known && known.label.toLowerCase() !== network.toLowerCase() ? known.label : "";
     const about = [...(network === id ? [] : [id]), ...(label ? [label] : [])];
     const name = about.length > 0 ? `${network} (${about.join(", ")})` : network;
-    let why: string;
-    if (this.#urls.length > 0) {
-      const served = this.#servedNames().join(", ");
-      why = `${this.#urls.length === 1 ? "the configured RPC serves" : "the configured RPCs serve"} ${served}`;
-    } else {
-      why = this.#publicRpcs
-        ? "no RPC is configured"
-        : "no RPC is configured and public RPCs are off";
-    }
+    let why =
+      this.#urls.length > 0
+        ? this.#serves()
+        : this.#publicRpcs
+          ? "no RPC is configured"
+          : "no RPC is configured and public RPCs are off";
     if (this.#publicRpcs) why += " and it has no built-in public RPC";
     const publicHint =
       !this.#publicRpcs && known?.defaultRpcUrl
