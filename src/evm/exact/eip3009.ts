@@ -3,11 +3,11 @@
  * Checks run in the reference SDK's order so the first failure reported is the one it reports.
  */
 import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
-import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
 import { isUnreachable } from "../../rpc/rpc.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import { revertReason } from "../chain/revert.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
@@ -17,11 +17,14 @@ import {
   chainFailure,
   checkAgreement,
   checkTerms,
+  insufficientFunds,
   outcomeOf,
   overBoundInSimulation,
   parsePayment,
+  type SignedPayment,
   type Step,
   simulateWithin,
+  unreachableIn,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { howUsed } from "./eip3009-usage.js";
@@ -29,12 +32,11 @@ import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
 import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { exactPaymentMethod } from "./pipeline.js";
-import type { EvmRequirements } from "./requirements.js";
 import {
   checkSignature,
   innerSignature,
   isMalleable,
-  recoversTo,
+  journaledSigner,
   withDeployment,
 } from "./signature.js";
 
@@ -44,8 +46,6 @@ export {
   transferCalldata,
   transferWithAuthorizationTypedData,
 } from "./eip3009-encoding.js";
-
-import type { EvmTransfer } from "../chain/entry.js";
 
 const payloadSchema = z.object({
   signature: signatureBytes,
@@ -59,15 +59,7 @@ const payloadSchema = z.object({
   }),
 });
 
-type Authorization = z.infer<typeof payloadSchema>["authorization"];
-
-interface Eip3009Payment {
-  readonly authorization: Authorization;
-  readonly signature: Hex;
-  readonly requirements: EvmRequirements;
-  /** The token's EIP-712 name and version from requirements.extra, when present. */
-  readonly domain: { readonly name: string; readonly version: string } | undefined;
-}
+type Eip3009Payment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
 
 function digestOf(ctx: EvmContext, payment: Eip3009Payment): Hex {
   return authorizationDigest(
@@ -86,10 +78,7 @@ function expectedTransfer(payment: Eip3009Payment): EvmTransfer {
   return { token: requirements.asset, from: auth.from, to: auth.to, value: auth.value.toString() };
 }
 
-/**
- * Why a transfer would revert (or did): reads the token's view of the authorization, its domain and
- * the balance, and names the first cause in the reference's order.
- */
+/** Why a transfer would revert (or did), from the token's state, in the reference's order. */
 async function diagnose(
   ctx: EvmContext,
   payment: Eip3009Payment,
@@ -112,9 +101,11 @@ async function diagnose(
     outcomeOf(ctx.client.readContract({ ...token, functionName: "version" })),
     outcomeOf(ctx.client.readContract({ ...token, functionName: "balanceOf", args: [auth.from] })),
   ]);
-  const unreachable = [used, name, version, balance].find((r) => !r.ok && isUnreachable(r.error));
-  if (unreachable && !unreachable.ok)
-    return chainFailure(unreachable.error, "diagnosing the failed simulation");
+  const unreachable = unreachableIn(
+    [used, name, version, balance],
+    "diagnosing the failed simulation",
+  );
+  if (unreachable) return unreachable;
   const detail = revert ? `: ${revert}` : "";
 
   if (!used.ok)
@@ -145,11 +136,7 @@ async function diagnose(
     );
   }
   if (balance.ok && balance.value < auth.value) {
-    const token = await units;
-    return failure(
-      "insufficient_funds",
-      `the payer holds ${tokenAmount(balance.value, token)}, the payment needs ${tokenAmount(auth.value, token)}`,
-    );
+    return insufficientFunds(balance.value, auth.value, await units);
   }
   if (isMalleable(payment.signature)) {
     // Recovers off chain, refused by USDC on chain; the reference reports a failed simulation.
@@ -172,10 +159,7 @@ async function verify(
   if (!agreed.ok) return agreed;
   const payment: Eip3009Payment = { ...parsed, domain: agreed.value };
   const { authorization: auth, requirements, signature } = payment;
-  const call = {
-    to: requirements.asset,
-    data: transferCalldata(auth, signature),
-  } as const;
+  const call = { to: requirements.asset, data: transferCalldata(auth, signature) } as const;
 
   // Start the chain reads together (one batched round trip), then judge in the reference's order.
   const payerCode = ctx.client.getCode({ address: auth.from });
@@ -246,19 +230,7 @@ export const eip3009Method: ExactMethod<Eip3009Payment> = {
   name: "eip3009",
   accepts: (payload) => "authorization" in payload,
 
-  parse(_ctx, request) {
-    const parsed = parsePayment(request, payloadSchema);
-    if (!parsed.ok) return parsed;
-    return {
-      ok: true,
-      value: {
-        authorization: parsed.value.payload.authorization,
-        signature: parsed.value.payload.signature,
-        requirements: parsed.value.requirements,
-        domain: parsed.value.domain,
-      },
-    };
-  },
+  parse: (_ctx, request) => parsePayment(request, payloadSchema, "authorization"),
 
   /** The token spends each (from, nonce) once: that is the settlement's name. */
   identify(ctx, payment) {
@@ -296,9 +268,7 @@ export const eip3009Method: ExactMethod<Eip3009Payment> = {
     if (!payment.domain) {
       return failure("missing_eip712_domain", "requirements.extra must carry name and version");
     }
-    if (size(signature) !== 65) return null;
-    const signed = await recoversTo(ctx, auth.from, digestOf(ctx, payment), signature);
-    return signed.ok ? null : signed.failure;
+    return journaledSigner(ctx, auth.from, digestOf(ctx, payment), signature);
   },
 
   diagnose,

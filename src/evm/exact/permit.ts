@@ -1,13 +1,10 @@
 /**
- * `exact` on EVM through an EIP-2612 permit, in the x402x dialect (`payload.authorizationType:
- * "permit"`), with one of our settlement accounts as the spender: the permit lands first, then
- * that account moves the tokens with `transferFrom` to `payTo`. Two transactions, one settlement:
- * both are journaled under the permit's key, and a retry after a crash between them picks up
- * where it stopped. The permit does not name the recipient (only the spender): whoever holds the
- * payload may ask for it to be paid to another `payTo`, so serve it behind an API key.
+ * `exact` on EVM through an EIP-2612 permit (x402x's `authorizationType: "permit"`) naming one of
+ * our settlement accounts as spender: the permit lands, then that account calls `transferFrom` to
+ * `payTo`; both journaled under the permit's key. The permit does not name the recipient: whoever
+ * holds the payload may ask for another `payTo`, so serve it behind an API key.
  */
 import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
-import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
@@ -22,18 +19,20 @@ import {
   chainFailure,
   checkAgreement,
   DEADLINE_HEADROOM_SECONDS,
+  insufficientFunds,
   outcomeOf,
   overBoundInSimulation,
   parsePayment,
+  type SignedPayment,
   type Step,
   simulateWithin,
+  unreachableIn,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
 import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
-import type { EvmRequirements } from "./requirements.js";
-import { checkSignature, recoversTo } from "./signature.js";
+import { checkSignature, journaledSigner } from "./signature.js";
 
 export const eip2612Abi = parseAbi([
   "function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)",
@@ -66,19 +65,12 @@ const payloadSchema = z.object({
   }),
 });
 
-type Permit = z.infer<typeof payloadSchema>["authorization"];
-
-interface PermitPayment {
-  readonly permit: Permit;
-  readonly signature: Hex;
-  readonly requirements: EvmRequirements;
-  readonly domain: { readonly name: string; readonly version: string } | undefined;
-}
+type PermitPayment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
 
 const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 
 function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
-  const { permit, requirements, domain } = payment;
+  const { authorization: permit, requirements, domain } = payment;
   return hashTypedData({
     domain: {
       name: domain?.name ?? "",
@@ -93,7 +85,7 @@ function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
 }
 
 function expectedTransfer(payment: PermitPayment): EvmTransfer {
-  const { permit, requirements } = payment;
+  const { authorization: permit, requirements } = payment;
   return {
     token: requirements.asset,
     from: permit.owner,
@@ -103,7 +95,7 @@ function expectedTransfer(payment: PermitPayment): EvmTransfer {
 }
 
 function permitCall(payment: PermitPayment) {
-  const { permit, requirements, signature } = payment;
+  const { authorization: permit, requirements, signature } = payment;
   const { v, r, s } = splitSignature(signature);
   return {
     to: requirements.asset,
@@ -118,7 +110,7 @@ function permitCall(payment: PermitPayment) {
 /** What the token says of the permit: its nonce, and the allowance it would grant. */
 async function tokenState(ctx: EvmContext, payment: PermitPayment) {
   const token = { address: payment.requirements.asset, abi: eip2612Abi } as const;
-  const { owner, spender } = payment.permit;
+  const { owner, spender } = payment.authorization;
   return Promise.all([
     outcomeOf(ctx.client.readContract({ ...token, functionName: "nonces", args: [owner] })),
     outcomeOf(
@@ -134,14 +126,14 @@ async function diagnose(
   payment: PermitPayment,
   revert: string | undefined,
 ): Promise<Failure> {
-  const { permit } = payment;
+  const permit = payment.authorization;
   // The token's decimals come along (read once per token) for the words of a shortfall.
   const units = tokenUnits(ctx.client, ctx.chainId, payment.requirements.asset).catch(
     () => undefined,
   );
   const [nonce, allowance, balance] = await tokenState(ctx, payment);
-  const unreachable = [nonce, allowance, balance].find((r) => !r.ok && isUnreachable(r.error));
-  if (unreachable && !unreachable.ok) return chainFailure(unreachable.error, "reading the token");
+  const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
+  if (unreachable) return unreachable;
   if (!nonce.ok) {
     return failure(
       "simulation_failed",
@@ -162,11 +154,7 @@ async function diagnose(
     );
   }
   if (balance.ok && balance.value < permit.value) {
-    const token = await units;
-    return failure(
-      "insufficient_funds",
-      `the payer holds ${tokenAmount(balance.value, token)}, the payment needs ${tokenAmount(permit.value, token)}`,
-    );
+    return insufficientFunds(balance.value, permit.value, await units);
   }
   return failure(
     "simulation_failed",
@@ -183,30 +171,18 @@ async function verify(
   const agreed = checkAgreement(request);
   if (!agreed.ok) return agreed;
   const payment: PermitPayment = { ...parsed, domain: agreed.value };
-  const { permit, requirements, signature } = payment;
+  const { authorization: permit, requirements, signature } = payment;
   const payerCode = ctx.client.getCode({ address: permit.owner });
   payerCode.catch(() => undefined);
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const state = tokenState(ctx, payment);
 
   if (size(signature) !== 65) {
-    return refuse(
-      failure(
-        "invalid_signature",
-        `an EIP-2612 permit takes a 65-byte signature; got ${size(signature)}`,
-        {
-          x402Reason: "invalid_permit_signature",
-        },
-      ),
-    );
+    const why = `an EIP-2612 permit takes a 65-byte signature; got ${size(signature)}`;
+    return refuse(failure("invalid_signature", why, { x402Reason: "invalid_permit_signature" }));
   }
-  const signed = await checkSignature(
-    ctx,
-    permit.owner,
-    digestOf(ctx, payment),
-    signature,
-    payerCode,
-  );
+  const digest = digestOf(ctx, payment);
+  const signed = await checkSignature(ctx, permit.owner, digest, signature, payerCode);
   if (!signed.ok) {
     const f = signed.failure;
     return refuse(
@@ -252,18 +228,15 @@ async function verify(
   // A permit that already landed (ours, before a crash, or anyone's) left the allowance: then
   // only the transfer remains. Otherwise the permit must be the next one the token expects.
   const [nonce, allowance, balance] = await state;
-  const unreachable = [nonce, allowance, balance].find((r) => !r.ok && isUnreachable(r.error));
-  if (unreachable && !unreachable.ok)
-    return refuse(chainFailure(unreachable.error, "reading the token"));
+  const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
+  if (unreachable) return refuse(unreachable);
   const covered = allowance.ok && allowance.value >= permit.value;
   if (
-    !covered &&
-    (!nonce.ok || nonce.value !== permit.nonce || (balance.ok && balance.value < permit.value))
+    (balance.ok && balance.value < permit.value) ||
+    (!covered && (!nonce.ok || nonce.value !== permit.nonce))
   ) {
     return refuse(await diagnose(ctx, payment, undefined));
   }
-  if (balance.ok && balance.value < permit.value)
-    return refuse(await diagnose(ctx, payment, undefined));
   if (!covered && options.simulate) {
     const permitting = { ...permitCall(payment), account: permit.spender };
     const simulated = await simulateWithin(ctx, permitting, { use: "permit" });
@@ -315,23 +288,11 @@ export const permitMethod: ExactMethod<PermitPayment> = {
   name: "permit",
   accepts: (payload) => payload.authorizationType === "permit",
 
-  parse(_ctx, request) {
-    const parsed = parsePayment(request, payloadSchema);
-    if (!parsed.ok) return parsed;
-    return {
-      ok: true,
-      value: {
-        permit: parsed.value.payload.authorization,
-        signature: parsed.value.payload.signature,
-        requirements: parsed.value.requirements,
-        domain: parsed.value.domain,
-      },
-    };
-  },
+  parse: (_ctx, request) => parsePayment(request, payloadSchema, "authorization"),
 
   /** The token spends each (owner, permit nonce) once: that is the settlement's name. */
   identify(ctx, payment) {
-    const { permit, requirements } = payment;
+    const { authorization: permit, requirements } = payment;
     return {
       key: `permit:${ctx.chainId}:${requirements.asset}:${permit.owner}:${permit.nonce}`.toLowerCase(),
       payer: permit.owner,
@@ -347,14 +308,12 @@ export const permitMethod: ExactMethod<PermitPayment> = {
     if (!payment.domain) {
       return failure("missing_eip712_domain", "requirements.extra must carry name and version");
     }
-    if (size(payment.signature) !== 65) return null;
-    const signed = await recoversTo(
+    return journaledSigner(
       ctx,
-      payment.permit.owner,
+      payment.authorization.owner,
       digestOf(ctx, payment),
       payment.signature,
     );
-    return signed.ok ? null : signed.failure;
   },
 
   diagnose,

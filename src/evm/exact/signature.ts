@@ -143,6 +143,18 @@ export async function recoversTo(
     : invalid(`recovers to ${signer}, not to the payer ${payer}`);
 }
 
+/** A journaled payment's 65-byte signature recovers to `owner` (others were checked when sent). */
+export async function journaledSigner(
+  ctx: EvmContext,
+  owner: Address,
+  digest: Hex,
+  signature: Hex,
+): Promise<Failure | null> {
+  if (size(signature) !== 65) return null;
+  const signed = await recoversTo(ctx, owner, digest, signature);
+  return signed.ok ? null : signed.failure;
+}
+
 /** The signature inside an ERC-6492 wrapper, or the signature itself. */
 export function innerSignature(signature: Hex): Hex {
   return isErc6492Signature(signature) ? parseErc6492Signature(signature).signature : signature;
