@@ -161,7 +161,7 @@ async function verify(
   const { authorization: auth, requirements, signature } = payment;
   const call = { to: requirements.asset, data: transferCalldata(auth, signature) } as const;
 
-  // Start the chain reads together (one batched round trip), then judge in the reference's order.
+  // The chain reads start together (one round trip), then are judged in the reference's order.
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
   const termsFailure = checkTerms(ctx, request, auth, requirements);

@@ -25,28 +25,33 @@ import { domainSeparatorOf } from "./eip3009-encoding.js";
 export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
 
-/** The x402 exact proxy: settle(...) and settleWithPermit(...) with their custom errors. */
-export const exactPermit2ProxyAbi = parseAbi([
+/** What the x402 exact and upto proxies share: their structs, PERMIT2() and custom errors. */
+export const x402ProxyAbiItems = [
   "struct TokenPermissions { address token; uint256 amount; }",
   "struct PermitTransferFrom { TokenPermissions permitted; uint256 nonce; uint256 deadline; }",
-  "struct Witness { address to; uint256 validAfter; }",
   "struct EIP2612Permit { uint256 value; uint256 deadline; bytes32 r; bytes32 s; uint8 v; }",
   "function PERMIT2() view returns (address)",
-  "function settle(PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
-  "function settleWithPermit(EIP2612Permit permit2612, PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
   "error InvalidAmount()",
   "error InvalidDestination()",
   "error InvalidOwner()",
   "error PaymentTooEarly()",
   "error Permit2612AmountMismatch()",
-  "error InvalidPermit2Address()",
-  "error ReentrancyGuardReentrantCall()",
   "error InvalidNonce()",
   "error SignatureExpired(uint256 signatureDeadline)",
   "error InvalidSigner()",
   "error InvalidContractSignature()",
   "error InvalidSignatureLength()",
   "error InvalidSignature()",
+] as const;
+
+/** The x402 exact proxy: settle(...) and settleWithPermit(...) with their custom errors. */
+export const exactPermit2ProxyAbi = parseAbi([
+  ...x402ProxyAbiItems,
+  "struct Witness { address to; uint256 validAfter; }",
+  "function settle(PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
+  "function settleWithPermit(EIP2612Permit permit2612, PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
+  "error InvalidPermit2Address()",
+  "error ReentrancyGuardReentrantCall()",
   "error InvalidAmount(uint256 maxAmount)",
 ]);
 

@@ -1,8 +1,4 @@
-/**
- * Whether a signature over an EIP-712 digest is the payer's: ECDSA for accounts without code,
- * the wallet's own EIP-1271 answer for contract wallets and EIP-7702 accounts, ERC-6492 wrappers
- * unwrapped (undeployed wallets are refused: no factory is allowed to run).
- */
+/** Whether a signature over an EIP-712 digest is the payer's: ECDSA, EIP-1271 or ERC-6492. */
 import {
   type Address,
   encodeFunctionData,
@@ -54,10 +50,8 @@ export interface Signed {
 }
 
 /**
- * `payerCode` is the payer's code, read earlier in the same batch as the other reads. An ERC-6492
- * signature of a wallet not deployed yet is accepted only when its factory is on the operator's
- * allow-list; it is then checked by deploying the wallet inside an eth_call (viem's deployless
- * ERC-6492 validator), and the settlement deploys it in the same transaction.
+ * `payerCode` is read in the same batch as the other reads. An undeployed wallet's ERC-6492
+ * signature counts only with an allowed factory, checked by deploying it inside an eth_call.
  */
 export async function checkSignature(
   ctx: EvmContext,
@@ -67,8 +61,7 @@ export async function checkSignature(
   payerCode: Promise<Hex | undefined>,
 ): Promise<Step<Signed>> {
   let signature = signed;
-  // A plain signature is recovered while the payer's code is read: a one-shot CLI asks the node's
-  // ecrecover in the same round trip (secp256k1.ts). Its answer counts only if the payer has none.
+  // Recovered while the payer's code is read (one round trip); counts only if the payer has none.
   const recovered = size(signed) === 65 ? recoversTo(ctx, payer, digest, signed) : undefined;
   let code: Hex | undefined;
   try {
@@ -188,9 +181,8 @@ const multicall3Abi = parseAbi([
 const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
 /**
- * The settlement call, deploying the payer's wallet first when it is counterfactual: both in one
- * transaction through Multicall3. The deployment may fail (someone deployed the wallet meanwhile);
- * the transfer may not.
+ * The settlement call, deploying the payer's wallet first through Multicall3 when counterfactual;
+ * the deployment may fail (deployed meanwhile), the transfer may not.
  */
 export function withDeployment(
   call: { readonly to: Address; readonly data: Hex },

@@ -7,31 +7,18 @@ import {
   type Permit2Authorization,
   permit2WitnessTypes,
   permitWitnessDigest,
+  x402ProxyAbiItems,
 } from "../exact/permit2-encoding.js";
 
 export const UPTO_PERMIT2_PROXY_ADDRESS: Address = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
 
 export const uptoProxyAbi = parseAbi([
-  "struct TokenPermissions { address token; uint256 amount; }",
-  "struct PermitTransferFrom { TokenPermissions permitted; uint256 nonce; uint256 deadline; }",
+  ...x402ProxyAbiItems,
   "struct Witness { address to; address facilitator; uint256 validAfter; }",
-  "struct EIP2612Permit { uint256 value; uint256 deadline; bytes32 r; bytes32 s; uint8 v; }",
-  "function PERMIT2() view returns (address)",
   "function settle(PermitTransferFrom permit, uint256 amount, address owner, Witness witness, bytes signature)",
   "function settleWithPermit(EIP2612Permit permit2612, PermitTransferFrom permit, uint256 amount, address owner, Witness witness, bytes signature)",
   "error AmountExceedsPermitted()",
   "error UnauthorizedFacilitator()",
-  "error InvalidAmount()",
-  "error InvalidDestination()",
-  "error InvalidOwner()",
-  "error PaymentTooEarly()",
-  "error Permit2612AmountMismatch()",
-  "error InvalidNonce()",
-  "error SignatureExpired(uint256 signatureDeadline)",
-  "error InvalidSigner()",
-  "error InvalidContractSignature()",
-  "error InvalidSignatureLength()",
-  "error InvalidSignature()",
 ]);
 
 /** EIP-712 types of an upto authorization: the exact scheme's, with the facilitator witnessed. */
