@@ -23,6 +23,12 @@ import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requ
 
 export type Step<T> = { ok: true; value: T } | { ok: false; failure: Failure };
 
+export const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
+
+/** A signature refused, under the method's own x402 reason when it is invalid. */
+export const signatureRefused = (f: Failure, x402Reason: string) =>
+  refuse(f.code === "invalid_signature" ? { ...f, x402Reason } : f);
+
 /** The reference refuses authorizations that expire within this many seconds. */
 export const DEADLINE_HEADROOM_SECONDS = 6n;
 
@@ -44,7 +50,7 @@ export function parsePayment<T extends { readonly signature: Hex }, K extends ke
   const payload = schema.safeParse(request.payload);
   if (!payload.success) {
     const prefix = `${request.paths.payload}.payload`;
-    return { ok: false, failure: invalidField(describeIssue(payload.error, prefix), prefix) };
+    return refuse(invalidField(describeIssue(payload.error, prefix), prefix));
   }
   const requirements = parseEvmRequirements(request);
   if (!requirements.ok) return requirements;
@@ -162,19 +168,15 @@ export function schemeAndNetwork(
 export function checkAgreement(
   request: PaymentRequest,
 ): Step<{ readonly name: string; readonly version: string }> {
-  if (request.payloadScheme !== request.requirements.scheme) {
-    return {
-      ok: false,
-      failure: failure(
-        "scheme_mismatch",
-        `the payload's scheme "${request.payloadScheme}" differs from the requirements' "${request.requirements.scheme}"`,
-      ),
-    };
+  const { payloadScheme, requirements } = request;
+  if (payloadScheme !== requirements.scheme) {
+    const why = `the payload's scheme "${payloadScheme}" differs from the requirements' "${requirements.scheme}"`;
+    return refuse(failure("scheme_mismatch", why));
   }
   const domain = eip712Domain(request);
   if (!domain.ok) return domain;
   const network = networkMismatch(request);
-  if (network) return { ok: false, failure: network };
+  if (network) return refuse(network);
   return { ok: true, value: { name: domain.name, version: domain.version } };
 }
 

@@ -21,6 +21,7 @@ import {
   outcomeOf,
   overBoundInSimulation,
   parsePayment,
+  refuse,
   type SignedPayment,
   type Step,
   simulateWithin,
@@ -176,9 +177,9 @@ async function verify(
 
   const signed = await checkSignature(ctx, auth.from, digestOf(ctx, payment), signature, payerCode);
   if (!signed.ok) return signed;
-  if (termsFailure) return { ok: false, failure: termsFailure };
+  if (termsFailure) return refuse(termsFailure);
   const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
-  if (assetProblem) return { ok: false, failure: assetProblem };
+  if (assetProblem) return refuse(assetProblem);
 
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
   const { deployment } = signed.value;
@@ -203,11 +204,11 @@ async function verify(
   } as const;
   if (simulated && !simulated.ok) {
     if (isUnreachable(simulated.error)) {
-      return { ok: false, failure: chainFailure(simulated.error, "simulating the transfer") };
+      return refuse(chainFailure(simulated.error, "simulating the transfer"));
     }
     const overBound = await overBoundInSimulation(ctx, settleCall, gas, simulated.error);
-    if (overBound) return { ok: false, failure: overBound };
-    return { ok: false, failure: await diagnose(ctx, payment, revertReason(simulated.error)) };
+    if (overBound) return refuse(overBound);
+    return refuse(await diagnose(ctx, payment, revertReason(simulated.error)));
   }
   return {
     ok: true,

@@ -23,8 +23,10 @@ import {
   outcomeOf,
   overBoundInSimulation,
   parsePayment,
+  refuse,
   type SignedPayment,
   type Step,
+  signatureRefused,
   simulateWithin,
   unreachableIn,
 } from "./checks.js";
@@ -66,8 +68,6 @@ const payloadSchema = z.object({
 });
 
 type PermitPayment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
-
-const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 
 function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
   const { authorization: permit, requirements, domain } = payment;
@@ -183,21 +183,11 @@ async function verify(
   }
   const digest = digestOf(ctx, payment);
   const signed = await checkSignature(ctx, permit.owner, digest, signature, payerCode);
-  if (!signed.ok) {
-    const f = signed.failure;
-    return refuse(
-      f.code === "invalid_signature" ? { ...f, x402Reason: "invalid_permit_signature" } : f,
-    );
-  }
+  if (!signed.ok) return signatureRefused(signed.failure, "invalid_permit_signature");
   const now = BigInt(Math.floor(ctx.now()));
   if (permit.deadline < now + DEADLINE_HEADROOM_SECONDS) {
-    return refuse(
-      failure(
-        "authorization_expired",
-        `the permit's deadline ${permit.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`,
-        { x402Reason: "permit_expired" },
-      ),
-    );
+    const why = `the permit's deadline ${permit.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`;
+    return refuse(failure("authorization_expired", why, { x402Reason: "permit_expired" }));
   }
   // Without settlement keys (verify from the CLI needs none) whose permit it is cannot be told.
   if (ctx.signers.size > 0 && !ctx.signers.byAddress(permit.spender)) {
@@ -205,13 +195,8 @@ async function verify(
     const hint = isAddressEqual(permit.spender, requirements.payTo)
       ? " (x402x names payTo as the spender, which only payTo could settle)"
       : "";
-    return refuse(
-      failure(
-        "spender_mismatch",
-        `the permit's spender is ${permit.spender}${hint}; it must be one of this facilitator's settlement accounts: ${ours}`,
-        { x402Reason: "invalid_spender_address" },
-      ),
-    );
+    const why = `the permit's spender is ${permit.spender}${hint}; it must be one of this facilitator's settlement accounts: ${ours}`;
+    return refuse(failure("spender_mismatch", why, { x402Reason: "invalid_spender_address" }));
   }
   if (permit.value !== requirements.amount) {
     return refuse(

@@ -6,7 +6,7 @@
  * the reference SDK's order.
  */
 import { type Address, type Hex, isAddressEqual, isErc6492Signature } from "viem";
-import { type Failure, failure } from "../../protocol/errors.js";
+import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
 import { isUnreachable } from "../../rpc/rpc.js";
@@ -21,8 +21,10 @@ import {
   outcomeOf,
   overBoundInSimulation,
   parsePayment,
+  refuse,
   type Step,
   schemeAndNetwork,
+  signatureRefused,
   simulateWithin,
 } from "./checks.js";
 import {
@@ -72,8 +74,6 @@ function expectedTransfer({ authorization: auth, requirements }: Permit2Payment)
   const { token } = auth.permitted;
   return { token, from: auth.from, to: auth.witness.to, value: requirements.amount.toString() };
 }
-
-const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
 
 const gasKeyOf = <A extends Permit2Authorization>(
   scheme: Permit2Scheme<A>,
@@ -129,12 +129,7 @@ async function verify<A extends Permit2Authorization>(
   // The reference reports a missing asset contract before the signature's verdict.
   const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
   if (assetProblem) return refuse(assetProblem);
-  if (!signed.ok) {
-    const f = signed.failure;
-    return refuse(
-      f.code === "invalid_signature" ? { ...f, x402Reason: "invalid_permit2_signature" } : f,
-    );
-  }
+  if (!signed.ok) return signatureRefused(signed.failure, "invalid_permit2_signature");
   const { deployment } = signed.value;
   if (settler && deployment) {
     return refuse(

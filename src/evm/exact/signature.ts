@@ -16,7 +16,7 @@ import { type Failure, failure } from "../../protocol/errors.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { recoverSigner } from "../chain/secp256k1.js";
 import type { EvmContext } from "../context.js";
-import { chainFailure, type Step } from "./checks.js";
+import { chainFailure, refuse, type Step } from "./checks.js";
 
 const erc1271Abi = parseAbi([
   "function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)",
@@ -33,10 +33,7 @@ export function isMalleable(signature: Hex): boolean {
   return s > HALF_CURVE_ORDER || (v !== 27 && v !== 28);
 }
 
-const invalid = (why: string): { ok: false; failure: Failure } => ({
-  ok: false,
-  failure: failure("invalid_signature", `the signature ${why}`),
-});
+const invalid = (why: string) => refuse(failure("invalid_signature", `the signature ${why}`));
 
 /** A wallet that does not exist yet: its factory and the call that deploys it (ERC-6492). */
 export interface Deployment {
@@ -67,7 +64,7 @@ export async function checkSignature(
   try {
     code = await payerCode;
   } catch (error) {
-    return { ok: false, failure: chainFailure(error, "reading the payer's code") };
+    return refuse(chainFailure(error, "reading the payer's code"));
   }
   const payerHasCode = code !== undefined && code !== "0x";
 
@@ -76,18 +73,11 @@ export async function checkSignature(
     if (!payerHasCode && wrapped.address && !isAddressEqual(wrapped.address, zeroAddress)) {
       const factory = wrapped.address;
       if (!ctx.erc6492Factories.some((allowed) => isAddressEqual(allowed, factory))) {
-        return {
-          ok: false,
-          failure: failure(
-            "unsupported_signature",
-            `the payer's wallet is not deployed and its factory ${factory} is not allowed (--erc6492-factory)`,
-          ),
-        };
+        const why = `the payer's wallet is not deployed and its factory ${factory} is not allowed (--erc6492-factory)`;
+        return refuse(failure("unsupported_signature", why));
       }
-      return counterfactual(ctx, payer, digest, signed, {
-        factory,
-        calldata: wrapped.data ?? "0x",
-      });
+      const deployment = { factory, calldata: wrapped.data ?? "0x" } as const;
+      return counterfactual(ctx, payer, digest, signed, deployment);
     }
     signature = wrapped.signature;
   }
@@ -105,8 +95,7 @@ export async function checkSignature(
         ? { ok: true, value: {} }
         : invalid("is refused by the payer's wallet contract (EIP-1271)");
     } catch (error) {
-      if (isUnreachable(error))
-        return { ok: false, failure: chainFailure(error, "asking the payer's wallet") };
+      if (isUnreachable(error)) return refuse(chainFailure(error, "asking the payer's wallet"));
       return invalid("is refused by the payer's wallet contract (EIP-1271)");
     }
   }
@@ -128,7 +117,7 @@ export async function recoversTo(
   try {
     signer = await recoverSigner(ctx.client, digest, signature);
   } catch (error) {
-    return { ok: false, failure: chainFailure(error, "recovering the signer") };
+    return refuse(chainFailure(error, "recovering the signer"));
   }
   if (!signer) return invalid("cannot be recovered");
   return isAddressEqual(signer, payer)
@@ -167,7 +156,7 @@ async function counterfactual(
     return { ok: true, value: { deployment } };
   } catch (error) {
     if (isUnreachable(error)) {
-      return { ok: false, failure: chainFailure(error, "asking the payer's undeployed wallet") };
+      return refuse(chainFailure(error, "asking the payer's undeployed wallet"));
     }
     return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
   }
