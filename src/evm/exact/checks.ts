@@ -86,17 +86,26 @@ export function simulateWithin(
   return outcomeOf(ctx.client.call({ ...call, gas }));
 }
 
-/** A simulation out of its gas refused as over the bound (with one unbounded estimate). */
-export async function overBoundInSimulation(
+/**
+ * Why a failed simulation refuses: the chain unreachable, out of its gas (over the bound, with
+ * one unbounded estimate), else the method's diagnosis.
+ */
+export async function simulationFailure(
   ctx: EvmContext,
   call: ContractCall & { readonly account?: Address },
   need: GasNeed,
   error: unknown,
-): Promise<Failure | undefined> {
-  if (!isOutOfGas(error)) return undefined;
-  const given = simulationGas(ctx.gasBounds, need.use, need.deployment);
-  const asked = await ctx.client.estimateGas(call).catch(() => given + 1n);
-  return overGasBound(ctx.chainId, need, gasBound(ctx.gasBounds, need), asked);
+  doing: string,
+  diagnose: () => Promise<Failure>,
+): Promise<Failure> {
+  if (isUnreachable(error)) return chainFailure(error, doing);
+  if (isOutOfGas(error)) {
+    const given = simulationGas(ctx.gasBounds, need.use, need.deployment);
+    const asked = await ctx.client.estimateGas(call).catch(() => given + 1n);
+    const overBound = overGasBound(ctx.chainId, need, gasBound(ctx.gasBounds, need), asked);
+    if (overBound) return overBound;
+  }
+  return diagnose();
 }
 
 export function chainFailure(error: unknown, doing: string): Failure {

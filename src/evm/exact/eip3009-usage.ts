@@ -21,11 +21,11 @@ const LOOKBACK_BLOCKS = 5_000n;
 /** A sentence on how the nonce was used, when the chain's recent logs tell. */
 export async function howUsed(
   ctx: EvmContext,
-  token: Address,
   authorizer: Address,
   nonce: Hex,
   expect: EvmTransfer,
 ): Promise<string | undefined> {
+  const { token } = expect;
   try {
     const latest = await ctx.client.getBlockNumber();
     const fromBlock = latest > LOOKBACK_BLOCKS ? latest - LOOKBACK_BLOCKS : 0n;

@@ -6,7 +6,6 @@ import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { isUnreachable } from "../../rpc/rpc.js";
 import type { EvmTransfer } from "../chain/entry.js";
 import { revertReason } from "../chain/revert.js";
 import { tokenUnits } from "../chain/token-units.js";
@@ -14,17 +13,16 @@ import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  chainFailure,
   checkAgreement,
   checkTerms,
   insufficientFunds,
   outcomeOf,
-  overBoundInSimulation,
   parsePayment,
   refuse,
   type SignedPayment,
   type Step,
   simulateWithin,
+  simulationFailure,
   unreachableIn,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
@@ -102,39 +100,26 @@ async function diagnose(
     outcomeOf(ctx.client.readContract({ ...token, functionName: "version" })),
     outcomeOf(ctx.client.readContract({ ...token, functionName: "balanceOf", args: [auth.from] })),
   ]);
-  const unreachable = unreachableIn(
-    [used, name, version, balance],
-    "diagnosing the failed simulation",
-  );
+  const reads = [used, name, version, balance];
+  const unreachable = unreachableIn(reads, "diagnosing the failed simulation");
   if (unreachable) return unreachable;
   const detail = revert ? `: ${revert}` : "";
 
   if (!used.ok)
     return failure("eip3009_not_supported", `the token has no authorizationState()${detail}`);
   if (used.value) {
-    const how = await howUsed(
-      ctx,
-      requirements.asset,
-      auth.from,
-      auth.nonce,
-      expectedTransfer(payment),
-    );
-    return failure(
-      "nonce_already_used",
-      `authorization nonce ${auth.nonce} was already used or cancelled${how ? `: ${how}` : ""}`,
-    );
+    const how = await howUsed(ctx, auth.from, auth.nonce, expectedTransfer(payment));
+    const why = `authorization nonce ${auth.nonce} was already used or cancelled${how ? `: ${how}` : ""}`;
+    return failure("nonce_already_used", why);
   }
-  if (name.ok && name.value !== domain.name) {
-    return failure(
-      "token_name_mismatch",
-      `the token's name() is "${name.value}", requirements.extra.name is "${domain.name}"`,
-    );
-  }
-  if (version.ok && version.value !== domain.version) {
-    return failure(
-      "token_version_mismatch",
-      `the token's version() is "${version.value}", requirements.extra.version is "${domain.version}"`,
-    );
+  for (const [field, read] of [
+    ["name", name],
+    ["version", version],
+  ] as const) {
+    if (read.ok && read.value !== domain[field]) {
+      const why = `the token's ${field}() is "${read.value}", requirements.extra.${field} is "${domain[field]}"`;
+      return failure(`token_${field}_mismatch`, why);
+    }
   }
   if (balance.ok && balance.value < auth.value) {
     return insufficientFunds(balance.value, auth.value, await units);
@@ -203,12 +188,11 @@ async function verify(
     asset: requirements.asset,
   } as const;
   if (simulated && !simulated.ok) {
-    if (isUnreachable(simulated.error)) {
-      return refuse(chainFailure(simulated.error, "simulating the transfer"));
-    }
-    const overBound = await overBoundInSimulation(ctx, settleCall, gas, simulated.error);
-    if (overBound) return refuse(overBound);
-    return refuse(await diagnose(ctx, payment, revertReason(simulated.error)));
+    const { error } = simulated;
+    const diagnosis = () => diagnose(ctx, payment, revertReason(error));
+    return refuse(
+      await simulationFailure(ctx, settleCall, gas, error, "simulating the transfer", diagnosis),
+    );
   }
   return {
     ok: true,

@@ -8,7 +8,6 @@ import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, 
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { isUnreachable } from "../../rpc/rpc.js";
 import type { EvmTransfer } from "../chain/entry.js";
 import type { Prelude } from "../chain/prelude.js";
 import { tokenUnits } from "../chain/token-units.js";
@@ -16,18 +15,17 @@ import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  chainFailure,
   checkAgreement,
   DEADLINE_HEADROOM_SECONDS,
   insufficientFunds,
   outcomeOf,
-  overBoundInSimulation,
   parsePayment,
   refuse,
   type SignedPayment,
   type Step,
   signatureRefused,
   simulateWithin,
+  simulationFailure,
   unreachableIn,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
@@ -226,12 +224,16 @@ async function verify(
     const permitting = { ...permitCall(payment), account: permit.spender };
     const simulated = await simulateWithin(ctx, permitting, { use: "permit" });
     if (!simulated.ok) {
-      if (isUnreachable(simulated.error))
-        return refuse(chainFailure(simulated.error, "simulating the permit"));
       const need = { use: "permit", asset: requirements.asset } as const;
-      const overBound = await overBoundInSimulation(ctx, permitting, need, simulated.error);
-      if (overBound) return refuse(overBound);
-      return refuse(await diagnose(ctx, payment, undefined));
+      const why = await simulationFailure(
+        ctx,
+        permitting,
+        need,
+        simulated.error,
+        "simulating the permit",
+        () => diagnose(ctx, payment, undefined),
+      );
+      return refuse(why);
     }
   }
 

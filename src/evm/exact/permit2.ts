@@ -9,7 +9,6 @@ import { type Address, type Hex, isAddressEqual, isErc6492Signature } from "viem
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { isUnreachable } from "../../rpc/rpc.js";
 import { type EvmTransfer, evmEntry } from "../chain/entry.js";
 import type { ContractCall } from "../chain/outcome.js";
 import { revertData, revertReason } from "../chain/revert.js";
@@ -17,15 +16,14 @@ import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  chainFailure,
   outcomeOf,
-  overBoundInSimulation,
   parsePayment,
   refuse,
   type Step,
   schemeAndNetwork,
   signatureRefused,
   simulateWithin,
+  simulationFailure,
 } from "./checks.js";
 import {
   approvalPreludes,
@@ -161,15 +159,13 @@ async function verify<A extends Permit2Authorization>(
     asset: auth.permitted.token,
   } as const;
   if (simulated && !simulated.ok) {
-    if (isUnreachable(simulated.error)) {
-      const doing = `simulating the ${scheme.settlement} settlement`;
-      return refuse(chainFailure(simulated.error, doing));
-    }
-    const overBound = await overBoundInSimulation(ctx, sentBy(settleCall), gas, simulated.error);
-    if (overBound) return refuse(overBound);
-    const named =
-      customErrorName(scheme.abi, revertData(simulated.error)) ?? revertReason(simulated.error);
-    return refuse(scheme.named?.(named) ?? (await diagnose(ctx, settled, named, scheme.proxy)));
+    const { error } = simulated;
+    const doing = `simulating the ${scheme.settlement} settlement`;
+    const diagnosis = async () => {
+      const named = customErrorName(scheme.abi, revertData(error)) ?? revertReason(error);
+      return scheme.named?.(named) ?? (await diagnose(ctx, settled, named, scheme.proxy));
+    };
+    return refuse(await simulationFailure(ctx, sentBy(settleCall), gas, error, doing, diagnosis));
   }
   const spend = { token: auth.permitted.token, owner: auth.from, amount };
   return {
