@@ -65,10 +65,7 @@ export interface Permit2Scheme<A extends Permit2Authorization> {
   readonly revertedReason?: string;
 }
 
-/**
- * The checks that need no chain, in the reference's order: spender, recipient, (witness), time,
- * amount, token.
- */
+/** The checks that need no chain, in the reference's order: spender, recipient, time, amount, token. */
 export function checkPermit2Terms<A extends Permit2Authorization>(
   ctx: EvmContext,
   { authorization: auth, requirements }: Permit2Payment<A>,
@@ -162,9 +159,8 @@ export async function prerequisiteFailure(
 }
 
 /**
- * Why the proxy call would revert (or did), in the reference's order: the proxy missing, the
- * balance, the allowance for Permit2; then, finer than the reference, a Permit2 nonce already
- * used (its x402 reason stays the reference's `permit2_simulation_failed`).
+ * Why the proxy call would revert (or did), in the reference's order (proxy, balance, allowance);
+ * then, finer than the reference, a used nonce (under its `permit2_simulation_failed`).
  */
 export async function diagnose(
   ctx: EvmContext,

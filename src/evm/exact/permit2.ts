@@ -1,9 +1,7 @@
 /**
- * Permit2 payments through an x402 proxy (exact here, upto in ../upto): for tokens without
- * EIP-3009. The payer signs a PermitWitnessTransferFrom whose spender is the proxy and whose
- * witness names the recipient; the proxy moves the tokens through Permit2, which the payer must
- * have approved, unless the payment carries a permit or an approval to apply first. Checks run in
- * the reference SDK's order.
+ * Permit2 payments through an x402 proxy (exact here, upto in ../upto), for tokens without
+ * EIP-3009: the payer signs a PermitWitnessTransferFrom naming the proxy and the recipient; the
+ * payer must have approved Permit2, or send a permit or an approval. The reference's order.
  */
 import { type Address, type Hex, isAddressEqual, isErc6492Signature } from "viem";
 import { failure } from "../../protocol/errors.js";
