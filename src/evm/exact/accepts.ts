@@ -1,7 +1,6 @@
 /**
- * POST /accepts for `exact` offers on EVM chains: the token's EIP-712 name and version go into
- * `extra` (read from the token when the offer lacks them, which EIP-3009 cannot be signed
- * without; Permit2 signs for Permit2's own domain).
+ * POST /accepts for EVM `exact` offers: the token's EIP-712 name and version go into `extra` (read
+ * from the token if missing; Permit2 signs for its own domain, so it goes without).
  */
 import { type Address, getAddress, isAddress, parseAbi } from "viem";
 import type { EvmSchemeHost } from "../scheme.js";

@@ -1,10 +1,8 @@
-/**
- * Checks every exact-EVM method makes the same way: scheme, domain and network agreement, the
- * signed terms against the requirements (recipient, time window, amount), the asset's code.
- */
-import { type Address, isAddressEqual } from "viem";
+/** Checks every exact-EVM method makes the same way: agreement, signed terms, the asset's code. */
+import { type Address, type Hex, isAddressEqual } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { nodeErrorOf } from "../../core/thrown.js";
+import { type TokenUnits, tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
@@ -25,28 +23,34 @@ import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requ
 
 export type Step<T> = { ok: true; value: T } | { ok: false; failure: Failure };
 
-/**
- * The reference refuses authorizations (EIP-3009's validBefore, a permit's or a Permit2 deadline)
- * that expire within this many seconds.
- */
+export const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
+
+/** A signature refused, under the method's own x402 reason when it is invalid. */
+export const signatureRefused = (f: Failure, x402Reason: string) =>
+  refuse(f.code === "invalid_signature" ? { ...f, x402Reason } : f);
+
+/** The reference refuses authorizations that expire within this many seconds. */
 export const DEADLINE_HEADROOM_SECONDS = 6n;
 
-/**
- * A method's payload against its schema, and the requirement fields every method reads; the
- * token's EIP-712 domain from requirements.extra when it is there (checked later, in order).
- */
-export function parsePayment<T>(
+/** A signed payment as every method reads it. */
+export interface SignedPayment<A> {
+  readonly authorization: A;
+  readonly signature: Hex;
+  readonly requirements: EvmRequirements;
+  /** The token's EIP-712 domain from requirements.extra when there (checked later, in order). */
+  readonly domain: { readonly name: string; readonly version: string } | undefined;
+}
+
+/** A method's payload against its schema, and the requirement fields every method reads. */
+export function parsePayment<T extends { readonly signature: Hex }, K extends keyof T>(
   request: PaymentRequest,
   schema: z.ZodMiniType<T>,
-): Step<{
-  readonly payload: T;
-  readonly requirements: EvmRequirements;
-  readonly domain: { readonly name: string; readonly version: string } | undefined;
-}> {
+  field: K,
+): Step<SignedPayment<T[K]>> {
   const payload = schema.safeParse(request.payload);
   if (!payload.success) {
     const prefix = `${request.paths.payload}.payload`;
-    return { ok: false, failure: invalidField(describeIssue(payload.error, prefix), prefix) };
+    return refuse(invalidField(describeIssue(payload.error, prefix), prefix));
   }
   const requirements = parseEvmRequirements(request);
   if (!requirements.ok) return requirements;
@@ -54,7 +58,8 @@ export function parsePayment<T>(
   return {
     ok: true,
     value: {
-      payload: payload.data,
+      authorization: payload.data[field],
+      signature: payload.data.signature,
       requirements: requirements.value,
       domain: domain.ok ? { name: domain.name, version: domain.version } : undefined,
     },
@@ -71,10 +76,7 @@ export function outcomeOf<T>(
   );
 }
 
-/**
- * Runs `call` against the latest block with the gas a settlement of its kind could ever get, so a
- * token that needs more fails here, at verify, not in a transaction we pay for.
- */
+/** Runs `call` with the most gas its settlement may get: a token needing more fails at verify. */
 export function simulateWithin(
   ctx: EvmContext,
   call: ContractCall & { readonly account?: Address },
@@ -85,19 +87,25 @@ export function simulateWithin(
 }
 
 /**
- * A simulation that ran out of its gas: refused as over the bound, naming what the call would
- * take (one estimate without a limit, on this rare path). Undefined for any other failure.
+ * Why a failed simulation refuses: the chain unreachable, out of its gas (over the bound, with
+ * one unbounded estimate), else the method's diagnosis.
  */
-export async function overBoundInSimulation(
+export async function simulationFailure(
   ctx: EvmContext,
   call: ContractCall & { readonly account?: Address },
   need: GasNeed,
   error: unknown,
-): Promise<Failure | undefined> {
-  if (!isOutOfGas(error)) return undefined;
-  const given = simulationGas(ctx.gasBounds, need.use, need.deployment);
-  const asked = await ctx.client.estimateGas(call).catch(() => given + 1n);
-  return overGasBound(ctx.chainId, need, gasBound(ctx.gasBounds, need), asked);
+  doing: string,
+  diagnose: () => Promise<Failure>,
+): Promise<Failure> {
+  if (isUnreachable(error)) return chainFailure(error, doing);
+  if (isOutOfGas(error)) {
+    const given = simulationGas(ctx.gasBounds, need.use, need.deployment);
+    const asked = await ctx.client.estimateGas(call).catch(() => given + 1n);
+    const overBound = overGasBound(ctx.chainId, need, gasBound(ctx.gasBounds, need), asked);
+    if (overBound) return overBound;
+  }
+  return diagnose();
 }
 
 export function chainFailure(error: unknown, doing: string): Failure {
@@ -114,6 +122,29 @@ export function chainFailure(error: unknown, doing: string): Failure {
   }
   const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
   return failure("internal_error", `${doing}: ${text}`);
+}
+
+/** The chain failure of the first read (of outcomeOf's) that could not reach the RPC, if any. */
+export function unreachableIn(
+  reads: readonly ({ ok: true } | { ok: false; error: unknown })[],
+  doing: string,
+): Failure | null {
+  const unreachable = reads.find((r) => !r.ok && isUnreachable(r.error));
+  return unreachable && !unreachable.ok ? chainFailure(unreachable.error, doing) : null;
+}
+
+/** The payer holds less than the payment needs (`units` for the words, when read). */
+export function insufficientFunds(
+  held: bigint,
+  needed: bigint,
+  units: TokenUnits | undefined,
+  x402Reason?: string,
+): Failure {
+  return failure(
+    "insufficient_funds",
+    `the payer holds ${tokenAmount(held, units)}, the payment needs ${tokenAmount(needed, units)}`,
+    x402Reason ? { x402Reason } : {},
+  );
 }
 
 /** The payload's network against the requirements': the same words for every EVM method. */
@@ -146,24 +177,20 @@ export function schemeAndNetwork(
 export function checkAgreement(
   request: PaymentRequest,
 ): Step<{ readonly name: string; readonly version: string }> {
-  if (request.payloadScheme !== request.requirements.scheme) {
-    return {
-      ok: false,
-      failure: failure(
-        "scheme_mismatch",
-        `the payload's scheme "${request.payloadScheme}" differs from the requirements' "${request.requirements.scheme}"`,
-      ),
-    };
+  const { payloadScheme, requirements } = request;
+  if (payloadScheme !== requirements.scheme) {
+    const why = `the payload's scheme "${payloadScheme}" differs from the requirements' "${requirements.scheme}"`;
+    return refuse(failure("scheme_mismatch", why));
   }
   const domain = eip712Domain(request);
   if (!domain.ok) return domain;
   const network = networkMismatch(request);
-  if (network) return { ok: false, failure: network };
+  if (network) return refuse(network);
   return { ok: true, value: { name: domain.name, version: domain.version } };
 }
 
 /** What the payer signed, as far as the requirements are concerned. */
-export interface SignedTerms {
+interface SignedTerms {
   readonly to: Address;
   readonly value: bigint;
   readonly validAfter: bigint;
@@ -178,34 +205,27 @@ export function checkTerms(
   requirements: EvmRequirements,
 ): Failure | null {
   const now = BigInt(Math.floor(ctx.now()));
+  const field = `${request.paths.payload}.payload.authorization.valid`;
   if (!isAddressEqual(terms.to, requirements.payTo)) {
     return failure(
       "recipient_mismatch",
       `the authorization pays ${terms.to}, requirements.payTo is ${requirements.payTo}`,
     );
   }
-  if (terms.validBefore < now + DEADLINE_HEADROOM_SECONDS) {
-    return failure(
-      "authorization_expired",
-      tooLate(
-        "the authorization",
-        `${request.paths.payload}.payload.authorization.validBefore`,
-        terms.validBefore,
-        now,
-        DEADLINE_HEADROOM_SECONDS,
-      ),
+  const { validAfter, validBefore } = terms;
+  if (validBefore < now + DEADLINE_HEADROOM_SECONDS) {
+    const why = tooLate(
+      "the authorization",
+      `${field}Before`,
+      validBefore,
+      now,
+      DEADLINE_HEADROOM_SECONDS,
     );
+    return failure("authorization_expired", why);
   }
-  if (terms.validAfter > now) {
-    return failure(
-      "authorization_not_yet_valid",
-      tooEarly(
-        "the authorization",
-        `${request.paths.payload}.payload.authorization.validAfter`,
-        terms.validAfter,
-        now,
-      ),
-    );
+  if (validAfter > now) {
+    const why = tooEarly("the authorization", `${field}After`, validAfter, now);
+    return failure("authorization_not_yet_valid", why);
   }
   if (terms.value !== requirements.amount) {
     return failure(
@@ -218,9 +238,8 @@ export function checkTerms(
 }
 
 /**
- * The asset-has-code answer is cached for verifies. A settle reads it afresh (one more read in
- * its batch): a chain that went away can come back without the code (a devnet or fork restarted),
- * and a transfer sent to no code "succeeds" moving nothing, wasting gas and throttling the asset.
+ * Cached for verifies only: a settle reads afresh, since a restarted chain may lack the code and a
+ * transfer to no code "succeeds" moving nothing, wasting our gas.
  */
 const contractAssets = new Map<string, number>();
 const ASSET_CACHE_MS = 15 * 60_000;
@@ -241,20 +260,15 @@ export async function assetIsContract(
   return isContract;
 }
 
-/**
- * Creation code that returns EXTCODESIZE(address) as one word: PUSH20 address, EXTCODESIZE,
- * PUSH1 0, MSTORE, PUSH1 32, PUSH1 0, RETURN (PUSH1 0, not PUSH0: chains before Shanghai run it).
- */
+/** Creation code returning EXTCODESIZE(address) as one word (PUSH1 0, not PUSH0: pre-Shanghai). */
 const codeSizeCall = (address: Address) => `0x73${address.slice(2)}3b60005260206000f3` as const;
 const WORD = /^0x[0-9a-fA-F]{64}$/;
 /** Chains whose node would not run codeSizeCall (no creation calls, another VM): eth_getCode. */
 const noCodeSizeCall = new Set<number>();
 
 /**
- * Whether `address` has code, as the size of its code (a 32-byte answer) rather than the code
- * itself: every settle asks this of the asset, and eth_getCode answered its whole bytecode
- * (13 KB of JSON for the devnet's USDC) to be read, parsed and dropped. A node that answers the
- * size call with an error or not one word is asked eth_getCode, from then on, as before.
+ * Whether `address` has code, by its size (one word, not the whole bytecode every settle); a node
+ * that cannot answer the size call is asked eth_getCode from then on.
  */
 async function hasCode(ctx: EvmContext, address: Address): Promise<boolean> {
   if (!noCodeSizeCall.has(ctx.chainId)) {

@@ -1,18 +1,11 @@
-/**
- * A first settle of a token estimates its gas, which is its simulation: asked beside verify's
- * reads (pipeline.ts) rather than one round trip after them.
- */
+/** A first settle's gas estimate (its simulation), asked beside verify's reads, not after. */
 import type { PaymentRequest } from "../../protocol/request.js";
 import { credited } from "../chain/builder-code.js";
 import { type ContractCall, sentData } from "../chain/outcome.js";
 import type { EvmContext } from "../context.js";
 import type { ExactMethod } from "./method.js";
 
-/**
- * The gas of the call the payload names, estimated from the one settlement key (the account
- * prepareCall would pick), beside verify's reads: its answer is used only if verify passes and
- * names the same call, and handled there as an estimate made after it.
- */
+/** The payload's call estimated from the one settlement key; used if verify names the same call. */
 export function estimateEarly<P>(
   method: ExactMethod<P>,
   ctx: EvmContext,

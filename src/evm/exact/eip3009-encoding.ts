@@ -1,17 +1,5 @@
-/**
- * EIP-3009 on the wire: the token's ABI, the typed data a payer signs, its digest, and the call
- * that moves the money. Pure functions, tested equal to viem's general-purpose ones.
- */
-import {
-  type Address,
-  encodeAbiParameters,
-  encodeFunctionData,
-  type Hex,
-  keccak256,
-  parseAbi,
-  size,
-  toHex,
-} from "viem";
+/** EIP-3009 on the wire: ABI, typed data, digest and call; tested equal to viem's own. */
+import { type Address, encodeFunctionData, type Hex, keccak256, parseAbi, size, toHex } from "viem";
 import { setNewest } from "../../core/newest.js";
 import {
   hashWords,
@@ -20,6 +8,7 @@ import {
   writeBytes32,
   writeUint,
 } from "../chain/abi-words.js";
+import { hexOf } from "../chain/keccak.js";
 
 export const eip3009Abi = parseAbi([
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
@@ -33,7 +22,7 @@ export const eip3009Abi = parseAbi([
 ]);
 
 /** EIP-712 types of an EIP-3009 transfer authorization. */
-export const transferWithAuthorizationTypes = {
+const transferWithAuthorizationTypes = {
   TransferWithAuthorization: [
     { name: "from", type: "address" },
     { name: "to", type: "address" },
@@ -46,6 +35,7 @@ export const transferWithAuthorizationTypes = {
 
 export interface TokenDomain {
   readonly name: string;
+  /** Absent from domains without one (Permit2's). */
   readonly version: string;
   readonly chainId: number;
   readonly verifyingContract: Address;
@@ -64,46 +54,40 @@ const TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
   "0x7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a2267";
 /** keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)") */
 const EIP712_DOMAIN_TYPEHASH = "0x8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f";
+const UNVERSIONED_DOMAIN_TYPEHASH = keccak256(
+  toHex("EIP712Domain(string name,uint256 chainId,address verifyingContract)"),
+);
 /** transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32) */
 const TRANSFER_VRS_SELECTOR = "0xe3ee160e";
 const domainSeparators = new Map<string, Hex>();
 
-/**
- * The EIP-712 separator of a domain {name, version, chainId, verifyingContract}: what
- * `hashTypedData` computes for it, once per domain instead of on every digest.
- */
-export function domainSeparatorOf(domain: TokenDomain): Hex {
-  const key = `${domain.chainId}:${domain.verifyingContract}:${domain.name}:${domain.version}`;
+/** The EIP-712 separator of a domain (version optional), computed once per domain. */
+export function domainSeparatorOf(
+  domain: Omit<TokenDomain, "version"> & { readonly version?: string | undefined },
+): Hex {
+  const { name, version, chainId, verifyingContract } = domain;
+  const key = `${chainId}:${verifyingContract}:${name}:${version}`;
   let separator = domainSeparators.get(key);
   if (!separator) {
-    separator = keccak256(
-      encodeAbiParameters(
-        [
-          { type: "bytes32" },
-          { type: "bytes32" },
-          { type: "bytes32" },
-          { type: "uint256" },
-          { type: "address" },
-        ],
-        [
-          EIP712_DOMAIN_TYPEHASH,
-          keccak256(toHex(domain.name)),
-          keccak256(toHex(domain.version)),
-          BigInt(domain.chainId),
-          domain.verifyingContract,
-        ],
-      ),
-    );
+    const words = version === undefined ? 4 : 5;
+    const bytes = hashWords(words, (out) => {
+      writeBytes32(
+        out,
+        0,
+        version === undefined ? UNVERSIONED_DOMAIN_TYPEHASH : EIP712_DOMAIN_TYPEHASH,
+      );
+      writeBytes32(out, 32, keccak256(toHex(name)));
+      if (version !== undefined) writeBytes32(out, 64, keccak256(toHex(version)));
+      writeUint(out, 32 * words - 64, BigInt(chainId));
+      writeAddress(out, 32 * words - 32, verifyingContract);
+    });
+    separator = hexOf(bytes);
     setNewest(domainSeparators, key, separator, 1024);
   }
   return separator;
 }
 
-/**
- * The EIP-712 digest of an authorization: what `hashTypedData` computes, with the token's domain
- * separator computed once per (token, chain, name, version) instead of on every verify, and the
- * struct's words written straight into bytes (this runs on every verify).
- */
+/** The EIP-712 digest of an authorization, its words written straight into bytes (every verify). */
 export function authorizationDigest(domain: TokenDomain, message: AuthorizationMessage): Hex {
   const structHash = hashWords(7, (out) => {
     writeBytes32(out, 0, TRANSFER_WITH_AUTHORIZATION_TYPEHASH);
@@ -134,8 +118,7 @@ export function transferWithAuthorizationTypedData(
 export function transferCalldata(authorization: AuthorizationMessage, signature: Hex): Hex {
   const { from, to, value, validAfter, validBefore, nonce } = authorization;
   if (size(signature) === 65) {
-    // Nine static words after the selector: written directly, as this runs on every verify.
-    // v goes through as signed (27/28, or 0/1 which USDC rejects), as the reference sends it.
+    // Written directly (every verify); v goes through as signed, as the reference sends it.
     const word = (hex: string) => hex.padStart(64, "0");
     return `${TRANSFER_VRS_SELECTOR}${[
       word(from.slice(2).toLowerCase()),

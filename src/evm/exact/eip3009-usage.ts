@@ -1,7 +1,6 @@
 /**
- * Who used an EIP-3009 authorization that the token says is used. Anyone who sees a signed
- * authorization can submit it before us; then the payer did pay, in a transaction we did not
- * send, and the answer says so (never a success, and never someone else's hash as ours).
+ * Who used an EIP-3009 authorization the token says is used: anyone may submit it before us; the
+ * answer says the payer paid (never a success, never someone else's hash as ours).
  */
 import { type Address, type Hex, isAddressEqual, parseAbiItem } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
@@ -22,11 +21,11 @@ const LOOKBACK_BLOCKS = 5_000n;
 /** A sentence on how the nonce was used, when the chain's recent logs tell. */
 export async function howUsed(
   ctx: EvmContext,
-  token: Address,
   authorizer: Address,
   nonce: Hex,
   expect: EvmTransfer,
 ): Promise<string | undefined> {
+  const { token } = expect;
   try {
     const latest = await ctx.client.getBlockNumber();
     const fromBlock = latest > LOOKBACK_BLOCKS ? latest - LOOKBACK_BLOCKS : 0n;
@@ -40,8 +39,7 @@ export async function howUsed(
     if (!hash) return undefined;
     const receipt = await ctx.client.getTransactionReceipt({ hash });
     const paid = receiptHasTransfer(receipt, expect);
-    // Settled by one of our own keys (an earlier settle whose journal this process does not have,
-    // or a verify after a settle): say so, rather than "not by this facilitator".
+    // Sent by one of our keys (a journal this process lacks): said so, not "not by this facilitator".
     const ours = ctx.ownSenders.some((a) => isAddressEqual(a, receipt.from));
     const sender = isAddressEqual(receipt.from, expect.to)
       ? "the payee"
@@ -49,7 +47,6 @@ export async function howUsed(
         ? `${receipt.from} (a settlement key of this facilitator)`
         : receipt.from;
     if (!paid) return `it was used in ${hash} (sent by ${sender}) for another transfer`;
-    // A refusal only: the token's decimals are read (once per token) for its words.
     const units = await tokenUnits(ctx.client, ctx.chainId, token).catch(() => undefined);
     const amount = tokenAmount(BigInt(expect.value), units);
     return ours

@@ -3,25 +3,27 @@
  * Checks run in the reference SDK's order so the first failure reported is the one it reports.
  */
 import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
-import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { isUnreachable } from "../../rpc/rpc.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import { revertReason } from "../chain/revert.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  chainFailure,
   checkAgreement,
   checkTerms,
+  insufficientFunds,
   outcomeOf,
-  overBoundInSimulation,
   parsePayment,
+  refuse,
+  type SignedPayment,
   type Step,
   simulateWithin,
+  simulationFailure,
+  unreachableIn,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { howUsed } from "./eip3009-usage.js";
@@ -29,12 +31,11 @@ import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
 import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { exactPaymentMethod } from "./pipeline.js";
-import type { EvmRequirements } from "./requirements.js";
 import {
   checkSignature,
   innerSignature,
   isMalleable,
-  recoversTo,
+  journaledSigner,
   withDeployment,
 } from "./signature.js";
 
@@ -44,8 +45,6 @@ export {
   transferCalldata,
   transferWithAuthorizationTypedData,
 } from "./eip3009-encoding.js";
-
-import type { EvmTransfer } from "../chain/entry.js";
 
 const payloadSchema = z.object({
   signature: signatureBytes,
@@ -59,15 +58,7 @@ const payloadSchema = z.object({
   }),
 });
 
-type Authorization = z.infer<typeof payloadSchema>["authorization"];
-
-interface Eip3009Payment {
-  readonly authorization: Authorization;
-  readonly signature: Hex;
-  readonly requirements: EvmRequirements;
-  /** The token's EIP-712 name and version from requirements.extra, when present. */
-  readonly domain: { readonly name: string; readonly version: string } | undefined;
-}
+type Eip3009Payment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
 
 function digestOf(ctx: EvmContext, payment: Eip3009Payment): Hex {
   return authorizationDigest(
@@ -86,10 +77,7 @@ function expectedTransfer(payment: Eip3009Payment): EvmTransfer {
   return { token: requirements.asset, from: auth.from, to: auth.to, value: auth.value.toString() };
 }
 
-/**
- * Why a transfer would revert (or did): reads the token's view of the authorization, its domain and
- * the balance, and names the first cause in the reference's order.
- */
+/** Why a transfer would revert (or did), from the token's state, in the reference's order. */
 async function diagnose(
   ctx: EvmContext,
   payment: Eip3009Payment,
@@ -112,44 +100,29 @@ async function diagnose(
     outcomeOf(ctx.client.readContract({ ...token, functionName: "version" })),
     outcomeOf(ctx.client.readContract({ ...token, functionName: "balanceOf", args: [auth.from] })),
   ]);
-  const unreachable = [used, name, version, balance].find((r) => !r.ok && isUnreachable(r.error));
-  if (unreachable && !unreachable.ok)
-    return chainFailure(unreachable.error, "diagnosing the failed simulation");
+  const reads = [used, name, version, balance];
+  const unreachable = unreachableIn(reads, "diagnosing the failed simulation");
+  if (unreachable) return unreachable;
   const detail = revert ? `: ${revert}` : "";
 
   if (!used.ok)
     return failure("eip3009_not_supported", `the token has no authorizationState()${detail}`);
   if (used.value) {
-    const how = await howUsed(
-      ctx,
-      requirements.asset,
-      auth.from,
-      auth.nonce,
-      expectedTransfer(payment),
-    );
-    return failure(
-      "nonce_already_used",
-      `authorization nonce ${auth.nonce} was already used or cancelled${how ? `: ${how}` : ""}`,
-    );
+    const how = await howUsed(ctx, auth.from, auth.nonce, expectedTransfer(payment));
+    const why = `authorization nonce ${auth.nonce} was already used or cancelled${how ? `: ${how}` : ""}`;
+    return failure("nonce_already_used", why);
   }
-  if (name.ok && name.value !== domain.name) {
-    return failure(
-      "token_name_mismatch",
-      `the token's name() is "${name.value}", requirements.extra.name is "${domain.name}"`,
-    );
-  }
-  if (version.ok && version.value !== domain.version) {
-    return failure(
-      "token_version_mismatch",
-      `the token's version() is "${version.value}", requirements.extra.version is "${domain.version}"`,
-    );
+  for (const [field, read] of [
+    ["name", name],
+    ["version", version],
+  ] as const) {
+    if (read.ok && read.value !== domain[field]) {
+      const why = `the token's ${field}() is "${read.value}", requirements.extra.${field} is "${domain[field]}"`;
+      return failure(`token_${field}_mismatch`, why);
+    }
   }
   if (balance.ok && balance.value < auth.value) {
-    const token = await units;
-    return failure(
-      "insufficient_funds",
-      `the payer holds ${tokenAmount(balance.value, token)}, the payment needs ${tokenAmount(auth.value, token)}`,
-    );
+    return insufficientFunds(balance.value, auth.value, await units);
   }
   if (isMalleable(payment.signature)) {
     // Recovers off chain, refused by USDC on chain; the reference reports a failed simulation.
@@ -172,12 +145,9 @@ async function verify(
   if (!agreed.ok) return agreed;
   const payment: Eip3009Payment = { ...parsed, domain: agreed.value };
   const { authorization: auth, requirements, signature } = payment;
-  const call = {
-    to: requirements.asset,
-    data: transferCalldata(auth, signature),
-  } as const;
+  const call = { to: requirements.asset, data: transferCalldata(auth, signature) } as const;
 
-  // Start the chain reads together (one batched round trip), then judge in the reference's order.
+  // The chain reads start together (one round trip), then are judged in the reference's order.
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
   const termsFailure = checkTerms(ctx, request, auth, requirements);
@@ -192,9 +162,9 @@ async function verify(
 
   const signed = await checkSignature(ctx, auth.from, digestOf(ctx, payment), signature, payerCode);
   if (!signed.ok) return signed;
-  if (termsFailure) return { ok: false, failure: termsFailure };
+  if (termsFailure) return refuse(termsFailure);
   const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
-  if (assetProblem) return { ok: false, failure: assetProblem };
+  if (assetProblem) return refuse(assetProblem);
 
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
   const { deployment } = signed.value;
@@ -218,12 +188,11 @@ async function verify(
     asset: requirements.asset,
   } as const;
   if (simulated && !simulated.ok) {
-    if (isUnreachable(simulated.error)) {
-      return { ok: false, failure: chainFailure(simulated.error, "simulating the transfer") };
-    }
-    const overBound = await overBoundInSimulation(ctx, settleCall, gas, simulated.error);
-    if (overBound) return { ok: false, failure: overBound };
-    return { ok: false, failure: await diagnose(ctx, payment, revertReason(simulated.error)) };
+    const { error } = simulated;
+    const diagnosis = () => diagnose(ctx, payment, revertReason(error));
+    return refuse(
+      await simulationFailure(ctx, settleCall, gas, error, "simulating the transfer", diagnosis),
+    );
   }
   return {
     ok: true,
@@ -246,19 +215,7 @@ export const eip3009Method: ExactMethod<Eip3009Payment> = {
   name: "eip3009",
   accepts: (payload) => "authorization" in payload,
 
-  parse(_ctx, request) {
-    const parsed = parsePayment(request, payloadSchema);
-    if (!parsed.ok) return parsed;
-    return {
-      ok: true,
-      value: {
-        authorization: parsed.value.payload.authorization,
-        signature: parsed.value.payload.signature,
-        requirements: parsed.value.requirements,
-        domain: parsed.value.domain,
-      },
-    };
-  },
+  parse: (_ctx, request) => parsePayment(request, payloadSchema, "authorization"),
 
   /** The token spends each (from, nonce) once: that is the settlement's name. */
   identify(ctx, payment) {
@@ -296,9 +253,7 @@ export const eip3009Method: ExactMethod<Eip3009Payment> = {
     if (!payment.domain) {
       return failure("missing_eip712_domain", "requirements.extra must carry name and version");
     }
-    if (size(signature) !== 65) return null;
-    const signed = await recoversTo(ctx, auth.from, digestOf(ctx, payment), signature);
-    return signed.ok ? null : signed.failure;
+    return journaledSigner(ctx, auth.from, digestOf(ctx, payment), signature);
   },
 
   diagnose,

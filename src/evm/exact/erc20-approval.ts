@@ -1,10 +1,8 @@
 /**
- * The `erc20ApprovalGasSponsoring` extension a Permit2 payment may carry: the payer's own signed
- * `approve(Permit2, …)` transaction, for a payer that holds the token but no gas. We fund exactly
- * the gas that transaction may cost at the fee it signed (what the payer lacks of it; once per
- * payer until an approval of its lands: chain/sponsoring.ts), broadcast it, and settle once it has
- * landed: three transactions, one settlement (see chain/prelude.ts). Checked as the reference
- * checks it, with its reason strings, and more strictly where our gas is at stake.
+ * `erc20ApprovalGasSponsoring`: the payer's own signed `approve(Permit2, …)`, for a payer with the
+ * token but no gas. We fund at most the gas it may cost at its signed fee (chain/sponsoring.ts),
+ * broadcast it, then settle (chain/prelude.ts). Checked as the reference does, stricter where our
+ * gas is at stake.
  */
 import {
   type Address,
@@ -17,7 +15,6 @@ import {
   recoverTransactionAddress,
   type TransactionSerialized,
 } from "viem";
-import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { ChainAccess } from "../chain/access.js";
 import { estimateFees } from "../chain/fees.js";
@@ -25,7 +22,7 @@ import type { Prelude } from "../chain/prelude.js";
 import type { EvmContext } from "../context.js";
 import type { Step } from "./checks.js";
 import { PERMIT2_ADDRESS } from "./permit2-encoding.js";
-import { malformedField } from "./permit2-extensions.js";
+import { extensionInfo, invalidExtension, malformedField } from "./permit2-extensions.js";
 
 export const ERC20_APPROVAL_GAS_SPONSORING = "erc20ApprovalGasSponsoring";
 
@@ -36,10 +33,7 @@ const approveAbi = parseAbi([
 const FIELDS = ["from", "asset", "spender", "amount", "signedTransaction", "version"];
 /** The most gas we fund for an approval (the x402 client signs 70,000). */
 const MAX_APPROVAL_GAS = 100_000n;
-/**
- * The most an approval may offer per gas: a multiple of what the chain asks now, or a few gwei
- * where fees are tiny (a fee signed minutes ago may be far above a quiet chain's).
- */
+/** The most an approval may offer per gas: a multiple of the chain's fee now, at least 5 gwei. */
 const MAX_FEE_MULTIPLE = 3n;
 const MAX_FEE_FLOOR = 5_000_000_000n;
 
@@ -51,30 +45,14 @@ export interface SponsoredApproval {
   readonly cost: bigint;
 }
 
-const invalid = (x402Reason: string, message: string): Step<never> => ({
-  ok: false,
-  failure: failure("invalid_extension", `erc20ApprovalGasSponsoring: ${message}`, { x402Reason }),
-});
-
-/** The extension's info when complete (as the reference reads it); an incomplete one is none. */
-function infoOf(request: PaymentRequest): Record<string, unknown> | undefined {
-  const entry = request.extensions?.[ERC20_APPROVAL_GAS_SPONSORING] as
-    | { info?: unknown }
-    | undefined;
-  const info = entry?.info as Record<string, unknown> | undefined;
-  if (typeof info !== "object" || info === null) return undefined;
-  return FIELDS.every((field) => Boolean(info[field])) ? info : undefined;
-}
+const invalid = invalidExtension(ERC20_APPROVAL_GAS_SPONSORING);
+const infoOf = (request: PaymentRequest) =>
+  extensionInfo(request, ERC20_APPROVAL_GAS_SPONSORING, FIELDS);
 
 /** Whether the payment carries the extension at all. */
-export function carriesErc20Approval(request: PaymentRequest): boolean {
-  return infoOf(request) !== undefined;
-}
+export const carriesErc20Approval = (request: PaymentRequest) => infoOf(request) !== undefined;
 
-/**
- * The payer's signed approval from `paymentPayload.extensions`, or undefined when the payment
- * carries none.
- */
+/** The payer's signed approval from the extensions, or undefined when the payment carries none. */
 export async function erc20ApprovalSponsoring(
   ctx: EvmContext,
   request: PaymentRequest,
@@ -83,11 +61,11 @@ export async function erc20ApprovalSponsoring(
 ): Promise<Step<SponsoredApproval> | undefined> {
   const info = infoOf(request);
   if (!info) return undefined;
-  const text = (field: string) => (typeof info[field] === "string" ? (info[field] as string) : "");
   const malformed = malformedField(info, FIELDS);
   if (malformed) {
     return invalid("invalid_erc20_approval_extension_format", `info.${malformed} is malformed`);
   }
+  const text = (field: string) => info[field] as string;
   if (!isAddressEqual(getAddress(text("from")), payer)) {
     return invalid("erc20_approval_from_mismatch", `info.from is not the payer ${payer}`);
   }
@@ -194,10 +172,7 @@ async function fundable(
   return { ok: true, value: { raw, from: payer, cost: gas * perGas } };
 }
 
-/**
- * What lands before the payment: the payer's approval, with the gas it lacks for it sent first
- * (at most once per payer until one of its approvals lands: chain/sponsoring.ts).
- */
+/** What lands before the payment: the payer's approval (with the gas it lacks sent first). */
 export function approvalPreludes(
   approval: SponsoredApproval,
   token: Address,

@@ -38,8 +38,12 @@ export const EXACT_EVM_EXTENSIONS = [EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_
  */
 export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure {
   const { payload, paths } = request;
-  const x402x = x402xRefusal(payload.authorizationType);
-  if (x402x) return x402x;
+  if (payload.authorizationType === "permit2") {
+    return failure(
+      "unsupported_scheme",
+      'x402x Permit2 payloads name payTo as the spender, so only payTo could settle them; sign a "permit2Authorization" for the x402 exact Permit2 proxy instead',
+    );
+  }
   const found = methods.find((m) => m.method.accepts(payload));
   if (!found) {
     return failure(
@@ -54,32 +58,19 @@ export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure
     );
   }
   // x402x names the method in requirements.paymentType.
-  const paymentType = (request.requirements as { paymentType?: unknown }).paymentType;
-  if (paymentType !== undefined && paymentType !== found.name) {
-    return failure(
-      "transfer_method_mismatch",
-      `${paths.requirements}.paymentType is ${JSON.stringify(paymentType).slice(0, 40)}, but the payload is a ${found.name} authorization`,
-    );
-  }
-  const named = request.requirements.extra?.assetTransferMethod;
-  if (named !== undefined && named !== null && named !== found.name) {
-    return failure(
-      "transfer_method_mismatch",
-      `${paths.requirements}.extra.assetTransferMethod is ${JSON.stringify(named).slice(0, 40)}, but the payload is a ${found.name} authorization`,
-    );
+  const named = [
+    ["paymentType", (request.requirements as { paymentType?: unknown }).paymentType],
+    ["extra.assetTransferMethod", request.requirements.extra?.assetTransferMethod ?? undefined],
+  ] as const;
+  for (const [field, value] of named) {
+    if (value !== undefined && value !== found.name) {
+      return failure(
+        "transfer_method_mismatch",
+        `${paths.requirements}.${field} is ${JSON.stringify(value).slice(0, 40)}, but the payload is a ${found.name} authorization`,
+      );
+    }
   }
   return found.method;
-}
-
-/** The x402x dialect's authorization types that cannot be settled here, and why. */
-function x402xRefusal(type: unknown): Failure | undefined {
-  if (type === "permit2") {
-    return failure(
-      "unsupported_scheme",
-      'x402x Permit2 payloads name payTo as the spender, so only payTo could settle them; sign a "permit2Authorization" for the x402 exact Permit2 proxy instead',
-    );
-  }
-  return undefined;
 }
 
 /** `exact` on EVM: x402 v1 (where the network has a v1 name) and v2, every transfer method. */

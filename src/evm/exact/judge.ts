@@ -1,8 +1,6 @@
 /**
  * How a payment's transaction came out, as the money rules count it: a mined success paid only if
- * its receipt carries the expected Transfer; the in-flight ledger and the gas at risk hear every
- * outcome (a revert, or a success that moved nothing, is charged to the payer and the asset); a
- * payment answered `submitted` is watched until it lands on a long-running server.
+ * its receipt carries the Transfer; the in-flight ledger and the gas at risk hear every outcome.
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { Success } from "../../core/settle-loop.js";
@@ -26,10 +24,7 @@ export function sameTransfer(expect: EvmTransfer, entry: JournalEntry): Failure 
   );
 }
 
-/**
- * Keeps the in-flight ledger and the gas at risk in step with what a send came to. A success is
- * judged by the caller (it must carry the Transfer) and told here with `settled`.
- */
+/** Keeps the in-flight ledger and the gas at risk in step with what a send came to. */
 export function track(
   ctx: EvmContext,
   key: string,
@@ -84,11 +79,7 @@ export function judgeLanded(
   return false;
 }
 
-/**
- * A long-running server keeps an eye on what it answered `submitted` for, until it is mined or
- * the confirmation wait is over, so the payer's reservation ends when it lands and a revert is
- * charged to it. Its timers never hold a process up.
- */
+/** Watches a payment answered `submitted` until it lands, so its reservation ends and a revert is charged. */
 async function watchLanding(
   ctx: EvmContext,
   key: string,
@@ -116,10 +107,8 @@ async function watchLanding(
 }
 
 /**
- * A payment answered a success (`submitted`) whose transaction can never land (its nonce went to
- * another: a replica killed before it sent it again, its key's nonce reused) is settled afresh,
- * and that settle's success is recorded like any other but answered `nonce_already_used` with the
- * new hash: a payment is answered one success, and the payer's retry learns where it landed.
+ * A payment answered a success whose transaction can never land is settled afresh: that success
+ * is recorded but answered `nonce_already_used` with the new hash (one success per payment).
  */
 export function answeredAgain(
   sent: SettleResult | Success<SettleResult>,

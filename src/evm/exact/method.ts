@@ -1,8 +1,4 @@
-/**
- * The one small interface between the shared exact-EVM pipeline and a transfer method (EIP-3009,
- * Permit2, ...): the method parses its payload, checks it, and names the call, the transfer that
- * proves it, what the chain consumes and what the payer spends. The pipeline does the rest.
- */
+/** The interface between the shared exact-EVM pipeline (pipeline.ts) and a transfer method. */
 import type { Address } from "viem";
 import type { JournalEntry } from "../../core/store.js";
 import type { Failure } from "../../protocol/errors.js";
@@ -40,15 +36,9 @@ export interface Verified<P> {
   readonly gasKey?: string | undefined;
   /** The settlement account that must send it, when the payer named one (as spender). */
   readonly signer?: Address | undefined;
-  /**
-   * Transactions that must land before `call` (a permit for our signer, the payer's approval),
-   * in order; `call` cannot be simulated before they have.
-   */
+  /** Transactions that must land, in order, before `call` (which cannot be simulated before). */
   readonly preludes?: readonly Prelude[] | undefined;
-  /**
-   * The amount a scheme that settles less than was signed (`upto`) reports; zero means there is
-   * nothing to send and the settle succeeds without a transaction.
-   */
+  /** What `upto` settles (less than signed); zero succeeds without a transaction. */
   readonly settledAmount?: bigint | undefined;
 }
 
@@ -58,10 +48,7 @@ export interface ExactMethod<P> {
   accepts(payload: Readonly<Record<string, unknown>>): boolean;
   parse(ctx: EvmContext, request: PaymentRequest): Step<P>;
   identify(ctx: EvmContext, payment: P): Identified;
-  /**
-   * The call a settle sends, when the payload alone names it (no read decides it): its gas can
-   * then be estimated beside the checks' reads. Verify's `call` must come out the same.
-   */
+  /** The call a settle sends when the payload alone names it: estimated beside verify's reads. */
   plainCall?(ctx: EvmContext, payment: P): ContractCall | undefined;
   /** Every check; `simulate` also runs the transfer against the latest block among the reads. */
   verify(

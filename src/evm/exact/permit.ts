@@ -1,17 +1,13 @@
 /**
- * `exact` on EVM through an EIP-2612 permit, in the x402x dialect (`payload.authorizationType:
- * "permit"`), with one of our settlement accounts as the spender: the permit lands first, then
- * that account moves the tokens with `transferFrom` to `payTo`. Two transactions, one settlement:
- * both are journaled under the permit's key, and a retry after a crash between them picks up
- * where it stopped. The permit does not name the recipient (only the spender): whoever holds the
- * payload may ask for it to be paid to another `payTo`, so serve it behind an API key.
+ * `exact` on EVM through an EIP-2612 permit (x402x's `authorizationType: "permit"`) naming one of
+ * our settlement accounts as spender: the permit lands, then that account calls `transferFrom` to
+ * `payTo`; both journaled under the permit's key. The permit does not name the recipient: whoever
+ * holds the payload may ask for another `payTo`, so serve it behind an API key.
  */
 import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
-import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { isUnreachable } from "../../rpc/rpc.js";
 import type { EvmTransfer } from "../chain/entry.js";
 import type { Prelude } from "../chain/prelude.js";
 import { tokenUnits } from "../chain/token-units.js";
@@ -19,21 +15,24 @@ import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  chainFailure,
   checkAgreement,
   DEADLINE_HEADROOM_SECONDS,
+  insufficientFunds,
   outcomeOf,
-  overBoundInSimulation,
   parsePayment,
+  refuse,
+  type SignedPayment,
   type Step,
+  signatureRefused,
   simulateWithin,
+  simulationFailure,
+  unreachableIn,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
 import { sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
-import type { EvmRequirements } from "./requirements.js";
-import { checkSignature, recoversTo } from "./signature.js";
+import { checkSignature, journaledSigner } from "./signature.js";
 
 export const eip2612Abi = parseAbi([
   "function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)",
@@ -66,19 +65,10 @@ const payloadSchema = z.object({
   }),
 });
 
-type Permit = z.infer<typeof payloadSchema>["authorization"];
-
-interface PermitPayment {
-  readonly permit: Permit;
-  readonly signature: Hex;
-  readonly requirements: EvmRequirements;
-  readonly domain: { readonly name: string; readonly version: string } | undefined;
-}
-
-const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
+type PermitPayment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
 
 function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
-  const { permit, requirements, domain } = payment;
+  const { authorization: permit, requirements, domain } = payment;
   return hashTypedData({
     domain: {
       name: domain?.name ?? "",
@@ -93,7 +83,7 @@ function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
 }
 
 function expectedTransfer(payment: PermitPayment): EvmTransfer {
-  const { permit, requirements } = payment;
+  const { authorization: permit, requirements } = payment;
   return {
     token: requirements.asset,
     from: permit.owner,
@@ -103,7 +93,7 @@ function expectedTransfer(payment: PermitPayment): EvmTransfer {
 }
 
 function permitCall(payment: PermitPayment) {
-  const { permit, requirements, signature } = payment;
+  const { authorization: permit, requirements, signature } = payment;
   const { v, r, s } = splitSignature(signature);
   return {
     to: requirements.asset,
@@ -118,7 +108,7 @@ function permitCall(payment: PermitPayment) {
 /** What the token says of the permit: its nonce, and the allowance it would grant. */
 async function tokenState(ctx: EvmContext, payment: PermitPayment) {
   const token = { address: payment.requirements.asset, abi: eip2612Abi } as const;
-  const { owner, spender } = payment.permit;
+  const { owner, spender } = payment.authorization;
   return Promise.all([
     outcomeOf(ctx.client.readContract({ ...token, functionName: "nonces", args: [owner] })),
     outcomeOf(
@@ -134,14 +124,14 @@ async function diagnose(
   payment: PermitPayment,
   revert: string | undefined,
 ): Promise<Failure> {
-  const { permit } = payment;
+  const permit = payment.authorization;
   // The token's decimals come along (read once per token) for the words of a shortfall.
   const units = tokenUnits(ctx.client, ctx.chainId, payment.requirements.asset).catch(
     () => undefined,
   );
   const [nonce, allowance, balance] = await tokenState(ctx, payment);
-  const unreachable = [nonce, allowance, balance].find((r) => !r.ok && isUnreachable(r.error));
-  if (unreachable && !unreachable.ok) return chainFailure(unreachable.error, "reading the token");
+  const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
+  if (unreachable) return unreachable;
   if (!nonce.ok) {
     return failure(
       "simulation_failed",
@@ -162,11 +152,7 @@ async function diagnose(
     );
   }
   if (balance.ok && balance.value < permit.value) {
-    const token = await units;
-    return failure(
-      "insufficient_funds",
-      `the payer holds ${tokenAmount(balance.value, token)}, the payment needs ${tokenAmount(permit.value, token)}`,
-    );
+    return insufficientFunds(balance.value, permit.value, await units);
   }
   return failure(
     "simulation_failed",
@@ -183,45 +169,23 @@ async function verify(
   const agreed = checkAgreement(request);
   if (!agreed.ok) return agreed;
   const payment: PermitPayment = { ...parsed, domain: agreed.value };
-  const { permit, requirements, signature } = payment;
+  const { authorization: permit, requirements, signature } = payment;
   const payerCode = ctx.client.getCode({ address: permit.owner });
   payerCode.catch(() => undefined);
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const state = tokenState(ctx, payment);
 
   if (size(signature) !== 65) {
-    return refuse(
-      failure(
-        "invalid_signature",
-        `an EIP-2612 permit takes a 65-byte signature; got ${size(signature)}`,
-        {
-          x402Reason: "invalid_permit_signature",
-        },
-      ),
-    );
+    const why = `an EIP-2612 permit takes a 65-byte signature; got ${size(signature)}`;
+    return refuse(failure("invalid_signature", why, { x402Reason: "invalid_permit_signature" }));
   }
-  const signed = await checkSignature(
-    ctx,
-    permit.owner,
-    digestOf(ctx, payment),
-    signature,
-    payerCode,
-  );
-  if (!signed.ok) {
-    const f = signed.failure;
-    return refuse(
-      f.code === "invalid_signature" ? { ...f, x402Reason: "invalid_permit_signature" } : f,
-    );
-  }
+  const digest = digestOf(ctx, payment);
+  const signed = await checkSignature(ctx, permit.owner, digest, signature, payerCode);
+  if (!signed.ok) return signatureRefused(signed.failure, "invalid_permit_signature");
   const now = BigInt(Math.floor(ctx.now()));
   if (permit.deadline < now + DEADLINE_HEADROOM_SECONDS) {
-    return refuse(
-      failure(
-        "authorization_expired",
-        `the permit's deadline ${permit.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`,
-        { x402Reason: "permit_expired" },
-      ),
-    );
+    const why = `the permit's deadline ${permit.deadline} is less than ${DEADLINE_HEADROOM_SECONDS} s after now (${now})`;
+    return refuse(failure("authorization_expired", why, { x402Reason: "permit_expired" }));
   }
   // Without settlement keys (verify from the CLI needs none) whose permit it is cannot be told.
   if (ctx.signers.size > 0 && !ctx.signers.byAddress(permit.spender)) {
@@ -229,13 +193,8 @@ async function verify(
     const hint = isAddressEqual(permit.spender, requirements.payTo)
       ? " (x402x names payTo as the spender, which only payTo could settle)"
       : "";
-    return refuse(
-      failure(
-        "spender_mismatch",
-        `the permit's spender is ${permit.spender}${hint}; it must be one of this facilitator's settlement accounts: ${ours}`,
-        { x402Reason: "invalid_spender_address" },
-      ),
-    );
+    const why = `the permit's spender is ${permit.spender}${hint}; it must be one of this facilitator's settlement accounts: ${ours}`;
+    return refuse(failure("spender_mismatch", why, { x402Reason: "invalid_spender_address" }));
   }
   if (permit.value !== requirements.amount) {
     return refuse(
@@ -252,28 +211,29 @@ async function verify(
   // A permit that already landed (ours, before a crash, or anyone's) left the allowance: then
   // only the transfer remains. Otherwise the permit must be the next one the token expects.
   const [nonce, allowance, balance] = await state;
-  const unreachable = [nonce, allowance, balance].find((r) => !r.ok && isUnreachable(r.error));
-  if (unreachable && !unreachable.ok)
-    return refuse(chainFailure(unreachable.error, "reading the token"));
+  const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
+  if (unreachable) return refuse(unreachable);
   const covered = allowance.ok && allowance.value >= permit.value;
   if (
-    !covered &&
-    (!nonce.ok || nonce.value !== permit.nonce || (balance.ok && balance.value < permit.value))
+    (balance.ok && balance.value < permit.value) ||
+    (!covered && (!nonce.ok || nonce.value !== permit.nonce))
   ) {
     return refuse(await diagnose(ctx, payment, undefined));
   }
-  if (balance.ok && balance.value < permit.value)
-    return refuse(await diagnose(ctx, payment, undefined));
   if (!covered && options.simulate) {
     const permitting = { ...permitCall(payment), account: permit.spender };
     const simulated = await simulateWithin(ctx, permitting, { use: "permit" });
     if (!simulated.ok) {
-      if (isUnreachable(simulated.error))
-        return refuse(chainFailure(simulated.error, "simulating the permit"));
       const need = { use: "permit", asset: requirements.asset } as const;
-      const overBound = await overBoundInSimulation(ctx, permitting, need, simulated.error);
-      if (overBound) return refuse(overBound);
-      return refuse(await diagnose(ctx, payment, undefined));
+      const why = await simulationFailure(
+        ctx,
+        permitting,
+        need,
+        simulated.error,
+        "simulating the permit",
+        () => diagnose(ctx, payment, undefined),
+      );
+      return refuse(why);
     }
   }
 
@@ -315,23 +275,11 @@ export const permitMethod: ExactMethod<PermitPayment> = {
   name: "permit",
   accepts: (payload) => payload.authorizationType === "permit",
 
-  parse(_ctx, request) {
-    const parsed = parsePayment(request, payloadSchema);
-    if (!parsed.ok) return parsed;
-    return {
-      ok: true,
-      value: {
-        permit: parsed.value.payload.authorization,
-        signature: parsed.value.payload.signature,
-        requirements: parsed.value.requirements,
-        domain: parsed.value.domain,
-      },
-    };
-  },
+  parse: (_ctx, request) => parsePayment(request, payloadSchema, "authorization"),
 
   /** The token spends each (owner, permit nonce) once: that is the settlement's name. */
   identify(ctx, payment) {
-    const { permit, requirements } = payment;
+    const { authorization: permit, requirements } = payment;
     return {
       key: `permit:${ctx.chainId}:${requirements.asset}:${permit.owner}:${permit.nonce}`.toLowerCase(),
       payer: permit.owner,
@@ -347,14 +295,12 @@ export const permitMethod: ExactMethod<PermitPayment> = {
     if (!payment.domain) {
       return failure("missing_eip712_domain", "requirements.extra must carry name and version");
     }
-    if (size(payment.signature) !== 65) return null;
-    const signed = await recoversTo(
+    return journaledSigner(
       ctx,
-      payment.permit.owner,
+      payment.authorization.owner,
       digestOf(ctx, payment),
       payment.signature,
     );
-    return signed.ok ? null : signed.failure;
   },
 
   diagnose,

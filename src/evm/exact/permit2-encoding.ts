@@ -1,13 +1,11 @@
 /**
- * Permit2 on the wire: the canonical addresses, the typed data a payer signs for the x402 exact
- * proxy (PermitWitnessTransferFrom with the witness {to, validAfter}), and the proxy calls that
- * move the money. Addresses and type strings are the ones the x402 packages use on every chain.
+ * Permit2 on the wire, as the x402 packages use it on every chain: the addresses, the typed data
+ * a payer signs for the exact proxy (witness {to, validAfter}), and the proxy calls.
  */
 import {
   type Abi,
   type Address,
   decodeErrorResult,
-  encodeAbiParameters,
   encodeFunctionData,
   type Hex,
   keccak256,
@@ -15,7 +13,6 @@ import {
   size,
   toHex,
 } from "viem";
-import { setNewest } from "../../core/newest.js";
 import {
   hashWords,
   typedDigestOf,
@@ -23,33 +20,38 @@ import {
   writeBytes32,
   writeUint,
 } from "../chain/abi-words.js";
-import { hexOf } from "../chain/keccak.js";
+import { domainSeparatorOf } from "./eip3009-encoding.js";
 
 export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
 
-/** The x402 exact proxy: settle(...) and settleWithPermit(...) with their custom errors. */
-export const exactPermit2ProxyAbi = parseAbi([
+/** What the x402 exact and upto proxies share: their structs, PERMIT2() and custom errors. */
+export const x402ProxyAbiItems = [
   "struct TokenPermissions { address token; uint256 amount; }",
   "struct PermitTransferFrom { TokenPermissions permitted; uint256 nonce; uint256 deadline; }",
-  "struct Witness { address to; uint256 validAfter; }",
   "struct EIP2612Permit { uint256 value; uint256 deadline; bytes32 r; bytes32 s; uint8 v; }",
   "function PERMIT2() view returns (address)",
-  "function settle(PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
-  "function settleWithPermit(EIP2612Permit permit2612, PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
   "error InvalidAmount()",
   "error InvalidDestination()",
   "error InvalidOwner()",
   "error PaymentTooEarly()",
   "error Permit2612AmountMismatch()",
-  "error InvalidPermit2Address()",
-  "error ReentrancyGuardReentrantCall()",
   "error InvalidNonce()",
   "error SignatureExpired(uint256 signatureDeadline)",
   "error InvalidSigner()",
   "error InvalidContractSignature()",
   "error InvalidSignatureLength()",
   "error InvalidSignature()",
+] as const;
+
+/** The x402 exact proxy: settle(...) and settleWithPermit(...) with their custom errors. */
+export const exactPermit2ProxyAbi = parseAbi([
+  ...x402ProxyAbiItems,
+  "struct Witness { address to; uint256 validAfter; }",
+  "function settle(PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
+  "function settleWithPermit(EIP2612Permit permit2612, PermitTransferFrom permit, address owner, Witness witness, bytes signature)",
+  "error InvalidPermit2Address()",
+  "error ReentrancyGuardReentrantCall()",
   "error InvalidAmount(uint256 maxAmount)",
 ]);
 
@@ -108,53 +110,36 @@ export function permit2TypedData(chainId: number, authorization: Permit2Authoriz
   } as const;
 }
 
-export const typeHash = (type: string) => keccak256(toHex(type));
+const typeHash = (type: string) => keccak256(toHex(type));
 const TOKEN_PERMISSIONS = "TokenPermissions(address token,uint256 amount)";
 const TOKEN_PERMISSIONS_TYPEHASH = typeHash(TOKEN_PERMISSIONS);
-const WITNESS = "Witness(address to,uint256 validAfter)";
-const WITNESS_TYPEHASH = typeHash(WITNESS);
-const domainSeparators = new Map<number, Hex>();
-const primaryTypeHashes = new Map<string, Hex>();
-
-/** Permit2's EIP-712 domain separator on `chainId`, computed once per chain. */
-function permit2DomainSeparator(chainId: number): Hex {
-  let separator = domainSeparators.get(chainId);
-  if (!separator) {
-    separator = keccak256(
-      encodeAbiParameters(
-        [{ type: "bytes32" }, { type: "bytes32" }, { type: "uint256" }, { type: "address" }],
-        [
-          typeHash("EIP712Domain(string name,uint256 chainId,address verifyingContract)"),
-          typeHash("Permit2"),
-          BigInt(chainId),
-          PERMIT2_ADDRESS,
-        ],
-      ),
-    );
-    setNewest(domainSeparators, chainId, separator, 1024);
-  }
-  return separator;
-}
+/** Per witness type: the primary type's hash and the witness's. */
+const typeHashes = new Map<string, readonly [Hex, Hex]>();
 
 /**
- * The EIP-712 digest of a PermitWitnessTransferFrom whose witness has type `witnessType`
- * ("Witness(...)") and struct hash `witnessHash`: what `hashTypedData` computes, with Permit2's
- * domain separator computed once per chain and the words written straight into bytes (this runs
- * on every verify). Each x402 proxy signs its own witness; the rest is Permit2's.
+ * The EIP-712 digest of a PermitWitnessTransferFrom whose witness has type `witnessType` and
+ * these fields (in order), its words written straight into bytes (this runs on every verify).
  */
 export function permitWitnessDigest(
   chainId: number,
   authorization: Omit<Permit2Authorization, "from" | "witness">,
   witnessType: string,
-  witnessHash: Hex,
+  witness: readonly (Address | bigint)[],
 ): Hex {
-  let primary = primaryTypeHashes.get(witnessType);
-  if (!primary) {
-    primary = typeHash(
-      `PermitWitnessTransferFrom(TokenPermissions permitted,address spender,uint256 nonce,uint256 deadline,Witness witness)${TOKEN_PERMISSIONS}${witnessType}`,
-    );
-    primaryTypeHashes.set(witnessType, primary);
+  let hashes = typeHashes.get(witnessType);
+  if (!hashes) {
+    const primary = `PermitWitnessTransferFrom(TokenPermissions permitted,address spender,uint256 nonce,uint256 deadline,Witness witness)${TOKEN_PERMISSIONS}${witnessType}`;
+    hashes = [typeHash(primary), typeHash(witnessType)];
+    typeHashes.set(witnessType, hashes);
   }
+  const [primary, witnessTypeHash] = hashes;
+  const witnessHash = hashWords(witness.length + 1, (out) => {
+    writeBytes32(out, 0, witnessTypeHash);
+    witness.forEach((field, i) => {
+      if (typeof field === "bigint") writeUint(out, 32 * i + 32, field);
+      else writeAddress(out, 32 * i + 32, field);
+    });
+  });
   const { permitted, spender, nonce, deadline } = authorization;
   const permittedHash = hashWords(3, (out) => {
     writeBytes32(out, 0, TOKEN_PERMISSIONS_TYPEHASH);
@@ -167,20 +152,19 @@ export function permitWitnessDigest(
     writeAddress(out, 64, spender);
     writeUint(out, 96, nonce);
     writeUint(out, 128, deadline);
-    writeBytes32(out, 160, witnessHash);
+    out.set(witnessHash, 160);
   });
-  return typedDigestOf(permit2DomainSeparator(chainId), structHash);
+  const domain = { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS };
+  return typedDigestOf(domainSeparatorOf(domain), structHash);
 }
 
 /** The digest of an exact-scheme Permit2 authorization (witness {to, validAfter}). */
 export function permit2Digest(chainId: number, authorization: Permit2Authorization): Hex {
-  const { witness } = authorization;
-  const witnessHash = hashWords(3, (out) => {
-    writeBytes32(out, 0, WITNESS_TYPEHASH);
-    writeAddress(out, 32, witness.to);
-    writeUint(out, 64, witness.validAfter);
-  });
-  return permitWitnessDigest(chainId, authorization, WITNESS, hexOf(witnessHash));
+  const { to, validAfter } = authorization.witness;
+  return permitWitnessDigest(chainId, authorization, "Witness(address to,uint256 validAfter)", [
+    to,
+    validAfter,
+  ]);
 }
 
 /** Permit2 spends each (owner, nonce) once, whatever the token or proxy: the settlement's name. */
@@ -195,39 +179,20 @@ export interface Eip2612Permit {
   readonly signature: Hex;
 }
 
-export function permitArgs(authorization: Permit2Authorization) {
-  return {
-    permitted: authorization.permitted,
-    nonce: authorization.nonce,
-    deadline: authorization.deadline,
-  };
-}
-
-/** The proxy call that settles `authorization`, applying the payer's EIP-2612 permit first if any. */
-export function settleCalldata(
+/** The proxy call that settles `authorization` (upto: `amount` too), after the payer's permit if any. */
+export function proxySettleCalldata(
+  abi: Abi,
   authorization: Permit2Authorization,
+  amount: readonly bigint[],
   signature: Hex,
   permit2612?: Eip2612Permit,
 ): Hex {
-  const settleArgs = [
-    permitArgs(authorization),
-    authorization.from,
-    authorization.witness,
-    signature,
-  ] as const;
-  if (!permit2612) {
-    return encodeFunctionData({
-      abi: exactPermit2ProxyAbi,
-      functionName: "settle",
-      args: settleArgs,
-    });
-  }
-  const split = splitSignature(permit2612.signature);
-  return encodeFunctionData({
-    abi: exactPermit2ProxyAbi,
-    functionName: "settleWithPermit",
-    args: [{ value: permit2612.value, deadline: permit2612.deadline, ...split }, ...settleArgs],
-  });
+  const { permitted, nonce, deadline, from, witness } = authorization;
+  const args = [{ permitted, nonce, deadline }, ...amount, from, witness, signature];
+  if (!permit2612) return encodeFunctionData({ abi, functionName: "settle", args });
+  const { value, deadline: until, signature: signed } = permit2612;
+  const permit = { value, deadline: until, ...splitSignature(signed) };
+  return encodeFunctionData({ abi, functionName: "settleWithPermit", args: [permit, ...args] });
 }
 
 /** r, s and v of a 65-byte signature (v as signed: 27/28, or 0/1 raised to 27/28). */

@@ -1,7 +1,6 @@
 /**
- * The gas-sponsoring extension a Permit2 payment may carry: `eip2612GasSponsoring`, the payer's
- * EIP-2612 permit that lets Permit2 spend its tokens, applied by the proxy in the settling
- * transaction. Checked as the reference checks it, with its reason strings.
+ * `eip2612GasSponsoring`: the payer's EIP-2612 permit for Permit2, applied by the proxy in the
+ * settling transaction. Checked as the reference checks it, with its reason strings.
  */
 import { getAddress, isAddressEqual, size } from "viem";
 import { failure } from "../../protocol/errors.js";
@@ -45,10 +44,27 @@ export function malformedField(
   });
 }
 
-const invalid = (x402Reason: string, message: string): Step<never> => ({
-  ok: false,
-  failure: failure("invalid_extension", `eip2612GasSponsoring: ${message}`, { x402Reason }),
-});
+/** An extension's info when complete (as the reference reads it); an incomplete one is none. */
+export function extensionInfo(
+  request: PaymentRequest,
+  name: string,
+  fields: readonly string[],
+): Record<string, unknown> | undefined {
+  const entry = request.extensions?.[name] as { info?: unknown } | undefined;
+  const info = entry?.info as Record<string, unknown> | undefined;
+  if (typeof info !== "object" || info === null) return undefined;
+  return fields.every((field) => Boolean(info[field])) ? info : undefined;
+}
+
+/** An extension's refusal, as `invalid_extension` with the reference's reason. */
+export const invalidExtension =
+  (name: string) =>
+  (x402Reason: string, message: string): Step<never> => ({
+    ok: false,
+    failure: failure("invalid_extension", `${name}: ${message}`, { x402Reason }),
+  });
+
+const invalid = invalidExtension(EIP2612_GAS_SPONSORING);
 
 /**
  * The payer's EIP-2612 permit for Permit2 from `paymentPayload.extensions`, or undefined when the
@@ -61,15 +77,14 @@ export function eip2612Sponsoring(
   asset: string,
   ctx: EvmContext,
 ): Step<Eip2612Permit> | undefined {
-  const entry = request.extensions?.[EIP2612_GAS_SPONSORING] as { info?: unknown } | undefined;
-  const info = entry?.info as Record<string, unknown> | undefined;
-  if (typeof info !== "object" || info === null) return undefined;
-  if (FIELDS.some((field) => !info[field])) return undefined;
-  const text = (field: string) => (typeof info[field] === "string" ? (info[field] as string) : "");
+  const info = extensionInfo(request, EIP2612_GAS_SPONSORING, FIELDS);
+  if (!info) return undefined;
   const malformed = malformedField(info, FIELDS);
   if (malformed) {
     return invalid("invalid_eip2612_extension_format", `info.${malformed} is malformed`);
   }
+  // Each field is a string of its form from here on.
+  const text = (field: string) => info[field] as string;
   const from = getAddress(text("from"));
   if (!isAddressEqual(from, authorization.from)) {
     return invalid(

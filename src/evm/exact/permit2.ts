@@ -1,27 +1,27 @@
 /**
- * `exact` on EVM through Permit2 and the x402 exact Permit2 proxy (x402 v2): for tokens without
- * EIP-3009. The payer signs a PermitWitnessTransferFrom whose spender is the proxy and whose
- * witness names the recipient; the proxy moves the tokens through Permit2, which the payer must
- * have approved on the token, unless the payment carries an `eip2612GasSponsoring` permit that
- * the proxy applies in the same transaction. Checks run in the reference SDK's order.
+ * Permit2 payments through an x402 proxy (exact here, upto in ../upto), for tokens without
+ * EIP-3009: the payer signs a PermitWitnessTransferFrom naming the proxy and the recipient; the
+ * payer must have approved Permit2, or send a permit or an approval. The reference's order.
  */
-import { type Hex, isAddressEqual, isErc6492Signature } from "viem";
-import { type Failure, failure } from "../../protocol/errors.js";
+import { type Address, type Hex, isAddressEqual, isErc6492Signature } from "viem";
+import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { isUnreachable } from "../../rpc/rpc.js";
-import type { EvmTransfer } from "../chain/entry.js";
+import { type EvmTransfer, evmEntry } from "../chain/entry.js";
+import type { ContractCall } from "../chain/outcome.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  chainFailure,
   outcomeOf,
-  overBoundInSimulation,
+  parsePayment,
+  refuse,
   type Step,
   schemeAndNetwork,
+  signatureRefused,
   simulateWithin,
+  simulationFailure,
 } from "./checks.js";
 import {
   approvalPreludes,
@@ -31,112 +31,123 @@ import {
 import { address, signatureBytes, uint256 } from "./fields.js";
 import type { ExactMethod, Verified } from "./method.js";
 import {
-  checkTerms,
+  checkPermit2Terms,
   diagnose,
   type Permit2Payment,
-  parsePermit2,
-  permit2Identity,
+  type Permit2Scheme,
   prerequisiteFailure,
-  sameAsJournaled,
 } from "./permit2-checks.js";
 import {
   customErrorName,
   EXACT_PERMIT2_PROXY_ADDRESS,
   exactPermit2ProxyAbi,
   PERMIT2_ADDRESS,
+  type Permit2Authorization,
   permit2Digest,
-  settleCalldata,
+  permit2SettlementKey,
+  proxySettleCalldata,
 } from "./permit2-encoding.js";
 import { eip2612Sponsoring } from "./permit2-extensions.js";
-import { checkSignature, innerSignature, withDeployment } from "./signature.js";
+import { checkSignature, innerSignature, journaledSigner, withDeployment } from "./signature.js";
 
-const payloadSchema = z.object({
-  signature: signatureBytes,
-  permit2Authorization: z.object({
-    from: address,
-    permitted: z.object({ token: address, amount: uint256 }),
-    spender: address,
-    nonce: uint256,
-    deadline: uint256,
-    witness: z.object({ to: address, validAfter: uint256 }),
-  }),
-});
-
-function expectedTransfer(payment: Permit2Payment): EvmTransfer {
-  const { authorization: auth } = payment;
-  return {
-    token: auth.permitted.token,
-    from: auth.from,
-    to: auth.witness.to,
-    value: auth.permitted.amount.toString(),
-  };
+/** A Permit2 payload whose witness has these fields. */
+export function permit2Payload<W extends z.ZodMiniObject["shape"]>(witness: W) {
+  return z.object({
+    signature: signatureBytes,
+    permit2Authorization: z.object({
+      from: address,
+      permitted: z.object({ token: address, amount: uint256 }),
+      spender: address,
+      nonce: uint256,
+      deadline: uint256,
+      witness: z.object(witness),
+    }),
+  });
 }
 
-const refuse = (f: Failure): { ok: false; failure: Failure } => ({ ok: false, failure: f });
+/** exact settles what was asked (upto: what was used, at most what was signed). */
+function expectedTransfer({ authorization: auth, requirements }: Permit2Payment): EvmTransfer {
+  const { token } = auth.permitted;
+  return { token, from: auth.from, to: auth.witness.to, value: requirements.amount.toString() };
+}
 
-const gasKeyOf = (ctx: EvmContext, payment: Permit2Payment) =>
-  `${ctx.chainId}:${payment.authorization.permitted.token}:permit2${payment.permit2612 ? "+2612" : ""}`;
+const gasKeyOf = <A extends Permit2Authorization>(
+  scheme: Permit2Scheme<A>,
+  ctx: EvmContext,
+  payment: Permit2Payment<A>,
+) =>
+  `${ctx.chainId}:${payment.authorization.permitted.token}:${scheme.use}${payment.permit2612 ? "+2612" : ""}`;
 
-async function verify(
+async function verify<A extends Permit2Authorization>(
+  scheme: Permit2Scheme<A>,
   ctx: EvmContext,
   request: PaymentRequest,
-  payment: Permit2Payment,
+  payment: Permit2Payment<A>,
   options: { readonly simulate: boolean; readonly settling?: boolean },
-): Promise<Step<Verified<Permit2Payment>>> {
+): Promise<Step<Verified<Permit2Payment<A>>>> {
   const { authorization: auth, requirements, signature } = payment;
-  const disagreement = schemeAndNetwork(request, "exact", {
-    scheme: "unsupported_payload_type",
-  });
+  const disagreement = schemeAndNetwork(request, scheme.scheme, scheme.reasons);
   if (disagreement) return refuse(disagreement);
-  // The asset's code, the payer's code and (later) the simulation go out in one batch.
+  // The asset's code, the payer's code and the simulation go out in one batch.
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const payerCode = ctx.client.getCode({ address: auth.from });
   payerCode.catch(() => undefined);
-  const terms = checkTerms(ctx, payment);
+  const terms = checkPermit2Terms(ctx, payment, scheme, options.settling === true);
   if (terms) return refuse(terms);
 
   // The extension is judged after the signature, as the reference does; read it now to batch.
-  const sponsoring = eip2612Sponsoring(request, payment.authorization, requirements.asset, ctx);
+  const sponsoring = eip2612Sponsoring(request, auth, requirements.asset, ctx);
   const permit2612 = sponsoring?.ok ? sponsoring.value : undefined;
+  const settled: Permit2Payment<A> = { ...payment, permit2612 };
+  // exact: the amount signed (checked above).
+  const amount = requirements.amount;
+  const use = permit2612 ? scheme.use2612 : scheme.use;
   // Permit2 checks the signature itself: it gets the one inside an ERC-6492 wrapper.
   const call = {
-    to: EXACT_PERMIT2_PROXY_ADDRESS,
-    data: settleCalldata(auth, innerSignature(signature), permit2612),
+    to: scheme.proxy,
+    data: scheme.calldata(auth, amount, innerSignature(signature), permit2612),
   } as const;
-  const wrapped = isErc6492Signature(signature);
+  const settler = scheme.settler?.(auth);
+  const sentBy = (c: ContractCall) => (settler ? { ...c, account: settler } : c);
   // With the payer's approval still to land, the settlement cannot be simulated now.
   const approving = !sponsoring && carriesErc20Approval(request);
-  const use = permit2612 ? "permit2Eip2612" : "permit2";
   const simulation =
-    options.simulate && sponsoring?.ok !== false && !wrapped && !approving
-      ? simulateWithin(ctx, call, { use })
+    options.simulate &&
+    (!settler || amount > 0n) &&
+    sponsoring?.ok !== false &&
+    !approving &&
+    !isErc6492Signature(signature)
+      ? simulateWithin(ctx, sentBy(call), { use })
       : undefined;
 
-  const digest = permit2Digest(ctx.chainId, auth);
+  const digest = scheme.digest(ctx.chainId, auth);
   const signed = await checkSignature(ctx, auth.from, digest, signature, payerCode);
   // The reference reports a missing asset contract before the signature's verdict.
   const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
   if (assetProblem) return refuse(assetProblem);
-  if (!signed.ok) {
-    const f = signed.failure;
+  if (!signed.ok) return signatureRefused(signed.failure, "invalid_permit2_signature");
+  const { deployment } = signed.value;
+  if (settler && deployment) {
     return refuse(
-      f.code === "invalid_signature" ? { ...f, x402Reason: "invalid_permit2_signature" } : f,
+      failure(
+        "unsupported_signature",
+        "upto payments from wallets not deployed yet are not supported: deploy the wallet first",
+      ),
     );
   }
   if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
-  const { deployment } = signed.value;
-  if (approving) {
-    const deployed = deployment !== undefined;
-    return withApproval(ctx, request, payment, withDeployment(call, deployment), deployed);
-  }
-
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
   const settleCall = withDeployment(call, deployment);
-  const simulated = !options.simulate
-    ? undefined
-    : simulation
-      ? await simulation
-      : await simulateWithin(ctx, settleCall, { use, deployment: !!deployment });
+  if (approving) {
+    return withApproval(scheme, ctx, request, payment, settleCall, deployment !== undefined);
+  }
+
+  // exact simulates a wrapped signature now, with its deployment.
+  const simulated = simulation
+    ? await simulation
+    : options.simulate && !settler
+      ? await simulateWithin(ctx, settleCall, { use, deployment: !!deployment })
+      : undefined;
   const code = await payerCode.catch(() => undefined);
   const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
   const gas = {
@@ -146,18 +157,15 @@ async function verify(
     asset: auth.permitted.token,
   } as const;
   if (simulated && !simulated.ok) {
-    if (isUnreachable(simulated.error)) {
-      return refuse(chainFailure(simulated.error, "simulating the Permit2 settlement"));
-    }
-    const overBound = await overBoundInSimulation(ctx, settleCall, gas, simulated.error);
-    if (overBound) return refuse(overBound);
-    const named =
-      customErrorName(exactPermit2ProxyAbi, revertData(simulated.error)) ??
-      revertReason(simulated.error);
-    return refuse(await diagnose(ctx, { ...payment, permit2612 }, named));
+    const { error } = simulated;
+    const doing = `simulating the ${scheme.settlement} settlement`;
+    const diagnosis = async () => {
+      const named = customErrorName(scheme.abi, revertData(error)) ?? revertReason(error);
+      return scheme.named?.(named) ?? (await diagnose(ctx, settled, named, scheme.proxy));
+    };
+    return refuse(await simulationFailure(ctx, sentBy(settleCall), gas, error, doing, diagnosis));
   }
-  const settled: Permit2Payment = { ...payment, permit2612 };
-  const spends = [{ token: auth.permitted.token, owner: auth.from, amount: auth.permitted.amount }];
+  const spend = { token: auth.permitted.token, owner: auth.from, amount };
   return {
     ok: true,
     value: {
@@ -166,69 +174,120 @@ async function verify(
       gas,
       expect: expectedTransfer(settled),
       // With an EIP-2612 permit the allowance is set in the same transaction; else it is spent.
-      spends: permit2612
-        ? spends
-        : [...spends, { ...spends[0], spender: PERMIT2_ADDRESS } as (typeof spends)[0]],
-      gasKey: payerHasCode ? undefined : gasKeyOf(ctx, settled),
+      spends: permit2612 ? [spend] : [spend, { ...spend, spender: PERMIT2_ADDRESS }],
+      gasKey: payerHasCode ? undefined : gasKeyOf(scheme, ctx, settled),
+      ...settledBy(settler, amount),
     },
   };
 }
+
+/** upto: the facilitator sends it and the success says how much moved. */
+const settledBy = (settler: Address | undefined, amount: bigint) =>
+  settler ? { signer: settler, settledAmount: amount } : {};
 
 /**
  * A payment with the payer's signed approval (erc20ApprovalGasSponsoring): checked as far as it
  * can be before the approval lands (the proxy, the balance), as the reference does; the
  * approval and the gas for it become the settlement's first transactions.
  */
-async function withApproval(
+async function withApproval<A extends Permit2Authorization>(
+  scheme: Permit2Scheme<A>,
   ctx: EvmContext,
   request: PaymentRequest,
-  payment: Permit2Payment,
-  call: { readonly to: `0x${string}`; readonly data: Hex },
+  payment: Permit2Payment<A>,
+  call: { readonly to: Address; readonly data: Hex },
   /** The call deploys the payer's wallet first (ERC-6492). */
   deployed: boolean,
-): Promise<Step<Verified<Permit2Payment>>> {
-  const { authorization: auth } = payment;
-  const token = auth.permitted.token;
+): Promise<Step<Verified<Permit2Payment<A>>>> {
+  const { authorization: auth, requirements } = payment;
+  const { token } = auth.permitted;
+  const { amount } = requirements;
   const approval = await erc20ApprovalSponsoring(ctx, request, auth.from, token);
   if (!approval) return refuse(failure("internal_error", "the approval extension vanished"));
   if (!approval.ok) return refuse(approval.failure);
-  const missing = await prerequisiteFailure(ctx, payment);
+  const missing = await prerequisiteFailure(ctx, auth.from, token, amount, scheme.proxy);
   if (missing) return refuse(missing);
   return {
     ok: true,
     value: {
       payment,
       call,
-      gas: { use: "permit2", contractWallet: deployed, deployment: deployed, asset: token },
+      gas: { use: scheme.use, contractWallet: deployed, deployment: deployed, asset: token },
       expect: expectedTransfer(payment),
-      spends: [{ token, owner: auth.from, amount: auth.permitted.amount }],
-      preludes: approvalPreludes(approval.value, token, auth.permitted.amount),
+      spends: [{ token, owner: auth.from, amount }],
+      preludes: approvalPreludes(approval.value, token, amount),
+      ...settledBy(scheme.settler?.(auth), amount),
     },
   };
 }
 
-export const permit2Method: ExactMethod<Permit2Payment> = {
-  name: "permit2",
-  accepts: (payload) => "permit2Authorization" in payload,
+/** The method of a Permit2 scheme. */
+export function permit2MethodOf<A extends Permit2Authorization>(
+  scheme: Permit2Scheme<A>,
+): ExactMethod<Permit2Payment<A>> {
+  return {
+    name: scheme.use,
+    accepts: (payload) => "permit2Authorization" in payload,
+    parse: (_ctx, request) => parsePayment(request, scheme.schema, "permit2Authorization"),
+    // Permit2 spends each (owner, nonce) once, whatever the token or proxy: that names it.
+    identify: (ctx, payment) => ({
+      key: permit2SettlementKey(
+        ctx.chainId,
+        payment.authorization.from,
+        payment.authorization.nonce,
+      ),
+      payer: payment.authorization.from,
+      asset: payment.authorization.permitted.token,
+      gasKey: gasKeyOf(scheme, ctx, payment),
+    }),
+    verify: (ctx, request, payment, options) => verify(scheme, ctx, request, payment, options),
+    async sameAsJournal(ctx, payment, entry) {
+      const { authorization: auth, signature } = payment;
+      const expect = expectedTransfer(payment);
+      const journaled = evmEntry(entry).expect;
+      const same =
+        scheme.asked(payment) &&
+        journaled !== undefined &&
+        isAddressEqual(expect.to, journaled.to) &&
+        expect.value === journaled.value &&
+        isAddressEqual(expect.token, journaled.token);
+      if (!same) {
+        return failure(
+          "nonce_already_used",
+          `this Permit2 nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
+          { x402Reason: "permit2_invalid_nonce" },
+        );
+      }
+      return journaledSigner(ctx, auth.from, scheme.digest(ctx.chainId, auth), signature);
+    },
+    diagnose: (ctx, payment, revert) => diagnose(ctx, payment, revert, scheme.proxy),
+    revertedReason: scheme.revertedReason,
+  };
+}
 
-  parse: (_ctx, request) => parsePermit2(request, payloadSchema),
-
-  identify: (ctx, payment) => permit2Identity(ctx, payment.authorization, gasKeyOf(ctx, payment)),
-
-  verify,
-
-  sameAsJournal(ctx, payment, entry) {
-    const { requirements, authorization: auth, signature } = payment;
-    const asked =
-      isAddressEqual(requirements.payTo, auth.witness.to) &&
-      requirements.amount === auth.permitted.amount;
-    const digest = permit2Digest(ctx.chainId, auth);
-    return sameAsJournaled(ctx, entry, expectedTransfer(payment), asked, {
-      owner: auth.from,
-      digest,
-      signature,
-    });
-  },
-
-  diagnose,
-};
+export const permit2Method = permit2MethodOf<Permit2Authorization>({
+  scheme: "exact",
+  reasons: { scheme: "unsupported_payload_type" },
+  proxy: EXACT_PERMIT2_PROXY_ADDRESS,
+  abi: exactPermit2ProxyAbi,
+  use: "permit2",
+  use2612: "permit2Eip2612",
+  subject: "the Permit2 authorization",
+  assetSubject: "the Permit2 authorization",
+  settlement: "Permit2",
+  schema: permit2Payload({ to: address, validAfter: uint256 }),
+  digest: permit2Digest,
+  calldata: (auth, _amount, signature, permit2612) =>
+    proxySettleCalldata(exactPermit2ProxyAbi, auth, [], signature, permit2612),
+  amount: (signed, asked) =>
+    signed === asked
+      ? null
+      : failure(
+          "amount_mismatch",
+          `the Permit2 authorization is for ${signed}, the requirements ask for exactly ${asked}`,
+          { x402Reason: "permit2_amount_mismatch" },
+        ),
+  asked: ({ requirements, authorization: auth }) =>
+    isAddressEqual(requirements.payTo, auth.witness.to) &&
+    requirements.amount === auth.permitted.amount,
+});

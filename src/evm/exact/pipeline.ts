@@ -1,11 +1,9 @@
 /**
- * The steps every exact-EVM method takes through the settle loop (core/settle-loop.ts), so the
- * money rules are kept once: one settle per authorization at a time; a journaled settlement is picked back up (and a
- * journaled success checked against the chain) before anything new is sent; only the assets an
- * operator listed settle; wasted gas is charged to the payer, the asset and the chain's budget,
- * and whoever is over theirs waits (chain/gas-at-risk.ts); nothing is broadcast that the payer's
- * balance cannot cover once what it already has in flight with us has landed; no transaction is
- * sent with more gas than its method's bound (chain/gas-bounds.ts).
+ * The steps every exact-EVM method takes through the settle loop, so the money rules are kept
+ * once: one settle per authorization at a time; a journaled settlement is picked up before
+ * anything new is sent; only listed assets settle; wasted gas is charged (chain/gas-at-risk.ts);
+ * nothing is broadcast that the payer's balance cannot cover with what it has in flight; no
+ * transaction goes with more gas than its method's bound (chain/gas-bounds.ts).
  */
 import { unrecorded } from "../../core/answers.js";
 import { stageObserver } from "../../core/metrics.js";
@@ -47,9 +45,7 @@ async function answer<P>(
 ): Promise<Outcome<SettleResult>> {
   const payer = verified.expect.from;
   track(ctx, key, verified.expect, outcome, verified.gas?.contractWallet);
-  // A success the store does not hold could be answered again to another caller: the loop
-  // records it first, and answers pending (with the hash) when it cannot; the store follows what
-  // is only submitted until it lands.
+  // The loop records a success before answering it, so no other caller is answered it again.
   const success = (hash: string, mined: boolean) =>
     new Success<SettleResult>(
       { ok: true, payer, transactionHash: hash },
@@ -57,6 +53,12 @@ async function answer<P>(
       unrecorded(payer, hash),
       mined,
     );
+  const settlementFailed = (hash: string, message: string, x402Reason?: string) => ({
+    ok: false as const,
+    payer,
+    transactionHash: hash,
+    failure: failure("settlement_failed", message, x402Reason ? { x402Reason } : {}),
+  });
   switch (outcome.kind) {
     case "simulated":
       return { ok: true, payer, transactionHash: outcome.hash };
@@ -65,16 +67,11 @@ async function answer<P>(
     case "confirmed":
       if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
         void ctx.journal.recordState(key, "failed").catch(() => undefined);
-        return {
-          ok: false,
-          payer,
-          transactionHash: outcome.hash,
-          failure: failure(
-            "settlement_failed",
-            "the transaction succeeded but emitted no matching Transfer event",
-            { x402Reason: "invalid_exact_evm_transfer_event_mismatch" },
-          ),
-        };
+        return settlementFailed(
+          outcome.hash,
+          "the transaction succeeded but emitted no matching Transfer event",
+          "invalid_exact_evm_transfer_event_mismatch",
+        );
       }
       return success(outcome.hash, true);
     case "would-revert":
@@ -85,26 +82,20 @@ async function answer<P>(
       };
     case "reverted": {
       const cause = await method.diagnose(ctx, verified.payment, undefined);
-      return {
-        ok: false,
-        payer,
-        transactionHash: outcome.hash,
-        failure: failure(
-          "settlement_failed",
-          `the transaction reverted on chain (${cause.message})`,
-          method.revertedReason ? { x402Reason: method.revertedReason } : {},
-        ),
-      };
+      const why = `the transaction reverted on chain (${cause.message})`;
+      return settlementFailed(outcome.hash, why, method.revertedReason);
     }
     case "failed":
       return { ok: false, payer, transactionHash: outcome.hash, failure: outcome.failure };
   }
 }
 
-/**
- * A settlement of this key is in the journal: pick it up. Undefined when nothing stands in the
- * way of settling afresh (nothing journaled, or its transaction can never land).
- */
+const alreadyUsed = (message: string) => ({
+  ok: false as const,
+  failure: failure("nonce_already_used", message),
+});
+
+/** Picks up this key's journaled settlement; undefined when it may be settled afresh. */
 async function pickUp<P>(
   method: ExactMethod<P>,
   ctx: EvmContext,
@@ -119,7 +110,7 @@ async function pickUp<P>(
   // Written down as answered by this run, which could not hand the success over: it is not.
   const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
   if (isAnswered(state)) {
-    // If a reorg (or the pool) dropped it, it may be sent again: count it against the payer meanwhile.
+    // It may be sent again (dropped by a reorg or the pool): counted against the payer meanwhile.
     ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
     const recheck = await recheckAnswered(
       ctx,
@@ -137,23 +128,13 @@ async function pickUp<P>(
         : recheck.unseen
           ? "sent (the node read from is behind, and has not seen it yet)"
           : "submitted (not mined yet)";
-      return {
-        ok: false,
-        failure: failure(
-          "nonce_already_used",
-          `this authorization was already ${how} in ${recheck.hash}`,
-        ),
-      };
+      return alreadyUsed(`this authorization was already ${how} in ${recheck.hash}`);
     }
     if (recheck.kind === "refused") return { ok: false, failure: recheck.failure };
     if (recheck.kind === "sendable") {
-      return {
-        ok: false,
-        failure: failure(
-          "nonce_already_used",
-          `this authorization was already answered in ${recheck.hash}; its transaction left the node's pool, and a settle that is not a dry run sends it again`,
-        ),
-      };
+      return alreadyUsed(
+        `this authorization was already answered in ${recheck.hash}; its transaction left the node's pool, and a settle that is not a dry run sends it again`,
+      );
     }
     if (recheck.kind === "resent") {
       // Its success was answered once already: the transaction is sent again, the success not.
@@ -163,13 +144,12 @@ async function pickUp<P>(
       if (outcome.kind === "confirmed" && judgeLanded(ctx, expect, outcome.receipt)) {
         void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
       }
+      const mined = outcome.kind === "confirmed" ? "now mined" : "not mined yet";
       return {
-        ok: false,
-        transactionHash: hash,
-        failure: failure(
-          "nonce_already_used",
-          `this authorization was already answered in ${entry.hashes.at(-1)}; its transaction had left the node's pool and was sent again (${outcome.kind === "confirmed" ? "now mined" : "not mined yet"})`,
+        ...alreadyUsed(
+          `this authorization was already answered in ${entry.hashes.at(-1)}; its transaction had left the node's pool and was sent again (${mined})`,
         ),
+        transactionHash: hash,
       };
     }
     // Dropped by a reorg and not sendable again as it was: settle afresh if it still can pay.
@@ -179,8 +159,7 @@ async function pickUp<P>(
   if ((state !== "broadcast" && state !== "landed") || !may) return undefined;
   const mismatch = await method.sameAsJournal(ctx, payment, entry);
   if (mismatch) return { ok: false, failure: mismatch };
-  // Settled before (timed out, the process died, or landed with no success handed over): follow
-  // that transaction to its answer, never send anew.
+  // Settled before (timed out, the process died, no success handed over): follow it, never resend.
   const picked = await reconcile(ctx, entry, may);
   if (picked !== "gone") {
     // Gone from the pool and no longer able to land: it is over, and took nothing.
@@ -249,15 +228,13 @@ function paymentSteps<P>(
     async prepare(waitUntil) {
       const refused = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
       if (refused) return refuse({ ok: false, payer, failure: refused });
-      // Settlement re-verifies everything. The transfer itself is simulated either here (batched
-      // with the other reads) or by estimating its gas: the first settle on a token estimates,
-      // later ones from accounts without code reuse that estimate.
+      // Settle re-verifies everything; the transfer is simulated here (batched) or by estimating
+      // its gas: the first settle on a token estimates, later ones reuse that estimate.
       const mark = ctx.inflight.mark();
       const simulate = gasKey !== undefined && hasGasEstimate(gasKey);
-      // The fees it will pay are read in the same round trip as the checks' reads, not after.
+      // The fees, the key's nonce and a first estimate are read in the checks' round trip.
       const fees = estimateFees(ctx);
       fees.catch(() => undefined);
-      // So are the key's nonce, when it must be read, and a first estimate (its simulation).
       for (const lane of ctx.signers.lanes) lane.readAhead(ctx.client, ctx.chainId);
       const early = simulate ? undefined : estimateEarly(method, ctx, payment, request);
       const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
@@ -329,11 +306,7 @@ function withAmount<P>(checked: Verified<P>, result: Outcome<SettleResult>): Out
     : result;
 }
 
-/**
- * A payment of several transactions, its balance held already (no simulation can prove the
- * payment before its preludes land, so the balance was read): each prelude lands, then the
- * payment itself is simulated (by estimating its gas) and sent.
- */
+/** A payment of several transactions, its balance held: each prelude lands, then the payment. */
 async function sendInSteps<P>(
   ctx: EvmContext,
   checked: Verified<P>,

@@ -39,29 +39,16 @@ export function parseEvmRequirements(
 export function eip712Domain(
   request: PaymentRequest,
 ): { ok: true; name: string; version: string } | { ok: false; failure: Failure } {
-  const extra = request.requirements.extra ?? {};
-  const { name, version } = extra;
-  for (const [field, value] of [
-    ["name", name],
-    ["version", version],
-  ] as const) {
+  const { name, version } = request.requirements.extra ?? {};
+  const at = `${request.paths.requirements}.extra`;
+  for (const [field, value] of Object.entries({ name, version })) {
     if (value === undefined || value === null || value === "") {
-      return {
-        ok: false,
-        failure: failure(
-          "missing_eip712_domain",
-          `${request.paths.requirements}.extra.${field} is required: the token's EIP-712 domain ${field}`,
-        ),
-      };
+      const why = `${at}.${field} is required: the token's EIP-712 domain ${field}`;
+      return { ok: false, failure: failure("missing_eip712_domain", why) };
     }
     if (typeof value !== "string") {
-      return {
-        ok: false,
-        failure: invalidField(
-          `${request.paths.requirements}.extra.${field}: expected a string`,
-          request.paths.requirements,
-        ),
-      };
+      const why = `${at}.${field}: expected a string`;
+      return { ok: false, failure: invalidField(why, request.paths.requirements) };
     }
   }
   return { ok: true, name: name as string, version: version as string };

@@ -1,8 +1,4 @@
-/**
- * Whether a signature over an EIP-712 digest is the payer's: ECDSA for accounts without code,
- * the wallet's own EIP-1271 answer for contract wallets and EIP-7702 accounts, ERC-6492 wrappers
- * unwrapped (undeployed wallets are refused: no factory is allowed to run).
- */
+/** Whether a signature over an EIP-712 digest is the payer's: ECDSA, EIP-1271 or ERC-6492. */
 import {
   type Address,
   encodeFunctionData,
@@ -20,7 +16,7 @@ import { type Failure, failure } from "../../protocol/errors.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { recoverSigner } from "../chain/secp256k1.js";
 import type { EvmContext } from "../context.js";
-import { chainFailure, type Step } from "./checks.js";
+import { chainFailure, refuse, type Step } from "./checks.js";
 
 const erc1271Abi = parseAbi([
   "function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)",
@@ -37,10 +33,7 @@ export function isMalleable(signature: Hex): boolean {
   return s > HALF_CURVE_ORDER || (v !== 27 && v !== 28);
 }
 
-const invalid = (why: string): { ok: false; failure: Failure } => ({
-  ok: false,
-  failure: failure("invalid_signature", `the signature ${why}`),
-});
+const invalid = (why: string) => refuse(failure("invalid_signature", `the signature ${why}`));
 
 /** A wallet that does not exist yet: its factory and the call that deploys it (ERC-6492). */
 export interface Deployment {
@@ -54,10 +47,8 @@ export interface Signed {
 }
 
 /**
- * `payerCode` is the payer's code, read earlier in the same batch as the other reads. An ERC-6492
- * signature of a wallet not deployed yet is accepted only when its factory is on the operator's
- * allow-list; it is then checked by deploying the wallet inside an eth_call (viem's deployless
- * ERC-6492 validator), and the settlement deploys it in the same transaction.
+ * `payerCode` is read in the same batch as the other reads. An undeployed wallet's ERC-6492
+ * signature counts only with an allowed factory, checked by deploying it inside an eth_call.
  */
 export async function checkSignature(
   ctx: EvmContext,
@@ -67,14 +58,13 @@ export async function checkSignature(
   payerCode: Promise<Hex | undefined>,
 ): Promise<Step<Signed>> {
   let signature = signed;
-  // A plain signature is recovered while the payer's code is read: a one-shot CLI asks the node's
-  // ecrecover in the same round trip (secp256k1.ts). Its answer counts only if the payer has none.
+  // Recovered while the payer's code is read (one round trip); counts only if the payer has none.
   const recovered = size(signed) === 65 ? recoversTo(ctx, payer, digest, signed) : undefined;
   let code: Hex | undefined;
   try {
     code = await payerCode;
   } catch (error) {
-    return { ok: false, failure: chainFailure(error, "reading the payer's code") };
+    return refuse(chainFailure(error, "reading the payer's code"));
   }
   const payerHasCode = code !== undefined && code !== "0x";
 
@@ -83,18 +73,11 @@ export async function checkSignature(
     if (!payerHasCode && wrapped.address && !isAddressEqual(wrapped.address, zeroAddress)) {
       const factory = wrapped.address;
       if (!ctx.erc6492Factories.some((allowed) => isAddressEqual(allowed, factory))) {
-        return {
-          ok: false,
-          failure: failure(
-            "unsupported_signature",
-            `the payer's wallet is not deployed and its factory ${factory} is not allowed (--erc6492-factory)`,
-          ),
-        };
+        const why = `the payer's wallet is not deployed and its factory ${factory} is not allowed (--erc6492-factory)`;
+        return refuse(failure("unsupported_signature", why));
       }
-      return counterfactual(ctx, payer, digest, signed, {
-        factory,
-        calldata: wrapped.data ?? "0x",
-      });
+      const deployment = { factory, calldata: wrapped.data ?? "0x" } as const;
+      return counterfactual(ctx, payer, digest, signed, deployment);
     }
     signature = wrapped.signature;
   }
@@ -112,8 +95,7 @@ export async function checkSignature(
         ? { ok: true, value: {} }
         : invalid("is refused by the payer's wallet contract (EIP-1271)");
     } catch (error) {
-      if (isUnreachable(error))
-        return { ok: false, failure: chainFailure(error, "asking the payer's wallet") };
+      if (isUnreachable(error)) return refuse(chainFailure(error, "asking the payer's wallet"));
       return invalid("is refused by the payer's wallet contract (EIP-1271)");
     }
   }
@@ -135,12 +117,24 @@ export async function recoversTo(
   try {
     signer = await recoverSigner(ctx.client, digest, signature);
   } catch (error) {
-    return { ok: false, failure: chainFailure(error, "recovering the signer") };
+    return refuse(chainFailure(error, "recovering the signer"));
   }
   if (!signer) return invalid("cannot be recovered");
   return isAddressEqual(signer, payer)
     ? { ok: true, value: {} }
     : invalid(`recovers to ${signer}, not to the payer ${payer}`);
+}
+
+/** A journaled payment's 65-byte signature recovers to `owner` (others were checked when sent). */
+export async function journaledSigner(
+  ctx: EvmContext,
+  owner: Address,
+  digest: Hex,
+  signature: Hex,
+): Promise<Failure | null> {
+  if (size(signature) !== 65) return null;
+  const signed = await recoversTo(ctx, owner, digest, signature);
+  return signed.ok ? null : signed.failure;
 }
 
 /** The signature inside an ERC-6492 wrapper, or the signature itself. */
@@ -162,7 +156,7 @@ async function counterfactual(
     return { ok: true, value: { deployment } };
   } catch (error) {
     if (isUnreachable(error)) {
-      return { ok: false, failure: chainFailure(error, "asking the payer's undeployed wallet") };
+      return refuse(chainFailure(error, "asking the payer's undeployed wallet"));
     }
     return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
   }
@@ -176,9 +170,8 @@ const multicall3Abi = parseAbi([
 const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
 /**
- * The settlement call, deploying the payer's wallet first when it is counterfactual: both in one
- * transaction through Multicall3. The deployment may fail (someone deployed the wallet meanwhile);
- * the transfer may not.
+ * The settlement call, deploying the payer's wallet first through Multicall3 when counterfactual;
+ * the deployment may fail (deployed meanwhile), the transfer may not.
  */
 export function withDeployment(
   call: { readonly to: Address; readonly data: Hex },
