@@ -280,7 +280,7 @@ function payerCode(ctx: EvmContext, payer: Address): Promise<Hex | undefined> {
   return ctx.client.getCode({ address: payer });
 }
 
-/** An allowed ERC-6492 factory that refuses the call: the official `smart_wallet_deployment_failed`. */
+/** An allowed ERC-6492 factory that refuses its call: `smart_wallet_deployment_failed`. */
 async function cannotDeploy(ctx: EvmContext, signature: Hex): Promise<Failure | undefined> {
   if (!isErc6492Signature(signature)) return undefined;
   const { address: factory, data } = parseErc6492Signature(signature);
