@@ -1,17 +1,14 @@
 /**
- * What this process knows of each channel: its on-chain state as last read (or as our own
- * transactions changed it) and the highest voucher verified. A voucher verify answers from here
- * without an RPC while the state is fresh: a channel's balance can only fall by a refund its
- * receiver authorizer signs or a withdrawal that waits at least 15 minutes after it shows on
- * chain, so a read a few seconds old cannot make a voucher look covered when it is not. A refund
- * sent or seen by any replica is recorded in the store, and a voucher checked against a read that
- * predates it is checked again (voucher.ts); one the receiver sends itself shows at the next read.
+ * What this process knows of each channel: its state as last read (or as our transactions left it)
+ * and the highest voucher verified. A fresh state answers a voucher without an RPC: a balance falls
+ * only by a refund (every replica hears of ours through the store) or a withdrawal that waits 15
+ * minutes after it shows, so a read seconds old cannot make a voucher look covered when it is not.
  */
 import type { Hex } from "viem";
 import { setNewest } from "../../core/newest.js";
 import type { ChannelState } from "./channel.js";
 
-export interface KnownChannel {
+interface KnownChannel {
   readonly state: ChannelState;
   /** When `state` was read (unix milliseconds). */
   readonly readAt: number;
@@ -19,12 +16,12 @@ export interface KnownChannel {
   readonly highestVoucher: bigint;
 }
 
-/** How long a channel's state read serves voucher verifies, by default. */
-export const DEFAULT_STATE_TTL_MS = 30_000;
+/** How long a channel's state read serves voucher verifies. */
+const STATE_TTL_MS = 30_000;
+const MAX_CHANNELS = 100_000;
 /**
- * Reads made to refuse a voucher (an empty channel, a voucher over the balance), at most this many
- * per channel and window: a deposit made elsewhere still shows at once, and a flood of such
- * vouchers costs a read per channel and second, not one per voucher.
+ * Reads made to refuse a voucher (an empty channel, one over the balance), per channel and window:
+ * a deposit made elsewhere still shows at once, and a flood of such vouchers costs few reads.
  */
 const REREADS_PER_WINDOW = 2;
 const REREAD_WINDOW_MS = 2_000;
@@ -32,18 +29,11 @@ const REREAD_WINDOW_MS = 2_000;
 export class ChannelBook {
   readonly #channels = new Map<string, KnownChannel>();
   readonly #rereads = new Map<string, number[]>();
-  readonly #ttlMs: number;
-  readonly #max: number;
-
-  constructor(options: { ttlMs?: number; max?: number } = {}) {
-    this.#ttlMs = options.ttlMs ?? DEFAULT_STATE_TTL_MS;
-    this.#max = options.max ?? 100_000;
-  }
 
   /** The channel's state if read recently enough to answer from. */
   fresh(channelId: Hex, now = Date.now()): KnownChannel | undefined {
     const known = this.#channels.get(channelId);
-    if (!known || now - known.readAt > this.#ttlMs) return undefined;
+    if (!known || now - known.readAt > STATE_TTL_MS) return undefined;
     // A withdrawal under way: its end may be near, so every verify reads the chain.
     if (known.state.withdrawRequestedAt !== 0) return undefined;
     return known;
@@ -59,7 +49,7 @@ export class ChannelBook {
     const recent = (this.#rereads.get(channelId) ?? []).filter((t) => now - t < REREAD_WINDOW_MS);
     if (recent.length >= REREADS_PER_WINDOW) return false;
     recent.push(now);
-    setNewest(this.#rereads, channelId, recent, this.#max);
+    setNewest(this.#rereads, channelId, recent, MAX_CHANNELS);
     return true;
   }
 
@@ -73,7 +63,7 @@ export class ChannelBook {
     this.#channels.delete(channelId);
     this.#channels.set(channelId, { state, readAt: now, highestVoucher });
     // Oldest first in a Map: forget the least recently read beyond the cap.
-    if (this.#channels.size > this.#max) {
+    if (this.#channels.size > MAX_CHANNELS) {
       const oldest = this.#channels.keys().next().value;
       if (oldest !== undefined) this.#channels.delete(oldest);
     }

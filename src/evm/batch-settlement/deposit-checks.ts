@@ -35,7 +35,7 @@ import {
   RECEIVE_AUTHORIZATION_TYPES,
 } from "./constants.js";
 import type { DepositPayload } from "./payload.js";
-import { rejected } from "./reasons.js";
+import { type Reason, rejected } from "./reasons.js";
 
 type Erc3009 = NonNullable<DepositPayload["deposit"]["authorization"]["erc3009Authorization"]>;
 type Permit2 = NonNullable<DepositPayload["deposit"]["authorization"]["permit2Authorization"]>;
@@ -90,12 +90,13 @@ export type Permit2Allowance = Deploying &
   );
 
 /** A deposit signature's refusal: the chain's, an ERC-6492 factory not allowed, or `reason`. */
-function signatureFailure(signed: { failure: Failure }, reason: Failure): Failure {
-  if (signed.failure.code === "chain_unavailable") return signed.failure;
-  if (signed.failure.code === "unsupported_signature") {
-    return rejected("unsupported_signature", "eip6492_factory_not_allowed", signed.failure.message);
+function signatureFailure(signed: { failure: Failure }, reason: Reason, what: string): Failure {
+  const { code, message } = signed.failure;
+  if (code === "chain_unavailable") return signed.failure;
+  if (code === "unsupported_signature") {
+    return rejected("unsupported_signature", "eip6492_factory_not_allowed", message);
   }
-  return reason;
+  return rejected("invalid_signature", reason, `${what} ${message.replace(/^the signature /, "")}`);
 }
 
 /** Whether the payer's signed ReceiveWithAuthorization funds this deposit. */
@@ -139,24 +140,24 @@ export async function checkErc3009(
       nonce: erc3009DepositNonce(payload.voucher.channelId as Hex, auth.salt),
     },
   });
-  const signed = await checkSignature(ctx, payer, digest, auth.signature, payerCode(ctx, payer));
+  const signed = await checkSignature(
+    ctx,
+    payer,
+    digest,
+    auth.signature,
+    ctx.client.getCode({ address: payer }),
+  );
   if (!signed.ok) {
     const undeployable = await cannotDeploy(ctx, auth.signature);
     if (undeployable) return undeployable;
-    return signatureFailure(
-      signed,
-      rejected(
-        "invalid_signature",
-        "receive_authorization_signature",
-        `the deposit's ReceiveWithAuthorization ${signed.failure.message.replace(/^the signature /, "")}`,
-      ),
-    );
+    const what = "the deposit's ReceiveWithAuthorization";
+    return signatureFailure(signed, "receive_authorization_signature", what);
   }
   return { deployment: signed.value.deployment };
 }
 
-/** A deposit's signature checked: the payer's wallet to deploy first, if it is not yet (ERC-6492). */
-export interface Deploying {
+/** A deposit's signature checked: the payer's wallet to deploy first, if not yet (ERC-6492). */
+interface Deploying {
   readonly deployment?: Deployment | undefined;
 }
 
@@ -228,16 +229,15 @@ export async function checkPermit2(
       witness: { channelId: auth.witness.channelId as Hex },
     },
   });
-  const signed = await checkSignature(ctx, payer, digest, auth.signature, payerCode(ctx, payer));
+  const signed = await checkSignature(
+    ctx,
+    payer,
+    digest,
+    auth.signature,
+    ctx.client.getCode({ address: payer }),
+  );
   if (!signed.ok) {
-    return signatureFailure(
-      signed,
-      rejected(
-        "invalid_signature",
-        "permit2_invalid_signature",
-        `the Permit2 authorization ${signed.failure.message.replace(/^the signature /, "")}`,
-      ),
-    );
+    return signatureFailure(signed, "permit2_invalid_signature", "the Permit2 authorization");
   }
   const { deployment } = signed.value;
   // The gas-sponsoring extensions, as the official facilitator takes them, in its order.
@@ -274,10 +274,6 @@ export async function checkPermit2(
   } catch (error) {
     return chainFailure(error, "reading the payer's Permit2 allowance");
   }
-}
-
-function payerCode(ctx: EvmContext, payer: Address): Promise<Hex | undefined> {
-  return ctx.client.getCode({ address: payer });
 }
 
 /** An allowed ERC-6492 factory that refuses its call: `smart_wallet_deployment_failed`. */

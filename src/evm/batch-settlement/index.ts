@@ -121,11 +121,7 @@ function batchMethod(request: PaymentRequest) {
   );
 }
 
-/**
- * A deposit moves its amount into the channel. Vouchers are verified and never sent; claims,
- * settles and refunds move what earlier deposits hold, and their own checks refuse one that
- * claims, settles or refunds nothing (`nothing_to_settle`, `voucher_already_claimed`).
- */
+/** A deposit moves its amount; the others move what deposits hold, and refuse moving nothing. */
 function depositMoves(request: PaymentRequest): SchemeMoves {
   if (request.payload.type !== "deposit") return "nothing";
   const amount = unitsOf((request.payload.deposit as { amount?: unknown } | undefined)?.amount);

@@ -42,7 +42,7 @@ const REASONS = [
   "smart_wallet_deployment_failed",
 ] as const;
 
-type Reason = (typeof REASONS)[number];
+export type Reason = (typeof REASONS)[number];
 
 /** A batch-settlement failure: `code` for the reference dialect, `reason` for x402. */
 export function rejected(code: ErrorCode, reason: Reason, message: string): Failure {
