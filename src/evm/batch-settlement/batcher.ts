@@ -11,17 +11,17 @@ import { setNewest } from "../../core/newest.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { type Action, type Sent, sendAction } from "../send-action.js";
 import { channelIdOf } from "./channel.js";
-import { claimCall, claimKey, claimSignature } from "./claim-call.js";
+import { claimCall, claimKey, claimSignature, learnClaims, rowsThatMove } from "./claim-call.js";
 import { pickUpClaim } from "./claim-pickup.js";
-import { rowsThatMove } from "./claim-rows.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
-import type { VoucherClaim } from "./payload.js";
+import { claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
 import { wouldRevert } from "./reasons.js";
 import { BATCH_GAS, BATCH_OWN, type ClaimBatchPolicy } from "./settings.js";
 
@@ -50,6 +50,25 @@ interface Waiting extends Ready {
 const claimReverts = (detail: string | undefined) => wouldRevert("claim", detail);
 
 const refused = (failure: Failure): Sent => ({ ok: false, result: { ok: false, failure } });
+
+/** A claim: what vouchers entitle the receiver to, for one or many channels, sent batched. */
+export async function settleClaim(
+  ctx: EvmContext,
+  request: PaymentRequest,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const parsed = parsePayload(request, claimSchema);
+  if (!parsed.ok) return parsed;
+  const { claims, claimAuthorizerSignature } = parsed.value;
+  const sent = await batcherOf(ctx).claim(
+    ctx,
+    { rows: claims, signature: claimAuthorizerSignature, payment: request },
+    waitUntil,
+  );
+  if (!sent.ok) return sent.result;
+  learnClaims(ctx, claims);
+  return { ok: true, payer: "", transactionHash: sent.hash };
+}
 
 /** The batcher of chain `chainId` for this facilitator. */
 export function batcherOf(ctx: EvmContext): ClaimBatcher {

@@ -11,7 +11,6 @@ import type { WaitUntil } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { sendAction } from "../send-action.js";
-import { ourAuthorizerFor } from "./authorizer.js";
 import {
   type ChannelState,
   channelIdOf,
@@ -19,7 +18,7 @@ import {
   readChannel,
   stateExtra,
 } from "./channel.js";
-import { claimCall, claimSignature, learnClaims } from "./claim-call.js";
+import { claimCall, claimSignature, learnClaims, ourAuthorizerFor } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
 import { parsePayload, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected, wouldRevert } from "./reasons.js";
