@@ -1,10 +1,7 @@
 /**
- * Claims batched across channels and receivers: requests within `maxWaitMs` of the first (or up to
- * `maxRows` rows) go out as one transaction. Rows we sign merge into one `claimWithSignature`;
- * seller-signed ones keep their own call; the calls ride one `multicall`. Each request is first
- * simulated alone, so one bad claim is refused alone and never sinks the batch. Should the batch
- * still revert, the requests that now fail alone are refused and charged to their payers, and the
- * rest go out once more, together (never one by one, and never again without a culprit).
+ * Claims batched: requests within `maxWaitMs` (or `maxRows` rows) go out as one `multicall`. Each
+ * is simulated alone first, so a bad claim is refused alone; should the batch still revert, those
+ * that now fail alone are refused and charged, and the rest go once more, together.
  */
 import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
@@ -98,8 +95,7 @@ export class ClaimBatcher {
     const askedKey = claimKey(ctx, asked.rows);
     const answered = this.#answered.get(askedKey);
     if (answered) return { ok: true, hash: answered };
-    // One process at a time, on any replica, claims these rows: the store knows any transaction
-    // of them already sent, here or elsewhere.
+    // One process at a time, on any replica, claims these rows (the settle loop).
     const steps: SettleSteps<Ready, Sent> = {
       key: askedKey,
       busy: () => refused(inProgress()),
@@ -168,7 +164,7 @@ export class ClaimBatcher {
     return sent;
   }
 
-  /** Claim rows that made a transaction of ours revert: their payers pay for it, in the throttle. */
+  /** Rows that made a transaction of ours revert: their payers pay for it, in the throttle. */
   #charge(ctx: EvmContext, culprits: readonly Ready[], receipt: TransactionReceipt): void {
     chargeWaste(ctx, chargesOf(culprits), receipt);
     const until = Date.now() + SUSPECT_MS;
@@ -203,8 +199,7 @@ export class ClaimBatcher {
     });
     if (rest.length === 0) return;
     if (sinking.length === 0) {
-      // Nobody to blame, and nothing to gain from sending the same again: all are charged and
-      // told, and their channels are claimed one by one from now on.
+      // Nobody to blame: all are charged and told, and claimed alone from now on.
       if (receipt) this.#charge(ctx, rest, receipt);
       for (const w of rest) w.resolve(sent);
       return;
@@ -283,10 +278,7 @@ function sendClaims(
   return sendAction(ctx, { key, call, gas, reverts: claimReverts, ...charges, ...more }, waitUntil);
 }
 
-/**
- * Why the claim would revert on its own now, if it would. After a mined revert it runs as that
- * transaction ran (our account, its gas price): a payer's code may answer differently when paid.
- */
+/** Why the claim would revert alone now; after a mined revert, as that one ran (its gas price). */
 async function simulateAlone(
   ctx: EvmContext,
   data: Hex,
@@ -308,10 +300,7 @@ async function simulateAlone(
   return claimReverts(String((error as Error)?.message ?? error).split("\n")[0]);
 }
 
-/**
- * The batch's calls: every row we sign in one claimWithSignature (for a channel claimed twice,
- * the higher total), then each seller-signed request's own.
- */
+/** The batch's calls: the rows we sign in one (a channel's highest total), then sellers' own. */
 async function batchCalls(ctx: EvmContext, batch: readonly Waiting[]): Promise<Hex[]> {
   const merged = new Map<string, VoucherClaim>();
   const calls: Hex[] = [];

@@ -1,6 +1,6 @@
 /**
  * A claim's call: its rows as the contract takes them, which of them move anything, the receiver
- * authorizer's signature over them (the one given, or ours) and the name the journal keeps it under.
+ * authorizer's signature (the one given, or ours) and the name the journal keeps it under.
  */
 import {
   type Address,

@@ -11,7 +11,7 @@ import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 import type { Sent } from "../send-action.js";
 
-/** The claim `entry`'s transaction, or undefined when none stands (never sent, reverted, dropped). */
+/** The claim `entry`'s transaction, or undefined when none stands (unsent, reverted, dropped). */
 export async function pickUpClaim(
   ctx: EvmContext,
   entry: JournalEntry,

@@ -1,7 +1,6 @@
 /**
- * The deposit's own authorization, by collector: an EIP-3009 ReceiveWithAuthorization to the
- * EIP-3009 collector (its nonce binds the channel), or a Permit2 transfer whose witness names the
- * channel. Checked in the official facilitator's order, with its reasons.
+ * The deposit's own authorization, checked in the official order: an EIP-3009 receive to its
+ * collector (the nonce binds the channel), or a Permit2 transfer whose witness names the channel.
  */
 import {
   type Address,

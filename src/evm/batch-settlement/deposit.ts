@@ -1,7 +1,6 @@
 /**
- * A batch-settlement deposit: the payer's signed transfer into a channel through one of the
- * contract's collectors, with the channel's first (or next) voucher. It settles through the same
- * pipeline as an `exact` payment (../exact/pipeline.ts).
+ * A deposit: the payer's signed transfer into a channel through a collector, with a voucher. It
+ * settles through the `exact` payment pipeline.
  */
 import { type Address, encodeFunctionData, type Hex, parseAbi } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";

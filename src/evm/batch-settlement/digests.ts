@@ -51,7 +51,7 @@ export function channelIdOf(config: ChannelConfig, chainId: number): Hex {
   return id;
 }
 
-/** What the payer signs for a voucher (the channel may pay out `maxClaimable` in all), unallocated. */
+/** What the payer signs for a voucher: the channel may pay out `maxClaimable` in all. */
 export function voucherDigest(chainId: number, channelId: Hex, maxClaimable: bigint): Hex {
   const structHash = hashWords(3, (out) => {
     writeBytes32(out, 0, VOUCHER_TYPEHASH);

@@ -1,7 +1,6 @@
 /**
- * The x402 `batch-settlement` scheme on EVM chains: payment channels. A payer deposits once, then
- * pays each request with a voucher (verified, never sent); the receiver side claims vouchers in
- * batches, settles what it claimed, and refunds the rest. Requests dispatch on `payload.type`.
+ * The x402 `batch-settlement` scheme on EVM: a payer deposits into a channel once, then pays with
+ * vouchers (verified, never sent); the receiver claims, settles and refunds. By `payload.type`.
  */
 
 import { unitsOf } from "../../core/amount-floor.js";

@@ -1,7 +1,6 @@
 /**
- * A cooperative refund: what the payer deposited and nobody claimed, returned by
- * `refundWithSignature` with the receiver authorizer's signature (given, or ours). Claims that
- * ride along go first, in the same transaction (`multicall`).
+ * A cooperative refund of what nobody claimed, by `refundWithSignature` with the receiver
+ * authorizer's signature (given, or ours); claims riding along go first, in one `multicall`.
  */
 import { encodeFunctionData, type Hex } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
@@ -83,7 +82,7 @@ export async function settleRefund(
   const config = payload.channelConfig;
   const payer = config.payer;
   const refuse = (f: Failure): SettleResult => ({ ok: false, payer, failure: f });
-  // The contract reverts a refund of nothing (ZeroRefund): said before anything is read or signed.
+  // The contract reverts a refund of nothing (ZeroRefund).
   if (payload.amount === 0n) {
     return refuse(
       rejected(

@@ -16,10 +16,9 @@ import { type ChannelConfig, parsePayload, type VoucherFields, voucherSchema } f
 import { rejected } from "./reasons.js";
 
 /**
- * What this process knows of each channel: its state as last read (or as our transactions left it)
- * and the highest voucher verified. A fresh state answers a voucher without an RPC: a balance falls
- * only by a refund (every replica hears of ours through the store) or a withdrawal that waits 15
- * minutes after it shows, so a read seconds old cannot make a voucher look covered when it is not.
+ * Each channel's last read state and highest voucher verified. A fresh state answers without an
+ * RPC: a balance falls only by a refund (the store tells every replica) or a withdrawal that waits
+ * 15 minutes, so a read seconds old cannot make a voucher look covered when it is not.
  */
 interface KnownChannel {
   readonly state: ChannelState;
