@@ -5,12 +5,12 @@
 import {
   type Address,
   encodeAbiParameters,
+  erc20Abi,
   type Hex,
   hashTypedData,
   isAddressEqual,
   isErc6492Signature,
   keccak256,
-  parseAbi,
   parseAbiParameters,
   parseErc6492Signature,
   parseSignature,
@@ -160,10 +160,6 @@ interface Deploying {
   readonly deployment?: Deployment | undefined;
 }
 
-const allowanceAbi = parseAbi([
-  "function allowance(address owner, address spender) view returns (uint256)",
-]);
-
 /** Whether the payer's Permit2 transfer funds this deposit, and Permit2 may move it. */
 export async function checkPermit2(
   ctx: EvmContext,
@@ -260,7 +256,7 @@ export async function checkPermit2(
   try {
     const allowance = await ctx.client.readContract({
       address: asset,
-      abi: allowanceAbi,
+      abi: erc20Abi,
       functionName: "allowance",
       args: [payer, PERMIT2_ADDRESS],
     });

@@ -2,7 +2,7 @@
  * A deposit: the payer's signed transfer into a channel through a collector, with a voucher. It
  * settles through the `exact` payment pipeline.
  */
-import { type Address, encodeFunctionData, type Hex, parseAbi } from "viem";
+import { type Address, encodeFunctionData, erc20Abi, type Hex } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -46,8 +46,6 @@ export interface Deposit {
   readonly channelId: Hex;
   readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
-
-const balanceAbi = parseAbi(["function balanceOf(address owner) view returns (uint256)"]);
 
 const refuse = (failure: Failure): Step<never> => ({ ok: false, failure });
 
@@ -167,7 +165,7 @@ async function verify(
       readChannel(ctx, channelId),
       ctx.client.readContract({
         address: asset,
-        abi: balanceAbi,
+        abi: erc20Abi,
         functionName: "balanceOf",
         args: [payer],
       }),
