@@ -17,7 +17,7 @@ import { chainFailure } from "../exact/checks.js";
 import { channelIdOf, readViews } from "./channel.js";
 import { CLAIM_BATCH_TYPES, SETTLEMENT_ABI, settlementDomain } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
-import { rejected } from "./reasons.js";
+import { type Reason, rejected } from "./reasons.js";
 import { BATCH_OWN } from "./settings.js";
 import { bookOf } from "./voucher.js";
 
@@ -28,27 +28,23 @@ export function ourAuthorizerFor(
   named: readonly Address[],
 ): { ok: true; authorizer: LocalAccount } | { ok: false; failure: Failure } {
   const authorizer = ctx.own(BATCH_OWN).receiverAuthorizer;
+  const refuse = (reason: Reason, message: string) => ({
+    ok: false as const,
+    failure: rejected("receiver_authorizer_unavailable", reason, message),
+  });
   if (!authorizer) {
-    return {
-      ok: false,
-      failure: rejected(
-        "receiver_authorizer_unavailable",
-        "authorizer_not_configured",
-        `the ${what} carries no ${what}AuthorizerSignature, and this facilitator holds no receiver authorizer key to sign it`,
-      ),
-    };
+    return refuse(
+      "authorizer_not_configured",
+      `the ${what} carries no ${what}AuthorizerSignature, and this facilitator holds no receiver authorizer key to sign it`,
+    );
   }
   const foreign = named.find((address) => !isAddressEqual(address, authorizer.address));
   if (foreign) {
     const whose = what === "claim" ? "a claimed channel's" : "the channel's";
-    return {
-      ok: false,
-      failure: rejected(
-        "receiver_authorizer_unavailable",
-        "authorizer_address_mismatch",
-        `${whose} receiverAuthorizer is ${foreign}, not this facilitator's ${authorizer.address}: sign the ${what} yourself`,
-      ),
-    };
+    return refuse(
+      "authorizer_address_mismatch",
+      `${whose} receiverAuthorizer is ${foreign}, not this facilitator's ${authorizer.address}: sign the ${what} yourself`,
+    );
   }
   return { ok: true, authorizer };
 }
