@@ -1,40 +1,32 @@
 /**
- * Claims batched across channels and receivers: claim requests that arrive within `maxWaitMs` of
- * the first (or until `maxRows` rows) go out as one transaction. Rows we sign (our receiver
- * authorizer's channels) merge into one `claimWithSignature` under one signature; rows a seller
- * signed keep their own call; several calls ride one `multicall`. A claim that would move nothing
- * is refused before anything is signed (claim-rows.ts), and each request is simulated alone first,
- * so one bad claim is refused on its own and never sinks the batch. Should the batch still revert
- * (the chain changed in between), the requests that now fail alone are refused and charged to
- * their payers, and the rest go out once more, together; nothing is sent one by one, and a batch
- * whose culprit cannot be found is not sent again. Every caller gets the batch's transaction.
+ * Claims batched: requests within `maxWaitMs` (or `maxRows` rows) go out as one `multicall`. Each
+ * is simulated alone first, so a bad claim is refused alone; should the batch still revert, those
+ * that now fail alone are refused and charged, and the rest go once more, together.
  */
 import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
+import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
-import { type Sent, sendAction } from "../send-action.js";
+import { type Action, type Sent, sendAction } from "../send-action.js";
 import { channelIdOf } from "./channel.js";
-import { claimCall, claimKey, claimSignature } from "./claim-call.js";
+import { claimCall, claimKey, claimSignature, learnClaims, rowsThatMove } from "./claim-call.js";
 import { pickUpClaim } from "./claim-pickup.js";
-import { rowsThatMove } from "./claim-rows.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
-import type { VoucherClaim } from "./payload.js";
-import { rejected } from "./reasons.js";
+import { claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
+import { wouldRevert } from "./reasons.js";
 import { BATCH_GAS, BATCH_OWN, type ClaimBatchPolicy } from "./settings.js";
 
 /** One claim request: its rows, and the receiver authorizer's signature unless we sign. */
 export interface ClaimRequest {
   readonly rows: readonly VoucherClaim[];
   readonly signature?: Hex | undefined;
-  /**
-   * The request it came in: a claim sent alone credits its builder codes with ours; a batch,
-   * which carries several sellers' claims, credits ours alone (ERC-8021 names one app).
-   */
+  /** Its request: credited with its builder codes when sent alone (a batch credits ours alone). */
   readonly payment?: PaymentRequest | undefined;
 }
 
@@ -44,8 +36,6 @@ interface Ready {
   readonly key: string;
   /** The key of the request as asked, before rows that move nothing were left out. */
   readonly askedKey: string;
-  /** The receiver authorizer's signature: the seller's, or the one we made. */
-  readonly signature: Hex;
   readonly data: Hex;
 }
 
@@ -54,12 +44,28 @@ interface Waiting extends Ready {
   readonly resolve: (sent: Sent) => void;
 }
 
-const claimReverts = (detail: string | undefined) =>
-  rejected(
-    "simulation_failed",
-    "claim_simulation_failed",
-    `the claim would revert${detail ? `: ${detail}` : ""}`,
+const claimReverts = (detail: string | undefined) => wouldRevert("claim", detail);
+
+const refused = (failure: Failure): Sent => ({ ok: false, result: { ok: false, failure } });
+
+/** A claim: what vouchers entitle the receiver to, for one or many channels, sent batched. */
+export async function settleClaim(
+  ctx: EvmContext,
+  request: PaymentRequest,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const parsed = parsePayload(request, claimSchema);
+  if (!parsed.ok) return parsed;
+  const { claims, claimAuthorizerSignature } = parsed.value;
+  const sent = await batcherOf(ctx).claim(
+    ctx,
+    { rows: claims, signature: claimAuthorizerSignature, payment: request },
+    waitUntil,
   );
+  if (!sent.ok) return sent.result;
+  learnClaims(ctx, claims);
+  return { ok: true, payer: "", transactionHash: sent.hash };
+}
 
 /** The batcher of chain `chainId` for this facilitator. */
 export function batcherOf(ctx: EvmContext): ClaimBatcher {
@@ -76,7 +82,8 @@ export class ClaimBatcher {
   #timer: NodeJS.Timeout | undefined;
   /** Requests answered lately, by key: a retry gets the same transaction, not a second one. */
   readonly #answered = new Map<string, Hex>();
-  readonly #suspects = new Suspects();
+  /** Channels whose claims sank a batch, until when: claimed alone, so a revert is their own. */
+  readonly #suspects = new Map<string, number>();
 
   constructor(policy: ClaimBatchPolicy) {
     this.#policy = policy;
@@ -84,17 +91,14 @@ export class ClaimBatcher {
 
   /** Claims `request`'s rows, in a batch when others come along in time. */
   async claim(ctx: EvmContext, asked: ClaimRequest, waitUntil: WaitUntil): Promise<Sent> {
-    // The same claim asked again is answered with its transaction, before its rows are read
-    // (they move nothing any more once it landed).
+    // A claim asked again is answered before its rows are read (they move nothing once it landed).
     const askedKey = claimKey(ctx, asked.rows);
     const answered = this.#answered.get(askedKey);
     if (answered) return { ok: true, hash: answered };
-    // One process at a time, on any replica, claims these rows, through the settle loop: the
-    // store says whether a transaction of them stands already (sent here or elsewhere, alive or
-    // dead), and a dry run reads nothing of it and sends nothing.
+    // One process at a time, on any replica, claims these rows (the settle loop).
     const steps: SettleSteps<Ready, Sent> = {
       key: askedKey,
-      busy: () => ({ ok: false, result: { ok: false, failure: inProgress() } }),
+      busy: () => refused(inProgress()),
       pickUp: async (entry, _waitUntil, may) => (may ? pickUpClaim(ctx, entry, may) : undefined),
       prepare: () => this.#prepare(ctx, asked, askedKey),
       simulate: (ready) => this.#sendAlone(ctx, ready, "simulated"),
@@ -113,92 +117,60 @@ export class ClaimBatcher {
     asked: ClaimRequest,
     askedKey: string,
   ): Promise<{ ok: true; value: Ready } | { ok: false; result: Sent }> {
-    const refuse = (failure: Failure) => ({
-      ok: false as const,
-      result: { ok: false as const, result: { ok: false as const, failure } },
-    });
-    const checked = await this.#check(ctx, asked);
-    if (!checked.ok) return refuse(checked.failure);
-    const request = checked.request;
+    const refuse = (failure: Failure) => ({ ok: false as const, result: refused(failure) });
+    for (const row of asked.rows) {
+      const throttled = ctx.throttle.refusal(ctx.chainId, row.voucher.channel.payer);
+      if (throttled) return refuse(throttled);
+    }
+    const moving = await rowsThatMove(ctx, asked.rows);
+    if (!moving.ok) return refuse(moving.failure);
+    // Our own signature covers only the rows that move; a seller's covers them all.
+    const request = asked.signature ? asked : { rows: moving.rows, payment: asked.payment };
     const signed = await claimSignature(ctx, request.rows, request.signature);
     if (!signed.ok) return refuse(signed.failure);
     const { key, data } = claimCall(ctx, request.rows, signed.signature);
     const before = this.#answered.get(key);
     if (before) return { ok: false, result: { ok: true, hash: before } };
-    // Alone first: a claim that cannot go through is refused now, and never joins a batch.
     const alone = await simulateAlone(ctx, data);
     if (alone) return refuse(alone);
-    return { ok: true, value: { request, key, askedKey, signature: signed.signature, data } };
+    return { ok: true, value: { request, key, askedKey, data } };
   }
 
   /** Alone, or with the claims that come along in time. */
   #send(ctx: EvmContext, ready: Ready, waitUntil: Exclude<WaitUntil, "simulated">): Promise<Sent> {
-    const request = ready.request;
+    const rows = ready.request.rows;
     // A channel that once sank a batch is claimed on its own: its revert is its own to pay.
-    const suspect = this.#suspects.isSuspect(ctx, request.rows);
+    const now = Date.now();
+    const suspect = rows.some((row) => (this.#suspects.get(idOf(ctx, row)) ?? 0) > now);
     if (this.#policy.maxWaitMs <= 0 || suspect) return this.#sendAlone(ctx, ready, waitUntil);
     return new Promise<Sent>((resolve) => {
       this.#queue.push({ ...ready, waitUntil, resolve });
-      this.#rows += request.rows.length;
+      this.#rows += rows.length;
       if (this.#rows >= this.#policy.maxRows) void this.#flush(ctx);
       else this.#timer ??= setTimeout(() => void this.#flush(ctx), this.#policy.maxWaitMs);
     });
   }
 
-  /** A claim that moves nothing, or whose channel's payer keeps making claims revert, is refused. */
-  async #check(
-    ctx: EvmContext,
-    request: ClaimRequest,
-  ): Promise<{ ok: true; request: ClaimRequest } | { ok: false; failure: Failure }> {
-    for (const row of request.rows) {
-      const throttled = ctx.throttle.refusal(ctx.chainId, row.voucher.channel.payer);
-      if (throttled) return { ok: false, failure: throttled };
-    }
-    const moving = await rowsThatMove(ctx, request.rows);
-    if (!moving.ok) return moving;
-    // Our own signature covers only what we sign: the rows that move. A seller's covers them all.
-    return {
-      ok: true,
-      request: request.signature ? request : { rows: moving.rows, payment: request.payment },
-    };
-  }
-
   async #sendAlone(ctx: EvmContext, ready: Ready, waitUntil: WaitUntil): Promise<Sent> {
-    const { request, key, askedKey, data } = ready;
-    const sent = await sendAction(
-      ctx,
-      {
-        key,
-        call: { to: SETTLEMENT_ADDRESS, data },
-        gas: {
-          use: BATCH_GAS.claim,
-          rows: { count: request.rows.length, each: BATCH_GAS.claimRow },
-          asset: tokenOf(request),
-        },
-        reverts: claimReverts,
-        ...claimCharges([ready]),
-        payment: ready.request.payment,
-        // The claim as asked is held already; the rows that move may make another.
-        ...(key === askedKey ? { claimed: true } : { members: [askedKey] }),
-      },
-      waitUntil,
-    );
+    const { key, askedKey, data } = ready;
+    // The claim as asked is held already; the rows that move may make another.
+    const held = key === askedKey ? { claimed: true } : { members: [askedKey] };
+    const sent = await sendClaims(ctx, [ready], key, data, waitUntil, {
+      payment: ready.request.payment,
+      ...held,
+    });
     if (sent.ok && waitUntil !== "simulated") this.#remember(ready, sent.hash);
-    if (!sent.ok && sent.reverted?.mined) {
-      this.#charge(ctx, [ready], sent.reverted.receipt);
-    }
+    if (!sent.ok && sent.reverted?.mined) this.#charge(ctx, [ready], sent.reverted.receipt);
     return sent;
   }
 
-  /** Claim rows that made a transaction of ours revert: their payers pay for it, in the throttle. */
+  /** Rows that made a transaction of ours revert: their payers pay for it, in the throttle. */
   #charge(ctx: EvmContext, culprits: readonly Ready[], receipt: TransactionReceipt): void {
-    const rows = culprits.flatMap((c) => c.request.rows);
-    const share = receipt.gasUsed / BigInt(Math.max(1, rows.length));
-    for (const row of rows) {
-      const { payer, token } = row.voucher.channel;
-      ctx.gasAtRisk.charge(ctx.chainId, { payer, asset: token, gas: share, cause: "reverted" });
+    chargeWaste(ctx, chargesOf(culprits), receipt);
+    const until = Date.now() + SUSPECT_MS;
+    for (const { request } of culprits) {
+      for (const row of request.rows) setNewest(this.#suspects, idOf(ctx, row), until, 10_000);
     }
-    this.#suspects.add(ctx, rows);
   }
 
   async #flush(ctx: EvmContext): Promise<void> {
@@ -208,11 +180,7 @@ export class ClaimBatcher {
     this.#queue = [];
     this.#rows = 0;
     if (batch.length === 0) return;
-    const first = batch[0] as Waiting;
-    if (batch.length === 1) {
-      first.resolve(await this.#sendAlone(ctx, first, first.waitUntil));
-      return;
-    }
+    if (batch.length === 1) return this.#together(ctx, batch);
     const sent = await this.#sendBatch(ctx, batch);
     if (sent.ok || !sent.reverted) {
       // Sent, or not for a reason of its rows (fee cap, node, pending): each caller is told so.
@@ -227,26 +195,29 @@ export class ClaimBatcher {
     if (receipt && sinking.length > 0) this.#charge(ctx, sinking, receipt);
     batch.forEach((w, i) => {
       const failure = verdicts[i];
-      if (failure) w.resolve({ ok: false, result: { ok: false, failure } });
+      if (failure) w.resolve(refused(failure));
     });
     if (rest.length === 0) return;
     if (sinking.length === 0) {
-      // Nobody to blame, and nothing to gain from sending the same again: the gas is charged to
-      // them all, each is told, and their channels are claimed one by one from now on, where a
-      // revert names its own payer.
+      // Nobody to blame: all are charged and told, and claimed alone from now on.
       if (receipt) this.#charge(ctx, rest, receipt);
       for (const w of rest) w.resolve(sent);
       return;
     }
     // Once more, together, without the rows that failed; never one by one.
-    const again =
-      rest.length === 1
-        ? await this.#sendAlone(ctx, rest[0] as Waiting, (rest[0] as Waiting).waitUntil)
-        : await this.#sendBatch(ctx, rest);
-    for (const w of rest) w.resolve(again);
+    return this.#together(ctx, rest);
   }
 
-  /** Sends the waiting requests as one transaction; each caller is answered with it. */
+  /** Sends the waiting requests as one transaction, and answers each caller with it. */
+  async #together(ctx: EvmContext, waiting: readonly Waiting[]): Promise<void> {
+    const [first] = waiting as [Waiting];
+    const sent =
+      waiting.length === 1
+        ? await this.#sendAlone(ctx, first, first.waitUntil)
+        : await this.#sendBatch(ctx, waiting);
+    for (const w of waiting) w.resolve(sent);
+  }
+
   async #sendBatch(ctx: EvmContext, batch: readonly Waiting[]): Promise<Sent> {
     let sent: Sent;
     try {
@@ -255,27 +226,15 @@ export class ClaimBatcher {
         calls.length === 1
           ? (calls[0] as Hex)
           : encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "multicall", args: [calls] });
-      const rows = batch.reduce((n, w) => n + w.request.rows.length, 0);
+      const keys = batch.map((w) => keccak256(new TextEncoder().encode(w.key)));
+      const key = `batch-claims:${ctx.chainId}:${keccak256(concatHex(keys))}`;
       // The strongest wait any caller asked for: each is answered when the batch gets there.
       const waitUntil = batch.some((w) => w.waitUntil === "confirmed") ? "confirmed" : "submitted";
-      sent = await sendAction(
-        ctx,
-        {
-          key: `batch-claims:${ctx.chainId}:${keccak256(concatHex(batch.map((w) => keccak256(new TextEncoder().encode(w.key)))))}`,
-          call: { to: SETTLEMENT_ADDRESS, data },
-          gas: {
-            use: BATCH_GAS.claim,
-            rows: { count: rows, each: BATCH_GAS.claimRow },
-            asset: tokenOf((batch[0] as Waiting).request),
-          },
-          reverts: claimReverts,
-          ...claimCharges(batch),
-          members: [...new Set(batch.map((w) => w.askedKey))],
-        },
-        waitUntil,
-      );
+      sent = await sendClaims(ctx, batch, key, data, waitUntil, {
+        members: [...new Set(batch.map((w) => w.askedKey))],
+      });
     } catch (error) {
-      return { ok: false, result: { ok: false, failure: chainFailure(error, "batching claims") } };
+      return refused(chainFailure(error, "batching claims"));
     }
     if (sent.ok) for (const w of batch) this.#remember(w, sent.hash);
     return sent;
@@ -288,11 +247,38 @@ export class ClaimBatcher {
   }
 }
 
-/**
- * Why the claim would revert on its own now, if it would. After a mined revert it runs as that
- * transaction ran (our account, its gas price), so a payer's code that answers differently when
- * gas is paid for is caught too.
- */
+/** How long a channel that sank a batch is claimed alone. */
+const SUSPECT_MS = 10 * 60_000;
+
+const idOf = (ctx: EvmContext, row: VoucherClaim) => channelIdOf(row.voucher.channel, ctx.chainId);
+
+/** The payers of a claim transaction's rows: whose doing its waste is. */
+const chargesOf = (claims: readonly Ready[]) =>
+  claims.flatMap((c) =>
+    c.request.rows.map((row) => ({
+      payer: row.voucher.channel.payer,
+      asset: row.voucher.channel.token,
+    })),
+  );
+
+/** Sends `claims` as one transaction; the batcher charges a revert to the rows that sink it. */
+function sendClaims(
+  ctx: EvmContext,
+  claims: readonly Ready[],
+  key: string,
+  data: Hex,
+  waitUntil: WaitUntil,
+  more: Pick<Action, "payment" | "claimed" | "members">,
+): Promise<Sent> {
+  const rows = claims.reduce((n, c) => n + c.request.rows.length, 0);
+  const asset = claims[0]?.request.rows[0]?.voucher.channel.token ?? SETTLEMENT_ADDRESS;
+  const gas = { use: BATCH_GAS.claim, rows: { count: rows, each: BATCH_GAS.claimRow }, asset };
+  const call = { to: SETTLEMENT_ADDRESS, data };
+  const charges = { name: "claim", chargeTo: chargesOf(claims), chargedByCaller: true };
+  return sendAction(ctx, { key, call, gas, reverts: claimReverts, ...charges, ...more }, waitUntil);
+}
+
+/** Why the claim would revert alone now; after a mined revert, as that one ran (its gas price). */
 async function simulateAlone(
   ctx: EvmContext,
   data: Hex,
@@ -314,53 +300,7 @@ async function simulateAlone(
   return claimReverts(String((error as Error)?.message ?? error).split("\n")[0]);
 }
 
-/** Channels whose claims sank a batch: claimed alone for a while, so a revert is their own. */
-class Suspects {
-  readonly #until = new Map<string, number>();
-  static readonly WINDOW_MS = 10 * 60_000;
-
-  add(ctx: EvmContext, rows: readonly VoucherClaim[], now = Date.now()): void {
-    for (const row of rows) {
-      const id = channelIdOf(row.voucher.channel, ctx.chainId);
-      setNewest(this.#until, id, now + Suspects.WINDOW_MS, 10_000);
-    }
-  }
-
-  isSuspect(ctx: EvmContext, rows: readonly VoucherClaim[], now = Date.now()): boolean {
-    return rows.some(
-      (row) => (this.#until.get(channelIdOf(row.voucher.channel, ctx.chainId)) ?? 0) > now,
-    );
-  }
-}
-
-/**
- * Whose doing a claim transaction's waste is: the payers of its rows. A revert seen here is
- * charged here, to the rows that sink it; the store keeps them all for a reconciler that sees it.
- */
-const claimCharges = (claims: readonly Ready[]) => ({
-  name: "claim",
-  chargeTo: claims.flatMap((c) =>
-    c.request.rows.map((row) => ({
-      payer: row.voucher.channel.payer,
-      asset: row.voucher.channel.token,
-    })),
-  ),
-  chargedByCaller: true,
-});
-
-const tokenOf = (request: ClaimRequest) =>
-  request.rows[0]?.voucher.channel.token ?? SETTLEMENT_ADDRESS;
-
-async function ours(ctx: EvmContext, rows: readonly VoucherClaim[]): Promise<Hex> {
-  const signed = await claimSignature(ctx, rows, undefined);
-  if (!signed.ok) throw new Error(signed.failure.message);
-  return signed.signature;
-}
-
-/**
- * The batch's calls: every row we sign in one claimWithSignature (for a channel claimed twice,
- * the higher total: the lower one would change nothing), then each seller-signed request's own.
- */
+/** The batch's calls: the rows we sign in one (a channel's highest total), then sellers' own. */
 async function batchCalls(ctx: EvmContext, batch: readonly Waiting[]): Promise<Hex[]> {
   const merged = new Map<string, VoucherClaim>();
   const calls: Hex[] = [];
@@ -370,14 +310,15 @@ async function batchCalls(ctx: EvmContext, batch: readonly Waiting[]): Promise<H
       continue;
     }
     for (const row of request.rows) {
-      const id = channelIdOf(row.voucher.channel, ctx.chainId);
-      const known = merged.get(id);
-      if (!known || row.totalClaimed > known.totalClaimed) merged.set(id, row);
+      const known = merged.get(idOf(ctx, row));
+      if (!known || row.totalClaimed > known.totalClaimed) merged.set(idOf(ctx, row), row);
     }
   }
   if (merged.size > 0) {
     const rows = [...merged.values()];
-    calls.unshift(claimCall(ctx, rows, await ours(ctx, rows)).data);
+    const signed = await claimSignature(ctx, rows, undefined);
+    if (!signed.ok) throw new Error(signed.failure.message);
+    calls.unshift(claimCall(ctx, rows, signed.signature).data);
   }
   return calls;
 }

@@ -1,7 +1,4 @@
-/**
- * A payment channel: its id (the EIP-712 hash of its configuration), whether its configuration
- * fits the requirements it pays, and its state on chain.
- */
+/** A payment channel: its id, whether its configuration fits the requirements, its state. */
 import {
   type Address,
   decodeFunctionResult,
@@ -27,19 +24,13 @@ export { channelIdOf } from "./digests.js";
 const sameAddress = (a: unknown, b: Address) =>
   typeof a === "string" && /^0x[0-9a-fA-F]{40}$/.test(a) && isAddressEqual(a as Address, b);
 
-/**
- * Why `config` cannot be the channel `channelId` paying `requirements`, in the official
- * facilitator's order, or undefined when it can.
- */
+/** Why `config` cannot be channel `channelId` paying `requirements`, in the official order. */
 export function channelMismatch(
   config: ChannelConfig,
   channelId: string,
   requirements: Requirements,
   chainId: number,
-  /**
-   * A refund to settle: the channel manager's requirements name the receiver and the token, with
-   * an empty `extra`, so only those are held against the channel.
-   */
+  /** A refund to settle: its requirements name only the receiver and the token. */
   settling = false,
 ) {
   if (channelIdOf(config, chainId) !== channelId.toLowerCase()) {
@@ -106,10 +97,7 @@ export interface ChannelState {
   readonly refundNonce: bigint;
 }
 
-/**
- * Views of the settlement contract read in one `eth_call` through its own `multicall` (its views
- * run side by side), not one call each: their encoded results, in order.
- */
+/** Views of the settlement contract read in one `eth_call` through its own `multicall`. */
 export async function readViews(ctx: EvmContext, calls: readonly Hex[]): Promise<readonly Hex[]> {
   const { data } = await ctx.client.call({
     to: SETTLEMENT_ADDRESS,
@@ -122,7 +110,6 @@ export async function readViews(ctx: EvmContext, calls: readonly Hex[]): Promise
   });
 }
 
-/** The three views a channel's state is made of. */
 const STATE_VIEWS = ["channels", "pendingWithdrawals", "refundNonce"] as const;
 
 /** The channel's state at the latest block, in one call (not one per view). */

@@ -1,18 +1,56 @@
 /**
- * A claim's call: its rows as the contract takes them, the receiver authorizer's signature over
- * them (the one given, or ours when our key is the channels' receiverAuthorizer) and the name the
- * journal keeps it under.
+ * A claim's call: its rows as the contract takes them, which of them move anything, the receiver
+ * authorizer's signature (the one given, or ours) and the name the journal keeps it under.
  */
-import { encodeFunctionData, type Hex, hashTypedData } from "viem";
+import {
+  type Address,
+  decodeFunctionResult,
+  encodeFunctionData,
+  type Hex,
+  hashTypedData,
+  isAddressEqual,
+  type LocalAccount,
+} from "viem";
+import type { Failure } from "../../protocol/errors.js";
 import type { EvmContext } from "../context.js";
-import { ourAuthorizerFor } from "./authorizer.js";
-import { channelIdOf } from "./channel.js";
+import { chainFailure } from "../exact/checks.js";
+import { channelIdOf, readViews } from "./channel.js";
 import { CLAIM_BATCH_TYPES, SETTLEMENT_ABI, settlementDomain } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
+import { type Reason, rejected } from "./reasons.js";
+import { BATCH_OWN } from "./settings.js";
 import { bookOf } from "./voucher.js";
 
+/** Our receiver authorizer key, when configured: it signs only for channels that name it. */
+export function ourAuthorizerFor(
+  ctx: EvmContext,
+  what: "claim" | "refund",
+  named: readonly Address[],
+): { ok: true; authorizer: LocalAccount } | { ok: false; failure: Failure } {
+  const authorizer = ctx.own(BATCH_OWN).receiverAuthorizer;
+  const refuse = (reason: Reason, message: string) => ({
+    ok: false as const,
+    failure: rejected("receiver_authorizer_unavailable", reason, message),
+  });
+  if (!authorizer) {
+    return refuse(
+      "authorizer_not_configured",
+      `the ${what} carries no ${what}AuthorizerSignature, and this facilitator holds no receiver authorizer key to sign it`,
+    );
+  }
+  const foreign = named.find((address) => !isAddressEqual(address, authorizer.address));
+  if (foreign) {
+    const whose = what === "claim" ? "a claimed channel's" : "the channel's";
+    return refuse(
+      "authorizer_address_mismatch",
+      `${whose} receiverAuthorizer is ${foreign}, not this facilitator's ${authorizer.address}: sign the ${what} yourself`,
+    );
+  }
+  return { ok: true, authorizer };
+}
+
 /** The rows as the contract takes them. */
-export const claimArgs = (claims: readonly VoucherClaim[]) =>
+const claimArgs = (claims: readonly VoucherClaim[]) =>
   claims.map((c) => ({
     voucher: { channel: c.voucher.channel, maxClaimableAmount: c.voucher.maxClaimableAmount },
     signature: c.signature,
@@ -73,4 +111,61 @@ export function claimCall(ctx: EvmContext, claims: readonly VoucherClaim[], sign
 export function learnClaims(ctx: EvmContext, claims: readonly VoucherClaim[]) {
   const book = bookOf(ctx);
   for (const c of claims) book.claimed(channelIdOf(c.voucher.channel, ctx.chainId), c.totalClaimed);
+}
+
+/** Channels read in one call (readViews). */
+const READ_CHUNK = 200;
+
+/** Each distinct channel's claimed total, by id, in as few calls as there are chunks. */
+async function claimedTotals(ctx: EvmContext, ids: readonly Hex[]): Promise<Map<Hex, bigint>> {
+  const totals = new Map<Hex, bigint>();
+  for (let start = 0; start < ids.length; start += READ_CHUNK) {
+    const chunk = ids.slice(start, start + READ_CHUNK);
+    const results = await readViews(
+      ctx,
+      chunk.map((id) =>
+        encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "channels", args: [id] }),
+      ),
+    );
+    chunk.forEach((id, i) => {
+      const [, totalClaimed] = decodeFunctionResult({
+        abi: SETTLEMENT_ABI,
+        functionName: "channels",
+        data: results[i] as Hex,
+      });
+      totals.set(id, totalClaimed);
+    });
+  }
+  return totals;
+}
+
+/**
+ * The rows that raise their channel's claimed total, or why none does. Any other row passes every
+ * simulation (the contract returns early) and would cost us a transaction for a no-op.
+ */
+export async function rowsThatMove(
+  ctx: EvmContext,
+  rows: readonly VoucherClaim[],
+): Promise<{ ok: true; rows: VoucherClaim[] } | { ok: false; failure: Failure }> {
+  const ids = rows.map((row) => channelIdOf(row.voucher.channel, ctx.chainId));
+  let totals: Map<Hex, bigint>;
+  try {
+    totals = await claimedTotals(ctx, [...new Set(ids)]);
+  } catch (error) {
+    return { ok: false, failure: chainFailure(error, "reading the claimed channels") };
+  }
+  const moving = rows.filter((row, i) => row.totalClaimed > (totals.get(ids[i] as Hex) ?? 0n));
+  if (moving.length > 0) return { ok: true, rows: moving };
+  const first = rows[0];
+  const already = totals.get(ids[0] as Hex) ?? 0n;
+  return {
+    ok: false,
+    failure: rejected(
+      "nothing_to_settle",
+      "nothing_to_settle",
+      rows.length === 1 && first
+        ? `nothing to claim: channel ${ids[0]} has ${already} claimed already${already === 0n ? " (it was never opened, or nothing was claimed yet)" : ""}, and this claim's total is ${first.totalClaimed}`
+        : `nothing to claim: none of the ${rows.length} rows raises its channel's claimed total`,
+    ),
+  };
 }

@@ -1,8 +1,6 @@
 /**
- * A claim the store already holds, on whichever replica sent it: followed to its transaction
- * rather than sent again. A claim that went out in a batch is written down under its own key
- * pointing to the batch (chain/transactions.ts), so its retry finds the batch's transaction, alive
- * or dead the replica that sent it.
+ * A claim the store already holds, from any replica: followed to its transaction, not sent again.
+ * A claim sent in a batch is kept under its own key pointing to the batch, so a retry finds it.
  */
 import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
@@ -13,11 +11,7 @@ import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 import type { Sent } from "../send-action.js";
 
-/**
- * What the store says of the claim `entry` (in its turn, through the settle loop, never in a dry
- * run: it needs `may`): its transaction, or undefined when nothing of it stands (never sent,
- * reverted, or dropped): claim it afresh.
- */
+/** The claim `entry`'s transaction, or undefined when none stands (unsent, reverted, dropped). */
 export async function pickUpClaim(
   ctx: EvmContext,
   entry: JournalEntry,

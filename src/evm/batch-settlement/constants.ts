@@ -1,9 +1,10 @@
 /**
- * The x402 `batch-settlement` scheme's fixed facts: the contract and collector addresses (the same
- * on every chain), the EIP-712 domain and types its signatures use, the withdraw-delay bounds and
- * the calls we make. Values from the scheme's specification and the shipped `@x402/evm` 2.27.
+ * The x402 `batch-settlement` scheme's fixed facts (its specification, `@x402/evm` 2.27): addresses
+ * (the same on every chain), EIP-712 domain and types, withdraw-delay bounds, the calls we make.
  */
 import { type Address, parseAbi } from "viem";
+import { transferWithAuthorizationTypes } from "../exact/eip3009-encoding.js";
+import { permit2WitnessTypes } from "../exact/permit2-encoding.js";
 
 export const BATCH_SETTLEMENT = "batch-settlement";
 
@@ -62,29 +63,21 @@ export const REFUND_TYPES = {
 
 /** What the payer signs for an EIP-3009 deposit: the collector receives, nobody else can. */
 export const RECEIVE_AUTHORIZATION_TYPES = {
-  ReceiveWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
+  ReceiveWithAuthorization: transferWithAuthorizationTypes.TransferWithAuthorization,
 } as const;
+
+const [permitted, spender, nonce, deadline] = permit2WitnessTypes.PermitWitnessTransferFrom;
 
 /** What the payer signs for a Permit2 deposit: the witness binds it to one channel. */
 export const DEPOSIT_WITNESS_TYPES = {
   PermitWitnessTransferFrom: [
-    { name: "permitted", type: "TokenPermissions" },
-    { name: "spender", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
+    permitted,
+    spender,
+    nonce,
+    deadline,
     { name: "witness", type: "DepositWitness" },
   ],
-  TokenPermissions: [
-    { name: "token", type: "address" },
-    { name: "amount", type: "uint256" },
-  ],
+  TokenPermissions: permit2WitnessTypes.TokenPermissions,
   DepositWitness: [{ name: "channelId", type: "bytes32" }],
 } as const;
 

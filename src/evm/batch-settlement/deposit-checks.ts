@@ -1,24 +1,24 @@
 /**
- * The deposit's own authorization, by collector: an EIP-3009 ReceiveWithAuthorization to the
- * EIP-3009 collector (its nonce binds the channel), or a Permit2 transfer whose witness names the
- * channel. Checked in the official facilitator's order, with its reasons.
+ * The deposit's own authorization, checked in the official order: an EIP-3009 receive to its
+ * collector (the nonce binds the channel), or a Permit2 transfer whose witness names the channel.
  */
 import {
   type Address,
   encodeAbiParameters,
+  erc20Abi,
   type Hex,
   hashTypedData,
   isAddressEqual,
   isErc6492Signature,
   keccak256,
-  parseAbi,
+  parseAbiParameters,
   parseErc6492Signature,
   parseSignature,
 } from "viem";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { EvmContext } from "../context.js";
-import { chainFailure } from "../exact/checks.js";
+import { chainFailure, DEADLINE_HEADROOM_SECONDS } from "../exact/checks.js";
 import {
   carriesErc20Approval,
   erc20ApprovalSponsoring,
@@ -34,10 +34,7 @@ import {
   RECEIVE_AUTHORIZATION_TYPES,
 } from "./constants.js";
 import type { DepositPayload } from "./payload.js";
-import { rejected } from "./reasons.js";
-
-/** The official facilitator refuses authorizations that expire within this many seconds. */
-const EXPIRY_HEADROOM = 6n;
+import { type Reason, rejected } from "./reasons.js";
 
 type Erc3009 = NonNullable<DepositPayload["deposit"]["authorization"]["erc3009Authorization"]>;
 type Permit2 = NonNullable<DepositPayload["deposit"]["authorization"]["permit2Authorization"]>;
@@ -45,44 +42,44 @@ type Permit2 = NonNullable<DepositPayload["deposit"]["authorization"]["permit2Au
 /** The EIP-3009 nonce a deposit signs: the channel and the payer's salt, so it opens no other. */
 export function erc3009DepositNonce(channelId: Hex, salt: Hex): Hex {
   return keccak256(
-    encodeAbiParameters([{ type: "bytes32" }, { type: "uint256" }], [channelId, BigInt(salt)]),
+    encodeAbiParameters(parseAbiParameters("bytes32, uint256"), [channelId, BigInt(salt)]),
   );
 }
 
 export function erc3009CollectorData(auth: Erc3009): Hex {
-  return encodeAbiParameters(
-    [{ type: "uint256" }, { type: "uint256" }, { type: "uint256" }, { type: "bytes" }],
-    [auth.validAfter, auth.validBefore, BigInt(auth.salt), innerSignature(auth.signature)],
-  );
+  return encodeAbiParameters(parseAbiParameters("uint256, uint256, uint256, bytes"), [
+    auth.validAfter,
+    auth.validBefore,
+    BigInt(auth.salt),
+    innerSignature(auth.signature),
+  ]);
 }
 
 export function permit2CollectorData(auth: Permit2, permit2612?: Eip2612Permit): Hex {
-  return encodeAbiParameters(
-    [{ type: "uint256" }, { type: "uint256" }, { type: "bytes" }, { type: "bytes" }],
-    [auth.nonce, auth.deadline, innerSignature(auth.signature), permitData(permit2612)],
-  );
+  return encodeAbiParameters(parseAbiParameters("uint256, uint256, bytes, bytes"), [
+    auth.nonce,
+    auth.deadline,
+    innerSignature(auth.signature),
+    permitData(permit2612),
+  ]);
 }
 
 /** The payer's EIP-2612 permit of Permit2 as the collector takes it: (value, deadline, v, r, s). */
 function permitData(permit?: Eip2612Permit): Hex {
   if (!permit) return "0x";
   const { r, s, v, yParity } = parseSignature(permit.signature);
-  return encodeAbiParameters(
-    [
-      { type: "uint256" },
-      { type: "uint256" },
-      { type: "uint8" },
-      { type: "bytes32" },
-      { type: "bytes32" },
-    ],
-    [permit.value, permit.deadline, Number(v ?? BigInt(yParity + 27)), r, s],
-  );
+  return encodeAbiParameters(parseAbiParameters("uint256, uint256, uint8, bytes32, bytes32"), [
+    permit.value,
+    permit.deadline,
+    Number(v ?? BigInt(yParity + 27)),
+    r,
+    s,
+  ]);
 }
 
 /**
- * How a Permit2 deposit's tokens become spendable by Permit2: already approved; the payer's
- * EIP-2612 permit, applied by the collector in the deposit; or the payer's signed approval,
- * broadcast (with the gas it lacks) before the deposit.
+ * How Permit2 may move a deposit: already approved; the payer's EIP-2612 permit, applied by the
+ * collector; or the payer's signed approval, broadcast (with the gas it lacks) before the deposit.
  */
 export type Permit2Allowance = Deploying &
   (
@@ -91,16 +88,14 @@ export type Permit2Allowance = Deploying &
     | { readonly kind: "erc20Approval"; readonly approval: SponsoredApproval }
   );
 
-/**
- * The refusal of a deposit's signature: the chain's, or an undeployed wallet's factory not
- * allowed (the operator lists them: --erc6492-factory), or `reason`.
- */
-function signatureFailure(signed: { failure: Failure }, reason: Failure): Failure {
-  if (signed.failure.code === "chain_unavailable") return signed.failure;
-  if (signed.failure.code === "unsupported_signature") {
-    return rejected("unsupported_signature", "eip6492_factory_not_allowed", signed.failure.message);
+/** A deposit signature's refusal: the chain's, an ERC-6492 factory not allowed, or `reason`. */
+function signatureFailure(signed: { failure: Failure }, reason: Reason, what: string): Failure {
+  const { code, message } = signed.failure;
+  if (code === "chain_unavailable") return signed.failure;
+  if (code === "unsupported_signature") {
+    return rejected("unsupported_signature", "eip6492_factory_not_allowed", message);
   }
-  return reason;
+  return rejected("invalid_signature", reason, `${what} ${message.replace(/^the signature /, "")}`);
 }
 
 /** Whether the payer's signed ReceiveWithAuthorization funds this deposit. */
@@ -111,7 +106,7 @@ export async function checkErc3009(
   token: { readonly address: Address; readonly name: string; readonly version: string },
 ): Promise<Failure | Deploying> {
   const now = BigInt(Math.floor(ctx.now()));
-  if (auth.validBefore < now + EXPIRY_HEADROOM) {
+  if (auth.validBefore < now + DEADLINE_HEADROOM_SECONDS) {
     return rejected(
       "authorization_expired",
       "payload_authorization_valid_before",
@@ -144,30 +139,26 @@ export async function checkErc3009(
       nonce: erc3009DepositNonce(payload.voucher.channelId as Hex, auth.salt),
     },
   });
-  const signed = await checkSignature(ctx, payer, digest, auth.signature, payerCode(ctx, payer));
+  const signed = await checkSignature(
+    ctx,
+    payer,
+    digest,
+    auth.signature,
+    ctx.client.getCode({ address: payer }),
+  );
   if (!signed.ok) {
     const undeployable = await cannotDeploy(ctx, auth.signature);
     if (undeployable) return undeployable;
-    return signatureFailure(
-      signed,
-      rejected(
-        "invalid_signature",
-        "receive_authorization_signature",
-        `the deposit's ReceiveWithAuthorization ${signed.failure.message.replace(/^the signature /, "")}`,
-      ),
-    );
+    const what = "the deposit's ReceiveWithAuthorization";
+    return signatureFailure(signed, "receive_authorization_signature", what);
   }
   return { deployment: signed.value.deployment };
 }
 
-/** A deposit's signature checked: the payer's wallet to deploy first, if it is not yet (ERC-6492). */
-export interface Deploying {
+/** A deposit's signature checked: the payer's wallet to deploy first, if not yet (ERC-6492). */
+interface Deploying {
   readonly deployment?: Deployment | undefined;
 }
-
-const allowanceAbi = parseAbi([
-  "function allowance(address owner, address spender) view returns (uint256)",
-]);
 
 /** Whether the payer's Permit2 transfer funds this deposit, and Permit2 may move it. */
 export async function checkPermit2(
@@ -178,45 +169,44 @@ export async function checkPermit2(
   asset: Address,
 ): Promise<Failure | Permit2Allowance> {
   const payer = payload.channelConfig.payer;
-  const reject = rejected;
   if (!isAddressEqual(auth.from, payer)) {
-    return reject(
+    return rejected(
       "invalid_signature",
       "permit2_invalid_signature",
       `the Permit2 authorization is from ${auth.from}, not the channel's payer ${payer}`,
     );
   }
   if (!isAddressEqual(auth.spender, PERMIT2_COLLECTOR_ADDRESS)) {
-    return reject(
+    return rejected(
       "spender_mismatch",
       "permit2_invalid_spender",
       `the Permit2 spender must be the deposit collector ${PERMIT2_COLLECTOR_ADDRESS}, not ${auth.spender}`,
     );
   }
   if (!isAddressEqual(auth.permitted.token, asset)) {
-    return reject(
+    return rejected(
       "asset_mismatch",
       "token_mismatch",
       `the Permit2 authorization moves ${auth.permitted.token}, not requirements.asset ${asset}`,
     );
   }
   if (auth.permitted.amount !== payload.deposit.amount) {
-    return reject(
+    return rejected(
       "amount_mismatch",
       "permit2_amount_mismatch",
       `the Permit2 authorization is for ${auth.permitted.amount}, the deposit for ${payload.deposit.amount}`,
     );
   }
   if (auth.witness.channelId.toLowerCase() !== payload.voucher.channelId.toLowerCase()) {
-    return reject(
+    return rejected(
       "channel_mismatch",
       "channel_id_mismatch",
       `the Permit2 witness names channel ${auth.witness.channelId}, not ${payload.voucher.channelId}`,
     );
   }
   const now = BigInt(Math.floor(ctx.now()));
-  if (auth.deadline < now + EXPIRY_HEADROOM) {
-    return reject(
+  if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
+    return rejected(
       "authorization_expired",
       "permit2_deadline_expired",
       `the Permit2 deadline ${auth.deadline} is too soon to settle (now ${now})`,
@@ -234,16 +224,15 @@ export async function checkPermit2(
       witness: { channelId: auth.witness.channelId as Hex },
     },
   });
-  const signed = await checkSignature(ctx, payer, digest, auth.signature, payerCode(ctx, payer));
+  const signed = await checkSignature(
+    ctx,
+    payer,
+    digest,
+    auth.signature,
+    ctx.client.getCode({ address: payer }),
+  );
   if (!signed.ok) {
-    return signatureFailure(
-      signed,
-      reject(
-        "invalid_signature",
-        "permit2_invalid_signature",
-        `the Permit2 authorization ${signed.failure.message.replace(/^the signature /, "")}`,
-      ),
-    );
+    return signatureFailure(signed, "permit2_invalid_signature", "the Permit2 authorization");
   }
   const { deployment } = signed.value;
   // The gas-sponsoring extensions, as the official facilitator takes them, in its order.
@@ -251,7 +240,7 @@ export async function checkPermit2(
   if (sponsoring) {
     if (!sponsoring.ok) return sponsoring.failure;
     if (sponsoring.value.value !== payload.deposit.amount) {
-      return reject(
+      return rejected(
         "invalid_extension",
         "eip2612_amount_mismatch",
         `eip2612GasSponsoring: the permit is for ${sponsoring.value.value}, the deposit for ${payload.deposit.amount}`,
@@ -267,12 +256,12 @@ export async function checkPermit2(
   try {
     const allowance = await ctx.client.readContract({
       address: asset,
-      abi: allowanceAbi,
+      abi: erc20Abi,
       functionName: "allowance",
       args: [payer, PERMIT2_ADDRESS],
     });
     if (allowance >= payload.deposit.amount) return { kind: "approved", deployment };
-    return reject(
+    return rejected(
       "allowance_required",
       "permit2_allowance_required",
       `the payer allows Permit2 ${allowance} of ${asset}, less than the deposit of ${payload.deposit.amount}`,
@@ -282,15 +271,8 @@ export async function checkPermit2(
   }
 }
 
-function payerCode(ctx: EvmContext, payer: Address): Promise<Hex | undefined> {
-  return ctx.client.getCode({ address: payer });
-}
-
-/**
- * An undeployed wallet's ERC-6492 signature whose factory call fails: the official facilitator's
- * `smart_wallet_deployment_failed` (its deployment is the first thing that fails), else nothing.
- */
-export async function cannotDeploy(ctx: EvmContext, signature: Hex): Promise<Failure | undefined> {
+/** An allowed ERC-6492 factory that refuses its call: `smart_wallet_deployment_failed`. */
+async function cannotDeploy(ctx: EvmContext, signature: Hex): Promise<Failure | undefined> {
   if (!isErc6492Signature(signature)) return undefined;
   const { address: factory, data } = parseErc6492Signature(signature);
   if (!factory || !ctx.erc6492Factories.some((allowed) => isAddressEqual(allowed, factory))) {

@@ -1,15 +1,13 @@
 /**
- * A batch-settlement deposit: the payer's signed transfer into a channel through one of the
- * contract's collectors, with the channel's first (or next) voucher. It settles through the same
- * pipeline as an `exact` payment (../exact/pipeline.ts): journal, claims, in-flight accounting,
- * gas bounds and fee caps, one success per authorization.
+ * A deposit: the payer's signed transfer into a channel through a collector, with a voucher. It
+ * settles through the `exact` payment pipeline.
  */
-import { type Address, encodeFunctionData, type Hex, parseAbi } from "viem";
+import { type Address, encodeFunctionData, erc20Abi, type Hex } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
-import { invalidField, type PaymentRequest } from "../../protocol/request.js";
-import { describeIssue } from "../../protocol/schemas.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import { tokenUnits } from "../chain/token-units.js";
+import type { EvmContext } from "../context.js";
 import { chainFailure, type Step, simulateWithin } from "../exact/checks.js";
 import { approvalPreludes } from "../exact/erc20-approval.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
@@ -35,8 +33,8 @@ import {
   type Permit2Allowance,
   permit2CollectorData,
 } from "./deposit-checks.js";
-import { type DepositPayload, depositSchema, officialShapeFailure } from "./payload.js";
-import { rejected } from "./reasons.js";
+import { type DepositPayload, depositSchema, parsePayload } from "./payload.js";
+import { rejected, wouldRevert } from "./reasons.js";
 import { BATCH_GAS } from "./settings.js";
 import { bookOf, checkVoucherSignature } from "./voucher.js";
 
@@ -48,8 +46,6 @@ export interface Deposit {
   readonly channelId: Hex;
   readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
-
-const balanceAbi = parseAbi(["function balanceOf(address owner) view returns (uint256)"]);
 
 const refuse = (failure: Failure): Step<never> => ({ ok: false, failure });
 
@@ -73,24 +69,17 @@ function depositCall(deposit: Deposit, permit2612?: Eip2612Permit) {
   };
 }
 
-function parse(
-  ctx: Parameters<ExactMethod<Deposit>["parse"]>[0],
-  request: Parameters<ExactMethod<Deposit>["parse"]>[1],
-): Step<Deposit> {
-  const wrongShape = officialShapeFailure("deposit", request);
-  if (wrongShape) return refuse(wrongShape);
-  const parsed = depositSchema.safeParse(request.payload);
-  if (!parsed.success) {
-    const prefix = `${request.paths.payload}.payload`;
-    return { ok: false, failure: invalidField(describeIssue(parsed.error, prefix), prefix) };
-  }
+function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
+  const parsed = parsePayload(request, depositSchema, "deposit");
+  if (!parsed.ok) return parsed;
   const requirements = parseEvmRequirements(request);
   if (!requirements.ok) return requirements;
-  const payload = parsed.data;
+  const payload = parsed.value;
   // The channel first, then the transfer method: the official facilitator's order.
+  const { channelConfig, voucher } = payload;
   const mismatch = channelMismatch(
-    payload.channelConfig,
-    payload.voucher.channelId,
+    channelConfig,
+    voucher.channelId,
     request.requirements,
     ctx.chainId,
   );
@@ -101,14 +90,13 @@ function parse(
   const via =
     hinted === "permit2" || (!hinted && auth.permit2Authorization) ? "permit2" : "eip3009";
   if (via === "permit2" && !auth.permit2Authorization) {
-    return {
-      ok: false,
-      failure: rejected(
+    return refuse(
+      rejected(
         "invalid_request",
         "payload_type",
         "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization",
       ),
-    };
+    );
   }
   const { name, version } = extra;
   return {
@@ -118,59 +106,56 @@ function parse(
       asset: requirements.value.asset,
       payTo: requirements.value.payTo,
       via,
-      channelId: payload.voucher.channelId.toLowerCase() as Hex,
+      channelId: voucher.channelId.toLowerCase() as Hex,
       domain:
         typeof name === "string" && typeof version === "string" ? { name, version } : undefined,
     },
   };
 }
 
+/** The deposit's own authorization checked: how Permit2 may move it, and a wallet to deploy. */
+async function checkAuthorization(
+  ctx: EvmContext,
+  request: PaymentRequest,
+  deposit: Deposit,
+): Promise<Failure | { deployment?: Deployment | undefined; allowance?: Permit2Allowance }> {
+  const { payload, asset } = deposit;
+  const auth = payload.deposit.authorization;
+  if (deposit.via === "permit2") {
+    if (!auth.permit2Authorization) return {};
+    const checked = await checkPermit2(ctx, request, payload, auth.permit2Authorization, asset);
+    return "kind" in checked ? { allowance: checked, deployment: checked.deployment } : checked;
+  }
+  if (!auth.erc3009Authorization) {
+    return rejected(
+      "invalid_request",
+      "erc3009_authorization_required",
+      "the deposit carries no erc3009Authorization",
+    );
+  }
+  if (!deposit.domain) {
+    return rejected(
+      "missing_eip712_domain",
+      "missing_eip712_domain",
+      "requirements.extra.name and .version are required: the token's EIP-712 domain",
+    );
+  }
+  const token = { address: asset, ...deposit.domain };
+  return checkErc3009(ctx, payload, auth.erc3009Authorization, token);
+}
+
 async function verify(
-  ctx: Parameters<ExactMethod<Deposit>["verify"]>[0],
+  ctx: EvmContext,
   request: PaymentRequest,
   deposit: Deposit,
 ): Promise<Step<Verified<Deposit>>> {
   const { payload, asset, via, channelId } = deposit;
-  const config = payload.channelConfig;
-  const payer = config.payer;
-  // The channel matches the requirements: parse checked it.
-  const auth = payload.deposit.authorization;
+  const payer = payload.channelConfig.payer;
   // An undeployed wallet (ERC-6492, its factory allowed) is deployed in the deposit's transaction.
-  let deployment: Deployment | undefined;
-  if (via === "eip3009") {
-    if (!auth.erc3009Authorization) {
-      return refuse(
-        rejected(
-          "invalid_request",
-          "erc3009_authorization_required",
-          "the deposit carries no erc3009Authorization",
-        ),
-      );
-    }
-    if (!deposit.domain) {
-      return refuse(
-        rejected(
-          "missing_eip712_domain",
-          "missing_eip712_domain",
-          "requirements.extra.name and .version are required: the token's EIP-712 domain",
-        ),
-      );
-    }
-    const checked = await checkErc3009(ctx, payload, auth.erc3009Authorization, {
-      address: asset,
-      ...deposit.domain,
-    });
-    if ("code" in checked) return refuse(checked);
-    deployment = checked.deployment;
-  }
-  let allowance: Permit2Allowance | undefined;
-  if (via === "permit2" && auth.permit2Authorization) {
-    const checked = await checkPermit2(ctx, request, payload, auth.permit2Authorization, asset);
-    if (!("kind" in checked)) return refuse(checked);
-    allowance = checked;
-    deployment = checked.deployment;
-  }
-  const badVoucher = await checkVoucherSignature(ctx, config, payload.voucher);
+  const checked = await checkAuthorization(ctx, request, deposit);
+  if ("code" in checked) return refuse(checked);
+  const { deployment, allowance } = checked;
+  const badVoucher = await checkVoucherSignature(ctx, payload.channelConfig, payload.voucher);
   if (badVoucher) return refuse(badVoucher);
   const amount = payload.deposit.amount;
   let state: Awaited<ReturnType<typeof readChannel>>;
@@ -180,7 +165,7 @@ async function verify(
       readChannel(ctx, channelId),
       ctx.client.readContract({
         address: asset,
-        abi: balanceAbi,
+        abi: erc20Abi,
         functionName: "balanceOf",
         args: [payer],
       }),
@@ -233,16 +218,12 @@ async function verify(
     value: amount.toString(),
   };
   const deploys = deployment !== undefined;
-  const gas = {
-    use: BATCH_GAS.deposit,
-    asset,
-    contractWallet: deploys,
-    deployment: deploys,
-  } as const;
+  const gas = { use: BATCH_GAS.deposit, asset, contractWallet: deploys, deployment: deploys };
+  const verified = { payment: deposit, call, gas, expect } as const;
   if (allowance?.kind === "erc20Approval") {
     // The payer's approval lands first (with the gas it lacks): the deposit is simulated then.
     const preludes = approvalPreludes(allowance.approval, asset, amount);
-    return { ok: true, value: { payment: deposit, call, gas, expect, spends: [spend], preludes } };
+    return { ok: true, value: { ...verified, spends: [spend], preludes } };
   }
   const simulated = await simulateWithin(
     ctx,
@@ -250,32 +231,25 @@ async function verify(
     { use: BATCH_GAS.deposit, deployment: deploys },
   );
   if (!simulated.ok) {
+    const why = String((simulated.error as Error)?.message ?? simulated.error).split("\n")[0];
     return refuse(
       rejected(
         "simulation_failed",
         "deposit_simulation_failed",
-        `the deposit would revert: ${String((simulated.error as Error)?.message ?? simulated.error).split("\n")[0]}`,
+        `the deposit would revert: ${why}`,
       ),
     );
   }
   // Spent from the payer's allowance for Permit2 too, unless its permit sets it in the deposit.
-  const fromAllowance = allowance?.kind === "approved";
-  return {
-    ok: true,
-    value: {
-      payment: deposit,
-      call,
-      gas,
-      expect,
-      spends: fromAllowance ? [spend, { ...spend, spender: PERMIT2_ADDRESS }] : [spend],
-    },
-  };
+  const spends =
+    allowance?.kind === "approved" ? [spend, { ...spend, spender: PERMIT2_ADDRESS }] : [spend];
+  return { ok: true, value: { ...verified, spends } };
 }
 
 export const depositMethod: ExactMethod<Deposit> = {
   name: "batch-settlement deposit",
   accepts: (payload) => payload.type === "deposit",
-  parse: (ctx, request) => parse(ctx, request),
+  parse,
   identify(ctx, deposit) {
     const { payload, asset } = deposit;
     const payer = payload.channelConfig.payer;
@@ -287,23 +261,15 @@ export const depositMethod: ExactMethod<Deposit> = {
         : permit2SettlementKey(ctx.chainId, payer, auth.permit2Authorization?.nonce ?? 0n);
     return { key, payer, asset };
   },
-  verify: (ctx, request, deposit) => verify(ctx, request, deposit),
+  verify,
   async sameAsJournal(_ctx, deposit, entry) {
-    const expect = entry.expect;
-    const call = depositCall(deposit);
-    const same = expect !== undefined && expect.value === deposit.payload.deposit.amount.toString();
-    if (same) return null;
+    if (entry.expect?.value === deposit.payload.deposit.amount.toString()) return null;
     return rejected(
       "nonce_already_used",
       "deposit_transaction_failed",
-      `this deposit authorization is already being settled for another deposit (${entry.hashes.at(-1)}, ${call.to})`,
+      `this deposit authorization is already being settled for another deposit (${entry.hashes.at(-1)}, ${SETTLEMENT_ADDRESS})`,
     );
   },
-  async diagnose(_ctx, _deposit, revert) {
-    return rejected(
-      "settlement_failed",
-      "deposit_transaction_failed",
-      `the deposit would revert${revert ? `: ${revert}` : ""}`,
-    );
-  },
+  diagnose: async (_ctx, _deposit, revert) =>
+    wouldRevert("deposit", revert, "settlement_failed", "deposit_transaction_failed"),
 };

@@ -1,20 +1,20 @@
 /**
- * The x402 `batch-settlement` scheme on EVM chains: payment channels. A payer deposits once, then
- * pays each request with a voucher (verified, never sent); the receiver side claims vouchers in
- * batches, settles what it claimed, and refunds the rest. Requests dispatch on `payload.type`.
+ * The x402 `batch-settlement` scheme on EVM: a payer deposits into a channel once, then pays with
+ * vouchers (verified, never sent); the receiver claims, settles and refunds. By `payload.type`.
  */
+
 import { unitsOf } from "../../core/amount-floor.js";
+import type { Parties } from "../../deny-list/deny-list.js";
 import { failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { PaymentMethod } from "../context.js";
 import { exactPaymentMethod } from "../exact/pipeline.js";
 import type { EvmScheme, SchemeMoves } from "../scheme.js";
+import { settleClaim } from "./batcher.js";
 import { stateExtra } from "./channel.js";
-import { settleClaim } from "./claim.js";
 import { BATCH_SETTLEMENT } from "./constants.js";
 import { depositMethod } from "./deposit.js";
-import { channelParties } from "./parties.js";
 import { rejected } from "./reasons.js";
 import { settleRefund } from "./refund.js";
 import { BATCH_GAS, BATCH_OWN, BATCH_SETTINGS } from "./settings.js";
@@ -121,17 +121,44 @@ function batchMethod(request: PaymentRequest) {
   );
 }
 
-/**
- * A deposit moves its amount into the channel. Vouchers are verified and never sent; claims,
- * settles and refunds move what earlier deposits hold, and their own checks refuse one that
- * claims, settles or refunds nothing (`nothing_to_settle`, `voucher_already_claimed`).
- */
+/** A deposit moves its amount; the others move what deposits hold, and refuse moving nothing. */
 function depositMoves(request: PaymentRequest): SchemeMoves {
   if (request.payload.type !== "deposit") return "nothing";
   const amount = unitsOf((request.payload.deposit as { amount?: unknown } | undefined)?.amount);
   return amount === undefined
     ? undefined
     : { amount, field: `${request.paths.payload}.payload.deposit.amount` };
+}
+
+/**
+ * Who a request names, for the deny list: each channel's payer (and its voucher key) and receiver,
+ * in a channel config or claim; the receiver a settle sweeps for; a deposit's Permit2 signer.
+ */
+const field = (node: unknown, key: string): unknown =>
+  typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
+
+export function channelParties(request: PaymentRequest): Parties {
+  const payers: string[] = [];
+  const payees: string[] = [];
+  const add = (list: string[], value: unknown) => {
+    if (typeof value === "string") list.push(value);
+  };
+  const channel = (config: unknown) => {
+    add(payers, field(config, "payer"));
+    add(payers, field(config, "payerAuthorizer"));
+    add(payees, field(config, "receiver"));
+  };
+  const { payload } = request;
+  channel(payload.channelConfig);
+  const claims = payload.claims;
+  if (Array.isArray(claims))
+    for (const claim of claims) channel(field(field(claim, "voucher"), "channel"));
+  add(payees, payload.receiver);
+  add(
+    payers,
+    field(field(field(payload.deposit, "authorization"), "permit2Authorization"), "from"),
+  );
+  return { payers, payees };
 }
 
 export const batchSettlementScheme = {

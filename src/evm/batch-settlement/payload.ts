@@ -2,9 +2,10 @@
  * The five batch-settlement payloads (`payload.type`), as zod schemas: strict about what we read,
  * lenient about fields we do not (the official client adds its own). Amounts are decimal strings.
  */
-import type { Failure } from "../../protocol/errors.js";
-import type { PaymentRequest } from "../../protocol/request.js";
+import { invalidField, type PaymentRequest } from "../../protocol/request.js";
+import { describeIssue } from "../../protocol/schemas.js";
 import * as z from "../../protocol/zod.js";
+import type { Step } from "../exact/checks.js";
 import { address, bytes32, signatureBytes, uint256 } from "../exact/fields.js";
 import { rejected } from "./reasons.js";
 
@@ -67,9 +68,8 @@ export const voucherSchema = z.object({
   channelConfig: channelConfigSchema,
   voucher: voucherFields,
 });
-export type VoucherPayload = z.infer<typeof voucherSchema>;
 
-export const voucherClaimSchema = z.object({
+const voucherClaimSchema = z.object({
   voucher: z.object({ channel: channelConfigSchema, maxClaimableAmount: uint128 }),
   signature: signatureBytes,
   totalClaimed: uint128,
@@ -81,14 +81,12 @@ export const claimSchema = z.object({
   claims: z.array(voucherClaimSchema).check(z.minLength(1), z.maxLength(1000)),
   claimAuthorizerSignature: z.optional(signatureBytes),
 });
-export type ClaimPayload = z.infer<typeof claimSchema>;
 
 export const sweepSchema = z.object({
   type: z.literal("settle"),
   receiver: address,
   token: address,
 });
-export type SweepPayload = z.infer<typeof sweepSchema>;
 
 export const refundSchema = z.object({
   type: z.literal("refund"),
@@ -103,10 +101,8 @@ export const refundSchema = z.object({
 export type RefundPayload = z.infer<typeof refundSchema>;
 
 /**
- * Whether a payload has the shape the official facilitator dispatches on for its type (its type
- * guards in `@x402/evm` 2.27: the fields present, not yet their values). A payload of a known
- * type without that shape is answered `payload_type`, as the official one does; one with the
- * shape but a bad value is `invalid_payload`, with a message naming the field.
+ * Whether a payload has the fields the official facilitator dispatches `type` on (its type guards):
+ * without them it answers `payload_type`, with a bad value `invalid_payload`.
  */
 function hasOfficialShape(type: ShapedType, payload: Readonly<Record<string, unknown>>): boolean {
   const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -140,38 +136,33 @@ function hasOfficialShape(type: ShapedType, payload: Readonly<Record<string, unk
 
 type ShapedType = "deposit" | "voucher" | "refund" | "settle-refund" | "settle";
 
+const VOUCHER_NEEDS = "channelConfig and voucher {channelId, maxClaimableAmount, signature}";
+
 /** What each type is called and needs, as the refusal of a payload without the shape says. */
-const SHAPES: Readonly<Record<ShapedType, { readonly noun: string; readonly needs: string }>> = {
-  deposit: {
-    noun: "deposit",
-    needs:
-      "channelConfig, voucher {channelId, maxClaimableAmount, signature} and deposit {amount, authorization}",
-  },
-  voucher: {
-    noun: "voucher",
-    needs: "channelConfig and voucher {channelId, maxClaimableAmount, signature}",
-  },
-  refund: {
-    noun: "refund",
-    needs: "channelConfig and voucher {channelId, maxClaimableAmount, signature}",
-  },
-  "settle-refund": {
-    noun: "refund to settle",
-    needs: "channelConfig, voucher, amount, refundNonce and claims",
-  },
-  settle: { noun: "settle", needs: "receiver and token" },
+const SHAPES: Readonly<Record<ShapedType, readonly [noun: string, needs: string]>> = {
+  deposit: [
+    "deposit",
+    "channelConfig, voucher {channelId, maxClaimableAmount, signature} and deposit {amount, authorization}",
+  ],
+  voucher: ["voucher", VOUCHER_NEEDS],
+  refund: ["refund", VOUCHER_NEEDS],
+  "settle-refund": ["refund to settle", "channelConfig, voucher, amount, refundNonce and claims"],
+  settle: ["settle", "receiver and token"],
 };
 
-/** `payload_type` when the request's payload lacks the official shape of `type`, else undefined. */
-export function officialShapeFailure(
-  type: ShapedType,
+/** The payload against `schema`, refused `payload_type` first if it lacks the shape of `type`. */
+export function parsePayload<T>(
   request: Pick<PaymentRequest, "payload" | "paths">,
-): Failure | undefined {
-  if (hasOfficialShape(type, request.payload)) return undefined;
-  const { noun, needs } = SHAPES[type];
-  return rejected(
-    "invalid_request",
-    "payload_type",
-    `${request.paths.payload}.payload is no ${noun}: it needs ${needs}`,
-  );
+  schema: z.ZodMiniType<T>,
+  type?: ShapedType,
+): Step<T> {
+  if (type && !hasOfficialShape(type, request.payload)) {
+    const [noun, needs] = SHAPES[type];
+    const message = `${request.paths.payload}.payload is no ${noun}: it needs ${needs}`;
+    return { ok: false, failure: rejected("invalid_request", "payload_type", message) };
+  }
+  const parsed = schema.safeParse(request.payload);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const prefix = `${request.paths.payload}.payload`;
+  return { ok: false, failure: invalidField(describeIssue(parsed.error, prefix), prefix) };
 }

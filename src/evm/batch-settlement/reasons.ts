@@ -1,15 +1,10 @@
-/**
- * The official facilitator's reason strings for batch-settlement (`@x402/evm` 2.27), each named by
- * its suffix, and the one way this scheme builds a failure: our error table's code for the
- * reference dialect, the official reason for the x402 dialect.
- */
+/** The official facilitator's batch-settlement reasons (`@x402/evm` 2.27) we answer, by suffix. */
 import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js";
 
 const REASONS = [
   "scheme",
   "network_mismatch",
   "payload_type",
-  "channel_id_invalid",
   "channel_id_mismatch",
   "receiver_mismatch",
   "receiver_authorizer_mismatch",
@@ -27,7 +22,6 @@ const REASONS = [
   "payload_authorization_valid_after",
   "receive_authorization_signature",
   "erc3009_authorization_required",
-  "permit2_authorization_required",
   "permit2_invalid_spender",
   "permit2_amount_mismatch",
   "permit2_deadline_expired",
@@ -36,29 +30,29 @@ const REASONS = [
   "deposit_simulation_failed",
   "deposit_transaction_failed",
   "claim_simulation_failed",
-  "claim_transaction_failed",
   "settle_simulation_failed",
-  "settle_transaction_failed",
   "nothing_to_settle",
-  "refund_payload",
   "refund_no_balance",
   "refund_amount_invalid",
   "refund_simulation_failed",
-  "refund_transaction_failed",
   "authorizer_not_configured",
   "authorizer_address_mismatch",
-  "rpc_read_failed",
   "eip6492_factory_not_allowed",
-  "erc20_approval_unavailable",
   "eip2612_amount_mismatch",
   "smart_wallet_deployment_failed",
 ] as const;
 
 export type Reason = (typeof REASONS)[number];
 
-export const reasonString = (reason: Reason) => `invalid_batch_settlement_evm_${reason}`;
-
 /** A batch-settlement failure: `code` for the reference dialect, `reason` for x402. */
 export function rejected(code: ErrorCode, reason: Reason, message: string): Failure {
-  return failure(code, message, { x402Reason: reasonString(reason) });
+  return failure(code, message, { x402Reason: `invalid_batch_settlement_evm_${reason}` });
 }
+
+/** `the <what> would revert[: detail]`: a simulation's refusal, or the chain's. */
+export const wouldRevert = (
+  what: "claim" | "refund" | "settle" | "deposit",
+  detail: string | undefined,
+  code: ErrorCode = "simulation_failed",
+  reason: Reason = `${what}_simulation_failed`,
+) => rejected(code, reason, `the ${what} would revert${detail ? `: ${detail}` : ""}`);

@@ -1,18 +1,15 @@
 /**
- * A cooperative refund: what the payer deposited and nobody claimed, returned by
- * `refundWithSignature` with the receiver authorizer's signature (given, or ours). Claims that
- * ride along go first, in the same transaction (`multicall`).
+ * A cooperative refund of what nobody claimed, by `refundWithSignature` with the receiver
+ * authorizer's signature (given, or ours); claims riding along go first, in one `multicall`.
  */
 import { encodeFunctionData, type Hex } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
-import { actsFor, invalidField, type PaymentRequest } from "../../protocol/request.js";
+import { actsFor, type PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
-import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { sendAction } from "../send-action.js";
-import { ourAuthorizerFor } from "./authorizer.js";
 import {
   type ChannelState,
   channelIdOf,
@@ -20,32 +17,27 @@ import {
   readChannel,
   stateExtra,
 } from "./channel.js";
-import { claimCall, claimSignature, learnClaims } from "./claim-call.js";
+import { claimCall, claimSignature, learnClaims, ourAuthorizerFor } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
-import { officialShapeFailure, type RefundPayload, refundSchema } from "./payload.js";
-import { rejected } from "./reasons.js";
+import { parsePayload, type RefundPayload, refundSchema } from "./payload.js";
+import { rejected, wouldRevert } from "./reasons.js";
 import { BATCH_GAS } from "./settings.js";
 import { bookOf, channelChanged, checkVoucherSignature, voucherAgainst } from "./voucher.js";
 
 /** How long a refund we send may take to land, as far as other replicas' channel books go. */
 const REFUND_LANDS_WITHIN_MS = 60_000;
 
-/** What can be refunded: the request, capped at what is neither claimed nor to be claimed here. */
-function refundable(payload: RefundPayload, state: ChannelState, channelId: Hex, chainId: number) {
-  const claimedAfter = payload.claims.reduce((most, claim) => {
-    const same = channelIdOf(claim.voucher.channel, chainId) === channelId;
+/** The channel's claimed total once the claims that ride along are applied. */
+function claimedAfter(payload: RefundPayload, state: ChannelState, id: Hex, chainId: number) {
+  return payload.claims.reduce((most, claim) => {
+    const same = channelIdOf(claim.voucher.channel, chainId) === id;
     return same && claim.totalClaimed > most ? claim.totalClaimed : most;
   }, state.totalClaimed);
-  if (claimedAfter > state.balance || payload.amount === 0n) return undefined;
-  const left = state.balance - claimedAfter;
-  if (payload.amount > left) return left;
-  return payload.amount;
 }
 
 /**
- * The receiver authorizer's signature over the refund: the one given, or ours. Ours returns a
- * payer's deposit at once, out of the seller's reach, so it is made only when the channel's seller
- * asks (a caller bound to its receiver), never for the payer or a stranger.
+ * The receiver authorizer's signature over the refund: the one given, or ours. Ours puts the
+ * deposit out of the seller's reach, so only its seller (a caller bound to the receiver) gets it.
  */
 async function refundSignature(
   ctx: EvmContext,
@@ -84,18 +76,13 @@ export async function settleRefund(
   request: PaymentRequest,
   waitUntil: WaitUntil,
 ): Promise<SettleResult> {
-  const wrongShape = officialShapeFailure("settle-refund", request);
-  if (wrongShape) return { ok: false, failure: wrongShape };
-  const parsed = refundSchema.safeParse(request.payload);
-  if (!parsed.success) {
-    const prefix = `${request.paths.payload}.payload`;
-    return { ok: false, failure: invalidField(describeIssue(parsed.error, prefix), prefix) };
-  }
-  const payload = parsed.data;
+  const parsed = parsePayload(request, refundSchema, "settle-refund");
+  if (!parsed.ok) return parsed;
+  const payload = parsed.value;
   const config = payload.channelConfig;
   const payer = config.payer;
   const refuse = (f: Failure): SettleResult => ({ ok: false, payer, failure: f });
-  // The contract reverts a refund of nothing (ZeroRefund): said before anything is read or signed.
+  // The contract reverts a refund of nothing (ZeroRefund).
   if (payload.amount === 0n) {
     return refuse(
       rejected(
@@ -106,7 +93,7 @@ export async function settleRefund(
     );
   }
   const channelId = channelIdOf(config, ctx.chainId);
-  // The channel is the one the manager's requirements name (payTo, asset).
+  // The manager's requirements name only payTo and asset.
   const mismatch = channelMismatch(
     config,
     payload.voucher.channelId,
@@ -124,7 +111,7 @@ export async function settleRefund(
   } catch (error) {
     return refuse(chainFailure(error, "reading the channel"));
   }
-  if (refundable(payload, before, channelId, ctx.chainId) === 0n) {
+  if (claimedAfter(payload, before, channelId, ctx.chainId) === before.balance) {
     return refuse(
       rejected(
         "nothing_to_settle",
@@ -138,24 +125,22 @@ export async function settleRefund(
     (await checkVoucherSignature(ctx, config, payload.voucher)) ??
     voucherAgainst(before, channelId, payload.voucher.maxClaimableAmount, "refund");
   if (voucherWrong) return refuse(voucherWrong);
-  const refundData = encodeFunctionData({
+  let data = encodeFunctionData({
     abi: SETTLEMENT_ABI,
     functionName: "refundWithSignature",
-    args: [payload.channelConfig, payload.amount, payload.refundNonce, refundSigned.signature],
+    args: [config, payload.amount, payload.refundNonce, refundSigned.signature],
   });
-  let data = refundData;
   if (payload.claims.length > 0) {
     const claimSigned = await claimSignature(ctx, payload.claims, payload.claimAuthorizerSignature);
-    if (!claimSigned.ok) return { ok: false, payer, failure: claimSigned.failure };
-    const claim = claimCall(ctx, payload.claims, claimSigned.signature);
+    if (!claimSigned.ok) return refuse(claimSigned.failure);
+    const claim = claimCall(ctx, payload.claims, claimSigned.signature).data;
     data = encodeFunctionData({
       abi: SETTLEMENT_ABI,
       functionName: "multicall",
-      args: [[claim.data, refundData]],
+      args: [[claim, data]],
     });
   }
-  // From now until it lands the channel's balance may fall: every replica reads it before each
-  // voucher until then (and once more after), rather than trust a book that predates it.
+  // Until it lands the balance may fall: every replica reads the channel before a voucher.
   await channelChanged(ctx, channelId, Date.now() + REFUND_LANDS_WITHIN_MS);
   const sent = await sendAction(
     ctx,
@@ -166,18 +151,13 @@ export async function settleRefund(
       gas: {
         use: BATCH_GAS.refund,
         rows: { count: payload.claims.length, each: BATCH_GAS.claimRow },
-        asset: payload.channelConfig.token,
+        asset: config.token,
       },
       payer,
       name: "refund",
       payment: request,
-      chargeTo: [{ payer, asset: payload.channelConfig.token }],
-      reverts: (detail) =>
-        rejected(
-          "simulation_failed",
-          "refund_simulation_failed",
-          `the refund would revert${detail ? `: ${detail}` : ""}`,
-        ),
+      chargeTo: [{ payer, asset: config.token }],
+      reverts: (detail) => wouldRevert("refund", detail),
     },
     waitUntil,
   );

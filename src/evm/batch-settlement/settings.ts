@@ -1,7 +1,6 @@
 /**
- * What batch-settlement owns besides its requests, registered with it (index.ts): its settings as
- * rows of the CLI's table, the family's options they make, what it makes of those (its receiver
- * authorizer and claim batching), and the gas bounds of its own transactions.
+ * What batch-settlement owns besides its requests: its CLI settings, the options they make, what
+ * it makes of those (receiver authorizer, claim batching) and its transactions' gas bounds.
  */
 import type { LocalAccount } from "viem";
 import { secondsFrom, wholeNumber } from "../../core/scheme-settings.js";
@@ -19,18 +18,14 @@ export interface ClaimBatchPolicy {
 export const DEFAULT_CLAIM_BATCH: ClaimBatchPolicy = { maxRows: 100, maxWaitMs: 500 };
 
 /** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
-export const MAX_CLAIM_BATCH_ROWS = 500;
+const MAX_CLAIM_BATCH_ROWS = 500;
 
 /** Its part of the family's options (the facilitator's, as a library takes them). */
 export interface BatchSettlementOptions {
   /** The receiver authorizer's key (never a settlement key); none by default. */
   readonly receiverAuthorizer?: LocalAccount | undefined;
-  /**
-   * Whether /supported offers it to sellers: only when refund requests are authenticated (a
-   * caller bound to the channel's receiver), since it signs a refund for whoever may ask.
-   */
+  /** Whether /supported offers it: only when refund requests are authenticated (it signs them). */
   readonly offerReceiverAuthorizer?: boolean | undefined;
-  /** Claims: up to maxRows rows in one transaction, waiting maxWaitMs for more. */
   readonly claimBatch?: { readonly maxRows?: number; readonly maxWaitMs?: number } | undefined;
 }
 
@@ -58,7 +53,7 @@ export const BATCH_OWN: SchemeOwn<BatchSettlementOwn, BatchSettlementOptions> = 
 const seconds = (ms: number) => String(ms / 1000);
 
 const ROWS = {
-  // Read by the CLI as every key is (cli/config-keys.ts), and handed over as receiverAuthorizer.
+  // Read by the CLI as every key is, and handed over as receiverAuthorizer.
   receiverAuthorizerKey: {
     kind: "key",
     flag: "--receiver-authorizer-key-file <file>",
@@ -100,14 +95,10 @@ export const BATCH_SETTINGS: SchemeSettings<typeof ROWS, BatchSettlementOptions>
 
 /** Its own transactions' gas: a claim's bound is batchClaim plus batchClaimRow for each channel. */
 export const BATCH_GAS = {
-  /** A deposit through a collector (EIP-3009 or Permit2), opening a channel. */
   deposit: { name: "batchDeposit", gas: 250_000n, what: "a batch-settlement deposit" },
-  /** A claim, before its rows (claimWithSignature's own cost). */
   claim: { name: "batchClaim", gas: 60_000n, what: "a batch-settlement claim" },
-  /** Added for each channel a claim applies. */
   claimRow: { name: "batchClaimRow", gas: 40_000n, what: "a batch-settlement claim's row" },
-  /** A settle: a receiver's claimed funds swept to it (the reference allows 120,000). */
+  // The reference allows a settle 120,000; a refund may carry a claim.
   settle: { name: "batchSettle", gas: 120_000n, what: "a batch-settlement settle" },
-  /** A refund with the receiver authorizer's signature (a claim may ride along). */
   refund: { name: "batchRefund", gas: 200_000n, what: "a batch-settlement refund" },
 } as const satisfies Record<string, SchemeGas>;

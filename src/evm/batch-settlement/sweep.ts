@@ -3,16 +3,15 @@
  * token)`. Each sweep takes everything claimed so far, so the claimed total names it.
  */
 import { encodeFunctionData, isAddressEqual, parseEventLogs } from "viem";
-import { invalidField, type PaymentRequest } from "../../protocol/request.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
-import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { sendAction } from "../send-action.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
-import { officialShapeFailure, sweepSchema } from "./payload.js";
-import { rejected } from "./reasons.js";
+import { parsePayload, sweepSchema } from "./payload.js";
+import { rejected, wouldRevert } from "./reasons.js";
 import { BATCH_GAS } from "./settings.js";
 
 export async function settleSweep(
@@ -20,14 +19,9 @@ export async function settleSweep(
   request: PaymentRequest,
   waitUntil: WaitUntil,
 ): Promise<SettleResult> {
-  const wrongShape = officialShapeFailure("settle", request);
-  if (wrongShape) return { ok: false, failure: wrongShape };
-  const parsed = sweepSchema.safeParse(request.payload);
-  if (!parsed.success) {
-    const prefix = `${request.paths.payload}.payload`;
-    return { ok: false, failure: invalidField(describeIssue(parsed.error, prefix), prefix) };
-  }
-  const { receiver, token } = parsed.data;
+  const parsed = parsePayload(request, sweepSchema, "settle");
+  if (!parsed.ok) return parsed;
+  const { receiver, token } = parsed.value;
   let claimed: bigint;
   let settled: bigint;
   try {
@@ -50,48 +44,34 @@ export async function settleSweep(
       ),
     };
   }
+  const data = encodeFunctionData({
+    abi: SETTLEMENT_ABI,
+    functionName: "settle",
+    args: [receiver, token],
+  });
   const sent = await sendAction(
     ctx,
     {
       key: `batch-settle:${ctx.chainId}:${receiver}:${token}:${claimed}`.toLowerCase(),
-      call: {
-        to: SETTLEMENT_ADDRESS,
-        data: encodeFunctionData({
-          abi: SETTLEMENT_ABI,
-          functionName: "settle",
-          args: [receiver, token],
-        }),
-      },
+      call: { to: SETTLEMENT_ADDRESS, data },
       gas: { use: BATCH_GAS.settle, asset: token },
       // Its receiver asked for it: a settle that reverts is charged as a payer's would be.
       name: "settle",
       payment: request,
       chargeTo: [{ payer: receiver, asset: token }],
-      reverts: (detail) =>
-        rejected(
-          "simulation_failed",
-          "settle_simulation_failed",
-          `the settle would revert${detail ? `: ${detail}` : ""}`,
-        ),
+      reverts: (detail) => wouldRevert("settle", detail),
     },
     waitUntil,
   );
   if (!sent.ok) return sent.result;
   // What moved, from the receipt's Settled event; before it is mined, what was owed.
-  let amount = claimed - settled;
-  if (sent.receipt) {
-    const logs = parseEventLogs({
-      abi: SETTLEMENT_ABI,
-      eventName: "Settled",
-      logs: sent.receipt.logs,
-    });
-    const ours = logs.find(
-      (log) =>
-        isAddressEqual(log.address, SETTLEMENT_ADDRESS) &&
-        isAddressEqual(log.args.receiver, receiver) &&
-        isAddressEqual(log.args.token, token),
-    );
-    amount = ours?.args.amount ?? 0n;
-  }
-  return { ok: true, payer: "", transactionHash: sent.hash, amount: amount.toString() };
+  const moved = sent.receipt
+    ? parseEventLogs({ abi: SETTLEMENT_ABI, eventName: "Settled", logs: sent.receipt.logs }).find(
+        (log) =>
+          isAddressEqual(log.address, SETTLEMENT_ADDRESS) &&
+          isAddressEqual(log.args.receiver, receiver) &&
+          isAddressEqual(log.args.token, token),
+      )?.args.amount
+    : claimed - settled;
+  return { ok: true, payer: "", transactionHash: sent.hash, amount: (moved ?? 0n).toString() };
 }

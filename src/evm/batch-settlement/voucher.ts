@@ -1,40 +1,115 @@
 /**
- * Verify of a voucher (and of a refund request's voucher): the payer's signature over the
- * cumulative amount, and that amount against the channel's balance and what was claimed. When
- * the channel's state is known (book.ts) and the payer authorizes with a key, nothing is read.
+ * Verify of a voucher (and of a refund's): the payer's signature over the cumulative amount, and
+ * that amount against the channel's balance and claimed total, from the channel book while fresh.
  */
 import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
 import { setNewest } from "../../core/newest.js";
 import type { Failure } from "../../protocol/errors.js";
-import { invalidField, type PaymentRequest } from "../../protocol/request.js";
+import type { PaymentRequest } from "../../protocol/request.js";
 import type { VerifyResult } from "../../protocol/results.js";
-import { describeIssue } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { checkSignature, recoversTo } from "../exact/signature.js";
-import { ChannelBook } from "./book.js";
 import { type ChannelState, channelMismatch, readChannel, stateExtra } from "./channel.js";
 import { voucherDigest } from "./digests.js";
-import {
-  type ChannelConfig,
-  officialShapeFailure,
-  type VoucherFields,
-  voucherSchema,
-} from "./payload.js";
+import { type ChannelConfig, parsePayload, type VoucherFields, voucherSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
+
+/**
+ * Each channel's last read state and highest voucher verified. A fresh state answers without an
+ * RPC: a balance falls only by a refund (the store tells every replica) or a withdrawal that waits
+ * 15 minutes, so a read seconds old cannot make a voucher look covered when it is not.
+ */
+interface KnownChannel {
+  readonly state: ChannelState;
+  /** When `state` was read (unix milliseconds). */
+  readonly readAt: number;
+  /** The highest cumulative amount a voucher of this channel was found valid for. */
+  readonly highestVoucher: bigint;
+}
+
+/** How long a channel's state read serves voucher verifies. */
+const STATE_TTL_MS = 30_000;
+const MAX_CHANNELS = 100_000;
+/**
+ * Reads made to refuse a voucher (an empty channel, one over the balance), per channel and window:
+ * a deposit made elsewhere still shows at once, and a flood of such vouchers costs few reads.
+ */
+const REREADS_PER_WINDOW = 2;
+const REREAD_WINDOW_MS = 2_000;
+
+class ChannelBook {
+  readonly #channels = new Map<string, KnownChannel>();
+  readonly #rereads = new Map<string, number[]>();
+
+  /** The channel's state if read recently enough to answer from. */
+  fresh(channelId: Hex, now = Date.now()): KnownChannel | undefined {
+    const known = this.#channels.get(channelId);
+    if (!known || now - known.readAt > STATE_TTL_MS) return undefined;
+    // A withdrawal under way: its end may be near, so every verify reads the chain.
+    if (known.state.withdrawRequestedAt !== 0) return undefined;
+    return known;
+  }
+
+  /** The state last read, however old (what a new read is compared with). */
+  last(channelId: Hex): ChannelState | undefined {
+    return this.#channels.get(channelId)?.state;
+  }
+
+  /** Whether the channel may be read again before a refusal now; if so, counts the read. */
+  mayReread(channelId: Hex, now = Date.now()): boolean {
+    const recent = (this.#rereads.get(channelId) ?? []).filter((t) => now - t < REREAD_WINDOW_MS);
+    if (recent.length >= REREADS_PER_WINDOW) return false;
+    recent.push(now);
+    setNewest(this.#rereads, channelId, recent, MAX_CHANNELS);
+    return true;
+  }
+
+  highestVoucher(channelId: Hex): bigint {
+    return this.#channels.get(channelId)?.highestVoucher ?? 0n;
+  }
+
+  /** A fresh read, or the state our own transaction left. */
+  remember(channelId: Hex, state: ChannelState, now = Date.now()): void {
+    const highestVoucher = this.highestVoucher(channelId);
+    this.#channels.delete(channelId);
+    this.#channels.set(channelId, { state, readAt: now, highestVoucher });
+    // Oldest first in a Map: forget the least recently read beyond the cap.
+    if (this.#channels.size > MAX_CHANNELS) {
+      const oldest = this.#channels.keys().next().value;
+      if (oldest !== undefined) this.#channels.delete(oldest);
+    }
+  }
+
+  /** A voucher was found valid: a lower one of this channel is stale from now on. */
+  verified(channelId: Hex, amount: bigint): void {
+    const known = this.#channels.get(channelId);
+    if (known && amount > known.highestVoucher) {
+      this.#channels.set(channelId, { ...known, highestVoucher: amount });
+    }
+  }
+
+  /** Our claim landed: the channel's claimed total is at least `total` now. */
+  claimed(channelId: Hex, total: bigint): void {
+    const known = this.#channels.get(channelId);
+    if (!known || known.state.totalClaimed >= total) return;
+    this.#channels.set(channelId, { ...known, state: { ...known.state, totalClaimed: total } });
+  }
+
+  /** Our transaction changed the channel in a way we cannot compute: read it next time. */
+  forget(channelId: Hex): void {
+    const known = this.#channels.get(channelId);
+    if (known) this.#channels.set(channelId, { ...known, readAt: 0 });
+  }
+}
 
 /** This facilitator's channel book (one per EVM family). */
 export const bookOf = (ctx: EvmContext) =>
   ctx.kept("batch-settlement:channels", () => new ChannelBook());
 
-/** How long a payer's code, as read, serves its vouchers' signature checks. */
 const CODE_TTL_MS = 30_000;
 
-/**
- * The payer's code (an EOA has none), read once per payer and half minute rather than for every
- * voucher: whether it is a contract decides how its signature is checked, and that is not
- * something a flood of vouchers should cost a read each.
- */
+/** The payer's code (an EOA has none), read once per half minute: not a read per voucher. */
 function payerCode(ctx: EvmContext, payer: Address): Promise<Hex | undefined> {
   const codes = ctx.kept(
     "batch-settlement:payer-codes",
@@ -58,10 +133,7 @@ export async function checkVoucherSignature(
   voucher: VoucherFields,
 ): Promise<Failure | undefined> {
   const digest = voucherDigest(ctx.chainId, voucher.channelId as Hex, voucher.maxClaimableAmount);
-  const refuse = (why: string) =>
-    rejected("invalid_signature", "voucher_signature", `the voucher's signature ${why}`);
-  // A payer authorizer key signs plainly (the contract checks ECDSA); without one, the payer
-  // itself signs, and a contract wallet answers for itself (EIP-1271).
+  // A payer authorizer key signs plainly (the contract checks ECDSA); else the payer (or EIP-1271).
   const signed = isAddressEqual(config.payerAuthorizer, zeroAddress)
     ? await checkSignature(
         ctx,
@@ -73,15 +145,13 @@ export async function checkVoucherSignature(
     : await recoversTo(ctx, config.payerAuthorizer, digest, voucher.signature);
   if (signed.ok) return undefined;
   if (signed.failure.code === "chain_unavailable") return signed.failure;
-  return refuse(signed.failure.message.replace(/^the signature /, ""));
+  const why = signed.failure.message.replace(/^the signature /, "");
+  return rejected("invalid_signature", "voucher_signature", `the voucher's signature ${why}`);
 }
 
 /**
- * Where the store keeps, for every replica, each channel's newest voucher (its cumulative amount,
- * the highest raised) and when the channel's balance last changed other than by a claim (a
- * refund, a withdrawal): SettlementStore.raiseHighest and markChanged. A journal written before
- * the store's state was generic reads its channel lines into this namespace
- * (store/journal-scheme-state.ts), and PostgreSQL's migration 13 moves its channels here.
+ * The store's namespace, for every replica, of each channel's newest voucher and when its balance
+ * last changed other than by a claim (raiseHighest, markChanged). Older stores migrate into it.
  */
 export const VOUCHER_NAMESPACE = "batch-settlement:voucher";
 
@@ -89,10 +159,8 @@ export const VOUCHER_NAMESPACE = "batch-settlement:voucher";
 const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${channelId}`;
 
 /**
- * The channel's state: from the book while fresh, else read (and remembered). `fromBook` says
- * which: a state from the book only ever accepts; a refusal is decided on a read. `readAt`: when
- * the state was read (unix ms). A read that finds the balance lower or the refund nonce higher
- * than the book had it (a refund, a withdrawal) tells every replica through the store.
+ * The channel's state: from the book while fresh, else read. A state from the book only accepts
+ * (`fromBook`); a refusal is decided on a read. A read showing a refund tells every replica.
  */
 export async function channelState(
   ctx: EvmContext,
@@ -128,17 +196,12 @@ export function channelChanged(ctx: EvmContext, channelId: Hex, at: number): Pro
   return recordChange(ctx, channelId, at);
 }
 
-/** Tells the store (and so every replica) that the channel changed at `at`. */
 const recordChange = (ctx: EvmContext, channelId: Hex, at: number) =>
   Promise.resolve(
     ctx.journal.markChanged(VOUCHER_NAMESPACE, storeChannel(ctx, channelId), at),
   ).catch(() => undefined);
 
-/**
- * Why a voucher for `amount` cumulative does not fit the channel's state, if it does not: no
- * deposit, over the balance, or not above what was claimed (a refund's may equal it: it adds
- * nothing, and asks for nothing).
- */
+/** Why a voucher for `amount` does not fit the channel (a refund's may equal the claimed total). */
 export function voucherAgainst(
   state: ChannelState,
   channelId: Hex,
@@ -176,14 +239,9 @@ export async function verifyVoucher(
   request: PaymentRequest,
 ): Promise<VerifyResult> {
   const kind = request.payload.type === "refund" ? "refund" : "voucher";
-  const wrongShape = officialShapeFailure(kind, request);
-  if (wrongShape) return { ok: false, failure: wrongShape };
-  const parsed = voucherSchema.safeParse(request.payload);
-  if (!parsed.success) {
-    const prefix = `${request.paths.payload}.payload`;
-    return { ok: false, failure: invalidField(describeIssue(parsed.error, prefix), prefix) };
-  }
-  const { channelConfig: config, voucher, type } = parsed.data;
+  const parsed = parsePayload(request, voucherSchema, kind);
+  if (!parsed.ok) return parsed;
+  const { channelConfig: config, voucher, type } = parsed.value;
   const payer = config.payer;
   const mismatch = channelMismatch(config, voucher.channelId, request.requirements, ctx.chainId);
   if (mismatch) return { ok: false, payer, failure: mismatch };
@@ -192,9 +250,8 @@ export async function verifyVoucher(
   const channelId = voucher.channelId.toLowerCase() as Hex;
   const amount = voucher.maxClaimableAmount;
   let read = await channelState(ctx, channelId);
-  // The book may predate a deposit made elsewhere (another replica, another facilitator, the
-  // payer itself): an empty or short balance is read again before it refuses, a few times per
-  // channel and second at most (a flood of such vouchers costs a read per channel and second).
+  // The book may predate a deposit made elsewhere: a short balance is read again before a refusal
+  // (rate-limited per channel, so a flood of such vouchers costs little).
   const book = bookOf(ctx);
   const short = (state: ChannelState) => state.balance === 0n || amount > state.balance;
   if (read.ok && read.fromBook && short(read.state) && book.mayReread(channelId)) {
@@ -203,9 +260,7 @@ export async function verifyVoucher(
   if (!read.ok) return { ok: false, payer, failure: read.failure };
   let checked = await raiseAgainst(ctx, read, amount, type);
   if (checked === "changed") {
-    // A refund or withdrawal since that read, here or on another replica: decide on a new read,
-    // the freshest there is (a refund still in flight may change it again: that risk is the
-    // chain's own, and the same on every replica).
+    // A refund or withdrawal since that read, on any replica: decide on a fresh read.
     const again = await channelState(ctx, channelId, { reread: true });
     if (!again.ok) return { ok: false, payer, failure: again.failure };
     checked = await raiseAgainst(ctx, again, amount, type, { fresh: true });
@@ -215,11 +270,7 @@ export async function verifyVoucher(
   return { ...checked, payer };
 }
 
-/**
- * The voucher against a read of its channel, then raised in the store as the channel's newest:
- * its failure, its success (with the state as `extra`), or "changed" when the channel changed
- * after that read.
- */
+/** The voucher against a read, then raised in the store; "changed": the channel changed since. */
 async function raiseAgainst(
   ctx: EvmContext,
   read: { channelId: Hex; state: ChannelState; readAt: number },
@@ -230,8 +281,7 @@ async function raiseAgainst(
   const { channelId, state, readAt } = read;
   const wrong = voucherAgainst(state, channelId, amount, type);
   if (wrong) return { ok: false, failure: wrong };
-  // The newest voucher wins, on every replica: a lower one is stale once any was accepted. The
-  // book answers a replay seen here without asking the store.
+  // The newest voucher wins on every replica; the book answers a replay seen here by itself.
   const book = bookOf(ctx);
   const raised =
     amount < book.highestVoucher(channelId)

@@ -27,7 +27,7 @@ export interface ServeSettings {
   readonly apiKeysFile?: string | undefined;
   readonly config: PlainConfig;
   readonly privateKeys: readonly Hex[];
-  /** The batch-settlement receiver authorizer's key (never a settlement key), if configured. */
+  /** The receiver authorizer's key (never a settlement key), if configured. */
   readonly receiverAuthorizerKey?: Hex | undefined;
   /** The Solana fee payers' 64-byte secret keys. */
   readonly svmSecretKeys: readonly Uint8Array[];
