@@ -15,6 +15,7 @@ import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
 import { type CallOutcome, fullText, nodeSaid, pending } from "./outcome.js";
+import { signReplacement } from "./resend.js";
 import type { SignerLane } from "./signers.js";
 
 const FIRST_POLLS_MS = [10, 20, 40, 80, 160];
@@ -230,17 +231,10 @@ async function replace(
   tx: TransactionSerializable,
   may: MaySend,
 ): Promise<{ hash: Hex } | { refused?: string }> {
-  let hash: Hex;
-  let raw: Hex;
-  try {
-    raw = await lane.account.signTransaction(tx);
-    hash = keccak256(raw);
-    await ctx.journal.recordReplace(key, hash, raw);
-  } catch {
-    // Not written down, so not sent: the next round tries again.
-    return {};
-  }
-  if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
+  // Not written down, so not sent: the next round tries again.
+  const signed = await signReplacement(ctx, lane, key, tx).catch(() => undefined);
+  if (!signed) return {};
+  const { hash, raw } = signed;
   try {
     await sendRaw(ctx, raw, may);
   } catch (error) {
