@@ -5,6 +5,7 @@
  */
 import type { Hex } from "viem";
 import { timeoutOf } from "../core/accepts.js";
+import { requiredAmount } from "../core/amount-floor.js";
 import { Answers } from "../core/answers.js";
 import type {
   ChainFamily,
@@ -22,7 +23,7 @@ import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
 import { type Failure, failure } from "../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownAsset } from "../protocol/networks.js";
-import type { PaymentRequest } from "../protocol/request.js";
+import { type PaymentRequest, payerHint } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { RpcRegistry } from "../rpc/rpc.js";
@@ -34,9 +35,7 @@ import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
-import { evmMoves } from "./moves.js";
 import { type EvmOptions, makeEvmContext, ownOf } from "./options.js";
-import { evmParties } from "./parties.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
 
@@ -138,15 +137,22 @@ export class EvmFamily implements ChainFamily {
     return { network, onChain: inPool ? "pending" : "unknown", transaction: newest };
   }
 
+  /** For the deny list, from the payload: the scheme's own, else the transfer method's payer. */
   async parties(request: PaymentRequest) {
-    return evmParties(this.schemes, request);
+    const scheme = this.schemes.find((s) => s.name === request.requirements.scheme);
+    if (scheme?.parties) return scheme.parties(request);
+    const payer = payerHint({ payload: request.payload });
+    return { payers: payer === undefined ? [] : [payer], payees: [] };
   }
 
+  /** What the payment moves (core/amount-floor.ts): the scheme's reading, else `amount`. */
   moves(request: PaymentRequest, op: "verify" | "settle") {
     const scheme = this.schemes.find((s) => s.name === request.requirements.scheme);
     const chainId = chainIdOf(request.requirements.network, request.x402Version);
     if (!scheme || typeof chainId !== "number") return undefined;
-    return evmMoves(scheme, request, op, caip2(chainId));
+    const moved = scheme.moves ? scheme.moves(request, op) : requiredAmount(request);
+    if (moved === undefined || moved === "nothing") return moved;
+    return { ...moved, network: caip2(chainId), asset: request.requirements.asset };
   }
 
   async settlementKey(request: PaymentRequest): Promise<SettlementKey> {
