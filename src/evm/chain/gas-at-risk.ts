@@ -97,12 +97,10 @@ export class GasAtRisk {
     return this.#windowMs;
   }
 
-  /** Gas wasted on `chainId` within the window, and gas at risk there now. */
   wastedGas(chainId: number, now = Date.now()): bigint {
     return sumGas(this.#recent(chainId, now), this.#held(chainId, now));
   }
 
-  /** The chains with waste in the window, or gas at risk. */
   chains(): number[] {
     const held = [...this.#atRisk.values()].map((h) => h.chainId);
     return [...new Set([...this.#wasted.keys(), ...held])];
@@ -140,7 +138,6 @@ export class GasAtRisk {
     return this.#atRisk.get(id)?.waste;
   }
 
-  /** The payer's transaction landed: what was sent for it is no longer at risk. */
   release(id: string): void {
     this.#atRisk.delete(id);
   }
@@ -254,7 +251,6 @@ export class GasAtRisk {
     return Math.min(Math.max(here, counted), limit);
   }
 
-  /** Seconds until enough of `events` age out to bring `wasted` under `level`. */
   #secondsUntil(events: readonly Event[], level: bigint, wasted: bigint, now: number): number {
     let left = wasted;
     let freeAt = now;

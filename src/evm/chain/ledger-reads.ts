@@ -35,7 +35,7 @@ export function slotOf(chainId: number, spend: Spend): string {
   return (spend.spender ? `${base}>${spend.spender}` : base).toLowerCase();
 }
 
-/** What a journaled transfer holds on chain `chainId`, as the ledger counts it (seeding it). */
+/** What a journaled transfer holds, as the ledger counts it (seeding it). */
 export function heldByTransfer(chainId: number, expect: EvmTransfer): HeldSpend[] {
   const spend = { token: expect.token, owner: expect.from, amount: BigInt(expect.value) };
   return [{ slot: slotOf(chainId, spend), amount: spend.amount }];

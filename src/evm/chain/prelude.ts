@@ -136,7 +136,6 @@ function preludeSteps(
     key,
     busy: () => stop(failed(inProgress())),
     async pickUp(entry, _waitUntil, may) {
-      // Landed before: never sent again.
       if (isAnswered(entry.state)) return LANDED;
       if ((entry.state !== "broadcast" && entry.state !== "landed") || !may) return undefined;
       const picked =
@@ -155,10 +154,9 @@ function preludeSteps(
       const call = await prepareCall(ctx, tx.call, { reuse: false }, tx.gas, { signer });
       return "kind" in call ? { ok: false, result: stop(call) } : { ok: true, value: { call } };
     },
-    // Never reached: a settlement with preludes is not dry-run (exact/pipeline.ts).
+    // Never reached: a settlement with preludes is not dry-run.
     simulate: async () =>
       stop(failed(failure("invalid_request", `${whatOf(prelude)} cannot be dry-run`))),
-    // Gas we send the payer is held against the budget when it is sent (sponsoring.ts).
     hold: async () => undefined,
     async send(ready, _waitUntil, may) {
       if ("call" in ready) {
@@ -291,10 +289,7 @@ async function followRaw(
   }
 }
 
-/**
- * Waits for the payer's transaction: its receipt, or its end when the payer's nonce went to
- * another transaction of its own (a replacement in the pool: it can never land).
- */
+/** Waits for the payer's transaction: its receipt, or its end once its nonce went to another. */
 async function awaitReceipt(
   ctx: SendingAccess,
   key: string,

@@ -60,7 +60,7 @@ export interface PreparedCall {
   };
 }
 
-/** Nonces tried when the node says each is used (a count read behind what the node has). */
+/** Nonces tried when the node says each is used. */
 const SEND_ATTEMPTS = 5;
 
 /** Picks the account and prices the call; estimating stops a revert, so `reuse` only if simulated. */
@@ -232,7 +232,7 @@ async function sendAndFollow(
     try {
       await issued.durable;
     } catch (error) {
-      // Not durable, so never sent: no later settle may pick this record up and broadcast it.
+      // Not durable, so never sent: no later settle may pick it up and broadcast it.
       void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
       lane.forget(ctx.chainId);
       return unjournaled(error);
@@ -271,7 +271,6 @@ async function sendAndFollow(
       repricedOnce = true;
       const again = await repriced(ctx, base.gas, fees).catch(() => undefined);
       if (again && "code" in again) {
-        // Over the fee cap priced again: never taken, nothing of this record can land.
         void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
         sent = { kind: "outcome", outcome: failed(again) };
       } else if (again) {
