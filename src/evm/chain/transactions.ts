@@ -280,24 +280,20 @@ async function sendAndFollow(
       }
     }
   }
-  if (sent.kind === "reprice") {
+  if (sent.kind === "reprice" || sent.kind === "retry") {
     void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
     return failed(
-      failure(
-        "settlement_failed",
-        "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent",
-        { status: 500, retryAfterSeconds: 5 },
-      ),
-    );
-  }
-  if (sent.kind === "retry") {
-    void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
-    return failed(
-      failure(
-        "settlement_failed",
-        `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
-        { status: 500, retryAfterSeconds: 1, refusal: refused.at(-1)?.kind },
-      ),
+      sent.kind === "reprice"
+        ? failure(
+            "settlement_failed",
+            "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent",
+            { status: 500, retryAfterSeconds: 5 },
+          )
+        : failure(
+            "settlement_failed",
+            `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
+            { status: 500, retryAfterSeconds: 1, refusal: refused.at(-1)?.kind },
+          ),
     );
   }
   if (sent.kind === "outcome") return sent.outcome;
