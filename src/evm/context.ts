@@ -1,8 +1,4 @@
-/**
- * What an EVM payment method module implements, and what the EVM family hands it: the chain's
- * client and settlement accounts, the journal, the ledgers and limits. One module per method
- * (EIP-3009, Permit2, …); the family picks one by scheme and payload shape.
- */
+/** What an EVM payment method implements, and the per-chain context the family hands it. */
 import type { Address } from "viem";
 import type { Answers } from "../core/answers.js";
 import type { InFlightLedger } from "../core/ledger.js";
@@ -18,36 +14,27 @@ import type { SendingAccess } from "./chain/transactions.js";
 export interface EvmContext extends ChainAccess, SendingAccess {
   /** What payers have in flight with us: a settle their balance cannot cover is not sent. */
   readonly inflight: InFlightLedger;
-  /** Payers whose settlements keep reverting on chain wait a while. */
   readonly throttle: PayerThrottle;
-  /** A success is written down before it is answered, once (core/answers.ts). */
+  /** A success is written down before it is answered, once. */
   readonly answers: Answers;
-  /** Wasted gas, counted against payers, assets and this chain's hourly budget. */
   readonly gasAtRisk: GasAtRisk;
-  /** The only assets settled on this chain, when the operator listed them (lower case). */
+  /** The operator's listed assets on this chain (lower case). */
   readonly allowedAssets?: ReadonlySet<string> | undefined;
-  /** Wall-clock unix seconds: validity windows are checked against the host clock, as x402 does. */
+  /** Wall-clock unix seconds, as x402 checks validity windows. */
   readonly now: () => number;
-  /** Whether to watch `submitted` settlements land in the background (long-running servers). */
   readonly watchSubmitted: boolean;
-  /** Every address that settles for this facilitator: its signers' and those known without keys. */
+  /** Our signers' addresses and those known without keys. */
   readonly ownSenders: readonly Address[];
-  /** Wallet factories whose undeployed wallets may pay (ERC-6492); none by default. */
   readonly erc6492Factories: readonly Address[];
-  /** What a scheme made of the family's options (its settings, its state), made once. */
+  /** What a scheme made of the family's options, made once. */
   own<Own>(part: SchemeOwn<Own>): Own;
-  /** The ERC-8021 builder code our transactions carry (chain/builder-code.ts); none by default. */
   readonly builderCode?: BuilderCode | undefined;
-  /** What a scheme keeps for the life of this facilitator, one per name (made on first use). */
+  /** What a scheme keeps for the life of this facilitator, made on first use. */
   kept<T>(name: string, make: () => T): T;
 }
 
-/**
- * What a scheme makes, once per family, of the family's options (`Options`, its own part of them):
- * its resolved settings and the state it keeps; registered with the scheme (EvmScheme.own).
- */
+/** What a scheme makes, once per family, of its part of the options: settings and state. */
 export interface SchemeOwn<Own, Options = never> {
-  /** Unique among schemes: what it is kept under. */
   readonly name: string;
   make(options: Options): Own;
 }
@@ -58,6 +45,6 @@ export interface PaymentMethod {
   accepts(payload: Readonly<Record<string, unknown>>): boolean;
   verify(ctx: EvmContext, request: PaymentRequest): Promise<VerifyResult>;
   settle(ctx: EvmContext, request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult>;
-  /** The key the payment is written down under (what the chain consumes); undefined if unreadable. */
+  /** The journal key (what the chain consumes); undefined if unreadable. */
   settlementKey(ctx: EvmContext, request: PaymentRequest): string | undefined;
 }

@@ -1,11 +1,11 @@
 /**
- * The EVM family: routes a payment to its scheme (schemes.ts) and transfer method, and owns what
- * EVM settlements share: the settlement accounts and their nonce lanes, the in-flight ledger, the
- * gas at risk, gas bounds, fee caps and listed assets per chain. It answers for every network no
- * other family claims, so its unsupported_network messages name the CAIP-2 forms.
+ * The EVM family: routes a payment to its scheme and method, and owns what EVM settlements share
+ * (signers, in-flight ledger, gas at risk, bounds, fee caps, listed assets). It claims every
+ * network no other family does, so its unsupported_network messages name the CAIP-2 forms.
  */
 import type { Hex } from "viem";
 import { timeoutOf } from "../core/accepts.js";
+import { requiredAmount } from "../core/amount-floor.js";
 import { Answers } from "../core/answers.js";
 import type {
   ChainFamily,
@@ -23,7 +23,7 @@ import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
 import { type Failure, failure } from "../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownAsset } from "../protocol/networks.js";
-import type { PaymentRequest } from "../protocol/request.js";
+import { type PaymentRequest, payerHint } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { RpcRegistry } from "../rpc/rpc.js";
@@ -35,9 +35,7 @@ import { heldByTransfer } from "./chain/ledger-reads.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
-import { evmMoves } from "./moves.js";
 import { type EvmOptions, makeEvmContext, ownOf } from "./options.js";
-import { evmParties } from "./parties.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
 
@@ -48,9 +46,7 @@ type Routed =
 export class EvmFamily implements ChainFamily {
   readonly name = "evm";
   readonly signers: SignerPool;
-  /** What payers have in flight with us, across chains. */
   readonly inflight: InFlightLedger;
-  /** Wasted gas, per payer, asset and chain. */
   readonly gasAtRisk: GasAtRisk;
   readonly schemes: readonly EvmScheme[];
   readonly #rpc: RpcRegistry;
@@ -102,7 +98,6 @@ export class EvmFamily implements ChainFamily {
     };
   }
 
-  /** Every network no other family claims: the EVM messages say what a network should look like. */
   claims(_network: string): boolean {
     return true;
   }
@@ -113,7 +108,6 @@ export class EvmFamily implements ChainFamily {
     return true;
   }
 
-  /** EVM settlements are journaled on an `eip155:<chain id>` network. */
   owns(entry: JournalEntry): boolean {
     return chainIdOfCaip2(entry.network) !== undefined;
   }
@@ -143,15 +137,22 @@ export class EvmFamily implements ChainFamily {
     return { network, onChain: inPool ? "pending" : "unknown", transaction: newest };
   }
 
+  /** For the deny list, from the payload: the scheme's own, else the transfer method's payer. */
   async parties(request: PaymentRequest) {
-    return evmParties(this.schemes, request);
+    const scheme = this.schemes.find((s) => s.name === request.requirements.scheme);
+    if (scheme?.parties) return scheme.parties(request);
+    const payer = payerHint({ payload: request.payload });
+    return { payers: payer === undefined ? [] : [payer], payees: [] };
   }
 
+  /** What the payment moves (core/amount-floor.ts): the scheme's reading, else `amount`. */
   moves(request: PaymentRequest, op: "verify" | "settle") {
     const scheme = this.schemes.find((s) => s.name === request.requirements.scheme);
     const chainId = chainIdOf(request.requirements.network, request.x402Version);
     if (!scheme || typeof chainId !== "number") return undefined;
-    return evmMoves(scheme, request, op, caip2(chainId));
+    const moved = scheme.moves ? scheme.moves(request, op) : requiredAmount(request);
+    if (moved === undefined || moved === "nothing") return moved;
+    return { ...moved, network: caip2(chainId), asset: request.requirements.asset };
   }
 
   async settlementKey(request: PaymentRequest): Promise<SettlementKey> {
@@ -166,83 +167,67 @@ export class EvmFamily implements ChainFamily {
         };
   }
 
-  /** The most a settlement on `chainId` may cost, in wei. */
   feeCapWei(chainId: number): bigint {
     return feeCapFor(chainId, this.#options).wei;
   }
 
-  /** The most gas each kind of settlement transaction may use on `chainId`. */
   gasBounds(chainId: number): GasBounds {
-    let bounds = this.#gasBounds.get(chainId);
-    if (!bounds) {
-      bounds = gasBoundsFor(
+    const bounds =
+      this.#gasBounds.get(chainId) ??
+      gasBoundsFor(
         chainId,
         this.#options.gasBounds,
-        this.schemes.flatMap((scheme) => scheme.gas ?? []),
+        this.schemes.flatMap((s) => s.gas ?? []),
       );
-      this.#gasBounds.set(chainId, bounds);
-    }
+    this.#gasBounds.set(chainId, bounds);
     return bounds;
   }
 
-  /** The assets the operator listed for `chainId`, if it did. */
   allowedAssets(chainId: number): ReadonlySet<string> | undefined {
     return this.#allowedAssets.get(chainId);
   }
 
-  /**
-   * An asset wasted gas is not held against as one we never settled: the network table's
-   * stablecoins (USDC, and the official default assets), the listed ones.
-   */
+  /** Assets never held against as unknown: the network table's stablecoins, the listed ones. */
   #trusted(chainId: number, asset: string): boolean {
     if (knownAsset(chainId, asset)) return true;
     return this.#allowedAssets.get(chainId)?.has(asset.toLowerCase()) ?? false;
   }
 
-  async verify(request: PaymentRequest): Promise<VerifyResult> {
-    const routed = await this.#route(request);
-    if (!routed.ok) return { ok: false, failure: routed.failure };
-    let result: VerifyResult;
-    try {
-      result = await routed.method.verify(routed.ctx, request);
-    } catch (error) {
-      result = { ok: false, failure: failureOfThrown(error, "verify") };
-    }
-    const elsewhere = await this.#servedElsewhere(routed.ctx.chainId, "verify");
-    if (elsewhere) return elsewhere;
-    if (!result.ok && result.failure.code === "chain_unavailable") this.chainTrouble(request);
-    return namingEndpoint(result, request.requirements.network, this.#rpc.via(routed.ctx.chainId));
+  verify(request: PaymentRequest): Promise<VerifyResult> {
+    return this.#run(request, "verify", (method, ctx) => method.verify(ctx, request));
   }
 
-  /**
-   * The RPC was asked before its chain was learned (rpc.ts) and serves another, or could not say:
-   * what was read there is no answer, and the RPC's error is (nothing was sent there).
-   */
-  async #servedElsewhere(chainId: number, op: "verify" | "settle") {
-    return this.#rpc.confirmed(chainId).then(
-      () => undefined,
-      (error: unknown) => ({ ok: false as const, failure: failureOfThrown(error, op) }),
-    );
+  settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {
+    return this.#run(request, "settle", (method, ctx) => method.settle(ctx, request, waitUntil));
+  }
+
+  async #run<R extends VerifyResult | SettleResult>(
+    request: PaymentRequest,
+    op: "verify" | "settle",
+    call: (method: PaymentMethod, ctx: EvmContext) => Promise<R>,
+  ): Promise<R> {
+    const thrown = (error: unknown) => ({ ok: false, failure: failureOfThrown(error, op) }) as R;
+    const routed = await this.#route(request);
+    if (!routed.ok) return { ok: false, failure: routed.failure } as R;
+    let result: R;
+    try {
+      result = await call(routed.method, routed.ctx);
+    } catch (error) {
+      result = thrown(error);
+    }
+    // The RPC serves another chain than asked (or could not say): its error is the answer.
+    const elsewhere = await this.#rpc.confirmed(routed.ctx.chainId).then(() => undefined, thrown);
+    if (elsewhere) return elsewhere;
+    if (op === "verify" && !result.ok && result.failure.code === "chain_unavailable") {
+      this.chainTrouble(request);
+    }
+    return namingEndpoint(result, request.requirements.network, this.#rpc.via(routed.ctx.chainId));
   }
 
   /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
   chainTrouble(request: PaymentRequest): void {
     const chainId = chainIdOf(request.requirements.network, request.x402Version);
     if (typeof chainId === "number") for (const lane of this.signers.lanes) lane.reset(chainId);
-  }
-
-  async settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {
-    const routed = await this.#route(request);
-    if (!routed.ok) return { ok: false, failure: routed.failure };
-    let result: SettleResult;
-    try {
-      result = await routed.method.settle(routed.ctx, request, waitUntil);
-    } catch (error) {
-      result = { ok: false, failure: failureOfThrown(error, "settle") };
-    }
-    const elsewhere = await this.#servedElsewhere(routed.ctx.chainId, "settle");
-    if (elsewhere) return elsewhere;
-    return namingEndpoint(result, request.requirements.network, this.#rpc.via(routed.ctx.chainId));
   }
 
   /** Mined successfully, or still waiting in the node's pool. */
@@ -256,10 +241,7 @@ export class EvmFamily implements ChainFamily {
     return (await client.getTransaction({ hash }).catch(() => undefined)) !== undefined;
   }
 
-  /**
-   * The kinds served, exactly those verify and settle accept: the configured chains, plus the
-   * well-known ones behind public RPCs when those are in use.
-   */
+  /** The kinds served: exactly those verify and settle accept. */
   async supported(): Promise<Supported> {
     const kinds: SupportedKind[] = [];
     for (const chainId of await this.#rpc.servedChainIds()) {
@@ -284,12 +266,8 @@ export class EvmFamily implements ChainFamily {
       return undefined;
     }
     const completed = await scheme.complete(offer, chainId, this.#host);
-    if (!completed) return undefined;
-    return {
-      ...completed,
-      network: caip2(chainId),
-      maxTimeoutSeconds: timeoutOf(offer, defaultTimeout),
-    };
+    const maxTimeoutSeconds = timeoutOf(offer, defaultTimeout);
+    return completed && { ...completed, network: caip2(chainId), maxTimeoutSeconds };
   }
 
   async #route(request: PaymentRequest): Promise<Routed> {
@@ -316,23 +294,16 @@ export class EvmFamily implements ChainFamily {
     }
   }
 
-  /** Per chain, the context made for its current client: the same for every request. */
+  /** Per chain, the context made for its current client. */
   readonly #contexts = new Map<number, EvmContext>();
+  /** What schemes keep for the life of this family (EvmContext.kept). */
+  readonly #kept = new Map<string, unknown>();
 
   async #context(chainId: number, network: string): Promise<EvmContext> {
     const client = await this.#rpc.client(chainId, network);
     const known = this.#contexts.get(chainId);
     if (known?.client === client) return known;
-    const context = this.#makeContext(chainId, client);
-    this.#contexts.set(chainId, context);
-    return context;
-  }
-
-  /** What schemes keep for the life of this family (EvmContext.kept). */
-  readonly #kept = new Map<string, unknown>();
-
-  #makeContext(chainId: number, client: EvmContext["client"]): EvmContext {
-    return makeEvmContext(chainId, client, this.#options, {
+    const context = makeEvmContext(chainId, client, this.#options, {
       signers: this.signers,
       journal: this.#journal,
       inflight: this.inflight,
@@ -344,15 +315,16 @@ export class EvmFamily implements ChainFamily {
       allowedAssets: this.#allowedAssets.get(chainId),
       feeCapWei: this.feeCapWei(chainId),
     });
+    this.#contexts.set(chainId, context);
+    return context;
   }
 }
 
-/** v1 speaks network names, v2 CAIP-2 ids; each is held to its own form. */
-/** The chain id of an entry this family owns (`owns`). */
 function chainIdOfEntry(entry: JournalEntry): number {
   return chainIdOfCaip2(entry.network) ?? 0;
 }
 
+/** v1 speaks network names, v2 CAIP-2 ids; each is held to its own form. */
 function chainIdOf(network: string, x402Version: 1 | 2): number | Failure {
   if (x402Version === 1) {
     const id = chainIdOfV1Name(network);

@@ -1,8 +1,4 @@
-/**
- * The EVM family's options, and the per-chain context they are made into (EvmContext, with the
- * defaults filled in). Apart from family.ts, which routes a payment and keeps what settlements
- * share: this is configuration only, read once per chain client.
- */
+/** The EVM family's options, and the per-chain context they make (defaults filled in). */
 import type { Address, LocalAccount } from "viem";
 import type { Answers } from "../core/answers.js";
 import type { InFlightLedger } from "../core/ledger.js";
@@ -19,20 +15,15 @@ import type { SchemeOptions } from "./schemes.js";
 
 /** The family's options, and each registered scheme's own (schemes.ts). */
 export interface EvmOptions extends SchemeOptions {
-  /** Settlement accounts, used in turn (each with its own nonce lane). */
   readonly signers?: readonly LocalAccount[] | undefined;
-  /**
-   * This facilitator's settlement addresses where it holds no key (the CLI's verify loads none):
-   * a transaction one of them sent is called ours, not someone else's.
-   */
+  /** Our settlement addresses where we hold no key (the CLI's verify): their transactions are ours. */
   readonly settlementAddresses?: readonly Address[] | (() => readonly Address[]) | undefined;
-  /** The schemes served (default: schemes.ts); a test registers its own the same way. */
+  /** The schemes served (default: schemes.ts). */
   readonly schemes?: readonly EvmScheme[] | undefined;
   /** The ERC-8021 builder code every settlement transaction carries; none by default. */
   readonly builderCode?: BuilderCode | undefined;
-  /** Most a settlement may cost, in wei, on every chain (default: per network)... */
+  /** Most a settlement may cost, in wei (default: per network); per chain wins. */
   readonly maxFeeWei?: bigint | undefined;
-  /** ...or per chain id, which wins. */
   readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
   /** The most gas each kind of settlement transaction may use (default: chain/gas-bounds.ts). */
   readonly gasBounds?:
@@ -41,9 +32,8 @@ export interface EvmOptions extends SchemeOptions {
         readonly byChain?: Readonly<Record<number, ConfiguredGas>>;
       }
     | undefined;
-  /** Wasted gas per chain and hour before payers wait, bar their allowance (default 500,000)... */
+  /** Wasted gas per chain and hour before payers wait (default 500,000); per chain wins. */
   readonly wastedGasBudget?: bigint | undefined;
-  /** ...or per chain id, which wins. */
   readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;
   /** Per chain id, the only assets settled there (default: any). */
   readonly allowedAssets?: Readonly<Record<number, readonly Address[]>> | undefined;
@@ -69,7 +59,7 @@ export interface EvmOptions extends SchemeOptions {
 }
 
 /** What the family hands each chain's context: the parts it shares, and this chain's limits. */
-export interface FamilyParts {
+interface FamilyParts {
   readonly signers: SignerPool;
   readonly journal: SettlementStore;
   readonly inflight: InFlightLedger;
@@ -90,15 +80,18 @@ export function makeEvmContext(
   options: EvmOptions,
   parts: FamilyParts,
 ): EvmContext {
-  const kept = parts.kept;
-  const signers = parts.signers;
+  const { kept, ...shared } = parts;
   let senders: readonly Address[] | undefined;
   const ownSenders = () => {
     const known = options.settlementAddresses;
-    senders ??= [...signers.addresses, ...((typeof known === "function" ? known() : known) ?? [])];
+    senders ??= [
+      ...shared.signers.addresses,
+      ...((typeof known === "function" ? known() : known) ?? []),
+    ];
     return senders;
   };
   return {
+    ...shared,
     kept<T>(name: string, make: () => T): T {
       if (!kept.has(name)) kept.set(name, make());
       return kept.get(name) as T;
@@ -107,20 +100,10 @@ export function makeEvmContext(
     builderCode: options.builderCode,
     client,
     chainId,
-    signers: parts.signers,
-    // Only asked of a used authorization: deriving an address from a key costs a cold start
-    // its first curve multiplication (about 15 ms), so the CLI's verify defers it till then.
+    // Lazy: deriving an address costs a cold start ~15 ms, which the CLI's verify defers.
     get ownSenders() {
       return ownSenders();
     },
-    journal: parts.journal,
-    inflight: parts.inflight,
-    throttle: parts.throttle,
-    gasAtRisk: parts.gasAtRisk,
-    answers: parts.answers,
-    gasBounds: parts.gasBounds,
-    allowedAssets: parts.allowedAssets,
-    feeCapWei: parts.feeCapWei,
     replaceAfterMs: options.replaceAfterMs ?? 15_000,
     now: options.now ?? (() => Date.now() / 1000),
     confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,

@@ -1,10 +1,7 @@
 /**
- * Sending a channel transaction of ours (a claim, a settle, a refund) with the same rules as a
- * payment's: one at a time per key, written down before it is broadcast (with whose doing its
- * waste would be, so the reconciler follows it and charges it like a payment's), picked back up
- * (never sent twice) when the store already holds it, refused while its payers are over their
- * wasted gas, never sent again unchanged once it reverted on chain, on our keys' nonce lanes, and
- * within its gas bound and the chain's fee cap.
+ * Sends a channel transaction of ours (claim, settle, refund) under a payment's rules: one at a
+ * time per key, journaled first (with whom its waste is charged to), picked up not re-sent,
+ * refused while payers are over budget, never re-sent unchanged after a revert.
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../core/answers.js";
@@ -47,14 +44,11 @@ export interface Action {
   readonly chargeTo: readonly Chargeable[];
   /** The caller charges a revert seen here itself (a batch finds its culprits). */
   readonly chargedByCaller?: boolean | undefined;
-  /** Other requests this transaction answers (a batch's claims), whose store claims the caller holds. */
+  /** Other requests it answers (a batch's claims), whose store claims the caller holds. */
   readonly members?: readonly string[] | undefined;
   /** The caller holds the store's claim on `key` already. */
   readonly claimed?: boolean | undefined;
-  /**
-   * The payment request it answers, when one: its builder codes are credited with ours (ERC-8021);
-   * without one, ours alone.
-   */
+  /** The payment request it answers: its builder codes are credited with ours (ERC-8021). */
   readonly payment?: Parameters<typeof credited>[2];
 }
 
@@ -75,7 +69,6 @@ export function sendAction(ctx: EvmContext, action: Action, waitUntil: WaitUntil
   return action.claimed ? inTurn(ctx, steps, waitUntil) : settleInTurn(ctx, steps, waitUntil);
 }
 
-/** A channel action's steps through the settle loop (core/settle-loop.ts); it holds nothing. */
 function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, Sent> {
   const action = { ...asked, call: credited(ctx.builderCode, asked.call, asked.payment) };
   const { key, name, chargeTo, members } = action;
@@ -126,10 +119,7 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
   };
 }
 
-/**
- * The hash of the journaled transaction if it was mined and reverted with this very call: sent
- * again unchanged, it would most likely revert again at our cost.
- */
+/** The journaled hash if it reverted with this very call: re-sent unchanged it would again. */
 async function revertedAsIs(
   ctx: EvmContext,
   entry: JournalEntry,
@@ -163,11 +153,9 @@ function answered(ctx: EvmContext, action: Action, outcome: CallOutcome): Outcom
       return { ok: true, hash: outcome.hash };
     case "submitted":
     case "confirmed": {
-      // The loop records it as answered before it is handed over, as every success is
-      // (core/settle-loop.ts); so is every request it answers.
       const mined = outcome.kind === "confirmed";
       const keys = [action.key, ...(action.members ?? [])];
-      const receipt = outcome.kind === "confirmed" ? outcome.receipt : undefined;
+      const receipt = mined ? outcome.receipt : undefined;
       const pending = { ok: false as const, result: unrecorded(payer ?? "", outcome.hash) };
       return new Success<Sent>({ ok: true, hash: outcome.hash, receipt }, keys, pending, mined);
     }

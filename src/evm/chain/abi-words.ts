@@ -1,9 +1,4 @@
-/**
- * ABI words written straight into bytes, for the fixed-size structs hashed on every verify (an
- * EIP-3009 authorization, a voucher): what viem's encodeAbiParameters gives for these static
- * types, without building hex strings to parse again. Each throws on a value its type cannot hold,
- * as encodeAbiParameters does.
- */
+/** ABI words written straight into bytes for structs hashed every verify; throws as viem does. */
 import type { Hex } from "viem";
 import { keccak256Bytes, keccak256Hex } from "./keccak.js";
 
@@ -65,11 +60,7 @@ export function bytesOfHex(hex: Hex): Uint8Array {
 
 const scratch = new Map<number, Uint8Array>();
 
-/**
- * keccak256 of a struct's `words` 32-byte words, which `write` puts into a scratch buffer (reused:
- * hashing is synchronous, and a nested struct's hash is taken before its parent's words are
- * written).
- */
+/** keccak256 of `words` 32-byte words `write` puts in a reused scratch buffer (hashing is sync). */
 export function hashWords(words: number, write: (out: Uint8Array) => void): Uint8Array {
   let out = scratch.get(words);
   if (!out) {

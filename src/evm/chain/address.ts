@@ -1,8 +1,4 @@
-/**
- * EIP-55 addresses with our keccak: every verify reads several addresses (the payer, the payee,
- * the asset), and viem's checksum hashes each with its general-purpose keccak (about 9 µs). A
- * miss here costs one 40-byte keccak; the payee, the asset and a payer met twice cost a lookup.
- */
+/** EIP-55 addresses with our keccak and a cache: viem's checksum costs about 9 µs each. */
 import type { Address } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { keccak256Bytes } from "./keccak.js";
@@ -11,10 +7,7 @@ const ascii = new Uint8Array(40);
 const chars = new Array<number>(42);
 chars[0] = 0x30; // "0"
 chars[1] = 0x78; // "x"
-/**
- * The addresses met lately, by their lower-case digits: a payment names its payee and asset again
- * and again, and its payer twice (in the payload and as the recovered signer). The oldest are forgotten.
- */
+/** Addresses met lately, by lower-case digits (payees and assets recur); the oldest are forgotten. */
 const recent = new Map<string, Address>();
 const RECENT_LIMIT = 4096;
 
@@ -35,10 +28,7 @@ export function checksumAddress(lowerDigits: string): Address {
   return address;
 }
 
-/**
- * What viem's `isAddress(value, { strict: true })` says: `0x` and 40 hex digits, all lower case or
- * its own checksum.
- */
+/** viem's `isAddress(value, { strict: true })`: 40 hex digits, lower case or its own checksum. */
 export function hasValidChecksum(value: string): boolean {
   if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return false;
   const lower = value.toLowerCase();

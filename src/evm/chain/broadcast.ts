@@ -1,7 +1,4 @@
-/**
- * Handing signed bytes to the node, and reading what it said back. Re-sending the same bytes is
- * harmless (same hash, same nonce), which is what makes the retries here safe.
- */
+/** Hands signed bytes to the node; re-sending the same bytes is harmless (same hash and nonce). */
 import type { Hex, TransactionReceipt } from "viem";
 import type { MaySend } from "../../core/settle-loop.js";
 import { isUnreachable } from "../../rpc/rpc.js";
@@ -11,21 +8,12 @@ import { fullText, isHashEqual } from "./outcome.js";
 import { isRevert } from "./revert.js";
 
 /**
- * How the node refused a broadcast, as far as our nonce bookkeeping is concerned. "known": it has
- * the bytes; "nonce": the nonce is used (mined, or held in the pool by another transaction);
- * "fee": its max fee is below the base fee of the block it would go in (the nonce is still ours).
- * The rest say nothing of the payment, and the node did not take the bytes: "nonce-ahead" (a
- * node behind a balancer that has not seen our previous nonce), "tip" (below the pool's minimum
- * fee), "pool" (the pool is full), "rate" (a rate limit answered in a JSON-RPC error).
+ * How the node refused a broadcast. "known": it has the bytes; "nonce": used (mined or in the
+ * pool); "fee": under the next base fee (nonce still ours). The rest say nothing of the payment.
  */
 export type Refusal = "known" | "nonce" | "fee" | "nonce-ahead" | "tip" | "pool" | "rate" | "other";
 
-/**
- * The node has a transaction of ours mined (or being mined) at this nonce: geth and anvil say
- * "nonce too low"; ganache 7.9 "the tx doesn't have the correct nonce. account has nonce of: N tx
- * has nonce of: M", or, for a replacement of one it is mining, "transaction can't be replaced,
- * mining has already started".
- */
+/** The node has ours mined (or being mined) at this nonce: geth, anvil and ganache 7.9's words. */
 export const NONCE_USED =
   /nonce too low|doesn't have the correct nonce|can't be replaced, mining has already started/i;
 
@@ -57,11 +45,7 @@ export function isKnown(ctx: ChainAccess, hash: Hex): Promise<boolean> {
   );
 }
 
-/**
- * Hands signed bytes to the node, the same bytes again included: with broadcast(), the one way a
- * transaction of ours leaves for an EVM node, and only with the licence the settle loop (or the
- * reconciler) hands out (docs/design.md, "The settle loop").
- */
+/** With broadcast(), the one way our transactions leave, only with the settle loop's licence. */
 export async function sendRaw(ctx: ChainAccess, raw: Hex, _may: MaySend): Promise<void> {
   await ctx.client.sendRawTransaction({ serializedTransaction: raw });
 }
@@ -82,18 +66,12 @@ async function until<T>(promise: Promise<T>, deadline: number): Promise<T | unde
 
 /** Clients whose node failed eth_sendRawTransactionSync where the plain method worked. */
 const withoutSync = new WeakSet<object>();
-/** How long to wait for the synchronous answer before polling for the receipt instead. */
 const SYNC_WAIT_MS = 2_000;
 
 /**
- * Broadcasts signed bytes. When a receipt is wanted and the node has eth_sendRawTransactionSync
- * (EIP-7966: anvil, geth 1.16.6+, erigon 3.4+), the same request answers with the receipt, which
- * saves the polling round trips. Returns the receipt if it came with the answer; throws what the
- * node said if it refused the transaction.
- *
- * When the synchronous call fails in a way that says nothing about the transaction, the plain
- * method sends the same bytes again. Its answer is waited for no later than `deadline` (the
- * settle's confirm timeout): unanswered by then, the transaction is followed as sent.
+ * Broadcasts signed bytes, with eth_sendRawTransactionSync (EIP-7966) when a receipt is wanted:
+ * the receipt if it came with the answer; throws a refusal. A sync failure that says nothing of the
+ * transaction falls back to the plain method; unanswered by `deadline`, it is followed as sent.
  */
 export async function broadcast(
   ctx: ChainAccess,
@@ -114,16 +92,11 @@ export async function broadcast(
       (receipt) => ({ receipt }),
       (error: unknown) => ({ error }),
     );
-  // On a local node, a transaction not answered by then was passed over (local-node.ts):
-  // following it looks for that at once.
   const syncWaitMs = knownLocalNode(client) ? LOCAL_PARKED_AFTER_MS : SYNC_WAIT_MS;
   const waitMs = Math.min(syncWaitMs, ctx.replaceAfterMs, ctx.confirmTimeoutMs);
   let result = await until(answer, Date.now() + waitMs);
-  // Still waiting: the node took the transaction and it is not mined yet; polling takes over.
-  // Unless the node does not know it: then our request may still be waiting out a provider's
-  // rate limit (rpc/provider-limits.ts, bounded), and its answer says whether it was sent. Or
-  // the node dropped it while holding the call (anvil then answers only after ~10 s): past the
-  // deadline it is followed as sent, since its record stands and only its bytes are sent again.
+  // Still waiting: polling takes over, unless the node does not know it (a rate limit may hold
+  // our request): then its answer is waited for until the deadline.
   if (result === undefined && !(await isKnown(ctx, hash))) result = await until(answer, deadline);
   if (result === undefined) return undefined;
   if ("receipt" in result) {
@@ -132,8 +105,7 @@ export async function broadcast(
   const { error } = result;
   // The node took it but gave up waiting for a block (EIP-7966 code 4, anvil says "timeout").
   if (!isUnreachable(error) && /time(d)?\s?out/i.test(fullText(error))) return undefined;
-  // Our wait for the answer ran out or the connection broke, but the node holds it (a node slow
-  // under load): it was sent, so it is followed like any other, not answered as lost.
+  // The connection broke but the node holds it: it was sent, so it is followed, not lost.
   if (isUnreachable(error) && (await isKnown(ctx, hash))) return undefined;
   if (isUnreachable(error) || isRevert(error) || refusal(error) !== "other") throw error;
   try {
@@ -143,8 +115,7 @@ export async function broadcast(
     if (refusal(plainError) === "nonce" && (await isKnown(ctx, hash))) return undefined;
     throw plainError;
   }
-  // The plain method took what the synchronous one did not (a node without it answers "method not
-  // found"): do not ask the latter again.
+  // The plain method took what the synchronous one did not: do not ask the latter again.
   withoutSync.add(client);
   return undefined;
 }

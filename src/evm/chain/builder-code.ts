@@ -1,15 +1,7 @@
 /**
- * ERC-8021 builder codes (the x402 `builder-code` extension): a suffix appended to a transaction's
- * calldata that credits who built what. Schema 2: a CBOR map with `a` (the app, as a v2 payment
- * declares it), `w` (the wallet or facilitator: ours) and `s` (service codes: the client's and the
- * server's, then ours), its length (2 bytes), the schema id (1 byte) and the 16-byte marker. Our
- * own encoder; the official `parseBuilderCodeSuffixFromCalldata` reads what it writes (the tests
- * hold it to that, and to the suffix the official facilitator sends for the same payment).
- *
- * The suffix is ours to add: none without a code of ours configured, whatever a payment declares
- * (its calldata is our gas), and with one, a payment's codes are bounded (CALLER_CODES,
- * CALLER_CODE_CHARACTERS), so the whole suffix is at most SUFFIX_BYTES_LIMIT bytes; its gas is
- * counted inside the transaction's gas bound (chain/transactions.ts), never added to it.
+ * ERC-8021 builder codes (x402 `builder-code`): a calldata suffix, Schema 2 (CBOR map of `a` app,
+ * `w` ours, `s` service codes; 2-byte length, schema id, 16-byte marker). None without a code of
+ * ours (its calldata is our gas); a payment's codes are bounded, the suffix at SUFFIX_BYTES_LIMIT.
  */
 import { concatHex, type Hex, size, toHex } from "viem";
 
@@ -17,18 +9,10 @@ import { concatHex, type Hex, size, toHex } from "viem";
 export const BUILDER_CODE_PATTERN = /^[a-z0-9_]{1,32}$/;
 const MARKER = "80218021802180218021802180218021";
 const SCHEMA_2 = 2;
-/**
- * A payment's codes we carry, at most: its app code and its service codes, in that order, four
- * in all and 64 characters in all; the first that does not fit ends them (the official
- * extension echoes up to ten service codes of 32 characters, 363 bytes of our calldata).
- */
+/** A payment's codes we carry at most (app, then service codes); the first that does not fit ends them. */
 export const CALLER_CODES = 4;
 export const CALLER_CODE_CHARACTERS = 64;
-/**
- * The longest suffix we send: the caller's codes (64 characters, their CBOR heads, the `a` and
- * `s` keys and the array's head: 75 bytes at most), ours (`w` and a service code, 32 characters
- * each, with key and heads: 70), the map's head, the length, the schema id and the marker (20).
- */
+/** The longest suffix we send: the caller's codes (75 bytes), ours (70), the framing (20). */
 export const SUFFIX_BYTES_LIMIT = 165;
 
 /** What this facilitator signs its transactions with: its own code, and its service code. */
@@ -43,12 +27,7 @@ export interface BuilderCodeData {
   readonly s?: readonly string[] | undefined;
 }
 
-/**
- * The suffix for a transaction settling a payment of `x402Version` with `extensions`: our code,
- * the app code a v2 payment declares and the service codes it carries (valid ones, within
- * CALLER_CODES and CALLER_CODE_CHARACTERS), then our service code. Undefined without a code of
- * ours: a payment alone never adds bytes to our transaction.
- */
+/** Our code, a v2 payment's valid app and service codes (bounded), then our service code. */
 export function builderCodeSuffix(
   ours: BuilderCode | undefined,
   payment?: {
@@ -106,7 +85,7 @@ function declared(extensions: Readonly<Record<string, unknown>> | undefined) {
     : undefined;
 }
 
-/** The Schema 2 suffix of `data` (keys in the order a, w, s, as the official encoder writes them; empty ones left out). */
+/** The Schema 2 suffix of `data` (keys a, w, s as the official encoder orders them). */
 export function encodeBuilderCode(data: BuilderCodeData): Hex {
   const entries: Uint8Array[] = [];
   if (data.a) entries.push(text("a"), text(data.a));

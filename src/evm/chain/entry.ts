@@ -1,8 +1,4 @@
-/**
- * A journal entry as the EVM code reads it. The store keeps core/store.ts's chain-neutral strings;
- * on an `eip155` network this family wrote them as 0x hex (addresses, hashes, signed bytes), so
- * they read back as viem's types.
- */
+/** A journal entry as the EVM code reads it: on `eip155` networks its strings are 0x hex. */
 import type { Address, Hex } from "viem";
 import type { ExpectedTransfer, JournalEntry } from "../../core/store.js";
 
@@ -19,8 +15,6 @@ export interface EvmEntry extends JournalEntry {
   raws: Hex[];
 }
 
-/** `entry`, of a network this family owns, as the EVM code reads it. */
 export const evmEntry = (entry: JournalEntry): EvmEntry => entry as EvmEntry;
 
-/** An expected transfer this family wrote, as the EVM code reads it. */
 export const evmTransfer = (expect: ExpectedTransfer): EvmTransfer => expect as EvmTransfer;

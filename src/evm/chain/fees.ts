@@ -26,7 +26,6 @@ const REPLACEMENT_BUMP_PERCENT = 125n;
 const FEE_CACHE_MS = 1_000;
 const feeCache = new WeakMap<object, { at: number; fees: Promise<Fees> }>();
 
-/** The chain's current fees, shared by the settles of the same second. */
 export function estimateFees(ctx: ChainAccess): Promise<Fees> {
   const cached = feeCache.get(ctx.client);
   if (cached && Date.now() - cached.at < FEE_CACHE_MS) return cached.fees;
@@ -44,16 +43,11 @@ async function readFees(ctx: ChainAccess): Promise<Fees> {
     return await eip1559Fees(ctx);
   } catch (error) {
     if (isUnreachable(error)) throw error;
-    // A chain without EIP-1559 blocks: fall back to a legacy gas price.
     return { type: "legacy", gasPrice: await ctx.client.getGasPrice() };
   }
 }
 
-/**
- * viem's estimateFeesPerGas, with its two reads (the latest block's base fee, then the tip) made
- * together: one round trip instead of two, the same fees (its multiplier, and its fallback of gas
- * price minus base fee when the node has no eth_maxPriorityFeePerGas).
- */
+/** viem's estimateFeesPerGas with its two reads made together: one round trip, the same fees. */
 async function eip1559Fees(ctx: ChainAccess): Promise<Fees> {
   const { client } = ctx;
   const tip = client.request({ method: "eth_maxPriorityFeePerGas" }).then(
@@ -63,17 +57,16 @@ async function eip1559Fees(ctx: ChainAccess): Promise<Fees> {
   const { baseFeePerGas: baseFee } = await client.getBlock({ blockTag: "latest" });
   if (typeof baseFee !== "bigint") throw new Error("the chain's blocks have no base fee");
   const asked = await tip;
-  let maxPriorityFeePerGas: bigint;
-  if (asked.ok) maxPriorityFeePerGas = asked.value;
-  else {
-    const gasPrice = await client.getGasPrice();
-    maxPriorityFeePerGas = gasPrice > baseFee ? gasPrice - baseFee : 0n;
-  }
+  const gasPrice = asked.ok ? 0n : await client.getGasPrice();
+  const maxPriorityFeePerGas = asked.ok
+    ? asked.value
+    : gasPrice > baseFee
+      ? gasPrice - baseFee
+      : 0n;
   const maxFeePerGas = (baseFee * BASE_FEE_PERCENT) / 100n + maxPriorityFeePerGas;
   return { type: "eip1559", maxFeePerGas, maxPriorityFeePerGas };
 }
 
-/** The fees a signed transaction carries. */
 export function feesOf(tx: TransactionSerializable): Fees {
   return tx.type === "legacy"
     ? { type: "legacy", gasPrice: tx.gasPrice ?? 0n }
@@ -83,8 +76,6 @@ export function feesOf(tx: TransactionSerializable): Fees {
         maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n,
       };
 }
-
-const pricePerGas = (fees: Fees) => (fees.type === "eip1559" ? fees.maxFeePerGas : fees.gasPrice);
 
 export function bump(fees: Fees): Fees {
   const up = (value: bigint) => (value * REPLACEMENT_BUMP_PERCENT) / 100n + 1n;
@@ -97,10 +88,7 @@ export function bump(fees: Fees): Fees {
     : { type: "legacy", gasPrice: up(fees.gasPrice) };
 }
 
-/**
- * The fee cap in force on `chainId`: the operator's for this chain, else the operator's for every
- * chain, else this network's default (networks.ts; 0.01 of the native token elsewhere).
- */
+/** The fee cap on `chainId`: configured per chain, else for all, else the network's default. */
 export function feeCapFor(
   chainId: number,
   configured: {
@@ -116,7 +104,6 @@ export function feeCapFor(
   };
 }
 
-/** "0.0021 ETH" on a known chain, the native unit's amount elsewhere. */
 export function nativeAmount(chainId: number, wei: bigint): string {
   return `${formatEther(wei)} ${knownNetwork(chainId)?.native ?? "of the native token"}`;
 }
@@ -126,7 +113,7 @@ const FEE_CAP_RETRY_SECONDS = 30;
 
 export function overCap(ctx: ChainAccess, gas: bigint, fees: Fees): Failure | undefined {
   const cap = ctx.feeCapWei;
-  const price = pricePerGas(fees);
+  const price = fees.type === "eip1559" ? fees.maxFeePerGas : fees.gasPrice;
   const cost = gas * price;
   if (cap === undefined || cost <= cap) return undefined;
   const network = caip2(ctx.chainId);
@@ -138,10 +125,8 @@ export function overCap(ctx: ChainAccess, gas: bigint, fees: Fees): Failure | un
 }
 
 /**
- * Fees for a transaction the node refused because its max fee is below the base fee of the block
- * it would go in (the base fee rose between pricing and broadcast): twice that next base fee plus
- * the tip, as high as the fee cap allows, or why even the base fee is over the cap. Read from
- * eth_feeHistory, whose last entry is the next block's base fee.
+ * Fees after a refusal under the next base fee (eth_feeHistory's last entry): twice it plus the
+ * tip, within the fee cap, or why even the base fee is over the cap.
  */
 export async function repriced(ctx: ChainAccess, gas: bigint, fees: Fees): Promise<Fees | Failure> {
   const history = await ctx.client.getFeeHistory({ blockCount: 1, rewardPercentiles: [] });

@@ -1,7 +1,4 @@
-/**
- * Following a broadcast settlement until it is mined (deep enough), replacing it at the same nonce
- * when it sits unmined, and repairing nonce gaps that keep it from being mined at all.
- */
+/** Follows a broadcast until mined deep enough, replacing it at its nonce and repairing gaps. */
 import {
   type Address,
   getAddress,
@@ -18,20 +15,18 @@ import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
 import { type CallOutcome, fullText, nodeSaid, pending } from "./outcome.js";
+import { signReplacement } from "./resend.js";
 import type { SignerLane } from "./signers.js";
 
 const FIRST_POLLS_MS = [10, 20, 40, 80, 160];
-/** On other chains a transaction may wait a few blocks before a missing predecessor is suspected. */
+/** Off local nodes a transaction may wait a few blocks before a gap is suspected. */
 const GAP_SUSPECTED_AFTER_MS = 3_000;
 /** Replacements of a transaction passed over by blocks before its key is judged blocked. */
 const BLOCKED_AFTER_REPLACEMENTS = 3;
 
 /**
- * Whether a local node passed over our transaction: it is the next of its key to be mined (an
- * earlier one unmined holds it back, and is the one to look at), and the node automines or blocks
- * came since. Replacing one that waits behind an earlier nonce is also what anvil's pool of
- * waiting transactions mishandles: it keeps every replacement and none of them can be mined again
- * (foundry-rs/foundry#16638, fixed after anvil 1.7.1, the one npm ships).
+ * Whether a local node passed over our transaction: it is its key's next and the node automines or
+ * blocks came since. (Replacing one behind an earlier nonce jams anvil: foundry-rs/foundry#16638.)
  */
 async function parkedOnLocalNode(
   ctx: ChainAccess,
@@ -44,12 +39,8 @@ async function parkedOnLocalNode(
       (answer) => answer === true,
       () => false,
     ),
-    ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined),
-    nonce === undefined
-      ? undefined
-      : ctx.client
-          .getTransactionCount({ address: from, blockTag: "latest" })
-          .catch(() => undefined),
+    headBlock(ctx),
+    nonce === undefined ? undefined : minedCount(ctx, from),
   ]);
   if (nonce !== undefined && next !== undefined && next !== nonce) return { parked: false, block };
   const passed = sinceBlock !== undefined && block !== undefined && block > sinceBlock;
@@ -79,6 +70,11 @@ export function mined(
   return { kind: "confirmed", hash: receipt.transactionHash, receipt };
 }
 
+const headBlock = (ctx: ChainAccess) =>
+  ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined);
+const minedCount = (ctx: ChainAccess, address: Address) =>
+  ctx.client.getTransactionCount({ address, blockTag: "latest" }).catch(() => undefined);
+
 async function firstReceipt(ctx: ChainAccess, hashes: readonly Hex[]) {
   const receipts = await Promise.all(
     hashes.map((hash) => ctx.client.getTransactionReceipt({ hash }).catch(() => undefined)),
@@ -89,19 +85,15 @@ async function firstReceipt(ctx: ChainAccess, hashes: readonly Hex[]) {
 /** Whether a successful receipt has the confirmations asked for (1: being mined is enough). */
 async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promise<boolean> {
   if (ctx.confirmations <= 1) return true;
-  const head = await ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined);
+  const head = await headBlock(ctx);
   return head !== undefined && head - receipt.blockNumber + 1n >= BigInt(ctx.confirmations);
 }
 
 /**
- * Waits for any of `hashes` to be mined with the confirmations asked for. A transaction sitting in
- * the mempool for `replaceAfterMs` is replaced with a higher fee at the same nonce; one waiting
- * behind a nonce gap gets the gap filled. A receipt that disappears before it is deep enough (a
- * reorg) is waited for again. Never throws: past the deadline, the answer is `settlement_pending`
- * with the newest hash. `sentAt`: when the newest was broadcast, if just now (a local node's pass
- * over it is looked for from then); `sentAfterBlock`: a block the node had mined by then, if known
- * (local-node.ts' newestBlockSeen), else the head when following starts. `until`: a deadline of
- * the settle's own, when its broadcast already spent the confirm timeout (broadcast.ts).
+ * Waits for any of `hashes` to be mined deep enough, replacing a stuck one at its nonce and filling
+ * gaps before it. Never throws: past the deadline, `settlement_pending` with the newest hash.
+ * `sentAt`/`sentAfterBlock`: when it was broadcast, and a block mined by then; `until`: the
+ * settle's own deadline when its broadcast spent the confirm timeout.
  */
 export async function follow(
   ctx: ChainAccess,
@@ -119,23 +111,18 @@ export async function follow(
   const deadline = until ?? started + ctx.confirmTimeoutMs;
   let replaceAt = started + ctx.replaceAfterMs;
   const local = await isLocalNode(ctx.client);
-  // Blocks after this one that leave it unmined passed it over. Read beside the first receipt
-  // poll, not before it: it costs no round trip of its own.
-  const headAtStart =
-    sentAfterBlock === undefined
-      ? ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined)
-      : undefined;
+  // Blocks after this one that leave it unmined passed it over; read beside the first poll.
+  const headAtStart = sentAfterBlock === undefined ? headBlock(ctx) : undefined;
   let sinceBlock = sentAfterBlock;
   let stuckCheckAt = local
     ? (sentAt ?? started) + LOCAL_PARKED_AFTER_MS
     : started + GAP_SUSPECTED_AFTER_MS;
   let current = fees;
   let replacements = 0;
-  /** The head block when it was first seen to be its key's next to be mined. */
+  /** The head when it was first seen to be its key's next to be mined. */
   let headSince: bigint | undefined;
   /** The head when it was sent: a chain still there mines no blocks (replaced on time alone). */
   let sentInBlock = sentAfterBlock;
-  /** Which of FIRST_POLLS_MS the next wait is. */
   let soon = 0;
   for (;;) {
     const receipt = await firstReceipt(ctx, hashes);
@@ -167,19 +154,15 @@ export async function follow(
         : undefined;
       if (seen?.parked) {
         parked = true;
-        // The replacement is judged from here: only a block that passes it over as well replaces
-        // it again (the block compared may be older than the broadcast: local-node.ts).
+        // Only a block that passes the replacement over as well replaces it again.
         sinceBlock = seen.block ?? sinceBlock;
       }
     }
     if (!receipt && (parked || now >= replaceAt)) {
       replaceAt = now + ctx.replaceAfterMs;
       const head = parked ? undefined : await headOfLine(ctx, lane, tx.nonce);
-      // Only the key's next transaction to be mined is replaced, and only once blocks came that
-      // left it out: one waiting behind an earlier unmined nonce is mined right after that one
-      // (a replacement would only cost), and a node that mined nothing passed nothing over.
-      // Blocks count from when it was seen to be the next: those before may have been filled by
-      // the earlier ones (a full block passes over nothing of ours).
+      // Only the key's next transaction is replaced, once blocks since it became next left it out:
+      // one behind an earlier nonce is mined right after it (replacing would only cost).
       if (!head || head.mined !== tx.nonce) headSince = undefined;
       else if (headSince === undefined) headSince = head.block;
       const isNext = head !== undefined && head.mined === tx.nonce && headSince !== undefined;
@@ -202,22 +185,18 @@ export async function follow(
           if ("hash" in replaced) {
             hashes.push(replaced.hash);
             current = next;
-            // Only what blocks passed over counts toward judging the key blocked.
             if (passedOver) replacements++;
             sinceBlock = head?.block ?? sinceBlock;
             headSince = head?.block;
-            // It may be mined as soon as the first was (a local node's at once): look soon again.
             soon = 0;
           } else if (replaced.refused !== undefined) {
-            // A refused replacement is not swallowed: the hole cannot be filled from here.
             const why = `the node refused its replacement: ${replaced.refused}`;
             lane.blocked(ctx.chainId, tx.nonce, since, why);
           }
         }
       }
     }
-    // Fast chains (and a local node) mine within milliseconds: look again soon at first, then
-    // settle into the configured interval.
+    // Fast chains mine within milliseconds: look again soon at first, then at the interval.
     const wait = Math.min(FIRST_POLLS_MS[soon++] ?? ctx.receiptPollMs, ctx.receiptPollMs);
     await new Promise((resolve) =>
       setTimeout(resolve, Math.min(wait, Math.max(1, deadline - now))),
@@ -228,40 +207,28 @@ export async function follow(
 /** The key's mined count and the head block, read together; what failed to be read is missing. */
 async function headOfLine(ctx: ChainAccess, lane: SignerLane, nonce: number | undefined) {
   const [mined, block] = await Promise.all([
-    nonce === undefined
-      ? undefined
-      : ctx.client
-          .getTransactionCount({ address: lane.address, blockTag: "latest" })
-          .catch(() => undefined),
-    ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined),
+    nonce === undefined ? undefined : minedCount(ctx, lane.address),
+    headBlock(ctx),
   ]);
   if (mined !== undefined) lane.sawMined(ctx.chainId, mined);
   return { mined, block };
 }
 
-/**
- * What an unmined transaction of ours waits behind: the earliest unmined one of the same key, by
- * its hash and nonce, when it is ours to name; else nothing.
- */
+/** What an unmined transaction of ours waits behind: the key's earliest unmined one, if any. */
 async function waitingBehind(
   ctx: ChainAccess,
   lane: SignerLane,
   nonce: number | undefined,
 ): Promise<string> {
   if (nonce === undefined) return "";
-  const mined = await ctx.client
-    .getTransactionCount({ address: lane.address, blockTag: "latest" })
-    .catch(() => undefined);
+  const mined = await minedCount(ctx, lane.address);
   if (mined === undefined || mined >= nonce) return "";
   const raw = lane.recentRaw(ctx.chainId, mined);
   const earlier = raw ? keccak256(raw) : "a transaction";
   return `, behind ${earlier}, sent by this key (${lane.address}) with nonce ${mined} and not mined yet either`;
 }
 
-/**
- * Signs `tx` again (same nonce, higher fee), journals it, broadcasts it: its hash; or what the
- * node said refusing it, unless that says it was mined meanwhile or is known (the next poll tells).
- */
+/** Signs, journals and broadcasts a replacement: its hash, or the node's refusal (not "known"). */
 async function replace(
   ctx: ChainAccess,
   lane: SignerLane,
@@ -269,17 +236,10 @@ async function replace(
   tx: TransactionSerializable,
   may: MaySend,
 ): Promise<{ hash: Hex } | { refused?: string }> {
-  let hash: Hex;
-  let raw: Hex;
-  try {
-    raw = await lane.account.signTransaction(tx);
-    hash = keccak256(raw);
-    await ctx.journal.recordReplace(key, hash, raw);
-  } catch {
-    // Not written down, so not sent: the next round tries again.
-    return {};
-  }
-  if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
+  // Not written down, so not sent: the next round tries again.
+  const signed = await signReplacement(ctx, lane, key, tx).catch(() => undefined);
+  if (!signed) return {};
+  const { hash, raw } = signed;
   try {
     await sendRaw(ctx, raw, may);
   } catch (error) {

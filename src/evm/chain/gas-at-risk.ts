@@ -1,19 +1,10 @@
 /**
- * Gas at risk, bounded over time and not only per payer. A settlement that reverts, runs out of
- * gas or succeeds without moving the payment wasted our gas; a fresh payer address costs an
- * attacker nothing, so the payer throttle alone cannot stop many of them. Each waste is counted
- * against the payer (the throttle), the asset, and a budget of wasted gas per chain and hour:
- * - an asset that moved nothing is refused for the window; one that ran out of gas too, at once
- *   if we never settled it, at the third time if we did; one we never settled whose settlements
- *   reverted for three different payers is refused as well (one payer's reverts are its own
- *   doing, and a known asset's reverts its payers': they count there);
- * - past the chain's budget, a payer is served only while its own waste in the window is under
- *   one per settlement of its that landed with us (the store counts them, at most the payer
- *   throttle's limit): a history costs an attacker a unit paid to itself, so it must not buy
- *   unlimited waste. Payers with no settlement wait (429, `Retry-After`);
- * - past twice the budget every payer waits, until enough waste ages out. What an attacker can
- *   make us waste per chain and window is so at most twice the budget, plus the gas bounds of the
- *   settlements already in flight when it was crossed.
+ * Wasted gas (reverted, out of gas, moved nothing) bounded per payer, asset and chain-hour: fresh
+ * payer addresses cost an attacker nothing, so the payer throttle alone cannot stop them.
+ * - Assets: refused after ASSET_LIMITS wastes in the window (reverts counted once per payer).
+ * - Past the chain's budget a payer is served only while its waste is under its landed
+ *   settlements (at most the throttle limit): a history costs a unit, it must not buy unlimited
+ *   waste. Past twice the budget everyone waits (429, `Retry-After`).
  */
 import { getAddress } from "viem";
 import { arrayBytes, BudgetMap, stringBytes } from "../../core/byte-budget.js";
@@ -28,15 +19,13 @@ export type { Waste };
 type WasteCause = Waste["cause"];
 
 export interface GasAtRiskOptions {
-  /** Wasted gas per chain and window before payers wait, bar their allowance (default 500,000). */
+  /** Wasted gas per chain and window before payers wait (default 500,000); per chain wins. */
   readonly budgetGas?: bigint | undefined;
-  /** ...or per chain id, which wins. */
   readonly budgetGasByChain?: Readonly<Record<number, bigint>> | undefined;
-  /** The window, in milliseconds (default one hour). */
   readonly windowMs?: number | undefined;
-  /** Assets that always count as known (each network's stablecoins, the operator's allowed list). */
+  /** Assets that always count as known (stablecoins, the operator's allowed list). */
   readonly trusted?: ((chainId: number, asset: string) => boolean) | undefined;
-  /** How many settlements of this payer or asset the store remembers (other replicas, restarts). */
+  /** Settlements of this payer or asset the store remembers (other replicas, restarts). */
   readonly settlementsOf?:
     | ((
         chainId: number,
@@ -48,24 +37,17 @@ export interface GasAtRiskOptions {
   readonly onWaste?: ((chainId: number, waste: Waste) => void) | undefined;
 }
 
-/** Wasted gas a chain absorbs per hour from payers we know nothing of: about eighteen reverted transfers. */
+/** About eighteen reverted transfers per chain and hour. */
 export const DEFAULT_WASTED_GAS_BUDGET = 500_000n;
 const WINDOW_MS = 60 * 60_000;
 /** Retry-After when gas at risk alone fills the budget: it ends as its transactions land or fail. */
 const HELD_RETRY_S = 60;
-/** Payers, assets and events remembered at once; past it the oldest are forgotten. */
+/** Memory bounds; a payer forgotten counts what the store holds (settlementsOf). */
 const REMEMBERED = 10_000;
 const KNOWN_REMEMBERED = 100_000;
-/**
- * And the payers' landings in bytes (about 340 a payer: some 12,000 in 4 MiB): a payer forgotten
- * counts the landings the store still holds (settlementsOf), asked only while gas is wasted.
- */
 const LANDED_BUDGET_BYTES = 4 * 2 ** 20;
 
-/**
- * How many wastes of each cause refuse an asset: [never settled here, settled here]. Reverts are
- * counted once per payer.
- */
+/** Wastes of each cause that refuse an asset: [never settled here, settled here]. */
 const ASSET_LIMITS: Readonly<Record<WasteCause, readonly [number, number]>> = {
   "no-transfer": [1, 1],
   "out-of-gas": [1, 3],
@@ -75,7 +57,6 @@ const ASSET_LIMITS: Readonly<Record<WasteCause, readonly [number, number]>> = {
 interface Event {
   readonly at: number;
   readonly gas: bigint;
-  /** Lowercase. */
   readonly payer: string;
 }
 
@@ -83,9 +64,8 @@ export class GasAtRisk {
   readonly #throttle: PayerThrottle;
   readonly #options: GasAtRiskOptions;
   readonly #windowMs: number;
-  /** Per chain: wasted gas, oldest first. */
+  /** Per chain, oldest first. */
   readonly #wasted = new Map<number, Event[]>();
-  /** Per chain:asset: the causes and times of its wastes. */
   readonly #assetWastes = new Map<string, { cause: WasteCause; payer: string; at: number }[]>();
   /** chain:asset that settled with us. */
   readonly #known = new Set<string>();
@@ -96,10 +76,7 @@ export class GasAtRisk {
   );
   /** chain:payer the store counted at the throttle limit, until when that answer is trusted. */
   readonly #countedFull = new Map<string, number>();
-  /**
-   * Ether sent to payers for their own transactions (chain/sponsoring.ts), by id, in gas at our
-   * price: counted as wasted until the transaction lands (released) or cannot (charged).
-   */
+  /** Ether sent to payers (sponsoring.ts), in gas: counted as wasted until it lands or cannot. */
   readonly #atRisk = new Map<string, { chainId: number; at: number; waste: Waste }>();
 
   constructor(throttle: PayerThrottle, options: GasAtRiskOptions = {}) {
@@ -108,7 +85,6 @@ export class GasAtRisk {
     this.#windowMs = options.windowMs ?? WINDOW_MS;
   }
 
-  /** The wasted-gas budget of `chainId` per window. */
   budget(chainId: number): bigint {
     return (
       this.#options.budgetGasByChain?.[chainId] ??
@@ -117,36 +93,27 @@ export class GasAtRisk {
     );
   }
 
-  /** The window waste is counted over, in milliseconds. */
   get windowMs(): number {
     return this.#windowMs;
   }
 
-  /** Gas wasted on `chainId` within the window, and gas at risk there now. */
   wastedGas(chainId: number, now = Date.now()): bigint {
-    return this.#recent(chainId, now).reduce((sum, e) => sum + e.gas, this.#held(chainId, now));
+    return sumGas(this.#recent(chainId, now), this.#held(chainId, now));
   }
 
-  /** The chains with waste in the window, or gas at risk. */
   chains(): number[] {
     const held = [...this.#atRisk.values()].map((h) => h.chainId);
     return [...new Set([...this.#wasted.keys(), ...held])];
   }
 
-  /**
-   * Ether about to be sent for a payer's own transaction (`waste.gas`: its worth in gas at our
-   * price) is held as at risk under `id`, or refused: the payer is throttled, or the chain's
-   * waste and gas at risk would pass its budget with it (sponsoring never takes a chain past
-   * its budget, whoever the payer).
-   */
+  /** Holds ether for a payer's transaction as at risk, or refuses: sponsoring never passes the budget. */
   hold(chainId: number, id: string, waste: Waste, now = Date.now()): Failure | undefined {
     const throttled = this.#throttle.refusal(chainId, waste.payer, now);
     if (throttled) return throttled;
     const budget = this.budget(chainId);
     const events = this.#recent(chainId, now);
     const held = this.#held(chainId, now);
-    let wasted = 0n;
-    for (const e of events) wasted += e.gas;
+    const wasted = sumGas(events, 0n);
     if (wasted + held + waste.gas <= budget) {
       this.#atRisk.set(id, { chainId, at: now, waste });
       return undefined;
@@ -167,12 +134,10 @@ export class GasAtRisk {
     this.#atRisk.set(id, { chainId, at, waste });
   }
 
-  /** The gas held at risk under `id`, if any here. */
   heldAt(id: string): Waste | undefined {
     return this.#atRisk.get(id)?.waste;
   }
 
-  /** The payer's transaction landed: what was sent for it is no longer at risk. */
   release(id: string): void {
     this.#atRisk.delete(id);
   }
@@ -183,10 +148,7 @@ export class GasAtRisk {
     this.record(chainId, waste, now, now);
   }
 
-  /**
-   * The payer's transaction can never land: what was sent for it is wasted, charged as a revert
-   * of the payer's (`waste`, or what `id` held here). Undefined when neither says how much.
-   */
+  /** The payer's transaction can never land: what was sent (`waste`, or held) is charged. */
   chargeHeld(chainId: number, id: string, waste?: Waste, now = Date.now()): Waste | undefined {
     const charged = waste ?? this.#atRisk.get(id)?.waste;
     this.#atRisk.delete(id);
@@ -239,8 +201,7 @@ export class GasAtRisk {
     if (assetRefused) return assetRefused;
     const budget = this.budget(chainId);
     const events = this.#recent(chainId, now);
-    let wasted = this.#held(chainId, now);
-    for (const e of events) wasted += e.gas;
+    const wasted = sumGas(events, this.#held(chainId, now));
     if (wasted < budget) return undefined;
     const spent = `settlements on ${caip2(chainId)} wasted ${grouped(wasted)} gas in the last ${this.#minutes()} min (reverted, ran out of gas or moved nothing)`;
     // (Nothing wasted refuses no one with a history, even under a budget of 0.)
@@ -271,11 +232,7 @@ export class GasAtRisk {
     );
   }
 
-  /**
-   * How many wasted settlements `payer` is allowed past the budget: one per settlement of its that
-   * landed here or that the store counts, at most the throttle's limit. Asks the store only when
-   * what is known here does not already allow more than its `ownWaste`.
-   */
+  /** Wastes allowed past the budget: one per landed settlement, at most the throttle's limit. */
   async #allowance(chainId: number, payer: string, ownWaste: number, now: number) {
     const limit = this.#throttle.limit;
     const key = payerKey(chainId, payer);
@@ -294,7 +251,6 @@ export class GasAtRisk {
     return Math.min(Math.max(here, counted), limit);
   }
 
-  /** Seconds until enough of `events` age out to bring `wasted` under `level`. */
   #secondsUntil(events: readonly Event[], level: bigint, wasted: bigint, now: number): number {
     let left = wasted;
     let freeAt = now;
@@ -344,11 +300,8 @@ export class GasAtRisk {
     if (this.#known.has(key)) return true;
     if (this.#options.trusted?.(chainId, asset)) return true;
     const counted = await this.#options.settlementsOf?.(chainId, { asset }, 1).catch(() => 0);
-    if (counted) {
-      this.#known.add(key);
-      return true;
-    }
-    return false;
+    if (counted) this.#known.add(key);
+    return !!counted;
   }
 
   #recent(chainId: number, now: number): Event[] {
@@ -381,6 +334,7 @@ const WHAT: Readonly<Record<WasteCause, string>> = {
   reverted: "reverted",
 };
 
+const sumGas = (events: readonly Event[], from: bigint) => events.reduce((s, e) => s + e.gas, from);
 const payerKey = (chainId: number, payer: string) => `${chainId}:p:${payer.toLowerCase()}`;
 const assetKey = (chainId: number, asset: string) => `${chainId}:a:${asset.toLowerCase()}`;
 

@@ -1,17 +1,13 @@
 /**
- * The most gas a settlement transaction may use, chosen by us per transfer method, never taken from
- * an estimate of someone else's code: the payer picks the `asset` contract, so an estimate is only
- * what that contract says it needs. A settlement whose estimate (or simulation) needs more than
- * its bound is refused before anything is sent; one that is sent carries at most its bound.
+ * The most gas a settlement may use, chosen by us per method, never from an estimate: the payer
+ * picks the `asset` contract, so an estimate is what that contract says. Over it: nothing is sent.
  */
 import type { Address } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../protocol/networks.js";
+import { fullText } from "./outcome.js";
 
-/**
- * The bounds, by what the transaction does. The last two are added to a method's bound: a
- * contract wallet's signature check (ERC-1271) and an undeployed wallet's deployment (ERC-6492).
- */
+/** The bounds, by what the transaction does; the last two are added to a method's bound. */
 export const DEFAULT_GAS_BOUNDS = {
   /** transferWithAuthorization: 68,814 on the devnet's USDC, 85,914 to a new recipient. */
   eip3009: 120_000,
@@ -36,21 +32,15 @@ export const DEFAULT_GAS_BOUNDS = {
 } as const;
 
 export type GasBoundName = keyof typeof DEFAULT_GAS_BOUNDS;
-/** The family's bounds, and those of the registered schemes' own kinds of transaction by name. */
+/** The family's bounds, and the registered schemes' own by name. */
 export type GasBounds = Readonly<Record<GasBoundName, bigint>> &
   Readonly<Partial<Record<string, bigint>>>;
-/** What a transaction does, as far as its gas is concerned. */
-export type GasUse = Exclude<GasBoundName, "contractWallet" | "walletDeployment">;
-/** Bounds as configured, by name: the family's and the schemes' (SchemeGas.name). */
+type GasUse = Exclude<GasBoundName, "contractWallet" | "walletDeployment">;
 export type ConfiguredGas = Readonly<Partial<Record<string, bigint>>>;
 
 export const GAS_BOUND_NAMES = Object.keys(DEFAULT_GAS_BOUNDS) as GasBoundName[];
 
-/**
- * A scheme's own kind of transaction, bounded by what the scheme declares. Registered with the
- * scheme (EvmScheme.gas), it is scaled as the family's are and the operator may set it by name in
- * gasBounds; unregistered, `gas` is its bound as it stands.
- */
+/** A scheme's own kind of transaction; registered (EvmScheme.gas) it is scaled and configurable. */
 export interface SchemeGas {
   readonly name: string;
   readonly gas: bigint;
@@ -61,11 +51,9 @@ export interface SchemeGas {
 /** What one settlement transaction is allowed, and what to call it in a refusal. */
 export interface GasNeed {
   readonly use: GasUse | SchemeGas;
-  /** The payer is a contract wallet (its signature check runs in the call). */
   readonly contractWallet?: boolean | undefined;
   /** The call deploys the payer's wallet first (ERC-6492). */
   readonly deployment?: boolean | undefined;
-  /** The token paid with: a refusal names it. */
   readonly asset: Address;
   /** Rows the transaction applies, each adding its own bound (a claim's channels). */
   readonly rows?: { readonly count: number; readonly each: SchemeGas } | undefined;
@@ -82,11 +70,7 @@ const USES: Readonly<Record<GasUse, string>> = {
   fund: "the payer's approval gas",
 };
 
-/**
- * The bounds for `chainId`: the defaults, scaled on chains whose gas also pays for L1 data (see
- * networks.ts), then what the operator configured for every chain and for this one; the schemes'
- * own (`schemeGas`) likewise.
- */
+/** The bounds for `chainId`: configured per chain, else for all, else defaults scaled (L1 data). */
 export function gasBoundsFor(
   chainId: number,
   configured: {
@@ -107,11 +91,9 @@ export function gasBoundsFor(
   return bounds as GasBounds;
 }
 
-/** A use's own bound: the family's by name, a scheme's as registered (else as it declares). */
 const boundOf = (bounds: GasBounds, use: GasUse | SchemeGas): bigint =>
   typeof use === "string" ? bounds[use] : (bounds[use.name] ?? use.gas);
 
-/** The most gas this transaction may use. */
 export function gasBound(bounds: GasBounds, need: GasNeed): bigint {
   const rows = need.rows ? BigInt(need.rows.count) * boundOf(bounds, need.rows.each) : 0n;
   return (
@@ -122,18 +104,12 @@ export function gasBound(bounds: GasBounds, need: GasNeed): bigint {
   );
 }
 
-/**
- * The gas a verify-time simulation runs with: enough for the method from a contract wallet (which
- * verify may not know yet), so only a transfer that could never be settled fails it.
- */
+/** Verify simulates with a contract wallet's bound (it may not know yet), failing only the unsettleable. */
 export function simulationGas(bounds: GasBounds, use: GasNeed["use"], deployment = false): bigint {
   return gasBound(bounds, { use, contractWallet: true, deployment, asset: "0x" });
 }
 
-/**
- * The settlement needs `gas` (undefined: more than the node would estimate), over its bound:
- * nothing is sent.
- */
+/** The settlement needs `gas` (undefined: more than estimable), over its bound: nothing is sent. */
 export function overGasBound(
   chainId: number,
   need: GasNeed,
@@ -154,16 +130,9 @@ export function overGasBound(
   );
 }
 
-/** 1234567 → "1,234,567". */
 export function grouped(n: bigint): string {
   return n.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
-/** Whether a node's error says the call ran out of the gas it was given. */
-export function isOutOfGas(error: unknown): boolean {
-  const text =
-    error instanceof Error
-      ? `${error.message}\n${(error as { details?: string }).details ?? ""}`
-      : String(error);
-  return /out of gas|OutOfGas|gas required exceeds|intrinsic gas too low/i.test(text);
-}
+export const isOutOfGas = (error: unknown): boolean =>
+  /out of gas|OutOfGas|gas required exceeds|intrinsic gas too low/i.test(fullText(error));

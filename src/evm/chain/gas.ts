@@ -1,8 +1,4 @@
-/**
- * Gas estimates reused across settles. Calls that cost the same gas each time (an EIP-3009 transfer
- * from an account without code) name a key: after one estimate, later ones reuse it with more
- * headroom and skip the estimate. Whoever reuses one must have simulated the call itself.
- */
+/** Gas estimates reused across settles by key (calls that cost the same each time); reusers simulate. */
 import { setNewest } from "../../core/newest.js";
 
 const gasEstimates = new Map<string, { at: number; gas: bigint }>();

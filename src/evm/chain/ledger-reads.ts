@@ -1,8 +1,4 @@
-/**
- * The in-flight ledger's reads on an EVM chain (core/ledger-reads.ts): a payer's balance, or for a
- * spend through an allowance that allowance, at one block, with which of the settlements in flight
- * were mined by then (found by their receipts); and the shortfall's words.
- */
+/** The in-flight ledger's reads on an EVM chain: balance or allowance at a block, and what landed. */
 import { type Address, type Hex, parseAbi } from "viem";
 import {
   balanceShortfall,
@@ -39,7 +35,7 @@ export function slotOf(chainId: number, spend: Spend): string {
   return (spend.spender ? `${base}>${spend.spender}` : base).toLowerCase();
 }
 
-/** What a journaled transfer holds on chain `chainId`, as the ledger counts it (seeding it). */
+/** What a journaled transfer holds, as the ledger counts it (seeding it). */
 export function heldByTransfer(chainId: number, expect: EvmTransfer): HeldSpend[] {
   const spend = { token: expect.token, owner: expect.from, amount: BigInt(expect.value) };
   return [{ slot: slotOf(chainId, spend), amount: spend.amount }];
@@ -77,7 +73,6 @@ export class EvmLedgerReads implements LedgerReads<Spend> {
   }
 
   shortfall(spend: Spend, have: bigint, held: bigint): Failure {
-    // No read here (the ledger's refusal is synchronous): the token's words if known or kept.
     const token = keptTokenUnits(this.#ctx.chainId, spend.token);
     const say = (units: bigint) => tokenAmount(units, token);
     if (spend.spender) {

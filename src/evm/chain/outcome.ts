@@ -1,9 +1,6 @@
-/**
- * What sending a settlement transaction came to, as a value: the payment method decides what a
- * revert means. Also the few helpers that turn node errors into one-line failures.
- */
+/** What sending a settlement transaction came to, and helpers making node errors one-line failures. */
 import { concatHex, type Hex, type TransactionReceipt } from "viem";
-import { type Failure, failure } from "../../protocol/errors.js";
+import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 
 export interface ContractCall {
@@ -13,7 +10,6 @@ export interface ContractCall {
   readonly suffix?: Hex | undefined;
 }
 
-/** The calldata `call` is sent with: its data, and its suffix after it. */
 export const sentData = (call: ContractCall): Hex =>
   call.suffix ? concatHex([call.data, call.suffix]) : call.data;
 
@@ -61,10 +57,16 @@ export function failed(f: Failure, hash?: Hex): CallOutcome {
 
 export function infrastructure(error: unknown, doing: string): CallOutcome {
   if (isUnreachable(error)) {
-    // Facilitator.settle makes every chain_unavailable of a settle a 500.
     return failed(failure("chain_unavailable", `${doing}: ${shortText(error)}`));
   }
   return failed(failure("settlement_failed", `${doing}: ${shortText(error)}`, { status: 500 }));
+}
+
+/** The journal could not be written, so nothing was sent; an unreachable store is a retryable 503. */
+export function unjournaled(error: unknown): CallOutcome {
+  if (error instanceof FacilitatorError) return failed(error.failure);
+  const why = `cannot write the settlement journal: ${shortText(error)}`;
+  return failed(failure("settlement_failed", why, { status: 500 }));
 }
 
 export function pending(hash: Hex, why: string): CallOutcome {

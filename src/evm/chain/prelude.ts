@@ -1,12 +1,7 @@
 /**
- * Settlements of several transactions: what must land before the payment itself (an EIP-2612
- * permit for our signer, the payer's own signed approval with the gas it lacks). Each is an
- * action through the settle loop under the settlement's key and its own name (`key#permit`,
- * `key#approve`), sent inside the settlement's send and followed to its receipt before the next
- * one goes out, so the money rules of any settlement hold for it, and after a crash between two
- * of them a retry (or the reconciler) picks each one up where it was: a landed one is not sent
- * again, a journaled one is followed, a lost one is re-sent. Gas we send a payer is journaled
- * under the payer instead, and follows its rules (sponsoring.ts).
+ * Transactions that must land before the payment (an EIP-2612 permit, the payer's own approval).
+ * Each goes through the settle loop as `key#name`, so the money rules hold and a retry after a
+ * crash picks each up where it was. Gas sent to a payer is journaled per payer (sponsoring.ts).
  */
 import {
   type Address,
@@ -25,13 +20,20 @@ import {
   settleInTurn,
 } from "../../core/settle-loop.js";
 import { type Chargeable, isAnswered, type JournalEntry } from "../../core/store.js";
-import { FacilitatorError, failure } from "../../protocol/errors.js";
+import { failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isKnown, refusal, sendRaw } from "./broadcast.js";
 import { evmEntry } from "./entry.js";
 import type { GasNeed } from "./gas-bounds.js";
-import { type CallOutcome, type ContractCall, failed, pending, shortText } from "./outcome.js";
+import {
+  type CallOutcome,
+  type ContractCall,
+  failed,
+  pending,
+  shortText,
+  unjournaled,
+} from "./outcome.js";
 import { reconcile } from "./reconcile.js";
 import {
   type Funding,
@@ -47,48 +49,32 @@ import { chargeWaste } from "./waste.js";
 export interface Prelude {
   /** Unique within the settlement: "permit", "approve". */
   readonly name: string;
-  /**
-   * Ours (a call from the settling signer) or the payer's signed bytes, with the gas it lacks
-   * sent to it first (`fund`: at most what the transaction may cost, as signed).
-   */
+  /** Our call, or the payer's signed bytes (with the gas it lacks sent first: `fund`). */
   readonly tx:
-    | {
-        readonly call: ContractCall;
-        /** What the call does, for the most gas it may be sent with. */
-        readonly gas: GasNeed;
-      }
+    | { readonly call: ContractCall; readonly gas: GasNeed }
     | { readonly raw: Hex; readonly fund?: Funding | undefined };
-  /** Whether the chain still lacks what it does; false: it is skipped. */
+  /** False: the chain has what it does already, it is skipped. */
   readonly needed: (ctx: SendingAccess) => Promise<boolean>;
 }
 
-/** Why the preludes stopped: the outcome, and whether the payer is still to be charged for it. */
+/** Why the preludes stopped; `payersFault`: its own transaction failed, still to be charged. */
 export interface Stopped {
   readonly outcome: CallOutcome;
-  /** The payer's own transaction failed on chain or was refused (its doing, as a revert is). */
   readonly payersFault: boolean;
 }
 
-/** A prelude's answer to the settlement waiting on it: landed (or not needed), or stopped. */
 type Landing = { readonly ok: true } | ({ readonly ok: false } & Stopped);
 const LANDED: Landing = { ok: true };
 
-/** A prelude priced and ready to go: our call, or the payer's bytes. */
 type Ready = { readonly call: PreparedCall } | { readonly raw: Hex };
 
 const preludeKey = (key: string, prelude: Prelude) => `${key}#${prelude.name}`;
 const POLL_MS = 250;
 
 /**
- * Lands each prelude in turn (from `signer` when it is ours), inside a settle's `send` (with its
- * licence: never in a dry run). Each goes through the settle loop as an action of its own, under
- * `key#name` (its turn taken inside the settlement's): what the store holds of it is followed,
- * never sent anew; the payer is refused while over its wasted gas; it is written down, with
- * `chargeTo` as whose doing its waste is, before it is broadcast, and followed to its receipt
- * (`confirmed`, whatever the settlement waits for) before the next one goes out; its landing is
- * recorded by the loop. Undefined once all have landed; otherwise what stopped them (nothing
- * after it was sent). A payer's failure that wasted gas we sent it is charged here, and is then
- * no longer `payersFault`.
+ * Lands each prelude in turn inside a settle's `send`, each confirmed before the next goes out.
+ * Undefined once all landed, else what stopped them (a payer's failure that wasted gas we sent it
+ * is charged here, and is then not `payersFault`).
  */
 export async function landPreludes(
   ctx: SponsoringAccess,
@@ -109,10 +95,7 @@ export async function landPreludes(
   return undefined;
 }
 
-/**
- * Gas for the payer journaled under the payment (`key#fund`) by a version before the per-payer
- * record: followed to its end before anything else, never sent again. Undefined once it ended.
- */
+/** Gas journaled as `key#fund` by older versions: followed to its end, never sent again. */
 async function followEarlierFunding(
   ctx: SponsoringAccess,
   key: string,
@@ -129,7 +112,6 @@ async function followEarlierFunding(
   return undefined;
 }
 
-/** One prelude's steps through the settle loop (core/settle-loop.ts). */
 function preludeSteps(
   ctx: SponsoringAccess,
   key: string,
@@ -144,7 +126,6 @@ function preludeSteps(
     outcome: stopAt(whatOf(prelude), outcome),
     payersFault: false,
   });
-  /** How its transaction ended: a landing the loop records before the settlement goes on. */
   const ended = async (outcome: CallOutcome): Promise<Outcome<Landing>> => {
     if (outcome.kind !== "confirmed") return stopped(ctx, prelude, chargeTo, outcome);
     if (fund) await fundedLanded(ctx, fund);
@@ -155,7 +136,6 @@ function preludeSteps(
     key,
     busy: () => stop(failed(inProgress())),
     async pickUp(entry, _waitUntil, may) {
-      // Landed before: never sent again.
       if (isAnswered(entry.state)) return LANDED;
       if ((entry.state !== "broadcast" && entry.state !== "landed") || !may) return undefined;
       const picked =
@@ -174,10 +154,9 @@ function preludeSteps(
       const call = await prepareCall(ctx, tx.call, { reuse: false }, tx.gas, { signer });
       return "kind" in call ? { ok: false, result: stop(call) } : { ok: true, value: { call } };
     },
-    // Never reached: a settlement with preludes is not dry-run (exact/pipeline.ts).
+    // Never reached: a settlement with preludes is not dry-run.
     simulate: async () =>
       stop(failed(failure("invalid_request", `${whatOf(prelude)} cannot be dry-run`))),
-    // Gas we send the payer is held against the budget when it is sent (sponsoring.ts).
     hold: async () => undefined,
     async send(ready, _waitUntil, may) {
       if ("call" in ready) {
@@ -194,11 +173,7 @@ function preludeSteps(
   };
 }
 
-/**
- * A prelude's transaction that did not land, said as the prelude's. Ours that reverted wasted
- * our gas, charged to whose doing it is (as a channel action's revert); the payer's own costs us
- * what we sent it for it, if we did.
- */
+/** A prelude that did not land: ours reverted is charged as waste; the payer's costs what we sent. */
 async function stopped(
   ctx: SponsoringAccess,
   prelude: Prelude,
@@ -268,13 +243,7 @@ async function sendPayers(
       raw,
     );
   } catch (error) {
-    // The store unreachable (or the journal's disk full) is a retryable 503: nothing was sent.
-    if (error instanceof FacilitatorError) return failed(error.failure);
-    return failed(
-      failure("settlement_failed", `cannot write the settlement journal: ${shortText(error)}`, {
-        status: 500,
-      }),
-    );
+    return unjournaled(error);
   }
   try {
     await sendRaw(ctx, raw, may);
@@ -320,10 +289,7 @@ async function followRaw(
   }
 }
 
-/**
- * Waits for the payer's transaction: its receipt, or its end when the payer's nonce went to
- * another transaction of its own (a replacement in the pool: it can never land).
- */
+/** Waits for the payer's transaction: its receipt, or its end once its nonce went to another. */
 async function awaitReceipt(
   ctx: SendingAccess,
   key: string,

@@ -1,9 +1,6 @@
 /**
- * A node's refusal that says nothing about the payment (nonce too high from a node behind a
- * balancer, the pool full, a minimum tip, a rate limit in a JSON-RPC error) is not the payment's
- * failure: the same nonce is sent again after a short wait, within the settle's time. The same
- * bytes, or for a tip too low the same nonce with raised fees, written down first as a
- * replacement: at most one transaction at a nonce can land, so nothing is paid twice.
+ * A refusal that says nothing of the payment (pool full, tip, rate limit...) re-sends the same
+ * nonce after a short wait: same bytes, or raised fees journaled as a replacement (one can land).
  */
 import type { Hex, TransactionReceipt, TransactionSerializable } from "viem";
 import type { MaySend } from "../../core/settle-loop.js";
@@ -18,13 +15,12 @@ import type { SignerLane } from "./signers.js";
 
 export type Issued = { hash: Hex; nonce: number; tx: TransactionSerializable; raw: Hex };
 
-/** One refusal on the way, as the node put it. */
 export interface Refused {
   readonly kind: Refusal;
   readonly text: string;
 }
 
-/** Waits before each re-send; there are as many re-sends as waits, within the settle's time. */
+/** Waits before each re-send, within the settle's time. */
 const RESEND_WAITS_MS = [200, 500, 1_000, 2_000, 4_000];
 const TRANSIENT: ReadonlySet<Refusal> = new Set(["nonce-ahead", "tip", "pool", "rate"]);
 
@@ -38,10 +34,7 @@ export function refusalsSaid(refused: readonly Refused[]): string {
   return [...counts].map(([said, n]) => (n > 1 ? `${said} ×${n}` : said)).join("; ");
 }
 
-/**
- * Broadcasts `issued`; on a refusal not about the payment, waits and sends the same nonce again
- * (each refusal noted in `refused`), until `deadline`. Throws the last refusal otherwise.
- */
+/** Broadcasts `issued`, re-sending on transient refusals (noted in `refused`) until `deadline`. */
 export async function broadcastResending(
   ctx: ChainAccess,
   lane: SignerLane,
@@ -72,7 +65,7 @@ export async function broadcastResending(
   }
 }
 
-/** The same nonce signed again with raised fees, written down as a replacement; none over the cap. */
+/** The same nonce with raised fees, journaled as a replacement; none over the cap. */
 async function raisedFees(
   ctx: ChainAccess,
   lane: SignerLane,
@@ -82,9 +75,19 @@ async function raisedFees(
   const fees = bump(feesOf(issued.tx));
   if (overCap(ctx, issued.tx.gas ?? 0n, fees)) return undefined;
   const tx = { ...issued.tx, ...fees } as TransactionSerializable;
+  return { ...(await signReplacement(ctx, lane, key, tx)), nonce: issued.nonce, tx };
+}
+
+/** Signs `tx` at its nonce and journals it as a replacement before it may be sent. */
+export async function signReplacement(
+  ctx: ChainAccess,
+  lane: SignerLane,
+  key: string,
+  tx: TransactionSerializable,
+): Promise<{ hash: Hex; raw: Hex }> {
   const raw = await lane.account.signTransaction(tx);
   const hash = keccak256Hex(bytesOfHex(raw));
   await ctx.journal.recordReplace(key, hash, raw);
-  lane.remember(ctx.chainId, issued.nonce, raw);
-  return { hash, nonce: issued.nonce, tx, raw };
+  if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
+  return { hash, raw };
 }

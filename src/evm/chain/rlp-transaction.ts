@@ -1,9 +1,6 @@
 /**
- * The bytes of a settlement transaction, signed or to be signed: an EIP-1559 (type 2) or an
- * EIP-155 legacy transaction with exactly the fields our sending code sets (chain, nonce, fees,
- * gas, to, value, data; no access list). Signing runs inside a key's lane, so its cost limits
- * settles per key; viem's general serializer, called twice per signature, was most of it. Any
- * other shape is left to viem (`undefined` here). Tested equal to viem's serializeTransaction.
+ * Serializes our settlement transactions (EIP-1559 or EIP-155 legacy, exactly the fields we set):
+ * signing runs in a key's lane and viem's serializer was most of its cost. Other shapes: undefined.
  */
 import type { Hex } from "viem";
 import { bytesOfHex } from "./abi-words.js";
@@ -28,18 +25,9 @@ export interface RawSignature {
   readonly yParity: 0 | 1;
 }
 
-const KNOWN = new Set([
-  "type",
-  "chainId",
-  "nonce",
-  "to",
-  "value",
-  "data",
-  "gas",
-  "maxFeePerGas",
-  "maxPriorityFeePerGas",
-  "gasPrice",
-]);
+const KNOWN = new Set(
+  "type chainId nonce to value data gas maxFeePerGas maxPriorityFeePerGas gasPrice".split(" "),
+);
 
 /** An RLP item of a transaction: a byte string, or `null` for the empty access list. */
 type Field = Uint8Array | null;

@@ -1,16 +1,8 @@
 /**
- * secp256k1 where it costs: recovering payers' signatures (the largest CPU cost of a verify) and
- * signing settlement transactions (inside a signer's lane, so it limits settles per key).
- *
- * Recovery, two ways, same answer:
- * - a long-running server loads libsecp256k1 once: natively (the `secp256k1` package's prebuilt
- *   addon, about 0.07 ms per recovery here) where the platform has it, else compiled to
- *   WebAssembly (tiny-secp256k1, about 0.4 ms; five times faster than pure JS);
- * - a one-shot CLI asks the node's ecrecover precompile instead, in the same batched round trip
- *   as its other reads, so it loads and warms up no curve code at all.
- * Both accept v as 27/28 or as a bare recovery bit 0/1, and high-s values, as viem does.
+ * secp256k1 where it costs: recovering payers' signatures and signing settlements. A server loads
+ * libsecp256k1 once (native ~0.07 ms, else WebAssembly ~0.4 ms); a one-shot CLI asks the node's
+ * ecrecover precompile. Both accept v as 27/28 or 0/1, and high-s values, as viem does.
  */
-
 import { createRequire } from "node:module";
 import {
   type Address,
@@ -51,11 +43,7 @@ const ECRECOVER = "0x0000000000000000000000000000000000000001";
 /** Which libsecp256k1 recoveries and settlement signatures use now. */
 export let secp256k1Backend: "native" | "wasm" | "js" = "js";
 
-/**
- * Loads libsecp256k1 once, natively if the platform has the prebuilt addon (never the package's
- * pure-JS fallback, slower than WebAssembly), else as WebAssembly; later recoveries and settlement
- * signatures use it.
- */
+/** Loads libsecp256k1 once: the native addon (never its pure-JS fallback), else WebAssembly. */
 export async function useWasmSecp256k1(options: { native?: boolean } = {}): Promise<void> {
   if (options.native !== false) {
     try {

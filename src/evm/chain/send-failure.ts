@@ -1,9 +1,4 @@
-/**
- * What a broadcast's failure means for the settle: sent after all ("known"), try the next nonce
- * (the nonce is used), price again (below the base fee), or an outcome: not sent (never reached
- * the node), may be pending (the answer was lost), would revert, or refused by the node.
- */
-
+/** What a broadcast's failure means: sent after all, next nonce, price again, or an outcome. */
 import { failure } from "../../protocol/errors.js";
 import { isUnreachable, neverReachedNode } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
@@ -46,8 +41,7 @@ export function sendFailure(
   if (neverReachedNode(error)) {
     void ctx.journal.recordState(key, "failed").catch(() => undefined);
     lane.forget(ctx.chainId);
-    // Refused before the node (a connection refused, a provider's rate limit): not sent, never
-    // the node's refusal; the payment is free to be settled again.
+    // Refused before the node: not sent; the payment is free to be settled again.
     return outcome(infrastructure(error, "broadcasting, nothing was sent"));
   }
   if (isUnreachable(error)) {
@@ -68,8 +62,7 @@ export function sendFailure(
       return { consumed: true, value: { kind: "sent", issued } };
     case "nonce":
       refused.push({ kind, text: nodeSaid(error) });
-      // Someone else (another process, an earlier run) holds this nonce: re-read and try again,
-      // past it and past those handed out meanwhile (a replica's pending count may lag behind).
+      // Someone else holds this nonce: re-read, past it and past those handed out meanwhile.
       lane.refresh(ctx.chainId);
       lane.observe(ctx.chainId, issued.nonce);
       return { consumed: true, value: { kind: "retry" } };
@@ -81,7 +74,6 @@ export function sendFailure(
       if (kind === "other") {
         return outcome(infrastructure(error, "the node refused the transaction"));
       }
-      // Not about the payment, and still refused when the settle's time for sending ran out.
       refused.push({ kind, text: nodeSaid(error) });
       return outcome(
         failed(

@@ -1,12 +1,7 @@
 /**
- * Settlement signers: a pool of accounts used in turn, each with a nonce lane. Nonces of one
- * account are handed out one at a time so they never collide or leave gaps; everything slow (gas
- * estimation, journal syncs, broadcasts, receipts) runs outside the lane, in parallel.
- *
- * A lane also repairs gaps it did not make: after a reorg drops transactions of ours that the node
- * does not put back in its pool, later ones wait behind the hole forever. The lane fills each hole
- * with the dropped transaction's own bytes when it still has them and they would still succeed
- * (the payment lands again), else with a transfer of nothing to itself.
+ * Settlement signers: a pool of accounts used in turn, each handing out nonces one at a time (no
+ * collisions, no gaps); slow work runs outside the lane. A gap a reorg left is filled with the
+ * dropped bytes if they still succeed, else with a transfer of nothing to itself.
  */
 import {
   type Address,
@@ -34,21 +29,20 @@ class Lane {
   }
 }
 
-/** Signed bytes kept per chain for the newest nonces, to put a reorged transaction back. */
+/** Signed bytes kept per chain, to put a reorged transaction back. */
 const RECENT_PER_CHAIN = 512;
-/** Gap checks per lane and chain are at most this frequent, however many settles wait. */
 const GAP_CHECK_EVERY_MS = 1_000;
-/** A lane behind reads its mined count in the background at most this often. */
 const RECOUNT_EVERY_MS = 1_000;
 const FILLER_GAS = 21_000n;
-/** A blocked key is refused with this Retry-After: someone must unblock it first. */
 const HOLE_RETRY_SECONDS = 30;
 
-/** What a lane tells the operator (serve's log): a hole found, or filled again. */
-export type LaneEvent =
-  | { readonly event: "key_blocked"; readonly signer: Address; readonly hole: Hole }
-  | { readonly event: "key_unblocked"; readonly signer: Address; readonly hole: Hole };
-/** A pending count read ahead is used only this soon after: by a send of the same settle. */
+/** What a lane tells serve's log: a hole found, or filled again. */
+export type LaneEvent = {
+  readonly event: "key_blocked" | "key_unblocked";
+  readonly signer: Address;
+  readonly hole: Hole;
+};
+/** A pending count read ahead is used only this soon after (by a send of the same settle). */
 const READ_AHEAD_MS = 5_000;
 
 export class SignerLane {
@@ -58,18 +52,12 @@ export class SignerLane {
   readonly #recounts = new Map<number, Promise<void>>();
   readonly #recountedAt = new Map<number, number>();
   readonly #tell: (event: LaneEvent) => void;
-  /** Next nonce per chain, learned from the node's pending count and kept locally after that. */
   readonly #next = new Map<number, number>();
-  /**
-   * Per chain, the highest nonce a node took from this account (or said was used). A re-read
-   * pending count never hands out one at or below it: a read replica that lags counts only the
-   * blocks it has seen, and can answer a count below what we sent.
-   */
+  /** Highest nonce a node took: a lagging read replica's pending count must not go below it. */
   readonly #taken = new Map<number, number>();
   readonly #stale = new Set<number>();
   readonly #recent = new Map<number, Map<number, Hex>>();
   readonly #gapChecks = new Map<number, { at: number; done: Promise<void> }>();
-  /** A pending count read ahead (readAhead), for the next send that has to read one. */
   readonly #ahead = new Map<number, { readonly at: number; readonly read: Promise<number> }>();
 
   constructor(account: LocalAccount, tell: (event: LaneEvent) => void = () => undefined) {
@@ -77,17 +65,12 @@ export class SignerLane {
     this.#tell = tell;
   }
 
-  /** The lane's backlog and hole on `chainId`. */
   state(chainId: number): LaneState {
-    let state = this.#states.get(chainId);
-    if (!state) {
-      state = new LaneState();
-      this.#states.set(chainId, state);
-    }
+    const state = this.#states.get(chainId) ?? new LaneState();
+    this.#states.set(chainId, state);
     return state;
   }
 
-  /** The holes this lane cannot fill, one per chain at most. */
   holes(): Hole[] {
     return [...this.#states.values()].flatMap((state) => (state.hole ? [state.hole] : []));
   }
@@ -103,11 +86,7 @@ export class SignerLane {
     }
   }
 
-  /**
-   * The node takes no transaction at `nonce` that it mines (it was passed over, replaced, and
-   * still not mined; or a replacement was refused): the lane hands out nothing past it until the
-   * node's mined count passes it. Said once, in the log.
-   */
+  /** Nothing at `nonce` will be mined: hand out nothing past it until the mined count passes. */
   blocked(chainId: number, nonce: number, since: number, reason: string): void {
     const state = this.state(chainId);
     if (state.hole || (state.mined ?? 0) > nonce) return;
@@ -115,24 +94,17 @@ export class SignerLane {
     this.#tell({ event: "key_blocked", signer: this.address, hole: state.hole });
   }
 
-  /**
-   * Whether a settle may be given a nonce of this lane now: not past a hole, and not when the
-   * lane is behind by more than it mines within the confirm timeout (the settle would only wait
-   * that out). The node's mined count is read again first, at most once a second.
-   */
+  /** Refused past a hole, or when the backlog outlasts the confirm timeout (recounted first). */
   async admission(ctx: ChainAccess): Promise<Failure | undefined> {
     const state = this.state(ctx.chainId);
-    let refusal = this.#refusal(ctx, state);
-    if (!refusal) {
-      // Behind: the mined count is learned meanwhile (receipts come late to settles far back),
-      // once a second: asked by every settle, it was a read in most batches (0.06-0.09 a settle).
+    if (!this.#refusal(ctx, state)) {
+      // Behind: learn the mined count in the background, at most once a second.
       const last = this.#recountedAt.get(ctx.chainId) ?? 0;
       if (state.backlog > 1 && Date.now() - last >= RECOUNT_EVERY_MS) void this.#recount(ctx);
       return undefined;
     }
     await this.#recount(ctx);
-    refusal = this.#refusal(ctx, state);
-    return refusal;
+    return this.#refusal(ctx, state);
   }
 
   #refusal(ctx: ChainAccess, state: LaneState): Failure | undefined {
@@ -147,11 +119,10 @@ export class SignerLane {
     }
     const waitMs = state.expectedWaitMs(ctx.confirmTimeoutMs);
     if (waitMs === undefined || waitMs <= ctx.confirmTimeoutMs) return undefined;
-    const behind = state.backlog;
     const seconds = Number.isFinite(waitMs) ? Math.ceil(waitMs / 1000) : undefined;
     return failure(
       "overloaded",
-      `settlement key ${this.address} is ${behind} transactions behind on ${network}${seconds === undefined ? ", none mined lately" : `, about ${seconds} s of mining`}: more than the ${Math.round(ctx.confirmTimeoutMs / 1000)} s a settle waits to be confirmed, so nothing was sent; retry later`,
+      `settlement key ${this.address} is ${state.backlog} transactions behind on ${network}${seconds === undefined ? ", none mined lately" : `, about ${seconds} s of mining`}: more than the ${Math.round(ctx.confirmTimeoutMs / 1000)} s a settle waits to be confirmed, so nothing was sent; retry later`,
       {
         retryAfterSeconds: Math.min(
           60,
@@ -179,10 +150,7 @@ export class SignerLane {
     return this.account.address;
   }
 
-  /**
-   * Runs `send` with this account's next nonce, one send at a time. `send` returns whether the
-   * nonce was consumed (the node took the transaction, or may have): only then does it advance.
-   */
+  /** Runs `send` with the next nonce, one at a time; it advances only if `consumed`. */
   withNonce<T>(
     client: PublicClient,
     chainId: number,
@@ -208,11 +176,7 @@ export class SignerLane {
     });
   }
 
-  /**
-   * Starts reading the pending count now, alongside the settle's other reads, when the next send
-   * will have to read it (nothing known yet, or known stale): one round trip less before it. What
-   * makes a count stale (forget, refresh, reset) drops a read made before it.
-   */
+  /** Reads the pending count early when the next send will need it (one round trip less). */
   readAhead(client: PublicClient, chainId: number): void {
     if (this.#ahead.has(chainId)) return;
     if (this.#next.has(chainId) && !this.#stale.has(chainId)) return;
@@ -230,10 +194,7 @@ export class SignerLane {
     this.#ahead.delete(chainId);
   }
 
-  /**
-   * A node said a nonce of ours is used by another: the count is read again, but what was handed
-   * out meanwhile (settles in flight) is never handed out again.
-   */
+  /** A nonce of ours is used: re-read the count, never handing out again what went out. */
   refresh(chainId: number): void {
     this.#stale.add(chainId);
     this.#ahead.delete(chainId);
@@ -254,18 +215,15 @@ export class SignerLane {
     if ((this.#taken.get(chainId) ?? -1) < nonce) this.#taken.set(chainId, nonce);
   }
 
-  /** Runs a task inside this account's lane (for re-broadcasting a journaled transaction). */
+  /** Runs a task inside this account's lane. */
   exclusive<T>(task: () => Promise<T>): Promise<T> {
     return this.#lane.run(task);
   }
 
   /** Keeps the newest signed bytes at `nonce` (a replacement overwrites its predecessor). */
   remember(chainId: number, nonce: number, raw: Hex): void {
-    let recent = this.#recent.get(chainId);
-    if (!recent) {
-      recent = new Map();
-      this.#recent.set(chainId, recent);
-    }
+    const recent = this.#recent.get(chainId) ?? new Map<number, Hex>();
+    this.#recent.set(chainId, recent);
     recent.delete(nonce);
     recent.set(nonce, raw);
     if (recent.size > RECENT_PER_CHAIN) {
@@ -279,11 +237,7 @@ export class SignerLane {
     return this.#recent.get(chainId)?.get(nonce);
   }
 
-  /**
-   * Our transaction at `nonce` has waited a while: if the node's pending count says nonces below
-   * it are empty (a reorg dropped what was there), fill them so it can be mined, and put it back
-   * if it is gone too. Checks are shared: one per lane and chain per second, however many wait.
-   */
+  /** Fills nonces below `nonce` a reorg emptied; one shared check per lane and chain a second. */
   repairGap(ctx: ChainAccess, nonce: number, may: MaySend): Promise<void> {
     const last = this.#gapChecks.get(ctx.chainId);
     if (last && Date.now() - last.at < GAP_CHECK_EVERY_MS) return last.done;
@@ -293,8 +247,7 @@ export class SignerLane {
   }
 
   async #fillHoles(ctx: ChainAccess, below: number, may: MaySend): Promise<void> {
-    const { client } = ctx;
-    const pending = await client.getTransactionCount({
+    const pending = await ctx.client.getTransactionCount({
       address: this.address,
       blockTag: "pending",
     });
@@ -335,7 +288,7 @@ export async function stillSucceeds(ctx: ChainAccess, from: Address, raw: Hex): 
 export class SignerPool {
   readonly lanes: readonly SignerLane[];
   #turn = 0;
-  /** Where the lanes' events go (serve's log sets it); nowhere by default. */
+  /** Where the lanes' events go (serve's log). */
   onEvent: ((event: LaneEvent) => void) | undefined;
 
   constructor(accounts: readonly LocalAccount[]) {
@@ -347,10 +300,7 @@ export class SignerPool {
     return this.lanes.flatMap((lane) => lane.holes().map((h) => ({ ...h, signer: lane.address })));
   }
 
-  /**
-   * The next lane that admits a settle on this chain, in turn (a blocked or overloaded key's work
-   * goes to the next), or why none does: the first lane's refusal.
-   */
+  /** The next lane in turn that admits a settle, or the first lane's refusal. */
   async admitting(ctx: ChainAccess): Promise<SignerLane | Failure | undefined> {
     let first: Failure | undefined;
     for (let tried = 0; tried < this.lanes.length; tried++) {

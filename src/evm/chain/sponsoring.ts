@@ -1,17 +1,9 @@
 /**
- * Ether we send a payer for its own signed transaction (an approval of Permit2, for the
- * `erc20ApprovalGasSponsoring` extension of `exact`, `upto` and batch deposits). The payer can
- * spend that ether otherwise (replace its transaction in the pool, same nonce, higher fee), and a
- * fresh payer costs an attacker nothing, so:
- * - a payer is funded at most once until a transaction it was funded for lands: one journal entry
- *   per payer and chain (not per payment), kept in the store, so a restart or another replica
- *   sees it. Its states: `broadcast` (the funding is followed), `landed` (funded, the payer's
- *   transaction not landed yet), `answered` (it landed: may be funded again), `failed` (it never
- *   will: funding refused, 429, for the wasted-gas window), `dropped` (the funding never landed);
- * - what is sent counts against the chain's wasted-gas budget as gas at risk from before it is
- *   sent until the payer's transaction lands, and as wasted (charged to the payer, as a revert
- *   is) once it cannot; a funding that would take the chain past its budget is not sent;
- * - its worth in gas is its own gas plus the ether it carries at the price it was sent at.
+ * Ether sent to a payer for its own signed transaction (`erc20ApprovalGasSponsoring`). The payer
+ * can spend it otherwise and fresh payers are free, so a payer is funded once until a funded
+ * transaction lands (one journal entry per payer and chain: broadcast, landed, answered = may be
+ * funded again, failed = refused for the window, dropped), and what is sent is gas at risk until
+ * it lands, wasted once it cannot.
  */
 import type { Address, Hex, TransactionReceipt } from "viem";
 import type { Answers } from "../../core/answers.js";
@@ -23,7 +15,6 @@ import { reconcile } from "./reconcile.js";
 import type { PreparedCall, SendingAccess } from "./transactions.js";
 import { prepareCall, sendCall } from "./transactions.js";
 
-/** What sponsoring and the preludes need of a chain: sending, the budget, the loop's answers. */
 export interface SponsoringAccess extends SendingAccess {
   readonly gasAtRisk: GasAtRisk;
   readonly answers: Pick<Answers, "answer">;
@@ -32,27 +23,18 @@ export interface SponsoringAccess extends SendingAccess {
 /** What a payer's own transaction may cost it, for us to send what it lacks. */
 export interface Funding {
   readonly payer: Address;
-  /** The asset of the payment it is for: charged with the payer if the funding is wasted. */
+  /** Charged with the payer if the funding is wasted. */
   readonly asset: Address;
-  /** The transaction's gas limit × its fee per gas, as signed: what the node wants it to hold. */
+  /** Gas limit × fee per gas, as signed: what the node wants it to hold. */
   readonly cost: bigint;
 }
 
-/** The payer's funding marker: one per payer and chain, whatever it pays. */
-export const fundingKey = (chainId: number, payer: Address): string =>
+const fundingKey = (chainId: number, payer: Address): string =>
   `funding:eip155:${chainId}:${payer.toLowerCase()}`;
 
 const ceilDiv = (a: bigint, b: bigint) => (b > 0n ? (a + b - 1n) / b : a);
 
-/**
- * Sends the payer what its transaction lacks, unless it holds enough: undefined once it does,
- * else the outcome that stopped it (a refusal, nothing sent; or the funding's own end). Through
- * the settle loop (core/settle-loop.ts) under the payer's marker, with its licence (never in a dry
- * run): one funding of a payer at a time, what the store holds of it followed and never sent
- * twice, checked again (its balance, a standing funding), held against the budget, then sent and
- * followed to its receipt. Its landing is the marker's `landed`, not an answer: the payer may not
- * be funded again until its own transaction lands.
- */
+/** Sends the payer what its transaction lacks (settle loop, its marker); undefined once it has it. */
 export async function fundPayer(
   ctx: SponsoringAccess,
   funding: Funding,
@@ -63,11 +45,9 @@ export async function fundPayer(
   return funded.ok ? undefined : funded.outcome;
 }
 
-/** A funding's answer to the prelude waiting on it: the payer holds enough, or what stopped it. */
 type Funded = { readonly ok: true } | { readonly ok: false; readonly outcome: CallOutcome };
 const FUNDED: Funded = { ok: true };
 
-/** A funding priced: the call, the ether it carries, and its worth in gas held at risk. */
 interface PricedFunding {
   readonly call: PreparedCall;
   readonly value: bigint;
@@ -94,16 +74,13 @@ function fundingSteps(
       ),
     async pickUp(entry, _waitUntil, may) {
       if (entry.state !== "broadcast" || !may) return undefined;
-      // Sent before (a timeout, a crash): followed to its end, never sent twice.
       const picked = await reconcile(ctx, entry, may);
-      // Gone (its nonce went to another), or out of the pool and unable to land: nothing was sent.
       if (picked === "gone" || picked.kind === "would-revert") {
         await ctx.journal.recordState(key, "dropped").catch(() => undefined);
         ctx.gasAtRisk.release(key);
         return undefined;
       }
       const ended = await fundingEnded(ctx, key, funding, picked);
-      // Landed: the payer's balance says whether it still lacks anything.
       return ended ? stop(ended) : undefined;
     },
     async prepare() {
@@ -125,7 +102,6 @@ function fundingSteps(
       const atRisk = wasteOf(funding, call.base.gas + ceilDiv(value, price));
       return { ok: true, value: { call, value, atRisk } };
     },
-    // Never reached: gas is sent to a payer only inside a settlement's send.
     simulate: async () =>
       stop(failed(failure("invalid_request", "gas for a payer is never sent in a dry run"))),
     async hold({ atRisk }) {
@@ -155,11 +131,9 @@ async function fundingEnded(
     return undefined;
   }
   if (outcome.kind === "reverted") {
-    // Our own gas, spent for nothing: wasted, and the payer not funded again for a while.
     ctx.gasAtRisk.chargeHeld(ctx.chainId, key, wasteOf(funding, outcome.receipt.gasUsed));
     await ctx.journal.recordState(key, "failed").catch(() => undefined);
   } else if (!("hash" in outcome) || !outcome.hash) {
-    // Never broadcast: nothing is at risk.
     ctx.gasAtRisk.release(key);
   }
   return outcome;
@@ -187,7 +161,7 @@ function standingFunding(
   );
 }
 
-/** The payer's transaction landed: what we sent for it is no longer at risk, and it may be funded again. */
+/** The payer's transaction landed: no longer at risk, and it may be funded again. */
 export async function fundedLanded(ctx: SponsoringAccess, funding: Funding): Promise<void> {
   const key = fundingKey(ctx.chainId, funding.payer);
   ctx.gasAtRisk.release(key);
@@ -199,17 +173,13 @@ export async function fundedLanded(ctx: SponsoringAccess, funding: Funding): Pro
   });
 }
 
-/**
- * The payer's transaction can never land (replaced, refused, reverted): a funding that stood for
- * it is wasted, charged once. Whether one was charged now.
- */
+/** The payer's transaction can never land: its funding is charged once; whether it was now. */
 export async function fundedWasted(ctx: SponsoringAccess, funding: Funding): Promise<boolean> {
   const key = fundingKey(ctx.chainId, funding.payer);
   let charged = false;
   await underClaim(ctx, key, async () => {
     const entry = await ctx.journal.get(key);
     if (entry?.state !== "landed") return;
-    // Held here, or (another replica's, or before a restart) read back from the chain.
     const gas = ctx.gasAtRisk.heldAt(key)?.gas ?? (await worthOf(ctx, entry.hashes as Hex[])) ?? 0n;
     ctx.gasAtRisk.chargeHeld(ctx.chainId, key, wasteOf(funding, gas));
     charged = true;

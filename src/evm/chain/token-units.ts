@@ -1,10 +1,4 @@
-/**
- * A token's decimals and symbol, for the words of a refusal ("the payer holds 0.5 USDC (500000
- * units)"): the network table's for a chain's stablecoins; for any other token, read from the
- * token the first time a refusal names its amounts, and kept (the last 256 tokens). A payment that
- * goes through never reads them, and a synchronous refusal (the in-flight ledger's) only uses what
- * is kept.
- */
+/** A token's decimals and symbol for a refusal's words: the network table's, else read once and kept. */
 
 import { type Address, type PublicClient, parseAbi } from "viem";
 import { setNewest } from "../../core/newest.js";
@@ -23,7 +17,6 @@ const tokenAbi = parseAbi([
 
 /** By chain and token; null: the token answers no decimals(). */
 const kept = new Map<string, TokenUnits | null>();
-/** Reads under way: refusals of one token at once read it once. */
 const reading = new Map<string, Promise<TokenUnits | undefined>>();
 
 const keyOf = (chainId: number, asset: string) => `${chainId}:${asset.toLowerCase()}`;
@@ -59,7 +52,6 @@ async function readUnits(
     client.readContract({ address: asset, abi: tokenAbi, functionName: "decimals" }),
     client.readContract({ address: asset, abi: tokenAbi, functionName: "symbol" }),
   ]);
-  // The chain could not be asked: nothing is kept, a later refusal asks again.
   if (decimals.status === "rejected" && isUnreachable(decimals.reason)) return undefined;
   const units =
     decimals.status === "fulfilled" && decimals.value <= MAX_DECIMALS

@@ -1,16 +1,13 @@
 /**
- * Sending one contract call from a settlement account and following it to the level the caller
- * asked for. Returns outcomes, never throws: the payment method decides what a revert means.
- *
- * Money rules kept here: the journal holds a transaction's hash and bytes before it is broadcast;
- * once something may have been broadcast, every answer carries its hash; a stuck transaction is
- * replaced at the same nonce (so at most one of them can land); nothing is sent above the fee cap.
+ * Sends one contract call and follows it; returns outcomes, never throws. Money rules: journaled
+ * before broadcast; once maybe broadcast every answer has its hash; stuck ones are replaced at the
+ * same nonce (at most one lands); nothing above the fee cap.
  */
 import { type Address, type Hex, keccak256, size } from "viem";
 import { stageObserver } from "../../core/metrics.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { SentAction } from "../../core/store.js";
-import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
+import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { isUnreachable } from "../../rpc/rpc.js";
@@ -29,7 +26,7 @@ import {
   failed,
   infrastructure,
   sentData,
-  shortText,
+  unjournaled,
 } from "./outcome.js";
 import { broadcastResending, type Issued, type Refused, refusalsSaid } from "./resend.js";
 import { isRevert } from "./revert.js";
@@ -38,23 +35,19 @@ import { SignerLane, type SignerPool } from "./signers.js";
 
 export type { CallOutcome, ContractCall } from "./outcome.js";
 
-/** What sending needs beyond reaching the chain: our accounts, and the gas each call may use. */
 export interface SendingAccess extends ChainAccess {
-  /** The settlement accounts, used in turn; empty for verify-only use. */
+  /** Empty for verify-only use. */
   readonly signers: SignerPool;
-  /** The most gas each kind of settlement transaction may use on this chain. */
   readonly gasBounds: GasBounds;
 }
 
-/** What identifies the payment in the journal, and the Transfer that proves it. */
-export interface SettlementRecord {
+interface SettlementRecord {
   readonly key: string;
   readonly expect?: EvmTransfer | undefined;
-  /** A transaction without a Transfer of its own: what it is sent for (and for whom, members). */
+  /** A transaction without a Transfer of its own: what it is sent for. */
   readonly action?: SentAction | undefined;
 }
 
-/** A call ready to be signed: the account that sends it, its gas and fees. */
 export interface PreparedCall {
   readonly lane: SignerLane;
   readonly fees: Fees;
@@ -67,29 +60,21 @@ export interface PreparedCall {
   };
 }
 
-/** Nonces tried when the node says each is used (a count read behind what the node has). */
+/** Nonces tried when the node says each is used. */
 const SEND_ATTEMPTS = 5;
 
-/**
- * Picks the settlement account and prices the call. Estimating gas executes the call from our
- * account, so a payment that would revert stops here. A reused estimate skips that step: only
- * `reuse` it when the caller simulated the call itself.
- */
+/** Picks the account and prices the call; estimating stops a revert, so `reuse` only if simulated. */
 export async function prepareCall(
   ctx: SendingAccess,
   call: ContractCall,
   gasEstimate: {
     readonly key?: string | undefined;
     readonly reuse: boolean;
-    /** This very call's estimate from the one key, asked earlier beside the caller's reads. */
+    /** This call's estimate, asked earlier beside the caller's reads. */
     readonly estimated?: Promise<bigint> | undefined;
   },
-  /** What the call does: it is never sent with more gas than its bound, nor if it needs more. */
   need: GasNeed,
-  /**
-   * `signer`: the account that must send it (it was named in what the payer signed); `fees`: the
-   * chain's fees, read already alongside the caller's checks (estimateFees, started earlier).
-   */
+  /** `signer`: the account the payer named; `fees`: read already beside the caller's checks. */
   options: {
     readonly signer?: Address | undefined;
     readonly value?: bigint | undefined;
@@ -97,14 +82,12 @@ export async function prepareCall(
   } = {},
 ): Promise<PreparedCall | CallOutcome> {
   const named = options.signer ? ctx.signers.byAddress(options.signer) : undefined;
-  // A blocked or overloaded key is refused at once, its work moved to the next key if one admits.
-  const picked = named
+  const lane = named
     ? ((await named.admission(ctx)) ?? named)
     : options.signer
       ? undefined
       : await ctx.signers.admitting(ctx);
-  if (picked && !(picked instanceof SignerLane)) return failed(picked);
-  const lane = picked;
+  if (lane && !(lane instanceof SignerLane)) return failed(lane);
   if (!lane) {
     return failed(
       options.signer
@@ -121,12 +104,10 @@ export async function prepareCall(
     );
   }
   const value = options.value ?? 0n;
-  // A suffix (builder codes: at most SUFFIX_BYTES_LIMIT bytes) costs its calldata, 16 gas a byte,
-  // inside the bound: what a payment declares never raises what we may spend on it.
+  // A suffix's calldata (16 gas a byte) counts inside the bound: a payment never raises it.
   const suffixGas = call.suffix ? 16n * BigInt(size(call.suffix)) : 0n;
   const bound = gasBound(ctx.gasBounds, need);
   const data = sentData(call);
-  // A lane that must read its nonce before sending reads it now, with the reads below.
   lane.readAhead(ctx.client, ctx.chainId);
   const feesRead = options.fees ?? estimateFees(ctx);
   let gas: bigint;
@@ -137,7 +118,7 @@ export async function prepareCall(
       gas = reused + suffixGas;
       fees = await feesRead;
     } else {
-      // Without a limit, so a refusal can say what the call asked for: running it costs us nothing.
+      // Without a limit, so a refusal can say what the call asked for.
       const [estimate, estimated] = await Promise.all([
         gasEstimate.estimated ??
           ctx.client.estimateGas({ account: lane.address, to: call.to, data, value }),
@@ -203,7 +184,7 @@ export async function sendCall(
   }
 }
 
-/** What a send spent making its record durable, and when it first broadcast (serve's metrics). */
+/** Journal time, and first broadcast (serve's metrics). */
 interface StageTimes {
   journalMs?: number;
   broadcastAt?: number;
@@ -223,7 +204,6 @@ async function sendAndFollow(
   let sent: Sent = { kind: "retry" };
   let sentAt: number | undefined;
   let sentAfterBlock: bigint | undefined;
-  /** A settle's sends, re-sends included, end within its confirm timeout. */
   const deadline = Date.now() + ctx.confirmTimeoutMs;
   const refused: Refused[] = [];
   for (
@@ -231,14 +211,11 @@ async function sendAndFollow(
     attempt < SEND_ATTEMPTS && sent.kind === "retry" && Date.now() < deadline;
     attempt++
   ) {
-    // The lane only hands out the nonce and signs. The journal record is then made durable and
-    // the transaction broadcast outside it, so concurrent settles share one disk sync and the
-    // next nonce is signed meanwhile. Broadcasts may reach the node out of nonce order; it queues
-    // them. Any failure makes the lane re-read its nonce from the node, so an unused nonce is
-    // handed out again and no gap stays open.
+    // The lane only hands out the nonce and signs; journal sync and broadcast run outside it (one
+    // shared disk sync). Any failure re-reads the nonce, so no gap stays open.
     type Handed = { blocked: Failure } | (Issued & { durable: Promise<unknown> });
     const handed = await lane.withNonce<Handed>(ctx.client, ctx.chainId, async (nonce) => {
-      // Blocked since it was picked: nothing is handed out past a hole the lane cannot fill.
+      // Blocked since it was picked: nothing is handed out past a hole.
       const blocked = lane.state(ctx.chainId).hole ? await lane.admission(ctx) : undefined;
       if (blocked) return { consumed: false, value: { blocked } };
       const tx = { ...base, nonce };
@@ -255,20 +232,13 @@ async function sendAndFollow(
     try {
       await issued.durable;
     } catch (error) {
-      // Not durable, so never sent: no later settle may pick this record up and broadcast it.
+      // Not durable, so never sent: no later settle may pick it up and broadcast it.
       void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
       lane.forget(ctx.chainId);
-      // The store unreachable is a retryable 503: nothing was sent.
-      if (error instanceof FacilitatorError) return failed(error.failure);
-      return failed(
-        failure("settlement_failed", `cannot write the settlement journal: ${shortText(error)}`, {
-          status: 500,
-        }),
-      );
+      return unjournaled(error);
     }
     stages.journalMs = (stages.journalMs ?? 0) + performance.now() - writing;
     try {
-      const wantReceipt = waitUntil === "confirmed";
       sentAt = Date.now();
       sentAfterBlock = newestBlockSeen(ctx.client);
       stages.broadcastAt ??= performance.now();
@@ -277,7 +247,7 @@ async function sendAndFollow(
         lane,
         record.key,
         issued,
-        wantReceipt,
+        waitUntil === "confirmed",
         deadline,
         refused,
         may,
@@ -297,11 +267,10 @@ async function sendAndFollow(
       sent = value;
     }
     if (sent.kind === "reprice" && !repricedOnce) {
-      // The base fee rose between pricing and broadcast: priced again once, within the fee cap.
+      // The base fee rose since pricing: priced again once, within the fee cap.
       repricedOnce = true;
       const again = await repriced(ctx, base.gas, fees).catch(() => undefined);
       if (again && "code" in again) {
-        // Over the fee cap priced again: never taken, nothing of this record can land.
         void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
         sent = { kind: "outcome", outcome: failed(again) };
       } else if (again) {
@@ -311,40 +280,31 @@ async function sendAndFollow(
       }
     }
   }
-  if (sent.kind === "reprice") {
+  if (sent.kind === "reprice" || sent.kind === "retry") {
     void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
     return failed(
-      failure(
-        "settlement_failed",
-        "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent",
-        { status: 500, retryAfterSeconds: 5 },
-      ),
-    );
-  }
-  if (sent.kind === "retry") {
-    void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
-    return failed(
-      failure(
-        "settlement_failed",
-        `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
-        { status: 500, retryAfterSeconds: 1, refusal: refused.at(-1)?.kind },
-      ),
+      sent.kind === "reprice"
+        ? failure(
+            "settlement_failed",
+            "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent",
+            { status: 500, retryAfterSeconds: 5 },
+          )
+        : failure(
+            "settlement_failed",
+            `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
+            { status: 500, retryAfterSeconds: 1, refusal: refused.at(-1)?.kind },
+          ),
     );
   }
   if (sent.kind === "outcome") return sent.outcome;
-  // The success is written down by whoever answers it (core/answers.ts), before it is answered.
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
   const { hash, tx } = sent.issued;
-  // A broadcast whose answer was waited for until the deadline (broadcast.ts) is looked for once
-  // and answered pending: the confirm timeout is spent, and the reconciler follows it from there.
+  // Past the deadline: looked for once, then answered pending for the reconciler.
   const spent = Date.now() >= deadline ? deadline : undefined;
   return follow(ctx, lane, record.key, [hash], tx, fees, may, sentAt, sentAfterBlock, spent);
 }
 
-/**
- * Writes the transaction down under its key and, for one that answers several requests, under
- * each of theirs (pointing back to it), so a retry of any of them finds it on any replica.
- */
+/** Journals the transaction under its key and each member's (pointing back), for their retries. */
 function recordSends(
   ctx: SendingAccess,
   record: SettlementRecord,

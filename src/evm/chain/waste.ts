@@ -1,8 +1,4 @@
-/**
- * Gas a transaction of ours wasted without a payment of its own (a channel's claim, settle or
- * refund that reverted), charged in equal shares to those whose doing it is: each share counts
- * against its payer, its asset and the chain's wasted-gas budget, as a payment's revert does.
- */
+/** Gas a transaction of ours without a payment wasted, charged in equal shares to whose doing it is. */
 import type { TransactionReceipt } from "viem";
 import type { Chargeable } from "../../core/store.js";
 import type { GasAtRisk } from "./gas-at-risk.js";
