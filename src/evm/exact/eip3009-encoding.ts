@@ -22,7 +22,7 @@ export const eip3009Abi = parseAbi([
 ]);
 
 /** EIP-712 types of an EIP-3009 transfer authorization. */
-const transferWithAuthorizationTypes = {
+export const transferWithAuthorizationTypes = {
   TransferWithAuthorization: [
     { name: "from", type: "address" },
     { name: "to", type: "address" },
