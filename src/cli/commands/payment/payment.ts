@@ -212,6 +212,8 @@ async function answerPayment(
   if (!flags.quiet) await warnIfFromAnotherDevnet(file, facilitator);
   const waitUntil = waitUntilOf(body, flags);
   const waits = op === "settle" && waitUntil === "confirmed";
+  // Listening before the spinner shows: a Ctrl-C the moment "settling…" appears is answered too.
+  const interrupt = onInterrupt();
   const spinner = out.enabled && waits ? await startSpinner("settling…") : undefined;
   const started = Date.now();
   const ticker = spinner
@@ -226,7 +228,6 @@ async function answerPayment(
           : `settling… (${seconds} s)`;
       }, 250)
     : undefined;
-  const interrupt = onInterrupt();
   let reply: Reply;
   let exitCode: number;
   try {
