@@ -93,7 +93,11 @@ describe("a malformed approval info", () => {
       abi: parseAbi(["function approve(address,uint256)"]),
       args: [devnet.permit2, 1n],
     });
-  const cases: { name: string; change: () => Promise<object> | object; reason: string }[] = [
+  const cases: {
+    name: string;
+    change: () => Promise<Record<string, unknown>> | Record<string, unknown>;
+    reason: string;
+  }[] = [
     { name: "from not an address", change: () => ({ from: "0x1234" }), reason: FORMAT },
     { name: "from a number", change: () => ({ from: 12345 }), reason: FORMAT },
     { name: "amount negative", change: () => ({ amount: "-1" }), reason: FORMAT },
