@@ -11,8 +11,8 @@ import type { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { payerHolding } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
-import { clientsOf, permit2Requirements } from "./helpers/permit2.js";
-import { referenceFacilitator, referenceSigner } from "./helpers/x402.js";
+import { clientsOf, officialPermit2Payload, permit2Requirements } from "./helpers/permit2.js";
+import { referenceFacilitator, verifyApprovalsOn } from "./helpers/x402.js";
 
 let devnet: Devnet;
 let ours: Facilitator;
@@ -25,31 +25,12 @@ beforeAll(async () => {
   devnet = await startDevnet();
   ours = facilitatorOn(devnet);
   reference = referenceFacilitator(devnet, devnet.payee);
-  reference.registerExtension({
-    key: "erc20ApprovalGasSponsoring",
-    signer: {
-      ...referenceSigner(devnet, devnet.payee),
-      sendTransactions: () => Promise.reject(new Error("not in these tests")),
-    },
-  } as never);
+  verifyApprovalsOn(reference, devnet, devnet.payee);
   payer = await payerHolding(devnet, 1_000_000n, devnet.permitToken.address);
-  const { x402Client } = await import("@x402/core/client");
-  const { ExactEvmScheme } = await import("@x402/evm/exact/client");
   const requirements = permit2Requirements(devnet, devnet.permitToken);
-  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-  client.register(
-    devnet.network,
-    new ExactEvmScheme(privateKeyToAccount(payer.privateKey), { rpcUrl: devnet.rpcUrl }),
-  );
-  const payload = await client.createPaymentPayload({
-    x402Version: 2,
-    resource: { url: "http://localhost/paid" },
-    accepts: [requirements],
-    extensions: {
-      erc20ApprovalGasSponsoring: { info: { description: "gasless approval", version: "1" } },
-    },
-    // biome-ignore lint/suspicious/noExplicitAny: the client's types are version-specific unions.
-  } as any);
+  const payload = await officialPermit2Payload(devnet, payer, requirements, {
+    erc20ApprovalGasSponsoring: true,
+  });
   payment = { payload: payload as unknown as Record<string, unknown>, requirements };
 });
 afterAll(async () => {

@@ -12,8 +12,8 @@ import type { Facilitator } from "../src/facilitator.js";
 import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { payerHolding } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
-import { clientsOf, permit2Requirements } from "./helpers/permit2.js";
-import { referenceFacilitator, referenceSigner } from "./helpers/x402.js";
+import { clientsOf, officialPermit2Payload, permit2Requirements } from "./helpers/permit2.js";
+import { referenceFacilitator, verifyApprovalsOn } from "./helpers/x402.js";
 
 let devnet: Devnet;
 let ours: Facilitator;
@@ -23,40 +23,18 @@ beforeAll(async () => {
   devnet = await startDevnet();
   ours = facilitatorOn(devnet);
   reference = referenceFacilitator(devnet, devnet.payee);
-  // Registered with a signer that can read but was never asked to send: verify only.
-  reference.registerExtension({
-    key: "erc20ApprovalGasSponsoring",
-    signer: {
-      ...referenceSigner(devnet, devnet.payee),
-      sendTransactions: () => Promise.reject(new Error("not in these tests")),
-    },
-  } as never);
+  verifyApprovalsOn(reference, devnet, devnet.payee);
 });
 afterAll(async () => {
   await devnet?.stop();
 });
 
-const DECLARATION = {
-  erc20ApprovalGasSponsoring: { info: { description: "gasless approval", version: "1" } },
-};
-
 /** A payment signed by the official client, which signs the approval itself. */
 async function officialPayment(payer: DevAccount) {
-  const { x402Client } = await import("@x402/core/client");
-  const { ExactEvmScheme } = await import("@x402/evm/exact/client");
   const requirements = permit2Requirements(devnet, devnet.permitToken);
-  const client = x402Client.fromConfig({ schemes: [], spendControls: false });
-  client.register(
-    devnet.network,
-    new ExactEvmScheme(privateKeyToAccount(payer.privateKey), { rpcUrl: devnet.rpcUrl }),
-  );
-  const payload = await client.createPaymentPayload({
-    x402Version: 2,
-    resource: { url: "http://localhost/paid" },
-    accepts: [requirements],
-    extensions: DECLARATION,
-    // biome-ignore lint/suspicious/noExplicitAny: the client's types are version-specific unions.
-  } as any);
+  const payload = await officialPermit2Payload(devnet, payer, requirements, {
+    erc20ApprovalGasSponsoring: true,
+  });
   return { payload: payload as unknown as Record<string, unknown>, requirements };
 }
 

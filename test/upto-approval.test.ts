@@ -20,7 +20,7 @@ import { handleSettle, handleVerify } from "../src/protocol/respond.js";
 import { payerHolding } from "./helpers/chain.js";
 import { facilitatorOn } from "./helpers/facilitator.js";
 import { clientsOf } from "./helpers/permit2.js";
-import { referenceSigner } from "./helpers/x402.js";
+import { referenceSigner, verifyApprovalsOn } from "./helpers/x402.js";
 
 let devnet: Devnet;
 let ours: Facilitator;
@@ -38,14 +38,7 @@ beforeAll(async () => {
     devnet.network,
     new UptoEvmFacilitator(referenceSigner(devnet, devnet.facilitator)),
   );
-  // Registered with a signer that can read but was never asked to send: verify only.
-  reference.registerExtension({
-    key: "erc20ApprovalGasSponsoring",
-    signer: {
-      ...referenceSigner(devnet, devnet.facilitator),
-      sendTransactions: () => Promise.reject(new Error("not in these tests")),
-    },
-  } as never);
+  verifyApprovalsOn(reference, devnet, devnet.facilitator);
 }, 60_000);
 
 afterAll(async () => {

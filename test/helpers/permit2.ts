@@ -64,6 +64,11 @@ export const EIP2612_SPONSORING_DECLARATION = {
   eip2612GasSponsoring: { info: { description: "gasless EIP-2612 approval", version: "1" } },
 };
 
+/** What a resource server declares to offer ERC-20 approval gas sponsoring. */
+export const ERC20_APPROVAL_DECLARATION = {
+  erc20ApprovalGasSponsoring: { info: { description: "gasless approval", version: "1" } },
+};
+
 /**
  * A PaymentPayload signed by the official x402 client. With `eip2612GasSponsoring`, the server
  * offers the extension and the client (given an RPC to read allowance and permit nonce) signs the
@@ -73,7 +78,7 @@ export async function officialPermit2Payload(
   devnet: Devnet,
   payer: DevAccount,
   requirements: ReturnType<typeof permit2Requirements>,
-  options: { eip2612GasSponsoring?: boolean } = {},
+  options: { eip2612GasSponsoring?: boolean; erc20ApprovalGasSponsoring?: boolean } = {},
 ) {
   const account = privateKeyToAccount(payer.privateKey);
   const client = x402Client.fromConfig({ schemes: [], spendControls: false });
@@ -83,6 +88,7 @@ export async function officialPermit2Payload(
     resource: { url: "http://localhost/paid" },
     accepts: [requirements],
     ...(options.eip2612GasSponsoring ? { extensions: EIP2612_SPONSORING_DECLARATION } : {}),
+    ...(options.erc20ApprovalGasSponsoring ? { extensions: ERC20_APPROVAL_DECLARATION } : {}),
     // biome-ignore lint/suspicious/noExplicitAny: the client's types are version-specific unions.
   } as any);
 }

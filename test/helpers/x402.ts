@@ -121,3 +121,18 @@ export function referenceFacilitator(
     facilitator.registerV1(devnet.v1Network as never, new ExactEvmFacilitatorV1(signer));
   return facilitator;
 }
+
+/** Registers erc20ApprovalGasSponsoring on the reference with a signer that reads but never sends. */
+export function verifyApprovalsOn(
+  reference: { registerExtension(extension: never): unknown },
+  devnet: Devnet,
+  reader: DevAccount,
+): void {
+  reference.registerExtension({
+    key: "erc20ApprovalGasSponsoring",
+    signer: {
+      ...referenceSigner(devnet, reader),
+      sendTransactions: () => Promise.reject(new Error("not in these tests")),
+    },
+  } as never);
+}
