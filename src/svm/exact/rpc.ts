@@ -25,38 +25,17 @@ export interface SimulationFailure {
   readonly text: string;
 }
 
-/** Why the cluster's simulation of `transaction` fails, or undefined when it succeeds. */
-export async function simulationError(
-  client: Client,
-  transaction: string,
-  options: { readonly sigVerify: boolean; readonly commitment: Commitment },
-): Promise<SimulationFailure | undefined> {
-  const simulated = await simulate(client, transaction, options);
-  return simulated.ok ? undefined : simulated;
-}
-
-/** A simulation that also lists the inner instructions each top-level instruction made. */
-export type InnerSimulation =
+/** A simulation's answer; with `innerInstructions`, the inner instructions each one made. */
+export type Simulation =
   | { readonly ok: true; readonly innerInstructions: unknown }
   | ({ readonly ok: false } & SimulationFailure);
 
-/** Simulates `transaction` as the payer sent it, with its inner instructions (smart wallets). */
-export function simulateWithInnerInstructions(
-  client: Client,
-  transaction: string,
-): Promise<InnerSimulation> {
-  return simulate(client, transaction, {
-    sigVerify: false,
-    commitment: "confirmed",
-    innerInstructions: true,
-  });
-}
-
-async function simulate(
+/** Simulates `transaction`: a refusal by the node counts as failed; an unreachable node throws. */
+export async function simulate(
   client: Client,
   transaction: string,
   options: { sigVerify: boolean; commitment: Commitment; innerInstructions?: boolean },
-): Promise<InnerSimulation> {
+): Promise<Simulation> {
   let answer: { value?: { err?: unknown; logs?: unknown; innerInstructions?: unknown } };
   try {
     answer = await call(client, "simulateTransaction", [
@@ -64,7 +43,6 @@ async function simulate(
       { encoding: "base64", replaceRecentBlockhash: false, ...options },
     ]);
   } catch (error) {
-    // Unreachable: not the payment's fault (the facilitator maps it). A refusal counts as failed.
     if (isUnreachable(error)) throw error;
     return { ok: false, text: nodeRefusal(error) };
   }

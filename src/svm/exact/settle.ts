@@ -28,7 +28,7 @@ import {
   nodeRefusal,
   sendTransaction,
   signatureStatuses,
-  simulationError,
+  simulate,
 } from "./rpc.js";
 import {
   alreadyOnChain,
@@ -119,13 +119,13 @@ function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
       if (throttled) return { ok: false, result: { ok: false, payer, failure: throttled } };
       // A signature the chain already knows was settled (by us or anyone): never a second success.
       const mark = ctx.ledger.mark();
-      const [[status], why] = await Promise.all([
+      const [[status], simulated] = await Promise.all([
         signatureStatuses(ctx.client, [signed.signature], true),
-        simulationError(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
+        simulate(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
       ]);
       if (status) return { ok: false, result: await landedBefore(s, status) };
-      if (why !== undefined) {
-        return { ok: false, result: simulationRefusal(request, why, payment, "settle") };
+      if (!simulated.ok) {
+        return { ok: false, result: simulationRefusal(request, simulated, payment, "settle") };
       }
       return { ok: true, value: { mark } };
     },
