@@ -1,7 +1,4 @@
-/**
- * The devnet's slot clock: a slot and blockhash per tick, no skipped slots (height = slot),
- * `confirmed` one slot later, `finalized` 32 later, blockhashes valid for 150 blocks.
- */
+/** Devnet slots: height = slot, `confirmed` 1 and `finalized` 32 behind, blockhashes valid 150. */
 
 export type Commitment = "processed" | "confirmed" | "finalized";
 

@@ -1,7 +1,6 @@
 /**
- * The devnet's Solana cluster: litesvm in-process, a slot clock, and a node's memory of landed
- * transactions. litesvm takes only its latest blockhash, so its check is off and the clock's
- * 150-block window is checked here; a landed message is `AlreadyProcessed`, in simulation too.
+ * litesvm as a node: it takes only its latest blockhash, so the clock checks the 150-block window
+ * here; a landed message is `AlreadyProcessed`, in simulation too.
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";

@@ -1,7 +1,4 @@
-/**
- * The Solana devnet's keys, derived from fixed labels (the same everywhere, as anvil's). Public
- * test keys, still redacted when logged. `secretKey` is the 64-byte secret key in base58.
- */
+/** The devnet's keys, from fixed labels (public test keys, as anvil's; still redacted in logs). */
 import { createHash } from "node:crypto";
 import { type Address, getBase58Decoder, getBase58Encoder } from "@solana/kit";
 import { ed25519PublicKey, redacting } from "../chain/keys.js";

@@ -1,7 +1,4 @@
-/**
- * Reading Solana JSON-RPC params: config objects, commitments, addresses, counts, encoded bytes
- * and wire transactions, each refused with -32602 as nodes do.
- */
+/** Reading Solana JSON-RPC params, each refused with -32602 as nodes do. */
 import { type Address, getBase58Encoder, isAddress } from "@solana/kit";
 import type { Commitment } from "./clock.js";
 import { decodeWireTransaction } from "./cluster.js";

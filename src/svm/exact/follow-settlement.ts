@@ -1,7 +1,4 @@
-/**
- * The reconciler's look at one open Solana settlement: unseen with a valid blockhash, the same
- * signed bytes are sent again; unseen past it, it never lands. Landed counts only if it paid.
- */
+/** The reconciler's look at an open Solana settlement: resent while it can land; paid or not. */
 import type { Followed } from "../../core/family.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";

@@ -1,9 +1,4 @@
-/**
- * Readers of an `exact` transaction's instructions; each answers undefined for anything else.
- * Layouts (LE): SetComputeUnitLimit [2, u32]; SetComputeUnitPrice [3, u64]; TransferChecked
- * [12, u64 amount, u8 decimals] over [source, mint, destination, authority, ...signers]. Trailing
- * bytes are tolerated, as the reference's parsers tolerate them.
- */
+/** Readers of an `exact` transaction's instructions (trailing bytes tolerated, as upstream). */
 import {
   COMPUTE_BUDGET_PROGRAM,
   LIGHTHOUSE_PROGRAM,

@@ -1,7 +1,4 @@
-/**
- * The Solana JSON-RPC calls of the `exact` scheme, over viem's transport. An unreachable node's
- * errors are thrown as they are (the facilitator maps them to chain_unavailable).
- */
+/** The Solana JSON-RPC calls of `exact`; an unreachable node's errors are thrown as they are. */
 import type { Client } from "viem";
 import type { MaySend } from "../../core/settle-loop.js";
 import { isUnreachable } from "../../rpc/rpc.js";

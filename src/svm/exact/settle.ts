@@ -1,8 +1,6 @@
 /**
- * Settling an x402 `exact` Solana payment: verify's checks again, our fee payer's signature, then
- * EVM's money rules. Our Ed25519 signature is deterministic, so the transaction's id follows from
- * the message: claim and journal are keyed on it (a payer re-signing still makes the same id).
- * Journaled before sent, never sent anew, never a second success, even if only the chain knows it.
+ * Settling a Solana payment. Our Ed25519 signature is deterministic, so the transaction id follows
+ * from the message and keys the journal: journaled before sent, never sent anew, never paid twice.
  */
 import { stageObserver } from "../../core/metrics.js";
 import {

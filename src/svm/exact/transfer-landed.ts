@@ -1,7 +1,6 @@
 /**
- * Whether a landed transaction paid: its confirmed copy shows a TransferChecked of at least the
- * amount into the payee's account, authorised by none of our fee payers, at either level. A
- * smart wallet was judged on a simulation, and the chain may run it otherwise.
+ * Whether a landed transaction paid, at either level and by none of our fee payers: a smart wallet
+ * was judged on a simulation, and the chain may run it otherwise.
  */
 import type { Client } from "viem";
 import type { ExpectedTransfer } from "../../core/store.js";

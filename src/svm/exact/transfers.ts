@@ -1,7 +1,4 @@
-/**
- * TransferChecked of either token program, top-level or inner (as a node lists them), read as the
- * reference's smart-wallet path reads them: 9 data bytes and 4 accounts at least.
- */
+/** TransferChecked instructions, top-level or inner, as the reference's smart-wallet path reads. */
 import { getBase58Encoder } from "@solana/kit";
 import { associatedTokenAddress } from "./ata.js";
 import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from "./constants.js";

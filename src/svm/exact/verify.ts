@@ -1,7 +1,6 @@
 /**
- * Verifying an x402 `exact` Solana payment as @x402/svm 2.27.0 does: scheme, network, the
- * chain-free checks, then a simulation as sent (`sigVerify: false`: the fee payer has not signed;
- * an expired blockhash fails as `BlockhashNotFound`, the only freshness check, as the reference's).
+ * Verifying as @x402/svm 2.27.0: scheme, network, the checks, then a simulation as sent (an
+ * expired blockhash fails as `BlockhashNotFound`, the only freshness check, as the reference's).
  */
 import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
