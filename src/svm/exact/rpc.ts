@@ -79,6 +79,25 @@ export function sendTransaction(
   ]);
 }
 
+/** An unseen transaction: the same bytes again while its blockhash is valid, else seen late or expired. */
+export async function resendUnseen(
+  client: Client,
+  signature: string,
+  blockhash: string | undefined,
+  wire: string | undefined,
+  may: MaySend,
+): Promise<"sent" | "seen" | "expired"> {
+  if (wire && blockhash && (await isBlockhashValid(client, blockhash))) {
+    // The node may have dropped it; the chain takes one id once.
+    await sendTransaction(client, wire, may).catch((error: unknown) => {
+      if (isUnreachable(error)) throw error;
+    });
+    return "sent";
+  }
+  const [late] = await signatureStatuses(client, [signature], true);
+  return late ? "seen" : "expired";
+}
+
 /** The statuses of `signatures` (null: the node knows no such transaction). */
 export async function signatureStatuses(
   client: Client,
@@ -142,20 +161,8 @@ export async function lamportsOf(client: Client, address: string): Promise<bigin
   return BigInt(answer?.value ?? 0);
 }
 
-/** A confirmed transaction as getTransaction answers it in base64 (null: the node has none). */
-export interface ConfirmedTransaction {
-  /** The wire transaction, base64. */
-  readonly wire: string;
-  readonly err: unknown;
-  readonly innerInstructions: unknown;
-  /** The accounts its lookup tables loaded, when the node says (writable, then read-only). */
-  readonly loadedAddresses?: { readonly writable: unknown; readonly readonly: unknown } | undefined;
-}
-
-export async function confirmedTransaction(
-  client: Client,
-  signature: string,
-): Promise<ConfirmedTransaction | null> {
+/** A confirmed transaction from getTransaction: base64 `wire`, and the accounts its tables loaded. */
+export async function confirmedTransaction(client: Client, signature: string) {
   const answer = await call<{
     transaction?: unknown;
     meta?: { err?: unknown; innerInstructions?: unknown; loadedAddresses?: unknown } | null;
@@ -165,7 +172,7 @@ export async function confirmedTransaction(
   ]);
   const wire = Array.isArray(answer?.transaction) ? answer.transaction[0] : undefined;
   if (!answer || typeof wire !== "string" || !answer.meta) return null;
-  const loaded = answer.meta.loadedAddresses as ConfirmedTransaction["loadedAddresses"];
+  const loaded = answer.meta.loadedAddresses as { writable: unknown; readonly: unknown } | null;
   return {
     wire,
     err: answer.meta.err ?? null,

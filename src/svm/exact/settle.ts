@@ -21,14 +21,9 @@ import { SvmLedgerReads, svmHeld } from "../chain/ledger-reads.js";
 import type { SvmSettleContext } from "./context.js";
 import { signatureToBase58 } from "./decode.js";
 import { SVM_REASONS } from "./reasons.js";
+import { nodeRefusal, resendUnseen, sendTransaction, signatureStatuses, simulate } from "./rpc.js";
 import {
-  isBlockhashValid,
-  nodeRefusal,
-  sendTransaction,
-  signatureStatuses,
-  simulate,
-} from "./rpc.js";
-import {
+  abandon,
   alreadyOnChain,
   answerSuccess,
   conclude,
@@ -171,16 +166,15 @@ async function pickUp(
   ctx.ledger.seed(s.key, [svmHeld(s.spend)], [signed.signature]);
   const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
   if (!status) {
-    if (!(await isBlockhashValid(ctx.client, payment.recentBlockhash))) {
-      const [late] = await signatureStatuses(ctx.client, [signed.signature], true);
-      if (!late) return conclude(s, { kind: "expired" });
-    } else {
-      // The node may have dropped it: the same bytes again (the chain takes one id once).
-      await sendTransaction(ctx.client, entry.raws.at(-1) ?? signed.wire, may).catch((error) => {
-        if (!isUnreachable(error)) return undefined;
-        throw error;
-      });
-    }
+    const wire = entry.raws.at(-1) ?? signed.wire;
+    const unseen = await resendUnseen(
+      ctx.client,
+      signed.signature,
+      payment.recentBlockhash,
+      wire,
+      may,
+    );
+    if (unseen === "expired") return conclude(s, { kind: "expired" });
   }
   return conclude(s, await follow(s));
 }
@@ -199,8 +193,7 @@ async function sendAndFollow(
     await ctx.journal.recordSend(journalEntry(s), signed.signature, signed.wire);
     observe?.("journal", (performance.now() - writing) / 1000);
   } catch (error) {
-    ctx.ledger.release(s.key);
-    void ctx.journal.recordState(s.key, "failed").catch(() => undefined);
+    abandon(s);
     const cause =
       error instanceof FacilitatorError
         ? error.failure
@@ -221,8 +214,7 @@ async function sendAndFollow(
     await sendTransaction(ctx.client, signed.wire, may);
   } catch (error) {
     if (neverReachedNode(error) || !isUnreachable(error)) {
-      ctx.ledger.release(s.key);
-      void ctx.journal.recordState(s.key, "failed").catch(() => undefined);
+      abandon(s);
       if (neverReachedNode(error)) throw error;
       return {
         ok: false,
