@@ -6,6 +6,7 @@
  * and none by our keys; the landed transaction must show it too (transfer-landed.ts). Stricter:
  * all our fee payers are kept out, and the whole fee is capped.
  */
+import type { ErrorCode } from "../../protocol/errors.js";
 import { checkLayout, memoRefusal, requiredUnits } from "./checks.js";
 import { COMPUTE_BUDGET_PROGRAM, DEFAULT_MAX_FEE_LAMPORTS, MEMO_PROGRAM } from "./constants.js";
 import type { SvmTransaction } from "./decode.js";
@@ -195,19 +196,11 @@ export async function findSmartWalletTransfer(
         "Neither the transaction nor its simulation makes a TransferChecked of either token program",
       );
     }
-    return refusal(
-      SVM_REASONS.smartWalletTransferMismatch,
-      mismatch(first, requirements, payee, required),
-      {
-        payer: first.authority,
-        code:
-          first.mint !== requirements.asset
-            ? "asset_mismatch"
-            : payee.has(first.destination)
-              ? "amount_mismatch"
-              : "recipient_mismatch",
-      },
-    );
+    const [code, message] = mismatch(first, requirements, payee, required);
+    return refusal(SVM_REASONS.smartWalletTransferMismatch, message, {
+      payer: first.authority,
+      code,
+    });
   }
   const [paid, second] = matching as [TokenTransfer, ...TokenTransfer[]];
   const { authority, programId, ...moved } = paid;
@@ -241,12 +234,14 @@ function mismatch(
   requirements: SvmRequirements,
   payee: ReadonlySet<string>,
   required: bigint,
-): string {
+): [ErrorCode, string] {
   if (t.mint !== requirements.asset) {
-    return `The transfer moves mint ${t.mint}, not requirements.asset ${requirements.asset}`;
+    const why = `The transfer moves mint ${t.mint}, not requirements.asset ${requirements.asset}`;
+    return ["asset_mismatch", why];
   }
   if (!payee.has(t.destination)) {
-    return `The transfer pays ${t.destination}, not an associated token account of requirements.payTo ${requirements.payTo}`;
+    const why = `The transfer pays ${t.destination}, not an associated token account of requirements.payTo ${requirements.payTo}`;
+    return ["recipient_mismatch", why];
   }
-  return `The transfer moves ${t.amount}, less than the required ${required}`;
+  return ["amount_mismatch", `The transfer moves ${t.amount}, less than the required ${required}`];
 }
