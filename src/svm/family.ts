@@ -12,7 +12,6 @@ import type {
   SupportedKind,
 } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
-import type { MetricsSink } from "../core/metrics.js";
 import type { MaySend } from "../core/settle-loop.js";
 import { isAnswered, type JournalEntry, namespaceOf, type SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
@@ -21,30 +20,26 @@ import { type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
-import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
+import {
+  isSolanaAddress,
+  looksSolana,
+  solanaCluster,
+  solanaNetworkOf,
+} from "../protocol/solana-networks.js";
 import type { RpcRegistry } from "../rpc/rpc.js";
-import { completeSvm } from "./accepts.js";
-import type { SvmFeePayer } from "./chain/keys.js";
 import { svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
 import { TRANSACTION_VERSIONS } from "./exact/constants.js";
 import type { SvmSettleContext } from "./exact/index.js";
 import { signatureStatuses } from "./exact/rpc.js";
-import type { SmartWalletOptions } from "./exact/smart-wallet.js";
 
-export interface SolanaOptions {
-  /** Successes written down before they are answered (default: one of this family's own). */
-  readonly answers?: Answers | undefined;
-  readonly keys: readonly SvmFeePayer[];
-  readonly maxFeeLamports?: bigint | undefined;
-  /** Payments from smart wallets are taken with these limits; off when undefined. */
-  readonly smartWallets?: SmartWalletOptions | undefined;
-  readonly confirmTimeoutMs: number;
-  readonly pollMs: number;
-  readonly watchSubmitted: boolean;
-  readonly metrics?: MetricsSink | undefined;
-  /** Told when a hold ends (a shared store updates its copy). */
-  readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
-}
+type SolanaOptions = Pick<
+  SvmSettleContext,
+  "keys" | "maxFeeLamports" | "smartWallets" | "confirmTimeoutMs" | "pollMs" | "watchSubmitted"
+> &
+  Partial<Pick<SvmSettleContext, "answers" | "metrics">> & {
+    /** Told when a hold ends (a shared store updates its copy). */
+    readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
+  };
 
 type Routed = { ok: true; ctx: SvmSettleContext } | { ok: false; failure: Failure };
 
@@ -89,36 +84,32 @@ export class SvmFamily implements ChainFamily {
     return svm !== undefined;
   }
 
-  async verify(request: PaymentRequest): Promise<VerifyResult> {
-    const routed = await this.#route(request);
-    if (!routed.ok) return { ok: false, failure: routed.failure };
-    let result: VerifyResult;
-    try {
-      const { verifyExactSvm } = await import("./exact/index.js");
-      result = await verifyExactSvm(routed.ctx, request);
-    } catch (error) {
-      result = { ok: false, failure: failureOfThrown(error, "verify") };
-    }
-    return namingEndpoint(
-      result,
-      request.requirements.network,
-      this.#rpc.solanaVia(routed.ctx.network),
+  verify(request: PaymentRequest): Promise<VerifyResult> {
+    return this.#run(request, "verify", (exact, ctx) => exact.verifyExactSvm(ctx, request));
+  }
+
+  settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {
+    return this.#run(request, "settle", (exact, ctx) =>
+      exact.settleExactSvm(ctx, request, waitUntil),
     );
   }
 
-  async settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {
-    // What verify would refuse (an unknown or unserved cluster) is said before anything else.
+  /** Routes, then runs the scheme; what verify would refuse (an unserved cluster) is said first. */
+  async #run<R extends VerifyResult | SettleResult>(
+    request: PaymentRequest,
+    operation: "verify" | "settle",
+    run: (exact: typeof import("./exact/index.js"), ctx: SvmSettleContext) => Promise<R>,
+  ): Promise<R> {
     const routed = await this.#route(request);
-    if (!routed.ok) return { ok: false, failure: routed.failure };
-    const { ctx } = routed;
-    let result: SettleResult;
+    if (!routed.ok) return { ok: false, failure: routed.failure } as R;
+    let result: R;
     try {
-      const { settleExactSvm } = await import("./exact/index.js");
-      result = await settleExactSvm(ctx, request, waitUntil);
+      result = await run(await import("./exact/index.js"), routed.ctx);
     } catch (error) {
-      result = { ok: false, failure: failureOfThrown(error, "settle") };
+      result = { ok: false, failure: failureOfThrown(error, operation) } as R;
     }
-    return namingEndpoint(result, request.requirements.network, this.#rpc.solanaVia(ctx.network));
+    const via = this.#rpc.solanaVia(routed.ctx.network);
+    return namingEndpoint(result, request.requirements.network, via);
   }
 
   /** The served clusters' kinds, each naming one fee payer in turn (none without a fee payer). */
@@ -150,13 +141,38 @@ export class SvmFamily implements ChainFamily {
     return status ? status.err === null : false;
   }
 
-  /** An `exact` offer on a served cluster, with one of our fee payers (offers naming none get one in turn). */
-  async complete(offer: Offer, defaultTimeout: number) {
-    if (offer.scheme !== "exact") return undefined;
+  /**
+   * An `exact` offer on a served cluster gets one of our fee payers (in turn), its CAIP-2 network
+   * and a timeout; one naming a fee payer not ours is left out (we could not settle it).
+   */
+  async complete(offered: Offer, defaultTimeout: number) {
     const feePayers = this.feePayers;
-    const served = new Set(await this.#rpc.servedSolanaNetworks());
-    const nextFeePayer = () => feePayers[this.#offerTurn++ % feePayers.length] as string;
-    return completeSvm({ served, feePayers, nextFeePayer }, offer, defaultTimeout);
+    if (offered.scheme !== "exact" || feePayers.length === 0) return undefined;
+    const network = solanaNetworkOf(offered.network, 1) ?? solanaNetworkOf(offered.network, 2);
+    const served = await this.#rpc.servedSolanaNetworks();
+    if (network === undefined || !served.includes(network)) return undefined;
+    const { asset, payTo, amount } = offered;
+    if (!isSolanaAddress(asset) || !isSolanaAddress(payTo)) return undefined;
+    if (typeof amount !== "string" || !/^\d+$/.test(amount)) return undefined;
+    const extra: Record<string, unknown> =
+      typeof offered.extra === "object" && offered.extra !== null && !Array.isArray(offered.extra)
+        ? { ...offered.extra }
+        : {};
+    if (extra.feePayer === undefined) {
+      extra.feePayer = feePayers[this.#offerTurn++ % feePayers.length];
+    } else if (typeof extra.feePayer !== "string" || !feePayers.includes(extra.feePayer)) {
+      return undefined;
+    }
+    const timeout = offered.maxTimeoutSeconds;
+    return {
+      ...offered,
+      network,
+      maxTimeoutSeconds:
+        typeof timeout === "number" && Number.isInteger(timeout) && timeout > 0
+          ? timeout
+          : defaultTimeout,
+      extra,
+    };
   }
 
   /** The `exact` scheme, through a configured RPC of the cluster. */
@@ -183,23 +199,15 @@ export class SvmFamily implements ChainFamily {
   }
 
   async #context(network: string, named: string = network): Promise<SvmSettleContext> {
-    const client = await this.#rpc.solanaClient(network, named);
-    const options = this.#options;
     return {
-      client,
+      ...this.#options,
+      client: await this.#rpc.solanaClient(network, named),
       network,
       feePayers: this.feePayers,
-      maxFeeLamports: options.maxFeeLamports,
-      smartWallets: options.smartWallets,
-      keys: options.keys,
       journal: this.#journal,
       answers: this.#answers,
       ledger: this.inflight,
       throttle: this.#throttle,
-      confirmTimeoutMs: options.confirmTimeoutMs,
-      pollMs: options.pollMs,
-      watchSubmitted: options.watchSubmitted,
-      metrics: options.metrics,
     };
   }
 

@@ -1,7 +1,4 @@
-/**
- * The Solana fee payer's key: a base58 64-byte secret key (seed, then public key), as
- * `solana-keygen` writes it. The key object redacts its secret when logged or turned into JSON.
- */
+/** The Solana fee payer's key: base58 of its 64-byte secret key; redacted in logs and JSON. */
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
 import { base58ToBytes, bytesToBase58 } from "../../protocol/base58.js";
 

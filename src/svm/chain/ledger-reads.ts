@@ -1,7 +1,4 @@
-/**
- * The in-flight ledger's reads on Solana: the payer's token balance at one slot and which
- * transactions in flight landed by then; also a settlement's hold, for seeding after a restart.
- */
+/** The in-flight ledger's reads on Solana: balances at one slot, and the holds landed by then. */
 import type { Client } from "viem";
 import {
   balanceShortfall,

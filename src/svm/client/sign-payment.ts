@@ -1,8 +1,4 @@
-/**
- * A signed Solana `exact` payment as the official @x402/svm 2.27 client makes it, on @solana/kit
- * alone: a v0 message [limit, price, TransferChecked, memo] with the facilitator as fee payer,
- * signed by the payer only. Used by `facilitator pay` and the devnet's request-svm.json.
- */
+/** A Solana `exact` payment signed as the official @x402/svm 2.27 client signs it. */
 import { randomBytes } from "node:crypto";
 import {
   AccountRole,

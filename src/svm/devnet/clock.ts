@@ -1,23 +1,10 @@
-/**
- * The devnet's slot clock: a slot and blockhash per tick, no skipped slots (height = slot),
- * `confirmed` one slot later, `finalized` 32 later, blockhashes valid for 150 blocks.
- */
+/** Devnet slots: height = slot, `confirmed` 1 and `finalized` 32 behind, blockhashes valid 150. */
 
 export type Commitment = "processed" | "confirmed" | "finalized";
 
-export const CONFIRMED_DEPTH = 1;
-export const FINALIZED_DEPTH = 32;
-export const BLOCKHASH_VALIDITY = 150;
-
-export function parseCommitment(value: unknown): Commitment {
-  if (value === undefined || value === null) return "finalized";
-  if (value === "processed" || value === "confirmed" || value === "finalized") return value;
-  // Deprecated names real nodes still accept.
-  if (value === "recent") return "processed";
-  if (value === "single" || value === "singleGossip") return "confirmed";
-  if (value === "root" || value === "max") return "finalized";
-  throw new RangeError(`Invalid commitment: ${String(value)}`);
-}
+const CONFIRMED_DEPTH = 1;
+const FINALIZED_DEPTH = 32;
+const BLOCKHASH_VALIDITY = 150;
 
 export class SlotClock {
   #slot: bigint;

@@ -1,7 +1,6 @@
 /**
- * The devnet's Solana cluster: litesvm in-process, a slot clock, and a node's memory of landed
- * transactions. litesvm takes only its latest blockhash, so its check is off and the clock's
- * 150-block window is checked here; a landed message is `AlreadyProcessed`, in simulation too.
+ * litesvm as a node: it takes only its latest blockhash, so the clock checks the 150-block window
+ * here; a landed message is `AlreadyProcessed`, in simulation too.
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -12,7 +11,6 @@ import {
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
   getTransactionEncoder,
-  type Transaction,
 } from "@solana/kit";
 import { FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { SlotClock } from "./clock.js";
@@ -25,26 +23,21 @@ const SIDECAR = "svm-cluster.json";
 const SLOT_HASHES_KEPT = 512;
 const base58 = getBase58Decoder();
 
-/** What the cluster keeps about a transaction that landed (successfully or not). */
-export interface Landed {
+interface Execution {
+  err: RpcTransactionError | null;
+  logs: string[];
+  unitsConsumed: bigint;
+  innerInstructions: unknown[];
+}
+
+/** What the cluster keeps about a transaction that landed (successfully or not); `wire` is base64. */
+type Landed = Execution & {
   signature: string;
   slot: bigint;
   blockTime: number;
-  err: RpcTransactionError | null;
-  logs: string[];
-  unitsConsumed: bigint;
   fee: bigint;
-  innerInstructions: unknown[];
-  /** The wire transaction, base64. */
   wire: string;
-}
-
-export interface Execution {
-  err: RpcTransactionError | null;
-  logs: string[];
-  unitsConsumed: bigint;
-  innerInstructions: unknown[];
-}
+};
 
 /** A transaction the node would refuse before it lands (no status is ever recorded). */
 export class Rejected extends Error {
@@ -68,22 +61,16 @@ const NOT_LANDED = new Set([
   "TooManyAccountLocks",
 ]);
 
-export interface DecodedTransaction {
-  transaction: Transaction;
-  signature: string | null;
-  blockhash: string;
-  fee: bigint;
-  messageHash: string;
-}
+type DecodedTransaction = ReturnType<typeof decodeWireTransaction>;
 
-export function decodeWireTransaction(bytes: Uint8Array): DecodedTransaction {
+export function decodeWireTransaction(bytes: Uint8Array) {
   const transaction = getTransactionDecoder().decode(bytes);
   const message = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes);
   const first = Object.values(transaction.signatures)[0];
   return {
     transaction,
     signature: first ? base58.decode(first) : null,
-    blockhash: message.lifetimeToken,
+    blockhash: message.lifetimeToken as string,
     fee: transactionFee(message),
     messageHash: createHash("sha256")
       .update(Uint8Array.from(transaction.messageBytes))

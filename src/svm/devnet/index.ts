@@ -1,7 +1,5 @@
 /** A local Solana cluster: litesvm behind a JSON-RPC server answering as Solana devnet. */
-import type { Address } from "@solana/kit";
 import { SvmCluster } from "./cluster.js";
-import type { SvmDevKey } from "./keys.js";
 import { DEVNET_GENESIS_HASH, svmRpcMethods } from "./methods.js";
 import { startRpcServer } from "./rpc-server.js";
 import {
@@ -17,7 +15,6 @@ import {
 export type { SvmDevKey } from "./keys.js";
 export { secretKeyBytes, svmDevKey } from "./keys.js";
 export { DEVNET_GENESIS_HASH } from "./methods.js";
-export { stringifyJson } from "./rpc-server.js";
 export {
   associatedTokenAddress,
   DEVNET_TOKEN_2022_MINT,
@@ -41,22 +38,9 @@ export interface SvmDevnetOptions {
   dir?: string;
 }
 
-export interface SvmDevnet {
-  rpcUrl: string;
-  genesisHash: string;
-  network: typeof SOLANA_DEVNET_NETWORK;
-  feePayer: SvmDevKey;
-  payers: SvmDevKey[];
-  payee: SvmDevKey;
-  mint: { address: Address; decimals: number };
-  /** The Token-2022 test token (a fresh cluster's; one restored from an older run may lack it). */
-  token2022: { address: Address; decimals: number };
-  /** The cluster itself (for tests: produce a slot now, read the runtime). */
-  cluster: SvmCluster;
-  stop(): Promise<void>;
-}
+export type SvmDevnet = Awaited<ReturnType<typeof startSvmDevnet>>;
 
-export async function startSvmDevnet(options: SvmDevnetOptions = {}): Promise<SvmDevnet> {
+export async function startSvmDevnet(options: SvmDevnetOptions = {}) {
   const cluster = SvmCluster.open(options.dir);
   const keys = devnetKeys(options.payers ?? DEFAULT_PAYER_COUNT);
   if (!cluster.restored) await setUpDevnet(cluster.svm, keys);
@@ -74,9 +58,11 @@ export async function startSvmDevnet(options: SvmDevnetOptions = {}): Promise<Sv
     payers: keys.payers,
     payee: keys.payee,
     mint: { address: DEVNET_USDC_MINT, decimals: USDC_DECIMALS },
+    /** The Token-2022 test token (a fresh cluster's; one restored from an older run may lack it). */
     token2022: { address: DEVNET_TOKEN_2022_MINT, decimals: TOKEN_2022_DECIMALS },
+    /** The cluster itself (for tests: produce a slot now, read the runtime). */
     cluster,
-    stop() {
+    stop(): Promise<void> {
       stopped ??= (async () => {
         cluster.stopSlots();
         await server.close();

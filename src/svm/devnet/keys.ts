@@ -1,7 +1,4 @@
-/**
- * The Solana devnet's keys, derived from fixed labels (the same everywhere, as anvil's). Public
- * test keys, still redacted when logged. `secretKey` is the 64-byte secret key in base58.
- */
+/** The devnet's keys, from fixed labels (public test keys, as anvil's; still redacted in logs). */
 import { createHash } from "node:crypto";
 import { type Address, getBase58Decoder, getBase58Encoder } from "@solana/kit";
 import { ed25519PublicKey, redacting } from "../chain/keys.js";
@@ -13,19 +10,11 @@ export interface SvmDevKey {
 
 const base58 = getBase58Decoder();
 
-/** The 64-byte secret key (seed ‖ public key) for a 32-byte ed25519 seed. */
-export function secretKeyFromSeed(seed: Uint8Array): Uint8Array {
-  if (seed.length !== 32) throw new Error("an ed25519 seed is 32 bytes");
-  const secret = new Uint8Array(64);
-  secret.set(seed, 0);
-  secret.set(ed25519PublicKey(seed), 32);
-  return secret;
-}
-
 /** The dev key for a role label (e.g. "fee-payer", "payer-0"). */
 export function svmDevKey(label: string): SvmDevKey {
   const seed = createHash("sha256").update(`facilitator svm devnet key: ${label}`).digest();
-  const secret = secretKeyFromSeed(seed);
+  // The 64-byte secret key: seed ‖ public key.
+  const secret = Buffer.concat([seed, ed25519PublicKey(seed)]);
   const address = base58.decode(secret.subarray(32)) as Address;
   return redacting({ address, secretKey: base58.decode(secret) });
 }

@@ -50,6 +50,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     apiVersion: API_VERSION,
     slot: cluster.clock.slotAt(commitment),
   });
+  const slot = (params: unknown[]) => cluster.clock.slotAt(commitmentOf(config(params, 0)));
 
   function mintDecimals(mint: Address): number | undefined {
     const account = svm.getAccount(mint);
@@ -112,17 +113,12 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     getHealth: () => "ok",
     getVersion: () => ({ "solana-core": API_VERSION, "feature-set": 0 }),
     getGenesisHash: () => DEVNET_GENESIS_HASH,
-    getSlot: (params) => cluster.clock.slotAt(commitmentOf(config(params, 0))),
-    getBlockHeight: (params) => cluster.clock.slotAt(commitmentOf(config(params, 0))),
+    getSlot: slot,
+    // No slot is skipped here: a block's height is its slot.
+    getBlockHeight: slot,
     getEpochInfo: (params) => {
-      const slot = cluster.clock.slotAt(commitmentOf(config(params, 0)));
-      return {
-        absoluteSlot: slot,
-        blockHeight: slot,
-        epoch: 0,
-        slotIndex: slot,
-        slotsInEpoch: 432000,
-      };
+      const at = slot(params);
+      return { absoluteSlot: at, blockHeight: at, epoch: 0, slotIndex: at, slotsInEpoch: 432000 };
     },
     getLatestBlockhash: (params) => {
       const commitment = commitmentOf(config(params, 0));

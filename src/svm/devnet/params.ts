@@ -1,9 +1,6 @@
-/**
- * Reading Solana JSON-RPC params: config objects, commitments, addresses, counts, encoded bytes
- * and wire transactions, each refused with -32602 as nodes do.
- */
+/** Reading Solana JSON-RPC params, each refused with -32602 as nodes do. */
 import { type Address, getBase58Encoder, isAddress } from "@solana/kit";
-import { type Commitment, parseCommitment } from "./clock.js";
+import type { Commitment } from "./clock.js";
 import { decodeWireTransaction } from "./cluster.js";
 import { invalidParams } from "./rpc-server.js";
 
@@ -17,12 +14,15 @@ export function config(params: unknown[], index: number): Config {
   return value as Config;
 }
 
-export function commitmentOf(cfg: Config, key = "commitment"): Commitment {
-  try {
-    return parseCommitment(cfg[key]);
-  } catch (error) {
-    throw invalidParams(`Invalid params: ${(error as Error).message}`);
-  }
+export function commitmentOf(cfg: Config): Commitment {
+  const value = cfg.commitment;
+  if (value === undefined || value === null) return "finalized";
+  if (value === "processed" || value === "confirmed" || value === "finalized") return value;
+  // Deprecated names real nodes still accept.
+  if (value === "recent") return "processed";
+  if (value === "single" || value === "singleGossip") return "confirmed";
+  if (value === "root" || value === "max") return "finalized";
+  throw invalidParams(`Invalid params: Invalid commitment: ${String(value)}`);
 }
 
 export function address(params: unknown[], index: number): Address {

@@ -13,34 +13,23 @@ export class RpcError extends Error {
   }
 }
 
-export const PARSE_ERROR = -32700;
-export const INVALID_REQUEST = -32600;
-export const METHOD_NOT_FOUND = -32601;
-export const INVALID_PARAMS = -32602;
-export const INTERNAL_ERROR = -32603;
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+const INTERNAL_ERROR = -32603;
+/** The largest request body and batch taken. */
+const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_BATCH = 100;
 
 export const invalidParams = (message: string) => new RpcError(INVALID_PARAMS, message);
 
 export type RpcHandler = (params: unknown[]) => unknown;
 
-export interface RpcServerOptions {
-  port?: number;
-  host?: string;
-  /** Largest request body accepted, in bytes (default 1 MiB). */
-  maxBodyBytes?: number;
-  /** Most requests in one batch (default 100). */
-  maxBatch?: number;
-}
-
-export interface RpcServer {
-  url: string;
-  close(): Promise<void>;
-}
-
 const BIGINT_MARK = "\u0000bigint:";
 
 /** JSON text with bigints as exact JSON numbers. */
-export function stringifyJson(value: unknown): string {
+function stringifyJson(value: unknown): string {
   const text = JSON.stringify(value, (_key, item) =>
     typeof item === "bigint" ? `${BIGINT_MARK}${item}` : item,
   );
@@ -111,11 +100,8 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefin
 
 export async function startRpcServer(
   handlers: Record<string, RpcHandler>,
-  options: RpcServerOptions = {},
-): Promise<RpcServer> {
-  const maxBody = options.maxBodyBytes ?? 1024 * 1024;
-  const maxBatch = options.maxBatch ?? 100;
-
+  options: { port?: number | undefined; host?: string | undefined },
+) {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method === "GET" && req.url === "/health") {
       res.writeHead(200, { "content-type": "text/plain" });
@@ -127,7 +113,7 @@ export async function startRpcServer(
       res.end();
       return;
     }
-    const body = await readBody(req, maxBody);
+    const body = await readBody(req, MAX_BODY_BYTES);
     if (body === undefined) {
       send(res, 413, reply(null, { error: new RpcError(INVALID_REQUEST, "Request too large") }));
       return;
@@ -143,9 +129,11 @@ export async function startRpcServer(
       send(res, 200, await answer(handlers, request));
       return;
     }
-    if (request.length === 0 || request.length > maxBatch) {
+    if (request.length === 0 || request.length > MAX_BATCH) {
       const message =
-        request.length === 0 ? "Invalid request: empty batch" : `Batch too large (max ${maxBatch})`;
+        request.length === 0
+          ? "Invalid request: empty batch"
+          : `Batch too large (max ${MAX_BATCH})`;
       send(res, 200, reply(null, { error: new RpcError(INVALID_REQUEST, message) }));
       return;
     }
@@ -170,7 +158,7 @@ export async function startRpcServer(
   const host = options.host ?? "127.0.0.1";
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    close: () =>
+    close: (): Promise<void> =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -1,8 +1,4 @@
-/**
- * The Solana devnet's first state: devnet USDC (SPL Token) and a Token-2022 test token, funded
- * payers holding both, a fee payer with SOL, and a payee with empty token accounts (an `exact`
- * payment transfers into an existing one).
- */
+/** The devnet's first state: USDC and a Token-2022 token, funded payers, a fee payer, a payee. */
 import type { Address } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
 import { associatedTokenAddress as ataOf } from "../exact/ata.js";

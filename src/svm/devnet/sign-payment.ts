@@ -9,12 +9,6 @@ import type { SvmDevnet } from "./index.js";
 import { type SvmDevKey, secretKeyBytes } from "./keys.js";
 import { TOKEN_PROGRAM } from "./token-layout.js";
 
-export interface SvmRequestOptions {
-  /** Token units (default 10,000: 0.01 USDC). */
-  readonly amount?: bigint;
-  readonly resource?: string;
-}
-
 /** What signing needs of a devnet (one in another process too: its keys are well known). */
 export type SvmDevnetParts = Pick<SvmDevnet, "rpcUrl" | "network" | "feePayer" | "payee" | "mint">;
 
@@ -35,7 +29,8 @@ export function svmSampleRequirements(devnet: SvmDevnetParts, amount = 10_000n) 
 export async function signSvmSampleRequest(
   devnet: SvmDevnetParts,
   payer: SvmDevKey,
-  options: SvmRequestOptions = {},
+  /** amount: token units (default 10,000: 0.01 USDC). */
+  options: { readonly amount?: bigint; readonly resource?: string } = {},
 ) {
   const amount = options.amount ?? 10_000n;
   const requirements = svmSampleRequirements(devnet, amount);

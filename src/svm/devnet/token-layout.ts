@@ -4,7 +4,6 @@ import * as ids from "../exact/constants.js";
 
 export const TOKEN_PROGRAM = ids.TOKEN_PROGRAM as Address;
 export const TOKEN_2022_PROGRAM = ids.TOKEN_2022_PROGRAM as Address;
-export const ASSOCIATED_TOKEN_PROGRAM = ids.ASSOCIATED_TOKEN_PROGRAM as Address;
 
 export const MINT_SIZE = 82;
 export const TOKEN_ACCOUNT_SIZE = 165;
@@ -12,20 +11,9 @@ export const TOKEN_ACCOUNT_SIZE = 165;
 const addressEncoder = getAddressEncoder();
 const addressDecoder = getAddressDecoder();
 
-export interface MintFields {
-  mintAuthority: Address | null;
-  supply: bigint;
-  decimals: number;
-  freezeAuthority: Address | null;
-}
+type Mint = ReturnType<typeof decodeMint>;
 
-export interface TokenAccountFields {
-  mint: Address;
-  owner: Address;
-  amount: bigint;
-}
-
-export function encodeMint(fields: MintFields): Uint8Array {
+export function encodeMint(fields: Omit<Mint, "isInitialized">): Uint8Array {
   const data = new Uint8Array(MINT_SIZE);
   const view = new DataView(data.buffer);
   if (fields.mintAuthority) {
@@ -42,7 +30,7 @@ export function encodeMint(fields: MintFields): Uint8Array {
   return data;
 }
 
-export function encodeTokenAccount(fields: TokenAccountFields): Uint8Array {
+export function encodeTokenAccount(fields: { mint: Address; owner: Address; amount: bigint }) {
   const data = new Uint8Array(TOKEN_ACCOUNT_SIZE);
   const view = new DataView(data.buffer);
   data.set(addressEncoder.encode(fields.mint), 0);
@@ -59,7 +47,7 @@ function optionalAddress(data: Uint8Array, at: number): Address | null {
     : null;
 }
 
-export function decodeMint(data: Uint8Array): MintFields & { isInitialized: boolean } {
+export function decodeMint(data: Uint8Array) {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   return {
     mintAuthority: optionalAddress(data, 0),
@@ -72,7 +60,7 @@ export function decodeMint(data: Uint8Array): MintFields & { isInitialized: bool
 
 const STATES = ["uninitialized", "initialized", "frozen"] as const;
 
-export function decodeTokenAccount(data: Uint8Array) {
+function decodeTokenAccount(data: Uint8Array) {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const isNative = view.getUint32(109, true) === 1;
   return {
@@ -93,7 +81,7 @@ export function isTokenProgram(owner: string): boolean {
 }
 
 /** A token amount as RPC nodes show it (`uiAmount` a float, `uiAmountString` exact). */
-export function tokenAmount(amount: bigint, decimals: number) {
+function tokenAmount(amount: bigint, decimals: number) {
   const text = amount.toString().padStart(decimals + 1, "0");
   const whole = text.slice(0, text.length - decimals);
   const fraction = text.slice(text.length - decimals).replace(/0+$/, "");

@@ -1,7 +1,4 @@
-/**
- * litesvm's transaction errors in the JSON shape Solana RPC nodes give them (serde's form of
- * `TransactionError`): `"BlockhashNotFound"`, `{ "InstructionError": [2, { "Custom": 1 }] }`, …
- */
+/** litesvm's transaction errors in the JSON shape Solana RPC nodes give them (serde's). */
 
 const TRANSACTION_ERRORS = (
   "AccountInUse AccountLoadedTwice AccountNotFound ProgramAccountNotFound InsufficientFundsForFee " +

@@ -1,10 +1,7 @@
 /**
- * The chain-free part of verifying an x402 `exact` Solana payment, in the order and with the reason
- * strings of the official `@x402/svm` 2.27.0 facilitator (verify.ts maps reasons to our codes).
- * Stricter than the reference, answered with its nearest reason: a default compute-unit cap, a cap
- * on the whole fee, none of our fee payers in any instruction's accounts (lookup tables included),
- * and caps on lookup tables. Tables are resolved after the signatures, as the reference does; x402
- * v1 payments cannot use them.
+ * The chain-free checks of an `exact` Solana payment, in the order and with the reasons of
+ * `@x402/svm` 2.27.0. Stricter, with its nearest reason: caps on compute units, the whole fee and
+ * lookup tables, and none of our fee payers in any instruction. x402 v1 cannot use lookup tables.
  */
 import { associatedTokenAddress } from "./ata.js";
 import {
@@ -15,10 +12,9 @@ import {
   MIN_INSTRUCTIONS,
 } from "./constants.js";
 import { decodeSvmTransaction, type SvmTransaction } from "./decode.js";
-import { transactionFeeLamports } from "./fees.js";
+import { feeOverCap } from "./fees.js";
 import {
-  isLighthouse,
-  isMemo,
+  isMemoOrLighthouse,
   readComputeUnitLimit,
   readComputeUnitPrice,
   readMemo,
@@ -26,17 +22,17 @@ import {
   tokenPayer,
 } from "./instructions.js";
 import { type LookupTableReader, resolveLookupTables } from "./lookup-tables.js";
-import { SVM_REASONS, type SvmReason, unknownInstructionReason } from "./reasons.js";
+import { SVM_REASONS, unknownInstructionReason } from "./reasons.js";
 import { firstBadSignature } from "./signatures.js";
-import type { SvmCheckOptions, SvmCheckResult, SvmRequirements } from "./types.js";
+import {
+  refusal,
+  type SvmCheckOptions,
+  type SvmCheckRefusal,
+  type SvmCheckResult,
+  type SvmRequirements,
+} from "./types.js";
 
-export type { SvmCheckOptions, SvmCheckResult, SvmPayment, SvmRequirements } from "./types.js";
-
-type Refusal = Extract<SvmCheckResult, { ok: false }>;
-
-function fail(x402Reason: SvmReason, message: string, payer?: string): Refusal {
-  return { ok: false, x402Reason, message, ...(payer ? { payer } : {}) };
-}
+export type { SvmCheckResult } from "./types.js";
 
 /** Checks a base64 wire transaction against the requirements; never throws. */
 export async function checkSvmPayment(
@@ -48,10 +44,13 @@ export async function checkSvmPayment(
   const ours = new Set(options.feePayers);
   const feePayer = requirements.extra?.feePayer;
   if (typeof feePayer !== "string" || feePayer === "") {
-    return fail(SVM_REASONS.missingFeePayer, "requirements.extra.feePayer must name the fee payer");
+    return refusal(
+      SVM_REASONS.missingFeePayer,
+      "requirements.extra.feePayer must name the fee payer",
+    );
   }
   if (!ours.has(feePayer)) {
-    return fail(
+    return refusal(
       version === 1 ? SVM_REASONS.feePayerNotManagedV1 : SVM_REASONS.feePayerNotManaged,
       `requirements.extra.feePayer ${feePayer} is not a fee payer of this facilitator`,
     );
@@ -60,7 +59,7 @@ export async function checkSvmPayment(
   const decoded = decodeSvmTransaction(transaction);
   if (!decoded.ok) {
     const unsupported = decoded.unsupportedVersion !== undefined;
-    return fail(
+    return refusal(
       unsupported ? SVM_REASONS.unsupportedTransactionVersion : SVM_REASONS.couldNotBeDecoded,
       decoded.message,
     );
@@ -69,20 +68,20 @@ export async function checkSvmPayment(
 
   const signers = tx.header.numSignerAccounts;
   if (options.maxRequiredSignatures !== undefined && signers > options.maxRequiredSignatures) {
-    return fail(
+    return refusal(
       SVM_REASONS.excessiveSigners,
       `The transaction requires ${signers} signatures; at most ${options.maxRequiredSignatures} are accepted`,
     );
   }
   if (tx.staticAccounts[0] !== feePayer) {
-    return fail(
+    return refusal(
       SVM_REASONS.feePayerMismatch,
       `The transaction's fee payer is ${tx.staticAccounts[0]}, not requirements.extra.feePayer ${feePayer}`,
     );
   }
   const badSigner = firstBadSignature(tx);
   if (badSigner !== undefined) {
-    return fail(
+    return refusal(
       SVM_REASONS.signatureInvalid,
       `The signature of ${badSigner} is missing or invalid`,
     );
@@ -93,7 +92,7 @@ export async function checkSvmPayment(
     tx = resolved.transaction;
   }
   const checked = await checkLayout(tx, requirements, options);
-  // A refusal carries the resolved transaction: the smart-wallet path (smart-wallet.ts) reads it.
+  // A refusal carries the resolved transaction: the smart-wallet path reads it.
   return checked.ok ? checked : { ...checked, transaction: tx };
 }
 
@@ -110,7 +109,7 @@ export async function checkLayout(
   const ixs = tx.instructions;
   const most = MAX_INSTRUCTIONS[version];
   if (ixs.length < MIN_INSTRUCTIONS || ixs.length > most) {
-    return fail(
+    return refusal(
       SVM_REASONS.instructionsLength,
       `The transaction has ${ixs.length} instructions; an exact payment has ${MIN_INSTRUCTIONS} to ${most}`,
     );
@@ -118,74 +117,69 @@ export async function checkLayout(
   const [limitIx, priceIx, transferIx] = ixs as [(typeof ixs)[0], (typeof ixs)[0], (typeof ixs)[0]];
   const units = readComputeUnitLimit(limitIx);
   if (units === undefined) {
-    return fail(
+    return refusal(
       SVM_REASONS.computeLimitInstruction,
       "The first instruction must be the compute budget's SetComputeUnitLimit",
     );
   }
   const maxUnits = options.maxComputeUnits ?? DEFAULT_MAX_COMPUTE_UNITS;
   if (units > maxUnits) {
-    return fail(
+    return refusal(
       SVM_REASONS.computeLimitTooHigh,
       `The compute-unit limit ${units} is above the cap of ${maxUnits}`,
     );
   }
   const price = readComputeUnitPrice(priceIx);
   if (price === undefined) {
-    return fail(
+    return refusal(
       SVM_REASONS.computePriceInstruction,
       "The second instruction must be the compute budget's SetComputeUnitPrice",
     );
   }
   const maxPrice = options.maxComputeUnitPrice ?? MAX_COMPUTE_UNIT_PRICE_MICROLAMPORTS;
   if (price > maxPrice) {
-    return fail(
+    return refusal(
       SVM_REASONS.computePriceTooHigh,
       `The compute-unit price ${price} micro-lamports is above the cap of ${maxPrice}`,
     );
   }
 
   const maxFee = options.maxFeeLamports ?? DEFAULT_MAX_FEE_LAMPORTS;
-  const fee = transactionFeeLamports(signers, units, price);
-  if (fee > maxFee) {
-    return fail(
-      SVM_REASONS.computePriceTooHigh,
-      `The transaction would cost the fee payer ${fee} lamports (${signers} signatures and ${units} compute units at ${price} micro-lamports); the cap is ${maxFee}`,
-    );
-  }
+  const overFee = feeOverCap(signers, units, price, maxFee);
+  if (overFee) return refusal(SVM_REASONS.computePriceTooHigh, overFee);
 
   const payer = tokenPayer(ixs);
   if (payer === undefined) {
-    return fail(SVM_REASONS.noTransferInstruction, "The transaction has no token transfer");
+    return refusal(SVM_REASONS.noTransferInstruction, "The transaction has no token transfer");
   }
   const transfer = readTransferChecked(transferIx);
   if (transfer === undefined) {
-    return fail(
+    return refusal(
       SVM_REASONS.noTransferInstruction,
       "The third instruction must be a TransferChecked of the SPL Token or Token-2022 program",
-      payer,
+      { payer },
     );
   }
   if (ours.has(transfer.authority)) {
-    return fail(
+    return refusal(
       SVM_REASONS.feePayerTransferringFunds,
       `The transfer's authority ${transfer.authority} is a fee payer of this facilitator`,
-      payer,
+      { payer },
     );
   }
   const exposed = transferIx.accounts.find((account) => ours.has(account));
   if (exposed !== undefined) {
-    return fail(
+    return refusal(
       SVM_REASONS.feePayerTransferringFunds,
       `The transfer names ${exposed}, a fee payer of this facilitator, among its accounts`,
-      payer,
+      { payer },
     );
   }
   if (transfer.mint !== requirements.asset) {
-    return fail(
+    return refusal(
       SVM_REASONS.mintMismatch,
       `The transfer moves mint ${transfer.mint}, not requirements.asset ${requirements.asset}`,
-      payer,
+      { payer },
     );
   }
   const payeeAccount = await associatedTokenAddress(
@@ -194,37 +188,37 @@ export async function checkLayout(
     transfer.tokenProgram,
   );
   if (payeeAccount === undefined || transfer.destination !== payeeAccount) {
-    return fail(
+    return refusal(
       SVM_REASONS.recipientMismatch,
       payeeAccount === undefined
         ? `requirements.payTo ${requirements.payTo} is not a Solana address`
         : `The transfer pays ${transfer.destination}, not ${payeeAccount} (the associated token account of requirements.payTo ${requirements.payTo})`,
-      payer,
+      { payer },
     );
   }
   const required = requiredUnits(requirements);
   if (required === undefined) {
-    return fail(
+    return refusal(
       SVM_REASONS.amountMismatch,
       `The required amount ${requirements.amount} is not an integer`,
-      payer,
+      { payer },
     );
   }
   if (transfer.amount !== required) {
-    return fail(
+    return refusal(
       SVM_REASONS.amountMismatch,
       `The transfer moves ${transfer.amount}, not the required ${required}`,
-      payer,
+      { payer },
     );
   }
 
   const optional = ixs.slice(MIN_INSTRUCTIONS);
   for (const ix of optional) {
-    if (isMemo(ix) || isLighthouse(ix)) continue;
-    return fail(
+    if (isMemoOrLighthouse(ix)) continue;
+    return refusal(
       unknownInstructionReason(ix.index, version),
       `Instruction ${ix.index + 1} (program ${ix.programId}) is neither a memo nor a Lighthouse assertion`,
-      payer,
+      { payer },
     );
   }
   const memos = optional.flatMap((ix) => readMemo(ix) ?? []);
@@ -233,23 +227,19 @@ export async function checkLayout(
   for (const ix of ixs) {
     const named = ix === transferIx ? undefined : ix.accounts.find((a) => ours.has(a));
     if (named === undefined) continue;
-    return fail(
+    return refusal(
       SVM_REASONS.feePayerTransferringFunds,
       `Instruction ${ix.index + 1} (program ${ix.programId}) names ${named}, a fee payer of this facilitator`,
-      payer,
+      { payer },
     );
   }
 
+  const { authority: _, ...moved } = transfer;
   return {
     ok: true,
     payment: {
       payer,
-      amount: transfer.amount,
-      mint: transfer.mint,
-      decimals: transfer.decimals,
-      tokenProgram: transfer.tokenProgram,
-      source: transfer.source,
-      destination: transfer.destination,
+      ...moved,
       feePayer,
       computeUnitLimit: units,
       computeUnitPrice: price,
@@ -274,18 +264,20 @@ export function memoRefusal(
   memos: readonly string[],
   requirements: SvmRequirements,
   payer?: string,
-): Refusal | undefined {
+): SvmCheckRefusal | undefined {
   const expected = requirements.extra?.memo;
   if (typeof expected !== "string" || expected === "") return undefined;
   if (memos.length !== 1) {
-    return fail(
+    return refusal(
       SVM_REASONS.memoCount,
       `requirements.extra.memo asks for one memo; the transaction has ${memos.length}`,
-      payer,
+      { payer },
     );
   }
   if (memos[0] !== expected) {
-    return fail(SVM_REASONS.memoMismatch, "The memo differs from requirements.extra.memo", payer);
+    return refusal(SVM_REASONS.memoMismatch, "The memo differs from requirements.extra.memo", {
+      payer,
+    });
   }
   return undefined;
 }
@@ -295,15 +287,15 @@ async function withTables(
   tx: SvmTransaction,
   version: 1 | 2,
   read: LookupTableReader | undefined,
-): Promise<{ readonly ok: true; readonly transaction: SvmTransaction } | Refusal> {
+): Promise<{ readonly ok: true; readonly transaction: SvmTransaction } | SvmCheckRefusal> {
   if (version === 1) {
-    return fail(
+    return refusal(
       SVM_REASONS.couldNotBeDecoded,
       "The transaction uses address lookup tables, which x402 v1 payments cannot (the official v1 scheme does not resolve them)",
     );
   }
   if (read === undefined) {
-    return fail(
+    return refusal(
       SVM_REASONS.lookupTablesUnavailable,
       "The transaction uses address lookup tables and no cluster is at hand to read them",
     );
@@ -312,5 +304,5 @@ async function withTables(
   if (resolved.ok) return resolved;
   const reason =
     resolved.why === "index" ? SVM_REASONS.couldNotBeDecoded : SVM_REASONS.lookupTablesUnresolved;
-  return fail(reason, resolved.message);
+  return refusal(reason, resolved.message);
 }

@@ -1,8 +1,4 @@
-/**
- * A base64 Solana wire transaction -> a plain view of its message, with @solana/kit's codecs (the
- * x402 SVM packages' own). Accounts from lookup tables read as LOOKUP_TABLE_ACCOUNT until
- * lookup-tables.ts resolves them; a message version outside TRANSACTION_VERSIONS (or legacy) is refused.
- */
+/** A base64 wire transaction -> a plain view of its message (lookup accounts as placeholders). */
 import {
   getBase58Decoder,
   getBase64Encoder,
@@ -10,13 +6,6 @@ import {
   getTransactionDecoder,
 } from "@solana/kit";
 import { TRANSACTION_VERSIONS } from "./constants.js";
-
-export interface SvmHeader {
-  /** Signers: the first `numSignerAccounts` static keys (the fee payer is key 0). */
-  readonly numSignerAccounts: number;
-  readonly numReadonlySignerAccounts: number;
-  readonly numReadonlyNonSignerAccounts: number;
-}
 
 export interface SvmInstruction {
   /** The instruction's position in the message. */
@@ -37,8 +26,8 @@ export interface SvmLookup {
 }
 
 export interface SvmTransaction {
-  readonly version: "legacy" | number;
-  readonly header: SvmHeader;
+  /** Signers: the first `numSignerAccounts` static keys (the fee payer is key 0). */
+  readonly header: { readonly numSignerAccounts: number };
   readonly staticAccounts: readonly string[];
   readonly recentBlockhash: string;
   readonly instructions: readonly SvmInstruction[];
@@ -108,12 +97,7 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
       writableIndexes: [...lookup.writableIndexes],
       readonlyIndexes: [...lookup.readonlyIndexes],
     }));
-    const lookups = tableLookups.length;
-    const header: SvmHeader = {
-      numSignerAccounts: compiled.header.numSignerAccounts,
-      numReadonlySignerAccounts: compiled.header.numReadonlySignerAccounts,
-      numReadonlyNonSignerAccounts: compiled.header.numReadonlyNonSignerAccounts,
-    };
+    const { header } = compiled;
     if (staticAccounts.length === 0 || header.numSignerAccounts === 0) {
       return { ok: false, message: "The transaction has no fee payer" };
     }
@@ -132,7 +116,7 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
         const key = staticAccounts[accountIndex];
         if (key !== undefined) {
           accounts.push(key);
-        } else if (lookups > 0) {
+        } else if (tableLookups.length > 0) {
           accounts.push(LOOKUP_TABLE_ACCOUNT);
         } else {
           return {
@@ -156,14 +140,13 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
     return {
       ok: true,
       transaction: {
-        version: compiled.version,
         header,
         staticAccounts,
         recentBlockhash: String(compiled.lifetimeToken),
         instructions,
         signatures,
         messageBytes,
-        lookupTableCount: lookups,
+        lookupTableCount: tableLookups.length,
         lookups: tableLookups,
         loadedAccounts: [],
       },

@@ -20,3 +20,10 @@ export function transactionFeeLamports(
 export function defaultComputeUnits(others: number): number {
   return Math.min(others * DEFAULT_UNITS_PER_INSTRUCTION, MAX_TRANSACTION_COMPUTE_UNITS);
 }
+
+/** Why the fee is over `cap`, or undefined when it is within. */
+export function feeOverCap(signers: number, units: number, price: bigint, cap: bigint) {
+  const fee = transactionFeeLamports(signers, units, price);
+  if (fee <= cap) return undefined;
+  return `The transaction would cost the fee payer ${fee} lamports (${signers} signatures and ${units} compute units at ${price} micro-lamports); the cap is ${cap}`;
+}

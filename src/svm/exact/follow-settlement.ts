@@ -1,14 +1,10 @@
-/**
- * The reconciler's look at one open Solana settlement: unseen with a valid blockhash, the same
- * signed bytes are sent again; unseen past it, it never lands. Landed counts only if it paid.
- */
+/** The reconciler's look at an open Solana settlement: resent while it can land; paid or not. */
 import type { Followed } from "../../core/family.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import type { JournalEntry } from "../../core/store.js";
-import { isUnreachable } from "../../rpc/rpc.js";
 import type { SvmSettleContext } from "./context.js";
 import { decodeSvmTransaction } from "./decode.js";
-import { isBlockhashValid, sendTransaction, signatureStatuses } from "./rpc.js";
+import { resendUnseen, signatureStatuses } from "./rpc.js";
 import { owedOf, type Paid, paysAtTopLevel, transferLanded } from "./transfer-landed.js";
 
 export async function followSvmSettlement(
@@ -40,15 +36,9 @@ export async function followSvmSettlement(
   const raw = entry.raws.at(-1);
   const decoded = raw ? decodeSvmTransaction(raw) : undefined;
   const blockhash = decoded?.ok ? decoded.transaction.recentBlockhash : undefined;
-  if (raw && blockhash && (await isBlockhashValid(ctx.client, blockhash))) {
-    await sendTransaction(ctx.client, raw, may).catch((error: unknown) => {
-      if (isUnreachable(error)) throw error;
-    });
-    return at("open", "sent again: the cluster had not seen it");
-  }
-  // Its blockhash expired: it landed by now or never will.
-  const [late] = await signatureStatuses(ctx.client, [signature], true);
-  if (late) return at("open", "seen at last; not yet confirmed");
+  const unseen = await resendUnseen(ctx.client, signature, blockhash, raw, may);
+  if (unseen === "sent") return at("open", "sent again: the cluster had not seen it");
+  if (unseen === "seen") return at("open", "seen at last; not yet confirmed");
   ctx.ledger.release(entry.key);
   return at("failed", "its blockhash expired before it landed: it took nothing");
 }

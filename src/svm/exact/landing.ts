@@ -1,7 +1,6 @@
 /**
- * Following a sent Solana transaction until it is confirmed, fails, or can no longer land (its
- * blockhash expired with no status: no node will take it again), or until the wait is over. A
- * node that cannot be reached meanwhile is asked again: the transaction may land all the same.
+ * Follows a sent transaction until it is confirmed, fails, can no longer land (its blockhash
+ * expired with no status), or the wait is over; an unreachable node is asked again.
  */
 import type { Client } from "viem";
 import { isUnreachable } from "../../rpc/rpc.js";

@@ -1,8 +1,6 @@
 /**
- * Address lookup tables, resolved as @x402/svm 2.27 resolves them, bounded: past MAX_LOOKUP_TABLES
- * or MAX_LOOKUP_ACCOUNTS refused before any table is read. Account layout: u32 state (1), 56 bytes
- * of meta (authority at 21..54), then 32-byte addresses. An index's address never changes while
- * the table is usable, so what verify resolves is what the transaction loads when it lands.
+ * Address lookup tables, resolved as @x402/svm 2.27 does, capped before any read. An index's
+ * address never changes while the table is usable: what verify resolves is what lands.
  */
 import { getBase58Decoder } from "@solana/kit";
 import type { Client } from "viem";
@@ -17,17 +15,11 @@ const META_SIZE = 56;
 const LOOKUP_TABLE_STATE = 1;
 const base58 = getBase58Decoder();
 
-export interface LookupTableAccount {
-  readonly addresses: readonly string[];
-  /** u64::MAX while the table is active. */
-  readonly deactivationSlot: bigint;
-  readonly lastExtendedSlot: bigint;
-  readonly lastExtendedSlotStartIndex: number;
-  readonly authority: string | null;
-}
-
-/** A table's account data, or undefined when it is not a lookup table's. */
-export function decodeLookupTable(data: Uint8Array): LookupTableAccount | undefined {
+/**
+ * A table's account data, or undefined when it is not a lookup table's: u32 state (1), 56 bytes
+ * of meta (authority at 21..54), then 32-byte addresses. deactivationSlot is u64::MAX if active.
+ */
+export function decodeLookupTable(data: Uint8Array) {
   if (data.length < META_SIZE || (data.length - META_SIZE) % 32 !== 0) return undefined;
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   if (view.getUint32(0, true) !== LOOKUP_TABLE_STATE) return undefined;
@@ -47,7 +39,7 @@ export function decodeLookupTable(data: Uint8Array): LookupTableAccount | undefi
 }
 
 /** A table the cluster does not have, or an account that is not a lookup table. */
-export class LookupTableUnreadable extends Error {}
+class LookupTableUnreadable extends Error {}
 
 /** Reads tables from the cluster: each one's addresses, by table address. */
 export type LookupTableReader = (

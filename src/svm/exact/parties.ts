@@ -1,8 +1,4 @@
-/**
- * Who a Solana `exact` payment names as its payer, for the deny list: the transfer's authority
- * (the payer's wallet, as the reference reads it), decoded from the transaction without a chain
- * call. An undecodable transaction names nobody here; verify refuses it for what it is.
- */
+/** The payer an `exact` payment names (its transfer's authority), for the deny list. */
 import type { Parties } from "../../deny-list/deny-list.js";
 import { decodeSvmTransaction } from "./decode.js";
 import { tokenPayer } from "./instructions.js";

@@ -1,7 +1,4 @@
-/**
- * The Solana JSON-RPC calls of the `exact` scheme, over viem's transport. An unreachable node's
- * errors are thrown as they are (the facilitator maps them to chain_unavailable).
- */
+/** The Solana JSON-RPC calls of `exact`; an unreachable node's errors are thrown as they are. */
 import type { Client } from "viem";
 import type { MaySend } from "../../core/settle-loop.js";
 import { isUnreachable } from "../../rpc/rpc.js";
@@ -25,38 +22,17 @@ export interface SimulationFailure {
   readonly text: string;
 }
 
-/** Why the cluster's simulation of `transaction` fails, or undefined when it succeeds. */
-export async function simulationError(
-  client: Client,
-  transaction: string,
-  options: { readonly sigVerify: boolean; readonly commitment: Commitment },
-): Promise<SimulationFailure | undefined> {
-  const simulated = await simulate(client, transaction, options);
-  return simulated.ok ? undefined : simulated;
-}
-
-/** A simulation that also lists the inner instructions each top-level instruction made. */
-export type InnerSimulation =
+/** A simulation's answer; with `innerInstructions`, the inner instructions each one made. */
+export type Simulation =
   | { readonly ok: true; readonly innerInstructions: unknown }
   | ({ readonly ok: false } & SimulationFailure);
 
-/** Simulates `transaction` as the payer sent it, with its inner instructions (smart wallets). */
-export function simulateWithInnerInstructions(
-  client: Client,
-  transaction: string,
-): Promise<InnerSimulation> {
-  return simulate(client, transaction, {
-    sigVerify: false,
-    commitment: "confirmed",
-    innerInstructions: true,
-  });
-}
-
-async function simulate(
+/** Simulates `transaction`: a refusal by the node counts as failed; an unreachable node throws. */
+export async function simulate(
   client: Client,
   transaction: string,
   options: { sigVerify: boolean; commitment: Commitment; innerInstructions?: boolean },
-): Promise<InnerSimulation> {
+): Promise<Simulation> {
   let answer: { value?: { err?: unknown; logs?: unknown; innerInstructions?: unknown } };
   try {
     answer = await call(client, "simulateTransaction", [
@@ -64,7 +40,6 @@ async function simulate(
       { encoding: "base64", replaceRecentBlockhash: false, ...options },
     ]);
   } catch (error) {
-    // Unreachable: not the payment's fault (the facilitator maps it). A refusal counts as failed.
     if (isUnreachable(error)) throw error;
     return { ok: false, text: nodeRefusal(error) };
   }
@@ -102,6 +77,25 @@ export function sendTransaction(
     transaction,
     { encoding: "base64", skipPreflight: true, maxRetries: 0 },
   ]);
+}
+
+/** An unseen transaction: the same bytes again while its blockhash is valid, else seen late or expired. */
+export async function resendUnseen(
+  client: Client,
+  signature: string,
+  blockhash: string | undefined,
+  wire: string | undefined,
+  may: MaySend,
+): Promise<"sent" | "seen" | "expired"> {
+  if (wire && blockhash && (await isBlockhashValid(client, blockhash))) {
+    // The node may have dropped it; the chain takes one id once.
+    await sendTransaction(client, wire, may).catch((error: unknown) => {
+      if (isUnreachable(error)) throw error;
+    });
+    return "sent";
+  }
+  const [late] = await signatureStatuses(client, [signature], true);
+  return late ? "seen" : "expired";
 }
 
 /** The statuses of `signatures` (null: the node knows no such transaction). */
@@ -167,20 +161,8 @@ export async function lamportsOf(client: Client, address: string): Promise<bigin
   return BigInt(answer?.value ?? 0);
 }
 
-/** A confirmed transaction as getTransaction answers it in base64 (null: the node has none). */
-export interface ConfirmedTransaction {
-  /** The wire transaction, base64. */
-  readonly wire: string;
-  readonly err: unknown;
-  readonly innerInstructions: unknown;
-  /** The accounts its lookup tables loaded, when the node says (writable, then read-only). */
-  readonly loadedAddresses?: { readonly writable: unknown; readonly readonly: unknown } | undefined;
-}
-
-export async function confirmedTransaction(
-  client: Client,
-  signature: string,
-): Promise<ConfirmedTransaction | null> {
+/** A confirmed transaction from getTransaction: base64 `wire`, and the accounts its tables loaded. */
+export async function confirmedTransaction(client: Client, signature: string) {
   const answer = await call<{
     transaction?: unknown;
     meta?: { err?: unknown; innerInstructions?: unknown; loadedAddresses?: unknown } | null;
@@ -190,7 +172,7 @@ export async function confirmedTransaction(
   ]);
   const wire = Array.isArray(answer?.transaction) ? answer.transaction[0] : undefined;
   if (!answer || typeof wire !== "string" || !answer.meta) return null;
-  const loaded = answer.meta.loadedAddresses as ConfirmedTransaction["loadedAddresses"];
+  const loaded = answer.meta.loadedAddresses as { writable: unknown; readonly: unknown } | null;
   return {
     wire,
     err: answer.meta.err ?? null,

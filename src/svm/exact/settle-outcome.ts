@@ -113,12 +113,17 @@ export function report(s: Settling, outcome: "sent" | "confirmed" | "failed" | "
 /** A failed or expired transaction took nothing from the payer; a failure is charged to it. */
 function track(s: Settling, landing: Landing): void {
   if (landing.kind === "failed" || landing.kind === "expired") report(s, landing.kind);
-  s.ctx.ledger.release(s.key);
-  void s.ctx.journal.recordState(s.key, "failed").catch(() => undefined);
+  abandon(s);
   // A payer the journal did not keep (a followed smart wallet's) is not charged.
   if (landing.kind === "failed" && s.payment.payer !== "") {
     s.ctx.throttle.charge(SVM_THROTTLE_CHAIN, s.payment.payer);
   }
+}
+
+/** Nothing of it will land: its payer's hold ends, and the journal says it failed. */
+export function abandon(s: Settling): void {
+  s.ctx.ledger.release(s.key);
+  void s.ctx.journal.recordState(s.key, "failed").catch(() => undefined);
 }
 
 /** Success, once the loop made the store hold it (one it does not hold could be answered twice). */

@@ -1,8 +1,6 @@
 /**
- * Settling an x402 `exact` Solana payment: verify's checks again, our fee payer's signature, then
- * EVM's money rules. Our Ed25519 signature is deterministic, so the transaction's id follows from
- * the message: claim and journal are keyed on it (a payer re-signing still makes the same id).
- * Journaled before sent, never sent anew, never a second success, even if only the chain knows it.
+ * Settling a Solana payment. Our Ed25519 signature is deterministic, so the transaction id follows
+ * from the message and keys the journal: journaled before sent, never sent anew, never paid twice.
  */
 import { stageObserver } from "../../core/metrics.js";
 import {
@@ -23,14 +21,9 @@ import { SvmLedgerReads, svmHeld } from "../chain/ledger-reads.js";
 import type { SvmSettleContext } from "./context.js";
 import { signatureToBase58 } from "./decode.js";
 import { SVM_REASONS } from "./reasons.js";
+import { nodeRefusal, resendUnseen, sendTransaction, signatureStatuses, simulate } from "./rpc.js";
 import {
-  isBlockhashValid,
-  nodeRefusal,
-  sendTransaction,
-  signatureStatuses,
-  simulationError,
-} from "./rpc.js";
-import {
+  abandon,
   alreadyOnChain,
   answerSuccess,
   conclude,
@@ -119,13 +112,13 @@ function svmSteps(s: Settling): SettleSteps<{ readonly mark: number }> {
       if (throttled) return { ok: false, result: { ok: false, payer, failure: throttled } };
       // A signature the chain already knows was settled (by us or anyone): never a second success.
       const mark = ctx.ledger.mark();
-      const [[status], why] = await Promise.all([
+      const [[status], simulated] = await Promise.all([
         signatureStatuses(ctx.client, [signed.signature], true),
-        simulationError(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
+        simulate(ctx.client, signed.wire, { sigVerify: true, commitment: "processed" }),
       ]);
       if (status) return { ok: false, result: await landedBefore(s, status) };
-      if (why !== undefined) {
-        return { ok: false, result: simulationRefusal(request, why, payment, "settle") };
+      if (!simulated.ok) {
+        return { ok: false, result: simulationRefusal(request, simulated, payment, "settle") };
       }
       return { ok: true, value: { mark } };
     },
@@ -173,16 +166,15 @@ async function pickUp(
   ctx.ledger.seed(s.key, [svmHeld(s.spend)], [signed.signature]);
   const [status] = await signatureStatuses(ctx.client, [signed.signature], true);
   if (!status) {
-    if (!(await isBlockhashValid(ctx.client, payment.recentBlockhash))) {
-      const [late] = await signatureStatuses(ctx.client, [signed.signature], true);
-      if (!late) return conclude(s, { kind: "expired" });
-    } else {
-      // The node may have dropped it: the same bytes again (the chain takes one id once).
-      await sendTransaction(ctx.client, entry.raws.at(-1) ?? signed.wire, may).catch((error) => {
-        if (!isUnreachable(error)) return undefined;
-        throw error;
-      });
-    }
+    const wire = entry.raws.at(-1) ?? signed.wire;
+    const unseen = await resendUnseen(
+      ctx.client,
+      signed.signature,
+      payment.recentBlockhash,
+      wire,
+      may,
+    );
+    if (unseen === "expired") return conclude(s, { kind: "expired" });
   }
   return conclude(s, await follow(s));
 }
@@ -201,8 +193,7 @@ async function sendAndFollow(
     await ctx.journal.recordSend(journalEntry(s), signed.signature, signed.wire);
     observe?.("journal", (performance.now() - writing) / 1000);
   } catch (error) {
-    ctx.ledger.release(s.key);
-    void ctx.journal.recordState(s.key, "failed").catch(() => undefined);
+    abandon(s);
     const cause =
       error instanceof FacilitatorError
         ? error.failure
@@ -223,8 +214,7 @@ async function sendAndFollow(
     await sendTransaction(ctx.client, signed.wire, may);
   } catch (error) {
     if (neverReachedNode(error) || !isUnreachable(error)) {
-      ctx.ledger.release(s.key);
-      void ctx.journal.recordState(s.key, "failed").catch(() => undefined);
+      abandon(s);
       if (neverReachedNode(error)) throw error;
       return {
         ok: false,

@@ -1,7 +1,4 @@
-/**
- * Settle's smart-wallet differences: a retry finds a landed one by the journal (its simulation
- * fails), and success waits until the confirmed transaction shows the transfer.
- */
+/** A smart wallet at settle: a retry finds it in the journal; success waits for its transfer. */
 import type { JournalEntry } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";

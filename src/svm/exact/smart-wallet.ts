@@ -1,40 +1,33 @@
 /**
- * The smart-wallet path of `exact` on Solana (off unless switched on), as `@x402/svm` 2.27's
- * `enableSmartWalletVerification`: a Squads or Swig wallet moves the tokens in an inner
- * instruction, so when the static layout fails for a layout reason only, the transaction is taken
- * if its programs are allowed, our fee payers are in no instruction, its compute budget is within
- * the caps, and its simulation makes exactly one paying `TransferChecked` and none by our keys. The
- * confirmed transaction must show that transfer too (transfer-landed.ts): a simulation is not the
- * chain. Stricter than the reference: every fee payer of ours is kept out, and the whole fee is
- * capped, also without a compute-unit limit (the runtime's default then counts).
+ * The smart-wallet path (off unless switched on), as `@x402/svm` 2.27's
+ * `enableSmartWalletVerification`: a Squads or Swig wallet pays in an inner instruction, so after
+ * a layout refusal the transaction is taken if its programs are allowed, our fee payers are in no
+ * instruction, its compute budget is capped, and its simulation makes one paying `TransferChecked`
+ * and none by our keys; the landed transaction must show it too (transfer-landed.ts). Stricter:
+ * all our fee payers are kept out, and the whole fee is capped.
  */
 import type { ErrorCode } from "../../protocol/errors.js";
 import { checkLayout, memoRefusal, requiredUnits } from "./checks.js";
-import {
-  COMPUTE_BUDGET_PROGRAM,
-  DEFAULT_MAX_FEE_LAMPORTS,
-  MEMO_PROGRAM,
-  TOKEN_2022_PROGRAM,
-  TOKEN_PROGRAM,
-} from "./constants.js";
+import { COMPUTE_BUDGET_PROGRAM, DEFAULT_MAX_FEE_LAMPORTS, MEMO_PROGRAM } from "./constants.js";
 import type { SvmTransaction } from "./decode.js";
-import { defaultComputeUnits, transactionFeeLamports } from "./fees.js";
+import { defaultComputeUnits, feeOverCap } from "./fees.js";
 import {
   readComputeUnitLimit,
   readComputeUnitPrice,
   readMemo,
   SET_COMPUTE_UNIT_LIMIT,
   SET_COMPUTE_UNIT_PRICE,
+  type TokenTransfer,
 } from "./instructions.js";
-import { LAYOUT_RECOVERABLE, SVM_REASONS, type SvmReason } from "./reasons.js";
-import type { SimulationFailure } from "./rpc.js";
+import { LAYOUT_RECOVERABLE, SVM_REASONS } from "./reasons.js";
+import { payeeAccounts, transfersOf } from "./transfers.js";
 import {
-  type FoundTransfer,
-  innerTransfers,
-  payeeAccounts,
-  topLevelTransfers,
-} from "./transfers.js";
-import type { SvmCheckOptions, SvmCheckResult, SvmPayment, SvmRequirements } from "./types.js";
+  refusal,
+  type SvmCheckOptions,
+  type SvmCheckRefusal,
+  type SvmPayment,
+  type SvmRequirements,
+} from "./types.js";
 
 export interface SmartWalletOptions {
   /** Programs allowed at the top level besides the compute budget and memos. */
@@ -44,29 +37,10 @@ export interface SmartWalletOptions {
   readonly maxPriorityFeeMicroLamports: bigint;
 }
 
-export interface SmartWalletRefusal {
-  readonly ok: false;
-  readonly x402Reason: SvmReason;
-  readonly message: string;
-  readonly payer?: string | undefined;
-  /** Our code when it is finer than the reason's (a transfer that pays the wrong mint). */
-  readonly code?: ErrorCode | undefined;
-  /** The simulation failed: why (verify.ts names AlreadyProcessed and an unfunded fee payer). */
-  readonly simulation?: SimulationFailure | undefined;
-}
-
 /** What the chain-free part found: the compute budget the fee follows from. */
-export interface SmartWalletShape {
+interface SmartWalletShape {
   readonly units: number;
   readonly price: bigint;
-}
-
-function refusal(
-  x402Reason: SvmReason,
-  message: string,
-  extra: Partial<Pick<SmartWalletRefusal, "payer" | "code" | "simulation">> = {},
-): SmartWalletRefusal {
-  return { ok: false, x402Reason, message, ...extra };
 }
 
 /**
@@ -74,7 +48,7 @@ function refusal(
  * before some layout checks, so past one the layout is checked again without them.
  */
 export async function layoutRecoverable(
-  refused: Extract<SvmCheckResult, { ok: false }>,
+  refused: SvmCheckRefusal,
   requirements: SvmRequirements,
   options: SvmCheckOptions,
 ): Promise<boolean> {
@@ -97,7 +71,7 @@ export function checkSmartWalletShape(
   feePayers: readonly string[],
   options: SmartWalletOptions,
   maxFeeLamports: bigint = DEFAULT_MAX_FEE_LAMPORTS,
-): { readonly ok: true; readonly shape: SmartWalletShape } | SmartWalletRefusal {
+): { readonly ok: true; readonly shape: SmartWalletShape } | SvmCheckRefusal {
   const allowed = new Set(options.allowedPrograms);
   for (const ix of tx.instructions) {
     if (ix.programId === COMPUTE_BUDGET_PROGRAM || ix.programId === MEMO_PROGRAM) continue;
@@ -170,14 +144,8 @@ export function checkSmartWalletShape(
   // Without a limit the runtime gives each other instruction its default share.
   const others = tx.instructions.filter((ix) => ix.programId !== COMPUTE_BUDGET_PROGRAM).length;
   const limit = units ?? defaultComputeUnits(others);
-  const signers = tx.header.numSignerAccounts;
-  const fee = transactionFeeLamports(signers, limit, price);
-  if (fee > maxFeeLamports) {
-    return refusal(
-      SVM_REASONS.smartWalletPriorityFeeTooHigh,
-      `The transaction would cost the fee payer ${fee} lamports (${signers} signatures and ${limit} compute units at ${price} micro-lamports); the cap is ${maxFeeLamports}`,
-    );
-  }
+  const overFee = feeOverCap(tx.header.numSignerAccounts, limit, price, maxFeeLamports);
+  if (overFee) return refusal(SVM_REASONS.smartWalletPriorityFeeTooHigh, overFee);
   return { ok: true, shape: { units: limit, price } };
 }
 
@@ -188,12 +156,11 @@ export async function findSmartWalletTransfer(
   requirements: SvmRequirements,
   feePayers: readonly string[],
   shape: SmartWalletShape,
-): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SmartWalletRefusal> {
+): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SvmCheckRefusal> {
   const memos = tx.instructions.flatMap((ix) => readMemo(ix) ?? []);
   const badMemo = memoRefusal(memos, requirements);
-  if (badMemo) return refusal(badMemo.x402Reason, badMemo.message);
-  const keys = [...tx.staticAccounts, ...tx.loadedAccounts];
-  const transfers = [...topLevelTransfers(tx), ...innerTransfers(innerInstructions, keys)];
+  if (badMemo) return badMemo;
+  const transfers = transfersOf(tx, innerInstructions);
   const ours = new Set(feePayers);
   const byUs = transfers.find((t) => ours.has(t.authority));
   if (byUs) {
@@ -218,7 +185,7 @@ export async function findSmartWalletTransfer(
       { code: "amount_mismatch" },
     );
   }
-  const pays = (t: FoundTransfer) =>
+  const pays = (t: TokenTransfer) =>
     t.mint === requirements.asset && payee.has(t.destination) && t.amount >= required;
   const matching = transfers.filter(pays);
   const [first] = transfers;
@@ -229,38 +196,28 @@ export async function findSmartWalletTransfer(
         "Neither the transaction nor its simulation makes a TransferChecked of either token program",
       );
     }
-    return refusal(
-      SVM_REASONS.smartWalletTransferMismatch,
-      mismatch(first, requirements, payee, required),
-      {
-        payer: first.authority,
-        code:
-          first.mint !== requirements.asset
-            ? "asset_mismatch"
-            : payee.has(first.destination)
-              ? "amount_mismatch"
-              : "recipient_mismatch",
-      },
-    );
+    const [code, message] = mismatch(first, requirements, payee, required);
+    return refusal(SVM_REASONS.smartWalletTransferMismatch, message, {
+      payer: first.authority,
+      code,
+    });
   }
-  const [paid, second] = matching as [FoundTransfer, ...FoundTransfer[]];
+  const [paid, second] = matching as [TokenTransfer, ...TokenTransfer[]];
+  const { authority, programId, ...moved } = paid;
   if (second !== undefined) {
     return refusal(
       SVM_REASONS.smartWalletMultipleTransfers,
       `The simulation makes ${matching.length} transfers that each pay requirements; a payment makes one`,
-      { payer: paid.authority },
+      { payer: authority },
     );
   }
   return {
     ok: true,
     payment: {
-      payer: paid.authority,
-      amount: paid.amount,
-      mint: paid.mint,
+      ...moved,
+      payer: authority,
       decimals: paid.decimals ?? 0,
-      tokenProgram: paid.programId === TOKEN_2022_PROGRAM ? TOKEN_2022_PROGRAM : TOKEN_PROGRAM,
-      source: paid.source,
-      destination: paid.destination,
+      tokenProgram: programId,
       feePayer: tx.staticAccounts[0] as string,
       computeUnitLimit: shape.units,
       computeUnitPrice: shape.price,
@@ -273,16 +230,18 @@ export async function findSmartWalletTransfer(
 }
 
 function mismatch(
-  t: FoundTransfer,
+  t: TokenTransfer,
   requirements: SvmRequirements,
   payee: ReadonlySet<string>,
   required: bigint,
-): string {
+): [ErrorCode, string] {
   if (t.mint !== requirements.asset) {
-    return `The transfer moves mint ${t.mint}, not requirements.asset ${requirements.asset}`;
+    const why = `The transfer moves mint ${t.mint}, not requirements.asset ${requirements.asset}`;
+    return ["asset_mismatch", why];
   }
   if (!payee.has(t.destination)) {
-    return `The transfer pays ${t.destination}, not an associated token account of requirements.payTo ${requirements.payTo}`;
+    const why = `The transfer pays ${t.destination}, not an associated token account of requirements.payTo ${requirements.payTo}`;
+    return ["recipient_mismatch", why];
   }
-  return `The transfer moves ${t.amount}, less than the required ${required}`;
+  return ["amount_mismatch", `The transfer moves ${t.amount}, less than the required ${required}`];
 }

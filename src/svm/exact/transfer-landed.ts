@@ -1,11 +1,11 @@
 /**
- * Whether a landed transaction paid: its confirmed copy shows a TransferChecked of at least the
- * amount into the payee's account, authorised by none of our fee payers, at either level. A
- * smart wallet was judged on a simulation, and the chain may run it otherwise.
+ * Whether a landed transaction paid, at either level and by none of our fee payers: a smart wallet
+ * was judged on a simulation, and the chain may run it otherwise.
  */
 import type { Client } from "viem";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { decodeSvmTransaction, LOOKUP_TABLE_ACCOUNT, type SvmTransaction } from "./decode.js";
+import type { TokenTransfer } from "./instructions.js";
 import {
   lookupLoads,
   resolveLookupTables,
@@ -13,7 +13,7 @@ import {
   withLoaded,
 } from "./lookup-tables.js";
 import { confirmedTransaction } from "./rpc.js";
-import { type FoundTransfer, innerTransfers, topLevelTransfers } from "./transfers.js";
+import { transfersOf } from "./transfers.js";
 
 /** What a settlement must have moved. */
 export interface Owed {
@@ -51,11 +51,7 @@ export async function transferLanded(
   if (!decoded.ok) return "unknown";
   const tx = await withLoadedAccounts(client, decoded.transaction, confirmed.loadedAddresses);
   if (!tx) return "unknown";
-  const keys = [...tx.staticAccounts, ...tx.loadedAccounts];
-  const transfers = [
-    ...topLevelTransfers(tx),
-    ...innerTransfers(confirmed.innerInstructions, keys),
-  ];
+  const transfers = transfersOf(tx, confirmed.innerInstructions);
   return transfers.some((t) => pays(t, owed, feePayers)) ? "paid" : "unpaid";
 }
 
@@ -63,12 +59,12 @@ export async function transferLanded(
 export function paysAtTopLevel(wire: string, owed: Owed, feePayers: readonly string[]): boolean {
   const decoded = decodeSvmTransaction(wire);
   if (!decoded.ok) return false;
-  return topLevelTransfers(decoded.transaction).some(
+  return transfersOf(decoded.transaction, null).some(
     (t) => t.destination !== LOOKUP_TABLE_ACCOUNT && pays(t, owed, feePayers),
   );
 }
 
-function pays(t: FoundTransfer, owed: Owed, feePayers: readonly string[]): boolean {
+function pays(t: TokenTransfer, owed: Owed, feePayers: readonly string[]): boolean {
   return (
     t.mint === owed.mint &&
     t.destination === owed.destination &&

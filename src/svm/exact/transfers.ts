@@ -1,24 +1,10 @@
-/**
- * TransferChecked of either token program, top-level or inner (as a node lists them), read as the
- * reference's smart-wallet path reads them: 9 data bytes and 4 accounts at least.
- */
+/** TransferChecked instructions, top-level or inner, as the reference's smart-wallet path reads. */
 import { getBase58Encoder } from "@solana/kit";
 import { associatedTokenAddress } from "./ata.js";
 import { TOKEN_2022_PROGRAM, TOKEN_PROGRAM } from "./constants.js";
 import type { SvmTransaction } from "./decode.js";
-import { isTokenProgram, TRANSFER_CHECKED } from "./instructions.js";
+import { isTokenProgram, type TokenTransfer, transferOf } from "./instructions.js";
 import type { SvmRequirements } from "./types.js";
-
-/** A transfer of either token program, top-level or inner. */
-export interface FoundTransfer {
-  readonly programId: string;
-  readonly source: string;
-  readonly mint: string;
-  readonly destination: string;
-  readonly authority: string;
-  readonly amount: bigint;
-  readonly decimals?: number | undefined;
-}
 
 const base58 = getBase58Encoder();
 
@@ -32,18 +18,18 @@ export async function payeeAccounts(requirements: SvmRequirements): Promise<Set<
   return found;
 }
 
-/** TransferChecked instructions at the top level (accounts resolved). */
-export function topLevelTransfers(tx: SvmTransaction): FoundTransfer[] {
-  return tx.instructions.flatMap((ix) => {
-    const found = transferOf(ix.programId, ix.accounts, ix.data);
-    return found ? [found] : [];
-  });
+/** Every TransferChecked the transaction makes: top-level (accounts resolved), then inner. */
+export function transfersOf(tx: SvmTransaction, inner: unknown): TokenTransfer[] {
+  const topLevel = tx.instructions.flatMap(
+    (ix) => transferOf(ix.programId, ix.accounts, ix.data) ?? [],
+  );
+  return [...topLevel, ...innerTransfers(inner, [...tx.staticAccounts, ...tx.loadedAccounts])];
 }
 
 /** TransferChecked among inner instructions: parsed (`jsonParsed`) or compiled (indexes into `keys`). */
-export function innerTransfers(inner: unknown, keys: readonly string[]): FoundTransfer[] {
+export function innerTransfers(inner: unknown, keys: readonly string[]): TokenTransfer[] {
   if (!Array.isArray(inner)) return [];
-  const found: FoundTransfer[] = [];
+  const found: TokenTransfer[] = [];
   for (const group of inner) {
     const list = (group as { instructions?: unknown } | null)?.instructions;
     if (!Array.isArray(list)) continue;
@@ -55,7 +41,7 @@ export function innerTransfers(inner: unknown, keys: readonly string[]): FoundTr
   return found;
 }
 
-function parsedTransfer(ix: Record<string, unknown>): FoundTransfer | undefined {
+function parsedTransfer(ix: Record<string, unknown>): TokenTransfer | undefined {
   const parsed = ix.parsed as { type?: unknown; info?: Record<string, unknown> } | undefined;
   const programId = String(ix.programId ?? "");
   if (parsed?.type !== "transferChecked" || !parsed.info || !isTokenProgram(programId)) {
@@ -83,7 +69,7 @@ function parsedTransfer(ix: Record<string, unknown>): FoundTransfer | undefined 
 function compiledTransfer(
   ix: Record<string, unknown>,
   keys: readonly string[],
-): FoundTransfer | undefined {
+): TokenTransfer | undefined {
   const { programIdIndex, accounts, data } = ix;
   if (typeof programIdIndex !== "number" || !Array.isArray(accounts)) return undefined;
   if (typeof data !== "string") return undefined;
@@ -98,26 +84,4 @@ function compiledTransfer(
   const named = accounts.map((i) => (typeof i === "number" ? keys[i] : undefined));
   if (named.some((key) => key === undefined)) return undefined;
   return transferOf(programId, named as string[], bytes);
-}
-
-function transferOf(
-  programId: string,
-  accounts: readonly string[],
-  data: Uint8Array,
-): FoundTransfer | undefined {
-  if (!isTokenProgram(programId) || data[0] !== TRANSFER_CHECKED || data.length < 9)
-    return undefined;
-  const [source, mint, destination, authority] = accounts;
-  if (source === undefined || mint === undefined) return undefined;
-  if (destination === undefined || authority === undefined) return undefined;
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  return {
-    programId,
-    source,
-    mint,
-    destination,
-    authority,
-    amount: view.getBigUint64(1, true),
-    decimals: data.length >= 10 ? view.getUint8(9) : undefined,
-  };
 }

@@ -1,6 +1,7 @@
 /** What checkSvmPayment reads and answers. */
+import type { ErrorCode } from "../../protocol/errors.js";
 import type { SvmTransaction } from "./decode.js";
-import type { TransferChecked } from "./instructions.js";
+import type { TokenProgram } from "./instructions.js";
 import type { LookupTableReader } from "./lookup-tables.js";
 import type { SvmReason } from "./reasons.js";
 
@@ -36,7 +37,7 @@ export interface SvmPayment {
   readonly amount: bigint;
   readonly mint: string;
   readonly decimals: number;
-  readonly tokenProgram: TransferChecked["tokenProgram"];
+  readonly tokenProgram: TokenProgram;
   readonly source: string;
   /** The payee's associated token account for the mint. */
   readonly destination: string;
@@ -51,14 +52,24 @@ export interface SvmPayment {
   readonly smartWallet?: true | undefined;
 }
 
-export type SvmCheckResult =
-  | { readonly ok: true; readonly payment: SvmPayment }
-  | {
-      readonly ok: false;
-      readonly x402Reason: SvmReason;
-      readonly message: string;
-      /** The payer, once the transaction names one (x402 answers carry it on failure). */
-      readonly payer?: string | undefined;
-      /** The decoded transaction (lookup tables resolved), once the checks got that far. */
-      readonly transaction?: SvmTransaction | undefined;
-    };
+export interface SvmCheckRefusal {
+  readonly ok: false;
+  readonly x402Reason: SvmReason;
+  readonly message: string;
+  /** The payer, once the transaction names one (x402 answers carry it on failure). */
+  readonly payer?: string | undefined;
+  /** The decoded transaction (lookup tables resolved), once the checks got that far. */
+  readonly transaction?: SvmTransaction | undefined;
+  /** Our code when it is finer than the reason's (a smart wallet's transfer of the wrong mint). */
+  readonly code?: ErrorCode | undefined;
+}
+
+export type SvmCheckResult = { readonly ok: true; readonly payment: SvmPayment } | SvmCheckRefusal;
+
+export function refusal(
+  x402Reason: SvmReason,
+  message: string,
+  extra: Partial<Pick<SvmCheckRefusal, "payer" | "code">> = {},
+): SvmCheckRefusal {
+  return { ok: false, x402Reason, message, ...extra };
+}

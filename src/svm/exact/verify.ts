@@ -1,7 +1,6 @@
 /**
- * Verifying an x402 `exact` Solana payment as @x402/svm 2.27.0 does: scheme, network, the
- * chain-free checks, then a simulation as sent (`sigVerify: false`: the fee payer has not signed;
- * an expired blockhash fails as `BlockhashNotFound`, the only freshness check, as the reference's).
+ * Verifying as @x402/svm 2.27.0: scheme, network, the checks, then a simulation as sent (an
+ * expired blockhash fails as `BlockhashNotFound`, the only freshness check, as the reference's).
  */
 import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -10,15 +9,14 @@ import type { SvmContext } from "./context.js";
 import type { SvmTransaction } from "./decode.js";
 import { rpcLookupTableReader } from "./lookup-tables.js";
 import { SVM_REASONS, type SvmReason } from "./reasons.js";
-import { type SimulationFailure, simulateWithInnerInstructions, simulationError } from "./rpc.js";
+import { type SimulationFailure, simulate } from "./rpc.js";
 import {
   checkSmartWalletShape,
   findSmartWalletTransfer,
   layoutRecoverable,
   type SmartWalletOptions,
-  type SmartWalletRefusal,
 } from "./smart-wallet.js";
-import type { SvmPayment } from "./types.js";
+import type { SvmCheckRefusal, SvmPayment } from "./types.js";
 
 export interface SvmRefusal {
   readonly ok: false;
@@ -30,50 +28,31 @@ export interface SvmRefusal {
 
 export type SvmVerifyResult = { readonly ok: true; readonly payer: string } | SvmRefusal;
 
-/** Our code for each of the reference's reasons (the x402 dialect carries the reason itself). */
-const CODES: Readonly<Record<SvmReason, ErrorCode>> = {
+/** Our code for the reference's reasons; the others are `unexpected_instructions`. */
+const CODES: Partial<Record<SvmReason, ErrorCode>> = {
   [SVM_REASONS.missingFeePayer]: "missing_fee_payer",
   [SVM_REASONS.feePayerNotManaged]: "facilitator_mismatch",
   [SVM_REASONS.feePayerNotManagedV1]: "facilitator_mismatch",
   [SVM_REASONS.couldNotBeDecoded]: "invalid_request",
   [SVM_REASONS.unsupportedTransactionVersion]: "unsupported_transaction_version",
-  [SVM_REASONS.excessiveSigners]: "unexpected_instructions",
   [SVM_REASONS.feePayerMismatch]: "fee_payer_mismatch",
   [SVM_REASONS.signatureInvalid]: "invalid_signature",
-  [SVM_REASONS.lookupTablesUnavailable]: "unexpected_instructions",
   [SVM_REASONS.lookupTablesUnresolved]: "lookup_table_unresolved",
-  [SVM_REASONS.instructionsLength]: "unexpected_instructions",
-  [SVM_REASONS.computeLimitInstruction]: "unexpected_instructions",
   [SVM_REASONS.computeLimitTooHigh]: "compute_budget_too_high",
-  [SVM_REASONS.computePriceInstruction]: "unexpected_instructions",
   [SVM_REASONS.computePriceTooHigh]: "compute_budget_too_high",
-  [SVM_REASONS.noTransferInstruction]: "unexpected_instructions",
   [SVM_REASONS.feePayerTransferringFunds]: "fee_payer_in_transfer",
   [SVM_REASONS.mintMismatch]: "asset_mismatch",
   [SVM_REASONS.recipientMismatch]: "recipient_mismatch",
   [SVM_REASONS.amountMismatch]: "amount_mismatch",
-  [SVM_REASONS.unknownFourthInstruction]: "unexpected_instructions",
-  [SVM_REASONS.unknownFifthInstruction]: "unexpected_instructions",
-  [SVM_REASONS.unknownSixthInstruction]: "unexpected_instructions",
-  [SVM_REASONS.unknownSeventhInstruction]: "unexpected_instructions",
-  [SVM_REASONS.unknownOptionalInstruction]: "unexpected_instructions",
-  [SVM_REASONS.memoCount]: "unexpected_instructions",
   [SVM_REASONS.memoMismatch]: "memo_mismatch",
-  [SVM_REASONS.smartWalletProgramNotAllowed]: "unexpected_instructions",
   [SVM_REASONS.smartWalletFeePayerNotIsolated]: "fee_payer_in_transfer",
-  [SVM_REASONS.smartWalletMalformedComputeBudget]: "unexpected_instructions",
-  [SVM_REASONS.smartWalletMalformedComputeLimit]: "unexpected_instructions",
-  [SVM_REASONS.smartWalletMalformedComputePrice]: "unexpected_instructions",
   [SVM_REASONS.smartWalletComputeUnitsTooHigh]: "compute_budget_too_high",
   [SVM_REASONS.smartWalletPriorityFeeTooHigh]: "compute_budget_too_high",
-  [SVM_REASONS.smartWalletUnsupportedComputeBudget]: "unexpected_instructions",
   [SVM_REASONS.smartWalletComputeBudgetViolation]: "compute_budget_too_high",
   [SVM_REASONS.smartWalletSimulationFailed]: "simulation_failed",
   [SVM_REASONS.smartWalletCannotDeriveAta]: "recipient_mismatch",
-  [SVM_REASONS.smartWalletNoTransfer]: "unexpected_instructions",
   // Finer where the first transfer says what is wrong (smart-wallet.ts names the code).
   [SVM_REASONS.smartWalletTransferMismatch]: "recipient_mismatch",
-  [SVM_REASONS.smartWalletMultipleTransfers]: "unexpected_instructions",
 };
 
 /** The reference's reasons outside checkSvmPayment, by x402 version (v1 spells them bare). */
@@ -132,7 +111,7 @@ export async function checkSvmRequest(
       return checkSmartWallet(ctx, request, checked.transaction, ctx.smartWallets);
     }
   }
-  return refuse(CODES[checked.x402Reason], checked.x402Reason, checked.message, checked.payer);
+  return refuseChecked(checked);
 }
 
 /** The smart-wallet path; a refusal after simulating carries the transaction (settle follows it). */
@@ -143,34 +122,29 @@ async function checkSmartWallet(
   options: SmartWalletOptions,
 ): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SvmRefusal> {
   const shaped = checkSmartWalletShape(tx, ctx.feePayers, options, ctx.maxFeeLamports);
-  if (!shaped.ok) return smartWalletRefusal(request, shaped);
-  const wire = request.payload.transaction as string;
-  const simulated = await simulateWithInnerInstructions(ctx.client, wire);
+  if (!shaped.ok) return refuseChecked(shaped);
+  const simulated = await simulate(ctx.client, request.payload.transaction as string, {
+    sigVerify: false,
+    commitment: "confirmed",
+    innerInstructions: true,
+  });
   if (!simulated.ok) {
-    const refused = smartWalletRefusal(request, {
-      ok: false,
-      x402Reason: SVM_REASONS.smartWalletSimulationFailed,
-      message: `the transaction fails in simulation: ${simulated.text}`,
-      simulation: simulated,
-    });
-    return { ...refused, simulated: tx };
+    const reason = SVM_REASONS.smartWalletSimulationFailed;
+    return { ...simulationRefusal(request, simulated, {}, "verify", reason), simulated: tx };
   }
-  const { requirements } = request;
+  const { innerInstructions } = simulated;
   const found = await findSmartWalletTransfer(
     tx,
-    simulated.innerInstructions,
-    requirements,
+    innerInstructions,
+    request.requirements,
     ctx.feePayers,
     shaped.shape,
   );
-  return found.ok ? found : smartWalletRefusal(request, found);
+  return found.ok ? found : refuseChecked(found);
 }
 
-function smartWalletRefusal(request: PaymentRequest, refused: SmartWalletRefusal): SvmRefusal {
-  if (refused.simulation) {
-    return simulationRefusal(request, refused.simulation, {}, "verify", refused.x402Reason);
-  }
-  const code = refused.code ?? CODES[refused.x402Reason];
+function refuseChecked(refused: SvmCheckRefusal): SvmRefusal {
+  const code = refused.code ?? CODES[refused.x402Reason] ?? "unexpected_instructions";
   return refuse(code, refused.x402Reason, refused.message, refused.payer);
 }
 
@@ -183,11 +157,11 @@ export async function verifyExactSvm(
   const { payer } = checked.payment;
   // A smart wallet's payment was simulated on its path already.
   if (checked.payment.smartWallet) return { ok: true, payer };
-  const why = await simulationError(ctx.client, request.payload.transaction as string, {
+  const simulated = await simulate(ctx.client, request.payload.transaction as string, {
     sigVerify: false,
     commitment: "confirmed",
   });
-  if (why !== undefined) return simulationRefusal(request, why, checked.payment, "verify");
+  if (!simulated.ok) return simulationRefusal(request, simulated, checked.payment, "verify");
   return { ok: true, payer };
 }
 
