@@ -5,6 +5,7 @@ import type { SettlementStore } from "../../core/store.js";
 import type { Facilitator } from "../../facilitator.js";
 import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
+import { wrapRecordSend } from "../facilitator/sending-door.js";
 import { onInterrupt } from "../io/interrupt.js";
 import type { CliConfig } from "../settings/config.js";
 import { lockForSettle, lockTimeoutMs, type SettlementLocks } from "./settlement-locks.js";
@@ -147,18 +148,12 @@ export class PoolGate {
   }
 
   guard<S extends SettlementStore>(store: S): S {
-    const gate = this;
-    return new Proxy(store, {
-      get(target, name) {
-        if (name === "recordSend") {
-          const record: SettlementStore["recordSend"] = target.recordSend.bind(target);
-          return (...args: Parameters<SettlementStore["recordSend"]>) =>
-            gate.#clear.then(() => record(...args));
-        }
-        const value: unknown = Reflect.get(target, name, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    return wrapRecordSend(
+      store,
+      (record) =>
+        (...args) =>
+          this.#clear.then(() => record(...args)),
+    );
   }
 }
 

@@ -87,7 +87,7 @@ export const SETTINGS = {
     key: "privateKeyFile",
     help: "settlement key file, one key per line for a pool",
   }),
-  ...schemeRows(EVM_SCHEMES),
+  ...(schemeRows(EVM_SCHEMES) as SchemeRows),
   svmFeePayers: key({
     flag: "--svm-private-key-file <file>",
     env: "FACILITATOR_SVM_PRIVATE_KEY",
@@ -354,7 +354,7 @@ export const SETTINGS = {
 } as const satisfies Record<string, Setting>;
 
 /** The rows the schemes declare, their parsers' refusals usage errors. */
-function schemeRows<const S extends readonly EvmScheme[]>(schemes: S): SchemeRows {
+export function schemeRows(schemes: readonly EvmScheme[]): Record<string, Setting> {
   const rows: Record<string, Setting> = {};
   for (const scheme of schemes) {
     for (const [name, row] of Object.entries(scheme.settings?.rows ?? {})) {
@@ -362,7 +362,7 @@ function schemeRows<const S extends readonly EvmScheme[]>(schemes: S): SchemeRow
       rows[name] = row.kind === "value" ? { ...row, parse: usage(row.parse) } : row;
     }
   }
-  return rows as SchemeRows;
+  return rows;
 }
 
 /** The flags of the table's settings, as commander gives a command's options. */
