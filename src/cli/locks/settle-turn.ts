@@ -8,7 +8,7 @@ import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.
 import { wrapRecordSend } from "../facilitator/sending-door.js";
 import { onInterrupt } from "../io/interrupt.js";
 import type { CliConfig } from "../settings/config.js";
-import { lockForSettle, lockTimeoutMs, type SettlementLocks } from "./settlement-locks.js";
+import { lockForSettle, type SettlementLocks, TurnTimeout } from "./settlement-locks.js";
 
 const field = (value: unknown, key: string): unknown =>
   typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
@@ -42,14 +42,10 @@ export async function takeSettleTurn(
   const addresses = keys.map((key) => privateKeyToAccount(key).address);
   const interrupt = onInterrupt();
   try {
-    const taking = lockForSettle(config.journalPath, addresses, {
-      timeoutMs: lockTimeoutMs(),
-      onWait,
-      forReconcile,
-    }).then(
+    const taking = lockForSettle(config.journalPath, addresses, onWait, forReconcile).then(
       (locks) => ({ kind: "turn" as const, config: once, locks }),
       (error: unknown) => {
-        if (error instanceof Error && error.name === "TurnTimeout") {
+        if (error instanceof TurnTimeout) {
           return {
             kind: "timeout" as const,
             failure: failure("settlement_failed", error.message, { status: 503 }),
