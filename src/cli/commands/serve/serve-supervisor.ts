@@ -15,7 +15,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 import type { ErrorCode } from "../../../protocol/errors.js";
 import { UsageError } from "../../io/errors.js";
-import type { ServeSettings } from "./serve-settings.js";
+import type { ServeSettings } from "./serve.js";
 
 /**
  * More deaths in a row than this, each of a worker that had served less than a minute: give up

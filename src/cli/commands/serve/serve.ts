@@ -1,5 +1,6 @@
 /** `facilitator serve`: the same core over HTTP, in a worker serve-supervisor.ts restarts. */
 import chalk from "chalk";
+import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { Reconciler } from "../../../core/reconciler.js";
 import { useWasmSecp256k1 } from "../../../evm/chain/secp256k1.js";
@@ -26,7 +27,6 @@ import { flagName } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";
 import { controlsInForce, controlsLine } from "./serve-controls.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
-import type { ServeSettings } from "./serve-settings.js";
 import { stopServing } from "./serve-stop.js";
 
 export interface ServeFlags extends ConfigFlags {
@@ -63,13 +63,23 @@ function startReconciler(
 }
 
 /** Heap of the serving worker: V8 grows a busy heap far past what it keeps alive. */
-export const DEFAULT_MAX_HEAP_MB = 96;
+const DEFAULT_MAX_HEAP_MB = 96;
 
-const whole = (value: string | undefined, flag: string, fallback: number, max: number) =>
-  value === undefined ? fallback : wholeFlag(value, flag, max);
+/** A flag's whole number from `min` to `max`, `fallback` when not given. */
+function whole(value: string | undefined, flag: string, [fallback, max, min = 0]: number[]) {
+  const n = value === undefined ? (fallback as number) : wholeFlag(value, flag, max as number);
+  if (n < min) throw new UsageError(`${flag} must be at least ${min}`);
+  return n;
+}
+
+/** What the serving worker needs, resolved once: a key from a pipe can be read only once. */
+export type ServeSettings = ReturnType<typeof resolveServe> & {
+  /** The PostgreSQL store's owner name: the supervisor's, so a restarted worker keeps its claims. */
+  readonly storeOwner?: string | undefined;
+};
 
 /** Flags, environment and files → settings; every usage error surfaces here, before any thread. */
-export function resolveServe(flags: ServeFlags): ServeSettings {
+function resolveServe(flags: ServeFlags) {
   const {
     loadPrivateKey: _one,
     loadPrivateKeys,
@@ -83,59 +93,53 @@ export function resolveServe(flags: ServeFlags): ServeSettings {
   receiverAuthorizerOf(receiverAuthorizerKey, privateKeys);
   // A bad deny list too: the serving worker reads it again, and again when it changes.
   if (config.denyList !== undefined) readDenyList(config.denyList);
-  const allowedHosts = flags.allowedHost ?? [];
+  const allowedHosts: readonly string[] = flags.allowedHost ?? [];
   for (const name of allowedHosts) {
     if (!hostOf(name.startsWith("*.") ? name.slice(2) : name)) {
       throw new UsageError(`--allowed-host ${name.slice(0, 100)} is not a host name or address`);
     }
   }
-  const atLeastOne = (n: number, flag: string) => {
-    if (n < 1) throw new UsageError(`${flag} must be at least 1`);
-    return n;
-  };
-  const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
-  const maxInflightBytes = whole(
-    flags.maxInflightBytes,
-    "--max-inflight-bytes",
+  const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", [64 * 1024, 16 * 1024 * 1024]);
+  const maxInflightBytes = whole(flags.maxInflightBytes, "--max-inflight-bytes", [
     Math.max(DEFAULT_MAX_INFLIGHT_BYTES, bodyLimitBytes),
     Number.MAX_SAFE_INTEGER,
-  );
+  ]);
   // Below the body limit, a body of the largest accepted size could never be served.
   if (maxInflightBytes < bodyLimitBytes) {
     throw new UsageError("--max-inflight-bytes must be at least --body-limit");
   }
-  const maxConnections = atLeastOne(
-    whole(flags.maxConnections, "--max-connections", DEFAULT_MAX_CONNECTIONS, 1_000_000),
-    "--max-connections",
-  );
+  const maxConnections = whole(flags.maxConnections, "--max-connections", [
+    DEFAULT_MAX_CONNECTIONS,
+    1_000_000,
+    1,
+  ]);
+  const sources = { flags, env: process.env };
   return {
     host: flags.host ?? "127.0.0.1",
-    port: whole(flags.port, "--port", 4020, 65535),
+    port: whole(flags.port, "--port", [4020, 65535]),
     bodyLimitBytes,
     maxConnections,
     // Above --max-connections it is no share at all: one address may use every place.
-    maxConnectionsPerClient: atLeastOne(
-      whole(
-        flags.maxConnectionsPerClient,
-        "--max-connections-per-client",
-        defaultPerClient(maxConnections),
-        1_000_000,
-      ),
-      "--max-connections-per-client",
-    ),
+    maxConnectionsPerClient: whole(flags.maxConnectionsPerClient, "--max-connections-per-client", [
+      defaultPerClient(maxConnections),
+      1_000_000,
+      1,
+    ]),
     maxInflightBytes,
     allowedHosts,
-    maxHeapMb: atLeastOne(
-      whole(flags.maxHeap, "--max-heap", DEFAULT_MAX_HEAP_MB, 65536),
-      "--max-heap",
-    ),
-    apiKey: loadApiKey({ flags, env: process.env }),
-    apiKeys: readApiKeys({ flags, env: process.env }),
-    apiKeysFile: resolveSetting(SETTINGS.apiKeysFile, { flags, env: process.env }),
+    /** Old-generation heap of the serving worker, MiB. */
+    maxHeapMb: whole(flags.maxHeap, "--max-heap", [DEFAULT_MAX_HEAP_MB, 65536, 1]),
+    apiKey: loadApiKey(sources),
+    /** Named API keys, each with the sellers it may act for; their file is re-read on change. */
+    apiKeys: readApiKeys(sources),
+    apiKeysFile: resolveSetting(SETTINGS.apiKeysFile, sources),
+    /** The configuration without its key loaders: what can cross to the serving worker. */
     config,
-    privateKeys,
+    privateKeys: privateKeys as readonly Hex[],
+    /** The receiver authorizer's key (never a settlement key), if configured. */
     receiverAuthorizerKey,
-    svmSecretKeys: loadSvmFeePayers().map((key) => key.secretKey),
+    /** The Solana fee payers' 64-byte secret keys. */
+    svmSecretKeys: loadSvmFeePayers().map((key) => key.secretKey) as readonly Uint8Array[],
     quiet: flags.quiet === true,
   };
 }
