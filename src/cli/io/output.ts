@@ -50,17 +50,16 @@ export function summarize(
 ): void {
   const body = reply.body;
   const f = reply.failure;
+  const hash = (body.transactionHash ?? body.transaction) as string | undefined;
   if (!out.enabled) {
     // No terminal (CI, a script): a failure still gets one plain line, so the log says why.
     if (f && !out.quiet) {
-      const hash = (body.transactionHash ?? body.transaction) as string | undefined;
       warn(`${op}: ${f.code}: ${f.message}${hash ? ` (transaction ${hash})` : ""}`);
     }
     return;
   }
   if (!f) {
     const payer = (body.payer as string | undefined) ?? "";
-    const hash = (body.transactionHash ?? body.transaction) as string | undefined;
     note(
       out,
       op === "verify"
@@ -71,7 +70,6 @@ export function summarize(
     );
     return;
   }
-  const hash = (body.transactionHash ?? body.transaction) as string | undefined;
   const label =
     f.code === "interrupted"
       ? chalk.yellow("■ interrupted")
