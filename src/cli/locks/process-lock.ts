@@ -24,9 +24,6 @@ import {
   ourStart,
 } from "./lock-holders.js";
 
-export { UnsafeLockDirectory } from "./lock-files.js";
-export { DEFAULT_LEASE_MS, type LockHolder, leaseOf, MAX_LEASE_MS } from "./lock-holders.js";
-
 export interface HeldLock {
   readonly file: string;
   /** Adds to what the lock file says (a serve's URL once it listens). */
@@ -93,34 +90,25 @@ function isOurs(holder: LockHolder, uid: number): boolean {
   );
 }
 
-type Verdict =
-  | { readonly kind: "ours" }
-  | { readonly kind: "stale" }
-  | {
-      readonly kind: "held";
-      readonly holder?: LockHolder;
-      readonly note?: string;
-      readonly renewedAt?: number;
-    };
-
-/** Whether what is at a lock's name is held, and by whom. */
-function judge(file: string, seen: Exclude<Seen, { kind: "gone" }>): Verdict {
+/** Whether what is at a lock's name is held (and by whom), ours already, or stale. */
+function judge(file: string, seen: Exclude<Seen, { kind: "gone" }>): Refused | "ours" | "stale" {
   // A link, a FIFO, a directory: not a lock anyone took, whoever put it there.
-  if (seen.kind === "foreign") return { kind: "stale" };
+  if (seen.kind === "foreign") return "stale";
   if (seen.kind === "unreadable") {
     return {
-      kind: "held",
+      ok: false,
+      holder: undefined,
       note: `its lock file ${file} belongs to uid ${seen.uid} and this user cannot read it: remove it (as uid ${seen.uid} or root) once no facilitator of that user uses it, or use a lock directory only this user can write`,
     };
   }
   const holder = parse(seen.text);
   if (!holder) {
     const young = Date.now() - seen.mtimeMs <= UNREADABLE_STALE_MS;
-    return young ? { kind: "held" } : { kind: "stale" };
+    return young ? { ok: false, holder: undefined } : "stale";
   }
-  if (isOurs(holder, seen.uid)) return { kind: "ours" };
-  if (!holderRuns(holder, seen)) return { kind: "stale" };
-  return { kind: "held", holder, renewedAt: lastRenewal(holder, seen.mtimeMs) };
+  if (isOurs(holder, seen.uid)) return "ours";
+  if (!holderRuns(holder, seen)) return "stale";
+  return { ok: false, holder, renewedAt: lastRenewal(holder, seen.mtimeMs) };
 }
 
 /** Same content as judged: not replaced by a lock another process has just taken. */
@@ -216,16 +204,16 @@ const borrowed = (file: string): HeldLock => ({
   release: () => undefined,
 });
 
-export type Attempt =
-  | { readonly ok: true; readonly lock: HeldLock }
-  /** Held by a running `holder`, by what `note` describes, or by a lock file being written. */
-  | {
-      readonly ok: false;
-      readonly holder: LockHolder | undefined;
-      readonly note?: string | undefined;
-      /** A holder on another host: when it last renewed the lock (ms since the epoch). */
-      readonly renewedAt?: number | undefined;
-    };
+/** Held by a running `holder`, by what `note` describes, or by a lock file being written. */
+export interface Refused {
+  readonly ok: false;
+  readonly holder: LockHolder | undefined;
+  readonly note?: string | undefined;
+  /** A holder on another host: when it last renewed the lock (ms since the epoch). */
+  readonly renewedAt?: number | undefined;
+}
+
+export type Attempt = { readonly ok: true; readonly lock: HeldLock } | Refused;
 
 /** Takes `file` if no running process holds it; never waits. Throws UnsafeLockDirectory. */
 export function tryLock(
@@ -259,11 +247,8 @@ export function tryLock(
       const seen = look(file);
       if (seen.kind === "gone") continue;
       const verdict = judge(file, seen);
-      if (verdict.kind === "ours") return { ok: true, lock: borrowed(file) };
-      if (verdict.kind === "held") {
-        const { holder: other, note, renewedAt } = verdict;
-        return { ok: false, holder: other, note, renewedAt };
-      }
+      if (verdict === "ours") return { ok: true, lock: borrowed(file) };
+      if (verdict !== "stale") return verdict;
       const note = breakStale(file, seen);
       if (note) return { ok: false, holder: undefined, note };
       continue;

@@ -10,15 +10,9 @@ import { UsageError } from "../io/errors.js";
 import { goneDevnetDir, staleDevnetMessage } from "../io/stale-devnet.js";
 import { resolveSetting } from "../settings/setting-resolver.js";
 import { SETTINGS } from "../settings/settings.js";
-import {
-  type Attempt,
-  type HeldLock,
-  holderOf,
-  type LockHolder,
-  leaseOf,
-  tryLock,
-  UnsafeLockDirectory,
-} from "./process-lock.js";
+import { UnsafeLockDirectory } from "./lock-files.js";
+import { type LockHolder, leaseOf } from "./lock-holders.js";
+import { type Attempt, type HeldLock, holderOf, type Refused, tryLock } from "./process-lock.js";
 
 const POLL_MS = 100;
 const CMD = "facilitator settle";
@@ -102,7 +96,7 @@ export function journalHolder(journalPath: string): string | undefined {
 }
 
 /** Who holds a refused lock; none that runs but a `note` (waiting would not help): a usage error. */
-function heldBy(guarded: Guarded, tried: Attempt & { ok: false }): string {
+function heldBy(guarded: Guarded, tried: Refused): string {
   if (!tried.holder && tried.note) {
     throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
   }
@@ -110,7 +104,7 @@ function heldBy(guarded: Guarded, tried: Attempt & { ok: false }): string {
 }
 
 /** How a lock that is held clears, and when removing its file by hand is safe. */
-function clearing(tried: Attempt & { ok: false }, file: string): string {
+function clearing(tried: Refused, file: string): string {
   const holder = tried.holder;
   if (!holder) return "";
   if (holder.host === os.hostname()) {
@@ -121,7 +115,7 @@ function clearing(tried: Attempt & { ok: false }, file: string): string {
   return `; it cannot be checked from here, but it was renewed ${ago} s ago; it is taken over once not renewed for ${lease} s; if it no longer runs, delete ${file}`;
 }
 
-type Held = { readonly guarded: Guarded; readonly tried: Attempt & { ok: false } };
+type Held = { readonly guarded: Guarded; readonly tried: Refused };
 
 /** Takes the locks of `rest` in order into `locks`, up to one that is held: that one, if any. */
 function takeUpTo(rest: Guarded[], locks: SettlementLocks, command: string): Held | undefined {
