@@ -24,6 +24,11 @@ export function warn(line: string): void {
   process.stderr.write(`facilitator: ${line}\n`);
 }
 
+/** One JSON log line on stderr, stamped with the time. */
+export function logJson(entry: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
+}
+
 export interface Spinner {
   text: string;
   stop(): void;

@@ -9,6 +9,7 @@ import os from "node:os";
 import { fileURLToPath } from "node:url";
 import type { ErrorCode } from "../../../protocol/errors.js";
 import { UsageError } from "../../io/errors.js";
+import { logJson } from "../../io/output.js";
 import type { ServeSettings } from "./serve.js";
 
 /** More deaths in a row than this, each of a worker that served under a minute: give up (exit 3). */
@@ -77,7 +78,7 @@ export async function superviseServer(
   const note = (entry: Record<string, unknown>, text?: string) => {
     if (settings.quiet) return;
     if (human && text) process.stderr.write(`facilitator: ${text}\n`);
-    else process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
+    else logJson(entry);
   };
   let timedOut = false;
   let stoppedClean = false;

@@ -16,6 +16,7 @@ import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";
 import { SendingDoor } from "../../facilitator/sending-door.js";
 import { isPortTaken, portTakenMessage, UsageError, wholeFlag } from "../../io/errors.js";
+import { logJson } from "../../io/output.js";
 import { lockForServe } from "../../locks/settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../../locks/store-leases.js";
 import { readApiKeys } from "../../settings/api-keys.js";
@@ -273,11 +274,7 @@ export async function serveHere(
     process.stderr.write(
       `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where, controls })}\n`,
     );
-    if (exposed) {
-      process.stderr.write(
-        `${JSON.stringify({ time: new Date().toISOString(), event: "warning", message: exposedWarning })}\n`,
-      );
-    }
+    if (exposed) logJson({ event: "warning", message: exposedWarning });
   }
 
   await options.stopped;
