@@ -107,7 +107,7 @@ async function readPool(
 }
 
 /** Waits until no key has a pool transaction our journal did not record; still there: a failure. */
-export async function earlierTransactions(
+async function earlierTransactions(
   facilitator: Facilitator,
   body: unknown,
   timeoutMs: number,

@@ -8,7 +8,7 @@ import type { ApiKeys } from "../../../http/callers.js";
 import { UsageError } from "../../io/errors.js";
 import { readApiKeysFile } from "../../settings/api-keys.js";
 import { readDenyList } from "../../settings/deny-list-file.js";
-import type { ServeSettings } from "./serve.js";
+import type { ServeSettings } from "./serve-settings.js";
 import { reloadOnChange } from "./watched-file.js";
 
 type Log = ((entry: Record<string, unknown>) => void) | undefined;

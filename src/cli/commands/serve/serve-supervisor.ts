@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { ErrorCode } from "../../../protocol/errors.js";
 import { UsageError } from "../../io/errors.js";
 import { logJson } from "../../io/output.js";
-import type { ServeSettings } from "./serve.js";
+import type { ServeSettings } from "./serve-settings.js";
 
 /** More deaths in a row than this, each of a worker that served under a minute: give up (exit 3). */
 const MAX_DEATHS = 5;
