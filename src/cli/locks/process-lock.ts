@@ -41,17 +41,16 @@ const BREAKER_STALE_MS = 10_000;
 const RENEWALS_PER_LEASE = 6;
 
 interface Held {
-  token: string;
   count: number;
   holder: LockHolder;
   renewer: NodeJS.Timeout;
 }
 
-/** Locks this process holds: file → the token in it and how many times it was taken. */
+/** Locks this process holds: file → what it wrote there and how many times it was taken. */
 const held = new Map<string, Held>();
 
 function releaseAllAtExit(): void {
-  for (const [file, lock] of held) removeIfOurs(file, lock.token);
+  for (const [file, lock] of held) removeIfOurs(file, lock.holder.token);
   held.clear();
 }
 
@@ -159,7 +158,7 @@ function breakStale(file: string, judged: Exclude<Seen, { kind: "gone" }>): stri
 
 /** Rewrites our lock file with `holder`, if it still is ours (never over a lock taken over). */
 function rewrite(file: string, lock: Held): void {
-  if (tokenIn(look(file)) !== lock.token) return;
+  if (tokenIn(look(file)) !== lock.holder.token) return;
   replaceFile(file, JSON.stringify(lock.holder), LOCK_MODE);
 }
 
@@ -191,7 +190,7 @@ function handle(file: string): HeldLock {
       if (!lock || --lock.count > 0) return;
       held.delete(file);
       clearInterval(lock.renewer);
-      removeIfOurs(file, lock.token);
+      removeIfOurs(file, lock.holder.token);
       if (held.size === 0) process.off("exit", releaseAllAtExit);
     },
   };
@@ -256,7 +255,7 @@ export function tryLock(
     if (held.size === 0) process.on("exit", releaseAllAtExit);
     const every = (lease ?? DEFAULT_LEASE_MS) / RENEWALS_PER_LEASE;
     const renewer = setInterval(() => renew(file), every).unref();
-    held.set(file, { token: holder.token, count: 1, holder, renewer });
+    held.set(file, { count: 1, holder, renewer });
     return { ok: true, lock: handle(file) };
   }
   // Still there after three tries (another process was breaking it): held, by whom if it runs.
