@@ -37,13 +37,17 @@ export async function genesisHash(client: PublicClient): Promise<Hex | undefined
 
 const short = (hash: Hex) => `${hash.slice(0, 10)}…`;
 
-/** The genesis hash the RPC for the marker's chain serves now, or undefined if it cannot say. */
-async function servedGenesis(marker: DevnetMarker, facilitator: Facilitator) {
-  try {
-    return await genesisHash(await facilitator.rpc.client(marker.chainId));
-  } catch {
-    return undefined; // not served, or unreachable: the command itself will say so
-  }
+/** The devnet beside `file` and the other chain its RPC serves now; undefined if not so. */
+async function anotherDevnet(file: string, facilitator: Facilitator) {
+  const marker = markerBeside(file);
+  if (!marker) return undefined;
+  // Not served, or unreachable: the command itself will say so.
+  const served = await facilitator.rpc
+    .client(marker.chainId)
+    .then(genesisHash)
+    .catch(() => undefined);
+  if (!served || served === marker.genesisHash) return undefined;
+  return `whose genesis block is ${short(marker.genesisHash)}, but the RPC for eip155:${marker.chainId} now serves another chain (genesis ${short(served)}): that devnet has stopped`;
 }
 
 /** A devnet's request file read while another devnet answers: said on stderr, answer unchanged. */
@@ -52,15 +56,10 @@ export async function warnIfFromAnotherDevnet(
   facilitator: Facilitator,
 ): Promise<void> {
   if (file === undefined || file === "-") return;
-  const marker = markerBeside(file);
-  if (!marker) return;
-  const served = await servedGenesis(marker, facilitator);
-  if (!served || served === marker.genesisHash) return;
+  const other = await anotherDevnet(file, facilitator);
+  if (!other) return;
   warn(
-    `${file} was signed for the devnet whose genesis block is ${short(marker.genesisHash)}, ` +
-      `but the RPC for eip155:${marker.chainId} now serves another chain (genesis ${short(served)}): ` +
-      "that devnet has stopped or this is another one. The answer is this chain's; every devnet " +
-      "has the same chain id, tokens and keys, so the payment may be valid here too.",
+    `${file} was signed for the devnet ${other} or this is another one. The answer is this chain's; every devnet has the same chain id, tokens and keys, so the payment may be valid here too.`,
   );
 }
 
@@ -69,13 +68,9 @@ export async function checkDevnetJournal(
   journalPath: string,
   facilitator: Facilitator,
 ): Promise<void> {
-  const marker = markerBeside(journalPath);
-  if (!marker) return;
-  const served = await servedGenesis(marker, facilitator);
-  if (!served || served === marker.genesisHash) return;
+  const other = await anotherDevnet(journalPath, facilitator);
+  if (!other) return;
   throw new UsageError(
-    `the journal ${journalPath} belongs to the devnet whose genesis block is ${short(marker.genesisHash)}, ` +
-      `but the RPC for eip155:${marker.chainId} now serves another chain (genesis ${short(served)}): ` +
-      "that devnet has stopped. Use the running devnet's devnet.env (its journal is in its directory), or --journal FILE",
+    `the journal ${journalPath} belongs to the devnet ${other}. Use the running devnet's devnet.env (its journal is in its directory), or --journal FILE`,
   );
 }

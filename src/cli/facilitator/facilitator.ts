@@ -65,10 +65,7 @@ async function build(
   };
   if (!signing && options.store) {
     const journal = config.storeUrl
-      ? await openPostgres(config.storeUrl, [], {
-          leaseMs: config.storeLeaseMs,
-          retainDays: config.retainDays,
-        })
+      ? await openPostgres(config, [], options)
       : openJournal(config.journalPath, { compactAfterLines: Number.POSITIVE_INFINITY });
     return new Facilitator({ ...rpc, journal });
   }
@@ -80,15 +77,7 @@ async function build(
   const signers = keys.map((key) => settlementAccount(key));
   const receiverAuthorizer = receiverAuthorizerOf(config.loadReceiverAuthorizerKey(), keys);
   const opened = config.storeUrl
-    ? await openPostgres(config.storeUrl, signers, {
-        leaseMs: config.storeLeaseMs,
-        retainDays: config.retainDays,
-        onQuery: options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
-        onSignerWait:
-          options.onSignerWait ?? ((wait, store) => warn(describeSignerWait(wait, store))),
-        server: options.server === true,
-        owner: options.storeOwner,
-      })
+    ? await openPostgres(config, signers, options)
     : openJournal(config.journalPath, {
         // 0 keeps every archive segment, as it keeps every PostgreSQL row.
         retainDays: config.retainDays > 0 ? config.retainDays : undefined,
@@ -104,12 +93,7 @@ async function build(
     confirmations: config.confirmations,
     payerRevertLimit: config.payerRevertLimit,
     payerRevertWindowMs: config.payerRevertWindowMs,
-    maxFeeWei: config.limits.maxFeeWei,
-    maxFeeWeiByChain: config.limits.maxFeeWeiByChain,
-    gasBounds: config.limits.gasBounds,
-    wastedGasBudget: config.limits.wastedGasBudget,
-    wastedGasBudgetByChain: config.limits.wastedGasBudgetByChain,
-    allowedAssets: config.limits.allowedAssets,
+    ...config.limits,
     replaceAfterMs: config.replaceAfterMs,
     minAmounts: config.minAmounts,
     // Counted per process: a one-shot command settles one payment.
@@ -146,30 +130,25 @@ function openJournal(
   }
 }
 
+/** The PostgreSQL store; a signer leased by another process and not freed in time: key_in_use. */
 async function openPostgres(
-  url: string,
+  config: CliConfig,
   signers: readonly LocalAccount[],
-  options: {
-    leaseMs: number | undefined;
-    retainDays?: number | undefined;
-    onQuery?: ((op: string, seconds: number) => void) | undefined;
-    onSignerWait?: (wait: SignerWait, store: string) => void;
-    /** A server is told to use its own key; a command, to send the payment to the server. */
-    server?: boolean;
-    owner?: string | undefined;
-  },
+  options: FacilitatorFromOptions,
 ): Promise<SettlementStore> {
   const { PostgresStore, redactStoreUrl } = await import("../../store/postgres.js");
   const { SignersLeased } = await import("../../store/postgres-leases.js");
+  const url = config.storeUrl as string;
   const store = redactStoreUrl(url);
+  const onSignerWait = options.onSignerWait ?? ((wait, at) => warn(describeSignerWait(wait, at)));
   try {
     return await PostgresStore.open(url, {
       signers: signers.map((s) => s.address),
-      leaseMs: options.leaseMs,
-      retainDays: options.retainDays,
-      onQuery: options.onQuery,
-      onSignerWait: options.onSignerWait && ((wait) => options.onSignerWait?.(wait, store)),
-      owner: options.owner,
+      leaseMs: config.storeLeaseMs,
+      retainDays: config.retainDays,
+      onQuery: options.metrics && ((op, seconds) => options.metrics?.observeStore(op, seconds)),
+      onSignerWait: (wait) => onSignerWait(wait, store),
+      owner: options.storeOwner,
     });
   } catch (error) {
     if (error instanceof SignersLeased) {

@@ -81,16 +81,20 @@ function withOpened<T>(path: string, read: (fd: number, stat: Stats) => T): T {
   }
 }
 
-/** Reads a regular file within `maxBytes`, never waiting: anything else is refused at once. */
-export function readRegularFile(
-  path: string,
-  maxBytes: number,
-): { readonly bytes: Buffer; readonly modifiedMs: number } {
-  return withOpened(path, (fd, stat) => {
-    if (!stat.isFile()) throw new InputError("it is not a regular file (a pipe, FIFO or device?)");
-    if (stat.size > maxBytes) throw tooLarge(maxBytes);
-    return { bytes: readFd(fd, false, { maxBytes, idleTimeoutMs: 0 }), modifiedMs: stat.mtimeMs };
-  });
+/** A regular file's text within `maxBytes`, never waiting: anything else is refused at once. */
+export function readRegularFile(path: string, maxBytes: number, what: string) {
+  try {
+    return withOpened(path, (fd, stat) => {
+      if (!stat.isFile())
+        throw new InputError("it is not a regular file (a pipe, FIFO or device?)");
+      if (stat.size > maxBytes) throw tooLarge(maxBytes);
+      const bytes = readFd(fd, false, { maxBytes, idleTimeoutMs: 0 });
+      return { text: bytes.toString("utf8"), modifiedMs: stat.mtimeMs };
+    });
+  } catch (error) {
+    if (error instanceof InputError) throw new UsageError(`cannot read ${what}: ${error.reason}`);
+    throw error;
+  }
 }
 
 function readFd(fd: number, fifo: boolean, limits: ReadLimits): Buffer {

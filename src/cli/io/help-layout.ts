@@ -3,6 +3,7 @@
  * a long flag; here a longer flag than TERM_COLUMN has its description below it.
  */
 import { type AddHelpTextContext, type Command, Help } from "commander";
+import { terminalWidth } from "./fit-lines.js";
 
 /** The widest the flag column grows; longer flags sit on a line of their own. */
 const TERM_COLUMN = 30;
@@ -13,10 +14,7 @@ const SPACER = 2;
 const STACKED_INDENT = 8;
 
 /** The width commander lays help out to: the terminal's, else 80. */
-export function helpWidth(error = false): number {
-  const stream = error ? process.stderr : process.stdout;
-  return stream.isTTY && stream.columns ? stream.columns : 80;
-}
+const helpWidth = (error = false) => terminalWidth(error ? process.stderr : process.stdout) || 80;
 
 function formatItem(
   this: Help,

@@ -24,6 +24,11 @@ export function warn(line: string): void {
   process.stderr.write(`facilitator: ${line}\n`);
 }
 
+/** One JSON log line on stderr, stamped with the time. */
+export function logJson(entry: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
+}
+
 export interface Spinner {
   text: string;
   stop(): void;
@@ -50,17 +55,16 @@ export function summarize(
 ): void {
   const body = reply.body;
   const f = reply.failure;
+  const hash = (body.transactionHash ?? body.transaction) as string | undefined;
   if (!out.enabled) {
     // No terminal (CI, a script): a failure still gets one plain line, so the log says why.
     if (f && !out.quiet) {
-      const hash = (body.transactionHash ?? body.transaction) as string | undefined;
       warn(`${op}: ${f.code}: ${f.message}${hash ? ` (transaction ${hash})` : ""}`);
     }
     return;
   }
   if (!f) {
     const payer = (body.payer as string | undefined) ?? "";
-    const hash = (body.transactionHash ?? body.transaction) as string | undefined;
     note(
       out,
       op === "verify"
@@ -71,7 +75,6 @@ export function summarize(
     );
     return;
   }
-  const hash = (body.transactionHash ?? body.transaction) as string | undefined;
   const label =
     f.code === "interrupted"
       ? chalk.yellow("■ interrupted")

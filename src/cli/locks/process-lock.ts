@@ -24,9 +24,6 @@ import {
   ourStart,
 } from "./lock-holders.js";
 
-export { UnsafeLockDirectory } from "./lock-files.js";
-export { DEFAULT_LEASE_MS, type LockHolder, leaseOf, MAX_LEASE_MS } from "./lock-holders.js";
-
 export interface HeldLock {
   readonly file: string;
   /** Adds to what the lock file says (a serve's URL once it listens). */
@@ -44,17 +41,16 @@ const BREAKER_STALE_MS = 10_000;
 const RENEWALS_PER_LEASE = 6;
 
 interface Held {
-  token: string;
   count: number;
   holder: LockHolder;
   renewer: NodeJS.Timeout;
 }
 
-/** Locks this process holds: file → the token in it and how many times it was taken. */
+/** Locks this process holds: file → what it wrote there and how many times it was taken. */
 const held = new Map<string, Held>();
 
 function releaseAllAtExit(): void {
-  for (const [file, lock] of held) removeIfOurs(file, lock.token);
+  for (const [file, lock] of held) removeIfOurs(file, lock.holder.token);
   held.clear();
 }
 
@@ -93,34 +89,25 @@ function isOurs(holder: LockHolder, uid: number): boolean {
   );
 }
 
-type Verdict =
-  | { readonly kind: "ours" }
-  | { readonly kind: "stale" }
-  | {
-      readonly kind: "held";
-      readonly holder?: LockHolder;
-      readonly note?: string;
-      readonly renewedAt?: number;
-    };
-
-/** Whether what is at a lock's name is held, and by whom. */
-function judge(file: string, seen: Exclude<Seen, { kind: "gone" }>): Verdict {
+/** Whether what is at a lock's name is held (and by whom), ours already, or stale. */
+function judge(file: string, seen: Exclude<Seen, { kind: "gone" }>): Refused | "ours" | "stale" {
   // A link, a FIFO, a directory: not a lock anyone took, whoever put it there.
-  if (seen.kind === "foreign") return { kind: "stale" };
+  if (seen.kind === "foreign") return "stale";
   if (seen.kind === "unreadable") {
     return {
-      kind: "held",
+      ok: false,
+      holder: undefined,
       note: `its lock file ${file} belongs to uid ${seen.uid} and this user cannot read it: remove it (as uid ${seen.uid} or root) once no facilitator of that user uses it, or use a lock directory only this user can write`,
     };
   }
   const holder = parse(seen.text);
   if (!holder) {
     const young = Date.now() - seen.mtimeMs <= UNREADABLE_STALE_MS;
-    return young ? { kind: "held" } : { kind: "stale" };
+    return young ? { ok: false, holder: undefined } : "stale";
   }
-  if (isOurs(holder, seen.uid)) return { kind: "ours" };
-  if (!holderRuns(holder, seen)) return { kind: "stale" };
-  return { kind: "held", holder, renewedAt: lastRenewal(holder, seen.mtimeMs) };
+  if (isOurs(holder, seen.uid)) return "ours";
+  if (!holderRuns(holder, seen)) return "stale";
+  return { ok: false, holder, renewedAt: lastRenewal(holder, seen.mtimeMs) };
 }
 
 /** Same content as judged: not replaced by a lock another process has just taken. */
@@ -171,7 +158,7 @@ function breakStale(file: string, judged: Exclude<Seen, { kind: "gone" }>): stri
 
 /** Rewrites our lock file with `holder`, if it still is ours (never over a lock taken over). */
 function rewrite(file: string, lock: Held): void {
-  if (tokenIn(look(file)) !== lock.token) return;
+  if (tokenIn(look(file)) !== lock.holder.token) return;
   replaceFile(file, JSON.stringify(lock.holder), LOCK_MODE);
 }
 
@@ -203,7 +190,7 @@ function handle(file: string): HeldLock {
       if (!lock || --lock.count > 0) return;
       held.delete(file);
       clearInterval(lock.renewer);
-      removeIfOurs(file, lock.token);
+      removeIfOurs(file, lock.holder.token);
       if (held.size === 0) process.off("exit", releaseAllAtExit);
     },
   };
@@ -216,16 +203,16 @@ const borrowed = (file: string): HeldLock => ({
   release: () => undefined,
 });
 
-export type Attempt =
-  | { readonly ok: true; readonly lock: HeldLock }
-  /** Held by a running `holder`, by what `note` describes, or by a lock file being written. */
-  | {
-      readonly ok: false;
-      readonly holder: LockHolder | undefined;
-      readonly note?: string | undefined;
-      /** A holder on another host: when it last renewed the lock (ms since the epoch). */
-      readonly renewedAt?: number | undefined;
-    };
+/** Held by a running `holder`, by what `note` describes, or by a lock file being written. */
+export interface Refused {
+  readonly ok: false;
+  readonly holder: LockHolder | undefined;
+  readonly note?: string | undefined;
+  /** A holder on another host: when it last renewed the lock (ms since the epoch). */
+  readonly renewedAt?: number | undefined;
+}
+
+export type Attempt = { readonly ok: true; readonly lock: HeldLock } | Refused;
 
 /** Takes `file` if no running process holds it; never waits. Throws UnsafeLockDirectory. */
 export function tryLock(
@@ -259,11 +246,8 @@ export function tryLock(
       const seen = look(file);
       if (seen.kind === "gone") continue;
       const verdict = judge(file, seen);
-      if (verdict.kind === "ours") return { ok: true, lock: borrowed(file) };
-      if (verdict.kind === "held") {
-        const { holder: other, note, renewedAt } = verdict;
-        return { ok: false, holder: other, note, renewedAt };
-      }
+      if (verdict === "ours") return { ok: true, lock: borrowed(file) };
+      if (verdict !== "stale") return verdict;
       const note = breakStale(file, seen);
       if (note) return { ok: false, holder: undefined, note };
       continue;
@@ -271,7 +255,7 @@ export function tryLock(
     if (held.size === 0) process.on("exit", releaseAllAtExit);
     const every = (lease ?? DEFAULT_LEASE_MS) / RENEWALS_PER_LEASE;
     const renewer = setInterval(() => renew(file), every).unref();
-    held.set(file, { token: holder.token, count: 1, holder, renewer });
+    held.set(file, { count: 1, holder, renewer });
     return { ok: true, lock: handle(file) };
   }
   // Still there after three tries (another process was breaking it): held, by whom if it runs.

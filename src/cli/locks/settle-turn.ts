@@ -5,9 +5,10 @@ import type { SettlementStore } from "../../core/store.js";
 import type { Facilitator } from "../../facilitator.js";
 import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
+import { wrapRecordSend } from "../facilitator/sending-door.js";
 import { onInterrupt } from "../io/interrupt.js";
 import type { CliConfig } from "../settings/config.js";
-import { lockForSettle, lockTimeoutMs, type SettlementLocks } from "./settlement-locks.js";
+import { lockForSettle, type SettlementLocks, TurnTimeout } from "./settlement-locks.js";
 
 const field = (value: unknown, key: string): unknown =>
   typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
@@ -41,14 +42,10 @@ export async function takeSettleTurn(
   const addresses = keys.map((key) => privateKeyToAccount(key).address);
   const interrupt = onInterrupt();
   try {
-    const taking = lockForSettle(config.journalPath, addresses, {
-      timeoutMs: lockTimeoutMs(),
-      onWait,
-      forReconcile,
-    }).then(
+    const taking = lockForSettle(config.journalPath, addresses, onWait, forReconcile).then(
       (locks) => ({ kind: "turn" as const, config: once, locks }),
       (error: unknown) => {
-        if (error instanceof Error && error.name === "TurnTimeout") {
+        if (error instanceof TurnTimeout) {
           return {
             kind: "timeout" as const,
             failure: failure("settlement_failed", error.message, { status: 503 }),
@@ -110,7 +107,7 @@ async function readPool(
 }
 
 /** Waits until no key has a pool transaction our journal did not record; still there: a failure. */
-export async function earlierTransactions(
+async function earlierTransactions(
   facilitator: Facilitator,
   body: unknown,
   timeoutMs: number,
@@ -147,18 +144,12 @@ export class PoolGate {
   }
 
   guard<S extends SettlementStore>(store: S): S {
-    const gate = this;
-    return new Proxy(store, {
-      get(target, name) {
-        if (name === "recordSend") {
-          const record: SettlementStore["recordSend"] = target.recordSend.bind(target);
-          return (...args: Parameters<SettlementStore["recordSend"]>) =>
-            gate.#clear.then(() => record(...args));
-        }
-        const value: unknown = Reflect.get(target, name, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    return wrapRecordSend(
+      store,
+      (record) =>
+        (...args) =>
+          this.#clear.then(() => record(...args)),
+    );
   }
 }
 

@@ -10,61 +10,53 @@ import { UsageError } from "../io/errors.js";
 import { goneDevnetDir, staleDevnetMessage } from "../io/stale-devnet.js";
 import { resolveSetting } from "../settings/setting-resolver.js";
 import { SETTINGS } from "../settings/settings.js";
-import {
-  type Attempt,
-  type HeldLock,
-  holderOf,
-  type LockHolder,
-  leaseOf,
-  tryLock,
-  UnsafeLockDirectory,
-} from "./process-lock.js";
+import { UnsafeLockDirectory } from "./lock-files.js";
+import { type LockHolder, leaseOf } from "./lock-holders.js";
+import { type Attempt, type HeldLock, holderOf, type Refused, tryLock } from "./process-lock.js";
 
 const POLL_MS = 100;
-
-/** Where key locks live: one place every process of the user agrees on, whatever its journal. */
-export function lockDir(env: NodeJS.ProcessEnv = process.env): string {
-  return resolveSetting(SETTINGS.lockDir, { env });
-}
-
-/** How long a settle waits for its turn (settings.ts's lockTimeout). */
-export function lockTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  return resolveSetting(SETTINGS.lockTimeout, { env });
-}
-
-/** How long our locks count on another host unrenewed; the lock file says it to every reader. */
-export function lockLeaseMs(env: NodeJS.ProcessEnv = process.env): number {
-  return resolveSetting(SETTINGS.lockLease, { env });
-}
+const CMD = "facilitator settle";
 
 /** What one lock guards, for messages, and its file. */
 interface Guarded {
   readonly kind: "journal" | "key";
   readonly what: string;
   readonly file: string;
+  /** How long it counts on another host unrenewed; the lock file says it to every reader. */
+  readonly leaseMs: number;
 }
 
 /** The journal first, then the keys by address: every process takes them in one order. */
-function guardedBy(journalPath: string, addresses: readonly string[], dir: string): Guarded[] {
+function guardedBy(journalPath: string, addresses: readonly string[], env: NodeJS.ProcessEnv) {
+  // Key locks live in one place every process of the user agrees on, whatever its journal.
+  const dir = resolveSetting(SETTINGS.lockDir, { env });
+  const leaseMs = resolveSetting(SETTINGS.lockLease, { env });
   const journal = path.resolve(journalPath);
   const keys = [...new Set(addresses.map((a) => a.toLowerCase()))].sort();
-  return [
-    { kind: "journal", what: `the settlement journal ${journal}`, file: `${journal}.lock` },
+  const guarded: Guarded[] = [
+    {
+      kind: "journal",
+      what: `the settlement journal ${journal}`,
+      file: `${journal}.lock`,
+      leaseMs,
+    },
     ...keys.map((address) => ({
       kind: "key" as const,
       what: `the settlement key ${addresses.find((a) => a.toLowerCase() === address)}`,
       file: path.join(dir, `key-${address}.lock`),
+      leaseMs,
     })),
   ];
+  return guarded;
 }
 
 /** Takes `guarded`'s lock if free; an unmakeable lock file or unsafe directory: a usage error. */
-function attempt(guarded: Guarded, command: string, leaseMs: number): Attempt {
+function attempt(guarded: Guarded, command: string): Attempt {
   // Not made again: a stopped devnet's directory would come back with only a lock in it.
   const gone = goneDevnetDir(guarded.file);
   if (gone) throw new UsageError(staleDevnetMessage(gone));
   try {
-    return tryLock(guarded.file, command, { leaseMs });
+    return tryLock(guarded.file, command, { leaseMs: guarded.leaseMs });
   } catch (error) {
     if (error instanceof UnsafeLockDirectory) throw unsafe(error, guarded);
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
@@ -104,7 +96,7 @@ export function journalHolder(journalPath: string): string | undefined {
 }
 
 /** Who holds a refused lock; none that runs but a `note` (waiting would not help): a usage error. */
-function heldBy(guarded: Guarded, tried: Attempt & { ok: false }): string {
+function heldBy(guarded: Guarded, tried: Refused): string {
   if (!tried.holder && tried.note) {
     throw new UsageError(`${guarded.what} cannot be locked: ${tried.note}`);
   }
@@ -112,7 +104,7 @@ function heldBy(guarded: Guarded, tried: Attempt & { ok: false }): string {
 }
 
 /** How a lock that is held clears, and when removing its file by hand is safe. */
-function clearing(tried: Attempt & { ok: false }, file: string): string {
+function clearing(tried: Refused, file: string): string {
   const holder = tried.holder;
   if (!holder) return "";
   if (holder.host === os.hostname()) {
@@ -123,20 +115,29 @@ function clearing(tried: Attempt & { ok: false }, file: string): string {
   return `; it cannot be checked from here, but it was renewed ${ago} s ago; it is taken over once not renewed for ${lease} s; if it no longer runs, delete ${file}`;
 }
 
-export class SettlementLocks {
-  readonly #locks: HeldLock[];
+type Held = { readonly guarded: Guarded; readonly tried: Refused };
 
-  constructor(locks: HeldLock[]) {
-    this.#locks = locks;
+/** Takes the locks of `rest` in order into `locks`, up to one that is held: that one, if any. */
+function takeUpTo(rest: Guarded[], locks: SettlementLocks, command: string): Held | undefined {
+  for (let guarded = rest[0]; guarded; guarded = rest[0]) {
+    const tried = attempt(guarded, command);
+    if (!tried.ok) return { guarded, tried };
+    locks.taken.push(tried.lock);
+    rest.shift();
   }
+  return undefined;
+}
+
+export class SettlementLocks {
+  readonly taken: HeldLock[] = [];
 
   /** A serve's URL, once it listens: a settle refused for its key is told where to send. */
   listening(url: string): void {
-    for (const lock of this.#locks) lock.update({ url });
+    for (const lock of this.taken) lock.update({ url });
   }
 
   release(): void {
-    for (const lock of this.#locks.splice(0).reverse()) lock.release();
+    for (const lock of this.taken.splice(0).reverse()) lock.release();
   }
 }
 
@@ -146,30 +147,25 @@ export function lockForServe(
   addresses: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
 ): SettlementLocks {
-  const taken: HeldLock[] = [];
+  const rest = guardedBy(journalPath, addresses, env);
+  const locks = new SettlementLocks();
   try {
-    const leaseMs = lockLeaseMs(env);
-    for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
-      const tried = attempt(guarded, "facilitator serve", leaseMs);
-      if (tried.ok) {
-        taken.push(tried.lock);
-        continue;
-      }
-      const holder = heldBy(guarded, tried);
-      const advice =
-        guarded.kind === "journal"
-          ? "pass another --journal, or stop that process first"
-          : "stop that process first, use another key, or let the replicas share a PostgreSQL store (--store), whose signer leases coordinate them";
-      throw new UsageError(
-        `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${clearing(tried, guarded.file)}`,
-        "key_in_use",
-      );
-    }
+    const held = takeUpTo(rest, locks, "facilitator serve");
+    if (!held) return locks;
+    const { guarded, tried } = held;
+    const holder = heldBy(guarded, tried);
+    const advice =
+      guarded.kind === "journal"
+        ? "pass another --journal, or stop that process first"
+        : "stop that process first, use another key, or let the replicas share a PostgreSQL store (--store), whose signer leases coordinate them";
+    throw new UsageError(
+      `${guarded.what} is in use by ${holder}: two processes sending with one key or writing one journal collide and can pay a payment twice; ${advice}${clearing(tried, guarded.file)}`,
+      "key_in_use",
+    );
   } catch (error) {
-    for (const lock of taken.reverse()) lock.release();
+    locks.release();
     throw error;
   }
-  return new SettlementLocks(taken);
 }
 
 /** Why a settle did not get its turn in time: nothing was sent. */
@@ -181,55 +177,39 @@ export class TurnTimeout extends Error {
 export async function lockForSettle(
   journalPath: string,
   addresses: readonly string[],
-  options: {
-    timeoutMs: number;
-    onWait?: (line: string) => void;
-    /** reconcile: a serve holding the key already follows its settlements; say that instead. */
-    forReconcile?: boolean;
-  },
-  env: NodeJS.ProcessEnv = process.env,
+  onWait: ((line: string) => void) | undefined,
+  /** reconcile: a serve holding the key already follows its settlements; say that instead. */
+  forReconcile: boolean,
 ): Promise<SettlementLocks> {
-  const deadline = Date.now() + options.timeoutMs;
-  const taken: HeldLock[] = [];
-  let told = false;
+  const timeoutMs = resolveSetting(SETTINGS.lockTimeout, { env: process.env });
+  const deadline = Date.now() + timeoutMs;
+  const rest = guardedBy(journalPath, addresses, process.env);
+  const locks = new SettlementLocks();
   try {
-    const leaseMs = lockLeaseMs(env);
-    for (const guarded of guardedBy(journalPath, addresses, lockDir(env))) {
-      for (;;) {
-        const tried = attempt(guarded, "facilitator settle", leaseMs);
-        if (tried.ok) {
-          taken.push(tried.lock);
-          break;
-        }
-        const holder = heldBy(guarded, tried);
-        if (tried.holder?.command === "facilitator serve") {
-          const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
-          if (options.forReconcile) {
-            throw new UsageError(
-              `${guarded.what} is in use by ${holder}: that serve reconciles by itself (it follows every settlement written down to its end), so there is nothing to do here; to reconcile from this command instead, stop that serve first`,
-              "key_in_use",
-            );
-          }
-          throw new UsageError(
-            `${guarded.what} is in use by ${holder}: send this payment to POST ${target} instead (two processes sending with one key can pay a payment twice), or stop that process first`,
-            "key_in_use",
-          );
-        }
-        if (Date.now() >= deadline) {
-          throw new TurnTimeout(
-            `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(options.timeoutMs / 1000)} s (${SETTINGS.lockTimeout.env}); nothing was sent: settle again later${clearing(tried, guarded.file)}`,
-          );
-        }
-        if (!told) {
-          told = true;
-          options.onWait?.(`waiting for ${holder}, which is using ${guarded.what}`);
-        }
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    for (let held = takeUpTo(rest, locks, CMD); held; held = takeUpTo(rest, locks, CMD)) {
+      const { guarded, tried } = held;
+      const holder = heldBy(guarded, tried);
+      if (tried.holder?.command === "facilitator serve") {
+        const target = tried.holder.url ? `${tried.holder.url}/settle` : "its /settle";
+        throw new UsageError(
+          forReconcile
+            ? `${guarded.what} is in use by ${holder}: that serve reconciles by itself (it follows every settlement written down to its end), so there is nothing to do here; to reconcile from this command instead, stop that serve first`
+            : `${guarded.what} is in use by ${holder}: send this payment to POST ${target} instead (two processes sending with one key can pay a payment twice), or stop that process first`,
+          "key_in_use",
+        );
       }
+      if (Date.now() >= deadline) {
+        throw new TurnTimeout(
+          `${guarded.what} is in use by ${holder}, and this settle's turn did not come within ${Math.round(timeoutMs / 1000)} s (${SETTINGS.lockTimeout.env}); nothing was sent: settle again later${clearing(tried, guarded.file)}`,
+        );
+      }
+      onWait?.(`waiting for ${holder}, which is using ${guarded.what}`);
+      onWait = undefined;
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
   } catch (error) {
-    for (const lock of taken.reverse()) lock.release();
+    locks.release();
     throw error;
   }
-  return new SettlementLocks(taken);
+  return locks;
 }

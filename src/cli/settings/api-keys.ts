@@ -5,12 +5,7 @@
 import { getAddress, isAddress } from "viem";
 import type { ApiKey, ApiKeys } from "../../http/callers.js";
 import { DEFAULT_KEY_RATE, MAX_RATE } from "../../http/rates.js";
-import {
-  InputError,
-  readRegularFile,
-  readSmallFile,
-  SMALL_FILE_LIMIT_BYTES,
-} from "../io/bounded-read.js";
+import { readRegularFile, readSmallFile, SMALL_FILE_LIMIT_BYTES } from "../io/bounded-read.js";
 import { UsageError } from "../io/errors.js";
 import { givenSetting, type SettingSources } from "./setting-resolver.js";
 import { SETTINGS } from "./settings.js";
@@ -34,7 +29,9 @@ export function readApiKeysFile(
   env: NodeJS.ProcessEnv,
   regularOnly = false,
 ): ApiKeys {
-  const text = regularOnly ? readRegular(file, source) : readSmallFile(file, source, env);
+  const text = regularOnly
+    ? readRegularFile(file, SMALL_FILE_LIMIT_BYTES, `${source} ${file}`).text
+    : readSmallFile(file, source, env);
   // An empty file is one being written (truncated first): never "no keys".
   if (text.trim() === "") throw new UsageError(`${source} ${file} is empty`);
   let parsed: unknown;
@@ -44,17 +41,6 @@ export function readApiKeysFile(
     throw new UsageError(`${source} ${file} is not JSON`);
   }
   return parseApiKeys(parsed, `${source} ${file}`);
-}
-
-function readRegular(file: string, source: string): string {
-  try {
-    return readRegularFile(file, SMALL_FILE_LIMIT_BYTES).bytes.toString("utf8");
-  } catch (error) {
-    if (error instanceof InputError) {
-      throw new UsageError(`cannot read ${source} ${file}: ${error.reason}`);
-    }
-    throw error;
-  }
 }
 
 export function parseApiKeys(value: unknown, where: string): ApiKeys {

@@ -15,21 +15,25 @@ export function readPrivateKey(text: string, source: string): Hex {
   return (key.startsWith("0x") ? key : `0x${key}`) as Hex;
 }
 
-/** One key per line; blank lines and lines starting with # are skipped. */
-function readKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): Hex[] {
-  const text = readSmallFile(path, `the private key file from ${source}`, env);
-  const lines = text
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line && !line.startsWith("#"));
-  if (lines.length === 0) throw new UsageError(`the private key file from ${source} holds no key`);
-  return lines.map((line, i) =>
-    readPrivateKey(line, lines.length > 1 ? `${source}, line ${i + 1}` : source),
-  );
+/** Keys comma-separated in the environment; in a file one a line, blank and # lines skipped. */
+function keyList<K>(read: (text: string, source: string) => K, what: string): KeyReader<K> {
+  const each = (items: string[], source: string, at: (i: number) => string) =>
+    items.map((item, i) => read(item, items.length > 1 ? `${source}${at(i)}` : source));
+  return {
+    inline: (text, source) => each(text.split(","), source, (i) => ` (key ${i + 1})`),
+    inFile: (path, source, env) => {
+      const lines = readSmallFile(path, `the ${what} file from ${source}`, env)
+        .split(/\r?\n/)
+        .map((line) => line.trim())
+        .filter((line) => line && !line.startsWith("#"));
+      if (lines.length === 0) throw new UsageError(`the ${what} file from ${source} holds no key`);
+      return each(lines, source, (i) => `, line ${i + 1}`);
+    },
+  };
 }
 
 /** A Solana secret key in base58 (64 bytes), never echoed when it is not one. */
-export function readSvmKey(text: string, source: string): SvmFeePayer {
+function readSvmKey(text: string, source: string): SvmFeePayer {
   const key = svmFeePayerOf(text);
   if (!key) {
     throw new UsageError(
@@ -37,19 +41,6 @@ export function readSvmKey(text: string, source: string): SvmFeePayer {
     );
   }
   return key;
-}
-
-/** One Solana key per line; blank lines and lines starting with # are skipped. */
-function readSvmKeyFile(path: string, source: string, env: NodeJS.ProcessEnv): SvmFeePayer[] {
-  const text = readSmallFile(path, `the Solana key file from ${source}`, env);
-  const lines = text
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line && !line.startsWith("#"));
-  if (lines.length === 0) throw new UsageError(`the Solana key file from ${source} holds no key`);
-  return lines.map((line, i) =>
-    readSvmKey(line, lines.length > 1 ? `${source}, line ${i + 1}` : source),
-  );
 }
 
 /**
@@ -73,16 +64,8 @@ export function receiverAuthorizerOf(
   return account;
 }
 
-/** Settlement keys: a comma-separated list in the environment, one per line in a file. */
-const EVM_KEYS: KeyReader<Hex> = {
-  inline: (text, source) =>
-    text
-      .split(",")
-      .map((key, i, all) =>
-        readPrivateKey(key, all.length > 1 ? `${source} (key ${i + 1})` : source),
-      ),
-  inFile: readKeyFile,
-};
+const EVM_KEYS = keyList(readPrivateKey, "private key");
+const SVM_KEYS = keyList(readSvmKey, "Solana key");
 
 /** The receiver authorizer's one key. */
 const ONE_EVM_KEY: KeyReader<Hex> = {
@@ -91,7 +74,7 @@ const ONE_EVM_KEY: KeyReader<Hex> = {
     return [readPrivateKey(text, source)];
   },
   inFile: (file, source, env) => {
-    const keys = readKeyFile(file, source, env);
+    const keys = EVM_KEYS.inFile(file, source, env);
     if (keys.length > 1) {
       throw new UsageError(
         `the receiver authorizer key file from ${source} holds ${keys.length} keys: it takes one`,
@@ -99,15 +82,6 @@ const ONE_EVM_KEY: KeyReader<Hex> = {
     }
     return keys;
   },
-};
-
-/** Solana fee payers: comma-separated in the environment, one per line in a file. */
-const SVM_KEYS: KeyReader<SvmFeePayer> = {
-  inline: (text, source) =>
-    text
-      .split(",")
-      .map((key, i, all) => readSvmKey(key, all.length > 1 ? `${source} (key ${i + 1})` : source)),
-  inFile: readSvmKeyFile,
 };
 
 /** serve's API key: the whole file (trimmed), or the variable's text. */

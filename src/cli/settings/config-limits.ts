@@ -63,14 +63,7 @@ export function perNetwork<T>(value: unknown, source: Source, parse: Parser<T>):
   const entries: [string | undefined, unknown][] =
     typeof value === "object" && value !== null && !Array.isArray(value)
       ? Object.entries(value).map(([k, v]) => [k === "default" ? undefined : k, v])
-      : String(value)
-          .split(",")
-          .map((part) => part.trim())
-          .filter(Boolean)
-          .map((part) => {
-            const at = part.lastIndexOf("=");
-            return at === -1 ? [undefined, part] : [part.slice(0, at).trim(), part.slice(at + 1)];
-          });
+      : textEntries(String(value)).map(([k, v]) => (v === undefined ? [undefined, k] : [k, v]));
   for (const [network, v] of entries) {
     if (network === undefined) found.all = parse(v, source);
     else {
@@ -145,7 +138,8 @@ export const minAmounts: Parser<MinAmount[]> = (value, { name: source }) => {
   return entries.map(([where, units]) => minAmount(where, units, source));
 };
 
-function textEntries(text: string): [string, unknown][] {
+/** "a=1,b=2" as [["a", "1"], ["b", "2"]]; a part without "=" is [part, undefined]. */
+function textEntries(text: string): [string, string | undefined][] {
   return text
     .split(",")
     .map((part) => part.trim())

@@ -1,68 +1,29 @@
 /** The CLI's configuration; the settlement key never comes from a flag and is never echoed. */
-import type { Address, Hex } from "viem";
-import type { MinAmount } from "../../core/amount-floor.js";
 import type { EvmScheme } from "../../evm/scheme.js";
 import { EVM_SCHEMES, type SchemeOptions } from "../../evm/schemes.js";
-import type { SvmFeePayer } from "../../svm/chain/keys.js";
 import { DEFAULT_SMART_WALLET_PROGRAMS } from "../../svm/exact/constants.js";
 import type { SmartWalletOptions } from "../../svm/exact/smart-wallet.js";
 import { readConfigFile } from "./config-file.js";
 import { keyLoaders } from "./config-keys.js";
 import type { SettlementLimits } from "./config-limits.js";
-import { usage } from "./setting-parsers.js";
 import { resolvePerNetwork, resolveSetting, type SettingSources } from "./setting-resolver.js";
 import type { ValueSetting } from "./setting-rows.js";
-import { CONFIG_KEYS, SETTINGS, type SettingFlags } from "./settings.js";
+import { CONFIG_KEYS, SETTINGS, type SettingFlags, schemeRows } from "./settings.js";
 
 /** The flags a command may have of settings.ts's settings (a command has those it offers). */
 export type ConfigFlags = SettingFlags & Readonly<Record<string, unknown>>;
 
-export interface CliConfig {
-  readonly rpcUrls: string[];
-  /** Built-in public RPCs: true beside configured URLs too, false never, undefined: when none. */
-  readonly publicRpcs?: boolean | undefined;
-  readonly rpcBatchLimit?: number | undefined;
-  readonly erc6492Factories: Address[];
-  /** The first settlement key; loaded only when the command needs to sign. */
-  readonly loadPrivateKey: () => Hex | undefined;
-  /** Every settlement key (a key file may hold one per line), used in turn. */
-  readonly loadPrivateKeys: () => Hex[];
-  /** The batch-settlement receiver authorizer's key (signs claims and refunds only). */
-  readonly loadReceiverAuthorizerKey: () => Hex | undefined;
-  readonly loadSvmFeePayers: () => SvmFeePayer[];
-  readonly svmMaxFeeLamports?: bigint | undefined;
-  readonly svmSmartWallets?: SmartWalletOptions | undefined;
-  readonly confirmTimeoutMs: number;
-  readonly shutdownTimeoutMs: number;
-  readonly journalPath: string;
-  readonly storeUrl?: string | undefined;
-  readonly storeLeaseMs?: number | undefined;
-  readonly retainDays: number;
-  readonly limits: SettlementLimits;
-  readonly replaceAfterMs: number;
-  readonly confirmations: number;
-  readonly payerRevertLimit?: number | undefined;
-  readonly payerRevertWindowMs?: number | undefined;
-  readonly minSignerBalanceWei?: bigint | undefined;
-  /** The schemes' own settings (EvmScheme.settings) by row name, as given or by default. */
-  readonly schemes: Readonly<Record<string, unknown>>;
-  readonly builderCode?: string | undefined;
-  readonly denyList?: string | undefined;
-  readonly ratePerClient?: number | undefined;
-  readonly minAmounts: MinAmount[];
-  readonly ratePerPayer: number;
-}
+/** The CLI's configuration: every setting resolved, the keys loaded only when called. */
+export type CliConfig = ReturnType<typeof loadConfig>;
 
 /** Every setting from flags, environment and config file, `schemes`' own too (tests pass theirs). */
 export function loadConfig(
   flags: ConfigFlags,
   env: NodeJS.ProcessEnv = process.env,
   schemes: readonly EvmScheme[] = EVM_SCHEMES,
-): CliConfig {
-  const schemeKeys = schemes.flatMap((s) =>
-    Object.values(s.settings?.rows ?? {}).map((r) => r.key),
-  );
-  const known = [...new Set([...CONFIG_KEYS, ...schemeKeys.filter((k) => k !== undefined)])];
+) {
+  const schemeKeys = Object.values(schemeRows(schemes)).flatMap((row) => row.key ?? []);
+  const known = [...new Set([...CONFIG_KEYS, ...schemeKeys])];
   const file = readConfigFile(resolveSetting(SETTINGS.config, { flags, env }), env, known);
   const sources: SettingSources = { flags, env, file };
   const setting = <R extends ValueSetting>(row: R) => resolveSetting(row, sources);
@@ -125,18 +86,13 @@ function smartWalletsOf(sources: SettingSources): SmartWalletOptions | undefined
 }
 
 /** The value rows of the schemes' own settings, each from its flag, environment or config key. */
-function valuesOf(
-  schemes: readonly EvmScheme[],
-  sources: SettingSources,
-): Readonly<Record<string, unknown>> {
-  const values: Record<string, unknown> = {};
-  for (const scheme of schemes) {
-    for (const [name, row] of Object.entries(scheme.settings?.rows ?? {})) {
-      if (row.kind === "value")
-        values[name] = resolveSetting({ ...row, parse: usage(row.parse) }, sources);
-    }
-  }
-  return values;
+function valuesOf(schemes: readonly EvmScheme[], sources: SettingSources) {
+  const rows = Object.entries(schemeRows(schemes));
+  return Object.fromEntries(
+    rows.flatMap(([name, row]) =>
+      row.kind === "value" ? [[name, resolveSetting(row, sources)]] : [],
+    ),
+  ) as Readonly<Record<string, unknown>>;
 }
 
 /** The family's options the schemes' settings make, every scheme's together. */

@@ -4,14 +4,14 @@
  */
 import path from "node:path";
 import { DenyList, parseDenyList } from "../../deny-list/deny-list.js";
-import { InputError, readRegularFile } from "../io/bounded-read.js";
+import { readRegularFile } from "../io/bounded-read.js";
 import { UsageError } from "../io/errors.js";
 
 /** 1,000,000 addresses of up to 44 characters, with room for comments. */
 const DENY_LIST_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /** The line that says a list of no address is meant to be empty. */
-export const EMPTY_MARKER = "# empty";
+const EMPTY_MARKER = "# empty";
 
 export interface LoadedDenyList {
   readonly list: DenyList;
@@ -21,16 +21,7 @@ export interface LoadedDenyList {
 
 export function readDenyList(file: string): LoadedDenyList {
   const where = `the deny list ${file}`;
-  let text: string;
-  let modifiedMs: number;
-  try {
-    const read = readRegularFile(file, DENY_LIST_LIMIT_BYTES);
-    text = read.bytes.toString("utf8");
-    modifiedMs = read.modifiedMs;
-  } catch (error) {
-    if (error instanceof InputError) throw new UsageError(`cannot read ${where}: ${error.reason}`);
-    throw error;
-  }
+  const { text, modifiedMs } = readRegularFile(file, DENY_LIST_LIMIT_BYTES, where);
   if (text === "") {
     throw new UsageError(
       `${where} is empty (being written?); a list meant to be empty holds the line "${EMPTY_MARKER}"`,

@@ -13,7 +13,7 @@ export function settingOption(row: Setting): Option {
 }
 
 /** `command` with the flags of `rows`, in that order. */
-export function withSettings(command: Command, ...rows: readonly Setting[]): Command {
+function withSettings(command: Command, ...rows: readonly Setting[]): Command {
   for (const row of rows) command.addOption(settingOption(row));
   return command;
 }
@@ -52,15 +52,14 @@ export function withStoreOptions(command: Command): Command {
 
 /** The options of every command that settles: keys, receipt wait, journal, fee cap. */
 export function withSettlementOptions(command: Command): Command {
-  const keysAndWait = withSettings(
+  return withSettings(
     command,
     SETTINGS.privateKeys,
     SETTINGS.receiverAuthorizerKey,
     SETTINGS.claimBatchRows,
     SETTINGS.confirmTimeout,
-  );
-  return withSettings(
-    withStoreOptions(keysAndWait),
+    SETTINGS.journal,
+    SETTINGS.store,
     SETTINGS.maxFee,
     SETTINGS.replaceAfter,
     SETTINGS.confirmations,

@@ -3,32 +3,14 @@
  * names a file: never a flag's value). And how messages and help name a row.
  */
 import type { KeyRow, ValueRow } from "../../core/scheme-settings.js";
-import type { Parser } from "./setting-parsers.js";
-
-interface Described {
-  /** What it is: the flag's help line, which adds the default and the environment variable. */
-  readonly help: string;
-  /** The default as people read it ("60", "per network, see doctor"), when there is one to say. */
-  readonly shownDefault?: string;
-}
-
-interface Sourced {
-  /** commander's flag: "--rpc-url <url>"; without a <value>, a switch. */
-  readonly flag?: string;
-  /** A flag given again adds to the list (its values are read as one comma-separated text). */
-  readonly repeatable?: boolean;
-  readonly env?: string;
-  readonly key?: string;
-}
 
 /** One value: the first source that gives one wins (a scheme's rows are of this kind too). */
 export type ValueSetting<T = unknown, D = T | undefined> = ValueRow<T, D>;
 
 /** Per network: layered config file, then environment, then flag; every-network replaces below. */
-export interface PerNetworkSetting<T = unknown> extends Described, Sourced {
+export type PerNetworkSetting<T = unknown> = Omit<ValueRow<T>, "kind" | "default"> & {
   readonly kind: "per network";
-  readonly parse: Parser<T>;
-}
+};
 
 /** A key, read only when a command needs it and never printed (core/scheme-settings.ts). */
 export type KeySetting = KeyRow;

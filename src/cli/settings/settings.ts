@@ -38,7 +38,11 @@ import {
 } from "./setting-parsers.js";
 import { type FlagsOf, key, perNetwork, type Setting, value } from "./setting-rows.js";
 
-const seconds = (ms: number) => String(ms / 1000);
+/** A default of `ms`, shown in seconds. */
+const inSeconds = (ms: number, shown = String(ms / 1000)) => ({
+  default: () => ms,
+  shownDefault: shown,
+});
 
 export const SETTINGS = {
   config: value({
@@ -87,7 +91,7 @@ export const SETTINGS = {
     key: "privateKeyFile",
     help: "settlement key file, one key per line for a pool",
   }),
-  ...schemeRows(EVM_SCHEMES),
+  ...(schemeRows(EVM_SCHEMES) as SchemeRows),
   svmFeePayers: key({
     flag: "--svm-private-key-file <file>",
     env: "FACILITATOR_SVM_PRIVATE_KEY",
@@ -142,8 +146,7 @@ export const SETTINGS = {
     env: "FACILITATOR_CONFIRM_TIMEOUT",
     key: "confirmTimeoutSeconds",
     parse: positiveSeconds,
-    default: () => 60_000,
-    shownDefault: "60",
+    ...inSeconds(60_000),
     help: "how long to wait for the receipt before answering settlement_pending",
   }),
   shutdownTimeout: value({
@@ -152,8 +155,7 @@ export const SETTINGS = {
     key: "shutdownTimeoutSeconds",
     parse: positiveSeconds,
     // Inside `docker stop`'s 10 s before its SIGKILL, with room for the process to end.
-    default: () => 8_000,
-    shownDefault: "8",
+    ...inSeconds(8_000),
     help: "serve: on SIGTERM or Ctrl-C, how long requests in flight may take to answer; a settle still waiting then is answered settlement_pending (it is in the journal) and the process exits",
   }),
   journal: value({
@@ -238,8 +240,7 @@ export const SETTINGS = {
     flag: "--replace-after <seconds>",
     key: "replaceAfterSeconds",
     parse: positiveSeconds,
-    default: () => 15_000,
-    shownDefault: "15",
+    ...inSeconds(15_000),
     help: "replace a transaction stuck in the mempool this long with a higher fee",
   }),
   confirmations: value({
@@ -319,42 +320,37 @@ export const SETTINGS = {
   lockTimeout: value({
     env: "FACILITATOR_LOCK_TIMEOUT",
     parse: secondsFrom(0, 86_400),
-    default: () => 300_000,
-    shownDefault: "300",
+    ...inSeconds(300_000),
     help: "how long a settle waits for its turn with a key, in seconds",
   }),
   lockLease: value({
     env: "FACILITATOR_LOCK_LEASE",
     parse: secondsFrom(1, MAX_LEASE_MS / 1000),
-    default: () => DEFAULT_LEASE_MS,
-    shownDefault: seconds(DEFAULT_LEASE_MS),
+    ...inSeconds(DEFAULT_LEASE_MS),
     help: "how long a lock from another host counts without being renewed, in seconds",
   }),
   inputTimeout: value({
     env: "FACILITATOR_INPUT_TIMEOUT",
     parse: secondsFrom(0, undefined, "must be a number of seconds (0: no limit)"),
-    default: () => 30_000,
-    shownDefault: "30; 0: none",
+    ...inSeconds(30_000, "30; 0: none"),
     help: "how long to wait for input from a pipe, FIFO, device or stdin, in seconds",
   }),
   reconcileEvery: value({
     env: "FACILITATOR_RECONCILE_SECONDS",
     parse: secondsFrom(0, undefined),
-    default: () => 5_000,
-    shownDefault: "5; 0: none",
+    ...inSeconds(5_000, "5; 0: none"),
     help: "serve: a reconciler pass every this many seconds",
   }),
   reconcileIdle: value({
     env: "FACILITATOR_RECONCILE_IDLE_SECONDS",
     parse: secondsFrom(0, undefined),
-    default: () => 10_000,
-    shownDefault: "10",
+    ...inSeconds(10_000),
     help: "serve: the reconciler follows settlements unchanged for this many seconds",
   }),
 } as const satisfies Record<string, Setting>;
 
 /** The rows the schemes declare, their parsers' refusals usage errors. */
-function schemeRows<const S extends readonly EvmScheme[]>(schemes: S): SchemeRows {
+export function schemeRows(schemes: readonly EvmScheme[]): Record<string, Setting> {
   const rows: Record<string, Setting> = {};
   for (const scheme of schemes) {
     for (const [name, row] of Object.entries(scheme.settings?.rows ?? {})) {
@@ -362,7 +358,7 @@ function schemeRows<const S extends readonly EvmScheme[]>(schemes: S): SchemeRow
       rows[name] = row.kind === "value" ? { ...row, parse: usage(row.parse) } : row;
     }
   }
-  return rows as SchemeRows;
+  return rows;
 }
 
 /** The flags of the table's settings, as commander gives a command's options. */

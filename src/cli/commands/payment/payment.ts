@@ -168,10 +168,13 @@ export async function runPayment(
     if (!flags.quiet) warn(input.message);
     return 2;
   }
-  if (!input.ok) {
-    const reply = renderFailure(op, undefined, failure("invalid_request", input.message));
+  const answer = async (reply: Reply) => {
     await printJson(reply.body);
     summarize(out, op, reply);
+    return reply;
+  };
+  if (!input.ok) {
+    await answer(renderFailure(op, undefined, failure("invalid_request", input.message)));
     return 2;
   }
 
@@ -179,14 +182,12 @@ export async function runPayment(
     op === "settle"
       ? await takeSettleTurn(config, flags.quiet ? undefined : warn)
       : ({ kind: "turn", config } as const);
-  if (turn.kind !== "turn") {
-    const reply =
-      turn.kind === "timeout"
-        ? renderFailure(op, input.body, turn.failure)
-        : renderFailure(op, input.body, interruptedFailure(op, undefined)[0]);
-    await printJson(reply.body);
-    summarize(out, op, reply);
-    return turn.kind === "timeout" ? exitCodeOf(reply) : signalExitCode(turn.signal);
+  if (turn.kind === "timeout") {
+    return exitCodeOf(await answer(renderFailure(op, input.body, turn.failure)));
+  }
+  if (turn.kind === "interrupted") {
+    await answer(renderFailure(op, input.body, interruptedFailure(op, undefined)[0]));
+    return signalExitCode(turn.signal);
   }
   try {
     return await answerPayment(op, file, input.body, turn.config, flags);

@@ -3,14 +3,9 @@ import type { ApiKeys } from "../../../http/callers.js";
 import { DEFAULT_KEY_RATE } from "../../../http/rates.js";
 import type { CliConfig } from "../../settings/config.js";
 
-export interface Controls {
-  readonly denyList?: string;
-  readonly builderCode?: string;
-  readonly ratePerClient?: number;
-  readonly keyRates?: Readonly<Record<string, number>>;
-}
+type Controls = ReturnType<typeof controlsInForce>;
 
-export function controlsInForce(config: CliConfig, apiKeys: ApiKeys | undefined): Controls {
+export function controlsInForce(config: CliConfig, apiKeys: ApiKeys | undefined) {
   const keys = apiKeys?.keys ?? [];
   return {
     ...(config.denyList ? { denyList: config.denyList } : {}),

@@ -30,8 +30,9 @@ export function liveApiKeys(settings: ServeSettings, log: Log) {
     }
     return next;
   };
+  const read = () => check(readApiKeysFile(file, "the API keys file", process.env, true));
   try {
-    current = check(readApiKeysFile(file, "the API keys file", process.env, true));
+    current = read();
   } catch {
     // Unreadable now: the keys read at start serve until the file is fixed.
   }
@@ -39,7 +40,7 @@ export function liveApiKeys(settings: ServeSettings, log: Log) {
     file,
     {
       what: `API keys file ${file}`,
-      read: () => check(readApiKeysFile(file, "the API keys file", process.env, true)),
+      read,
       apply: (next) => {
         current = next;
         return { keys: next.keys.length };

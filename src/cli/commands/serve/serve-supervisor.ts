@@ -1,27 +1,18 @@
 /**
- * The supervising process of `facilitator serve`. The server runs in a child process with a
- * bounded heap: a process, not a thread, because a thread that runs out of memory inside a native
- * addon (secp256k1's) can abort the whole process, supervisor included. If that worker dies (its
- * heap ran out, an uncaught error, a signal), one JSON line says so on stderr and a new worker
- * serves on the same host and port; settles that were in flight are in the journal, which the new
- * worker reopens, and are reconciled when retried. Several deaths in a short time mean something is
- * wrong that a restart will not fix: then the process exits 3. SIGINT/SIGTERM stop the worker
- * cleanly (requests in flight answer first; what it waits for is said) and the process exits 0,
- * without a restart. A second Ctrl-C stops at once (exit 130): a settle cut short is in the
- * journal, and a retry of the same payment follows it.
+ * serve's supervising process. The server runs in a child process with a bounded heap (a thread
+ * out of memory in a native addon can abort the whole process); a worker that dies is said in one
+ * JSON line and replaced on the same host and port; settles in flight are in the journal. Several
+ * quick deaths in a row: exit 3. SIGINT/SIGTERM stop cleanly (exit 0); a second Ctrl-C at once (130).
  */
 import { type ChildProcess, fork } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import type { ErrorCode } from "../../../protocol/errors.js";
 import { UsageError } from "../../io/errors.js";
+import { logJson } from "../../io/output.js";
 import type { ServeSettings } from "./serve-settings.js";
 
-/**
- * More deaths in a row than this, each of a worker that had served less than a minute: give up
- * (exit 3). Counted per worker, not in a clock window, so a crash loop is told apart from a worker
- * that served a while on a slow machine too; a worker that lived a minute starts the count afresh.
- */
+/** More deaths in a row than this, each of a worker that served under a minute: give up (exit 3). */
 const MAX_DEATHS = 5;
 const SHORT_LIFE_MS = 60_000;
 
@@ -87,7 +78,7 @@ export async function superviseServer(
   const note = (entry: Record<string, unknown>, text?: string) => {
     if (settings.quiet) return;
     if (human && text) process.stderr.write(`facilitator: ${text}\n`);
-    else process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
+    else logJson(entry);
   };
   let timedOut = false;
   let stoppedClean = false;
@@ -178,25 +169,14 @@ export async function superviseServer(
       }
 
       if (stopping && end.reason === undefined) return end.exitCode;
+      const started = port !== undefined;
       // A first start that cannot start (bad port, unusable journal) is the caller's to fix.
-      if (port === undefined) {
-        if (end.usage !== undefined) throw new UsageError(end.usage.message, end.usage.code);
-        note({
-          event: "worker_died",
-          reason: end.reason ?? `exit ${end.exitCode}`,
-          restart: false,
-        });
-        return 3;
-      }
-      if (stopping) {
-        if (end.exitCode === 0) return 0;
-        // It died while stopping: said, as any other death is, but not restarted.
-        note({
-          event: "worker_died",
-          reason: end.reason ?? `exit ${end.exitCode}`,
-          restart: false,
-          stopping: true,
-        });
+      if (!started && end.usage) throw new UsageError(end.usage.message, end.usage.code);
+      if (started && stopping && end.exitCode === 0) return 0;
+      if (!started || stopping) {
+        // Said, as any other death is, but not restarted.
+        const reason = end.reason ?? `exit ${end.exitCode}`;
+        note({ event: "worker_died", reason, restart: false, ...(started ? { stopping } : {}) });
         return 3;
       }
 

@@ -5,41 +5,25 @@ import { Reconciler } from "../../../core/reconciler.js";
 import { useWasmSecp256k1 } from "../../../evm/chain/secp256k1.js";
 import type { Facilitator } from "../../../facilitator.js";
 import { keyRequired as keyRequiredBy } from "../../../http/callers.js";
-import { DEFAULT_MAX_CONNECTIONS, defaultPerClient } from "../../../http/connections.js";
 import { createHandler } from "../../../http/handler.js";
-import { hostOf, trustedHosts } from "../../../http/hosts.js";
-import { DEFAULT_MAX_INFLIGHT_BYTES } from "../../../http/limits.js";
+import { trustedHosts } from "../../../http/hosts.js";
 import { startServer } from "../../../http/server.js";
 import { caip2 } from "../../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";
 import { SendingDoor } from "../../facilitator/sending-door.js";
-import { isPortTaken, portTakenMessage, UsageError, wholeFlag } from "../../io/errors.js";
+import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { logJson } from "../../io/output.js";
 import { lockForServe } from "../../locks/settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../../locks/store-leases.js";
-import { readApiKeys } from "../../settings/api-keys.js";
-import { type CliConfig, type ConfigFlags, loadConfig } from "../../settings/config.js";
-import { loadApiKey, receiverAuthorizerOf } from "../../settings/config-keys.js";
-import { readDenyList } from "../../settings/deny-list-file.js";
+import type { CliConfig } from "../../settings/config.js";
 import { resolveSetting } from "../../settings/setting-resolver.js";
 import { flagName } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";
 import { controlsInForce, controlsLine } from "./serve-controls.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
-import type { ServeSettings } from "./serve-settings.js";
+import { resolveServe, type ServeFlags, type ServeSettings } from "./serve-settings.js";
 import { stopServing } from "./serve-stop.js";
-
-export interface ServeFlags extends ConfigFlags {
-  readonly host?: string | undefined;
-  readonly port?: string | undefined;
-  readonly allowedHost?: string[] | undefined;
-  readonly bodyLimit?: string | undefined;
-  readonly maxConnections?: string | undefined;
-  readonly maxConnectionsPerClient?: string | undefined;
-  readonly maxInflightBytes?: string | undefined;
-  readonly maxHeap?: string | undefined;
-  readonly quiet?: boolean | undefined;
-}
 
 /** A reconciler pass every so often (0: none), over settlements unchanged for a while. */
 function startReconciler(
@@ -60,84 +44,6 @@ function startReconciler(
   }, everyMs);
   reconciler.start();
   return reconciler;
-}
-
-/** Heap of the serving worker: V8 grows a busy heap far past what it keeps alive. */
-export const DEFAULT_MAX_HEAP_MB = 96;
-
-const whole = (value: string | undefined, flag: string, fallback: number, max: number) =>
-  value === undefined ? fallback : wholeFlag(value, flag, max);
-
-/** Flags, environment and files → settings; every usage error surfaces here, before any thread. */
-export function resolveServe(flags: ServeFlags): ServeSettings {
-  const {
-    loadPrivateKey: _one,
-    loadPrivateKeys,
-    loadReceiverAuthorizerKey,
-    loadSvmFeePayers,
-    ...config
-  } = loadConfig(flags);
-  const privateKeys = loadPrivateKeys();
-  const receiverAuthorizerKey = loadReceiverAuthorizerKey();
-  // Refused here, before any thread starts, when it is also a settlement key.
-  receiverAuthorizerOf(receiverAuthorizerKey, privateKeys);
-  // A bad deny list too: the serving worker reads it again, and again when it changes.
-  if (config.denyList !== undefined) readDenyList(config.denyList);
-  const allowedHosts = flags.allowedHost ?? [];
-  for (const name of allowedHosts) {
-    if (!hostOf(name.startsWith("*.") ? name.slice(2) : name)) {
-      throw new UsageError(`--allowed-host ${name.slice(0, 100)} is not a host name or address`);
-    }
-  }
-  const atLeastOne = (n: number, flag: string) => {
-    if (n < 1) throw new UsageError(`${flag} must be at least 1`);
-    return n;
-  };
-  const bodyLimitBytes = whole(flags.bodyLimit, "--body-limit", 64 * 1024, 16 * 1024 * 1024);
-  const maxInflightBytes = whole(
-    flags.maxInflightBytes,
-    "--max-inflight-bytes",
-    Math.max(DEFAULT_MAX_INFLIGHT_BYTES, bodyLimitBytes),
-    Number.MAX_SAFE_INTEGER,
-  );
-  // Below the body limit, a body of the largest accepted size could never be served.
-  if (maxInflightBytes < bodyLimitBytes) {
-    throw new UsageError("--max-inflight-bytes must be at least --body-limit");
-  }
-  const maxConnections = atLeastOne(
-    whole(flags.maxConnections, "--max-connections", DEFAULT_MAX_CONNECTIONS, 1_000_000),
-    "--max-connections",
-  );
-  return {
-    host: flags.host ?? "127.0.0.1",
-    port: whole(flags.port, "--port", 4020, 65535),
-    bodyLimitBytes,
-    maxConnections,
-    // Above --max-connections it is no share at all: one address may use every place.
-    maxConnectionsPerClient: atLeastOne(
-      whole(
-        flags.maxConnectionsPerClient,
-        "--max-connections-per-client",
-        defaultPerClient(maxConnections),
-        1_000_000,
-      ),
-      "--max-connections-per-client",
-    ),
-    maxInflightBytes,
-    allowedHosts,
-    maxHeapMb: atLeastOne(
-      whole(flags.maxHeap, "--max-heap", DEFAULT_MAX_HEAP_MB, 65536),
-      "--max-heap",
-    ),
-    apiKey: loadApiKey({ flags, env: process.env }),
-    apiKeys: readApiKeys({ flags, env: process.env }),
-    apiKeysFile: resolveSetting(SETTINGS.apiKeysFile, { flags, env: process.env }),
-    config,
-    privateKeys,
-    receiverAuthorizerKey,
-    svmSecretKeys: loadSvmFeePayers().map((key) => key.secretKey),
-    quiet: flags.quiet === true,
-  };
 }
 
 /** Runs the server in this thread until `stopped`; `onListening` learns the port bound. */
@@ -269,11 +175,7 @@ export async function serveHere(
     process.stderr.write(
       `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where, controls })}\n`,
     );
-    if (exposed) {
-      process.stderr.write(
-        `${JSON.stringify({ time: new Date().toISOString(), event: "warning", message: exposedWarning })}\n`,
-      );
-    }
+    if (exposed) logJson({ event: "warning", message: exposedWarning });
   }
 
   await options.stopped;

@@ -46,7 +46,8 @@ export function reloadOnChange<T>(
           if (sameFile(before, statSync(file, { throwIfNoEntry: false }))) attempt(true);
         }, 2 * interval);
         pending.unref();
-        log?.({ time, event: "reload_waiting", file: reload.what, ...waitingSays(interval) });
+        const message = `the new version lets through what the one in force refuses; it is put in force if the file stays unchanged for ${(2 * interval) / 1000} s`;
+        log?.({ time, event: "reload_waiting", file: reload.what, message });
         return;
       }
       const said = reload.apply(value);
@@ -71,7 +72,3 @@ export function reloadOnChange<T>(
     unwatchFile(file, listener);
   };
 }
-
-const waitingSays = (interval: number) => ({
-  message: `the new version lets through what the one in force refuses; it is put in force if the file stays unchanged for ${(2 * interval) / 1000} s`,
-});
