@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult } from "../protocol/results.js";
+import { canonical } from "../protocol/words.js";
 import type { SettlementStore } from "./store.js";
 
 export const PAYMENT_IDENTIFIER = "payment-identifier";
@@ -31,18 +32,6 @@ export function paymentIdentifier(request: PaymentRequest): string | undefined |
     );
   }
   return id;
-}
-
-/** JSON with keys sorted at every level: two spellings of one request give one fingerprint. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }
 
 /** What makes two requests the same payment: everything but how long the caller waits. */

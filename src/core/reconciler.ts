@@ -4,6 +4,7 @@
  * runs a pass every few seconds; `facilitator reconcile` runs one.
  */
 
+import { firstLine } from "../protocol/words.js";
 import { rpcErrorKind } from "../rpc/rpc-errors.js";
 import type { ChainFamily, Followed } from "./family.js";
 import { MAY_SEND } from "./settle-loop.js";
@@ -96,14 +97,8 @@ async function followOne(
     if (state) await store.recordState(key, state);
     return { key, ageSeconds, ...followed };
   } catch (error) {
-    const why = error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
-    return {
-      key,
-      ageSeconds,
-      transaction,
-      outcome: "error",
-      detail: `${rpcErrorKind(error)}: ${why}`,
-    };
+    const detail = `${rpcErrorKind(error)}: ${firstLine(error)}`;
+    return { key, ageSeconds, transaction, outcome: "error", detail };
   } finally {
     if (claimed) await Promise.resolve(store.release(key)).catch(() => undefined);
   }

@@ -5,6 +5,7 @@
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import { notATransactionHash, transactionHash } from "../protocol/transaction-hash.js";
+import { firstLine } from "../protocol/words.js";
 import type { ChainFamily, Observed } from "./family.js";
 import { isPaymentIdentifier, PAYMENT_IDENTIFIER_SHAPE } from "./idempotency.js";
 import type { JournalEntry, SettlementStore } from "./store.js";
@@ -72,9 +73,7 @@ export async function settlementStatus(
   if ("why" in entry) return { found: false, detail: entry.why };
   const family = families.find((f) => f.owns(entry));
   const chain = family
-    ? await family.observe(entry).catch((error: unknown) => ({
-        error: error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error),
-      }))
+    ? await family.observe(entry).catch((error: unknown) => ({ error: firstLine(error) }))
     : undefined;
   return {
     found: true,

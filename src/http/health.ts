@@ -5,6 +5,7 @@
 import type { StoreStatus } from "../core/store.js";
 import type { Facilitator } from "../facilitator.js";
 import { caip2 } from "../protocol/networks.js";
+import { firstLine } from "../protocol/words.js";
 import { lamportsOf } from "../svm/exact/rpc.js";
 
 const PROBE_TIMEOUT_MS = 3_000;
@@ -18,9 +19,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number = PROBE_TIMEOUT_MS): Pro
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
-
-const firstLine = (error: unknown) =>
-  error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
 
 /** An RPC's height (a block number, or a Solana slot) and latency, or why it failed. */
 async function probe(network: string | undefined, rpc: string, height: () => Promise<unknown>) {
