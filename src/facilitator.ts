@@ -14,7 +14,6 @@ import { SettlementRate } from "./core/settle-rate.js";
 import type { SettlementStore } from "./core/store.js";
 import { PayerThrottle } from "./core/throttle.js";
 import type { DenyList } from "./deny-list/deny-list.js";
-import type { GasBounds } from "./evm/chain/gas-bounds.js";
 import { EvmFamily } from "./evm/family.js";
 import type { EvmOptions } from "./evm/options.js";
 import { type RpcOptions, RpcRegistry } from "./rpc/rpc.js";
@@ -152,17 +151,5 @@ export class Facilitator extends FacilitatorCore {
   /** The Solana fee payers' addresses. */
   get svmFeePayers(): readonly string[] {
     return this.svm.feePayers;
-  }
-
-  feeCapWei(chainId: number): bigint {
-    return this.evm.feeCapWei(chainId);
-  }
-
-  gasBounds(chainId: number): GasBounds {
-    return this.evm.gasBounds(chainId);
-  }
-
-  allowedAssets(chainId: number): ReadonlySet<string> | undefined {
-    return this.evm.allowedAssets(chainId);
   }
 }
