@@ -4,7 +4,7 @@
  * Failures are not kept: they changed nothing.
  */
 import { createHash } from "node:crypto";
-import { type Failure, failure } from "../protocol/errors.js";
+import { type Failure, failed, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult } from "../protocol/results.js";
 import { canonical } from "../protocol/words.js";
@@ -68,21 +68,15 @@ export async function settleOnce(
   const claim = await store.claimIdempotency(id, fingerprint(request));
   switch (claim.kind) {
     case "conflict":
-      return {
-        ok: false,
-        failure: failure(
-          "idempotency_conflict",
-          `payment-identifier ${id} was already used for a different payment request; use a new id for a new payment`,
-        ),
-      };
+      return failed(
+        "idempotency_conflict",
+        `payment-identifier ${id} was already used for a different payment request; use a new id for a new payment`,
+      );
     case "running":
-      return {
-        ok: false,
-        failure: failure(
-          "settlement_in_progress",
-          `payment-identifier ${id} is being settled right now; retry in a moment`,
-        ),
-      };
+      return failed(
+        "settlement_in_progress",
+        `payment-identifier ${id} is being settled right now; retry in a moment`,
+      );
     case "answered": {
       const answer = claim.answer;
       if (isSuccess(answer)) {

@@ -2,7 +2,7 @@
  * What we know of a settlement (by hash, payment or `payment-identifier`): the store's record
  * and what the chain says now. Nothing is sent.
  */
-import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
+import { FacilitatorError, type Failure, failed } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import { notATransactionHash, transactionHash } from "../protocol/transaction-hash.js";
 import { firstLine } from "../protocol/words.js";
@@ -51,12 +51,12 @@ export function checkStatusQuery(
     const transaction = transactionHash(query.transaction);
     return transaction
       ? { ok: true, query: { transaction } }
-      : { ok: false, failure: failure("invalid_request", notATransactionHash(query.transaction)) };
+      : failed("invalid_request", notATransactionHash(query.transaction));
   }
   if ("paymentIdentifier" in query && !isPaymentIdentifier(query.paymentIdentifier)) {
     const given = JSON.stringify(query.paymentIdentifier.slice(0, 140));
     const message = `not a payment-identifier: ${given}; it is ${PAYMENT_IDENTIFIER_SHAPE}`;
-    return { ok: false, failure: failure("invalid_request", message) };
+    return failed("invalid_request", message);
   }
   return { ok: true, query };
 }

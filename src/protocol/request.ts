@@ -1,6 +1,6 @@
 /** A request body of either dialect → one PaymentRequest, or a Failure naming the field. */
 import { exceedsBounds } from "./bounds.js";
-import { type Failure, failure } from "./errors.js";
+import { type Failure, failed, failure } from "./errors.js";
 import {
   describeIssue,
   payloadV1Schema,
@@ -86,7 +86,7 @@ export function parseJson(
       : /end of JSON input/.test(text)
         ? " (it ends too early)"
         : "";
-    return { ok: false, failure: failure("invalid_request", `body is not valid JSON${where}`) };
+    return failed("invalid_request", `body is not valid JSON${where}`);
   }
 }
 
