@@ -31,13 +31,13 @@ export interface FacilitatorOptions
   readonly signer?: LocalAccount | undefined;
   /** Several settlement accounts, used in turn (each with its own nonce lane). */
   readonly signers?: readonly LocalAccount[] | undefined;
-  /** Solana fee payers: `exact` payments naming one (`extra.feePayer`) are served; none, no Solana. */
+  /** Solana fee payers: `exact` payments naming one (`extra.feePayer`) are served here. */
   readonly svmFeePayers?: readonly SvmFeePayer[] | undefined;
   /** The most lamports one Solana settlement may cost the fee payer (default 150,000). */
   readonly svmMaxFeeLamports?: bigint | undefined;
-  /** Take Solana payments from smart wallets (svm/exact/smart-wallet.ts) within these; off if unset. */
+  /** Solana payments from smart wallets (svm/exact/smart-wallet.ts), within these; off if unset. */
   readonly svmSmartWallets?: SmartWalletOptions | undefined;
-  /** Where settlements are written down before broadcast (default: in memory; the CLI's: a file). */
+  /** Where settlements are written down before broadcast (default: in memory only). */
   readonly journal?: SettlementStore | undefined;
   /** Reverts charged to one payer within the window before its settles wait (default 3)... */
   readonly payerRevertLimit?: number | undefined;
