@@ -8,7 +8,7 @@ import { notATransactionHash, transactionHash } from "../protocol/transaction-ha
 import { firstLine } from "../protocol/words.js";
 import type { ChainFamily, Observed } from "./family.js";
 import { isPaymentIdentifier, PAYMENT_IDENTIFIER_SHAPE } from "./idempotency.js";
-import type { JournalEntry, SettlementStore } from "./store.js";
+import { ageSecondsOf, type JournalEntry, type SettlementStore } from "./store.js";
 
 export type StatusQuery =
   | { readonly transaction: string }
@@ -83,8 +83,7 @@ export async function settlementStatus(
     transactions: entry.hashes,
     signer: entry.signer,
     by: entry.owner,
-    ageSeconds:
-      entry.updatedAt !== undefined ? Math.round((Date.now() - entry.updatedAt) / 1000) : undefined,
+    ageSeconds: ageSecondsOf(entry),
     chain,
   };
 }
