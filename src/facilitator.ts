@@ -14,7 +14,6 @@ import { SettlementRate } from "./core/settle-rate.js";
 import type { SettlementStore } from "./core/store.js";
 import { PayerThrottle } from "./core/throttle.js";
 import type { DenyList } from "./deny-list/deny-list.js";
-import type { GasBounds } from "./evm/chain/gas-bounds.js";
 import { EvmFamily } from "./evm/family.js";
 import type { EvmOptions } from "./evm/options.js";
 import { type RpcOptions, RpcRegistry } from "./rpc/rpc.js";
@@ -32,22 +31,13 @@ export interface FacilitatorOptions
   readonly signer?: LocalAccount | undefined;
   /** Several settlement accounts, used in turn (each with its own nonce lane). */
   readonly signers?: readonly LocalAccount[] | undefined;
-  /**
-   * Solana fee payers: the `exact` payments on Solana they are named in (`extra.feePayer`) are
-   * verified here. Without any, /supported lists no Solana kind.
-   */
+  /** Solana fee payers: `exact` payments naming one (`extra.feePayer`) are served here. */
   readonly svmFeePayers?: readonly SvmFeePayer[] | undefined;
   /** The most lamports one Solana settlement may cost the fee payer (default 150,000). */
   readonly svmMaxFeeLamports?: bigint | undefined;
-  /**
-   * Take Solana payments from smart wallets (svm/exact/smart-wallet.ts) with these limits; off
-   * when undefined.
-   */
+  /** Solana payments from smart wallets (svm/exact/smart-wallet.ts), within these; off if unset. */
   readonly svmSmartWallets?: SmartWalletOptions | undefined;
-  /**
-   * Where settlements are written down before they are broadcast (default: in memory only; the
-   * CLI and serve keep a file, or PostgreSQL for several replicas).
-   */
+  /** Where settlements are written down before broadcast (default: in memory only). */
   readonly journal?: SettlementStore | undefined;
   /** Reverts charged to one payer within the window before its settles wait (default 3)... */
   readonly payerRevertLimit?: number | undefined;
@@ -57,15 +47,9 @@ export interface FacilitatorOptions
   readonly catalogueBounds?: Partial<CatalogueBounds> | undefined;
   /** Payers and payees refused before any chain call (deny-list/deny-list.ts); none by default. */
   readonly denyList?: DenyList | undefined;
-  /**
-   * The least each asset's payments may move (core/amount-floor.ts); a payment of 0 is refused
-   * whatever this says.
-   */
+  /** The least each asset's payments may move (core/amount-floor.ts); 0 is refused whatever. */
   readonly minAmounts?: readonly MinAmount[] | undefined;
-  /**
-   * Settlements a minute each payer and each payee may have sent for them (core/settle-rate.ts);
-   * off by default here (the CLI's default is DEFAULT_RATE_PER_PAYER).
-   */
+  /** Settlements a minute per payer and payee (core/settle-rate.ts); off here, on in the CLI. */
   readonly ratePerPayer?: number | undefined;
 }
 
@@ -152,17 +136,5 @@ export class Facilitator extends FacilitatorCore {
   /** The Solana fee payers' addresses. */
   get svmFeePayers(): readonly string[] {
     return this.svm.feePayers;
-  }
-
-  feeCapWei(chainId: number): bigint {
-    return this.evm.feeCapWei(chainId);
-  }
-
-  gasBounds(chainId: number): GasBounds {
-    return this.evm.gasBounds(chainId);
-  }
-
-  allowedAssets(chainId: number): ReadonlySet<string> | undefined {
-    return this.evm.allowedAssets(chainId);
   }
 }

@@ -2,6 +2,7 @@
  * The bazaar catalogue port: resources paid for through us that declared discovery. Entries,
  * filters, search and updates are decided here so both stores (journal, PostgreSQL) answer alike.
  */
+import { canonical } from "../protocol/words.js";
 import type { Discovered } from "./bazaar.js";
 
 export interface CatalogueEntry extends Discovered {
@@ -88,19 +89,6 @@ export const samePayee = (a: string, b: string) => address(a) === address(b);
 
 const acceptKey = (a: Readonly<Record<string, unknown>>) =>
   [a.scheme, a.network, address(a.asset), address(a.payTo)].join(" ");
-
-/** JSON with sorted keys: two spellings of one entry compare equal. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    return `{${Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
 
 /**
  * The entry a payment makes of `existing` (undefined: new, owned by its payee). Only a payment to

@@ -155,14 +155,9 @@ export class Discovery {
         (entry) => entry?.state,
         () => undefined,
       );
-      if (state === "answered" || state === "landed") await this.#put(watched);
-      if (
-        state === "answered" ||
-        state === "landed" ||
-        state === "failed" ||
-        state === "dropped" ||
-        this.#now() > watched.until
-      ) {
+      const landed = state === "answered" || state === "landed";
+      if (landed) await this.#put(watched);
+      if (landed || state === "failed" || state === "dropped" || this.#now() > watched.until) {
         this.#watched.delete(transaction);
       }
     }

@@ -71,6 +71,20 @@ function equal(a: Json, b: Json): boolean {
   return false;
 }
 
+/** minLength/maxLength, minItems/maxItems, minProperties/maxProperties: `size` within them. */
+function sized(
+  s: Record<string, Json>,
+  bound: "Length" | "Items" | "Properties",
+  size: number,
+  fail: (m: string) => boolean,
+): boolean {
+  const [min, max] = [s[`min${bound}`], s[`max${bound}`]];
+  const unit = bound === "Length" ? "characters" : bound.toLowerCase();
+  if (typeof min === "number" && size < min) return fail(`must have at least ${min} ${unit}`);
+  if (typeof max === "number" && size > max) return fail(`must have at most ${max} ${unit}`);
+  return true;
+}
+
 const show = (v: Json) => {
   const text = JSON.stringify(v) ?? String(v);
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
@@ -144,15 +158,8 @@ class Run {
   }
 
   #string(s: Record<string, Json>, value: string, fail: (m: string) => boolean): boolean {
-    let ok = true;
     // Lengths in code points, as JSON Schema (and ajv) count them.
-    const length = [...value].length;
-    if (typeof s.minLength === "number" && length < s.minLength) {
-      ok = fail(`must have at least ${s.minLength} characters`);
-    }
-    if (typeof s.maxLength === "number" && length > s.maxLength) {
-      ok = fail(`must have at most ${s.maxLength} characters`);
-    }
+    let ok = sized(s, "Length", [...value].length, fail);
     if (typeof s.pattern === "string") {
       if (!this.#matches(s.pattern, value)) ok = fail(`must match the pattern ${show(s.pattern)}`);
     }
@@ -195,13 +202,7 @@ class Run {
     quiet: (next: Schema, v: Json) => boolean,
     fail: (m: string) => boolean,
   ): boolean {
-    let ok = true;
-    if (typeof s.minItems === "number" && value.length < s.minItems) {
-      ok = fail(`must have at least ${s.minItems} items`);
-    }
-    if (typeof s.maxItems === "number" && value.length > s.maxItems) {
-      ok = fail(`must have at most ${s.maxItems} items`);
-    }
+    let ok = sized(s, "Items", value.length, fail);
     if (s.uniqueItems === true) {
       const same = value.findIndex((x, i) => value.slice(0, i).some((y) => equal(x, y)));
       if (same >= 0) ok = fail(`must not have duplicate items (item ${same} is repeated)`);
@@ -229,14 +230,8 @@ class Run {
     sub: (next: Schema, v: Json, p?: string) => boolean,
     fail: (m: string) => boolean,
   ): boolean {
-    let ok = true;
     const keys = Object.keys(value);
-    if (typeof s.minProperties === "number" && keys.length < s.minProperties) {
-      ok = fail(`must have at least ${s.minProperties} properties`);
-    }
-    if (typeof s.maxProperties === "number" && keys.length > s.maxProperties) {
-      ok = fail(`must have at most ${s.maxProperties} properties`);
-    }
+    let ok = sized(s, "Properties", keys.length, fail);
     for (const name of (s.required as string[] | undefined) ?? []) {
       if (!has(value, name)) ok = fail(`must have the property ${show(name)}`);
     }

@@ -2,7 +2,7 @@
  * POST /accepts (Faremeter's middleware): the offered requirements we can settle, completed with
  * what a buyer needs to sign, in the shape of an x402 v2 402 body.
  */
-import { type Failure, failure } from "../protocol/errors.js";
+import { type Answer, failed } from "../protocol/errors.js";
 import type { ChainFamily } from "./family.js";
 
 const DEFAULT_MAX_TIMEOUT_SECONDS = 300;
@@ -10,10 +10,6 @@ const MAX_OFFERS = 64;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
-
-export type AcceptsAnswer =
-  | { readonly ok: true; readonly body: Record<string, unknown> }
-  | { readonly ok: false; readonly failure: Failure };
 
 /** The offer's own positive whole `maxTimeoutSeconds`, else the default. */
 export function timeoutOf(offer: Readonly<Record<string, unknown>>, fallback: number): number {
@@ -33,18 +29,12 @@ async function complete(families: readonly ChainFamily[], offered: unknown) {
 export async function answerAccepts(
   families: readonly ChainFamily[],
   body: unknown,
-): Promise<AcceptsAnswer> {
+): Promise<Answer> {
   if (!isObject(body) || !Array.isArray(body.accepts)) {
-    return {
-      ok: false,
-      failure: failure("invalid_request", "accepts must be an array of PaymentRequirements"),
-    };
+    return failed("invalid_request", "accepts must be an array of PaymentRequirements");
   }
   if (body.accepts.length > MAX_OFFERS) {
-    return {
-      ok: false,
-      failure: failure("invalid_request", `accepts holds more than ${MAX_OFFERS} entries`),
-    };
+    return failed("invalid_request", `accepts holds more than ${MAX_OFFERS} entries`);
   }
   const completed = await Promise.all(body.accepts.map((offer) => complete(families, offer)));
   const resource =

@@ -4,9 +4,10 @@
  * Failures are not kept: they changed nothing.
  */
 import { createHash } from "node:crypto";
-import { type Failure, failure } from "../protocol/errors.js";
+import { type Failure, failed, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult } from "../protocol/results.js";
+import { canonical } from "../protocol/words.js";
 import type { SettlementStore } from "./store.js";
 
 export const PAYMENT_IDENTIFIER = "payment-identifier";
@@ -31,18 +32,6 @@ export function paymentIdentifier(request: PaymentRequest): string | undefined |
     );
   }
   return id;
-}
-
-/** JSON with keys sorted at every level: two spellings of one request give one fingerprint. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }
 
 /** What makes two requests the same payment: everything but how long the caller waits. */
@@ -79,21 +68,15 @@ export async function settleOnce(
   const claim = await store.claimIdempotency(id, fingerprint(request));
   switch (claim.kind) {
     case "conflict":
-      return {
-        ok: false,
-        failure: failure(
-          "idempotency_conflict",
-          `payment-identifier ${id} was already used for a different payment request; use a new id for a new payment`,
-        ),
-      };
+      return failed(
+        "idempotency_conflict",
+        `payment-identifier ${id} was already used for a different payment request; use a new id for a new payment`,
+      );
     case "running":
-      return {
-        ok: false,
-        failure: failure(
-          "settlement_in_progress",
-          `payment-identifier ${id} is being settled right now; retry in a moment`,
-        ),
-      };
+      return failed(
+        "settlement_in_progress",
+        `payment-identifier ${id} is being settled right now; retry in a moment`,
+      );
     case "answered": {
       const answer = claim.answer;
       if (isSuccess(answer)) {

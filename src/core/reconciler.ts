@@ -4,10 +4,11 @@
  * runs a pass every few seconds; `facilitator reconcile` runs one.
  */
 
+import { firstLine } from "../protocol/words.js";
 import { rpcErrorKind } from "../rpc/rpc-errors.js";
 import type { ChainFamily, Followed } from "./family.js";
 import { MAY_SEND } from "./settle-loop.js";
-import type { EntryState, JournalEntry, SettlementStore } from "./store.js";
+import { ageSecondsOf, type EntryState, type JournalEntry, type SettlementStore } from "./store.js";
 
 /** What one pass found for one settlement. */
 export interface Reconciled {
@@ -69,23 +70,20 @@ async function followOne(
   entry: JournalEntry,
 ): Promise<Reconciled> {
   const key = entry.key;
-  const ageSeconds =
-    entry.updatedAt !== undefined ? Math.round((Date.now() - entry.updatedAt) / 1000) : undefined;
-  const transaction = entry.hashes.at(-1);
+  const ageSeconds = ageSecondsOf(entry);
+  const ended = (outcome: "busy" | "error", detail: string): Reconciled => {
+    return { key, ageSeconds, transaction: entry.hashes.at(-1), outcome, detail };
+  };
   const family = families.find((f) => f.owns(entry));
-  if (!family) return { key, ageSeconds, transaction, outcome: "error", detail: "no family" };
+  if (!family) return ended("error", "no family");
   let claimed = false;
   try {
     claimed = await store.claim(key);
-    if (!claimed) {
-      return { key, ageSeconds, transaction, outcome: "busy", detail: "being settled right now" };
-    }
+    if (!claimed) return ended("busy", "being settled right now");
     // The list predates this claim: a settle may have answered since, and writing `landed` over that
     // would answer it again.
     const current = await store.get(key);
-    if (!current || !isOpen(current)) {
-      return { key, ageSeconds, transaction, outcome: "busy", detail: "settled meanwhile" };
-    }
+    if (!current || !isOpen(current)) return ended("busy", "settled meanwhile");
     // Outside any dry run: it may send the same bytes again.
     const followed = await family.follow(current, MAY_SEND);
     // One answered `submitted` had its success handed over already: landed, it is answered.
@@ -96,14 +94,7 @@ async function followOne(
     if (state) await store.recordState(key, state);
     return { key, ageSeconds, ...followed };
   } catch (error) {
-    const why = error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
-    return {
-      key,
-      ageSeconds,
-      transaction,
-      outcome: "error",
-      detail: `${rpcErrorKind(error)}: ${why}`,
-    };
+    return ended("error", `${rpcErrorKind(error)}: ${firstLine(error)}`);
   } finally {
     if (claimed) await Promise.resolve(store.release(key)).catch(() => undefined);
   }

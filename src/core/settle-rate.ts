@@ -34,17 +34,16 @@ const normal = (address: string) =>
 
 export class SettlementRate {
   readonly perMinute: number;
-  readonly #buckets = new BudgetMap<string, Bucket>(
-    RATE_BUDGET_BYTES,
-    (id) => stringBytes(id) + objectBytes(2),
-  );
+  /** Most recently used last: the first in the map is the one to forget. */
+  readonly #buckets: BudgetMap<string, Bucket>;
   readonly #now: () => number;
-  readonly #max: number;
 
   constructor(perMinute: number, options: { now?: () => number; maxTracked?: number } = {}) {
     this.perMinute = perMinute;
     this.#now = options.now ?? (() => performance.now());
-    this.#max = options.maxTracked ?? MAX_TRACKED;
+    const sizeOf = (id: string) => stringBytes(id) + objectBytes(2);
+    const maxEntries = options.maxTracked ?? MAX_TRACKED;
+    this.#buckets = new BudgetMap(RATE_BUDGET_BYTES, sizeOf, { maxEntries });
   }
 
   /** Why a settlement naming these parties waits now, if one of them has none left; takes nothing. */
@@ -98,14 +97,7 @@ export class SettlementRate {
   }
 
   #set(role: Role, address: string, tokens: number, now: number): void {
-    const id = `${role}:${address}`;
-    // Most recently used last: the first in the map is the one to forget.
-    this.#buckets.delete(id);
-    this.#buckets.set(id, { tokens, at: now });
-    if (this.#buckets.size > this.#max) {
-      const oldest = this.#buckets.keys().next();
-      if (!oldest.done) this.#buckets.delete(oldest.value);
-    }
+    this.#buckets.set(`${role}:${address}`, { tokens, at: now });
   }
 
   #refuse(role: Role, address: string, tokens: number): Failure {

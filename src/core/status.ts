@@ -2,12 +2,13 @@
  * What we know of a settlement (by hash, payment or `payment-identifier`): the store's record
  * and what the chain says now. Nothing is sent.
  */
-import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
+import { FacilitatorError, type Failure, failed } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import { notATransactionHash, transactionHash } from "../protocol/transaction-hash.js";
+import { firstLine } from "../protocol/words.js";
 import type { ChainFamily, Observed } from "./family.js";
 import { isPaymentIdentifier, PAYMENT_IDENTIFIER_SHAPE } from "./idempotency.js";
-import type { JournalEntry, SettlementStore } from "./store.js";
+import { ageSecondsOf, type JournalEntry, type SettlementStore } from "./store.js";
 
 export type StatusQuery =
   | { readonly transaction: string }
@@ -50,12 +51,12 @@ export function checkStatusQuery(
     const transaction = transactionHash(query.transaction);
     return transaction
       ? { ok: true, query: { transaction } }
-      : { ok: false, failure: failure("invalid_request", notATransactionHash(query.transaction)) };
+      : failed("invalid_request", notATransactionHash(query.transaction));
   }
   if ("paymentIdentifier" in query && !isPaymentIdentifier(query.paymentIdentifier)) {
     const given = JSON.stringify(query.paymentIdentifier.slice(0, 140));
     const message = `not a payment-identifier: ${given}; it is ${PAYMENT_IDENTIFIER_SHAPE}`;
-    return { ok: false, failure: failure("invalid_request", message) };
+    return failed("invalid_request", message);
   }
   return { ok: true, query };
 }
@@ -72,9 +73,7 @@ export async function settlementStatus(
   if ("why" in entry) return { found: false, detail: entry.why };
   const family = families.find((f) => f.owns(entry));
   const chain = family
-    ? await family.observe(entry).catch((error: unknown) => ({
-        error: error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error),
-      }))
+    ? await family.observe(entry).catch((error: unknown) => ({ error: firstLine(error) }))
     : undefined;
   return {
     found: true,
@@ -84,8 +83,7 @@ export async function settlementStatus(
     transactions: entry.hashes,
     signer: entry.signer,
     by: entry.owner,
-    ageSeconds:
-      entry.updatedAt !== undefined ? Math.round((Date.now() - entry.updatedAt) / 1000) : undefined,
+    ageSeconds: ageSecondsOf(entry),
     chain,
   };
 }

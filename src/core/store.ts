@@ -94,6 +94,10 @@ export interface JournalEntry {
   updatedAt?: number | undefined;
 }
 
+/** How long an entry has been as it is, in seconds, where the store knows when it changed. */
+export const ageSecondsOf = (entry: JournalEntry) =>
+  entry.updatedAt !== undefined ? Math.round((Date.now() - entry.updatedAt) / 1000) : undefined;
+
 export type NewEntry = Omit<JournalEntry, "hashes" | "raws" | "state" | "owner" | "updatedAt">;
 
 /** What a `payment-identifier` was first used for, and the answer given to it, once there is one. */

@@ -24,6 +24,7 @@ export class PayerThrottle {
   readonly #reverts = new BudgetMap<string, number[]>(
     BUDGET_BYTES,
     (key, times) => stringBytes(key) + arrayBytes(times.length),
+    { maxEntries: MAX_PAYERS },
   );
   readonly #onCharge: ThrottleOptions["onCharge"];
 
@@ -52,12 +53,7 @@ export class PayerThrottle {
     times.push(at);
     // In time order: the oldest of the last `limit` says when the payer is free again.
     times.sort((a, b) => a - b);
-    this.#reverts.delete(key);
     this.#reverts.set(key, times);
-    if (this.#reverts.size > MAX_PAYERS) {
-      const oldest = this.#reverts.keys().next();
-      if (!oldest.done) this.#reverts.delete(oldest.value);
-    }
   }
 
   /** Why this payer's settle is refused now, if it is. */

@@ -2,6 +2,7 @@
 
 import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
+import { firstLine } from "../protocol/words.js";
 import { isUnreachable, unreachableReason } from "../rpc/rpc-errors.js";
 
 export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failure {
@@ -16,8 +17,7 @@ export function failureOfThrown(error: unknown, op: "verify" | "settle"): Failur
   if (said !== undefined) {
     return failure("chain_unavailable", `the RPC answered ${op} with an error (${said})`);
   }
-  const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
-  return failure("internal_error", `unexpected error during ${op}: ${text}`);
+  return failure("internal_error", `unexpected error during ${op}: ${firstLine(error)}`);
 }
 
 /** The node's own JSON-RPC error in `error` (read by shape): a chain failure, not internal_error. */

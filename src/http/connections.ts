@@ -83,10 +83,6 @@ export class ConnectionGate {
     });
   }
 
-  get open(): number {
-    return this.#connections.size;
-  }
-
   /** Whether requests on this connection are answered 503 instead of served. */
   turnsAway(socket: Socket): boolean {
     return this.#connections.get(socket)?.served === false;

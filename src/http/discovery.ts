@@ -6,11 +6,7 @@
 import type { CatalogueFilter } from "../bazaar/catalogue.js";
 import type { Discovery } from "../bazaar/discovery.js";
 import { discoveryResource, PAGE_LIMIT } from "../bazaar/discovery.js";
-import { FacilitatorError, type Failure, failure } from "../protocol/errors.js";
-
-export type DiscoveryAnswer =
-  | { readonly ok: true; readonly body: Record<string, unknown> }
-  | { readonly ok: false; readonly failure: Failure };
+import { type Answer, FacilitatorError, failed } from "../protocol/errors.js";
 
 const DEFAULT_LIMIT = 20;
 const QUERY_LIMIT = 256;
@@ -35,22 +31,12 @@ const KNOWN = {
 
 class Malformed extends Error {}
 
-const invalid = (message: string): DiscoveryAnswer => ({
-  ok: false,
-  failure: failure("invalid_request", message),
-});
-
 export async function discoveryAnswer(
   discovery: Discovery | undefined,
   path: "/discovery/resources" | "/discovery/search",
   url: string,
-): Promise<DiscoveryAnswer> {
-  if (!discovery) {
-    return {
-      ok: false,
-      failure: failure("not_found", "discovery is off: this store keeps no catalogue"),
-    };
-  }
+): Promise<Answer> {
+  if (!discovery) return failed("not_found", "discovery is off: this store keeps no catalogue");
   const params = new URLSearchParams(url.split("?")[1] ?? "");
   const known: readonly string[] = KNOWN[path];
   const unapplied = [...new Set(params.keys())].filter((name) => !known.includes(name));
@@ -109,7 +95,7 @@ export async function discoveryAnswer(
       },
     };
   } catch (error) {
-    if (error instanceof Malformed) return invalid(error.message);
+    if (error instanceof Malformed) return failed("invalid_request", error.message);
     // The store away: 503 store_unavailable, said as such.
     if (error instanceof FacilitatorError) return { ok: false, failure: error.failure };
     throw error;

@@ -2,38 +2,11 @@
  * GET /health (liveness): does each configured RPC answer, and how fast. GET /readyz (readiness):
  * that, the store, gas for every signer and SOL for every Solana fee payer.
  */
-import type { Address } from "viem";
 import type { StoreStatus } from "../core/store.js";
 import type { Facilitator } from "../facilitator.js";
 import { caip2 } from "../protocol/networks.js";
+import { firstLine } from "../protocol/words.js";
 import { lamportsOf } from "../svm/exact/rpc.js";
-
-export interface NetworkHealth {
-  readonly network?: string | undefined;
-  readonly rpc: string;
-  readonly ok: boolean;
-  readonly blockNumber?: string | undefined;
-  readonly latencyMs?: number | undefined;
-  readonly error?: string | undefined;
-}
-
-/** A settlement key whose transaction at `nonce` the node does not mine: it sends nothing past it. */
-export interface BlockedKey {
-  readonly network: string;
-  readonly signer: string;
-  readonly nonce: number;
-  /** Since when (ISO time) that nonce has been waiting. */
-  readonly since: string;
-  readonly reason: string;
-}
-
-export interface Health {
-  readonly status: "ok" | "degraded";
-  readonly networks: NetworkHealth[];
-  readonly signer?: string | undefined;
-  readonly store: StoreStatus;
-  readonly blockedKeys: BlockedKey[];
-}
 
 const PROBE_TIMEOUT_MS = 3_000;
 
@@ -47,15 +20,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number = PROBE_TIMEOUT_MS): Pro
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-const firstLine = (error: unknown) =>
-  error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
-
 /** An RPC's height (a block number, or a Solana slot) and latency, or why it failed. */
-async function probe(
-  network: string,
-  rpc: string,
-  height: () => Promise<unknown>,
-): Promise<NetworkHealth> {
+async function probe(network: string | undefined, rpc: string, height: () => Promise<unknown>) {
   const started = performance.now();
   try {
     const blockNumber = String(await height());
@@ -69,7 +35,7 @@ async function probe(
 /** A lost signer lease counts as a store failure: a replica cannot settle with it. */
 const storeOk = (store: StoreStatus) => store.reachable && (store.signersLost?.length ?? 0) === 0;
 
-export async function checkHealth(facilitator: Facilitator): Promise<Health> {
+export async function checkHealth(facilitator: Facilitator) {
   const { rpc, journal } = facilitator;
   const networks = await Promise.all(
     (await rpc.endpoints()).map(({ url, chainId, solana }) => {
@@ -81,7 +47,7 @@ export async function checkHealth(facilitator: Facilitator): Promise<Health> {
         });
       }
       if (chainId === undefined) {
-        return Promise.resolve<NetworkHealth>({ rpc: url, ok: false, error: "unreachable" });
+        return probe(undefined, url, () => Promise.reject(new Error("unreachable")));
       }
       return probe(caip2(chainId), url, async () =>
         withTimeout((await rpc.client(chainId)).getBlockNumber({ cacheTime: 0 })),
@@ -101,6 +67,7 @@ export async function checkHealth(facilitator: Facilitator): Promise<Health> {
     networks,
     signer: facilitator.signerAddress,
     store,
+    // A settlement key whose transaction at `nonce` the node does not mine: it sends nothing past it.
     blockedKeys: facilitator.signers.holes().map((hole) => ({
       network: caip2(hole.chainId),
       signer: hole.signer,
@@ -111,71 +78,47 @@ export async function checkHealth(facilitator: Facilitator): Promise<Health> {
   };
 }
 
-export interface SignerBalance {
-  readonly network: string;
-  readonly chainId: number;
-  readonly signer: Address;
-  /** Wei of the chain's native token; absent when it could not be read. */
-  readonly balanceWei?: bigint | undefined;
-  readonly error?: string | undefined;
-}
-
-/** Each signer's native balance on each configured RPC's chain (not public ones'), bounded. */
-export async function signerBalances(
-  facilitator: Facilitator,
-  timeoutMs: number = PROBE_TIMEOUT_MS,
-): Promise<SignerBalance[]> {
-  const chainIds = await withTimeout(facilitator.rpc.configuredChainIds(), timeoutMs);
-  const reads = chainIds.flatMap((chainId) =>
-    facilitator.signers.addresses.map(async (signer): Promise<SignerBalance> => {
-      const network = caip2(chainId);
+/** Each of `holders` read on each of `networks`, bounded: the amount, or why it could not be. */
+function readEach<N, H extends string, A>(
+  networks: readonly N[],
+  holders: readonly H[],
+  read: (network: N, holder: H) => Promise<A>,
+  timeoutMs: number,
+) {
+  const reads = networks.flatMap((network) =>
+    holders.map(async (holder) => {
       try {
-        const client = await facilitator.rpc.client(chainId);
-        const balanceWei = await withTimeout(client.getBalance({ address: signer }), timeoutMs);
-        return { network, chainId, signer, balanceWei };
+        return { network, holder, amount: await withTimeout(read(network, holder), timeoutMs) };
       } catch (error) {
-        return { network, chainId, signer, error: firstLine(error) };
+        return { network, holder, amount: undefined, error: firstLine(error) };
       }
     }),
   );
   return Promise.all(reads);
+}
+
+/** Each signer's native balance (wei) on each configured RPC's chain (not public ones'), bounded. */
+export async function signerBalances(facilitator: Facilitator, timeoutMs = PROBE_TIMEOUT_MS) {
+  const chainIds = await withTimeout(facilitator.rpc.configuredChainIds(), timeoutMs);
+  const balance = async (chainId: number, address: `0x${string}`) =>
+    (await facilitator.rpc.client(chainId)).getBalance({ address });
+  return readEach(chainIds, facilitator.signers.addresses, balance, timeoutMs);
 }
 
 /** A Solana fee payer's floor: its rent-exempt minimum (890,880) plus fees of 10,000 and up. */
 const MIN_FEE_PAYER_LAMPORTS = 1_000_000n;
 
-export interface FeePayerBalance {
-  readonly network: string;
-  readonly feePayer: string;
-  readonly lamports?: bigint | undefined;
-  readonly error?: string | undefined;
-}
-
-/** Each Solana fee payer's SOL on each served cluster, each read bounded by `timeoutMs`. */
-export async function feePayerBalances(
-  facilitator: Facilitator,
-  timeoutMs: number = PROBE_TIMEOUT_MS,
-): Promise<FeePayerBalance[]> {
+/** Each Solana fee payer's SOL (lamports) on each served cluster, each read bounded. */
+export async function feePayerBalances(facilitator: Facilitator, timeoutMs = PROBE_TIMEOUT_MS) {
   const feePayers = facilitator.svmFeePayers;
   if (feePayers.length === 0) return [];
   const networks = await withTimeout(facilitator.rpc.servedSolanaNetworks(), timeoutMs);
-  const reads = networks.flatMap((network) =>
-    feePayers.map(async (feePayer): Promise<FeePayerBalance> => {
-      try {
-        const client = await facilitator.rpc.solanaClient(network);
-        const lamports = await withTimeout(lamportsOf(client, feePayer), timeoutMs);
-        return { network, feePayer, lamports };
-      } catch (error) {
-        return { network, feePayer, error: firstLine(error) };
-      }
-    }),
-  );
-  return Promise.all(reads);
+  const lamports = async (network: string, feePayer: string) =>
+    lamportsOf(await facilitator.rpc.solanaClient(network), feePayer);
+  return readEach(networks, feePayers, lamports, timeoutMs);
 }
 
 /** A balance as /readyz shows it: whether it is enough, the amount as a string, or the error. */
-type Shown<K extends string> = { ok: boolean; error?: string } & { [key in K]?: string };
-
 function shown<K extends string>(
   key: K,
   amount: bigint | undefined,
@@ -186,48 +129,42 @@ function shown<K extends string>(
     ok: amount !== undefined && amount >= floor,
     ...(amount !== undefined ? { [key]: amount.toString() } : {}),
     ...(error !== undefined ? { error } : {}),
-  } as Shown<K>;
-}
-
-export interface Readiness {
-  readonly ready: boolean;
-  /** "rpc", "store", "signer_balance", "fee_payer_balance", "signer_blocked" (a chain's every key). */
-  readonly failed: string[];
-  readonly networks: NetworkHealth[];
-  readonly store: StoreStatus;
-  readonly minSignerBalanceWei: string;
-  readonly signers: ({ network: string; signer: string } & Shown<"balanceWei">)[];
-  /** Solana fee payers: each needs MIN_FEE_PAYER_LAMPORTS on each served cluster. */
-  readonly feePayers: ({ network: string; feePayer: string } & Shown<"lamports">)[];
-  readonly blockedKeys: BlockedKey[];
+  } as { ok: boolean; error?: string } & { [key in K]?: string };
 }
 
 /** GET /readyz: every configured RPC answers, the store answers, every signer has gas. */
 export async function checkReadiness(
   facilitator: Facilitator,
   options: { readonly minSignerBalanceWei?: bigint | undefined } = {},
-): Promise<Readiness> {
+) {
   const floor = options.minSignerBalanceWei ?? 1n;
-  const unknown = (error: unknown) => ({ network: "unknown", error: firstLine(error) });
+  /** Every holder, when the networks to read them on could not be learned. */
+  const unlearned =
+    <H>(holders: readonly H[]) =>
+    (error: unknown) =>
+      holders.map((holder) => ({
+        network: "unknown",
+        holder,
+        amount: undefined,
+        error: firstLine(error),
+      }));
   const [health, balances, solana] = await Promise.all([
     checkHealth(facilitator),
-    signerBalances(facilitator).catch((error): SignerBalance[] =>
-      facilitator.signers.addresses.map((signer) => ({ ...unknown(error), chainId: 0, signer })),
-    ),
-    feePayerBalances(facilitator).catch((error): FeePayerBalance[] =>
-      facilitator.svmFeePayers.map((feePayer) => ({ ...unknown(error), feePayer })),
-    ),
+    signerBalances(facilitator).catch(unlearned(facilitator.signers.addresses)),
+    feePayerBalances(facilitator).catch(unlearned(facilitator.svmFeePayers)),
   ]);
-  const signers = balances.map(({ network, signer, balanceWei, error }) => ({
-    network,
-    signer,
-    ...shown("balanceWei", balanceWei, floor, error),
+  const signers = balances.map(({ network, holder, amount, error }) => ({
+    network: typeof network === "number" ? caip2(network) : network,
+    signer: holder,
+    ...shown("balanceWei", amount, floor, error),
   }));
-  const feePayers = solana.map(({ network, feePayer, lamports, error }) => ({
+  // Solana fee payers: each needs MIN_FEE_PAYER_LAMPORTS on each served cluster.
+  const feePayers = solana.map(({ network, holder, amount, error }) => ({
     network,
-    feePayer,
-    ...shown("lamports", lamports, MIN_FEE_PAYER_LAMPORTS, error),
+    feePayer: holder,
+    ...shown("lamports", amount, MIN_FEE_PAYER_LAMPORTS, error),
   }));
+  // "rpc", "store", "signer_balance", "fee_payer_balance", "signer_blocked" (a chain's every key).
   const failed = [
     ...(health.networks.every((n) => n.ok) ? [] : ["rpc"]),
     ...(storeOk(health.store) ? [] : ["store"]),
@@ -248,7 +185,7 @@ export async function checkReadiness(
 }
 
 /** Every key of a chain blocked: nothing can be settled there until one is unblocked. */
-function everyKeyBlocked(facilitator: Facilitator, blocked: readonly BlockedKey[]): boolean {
+function everyKeyBlocked(facilitator: Facilitator, blocked: readonly { network: string }[]) {
   const perNetwork = new Map<string, number>();
   for (const key of blocked) perNetwork.set(key.network, (perNetwork.get(key.network) ?? 0) + 1);
   const keys = facilitator.signers.size;

@@ -23,10 +23,6 @@ export class ByteBudget {
   #used = 0;
   constructor(readonly limit: number) {}
 
-  get used(): number {
-    return this.#used;
-  }
-
   take(bytes: number): boolean {
     if (this.#used + bytes > this.limit) return false;
     this.#used += bytes;

@@ -126,8 +126,8 @@ export class Metrics implements MetricsSink, HttpMetrics {
         if (!facilitator) return;
         const balances = await signerBalances(facilitator, BALANCE_TIMEOUT_MS).catch(() => []);
         for (const b of balances) {
-          if (b.balanceWei === undefined) continue;
-          this.set({ chain_id: String(b.chainId), signer: b.signer }, Number(b.balanceWei));
+          if (b.amount === undefined) continue;
+          this.set({ chain_id: String(b.network), signer: b.holder }, Number(b.amount));
         }
       },
     });
@@ -142,8 +142,8 @@ export class Metrics implements MetricsSink, HttpMetrics {
         if (!facilitator) return;
         const balances = await feePayerBalances(facilitator, BALANCE_TIMEOUT_MS).catch(() => []);
         for (const b of balances) {
-          if (b.lamports === undefined) continue;
-          this.set({ network: b.network, fee_payer: b.feePayer }, Number(b.lamports));
+          if (b.amount === undefined) continue;
+          this.set({ network: b.network, fee_payer: b.holder }, Number(b.amount));
         }
       },
     });

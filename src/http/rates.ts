@@ -2,6 +2,7 @@
  * Rates on /verify and /settle, per named API key and (`--rate-per-client`) per client address:
  * a bucket of N refilled at N a minute. Past it, 429 `rate_limited` with `Retry-After`.
  */
+import { setNewest } from "../core/newest.js";
 import { type Failure, failure } from "../protocol/errors.js";
 
 /** A named key's rate when neither it nor the keys file names one: ten a second, sustained. */
@@ -32,17 +33,8 @@ export class RateBuckets {
     const held = this.#buckets.get(who);
     const tokens = held ? Math.min(perMinute, held.tokens + (now - held.at) * perMs) : perMinute;
     // Most recently used last: the first in the map is the one to forget.
-    this.#buckets.delete(who);
-    if (tokens < 1) {
-      this.#buckets.set(who, { tokens, at: now });
-      return Math.max(1, Math.ceil((1 - tokens) / perMs / 1000));
-    }
-    this.#buckets.set(who, { tokens: tokens - 1, at: now });
-    if (this.#buckets.size > this.#max) {
-      const oldest = this.#buckets.keys().next().value;
-      if (oldest !== undefined) this.#buckets.delete(oldest);
-    }
-    return undefined;
+    setNewest(this.#buckets, who, { tokens: tokens < 1 ? tokens : tokens - 1, at: now }, this.#max);
+    return tokens < 1 ? Math.max(1, Math.ceil((1 - tokens) / perMs / 1000)) : undefined;
   }
 
   get size(): number {

@@ -150,10 +150,8 @@ export async function startServer(
       path: path.slice(0, 200),
       status: result.status,
       durationMs: Math.round((performance.now() - started) * 10) / 10,
-      ...(result.log.error ? { error: result.log.error } : {}),
-      ...(result.log.refusal ? { refusal: result.log.refusal } : {}),
-      ...(result.log.payer ? { payer: result.log.payer } : {}),
-      ...(result.log.apiKey ? { apiKey: result.log.apiKey } : {}),
+      // The outcome's code, the node's refusal, the payer and the API key's name, where given.
+      ...Object.fromEntries(Object.entries(result.log).filter(([, value]) => value)),
     });
   };
 

@@ -26,6 +26,15 @@ export function failure(
   return { code, message, ...extra };
 }
 
+/** A failed outcome as a result: `{ ok: false, failure }`. */
+export const failed = (code: ErrorCode, message?: string) =>
+  ({ ok: false, failure: failure(code, message) }) as const;
+
+/** A JSON answer, or the failure answered instead (POST /accepts, GET /discovery). */
+export type Answer =
+  | { readonly ok: true; readonly body: Record<string, unknown> }
+  | { readonly ok: false; readonly failure: Failure };
+
 export function statusOf(f: Failure): number {
   return f.status ?? ERRORS[f.code].status;
 }

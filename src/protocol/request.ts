@@ -1,6 +1,6 @@
 /** A request body of either dialect → one PaymentRequest, or a Failure naming the field. */
 import { exceedsBounds } from "./bounds.js";
-import { type Failure, failure } from "./errors.js";
+import { type Failure, failed, failure } from "./errors.js";
 import {
   describeIssue,
   payloadV1Schema,
@@ -86,7 +86,7 @@ export function parseJson(
       : /end of JSON input/.test(text)
         ? " (it ends too early)"
         : "";
-    return { ok: false, failure: failure("invalid_request", `body is not valid JSON${where}`) };
+    return failed("invalid_request", `body is not valid JSON${where}`);
   }
 }
 
@@ -131,6 +131,7 @@ export function parseRequest(body: unknown): ParsedRequest {
   const rawPayload = body[paths.payload];
   const rawRequirements = body[paths.requirements];
   const payer = payerHint(rawPayload);
+  const invalid = (message: string) => reject(failure("invalid_request", message), payer);
   // Before anything keeps the body alive: free-form fields must stay small (issue 9).
   const exceeded = exceedsBounds(body, [paths.payload, paths.requirements]);
   if (exceeded) return reject(invalidField(exceeded.message, exceeded.field), payer);
@@ -140,29 +141,18 @@ export function parseRequest(body: unknown): ParsedRequest {
   ] as const) {
     if (!isObject(value)) {
       const found = value === undefined ? "it is missing" : `got ${describeValue(value)}`;
-      return reject(failure("invalid_request", `${name} must be an object; ${found}`), payer);
+      return invalid(`${name} must be an object; ${found}`);
     }
   }
   if (!isObject(rawPayload) || !isObject(rawRequirements)) throw new Error("unreachable");
 
-  let waitUntil: WaitUntil | undefined;
-  if (body.waitUntil !== undefined) {
-    if (!WAIT_UNTIL.includes(body.waitUntil as WaitUntil)) {
-      return reject(
-        failure("invalid_request", `waitUntil must be one of ${WAIT_UNTIL.join(", ")}`),
-        payer,
-      );
-    }
-    waitUntil = body.waitUntil as WaitUntil;
+  const waitUntil = body.waitUntil as WaitUntil | undefined;
+  if (waitUntil !== undefined && !WAIT_UNTIL.includes(waitUntil)) {
+    return invalid(`waitUntil must be one of ${WAIT_UNTIL.join(", ")}`);
   }
 
   const version = rawPayload.x402Version;
-  if (typeof version !== "number") {
-    return reject(
-      failure("invalid_request", `${paths.payload}.x402Version must be a number`),
-      payer,
-    );
-  }
+  if (typeof version !== "number") return invalid(`${paths.payload}.x402Version must be a number`);
   if (version !== 1 && version !== 2) {
     return reject(
       failure("unsupported_version", `x402 version ${version} is not supported (1 and 2 are)`),

@@ -39,3 +39,19 @@ export function tooLate(
 export function tooEarly(what: string, field: string, validAfter: bigint, now: bigint) {
   return `${what} is valid only in ${durationInWords(validAfter - now)} (${field} ${validAfter})`;
 }
+
+/** An error's first line, for answers and logs that must stay one line. */
+export const firstLine = (error: unknown): string =>
+  error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
+
+/** JSON with keys sorted at every level (undefined left out): two spellings compare equal. */
+export function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}

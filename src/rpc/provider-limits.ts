@@ -140,34 +140,34 @@ export async function withinRateLimit<T>(
   }
 }
 
-/** `transport`, failing at once while its provider asks to wait: the fallback asks the next. */
-export function restingSkipped(transport: Transport, url: string, shown: string): Transport {
-  const state = providerState(url);
+/** `transport` with each request made through `around` (`send` makes it as it would be). */
+export function aroundRequests(
+  transport: Transport,
+  around: (method: string, send: () => Promise<unknown>) => Promise<unknown>,
+): Transport {
   return (params) => {
     const built = transport(params);
-    const request = (async (args, options) => {
-      if (resting(state)) {
-        throw new RateLimitedError({
-          body: { method: args.method },
-          url: shown,
-          details: "it asked us to wait",
-        });
-      }
-      return built.request(args, options);
-    }) as typeof built.request;
+    const request = ((args, options) =>
+      around(args.method, () => built.request(args, options))) as typeof built.request;
     return { ...built, request };
   };
 }
 
-/** What `url` refused so far (doctor names it), or undefined when nothing. */
-export function limitsMet(url: string):
-  | {
-      readonly rateLimited: number;
-      readonly calls: number;
-      readonly refusedBatches: number;
-      readonly batchLimit: number;
+/** `transport`, failing at once while its provider asks to wait: the fallback asks the next. */
+export function restingSkipped(transport: Transport, url: string, shown: string): Transport {
+  const state = providerState(url);
+  return aroundRequests(transport, async (method, send) => {
+    if (resting(state)) {
+      throw new RateLimitedError({ body: { method }, url: shown, details: "it asked us to wait" });
     }
-  | undefined {
+    return send();
+  });
+}
+
+/** What `url` refused so far (doctor names it), or undefined when nothing. */
+export function limitsMet(
+  url: string,
+): Pick<ProviderState, "rateLimited" | "calls" | "refusedBatches" | "batchLimit"> | undefined {
   const state = states.get(url);
   if (!state || (state.rateLimited === 0 && state.refusedBatches === 0)) return undefined;
   const { rateLimited, calls, refusedBatches, batchLimit } = state;

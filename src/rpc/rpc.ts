@@ -14,8 +14,8 @@ import {
 import { FacilitatorError } from "../protocol/errors.js";
 import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
 import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
-import { jsonRpcTransport } from "./json-rpc.js";
-import { limitsMet, restingSkipped } from "./provider-limits.js";
+import { type JsonRpcOptions, jsonRpcTransport } from "./json-rpc.js";
+import { aroundRequests, limitsMet, restingSkipped } from "./provider-limits.js";
 import { answeredOnceConfirmed } from "./rpc-confirmed.js";
 import { isUnreachable, redactUrl, rpcErrorKind, unreachableReason } from "./rpc-errors.js";
 
@@ -49,18 +49,12 @@ export interface RpcErrorSink {
 function counted(transport: Transport, url: string, sink: RpcErrorSink | undefined): Transport {
   if (!sink) return transport;
   const endpoint = redactUrl(url);
-  return (params) => {
-    const built = transport(params);
-    const request = (async (args, options) => {
-      try {
-        return await built.request(args, options);
-      } catch (error) {
-        if (isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
-        throw error;
-      }
-    }) as typeof built.request;
-    return { ...built, request };
-  };
+  return aroundRequests(transport, (_method, send) =>
+    send().catch((error: unknown) => {
+      if (isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
+      throw error;
+    }),
+  );
 }
 
 export class RpcRegistry {
@@ -231,13 +225,7 @@ export class RpcRegistry {
   }
 
   /** The configured URLs (redacted) whose provider refused calls or batches so far. */
-  providerLimits(): {
-    url: string;
-    rateLimited: number;
-    calls: number;
-    refusedBatches: number;
-    batchLimit: number;
-  }[] {
+  providerLimits() {
     return this.#urls.flatMap((url) => {
       const met = limitsMet(url);
       return met ? [{ url: redactUrl(url), ...met }] : [];
@@ -283,21 +271,21 @@ export class RpcRegistry {
     );
   }
 
+  /** `url`'s JSON-RPC transport, its failures told to the metrics. */
+  #counted(url: string, options: Pick<JsonRpcOptions, "batch" | "retryCount" | "failover">) {
+    const transport = jsonRpcTransport(url, {
+      ...options,
+      timeout: this.#timeoutMs,
+      batchLimit: this.#batchLimit,
+    });
+    return counted(transport, url, this.#metrics);
+  }
+
   #transport(urls: readonly string[]): Transport {
     const failover = urls.length > 1;
     const transports = urls.map((url) => {
       // Batching folds the concurrent reads of one verify into one HTTP request.
-      const transport = counted(
-        jsonRpcTransport(url, {
-          batch: true,
-          retryCount: 1,
-          timeout: this.#timeoutMs,
-          batchLimit: this.#batchLimit,
-          failover,
-        }),
-        url,
-        this.#metrics,
-      );
+      const transport = this.#counted(url, { batch: true, retryCount: 1, failover });
       return failover ? restingSkipped(transport, url, redactUrl(url)) : transport;
     });
     const [only] = transports;
@@ -309,17 +297,7 @@ export class RpcRegistry {
     if (pending.length === 0) return Promise.resolve();
     this.#resolving ??= Promise.all(
       pending.map(async (url): Promise<[string, string] | undefined> => {
-        const client = createPublicClient({
-          transport: counted(
-            jsonRpcTransport(url, {
-              retryCount: 0,
-              timeout: this.#timeoutMs,
-              batchLimit: this.#batchLimit,
-            }),
-            url,
-            this.#metrics,
-          ),
-        });
+        const client = createPublicClient({ transport: this.#counted(url, { retryCount: 0 }) });
         try {
           this.#resolved.set(url, await client.getChainId());
           return undefined;
