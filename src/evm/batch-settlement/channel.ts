@@ -35,14 +35,12 @@ export function channelMismatch(
 ) {
   if (channelIdOf(config, chainId) !== channelId.toLowerCase()) {
     return rejected(
-      "channel_mismatch",
       "channel_id_mismatch",
       `the channel id ${channelId} is not the hash of its channelConfig on chain ${chainId}`,
     );
   }
   if (!sameAddress(requirements.payTo, config.receiver)) {
     return rejected(
-      "channel_mismatch",
       "receiver_mismatch",
       `the channel pays ${config.receiver}, not requirements.payTo ${requirements.payTo}`,
     );
@@ -55,7 +53,6 @@ export function channelMismatch(
     isAddressEqual(config.receiverAuthorizer, zeroAddress)
   ) {
     return rejected(
-      "channel_mismatch",
       "receiver_authorizer_mismatch",
       `the channel's receiverAuthorizer ${config.receiverAuthorizer} is not requirements.extra.receiverAuthorizer (${String(authorizer)})`,
     );
@@ -64,14 +61,12 @@ export function channelMismatch(
   if (token) return token;
   if (extra.withdrawDelay !== undefined && config.withdrawDelay !== Number(extra.withdrawDelay)) {
     return rejected(
-      "channel_mismatch",
       "withdraw_delay_mismatch",
       `the channel's withdrawDelay ${config.withdrawDelay} is not requirements.extra.withdrawDelay ${String(extra.withdrawDelay)}`,
     );
   }
   if (config.withdrawDelay < MIN_WITHDRAW_DELAY || config.withdrawDelay > MAX_WITHDRAW_DELAY) {
     return rejected(
-      "channel_mismatch",
       "withdraw_delay_out_of_range",
       `the channel's withdrawDelay ${config.withdrawDelay} s is outside ${MIN_WITHDRAW_DELAY}–${MAX_WITHDRAW_DELAY} s`,
     );
@@ -82,7 +77,6 @@ export function channelMismatch(
 function tokenMismatch(config: ChannelConfig, requirements: Requirements) {
   if (sameAddress(requirements.asset, config.token)) return undefined;
   return rejected(
-    "channel_mismatch",
     "token_mismatch",
     `the channel holds ${config.token}, not requirements.asset ${requirements.asset}`,
   );

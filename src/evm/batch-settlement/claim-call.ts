@@ -30,7 +30,7 @@ export function ourAuthorizerFor(
   const authorizer = ctx.own(BATCH_OWN).receiverAuthorizer;
   const refuse = (reason: Reason, message: string) => ({
     ok: false as const,
-    failure: rejected("receiver_authorizer_unavailable", reason, message),
+    failure: rejected(reason, message),
   });
   if (!authorizer) {
     return refuse(
@@ -161,7 +161,6 @@ export async function rowsThatMove(
   return {
     ok: false,
     failure: rejected(
-      "nothing_to_settle",
       "nothing_to_settle",
       rows.length === 1 && first
         ? `nothing to claim: channel ${ids[0]} has ${already} claimed already${already === 0n ? " (it was never opened, or nothing was claimed yet)" : ""}, and this claim's total is ${first.totalClaimed}`

@@ -93,9 +93,9 @@ function signatureFailure(signed: { failure: Failure }, reason: Reason, what: st
   const { code, message } = signed.failure;
   if (code === "chain_unavailable") return signed.failure;
   if (code === "unsupported_signature") {
-    return rejected("unsupported_signature", "eip6492_factory_not_allowed", message);
+    return rejected("eip6492_factory_not_allowed", message);
   }
-  return rejected("invalid_signature", reason, `${what} ${message.replace(/^the signature /, "")}`);
+  return rejected(reason, `${what} ${message.replace(/^the signature /, "")}`);
 }
 
 /** Whether the payer's signed ReceiveWithAuthorization funds this deposit. */
@@ -108,14 +108,12 @@ export async function checkErc3009(
   const now = BigInt(Math.floor(ctx.now()));
   if (auth.validBefore < now + DEADLINE_HEADROOM_SECONDS) {
     return rejected(
-      "authorization_expired",
       "payload_authorization_valid_before",
       `the deposit authorization expires at ${auth.validBefore}, too soon to settle (now ${now})`,
     );
   }
   if (auth.validAfter > now) {
     return rejected(
-      "authorization_not_yet_valid",
       "payload_authorization_valid_after",
       `the deposit authorization is valid only after ${auth.validAfter} (now ${now})`,
     );
@@ -171,35 +169,31 @@ export async function checkPermit2(
   const payer = payload.channelConfig.payer;
   if (!isAddressEqual(auth.from, payer)) {
     return rejected(
-      "invalid_signature",
       "permit2_invalid_signature",
       `the Permit2 authorization is from ${auth.from}, not the channel's payer ${payer}`,
     );
   }
   if (!isAddressEqual(auth.spender, PERMIT2_COLLECTOR_ADDRESS)) {
     return rejected(
-      "spender_mismatch",
       "permit2_invalid_spender",
       `the Permit2 spender must be the deposit collector ${PERMIT2_COLLECTOR_ADDRESS}, not ${auth.spender}`,
     );
   }
   if (!isAddressEqual(auth.permitted.token, asset)) {
     return rejected(
-      "asset_mismatch",
       "token_mismatch",
       `the Permit2 authorization moves ${auth.permitted.token}, not requirements.asset ${asset}`,
+      "asset_mismatch",
     );
   }
   if (auth.permitted.amount !== payload.deposit.amount) {
     return rejected(
-      "amount_mismatch",
       "permit2_amount_mismatch",
       `the Permit2 authorization is for ${auth.permitted.amount}, the deposit for ${payload.deposit.amount}`,
     );
   }
   if (auth.witness.channelId.toLowerCase() !== payload.voucher.channelId.toLowerCase()) {
     return rejected(
-      "channel_mismatch",
       "channel_id_mismatch",
       `the Permit2 witness names channel ${auth.witness.channelId}, not ${payload.voucher.channelId}`,
     );
@@ -207,7 +201,6 @@ export async function checkPermit2(
   const now = BigInt(Math.floor(ctx.now()));
   if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
     return rejected(
-      "authorization_expired",
       "permit2_deadline_expired",
       `the Permit2 deadline ${auth.deadline} is too soon to settle (now ${now})`,
     );
@@ -241,7 +234,6 @@ export async function checkPermit2(
     if (!sponsoring.ok) return sponsoring.failure;
     if (sponsoring.value.value !== payload.deposit.amount) {
       return rejected(
-        "invalid_extension",
         "eip2612_amount_mismatch",
         `eip2612GasSponsoring: the permit is for ${sponsoring.value.value}, the deposit for ${payload.deposit.amount}`,
       );
@@ -262,7 +254,6 @@ export async function checkPermit2(
     });
     if (allowance >= payload.deposit.amount) return { kind: "approved", deployment };
     return rejected(
-      "allowance_required",
       "permit2_allowance_required",
       `the payer allows Permit2 ${allowance} of ${asset}, less than the deposit of ${payload.deposit.amount}`,
     );
@@ -284,7 +275,6 @@ async function cannotDeploy(ctx: EvmContext, signature: Hex): Promise<Failure | 
   );
   if (deploys) return undefined;
   return rejected(
-    "settlement_failed",
     "smart_wallet_deployment_failed",
     `the payer's wallet cannot be deployed: its factory ${factory} refuses the call`,
   );

@@ -92,7 +92,6 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
   if (via === "permit2" && !auth.permit2Authorization) {
     return refuse(
       rejected(
-        "invalid_request",
         "payload_type",
         "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization",
       ),
@@ -128,14 +127,12 @@ async function checkAuthorization(
   }
   if (!auth.erc3009Authorization) {
     return rejected(
-      "invalid_request",
       "erc3009_authorization_required",
       "the deposit carries no erc3009Authorization",
     );
   }
   if (!deposit.domain) {
     return rejected(
-      "missing_eip712_domain",
       "missing_eip712_domain",
       "requirements.extra.name and .version are required: the token's EIP-712 domain",
     );
@@ -180,7 +177,6 @@ async function verify(
     const token = await tokenUnits(ctx.client, ctx.chainId, asset).catch(() => undefined);
     return refuse(
       rejected(
-        "insufficient_funds",
         "insufficient_balance",
         `the payer holds ${tokenAmount(balance, token)} of ${asset}, less than the deposit of ${tokenAmount(amount, token)}`,
       ),
@@ -190,7 +186,6 @@ async function verify(
   if (voucher > state.balance + amount) {
     return refuse(
       rejected(
-        "voucher_exceeds_balance",
         "cumulative_exceeds_balance",
         `the voucher is for ${voucher} cumulative, over the channel's ${state.balance} plus this deposit of ${amount}`,
       ),
@@ -199,7 +194,6 @@ async function verify(
   if (voucher <= state.totalClaimed) {
     return refuse(
       rejected(
-        "voucher_already_claimed",
         "cumulative_below_claimed",
         `the voucher is for ${voucher} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
       ),
@@ -232,13 +226,7 @@ async function verify(
   );
   if (!simulated.ok) {
     const why = String((simulated.error as Error)?.message ?? simulated.error).split("\n")[0];
-    return refuse(
-      rejected(
-        "simulation_failed",
-        "deposit_simulation_failed",
-        `the deposit would revert: ${why}`,
-      ),
-    );
+    return refuse(rejected("deposit_simulation_failed", `the deposit would revert: ${why}`));
   }
   // Spent from the payer's allowance for Permit2 too, unless its permit sets it in the deposit.
   const spends =
@@ -265,11 +253,11 @@ export const depositMethod: ExactMethod<Deposit> = {
   async sameAsJournal(_ctx, deposit, entry) {
     if (entry.expect?.value === deposit.payload.deposit.amount.toString()) return null;
     return rejected(
-      "nonce_already_used",
       "deposit_transaction_failed",
       `this deposit authorization is already being settled for another deposit (${entry.hashes.at(-1)}, ${SETTLEMENT_ADDRESS})`,
+      "nonce_already_used",
     );
   },
   diagnose: async (_ctx, _deposit, revert) =>
-    wouldRevert("deposit", revert, "settlement_failed", "deposit_transaction_failed"),
+    wouldRevert("deposit", revert, "deposit_transaction_failed"),
 };

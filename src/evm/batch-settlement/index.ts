@@ -23,7 +23,7 @@ import { bookOf, channelState, verifyVoucher } from "./voucher.js";
 
 const depositPipeline = exactPaymentMethod(depositMethod);
 
-const wrongType = (what: string) => rejected("invalid_request", "payload_type", what);
+const wrongType = (what: string) => rejected("payload_type", what);
 
 /** A deposit settles as a payment does, and answers with the channel's state. */
 const deposit: PaymentMethod = {
@@ -99,14 +99,12 @@ function batchMethod(request: PaymentRequest) {
   }
   if (request.payloadScheme !== BATCH_SETTLEMENT) {
     return rejected(
-      "scheme_mismatch",
       "scheme",
       `the payload is for scheme "${request.payloadScheme}", the requirements for "${BATCH_SETTLEMENT}"`,
     );
   }
   if (request.payloadNetwork !== request.requirements.network) {
     return rejected(
-      "network_mismatch",
       "network_mismatch",
       `the payload is for ${request.payloadNetwork}, the requirements for ${request.requirements.network}`,
     );

@@ -159,7 +159,7 @@ export function parsePayload<T>(
   if (type && !hasOfficialShape(type, request.payload)) {
     const [noun, needs] = SHAPES[type];
     const message = `${request.paths.payload}.payload is no ${noun}: it needs ${needs}`;
-    return { ok: false, failure: rejected("invalid_request", "payload_type", message) };
+    return { ok: false, failure: rejected("payload_type", message) };
   }
   const parsed = schema.safeParse(request.payload);
   if (parsed.success) return { ok: true, value: parsed.data };

@@ -86,7 +86,6 @@ export async function settleRefund(
   if (payload.amount === 0n) {
     return refuse(
       rejected(
-        "amount_too_small",
         "refund_amount_invalid",
         `${request.paths.payload}.payload.amount is 0: a refund of nothing is not sent`,
       ),
@@ -113,11 +112,7 @@ export async function settleRefund(
   }
   if (claimedAfter(payload, before, channelId, ctx.chainId) === before.balance) {
     return refuse(
-      rejected(
-        "nothing_to_settle",
-        "refund_no_balance",
-        `nothing is left to refund in channel ${channelId}`,
-      ),
+      rejected("refund_no_balance", `nothing is left to refund in channel ${channelId}`),
     );
   }
   // The voucher is held to what verify holds it to (the official facilitator does not look).

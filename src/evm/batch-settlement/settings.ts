@@ -10,18 +10,15 @@ import type { SchemeSettings } from "../scheme.js";
 import { BATCH_SETTLEMENT } from "./constants.js";
 
 /** How claims are batched: up to `maxRows` rows, waiting at most `maxWaitMs` for more. */
-export interface ClaimBatchPolicy {
-  readonly maxRows: number;
-  readonly maxWaitMs: number;
-}
+export type ClaimBatchPolicy = BatchSettlementOwn["claimBatch"];
 
-export const DEFAULT_CLAIM_BATCH: ClaimBatchPolicy = { maxRows: 100, maxWaitMs: 500 };
+const DEFAULT_CLAIM_BATCH = { maxRows: 100, maxWaitMs: 500 };
 
 /** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
 const MAX_CLAIM_BATCH_ROWS = 500;
 
 /** Its part of the family's options (the facilitator's, as a library takes them). */
-export interface BatchSettlementOptions {
+interface BatchSettlementOptions {
   /** The receiver authorizer's key (never a settlement key); none by default. */
   readonly receiverAuthorizer?: LocalAccount | undefined;
   /** Whether /supported offers it: only when refund requests are authenticated (it signs them). */
@@ -30,24 +27,21 @@ export interface BatchSettlementOptions {
 }
 
 /** What its requests read (ctx.own(BATCH_OWN)): the options with their defaults. */
-export interface BatchSettlementOwn {
+const makeOwn = (options: BatchSettlementOptions) => ({
   /** The key that signs claims and refunds for sellers who leave it to us. */
-  readonly receiverAuthorizer?: LocalAccount | undefined;
+  receiverAuthorizer: options.receiverAuthorizer,
   /** Its address, when /supported offers it. */
-  readonly offered?: string | undefined;
-  readonly claimBatch: ClaimBatchPolicy;
-}
+  offered: options.offerReceiverAuthorizer ? options.receiverAuthorizer?.address : undefined,
+  claimBatch: {
+    maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
+    maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
+  },
+});
+type BatchSettlementOwn = ReturnType<typeof makeOwn>;
 
 export const BATCH_OWN: SchemeOwn<BatchSettlementOwn, BatchSettlementOptions> = {
   name: BATCH_SETTLEMENT,
-  make: (options) => ({
-    receiverAuthorizer: options.receiverAuthorizer,
-    offered: options.offerReceiverAuthorizer ? options.receiverAuthorizer?.address : undefined,
-    claimBatch: {
-      maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
-      maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
-    },
-  }),
+  make: makeOwn,
 };
 
 const seconds = (ms: number) => String(ms / 1000);

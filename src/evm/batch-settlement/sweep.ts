@@ -39,7 +39,6 @@ export async function settleSweep(
       ok: false,
       failure: rejected(
         "nothing_to_settle",
-        "nothing_to_settle",
         `nothing is claimed and unsettled for ${receiver} in ${token} (claimed ${claimed}, settled ${settled})`,
       ),
     };

@@ -146,7 +146,7 @@ export async function checkVoucherSignature(
   if (signed.ok) return undefined;
   if (signed.failure.code === "chain_unavailable") return signed.failure;
   const why = signed.failure.message.replace(/^the signature /, "");
-  return rejected("invalid_signature", "voucher_signature", `the voucher's signature ${why}`);
+  return rejected("voucher_signature", `the voucher's signature ${why}`);
 }
 
 /**
@@ -209,15 +209,10 @@ export function voucherAgainst(
   type: "voucher" | "refund",
 ): Failure | undefined {
   if (state.balance === 0n) {
-    return rejected(
-      "channel_not_found",
-      "channel_not_found",
-      `channel ${channelId} holds no deposit`,
-    );
+    return rejected("channel_not_found", `channel ${channelId} holds no deposit`);
   }
   if (amount > state.balance) {
     return rejected(
-      "voucher_exceeds_balance",
       "cumulative_exceeds_balance",
       `the voucher is for ${amount} cumulative, over the channel's balance of ${state.balance}`,
     );
@@ -226,7 +221,6 @@ export function voucherAgainst(
     type === "refund" ? amount < state.totalClaimed : amount <= state.totalClaimed;
   if (belowClaimed) {
     return rejected(
-      "voucher_already_claimed",
       "cumulative_below_claimed",
       `the voucher is for ${amount} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
     );
@@ -298,7 +292,6 @@ async function raiseAgainst(
   return {
     ok: false,
     failure: rejected(
-      "voucher_already_claimed",
       "cumulative_amount_mismatch",
       `a voucher of this channel for ${raised.higher} cumulative was verified already; this one, for ${amount}, is stale`,
     ),
