@@ -16,7 +16,7 @@ import {
   SETTLEMENT_ADDRESS,
 } from "./constants.js";
 import { channelIdOf } from "./digests.js";
-import type { ChannelConfig } from "./payload.js";
+import type { ChannelConfig, ChannelPayload } from "./payload.js";
 import { rejected } from "./reasons.js";
 
 export { channelIdOf } from "./digests.js";
@@ -26,8 +26,7 @@ const sameAddress = (a: unknown, b: Address) =>
 
 /** Why `config` cannot be channel `channelId` paying `requirements`, in the official order. */
 export function channelMismatch(
-  config: ChannelConfig,
-  channelId: string,
+  { channelConfig: config, voucher: { channelId } }: ChannelPayload,
   requirements: Requirements,
   chainId: number,
   /** A refund to settle: its requirements name only the receiver and the token. */
@@ -108,27 +107,16 @@ const STATE_VIEWS = ["channels", "pendingWithdrawals", "refundNonce"] as const;
 
 /** The channel's state at the latest block, in one call (not one per view). */
 export async function readChannel(ctx: EvmContext, channelId: Hex): Promise<ChannelState> {
-  const [channel, pending, nonce] = await readViews(
+  const results = await readViews(
     ctx,
     STATE_VIEWS.map((functionName) =>
       encodeFunctionData({ abi: SETTLEMENT_ABI, functionName, args: [channelId] }),
     ),
   );
-  const [balance, totalClaimed] = decodeFunctionResult({
-    abi: SETTLEMENT_ABI,
-    functionName: "channels",
-    data: channel as Hex,
-  });
-  const [, initiatedAt] = decodeFunctionResult({
-    abi: SETTLEMENT_ABI,
-    functionName: "pendingWithdrawals",
-    data: pending as Hex,
-  });
-  const refundNonce = decodeFunctionResult({
-    abi: SETTLEMENT_ABI,
-    functionName: "refundNonce",
-    data: nonce as Hex,
-  });
+  const [[balance, totalClaimed], [, initiatedAt], refundNonce] = STATE_VIEWS.map(
+    (functionName, i) =>
+      decodeFunctionResult({ abi: SETTLEMENT_ABI, functionName, data: results[i] as Hex }),
+  ) as [readonly [bigint, bigint], readonly [bigint, number], bigint];
   return { balance, totalClaimed, withdrawRequestedAt: Number(initiatedAt), refundNonce };
 }
 

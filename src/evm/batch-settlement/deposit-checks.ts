@@ -88,14 +88,23 @@ export type Permit2Allowance = Deploying &
     | { readonly kind: "erc20Approval"; readonly approval: SponsoredApproval }
   );
 
-/** A deposit signature's refusal: the chain's, an ERC-6492 factory not allowed, or `reason`. */
-function signatureFailure(signed: { failure: Failure }, reason: Reason, what: string): Failure {
-  const { code, message } = signed.failure;
-  if (code === "chain_unavailable") return signed.failure;
-  if (code === "unsupported_signature") {
+/** The payer's signature over `digest`: its wallet to deploy (ERC-6492), or the refusal. */
+async function payerSignature(
+  ctx: EvmContext,
+  payer: Address,
+  digest: Hex,
+  signature: Hex,
+  refusal: { readonly reason: Reason; readonly what: string },
+): Promise<Failure | Deploying> {
+  const code = ctx.client.getCode({ address: payer });
+  const signed = await checkSignature(ctx, payer, digest, signature, code);
+  if (signed.ok) return { deployment: signed.value.deployment };
+  const { message } = signed.failure;
+  if (signed.failure.code === "chain_unavailable") return signed.failure;
+  if (signed.failure.code === "unsupported_signature") {
     return rejected("eip6492_factory_not_allowed", message);
   }
-  return rejected(reason, `${what} ${message.replace(/^the signature /, "")}`);
+  return rejected(refusal.reason, `${refusal.what} ${message.replace(/^the signature /, "")}`);
 }
 
 /** Whether the payer's signed ReceiveWithAuthorization funds this deposit. */
@@ -137,20 +146,13 @@ export async function checkErc3009(
       nonce: erc3009DepositNonce(payload.voucher.channelId as Hex, auth.salt),
     },
   });
-  const signed = await checkSignature(
-    ctx,
-    payer,
-    digest,
-    auth.signature,
-    ctx.client.getCode({ address: payer }),
-  );
-  if (!signed.ok) {
-    const undeployable = await cannotDeploy(ctx, auth.signature);
-    if (undeployable) return undeployable;
-    const what = "the deposit's ReceiveWithAuthorization";
-    return signatureFailure(signed, "receive_authorization_signature", what);
-  }
-  return { deployment: signed.value.deployment };
+  const signed = await payerSignature(ctx, payer, digest, auth.signature, {
+    reason: "receive_authorization_signature",
+    what: "the deposit's ReceiveWithAuthorization",
+  });
+  // An allowed ERC-6492 factory that refuses its call is the reason, whatever the signature's.
+  if ("code" in signed) return (await cannotDeploy(ctx, auth.signature)) ?? signed;
+  return signed;
 }
 
 /** A deposit's signature checked: the payer's wallet to deploy first, if not yet (ERC-6492). */
@@ -217,17 +219,12 @@ export async function checkPermit2(
       witness: { channelId: auth.witness.channelId as Hex },
     },
   });
-  const signed = await checkSignature(
-    ctx,
-    payer,
-    digest,
-    auth.signature,
-    ctx.client.getCode({ address: payer }),
-  );
-  if (!signed.ok) {
-    return signatureFailure(signed, "permit2_invalid_signature", "the Permit2 authorization");
-  }
-  const { deployment } = signed.value;
+  const signed = await payerSignature(ctx, payer, digest, auth.signature, {
+    reason: "permit2_invalid_signature",
+    what: "the Permit2 authorization",
+  });
+  if ("code" in signed) return signed;
+  const { deployment } = signed;
   // The gas-sponsoring extensions, as the official facilitator takes them, in its order.
   const sponsoring = eip2612Sponsoring(request, { from: payer }, asset, ctx);
   if (sponsoring) {

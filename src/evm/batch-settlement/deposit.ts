@@ -76,13 +76,7 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
   if (!requirements.ok) return requirements;
   const payload = parsed.value;
   // The channel first, then the transfer method: the official facilitator's order.
-  const { channelConfig, voucher } = payload;
-  const mismatch = channelMismatch(
-    channelConfig,
-    voucher.channelId,
-    request.requirements,
-    ctx.chainId,
-  );
+  const mismatch = channelMismatch(payload, request.requirements, ctx.chainId);
   if (mismatch) return refuse(mismatch);
   const extra = request.requirements.extra ?? {};
   const hinted = extra.assetTransferMethod;
@@ -105,7 +99,7 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
       asset: requirements.value.asset,
       payTo: requirements.value.payTo,
       via,
-      channelId: voucher.channelId.toLowerCase() as Hex,
+      channelId: payload.voucher.channelId.toLowerCase() as Hex,
       domain:
         typeof name === "string" && typeof version === "string" ? { name, version } : undefined,
     },

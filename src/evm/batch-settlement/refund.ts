@@ -93,13 +93,7 @@ export async function settleRefund(
   }
   const channelId = channelIdOf(config, ctx.chainId);
   // The manager's requirements name only payTo and asset.
-  const mismatch = channelMismatch(
-    config,
-    payload.voucher.channelId,
-    request.requirements,
-    ctx.chainId,
-    true,
-  );
+  const mismatch = channelMismatch(payload, request.requirements, ctx.chainId, true);
   if (mismatch) return refuse(mismatch);
   // Who may have our key sign is decided before anything is read.
   const refundSigned = await refundSignature(ctx, request, payload, channelId);

@@ -237,7 +237,7 @@ export async function verifyVoucher(
   if (!parsed.ok) return parsed;
   const { channelConfig: config, voucher, type } = parsed.value;
   const payer = config.payer;
-  const mismatch = channelMismatch(config, voucher.channelId, request.requirements, ctx.chainId);
+  const mismatch = channelMismatch(parsed.value, request.requirements, ctx.chainId);
   if (mismatch) return { ok: false, payer, failure: mismatch };
   const badSignature = await checkVoucherSignature(ctx, config, voucher);
   if (badSignature) return { ok: false, payer, failure: badSignature };
