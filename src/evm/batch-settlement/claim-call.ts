@@ -72,39 +72,32 @@ function claimBatchMessage(ctx: EvmContext, claims: readonly VoucherClaim[]) {
   };
 }
 
-/** The receiver authorizer's signature over the rows: the one given, or ours. */
-export async function claimSignature(
-  ctx: EvmContext,
-  claims: readonly VoucherClaim[],
-  given: Hex | undefined,
-) {
-  if (given) return { ok: true as const, signature: given };
-  const ours = ourAuthorizerFor(
-    ctx,
-    "claim",
-    claims.map((c) => c.voucher.channel.receiverAuthorizer),
-  );
-  if (!ours.ok) return ours;
-  return {
-    ok: true as const,
-    signature: await ours.authorizer.signTypedData(claimBatchMessage(ctx, claims)),
-  };
-}
-
 /** The name the journal keeps a claim of these rows under. */
 export const claimKey = (ctx: EvmContext, claims: readonly VoucherClaim[]) =>
   `batch-claim:${ctx.chainId}:${hashTypedData(claimBatchMessage(ctx, claims))}`;
 
-/** What a claim transaction does: its call, and the name the journal keeps it under. */
-export function claimCall(ctx: EvmContext, claims: readonly VoucherClaim[], signature: Hex) {
-  return {
-    key: claimKey(ctx, claims),
-    data: encodeFunctionData({
-      abi: SETTLEMENT_ABI,
-      functionName: "claimWithSignature",
-      args: [claimArgs(claims), signature],
-    }),
-  };
+/**
+ * What a claim transaction does: its call, signed by the receiver authorizer (the signature given,
+ * or ours), and the name the journal keeps it under.
+ */
+export async function claimCall(
+  ctx: EvmContext,
+  claims: readonly VoucherClaim[],
+  given: Hex | undefined,
+): Promise<{ ok: true; key: string; data: Hex } | { ok: false; failure: Failure }> {
+  let signature = given;
+  if (!signature) {
+    const named = claims.map((c) => c.voucher.channel.receiverAuthorizer);
+    const ours = ourAuthorizerFor(ctx, "claim", named);
+    if (!ours.ok) return ours;
+    signature = await ours.authorizer.signTypedData(claimBatchMessage(ctx, claims));
+  }
+  const data = encodeFunctionData({
+    abi: SETTLEMENT_ABI,
+    functionName: "claimWithSignature",
+    args: [claimArgs(claims), signature],
+  });
+  return { ok: true, key: claimKey(ctx, claims), data };
 }
 
 /** Our own claim moved these channels' claimed totals: the book learns them without a read. */

@@ -17,7 +17,7 @@ import {
   readChannel,
   stateExtra,
 } from "./channel.js";
-import { claimCall, claimSignature, learnClaims, ourAuthorizerFor } from "./claim-call.js";
+import { claimCall, learnClaims, ourAuthorizerFor } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
 import { parsePayload, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected, wouldRevert } from "./reasons.js";
@@ -120,13 +120,12 @@ export async function settleRefund(
     args: [config, payload.amount, payload.refundNonce, refundSigned.signature],
   });
   if (payload.claims.length > 0) {
-    const claimSigned = await claimSignature(ctx, payload.claims, payload.claimAuthorizerSignature);
-    if (!claimSigned.ok) return refuse(claimSigned.failure);
-    const claim = claimCall(ctx, payload.claims, claimSigned.signature).data;
+    const claim = await claimCall(ctx, payload.claims, payload.claimAuthorizerSignature);
+    if (!claim.ok) return refuse(claim.failure);
     data = encodeFunctionData({
       abi: SETTLEMENT_ABI,
       functionName: "multicall",
-      args: [[claim, data]],
+      args: [[claim.data, data]],
     });
   }
   // Until it lands the balance may fall: every replica reads the channel before a voucher.
