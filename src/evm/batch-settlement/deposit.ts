@@ -36,12 +36,11 @@ import {
 import { type DepositPayload, depositSchema, parsePayload } from "./payload.js";
 import { rejected, wouldRevert } from "./reasons.js";
 import { BATCH_GAS } from "./settings.js";
-import { bookOf, checkVoucherSignature } from "./voucher.js";
+import { bookOf, checkVoucherSignature, voucherAgainst } from "./voucher.js";
 
-export interface Deposit {
+interface Deposit {
   readonly payload: DepositPayload;
   readonly asset: Address;
-  readonly payTo: Address;
   readonly via: "eip3009" | "permit2";
   readonly channelId: Hex;
   readonly domain: { readonly name: string; readonly version: string } | undefined;
@@ -97,7 +96,6 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
     value: {
       payload,
       asset: requirements.value.asset,
-      payTo: requirements.value.payTo,
       via,
       channelId: payload.voucher.channelId.toLowerCase() as Hex,
       domain:
@@ -177,22 +175,8 @@ async function verify(
     );
   }
   const voucher = payload.voucher.maxClaimableAmount;
-  if (voucher > state.balance + amount) {
-    return refuse(
-      rejected(
-        "cumulative_exceeds_balance",
-        `the voucher is for ${voucher} cumulative, over the channel's ${state.balance} plus this deposit of ${amount}`,
-      ),
-    );
-  }
-  if (voucher <= state.totalClaimed) {
-    return refuse(
-      rejected(
-        "cumulative_below_claimed",
-        `the voucher is for ${voucher} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
-      ),
-    );
-  }
+  const wrong = voucherAgainst(state, channelId, voucher, { deposit: amount });
+  if (wrong) return refuse(wrong);
   const call = withDeployment(
     depositCall(deposit, allowance?.kind === "eip2612" ? allowance.permit : undefined),
     deployment,

@@ -154,7 +154,6 @@ export async function settleRefund(
   await channelChanged(ctx, channelId, Date.now());
   const after = await readChannel(ctx, channelId).catch(() => undefined);
   if (after) bookOf(ctx).remember(channelId, after);
-  else bookOf(ctx).forget(channelId);
   const amount = after && before.balance > after.balance ? before.balance - after.balance : 0n;
   return {
     ok: true,

@@ -201,20 +201,28 @@ const recordChange = (ctx: EvmContext, channelId: Hex, at: number) =>
     ctx.journal.markChanged(VOUCHER_NAMESPACE, storeChannel(ctx, channelId), at),
   ).catch(() => undefined);
 
-/** Why a voucher for `amount` does not fit the channel (a refund's may equal the claimed total). */
+/**
+ * Why a voucher for `amount` does not fit the channel (a refund's may equal the claimed total); a
+ * deposit's voucher fits the channel with that deposit in.
+ */
 export function voucherAgainst(
   state: ChannelState,
   channelId: Hex,
   amount: bigint,
-  type: "voucher" | "refund",
+  type: "voucher" | "refund" | { readonly deposit: bigint },
 ): Failure | undefined {
-  if (state.balance === 0n) {
+  const deposit = typeof type === "object" ? type.deposit : undefined;
+  if (state.balance === 0n && deposit === undefined) {
     return rejected("channel_not_found", `channel ${channelId} holds no deposit`);
   }
-  if (amount > state.balance) {
+  if (amount > state.balance + (deposit ?? 0n)) {
+    const balance =
+      deposit === undefined
+        ? `balance of ${state.balance}`
+        : `${state.balance} plus this deposit of ${deposit}`;
     return rejected(
       "cumulative_exceeds_balance",
-      `the voucher is for ${amount} cumulative, over the channel's balance of ${state.balance}`,
+      `the voucher is for ${amount} cumulative, over the channel's ${balance}`,
     );
   }
   const belowClaimed =
