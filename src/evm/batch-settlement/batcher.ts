@@ -1,8 +1,5 @@
-/**
- * Claims batched: requests within `maxWaitMs` (or `maxRows` rows) go out as one `multicall`. Each
- * is simulated alone first, so a bad claim is refused alone; should the batch still revert, those
- * that now fail alone are refused and charged, and the rest go once more, together.
- */
+/** Claims batched into one `multicall`, each simulated alone first: a bad claim is refused alone.
+ * Should the batch still revert, those now failing alone are refused and charged, the rest resent. */
 import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";

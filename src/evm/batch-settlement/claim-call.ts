@@ -1,7 +1,4 @@
-/**
- * A claim's call: its rows as the contract takes them, which of them move anything, the receiver
- * authorizer's signature (the one given, or ours) and the name the journal keeps it under.
- */
+/** A claim's call: its rows, which of them move, the receiver authorizer's signature, its key. */
 import {
   type Address,
   decodeFunctionResult,
@@ -76,10 +73,7 @@ function claimBatchMessage(ctx: EvmContext, claims: readonly VoucherClaim[]) {
 export const claimKey = (ctx: EvmContext, claims: readonly VoucherClaim[]) =>
   `batch-claim:${ctx.chainId}:${hashTypedData(claimBatchMessage(ctx, claims))}`;
 
-/**
- * What a claim transaction does: its call, signed by the receiver authorizer (the signature given,
- * or ours), and the name the journal keeps it under.
- */
+/** A claim transaction: its call, signed by the receiver authorizer (given, or ours), its key. */
 export async function claimCall(
   ctx: EvmContext,
   claims: readonly VoucherClaim[],
@@ -132,10 +126,7 @@ async function claimedTotals(ctx: EvmContext, ids: readonly Hex[]): Promise<Map<
   return totals;
 }
 
-/**
- * The rows that raise their channel's claimed total, or why none does. Any other row passes every
- * simulation (the contract returns early) and would cost us a transaction for a no-op.
- */
+/** The rows that raise their channel's claimed total (any other is a no-op we would pay for). */
 export async function rowsThatMove(
   ctx: EvmContext,
   rows: readonly VoucherClaim[],

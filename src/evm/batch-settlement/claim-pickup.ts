@@ -1,7 +1,4 @@
-/**
- * A claim the store already holds, from any replica: followed to its transaction, not sent again.
- * A claim sent in a batch is kept under its own key pointing to the batch, so a retry finds it.
- */
+/** A claim the store already holds (any replica, alone or in a batch): followed, not sent again. */
 import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { inProgress, type MaySend, type Outcome, Success } from "../../core/settle-loop.js";

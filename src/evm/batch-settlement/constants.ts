@@ -1,7 +1,4 @@
-/**
- * The x402 `batch-settlement` scheme's fixed facts (its specification, `@x402/evm` 2.27): addresses
- * (the same on every chain), EIP-712 domain and types, withdraw-delay bounds, the calls we make.
- */
+/** The `batch-settlement` scheme's fixed facts (`@x402/evm` 2.27): addresses, EIP-712, the ABI. */
 import { type Address, parseAbi, parseAbiParameters } from "viem";
 import { transferWithAuthorizationTypes } from "../exact/eip3009-encoding.js";
 import { permit2WitnessTypes } from "../exact/permit2-encoding.js";

@@ -1,7 +1,4 @@
-/**
- * The deposit's own authorization, checked in the official order: an EIP-3009 receive to its
- * collector (the nonce binds the channel), or a Permit2 transfer whose witness names the channel.
- */
+/** A deposit's own authorization, in the official order: EIP-3009 to its collector, or Permit2. */
 import {
   type Address,
   encodeAbiParameters,
@@ -77,10 +74,7 @@ function permitData(permit?: Eip2612Permit): Hex {
   ]);
 }
 
-/**
- * How Permit2 may move a deposit: already approved; the payer's EIP-2612 permit, applied by the
- * collector; or the payer's signed approval, broadcast (with the gas it lacks) before the deposit.
- */
+/** How Permit2 may move a deposit: approved, the payer's EIP-2612 permit or signed approval. */
 export type Permit2Allowance = Deploying &
   (
     | { readonly kind: "approved" }

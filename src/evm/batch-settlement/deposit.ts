@@ -1,7 +1,4 @@
-/**
- * A deposit: the payer's signed transfer into a channel through a collector, with a voucher. It
- * settles through the `exact` payment pipeline.
- */
+/** A deposit into a channel through a collector, with a voucher: settled by the exact pipeline. */
 import { type Address, encodeFunctionData, erc20Abi, type Hex } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";

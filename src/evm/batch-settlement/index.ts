@@ -1,7 +1,4 @@
-/**
- * The x402 `batch-settlement` scheme on EVM: a payer deposits into a channel once, then pays with
- * vouchers (verified, never sent); the receiver claims, settles and refunds. By `payload.type`.
- */
+/** The x402 `batch-settlement` scheme on EVM: deposit, voucher, claim, settle, refund by `type`. */
 
 import { unitsOf } from "../../core/amount-floor.js";
 import type { Parties } from "../../deny-list/deny-list.js";
@@ -128,10 +125,7 @@ function depositMoves(request: PaymentRequest): SchemeMoves {
     : { amount, field: `${request.paths.payload}.payload.deposit.amount` };
 }
 
-/**
- * Who a request names, for the deny list: each channel's payer (and its voucher key) and receiver,
- * in a channel config or claim; the receiver a settle sweeps for; a deposit's Permit2 signer.
- */
+/** Who a request names, for the deny list: channels' payers (and voucher keys) and receivers. */
 const field = (node: unknown, key: string): unknown =>
   typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
 

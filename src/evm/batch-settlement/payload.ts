@@ -1,7 +1,4 @@
-/**
- * The five batch-settlement payloads (`payload.type`), as zod schemas: strict about what we read,
- * lenient about fields we do not (the official client adds its own). Amounts are decimal strings.
- */
+/** The batch-settlement payloads as zod schemas: strict about what we read, lenient otherwise. */
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import * as z from "../../protocol/zod.js";
@@ -116,10 +113,7 @@ const VOUCHER = {
   has: hasChannel,
 };
 
-/**
- * What each type is called and needs: the fields the official facilitator dispatches `type` on (its
- * type guards). Without them it answers `payload_type`, with a bad value `invalid_payload`.
- */
+/** Each type's name and the fields the official facilitator dispatches it on (else payload_type). */
 const SHAPES = {
   deposit: {
     noun: "deposit",

@@ -1,7 +1,4 @@
-/**
- * The official facilitator's batch-settlement reasons (`@x402/evm` 2.27) we answer, by suffix,
- * each with the code the reference dialect answers for it (a few callers name another).
- */
+/** The official batch-settlement reasons (`@x402/evm` 2.27) we answer, each with its usual code. */
 import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js";
 
 const REASON_CODES = {

@@ -1,7 +1,4 @@
-/**
- * A cooperative refund of what nobody claimed, by `refundWithSignature` with the receiver
- * authorizer's signature (given, or ours); claims riding along go first, in one `multicall`.
- */
+/** A cooperative refund by refundWithSignature; claims riding along go first, in one multicall. */
 import { encodeFunctionData, type Hex } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { actsFor, type PaymentRequest } from "../../protocol/request.js";
@@ -35,10 +32,7 @@ function claimedAfter(payload: RefundPayload, state: ChannelState, id: Hex, chai
   }, state.totalClaimed);
 }
 
-/**
- * The receiver authorizer's signature over the refund: the one given, or ours. Ours puts the
- * deposit out of the seller's reach, so only its seller (a caller bound to the receiver) gets it.
- */
+/** The receiver authorizer's refund signature: given, or ours, only for the channel's seller. */
 async function refundSignature(
   ctx: EvmContext,
   request: PaymentRequest,

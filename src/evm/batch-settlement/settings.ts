@@ -1,7 +1,4 @@
-/**
- * What batch-settlement owns besides its requests: its CLI settings, the options they make, what
- * it makes of those (receiver authorizer, claim batching) and its transactions' gas bounds.
- */
+/** batch-settlement's CLI settings, the options and state it makes of them, and its gas bounds. */
 import type { LocalAccount } from "viem";
 import { secondsFrom, wholeNumber } from "../../core/scheme-settings.js";
 import type { SchemeGas } from "../chain/gas-bounds.js";

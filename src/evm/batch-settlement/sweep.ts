@@ -1,7 +1,4 @@
-/**
- * A settle: what was claimed for a receiver in one token, swept to it by `settle(receiver,
- * token)`. Each sweep takes everything claimed so far, so the claimed total names it.
- */
+/** A settle: what was claimed for a receiver in one token, swept to it by settle(receiver, token). */
 import { encodeFunctionData, isAddressEqual, parseEventLogs } from "viem";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";

@@ -1,7 +1,4 @@
-/**
- * Verify of a voucher (and of a refund's): the payer's signature over the cumulative amount, and
- * that amount against the channel's balance and claimed total, from the channel book while fresh.
- */
+/** A voucher's verify: the payer's signature, the amount against the channel (its book if fresh). */
 import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
 import { setNewest } from "../../core/newest.js";
 import type { Failure } from "../../protocol/errors.js";
@@ -15,11 +12,8 @@ import { voucherDigest } from "./digests.js";
 import { type ChannelConfig, parsePayload, type VoucherFields, voucherSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
 
-/**
- * Each channel's last read state and highest voucher verified. A fresh state answers without an
- * RPC: a balance falls only by a refund (the store tells every replica) or a withdrawal that waits
- * 15 minutes, so a read seconds old cannot make a voucher look covered when it is not.
- */
+/** A channel's last read and highest voucher. A balance falls only by a refund (the store tells
+ * every replica) or a 15-minute withdrawal, so a fresh read cannot cover a voucher wrongly. */
 interface KnownChannel {
   readonly state: ChannelState;
   /** When `state` was read (unix milliseconds). */
@@ -31,10 +25,7 @@ interface KnownChannel {
 /** How long a channel's state read serves voucher verifies. */
 const STATE_TTL_MS = 30_000;
 const MAX_CHANNELS = 100_000;
-/**
- * Reads made to refuse a voucher (an empty channel, one over the balance), per channel and window:
- * a deposit made elsewhere still shows at once, and a flood of such vouchers costs few reads.
- */
+/** Rereads to refuse a voucher, per channel and window: a flood of them costs few reads. */
 const REREADS_PER_WINDOW = 2;
 const REREAD_WINDOW_MS = 2_000;
 
@@ -149,19 +140,13 @@ export async function checkVoucherSignature(
   return rejected("voucher_signature", `the voucher's signature ${why}`);
 }
 
-/**
- * The store's namespace, for every replica, of each channel's newest voucher and when its balance
- * last changed other than by a claim (raiseHighest, markChanged). Older stores migrate into it.
- */
+/** The store's namespace of each channel's newest voucher and last balance change (all replicas). */
 export const VOUCHER_NAMESPACE = "batch-settlement:voucher";
 
 /** The store's id of a channel in VOUCHER_NAMESPACE. */
 const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${channelId}`;
 
-/**
- * The channel's state: from the book while fresh, else read. A state from the book only accepts
- * (`fromBook`); a refusal is decided on a read. A read showing a refund tells every replica.
- */
+/** The channel's state: the book's while fresh (it only accepts), else read (refunds told to all). */
 export async function channelState(
   ctx: EvmContext,
   channelId: Hex,
@@ -201,10 +186,7 @@ const recordChange = (ctx: EvmContext, channelId: Hex, at: number) =>
     ctx.journal.markChanged(VOUCHER_NAMESPACE, storeChannel(ctx, channelId), at),
   ).catch(() => undefined);
 
-/**
- * Why a voucher for `amount` does not fit the channel (a refund's may equal the claimed total); a
- * deposit's voucher fits the channel with that deposit in.
- */
+/** Why a voucher for `amount` does not fit the channel (and a deposit's, with that deposit in). */
 export function voucherAgainst(
   state: ChannelState,
   channelId: Hex,
