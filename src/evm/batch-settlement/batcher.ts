@@ -13,7 +13,7 @@ import { chainFailure } from "../exact/checks.js";
 import { type Action, type Sent, sendAction } from "../send-action.js";
 import { channelIdOf } from "./channel.js";
 import { claimCall, claimKey, learnClaims, rowsThatMove } from "./claim-call.js";
-import { pickUpClaim } from "./claim-pickup.js";
+import { pickUpClaim, refused } from "./claim-pickup.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import { claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
 import { wouldRevert } from "./reasons.js";
@@ -42,8 +42,6 @@ interface Waiting extends Ready {
 }
 
 const claimReverts = (detail: string | undefined) => wouldRevert("claim", detail);
-
-const refused = (failure: Failure): Sent => ({ ok: false, result: { ok: false, failure } });
 
 /** A claim: what vouchers entitle the receiver to, for one or many channels, sent batched. */
 export async function settleClaim(

@@ -3,6 +3,7 @@ import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { inProgress, type MaySend, type Outcome, Success } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
+import type { Failure } from "../../protocol/errors.js";
 import { reconcile } from "../chain/reconcile.js";
 import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
@@ -75,7 +76,4 @@ const answer = (key: string, hash: Hex, mined: boolean, receipt?: TransactionRec
     mined,
   );
 
-const refused = (failure: ReturnType<typeof inProgress>): Sent => ({
-  ok: false,
-  result: { ok: false, failure },
-});
+export const refused = (failure: Failure): Sent => ({ ok: false, result: { ok: false, failure } });

@@ -125,32 +125,30 @@ function depositMoves(request: PaymentRequest): SchemeMoves {
     : { amount, field: `${request.paths.payload}.payload.deposit.amount` };
 }
 
-/** Who a request names, for the deny list: channels' payers (and voucher keys) and receivers. */
-const field = (node: unknown, key: string): unknown =>
-  typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
-
-export function channelParties(request: PaymentRequest): Parties {
-  const payers: string[] = [];
-  const payees: string[] = [];
-  const add = (list: string[], value: unknown) => {
-    if (typeof value === "string") list.push(value);
-  };
-  const channel = (config: unknown) => {
-    add(payers, field(config, "payer"));
-    add(payers, field(config, "payerAuthorizer"));
-    add(payees, field(config, "receiver"));
-  };
-  const { payload } = request;
-  channel(payload.channelConfig);
-  const claims = payload.claims;
-  if (Array.isArray(claims))
-    for (const claim of claims) channel(field(field(claim, "voucher"), "channel"));
-  add(payees, payload.receiver);
-  add(
-    payers,
-    field(field(field(payload.deposit, "authorization"), "permit2Authorization"), "from"),
+/** The value at `path` inside a payload node, if every step is an object. */
+const at = (node: unknown, ...path: string[]): unknown =>
+  path.reduce<unknown>(
+    (n, key) =>
+      typeof n === "object" && n !== null ? (n as Record<string, unknown>)[key] : undefined,
+    node,
   );
-  return { payers, payees };
+const strings = (values: unknown[]) => values.filter((v): v is string => typeof v === "string");
+
+/** Who a request names, for the deny list: channels' payers (and voucher keys) and receivers. */
+function channelParties({ payload }: PaymentRequest): Parties {
+  const claims = Array.isArray(payload.claims) ? (payload.claims as unknown[]) : [];
+  const configs = [
+    payload.channelConfig,
+    ...claims.map((claim) => at(claim, "voucher", "channel")),
+  ];
+  const permit2Signer = at(payload.deposit, "authorization", "permit2Authorization", "from");
+  return {
+    payers: strings([
+      ...configs.flatMap((c) => [at(c, "payer"), at(c, "payerAuthorizer")]),
+      permit2Signer,
+    ]),
+    payees: strings([...configs.map((c) => at(c, "receiver")), payload.receiver]),
+  };
 }
 
 export const batchSettlementScheme = {
