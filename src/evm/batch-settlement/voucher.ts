@@ -9,7 +9,13 @@ import { chainFailure } from "../exact/checks.js";
 import { checkSignature, recoversTo } from "../exact/signature.js";
 import { type ChannelState, channelMismatch, readChannel, stateExtra } from "./channel.js";
 import { voucherDigest } from "./digests.js";
-import { type ChannelConfig, parsePayload, type VoucherFields, voucherSchema } from "./payload.js";
+import {
+  type ChannelConfig,
+  parsePayload,
+  type VoucherFields,
+  type VoucherPayload,
+  voucherSchema,
+} from "./payload.js";
 import { rejected } from "./reasons.js";
 
 /** A channel's last read and highest voucher. A balance falls only by a refund (the store tells
@@ -61,15 +67,9 @@ class ChannelBook {
   }
 
   /** A fresh read, or the state our own transaction left. */
-  remember(channelId: Hex, state: ChannelState, now = Date.now()): void {
-    const highestVoucher = this.highestVoucher(channelId);
-    this.#channels.delete(channelId);
-    this.#channels.set(channelId, { state, readAt: now, highestVoucher });
-    // Oldest first in a Map: forget the least recently read beyond the cap.
-    if (this.#channels.size > MAX_CHANNELS) {
-      const oldest = this.#channels.keys().next().value;
-      if (oldest !== undefined) this.#channels.delete(oldest);
-    }
+  remember(channelId: Hex, state: ChannelState, readAt = Date.now()): void {
+    const known = { state, readAt, highestVoucher: this.highestVoucher(channelId) };
+    setNewest(this.#channels, channelId, known, MAX_CHANNELS);
   }
 
   /** A voucher was found valid: a lower one of this channel is stale from now on. */
@@ -150,13 +150,13 @@ const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${
 export async function channelState(
   ctx: EvmContext,
   channelId: Hex,
-  options: { readonly reread?: boolean } = {},
+  reread = false,
 ): Promise<
   | { ok: true; channelId: Hex; state: ChannelState; fromBook: boolean; readAt: number }
   | { ok: false; failure: Failure }
 > {
   const book = bookOf(ctx);
-  const known = options.reread ? undefined : book.fresh(channelId);
+  const known = reread ? undefined : book.fresh(channelId);
   if (known) {
     return { ok: true, channelId, state: known.state, fromBook: true, readAt: known.readAt };
   }
@@ -225,12 +225,20 @@ export async function verifyVoucher(
   const kind = request.payload.type === "refund" ? "refund" : "voucher";
   const parsed = parsePayload(request, voucherSchema, kind);
   if (!parsed.ok) return parsed;
-  const { channelConfig: config, voucher, type } = parsed.value;
-  const payer = config.payer;
-  const mismatch = channelMismatch(parsed.value, request.requirements, ctx.chainId);
-  if (mismatch) return { ok: false, payer, failure: mismatch };
-  const badSignature = await checkVoucherSignature(ctx, config, voucher);
-  if (badSignature) return { ok: false, payer, failure: badSignature };
+  const payer = parsed.value.channelConfig.payer;
+  return { ...(await verifyParsed(ctx, request, parsed.value)), payer };
+}
+
+async function verifyParsed(
+  ctx: EvmContext,
+  request: PaymentRequest,
+  payload: VoucherPayload,
+): Promise<VerifyResult> {
+  const { channelConfig: config, voucher, type } = payload;
+  const wrong =
+    channelMismatch(payload, request.requirements, ctx.chainId) ??
+    (await checkVoucherSignature(ctx, config, voucher));
+  if (wrong) return { ok: false, failure: wrong };
   const channelId = voucher.channelId.toLowerCase() as Hex;
   const amount = voucher.maxClaimableAmount;
   let read = await channelState(ctx, channelId);
@@ -239,19 +247,19 @@ export async function verifyVoucher(
   const book = bookOf(ctx);
   const short = (state: ChannelState) => state.balance === 0n || amount > state.balance;
   if (read.ok && read.fromBook && short(read.state) && book.mayReread(channelId)) {
-    read = await channelState(ctx, channelId, { reread: true });
+    read = await channelState(ctx, channelId, true);
   }
-  if (!read.ok) return { ok: false, payer, failure: read.failure };
+  if (!read.ok) return read;
   let checked = await raiseAgainst(ctx, read, amount, type);
   if (checked === "changed") {
     // A refund or withdrawal since that read, on any replica: decide on a fresh read.
-    const again = await channelState(ctx, channelId, { reread: true });
-    if (!again.ok) return { ok: false, payer, failure: again.failure };
-    checked = await raiseAgainst(ctx, again, amount, type, { fresh: true });
+    const again = await channelState(ctx, channelId, true);
+    if (!again.ok) return again;
+    checked = await raiseAgainst(ctx, again, amount, type, true);
   }
   if (checked === "changed") throw new Error("a fresh read is never stale");
   if (checked.ok) book.verified(channelId, amount);
-  return { ...checked, payer };
+  return checked;
 }
 
 /** The voucher against a read, then raised in the store; "changed": the channel changed since. */
@@ -260,7 +268,7 @@ async function raiseAgainst(
   read: { channelId: Hex; state: ChannelState; readAt: number },
   amount: bigint,
   type: "voucher" | "refund",
-  options: { readonly fresh?: boolean } = {},
+  fresh = false,
 ): Promise<VerifyResult | "changed"> {
   const { channelId, state, readAt } = read;
   const wrong = voucherAgainst(state, channelId, amount, type);
@@ -274,7 +282,7 @@ async function raiseAgainst(
           VOUCHER_NAMESPACE,
           storeChannel(ctx, channelId),
           amount,
-          options.fresh ? undefined : readAt,
+          fresh ? undefined : readAt,
         );
   if (raised === undefined) return { ok: true, payer: "", extra: stateExtra(channelId, state) };
   if (!("higher" in raised)) return "changed";
