@@ -68,7 +68,6 @@ export const voucherSchema = z.object({
   channelConfig: channelConfigSchema,
   voucher: voucherFields,
 });
-export type VoucherPayload = z.infer<typeof voucherSchema>;
 
 const voucherClaimSchema = z.object({
   voucher: z.object({ channel: channelConfigSchema, maxClaimableAmount: uint128 }),

@@ -9,13 +9,7 @@ import { chainFailure } from "../exact/checks.js";
 import { checkSignature, recoversTo } from "../exact/signature.js";
 import { type ChannelState, channelMismatch, readChannel, stateExtra } from "./channel.js";
 import { voucherDigest } from "./digests.js";
-import {
-  type ChannelConfig,
-  parsePayload,
-  type VoucherFields,
-  type VoucherPayload,
-  voucherSchema,
-} from "./payload.js";
+import { type ChannelConfig, parsePayload, type VoucherFields, voucherSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
 
 /** A channel's last read and highest voucher. A balance falls only by a refund (the store tells
@@ -225,20 +219,12 @@ export async function verifyVoucher(
   const kind = request.payload.type === "refund" ? "refund" : "voucher";
   const parsed = parsePayload(request, voucherSchema, kind);
   if (!parsed.ok) return parsed;
-  const payer = parsed.value.channelConfig.payer;
-  return { ...(await verifyParsed(ctx, request, parsed.value)), payer };
-}
-
-async function verifyParsed(
-  ctx: EvmContext,
-  request: PaymentRequest,
-  payload: VoucherPayload,
-): Promise<VerifyResult> {
-  const { channelConfig: config, voucher, type } = payload;
+  const { channelConfig: config, voucher, type } = parsed.value;
+  const refuse = (failure: Failure) => ({ ok: false as const, payer: config.payer, failure });
   const wrong =
-    channelMismatch(payload, request.requirements, ctx.chainId) ??
+    channelMismatch(parsed.value, request.requirements, ctx.chainId) ??
     (await checkVoucherSignature(ctx, config, voucher));
-  if (wrong) return { ok: false, failure: wrong };
+  if (wrong) return refuse(wrong);
   const channelId = voucher.channelId.toLowerCase() as Hex;
   const amount = voucher.maxClaimableAmount;
   let read = await channelState(ctx, channelId);
@@ -249,17 +235,17 @@ async function verifyParsed(
   if (read.ok && read.fromBook && short(read.state) && book.mayReread(channelId)) {
     read = await channelState(ctx, channelId, true);
   }
-  if (!read.ok) return read;
+  if (!read.ok) return refuse(read.failure);
   let checked = await raiseAgainst(ctx, read, amount, type);
   if (checked === "changed") {
     // A refund or withdrawal since that read, on any replica: decide on a fresh read.
     const again = await channelState(ctx, channelId, true);
-    if (!again.ok) return again;
+    if (!again.ok) return refuse(again.failure);
     checked = await raiseAgainst(ctx, again, amount, type, true);
   }
   if (checked === "changed") throw new Error("a fresh read is never stale");
   if (checked.ok) book.verified(channelId, amount);
-  return checked;
+  return { ...checked, payer: config.payer };
 }
 
 /** The voucher against a read, then raised in the store; "changed": the channel changed since. */
