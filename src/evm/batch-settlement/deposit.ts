@@ -144,21 +144,17 @@ async function verify(
   const badVoucher = await checkVoucherSignature(ctx, payload.channelConfig, payload.voucher);
   if (badVoucher) return refuse(badVoucher);
   const amount = payload.deposit.amount;
-  let state: Awaited<ReturnType<typeof readChannel>>;
-  let balance: bigint;
-  try {
-    [state, balance] = await Promise.all([
-      readChannel(ctx, channelId),
-      ctx.client.readContract({
-        address: asset,
-        abi: erc20Abi,
-        functionName: "balanceOf",
-        args: [payer],
-      }),
-    ]);
-  } catch (error) {
-    return refuse(chainFailure(error, "reading the channel and the payer's balance"));
-  }
+  const reads = await Promise.all([
+    readChannel(ctx, channelId),
+    ctx.client.readContract({
+      address: asset,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [payer],
+    }),
+  ]).catch((error: unknown) => chainFailure(error, "reading the channel and the payer's balance"));
+  if ("code" in reads) return refuse(reads);
+  const [state, balance] = reads;
   // What a verify answers in `extra`, and what the next voucher is checked against.
   bookOf(ctx).remember(channelId, state);
   if (balance < amount) {

@@ -144,7 +144,7 @@ export async function settleRefund(
     waitUntil,
   );
   if (!sent.ok) return sent.result;
-  if (payload.claims.length > 0) learnClaims(ctx, payload.claims);
+  learnClaims(ctx, payload.claims);
   await channelChanged(ctx, channelId, Date.now());
   const after = await readChannel(ctx, channelId).catch(() => undefined);
   if (after) bookOf(ctx).remember(channelId, after);

@@ -41,8 +41,6 @@ export const BATCH_OWN: SchemeOwn<BatchSettlementOwn, BatchSettlementOptions> = 
   make: makeOwn,
 };
 
-const seconds = (ms: number) => String(ms / 1000);
-
 const ROWS = {
   // Read by the CLI as every key is, and handed over as receiverAuthorizer.
   receiverAuthorizerKey: {
@@ -68,7 +66,7 @@ const ROWS = {
     env: "FACILITATOR_CLAIM_BATCH_WAIT",
     key: "claimBatchWaitSeconds",
     parse: secondsFrom(0, 60, "must be a number of seconds from 0 to 60, such as 0.5"),
-    shownDefault: `${seconds(DEFAULT_CLAIM_BATCH.maxWaitMs)}; 0: none`,
+    shownDefault: `${DEFAULT_CLAIM_BATCH.maxWaitMs / 1000}; 0: none`,
     help: "batch-settlement: how long a claim waits for others to share its transaction",
   },
 } as const;
