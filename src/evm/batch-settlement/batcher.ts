@@ -1,8 +1,5 @@
-/**
- * Claims batched: requests within `maxWaitMs` (or `maxRows` rows) go out as one `multicall`. Each
- * is simulated alone first, so a bad claim is refused alone; should the batch still revert, those
- * that now fail alone are refused and charged, and the rest go once more, together.
- */
+/** Claims batched into one `multicall`, each simulated alone first: a bad claim is refused alone.
+ * Should the batch still revert, those now failing alone are refused and charged, the rest resent. */
 import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
@@ -15,8 +12,8 @@ import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { type Action, type Sent, sendAction } from "../send-action.js";
 import { channelIdOf } from "./channel.js";
-import { claimCall, claimKey, claimSignature, learnClaims, rowsThatMove } from "./claim-call.js";
-import { pickUpClaim } from "./claim-pickup.js";
+import { claimCall, claimKey, learnClaims, rowsThatMove } from "./claim-call.js";
+import { pickUpClaim, refused } from "./claim-pickup.js";
 import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
 import { claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
 import { wouldRevert } from "./reasons.js";
@@ -45,8 +42,6 @@ interface Waiting extends Ready {
 }
 
 const claimReverts = (detail: string | undefined) => wouldRevert("claim", detail);
-
-const refused = (failure: Failure): Sent => ({ ok: false, result: { ok: false, failure } });
 
 /** A claim: what vouchers entitle the receiver to, for one or many channels, sent batched. */
 export async function settleClaim(
@@ -126,9 +121,9 @@ export class ClaimBatcher {
     if (!moving.ok) return refuse(moving.failure);
     // Our own signature covers only the rows that move; a seller's covers them all.
     const request = asked.signature ? asked : { rows: moving.rows, payment: asked.payment };
-    const signed = await claimSignature(ctx, request.rows, request.signature);
-    if (!signed.ok) return refuse(signed.failure);
-    const { key, data } = claimCall(ctx, request.rows, signed.signature);
+    const call = await claimCall(ctx, request.rows, request.signature);
+    if (!call.ok) return refuse(call.failure);
+    const { key, data } = call;
     const before = this.#answered.get(key);
     if (before) return { ok: false, result: { ok: true, hash: before } };
     const alone = await simulateAlone(ctx, data);
@@ -316,9 +311,9 @@ async function batchCalls(ctx: EvmContext, batch: readonly Waiting[]): Promise<H
   }
   if (merged.size > 0) {
     const rows = [...merged.values()];
-    const signed = await claimSignature(ctx, rows, undefined);
-    if (!signed.ok) throw new Error(signed.failure.message);
-    calls.unshift(claimCall(ctx, rows, signed.signature).data);
+    const call = await claimCall(ctx, rows, undefined);
+    if (!call.ok) throw new Error(call.failure.message);
+    calls.unshift(call.data);
   }
   return calls;
 }

@@ -16,7 +16,7 @@ import {
   SETTLEMENT_ADDRESS,
 } from "./constants.js";
 import { channelIdOf } from "./digests.js";
-import type { ChannelConfig } from "./payload.js";
+import type { ChannelConfig, ChannelPayload } from "./payload.js";
 import { rejected } from "./reasons.js";
 
 export { channelIdOf } from "./digests.js";
@@ -26,8 +26,7 @@ const sameAddress = (a: unknown, b: Address) =>
 
 /** Why `config` cannot be channel `channelId` paying `requirements`, in the official order. */
 export function channelMismatch(
-  config: ChannelConfig,
-  channelId: string,
+  { channelConfig: config, voucher: { channelId } }: ChannelPayload,
   requirements: Requirements,
   chainId: number,
   /** A refund to settle: its requirements name only the receiver and the token. */
@@ -35,14 +34,12 @@ export function channelMismatch(
 ) {
   if (channelIdOf(config, chainId) !== channelId.toLowerCase()) {
     return rejected(
-      "channel_mismatch",
       "channel_id_mismatch",
       `the channel id ${channelId} is not the hash of its channelConfig on chain ${chainId}`,
     );
   }
   if (!sameAddress(requirements.payTo, config.receiver)) {
     return rejected(
-      "channel_mismatch",
       "receiver_mismatch",
       `the channel pays ${config.receiver}, not requirements.payTo ${requirements.payTo}`,
     );
@@ -55,7 +52,6 @@ export function channelMismatch(
     isAddressEqual(config.receiverAuthorizer, zeroAddress)
   ) {
     return rejected(
-      "channel_mismatch",
       "receiver_authorizer_mismatch",
       `the channel's receiverAuthorizer ${config.receiverAuthorizer} is not requirements.extra.receiverAuthorizer (${String(authorizer)})`,
     );
@@ -64,14 +60,12 @@ export function channelMismatch(
   if (token) return token;
   if (extra.withdrawDelay !== undefined && config.withdrawDelay !== Number(extra.withdrawDelay)) {
     return rejected(
-      "channel_mismatch",
       "withdraw_delay_mismatch",
       `the channel's withdrawDelay ${config.withdrawDelay} is not requirements.extra.withdrawDelay ${String(extra.withdrawDelay)}`,
     );
   }
   if (config.withdrawDelay < MIN_WITHDRAW_DELAY || config.withdrawDelay > MAX_WITHDRAW_DELAY) {
     return rejected(
-      "channel_mismatch",
       "withdraw_delay_out_of_range",
       `the channel's withdrawDelay ${config.withdrawDelay} s is outside ${MIN_WITHDRAW_DELAY}–${MAX_WITHDRAW_DELAY} s`,
     );
@@ -82,7 +76,6 @@ export function channelMismatch(
 function tokenMismatch(config: ChannelConfig, requirements: Requirements) {
   if (sameAddress(requirements.asset, config.token)) return undefined;
   return rejected(
-    "channel_mismatch",
     "token_mismatch",
     `the channel holds ${config.token}, not requirements.asset ${requirements.asset}`,
   );
@@ -114,27 +107,16 @@ const STATE_VIEWS = ["channels", "pendingWithdrawals", "refundNonce"] as const;
 
 /** The channel's state at the latest block, in one call (not one per view). */
 export async function readChannel(ctx: EvmContext, channelId: Hex): Promise<ChannelState> {
-  const [channel, pending, nonce] = await readViews(
+  const results = await readViews(
     ctx,
     STATE_VIEWS.map((functionName) =>
       encodeFunctionData({ abi: SETTLEMENT_ABI, functionName, args: [channelId] }),
     ),
   );
-  const [balance, totalClaimed] = decodeFunctionResult({
-    abi: SETTLEMENT_ABI,
-    functionName: "channels",
-    data: channel as Hex,
-  });
-  const [, initiatedAt] = decodeFunctionResult({
-    abi: SETTLEMENT_ABI,
-    functionName: "pendingWithdrawals",
-    data: pending as Hex,
-  });
-  const refundNonce = decodeFunctionResult({
-    abi: SETTLEMENT_ABI,
-    functionName: "refundNonce",
-    data: nonce as Hex,
-  });
+  const [[balance, totalClaimed], [, initiatedAt], refundNonce] = STATE_VIEWS.map(
+    (functionName, i) =>
+      decodeFunctionResult({ abi: SETTLEMENT_ABI, functionName, data: results[i] as Hex }),
+  ) as [readonly [bigint, bigint], readonly [bigint, number], bigint];
   return { balance, totalClaimed, withdrawRequestedAt: Number(initiatedAt), refundNonce };
 }
 

@@ -1,7 +1,4 @@
-/**
- * A claim's call: its rows as the contract takes them, which of them move anything, the receiver
- * authorizer's signature (the one given, or ours) and the name the journal keeps it under.
- */
+/** A claim's call: its rows, which of them move, the receiver authorizer's signature, its key. */
 import {
   type Address,
   decodeFunctionResult,
@@ -30,7 +27,7 @@ export function ourAuthorizerFor(
   const authorizer = ctx.own(BATCH_OWN).receiverAuthorizer;
   const refuse = (reason: Reason, message: string) => ({
     ok: false as const,
-    failure: rejected("receiver_authorizer_unavailable", reason, message),
+    failure: rejected(reason, message),
   });
   if (!authorizer) {
     return refuse(
@@ -72,39 +69,29 @@ function claimBatchMessage(ctx: EvmContext, claims: readonly VoucherClaim[]) {
   };
 }
 
-/** The receiver authorizer's signature over the rows: the one given, or ours. */
-export async function claimSignature(
-  ctx: EvmContext,
-  claims: readonly VoucherClaim[],
-  given: Hex | undefined,
-) {
-  if (given) return { ok: true as const, signature: given };
-  const ours = ourAuthorizerFor(
-    ctx,
-    "claim",
-    claims.map((c) => c.voucher.channel.receiverAuthorizer),
-  );
-  if (!ours.ok) return ours;
-  return {
-    ok: true as const,
-    signature: await ours.authorizer.signTypedData(claimBatchMessage(ctx, claims)),
-  };
-}
-
 /** The name the journal keeps a claim of these rows under. */
 export const claimKey = (ctx: EvmContext, claims: readonly VoucherClaim[]) =>
   `batch-claim:${ctx.chainId}:${hashTypedData(claimBatchMessage(ctx, claims))}`;
 
-/** What a claim transaction does: its call, and the name the journal keeps it under. */
-export function claimCall(ctx: EvmContext, claims: readonly VoucherClaim[], signature: Hex) {
-  return {
-    key: claimKey(ctx, claims),
-    data: encodeFunctionData({
-      abi: SETTLEMENT_ABI,
-      functionName: "claimWithSignature",
-      args: [claimArgs(claims), signature],
-    }),
-  };
+/** A claim transaction: its call, signed by the receiver authorizer (given, or ours), its key. */
+export async function claimCall(
+  ctx: EvmContext,
+  claims: readonly VoucherClaim[],
+  given: Hex | undefined,
+): Promise<{ ok: true; key: string; data: Hex } | { ok: false; failure: Failure }> {
+  let signature = given;
+  if (!signature) {
+    const named = claims.map((c) => c.voucher.channel.receiverAuthorizer);
+    const ours = ourAuthorizerFor(ctx, "claim", named);
+    if (!ours.ok) return ours;
+    signature = await ours.authorizer.signTypedData(claimBatchMessage(ctx, claims));
+  }
+  const data = encodeFunctionData({
+    abi: SETTLEMENT_ABI,
+    functionName: "claimWithSignature",
+    args: [claimArgs(claims), signature],
+  });
+  return { ok: true, key: claimKey(ctx, claims), data };
 }
 
 /** Our own claim moved these channels' claimed totals: the book learns them without a read. */
@@ -139,10 +126,7 @@ async function claimedTotals(ctx: EvmContext, ids: readonly Hex[]): Promise<Map<
   return totals;
 }
 
-/**
- * The rows that raise their channel's claimed total, or why none does. Any other row passes every
- * simulation (the contract returns early) and would cost us a transaction for a no-op.
- */
+/** The rows that raise their channel's claimed total (any other is a no-op we would pay for). */
 export async function rowsThatMove(
   ctx: EvmContext,
   rows: readonly VoucherClaim[],
@@ -161,7 +145,6 @@ export async function rowsThatMove(
   return {
     ok: false,
     failure: rejected(
-      "nothing_to_settle",
       "nothing_to_settle",
       rows.length === 1 && first
         ? `nothing to claim: channel ${ids[0]} has ${already} claimed already${already === 0n ? " (it was never opened, or nothing was claimed yet)" : ""}, and this claim's total is ${first.totalClaimed}`

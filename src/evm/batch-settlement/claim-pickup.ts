@@ -1,11 +1,9 @@
-/**
- * A claim the store already holds, from any replica: followed to its transaction, not sent again.
- * A claim sent in a batch is kept under its own key pointing to the batch, so a retry finds it.
- */
+/** A claim the store already holds (any replica, alone or in a batch): followed, not sent again. */
 import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { inProgress, type MaySend, type Outcome, Success } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
+import type { Failure } from "../../protocol/errors.js";
 import { reconcile } from "../chain/reconcile.js";
 import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
@@ -78,7 +76,4 @@ const answer = (key: string, hash: Hex, mined: boolean, receipt?: TransactionRec
     mined,
   );
 
-const refused = (failure: ReturnType<typeof inProgress>): Sent => ({
-  ok: false,
-  result: { ok: false, failure },
-});
+export const refused = (failure: Failure): Sent => ({ ok: false, result: { ok: false, failure } });

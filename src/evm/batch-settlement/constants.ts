@@ -1,8 +1,5 @@
-/**
- * The x402 `batch-settlement` scheme's fixed facts (its specification, `@x402/evm` 2.27): addresses
- * (the same on every chain), EIP-712 domain and types, withdraw-delay bounds, the calls we make.
- */
-import { type Address, parseAbi } from "viem";
+/** The `batch-settlement` scheme's fixed facts (`@x402/evm` 2.27): addresses, EIP-712, the ABI. */
+import { type Address, parseAbi, parseAbiParameters } from "viem";
 import { transferWithAuthorizationTypes } from "../exact/eip3009-encoding.js";
 import { permit2WitnessTypes } from "../exact/permit2-encoding.js";
 
@@ -25,40 +22,25 @@ export function settlementDomain(chainId: number) {
   } as const;
 }
 
-export const CHANNEL_CONFIG_TYPES = {
-  ChannelConfig: [
-    { name: "payer", type: "address" },
-    { name: "payerAuthorizer", type: "address" },
-    { name: "receiver", type: "address" },
-    { name: "receiverAuthorizer", type: "address" },
-    { name: "token", type: "address" },
-    { name: "withdrawDelay", type: "uint40" },
-    { name: "salt", type: "bytes32" },
-  ],
-} as const;
+/** A channel's configuration, as its EIP-712 struct and as the contract's ABI tuple. */
+const CONFIG_FIELDS =
+  "address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt";
+
+export const CHANNEL_CONFIG_TYPES = { ChannelConfig: parseAbiParameters(CONFIG_FIELDS) } as const;
 
 export const VOUCHER_TYPES = {
-  Voucher: [
-    { name: "channelId", type: "bytes32" },
-    { name: "maxClaimableAmount", type: "uint128" },
-  ],
+  Voucher: parseAbiParameters("bytes32 channelId, uint128 maxClaimableAmount"),
 } as const;
 
 export const CLAIM_BATCH_TYPES = {
   ClaimBatch: [{ name: "claims", type: "ClaimEntry[]" }],
-  ClaimEntry: [
-    { name: "channelId", type: "bytes32" },
-    { name: "maxClaimableAmount", type: "uint128" },
-    { name: "totalClaimed", type: "uint128" },
-  ],
+  ClaimEntry: parseAbiParameters(
+    "bytes32 channelId, uint128 maxClaimableAmount, uint128 totalClaimed",
+  ),
 } as const;
 
 export const REFUND_TYPES = {
-  Refund: [
-    { name: "channelId", type: "bytes32" },
-    { name: "nonce", type: "uint256" },
-    { name: "amount", type: "uint128" },
-  ],
+  Refund: parseAbiParameters("bytes32 channelId, uint256 nonce, uint128 amount"),
 } as const;
 
 /** What the payer signs for an EIP-3009 deposit: the collector receives, nobody else can. */
@@ -81,8 +63,7 @@ export const DEPOSIT_WITNESS_TYPES = {
   DepositWitness: [{ name: "channelId", type: "bytes32" }],
 } as const;
 
-const CONFIG =
-  "(address payer, address payerAuthorizer, address receiver, address receiverAuthorizer, address token, uint40 withdrawDelay, bytes32 salt)";
+const CONFIG = `(${CONFIG_FIELDS})`;
 const CLAIM = `((${CONFIG} channel, uint128 maxClaimableAmount) voucher, bytes signature, uint128 totalClaimed)`;
 
 export const SETTLEMENT_ABI = parseAbi([

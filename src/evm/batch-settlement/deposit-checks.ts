@@ -1,7 +1,4 @@
-/**
- * The deposit's own authorization, checked in the official order: an EIP-3009 receive to its
- * collector (the nonce binds the channel), or a Permit2 transfer whose witness names the channel.
- */
+/** A deposit's own authorization, in the official order: EIP-3009 to its collector, or Permit2. */
 import {
   type Address,
   encodeAbiParameters,
@@ -77,10 +74,7 @@ function permitData(permit?: Eip2612Permit): Hex {
   ]);
 }
 
-/**
- * How Permit2 may move a deposit: already approved; the payer's EIP-2612 permit, applied by the
- * collector; or the payer's signed approval, broadcast (with the gas it lacks) before the deposit.
- */
+/** How Permit2 may move a deposit: approved, the payer's EIP-2612 permit or signed approval. */
 export type Permit2Allowance = Deploying &
   (
     | { readonly kind: "approved" }
@@ -88,14 +82,23 @@ export type Permit2Allowance = Deploying &
     | { readonly kind: "erc20Approval"; readonly approval: SponsoredApproval }
   );
 
-/** A deposit signature's refusal: the chain's, an ERC-6492 factory not allowed, or `reason`. */
-function signatureFailure(signed: { failure: Failure }, reason: Reason, what: string): Failure {
-  const { code, message } = signed.failure;
-  if (code === "chain_unavailable") return signed.failure;
-  if (code === "unsupported_signature") {
-    return rejected("unsupported_signature", "eip6492_factory_not_allowed", message);
+/** The payer's signature over `digest`: its wallet to deploy (ERC-6492), or the refusal. */
+async function payerSignature(
+  ctx: EvmContext,
+  payer: Address,
+  digest: Hex,
+  signature: Hex,
+  refusal: { readonly reason: Reason; readonly what: string },
+): Promise<Failure | Deploying> {
+  const code = ctx.client.getCode({ address: payer });
+  const signed = await checkSignature(ctx, payer, digest, signature, code);
+  if (signed.ok) return { deployment: signed.value.deployment };
+  const { message } = signed.failure;
+  if (signed.failure.code === "chain_unavailable") return signed.failure;
+  if (signed.failure.code === "unsupported_signature") {
+    return rejected("eip6492_factory_not_allowed", message);
   }
-  return rejected("invalid_signature", reason, `${what} ${message.replace(/^the signature /, "")}`);
+  return rejected(refusal.reason, `${refusal.what} ${message.replace(/^the signature /, "")}`);
 }
 
 /** Whether the payer's signed ReceiveWithAuthorization funds this deposit. */
@@ -108,14 +111,12 @@ export async function checkErc3009(
   const now = BigInt(Math.floor(ctx.now()));
   if (auth.validBefore < now + DEADLINE_HEADROOM_SECONDS) {
     return rejected(
-      "authorization_expired",
       "payload_authorization_valid_before",
       `the deposit authorization expires at ${auth.validBefore}, too soon to settle (now ${now})`,
     );
   }
   if (auth.validAfter > now) {
     return rejected(
-      "authorization_not_yet_valid",
       "payload_authorization_valid_after",
       `the deposit authorization is valid only after ${auth.validAfter} (now ${now})`,
     );
@@ -139,20 +140,13 @@ export async function checkErc3009(
       nonce: erc3009DepositNonce(payload.voucher.channelId as Hex, auth.salt),
     },
   });
-  const signed = await checkSignature(
-    ctx,
-    payer,
-    digest,
-    auth.signature,
-    ctx.client.getCode({ address: payer }),
-  );
-  if (!signed.ok) {
-    const undeployable = await cannotDeploy(ctx, auth.signature);
-    if (undeployable) return undeployable;
-    const what = "the deposit's ReceiveWithAuthorization";
-    return signatureFailure(signed, "receive_authorization_signature", what);
-  }
-  return { deployment: signed.value.deployment };
+  const signed = await payerSignature(ctx, payer, digest, auth.signature, {
+    reason: "receive_authorization_signature",
+    what: "the deposit's ReceiveWithAuthorization",
+  });
+  // An allowed ERC-6492 factory that refuses its call is the reason, whatever the signature's.
+  if ("code" in signed) return (await cannotDeploy(ctx, auth.signature)) ?? signed;
+  return signed;
 }
 
 /** A deposit's signature checked: the payer's wallet to deploy first, if not yet (ERC-6492). */
@@ -171,35 +165,31 @@ export async function checkPermit2(
   const payer = payload.channelConfig.payer;
   if (!isAddressEqual(auth.from, payer)) {
     return rejected(
-      "invalid_signature",
       "permit2_invalid_signature",
       `the Permit2 authorization is from ${auth.from}, not the channel's payer ${payer}`,
     );
   }
   if (!isAddressEqual(auth.spender, PERMIT2_COLLECTOR_ADDRESS)) {
     return rejected(
-      "spender_mismatch",
       "permit2_invalid_spender",
       `the Permit2 spender must be the deposit collector ${PERMIT2_COLLECTOR_ADDRESS}, not ${auth.spender}`,
     );
   }
   if (!isAddressEqual(auth.permitted.token, asset)) {
     return rejected(
-      "asset_mismatch",
       "token_mismatch",
       `the Permit2 authorization moves ${auth.permitted.token}, not requirements.asset ${asset}`,
+      "asset_mismatch",
     );
   }
   if (auth.permitted.amount !== payload.deposit.amount) {
     return rejected(
-      "amount_mismatch",
       "permit2_amount_mismatch",
       `the Permit2 authorization is for ${auth.permitted.amount}, the deposit for ${payload.deposit.amount}`,
     );
   }
   if (auth.witness.channelId.toLowerCase() !== payload.voucher.channelId.toLowerCase()) {
     return rejected(
-      "channel_mismatch",
       "channel_id_mismatch",
       `the Permit2 witness names channel ${auth.witness.channelId}, not ${payload.voucher.channelId}`,
     );
@@ -207,7 +197,6 @@ export async function checkPermit2(
   const now = BigInt(Math.floor(ctx.now()));
   if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
     return rejected(
-      "authorization_expired",
       "permit2_deadline_expired",
       `the Permit2 deadline ${auth.deadline} is too soon to settle (now ${now})`,
     );
@@ -224,24 +213,18 @@ export async function checkPermit2(
       witness: { channelId: auth.witness.channelId as Hex },
     },
   });
-  const signed = await checkSignature(
-    ctx,
-    payer,
-    digest,
-    auth.signature,
-    ctx.client.getCode({ address: payer }),
-  );
-  if (!signed.ok) {
-    return signatureFailure(signed, "permit2_invalid_signature", "the Permit2 authorization");
-  }
-  const { deployment } = signed.value;
+  const signed = await payerSignature(ctx, payer, digest, auth.signature, {
+    reason: "permit2_invalid_signature",
+    what: "the Permit2 authorization",
+  });
+  if ("code" in signed) return signed;
+  const { deployment } = signed;
   // The gas-sponsoring extensions, as the official facilitator takes them, in its order.
   const sponsoring = eip2612Sponsoring(request, { from: payer }, asset, ctx);
   if (sponsoring) {
     if (!sponsoring.ok) return sponsoring.failure;
     if (sponsoring.value.value !== payload.deposit.amount) {
       return rejected(
-        "invalid_extension",
         "eip2612_amount_mismatch",
         `eip2612GasSponsoring: the permit is for ${sponsoring.value.value}, the deposit for ${payload.deposit.amount}`,
       );
@@ -262,7 +245,6 @@ export async function checkPermit2(
     });
     if (allowance >= payload.deposit.amount) return { kind: "approved", deployment };
     return rejected(
-      "allowance_required",
       "permit2_allowance_required",
       `the payer allows Permit2 ${allowance} of ${asset}, less than the deposit of ${payload.deposit.amount}`,
     );
@@ -284,7 +266,6 @@ async function cannotDeploy(ctx: EvmContext, signature: Hex): Promise<Failure | 
   );
   if (deploys) return undefined;
   return rejected(
-    "settlement_failed",
     "smart_wallet_deployment_failed",
     `the payer's wallet cannot be deployed: its factory ${factory} refuses the call`,
   );

@@ -1,7 +1,4 @@
-/**
- * A deposit: the payer's signed transfer into a channel through a collector, with a voucher. It
- * settles through the `exact` payment pipeline.
- */
+/** A deposit into a channel through a collector, with a voucher: settled by the exact pipeline. */
 import { type Address, encodeFunctionData, erc20Abi, type Hex } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
@@ -36,12 +33,11 @@ import {
 import { type DepositPayload, depositSchema, parsePayload } from "./payload.js";
 import { rejected, wouldRevert } from "./reasons.js";
 import { BATCH_GAS } from "./settings.js";
-import { bookOf, checkVoucherSignature } from "./voucher.js";
+import { bookOf, checkVoucherSignature, voucherAgainst } from "./voucher.js";
 
-export interface Deposit {
+interface Deposit {
   readonly payload: DepositPayload;
   readonly asset: Address;
-  readonly payTo: Address;
   readonly via: "eip3009" | "permit2";
   readonly channelId: Hex;
   readonly domain: { readonly name: string; readonly version: string } | undefined;
@@ -76,13 +72,7 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
   if (!requirements.ok) return requirements;
   const payload = parsed.value;
   // The channel first, then the transfer method: the official facilitator's order.
-  const { channelConfig, voucher } = payload;
-  const mismatch = channelMismatch(
-    channelConfig,
-    voucher.channelId,
-    request.requirements,
-    ctx.chainId,
-  );
+  const mismatch = channelMismatch(payload, request.requirements, ctx.chainId);
   if (mismatch) return refuse(mismatch);
   const extra = request.requirements.extra ?? {};
   const hinted = extra.assetTransferMethod;
@@ -92,7 +82,6 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
   if (via === "permit2" && !auth.permit2Authorization) {
     return refuse(
       rejected(
-        "invalid_request",
         "payload_type",
         "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization",
       ),
@@ -104,9 +93,8 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
     value: {
       payload,
       asset: requirements.value.asset,
-      payTo: requirements.value.payTo,
       via,
-      channelId: voucher.channelId.toLowerCase() as Hex,
+      channelId: payload.voucher.channelId.toLowerCase() as Hex,
       domain:
         typeof name === "string" && typeof version === "string" ? { name, version } : undefined,
     },
@@ -128,14 +116,12 @@ async function checkAuthorization(
   }
   if (!auth.erc3009Authorization) {
     return rejected(
-      "invalid_request",
       "erc3009_authorization_required",
       "the deposit carries no erc3009Authorization",
     );
   }
   if (!deposit.domain) {
     return rejected(
-      "missing_eip712_domain",
       "missing_eip712_domain",
       "requirements.extra.name and .version are required: the token's EIP-712 domain",
     );
@@ -158,21 +144,17 @@ async function verify(
   const badVoucher = await checkVoucherSignature(ctx, payload.channelConfig, payload.voucher);
   if (badVoucher) return refuse(badVoucher);
   const amount = payload.deposit.amount;
-  let state: Awaited<ReturnType<typeof readChannel>>;
-  let balance: bigint;
-  try {
-    [state, balance] = await Promise.all([
-      readChannel(ctx, channelId),
-      ctx.client.readContract({
-        address: asset,
-        abi: erc20Abi,
-        functionName: "balanceOf",
-        args: [payer],
-      }),
-    ]);
-  } catch (error) {
-    return refuse(chainFailure(error, "reading the channel and the payer's balance"));
-  }
+  const reads = await Promise.all([
+    readChannel(ctx, channelId),
+    ctx.client.readContract({
+      address: asset,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [payer],
+    }),
+  ]).catch((error: unknown) => chainFailure(error, "reading the channel and the payer's balance"));
+  if ("code" in reads) return refuse(reads);
+  const [state, balance] = reads;
   // What a verify answers in `extra`, and what the next voucher is checked against.
   bookOf(ctx).remember(channelId, state);
   if (balance < amount) {
@@ -180,31 +162,14 @@ async function verify(
     const token = await tokenUnits(ctx.client, ctx.chainId, asset).catch(() => undefined);
     return refuse(
       rejected(
-        "insufficient_funds",
         "insufficient_balance",
         `the payer holds ${tokenAmount(balance, token)} of ${asset}, less than the deposit of ${tokenAmount(amount, token)}`,
       ),
     );
   }
   const voucher = payload.voucher.maxClaimableAmount;
-  if (voucher > state.balance + amount) {
-    return refuse(
-      rejected(
-        "voucher_exceeds_balance",
-        "cumulative_exceeds_balance",
-        `the voucher is for ${voucher} cumulative, over the channel's ${state.balance} plus this deposit of ${amount}`,
-      ),
-    );
-  }
-  if (voucher <= state.totalClaimed) {
-    return refuse(
-      rejected(
-        "voucher_already_claimed",
-        "cumulative_below_claimed",
-        `the voucher is for ${voucher} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
-      ),
-    );
-  }
+  const wrong = voucherAgainst(state, channelId, voucher, { deposit: amount });
+  if (wrong) return refuse(wrong);
   const call = withDeployment(
     depositCall(deposit, allowance?.kind === "eip2612" ? allowance.permit : undefined),
     deployment,
@@ -232,13 +197,7 @@ async function verify(
   );
   if (!simulated.ok) {
     const why = String((simulated.error as Error)?.message ?? simulated.error).split("\n")[0];
-    return refuse(
-      rejected(
-        "simulation_failed",
-        "deposit_simulation_failed",
-        `the deposit would revert: ${why}`,
-      ),
-    );
+    return refuse(rejected("deposit_simulation_failed", `the deposit would revert: ${why}`));
   }
   // Spent from the payer's allowance for Permit2 too, unless its permit sets it in the deposit.
   const spends =
@@ -265,11 +224,11 @@ export const depositMethod: ExactMethod<Deposit> = {
   async sameAsJournal(_ctx, deposit, entry) {
     if (entry.expect?.value === deposit.payload.deposit.amount.toString()) return null;
     return rejected(
-      "nonce_already_used",
       "deposit_transaction_failed",
       `this deposit authorization is already being settled for another deposit (${entry.hashes.at(-1)}, ${SETTLEMENT_ADDRESS})`,
+      "nonce_already_used",
     );
   },
   diagnose: async (_ctx, _deposit, revert) =>
-    wouldRevert("deposit", revert, "settlement_failed", "deposit_transaction_failed"),
+    wouldRevert("deposit", revert, "deposit_transaction_failed"),
 };

@@ -1,7 +1,4 @@
-/**
- * The EIP-712 digests a voucher's verify needs (its hot path), as viem's hashTypedData makes them:
- * the domain separator and type hashes made once, a channel's id remembered for its configuration.
- */
+/** The EIP-712 digests of a voucher's verify (its hot path), as hashTypedData makes them. */
 import { encodeAbiParameters, type Hex, keccak256, parseAbiParameters, stringToHex } from "viem";
 import { setNewest } from "../../core/newest.js";
 import {

@@ -1,7 +1,4 @@
-/**
- * The x402 `batch-settlement` scheme on EVM: a payer deposits into a channel once, then pays with
- * vouchers (verified, never sent); the receiver claims, settles and refunds. By `payload.type`.
- */
+/** The x402 `batch-settlement` scheme on EVM: deposit, voucher, claim, settle, refund by `type`. */
 
 import { unitsOf } from "../../core/amount-floor.js";
 import type { Parties } from "../../deny-list/deny-list.js";
@@ -23,7 +20,7 @@ import { bookOf, channelState, verifyVoucher } from "./voucher.js";
 
 const depositPipeline = exactPaymentMethod(depositMethod);
 
-const wrongType = (what: string) => rejected("invalid_request", "payload_type", what);
+const wrongType = (what: string) => rejected("payload_type", what);
 
 /** A deposit settles as a payment does, and answers with the channel's state. */
 const deposit: PaymentMethod = {
@@ -99,14 +96,12 @@ function batchMethod(request: PaymentRequest) {
   }
   if (request.payloadScheme !== BATCH_SETTLEMENT) {
     return rejected(
-      "scheme_mismatch",
       "scheme",
       `the payload is for scheme "${request.payloadScheme}", the requirements for "${BATCH_SETTLEMENT}"`,
     );
   }
   if (request.payloadNetwork !== request.requirements.network) {
     return rejected(
-      "network_mismatch",
       "network_mismatch",
       `the payload is for ${request.payloadNetwork}, the requirements for ${request.requirements.network}`,
     );
@@ -130,35 +125,30 @@ function depositMoves(request: PaymentRequest): SchemeMoves {
     : { amount, field: `${request.paths.payload}.payload.deposit.amount` };
 }
 
-/**
- * Who a request names, for the deny list: each channel's payer (and its voucher key) and receiver,
- * in a channel config or claim; the receiver a settle sweeps for; a deposit's Permit2 signer.
- */
-const field = (node: unknown, key: string): unknown =>
-  typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
-
-export function channelParties(request: PaymentRequest): Parties {
-  const payers: string[] = [];
-  const payees: string[] = [];
-  const add = (list: string[], value: unknown) => {
-    if (typeof value === "string") list.push(value);
-  };
-  const channel = (config: unknown) => {
-    add(payers, field(config, "payer"));
-    add(payers, field(config, "payerAuthorizer"));
-    add(payees, field(config, "receiver"));
-  };
-  const { payload } = request;
-  channel(payload.channelConfig);
-  const claims = payload.claims;
-  if (Array.isArray(claims))
-    for (const claim of claims) channel(field(field(claim, "voucher"), "channel"));
-  add(payees, payload.receiver);
-  add(
-    payers,
-    field(field(field(payload.deposit, "authorization"), "permit2Authorization"), "from"),
+/** The value at `path` inside a payload node, if every step is an object. */
+const at = (node: unknown, ...path: string[]): unknown =>
+  path.reduce<unknown>(
+    (n, key) =>
+      typeof n === "object" && n !== null ? (n as Record<string, unknown>)[key] : undefined,
+    node,
   );
-  return { payers, payees };
+const strings = (values: unknown[]) => values.filter((v): v is string => typeof v === "string");
+
+/** Who a request names, for the deny list: channels' payers (and voucher keys) and receivers. */
+function channelParties({ payload }: PaymentRequest): Parties {
+  const claims = Array.isArray(payload.claims) ? (payload.claims as unknown[]) : [];
+  const configs = [
+    payload.channelConfig,
+    ...claims.map((claim) => at(claim, "voucher", "channel")),
+  ];
+  const permit2Signer = at(payload.deposit, "authorization", "permit2Authorization", "from");
+  return {
+    payers: strings([
+      ...configs.flatMap((c) => [at(c, "payer"), at(c, "payerAuthorizer")]),
+      permit2Signer,
+    ]),
+    payees: strings([...configs.map((c) => at(c, "receiver")), payload.receiver]),
+  };
 }
 
 export const batchSettlementScheme = {

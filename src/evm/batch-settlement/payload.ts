@@ -1,7 +1,4 @@
-/**
- * The five batch-settlement payloads (`payload.type`), as zod schemas: strict about what we read,
- * lenient about fields we do not (the official client adds its own). Amounts are decimal strings.
- */
+/** The batch-settlement payloads as zod schemas: strict about what we read, lenient otherwise. */
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import * as z from "../../protocol/zod.js";
@@ -63,6 +60,9 @@ export const depositSchema = z.object({
 });
 export type DepositPayload = z.infer<typeof depositSchema>;
 
+/** What every payload about one channel carries. */
+export type ChannelPayload = Pick<DepositPayload, "channelConfig" | "voucher">;
+
 export const voucherSchema = z.object({
   type: z.enum(["voucher", "refund"]),
   channelConfig: channelConfigSchema,
@@ -100,66 +100,56 @@ export const refundSchema = z.object({
 });
 export type RefundPayload = z.infer<typeof refundSchema>;
 
-/**
- * Whether a payload has the fields the official facilitator dispatches `type` on (its type guards):
- * without them it answers `payload_type`, with a bad value `invalid_payload`.
- */
-function hasOfficialShape(type: ShapedType, payload: Readonly<Record<string, unknown>>): boolean {
-  const isObject = (value: unknown): value is Record<string, unknown> =>
-    typeof value === "object" && value !== null;
-  const voucher = payload.voucher;
-  const channel =
-    "channelConfig" in payload &&
-    isObject(voucher) &&
-    "channelId" in voucher &&
-    "maxClaimableAmount" in voucher &&
-    "signature" in voucher;
-  switch (type) {
-    case "deposit": {
-      const deposit = payload.deposit;
-      return (
-        channel &&
-        isObject(deposit) &&
-        typeof deposit.amount === "string" &&
-        isObject(deposit.authorization)
-      );
-    }
-    case "voucher":
-    case "refund":
-      return channel;
-    case "settle-refund":
-      return channel && "amount" in payload && "refundNonce" in payload && "claims" in payload;
-    case "settle":
-      return "receiver" in payload && "token" in payload;
-  }
-}
+type Payload = Readonly<Record<string, unknown>>;
 
-type ShapedType = "deposit" | "voucher" | "refund" | "settle-refund" | "settle";
-
-const VOUCHER_NEEDS = "channelConfig and voucher {channelId, maxClaimableAmount, signature}";
-
-/** What each type is called and needs, as the refusal of a payload without the shape says. */
-const SHAPES: Readonly<Record<ShapedType, readonly [noun: string, needs: string]>> = {
-  deposit: [
-    "deposit",
-    "channelConfig, voucher {channelId, maxClaimableAmount, signature} and deposit {amount, authorization}",
-  ],
-  voucher: ["voucher", VOUCHER_NEEDS],
-  refund: ["refund", VOUCHER_NEEDS],
-  "settle-refund": ["refund to settle", "channelConfig, voucher, amount, refundNonce and claims"],
-  settle: ["settle", "receiver and token"],
+const isObject = (value: unknown): value is Payload => typeof value === "object" && value !== null;
+const hasFields = (node: unknown, ...keys: string[]) =>
+  isObject(node) && keys.every((key) => key in node);
+const hasChannel = (payload: Payload) =>
+  "channelConfig" in payload &&
+  hasFields(payload.voucher, "channelId", "maxClaimableAmount", "signature");
+const VOUCHER = {
+  needs: "channelConfig and voucher {channelId, maxClaimableAmount, signature}",
+  has: hasChannel,
 };
+
+/** Each type's name and the fields the official facilitator dispatches it on (else payload_type). */
+const SHAPES = {
+  deposit: {
+    noun: "deposit",
+    needs:
+      "channelConfig, voucher {channelId, maxClaimableAmount, signature} and deposit {amount, authorization}",
+    has: ({ deposit, ...payload }: Payload) =>
+      hasChannel(payload) &&
+      isObject(deposit) &&
+      typeof deposit.amount === "string" &&
+      isObject(deposit.authorization),
+  },
+  voucher: { noun: "voucher", ...VOUCHER },
+  refund: { noun: "refund", ...VOUCHER },
+  "settle-refund": {
+    noun: "refund to settle",
+    needs: "channelConfig, voucher, amount, refundNonce and claims",
+    has: (payload: Payload) =>
+      hasChannel(payload) && hasFields(payload, "amount", "refundNonce", "claims"),
+  },
+  settle: {
+    noun: "settle",
+    needs: "receiver and token",
+    has: (payload: Payload) => hasFields(payload, "receiver", "token"),
+  },
+} as const;
 
 /** The payload against `schema`, refused `payload_type` first if it lacks the shape of `type`. */
 export function parsePayload<T>(
   request: Pick<PaymentRequest, "payload" | "paths">,
   schema: z.ZodMiniType<T>,
-  type?: ShapedType,
+  type?: keyof typeof SHAPES,
 ): Step<T> {
-  if (type && !hasOfficialShape(type, request.payload)) {
-    const [noun, needs] = SHAPES[type];
+  if (type && !SHAPES[type].has(request.payload)) {
+    const { noun, needs } = SHAPES[type];
     const message = `${request.paths.payload}.payload is no ${noun}: it needs ${needs}`;
-    return { ok: false, failure: rejected("invalid_request", "payload_type", message) };
+    return { ok: false, failure: rejected("payload_type", message) };
   }
   const parsed = schema.safeParse(request.payload);
   if (parsed.success) return { ok: true, value: parsed.data };

@@ -1,7 +1,4 @@
-/**
- * A cooperative refund of what nobody claimed, by `refundWithSignature` with the receiver
- * authorizer's signature (given, or ours); claims riding along go first, in one `multicall`.
- */
+/** A cooperative refund by refundWithSignature; claims riding along go first, in one multicall. */
 import { encodeFunctionData, type Hex } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { actsFor, type PaymentRequest } from "../../protocol/request.js";
@@ -17,7 +14,7 @@ import {
   readChannel,
   stateExtra,
 } from "./channel.js";
-import { claimCall, claimSignature, learnClaims, ourAuthorizerFor } from "./claim-call.js";
+import { claimCall, learnClaims, ourAuthorizerFor } from "./claim-call.js";
 import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
 import { parsePayload, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected, wouldRevert } from "./reasons.js";
@@ -35,10 +32,7 @@ function claimedAfter(payload: RefundPayload, state: ChannelState, id: Hex, chai
   }, state.totalClaimed);
 }
 
-/**
- * The receiver authorizer's signature over the refund: the one given, or ours. Ours puts the
- * deposit out of the seller's reach, so only its seller (a caller bound to the receiver) gets it.
- */
+/** The receiver authorizer's refund signature: given, or ours, only for the channel's seller. */
 async function refundSignature(
   ctx: EvmContext,
   request: PaymentRequest,
@@ -86,7 +80,6 @@ export async function settleRefund(
   if (payload.amount === 0n) {
     return refuse(
       rejected(
-        "amount_too_small",
         "refund_amount_invalid",
         `${request.paths.payload}.payload.amount is 0: a refund of nothing is not sent`,
       ),
@@ -94,13 +87,7 @@ export async function settleRefund(
   }
   const channelId = channelIdOf(config, ctx.chainId);
   // The manager's requirements name only payTo and asset.
-  const mismatch = channelMismatch(
-    config,
-    payload.voucher.channelId,
-    request.requirements,
-    ctx.chainId,
-    true,
-  );
+  const mismatch = channelMismatch(payload, request.requirements, ctx.chainId, true);
   if (mismatch) return refuse(mismatch);
   // Who may have our key sign is decided before anything is read.
   const refundSigned = await refundSignature(ctx, request, payload, channelId);
@@ -113,11 +100,7 @@ export async function settleRefund(
   }
   if (claimedAfter(payload, before, channelId, ctx.chainId) === before.balance) {
     return refuse(
-      rejected(
-        "nothing_to_settle",
-        "refund_no_balance",
-        `nothing is left to refund in channel ${channelId}`,
-      ),
+      rejected("refund_no_balance", `nothing is left to refund in channel ${channelId}`),
     );
   }
   // The voucher is held to what verify holds it to (the official facilitator does not look).
@@ -131,13 +114,12 @@ export async function settleRefund(
     args: [config, payload.amount, payload.refundNonce, refundSigned.signature],
   });
   if (payload.claims.length > 0) {
-    const claimSigned = await claimSignature(ctx, payload.claims, payload.claimAuthorizerSignature);
-    if (!claimSigned.ok) return refuse(claimSigned.failure);
-    const claim = claimCall(ctx, payload.claims, claimSigned.signature).data;
+    const claim = await claimCall(ctx, payload.claims, payload.claimAuthorizerSignature);
+    if (!claim.ok) return refuse(claim.failure);
     data = encodeFunctionData({
       abi: SETTLEMENT_ABI,
       functionName: "multicall",
-      args: [[claim, data]],
+      args: [[claim.data, data]],
     });
   }
   // Until it lands the balance may fall: every replica reads the channel before a voucher.
@@ -162,11 +144,10 @@ export async function settleRefund(
     waitUntil,
   );
   if (!sent.ok) return sent.result;
-  if (payload.claims.length > 0) learnClaims(ctx, payload.claims);
+  learnClaims(ctx, payload.claims);
   await channelChanged(ctx, channelId, Date.now());
   const after = await readChannel(ctx, channelId).catch(() => undefined);
   if (after) bookOf(ctx).remember(channelId, after);
-  else bookOf(ctx).forget(channelId);
   const amount = after && before.balance > after.balance ? before.balance - after.balance : 0n;
   return {
     ok: true,

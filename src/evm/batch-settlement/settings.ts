@@ -1,7 +1,4 @@
-/**
- * What batch-settlement owns besides its requests: its CLI settings, the options they make, what
- * it makes of those (receiver authorizer, claim batching) and its transactions' gas bounds.
- */
+/** batch-settlement's CLI settings, the options and state it makes of them, and its gas bounds. */
 import type { LocalAccount } from "viem";
 import { secondsFrom, wholeNumber } from "../../core/scheme-settings.js";
 import type { SchemeGas } from "../chain/gas-bounds.js";
@@ -10,18 +7,15 @@ import type { SchemeSettings } from "../scheme.js";
 import { BATCH_SETTLEMENT } from "./constants.js";
 
 /** How claims are batched: up to `maxRows` rows, waiting at most `maxWaitMs` for more. */
-export interface ClaimBatchPolicy {
-  readonly maxRows: number;
-  readonly maxWaitMs: number;
-}
+export type ClaimBatchPolicy = BatchSettlementOwn["claimBatch"];
 
-export const DEFAULT_CLAIM_BATCH: ClaimBatchPolicy = { maxRows: 100, maxWaitMs: 500 };
+const DEFAULT_CLAIM_BATCH = { maxRows: 100, maxWaitMs: 500 };
 
 /** Most channels one claim transaction applies: 60,000 + 40,000 gas each stays under 20M. */
 const MAX_CLAIM_BATCH_ROWS = 500;
 
 /** Its part of the family's options (the facilitator's, as a library takes them). */
-export interface BatchSettlementOptions {
+interface BatchSettlementOptions {
   /** The receiver authorizer's key (never a settlement key); none by default. */
   readonly receiverAuthorizer?: LocalAccount | undefined;
   /** Whether /supported offers it: only when refund requests are authenticated (it signs them). */
@@ -30,27 +24,22 @@ export interface BatchSettlementOptions {
 }
 
 /** What its requests read (ctx.own(BATCH_OWN)): the options with their defaults. */
-export interface BatchSettlementOwn {
+const makeOwn = (options: BatchSettlementOptions) => ({
   /** The key that signs claims and refunds for sellers who leave it to us. */
-  readonly receiverAuthorizer?: LocalAccount | undefined;
+  receiverAuthorizer: options.receiverAuthorizer,
   /** Its address, when /supported offers it. */
-  readonly offered?: string | undefined;
-  readonly claimBatch: ClaimBatchPolicy;
-}
+  offered: options.offerReceiverAuthorizer ? options.receiverAuthorizer?.address : undefined,
+  claimBatch: {
+    maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
+    maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
+  },
+});
+type BatchSettlementOwn = ReturnType<typeof makeOwn>;
 
 export const BATCH_OWN: SchemeOwn<BatchSettlementOwn, BatchSettlementOptions> = {
   name: BATCH_SETTLEMENT,
-  make: (options) => ({
-    receiverAuthorizer: options.receiverAuthorizer,
-    offered: options.offerReceiverAuthorizer ? options.receiverAuthorizer?.address : undefined,
-    claimBatch: {
-      maxRows: options.claimBatch?.maxRows ?? DEFAULT_CLAIM_BATCH.maxRows,
-      maxWaitMs: options.claimBatch?.maxWaitMs ?? DEFAULT_CLAIM_BATCH.maxWaitMs,
-    },
-  }),
+  make: makeOwn,
 };
-
-const seconds = (ms: number) => String(ms / 1000);
 
 const ROWS = {
   // Read by the CLI as every key is, and handed over as receiverAuthorizer.
@@ -77,7 +66,7 @@ const ROWS = {
     env: "FACILITATOR_CLAIM_BATCH_WAIT",
     key: "claimBatchWaitSeconds",
     parse: secondsFrom(0, 60, "must be a number of seconds from 0 to 60, such as 0.5"),
-    shownDefault: `${seconds(DEFAULT_CLAIM_BATCH.maxWaitMs)}; 0: none`,
+    shownDefault: `${DEFAULT_CLAIM_BATCH.maxWaitMs / 1000}; 0: none`,
     help: "batch-settlement: how long a claim waits for others to share its transaction",
   },
 } as const;

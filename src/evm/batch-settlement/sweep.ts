@@ -1,7 +1,4 @@
-/**
- * A settle: what was claimed for a receiver in one token, swept to it by `settle(receiver,
- * token)`. Each sweep takes everything claimed so far, so the claimed total names it.
- */
+/** A settle: what was claimed for a receiver in one token, swept to it by settle(receiver, token). */
 import { encodeFunctionData, isAddressEqual, parseEventLogs } from "viem";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -38,7 +35,6 @@ export async function settleSweep(
     return {
       ok: false,
       failure: rejected(
-        "nothing_to_settle",
         "nothing_to_settle",
         `nothing is claimed and unsettled for ${receiver} in ${token} (claimed ${claimed}, settled ${settled})`,
       ),

@@ -1,7 +1,4 @@
-/**
- * Verify of a voucher (and of a refund's): the payer's signature over the cumulative amount, and
- * that amount against the channel's balance and claimed total, from the channel book while fresh.
- */
+/** A voucher's verify: the payer's signature, the amount against the channel (its book if fresh). */
 import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
 import { setNewest } from "../../core/newest.js";
 import type { Failure } from "../../protocol/errors.js";
@@ -15,11 +12,8 @@ import { voucherDigest } from "./digests.js";
 import { type ChannelConfig, parsePayload, type VoucherFields, voucherSchema } from "./payload.js";
 import { rejected } from "./reasons.js";
 
-/**
- * Each channel's last read state and highest voucher verified. A fresh state answers without an
- * RPC: a balance falls only by a refund (the store tells every replica) or a withdrawal that waits
- * 15 minutes, so a read seconds old cannot make a voucher look covered when it is not.
- */
+/** A channel's last read and highest voucher. A balance falls only by a refund (the store tells
+ * every replica) or a 15-minute withdrawal, so a fresh read cannot cover a voucher wrongly. */
 interface KnownChannel {
   readonly state: ChannelState;
   /** When `state` was read (unix milliseconds). */
@@ -31,10 +25,7 @@ interface KnownChannel {
 /** How long a channel's state read serves voucher verifies. */
 const STATE_TTL_MS = 30_000;
 const MAX_CHANNELS = 100_000;
-/**
- * Reads made to refuse a voucher (an empty channel, one over the balance), per channel and window:
- * a deposit made elsewhere still shows at once, and a flood of such vouchers costs few reads.
- */
+/** Rereads to refuse a voucher, per channel and window: a flood of them costs few reads. */
 const REREADS_PER_WINDOW = 2;
 const REREAD_WINDOW_MS = 2_000;
 
@@ -70,15 +61,9 @@ class ChannelBook {
   }
 
   /** A fresh read, or the state our own transaction left. */
-  remember(channelId: Hex, state: ChannelState, now = Date.now()): void {
-    const highestVoucher = this.highestVoucher(channelId);
-    this.#channels.delete(channelId);
-    this.#channels.set(channelId, { state, readAt: now, highestVoucher });
-    // Oldest first in a Map: forget the least recently read beyond the cap.
-    if (this.#channels.size > MAX_CHANNELS) {
-      const oldest = this.#channels.keys().next().value;
-      if (oldest !== undefined) this.#channels.delete(oldest);
-    }
+  remember(channelId: Hex, state: ChannelState, readAt = Date.now()): void {
+    const known = { state, readAt, highestVoucher: this.highestVoucher(channelId) };
+    setNewest(this.#channels, channelId, known, MAX_CHANNELS);
   }
 
   /** A voucher was found valid: a lower one of this channel is stale from now on. */
@@ -146,32 +131,26 @@ export async function checkVoucherSignature(
   if (signed.ok) return undefined;
   if (signed.failure.code === "chain_unavailable") return signed.failure;
   const why = signed.failure.message.replace(/^the signature /, "");
-  return rejected("invalid_signature", "voucher_signature", `the voucher's signature ${why}`);
+  return rejected("voucher_signature", `the voucher's signature ${why}`);
 }
 
-/**
- * The store's namespace, for every replica, of each channel's newest voucher and when its balance
- * last changed other than by a claim (raiseHighest, markChanged). Older stores migrate into it.
- */
+/** The store's namespace of each channel's newest voucher and last balance change (all replicas). */
 export const VOUCHER_NAMESPACE = "batch-settlement:voucher";
 
 /** The store's id of a channel in VOUCHER_NAMESPACE. */
 const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${channelId}`;
 
-/**
- * The channel's state: from the book while fresh, else read. A state from the book only accepts
- * (`fromBook`); a refusal is decided on a read. A read showing a refund tells every replica.
- */
+/** The channel's state: the book's while fresh (it only accepts), else read (refunds told to all). */
 export async function channelState(
   ctx: EvmContext,
   channelId: Hex,
-  options: { readonly reread?: boolean } = {},
+  reread = false,
 ): Promise<
   | { ok: true; channelId: Hex; state: ChannelState; fromBook: boolean; readAt: number }
   | { ok: false; failure: Failure }
 > {
   const book = bookOf(ctx);
-  const known = options.reread ? undefined : book.fresh(channelId);
+  const known = reread ? undefined : book.fresh(channelId);
   if (known) {
     return { ok: true, channelId, state: known.state, fromBook: true, readAt: known.readAt };
   }
@@ -201,32 +180,31 @@ const recordChange = (ctx: EvmContext, channelId: Hex, at: number) =>
     ctx.journal.markChanged(VOUCHER_NAMESPACE, storeChannel(ctx, channelId), at),
   ).catch(() => undefined);
 
-/** Why a voucher for `amount` does not fit the channel (a refund's may equal the claimed total). */
+/** Why a voucher for `amount` does not fit the channel (and a deposit's, with that deposit in). */
 export function voucherAgainst(
   state: ChannelState,
   channelId: Hex,
   amount: bigint,
-  type: "voucher" | "refund",
+  type: "voucher" | "refund" | { readonly deposit: bigint },
 ): Failure | undefined {
-  if (state.balance === 0n) {
-    return rejected(
-      "channel_not_found",
-      "channel_not_found",
-      `channel ${channelId} holds no deposit`,
-    );
+  const deposit = typeof type === "object" ? type.deposit : undefined;
+  if (state.balance === 0n && deposit === undefined) {
+    return rejected("channel_not_found", `channel ${channelId} holds no deposit`);
   }
-  if (amount > state.balance) {
+  if (amount > state.balance + (deposit ?? 0n)) {
+    const balance =
+      deposit === undefined
+        ? `balance of ${state.balance}`
+        : `${state.balance} plus this deposit of ${deposit}`;
     return rejected(
-      "voucher_exceeds_balance",
       "cumulative_exceeds_balance",
-      `the voucher is for ${amount} cumulative, over the channel's balance of ${state.balance}`,
+      `the voucher is for ${amount} cumulative, over the channel's ${balance}`,
     );
   }
   const belowClaimed =
     type === "refund" ? amount < state.totalClaimed : amount <= state.totalClaimed;
   if (belowClaimed) {
     return rejected(
-      "voucher_already_claimed",
       "cumulative_below_claimed",
       `the voucher is for ${amount} cumulative, and ${state.totalClaimed} of the channel is already claimed`,
     );
@@ -242,11 +220,11 @@ export async function verifyVoucher(
   const parsed = parsePayload(request, voucherSchema, kind);
   if (!parsed.ok) return parsed;
   const { channelConfig: config, voucher, type } = parsed.value;
-  const payer = config.payer;
-  const mismatch = channelMismatch(config, voucher.channelId, request.requirements, ctx.chainId);
-  if (mismatch) return { ok: false, payer, failure: mismatch };
-  const badSignature = await checkVoucherSignature(ctx, config, voucher);
-  if (badSignature) return { ok: false, payer, failure: badSignature };
+  const refuse = (failure: Failure) => ({ ok: false as const, payer: config.payer, failure });
+  const wrong =
+    channelMismatch(parsed.value, request.requirements, ctx.chainId) ??
+    (await checkVoucherSignature(ctx, config, voucher));
+  if (wrong) return refuse(wrong);
   const channelId = voucher.channelId.toLowerCase() as Hex;
   const amount = voucher.maxClaimableAmount;
   let read = await channelState(ctx, channelId);
@@ -255,19 +233,19 @@ export async function verifyVoucher(
   const book = bookOf(ctx);
   const short = (state: ChannelState) => state.balance === 0n || amount > state.balance;
   if (read.ok && read.fromBook && short(read.state) && book.mayReread(channelId)) {
-    read = await channelState(ctx, channelId, { reread: true });
+    read = await channelState(ctx, channelId, true);
   }
-  if (!read.ok) return { ok: false, payer, failure: read.failure };
+  if (!read.ok) return refuse(read.failure);
   let checked = await raiseAgainst(ctx, read, amount, type);
   if (checked === "changed") {
     // A refund or withdrawal since that read, on any replica: decide on a fresh read.
-    const again = await channelState(ctx, channelId, { reread: true });
-    if (!again.ok) return { ok: false, payer, failure: again.failure };
-    checked = await raiseAgainst(ctx, again, amount, type, { fresh: true });
+    const again = await channelState(ctx, channelId, true);
+    if (!again.ok) return refuse(again.failure);
+    checked = await raiseAgainst(ctx, again, amount, type, true);
   }
   if (checked === "changed") throw new Error("a fresh read is never stale");
   if (checked.ok) book.verified(channelId, amount);
-  return { ...checked, payer };
+  return { ...checked, payer: config.payer };
 }
 
 /** The voucher against a read, then raised in the store; "changed": the channel changed since. */
@@ -276,7 +254,7 @@ async function raiseAgainst(
   read: { channelId: Hex; state: ChannelState; readAt: number },
   amount: bigint,
   type: "voucher" | "refund",
-  options: { readonly fresh?: boolean } = {},
+  fresh = false,
 ): Promise<VerifyResult | "changed"> {
   const { channelId, state, readAt } = read;
   const wrong = voucherAgainst(state, channelId, amount, type);
@@ -290,7 +268,7 @@ async function raiseAgainst(
           VOUCHER_NAMESPACE,
           storeChannel(ctx, channelId),
           amount,
-          options.fresh ? undefined : readAt,
+          fresh ? undefined : readAt,
         );
   if (raised === undefined) return { ok: true, payer: "", extra: stateExtra(channelId, state) };
   if (!("higher" in raised)) return "changed";
@@ -298,7 +276,6 @@ async function raiseAgainst(
   return {
     ok: false,
     failure: rejected(
-      "voucher_already_claimed",
       "cumulative_amount_mismatch",
       `a voucher of this channel for ${raised.higher} cumulative was verified already; this one, for ${amount}, is stale`,
     ),
