@@ -12,7 +12,15 @@ import { fitLines, terminalWidth } from "../../io/fit-lines.js";
 import { warn } from "../../io/output.js";
 import { DEVNET_DIR_PREFIX } from "../../io/stale-devnet.js";
 import { devnetBanner, tryLines } from "./devnet-banner.js";
-import { evmInfo, type Files, type Running, requestFiles, writeEvmFiles } from "./devnet-files.js";
+import {
+  evmInfo,
+  type Files,
+  REQUEST_KEYS,
+  type Running,
+  requestFileName,
+  requestFiles,
+  writeEvmFiles,
+} from "./devnet-files.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -56,16 +64,7 @@ const DEVNET_FILES = [
   "facilitator.key",
   "receiver-authorizer.key",
   "journal.jsonl",
-  "request.json",
-  "request-x402.json",
-  "request-v1.json",
-  "request-permit2.json",
-  "request-permit2-eip2612.json",
-  "request-permit.json",
-  "request-permit2-approval.json",
-  "request-upto.json",
-  "request-batch-deposit.json",
-  "request-batch-voucher.json",
+  ...REQUEST_KEYS.map(requestFileName),
   "svm-fee-payer.key",
   "request-svm.json",
   "devnet.env",

@@ -101,11 +101,26 @@ export function maxTimeoutOf(text: string | undefined, base: RequirementsJson | 
   return validFor ?? base?.maxTimeoutSeconds ?? 300;
 }
 
-/** The file's requirements without the other version's amount field. */
-export function stripAmounts(base: RequirementsJson | undefined): Record<string, unknown> {
-  if (!base) return {};
-  const { amount: _a, maxAmountRequired: _m, ...rest } = base;
-  return rest;
+/**
+ * The requirements signed: the file's, overridden by `fields` (in their order, `amount` among
+ * them); v1 names the amount maxAmountRequired and leads with a resource.
+ */
+export function payRequirements(
+  x402Version: 1 | 2,
+  base: RequirementsJson | undefined,
+  fields: RequirementsJson & { amount: string },
+  v1Resource: string,
+): RequirementsJson {
+  const { amount: _a, maxAmountRequired: _m, ...rest }: Record<string, unknown> = base ?? {};
+  const v2: RequirementsJson = { ...rest, ...fields };
+  if (x402Version === 2) return v2;
+  const v1 = Object.entries(v2).map(([k, v]) => [k === "amount" ? "maxAmountRequired" : k, v]);
+  return {
+    resource: v1Resource,
+    description: "paid with facilitator pay",
+    mimeType: "application/json",
+    ...Object.fromEntries(v1),
+  };
 }
 
 /** --network, the requirements', or the one configured RPC's; `evmOnly`: EVM chains alone. */

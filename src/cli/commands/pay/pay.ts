@@ -34,8 +34,8 @@ import {
   fail,
   maxTimeoutOf,
   type PayScheme,
+  payRequirements,
   pickRequirements,
-  stripAmounts,
   targetOf,
 } from "./pay-requirements.js";
 import { buildSvmRequest } from "./pay-svm.js";
@@ -240,31 +240,12 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
           new UsageError(`--v1 needs a network with an x402 v1 name; eip155:${chainId} has none`),
         ))
       : caip2(chainId);
-  const requirements: RequirementsJson =
-    x402Version === 2
-      ? {
-          ...stripAmounts(base),
-          scheme: "exact",
-          network,
-          amount: amount.toString(),
-          asset,
-          payTo,
-          maxTimeoutSeconds,
-          extra,
-        }
-      : {
-          resource: "http://localhost/paid",
-          description: "paid with facilitator pay",
-          mimeType: "application/json",
-          ...stripAmounts(base),
-          scheme: "exact",
-          network,
-          maxAmountRequired: amount.toString(),
-          asset,
-          payTo,
-          maxTimeoutSeconds,
-          extra,
-        };
+  const requirements = payRequirements(
+    x402Version,
+    base,
+    { scheme: "exact", network, amount: amount.toString(), asset, payTo, maxTimeoutSeconds, extra },
+    "http://localhost/paid",
+  );
   if (scheme === BATCH) {
     if (flags.approval) throw new UsageError("--approval is for exact payments");
     const units = (text: string | undefined, flag: string) =>
@@ -274,7 +255,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
             throw new UsageError(error.message.replace("--amount", flag));
           });
     const batchRequirements: RequirementsJson = {
-      ...(requirements as RequirementsJson),
+      ...requirements,
       scheme: BATCH,
       extra: batchExtra(extra, devnet, flags.receiverAuthorizer),
     };
