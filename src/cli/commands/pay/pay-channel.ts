@@ -25,7 +25,7 @@ import { warn } from "../../io/output.js";
 import { payToken } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
 import { address } from "./pay-payer.js";
-import { pickRequirements, targetOf } from "./pay-requirements.js";
+import { requirementsFile, targetOf } from "./pay-requirements.js";
 
 /** The channel action asked for, by its flag. */
 export function channelActionOf(flags: PayFlags): "--claim" | "--sweep" | "--refund" | undefined {
@@ -219,14 +219,7 @@ async function buildRefund(file: string, rpc: RpcRegistry, x402: boolean): Promi
 
 /** What the receiver claimed and was not paid yet, swept to it: --to/--asset, else the devnet's. */
 async function buildSweep(flags: PayFlags, rpc: RpcRegistry, quiet: boolean): Promise<Built> {
-  const fromFile = flags.requirements
-    ? pickRequirements(
-        parseJson(await readSource(flags.requirements)),
-        flags.requirements,
-        flags.network,
-        BATCH_SETTLEMENT,
-      ).requirements
-    : undefined;
+  const fromFile = (await requirementsFile(flags, BATCH_SETTLEMENT))?.requirements;
   const target = await targetOf(flags.network ?? fromFile?.network, rpc, BATCH_SETTLEMENT);
   if (target.kind !== "evm") throw new UsageError("batch-settlement is served on EVM chains only");
   const { chainId } = target;

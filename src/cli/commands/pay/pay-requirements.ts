@@ -1,11 +1,13 @@
 /** What `facilitator pay` pays (from --requirements, preferring `exact`), and on which network. */
 
 import type { RequirementsJson } from "../../../evm/client/sign-payment.js";
-import { FacilitatorError, type Failure } from "../../../protocol/errors.js";
+import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../../protocol/networks.js";
+import { parseJson } from "../../../protocol/request.js";
 import { looksSolana, solanaNetworkOf } from "../../../protocol/solana-networks.js";
 import type { RpcRegistry } from "../../../rpc/rpc.js";
 import { UsageError } from "../../io/errors.js";
+import { readSource } from "../../io/input.js";
 
 export interface PickedRequirements {
   readonly requirements: RequirementsJson;
@@ -44,12 +46,14 @@ function payable(value: unknown): value is RequirementsJson {
   return id !== undefined && (value.scheme === "exact" || id.startsWith("eip155:"));
 }
 
-export function pickRequirements(
-  parsed: { ok: true; value: unknown } | { ok: false; failure: Failure },
-  source: string,
-  network?: string,
+/** --requirements' pick (on --network, of `scheme` if named), or undefined without the flag. */
+export async function requirementsFile(
+  flags: { readonly requirements?: string | undefined; readonly network?: string | undefined },
   scheme?: PayScheme,
-): PickedRequirements {
+): Promise<PickedRequirements | undefined> {
+  const source = flags.requirements;
+  if (!source) return undefined;
+  const parsed = parseJson(await readSource(source));
   if (!parsed.ok) throw new UsageError(`--requirements ${source}: ${parsed.failure.message}`);
   const value = parsed.value;
   const candidates = (
@@ -59,6 +63,7 @@ export function pickRequirements(
         ? value.accepts
         : [value]
   ).filter(payable);
+  const { network } = flags;
   const wanted = network === undefined ? undefined : networkId(network);
   const onNetwork = candidates.filter(
     (c) => wanted === undefined || networkId(c.network) === wanted,

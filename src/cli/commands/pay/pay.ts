@@ -18,11 +18,9 @@ import {
 import type { TokenUnits } from "../../../protocol/amounts.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
-import { parseJson } from "../../../protocol/request.js";
 import { isUnreachable, RpcRegistry, unreachableReason } from "../../../rpc/rpc.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
 import { UsageError } from "../../io/errors.js";
-import { readSource } from "../../io/input.js";
 import { humanOutput, note, printJson, warn } from "../../io/output.js";
 import { loadConfig } from "../../settings/config.js";
 import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
@@ -35,7 +33,7 @@ import {
   maxTimeoutOf,
   type PayScheme,
   payRequirements,
-  pickRequirements,
+  requirementsFile,
   targetOf,
 } from "./pay-requirements.js";
 import { buildSvmRequest } from "./pay-svm.js";
@@ -104,14 +102,7 @@ async function eip2612For(
 }
 
 async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
-  const fromFile = flags.requirements
-    ? pickRequirements(
-        parseJson(await readSource(flags.requirements)),
-        flags.requirements,
-        flags.network,
-        flags.scheme,
-      )
-    : undefined;
+  const fromFile = await requirementsFile(flags, flags.scheme);
   const scheme: PayScheme =
     flags.scheme ?? (fromFile?.requirements.scheme === BATCH ? BATCH : "exact");
   if (scheme !== BATCH && (flags.deposit ?? flags.cumulative ?? flags.receiverAuthorizer)) {
