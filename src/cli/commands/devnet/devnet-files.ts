@@ -26,10 +26,7 @@ import type { SvmDevnet } from "../../../svm/devnet/index.js";
 const BATCH_PRICE = 10_000n;
 
 /** The devnet's batch-settlement requirements: test USDC to the payee, our authorizer. */
-function devnetBatchRequirements(
-  devnet: DevnetInfo,
-  amount = BATCH_PRICE,
-): RequirementsJson {
+function devnetBatchRequirements(devnet: DevnetInfo, amount = BATCH_PRICE): RequirementsJson {
   return {
     scheme: "batch-settlement",
     network: devnet.network,
