@@ -1,7 +1,4 @@
-/**
- * Signed example requests for the devnet, signed as `facilitator pay` signs (the tests sign with
- * the official x402 client instead, and check that both sign the same thing).
- */
+/** The devnet's example requests, signed as `pay` signs (tests: the x402 client signs the same). */
 import type { Address } from "viem";
 import {
   approvalTerms,

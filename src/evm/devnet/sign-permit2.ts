@@ -1,8 +1,6 @@
 /**
- * Signing x402 Permit2 payments as an x402 client does, in the official client's JSON shapes
- * (field order included): the PermitWitnessTransferFrom for the exact proxy (witness {to,
- * validAfter}) or the upto proxy (witness {to, facilitator, validAfter}), and the EIP-2612 permit
- * of Permit2 that the `eip2612GasSponsoring` extension carries.
+ * x402 Permit2 payments as the official client signs them (its JSON field order): the exact or upto
+ * proxy's PermitWitnessTransferFrom, and the EIP-2612 permit eip2612GasSponsoring carries.
  */
 import { type Address, getAddress, type TypedData, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -107,10 +105,7 @@ export function signUptoPermit2Payment(
   return signWitnessTransfer(chainId, payer, terms, options, proxy, witness, uptoWitnessTypes);
 }
 
-/**
- * Signs the payer's EIP-2612 permit for Permit2 to spend `amount` of `token` until `deadline`
- * (the Permit2 authorization's, as the official client does); the nonce is read unless given.
- */
+/** The payer's EIP-2612 permit for Permit2 to its deadline; the nonce read unless given. */
 export async function signEip2612GasSponsoring(
   devnet: DevnetNode,
   payer: DevAccount,

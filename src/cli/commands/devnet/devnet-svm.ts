@@ -1,7 +1,4 @@
-/**
- * `facilitator devnet`'s Solana side. A blockhash lives about a minute, so the request file is
- * signed again every REFRESH_MS: the file on disk always verifies.
- */
+/** `devnet`'s Solana side: a blockhash lives ~a minute, so the request is signed again often. */
 import { chmod, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { SvmDevnet } from "../../../svm/devnet/index.js";

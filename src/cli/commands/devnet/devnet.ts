@@ -91,10 +91,7 @@ async function prepareDir(
   return { dir, temporary: false };
 }
 
-/**
- * What devnet.env sets or unsets: whatever this devnet does not set is unset, so an earlier
- * `source` (another devnet's, the user's own) does not mix in.
- */
+/** What devnet.env sets or unsets: an earlier `source` (another devnet's) must not mix in. */
 const DEVNET_ENV_NAMES = [
   "FACILITATOR_RPC_URL",
   "FACILITATOR_PRIVATE_KEY_FILE",

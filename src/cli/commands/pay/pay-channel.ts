@@ -1,8 +1,4 @@
-/**
- * `facilitator pay --claim | --sweep | --refund`: the seller's side of a batch-settlement channel,
- * as `@x402/evm`'s channel manager sends it. Nothing is signed here: settle signs with the
- * receiver authorizer's key.
- */
+/** `pay --claim | --sweep | --refund`: the seller's side of a channel; settle signs, not this. */
 import type { Address, Hex, PublicClient } from "viem";
 import { channelIdOf } from "../../../evm/batch-settlement/channel.js";
 import {

@@ -106,10 +106,7 @@ export function maxTimeoutOf(text: string | undefined, base: RequirementsJson | 
   return validFor ?? base?.maxTimeoutSeconds ?? 300;
 }
 
-/**
- * The requirements signed: the file's, overridden by `fields` (in their order, `amount` among
- * them); v1 names the amount maxAmountRequired and leads with a resource.
- */
+/** The file's requirements overridden by `fields`; v1 with a resource and maxAmountRequired. */
 export function payRequirements(
   x402Version: 1 | 2,
   base: RequirementsJson | undefined,
