@@ -1,8 +1,4 @@
-/**
- * What an x402 buyer does for `batch-settlement`, in the official client's (2.27) JSON shapes: the
- * channel (the payer its own authorizer, salt 0), a deposit (EIP-3009 to the EIP-3009 collector, or
- * Permit2 to the Permit2 collector) carrying the first voucher, and later vouchers alone.
- */
+/** An x402 buyer's batch-settlement channel, deposit and vouchers, in the official shapes. */
 import { type Address, getAddress, isAddressEqual, zeroAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";

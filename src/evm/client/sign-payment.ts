@@ -1,8 +1,4 @@
-/**
- * What an x402 buyer does: sign an `exact` payment as the official client does (same JSON shapes
- * and field order), with EIP-3009 (x402 v1 and v2) or Permit2 through the x402 exact proxy (v2),
- * optionally sponsoring the payer's Permit2 approval. `facilitator pay` and the devnet use it.
- */
+/** An x402 buyer's `exact` payment (EIP-3009 or Permit2), in the official client's JSON shapes. */
 import {
   type Address,
   bytesToHex,
@@ -80,10 +76,7 @@ async function signEip3009(payer: DevAccount, options: SignPaymentOptions, valid
   return { signature, authorization };
 }
 
-/**
- * The gas-sponsoring extension the options ask for, if any: the payer's signed approve(Permit2,
- * max) transaction as the x402 client signs it (70,000 gas), or its EIP-2612 permit for Permit2.
- */
+/** The sponsoring extension asked for: a signed approve(Permit2, max), or an EIP-2612 permit. */
 async function sponsoring(
   payer: DevAccount,
   options: SignPaymentOptions,

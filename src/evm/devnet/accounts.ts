@@ -1,7 +1,4 @@
-/**
- * anvil's default dev accounts (DEV_MNEMONIC, m/44'/60'/0'/0/0..9) and the devnet's roles for them.
- * Public test keys, funded only on local devnets; still never printed (the objects redact them).
- */
+/** anvil's default dev accounts (public test keys, still never printed) and the devnet's roles. */
 import type { Address, Hex } from "viem";
 
 export const DEV_MNEMONIC = "test test test test test test test test test test test junk";

@@ -150,16 +150,9 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
     stopPromise ??= (async () => {
       if (!exited) {
         child.kill("SIGTERM");
-        let timer: NodeJS.Timeout | undefined;
-        const escalate = new Promise<void>((resolve) => {
-          timer = setTimeout(() => {
-            if (!exited) child.kill("SIGKILL");
-            resolve();
-          }, KILL_GRACE_MS);
-        });
-        await Promise.race([exitPromise, escalate]);
-        clearTimeout(timer);
+        const escalate = setTimeout(() => exited || child.kill("SIGKILL"), KILL_GRACE_MS);
         await exitPromise;
+        clearTimeout(escalate);
       }
       child.stdout?.destroy();
       child.stderr?.destroy();

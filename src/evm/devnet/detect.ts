@@ -1,8 +1,4 @@
-/**
- * Is the chain behind an RPC one of our devnets? Yes when the devnet's TestUSDC code sits where
- * the devnet puts it for that chain id: no real chain has this project's test token there, and it
- * needs no file from the devnet (any devnet, any port, also one a test started).
- */
+/** One of our devnets: its TestUSDC code where the devnet puts it (no real chain has it there). */
 import type { PublicClient } from "viem";
 import { testUsdcRuntimeBytecode } from "./artifacts.js";
 import { usdcAddressFor } from "./setup.js";

@@ -1,7 +1,4 @@
-/**
- * The local devnet: an anvil node with the test tokens, Multicall3, Permit2, the x402 Permit2
- * proxies and a smart-wallet factory in place, and funded payers.
- */
+/** The local devnet: anvil with the test tokens and x402 contracts in place, and funded payers. */
 import { randomBytes } from "node:crypto";
 import { type Address, bytesToHex, encodeFunctionData, getAddress } from "viem";
 import { type AnvilInstance, type AnvilOptions, startAnvil } from "./anvil.js";

@@ -1,7 +1,4 @@
-/**
- * Permit2 on the devnet: payers start WITHOUT an approval of Permit2 (so the "allowance missing"
- * path stays testable); approvePermit2 approves explicitly. Also reads of what Permit2 consumed.
- */
+/** Permit2 on the devnet: payers have not approved it (approvePermit2 does); what it consumed. */
 import { type Address, encodeFunctionData, erc20Abi, maxUint256 } from "viem";
 import type { DevAccount } from "./accounts.js";
 import { permit2Abi } from "./artifacts.js";

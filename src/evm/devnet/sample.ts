@@ -1,7 +1,4 @@
-/**
- * Signed example requests for the devnet, signed as `facilitator pay` signs (the tests sign with
- * the official x402 client instead, and check that both sign the same thing).
- */
+/** The devnet's example requests, signed as `pay` signs (tests: the x402 client signs the same). */
 import type { Address } from "viem";
 import {
   approvalTerms,
@@ -51,18 +48,12 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
   }
   const payTo = options.payTo ?? devnet.payee.address;
   const amount = options.amount ?? 10_000n;
+  const extra =
+    method === "permit2" ? { ...eip712, assetTransferMethod: "permit2" } : { ...eip712 };
+  const terms = { asset: token.address, payTo, maxTimeoutSeconds: 300, extra };
   const requirements: RequirementsJson =
     x402Version === 2
-      ? {
-          scheme: "exact",
-          network: devnet.network,
-          amount: amount.toString(),
-          asset: token.address,
-          payTo,
-          maxTimeoutSeconds: 300,
-          extra:
-            method === "permit2" ? { ...eip712, assetTransferMethod: "permit2" } : { ...eip712 },
-        }
+      ? { scheme: "exact", network: devnet.network, amount: amount.toString(), ...terms }
       : {
           scheme: "exact",
           network: devnet.v1Network as string,
@@ -70,10 +61,7 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
           resource: "http://localhost:4021/weather",
           description: "devnet example",
           mimeType: "application/json",
-          asset: token.address,
-          payTo,
-          maxTimeoutSeconds: 300,
-          extra: { ...eip712 },
+          ...terms,
         };
   const eip2612 =
     options.eip2612GasSponsoring && eip712

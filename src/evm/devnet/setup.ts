@@ -144,10 +144,9 @@ export function mintCall(token: Address, to: Address, amount: bigint): SetupCall
 }
 
 /**
- * Sends the calls from `sender` (default: the funder account) with consecutive nonces, gets them
- * mined and waits for every receipt; throws if any reverted. anvil_getAutomine cannot tell
- * --mixed-mining from --no-mining, so: "manual" mines a block at once, "auto" waits (automine or
- * the heartbeat block), an unknown mode mines a block if no receipt came within 1 s.
+ * Sends the calls from `sender` with consecutive nonces and waits for every receipt (throws on a
+ * revert). anvil_getAutomine cannot tell the modes apart, so "manual" mines a block, "auto" waits,
+ * and an unknown mode mines one if no receipt came within 1 s.
  */
 export async function runSetupCalls(
   rpcUrl: string,
@@ -205,10 +204,7 @@ export interface PrepareDevnetOptions {
   setCode?: (address: Address, bytecode: Hex) => Promise<unknown>;
 }
 
-/**
- * Places the devnet's contracts on the node at `rpcUrl` and mints 1,000,000 of each token to each
- * payer (who do not approve Permit2). The node must hold the default dev accounts.
- */
+/** Places the contracts on the node (its dev accounts funded) and mints each payer each token. */
 export async function prepareDevnet(
   rpcUrl: string,
   chainId: number,

@@ -1,7 +1,4 @@
-/**
- * Signing x402x-style EIP-2612 permit payments on the devnet (`authorizationType: "permit"`),
- * with a settlement account of ours as the spender: the shape our permit method settles.
- */
+/** x402x-style EIP-2612 permit payments on the devnet, a settlement account of ours the spender. */
 import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { eip2612PermitTypes } from "../exact/permit.js";

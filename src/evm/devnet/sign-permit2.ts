@@ -1,10 +1,8 @@
 /**
- * Signing x402 Permit2 payments as an x402 client does, in the official client's JSON shapes
- * (field order included): the PermitWitnessTransferFrom for the exact proxy (witness {to,
- * validAfter}) or the upto proxy (witness {to, facilitator, validAfter}), and the EIP-2612 permit
- * of Permit2 that the `eip2612GasSponsoring` extension carries.
+ * x402 Permit2 payments as the official client signs them (its JSON field order): the exact or upto
+ * proxy's PermitWitnessTransferFrom, and the EIP-2612 permit eip2612GasSponsoring carries.
  */
-import { type Address, getAddress, type Hex, type TypedData, toHex } from "viem";
+import { type Address, getAddress, type TypedData, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import {
   EXACT_PERMIT2_PROXY_ADDRESS,
@@ -19,30 +17,9 @@ import { type Eip2612Token, signEip2612Permit } from "./sign-permit.js";
 /** The EIP-712 types the devnet signs permits with, as the verifier checks them. */
 export { eip2612PermitTypes } from "../exact/permit.js";
 
-/** `payload.permit2Authorization` on the wire: numbers as decimal strings. */
-export interface Permit2AuthorizationJson {
-  from: Address;
-  permitted: { token: Address; amount: string };
-  spender: Address;
-  nonce: string;
-  deadline: string;
-  witness: { to: Address; validAfter: string };
-}
-
-export interface Permit2PaymentJson {
-  signature: Hex;
-  permit2Authorization: Permit2AuthorizationJson;
-}
-
-/** `payload.permit2Authorization` of the upto scheme. */
-export interface UptoPermit2AuthorizationJson extends Omit<Permit2AuthorizationJson, "witness"> {
-  witness: { to: Address; facilitator: Address; validAfter: string };
-}
-
-export interface UptoPermit2PaymentJson {
-  signature: Hex;
-  permit2Authorization: UptoPermit2AuthorizationJson;
-}
+/** An exact-scheme Permit2 `payload` on the wire: numbers as decimal strings. */
+export type Permit2PaymentJson = Awaited<ReturnType<typeof signWitnessTransfer<{ to: Address }>>>;
+export type UptoPermit2PaymentJson = Awaited<ReturnType<typeof signUptoPermit2Payment>>;
 
 export interface Permit2Terms {
   readonly asset: Address;
@@ -122,16 +99,13 @@ export function signUptoPermit2Payment(
   payer: DevAccount,
   terms: Permit2Terms & { readonly facilitator: Address },
   options: Permit2SignOptions = {},
-): Promise<UptoPermit2PaymentJson> {
+) {
   const witness = { to: getAddress(terms.payTo), facilitator: getAddress(terms.facilitator) };
   const proxy = UPTO_PERMIT2_PROXY_ADDRESS;
   return signWitnessTransfer(chainId, payer, terms, options, proxy, witness, uptoWitnessTypes);
 }
 
-/**
- * Signs the payer's EIP-2612 permit for Permit2 to spend `amount` of `token` until `deadline`
- * (the Permit2 authorization's, as the official client does); the nonce is read unless given.
- */
+/** The payer's EIP-2612 permit for Permit2 to its deadline; the nonce read unless given. */
 export async function signEip2612GasSponsoring(
   devnet: DevnetNode,
   payer: DevAccount,

@@ -1,7 +1,4 @@
-/**
- * A ready `upto` request on the devnet: payer 4's Permit2 authorization of up to 0.05 of the
- * permit token for the upto proxy, naming the devnet's settlement key as the facilitator.
- */
+/** A ready `upto` request: payer 4 allows up to 0.05, naming the devnet's settlement key. */
 import type { DevAccount } from "./accounts.js";
 import type { DevnetInfo } from "./setup.js";
 import { signUptoPermit2Payment } from "./sign-permit2.js";

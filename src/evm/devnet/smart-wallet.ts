@@ -1,7 +1,4 @@
-/**
- * Counterfactual smart wallets: TestSmartWalletFactory deploys one for (owner, salt) at a known
- * CREATE2 address, so a payer signs for it before it exists, wrapped in ERC-6492.
- */
+/** Counterfactual (ERC-6492) wallets of TestSmartWalletFactory, signed for before they exist. */
 import {
   type Address,
   concat,

@@ -4,7 +4,13 @@ import { fileURLToPath } from "node:url";
 import chalk from "chalk";
 import { receiverAuthorizerAccount } from "../../../evm/devnet/accounts.js";
 import type { Devnet } from "../../../evm/devnet/index.js";
-import type { EvmFiles, Files, Running } from "./devnet-files.js";
+import {
+  type EvmFiles,
+  type Files,
+  REQUEST_KEYS,
+  REQUEST_NOTES,
+  type Running,
+} from "./devnet-files.js";
 import { svmBanner } from "./devnet-svm-banner.js";
 
 export function devnetBanner(
@@ -91,16 +97,10 @@ function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): s
     `  facilitator  ${devnet.facilitator.address}  ${dim(`key in ${files.keyFile}`)}`,
     `  payers       ${devnet.payers.map((p) => p.address).join("\n               ")}  ${dim("1,000,000 of each token")}`,
     `  payee        ${devnet.payee.address}`,
-    `  signed requests  ${files.request}`,
-    `                   ${files.requestX402} ${dim("(x402 dialect)")}`,
-    ...(files.requestV1 ? [`                   ${files.requestV1} ${dim("(x402 v1)")}`] : []),
-    `                   ${files.requestPermit2} ${dim("(Permit2; payer 4 approved Permit2)")}`,
-    `                   ${files.requestPermit2Eip2612} ${dim("(Permit2 + eip2612GasSponsoring)")}`,
-    `                   ${files.requestPermit} ${dim("(EIP-2612 permit, x402x shape)")}`,
-    `                   ${files.requestPermit2Approval} ${dim("(Permit2 + erc20ApprovalGasSponsoring)")}`,
-    `                   ${files.requestUpto} ${dim("(upto: settle --amount N charges N of at most 50000)")}`,
-    `                   ${files.requestBatchDeposit} ${dim("(batch-settlement: payer 2 deposits 50000 into its channel)")}`,
-    `                   ${files.requestBatchVoucher} ${dim("(batch-settlement voucher, 20000 cumulative: verify it once the deposit has settled)")}`,
+    ...REQUEST_KEYS.filter((key) => files[key] !== undefined).map(
+      (key, i) =>
+        `${i === 0 ? "  signed requests  " : " ".repeat(19)}${files[key]}${REQUEST_NOTES[key] ? ` ${dim(REQUEST_NOTES[key])}` : ""}`,
+    ),
     "",
   ];
 }

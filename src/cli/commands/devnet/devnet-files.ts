@@ -26,10 +26,7 @@ import type { SvmDevnet } from "../../../svm/devnet/index.js";
 const BATCH_PRICE = 10_000n;
 
 /** The devnet's batch-settlement requirements: test USDC to the payee, our authorizer. */
-export function devnetBatchRequirements(
-  devnet: DevnetInfo,
-  amount = BATCH_PRICE,
-): RequirementsJson {
+function devnetBatchRequirements(devnet: DevnetInfo, amount = BATCH_PRICE): RequirementsJson {
   return {
     scheme: "batch-settlement",
     network: devnet.network,
@@ -67,21 +64,37 @@ async function signBatchRequests(devnet: DevnetInfo, payer: DevAccount) {
   return { deposit: body(deposit), voucher: body(voucher) };
 }
 
-export interface EvmFiles {
+/** The signed requests by --json's key, with the banner's note for each. */
+export const REQUEST_NOTES = {
+  request: "",
+  requestX402: "(x402 dialect)",
+  requestV1: "(x402 v1)",
+  requestPermit2: "(Permit2; payer 4 approved Permit2)",
+  requestPermit2Eip2612: "(Permit2 + eip2612GasSponsoring)",
+  requestPermit: "(EIP-2612 permit, x402x shape)",
+  requestPermit2Approval: "(Permit2 + erc20ApprovalGasSponsoring)",
+  requestUpto: "(upto: settle --amount N charges N of at most 50000)",
+  requestBatchDeposit: "(batch-settlement: payer 2 deposits 50000 into its channel)",
+  requestBatchVoucher:
+    "(batch-settlement voucher, 20000 cumulative: verify it once the deposit has settled)",
+} as const;
+
+type RequestKey = keyof typeof REQUEST_NOTES;
+export const REQUEST_KEYS = Object.keys(REQUEST_NOTES) as RequestKey[];
+
+/** Its file: request-permit2-eip2612.json for requestPermit2Eip2612. */
+export const requestFileName = (key: RequestKey) =>
+  `${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}.json`;
+
+/** Its name in devnet.json's `requests`: permit2Eip2612 for requestPermit2Eip2612. */
+const infoName = (key: RequestKey) =>
+  key === "request" ? "reference" : `${key.charAt(7).toLowerCase()}${key.slice(8)}`;
+
+export type EvmFiles = {
   readonly keyFile: string;
   readonly receiverAuthorizerKeyFile: string;
   readonly apiKeysFile: string;
-  readonly request: string;
-  readonly requestX402: string;
-  readonly requestV1?: string | undefined;
-  readonly requestPermit2: string;
-  readonly requestPermit2Eip2612: string;
-  readonly requestPermit: string;
-  readonly requestPermit2Approval: string;
-  readonly requestUpto: string;
-  readonly requestBatchDeposit: string;
-  readonly requestBatchVoucher: string;
-}
+} & { readonly [key in RequestKey]?: string };
 
 export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFiles> {
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
@@ -113,50 +126,35 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
   if (!payer1 || !payer2 || !payer3 || !payer4 || !payer5) {
     throw new Error("the devnet has fewer than five payers");
   }
-  const sample = async (name: string, options: Parameters<typeof signSampleRequest>[1]) =>
-    put(name, json(await signSampleRequest(devnet, options)));
-  const request = await sample("request.json", { payer: payer1 });
-  const requestX402 = await sample("request-x402.json", { payer: payer2, dialect: "x402" });
-  const requestV1 = devnet.v1Network
-    ? await sample("request-v1.json", { payer: payer3, x402Version: 1 })
-    : undefined;
+  const sample = (options: Parameters<typeof signSampleRequest>[1]) =>
+    signSampleRequest(devnet, options);
   // Payer 4 has approved Permit2 on the permit token; payer 5's request carries an EIP-2612 permit.
   await approvePermit2(devnet, payer4, devnet.permitToken.address);
   const permit2 = { method: "permit2", asset: "permit" } as const;
-  const requestPermit2 = await sample("request-permit2.json", { payer: payer4, ...permit2 });
-  const requestPermit2Eip2612 = await sample("request-permit2-eip2612.json", {
-    payer: payer5,
-    ...permit2,
-    eip2612GasSponsoring: true,
-  });
-  const requestUpto = await put("request-upto.json", json(await signUptoRequest(devnet, payer4)));
-  const requestPermit = await put(
-    "request-permit.json",
-    json(await signPermitRequest(devnet, payer3)),
-  );
-  // Payer 1 sends no transaction of its own, so its signed approval's nonce stays next.
-  const requestPermit2Approval = await sample("request-permit2-approval.json", {
-    payer: payer1,
-    method: "permit2",
-    asset: "plain",
-    erc20ApprovalGasSponsoring: true,
-  });
   const batch = await signBatchRequests(devnet, payer2);
-  return {
-    keyFile,
-    receiverAuthorizerKeyFile,
-    apiKeysFile,
-    request,
-    requestX402,
-    requestV1,
-    requestPermit2,
-    requestPermit2Eip2612,
-    requestPermit,
-    requestPermit2Approval,
-    requestUpto,
-    requestBatchDeposit: await put("request-batch-deposit.json", json(batch.deposit)),
-    requestBatchVoucher: await put("request-batch-voucher.json", json(batch.voucher)),
+  const signed: Record<RequestKey, unknown> = {
+    request: await sample({ payer: payer1 }),
+    requestX402: await sample({ payer: payer2, dialect: "x402" }),
+    requestV1: devnet.v1Network ? await sample({ payer: payer3, x402Version: 1 }) : undefined,
+    requestPermit2: await sample({ payer: payer4, ...permit2 }),
+    requestPermit2Eip2612: await sample({ payer: payer5, ...permit2, eip2612GasSponsoring: true }),
+    requestPermit: await signPermitRequest(devnet, payer3),
+    // Payer 1 sends no transaction of its own, so its signed approval's nonce stays next.
+    requestPermit2Approval: await sample({
+      payer: payer1,
+      method: "permit2",
+      asset: "plain",
+      erc20ApprovalGasSponsoring: true,
+    }),
+    requestUpto: await signUptoRequest(devnet, payer4),
+    requestBatchDeposit: batch.deposit,
+    requestBatchVoucher: batch.voucher,
   };
+  const files: Partial<Record<RequestKey, string>> = {};
+  for (const key of REQUEST_KEYS) {
+    if (signed[key] !== undefined) files[key] = await put(requestFileName(key), json(signed[key]));
+  }
+  return { keyFile, receiverAuthorizerKeyFile, apiKeysFile, ...files };
 }
 
 /** The signed request files alone, in --json's order. */
@@ -189,18 +187,7 @@ export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
     receiverAuthorizer: receiverAuthorizerAccount.address,
     receiverAuthorizerKeyFile: files.receiverAuthorizerKeyFile,
     apiKeysFile: files.apiKeysFile,
-    requests: {
-      reference: files.request,
-      x402: files.requestX402,
-      v1: files.requestV1,
-      permit2: files.requestPermit2,
-      permit2Eip2612: files.requestPermit2Eip2612,
-      permit: files.requestPermit,
-      permit2Approval: files.requestPermit2Approval,
-      upto: files.requestUpto,
-      batchDeposit: files.requestBatchDeposit,
-      batchVoucher: files.requestBatchVoucher,
-    },
+    requests: Object.fromEntries(REQUEST_KEYS.map((key) => [infoName(key), files[key]])),
   };
 }
 

@@ -1,47 +1,11 @@
-/**
- * `facilitator devnet`'s Solana side. A blockhash lives about a minute, so the request file is
- * signed again every REFRESH_MS: the file on disk always verifies.
- */
+/** `devnet`'s Solana side: a blockhash lives ~a minute, so the request is signed again often. */
 import { chmod, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { type SvmDevnet, startSvmDevnet } from "../../../svm/devnet/index.js";
+import type { SvmDevnet } from "../../../svm/devnet/index.js";
 import { signSvmSampleRequest } from "../../../svm/devnet/sign-payment.js";
-import { isPortTaken, UsageError, wholeFlag } from "../../io/errors.js";
 import { warn } from "../../io/output.js";
 import type { SvmFiles } from "./devnet-files.js";
 import { REFRESH_MS } from "./devnet-svm-banner.js";
-
-export const DEFAULT_SVM_PORT = 8899;
-export const SVM_FILES = ["svm-fee-payer.key", "request-svm.json"] as const;
-
-/** The Solana cluster, state in `dir` if given, and the port asked for if that was taken. */
-export async function startSvm(
-  portFlag: string | undefined,
-  dir: string | undefined,
-): Promise<{ svm: SvmDevnet; taken?: number }> {
-  const options = dir ? { dir } : {};
-  if (portFlag !== undefined) {
-    const port = wholeFlag(portFlag, "--svm-port", 65535);
-    try {
-      return { svm: await startSvmDevnet({ ...options, port }) };
-    } catch (error) {
-      if (!isPortTaken(error)) throw error;
-      throw new UsageError(
-        `--svm-port ${port} is taken (another devnet or validator?): pick another, or leave --svm-port out for a free one`,
-      );
-    }
-  }
-  try {
-    return { svm: await startSvmDevnet({ ...options, port: DEFAULT_SVM_PORT }) };
-  } catch (error) {
-    if (!isPortTaken(error)) throw error;
-    const svm = await startSvmDevnet({ ...options, port: 0 });
-    warn(
-      `port ${DEFAULT_SVM_PORT} is taken (another devnet or validator?): the Solana devnet listens on ${svm.rpcUrl}`,
-    );
-    return { svm, taken: DEFAULT_SVM_PORT };
-  }
-}
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 

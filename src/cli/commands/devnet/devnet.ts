@@ -6,13 +6,21 @@ import os from "node:os";
 import path from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { receiverAuthorizerAccount } from "../../../evm/devnet/accounts.js";
-import { type Devnet, startDevnet } from "../../../evm/devnet/index.js";
+import { startDevnet } from "../../../evm/devnet/index.js";
 import { isPortTaken, portTakenMessage, UsageError, wholeFlag } from "../../io/errors.js";
 import { fitLines, terminalWidth } from "../../io/fit-lines.js";
 import { warn } from "../../io/output.js";
 import { DEVNET_DIR_PREFIX } from "../../io/stale-devnet.js";
 import { devnetBanner, tryLines } from "./devnet-banner.js";
-import { evmInfo, type Files, type Running, requestFiles, writeEvmFiles } from "./devnet-files.js";
+import {
+  evmInfo,
+  type Files,
+  REQUEST_KEYS,
+  type Running,
+  requestFileName,
+  requestFiles,
+  writeEvmFiles,
+} from "./devnet-files.js";
 
 export interface DevnetFlags {
   readonly port?: string | undefined;
@@ -26,28 +34,31 @@ export interface DevnetFlags {
 }
 
 const DEFAULT_PORT = 8545;
+const DEFAULT_SVM_PORT = 8899;
 
-/** The devnet, and the port asked for when it was taken (the devnet then took a free one). */
-async function start(flags: DevnetFlags): Promise<{ devnet: Devnet; taken?: number }> {
-  const chainId = wholeFlag(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
-  if (chainId === 0) throw new UsageError("--chain-id must be positive");
-  if (flags.port !== undefined) {
-    const port = wholeFlag(flags.port, "--port", 65535);
+/** Listens on --port's port (taken: a usage error), else on `preferred`, else on a free one. */
+async function startOnPort<T>(
+  portFlag: string | undefined,
+  flag: string,
+  preferred: number,
+  start: (port: number) => Promise<T>,
+  takenMessage: (port: number) => string,
+): Promise<{ started: T; taken?: number | undefined }> {
+  if (portFlag !== undefined) {
+    const port = wholeFlag(portFlag, flag, 65535);
     try {
-      return { devnet: await startDevnet({ port, chainId }) };
+      return { started: await start(port) };
     } catch (error) {
       if (!isPortTaken(error)) throw error;
-      throw new UsageError(
-        portTakenMessage(port, "another devnet or node", "leave --port out for a free one"),
-      );
+      throw new UsageError(takenMessage(port));
     }
   }
   try {
-    return { devnet: await startDevnet({ port: DEFAULT_PORT, chainId }) };
+    return { started: await start(preferred) };
   } catch (error) {
     if (!isPortTaken(error)) throw error;
-    // 8545 is taken (another node, another devnet): a free port, said out loud below.
-    return { devnet: await startDevnet({ port: 0, chainId }), taken: DEFAULT_PORT };
+    // Taken (another node, another devnet): a free port, said out loud.
+    return { started: await start(0), taken: preferred };
   }
 }
 
@@ -56,16 +67,7 @@ const DEVNET_FILES = [
   "facilitator.key",
   "receiver-authorizer.key",
   "journal.jsonl",
-  "request.json",
-  "request-x402.json",
-  "request-v1.json",
-  "request-permit2.json",
-  "request-permit2-eip2612.json",
-  "request-permit.json",
-  "request-permit2-approval.json",
-  "request-upto.json",
-  "request-batch-deposit.json",
-  "request-batch-voucher.json",
+  ...REQUEST_KEYS.map(requestFileName),
   "svm-fee-payer.key",
   "request-svm.json",
   "devnet.env",
@@ -89,10 +91,7 @@ async function prepareDir(
   return { dir, temporary: false };
 }
 
-/**
- * What devnet.env sets or unsets: whatever this devnet does not set is unset, so an earlier
- * `source` (another devnet's, the user's own) does not mix in.
- */
+/** What devnet.env sets or unsets: an earlier `source` (another devnet's) must not mix in. */
 const DEVNET_ENV_NAMES = [
   "FACILITATOR_RPC_URL",
   "FACILITATOR_PRIVATE_KEY_FILE",
@@ -135,21 +134,42 @@ function clusters(flags: DevnetFlags): { evm: boolean; svm: boolean } {
 /** Starts what was asked for; on failure, stops what had started. */
 async function startAll(flags: DevnetFlags, running: Running): Promise<void> {
   const wanted = clusters(flags);
-  if (wanted.evm) Object.assign(running, await start(flags));
-  if (running.taken !== undefined && running.devnet) {
-    warn(
-      `port ${running.taken} is taken (another devnet or node?): this devnet listens on ${running.devnet.rpcUrl}`,
+  if (wanted.evm) {
+    const chainId = wholeFlag(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
+    if (chainId === 0) throw new UsageError("--chain-id must be positive");
+    const { started, taken } = await startOnPort(
+      flags.port,
+      "--port",
+      DEFAULT_PORT,
+      (port) => startDevnet({ port, chainId }),
+      (port) => portTakenMessage(port, "another devnet or node", "leave --port out for a free one"),
     );
+    Object.assign(running, { devnet: started, taken });
+    if (taken !== undefined) {
+      warn(
+        `port ${taken} is taken (another devnet or node?): this devnet listens on ${started.rpcUrl}`,
+      );
+    }
   }
   if (wanted.svm) {
-    const { startSvm } = await import("./devnet-svm.js");
+    // Solana's code (and litesvm's native module) loads only when a Solana cluster runs.
+    const { startSvmDevnet } = await import("../../../svm/devnet/index.js");
     // The cluster's state stays in --dir between runs; a temporary directory keeps none.
-    const { svm, taken } = await startSvm(
+    const options = flags.dir ? { dir: path.resolve(flags.dir) } : {};
+    const { started, taken } = await startOnPort(
       flags.svmPort,
-      flags.dir ? path.resolve(flags.dir) : undefined,
+      "--svm-port",
+      DEFAULT_SVM_PORT,
+      (port) => startSvmDevnet({ ...options, port }),
+      (port) =>
+        `--svm-port ${port} is taken (another devnet or validator?): pick another, or leave --svm-port out for a free one`,
     );
-    running.svm = svm;
-    running.svmTaken = taken;
+    Object.assign(running, { svm: started, svmTaken: taken });
+    if (taken !== undefined) {
+      warn(
+        `port ${taken} is taken (another devnet or validator?): the Solana devnet listens on ${started.rpcUrl}`,
+      );
+    }
   }
 }
 

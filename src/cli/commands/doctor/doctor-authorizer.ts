@@ -4,9 +4,9 @@ import { receiverAuthorizerOf } from "../../settings/config-keys.js";
 import { flagName } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";
 
-const authorizer = SETTINGS.receiverAuthorizerKey;
+import { errorFinding, type Finding, finding } from "./doctor-checks.js";
 
-import type { Finding } from "./doctor-checks.js";
+const authorizer = SETTINGS.receiverAuthorizerKey;
 
 /** The batch-settlement receiver authorizer: configured or not, its address, never its key. */
 export function checkReceiverAuthorizer(config: CliConfig): Finding[] {
@@ -14,17 +14,12 @@ export function checkReceiverAuthorizer(config: CliConfig): Finding[] {
   try {
     key = config.loadReceiverAuthorizerKey();
   } catch (error) {
-    return [{ area: "key", level: "error", message: (error as Error).message }];
+    return [errorFinding("key", error)];
   }
   if (key === undefined) {
-    return [
-      {
-        area: "key",
-        level: "ok",
-        message:
-          "no receiver authorizer: batch-settlement sellers sign their own claims and refunds",
-      },
-    ];
+    const message =
+      "no receiver authorizer: batch-settlement sellers sign their own claims and refunds";
+    return [finding("key", "ok", message)];
   }
   let settlementKeys: `0x${string}`[] = [];
   try {
@@ -34,21 +29,10 @@ export function checkReceiverAuthorizer(config: CliConfig): Finding[] {
   }
   try {
     const account = receiverAuthorizerOf(key, settlementKeys);
-    return [
-      {
-        area: "key",
-        level: "ok",
-        message: `receiver authorizer ${account?.address}: signs batch-settlement claims and refunds (needs no gas)`,
-      },
-    ];
+    const message = `receiver authorizer ${account?.address}: signs batch-settlement claims and refunds (needs no gas)`;
+    return [finding("key", "ok", message)];
   } catch (error) {
-    return [
-      {
-        area: "key",
-        level: "error",
-        message: (error as Error).message,
-        fix: `give the receiver authorizer a key of its own (${flagName(authorizer.flag)} FILE or ${authorizer.env})`,
-      },
-    ];
+    const fix = `give the receiver authorizer a key of its own (${flagName(authorizer.flag)} FILE or ${authorizer.env})`;
+    return [finding("key", "error", (error as Error).message, fix)];
   }
 }

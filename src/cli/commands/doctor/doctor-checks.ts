@@ -34,6 +34,18 @@ export interface Finding {
   readonly fix?: string;
 }
 
+/** A finding; `fix` only where there is one. */
+export const finding = (
+  area: Finding["area"],
+  level: Level,
+  message: string,
+  fix?: string,
+): Finding => (fix === undefined ? { area, level, message } : { area, level, message, fix });
+
+/** An error thrown while reading a setting, as the finding it is. */
+export const errorFinding = (area: Finding["area"], error: unknown): Finding =>
+  finding(area, "error", (error as Error).message);
+
 /** Below this much native token, a settlement account is low on gas (about a few settles). */
 const LOW_GAS_WEI = 10n ** 15n;
 /** A node whose newest block is older than this is probably not following its chain. */
@@ -54,19 +66,18 @@ export async function checkRpcs(
   if (config.rpcUrls.length === 0) {
     findings.push(
       rpc.usesPublicRpcs
-        ? {
-            area: "rpc",
-            level: "warning",
-            message:
-              "no RPC configured: the well-known networks are served through their public RPCs",
-            fix: `name your own RPCs with ${waysToSet(SETTINGS.rpcUrls)}`,
-          }
-        : {
-            area: "rpc",
-            level: "error",
-            message: "no RPC configured and public RPCs are off: nothing is served",
-            fix: `add an RPC with ${waysToSet(SETTINGS.rpcUrls)}`,
-          },
+        ? finding(
+            "rpc",
+            "warning",
+            "no RPC configured: the well-known networks are served through their public RPCs",
+            `name your own RPCs with ${waysToSet(SETTINGS.rpcUrls)}`,
+          )
+        : finding(
+            "rpc",
+            "error",
+            "no RPC configured and public RPCs are off: nothing is served",
+            `add an RPC with ${waysToSet(SETTINGS.rpcUrls)}`,
+          ),
     );
     return { findings, chains };
   }
@@ -74,20 +85,18 @@ export async function checkRpcs(
   for (const [i, endpoint] of endpoints.entries()) {
     const url = config.rpcUrls[i] as string;
     if (endpoint.solana !== undefined) {
-      findings.push({
-        area: "rpc",
-        level: "ok",
-        message: `${redactUrl(url)} serves ${endpoint.solana} (Solana)`,
-      });
+      findings.push(finding("rpc", "ok", `${redactUrl(url)} serves ${endpoint.solana} (Solana)`));
       continue;
     }
     if (endpoint.chainId === undefined) {
-      findings.push({
-        area: "rpc",
-        level: "unreachable",
-        message: `${redactUrl(url)} cannot be reached`,
-        fix: "check the URL and that the node runs (a devnet prints its URL; source its devnet.env)",
-      });
+      findings.push(
+        finding(
+          "rpc",
+          "unreachable",
+          `${redactUrl(url)} cannot be reached`,
+          "check the URL and that the node runs (a devnet prints its URL; source its devnet.env)",
+        ),
+      );
       continue;
     }
     const chainId = endpoint.chainId;
@@ -102,21 +111,24 @@ export async function checkRpcs(
         : (knownNetwork(chainId)?.label ?? "a chain not in the registry");
       const age = Math.floor(Date.now() / 1000) - Number(block.timestamp);
       const stale = !devnet && age > STALE_BLOCK_SECONDS;
-      findings.push({
-        area: "rpc",
-        level: stale ? "warning" : "ok",
-        message: `${redactUrl(url)} serves ${caip2(chainId)} (${label}), block ${block.number}${stale ? ` from ${durationInWords(age)} ago` : ""}, ${ms} ms`,
-        ...(stale
-          ? { fix: "the node seems not to follow its chain: check that it is synced" }
-          : {}),
-      });
+      findings.push(
+        finding(
+          "rpc",
+          stale ? "warning" : "ok",
+          `${redactUrl(url)} serves ${caip2(chainId)} (${label}), block ${block.number}${stale ? ` from ${durationInWords(age)} ago` : ""}, ${ms} ms`,
+          stale ? "the node seems not to follow its chain: check that it is synced" : undefined,
+        ),
+      );
       if (!chains.some((c) => c.chainId === chainId)) chains.push({ chainId, devnet, client });
     } catch (error) {
-      findings.push({
-        area: "rpc",
-        level: "unreachable",
-        message: `${redactUrl(url)} answered its chain id, then failed (${unreachableReason(error)})`,
-      });
+      const reason = unreachableReason(error);
+      findings.push(
+        finding(
+          "rpc",
+          "unreachable",
+          `${redactUrl(url)} answered its chain id, then failed (${reason})`,
+        ),
+      );
     }
   }
   return { findings, chains };
@@ -138,61 +150,60 @@ export async function checkKeys(
   try {
     keys = config.loadPrivateKeys();
   } catch (error) {
-    return [{ area: "key", level: "error", message: (error as Error).message }];
+    return [errorFinding("key", error)];
   }
   if (keys.length === 0) {
     if (chains.length === 0 && hasSvmFeePayer(config)) {
-      return [
-        {
-          area: "key",
-          level: "ok",
-          message:
-            "no EVM settlement key, and no EVM chain served: Solana settles with its fee payer",
-        },
-      ];
+      const message =
+        "no EVM settlement key, and no EVM chain served: Solana settles with its fee payer";
+      return [finding("key", "ok", message)];
     }
     return [
-      {
-        area: "key",
-        level: "warning",
-        message: "no settlement key: verify works, EVM settle answers settlement_failed",
-        fix: `pass ${flagName(SETTINGS.privateKeys.flag)} FILE or set ${SETTINGS.privateKeys.env} (never a flag value)`,
-      },
+      finding(
+        "key",
+        "warning",
+        "no settlement key: verify works, EVM settle answers settlement_failed",
+        `pass ${flagName(SETTINGS.privateKeys.flag)} FILE or set ${SETTINGS.privateKeys.env} (never a flag value)`,
+      ),
     ];
   }
   const accounts = keys.map((key) => privateKeyToAccount(key).address);
-  const findings: Finding[] = [
-    {
-      area: "key",
-      level: "ok",
-      message: `${accounts.length === 1 ? "1 settlement account" : `${accounts.length} settlement accounts`}: ${accounts.join(", ")}`,
-    },
-  ];
+  const counted =
+    accounts.length === 1 ? "1 settlement account" : `${accounts.length} settlement accounts`;
+  const findings = [finding("key", "ok", `${counted}: ${accounts.join(", ")}`)];
   for (const chain of chains) {
+    const network = caip2(chain.chainId);
     for (const account of accounts) {
-      try {
-        const balance = await chain.client.getBalance({ address: account });
-        const level: Level = balance === 0n ? "error" : balance < LOW_GAS_WEI ? "warning" : "ok";
-        findings.push({
-          area: "key",
-          level,
-          message: `${account} holds ${nativeBalance(chain, balance)} for gas`,
-          ...(level === "ok"
-            ? {}
-            : {
-                fix: `send it some of ${caip2(chain.chainId)}'s native token: settlements cost gas`,
-              }),
-        });
-      } catch (error) {
-        findings.push({
-          area: "key",
-          level: "unreachable",
-          message: `${account}'s balance on ${caip2(chain.chainId)} could not be read (${unreachableReason(error)})`,
-        });
-      }
+      findings.push(
+        await balanceFinding(
+          () => chain.client.getBalance({ address: account }),
+          LOW_GAS_WEI,
+          (balance) => `${account} holds ${nativeBalance(chain, balance)} for gas`,
+          `send it some of ${network}'s native token: settlements cost gas`,
+          (error) =>
+            `${account}'s balance on ${network} could not be read (${unreachableReason(error)})`,
+        ),
+      );
     }
   }
   return findings;
+}
+
+/** A gas balance read: none is an error, below `low` a warning; a failed read, unreachable. */
+export async function balanceFinding(
+  read: () => Promise<bigint>,
+  low: bigint,
+  holds: (balance: bigint) => string,
+  fix: string,
+  unread: (error: unknown) => string,
+): Promise<Finding> {
+  try {
+    const balance = await read();
+    const level: Level = balance === 0n ? "error" : balance < low ? "warning" : "ok";
+    return finding("key", level, holds(balance), level === "ok" ? undefined : fix);
+  } catch (error) {
+    return finding("key", "unreachable", unread(error));
+  }
 }
 
 /** "9999.9994 ETH on eip155:1": to 4 decimals, with the symbol where it is known (a devnet's: ETH). */
@@ -212,23 +223,17 @@ export async function checkJournal(
   const gone = goneDevnetDir(file);
   if (gone) {
     const message = `${file}: ${staleDevnetProblem(gone)}`;
-    return [{ area: "journal", level: "error", message, fix: STALE_DEVNET_FIX }];
+    return [finding("journal", "error", message, STALE_DEVNET_FIX)];
   }
   if (!existsSync(file)) {
     let dir = path.dirname(file);
     while (!existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);
     try {
       accessSync(dir, constants.W_OK);
-      return [{ area: "journal", level: "ok", message: `${file} (created by the first settle)` }];
+      return [finding("journal", "ok", `${file} (created by the first settle)`)];
     } catch {
-      return [
-        {
-          area: "journal",
-          level: "error",
-          message: `${file} cannot be created: ${dir} is not writable`,
-          fix: "pass --journal FILE in a writable directory",
-        },
-      ];
+      const message = `${file} cannot be created: ${dir} is not writable`;
+      return [finding("journal", "error", message, "pass --journal FILE in a writable directory")];
     }
   }
   let open: JournalEntry[] = [];
@@ -240,14 +245,8 @@ export async function checkJournal(
     journal.close();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
-    return [
-      {
-        area: "journal",
-        level: "error",
-        message: `${file} cannot be used (${code})`,
-        fix: "fix its permissions, or pass --journal FILE",
-      },
-    ];
+    const fix = "fix its permissions, or pass --journal FILE";
+    return [finding("journal", "error", `${file} cannot be used (${code})`, fix)];
   }
   const findings: Finding[] = [];
   const marker = markerBeside(file);
@@ -255,18 +254,18 @@ export async function checkJournal(
     const chain = chains.find((c) => c.chainId === marker.chainId);
     const served = chain ? await genesisHash(chain.client).catch(() => undefined) : undefined;
     if (served && served !== marker.genesisHash) {
-      findings.push({
-        area: "journal",
-        level: "error",
-        message: `${file} belongs to a devnet that has stopped (the RPC for ${caip2(marker.chainId)} serves another chain now)`,
-        fix: "source the running devnet's devnet.env, or pass --journal FILE",
-      });
-      return findings;
+      return [
+        finding(
+          "journal",
+          "error",
+          `${file} belongs to a devnet that has stopped (the RPC for ${caip2(marker.chainId)} serves another chain now)`,
+          "source the running devnet's devnet.env, or pass --journal FILE",
+        ),
+      ];
     }
   }
   const holder = journalHolder(file);
-  if (holder)
-    findings.push({ area: "journal", level: "ok", message: `${file} is in use by ${holder}` });
+  if (holder) findings.push(finding("journal", "ok", `${file} is in use by ${holder}`));
   findings.push(
     openSettlementsFinding("journal", `${file}${marker ? " (this devnet's)" : ""}`, open),
   );
@@ -281,11 +280,7 @@ export function openSettlementsFinding(
   open: readonly JournalEntry[],
 ): Finding {
   if (open.length === 0) {
-    return {
-      area,
-      level: "ok",
-      message: `${where}, nothing ${area === "store" ? "" : "left "}unsettled`,
-    };
+    return finding(area, "ok", `${where}, nothing ${area === "store" ? "" : "left "}unsettled`);
   }
   const oldest = Math.min(...open.map((e) => e.updatedAt ?? Date.now()));
   const age = durationInWords(Math.max(0, Date.now() - oldest) / 1000);
@@ -295,10 +290,10 @@ export function openSettlementsFinding(
     .slice(0, 3)
     .map((e) => e.hashes.at(-1))
     .filter((h) => h !== undefined);
-  return {
+  return finding(
     area,
-    level: "warning",
-    message: `${where}: ${open.length} settlement${open.length === 1 ? "" : "s"} not followed to the end yet${submitted ? ` (${submitted} answered submitted, not mined yet)` : ""}, the oldest for ${age}: ${named.join(", ")}${open.length > named.length ? ", …" : ""}`,
-    fix: "facilitator reconcile follows them (serve does it every few seconds); facilitator status --transaction <hash> tells one",
-  };
+    "warning",
+    `${where}: ${open.length} settlement${open.length === 1 ? "" : "s"} not followed to the end yet${submitted ? ` (${submitted} answered submitted, not mined yet)` : ""}, the oldest for ${age}: ${named.join(", ")}${open.length > named.length ? ", …" : ""}`,
+    "facilitator reconcile follows them (serve does it every few seconds); facilitator status --transaction <hash> tells one",
+  );
 }

@@ -3,10 +3,10 @@
 import { UsageError } from "../../io/errors.js";
 import type { CliConfig } from "../../settings/config.js";
 import { readDenyList } from "../../settings/deny-list-file.js";
-import type { Finding } from "./doctor-checks.js";
+import { type Finding, finding } from "./doctor-checks.js";
 
 /** "3 h", "2 d": how long ago, in its largest whole unit. */
-export function ageOf(ms: number): string {
+function ageOf(ms: number): string {
   const seconds = Math.max(0, Math.floor(ms / 1000));
   const units: [number, string][] = [
     [86_400, "d"],
@@ -25,17 +25,11 @@ export function checkDenyList(config: CliConfig, now = Date.now()): Finding[] {
     const { list, modifiedMs } = readDenyList(file);
     const modified = new Date(modifiedMs).toISOString();
     const message = `${file}: ${list.size} address${list.size === 1 ? "" : "es"}, changed ${ageOf(now - modifiedMs)} ago (${modified}); their payments are refused (address_denied)`;
-    if (list.size > 0) return [{ area: "deny", level: "ok", message }];
-    return [
-      {
-        area: "deny",
-        level: "warning",
-        message: `${message}: it is empty`,
-        fix: "one EVM (0x…) or Solana address a line; serve re-reads the file when it changes",
-      },
-    ];
+    if (list.size > 0) return [finding("deny", "ok", message)];
+    const fix = "one EVM (0x…) or Solana address a line; serve re-reads the file when it changes";
+    return [finding("deny", "warning", `${message}: it is empty`, fix)];
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    return [{ area: "deny", level: "error", message: error.message }];
+    return [finding("deny", "error", error.message)];
   }
 }

@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { describeDisk, diskOf, probeRoom } from "../../../store/journal-space.js";
-import type { Finding } from "./doctor-checks.js";
+import { type Finding, finding } from "./doctor-checks.js";
 
 /** Below this much room, a warning: about 60,000 settlements of about 1.7 KB each. */
 const LOW_BYTES = 100 * 1024 ** 2;
@@ -16,23 +16,23 @@ export async function checkJournalDisk(file: string): Promise<Finding[]> {
   const where = disk ? describeDisk(disk) : `the file system holding ${path.dirname(file)}`;
   if (refused !== undefined) {
     return [
-      {
-        area: "journal",
-        level: "error",
-        message: `${file} cannot be written on ${where}: ${refused}; every settle is refused (503 store_unavailable) until it can be`,
-        fix: "free space on that file system (settles resume by themselves), or pass --journal FILE on another",
-      },
+      finding(
+        "journal",
+        "error",
+        `${file} cannot be written on ${where}: ${refused}; every settle is refused (503 store_unavailable) until it can be`,
+        "free space on that file system (settles resume by themselves), or pass --journal FILE on another",
+      ),
     ];
   }
   if (disk && disk.freeBytes < LOW_BYTES) {
     const room = Math.floor(disk.freeBytes / RECORD_BYTES);
     return [
-      {
-        area: "journal",
-        level: "warning",
-        message: `${file} is on ${where}: room for about ${room.toLocaleString("en-US")} more settlements`,
-        fix: "free space on that file system before it fills: then every settle is refused",
-      },
+      finding(
+        "journal",
+        "warning",
+        `${file} is on ${where}: room for about ${room.toLocaleString("en-US")} more settlements`,
+        "free space on that file system before it fills: then every settle is refused",
+      ),
     ];
   }
   return [];

@@ -7,7 +7,7 @@ import { caip2 } from "../../../protocol/networks.js";
 import type { CliConfig } from "../../settings/config.js";
 import { flagName } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";
-import type { ChainSeen, Finding } from "./doctor-checks.js";
+import { type ChainSeen, type Finding, finding } from "./doctor-checks.js";
 
 const maxFee = SETTINGS.maxFee;
 
@@ -40,14 +40,14 @@ export async function checkLimits(
       );
       const ordinary = price === undefined ? undefined : bounds.eip3009 * price;
       if (ordinary !== undefined && price !== undefined && ordinary > cap.wei) {
-        return {
-          area: "limits",
-          level: "warning",
-          message: `${message}. At today's ${formatGwei(price)} gwei an EIP-3009 settle could cost ${nativeAmount(chainId, ordinary)}: over the cap, settles are refused (fee_cap_exceeded)`,
-          fix: `wait for fees to fall, or raise the cap: ${flagName(maxFee.flag)} ${network}=<amount>, ${maxFee.env} or ${maxFee.key} in the config file`,
-        };
+        return finding(
+          "limits",
+          "warning",
+          `${message}. At today's ${formatGwei(price)} gwei an EIP-3009 settle could cost ${nativeAmount(chainId, ordinary)}: over the cap, settles are refused (fee_cap_exceeded)`,
+          `wait for fees to fall, or raise the cap: ${flagName(maxFee.flag)} ${network}=<amount>, ${maxFee.env} or ${maxFee.key} in the config file`,
+        );
       }
-      return { area: "limits", level: "ok", message };
+      return finding("limits", "ok", message);
     }),
   );
 }

@@ -5,7 +5,7 @@ import { settlementAccount } from "../../../evm/chain/secp256k1.js";
 import { redactStoreUrl } from "../../../store/postgres.js";
 import { MIGRATIONS, UNSETTLED_STATES } from "../../../store/schema.js";
 import type { CliConfig } from "../../settings/config.js";
-import { type Finding, openSettlementsFinding } from "./doctor-checks.js";
+import { type Finding, finding, openSettlementsFinding } from "./doctor-checks.js";
 
 /** The settlements still followed (a batch's members aside), oldest first. */
 export const OPEN_FOR_DOCTOR = `SELECT key, state, hashes, updated_at FROM facilitator_settlements
@@ -19,14 +19,9 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
   try {
     await client.connect();
   } catch (error) {
-    return [
-      {
-        area: "store",
-        level: "unreachable",
-        message: `${where} cannot be reached (${(error as Error).message.split("\n")[0]})`,
-        fix: "start PostgreSQL, or check the URL, its user and PGPASSWORD",
-      },
-    ];
+    const reason = (error as Error).message.split("\n")[0];
+    const fix = "start PostgreSQL, or check the URL, its user and PGPASSWORD";
+    return [finding("store", "unreachable", `${where} cannot be reached (${reason})`, fix)];
   }
   try {
     const version = await client
@@ -34,34 +29,27 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
       .then((r) => r.rows[0]?.v ?? 0)
       .catch(() => 0);
     if (version === 0) {
-      return [{ area: "store", level: "ok", message: `${where}: empty; serve creates the schema` }];
+      return [finding("store", "ok", `${where}: empty; serve creates the schema`)];
     }
     if (version > MIGRATIONS.length) {
       return [
-        {
-          area: "store",
-          level: "error",
-          message: `${where}: its schema (version ${version}) is newer than this facilitator's (${MIGRATIONS.length})`,
-          fix: "run the same facilitator version as the other replicas",
-        },
+        finding(
+          "store",
+          "error",
+          `${where}: its schema (version ${version}) is newer than this facilitator's (${MIGRATIONS.length})`,
+          "run the same facilitator version as the other replicas",
+        ),
       ];
     }
-    const findings: Finding[] = [];
-    const open = await client.query<{
-      key: string;
-      state: JournalEntry["state"];
-      hashes: JournalEntry["hashes"];
-      updated_at: Date;
-    }>(OPEN_FOR_DOCTOR);
-    findings.push(
-      openSettlementsFinding(
-        "store",
-        `${where}: schema version ${version}`,
-        open.rows.map(
-          (row) => ({ ...row, updatedAt: row.updated_at.getTime() }) as unknown as JournalEntry,
-        ),
-      ),
+    const open = await client.query<
+      Pick<JournalEntry, "key" | "state" | "hashes"> & { updated_at: Date }
+    >(OPEN_FOR_DOCTOR);
+    const entries = open.rows.map(
+      (row) => ({ ...row, updatedAt: row.updated_at.getTime() }) as unknown as JournalEntry,
     );
+    const findings = [
+      openSettlementsFinding("store", `${where}: schema version ${version}`, entries),
+    ];
     let addresses: string[] = [];
     try {
       addresses = config
@@ -75,12 +63,14 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
       [addresses],
     );
     for (const row of held.rows) {
-      findings.push({
-        area: "store",
-        level: "warning",
-        message: `key ${row.address} is held by the running replica ${row.owner}: a serve with it waits for that lease, then exits`,
-        fix: "give each replica its own key",
-      });
+      findings.push(
+        finding(
+          "store",
+          "warning",
+          `key ${row.address} is held by the running replica ${row.owner}: a serve with it waits for that lease, then exits`,
+          "give each replica its own key",
+        ),
+      );
     }
     return findings;
   } finally {

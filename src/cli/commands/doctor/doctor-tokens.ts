@@ -7,7 +7,7 @@ import {
 } from "../../../evm/devnet/setup.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
 import { unreachableReason } from "../../../rpc/rpc.js";
-import type { ChainSeen, Finding, Level } from "./doctor-checks.js";
+import { type ChainSeen, type Finding, finding, type Level } from "./doctor-checks.js";
 
 const tokenAbi = parseAbi([
   "function name() view returns (string)",
@@ -35,13 +35,13 @@ export async function checkTokens(chains: readonly ChainSeen[]): Promise<Finding
     let level: Level = "ok";
     try {
       if (token) {
+        const read = (functionName: "name" | "version") =>
+          client
+            .readContract({ address: token.address, abi: tokenAbi, functionName })
+            .catch(() => undefined);
         const [name, version, eip3009] = await Promise.all([
-          client
-            .readContract({ address: token.address, abi: tokenAbi, functionName: "name" })
-            .catch(() => undefined),
-          client
-            .readContract({ address: token.address, abi: tokenAbi, functionName: "version" })
-            .catch(() => undefined),
+          read("name"),
+          read("version"),
           client
             .readContract({
               address: token.address,
@@ -81,14 +81,12 @@ export async function checkTokens(chains: readonly ChainSeen[]): Promise<Finding
           : `Permit2 payments cannot settle here (no ${present(permit2) ? "x402 exact Permit2 proxy" : "Permit2"})`,
       );
     } catch (error) {
-      findings.push({
-        area: "tokens",
-        level: "unreachable",
-        message: `${caip2(chainId)}: ${unreachableReason(error)}`,
-      });
+      findings.push(
+        finding("tokens", "unreachable", `${caip2(chainId)}: ${unreachableReason(error)}`),
+      );
       continue;
     }
-    findings.push({ area: "tokens", level, message: `${caip2(chainId)}: ${parts.join("; ")}` });
+    findings.push(finding("tokens", level, `${caip2(chainId)}: ${parts.join("; ")}`));
   }
   return findings;
 }

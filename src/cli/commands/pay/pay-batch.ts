@@ -1,7 +1,4 @@
-/**
- * `facilitator pay` for batch-settlement: an empty channel (or --deposit) gets a deposit with the
- * voucher, a funded one a voucher alone. The voucher is cumulative: on-chain paid plus this.
- */
+/** `pay` for batch-settlement: a deposit with the voucher when the channel runs short, else one. */
 import { type Address, erc20Abi, getAddress, type Hex, isAddress, type PublicClient } from "viem";
 import { channelIdOf } from "../../../evm/batch-settlement/channel.js";
 import {

@@ -1,16 +1,12 @@
-/**
- * `facilitator pay --claim | --sweep | --refund`: the seller's side of a batch-settlement channel,
- * as `@x402/evm`'s channel manager sends it. Nothing is signed here: settle signs with the
- * receiver authorizer's key.
- */
-import { type Address, getAddress, type Hex, type PublicClient } from "viem";
+/** `pay --claim | --sweep | --refund`: the seller's side of a channel; settle signs, not this. */
+import type { Address, Hex, PublicClient } from "viem";
 import { channelIdOf } from "../../../evm/batch-settlement/channel.js";
 import {
   BATCH_SETTLEMENT,
   SETTLEMENT_ABI,
   SETTLEMENT_ADDRESS,
 } from "../../../evm/batch-settlement/constants.js";
-import { type ChannelConfig, voucherSchema } from "../../../evm/batch-settlement/payload.js";
+import { voucherSchema } from "../../../evm/batch-settlement/payload.js";
 import { type RequirementsJson, requestBody } from "../../../evm/client/sign-payment.js";
 import { payeeAccount } from "../../../evm/devnet/accounts.js";
 import { isDevnetChain } from "../../../evm/devnet/detect.js";
@@ -24,7 +20,8 @@ import { readSource } from "../../io/input.js";
 import { warn } from "../../io/output.js";
 import { payToken } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
-import { pickRequirements, targetOf } from "./pay-requirements.js";
+import { address } from "./pay-payer.js";
+import { requirementsFile, targetOf } from "./pay-requirements.js";
 
 /** The channel action asked for, by its flag. */
 export function channelActionOf(flags: PayFlags): "--claim" | "--sweep" | "--refund" | undefined {
@@ -52,17 +49,19 @@ const PAYMENT_FLAGS = {
   v1: "--v1",
 } as const;
 
+/** What names the payment: --sweep takes the receiver and token from these, the others none. */
+const SWEEP_FLAGS = {
+  requirements: "--requirements",
+  to: "--to",
+  asset: "--asset",
+  network: "--network",
+} as const;
+
 /** A voucher the seller holds: its channel, amount and the payer's signature, on its chain. */
-interface HeldVoucher {
-  readonly chainId: number;
-  readonly config: ChannelConfig;
-  readonly channelId: Hex;
-  readonly maxClaimable: bigint;
-  readonly signature: Hex;
-}
+type HeldVoucher = Awaited<ReturnType<typeof readVoucher>>;
 
 /** The voucher in a deposit or voucher request (either dialect), checked against its channel. */
-async function readVoucher(file: string, flag: string): Promise<HeldVoucher> {
+async function readVoucher(file: string, flag: string) {
   const source = file === "-" ? "stdin" : file;
   const parsed = parseJson(await readSource(file));
   if (!parsed.ok) throw new UsageError(`${flag} ${source}: ${parsed.failure.message}`);
@@ -128,10 +127,7 @@ async function channelOnChain(client: PublicClient, channelId: Hex) {
   return { balance, totalClaimed, refundNonce };
 }
 
-interface Built {
-  readonly body: unknown;
-  readonly line: string;
-}
+type Built = { readonly body: unknown; readonly line: string };
 
 /** The token's decimals and symbol for the line people read; units alone when it cannot say. */
 const tokenOf = (token: Address, chainId: number, client: PublicClient, devnet = false) =>
@@ -219,26 +215,13 @@ async function buildRefund(file: string, rpc: RpcRegistry, x402: boolean): Promi
 
 /** What the receiver claimed and was not paid yet, swept to it: --to/--asset, else the devnet's. */
 async function buildSweep(flags: PayFlags, rpc: RpcRegistry, quiet: boolean): Promise<Built> {
-  const fromFile = flags.requirements
-    ? pickRequirements(
-        parseJson(await readSource(flags.requirements)),
-        flags.requirements,
-        flags.network,
-        BATCH_SETTLEMENT,
-      ).requirements
-    : undefined;
+  const fromFile = (await requirementsFile(flags, BATCH_SETTLEMENT))?.requirements;
   const target = await targetOf(flags.network ?? fromFile?.network, rpc, BATCH_SETTLEMENT);
   if (target.kind !== "evm") throw new UsageError("batch-settlement is served on EVM chains only");
   const { chainId } = target;
   const client = await rpc.client(chainId);
-  const named = (value: string | undefined, flag: string) => {
-    if (value === undefined) return undefined;
-    try {
-      return getAddress(value);
-    } catch {
-      throw new UsageError(`${flag} is not an address`);
-    }
-  };
+  const named = (value: string | undefined, flag: string) =>
+    value === undefined ? undefined : address(value, flag);
   let receiver = named(flags.to ?? fromFile?.payTo, "--to");
   let token = named(flags.asset ?? fromFile?.asset, "--asset");
   const devnet = !receiver || !token ? await isDevnetChain(client, chainId) : false;
@@ -283,19 +266,10 @@ export async function buildChannelRequest(
   rpc: RpcRegistry,
   quiet: boolean,
 ): Promise<Built> {
-  const misplaced: string[] = Object.entries(PAYMENT_FLAGS)
-    .filter(([key]) => flags[key as keyof typeof PAYMENT_FLAGS] !== undefined)
+  const unused = { ...PAYMENT_FLAGS, ...(action === "--sweep" ? {} : SWEEP_FLAGS) };
+  const misplaced: string[] = Object.entries(unused)
+    .filter(([key]) => flags[key as keyof typeof unused] !== undefined)
     .map(([, flag]) => flag);
-  if (action !== "--sweep") {
-    for (const [key, flag] of [
-      ["requirements", "--requirements"],
-      ["to", "--to"],
-      ["asset", "--asset"],
-      ["network", "--network"],
-    ] as const) {
-      if (flags[key] !== undefined) misplaced.push(flag);
-    }
-  }
   if (flags.scheme !== undefined && flags.scheme !== BATCH_SETTLEMENT) misplaced.push("--scheme");
   if (misplaced.length > 0) {
     const what = action === "--sweep" ? "the receiver and token" : "the voucher's request";

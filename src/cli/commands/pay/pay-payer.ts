@@ -12,16 +12,33 @@ export function address(value: string, flag: string): Address {
   return getAddress(value);
 }
 
+/** --payer-key-file's text (never with --payer), or undefined without one. */
+export function payerKeyText(flags: PayFlags): string | undefined {
+  if (flags.payerKeyFile === undefined) return undefined;
+  if (flags.payer !== undefined)
+    throw new UsageError("--payer and --payer-key-file exclude each other");
+  return readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env);
+}
+
+/** A key file's first line that is neither blank nor a # comment. */
+export const firstKeyLine = (text: string): string | undefined =>
+  text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .find((l) => l && !l.startsWith("#"));
+
+/** The devnet payer --payer numbers (default 1); `range` is said when there is none. */
+export function devnetPayer<T>(flags: PayFlags, payers: readonly T[], range: string): T {
+  const n = Number(flags.payer ?? "1");
+  const payer = Number.isInteger(n) ? payers[n - 1] : undefined;
+  if (!payer) throw new UsageError(`--payer must be 1 to ${range}`);
+  return payer;
+}
+
 export function payerFrom(flags: PayFlags, devnet: boolean): DevAccount {
-  if (flags.payerKeyFile !== undefined) {
-    if (flags.payer !== undefined)
-      throw new UsageError("--payer and --payer-key-file exclude each other");
-    const text = readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env);
-    const line = text
-      .split(/\r?\n/)
-      .map((l) => l.trim())
-      .find((l) => l && !l.startsWith("#"));
-    const privateKey = readPrivateKey(line ?? "", "--payer-key-file");
+  const text = payerKeyText(flags);
+  if (text !== undefined) {
+    const privateKey = readPrivateKey(firstKeyLine(text) ?? "", "--payer-key-file");
     return { address: privateKeyToAccount(privateKey).address, privateKey };
   }
   if (!devnet) {
@@ -31,8 +48,5 @@ export function payerFrom(flags: PayFlags, devnet: boolean): DevAccount {
         : "who pays? pass --payer-key-file FILE (the payer's key; never a flag value)",
     );
   }
-  const n = Number(flags.payer ?? "1");
-  const payer = Number.isInteger(n) ? payerAccounts[n - 1] : undefined;
-  if (!payer) throw new UsageError(`--payer must be 1 to ${payerAccounts.length}`);
-  return payer;
+  return devnetPayer(flags, payerAccounts, `${payerAccounts.length}`);
 }

@@ -1,11 +1,13 @@
 /** What `facilitator pay` pays (from --requirements, preferring `exact`), and on which network. */
 
 import type { RequirementsJson } from "../../../evm/client/sign-payment.js";
-import { FacilitatorError, type Failure } from "../../../protocol/errors.js";
+import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../../protocol/networks.js";
+import { parseJson } from "../../../protocol/request.js";
 import { looksSolana, solanaNetworkOf } from "../../../protocol/solana-networks.js";
 import type { RpcRegistry } from "../../../rpc/rpc.js";
 import { UsageError } from "../../io/errors.js";
+import { readSource } from "../../io/input.js";
 
 export interface PickedRequirements {
   readonly requirements: RequirementsJson;
@@ -44,12 +46,14 @@ function payable(value: unknown): value is RequirementsJson {
   return id !== undefined && (value.scheme === "exact" || id.startsWith("eip155:"));
 }
 
-export function pickRequirements(
-  parsed: { ok: true; value: unknown } | { ok: false; failure: Failure },
-  source: string,
-  network?: string,
+/** --requirements' pick (on --network, of `scheme` if named), or undefined without the flag. */
+export async function requirementsFile(
+  flags: { readonly requirements?: string | undefined; readonly network?: string | undefined },
   scheme?: PayScheme,
-): PickedRequirements {
+): Promise<PickedRequirements | undefined> {
+  const source = flags.requirements;
+  if (!source) return undefined;
+  const parsed = parseJson(await readSource(source));
   if (!parsed.ok) throw new UsageError(`--requirements ${source}: ${parsed.failure.message}`);
   const value = parsed.value;
   const candidates = (
@@ -59,6 +63,7 @@ export function pickRequirements(
         ? value.accepts
         : [value]
   ).filter(payable);
+  const { network } = flags;
   const wanted = network === undefined ? undefined : networkId(network);
   const onNetwork = candidates.filter(
     (c) => wanted === undefined || networkId(c.network) === wanted,
@@ -101,11 +106,23 @@ export function maxTimeoutOf(text: string | undefined, base: RequirementsJson | 
   return validFor ?? base?.maxTimeoutSeconds ?? 300;
 }
 
-/** The file's requirements without the other version's amount field. */
-export function stripAmounts(base: RequirementsJson | undefined): Record<string, unknown> {
-  if (!base) return {};
-  const { amount: _a, maxAmountRequired: _m, ...rest } = base;
-  return rest;
+/** The file's requirements overridden by `fields`; v1 with a resource and maxAmountRequired. */
+export function payRequirements(
+  x402Version: 1 | 2,
+  base: RequirementsJson | undefined,
+  fields: RequirementsJson & { amount: string },
+  v1Resource: string,
+): RequirementsJson {
+  const { amount: _a, maxAmountRequired: _m, ...rest }: Record<string, unknown> = base ?? {};
+  const v2: RequirementsJson = { ...rest, ...fields };
+  if (x402Version === 2) return v2;
+  const v1 = Object.entries(v2).map(([k, v]) => [k === "amount" ? "maxAmountRequired" : k, v]);
+  return {
+    resource: v1Resource,
+    description: "paid with facilitator pay",
+    mimeType: "application/json",
+    ...Object.fromEntries(v1),
+  };
 }
 
 /** --network, the requirements', or the one configured RPC's; `evmOnly`: EVM chains alone. */

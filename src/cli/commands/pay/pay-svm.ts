@@ -1,10 +1,5 @@
 /** `facilitator pay` on Solana: an `exact` payment signed as the official @x402/svm client does. */
-import { parseUnits } from "viem";
-import {
-  DEFAULT_RESOURCE,
-  type RequirementsJson,
-  requestBody,
-} from "../../../evm/client/sign-payment.js";
+import { DEFAULT_RESOURCE, requestBody } from "../../../evm/client/sign-payment.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
 import {
   isSolanaAddress,
@@ -31,22 +26,22 @@ import {
   svmDevnetRoles,
 } from "../../../svm/devnet/detect.js";
 import { secretKeyBytes } from "../../../svm/devnet/keys.js";
-import { readSmallFile } from "../../io/bounded-read.js";
 import { UsageError } from "../../io/errors.js";
-import { describeAmount } from "./pay-amounts.js";
+import { atomicAmount, describeAmount } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
+import { devnetPayer, firstKeyLine, payerKeyText } from "./pay-payer.js";
 import {
   fail,
   maxTimeoutOf,
   type PayTarget,
   type PickedRequirements,
-  stripAmounts,
+  payRequirements,
 } from "./pay-requirements.js";
 
 type SvmTarget = Extract<PayTarget, { kind: "svm" }>;
 
 /** The payer's secret key from --payer-key-file: base58 or a solana-keygen JSON array. */
-export function svmPayerKeyOf(text: string): Uint8Array | undefined {
+function svmPayerKeyOf(text: string): Uint8Array | undefined {
   const trimmed = text.trim();
   if (trimmed.startsWith("[")) {
     let numbers: unknown;
@@ -64,18 +59,13 @@ export function svmPayerKeyOf(text: string): Uint8Array | undefined {
     }
     return svmFeePayerOfBytes(Uint8Array.from(numbers as number[]))?.secretKey;
   }
-  const line = trimmed
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .find((l) => l && !l.startsWith("#"));
+  const line = firstKeyLine(trimmed);
   return line === undefined ? undefined : svmFeePayerOf(line)?.secretKey;
 }
 
 function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Array {
-  if (flags.payerKeyFile !== undefined) {
-    if (flags.payer !== undefined)
-      throw new UsageError("--payer and --payer-key-file exclude each other");
-    const text = readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env);
+  const text = payerKeyText(flags);
+  if (text !== undefined) {
     const key = svmPayerKeyOf(text);
     if (!key) {
       throw new UsageError(
@@ -91,10 +81,8 @@ function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Arra
         : "who pays? pass --payer-key-file FILE (the payer's Solana key; never a flag value)",
     );
   }
-  const n = Number(flags.payer ?? "1");
-  const payer = Number.isInteger(n) ? svmDevnetRoles().payers[n - 1] : undefined;
-  if (!payer) throw new UsageError(`--payer must be 1 to ${DEFAULT_PAYER_COUNT} on Solana`);
-  return secretKeyBytes(payer);
+  const payers = svmDevnetRoles().payers;
+  return secretKeyBytes(devnetPayer(flags, payers, `${DEFAULT_PAYER_COUNT} on Solana`));
 }
 
 function svmAddress(value: string, flag: string): string {
@@ -102,18 +90,9 @@ function svmAddress(value: string, flag: string): string {
   return value;
 }
 
-/** Token units ("0.01") in atomic units, with the mint's decimals. */
-function atomicAmount(text: string, decimals: number): bigint {
-  const trimmed = text.trim();
-  if (!/^\d+(\.\d+)?$/.test(trimmed)) {
-    throw new UsageError("--amount must be an amount in token units, such as 0.01");
-  }
-  const fraction = trimmed.split(".")[1] ?? "";
-  if (fraction.length > decimals) {
-    throw new UsageError(`--amount has more decimals than the token's ${decimals}`);
-  }
-  const amount = parseUnits(trimmed, decimals);
-  if (amount === 0n) throw new UsageError("--amount must be more than 0");
+/** Token units ("0.01") in atomic units, with the mint's decimals; a u64 at most. */
+async function splAmount(text: string, decimals: number): Promise<bigint> {
+  const amount = await atomicAmount(text, async () => ({ decimals }));
   if (amount >= 2n ** 64n) throw new UsageError("--amount is more than a Solana token holds");
   return amount;
 }
@@ -227,7 +206,7 @@ export async function buildSvmRequest(
     devnetMint && asset === devnetMint.address ? devnetMint : await mintAt(call, asset, named);
   const amount =
     flags.amount !== undefined
-      ? atomicAmount(flags.amount, mint.decimals)
+      ? await splAmount(flags.amount, mint.decimals)
       : fromFile
         ? fromFile.amount
         : devnet
@@ -249,18 +228,20 @@ export async function buildSvmRequest(
         ))
       : network;
   extra.feePayer = feePayer;
-  const common = { scheme: "exact", network: networkName, asset, payTo, maxTimeoutSeconds, extra };
-  const requirements: RequirementsJson =
-    x402Version === 2
-      ? { ...stripAmounts(base), ...common, amount: amount.toString() }
-      : {
-          resource: DEFAULT_RESOURCE.url,
-          description: "paid with facilitator pay",
-          mimeType: "application/json",
-          ...stripAmounts(base),
-          ...common,
-          maxAmountRequired: amount.toString(),
-        };
+  const requirements = payRequirements(
+    x402Version,
+    base,
+    {
+      scheme: "exact",
+      network: networkName,
+      asset,
+      payTo,
+      maxTimeoutSeconds,
+      extra,
+      amount: `${amount}`,
+    },
+    DEFAULT_RESOURCE.url,
+  );
   const { payer, transaction } = await signSvmTransfer({
     payerSecretKey: payerKey,
     feePayer,

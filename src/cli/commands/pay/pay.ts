@@ -18,11 +18,9 @@ import {
 import type { TokenUnits } from "../../../protocol/amounts.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
-import { parseJson } from "../../../protocol/request.js";
 import { isUnreachable, RpcRegistry, unreachableReason } from "../../../rpc/rpc.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
 import { UsageError } from "../../io/errors.js";
-import { readSource } from "../../io/input.js";
 import { humanOutput, note, printJson, warn } from "../../io/output.js";
 import { loadConfig } from "../../settings/config.js";
 import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
@@ -34,8 +32,8 @@ import {
   fail,
   maxTimeoutOf,
   type PayScheme,
-  pickRequirements,
-  stripAmounts,
+  payRequirements,
+  requirementsFile,
   targetOf,
 } from "./pay-requirements.js";
 import { buildSvmRequest } from "./pay-svm.js";
@@ -104,14 +102,7 @@ async function eip2612For(
 }
 
 async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
-  const fromFile = flags.requirements
-    ? pickRequirements(
-        parseJson(await readSource(flags.requirements)),
-        flags.requirements,
-        flags.network,
-        flags.scheme,
-      )
-    : undefined;
+  const fromFile = await requirementsFile(flags, flags.scheme);
   const scheme: PayScheme =
     flags.scheme ?? (fromFile?.requirements.scheme === BATCH ? BATCH : "exact");
   if (scheme !== BATCH && (flags.deposit ?? flags.cumulative ?? flags.receiverAuthorizer)) {
@@ -240,31 +231,12 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
           new UsageError(`--v1 needs a network with an x402 v1 name; eip155:${chainId} has none`),
         ))
       : caip2(chainId);
-  const requirements: RequirementsJson =
-    x402Version === 2
-      ? {
-          ...stripAmounts(base),
-          scheme: "exact",
-          network,
-          amount: amount.toString(),
-          asset,
-          payTo,
-          maxTimeoutSeconds,
-          extra,
-        }
-      : {
-          resource: "http://localhost/paid",
-          description: "paid with facilitator pay",
-          mimeType: "application/json",
-          ...stripAmounts(base),
-          scheme: "exact",
-          network,
-          maxAmountRequired: amount.toString(),
-          asset,
-          payTo,
-          maxTimeoutSeconds,
-          extra,
-        };
+  const requirements = payRequirements(
+    x402Version,
+    base,
+    { scheme: "exact", network, amount: amount.toString(), asset, payTo, maxTimeoutSeconds, extra },
+    "http://localhost/paid",
+  );
   if (scheme === BATCH) {
     if (flags.approval) throw new UsageError("--approval is for exact payments");
     const units = (text: string | undefined, flag: string) =>
@@ -274,7 +246,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
             throw new UsageError(error.message.replace("--amount", flag));
           });
     const batchRequirements: RequirementsJson = {
-      ...(requirements as RequirementsJson),
+      ...requirements,
       scheme: BATCH,
       extra: batchExtra(extra, devnet, flags.receiverAuthorizer),
     };
