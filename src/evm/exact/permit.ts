@@ -10,7 +10,6 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
 import type { EvmTransfer } from "../chain/entry.js";
 import type { Prelude } from "../chain/prelude.js";
-import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
@@ -20,21 +19,25 @@ import {
   insufficientFunds,
   outcomeOf,
   parsePayment,
+  readCode,
   refuse,
   type SignedPayment,
   type Step,
   signatureRefused,
   simulateWithin,
   simulationFailure,
+  tokenDomain,
+  unitsOf,
   unreachableIn,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
-import { sameTransfer } from "./judge.js";
-import type { ExactMethod, Verified } from "./method.js";
+import { nonceTaken, sameTransfer } from "./judge.js";
+import type { Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
-import { checkSignature, journaledSigner } from "./signature.js";
+import { exactPaymentMethod } from "./pipeline.js";
+import { checkSignature, journaledTokenSigner } from "./signature.js";
 
-export const eip2612Abi = parseAbi([
+const eip2612Abi = parseAbi([
   "function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)",
   "function transferFrom(address from, address to, uint256 value) returns (bool)",
   "function nonces(address owner) view returns (uint256)",
@@ -68,18 +71,9 @@ const payloadSchema = z.object({
 type PermitPayment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
 
 function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
-  const { authorization: permit, requirements, domain } = payment;
-  return hashTypedData({
-    domain: {
-      name: domain?.name ?? "",
-      version: domain?.version ?? "",
-      chainId: ctx.chainId,
-      verifyingContract: requirements.asset,
-    },
-    types: eip2612PermitTypes,
-    primaryType: "Permit",
-    message: permit,
-  });
+  const domain = tokenDomain(ctx, payment);
+  const message = payment.authorization;
+  return hashTypedData({ domain, types: eip2612PermitTypes, primaryType: "Permit", message });
 }
 
 function expectedTransfer(payment: PermitPayment): EvmTransfer {
@@ -125,10 +119,7 @@ async function diagnose(
   revert: string | undefined,
 ): Promise<Failure> {
   const permit = payment.authorization;
-  // The token's decimals come along (read once per token) for the words of a shortfall.
-  const units = tokenUnits(ctx.client, ctx.chainId, payment.requirements.asset).catch(
-    () => undefined,
-  );
+  const units = unitsOf(ctx, payment.requirements.asset);
   const [nonce, allowance, balance] = await tokenState(ctx, payment);
   const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
   if (unreachable) return unreachable;
@@ -170,8 +161,7 @@ async function verify(
   if (!agreed.ok) return agreed;
   const payment: PermitPayment = { ...parsed, domain: agreed.value };
   const { authorization: permit, requirements, signature } = payment;
-  const payerCode = ctx.client.getCode({ address: permit.owner });
-  payerCode.catch(() => undefined);
+  const payerCode = readCode(ctx, permit.owner);
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const state = tokenState(ctx, payment);
 
@@ -271,7 +261,7 @@ async function verify(
   };
 }
 
-export const permitMethod: ExactMethod<PermitPayment> = {
+export const permit = exactPaymentMethod<PermitPayment>({
   name: "permit",
   accepts: (payload) => payload.authorizationType === "permit",
 
@@ -290,18 +280,9 @@ export const permitMethod: ExactMethod<PermitPayment> = {
   verify,
 
   async sameAsJournal(ctx, payment, entry) {
-    const differs = sameTransfer(expectedTransfer(payment), entry);
-    if (differs) return differs;
-    if (!payment.domain) {
-      return failure("missing_eip712_domain", "requirements.extra must carry name and version");
-    }
-    return journaledSigner(
-      ctx,
-      payment.authorization.owner,
-      digestOf(ctx, payment),
-      payment.signature,
-    );
+    if (!sameTransfer(expectedTransfer(payment), entry)) return nonceTaken(entry);
+    return journaledTokenSigner(ctx, payment, payment.authorization.owner, digestOf(ctx, payment));
   },
 
   diagnose,
-};
+});

@@ -7,12 +7,12 @@ import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
 import type * as z from "../../protocol/zod.js";
-import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
   DEADLINE_HEADROOM_SECONDS,
   insufficientFunds,
   outcomeOf,
+  unitsOf,
   unreachableIn,
 } from "./checks.js";
 import {
@@ -115,9 +115,6 @@ export function checkPermit2Terms<A extends Permit2Authorization>(
   return null;
 }
 
-const units = (ctx: EvmContext, token: Address) =>
-  tokenUnits(ctx.client, ctx.chainId, token).catch(() => undefined);
-
 /** What can be checked before the payer's approval lands: the proxy answers, the payer holds `amount`. */
 export async function prerequisiteFailure(
   ctx: EvmContext,
@@ -153,7 +150,7 @@ export async function prerequisiteFailure(
   }
   if (balance.ok && balance.value < amount) {
     const reason = "permit2_insufficient_balance";
-    return insufficientFunds(balance.value, amount, await units(ctx, token), reason);
+    return insufficientFunds(balance.value, amount, await unitsOf(ctx, token), reason);
   }
   return null;
 }
@@ -193,7 +190,7 @@ export async function diagnose(
     first ?? unreachableIn([allowance, bitmap], "diagnosing the failed simulation");
   if (unreachable) return unreachable;
   if (allowance.ok && allowance.value < amount) {
-    const words = await units(ctx, token);
+    const words = await unitsOf(ctx, token);
     return failure(
       "allowance_required",
       `the payer allows Permit2 (${PERMIT2_ADDRESS}) ${tokenAmount(allowance.value, words)} of this token and the payment needs ${tokenAmount(amount, words)}: the payer must approve Permit2, or send an eip2612GasSponsoring permit`,

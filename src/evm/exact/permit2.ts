@@ -7,7 +7,7 @@ import { type Address, type Hex, isAddressEqual, isErc6492Signature } from "viem
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { type EvmTransfer, evmEntry } from "../chain/entry.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import type { ContractCall } from "../chain/outcome.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
@@ -16,9 +16,11 @@ import {
   assetIsContract,
   outcomeOf,
   parsePayment,
+  readCode,
   refuse,
   type Step,
   schemeAndNetwork,
+  settlementGas,
   signatureRefused,
   simulateWithin,
   simulationFailure,
@@ -29,6 +31,7 @@ import {
   erc20ApprovalSponsoring,
 } from "./erc20-approval.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
+import { nonceTaken, sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import {
   checkPermit2Terms,
@@ -90,8 +93,7 @@ async function verify<A extends Permit2Authorization>(
   if (disagreement) return refuse(disagreement);
   // The asset's code, the payer's code and the simulation go out in one batch.
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
-  const payerCode = ctx.client.getCode({ address: auth.from });
-  payerCode.catch(() => undefined);
+  const payerCode = readCode(ctx, auth.from);
   const terms = checkPermit2Terms(ctx, payment, scheme, options.settling === true);
   if (terms) return refuse(terms);
 
@@ -148,14 +150,7 @@ async function verify<A extends Permit2Authorization>(
     : options.simulate && !settler
       ? await simulateWithin(ctx, settleCall, { use, deployment: !!deployment })
       : undefined;
-  const code = await payerCode.catch(() => undefined);
-  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
-  const gas = {
-    use,
-    contractWallet: payerHasCode,
-    deployment: deployment !== undefined,
-    asset: auth.permitted.token,
-  } as const;
+  const gas = await settlementGas(use, auth.permitted.token, payerCode, deployment);
   if (simulated && !simulated.ok) {
     const { error } = simulated;
     const doing = `simulating the ${scheme.settlement} settlement`;
@@ -175,7 +170,7 @@ async function verify<A extends Permit2Authorization>(
       expect: expectedTransfer(settled),
       // With an EIP-2612 permit the allowance is set in the same transaction; else it is spent.
       spends: permit2612 ? [spend] : [spend, { ...spend, spender: PERMIT2_ADDRESS }],
-      gasKey: payerHasCode ? undefined : gasKeyOf(scheme, ctx, settled),
+      gasKey: gas.contractWallet ? undefined : gasKeyOf(scheme, ctx, settled),
       ...settledBy(settler, amount),
     },
   };
@@ -243,20 +238,8 @@ export function permit2MethodOf<A extends Permit2Authorization>(
     verify: (ctx, request, payment, options) => verify(scheme, ctx, request, payment, options),
     async sameAsJournal(ctx, payment, entry) {
       const { authorization: auth, signature } = payment;
-      const expect = expectedTransfer(payment);
-      const journaled = evmEntry(entry).expect;
-      const same =
-        scheme.asked(payment) &&
-        journaled !== undefined &&
-        isAddressEqual(expect.to, journaled.to) &&
-        expect.value === journaled.value &&
-        isAddressEqual(expect.token, journaled.token);
-      if (!same) {
-        return failure(
-          "nonce_already_used",
-          `this Permit2 nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
-          { x402Reason: "permit2_invalid_nonce" },
-        );
+      if (!scheme.asked(payment) || !sameTransfer(expectedTransfer(payment), entry)) {
+        return nonceTaken(entry, "Permit2 nonce", "permit2_invalid_nonce");
       }
       return journaledSigner(ctx, auth.from, scheme.digest(ctx.chainId, auth), signature);
     },
