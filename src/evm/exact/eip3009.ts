@@ -2,7 +2,7 @@
  * `exact` on EVM through EIP-3009 `transferWithAuthorization` (USDC and alike), x402 v1 and v2.
  * Checks run in the reference SDK's order so the first failure reported is the one it reports.
  */
-import { isAddressEqual, isErc6492Signature, size } from "viem";
+import { getContract, isAddressEqual, isErc6492Signature, size } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
@@ -102,19 +102,13 @@ async function diagnose(
 ): Promise<Failure> {
   const { authorization: auth, requirements } = payment;
   const domain = payment.domain ?? { name: "", version: "" };
-  const token = { address: requirements.asset, abi: eip3009Abi } as const;
+  const token = getContract({ address: requirements.asset, abi: eip3009Abi, client: ctx.client });
   const units = unitsOf(ctx, requirements.asset);
   const [used, name, version, balance] = await Promise.all([
-    outcomeOf(
-      ctx.client.readContract({
-        ...token,
-        functionName: "authorizationState",
-        args: [auth.from, auth.nonce],
-      }),
-    ),
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "name" })),
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "version" })),
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "balanceOf", args: [auth.from] })),
+    outcomeOf(token.read.authorizationState([auth.from, auth.nonce])),
+    outcomeOf(token.read.name()),
+    outcomeOf(token.read.version()),
+    outcomeOf(token.read.balanceOf([auth.from])),
   ]);
   const reads = [used, name, version, balance];
   const unreachable = unreachableIn(reads, "diagnosing the failed simulation");

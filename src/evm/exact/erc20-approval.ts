@@ -8,6 +8,7 @@ import {
   type Address,
   decodeFunctionData,
   getAddress,
+  getContract,
   type Hex,
   isAddressEqual,
   parseAbi,
@@ -178,13 +179,10 @@ export function approvalPreludes(
   token: Address,
   amount: bigint,
 ): Prelude[] {
-  const approvalNeeded = async (ctx: ChainAccess) =>
-    (await ctx.client.readContract({
-      address: token,
-      abi: approveAbi,
-      functionName: "allowance",
-      args: [approval.from, PERMIT2_ADDRESS],
-    })) < amount;
+  const approvalNeeded = async ({ client }: ChainAccess) => {
+    const { read } = getContract({ address: token, abi: approveAbi, client });
+    return (await read.allowance([approval.from, PERMIT2_ADDRESS])) < amount;
+  };
   const fund = { payer: approval.from, asset: token, cost: approval.cost };
   return [{ name: "approve", tx: { raw: approval.raw, fund }, needed: approvalNeeded }];
 }

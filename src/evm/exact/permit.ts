@@ -4,10 +4,18 @@
  * `payTo`; both journaled under the permit's key. The permit does not name the recipient: whoever
  * holds the payload may ask for another `payTo`, so serve it behind an API key.
  */
-import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
+import {
+  encodeFunctionData,
+  getContract,
+  hashTypedData,
+  isAddressEqual,
+  parseAbi,
+  size,
+} from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
+import type { ChainAccess } from "../chain/access.js";
 import type { EvmTransfer } from "../chain/entry.js";
 import type { Prelude } from "../chain/prelude.js";
 import type { EvmContext } from "../context.js";
@@ -70,7 +78,7 @@ const payloadSchema = z.object({
 
 type PermitPayment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
 
-function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
+function digestOf(ctx: EvmContext, payment: PermitPayment) {
   const domain = tokenDomain(ctx, payment);
   const message = payment.authorization;
   return hashTypedData({ domain, types: eip2612PermitTypes, primaryType: "Permit", message });
@@ -99,16 +107,17 @@ function permitCall(payment: PermitPayment) {
   } as const;
 }
 
+const tokenOf = (ctx: ChainAccess, payment: PermitPayment) =>
+  getContract({ address: payment.requirements.asset, abi: eip2612Abi, client: ctx.client });
+
 /** What the token says of the permit: its nonce, and the allowance it would grant. */
 async function tokenState(ctx: EvmContext, payment: PermitPayment) {
-  const token = { address: payment.requirements.asset, abi: eip2612Abi } as const;
+  const token = tokenOf(ctx, payment);
   const { owner, spender } = payment.authorization;
   return Promise.all([
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "nonces", args: [owner] })),
-    outcomeOf(
-      ctx.client.readContract({ ...token, functionName: "allowance", args: [owner, spender] }),
-    ),
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "balanceOf", args: [owner] })),
+    outcomeOf(token.read.nonces([owner])),
+    outcomeOf(token.read.allowance([owner, spender])),
+    outcomeOf(token.read.balanceOf([owner])),
   ]);
 }
 
@@ -230,15 +239,8 @@ async function verify(
   const prelude: Prelude = {
     name: "permit",
     tx: { call: permitCall(payment), gas: { use: "permit", asset: requirements.asset } },
-    needed: async (c) => {
-      const granted = await c.client.readContract({
-        address: requirements.asset,
-        abi: eip2612Abi,
-        functionName: "allowance",
-        args: [permit.owner, permit.spender],
-      });
-      return granted < permit.value;
-    },
+    needed: async (c) =>
+      (await tokenOf(c, payment).read.allowance([permit.owner, permit.spender])) < permit.value,
   };
   return {
     ok: true,

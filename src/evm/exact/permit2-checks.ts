@@ -2,7 +2,7 @@
  * What a Permit2 payment (exact or upto) checks without the payer's help: the signed terms
  * against the requirements, in the reference's order, and why the proxy call would revert.
  */
-import { type Abi, type Address, type Hex, isAddressEqual } from "viem";
+import { type Abi, type Address, getContract, type Hex, isAddressEqual } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
@@ -12,25 +12,22 @@ import {
   DEADLINE_HEADROOM_SECONDS,
   insufficientFunds,
   outcomeOf,
+  type SignedPayment,
   unitsOf,
   unreachableIn,
 } from "./checks.js";
 import {
   type Eip2612Permit,
-  exactPermit2ProxyAbi,
   PERMIT2_ADDRESS,
   type Permit2Authorization,
   permit2ReadsAbi,
 } from "./permit2-encoding.js";
-import type { EvmRequirements } from "./requirements.js";
 
-export interface Permit2Payment<A extends Permit2Authorization = Permit2Authorization> {
-  readonly authorization: A;
-  readonly signature: Hex;
-  readonly requirements: EvmRequirements;
-  /** The payer's EIP-2612 permit for Permit2, when the payment carries one. */
-  readonly permit2612?: Eip2612Permit | undefined;
-}
+/** With the payer's EIP-2612 permit for Permit2, when the payment carries one. */
+export type Permit2Payment<A extends Permit2Authorization = Permit2Authorization> = Omit<
+  SignedPayment<A>,
+  "domain"
+> & { readonly permit2612?: Eip2612Permit | undefined };
 
 /** Where exact and upto differ; the checks, and their order, are one. */
 export interface Permit2Scheme<A extends Permit2Authorization> {
@@ -115,6 +112,9 @@ export function checkPermit2Terms<A extends Permit2Authorization>(
   return null;
 }
 
+const readsOf = (ctx: EvmContext, address: Address) =>
+  getContract({ address, abi: permit2ReadsAbi, client: ctx.client }).read;
+
 /** What can be checked before the payer's approval lands: the proxy answers, the payer holds `amount`. */
 export async function prerequisiteFailure(
   ctx: EvmContext,
@@ -124,21 +124,8 @@ export async function prerequisiteFailure(
   proxy: Address,
 ): Promise<Failure | null> {
   const [deployed, balance] = await Promise.all([
-    outcomeOf(
-      ctx.client.readContract({
-        address: proxy,
-        abi: exactPermit2ProxyAbi,
-        functionName: "PERMIT2",
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
-        abi: permit2ReadsAbi,
-        functionName: "balanceOf",
-        args: [payer],
-      }),
-    ),
+    outcomeOf(readsOf(ctx, proxy).PERMIT2()),
+    outcomeOf(readsOf(ctx, token).balanceOf([payer])),
   ]);
   const unreachable = unreachableIn([deployed, balance], "reading the chain");
   if (unreachable) return unreachable;
@@ -169,22 +156,8 @@ export async function diagnose(
   const { token, amount } = permitted;
   const [first, allowance, bitmap] = await Promise.all([
     prerequisiteFailure(ctx, from, token, amount, proxy),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
-        abi: permit2ReadsAbi,
-        functionName: "allowance",
-        args: [from, PERMIT2_ADDRESS],
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: PERMIT2_ADDRESS,
-        abi: permit2ReadsAbi,
-        functionName: "nonceBitmap",
-        args: [from, nonce >> 8n],
-      }),
-    ),
+    outcomeOf(readsOf(ctx, token).allowance([from, PERMIT2_ADDRESS])),
+    outcomeOf(readsOf(ctx, PERMIT2_ADDRESS).nonceBitmap([from, nonce >> 8n])),
   ]);
   const unreachable =
     first ?? unreachableIn([allowance, bitmap], "diagnosing the failed simulation");

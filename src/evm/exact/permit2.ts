@@ -3,7 +3,7 @@
  * EIP-3009: the payer signs a PermitWitnessTransferFrom naming the proxy and the recipient; the
  * payer must have approved Permit2, or send a permit or an approval. The reference's order.
  */
-import { type Address, type Hex, isAddressEqual, isErc6492Signature } from "viem";
+import { isAddressEqual, isErc6492Signature } from "viem";
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
@@ -130,18 +130,31 @@ async function verify<A extends Permit2Authorization>(
   if (!signed.ok) return signatureRefused(signed.failure, "invalid_permit2_signature");
   const { deployment } = signed.value;
   if (settler && deployment) {
-    return refuse(
-      failure(
-        "unsupported_signature",
-        "upto payments from wallets not deployed yet are not supported: deploy the wallet first",
-      ),
-    );
+    const why =
+      "upto payments from wallets not deployed yet are not supported: deploy the wallet first";
+    return refuse(failure("unsupported_signature", why));
   }
   if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
   const settleCall = withDeployment(call, deployment);
+  const { token } = auth.permitted;
+  const spend = { token, owner: auth.from, amount };
+  // upto: the facilitator sends it and the success says how much moved.
+  const settledBy = settler ? { signer: settler, settledAmount: amount } : {};
   if (approving) {
-    return withApproval(scheme, ctx, request, payment, settleCall, deployment !== undefined);
+    // The payer's signed approval (erc20ApprovalGasSponsoring), checked as far as it can be before
+    // it lands (the proxy, the balance) as the reference does: it and its gas are sent first.
+    const approval = await erc20ApprovalSponsoring(ctx, request, auth.from, token);
+    if (!approval) return refuse(failure("internal_error", "the approval extension vanished"));
+    if (!approval.ok) return refuse(approval.failure);
+    const missing = await prerequisiteFailure(ctx, auth.from, token, amount, scheme.proxy);
+    if (missing) return refuse(missing);
+    const deployed = deployment !== undefined;
+    const gas = { use, contractWallet: deployed, deployment: deployed, asset: token } as const;
+    const preludes = approvalPreludes(approval.value, token, amount);
+    const expect = expectedTransfer(payment);
+    const value = { payment, call: settleCall, gas, expect, spends: [spend], preludes };
+    return { ok: true, value: { ...value, ...settledBy } };
   }
 
   // exact simulates a wrapped signature now, with its deployment.
@@ -150,7 +163,7 @@ async function verify<A extends Permit2Authorization>(
     : options.simulate && !settler
       ? await simulateWithin(ctx, settleCall, { use, deployment: !!deployment })
       : undefined;
-  const gas = await settlementGas(use, auth.permitted.token, payerCode, deployment);
+  const gas = await settlementGas(use, token, payerCode, deployment);
   if (simulated && !simulated.ok) {
     const { error } = simulated;
     const doing = `simulating the ${scheme.settlement} settlement`;
@@ -160,7 +173,6 @@ async function verify<A extends Permit2Authorization>(
     };
     return refuse(await simulationFailure(ctx, sentBy(settleCall), gas, error, doing, diagnosis));
   }
-  const spend = { token: auth.permitted.token, owner: auth.from, amount };
   return {
     ok: true,
     value: {
@@ -171,47 +183,7 @@ async function verify<A extends Permit2Authorization>(
       // With an EIP-2612 permit the allowance is set in the same transaction; else it is spent.
       spends: permit2612 ? [spend] : [spend, { ...spend, spender: PERMIT2_ADDRESS }],
       gasKey: gas.contractWallet ? undefined : gasKeyOf(scheme, ctx, settled),
-      ...settledBy(settler, amount),
-    },
-  };
-}
-
-/** upto: the facilitator sends it and the success says how much moved. */
-const settledBy = (settler: Address | undefined, amount: bigint) =>
-  settler ? { signer: settler, settledAmount: amount } : {};
-
-/**
- * A payment with the payer's signed approval (erc20ApprovalGasSponsoring): checked as far as it
- * can be before the approval lands (the proxy, the balance), as the reference does; the
- * approval and the gas for it become the settlement's first transactions.
- */
-async function withApproval<A extends Permit2Authorization>(
-  scheme: Permit2Scheme<A>,
-  ctx: EvmContext,
-  request: PaymentRequest,
-  payment: Permit2Payment<A>,
-  call: { readonly to: Address; readonly data: Hex },
-  /** The call deploys the payer's wallet first (ERC-6492). */
-  deployed: boolean,
-): Promise<Step<Verified<Permit2Payment<A>>>> {
-  const { authorization: auth, requirements } = payment;
-  const { token } = auth.permitted;
-  const { amount } = requirements;
-  const approval = await erc20ApprovalSponsoring(ctx, request, auth.from, token);
-  if (!approval) return refuse(failure("internal_error", "the approval extension vanished"));
-  if (!approval.ok) return refuse(approval.failure);
-  const missing = await prerequisiteFailure(ctx, auth.from, token, amount, scheme.proxy);
-  if (missing) return refuse(missing);
-  return {
-    ok: true,
-    value: {
-      payment,
-      call,
-      gas: { use: scheme.use, contractWallet: deployed, deployment: deployed, asset: token },
-      expect: expectedTransfer(payment),
-      spends: [{ token, owner: auth.from, amount }],
-      preludes: approvalPreludes(approval.value, token, amount),
-      ...settledBy(scheme.settler?.(auth), amount),
+      ...settledBy,
     },
   };
 }
