@@ -91,7 +91,7 @@ export function parsePayment<T extends { readonly signature: Hex }, K extends ke
       authorization: payload.data[field],
       signature: payload.data.signature,
       requirements: requirements.value,
-      domain: domain.ok ? { name: domain.name, version: domain.version } : undefined,
+      domain: domain.ok ? domain.value : undefined,
     },
   };
 }
@@ -215,8 +215,7 @@ export function checkAgreement(
   const domain = eip712Domain(request);
   if (!domain.ok) return domain;
   const network = networkMismatch(request);
-  if (network) return refuse(network);
-  return { ok: true, value: { name: domain.name, version: domain.version } };
+  return network ? refuse(network) : domain;
 }
 
 /**

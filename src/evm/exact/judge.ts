@@ -4,7 +4,7 @@
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { Success } from "../../core/settle-loop.js";
-import type { JournalEntry } from "../../core/store.js";
+import type { EntryState, JournalEntry } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
 import { type EvmTransfer, evmEntry } from "../chain/entry.js";
@@ -34,6 +34,10 @@ export const nonceTaken = (
     `this ${nonce} is already being settled for another payment (${entry.hashes.at(-1)})`,
     { x402Reason },
   );
+
+/** Writes a settlement's state down; should the store fail, only the note is lost. */
+export const noteState = (ctx: EvmContext, key: string, state: EntryState) =>
+  ctx.journal.recordState(key, state).catch(() => undefined);
 
 /** Keeps the in-flight ledger and the gas at risk in step with what a send came to. */
 export function track(
@@ -109,7 +113,7 @@ async function watchLanding(
       judgeLanded(ctx, expect, receipt);
       return;
     }
-    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    void noteState(ctx, key, "failed");
     const sent = await ctx.client.getTransaction({ hash }).catch(() => undefined);
     const outOfGas = sent !== undefined && receipt.gasUsed >= sent.gas;
     track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas }, contractWallet);

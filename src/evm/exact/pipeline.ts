@@ -33,7 +33,7 @@ import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import type { EvmContext, PaymentMethod } from "../context.js";
 import { estimateEarly, sameCall } from "./early-estimate.js";
-import { answeredAgain, judgeLanded, track } from "./judge.js";
+import { answeredAgain, judgeLanded, noteState, track } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 
 async function answer<P>(
@@ -61,7 +61,7 @@ async function answer<P>(
     ok: false as const,
     payer,
     transactionHash: hash,
-    failure: failure("settlement_failed", message, x402Reason ? { x402Reason } : {}),
+    failure: failure("settlement_failed", message, { x402Reason }),
   });
   switch (outcome.kind) {
     case "simulated":
@@ -70,7 +70,7 @@ async function answer<P>(
       return success(outcome.hash, false);
     case "confirmed":
       if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
-        void ctx.journal.recordState(key, "failed").catch(() => undefined);
+        void noteState(ctx, key, "failed");
         return settlementFailed(
           outcome.hash,
           "the transaction succeeded but emitted no matching Transfer event",
@@ -116,17 +116,11 @@ async function pickUp<P>(
   if (isAnswered(state)) {
     // It may be sent again (dropped by a reorg or the pool): counted against the payer meanwhile.
     ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
-    const recheck = await recheckAnswered(
-      ctx,
-      entry,
-      () => method.sameAsJournal(ctx, payment, entry),
-      may,
-    );
+    const same = () => method.sameAsJournal(ctx, payment, entry);
+    const recheck = await recheckAnswered(ctx, entry, same, may);
     if (recheck.kind !== "resent") ctx.inflight.release(entry.key);
     if (recheck.kind === "standing") {
-      if (recheck.receipt && state === "submitted") {
-        void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
-      }
+      if (recheck.receipt && state === "submitted") void noteState(ctx, entry.key, "answered");
       const how = recheck.receipt
         ? "settled"
         : recheck.unseen
@@ -146,7 +140,7 @@ async function pickUp<P>(
       track(ctx, entry.key, expect, outcome);
       const hash = "hash" in outcome ? outcome.hash : entry.hashes.at(-1);
       if (outcome.kind === "confirmed" && judgeLanded(ctx, expect, outcome.receipt)) {
-        void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
+        void noteState(ctx, entry.key, "answered");
       }
       const mined = outcome.kind === "confirmed" ? "now mined" : "not mined yet";
       return {
@@ -157,7 +151,7 @@ async function pickUp<P>(
       };
     }
     // Dropped by a reorg and not sendable again as it was: settle afresh if it still can pay.
-    await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
+    await noteState(ctx, entry.key, "dropped");
     return undefined;
   }
   if ((state !== "broadcast" && state !== "landed") || !may) return undefined;
@@ -167,12 +161,10 @@ async function pickUp<P>(
   const picked = await reconcile(ctx, entry, may);
   if (picked !== "gone") {
     // Gone from the pool and no longer able to land: it is over, and took nothing.
-    if (picked.kind === "would-revert") {
-      await ctx.journal.recordState(entry.key, "failed").catch(() => undefined);
-    }
+    if (picked.kind === "would-revert") await noteState(ctx, entry.key, "failed");
     return answer(method, ctx, journaled, entry.key, picked);
   }
-  await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
+  await noteState(ctx, entry.key, "dropped");
   ctx.inflight.release(entry.key);
   return undefined;
 }
