@@ -87,13 +87,8 @@ export function checkPermit2Terms<A extends Permit2Authorization>(
   const witness = rules.witness?.(ctx, auth) ?? null;
   if (witness) return witness;
   if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
-    const why = tooLate(
-      rules.subject,
-      `${field}.deadline`,
-      auth.deadline,
-      now,
-      DEADLINE_HEADROOM_SECONDS,
-    );
+    const at = `${field}.deadline`;
+    const why = tooLate(rules.subject, at, auth.deadline, now, DEADLINE_HEADROOM_SECONDS);
     return failure("authorization_expired", why, { x402Reason: "permit2_deadline_expired" });
   }
   const { validAfter } = auth.witness;
