@@ -213,7 +213,7 @@ describe("manual mining", () => {
     const key =
       `eip3009:${devnet.chainId}:${devnet.token.address}:${auth.from}:${auth.nonce}`.toLowerCase();
     const { encodeFunctionData, parseSignature } = await import("viem");
-    const { eip3009Abi } = await import("../src/evm/exact/eip3009.js");
+    const { eip3009Abi } = await import("../src/evm/exact/eip3009-encoding.js");
     const signature = (payload.payload as unknown as { signature: Hex }).signature;
     const { r, s, v } = parseSignature(signature);
     const data = encodeFunctionData({

@@ -434,7 +434,7 @@ describe("the authorization digest", () => {
   test("equals viem's hashTypedData for any domain and message (cached domain separators)", async () => {
     const { hashTypedData } = await import("viem");
     const { authorizationDigest, transferWithAuthorizationTypedData } = await import(
-      "../src/evm/exact/eip3009.js"
+      "../src/evm/exact/eip3009-encoding.js"
     );
     for (const [name, version, chainId] of [
       ["USDC", "2", 84532],
@@ -461,7 +461,7 @@ describe("the authorization digest", () => {
 describe("the transfer calldata", () => {
   test("equals viem's ABI encoding for both overloads", async () => {
     const { encodeFunctionData, hexToNumber, sliceHex } = await import("viem");
-    const { eip3009Abi, transferCalldata } = await import("../src/evm/exact/eip3009.js");
+    const { eip3009Abi, transferCalldata } = await import("../src/evm/exact/eip3009-encoding.js");
     const authorization = {
       from: payer(0).address,
       to: devnet.payee.address,

@@ -1,12 +1,11 @@
 /** Checks every exact-EVM method makes the same way: agreement, signed terms, the asset's code. */
-import { type Address, type Hex, isAddressEqual } from "viem";
+import type { Address, Hex } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { nodeErrorOf } from "../../core/thrown.js";
 import { type TokenUnits, tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
-import { tooEarly, tooLate } from "../../protocol/words.js";
 import type * as z from "../../protocol/zod.js";
 import { isUnreachable, unreachableReason } from "../../rpc/rpc.js";
 import {
@@ -18,6 +17,7 @@ import {
 } from "../chain/gas-bounds.js";
 import type { ContractCall } from "../chain/outcome.js";
 import { isRevert } from "../chain/revert.js";
+import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import { type EvmRequirements, eip712Domain, parseEvmRequirements } from "./requirements.js";
 
@@ -41,6 +41,36 @@ export interface SignedPayment<A> {
   readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
 
+/** The token's EIP-712 domain as the payer signed it (blank until checkAgreement found it). */
+export function tokenDomain(ctx: EvmContext, { domain, requirements }: SignedPayment<unknown>) {
+  const { name, version } = domain ?? { name: "", version: "" };
+  return { name, version, chainId: ctx.chainId, verifyingContract: requirements.asset };
+}
+
+/** A token's units for the words of a shortfall (read once per token), or none. */
+export const unitsOf = (ctx: EvmContext, token: Address) =>
+  tokenUnits(ctx.client, ctx.chainId, token).catch(() => undefined);
+
+/** The payer's code, read beside the other checks (signature.ts reports its failure). */
+export function readCode(ctx: EvmContext, address: Address): Promise<Hex | undefined> {
+  const code = ctx.client.getCode({ address });
+  code.catch(() => undefined);
+  return code;
+}
+
+/** A settlement's gas need: a payer with code (or deployed now) runs its check in the transfer. */
+export async function settlementGas(
+  use: GasNeed["use"],
+  asset: Address,
+  payerCode: Promise<Hex | undefined>,
+  deployment: object | undefined,
+) {
+  const code = await payerCode.catch(() => undefined);
+  const deploys = deployment !== undefined;
+  const contractWallet = deploys || (code !== undefined && code !== "0x");
+  return { use, contractWallet, deployment: deploys, asset } as const;
+}
+
 /** A method's payload against its schema, and the requirement fields every method reads. */
 export function parsePayment<T extends { readonly signature: Hex }, K extends keyof T>(
   request: PaymentRequest,
@@ -61,7 +91,7 @@ export function parsePayment<T extends { readonly signature: Hex }, K extends ke
       authorization: payload.data[field],
       signature: payload.data.signature,
       requirements: requirements.value,
-      domain: domain.ok ? { name: domain.name, version: domain.version } : undefined,
+      domain: domain.ok ? domain.value : undefined,
     },
   };
 }
@@ -143,7 +173,7 @@ export function insufficientFunds(
   return failure(
     "insufficient_funds",
     `the payer holds ${tokenAmount(held, units)}, the payment needs ${tokenAmount(needed, units)}`,
-    x402Reason ? { x402Reason } : {},
+    { x402Reason },
   );
 }
 
@@ -153,7 +183,7 @@ function networkMismatch(request: PaymentRequest, x402Reason?: string): Failure 
   return failure(
     "network_mismatch",
     `the payload's network "${request.payloadNetwork}" differs from the requirements' "${request.requirements.network}"`,
-    x402Reason === undefined ? {} : { x402Reason },
+    { x402Reason },
   );
 }
 
@@ -185,56 +215,7 @@ export function checkAgreement(
   const domain = eip712Domain(request);
   if (!domain.ok) return domain;
   const network = networkMismatch(request);
-  if (network) return refuse(network);
-  return { ok: true, value: { name: domain.name, version: domain.version } };
-}
-
-/** What the payer signed, as far as the requirements are concerned. */
-interface SignedTerms {
-  readonly to: Address;
-  readonly value: bigint;
-  readonly validAfter: bigint;
-  readonly validBefore: bigint;
-}
-
-/** The checks that need no chain, in the reference's order after the signature. */
-export function checkTerms(
-  ctx: EvmContext,
-  request: PaymentRequest,
-  terms: SignedTerms,
-  requirements: EvmRequirements,
-): Failure | null {
-  const now = BigInt(Math.floor(ctx.now()));
-  const field = `${request.paths.payload}.payload.authorization.valid`;
-  if (!isAddressEqual(terms.to, requirements.payTo)) {
-    return failure(
-      "recipient_mismatch",
-      `the authorization pays ${terms.to}, requirements.payTo is ${requirements.payTo}`,
-    );
-  }
-  const { validAfter, validBefore } = terms;
-  if (validBefore < now + DEADLINE_HEADROOM_SECONDS) {
-    const why = tooLate(
-      "the authorization",
-      `${field}Before`,
-      validBefore,
-      now,
-      DEADLINE_HEADROOM_SECONDS,
-    );
-    return failure("authorization_expired", why);
-  }
-  if (validAfter > now) {
-    const why = tooEarly("the authorization", `${field}After`, validAfter, now);
-    return failure("authorization_not_yet_valid", why);
-  }
-  if (terms.value !== requirements.amount) {
-    return failure(
-      "amount_mismatch",
-      `the authorization is for ${terms.value}, the requirements ask for exactly ${requirements.amount}`,
-      request.x402Version === 1 ? { x402Reason: "invalid_exact_evm_authorization_value" } : {},
-    );
-  }
-  return null;
+  return network ? refuse(network) : domain;
 }
 
 /**

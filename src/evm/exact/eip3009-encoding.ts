@@ -1,5 +1,5 @@
 /** EIP-3009 on the wire: ABI, typed data, digest and call; tested equal to viem's own. */
-import { type Address, encodeFunctionData, type Hex, keccak256, parseAbi, size, toHex } from "viem";
+import { type Address, domainSeparator, encodeFunctionData, type Hex, parseAbi, size } from "viem";
 import { setNewest } from "../../core/newest.js";
 import {
   hashWords,
@@ -8,7 +8,6 @@ import {
   writeBytes32,
   writeUint,
 } from "../chain/abi-words.js";
-import { hexOf } from "../chain/keccak.js";
 
 export const eip3009Abi = parseAbi([
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
@@ -52,11 +51,6 @@ export interface AuthorizationMessage {
 
 const TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
   "0x7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a2267";
-/** keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)") */
-const EIP712_DOMAIN_TYPEHASH = "0x8b73c3c69bb8fe3d512ecc4cf759cc79239f7b179b0ffacaa9a75d522b39400f";
-const UNVERSIONED_DOMAIN_TYPEHASH = keccak256(
-  toHex("EIP712Domain(string name,uint256 chainId,address verifyingContract)"),
-);
 /** transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32) */
 const TRANSFER_VRS_SELECTOR = "0xe3ee160e";
 const domainSeparators = new Map<string, Hex>();
@@ -69,19 +63,7 @@ export function domainSeparatorOf(
   const key = `${chainId}:${verifyingContract}:${name}:${version}`;
   let separator = domainSeparators.get(key);
   if (!separator) {
-    const words = version === undefined ? 4 : 5;
-    const bytes = hashWords(words, (out) => {
-      writeBytes32(
-        out,
-        0,
-        version === undefined ? UNVERSIONED_DOMAIN_TYPEHASH : EIP712_DOMAIN_TYPEHASH,
-      );
-      writeBytes32(out, 32, keccak256(toHex(name)));
-      if (version !== undefined) writeBytes32(out, 64, keccak256(toHex(version)));
-      writeUint(out, 32 * words - 64, BigInt(chainId));
-      writeAddress(out, 32 * words - 32, verifyingContract);
-    });
-    separator = hexOf(bytes);
+    separator = domainSeparator({ domain });
     setNewest(domainSeparators, key, separator, 1024);
   }
   return separator;

@@ -2,49 +2,46 @@
  * `exact` on EVM through EIP-3009 `transferWithAuthorization` (USDC and alike), x402 v1 and v2.
  * Checks run in the reference SDK's order so the first failure reported is the one it reports.
  */
-import { type Hex, isAddressEqual, isErc6492Signature, size } from "viem";
+import { getContract, isAddressEqual, isErc6492Signature, size } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import { tooEarly, tooLate } from "../../protocol/words.js";
 import * as z from "../../protocol/zod.js";
 import type { EvmTransfer } from "../chain/entry.js";
 import { revertReason } from "../chain/revert.js";
-import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
   checkAgreement,
-  checkTerms,
+  DEADLINE_HEADROOM_SECONDS,
   insufficientFunds,
   outcomeOf,
   parsePayment,
+  readCode,
   refuse,
   type SignedPayment,
   type Step,
+  settlementGas,
   simulateWithin,
   simulationFailure,
+  tokenDomain,
+  unitsOf,
   unreachableIn,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { howUsed } from "./eip3009-usage.js";
 import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
-import { sameTransfer } from "./judge.js";
-import type { ExactMethod, Verified } from "./method.js";
+import { nonceTaken, sameTransfer } from "./judge.js";
+import type { Verified } from "./method.js";
 import { exactPaymentMethod } from "./pipeline.js";
 import {
   checkSignature,
   innerSignature,
   isMalleable,
-  journaledSigner,
+  journaledTokenSigner,
   withDeployment,
 } from "./signature.js";
-
-export {
-  authorizationDigest,
-  eip3009Abi,
-  transferCalldata,
-  transferWithAuthorizationTypedData,
-} from "./eip3009-encoding.js";
 
 const payloadSchema = z.object({
   signature: signatureBytes,
@@ -60,21 +57,41 @@ const payloadSchema = z.object({
 
 type Eip3009Payment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
 
-function digestOf(ctx: EvmContext, payment: Eip3009Payment): Hex {
-  return authorizationDigest(
-    {
-      name: payment.domain?.name ?? "",
-      version: payment.domain?.version ?? "",
-      chainId: ctx.chainId,
-      verifyingContract: payment.requirements.asset,
-    },
-    payment.authorization,
-  );
-}
+const digestOf = (ctx: EvmContext, payment: Eip3009Payment) =>
+  authorizationDigest(tokenDomain(ctx, payment), payment.authorization);
 
 function expectedTransfer(payment: Eip3009Payment): EvmTransfer {
   const { authorization: auth, requirements } = payment;
   return { token: requirements.asset, from: auth.from, to: auth.to, value: auth.value.toString() };
+}
+
+/** The checks that need no chain, in the reference's order after the signature. */
+function checkTerms(ctx: EvmContext, request: PaymentRequest, payment: Eip3009Payment) {
+  const { authorization: auth, requirements } = payment;
+  const now = BigInt(Math.floor(ctx.now()));
+  const field = `${request.paths.payload}.payload.authorization.valid`;
+  if (!isAddressEqual(auth.to, requirements.payTo)) {
+    const why = `the authorization pays ${auth.to}, requirements.payTo is ${requirements.payTo}`;
+    return failure("recipient_mismatch", why);
+  }
+  const { validAfter, validBefore } = auth;
+  if (validBefore < now + DEADLINE_HEADROOM_SECONDS) {
+    const at = `${field}Before`;
+    const why = tooLate("the authorization", at, validBefore, now, DEADLINE_HEADROOM_SECONDS);
+    return failure("authorization_expired", why);
+  }
+  if (validAfter > now) {
+    const why = tooEarly("the authorization", `${field}After`, validAfter, now);
+    return failure("authorization_not_yet_valid", why);
+  }
+  if (auth.value !== requirements.amount) {
+    return failure(
+      "amount_mismatch",
+      `the authorization is for ${auth.value}, the requirements ask for exactly ${requirements.amount}`,
+      request.x402Version === 1 ? { x402Reason: "invalid_exact_evm_authorization_value" } : {},
+    );
+  }
+  return null;
 }
 
 /** Why a transfer would revert (or did), from the token's state, in the reference's order. */
@@ -85,20 +102,13 @@ async function diagnose(
 ): Promise<Failure> {
   const { authorization: auth, requirements } = payment;
   const domain = payment.domain ?? { name: "", version: "" };
-  const token = { address: requirements.asset, abi: eip3009Abi } as const;
-  // The token's decimals come along (read once per token) for the words of a shortfall.
-  const units = tokenUnits(ctx.client, ctx.chainId, requirements.asset).catch(() => undefined);
+  const token = getContract({ address: requirements.asset, abi: eip3009Abi, client: ctx.client });
+  const units = unitsOf(ctx, requirements.asset);
   const [used, name, version, balance] = await Promise.all([
-    outcomeOf(
-      ctx.client.readContract({
-        ...token,
-        functionName: "authorizationState",
-        args: [auth.from, auth.nonce],
-      }),
-    ),
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "name" })),
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "version" })),
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "balanceOf", args: [auth.from] })),
+    outcomeOf(token.read.authorizationState([auth.from, auth.nonce])),
+    outcomeOf(token.read.name()),
+    outcomeOf(token.read.version()),
+    outcomeOf(token.read.balanceOf([auth.from])),
   ]);
   const reads = [used, name, version, balance];
   const unreachable = unreachableIn(reads, "diagnosing the failed simulation");
@@ -145,48 +155,35 @@ async function verify(
   if (!agreed.ok) return agreed;
   const payment: Eip3009Payment = { ...parsed, domain: agreed.value };
   const { authorization: auth, requirements, signature } = payment;
-  const call = { to: requirements.asset, data: transferCalldata(auth, signature) } as const;
+  const { asset } = requirements;
+  const call = { to: asset, data: transferCalldata(auth, signature) } as const;
 
   // The chain reads start together (one round trip), then are judged in the reference's order.
-  const payerCode = ctx.client.getCode({ address: auth.from });
-  payerCode.catch(() => undefined);
-  const termsFailure = checkTerms(ctx, request, auth, requirements);
+  const payerCode = readCode(ctx, auth.from);
+  const termsFailure = checkTerms(ctx, request, payment);
   const assetCheck = termsFailure
     ? undefined
-    : outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
-  const counterfactual = isErc6492Signature(signature);
+    : outcomeOf(assetIsContract(ctx, asset, options.settling));
   const simulation =
-    termsFailure || !options.simulate || counterfactual
+    termsFailure || !options.simulate || isErc6492Signature(signature)
       ? undefined
       : simulateWithin(ctx, call, { use: "eip3009" });
 
   const signed = await checkSignature(ctx, auth.from, digestOf(ctx, payment), signature, payerCode);
   if (!signed.ok) return signed;
   if (termsFailure) return refuse(termsFailure);
-  const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
+  const assetProblem = assetFailure(ctx, asset, await assetCheck);
   if (assetProblem) return refuse(assetProblem);
 
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
   const { deployment } = signed.value;
-  const settleCall = deployment
-    ? withDeployment(
-        { to: requirements.asset, data: transferCalldata(auth, innerSignature(signature)) },
-        deployment,
-      )
-    : call;
-  const simulated = !options.simulate
-    ? undefined
-    : simulation && !deployment
-      ? await simulation
-      : await simulateWithin(ctx, settleCall, { use: "eip3009", deployment: !!deployment });
-  const code = await payerCode.catch(() => undefined);
-  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
-  const gas = {
-    use: "eip3009",
-    contractWallet: payerHasCode,
-    deployment: deployment !== undefined,
-    asset: requirements.asset,
-  } as const;
+  const inner = { to: asset, data: transferCalldata(auth, innerSignature(signature)) };
+  const settleCall = deployment ? withDeployment(inner, deployment) : call;
+  const need = { use: "eip3009", deployment: !!deployment } as const;
+  const simulated = options.simulate
+    ? await (simulation ?? simulateWithin(ctx, settleCall, need))
+    : undefined;
+  const gas = await settlementGas("eip3009", asset, payerCode, deployment);
   if (simulated && !simulated.ok) {
     const { error } = simulated;
     const diagnosis = () => diagnose(ctx, payment, revertReason(error));
@@ -200,10 +197,10 @@ async function verify(
       payment,
       call: settleCall,
       expect: expectedTransfer(payment),
-      spends: [{ token: requirements.asset, owner: auth.from, amount: auth.value }],
+      spends: [{ token: asset, owner: auth.from, amount: auth.value }],
       gas,
       // Contract wallets spend what their signature check costs: always estimate for them.
-      gasKey: payerHasCode ? undefined : gasKeyOf(ctx, payment),
+      gasKey: gas.contractWallet ? undefined : gasKeyOf(ctx, payment),
     },
   };
 }
@@ -211,7 +208,7 @@ async function verify(
 const gasKeyOf = (ctx: EvmContext, payment: Eip3009Payment) =>
   `${ctx.chainId}:${payment.requirements.asset}:${size(payment.signature)}`;
 
-export const eip3009Method: ExactMethod<Eip3009Payment> = {
+export const eip3009 = exactPaymentMethod<Eip3009Payment>({
   name: "eip3009",
   accepts: (payload) => "authorization" in payload,
 
@@ -238,25 +235,11 @@ export const eip3009Method: ExactMethod<Eip3009Payment> = {
   verify,
 
   async sameAsJournal(ctx, payment, entry) {
-    const { requirements, authorization: auth, signature } = payment;
+    const { requirements, authorization: auth } = payment;
     const asked = isAddressEqual(requirements.payTo, auth.to) && requirements.amount === auth.value;
-    const differs = sameTransfer(expectedTransfer(payment), entry);
-    if (differs || !asked) {
-      return (
-        differs ??
-        failure(
-          "nonce_already_used",
-          `this authorization nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
-        )
-      );
-    }
-    if (!payment.domain) {
-      return failure("missing_eip712_domain", "requirements.extra must carry name and version");
-    }
-    return journaledSigner(ctx, auth.from, digestOf(ctx, payment), signature);
+    if (!asked || !sameTransfer(expectedTransfer(payment), entry)) return nonceTaken(entry);
+    return journaledTokenSigner(ctx, payment, auth.from, digestOf(ctx, payment));
   },
 
   diagnose,
-};
-
-export const eip3009 = exactPaymentMethod(eip3009Method);
+});

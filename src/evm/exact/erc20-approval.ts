@@ -8,6 +8,7 @@ import {
   type Address,
   decodeFunctionData,
   getAddress,
+  getContract,
   type Hex,
   isAddressEqual,
   parseAbi,
@@ -45,7 +46,8 @@ export interface SponsoredApproval {
   readonly cost: bigint;
 }
 
-const invalid = invalidExtension(ERC20_APPROVAL_GAS_SPONSORING);
+const refusal = invalidExtension(ERC20_APPROVAL_GAS_SPONSORING);
+const invalid = (reason: string, message: string) => refusal(`erc20_approval_${reason}`, message);
 const infoOf = (request: PaymentRequest) =>
   extensionInfo(request, ERC20_APPROVAL_GAS_SPONSORING, FIELDS);
 
@@ -63,57 +65,41 @@ export async function erc20ApprovalSponsoring(
   if (!info) return undefined;
   const malformed = malformedField(info, FIELDS);
   if (malformed) {
-    return invalid("invalid_erc20_approval_extension_format", `info.${malformed} is malformed`);
+    return refusal("invalid_erc20_approval_extension_format", `info.${malformed} is malformed`);
   }
   const text = (field: string) => info[field] as string;
   if (!isAddressEqual(getAddress(text("from")), payer)) {
-    return invalid("erc20_approval_from_mismatch", `info.from is not the payer ${payer}`);
+    return invalid("from_mismatch", `info.from is not the payer ${payer}`);
   }
   if (!isAddressEqual(getAddress(text("asset")), token)) {
-    return invalid(
-      "erc20_approval_asset_mismatch",
-      `info.asset is not requirements.asset ${token}`,
-    );
+    return invalid("asset_mismatch", `info.asset is not requirements.asset ${token}`);
   }
   if (!isAddressEqual(getAddress(text("spender")), PERMIT2_ADDRESS)) {
-    return invalid(
-      "erc20_approval_spender_not_permit2",
-      `info.spender must be Permit2 (${PERMIT2_ADDRESS})`,
-    );
+    return invalid("spender_not_permit2", `info.spender must be Permit2 (${PERMIT2_ADDRESS})`);
   }
   const raw = text("signedTransaction") as Hex;
   let tx: ReturnType<typeof parseTransaction>;
   try {
     tx = parseTransaction(raw);
   } catch {
-    return invalid("erc20_approval_tx_parse_failed", "the signed transaction cannot be parsed");
+    return invalid("tx_parse_failed", "the signed transaction cannot be parsed");
   }
   if (!tx.to || !isAddressEqual(tx.to, token)) {
-    return invalid(
-      "erc20_approval_tx_wrong_target",
-      `the transaction calls ${tx.to ?? "nothing"}, not the token ${token}`,
-    );
+    const why = `the transaction calls ${tx.to ?? "nothing"}, not the token ${token}`;
+    return invalid("tx_wrong_target", why);
   }
   const data = tx.data ?? "0x";
   if (!data.startsWith("0x095ea7b3")) {
-    return invalid(
-      "erc20_approval_tx_wrong_selector",
-      "the transaction is not an approve(address,uint256) call",
-    );
+    return invalid("tx_wrong_selector", "the transaction is not an approve(address,uint256) call");
   }
+  let spender: Address;
   try {
-    const decoded = decodeFunctionData({ abi: approveAbi, data });
-    if (!isAddressEqual(decoded.args[0] as Address, PERMIT2_ADDRESS)) {
-      return invalid(
-        "erc20_approval_tx_wrong_spender",
-        `the transaction approves ${decoded.args[0]}, not Permit2`,
-      );
-    }
+    spender = decodeFunctionData({ abi: approveAbi, data }).args[0] as Address;
   } catch {
-    return invalid(
-      "erc20_approval_tx_invalid_calldata",
-      "the approve() calldata cannot be decoded",
-    );
+    return invalid("tx_invalid_calldata", "the approve() calldata cannot be decoded");
+  }
+  if (!isAddressEqual(spender, PERMIT2_ADDRESS)) {
+    return invalid("tx_wrong_spender", `the transaction approves ${spender}, not Permit2`);
   }
   let signer: Address;
   try {
@@ -121,16 +107,11 @@ export async function erc20ApprovalSponsoring(
       serializedTransaction: raw as TransactionSerialized,
     });
   } catch {
-    return invalid(
-      "erc20_approval_tx_invalid_signature",
-      "the transaction's signer cannot be recovered",
-    );
+    return invalid("tx_invalid_signature", "the transaction's signer cannot be recovered");
   }
   if (!isAddressEqual(signer, payer)) {
-    return invalid(
-      "erc20_approval_tx_signer_mismatch",
-      `the transaction is signed by ${signer}, not the payer ${payer}`,
-    );
+    const why = `the transaction is signed by ${signer}, not the payer ${payer}`;
+    return invalid("tx_signer_mismatch", why);
   }
   return fundable(ctx, raw, payer, tx);
 }
@@ -142,7 +123,7 @@ async function fundable(
   payer: Address,
   tx: ReturnType<typeof parseTransaction>,
 ): Promise<Step<SponsoredApproval>> {
-  const refuse = (why: string) => invalid("erc20_approval_tx_failed", why);
+  const refuse = (why: string) => invalid("tx_failed", why);
   // A blob or set-code transaction costs more than its gas × fee: only these are funded.
   if (tx.type !== "legacy" && tx.type !== "eip2930" && tx.type !== "eip1559")
     return refuse(`the transaction is of type ${tx.type}, not legacy, EIP-2930 or EIP-1559`);
@@ -178,13 +159,10 @@ export function approvalPreludes(
   token: Address,
   amount: bigint,
 ): Prelude[] {
-  const approvalNeeded = async (ctx: ChainAccess) =>
-    (await ctx.client.readContract({
-      address: token,
-      abi: approveAbi,
-      functionName: "allowance",
-      args: [approval.from, PERMIT2_ADDRESS],
-    })) < amount;
+  const approvalNeeded = async ({ client }: ChainAccess) => {
+    const { read } = getContract({ address: token, abi: approveAbi, client });
+    return (await read.allowance([approval.from, PERMIT2_ADDRESS])) < amount;
+  };
   const fund = { payer: approval.from, asset: token, cost: approval.cost };
   return [{ name: "approve", tx: { raw: approval.raw, fund }, needed: approvalNeeded }];
 }

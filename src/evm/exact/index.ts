@@ -8,23 +8,16 @@ import type { EvmScheme } from "../scheme.js";
 import { completeExact } from "./accepts.js";
 import { eip3009 } from "./eip3009.js";
 import { ERC20_APPROVAL_GAS_SPONSORING } from "./erc20-approval.js";
-import { permitMethod } from "./permit.js";
+import { permit } from "./permit.js";
 import { permit2Method } from "./permit2.js";
 import { EIP2612_GAS_SPONSORING } from "./permit2-extensions.js";
 import { exactPaymentMethod } from "./pipeline.js";
 
 export const EXACT = "exact";
 
-const permit2 = exactPaymentMethod(permit2Method);
-const permit = exactPaymentMethod(permitMethod);
-
-/** Each method with the name `requirements.extra.assetTransferMethod` gives it. */
-const methods: readonly { readonly name: string; readonly method: PaymentMethod }[] = [
-  // Before EIP-3009: x402x permit payloads also carry an "authorization".
-  { name: "permit", method: permit },
-  { name: "eip3009", method: eip3009 },
-  { name: "permit2", method: permit2 },
-];
+// As extra.assetTransferMethod names them; permit first: x402x permit payloads also carry an
+// "authorization".
+const methods = [permit, eip3009, exactPaymentMethod(permit2Method)];
 
 /** The transfer methods `extra.assetTransferMethod` can name, as `/supported` declares them. */
 export const EXACT_EVM_TRANSFER_METHODS = ["eip3009", "permit2"];
@@ -44,7 +37,7 @@ export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure
       'x402x Permit2 payloads name payTo as the spender, so only payTo could settle them; sign a "permit2Authorization" for the x402 exact Permit2 proxy instead',
     );
   }
-  const found = methods.find((m) => m.method.accepts(payload));
+  const found = methods.find((m) => m.accepts(payload));
   if (!found) {
     return failure(
       "invalid_request",
@@ -70,7 +63,7 @@ export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure
       );
     }
   }
-  return found.method;
+  return found;
 }
 
 /** `exact` on EVM: x402 v1 (where the network has a v1 name) and v2, every transfer method. */

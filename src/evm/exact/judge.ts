@@ -4,25 +4,40 @@
  */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { Success } from "../../core/settle-loop.js";
-import type { JournalEntry } from "../../core/store.js";
-import { type Failure, failure } from "../../protocol/errors.js";
+import type { EntryState, JournalEntry } from "../../core/store.js";
+import { failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
 import { type EvmTransfer, evmEntry } from "../chain/entry.js";
 import type { CallOutcome } from "../chain/outcome.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
 import type { EvmContext } from "../context.js";
 
-/** The journaled transfer pays the same recipient the same value as this one. */
-export function sameTransfer(expect: EvmTransfer, entry: JournalEntry): Failure | null {
+/** The journaled transfer moves the same token to the same recipient, the same value. */
+export function sameTransfer(expect: EvmTransfer, entry: JournalEntry): boolean {
   const journaled = evmEntry(entry).expect;
-  if (journaled && isAddressEqual(expect.to, journaled.to) && expect.value === journaled.value) {
-    return null;
-  }
-  return failure(
-    "nonce_already_used",
-    `this authorization nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
+  return (
+    journaled !== undefined &&
+    isAddressEqual(expect.to, journaled.to) &&
+    expect.value === journaled.value &&
+    isAddressEqual(expect.token, journaled.token)
   );
 }
+
+/** A journaled settlement of another payment holds this nonce. */
+export const nonceTaken = (
+  entry: JournalEntry,
+  nonce = "authorization nonce",
+  x402Reason?: string,
+) =>
+  failure(
+    "nonce_already_used",
+    `this ${nonce} is already being settled for another payment (${entry.hashes.at(-1)})`,
+    { x402Reason },
+  );
+
+/** Writes a settlement's state down; should the store fail, only the note is lost. */
+export const noteState = (ctx: EvmContext, key: string, state: EntryState) =>
+  ctx.journal.recordState(key, state).catch(() => undefined);
 
 /** Keeps the in-flight ledger and the gas at risk in step with what a send came to. */
 export function track(
@@ -98,7 +113,7 @@ async function watchLanding(
       judgeLanded(ctx, expect, receipt);
       return;
     }
-    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    void noteState(ctx, key, "failed");
     const sent = await ctx.client.getTransaction({ hash }).catch(() => undefined);
     const outOfGas = sent !== undefined && receipt.gasUsed >= sent.gas;
     track(ctx, key, expect, { kind: "reverted", hash, receipt, outOfGas }, contractWallet);

@@ -4,13 +4,20 @@
  * `payTo`; both journaled under the permit's key. The permit does not name the recipient: whoever
  * holds the payload may ask for another `payTo`, so serve it behind an API key.
  */
-import { encodeFunctionData, type Hex, hashTypedData, isAddressEqual, parseAbi, size } from "viem";
+import {
+  encodeFunctionData,
+  getContract,
+  hashTypedData,
+  isAddressEqual,
+  parseAbi,
+  size,
+} from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
+import type { ChainAccess } from "../chain/access.js";
 import type { EvmTransfer } from "../chain/entry.js";
 import type { Prelude } from "../chain/prelude.js";
-import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
@@ -20,21 +27,25 @@ import {
   insufficientFunds,
   outcomeOf,
   parsePayment,
+  readCode,
   refuse,
   type SignedPayment,
   type Step,
   signatureRefused,
   simulateWithin,
   simulationFailure,
+  tokenDomain,
+  unitsOf,
   unreachableIn,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
-import { sameTransfer } from "./judge.js";
-import type { ExactMethod, Verified } from "./method.js";
+import { nonceTaken, sameTransfer } from "./judge.js";
+import type { Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
-import { checkSignature, journaledSigner } from "./signature.js";
+import { exactPaymentMethod } from "./pipeline.js";
+import { checkSignature, journaledTokenSigner } from "./signature.js";
 
-export const eip2612Abi = parseAbi([
+const eip2612Abi = parseAbi([
   "function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)",
   "function transferFrom(address from, address to, uint256 value) returns (bool)",
   "function nonces(address owner) view returns (uint256)",
@@ -67,19 +78,10 @@ const payloadSchema = z.object({
 
 type PermitPayment = SignedPayment<z.infer<typeof payloadSchema>["authorization"]>;
 
-function digestOf(ctx: EvmContext, payment: PermitPayment): Hex {
-  const { authorization: permit, requirements, domain } = payment;
-  return hashTypedData({
-    domain: {
-      name: domain?.name ?? "",
-      version: domain?.version ?? "",
-      chainId: ctx.chainId,
-      verifyingContract: requirements.asset,
-    },
-    types: eip2612PermitTypes,
-    primaryType: "Permit",
-    message: permit,
-  });
+function digestOf(ctx: EvmContext, payment: PermitPayment) {
+  const domain = tokenDomain(ctx, payment);
+  const message = payment.authorization;
+  return hashTypedData({ domain, types: eip2612PermitTypes, primaryType: "Permit", message });
 }
 
 function expectedTransfer(payment: PermitPayment): EvmTransfer {
@@ -105,16 +107,17 @@ function permitCall(payment: PermitPayment) {
   } as const;
 }
 
+const tokenOf = (ctx: ChainAccess, payment: PermitPayment) =>
+  getContract({ address: payment.requirements.asset, abi: eip2612Abi, client: ctx.client });
+
 /** What the token says of the permit: its nonce, and the allowance it would grant. */
 async function tokenState(ctx: EvmContext, payment: PermitPayment) {
-  const token = { address: payment.requirements.asset, abi: eip2612Abi } as const;
+  const token = tokenOf(ctx, payment);
   const { owner, spender } = payment.authorization;
   return Promise.all([
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "nonces", args: [owner] })),
-    outcomeOf(
-      ctx.client.readContract({ ...token, functionName: "allowance", args: [owner, spender] }),
-    ),
-    outcomeOf(ctx.client.readContract({ ...token, functionName: "balanceOf", args: [owner] })),
+    outcomeOf(token.read.nonces([owner])),
+    outcomeOf(token.read.allowance([owner, spender])),
+    outcomeOf(token.read.balanceOf([owner])),
   ]);
 }
 
@@ -125,10 +128,7 @@ async function diagnose(
   revert: string | undefined,
 ): Promise<Failure> {
   const permit = payment.authorization;
-  // The token's decimals come along (read once per token) for the words of a shortfall.
-  const units = tokenUnits(ctx.client, ctx.chainId, payment.requirements.asset).catch(
-    () => undefined,
-  );
+  const units = unitsOf(ctx, payment.requirements.asset);
   const [nonce, allowance, balance] = await tokenState(ctx, payment);
   const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
   if (unreachable) return unreachable;
@@ -170,8 +170,7 @@ async function verify(
   if (!agreed.ok) return agreed;
   const payment: PermitPayment = { ...parsed, domain: agreed.value };
   const { authorization: permit, requirements, signature } = payment;
-  const payerCode = ctx.client.getCode({ address: permit.owner });
-  payerCode.catch(() => undefined);
+  const payerCode = readCode(ctx, permit.owner);
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
   const state = tokenState(ctx, payment);
 
@@ -240,15 +239,8 @@ async function verify(
   const prelude: Prelude = {
     name: "permit",
     tx: { call: permitCall(payment), gas: { use: "permit", asset: requirements.asset } },
-    needed: async (c) => {
-      const granted = await c.client.readContract({
-        address: requirements.asset,
-        abi: eip2612Abi,
-        functionName: "allowance",
-        args: [permit.owner, permit.spender],
-      });
-      return granted < permit.value;
-    },
+    needed: async (c) =>
+      (await tokenOf(c, payment).read.allowance([permit.owner, permit.spender])) < permit.value,
   };
   return {
     ok: true,
@@ -271,7 +263,7 @@ async function verify(
   };
 }
 
-export const permitMethod: ExactMethod<PermitPayment> = {
+export const permit = exactPaymentMethod<PermitPayment>({
   name: "permit",
   accepts: (payload) => payload.authorizationType === "permit",
 
@@ -290,18 +282,9 @@ export const permitMethod: ExactMethod<PermitPayment> = {
   verify,
 
   async sameAsJournal(ctx, payment, entry) {
-    const differs = sameTransfer(expectedTransfer(payment), entry);
-    if (differs) return differs;
-    if (!payment.domain) {
-      return failure("missing_eip712_domain", "requirements.extra must carry name and version");
-    }
-    return journaledSigner(
-      ctx,
-      payment.authorization.owner,
-      digestOf(ctx, payment),
-      payment.signature,
-    );
+    if (!sameTransfer(expectedTransfer(payment), entry)) return nonceTaken(entry);
+    return journaledTokenSigner(ctx, payment, payment.authorization.owner, digestOf(ctx, payment));
   },
 
   diagnose,
-};
+});

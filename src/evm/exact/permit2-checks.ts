@@ -2,35 +2,32 @@
  * What a Permit2 payment (exact or upto) checks without the payer's help: the signed terms
  * against the requirements, in the reference's order, and why the proxy call would revert.
  */
-import { type Abi, type Address, type Hex, isAddressEqual } from "viem";
+import { type Abi, type Address, getContract, type Hex, isAddressEqual } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
 import type * as z from "../../protocol/zod.js";
-import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import {
   DEADLINE_HEADROOM_SECONDS,
   insufficientFunds,
   outcomeOf,
+  type SignedPayment,
+  unitsOf,
   unreachableIn,
 } from "./checks.js";
 import {
   type Eip2612Permit,
-  exactPermit2ProxyAbi,
   PERMIT2_ADDRESS,
   type Permit2Authorization,
   permit2ReadsAbi,
 } from "./permit2-encoding.js";
-import type { EvmRequirements } from "./requirements.js";
 
-export interface Permit2Payment<A extends Permit2Authorization = Permit2Authorization> {
-  readonly authorization: A;
-  readonly signature: Hex;
-  readonly requirements: EvmRequirements;
-  /** The payer's EIP-2612 permit for Permit2, when the payment carries one. */
-  readonly permit2612?: Eip2612Permit | undefined;
-}
+/** With the payer's EIP-2612 permit for Permit2, when the payment carries one. */
+export type Permit2Payment<A extends Permit2Authorization = Permit2Authorization> = Omit<
+  SignedPayment<A>,
+  "domain"
+> & { readonly permit2612?: Eip2612Permit | undefined };
 
 /** Where exact and upto differ; the checks, and their order, are one. */
 export interface Permit2Scheme<A extends Permit2Authorization> {
@@ -90,13 +87,8 @@ export function checkPermit2Terms<A extends Permit2Authorization>(
   const witness = rules.witness?.(ctx, auth) ?? null;
   if (witness) return witness;
   if (auth.deadline < now + DEADLINE_HEADROOM_SECONDS) {
-    const why = tooLate(
-      rules.subject,
-      `${field}.deadline`,
-      auth.deadline,
-      now,
-      DEADLINE_HEADROOM_SECONDS,
-    );
+    const at = `${field}.deadline`;
+    const why = tooLate(rules.subject, at, auth.deadline, now, DEADLINE_HEADROOM_SECONDS);
     return failure("authorization_expired", why, { x402Reason: "permit2_deadline_expired" });
   }
   const { validAfter } = auth.witness;
@@ -115,8 +107,8 @@ export function checkPermit2Terms<A extends Permit2Authorization>(
   return null;
 }
 
-const units = (ctx: EvmContext, token: Address) =>
-  tokenUnits(ctx.client, ctx.chainId, token).catch(() => undefined);
+const readsOf = (ctx: EvmContext, address: Address) =>
+  getContract({ address, abi: permit2ReadsAbi, client: ctx.client }).read;
 
 /** What can be checked before the payer's approval lands: the proxy answers, the payer holds `amount`. */
 export async function prerequisiteFailure(
@@ -127,21 +119,8 @@ export async function prerequisiteFailure(
   proxy: Address,
 ): Promise<Failure | null> {
   const [deployed, balance] = await Promise.all([
-    outcomeOf(
-      ctx.client.readContract({
-        address: proxy,
-        abi: exactPermit2ProxyAbi,
-        functionName: "PERMIT2",
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
-        abi: permit2ReadsAbi,
-        functionName: "balanceOf",
-        args: [payer],
-      }),
-    ),
+    outcomeOf(readsOf(ctx, proxy).PERMIT2()),
+    outcomeOf(readsOf(ctx, token).balanceOf([payer])),
   ]);
   const unreachable = unreachableIn([deployed, balance], "reading the chain");
   if (unreachable) return unreachable;
@@ -153,7 +132,7 @@ export async function prerequisiteFailure(
   }
   if (balance.ok && balance.value < amount) {
     const reason = "permit2_insufficient_balance";
-    return insufficientFunds(balance.value, amount, await units(ctx, token), reason);
+    return insufficientFunds(balance.value, amount, await unitsOf(ctx, token), reason);
   }
   return null;
 }
@@ -172,28 +151,14 @@ export async function diagnose(
   const { token, amount } = permitted;
   const [first, allowance, bitmap] = await Promise.all([
     prerequisiteFailure(ctx, from, token, amount, proxy),
-    outcomeOf(
-      ctx.client.readContract({
-        address: token,
-        abi: permit2ReadsAbi,
-        functionName: "allowance",
-        args: [from, PERMIT2_ADDRESS],
-      }),
-    ),
-    outcomeOf(
-      ctx.client.readContract({
-        address: PERMIT2_ADDRESS,
-        abi: permit2ReadsAbi,
-        functionName: "nonceBitmap",
-        args: [from, nonce >> 8n],
-      }),
-    ),
+    outcomeOf(readsOf(ctx, token).allowance([from, PERMIT2_ADDRESS])),
+    outcomeOf(readsOf(ctx, PERMIT2_ADDRESS).nonceBitmap([from, nonce >> 8n])),
   ]);
   const unreachable =
     first ?? unreachableIn([allowance, bitmap], "diagnosing the failed simulation");
   if (unreachable) return unreachable;
   if (allowance.ok && allowance.value < amount) {
-    const words = await units(ctx, token);
+    const words = await unitsOf(ctx, token);
     return failure(
       "allowance_required",
       `the payer allows Permit2 (${PERMIT2_ADDRESS}) ${tokenAmount(allowance.value, words)} of this token and the payment needs ${tokenAmount(amount, words)}: the payer must approve Permit2, or send an eip2612GasSponsoring permit`,

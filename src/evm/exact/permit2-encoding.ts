@@ -65,7 +65,9 @@ export function customErrorName(abi: Abi, data: Hex | undefined): string | undef
   }
 }
 
+/** What we read of Permit2, of a token for it, and of a proxy (its Permit2's address). */
 export const permit2ReadsAbi = parseAbi([
+  "function PERMIT2() view returns (address)",
   "function nonceBitmap(address owner, uint256 wordPos) view returns (uint256)",
   "function balanceOf(address owner) view returns (uint256)",
   "function allowance(address owner, address spender) view returns (uint256)",

@@ -64,7 +64,8 @@ export const invalidExtension =
     failure: failure("invalid_extension", `${name}: ${message}`, { x402Reason }),
   });
 
-const invalid = invalidExtension(EIP2612_GAS_SPONSORING);
+const refusal = invalidExtension(EIP2612_GAS_SPONSORING);
+const invalid = (reason: string, message: string) => refusal(`eip2612_${reason}`, message);
 
 /**
  * The payer's EIP-2612 permit for Permit2 from `paymentPayload.extensions`, or undefined when the
@@ -81,43 +82,30 @@ export function eip2612Sponsoring(
   if (!info) return undefined;
   const malformed = malformedField(info, FIELDS);
   if (malformed) {
-    return invalid("invalid_eip2612_extension_format", `info.${malformed} is malformed`);
+    return refusal("invalid_eip2612_extension_format", `info.${malformed} is malformed`);
   }
   // Each field is a string of its form from here on.
   const text = (field: string) => info[field] as string;
   const from = getAddress(text("from"));
   if (!isAddressEqual(from, authorization.from)) {
-    return invalid(
-      "eip2612_from_mismatch",
-      `info.from ${from} is not the payer ${authorization.from}`,
-    );
+    return invalid("from_mismatch", `info.from ${from} is not the payer ${authorization.from}`);
   }
   if (!isAddressEqual(getAddress(text("asset")), getAddress(asset))) {
-    return invalid("eip2612_asset_mismatch", `info.asset is not requirements.asset ${asset}`);
+    return invalid("asset_mismatch", `info.asset is not requirements.asset ${asset}`);
   }
   if (!isAddressEqual(getAddress(text("spender")), PERMIT2_ADDRESS)) {
-    return invalid(
-      "eip2612_spender_not_permit2",
-      `info.spender must be Permit2 (${PERMIT2_ADDRESS})`,
-    );
+    return invalid("spender_not_permit2", `info.spender must be Permit2 (${PERMIT2_ADDRESS})`);
   }
   const deadline = BigInt(text("deadline"));
   const now = BigInt(Math.floor(ctx.now()));
   if (deadline < now + DEADLINE_HEADROOM_SECONDS) {
-    return invalid(
-      "eip2612_deadline_expired",
-      tooLate(
-        "the EIP-2612 permit",
-        "extensions.eip2612GasSponsoring.info.deadline",
-        deadline,
-        now,
-        DEADLINE_HEADROOM_SECONDS,
-      ),
-    );
+    const at = "extensions.eip2612GasSponsoring.info.deadline";
+    const why = tooLate("the EIP-2612 permit", at, deadline, now, DEADLINE_HEADROOM_SECONDS);
+    return invalid("deadline_expired", why);
   }
   const signature = text("signature") as `0x${string}`;
   if (size(signature) !== 65) {
-    return invalid("invalid_eip2612_extension_format", "info.signature must be 65 bytes");
+    return refusal("invalid_eip2612_extension_format", "info.signature must be 65 bytes");
   }
   return { ok: true, value: { value: BigInt(text("amount")), deadline, signature } };
 }

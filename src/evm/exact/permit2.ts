@@ -3,11 +3,11 @@
  * EIP-3009: the payer signs a PermitWitnessTransferFrom naming the proxy and the recipient; the
  * payer must have approved Permit2, or send a permit or an approval. The reference's order.
  */
-import { type Address, type Hex, isAddressEqual, isErc6492Signature } from "viem";
+import { isAddressEqual, isErc6492Signature } from "viem";
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import * as z from "../../protocol/zod.js";
-import { type EvmTransfer, evmEntry } from "../chain/entry.js";
+import type { EvmTransfer } from "../chain/entry.js";
 import type { ContractCall } from "../chain/outcome.js";
 import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
@@ -16,9 +16,11 @@ import {
   assetIsContract,
   outcomeOf,
   parsePayment,
+  readCode,
   refuse,
   type Step,
   schemeAndNetwork,
+  settlementGas,
   signatureRefused,
   simulateWithin,
   simulationFailure,
@@ -29,6 +31,7 @@ import {
   erc20ApprovalSponsoring,
 } from "./erc20-approval.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
+import { nonceTaken, sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import {
   checkPermit2Terms,
@@ -90,8 +93,7 @@ async function verify<A extends Permit2Authorization>(
   if (disagreement) return refuse(disagreement);
   // The asset's code, the payer's code and the simulation go out in one batch.
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
-  const payerCode = ctx.client.getCode({ address: auth.from });
-  payerCode.catch(() => undefined);
+  const payerCode = readCode(ctx, auth.from);
   const terms = checkPermit2Terms(ctx, payment, scheme, options.settling === true);
   if (terms) return refuse(terms);
 
@@ -128,18 +130,31 @@ async function verify<A extends Permit2Authorization>(
   if (!signed.ok) return signatureRefused(signed.failure, "invalid_permit2_signature");
   const { deployment } = signed.value;
   if (settler && deployment) {
-    return refuse(
-      failure(
-        "unsupported_signature",
-        "upto payments from wallets not deployed yet are not supported: deploy the wallet first",
-      ),
-    );
+    const why =
+      "upto payments from wallets not deployed yet are not supported: deploy the wallet first";
+    return refuse(failure("unsupported_signature", why));
   }
   if (sponsoring && !sponsoring.ok) return refuse(sponsoring.failure);
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
   const settleCall = withDeployment(call, deployment);
+  const { token } = auth.permitted;
+  const spend = { token, owner: auth.from, amount };
+  // upto: the facilitator sends it and the success says how much moved.
+  const settledBy = settler ? { signer: settler, settledAmount: amount } : {};
   if (approving) {
-    return withApproval(scheme, ctx, request, payment, settleCall, deployment !== undefined);
+    // The payer's signed approval (erc20ApprovalGasSponsoring), checked as far as it can be before
+    // it lands (the proxy, the balance) as the reference does: it and its gas are sent first.
+    const approval = await erc20ApprovalSponsoring(ctx, request, auth.from, token);
+    if (!approval) return refuse(failure("internal_error", "the approval extension vanished"));
+    if (!approval.ok) return refuse(approval.failure);
+    const missing = await prerequisiteFailure(ctx, auth.from, token, amount, scheme.proxy);
+    if (missing) return refuse(missing);
+    const deployed = deployment !== undefined;
+    const gas = { use, contractWallet: deployed, deployment: deployed, asset: token } as const;
+    const preludes = approvalPreludes(approval.value, token, amount);
+    const expect = expectedTransfer(payment);
+    const value = { payment, call: settleCall, gas, expect, spends: [spend], preludes };
+    return { ok: true, value: { ...value, ...settledBy } };
   }
 
   // exact simulates a wrapped signature now, with its deployment.
@@ -148,14 +163,7 @@ async function verify<A extends Permit2Authorization>(
     : options.simulate && !settler
       ? await simulateWithin(ctx, settleCall, { use, deployment: !!deployment })
       : undefined;
-  const code = await payerCode.catch(() => undefined);
-  const payerHasCode = deployment !== undefined || (code !== undefined && code !== "0x");
-  const gas = {
-    use,
-    contractWallet: payerHasCode,
-    deployment: deployment !== undefined,
-    asset: auth.permitted.token,
-  } as const;
+  const gas = await settlementGas(use, token, payerCode, deployment);
   if (simulated && !simulated.ok) {
     const { error } = simulated;
     const doing = `simulating the ${scheme.settlement} settlement`;
@@ -165,7 +173,6 @@ async function verify<A extends Permit2Authorization>(
     };
     return refuse(await simulationFailure(ctx, sentBy(settleCall), gas, error, doing, diagnosis));
   }
-  const spend = { token: auth.permitted.token, owner: auth.from, amount };
   return {
     ok: true,
     value: {
@@ -175,48 +182,8 @@ async function verify<A extends Permit2Authorization>(
       expect: expectedTransfer(settled),
       // With an EIP-2612 permit the allowance is set in the same transaction; else it is spent.
       spends: permit2612 ? [spend] : [spend, { ...spend, spender: PERMIT2_ADDRESS }],
-      gasKey: payerHasCode ? undefined : gasKeyOf(scheme, ctx, settled),
-      ...settledBy(settler, amount),
-    },
-  };
-}
-
-/** upto: the facilitator sends it and the success says how much moved. */
-const settledBy = (settler: Address | undefined, amount: bigint) =>
-  settler ? { signer: settler, settledAmount: amount } : {};
-
-/**
- * A payment with the payer's signed approval (erc20ApprovalGasSponsoring): checked as far as it
- * can be before the approval lands (the proxy, the balance), as the reference does; the
- * approval and the gas for it become the settlement's first transactions.
- */
-async function withApproval<A extends Permit2Authorization>(
-  scheme: Permit2Scheme<A>,
-  ctx: EvmContext,
-  request: PaymentRequest,
-  payment: Permit2Payment<A>,
-  call: { readonly to: Address; readonly data: Hex },
-  /** The call deploys the payer's wallet first (ERC-6492). */
-  deployed: boolean,
-): Promise<Step<Verified<Permit2Payment<A>>>> {
-  const { authorization: auth, requirements } = payment;
-  const { token } = auth.permitted;
-  const { amount } = requirements;
-  const approval = await erc20ApprovalSponsoring(ctx, request, auth.from, token);
-  if (!approval) return refuse(failure("internal_error", "the approval extension vanished"));
-  if (!approval.ok) return refuse(approval.failure);
-  const missing = await prerequisiteFailure(ctx, auth.from, token, amount, scheme.proxy);
-  if (missing) return refuse(missing);
-  return {
-    ok: true,
-    value: {
-      payment,
-      call,
-      gas: { use: scheme.use, contractWallet: deployed, deployment: deployed, asset: token },
-      expect: expectedTransfer(payment),
-      spends: [{ token, owner: auth.from, amount }],
-      preludes: approvalPreludes(approval.value, token, amount),
-      ...settledBy(scheme.settler?.(auth), amount),
+      gasKey: gas.contractWallet ? undefined : gasKeyOf(scheme, ctx, settled),
+      ...settledBy,
     },
   };
 }
@@ -243,20 +210,8 @@ export function permit2MethodOf<A extends Permit2Authorization>(
     verify: (ctx, request, payment, options) => verify(scheme, ctx, request, payment, options),
     async sameAsJournal(ctx, payment, entry) {
       const { authorization: auth, signature } = payment;
-      const expect = expectedTransfer(payment);
-      const journaled = evmEntry(entry).expect;
-      const same =
-        scheme.asked(payment) &&
-        journaled !== undefined &&
-        isAddressEqual(expect.to, journaled.to) &&
-        expect.value === journaled.value &&
-        isAddressEqual(expect.token, journaled.token);
-      if (!same) {
-        return failure(
-          "nonce_already_used",
-          `this Permit2 nonce is already being settled for another payment (${entry.hashes.at(-1)})`,
-          { x402Reason: "permit2_invalid_nonce" },
-        );
+      if (!scheme.asked(payment) || !sameTransfer(expectedTransfer(payment), entry)) {
+        return nonceTaken(entry, "Permit2 nonce", "permit2_invalid_nonce");
       }
       return journaledSigner(ctx, auth.from, scheme.digest(ctx.chainId, auth), signature);
     },

@@ -33,22 +33,26 @@ import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import type { EvmContext, PaymentMethod } from "../context.js";
 import { estimateEarly, sameCall } from "./early-estimate.js";
-import { answeredAgain, judgeLanded, track } from "./judge.js";
+import { answeredAgain, judgeLanded, noteState, track } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 
 async function answer<P>(
   method: ExactMethod<P>,
   ctx: EvmContext,
-  verified: Pick<Verified<P>, "payment" | "expect"> & Partial<Pick<Verified<P>, "gas">>,
+  verified: Pick<Verified<P>, "payment" | "expect"> &
+    Partial<Pick<Verified<P>, "gas" | "settledAmount">>,
   key: string,
   outcome: CallOutcome,
 ): Promise<Outcome<SettleResult>> {
   const payer = verified.expect.from;
   track(ctx, key, verified.expect, outcome, verified.gas?.contractWallet);
+  // upto: a success says how much moved.
+  const { settledAmount } = verified;
+  const amount = settledAmount === undefined ? {} : { amount: settledAmount.toString() };
   // The loop records a success before answering it, so no other caller is answered it again.
   const success = (hash: string, mined: boolean) =>
     new Success<SettleResult>(
-      { ok: true, payer, transactionHash: hash },
+      { ok: true, payer, transactionHash: hash, ...amount },
       [key],
       unrecorded(payer, hash),
       mined,
@@ -57,16 +61,16 @@ async function answer<P>(
     ok: false as const,
     payer,
     transactionHash: hash,
-    failure: failure("settlement_failed", message, x402Reason ? { x402Reason } : {}),
+    failure: failure("settlement_failed", message, { x402Reason }),
   });
   switch (outcome.kind) {
     case "simulated":
-      return { ok: true, payer, transactionHash: outcome.hash };
+      return { ok: true, payer, transactionHash: outcome.hash, ...amount };
     case "submitted":
       return success(outcome.hash, false);
     case "confirmed":
       if (!judgeLanded(ctx, verified.expect, outcome.receipt)) {
-        void ctx.journal.recordState(key, "failed").catch(() => undefined);
+        void noteState(ctx, key, "failed");
         return settlementFailed(
           outcome.hash,
           "the transaction succeeded but emitted no matching Transfer event",
@@ -112,17 +116,11 @@ async function pickUp<P>(
   if (isAnswered(state)) {
     // It may be sent again (dropped by a reorg or the pool): counted against the payer meanwhile.
     ctx.inflight.seed(entry.key, heldByTransfer(ctx.chainId, expect));
-    const recheck = await recheckAnswered(
-      ctx,
-      entry,
-      () => method.sameAsJournal(ctx, payment, entry),
-      may,
-    );
+    const same = () => method.sameAsJournal(ctx, payment, entry);
+    const recheck = await recheckAnswered(ctx, entry, same, may);
     if (recheck.kind !== "resent") ctx.inflight.release(entry.key);
     if (recheck.kind === "standing") {
-      if (recheck.receipt && state === "submitted") {
-        void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
-      }
+      if (recheck.receipt && state === "submitted") void noteState(ctx, entry.key, "answered");
       const how = recheck.receipt
         ? "settled"
         : recheck.unseen
@@ -142,7 +140,7 @@ async function pickUp<P>(
       track(ctx, entry.key, expect, outcome);
       const hash = "hash" in outcome ? outcome.hash : entry.hashes.at(-1);
       if (outcome.kind === "confirmed" && judgeLanded(ctx, expect, outcome.receipt)) {
-        void ctx.journal.recordState(entry.key, "answered").catch(() => undefined);
+        void noteState(ctx, entry.key, "answered");
       }
       const mined = outcome.kind === "confirmed" ? "now mined" : "not mined yet";
       return {
@@ -153,7 +151,7 @@ async function pickUp<P>(
       };
     }
     // Dropped by a reorg and not sendable again as it was: settle afresh if it still can pay.
-    await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
+    await noteState(ctx, entry.key, "dropped");
     return undefined;
   }
   if ((state !== "broadcast" && state !== "landed") || !may) return undefined;
@@ -163,29 +161,22 @@ async function pickUp<P>(
   const picked = await reconcile(ctx, entry, may);
   if (picked !== "gone") {
     // Gone from the pool and no longer able to land: it is over, and took nothing.
-    if (picked.kind === "would-revert") {
-      await ctx.journal.recordState(entry.key, "failed").catch(() => undefined);
-    }
+    if (picked.kind === "would-revert") await noteState(ctx, entry.key, "failed");
     return answer(method, ctx, journaled, entry.key, picked);
   }
-  await ctx.journal.recordState(entry.key, "dropped").catch(() => undefined);
+  await noteState(ctx, entry.key, "dropped");
   ctx.inflight.release(entry.key);
   return undefined;
 }
 
-async function settlePayment<P>(
-  method: ExactMethod<P>,
-  ctx: EvmContext,
-  request: PaymentRequest,
-  waitUntil: WaitUntil,
-): Promise<SettleResult> {
+/** The payment, or why it is refused before any chain read: malformed, or its asset unlisted. */
+function admit<P>(method: ExactMethod<P>, ctx: EvmContext, request: PaymentRequest) {
   const parsed = method.parse(ctx, request);
-  if (!parsed.ok) return { ok: false, failure: parsed.failure };
-  const payment = parsed.value;
-  const { payer, asset } = method.identify(ctx, payment);
+  if (!parsed.ok) return { refused: { ok: false as const, failure: parsed.failure } };
+  const { payer, asset } = method.identify(ctx, parsed.value);
   const unlisted = notAllowed(ctx, asset);
-  if (unlisted) return { ok: false, payer, failure: unlisted };
-  return settleInTurn(ctx, paymentSteps(method, ctx, request, payment), waitUntil);
+  if (unlisted) return { refused: { ok: false as const, payer, failure: unlisted } };
+  return { payment: parsed.value };
 }
 
 /** A verified payment, priced (or, with preludes, to be priced once they landed). */
@@ -268,7 +259,7 @@ function paymentSteps<P>(
     },
     async simulate({ checked, call }) {
       const outcome = await simulateCall(ctx, call as PreparedCall);
-      return withAmount(checked, unsent(await answer(method, ctx, checked, key, outcome)));
+      return unsent(await answer(method, ctx, checked, key, outcome));
     },
     // Decided where it cannot race: what this payer already has in flight counts.
     async hold({ checked, mark }) {
@@ -287,23 +278,10 @@ function paymentSteps<P>(
         ctx.inflight.release(key);
         throw error;
       }
-      const sent = withAmount(checked, await answer(method, ctx, checked, key, outcome));
+      const sent = await answer(method, ctx, checked, key, outcome);
       return answeredIn ? answeredAgain(sent, answeredIn) : sent;
     },
   };
-}
-
-/** upto: a success says how much moved. */
-function withAmount<P>(checked: Verified<P>, result: SettleResult): SettleResult;
-function withAmount<P>(checked: Verified<P>, result: Outcome<SettleResult>): Outcome<SettleResult>;
-function withAmount<P>(checked: Verified<P>, result: Outcome<SettleResult>): Outcome<SettleResult> {
-  if (result instanceof Success) {
-    const { keys, unrecorded, mined } = result;
-    return new Success(withAmount(checked, result.result), keys, unrecorded, mined);
-  }
-  return result.ok && checked.settledAmount !== undefined
-    ? { ...result, amount: checked.settledAmount.toString() }
-    : result;
 }
 
 /** A payment of several transactions, its balance held: each prelude lands, then the payment. */
@@ -348,17 +326,18 @@ export function exactPaymentMethod<P>(method: ExactMethod<P>): PaymentMethod {
     name: method.name,
     accepts: (payload) => method.accepts(payload),
     async verify(ctx, request) {
-      const parsed = method.parse(ctx, request);
-      if (!parsed.ok) return { ok: false, failure: parsed.failure };
-      const { payer, asset } = method.identify(ctx, parsed.value);
-      const unlisted = notAllowed(ctx, asset);
-      if (unlisted) return { ok: false, payer, failure: unlisted };
-      const result = await method.verify(ctx, request, parsed.value, { simulate: true });
+      const { payment, refused } = admit(method, ctx, request);
+      if (refused) return refused;
+      const result = await method.verify(ctx, request, payment, { simulate: true });
       return result.ok
         ? { ok: true, payer: result.value.expect.from }
         : { ok: false, failure: result.failure };
     },
-    settle: (ctx, request, waitUntil) => settlePayment(method, ctx, request, waitUntil),
+    async settle(ctx, request, waitUntil) {
+      const { payment, refused } = admit(method, ctx, request);
+      if (refused) return refused;
+      return settleInTurn(ctx, paymentSteps(method, ctx, request, payment), waitUntil);
+    },
     settlementKey(ctx, request) {
       const parsed = method.parse(ctx, request);
       return parsed.ok ? method.identify(ctx, parsed.value).key : undefined;

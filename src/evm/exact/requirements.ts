@@ -1,5 +1,4 @@
 /** The requirement fields every `exact` EVM method reads, validated once. */
-import type { Address } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
@@ -12,11 +11,7 @@ const requirementsSchema = z.object({
   payTo: address,
 });
 
-export interface EvmRequirements {
-  readonly amount: bigint;
-  readonly asset: Address;
-  readonly payTo: Address;
-}
+export type EvmRequirements = Readonly<z.infer<typeof requirementsSchema>>;
 
 export function parseEvmRequirements(
   request: PaymentRequest,
@@ -38,7 +33,9 @@ export function parseEvmRequirements(
 /** The token's EIP-712 domain name and version from requirements.extra. */
 export function eip712Domain(
   request: PaymentRequest,
-): { ok: true; name: string; version: string } | { ok: false; failure: Failure } {
+):
+  | { ok: true; value: { readonly name: string; readonly version: string } }
+  | { ok: false; failure: Failure } {
   const { name, version } = request.requirements.extra ?? {};
   const at = `${request.paths.requirements}.extra`;
   for (const [field, value] of Object.entries({ name, version })) {
@@ -51,5 +48,5 @@ export function eip712Domain(
       return { ok: false, failure: invalidField(why, request.paths.requirements) };
     }
   }
-  return { ok: true, name: name as string, version: version as string };
+  return { ok: true, value: { name: name as string, version: version as string } };
 }

@@ -16,7 +16,7 @@ import { type Failure, failure } from "../../protocol/errors.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { recoverSigner } from "../chain/secp256k1.js";
 import type { EvmContext } from "../context.js";
-import { chainFailure, refuse, type Step } from "./checks.js";
+import { chainFailure, refuse, type SignedPayment, type Step } from "./checks.js";
 
 const erc1271Abi = parseAbi([
   "function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)",
@@ -42,9 +42,7 @@ export interface Deployment {
 }
 
 /** A valid signature, and the wallet to deploy first when the payer is counterfactual. */
-export interface Signed {
-  readonly deployment?: Deployment | undefined;
-}
+type Signed = { readonly deployment?: Deployment | undefined };
 
 /**
  * `payerCode` is read in the same batch as the other reads. An undeployed wallet's ERC-6492
@@ -91,13 +89,11 @@ export async function checkSignature(
         functionName: "isValidSignature",
         args: [digest, signature],
       });
-      return answer === ERC1271_MAGIC
-        ? { ok: true, value: {} }
-        : invalid("is refused by the payer's wallet contract (EIP-1271)");
+      if (answer === ERC1271_MAGIC) return { ok: true, value: {} };
     } catch (error) {
       if (isUnreachable(error)) return refuse(chainFailure(error, "asking the payer's wallet"));
-      return invalid("is refused by the payer's wallet contract (EIP-1271)");
     }
+    return invalid("is refused by the payer's wallet contract (EIP-1271)");
   }
 
   if (size(signature) !== 65) {
@@ -137,6 +133,19 @@ export async function journaledSigner(
   return signed.ok ? null : signed.failure;
 }
 
+/** journaledSigner for a payment signed in the token's EIP-712 domain, which it must name. */
+export function journaledTokenSigner(
+  ctx: EvmContext,
+  payment: SignedPayment<unknown>,
+  owner: Address,
+  digest: Hex,
+): Promise<Failure | null> | Failure {
+  if (!payment.domain) {
+    return failure("missing_eip712_domain", "requirements.extra must carry name and version");
+  }
+  return journaledSigner(ctx, owner, digest, payment.signature);
+}
+
 /** The signature inside an ERC-6492 wrapper, or the signature itself. */
 export function innerSignature(signature: Hex): Hex {
   return isErc6492Signature(signature) ? parseErc6492Signature(signature).signature : signature;
@@ -152,14 +161,13 @@ async function counterfactual(
 ): Promise<Step<Signed>> {
   try {
     const valid = await ctx.client.verifyHash({ address: payer, hash: digest, signature: wrapped });
-    if (!valid) return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
-    return { ok: true, value: { deployment } };
+    if (valid) return { ok: true, value: { deployment } };
   } catch (error) {
     if (isUnreachable(error)) {
       return refuse(chainFailure(error, "asking the payer's undeployed wallet"));
     }
-    return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
   }
+  return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
 }
 
 const multicall3Abi = parseAbi([

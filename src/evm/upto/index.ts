@@ -9,12 +9,10 @@ import { exactPaymentMethod } from "../exact/pipeline.js";
 import type { EvmScheme } from "../scheme.js";
 import { UPTO, uptoMethod } from "./upto.js";
 
-export { UPTO };
-
 const upto = exactPaymentMethod(uptoMethod);
 
 /** The method for an `upto` payment, or why there is none. */
-export function uptoEvmMethod(request: PaymentRequest): PaymentMethod | Failure {
+function uptoEvmMethod(request: PaymentRequest): PaymentMethod | Failure {
   if (request.x402Version !== 2) {
     return failure("unsupported_version", "the upto scheme is x402 v2 only");
   }
