@@ -10,11 +10,9 @@ import type { Address } from "viem";
 import type {
   EntryState,
   HeldElsewhere,
-  IdempotencyClaim,
   JournalEntry,
   Network,
   NewEntry,
-  RaiseRefusal,
   RawTx,
   SettlementStore,
   StoreStatus,
@@ -22,11 +20,10 @@ import type {
   Waste,
 } from "../core/store.js";
 import { SharedCatalogue } from "./postgres-catalogue.js";
-import { unavailable } from "./postgres-errors.js";
 import { SharedIds } from "./postgres-ids.js";
 import { SignerLeases, type SignerWait } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
-import type { Query } from "./postgres-query.js";
+import { type OnQuery, type Query, queryOn, unavailable } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { DEFAULT_RETAIN_DAYS, SharedRetention } from "./postgres-retention.js";
 import { SharedSchemeState } from "./postgres-scheme-state.js";
@@ -43,7 +40,7 @@ export interface PostgresStoreOptions {
   /** Told at once when that wait starts: whose leases, until when, and how long it waits. */
   readonly onSignerWait?: ((wait: SignerWait) => void) | undefined;
   /** Told how long each query took (metrics). */
-  readonly onQuery?: ((op: string, seconds: number) => void) | undefined;
+  readonly onQuery?: OnQuery;
   /** This replica's name in the store (default host:pid). */
   readonly owner?: string | undefined;
   /** Final settlements older than this many days move to the archive (0: never; default 90). */
@@ -86,7 +83,8 @@ export class PostgresStore implements SettlementStore {
   readonly signers: readonly Address[];
   readonly #pool: Pool;
   readonly #leaseMs: number;
-  readonly #onQuery: PostgresStoreOptions["onQuery"];
+  readonly #onQuery: OnQuery;
+  readonly #query: Query;
   /** Claims this process holds (the database alone cannot tell two settles of one process apart). */
   readonly #claimed = new Set<string>();
   /** Claims being given back, until their row is gone. */
@@ -114,7 +112,8 @@ export class PostgresStore implements SettlementStore {
     this.signers = options.signers.map((a) => a.toLowerCase() as Address);
     this.#leaseMs = options.leaseMs ?? 15_000;
     this.#onQuery = options.onQuery;
-    const query: Query = (op, text, values) => this.#query(op, text, values);
+    const query = queryOn(pool, this.#onQuery);
+    this.#query = query;
     this.#waste = new SharedWaste(query, this.owner);
     this.#ids = new SharedIds(query, this.owner, this.#leaseMs);
     this.#schemeState = new SharedSchemeState(query);
@@ -130,6 +129,35 @@ export class PostgresStore implements SettlementStore {
     const days = options.retainDays ?? DEFAULT_RETAIN_DAYS;
     this.retention = new SharedRetention(query, this.owner, days);
   }
+
+  // The port, as its parts answer it (fields, read when called: the parts are made below).
+  readonly get = (key: string) => this.#settlements.get(key);
+  readonly findByTransaction = (hash: TxHash) => this.#settlements.findByTransaction(hash);
+  readonly recordSend = (entry: NewEntry, hash: TxHash, raw: RawTx) =>
+    this.#settlements.recordSend(entry, hash, raw);
+  readonly recordReplace = (key: string, hash: TxHash, raw: RawTx) =>
+    this.#settlements.recordReplace(key, hash, raw);
+  readonly recordState = (key: string, state: EntryState) =>
+    this.#settlements.recordState(key, state);
+  readonly openSettlements = (idleMs: number) => this.#settlements.openSettlements(idleMs);
+  readonly markAnswered = (key: string, state: "answered" | "submitted" = "answered") =>
+    this.#settlements.markAnswered(key, state);
+  readonly unmarkAnswered = (key: string) => this.#settlements.unmarkAnswered(key);
+  readonly idempotencyAnswer = (id: string) => this.#ids.answer(id);
+  readonly claimIdempotency = (id: string, fingerprint: string) => this.#ids.claim(id, fingerprint);
+  readonly finishIdempotency = (id: string, answer: unknown) => this.#ids.finish(id, answer);
+  readonly raiseHighest = (namespace: string, id: string, value: bigint, seenAt?: number) =>
+    this.#schemeState.raiseHighest(namespace, id, value, seenAt);
+  readonly markChanged = (namespace: string, id: string, at: number) =>
+    this.#schemeState.markChanged(namespace, id, at);
+  readonly chargeRevert = (chainId: number, payer: string, waste?: Waste) =>
+    this.#waste.charge(chainId, payer, waste);
+  readonly onRevertElsewhere = (listener: RevertListener) => this.#waste.listen(listener);
+  readonly settlementsOf = (
+    network: Network,
+    who: { payer: string } | { asset: string },
+    atMost: number,
+  ) => this.#waste.settlementsOf(network, who, atMost);
 
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
   static async open(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -154,36 +182,16 @@ export class PostgresStore implements SettlementStore {
     return store;
   }
 
-  async #query<R extends object = Record<string, unknown>>(
-    op: string,
-    text: string,
-    values: unknown[] = [],
-  ): Promise<{ rows: R[]; rowCount: number }> {
-    const started = performance.now();
-    try {
-      const result = await this.#pool.query(text, values);
-      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
-    } catch (error) {
-      throw unavailable(error);
-    } finally {
-      this.#onQuery?.(op, (performance.now() - started) / 1000);
-    }
-  }
-
   /** Renews this replica's leases; a signer lease found taken by another is lost for good. */
   async #renew(): Promise<void> {
     try {
-      const lease = [this.owner, this.#leaseMs];
-      await this.#query(
-        "renew",
-        "UPDATE facilitator_claims SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
-        lease,
-      );
-      await this.#query(
-        "renew",
-        "UPDATE facilitator_payment_ids SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
-        lease,
-      );
+      for (const table of ["facilitator_claims", "facilitator_payment_ids"]) {
+        await this.#query(
+          "renew",
+          `UPDATE ${table} SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1`,
+          [this.owner, this.#leaseMs],
+        );
+      }
       await this.#leases.renew();
       await this.#query("renew", STALE_RESERVATIONS);
       await this.#query(
@@ -235,18 +243,6 @@ export class PostgresStore implements SettlementStore {
     await releaseShared(this.#pool, key, landedIn).catch(() => undefined);
   }
 
-  chargeRevert(chainId: number, payer: string, waste?: Waste): Promise<void> {
-    return this.#waste.charge(chainId, payer, waste);
-  }
-
-  onRevertElsewhere(listener: RevertListener): void {
-    this.#waste.listen(listener);
-  }
-
-  settlementsOf(network: Network, who: { payer: string } | { asset: string }, atMost: number) {
-    return this.#waste.settlementsOf(network, who, atMost);
-  }
-
   /** Whether the database answers, and which signers this replica holds the lease of. */
   async status(): Promise<StoreStatus> {
     const error = await this.#query("ping", "SELECT 1").then(
@@ -261,18 +257,6 @@ export class PostgresStore implements SettlementStore {
       signersHeld: this.signers.filter((a) => !this.#leases.lost.has(a)),
       signersLost: [...this.#leases.lost],
     };
-  }
-
-  idempotencyAnswer(id: string): Promise<unknown> {
-    return this.#ids.answer(id);
-  }
-
-  findByTransaction(hash: string): Promise<JournalEntry | undefined> {
-    return this.#settlements.findByTransaction(hash);
-  }
-
-  get(key: string): Promise<JournalEntry | undefined> {
-    return this.#settlements.get(key);
   }
 
   async claim(key: string): Promise<boolean> {
@@ -318,53 +302,8 @@ export class PostgresStore implements SettlementStore {
     await releasing;
   }
 
-  recordSend(entry: NewEntry, hash: TxHash, raw: RawTx): Promise<void> {
-    return this.#settlements.recordSend(entry, hash, raw);
-  }
-
-  recordReplace(key: string, hash: TxHash, raw: RawTx): Promise<void> {
-    return this.#settlements.recordReplace(key, hash, raw);
-  }
-
-  recordState(key: string, state: EntryState): Promise<void> {
-    return this.#settlements.recordState(key, state);
-  }
-
-  openSettlements(idleMs: number): Promise<JournalEntry[]> {
-    return this.#settlements.openSettlements(idleMs);
-  }
-
-  markAnswered(key: string, state: "answered" | "submitted" = "answered"): Promise<void> {
-    return this.#settlements.markAnswered(key, state);
-  }
-
-  unmarkAnswered(key: string): Promise<void> {
-    return this.#settlements.unmarkAnswered(key);
-  }
-
   unsettled(): Iterable<JournalEntry> {
     return this.#unsettled;
-  }
-
-  claimIdempotency(id: string, fingerprint: string): Promise<IdempotencyClaim> {
-    return this.#ids.claim(id, fingerprint);
-  }
-
-  finishIdempotency(id: string, answer: unknown): Promise<void> {
-    return this.#ids.finish(id, answer);
-  }
-
-  raiseHighest(
-    namespace: string,
-    id: string,
-    value: bigint,
-    seenAt?: number,
-  ): Promise<RaiseRefusal | undefined> {
-    return this.#schemeState.raiseHighest(namespace, id, value, seenAt);
-  }
-
-  markChanged(namespace: string, id: string, at: number): Promise<void> {
-    return this.#schemeState.markChanged(namespace, id, at);
   }
 
   retain(): Promise<number> {
@@ -376,12 +315,11 @@ export class PostgresStore implements SettlementStore {
     if (this.#renewal) clearInterval(this.#renewal);
     this.#renewal = undefined;
     await this.retention.stop();
-    await this.#query("close", "DELETE FROM facilitator_claims WHERE owner = $1", [
-      this.owner,
-    ]).catch(() => undefined);
-    await this.#query("close", "DELETE FROM facilitator_signers WHERE owner = $1", [
-      this.owner,
-    ]).catch(() => undefined);
+    for (const table of ["facilitator_claims", "facilitator_signers"]) {
+      await this.#query("close", `DELETE FROM ${table} WHERE owner = $1`, [this.owner]).catch(
+        () => undefined,
+      );
+    }
     await this.#pool.end().catch(() => undefined);
   }
 }
