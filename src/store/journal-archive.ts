@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import {
   closeSync,
+  createReadStream,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -313,18 +314,7 @@ export const syncDir = (dir: string): Promise<void> =>
 
 /** Reads `file` from `offset` to its end (a file whose writes are held meanwhile). */
 export async function readFrom(file: string, offset: number): Promise<Buffer> {
-  const handle = await open(file, "r");
-  try {
-    const parts: Buffer[] = [];
-    const buffer = Buffer.alloc(1 << 20);
-    for (let at = offset; ; ) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, at);
-      if (bytesRead === 0) break;
-      parts.push(Buffer.from(buffer.subarray(0, bytesRead)));
-      at += bytesRead;
-    }
-    return Buffer.concat(parts);
-  } finally {
-    await handle.close();
-  }
+  const parts: Buffer[] = [];
+  for await (const chunk of createReadStream(file, { start: offset })) parts.push(chunk as Buffer);
+  return Buffer.concat(parts);
 }

@@ -4,6 +4,7 @@
  * to before its group, so no torn line is left; failing that, the next group starts with "\n".
  */
 import { fdatasync, fstatSync, ftruncate, write } from "node:fs";
+import { promisify } from "node:util";
 import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
 import { FacilitatorError } from "../protocol/errors.js";
 
@@ -15,12 +16,9 @@ export type WriteBytes = (
   length: number,
 ) => Promise<number>;
 
-const writeBytes: WriteBytes = (fd, buffer, offset, length) =>
-  new Promise((resolve, reject) =>
-    write(fd, buffer, offset, length, null, (error, written) =>
-      error ? reject(error) : resolve(written),
-    ),
-  );
+const writeBytes: WriteBytes = async (fd, buffer, offset, length) =>
+  (await promisify(write)(fd, buffer, offset, length, null)).bytesWritten;
+const sync = promisify(fdatasync);
 
 /** Why a group was not written: the cause, and whether the file was cut back to before it. */
 export class GroupNotWritten extends Error {
@@ -203,17 +201,11 @@ export class GroupCommit {
   }
 }
 
-function sync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) =>
-    fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-  );
-}
-
 /** Truncates the file back to `length` and syncs that: true when it worked. */
-function cut(fd: number, length: number): Promise<boolean> {
-  return new Promise((resolve) =>
-    ftruncate(fd, length, (error) =>
-      error ? resolve(false) : fdatasync(fd, (synced) => resolve(!synced)),
-    ),
-  );
-}
+const cut = (fd: number, length: number): Promise<boolean> =>
+  promisify(ftruncate)(fd, length)
+    .then(() => sync(fd))
+    .then(
+      () => true,
+      () => false,
+    );

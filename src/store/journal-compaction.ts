@@ -7,6 +7,7 @@
 import { fstat, openSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import path from "node:path";
+import { promisify } from "node:util";
 import type { JournalEntry } from "../core/store.js";
 import type { ArchivedLine, EntryLine, JournalArchive } from "./journal-archive.js";
 import { readFrom, syncDir } from "./journal-archive.js";
@@ -95,7 +96,7 @@ export async function compactLive(
   const cut = await commits.exclusive(async () => {
     const fd = journal.fd();
     if (fd === undefined) return undefined;
-    const { size } = await statOf(fd);
+    const { size } = await promisify(fstat)(fd);
     return { size, ...journal.cut() };
   });
   if (!cut) return undefined;
@@ -158,10 +159,4 @@ async function writeCounted(
   let lines = 0;
   for (let at = bytes.indexOf(0x0a); at >= 0; at = bytes.indexOf(0x0a, at + 1)) lines++;
   return lines;
-}
-
-function statOf(fd: number): Promise<{ size: number }> {
-  return new Promise((resolve, reject) =>
-    fstat(fd, (error, stats) => (error ? reject(error) : resolve(stats))),
-  );
 }
