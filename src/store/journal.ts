@@ -319,6 +319,12 @@ export class Journal implements SettlementStore {
     for (const entry of this.#entries.forget(mayForget)) this.#history?.later(entryLine(entry));
   }
 
+  /** A success answered: its payer and asset settled with us then. */
+  #remember({ state, expect, network, key, updatedAt }: Omit<JournalEntry, "raws">): void {
+    if (state === "answered" && expect)
+      this.#settledBy.remember(network, key, expect, updatedAt ?? 0);
+  }
+
   #apply(line: Line): void {
     if (isSchemeStateLine(line)) {
       this.#schemeState.apply(line);
@@ -339,18 +345,13 @@ export class Journal implements SettlementStore {
     }
     if (line.t === "entry") {
       const { t: _t, ...entry } = withNetwork(line);
-      this.#entries.delete(entry.key);
       this.#entries.set(entry.key, { ...entry, raws: [] });
-      if (entry.state === "answered" && entry.expect) {
-        const at = entry.updatedAt ?? Date.now();
-        this.#settledBy.remember(entry.network, entry.key, entry.expect, at);
-      }
+      this.#remember({ ...entry, updatedAt: entry.updatedAt ?? Date.now() });
       this.#evict();
       return;
     }
     if (line.t === "send") {
       const { t: _t, hash, raw, at: _at, ...entry } = withNetwork(line as SendLine & Timed);
-      this.#entries.delete(entry.key);
       this.#entries.set(entry.key, {
         ...entry,
         hashes: [storedHash(hash)],
@@ -375,9 +376,7 @@ export class Journal implements SettlementStore {
     entry.state = line.state;
     if (line.owner !== undefined) entry.owner = line.owner;
     entry.updatedAt = timeOf(line);
-    if (line.state === "answered" && entry.expect) {
-      this.#settledBy.remember(entry.network, entry.key, entry.expect, entry.updatedAt);
-    }
+    this.#remember(entry);
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
     if (!FOLLOWED.has(line.state)) entry.raws = [];
     this.#entries.resized(line.key);

@@ -11,7 +11,6 @@ import type {
   EntryState,
   HeldElsewhere,
   JournalEntry,
-  Network,
   NewEntry,
   RawTx,
   SettlementStore,
@@ -20,13 +19,13 @@ import type {
   Waste,
 } from "../core/store.js";
 import { SharedCatalogue } from "./postgres-catalogue.js";
-import { SharedIds } from "./postgres-ids.js";
+import { claimIdempotency, finishIdempotency, idempotencyAnswer } from "./postgres-ids.js";
 import { SignerLeases, type SignerWait } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
 import { type OnQuery, type Query, queryOn, unavailable } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { DEFAULT_RETAIN_DAYS, SharedRetention } from "./postgres-retention.js";
-import { SharedSchemeState } from "./postgres-scheme-state.js";
+import { markChanged, raiseHighest } from "./postgres-scheme-state.js";
 import { SharedSettlements } from "./postgres-settlements.js";
 import { type RevertListener, SharedWaste } from "./postgres-waste.js";
 
@@ -92,8 +91,6 @@ export class PostgresStore implements SettlementStore {
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
   readonly #waste: SharedWaste;
-  readonly #ids: SharedIds;
-  readonly #schemeState: SharedSchemeState;
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
   readonly #leases: SignerLeases;
@@ -115,8 +112,6 @@ export class PostgresStore implements SettlementStore {
     const query = queryOn(pool, this.#onQuery);
     this.#query = query;
     this.#waste = new SharedWaste(query, this.owner);
-    this.#ids = new SharedIds(query, this.owner, this.#leaseMs);
-    this.#schemeState = new SharedSchemeState(query);
     this.#leases = new SignerLeases(query, this.owner, this.signers, this.#leaseMs);
     this.#settlements = new SharedSettlements(
       query,
@@ -143,21 +138,20 @@ export class PostgresStore implements SettlementStore {
   readonly markAnswered = (key: string, state: "answered" | "submitted" = "answered") =>
     this.#settlements.markAnswered(key, state);
   readonly unmarkAnswered = (key: string) => this.#settlements.unmarkAnswered(key);
-  readonly idempotencyAnswer = (id: string) => this.#ids.answer(id);
-  readonly claimIdempotency = (id: string, fingerprint: string) => this.#ids.claim(id, fingerprint);
-  readonly finishIdempotency = (id: string, answer: unknown) => this.#ids.finish(id, answer);
+  readonly idempotencyAnswer = (id: string) => idempotencyAnswer(this.#query, id);
+  readonly claimIdempotency = (id: string, fingerprint: string) =>
+    claimIdempotency(this.#query, { owner: this.owner, leaseMs: this.#leaseMs }, id, fingerprint);
+  readonly finishIdempotency = (id: string, answer: unknown) =>
+    finishIdempotency(this.#query, id, answer);
   readonly raiseHighest = (namespace: string, id: string, value: bigint, seenAt?: number) =>
-    this.#schemeState.raiseHighest(namespace, id, value, seenAt);
+    raiseHighest(this.#query, namespace, id, value, seenAt);
   readonly markChanged = (namespace: string, id: string, at: number) =>
-    this.#schemeState.markChanged(namespace, id, at);
+    markChanged(this.#query, namespace, id, at);
   readonly chargeRevert = (chainId: number, payer: string, waste?: Waste) =>
     this.#waste.charge(chainId, payer, waste);
   readonly onRevertElsewhere = (listener: RevertListener) => this.#waste.listen(listener);
-  readonly settlementsOf = (
-    network: Network,
-    who: { payer: string } | { asset: string },
-    atMost: number,
-  ) => this.#waste.settlementsOf(network, who, atMost);
+  readonly settlementsOf: NonNullable<SettlementStore["settlementsOf"]> = (network, who, atMost) =>
+    this.#waste.settlementsOf(network, who, atMost);
 
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
   static async open(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
