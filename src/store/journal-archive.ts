@@ -15,7 +15,7 @@ import {
   readdirSync,
   renameSync,
   rmSync,
-  writeSync,
+  writeFileSync,
 } from "node:fs";
 import { open, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
@@ -147,9 +147,9 @@ export class JournalArchive {
     const parts = segmentParts(lines);
     let next = parts.next();
     writeSynced(`${this.#path(n, "jsonl")}.tmp`, (fd) => {
-      for (; !next.done; next = parts.next()) writeAllSync(fd, next.value);
+      for (; !next.done; next = parts.next()) writeFileSync(fd, next.value);
     });
-    writeSynced(`${this.#path(n, "idx")}.tmp`, (fd) => writeAllSync(fd, next.value as Buffer));
+    writeSynced(`${this.#path(n, "idx")}.tmp`, (fd) => writeFileSync(fd, next.value as Buffer));
     renameSync(`${this.#path(n, "idx")}.tmp`, this.#path(n, "idx"));
     renameSync(`${this.#path(n, "jsonl")}.tmp`, this.#path(n, "jsonl"));
     syncDirSync(this.#dir);
@@ -270,15 +270,6 @@ async function readLineAt(file: Handle, offset: number): Promise<ArchivedLine | 
     return JSON.parse(text) as ArchivedLine;
   } catch {
     return undefined;
-  }
-}
-
-/** writeSync until every byte is in (a short write is retried: the next says why it stops). */
-export function writeAllSync(fd: number, bytes: Buffer): void {
-  for (let done = 0; done < bytes.length; ) {
-    const wrote = writeSync(fd, bytes, done, bytes.length - done);
-    if (wrote <= 0) throw new Error(`wrote ${done} of ${bytes.length} bytes`);
-    done += wrote;
   }
 }
 

@@ -22,13 +22,7 @@ import { storedHash } from "../protocol/transaction-hash.js";
 import { isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
 import { GroupCommit } from "./journal-commit.js";
 import { entryLine, FINAL } from "./journal-compaction.js";
-import {
-  APPEND_FLAGS,
-  endsMidLine,
-  type JournalOptions,
-  replay,
-  SYNCED_WRITES,
-} from "./journal-file.js";
+import { APPEND_FLAGS, endsMidLine, type JournalOptions, replay } from "./journal-file.js";
 import { JournalHistory } from "./journal-history.js";
 import { type Line, withNetwork } from "./journal-lines.js";
 import { EntriesInMemory, idsInMemory, SETTLED_IN_MEMORY } from "./journal-memory.js";
@@ -75,10 +69,7 @@ export class Journal implements SettlementStore {
   constructor(file?: string, options: JournalOptions = {}) {
     this.path = file;
     this.#entries = new EntriesInMemory(options.settledInMemory ?? Journal.SETTLED_IN_MEMORY);
-    this.#commits = new GroupCommit(() => this.#fd, {
-      syncedWrites: SYNCED_WRITES,
-      write: options.write,
-    });
+    this.#commits = new GroupCommit(() => this.#fd, options.write);
     if (!file) return;
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     this.#history = new JournalHistory(
