@@ -5,8 +5,38 @@
 import type { EntryState, JournalEntry, NewEntry, RawTx, TxHash } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
 import type { Query } from "./postgres-query.js";
-import { entryOf, type Row } from "./postgres-rows.js";
 import { UNSETTLED_STATES } from "./schema.js";
+
+/** A settlement as its row holds it. */
+interface Row {
+  key: string;
+  network: string;
+  signer: string;
+  tx_nonce: string;
+  expect: JournalEntry["expect"] | null;
+  action: JournalEntry["action"] | null;
+  hashes: TxHash[];
+  raws: RawTx[];
+  state: EntryState;
+  owner: string | null;
+  updated_at: Date | null;
+}
+
+function entryOf(row: Row): JournalEntry {
+  return {
+    key: row.key,
+    network: row.network,
+    signer: row.signer,
+    txNonce: Number(row.tx_nonce),
+    expect: row.expect ?? undefined,
+    action: row.action ?? undefined,
+    hashes: row.hashes,
+    raws: row.raws,
+    state: row.state,
+    owner: row.owner ?? undefined,
+    updatedAt: row.updated_at?.getTime(),
+  };
+}
 
 /** Rows matching `where` in the table, then in its archive (columns by name: matched by position). */
 function fromBoth(where: string): string {
