@@ -25,16 +25,14 @@ import type { JournalEntry } from "../core/store.js";
 export interface EntryLine extends Omit<JournalEntry, "raws"> {
   readonly t: "entry";
 }
-/** A payment-identifier and the answer kept for it. */
-export interface IdLine {
-  readonly t: "id";
-  readonly id: string;
+/** What a payment-identifier is bound to, and the answer kept for it. */
+export interface IdBound {
   readonly fingerprint: string;
   readonly answer?: unknown;
   /** When it was bound or answered (unix ms). */
   readonly at?: number | undefined;
 }
-export type ArchivedLine = EntryLine | IdLine;
+export type ArchivedLine = EntryLine | ({ readonly t: "id"; readonly id: string } & IdBound);
 
 interface SegmentHeader {
   readonly t: "segment";
@@ -48,11 +46,6 @@ const SLOT = 16;
 const CHUNK_BYTES = 256 * 1024;
 const HEADER = 16;
 const MAGIC = "fjidx1\n\n";
-
-/** Where the archive of `file` lives. */
-export const archiveDir = (file: string) => `${file}.archive`;
-
-const segmentName = (n: number) => String(n).padStart(6, "0");
 
 /** The terms an archived record is found by: its key, its transactions, its identifier. */
 export function termsOf(line: ArchivedLine): string[] {
@@ -120,11 +113,11 @@ export class JournalArchive {
   through = 0;
 
   constructor(file: string) {
-    this.#dir = archiveDir(file);
+    this.#dir = `${file}.archive`;
   }
 
   #path(n: number, ext: string): string {
-    return path.join(this.#dir, `${segmentName(n)}.${ext}`);
+    return path.join(this.#dir, `${String(n).padStart(6, "0")}.${ext}`);
   }
 
   /** Deletes what an unfinished compaction left: segments past `through`, temporary files. */

@@ -1,6 +1,6 @@
 /** What a compacted journal holds (journal-history.ts compacts): memory's state, as lines. */
 import type { JournalEntry } from "../core/store.js";
-import type { EntryLine } from "./journal-archive.js";
+import type { EntryLine, IdBound } from "./journal-archive.js";
 
 /** The first line of a compacted journal: the archive segments that count (1 to `through`). */
 export interface ArchiveLine {
@@ -14,13 +14,6 @@ export interface Snapshot {
   readonly ids: readonly (readonly [string, IdBound])[];
   /** The scheme state's and the catalogue's lines. */
   readonly others: readonly object[];
-}
-
-export interface IdBound {
-  readonly fingerprint: string;
-  readonly answer?: unknown;
-  /** When it was bound or answered (unix ms). */
-  readonly at?: number | undefined;
 }
 
 /** States a settlement never leaves by itself: written down whole, as one `entry` line. */
