@@ -52,20 +52,12 @@ export class SharedWaste {
     who: { payer: string } | { asset: string },
     atMost: number,
   ): Promise<number> {
-    const { rows } =
+    const [text, whose, ...since] =
       "payer" in who
-        ? await this.#query("settlements-of", PAYER_SETTLEMENTS, [
-            network,
-            who.payer.toLowerCase(),
-            atMost,
-            SETTLEMENTS_LOOKBACK_MS,
-          ])
-        : await this.#query("settlements-of", ASSET_SETTLEMENTS, [
-            network,
-            who.asset.toLowerCase(),
-            atMost,
-          ]);
-    return rows.length;
+        ? [PAYER_SETTLEMENTS, who.payer, SETTLEMENTS_LOOKBACK_MS]
+        : [ASSET_SETTLEMENTS, who.asset];
+    const values = [network, whose.toLowerCase(), atMost, ...since];
+    return (await this.#query("settlements-of", text, values)).rows.length;
   }
 
   /** Passes on the reverts other replicas charged since the last look. */

@@ -258,6 +258,7 @@ export class PostgresStore implements SettlementStore {
     await this.#releasing.get(key);
     if (this.#claimed.has(key)) return false;
     this.#claimed.add(key);
+    let taken = false;
     try {
       // A claim of this owner not held in this process was left by a worker that died: take it.
       const { rowCount } = await this.#query(
@@ -268,13 +269,11 @@ export class PostgresStore implements SettlementStore {
            WHERE facilitator_claims.expires_at < now() OR facilitator_claims.owner = EXCLUDED.owner`,
         [key, this.owner, this.#leaseMs],
       );
-      if (rowCount === 1) return true;
-    } catch (error) {
-      this.#claimed.delete(key);
-      throw error;
+      taken = rowCount === 1;
+      return taken;
+    } finally {
+      if (!taken) this.#claimed.delete(key);
     }
-    this.#claimed.delete(key);
-    return false;
   }
 
   async release(key: string): Promise<void> {
