@@ -46,23 +46,20 @@ const TAKE_CHORE = `INSERT INTO facilitator_chores AS c (name, due_at, owner)
   RETURNING owner`;
 
 export class SharedRetention {
-  readonly #query: Query;
-  readonly #owner: string;
-  readonly #days: number;
   #running: Promise<number> | undefined;
   #stopped = false;
   /** The chore is not asked for again before this (unix ms). */
   #nextAsk = 0;
 
-  constructor(query: Query, owner: string, days: number) {
-    this.#query = query;
-    this.#owner = owner;
-    this.#days = days;
-  }
+  constructor(
+    private readonly query: Query,
+    private readonly owner: string,
+    private readonly days: number,
+  ) {}
 
   /** Starts a pass unless one ran within the period (here or elsewhere); never rejects. */
   due(): Promise<number> {
-    if (this.#days <= 0 || this.#stopped || Date.now() < this.#nextAsk) return Promise.resolve(0);
+    if (this.days <= 0 || this.#stopped || Date.now() < this.#nextAsk) return Promise.resolve(0);
     // Asked at most every fifth of the period: the chore's row says, for every replica, when it is due.
     this.#nextAsk = Date.now() + RETENTION_EVERY_MS / 5;
     this.#running ??= this.#pass()
@@ -77,7 +74,7 @@ export class SharedRetention {
   async pass(): Promise<number> {
     let moved = 0;
     for (let batch = 0; batch < BATCHES_PER_PASS && !this.#stopped; batch++) {
-      const { rowCount } = await this.#query("retain", MOVE_FINAL, [this.#days, RETENTION_BATCH]);
+      const { rowCount } = await this.query("retain", MOVE_FINAL, [this.days, RETENTION_BATCH]);
       moved += rowCount;
       if (rowCount < RETENTION_BATCH) break;
     }
@@ -85,8 +82,8 @@ export class SharedRetention {
   }
 
   async #pass(): Promise<number> {
-    const take = ["retention", RETENTION_EVERY_MS, this.#owner];
-    const { rows } = await this.#query("chore", TAKE_CHORE, take);
+    const take = ["retention", RETENTION_EVERY_MS, this.owner];
+    const { rows } = await this.query("chore", TAKE_CHORE, take);
     return rows.length === 0 ? 0 : this.pass();
   }
 
