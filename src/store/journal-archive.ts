@@ -8,13 +8,14 @@
 import { createHash } from "node:crypto";
 import {
   closeSync,
+  createReadStream,
   fsyncSync,
   mkdirSync,
   openSync,
   readdirSync,
   renameSync,
   rmSync,
-  writeSync,
+  writeFileSync,
 } from "node:fs";
 import { open, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
@@ -24,16 +25,14 @@ import type { JournalEntry } from "../core/store.js";
 export interface EntryLine extends Omit<JournalEntry, "raws"> {
   readonly t: "entry";
 }
-/** A payment-identifier and the answer kept for it. */
-export interface IdLine {
-  readonly t: "id";
-  readonly id: string;
+/** What a payment-identifier is bound to, and the answer kept for it. */
+export interface IdBound {
   readonly fingerprint: string;
   readonly answer?: unknown;
   /** When it was bound or answered (unix ms). */
   readonly at?: number | undefined;
 }
-export type ArchivedLine = EntryLine | IdLine;
+export type ArchivedLine = EntryLine | ({ readonly t: "id"; readonly id: string } & IdBound);
 
 interface SegmentHeader {
   readonly t: "segment";
@@ -47,11 +46,6 @@ const SLOT = 16;
 const CHUNK_BYTES = 256 * 1024;
 const HEADER = 16;
 const MAGIC = "fjidx1\n\n";
-
-/** Where the archive of `file` lives. */
-export const archiveDir = (file: string) => `${file}.archive`;
-
-const segmentName = (n: number) => String(n).padStart(6, "0");
 
 /** The terms an archived record is found by: its key, its transactions, its identifier. */
 export function termsOf(line: ArchivedLine): string[] {
@@ -119,11 +113,11 @@ export class JournalArchive {
   through = 0;
 
   constructor(file: string) {
-    this.#dir = archiveDir(file);
+    this.#dir = `${file}.archive`;
   }
 
   #path(n: number, ext: string): string {
-    return path.join(this.#dir, `${segmentName(n)}.${ext}`);
+    return path.join(this.#dir, `${String(n).padStart(6, "0")}.${ext}`);
   }
 
   /** Deletes what an unfinished compaction left: segments past `through`, temporary files. */
@@ -146,9 +140,9 @@ export class JournalArchive {
     const parts = segmentParts(lines);
     let next = parts.next();
     writeSynced(`${this.#path(n, "jsonl")}.tmp`, (fd) => {
-      for (; !next.done; next = parts.next()) writeAllSync(fd, next.value);
+      for (; !next.done; next = parts.next()) writeFileSync(fd, next.value);
     });
-    writeSynced(`${this.#path(n, "idx")}.tmp`, (fd) => writeAllSync(fd, next.value as Buffer));
+    writeSynced(`${this.#path(n, "idx")}.tmp`, (fd) => writeFileSync(fd, next.value as Buffer));
     renameSync(`${this.#path(n, "idx")}.tmp`, this.#path(n, "idx"));
     renameSync(`${this.#path(n, "jsonl")}.tmp`, this.#path(n, "jsonl"));
     syncDirSync(this.#dir);
@@ -272,15 +266,6 @@ async function readLineAt(file: Handle, offset: number): Promise<ArchivedLine | 
   }
 }
 
-/** writeSync until every byte is in (a short write is retried: the next says why it stops). */
-export function writeAllSync(fd: number, bytes: Buffer): void {
-  for (let done = 0; done < bytes.length; ) {
-    const wrote = writeSync(fd, bytes, done, bytes.length - done);
-    if (wrote <= 0) throw new Error(`wrote ${done} of ${bytes.length} bytes`);
-    done += wrote;
-  }
-}
-
 /** Opens `file`, runs `work` on it, fsyncs and closes it. */
 export function writeSynced(file: string, work: (fd: number) => void, flags = "w"): void {
   const fd = openSync(file, flags, 0o600);
@@ -313,18 +298,7 @@ export const syncDir = (dir: string): Promise<void> =>
 
 /** Reads `file` from `offset` to its end (a file whose writes are held meanwhile). */
 export async function readFrom(file: string, offset: number): Promise<Buffer> {
-  const handle = await open(file, "r");
-  try {
-    const parts: Buffer[] = [];
-    const buffer = Buffer.alloc(1 << 20);
-    for (let at = offset; ; ) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, at);
-      if (bytesRead === 0) break;
-      parts.push(Buffer.from(buffer.subarray(0, bytesRead)));
-      at += bytesRead;
-    }
-    return Buffer.concat(parts);
-  } finally {
-    await handle.close();
-  }
+  const parts: Buffer[] = [];
+  for await (const chunk of createReadStream(file, { start: offset })) parts.push(chunk as Buffer);
+  return Buffer.concat(parts);
 }

@@ -3,7 +3,8 @@
  * one fdatasync, in order (O_DSYNC: one trip to the thread pool). A write cut short is cut back
  * to before its group, so no torn line is left; failing that, the next group starts with "\n".
  */
-import { fdatasync, fstatSync, ftruncate, write } from "node:fs";
+import { constants, fdatasync, fstatSync, ftruncate, write } from "node:fs";
+import { promisify } from "node:util";
 import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
 import { FacilitatorError } from "../protocol/errors.js";
 
@@ -15,12 +16,12 @@ export type WriteBytes = (
   length: number,
 ) => Promise<number>;
 
-const writeBytes: WriteBytes = (fd, buffer, offset, length) =>
-  new Promise((resolve, reject) =>
-    write(fd, buffer, offset, length, null, (error, written) =>
-      error ? reject(error) : resolve(written),
-    ),
-  );
+const writeBytes: WriteBytes = async (fd, buffer, offset, length) =>
+  (await promisify(write)(fd, buffer, offset, length, null)).bytesWritten;
+const sync = promisify(fdatasync);
+
+/** Appends are durable when their write returns (O_DSYNC) where the platform has it. */
+const SYNCED_WRITES = constants.O_DSYNC !== undefined;
 
 /** Why a group was not written: the cause, and whether the file was cut back to before it. */
 export class GroupNotWritten extends Error {
@@ -59,7 +60,6 @@ export class GroupCommit {
   #appended = 0;
   #waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
   #pumping = false;
-  readonly #syncedWrites: boolean;
   readonly #write: WriteBytes;
   /** The file's length after the last group written whole (read once, then counted). */
   #length: { fd: number; bytes: number } | undefined;
@@ -71,14 +71,10 @@ export class GroupCommit {
   #writing: Promise<unknown> = Promise.resolve();
   #held: Promise<unknown> | undefined;
 
-  constructor(
-    fd: () => number | undefined,
-    options: { syncedWrites?: boolean; write?: WriteBytes | undefined } = {},
-  ) {
+  /** Only tests pass their own `write`: one that stops short where no small disk can be mounted. */
+  constructor(fd: () => number | undefined, write: WriteBytes = writeBytes) {
     this.#fd = fd;
-    this.#syncedWrites = options.syncedWrites ?? false;
-    // Only tests pass their own write: one that stops short where no small disk can be mounted.
-    this.#write = options.write ?? writeBytes;
+    this.#write = write;
   }
 
   /** The file ends mid-line (and could not be ended now): the next group ends it first. */
@@ -152,7 +148,7 @@ export class GroupCommit {
         if (!(wrote > 0)) throw new Error(`wrote ${written} of ${bytes.length} bytes`);
         written += wrote;
       }
-      if (!this.#syncedWrites) await sync(fd);
+      if (!SYNCED_WRITES) await sync(fd);
       this.#length = { fd, bytes: before + bytes.length };
       this.#torn = false;
       return undefined;
@@ -203,17 +199,11 @@ export class GroupCommit {
   }
 }
 
-function sync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) =>
-    fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-  );
-}
-
 /** Truncates the file back to `length` and syncs that: true when it worked. */
-function cut(fd: number, length: number): Promise<boolean> {
-  return new Promise((resolve) =>
-    ftruncate(fd, length, (error) =>
-      error ? resolve(false) : fdatasync(fd, (synced) => resolve(!synced)),
-    ),
-  );
-}
+const cut = (fd: number, length: number): Promise<boolean> =>
+  promisify(ftruncate)(fd, length)
+    .then(() => sync(fd))
+    .then(
+      () => true,
+      () => false,
+    );

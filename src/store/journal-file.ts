@@ -1,13 +1,20 @@
 /** The journal file: read a line at a time, rewritten whole, and where it lives by default. */
-import { closeSync, constants, fstatSync, openSync, readSync, renameSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import { syncDirSync, writeAllSync, writeSynced } from "./journal-archive.js";
+import { syncDirSync, writeSynced } from "./journal-archive.js";
 import type { WriteBytes } from "./journal-commit.js";
 
-/** Appends are durable when their write returns (O_DSYNC) where the platform has it. */
-export const SYNCED_WRITES = constants.O_DSYNC !== undefined;
 export const APPEND_FLAGS =
   constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | (constants.O_DSYNC ?? 0);
 
@@ -104,7 +111,7 @@ export function rewrite(file: string, chunks: Iterable<string>): void {
   const next = `${file}.compact`;
   try {
     writeSynced(next, (fd) => {
-      for (const chunk of chunks) writeAllSync(fd, Buffer.from(chunk));
+      for (const chunk of chunks) writeFileSync(fd, chunk);
     });
   } catch (error) {
     rmSync(next, { force: true });

@@ -2,13 +2,22 @@
  * The journal's settled history past memory: what leaves memory goes to the next archive segment
  * and the file is compacted once grown, so a start-up reads what is live, and all stays findable.
  */
-import { closeSync, rmSync } from "node:fs";
+import { closeSync, fstat, openSync, rmSync } from "node:fs";
+import { open, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
 import { valueBytes } from "../core/byte-budget.js";
 import type { JournalEntry } from "../core/store.js";
-import { type ArchivedLine, JournalArchive, termsOf } from "./journal-archive.js";
+import {
+  type ArchivedLine,
+  JournalArchive,
+  readFrom,
+  syncDir,
+  termsOf,
+} from "./journal-archive.js";
 import type { GroupCommit } from "./journal-commit.js";
-import { compactLive, liveLines, type Snapshot } from "./journal-compaction.js";
-import { type JournalOptions, rewrite } from "./journal-file.js";
+import { liveLines, type Snapshot } from "./journal-compaction.js";
+import { APPEND_FLAGS, type JournalOptions, rewrite } from "./journal-file.js";
 import { withNetwork } from "./journal-lines.js";
 import { entryBytes } from "./journal-memory.js";
 
@@ -160,50 +169,25 @@ export class JournalHistory {
     await this.#start();
   }
 
-  /** Compacts the file while it is written (journal-compaction.ts), unless it already is. */
+  /** Compacts the file while it is written, unless it already is. */
   #start(): Promise<void> {
     if (this.#compaction || !this.#toArchive || this.#reader) {
       return this.#compaction ?? Promise.resolve();
     }
-    const { archive } = this;
-    const owner = this.#owner;
-    let taken: ArchivedLine[] = [];
-    this.#compaction = compactLive({
-      file: this.#file,
-      archive,
-      commits: owner.commits,
-      fd: () => owner.fd(),
-      cut: () => {
-        taken = this.#toArchive ?? [];
-        this.#toArchive = [];
-        this.#pendingBytes = 0;
-        return { snapshot: owner.snapshot(), archived: taken };
-      },
-      step: this.#options.onCompactionStep,
-      swap: (fd) => {
-        const old = owner.fd();
-        owner.setFd(fd);
-        if (old !== undefined) closeSync(old);
-      },
-    })
+    this.#compaction = this.#compactLive()
       .then(
-        async (done) => {
-          // The lines appended meanwhile count as growth: the next compaction comes sooner.
-          if (done) [this.#lines, this.#linesCompacted] = [done.lines, done.live];
+        async () => {
           const days = this.#options.retainDays;
           if (days === undefined) return;
-          await archive.forgetBefore(Date.now() - days * 86_400_000).catch((error: unknown) => {
-            this.#warn(`could not delete archive segments past ${days} days (${String(error)})`);
-          });
+          await this.archive
+            .forgetBefore(Date.now() - days * 86_400_000)
+            .catch((error: unknown) => {
+              this.#warn(`could not delete archive segments past ${days} days (${String(error)})`);
+            });
         },
         (error: unknown) => {
-          // The old file still holds what was taken for the segment: it goes to the next one.
-          if (this.#toArchive) {
-            this.#toArchive = taken.concat(this.#toArchive);
-            this.#pendingBytes = pendingBytes(this.#toArchive);
-          }
           this.#linesCompacted = this.#lines;
-          if (owner.fd() !== undefined) {
+          if (this.#owner.fd() !== undefined) {
             this.#warn(`could not compact the journal (${String(error)}); it is kept whole`);
           }
         },
@@ -214,7 +198,99 @@ export class JournalHistory {
     return this.#compaction;
   }
 
+  /**
+   * The file is rewritten to what is in memory, and what left memory goes to a segment. Appends
+   * are held back only at the cut and the swap (which copies lines appended since); each record
+   * sets a value, so one read twice changes nothing. Crash-safe: synced before the rename, the
+   * old file holds everything until it.
+   */
+  async #compactLive(): Promise<void> {
+    const { archive } = this;
+    const owner = this.#owner;
+    const file = this.#file;
+    const step = this.#options.onCompactionStep;
+    let taken: ArchivedLine[] = [];
+    const cut = await owner.commits.exclusive(async () => {
+      const fd = owner.fd();
+      if (fd === undefined) return undefined;
+      const { size } = await promisify(fstat)(fd);
+      const snapshot = owner.snapshot();
+      taken = this.#toArchive ?? [];
+      this.#toArchive = [];
+      this.#pendingBytes = 0;
+      return { size, snapshot };
+    });
+    if (!cut) return;
+    step?.("cut");
+    const next = `${file}.compact`;
+    const segment = taken.length > 0 ? archive.through + 1 : archive.through;
+    try {
+      if (segment > archive.through) await archive.write(taken, segment);
+      step?.("segment");
+      let lines = 0;
+      const out = await open(next, "w", 0o600);
+      try {
+        let chunk = "";
+        for (const text of liveLines(segment, cut.snapshot)) {
+          chunk += text;
+          if (chunk.length < 256 * 1024) continue;
+          lines += await writeCounted(out, chunk);
+          chunk = "";
+          // The event loop serves between chunks: copying memory out never stalls a settle.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        lines += await writeCounted(out, chunk);
+        const live = lines;
+        await out.sync();
+        step?.("written");
+        const swapped = await owner.commits.exclusive(async () => {
+          const fd = owner.fd();
+          if (fd === undefined) return false;
+          // What was appended since the cut (a few groups), then the rename that commits it all.
+          lines += await writeCounted(out, await readFrom(file, cut.size));
+          await out.sync();
+          step?.("tail");
+          await rename(next, file);
+          archive.through = segment;
+          owner.setFd(openSync(file, APPEND_FLAGS, 0o600));
+          closeSync(fd);
+          step?.("renamed");
+          await syncDir(path.dirname(file));
+          step?.("synced");
+          return true;
+        });
+        if (!swapped) throw new Error("the journal was closed while it was compacted");
+        // The lines appended meanwhile count as growth: the next compaction comes sooner.
+        [this.#lines, this.#linesCompacted] = [lines, live];
+      } finally {
+        await out.close();
+      }
+    } catch (error) {
+      await rm(next, { force: true });
+      // A segment for a compaction that did not commit: the old file still holds its records.
+      if (segment > archive.through) archive.removeUnfinished();
+      // The old file still holds what was taken for the segment: it goes to the next one.
+      if (this.#toArchive) {
+        this.#toArchive = taken.concat(this.#toArchive);
+        this.#pendingBytes = pendingBytes(this.#toArchive);
+      }
+      throw error;
+    }
+  }
+
   #warn(message: string): void {
     this.#options.warn?.(`${this.#file}: ${message}`);
   }
+}
+
+/** Writes `text`; answers how many lines it holds. */
+async function writeCounted(
+  out: Awaited<ReturnType<typeof open>>,
+  text: string | Buffer,
+): Promise<number> {
+  const bytes = typeof text === "string" ? Buffer.from(text) : text;
+  if (bytes.length > 0) await out.writeFile(bytes);
+  let lines = 0;
+  for (let at = bytes.indexOf(0x0a); at >= 0; at = bytes.indexOf(0x0a, at + 1)) lines++;
+  return lines;
 }

@@ -4,15 +4,15 @@
  */
 import { BudgetMap, valueBytes } from "../core/byte-budget.js";
 import type { JournalEntry } from "../core/store.js";
-import type { IdBound } from "./journal-compaction.js";
+import type { IdBound } from "./journal-archive.js";
 
 /** Settlements kept at most (the newest settled ones; those still followed are always kept)... */
 export const SETTLED_IN_MEMORY = 20_000;
 /** ...and their bytes: about 7,000 settlements of an EIP-3009 payment (1.2 KB apiece). */
-export const SETTLED_BYTES = 8 * 2 ** 20;
+const SETTLED_BYTES = 8 * 2 ** 20;
 /** Payment identifiers kept at most (the newest), and their bytes: about 10,000 (400 B each). */
-export const IDS_KEPT = 20_000;
-export const IDS_BYTES = 4 * 2 ** 20;
+const IDS_KEPT = 20_000;
+const IDS_BYTES = 4 * 2 ** 20;
 
 /** V8's layout of an entry past what valueBytes walks, measured (1,160 bytes held, 880 walked). */
 const ENTRY_LAYOUT = 300;
@@ -23,11 +23,8 @@ export const entryBytes = (entry: JournalEntry): number => ENTRY_LAYOUT + valueB
 const idBytes = (id: string, bound: IdBound): number => valueBytes(id) + valueBytes(bound);
 
 /** The payment identifiers kept, the oldest forgotten past either bound (`onForget` told). */
-export function idsInMemory(
-  onForget: (id: string, bound: IdBound) => void,
-  maxBytes = IDS_BYTES,
-): BudgetMap<string, IdBound> {
-  return new BudgetMap(maxBytes, idBytes, { maxEntries: IDS_KEPT, onForget });
+export function idsInMemory(onForget: (id: string, bound: IdBound) => void) {
+  return new BudgetMap(IDS_BYTES, idBytes, { maxEntries: IDS_KEPT, onForget });
 }
 
 /** The settlements kept, oldest first; forgets only what the journal lets go. */
@@ -74,12 +71,6 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
     this.#bytes -= this.#sizes.get(key) ?? 0;
     this.#sizes.delete(key);
     return super.delete(key);
-  }
-
-  override clear(): void {
-    this.#sizes.clear();
-    this.#bytes = 0;
-    super.clear();
   }
 
   /** Past either bound, forgets the oldest `mayForget` lets go down to 90%; returns them. */

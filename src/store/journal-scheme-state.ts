@@ -17,9 +17,6 @@ export type PreviousSchemeStateLine =
   | { t: "voucher"; channel: string; amount: string }
   | { t: "changed"; channel: string; at: number | string };
 
-/** The namespace the previous lines belong to: the batch-settlement scheme's. */
-export const PREVIOUS_LINES_NAMESPACE = "batch-settlement:voucher";
-
 const LINE_TYPES: ReadonlySet<unknown> = new Set(["highest", "changed-at", "voucher", "changed"]);
 
 /** Whether a journal line is of the schemes' state, in this version's words or the previous one's. */
@@ -29,7 +26,8 @@ export const isSchemeStateLine = (line: {
 
 /** The line a previous one stands for, or undefined when it is unreadable. */
 function fromPreviousLine(line: PreviousSchemeStateLine): SchemeStateLine | undefined {
-  const namespace = PREVIOUS_LINES_NAMESPACE;
+  // The previous lines were the batch-settlement scheme's.
+  const namespace = "batch-settlement:voucher";
   if (line.t === "voucher")
     return { t: "highest", namespace, id: line.channel, value: line.amount };
   const changedAt = typeof line.at === "number" ? line.at : Date.parse(line.at);

@@ -22,13 +22,7 @@ import { storedHash } from "../protocol/transaction-hash.js";
 import { isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
 import { GroupCommit } from "./journal-commit.js";
 import { entryLine, FINAL } from "./journal-compaction.js";
-import {
-  APPEND_FLAGS,
-  endsMidLine,
-  type JournalOptions,
-  replay,
-  SYNCED_WRITES,
-} from "./journal-file.js";
+import { APPEND_FLAGS, endsMidLine, type JournalOptions, replay } from "./journal-file.js";
 import { JournalHistory } from "./journal-history.js";
 import { type Line, withNetwork } from "./journal-lines.js";
 import { EntriesInMemory, idsInMemory, SETTLED_IN_MEMORY } from "./journal-memory.js";
@@ -75,10 +69,7 @@ export class Journal implements SettlementStore {
   constructor(file?: string, options: JournalOptions = {}) {
     this.path = file;
     this.#entries = new EntriesInMemory(options.settledInMemory ?? Journal.SETTLED_IN_MEMORY);
-    this.#commits = new GroupCommit(() => this.#fd, {
-      syncedWrites: SYNCED_WRITES,
-      write: options.write,
-    });
+    this.#commits = new GroupCommit(() => this.#fd, options.write);
     if (!file) return;
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     this.#history = new JournalHistory(
@@ -319,6 +310,12 @@ export class Journal implements SettlementStore {
     for (const entry of this.#entries.forget(mayForget)) this.#history?.later(entryLine(entry));
   }
 
+  /** A success answered: its payer and asset settled with us then. */
+  #remember({ state, expect, network, key, updatedAt }: Omit<JournalEntry, "raws">): void {
+    if (state === "answered" && expect)
+      this.#settledBy.remember(network, key, expect, updatedAt ?? 0);
+  }
+
   #apply(line: Line): void {
     if (isSchemeStateLine(line)) {
       this.#schemeState.apply(line);
@@ -339,18 +336,13 @@ export class Journal implements SettlementStore {
     }
     if (line.t === "entry") {
       const { t: _t, ...entry } = withNetwork(line);
-      this.#entries.delete(entry.key);
       this.#entries.set(entry.key, { ...entry, raws: [] });
-      if (entry.state === "answered" && entry.expect) {
-        const at = entry.updatedAt ?? Date.now();
-        this.#settledBy.remember(entry.network, entry.key, entry.expect, at);
-      }
+      this.#remember({ ...entry, updatedAt: entry.updatedAt ?? Date.now() });
       this.#evict();
       return;
     }
     if (line.t === "send") {
       const { t: _t, hash, raw, at: _at, ...entry } = withNetwork(line as SendLine & Timed);
-      this.#entries.delete(entry.key);
       this.#entries.set(entry.key, {
         ...entry,
         hashes: [storedHash(hash)],
@@ -375,9 +367,7 @@ export class Journal implements SettlementStore {
     entry.state = line.state;
     if (line.owner !== undefined) entry.owner = line.owner;
     entry.updatedAt = timeOf(line);
-    if (line.state === "answered" && entry.expect) {
-      this.#settledBy.remember(entry.network, entry.key, entry.expect, entry.updatedAt);
-    }
+    this.#remember(entry);
     // The signed bytes are only needed to re-broadcast an unsettled transaction.
     if (!FOLLOWED.has(line.state)) entry.raws = [];
     this.#entries.resized(line.key);

@@ -2,7 +2,7 @@
  * The bazaar catalogue in PostgreSQL (migration 14). A new entry takes an advisory lock, so bounds
  * are counted by one replica at a time and one resource makes one entry.
  */
-import type { Pool, PoolClient } from "pg";
+import type { Pool } from "pg";
 import {
   boundRefusal,
   type Catalogue,
@@ -13,8 +13,14 @@ import {
   catalogueUpdate,
   searchText,
 } from "../bazaar/catalogue.js";
-import { FacilitatorError } from "../protocol/errors.js";
-import { unavailable } from "./postgres-errors.js";
+import {
+  inTransaction,
+  type OnQuery,
+  type Query,
+  queryOn,
+  timed,
+  withClient,
+} from "./postgres-query.js";
 
 /** The advisory lock new entries are added under (any key of ours; 402 seeds the hash). */
 const ADD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('facilitator_catalogue', 402))";
@@ -69,46 +75,22 @@ function where(filter: CatalogueFilter, first: number): { text: string; values: 
 
 export class SharedCatalogue implements Catalogue {
   readonly #pool: Pool;
-  readonly #onQuery: ((op: string, seconds: number) => void) | undefined;
+  readonly #onQuery: OnQuery;
+  readonly #query: Query;
 
-  constructor(pool: Pool, onQuery?: (op: string, seconds: number) => void) {
+  constructor(pool: Pool, onQuery: OnQuery) {
     this.#pool = pool;
     this.#onQuery = onQuery;
+    this.#query = queryOn(pool, onQuery);
   }
 
   /** `work` in one transaction on one connection; errors are store_unavailable. */
-  async #transaction<T>(op: string, work: (run: Run) => Promise<T>): Promise<T> {
-    const started = performance.now();
-    let client: PoolClient;
-    try {
-      client = await this.#pool.connect();
-    } catch (error) {
-      throw unavailable(error);
-    }
-    const run: Run = async (text, values) => client.query(text, values);
-    try {
-      await run("BEGIN");
-      const result = await work(run);
-      await run("COMMIT");
-      return result;
-    } catch (error) {
-      await run("ROLLBACK").catch(() => undefined);
-      throw error instanceof FacilitatorError ? error : unavailable(error);
-    } finally {
-      client.release();
-      this.#onQuery?.(op, (performance.now() - started) / 1000);
-    }
-  }
-
-  async #query(op: string, text: string, values: unknown[]) {
-    const started = performance.now();
-    try {
-      return await this.#pool.query(text, values);
-    } catch (error) {
-      throw unavailable(error);
-    } finally {
-      this.#onQuery?.(op, (performance.now() - started) / 1000);
-    }
+  #transaction<T>(op: string, work: (run: Run) => Promise<T>): Promise<T> {
+    return timed(op, this.#onQuery, () =>
+      withClient(this.#pool, (client) =>
+        inTransaction(client, () => work((text, values) => client.query(text, values))),
+      ),
+    );
   }
 
   put(incoming: CatalogueEntry, bounds: CatalogueBounds): Promise<Catalogued> {
@@ -166,14 +148,14 @@ export class SharedCatalogue implements Catalogue {
         ORDER BY last_updated DESC, key COLLATE "C" ASC LIMIT $1 OFFSET $2`,
       [limit, offset, ...clause.values],
     );
-    const counted = await this.#query(
+    const counted = await this.#query<{ total: number }>(
       "catalogue_list",
       `SELECT count(*)::int AS total FROM facilitator_catalogue ${where(filter, 1).text}`,
       clause.values,
     );
     return {
       items: rows.map((row) => row.entry as CatalogueEntry),
-      total: (counted.rows[0] as { total: number }).total,
+      total: counted.rows[0]?.total ?? 0,
     };
   }
 

@@ -2,56 +2,50 @@
 import type { IdempotencyClaim } from "../core/store.js";
 import type { Query } from "./postgres-query.js";
 
-export class SharedIds {
-  readonly #query: Query;
-  readonly #owner: string;
-  readonly #leaseMs: number;
+export async function idempotencyAnswer(query: Query, id: string): Promise<unknown> {
+  const { rows } = await query<{ answer: unknown }>(
+    "payment_id",
+    "SELECT answer FROM facilitator_payment_ids WHERE id = $1",
+    [id],
+  );
+  return rows[0]?.answer ?? undefined;
+}
 
-  constructor(query: Query, owner: string, leaseMs: number) {
-    this.#query = query;
-    this.#owner = owner;
-    this.#leaseMs = leaseMs;
-  }
-
-  async answer(id: string): Promise<unknown> {
-    const { rows } = await this.#query<{ answer: unknown }>(
-      "payment_id",
-      "SELECT answer FROM facilitator_payment_ids WHERE id = $1",
-      [id],
-    );
-    return rows[0]?.answer ?? undefined;
-  }
-
-  async claim(id: string, fingerprint: string): Promise<IdempotencyClaim> {
-    const { rowCount } = await this.#query(
-      "payment_id",
-      `INSERT INTO facilitator_payment_ids (id, fingerprint, owner, expires_at)
+/** Binds `id` to `fingerprint` and takes its lease for `owner`, or says why not. */
+export async function claimIdempotency(
+  query: Query,
+  lease: { readonly owner: string; readonly leaseMs: number },
+  id: string,
+  fingerprint: string,
+): Promise<IdempotencyClaim> {
+  const { rowCount } = await query(
+    "payment_id",
+    `INSERT INTO facilitator_payment_ids (id, fingerprint, owner, expires_at)
          VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
        ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
          WHERE facilitator_payment_ids.fingerprint = EXCLUDED.fingerprint
            AND facilitator_payment_ids.answer IS NULL
            AND (facilitator_payment_ids.owner IS NULL OR facilitator_payment_ids.expires_at < now())`,
-      [id, fingerprint, this.#owner, this.#leaseMs],
-    );
-    if (rowCount === 1) return { kind: "run" };
-    const { rows } = await this.#query<{ fingerprint: string; answer: unknown }>(
-      "payment_id",
-      "SELECT fingerprint, answer FROM facilitator_payment_ids WHERE id = $1",
-      [id],
-    );
-    const row = rows[0];
-    if (!row) return { kind: "running" };
-    if (row.fingerprint !== fingerprint) return { kind: "conflict" };
-    if (row.answer !== null) return { kind: "answered", answer: row.answer };
-    return { kind: "running" };
-  }
+    [id, fingerprint, lease.owner, lease.leaseMs],
+  );
+  if (rowCount === 1) return { kind: "run" };
+  const { rows } = await query<{ fingerprint: string; answer: unknown }>(
+    "payment_id",
+    "SELECT fingerprint, answer FROM facilitator_payment_ids WHERE id = $1",
+    [id],
+  );
+  const row = rows[0];
+  if (!row) return { kind: "running" };
+  if (row.fingerprint !== fingerprint) return { kind: "conflict" };
+  if (row.answer !== null) return { kind: "answered", answer: row.answer };
+  return { kind: "running" };
+}
 
-  async finish(id: string, answer: unknown): Promise<void> {
-    await this.#query(
-      "payment_id",
-      `UPDATE facilitator_payment_ids SET answer = COALESCE($2::jsonb, answer), owner = NULL,
+export async function finishIdempotency(query: Query, id: string, answer: unknown): Promise<void> {
+  await query(
+    "payment_id",
+    `UPDATE facilitator_payment_ids SET answer = COALESCE($2::jsonb, answer), owner = NULL,
          expires_at = NULL WHERE id = $1`,
-      [id, answer === undefined ? null : JSON.stringify(answer)],
-    );
-  }
+    [id, answer === undefined ? null : JSON.stringify(answer)],
+  );
 }

@@ -21,33 +21,27 @@ export interface SignerWait {
 /** The leases were still held by their owners when the wait ran out: those replicas run. */
 export class SignersLeased extends Error {
   override readonly name = "SignersLeased";
-  readonly leases: readonly SignerLease[];
-  readonly waitedMs: number;
-
-  constructor(leases: readonly SignerLease[], waitedMs: number) {
+  constructor(
+    readonly leases: readonly SignerLease[],
+    readonly waitedMs: number,
+  ) {
     const who = leases.map((l) => `${l.address} (leased by ${l.owner})`).join(", ");
     super(
       `signer ${who} is still leased by another replica on this store after ${Math.round(waitedMs / 1000)} s; give each replica its own key`,
     );
-    this.leases = leases;
-    this.waitedMs = waitedMs;
   }
 }
 
 export class SignerLeases {
-  readonly #query: Query;
-  readonly #owner: string;
-  readonly #signers: readonly Address[];
-  readonly #leaseMs: number;
   /** Signers whose lease this replica lost (it stalled, or the store was away too long). */
   readonly lost = new Set<string>();
 
-  constructor(query: Query, owner: string, signers: readonly Address[], leaseMs: number) {
-    this.#query = query;
-    this.#owner = owner;
-    this.#signers = signers;
-    this.#leaseMs = leaseMs;
-  }
+  constructor(
+    private readonly query: Query,
+    private readonly owner: string,
+    private readonly signers: readonly Address[],
+    private readonly leaseMs: number,
+  ) {}
 
   /** Takes each signer's lease, waiting up to `waitMs` for a stopped replica's (told to `onWait`). */
   async take(waitMs: number, onWait?: (wait: SignerWait) => void): Promise<void> {
@@ -56,7 +50,7 @@ export class SignerLeases {
     let told = false;
     for (;;) {
       const held = await this.#tryTake();
-      const missing = this.#signers.filter((a) => !held.has(a));
+      const missing = this.signers.filter((a) => !held.has(a));
       if (missing.length === 0) return;
       const now = Date.now();
       if (now >= deadline) throw new SignersLeased(await this.#leasesOf(missing), now - started);
@@ -71,11 +65,11 @@ export class SignerLeases {
   /** Renews the leases; one found taken by another replica is lost. */
   async renew(): Promise<void> {
     const held = await this.#tryTake();
-    for (const address of this.#signers) if (!held.has(address)) this.lost.add(address);
+    for (const address of this.signers) if (!held.has(address)) this.lost.add(address);
   }
 
   async #leasesOf(addresses: readonly string[]): Promise<SignerLease[]> {
-    const { rows } = await this.#query<{ address: string; owner: string; expires_at: Date }>(
+    const { rows } = await this.query<{ address: string; owner: string; expires_at: Date }>(
       "signers",
       "SELECT address, owner, expires_at FROM facilitator_signers WHERE address = ANY($1) ORDER BY address",
       [addresses],
@@ -84,15 +78,15 @@ export class SignerLeases {
   }
 
   async #tryTake(): Promise<Set<string>> {
-    if (this.#signers.length === 0) return new Set();
-    const { rows } = await this.#query<{ address: string }>(
+    if (this.signers.length === 0) return new Set();
+    const { rows } = await this.query<{ address: string }>(
       "lease",
       `INSERT INTO facilitator_signers (address, owner, expires_at)
          SELECT a, $2, now() + $3 * interval '1 millisecond' FROM unnest($1::text[]) AS a
        ON CONFLICT (address) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
          WHERE facilitator_signers.owner = EXCLUDED.owner OR facilitator_signers.expires_at < now()
        RETURNING address`,
-      [this.#signers, this.#owner, this.#leaseMs],
+      [this.signers, this.owner, this.leaseMs],
     );
     return new Set(rows.map((r) => r.address));
   }

@@ -14,7 +14,7 @@ export const RETENTION_BATCH = 1_000;
 /** Most batches one pass moves; the rest waits for the next pass. */
 const BATCHES_PER_PASS = 100;
 /** How often a pass is due, across every replica of the store. */
-export const RETENTION_EVERY_MS = 5 * 60_000;
+const RETENTION_EVERY_MS = 5 * 60_000;
 
 const COLUMNS =
   "key, network, signer, tx_nonce, expect, action, hashes, raws, state, owner, created_at, updated_at";
@@ -46,27 +46,22 @@ const TAKE_CHORE = `INSERT INTO facilitator_chores AS c (name, due_at, owner)
   RETURNING owner`;
 
 export class SharedRetention {
-  readonly #query: Query;
-  readonly #owner: string;
-  readonly #days: number;
-  readonly #everyMs: number;
   #running: Promise<number> | undefined;
   #stopped = false;
   /** The chore is not asked for again before this (unix ms). */
   #nextAsk = 0;
 
-  constructor(query: Query, owner: string, days: number, everyMs = RETENTION_EVERY_MS) {
-    this.#query = query;
-    this.#owner = owner;
-    this.#days = days;
-    this.#everyMs = everyMs;
-  }
+  constructor(
+    private readonly query: Query,
+    private readonly owner: string,
+    private readonly days: number,
+  ) {}
 
   /** Starts a pass unless one ran within the period (here or elsewhere); never rejects. */
   due(): Promise<number> {
-    if (this.#days <= 0 || this.#stopped || Date.now() < this.#nextAsk) return Promise.resolve(0);
+    if (this.days <= 0 || this.#stopped || Date.now() < this.#nextAsk) return Promise.resolve(0);
     // Asked at most every fifth of the period: the chore's row says, for every replica, when it is due.
-    this.#nextAsk = Date.now() + this.#everyMs / 5;
+    this.#nextAsk = Date.now() + RETENTION_EVERY_MS / 5;
     this.#running ??= this.#pass()
       .catch(() => 0)
       .finally(() => {
@@ -79,7 +74,7 @@ export class SharedRetention {
   async pass(): Promise<number> {
     let moved = 0;
     for (let batch = 0; batch < BATCHES_PER_PASS && !this.#stopped; batch++) {
-      const { rowCount } = await this.#query("retain", MOVE_FINAL, [this.#days, RETENTION_BATCH]);
+      const { rowCount } = await this.query("retain", MOVE_FINAL, [this.days, RETENTION_BATCH]);
       moved += rowCount;
       if (rowCount < RETENTION_BATCH) break;
     }
@@ -87,13 +82,9 @@ export class SharedRetention {
   }
 
   async #pass(): Promise<number> {
-    const { rows } = await this.#query("chore", TAKE_CHORE, [
-      "retention",
-      this.#everyMs,
-      this.#owner,
-    ]);
-    if (rows.length === 0) return 0;
-    return this.pass();
+    const take = ["retention", RETENTION_EVERY_MS, this.owner];
+    const { rows } = await this.query("chore", TAKE_CHORE, take);
+    return rows.length === 0 ? 0 : this.pass();
   }
 
   /** Stops after the batch in progress. */

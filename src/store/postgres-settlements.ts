@@ -5,8 +5,38 @@
 import type { EntryState, JournalEntry, NewEntry, RawTx, TxHash } from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
 import type { Query } from "./postgres-query.js";
-import { entryOf, type Row } from "./postgres-rows.js";
 import { UNSETTLED_STATES } from "./schema.js";
+
+/** A settlement as its row holds it. */
+interface Row {
+  key: string;
+  network: string;
+  signer: string;
+  tx_nonce: string;
+  expect: JournalEntry["expect"] | null;
+  action: JournalEntry["action"] | null;
+  hashes: TxHash[];
+  raws: RawTx[];
+  state: EntryState;
+  owner: string | null;
+  updated_at: Date | null;
+}
+
+function entryOf(row: Row): JournalEntry {
+  return {
+    key: row.key,
+    network: row.network,
+    signer: row.signer,
+    txNonce: Number(row.tx_nonce),
+    expect: row.expect ?? undefined,
+    action: row.action ?? undefined,
+    hashes: row.hashes,
+    raws: row.raws,
+    state: row.state,
+    owner: row.owner ?? undefined,
+    updatedAt: row.updated_at?.getTime(),
+  };
+}
 
 /** Rows matching `where` in the table, then in its archive (columns by name: matched by position). */
 function fromBoth(where: string): string {
@@ -34,51 +64,39 @@ export const OPEN_SETTLEMENTS = `SELECT * FROM facilitator_settlements
         ORDER BY updated_at LIMIT 1000`;
 
 export class SharedSettlements {
-  readonly #query: Query;
-  readonly #owner: string;
-  readonly #runId: string;
-  readonly #signers: readonly string[];
-  /** Signers whose lease this replica lost (SignerLeases.lost): it records no broadcast of theirs. */
-  readonly #lostSigners: ReadonlySet<string>;
-
   constructor(
-    query: Query,
-    owner: string,
-    runId: string,
-    signers: readonly string[],
-    lostSigners: ReadonlySet<string>,
-  ) {
-    this.#query = query;
-    this.#owner = owner;
-    this.#runId = runId;
-    this.#signers = signers;
-    this.#lostSigners = lostSigners;
-  }
+    private readonly query: Query,
+    private readonly owner: string,
+    private readonly runId: string,
+    private readonly signers: readonly string[],
+    /** Signers whose lease this replica lost (SignerLeases.lost): it records no broadcast of theirs. */
+    private readonly lostSigners: ReadonlySet<string>,
+  ) {}
 
   /** What is still unsettled, at start-up. */
   async loadUnsettled(): Promise<JournalEntry[]> {
-    const { rows } = await this.#query<Row>("load", LOAD_UNSETTLED);
+    const { rows } = await this.query<Row>("load", LOAD_UNSETTLED);
     return rows.map(entryOf);
   }
 
   async findByTransaction(hash: string): Promise<JournalEntry | undefined> {
-    const { rows } = await this.#query<Row>("find", FIND_BY_TRANSACTION, [storedHash(hash)]);
+    const { rows } = await this.query<Row>("find", FIND_BY_TRANSACTION, [storedHash(hash)]);
     return rows[0] ? entryOf(rows[0]) : undefined;
   }
 
   async get(key: string): Promise<JournalEntry | undefined> {
-    const { rows } = await this.#query<Row>("get", GET_SETTLEMENT, [key]);
+    const { rows } = await this.query<Row>("get", GET_SETTLEMENT, [key]);
     return rows[0] ? entryOf(rows[0]) : undefined;
   }
 
   async recordSend(entry: NewEntry, hash: TxHash, raw: RawTx): Promise<void> {
     const signer = entry.signer.toLowerCase();
-    if (this.#lostSigners.has(signer)) {
+    if (this.lostSigners.has(signer)) {
       throw new Error(`this replica lost its lease on signer ${entry.signer}`);
     }
     // A prelude (key#name) is sent under its settlement's claim.
     const claimKey = entry.key.split("#")[0];
-    const { rowCount } = await this.#query(
+    const { rowCount } = await this.query(
       "send",
       `INSERT INTO facilitator_settlements AS s (key, network, signer, tx_nonce, expect, action, hashes, raws, state, owner)
          SELECT $1, $2, $3, $4, $5, $12, ARRAY[$6], ARRAY[$7], 'broadcast', $11
@@ -98,10 +116,10 @@ export class SharedSettlements {
         storedHash(hash),
         raw,
         // A payer's own signed transaction (a prelude) is not sent from a key of ours.
-        this.#signers.includes(signer) ? signer : null,
-        this.#owner,
+        this.signers.includes(signer) ? signer : null,
+        this.owner,
         claimKey,
-        this.#runId,
+        this.runId,
         entry.action ? JSON.stringify(entry.action) : null,
       ],
     );
@@ -114,7 +132,7 @@ export class SharedSettlements {
   }
 
   async recordReplace(key: string, hash: TxHash, raw: RawTx): Promise<void> {
-    await this.#query(
+    await this.query(
       "replace",
       `UPDATE facilitator_settlements SET hashes = hashes || $2::text, raws = raws || $3::text,
          updated_at = now() WHERE key = $1 AND NOT ($2 = ANY (hashes))`,
@@ -123,7 +141,7 @@ export class SharedSettlements {
   }
 
   async recordState(key: string, state: EntryState): Promise<void> {
-    await this.#query(
+    await this.query(
       "state",
       `UPDATE facilitator_settlements SET state = $2, updated_at = now(),
          raws = CASE WHEN $2 IN ('broadcast', 'submitted') THEN raws ELSE '{}' END
@@ -133,29 +151,29 @@ export class SharedSettlements {
   }
 
   async openSettlements(idleMs: number): Promise<JournalEntry[]> {
-    const { rows } = await this.#query<Row>("open", OPEN_SETTLEMENTS, [idleMs]);
+    const { rows } = await this.query<Row>("open", OPEN_SETTLEMENTS, [idleMs]);
     return rows.map(entryOf);
   }
 
   async markAnswered(key: string, state: "answered" | "submitted"): Promise<void> {
     // A submitted one keeps its bytes: any replica may have to send them again.
-    await this.#query(
+    await this.query(
       "state",
       `UPDATE facilitator_settlements SET state = $3, owner = $2, updated_at = now(),
          raws = CASE WHEN $3 = 'submitted' THEN raws ELSE '{}' END
        WHERE key = $1`,
-      [key, this.#runId, state],
+      [key, this.runId, state],
     );
   }
 
   async unmarkAnswered(key: string): Promise<void> {
-    await this.#query(
+    await this.query(
       "state",
       `UPDATE facilitator_settlements
           SET state = CASE WHEN state = 'submitted' THEN 'broadcast' ELSE 'landed' END,
               updated_at = now()
         WHERE key = $1 AND state IN ('answered', 'submitted') AND owner = $2`,
-      [key, this.#runId],
+      [key, this.runId],
     );
   }
 }

@@ -16,26 +16,24 @@ const ASSET_SETTLEMENTS = `SELECT 1 FROM facilitator_settlements
 export type RevertListener = (chainId: number, payer: string, at: number, waste?: Waste) => void;
 
 export class SharedWaste {
-  readonly #query: Query;
-  readonly #owner: string;
   readonly #listeners: RevertListener[] = [];
   /** The newest revert row passed on; from 0, the first look reads the last day's. */
   #seen = "0";
 
-  constructor(query: Query, owner: string) {
-    this.#query = query;
-    this.#owner = owner;
-  }
+  constructor(
+    private readonly query: Query,
+    private readonly owner: string,
+  ) {}
 
   async charge(chainId: number, payer: string, waste?: Waste): Promise<void> {
-    await this.#query(
+    await this.query(
       "revert",
       `INSERT INTO facilitator_payer_reverts (chain_id, payer, owner, asset, gas, cause)
        VALUES ($1, $2, $3, $4, $5, $6)`,
       [
         chainId,
         payer.toLowerCase(),
-        this.#owner,
+        this.owner,
         waste?.asset.toLowerCase() ?? null,
         waste?.gas.toString() ?? null,
         waste?.cause ?? null,
@@ -52,26 +50,18 @@ export class SharedWaste {
     who: { payer: string } | { asset: string },
     atMost: number,
   ): Promise<number> {
-    const { rows } =
+    const [text, whose, ...since] =
       "payer" in who
-        ? await this.#query("settlements-of", PAYER_SETTLEMENTS, [
-            network,
-            who.payer.toLowerCase(),
-            atMost,
-            SETTLEMENTS_LOOKBACK_MS,
-          ])
-        : await this.#query("settlements-of", ASSET_SETTLEMENTS, [
-            network,
-            who.asset.toLowerCase(),
-            atMost,
-          ]);
-    return rows.length;
+        ? [PAYER_SETTLEMENTS, who.payer, SETTLEMENTS_LOOKBACK_MS]
+        : [ASSET_SETTLEMENTS, who.asset];
+    const values = [network, whose.toLowerCase(), atMost, ...since];
+    return (await this.query("settlements-of", text, values)).rows.length;
   }
 
   /** Passes on the reverts other replicas charged since the last look. */
   async pull(): Promise<void> {
     if (this.#listeners.length === 0) return;
-    const { rows } = await this.#query<{
+    const { rows } = await this.query<{
       id: string;
       chain_id: string;
       payer: string;
@@ -88,7 +78,7 @@ export class SharedWaste {
     );
     for (const row of rows) {
       this.#seen = row.id;
-      if (row.owner === this.#owner) continue;
+      if (row.owner === this.owner) continue;
       const waste =
         row.asset !== null && row.gas !== null && row.cause !== null
           ? { payer: row.payer, asset: row.asset, gas: BigInt(row.gas), cause: row.cause }

@@ -10,11 +10,8 @@ import type { Address } from "viem";
 import type {
   EntryState,
   HeldElsewhere,
-  IdempotencyClaim,
   JournalEntry,
-  Network,
   NewEntry,
-  RaiseRefusal,
   RawTx,
   SettlementStore,
   StoreStatus,
@@ -22,14 +19,13 @@ import type {
   Waste,
 } from "../core/store.js";
 import { SharedCatalogue } from "./postgres-catalogue.js";
-import { unavailable } from "./postgres-errors.js";
-import { SharedIds } from "./postgres-ids.js";
+import { claimIdempotency, finishIdempotency, idempotencyAnswer } from "./postgres-ids.js";
 import { SignerLeases, type SignerWait } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
-import type { Query } from "./postgres-query.js";
+import { type OnQuery, type Query, queryOn, unavailable } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { DEFAULT_RETAIN_DAYS, SharedRetention } from "./postgres-retention.js";
-import { SharedSchemeState } from "./postgres-scheme-state.js";
+import { markChanged, raiseHighest } from "./postgres-scheme-state.js";
 import { SharedSettlements } from "./postgres-settlements.js";
 import { type RevertListener, SharedWaste } from "./postgres-waste.js";
 
@@ -43,7 +39,7 @@ export interface PostgresStoreOptions {
   /** Told at once when that wait starts: whose leases, until when, and how long it waits. */
   readonly onSignerWait?: ((wait: SignerWait) => void) | undefined;
   /** Told how long each query took (metrics). */
-  readonly onQuery?: ((op: string, seconds: number) => void) | undefined;
+  readonly onQuery?: OnQuery;
   /** This replica's name in the store (default host:pid). */
   readonly owner?: string | undefined;
   /** Final settlements older than this many days move to the archive (0: never; default 90). */
@@ -86,7 +82,8 @@ export class PostgresStore implements SettlementStore {
   readonly signers: readonly Address[];
   readonly #pool: Pool;
   readonly #leaseMs: number;
-  readonly #onQuery: PostgresStoreOptions["onQuery"];
+  readonly #onQuery: OnQuery;
+  readonly #query: Query;
   /** Claims this process holds (the database alone cannot tell two settles of one process apart). */
   readonly #claimed = new Set<string>();
   /** Claims being given back, until their row is gone. */
@@ -94,8 +91,6 @@ export class PostgresStore implements SettlementStore {
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
   readonly #waste: SharedWaste;
-  readonly #ids: SharedIds;
-  readonly #schemeState: SharedSchemeState;
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
   readonly #leases: SignerLeases;
@@ -114,10 +109,9 @@ export class PostgresStore implements SettlementStore {
     this.signers = options.signers.map((a) => a.toLowerCase() as Address);
     this.#leaseMs = options.leaseMs ?? 15_000;
     this.#onQuery = options.onQuery;
-    const query: Query = (op, text, values) => this.#query(op, text, values);
+    const query = queryOn(pool, this.#onQuery);
+    this.#query = query;
     this.#waste = new SharedWaste(query, this.owner);
-    this.#ids = new SharedIds(query, this.owner, this.#leaseMs);
-    this.#schemeState = new SharedSchemeState(query);
     this.#leases = new SignerLeases(query, this.owner, this.signers, this.#leaseMs);
     this.#settlements = new SharedSettlements(
       query,
@@ -130,6 +124,34 @@ export class PostgresStore implements SettlementStore {
     const days = options.retainDays ?? DEFAULT_RETAIN_DAYS;
     this.retention = new SharedRetention(query, this.owner, days);
   }
+
+  // The port, as its parts answer it (fields, read when called: the parts are made below).
+  readonly get = (key: string) => this.#settlements.get(key);
+  readonly findByTransaction = (hash: TxHash) => this.#settlements.findByTransaction(hash);
+  readonly recordSend = (entry: NewEntry, hash: TxHash, raw: RawTx) =>
+    this.#settlements.recordSend(entry, hash, raw);
+  readonly recordReplace = (key: string, hash: TxHash, raw: RawTx) =>
+    this.#settlements.recordReplace(key, hash, raw);
+  readonly recordState = (key: string, state: EntryState) =>
+    this.#settlements.recordState(key, state);
+  readonly openSettlements = (idleMs: number) => this.#settlements.openSettlements(idleMs);
+  readonly markAnswered = (key: string, state: "answered" | "submitted" = "answered") =>
+    this.#settlements.markAnswered(key, state);
+  readonly unmarkAnswered = (key: string) => this.#settlements.unmarkAnswered(key);
+  readonly idempotencyAnswer = (id: string) => idempotencyAnswer(this.#query, id);
+  readonly claimIdempotency = (id: string, fingerprint: string) =>
+    claimIdempotency(this.#query, { owner: this.owner, leaseMs: this.#leaseMs }, id, fingerprint);
+  readonly finishIdempotency = (id: string, answer: unknown) =>
+    finishIdempotency(this.#query, id, answer);
+  readonly raiseHighest = (namespace: string, id: string, value: bigint, seenAt?: number) =>
+    raiseHighest(this.#query, namespace, id, value, seenAt);
+  readonly markChanged = (namespace: string, id: string, at: number) =>
+    markChanged(this.#query, namespace, id, at);
+  readonly chargeRevert = (chainId: number, payer: string, waste?: Waste) =>
+    this.#waste.charge(chainId, payer, waste);
+  readonly onRevertElsewhere = (listener: RevertListener) => this.#waste.listen(listener);
+  readonly settlementsOf: NonNullable<SettlementStore["settlementsOf"]> = (network, who, atMost) =>
+    this.#waste.settlementsOf(network, who, atMost);
 
   /** Connects, migrates, leases this replica's signers and loads what is still unsettled. */
   static async open(url: string, options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -154,36 +176,16 @@ export class PostgresStore implements SettlementStore {
     return store;
   }
 
-  async #query<R extends object = Record<string, unknown>>(
-    op: string,
-    text: string,
-    values: unknown[] = [],
-  ): Promise<{ rows: R[]; rowCount: number }> {
-    const started = performance.now();
-    try {
-      const result = await this.#pool.query(text, values);
-      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
-    } catch (error) {
-      throw unavailable(error);
-    } finally {
-      this.#onQuery?.(op, (performance.now() - started) / 1000);
-    }
-  }
-
   /** Renews this replica's leases; a signer lease found taken by another is lost for good. */
   async #renew(): Promise<void> {
     try {
-      const lease = [this.owner, this.#leaseMs];
-      await this.#query(
-        "renew",
-        "UPDATE facilitator_claims SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
-        lease,
-      );
-      await this.#query(
-        "renew",
-        "UPDATE facilitator_payment_ids SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1",
-        lease,
-      );
+      for (const table of ["facilitator_claims", "facilitator_payment_ids"]) {
+        await this.#query(
+          "renew",
+          `UPDATE ${table} SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1`,
+          [this.owner, this.#leaseMs],
+        );
+      }
       await this.#leases.renew();
       await this.#query("renew", STALE_RESERVATIONS);
       await this.#query(
@@ -235,18 +237,6 @@ export class PostgresStore implements SettlementStore {
     await releaseShared(this.#pool, key, landedIn).catch(() => undefined);
   }
 
-  chargeRevert(chainId: number, payer: string, waste?: Waste): Promise<void> {
-    return this.#waste.charge(chainId, payer, waste);
-  }
-
-  onRevertElsewhere(listener: RevertListener): void {
-    this.#waste.listen(listener);
-  }
-
-  settlementsOf(network: Network, who: { payer: string } | { asset: string }, atMost: number) {
-    return this.#waste.settlementsOf(network, who, atMost);
-  }
-
   /** Whether the database answers, and which signers this replica holds the lease of. */
   async status(): Promise<StoreStatus> {
     const error = await this.#query("ping", "SELECT 1").then(
@@ -263,23 +253,12 @@ export class PostgresStore implements SettlementStore {
     };
   }
 
-  idempotencyAnswer(id: string): Promise<unknown> {
-    return this.#ids.answer(id);
-  }
-
-  findByTransaction(hash: string): Promise<JournalEntry | undefined> {
-    return this.#settlements.findByTransaction(hash);
-  }
-
-  get(key: string): Promise<JournalEntry | undefined> {
-    return this.#settlements.get(key);
-  }
-
   async claim(key: string): Promise<boolean> {
     // A claim of this process being given back (after a success went out): wait for it.
     await this.#releasing.get(key);
     if (this.#claimed.has(key)) return false;
     this.#claimed.add(key);
+    let taken = false;
     try {
       // A claim of this owner not held in this process was left by a worker that died: take it.
       const { rowCount } = await this.#query(
@@ -290,13 +269,11 @@ export class PostgresStore implements SettlementStore {
            WHERE facilitator_claims.expires_at < now() OR facilitator_claims.owner = EXCLUDED.owner`,
         [key, this.owner, this.#leaseMs],
       );
-      if (rowCount === 1) return true;
-    } catch (error) {
-      this.#claimed.delete(key);
-      throw error;
+      taken = rowCount === 1;
+      return taken;
+    } finally {
+      if (!taken) this.#claimed.delete(key);
     }
-    this.#claimed.delete(key);
-    return false;
   }
 
   async release(key: string): Promise<void> {
@@ -318,53 +295,8 @@ export class PostgresStore implements SettlementStore {
     await releasing;
   }
 
-  recordSend(entry: NewEntry, hash: TxHash, raw: RawTx): Promise<void> {
-    return this.#settlements.recordSend(entry, hash, raw);
-  }
-
-  recordReplace(key: string, hash: TxHash, raw: RawTx): Promise<void> {
-    return this.#settlements.recordReplace(key, hash, raw);
-  }
-
-  recordState(key: string, state: EntryState): Promise<void> {
-    return this.#settlements.recordState(key, state);
-  }
-
-  openSettlements(idleMs: number): Promise<JournalEntry[]> {
-    return this.#settlements.openSettlements(idleMs);
-  }
-
-  markAnswered(key: string, state: "answered" | "submitted" = "answered"): Promise<void> {
-    return this.#settlements.markAnswered(key, state);
-  }
-
-  unmarkAnswered(key: string): Promise<void> {
-    return this.#settlements.unmarkAnswered(key);
-  }
-
   unsettled(): Iterable<JournalEntry> {
     return this.#unsettled;
-  }
-
-  claimIdempotency(id: string, fingerprint: string): Promise<IdempotencyClaim> {
-    return this.#ids.claim(id, fingerprint);
-  }
-
-  finishIdempotency(id: string, answer: unknown): Promise<void> {
-    return this.#ids.finish(id, answer);
-  }
-
-  raiseHighest(
-    namespace: string,
-    id: string,
-    value: bigint,
-    seenAt?: number,
-  ): Promise<RaiseRefusal | undefined> {
-    return this.#schemeState.raiseHighest(namespace, id, value, seenAt);
-  }
-
-  markChanged(namespace: string, id: string, at: number): Promise<void> {
-    return this.#schemeState.markChanged(namespace, id, at);
   }
 
   retain(): Promise<number> {
@@ -376,12 +308,11 @@ export class PostgresStore implements SettlementStore {
     if (this.#renewal) clearInterval(this.#renewal);
     this.#renewal = undefined;
     await this.retention.stop();
-    await this.#query("close", "DELETE FROM facilitator_claims WHERE owner = $1", [
-      this.owner,
-    ]).catch(() => undefined);
-    await this.#query("close", "DELETE FROM facilitator_signers WHERE owner = $1", [
-      this.owner,
-    ]).catch(() => undefined);
+    for (const table of ["facilitator_claims", "facilitator_signers"]) {
+      await this.#query("close", `DELETE FROM ${table} WHERE owner = $1`, [this.owner]).catch(
+        () => undefined,
+      );
+    }
     await this.#pool.end().catch(() => undefined);
   }
 }
