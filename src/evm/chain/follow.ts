@@ -15,6 +15,7 @@ import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
 import { type CallOutcome, fullText, nodeSaid, pending } from "./outcome.js";
+import { firstReceipt } from "./receipts.js";
 import { signReplacement } from "./resend.js";
 import type { SignerLane } from "./signers.js";
 
@@ -31,18 +32,18 @@ const BLOCKED_AFTER_REPLACEMENTS = 3;
 async function parkedOnLocalNode(
   ctx: ChainAccess,
   sinceBlock: bigint | undefined,
-  from: Address,
+  lane: SignerLane,
   nonce: number | undefined,
 ) {
-  const [automines, block, next] = await Promise.all([
+  const [automines, { mined, block }] = await Promise.all([
     ctx.client.request({ method: "anvil_getAutomine" } as never).then(
       (answer) => answer === true,
       () => false,
     ),
-    headBlock(ctx),
-    nonce === undefined ? undefined : minedCount(ctx, from),
+    headOfLine(ctx, lane, nonce),
   ]);
-  if (nonce !== undefined && next !== undefined && next !== nonce) return { parked: false, block };
+  if (nonce !== undefined && mined !== undefined && mined !== nonce)
+    return { parked: false, block };
   const passed = sinceBlock !== undefined && block !== undefined && block > sinceBlock;
   return { parked: automines || passed, block };
 }
@@ -74,13 +75,6 @@ const headBlock = (ctx: ChainAccess) =>
   ctx.client.getBlockNumber({ cacheTime: 0 }).catch(() => undefined);
 const minedCount = (ctx: ChainAccess, address: Address) =>
   ctx.client.getTransactionCount({ address, blockTag: "latest" }).catch(() => undefined);
-
-async function firstReceipt(ctx: ChainAccess, hashes: readonly Hex[]) {
-  const receipts = await Promise.all(
-    hashes.map((hash) => ctx.client.getTransactionReceipt({ hash }).catch(() => undefined)),
-  );
-  return receipts.find((r) => r !== undefined);
-}
 
 /** Whether a successful receipt has the confirmations asked for (1: being mined is enough). */
 async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promise<boolean> {
@@ -125,7 +119,7 @@ export async function follow(
   let sentInBlock = sentAfterBlock;
   let soon = 0;
   for (;;) {
-    const receipt = await firstReceipt(ctx, hashes);
+    const receipt = await firstReceipt(ctx.client, hashes);
     sinceBlock ??= await headAtStart;
     sentInBlock ??= sinceBlock;
     if (receipt && tx.nonce !== undefined) lane.sawMined(ctx.chainId, tx.nonce + 1);
@@ -149,9 +143,7 @@ export async function follow(
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
       if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce, may);
-      const seen = local
-        ? await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce)
-        : undefined;
+      const seen = local ? await parkedOnLocalNode(ctx, sinceBlock, lane, tx.nonce) : undefined;
       if (seen?.parked) {
         parked = true;
         // Only a block that passes the replacement over as well replaces it again.
