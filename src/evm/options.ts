@@ -3,7 +3,7 @@ import type { Address, LocalAccount } from "viem";
 import type { Answers } from "../core/answers.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { BuilderCode } from "./chain/builder-code.js";
-import type { ConfiguredGas } from "./chain/gas-bounds.js";
+import type { GasBoundsConfig } from "./chain/gas-bounds.js";
 import type { EvmContext, SchemeOwn } from "./context.js";
 import type { EvmScheme } from "./scheme.js";
 import type { SchemeOptions } from "./schemes.js";
@@ -21,12 +21,7 @@ export interface EvmOptions extends SchemeOptions {
   readonly maxFeeWei?: bigint | undefined;
   readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
   /** The most gas each kind of settlement transaction may use (default: chain/gas-bounds.ts). */
-  readonly gasBounds?:
-    | {
-        readonly all?: ConfiguredGas | undefined;
-        readonly byChain?: Readonly<Record<number, ConfiguredGas>>;
-      }
-    | undefined;
+  readonly gasBounds?: GasBoundsConfig | undefined;
   /** Wasted gas per chain and hour before payers wait (default 500,000); per chain wins. */
   readonly wastedGasBudget?: bigint | undefined;
   readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;

@@ -32,18 +32,18 @@ const BLOCKED_AFTER_REPLACEMENTS = 3;
 async function parkedOnLocalNode(
   ctx: ChainAccess,
   sinceBlock: bigint | undefined,
-  lane: SignerLane,
+  from: Address,
   nonce: number | undefined,
 ) {
-  const [automines, { mined, block }] = await Promise.all([
+  const [automines, block, next] = await Promise.all([
     ctx.client.request({ method: "anvil_getAutomine" } as never).then(
       (answer) => answer === true,
       () => false,
     ),
-    headOfLine(ctx, lane, nonce),
+    headBlock(ctx),
+    nonce === undefined ? undefined : minedCount(ctx, from),
   ]);
-  if (nonce !== undefined && mined !== undefined && mined !== nonce)
-    return { parked: false, block };
+  if (nonce !== undefined && next !== undefined && next !== nonce) return { parked: false, block };
   const passed = sinceBlock !== undefined && block !== undefined && block > sinceBlock;
   return { parked: automines || passed, block };
 }
@@ -143,7 +143,9 @@ export async function follow(
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
       if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce, may);
-      const seen = local ? await parkedOnLocalNode(ctx, sinceBlock, lane, tx.nonce) : undefined;
+      const seen = local
+        ? await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce)
+        : undefined;
       if (seen?.parked) {
         parked = true;
         // Only a block that passes the replacement over as well replaces it again.

@@ -46,16 +46,12 @@ interface SettlementRecord {
   readonly action?: SentAction | undefined;
 }
 
+type CallFields = Readonly<{ chainId: number; to: Address; data: Hex; gas: bigint; value: bigint }>;
+
 export interface PreparedCall {
   readonly lane: SignerLane;
   readonly fees: Fees;
-  readonly base: Fees & {
-    readonly chainId: number;
-    readonly to: `0x${string}`;
-    readonly data: Hex;
-    readonly gas: bigint;
-    readonly value: bigint;
-  };
+  readonly base: Fees & CallFields;
 }
 
 /** Nonces tried when the node says each is used. */
