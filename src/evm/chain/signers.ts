@@ -193,8 +193,7 @@ export class SignerLane {
 
   /** After an outage the node may be another (restarted, reset): forget what it took, too. */
   reset(chainId: number): void {
-    this.#next.delete(chainId);
-    this.#ahead.delete(chainId);
+    this.forget(chainId);
     this.#stale.delete(chainId);
     this.#taken.delete(chainId);
   }
