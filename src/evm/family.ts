@@ -32,6 +32,7 @@ import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
 import { type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
 import { heldByTransfer } from "./chain/ledger-reads.js";
+import { firstReceipt } from "./chain/receipts.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
@@ -120,14 +121,13 @@ export class EvmFamily implements ChainFamily {
   async observe(entry: JournalEntry): Promise<Observed> {
     const { network } = entry;
     const client = await this.#rpc.client(chainIdOfEntry(entry), network);
-    for (const hash of [...entry.hashes].reverse() as Hex[]) {
-      const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
-      if (!receipt) continue;
+    const receipt = await firstReceipt(client, [...entry.hashes].reverse());
+    if (receipt) {
       const head = await client.getBlockNumber({ cacheTime: 0 });
       return {
         network,
         onChain: receipt.status === "success" ? "mined" : "failed",
-        transaction: hash,
+        transaction: receipt.transactionHash,
         block: receipt.blockNumber.toString(),
         confirmations: Number(head - receipt.blockNumber + 1n),
       };
@@ -235,10 +235,10 @@ export class EvmFamily implements ChainFamily {
     const chainId = chainIdOf(request.requirements.network, request.x402Version);
     if (typeof chainId !== "number") return false;
     const client = await this.#rpc.client(chainId, request.requirements.network);
-    const hash = transaction as Hex;
-    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+    const receipt = await firstReceipt(client, [transaction]);
     if (receipt) return receipt.status === "success";
-    return (await client.getTransaction({ hash }).catch(() => undefined)) !== undefined;
+    const inPool = await client.getTransaction({ hash: transaction as Hex }).catch(() => undefined);
+    return inPool !== undefined;
   }
 
   /** The kinds served: exactly those verify and settle accept. */

@@ -1,14 +1,9 @@
 /** The EVM family's options, and the per-chain context they make (defaults filled in). */
 import type { Address, LocalAccount } from "viem";
 import type { Answers } from "../core/answers.js";
-import type { InFlightLedger } from "../core/ledger.js";
 import type { MetricsSink } from "../core/metrics.js";
-import type { SettlementStore } from "../core/store.js";
-import type { PayerThrottle } from "../core/throttle.js";
 import type { BuilderCode } from "./chain/builder-code.js";
-import type { GasAtRisk } from "./chain/gas-at-risk.js";
-import type { ConfiguredGas, GasBounds } from "./chain/gas-bounds.js";
-import type { SignerPool } from "./chain/signers.js";
+import type { GasBoundsConfig } from "./chain/gas-bounds.js";
 import type { EvmContext, SchemeOwn } from "./context.js";
 import type { EvmScheme } from "./scheme.js";
 import type { SchemeOptions } from "./schemes.js";
@@ -26,12 +21,7 @@ export interface EvmOptions extends SchemeOptions {
   readonly maxFeeWei?: bigint | undefined;
   readonly maxFeeWeiByChain?: Readonly<Record<number, bigint>> | undefined;
   /** The most gas each kind of settlement transaction may use (default: chain/gas-bounds.ts). */
-  readonly gasBounds?:
-    | {
-        readonly all?: ConfiguredGas | undefined;
-        readonly byChain?: Readonly<Record<number, ConfiguredGas>>;
-      }
-    | undefined;
+  readonly gasBounds?: GasBoundsConfig | undefined;
   /** Wasted gas per chain and hour before payers wait (default 500,000); per chain wins. */
   readonly wastedGasBudget?: bigint | undefined;
   readonly wastedGasBudgetByChain?: Readonly<Record<number, bigint>> | undefined;
@@ -59,19 +49,18 @@ export interface EvmOptions extends SchemeOptions {
 }
 
 /** What the family hands each chain's context: the parts it shares, and this chain's limits. */
-interface FamilyParts {
-  readonly signers: SignerPool;
-  readonly journal: SettlementStore;
-  readonly inflight: InFlightLedger;
-  readonly throttle: PayerThrottle;
-  readonly gasAtRisk: GasAtRisk;
-  readonly answers: Answers;
-  /** What schemes keep for the life of the family (EvmContext.kept). */
-  readonly kept: Map<string, unknown>;
-  readonly gasBounds: GasBounds;
-  readonly allowedAssets: ReadonlySet<string> | undefined;
-  readonly feeCapWei: bigint;
-}
+type FamilyParts = Pick<
+  EvmContext,
+  | "signers"
+  | "journal"
+  | "inflight"
+  | "throttle"
+  | "gasAtRisk"
+  | "answers"
+  | "gasBounds"
+  | "allowedAssets"
+  | "feeCapWei"
+> & { readonly kept: Map<string, unknown> };
 
 /** The context every request on `chainId` is handed while `client` is the chain's client. */
 export function makeEvmContext(

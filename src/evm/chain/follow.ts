@@ -15,6 +15,7 @@ import { bump, type Fees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
 import { type CallOutcome, fullText, nodeSaid, pending } from "./outcome.js";
+import { firstReceipt } from "./receipts.js";
 import { signReplacement } from "./resend.js";
 import type { SignerLane } from "./signers.js";
 
@@ -75,13 +76,6 @@ const headBlock = (ctx: ChainAccess) =>
 const minedCount = (ctx: ChainAccess, address: Address) =>
   ctx.client.getTransactionCount({ address, blockTag: "latest" }).catch(() => undefined);
 
-async function firstReceipt(ctx: ChainAccess, hashes: readonly Hex[]) {
-  const receipts = await Promise.all(
-    hashes.map((hash) => ctx.client.getTransactionReceipt({ hash }).catch(() => undefined)),
-  );
-  return receipts.find((r) => r !== undefined);
-}
-
 /** Whether a successful receipt has the confirmations asked for (1: being mined is enough). */
 async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promise<boolean> {
   if (ctx.confirmations <= 1) return true;
@@ -125,7 +119,7 @@ export async function follow(
   let sentInBlock = sentAfterBlock;
   let soon = 0;
   for (;;) {
-    const receipt = await firstReceipt(ctx, hashes);
+    const receipt = await firstReceipt(ctx.client, hashes);
     sinceBlock ??= await headAtStart;
     sentInBlock ??= sinceBlock;
     if (receipt && tx.nonce !== undefined) lane.sawMined(ctx.chainId, tx.nonce + 1);

@@ -8,6 +8,7 @@
  */
 import { getAddress } from "viem";
 import { arrayBytes, BudgetMap, stringBytes } from "../../core/byte-budget.js";
+import { setNewest } from "../../core/newest.js";
 import { SETTLEMENTS_LOOKBACK_MS, type Waste } from "../../core/store.js";
 import type { PayerThrottle } from "../../core/throttle.js";
 import { type Failure, failure } from "../../protocol/errors.js";
@@ -68,7 +69,7 @@ export class GasAtRisk {
   readonly #wasted = new Map<number, Event[]>();
   readonly #assetWastes = new Map<string, { cause: WasteCause; payer: string; at: number }[]>();
   /** chain:asset that settled with us. */
-  readonly #known = new Set<string>();
+  readonly #known = new Map<string, true>();
   /** Per chain:payer, when its settlements landed here (the newest, up to the throttle limit). */
   readonly #landed = new BudgetMap<string, number[]>(
     LANDED_BUDGET_BYTES,
@@ -169,23 +170,17 @@ export class GasAtRisk {
     const key = assetKey(chainId, waste.asset);
     const wastes = (this.#assetWastes.get(key) ?? []).filter((w) => now - w.at < this.#windowMs);
     wastes.push({ cause: waste.cause, payer: waste.payer.toLowerCase(), at });
-    this.#assetWastes.delete(key);
-    this.#assetWastes.set(key, wastes);
-    forgetOldest(this.#assetWastes, REMEMBERED);
+    setNewest(this.#assetWastes, key, wastes, REMEMBERED);
   }
 
   /** A settlement landed with its Transfer: its asset is known, and its payer has one more. */
   settled(chainId: number, payer: string, asset: string, now = Date.now()): void {
-    const key = assetKey(chainId, asset);
-    this.#known.delete(key);
-    this.#known.add(key);
-    forgetOldest(this.#known, KNOWN_REMEMBERED);
-    const landed = this.#landed.get(payerKey(chainId, payer)) ?? [];
+    setNewest(this.#known, assetKey(chainId, asset), true, KNOWN_REMEMBERED);
+    const key = payerKey(chainId, payer);
+    const landed = this.#landed.get(key) ?? [];
     landed.push(now);
     if (landed.length > this.#throttle.limit) landed.shift();
-    this.#landed.delete(payerKey(chainId, payer));
-    this.#landed.set(payerKey(chainId, payer), landed);
-    forgetOldest(this.#landed, KNOWN_REMEMBERED);
+    setNewest(this.#landed, key, landed, KNOWN_REMEMBERED);
   }
 
   /** Why a settlement of `payer` in `asset` is refused now, if it is. */
@@ -243,11 +238,7 @@ export class GasAtRisk {
     // A store that does not answer counts nothing: past the budget, in doubt, we do not send.
     const counted =
       (await this.#options.settlementsOf?.(chainId, { payer }, limit).catch(() => 0)) ?? 0;
-    if (counted >= limit) {
-      this.#countedFull.delete(key);
-      this.#countedFull.set(key, now + this.#windowMs);
-      forgetOldest(this.#countedFull, KNOWN_REMEMBERED);
-    }
+    if (counted >= limit) setNewest(this.#countedFull, key, now + this.#windowMs, KNOWN_REMEMBERED);
     return Math.min(Math.max(here, counted), limit);
   }
 
@@ -300,7 +291,7 @@ export class GasAtRisk {
     if (this.#known.has(key)) return true;
     if (this.#options.trusted?.(chainId, asset)) return true;
     const counted = await this.#options.settlementsOf?.(chainId, { asset }, 1).catch(() => 0);
-    if (counted) this.#known.add(key);
+    if (counted) this.#known.set(key, true);
     return !!counted;
   }
 
@@ -337,14 +328,3 @@ const WHAT: Readonly<Record<WasteCause, string>> = {
 const sumGas = (events: readonly Event[], from: bigint) => events.reduce((s, e) => s + e.gas, from);
 const payerKey = (chainId: number, payer: string) => `${chainId}:p:${payer.toLowerCase()}`;
 const assetKey = (chainId: number, asset: string) => `${chainId}:a:${asset.toLowerCase()}`;
-
-function forgetOldest<K>(
-  map: { readonly size: number; keys(): Iterator<K>; delete(key: K): boolean },
-  max: number,
-): void {
-  while (map.size > max) {
-    const oldest = map.keys().next();
-    if (oldest.done) return;
-    map.delete(oldest.value);
-  }
-}

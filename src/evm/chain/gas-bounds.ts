@@ -37,6 +37,11 @@ export type GasBounds = Readonly<Record<GasBoundName, bigint>> &
   Readonly<Partial<Record<string, bigint>>>;
 type GasUse = Exclude<GasBoundName, "contractWallet" | "walletDeployment">;
 export type ConfiguredGas = Readonly<Partial<Record<string, bigint>>>;
+/** Gas bounds set by the operator: for all chains, and per chain (which wins). */
+export interface GasBoundsConfig {
+  readonly all?: ConfiguredGas | undefined;
+  readonly byChain?: Readonly<Record<number, ConfiguredGas>>;
+}
 
 export const GAS_BOUND_NAMES = Object.keys(DEFAULT_GAS_BOUNDS) as GasBoundName[];
 
@@ -73,10 +78,7 @@ const USES: Readonly<Record<GasUse, string>> = {
 /** The bounds for `chainId`: configured per chain, else for all, else defaults scaled (L1 data). */
 export function gasBoundsFor(
   chainId: number,
-  configured: {
-    readonly all?: ConfiguredGas | undefined;
-    readonly byChain?: Readonly<Record<number, ConfiguredGas>> | undefined;
-  } = {},
+  configured: GasBoundsConfig = {},
   schemeGas: readonly SchemeGas[] = [],
 ): GasBounds {
   const scale = BigInt(knownNetwork(chainId)?.gasScale ?? 1);

@@ -1,5 +1,5 @@
 /** The in-flight ledger's reads on an EVM chain: balance or allowance at a block, and what landed. */
-import { type Address, type Hex, parseAbi } from "viem";
+import { type Address, parseAbi } from "viem";
 import {
   balanceShortfall,
   type HeldSpend,
@@ -13,6 +13,7 @@ import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { ChainAccess } from "./access.js";
 import type { EvmTransfer } from "./entry.js";
+import { firstReceipt } from "./receipts.js";
 import { keptTokenUnits } from "./token-units.js";
 
 /** What a settlement takes from an account when it lands. */
@@ -62,7 +63,7 @@ export class EvmLedgerReads implements LedgerReads<Spend> {
       Promise.all(
         holds.map(async (hold) => {
           const hashes = hold.transactions ?? (await ctx.journal.get(hold.key))?.hashes ?? [];
-          return { key: hold.key, block: await minedIn(ctx, hashes as readonly Hex[]) };
+          return { key: hold.key, block: (await firstReceipt(ctx.client, hashes))?.blockNumber };
         }),
       ),
     ]);
@@ -102,13 +103,4 @@ function readAvailable(ctx: ChainAccess, spend: Spend, blockNumber: bigint) {
         args: [spend.owner],
         blockNumber,
       });
-}
-
-/** The block any of `hashes` was mined in, if one was (a revert too: it can spend no more). */
-async function minedIn(ctx: ChainAccess, hashes: readonly Hex[]): Promise<bigint | undefined> {
-  for (const hash of hashes) {
-    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
-    if (receipt) return receipt.blockNumber;
-  }
-  return undefined;
 }

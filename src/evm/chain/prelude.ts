@@ -63,7 +63,8 @@ export interface Stopped {
   readonly payersFault: boolean;
 }
 
-type Landing = { readonly ok: true } | ({ readonly ok: false } & Stopped);
+type Stop = { readonly ok: false } & Stopped;
+type Landing = { readonly ok: true } | Stop;
 const LANDED: Landing = { ok: true };
 
 type Ready = { readonly call: PreparedCall } | { readonly raw: Hex };
@@ -85,8 +86,7 @@ export async function landPreludes(
   may: MaySend,
 ): Promise<Stopped | undefined> {
   const earlier = await followEarlierFunding(ctx, key, may);
-  if (earlier)
-    return { outcome: stopAt("the gas sent to the payer before", earlier), payersFault: false };
+  if (earlier) return stopping("the gas sent to the payer before", earlier);
   for (const prelude of preludes) {
     const steps = preludeSteps(ctx, preludeKey(key, prelude), prelude, signer, chargeTo);
     const landing = await settleInTurn(ctx, steps, "confirmed");
@@ -121,11 +121,7 @@ function preludeSteps(
 ): SettleSteps<Ready, Landing> {
   const tx = prelude.tx;
   const fund = "raw" in tx ? tx.fund : undefined;
-  const stop = (outcome: CallOutcome): Landing => ({
-    ok: false,
-    outcome: stopAt(whatOf(prelude), outcome),
-    payersFault: false,
-  });
+  const stop = (outcome: CallOutcome) => stopping(whatOf(prelude), outcome);
   const ended = async (outcome: CallOutcome): Promise<Outcome<Landing>> => {
     if (outcome.kind !== "confirmed") return stopped(ctx, prelude, chargeTo, outcome);
     if (fund) await fundedLanded(ctx, fund);
@@ -164,10 +160,8 @@ function preludeSteps(
         return ended(await sendCall(ctx, ready.call, "confirmed", { key, action }, may));
       }
       const unfunded = fund && (await fundPayer(ctx, fund, signer, may));
-      if (unfunded) {
-        const what = `the gas for the payer's ${prelude.name} transaction, which must land before the payment`;
-        return { ok: false, outcome: stopAt(what, unfunded), payersFault: false };
-      }
+      const what = `the gas for the payer's ${prelude.name} transaction, which must land before the payment`;
+      if (unfunded) return stopping(what, unfunded);
       return ended(await sendPayers(ctx, key, ready.raw, may));
     },
   };
@@ -180,22 +174,23 @@ async function stopped(
   chargeTo: Chargeable,
   outcome: CallOutcome,
 ): Promise<Landing> {
-  const fund = "raw" in prelude.tx ? prelude.tx.fund : undefined;
-  if (outcome.kind === "reverted" && !("raw" in prelude.tx)) {
-    chargeWaste(ctx, [chargeTo], outcome.receipt);
-  }
+  const tx = prelude.tx;
+  if (outcome.kind === "reverted" && !("raw" in tx)) chargeWaste(ctx, [chargeTo], outcome.receipt);
   const stoppedAt = stopAt(whatOf(prelude), outcome);
   const refused =
     stoppedAt.kind === "failed" &&
     stoppedAt.failure.code === "settlement_failed" &&
     stoppedAt.failure.status !== 500;
-  if (!("raw" in prelude.tx) || !refused) {
-    return { ok: false, outcome: stoppedAt, payersFault: false };
-  }
-  // Charged with what we sent for it, if we did; else as a revert of the payer's costing nothing.
-  const charged = fund ? await fundedWasted(ctx, fund) : false;
-  return { ok: false, outcome: stoppedAt, payersFault: !charged };
+  // The payer's refused: charged with what we sent for it, if we did; else as costing us nothing.
+  const payersFault = "raw" in tx && refused && !(tx.fund && (await fundedWasted(ctx, tx.fund)));
+  return { ok: false, outcome: stoppedAt, payersFault };
 }
+
+const stopping = (what: string, outcome: CallOutcome): Stop => ({
+  ok: false,
+  outcome: stopAt(what, outcome),
+  payersFault: false,
+});
 
 const whatOf = (prelude: Prelude) =>
   `the ${prelude.name} transaction that must land before the payment`;

@@ -10,6 +10,7 @@ import {
   type PublicClient,
   parseTransaction,
 } from "viem";
+import { setNewest } from "../../core/newest.js";
 import type { MaySend } from "../../core/settle-loop.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
@@ -17,17 +18,6 @@ import type { ChainAccess } from "./access.js";
 import { sendRaw } from "./broadcast.js";
 import { estimateFees } from "./fees.js";
 import { type Hole, LaneState } from "./lane-state.js";
-
-/** A promise chain that runs one task at a time. */
-class Lane {
-  #tail: Promise<unknown> = Promise.resolve();
-
-  run<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(task, task);
-    this.#tail = result.catch(() => undefined);
-    return result;
-  }
-}
 
 /** Signed bytes kept per chain, to put a reorged transaction back. */
 const RECENT_PER_CHAIN = 512;
@@ -47,7 +37,8 @@ const READ_AHEAD_MS = 5_000;
 
 export class SignerLane {
   readonly account: LocalAccount;
-  readonly #lane = new Lane();
+  /** The promise chain that runs this account's tasks one at a time. */
+  #tail: Promise<unknown> = Promise.resolve();
   readonly #states = new Map<number, LaneState>();
   readonly #recounts = new Map<number, Promise<void>>();
   readonly #recountedAt = new Map<number, number>();
@@ -156,7 +147,7 @@ export class SignerLane {
     chainId: number,
     send: (nonce: number) => Promise<{ consumed: boolean; value: T }>,
   ): Promise<T> {
-    return this.#lane.run(async () => {
+    return this.exclusive(async () => {
       let nonce = this.#next.get(chainId);
       if (nonce === undefined || this.#stale.has(chainId)) {
         const ahead = this.#ahead.get(chainId);
@@ -202,8 +193,7 @@ export class SignerLane {
 
   /** After an outage the node may be another (restarted, reset): forget what it took, too. */
   reset(chainId: number): void {
-    this.#next.delete(chainId);
-    this.#ahead.delete(chainId);
+    this.forget(chainId);
     this.#stale.delete(chainId);
     this.#taken.delete(chainId);
   }
@@ -217,19 +207,16 @@ export class SignerLane {
 
   /** Runs a task inside this account's lane. */
   exclusive<T>(task: () => Promise<T>): Promise<T> {
-    return this.#lane.run(task);
+    const result = this.#tail.then(task, task);
+    this.#tail = result.catch(() => undefined);
+    return result;
   }
 
   /** Keeps the newest signed bytes at `nonce` (a replacement overwrites its predecessor). */
   remember(chainId: number, nonce: number, raw: Hex): void {
     const recent = this.#recent.get(chainId) ?? new Map<number, Hex>();
     this.#recent.set(chainId, recent);
-    recent.delete(nonce);
-    recent.set(nonce, raw);
-    if (recent.size > RECENT_PER_CHAIN) {
-      const oldest = recent.keys().next();
-      if (!oldest.done) recent.delete(oldest.value);
-    }
+    setNewest(recent, nonce, raw, RECENT_PER_CHAIN);
   }
 
   /** The newest signed bytes this lane sent at `nonce`, while it still keeps them. */
@@ -304,8 +291,7 @@ export class SignerPool {
   async admitting(ctx: ChainAccess): Promise<SignerLane | Failure | undefined> {
     let first: Failure | undefined;
     for (let tried = 0; tried < this.lanes.length; tried++) {
-      const lane = this.next();
-      if (!lane) return undefined;
+      const lane = this.lanes[this.#turn++ % this.lanes.length] as SignerLane;
       const refusal = await lane.admission(ctx);
       if (!refusal) return lane;
       first ??= refusal;
@@ -319,12 +305,6 @@ export class SignerPool {
 
   get addresses(): Address[] {
     return this.lanes.map((lane) => lane.address);
-  }
-
-  next(): SignerLane | undefined {
-    const lane = this.lanes[this.#turn % Math.max(1, this.lanes.length)];
-    this.#turn++;
-    return lane;
   }
 
   byAddress(address: string): SignerLane | undefined {

@@ -5,12 +5,13 @@
  * funded again, failed = refused for the window, dropped), and what is sent is gas at risk until
  * it lands, wasted once it cannot.
  */
-import type { Address, Hex, TransactionReceipt } from "viem";
+import type { Address, TransactionReceipt } from "viem";
 import type { Answers } from "../../core/answers.js";
 import { type MaySend, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { GasAtRisk, Waste } from "./gas-at-risk.js";
 import { type CallOutcome, failed } from "./outcome.js";
+import { firstReceipt } from "./receipts.js";
 import { reconcile } from "./reconcile.js";
 import type { PreparedCall, SendingAccess } from "./transactions.js";
 import { prepareCall, sendCall } from "./transactions.js";
@@ -180,7 +181,7 @@ export async function fundedWasted(ctx: SponsoringAccess, funding: Funding): Pro
   await underClaim(ctx, key, async () => {
     const entry = await ctx.journal.get(key);
     if (entry?.state !== "landed") return;
-    const gas = ctx.gasAtRisk.heldAt(key)?.gas ?? (await worthOf(ctx, entry.hashes as Hex[])) ?? 0n;
+    const gas = ctx.gasAtRisk.heldAt(key)?.gas ?? (await firstWorth(ctx, entry.hashes)) ?? 0n;
     ctx.gasAtRisk.chargeHeld(ctx.chainId, key, wasteOf(funding, gas));
     charged = true;
     await ctx.journal.recordState(key, "failed").catch(() => undefined);
@@ -216,10 +217,7 @@ async function worth(ctx: SponsoringAccess, receipt: TransactionReceipt, value?:
   return receipt.gasUsed + ceilDiv(sent, receipt.effectiveGasPrice);
 }
 
-async function worthOf(ctx: SponsoringAccess, hashes: readonly Hex[]) {
-  for (const hash of hashes) {
-    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
-    if (receipt) return worth(ctx, receipt);
-  }
-  return undefined;
+async function firstWorth(ctx: SponsoringAccess, hashes: readonly string[]) {
+  const receipt = await firstReceipt(ctx.client, hashes);
+  return receipt && worth(ctx, receipt);
 }

@@ -33,8 +33,6 @@ import { isRevert } from "./revert.js";
 import { type Sent, sendFailure, wouldRevert } from "./send-failure.js";
 import { SignerLane, type SignerPool } from "./signers.js";
 
-export type { CallOutcome, ContractCall } from "./outcome.js";
-
 export interface SendingAccess extends ChainAccess {
   /** Empty for verify-only use. */
   readonly signers: SignerPool;
@@ -48,16 +46,12 @@ interface SettlementRecord {
   readonly action?: SentAction | undefined;
 }
 
+type CallFields = Readonly<{ chainId: number; to: Address; data: Hex; gas: bigint; value: bigint }>;
+
 export interface PreparedCall {
   readonly lane: SignerLane;
   readonly fees: Fees;
-  readonly base: Fees & {
-    readonly chainId: number;
-    readonly to: `0x${string}`;
-    readonly data: Hex;
-    readonly gas: bigint;
-    readonly value: bigint;
-  };
+  readonly base: Fees & CallFields;
 }
 
 /** Nonces tried when the node says each is used. */
@@ -89,19 +83,10 @@ export async function prepareCall(
       : await ctx.signers.admitting(ctx);
   if (lane && !(lane instanceof SignerLane)) return failed(lane);
   if (!lane) {
-    return failed(
-      options.signer
-        ? failure(
-            "settlement_failed",
-            `the payment must be settled by ${options.signer}, which is not one of the configured settlement keys`,
-            { status: 500 },
-          )
-        : failure(
-            "settlement_failed",
-            "no settlement key configured: set FACILITATOR_PRIVATE_KEY or pass --private-key-file",
-            { status: 500 },
-          ),
-    );
+    const why = options.signer
+      ? `the payment must be settled by ${options.signer}, which is not one of the configured settlement keys`
+      : "no settlement key configured: set FACILITATOR_PRIVATE_KEY or pass --private-key-file";
+    return failed(failure("settlement_failed", why, { status: 500 }));
   }
   const value = options.value ?? 0n;
   // A suffix's calldata (16 gas a byte) counts inside the bound: a payment never raises it.
@@ -325,5 +310,3 @@ function recordSends(
     ),
   ]);
 }
-
-export { receiptHasTransfer } from "./receipts.js";
