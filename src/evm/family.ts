@@ -21,7 +21,7 @@ import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry, SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
-import { type Failure, failure } from "../protocol/errors.js";
+import { type Failure, failed, failure } from "../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownAsset } from "../protocol/networks.js";
 import { type PaymentRequest, payerHint } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
@@ -275,13 +275,10 @@ export class EvmFamily implements ChainFamily {
     const scheme = this.schemes.find((s) => s.name === requirements.scheme);
     if (!scheme) {
       const names = this.schemes.map((s) => `"${s.name}"`);
-      return {
-        ok: false,
-        failure: failure(
-          "unsupported_scheme",
-          `scheme "${requirements.scheme}" is not supported; ${names.join(" and ")} ${names.length === 1 ? "is" : "are"}`,
-        ),
-      };
+      return failed(
+        "unsupported_scheme",
+        `scheme "${requirements.scheme}" is not supported; ${names.join(" and ")} ${names.length === 1 ? "is" : "are"}`,
+      );
     }
     const chainId = chainIdOf(requirements.network, x402Version);
     if (typeof chainId !== "number") return { ok: false, failure: chainId };

@@ -26,9 +26,12 @@ export function failure(
   return { code, message, ...extra };
 }
 
-/** A failed outcome as a result: `{ ok: false, failure }`. */
-export const failed = (code: ErrorCode, message?: string) =>
-  ({ ok: false, failure: failure(code, message) }) as const;
+/** A failed outcome as a result: `{ ok: false, failure }`, of a Failure or of one built here. */
+export const failed = (
+  f: ErrorCode | Failure,
+  message?: string,
+  extra?: Omit<Failure, "code" | "message">,
+) => ({ ok: false, failure: typeof f === "string" ? failure(f, message, extra) : f }) as const;
 
 /** A JSON answer, or the failure answered instead (POST /accepts, GET /discovery). */
 export type Answer =

@@ -16,7 +16,7 @@ import type { MaySend } from "../core/settle-loop.js";
 import { isAnswered, type JournalEntry, namespaceOf, type SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
 import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
-import { type Failure, failure } from "../protocol/errors.js";
+import { type Failure, failed } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
@@ -180,7 +180,7 @@ export class SvmFamily implements ChainFamily {
     const { requirements, x402Version } = request;
     if (requirements.scheme !== "exact") {
       const why = `scheme "${requirements.scheme}" is not supported on Solana; "exact" is`;
-      return { ok: false, failure: failure("unsupported_scheme", why) };
+      return failed("unsupported_scheme", why);
     }
     const network = solanaNetworkOf(requirements.network, x402Version);
     if (network === undefined) {
@@ -189,7 +189,7 @@ export class SvmFamily implements ChainFamily {
           ? "; v1 names are solana, solana-devnet and solana-testnet"
           : "; x402 v2 names Solana clusters solana:<first 32 characters of the genesis hash>";
       const why = `"${requirements.network}" is not a Solana network of x402 v${x402Version}${hint}`;
-      return { ok: false, failure: failure("unsupported_network", why) };
+      return failed("unsupported_network", why);
     }
     try {
       return { ok: true, ctx: await this.#context(network, requirements.network) };

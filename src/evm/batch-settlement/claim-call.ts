@@ -8,7 +8,7 @@ import {
   isAddressEqual,
   type LocalAccount,
 } from "viem";
-import type { Failure } from "../../protocol/errors.js";
+import { type Failure, failed } from "../../protocol/errors.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { channelIdOf, readViews } from "./channel.js";
@@ -25,10 +25,7 @@ export function ourAuthorizerFor(
   named: readonly Address[],
 ): { ok: true; authorizer: LocalAccount } | { ok: false; failure: Failure } {
   const authorizer = ctx.own(BATCH_OWN).receiverAuthorizer;
-  const refuse = (reason: Reason, message: string) => ({
-    ok: false as const,
-    failure: rejected(reason, message),
-  });
+  const refuse = (reason: Reason, message: string) => failed(rejected(reason, message));
   if (!authorizer) {
     return refuse(
       "authorizer_not_configured",
@@ -142,13 +139,12 @@ export async function rowsThatMove(
   if (moving.length > 0) return { ok: true, rows: moving };
   const first = rows[0];
   const already = totals.get(ids[0] as Hex) ?? 0n;
-  return {
-    ok: false,
-    failure: rejected(
+  return failed(
+    rejected(
       "nothing_to_settle",
       rows.length === 1 && first
         ? `nothing to claim: channel ${ids[0]} has ${already} claimed already${already === 0n ? " (it was never opened, or nothing was claimed yet)" : ""}, and this claim's total is ${first.totalClaimed}`
         : `nothing to claim: none of the ${rows.length} rows raises its channel's claimed total`,
     ),
-  };
+  );
 }

@@ -2,7 +2,7 @@
 
 import { unitsOf } from "../../core/amount-floor.js";
 import type { Parties } from "../../deny-list/deny-list.js";
-import { failure } from "../../protocol/errors.js";
+import { failed, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { PaymentMethod } from "../context.js";
@@ -68,17 +68,13 @@ function oneWay(
     name,
     accepts: () => true,
     settlementKey: () => undefined,
-    verify:
-      verify ??
-      (async () => ({ ok: false, failure: wrongType(`a ${name} is settled, not verified`) })),
+    verify: verify ?? (async () => failed(wrongType(`a ${name} is settled, not verified`))),
     settle:
       settle ??
-      (async () => ({
-        ok: false,
-        failure: wrongType(
-          `a ${name} is verified, not settled: the seller keeps it and claims it later`,
-        ),
-      })),
+      (async () =>
+        failed(
+          wrongType(`a ${name} is verified, not settled: the seller keeps it and claims it later`),
+        )),
   };
 }
 

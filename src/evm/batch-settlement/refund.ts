@@ -1,6 +1,6 @@
 /** A cooperative refund by refundWithSignature; claims riding along go first, in one multicall. */
 import { encodeFunctionData, type Hex } from "viem";
-import { type Failure, failure } from "../../protocol/errors.js";
+import { type Failure, failed } from "../../protocol/errors.js";
 import { actsFor, type PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -48,13 +48,10 @@ async function refundSignature(
     const who = request.caller
       ? `the API key ${request.caller.name} does not name it among its receivers`
       : "this request is anonymous";
-    return {
-      ok: false as const,
-      failure: failure(
-        "refund_not_authorized",
-        `the refund carries no refundAuthorizerSignature, so this facilitator's receiver authorizer would sign it, and it does so only when the channel's seller (receiver ${receiver}) asks; ${who}: send it with an API key bound to that receiver (--api-keys-file), or sign the refund with the channel's receiver authorizer`,
-      ),
-    };
+    return failed(
+      "refund_not_authorized",
+      `the refund carries no refundAuthorizerSignature, so this facilitator's receiver authorizer would sign it, and it does so only when the channel's seller (receiver ${receiver}) asks; ${who}: send it with an API key bound to that receiver (--api-keys-file), or sign the refund with the channel's receiver authorizer`,
+    );
   }
   const signature = await ours.authorizer.signTypedData({
     domain: settlementDomain(ctx.chainId),

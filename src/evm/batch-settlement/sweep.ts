@@ -1,5 +1,6 @@
 /** A settle: what was claimed for a receiver in one token, swept to it by settle(receiver, token). */
 import { encodeFunctionData, isAddressEqual, parseEventLogs } from "viem";
+import { failed } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -32,13 +33,12 @@ export async function settleSweep(
     return { ok: false, failure: chainFailure(error, "reading what the receiver has claimed") };
   }
   if (claimed <= settled) {
-    return {
-      ok: false,
-      failure: rejected(
+    return failed(
+      rejected(
         "nothing_to_settle",
         `nothing is claimed and unsettled for ${receiver} in ${token} (claimed ${claimed}, settled ${settled})`,
       ),
-    };
+    );
   }
   const data = encodeFunctionData({
     abi: SETTLEMENT_ABI,

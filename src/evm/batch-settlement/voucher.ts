@@ -1,7 +1,7 @@
 /** A voucher's verify: the payer's signature, the amount against the channel (its book if fresh). */
 import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
 import { setNewest } from "../../core/newest.js";
-import type { Failure } from "../../protocol/errors.js";
+import { type Failure, failed } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { VerifyResult } from "../../protocol/results.js";
 import type { EvmContext } from "../context.js";
@@ -273,11 +273,10 @@ async function raiseAgainst(
   if (raised === undefined) return { ok: true, payer: "", extra: stateExtra(channelId, state) };
   if (!("higher" in raised)) return "changed";
   book.verified(channelId, raised.higher);
-  return {
-    ok: false,
-    failure: rejected(
+  return failed(
+    rejected(
       "cumulative_amount_mismatch",
       `a voucher of this channel for ${raised.higher} cumulative was verified already; this one, for ${amount}, is stale`,
     ),
-  };
+  );
 }

@@ -3,7 +3,7 @@
  * settling transaction. Checked as the reference checks it, with its reason strings.
  */
 import { getAddress, isAddressEqual, size } from "viem";
-import { failure } from "../../protocol/errors.js";
+import { failed } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooLate } from "../../protocol/words.js";
 import type { EvmContext } from "../context.js";
@@ -59,10 +59,8 @@ export function extensionInfo(
 /** An extension's refusal, as `invalid_extension` with the reference's reason. */
 export const invalidExtension =
   (name: string) =>
-  (x402Reason: string, message: string): Step<never> => ({
-    ok: false,
-    failure: failure("invalid_extension", `${name}: ${message}`, { x402Reason }),
-  });
+  (x402Reason: string, message: string): Step<never> =>
+    failed("invalid_extension", `${name}: ${message}`, { x402Reason });
 
 const refusal = invalidExtension(EIP2612_GAS_SPONSORING);
 const invalid = (reason: string, message: string) => refusal(`eip2612_${reason}`, message);

@@ -17,7 +17,7 @@ import {
   unsent,
 } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
-import { type Failure, failure } from "../../protocol/errors.js";
+import { type Failure, failed, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -94,10 +94,7 @@ async function answer<P>(
   }
 }
 
-const alreadyUsed = (message: string) => ({
-  ok: false as const,
-  failure: failure("nonce_already_used", message),
-});
+const alreadyUsed = (message: string) => failed("nonce_already_used", message);
 
 /** Picks up this key's journaled settlement; undefined when it may be settled afresh. */
 async function pickUp<P>(
@@ -202,10 +199,8 @@ function paymentSteps<P>(
   return {
     key,
     observe: stageObserver(ctx.metrics, `eip155:${ctx.chainId}`),
-    busy: () => ({
-      ok: false,
-      failure: inProgress("this authorization is being settled right now; retry in a moment"),
-    }),
+    busy: () =>
+      failed(inProgress("this authorization is being settled right now; retry in a moment")),
     async pickUp(entry, _waitUntil, may) {
       // Read before the pick-up, which may write the entry down dropped (the file's in place).
       const handedOver = isAnswered(entry.state) && !ctx.answers.unsent(entry);
@@ -229,7 +224,7 @@ function paymentSteps<P>(
       for (const lane of ctx.signers.lanes) lane.readAhead(ctx.client, ctx.chainId);
       const early = simulate ? undefined : estimateEarly(method, ctx, payment, request);
       const verified = await method.verify(ctx, request, payment, { simulate, settling: true });
-      if (!verified.ok) return refuse({ ok: false, failure: verified.failure });
+      if (!verified.ok) return refuse(failed(verified.failure));
       const checked = verified.value;
       // upto: zero was used, so nothing moves; the authorization stays unspent.
       if (checked.settledAmount === 0n) {
@@ -240,13 +235,12 @@ function paymentSteps<P>(
         if (waitUntil !== "simulated") {
           return { ok: true, value: { checked, mark: Number.NEGATIVE_INFINITY } };
         }
-        return refuse({
-          ok: false,
-          failure: failure(
+        return refuse(
+          failed(
             "invalid_request",
             `waitUntil "simulated" cannot dry-run this payment: it takes ${preludes.length + 1} transactions (${preludes.map((p) => p.name).join(", ")}, then the transfer), and the transfer can only be simulated once the others have landed`,
           ),
-        });
+        );
       }
       const estimated = early && sameCall(early.call, checked.call) ? early.gas : undefined;
       const gasEstimate = { key: checked.gasKey, reuse: simulate, estimated };

@@ -1,5 +1,5 @@
 /** The requirement fields every `exact` EVM method reads, validated once. */
-import { type Failure, failure } from "../../protocol/errors.js";
+import { type Failure, failed } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
 import * as z from "../../protocol/zod.js";
@@ -41,7 +41,7 @@ export function eip712Domain(
   for (const [field, value] of Object.entries({ name, version })) {
     if (value === undefined || value === null || value === "") {
       const why = `${at}.${field} is required: the token's EIP-712 domain ${field}`;
-      return { ok: false, failure: failure("missing_eip712_domain", why) };
+      return failed("missing_eip712_domain", why);
     }
     if (typeof value !== "string") {
       const why = `${at}.${field}: expected a string`;
