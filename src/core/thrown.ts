@@ -26,7 +26,7 @@ export function nodeErrorOf(error: unknown): string | undefined {
   if (typeof walk !== "function") return undefined;
   const answered = walk.call(error, isRpcRequestError) as RpcRequestError | null;
   if (!answered) return undefined;
-  return `${answered.code}: ${answered.details.split("\n")[0]}`;
+  return `${answered.code}: ${firstLine(answered.details)}`;
 }
 
 type RpcRequestError = { name: string; code: number; details: string };

@@ -40,9 +40,9 @@ export function tooEarly(what: string, field: string, validAfter: bigint, now: b
   return `${what} is valid only in ${durationInWords(validAfter - now)} (${field} ${validAfter})`;
 }
 
-/** An error's first line, for answers and logs that must stay one line. */
+/** An error's (or a text's) first line, for answers and logs that must stay one line. */
 export const firstLine = (error: unknown): string =>
-  error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
+  (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "";
 
 /** JSON with keys sorted at every level (undefined left out): two spellings compare equal. */
 export function canonical(value: unknown): string {

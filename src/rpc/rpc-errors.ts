@@ -1,5 +1,6 @@
 /** RPC failures in words an operator can act on, and URLs with their secrets cut out. */
 import { BaseError, HttpRequestError, SocketClosedError, TimeoutError } from "viem";
+import { firstLine } from "../protocol/words.js";
 import { RateLimitedError } from "./provider-limits.js";
 
 /** Only scheme, host and port: RPC URLs often carry an API key in the path or the userinfo. */
@@ -72,7 +73,7 @@ export function unreachableReason(error: unknown): string {
   while (cause instanceof Error) {
     const code = (cause as { code?: unknown }).code;
     if (typeof code === "string") return SOCKET_ERRORS[code] ?? code;
-    innermost = cause.message.split("\n")[0] ?? "";
+    innermost = firstLine(cause);
     cause = cause.cause;
   }
   // The innermost words ("bad port"), unless they quote a URL.

@@ -7,6 +7,7 @@ import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
+import { firstLine } from "../../protocol/words.js";
 import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
@@ -292,7 +293,7 @@ async function simulateAlone(
   if (error === undefined) return undefined;
   const failure = chainFailure(error, "simulating the claim");
   if (failure.code === "chain_unavailable") return failure;
-  return claimReverts(String((error as Error)?.message ?? error).split("\n")[0]);
+  return claimReverts(firstLine(error));
 }
 
 /** The batch's calls: the rows we sign in one (a channel's highest total), then sellers' own. */

@@ -3,6 +3,7 @@ import { type Address, encodeFunctionData, erc20Abi, type Hex } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import { firstLine } from "../../protocol/words.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure, type Step, simulateWithin } from "../exact/checks.js";
@@ -196,8 +197,8 @@ async function verify(
     { use: BATCH_GAS.deposit, deployment: deploys },
   );
   if (!simulated.ok) {
-    const why = String((simulated.error as Error)?.message ?? simulated.error).split("\n")[0];
-    return refuse(rejected("deposit_simulation_failed", `the deposit would revert: ${why}`));
+    const why = `the deposit would revert: ${firstLine(simulated.error)}`;
+    return refuse(rejected("deposit_simulation_failed", why));
   }
   // Spent from the payer's allowance for Permit2 too, unless its permit sets it in the deposit.
   const spends =

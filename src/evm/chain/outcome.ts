@@ -1,6 +1,7 @@
 /** What sending a settlement transaction came to, and helpers making node errors one-line failures. */
 import { concatHex, type Hex, type TransactionReceipt } from "viem";
 import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
+import { firstLine } from "../../protocol/words.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 
 export interface ContractCall {
@@ -32,8 +33,7 @@ export type CallOutcome =
 
 export function shortText(error: unknown): string {
   if (error instanceof Error) {
-    const short = (error as { shortMessage?: string }).shortMessage ?? error.message;
-    return short.split("\n")[0] ?? short;
+    return firstLine((error as { shortMessage?: string }).shortMessage ?? error.message);
   }
   return String(error);
 }
@@ -41,7 +41,7 @@ export function shortText(error: unknown): string {
 /** What the node itself said (viem's details), else the error's first line. */
 export function nodeSaid(error: unknown): string {
   const details = error instanceof Error ? (error as { details?: string }).details : undefined;
-  return details?.split("\n")[0] || shortText(error);
+  return (details && firstLine(details)) || shortText(error);
 }
 
 /** Everything the node says about a transaction, details included, for matching its refusals. */

@@ -6,6 +6,7 @@ import { type TokenUnits, tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { invalidField, type PaymentRequest } from "../../protocol/request.js";
 import { describeIssue } from "../../protocol/schemas.js";
+import { firstLine } from "../../protocol/words.js";
 import type * as z from "../../protocol/zod.js";
 import { isUnreachable, unreachableReason } from "../../rpc/rpc.js";
 import {
@@ -150,8 +151,7 @@ export function chainFailure(error: unknown, doing: string): Failure {
   if (said !== undefined) {
     return failure("chain_unavailable", `${doing}: the RPC answered with an error (${said})`);
   }
-  const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
-  return failure("internal_error", `${doing}: ${text}`);
+  return failure("internal_error", `${doing}: ${firstLine(error)}`);
 }
 
 /** The chain failure of the first read (of outcomeOf's) that could not reach the RPC, if any. */

@@ -1,6 +1,7 @@
 /** The Solana JSON-RPC calls of `exact`; an unreachable node's errors are thrown as they are. */
 import type { Client } from "viem";
 import type { MaySend } from "../../core/settle-loop.js";
+import { firstLine } from "../../protocol/words.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 
 export type Commitment = "processed" | "confirmed" | "finalized";
@@ -53,7 +54,7 @@ export async function simulate(
 /** What the node said when it answered with an error, in one line. */
 export function nodeRefusal(error: unknown): string {
   const text = error instanceof Error ? (error as { details?: string }).details : undefined;
-  return text ?? (error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error));
+  return text ?? firstLine(error);
 }
 
 /** A runtime error in a few words: `{"InstructionError":[2,{"Custom":1}]}`, named when known. */
