@@ -4,7 +4,7 @@
  * unknown outcome) hands over no success: 503 pending, and the retry gets it. What remains: a
  * process killed between record and hand-over (a few ms; bench:faults sees it in 1 of 4 runs).
  */
-import { failure } from "../protocol/errors.js";
+import { failed } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
 import { type JournalEntry, notRecorded, type SettlementStore, UNRECORDED } from "./store.js";
 
@@ -74,10 +74,6 @@ export class Answers {
 
 /** A success that could not be written down first: the caller retries (it is never sent twice). */
 export function unrecorded(payer: string, transactionHash: string): SettleResult {
-  return {
-    ok: false,
-    payer,
-    transactionHash,
-    failure: failure("settlement_pending", UNRECORDED, { status: 503, retryAfterSeconds: 2 }),
-  };
+  const pending = failed("settlement_pending", UNRECORDED, { status: 503, retryAfterSeconds: 2 });
+  return { ...pending, payer, transactionHash };
 }

@@ -1,7 +1,7 @@
 /** How a sent Solana settlement comes out: its answer, and what ledger, journal, throttle and metrics hear. */
 import { unrecorded } from "../../core/answers.js";
 import { type Outcome, Success } from "../../core/settle-loop.js";
-import { failure } from "../../protocol/errors.js";
+import { failed } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { SvmSpend } from "../chain/ledger-reads.js";
@@ -68,25 +68,18 @@ export async function conclude(s: Settling, landing: Landing): Promise<Outcome<S
         landing.kind === "failed"
           ? `the transaction failed on chain: ${describeTransactionError(landing.err)}`
           : "the transaction expired before it landed (its blockhash is more than 150 blocks old): nothing was paid, and the payer must sign a new payment";
-      return {
-        ok: false,
-        payer,
-        transactionHash: hash,
-        failure: failure("settlement_failed", why, {
-          x402Reason: FAILED_REASON[request.x402Version],
-        }),
-      };
+      const x402Reason = FAILED_REASON[request.x402Version];
+      return { ...failed("settlement_failed", why, { x402Reason }), payer, transactionHash: hash };
     }
     case "timeout":
       if (ctx.watchSubmitted) void watch(s);
       return {
-        ok: false,
-        payer,
-        transactionHash: hash,
-        failure: failure(
+        ...failed(
           "settlement_pending",
           `the transaction was sent but not confirmed within ${Math.round(ctx.confirmTimeoutMs / 1000)} s; retry to follow it (it is never sent twice)`,
         ),
+        payer,
+        transactionHash: hash,
       };
   }
 }
@@ -144,21 +137,16 @@ export function alreadyOnChain(
   const sig = s.signed.signature;
   if (status && status.err !== null) {
     return {
-      ok: false,
-      payer,
-      failure: failure(
+      ...failed(
         "settlement_failed",
         `this transaction already failed on chain (${sig}: ${describeTransactionError(status.err)}); the payer must sign a new payment`,
         { x402Reason: FAILED_REASON[s.request.x402Version] },
       ),
+      payer,
     };
   }
   const where = status ? ` in slot ${status.slot}` : " (the chain no longer shows it)";
-  return {
-    ok: false,
-    payer,
-    failure: failure("duplicate_settlement", `this transaction ${what}${where}: ${sig}`),
-  };
+  return { ...failed("duplicate_settlement", `this transaction ${what}${where}: ${sig}`), payer };
 }
 
 /** The chain has it: never a second success; a smart wallet's unpaid one keeps its answer. */

@@ -11,7 +11,7 @@ import {
   settleInTurn,
 } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry, type NewEntry } from "../../core/store.js";
-import { FacilitatorError, failure } from "../../protocol/errors.js";
+import { FacilitatorError, failed, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -216,18 +216,9 @@ async function sendAndFollow(
     if (neverReachedNode(error) || !isUnreachable(error)) {
       abandon(s);
       if (neverReachedNode(error)) throw error;
-      return {
-        ok: false,
-        payer,
-        failure: failure(
-          "settlement_failed",
-          `the node refused the transaction: ${nodeRefusal(error)}`,
-          {
-            status: 500,
-            x402Reason: FAILED_REASON[request.x402Version],
-          },
-        ),
-      };
+      const why = `the node refused the transaction: ${nodeRefusal(error)}`;
+      const x402Reason = FAILED_REASON[request.x402Version];
+      return { ...failed("settlement_failed", why, { status: 500, x402Reason }), payer };
     }
     // The answer was lost, not the transaction: it may be in the node's hands. Follow it.
   }
