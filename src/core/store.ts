@@ -6,14 +6,10 @@ import type { Catalogue } from "../bazaar/catalogue.js";
 
 /** The chain an entry is on, as a CAIP-2 id; its namespace says which family follows it. */
 export type Network = string;
-/** An account as its chain writes it (EVM: 0x hex, Solana: base58). */
-export type Account = string;
 /** A transaction's id as its chain writes it (EVM: its 0x hash, Solana: its base58 signature). */
 export type TxHash = string;
 /** A signed transaction's bytes as text (EVM: 0x hex, Solana: base64). */
 export type RawTx = string;
-/** The sender's transaction count it was sent with (0 on a chain without one). */
-export type TxNonce = number;
 
 /** The namespace of a CAIP-2 network ("eip155", "solana"). */
 export const namespaceOf = (network: Network): string => network.slice(0, network.indexOf(":"));
@@ -29,11 +25,11 @@ export interface Waste {
   readonly cause: "reverted" | "out-of-gas" | "no-transfer";
 }
 
-/** The Transfer that proves the payment happened. */
+/** The Transfer that proves the payment happened, accounts as their chain writes them. */
 export interface ExpectedTransfer {
-  readonly token: Account;
-  readonly from: Account;
-  readonly to: Account;
+  readonly token: string;
+  readonly from: string;
+  readonly to: string;
   readonly value: string;
 }
 
@@ -77,8 +73,9 @@ export interface JournalEntry {
   readonly key: string;
   readonly network: Network;
   /** Who sent it: our key (or a payer, for a transaction it signed itself). */
-  readonly signer: Account;
-  readonly txNonce: TxNonce;
+  readonly signer: string;
+  /** The sender's transaction count it was sent with (0 on a chain without one). */
+  readonly txNonce: number;
   /** The Transfer that proves the payment; none for a transaction that only prepares one. */
   readonly expect?: ExpectedTransfer | undefined;
   /** What a transaction without a Transfer of its own was sent for. */

@@ -141,7 +141,8 @@ async function revertedAsIs(
   }
 }
 
-const refused = (f: Failure, payer?: string, hash?: Hex) => ({
+/** A refusal as `Sent`: the settle answer it ends in, naming the payer and a hash sent. */
+export const refused = (f: Failure, payer?: string, hash?: Hex) => ({
   ok: false as const,
   result: { ok: false as const, failure: f, payer, transactionHash: hash },
 });

@@ -3,11 +3,10 @@ import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { inProgress, type MaySend, type Outcome, Success } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
-import type { Failure } from "../../protocol/errors.js";
 import { reconcile } from "../chain/reconcile.js";
 import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
-import type { Sent } from "../send-action.js";
+import { refused, type Sent } from "../send-action.js";
 
 /** The claim `entry`'s transaction, or undefined when none stands (unsent, reverted, dropped). */
 export async function pickUpClaim(
@@ -50,10 +49,7 @@ async function follow(
         void ctx.journal.recordState(sent.key, "answered").catch(() => undefined);
       return answer(key, picked.hash, true, picked.receipt);
     case "failed":
-      return {
-        ok: false,
-        result: { ok: false, failure: picked.failure, transactionHash: picked.hash },
-      };
+      return refused(picked.failure, undefined, picked.hash);
     case "would-revert":
       // Gone from the pool, and it would revert now: it is over; the claim is judged afresh.
       await ctx.journal.recordState(sent.key, "failed").catch(() => undefined);
@@ -75,5 +71,3 @@ const answer = (key: string, hash: Hex, mined: boolean, receipt?: TransactionRec
     { ok: false, result: unrecorded("", hash) },
     mined,
   );
-
-export const refused = (failure: Failure): Sent => ({ ok: false, result: { ok: false, failure } });
