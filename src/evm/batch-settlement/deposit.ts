@@ -6,7 +6,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import { firstLine } from "../../protocol/words.js";
 import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
-import { chainFailure, type Step, simulateWithin } from "../exact/checks.js";
+import { chainFailure, refuse, type Step, simulateWithin } from "../exact/checks.js";
 import { approvalPreludes } from "../exact/erc20-approval.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
 import {
@@ -43,8 +43,6 @@ interface Deposit {
   readonly channelId: Hex;
   readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
-
-const refuse = (failure: Failure): Step<never> => ({ ok: false, failure });
 
 function depositCall(deposit: Deposit, permit2612?: Eip2612Permit) {
   const { payload, via } = deposit;
