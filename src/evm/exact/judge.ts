@@ -5,7 +5,7 @@
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { Success } from "../../core/settle-loop.js";
 import type { EntryState, JournalEntry } from "../../core/store.js";
-import { failure } from "../../protocol/errors.js";
+import { failed, failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
 import { type EvmTransfer, evmEntry } from "../chain/entry.js";
 import type { CallOutcome } from "../chain/outcome.js";
@@ -132,13 +132,12 @@ export function answeredAgain(
   if (!(sent instanceof Success) || !sent.result.ok) return sent;
   const hash = sent.result.transactionHash;
   const result: SettleResult = {
-    ok: false,
-    payer: sent.result.payer,
-    transactionHash: hash,
-    failure: failure(
+    ...failed(
       "nonce_already_used",
       `this authorization was already answered in ${earlier}, which can never land (its nonce went to another transaction); it was sent afresh in ${hash}`,
     ),
+    payer: sent.result.payer,
+    transactionHash: hash,
   };
   return new Success(result, sent.keys, sent.unrecorded, sent.mined);
 }
