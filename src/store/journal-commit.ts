@@ -7,6 +7,7 @@ import { constants, fdatasync, fstatSync, ftruncate, write } from "node:fs";
 import { promisify } from "node:util";
 import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
 import { FacilitatorError } from "../protocol/errors.js";
+import { firstLine } from "../protocol/words.js";
 
 /** Writes `length` bytes of `buffer` from `offset`; resolves with how many it wrote. */
 export type WriteBytes = (
@@ -33,13 +34,8 @@ export class GroupNotWritten extends Error {
     /** How big the group was. */
     readonly bytes = 0,
   ) {
-    super(describeWriteError(cause));
+    super(firstLine(cause));
   }
-}
-
-/** "ENOSPC: no space left on device", or "wrote 578 of 1350 bytes", from a write's failure. */
-export function describeWriteError(error: unknown): string {
-  return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
 }
 
 /** An unwritable journal is an unavailable store (503, Retry-After), not a failed payment. */
@@ -155,7 +151,7 @@ export class GroupCommit {
     } catch (error) {
       const cause =
         written > 0 && error instanceof Error
-          ? new Error(`${describeWriteError(error)} (wrote ${written} of ${bytes.length} bytes)`, {
+          ? new Error(`${firstLine(error)} (wrote ${written} of ${bytes.length} bytes)`, {
               cause: error,
             })
           : error;

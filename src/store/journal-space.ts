@@ -5,6 +5,7 @@
 import { statfsSync, statSync } from "node:fs";
 import { open, unlink } from "node:fs/promises";
 import path from "node:path";
+import { firstLine } from "../protocol/words.js";
 
 /** What a probe writes: room for some forty settlement records (about 1.4 KB each). */
 const PROBE_BYTES = 64 * 1024;
@@ -65,7 +66,7 @@ export async function probeRoom(file: string): Promise<string | undefined> {
     }
     return undefined;
   } catch (error) {
-    return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
+    return firstLine(error);
   } finally {
     await unlink(probe).catch(() => undefined);
   }
