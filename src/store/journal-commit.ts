@@ -49,8 +49,8 @@ export function unwritable(error: GroupNotWritten): FacilitatorError {
 }
 
 export class GroupCommit {
-  /** The file's descriptor now; undefined once it is closed. */
-  readonly #fd: () => number | undefined;
+  /** The file's descriptor: undefined while it is read, and once it is closed. */
+  fd: number | undefined;
   /** Lines appended but not yet handed to the disk, and how many lines were ever appended. */
   #pending: string[] = [];
   #appended = 0;
@@ -68,8 +68,7 @@ export class GroupCommit {
   #held: Promise<unknown> | undefined;
 
   /** Only tests pass their own `write`: one that stops short where no small disk can be mounted. */
-  constructor(fd: () => number | undefined, write: WriteBytes = writeBytes) {
-    this.#fd = fd;
+  constructor(write: WriteBytes = writeBytes) {
     this.#write = write;
   }
 
@@ -106,7 +105,7 @@ export class GroupCommit {
         // Lines appended in this turn of the event loop join the group.
         await new Promise((resolve) => setImmediate(resolve));
         while (this.#held) await this.#held;
-        const fd = this.#fd();
+        const fd = this.fd;
         const text = this.#pending.join("");
         const upTo = this.#appended;
         this.#pending = [];
