@@ -46,6 +46,7 @@ const RAISE_FLUSH_MS = 1_000;
 
 export class Journal implements SettlementStore {
   readonly path: string | undefined;
+  readonly where: string;
   readonly shared = false;
   /** This run of the process, as its records name who sent or answered a settlement. */
   readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -67,6 +68,7 @@ export class Journal implements SettlementStore {
   /** A journal kept in `file` (created if missing), or only in memory when `file` is undefined. */
   constructor(file?: string, options: JournalOptions = {}) {
     this.path = file;
+    this.where = file ?? "in memory";
     this.#entries = new EntriesInMemory(options.settledInMemory ?? Journal.SETTLED_IN_MEMORY);
     this.#commits = new GroupCommit(options.write);
     if (!file) return;
@@ -92,10 +94,6 @@ export class Journal implements SettlementStore {
   /** Compacts the file now (journal-history.ts); resolves when done. */
   compact(): Promise<void> {
     return this.#history?.compact() ?? Promise.resolve();
-  }
-
-  get where(): string {
-    return this.path ?? "in memory";
   }
 
   get(key: string): JournalEntry | undefined {
