@@ -7,6 +7,7 @@ import { constants, fdatasync, fstatSync, ftruncate, write } from "node:fs";
 import { promisify } from "node:util";
 import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
 import { FacilitatorError } from "../protocol/errors.js";
+import { firstLine } from "../protocol/words.js";
 
 /** Writes `length` bytes of `buffer` from `offset`; resolves with how many it wrote. */
 export type WriteBytes = (
@@ -33,13 +34,8 @@ export class GroupNotWritten extends Error {
     /** How big the group was. */
     readonly bytes = 0,
   ) {
-    super(describeWriteError(cause));
+    super(firstLine(cause));
   }
-}
-
-/** "ENOSPC: no space left on device", or "wrote 578 of 1350 bytes", from a write's failure. */
-export function describeWriteError(error: unknown): string {
-  return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
 }
 
 /** An unwritable journal is an unavailable store (503, Retry-After), not a failed payment. */
@@ -53,8 +49,8 @@ export function unwritable(error: GroupNotWritten): FacilitatorError {
 }
 
 export class GroupCommit {
-  /** The file's descriptor now; undefined once it is closed. */
-  readonly #fd: () => number | undefined;
+  /** The file's descriptor: undefined while it is read, and once it is closed. */
+  fd: number | undefined;
   /** Lines appended but not yet handed to the disk, and how many lines were ever appended. */
   #pending: string[] = [];
   #appended = 0;
@@ -72,8 +68,7 @@ export class GroupCommit {
   #held: Promise<unknown> | undefined;
 
   /** Only tests pass their own `write`: one that stops short where no small disk can be mounted. */
-  constructor(fd: () => number | undefined, write: WriteBytes = writeBytes) {
-    this.#fd = fd;
+  constructor(write: WriteBytes = writeBytes) {
     this.#write = write;
   }
 
@@ -110,7 +105,7 @@ export class GroupCommit {
         // Lines appended in this turn of the event loop join the group.
         await new Promise((resolve) => setImmediate(resolve));
         while (this.#held) await this.#held;
-        const fd = this.#fd();
+        const fd = this.fd;
         const text = this.#pending.join("");
         const upTo = this.#appended;
         this.#pending = [];
@@ -155,7 +150,7 @@ export class GroupCommit {
     } catch (error) {
       const cause =
         written > 0 && error instanceof Error
-          ? new Error(`${describeWriteError(error)} (wrote ${written} of ${bytes.length} bytes)`, {
+          ? new Error(`${firstLine(error)} (wrote ${written} of ${bytes.length} bytes)`, {
               cause: error,
             })
           : error;

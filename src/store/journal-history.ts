@@ -33,21 +33,12 @@ const pendingBytes = (lines: readonly ArchivedLine[]) =>
 const lineBytes = (line: ArchivedLine) =>
   line.t === "entry" ? entryBytes({ ...line, raws: [] }) : valueBytes(line);
 
-/** What the history needs of its journal. */
-export interface HistoryOwner {
-  readonly commits: GroupCommit;
-  /** The file's descriptor now (undefined while reading it, and once closed). */
-  fd(): number | undefined;
-  setFd(fd: number): void;
-  /** What memory holds now (entries, identifiers, scheme state, catalogue) and how much. */
-  snapshot(): Snapshot;
-  live(): number;
-}
-
 export class JournalHistory {
   readonly archive: JournalArchive;
   readonly #file: string;
-  readonly #owner: HistoryOwner;
+  readonly #commits: GroupCommit;
+  /** What memory holds now (entries, identifiers, scheme state, catalogue). */
+  readonly #snapshot: () => Snapshot;
   readonly #options: JournalOptions;
   readonly #compactAfter: number;
   /** What left memory since the last compaction; undefined once this process must not rewrite the file. */
@@ -63,9 +54,15 @@ export class JournalHistory {
   #linesCompacted = 0;
   #compaction: Promise<void> | undefined;
 
-  constructor(file: string, owner: HistoryOwner, options: JournalOptions) {
+  constructor(
+    file: string,
+    commits: GroupCommit,
+    snapshot: () => Snapshot,
+    options: JournalOptions,
+  ) {
     this.#file = file;
-    this.#owner = owner;
+    this.#commits = commits;
+    this.#snapshot = snapshot;
     this.#options = options;
     this.archive = new JournalArchive(file);
     this.#compactAfter = options.compactAfterLines ?? COMPACT_AFTER_LINES;
@@ -114,7 +111,7 @@ export class JournalHistory {
       this.#pendingBytes = pendingBytes(this.#toArchive);
     }
     // Reading a long uncompacted file: history goes to disk as it is read, not kept in memory.
-    else if (this.#owner.fd() === undefined && this.#segmentDue()) {
+    else if (this.#commits.fd === undefined && this.#segmentDue()) {
       this.archive.writeSync(this.#toArchive, this.archive.through + ++this.#unfinished);
       this.#toArchive = [];
       this.#pendingBytes = 0;
@@ -130,14 +127,15 @@ export class JournalHistory {
     if (this.#unfinished === 0) archive.removeUnfinished();
     // A compaction's new file that was never renamed into place.
     rmSync(`${this.#file}.compact`, { force: true });
-    const live = this.#owner.live();
+    const snapshot = this.#snapshot();
+    const live = snapshot.entries.length + snapshot.ids.length + snapshot.others.length;
     if (this.#unfinished === 0 && !(lines > this.#compactAfter && lines > 4 * live)) return;
     try {
       if (toArchive.length > 0) archive.writeSync(toArchive, archive.through + ++this.#unfinished);
       this.#toArchive = [];
       this.#pendingBytes = 0;
       const through = archive.through + this.#unfinished;
-      rewrite(this.#file, liveLines(through, this.#owner.snapshot()));
+      rewrite(this.#file, liveLines(through, snapshot));
       archive.through = through;
       this.#lines = this.#linesCompacted = live + 1;
     } catch {
@@ -187,7 +185,7 @@ export class JournalHistory {
         },
         (error: unknown) => {
           this.#linesCompacted = this.#lines;
-          if (this.#owner.fd() !== undefined) {
+          if (this.#commits.fd !== undefined) {
             this.#warn(`could not compact the journal (${String(error)}); it is kept whole`);
           }
         },
@@ -206,15 +204,15 @@ export class JournalHistory {
    */
   async #compactLive(): Promise<void> {
     const { archive } = this;
-    const owner = this.#owner;
+    const commits = this.#commits;
     const file = this.#file;
     const step = this.#options.onCompactionStep;
     let taken: ArchivedLine[] = [];
-    const cut = await owner.commits.exclusive(async () => {
-      const fd = owner.fd();
+    const cut = await commits.exclusive(async () => {
+      const fd = commits.fd;
       if (fd === undefined) return undefined;
       const { size } = await promisify(fstat)(fd);
-      const snapshot = owner.snapshot();
+      const snapshot = this.#snapshot();
       taken = this.#toArchive ?? [];
       this.#toArchive = [];
       this.#pendingBytes = 0;
@@ -243,8 +241,8 @@ export class JournalHistory {
         const live = lines;
         await out.sync();
         step?.("written");
-        const swapped = await owner.commits.exclusive(async () => {
-          const fd = owner.fd();
+        const swapped = await commits.exclusive(async () => {
+          const fd = commits.fd;
           if (fd === undefined) return false;
           // What was appended since the cut (a few groups), then the rename that commits it all.
           lines += await writeCounted(out, await readFrom(file, cut.size));
@@ -252,7 +250,7 @@ export class JournalHistory {
           step?.("tail");
           await rename(next, file);
           archive.through = segment;
-          owner.setFd(openSync(file, APPEND_FLAGS, 0o600));
+          commits.fd = openSync(file, APPEND_FLAGS, 0o600);
           closeSync(fd);
           step?.("renamed");
           await syncDir(path.dirname(file));

@@ -5,19 +5,13 @@
 import { statfsSync, statSync } from "node:fs";
 import { open, unlink } from "node:fs/promises";
 import path from "node:path";
+import { firstLine } from "../protocol/words.js";
 
 /** What a probe writes: room for some forty settlement records (about 1.4 KB each). */
 const PROBE_BYTES = 64 * 1024;
 
-export interface DiskSpace {
-  /** Where the file system holding the journal is mounted. */
-  readonly mount: string;
-  readonly freeBytes: number;
-  readonly sizeBytes: number;
-}
-
-/** The file system holding `file` (or its directory), or undefined where it cannot be asked. */
-export function diskOf(file: string): DiskSpace | undefined {
+/** The file system holding `file`: where it is mounted, its room; undefined where it cannot be asked. */
+export function diskOf(file: string) {
   try {
     let dir = path.dirname(path.resolve(file));
     const device = statSync(dir).dev;
@@ -33,7 +27,7 @@ export function diskOf(file: string): DiskSpace | undefined {
 }
 
 /** "the file system mounted at /x (12 KiB free of 1.0 MiB)". */
-export function describeDisk(disk: DiskSpace): string {
+export function describeDisk(disk: NonNullable<ReturnType<typeof diskOf>>): string {
   return `the file system mounted at ${disk.mount} (${bytes(disk.freeBytes)} free of ${bytes(disk.sizeBytes)})`;
 }
 
@@ -65,7 +59,7 @@ export async function probeRoom(file: string): Promise<string | undefined> {
     }
     return undefined;
   } catch (error) {
-    return error instanceof Error ? (error.message.split("\n")[0] ?? error.name) : String(error);
+    return firstLine(error);
   } finally {
     await unlink(probe).catch(() => undefined);
   }

@@ -46,6 +46,7 @@ const RAISE_FLUSH_MS = 1_000;
 
 export class Journal implements SettlementStore {
   readonly path: string | undefined;
+  readonly where: string;
   readonly shared = false;
   /** This run of the process, as its records name who sent or answered a settlement. */
   readonly runId = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -61,41 +62,29 @@ export class Journal implements SettlementStore {
   /** Identifiers whose settle runs in this process now. */
   readonly #idsRunning = new Set<string>();
   readonly #inFlight = new Set<string>();
-  #fd: number | undefined;
   /** Settled history past memory, and compaction (journal-history.ts); none in memory only. */
   readonly #history: JournalHistory | undefined;
 
   /** A journal kept in `file` (created if missing), or only in memory when `file` is undefined. */
   constructor(file?: string, options: JournalOptions = {}) {
     this.path = file;
+    this.where = file ?? "in memory";
     this.#entries = new EntriesInMemory(options.settledInMemory ?? Journal.SETTLED_IN_MEMORY);
-    this.#commits = new GroupCommit(() => this.#fd, options.write);
+    this.#commits = new GroupCommit(options.write);
     if (!file) return;
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    this.#history = new JournalHistory(
-      file,
-      {
-        commits: this.#commits,
-        fd: () => this.#fd,
-        setFd: (fd) => {
-          this.#fd = fd;
-        },
-        snapshot: () => ({
-          entries: [...this.#entries.values()],
-          ids: [...this.#ids],
-          others: [...this.#schemeState.all(), ...this.catalogue.lines()],
-        }),
-        live: () =>
-          this.#entries.size + this.#ids.size + this.#schemeState.size + this.catalogue.size,
-      },
-      options,
-    );
+    const snapshot = () => ({
+      entries: [...this.#entries.values()],
+      ids: [...this.#ids],
+      others: [...this.#schemeState.all(), ...this.catalogue.lines()],
+    });
+    this.#history = new JournalHistory(file, this.#commits, snapshot, options);
     this.#history.read(replay(file, (record) => this.#apply(record as Line), options.warn));
-    this.#fd = openSync(file, APPEND_FLAGS, 0o600);
+    this.#commits.fd = openSync(file, APPEND_FLAGS, 0o600);
     // A line cut short by a crash would swallow the next record: end it first.
     if (endsMidLine(file)) {
       try {
-        writeSync(this.#fd, "\n");
+        writeSync(this.#commits.fd, "\n");
       } catch {
         this.#commits.endsMidLine();
       }
@@ -105,10 +94,6 @@ export class Journal implements SettlementStore {
   /** Compacts the file now (journal-history.ts); resolves when done. */
   compact(): Promise<void> {
     return this.#history?.compact() ?? Promise.resolve();
-  }
-
-  get where(): string {
-    return this.path ?? "in memory";
   }
 
   get(key: string): JournalEntry | undefined {
@@ -212,7 +197,7 @@ export class Journal implements SettlementStore {
     seenAt?: number,
   ): RaiseRefusal | undefined {
     const refused = this.#schemeState.raise(namespace, id, value, seenAt);
-    if (this.#fd === undefined || refused !== undefined) return refused;
+    if (this.#commits.fd === undefined || refused !== undefined) return refused;
     // Written a second later, a line per id: the hot path waits for no disk (the port allows it).
     if (!this.#raiseFlush) {
       this.#raiseFlush = setTimeout(() => this.#flushRaises(), RAISE_FLUSH_MS);
@@ -224,7 +209,7 @@ export class Journal implements SettlementStore {
   async markChanged(namespace: string, id: string, at: number): Promise<void> {
     const line: Line = { t: "changed-at", namespace, id, changedAt: at };
     this.#apply(line);
-    if (this.#fd !== undefined) await this.#write(line);
+    if (this.#commits.fd !== undefined) await this.#write(line);
   }
 
   #raiseFlush: NodeJS.Timeout | undefined;
@@ -265,16 +250,16 @@ export class Journal implements SettlementStore {
   close(): void {
     clearTimeout(this.#raiseFlush);
     this.#raiseFlush = undefined;
-    if (this.#fd !== undefined) {
+    if (this.#commits.fd !== undefined) {
       const lines = this.#schemeState.owed().map((line) => `${JSON.stringify(line)}\n`);
       try {
-        if (lines.length > 0) writeSync(this.#fd, lines.join(""));
+        if (lines.length > 0) writeSync(this.#commits.fd, lines.join(""));
       } catch {
         // A full disk: those raises are lost, as a crash would lose them.
       }
-      closeSync(this.#fd);
+      closeSync(this.#commits.fd);
     }
-    this.#fd = undefined;
+    this.#commits.fd = undefined;
   }
 
   readonly #commits: GroupCommit;
@@ -285,8 +270,8 @@ export class Journal implements SettlementStore {
    */
   #write(line: Line): Promise<void> {
     const settlement = line.t === "send" || line.t === "replace" || line.t === "state";
-    if (this.#fd === undefined || !settlement) this.#apply(line);
-    if (this.#fd === undefined) return Promise.resolve();
+    if (this.#commits.fd === undefined || !settlement) this.#apply(line);
+    if (this.#commits.fd === undefined) return Promise.resolve();
     return this.#commits
       .append(`${JSON.stringify({ ...line, at: new Date().toISOString() })}\n`)
       .then(

@@ -2,7 +2,6 @@
  * Signer leases: each key's nonces are counted by the one replica that holds its lease. A lease
  * found taken by another is lost for good: this replica no longer sends from that key.
  */
-import type { Address } from "viem";
 import type { Query } from "./postgres-query.js";
 
 /** A signer's lease held by another owner: who, and until when unless it is renewed. */
@@ -39,7 +38,7 @@ export class SignerLeases {
   constructor(
     private readonly query: Query,
     private readonly owner: string,
-    private readonly signers: readonly Address[],
+    private readonly signers: readonly string[],
     private readonly leaseMs: number,
   ) {}
 

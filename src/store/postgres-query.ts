@@ -2,6 +2,7 @@
 import type { Pool, PoolClient } from "pg";
 import { markNotRecorded, STORE_RETRY_AFTER_SECONDS } from "../core/store.js";
 import { FacilitatorError } from "../protocol/errors.js";
+import { firstLine } from "../protocol/words.js";
 
 export type Query = <R extends object = Record<string, unknown>>(
   op: string,
@@ -71,7 +72,7 @@ export async function inTransaction<T>(client: PoolClient, work: () => Promise<T
 /** The store is unavailable (an error already answered stays); not recorded if it never ran. */
 export function unavailable(error: unknown): FacilitatorError {
   if (error instanceof FacilitatorError) return error;
-  const text = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  const text = firstLine(error);
   const thrown = FacilitatorError.of(
     "store_unavailable",
     `the settlement store cannot be reached (${text}); nothing was sent`,
@@ -84,6 +85,6 @@ export function unavailable(error: unknown): FacilitatorError {
     code === "ECONNREFUSED" ||
     code === "ENOTFOUND" ||
     code === "EHOSTUNREACH" ||
-    /timeout exceeded when trying to connect|connection timeout/i.test(text ?? "");
+    /timeout exceeded when trying to connect|connection timeout/i.test(text);
   return neverSent ? markNotRecorded(thrown) : thrown;
 }

@@ -1,9 +1,20 @@
 /**
- * The settlements table: its statements, and the fence each broadcast record is written under
- * (this replica's claim and its signer's lease).
+ * The store's rows: settlements, each broadcast record fenced by this replica's claim and its
+ * signer's lease; payment identifiers, run by one replica at a time (a lease); the schemes' state,
+ * each raise one statement, so two replicas never both keep a lower highest.
  */
-import type { EntryState, JournalEntry, NewEntry, RawTx, TxHash } from "../core/store.js";
+
+import type {
+  EntryState,
+  IdempotencyClaim,
+  JournalEntry,
+  NewEntry,
+  RaiseRefusal,
+  RawTx,
+  TxHash,
+} from "../core/store.js";
 import { storedHash } from "../protocol/transaction-hash.js";
+import { SignerLeases } from "./postgres-leases.js";
 import type { Query } from "./postgres-query.js";
 import { UNSETTLED_STATES } from "./schema.js";
 
@@ -64,14 +75,20 @@ export const OPEN_SETTLEMENTS = `SELECT * FROM facilitator_settlements
         ORDER BY updated_at LIMIT 1000`;
 
 export class SharedSettlements {
+  /** Each signer's lease: one whose lease this replica lost records no broadcast of its. */
+  protected readonly leases: SignerLeases;
+
   constructor(
-    private readonly query: Query,
-    private readonly owner: string,
-    private readonly runId: string,
-    private readonly signers: readonly string[],
-    /** Signers whose lease this replica lost (SignerLeases.lost): it records no broadcast of theirs. */
-    private readonly lostSigners: ReadonlySet<string>,
-  ) {}
+    protected readonly query: Query,
+    readonly owner: string,
+    /** This run of the replica: its records name it (a restarted worker is another run). */
+    readonly runId: string,
+    readonly signers: readonly string[],
+    /** How long a claim or a lease outlives its last renewal. */
+    protected readonly leaseMs: number,
+  ) {
+    this.leases = new SignerLeases(query, owner, signers, leaseMs);
+  }
 
   /** What is still unsettled, at start-up. */
   async loadUnsettled(): Promise<JournalEntry[]> {
@@ -91,7 +108,7 @@ export class SharedSettlements {
 
   async recordSend(entry: NewEntry, hash: TxHash, raw: RawTx): Promise<void> {
     const signer = entry.signer.toLowerCase();
-    if (this.lostSigners.has(signer)) {
+    if (this.leases.lost.has(signer)) {
       throw new Error(`this replica lost its lease on signer ${entry.signer}`);
     }
     // A prelude (key#name) is sent under its settlement's claim.
@@ -155,7 +172,7 @@ export class SharedSettlements {
     return rows.map(entryOf);
   }
 
-  async markAnswered(key: string, state: "answered" | "submitted"): Promise<void> {
+  async markAnswered(key: string, state: "answered" | "submitted" = "answered"): Promise<void> {
     // A submitted one keeps its bytes: any replica may have to send them again.
     await this.query(
       "state",
@@ -174,6 +191,88 @@ export class SharedSettlements {
               updated_at = now()
         WHERE key = $1 AND state IN ('answered', 'submitted') AND owner = $2`,
       [key, this.runId],
+    );
+  }
+
+  async idempotencyAnswer(id: string): Promise<unknown> {
+    const { rows } = await this.query<{ answer: unknown }>(
+      "payment_id",
+      "SELECT answer FROM facilitator_payment_ids WHERE id = $1",
+      [id],
+    );
+    return rows[0]?.answer ?? undefined;
+  }
+
+  /** Binds `id` to `fingerprint` and takes its lease, or says why not. */
+  async claimIdempotency(id: string, fingerprint: string): Promise<IdempotencyClaim> {
+    const { rowCount } = await this.query(
+      "payment_id",
+      `INSERT INTO facilitator_payment_ids (id, fingerprint, owner, expires_at)
+         VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
+       ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+         WHERE facilitator_payment_ids.fingerprint = EXCLUDED.fingerprint
+           AND facilitator_payment_ids.answer IS NULL
+           AND (facilitator_payment_ids.owner IS NULL OR facilitator_payment_ids.expires_at < now())`,
+      [id, fingerprint, this.owner, this.leaseMs],
+    );
+    if (rowCount === 1) return { kind: "run" };
+    const { rows } = await this.query<{ fingerprint: string; answer: unknown }>(
+      "payment_id",
+      "SELECT fingerprint, answer FROM facilitator_payment_ids WHERE id = $1",
+      [id],
+    );
+    const row = rows[0];
+    if (!row) return { kind: "running" };
+    if (row.fingerprint !== fingerprint) return { kind: "conflict" };
+    if (row.answer !== null) return { kind: "answered", answer: row.answer };
+    return { kind: "running" };
+  }
+
+  async finishIdempotency(id: string, answer: unknown): Promise<void> {
+    await this.query(
+      "payment_id",
+      `UPDATE facilitator_payment_ids SET answer = COALESCE($2::jsonb, answer), owner = NULL,
+         expires_at = NULL WHERE id = $1`,
+      [id, answer === undefined ? null : JSON.stringify(answer)],
+    );
+  }
+
+  async raiseHighest(
+    namespace: string,
+    id: string,
+    value: bigint,
+    seenAt?: number,
+  ): Promise<RaiseRefusal | undefined> {
+    const { rowCount } = await this.query(
+      "raise_highest",
+      `INSERT INTO facilitator_scheme_state (namespace, id, highest) VALUES ($1, $2, $3)
+       ON CONFLICT (namespace, id) DO UPDATE SET highest = EXCLUDED.highest, updated_at = now()
+         WHERE facilitator_scheme_state.highest <= EXCLUDED.highest
+           AND facilitator_scheme_state.changed_at <= $4::bigint`,
+      [namespace, id, value.toString(), seenAt ?? Number.MAX_SAFE_INTEGER],
+    );
+    if (rowCount === 1) return undefined;
+    const { rows } = await this.query<{ highest: string; changed_at: string }>(
+      "raise_highest",
+      `SELECT highest, changed_at::text FROM facilitator_scheme_state
+        WHERE namespace = $1 AND id = $2`,
+      [namespace, id],
+    );
+    const changedAt = Number(rows[0]?.changed_at ?? 0);
+    if (seenAt !== undefined && changedAt > seenAt) return { changedAt };
+    return { higher: BigInt(rows[0]?.highest ?? value) };
+  }
+
+  /** `id` changed at `at` (or may until then): every replica reads it again before a raise. */
+  async markChanged(namespace: string, id: string, at: number): Promise<void> {
+    await this.query(
+      "mark_changed",
+      `INSERT INTO facilitator_scheme_state (namespace, id, highest, changed_at)
+         VALUES ($1, $2, 0, $3)
+       ON CONFLICT (namespace, id) DO UPDATE
+         SET changed_at = GREATEST(facilitator_scheme_state.changed_at, EXCLUDED.changed_at),
+             updated_at = now()`,
+      [namespace, id, Math.round(at)],
     );
   }
 }

@@ -8,24 +8,18 @@ import os from "node:os";
 import type { Pool, PoolConfig } from "pg";
 import type { Address } from "viem";
 import type {
-  EntryState,
   HeldElsewhere,
   JournalEntry,
-  NewEntry,
-  RawTx,
   SettlementStore,
   StoreStatus,
-  TxHash,
   Waste,
 } from "../core/store.js";
 import { SharedCatalogue } from "./postgres-catalogue.js";
-import { claimIdempotency, finishIdempotency, idempotencyAnswer } from "./postgres-ids.js";
-import { SignerLeases, type SignerWait } from "./postgres-leases.js";
+import type { SignerWait } from "./postgres-leases.js";
 import { migrate } from "./postgres-migrate.js";
-import { type OnQuery, type Query, queryOn, unavailable } from "./postgres-query.js";
+import { type OnQuery, queryOn, unavailable } from "./postgres-query.js";
 import { releaseShared, reserveShared, STALE_RESERVATIONS } from "./postgres-reservations.js";
 import { DEFAULT_RETAIN_DAYS, SharedRetention } from "./postgres-retention.js";
-import { markChanged, raiseHighest } from "./postgres-scheme-state.js";
 import { SharedSettlements } from "./postgres-settlements.js";
 import { type RevertListener, SharedWaste } from "./postgres-waste.js";
 
@@ -73,80 +67,42 @@ export function poolConfig(url: string): PoolConfig {
   };
 }
 
-export class PostgresStore implements SettlementStore {
+export class PostgresStore extends SharedSettlements implements SettlementStore {
   readonly shared = true;
   readonly where: string;
-  readonly owner: string;
-  /** This run of the replica: its records name it (a restarted worker is another run). */
-  readonly runId: string;
-  readonly signers: readonly Address[];
   readonly #pool: Pool;
-  readonly #leaseMs: number;
   readonly #onQuery: OnQuery;
-  readonly #query: Query;
   /** Claims this process holds (the database alone cannot tell two settles of one process apart). */
   readonly #claimed = new Set<string>();
   /** Claims being given back, until their row is gone. */
   readonly #releasing = new Map<string, Promise<void>>();
   #unsettled: JournalEntry[] = [];
   #renewal: NodeJS.Timeout | undefined;
-  readonly #waste: SharedWaste;
+  readonly #waste = new SharedWaste(this.query, this.owner);
   /** Per payer slot(s), the end of the queue of reservations waiting to be decided. */
   readonly #slotQueues = new Map<string, Promise<void>>();
-  readonly #leases: SignerLeases;
-  /** The settlements table: entries and the records of broadcasts (postgres-settlements.ts). */
-  readonly #settlements: SharedSettlements;
   /** The bazaar catalogue, shared by every replica (postgres-catalogue.ts). */
   readonly catalogue: SharedCatalogue;
   /** Moves final settlements past --retain-days to the archive (postgres-retention.ts). */
   readonly retention: SharedRetention;
 
   private constructor(pool: Pool, url: string, options: PostgresStoreOptions) {
+    const owner = options.owner ?? `${os.hostname()}:${process.pid}`;
+    super(
+      queryOn(pool, options.onQuery),
+      owner,
+      `${owner}:${randomUUID().slice(0, 8)}`,
+      options.signers.map((a) => a.toLowerCase()),
+      options.leaseMs ?? 15_000,
+    );
     this.#pool = pool;
     this.where = redactStoreUrl(url);
-    this.owner = options.owner ?? `${os.hostname()}:${process.pid}`;
-    this.runId = `${this.owner}:${randomUUID().slice(0, 8)}`;
-    this.signers = options.signers.map((a) => a.toLowerCase() as Address);
-    this.#leaseMs = options.leaseMs ?? 15_000;
     this.#onQuery = options.onQuery;
-    const query = queryOn(pool, this.#onQuery);
-    this.#query = query;
-    this.#waste = new SharedWaste(query, this.owner);
-    this.#leases = new SignerLeases(query, this.owner, this.signers, this.#leaseMs);
-    this.#settlements = new SharedSettlements(
-      query,
-      this.owner,
-      this.runId,
-      this.signers,
-      this.#leases.lost,
-    );
     this.catalogue = new SharedCatalogue(pool, this.#onQuery);
     const days = options.retainDays ?? DEFAULT_RETAIN_DAYS;
-    this.retention = new SharedRetention(query, this.owner, days);
+    this.retention = new SharedRetention(this.query, owner, days);
   }
 
-  // The port, as its parts answer it (fields, read when called: the parts are made below).
-  readonly get = (key: string) => this.#settlements.get(key);
-  readonly findByTransaction = (hash: TxHash) => this.#settlements.findByTransaction(hash);
-  readonly recordSend = (entry: NewEntry, hash: TxHash, raw: RawTx) =>
-    this.#settlements.recordSend(entry, hash, raw);
-  readonly recordReplace = (key: string, hash: TxHash, raw: RawTx) =>
-    this.#settlements.recordReplace(key, hash, raw);
-  readonly recordState = (key: string, state: EntryState) =>
-    this.#settlements.recordState(key, state);
-  readonly openSettlements = (idleMs: number) => this.#settlements.openSettlements(idleMs);
-  readonly markAnswered = (key: string, state: "answered" | "submitted" = "answered") =>
-    this.#settlements.markAnswered(key, state);
-  readonly unmarkAnswered = (key: string) => this.#settlements.unmarkAnswered(key);
-  readonly idempotencyAnswer = (id: string) => idempotencyAnswer(this.#query, id);
-  readonly claimIdempotency = (id: string, fingerprint: string) =>
-    claimIdempotency(this.#query, { owner: this.owner, leaseMs: this.#leaseMs }, id, fingerprint);
-  readonly finishIdempotency = (id: string, answer: unknown) =>
-    finishIdempotency(this.#query, id, answer);
-  readonly raiseHighest = (namespace: string, id: string, value: bigint, seenAt?: number) =>
-    raiseHighest(this.#query, namespace, id, value, seenAt);
-  readonly markChanged = (namespace: string, id: string, at: number) =>
-    markChanged(this.#query, namespace, id, at);
   readonly chargeRevert = (chainId: number, payer: string, waste?: Waste) =>
     this.#waste.charge(chainId, payer, waste);
   readonly onRevertElsewhere = (listener: RevertListener) => this.#waste.listen(listener);
@@ -162,16 +118,13 @@ export class PostgresStore implements SettlementStore {
     const store = new PostgresStore(pool, url, options);
     try {
       await migrate(pool);
-      await store.#leases.take(
-        options.signerWaitMs ?? store.#leaseMs + 1_000,
-        options.onSignerWait,
-      );
-      store.#unsettled = await store.#settlements.loadUnsettled();
+      await store.leases.take(options.signerWaitMs ?? store.leaseMs + 1_000, options.onSignerWait);
+      store.#unsettled = await store.loadUnsettled();
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw error;
     }
-    store.#renewal = setInterval(() => void store.#renew(), store.#leaseMs / 3);
+    store.#renewal = setInterval(() => void store.#renew(), store.leaseMs / 3);
     store.#renewal.unref();
     return store;
   }
@@ -180,15 +133,15 @@ export class PostgresStore implements SettlementStore {
   async #renew(): Promise<void> {
     try {
       for (const table of ["facilitator_claims", "facilitator_payment_ids"]) {
-        await this.#query(
+        await this.query(
           "renew",
           `UPDATE ${table} SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1`,
-          [this.owner, this.#leaseMs],
+          [this.owner, this.leaseMs],
         );
       }
-      await this.#leases.renew();
-      await this.#query("renew", STALE_RESERVATIONS);
-      await this.#query(
+      await this.leases.renew();
+      await this.query("renew", STALE_RESERVATIONS);
+      await this.query(
         "renew",
         "DELETE FROM facilitator_payer_reverts WHERE at < now() - interval '1 day'",
       );
@@ -239,7 +192,7 @@ export class PostgresStore implements SettlementStore {
 
   /** Whether the database answers, and which signers this replica holds the lease of. */
   async status(): Promise<StoreStatus> {
-    const error = await this.#query("ping", "SELECT 1").then(
+    const error = await this.query("ping", "SELECT 1").then(
       () => undefined,
       (e: Error) => e.message,
     );
@@ -248,8 +201,8 @@ export class PostgresStore implements SettlementStore {
       where: this.where,
       reachable: error === undefined,
       ...(error ? { error } : {}),
-      signersHeld: this.signers.filter((a) => !this.#leases.lost.has(a)),
-      signersLost: [...this.#leases.lost],
+      signersHeld: this.signers.filter((a) => !this.leases.lost.has(a)),
+      signersLost: [...this.leases.lost],
     };
   }
 
@@ -261,13 +214,13 @@ export class PostgresStore implements SettlementStore {
     let taken = false;
     try {
       // A claim of this owner not held in this process was left by a worker that died: take it.
-      const { rowCount } = await this.#query(
+      const { rowCount } = await this.query(
         "claim",
         `INSERT INTO facilitator_claims (key, owner, expires_at)
            VALUES ($1, $2, now() + $3 * interval '1 millisecond')
          ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
            WHERE facilitator_claims.expires_at < now() OR facilitator_claims.owner = EXCLUDED.owner`,
-        [key, this.owner, this.#leaseMs],
+        [key, this.owner, this.leaseMs],
       );
       taken = rowCount === 1;
       return taken;
@@ -280,7 +233,7 @@ export class PostgresStore implements SettlementStore {
     if (!this.#claimed.has(key) || this.#releasing.has(key)) return this.#releasing.get(key);
     // If this fails, the lease runs out. Held until the row is gone, so a settle here waits rather
     // than lose its new claim to this delete.
-    const releasing = this.#query(
+    const releasing = this.query(
       "release",
       "DELETE FROM facilitator_claims WHERE key = $1 AND owner = $2",
       [key, this.owner],
@@ -309,7 +262,7 @@ export class PostgresStore implements SettlementStore {
     this.#renewal = undefined;
     await this.retention.stop();
     for (const table of ["facilitator_claims", "facilitator_signers"]) {
-      await this.#query("close", `DELETE FROM ${table} WHERE owner = $1`, [this.owner]).catch(
+      await this.query("close", `DELETE FROM ${table} WHERE owner = $1`, [this.owner]).catch(
         () => undefined,
       );
     }

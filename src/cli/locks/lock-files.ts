@@ -131,11 +131,14 @@ export type Seen =
       readonly mtimeMs: number;
     };
 
-function kindOf(stats: Stats): string {
-  if (stats.isSymbolicLink()) return "a symbolic link";
-  if (stats.isDirectory()) return "a directory";
-  if (stats.isFIFO()) return "a FIFO";
-  return "not a regular file";
+/** A symbolic link, a FIFO, a directory (nothing a lock writes); undefined for a regular file. */
+function foreign(stats: Stats): Seen | undefined {
+  if (stats.isFile()) return undefined;
+  let what = "not a regular file";
+  if (stats.isSymbolicLink()) what = "a symbolic link";
+  else if (stats.isDirectory()) what = "a directory";
+  else if (stats.isFIFO()) what = "a FIFO";
+  return { kind: "foreign", what, uid: stats.uid };
 }
 
 export function look(file: string): Seen {
@@ -148,15 +151,15 @@ export function look(file: string): Seen {
     if (code === "ENOENT") return { kind: "gone" };
     try {
       const stats = lstatSync(file);
-      if (!stats.isFile()) return { kind: "foreign", what: kindOf(stats), uid: stats.uid };
-      return { kind: "unreadable", uid: stats.uid, mtimeMs: stats.mtimeMs };
+      return foreign(stats) ?? { kind: "unreadable", uid: stats.uid, mtimeMs: stats.mtimeMs };
     } catch {
       return { kind: "gone" };
     }
   }
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile()) return { kind: "foreign", what: kindOf(stats), uid: stats.uid };
+    const notFile = foreign(stats);
+    if (notFile) return notFile;
     const buffer = Buffer.alloc(MAX_LOCK_BYTES);
     const length = readSync(fd, buffer, 0, buffer.length, 0);
     const text = buffer.subarray(0, length).toString("utf8").trim();

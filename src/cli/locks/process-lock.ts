@@ -156,18 +156,18 @@ function breakStale(file: string, judged: Exclude<Seen, { kind: "gone" }>): stri
   return undefined;
 }
 
-/** Rewrites our lock file with `holder`, if it still is ours (never over a lock taken over). */
-function rewrite(file: string, lock: Held): void {
+/** Rewrites our lock file with `extra` added, if it still is ours (never over a lock taken over). */
+function rewrite(file: string, extra: Partial<LockHolder>): void {
+  const lock = held.get(file);
+  if (!lock) return;
+  lock.holder = { ...lock.holder, ...extra };
   if (tokenIn(look(file)) !== lock.holder.token) return;
   replaceFile(file, JSON.stringify(lock.holder), LOCK_MODE);
 }
 
 function renew(file: string): void {
-  const lock = held.get(file);
-  if (!lock) return;
-  lock.holder = { ...lock.holder, renewed: new Date().toISOString() };
   try {
-    rewrite(file, lock);
+    rewrite(file, { renewed: new Date().toISOString() });
   } catch {
     // A full disk: the next renewal tries again, and the lease allows a few missed.
   }
@@ -178,10 +178,7 @@ function handle(file: string): HeldLock {
   return {
     file,
     update(extra) {
-      const lock = held.get(file);
-      if (!lock || released) return;
-      lock.holder = { ...lock.holder, ...extra };
-      rewrite(file, lock);
+      if (!released) rewrite(file, extra);
     },
     release() {
       if (released) return;
@@ -215,11 +212,7 @@ export interface Refused {
 export type Attempt = { readonly ok: true; readonly lock: HeldLock } | Refused;
 
 /** Takes `file` if no running process holds it; never waits. Throws UnsafeLockDirectory. */
-export function tryLock(
-  file: string,
-  command: string,
-  options: { leaseMs?: number } = {},
-): Attempt {
+export function tryLock(file: string, command: string, lease?: number): Attempt {
   const mine = held.get(file);
   if (mine) {
     mine.count++;
@@ -227,7 +220,6 @@ export function tryLock(
   }
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   checkLockDirectory(path.dirname(file));
-  const lease = options.leaseMs;
   const holder: LockHolder = {
     pid: process.pid,
     host: os.hostname(),

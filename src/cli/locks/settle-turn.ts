@@ -109,11 +109,9 @@ async function readPool(
 /** Waits until no key has a pool transaction our journal did not record; still there: a failure. */
 async function earlierTransactions(
   facilitator: Facilitator,
-  body: unknown,
+  chain: { chainId: number; network: string },
   timeoutMs: number,
 ): Promise<Failure | undefined> {
-  const chain = requestChain(body);
-  if (!chain || facilitator.signers.size === 0) return undefined;
   const client = await facilitator.rpc.client(chain.chainId, chain.network).catch(() => undefined);
   if (!client) return undefined;
   const ours = oursOn(facilitator, chain.chainId);
@@ -163,12 +161,14 @@ export async function settleBesidePool<T>(
   refused: (failure: Failure) => T,
 ): Promise<T> {
   const chain = requestChain(body);
-  const ours = chain ? oursOn(facilitator, chain.chainId) : new Set<string>();
-  // Our own unfinished transactions on the chain: the settle follows them, after the pool's read.
-  if (!chain || facilitator.signers.size === 0 || ours.size > 0) {
-    const blocked = await earlierTransactions(facilitator, body, timeoutMs);
+  if (!chain || facilitator.signers.size === 0) return settle();
+  const afterPool = async () => {
+    const blocked = await earlierTransactions(facilitator, chain, timeoutMs);
     return blocked ? refused(blocked) : settle();
-  }
+  };
+  const ours = oursOn(facilitator, chain.chainId);
+  // Our own unfinished transactions on the chain: the settle follows them, after the pool's read.
+  if (ours.size > 0) return afterPool();
   const pool = facilitator.rpc
     .client(chain.chainId, chain.network)
     .then((client) => readPool(client, facilitator.signers.addresses, ours))
@@ -182,6 +182,5 @@ export async function settleBesidePool<T>(
   const answer = await settle();
   if (!(await busy)) return answer;
   gate.hold(Promise.resolve());
-  const blocked = await earlierTransactions(facilitator, body, timeoutMs);
-  return blocked ? refused(blocked) : settle();
+  return afterPool();
 }

@@ -56,7 +56,7 @@ function attempt(guarded: Guarded, command: string): Attempt {
   const gone = goneDevnetDir(guarded.file);
   if (gone) throw new UsageError(staleDevnetMessage(gone));
   try {
-    return tryLock(guarded.file, command, { leaseMs: guarded.leaseMs });
+    return tryLock(guarded.file, command, guarded.leaseMs);
   } catch (error) {
     if (error instanceof UnsafeLockDirectory) throw unsafe(error, guarded);
     const code = (error as NodeJS.ErrnoException).code ?? "unusable";
