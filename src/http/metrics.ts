@@ -7,6 +7,7 @@ import type { MetricsSink } from "../core/metrics.js";
 import type { Facilitator } from "../facilitator.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
+import { field } from "../protocol/words.js";
 import type { HttpMetrics } from "./handler.js";
 import { feePayerBalances, signerBalances } from "./health.js";
 
@@ -15,9 +16,6 @@ const BALANCE_TIMEOUT_MS = 2_000;
 /** Receipts remembered, so a receipt reported twice (a reconciled retry) counts once. */
 const SEEN_RECEIPTS = 10_000;
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-
-const read = (node: unknown, key: string): unknown =>
-  typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
 
 /** Loads prom-client and makes the metrics, with a registry of their own. */
 export async function createMetrics() {
@@ -187,8 +185,8 @@ export async function createMetrics() {
 
   /** The request's network as a bounded label: a CAIP-2 id served or well known, else a word. */
   const networkLabel = (body: unknown): string => {
-    const requirements = read(body, "requirements") ?? read(body, "paymentRequirements");
-    const name = read(requirements, "network");
+    const requirements = field(body, "requirements") ?? field(body, "paymentRequirements");
+    const name = field(requirements, "network");
     if (typeof name !== "string") return "unknown";
     if (looksSolana(name)) {
       const cluster = solanaNetworkOf(name, 1) ?? solanaNetworkOf(name, 2);

@@ -55,3 +55,7 @@ export function canonical(value: unknown): string {
   }
   return JSON.stringify(value) ?? "null";
 }
+
+/** `node[key]` when `node` is an object (a field of a JSON body not yet checked), else undefined. */
+export const field = (node: unknown, key: string): unknown =>
+  typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;
