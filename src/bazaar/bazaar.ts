@@ -82,12 +82,7 @@ export function discover(
   if (!isObject(resource) || typeof resource.url !== "string") {
     return refuse("resource.url is missing: the catalogue keys a resource by its URL");
   }
-  let url: URL | undefined;
-  try {
-    url = new URL(resource.url);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.parse(resource.url);
   if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
     return refuse("resource.url must be an absolute http or https URL");
   }

@@ -30,16 +30,7 @@ const ONE = [
 ];
 const MAP = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 const LIST = ["prefixItems", "allOf", "anyOf", "oneOf"];
-const COUNTS = [
-  "minLength",
-  "maxLength",
-  "minItems",
-  "maxItems",
-  "minProperties",
-  "maxProperties",
-  "minContains",
-  "maxContains",
-];
+const COUNTS = ["Length", "Items", "Properties", "Contains"].flatMap((b) => [`min${b}`, `max${b}`]);
 const NUMBERS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 
 export const isObject = (v: Json): v is Record<string, Json> =>
