@@ -142,10 +142,7 @@ export function iconUrlProblem(value: unknown): string | undefined {
 }
 
 /** The service metadata kept from a `resource` object, and what was dropped, in words. */
-export function sanitizeServiceMetadata(resource: Record<string, unknown>): {
-  kept: { serviceName?: string; tags?: string[]; iconUrl?: string };
-  dropped: string[];
-} {
+export function sanitizeServiceMetadata(resource: Record<string, unknown>) {
   const kept: { serviceName?: string; tags?: string[]; iconUrl?: string } = {};
   const dropped: string[] = [];
   if (resource.serviceName !== undefined) {
