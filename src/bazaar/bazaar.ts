@@ -3,6 +3,7 @@
  * checked against its own schema, the input kind checked, the resource URL made the catalogue key.
  * A wrong schema, info or URL refuses it whole; a wrong field alone is dropped with a note.
  */
+import { isObject } from "../protocol/words.js";
 import { routeTemplateProblem, sanitizeServiceMetadata } from "./bazaar-metadata.js";
 import { validateJsonSchema } from "./json-schema.js";
 
@@ -47,9 +48,6 @@ export interface Discovered {
 export type Discovery =
   | { readonly ok: true; readonly discovered: Discovered; readonly notes: readonly string[] }
   | { readonly ok: false; readonly reason: string };
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** A v2 payment's discovery: none, refused with a reason, or what to catalogue (and notes). */
 export function discover(

@@ -10,6 +10,7 @@ import {
   WAIT_UNTIL,
   type WaitUntil,
 } from "./schemas.js";
+import { isObject } from "./words.js";
 import type * as z from "./zod.js";
 
 export type Dialect = "reference" | "x402";
@@ -89,9 +90,6 @@ export function parseJson(
     return failed("invalid_request", `body is not valid JSON${where}`);
   }
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The x402 dialect is recognised by its field names; anything else is the reference dialect. */
 export function dialectOf(body: unknown): Dialect {
