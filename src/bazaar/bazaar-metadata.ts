@@ -116,12 +116,8 @@ export function iconUrlProblem(value: unknown): string | undefined {
     return `must have 1 to ${ICON_URL_LIMIT} characters`;
   }
   if (hasControl(value)) return "contains control characters";
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return "is not an absolute URL";
-  }
+  const url = URL.parse(value);
+  if (!url) return "is not an absolute URL";
   if (url.protocol !== "http:" && url.protocol !== "https:") return "must be http or https";
   if (url.username !== "" || url.password !== "") return "must not carry a user or password";
   if (url.host.startsWith("["))
@@ -146,10 +142,7 @@ export function iconUrlProblem(value: unknown): string | undefined {
 }
 
 /** The service metadata kept from a `resource` object, and what was dropped, in words. */
-export function sanitizeServiceMetadata(resource: Record<string, unknown>): {
-  kept: { serviceName?: string; tags?: string[]; iconUrl?: string };
-  dropped: string[];
-} {
+export function sanitizeServiceMetadata(resource: Record<string, unknown>) {
   const kept: { serviceName?: string; tags?: string[]; iconUrl?: string } = {};
   const dropped: string[] = [];
   if (resource.serviceName !== undefined) {

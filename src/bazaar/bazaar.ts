@@ -3,6 +3,7 @@
  * checked against its own schema, the input kind checked, the resource URL made the catalogue key.
  * A wrong schema, info or URL refuses it whole; a wrong field alone is dropped with a note.
  */
+import { isObject } from "../protocol/words.js";
 import { routeTemplateProblem, sanitizeServiceMetadata } from "./bazaar-metadata.js";
 import { validateJsonSchema } from "./json-schema.js";
 
@@ -48,9 +49,6 @@ export type Discovery =
   | { readonly ok: true; readonly discovered: Discovered; readonly notes: readonly string[] }
   | { readonly ok: false; readonly reason: string };
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-
 /** A v2 payment's discovery: none, refused with a reason, or what to catalogue (and notes). */
 export function discover(
   resource: unknown,
@@ -82,12 +80,7 @@ export function discover(
   if (!isObject(resource) || typeof resource.url !== "string") {
     return refuse("resource.url is missing: the catalogue keys a resource by its URL");
   }
-  let url: URL | undefined;
-  try {
-    url = new URL(resource.url);
-  } catch {
-    url = undefined;
-  }
+  const url = URL.parse(resource.url);
   if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
     return refuse("resource.url must be an absolute http or https URL");
   }

@@ -194,6 +194,8 @@ function processing(notes: readonly string[], what: string): BazaarResponse {
   return { status: "processing", reason: clip([what, ...notes].join("; ")) };
 }
 
+const OPTIONAL = ["description", "mimeType", "serviceName", "tags", "iconUrl", "toolName"] as const;
+
 /** An entry as /discovery answers it: the official DiscoveryResource shape. */
 export function discoveryResource(entry: CatalogueEntry): Record<string, unknown> {
   return {
@@ -202,12 +204,9 @@ export function discoveryResource(entry: CatalogueEntry): Record<string, unknown
     x402Version: entry.x402Version,
     accepts: entry.accepts,
     lastUpdated: new Date(entry.lastUpdated).toISOString(),
-    ...(entry.description !== undefined ? { description: entry.description } : {}),
-    ...(entry.mimeType !== undefined ? { mimeType: entry.mimeType } : {}),
-    ...(entry.serviceName !== undefined ? { serviceName: entry.serviceName } : {}),
-    ...(entry.tags !== undefined ? { tags: entry.tags } : {}),
-    ...(entry.iconUrl !== undefined ? { iconUrl: entry.iconUrl } : {}),
-    ...(entry.toolName !== undefined ? { toolName: entry.toolName } : {}),
+    ...Object.fromEntries(
+      OPTIONAL.flatMap((key) => (entry[key] === undefined ? [] : [[key, entry[key]]])),
+    ),
     extensions: {
       [BAZAAR]: entry.bazaar,
       ...Object.fromEntries(entry.otherExtensions.map((key) => [key, {}])),

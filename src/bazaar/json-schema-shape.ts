@@ -1,4 +1,5 @@
 /** A schema's own shape (what ajv's compile would refuse, what is not run here) and its patterns. */
+import { isObject } from "../protocol/words.js";
 import { type LinearPattern, linearPattern } from "./json-schema-patterns.js";
 
 export const SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema";
@@ -30,20 +31,9 @@ const ONE = [
 ];
 const MAP = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 const LIST = ["prefixItems", "allOf", "anyOf", "oneOf"];
-const COUNTS = [
-  "minLength",
-  "maxLength",
-  "minItems",
-  "maxItems",
-  "minProperties",
-  "maxProperties",
-  "minContains",
-  "maxContains",
-];
+const COUNTS = ["Length", "Items", "Properties", "Contains"].flatMap((b) => [`min${b}`, `max${b}`]);
 const NUMBERS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 
-export const isObject = (v: Json): v is Record<string, Json> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 const isSchema = (v: Json): v is Schema => typeof v === "boolean" || isObject(v);
 export const has = (o: Record<string, Json>, k: string) => Object.hasOwn(o, k);
 

@@ -5,8 +5,9 @@
  * (`unevaluated*`, dynamic refs) are refused by name; unknown ones ignored, as ajv's non-strict.
  * Not ajv: it generates and keeps code per schema (each payment may bring one) with no budget.
  */
+import { isObject } from "../protocol/words.js";
 import { type LinearPattern, PATTERN_INPUT_LIMIT, searches } from "./json-schema-patterns.js";
-import { compile, has, isObject, type Json, resolve, type Schema } from "./json-schema-shape.js";
+import { compile, has, type Json, resolve, type Schema } from "./json-schema-shape.js";
 
 export { SCHEMA_DIALECT } from "./json-schema-shape.js";
 

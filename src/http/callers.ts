@@ -63,11 +63,7 @@ export function callerRecognizer(
   };
 }
 
-interface Known {
-  readonly digest: Buffer;
-  readonly caller: Caller;
-  readonly perMinute?: number | undefined;
-}
+type Known = { readonly digest: Buffer; readonly caller: Caller; readonly perMinute?: number };
 
 function digestAll(apiKey: string | undefined, apiKeys: ApiKeys | undefined): Known[] {
   const one = apiKey
@@ -75,7 +71,7 @@ function digestAll(apiKey: string | undefined, apiKeys: ApiKeys | undefined): Kn
     : [];
   const named = (apiKeys?.keys ?? []).map((k) => ({
     digest: digest(k.key),
-    caller: { name: k.name, receivers: k.receivers } satisfies Caller,
+    caller: { name: k.name, receivers: k.receivers },
     perMinute: k.perMinute ?? DEFAULT_KEY_RATE,
   }));
   return [...one, ...named];

@@ -21,12 +21,8 @@ const MAX_REMEMBERED_LENGTH = 255;
 /** A Host value's host, canonical (127.1 → 127.0.0.1), without port; undefined if not host[:port]. */
 export function hostOf(value: string): string | undefined {
   const text = isIPv6(value) ? `[${value}]` : value;
-  let url: URL;
-  try {
-    url = new URL(`http://${text}`);
-  } catch {
-    return undefined;
-  }
+  const url = URL.parse(`http://${text}`);
+  if (!url) return undefined;
   // "localhost@evil.example" or "evil.example/x" would otherwise parse to something else.
   if (url.username || url.password || url.pathname !== "/" || url.search || url.hash) {
     return undefined;

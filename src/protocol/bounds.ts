@@ -4,6 +4,8 @@
  * the first limit passed.
  */
 
+import { isObject } from "./words.js";
+
 /** Most JSON values one field may hold, counting the field itself and everything inside it. */
 export const FIELD_VALUE_LIMIT = 512;
 /** Deepest nesting inside one field: `{"a":{"b":1}}` is 2 levels. */
@@ -37,7 +39,7 @@ export function exceedsBounds(
   };
   for (const key in body) {
     const value = body[key];
-    if (containers.includes(key) && isPlainObject(value)) {
+    if (containers.includes(key) && isObject(value)) {
       total += 1;
       for (const inner in value) {
         const exceeded = check(`${key}.${inner}`, value[inner]);
@@ -49,10 +51,6 @@ export function exceedsBounds(
     }
   }
   return undefined;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Values in `root` (itself included), up to one past the field limit; stops early when deep. */

@@ -77,277 +77,185 @@ const hppUsdc = token(
 /** Mezo pays gas in BTC, where 0.01 would be worth far more than elsewhere: about Base's cap. */
 const MEZO_FEE_CAP = "0.0001";
 
+/** A row of the table: the chain id, its label and its native token's symbol, then the rest. */
+const chain = (
+  chainId: number,
+  label: string,
+  native: string,
+  rest: Omit<KnownNetwork, "chainId" | "label" | "native"> = {},
+): KnownNetwork => ({ chainId, label, native, ...rest });
+
 export const KNOWN_NETWORKS: readonly KnownNetwork[] = [
-  {
-    chainId: 1,
+  chain(1, "Ethereum", "ETH", {
     v1Name: "ethereum",
-    label: "Ethereum",
     defaultRpcUrl: "https://ethereum.reth.rs/rpc",
     assets: [usd("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48")],
-    native: "ETH",
     feeCap: "0.02",
-  },
-  {
-    chainId: 11155111,
+  }),
+  chain(11155111, "Sepolia", "ETH", {
     v1Name: "sepolia",
-    label: "Sepolia",
     defaultRpcUrl: "https://11155111.rpc.thirdweb.com",
-    native: "ETH",
     feeCap: "0.02",
-  },
-  {
-    chainId: 8453,
+  }),
+  chain(8453, "Base", "ETH", {
     v1Name: "base",
-    label: "Base",
     defaultRpcUrl: "https://mainnet.base.org",
     assets: [usd("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913")],
-    native: "ETH",
     feeCap: "0.003",
-  },
-  {
-    chainId: 84532,
+  }),
+  chain(84532, "Base Sepolia", "ETH", {
     v1Name: "base-sepolia",
-    label: "Base Sepolia",
     defaultRpcUrl: "https://sepolia.base.org",
     assets: [usd("0x036CbD53842c5426634e7929541eC2318f3dCF7e", "USDC")],
-    native: "ETH",
     feeCap: "0.003",
-  },
-  {
-    chainId: 43114,
+  }),
+  chain(43114, "Avalanche", "AVAX", {
     v1Name: "avalanche",
-    label: "Avalanche",
     defaultRpcUrl: "https://api.avax.network/ext/bc/C/rpc",
     assets: [usd("0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E")],
-    native: "AVAX",
     feeCap: "0.1",
-  },
-  {
-    chainId: 43113,
+  }),
+  chain(43113, "Avalanche Fuji", "AVAX", {
     v1Name: "avalanche-fuji",
-    label: "Avalanche Fuji",
     defaultRpcUrl: "https://api.avax-test.network/ext/bc/C/rpc",
     assets: [usd("0x5425890298aed601595a70AB815c96711a31Bc65")],
-    native: "AVAX",
     feeCap: "0.1",
-  },
-  {
-    chainId: 137,
+  }),
+  chain(137, "Polygon", "POL", {
     v1Name: "polygon",
-    label: "Polygon",
     defaultRpcUrl: "https://polygon.drpc.org",
     assets: [usd("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359")],
-    native: "POL",
     feeCap: "2",
-  },
-  {
-    chainId: 80002,
+  }),
+  chain(80002, "Polygon Amoy", "POL", {
     v1Name: "polygon-amoy",
-    label: "Polygon Amoy",
     defaultRpcUrl: "https://polygon-amoy.drpc.org",
     assets: [usd("0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582", "USDC")],
-    native: "POL",
     feeCap: "2",
-  },
-  {
-    chainId: 42161,
-    label: "Arbitrum One",
+  }),
+  chain(42161, "Arbitrum One", "ETH", {
     defaultRpcUrl: "https://arb1.arbitrum.io/rpc",
     assets: [usd("0xaf88d065e77c8cC2239327C5EDb3A432268e5831")],
-    native: "ETH",
     feeCap: "0.003",
     gasScale: 4,
-  },
-  {
-    chainId: 421614,
-    label: "Arbitrum Sepolia",
+  }),
+  chain(421614, "Arbitrum Sepolia", "ETH", {
     defaultRpcUrl: "https://sepolia-rollup.arbitrum.io/rpc",
     assets: [usd("0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d")],
-    native: "ETH",
     feeCap: "0.003",
     gasScale: 4,
-  },
-  {
-    chainId: 2741,
+  }),
+  chain(2741, "Abstract", "ETH", {
     v1Name: "abstract",
-    label: "Abstract",
     defaultRpcUrl: "https://api.mainnet.abs.xyz",
-    native: "ETH",
     feeCap: "0.003",
     gasScale: 10,
-  },
-  {
-    chainId: 11124,
+  }),
+  chain(11124, "Abstract Testnet", "ETH", {
     v1Name: "abstract-testnet",
-    label: "Abstract Testnet",
     defaultRpcUrl: "https://api.testnet.abs.xyz",
-    native: "ETH",
     feeCap: "0.003",
     gasScale: 10,
-  },
-  {
-    chainId: 4689,
+  }),
+  chain(4689, "IoTeX", "IOTX", {
     v1Name: "iotex",
-    label: "IoTeX",
     defaultRpcUrl: "https://babel-api.mainnet.iotex.io",
     // A bridged token's ticker is the bridge's to choose: amounts here say no symbol.
     assets: [
       { ...usd("0xcdf79194c6c285077a58da47641d4dbe51f63542", "Bridged USDC"), symbol: undefined },
     ],
-    native: "IOTX",
     feeCap: "2",
-  },
-  {
-    chainId: 1329,
+  }),
+  chain(1329, "Sei", "SEI", {
     v1Name: "sei",
-    label: "Sei",
     defaultRpcUrl: "https://evm-rpc.sei-apis.com",
     assets: [usd("0xe15fC38F6D8c56aF07bbCBe3BAf5708A2Bf42392", "USDC")],
-    native: "SEI",
     feeCap: "1",
-  },
-  {
-    chainId: 1328,
+  }),
+  chain(1328, "Sei Testnet", "SEI", {
     v1Name: "sei-testnet",
-    label: "Sei Testnet",
     defaultRpcUrl: "https://evm-rpc-testnet.sei-apis.com",
     assets: [usd("0x4fCF1784B31630811181f670Aea7A7bEF803eaED", "USDC")],
-    native: "SEI",
     feeCap: "1",
-  },
-  { chainId: 3338, v1Name: "peaq", label: "peaq", native: "PEAQ" },
-  {
-    chainId: 1514,
-    v1Name: "story",
-    label: "Story",
-    defaultRpcUrl: "https://mainnet.datarpc.io",
-    native: "IP",
-  },
-  {
-    chainId: 41923,
+  }),
+  chain(3338, "peaq", "PEAQ", { v1Name: "peaq" }),
+  chain(1514, "Story", "IP", { v1Name: "story", defaultRpcUrl: "https://mainnet.datarpc.io" }),
+  chain(41923, "EDU Chain", "EDU", {
     v1Name: "educhain",
-    label: "EDU Chain",
     defaultRpcUrl: "https://rpc.educhain.xyz",
-    native: "EDU",
     gasScale: 4,
-  },
-  {
-    chainId: 324705682,
-    v1Name: "skale-base-sepolia",
-    label: "SKALE Base Sepolia",
-    native: "sFUEL",
-  },
-  {
-    chainId: 4326,
+  }),
+  chain(324705682, "SKALE Base Sepolia", "sFUEL", { v1Name: "skale-base-sepolia" }),
+  chain(4326, "MegaETH", "ETH", {
     v1Name: "megaeth",
-    label: "MegaETH",
     defaultRpcUrl: "https://mainnet.megaeth.com/rpc",
     assets: [
       token("0xFAfDdbb3FC7688494971a79cc65DCa3EF82079E7", "MegaUSD", "1", 18, "MegaUSD", "permit2"),
     ],
-    native: "ETH",
     feeCap: "0.003",
-  },
-  {
-    chainId: 143,
+  }),
+  chain(143, "Monad", "MON", {
     v1Name: "monad",
-    label: "Monad",
     defaultRpcUrl: "https://rpc.monad.xyz",
     assets: [usd("0x754704Bc059F8C67012fEd69BC8A327a5aafb603", "USDC")],
-    native: "MON",
     feeCap: "1",
-  },
-  {
-    chainId: 988,
+  }),
+  chain(988, "Stable", "USDT0", {
     v1Name: "stable",
-    label: "Stable",
     defaultRpcUrl: "https://rpc.stable.xyz",
     assets: [token("0x779Ded0c9e1022225f8E0630b35a9b54bE713736", "USDT0", "1", 6, "USDT0")],
-    native: "USDT0",
-  },
-  {
-    chainId: 2201,
+  }),
+  chain(2201, "Stable Testnet", "USDT0", {
     v1Name: "stable-testnet",
-    label: "Stable Testnet",
     defaultRpcUrl: "https://rpc.testnet.stable.xyz",
     assets: [token("0x78Cf24370174180738C5B8E352B6D14c83a6c9A9", "USDT0", "1", 6, "USDT0")],
-    native: "USDT0",
-  },
-  {
-    chainId: 42220,
+  }),
+  chain(42220, "Celo", "CELO", {
     v1Name: "celo",
-    label: "Celo",
     defaultRpcUrl: "https://forno.celo.org",
     assets: [
       usd("0xcebA9300f2b948710d2653dD7B07f33A8B32118C", "USDC"),
       token("0x48065fbBE25f71C9282ddf5e1cD6D6A887483D5e", "Tether USD", "1", 6, "USDT"),
       token("0xD2ab3C9A02DBBAB236BfEC45D1d755DF4267F771", "Tether America USD", "1", 6, "USAT"),
     ],
-    native: "CELO",
     feeCap: "0.2",
-  },
-  {
-    chainId: 14,
+  }),
+  chain(14, "Flare", "FLR", {
     v1Name: "flare",
-    label: "Flare",
     defaultRpcUrl: "https://flare-api.flare.network/ext/C/rpc",
     // "USD₮0": the token's EIP-712 name spells the tugrik sign (U+20AE), as the official table.
     assets: [token("0xe7cd86e13AC4309349F30B3435a9d337750fC82D", "USD₮0", "1", 6, "USDT0")],
-    native: "FLR",
     feeCap: "2",
-  },
+  }),
   // Added by 2.27's table: no built-in public RPC, no v1 name; labels as viem's chains.
-  {
-    chainId: 11142220,
-    label: "Celo Sepolia",
+  chain(11142220, "Celo Sepolia", "CELO", {
     assets: [usd("0x01C5C0122039549AD1493B8220cABEdD739BC44E", "USDC")],
-    native: "CELO",
     feeCap: "0.2",
-  },
-  {
-    chainId: 31612,
-    label: "Mezo",
+  }),
+  chain(31612, "Mezo", "BTC", {
     assets: [mezoUsd("0xdD468A1DDc392dcdbEf6db6e34E89AA338F9F186")],
-    native: "BTC",
     feeCap: MEZO_FEE_CAP,
-  },
-  {
-    chainId: 31611,
-    label: "Mezo Testnet",
+  }),
+  chain(31611, "Mezo Testnet", "BTC", {
     assets: [mezoUsd("0x118917a40FAF1CD7a13dB0Ef56C86De7973Ac503")],
-    native: "BTC",
     feeCap: MEZO_FEE_CAP,
-  },
-  { chainId: 723487, label: "Radius", assets: [radiusSbc], native: "RUSD" },
-  { chainId: 72344, label: "Radius Testnet", assets: [radiusSbc], native: "RUSD" },
-  {
-    chainId: 36900,
-    label: "ADI Chain",
+  }),
+  chain(723487, "Radius", "RUSD", { assets: [radiusSbc] }),
+  chain(72344, "Radius Testnet", "RUSD", { assets: [radiusSbc] }),
+  chain(36900, "ADI Chain", "ADI", {
     assets: [token("0x9cb8142aEBBcdc60AF7c97Af897A67A8f3CA71C2", "USDC.e", "2", 6, "USDC.e")],
-    native: "ADI",
-  },
-  { chainId: 190415, label: "HPP", assets: [hppUsdc], native: "ETH" },
-  { chainId: 181228, label: "HPP Sepolia", assets: [hppUsdc], native: "ETH" },
-  {
-    chainId: 50,
-    label: "XDC",
-    assets: [usd("0xfA2958CB79b0491CC627c1557F441eF849Ca8eb1", "USDC")],
-    native: "XDC",
-  },
-  {
-    chainId: 51,
-    label: "XDC Apothem",
+  }),
+  chain(190415, "HPP", "ETH", { assets: [hppUsdc] }),
+  chain(181228, "HPP Sepolia", "ETH", { assets: [hppUsdc] }),
+  chain(50, "XDC", "XDC", { assets: [usd("0xfA2958CB79b0491CC627c1557F441eF849Ca8eb1", "USDC")] }),
+  chain(51, "XDC Apothem", "TXDC", {
     assets: [usd("0xb5AB69F7bBada22B28e79C8FFAECe55eF1c771D4", "USDC")],
-    native: "TXDC",
-  },
-  {
-    chainId: 38833,
-    label: "Igra",
+  }),
+  chain(38833, "Igra", "iKAS", {
     assets: [
       token("0xA5b8BF902b2844dA17d4506cc827F7F1681735E7", "USDC", "1", 6, "USDC", "permit2"),
     ],
-    native: "iKAS",
-  },
+  }),
 ];
 
 const byChainId = new Map(KNOWN_NETWORKS.map((n) => [n.chainId, n]));

@@ -10,6 +10,7 @@ import {
   WAIT_UNTIL,
   type WaitUntil,
 } from "./schemas.js";
+import { isObject } from "./words.js";
 import type * as z from "./zod.js";
 
 export type Dialect = "reference" | "x402";
@@ -90,9 +91,6 @@ export function parseJson(
   }
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-
 /** The x402 dialect is recognised by its field names; anything else is the reference dialect. */
 export function dialectOf(body: unknown): Dialect {
   return isObject(body) && ("paymentPayload" in body || "paymentRequirements" in body)
@@ -129,29 +127,25 @@ export function parseRequest(body: unknown): ParsedRequest {
     return reject(failure("invalid_request", "body must be a JSON object"));
   }
   const rawPayload = body[paths.payload];
-  const rawRequirements = body[paths.requirements];
   const payer = payerHint(rawPayload);
   const invalid = (message: string) => reject(failure("invalid_request", message), payer);
   // Before anything keeps the body alive: free-form fields must stay small (issue 9).
   const exceeded = exceedsBounds(body, [paths.payload, paths.requirements]);
   if (exceeded) return reject(invalidField(exceeded.message, exceeded.field), payer);
-  for (const [name, value] of [
-    [paths.payload, rawPayload],
-    [paths.requirements, rawRequirements],
-  ] as const) {
+  for (const name of [paths.payload, paths.requirements]) {
+    const value = body[name];
     if (!isObject(value)) {
       const found = value === undefined ? "it is missing" : `got ${describeValue(value)}`;
       return invalid(`${name} must be an object; ${found}`);
     }
   }
-  if (!isObject(rawPayload) || !isObject(rawRequirements)) throw new Error("unreachable");
 
   const waitUntil = body.waitUntil as WaitUntil | undefined;
   if (waitUntil !== undefined && !WAIT_UNTIL.includes(waitUntil)) {
     return invalid(`waitUntil must be one of ${WAIT_UNTIL.join(", ")}`);
   }
 
-  const version = rawPayload.x402Version;
+  const version = (rawPayload as Record<string, unknown>).x402Version;
   if (typeof version !== "number") return invalid(`${paths.payload}.x402Version must be a number`);
   if (version !== 1 && version !== 2) {
     return reject(
@@ -160,51 +154,45 @@ export function parseRequest(body: unknown): ParsedRequest {
     );
   }
 
-  const check = <T>(schema: z.ZodMiniType<T>, value: unknown, prefix: string) => {
-    const result = schema.safeParse(value);
-    return result.success
-      ? ({ ok: true, value: result.data } as const)
-      : ({
-          ok: false,
-          failure: invalidField(describeIssue(result.error, prefix), prefix),
-        } as const);
-  };
-
+  /** The first schema issue of `paths[which]`, answered. */
+  const invalidAt = (error: z.core.$ZodError, which: "payload" | "requirements") =>
+    reject(invalidField(describeIssue(error, paths[which]), paths[which]), payer);
   if (version === 2) {
-    const payload = check(payloadV2Schema, rawPayload, paths.payload);
-    if (!payload.ok) return reject(payload.failure, payer);
-    const requirements = check(requirementsV2Schema, rawRequirements, paths.requirements);
-    if (!requirements.ok) return reject(requirements.failure, payer);
+    const payload = payloadV2Schema.safeParse(rawPayload);
+    if (!payload.success) return invalidAt(payload.error, "payload");
+    const requirements = requirementsV2Schema.safeParse(body[paths.requirements]);
+    if (!requirements.success) return invalidAt(requirements.error, "requirements");
+    const { accepted, extensions, resource } = payload.data;
     return {
       ok: true,
       request: {
         dialect,
         x402Version: 2,
-        payloadScheme: payload.value.accepted.scheme,
-        payloadNetwork: payload.value.accepted.network,
-        payload: payload.value.payload,
-        requirements: requirements.value,
-        extensions: payload.value.extensions ?? undefined,
-        resource: payload.value.resource,
+        payloadScheme: accepted.scheme,
+        payloadNetwork: accepted.network,
+        payload: payload.data.payload,
+        requirements: requirements.data,
+        extensions: extensions ?? undefined,
+        resource,
         paths,
         waitUntil,
       },
     };
   }
 
-  const payload = check(payloadV1Schema, rawPayload, paths.payload);
-  if (!payload.ok) return reject(payload.failure, payer);
-  const requirements = check(requirementsV1Schema, rawRequirements, paths.requirements);
-  if (!requirements.ok) return reject(requirements.failure, payer);
-  const { maxAmountRequired, ...rest } = requirements.value;
+  const payload = payloadV1Schema.safeParse(rawPayload);
+  if (!payload.success) return invalidAt(payload.error, "payload");
+  const requirements = requirementsV1Schema.safeParse(body[paths.requirements]);
+  if (!requirements.success) return invalidAt(requirements.error, "requirements");
+  const { maxAmountRequired, ...rest } = requirements.data;
   return {
     ok: true,
     request: {
       dialect,
       x402Version: 1,
-      payloadScheme: payload.value.scheme,
-      payloadNetwork: payload.value.network,
-      payload: payload.value.payload,
+      payloadScheme: payload.data.scheme,
+      payloadNetwork: payload.data.network,
+      payload: payload.data.payload,
       requirements: { ...rest, amount: maxAmountRequired },
       paths,
       waitUntil,

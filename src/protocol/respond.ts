@@ -11,6 +11,7 @@ import {
 } from "./request.js";
 import type { SettleResult, VerifyResult } from "./results.js";
 import type { WaitUntil } from "./schemas.js";
+import { field } from "./words.js";
 
 /** What answers a parsed request: the facilitator, or anything that verifies and settles. */
 export interface Facilitating {
@@ -26,13 +27,6 @@ export interface Reply {
   readonly payer?: string | undefined;
   /** What became of the payment's extensions: HTTP sends it as the EXTENSION-RESPONSES header. */
   readonly extensionResponses?: Readonly<Record<string, unknown>> | undefined;
-}
-
-/** The reply, with the result's extension responses when it has any. */
-function withExtensionResponses(reply: Reply, result: VerifyResult | SettleResult): Reply {
-  return result.ok && result.extensionResponses
-    ? { ...reply, extensionResponses: result.extensionResponses }
-    : reply;
 }
 
 type Operation = "verify" | "settle";
@@ -134,65 +128,56 @@ export function renderSettle(
   return { status: x402Status(result.failure), body, failure: result.failure };
 }
 
-const withCaller = (request: PaymentRequest, caller: Caller | undefined): PaymentRequest =>
-  caller ? { ...request, caller } : request;
-
-/** The payer, for x402 answers that carry it even on failure. */
-const payerOf = (request: PaymentRequest) => payerHint({ payload: request.payload });
-
+/** The settle's network as the body names it, for x402 answers to a request that did not parse. */
 function networkHint(body: unknown): string {
-  const read = (value: unknown, ...path: string[]): unknown =>
-    path.reduce<unknown>(
-      (node, key) =>
-        typeof node === "object" && node !== null
-          ? (node as Record<string, unknown>)[key]
-          : undefined,
-      value,
-    );
-  const candidates = [
-    read(body, "paymentPayload", "accepted", "network"),
-    read(body, "paymentPayload", "network"),
-    read(body, "paymentRequirements", "network"),
-  ];
-  const found = candidates.find((c) => typeof c === "string");
+  const payload = field(body, "paymentPayload");
+  const found = [
+    field(field(payload, "accepted"), "network"),
+    field(payload, "network"),
+    field(field(body, "paymentRequirements"), "network"),
+  ].find((c) => typeof c === "string");
   return typeof found === "string" ? found : "";
 }
 
-export async function handleVerify(
+export const handleVerify = (
   facilitator: Facilitating,
   body: unknown,
   options: { caller?: Caller | undefined } = {},
-): Promise<Reply> {
-  const parsed = parseRequest(body);
-  if (!parsed.ok) {
-    return renderVerify(parsed.dialect, { ok: false, failure: parsed.failure }, parsed.payer);
-  }
-  const request = withCaller(parsed.request, options.caller);
-  const result = await facilitator.verify(request);
-  return withExtensionResponses(renderVerify(request.dialect, result, payerOf(request)), result);
-}
+) => handle("verify", facilitator, body, options);
 
-export async function handleSettle(
+export const handleSettle = (
   facilitator: Facilitating,
   body: unknown,
   /** A waitUntil given outside the body (the CLI flag) wins over the body's. */
   options: { waitUntil?: WaitUntil | undefined; caller?: Caller | undefined } = {},
+) => handle("settle", facilitator, body, options);
+
+async function handle(
+  op: Operation,
+  facilitator: Facilitating,
+  body: unknown,
+  options: { waitUntil?: WaitUntil | undefined; caller?: Caller | undefined },
 ): Promise<Reply> {
   const parsed = parseRequest(body);
-  if (!parsed.ok) {
-    return renderSettle(
-      parsed.dialect,
-      { ok: false, failure: parsed.failure },
-      { network: networkHint(body), payerHint: parsed.payer },
-    );
+  if (!parsed.ok) return renderFailure(op, body, parsed.failure);
+  const request = options.caller ? { ...parsed.request, caller: options.caller } : parsed.request;
+  // The payer, for x402 answers that carry it even on failure.
+  const hint = payerHint({ payload: request.payload });
+  let result: VerifyResult | SettleResult;
+  let reply: Reply;
+  if (op === "verify") {
+    result = await facilitator.verify(request);
+    reply = renderVerify(request.dialect, result, hint);
+  } else {
+    const settled = await facilitator.settle(request, options.waitUntil ?? request.waitUntil);
+    const context = { network: request.payloadNetwork, payerHint: hint };
+    result = settled;
+    reply = renderSettle(request.dialect, settled, context);
   }
-  const request = withCaller(parsed.request, options.caller);
-  const result = await facilitator.settle(request, options.waitUntil ?? request.waitUntil);
-  const reply = renderSettle(request.dialect, result, {
-    network: request.payloadNetwork,
-    payerHint: payerOf(request),
-  });
-  return withExtensionResponses(reply, result);
+  // What became of the payment's extensions: HTTP sends it as the EXTENSION-RESPONSES header.
+  return result.ok && result.extensionResponses
+    ? { ...reply, extensionResponses: result.extensionResponses }
+    : reply;
 }
 
 /** A failure decided outside the facilitator (CLI interrupted), in the dialect of `body`. */
@@ -203,12 +188,7 @@ export function renderFailure(
   transactionHash?: Hex,
 ): Reply {
   const dialect = dialectOf(body);
-  const payer =
-    typeof body === "object" && body !== null
-      ? payerHint(
-          (body as Record<string, unknown>)[dialect === "x402" ? "paymentPayload" : "payload"],
-        )
-      : undefined;
+  const payer = payerHint(field(body, dialect === "x402" ? "paymentPayload" : "payload"));
   return op === "verify"
     ? renderVerify(dialect, { ok: false, failure: f }, payer)
     : renderSettle(

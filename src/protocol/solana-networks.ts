@@ -7,18 +7,16 @@ export interface SolanaCluster {
   readonly label: string;
 }
 
+const cluster = (genesis: string, v1Name: string, label: string): SolanaCluster => ({
+  network: `solana:${genesis}`,
+  v1Name,
+  label,
+});
+
 export const SOLANA_CLUSTERS: readonly SolanaCluster[] = [
-  { network: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", v1Name: "solana", label: "Solana" },
-  {
-    network: "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1",
-    v1Name: "solana-devnet",
-    label: "Solana Devnet",
-  },
-  {
-    network: "solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z",
-    v1Name: "solana-testnet",
-    label: "Solana Testnet",
-  },
+  cluster("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "solana", "Solana"),
+  cluster("EtWTRABZaYq6iMfeYKouRu166VU2xqa1", "solana-devnet", "Solana Devnet"),
+  cluster("4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z", "solana-testnet", "Solana Testnet"),
 ];
 
 /** Mints known by their address, for messages: Circle's USDC on mainnet and on devnet. */

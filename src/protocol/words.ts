@@ -55,3 +55,11 @@ export function canonical(value: unknown): string {
   }
   return JSON.stringify(value) ?? "null";
 }
+
+/** Whether `value` is a JSON object (not null, not an array). */
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** `node[key]` when `node` is an object (a field of a JSON body not yet checked), else undefined. */
+export const field = (node: unknown, key: string): unknown =>
+  typeof node === "object" && node !== null ? (node as Record<string, unknown>)[key] : undefined;

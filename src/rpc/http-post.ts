@@ -31,13 +31,9 @@ export interface Endpoint {
 }
 
 export function endpointOf(url: string): Endpoint {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    // Every request fails as one that never reached a node.
-    return { url, target: undefined };
-  }
+  const parsed = URL.parse(url);
+  // Not a URL: every request fails as one that never reached a node.
+  if (!parsed) return { url, target: undefined };
   if (!parsed.username && !parsed.password) return { url: parsed.toString(), target: parsed };
   const decode = (part: string) => {
     try {

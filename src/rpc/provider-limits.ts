@@ -97,9 +97,6 @@ export function learnBatchLimit(state: ProviderState, size: number): number {
   return state.batchLimit;
 }
 
-/** Whether the provider asked us to wait and the time is not up. */
-export const resting = (state: ProviderState, now = Date.now()) => state.restUntil > now;
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -157,7 +154,8 @@ export function aroundRequests(
 export function restingSkipped(transport: Transport, url: string, shown: string): Transport {
   const state = providerState(url);
   return aroundRequests(transport, async (method, send) => {
-    if (resting(state)) {
+    // The provider asked us to wait and the time is not up.
+    if (state.restUntil > Date.now()) {
       throw new RateLimitedError({ body: { method }, url: shown, details: "it asked us to wait" });
     }
     return send();

@@ -5,13 +5,10 @@ import { RateLimitedError } from "./provider-limits.js";
 
 /** Only scheme, host and port: RPC URLs often carry an API key in the path or the userinfo. */
 export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const tail = parsed.pathname !== "/" || parsed.search ? "/…" : "";
-    return `${parsed.protocol}//${parsed.host}${tail}`;
-  } catch {
-    return "<invalid url>";
-  }
+  const parsed = URL.parse(url);
+  if (!parsed) return "<invalid url>";
+  const tail = parsed.pathname !== "/" || parsed.search ? "/…" : "";
+  return `${parsed.protocol}//${parsed.host}${tail}`;
 }
 
 /** True when the error means the node could not be reached (as opposed to the node answering). */

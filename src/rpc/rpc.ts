@@ -19,13 +19,7 @@ import { aroundRequests, limitsMet, restingSkipped } from "./provider-limits.js"
 import { answeredOnceConfirmed } from "./rpc-confirmed.js";
 import { isUnreachable, redactUrl, rpcErrorKind, unreachableReason } from "./rpc-errors.js";
 
-export {
-  isUnreachable,
-  neverReachedNode,
-  redactUrl,
-  rpcErrorKind,
-  unreachableReason,
-} from "./rpc-errors.js";
+export { isUnreachable, neverReachedNode, redactUrl, unreachableReason } from "./rpc-errors.js";
 
 export interface RpcOptions {
   /** RPC URLs from flags, environment or config; their chains are found with eth_chainId. */
@@ -45,24 +39,10 @@ export interface RpcErrorSink {
   rpcError(endpoint: string, reason: string): void;
 }
 
-/** `transport`, telling `sink` of each request that failed without the node's answer. */
-function counted(transport: Transport, url: string, sink: RpcErrorSink | undefined): Transport {
-  if (!sink) return transport;
-  const endpoint = redactUrl(url);
-  return aroundRequests(transport, (_method, send) =>
-    send().catch((error: unknown) => {
-      if (isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
-      throw error;
-    }),
-  );
-}
-
 export class RpcRegistry {
+  readonly #options: RpcOptions;
   readonly #urls: readonly string[];
   readonly #publicRpcs: boolean;
-  readonly #timeoutMs: number;
-  readonly #batchLimit: number | undefined;
-  readonly #metrics: RpcErrorSink | undefined;
   readonly #resolved = new Map<string, number>();
   /** Configured URLs of Solana clusters, with the cluster's CAIP-2 id. */
   readonly #solana = new Map<string, string>();
@@ -77,9 +57,7 @@ export class RpcRegistry {
   constructor(options: RpcOptions = {}) {
     this.#urls = [...new Set(options.rpcUrls ?? [])];
     this.#publicRpcs = options.useDefaultRpcs ?? this.#urls.length === 0;
-    this.#timeoutMs = options.requestTimeoutMs ?? 10_000;
-    this.#batchLimit = options.rpcBatchLimit;
-    this.#metrics = options.metrics;
+    this.#options = options;
   }
 
   /**
@@ -271,14 +249,19 @@ export class RpcRegistry {
     );
   }
 
-  /** `url`'s JSON-RPC transport, its failures told to the metrics. */
+  /** `url`'s JSON-RPC transport, each request that got no answer from the node told to metrics. */
   #counted(url: string, options: Pick<JsonRpcOptions, "batch" | "retryCount" | "failover">) {
-    const transport = jsonRpcTransport(url, {
-      ...options,
-      timeout: this.#timeoutMs,
-      batchLimit: this.#batchLimit,
-    });
-    return counted(transport, url, this.#metrics);
+    const { requestTimeoutMs: timeout = 10_000, rpcBatchLimit: batchLimit } = this.#options;
+    const transport = jsonRpcTransport(url, { ...options, timeout, batchLimit });
+    const sink = this.#options.metrics;
+    if (!sink) return transport;
+    const endpoint = redactUrl(url);
+    return aroundRequests(transport, (_method, send) =>
+      send().catch((error: unknown) => {
+        if (isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
+        throw error;
+      }),
+    );
   }
 
   #transport(urls: readonly string[]): Transport {
