@@ -14,6 +14,5 @@ export function isSvmDevnetMint(mint: SvmMint): boolean {
 
 /** The devnet's fee payer, payee and payers (as `facilitator devnet --svm` funds them). */
 export function svmDevnetRoles() {
-  const { feePayer, payee, payers } = devnetKeys(DEFAULT_PAYER_COUNT);
-  return { feePayer, payee, payers };
+  return devnetKeys(DEFAULT_PAYER_COUNT);
 }

@@ -2,7 +2,7 @@
 import type { Address } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
 import { associatedTokenAddress as ataOf } from "../exact/ata.js";
-import { type SvmDevKey, svmDevKey } from "./keys.js";
+import { svmDevKey } from "./keys.js";
 import {
   encodeMint,
   encodeTokenAccount,
@@ -20,21 +20,14 @@ export const TOKEN_2022_DECIMALS = 6;
 export const PAYER_USDC_BALANCE = 1_000_000_000n;
 
 const LAMPORTS_PER_SOL = 1_000_000_000n;
-export const FEE_PAYER_LAMPORTS = 100n * LAMPORTS_PER_SOL;
-export const PAYER_LAMPORTS = 10n * LAMPORTS_PER_SOL;
-export const PAYEE_LAMPORTS = LAMPORTS_PER_SOL;
+const FEE_PAYER_LAMPORTS = 100n * LAMPORTS_PER_SOL;
+const PAYER_LAMPORTS = 10n * LAMPORTS_PER_SOL;
+const PAYEE_LAMPORTS = LAMPORTS_PER_SOL;
 
 export const DEFAULT_PAYER_COUNT = 3;
 const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
 
-export interface SvmDevnetKeys {
-  feePayer: SvmDevKey;
-  payers: SvmDevKey[];
-  payee: SvmDevKey;
-  mintAuthority: SvmDevKey;
-}
-
-export function devnetKeys(payerCount = DEFAULT_PAYER_COUNT): SvmDevnetKeys {
+export function devnetKeys(payerCount = DEFAULT_PAYER_COUNT) {
   return {
     feePayer: svmDevKey("fee-payer"),
     payers: Array.from({ length: payerCount }, (_, i) => svmDevKey(`payer-${i}`)),
@@ -74,7 +67,10 @@ const TOKENS = [
 ] as const;
 
 /** Writes the mints, the funded accounts and the token accounts into a fresh runtime. */
-export async function setUpDevnet(svm: LiteSVM, keys: SvmDevnetKeys): Promise<void> {
+export async function setUpDevnet(
+  svm: LiteSVM,
+  keys: ReturnType<typeof devnetKeys>,
+): Promise<void> {
   const none = new Uint8Array(0);
   put(svm, keys.feePayer.address, SYSTEM_PROGRAM, none, FEE_PAYER_LAMPORTS);
   put(svm, keys.payee.address, SYSTEM_PROGRAM, none, PAYEE_LAMPORTS);
