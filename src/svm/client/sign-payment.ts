@@ -47,21 +47,14 @@ export function fetchSvmCall(rpcUrl: string): SvmCall {
   };
 }
 
-export interface SvmBlockhash {
-  readonly blockhash: string;
-  readonly lastValidBlockHeight: bigint;
-}
-
 /** The cluster's latest blockhash, at `confirmed` (as the official client's RPC asks). */
-export async function latestBlockhash(call: SvmCall): Promise<SvmBlockhash> {
+export async function latestBlockhash(call: SvmCall): Promise<string> {
   const result = (await call("getLatestBlockhash", [{ commitment: "confirmed" }])) as {
-    value?: { blockhash?: unknown; lastValidBlockHeight?: unknown };
+    value?: { blockhash?: unknown };
   };
-  const value = result?.value;
-  if (typeof value?.blockhash !== "string" || typeof value.lastValidBlockHeight !== "number") {
-    throw new Error("getLatestBlockhash answered no blockhash");
-  }
-  return { blockhash: value.blockhash, lastValidBlockHeight: BigInt(value.lastValidBlockHeight) };
+  const blockhash = result?.value?.blockhash;
+  if (typeof blockhash !== "string") throw new Error("getLatestBlockhash answered no blockhash");
+  return blockhash;
 }
 
 export interface SvmMint {
@@ -127,7 +120,7 @@ export async function signSvmTransfer(terms: {
   readonly payTo: string;
   /** Atomic units. */
   readonly amount: bigint;
-  readonly lifetime: SvmBlockhash;
+  readonly blockhash: string;
   readonly memo?: string | undefined;
 }): Promise<{ payer: string; transaction: string }> {
   const signer = await createKeyPairSignerFromBytes(terms.payerSecretKey);
@@ -154,7 +147,8 @@ export async function signSvmTransfer(terms: {
       data: new TextEncoder().encode(terms.memo ?? randomBytes(16).toString("hex")),
     },
   ];
-  const lifetime = terms.lifetime as { blockhash: Blockhash; lastValidBlockHeight: bigint };
+  // A lifetime's last valid height is no part of the signed bytes.
+  const lifetime = { blockhash: terms.blockhash as Blockhash, lastValidBlockHeight: 0n };
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(terms.feePayer as Address, m),

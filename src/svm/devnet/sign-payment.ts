@@ -29,7 +29,7 @@ export async function signSvmSampleRequest(
     mint: { address, tokenProgram: TOKEN_PROGRAM, decimals, mintAuthority: undefined },
     payTo: devnet.payee.address,
     amount,
-    lifetime: await latestBlockhash(fetchSvmCall(devnet.rpcUrl)),
+    blockhash: await latestBlockhash(fetchSvmCall(devnet.rpcUrl)),
   });
   const requirements = {
     scheme: "exact",
