@@ -17,7 +17,9 @@ import {
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
 } from "@solana/kit";
+import { createClient } from "viem";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
+import { jsonRpcTransport } from "../../rpc/json-rpc.js";
 import { decodeMint, isTokenProgram, tokenAccountKind } from "../devnet/token-layout.js";
 import { associatedTokenAddress } from "../exact/ata.js";
 import { COMPUTE_BUDGET_PROGRAM, MEMO_PROGRAM } from "../exact/constants.js";
@@ -31,20 +33,10 @@ export const MAX_MEMO_BYTES = 256;
 /** One JSON-RPC call to the cluster, answering its `result` (throws on an error answer). */
 export type SvmCall = (method: string, params: unknown[]) => Promise<unknown>;
 
-/** JSON-RPC over fetch, for callers without a viem client (the devnet's own request file). */
-export function fetchSvmCall(rpcUrl: string): SvmCall {
-  return async (method, params) => {
-    const response = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const body = (await response.json()) as { result?: unknown; error?: { message?: string } };
-    if (body.error || !("result" in body)) {
-      throw new Error(`${method}: ${body.error?.message ?? "no result"}`);
-    }
-    return body.result;
-  };
+/** JSON-RPC to `rpcUrl`, for callers without a registry's client (the devnet's request file). */
+export function svmCallTo(rpcUrl: string): SvmCall {
+  const client = createClient({ transport: jsonRpcTransport(rpcUrl) });
+  return (method, params) => client.request({ method, params } as never);
 }
 
 /** The cluster's latest blockhash, at `confirmed` (as the official client's RPC asks). */

@@ -1,8 +1,8 @@
 /** The devnet's request-svm.json: a payment in test USDC signed as the official client signs it. */
 import {
-  fetchSvmCall,
   latestBlockhash,
   signSvmTransfer,
+  svmCallTo,
   svmPaymentPayload,
 } from "../client/sign-payment.js";
 import type { SvmDevnet } from "./index.js";
@@ -29,7 +29,7 @@ export async function signSvmSampleRequest(
     mint: { address, tokenProgram: TOKEN_PROGRAM, decimals, mintAuthority: undefined },
     payTo: devnet.payee.address,
     amount,
-    blockhash: await latestBlockhash(fetchSvmCall(devnet.rpcUrl)),
+    blockhash: await latestBlockhash(svmCallTo(devnet.rpcUrl)),
   });
   const requirements = {
     scheme: "exact",
