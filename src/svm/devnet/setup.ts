@@ -1,6 +1,7 @@
 /** The devnet's first state: USDC and a Token-2022 token, funded payers, a fee payer, a payee. */
 import type { Address } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
+import type { SvmMint } from "../client/sign-payment.js";
 import { associatedTokenAddress as ataOf } from "../exact/ata.js";
 import { svmDevKey } from "./keys.js";
 import {
@@ -26,6 +27,13 @@ const PAYEE_LAMPORTS = LAMPORTS_PER_SOL;
 
 export const DEFAULT_PAYER_COUNT = 3;
 const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
+
+/** Whether this mint, read from a cluster, is the devnet's test USDC (Circle's has its authority). */
+export function isSvmDevnetMint(mint: SvmMint): boolean {
+  return (
+    mint.address === DEVNET_USDC_MINT && mint.mintAuthority === svmDevKey("mint-authority").address
+  );
+}
 
 export function devnetKeys(payerCount = DEFAULT_PAYER_COUNT) {
   return {

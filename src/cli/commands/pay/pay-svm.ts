@@ -18,13 +18,13 @@ import {
   signSvmTransfer,
   svmPaymentPayload,
 } from "../../../svm/client/sign-payment.js";
+import { secretKeyBytes } from "../../../svm/devnet/keys.js";
 import {
   DEFAULT_PAYER_COUNT,
   DEVNET_USDC_MINT,
+  devnetKeys,
   isSvmDevnetMint,
-  svmDevnetRoles,
-} from "../../../svm/devnet/detect.js";
-import { secretKeyBytes } from "../../../svm/devnet/keys.js";
+} from "../../../svm/devnet/setup.js";
 import { UsageError } from "../../io/errors.js";
 import { atomicAmount, describeAmount } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
@@ -80,7 +80,8 @@ function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Arra
         : "who pays? pass --payer-key-file FILE (the payer's Solana key; never a flag value)",
     );
   }
-  const payers = svmDevnetRoles().payers;
+  // The devnet's keys, as `facilitator devnet --svm` funds them.
+  const payers = devnetKeys().payers;
   return secretKeyBytes(devnetPayer(flags, payers, `${DEFAULT_PAYER_COUNT} on Solana`));
 }
 
@@ -172,7 +173,7 @@ export async function buildSvmRequest(
       })
     : undefined;
   const devnet = devnetMint !== undefined && isSvmDevnetMint(devnetMint);
-  const roles = devnet ? svmDevnetRoles() : undefined;
+  const roles = devnet ? devnetKeys() : undefined;
   const missing = (flag: string) =>
     new UsageError(`${flag} is needed: ${named} is no local devnet with defaults`);
 
