@@ -92,8 +92,9 @@ export async function readMint(call: SvmCall, mint: string): Promise<SvmMint> {
 const u32 = getU32Encoder();
 const u64 = getU64Encoder();
 
-async function ataOf(owner: string, mint: SvmMint): Promise<Address> {
-  const address = await associatedTokenAddress(owner, mint.address, mint.tokenProgram);
+/** `owner`'s associated token account for `mint`: the one verify checks payees against. */
+export async function ataOf(owner: string, mint: string, tokenProgram: string): Promise<Address> {
+  const address = await associatedTokenAddress(owner, mint, tokenProgram);
   if (!address) throw new Error(`no associated token account for ${owner}`);
   return address as Address;
 }
@@ -124,9 +125,15 @@ export async function signSvmTransfer(terms: {
     {
       programAddress: mint.tokenProgram as Address,
       accounts: [
-        { address: await ataOf(signer.address, mint), role: AccountRole.WRITABLE },
+        {
+          address: await ataOf(signer.address, mint.address, mint.tokenProgram),
+          role: AccountRole.WRITABLE,
+        },
         { address: mint.address as Address, role: AccountRole.READONLY },
-        { address: await ataOf(terms.payTo, mint), role: AccountRole.WRITABLE },
+        {
+          address: await ataOf(terms.payTo, mint.address, mint.tokenProgram),
+          role: AccountRole.WRITABLE,
+        },
         // The payer signs as the authority; @solana/kit finds its signer in this meta.
         { address: signer.address, role: AccountRole.READONLY_SIGNER, signer } as AccountSignerMeta,
       ],

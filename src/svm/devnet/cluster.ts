@@ -48,19 +48,13 @@ export class Rejected extends Error {
 }
 
 /** Errors a node drops a transaction for rather than recording a failed one on chain. */
-const NOT_LANDED = new Set([
-  "AccountNotFound",
-  "InsufficientFundsForFee",
-  "InvalidAccountForFee",
-  "AlreadyProcessed",
-  "BlockhashNotFound",
-  "SignatureFailure",
-  "SanitizeFailure",
-  "MissingSignatureForFee",
-  "UnsupportedVersion",
-  "AccountLoadedTwice",
-  "TooManyAccountLocks",
-]);
+const NOT_LANDED = new Set(
+  (
+    "AccountNotFound InsufficientFundsForFee InvalidAccountForFee AlreadyProcessed " +
+    "BlockhashNotFound SignatureFailure SanitizeFailure MissingSignatureForFee UnsupportedVersion " +
+    "AccountLoadedTwice TooManyAccountLocks"
+  ).split(" "),
+);
 
 type DecodedTransaction = ReturnType<typeof decodeWireTransaction>;
 

@@ -1,8 +1,7 @@
 /** The devnet's first state: USDC and a Token-2022 token, funded payers, a fee payer, a payee. */
 import type { Address } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
-import type { SvmMint } from "../client/sign-payment.js";
-import { associatedTokenAddress as ataOf } from "../exact/ata.js";
+import { ataOf, type SvmMint } from "../client/sign-payment.js";
 import { svmDevKey } from "./keys.js";
 import {
   encodeMint,
@@ -44,17 +43,12 @@ export function devnetKeys(payerCount = DEFAULT_PAYER_COUNT) {
   };
 }
 
-/** The associated token account of `owner` for `mint` under `tokenProgram`. */
-export async function associatedTokenAddress(
+/** The associated token account of `owner` for `mint` (default: test USDC) under `tokenProgram`. */
+export const associatedTokenAddress = (
   owner: Address,
   mint: Address = DEVNET_USDC_MINT,
   tokenProgram: Address = TOKEN_PROGRAM,
-): Promise<Address> {
-  // One derivation, the one verify checks payees against.
-  const address = await ataOf(owner, mint, tokenProgram);
-  if (!address) throw new Error(`no associated token account for ${owner}`);
-  return address as Address;
-}
+) => ataOf(owner, mint, tokenProgram);
 
 /** Writes an account; rent-exempt unless `lamports` says otherwise. */
 function put(
