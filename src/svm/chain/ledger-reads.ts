@@ -28,7 +28,7 @@ export interface SvmSpend {
 }
 
 /** The ledger's name for what a spend debits. Base58 is case-sensitive: kept as it is. */
-export function svmSlotOf(spend: Omit<SvmSpend, "amount">): string {
+function svmSlotOf(spend: Omit<SvmSpend, "amount">): string {
   return `${spend.network}:${spend.mint}:${spend.source}`;
 }
 

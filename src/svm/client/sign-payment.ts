@@ -9,62 +9,44 @@ import {
   createKeyPairSignerFromBytes,
   createTransactionMessage,
   getBase64EncodedWireTransaction,
+  getU32Encoder,
+  getU64Encoder,
   type Instruction,
   partiallySignTransactionMessageWithSigners,
   pipe,
   setTransactionMessageFeePayer,
   setTransactionMessageLifetimeUsingBlockhash,
 } from "@solana/kit";
-import { bytesToBase58 } from "../../protocol/base58.js";
+import { createClient } from "viem";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
+import { jsonRpcTransport } from "../../rpc/json-rpc.js";
+import { decodeMint, isTokenProgram, tokenAccountKind } from "../devnet/token-layout.js";
 import { associatedTokenAddress } from "../exact/ata.js";
-import {
-  COMPUTE_BUDGET_PROGRAM,
-  MEMO_PROGRAM,
-  TOKEN_2022_PROGRAM,
-  TOKEN_PROGRAM,
-} from "../exact/constants.js";
+import { COMPUTE_BUDGET_PROGRAM, MEMO_PROGRAM } from "../exact/constants.js";
 
-/** The official client's defaults (DEFAULT_COMPUTE_UNIT_LIMIT / _PRICE_MICROLAMPORTS). */
-export const COMPUTE_UNIT_LIMIT = 20_000;
-export const COMPUTE_UNIT_PRICE_MICROLAMPORTS = 1n;
+/** The official client's DEFAULT_COMPUTE_UNIT_LIMIT and _PRICE_MICROLAMPORTS. */
+const COMPUTE_UNITS = 20_000;
+const MICROLAMPORTS = 1n;
 /** The official client refuses a seller's memo longer than this (MAX_MEMO_BYTES). */
 export const MAX_MEMO_BYTES = 256;
 
 /** One JSON-RPC call to the cluster, answering its `result` (throws on an error answer). */
 export type SvmCall = (method: string, params: unknown[]) => Promise<unknown>;
 
-/** JSON-RPC over fetch, for callers without a viem client (the devnet's own request file). */
-export function fetchSvmCall(rpcUrl: string): SvmCall {
-  return async (method, params) => {
-    const response = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    const body = (await response.json()) as { result?: unknown; error?: { message?: string } };
-    if (body.error || !("result" in body)) {
-      throw new Error(`${method}: ${body.error?.message ?? "no result"}`);
-    }
-    return body.result;
-  };
-}
-
-export interface SvmBlockhash {
-  readonly blockhash: string;
-  readonly lastValidBlockHeight: bigint;
+/** JSON-RPC to `rpcUrl`, for callers without a registry's client (the devnet's request file). */
+export function svmCallTo(rpcUrl: string): SvmCall {
+  const client = createClient({ transport: jsonRpcTransport(rpcUrl) });
+  return (method, params) => client.request({ method, params } as never);
 }
 
 /** The cluster's latest blockhash, at `confirmed` (as the official client's RPC asks). */
-export async function latestBlockhash(call: SvmCall): Promise<SvmBlockhash> {
+export async function latestBlockhash(call: SvmCall): Promise<string> {
   const result = (await call("getLatestBlockhash", [{ commitment: "confirmed" }])) as {
-    value?: { blockhash?: unknown; lastValidBlockHeight?: unknown };
+    value?: { blockhash?: unknown };
   };
-  const value = result?.value;
-  if (typeof value?.blockhash !== "string" || typeof value.lastValidBlockHeight !== "number") {
-    throw new Error("getLatestBlockhash answered no blockhash");
-  }
-  return { blockhash: value.blockhash, lastValidBlockHeight: BigInt(value.lastValidBlockHeight) };
+  const blockhash = result?.value?.blockhash;
+  if (typeof blockhash !== "string") throw new Error("getLatestBlockhash answered no blockhash");
+  return blockhash;
 }
 
 export interface SvmMint {
@@ -81,9 +63,6 @@ export class NotAMint extends Error {
   override readonly name = "NotAMint";
 }
 
-const MINT_SIZE = 82;
-const TOKEN_ACCOUNT_SIZE = 165;
-
 /** The mint's token program and decimals, from its account; NotAMint when it is no mint. */
 export async function readMint(call: SvmCall, mint: string): Promise<SvmMint> {
   const result = (await call("getAccountInfo", [
@@ -92,29 +71,39 @@ export async function readMint(call: SvmCall, mint: string): Promise<SvmMint> {
   ])) as { value?: { owner?: unknown; data?: unknown } | null };
   const account = result?.value;
   if (!account) throw new NotAMint("there is no account at this address");
-  const owner = account.owner;
-  if (owner !== TOKEN_PROGRAM && owner !== TOKEN_2022_PROGRAM) {
-    throw new NotAMint(`the account is owned by ${String(owner)}, not a token program`);
+  const owner = String(account.owner);
+  if (!isTokenProgram(owner)) {
+    throw new NotAMint(`the account is owned by ${owner}, not a token program`);
   }
   const encoded = Array.isArray(account.data) ? account.data[0] : undefined;
   const data = typeof encoded === "string" ? Buffer.from(encoded, "base64") : Buffer.alloc(0);
-  // A mint is 82 bytes (decimals at 44, initialised at 45); a Token-2022 mint with extensions
-  // is longer, with its account type (1: mint) at byte 165.
-  const isMint =
-    data.length === MINT_SIZE ||
-    (owner === TOKEN_2022_PROGRAM && data.length > TOKEN_ACCOUNT_SIZE && data[165] === 1);
-  if (!isMint || data[45] !== 1) {
+  const fields = tokenAccountKind(owner, data) === "mint" ? decodeMint(data) : undefined;
+  if (!fields?.isInitialized) {
     throw new NotAMint("the account is no initialised mint (a token account?)");
   }
   return {
     address: mint,
     tokenProgram: owner,
-    decimals: data[44] as number,
-    mintAuthority: data.readUInt32LE(0) === 1 ? bytesToBase58(data.subarray(4, 36)) : undefined,
+    decimals: fields.decimals,
+    mintAuthority: fields.mintAuthority ?? undefined,
   };
 }
 
-export interface SvmTransferTerms {
+const u32 = getU32Encoder();
+const u64 = getU64Encoder();
+
+/** `owner`'s associated token account for `mint`: the one verify checks payees against. */
+export async function ataOf(owner: string, mint: string, tokenProgram: string): Promise<Address> {
+  const address = await associatedTokenAddress(owner, mint, tokenProgram);
+  if (!address) throw new Error(`no associated token account for ${owner}`);
+  return address as Address;
+}
+
+/**
+ * The payer's address and the base64 wire transaction, signed by the payer only. `memo`: the
+ * seller's `extra.memo` (its length checked by the caller); without one, 16 random bytes in hex.
+ */
+export async function signSvmTransfer(terms: {
   /** The payer's 64-byte secret key (seed ‖ public key). */
   readonly payerSecretKey: Uint8Array;
   /** The facilitator's fee payer (`extra.feePayer`). */
@@ -124,70 +113,41 @@ export interface SvmTransferTerms {
   readonly payTo: string;
   /** Atomic units. */
   readonly amount: bigint;
-  readonly lifetime: SvmBlockhash;
-  /** The seller's `extra.memo`; without one, 16 random bytes in hex (the client's nonce). */
+  readonly blockhash: string;
   readonly memo?: string | undefined;
-}
-
-const u32 = (value: number) => {
-  const data = Buffer.alloc(4);
-  data.writeUInt32LE(value);
-  return data;
-};
-const u64 = (value: bigint) => {
-  const data = Buffer.alloc(8);
-  data.writeBigUInt64LE(value);
-  return data;
-};
-
-async function ataOf(owner: string, mint: SvmMint): Promise<Address> {
-  const address = await associatedTokenAddress(owner, mint.address, mint.tokenProgram);
-  if (!address) throw new Error(`no associated token account for ${owner}`);
-  return address as Address;
-}
-
-/** The payer's address and the base64 wire transaction, signed by the payer only. */
-export async function signSvmTransfer(
-  terms: SvmTransferTerms,
-): Promise<{ payer: string; transaction: string }> {
-  const memo = new TextEncoder().encode(terms.memo ?? randomBytes(16).toString("hex"));
-  if (memo.byteLength > MAX_MEMO_BYTES) {
-    throw new Error(`extra.memo exceeds ${MAX_MEMO_BYTES} bytes`);
-  }
+}): Promise<{ payer: string; transaction: string }> {
   const signer = await createKeyPairSignerFromBytes(terms.payerSecretKey);
   const { mint } = terms;
-  // The payer signs as the transfer's authority; @solana/kit finds its signer in this meta.
-  const authority: AccountSignerMeta = {
-    address: signer.address,
-    role: AccountRole.READONLY_SIGNER,
-    signer,
-  };
+  const computeBudget = COMPUTE_BUDGET_PROGRAM as Address;
   const instructions: Instruction[] = [
-    {
-      programAddress: COMPUTE_BUDGET_PROGRAM as Address,
-      data: Uint8Array.from([2, ...u32(COMPUTE_UNIT_LIMIT)]),
-    },
-    {
-      programAddress: COMPUTE_BUDGET_PROGRAM as Address,
-      data: Uint8Array.from([3, ...u64(COMPUTE_UNIT_PRICE_MICROLAMPORTS)]),
-    },
+    { programAddress: computeBudget, data: Uint8Array.from([2, ...u32.encode(COMPUTE_UNITS)]) },
+    { programAddress: computeBudget, data: Uint8Array.from([3, ...u64.encode(MICROLAMPORTS)]) },
     {
       programAddress: mint.tokenProgram as Address,
       accounts: [
-        { address: await ataOf(signer.address, mint), role: AccountRole.WRITABLE },
+        {
+          address: await ataOf(signer.address, mint.address, mint.tokenProgram),
+          role: AccountRole.WRITABLE,
+        },
         { address: mint.address as Address, role: AccountRole.READONLY },
-        { address: await ataOf(terms.payTo, mint), role: AccountRole.WRITABLE },
-        authority,
+        {
+          address: await ataOf(terms.payTo, mint.address, mint.tokenProgram),
+          role: AccountRole.WRITABLE,
+        },
+        // The payer signs as the authority; @solana/kit finds its signer in this meta.
+        { address: signer.address, role: AccountRole.READONLY_SIGNER, signer } as AccountSignerMeta,
       ],
       // TransferChecked: discriminator 12, amount (u64 LE), decimals.
-      data: Uint8Array.from([12, ...u64(terms.amount), mint.decimals]),
+      data: Uint8Array.from([12, ...u64.encode(terms.amount), mint.decimals]),
     },
-    { programAddress: MEMO_PROGRAM as Address, accounts: [], data: memo },
+    {
+      programAddress: MEMO_PROGRAM as Address,
+      accounts: [],
+      data: new TextEncoder().encode(terms.memo ?? randomBytes(16).toString("hex")),
+    },
   ];
-  const lifetime = {
-    blockhash: terms.lifetime.blockhash as Blockhash,
-    lastValidBlockHeight: terms.lifetime.lastValidBlockHeight,
-  };
+  // A lifetime's last valid height is no part of the signed bytes.
+  const lifetime = { blockhash: terms.blockhash as Blockhash, lastValidBlockHeight: 0n };
   const message = pipe(
     createTransactionMessage({ version: 0 }),
     (m) => setTransactionMessageFeePayer(terms.feePayer as Address, m),

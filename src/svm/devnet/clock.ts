@@ -1,9 +1,8 @@
 /** Devnet slots: height = slot, `confirmed` 1 and `finalized` 32 behind, blockhashes valid 150. */
+import type { Commitment } from "../exact/rpc.js";
 
-export type Commitment = "processed" | "confirmed" | "finalized";
-
-const CONFIRMED_DEPTH = 1;
-const FINALIZED_DEPTH = 32;
+/** How many slots behind the newest each commitment sees. */
+const DEPTH = { processed: 0n, confirmed: 1n, finalized: 32n } as const;
 const BLOCKHASH_VALIDITY = 150;
 
 export class SlotClock {
@@ -32,13 +31,7 @@ export class SlotClock {
 
   /** The newest slot at `commitment`. */
   slotAt(commitment: Commitment): bigint {
-    const depth =
-      commitment === "finalized"
-        ? FINALIZED_DEPTH
-        : commitment === "confirmed"
-          ? CONFIRMED_DEPTH
-          : 0;
-    const slot = this.#slot - BigInt(depth);
+    const slot = this.#slot - DEPTH[commitment];
     return slot < this.#oldestSlot() ? this.#oldestSlot() : slot;
   }
 
@@ -59,10 +52,9 @@ export class SlotClock {
   /** How a transaction that landed in `slot` stands now. */
   statusOf(slot: bigint): { confirmationStatus: Commitment; confirmations: number | null } {
     const depth = this.#slot - slot;
-    if (depth >= BigInt(FINALIZED_DEPTH))
-      return { confirmationStatus: "finalized", confirmations: null };
+    if (depth >= DEPTH.finalized) return { confirmationStatus: "finalized", confirmations: null };
     return {
-      confirmationStatus: depth >= BigInt(CONFIRMED_DEPTH) ? "confirmed" : "processed",
+      confirmationStatus: depth >= DEPTH.confirmed ? "confirmed" : "processed",
       confirmations: Number(depth),
     };
   }

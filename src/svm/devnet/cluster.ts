@@ -19,6 +19,7 @@ import { type RpcTransactionError, rpcTransactionError } from "./tx-error.js";
 
 const SNAPSHOT = "svm-state.bin";
 const SIDECAR = "svm-cluster.json";
+const SAVED_BIGINTS = new Set(["slot", "unitsConsumed", "fee"]);
 /** Entries of the SlotHashes sysvar a node keeps. */
 const SLOT_HASHES_KEPT = 512;
 const base58 = getBase58Decoder();
@@ -47,19 +48,13 @@ export class Rejected extends Error {
 }
 
 /** Errors a node drops a transaction for rather than recording a failed one on chain. */
-const NOT_LANDED = new Set([
-  "AccountNotFound",
-  "InsufficientFundsForFee",
-  "InvalidAccountForFee",
-  "AlreadyProcessed",
-  "BlockhashNotFound",
-  "SignatureFailure",
-  "SanitizeFailure",
-  "MissingSignatureForFee",
-  "UnsupportedVersion",
-  "AccountLoadedTwice",
-  "TooManyAccountLocks",
-]);
+const NOT_LANDED = new Set(
+  (
+    "AccountNotFound InsufficientFundsForFee InvalidAccountForFee AlreadyProcessed " +
+    "BlockhashNotFound SignatureFailure SanitizeFailure MissingSignatureForFee UnsupportedVersion " +
+    "AccountLoadedTwice TooManyAccountLocks"
+  ).split(" "),
+);
 
 type DecodedTransaction = ReturnType<typeof decodeWireTransaction>;
 
@@ -125,24 +120,13 @@ export class SvmCluster {
   /** A fresh cluster, or the one saved in `dir` when there is one. */
   static open(dir?: string): SvmCluster {
     if (dir && existsSync(join(dir, SNAPSHOT)) && existsSync(join(dir, SIDECAR))) {
-      const saved = JSON.parse(readFileSync(join(dir, SIDECAR), "utf8")) as {
-        slot: string;
-        landed: Array<Omit<Landed, "slot" | "unitsConsumed" | "fee"> & Record<string, string>>;
-        messages: Array<[string, string]>;
-      };
-      const cluster = new SvmCluster(
-        LiteSVM.loadFromFile(join(dir, SNAPSHOT)),
-        true,
-        BigInt(saved.slot),
-      );
-      for (const entry of saved.landed) {
-        cluster.#landed.set(entry.signature, {
-          ...entry,
-          slot: BigInt(entry.slot as string),
-          unitsConsumed: BigInt(entry.unitsConsumed as string),
-          fee: BigInt(entry.fee as string),
-        } as Landed);
-      }
+      // save() wrote these bigints as strings.
+      const text = readFileSync(join(dir, SIDECAR), "utf8");
+      const saved = JSON.parse(text, (key, value) =>
+        SAVED_BIGINTS.has(key) && typeof value === "string" ? BigInt(value) : value,
+      ) as { slot: bigint; landed: Landed[]; messages: Array<[string, string]> };
+      const cluster = new SvmCluster(LiteSVM.loadFromFile(join(dir, SNAPSHOT)), true, saved.slot);
+      for (const entry of saved.landed) cluster.#landed.set(entry.signature, entry);
       for (const [hash, signature] of saved.messages) cluster.#messages.set(hash, signature);
       return cluster;
     }

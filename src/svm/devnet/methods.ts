@@ -2,7 +2,7 @@
 import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
 import { ADDRESS_LOOKUP_TABLE_PROGRAM } from "../exact/constants.js";
 import { decodeLookupTable } from "../exact/lookup-tables.js";
-import type { Commitment } from "./clock.js";
+import type { Commitment } from "../exact/rpc.js";
 import { Rejected, type SvmCluster } from "./cluster.js";
 import { transactionFee } from "./fees.js";
 import {
@@ -51,6 +51,17 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     slot: cluster.clock.slotAt(commitment),
   });
   const slot = (params: unknown[]) => cluster.clock.slotAt(commitmentOf(config(params, 0)));
+  /** A method answering `{ context, value }` at the commitment of its config, `params[at]`. */
+  const withContext =
+    (
+      at: number,
+      value: (params: unknown[], cfg: Config, commitment: Commitment) => unknown,
+    ): RpcHandler =>
+    (params) => {
+      const cfg = config(params, at);
+      const commitment = commitmentOf(cfg);
+      return { context: context(commitment), value: value(params, cfg, commitment) };
+    };
 
   function mintDecimals(mint: Address): number | undefined {
     const account = svm.getAccount(mint);
@@ -120,10 +131,9 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       const at = slot(params);
       return { absoluteSlot: at, blockHeight: at, epoch: 0, slotIndex: at, slotsInEpoch: 432000 };
     },
-    getLatestBlockhash: (params) => {
-      const commitment = commitmentOf(config(params, 0));
-      return { context: context(commitment), value: cluster.clock.latestBlockhash(commitment) };
-    },
+    getLatestBlockhash: withContext(0, (_params, _cfg, commitment) =>
+      cluster.clock.latestBlockhash(commitment),
+    ),
     isBlockhashValid: (params) => {
       if (typeof params[0] !== "string") throw invalidParams("Invalid params: blockhash");
       const commitment = commitmentOf(config(params, 1));
@@ -131,14 +141,8 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     },
     getMinimumBalanceForRentExemption: (params) =>
       svm.minimumBalanceForRentExemption(count(params[0], "data length")),
-    getBalance: (params) => {
-      const commitment = commitmentOf(config(params, 1));
-      return { context: context(commitment), value: svm.getBalance(address(params, 0)) ?? 0n };
-    },
-    getAccountInfo: (params) => {
-      const cfg = config(params, 1);
-      return { context: context(commitmentOf(cfg)), value: accountJson(address(params, 0), cfg) };
-    },
+    getBalance: withContext(1, (params) => svm.getBalance(address(params, 0)) ?? 0n),
+    getAccountInfo: withContext(1, (params, cfg) => accountJson(address(params, 0), cfg)),
     getMultipleAccounts: (params) => {
       const list = params[0];
       if (!Array.isArray(list) || list.length > 100)
@@ -149,17 +153,15 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
         value: list.map((_, i) => accountJson(address(list, i), cfg)),
       };
     },
-    getTokenAccountBalance: (params) => {
-      const commitment = commitmentOf(config(params, 1));
+    getTokenAccountBalance: withContext(1, (params) => {
       const account = accountJson(address(params, 0), { encoding: "jsonParsed" });
       const parsed = (
         account?.data as { parsed?: { type: string; info: { tokenAmount: unknown } } }
       )?.parsed;
       if (parsed?.type !== "account") throw invalidParams("Invalid param: not a Token account");
-      return { context: context(commitment), value: parsed.info.tokenAmount };
-    },
-    getFeeForMessage: (params) => {
-      const cfg = config(params, 1);
+      return parsed.info.tokenAmount;
+    }),
+    getFeeForMessage: withContext(1, (params) => {
       const bytes = bytesOf(params[0], "base64", "message");
       let message: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>["decode"]>;
       try {
@@ -167,10 +169,8 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       } catch {
         throw invalidParams("Invalid params: invalid message");
       }
-      const valid = cluster.clock.isBlockhashValid(message.lifetimeToken);
-      const fee = transactionFee(message);
-      return { context: context(commitmentOf(cfg)), value: valid ? fee : null };
-    },
+      return cluster.clock.isBlockhashValid(message.lifetimeToken) ? transactionFee(message) : null;
+    }),
     simulateTransaction: (params) => {
       const cfg = config(params, 1);
       const sigVerify = cfg.sigVerify === true;

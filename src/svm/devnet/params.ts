@@ -1,6 +1,6 @@
 /** Reading Solana JSON-RPC params, each refused with -32602 as nodes do. */
 import { type Address, getBase58Encoder, isAddress } from "@solana/kit";
-import type { Commitment } from "./clock.js";
+import type { Commitment } from "../exact/rpc.js";
 import { decodeWireTransaction } from "./cluster.js";
 import { invalidParams } from "./rpc-server.js";
 

@@ -1,8 +1,8 @@
 /** The devnet's first state: USDC and a Token-2022 token, funded payers, a fee payer, a payee. */
 import type { Address } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
-import { associatedTokenAddress as ataOf } from "../exact/ata.js";
-import { type SvmDevKey, svmDevKey } from "./keys.js";
+import { ataOf, type SvmMint } from "../client/sign-payment.js";
+import { svmDevKey } from "./keys.js";
 import {
   encodeMint,
   encodeTokenAccount,
@@ -20,21 +20,21 @@ export const TOKEN_2022_DECIMALS = 6;
 export const PAYER_USDC_BALANCE = 1_000_000_000n;
 
 const LAMPORTS_PER_SOL = 1_000_000_000n;
-export const FEE_PAYER_LAMPORTS = 100n * LAMPORTS_PER_SOL;
-export const PAYER_LAMPORTS = 10n * LAMPORTS_PER_SOL;
-export const PAYEE_LAMPORTS = LAMPORTS_PER_SOL;
+const FEE_PAYER_LAMPORTS = 100n * LAMPORTS_PER_SOL;
+const PAYER_LAMPORTS = 10n * LAMPORTS_PER_SOL;
+const PAYEE_LAMPORTS = LAMPORTS_PER_SOL;
 
 export const DEFAULT_PAYER_COUNT = 3;
 const SYSTEM_PROGRAM = "11111111111111111111111111111111" as Address;
 
-export interface SvmDevnetKeys {
-  feePayer: SvmDevKey;
-  payers: SvmDevKey[];
-  payee: SvmDevKey;
-  mintAuthority: SvmDevKey;
+/** Whether this mint, read from a cluster, is the devnet's test USDC (Circle's has its authority). */
+export function isSvmDevnetMint(mint: SvmMint): boolean {
+  return (
+    mint.address === DEVNET_USDC_MINT && mint.mintAuthority === svmDevKey("mint-authority").address
+  );
 }
 
-export function devnetKeys(payerCount = DEFAULT_PAYER_COUNT): SvmDevnetKeys {
+export function devnetKeys(payerCount = DEFAULT_PAYER_COUNT) {
   return {
     feePayer: svmDevKey("fee-payer"),
     payers: Array.from({ length: payerCount }, (_, i) => svmDevKey(`payer-${i}`)),
@@ -43,17 +43,12 @@ export function devnetKeys(payerCount = DEFAULT_PAYER_COUNT): SvmDevnetKeys {
   };
 }
 
-/** The associated token account of `owner` for `mint` under `tokenProgram`. */
-export async function associatedTokenAddress(
+/** The associated token account of `owner` for `mint` (default: test USDC) under `tokenProgram`. */
+export const associatedTokenAddress = (
   owner: Address,
   mint: Address = DEVNET_USDC_MINT,
   tokenProgram: Address = TOKEN_PROGRAM,
-): Promise<Address> {
-  // One derivation, the one verify checks payees against.
-  const address = await ataOf(owner, mint, tokenProgram);
-  if (!address) throw new Error(`no associated token account for ${owner}`);
-  return address as Address;
-}
+) => ataOf(owner, mint, tokenProgram);
 
 /** Writes an account; rent-exempt unless `lamports` says otherwise. */
 function put(
@@ -74,7 +69,10 @@ const TOKENS = [
 ] as const;
 
 /** Writes the mints, the funded accounts and the token accounts into a fresh runtime. */
-export async function setUpDevnet(svm: LiteSVM, keys: SvmDevnetKeys): Promise<void> {
+export async function setUpDevnet(
+  svm: LiteSVM,
+  keys: ReturnType<typeof devnetKeys>,
+): Promise<void> {
   const none = new Uint8Array(0);
   put(svm, keys.feePayer.address, SYSTEM_PROGRAM, none, FEE_PAYER_LAMPORTS);
   put(svm, keys.payee.address, SYSTEM_PROGRAM, none, PAYEE_LAMPORTS);

@@ -1,8 +1,8 @@
 /** The devnet's request-svm.json: a payment in test USDC signed as the official client signs it. */
 import {
-  fetchSvmCall,
   latestBlockhash,
   signSvmTransfer,
+  svmCallTo,
   svmPaymentPayload,
 } from "../client/sign-payment.js";
 import type { SvmDevnet } from "./index.js";
@@ -12,20 +12,7 @@ import { TOKEN_PROGRAM } from "./token-layout.js";
 /** What signing needs of a devnet (one in another process too: its keys are well known). */
 export type SvmDevnetParts = Pick<SvmDevnet, "rpcUrl" | "network" | "feePayer" | "payee" | "mint">;
 
-/** x402 v2 requirements for the devnet's test USDC, the devnet's fee payer in `extra`. */
-export function svmSampleRequirements(devnet: SvmDevnetParts, amount = 10_000n) {
-  return {
-    scheme: "exact",
-    network: devnet.network,
-    amount: amount.toString(),
-    asset: devnet.mint.address,
-    payTo: devnet.payee.address,
-    maxTimeoutSeconds: 300,
-    extra: { feePayer: devnet.feePayer.address },
-  };
-}
-
-/** A request file body (reference dialect, x402 v2): `{ payload, requirements }`. */
+/** A request file body (reference dialect, x402 v2) in test USDC: `{ payload, requirements }`. */
 export async function signSvmSampleRequest(
   devnet: SvmDevnetParts,
   payer: SvmDevKey,
@@ -33,21 +20,26 @@ export async function signSvmSampleRequest(
   options: { readonly amount?: bigint; readonly resource?: string } = {},
 ) {
   const amount = options.amount ?? 10_000n;
-  const requirements = svmSampleRequirements(devnet, amount);
+  const feePayer = devnet.feePayer.address;
+  const { address, decimals } = devnet.mint;
   const { transaction } = await signSvmTransfer({
     payerSecretKey: secretKeyBytes(payer),
-    feePayer: devnet.feePayer.address,
+    feePayer,
     // The devnet's mint is known: no need to read it back.
-    mint: {
-      address: devnet.mint.address,
-      tokenProgram: TOKEN_PROGRAM,
-      decimals: devnet.mint.decimals,
-      mintAuthority: undefined,
-    },
+    mint: { address, tokenProgram: TOKEN_PROGRAM, decimals, mintAuthority: undefined },
     payTo: devnet.payee.address,
     amount,
-    lifetime: await latestBlockhash(fetchSvmCall(devnet.rpcUrl)),
+    blockhash: await latestBlockhash(svmCallTo(devnet.rpcUrl)),
   });
+  const requirements = {
+    scheme: "exact",
+    network: devnet.network,
+    amount: amount.toString(),
+    asset: address,
+    payTo: devnet.payee.address,
+    maxTimeoutSeconds: 300,
+    extra: { feePayer },
+  };
   const payload = svmPaymentPayload(2, requirements, transaction, {
     url: options.resource ?? "http://localhost:4021/weather",
   });

@@ -1,83 +1,74 @@
 /** The SPL Token layouts the devnet writes and parses (Token-2022's base ones; no extensions). */
-import { type Address, getAddressDecoder, getAddressEncoder } from "@solana/kit";
+import {
+  type Address,
+  getAddressCodec,
+  getBooleanCodec,
+  getNullableCodec,
+  getStructCodec,
+  getU8Codec,
+  getU32Codec,
+  getU64Codec,
+  type ReadonlyUint8Array,
+} from "@solana/kit";
 import * as ids from "../exact/constants.js";
 
 export const TOKEN_PROGRAM = ids.TOKEN_PROGRAM as Address;
 export const TOKEN_2022_PROGRAM = ids.TOKEN_2022_PROGRAM as Address;
 
 export const MINT_SIZE = 82;
-export const TOKEN_ACCOUNT_SIZE = 165;
+const TOKEN_ACCOUNT_SIZE = 165;
 
-const addressEncoder = getAddressEncoder();
-const addressDecoder = getAddressDecoder();
+/** A `COption` as the token programs lay it out: a u32 tag, then the value or zeroes. */
+const C_OPTION = { prefix: getU32Codec(), noneValue: "zeroes" } as const;
+const optionalAddress = getNullableCodec(getAddressCodec(), C_OPTION);
+
+const mintCodec = getStructCodec([
+  ["mintAuthority", optionalAddress],
+  ["supply", getU64Codec()],
+  ["decimals", getU8Codec()],
+  ["isInitialized", getBooleanCodec()],
+  ["freezeAuthority", optionalAddress],
+]);
+
+const tokenAccountCodec = getStructCodec([
+  ["mint", getAddressCodec()],
+  ["owner", getAddressCodec()],
+  ["amount", getU64Codec()],
+  ["delegate", optionalAddress],
+  ["state", getU8Codec()],
+  // Set on a wrapped-SOL account: its rent-exempt reserve.
+  ["isNative", getNullableCodec(getU64Codec(), C_OPTION)],
+  ["delegatedAmount", getU64Codec()],
+  ["closeAuthority", optionalAddress],
+]);
 
 type Mint = ReturnType<typeof decodeMint>;
 
 export function encodeMint(fields: Omit<Mint, "isInitialized">): Uint8Array {
-  const data = new Uint8Array(MINT_SIZE);
-  const view = new DataView(data.buffer);
-  if (fields.mintAuthority) {
-    view.setUint32(0, 1, true);
-    data.set(addressEncoder.encode(fields.mintAuthority), 4);
-  }
-  view.setBigUint64(36, fields.supply, true);
-  data[44] = fields.decimals;
-  data[45] = 1; // initialized
-  if (fields.freezeAuthority) {
-    view.setUint32(46, 1, true);
-    data.set(addressEncoder.encode(fields.freezeAuthority), 50);
-  }
-  return data;
+  return mintCodec.encode({ ...fields, isInitialized: true }) as Uint8Array;
 }
 
 export function encodeTokenAccount(fields: { mint: Address; owner: Address; amount: bigint }) {
-  const data = new Uint8Array(TOKEN_ACCOUNT_SIZE);
-  const view = new DataView(data.buffer);
-  data.set(addressEncoder.encode(fields.mint), 0);
-  data.set(addressEncoder.encode(fields.owner), 32);
-  view.setBigUint64(64, fields.amount, true);
-  data[108] = 1; // AccountState::Initialized
-  return data;
+  const account = { delegate: null, isNative: null, delegatedAmount: 0n, closeAuthority: null };
+  // state 1: AccountState::Initialized.
+  return tokenAccountCodec.encode({ ...fields, ...account, state: 1 }) as Uint8Array;
 }
 
-function optionalAddress(data: Uint8Array, at: number): Address | null {
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  return view.getUint32(at, true) === 1
-    ? addressDecoder.decode(data.subarray(at + 4, at + 36))
-    : null;
-}
-
-export function decodeMint(data: Uint8Array) {
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  return {
-    mintAuthority: optionalAddress(data, 0),
-    supply: view.getBigUint64(36, true),
-    decimals: data[44] ?? 0,
-    isInitialized: data[45] === 1,
-    freezeAuthority: optionalAddress(data, 46),
-  };
-}
-
-const STATES = ["uninitialized", "initialized", "frozen"] as const;
-
-function decodeTokenAccount(data: Uint8Array) {
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  const isNative = view.getUint32(109, true) === 1;
-  return {
-    mint: addressDecoder.decode(data.subarray(0, 32)),
-    owner: addressDecoder.decode(data.subarray(32, 64)),
-    amount: view.getBigUint64(64, true),
-    delegate: optionalAddress(data, 72),
-    state: STATES[data[108] ?? 0] ?? "uninitialized",
-    isNative,
-    rentExemptReserve: isNative ? view.getBigUint64(113, true) : null,
-    delegatedAmount: view.getBigUint64(121, true),
-    closeAuthority: optionalAddress(data, 129),
-  };
+export function decodeMint(data: ReadonlyUint8Array) {
+  return mintCodec.decode(data);
 }
 
 export function isTokenProgram(owner: string): boolean {
   return owner === TOKEN_PROGRAM || owner === TOKEN_2022_PROGRAM;
+}
+
+/** What a token program's account holds; Token-2022's longer ones say so at byte 165. */
+export function tokenAccountKind(owner: string, data: ReadonlyUint8Array) {
+  if (!isTokenProgram(owner)) return undefined;
+  const kind = owner === TOKEN_2022_PROGRAM ? data[TOKEN_ACCOUNT_SIZE] : undefined;
+  if (data.length === TOKEN_ACCOUNT_SIZE || kind === 2) return "account";
+  if (data.length === MINT_SIZE || kind === 1) return "mint";
+  return undefined;
 }
 
 /** A token amount as RPC nodes show it (`uiAmount` a float, `uiAmountString` exact). */
@@ -89,6 +80,8 @@ function tokenAmount(amount: bigint, decimals: number) {
   return { amount: amount.toString(), decimals, uiAmount: Number(uiAmountString), uiAmountString };
 }
 
+const STATES = ["uninitialized", "initialized", "frozen"] as const;
+
 /**
  * The `jsonParsed` form of a token program account, or undefined when the data is no mint or
  * token account (nodes then fall back to base64).
@@ -98,20 +91,17 @@ export function parseTokenAccountData(
   data: Uint8Array,
   mintDecimals: (mint: Address) => number | undefined,
 ) {
-  if (!isTokenProgram(owner)) return undefined;
+  const kind = tokenAccountKind(owner, data);
   const program = owner === TOKEN_PROGRAM ? "spl-token" : "spl-token-2022";
-  const isAccount =
-    data.length === TOKEN_ACCOUNT_SIZE || (owner === TOKEN_2022_PROGRAM && data[165] === 2);
-  const isMint = data.length === MINT_SIZE || (owner === TOKEN_2022_PROGRAM && data[165] === 1);
-  if (isAccount) {
-    const account = decodeTokenAccount(data);
+  if (kind === "account") {
+    const account = tokenAccountCodec.decode(data);
     const decimals = mintDecimals(account.mint);
     if (decimals === undefined) return undefined;
     const info: Record<string, unknown> = {
-      isNative: account.isNative,
+      isNative: account.isNative !== null,
       mint: account.mint,
       owner: account.owner,
-      state: account.state,
+      state: STATES[account.state] ?? "uninitialized",
       tokenAmount: tokenAmount(account.amount, decimals),
     };
     if (account.delegate) {
@@ -119,19 +109,12 @@ export function parseTokenAccountData(
       info.delegatedAmount = tokenAmount(account.delegatedAmount, decimals);
     }
     if (account.closeAuthority) info.closeAuthority = account.closeAuthority;
-    if (account.rentExemptReserve !== null)
-      info.rentExemptReserve = tokenAmount(account.rentExemptReserve, 9);
+    if (account.isNative !== null) info.rentExemptReserve = tokenAmount(account.isNative, 9);
     return { program, parsed: { info, type: "account" }, space: data.length };
   }
-  if (isMint) {
-    const mint = decodeMint(data);
-    const info = {
-      decimals: mint.decimals,
-      freezeAuthority: mint.freezeAuthority,
-      isInitialized: mint.isInitialized,
-      mintAuthority: mint.mintAuthority,
-      supply: mint.supply.toString(),
-    };
+  if (kind === "mint") {
+    const { decimals, freezeAuthority, isInitialized, mintAuthority, supply } = decodeMint(data);
+    const info = { decimals, freezeAuthority, isInitialized, mintAuthority, supply: `${supply}` };
     return { program, parsed: { info, type: "mint" }, space: data.length };
   }
   return undefined;

@@ -13,19 +13,18 @@ import {
   MAX_MEMO_BYTES,
   NotAMint,
   readMint,
-  type SvmBlockhash,
   type SvmCall,
   type SvmMint,
   signSvmTransfer,
   svmPaymentPayload,
 } from "../../../svm/client/sign-payment.js";
+import { secretKeyBytes } from "../../../svm/devnet/keys.js";
 import {
   DEFAULT_PAYER_COUNT,
   DEVNET_USDC_MINT,
+  devnetKeys,
   isSvmDevnetMint,
-  svmDevnetRoles,
-} from "../../../svm/devnet/detect.js";
-import { secretKeyBytes } from "../../../svm/devnet/keys.js";
+} from "../../../svm/devnet/setup.js";
 import { UsageError } from "../../io/errors.js";
 import { atomicAmount, describeAmount } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
@@ -81,13 +80,21 @@ function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Arra
         : "who pays? pass --payer-key-file FILE (the payer's Solana key; never a flag value)",
     );
   }
-  const payers = svmDevnetRoles().payers;
+  // The devnet's keys, as `facilitator devnet --svm` funds them.
+  const payers = devnetKeys().payers;
   return secretKeyBytes(devnetPayer(flags, payers, `${DEFAULT_PAYER_COUNT} on Solana`));
 }
 
-function svmAddress(value: string, flag: string): string {
-  if (!isSolanaAddress(value)) throw new UsageError(`${flag} is not a Solana address (base58)`);
-  return value;
+/** The flag's address, else the requirements' `field`: each a Solana address, or a usage error. */
+function addressGiven(
+  [flag, value]: [string, string | undefined],
+  [field, fromFile]: [string, unknown],
+): string | undefined {
+  const [named, given] =
+    value !== undefined ? [flag, value] : [`the requirements' ${field}`, fromFile];
+  if (given === undefined) return undefined;
+  if (!isSolanaAddress(given)) throw new UsageError(`${named} is not a Solana address (base58)`);
+  return given;
 }
 
 /** Token units ("0.01") in atomic units, with the mint's decimals; a u64 at most. */
@@ -98,19 +105,8 @@ async function splAmount(text: string, decimals: number): Promise<bigint> {
 }
 
 /** The seller's blockhash when `extra` carries one (as the official client uses it), else ours. */
-async function lifetimeOf(extra: Record<string, unknown>, call: SvmCall): Promise<SvmBlockhash> {
-  const provided = extra.recentBlockhash;
-  if (isSolanaAddress(provided)) {
-    const last = extra.lastValidBlockHeight;
-    const lastValidBlockHeight =
-      typeof last === "string" && /^\d+$/.test(last)
-        ? BigInt(last)
-        : typeof last === "number" && Number.isSafeInteger(last) && last >= 0
-          ? BigInt(last)
-          : 0n;
-    return { blockhash: provided, lastValidBlockHeight };
-  }
-  return latestBlockhash(call);
+async function blockhashOf(extra: Record<string, unknown>, call: SvmCall): Promise<string> {
+  return isSolanaAddress(extra.recentBlockhash) ? extra.recentBlockhash : latestBlockhash(call);
 }
 
 /** JSON-RPC to the cluster; an error answer is the cluster's failure, not the payment's. */
@@ -157,10 +153,12 @@ export async function buildSvmRequest(
   const call = callOf(await rpc.solanaClient(network, named), named);
   const base = fromFile?.requirements;
   const extra: Record<string, unknown> = { ...(base?.extra ?? {}) };
-  const assetGiven = flags.asset ?? base?.asset;
-  const payToGiven = flags.to ?? base?.payTo;
-  const feePayerGiven =
-    flags.feePayer ?? (typeof extra.feePayer === "string" ? extra.feePayer : undefined);
+  const assetGiven = addressGiven(["--asset", flags.asset], ["asset", base?.asset]);
+  const payToGiven = addressGiven(["--to", flags.to], ["payTo", base?.payTo]);
+  const feePayerGiven = addressGiven(
+    ["--fee-payer", flags.feePayer],
+    ["extra.feePayer", typeof extra.feePayer === "string" ? extra.feePayer : undefined],
+  );
 
   const needsDevnet =
     flags.payerKeyFile === undefined ||
@@ -175,32 +173,20 @@ export async function buildSvmRequest(
       })
     : undefined;
   const devnet = devnetMint !== undefined && isSvmDevnetMint(devnetMint);
-  const roles = devnet ? svmDevnetRoles() : undefined;
+  const roles = devnet ? devnetKeys() : undefined;
   const missing = (flag: string) =>
     new UsageError(`${flag} is needed: ${named} is no local devnet with defaults`);
 
-  const asset =
-    assetGiven !== undefined
-      ? svmAddress(assetGiven, flags.asset !== undefined ? "--asset" : "the requirements' asset")
-      : devnet
-        ? DEVNET_USDC_MINT
-        : fail(missing("--asset"));
-  const payTo =
-    payToGiven !== undefined
-      ? svmAddress(payToGiven, flags.to !== undefined ? "--to" : "the requirements' payTo")
-      : (roles?.payee.address ?? fail(missing("--to")));
+  const asset = assetGiven ?? (devnet ? DEVNET_USDC_MINT : fail(missing("--asset")));
+  const payTo = payToGiven ?? roles?.payee.address ?? fail(missing("--to"));
   const feePayer =
-    feePayerGiven !== undefined
-      ? svmAddress(
-          feePayerGiven,
-          flags.feePayer !== undefined ? "--fee-payer" : "the requirements' extra.feePayer",
-        )
-      : (roles?.feePayer.address ??
-        fail(
-          new UsageError(
-            `who pays the fee? a Solana payment names the facilitator's fee payer: pass --fee-payer ADDRESS (the facilitator's "solana:*" signer in its GET /supported), or --requirements with extra.feePayer`,
-          ),
-        ));
+    feePayerGiven ??
+    roles?.feePayer.address ??
+    fail(
+      new UsageError(
+        `who pays the fee? a Solana payment names the facilitator's fee payer: pass --fee-payer ADDRESS (the facilitator's "solana:*" signer in its GET /supported), or --requirements with extra.feePayer`,
+      ),
+    );
   const payerKey = payerFrom(flags, devnet, named);
   const mint =
     devnetMint && asset === devnetMint.address ? devnetMint : await mintAt(call, asset, named);
@@ -248,7 +234,7 @@ export async function buildSvmRequest(
     mint,
     payTo,
     amount,
-    lifetime: await lifetimeOf(extra, call),
+    blockhash: await blockhashOf(extra, call),
     memo,
   });
   const payload = svmPaymentPayload(x402Version, requirements, transaction);
