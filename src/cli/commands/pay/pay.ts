@@ -98,7 +98,7 @@ async function eip2612For(
     }
     return undefined;
   }
-  return { ...domain, nonce };
+  return nonce;
 }
 
 async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
@@ -270,7 +270,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     throw new UsageError("--approval goes with --method permit2");
   }
   const approval = flags.approval ? await approvalTerms(await client(), payer.address) : undefined;
-  const eip2612 =
+  const eip2612Nonce =
     method === "permit2" && !approval
       ? await eip2612For(payer, asset, amount, domain, await client(), quiet)
       : undefined;
@@ -281,13 +281,13 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     amount,
     method,
     validForSeconds: maxTimeoutSeconds,
-    ...(eip2612 ? { eip2612 } : {}),
-    ...(approval ? { approval } : {}),
+    eip2612Nonce,
+    approval,
   });
   const body = requestBody(flags.x402 ? "x402" : "reference", x402Version, payload, requirements);
   return {
     body,
-    summary: `${describeAmount(amount, asset, await token().catch(() => undefined))} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
+    summary: `${describeAmount(amount, asset, await token().catch(() => undefined))} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612Nonce !== undefined ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
   };
 }
 
