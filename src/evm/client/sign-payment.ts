@@ -1,7 +1,7 @@
 /** An x402 buyer's `exact` payment (EIP-3009 or Permit2), signed by the official @x402/evm client. */
 import type { ClientEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
-import { bytesToHex, type Hex, type PublicClient } from "viem";
+import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
 import type { DevAccount } from "../devnet/accounts.js";
@@ -27,18 +27,6 @@ export interface SignPaymentOptions {
   readonly eip2612Nonce?: bigint | undefined;
   /** Permit2 only: carry the payer's signed approve(Permit2) transaction at this nonce and fees. */
   readonly approval?: ApprovalTerms | undefined;
-}
-
-/** 32 random bytes. */
-export const randomBytes32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
-
-/** The EIP-712 domain name and version the requirements carry in `extra`. */
-export function domainOf(requirements: RequirementsJson): { name: string; version: string } {
-  const { name, version } = (requirements.extra ?? {}) as { name?: unknown; version?: unknown };
-  if (typeof name !== "string" || typeof version !== "string") {
-    throw new Error("the requirements' extra must carry the token's EIP-712 name and version");
-  }
-  return { name, version };
 }
 
 /**
