@@ -47,7 +47,7 @@ export function batchChannelConfig(payer: Address, requirements: RequirementsJso
   };
 }
 
-export interface BatchDepositOptions {
+interface BatchDepositOptions {
   readonly chainId: number;
   readonly requirements: RequirementsJson;
   /** What goes into the channel, in atomic units. */

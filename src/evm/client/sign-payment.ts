@@ -10,10 +10,7 @@ export type TransferMethod = "eip3009" | "permit2";
 
 export { DEFAULT_RESOURCE, type RequirementsJson };
 
-/** The payer's next transaction nonce and today's fees, for its signed approve transaction. */
-export type ApprovalTerms = Awaited<ReturnType<typeof approvalTerms>>;
-
-export interface SignPaymentOptions {
+interface SignPaymentOptions {
   readonly chainId: number;
   readonly x402Version: 1 | 2;
   /** Their extra carries the token's EIP-712 name and version. */
@@ -26,7 +23,7 @@ export interface SignPaymentOptions {
   /** Permit2 only: also sign the payer's EIP-2612 permit for Permit2, at this permit nonce. */
   readonly eip2612Nonce?: bigint | undefined;
   /** Permit2 only: carry the payer's signed approve(Permit2) transaction at this nonce and fees. */
-  readonly approval?: ApprovalTerms | undefined;
+  readonly approval?: Awaited<ReturnType<typeof approvalTerms>> | undefined;
 }
 
 /**

@@ -10,7 +10,7 @@ import type { DevAccount } from "./accounts.js";
 import { type DevnetInfo, devnetReader } from "./setup.js";
 import { permitNonce } from "./sign-permit.js";
 
-export interface SampleOptions {
+interface SampleOptions {
   readonly payer: DevAccount;
   readonly payTo?: Address;
   /** Atomic units (6 decimals): 10000n is 0.01 USDC. */

@@ -20,7 +20,7 @@ import { type TokenUnits, tokenAmount } from "../../../protocol/amounts.js";
 import { UsageError } from "../../io/errors.js";
 import { warn } from "../../io/output.js";
 
-export interface BatchPayment {
+interface BatchPayment {
   readonly chainId: number;
   readonly requirements: RequirementsJson;
   readonly payer: DevAccount;
