@@ -1,22 +1,22 @@
 /** An x402 buyer's batch-settlement channel, deposit and vouchers, in the official shapes. */
+import {
+  createBatchSettlementEIP3009DepositPayload,
+  signVoucher,
+} from "@x402/evm/batch-settlement/client";
 import { type Address, getAddress, isAddressEqual, zeroAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
 import { channelIdOf } from "../batch-settlement/channel.js";
 import {
   DEPOSIT_WITNESS_TYPES,
-  ERC3009_COLLECTOR_ADDRESS,
   MIN_WITHDRAW_DELAY,
   PERMIT2_COLLECTOR_ADDRESS,
-  RECEIVE_AUTHORIZATION_TYPES,
-  settlementDomain,
-  VOUCHER_TYPES,
 } from "../batch-settlement/constants.js";
-import { erc3009DepositNonce } from "../batch-settlement/deposit-checks.js";
 import type { ChannelConfig } from "../batch-settlement/payload.js";
 import type { DevAccount } from "../devnet/accounts.js";
+import { randomPermit2Nonce } from "../devnet/sign-permit2.js";
 import { PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
-import { domainOf, randomBytes32, type TransferMethod } from "./sign-payment.js";
+import type { TransferMethod } from "./sign-payment.js";
 
 /** The requirements' receiver authorizer: required, and never the zero address. */
 function receiverAuthorizerIn(requirements: RequirementsJson): Address {
@@ -47,7 +47,7 @@ export function batchChannelConfig(payer: Address, requirements: RequirementsJso
   };
 }
 
-export interface BatchDepositOptions {
+interface BatchDepositOptions {
   readonly chainId: number;
   readonly requirements: RequirementsJson;
   /** What goes into the channel, in atomic units. */
@@ -65,14 +65,8 @@ export interface BatchDepositOptions {
 export async function signBatchDeposit(payer: DevAccount, options: BatchDepositOptions) {
   const { chainId, requirements, deposit } = options;
   const maxClaimable = options.maxClaimable ?? BigInt(String(requirements.amount ?? "0"));
-  // Signed first: a bad receiver authorizer is the error to report before an uncovered voucher.
-  const { channelConfig, voucher } = await signBatchVoucherPayload(
-    payer,
-    chainId,
-    requirements,
-    maxClaimable,
-  );
-  const { channelId } = voucher;
+  // First: a bad receiver authorizer is the error to report before an uncovered voucher.
+  const channelConfig = batchChannelConfig(payer.address, requirements);
   const covered = deposit + (options.held ?? 0n);
   if (maxClaimable > covered) {
     throw new Error(
@@ -80,64 +74,50 @@ export async function signBatchDeposit(payer: DevAccount, options: BatchDepositO
     );
   }
   const validFor = options.validForSeconds ?? requirements.maxTimeoutSeconds ?? 300;
-  const validBefore = BigInt(Math.floor(Date.now() / 1000) + validFor);
   const account = privateKeyToAccount(payer.privateKey);
-  const token = getAddress(requirements.asset);
-  let authorization: Record<string, unknown>;
-  if (options.method === "permit2") {
-    const nonce = BigInt(randomBytes32());
-    const signature = await account.signTypedData({
-      domain: { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS },
-      types: DEPOSIT_WITNESS_TYPES,
-      primaryType: "PermitWitnessTransferFrom",
-      message: {
-        permitted: { token, amount: deposit },
-        spender: PERMIT2_COLLECTOR_ADDRESS,
-        nonce,
-        deadline: validBefore,
-        witness: { channelId },
-      },
-    });
-    authorization = {
-      permit2Authorization: {
-        from: account.address,
-        permitted: { token, amount: deposit.toString() },
-        spender: PERMIT2_COLLECTOR_ADDRESS,
-        nonce: nonce.toString(),
-        deadline: validBefore.toString(),
-        witness: { channelId },
-        signature,
-      },
-    };
-  } else {
-    const salt = randomBytes32();
-    const signature = await account.signTypedData({
-      domain: { ...domainOf(requirements), chainId, verifyingContract: token },
-      types: RECEIVE_AUTHORIZATION_TYPES,
-      primaryType: "ReceiveWithAuthorization",
-      message: {
-        from: account.address,
-        to: ERC3009_COLLECTOR_ADDRESS,
-        value: deposit,
-        validAfter: 0n,
-        validBefore,
-        nonce: erc3009DepositNonce(channelId, salt),
-      },
-    });
-    authorization = {
-      erc3009Authorization: {
-        validAfter: "0",
-        validBefore: validBefore.toString(),
-        salt,
-        signature,
-      },
-    };
+  if (options.method === "eip3009") {
+    const signed = await createBatchSettlementEIP3009DepositPayload(
+      account,
+      2,
+      { ...requirements, network: `eip155:${chainId}`, maxTimeoutSeconds: validFor } as never,
+      channelConfig,
+      deposit.toString(),
+      maxClaimable.toString(),
+    );
+    return signed.payload;
   }
+  // The official client signs a Permit2 deposit only inside its stateful scheme: signed here.
+  const { voucher } = await signBatchVoucherPayload(payer, chainId, requirements, maxClaimable);
+  const token = getAddress(requirements.asset);
+  const nonce = randomPermit2Nonce();
+  const deadline = BigInt(Math.floor(Date.now() / 1000) + validFor);
+  const witness = { channelId: voucher.channelId };
+  const signature = await account.signTypedData({
+    domain: { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: DEPOSIT_WITNESS_TYPES,
+    primaryType: "PermitWitnessTransferFrom",
+    message: {
+      permitted: { token, amount: deposit },
+      spender: PERMIT2_COLLECTOR_ADDRESS,
+      nonce,
+      deadline,
+      witness,
+    },
+  });
+  const permit2Authorization = {
+    from: account.address,
+    permitted: { token, amount: deposit.toString() },
+    spender: PERMIT2_COLLECTOR_ADDRESS,
+    nonce: nonce.toString(),
+    deadline: deadline.toString(),
+    witness,
+    signature,
+  };
   return {
     type: "deposit" as const,
     channelConfig,
     voucher,
-    deposit: { amount: deposit.toString(), authorization },
+    deposit: { amount: deposit.toString(), authorization: { permit2Authorization } },
   };
 }
 
@@ -150,13 +130,13 @@ export async function signBatchVoucherPayload(
 ) {
   const channelConfig = batchChannelConfig(payer.address, requirements);
   const channelId = channelIdOf(channelConfig, chainId);
-  const signature = await privateKeyToAccount(payer.privateKey).signTypedData({
-    domain: settlementDomain(chainId),
-    types: VOUCHER_TYPES,
-    primaryType: "Voucher",
-    message: { channelId, maxClaimableAmount: maxClaimable },
-  });
-  const voucher = { channelId, maxClaimableAmount: maxClaimable.toString(), signature };
+  const account = privateKeyToAccount(payer.privateKey);
+  const voucher = await signVoucher(
+    account,
+    channelId,
+    maxClaimable.toString(),
+    `eip155:${chainId}`,
+  );
   return { type: "voucher" as const, channelConfig, voucher };
 }
 

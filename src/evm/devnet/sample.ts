@@ -10,7 +10,7 @@ import type { DevAccount } from "./accounts.js";
 import { type DevnetInfo, devnetReader } from "./setup.js";
 import { permitNonce } from "./sign-permit.js";
 
-export interface SampleOptions {
+interface SampleOptions {
   readonly payer: DevAccount;
   readonly payTo?: Address;
   /** Atomic units (6 decimals): 10000n is 0.01 USDC. */
@@ -63,9 +63,9 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
           mimeType: "application/json",
           ...terms,
         };
-  const eip2612 =
+  const eip2612Nonce =
     options.eip2612GasSponsoring && eip712
-      ? { ...eip712, nonce: await permitNonce(devnet, token.address, options.payer.address) }
+      ? await permitNonce(devnet, token.address, options.payer.address)
       : undefined;
   const approval = options.erc20ApprovalGasSponsoring
     ? await approvalTerms(devnetReader(devnet), options.payer.address)
@@ -77,8 +77,8 @@ export async function signSampleRequest(devnet: DevnetInfo, options: SampleOptio
     amount,
     method,
     validForSeconds: options.validForSeconds ?? 24 * 3600,
-    ...(eip2612 ? { eip2612 } : {}),
-    ...(approval ? { approval } : {}),
+    eip2612Nonce,
+    approval,
   });
   return requestBody(options.dialect ?? "reference", x402Version, payload, requirements);
 }

@@ -6,7 +6,7 @@ import type { DevAccount } from "./accounts.js";
 import { testPermitTokenAbi } from "./artifacts.js";
 import { type DevnetInfo, type DevnetNode, devnetReader } from "./setup.js";
 
-export interface PermitOptions {
+interface PermitOptions {
   readonly spender?: Address;
   readonly value?: bigint;
   /** Default: the token's next permit nonce for the payer. */

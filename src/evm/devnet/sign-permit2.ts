@@ -21,7 +21,7 @@ export { eip2612PermitTypes } from "../exact/permit.js";
 export type Permit2PaymentJson = Awaited<ReturnType<typeof signWitnessTransfer<{ to: Address }>>>;
 export type UptoPermit2PaymentJson = Awaited<ReturnType<typeof signUptoPermit2Payment>>;
 
-export interface Permit2Terms {
+interface Permit2Terms {
   readonly asset: Address;
   readonly amount: bigint;
   readonly payTo: Address;

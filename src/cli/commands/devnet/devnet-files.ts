@@ -26,11 +26,11 @@ import type { SvmDevnet } from "../../../svm/devnet/index.js";
 const BATCH_PRICE = 10_000n;
 
 /** The devnet's batch-settlement requirements: test USDC to the payee, our authorizer. */
-function devnetBatchRequirements(devnet: DevnetInfo, amount = BATCH_PRICE): RequirementsJson {
+function devnetBatchRequirements(devnet: DevnetInfo): RequirementsJson {
   return {
     scheme: "batch-settlement",
     network: devnet.network,
-    amount: amount.toString(),
+    amount: BATCH_PRICE.toString(),
     asset: devnet.token.address,
     payTo: devnet.payee.address,
     maxTimeoutSeconds: 300,

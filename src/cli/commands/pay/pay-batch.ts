@@ -20,7 +20,7 @@ import { type TokenUnits, tokenAmount } from "../../../protocol/amounts.js";
 import { UsageError } from "../../io/errors.js";
 import { warn } from "../../io/output.js";
 
-export interface BatchPayment {
+interface BatchPayment {
   readonly chainId: number;
   readonly requirements: RequirementsJson;
   readonly payer: DevAccount;
@@ -109,6 +109,15 @@ export async function signBatchPayment(client: PublicClient, payment: BatchPayme
 
 const maxOf = (a: bigint, b: bigint) => (a > b ? a : b);
 
+/** What `owner` lets Permit2 move of `asset`. */
+export const permit2Allowance = (client: PublicClient, asset: Address, owner: Address) =>
+  client.readContract({
+    address: asset,
+    abi: erc20Abi,
+    functionName: "allowance",
+    args: [owner, PERMIT2_ADDRESS],
+  });
+
 /** A Permit2 deposit moves tokens through Permit2: the payer must have approved it. */
 async function warnIfNotApproved(
   client: PublicClient,
@@ -117,12 +126,7 @@ async function warnIfNotApproved(
   deposit: bigint,
   quiet: boolean,
 ) {
-  const allowance = await client.readContract({
-    address: getAddress(requirements.asset),
-    abi: erc20Abi,
-    functionName: "allowance",
-    args: [payer, PERMIT2_ADDRESS],
-  });
+  const allowance = await permit2Allowance(client, getAddress(requirements.asset), payer);
   if (allowance < deposit && !quiet) {
     warn(
       `the payer ${payer} allows Permit2 ${allowance}, less than the deposit: the deposit is refused (permit2_allowance_required) until it approves Permit2 (the collector ${PERMIT2_COLLECTOR_ADDRESS} takes it from there)`,

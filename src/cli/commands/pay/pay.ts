@@ -1,5 +1,5 @@
 /** `facilitator pay`: signs a payment as a buyer would and prints the body verify/settle read. */
-import { type Address, erc20Abi, isAddress, type PublicClient, parseAbi } from "viem";
+import { type Address, isAddress, type PublicClient, parseAbi } from "viem";
 import { BATCH_SETTLEMENT } from "../../../evm/batch-settlement/constants.js";
 import {
   approvalTerms,
@@ -10,11 +10,7 @@ import {
 } from "../../../evm/client/sign-payment.js";
 import { type DevAccount, payeeAccount } from "../../../evm/devnet/accounts.js";
 import { isDevnetChain, isTestUsdcCode } from "../../../evm/devnet/detect.js";
-import {
-  DEFAULT_USDC_ADDRESS,
-  PERMIT2_ADDRESS,
-  usdcAddressFor,
-} from "../../../evm/devnet/setup.js";
+import { DEFAULT_USDC_ADDRESS, usdcAddressFor } from "../../../evm/devnet/setup.js";
 import type { TokenUnits } from "../../../protocol/amounts.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
@@ -24,7 +20,7 @@ import { UsageError } from "../../io/errors.js";
 import { humanOutput, note, printJson, warn } from "../../io/output.js";
 import { loadConfig } from "../../settings/config.js";
 import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
-import { batchExtra, signBatchPayment } from "./pay-batch.js";
+import { batchExtra, permit2Allowance, signBatchPayment } from "./pay-batch.js";
 import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
 import type { PayFlags } from "./pay-flags.js";
 import { address, payerFrom } from "./pay-payer.js";
@@ -77,13 +73,7 @@ async function eip2612For(
   client: PublicClient,
   quiet: boolean,
 ) {
-  const allowance = await client.readContract({
-    address: asset,
-    abi: erc20Abi,
-    functionName: "allowance",
-    args: [payer.address, PERMIT2_ADDRESS],
-  });
-  if (allowance >= amount) return undefined;
+  if ((await permit2Allowance(client, asset, payer.address)) >= amount) return undefined;
   const nonce = await client
     .readContract({ address: asset, abi: tokenAbi, functionName: "nonces", args: [payer.address] })
     .catch((error: unknown) => {
@@ -98,7 +88,7 @@ async function eip2612For(
     }
     return undefined;
   }
-  return { ...domain, nonce };
+  return nonce;
 }
 
 async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
@@ -270,7 +260,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     throw new UsageError("--approval goes with --method permit2");
   }
   const approval = flags.approval ? await approvalTerms(await client(), payer.address) : undefined;
-  const eip2612 =
+  const eip2612Nonce =
     method === "permit2" && !approval
       ? await eip2612For(payer, asset, amount, domain, await client(), quiet)
       : undefined;
@@ -281,13 +271,13 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     amount,
     method,
     validForSeconds: maxTimeoutSeconds,
-    ...(eip2612 ? { eip2612 } : {}),
-    ...(approval ? { approval } : {}),
+    eip2612Nonce,
+    approval,
   });
   const body = requestBody(flags.x402 ? "x402" : "reference", x402Version, payload, requirements);
   return {
     body,
-    summary: `${describeAmount(amount, asset, await token().catch(() => undefined))} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612 ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
+    summary: `${describeAmount(amount, asset, await token().catch(() => undefined))} from ${payer.address} to ${payTo} on ${network} (${method}${eip2612Nonce !== undefined ? " + eip2612GasSponsoring" : ""}${approval ? " + erc20ApprovalGasSponsoring" : ""})`,
   };
 }
 
