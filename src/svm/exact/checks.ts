@@ -1,7 +1,6 @@
 /**
  * The chain-free checks of an `exact` Solana payment, in the order and with the reasons of
- * `@x402/svm` 2.27.0. Stricter, with its nearest reason: caps on compute units, the whole fee and
- * lookup tables, and none of our fee payers in any instruction. x402 v1 cannot use lookup tables.
+ * `@x402/svm` 2.27.0; stricter (with its nearest reason) on compute, fee, lookup tables, fee payers.
  */
 import { associatedTokenAddress } from "./ata.js";
 import {

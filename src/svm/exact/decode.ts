@@ -157,11 +157,7 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
   }
 }
 
-/**
- * The message's version, undefined when the bytes end first. SIMD-0385's envelope starts with the
- * version (high bit set); otherwise a one-byte signature count, the signatures, then the version
- * byte (high bit set) or a legacy message.
- */
+/** The message's version: SIMD-0385 starts with it, else it follows the signatures (high bit set). */
 function messageVersionOf(wire: ArrayLike<number>): "legacy" | number | undefined {
   const first = wire[0];
   if (first === undefined) return undefined;

@@ -18,19 +18,13 @@ export const SVM_THROTTLE_CHAIN = 0;
 /** The x402 reason a settlement that failed on chain carries, per protocol version. */
 export const FAILED_REASON = { 1: "transaction_failed", 2: "invalid_exact_svm_transaction_failed" };
 
-/** The transaction with our fee payer's signature in place, and its id. */
-interface Signed {
-  readonly signature: string;
-  /** The whole signed transaction, base64. */
-  readonly wire: string;
-}
-
 /** A payment being settled, signed and keyed: what each step of its settlement is handed. */
 export interface Settling {
   readonly ctx: SvmSettleContext;
   readonly request: PaymentRequest;
   readonly payment: SvmPayment;
-  readonly signed: Signed;
+  /** The transaction's id, and the whole transaction (base64) with our signature in place. */
+  readonly signed: { readonly signature: string; readonly wire: string };
   readonly key: string;
   readonly spend: SvmSpend;
 }
