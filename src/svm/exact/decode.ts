@@ -111,20 +111,12 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
         return { ok: false, message: `Instruction ${index} names a program past the static keys` };
       }
       const accountIndexes = [...(ix.accountIndices ?? [])];
-      const accounts: string[] = [];
-      for (const accountIndex of accountIndexes) {
-        const key = staticAccounts[accountIndex];
-        if (key !== undefined) {
-          accounts.push(key);
-        } else if (tableLookups.length > 0) {
-          accounts.push(LOOKUP_TABLE_ACCOUNT);
-        } else {
-          return {
-            ok: false,
-            message: `Instruction ${index} names an account past the static keys`,
-          };
-        }
+      // Past the static keys: loaded through a lookup table, if the message uses one.
+      const past = accountIndexes.some((i) => staticAccounts[i] === undefined);
+      if (past && tableLookups.length === 0) {
+        return { ok: false, message: `Instruction ${index} names an account past the static keys` };
       }
+      const accounts = accountIndexes.map((i) => staticAccounts[i] ?? LOOKUP_TABLE_ACCOUNT);
       instructions.push({
         index,
         programId,

@@ -51,8 +51,7 @@ export async function conclude(s: Settling, landing: Landing): Promise<Outcome<S
       if (unpaid?.failure.code === "settlement_failed")
         track(s, { kind: "failed", slot: 0n, err: null });
       if (unpaid) return unpaid;
-      ctx.ledger.landed(s.key, landing.slot);
-      report(s, "confirmed");
+      track(s, landing);
       return answerSuccess(s);
     }
     case "failed":
@@ -104,9 +103,13 @@ export function report(s: Settling, outcome: "sent" | "confirmed" | "failed" | "
   });
 }
 
-/** A failed or expired transaction took nothing from the payer; a failure is charged to it. */
-function track(s: Settling, landing: Landing): void {
-  if (landing.kind === "failed" || landing.kind === "expired") report(s, landing.kind);
+/** Ends the payer's hold: a failed or expired transaction took nothing, a failure is charged. */
+function track(s: Settling, landing: Exclude<Landing, { kind: "timeout" }>): void {
+  if (landing.kind === "confirmed") {
+    s.ctx.ledger.landed(s.key, landing.slot);
+    return report(s, "confirmed");
+  }
+  report(s, landing.kind);
   abandon(s);
   // A payer the journal did not keep (a followed smart wallet's) is not charged.
   if (landing.kind === "failed" && s.payment.payer !== "") {
@@ -167,9 +170,5 @@ export async function landedBefore(s: Settling, status: SignatureStatus): Promis
 /** Follows a transaction nobody waits for, to end its payer's hold and charge a failure. */
 export async function watch(s: Settling): Promise<void> {
   const landing = await follow(s, true).catch(() => undefined);
-  if (!landing || landing.kind === "timeout") return;
-  if (landing.kind === "confirmed") {
-    s.ctx.ledger.landed(s.key, landing.slot);
-    report(s, "confirmed");
-  } else track(s, landing);
+  if (landing && landing.kind !== "timeout") track(s, landing);
 }

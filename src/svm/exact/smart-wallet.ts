@@ -97,35 +97,34 @@ export function checkSmartWalletShape(
       );
     }
     const isLimit = data[0] === SET_COMPUTE_UNIT_LIMIT;
-    if (isLimit || data[0] === SET_COMPUTE_UNIT_PRICE) {
-      const value = isLimit ? readComputeUnitLimit(ix) : readComputeUnitPrice(ix);
-      const name = isLimit ? "SetComputeUnitLimit" : "SetComputeUnitPrice";
-      if (value === undefined) {
-        return refusal(
-          isLimit
-            ? SVM_REASONS.smartWalletMalformedComputeLimit
-            : SVM_REASONS.smartWalletMalformedComputePrice,
-          `Instruction ${ix.index + 1} is a ${name} of ${data.length} bytes`,
-        );
-      }
-      if (typeof value === "number") units = value;
-      else price = value;
-      if (isLimit && value > options.maxComputeUnits) {
-        return refusal(
-          SVM_REASONS.smartWalletComputeUnitsTooHigh,
-          `The compute-unit limit ${value} is above the smart-wallet cap of ${options.maxComputeUnits}`,
-        );
-      }
-      if (!isLimit && value > options.maxPriorityFeeMicroLamports) {
-        return refusal(
-          SVM_REASONS.smartWalletPriorityFeeTooHigh,
-          `The compute-unit price ${value} micro-lamports is above the smart-wallet cap of ${options.maxPriorityFeeMicroLamports}`,
-        );
-      }
-    } else {
+    if (!isLimit && data[0] !== SET_COMPUTE_UNIT_PRICE) {
       return refusal(
         SVM_REASONS.smartWalletUnsupportedComputeBudget,
         `Instruction ${ix.index + 1} is a compute-budget instruction of type ${data[0]}; only SetComputeUnitLimit and SetComputeUnitPrice are taken`,
+      );
+    }
+    const value = isLimit ? readComputeUnitLimit(ix) : readComputeUnitPrice(ix);
+    const name = isLimit ? "SetComputeUnitLimit" : "SetComputeUnitPrice";
+    if (value === undefined) {
+      return refusal(
+        isLimit
+          ? SVM_REASONS.smartWalletMalformedComputeLimit
+          : SVM_REASONS.smartWalletMalformedComputePrice,
+        `Instruction ${ix.index + 1} is a ${name} of ${data.length} bytes`,
+      );
+    }
+    if (typeof value === "number") units = value;
+    else price = value;
+    if (isLimit && value > options.maxComputeUnits) {
+      return refusal(
+        SVM_REASONS.smartWalletComputeUnitsTooHigh,
+        `The compute-unit limit ${value} is above the smart-wallet cap of ${options.maxComputeUnits}`,
+      );
+    }
+    if (!isLimit && value > options.maxPriorityFeeMicroLamports) {
+      return refusal(
+        SVM_REASONS.smartWalletPriorityFeeTooHigh,
+        `The compute-unit price ${value} micro-lamports is above the smart-wallet cap of ${options.maxPriorityFeeMicroLamports}`,
       );
     }
   }
