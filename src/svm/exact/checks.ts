@@ -40,7 +40,6 @@ export async function checkSvmPayment(
   options: SvmCheckOptions,
 ): Promise<SvmCheckResult> {
   const version = options.x402Version ?? 2;
-  const ours = new Set(options.feePayers);
   const feePayer = requirements.extra?.feePayer;
   if (typeof feePayer !== "string" || feePayer === "") {
     return refusal(
@@ -48,7 +47,7 @@ export async function checkSvmPayment(
       "requirements.extra.feePayer must name the fee payer",
     );
   }
-  if (!ours.has(feePayer)) {
+  if (!options.feePayers.includes(feePayer)) {
     return refusal(
       version === 1 ? SVM_REASONS.feePayerNotManagedV1 : SVM_REASONS.feePayerNotManaged,
       `requirements.extra.feePayer ${feePayer} is not a fee payer of this facilitator`,

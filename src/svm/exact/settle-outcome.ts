@@ -107,7 +107,8 @@ export function report(s: Settling, outcome: "sent" | "confirmed" | "failed" | "
 function track(s: Settling, landing: Exclude<Landing, { kind: "timeout" }>): void {
   if (landing.kind === "confirmed") {
     s.ctx.ledger.landed(s.key, landing.slot);
-    return report(s, "confirmed");
+    report(s, "confirmed");
+    return;
   }
   report(s, landing.kind);
   abandon(s);
