@@ -1,7 +1,4 @@
-/**
- * The ledger's holds and landings, oldest first in a queue: forgetting from a Map's front leaves
- * holes every later walk steps over.
- */
+/** The ledger's holds and landings, oldest first in a queue (a Map's front leaves holes to walk). */
 import type { HeldSpend } from "./ledger-reads.js";
 
 /** A reservation: what it holds on each slot, and since when. */

@@ -36,13 +36,7 @@ export interface LocalHolds {
   keepSharedRead(slot: string, read: SharedRead): void;
 }
 
-interface Hold {
-  readonly key: string;
-  readonly slot: string;
-  readonly amount: bigint;
-  readonly transactions: readonly string[];
-  readonly landedIn?: bigint | undefined;
-}
+type Hold = LocalHold & { readonly slot: string; readonly transactions: readonly string[] };
 
 export async function decideShared<S extends { readonly amount: bigint }>(
   local: LocalHolds,

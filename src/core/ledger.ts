@@ -25,12 +25,8 @@ const LANDED_KEPT = 20_000;
 /** How often old holds are looked for. */
 const PRUNE_EVERY_MS = 1_000;
 
-/** What one slot's source held at a point, read at unix milliseconds `at`. */
-interface Read {
-  readonly point: bigint;
-  readonly available: bigint;
-  readonly at: number;
-  /** What landed here in a later point, which the read does not show (kept up to date). */
+/** A read of one slot; `unseen`: what landed here at a later point, which it does not show. */
+interface Read extends SharedRead {
   unseen: bigint;
 }
 

@@ -1,7 +1,6 @@
 /**
  * The chain-free checks of an `exact` Solana payment, in the order and with the reasons of
- * `@x402/svm` 2.27.0. Stricter, with its nearest reason: caps on compute units, the whole fee and
- * lookup tables, and none of our fee payers in any instruction. x402 v1 cannot use lookup tables.
+ * `@x402/svm` 2.27.0; stricter (with its nearest reason) on compute, fee, lookup tables, fee payers.
  */
 import { associatedTokenAddress } from "./ata.js";
 import {
@@ -41,7 +40,6 @@ export async function checkSvmPayment(
   options: SvmCheckOptions,
 ): Promise<SvmCheckResult> {
   const version = options.x402Version ?? 2;
-  const ours = new Set(options.feePayers);
   const feePayer = requirements.extra?.feePayer;
   if (typeof feePayer !== "string" || feePayer === "") {
     return refusal(
@@ -49,7 +47,7 @@ export async function checkSvmPayment(
       "requirements.extra.feePayer must name the fee payer",
     );
   }
-  if (!ours.has(feePayer)) {
+  if (!options.feePayers.includes(feePayer)) {
     return refusal(
       version === 1 ? SVM_REASONS.feePayerNotManagedV1 : SVM_REASONS.feePayerNotManaged,
       `requirements.extra.feePayer ${feePayer} is not a fee payer of this facilitator`,

@@ -111,20 +111,12 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
         return { ok: false, message: `Instruction ${index} names a program past the static keys` };
       }
       const accountIndexes = [...(ix.accountIndices ?? [])];
-      const accounts: string[] = [];
-      for (const accountIndex of accountIndexes) {
-        const key = staticAccounts[accountIndex];
-        if (key !== undefined) {
-          accounts.push(key);
-        } else if (tableLookups.length > 0) {
-          accounts.push(LOOKUP_TABLE_ACCOUNT);
-        } else {
-          return {
-            ok: false,
-            message: `Instruction ${index} names an account past the static keys`,
-          };
-        }
+      // Past the static keys: loaded through a lookup table, if the message uses one.
+      const past = accountIndexes.some((i) => staticAccounts[i] === undefined);
+      if (past && tableLookups.length === 0) {
+        return { ok: false, message: `Instruction ${index} names an account past the static keys` };
       }
+      const accounts = accountIndexes.map((i) => staticAccounts[i] ?? LOOKUP_TABLE_ACCOUNT);
       instructions.push({
         index,
         programId,
@@ -157,11 +149,7 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
   }
 }
 
-/**
- * The message's version, undefined when the bytes end first. SIMD-0385's envelope starts with the
- * version (high bit set); otherwise a one-byte signature count, the signatures, then the version
- * byte (high bit set) or a legacy message.
- */
+/** The message's version: SIMD-0385 starts with it, else it follows the signatures (high bit set). */
 function messageVersionOf(wire: ArrayLike<number>): "legacy" | number | undefined {
   const first = wire[0];
   if (first === undefined) return undefined;

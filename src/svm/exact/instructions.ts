@@ -55,9 +55,8 @@ export function transferOf(
   data: Uint8Array,
 ): TokenTransfer | undefined {
   if (!isTokenProgram(programId) || data[0] !== TRANSFER_CHECKED || data.length < 9) return;
-  const [source, mint, destination, authority] = accounts;
-  if (source === undefined || mint === undefined) return undefined;
-  if (destination === undefined || authority === undefined) return undefined;
+  if (accounts.length < 4) return undefined;
+  const [source, mint, destination, authority] = accounts as [string, string, string, string];
   return {
     programId,
     source,

@@ -15,10 +15,7 @@ const META_SIZE = 56;
 const LOOKUP_TABLE_STATE = 1;
 const base58 = getBase58Decoder();
 
-/**
- * A table's account data, or undefined when it is not a lookup table's: u32 state (1), 56 bytes
- * of meta (authority at 21..54), then 32-byte addresses. deactivationSlot is u64::MAX if active.
- */
+/** A lookup table's account data: u32 state (1), 56 bytes of meta, then 32-byte addresses. */
 export function decodeLookupTable(data: Uint8Array) {
   if (data.length < META_SIZE || (data.length - META_SIZE) % 32 !== 0) return undefined;
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);

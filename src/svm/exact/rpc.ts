@@ -17,16 +17,11 @@ function call<T>(client: Client, method: string, params: unknown[]): Promise<T> 
   return client.request({ method, params } as never) as Promise<T>;
 }
 
-/** Why a simulation failed: the runtime's error (undefined when the node refused the call) and a line. */
-export interface SimulationFailure {
-  readonly err?: unknown;
-  readonly text: string;
-}
-
-/** A simulation's answer; with `innerInstructions`, the inner instructions each one made. */
+/** A simulation's answer; a failure's `err` is the runtime's (undefined: the node refused the call). */
 export type Simulation =
   | { readonly ok: true; readonly innerInstructions: unknown }
-  | ({ readonly ok: false } & SimulationFailure);
+  | { readonly ok: false; readonly err?: unknown; readonly text: string };
+export type SimulationFailure = Extract<Simulation, { ok: false }>;
 
 /** Simulates `transaction`: a refusal by the node counts as failed; an unreachable node throws. */
 export async function simulate(

@@ -18,19 +18,13 @@ export const SVM_THROTTLE_CHAIN = 0;
 /** The x402 reason a settlement that failed on chain carries, per protocol version. */
 export const FAILED_REASON = { 1: "transaction_failed", 2: "invalid_exact_svm_transaction_failed" };
 
-/** The transaction with our fee payer's signature in place, and its id. */
-interface Signed {
-  readonly signature: string;
-  /** The whole signed transaction, base64. */
-  readonly wire: string;
-}
-
 /** A payment being settled, signed and keyed: what each step of its settlement is handed. */
 export interface Settling {
   readonly ctx: SvmSettleContext;
   readonly request: PaymentRequest;
   readonly payment: SvmPayment;
-  readonly signed: Signed;
+  /** The transaction's id, and the whole transaction (base64) with our signature in place. */
+  readonly signed: { readonly signature: string; readonly wire: string };
   readonly key: string;
   readonly spend: SvmSpend;
 }
@@ -57,8 +51,7 @@ export async function conclude(s: Settling, landing: Landing): Promise<Outcome<S
       if (unpaid?.failure.code === "settlement_failed")
         track(s, { kind: "failed", slot: 0n, err: null });
       if (unpaid) return unpaid;
-      ctx.ledger.landed(s.key, landing.slot);
-      report(s, "confirmed");
+      track(s, landing);
       return answerSuccess(s);
     }
     case "failed":
@@ -103,9 +96,14 @@ export function report(s: Settling, outcome: "sent" | "confirmed" | "failed" | "
   });
 }
 
-/** A failed or expired transaction took nothing from the payer; a failure is charged to it. */
-function track(s: Settling, landing: Landing): void {
-  if (landing.kind === "failed" || landing.kind === "expired") report(s, landing.kind);
+/** Ends the payer's hold: a failed or expired transaction took nothing, a failure is charged. */
+function track(s: Settling, landing: Exclude<Landing, { kind: "timeout" }>): void {
+  if (landing.kind === "confirmed") {
+    s.ctx.ledger.landed(s.key, landing.slot);
+    report(s, "confirmed");
+    return;
+  }
+  report(s, landing.kind);
   abandon(s);
   // A payer the journal did not keep (a followed smart wallet's) is not charged.
   if (landing.kind === "failed" && s.payment.payer !== "") {
@@ -161,9 +159,5 @@ export async function landedBefore(s: Settling, status: SignatureStatus): Promis
 /** Follows a transaction nobody waits for, to end its payer's hold and charge a failure. */
 export async function watch(s: Settling): Promise<void> {
   const landing = await follow(s, true).catch(() => undefined);
-  if (!landing || landing.kind === "timeout") return;
-  if (landing.kind === "confirmed") {
-    s.ctx.ledger.landed(s.key, landing.slot);
-    report(s, "confirmed");
-  } else track(s, landing);
+  if (landing && landing.kind !== "timeout") track(s, landing);
 }

@@ -16,10 +16,8 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { isUnreachable, neverReachedNode } from "../../rpc/rpc.js";
-import { signWithFeePayer } from "../chain/keys.js";
 import { SvmLedgerReads, svmHeld } from "../chain/ledger-reads.js";
 import type { SvmSettleContext } from "./context.js";
-import { signatureToBase58 } from "./decode.js";
 import { SVM_REASONS } from "./reasons.js";
 import { nodeRefusal, resendUnseen, sendTransaction, signatureStatuses, simulate } from "./rpc.js";
 import {
@@ -35,7 +33,7 @@ import {
   SVM_THROTTLE_CHAIN,
   watch,
 } from "./settle-outcome.js";
-import { svmKeyOf } from "./settlement-key.js";
+import { signAsFeePayer } from "./settlement-key.js";
 import { journaledSmartWallet } from "./smart-wallet-settle.js";
 import type { SvmPayment } from "./types.js";
 import { checkSvmRequest, refuse, type SvmRefusal, simulationRefusal } from "./verify.js";
@@ -57,8 +55,8 @@ export async function settleExactSvm(
   }
   // A smart wallet's success waits for its transfer on chain: never answered before it lands.
   if (payment.smartWallet && waitUntil === "submitted") waitUntil = "confirmed";
-  const feePayer = ctx.keys.find((k) => k.address === payment.feePayer);
-  if (!feePayer) {
+  const ours = signAsFeePayer(ctx.network, payment.transaction, ctx.keys);
+  if (!ours) {
     return refuse(
       "facilitator_mismatch",
       SVM_REASONS.feePayerNotManaged,
@@ -66,13 +64,10 @@ export async function settleExactSvm(
       payment.payer,
     );
   }
-  const message = payment.transaction.messageBytes;
-  const signature = signWithFeePayer(feePayer, message);
   const signed = {
-    signature: signatureToBase58(signature),
-    wire: withFirstSignature(request.payload.transaction as string, signature),
+    signature: ours.signature,
+    wire: withFirstSignature(request.payload.transaction as string, ours.bytes),
   };
-  const key = svmKeyOf(ctx.network, signed.signature);
   const spend = {
     network: ctx.network,
     mint: payment.mint,
@@ -80,7 +75,7 @@ export async function settleExactSvm(
     amount: payment.amount,
     decimals: payment.decimals,
   };
-  const s: Settling = { ctx, request, payment, signed, key, spend };
+  const s: Settling = { ctx, request, payment, signed, key: ours.key, spend };
   return settleInTurn(ctx, svmSteps(s), waitUntil);
 }
 

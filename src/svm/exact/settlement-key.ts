@@ -1,7 +1,7 @@
 /** A Solana payment's journal key from the request alone: our deterministic signature remakes its id. */
 import { type SvmFeePayer, signWithFeePayer } from "../chain/keys.js";
 import { SVM_KEY_PREFIX } from "../chain/ledger-reads.js";
-import { decodeSvmTransaction, signatureToBase58 } from "./decode.js";
+import { decodeSvmTransaction, type SvmTransaction, signatureToBase58 } from "./decode.js";
 
 export type SvmSettlementKey =
   | { readonly ok: true; readonly key: string }
@@ -12,6 +12,19 @@ export function svmKeyOf(network: string, signature: string): string {
   return `${SVM_KEY_PREFIX}${network}:${signature}`;
 }
 
+/** Our fee payer's signature of `tx` (undefined without its key): the transaction's id and key. */
+export function signAsFeePayer(
+  network: string,
+  tx: Pick<SvmTransaction, "staticAccounts" | "messageBytes">,
+  keys: readonly SvmFeePayer[],
+) {
+  const feePayer = keys.find((key) => key.address === tx.staticAccounts[0]);
+  if (!feePayer) return undefined;
+  const bytes = signWithFeePayer(feePayer, tx.messageBytes);
+  const signature = signatureToBase58(bytes);
+  return { feePayer, bytes, signature, key: svmKeyOf(network, signature) };
+}
+
 export function svmSettlementKey(
   network: string,
   transaction: unknown,
@@ -19,14 +32,12 @@ export function svmSettlementKey(
 ): SvmSettlementKey {
   const decoded = decodeSvmTransaction(transaction);
   if (!decoded.ok) return { ok: false, why: `its transaction cannot be read: ${decoded.message}` };
-  const { staticAccounts, messageBytes } = decoded.transaction;
-  const feePayer = keys.find((key) => key.address === staticAccounts[0]);
-  if (!feePayer) {
+  const signed = signAsFeePayer(network, decoded.transaction, keys);
+  if (!signed) {
     return {
       ok: false,
-      why: `its settlement is named by the signature of fee payer ${staticAccounts[0]}, whose key is not configured here (--svm-private-key-file or FACILITATOR_SVM_PRIVATE_KEY); ask with --transaction SIGNATURE instead`,
+      why: `its settlement is named by the signature of fee payer ${decoded.transaction.staticAccounts[0]}, whose key is not configured here (--svm-private-key-file or FACILITATOR_SVM_PRIVATE_KEY); ask with --transaction SIGNATURE instead`,
     };
   }
-  const signature = signatureToBase58(signWithFeePayer(feePayer, messageBytes));
-  return { ok: true, key: svmKeyOf(network, signature) };
+  return { ok: true, key: signed.key };
 }

@@ -2,13 +2,11 @@
 import type { JournalEntry } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
-import { signWithFeePayer } from "../chain/keys.js";
 import { TOKEN_PROGRAM } from "./constants.js";
 import type { SvmSettleContext } from "./context.js";
 import type { SvmTransaction } from "./decode.js";
-import { signatureToBase58 } from "./decode.js";
 import { POST_SETTLEMENT_NOT_CONFIRMED } from "./reasons.js";
-import { svmKeyOf } from "./settlement-key.js";
+import { signAsFeePayer } from "./settlement-key.js";
 import { transferLanded } from "./transfer-landed.js";
 import type { SvmPayment } from "./types.js";
 
@@ -17,10 +15,9 @@ export async function journaledSmartWallet(
   ctx: SvmSettleContext,
   tx: SvmTransaction,
 ): Promise<SvmPayment | undefined> {
-  const feePayer = ctx.keys.find((k) => k.address === tx.staticAccounts[0]);
-  if (!feePayer) return undefined;
-  const signature = signatureToBase58(signWithFeePayer(feePayer, tx.messageBytes));
-  const entry: JournalEntry | undefined = await ctx.journal.get(svmKeyOf(ctx.network, signature));
+  const signed = signAsFeePayer(ctx.network, tx, ctx.keys);
+  if (!signed) return undefined;
+  const entry: JournalEntry | undefined = await ctx.journal.get(signed.key);
   if (!entry?.expect) return undefined;
   const { token, from, to, value } = entry.expect;
   return {
@@ -32,7 +29,7 @@ export async function journaledSmartWallet(
     tokenProgram: TOKEN_PROGRAM,
     source: from,
     destination: to,
-    feePayer: feePayer.address,
+    feePayer: signed.feePayer.address,
     computeUnitLimit: 0,
     computeUnitPrice: 0n,
     memos: [],

@@ -1,10 +1,7 @@
 /**
- * The smart-wallet path (off unless switched on), as `@x402/svm` 2.27's
- * `enableSmartWalletVerification`: a Squads or Swig wallet pays in an inner instruction, so after
- * a layout refusal the transaction is taken if its programs are allowed, our fee payers are in no
- * instruction, its compute budget is capped, and its simulation makes one paying `TransferChecked`
- * and none by our keys; the landed transaction must show it too (transfer-landed.ts). Stricter:
- * all our fee payers are kept out, and the whole fee is capped.
+ * The smart-wallet path (off by default), as `@x402/svm` 2.27's `enableSmartWalletVerification`:
+ * a Squads or Swig wallet pays in an inner instruction its simulation must show (and the landed
+ * transaction too, transfer-landed.ts). Stricter: all our fee payers kept out, the whole fee capped.
  */
 import type { ErrorCode } from "../../protocol/errors.js";
 import { checkLayout, memoRefusal, requiredUnits } from "./checks.js";
@@ -37,16 +34,7 @@ export interface SmartWalletOptions {
   readonly maxPriorityFeeMicroLamports: bigint;
 }
 
-/** What the chain-free part found: the compute budget the fee follows from. */
-interface SmartWalletShape {
-  readonly units: number;
-  readonly price: bigint;
-}
-
-/**
- * Whether the reference would try the smart-wallet path after this refusal. Our own caps come
- * before some layout checks, so past one the layout is checked again without them.
- */
+/** Whether the reference would try the smart-wallet path after this refusal (our caps lifted). */
 export async function layoutRecoverable(
   refused: SvmCheckRefusal,
   requirements: SvmRequirements,
@@ -71,7 +59,7 @@ export function checkSmartWalletShape(
   feePayers: readonly string[],
   options: SmartWalletOptions,
   maxFeeLamports: bigint = DEFAULT_MAX_FEE_LAMPORTS,
-): { readonly ok: true; readonly shape: SmartWalletShape } | SvmCheckRefusal {
+): { readonly ok: true; readonly shape: { units: number; price: bigint } } | SvmCheckRefusal {
   const allowed = new Set(options.allowedPrograms);
   for (const ix of tx.instructions) {
     if (ix.programId === COMPUTE_BUDGET_PROGRAM || ix.programId === MEMO_PROGRAM) continue;
@@ -109,35 +97,34 @@ export function checkSmartWalletShape(
       );
     }
     const isLimit = data[0] === SET_COMPUTE_UNIT_LIMIT;
-    if (isLimit || data[0] === SET_COMPUTE_UNIT_PRICE) {
-      const value = isLimit ? readComputeUnitLimit(ix) : readComputeUnitPrice(ix);
-      const name = isLimit ? "SetComputeUnitLimit" : "SetComputeUnitPrice";
-      if (value === undefined) {
-        return refusal(
-          isLimit
-            ? SVM_REASONS.smartWalletMalformedComputeLimit
-            : SVM_REASONS.smartWalletMalformedComputePrice,
-          `Instruction ${ix.index + 1} is a ${name} of ${data.length} bytes`,
-        );
-      }
-      if (typeof value === "number") units = value;
-      else price = value;
-      if (isLimit && value > options.maxComputeUnits) {
-        return refusal(
-          SVM_REASONS.smartWalletComputeUnitsTooHigh,
-          `The compute-unit limit ${value} is above the smart-wallet cap of ${options.maxComputeUnits}`,
-        );
-      }
-      if (!isLimit && value > options.maxPriorityFeeMicroLamports) {
-        return refusal(
-          SVM_REASONS.smartWalletPriorityFeeTooHigh,
-          `The compute-unit price ${value} micro-lamports is above the smart-wallet cap of ${options.maxPriorityFeeMicroLamports}`,
-        );
-      }
-    } else {
+    if (!isLimit && data[0] !== SET_COMPUTE_UNIT_PRICE) {
       return refusal(
         SVM_REASONS.smartWalletUnsupportedComputeBudget,
         `Instruction ${ix.index + 1} is a compute-budget instruction of type ${data[0]}; only SetComputeUnitLimit and SetComputeUnitPrice are taken`,
+      );
+    }
+    const value = isLimit ? readComputeUnitLimit(ix) : readComputeUnitPrice(ix);
+    const name = isLimit ? "SetComputeUnitLimit" : "SetComputeUnitPrice";
+    if (value === undefined) {
+      return refusal(
+        isLimit
+          ? SVM_REASONS.smartWalletMalformedComputeLimit
+          : SVM_REASONS.smartWalletMalformedComputePrice,
+        `Instruction ${ix.index + 1} is a ${name} of ${data.length} bytes`,
+      );
+    }
+    if (typeof value === "number") units = value;
+    else price = value;
+    if (isLimit && value > options.maxComputeUnits) {
+      return refusal(
+        SVM_REASONS.smartWalletComputeUnitsTooHigh,
+        `The compute-unit limit ${value} is above the smart-wallet cap of ${options.maxComputeUnits}`,
+      );
+    }
+    if (!isLimit && value > options.maxPriorityFeeMicroLamports) {
+      return refusal(
+        SVM_REASONS.smartWalletPriorityFeeTooHigh,
+        `The compute-unit price ${value} micro-lamports is above the smart-wallet cap of ${options.maxPriorityFeeMicroLamports}`,
       );
     }
   }
@@ -155,7 +142,7 @@ export async function findSmartWalletTransfer(
   innerInstructions: unknown,
   requirements: SvmRequirements,
   feePayers: readonly string[],
-  shape: SmartWalletShape,
+  shape: { readonly units: number; readonly price: bigint },
 ): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SvmCheckRefusal> {
   const memos = tx.instructions.flatMap((ix) => readMemo(ix) ?? []);
   const badMemo = memoRefusal(memos, requirements);

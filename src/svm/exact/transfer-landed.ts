@@ -14,13 +14,10 @@ import {
 } from "./lookup-tables.js";
 import { confirmedTransaction } from "./rpc.js";
 import { transfersOf } from "./transfers.js";
+import type { SvmPayment } from "./types.js";
 
 /** What a settlement must have moved. */
-export interface Owed {
-  readonly mint: string;
-  readonly destination: string;
-  readonly amount: bigint;
-}
+type Owed = Pick<SvmPayment, "mint" | "destination" | "amount">;
 
 /** paid / unpaid: the confirmed transaction says; unknown: the node has no copy of it yet. */
 export type Paid = "paid" | "unpaid" | "unknown";
