@@ -106,7 +106,7 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
         const over = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
         if (over) return { ok: false, result: refused(over, action.payer) };
       }
-      const prepared = await prepareCall(ctx, action.call, { reuse: false }, action.gas);
+      const prepared = await prepareCall(ctx, action.call, action.gas);
       if ("kind" in prepared) return { ok: false, result: unsent(answered(ctx, action, prepared)) };
       return { ok: true, value: prepared };
     },

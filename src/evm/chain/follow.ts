@@ -31,17 +31,16 @@ const BLOCKED_AFTER_REPLACEMENTS = 3;
  */
 async function parkedOnLocalNode(
   ctx: ChainAccess,
+  lane: SignerLane,
   sinceBlock: bigint | undefined,
-  from: Address,
   nonce: number | undefined,
 ) {
-  const [automines, block, next] = await Promise.all([
+  const [automines, { mined: next, block }] = await Promise.all([
     ctx.client.request({ method: "anvil_getAutomine" } as never).then(
       (answer) => answer === true,
       () => false,
     ),
-    headBlock(ctx),
-    nonce === undefined ? undefined : minedCount(ctx, from),
+    headOfLine(ctx, lane, nonce),
   ]);
   if (nonce !== undefined && next !== undefined && next !== nonce) return { parked: false, block };
   const passed = sinceBlock !== undefined && block !== undefined && block > sinceBlock;
@@ -143,9 +142,7 @@ export async function follow(
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
       if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce, may);
-      const seen = local
-        ? await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce)
-        : undefined;
+      const seen = local ? await parkedOnLocalNode(ctx, lane, sinceBlock, tx.nonce) : undefined;
       if (seen?.parked) {
         parked = true;
         // Only a block that passes the replacement over as well replaces it again.

@@ -149,12 +149,10 @@ export class GasAtRisk {
     this.record(chainId, waste, now, now);
   }
 
-  /** The payer's transaction can never land: what was sent (`waste`, or held) is charged. */
-  chargeHeld(chainId: number, id: string, waste?: Waste, now = Date.now()): Waste | undefined {
-    const charged = waste ?? this.#atRisk.get(id)?.waste;
+  /** The payer's transaction can never land: what was sent for it is charged. */
+  chargeHeld(chainId: number, id: string, waste: Waste, now = Date.now()): void {
     this.#atRisk.delete(id);
-    if (charged) this.charge(chainId, charged, now);
-    return charged;
+    this.charge(chainId, waste, now);
   }
 
   /** A waste charged at `at` (by another replica, say), told to no one. */

@@ -147,7 +147,7 @@ function preludeSteps(
       if (over) return { ok: false, result: stop(failed(over)) };
       if (!(await prelude.needed(ctx))) return { ok: false, result: LANDED };
       if ("raw" in tx) return { ok: true, value: { raw: tx.raw } };
-      const call = await prepareCall(ctx, tx.call, { reuse: false }, tx.gas, { signer });
+      const call = await prepareCall(ctx, tx.call, tx.gas, { signer });
       return "kind" in call ? { ok: false, result: stop(call) } : { ok: true, value: { call } };
     },
     // Never reached: a settlement with preludes is not dry-run.

@@ -94,7 +94,6 @@ function fundingSteps(
       const call = await prepareCall(
         ctx,
         { to: funding.payer, data: "0x" },
-        { reuse: false },
         { use: "fund", asset: funding.asset },
         { signer, value },
       );

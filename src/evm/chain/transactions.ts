@@ -61,15 +61,12 @@ const SEND_ATTEMPTS = 5;
 export async function prepareCall(
   ctx: SendingAccess,
   call: ContractCall,
-  gasEstimate: {
-    readonly key?: string | undefined;
-    readonly reuse: boolean;
-    /** This call's estimate, asked earlier beside the caller's reads. */
-    readonly estimated?: Promise<bigint> | undefined;
-  },
   need: GasNeed,
-  /** `signer`: the account the payer named; `fees`: read already beside the caller's checks. */
+  /** `signer`: the account the payer named; `fees`, `estimated`: read beside the caller's checks. */
   options: {
+    readonly gasKey?: string | undefined;
+    readonly reuse?: boolean | undefined;
+    readonly estimated?: Promise<bigint> | undefined;
     readonly signer?: Address | undefined;
     readonly value?: bigint | undefined;
     readonly fees?: Promise<Fees> | undefined;
@@ -98,19 +95,19 @@ export async function prepareCall(
   let gas: bigint;
   let fees: Fees;
   try {
-    const reused = gasEstimate.reuse ? reusedGasLimit(gasEstimate.key) : undefined;
+    const reused = options.reuse ? reusedGasLimit(options.gasKey) : undefined;
     if (reused !== undefined) {
       gas = reused + suffixGas;
       fees = await feesRead;
     } else {
       // Without a limit, so a refusal can say what the call asked for.
       const [estimate, estimated] = await Promise.all([
-        gasEstimate.estimated ??
+        options.estimated ??
           ctx.client.estimateGas({ account: lane.address, to: call.to, data, value }),
         feesRead,
       ]);
       if (estimate > bound) return failed(overGasBound(ctx.chainId, need, bound, estimate));
-      gas = gasLimitFrom(estimate, gasEstimate.key);
+      gas = gasLimitFrom(estimate, options.gasKey);
       fees = estimated;
     }
     if (gas > bound) gas = bound;
