@@ -3,9 +3,8 @@ import { type Address, encodeFunctionData, erc20Abi, type Hex } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
-import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
-import { chainFailure, type Step, simulateWithin } from "../exact/checks.js";
+import { chainFailure, type Step, simulateWithin, unitsOf } from "../exact/checks.js";
 import { approvalPreludes } from "../exact/erc20-approval.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
 import {
@@ -159,7 +158,7 @@ async function verify(
   bookOf(ctx).remember(channelId, state);
   if (balance < amount) {
     // A refusal only: the token's decimals are read (once per token) for its words.
-    const token = await tokenUnits(ctx.client, ctx.chainId, asset).catch(() => undefined);
+    const token = await unitsOf(ctx, asset);
     return refuse(
       rejected(
         "insufficient_balance",

@@ -141,18 +141,17 @@ export const VOUCHER_NAMESPACE = "batch-settlement:voucher";
 const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${channelId}`;
 
 /** The channel's state: the book's while fresh (it only accepts), else read (refunds told to all). */
-export async function channelState(
-  ctx: EvmContext,
-  channelId: Hex,
-  reread = false,
-): Promise<
-  | { ok: true; channelId: Hex; state: ChannelState; fromBook: boolean; readAt: number }
-  | { ok: false; failure: Failure }
-> {
+export async function channelState(ctx: EvmContext, channelId: Hex, reread = false) {
   const book = bookOf(ctx);
   const known = reread ? undefined : book.fresh(channelId);
   if (known) {
-    return { ok: true, channelId, state: known.state, fromBook: true, readAt: known.readAt };
+    return {
+      ok: true as const,
+      channelId,
+      state: known.state,
+      fromBook: true,
+      readAt: known.readAt,
+    };
   }
   const before = book.last(channelId);
   try {
@@ -163,9 +162,9 @@ export async function channelState(
       // The book holds this read already: only the other replicas need telling.
       void recordChange(ctx, channelId, readAt);
     }
-    return { ok: true, channelId, state, fromBook: false, readAt };
+    return { ok: true as const, channelId, state, fromBook: false, readAt };
   } catch (error) {
-    return { ok: false, failure: chainFailure(error, "reading the channel") };
+    return { ok: false as const, failure: chainFailure(error, "reading the channel") };
   }
 }
 

@@ -11,7 +11,7 @@ import type { MaySend } from "../../core/settle-loop.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { NONCE_USED, refusal, sendRaw } from "./broadcast.js";
-import { bump, type Fees, overCap } from "./fees.js";
+import { bump, feesOf, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
 import { type CallOutcome, fullText, nodeSaid, pending } from "./outcome.js";
@@ -94,7 +94,6 @@ export async function follow(
   key: string,
   hashes: Hex[],
   tx: TransactionSerializable,
-  fees: Fees,
   may: MaySend,
   sentAt?: number,
   sentAfterBlock?: bigint,
@@ -110,7 +109,7 @@ export async function follow(
   let stuckCheckAt = local
     ? (sentAt ?? started) + LOCAL_PARKED_AFTER_MS
     : started + GAP_SUSPECTED_AFTER_MS;
-  let current = fees;
+  let current = feesOf(tx);
   let replacements = 0;
   /** The head when it was first seen to be its key's next to be mined. */
   let headSince: bigint | undefined;

@@ -12,7 +12,6 @@ import { type Failure, failure } from "../../protocol/errors.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isKnown, refusal, sendRaw } from "./broadcast.js";
 import { type EvmEntry, evmEntry } from "./entry.js";
-import { feesOf } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
 import { type SignerLane, stillSucceeds } from "./signers.js";
@@ -101,7 +100,7 @@ export async function reconcile(
       if ((await resend(ctx, lane, entry.txNonce, newestRaw, may)) === "refused") return "gone";
     }
     if (!lane) return notOurs(entry, newest, "is still pending");
-    return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx), may);
+    return follow(ctx, lane, entry.key, [...entry.hashes], tx, may);
   } catch (error) {
     return pending(
       newest,
@@ -176,7 +175,7 @@ export async function recheckAnswered(
     if (resent === "refused") return { kind: "gone" };
     if (resent !== "sent") return { kind: "standing", hash: newest, unseen: true };
     const tx = parseTransaction(raw) as TransactionSerializable;
-    const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx), may);
+    const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, may);
     return { kind: "resent", outcome };
   } catch {
     return { kind: "standing", hash: newest };

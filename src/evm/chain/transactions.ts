@@ -283,7 +283,7 @@ async function sendAndFollow(
   const { hash, tx } = sent.issued;
   // Past the deadline: looked for once, then answered pending for the reconciler.
   const spent = Date.now() >= deadline ? deadline : undefined;
-  return follow(ctx, lane, record.key, [hash], tx, fees, may, sentAt, sentAfterBlock, spent);
+  return follow(ctx, lane, record.key, [hash], tx, may, sentAt, sentAfterBlock, spent);
 }
 
 /** Journals the transaction under its key and each member's (pointing back), for their retries. */
