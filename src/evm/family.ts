@@ -27,7 +27,7 @@ import { type PaymentRequest, payerHint } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { RpcRegistry } from "../rpc/rpc.js";
-import { evmTransfer } from "./chain/entry.js";
+import { evmEntry } from "./chain/entry.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
 import { gasBoundsFor } from "./chain/gas-bounds.js";
@@ -103,8 +103,9 @@ export class EvmFamily implements ChainFamily {
   }
 
   seed(entry: JournalEntry): boolean {
-    if (!entry.expect) return false;
-    this.inflight.seed(entry.key, heldByTransfer(chainIdOfEntry(entry), evmTransfer(entry.expect)));
+    const { expect } = evmEntry(entry);
+    if (!expect) return false;
+    this.inflight.seed(entry.key, heldByTransfer(chainIdOfEntry(entry), expect));
     return true;
   }
 
@@ -158,12 +159,8 @@ export class EvmFamily implements ChainFamily {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, why: routed.failure.message };
     const key = routed.method.settlementKey(routed.ctx, request);
-    return key
-      ? { ok: true, key }
-      : {
-          ok: false,
-          why: `no settlement of its own follows from its ${routed.method.name} payload`,
-        };
+    const why = `no settlement of its own follows from its ${routed.method.name} payload`;
+    return key ? { ok: true, key } : { ok: false, why };
   }
 
   /** Assets never held against as unknown: the network table's stablecoins, the listed ones. */

@@ -119,15 +119,10 @@ export async function checkVoucherSignature(
 ): Promise<Failure | undefined> {
   const digest = voucherDigest(ctx.chainId, voucher.channelId as Hex, voucher.maxClaimableAmount);
   // A payer authorizer key signs plainly (the contract checks ECDSA); else the payer (or EIP-1271).
-  const signed = isAddressEqual(config.payerAuthorizer, zeroAddress)
-    ? await checkSignature(
-        ctx,
-        config.payer,
-        digest,
-        voucher.signature,
-        payerCode(ctx, config.payer),
-      )
-    : await recoversTo(ctx, config.payerAuthorizer, digest, voucher.signature);
+  const { payer, payerAuthorizer } = config;
+  const signed = isAddressEqual(payerAuthorizer, zeroAddress)
+    ? await checkSignature(ctx, payer, digest, voucher.signature, payerCode(ctx, payer))
+    : await recoversTo(ctx, payerAuthorizer, digest, voucher.signature);
   if (signed.ok) return undefined;
   if (signed.failure.code === "chain_unavailable") return signed.failure;
   const why = signed.failure.message.replace(/^the signature /, "");

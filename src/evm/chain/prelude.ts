@@ -69,7 +69,6 @@ const LANDED: Landing = { ok: true };
 
 type Ready = { readonly call: PreparedCall } | { readonly raw: Hex };
 
-const preludeKey = (key: string, prelude: Prelude) => `${key}#${prelude.name}`;
 const POLL_MS = 250;
 
 /**
@@ -88,7 +87,7 @@ export async function landPreludes(
   const earlier = await followEarlierFunding(ctx, key, may);
   if (earlier) return stopping("the gas sent to the payer before", earlier);
   for (const prelude of preludes) {
-    const steps = preludeSteps(ctx, preludeKey(key, prelude), prelude, signer, chargeTo);
+    const steps = preludeSteps(ctx, `${key}#${prelude.name}`, prelude, signer, chargeTo);
     const landing = await settleInTurn(ctx, steps, "confirmed");
     if (!landing.ok) return landing;
   }
@@ -247,12 +246,8 @@ async function sendPayers(
       return pending(hash, `the broadcast's answer was lost (${shortText(error)})`);
     if (refusal(error) !== "known") {
       void ctx.journal.recordState(key, "failed").catch(() => undefined);
-      return failed(
-        failure(
-          "settlement_failed",
-          `the node refused the payer's transaction: ${shortText(error)}`,
-        ),
-      );
+      const why = `the node refused the payer's transaction: ${shortText(error)}`;
+      return failed(failure("settlement_failed", why));
     }
   }
   return awaitReceipt(ctx, key, hash, from, nonce);
@@ -303,13 +298,8 @@ async function awaitReceipt(
       const late = await receiptOf();
       if (late) return receiptOutcome(late);
       await ctx.journal.recordState(key, "dropped").catch(() => undefined);
-      return failed(
-        failure(
-          "settlement_failed",
-          `the payer's transaction ${hash} can never land: its nonce ${nonce} went to another transaction of the payer's`,
-        ),
-        hash,
-      );
+      const why = `the payer's transaction ${hash} can never land: its nonce ${nonce} went to another transaction of the payer's`;
+      return failed(failure("settlement_failed", why), hash);
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, ctx.receiptPollMs)));
   }

@@ -91,11 +91,8 @@ export async function reconcile(
       if (!lane) return notOurs(entry, newest, "is not in the node's pool and its nonce is free");
       // Sent again after its authorization expired or was used, it would revert at our cost.
       if (!(await stillSucceeds(ctx, lane.address, newestRaw))) {
-        return {
-          kind: "would-revert",
-          reason: undefined,
-          detail: "it would revert if sent again (its authorization expired, or was used)",
-        };
+        const detail = "it would revert if sent again (its authorization expired, or was used)";
+        return { kind: "would-revert", reason: undefined, detail };
       }
       if ((await resend(ctx, lane, entry.txNonce, newestRaw, may)) === "refused") return "gone";
     }
