@@ -55,11 +55,7 @@ const ASSET_LIMITS: Readonly<Record<WasteCause, readonly [number, number]>> = {
   reverted: [3, Number.POSITIVE_INFINITY],
 };
 
-interface Event {
-  readonly at: number;
-  readonly gas: bigint;
-  readonly payer: string;
-}
+type Event = { readonly at: number; readonly gas: bigint; readonly payer: string };
 
 export class GasAtRisk {
   readonly #throttle: PayerThrottle;

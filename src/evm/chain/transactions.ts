@@ -167,10 +167,7 @@ export async function sendCall(
 }
 
 /** Journal time, and first broadcast (serve's metrics). */
-interface StageTimes {
-  journalMs?: number;
-  broadcastAt?: number;
-}
+type StageTimes = { journalMs?: number; broadcastAt?: number };
 
 async function sendAndFollow(
   ctx: SendingAccess,
