@@ -79,12 +79,9 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
   const via =
     hinted === "permit2" || (!hinted && auth.permit2Authorization) ? "permit2" : "eip3009";
   if (via === "permit2" && !auth.permit2Authorization) {
-    return refuse(
-      rejected(
-        "payload_type",
-        "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization",
-      ),
-    );
+    const why =
+      "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization";
+    return refuse(rejected("payload_type", why));
   }
   const { name, version } = extra;
   return {
@@ -159,12 +156,8 @@ async function verify(
   if (balance < amount) {
     // A refusal only: the token's decimals are read (once per token) for its words.
     const token = await unitsOf(ctx, asset);
-    return refuse(
-      rejected(
-        "insufficient_balance",
-        `the payer holds ${tokenAmount(balance, token)} of ${asset}, less than the deposit of ${tokenAmount(amount, token)}`,
-      ),
-    );
+    const why = `the payer holds ${tokenAmount(balance, token)} of ${asset}, less than the deposit of ${tokenAmount(amount, token)}`;
+    return refuse(rejected("insufficient_balance", why));
   }
   const voucher = payload.voucher.maxClaimableAmount;
   const wrong = voucherAgainst(state, channelId, voucher, { deposit: amount });

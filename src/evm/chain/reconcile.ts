@@ -108,14 +108,8 @@ export async function reconcile(
 
 /** A settlement another process's key sent, not mined yet: followed here, re-sent only there. */
 function notOurs(entry: JournalEntry, hash: Hex, what: string): CallOutcome {
-  return failed(
-    failure(
-      "settlement_pending",
-      `the transaction ${hash} ${what}; it was sent with key ${entry.signer}, which this process does not hold: the process that holds it follows it (and sends it again if it is dropped) — retry to get the outcome`,
-      { status: 503, retryAfterSeconds: 2 },
-    ),
-    hash,
-  );
+  const why = `the transaction ${hash} ${what}; it was sent with key ${entry.signer}, which this process does not hold: the process that holds it follows it (and sends it again if it is dropped) — retry to get the outcome`;
+  return failed(failure("settlement_pending", why, { status: 503, retryAfterSeconds: 2 }), hash);
 }
 
 // standing: the success stands (`unseen`: a lagging node); refused: not the journaled payment;
