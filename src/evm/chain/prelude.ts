@@ -230,12 +230,9 @@ async function sendPayers(
       failure("invalid_request", `the signed transaction cannot be read: ${shortText(error)}`),
     );
   }
+  const entry = { key, network: caip2(ctx.chainId), signer: from, txNonce: nonce };
   try {
-    await ctx.journal.recordSend(
-      { key, network: caip2(ctx.chainId), signer: from, txNonce: nonce },
-      hash,
-      raw,
-    );
+    await ctx.journal.recordSend(entry, hash, raw);
   } catch (error) {
     return unjournaled(error);
   }

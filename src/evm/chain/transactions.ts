@@ -261,19 +261,14 @@ async function sendAndFollow(
   }
   if (sent.kind === "reprice" || sent.kind === "retry") {
     void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
-    return failed(
-      sent.kind === "reprice"
-        ? failure(
-            "settlement_failed",
-            "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent",
-            { status: 500, retryAfterSeconds: 5 },
-          )
-        : failure(
-            "settlement_failed",
-            `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
-            { status: 500, retryAfterSeconds: 1, refusal: refused.at(-1)?.kind },
-          ),
-    );
+    const underBaseFee = sent.kind === "reprice";
+    const why = underBaseFee
+      ? "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent"
+      : `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`;
+    const retry = underBaseFee
+      ? { retryAfterSeconds: 5 }
+      : { retryAfterSeconds: 1, refusal: refused.at(-1)?.kind };
+    return failed(failure("settlement_failed", why, { status: 500, ...retry }));
   }
   if (sent.kind === "outcome") return sent.outcome;
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
