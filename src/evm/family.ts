@@ -3,7 +3,7 @@
  * (signers, in-flight ledger, gas at risk, bounds, fee caps, listed assets). It claims every
  * network no other family does, so its unsupported_network messages name the CAIP-2 forms.
  */
-import type { Hex } from "viem";
+import type { Address, Hex } from "viem";
 import { timeoutOf } from "../core/accepts.js";
 import { requiredAmount } from "../core/amount-floor.js";
 import { Answers } from "../core/answers.js";
@@ -27,16 +27,16 @@ import { type PaymentRequest, payerHint } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { RpcRegistry } from "../rpc/rpc.js";
-import { evmTransfer } from "./chain/entry.js";
+import { evmEntry } from "./chain/entry.js";
 import { feeCapFor } from "./chain/fees.js";
 import { GasAtRisk } from "./chain/gas-at-risk.js";
-import { type GasBounds, gasBoundsFor } from "./chain/gas-bounds.js";
+import { gasBoundsFor } from "./chain/gas-bounds.js";
 import { heldByTransfer } from "./chain/ledger-reads.js";
 import { firstReceipt } from "./chain/receipts.js";
 import { SignerPool } from "./chain/signers.js";
 import type { EvmContext, PaymentMethod } from "./context.js";
 import { followSettlement } from "./follow-settlement.js";
-import { type EvmOptions, makeEvmContext, ownOf } from "./options.js";
+import type { EvmOptions } from "./options.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
 
@@ -54,7 +54,6 @@ export class EvmFamily implements ChainFamily {
   readonly #journal: SettlementStore;
   readonly #throttle: PayerThrottle;
   readonly #options: EvmOptions;
-  readonly #gasBounds = new Map<number, GasBounds>();
   readonly #allowedAssets = new Map<number, ReadonlySet<string>>();
   readonly #host: EvmSchemeHost;
   readonly #answers: Answers;
@@ -95,7 +94,7 @@ export class EvmFamily implements ChainFamily {
           : addresses[this.#signerTurn++ % addresses.length];
       },
       context: (chainId) => this.#context(chainId, caip2(chainId)),
-      own: (part) => ownOf(this.#kept, part, options),
+      own: (part) => keep(this.#kept, `own:${part.name}`, () => part.make(options as never)),
     };
   }
 
@@ -104,8 +103,9 @@ export class EvmFamily implements ChainFamily {
   }
 
   seed(entry: JournalEntry): boolean {
-    if (!entry.expect) return false;
-    this.inflight.seed(entry.key, heldByTransfer(chainIdOfEntry(entry), evmTransfer(entry.expect)));
+    const { expect } = evmEntry(entry);
+    if (!expect) return false;
+    this.inflight.seed(entry.key, heldByTransfer(chainIdOfEntry(entry), expect));
     return true;
   }
 
@@ -159,32 +159,8 @@ export class EvmFamily implements ChainFamily {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, why: routed.failure.message };
     const key = routed.method.settlementKey(routed.ctx, request);
-    return key
-      ? { ok: true, key }
-      : {
-          ok: false,
-          why: `no settlement of its own follows from its ${routed.method.name} payload`,
-        };
-  }
-
-  feeCapWei(chainId: number): bigint {
-    return feeCapFor(chainId, this.#options).wei;
-  }
-
-  gasBounds(chainId: number): GasBounds {
-    const bounds =
-      this.#gasBounds.get(chainId) ??
-      gasBoundsFor(
-        chainId,
-        this.#options.gasBounds,
-        this.schemes.flatMap((s) => s.gas ?? []),
-      );
-    this.#gasBounds.set(chainId, bounds);
-    return bounds;
-  }
-
-  allowedAssets(chainId: number): ReadonlySet<string> | undefined {
-    return this.#allowedAssets.get(chainId);
+    const why = `no settlement of its own follows from its ${routed.method.name} payload`;
+    return key ? { ok: true, key } : { ok: false, why };
   }
 
   /** Assets never held against as unknown: the network table's stablecoins, the listed ones. */
@@ -300,18 +276,46 @@ export class EvmFamily implements ChainFamily {
     const client = await this.#rpc.client(chainId, network);
     const known = this.#contexts.get(chainId);
     if (known?.client === client) return known;
-    const context = makeEvmContext(chainId, client, this.#options, {
+    const { signers } = this;
+    const options = this.#options;
+    let senders: readonly Address[] | undefined;
+    const context: EvmContext = {
       signers: this.signers,
       journal: this.#journal,
       inflight: this.inflight,
       throttle: this.#throttle,
       gasAtRisk: this.gasAtRisk,
       answers: this.#answers,
-      kept: this.#kept,
-      gasBounds: this.gasBounds(chainId),
+      gasBounds: gasBoundsFor(
+        chainId,
+        options.gasBounds,
+        this.schemes.flatMap((s) => s.gas ?? []),
+      ),
       allowedAssets: this.#allowedAssets.get(chainId),
-      feeCapWei: this.feeCapWei(chainId),
-    });
+      feeCapWei: feeCapFor(chainId, options).wei,
+      kept: (name, make) => keep(this.#kept, name, make),
+      own: (part) => this.#host.own(part),
+      builderCode: options.builderCode,
+      client,
+      chainId,
+      // Lazy: deriving an address costs a cold start ~15 ms, which the CLI's verify defers.
+      get ownSenders() {
+        const known = options.settlementAddresses;
+        senders ??= [
+          ...signers.addresses,
+          ...((typeof known === "function" ? known() : known) ?? []),
+        ];
+        return senders;
+      },
+      replaceAfterMs: options.replaceAfterMs ?? 15_000,
+      now: options.now ?? (() => Date.now() / 1000),
+      confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
+      confirmations: Math.max(1, options.confirmations ?? 1),
+      watchSubmitted: options.watchSubmitted ?? false,
+      erc6492Factories: options.erc6492Factories ?? [],
+      receiptPollMs: options.receiptPollMs ?? 250,
+      metrics: options.metrics,
+    };
     this.#contexts.set(chainId, context);
     return context;
   }
@@ -340,4 +344,10 @@ function chainIdOf(network: string, x402Version: 1 | 2): number | Failure {
     "unsupported_network",
     `"${network}" is not supported: x402 v2 networks are CAIP-2 ids such as eip155:84532${hint}`,
   );
+}
+
+/** What `make` made under `name`, made on first use and kept with the family's state. */
+function keep<T>(kept: Map<string, unknown>, name: string, make: () => T): T {
+  if (!kept.has(name)) kept.set(name, make());
+  return kept.get(name) as T;
 }

@@ -1,10 +1,9 @@
-/** The EVM family's options, and the per-chain context they make (defaults filled in). */
+/** The EVM family's options (family.ts fills in the defaults of each chain's context). */
 import type { Address, LocalAccount } from "viem";
 import type { Answers } from "../core/answers.js";
 import type { MetricsSink } from "../core/metrics.js";
 import type { BuilderCode } from "./chain/builder-code.js";
 import type { GasBoundsConfig } from "./chain/gas-bounds.js";
-import type { EvmContext, SchemeOwn } from "./context.js";
 import type { EvmScheme } from "./scheme.js";
 import type { SchemeOptions } from "./schemes.js";
 
@@ -46,71 +45,4 @@ export interface EvmOptions extends SchemeOptions {
   readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
   /** Successes written down before they are answered (default: one of this family's own). */
   readonly answers?: Answers | undefined;
-}
-
-/** What the family hands each chain's context: the parts it shares, and this chain's limits. */
-type FamilyParts = Pick<
-  EvmContext,
-  | "signers"
-  | "journal"
-  | "inflight"
-  | "throttle"
-  | "gasAtRisk"
-  | "answers"
-  | "gasBounds"
-  | "allowedAssets"
-  | "feeCapWei"
-> & { readonly kept: Map<string, unknown> };
-
-/** The context every request on `chainId` is handed while `client` is the chain's client. */
-export function makeEvmContext(
-  chainId: number,
-  client: EvmContext["client"],
-  options: EvmOptions,
-  parts: FamilyParts,
-): EvmContext {
-  const { kept, ...shared } = parts;
-  let senders: readonly Address[] | undefined;
-  const ownSenders = () => {
-    const known = options.settlementAddresses;
-    senders ??= [
-      ...shared.signers.addresses,
-      ...((typeof known === "function" ? known() : known) ?? []),
-    ];
-    return senders;
-  };
-  return {
-    ...shared,
-    kept<T>(name: string, make: () => T): T {
-      if (!kept.has(name)) kept.set(name, make());
-      return kept.get(name) as T;
-    },
-    own: <Own>(part: SchemeOwn<Own>) => ownOf(kept, part, options),
-    builderCode: options.builderCode,
-    client,
-    chainId,
-    // Lazy: deriving an address costs a cold start ~15 ms, which the CLI's verify defers.
-    get ownSenders() {
-      return ownSenders();
-    },
-    replaceAfterMs: options.replaceAfterMs ?? 15_000,
-    now: options.now ?? (() => Date.now() / 1000),
-    confirmTimeoutMs: options.confirmTimeoutMs ?? 60_000,
-    confirmations: Math.max(1, options.confirmations ?? 1),
-    watchSubmitted: options.watchSubmitted ?? false,
-    erc6492Factories: options.erc6492Factories ?? [],
-    receiptPollMs: options.receiptPollMs ?? 250,
-    metrics: options.metrics,
-  };
-}
-
-/** What `part`'s scheme made of the options, made on first use and kept with the family's state. */
-export function ownOf<Own>(
-  kept: Map<string, unknown>,
-  part: SchemeOwn<Own>,
-  options: EvmOptions,
-): Own {
-  const name = `own:${part.name}`;
-  if (!kept.has(name)) kept.set(name, part.make(options as never));
-  return kept.get(name) as Own;
 }

@@ -79,14 +79,8 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
     async pickUp(entry, _waitUntil, may) {
       if (!may) return undefined;
       const state = ctx.answers.unsent(entry) ? "landed" : entry.state;
-      if (isAnswered(state)) {
-        return refused(
-          failure(
-            "duplicate_settlement",
-            `this was already settled in ${entry.hashes.at(-1)}; it is not sent again`,
-          ),
-        );
-      }
+      const settled = `this was already settled in ${entry.hashes.at(-1)}; it is not sent again`;
+      if (isAnswered(state)) return refused(failure("duplicate_settlement", settled));
       if (state === "broadcast" || state === "landed") {
         const picked = await reconcile(ctx, entry, may);
         if (picked !== "gone") return answered(ctx, action, picked);
@@ -106,7 +100,7 @@ function actionSteps(ctx: EvmContext, asked: Action): SettleSteps<PreparedCall, 
         const over = await ctx.gasAtRisk.refusal(ctx.chainId, payer, asset);
         if (over) return { ok: false, result: refused(over, action.payer) };
       }
-      const prepared = await prepareCall(ctx, action.call, { reuse: false }, action.gas);
+      const prepared = await prepareCall(ctx, action.call, action.gas);
       if ("kind" in prepared) return { ok: false, result: unsent(answered(ctx, action, prepared)) };
       return { ok: true, value: prepared };
     },

@@ -53,11 +53,8 @@ export async function settleClaim(
   const parsed = parsePayload(request, claimSchema);
   if (!parsed.ok) return parsed;
   const { claims, claimAuthorizerSignature } = parsed.value;
-  const sent = await batcherOf(ctx).claim(
-    ctx,
-    { rows: claims, signature: claimAuthorizerSignature, payment: request },
-    waitUntil,
-  );
+  const asked = { rows: claims, signature: claimAuthorizerSignature, payment: request };
+  const sent = await batcherOf(ctx).claim(ctx, asked, waitUntil);
   if (!sent.ok) return sent.result;
   learnClaims(ctx, claims);
   return { ok: true, payer: "", transactionHash: sent.hash };

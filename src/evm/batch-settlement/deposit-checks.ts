@@ -150,9 +150,7 @@ export async function checkErc3009(
 }
 
 /** A deposit's signature checked: the payer's wallet to deploy first, if not yet (ERC-6492). */
-interface Deploying {
-  readonly deployment?: Deployment | undefined;
-}
+type Deploying = { readonly deployment?: Deployment | undefined };
 
 /** Whether the payer's Permit2 transfer funds this deposit, and Permit2 may move it. */
 export async function checkPermit2(

@@ -4,9 +4,8 @@ import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { firstLine } from "../../protocol/words.js";
-import { tokenUnits } from "../chain/token-units.js";
 import type { EvmContext } from "../context.js";
-import { chainFailure, refuse, type Step, simulateWithin } from "../exact/checks.js";
+import { chainFailure, refuse, type Step, simulateWithin, unitsOf } from "../exact/checks.js";
 import { approvalPreludes } from "../exact/erc20-approval.js";
 import type { ExactMethod, Verified } from "../exact/method.js";
 import {
@@ -79,12 +78,9 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
   const via =
     hinted === "permit2" || (!hinted && auth.permit2Authorization) ? "permit2" : "eip3009";
   if (via === "permit2" && !auth.permit2Authorization) {
-    return refuse(
-      rejected(
-        "payload_type",
-        "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization",
-      ),
-    );
+    const why =
+      "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization";
+    return refuse(rejected("payload_type", why));
   }
   const { name, version } = extra;
   return {
@@ -158,13 +154,9 @@ async function verify(
   bookOf(ctx).remember(channelId, state);
   if (balance < amount) {
     // A refusal only: the token's decimals are read (once per token) for its words.
-    const token = await tokenUnits(ctx.client, ctx.chainId, asset).catch(() => undefined);
-    return refuse(
-      rejected(
-        "insufficient_balance",
-        `the payer holds ${tokenAmount(balance, token)} of ${asset}, less than the deposit of ${tokenAmount(amount, token)}`,
-      ),
-    );
+    const token = await unitsOf(ctx, asset);
+    const why = `the payer holds ${tokenAmount(balance, token)} of ${asset}, less than the deposit of ${tokenAmount(amount, token)}`;
+    return refuse(rejected("insufficient_balance", why));
   }
   const voucher = payload.voucher.maxClaimableAmount;
   const wrong = voucherAgainst(state, channelId, voucher, { deposit: amount });

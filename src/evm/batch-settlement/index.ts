@@ -24,9 +24,7 @@ const wrongType = (what: string) => rejected("payload_type", what);
 
 /** A deposit settles as a payment does, and answers with the channel's state. */
 const deposit: PaymentMethod = {
-  name: "batch-settlement deposit",
-  accepts: (payload) => payload.type === "deposit",
-  settlementKey: (ctx, request) => depositPipeline.settlementKey(ctx, request),
+  ...depositPipeline,
   async verify(ctx, request) {
     const result = await depositPipeline.verify(ctx, request);
     if (!result.ok) return result;
@@ -51,8 +49,7 @@ const deposit: PaymentMethod = {
 };
 
 function channelIdIn(request: PaymentRequest): `0x${string}` | undefined {
-  const voucher = request.payload.voucher as { channelId?: unknown } | undefined;
-  const id = voucher?.channelId;
+  const id = at(request.payload, "voucher", "channelId");
   return typeof id === "string" && /^0x[0-9a-fA-F]{64}$/.test(id)
     ? (id.toLowerCase() as `0x${string}`)
     : undefined;

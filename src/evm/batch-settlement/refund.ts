@@ -75,12 +75,8 @@ export async function settleRefund(
   const refuse = (f: Failure): SettleResult => ({ ok: false, payer, failure: f });
   // The contract reverts a refund of nothing (ZeroRefund).
   if (payload.amount === 0n) {
-    return refuse(
-      rejected(
-        "refund_amount_invalid",
-        `${request.paths.payload}.payload.amount is 0: a refund of nothing is not sent`,
-      ),
-    );
+    const why = `${request.paths.payload}.payload.amount is 0: a refund of nothing is not sent`;
+    return refuse(rejected("refund_amount_invalid", why));
   }
   const channelId = channelIdOf(config, ctx.chainId);
   // The manager's requirements name only payTo and asset.

@@ -119,15 +119,10 @@ export async function checkVoucherSignature(
 ): Promise<Failure | undefined> {
   const digest = voucherDigest(ctx.chainId, voucher.channelId as Hex, voucher.maxClaimableAmount);
   // A payer authorizer key signs plainly (the contract checks ECDSA); else the payer (or EIP-1271).
-  const signed = isAddressEqual(config.payerAuthorizer, zeroAddress)
-    ? await checkSignature(
-        ctx,
-        config.payer,
-        digest,
-        voucher.signature,
-        payerCode(ctx, config.payer),
-      )
-    : await recoversTo(ctx, config.payerAuthorizer, digest, voucher.signature);
+  const { payer, payerAuthorizer } = config;
+  const signed = isAddressEqual(payerAuthorizer, zeroAddress)
+    ? await checkSignature(ctx, payer, digest, voucher.signature, payerCode(ctx, payer))
+    : await recoversTo(ctx, payerAuthorizer, digest, voucher.signature);
   if (signed.ok) return undefined;
   if (signed.failure.code === "chain_unavailable") return signed.failure;
   const why = signed.failure.message.replace(/^the signature /, "");
@@ -141,18 +136,17 @@ export const VOUCHER_NAMESPACE = "batch-settlement:voucher";
 const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${channelId}`;
 
 /** The channel's state: the book's while fresh (it only accepts), else read (refunds told to all). */
-export async function channelState(
-  ctx: EvmContext,
-  channelId: Hex,
-  reread = false,
-): Promise<
-  | { ok: true; channelId: Hex; state: ChannelState; fromBook: boolean; readAt: number }
-  | { ok: false; failure: Failure }
-> {
+export async function channelState(ctx: EvmContext, channelId: Hex, reread = false) {
   const book = bookOf(ctx);
   const known = reread ? undefined : book.fresh(channelId);
   if (known) {
-    return { ok: true, channelId, state: known.state, fromBook: true, readAt: known.readAt };
+    return {
+      ok: true as const,
+      channelId,
+      state: known.state,
+      fromBook: true,
+      readAt: known.readAt,
+    };
   }
   const before = book.last(channelId);
   try {
@@ -163,9 +157,9 @@ export async function channelState(
       // The book holds this read already: only the other replicas need telling.
       void recordChange(ctx, channelId, readAt);
     }
-    return { ok: true, channelId, state, fromBook: false, readAt };
+    return { ok: true as const, channelId, state, fromBook: false, readAt };
   } catch (error) {
-    return { ok: false, failure: chainFailure(error, "reading the channel") };
+    return { ok: false as const, failure: chainFailure(error, "reading the channel") };
   }
 }
 

@@ -16,5 +16,3 @@ export interface EvmEntry extends JournalEntry {
 }
 
 export const evmEntry = (entry: JournalEntry): EvmEntry => entry as EvmEntry;
-
-export const evmTransfer = (expect: ExpectedTransfer): EvmTransfer => expect as EvmTransfer;

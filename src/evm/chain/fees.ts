@@ -124,10 +124,7 @@ export function overCap(ctx: ChainAccess, gas: bigint, fees: Fees): Failure | un
   );
 }
 
-/**
- * Fees after a refusal under the next base fee (eth_feeHistory's last entry): twice it plus the
- * tip, within the fee cap, or why even the base fee is over the cap.
- */
+/** After a base-fee refusal: twice the next base fee plus the tip, capped, or the cap's refusal. */
 export async function repriced(ctx: ChainAccess, gas: bigint, fees: Fees): Promise<Fees | Failure> {
   const history = await ctx.client.getFeeHistory({ blockCount: 1, rewardPercentiles: [] });
   const next = history.baseFeePerGas.at(-1) ?? 0n;

@@ -11,7 +11,7 @@ import type { MaySend } from "../../core/settle-loop.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { NONCE_USED, refusal, sendRaw } from "./broadcast.js";
-import { bump, type Fees, overCap } from "./fees.js";
+import { bump, feesOf, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
 import { type CallOutcome, fullText, nodeSaid, pending } from "./outcome.js";
@@ -31,17 +31,16 @@ const BLOCKED_AFTER_REPLACEMENTS = 3;
  */
 async function parkedOnLocalNode(
   ctx: ChainAccess,
+  lane: SignerLane,
   sinceBlock: bigint | undefined,
-  from: Address,
   nonce: number | undefined,
 ) {
-  const [automines, block, next] = await Promise.all([
+  const [automines, { mined: next, block }] = await Promise.all([
     ctx.client.request({ method: "anvil_getAutomine" } as never).then(
       (answer) => answer === true,
       () => false,
     ),
-    headBlock(ctx),
-    nonce === undefined ? undefined : minedCount(ctx, from),
+    headOfLine(ctx, lane, nonce),
   ]);
   if (nonce !== undefined && next !== undefined && next !== nonce) return { parked: false, block };
   const passed = sinceBlock !== undefined && block !== undefined && block > sinceBlock;
@@ -95,7 +94,6 @@ export async function follow(
   key: string,
   hashes: Hex[],
   tx: TransactionSerializable,
-  fees: Fees,
   may: MaySend,
   sentAt?: number,
   sentAfterBlock?: bigint,
@@ -111,7 +109,7 @@ export async function follow(
   let stuckCheckAt = local
     ? (sentAt ?? started) + LOCAL_PARKED_AFTER_MS
     : started + GAP_SUSPECTED_AFTER_MS;
-  let current = fees;
+  let current = feesOf(tx);
   let replacements = 0;
   /** The head when it was first seen to be its key's next to be mined. */
   let headSince: bigint | undefined;
@@ -143,9 +141,7 @@ export async function follow(
     if (!receipt && now >= stuckCheckAt) {
       stuckCheckAt = now + LOCAL_PARKED_AFTER_MS;
       if (tx.nonce !== undefined) await lane.repairGap(ctx, tx.nonce, may);
-      const seen = local
-        ? await parkedOnLocalNode(ctx, sinceBlock, lane.address, tx.nonce)
-        : undefined;
+      const seen = local ? await parkedOnLocalNode(ctx, lane, sinceBlock, tx.nonce) : undefined;
       if (seen?.parked) {
         parked = true;
         // Only a block that passes the replacement over as well replaces it again.

@@ -55,16 +55,12 @@ const ASSET_LIMITS: Readonly<Record<WasteCause, readonly [number, number]>> = {
   reverted: [3, Number.POSITIVE_INFINITY],
 };
 
-interface Event {
-  readonly at: number;
-  readonly gas: bigint;
-  readonly payer: string;
-}
+type Event = { readonly at: number; readonly gas: bigint; readonly payer: string };
 
 export class GasAtRisk {
   readonly #throttle: PayerThrottle;
   readonly #options: GasAtRiskOptions;
-  readonly #windowMs: number;
+  readonly windowMs: number;
   /** Per chain, oldest first. */
   readonly #wasted = new Map<number, Event[]>();
   readonly #assetWastes = new Map<string, { cause: WasteCause; payer: string; at: number }[]>();
@@ -83,7 +79,7 @@ export class GasAtRisk {
   constructor(throttle: PayerThrottle, options: GasAtRiskOptions = {}) {
     this.#throttle = throttle;
     this.#options = options;
-    this.#windowMs = options.windowMs ?? WINDOW_MS;
+    this.windowMs = options.windowMs ?? WINDOW_MS;
   }
 
   budget(chainId: number): bigint {
@@ -92,10 +88,6 @@ export class GasAtRisk {
       this.#options.budgetGas ??
       DEFAULT_WASTED_GAS_BUDGET
     );
-  }
-
-  get windowMs(): number {
-    return this.#windowMs;
   }
 
   wastedGas(chainId: number, now = Date.now()): bigint {
@@ -149,17 +141,15 @@ export class GasAtRisk {
     this.record(chainId, waste, now, now);
   }
 
-  /** The payer's transaction can never land: what was sent (`waste`, or held) is charged. */
-  chargeHeld(chainId: number, id: string, waste?: Waste, now = Date.now()): Waste | undefined {
-    const charged = waste ?? this.#atRisk.get(id)?.waste;
+  /** The payer's transaction can never land: what was sent for it is charged. */
+  chargeHeld(chainId: number, id: string, waste: Waste, now = Date.now()): void {
     this.#atRisk.delete(id);
-    if (charged) this.charge(chainId, charged, now);
-    return charged;
+    this.charge(chainId, waste, now);
   }
 
   /** A waste charged at `at` (by another replica, say), told to no one. */
   record(chainId: number, waste: Waste, at: number, now = Date.now()): void {
-    if (now - at >= this.#windowMs) return;
+    if (now - at >= this.windowMs) return;
     // Out of gas is not the payer's doing: it signed an ordinary transfer.
     if (waste.cause !== "out-of-gas") this.#throttle.record(chainId, waste.payer, at, now);
     const events = this.#recent(chainId, now);
@@ -168,7 +158,7 @@ export class GasAtRisk {
     if (events.length > REMEMBERED) events.splice(0, events.length - REMEMBERED);
     this.#wasted.set(chainId, events);
     const key = assetKey(chainId, waste.asset);
-    const wastes = (this.#assetWastes.get(key) ?? []).filter((w) => now - w.at < this.#windowMs);
+    const wastes = (this.#assetWastes.get(key) ?? []).filter((w) => now - w.at < this.windowMs);
     wastes.push({ cause: waste.cause, payer: waste.payer.toLowerCase(), at });
     setNewest(this.#assetWastes, key, wastes, REMEMBERED);
   }
@@ -216,7 +206,7 @@ export class GasAtRisk {
     let freeIn = this.#secondsUntil(events, budget, wasted, now);
     const oldest = own[own.length - allowance];
     if (allowance > 0 && oldest) {
-      freeIn = Math.min(freeIn, Math.max(1, Math.ceil((oldest.at + this.#windowMs - now) / 1000)));
+      freeIn = Math.min(freeIn, secondsTill(oldest.at + this.windowMs, now));
     }
     return failure(
       "payer_throttled",
@@ -238,7 +228,7 @@ export class GasAtRisk {
     // A store that does not answer counts nothing: past the budget, in doubt, we do not send.
     const counted =
       (await this.#options.settlementsOf?.(chainId, { payer }, limit).catch(() => 0)) ?? 0;
-    if (counted >= limit) setNewest(this.#countedFull, key, now + this.#windowMs, KNOWN_REMEMBERED);
+    if (counted >= limit) setNewest(this.#countedFull, key, now + this.windowMs, KNOWN_REMEMBERED);
     return Math.min(Math.max(here, counted), limit);
   }
 
@@ -248,14 +238,14 @@ export class GasAtRisk {
     for (const e of events) {
       if (left < level) break;
       left -= e.gas;
-      freeAt = e.at + this.#windowMs;
+      freeAt = e.at + this.windowMs;
     }
-    return Math.max(1, Math.ceil((freeAt - now) / 1000));
+    return secondsTill(freeAt, now);
   }
 
   async #assetRefusal(chainId: number, asset: string, now: number) {
     const key = assetKey(chainId, asset);
-    const wastes = this.#assetWastes.get(key)?.filter((w) => now - w.at < this.#windowMs);
+    const wastes = this.#assetWastes.get(key)?.filter((w) => now - w.at < this.windowMs);
     if (!wastes || wastes.length === 0) {
       this.#assetWastes.delete(key);
       return undefined;
@@ -276,7 +266,7 @@ export class GasAtRisk {
       if (n < fresh) continue;
       known ??= await this.#isKnown(chainId, asset);
       if (n < (known ? settled : fresh)) continue;
-      const seconds = Math.max(1, Math.ceil((last + this.#windowMs - now) / 1000));
+      const seconds = secondsTill(last + this.windowMs, now);
       return failure(
         "asset_throttled",
         `settlements with asset ${getAddress(asset)} on ${caip2(chainId)} ${WHAT[cause]} ${n} time${n === 1 ? "" : "s"}${cause === "reverted" ? " (for different payers)" : ""} in the last ${this.#minutes()} min; it is refused for ${seconds} s`,
@@ -297,7 +287,7 @@ export class GasAtRisk {
 
   #recent(chainId: number, now: number): Event[] {
     const events = this.#wasted.get(chainId) ?? [];
-    const first = events.findIndex((e) => now - e.at < this.#windowMs);
+    const first = events.findIndex((e) => now - e.at < this.windowMs);
     if (first !== 0) events.splice(0, first === -1 ? events.length : first);
     if (events.length === 0) this.#wasted.delete(chainId);
     else this.#wasted.set(chainId, events);
@@ -308,14 +298,14 @@ export class GasAtRisk {
   #held(chainId: number, now: number): bigint {
     let held = 0n;
     for (const [id, h] of this.#atRisk) {
-      if (now - h.at >= this.#windowMs) this.#atRisk.delete(id);
+      if (now - h.at >= this.windowMs) this.#atRisk.delete(id);
       else if (h.chainId === chainId) held += h.waste.gas;
     }
     return held;
   }
 
   #minutes(): number {
-    return Math.round(this.#windowMs / 60_000);
+    return Math.round(this.windowMs / 60_000);
   }
 }
 
@@ -325,6 +315,8 @@ const WHAT: Readonly<Record<WasteCause, string>> = {
   reverted: "reverted",
 };
 
+/** Whole seconds (at least one) from `now` until `at`, both in ms. */
+const secondsTill = (at: number, now: number) => Math.max(1, Math.ceil((at - now) / 1000));
 const sumGas = (events: readonly Event[], from: bigint) => events.reduce((s, e) => s + e.gas, from);
 const payerKey = (chainId: number, payer: string) => `${chainId}:p:${payer.toLowerCase()}`;
 const assetKey = (chainId: number, asset: string) => `${chainId}:a:${asset.toLowerCase()}`;

@@ -8,10 +8,7 @@ export interface Hole {
   readonly reason: string;
 }
 
-interface Sample {
-  readonly at: number;
-  readonly mined: number;
-}
+type Sample = { readonly at: number; readonly mined: number };
 
 /** Before anything was mined in a busy spell, the lane is judged only after this long. */
 const FIRST_JUDGED_AFTER_FRACTION = 0.5;

@@ -1,5 +1,5 @@
 /** The in-flight ledger's reads on an EVM chain: balance or allowance at a block, and what landed. */
-import { type Address, parseAbi } from "viem";
+import { type Address, erc20Abi } from "viem";
 import {
   balanceShortfall,
   type HeldSpend,
@@ -24,11 +24,6 @@ export interface Spend {
   /** For a spend through an allowance (Permit2): the spender it was granted to. */
   readonly spender?: Address | undefined;
 }
-
-const erc20Abi = parseAbi([
-  "function balanceOf(address owner) view returns (uint256)",
-  "function allowance(address owner, address spender) view returns (uint256)",
-]);
 
 /** The ledger's name for what a spend takes from: chain:token:owner(>spender), lower case. */
 export function slotOf(chainId: number, spend: Spend): string {
@@ -88,19 +83,12 @@ export class EvmLedgerReads implements LedgerReads<Spend> {
 
 /** The payer's balance, or for a spend through an allowance that allowance, at `blockNumber`. */
 function readAvailable(ctx: ChainAccess, spend: Spend, blockNumber: bigint) {
+  const read = { address: spend.token, abi: erc20Abi, blockNumber } as const;
   return spend.spender
     ? ctx.client.readContract({
-        address: spend.token,
-        abi: erc20Abi,
+        ...read,
         functionName: "allowance",
         args: [spend.owner, spend.spender],
-        blockNumber,
       })
-    : ctx.client.readContract({
-        address: spend.token,
-        abi: erc20Abi,
-        functionName: "balanceOf",
-        args: [spend.owner],
-        blockNumber,
-      });
+    : ctx.client.readContract({ ...read, functionName: "balanceOf", args: [spend.owner] });
 }

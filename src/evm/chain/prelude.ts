@@ -69,7 +69,6 @@ const LANDED: Landing = { ok: true };
 
 type Ready = { readonly call: PreparedCall } | { readonly raw: Hex };
 
-const preludeKey = (key: string, prelude: Prelude) => `${key}#${prelude.name}`;
 const POLL_MS = 250;
 
 /**
@@ -88,7 +87,7 @@ export async function landPreludes(
   const earlier = await followEarlierFunding(ctx, key, may);
   if (earlier) return stopping("the gas sent to the payer before", earlier);
   for (const prelude of preludes) {
-    const steps = preludeSteps(ctx, preludeKey(key, prelude), prelude, signer, chargeTo);
+    const steps = preludeSteps(ctx, `${key}#${prelude.name}`, prelude, signer, chargeTo);
     const landing = await settleInTurn(ctx, steps, "confirmed");
     if (!landing.ok) return landing;
   }
@@ -147,7 +146,7 @@ function preludeSteps(
       if (over) return { ok: false, result: stop(failed(over)) };
       if (!(await prelude.needed(ctx))) return { ok: false, result: LANDED };
       if ("raw" in tx) return { ok: true, value: { raw: tx.raw } };
-      const call = await prepareCall(ctx, tx.call, { reuse: false }, tx.gas, { signer });
+      const call = await prepareCall(ctx, tx.call, tx.gas, { signer });
       return "kind" in call ? { ok: false, result: stop(call) } : { ok: true, value: { call } };
     },
     // Never reached: a settlement with preludes is not dry-run.
@@ -231,12 +230,9 @@ async function sendPayers(
       failure("invalid_request", `the signed transaction cannot be read: ${shortText(error)}`),
     );
   }
+  const entry = { key, network: caip2(ctx.chainId), signer: from, txNonce: nonce };
   try {
-    await ctx.journal.recordSend(
-      { key, network: caip2(ctx.chainId), signer: from, txNonce: nonce },
-      hash,
-      raw,
-    );
+    await ctx.journal.recordSend(entry, hash, raw);
   } catch (error) {
     return unjournaled(error);
   }
@@ -247,12 +243,8 @@ async function sendPayers(
       return pending(hash, `the broadcast's answer was lost (${shortText(error)})`);
     if (refusal(error) !== "known") {
       void ctx.journal.recordState(key, "failed").catch(() => undefined);
-      return failed(
-        failure(
-          "settlement_failed",
-          `the node refused the payer's transaction: ${shortText(error)}`,
-        ),
-      );
+      const why = `the node refused the payer's transaction: ${shortText(error)}`;
+      return failed(failure("settlement_failed", why));
     }
   }
   return awaitReceipt(ctx, key, hash, from, nonce);
@@ -303,13 +295,8 @@ async function awaitReceipt(
       const late = await receiptOf();
       if (late) return receiptOutcome(late);
       await ctx.journal.recordState(key, "dropped").catch(() => undefined);
-      return failed(
-        failure(
-          "settlement_failed",
-          `the payer's transaction ${hash} can never land: its nonce ${nonce} went to another transaction of the payer's`,
-        ),
-        hash,
-      );
+      const why = `the payer's transaction ${hash} can never land: its nonce ${nonce} went to another transaction of the payer's`;
+      return failed(failure("settlement_failed", why), hash);
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, ctx.receiptPollMs)));
   }

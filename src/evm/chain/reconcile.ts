@@ -12,7 +12,6 @@ import { type Failure, failure } from "../../protocol/errors.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isKnown, refusal, sendRaw } from "./broadcast.js";
 import { type EvmEntry, evmEntry } from "./entry.js";
-import { feesOf } from "./fees.js";
 import { follow, mined } from "./follow.js";
 import { type CallOutcome, failed, pending, shortText } from "./outcome.js";
 import { type SignerLane, stillSucceeds } from "./signers.js";
@@ -92,16 +91,13 @@ export async function reconcile(
       if (!lane) return notOurs(entry, newest, "is not in the node's pool and its nonce is free");
       // Sent again after its authorization expired or was used, it would revert at our cost.
       if (!(await stillSucceeds(ctx, lane.address, newestRaw))) {
-        return {
-          kind: "would-revert",
-          reason: undefined,
-          detail: "it would revert if sent again (its authorization expired, or was used)",
-        };
+        const detail = "it would revert if sent again (its authorization expired, or was used)";
+        return { kind: "would-revert", reason: undefined, detail };
       }
       if ((await resend(ctx, lane, entry.txNonce, newestRaw, may)) === "refused") return "gone";
     }
     if (!lane) return notOurs(entry, newest, "is still pending");
-    return follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx), may);
+    return follow(ctx, lane, entry.key, [...entry.hashes], tx, may);
   } catch (error) {
     return pending(
       newest,
@@ -112,14 +108,8 @@ export async function reconcile(
 
 /** A settlement another process's key sent, not mined yet: followed here, re-sent only there. */
 function notOurs(entry: JournalEntry, hash: Hex, what: string): CallOutcome {
-  return failed(
-    failure(
-      "settlement_pending",
-      `the transaction ${hash} ${what}; it was sent with key ${entry.signer}, which this process does not hold: the process that holds it follows it (and sends it again if it is dropped) — retry to get the outcome`,
-      { status: 503, retryAfterSeconds: 2 },
-    ),
-    hash,
-  );
+  const why = `the transaction ${hash} ${what}; it was sent with key ${entry.signer}, which this process does not hold: the process that holds it follows it (and sends it again if it is dropped) — retry to get the outcome`;
+  return failed(failure("settlement_pending", why, { status: 503, retryAfterSeconds: 2 }), hash);
 }
 
 // standing: the success stands (`unseen`: a lagging node); refused: not the journaled payment;
@@ -176,7 +166,7 @@ export async function recheckAnswered(
     if (resent === "refused") return { kind: "gone" };
     if (resent !== "sent") return { kind: "standing", hash: newest, unseen: true };
     const tx = parseTransaction(raw) as TransactionSerializable;
-    const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, feesOf(tx), may);
+    const outcome = await follow(ctx, lane, entry.key, [...entry.hashes], tx, may);
     return { kind: "resent", outcome };
   } catch {
     return { kind: "standing", hash: newest };

@@ -15,10 +15,7 @@ import type { SignerLane } from "./signers.js";
 
 export type Issued = { hash: Hex; nonce: number; tx: TransactionSerializable; raw: Hex };
 
-export interface Refused {
-  readonly kind: Refusal;
-  readonly text: string;
-}
+export type Refused = { readonly kind: Refusal; readonly text: string };
 
 /** Waits before each re-send, within the settle's time. */
 const RESEND_WAITS_MS = [200, 500, 1_000, 2_000, 4_000];

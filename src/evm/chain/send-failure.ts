@@ -68,21 +68,16 @@ export function sendFailure(
       return { consumed: true, value: { kind: "retry" } };
     case "fee":
       return { consumed: false, value: { kind: "reprice" } };
-    default:
+    default: {
       void ctx.journal.recordState(key, "failed").catch(() => undefined);
       if (isRevert(error)) return outcome(wouldRevert(error));
       if (kind === "other") {
         return outcome(infrastructure(error, "the node refused the transaction"));
       }
       refused.push({ kind, text: nodeSaid(error) });
-      return outcome(
-        failed(
-          failure(
-            "settlement_failed",
-            `the node did not take the transaction, re-sent as long as the settle allows (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
-            { status: 500, retryAfterSeconds: 2, refusal: kind },
-          ),
-        ),
-      );
+      const why = `the node did not take the transaction, re-sent as long as the settle allows (${refusalsSaid(refused)}); nothing of this payment was taken, try again`;
+      const retry = { status: 500, retryAfterSeconds: 2, refusal: kind };
+      return outcome(failed(failure("settlement_failed", why, retry)));
+    }
   }
 }

@@ -37,6 +37,7 @@ const READ_AHEAD_MS = 5_000;
 
 export class SignerLane {
   readonly account: LocalAccount;
+  readonly address: Address;
   /** The promise chain that runs this account's tasks one at a time. */
   #tail: Promise<unknown> = Promise.resolve();
   readonly #states = new Map<number, LaneState>();
@@ -53,6 +54,7 @@ export class SignerLane {
 
   constructor(account: LocalAccount, tell: (event: LaneEvent) => void = () => undefined) {
     this.account = account;
+    this.address = account.address;
     this.#tell = tell;
   }
 
@@ -111,15 +113,11 @@ export class SignerLane {
     const waitMs = state.expectedWaitMs(ctx.confirmTimeoutMs);
     if (waitMs === undefined || waitMs <= ctx.confirmTimeoutMs) return undefined;
     const seconds = Number.isFinite(waitMs) ? Math.ceil(waitMs / 1000) : undefined;
+    const wait = (seconds ?? 60) - Math.floor(ctx.confirmTimeoutMs / 1000);
     return failure(
       "overloaded",
       `settlement key ${this.address} is ${state.backlog} transactions behind on ${network}${seconds === undefined ? ", none mined lately" : `, about ${seconds} s of mining`}: more than the ${Math.round(ctx.confirmTimeoutMs / 1000)} s a settle waits to be confirmed, so nothing was sent; retry later`,
-      {
-        retryAfterSeconds: Math.min(
-          60,
-          Math.max(1, Math.ceil(((seconds ?? 60) * 1000 - ctx.confirmTimeoutMs) / 1000)),
-        ),
-      },
+      { retryAfterSeconds: Math.min(60, Math.max(1, wait)) },
     );
   }
 
@@ -135,10 +133,6 @@ export class SignerLane {
       .finally(() => this.#recounts.delete(ctx.chainId));
     this.#recounts.set(ctx.chainId, done);
     return done;
-  }
-
-  get address(): Address {
-    return this.account.address;
   }
 
   /** Runs `send` with the next nonce, one at a time; it advances only if `consumed`. */

@@ -7,7 +7,12 @@
  */
 import type { Address, TransactionReceipt } from "viem";
 import type { Answers } from "../../core/answers.js";
-import { type MaySend, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
+import {
+  inProgress,
+  type MaySend,
+  type SettleSteps,
+  settleInTurn,
+} from "../../core/settle-loop.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { GasAtRisk, Waste } from "./gas-at-risk.js";
 import { type CallOutcome, failed } from "./outcome.js";
@@ -62,17 +67,10 @@ function fundingSteps(
 ): SettleSteps<PricedFunding, Funded> {
   const key = fundingKey(ctx.chainId, funding.payer);
   const stop = (outcome: CallOutcome): Funded => ({ ok: false, outcome });
+  const busy = `gas for ${funding.payer}'s own transaction is being sent by another settle right now; retry in a moment`;
   return {
     key,
-    busy: () =>
-      stop(
-        failed(
-          failure(
-            "settlement_in_progress",
-            `gas for ${funding.payer}'s own transaction is being sent by another settle right now; retry in a moment`,
-          ),
-        ),
-      ),
+    busy: () => stop(failed(inProgress(busy))),
     async pickUp(entry, _waitUntil, may) {
       if (entry.state !== "broadcast" || !may) return undefined;
       const picked = await reconcile(ctx, entry, may);
@@ -94,7 +92,6 @@ function fundingSteps(
       const call = await prepareCall(
         ctx,
         { to: funding.payer, data: "0x" },
-        { reuse: false },
         { use: "fund", asset: funding.asset },
         { signer, value },
       );

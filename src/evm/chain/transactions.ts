@@ -61,15 +61,12 @@ const SEND_ATTEMPTS = 5;
 export async function prepareCall(
   ctx: SendingAccess,
   call: ContractCall,
-  gasEstimate: {
-    readonly key?: string | undefined;
-    readonly reuse: boolean;
-    /** This call's estimate, asked earlier beside the caller's reads. */
-    readonly estimated?: Promise<bigint> | undefined;
-  },
   need: GasNeed,
-  /** `signer`: the account the payer named; `fees`: read already beside the caller's checks. */
+  /** `signer`: the account the payer named; `fees`, `estimated`: read beside the caller's checks. */
   options: {
+    readonly gasKey?: string | undefined;
+    readonly reuse?: boolean | undefined;
+    readonly estimated?: Promise<bigint> | undefined;
     readonly signer?: Address | undefined;
     readonly value?: bigint | undefined;
     readonly fees?: Promise<Fees> | undefined;
@@ -98,19 +95,19 @@ export async function prepareCall(
   let gas: bigint;
   let fees: Fees;
   try {
-    const reused = gasEstimate.reuse ? reusedGasLimit(gasEstimate.key) : undefined;
+    const reused = options.reuse ? reusedGasLimit(options.gasKey) : undefined;
     if (reused !== undefined) {
       gas = reused + suffixGas;
       fees = await feesRead;
     } else {
       // Without a limit, so a refusal can say what the call asked for.
       const [estimate, estimated] = await Promise.all([
-        gasEstimate.estimated ??
+        options.estimated ??
           ctx.client.estimateGas({ account: lane.address, to: call.to, data, value }),
         feesRead,
       ]);
       if (estimate > bound) return failed(overGasBound(ctx.chainId, need, bound, estimate));
-      gas = gasLimitFrom(estimate, gasEstimate.key);
+      gas = gasLimitFrom(estimate, options.gasKey);
       fees = estimated;
     }
     if (gas > bound) gas = bound;
@@ -170,10 +167,7 @@ export async function sendCall(
 }
 
 /** Journal time, and first broadcast (serve's metrics). */
-interface StageTimes {
-  journalMs?: number;
-  broadcastAt?: number;
-}
+type StageTimes = { journalMs?: number; broadcastAt?: number };
 
 async function sendAndFollow(
   ctx: SendingAccess,
@@ -267,26 +261,21 @@ async function sendAndFollow(
   }
   if (sent.kind === "reprice" || sent.kind === "retry") {
     void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
-    return failed(
-      sent.kind === "reprice"
-        ? failure(
-            "settlement_failed",
-            "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent",
-            { status: 500, retryAfterSeconds: 5 },
-          )
-        : failure(
-            "settlement_failed",
-            `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`,
-            { status: 500, retryAfterSeconds: 1, refusal: refused.at(-1)?.kind },
-          ),
-    );
+    const underBaseFee = sent.kind === "reprice";
+    const why = underBaseFee
+      ? "the node refused the transaction: its max fee is below the base fee of the next block, even priced again; nothing was sent"
+      : `the node kept refusing our nonce (${refusalsSaid(refused)}); nothing of this payment was taken, try again`;
+    const retry = underBaseFee
+      ? { retryAfterSeconds: 5 }
+      : { retryAfterSeconds: 1, refusal: refused.at(-1)?.kind };
+    return failed(failure("settlement_failed", why, { status: 500, ...retry }));
   }
   if (sent.kind === "outcome") return sent.outcome;
   if (waitUntil === "submitted") return { kind: "submitted", hash: sent.issued.hash };
   const { hash, tx } = sent.issued;
   // Past the deadline: looked for once, then answered pending for the reconciler.
   const spent = Date.now() >= deadline ? deadline : undefined;
-  return follow(ctx, lane, record.key, [hash], tx, fees, may, sentAt, sentAfterBlock, spent);
+  return follow(ctx, lane, record.key, [hash], tx, may, sentAt, sentAfterBlock, spent);
 }
 
 /** Journals the transaction under its key and each member's (pointing back), for their retries. */

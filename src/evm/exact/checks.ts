@@ -235,9 +235,7 @@ export async function assetIsContract(
   const cachedAt = contractAssets.get(key);
   if (!settling && cachedAt !== undefined && Date.now() - cachedAt < ASSET_CACHE_MS) return true;
   const isContract = await hasCode(ctx, asset);
-  if (isContract) {
-    setNewest(contractAssets, key, Date.now(), ASSET_CACHE_MAX);
-  }
+  if (isContract) setNewest(contractAssets, key, Date.now(), ASSET_CACHE_MAX);
   return isContract;
 }
 

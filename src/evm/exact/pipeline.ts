@@ -243,11 +243,9 @@ function paymentSteps<P>(
         );
       }
       const estimated = early && sameCall(early.call, checked.call) ? early.gas : undefined;
-      const gasEstimate = { key: checked.gasKey, reuse: simulate, estimated };
-      const call = await prepareCall(ctx, creditedCall(checked), gasEstimate, checked.gas, {
-        signer: checked.signer,
-        fees,
-      });
+      const estimate = { gasKey: checked.gasKey, reuse: simulate, estimated };
+      const options = { ...estimate, signer: checked.signer, fees };
+      const call = await prepareCall(ctx, creditedCall(checked), checked.gas, options);
       if ("kind" in call) return refuse(unsent(await answer(method, ctx, checked, key, call)));
       return { ok: true, value: { checked, call, mark } };
     },
@@ -298,9 +296,7 @@ async function sendInSteps<P>(
     }
     return stopped.outcome;
   }
-  const call = await prepareCall(ctx, payment, { reuse: false }, checked.gas, {
-    signer: checked.signer,
-  });
+  const call = await prepareCall(ctx, payment, checked.gas, { signer: checked.signer });
   if ("kind" in call) return call;
   return sendCall(ctx, call, waitUntil, { key, expect: checked.expect }, may);
 }
