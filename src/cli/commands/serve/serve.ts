@@ -12,7 +12,7 @@ import { caip2 } from "../../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";
 import { SendingDoor } from "../../facilitator/sending-door.js";
-import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { isPortTaken, UsageError } from "../../io/errors.js";
 import { logJson } from "../../io/output.js";
 import { lockForServe } from "../../locks/settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../../locks/store-leases.js";
@@ -24,6 +24,7 @@ import { controlsInForce, controlsLine } from "./serve-controls.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
 import { resolveServe, type ServeFlags, type ServeSettings } from "./serve-settings.js";
 import { stopServing } from "./serve-stop.js";
+import type { WorkerMessage } from "./serve-supervisor.js";
 
 /** A reconciler pass every so often (0: none), over settlements unchanged for a while. */
 function startReconciler(
@@ -49,15 +50,8 @@ function startReconciler(
 /** Runs the server in this thread until `stopped`; `onListening` learns the port bound. */
 export async function serveHere(
   settings: ServeSettings,
-  options: {
-    bannerOnTty: boolean;
-    stopped: Promise<void>;
-    onListening?: (port: number, url: string) => void;
-    /** Told, once a stop is asked for, which requests (by path) it waits for. */
-    onDraining?: (inFlight: Record<string, number>) => void;
-    /** Something to say while starting: a JSON log entry, and its line for a terminal. */
-    onNote?: (entry: Record<string, unknown>, text: string) => void;
-  },
+  /** `tell`: the port bound, what a stop waits for, and notes while starting (the supervisor's). */
+  options: { bannerOnTty: boolean; stopped: Promise<void>; tell: (message: WorkerMessage) => void },
 ): Promise<number> {
   const keys = [...settings.privateKeys];
   const config: CliConfig = {
@@ -85,7 +79,11 @@ export async function serveHere(
     metrics,
     offerReceiverAuthorizer: sellerKeys > 0,
     onSignerWait: (wait, store) =>
-      options.onNote?.(signerWaitEntry(wait, store), describeSignerWait(wait, store)),
+      options.tell({
+        type: "note",
+        entry: signerWaitEntry(wait, store),
+        text: describeSignerWait(wait, store),
+      }),
   });
   metrics.attach(facilitator);
   // A server recovers many signatures: load the faster recovery once, up front.
@@ -95,9 +93,14 @@ export async function serveHere(
     : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
   // A key blocked by a transaction the node does not mine, and unblocked: one line each, even quiet.
   facilitator.signers.onEvent = ({ event, signer, hole }) =>
-    process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event, network: caip2(hole.chainId), signer, nonce: hole.nonce, since: new Date(hole.since).toISOString(), reason: hole.reason })}\n`,
-    );
+    logJson({
+      event,
+      network: caip2(hole.chainId),
+      signer,
+      nonce: hole.nonce,
+      since: new Date(hole.since).toISOString(),
+      reason: hole.reason,
+    });
   // Without an API key, the Host header is all that keeps a web page out (DNS rebinding).
   const trustedHost = keyRequired
     ? undefined
@@ -134,12 +137,12 @@ export async function serveHere(
   } catch (error) {
     if (isPortTaken(error)) {
       throw new UsageError(
-        `cannot listen on ${host}:${port}: ${portTakenMessage(port, "another serve, or another program", "--port 0 for a free one")}`,
+        `cannot listen on ${host}:${port}: --port ${port} is taken (another serve, or another program?): pick another, or --port 0 for a free one`,
       );
     }
     throw new UsageError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
   }
-  options.onListening?.(server.port, server.url);
+  options.tell({ type: "listening", port: server.port, url: server.url });
   // Every settlement written down is followed to its end, whether or not anyone retries it.
   const reconciler = startReconciler(facilitator, process.env, log);
 
@@ -172,16 +175,22 @@ export async function serveHere(
       ].join("\n"),
     );
   } else if (!quiet) {
-    process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where, controls })}\n`,
-    );
+    logJson({
+      event: "listening",
+      url: server.url,
+      signers: facilitator.signers.addresses,
+      ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}),
+      ...(authorizer ? { receiverAuthorizer: authorizer } : {}),
+      store: facilitator.journal.where,
+      controls,
+    });
     if (exposed) logJson({ event: "warning", message: exposedWarning });
   }
 
   await options.stopped;
   liveKeys.stop();
   stopDenyList();
-  options.onDraining?.(server.inFlight());
+  options.tell({ type: "draining", inFlight: server.inFlight() });
   await stopServing({
     server,
     door,
