@@ -53,6 +53,12 @@ export async function facilitatorFrom(
   return facilitator;
 }
 
+/** At a command's end: its answers written down as given, a shared store's key leases given up now. */
+export async function finish(facilitator: Facilitator): Promise<void> {
+  await facilitator.answers.flush();
+  if (facilitator.journal.shared) await facilitator.journal.close();
+}
+
 async function build(
   config: CliConfig,
   signing: boolean,

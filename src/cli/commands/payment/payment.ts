@@ -12,9 +12,9 @@ import {
 } from "../../../protocol/respond.js";
 import type { WaitUntil } from "../../../protocol/schemas.js";
 import { warnIfFromAnotherDevnet } from "../../facilitator/devnet-marker.js";
-import { facilitatorFrom } from "../../facilitator/facilitator.js";
+import { facilitatorFrom, finish } from "../../facilitator/facilitator.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
-import { WatchedJournal } from "../../facilitator/watched-journal.js";
+import { mayHaveBroadcast } from "../../facilitator/watched-journal.js";
 import { UsageError } from "../../io/errors.js";
 import { isStdin, type PipedFailure, pipedFailure, readSource } from "../../io/input.js";
 import { onInterrupt, signalExitCode } from "../../io/interrupt.js";
@@ -101,7 +101,7 @@ function interruptedFailure(
   facilitator: Facilitator | undefined,
 ): [Failure, `0x${string}`?] {
   const journal = facilitator?.journal;
-  const hash = journal instanceof WatchedJournal ? journal.mayHaveBroadcast() : undefined;
+  const hash = mayHaveBroadcast(journal);
   if (op === "settle" && hash) {
     return [
       failure(
@@ -220,10 +220,7 @@ async function answerPayment(
   const ticker = spinner
     ? setInterval(() => {
         const seconds = Math.round((Date.now() - started) / 1000);
-        const hash =
-          facilitator.journal instanceof WatchedJournal
-            ? facilitator.journal.mayHaveBroadcast()
-            : undefined;
+        const hash = mayHaveBroadcast(facilitator.journal);
         spinner.text = hash
           ? `waiting for ${hash.slice(0, 10)}…${hash.slice(-6)} to be mined (${seconds} s)`
           : `settling… (${seconds} s)`;
@@ -253,9 +250,7 @@ async function answerPayment(
   }
   await printJson(reply.body);
   summarize(out, op, reply, waitUntil);
-  // The answer is out: write down that it was (a retry of the payment must not get it again).
-  await facilitator.answers.flush();
-  // A shared store: give up the key's lease now rather than when it runs out.
-  if (facilitator.journal.shared) await facilitator.journal.close();
+  // The answer is out: written down as given, a retry of the payment must not get it again.
+  await finish(facilitator);
   return exitCode;
 }
