@@ -4,10 +4,11 @@ import { privateKeyToAccount } from "viem/accounts";
 import { Reconciler } from "../../../core/reconciler.js";
 import { useWasmSecp256k1 } from "../../../evm/chain/secp256k1.js";
 import type { Facilitator } from "../../../facilitator.js";
-import { keyRequired as keyRequiredBy } from "../../../http/callers.js";
+import { type ApiKeys, keyRequired as keyRequiredBy } from "../../../http/callers.js";
 import { createHandler } from "../../../http/handler.js";
 import { trustedHosts } from "../../../http/hosts.js";
-import { startServer } from "../../../http/server.js";
+import { DEFAULT_KEY_RATE } from "../../../http/rates.js";
+import { type RunningServer, startServer } from "../../../http/server.js";
 import { caip2 } from "../../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";
@@ -20,10 +21,8 @@ import type { CliConfig } from "../../settings/config.js";
 import { resolveSetting } from "../../settings/setting-resolver.js";
 import { flagName } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";
-import { controlsInForce, controlsLine } from "./serve-controls.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
 import { resolveServe, type ServeFlags, type ServeSettings } from "./serve-settings.js";
-import { stopServing } from "./serve-stop.js";
 import type { WorkerMessage } from "./serve-supervisor.js";
 
 /** A reconciler pass every so often (0: none), over settlements unchanged for a while. */
@@ -226,4 +225,84 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   } finally {
     locks?.release();
   }
+}
+
+/** The operator controls a serve runs with, for its banner and its `listening` line. */
+type Controls = ReturnType<typeof controlsInForce>;
+
+function controlsInForce(config: CliConfig, apiKeys: ApiKeys | undefined) {
+  const keys = apiKeys?.keys ?? [];
+  return {
+    ...(config.denyList ? { denyList: config.denyList } : {}),
+    ...(config.builderCode ? { builderCode: config.builderCode } : {}),
+    ...(config.ratePerClient !== undefined ? { ratePerClient: config.ratePerClient } : {}),
+    ...(keys.length > 0
+      ? { keyRates: Object.fromEntries(keys.map((k) => [k.name, k.perMinute ?? DEFAULT_KEY_RATE])) }
+      : {}),
+  };
+}
+
+/** One banner line: each control in force, or that there is none. */
+function controlsLine(controls: Controls): string {
+  const parts = [
+    controls.denyList && `deny list ${controls.denyList} (re-read when it changes)`,
+    controls.builderCode && `builder code ${controls.builderCode}`,
+    controls.ratePerClient !== undefined &&
+      `${controls.ratePerClient} requests a minute per client address`,
+    controls.keyRates &&
+      `rates per API key: ${Object.entries(controls.keyRates)
+        .map(([name, perMinute]) => `${name} ${perMinute}/min`)
+        .join(", ")}`,
+  ].filter((p): p is string => typeof p === "string" && p.length > 0);
+  return parts.length > 0 ? parts.join("; ") : "none (no deny list, builder code or rate limit)";
+}
+
+/**
+ * serve's stop, within --shutdown-timeout: new requests 503, those in flight may finish; near the
+ * end new broadcasts are refused and the rest answered (settles: settlement_pending).
+ */
+/** Between the door shutting and the late answers: time for the refused settles to answer. */
+const DOOR_GRACE_MS = 300;
+/** Kept back from the timeout for the store's last writes and the process's end. */
+const RESERVE_MS = 1_500;
+
+interface Stopping {
+  readonly server: RunningServer;
+  readonly door: SendingDoor;
+  readonly reconciler: Reconciler | undefined;
+  readonly facilitator: Facilitator;
+  readonly shutdownTimeoutMs: number;
+}
+
+/** Resolves with `work`, or after `ms` without it (it goes on, unwaited). */
+function within(work: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms));
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+async function stopServing(s: Stopping): Promise<void> {
+  const started = Date.now();
+  const left = () => s.shutdownTimeoutMs - (Date.now() - started);
+  const reserve = Math.min(RESERVE_MS, s.shutdownTimeoutMs / 4);
+  const grace = Math.min(DOOR_GRACE_MS, s.shutdownTimeoutMs / 10);
+  const answerAt = s.shutdownTimeoutMs - reserve;
+  const timers = [
+    setTimeout(() => s.door.shut(), answerAt - grace),
+    setTimeout(() => s.server.answerNow(), answerAt),
+  ];
+  try {
+    await s.server.close();
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+  }
+  // Whatever ran past its answer (a settle following its transaction) sends nothing new now.
+  s.door.shut();
+  await within(s.reconciler?.stop() ?? Promise.resolve(), left() / 2);
+  // Every answer given is written down as given before the store closes.
+  await within(s.facilitator.answers.flush(), left() / 2);
+  // Gives up this replica's claims and signer leases at once, rather than when they run out.
+  await within(Promise.resolve(s.facilitator.journal.close()), left());
 }
