@@ -10,13 +10,8 @@ import { readSmallFile } from "../io/bounded-read.js";
 import { UsageError } from "../io/errors.js";
 import { warn } from "../io/output.js";
 
-export interface DevnetMarker {
-  readonly chainId: number;
-  readonly genesisHash: Hex;
-}
-
 /** The marker in the devnet.json beside `file`, if there is one. */
-export function markerBeside(file: string): DevnetMarker | undefined {
+export function markerBeside(file: string): { chainId: number; genesisHash: Hex } | undefined {
   const devnetJson = path.join(path.dirname(path.resolve(file)), "devnet.json");
   if (!existsSync(devnetJson)) return undefined;
   try {

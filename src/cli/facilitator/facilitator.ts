@@ -1,5 +1,5 @@
 /** The Facilitator a command runs on, from its configuration. */
-import type { Address, LocalAccount } from "viem";
+import type { LocalAccount } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
 import type { MetricsSink } from "../../core/metrics.js";
 import type { SettlementStore } from "../../core/store.js";
@@ -12,7 +12,7 @@ import { warn } from "../io/output.js";
 import { goneDevnetDir, staleDevnetMessage } from "../io/stale-devnet.js";
 import { describeSignerWait, signersLeasedError } from "../locks/store-leases.js";
 import { type CliConfig, schemeOptions } from "../settings/config.js";
-import { receiverAuthorizerOf } from "../settings/config-keys.js";
+import { keysOrNone, receiverAuthorizerOf } from "../settings/config-keys.js";
 import { readDenyList } from "../settings/deny-list-file.js";
 import { checkDevnetJournal } from "./devnet-marker.js";
 import type { SendingDoor } from "./sending-door.js";
@@ -34,6 +34,13 @@ type FacilitatorFromOptions = {
   storeOwner?: string | undefined;
 };
 
+/** The RPC registry's options: every command reaches its chains the same way. */
+export const registryOptions = (config: CliConfig) => ({
+  rpcUrls: config.rpcUrls,
+  useDefaultRpcs: config.publicRpcs,
+  rpcBatchLimit: config.rpcBatchLimit,
+});
+
 /** `signing`: keys and journal too. A bad deny list stops the command before anything else. */
 export async function facilitatorFrom(
   config: CliConfig,
@@ -46,15 +53,19 @@ export async function facilitatorFrom(
   return facilitator;
 }
 
+/** At a command's end: its answers written down as given, a shared store's key leases given up now. */
+export async function finish(facilitator: Facilitator): Promise<void> {
+  await facilitator.answers.flush();
+  if (facilitator.journal.shared) await facilitator.journal.close();
+}
+
 async function build(
   config: CliConfig,
   signing: boolean,
   options: FacilitatorFromOptions,
 ): Promise<Facilitator> {
   const rpc = {
-    rpcUrls: config.rpcUrls,
-    useDefaultRpcs: config.publicRpcs,
-    rpcBatchLimit: config.rpcBatchLimit,
+    ...registryOptions(config),
     erc6492Factories: config.erc6492Factories,
     metrics: options.metrics,
     // Verify needs the Solana fee payers too: a payment names the one it expects.
@@ -71,7 +82,9 @@ async function build(
   }
   if (!signing) {
     // Verify signs nothing: our keys only for their addresses, derived if needed (~15 ms cold).
-    return new Facilitator({ ...rpc, settlementAddresses: () => settlementAddresses(config) });
+    const settlementAddresses = () =>
+      keysOrNone(config.loadPrivateKeys).map((key) => privateKeyToAddress(key));
+    return new Facilitator({ ...rpc, settlementAddresses });
   }
   const keys = config.loadPrivateKeys();
   const signers = keys.map((key) => settlementAccount(key));
@@ -104,15 +117,6 @@ async function build(
   });
   if (!config.storeUrl) await checkDevnetJournal(config.journalPath, facilitator);
   return facilitator;
-}
-
-/** Our keys' addresses, so verify knows our settlements; a bad key is settle's to report. */
-function settlementAddresses(config: CliConfig): Address[] {
-  try {
-    return config.loadPrivateKeys().map((key) => privateKeyToAddress(key));
-  } catch {
-    return [];
-  }
 }
 
 function openJournal(

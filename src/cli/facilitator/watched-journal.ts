@@ -3,6 +3,10 @@ import type { Hex } from "viem";
 import type { NewEntry } from "../../core/store.js";
 import { Journal } from "../../store/journal.js";
 
+/** The newest hash of this process's settlement in `store`, if it may have reached a node. */
+export const mayHaveBroadcast = (store: unknown): Hex | undefined =>
+  store instanceof WatchedJournal ? store.mayHaveBroadcast() : undefined;
+
 export class WatchedJournal extends Journal {
   #key: string | undefined;
   /** The claimed settlement was journaled by an earlier run: it has been broadcast before. */

@@ -26,7 +26,3 @@ export const isPortTaken = (error: unknown): boolean =>
   error instanceof Error &&
   ((error as NodeJS.ErrnoException).code === "EADDRINUSE" ||
     /address already in use/i.test(error.message));
-
-/** What `devnet` and `serve` say of a taken port: whose it may be, and how to get another. */
-export const portTakenMessage = (port: number, holder: string, free: string): string =>
-  `--port ${port} is taken (${holder}?): pick another, or ${free}`;

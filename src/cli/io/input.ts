@@ -25,13 +25,6 @@ export async function readSource(file: string | undefined): Promise<string> {
   }
 }
 
-/** What a failed command before the pipe left on stdin, said in one line. */
-export interface PipedFailure {
-  readonly message: string;
-  /** The failure answer found on stdin, passed on as this command's answer. */
-  readonly answer?: Record<string, unknown> | undefined;
-}
-
 /** Whether stdin is a pipe (a shell's, or a parent's socket): empty, the writer most likely failed. */
 function stdinIsPipe(): boolean {
   try {
@@ -42,7 +35,11 @@ function stdinIsPipe(): boolean {
   }
 }
 
-export function pipedFailure(text: string, parsed: unknown): PipedFailure | undefined {
+/** What a failed command before the pipe left on stdin: a line, and its answer to pass on. */
+export function pipedFailure(
+  text: string,
+  parsed: unknown,
+): { message: string; answer?: Record<string, unknown> } | undefined {
   if (text.trim() === "") {
     return {
       message: stdinIsPipe()

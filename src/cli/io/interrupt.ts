@@ -1,12 +1,7 @@
 /** Ctrl-C and SIGTERM while a command works: it answers at once, saying what was left behind. */
 
-export interface Interrupt {
-  /** Resolves with the signal once one arrives; never rejects. */
-  readonly signal: Promise<NodeJS.Signals>;
-  dispose(): void;
-}
-
-export function onInterrupt(): Interrupt {
+/** `signal` resolves with the signal once one arrives; never rejects. */
+export function onInterrupt() {
   let dispose: () => void = () => undefined;
   const signal = new Promise<NodeJS.Signals>((resolve) => {
     const onSignal = (name: NodeJS.Signals) => resolve(name);

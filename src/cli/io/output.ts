@@ -3,15 +3,11 @@ import chalk from "chalk";
 import { statusOf } from "../../protocol/errors.js";
 import type { Reply } from "../../protocol/respond.js";
 
-export interface HumanOutput {
-  readonly enabled: boolean;
-  /** --quiet: nothing at all on stderr, not even a failure's line. */
-  readonly quiet?: boolean | undefined;
-}
-
-export function humanOutput(quiet: boolean | undefined): HumanOutput {
+/** `quiet` (--quiet): nothing at all on stderr, not even a failure's line. */
+export function humanOutput(quiet: boolean | undefined) {
   return { enabled: !quiet && process.stderr.isTTY === true, quiet };
 }
+export type HumanOutput = ReturnType<typeof humanOutput>;
 
 export function printJson(body: unknown): Promise<void> {
   return new Promise((resolve) => {
@@ -29,13 +25,8 @@ export function logJson(entry: Record<string, unknown>): void {
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);
 }
 
-export interface Spinner {
-  text: string;
-  stop(): void;
-}
-
 /** ora's spinner on stderr; `discardStdin: false`, or Ctrl-C could leave the terminal raw. */
-export async function startSpinner(text: string): Promise<Spinner | undefined> {
+export async function startSpinner(text: string) {
   // A terminal that reports no width (a pty nobody sized) would make ora erase lines forever.
   if (!process.stderr.columns) return undefined;
   const { default: ora } = await import("ora");

@@ -7,7 +7,7 @@ import type { ApiKey, ApiKeys } from "../../http/callers.js";
 import { DEFAULT_KEY_RATE, MAX_RATE } from "../../http/rates.js";
 import { readRegularFile, readSmallFile, SMALL_FILE_LIMIT_BYTES } from "../io/bounded-read.js";
 import { UsageError } from "../io/errors.js";
-import { givenSetting, type SettingSources } from "./setting-resolver.js";
+import { givenFor, type SettingSources } from "./setting-resolver.js";
 import { SETTINGS } from "./settings.js";
 
 /** Long enough that guessing is hopeless; what `openssl rand -hex 16` prints is 32. */
@@ -16,7 +16,7 @@ const MAX_KEYS = 10_000;
 
 /** The API keys file the flag or the environment names, read and checked; none without one. */
 export function readApiKeys(sources: SettingSources): ApiKeys | undefined {
-  const given = givenSetting(SETTINGS.apiKeysFile, sources);
+  const [given] = givenFor(SETTINGS.apiKeysFile, sources);
   if (!given) return undefined;
   const named = SETTINGS.apiKeysFile.parse(given.value, given.source);
   return readApiKeysFile(named, given.source.name, sources.env);

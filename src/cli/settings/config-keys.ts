@@ -104,6 +104,15 @@ export function keyLoaders(sources: SettingSources) {
   return { loadPrivateKey, loadPrivateKeys, loadReceiverAuthorizerKey, loadSvmFeePayers };
 }
 
+/** What a key loader gives, or none when it throws: a bad key is another step's to report. */
+export function keysOrNone<K>(load: () => K[]): K[] {
+  try {
+    return load();
+  } catch {
+    return [];
+  }
+}
+
 /** serve's API key (--api-key-file, or the key itself in the environment), if any. */
 export function loadApiKey(sources: SettingSources): string | undefined {
   return keyLoader(SETTINGS.apiKey, sources, API_KEY)()[0];

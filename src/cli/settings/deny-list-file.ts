@@ -13,13 +13,8 @@ const DENY_LIST_LIMIT_BYTES = 64 * 1024 * 1024;
 /** The line that says a list of no address is meant to be empty. */
 const EMPTY_MARKER = "# empty";
 
-export interface LoadedDenyList {
-  readonly list: DenyList;
-  /** When the file was last changed (ms since the epoch): doctor shows the list's age. */
-  readonly modifiedMs: number;
-}
-
-export function readDenyList(file: string): LoadedDenyList {
+/** The list, and when its file was last changed (ms since the epoch): doctor shows its age. */
+export function readDenyList(file: string) {
   const where = `the deny list ${file}`;
   const { text, modifiedMs } = readRegularFile(file, DENY_LIST_LIMIT_BYTES, where);
   if (text === "") {

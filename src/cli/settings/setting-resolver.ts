@@ -8,7 +8,6 @@ import {
   flagName,
   type KeySetting,
   type PerNetworkSetting,
-  type Setting,
   type ValueSetting,
 } from "./setting-rows.js";
 
@@ -42,8 +41,8 @@ export function flagAttribute(flag: string): string {
 
 const asGiven = (p: string) => p;
 
-/** What each source gives, the flag first; a source that gives nothing is left out. */
-function givenFor(
+/** What each source gives, the flag first, unread; a source that gives nothing is left out. */
+export function givenFor(
   row: { readonly flag?: string; readonly env?: string; readonly key?: string },
   sources: SettingSources,
 ): Given[] {
@@ -85,11 +84,6 @@ export function resolveSetting<R extends ValueSetting>(
   const [first] = givenFor(row, sources);
   if (first) return row.parse(first.value, first.source) as ValueOf<R>;
   return row.default?.(sources.env) as ValueOf<R>;
-}
-
-/** Which source gives the setting, and what, unread; undefined when none does. */
-export function givenSetting(row: Setting, sources: SettingSources): Given | undefined {
-  return givenFor(row, sources)[0];
 }
 
 /** The setting's values, the config file's overlaid by the environment's, then by the flag's. */

@@ -13,22 +13,18 @@ import {
 } from "./devnet-files.js";
 import { svmBanner } from "./devnet-svm-banner.js";
 
-export function devnetBanner(
-  running: Running,
-  files: Files,
-  options: { taken?: number | undefined; svmTaken?: number | undefined; temporary: boolean },
-): string {
+export function devnetBanner(running: Running, files: Files, temporary: boolean): string {
   const dim = chalk.dim;
   const b = chalk.bold;
   const { devnet, svm } = running;
   const lines = [
     `${chalk.green("●")} ${b("facilitator devnet")} is running ${dim("(Ctrl-C to stop)")}`,
     "",
-    ...(devnet && files.evm ? evmLines(devnet, files.evm, options.taken) : []),
+    ...(devnet && files.evm ? evmLines(devnet, files.evm, running.taken) : []),
     ...(svm && files.svm
-      ? svmBanner(svm, files.svm, { taken: options.svmTaken, dirKept: !options.temporary })
+      ? svmBanner(svm, files.svm, { taken: running.svmTaken, dirKept: !temporary })
       : []),
-    `  directory    ${files.dir}  ${dim(options.temporary ? "(removed when the devnet stops)" : "(kept)")}`,
+    `  directory    ${files.dir}  ${dim(temporary ? "(removed when the devnet stops)" : "(kept)")}`,
     `  journal      ${files.journal}  ${dim("this devnet's own")}`,
     "",
   ];

@@ -4,10 +4,11 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { createPublicClient, type Hex, http } from "viem";
+import { createPublicClient, http } from "viem";
 import { receiverAuthorizerAccount } from "../../../evm/devnet/accounts.js";
 import { startDevnet } from "../../../evm/devnet/index.js";
-import { isPortTaken, portTakenMessage, UsageError, wholeFlag } from "../../io/errors.js";
+import { genesisHash } from "../../facilitator/devnet-marker.js";
+import { isPortTaken, UsageError, wholeFlag } from "../../io/errors.js";
 import { fitLines, terminalWidth } from "../../io/fit-lines.js";
 import { warn } from "../../io/output.js";
 import { DEVNET_DIR_PREFIX } from "../../io/stale-devnet.js";
@@ -36,13 +37,12 @@ export interface DevnetFlags {
 const DEFAULT_PORT = 8545;
 const DEFAULT_SVM_PORT = 8899;
 
-/** Listens on --port's port (taken: a usage error), else on `preferred`, else on a free one. */
-async function startOnPort<T>(
-  portFlag: string | undefined,
-  flag: string,
+/** Listens on --port's port (taken: a usage error), else on `preferred`, else on a free one (said). */
+async function startOnPort<T extends { readonly rpcUrl: string }>(
+  [portFlag, flag]: [string | undefined, string],
   preferred: number,
+  [holder, who]: [string, string],
   start: (port: number) => Promise<T>,
-  takenMessage: (port: number) => string,
 ): Promise<{ started: T; taken?: number | undefined }> {
   if (portFlag !== undefined) {
     const port = wholeFlag(portFlag, flag, 65535);
@@ -50,7 +50,9 @@ async function startOnPort<T>(
       return { started: await start(port) };
     } catch (error) {
       if (!isPortTaken(error)) throw error;
-      throw new UsageError(takenMessage(port));
+      throw new UsageError(
+        `${flag} ${port} is taken (${holder}?): pick another, or leave ${flag} out for a free one`,
+      );
     }
   }
   try {
@@ -58,7 +60,9 @@ async function startOnPort<T>(
   } catch (error) {
     if (!isPortTaken(error)) throw error;
     // Taken (another node, another devnet): a free port, said out loud.
-    return { started: await start(0), taken: preferred };
+    const started = await start(0);
+    warn(`port ${preferred} is taken (${holder}?): ${who} listens on ${started.rpcUrl}`);
+    return { started, taken: preferred };
   }
 }
 
@@ -138,18 +142,12 @@ async function startAll(flags: DevnetFlags, running: Running): Promise<void> {
     const chainId = wholeFlag(flags.chainId ?? "31337", "--chain-id", 2 ** 53 - 1);
     if (chainId === 0) throw new UsageError("--chain-id must be positive");
     const { started, taken } = await startOnPort(
-      flags.port,
-      "--port",
+      [flags.port, "--port"],
       DEFAULT_PORT,
+      ["another devnet or node", "this devnet"],
       (port) => startDevnet({ port, chainId }),
-      (port) => portTakenMessage(port, "another devnet or node", "leave --port out for a free one"),
     );
     Object.assign(running, { devnet: started, taken });
-    if (taken !== undefined) {
-      warn(
-        `port ${taken} is taken (another devnet or node?): this devnet listens on ${started.rpcUrl}`,
-      );
-    }
   }
   if (wanted.svm) {
     // Solana's code (and litesvm's native module) loads only when a Solana cluster runs.
@@ -157,19 +155,12 @@ async function startAll(flags: DevnetFlags, running: Running): Promise<void> {
     // The cluster's state stays in --dir between runs; a temporary directory keeps none.
     const options = flags.dir ? { dir: path.resolve(flags.dir) } : {};
     const { started, taken } = await startOnPort(
-      flags.svmPort,
-      "--svm-port",
+      [flags.svmPort, "--svm-port"],
       DEFAULT_SVM_PORT,
+      ["another devnet or validator", "the Solana devnet"],
       (port) => startSvmDevnet({ ...options, port }),
-      (port) =>
-        `--svm-port ${port} is taken (another devnet or validator?): pick another, or leave --svm-port out for a free one`,
     );
     Object.assign(running, { svm: started, svmTaken: taken });
-    if (taken !== undefined) {
-      warn(
-        `port ${taken} is taken (another devnet or validator?): the Solana devnet listens on ${started.rpcUrl}`,
-      );
-    }
   }
 }
 
@@ -199,18 +190,14 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
       FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
     }),
   );
-  let genesisHash: Hex | undefined;
-  if (devnet) {
-    const genesis = await createPublicClient({ transport: http(devnet.rpcUrl) }).getBlock({
-      blockNumber: 0n,
-    });
-    genesisHash = genesis.hash as Hex;
-  }
+  const genesis = devnet
+    ? await genesisHash(createPublicClient({ transport: http(devnet.rpcUrl) }))
+    : undefined;
   await writeFile(
     path.join(dir, "devnet.json"),
     `${JSON.stringify(
       {
-        ...(devnet && evm && genesisHash ? evmInfo(devnet, evm, genesisHash) : {}),
+        ...(devnet && evm && genesis ? evmInfo(devnet, evm, genesis) : {}),
         journal,
         ...(svm && svmFiles && solana ? { svm: solana.svmInfo(svm, svmFiles) } : {}),
       },
@@ -218,7 +205,7 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
       2,
     )}\n`,
   );
-  return { dir, journal, envFile: env, genesisHash, evm, svm: svmFiles };
+  return { dir, journal, envFile: env, genesisHash: genesis, evm, svm: svmFiles };
 }
 
 /** The one JSON line of --json: anvil's details at the top level as before, Solana's under svm. */
@@ -283,11 +270,7 @@ export async function runDevnet(flags: DevnetFlags): Promise<number> {
     if (flags.json) {
       process.stdout.write(`${jsonLine(running, files)}\n`);
     } else {
-      const banner = devnetBanner(running, files, {
-        taken: running.taken,
-        svmTaken: running.svmTaken,
-        temporary: where.temporary,
-      });
+      const banner = devnetBanner(running, files, where.temporary);
       process.stdout.write(`${fitLines(banner, terminalWidth())}\n`);
     }
     if (flags.demo && devnet) {

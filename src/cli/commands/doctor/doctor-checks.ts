@@ -1,11 +1,9 @@
 /** What `facilitator doctor` looks at. Each check returns findings; none of them throws. */
 import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
-import type { PublicClient } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import type { Address, PublicClient } from "viem";
 import type { JournalEntry } from "../../../core/store.js";
 import { isDevnetChain } from "../../../evm/devnet/detect.js";
-import { gasAmount } from "../../../protocol/amounts.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
 import { durationInWords } from "../../../protocol/words.js";
 import { type RpcRegistry, redactUrl, unreachableReason } from "../../../rpc/rpc.js";
@@ -14,9 +12,8 @@ import { genesisHash, markerBeside } from "../../facilitator/devnet-marker.js";
 import { goneDevnetDir, STALE_DEVNET_FIX, staleDevnetProblem } from "../../io/stale-devnet.js";
 import { journalHolder } from "../../locks/settlement-locks.js";
 import type { CliConfig } from "../../settings/config.js";
-import { flagName, waysToSet } from "../../settings/setting-rows.js";
+import { waysToSet } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";
-import { checkBlockedKeys } from "./doctor-lanes.js";
 
 /** How bad a finding is, and the exit status it stands for. */
 export type Level = "ok" | "warning" | "error" | "unreachable";
@@ -46,8 +43,6 @@ export const finding = (
 export const errorFinding = (area: Finding["area"], error: unknown): Finding =>
   finding(area, "error", (error as Error).message);
 
-/** Below this much native token, a settlement account is low on gas (about a few settles). */
-const LOW_GAS_WEI = 10n ** 15n;
 /** A node whose newest block is older than this is probably not following its chain. */
 const STALE_BLOCK_SECONDS = 300;
 
@@ -134,87 +129,6 @@ export async function checkRpcs(
   return { findings, chains };
 }
 
-function hasSvmFeePayer(config: CliConfig): boolean {
-  try {
-    return config.loadSvmFeePayers().length > 0;
-  } catch {
-    return false;
-  }
-}
-
-export async function checkKeys(
-  config: CliConfig,
-  chains: readonly ChainSeen[],
-): Promise<Finding[]> {
-  let keys: `0x${string}`[];
-  try {
-    keys = config.loadPrivateKeys();
-  } catch (error) {
-    return [errorFinding("key", error)];
-  }
-  if (keys.length === 0) {
-    if (chains.length === 0 && hasSvmFeePayer(config)) {
-      const message =
-        "no EVM settlement key, and no EVM chain served: Solana settles with its fee payer";
-      return [finding("key", "ok", message)];
-    }
-    return [
-      finding(
-        "key",
-        "warning",
-        "no settlement key: verify works, EVM settle answers settlement_failed",
-        `pass ${flagName(SETTINGS.privateKeys.flag)} FILE or set ${SETTINGS.privateKeys.env} (never a flag value)`,
-      ),
-    ];
-  }
-  const accounts = keys.map((key) => privateKeyToAccount(key).address);
-  const counted =
-    accounts.length === 1 ? "1 settlement account" : `${accounts.length} settlement accounts`;
-  const findings = [finding("key", "ok", `${counted}: ${accounts.join(", ")}`)];
-  for (const chain of chains) {
-    const network = caip2(chain.chainId);
-    for (const account of accounts) {
-      findings.push(
-        await balanceFinding(
-          () => chain.client.getBalance({ address: account }),
-          LOW_GAS_WEI,
-          (balance) => `${account} holds ${nativeBalance(chain, balance)} for gas`,
-          `send it some of ${network}'s native token: settlements cost gas`,
-          (error) =>
-            `${account}'s balance on ${network} could not be read (${unreachableReason(error)})`,
-        ),
-      );
-    }
-  }
-  return findings;
-}
-
-/** A gas balance read: none is an error, below `low` a warning; a failed read, unreachable. */
-export async function balanceFinding(
-  read: () => Promise<bigint>,
-  low: bigint,
-  holds: (balance: bigint) => string,
-  fix: string,
-  unread: (error: unknown) => string,
-): Promise<Finding> {
-  try {
-    const balance = await read();
-    const level: Level = balance === 0n ? "error" : balance < low ? "warning" : "ok";
-    return finding("key", level, holds(balance), level === "ok" ? undefined : fix);
-  } catch (error) {
-    return finding("key", "unreachable", unread(error));
-  }
-}
-
-/** "9999.9994 ETH on eip155:1": to 4 decimals, with the symbol where it is known (a devnet's: ETH). */
-function nativeBalance(chain: ChainSeen, wei: bigint): string {
-  const symbol = knownNetwork(chain.chainId)?.native ?? (chain.devnet ? "ETH" : undefined);
-  const amount = gasAmount(wei, 18);
-  return symbol
-    ? `${amount} ${symbol} on ${caip2(chain.chainId)}`
-    : `${amount} of ${caip2(chain.chainId)}'s native token`;
-}
-
 export async function checkJournal(
   config: CliConfig,
   chains: readonly ChainSeen[],
@@ -296,4 +210,70 @@ export function openSettlementsFinding(
     `${where}: ${open.length} settlement${open.length === 1 ? "" : "s"} not followed to the end yet${submitted ? ` (${submitted} answered submitted, not mined yet)` : ""}, the oldest for ${age}: ${named.join(", ")}${open.length > named.length ? ", …" : ""}`,
     "facilitator reconcile follows them (serve does it every few seconds); facilitator status --transaction <hash> tells one",
   );
+}
+
+/** Unmined this long while it is its key's next: more than replacements and a timeout take. */
+const BLOCKED_AFTER_MS = 2 * 60_000;
+
+/** A key blocked by a transaction of ours the node took long ago and does not mine. */
+export async function checkBlockedKeys(
+  open: readonly JournalEntry[],
+  chains: readonly ChainSeen[],
+  now = Date.now(),
+): Promise<Finding[]> {
+  const oldest = new Map<string, JournalEntry>();
+  for (const entry of open) {
+    const id = `${entry.network}:${entry.signer.toLowerCase()}`;
+    const seen = oldest.get(id);
+    if (!seen || entry.txNonce < seen.txNonce) oldest.set(id, entry);
+  }
+  const findings: Finding[] = [];
+  for (const entry of oldest.values()) {
+    const chain = chains.find((c) => caip2(c.chainId) === entry.network);
+    if (!chain || entry.updatedAt === undefined || now - entry.updatedAt < BLOCKED_AFTER_MS) {
+      continue;
+    }
+    const mined = await chain.client
+      .getTransactionCount({ address: entry.signer as Address, blockTag: "latest" })
+      .catch(() => undefined);
+    if (mined !== entry.txNonce) continue;
+    const since = new Date(entry.updatedAt).toISOString();
+    findings.push(
+      finding(
+        "key",
+        "warning",
+        `${entry.signer} is blocked on ${entry.network}: its transaction at nonce ${entry.txNonce} (${entry.hashes.at(-1)}) has not been mined since ${since}, and every later one of this key waits behind it`,
+        "get the newest signed bytes (facilitator status <hash>) to a node that mines them, or settle with another key meanwhile",
+      ),
+    );
+  }
+  return findings;
+}
+
+/** RPC rate and batch-size refusals doctor met: waited out or split, so only warnings. */
+export function checkProviderLimits(rpc: RpcRegistry): Finding[] {
+  return rpc
+    .providerLimits()
+    .flatMap(({ url, rateLimited, calls, refusedBatches, batchLimit }) => [
+      ...(rateLimited > 0
+        ? [
+            finding(
+              "rpc",
+              "warning",
+              `${url} rate-limited ${rateLimited} of ${calls} calls (HTTP 429 or "limit exceeded"); each was sent again after the wait it asked for (at most 2 s)`,
+              `settles wait on it too: raise the plan's rate limit, or add a second RPC for the chain with ${waysToSet(SETTINGS.rpcUrls)} to fail over to`,
+            ),
+          ]
+        : []),
+      ...(refusedBatches > 0
+        ? [
+            finding(
+              "rpc",
+              "warning",
+              `${url} refused ${refusedBatches} batch request${refusedBatches === 1 ? "" : "s"} as too large; batches to it now carry at most ${batchLimit} call${batchLimit === 1 ? "" : "s"}`,
+              `set its limit with ${waysToSet(SETTINGS.rpcBatchLimit)} so that no batch is refused`,
+            ),
+          ]
+        : []),
+    ]);
 }

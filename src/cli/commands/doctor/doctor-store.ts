@@ -5,6 +5,7 @@ import { settlementAccount } from "../../../evm/chain/secp256k1.js";
 import { redactStoreUrl } from "../../../store/postgres.js";
 import { MIGRATIONS, UNSETTLED_STATES } from "../../../store/schema.js";
 import type { CliConfig } from "../../settings/config.js";
+import { keysOrNone } from "../../settings/config-keys.js";
 import { type Finding, finding, openSettlementsFinding } from "./doctor-checks.js";
 
 /** The settlements still followed (a batch's members aside), oldest first. */
@@ -50,14 +51,9 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
     const findings = [
       openSettlementsFinding("store", `${where}: schema version ${version}`, entries),
     ];
-    let addresses: string[] = [];
-    try {
-      addresses = config
-        .loadPrivateKeys()
-        .map((key) => settlementAccount(key).address.toLowerCase());
-    } catch {
-      // A bad key is the key check's finding.
-    }
+    const addresses = keysOrNone(config.loadPrivateKeys).map((key) =>
+      settlementAccount(key).address.toLowerCase(),
+    );
     const held = await client.query<{ address: string; owner: string }>(
       "SELECT address, owner FROM facilitator_signers WHERE address = ANY($1) AND expires_at > now()",
       [addresses],

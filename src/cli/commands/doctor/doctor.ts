@@ -2,25 +2,23 @@
 
 import chalk from "chalk";
 import { RpcRegistry } from "../../../rpc/rpc.js";
+import { registryOptions } from "../../facilitator/facilitator.js";
 import { UsageError } from "../../io/errors.js";
 import { terminalWidth, wrapLine } from "../../io/fit-lines.js";
 import { printJson } from "../../io/output.js";
 import { type ConfigFlags, loadConfig } from "../../settings/config.js";
 import { resolveSetting } from "../../settings/setting-resolver.js";
 import { SETTINGS } from "../../settings/settings.js";
-import { checkReceiverAuthorizer } from "./doctor-authorizer.js";
 import {
   checkJournal,
-  checkKeys,
+  checkProviderLimits,
   checkRpcs,
   EXIT_OF,
   type Finding,
   type Level,
 } from "./doctor-checks.js";
-import { checkDenyList } from "./doctor-deny-list.js";
-import { checkLimits } from "./doctor-limits.js";
-import { checkProviderLimits } from "./doctor-provider.js";
-import { checkSolanaFeePayers } from "./doctor-solana.js";
+import { checkKeys, checkReceiverAuthorizer, checkSolanaFeePayers } from "./doctor-keys.js";
+import { checkDenyList, checkLimits } from "./doctor-limits.js";
 import { checkTokens } from "./doctor-tokens.js";
 
 export interface DoctorFlags extends ConfigFlags {
@@ -50,11 +48,7 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
       message: file ? `config file ${file} is valid` : "no config file: flags and environment only",
     },
   ];
-  const rpc = new RpcRegistry({
-    rpcUrls: config.rpcUrls,
-    useDefaultRpcs: config.publicRpcs,
-    rpcBatchLimit: config.rpcBatchLimit,
-  });
+  const rpc = new RpcRegistry(registryOptions(config));
   const { findings: rpcFindings, chains } = await checkRpcs(rpc, config);
   findings.push(...rpcFindings);
   findings.push(...(await checkKeys(config, chains)));

@@ -12,11 +12,11 @@ import {
 } from "../../../protocol/respond.js";
 import type { WaitUntil } from "../../../protocol/schemas.js";
 import { warnIfFromAnotherDevnet } from "../../facilitator/devnet-marker.js";
-import { facilitatorFrom } from "../../facilitator/facilitator.js";
+import { facilitatorFrom, finish } from "../../facilitator/facilitator.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
-import { WatchedJournal } from "../../facilitator/watched-journal.js";
+import { mayHaveBroadcast } from "../../facilitator/watched-journal.js";
 import { UsageError } from "../../io/errors.js";
-import { isStdin, type PipedFailure, pipedFailure, readSource } from "../../io/input.js";
+import { isStdin, pipedFailure, readSource } from "../../io/input.js";
 import { onInterrupt, signalExitCode } from "../../io/interrupt.js";
 import { humanOutput, printJson, startSpinner, summarize, warn } from "../../io/output.js";
 import {
@@ -55,35 +55,24 @@ function withAmount(body: unknown, amount: string | undefined): unknown {
 type Operation = "verify" | "settle";
 
 /** The request body: FILE as-is, or with --requirements, FILE as the payload of a new body. */
-async function readBody(
-  file: string | undefined,
-  requirementsFile: string | undefined,
-): Promise<
-  { ok: true; body: unknown } | { ok: false; message: string; piped?: PipedFailure | undefined }
-> {
-  try {
-    const text = await readSource(file);
-    // `pay … > req.json` that failed leaves an empty file: say that, not "payload is missing".
-    if (!isStdin(file) && text.trim() === "") {
-      return {
-        ok: false,
-        message: `${file} is empty: did the command that wrote it fail? (check its exit status and what it printed on stderr)`,
-      };
-    }
-    const main = parseJson(text);
-    const piped = isStdin(file) ? pipedFailure(text, main.ok ? main.value : undefined) : undefined;
-    if (piped) return { ok: false, message: piped.message, piped };
-    if (!main.ok) return { ok: false, message: `${file ?? "stdin"}: ${main.failure.message}` };
-    if (!requirementsFile) return { ok: true, body: main.value };
-    const requirements = parseJson(await readSource(requirementsFile));
-    if (!requirements.ok) {
-      return { ok: false, message: `${requirementsFile}: ${requirements.failure.message}` };
-    }
-    return { ok: true, body: { payload: main.value, requirements: requirements.value } };
-  } catch (error) {
-    if (error instanceof UsageError) return { ok: false, message: error.message };
-    throw error;
+async function readBody(file: string | undefined, requirementsFile: string | undefined) {
+  const text = await readSource(file);
+  // `pay … > req.json` that failed leaves an empty file: say that, not "payload is missing".
+  if (!isStdin(file) && text.trim() === "") {
+    throw new UsageError(
+      `${file} is empty: did the command that wrote it fail? (check its exit status and what it printed on stderr)`,
+    );
   }
+  const main = parseJson(text);
+  const piped = isStdin(file) ? pipedFailure(text, main.ok ? main.value : undefined) : undefined;
+  if (piped) return { piped };
+  if (!main.ok) throw new UsageError(`${file ?? "stdin"}: ${main.failure.message}`);
+  if (!requirementsFile) return { body: main.value };
+  const requirements = parseJson(await readSource(requirementsFile));
+  if (!requirements.ok) {
+    throw new UsageError(`${requirementsFile}: ${requirements.failure.message}`);
+  }
+  return { body: { payload: main.value, requirements: requirements.value } };
 }
 
 /** The reply's exit status; no RPC or no key (the operator's to fix) is a configuration error. */
@@ -101,7 +90,7 @@ function interruptedFailure(
   facilitator: Facilitator | undefined,
 ): [Failure, `0x${string}`?] {
   const journal = facilitator?.journal;
-  const hash = journal instanceof WatchedJournal ? journal.mayHaveBroadcast() : undefined;
+  const hash = mayHaveBroadcast(journal);
   if (op === "settle" && hash) {
     return [
       failure(
@@ -159,22 +148,24 @@ export async function runPayment(
   const config = loadConfig(flags);
   // Its key's address and its signature need the curve's table: built before the input comes.
   if (op === "settle") warmCurve();
-  const input = await readBody(file, flags.requirements);
-  if (!input.ok && input.piped) {
-    // The command before the pipe failed and has said why: pass its answer on, say so in a line.
-    await printJson(
-      input.piped.answer ?? { success: false, error: "invalid_request", message: input.message },
-    );
-    if (!flags.quiet) warn(input.message);
-    return 2;
-  }
   const answer = async (reply: Reply) => {
     await printJson(reply.body);
     summarize(out, op, reply);
     return reply;
   };
-  if (!input.ok) {
-    await answer(renderFailure(op, undefined, failure("invalid_request", input.message)));
+  let input: Awaited<ReturnType<typeof readBody>>;
+  try {
+    input = await readBody(file, flags.requirements);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    await answer(renderFailure(op, undefined, failure("invalid_request", error.message)));
+    return 2;
+  }
+  if (input.piped) {
+    // The command before the pipe failed and has said why: pass its answer on, say so in a line.
+    const { message } = input.piped;
+    await printJson(input.piped.answer ?? { success: false, error: "invalid_request", message });
+    if (!flags.quiet) warn(message);
     return 2;
   }
 
@@ -220,10 +211,7 @@ async function answerPayment(
   const ticker = spinner
     ? setInterval(() => {
         const seconds = Math.round((Date.now() - started) / 1000);
-        const hash =
-          facilitator.journal instanceof WatchedJournal
-            ? facilitator.journal.mayHaveBroadcast()
-            : undefined;
+        const hash = mayHaveBroadcast(facilitator.journal);
         spinner.text = hash
           ? `waiting for ${hash.slice(0, 10)}…${hash.slice(-6)} to be mined (${seconds} s)`
           : `settling… (${seconds} s)`;
@@ -253,9 +241,7 @@ async function answerPayment(
   }
   await printJson(reply.body);
   summarize(out, op, reply, waitUntil);
-  // The answer is out: write down that it was (a retry of the payment must not get it again).
-  await facilitator.answers.flush();
-  // A shared store: give up the key's lease now rather than when it runs out.
-  if (facilitator.journal.shared) await facilitator.journal.close();
+  // The answer is out: written down as given, a retry of the payment must not get it again.
+  await finish(facilitator);
   return exitCode;
 }

@@ -1,7 +1,7 @@
 /** `facilitator reconcile`: one reconciler pass (journal file: after its turn with the keys). */
 import chalk from "chalk";
 import type { Reconciled } from "../../../core/reconciler.js";
-import { facilitatorFrom } from "../../facilitator/facilitator.js";
+import { facilitatorFrom, finish } from "../../facilitator/facilitator.js";
 import { UsageError } from "../../io/errors.js";
 import { type HumanOutput, humanOutput, note, printJson, warn } from "../../io/output.js";
 import { takeSettleTurn } from "../../locks/settle-turn.js";
@@ -58,8 +58,7 @@ export async function runReconcile(flags: ReconcileFlags): Promise<number> {
     try {
       found = await facilitator.reconcile({ idleMs: idle });
     } finally {
-      await facilitator.answers.flush();
-      if (facilitator.journal.shared) await facilitator.journal.close();
+      await finish(facilitator);
     }
     const counts = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Counts;
     for (const item of found) counts[item.outcome] += 1;

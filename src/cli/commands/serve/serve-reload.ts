@@ -1,15 +1,16 @@
 /**
  * What serve re-reads without a restart: the API keys file and the deny list. `anonymous` is
- * settled at start (the Host check depends on it): a file that changes it is refused.
+ * settled at start (the Host check depends on it): a file that changes it is refused. A file is
+ * re-read when its mtime, size or inode changes; a version applies only if it reads and checks
+ * whole. One that loosens (maybe caught mid-write) waits until unchanged for two polls.
  */
-import { statSync } from "node:fs";
+import { type Stats, statSync, unwatchFile, watchFile } from "node:fs";
 import type { Facilitator } from "../../../facilitator.js";
 import type { ApiKeys } from "../../../http/callers.js";
 import { UsageError } from "../../io/errors.js";
 import { readApiKeysFile } from "../../settings/api-keys.js";
 import { readDenyList } from "../../settings/deny-list-file.js";
 import type { ServeSettings } from "./serve-settings.js";
-import { reloadOnChange } from "./watched-file.js";
 
 type Log = ((entry: Record<string, unknown>) => void) | undefined;
 
@@ -68,4 +69,73 @@ export function liveDenyList(settings: ServeSettings, facilitator: Facilitator, 
     },
     log,
   );
+}
+
+/** How often a watched file is looked at (FACILITATOR_RELOAD_POLL_MS overrides it, for tests). */
+const POLL_MS = 1_000;
+
+interface Reload<T> {
+  /** How the log names the file ("api keys file /etc/keys.json"). */
+  readonly what: string;
+  /** Reads and checks the file; throws (a UsageError saying what is wrong) when it cannot. */
+  read(): T;
+  /** Whether putting `value` in force lets through what is refused now; absent: never. */
+  loosens?(value: T): boolean;
+  /** Puts the new contents in force; answers what the log says of them (counts, never secrets). */
+  apply(value: T): Record<string, unknown>;
+}
+
+const sameFile = (a: Stats | undefined, b: Stats | undefined) =>
+  a !== undefined &&
+  b !== undefined &&
+  a.mtimeMs === b.mtimeMs &&
+  a.size === b.size &&
+  a.ino === b.ino;
+
+function reloadOnChange<T>(
+  file: string,
+  reload: Reload<T>,
+  log: ((entry: Record<string, unknown>) => void) | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): () => void {
+  const interval = Number(env.FACILITATOR_RELOAD_POLL_MS) || POLL_MS;
+  let pending: NodeJS.Timeout | undefined;
+  const attempt = (settled: boolean) => {
+    clearTimeout(pending);
+    pending = undefined;
+    const time = new Date().toISOString();
+    try {
+      const before = statSync(file, { throwIfNoEntry: false });
+      const value = reload.read();
+      if (!settled && reload.loosens?.(value)) {
+        // Looked at again after two polls: applied only if the file has not changed meanwhile.
+        pending = setTimeout(() => {
+          if (sameFile(before, statSync(file, { throwIfNoEntry: false }))) attempt(true);
+        }, 2 * interval);
+        pending.unref();
+        const message = `the new version lets through what the one in force refuses; it is put in force if the file stays unchanged for ${(2 * interval) / 1000} s`;
+        log?.({ time, event: "reload_waiting", file: reload.what, message });
+        return;
+      }
+      const said = reload.apply(value);
+      log?.({ time, event: "reloaded", file: reload.what, ...said });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      log?.({
+        time,
+        event: "reload_refused",
+        file: reload.what,
+        message: `${message}; the previous contents stay in force`,
+      });
+    }
+  };
+  const listener = (now: Stats, before: Stats) => {
+    if (sameFile(now, before)) return;
+    attempt(false);
+  };
+  watchFile(file, { interval, persistent: false }, listener);
+  return () => {
+    clearTimeout(pending);
+    unwatchFile(file, listener);
+  };
 }

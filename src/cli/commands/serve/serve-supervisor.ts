@@ -82,6 +82,7 @@ export async function superviseServer(
   };
   let timedOut = false;
   let stoppedClean = false;
+  let port: number | undefined;
   let hardStop: NodeJS.Timeout | undefined;
   const stop = () => {
     if (stopping) {
@@ -108,8 +109,20 @@ export async function superviseServer(
       `stopping: waiting for ${describeInFlight(inFlight)} to answer${settles > 0 ? " (a settle waits for its receipt)" : ""}; Ctrl-C again to stop now`,
     );
   };
+  const onMessage = (message: WorkerMessage) => {
+    if (message.type === "draining") onDraining(message.inFlight);
+    else if (message.type === "note") note(message.entry, message.text);
+    else if (message.type === "listening") {
+      port = message.port;
+      hooks.onListening?.(message.url);
+    } else if (message.type === "stopped") {
+      // Settles that ran past their answer may keep the worker busy: it is ended now.
+      stoppedClean = true;
+      // A moment for its last log lines to cross from the worker.
+      setTimeout(() => stopNow?.(), 200);
+    }
+  };
 
-  let port: number | undefined;
   let deathsInARow = 0;
   try {
     for (let start = 0; ; start++) {
@@ -132,20 +145,7 @@ export async function superviseServer(
       });
       current = worker;
       if (stopping) tell(worker, { type: "stop" });
-      const ended = watch(worker, {
-        onDraining,
-        onStopped: () => {
-          // Settles that ran past their answer may keep the worker busy: it is ended now.
-          stoppedClean = true;
-          // A moment for its last log lines to cross from the worker.
-          setTimeout(() => stopNow?.(), 200);
-        },
-        onListening: (bound, url) => {
-          port = bound;
-          hooks.onListening?.(url);
-        },
-        onNote: note,
-      });
+      const ended = watch(worker, onMessage);
       const end = await Promise.race([ended, stoppedNow.then(() => undefined)]);
       current = undefined;
       if (end === undefined && (timedOut || stoppedClean)) {
@@ -218,24 +218,16 @@ async function killWorker(worker: ChildProcess): Promise<void> {
  */
 function watch(
   worker: ChildProcess,
-  hooks: {
-    onDraining: (inFlight: Record<string, number>) => void;
-    onStopped: () => void;
-    onListening: (port: number, url: string) => void;
-    onNote: (entry: Record<string, unknown>, text: string) => void;
-  },
+  onMessage: (message: WorkerMessage) => void,
 ): Promise<WorkerEnd> {
   let reason: string | undefined;
   let usage: WorkerEnd["usage"];
   let outOfMemory = false;
   let partial = "";
   worker.on("message", (message: WorkerMessage) => {
-    if (message.type === "listening") hooks.onListening(message.port, message.url);
-    else if (message.type === "draining") hooks.onDraining(message.inFlight);
-    else if (message.type === "stopped") hooks.onStopped();
-    else if (message.type === "note") hooks.onNote(message.entry, message.text);
-    else if (message.type === "usage") usage = { message: message.message, code: message.code };
+    if (message.type === "usage") usage = { message: message.message, code: message.code };
     else if (message.type === "died") reason = message.reason;
+    else onMessage(message);
   });
   worker.on("error", (error: NodeJS.ErrnoException) => {
     reason ??= `cannot start: ${error.code ?? error.name}`;

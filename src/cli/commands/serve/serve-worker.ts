@@ -35,13 +35,7 @@ const start = new Promise<Extract<SupervisorMessage, { type: "start" }>>((resolv
 });
 const { settings, bannerOnTty } = await start;
 try {
-  process.exitCode = await serveHere(settings, {
-    bannerOnTty,
-    stopped,
-    onListening: (port, url) => tell({ type: "listening", port, url }),
-    onDraining: (inFlight) => tell({ type: "draining", inFlight }),
-    onNote: (entry, text) => tell({ type: "note", entry, text }),
-  });
+  process.exitCode = await serveHere(settings, { bannerOnTty, stopped, tell });
   // Answered and closed: settles still following their transactions may keep this process busy.
   tell({ type: "stopped" });
 } catch (error) {

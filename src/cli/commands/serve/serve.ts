@@ -4,15 +4,16 @@ import { privateKeyToAccount } from "viem/accounts";
 import { Reconciler } from "../../../core/reconciler.js";
 import { useWasmSecp256k1 } from "../../../evm/chain/secp256k1.js";
 import type { Facilitator } from "../../../facilitator.js";
-import { keyRequired as keyRequiredBy } from "../../../http/callers.js";
+import { type ApiKeys, keyRequired as keyRequiredBy } from "../../../http/callers.js";
 import { createHandler } from "../../../http/handler.js";
 import { trustedHosts } from "../../../http/hosts.js";
-import { startServer } from "../../../http/server.js";
+import { DEFAULT_KEY_RATE } from "../../../http/rates.js";
+import { type RunningServer, startServer } from "../../../http/server.js";
 import { caip2 } from "../../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";
 import { SendingDoor } from "../../facilitator/sending-door.js";
-import { isPortTaken, portTakenMessage, UsageError } from "../../io/errors.js";
+import { isPortTaken, UsageError } from "../../io/errors.js";
 import { logJson } from "../../io/output.js";
 import { lockForServe } from "../../locks/settlement-locks.js";
 import { describeSignerWait, signerWaitEntry } from "../../locks/store-leases.js";
@@ -20,10 +21,9 @@ import type { CliConfig } from "../../settings/config.js";
 import { resolveSetting } from "../../settings/setting-resolver.js";
 import { flagName } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";
-import { controlsInForce, controlsLine } from "./serve-controls.js";
 import { liveApiKeys, liveDenyList } from "./serve-reload.js";
 import { resolveServe, type ServeFlags, type ServeSettings } from "./serve-settings.js";
-import { stopServing } from "./serve-stop.js";
+import type { WorkerMessage } from "./serve-supervisor.js";
 
 /** A reconciler pass every so often (0: none), over settlements unchanged for a while. */
 function startReconciler(
@@ -49,15 +49,8 @@ function startReconciler(
 /** Runs the server in this thread until `stopped`; `onListening` learns the port bound. */
 export async function serveHere(
   settings: ServeSettings,
-  options: {
-    bannerOnTty: boolean;
-    stopped: Promise<void>;
-    onListening?: (port: number, url: string) => void;
-    /** Told, once a stop is asked for, which requests (by path) it waits for. */
-    onDraining?: (inFlight: Record<string, number>) => void;
-    /** Something to say while starting: a JSON log entry, and its line for a terminal. */
-    onNote?: (entry: Record<string, unknown>, text: string) => void;
-  },
+  /** `tell`: the port bound, what a stop waits for, and notes while starting (the supervisor's). */
+  options: { bannerOnTty: boolean; stopped: Promise<void>; tell: (message: WorkerMessage) => void },
 ): Promise<number> {
   const keys = [...settings.privateKeys];
   const config: CliConfig = {
@@ -85,7 +78,11 @@ export async function serveHere(
     metrics,
     offerReceiverAuthorizer: sellerKeys > 0,
     onSignerWait: (wait, store) =>
-      options.onNote?.(signerWaitEntry(wait, store), describeSignerWait(wait, store)),
+      options.tell({
+        type: "note",
+        entry: signerWaitEntry(wait, store),
+        text: describeSignerWait(wait, store),
+      }),
   });
   metrics.attach(facilitator);
   // A server recovers many signatures: load the faster recovery once, up front.
@@ -95,9 +92,14 @@ export async function serveHere(
     : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
   // A key blocked by a transaction the node does not mine, and unblocked: one line each, even quiet.
   facilitator.signers.onEvent = ({ event, signer, hole }) =>
-    process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event, network: caip2(hole.chainId), signer, nonce: hole.nonce, since: new Date(hole.since).toISOString(), reason: hole.reason })}\n`,
-    );
+    logJson({
+      event,
+      network: caip2(hole.chainId),
+      signer,
+      nonce: hole.nonce,
+      since: new Date(hole.since).toISOString(),
+      reason: hole.reason,
+    });
   // Without an API key, the Host header is all that keeps a web page out (DNS rebinding).
   const trustedHost = keyRequired
     ? undefined
@@ -134,12 +136,12 @@ export async function serveHere(
   } catch (error) {
     if (isPortTaken(error)) {
       throw new UsageError(
-        `cannot listen on ${host}:${port}: ${portTakenMessage(port, "another serve, or another program", "--port 0 for a free one")}`,
+        `cannot listen on ${host}:${port}: --port ${port} is taken (another serve, or another program?): pick another, or --port 0 for a free one`,
       );
     }
     throw new UsageError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
   }
-  options.onListening?.(server.port, server.url);
+  options.tell({ type: "listening", port: server.port, url: server.url });
   // Every settlement written down is followed to its end, whether or not anyone retries it.
   const reconciler = startReconciler(facilitator, process.env, log);
 
@@ -172,16 +174,22 @@ export async function serveHere(
       ].join("\n"),
     );
   } else if (!quiet) {
-    process.stderr.write(
-      `${JSON.stringify({ time: new Date().toISOString(), event: "listening", url: server.url, signers: facilitator.signers.addresses, ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}), ...(authorizer ? { receiverAuthorizer: authorizer } : {}), store: facilitator.journal.where, controls })}\n`,
-    );
+    logJson({
+      event: "listening",
+      url: server.url,
+      signers: facilitator.signers.addresses,
+      ...(facilitator.svmFeePayers.length > 0 ? { svmFeePayers: facilitator.svmFeePayers } : {}),
+      ...(authorizer ? { receiverAuthorizer: authorizer } : {}),
+      store: facilitator.journal.where,
+      controls,
+    });
     if (exposed) logJson({ event: "warning", message: exposedWarning });
   }
 
   await options.stopped;
   liveKeys.stop();
   stopDenyList();
-  options.onDraining?.(server.inFlight());
+  options.tell({ type: "draining", inFlight: server.inFlight() });
   await stopServing({
     server,
     door,
@@ -217,4 +225,84 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   } finally {
     locks?.release();
   }
+}
+
+/** The operator controls a serve runs with, for its banner and its `listening` line. */
+type Controls = ReturnType<typeof controlsInForce>;
+
+function controlsInForce(config: CliConfig, apiKeys: ApiKeys | undefined) {
+  const keys = apiKeys?.keys ?? [];
+  return {
+    ...(config.denyList ? { denyList: config.denyList } : {}),
+    ...(config.builderCode ? { builderCode: config.builderCode } : {}),
+    ...(config.ratePerClient !== undefined ? { ratePerClient: config.ratePerClient } : {}),
+    ...(keys.length > 0
+      ? { keyRates: Object.fromEntries(keys.map((k) => [k.name, k.perMinute ?? DEFAULT_KEY_RATE])) }
+      : {}),
+  };
+}
+
+/** One banner line: each control in force, or that there is none. */
+function controlsLine(controls: Controls): string {
+  const parts = [
+    controls.denyList && `deny list ${controls.denyList} (re-read when it changes)`,
+    controls.builderCode && `builder code ${controls.builderCode}`,
+    controls.ratePerClient !== undefined &&
+      `${controls.ratePerClient} requests a minute per client address`,
+    controls.keyRates &&
+      `rates per API key: ${Object.entries(controls.keyRates)
+        .map(([name, perMinute]) => `${name} ${perMinute}/min`)
+        .join(", ")}`,
+  ].filter((p): p is string => typeof p === "string" && p.length > 0);
+  return parts.length > 0 ? parts.join("; ") : "none (no deny list, builder code or rate limit)";
+}
+
+/**
+ * serve's stop, within --shutdown-timeout: new requests 503, those in flight may finish; near the
+ * end new broadcasts are refused and the rest answered (settles: settlement_pending).
+ */
+/** Between the door shutting and the late answers: time for the refused settles to answer. */
+const DOOR_GRACE_MS = 300;
+/** Kept back from the timeout for the store's last writes and the process's end. */
+const RESERVE_MS = 1_500;
+
+interface Stopping {
+  readonly server: RunningServer;
+  readonly door: SendingDoor;
+  readonly reconciler: Reconciler | undefined;
+  readonly facilitator: Facilitator;
+  readonly shutdownTimeoutMs: number;
+}
+
+/** Resolves with `work`, or after `ms` without it (it goes on, unwaited). */
+function within(work: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms));
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+async function stopServing(s: Stopping): Promise<void> {
+  const started = Date.now();
+  const left = () => s.shutdownTimeoutMs - (Date.now() - started);
+  const reserve = Math.min(RESERVE_MS, s.shutdownTimeoutMs / 4);
+  const grace = Math.min(DOOR_GRACE_MS, s.shutdownTimeoutMs / 10);
+  const answerAt = s.shutdownTimeoutMs - reserve;
+  const timers = [
+    setTimeout(() => s.door.shut(), answerAt - grace),
+    setTimeout(() => s.server.answerNow(), answerAt),
+  ];
+  try {
+    await s.server.close();
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+  }
+  // Whatever ran past its answer (a settle following its transaction) sends nothing new now.
+  s.door.shut();
+  await within(s.reconciler?.stop() ?? Promise.resolve(), left() / 2);
+  // Every answer given is written down as given before the store closes.
+  await within(s.facilitator.answers.flush(), left() / 2);
+  // Gives up this replica's claims and signer leases at once, rather than when they run out.
+  await within(Promise.resolve(s.facilitator.journal.close()), left());
 }

@@ -3,7 +3,7 @@ import chalk from "chalk";
 import { checkStatusQuery, type SettlementStatus, type StatusQuery } from "../../../core/status.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
 import { parseJson, parseRequest } from "../../../protocol/request.js";
-import { facilitatorFrom } from "../../facilitator/facilitator.js";
+import { facilitatorFrom, finish } from "../../facilitator/facilitator.js";
 import { UsageError } from "../../io/errors.js";
 import { readSource } from "../../io/input.js";
 import { type HumanOutput, humanOutput, note, printJson } from "../../io/output.js";
@@ -78,6 +78,6 @@ export async function runStatus(file: string | undefined, flags: StatusFlags): P
     note(out, `${chalk.red("✖ failed")} ${chalk.bold(code)}: ${message}`);
     return 3;
   } finally {
-    if (facilitator.journal.shared) await facilitator.journal.close();
+    await finish(facilitator);
   }
 }
