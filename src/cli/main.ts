@@ -1,6 +1,7 @@
 /** The `facilitator` command line; bin/facilitator.js exits with what main() returns. */
 import { Command, CommanderError } from "commander";
 import type { ErrorCode } from "../protocol/errors.js";
+import { firstLine } from "../protocol/words.js";
 import { devnetCommand } from "./commands/devnet/devnet-command.js";
 import { doctorCommand } from "./commands/doctor/doctor-command.js";
 import { payCommand } from "./commands/pay/pay-command.js";
@@ -91,9 +92,7 @@ export async function main(argv: string[]): Promise<number> {
       return reportUsage(commanderMessage(error, commandName));
     }
     if (error instanceof UsageError) return reportUsage(error.message, error.code);
-    process.stderr.write(
-      `${PREFIX} unexpected error: ${String((error as Error).message ?? error).split("\n")[0]} (please report it)\n`,
-    );
+    process.stderr.write(`${PREFIX} unexpected error: ${firstLine(error)} (please report it)\n`);
     return 3;
   }
 }

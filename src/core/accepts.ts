@@ -3,13 +3,11 @@
  * what a buyer needs to sign, in the shape of an x402 v2 402 body.
  */
 import { type Answer, failed } from "../protocol/errors.js";
+import { isObject } from "../protocol/words.js";
 import type { ChainFamily } from "./family.js";
 
 const DEFAULT_MAX_TIMEOUT_SECONDS = 300;
 const MAX_OFFERS = 64;
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The offer's own positive whole `maxTimeoutSeconds`, else the default. */
 export function timeoutOf(offer: Readonly<Record<string, unknown>>, fallback: number): number {

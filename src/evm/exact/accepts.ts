@@ -3,15 +3,13 @@
  * from the token if missing; Permit2 signs for its own domain, so it goes without).
  */
 import { type Address, getAddress, isAddress, parseAbi } from "viem";
+import { isObject } from "../../protocol/words.js";
 import type { EvmSchemeHost } from "../scheme.js";
 
 const tokenAbi = parseAbi([
   "function name() view returns (string)",
   "function version() view returns (string)",
 ]);
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** Token EIP-712 domains by chain and address: a token's name and version do not change. */
 const domains = new Map<string, Promise<{ name: string; version: string } | undefined>>();

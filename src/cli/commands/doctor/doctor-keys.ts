@@ -2,6 +2,7 @@
 import { privateKeyToAccount } from "viem/accounts";
 import { gasAmount } from "../../../protocol/amounts.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
+import { firstLine } from "../../../protocol/words.js";
 import { type RpcRegistry, unreachableReason } from "../../../rpc/rpc.js";
 import { lamportsOf } from "../../../svm/exact/rpc.js";
 import type { CliConfig } from "../../settings/config.js";
@@ -154,7 +155,7 @@ export async function checkSolanaFeePayers(
             `Solana fee payer ${address} holds ${gasAmount(lamports, 9)} SOL on ${network} for fees`,
           `send it some SOL on ${network}: it pays every fee`,
           (error) =>
-            `Solana fee payer ${address}'s balance on ${network} could not be read (${(error as Error).message.split("\n")[0]})`,
+            `Solana fee payer ${address}'s balance on ${network} could not be read (${firstLine(error)})`,
         ),
       );
     }

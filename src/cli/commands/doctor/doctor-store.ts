@@ -2,6 +2,7 @@
 
 import type { JournalEntry } from "../../../core/store.js";
 import { settlementAccount } from "../../../evm/chain/secp256k1.js";
+import { firstLine } from "../../../protocol/words.js";
 import { redactStoreUrl } from "../../../store/postgres.js";
 import { MIGRATIONS, UNSETTLED_STATES } from "../../../store/schema.js";
 import type { CliConfig } from "../../settings/config.js";
@@ -20,7 +21,7 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
   try {
     await client.connect();
   } catch (error) {
-    const reason = (error as Error).message.split("\n")[0];
+    const reason = firstLine(error);
     const fix = "start PostgreSQL, or check the URL, its user and PGPASSWORD";
     return [finding("store", "unreachable", `${where} cannot be reached (${reason})`, fix)];
   }

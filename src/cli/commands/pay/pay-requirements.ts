@@ -5,6 +5,7 @@ import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../../protocol/networks.js";
 import { parseJson } from "../../../protocol/request.js";
 import { looksSolana, solanaNetworkOf } from "../../../protocol/solana-networks.js";
+import { isObject } from "../../../protocol/words.js";
 import type { RpcRegistry } from "../../../rpc/rpc.js";
 import { UsageError } from "../../io/errors.js";
 import { readSource } from "../../io/input.js";
@@ -19,9 +20,6 @@ export interface PickedRequirements {
 export type PayTarget =
   | { readonly kind: "evm"; readonly chainId: number }
   | { readonly kind: "svm"; readonly network: string; readonly named: string };
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** A Solana network in either form (v1 name or CAIP-2) as its CAIP-2 id. */
 function solanaId(network: string): string | undefined {

@@ -6,6 +6,7 @@ import {
   knownMintSymbol,
   solanaCluster,
 } from "../../../protocol/solana-networks.js";
+import { firstLine } from "../../../protocol/words.js";
 import { isUnreachable, type RpcRegistry } from "../../../rpc/rpc.js";
 import { svmFeePayerOf, svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import {
@@ -116,7 +117,7 @@ function callOf(client: Awaited<ReturnType<RpcRegistry["solanaClient"]>>, named:
       return await client.request({ method, params } as never);
     } catch (error) {
       if (isUnreachable(error)) throw error;
-      const text = error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error);
+      const text = firstLine(error);
       throw FacilitatorError.of(
         "chain_unavailable",
         `the Solana RPC for ${named} answered ${method} with an error: ${text}`,

@@ -15,6 +15,7 @@ import type { TokenUnits } from "../../../protocol/amounts.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
 import { isUnreachable, RpcRegistry, unreachableReason } from "../../../rpc/rpc.js";
+import { registryOptions } from "../../facilitator/facilitator.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
 import { UsageError } from "../../io/errors.js";
 import { humanOutput, note, printJson, warn } from "../../io/output.js";
@@ -284,11 +285,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
 export async function runPay(flags: PayFlags): Promise<number> {
   const out = humanOutput(flags.quiet);
   const config = loadConfig(flags);
-  const rpc = new RpcRegistry({
-    rpcUrls: config.rpcUrls,
-    useDefaultRpcs: config.publicRpcs,
-    rpcBatchLimit: config.rpcBatchLimit,
-  });
+  const rpc = new RpcRegistry(registryOptions(config));
   try {
     const quiet = flags.quiet === true;
     const action = channelActionOf(flags);
