@@ -128,7 +128,7 @@ module.exports = {
       from: { path: "^src/" },
       to: {
         dependencyTypes: ["npm-dev"],
-        pathNot: "(^|/)node_modules/((chalk|commander|ora|viem|zod)|@x402/evm)/",
+        pathNot: "(^|/)node_modules/(chalk|commander|ora|viem|zod|@x402/evm)/",
       },
     },
   ],

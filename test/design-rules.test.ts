@@ -399,8 +399,8 @@ describe("the layers and the import rules", () => {
     expect(new RegExp(zod?.from.pathNot as string).test(`src/${door}`)).toBe(true);
     const dev = cruiser.forbidden.find((rule) => rule.name === "no-dev-dependencies-in-src");
     const says = rows.find(([row]) => row === "no-dev-dependencies-in-src")?.[1] ?? "";
-    const named = /but ([\w ,]+?), bundled/.exec(says)?.[1]?.split(/, | and /) ?? [];
-    const bundled = /\(([\w|]+)\)/.exec(dev?.to.pathNot ?? "")?.[1]?.split("|") ?? [];
+    const named = /but ([\w@/ ,]+?), bundled/.exec(says)?.[1]?.split(/, | and /) ?? [];
+    const bundled = /\(([\w@/|]+)\)/.exec(dev?.to.pathNot ?? "")?.[1]?.split("|") ?? [];
     expect(named.length).toBeGreaterThan(2);
     expect(sorted(named)).toEqual(sorted(bundled));
   });
