@@ -6,20 +6,11 @@
  * record's offset + 1). A segment counts only once the live file names it (never a record twice).
  */
 import { createHash } from "node:crypto";
-import {
-  closeSync,
-  createReadStream,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { open, readdir, rename, rm } from "node:fs/promises";
+import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { open, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { JournalEntry } from "../core/store.js";
+import { chunked, dirSteps, fileSteps, type Steps, serving } from "./journal-file.js";
 
 /** A settled entry, as the archive (and a compacted journal) writes it down whole. */
 export interface EntryLine extends Omit<JournalEntry, "raws"> {
@@ -42,8 +33,6 @@ interface SegmentHeader {
 }
 
 const SLOT = 16;
-/** What is made between two turns of the event loop while a segment is written. */
-const CHUNK_BYTES = 256 * 1024;
 const HEADER = 16;
 const MAGIC = "fjidx1\n\n";
 
@@ -63,8 +52,8 @@ function fingerprint(term: string): Buffer {
 
 const slotOf = (print: Buffer, slots: number) => print.readUInt32BE(4) & (slots - 1);
 
-/** A segment's two files, in chunks of text and one index buffer, for the sync and async writers. */
-function* segmentParts(lines: readonly ArchivedLine[]): Generator<Buffer, Buffer> {
+/** A segment's records (its header first), each term put in `index` as its record is made. */
+function segment(lines: readonly ArchivedLine[]): { records: Generator<string>; index: Buffer } {
   let from = Date.now();
   let to = 0;
   for (const l of lines) {
@@ -80,31 +69,24 @@ function* segmentParts(lines: readonly ArchivedLine[]): Generator<Buffer, Buffer
   index.write(MAGIC, 0, "latin1");
   index.writeUInt32BE(slots, 8);
   index.writeUInt32BE(terms, 12);
-  let offset = 0;
-  let chunk = `${JSON.stringify(header)}\n`;
-  let chunkBytes = Buffer.byteLength(chunk);
-  for (const line of lines) {
-    const at = offset + chunkBytes;
-    for (const term of termsOf(line)) {
-      const print = fingerprint(term);
-      let slot = slotOf(print, slots);
-      while (index.readBigUInt64BE(HEADER + slot * SLOT + 8) !== 0n) slot = (slot + 1) % slots;
-      print.copy(index, HEADER + slot * SLOT);
-      index.writeBigUInt64BE(BigInt(at + 1), HEADER + slot * SLOT + 8);
-    }
-    const text = `${JSON.stringify(line)}\n`;
-    chunk += text;
-    chunkBytes += Buffer.byteLength(text);
-    // A chunk at a time, the event loop serving between them (the async writer).
-    if (chunkBytes > CHUNK_BYTES) {
-      offset += chunkBytes;
-      yield Buffer.from(chunk);
-      chunk = "";
-      chunkBytes = 0;
+  function* records(): Generator<string> {
+    const first = `${JSON.stringify(header)}\n`;
+    yield first;
+    let offset = Buffer.byteLength(first);
+    for (const line of lines) {
+      for (const term of termsOf(line)) {
+        const print = fingerprint(term);
+        let slot = slotOf(print, slots);
+        while (index.readBigUInt64BE(HEADER + slot * SLOT + 8) !== 0n) slot = (slot + 1) % slots;
+        print.copy(index, HEADER + slot * SLOT);
+        index.writeBigUInt64BE(BigInt(offset + 1), HEADER + slot * SLOT + 8);
+      }
+      const text = `${JSON.stringify(line)}\n`;
+      yield text;
+      offset += Buffer.byteLength(text);
     }
   }
-  yield Buffer.from(chunk);
-  return index;
+  return { records: records(), index };
 }
 
 export class JournalArchive {
@@ -135,36 +117,15 @@ export class JournalArchive {
   }
 
   /** Writes segment `n` (synced, renamed into place); it counts once the live file names it. */
-  writeSync(lines: readonly ArchivedLine[], n: number): void {
+  *write(lines: readonly ArchivedLine[], n: number): Steps {
     mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
-    const parts = segmentParts(lines);
-    let next = parts.next();
-    writeSynced(`${this.#path(n, "jsonl")}.tmp`, (fd) => {
-      for (; !next.done; next = parts.next()) writeFileSync(fd, next.value);
-    });
-    writeSynced(`${this.#path(n, "idx")}.tmp`, (fd) => writeFileSync(fd, next.value as Buffer));
-    renameSync(`${this.#path(n, "idx")}.tmp`, this.#path(n, "idx"));
-    renameSync(`${this.#path(n, "jsonl")}.tmp`, this.#path(n, "jsonl"));
-    syncDirSync(this.#dir);
-  }
-
-  /** As writeSync, on the thread pool, yielding to the event loop between chunks. */
-  async write(lines: readonly ArchivedLine[], n: number): Promise<void> {
-    mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
-    const parts = segmentParts(lines);
-    let next = parts.next();
-    await writeSyncedAsync(`${this.#path(n, "jsonl")}.tmp`, async (file) => {
-      for (; !next.done; next = parts.next()) {
-        await file.writeFile(next.value);
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    });
-    await writeSyncedAsync(`${this.#path(n, "idx")}.tmp`, (file) =>
-      file.writeFile(next.value as Buffer),
-    );
-    await rename(`${this.#path(n, "idx")}.tmp`, this.#path(n, "idx"));
-    await rename(`${this.#path(n, "jsonl")}.tmp`, this.#path(n, "jsonl"));
-    await syncDir(this.#dir);
+    const { records, index } = segment(lines);
+    const [jsonl, idx] = [this.#path(n, "jsonl"), this.#path(n, "idx")];
+    yield* fileSteps(`${jsonl}.tmp`, chunked(records));
+    yield* fileSteps(`${idx}.tmp`, [index]);
+    renameSync(`${idx}.tmp`, idx);
+    renameSync(`${jsonl}.tmp`, jsonl);
+    yield* dirSteps(this.#dir);
   }
 
   /** The segments that count, newest first. */
@@ -239,7 +200,7 @@ export class JournalArchive {
       await rm(this.#path(n, "idx"), { force: true });
       forgotten++;
     }
-    if (forgotten > 0) await syncDir(this.#dir);
+    if (forgotten > 0) await serving(dirSteps(this.#dir));
     return forgotten;
   }
 }
@@ -264,41 +225,4 @@ async function readLineAt(file: Handle, offset: number): Promise<ArchivedLine | 
   } catch {
     return undefined;
   }
-}
-
-/** Opens `file`, runs `work` on it, fsyncs and closes it. */
-export function writeSynced(file: string, work: (fd: number) => void, flags = "w"): void {
-  const fd = openSync(file, flags, 0o600);
-  try {
-    work(fd);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-async function writeSyncedAsync(
-  file: string,
-  work: (handle: Handle) => Promise<void>,
-  flags = "w",
-): Promise<void> {
-  const handle = await open(file, flags, 0o600);
-  try {
-    await work(handle);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-export const syncDirSync = (dir: string): void => writeSynced(dir, () => undefined, "r");
-
-export const syncDir = (dir: string): Promise<void> =>
-  writeSyncedAsync(dir, async () => undefined, "r");
-
-/** Reads `file` from `offset` to its end (a file whose writes are held meanwhile). */
-export async function readFrom(file: string, offset: number): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const chunk of createReadStream(file, { start: offset })) parts.push(chunk as Buffer);
-  return Buffer.concat(parts);
 }

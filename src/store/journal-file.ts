@@ -2,7 +2,10 @@
 import {
   closeSync,
   constants,
+  createReadStream,
   fstatSync,
+  fsync,
+  fsyncSync,
   openSync,
   readSync,
   renameSync,
@@ -12,7 +15,8 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import { syncDirSync, writeSynced } from "./journal-archive.js";
+import { setImmediate } from "node:timers/promises";
+import { promisify } from "node:util";
 import type { WriteBytes } from "./journal-commit.js";
 
 export const APPEND_FLAGS =
@@ -106,19 +110,66 @@ export function replay(
   return lines;
 }
 
-/** Writes `chunks` to a new file, syncs it and renames it over `file`; on failure `file` is as it was. */
-export function rewrite(file: string, chunks: Iterable<string>): void {
+/** Writes `texts` to a new file, syncs it and renames it over `file`; on failure `file` is as it was. */
+export function rewrite(file: string, texts: Iterable<string>): void {
   const next = `${file}.compact`;
   try {
-    writeSynced(next, (fd) => {
-      for (const chunk of chunks) writeFileSync(fd, chunk);
-    });
+    atOnce(fileSteps(next, chunked(texts)));
   } catch (error) {
     rmSync(next, { force: true });
     throw error;
   }
   renameSync(next, file);
-  syncDirSync(path.dirname(file));
+  atOnce(dirSteps(path.dirname(file)));
+}
+
+/** Writing a file as steps: a pause after each chunk, then its descriptor to sync (atOnce, serving). */
+export type Steps = Generator<number | undefined>;
+
+/** Writes `chunks` to `file` (opened with `flags`), then syncs and closes it. */
+export function* fileSteps(file: string, chunks: Iterable<string | Buffer>, flags = "w"): Steps {
+  const fd = openSync(file, flags, 0o600);
+  try {
+    for (const chunk of chunks) {
+      writeFileSync(fd, chunk);
+      yield;
+    }
+    yield fd;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Syncs the directory `dir`, so a rename in it lasts. */
+export const dirSteps = (dir: string): Steps => fileSteps(dir, [], "r");
+
+/** `texts` joined into chunks of 256 KiB or so: what is written between two turns of the event loop. */
+export function* chunked(texts: Iterable<string>): Generator<string> {
+  let chunk = "";
+  for (const text of texts) {
+    chunk += text;
+    if (chunk.length < 256 * 1024) continue;
+    yield chunk;
+    chunk = "";
+  }
+  if (chunk) yield chunk;
+}
+
+/** Runs `steps` at once (while the journal is opened). */
+export function atOnce(steps: Steps): void {
+  for (const fd of steps) if (fd !== undefined) fsyncSync(fd);
+}
+
+/** Runs `steps` while serving: the event loop turns between chunks, and syncs on the thread pool. */
+export async function serving(steps: Steps): Promise<void> {
+  for (const fd of steps) await (fd === undefined ? setImmediate() : promisify(fsync)(fd));
+}
+
+/** Reads `file` from `offset` to its end (a file whose writes are held meanwhile). */
+export async function readFrom(file: string, offset: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of createReadStream(file, { start: offset })) parts.push(chunk as Buffer);
+  return Buffer.concat(parts);
 }
 
 export function endsMidLine(file: string): boolean {

@@ -3,21 +3,25 @@
  * and the file is compacted once grown, so a start-up reads what is live, and all stays findable.
  */
 import { closeSync, fstat, openSync, rmSync } from "node:fs";
-import { open, rename, rm } from "node:fs/promises";
+import { rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { valueBytes } from "../core/byte-budget.js";
 import type { JournalEntry } from "../core/store.js";
-import {
-  type ArchivedLine,
-  JournalArchive,
-  readFrom,
-  syncDir,
-  termsOf,
-} from "./journal-archive.js";
+import { type ArchivedLine, JournalArchive, termsOf } from "./journal-archive.js";
 import type { GroupCommit } from "./journal-commit.js";
 import { liveLines, type Snapshot } from "./journal-compaction.js";
-import { APPEND_FLAGS, type JournalOptions, rewrite } from "./journal-file.js";
+import {
+  APPEND_FLAGS,
+  atOnce,
+  chunked,
+  dirSteps,
+  fileSteps,
+  type JournalOptions,
+  readFrom,
+  rewrite,
+  serving,
+} from "./journal-file.js";
 import { withNetwork } from "./journal-lines.js";
 import { entryBytes } from "./journal-memory.js";
 
@@ -112,7 +116,7 @@ export class JournalHistory {
     }
     // Reading a long uncompacted file: history goes to disk as it is read, not kept in memory.
     else if (this.#commits.fd === undefined && this.#segmentDue()) {
-      this.archive.writeSync(this.#toArchive, this.archive.through + ++this.#unfinished);
+      atOnce(this.archive.write(this.#toArchive, this.archive.through + ++this.#unfinished));
       this.#toArchive = [];
       this.#pendingBytes = 0;
     }
@@ -131,7 +135,8 @@ export class JournalHistory {
     const live = snapshot.entries.length + snapshot.ids.length + snapshot.others.length;
     if (this.#unfinished === 0 && !(lines > this.#compactAfter && lines > 4 * live)) return;
     try {
-      if (toArchive.length > 0) archive.writeSync(toArchive, archive.through + ++this.#unfinished);
+      if (toArchive.length > 0)
+        atOnce(archive.write(toArchive, archive.through + ++this.#unfinished));
       this.#toArchive = [];
       this.#pendingBytes = 0;
       const through = archive.through + this.#unfinished;
@@ -223,46 +228,36 @@ export class JournalHistory {
     const next = `${file}.compact`;
     const segment = taken.length > 0 ? archive.through + 1 : archive.through;
     try {
-      if (segment > archive.through) await archive.write(taken, segment);
+      if (segment > archive.through) await serving(archive.write(taken, segment));
       step?.("segment");
       let lines = 0;
-      const out = await open(next, "w", 0o600);
-      try {
-        let chunk = "";
-        for (const text of liveLines(segment, cut.snapshot)) {
-          chunk += text;
-          if (chunk.length < 256 * 1024) continue;
-          lines += await writeCounted(out, chunk);
-          chunk = "";
-          // The event loop serves between chunks: copying memory out never stalls a settle.
-          await new Promise((resolve) => setImmediate(resolve));
+      function* counted(chunks: Iterable<string | Buffer>) {
+        for (const chunk of chunks) {
+          lines += newlines(chunk);
+          yield chunk;
         }
-        lines += await writeCounted(out, chunk);
-        const live = lines;
-        await out.sync();
-        step?.("written");
-        const swapped = await commits.exclusive(async () => {
-          const fd = commits.fd;
-          if (fd === undefined) return false;
-          // What was appended since the cut (a few groups), then the rename that commits it all.
-          lines += await writeCounted(out, await readFrom(file, cut.size));
-          await out.sync();
-          step?.("tail");
-          await rename(next, file);
-          archive.through = segment;
-          commits.fd = openSync(file, APPEND_FLAGS, 0o600);
-          closeSync(fd);
-          step?.("renamed");
-          await syncDir(path.dirname(file));
-          step?.("synced");
-          return true;
-        });
-        if (!swapped) throw new Error("the journal was closed while it was compacted");
-        // The lines appended meanwhile count as growth: the next compaction comes sooner.
-        [this.#lines, this.#linesCompacted] = [lines, live];
-      } finally {
-        await out.close();
       }
+      await serving(fileSteps(next, counted(chunked(liveLines(segment, cut.snapshot)))));
+      const live = lines;
+      step?.("written");
+      const swapped = await commits.exclusive(async () => {
+        const fd = commits.fd;
+        if (fd === undefined) return false;
+        // What was appended since the cut (a few groups), then the rename that commits it all.
+        await serving(fileSteps(next, counted([await readFrom(file, cut.size)]), "a"));
+        step?.("tail");
+        await rename(next, file);
+        archive.through = segment;
+        commits.fd = openSync(file, APPEND_FLAGS, 0o600);
+        closeSync(fd);
+        step?.("renamed");
+        await serving(dirSteps(path.dirname(file)));
+        step?.("synced");
+        return true;
+      });
+      if (!swapped) throw new Error("the journal was closed while it was compacted");
+      // The lines appended meanwhile count as growth: the next compaction comes sooner.
+      [this.#lines, this.#linesCompacted] = [lines, live];
     } catch (error) {
       await rm(next, { force: true });
       // A segment for a compaction that did not commit: the old file still holds its records.
@@ -281,14 +276,9 @@ export class JournalHistory {
   }
 }
 
-/** Writes `text`; answers how many lines it holds. */
-async function writeCounted(
-  out: Awaited<ReturnType<typeof open>>,
-  text: string | Buffer,
-): Promise<number> {
-  const bytes = typeof text === "string" ? Buffer.from(text) : text;
-  if (bytes.length > 0) await out.writeFile(bytes);
+/** How many lines `text` ends. */
+function newlines(text: string | Buffer): number {
   let lines = 0;
-  for (let at = bytes.indexOf(0x0a); at >= 0; at = bytes.indexOf(0x0a, at + 1)) lines++;
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) lines++;
   return lines;
 }
