@@ -32,10 +32,6 @@ export class JournalCatalogue implements Catalogue {
     this.#write = write;
   }
 
-  get size(): number {
-    return this.#entries.size;
-  }
-
   /** A line read back from the file, or just made here. */
   apply(line: CatalogueLine): void {
     if (line.t === "uncatalogue") this.#entries.delete(line.key);
@@ -62,15 +58,10 @@ export class JournalCatalogue implements Catalogue {
     }
     const refused = boundRefusal(entry, { byPayee, byPayer }, bounds);
     if (refused) return { refused };
-    const writes: Promise<void>[] = [];
-    while (this.#entries.size >= Math.max(1, bounds.total)) {
-      let oldest: CatalogueEntry | undefined;
-      for (const e of this.#entries.values()) {
-        if (!oldest || newestFirst(e, oldest) > 0) oldest = e;
-      }
-      if (!oldest) break;
-      writes.push(this.#write({ t: "uncatalogue", key: oldest.key }));
-    }
+    // When full, the entries updated longest ago make room.
+    const keep = Math.max(1, bounds.total) - 1;
+    const newest = this.#entries.size > keep ? [...this.#entries.values()].sort(newestFirst) : [];
+    const writes = newest.slice(keep).map((e) => this.#write({ t: "uncatalogue", key: e.key }));
     writes.push(this.#write({ t: "catalogue", entry }));
     await Promise.all(writes);
     return { added: true };

@@ -1,12 +1,7 @@
 /** What a compacted journal holds (journal-history.ts compacts): memory's state, as lines. */
 import type { JournalEntry } from "../core/store.js";
 import type { EntryLine, IdBound } from "./journal-archive.js";
-
-/** The first line of a compacted journal: the archive segments that count (1 to `through`). */
-export interface ArchiveLine {
-  readonly t: "archive";
-  readonly through: number;
-}
+import type { Line } from "./journal-lines.js";
 
 /** What is in memory at the cut, to write out after it. */
 export interface Snapshot {
@@ -29,7 +24,7 @@ export function entryLine(entry: JournalEntry): EntryLine {
 /** A compacted journal's lines: a settled entry whole, a followed one as the lines it was made of. */
 export function* liveLines(through: number, snapshot: Snapshot): Generator<string> {
   // Without segments, no line says so (an earlier version's file reads the same).
-  if (through > 0) yield `${JSON.stringify({ t: "archive", through } satisfies ArchiveLine)}\n`;
+  if (through > 0) yield `${JSON.stringify({ t: "archive", through } satisfies Line)}\n`;
   for (const entry of snapshot.entries) {
     if (FINAL.has(entry.state)) {
       yield `${JSON.stringify(entryLine(entry))}\n`;

@@ -2,7 +2,6 @@
 import type { EntryState, Network, NewEntry, RawTx, TxHash } from "../core/store.js";
 import type { EntryLine } from "./journal-archive.js";
 import type { CatalogueLine } from "./journal-catalogue.js";
-import type { ArchiveLine } from "./journal-compaction.js";
 import type { PreviousSchemeStateLine, SchemeStateLine } from "./journal-scheme-state.js";
 
 export type Line =
@@ -16,9 +15,9 @@ export type Line =
   | PreviousSchemeStateLine
   /** The bazaar catalogue (journal-catalogue.ts). */
   | CatalogueLine
-  /** A compacted journal's: a settled entry whole, and the archive segments that count. */
+  /** A compacted journal's: a settled entry whole; first, the archive segments that count  (1 to N). */
   | EntryLine
-  | ArchiveLine;
+  | { t: "archive"; through: number };
 
 /** A `send` or `entry` line read forward: an earlier version named its chain by an EVM chain id. */
 export function withNetwork<L extends { readonly key: string }>(line: L): L & { network: Network } {

@@ -61,10 +61,6 @@ export class JournalSchemeState {
   /** Keys raised here and not yet written. */
   readonly #dirty = new Set<string>();
 
-  get size(): number {
-    return this.#highest.size + this.#changedAt.size;
-  }
-
   /** See SettlementStore.raiseHighest; a raise is owed to the file until owed() hands it over. */
   raise(
     namespace: string,

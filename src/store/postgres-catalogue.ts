@@ -2,7 +2,7 @@
  * The bazaar catalogue in PostgreSQL (migration 14). A new entry takes an advisory lock, so bounds
  * are counted by one replica at a time and one resource makes one entry.
  */
-import type { Pool } from "pg";
+import type { Pool, PoolClient } from "pg";
 import {
   boundRefusal,
   type Catalogue,
@@ -24,8 +24,6 @@ import {
 
 /** The advisory lock new entries are added under (any key of ours; 402 seeds the hash). */
 const ADD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('facilitator_catalogue', 402))";
-
-type Run = (text: string, values?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
 
 const lower = (values: Iterable<unknown>) => [
   ...new Set([...values].map((v) => String(v).toLowerCase())),
@@ -85,57 +83,52 @@ export class SharedCatalogue implements Catalogue {
   }
 
   /** `work` in one transaction on one connection; errors are store_unavailable. */
-  #transaction<T>(op: string, work: (run: Run) => Promise<T>): Promise<T> {
+  #transaction<T>(op: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
     return timed(op, this.#onQuery, () =>
-      withClient(this.#pool, (client) =>
-        inTransaction(client, () => work((text, values) => client.query(text, values))),
-      ),
+      withClient(this.#pool, (client) => inTransaction(client, () => work(client))),
     );
   }
 
   put(incoming: CatalogueEntry, bounds: CatalogueBounds): Promise<Catalogued> {
-    return this.#transaction("catalogue_put", async (run) => {
-      const existing = async () =>
-        (
-          await run("SELECT entry FROM facilitator_catalogue WHERE key = $1 FOR UPDATE", [
-            incoming.key,
-          ])
-        ).rows[0]?.entry as CatalogueEntry | undefined;
-      const update = async (found: CatalogueEntry) => {
-        const { entry, write } = catalogueUpdate(found, incoming);
-        if (write) await run(UPSERT, columns(entry));
-        return { added: false };
+    return this.#transaction("catalogue_put", async (client) => {
+      const existing = async () => {
+        const { rows } = await client.query<{ entry: CatalogueEntry }>(
+          "SELECT entry FROM facilitator_catalogue WHERE key = $1 FOR UPDATE",
+          [incoming.key],
+        );
+        return rows[0]?.entry;
       };
-      const before = await existing();
-      if (before) return update(before);
-      await run(ADD_LOCK);
-      // Another replica may have added it while this one waited for the lock.
-      const added = await existing();
-      if (added) return update(added);
-      const { rows } = await run(
+      let found = await existing();
+      if (!found) {
+        await client.query(ADD_LOCK);
+        // Another replica may have added it while this one waited for the lock.
+        found = await existing();
+      }
+      if (found) {
+        const { entry, write } = catalogueUpdate(found, incoming);
+        if (write) await client.query(UPSERT, columns(entry));
+        return { added: false };
+      }
+      const { rows } = await client.query<{ by_payee: number; by_payer: number; total: number }>(
         `SELECT count(*) FILTER (WHERE pay_to = $1)::int AS by_payee,
                 count(*) FILTER (WHERE payer = $2)::int AS by_payer,
                 count(*)::int AS total
            FROM facilitator_catalogue`,
         [incoming.payTo.toLowerCase(), incoming.payer.toLowerCase()],
       );
-      const counts = rows[0] as { by_payee: number; by_payer: number; total: number };
-      const refused = boundRefusal(
-        incoming,
-        { byPayee: counts.by_payee, byPayer: counts.by_payer },
-        bounds,
-      );
+      const { by_payee: byPayee, by_payer: byPayer, total } = rows[0];
+      const refused = boundRefusal(incoming, { byPayee, byPayer }, bounds);
       if (refused) return { refused };
-      const excess = counts.total - Math.max(1, bounds.total) + 1;
+      const excess = total - Math.max(1, bounds.total) + 1;
       if (excess > 0) {
-        await run(
+        await client.query(
           `DELETE FROM facilitator_catalogue WHERE key IN (
              SELECT key FROM facilitator_catalogue
               ORDER BY last_updated ASC, key COLLATE "C" DESC LIMIT $1)`,
           [excess],
         );
       }
-      await run(UPSERT, columns(incoming));
+      await client.query(UPSERT, columns(incoming));
       return { added: true };
     });
   }
