@@ -15,7 +15,7 @@ export type Line =
   | PreviousSchemeStateLine
   /** The bazaar catalogue (journal-catalogue.ts). */
   | CatalogueLine
-  /** A compacted journal's: a settled entry whole; first, the archive segments that count  (1 to N). */
+  /** A compacted journal's: a settled entry whole; first, the archive segments that count. */
   | EntryLine
   | { t: "archive"; through: number };
 
