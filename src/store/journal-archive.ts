@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
-import { open, readdir, rm } from "node:fs/promises";
+import { type FileHandle, open, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { JournalEntry } from "../core/store.js";
 import { chunked, dirSteps, fileSteps, type Steps, serving } from "./journal-file.js";
@@ -205,10 +205,8 @@ export class JournalArchive {
   }
 }
 
-type Handle = Awaited<ReturnType<typeof open>>;
-
 /** The JSON line starting at `offset`. */
-async function readLineAt(file: Handle, offset: number): Promise<ArchivedLine | undefined> {
+async function readLineAt(file: FileHandle, offset: number): Promise<ArchivedLine | undefined> {
   let text = "";
   const buffer = Buffer.alloc(8192);
   for (let at = offset; ; ) {
