@@ -16,7 +16,14 @@ import type { ChainAccess } from "./access.js";
 import { refusal } from "./broadcast.js";
 import type { EvmTransfer } from "./entry.js";
 import { estimateFees, type Fees, overCap, repriced } from "./fees.js";
-import { follow, mined } from "./follow.js";
+import {
+  broadcastResending,
+  follow,
+  type Issued,
+  mined,
+  type Refused,
+  refusalsSaid,
+} from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
 import { type GasBounds, type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
 import { keccak256Hex } from "./keccak.js";
@@ -32,7 +39,6 @@ import {
   shortText,
   unjournaled,
 } from "./outcome.js";
-import { broadcastResending, type Issued, type Refused, refusalsSaid } from "./resend.js";
 import { isRevert, revertReason } from "./revert.js";
 import { SignerLane, type SignerPool } from "./signers.js";
 
