@@ -4,7 +4,7 @@ import type { MaySend } from "../../core/settle-loop.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { knownLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
-import { fullText, isHashEqual } from "./outcome.js";
+import { fullText } from "./outcome.js";
 import { isRevert } from "./revert.js";
 
 /**
@@ -100,7 +100,8 @@ export async function broadcast(
   if (result === undefined && !(await isKnown(ctx, hash))) result = await until(answer, deadline);
   if (result === undefined) return undefined;
   if ("receipt" in result) {
-    return isHashEqual(result.receipt.transactionHash, hash) ? result.receipt : undefined;
+    const ours = result.receipt.transactionHash.toLowerCase() === hash.toLowerCase();
+    return ours ? result.receipt : undefined;
   }
   const { error } = result;
   // The node took it but gave up waiting for a block (EIP-7966 code 4, anvil says "timeout").

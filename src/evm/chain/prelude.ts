@@ -9,6 +9,7 @@ import {
   keccak256,
   parseTransaction,
   recoverTransactionAddress,
+  type TransactionReceipt,
   type TransactionSerialized,
 } from "viem";
 import {
@@ -306,9 +307,7 @@ async function awaitReceipt(
   );
 }
 
-function receiptOutcome(
-  receipt: Awaited<ReturnType<SendingAccess["client"]["getTransactionReceipt"]>>,
-): CallOutcome {
+function receiptOutcome(receipt: TransactionReceipt): CallOutcome {
   return receipt.status === "success"
     ? { kind: "confirmed", hash: receipt.transactionHash, receipt }
     : { kind: "reverted", hash: receipt.transactionHash, receipt, outOfGas: false };
