@@ -1,8 +1,4 @@
-/**
- * Follows a broadcast until mined deep enough, replacing it at its nonce and repairing gaps. A
- * refusal that says nothing of the payment (pool full, tip, rate limit...) re-sends the same nonce
- * after a short wait: same bytes, or raised fees journaled as a replacement (one can land).
- */
+/** Follows a broadcast until mined deep enough, re-sending, replacing at its nonce, filling gaps. */
 import {
   type Address,
   getAddress,
@@ -88,10 +84,8 @@ async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promis
 }
 
 /**
- * Waits for any of `hashes` to be mined deep enough, replacing a stuck one at its nonce and filling
- * gaps before it. Never throws: past the deadline, `settlement_pending` with the newest hash.
- * `sentAt`/`sentAfterBlock`: when it was broadcast, and a block mined by then; `until`: the
- * settle's own deadline when its broadcast spent the confirm timeout.
+ * Waits for any of `hashes` to be mined deep enough; never throws: past the deadline (`until`, else
+ * the confirm timeout), `settlement_pending` with the newest hash. `sentAfterBlock`: mined by then.
  */
 export async function follow(
   ctx: ChainAccess,
