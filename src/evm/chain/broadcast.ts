@@ -4,13 +4,11 @@ import type { MaySend } from "../../core/settle-loop.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 import { knownLocalNode, LOCAL_PARKED_AFTER_MS } from "./local-node.js";
-import { fullText, isHashEqual } from "./outcome.js";
+import { fullText } from "./outcome.js";
 import { isRevert } from "./revert.js";
 
-/**
- * How the node refused a broadcast. "known": it has the bytes; "nonce": used (mined or in the
- * pool); "fee": under the next base fee (nonce still ours). The rest say nothing of the payment.
- */
+// How the node refused: "known" it has the bytes, "nonce" used (mined or pooled), "fee" under the
+// next base fee (nonce still ours); the rest say nothing of the payment.
 export type Refusal = "known" | "nonce" | "fee" | "nonce-ahead" | "tip" | "pool" | "rate" | "other";
 
 /** The node has ours mined (or being mined) at this nonce: geth, anvil and ganache 7.9's words. */
@@ -69,9 +67,8 @@ const withoutSync = new WeakSet<object>();
 const SYNC_WAIT_MS = 2_000;
 
 /**
- * Broadcasts signed bytes, with eth_sendRawTransactionSync (EIP-7966) when a receipt is wanted:
- * the receipt if it came with the answer; throws a refusal. A sync failure that says nothing of the
- * transaction falls back to the plain method; unanswered by `deadline`, it is followed as sent.
+ * Broadcasts, with eth_sendRawTransactionSync (EIP-7966) for a wanted receipt; throws a refusal.
+ * A sync failure that says nothing of it falls back to the plain; unanswered, followed as sent.
  */
 export async function broadcast(
   ctx: ChainAccess,
@@ -100,7 +97,8 @@ export async function broadcast(
   if (result === undefined && !(await isKnown(ctx, hash))) result = await until(answer, deadline);
   if (result === undefined) return undefined;
   if ("receipt" in result) {
-    return isHashEqual(result.receipt.transactionHash, hash) ? result.receipt : undefined;
+    const ours = result.receipt.transactionHash.toLowerCase() === hash.toLowerCase();
+    return ours ? result.receipt : undefined;
   }
   const { error } = result;
   // The node took it but gave up waiting for a block (EIP-7966 code 4, anvil says "timeout").

@@ -4,6 +4,7 @@
  * ours (its calldata is our gas); a payment's codes are bounded, the suffix at SUFFIX_BYTES_LIMIT.
  */
 import { concatHex, type Hex, size, toHex } from "viem";
+import { field, isObject } from "../../protocol/words.js";
 
 /** A builder code: 1 to 32 of a-z, 0-9 and "_". */
 export const BUILDER_CODE_PATTERN = /^[a-z0-9_]{1,32}$/;
@@ -77,29 +78,22 @@ const valid = (code: unknown): boolean =>
   typeof code === "string" && BUILDER_CODE_PATTERN.test(code);
 
 function declared(extensions: Readonly<Record<string, unknown>> | undefined) {
-  const extension = extensions?.["builder-code"];
-  if (typeof extension !== "object" || extension === null) return undefined;
-  const info = (extension as { info?: unknown }).info;
-  return typeof info === "object" && info !== null && !Array.isArray(info)
-    ? (info as Record<string, unknown>)
-    : undefined;
+  const info = field(extensions?.["builder-code"], "info");
+  return isObject(info) ? info : undefined;
 }
 
 /** The Schema 2 suffix of `data` (keys a, w, s as the official encoder orders them). */
 export function encodeBuilderCode(data: BuilderCodeData): Hex {
-  const entries: Uint8Array[] = [];
-  if (data.a) entries.push(text("a"), text(data.a));
-  if (data.w) entries.push(text("w"), text(data.w));
+  const pairs: Uint8Array[][] = [];
+  if (data.a) pairs.push([text("a"), text(data.a)]);
+  if (data.w) pairs.push([text("w"), text(data.w)]);
   if (data.s && data.s.length > 0) {
-    entries.push(text("s"), head(4, data.s.length), ...data.s.map(text));
+    pairs.push([text("s"), head(4, data.s.length), ...data.s.map(text)]);
   }
-  const map = concatHex([toHex(head(5, countKeys(data))), ...entries.map((e) => toHex(e))]);
+  const map = concatHex([toHex(head(5, pairs.length)), ...pairs.flat().map((e) => toHex(e))]);
   const length = size(map);
   return concatHex([map, toHex(length, { size: 2 }), toHex(SCHEMA_2, { size: 1 }), `0x${MARKER}`]);
 }
-
-const countKeys = (data: BuilderCodeData) =>
-  (data.w ? 1 : 0) + (data.a ? 1 : 0) + (data.s && data.s.length > 0 ? 1 : 0);
 
 /** A CBOR text string. */
 function text(value: string): Uint8Array {

@@ -48,11 +48,11 @@ const REMEMBERED = 10_000;
 const KNOWN_REMEMBERED = 100_000;
 const LANDED_BUDGET_BYTES = 4 * 2 ** 20;
 
-/** Wastes of each cause that refuse an asset: [never settled here, settled here]. */
-const ASSET_LIMITS: Readonly<Record<WasteCause, readonly [number, number]>> = {
-  "no-transfer": [1, 1],
-  "out-of-gas": [1, 3],
-  reverted: [3, Number.POSITIVE_INFINITY],
+/** Wastes of each cause that refuse an asset: [never settled here, settled here, what it did]. */
+const ASSET_LIMITS: Readonly<Record<WasteCause, readonly [number, number, string]>> = {
+  "no-transfer": [1, 1, "succeeded without moving the payment"],
+  "out-of-gas": [1, 3, "ran out of gas"],
+  reverted: [3, Number.POSITIVE_INFINITY, "reverted"],
 };
 
 type Event = { readonly at: number; readonly gas: bigint; readonly payer: string };
@@ -262,14 +262,14 @@ export class GasAtRisk {
     }
     let known: boolean | undefined;
     for (const [cause, { n, last }] of counts) {
-      const [fresh, settled] = ASSET_LIMITS[cause];
+      const [fresh, settled, what] = ASSET_LIMITS[cause];
       if (n < fresh) continue;
       known ??= await this.#isKnown(chainId, asset);
       if (n < (known ? settled : fresh)) continue;
       const seconds = secondsTill(last + this.windowMs, now);
       return failure(
         "asset_throttled",
-        `settlements with asset ${getAddress(asset)} on ${caip2(chainId)} ${WHAT[cause]} ${n} time${n === 1 ? "" : "s"}${cause === "reverted" ? " (for different payers)" : ""} in the last ${this.#minutes()} min; it is refused for ${seconds} s`,
+        `settlements with asset ${getAddress(asset)} on ${caip2(chainId)} ${what} ${n} time${n === 1 ? "" : "s"}${cause === "reverted" ? " (for different payers)" : ""} in the last ${this.#minutes()} min; it is refused for ${seconds} s`,
         { retryAfterSeconds: seconds },
       );
     }
@@ -308,12 +308,6 @@ export class GasAtRisk {
     return Math.round(this.windowMs / 60_000);
   }
 }
-
-const WHAT: Readonly<Record<WasteCause, string>> = {
-  "no-transfer": "succeeded without moving the payment",
-  "out-of-gas": "ran out of gas",
-  reverted: "reverted",
-};
 
 /** Whole seconds (at least one) from `now` until `at`, both in ms. */
 const secondsTill = (at: number, now: number) => Math.max(1, Math.ceil((at - now) / 1000));

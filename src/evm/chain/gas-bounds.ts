@@ -83,11 +83,8 @@ export function gasBoundsFor(
 ): GasBounds {
   const scale = BigInt(knownNetwork(chainId)?.gasScale ?? 1);
   const bounds: Record<string, bigint> = {};
-  const defaults: [string, bigint][] = [
-    ...GAS_BOUND_NAMES.map((name): [string, bigint] => [name, BigInt(DEFAULT_GAS_BOUNDS[name])]),
-    ...schemeGas.map((use): [string, bigint] => [use.name, use.gas]),
-  ];
-  for (const [name, gas] of defaults) {
+  const ours = GAS_BOUND_NAMES.map((name) => ({ name, gas: BigInt(DEFAULT_GAS_BOUNDS[name]) }));
+  for (const { name, gas } of [...ours, ...schemeGas]) {
     bounds[name] = configured.byChain?.[chainId]?.[name] ?? configured.all?.[name] ?? gas * scale;
   }
   return bounds as GasBounds;

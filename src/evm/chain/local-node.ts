@@ -2,10 +2,8 @@
 import { isUnreachable } from "../../rpc/rpc.js";
 import type { ChainAccess } from "./access.js";
 
-/**
- * Ours unmined this long on a local node, while its key's next, was passed over (anvil's pool can
- * park it for good); only a replacement at the nonce wakes it, and costs nothing there.
- */
+/** Ours unmined this long on a local node while its key's next is parked (anvil's pool can park
+ * it for good): only a replacement at the nonce, free there, wakes it. */
 export const LOCAL_PARKED_AFTER_MS = 1_000;
 
 const localNodes = new WeakMap<object, Promise<boolean>>();
@@ -44,11 +42,8 @@ export function sawBlock(client: ChainAccess["client"], block: bigint): void {
   if (newest === undefined || block > newest) newestBlocks.set(client, block);
 }
 
-/**
- * The newest block the node has shown us: no later than its head at a broadcast now, so later
- * blocks leaving it unmined passed it over. (A head read after the sync send gives up would miss
- * that second's blocks.)
- */
+/** The newest block the node showed us: no later than its head at a broadcast now, so later blocks
+ * leaving it unmined passed it over (a head read after a sync send would miss that second's). */
 export function newestBlockSeen(client: ChainAccess["client"]): bigint | undefined {
   return newestBlocks.get(client);
 }

@@ -72,5 +72,3 @@ export function unjournaled(error: unknown): CallOutcome {
 export function pending(hash: Hex, why: string): CallOutcome {
   return failed(failure("settlement_pending", why), hash);
 }
-
-export const isHashEqual = (a: Hex, b: Hex) => a.toLowerCase() === b.toLowerCase();

@@ -9,6 +9,7 @@ import {
   keccak256,
   parseTransaction,
   recoverTransactionAddress,
+  type TransactionReceipt,
   type TransactionSerialized,
 } from "viem";
 import {
@@ -72,9 +73,8 @@ type Ready = { readonly call: PreparedCall } | { readonly raw: Hex };
 const POLL_MS = 250;
 
 /**
- * Lands each prelude in turn inside a settle's `send`, each confirmed before the next goes out.
- * Undefined once all landed, else what stopped them (a payer's failure that wasted gas we sent it
- * is charged here, and is then not `payersFault`).
+ * Lands each prelude in turn, each confirmed before the next goes out; undefined once all landed.
+ * A payer's failure that wasted gas we sent it is charged here, and is then not `payersFault`.
  */
 export async function landPreludes(
   ctx: SponsoringAccess,
@@ -306,9 +306,7 @@ async function awaitReceipt(
   );
 }
 
-function receiptOutcome(
-  receipt: Awaited<ReturnType<SendingAccess["client"]["getTransactionReceipt"]>>,
-): CallOutcome {
+function receiptOutcome(receipt: TransactionReceipt): CallOutcome {
   return receipt.status === "success"
     ? { kind: "confirmed", hash: receipt.transactionHash, receipt }
     : { kind: "reverted", hash: receipt.transactionHash, receipt, outOfGas: false };

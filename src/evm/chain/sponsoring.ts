@@ -96,8 +96,9 @@ function fundingSteps(
         { signer, value },
       );
       if ("kind" in call) return { ok: false, result: stop(call) };
-      const price = call.fees.type === "eip1559" ? call.fees.maxFeePerGas : call.fees.gasPrice;
-      const atRisk = wasteOf(funding, call.base.gas + ceilDiv(value, price));
+      const { base } = call;
+      const price = base.type === "eip1559" ? base.maxFeePerGas : base.gasPrice;
+      const atRisk = wasteOf(funding, base.gas + ceilDiv(value, price));
       return { ok: true, value: { call, value, atRisk } };
     },
     simulate: async () =>

@@ -10,12 +10,20 @@ import type { SentAction } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
-import { isUnreachable } from "../../rpc/rpc.js";
+import { isUnreachable, neverReachedNode } from "../../rpc/rpc.js";
 import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
+import { refusal } from "./broadcast.js";
 import type { EvmTransfer } from "./entry.js";
 import { estimateFees, type Fees, overCap, repriced } from "./fees.js";
-import { follow, mined } from "./follow.js";
+import {
+  broadcastResending,
+  follow,
+  type Issued,
+  mined,
+  type Refused,
+  refusalsSaid,
+} from "./follow.js";
 import { gasLimitFrom, reusedGasLimit } from "./gas.js";
 import { type GasBounds, type GasNeed, gasBound, isOutOfGas, overGasBound } from "./gas-bounds.js";
 import { keccak256Hex } from "./keccak.js";
@@ -25,12 +33,13 @@ import {
   type ContractCall,
   failed,
   infrastructure,
+  nodeSaid,
+  pending,
   sentData,
+  shortText,
   unjournaled,
 } from "./outcome.js";
-import { broadcastResending, type Issued, type Refused, refusalsSaid } from "./resend.js";
-import { isRevert } from "./revert.js";
-import { type Sent, sendFailure, wouldRevert } from "./send-failure.js";
+import { isRevert, revertReason } from "./revert.js";
 import { SignerLane, type SignerPool } from "./signers.js";
 
 export interface SendingAccess extends ChainAccess {
@@ -50,7 +59,6 @@ type CallFields = Readonly<{ chainId: number; to: Address; data: Hex; gas: bigin
 
 export interface PreparedCall {
   readonly lane: SignerLane;
-  readonly fees: Fees;
   readonly base: Fees & CallFields;
 }
 
@@ -120,7 +128,7 @@ export async function prepareCall(
   const capped = overCap(ctx, gas, fees);
   if (capped) return failed(capped);
   const base = { ...fees, chainId: ctx.chainId, to: call.to, data, gas, value };
-  return { lane, fees, base };
+  return { lane, base };
 }
 
 /** `simulated`: sign at the next nonce and run it against the latest block; nothing is sent. */
@@ -178,7 +186,7 @@ async function sendAndFollow(
   may: MaySend,
 ): Promise<CallOutcome> {
   const { lane } = prepared;
-  let { base, fees } = prepared;
+  let { base } = prepared;
   let repricedOnce = false;
   let sent: Sent = { kind: "retry" };
   let sentAt: number | undefined;
@@ -206,10 +214,9 @@ async function sendAndFollow(
       return { consumed: true, value: { hash, nonce, tx, raw, durable } };
     });
     if ("blocked" in handed) return failed(handed.blocked);
-    let issued: Issued & { durable: Promise<unknown> } = handed;
     const writing = performance.now();
     try {
-      await issued.durable;
+      await handed.durable;
     } catch (error) {
       // Not durable, so never sent: no later settle may pick it up and broadcast it.
       void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
@@ -221,18 +228,16 @@ async function sendAndFollow(
       sentAt = Date.now();
       sentAfterBlock = newestBlockSeen(ctx.client);
       stages.broadcastAt ??= performance.now();
-      const done = await broadcastResending(
+      const { receipt, issued } = await broadcastResending(
         ctx,
         lane,
         record.key,
-        issued,
+        handed,
         waitUntil === "confirmed",
         deadline,
         refused,
         may,
       );
-      issued = { ...done.issued, durable: issued.durable };
-      const { receipt } = done;
       lane.observe(ctx.chainId, issued.nonce);
       ctx.metrics?.transactionSent(ctx.chainId, lane.address);
       if (receipt) lane.sawMined(ctx.chainId, issued.nonce + 1);
@@ -241,19 +246,16 @@ async function sendAndFollow(
       }
       sent = { kind: "sent", issued };
     } catch (error) {
-      const { consumed, value } = sendFailure(ctx, lane, record.key, error, issued, refused);
-      if (!consumed) lane.forget(ctx.chainId);
-      sent = value;
+      sent = sendFailure(ctx, lane, record.key, error, handed, refused);
     }
     if (sent.kind === "reprice" && !repricedOnce) {
       // The base fee rose since pricing: priced again once, within the fee cap.
       repricedOnce = true;
-      const again = await repriced(ctx, base.gas, fees).catch(() => undefined);
+      const again = await repriced(ctx, base.gas, base).catch(() => undefined);
       if (again && "code" in again) {
         void ctx.journal.recordState(record.key, "failed").catch(() => undefined);
         sent = { kind: "outcome", outcome: failed(again) };
       } else if (again) {
-        fees = again;
         base = { ...base, ...again };
         sent = { kind: "retry" };
       }
@@ -298,4 +300,59 @@ function recordSends(
       ctx.journal.recordSend({ ...entry, key: member, action: pointer }, hash, raw),
     ),
   ]);
+}
+
+type Sent =
+  | { readonly kind: "sent"; readonly issued: Issued }
+  | { readonly kind: "retry" }
+  /** Refused for a max fee below the next block's base fee: priced again, once. */
+  | { readonly kind: "reprice" }
+  | { readonly kind: "outcome"; readonly outcome: CallOutcome };
+
+function wouldRevert(error: unknown): CallOutcome {
+  return { kind: "would-revert", reason: revertReason(error), detail: shortText(error) };
+}
+
+/** What a broadcast's failure means: sent after all, next nonce, price again, or an outcome. */
+function sendFailure(
+  ctx: ChainAccess,
+  lane: SignerLane,
+  key: string,
+  error: unknown,
+  issued: Issued,
+  refused: Refused[],
+): Sent {
+  const outcome = (o: CallOutcome): Sent => ({ kind: "outcome", outcome: o });
+  if (neverReachedNode(error)) {
+    void ctx.journal.recordState(key, "failed").catch(() => undefined);
+    lane.forget(ctx.chainId);
+    // Refused before the node: not sent; the payment is free to be settled again.
+    return outcome(infrastructure(error, "broadcasting, nothing was sent"));
+  }
+  if (isUnreachable(error)) {
+    // The node may have taken it before the connection broke: keep the hash, never re-send.
+    lane.observe(ctx.chainId, issued.nonce);
+    const why = `the broadcast's answer was lost (${shortText(error)}); the transaction may be pending`;
+    return outcome(pending(issued.hash, why));
+  }
+  const kind = refusal(error);
+  if (kind === "known" || kind === "nonce") {
+    lane.observe(ctx.chainId, issued.nonce);
+    if (kind === "known") return { kind: "sent", issued };
+    refused.push({ kind, text: nodeSaid(error) });
+    // Someone else holds this nonce: re-read, past it and past those handed out meanwhile.
+    lane.refresh(ctx.chainId);
+    return { kind: "retry" };
+  }
+  // The nonce is still free: read again for the next send.
+  lane.forget(ctx.chainId);
+  if (kind === "fee") return { kind: "reprice" };
+  void ctx.journal.recordState(key, "failed").catch(() => undefined);
+  if (isRevert(error)) return outcome(wouldRevert(error));
+  if (kind === "other") return outcome(infrastructure(error, "the node refused the transaction"));
+  refused.push({ kind, text: nodeSaid(error) });
+  const why = `the node did not take the transaction, re-sent as long as the settle allows (${refusalsSaid(refused)}); nothing of this payment was taken, try again`;
+  return outcome(
+    failed(failure("settlement_failed", why, { status: 500, retryAfterSeconds: 2, refusal: kind })),
+  );
 }
