@@ -23,8 +23,8 @@ import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  checkAgreement,
   DEADLINE_HEADROOM_SECONDS,
+  disagreement,
   insufficientFunds,
   outcomeOf,
   parsePayment,
@@ -208,12 +208,11 @@ async function diagnose(
 async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
-  parsed: Eip3009Payment,
+  payment: Eip3009Payment,
   options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<Eip3009Payment>>> {
-  const agreed = checkAgreement(request);
-  if (!agreed.ok) return agreed;
-  const payment: Eip3009Payment = { ...parsed, domain: agreed.value };
+  const disagrees = disagreement(request);
+  if (disagrees) return refuse(disagrees);
   const { authorization: auth, requirements, signature } = payment;
   const { asset } = requirements;
   const call = { to: asset, data: transferCalldata(auth, signature) } as const;
