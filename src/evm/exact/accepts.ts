@@ -2,14 +2,10 @@
  * POST /accepts for EVM `exact` offers: the token's EIP-712 name and version go into `extra` (read
  * from the token if missing; Permit2 signs for its own domain, so it goes without).
  */
-import { type Address, getAddress, isAddress, parseAbi } from "viem";
+import { type Address, getAddress, isAddress } from "viem";
 import { isObject } from "../../protocol/words.js";
 import type { EvmSchemeHost } from "../scheme.js";
-
-const tokenAbi = parseAbi([
-  "function name() view returns (string)",
-  "function version() view returns (string)",
-]);
+import { eip3009Abi as tokenAbi } from "./eip3009-encoding.js";
 
 /** Token EIP-712 domains by chain and address: a token's name and version do not change. */
 const domains = new Map<string, Promise<{ name: string; version: string } | undefined>>();

@@ -42,7 +42,7 @@ export interface SignedPayment<A> {
   readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
 
-/** The token's EIP-712 domain as the payer signed it (blank until checkAgreement found it). */
+/** The token's EIP-712 domain as the payer signed it (blank when requirements.extra lacks it). */
 export function tokenDomain(ctx: EvmContext, { domain, requirements }: SignedPayment<unknown>) {
   const { name, version } = domain ?? { name: "", version: "" };
   return { name, version, chainId: ctx.chainId, verifyingContract: requirements.asset };
@@ -203,19 +203,15 @@ export function schemeAndNetwork(
   return networkMismatch(request, reasons.network);
 }
 
-/** Scheme, EIP-712 domain and network, in the reference's order: the domain name and version. */
-export function checkAgreement(
-  request: PaymentRequest,
-): Step<{ readonly name: string; readonly version: string }> {
+/** Scheme, EIP-712 domain (parsePayment read it) and network, in the reference's order. */
+export function disagreement(request: PaymentRequest): Failure | null {
   const { payloadScheme, requirements } = request;
   if (payloadScheme !== requirements.scheme) {
     const why = `the payload's scheme "${payloadScheme}" differs from the requirements' "${requirements.scheme}"`;
-    return refuse(failure("scheme_mismatch", why));
+    return failure("scheme_mismatch", why);
   }
   const domain = eip712Domain(request);
-  if (!domain.ok) return domain;
-  const network = networkMismatch(request);
-  return network ? refuse(network) : domain;
+  return domain.ok ? networkMismatch(request) : domain.failure;
 }
 
 /**

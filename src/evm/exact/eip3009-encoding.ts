@@ -16,7 +16,6 @@ export const eip3009Abi = parseAbi([
   "function balanceOf(address account) view returns (uint256)",
   "function name() view returns (string)",
   "function version() view returns (string)",
-  "function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)",
   "event Transfer(address indexed from, address indexed to, uint256 value)",
 ]);
 
@@ -32,15 +31,15 @@ export const transferWithAuthorizationTypes = {
   ],
 } as const;
 
-export interface TokenDomain {
+/** A token's EIP-712 domain (Permit2's has no version). */
+interface TokenDomain {
   readonly name: string;
-  /** Absent from domains without one (Permit2's). */
-  readonly version: string;
+  readonly version?: string | undefined;
   readonly chainId: number;
   readonly verifyingContract: Address;
 }
 
-export interface AuthorizationMessage {
+interface AuthorizationMessage {
   readonly from: Address;
   readonly to: Address;
   readonly value: bigint;
@@ -56,9 +55,7 @@ const TRANSFER_VRS_SELECTOR = "0xe3ee160e";
 const domainSeparators = new Map<string, Hex>();
 
 /** The EIP-712 separator of a domain (version optional), computed once per domain. */
-export function domainSeparatorOf(
-  domain: Omit<TokenDomain, "version"> & { readonly version?: string | undefined },
-): Hex {
+export function domainSeparatorOf(domain: TokenDomain): Hex {
   const { name, version, chainId, verifyingContract } = domain;
   const key = `${chainId}:${verifyingContract}:${name}:${version}`;
   let separator = domainSeparators.get(key);

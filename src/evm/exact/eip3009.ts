@@ -2,19 +2,29 @@
  * `exact` on EVM through EIP-3009 `transferWithAuthorization` (USDC and alike), x402 v1 and v2.
  * Checks run in the reference SDK's order so the first failure reported is the one it reports.
  */
-import { getContract, isAddressEqual, isErc6492Signature, size } from "viem";
+import {
+  type Address,
+  getContract,
+  type Hex,
+  isAddressEqual,
+  isErc6492Signature,
+  parseAbiItem,
+  size,
+} from "viem";
+import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { tooEarly, tooLate } from "../../protocol/words.js";
 import * as z from "../../protocol/zod.js";
 import type { EvmTransfer } from "../chain/entry.js";
+import { receiptHasTransfer } from "../chain/receipts.js";
 import { revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  checkAgreement,
   DEADLINE_HEADROOM_SECONDS,
+  disagreement,
   insufficientFunds,
   outcomeOf,
   parsePayment,
@@ -30,7 +40,6 @@ import {
   unreachableIn,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
-import { howUsed } from "./eip3009-usage.js";
 import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
 import { nonceTaken, sameTransfer } from "./judge.js";
 import type { Verified } from "./method.js";
@@ -94,6 +103,57 @@ function checkTerms(ctx: EvmContext, request: PaymentRequest, payment: Eip3009Pa
   return null;
 }
 
+const used = parseAbiItem(
+  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
+);
+const canceled = parseAbiItem(
+  "event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)",
+);
+/** How far back to look: providers refuse wide log ranges, and a replay is usually fresh. */
+const LOOKBACK_BLOCKS = 5_000n;
+
+/**
+ * How a used nonce was used, when the chain's recent logs tell: anyone may submit it before us;
+ * the answer says the payer paid (never a success, never someone else's hash as ours).
+ */
+async function howUsed(
+  ctx: EvmContext,
+  authorizer: Address,
+  nonce: Hex,
+  expect: EvmTransfer,
+): Promise<string | undefined> {
+  const { token } = expect;
+  try {
+    const latest = await ctx.client.getBlockNumber();
+    const fromBlock = latest > LOOKBACK_BLOCKS ? latest - LOOKBACK_BLOCKS : 0n;
+    const filter = { address: token, args: { authorizer, nonce }, fromBlock, toBlock: latest };
+    const [uses, cancels] = await Promise.all([
+      ctx.client.getLogs({ ...filter, event: used }),
+      ctx.client.getLogs({ ...filter, event: canceled }),
+    ]);
+    if (cancels[0]) return `the payer cancelled it in ${cancels[0].transactionHash}`;
+    const hash = uses[0]?.transactionHash;
+    if (!hash) return undefined;
+    const receipt = await ctx.client.getTransactionReceipt({ hash });
+    const paid = receiptHasTransfer(receipt, expect);
+    // Sent by one of our keys (a journal this process lacks): said so, not "not by this facilitator".
+    const ours = ctx.ownSenders.some((a) => isAddressEqual(a, receipt.from));
+    const sender = isAddressEqual(receipt.from, expect.to)
+      ? "the payee"
+      : ours
+        ? `${receipt.from} (a settlement key of this facilitator)`
+        : receipt.from;
+    if (!paid) return `it was used in ${hash} (sent by ${sender}) for another transfer`;
+    const units = await unitsOf(ctx, token);
+    const amount = tokenAmount(BigInt(expect.value), units);
+    return ours
+      ? `it already paid ${expect.to} ${amount} in ${hash}, sent by ${sender}: the payer did pay`
+      : `it already paid ${expect.to} ${amount} in ${hash}, a transaction sent by ${sender}, not by this facilitator: the payer did pay`;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why a transfer would revert (or did), from the token's state, in the reference's order. */
 async function diagnose(
   ctx: EvmContext,
@@ -148,12 +208,11 @@ async function diagnose(
 async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
-  parsed: Eip3009Payment,
+  payment: Eip3009Payment,
   options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<Eip3009Payment>>> {
-  const agreed = checkAgreement(request);
-  if (!agreed.ok) return agreed;
-  const payment: Eip3009Payment = { ...parsed, domain: agreed.value };
+  const disagrees = disagreement(request);
+  if (disagrees) return refuse(disagrees);
   const { authorization: auth, requirements, signature } = payment;
   const { asset } = requirements;
   const call = { to: asset, data: transferCalldata(auth, signature) } as const;

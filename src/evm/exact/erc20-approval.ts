@@ -7,11 +7,11 @@
 import {
   type Address,
   decodeFunctionData,
+  erc20Abi,
   getAddress,
   getContract,
   type Hex,
   isAddressEqual,
-  parseAbi,
   parseTransaction,
   recoverTransactionAddress,
   type TransactionSerialized,
@@ -27,10 +27,6 @@ import { extensionInfo, invalidExtension, malformedField } from "./permit2-exten
 
 export const ERC20_APPROVAL_GAS_SPONSORING = "erc20ApprovalGasSponsoring";
 
-const approveAbi = parseAbi([
-  "function approve(address spender, uint256 amount) returns (bool)",
-  "function allowance(address owner, address spender) view returns (uint256)",
-]);
 const FIELDS = ["from", "asset", "spender", "amount", "signedTransaction", "version"];
 /** The most gas we fund for an approval (the x402 client signs 70,000). */
 const MAX_APPROVAL_GAS = 100_000n;
@@ -94,7 +90,7 @@ export async function erc20ApprovalSponsoring(
   }
   let spender: Address;
   try {
-    spender = decodeFunctionData({ abi: approveAbi, data }).args[0] as Address;
+    spender = decodeFunctionData({ abi: erc20Abi, data }).args[0] as Address;
   } catch {
     return invalid("tx_invalid_calldata", "the approve() calldata cannot be decoded");
   }
@@ -160,7 +156,7 @@ export function approvalPreludes(
   amount: bigint,
 ): Prelude[] {
   const approvalNeeded = async ({ client }: ChainAccess) => {
-    const { read } = getContract({ address: token, abi: approveAbi, client });
+    const { read } = getContract({ address: token, abi: erc20Abi, client });
     return (await read.allowance([approval.from, PERMIT2_ADDRESS])) < amount;
   };
   const fund = { payer: approval.from, asset: token, cost: approval.cost };

@@ -22,8 +22,8 @@ import type { EvmContext } from "../context.js";
 import {
   assetFailure,
   assetIsContract,
-  checkAgreement,
   DEADLINE_HEADROOM_SECONDS,
+  disagreement,
   insufficientFunds,
   outcomeOf,
   parsePayment,
@@ -163,12 +163,11 @@ async function diagnose(
 async function verify(
   ctx: EvmContext,
   request: PaymentRequest,
-  parsed: PermitPayment,
+  payment: PermitPayment,
   options: { readonly simulate: boolean; readonly settling?: boolean },
 ): Promise<Step<Verified<PermitPayment>>> {
-  const agreed = checkAgreement(request);
-  if (!agreed.ok) return agreed;
-  const payment: PermitPayment = { ...parsed, domain: agreed.value };
+  const disagrees = disagreement(request);
+  if (disagrees) return refuse(disagrees);
   const { authorization: permit, requirements, signature } = payment;
   const payerCode = readCode(ctx, permit.owner);
   const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));

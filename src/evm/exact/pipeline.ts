@@ -27,12 +27,11 @@ import { evmEntry } from "../chain/entry.js";
 import { estimateFees } from "../chain/fees.js";
 import { hasGasEstimate } from "../chain/gas.js";
 import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
-import type { CallOutcome, ContractCall } from "../chain/outcome.js";
+import { type CallOutcome, type ContractCall, sentData } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
 import { recheckAnswered, reconcile } from "../chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "../chain/transactions.js";
 import type { EvmContext, PaymentMethod } from "../context.js";
-import { estimateEarly, sameCall } from "./early-estimate.js";
 import { answeredAgain, judgeLanded, noteState, track } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 
@@ -300,6 +299,25 @@ async function sendInSteps<P>(
   if ("kind" in call) return call;
   return sendCall(ctx, call, waitUntil, { key, expect: checked.expect }, may);
 }
+
+/** A first settle's gas estimate of the payload's call, beside verify's reads (one settlement key). */
+function estimateEarly<P>(
+  method: ExactMethod<P>,
+  ctx: EvmContext,
+  payment: P,
+  request: PaymentRequest,
+): { call: ContractCall; gas: Promise<bigint> } | undefined {
+  const [lane, ...others] = ctx.signers.lanes;
+  const plain = method.plainCall?.(ctx, payment);
+  if (!lane || others.length > 0 || !plain) return undefined;
+  const call = credited(ctx.builderCode, plain, request);
+  const gas = ctx.client.estimateGas({ account: lane.address, to: call.to, data: sentData(call) });
+  gas.catch(() => undefined);
+  return { call, gas };
+}
+
+const sameCall = (a: ContractCall, b: ContractCall) =>
+  a.to.toLowerCase() === b.to.toLowerCase() && a.data === b.data && a.suffix === b.suffix;
 
 /** The operator listed the assets this chain settles, and `asset` is not one of them. */
 function notAllowed(ctx: EvmContext, asset: string): Failure | undefined {

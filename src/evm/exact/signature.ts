@@ -6,6 +6,7 @@ import {
   hexToNumber,
   isAddressEqual,
   isErc6492Signature,
+  multicall3Abi,
   parseAbi,
   parseErc6492Signature,
   size,
@@ -170,11 +171,6 @@ async function counterfactual(
   return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
 }
 
-const multicall3Abi = parseAbi([
-  "struct Call3 { address target; bool allowFailure; bytes callData; }",
-  "struct Result { bool success; bytes returnData; }",
-  "function aggregate3(Call3[] calls) payable returns (Result[] returnData)",
-]);
 const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
 /**

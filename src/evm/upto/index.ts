@@ -1,13 +1,85 @@
-/** The `upto` scheme on EVM chains: Permit2 through the x402 upto proxy, settling what was used. */
-
+/**
+ * The `upto` scheme on EVM (x402 v2): the payer signs a Permit2 authorization for a maximum,
+ * through the x402 upto proxy, whose witness names the one facilitator that may settle it; the
+ * resource server settles what was used (`requirements.amount` at settle, at most the maximum;
+ * zero moves nothing). Checks run in the reference SDK's order with its reason strings; the
+ * settlement goes through the same pipeline as every exact method.
+ */
 import { requiredAmount } from "../../core/amount-floor.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { PaymentMethod } from "../context.js";
+import { address, uint256 } from "../exact/fields.js";
+import { permit2MethodOf, permit2Payload } from "../exact/permit2.js";
+import { proxySettleCalldata } from "../exact/permit2-encoding.js";
 import { exactPaymentMethod } from "../exact/pipeline.js";
 import type { EvmScheme } from "../scheme.js";
-import { UPTO, uptoMethod } from "./upto.js";
+import {
+  UPTO_PERMIT2_PROXY_ADDRESS,
+  type UptoAuthorization,
+  uptoDigest,
+  uptoProxyAbi,
+} from "./encoding.js";
+
+export const UPTO = "upto";
+
+const uptoMethod = permit2MethodOf<UptoAuthorization>({
+  scheme: UPTO,
+  reasons: { scheme: "invalid_upto_evm_scheme", network: "invalid_upto_evm_network_mismatch" },
+  proxy: UPTO_PERMIT2_PROXY_ADDRESS,
+  abi: uptoProxyAbi,
+  use: "upto",
+  use2612: "uptoEip2612",
+  subject: "the upto authorization",
+  assetSubject: "the authorization",
+  settlement: "upto",
+  schema: permit2Payload({ to: address, facilitator: address, validAfter: uint256 }),
+  digest: uptoDigest,
+  calldata: (auth, amount, signature, permit2612) =>
+    proxySettleCalldata(uptoProxyAbi, auth, [amount], signature, permit2612),
+  // Without settlement keys (verify from the CLI) whose authorization it is cannot be told.
+  witness: (ctx, { witness }) =>
+    ctx.signers.size > 0 && !ctx.signers.byAddress(witness.facilitator)
+      ? failure(
+          "facilitator_mismatch",
+          `the witness names ${witness.facilitator} as the facilitator; this one settles as ${ctx.signers.addresses.join(", ")}`,
+        )
+      : null,
+  amount(max, asked, settling) {
+    if (settling && asked > max) {
+      return failure(
+        "amount_mismatch",
+        `settling ${asked} is more than the ${max} the payer signed for`,
+        { x402Reason: "invalid_upto_evm_payload_settlement_exceeds_amount" },
+      );
+    }
+    if (!settling && max !== asked) {
+      return failure(
+        "amount_mismatch",
+        `the upto authorization is for at most ${max}, the requirements ask for ${asked}`,
+        { x402Reason: "permit2_amount_mismatch" },
+      );
+    }
+    return null;
+  },
+  settler: (auth) => auth.witness.facilitator,
+  named(error) {
+    if (error === "UnauthorizedFacilitator") {
+      return failure("facilitator_mismatch", "the upto proxy refuses this facilitator", {
+        x402Reason: "upto_unauthorized_facilitator",
+      });
+    }
+    if (error === "AmountExceedsPermitted") {
+      return failure("amount_mismatch", "the amount is more than the payer permitted", {
+        x402Reason: "upto_amount_exceeds_permitted",
+      });
+    }
+    return undefined;
+  },
+  asked: () => true,
+  revertedReason: "invalid_upto_evm_transaction_failed",
+});
 
 const upto = exactPaymentMethod(uptoMethod);
 
