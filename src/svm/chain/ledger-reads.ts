@@ -38,13 +38,10 @@ export function svmHeld(spend: SvmSpend): HeldSpend {
 }
 
 export class SvmLedgerReads implements LedgerReads<SvmSpend> {
-  readonly store: SettlementStore;
-  readonly #client: Client;
-
-  constructor(client: Client, store: SettlementStore) {
-    this.#client = client;
-    this.store = store;
-  }
+  constructor(
+    private readonly client: Client,
+    readonly store: SettlementStore,
+  ) {}
 
   slotOf(spend: SvmSpend): string {
     return svmSlotOf(spend);
@@ -57,9 +54,9 @@ export class SvmLedgerReads implements LedgerReads<SvmSpend> {
       return signature ? [{ key: h.key, signature }] : [];
     });
     const [balances, statuses] = await Promise.all([
-      Promise.all(spends.map((spend) => tokenBalance(this.#client, spend.source))),
+      Promise.all(spends.map((spend) => tokenBalance(this.client, spend.source))),
       signatureStatuses(
-        this.#client,
+        this.client,
         asked.map((a) => a.signature),
       ),
     ]);
