@@ -68,13 +68,8 @@ export async function settleExactSvm(
     signature: ours.signature,
     wire: withFirstSignature(request.payload.transaction as string, ours.bytes),
   };
-  const spend = {
-    network: ctx.network,
-    mint: payment.mint,
-    source: payment.source,
-    amount: payment.amount,
-    decimals: payment.decimals,
-  };
+  const { mint, source, amount, decimals } = payment;
+  const spend = { network: ctx.network, mint, source, amount, decimals };
   const s: Settling = { ctx, request, payment, signed, key: ours.key, spend };
   return settleInTurn(ctx, svmSteps(s), waitUntil);
 }
