@@ -1,7 +1,9 @@
 /** A Solana payment's journal key from the request alone: our deterministic signature remakes its id. */
+
+import { getBase58Decoder } from "@solana/kit";
 import { type SvmFeePayer, signWithFeePayer } from "../chain/keys.js";
 import { SVM_KEY_PREFIX } from "../chain/ledger-reads.js";
-import { decodeSvmTransaction, type SvmTransaction, signatureToBase58 } from "./decode.js";
+import { decodeSvmTransaction, type SvmTransaction } from "./decode.js";
 
 export type SvmSettlementKey =
   | { readonly ok: true; readonly key: string }
@@ -21,7 +23,8 @@ export function signAsFeePayer(
   const feePayer = keys.find((key) => key.address === tx.staticAccounts[0]);
   if (!feePayer) return undefined;
   const bytes = signWithFeePayer(feePayer, tx.messageBytes);
-  const signature = signatureToBase58(bytes);
+  // Base58 of our signature, the first: the transaction's id.
+  const signature = getBase58Decoder().decode(bytes);
   return { feePayer, bytes, signature, key: svmKeyOf(network, signature) };
 }
 
