@@ -239,7 +239,7 @@ export class SvmFamily implements ChainFamily {
 
   /** A Solana payment's key names the fee payer's signature, which our fee payer's key remakes. */
   async parties(request: PaymentRequest) {
-    const { svmParties } = await import("./exact/parties.js");
+    const { svmParties } = await import("./exact/settlement-key.js");
     return svmParties(request.payload.transaction);
   }
 

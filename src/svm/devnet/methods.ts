@@ -5,7 +5,7 @@ import { isTokenProgram } from "../exact/instructions.js";
 import { decodeLookupTable } from "../exact/lookup-tables.js";
 import type { Commitment } from "../exact/rpc.js";
 import { Rejected, type SvmCluster } from "./cluster.js";
-import { transactionFee } from "./fees.js";
+import { type CompiledMessage, transactionFee } from "./fees.js";
 import {
   address,
   bytesOf,
@@ -158,7 +158,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     }),
     getFeeForMessage: withContext(1, (params) => {
       const bytes = bytesOf(params[0], "base64", "message");
-      let message: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>["decode"]>;
+      let message: CompiledMessage;
       try {
         message = getCompiledTransactionMessageDecoder().decode(bytes);
       } catch {
