@@ -49,24 +49,16 @@ export class SvmFamily implements ChainFamily {
   readonly feePayers: readonly string[];
   /** What payers have in flight with us on Solana. */
   readonly inflight: InFlightLedger;
-  readonly #rpc: RpcRegistry;
-  readonly #journal: SettlementStore;
   readonly #answers: Answers;
-  readonly #throttle: PayerThrottle;
-  readonly #options: SolanaOptions;
   #turn = 0;
   #offerTurn = 0;
 
   constructor(
-    rpc: RpcRegistry,
-    journal: SettlementStore,
-    throttle: PayerThrottle,
-    options: SolanaOptions,
+    private readonly rpc: RpcRegistry,
+    private readonly journal: SettlementStore,
+    private readonly throttle: PayerThrottle,
+    private readonly options: SolanaOptions,
   ) {
-    this.#rpc = rpc;
-    this.#journal = journal;
-    this.#throttle = throttle;
-    this.#options = options;
     this.#answers = options.answers ?? new Answers(journal);
     this.feePayers = [...new Set(options.keys.map((key) => key.address))];
     this.inflight = new InFlightLedger({ onFree: options.onFree });
@@ -108,7 +100,7 @@ export class SvmFamily implements ChainFamily {
     } catch (error) {
       result = { ok: false, failure: failureOfThrown(error, operation) } as R;
     }
-    const via = this.#rpc.solanaVia(routed.ctx.network);
+    const via = this.rpc.solanaVia(routed.ctx.network);
     return namingEndpoint(result, request.requirements.network, via);
   }
 
@@ -116,11 +108,11 @@ export class SvmFamily implements ChainFamily {
   async supported(): Promise<Supported> {
     const kinds: SupportedKind[] = [];
     if (this.feePayers.length > 0) {
-      for (const network of await this.#rpc.servedSolanaNetworks()) {
+      for (const network of await this.rpc.servedSolanaNetworks()) {
         const feePayer = this.feePayers[this.#turn++ % this.feePayers.length] as string;
         const extra = { feePayer, transactionVersions: [...TRANSACTION_VERSIONS] };
         // As the reference says it when its smart-wallet path is on (x402 v2: v1 has none).
-        const features = this.#options.smartWallets
+        const features = this.options.smartWallets
           ? { features: { smartWalletSupported: true } }
           : {};
         const v1Name = solanaCluster(network)?.v1Name;
@@ -149,7 +141,7 @@ export class SvmFamily implements ChainFamily {
     const feePayers = this.feePayers;
     if (offered.scheme !== "exact" || feePayers.length === 0) return undefined;
     const network = solanaNetworkOf(offered.network, 1) ?? solanaNetworkOf(offered.network, 2);
-    const served = await this.#rpc.servedSolanaNetworks();
+    const served = await this.rpc.servedSolanaNetworks();
     if (network === undefined || !served.includes(network)) return undefined;
     const { asset, payTo, amount } = offered;
     if (!isSolanaAddress(asset) || !isSolanaAddress(payTo)) return undefined;
@@ -200,14 +192,14 @@ export class SvmFamily implements ChainFamily {
 
   async #context(network: string, named: string = network): Promise<SvmSettleContext> {
     return {
-      ...this.#options,
-      client: await this.#rpc.solanaClient(network, named),
+      ...this.options,
+      client: await this.rpc.solanaClient(network, named),
       network,
       feePayers: this.feePayers,
-      journal: this.#journal,
+      journal: this.journal,
       answers: this.#answers,
       ledger: this.inflight,
-      throttle: this.#throttle,
+      throttle: this.throttle,
     };
   }
 
@@ -222,9 +214,7 @@ export class SvmFamily implements ChainFamily {
     const signature = entry.hashes.at(-1) as string;
     const [status] = await signatureStatuses(ctx.client, [signature], true);
     if (!status) return { network, onChain: "unknown", transaction: signature };
-    const final =
-      status.confirmationStatus === "confirmed" || status.confirmationStatus === "finalized";
-    let onChain: Observed["onChain"] = !final
+    let onChain: Observed["onChain"] = !status.confirmed
       ? "pending"
       : status.err === null
         ? "mined"
@@ -249,7 +239,7 @@ export class SvmFamily implements ChainFamily {
 
   /** A Solana payment's key names the fee payer's signature, which our fee payer's key remakes. */
   async parties(request: PaymentRequest) {
-    const { svmParties } = await import("./exact/parties.js");
+    const { svmParties } = await import("./exact/settlement-key.js");
     return svmParties(request.payload.transaction);
   }
 
@@ -259,7 +249,7 @@ export class SvmFamily implements ChainFamily {
       return { ok: false, why: `"${request.requirements.network}" is not a Solana network` };
     }
     const { svmSettlementKey } = await import("./exact/settlement-key.js");
-    return svmSettlementKey(network, request.payload.transaction, this.#options.keys);
+    return svmSettlementKey(network, request.payload.transaction, this.options.keys);
   }
 
   async follow(entry: JournalEntry, may: MaySend): Promise<Followed> {

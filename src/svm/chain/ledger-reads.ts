@@ -12,20 +12,14 @@ import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
 import { knownMintSymbol } from "../../protocol/solana-networks.js";
 import { signatureStatuses, tokenBalance } from "../exact/rpc.js";
+import type { SvmPayment } from "../exact/types.js";
 
 /** The journal's key prefix for Solana settlements: `svm:<network>:<signature>`. */
 export const SVM_KEY_PREFIX = "svm:";
 
-/** What a settlement takes from a payer's token account when it lands. */
-export interface SvmSpend {
-  readonly network: string;
-  readonly mint: string;
-  /** The payer's token account the transfer debits. */
-  readonly source: string;
-  readonly amount: bigint;
-  /** The mint's decimals as the transfer states them (TransferChecked), for messages. */
-  readonly decimals?: number | undefined;
-}
+/** What a settlement takes from the payer's token account `source` when it lands (decimals: for messages). */
+export type SvmSpend = Pick<SvmPayment, "mint" | "source" | "amount"> &
+  Partial<Pick<SvmPayment, "decimals">> & { readonly network: string };
 
 /** The ledger's name for what a spend debits. Base58 is case-sensitive: kept as it is. */
 function svmSlotOf(spend: Omit<SvmSpend, "amount">): string {
@@ -38,13 +32,10 @@ export function svmHeld(spend: SvmSpend): HeldSpend {
 }
 
 export class SvmLedgerReads implements LedgerReads<SvmSpend> {
-  readonly store: SettlementStore;
-  readonly #client: Client;
-
-  constructor(client: Client, store: SettlementStore) {
-    this.#client = client;
-    this.store = store;
-  }
+  constructor(
+    private readonly client: Client,
+    readonly store: SettlementStore,
+  ) {}
 
   slotOf(spend: SvmSpend): string {
     return svmSlotOf(spend);
@@ -57,9 +48,9 @@ export class SvmLedgerReads implements LedgerReads<SvmSpend> {
       return signature ? [{ key: h.key, signature }] : [];
     });
     const [balances, statuses] = await Promise.all([
-      Promise.all(spends.map((spend) => tokenBalance(this.#client, spend.source))),
+      Promise.all(spends.map((spend) => tokenBalance(this.client, spend.source))),
       signatureStatuses(
-        this.#client,
+        this.client,
         asked.map((a) => a.signature),
       ),
     ]);

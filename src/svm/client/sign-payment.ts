@@ -20,9 +20,10 @@ import {
 import { createClient } from "viem";
 import { DEFAULT_RESOURCE, type RequirementsJson } from "../../protocol/client-request.js";
 import { jsonRpcTransport } from "../../rpc/json-rpc.js";
-import { decodeMint, isTokenProgram, tokenAccountKind } from "../devnet/token-layout.js";
+import { decodeMint, tokenAccountKind } from "../devnet/token-layout.js";
 import { associatedTokenAddress } from "../exact/ata.js";
 import { COMPUTE_BUDGET_PROGRAM, MEMO_PROGRAM } from "../exact/constants.js";
+import { isTokenProgram } from "../exact/instructions.js";
 
 /** The official client's DEFAULT_COMPUTE_UNIT_LIMIT and _PRICE_MICROLAMPORTS. */
 const COMPUTE_UNITS = 20_000;

@@ -59,10 +59,9 @@ export class SlotClock {
     };
   }
 
+  /** Slots are recorded in order: the first kept is the oldest. */
   #oldestSlot(): bigint {
-    let oldest = this.#slot;
-    for (const slot of this.#slotBlockhash.keys()) if (slot < oldest) oldest = slot;
-    return oldest;
+    return this.#slotBlockhash.keys().next().value ?? this.#slot;
   }
 
   #record(slot: bigint, blockhash: string): void {

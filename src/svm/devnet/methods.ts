@@ -1,10 +1,11 @@
 /** The Solana JSON-RPC methods the devnet answers, in the shapes Solana nodes give. */
 import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
 import { ADDRESS_LOOKUP_TABLE_PROGRAM } from "../exact/constants.js";
+import { isTokenProgram } from "../exact/instructions.js";
 import { decodeLookupTable } from "../exact/lookup-tables.js";
 import type { Commitment } from "../exact/rpc.js";
 import { Rejected, type SvmCluster } from "./cluster.js";
-import { transactionFee } from "./fees.js";
+import { type CompiledMessage, transactionFee } from "./fees.js";
 import {
   address,
   bytesOf,
@@ -16,7 +17,7 @@ import {
   describe,
 } from "./params.js";
 import { invalidParams, RpcError, type RpcHandler } from "./rpc-server.js";
-import { decodeMint, isTokenProgram, MINT_SIZE, parseTokenAccountData } from "./token-layout.js";
+import { decodeMint, MINT_SIZE, parseTokenAccountData } from "./token-layout.js";
 import { rpcStatus } from "./tx-error.js";
 
 /** A lookup table as a node's jsonParsed answers it (what @solana/kit's fetch reads). */
@@ -134,25 +135,19 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     getLatestBlockhash: withContext(0, (_params, _cfg, commitment) =>
       cluster.clock.latestBlockhash(commitment),
     ),
-    isBlockhashValid: (params) => {
+    isBlockhashValid: withContext(1, (params) => {
       if (typeof params[0] !== "string") throw invalidParams("Invalid params: blockhash");
-      const commitment = commitmentOf(config(params, 1));
-      return { context: context(commitment), value: cluster.clock.isBlockhashValid(params[0]) };
-    },
+      return cluster.clock.isBlockhashValid(params[0]);
+    }),
     getMinimumBalanceForRentExemption: (params) =>
       svm.minimumBalanceForRentExemption(count(params[0], "data length")),
     getBalance: withContext(1, (params) => svm.getBalance(address(params, 0)) ?? 0n),
     getAccountInfo: withContext(1, (params, cfg) => accountJson(address(params, 0), cfg)),
-    getMultipleAccounts: (params) => {
-      const list = params[0];
+    getMultipleAccounts: withContext(1, ([list], cfg) => {
       if (!Array.isArray(list) || list.length > 100)
         throw invalidParams("Invalid params: expected at most 100 addresses");
-      const cfg = config(params, 1);
-      return {
-        context: context(commitmentOf(cfg)),
-        value: list.map((_, i) => accountJson(address(list, i), cfg)),
-      };
-    },
+      return list.map((_, i) => accountJson(address(list, i), cfg));
+    }),
     getTokenAccountBalance: withContext(1, (params) => {
       const account = accountJson(address(params, 0), { encoding: "jsonParsed" });
       const parsed = (
@@ -163,7 +158,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
     }),
     getFeeForMessage: withContext(1, (params) => {
       const bytes = bytesOf(params[0], "base64", "message");
-      let message: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>["decode"]>;
+      let message: CompiledMessage;
       try {
         message = getCompiledTransactionMessageDecoder().decode(bytes);
       } catch {
@@ -171,20 +166,18 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       }
       return cluster.clock.isBlockhashValid(message.lifetimeToken) ? transactionFee(message) : null;
     }),
-    simulateTransaction: (params) => {
-      const cfg = config(params, 1);
+    simulateTransaction: withContext(1, (params, cfg) => {
       const sigVerify = cfg.sigVerify === true;
       const replace = cfg.replaceRecentBlockhash === true;
       if (sigVerify && replace)
         throw invalidParams(
           "Invalid params: sigVerify may not be used with replaceRecentBlockhash",
         );
-      const commitment = commitmentOf(cfg);
       const tx = decodeTransaction(params, cfg);
       const value = simulation(cluster.simulate(tx, { sigVerify, checkBlockhash: !replace }), cfg);
       if (replace) value.replacementBlockhash = cluster.clock.latestBlockhash("processed");
-      return { context: context(commitment), value };
-    },
+      return value;
+    }),
     sendTransaction: (params) => {
       const cfg = config(params, 1);
       const tx = decodeTransaction(params, cfg);

@@ -10,7 +10,9 @@ import {
   getU64Codec,
   type ReadonlyUint8Array,
 } from "@solana/kit";
+import { decimalAmount } from "../../protocol/amounts.js";
 import * as ids from "../exact/constants.js";
+import { isTokenProgram } from "../exact/instructions.js";
 
 export const TOKEN_PROGRAM = ids.TOKEN_PROGRAM as Address;
 export const TOKEN_2022_PROGRAM = ids.TOKEN_2022_PROGRAM as Address;
@@ -58,10 +60,6 @@ export function decodeMint(data: ReadonlyUint8Array) {
   return mintCodec.decode(data);
 }
 
-export function isTokenProgram(owner: string): boolean {
-  return owner === TOKEN_PROGRAM || owner === TOKEN_2022_PROGRAM;
-}
-
 /** What a token program's account holds; Token-2022's longer ones say so at byte 165. */
 export function tokenAccountKind(owner: string, data: ReadonlyUint8Array) {
   if (!isTokenProgram(owner)) return undefined;
@@ -73,10 +71,7 @@ export function tokenAccountKind(owner: string, data: ReadonlyUint8Array) {
 
 /** A token amount as RPC nodes show it (`uiAmount` a float, `uiAmountString` exact). */
 function tokenAmount(amount: bigint, decimals: number) {
-  const text = amount.toString().padStart(decimals + 1, "0");
-  const whole = text.slice(0, text.length - decimals);
-  const fraction = text.slice(text.length - decimals).replace(/0+$/, "");
-  const uiAmountString = fraction ? `${whole}.${fraction}` : whole;
+  const uiAmountString = decimalAmount(amount, decimals);
   return { amount: amount.toString(), decimals, uiAmount: Number(uiAmountString), uiAmountString };
 }
 

@@ -17,27 +17,16 @@ export async function associatedTokenAddress(
 ): Promise<string | undefined> {
   const key = `${owner} ${mint} ${tokenProgram}`;
   if (known.has(key)) return known.get(key);
-  const address = await derive(owner, mint, tokenProgram);
+  let address: string | undefined;
+  try {
+    const seeds = [owner, tokenProgram, mint].map((part) => addressEncoder.encode(part as Address));
+    [address] = await getProgramDerivedAddress({
+      programAddress: ASSOCIATED_TOKEN_PROGRAM as Address,
+      seeds,
+    });
+  } catch {
+    // Not an address: no account, remembered as such.
+  }
   setNewest(known, key, address, KEPT);
   return address;
-}
-
-async function derive(
-  owner: string,
-  mint: string,
-  tokenProgram: string,
-): Promise<string | undefined> {
-  try {
-    const [address] = await getProgramDerivedAddress({
-      programAddress: ASSOCIATED_TOKEN_PROGRAM as Address,
-      seeds: [
-        addressEncoder.encode(owner as Address),
-        addressEncoder.encode(tokenProgram as Address),
-        addressEncoder.encode(mint as Address),
-      ],
-    });
-    return address;
-  } catch {
-    return undefined;
-  }
 }

@@ -24,6 +24,7 @@ import { type LookupTableReader, resolveLookupTables } from "./lookup-tables.js"
 import { SVM_REASONS, unknownInstructionReason } from "./reasons.js";
 import { firstBadSignature } from "./signatures.js";
 import {
+  paymentOf,
   refusal,
   type SvmCheckOptions,
   type SvmCheckRefusal,
@@ -102,7 +103,6 @@ export async function checkLayout(
 ): Promise<SvmCheckResult> {
   const version = options.x402Version ?? 2;
   const ours = new Set(options.feePayers);
-  const feePayer = tx.staticAccounts[0] as string;
   const signers = tx.header.numSignerAccounts;
   const ixs = tx.instructions;
   const most = MAX_INSTRUCTIONS[version];
@@ -233,19 +233,8 @@ export async function checkLayout(
   }
 
   const { authority: _, ...moved } = transfer;
-  return {
-    ok: true,
-    payment: {
-      payer,
-      ...moved,
-      feePayer,
-      computeUnitLimit: units,
-      computeUnitPrice: price,
-      memos,
-      recentBlockhash: tx.recentBlockhash,
-      transaction: tx,
-    },
-  };
+  const fields = { payer, ...moved, computeUnitLimit: units, computeUnitPrice: price, memos };
+  return { ok: true, payment: paymentOf(tx, fields) };
 }
 
 /** requirements.amount as an integer, or undefined when it is not one. */

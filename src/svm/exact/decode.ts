@@ -1,6 +1,5 @@
 /** A base64 wire transaction -> a plain view of its message (lookup accounts as placeholders). */
 import {
-  getBase58Decoder,
   getBase64Encoder,
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
@@ -60,7 +59,6 @@ export const LOOKUP_TABLE_ACCOUNT = "(address lookup table)";
 
 const transactionDecoder = getTransactionDecoder();
 const messageDecoder = getCompiledTransactionMessageDecoder();
-const base58 = getBase58Decoder();
 
 /** Decodes a base64 wire transaction; never throws. */
 export function decodeSvmTransaction(base64: unknown): DecodeResult {
@@ -157,9 +155,4 @@ function messageVersionOf(wire: ArrayLike<number>): "legacy" | number | undefine
   const version = wire[1 + first * 64];
   if (version === undefined) return undefined;
   return version & 0x80 ? version & 0x7f : "legacy";
-}
-
-/** Base58 of 64 signature bytes: the transaction's id once the first signature is in place. */
-export function signatureToBase58(signature: Uint8Array): string {
-  return base58.decode(signature);
 }

@@ -20,9 +20,7 @@ export async function followSvmSettlement(
     detail,
   });
   const [status] = await signatureStatuses(ctx.client, [signature], true);
-  const final =
-    status?.confirmationStatus === "confirmed" || status?.confirmationStatus === "finalized";
-  if (status && final) {
+  if (status?.confirmed) {
     if (status.err === null) {
       const unpaid = await landedUnpaid(ctx, entry, signature);
       if (unpaid) return at(unpaid.outcome, unpaid.detail);

@@ -28,6 +28,9 @@ export interface TokenTransfer {
   readonly decimals?: number | undefined;
 }
 
+/** What the compute-budget readers look at (the devnet reads compiled messages with them). */
+type BudgetInstruction = Pick<SvmInstruction, "programId" | "data">;
+
 function view(data: Uint8Array): DataView {
   return new DataView(data.buffer, data.byteOffset, data.byteLength);
 }
@@ -37,13 +40,13 @@ export function isTokenProgram(programId: string): programId is TokenProgram {
 }
 
 /** SetComputeUnitLimit's units, or undefined when the instruction is not one. */
-export function readComputeUnitLimit(ix: SvmInstruction): number | undefined {
+export function readComputeUnitLimit(ix: BudgetInstruction): number | undefined {
   if (ix.programId !== COMPUTE_BUDGET_PROGRAM || ix.data[0] !== SET_COMPUTE_UNIT_LIMIT) return;
   return ix.data.length < 5 ? undefined : view(ix.data).getUint32(1, true);
 }
 
 /** SetComputeUnitPrice's micro-lamports per unit, or undefined when the instruction is not one. */
-export function readComputeUnitPrice(ix: SvmInstruction): bigint | undefined {
+export function readComputeUnitPrice(ix: BudgetInstruction): bigint | undefined {
   if (ix.programId !== COMPUTE_BUDGET_PROGRAM || ix.data[0] !== SET_COMPUTE_UNIT_PRICE) return;
   return ix.data.length < 9 ? undefined : view(ix.data).getBigUint64(1, true);
 }

@@ -57,9 +57,7 @@ export async function followSignature(
 /** Confirmed or failed (at `confirmed` commitment), else undefined: not landed, or only processed. */
 async function statusOf(client: Client, signature: string): Promise<Landing | undefined> {
   const [status] = await signatureStatuses(client, [signature]);
-  if (!status) return undefined;
-  const { confirmationStatus } = status;
-  if (confirmationStatus !== "confirmed" && confirmationStatus !== "finalized") return undefined;
+  if (!status?.confirmed) return undefined;
   if (status.err !== null) return { kind: "failed", slot: status.slot, err: status.err };
   return { kind: "confirmed", slot: status.slot };
 }

@@ -10,7 +10,8 @@ export interface SignatureStatus {
   readonly slot: bigint;
   /** The runtime's error, or null when the transaction succeeded. */
   readonly err: unknown;
-  readonly confirmationStatus: Commitment | null;
+  /** At `confirmed` commitment or deeper (a `processed` one may still be dropped). */
+  readonly confirmed: boolean;
 }
 
 function call<T>(client: Client, method: string, params: unknown[]): Promise<T> {
@@ -111,12 +112,11 @@ export async function signatureStatuses(
       | null
       | undefined;
     if (!entry || (typeof entry.slot !== "number" && typeof entry.slot !== "bigint")) return null;
-    const status = entry.confirmationStatus;
+    const { confirmationStatus } = entry;
     return {
       slot: BigInt(entry.slot),
       err: entry.err ?? null,
-      confirmationStatus:
-        status === "processed" || status === "confirmed" || status === "finalized" ? status : null,
+      confirmed: confirmationStatus === "confirmed" || confirmationStatus === "finalized",
     };
   });
 }

@@ -68,13 +68,8 @@ export async function settleExactSvm(
     signature: ours.signature,
     wire: withFirstSignature(request.payload.transaction as string, ours.bytes),
   };
-  const spend = {
-    network: ctx.network,
-    mint: payment.mint,
-    source: payment.source,
-    amount: payment.amount,
-    decimals: payment.decimals,
-  };
+  const { mint, source, amount, decimals } = payment;
+  const spend = { network: ctx.network, mint, source, amount, decimals };
   const s: Settling = { ctx, request, payment, signed, key: ours.key, spend };
   return settleInTurn(ctx, svmSteps(s), waitUntil);
 }
@@ -189,19 +184,14 @@ async function sendAndFollow(
     observe?.("journal", (performance.now() - writing) / 1000);
   } catch (error) {
     abandon(s);
+    const why = `cannot write the settlement journal: ${String(error)}`;
     const cause =
       error instanceof FacilitatorError
         ? error.failure
-        : failure("settlement_failed", `cannot write the settlement journal: ${String(error)}`, {
-            status: 500,
-          });
-    return {
-      ok: false,
-      payer,
-      failure: /nothing was sent/.test(cause.message)
-        ? cause
-        : { ...cause, message: `${cause.message}; nothing was sent` },
-    };
+        : failure("settlement_failed", why, { status: 500 });
+    const { message } = cause;
+    const told = /nothing was sent/.test(message) ? message : `${message}; nothing was sent`;
+    return { ok: false, payer, failure: { ...cause, message: told } };
   }
   const broadcastAt = performance.now();
   const reached = () => observe?.("chain", (performance.now() - broadcastAt) / 1000);

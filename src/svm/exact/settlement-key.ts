@@ -1,7 +1,11 @@
-/** A Solana payment's journal key from the request alone: our deterministic signature remakes its id. */
+/** From the request alone: a Solana payment's journal key (our signature remakes its id) and payer. */
+
+import { getBase58Decoder } from "@solana/kit";
+import type { Parties } from "../../deny-list/deny-list.js";
 import { type SvmFeePayer, signWithFeePayer } from "../chain/keys.js";
 import { SVM_KEY_PREFIX } from "../chain/ledger-reads.js";
-import { decodeSvmTransaction, type SvmTransaction, signatureToBase58 } from "./decode.js";
+import { decodeSvmTransaction, type SvmTransaction } from "./decode.js";
+import { tokenPayer } from "./instructions.js";
 
 export type SvmSettlementKey =
   | { readonly ok: true; readonly key: string }
@@ -21,7 +25,8 @@ export function signAsFeePayer(
   const feePayer = keys.find((key) => key.address === tx.staticAccounts[0]);
   if (!feePayer) return undefined;
   const bytes = signWithFeePayer(feePayer, tx.messageBytes);
-  const signature = signatureToBase58(bytes);
+  // Base58 of our signature, the first: the transaction's id.
+  const signature = getBase58Decoder().decode(bytes);
   return { feePayer, bytes, signature, key: svmKeyOf(network, signature) };
 }
 
@@ -40,4 +45,11 @@ export function svmSettlementKey(
     };
   }
   return { ok: true, key: signed.key };
+}
+
+/** The payer an `exact` payment names (its transfer's authority), for the deny list. */
+export function svmParties(transaction: unknown): Parties {
+  const decoded = decodeSvmTransaction(transaction);
+  const payer = decoded.ok ? tokenPayer(decoded.transaction.instructions) : undefined;
+  return { payers: payer === undefined ? [] : [payer], payees: [] };
 }

@@ -2,6 +2,7 @@
 import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import type { Address } from "@solana/kit";
 import { getAddressEncoder } from "@solana/kit";
+import { setNewest } from "../../core/newest.js";
 import type { SvmTransaction } from "./decode.js";
 
 /** DER prefix of an Ed25519 SubjectPublicKeyInfo; the 32 key bytes follow. */
@@ -23,8 +24,7 @@ function publicKeyOf(signer: string): KeyObject {
     format: "der",
     type: "spki",
   });
-  keys.set(signer, key);
-  if (keys.size > KEPT) keys.delete(keys.keys().next().value as string);
+  setNewest(keys, signer, key, KEPT);
   return key;
 }
 

@@ -1,5 +1,4 @@
 /** A smart wallet at settle: a retry finds it in the journal; success waits for its transfer. */
-import type { JournalEntry } from "../../core/store.js";
 import { failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
 import { TOKEN_PROGRAM } from "./constants.js";
@@ -7,7 +6,8 @@ import type { SvmSettleContext } from "./context.js";
 import type { SvmTransaction } from "./decode.js";
 import { POST_SETTLEMENT_NOT_CONFIRMED } from "./reasons.js";
 import { signAsFeePayer } from "./settlement-key.js";
-import { transferLanded } from "./transfer-landed.js";
+import { smartWalletPayment } from "./smart-wallet.js";
+import { owedOf, transferLanded } from "./transfer-landed.js";
 import type { SvmPayment } from "./types.js";
 
 /** A smart wallet's failed-simulation transaction we sent: the payment as journaled, to follow. */
@@ -17,26 +17,11 @@ export async function journaledSmartWallet(
 ): Promise<SvmPayment | undefined> {
   const signed = signAsFeePayer(ctx.network, tx, ctx.keys);
   if (!signed) return undefined;
-  const entry: JournalEntry | undefined = await ctx.journal.get(signed.key);
+  const entry = await ctx.journal.get(signed.key);
   if (!entry?.expect) return undefined;
-  const { token, from, to, value } = entry.expect;
-  return {
-    // The journal keeps the accounts, not the wallet that authorised the transfer.
-    payer: "",
-    amount: BigInt(value),
-    mint: token,
-    decimals: 0,
-    tokenProgram: TOKEN_PROGRAM,
-    source: from,
-    destination: to,
-    feePayer: signed.feePayer.address,
-    computeUnitLimit: 0,
-    computeUnitPrice: 0n,
-    memos: [],
-    recentBlockhash: tx.recentBlockhash,
-    transaction: tx,
-    smartWallet: true,
-  };
+  // The journal keeps the accounts, not the wallet that authorised the transfer.
+  const kept = { ...owedOf(entry.expect), source: entry.expect.from, authority: "" };
+  return smartWalletPayment(tx, { ...kept, programId: TOKEN_PROGRAM });
 }
 
 /** A landed smart wallet's answer unless it paid: failed (no transfer) or pending (unread). */
@@ -45,8 +30,7 @@ export async function smartWalletUnpaid(
   payment: SvmPayment,
   signature: string,
 ): Promise<Extract<SettleResult, { ok: false }> | undefined> {
-  const owed = { mint: payment.mint, destination: payment.destination, amount: payment.amount };
-  const paid = await transferLanded(ctx.client, signature, owed, ctx.feePayers);
+  const paid = await transferLanded(ctx.client, signature, payment, ctx.feePayers);
   if (paid === "paid") return undefined;
   const answer = { ok: false as const, payer: payment.payer, transactionHash: signature };
   if (paid === "unknown") {

@@ -19,6 +19,7 @@ import {
 import { LAYOUT_RECOVERABLE, SVM_REASONS } from "./reasons.js";
 import { payeeAccounts, transfersOf } from "./transfers.js";
 import {
+  paymentOf,
   refusal,
   type SvmCheckOptions,
   type SvmCheckRefusal,
@@ -190,30 +191,34 @@ export async function findSmartWalletTransfer(
     });
   }
   const [paid, second] = matching as [TokenTransfer, ...TokenTransfer[]];
-  const { authority, programId, ...moved } = paid;
   if (second !== undefined) {
     return refusal(
       SVM_REASONS.smartWalletMultipleTransfers,
       `The simulation makes ${matching.length} transfers that each pay requirements; a payment makes one`,
-      { payer: authority },
+      { payer: paid.authority },
     );
   }
-  return {
-    ok: true,
-    payment: {
-      ...moved,
-      payer: authority,
-      decimals: paid.decimals ?? 0,
-      tokenProgram: programId,
-      feePayer: tx.staticAccounts[0] as string,
-      computeUnitLimit: shape.units,
-      computeUnitPrice: shape.price,
-      memos,
-      recentBlockhash: tx.recentBlockhash,
-      transaction: tx,
-      smartWallet: true,
-    },
-  };
+  return { ok: true, payment: smartWalletPayment(tx, paid, shape, memos) };
+}
+
+/** A smart wallet's payment: the transfer its simulation showed (or the journal kept). */
+export function smartWalletPayment(
+  tx: SvmTransaction,
+  transfer: TokenTransfer,
+  shape = { units: 0, price: 0n },
+  memos: readonly string[] = [],
+): SvmPayment {
+  const { authority, programId, decimals, ...moved } = transfer;
+  return paymentOf(tx, {
+    ...moved,
+    payer: authority,
+    decimals: decimals ?? 0,
+    tokenProgram: programId,
+    computeUnitLimit: shape.units,
+    computeUnitPrice: shape.price,
+    memos,
+    smartWallet: true,
+  });
 }
 
 function mismatch(

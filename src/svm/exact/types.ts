@@ -66,6 +66,15 @@ export interface SvmCheckRefusal {
 
 export type SvmCheckResult = { readonly ok: true; readonly payment: SvmPayment } | SvmCheckRefusal;
 
+/** A payment of `tx`: the fee payer (key 0), blockhash and transaction come from it. */
+export function paymentOf(
+  tx: SvmTransaction,
+  fields: Omit<SvmPayment, "feePayer" | "recentBlockhash" | "transaction">,
+): SvmPayment {
+  const feePayer = tx.staticAccounts[0] as string;
+  return { ...fields, feePayer, recentBlockhash: tx.recentBlockhash, transaction: tx };
+}
+
 export function refusal(
   x402Reason: SvmReason,
   message: string,

@@ -123,11 +123,7 @@ async function checkSmartWallet(
 ): Promise<{ readonly ok: true; readonly payment: SvmPayment } | SvmRefusal> {
   const shaped = checkSmartWalletShape(tx, ctx.feePayers, options, ctx.maxFeeLamports);
   if (!shaped.ok) return refuseChecked(shaped);
-  const simulated = await simulate(ctx.client, request.payload.transaction as string, {
-    sigVerify: false,
-    commitment: "confirmed",
-    innerInstructions: true,
-  });
+  const simulated = await simulateAsSent(ctx, request, true);
   if (!simulated.ok) {
     const reason = SVM_REASONS.smartWalletSimulationFailed;
     return { ...simulationRefusal(request, simulated, {}, "verify", reason), simulated: tx };
@@ -157,12 +153,15 @@ export async function verifyExactSvm(
   const { payer } = checked.payment;
   // A smart wallet's payment was simulated on its path already.
   if (checked.payment.smartWallet) return { ok: true, payer };
-  const simulated = await simulate(ctx.client, request.payload.transaction as string, {
-    sigVerify: false,
-    commitment: "confirmed",
-  });
+  const simulated = await simulateAsSent(ctx, request);
   if (!simulated.ok) return simulationRefusal(request, simulated, checked.payment, "verify");
   return { ok: true, payer };
+}
+
+/** The payer's transaction simulated as it came (our signature not yet in it). */
+function simulateAsSent(ctx: SvmContext, request: PaymentRequest, innerInstructions?: true) {
+  const options = { sigVerify: false, commitment: "confirmed", innerInstructions } as const;
+  return simulate(ctx.client, request.payload.transaction as string, options);
 }
 
 /** A failed simulation; finer than the reference for a landed one and for our unfunded fee payer. */
