@@ -3,7 +3,7 @@
  * else config file key, else default. A key is read only when asked for, and never printed.
  */
 import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
-import { filePath, type Parser, type Source } from "./setting-parsers.js";
+import { filePath, type Parser, type Source, usage } from "./setting-parsers.js";
 import {
   flagName,
   type KeySetting,
@@ -82,7 +82,7 @@ export function resolveSetting<R extends ValueSetting>(
   sources: SettingSources,
 ): ValueOf<R> {
   const [first] = givenFor(row, sources);
-  if (first) return row.parse(first.value, first.source) as ValueOf<R>;
+  if (first) return usage(row.parse)(first.value, first.source) as ValueOf<R>;
   return row.default?.(sources.env) as ValueOf<R>;
 }
 
@@ -92,7 +92,7 @@ export function resolvePerNetwork<T>(
   sources: SettingSources,
 ): PerNetwork<T> {
   const layers = givenFor(row, sources).reverse();
-  return layered(layers.map(({ value, source }) => perNetwork(value, source, row.parse)));
+  return layered(layers.map(({ value, source }) => perNetwork(value, source, usage(row.parse))));
 }
 
 /** How a kind of key is read: from the text of an environment variable, or from a file. */

@@ -9,9 +9,9 @@ import {
   PERMIT2_ADDRESS,
   permit2WitnessTypes,
 } from "../exact/permit2-encoding.js";
-import { uptoWitnessTypes } from "../upto/encoding.js";
+import { UPTO_PERMIT2_PROXY_ADDRESS, uptoWitnessTypes } from "../upto/encoding.js";
 import type { DevAccount } from "./accounts.js";
-import { type DevnetNode, UPTO_PERMIT2_PROXY_ADDRESS } from "./setup.js";
+import type { DevnetNode } from "./setup.js";
 import { type Eip2612Token, signEip2612Permit } from "./sign-permit.js";
 
 /** The EIP-712 types the devnet signs permits with, as the verifier checks them. */
