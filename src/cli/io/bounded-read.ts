@@ -1,7 +1,4 @@
-/**
- * The one way the CLI reads inputs: with a size limit and, for pipes, FIFOs and devices, an idle
- * timeout. Paths open non-blocking (a FIFO without a writer would block exit) and read synchronously.
- */
+/** The one way the CLI reads inputs: size-limited; pipes, FIFOs and devices with idle timeout. */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
 import { resolveSetting } from "../settings/setting-resolver.js";
 import { SETTINGS } from "../settings/settings.js";

@@ -1,7 +1,4 @@
-/**
- * The API keys file: named keys with the receivers each may act for (refunds) and its rate.
- * Checked whole at start and at each reload; a mistake names the entry, never the key.
- */
+/** The API keys file, checked whole at start and reload; a mistake names the entry, not the key. */
 import { getAddress, isAddress } from "viem";
 import type { ApiKey, ApiKeys } from "../../http/callers.js";
 import { DEFAULT_KEY_RATE, MAX_RATE } from "../../http/rates.js";

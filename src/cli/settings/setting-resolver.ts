@@ -1,7 +1,4 @@
-/**
- * The one way a setting is found: flag (given, even empty), else environment (trimmed, not blank),
- * else config file key, else default. A key is read only when asked for, and never printed.
- */
+/** How a setting is found: flag, else environment, else config key, else default; keys lazily. */
 import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
 import { filePath, type Parser, type Source, usage } from "./setting-parsers.js";
 import {

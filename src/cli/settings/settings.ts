@@ -1,7 +1,4 @@
-/**
- * Every setting once: flag, environment variable, config key, parser, default, help. A test holds
- * docs/configuration.md to this table. Schemes' own rows join it here.
- */
+/** Every setting once: flag, env, config key, parser, default, help (docs are held to it). */
 import os from "node:os";
 import path from "node:path";
 import { secondsFrom, wholeNumber } from "../../core/scheme-settings.js";

@@ -1,7 +1,4 @@
-/**
- * x402 Permit2 payments as the official client signs them (its JSON field order): the exact or upto
- * proxy's PermitWitnessTransferFrom, and the EIP-2612 permit eip2612GasSponsoring carries.
- */
+/** x402 Permit2 payments as the official client signs them (its JSON field order). */
 import { type Address, getAddress, type TypedData, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import {
