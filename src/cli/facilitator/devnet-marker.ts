@@ -1,7 +1,4 @@
-/**
- * Telling devnets apart: they share chain id, contracts and keys, but not the genesis hash, which
- * devnet.json records beside its files and is checked against the chain.
- */
+/** Devnets share chain id, contracts and keys, but not the genesis hash devnet.json records. */
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { Hex, PublicClient } from "viem";

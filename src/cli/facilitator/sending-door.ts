@@ -1,7 +1,4 @@
-/**
- * serve's door to new broadcasts: once shut, a settlement not yet written down is refused (503,
- * nothing sent), so nothing goes out after its request was answered.
- */
+/** serve's door to new broadcasts: once shut, nothing goes out after its request was answered. */
 import type { SettlementStore } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 

@@ -1,7 +1,4 @@
-/**
- * Builds secp256k1's table (~80 ms) with a throwaway key while the command waits anyway; never a
- * real key (a key file may be a pipe that can be read only once).
- */
+/** Builds secp256k1's table (~80 ms) with a throwaway key: a key file may be a once-only pipe. */
 import { privateKeyToAddress } from "viem/accounts";
 
 const THROWAWAY = `0x${"0".repeat(63)}1` as const;

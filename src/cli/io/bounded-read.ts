@@ -1,7 +1,4 @@
-/**
- * The one way the CLI reads inputs: with a size limit and, for pipes, FIFOs and devices, an idle
- * timeout. Paths open non-blocking (a FIFO without a writer would block exit) and read synchronously.
- */
+/** The one way the CLI reads inputs: size-limited; pipes, FIFOs and devices with idle timeout. */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
 import { resolveSetting } from "../settings/setting-resolver.js";
 import { SETTINGS } from "../settings/settings.js";
@@ -131,46 +128,34 @@ function readFd(fd: number, fifo: boolean, limits: ReadLimits): Buffer {
 }
 
 /** Reads stdin to its end within `limits`; never waits on a terminal. */
-export function readStdinBounded(limits: ReadLimits): Promise<Buffer> {
+export async function readStdinBounded(limits: ReadLimits): Promise<Buffer> {
   const stdin = process.stdin;
-  if (stdin.isTTY) {
-    return Promise.reject(
-      new UsageError("no input: pass a FILE, or pipe the JSON request on stdin"),
-    );
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let timer: NodeJS.Timeout | undefined;
-    const stop = (error?: Error) => {
-      clearTimeout(timer);
-      stdin.off("data", onData);
-      stdin.off("end", onEnd);
-      stdin.off("error", onError);
-      if (error) {
-        stdin.destroy();
-        reject(error);
-      } else resolve(Buffer.concat(chunks, size));
-    };
-    const arm = () => {
-      if (limits.idleTimeoutMs <= 0) return;
-      clearTimeout(timer);
-      timer = setTimeout(() => stop(timedOut(limits.idleTimeoutMs)), limits.idleTimeoutMs);
-    };
-    const onData = (chunk: Buffer) => {
+  if (stdin.isTTY) throw new UsageError("no input: pass a FILE, or pipe the JSON request on stdin");
+  const { maxBytes, idleTimeoutMs } = limits;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let timer: NodeJS.Timeout | undefined;
+  // Each chunk restarts the wait; stdin idle that long is destroyed with the reason.
+  const arm = () => {
+    clearTimeout(timer);
+    if (idleTimeoutMs <= 0) return;
+    timer = setTimeout(() => stdin.destroy(timedOut(idleTimeoutMs)), idleTimeoutMs);
+  };
+  try {
+    arm();
+    for await (const chunk of stdin as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > limits.maxBytes) return stop(tooLarge(limits.maxBytes));
+      if (size > maxBytes) throw tooLarge(maxBytes);
       chunks.push(chunk);
       arm();
-    };
-    const onEnd = () => stop();
-    const onError = (error: NodeJS.ErrnoException) =>
-      stop(new InputError(describeErrno(error.code)));
-    stdin.on("data", onData);
-    stdin.once("end", onEnd);
-    stdin.once("error", onError);
-    arm();
-  });
+    }
+    return Buffer.concat(chunks, size);
+  } catch (error) {
+    if (error instanceof InputError) throw error;
+    throw new InputError(describeErrno((error as NodeJS.ErrnoException).code));
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A small file (config, key, API key file) as text; the error names `what`, never the content. */

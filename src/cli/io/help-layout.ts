@@ -1,7 +1,4 @@
-/**
- * Every `--help`, wrapped to the terminal (80 columns in a pipe). commander stops wrapping beside
- * a long flag; here a longer flag than TERM_COLUMN has its description below it.
- */
+/** Every `--help` wrapped to the terminal (80 columns in a pipe), long flags' text below them. */
 import { type AddHelpTextContext, type Command, Help } from "commander";
 import { terminalWidth } from "./fit-lines.js";
 

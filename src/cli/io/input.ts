@@ -1,5 +1,6 @@
 /** Reading the request from a file or stdin: bounded in size and time, never waiting on a terminal. */
 import { fstatSync } from "node:fs";
+import { isObject } from "../../protocol/words.js";
 import {
   InputError,
   inputTimeoutMs,
@@ -47,8 +48,8 @@ export function pipedFailure(
         : "nothing on stdin: pass a FILE, or pipe the JSON request on stdin",
     };
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return undefined;
-  const answer = parsed as Record<string, unknown>;
+  if (!isObject(parsed)) return undefined;
+  const answer = parsed;
   if ("payload" in answer || "paymentPayload" in answer) return undefined;
   const code =
     answer.success === false

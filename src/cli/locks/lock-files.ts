@@ -1,7 +1,4 @@
-/**
- * Lock file operations safe in a directory other users may write (sticky, like /tmp): files are
- * created exclusively and never opened through a symbolic link; an unsafe directory is refused.
- */
+/** Lock files safe in a directory others may write: created exclusively, never through a link. */
 import { randomBytes } from "node:crypto";
 import {
   closeSync,

@@ -1,8 +1,4 @@
-/**
- * Process locks: exclusive files naming their holder. A lock whose holder is gone (pid and start
- * time here, an unrenewed lease on another host) is taken over, so a killed process never blocks
- * the next. Re-entrant per process.
- */
+/** Process locks naming their holder; a dead holder's is taken over. Re-entrant per process. */
 import { randomBytes } from "node:crypto";
 import { lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import os from "node:os";

@@ -5,13 +5,11 @@ import type { SettlementStore } from "../../core/store.js";
 import type { Facilitator } from "../../facilitator.js";
 import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
+import { field } from "../../protocol/words.js";
 import { wrapRecordSend } from "../facilitator/sending-door.js";
 import { onInterrupt } from "../io/interrupt.js";
 import type { CliConfig } from "../settings/config.js";
 import { lockForSettle, type SettlementLocks, TurnTimeout } from "./settlement-locks.js";
-
-const field = (value: unknown, key: string): unknown =>
-  typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
 
 /** The EVM chain a request names in its version's form (eip155:N, or a v1 name), if it does. */
 export function requestChain(body: unknown): { chainId: number; network: string } | undefined {

@@ -27,13 +27,17 @@ interface Guarded {
 }
 
 /** The journal first, then the keys by address: every process takes them in one order. */
-function guardedBy(journalPath: string, addresses: readonly string[], env: NodeJS.ProcessEnv) {
+function guardedBy(
+  journalPath: string,
+  addresses: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Guarded[] {
   // Key locks live in one place every process of the user agrees on, whatever its journal.
   const dir = resolveSetting(SETTINGS.lockDir, { env });
   const leaseMs = resolveSetting(SETTINGS.lockLease, { env });
   const journal = path.resolve(journalPath);
   const keys = [...new Set(addresses.map((a) => a.toLowerCase()))].sort();
-  const guarded: Guarded[] = [
+  return [
     {
       kind: "journal",
       what: `the settlement journal ${journal}`,
@@ -47,7 +51,6 @@ function guardedBy(journalPath: string, addresses: readonly string[], env: NodeJ
       leaseMs,
     })),
   ];
-  return guarded;
 }
 
 /** Takes `guarded`'s lock if free; an unmakeable lock file or unsafe directory: a usage error. */

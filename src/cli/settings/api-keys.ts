@@ -1,10 +1,8 @@
-/**
- * The API keys file: named keys with the receivers each may act for (refunds) and its rate.
- * Checked whole at start and at each reload; a mistake names the entry, never the key.
- */
+/** The API keys file, checked whole at start and reload; a mistake names the entry, not the key. */
 import { getAddress, isAddress } from "viem";
 import type { ApiKey, ApiKeys } from "../../http/callers.js";
 import { DEFAULT_KEY_RATE, MAX_RATE } from "../../http/rates.js";
+import { isObject } from "../../protocol/words.js";
 import { readRegularFile, readSmallFile, SMALL_FILE_LIMIT_BYTES } from "../io/bounded-read.js";
 import { UsageError } from "../io/errors.js";
 import { givenFor, type SettingSources } from "./setting-resolver.js";
@@ -45,7 +43,7 @@ export function readApiKeysFile(
 
 export function parseApiKeys(value: unknown, where: string): ApiKeys {
   const wrong = (what: string) => new UsageError(`${where}: ${what}`);
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+  if (!isObject(value)) {
     throw wrong(
       'must be an object: {"keys": [{"name", "key", "receivers", "rate"}], "anonymous", "rate"}',
     );
@@ -100,7 +98,7 @@ function rateOf(
 ): number | undefined {
   if (value === undefined) return undefined;
   const perMinute = (value as { perMinute?: unknown } | null)?.perMinute;
-  const keys = typeof value === "object" && value !== null ? Object.keys(value) : [];
+  const keys = isObject(value) ? Object.keys(value) : [];
   if (
     keys.length !== 1 ||
     typeof perMinute !== "number" ||

@@ -1,5 +1,6 @@
 /** The JSON config file: size-limited, checked key by key, paths relative to its directory. */
 import path from "node:path";
+import { isObject } from "../../protocol/words.js";
 import { readSmallFile } from "../io/bounded-read.js";
 import { UsageError } from "../io/errors.js";
 import type { ConfigValues } from "./setting-resolver.js";
@@ -38,7 +39,7 @@ export function readConfigFile(
     // JSON.parse's message quotes the start of the text: never echo a file that may hold a key.
     throw new UsageError(`config file ${file} is not valid: not JSON`);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+  if (!isObject(parsed)) {
     throw new UsageError(`config file ${file} is not valid: expected a JSON object`);
   }
   for (const key of Object.keys(parsed)) {

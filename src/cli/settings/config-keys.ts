@@ -43,10 +43,7 @@ function readSvmKey(text: string, source: string): SvmFeePayer {
   return key;
 }
 
-/**
- * The receiver authorizer, refused when also a settlement key: it would spend gas and nonces the
- * lanes count on. The message names addresses only.
- */
+/** The receiver authorizer, refused if also a settlement key: it would spend the lanes' nonces. */
 export function receiverAuthorizerOf(
   key: Hex | undefined,
   settlementKeys: readonly Hex[],

@@ -5,6 +5,7 @@ import { GAS_BOUND_NAMES } from "../../evm/chain/gas-bounds.js";
 import { EVM_SCHEMES } from "../../evm/schemes.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
 import { isSolanaAddress, looksSolana, solanaNetworkOf } from "../../protocol/solana-networks.js";
+import { isObject } from "../../protocol/words.js";
 import { UsageError } from "../io/errors.js";
 import type { Parser, Source } from "./setting-parsers.js";
 
@@ -60,10 +61,9 @@ export type PerNetwork<T> = { all?: T; byChain: Record<number, T> };
 export function perNetwork<T>(value: unknown, source: Source, parse: Parser<T>): PerNetwork<T> {
   const found: PerNetwork<T> = { byChain: {} };
   if (value === undefined) return found;
-  const entries: [string | undefined, unknown][] =
-    typeof value === "object" && value !== null && !Array.isArray(value)
-      ? Object.entries(value).map(([k, v]) => [k === "default" ? undefined : k, v])
-      : textEntries(String(value)).map(([k, v]) => (v === undefined ? [undefined, k] : [k, v]));
+  const entries: [string | undefined, unknown][] = isObject(value)
+    ? Object.entries(value).map(([k, v]) => [k === "default" ? undefined : k, v])
+    : textEntries(String(value)).map(([k, v]) => (v === undefined ? [undefined, k] : [k, v]));
   for (const [network, v] of entries) {
     if (network === undefined) found.all = parse(v, source);
     else {
@@ -84,7 +84,7 @@ const GAS_NAMES: readonly string[] = [
 export const gasBounds: Parser<SettlementLimits["gasBounds"]> = (value, { name: source }) => {
   const bounds: SettlementLimits["gasBounds"] = { all: {}, byChain: {} };
   const named = (v: unknown, where: string): Partial<Record<string, bigint>> => {
-    if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    if (!isObject(v)) {
       throw new UsageError(`${where} must be an object of gas bounds, such as {"eip3009": 150000}`);
     }
     const out: Partial<Record<string, bigint>> = {};
@@ -98,7 +98,7 @@ export const gasBounds: Parser<SettlementLimits["gasBounds"]> = (value, { name: 
     }
     return out;
   };
-  if (typeof value !== "object" || value === null || Array.isArray(value)) named(value, source);
+  if (!isObject(value)) named(value, source);
   for (const [key, v] of Object.entries(value as object)) {
     if (GAS_NAMES.includes(key)) {
       Object.assign(bounds.all, named({ [key]: v }, source));
@@ -111,7 +111,7 @@ export const gasBounds: Parser<SettlementLimits["gasBounds"]> = (value, { name: 
 /** `allowedAssets`: {"<network>": ["0x…", …]}. */
 export const allowedAssets: Parser<Record<number, Address[]>> = (value, { name: source }) => {
   const allowed: Record<number, Address[]> = {};
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+  if (!isObject(value)) {
     throw new UsageError(`${source} must map networks to lists of token addresses`);
   }
   for (const [network, list] of Object.entries(value)) {
@@ -130,7 +130,7 @@ export const minAmounts: Parser<MinAmount[]> = (value, { name: source }) => {
   if (typeof value === "string") entries = textEntries(value);
   else if (Array.isArray(value) && value.every((v) => typeof v === "string")) {
     entries = value.flatMap(textEntries);
-  } else if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+  } else if (isObject(value)) {
     entries = Object.entries(value);
   } else {
     throw new UsageError(`${source} must be a list of "<network>:<asset>=<units>"`);

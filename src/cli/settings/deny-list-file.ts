@@ -1,7 +1,4 @@
-/**
- * The deny list file: one address a line. It fails closed, since a half-written file must never
- * read as a shorter list: a regular file, ending in a newline, and `# empty` for no address.
- */
+/** The deny list file, failing closed: a half-written file must never read as a shorter list. */
 import path from "node:path";
 import { DenyList, parseDenyList } from "../../deny-list/deny-list.js";
 import { readRegularFile } from "../io/bounded-read.js";

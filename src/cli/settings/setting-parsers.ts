@@ -5,8 +5,7 @@ import {
   SettingError,
   type SettingParser,
   type SettingSource,
-  secondsFrom as secondsFromCore,
-  wholeNumber as wholeNumberCore,
+  wholeNumber,
 } from "../../core/scheme-settings.js";
 import { isSolanaAddress } from "../../protocol/solana-networks.js";
 import { UsageError } from "../io/errors.js";
@@ -14,7 +13,7 @@ import { UsageError } from "../io/errors.js";
 export type Source = SettingSource;
 export type Parser<T> = SettingParser<T>;
 
-/** A parser of core/scheme-settings.ts (a scheme's rows use them too), its refusal a usage error. */
+/** `parse`, a refusal of core/scheme-settings.ts's parsers (the schemes' rows use them) a usage error. */
 export function usage<T>(parse: SettingParser<T>): Parser<T> {
   return (value, source) => {
     try {
@@ -118,13 +117,6 @@ export const positiveSeconds: Parser<number> = (value, source) => {
   return Math.round(seconds * 1000);
 };
 
-/** Seconds from `min` to `max` (`max` undefined: no upper bound), as milliseconds. */
-export const secondsFrom = (...args: Parameters<typeof secondsFromCore>): Parser<number> =>
-  usage(secondsFromCore(...args));
-
-/** A whole number from 1 to `max`. */
-export const wholeNumber = (max: number): Parser<number> => usage(wholeNumberCore(max));
-
 /** Lamports: a whole number from 1. */
 export const lamports: Parser<bigint> = (value, source) =>
   BigInt(wholeNumber(Number.MAX_SAFE_INTEGER)(value, source));
@@ -196,6 +188,3 @@ export const solanaAddresses: Parser<string[]> = listOf(
   isSolanaAddress,
   (item) => item,
 );
-
-/** A whole number from 0 (a cap that may forbid what it caps). */
-export const wholeNumberFrom0 = (max: number): Parser<number> => usage(wholeNumberCore(max, 0));

@@ -1,9 +1,6 @@
-/**
- * The one way a setting is found: flag (given, even empty), else environment (trimmed, not blank),
- * else config file key, else default. A key is read only when asked for, and never printed.
- */
+/** How a setting is found: flag, else environment, else config key, else default; keys lazily. */
 import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
-import { filePath, type Parser, type Source } from "./setting-parsers.js";
+import { filePath, type Parser, type Source, usage } from "./setting-parsers.js";
 import {
   flagName,
   type KeySetting,
@@ -82,7 +79,7 @@ export function resolveSetting<R extends ValueSetting>(
   sources: SettingSources,
 ): ValueOf<R> {
   const [first] = givenFor(row, sources);
-  if (first) return row.parse(first.value, first.source) as ValueOf<R>;
+  if (first) return usage(row.parse)(first.value, first.source) as ValueOf<R>;
   return row.default?.(sources.env) as ValueOf<R>;
 }
 
@@ -92,7 +89,7 @@ export function resolvePerNetwork<T>(
   sources: SettingSources,
 ): PerNetwork<T> {
   const layers = givenFor(row, sources).reverse();
-  return layered(layers.map(({ value, source }) => perNetwork(value, source, row.parse)));
+  return layered(layers.map(({ value, source }) => perNetwork(value, source, usage(row.parse))));
 }
 
 /** How a kind of key is read: from the text of an environment variable, or from a file. */

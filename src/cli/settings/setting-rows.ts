@@ -1,7 +1,4 @@
-/**
- * A settings.ts row: a value, a value per network, or a key (the environment holds it, the flag
- * names a file: never a flag's value). And how messages and help name a row.
- */
+/** A settings.ts row (a value, one per network, or a key), and how messages and help name it. */
 import type { KeyRow, ValueRow } from "../../core/scheme-settings.js";
 
 /** One value: the first source that gives one wins (a scheme's rows are of this kind too). */

@@ -1,9 +1,7 @@
-/**
- * Every setting once: flag, environment variable, config key, parser, default, help. A test holds
- * docs/configuration.md to this table. Schemes' own rows join it here.
- */
+/** Every setting once: flag, env, config key, parser, default, help (docs are held to it). */
 import os from "node:os";
 import path from "node:path";
+import { secondsFrom, wholeNumber } from "../../core/scheme-settings.js";
 import { DEFAULT_RATE_PER_PAYER } from "../../core/settle-rate.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../../evm/chain/gas-at-risk.js";
 import type { EvmScheme } from "../../evm/scheme.js";
@@ -29,12 +27,8 @@ import {
   onOff,
   positiveSeconds,
   postgresUrl,
-  secondsFrom,
   solanaAddresses,
-  usage,
   wei,
-  wholeNumber,
-  wholeNumberFrom0,
 } from "./setting-parsers.js";
 import { type FlagsOf, key, perNetwork, type Setting, value } from "./setting-rows.js";
 
@@ -136,7 +130,7 @@ export const SETTINGS = {
     flag: "--svm-smart-wallet-max-priority-fee <microlamports>",
     env: "FACILITATOR_SVM_SMART_WALLET_MAX_PRICE",
     key: "svmSmartWalletMaxPriorityFee",
-    parse: wholeNumberFrom0(Number.MAX_SAFE_INTEGER),
+    parse: wholeNumber(Number.MAX_SAFE_INTEGER, 0),
     default: () => Number(DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE),
     shownDefault: String(DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE),
     help: "with --svm-smart-wallets: the highest compute-unit price, in micro-lamports per unit, a smart wallet's payment may set",
@@ -185,7 +179,7 @@ export const SETTINGS = {
     flag: "--retain-days <days>",
     env: "FACILITATOR_RETAIN_DAYS",
     key: "retainDays",
-    parse: wholeNumberFrom0(36_500),
+    parse: wholeNumber(36_500, 0),
     default: () => DEFAULT_RETAIN_DAYS,
     shownDefault: `${DEFAULT_RETAIN_DAYS}; 0: never`,
     help: "final settlements older than this many days leave the hot store: PostgreSQL moves them to an archive table status still reads; the journal deletes archive segments past it",
@@ -231,7 +225,7 @@ export const SETTINGS = {
     flag: "--rate-per-payer <n>",
     env: "FACILITATOR_RATE_PER_PAYER",
     key: "ratePerPayer",
-    parse: wholeNumberFrom0(1_000_000),
+    parse: wholeNumber(1_000_000, 0),
     default: () => DEFAULT_RATE_PER_PAYER,
     shownDefault: `${DEFAULT_RATE_PER_PAYER}; 0: off`,
     help: "each payer and each payee may have n settlements a minute sent for it (bursts of n); more wait with 429 payer_throttled",
@@ -349,13 +343,13 @@ export const SETTINGS = {
   }),
 } as const satisfies Record<string, Setting>;
 
-/** The rows the schemes declare, their parsers' refusals usage errors. */
+/** The rows the schemes declare. */
 export function schemeRows(schemes: readonly EvmScheme[]): Record<string, Setting> {
   const rows: Record<string, Setting> = {};
   for (const scheme of schemes) {
     for (const [name, row] of Object.entries(scheme.settings?.rows ?? {})) {
       if (name in rows) throw new Error(`two schemes declare the setting ${name}`);
-      rows[name] = row.kind === "value" ? { ...row, parse: usage(row.parse) } : row;
+      rows[name] = row;
     }
   }
   return rows;

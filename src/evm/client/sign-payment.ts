@@ -26,10 +26,7 @@ interface SignPaymentOptions {
   readonly approval?: Awaited<ReturnType<typeof approvalTerms>> | undefined;
 }
 
-/**
- * The payer as the official client's signer. Its chain reads answer what the caller chose: no
- * allowance yet, the permit nonce and the approval's nonce and fees, so it sponsors as asked.
- */
+/** The payer as the official client's signer; its chain reads answer so it sponsors as asked. */
 function payerSigner(payer: DevAccount, options: SignPaymentOptions): ClientEvmSigner {
   const account = privateKeyToAccount(payer.privateKey);
   const { approval, eip2612Nonce } = options;

@@ -1,7 +1,9 @@
 /** Starts and stops a local anvil node (the binary shipped by the @foundry-rs/anvil npm package). */
 import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 
 export interface AnvilOptions {
   /** Interface to listen on. Default "127.0.0.1". */
@@ -122,9 +124,12 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
   track(child);
 
   let output = "";
+  let listening: (port: number) => void = () => undefined;
   const collect = (chunk: Buffer): void => {
     output += chunk.toString("utf8");
     if (output.length > 2 * OUTPUT_TAIL_CHARS) output = output.slice(-OUTPUT_TAIL_CHARS);
+    const match = /Listening on (\S+):(\d+)/.exec(output);
+    if (match) listening(Number(match[2]));
   };
   // Drain both pipes for anvil's whole life (a full pipe would block it); never echo them: the
   // output holds the dev accounts' private keys.
@@ -161,44 +166,34 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
     return stopPromise;
   };
 
+  const fail = (reason: string) =>
+    new Error(`anvil ${reason}. Output:\n${redact(output).trim() || "(none)"}`.trimEnd());
+  const waiting = new AbortController();
+  const { signal } = waiting;
   let port: number;
   try {
-    port = await new Promise<number>((resolve, reject) => {
-      const fail = (reason: string): void => {
-        cleanup();
-        reject(
-          new Error(`anvil ${reason}. Output:\n${redact(output).trim() || "(none)"}`.trimEnd()),
-        );
-      };
-      const onData = (): void => {
-        const match = /Listening on (\S+):(\d+)/.exec(output);
-        if (match) {
-          cleanup();
-          resolve(Number(match[2]));
-        }
-      };
+    port = await Promise.race([
+      new Promise<number>((resolve) => {
+        listening = resolve;
+      }),
       // "close" (not "exit"): it comes after the pipes are drained, so `output` is complete.
-      const onClose = (code: number | null, signal: NodeJS.Signals | null): void =>
-        fail(`exited before it was ready (code ${code}, signal ${signal})`);
-      const onError = (error: Error): void => fail(`could not be started: ${error.message}`);
-      const timer = setTimeout(
-        () => fail(`did not report "Listening on" within ${STARTUP_TIMEOUT_MS / 1000} s`),
-        STARTUP_TIMEOUT_MS,
-      );
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        child.stdout?.off("data", onData);
-        child.off("close", onClose);
-        child.off("error", onError);
-      };
-      // Registered after `collect`, so `output` already holds the chunk when onData runs.
-      child.stdout?.on("data", onData);
-      child.once("close", onClose);
-      child.once("error", onError);
-    });
+      once(child, "close", { signal }).then(
+        ([code, exitSignal]) => {
+          throw fail(`exited before it was ready (code ${code}, signal ${exitSignal})`);
+        },
+        (error: Error) => {
+          throw fail(`could not be started: ${error.message}`);
+        },
+      ),
+      delay(STARTUP_TIMEOUT_MS, undefined, { signal }).then(() => {
+        throw fail(`did not report "Listening on" within ${STARTUP_TIMEOUT_MS / 1000} s`);
+      }),
+    ]);
   } catch (error) {
     await stop();
     throw error;
+  } finally {
+    waiting.abort();
   }
 
   if (child.pid === undefined) {

@@ -13,7 +13,13 @@ import {
   http,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import {
+  ERC3009_COLLECTOR_ADDRESS,
+  PERMIT2_COLLECTOR_ADDRESS,
+  SETTLEMENT_ADDRESS,
+} from "../batch-settlement/constants.js";
 import { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
+import { UPTO_PERMIT2_PROXY_ADDRESS } from "../upto/encoding.js";
 import {
   type DevAccount,
   facilitatorAccount,
@@ -25,61 +31,29 @@ import * as artifacts from "./artifacts.js";
 
 /** Where the canonical Multicall3 lives on every chain; ours is placed at the same address. */
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
-/** Base Sepolia's USDC: on chain id 84532 TestUSDC goes here, so real payloads verify offline. */
-export const BASE_SEPOLIA_USDC_ADDRESS: Address = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
-/** Where TestUSDC goes on any other chain id. */
+/** Where TestUSDC goes on any chain id but Base Sepolia's. */
 export const DEFAULT_USDC_ADDRESS: Address = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 const BASE_SEPOLIA_CHAIN_ID = 84532;
-
+// Our test token, at the same address on every chain id.
+export const PLAIN_TOKEN_ADDRESS: Address = "0x2020000000000000000000000000000000000020";
 // The x402 contracts go to the canonical addresses the facilitator and the x402 client use.
 export { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS };
-export const UPTO_PERMIT2_PROXY_ADDRESS: Address = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
-export const BATCH_SETTLEMENT_ADDRESS: Address = "0x4020074e9dF2ce1deE5A9C1b5c3f541D02a10003";
-export const ERC3009_DEPOSIT_COLLECTOR_ADDRESS: Address =
-  "0x4020806089470a89826cB9fB1f4059150b550004";
-export const PERMIT2_DEPOSIT_COLLECTOR_ADDRESS: Address =
-  "0x4020425FAf3B746C082C2f942b4E5159887B0005";
-// Our test contracts, at the same address on every chain id.
-export const PERMIT_TOKEN_ADDRESS: Address = "0x2612000000000000000000000000000000002612";
-export const PLAIN_TOKEN_ADDRESS: Address = "0x2020000000000000000000000000000000000020";
-export const WALLET_FACTORY_ADDRESS: Address = "0x6492000000000000000000000000000000006492";
 
 /** Units of each test token minted to each payer: 1,000,000 tokens (6 decimals). */
 export const PAYER_USDC_BALANCE = 1_000_000n * 10n ** 6n;
 
-export interface DevnetInfo {
-  rpcUrl: string;
-  chainId: number;
-  /** CAIP-2 network id, as x402 v2 uses. */
-  network: `eip155:${number}`;
-  /** The x402 v1 network name, when the chain id has one ("base-sepolia" for 84532). */
-  v1Network?: string;
-  /** TestUSDC: EIP-3009 and EIP-2612. */
-  token: { address: Address; name: "USDC"; version: "2"; decimals: 6 };
-  /** TestPermitToken: EIP-2612 only. */
-  permitToken: { address: Address; name: "Permit Token"; version: "1"; decimals: 6 };
-  /** TestPlainToken: a bare ERC-20, no EIP-712 domain. */
-  plainToken: { address: Address; name: "Plain Token"; decimals: 6 };
-  multicall3: Address;
-  /** Permit2 (its signature-transfer part); payers have NOT approved it on any token. */
-  permit2: Address;
-  exactPermit2Proxy: Address;
-  uptoPermit2Proxy: Address;
-  /** The x402 batch-settlement contract and its two deposit collectors. */
-  batchSettlement: { settlement: Address; erc3009Collector: Address; permit2Collector: Address };
-  /** TestSmartWalletFactory, for counterfactual (ERC-6492) wallets. */
-  walletFactory: Address;
-  facilitator: DevAccount;
-  payers: DevAccount[];
-  payee: DevAccount;
-}
+/** What a devnet holds, and where. */
+export type DevnetInfo = ReturnType<typeof devnetInfo>;
 
 /** A devnet, and how its anvil mines when this process started it. */
 export type DevnetLike = DevnetInfo & { anvil?: { mining: "auto" | "manual" } };
 
 /** Where TestUSDC is placed for a chain id. */
 export function usdcAddressFor(chainId: number): Address {
-  return chainId === BASE_SEPOLIA_CHAIN_ID ? BASE_SEPOLIA_USDC_ADDRESS : DEFAULT_USDC_ADDRESS;
+  // Base Sepolia's USDC: real payloads verify offline.
+  return chainId === BASE_SEPOLIA_CHAIN_ID
+    ? "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+    : DEFAULT_USDC_ADDRESS;
 }
 
 /** A viem chain for a devnet. */
@@ -215,19 +189,20 @@ export async function prepareDevnet(
   if (actualChainId !== chainId) {
     throw new Error(`prepareDevnet: ${rpcUrl} has chain id ${actualChainId}, expected ${chainId}`);
   }
-  const tokenAddress = usdcAddressFor(chainId);
+  const info = devnetInfo(rpcUrl, chainId);
+  const { batchSettlement } = info;
   const code: ReadonlyArray<readonly [Address, Hex]> = [
-    [tokenAddress, artifacts.testUsdcRuntimeBytecode],
-    [MULTICALL3_ADDRESS, artifacts.multicall3RuntimeBytecode],
-    [PERMIT2_ADDRESS, artifacts.permit2RuntimeBytecode],
-    [EXACT_PERMIT2_PROXY_ADDRESS, artifacts.x402ExactPermit2ProxyRuntimeBytecode],
-    [UPTO_PERMIT2_PROXY_ADDRESS, artifacts.x402UptoPermit2ProxyRuntimeBytecode],
-    [BATCH_SETTLEMENT_ADDRESS, artifacts.x402BatchSettlementRuntimeBytecode],
-    [ERC3009_DEPOSIT_COLLECTOR_ADDRESS, artifacts.erc3009DepositCollectorRuntimeBytecode],
-    [PERMIT2_DEPOSIT_COLLECTOR_ADDRESS, artifacts.permit2DepositCollectorRuntimeBytecode],
-    [PERMIT_TOKEN_ADDRESS, artifacts.testPermitTokenRuntimeBytecode],
-    [PLAIN_TOKEN_ADDRESS, artifacts.testPlainTokenRuntimeBytecode],
-    [WALLET_FACTORY_ADDRESS, artifacts.testSmartWalletFactoryRuntimeBytecode],
+    [info.token.address, artifacts.testUsdcRuntimeBytecode],
+    [info.multicall3, artifacts.multicall3RuntimeBytecode],
+    [info.permit2, artifacts.permit2RuntimeBytecode],
+    [info.exactPermit2Proxy, artifacts.x402ExactPermit2ProxyRuntimeBytecode],
+    [info.uptoPermit2Proxy, artifacts.x402UptoPermit2ProxyRuntimeBytecode],
+    [batchSettlement.settlement, artifacts.x402BatchSettlementRuntimeBytecode],
+    [batchSettlement.erc3009Collector, artifacts.erc3009DepositCollectorRuntimeBytecode],
+    [batchSettlement.permit2Collector, artifacts.permit2DepositCollectorRuntimeBytecode],
+    [info.permitToken.address, artifacts.testPermitTokenRuntimeBytecode],
+    [info.plainToken.address, artifacts.testPlainTokenRuntimeBytecode],
+    [info.walletFactory, artifacts.testSmartWalletFactoryRuntimeBytecode],
   ];
   const testClient = devnetTestClient(node);
   const setCode =
@@ -235,28 +210,47 @@ export async function prepareDevnet(
     ((address: Address, bytecode: Hex) => testClient.setCode({ address, bytecode }));
   await Promise.all(code.map(([address, bytecode]) => setCode(address, bytecode)));
   // Every mint in one transaction, through Multicall3 (mint is open to anyone).
-  const mints = [tokenAddress, PERMIT_TOKEN_ADDRESS, PLAIN_TOKEN_ADDRESS].flatMap((token) =>
-    payerAccounts.map((payer) => mintCall(token, payer.address, PAYER_USDC_BALANCE)),
+  const tokens = [info.token, info.permitToken, info.plainToken];
+  const mints = tokens.flatMap(({ address }) =>
+    payerAccounts.map((payer) => mintCall(address, payer.address, PAYER_USDC_BALANCE)),
   );
   await runSetupCalls(rpcUrl, chainId, [batchedCall(mints)], options.mining);
+  return info;
+}
+
+function devnetInfo(rpcUrl: string, chainId: number) {
   return {
     rpcUrl,
     chainId,
-    network: `eip155:${chainId}`,
+    network: `eip155:${chainId}` as const,
     ...(chainId === BASE_SEPOLIA_CHAIN_ID ? { v1Network: "base-sepolia" } : {}),
-    token: { address: getAddress(tokenAddress), name: "USDC", version: "2", decimals: 6 },
-    permitToken: { address: PERMIT_TOKEN_ADDRESS, name: "Permit Token", version: "1", decimals: 6 },
-    plainToken: { address: PLAIN_TOKEN_ADDRESS, name: "Plain Token", decimals: 6 },
+    // TestUSDC: EIP-3009 and EIP-2612; TestPermitToken: EIP-2612 only; TestPlainToken: neither.
+    token: {
+      address: getAddress(usdcAddressFor(chainId)),
+      name: "USDC",
+      version: "2",
+      decimals: 6,
+    } as const,
+    permitToken: {
+      address: "0x2612000000000000000000000000000000002612" as Address,
+      name: "Permit Token",
+      version: "1",
+      decimals: 6,
+    } as const,
+    plainToken: { address: PLAIN_TOKEN_ADDRESS, name: "Plain Token", decimals: 6 } as const,
     multicall3: MULTICALL3_ADDRESS,
+    /** Permit2 (its signature-transfer part); payers have NOT approved it on any token. */
     permit2: PERMIT2_ADDRESS,
     exactPermit2Proxy: EXACT_PERMIT2_PROXY_ADDRESS,
     uptoPermit2Proxy: UPTO_PERMIT2_PROXY_ADDRESS,
+    /** The x402 batch-settlement contract and its two deposit collectors. */
     batchSettlement: {
-      settlement: BATCH_SETTLEMENT_ADDRESS,
-      erc3009Collector: ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
-      permit2Collector: PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
+      settlement: SETTLEMENT_ADDRESS,
+      erc3009Collector: ERC3009_COLLECTOR_ADDRESS,
+      permit2Collector: PERMIT2_COLLECTOR_ADDRESS,
     },
-    walletFactory: WALLET_FACTORY_ADDRESS,
+    /** TestSmartWalletFactory, for counterfactual (ERC-6492) wallets. */
+    walletFactory: "0x6492000000000000000000000000000000006492" as Address,
     facilitator: facilitatorAccount,
     payers: [...payerAccounts],
     payee: payeeAccount,

@@ -1,7 +1,4 @@
-/**
- * x402 Permit2 payments as the official client signs them (its JSON field order): the exact or upto
- * proxy's PermitWitnessTransferFrom, and the EIP-2612 permit eip2612GasSponsoring carries.
- */
+/** x402 Permit2 payments as the official client signs them (its JSON field order). */
 import { type Address, getAddress, type TypedData, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import {
@@ -9,9 +6,9 @@ import {
   PERMIT2_ADDRESS,
   permit2WitnessTypes,
 } from "../exact/permit2-encoding.js";
-import { uptoWitnessTypes } from "../upto/encoding.js";
+import { UPTO_PERMIT2_PROXY_ADDRESS, uptoWitnessTypes } from "../upto/encoding.js";
 import type { DevAccount } from "./accounts.js";
-import { type DevnetNode, UPTO_PERMIT2_PROXY_ADDRESS } from "./setup.js";
+import type { DevnetNode } from "./setup.js";
 import { type Eip2612Token, signEip2612Permit } from "./sign-permit.js";
 
 /** The EIP-712 types the devnet signs permits with, as the verifier checks them. */
