@@ -12,7 +12,6 @@ import {
   type Catalogue,
   type CatalogueBounds,
   type CatalogueEntry,
-  type CatalogueFilter,
   catalogueKey,
   DEFAULT_CATALOGUE_BOUNDS,
 } from "./catalogue.js";
@@ -28,9 +27,6 @@ export interface BazaarResponse {
 const WATCHED = 1_000;
 const WATCH_MS = 10 * 60_000;
 const WATCH_EVERY_MS = 2_000;
-
-/** Most results one page of /discovery/resources or /discovery/search holds. */
-export const PAGE_LIMIT = 100;
 
 export interface DiscoveryOptions {
   readonly bounds?: Partial<CatalogueBounds> | undefined;
@@ -169,14 +165,6 @@ export class Discovery {
   /** Settles answered submitted still waiting to be catalogued (tests, status). */
   get watching(): number {
     return this.#watched.size;
-  }
-
-  list(filter: CatalogueFilter, limit: number, offset: number) {
-    return this.catalogue.list(filter, Math.min(limit, PAGE_LIMIT), offset);
-  }
-
-  search(filter: CatalogueFilter, words: readonly string[], limit: number, offset: number) {
-    return this.catalogue.search(filter, words, Math.min(limit, PAGE_LIMIT), offset);
   }
 }
 
