@@ -1,7 +1,4 @@
-/**
- * The bazaar catalogue port: resources paid for through us that declared discovery. Entries,
- * filters, search and updates are decided here so both stores (journal, PostgreSQL) answer alike.
- */
+/** The bazaar catalogue port; entries, filters and updates decided here so both stores agree. */
 import { canonical } from "../protocol/words.js";
 import type { Discovered } from "./bazaar.js";
 

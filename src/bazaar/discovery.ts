@@ -1,7 +1,6 @@
 /**
- * Bazaar discovery: `extensions.bazaar` is read at verify and settle and catalogued once the
- * settle lands. EXTENSION-RESPONSES says `rejected`, `processing` (catalogued once it lands) or
- * `success`. Discovery never changes a payment's outcome.
+ * Bazaar discovery: `extensions.bazaar` read at verify and settle, catalogued once settles land;
+ * EXTENSION-RESPONSES says how. Discovery never changes a payment's outcome.
  */
 
 import type { PaymentRequest } from "../protocol/request.js";

@@ -1,9 +1,7 @@
 /**
- * JSON Schema 2020-12 (the part bazaar uses) for an untrusted schema and value. Nothing is fetched
- * (`$ref` points inside the schema only), and one step budget bounds every visit, compile and
- * pattern run, so `$ref` loops, `anyOf` blow-ups and costly patterns stop early. Unneeded keywords
- * (`unevaluated*`, dynamic refs) are refused by name; unknown ones ignored, as ajv's non-strict.
- * Not ajv: it generates and keeps code per schema (each payment may bring one) with no budget.
+ * JSON Schema 2020-12 (bazaar's part) for an untrusted schema and value: nothing is fetched, and
+ * one step budget bounds every visit, compile and pattern run, so `$ref` loops and costly patterns
+ * stop early. Not ajv: it generates and keeps code per schema (one per payment) with no budget.
  */
 import { isObject } from "../protocol/words.js";
 import { type LinearPattern, PATTERN_INPUT_LIMIT, searches } from "./json-schema-patterns.js";

@@ -1,7 +1,4 @@
-/**
- * The settlement store port. The file journal (store/journal.ts) serves one process; PostgreSQL
- * (store/postgres.ts) lets replicas share one truth. The CLI's configuration picks one.
- */
+/** The settlement store port: the file journal (one process) or PostgreSQL (shared by replicas). */
 import type { Catalogue } from "../bazaar/catalogue.js";
 
 /** The chain an entry is on, as a CAIP-2 id; its namespace says which family follows it. */

@@ -1,7 +1,4 @@
-/**
- * GET /discovery/resources and /discovery/search, in the shapes `withBazaar` reads. An unknown
- * filter is named in `unappliedFilters`; a malformed value is 400 `invalid_request`.
- */
+/** GET /discovery/resources and /discovery/search, in the shapes `withBazaar` reads. */
 
 import type { CatalogueFilter } from "../bazaar/catalogue.js";
 import { type Discovery, discoveryResource } from "../bazaar/discovery.js";

@@ -1,7 +1,4 @@
-/**
- * GET /health (liveness): does each configured RPC answer, and how fast. GET /readyz (readiness):
- * that, the store, gas for every signer and SOL for every Solana fee payer.
- */
+/** GET /health (each RPC answers, how fast) and GET /readyz (that, the store, gas and SOL). */
 import type { StoreStatus } from "../core/store.js";
 import type { Facilitator } from "../facilitator.js";
 import { caip2 } from "../protocol/networks.js";

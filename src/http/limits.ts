@@ -1,7 +1,4 @@
-/**
- * A budget of request-body bytes across requests in flight, so load is answered instead of
- * exhausting the heap (issue 9). Past it: 503 `overloaded`, after draining the body (no reset).
- */
+/** Body bytes buffered across requests in flight, bounded (issue 9): past it, 503 `overloaded`. */
 import type { IncomingMessage } from "node:http";
 import { type Failure, failure } from "../protocol/errors.js";
 import { errorResponse, type HttpResponse } from "./handler.js";

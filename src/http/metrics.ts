@@ -1,7 +1,4 @@
-/**
- * GET /metrics for `facilitator serve`. prom-client loads only when serve asks (cold CLI start);
- * each instance has its own registry, so facilitators in one process don't mix.
- */
+/** GET /metrics: prom-client loaded only by serve, a registry per instance. */
 import type * as Prom from "prom-client";
 import type { MetricsSink } from "../core/metrics.js";
 import type { Facilitator } from "../facilitator.js";

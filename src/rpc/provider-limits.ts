@@ -1,7 +1,6 @@
 /**
- * What a hosted RPC provider refuses that a node would not: a batch too big, a request over its
- * rate. A refused request was not forwarded (nothing sent), so it is split or waited for and sent
- * again. What each URL refused is kept here, for json-rpc.ts and doctor.
+ * What a hosted provider refuses that a node would not (a batch too big, a request over its rate):
+ * nothing was forwarded, so it is split or waited for and sent again. Kept per URL for doctor.
  */
 import { HttpRequestError, type Transport } from "viem";
 
