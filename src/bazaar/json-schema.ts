@@ -89,20 +89,25 @@ const show = (v: Json) => {
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 };
 
-class Run {
-  readonly #root: Schema;
-  readonly #patterns: Map<string, LinearPattern>;
-  readonly #spend: (steps: number) => void;
+/** One (subschema, value) visit: where it is, how it fails, how it descends. */
+interface Visit {
+  readonly path: string;
+  fail(message: string): boolean;
+  sub(next: Schema, v: Json, p?: string): boolean;
+  /** For a verdict only (anyOf, oneOf, not, if, contains): its errors kept apart. */
+  quiet(next: Schema, v: Json): boolean;
+}
 
-  constructor(root: Schema, patterns: Map<string, LinearPattern>, spend: (steps: number) => void) {
-    this.#root = root;
-    this.#patterns = patterns;
-    this.#spend = spend;
-  }
+class Run {
+  constructor(
+    readonly root: Schema,
+    readonly patterns: Map<string, LinearPattern>,
+    readonly spend: (steps: number) => void,
+  ) {}
 
   /** Whether `value` is valid; failures are added to `errors` (up to ERRORS_KEPT). */
   check(schema: Schema, value: Json, path: string, depth: number, errors: string[]): boolean {
-    this.#spend(VISIT_COST);
+    this.spend(VISIT_COST);
     if (depth > DEPTH_LIMIT) throw new Exhausted(`the schema nests more than ${DEPTH_LIMIT} deep`);
     const fail = (message: string) => {
       // Paths are the value's own keys: a long one is cut, so a reason stays a line.
@@ -115,11 +120,11 @@ class Run {
     const s = schema;
     let ok = true;
     const sub = (next: Schema, v: Json, p = path) => this.check(next, v, p, depth + 1, errors);
-    // Subschemas tried for a verdict only (anyOf, oneOf, not, if, contains): errors kept apart.
     const quiet = (next: Schema, v: Json) => this.check(next, v, path, depth + 1, []);
+    const at: Visit = { path, fail, sub, quiet };
 
     if (typeof s.$ref === "string") {
-      ok = sub(resolve(this.#root, s.$ref) as Schema, value) && ok;
+      ok = sub(resolve(this.root, s.$ref) as Schema, value) && ok;
     }
     if (s.type !== undefined) {
       const types = Array.isArray(s.type) ? (s.type as string[]) : [s.type as string];
@@ -134,10 +139,10 @@ class Run {
     if (Array.isArray(s.enum) && !s.enum.some((e) => equal(e, value))) {
       ok = fail(`must be one of ${s.enum.map(show).join(", ")}`);
     }
-    if (typeof value === "string") ok = this.#string(s, value, fail) && ok;
-    if (typeof value === "number") ok = this.#number(s, value, fail) && ok;
-    if (Array.isArray(value)) ok = this.#array(s, value, path, sub, quiet, fail) && ok;
-    if (isObject(value)) ok = this.#object(s, value, path, sub, fail) && ok;
+    if (typeof value === "string") ok = this.#string(s, value, at) && ok;
+    if (typeof value === "number") ok = this.#number(s, value, at) && ok;
+    if (Array.isArray(value)) ok = this.#array(s, value, at) && ok;
+    if (isObject(value)) ok = this.#object(s, value, at) && ok;
 
     for (const next of (s.allOf as Schema[] | undefined) ?? []) ok = sub(next, value) && ok;
     if (Array.isArray(s.anyOf) && !(s.anyOf as Schema[]).some((next) => quiet(next, value))) {
@@ -156,7 +161,7 @@ class Run {
     return ok;
   }
 
-  #string(s: Record<string, Json>, value: string, fail: (m: string) => boolean): boolean {
+  #string(s: Record<string, Json>, value: string, { fail }: Visit): boolean {
     // Lengths in code points, as JSON Schema (and ajv) count them.
     let ok = sized(s, "Length", [...value].length, fail);
     if (typeof s.pattern === "string") {
@@ -171,12 +176,12 @@ class Run {
         `a string of more than ${PATTERN_INPUT_LIMIT} characters is not run through pattern ${show(source)}`,
       );
     }
-    const pattern = this.#patterns.get(source) as LinearPattern;
-    this.#spend(pattern.cost * (value.length + 1));
+    const pattern = this.patterns.get(source) as LinearPattern;
+    this.spend(pattern.cost * (value.length + 1));
     return searches(pattern, value);
   }
 
-  #number(s: Record<string, Json>, value: number, fail: (m: string) => boolean): boolean {
+  #number(s: Record<string, Json>, value: number, { fail }: Visit): boolean {
     let ok = true;
     const bound = (k: string, broken: (limit: number) => boolean, words: string) => {
       const limit = s[k];
@@ -193,14 +198,7 @@ class Run {
     return ok;
   }
 
-  #array(
-    s: Record<string, Json>,
-    value: Json[],
-    path: string,
-    sub: (next: Schema, v: Json, p?: string) => boolean,
-    quiet: (next: Schema, v: Json) => boolean,
-    fail: (m: string) => boolean,
-  ): boolean {
+  #array(s: Record<string, Json>, value: Json[], { path, fail, sub, quiet }: Visit): boolean {
     let ok = sized(s, "Items", value.length, fail);
     if (s.uniqueItems === true) {
       const same = value.findIndex((x, i) => value.slice(0, i).some((y) => equal(x, y)));
@@ -222,13 +220,7 @@ class Run {
     return ok;
   }
 
-  #object(
-    s: Record<string, Json>,
-    value: Record<string, Json>,
-    path: string,
-    sub: (next: Schema, v: Json, p?: string) => boolean,
-    fail: (m: string) => boolean,
-  ): boolean {
+  #object(s: Record<string, Json>, value: Record<string, Json>, { path, fail, sub }: Visit) {
     const keys = Object.keys(value);
     let ok = sized(s, "Properties", keys.length, fail);
     for (const name of (s.required as string[] | undefined) ?? []) {

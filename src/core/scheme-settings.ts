@@ -1,4 +1,4 @@
-/** A setting row (flag, env, config key, reader, help), apart from the CLI: schemes declare theirs. */
+/** A setting row (flag, env, config key, parser, help) apart from the CLI, for schemes too. */
 
 /** Where a value came from. */
 export interface SettingSource {
