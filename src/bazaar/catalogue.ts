@@ -88,9 +88,8 @@ const acceptKey = (a: Readonly<Record<string, unknown>>) =>
   [a.scheme, a.network, address(a.asset), address(a.payTo)].join(" ");
 
 /**
- * The entry a payment makes of `existing` (undefined: new, owned by its payee). Only a payment to
- * the owner brings content; requirements merge owner's first, so others cannot push them out.
- * `write` is false when only the time changed, within REFRESH_MS.
+ * The entry a payment makes of `existing` (undefined: new): only the owner's payment brings
+ * content, its requirements first so others cannot push them out; `write`: more than time changed.
  */
 export function catalogueUpdate(
   existing: CatalogueEntry | undefined,

@@ -1,7 +1,6 @@
 /**
- * What the in-flight ledger (ledger.ts) asks of a family: its sources read at one point. And the
- * decision when other replicas hold on the same slots, run under the store's lock on them (kept
- * short): a recent read decides at once, else the family reads at one point.
+ * What the in-flight ledger (ledger.ts) asks of a family: its sources read at one point; and the
+ * decision, under the store's lock, when other replicas hold on the same slots.
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { HeldElsewhere, SettlementStore } from "./store.js";

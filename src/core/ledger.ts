@@ -1,9 +1,7 @@
 /**
- * What payers have in flight with us. A settle is sent only if its source covers it once all the
- * payer's in-flight settlements land: else one payer could sign many payments of its whole balance
- * and make us pay gas for each that fails. Check and reserve are synchronous after the one read
- * (no race); a recent read, or the settle's own simulation, spares the read. Landed holds are kept
- * a minute with their point, so an older read still counts them. Replicas: ledger-reads.ts.
+ * What payers have in flight with us: a settle goes out only if its source covers it once all the
+ * payer's in-flight ones land (else we pay gas for each that fails). Check and reserve are
+ * synchronous after one read (no race); landed holds are kept a minute. Replicas: ledger-reads.ts.
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import {

@@ -15,9 +15,7 @@ export const namespaceOf = (network: Network): string => network.slice(0, networ
 export type RaiseRefusal = { readonly higher: bigint } | { readonly changedAt: number };
 
 /** Gas one settlement of ours wasted, and whose payment it was (chain/gas-at-risk.ts). */
-export interface Waste {
-  readonly payer: string;
-  readonly asset: string;
+export interface Waste extends Chargeable {
   readonly gas: bigint;
   readonly cause: "reverted" | "out-of-gas" | "no-transfer";
 }

@@ -5,10 +5,7 @@ import { errorResponse, type HttpResponse } from "./handler.js";
 
 /** Request-body bytes buffered across requests in flight: 128 bodies of the 64 KiB maximum. */
 export const DEFAULT_MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
-/**
- * The answer under load; 429 on /supported, which the official client retries on 429 only (a
- * seller starting against a busy facilitator waits instead of failing).
- */
+/** The answer under load; 429 on /supported, the one status the official client retries there. */
 export function overloaded(what: string, path?: string): Failure {
   return failure("overloaded", `${what}; retry in a moment`, {
     retryAfterSeconds: 1,

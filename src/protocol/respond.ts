@@ -31,10 +31,7 @@ export interface Reply {
 
 type Operation = "verify" | "settle";
 
-/**
- * Only infrastructure failures leave 200 in the x402 dialect (resource servers read the body):
- * a proxy or balancer sees a 503, and the official client still gets the body.
- */
+/** Only infrastructure failures leave 200 in the x402 dialect: a balancer sees their 503. */
 const X402_KEEPS_STATUS = new Set([
   "chain_unavailable",
   "store_unavailable",
