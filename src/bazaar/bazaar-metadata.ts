@@ -1,7 +1,6 @@
 /**
- * The bazaar spec's rules for a buyer's `resource` metadata: a field that breaks one is dropped
- * (never the payment), said in words. Others fetch icons from our catalogue, so icon hosts that
- * name this machine or a private network are dropped too (beyond the spec).
+ * The bazaar spec's rules for a buyer's `resource` metadata: a bad field is dropped with a note;
+ * icon hosts naming this machine or a private network too (others fetch them from our catalogue).
  */
 import { domainToASCII } from "node:url";
 

@@ -1,7 +1,6 @@
 /**
- * The `bazaar` extension of a v2 payment, read as the spec's "Facilitator Behavior" says: `info`
- * checked against its own schema, the input kind checked, the resource URL made the catalogue key.
- * A wrong schema, info or URL refuses it whole; a wrong field alone is dropped with a note.
+ * The `bazaar` extension of a v2 payment, per the spec's "Facilitator Behavior": a wrong schema,
+ * info or URL refuses it whole; a wrong field alone is dropped with a note.
  */
 import { isObject } from "../protocol/words.js";
 import { routeTemplateProblem, sanitizeServiceMetadata } from "./bazaar-metadata.js";

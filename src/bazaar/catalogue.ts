@@ -1,7 +1,4 @@
-/**
- * The bazaar catalogue port: resources paid for through us that declared discovery. Entries,
- * filters, search and updates are decided here so both stores (journal, PostgreSQL) answer alike.
- */
+/** The bazaar catalogue port; entries, filters and updates decided here so both stores agree. */
 import { canonical } from "../protocol/words.js";
 import type { Discovered } from "./bazaar.js";
 
@@ -91,9 +88,8 @@ const acceptKey = (a: Readonly<Record<string, unknown>>) =>
   [a.scheme, a.network, address(a.asset), address(a.payTo)].join(" ");
 
 /**
- * The entry a payment makes of `existing` (undefined: new, owned by its payee). Only a payment to
- * the owner brings content; requirements merge owner's first, so others cannot push them out.
- * `write` is false when only the time changed, within REFRESH_MS.
+ * The entry a payment makes of `existing` (undefined: new): only the owner's payment brings
+ * content, its requirements first so others cannot push them out; `write`: more than time changed.
  */
 export function catalogueUpdate(
   existing: CatalogueEntry | undefined,

@@ -1,7 +1,6 @@
 /**
- * Bazaar discovery: `extensions.bazaar` is read at verify and settle and catalogued once the
- * settle lands. EXTENSION-RESPONSES says `rejected`, `processing` (catalogued once it lands) or
- * `success`. Discovery never changes a payment's outcome.
+ * Bazaar discovery: `extensions.bazaar` read at verify and settle, catalogued once settles land;
+ * EXTENSION-RESPONSES says how. Discovery never changes a payment's outcome.
  */
 
 import type { PaymentRequest } from "../protocol/request.js";
@@ -12,7 +11,6 @@ import {
   type Catalogue,
   type CatalogueBounds,
   type CatalogueEntry,
-  type CatalogueFilter,
   catalogueKey,
   DEFAULT_CATALOGUE_BOUNDS,
 } from "./catalogue.js";
@@ -28,9 +26,6 @@ export interface BazaarResponse {
 const WATCHED = 1_000;
 const WATCH_MS = 10 * 60_000;
 const WATCH_EVERY_MS = 2_000;
-
-/** Most results one page of /discovery/resources or /discovery/search holds. */
-export const PAGE_LIMIT = 100;
 
 export interface DiscoveryOptions {
   readonly bounds?: Partial<CatalogueBounds> | undefined;
@@ -169,14 +164,6 @@ export class Discovery {
   /** Settles answered submitted still waiting to be catalogued (tests, status). */
   get watching(): number {
     return this.#watched.size;
-  }
-
-  list(filter: CatalogueFilter, limit: number, offset: number) {
-    return this.catalogue.list(filter, Math.min(limit, PAGE_LIMIT), offset);
-  }
-
-  search(filter: CatalogueFilter, words: readonly string[], limit: number, offset: number) {
-    return this.catalogue.search(filter, words, Math.min(limit, PAGE_LIMIT), offset);
   }
 }
 

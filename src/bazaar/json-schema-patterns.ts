@@ -1,8 +1,6 @@
 /**
- * An untrusted schema's `pattern` runs on RE2 (linear time), never on backtracking RegExp, where
- * `^a?…a?a…a$` held the event loop 36 s. Its ECMA-262 meaning is kept (RegExp's parser checks it,
- * then it is written in RE2's syntax); backreferences, lookarounds and big programs are refused.
- * Compiling and searching are charged to the caller's step budget (json-schema.ts).
+ * An untrusted schema's `pattern` runs on RE2 (linear time), never on RegExp, where `^a?…a?a…a$`
+ * held the event loop 36 s; ECMA-262 meaning kept, charged to the caller's step budget.
  */
 import { RE2JS } from "re2js";
 

@@ -1,9 +1,7 @@
 /**
- * JSON Schema 2020-12 (the part bazaar uses) for an untrusted schema and value. Nothing is fetched
- * (`$ref` points inside the schema only), and one step budget bounds every visit, compile and
- * pattern run, so `$ref` loops, `anyOf` blow-ups and costly patterns stop early. Unneeded keywords
- * (`unevaluated*`, dynamic refs) are refused by name; unknown ones ignored, as ajv's non-strict.
- * Not ajv: it generates and keeps code per schema (each payment may bring one) with no budget.
+ * JSON Schema 2020-12 (bazaar's part) for an untrusted schema and value: nothing is fetched, and
+ * one step budget bounds every visit, compile and pattern run, so `$ref` loops and costly patterns
+ * stop early. Not ajv: it generates and keeps code per schema (one per payment) with no budget.
  */
 import { isObject } from "../protocol/words.js";
 import { type LinearPattern, PATTERN_INPUT_LIMIT, searches } from "./json-schema-patterns.js";
@@ -11,10 +9,7 @@ import { compile, has, type Json, resolve, type Schema } from "./json-schema-sha
 
 export { SCHEMA_DIALECT } from "./json-schema-shape.js";
 
-/**
- * Steps one validation may take (tens of ms). A step: one RE2 instruction over one character; a
- * compile costs COMPILE_COST per instruction, a (subschema, value) visit VISIT_COST.
- */
+/** Steps one validation may take (tens of ms); a step is one RE2 instruction on one character. */
 export const SCHEMA_STEP_LIMIT = 1_000_000;
 /** Steps per (subschema, value) pair visited: 10,000 of them at most. */
 const VISIT_COST = 100;
@@ -91,20 +86,25 @@ const show = (v: Json) => {
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 };
 
-class Run {
-  readonly #root: Schema;
-  readonly #patterns: Map<string, LinearPattern>;
-  readonly #spend: (steps: number) => void;
+/** One (subschema, value) visit: where it is, how it fails, how it descends. */
+interface Visit {
+  readonly path: string;
+  fail(message: string): boolean;
+  sub(next: Schema, v: Json, p?: string): boolean;
+  /** For a verdict only (anyOf, oneOf, not, if, contains): its errors kept apart. */
+  quiet(next: Schema, v: Json): boolean;
+}
 
-  constructor(root: Schema, patterns: Map<string, LinearPattern>, spend: (steps: number) => void) {
-    this.#root = root;
-    this.#patterns = patterns;
-    this.#spend = spend;
-  }
+class Run {
+  constructor(
+    readonly root: Schema,
+    readonly patterns: Map<string, LinearPattern>,
+    readonly spend: (steps: number) => void,
+  ) {}
 
   /** Whether `value` is valid; failures are added to `errors` (up to ERRORS_KEPT). */
   check(schema: Schema, value: Json, path: string, depth: number, errors: string[]): boolean {
-    this.#spend(VISIT_COST);
+    this.spend(VISIT_COST);
     if (depth > DEPTH_LIMIT) throw new Exhausted(`the schema nests more than ${DEPTH_LIMIT} deep`);
     const fail = (message: string) => {
       // Paths are the value's own keys: a long one is cut, so a reason stays a line.
@@ -117,11 +117,11 @@ class Run {
     const s = schema;
     let ok = true;
     const sub = (next: Schema, v: Json, p = path) => this.check(next, v, p, depth + 1, errors);
-    // Subschemas tried for a verdict only (anyOf, oneOf, not, if, contains): errors kept apart.
     const quiet = (next: Schema, v: Json) => this.check(next, v, path, depth + 1, []);
+    const at: Visit = { path, fail, sub, quiet };
 
     if (typeof s.$ref === "string") {
-      ok = sub(resolve(this.#root, s.$ref) as Schema, value) && ok;
+      ok = sub(resolve(this.root, s.$ref) as Schema, value) && ok;
     }
     if (s.type !== undefined) {
       const types = Array.isArray(s.type) ? (s.type as string[]) : [s.type as string];
@@ -136,10 +136,10 @@ class Run {
     if (Array.isArray(s.enum) && !s.enum.some((e) => equal(e, value))) {
       ok = fail(`must be one of ${s.enum.map(show).join(", ")}`);
     }
-    if (typeof value === "string") ok = this.#string(s, value, fail) && ok;
-    if (typeof value === "number") ok = this.#number(s, value, fail) && ok;
-    if (Array.isArray(value)) ok = this.#array(s, value, path, sub, quiet, fail) && ok;
-    if (isObject(value)) ok = this.#object(s, value, path, sub, fail) && ok;
+    if (typeof value === "string") ok = this.#string(s, value, at) && ok;
+    if (typeof value === "number") ok = this.#number(s, value, at) && ok;
+    if (Array.isArray(value)) ok = this.#array(s, value, at) && ok;
+    if (isObject(value)) ok = this.#object(s, value, at) && ok;
 
     for (const next of (s.allOf as Schema[] | undefined) ?? []) ok = sub(next, value) && ok;
     if (Array.isArray(s.anyOf) && !(s.anyOf as Schema[]).some((next) => quiet(next, value))) {
@@ -158,7 +158,7 @@ class Run {
     return ok;
   }
 
-  #string(s: Record<string, Json>, value: string, fail: (m: string) => boolean): boolean {
+  #string(s: Record<string, Json>, value: string, { fail }: Visit): boolean {
     // Lengths in code points, as JSON Schema (and ajv) count them.
     let ok = sized(s, "Length", [...value].length, fail);
     if (typeof s.pattern === "string") {
@@ -173,12 +173,12 @@ class Run {
         `a string of more than ${PATTERN_INPUT_LIMIT} characters is not run through pattern ${show(source)}`,
       );
     }
-    const pattern = this.#patterns.get(source) as LinearPattern;
-    this.#spend(pattern.cost * (value.length + 1));
+    const pattern = this.patterns.get(source) as LinearPattern;
+    this.spend(pattern.cost * (value.length + 1));
     return searches(pattern, value);
   }
 
-  #number(s: Record<string, Json>, value: number, fail: (m: string) => boolean): boolean {
+  #number(s: Record<string, Json>, value: number, { fail }: Visit): boolean {
     let ok = true;
     const bound = (k: string, broken: (limit: number) => boolean, words: string) => {
       const limit = s[k];
@@ -195,14 +195,7 @@ class Run {
     return ok;
   }
 
-  #array(
-    s: Record<string, Json>,
-    value: Json[],
-    path: string,
-    sub: (next: Schema, v: Json, p?: string) => boolean,
-    quiet: (next: Schema, v: Json) => boolean,
-    fail: (m: string) => boolean,
-  ): boolean {
+  #array(s: Record<string, Json>, value: Json[], { path, fail, sub, quiet }: Visit): boolean {
     let ok = sized(s, "Items", value.length, fail);
     if (s.uniqueItems === true) {
       const same = value.findIndex((x, i) => value.slice(0, i).some((y) => equal(x, y)));
@@ -224,13 +217,7 @@ class Run {
     return ok;
   }
 
-  #object(
-    s: Record<string, Json>,
-    value: Record<string, Json>,
-    path: string,
-    sub: (next: Schema, v: Json, p?: string) => boolean,
-    fail: (m: string) => boolean,
-  ): boolean {
+  #object(s: Record<string, Json>, value: Record<string, Json>, { path, fail, sub }: Visit) {
     const keys = Object.keys(value);
     let ok = sized(s, "Properties", keys.length, fail);
     for (const name of (s.required as string[] | undefined) ?? []) {

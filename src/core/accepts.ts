@@ -1,7 +1,4 @@
-/**
- * POST /accepts (Faremeter's middleware): the offered requirements we can settle, completed with
- * what a buyer needs to sign, in the shape of an x402 v2 402 body.
- */
+/** POST /accepts (Faremeter): the offers we can settle, completed for a buyer, as a v2 402 body. */
 import { type Answer, failed } from "../protocol/errors.js";
 import { isObject } from "../protocol/words.js";
 import type { ChainFamily } from "./family.js";

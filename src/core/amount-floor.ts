@@ -1,7 +1,4 @@
-/**
- * What a payment must move to be worth a transaction: more than 0 (a payment of 0 costs us a
- * settlement and pays no one), and the operator's `--min-amount`; before any chain call.
- */
+/** What a payment must move to be worth a transaction: more than 0, and the operator's minimum. */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { Moved } from "./family.js";

@@ -1,8 +1,6 @@
 /**
- * One success per authorization, whatever fails: a success is recorded as answered by this run
- * before it is handed over, with nothing awaited between. A store unreachable (or a write of
- * unknown outcome) hands over no success: 503 pending, and the retry gets it. What remains: a
- * process killed between record and hand-over (a few ms; bench:faults sees it in 1 of 4 runs).
+ * One success per authorization: it is recorded as answered before it is handed over, nothing
+ * awaited between; a store that cannot record it hands over none (503 pending, the retry gets it).
  */
 import { failed } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";

@@ -1,7 +1,4 @@
-/**
- * The core: routes a payment request to the family that claims its network, and keeps what all
- * share (a `payment-identifier` settles once; an unreachable chain answers 500).
- */
+/** The core: routes a request to the family claiming its network, and keeps what all share. */
 
 import type { Discovery } from "../bazaar/discovery.js";
 import type { DenyList, Parties } from "../deny-list/deny-list.js";

@@ -1,7 +1,4 @@
-/**
- * What the core asks of a chain family (EVM, Solana). The core routes by network to the first
- * family that claims it; the entry point (src/facilitator.ts) registers them.
- */
+/** What the core asks of a chain family (EVM, Solana); it routes to the first that claims. */
 import type { Parties } from "../deny-list/deny-list.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";

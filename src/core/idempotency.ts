@@ -1,7 +1,6 @@
 /**
- * `payment-identifier` at settle: the same id and request answers the first success again (any
- * replica), while its transaction is still on chain; another request is `idempotency_conflict`.
- * Failures are not kept: they changed nothing.
+ * `payment-identifier`: the same id and request answers the first success again while its
+ * transaction is on chain; another request is `idempotency_conflict`. Failures are not kept.
  */
 import { createHash } from "node:crypto";
 import { type Failure, failed, failure } from "../protocol/errors.js";

@@ -1,20 +1,66 @@
 /**
- * What payers have in flight with us. A settle is sent only if its source covers it once all the
- * payer's in-flight settlements land: else one payer could sign many payments of its whole balance
- * and make us pay gas for each that fails. Check and reserve are synchronous after the one read
- * (no race); a recent read, or the settle's own simulation, spares the read. Landed holds are kept
- * a minute with their point, so an older read still counts them. Replicas: ledger-shared.ts.
+ * What payers have in flight with us: a settle goes out only if its source covers it once all the
+ * payer's in-flight ones land (else we pay gas for each that fails). Check and reserve are
+ * synchronous after one read (no race); landed holds are kept a minute. Replicas: ledger-reads.ts.
  */
 import { type Failure, failure } from "../protocol/errors.js";
-import { amountOn, type Hold, type Landed, LandingQueue } from "./ledger-landings.js";
-import type { HeldSpend, HoldToCheck, LedgerReads } from "./ledger-reads.js";
 import {
   decideShared,
+  type HeldSpend,
+  type HoldToCheck,
+  type LedgerReads,
   type LocalHold,
   type LocalHolds,
   READ_REUSE_MS,
   type SharedRead,
-} from "./ledger-shared.js";
+} from "./ledger-reads.js";
+
+/** A reservation: what it holds on each slot, and since when. */
+interface Hold {
+  readonly parts: readonly HeldSpend[];
+  /** Its transactions, when the family gave them (else it finds them in its journal). */
+  readonly transactions: readonly string[] | undefined;
+  /** When it was reserved, or landed (unix milliseconds). */
+  readonly at: number;
+}
+
+interface Landed extends Hold {
+  readonly key: string;
+  /** The block or slot it landed in. */
+  readonly point: bigint;
+  /** The ledger's count of landings when it landed. */
+  readonly tick: number;
+  /** False for a revert, which took nothing. */
+  readonly spent: boolean;
+  forgotten: boolean;
+}
+
+/** What `hold` takes from `slot`. */
+function amountOn(slot: string, hold: Hold | undefined): bigint {
+  let sum = 0n;
+  for (const part of hold?.parts ?? []) if (part.slot === slot) sum += part.amount;
+  return sum;
+}
+
+/** Landed holds, oldest first (a Map's front leaves holes to walk); forgotten ones skipped. */
+class LandingQueue {
+  #list: Landed[] = [];
+  #head = 0;
+
+  push(landing: Landed): void {
+    this.#list.push(landing);
+  }
+
+  /** The oldest landing not forgotten. */
+  oldest(): Landed | undefined {
+    while (this.#list[this.#head]?.forgotten) this.#head++;
+    if (this.#head > 1024 && this.#head * 2 > this.#list.length) {
+      this.#list = this.#list.slice(this.#head);
+      this.#head = 0;
+    }
+    return this.#list[this.#head];
+  }
+}
 
 /** A hold whose transaction was never seen landing is let go after this long. */
 const HOLD_MAX_AGE_MS = 30 * 60_000;

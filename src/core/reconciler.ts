@@ -1,7 +1,6 @@
 /**
- * Every settlement followed to its end without waiting for a retry: a pass claims each unfinished
- * one (one replica follows it), asks its family, and records landed, failed or dropped. `serve`
- * runs a pass every few seconds; `facilitator reconcile` runs one.
+ * Every unfinished settlement followed to its end without waiting for a retry: claimed (one replica
+ * follows it), asked of its family, recorded. `serve` runs a pass every few seconds.
  */
 
 import { firstLine } from "../protocol/words.js";

@@ -1,7 +1,4 @@
-/**
- * A setting row (flag, environment variable, config key, reader, help), apart from the CLI so a
- * scheme's folder can declare its own; cli/settings.ts collects them.
- */
+/** A setting row (flag, env, config key, parser, help) apart from the CLI, for schemes too. */
 
 /** Where a value came from. */
 export interface SettingSource {

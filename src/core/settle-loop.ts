@@ -1,8 +1,7 @@
 /**
- * The one settle loop of every scheme and chain: take the key's turn → pick up what the store
- * holds → check and price → hold → record, broadcast, follow → answer → give the turn back. One
- * settle of a key at a time (across replicas); what the store holds is followed, never sent anew;
- * a dry run sends nothing; a success is recorded here, and only here, before it is answered.
+ * The one settle loop of every scheme and chain, one settle of a key at a time (across replicas):
+ * what the store holds is followed, never sent anew; a dry run sends nothing; a success is
+ * recorded here, and only here, before it is answered.
  */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
@@ -12,10 +11,7 @@ import type { SettleStage } from "./metrics.js";
 import type { JournalEntry, SettlementStore } from "./store.js";
 
 declare const licence: unique symbol;
-/**
- * The licence to broadcast, handed out only outside a dry run, so a `simulated` settle can never
- * send. Only src/core names `MAY_SEND` (test/settle-loop.test.ts).
- */
+/** The licence to broadcast, only outside a dry run: a `simulated` settle can never send. */
 export type MaySend = { readonly [licence]: true };
 export const MAY_SEND = {} as MaySend;
 
@@ -84,10 +80,7 @@ export function settleInTurn<P, R extends { readonly ok: boolean }>(
   return withTurn(ports.journal, steps.key, steps.busy, () => inTurn(ports, steps, waitUntil));
 }
 
-/**
- * Runs `work` in `key`'s turn, or answers `busy`. After a success the turn is given back only once
- * the answer is out: nothing may stand between its record and its hand-over.
- */
+/** Runs `work` in `key`'s turn, or answers `busy`; a success's turn is kept until it is out. */
 export async function withTurn<R extends { readonly ok: boolean }>(
   store: Pick<SettlementStore, "claim" | "release">,
   key: string,

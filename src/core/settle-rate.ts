@@ -1,7 +1,6 @@
 /**
- * Settlements a minute per payer and payee (`--rate-per-payer`): a landed settlement costs gas as
- * a revert does, and only reverts are throttled. A bucket of N refilled at N a minute per address;
- * a payee's is ten times larger (many buyers pay one seller). Counted per process.
+ * Settlements a minute per payer and payee (`--rate-per-payer`): a landed settlement costs gas as a
+ * revert does. A bucket of N refilled at N a minute; a payee's ten times larger. Per process.
  */
 
 import type { Parties } from "../deny-list/deny-list.js";

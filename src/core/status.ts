@@ -1,7 +1,4 @@
-/**
- * What we know of a settlement (by hash, payment or `payment-identifier`): the store's record
- * and what the chain says now. Nothing is sent.
- */
+/** What we know of a settlement: the store's record and the chain's word now; nothing is sent. */
 import { FacilitatorError, type Failure, failed } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import { notATransactionHash, transactionHash } from "../protocol/transaction-hash.js";

@@ -1,7 +1,4 @@
-/**
- * The settlement store port. The file journal (store/journal.ts) serves one process; PostgreSQL
- * (store/postgres.ts) lets replicas share one truth. The CLI's configuration picks one.
- */
+/** The settlement store port: the file journal (one process) or PostgreSQL (shared by replicas). */
 import type { Catalogue } from "../bazaar/catalogue.js";
 
 /** The chain an entry is on, as a CAIP-2 id; its namespace says which family follows it. */
@@ -18,9 +15,7 @@ export const namespaceOf = (network: Network): string => network.slice(0, networ
 export type RaiseRefusal = { readonly higher: bigint } | { readonly changedAt: number };
 
 /** Gas one settlement of ours wasted, and whose payment it was (chain/gas-at-risk.ts). */
-export interface Waste {
-  readonly payer: string;
-  readonly asset: string;
+export interface Waste extends Chargeable {
   readonly gas: bigint;
   readonly cause: "reverted" | "out-of-gas" | "no-transfer";
 }

@@ -1,7 +1,4 @@
-/**
- * Payers whose settlements keep reverting are refused for a while: a revert costs us gas and the
- * payer nothing (it can move its funds between our check and the block).
- */
+/** Payers whose settles keep reverting are refused a while: a revert costs us gas, them nothing. */
 import { type Failure, failure } from "../protocol/errors.js";
 import { arrayBytes, BudgetMap, stringBytes } from "./byte-budget.js";
 

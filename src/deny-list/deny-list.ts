@@ -1,7 +1,4 @@
-/**
- * The operator's deny list: payer and payee addresses refused with `address_denied` before any
- * chain call. Text, one address a line, `#` comments; a refusal never says why one is listed.
- */
+/** The operator's deny list: listed payers and payees refused before any chain call, never why. */
 import { base58ToBytes } from "../protocol/base58.js";
 import { type Failure, failure } from "../protocol/errors.js";
 

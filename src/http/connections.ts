@@ -1,8 +1,6 @@
 /**
- * The connection limit, shared between client addresses (issues 9 and 18): past `max` (or the
- * address's share) a connection gets one 503 and is closed; past twice `max`, closed unanswered.
- * So one client's idle sockets cannot lock others out, a full server closes an idle connection of
- * the address holding the most for one from an address holding fewer.
+ * Connections shared between addresses (issues 9, 18): past `max` or the address's share, one 503
+ * and closed (past twice `max`, unanswered); a full server drops the biggest holder's idle one.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";

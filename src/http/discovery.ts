@@ -1,14 +1,12 @@
-/**
- * GET /discovery/resources and /discovery/search, in the shapes `withBazaar` reads. An unknown
- * filter is named in `unappliedFilters`; a malformed value is 400 `invalid_request`.
- */
+/** GET /discovery/resources and /discovery/search, in the shapes `withBazaar` reads. */
 
 import type { CatalogueFilter } from "../bazaar/catalogue.js";
-import type { Discovery } from "../bazaar/discovery.js";
-import { discoveryResource, PAGE_LIMIT } from "../bazaar/discovery.js";
+import { type Discovery, discoveryResource } from "../bazaar/discovery.js";
 import { type Answer, FacilitatorError, failed } from "../protocol/errors.js";
 
 const DEFAULT_LIMIT = 20;
+/** Most results one page holds. */
+const PAGE_LIMIT = 100;
 const QUERY_LIMIT = 256;
 /** Words of a search query used, at most (the first ones). */
 const WORDS_KEPT = 8;
@@ -61,7 +59,7 @@ export async function discoveryAnswer(
         : {};
     if (path === "/discovery/resources") {
       const offset = count(one("offset"), "offset", 0, 0);
-      const { items, total } = await discovery.list(filter, limit, offset);
+      const { items, total } = await discovery.catalogue.list(filter, limit, offset);
       return {
         ok: true,
         body: {
@@ -82,7 +80,7 @@ export async function discoveryAnswer(
     ].slice(0, WORDS_KEPT);
     const found =
       words.length > 0
-        ? await discovery.search(filter, words, limit, offset)
+        ? await discovery.catalogue.search(filter, words, limit, offset)
         : { items: [], more: false };
     return {
       ok: true,

@@ -1,7 +1,4 @@
-/**
- * GET /health (liveness): does each configured RPC answer, and how fast. GET /readyz (readiness):
- * that, the store, gas for every signer and SOL for every Solana fee payer.
- */
+/** GET /health (each RPC answers, how fast) and GET /readyz (that, the store, gas and SOL). */
 import type { StoreStatus } from "../core/store.js";
 import type { Facilitator } from "../facilitator.js";
 import { caip2 } from "../protocol/networks.js";
@@ -78,19 +75,28 @@ export async function checkHealth(facilitator: Facilitator) {
   };
 }
 
-/** Each of `holders` read on each of `networks`, bounded: the amount, or why it could not be. */
-function readEach<N, H extends string, A>(
-  networks: readonly N[],
+/** Each of `holders` read on each network, bounded: the amount, or why it could not be. */
+async function readEach<N, H extends string, A>(
+  networks: Promise<readonly N[]>,
   holders: readonly H[],
   read: (network: N, holder: H) => Promise<A>,
   timeoutMs: number,
-) {
-  const reads = networks.flatMap((network) =>
+): Promise<{ network: N | "unknown"; holder: H; amount?: A; error?: string }[]> {
+  const unread = (network: N | "unknown", holder: H, error: unknown) =>
+    ({ network, holder, error: firstLine(error) }) as const;
+  let learned: readonly N[];
+  try {
+    learned = await withTimeout(networks, timeoutMs);
+  } catch (error) {
+    // Every holder, when the networks to read them on could not be learned.
+    return holders.map((holder) => unread("unknown", holder, error));
+  }
+  const reads = learned.flatMap((network) =>
     holders.map(async (holder) => {
       try {
         return { network, holder, amount: await withTimeout(read(network, holder), timeoutMs) };
       } catch (error) {
-        return { network, holder, amount: undefined, error: firstLine(error) };
+        return unread(network, holder, error);
       }
     }),
   );
@@ -99,9 +105,9 @@ function readEach<N, H extends string, A>(
 
 /** Each signer's native balance (wei) on each configured RPC's chain (not public ones'), bounded. */
 export async function signerBalances(facilitator: Facilitator, timeoutMs = PROBE_TIMEOUT_MS) {
-  const chainIds = await withTimeout(facilitator.rpc.configuredChainIds(), timeoutMs);
   const balance = async (chainId: number, address: `0x${string}`) =>
     (await facilitator.rpc.client(chainId)).getBalance({ address });
+  const chainIds = facilitator.rpc.configuredChainIds();
   return readEach(chainIds, facilitator.signers.addresses, balance, timeoutMs);
 }
 
@@ -112,10 +118,9 @@ const MIN_FEE_PAYER_LAMPORTS = 1_000_000n;
 export async function feePayerBalances(facilitator: Facilitator, timeoutMs = PROBE_TIMEOUT_MS) {
   const feePayers = facilitator.svmFeePayers;
   if (feePayers.length === 0) return [];
-  const networks = await withTimeout(facilitator.rpc.servedSolanaNetworks(), timeoutMs);
   const lamports = async (network: string, feePayer: string) =>
     lamportsOf(await facilitator.rpc.solanaClient(network), feePayer);
-  return readEach(networks, feePayers, lamports, timeoutMs);
+  return readEach(facilitator.rpc.servedSolanaNetworks(), feePayers, lamports, timeoutMs);
 }
 
 /** A balance as /readyz shows it: whether it is enough, the amount as a string, or the error. */
@@ -138,20 +143,10 @@ export async function checkReadiness(
   options: { readonly minSignerBalanceWei?: bigint | undefined } = {},
 ) {
   const floor = options.minSignerBalanceWei ?? 1n;
-  /** Every holder, when the networks to read them on could not be learned. */
-  const unlearned =
-    <H>(holders: readonly H[]) =>
-    (error: unknown) =>
-      holders.map((holder) => ({
-        network: "unknown",
-        holder,
-        amount: undefined,
-        error: firstLine(error),
-      }));
   const [health, balances, solana] = await Promise.all([
     checkHealth(facilitator),
-    signerBalances(facilitator).catch(unlearned(facilitator.signers.addresses)),
-    feePayerBalances(facilitator).catch(unlearned(facilitator.svmFeePayers)),
+    signerBalances(facilitator),
+    feePayerBalances(facilitator),
   ]);
   const signers = balances.map(({ network, holder, amount, error }) => ({
     network: typeof network === "number" ? caip2(network) : network,

@@ -1,17 +1,11 @@
-/**
- * A budget of request-body bytes across requests in flight, so load is answered instead of
- * exhausting the heap (issue 9). Past it: 503 `overloaded`, after draining the body (no reset).
- */
+/** Body bytes buffered across requests in flight, bounded (issue 9): past it, 503 `overloaded`. */
 import type { IncomingMessage } from "node:http";
 import { type Failure, failure } from "../protocol/errors.js";
 import { errorResponse, type HttpResponse } from "./handler.js";
 
 /** Request-body bytes buffered across requests in flight: 128 bodies of the 64 KiB maximum. */
 export const DEFAULT_MAX_INFLIGHT_BYTES = 8 * 1024 * 1024;
-/**
- * The answer under load; 429 on /supported, which the official client retries on 429 only (a
- * seller starting against a busy facilitator waits instead of failing).
- */
+/** The answer under load; 429 on /supported, the one status the official client retries there. */
 export function overloaded(what: string, path?: string): Failure {
   return failure("overloaded", `${what}; retry in a moment`, {
     retryAfterSeconds: 1,

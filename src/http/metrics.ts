@@ -1,7 +1,4 @@
-/**
- * GET /metrics for `facilitator serve`. prom-client loads only when serve asks (cold CLI start);
- * each instance has its own registry, so facilitators in one process don't mix.
- */
+/** GET /metrics: prom-client loaded only by serve, a registry per instance. */
 import type * as Prom from "prom-client";
 import type { MetricsSink } from "../core/metrics.js";
 import type { Facilitator } from "../facilitator.js";
@@ -63,21 +60,16 @@ export async function createMetrics() {
     "verify and settle requests of each named API key (its name, never the key): served, or refused over its rate",
     ["key", "op", "outcome"],
   );
-  const sent = counter("transactions_sent_total", "transactions the node accepted", chainSigner);
-  const reverted = counter(
-    "transactions_reverted_total",
-    "our receipts that reverted",
-    chainSigner,
-  );
-  const replaced = counter(
+  const perSigner = (name: string, help: string) => counter(name, help, chainSigner);
+  const sent = perSigner("transactions_sent_total", "transactions the node accepted");
+  const reverted = perSigner("transactions_reverted_total", "our receipts that reverted");
+  const replaced = perSigner(
     "transactions_replaced_total",
     "stuck transactions replaced at the same nonce with a higher fee",
-    chainSigner,
   );
-  const gas = counter(
+  const gas = perSigner(
     "gas_spent_wei_total",
     "gasUsed × effectiveGasPrice of our receipts, in wei",
-    chainSigner,
   );
   const inFlight = new prom.Gauge({
     name: "facilitator_settles_in_flight",

@@ -1,7 +1,4 @@
-/**
- * Rates on /verify and /settle, per named API key and (`--rate-per-client`) per client address:
- * a bucket of N refilled at N a minute. Past it, 429 `rate_limited` with `Retry-After`.
- */
+/** Rates on /verify and /settle per named API key or client address: past them, 429. */
 import { setNewest } from "../core/newest.js";
 import { type Failure, failure } from "../protocol/errors.js";
 

@@ -1,7 +1,4 @@
-/**
- * What `serve` answers while it stops: new requests are refused; those unanswered at the timeout
- * are answered here (a settle may be broadcast: the store has it, the next start follows it).
- */
+/** What `serve` answers while it stops, and to requests unanswered when its time is up. */
 import { failure } from "../protocol/errors.js";
 import { parseJson } from "../protocol/request.js";
 import { renderFailure } from "../protocol/respond.js";

@@ -1,8 +1,4 @@
-/**
- * A structural bound on free-form request fields, checked right after JSON.parse: unbounded, 800
- * verifies of `[0,0,0,…]` arrays exhausted the heap (issue 9). The walk is iterative and stops at
- * the first limit passed.
- */
+/** Bounds on free-form request fields after JSON.parse: `[0,0,…]` bodies exhausted the heap. */
 
 import { isObject } from "./words.js";
 

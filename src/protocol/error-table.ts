@@ -1,8 +1,6 @@
 /**
- * The one error table: every failure the facilitator reports, with its HTTP status, the reason
- * string the x402 dialect carries (the reference SDK's, so x402 resource servers see the same
- * verdicts) and a one-line summary for humans. `errors.ts` re-exports it beside the failure values
- * built on it; the CLI, the HTTP server and both dialects read it through there.
+ * The one error table: HTTP status, x402 reason (the reference SDK's, so resource servers see the
+ * same verdicts) and summary of every failure; read through errors.ts.
  */
 
 export interface ErrorSpec {

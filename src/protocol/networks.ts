@@ -1,7 +1,6 @@
 /**
- * Networks as data: chain ids, v1 names, public RPCs and stablecoins (any other chain works with
- * a configured RPC). Assets: @x402/evm 2.27.0's DEFAULT_ASSETS in its order, plus three legacy v1
- * USDCs; test/default-assets.test.ts keeps the two tables in step.
+ * Networks as data: chain ids, v1 names, public RPCs, stablecoins (@x402/evm 2.27.0's table plus
+ * three legacy v1 USDCs; test/default-assets.test.ts keeps them in step).
  */
 import type { Address } from "viem";
 import type { TokenUnits } from "./amounts.js";

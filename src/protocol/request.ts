@@ -16,15 +16,7 @@ import type * as z from "./zod.js";
 export type Dialect = "reference" | "x402";
 
 /** Requirements of either version, with the v1 `maxAmountRequired` read as `amount`. */
-export interface Requirements {
-  readonly scheme: string;
-  readonly network: string;
-  readonly amount: string;
-  readonly asset: string;
-  readonly payTo: string;
-  readonly maxTimeoutSeconds?: number | undefined;
-  readonly extra?: Record<string, unknown> | null | undefined;
-}
+export type Requirements = Readonly<z.infer<typeof requirementsV2Schema>>;
 
 /** Who asks, as authenticated by the shell (an API key's holder, or the operator); else anonymous. */
 export interface Caller {

@@ -31,10 +31,7 @@ export interface Reply {
 
 type Operation = "verify" | "settle";
 
-/**
- * Only infrastructure failures leave 200 in the x402 dialect (resource servers read the body):
- * a proxy or balancer sees a 503, and the official client still gets the body.
- */
+/** Only infrastructure failures leave 200 in the x402 dialect: a balancer sees their 503. */
 const X402_KEEPS_STATUS = new Set([
   "chain_unavailable",
   "store_unavailable",
@@ -62,26 +59,19 @@ function referenceFailure(f: Failure, payer: string | undefined, transactionHash
 }
 
 export function renderVerify(dialect: Dialect, result: VerifyResult, payerHint?: string): Reply {
-  if (dialect === "reference") {
-    return result.ok
-      ? {
-          status: 200,
-          body: { success: true, payer: result.payer, ...extraOf(result) },
-          payer: result.payer,
-        }
-      : referenceFailure(result.failure, result.payer ?? payerHint);
-  }
   if (result.ok) {
-    return { status: 200, body: { isValid: true, payer: result.payer, ...extraOf(result) } };
+    const { payer } = result;
+    return dialect === "reference"
+      ? { status: 200, body: { success: true, payer, ...extraOf(result) }, payer }
+      : { status: 200, body: { isValid: true, payer, ...extraOf(result) } };
   }
-  const body: Record<string, unknown> = {
+  const payer = result.payer ?? payerHint;
+  if (dialect === "reference") return referenceFailure(result.failure, payer);
+  return x402Failure(result.failure, payer, {
     isValid: false,
     invalidReason: x402Reason(result.failure, "verify"),
     invalidMessage: result.failure.message,
-  };
-  const payer = result.payer ?? payerHint;
-  if (payer) body.payer = payer;
-  return { status: x402Status(result.failure), body, failure: result.failure };
+  });
 }
 
 export function renderSettle(
@@ -90,42 +80,32 @@ export function renderSettle(
   context: { network: string; payerHint?: string | undefined },
 ): Reply {
   const payer = result.payer ?? context.payerHint;
-  if (dialect === "reference") {
-    return result.ok
-      ? {
-          status: 200,
-          body: {
-            success: true,
-            transactionHash: result.transactionHash,
-            ...(result.amount !== undefined ? { amount: result.amount } : {}),
-            ...extraOf(result),
-          },
-          payer,
-        }
-      : referenceFailure(result.failure, payer, result.transactionHash);
+  const { network } = context;
+  if (!result.ok && dialect === "reference") {
+    return referenceFailure(result.failure, payer, result.transactionHash);
   }
-  if (result.ok) {
-    return {
-      status: 200,
-      body: {
-        success: true,
-        payer,
-        transaction: result.transactionHash,
-        network: context.network,
-        ...(result.amount !== undefined ? { amount: result.amount } : {}),
-        ...extraOf(result),
-      },
-    };
+  if (!result.ok) {
+    return x402Failure(result.failure, payer, {
+      success: false,
+      errorReason: x402Reason(result.failure, "settle"),
+      errorMessage: result.failure.message,
+      transaction: result.transactionHash ?? "",
+      network,
+    });
   }
-  const body: Record<string, unknown> = {
-    success: false,
-    errorReason: x402Reason(result.failure, "settle"),
-    errorMessage: result.failure.message,
-    transaction: result.transactionHash ?? "",
-    network: context.network,
+  const transaction = result.transactionHash;
+  const rest = {
+    ...(result.amount !== undefined ? { amount: result.amount } : {}),
+    ...extraOf(result),
   };
-  if (payer) body.payer = payer;
-  return { status: x402Status(result.failure), body, failure: result.failure };
+  return dialect === "reference"
+    ? { status: 200, body: { success: true, transactionHash: transaction, ...rest }, payer }
+    : { status: 200, body: { success: true, payer, transaction, network, ...rest } };
+}
+
+/** An x402-dialect failure: `body`, with the payer when known. */
+function x402Failure(f: Failure, payer: string | undefined, body: Record<string, unknown>): Reply {
+  return { status: x402Status(f), body: payer ? { ...body, payer } : body, failure: f };
 }
 
 /** The settle's network as the body names it, for x402 answers to a request that did not parse. */

@@ -1,7 +1,4 @@
-/**
- * zod schemas for the x402 wire types at the level every scheme shares; schemes check their own
- * fields, so an unknown scheme is told `unsupported_*`, not that its addresses look wrong.
- */
+/** zod schemas for the x402 wire types every scheme shares; schemes check their own fields. */
 import * as z from "./zod.js";
 
 const nonEmpty = z.string().check(z.minLength(1, "must be a non-empty string"));

@@ -1,7 +1,6 @@
 /**
- * JSON-RPC over node:http(s) as a viem transport: viem's fetch-based one was a tenth of a verify's
- * CPU. It throws viem's own error classes the same way, so retries and rpc.ts read it as before.
- * Calls of one event-loop turn are batched; provider limits are met (provider-limits.ts).
+ * JSON-RPC over node:http(s) as a viem transport (viem's fetch one was a tenth of a verify's CPU),
+ * throwing viem's error classes; one event-loop turn's calls are batched.
  */
 import {
   createTransport,

@@ -1,7 +1,6 @@
 /**
- * What a hosted RPC provider refuses that a node would not: a batch too big, a request over its
- * rate. A refused request was not forwarded (nothing sent), so it is split or waited for and sent
- * again. What each URL refused is kept here, for json-rpc.ts and doctor.
+ * What a hosted provider refuses that a node would not (a batch too big, a request over its rate):
+ * nothing was forwarded, so it is split or waited for and sent again. Kept per URL for doctor.
  */
 import { HttpRequestError, type Transport } from "viem";
 
@@ -16,10 +15,7 @@ export const FAILOVER_WAIT_BUDGET_MS = 1_000;
 /** The first wait when the provider does not say how long (doubled each time). */
 const FIRST_BACKOFF_MS = 250;
 
-/**
- * Providers' over-rate codes (Infura -32005, Alchemy 429, QuickNode -32007); Solana uses -32005
- * and -32007 for other things, so the words must say rate or limit too.
- */
+/** Over-rate codes (Infura, Alchemy, QuickNode); Solana's mean other things unless words say so. */
 const RATE_LIMIT_CODES = new Set([-32005, 429, -32007]);
 const RATE_LIMIT_WORDS = /rate|limit|too many|exceed|capacity/i;
 
@@ -99,10 +95,7 @@ export function learnBatchLimit(state: ProviderState, size: number): number {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/**
- * Runs `attempt`, waiting out the provider's rate limit (Retry-After, capped; else doubling), every
- * call to the URL with it. Throws the refusal once `budgetMs` would be spent.
- */
+/** Runs `attempt`, waiting out the provider's rate limit; throws once `budgetMs` would be spent. */
 export async function withinRateLimit<T>(
   state: ProviderState,
   budgetMs: number,

@@ -1,5 +1,6 @@
 /** A client asked for before its RPC's chain is learned: answered once it is that chain. */
 import type { Transport } from "viem";
+import { aroundRequests } from "./provider-limits.js";
 
 /** What may go out before the URL's chain is known to be the one asked for: reads only. */
 const READS = new Set([
@@ -28,19 +29,12 @@ export function answeredOnceConfirmed(transport: Transport, confirmed: Promise<v
     },
     () => undefined,
   );
-  return (params) => {
-    const built = transport(params);
-    const request = (async (args, options) => {
-      if (passed) return built.request(args, options);
-      if (!READS.has(args.method)) {
-        await confirmed;
-        return built.request(args, options);
-      }
-      const [answer, check] = await Promise.allSettled([built.request(args, options), confirmed]);
-      if (check.status === "rejected") throw check.reason;
-      if (answer.status === "rejected") throw answer.reason;
-      return answer.value;
-    }) as typeof built.request;
-    return { ...built, request };
-  };
+  return aroundRequests(transport, async (method, send) => {
+    if (passed) return send();
+    if (!READS.has(method)) return confirmed.then(send);
+    const [answer, check] = await Promise.allSettled([send(), confirmed]);
+    if (check.status === "rejected") throw check.reason;
+    if (answer.status === "rejected") throw answer.reason;
+    return answer.value;
+  });
 }

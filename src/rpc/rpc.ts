@@ -1,7 +1,6 @@
 /**
- * RPC access per chain: configured URLs are matched to chains with `eth_chainId` (or Solana's
- * `getGenesisHash`). With any URL configured, only their chains are served: a key must never
- * settle through an endpoint the operator did not choose. Public RPCs only when none, or asked.
+ * RPC access per chain, configured URLs matched by `eth_chainId` (Solana: `getGenesisHash`). With
+ * any configured, only their chains are served: a key never settles through an unchosen endpoint.
  */
 import {
   type Client,
