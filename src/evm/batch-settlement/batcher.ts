@@ -1,6 +1,6 @@
 /** Claims batched into one `multicall`, each simulated alone first: a bad claim is refused alone.
  * Should the batch still revert, those now failing alone are refused and charged, the rest resent. */
-import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
+import { concatHex, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import type { Failure } from "../../protocol/errors.js";
@@ -15,7 +15,7 @@ import { type Action, refused, type Sent, sendAction } from "../send-action.js";
 import { channelIdOf } from "./channel.js";
 import { claimCall, claimKey, learnClaims, rowsThatMove } from "./claim-call.js";
 import { pickUpClaim } from "./claim-pickup.js";
-import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
+import { SETTLEMENT_ADDRESS, settlementCall } from "./constants.js";
 import { claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
 import { wouldRevert } from "./reasons.js";
 import { BATCH_GAS, BATCH_OWN, type ClaimBatchPolicy } from "./settings.js";
@@ -216,9 +216,7 @@ export class ClaimBatcher {
     try {
       const calls = await batchCalls(ctx, batch);
       const data =
-        calls.length === 1
-          ? (calls[0] as Hex)
-          : encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "multicall", args: [calls] });
+        calls.length === 1 ? (calls[0] as Hex) : settlementCall("multicall", [calls]).data;
       const keys = batch.map((w) => keccak256(new TextEncoder().encode(w.key)));
       const key = `batch-claims:${ctx.chainId}:${keccak256(concatHex(keys))}`;
       // The strongest wait any caller asked for: each is answered when the batch gets there.

@@ -1,5 +1,5 @@
 /** A cooperative refund by refundWithSignature; claims riding along go first, in one multicall. */
-import { encodeFunctionData, type Hex } from "viem";
+import type { Hex } from "viem";
 import { type Failure, failed } from "../../protocol/errors.js";
 import { actsFor, type PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -15,7 +15,7 @@ import {
   stateExtra,
 } from "./channel.js";
 import { claimCall, learnClaims, ourAuthorizerFor } from "./claim-call.js";
-import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
+import { REFUND_TYPES, settlementCall, settlementDomain } from "./constants.js";
 import { parsePayload, type RefundPayload, refundSchema } from "./payload.js";
 import { rejected, wouldRevert } from "./reasons.js";
 import { BATCH_GAS } from "./settings.js";
@@ -101,19 +101,12 @@ export async function settleRefund(
     (await checkVoucherSignature(ctx, config, payload.voucher)) ??
     voucherAgainst(before, channelId, payload.voucher.maxClaimableAmount, "refund");
   if (voucherWrong) return refuse(voucherWrong);
-  let data = encodeFunctionData({
-    abi: SETTLEMENT_ABI,
-    functionName: "refundWithSignature",
-    args: [config, payload.amount, payload.refundNonce, refundSigned.signature],
-  });
+  const args = [config, payload.amount, payload.refundNonce, refundSigned.signature] as const;
+  let call = settlementCall("refundWithSignature", args);
   if (payload.claims.length > 0) {
     const claim = await claimCall(ctx, payload.claims, payload.claimAuthorizerSignature);
     if (!claim.ok) return refuse(claim.failure);
-    data = encodeFunctionData({
-      abi: SETTLEMENT_ABI,
-      functionName: "multicall",
-      args: [[claim.data, data]],
-    });
+    call = settlementCall("multicall", [[claim.data, call.data]]);
   }
   // Until it lands the balance may fall: every replica reads the channel before a voucher.
   await channelChanged(ctx, channelId, Date.now() + REFUND_LANDS_WITHIN_MS);
@@ -122,7 +115,7 @@ export async function settleRefund(
     {
       // The contract takes each refund nonce of a channel once.
       key: `batch-refund:${ctx.chainId}:${channelId}:${payload.refundNonce}`,
-      call: { to: SETTLEMENT_ADDRESS, data },
+      call,
       gas: {
         use: BATCH_GAS.refund,
         rows: { count: payload.claims.length, each: BATCH_GAS.claimRow },

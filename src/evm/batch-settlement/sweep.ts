@@ -1,5 +1,5 @@
 /** A settle: what was claimed for a receiver in one token, swept to it by settle(receiver, token). */
-import { encodeFunctionData, isAddressEqual, parseEventLogs } from "viem";
+import { isAddressEqual, parseEventLogs } from "viem";
 import { failed } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -7,7 +7,7 @@ import type { WaitUntil } from "../../protocol/schemas.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { sendAction } from "../send-action.js";
-import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
+import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementCall } from "./constants.js";
 import { parsePayload, sweepSchema } from "./payload.js";
 import { rejected, wouldRevert } from "./reasons.js";
 import { BATCH_GAS } from "./settings.js";
@@ -40,16 +40,11 @@ export async function settleSweep(
       ),
     );
   }
-  const data = encodeFunctionData({
-    abi: SETTLEMENT_ABI,
-    functionName: "settle",
-    args: [receiver, token],
-  });
   const sent = await sendAction(
     ctx,
     {
       key: `batch-settle:${ctx.chainId}:${receiver}:${token}:${claimed}`.toLowerCase(),
-      call: { to: SETTLEMENT_ADDRESS, data },
+      call: settlementCall("settle", [receiver, token]),
       gas: { use: BATCH_GAS.settle, asset: token },
       // Its receiver asked for it: a settle that reverts is charged as a payer's would be.
       name: "settle",
