@@ -173,9 +173,8 @@ export class ClaimBatcher {
     this.#queue = [];
     this.#rows = 0;
     if (batch.length === 0) return;
-    if (batch.length === 1) return this.#together(ctx, batch);
-    const sent = await this.#sendBatch(ctx, batch);
-    if (sent.ok || !sent.reverted) {
+    const sent = await this.#together(ctx, batch);
+    if (batch.length === 1 || sent.ok || !sent.reverted) {
       // Sent, or not for a reason of its rows (fee cap, node, pending): each caller is told so.
       for (const w of batch) w.resolve(sent);
       return;
@@ -198,17 +197,16 @@ export class ClaimBatcher {
       return;
     }
     // Once more, together, without the rows that failed; never one by one.
-    return this.#together(ctx, rest);
+    const again = await this.#together(ctx, rest);
+    for (const w of rest) w.resolve(again);
   }
 
-  /** Sends the waiting requests as one transaction, and answers each caller with it. */
-  async #together(ctx: EvmContext, waiting: readonly Waiting[]): Promise<void> {
+  /** The waiting requests as one transaction. */
+  #together(ctx: EvmContext, waiting: readonly Waiting[]): Promise<Sent> {
     const [first] = waiting as [Waiting];
-    const sent =
-      waiting.length === 1
-        ? await this.#sendAlone(ctx, first, first.waitUntil)
-        : await this.#sendBatch(ctx, waiting);
-    for (const w of waiting) w.resolve(sent);
+    return waiting.length === 1
+      ? this.#sendAlone(ctx, first, first.waitUntil)
+      : this.#sendBatch(ctx, waiting);
   }
 
   async #sendBatch(ctx: EvmContext, batch: readonly Waiting[]): Promise<Sent> {

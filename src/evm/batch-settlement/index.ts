@@ -13,9 +13,8 @@ import { stateExtra } from "./channel.js";
 import { BATCH_SETTLEMENT } from "./constants.js";
 import { depositMethod } from "./deposit.js";
 import { rejected } from "./reasons.js";
-import { settleRefund } from "./refund.js";
+import { settleRefund, settleSweep } from "./refund.js";
 import { BATCH_GAS, BATCH_OWN, BATCH_SETTINGS } from "./settings.js";
-import { settleSweep } from "./sweep.js";
 import { bookOf, channelState, verifyVoucher } from "./voucher.js";
 
 const depositPipeline = exactPaymentMethod(depositMethod);
