@@ -5,6 +5,7 @@ import type { Parties } from "../../deny-list/deny-list.js";
 import { failed, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import { field } from "../../protocol/words.js";
 import type { PaymentMethod } from "../context.js";
 import { exactPaymentMethod } from "../exact/pipeline.js";
 import type { EvmScheme, SchemeMoves } from "../scheme.js";
@@ -118,12 +119,7 @@ function depositMoves(request: PaymentRequest): SchemeMoves {
 }
 
 /** The value at `path` inside a payload node, if every step is an object. */
-const at = (node: unknown, ...path: string[]): unknown =>
-  path.reduce<unknown>(
-    (n, key) =>
-      typeof n === "object" && n !== null ? (n as Record<string, unknown>)[key] : undefined,
-    node,
-  );
+const at = (node: unknown, ...path: string[]) => path.reduce<unknown>(field, node);
 const strings = (values: unknown[]) => values.filter((v): v is string => typeof v === "string");
 
 /** Who a request names, for the deny list: channels' payers (and voucher keys) and receivers. */
