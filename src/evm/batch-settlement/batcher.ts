@@ -16,7 +16,7 @@ import { channelIdOf } from "./channel.js";
 import { claimCall, claimKey, learnClaims, rowsThatMove } from "./claim-call.js";
 import { pickUpClaim } from "./claim-pickup.js";
 import { SETTLEMENT_ADDRESS, settlementCall } from "./constants.js";
-import { claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
+import { type ChannelConfig, claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
 import { wouldRevert } from "./reasons.js";
 import { BATCH_GAS, BATCH_OWN, type ClaimBatchPolicy } from "./settings.js";
 
@@ -243,12 +243,8 @@ const idOf = (ctx: EvmContext, row: VoucherClaim) => channelIdOf(row.voucher.cha
 
 /** The payers of a claim transaction's rows: whose doing its waste is. */
 const chargesOf = (claims: readonly Ready[]) =>
-  claims.flatMap((c) =>
-    c.request.rows.map((row) => ({
-      payer: row.voucher.channel.payer,
-      asset: row.voucher.channel.token,
-    })),
-  );
+  claims.flatMap((c) => c.request.rows.map(({ voucher: { channel } }) => channelCharge(channel)));
+const channelCharge = ({ payer, token }: ChannelConfig) => ({ payer, asset: token });
 
 /** Sends `claims` as one transaction; the batcher charges a revert to the rows that sink it. */
 function sendClaims(

@@ -61,17 +61,13 @@ function oneWay(
   verify: PaymentMethod["verify"] | undefined,
   settle: PaymentMethod["settle"] | undefined,
 ): PaymentMethod {
+  const notSettled = `a ${name} is verified, not settled: the seller keeps it and claims it later`;
   return {
     name,
     accepts: () => true,
     settlementKey: () => undefined,
     verify: verify ?? (async () => failed(wrongType(`a ${name} is settled, not verified`))),
-    settle:
-      settle ??
-      (async () =>
-        failed(
-          wrongType(`a ${name} is verified, not settled: the seller keeps it and claims it later`),
-        )),
+    settle: settle ?? (async () => failed(wrongType(notSettled))),
   };
 }
 
