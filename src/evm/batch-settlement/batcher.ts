@@ -1,6 +1,6 @@
 /** Claims batched into one `multicall`, each simulated alone first: a bad claim is refused alone.
  * Should the batch still revert, those now failing alone are refused and charged, the rest resent. */
-import { concatHex, encodeFunctionData, type Hex, keccak256, type TransactionReceipt } from "viem";
+import { concatHex, type Hex, keccak256, type TransactionReceipt } from "viem";
 import { setNewest } from "../../core/newest.js";
 import { inProgress, type SettleSteps, settleInTurn } from "../../core/settle-loop.js";
 import type { Failure } from "../../protocol/errors.js";
@@ -15,8 +15,8 @@ import { type Action, refused, type Sent, sendAction } from "../send-action.js";
 import { channelIdOf } from "./channel.js";
 import { claimCall, claimKey, learnClaims, rowsThatMove } from "./claim-call.js";
 import { pickUpClaim } from "./claim-pickup.js";
-import { SETTLEMENT_ABI, SETTLEMENT_ADDRESS } from "./constants.js";
-import { claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
+import { SETTLEMENT_ADDRESS, settlementCall } from "./constants.js";
+import { type ChannelConfig, claimSchema, parsePayload, type VoucherClaim } from "./payload.js";
 import { wouldRevert } from "./reasons.js";
 import { BATCH_GAS, BATCH_OWN, type ClaimBatchPolicy } from "./settings.js";
 
@@ -173,9 +173,8 @@ export class ClaimBatcher {
     this.#queue = [];
     this.#rows = 0;
     if (batch.length === 0) return;
-    if (batch.length === 1) return this.#together(ctx, batch);
-    const sent = await this.#sendBatch(ctx, batch);
-    if (sent.ok || !sent.reverted) {
+    const sent = await this.#together(ctx, batch);
+    if (batch.length === 1 || sent.ok || !sent.reverted) {
       // Sent, or not for a reason of its rows (fee cap, node, pending): each caller is told so.
       for (const w of batch) w.resolve(sent);
       return;
@@ -198,17 +197,16 @@ export class ClaimBatcher {
       return;
     }
     // Once more, together, without the rows that failed; never one by one.
-    return this.#together(ctx, rest);
+    const again = await this.#together(ctx, rest);
+    for (const w of rest) w.resolve(again);
   }
 
-  /** Sends the waiting requests as one transaction, and answers each caller with it. */
-  async #together(ctx: EvmContext, waiting: readonly Waiting[]): Promise<void> {
+  /** The waiting requests as one transaction. */
+  #together(ctx: EvmContext, waiting: readonly Waiting[]): Promise<Sent> {
     const [first] = waiting as [Waiting];
-    const sent =
-      waiting.length === 1
-        ? await this.#sendAlone(ctx, first, first.waitUntil)
-        : await this.#sendBatch(ctx, waiting);
-    for (const w of waiting) w.resolve(sent);
+    return waiting.length === 1
+      ? this.#sendAlone(ctx, first, first.waitUntil)
+      : this.#sendBatch(ctx, waiting);
   }
 
   async #sendBatch(ctx: EvmContext, batch: readonly Waiting[]): Promise<Sent> {
@@ -216,9 +214,7 @@ export class ClaimBatcher {
     try {
       const calls = await batchCalls(ctx, batch);
       const data =
-        calls.length === 1
-          ? (calls[0] as Hex)
-          : encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "multicall", args: [calls] });
+        calls.length === 1 ? (calls[0] as Hex) : settlementCall("multicall", [calls]).data;
       const keys = batch.map((w) => keccak256(new TextEncoder().encode(w.key)));
       const key = `batch-claims:${ctx.chainId}:${keccak256(concatHex(keys))}`;
       // The strongest wait any caller asked for: each is answered when the batch gets there.
@@ -247,12 +243,8 @@ const idOf = (ctx: EvmContext, row: VoucherClaim) => channelIdOf(row.voucher.cha
 
 /** The payers of a claim transaction's rows: whose doing its waste is. */
 const chargesOf = (claims: readonly Ready[]) =>
-  claims.flatMap((c) =>
-    c.request.rows.map((row) => ({
-      payer: row.voucher.channel.payer,
-      asset: row.voucher.channel.token,
-    })),
-  );
+  claims.flatMap((c) => c.request.rows.map(({ voucher: { channel } }) => channelCharge(channel)));
+const channelCharge = ({ payer, token }: ChannelConfig) => ({ payer, asset: token });
 
 /** Sends `claims` as one transaction; the batcher charges a revert to the rows that sink it. */
 function sendClaims(

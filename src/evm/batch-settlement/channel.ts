@@ -1,19 +1,12 @@
 /** A payment channel: its id, whether its configuration fits the requirements, its state. */
-import {
-  type Address,
-  decodeFunctionResult,
-  encodeFunctionData,
-  type Hex,
-  isAddressEqual,
-  zeroAddress,
-} from "viem";
+import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
 import type { Requirements } from "../../protocol/request.js";
 import type { EvmContext } from "../context.js";
 import {
   MAX_WITHDRAW_DELAY,
   MIN_WITHDRAW_DELAY,
-  SETTLEMENT_ABI,
-  SETTLEMENT_ADDRESS,
+  settlementCall,
+  settlementResult,
 } from "./constants.js";
 import { channelIdOf } from "./digests.js";
 import type { ChannelConfig, ChannelPayload } from "./payload.js";
@@ -90,33 +83,27 @@ export interface ChannelState {
   readonly refundNonce: bigint;
 }
 
-/** Views of the settlement contract read in one `eth_call` through its own `multicall`. */
-export async function readViews(ctx: EvmContext, calls: readonly Hex[]): Promise<readonly Hex[]> {
-  const { data } = await ctx.client.call({
-    to: SETTLEMENT_ADDRESS,
-    data: encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "multicall", args: [calls] }),
-  });
-  return decodeFunctionResult({
-    abi: SETTLEMENT_ABI,
-    functionName: "multicall",
-    data: data ?? "0x",
-  });
+/** Views of one channel each, read in one `eth_call` through the settlement's `multicall`. */
+export async function readViews(
+  ctx: EvmContext,
+  views: readonly (readonly [(typeof STATE_VIEWS)[number], Hex])[],
+): Promise<unknown[]> {
+  const calls = views.map(([view, channelId]) => settlementCall(view, [channelId]).data);
+  const { data } = await ctx.client.call(settlementCall("multicall", [calls]));
+  const results = settlementResult("multicall", data ?? "0x") as readonly Hex[];
+  return views.map(([view], i) => settlementResult(view, results[i] as Hex));
 }
 
 const STATE_VIEWS = ["channels", "pendingWithdrawals", "refundNonce"] as const;
 
 /** The channel's state at the latest block, in one call (not one per view). */
 export async function readChannel(ctx: EvmContext, channelId: Hex): Promise<ChannelState> {
-  const results = await readViews(
-    ctx,
-    STATE_VIEWS.map((functionName) =>
-      encodeFunctionData({ abi: SETTLEMENT_ABI, functionName, args: [channelId] }),
-    ),
-  );
-  const [[balance, totalClaimed], [, initiatedAt], refundNonce] = STATE_VIEWS.map(
-    (functionName, i) =>
-      decodeFunctionResult({ abi: SETTLEMENT_ABI, functionName, data: results[i] as Hex }),
-  ) as [readonly [bigint, bigint], readonly [bigint, number], bigint];
+  const views = STATE_VIEWS.map((view) => [view, channelId] as const);
+  const [[balance, totalClaimed], [, initiatedAt], refundNonce] = (await readViews(ctx, views)) as [
+    readonly [bigint, bigint],
+    readonly [bigint, number],
+    bigint,
+  ];
   return { balance, totalClaimed, withdrawRequestedAt: Number(initiatedAt), refundNonce };
 }
 

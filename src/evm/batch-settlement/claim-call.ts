@@ -1,18 +1,10 @@
 /** A claim's call: its rows, which of them move, the receiver authorizer's signature, its key. */
-import {
-  type Address,
-  decodeFunctionResult,
-  encodeFunctionData,
-  type Hex,
-  hashTypedData,
-  isAddressEqual,
-  type LocalAccount,
-} from "viem";
+import { type Address, type Hex, hashTypedData, isAddressEqual, type LocalAccount } from "viem";
 import { type Failure, failed } from "../../protocol/errors.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { channelIdOf, readViews } from "./channel.js";
-import { CLAIM_BATCH_TYPES, SETTLEMENT_ABI, settlementDomain } from "./constants.js";
+import { CLAIM_BATCH_TYPES, settlementCall, settlementDomain } from "./constants.js";
 import type { VoucherClaim } from "./payload.js";
 import { type Reason, rejected } from "./reasons.js";
 import { BATCH_OWN } from "./settings.js";
@@ -83,11 +75,7 @@ export async function claimCall(
     if (!ours.ok) return ours;
     signature = await ours.authorizer.signTypedData(claimBatchMessage(ctx, claims));
   }
-  const data = encodeFunctionData({
-    abi: SETTLEMENT_ABI,
-    functionName: "claimWithSignature",
-    args: [claimArgs(claims), signature],
-  });
+  const { data } = settlementCall("claimWithSignature", [claimArgs(claims), signature]);
   return { ok: true, key: claimKey(ctx, claims), data };
 }
 
@@ -107,18 +95,11 @@ async function claimedTotals(ctx: EvmContext, ids: readonly Hex[]): Promise<Map<
     const chunk = ids.slice(start, start + READ_CHUNK);
     const results = await readViews(
       ctx,
-      chunk.map((id) =>
-        encodeFunctionData({ abi: SETTLEMENT_ABI, functionName: "channels", args: [id] }),
-      ),
+      chunk.map((id) => ["channels", id] as const),
     );
-    chunk.forEach((id, i) => {
-      const [, totalClaimed] = decodeFunctionResult({
-        abi: SETTLEMENT_ABI,
-        functionName: "channels",
-        data: results[i] as Hex,
-      });
-      totals.set(id, totalClaimed);
-    });
+    for (const [i, id] of chunk.entries()) {
+      totals.set(id, (results[i] as readonly [bigint, bigint])[1]);
+    }
   }
   return totals;
 }

@@ -1,5 +1,14 @@
 /** The `batch-settlement` scheme's fixed facts (`@x402/evm` 2.27): addresses, EIP-712, the ABI. */
-import { type Address, parseAbi, parseAbiParameters } from "viem";
+import {
+  type Address,
+  type ContractFunctionArgs,
+  type ContractFunctionName,
+  decodeFunctionResult,
+  encodeFunctionData,
+  type Hex,
+  parseAbi,
+  parseAbiParameters,
+} from "viem";
 import { transferWithAuthorizationTypes } from "../exact/eip3009-encoding.js";
 import { permit2WitnessTypes } from "../exact/permit2-encoding.js";
 
@@ -81,3 +90,18 @@ export const SETTLEMENT_ABI = parseAbi([
   "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
   "event Refunded(bytes32 indexed channelId, address indexed sender, uint128 amount)",
 ]);
+
+type SettlementFunction = ContractFunctionName<typeof SETTLEMENT_ABI>;
+
+/** A call of the settlement contract's `functionName`. */
+export function settlementCall<F extends SettlementFunction>(
+  functionName: F,
+  args: ContractFunctionArgs<typeof SETTLEMENT_ABI, "nonpayable" | "view", F>,
+) {
+  const data = encodeFunctionData({ abi: SETTLEMENT_ABI, functionName, args } as never);
+  return { to: SETTLEMENT_ADDRESS, data };
+}
+
+/** What the settlement contract's view `functionName` returned in `data`. */
+export const settlementResult = (functionName: SettlementFunction, data: Hex): unknown =>
+  decodeFunctionResult({ abi: SETTLEMENT_ABI, functionName, data });

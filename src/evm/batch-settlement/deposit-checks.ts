@@ -10,7 +10,6 @@ import {
   keccak256,
   parseAbiParameters,
   parseErc6492Signature,
-  parseSignature,
 } from "viem";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -21,7 +20,7 @@ import {
   erc20ApprovalSponsoring,
   type SponsoredApproval,
 } from "../exact/erc20-approval.js";
-import { type Eip2612Permit, PERMIT2_ADDRESS } from "../exact/permit2-encoding.js";
+import { type Eip2612Permit, PERMIT2_ADDRESS, splitSignature } from "../exact/permit2-encoding.js";
 import { eip2612Sponsoring } from "../exact/permit2-extensions.js";
 import { checkSignature, type Deployment, innerSignature } from "../exact/signature.js";
 import {
@@ -64,14 +63,9 @@ export function permit2CollectorData(auth: Permit2, permit2612?: Eip2612Permit):
 /** The payer's EIP-2612 permit of Permit2 as the collector takes it: (value, deadline, v, r, s). */
 function permitData(permit?: Eip2612Permit): Hex {
   if (!permit) return "0x";
-  const { r, s, v, yParity } = parseSignature(permit.signature);
-  return encodeAbiParameters(parseAbiParameters("uint256, uint256, uint8, bytes32, bytes32"), [
-    permit.value,
-    permit.deadline,
-    Number(v ?? BigInt(yParity + 27)),
-    r,
-    s,
-  ]);
+  const { r, s, v } = splitSignature(permit.signature);
+  const words = parseAbiParameters("uint256, uint256, uint8, bytes32, bytes32");
+  return encodeAbiParameters(words, [permit.value, permit.deadline, v, r, s]);
 }
 
 /** How Permit2 may move a deposit: approved, the payer's EIP-2612 permit or signed approval. */

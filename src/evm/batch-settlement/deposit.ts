@@ -1,5 +1,5 @@
 /** A deposit into a channel through a collector, with a voucher: settled by the exact pipeline. */
-import { type Address, encodeFunctionData, erc20Abi, type Hex } from "viem";
+import { type Address, erc20Abi, type Hex } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import type { Failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -19,8 +19,8 @@ import { channelMismatch, readChannel } from "./channel.js";
 import {
   ERC3009_COLLECTOR_ADDRESS,
   PERMIT2_COLLECTOR_ADDRESS,
-  SETTLEMENT_ABI,
   SETTLEMENT_ADDRESS,
+  settlementCall,
 } from "./constants.js";
 import {
   checkErc3009,
@@ -53,14 +53,12 @@ function depositCall(deposit: Deposit, permit2612?: Eip2612Permit) {
       : auth.permit2Authorization
         ? permit2CollectorData(auth.permit2Authorization, permit2612)
         : "0x";
-  return {
-    to: SETTLEMENT_ADDRESS,
-    data: encodeFunctionData({
-      abi: SETTLEMENT_ABI,
-      functionName: "deposit",
-      args: [payload.channelConfig, payload.deposit.amount, collector, data],
-    }),
-  };
+  return settlementCall("deposit", [
+    payload.channelConfig,
+    payload.deposit.amount,
+    collector,
+    data,
+  ]);
 }
 
 function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {

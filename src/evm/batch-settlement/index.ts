@@ -5,6 +5,7 @@ import type { Parties } from "../../deny-list/deny-list.js";
 import { failed, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { PaymentRequest } from "../../protocol/request.js";
+import { field } from "../../protocol/words.js";
 import type { PaymentMethod } from "../context.js";
 import { exactPaymentMethod } from "../exact/pipeline.js";
 import type { EvmScheme, SchemeMoves } from "../scheme.js";
@@ -13,9 +14,8 @@ import { stateExtra } from "./channel.js";
 import { BATCH_SETTLEMENT } from "./constants.js";
 import { depositMethod } from "./deposit.js";
 import { rejected } from "./reasons.js";
-import { settleRefund } from "./refund.js";
+import { settleRefund, settleSweep } from "./refund.js";
 import { BATCH_GAS, BATCH_OWN, BATCH_SETTINGS } from "./settings.js";
-import { settleSweep } from "./sweep.js";
 import { bookOf, channelState, verifyVoucher } from "./voucher.js";
 
 const depositPipeline = exactPaymentMethod(depositMethod);
@@ -61,17 +61,13 @@ function oneWay(
   verify: PaymentMethod["verify"] | undefined,
   settle: PaymentMethod["settle"] | undefined,
 ): PaymentMethod {
+  const notSettled = `a ${name} is verified, not settled: the seller keeps it and claims it later`;
   return {
     name,
     accepts: () => true,
     settlementKey: () => undefined,
     verify: verify ?? (async () => failed(wrongType(`a ${name} is settled, not verified`))),
-    settle:
-      settle ??
-      (async () =>
-        failed(
-          wrongType(`a ${name} is verified, not settled: the seller keeps it and claims it later`),
-        )),
+    settle: settle ?? (async () => failed(wrongType(notSettled))),
   };
 }
 
@@ -119,12 +115,7 @@ function depositMoves(request: PaymentRequest): SchemeMoves {
 }
 
 /** The value at `path` inside a payload node, if every step is an object. */
-const at = (node: unknown, ...path: string[]): unknown =>
-  path.reduce<unknown>(
-    (n, key) =>
-      typeof n === "object" && n !== null ? (n as Record<string, unknown>)[key] : undefined,
-    node,
-  );
+const at = (node: unknown, ...path: string[]) => path.reduce<unknown>(field, node);
 const strings = (values: unknown[]) => values.filter((v): v is string => typeof v === "string");
 
 /** Who a request names, for the deny list: channels' payers (and voucher keys) and receivers. */

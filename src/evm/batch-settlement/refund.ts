@@ -1,5 +1,5 @@
-/** A cooperative refund by refundWithSignature; claims riding along go first, in one multicall. */
-import { encodeFunctionData, type Hex } from "viem";
+/** A channel's refund and a receiver's settle: our transactions, sent when their owner asks. */
+import { type Hex, isAddressEqual, parseEventLogs } from "viem";
 import { type Failure, failed } from "../../protocol/errors.js";
 import { actsFor, type PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -15,8 +15,14 @@ import {
   stateExtra,
 } from "./channel.js";
 import { claimCall, learnClaims, ourAuthorizerFor } from "./claim-call.js";
-import { REFUND_TYPES, SETTLEMENT_ABI, SETTLEMENT_ADDRESS, settlementDomain } from "./constants.js";
-import { parsePayload, type RefundPayload, refundSchema } from "./payload.js";
+import {
+  REFUND_TYPES,
+  SETTLEMENT_ABI,
+  SETTLEMENT_ADDRESS,
+  settlementCall,
+  settlementDomain,
+} from "./constants.js";
+import { parsePayload, type RefundPayload, refundSchema, sweepSchema } from "./payload.js";
 import { rejected, wouldRevert } from "./reasons.js";
 import { BATCH_GAS } from "./settings.js";
 import { bookOf, channelChanged, checkVoucherSignature, voucherAgainst } from "./voucher.js";
@@ -62,6 +68,7 @@ async function refundSignature(
   return { ok: true as const, signature };
 }
 
+/** A cooperative refund by refundWithSignature; claims riding along go first, in one multicall. */
 export async function settleRefund(
   ctx: EvmContext,
   request: PaymentRequest,
@@ -101,19 +108,12 @@ export async function settleRefund(
     (await checkVoucherSignature(ctx, config, payload.voucher)) ??
     voucherAgainst(before, channelId, payload.voucher.maxClaimableAmount, "refund");
   if (voucherWrong) return refuse(voucherWrong);
-  let data = encodeFunctionData({
-    abi: SETTLEMENT_ABI,
-    functionName: "refundWithSignature",
-    args: [config, payload.amount, payload.refundNonce, refundSigned.signature],
-  });
+  const args = [config, payload.amount, payload.refundNonce, refundSigned.signature] as const;
+  let call = settlementCall("refundWithSignature", args);
   if (payload.claims.length > 0) {
     const claim = await claimCall(ctx, payload.claims, payload.claimAuthorizerSignature);
     if (!claim.ok) return refuse(claim.failure);
-    data = encodeFunctionData({
-      abi: SETTLEMENT_ABI,
-      functionName: "multicall",
-      args: [[claim.data, data]],
-    });
+    call = settlementCall("multicall", [[claim.data, call.data]]);
   }
   // Until it lands the balance may fall: every replica reads the channel before a voucher.
   await channelChanged(ctx, channelId, Date.now() + REFUND_LANDS_WITHIN_MS);
@@ -122,7 +122,7 @@ export async function settleRefund(
     {
       // The contract takes each refund nonce of a channel once.
       key: `batch-refund:${ctx.chainId}:${channelId}:${payload.refundNonce}`,
-      call: { to: SETTLEMENT_ADDRESS, data },
+      call,
       gas: {
         use: BATCH_GAS.refund,
         rows: { count: payload.claims.length, each: BATCH_GAS.claimRow },
@@ -149,4 +149,60 @@ export async function settleRefund(
     amount: amount.toString(),
     ...(after ? { extra: { channelState: stateExtra(channelId, after) } } : {}),
   };
+}
+
+/** A settle: what was claimed for a receiver in one token, swept to it by settle(receiver, token). */
+export async function settleSweep(
+  ctx: EvmContext,
+  request: PaymentRequest,
+  waitUntil: WaitUntil,
+): Promise<SettleResult> {
+  const parsed = parsePayload(request, sweepSchema, "settle");
+  if (!parsed.ok) return parsed;
+  const { receiver, token } = parsed.value;
+  let claimed: bigint;
+  let settled: bigint;
+  try {
+    [claimed, settled] = await ctx.client.readContract({
+      address: SETTLEMENT_ADDRESS,
+      abi: SETTLEMENT_ABI,
+      functionName: "receivers",
+      args: [receiver, token],
+    });
+  } catch (error) {
+    return { ok: false, failure: chainFailure(error, "reading what the receiver has claimed") };
+  }
+  if (claimed <= settled) {
+    return failed(
+      rejected(
+        "nothing_to_settle",
+        `nothing is claimed and unsettled for ${receiver} in ${token} (claimed ${claimed}, settled ${settled})`,
+      ),
+    );
+  }
+  const sent = await sendAction(
+    ctx,
+    {
+      key: `batch-settle:${ctx.chainId}:${receiver}:${token}:${claimed}`.toLowerCase(),
+      call: settlementCall("settle", [receiver, token]),
+      gas: { use: BATCH_GAS.settle, asset: token },
+      // Its receiver asked for it: a settle that reverts is charged as a payer's would be.
+      name: "settle",
+      payment: request,
+      chargeTo: [{ payer: receiver, asset: token }],
+      reverts: (detail) => wouldRevert("settle", detail),
+    },
+    waitUntil,
+  );
+  if (!sent.ok) return sent.result;
+  // What moved, from the receipt's Settled event; before it is mined, what was owed.
+  const moved = sent.receipt
+    ? parseEventLogs({ abi: SETTLEMENT_ABI, eventName: "Settled", logs: sent.receipt.logs }).find(
+        (log) =>
+          isAddressEqual(log.address, SETTLEMENT_ADDRESS) &&
+          isAddressEqual(log.args.receiver, receiver) &&
+          isAddressEqual(log.args.token, token),
+      )?.args.amount
+    : claimed - settled;
+  return { ok: true, payer: "", transactionHash: sent.hash, amount: (moved ?? 0n).toString() };
 }

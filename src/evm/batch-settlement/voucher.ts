@@ -139,15 +139,7 @@ const storeChannel = (ctx: EvmContext, channelId: Hex) => `evm:${ctx.chainId}:${
 export async function channelState(ctx: EvmContext, channelId: Hex, reread = false) {
   const book = bookOf(ctx);
   const known = reread ? undefined : book.fresh(channelId);
-  if (known) {
-    return {
-      ok: true as const,
-      channelId,
-      state: known.state,
-      fromBook: true,
-      readAt: known.readAt,
-    };
-  }
+  if (known) return { ok: true as const, channelId, ...known, fromBook: true };
   const before = book.last(channelId);
   try {
     const readAt = Date.now();
