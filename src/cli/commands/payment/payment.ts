@@ -105,28 +105,6 @@ function interruptedFailure(
   return [failure("interrupted", `interrupted before an answer${what ? `: ${what}` : ""}`)];
 }
 
-/** Settles once other processes' transactions with the key are mined (settle-turn.ts). */
-function settleAfterEarlier(
-  facilitator: Facilitator,
-  body: unknown,
-  config: CliConfig,
-  flags: PaymentFlags,
-  gate: PoolGate,
-): Promise<Reply> {
-  return settleBesidePool(
-    facilitator,
-    body,
-    config.confirmTimeoutMs,
-    gate,
-    () =>
-      handleSettle(facilitator, withAmount(body, flags.amount), {
-        waitUntil: flags.waitUntil,
-        caller: OPERATOR,
-      }),
-    (blocked) => renderFailure("settle", body, blocked),
-  );
-}
-
 /** How far a settle waits: the flag, else the body's own `waitUntil`, else confirmed. */
 function waitUntilOf(body: unknown, flags: PaymentFlags): string {
   const own =
@@ -223,7 +201,19 @@ async function answerPayment(
     const answer =
       op === "verify"
         ? handleVerify(facilitator, body, { caller: OPERATOR })
-        : settleAfterEarlier(facilitator, body, config, flags, gate);
+        : // Once other processes' transactions with the key are mined (settle-turn.ts).
+          settleBesidePool(
+            facilitator,
+            body,
+            config.confirmTimeoutMs,
+            gate,
+            () =>
+              handleSettle(facilitator, withAmount(body, flags.amount), {
+                waitUntil: flags.waitUntil,
+                caller: OPERATOR,
+              }),
+            (blocked) => renderFailure("settle", body, blocked),
+          );
     const outcome = await Promise.race([answer, interrupt.signal]);
     if (typeof outcome === "string") {
       const [f, hash] = interruptedFailure(op, facilitator);

@@ -12,7 +12,8 @@ import { readApiKeysFile } from "../../settings/api-keys.js";
 import { readDenyList } from "../../settings/deny-list-file.js";
 import type { ServeSettings } from "./serve-settings.js";
 
-type Log = ((entry: Record<string, unknown>) => void) | undefined;
+/** serve's request log on stderr; undefined when --quiet. */
+export type Log = ((entry: Record<string, unknown>) => void) | undefined;
 
 const isFile = (file: string) => statSync(file, { throwIfNoEntry: false })?.isFile() === true;
 
@@ -92,13 +93,8 @@ const sameFile = (a: Stats | undefined, b: Stats | undefined) =>
   a.size === b.size &&
   a.ino === b.ino;
 
-function reloadOnChange<T>(
-  file: string,
-  reload: Reload<T>,
-  log: ((entry: Record<string, unknown>) => void) | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): () => void {
-  const interval = Number(env.FACILITATOR_RELOAD_POLL_MS) || POLL_MS;
+function reloadOnChange<T>(file: string, reload: Reload<T>, log: Log): () => void {
+  const interval = Number(process.env.FACILITATOR_RELOAD_POLL_MS) || POLL_MS;
   let pending: NodeJS.Timeout | undefined;
   const attempt = (settled: boolean) => {
     clearTimeout(pending);
