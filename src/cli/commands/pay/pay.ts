@@ -1,5 +1,5 @@
 /** `facilitator pay`: signs a payment as a buyer would and prints the body verify/settle read. */
-import { type Address, isAddress, type PublicClient, parseAbi } from "viem";
+import { type Address, getContract, isAddress, type PublicClient } from "viem";
 import { BATCH_SETTLEMENT } from "../../../evm/batch-settlement/constants.js";
 import {
   approvalTerms,
@@ -20,7 +20,7 @@ import { warmCurve } from "../../facilitator/warm-curve.js";
 import { UsageError } from "../../io/errors.js";
 import { humanOutput, note, printJson, warn } from "../../io/output.js";
 import { loadConfig } from "../../settings/config.js";
-import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
+import { atomicAmount, describeAmount, payToken, tokenAbi } from "./pay-amounts.js";
 import { batchExtra, permit2Allowance, signBatchPayment } from "./pay-batch.js";
 import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
 import type { PayFlags } from "./pay-flags.js";
@@ -37,12 +37,6 @@ import { buildSvmRequest } from "./pay-svm.js";
 
 const BATCH = BATCH_SETTLEMENT;
 
-const tokenAbi = parseAbi([
-  "function name() view returns (string)",
-  "function version() view returns (string)",
-  "function nonces(address owner) view returns (uint256)",
-]);
-
 /** The token's EIP-712 name and version, read from the chain when the requirements lack them. */
 async function tokenDomain(
   extra: Record<string, unknown>,
@@ -53,11 +47,8 @@ async function tokenDomain(
     return { name: extra.name, version: extra.version };
   }
   try {
-    const c = await client();
-    const [name, version] = await Promise.all([
-      c.readContract({ address: asset, abi: tokenAbi, functionName: "name" }),
-      c.readContract({ address: asset, abi: tokenAbi, functionName: "version" }),
-    ]);
+    const read = getContract({ address: asset, abi: tokenAbi, client: await client() }).read;
+    const [name, version] = await Promise.all([read.name(), read.version()]);
     return { name, version };
   } catch (error) {
     if (isUnreachable(error)) throw error;
@@ -75,12 +66,11 @@ async function eip2612For(
   quiet: boolean,
 ) {
   if ((await permit2Allowance(client, asset, payer.address)) >= amount) return undefined;
-  const nonce = await client
-    .readContract({ address: asset, abi: tokenAbi, functionName: "nonces", args: [payer.address] })
-    .catch((error: unknown) => {
-      if (isUnreachable(error)) throw error;
-      return undefined;
-    });
+  const read = getContract({ address: asset, abi: tokenAbi, client }).read;
+  const nonce = await read.nonces([payer.address]).catch((error: unknown) => {
+    if (isUnreachable(error)) throw error;
+    return undefined;
+  });
   if (nonce === undefined || !domain) {
     if (!quiet) {
       warn(
