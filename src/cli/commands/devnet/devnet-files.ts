@@ -90,6 +90,17 @@ export const requestFileName = (key: RequestKey) =>
 const infoName = (key: RequestKey) =>
   key === "request" ? "reference" : `${key.charAt(7).toLowerCase()}${key.slice(8)}`;
 
+/** JSON as the devnet's files hold it: indented, a newline last. */
+export const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+
+/** Writes `dir/name`; keys (`mode` 0600) go to files only their owner can read, never printed. */
+export async function putFile(dir: string, name: string, text: string, mode?: number) {
+  const file = path.join(dir, name);
+  await writeFile(file, text, { mode });
+  if (mode !== undefined) await chmod(file, mode);
+  return file;
+}
+
 export type EvmFiles = {
   readonly keyFile: string;
   readonly receiverAuthorizerKeyFile: string;
@@ -97,14 +108,7 @@ export type EvmFiles = {
 } & { readonly [key in RequestKey]?: string };
 
 export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFiles> {
-  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-  const put = async (name: string, text: string, mode?: number) => {
-    const file = path.join(dir, name);
-    await writeFile(file, text, { mode });
-    // Keys go to files only their owner can read; they are never printed.
-    if (mode !== undefined) await chmod(file, mode);
-    return file;
-  };
+  const put = (name: string, text: string, mode?: number) => putFile(dir, name, text, mode);
   const keyFile = await put("facilitator.key", `${devnet.facilitator.privateKey}\n`, 0o600);
   const receiverAuthorizerKey = `${receiverAuthorizerAccount.privateKey}\n`;
   const receiverAuthorizerKeyFile = await put(
