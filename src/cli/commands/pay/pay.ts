@@ -24,7 +24,7 @@ import { atomicAmount, describeAmount, payToken, tokenAbi } from "./pay-amounts.
 import { batchExtra, permit2Allowance, signBatchPayment } from "./pay-batch.js";
 import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
 import type { PayFlags } from "./pay-flags.js";
-import { address, payerFrom } from "./pay-payer.js";
+import { address, addressGiven, payerFrom } from "./pay-payer.js";
 import {
   fail,
   maxTimeoutOf,
@@ -165,20 +165,12 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     flags.method ?? (extra.assetTransferMethod === "permit2" ? "permit2" : "eip3009");
   if (method === "permit2" && x402Version === 1)
     throw new UsageError("--method permit2 is x402 v2 only");
-  const asset = flags.asset
-    ? address(flags.asset, "--asset")
-    : base
-      ? address(base.asset, "the requirements' asset")
-      : devnet
-        ? usdcAddressFor(chainId)
-        : fail(missing("--asset"));
-  const payTo = flags.to
-    ? address(flags.to, "--to")
-    : base
-      ? address(base.payTo, "the requirements' payTo")
-      : devnet
-        ? payeeAccount.address
-        : fail(missing("--to"));
+  const asset =
+    addressGiven(address, ["--asset", flags.asset], ["asset", base?.asset]) ??
+    (devnet ? usdcAddressFor(chainId) : fail(missing("--asset")));
+  const payTo =
+    addressGiven(address, ["--to", flags.to], ["payTo", base?.payTo]) ??
+    (devnet ? payeeAccount.address : fail(missing("--to")));
   const payer = payerFrom(flags, devnet);
   let tokenRead: Promise<TokenUnits> | undefined;
   const token = () => {
