@@ -169,24 +169,16 @@ export function requestFiles(files: EvmFiles) {
 
 /** devnet.json's EVM part: every address, and the chain's genesis block hash. */
 export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
+  // The network, its tokens and its contracts, in devnet order; of the accounts, the addresses.
+  const { rpcUrl, chainId, anvil: _a, stop: _s, facilitator, payers, payee, ...chain } = devnet;
   return {
-    rpcUrl: devnet.rpcUrl,
-    chainId: devnet.chainId,
+    rpcUrl,
+    chainId,
     genesisHash,
-    network: devnet.network,
-    v1Network: devnet.v1Network,
-    token: devnet.token,
-    permitToken: devnet.permitToken,
-    plainToken: devnet.plainToken,
-    multicall3: devnet.multicall3,
-    permit2: devnet.permit2,
-    exactPermit2Proxy: devnet.exactPermit2Proxy,
-    uptoPermit2Proxy: devnet.uptoPermit2Proxy,
-    batchSettlement: devnet.batchSettlement,
-    walletFactory: devnet.walletFactory,
-    facilitator: devnet.facilitator.address,
-    payers: devnet.payers.map((p) => p.address),
-    payee: devnet.payee.address,
+    ...chain,
+    facilitator: facilitator.address,
+    payers: payers.map((p) => p.address),
+    payee: payee.address,
     keyFile: files.keyFile,
     receiverAuthorizer: receiverAuthorizerAccount.address,
     receiverAuthorizerKeyFile: files.receiverAuthorizerKeyFile,

@@ -1,8 +1,7 @@
 /**
- * What serve re-reads without a restart: the API keys file and the deny list. `anonymous` is
- * settled at start (the Host check depends on it): a file that changes it is refused. A file is
- * re-read when its mtime, size or inode changes; a version applies only if it reads and checks
- * whole. One that loosens (maybe caught mid-write) waits until unchanged for two polls.
+ * What serve re-reads without a restart, when its mtime, size or inode changes: the API keys file
+ * (its `anonymous` fixed at start, for the Host check) and the deny list. A version applies only if
+ * it reads whole; one that loosens (maybe caught mid-write) waits until unchanged for two polls.
  */
 import { type Stats, statSync, unwatchFile, watchFile } from "node:fs";
 import type { Facilitator } from "../../../facilitator.js";
