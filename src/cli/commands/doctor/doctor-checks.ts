@@ -17,12 +17,7 @@ import { SETTINGS } from "../../settings/settings.js";
 
 /** How bad a finding is, and the exit status it stands for. */
 export type Level = "ok" | "warning" | "error" | "unreachable";
-export const EXIT_OF: Readonly<Record<Level, number>> = {
-  ok: 0,
-  warning: 1,
-  error: 2,
-  unreachable: 3,
-};
+export const EXIT_OF: Record<Level, number> = { ok: 0, warning: 1, error: 2, unreachable: 3 };
 
 export interface Finding {
   readonly area: "config" | "rpc" | "key" | "journal" | "store" | "tokens" | "limits" | "deny";
