@@ -93,11 +93,6 @@ async function splAmount(text: string, decimals: number): Promise<bigint> {
   return amount;
 }
 
-/** The seller's blockhash when `extra` carries one (as the official client uses it), else ours. */
-async function blockhashOf(extra: Record<string, unknown>, call: SvmCall): Promise<string> {
-  return isSolanaAddress(extra.recentBlockhash) ? extra.recentBlockhash : latestBlockhash(call);
-}
-
 /** JSON-RPC to the cluster; an error answer is the cluster's failure, not the payment's. */
 function callOf(client: Awaited<ReturnType<RpcRegistry["solanaClient"]>>, named: string): SvmCall {
   return async (method, params) => {
@@ -224,7 +219,10 @@ export async function buildSvmRequest(
     mint,
     payTo,
     amount,
-    blockhash: await blockhashOf(extra, call),
+    // The seller's blockhash when `extra` carries one (as the official client uses it), else ours.
+    blockhash: isSolanaAddress(extra.recentBlockhash)
+      ? extra.recentBlockhash
+      : await latestBlockhash(call),
     memo,
   });
   const payload = svmPaymentPayload(x402Version, requirements, transaction);
