@@ -39,8 +39,6 @@ import {
   payRequirements,
 } from "./pay-requirements.js";
 
-type SvmTarget = Extract<PayTarget, { kind: "svm" }>;
-
 /** The payer's secret key from --payer-key-file: base58 or a solana-keygen JSON array. */
 function svmPayerKeyOf(text: string): Uint8Array | undefined {
   const trimmed = text.trim();
@@ -124,7 +122,7 @@ async function mintAt(call: SvmCall, address: string, network: string): Promise<
 export async function buildSvmRequest(
   flags: PayFlags,
   rpc: RpcRegistry,
-  target: SvmTarget,
+  target: Extract<PayTarget, { kind: "svm" }>,
   fromFile: PickedRequirements | undefined,
 ): Promise<{ body: unknown; summary: string }> {
   if (flags.method !== undefined) {
