@@ -36,7 +36,11 @@ export function tryLines(running: Running, files: Files): string {
   const dim = chalk.dim;
   const { devnet, svm } = running;
   const both = Boolean(devnet && svm);
-  const { command: cli, where } = invocation();
+  // `npx facilitator` in a clone; plain `facilitator` once installed (npx would fetch another's).
+  const installed = fileURLToPath(import.meta.url)
+    .split(path.sep)
+    .includes("node_modules");
+  const [cli, where] = installed ? ["facilitator", ""] : ["npx facilitator", " in this project"];
   return [
     `  Try, in another terminal${where}:`,
     ...(files.evm
@@ -59,16 +63,6 @@ export function tryLines(running: Running, files: Files): string {
     `  First, in that terminal, point the commands at this devnet ${dim(`(its RPC${both ? "s" : ""}, key${both ? "s" : ""} and journal)`)}:`,
     `    source ${files.envFile}`,
   ].join("\n");
-}
-
-/** `npx facilitator` in a clone; plain `facilitator` once installed (npx would fetch another's). */
-function invocation(): { command: string; where: string } {
-  const installed = fileURLToPath(import.meta.url)
-    .split(path.sep)
-    .includes("node_modules");
-  return installed
-    ? { command: "facilitator", where: "" }
-    : { command: "npx facilitator", where: " in this project" };
 }
 
 /** anvil's section: its RPC, contracts, accounts and signed requests. */

@@ -33,6 +33,5 @@ Example:
                                 # request-svm.json is a Solana payment`),
   )
   .action(async (flags) => {
-    const { runDevnet } = await import("./devnet.js");
-    process.exitCode = await runDevnet(flags);
+    process.exitCode = await (await import("./devnet.js")).runDevnet(flags);
   });

@@ -90,6 +90,17 @@ export const requestFileName = (key: RequestKey) =>
 const infoName = (key: RequestKey) =>
   key === "request" ? "reference" : `${key.charAt(7).toLowerCase()}${key.slice(8)}`;
 
+/** JSON as the devnet's files hold it: indented, a newline last. */
+export const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+
+/** Writes `dir/name`; keys (`mode` 0600) go to files only their owner can read, never printed. */
+export async function putFile(dir: string, name: string, text: string, mode?: number) {
+  const file = path.join(dir, name);
+  await writeFile(file, text, { mode });
+  if (mode !== undefined) await chmod(file, mode);
+  return file;
+}
+
 export type EvmFiles = {
   readonly keyFile: string;
   readonly receiverAuthorizerKeyFile: string;
@@ -97,14 +108,7 @@ export type EvmFiles = {
 } & { readonly [key in RequestKey]?: string };
 
 export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFiles> {
-  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
-  const put = async (name: string, text: string, mode?: number) => {
-    const file = path.join(dir, name);
-    await writeFile(file, text, { mode });
-    // Keys go to files only their owner can read; they are never printed.
-    if (mode !== undefined) await chmod(file, mode);
-    return file;
-  };
+  const put = (name: string, text: string, mode?: number) => putFile(dir, name, text, mode);
   const keyFile = await put("facilitator.key", `${devnet.facilitator.privateKey}\n`, 0o600);
   const receiverAuthorizerKey = `${receiverAuthorizerAccount.privateKey}\n`;
   const receiverAuthorizerKeyFile = await put(
@@ -165,24 +169,16 @@ export function requestFiles(files: EvmFiles) {
 
 /** devnet.json's EVM part: every address, and the chain's genesis block hash. */
 export function evmInfo(devnet: Devnet, files: EvmFiles, genesisHash: Hex) {
+  // The network, its tokens and its contracts, in devnet order; of the accounts, the addresses.
+  const { rpcUrl, chainId, anvil: _a, stop: _s, facilitator, payers, payee, ...chain } = devnet;
   return {
-    rpcUrl: devnet.rpcUrl,
-    chainId: devnet.chainId,
+    rpcUrl,
+    chainId,
     genesisHash,
-    network: devnet.network,
-    v1Network: devnet.v1Network,
-    token: devnet.token,
-    permitToken: devnet.permitToken,
-    plainToken: devnet.plainToken,
-    multicall3: devnet.multicall3,
-    permit2: devnet.permit2,
-    exactPermit2Proxy: devnet.exactPermit2Proxy,
-    uptoPermit2Proxy: devnet.uptoPermit2Proxy,
-    batchSettlement: devnet.batchSettlement,
-    walletFactory: devnet.walletFactory,
-    facilitator: devnet.facilitator.address,
-    payers: devnet.payers.map((p) => p.address),
-    payee: devnet.payee.address,
+    ...chain,
+    facilitator: facilitator.address,
+    payers: payers.map((p) => p.address),
+    payee: payee.address,
     keyFile: files.keyFile,
     receiverAuthorizer: receiverAuthorizerAccount.address,
     receiverAuthorizerKeyFile: files.receiverAuthorizerKeyFile,

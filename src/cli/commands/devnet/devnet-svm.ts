@@ -1,13 +1,11 @@
 /** `devnet`'s Solana side: a blockhash lives ~a minute, so the request is signed again often. */
-import { chmod, rename, writeFile } from "node:fs/promises";
+import { rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { SvmDevnet } from "../../../svm/devnet/index.js";
 import { signSvmSampleRequest } from "../../../svm/devnet/sign-payment.js";
 import { warn } from "../../io/output.js";
-import type { SvmFiles } from "./devnet-files.js";
+import { json, putFile, type SvmFiles } from "./devnet-files.js";
 import { REFRESH_MS } from "./devnet-svm-banner.js";
-
-const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
 async function writeRequest(svm: SvmDevnet, file: string): Promise<void> {
   const payer = svm.payers[0];
@@ -20,10 +18,8 @@ async function writeRequest(svm: SvmDevnet, file: string): Promise<void> {
 
 /** Writes the fee payer's key (0600, never printed) and request-svm.json, kept fresh. */
 export async function writeSvmFiles(svm: SvmDevnet, dir: string): Promise<SvmFiles> {
-  const keyFile = path.join(dir, "svm-fee-payer.key");
   // Base58, the 64-byte secret key in the form the x402 tooling uses.
-  await writeFile(keyFile, `${svm.feePayer.secretKey}\n`, { mode: 0o600 });
-  await chmod(keyFile, 0o600);
+  const keyFile = await putFile(dir, "svm-fee-payer.key", `${svm.feePayer.secretKey}\n`, 0o600);
   const request = path.join(dir, "request-svm.json");
   await writeRequest(svm, request);
   let busy = false;

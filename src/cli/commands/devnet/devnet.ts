@@ -1,7 +1,7 @@
 /** `facilitator devnet`: anvil (and/or a Solana cluster) with funded accounts, until Ctrl-C. */
 
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createPublicClient, http } from "viem";
@@ -16,6 +16,8 @@ import { devnetBanner, tryLines } from "./devnet-banner.js";
 import {
   evmInfo,
   type Files,
+  json,
+  putFile,
   REQUEST_KEYS,
   type Running,
   requestFileName,
@@ -171,10 +173,10 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
   const solana = svm ? await import("./devnet-svm.js") : undefined;
   const svmFiles = svm && solana ? await solana.writeSvmFiles(svm, dir) : undefined;
   const journal = path.join(dir, "journal.jsonl");
-  const env = path.join(dir, "devnet.env");
   const rpcUrls = [devnet?.rpcUrl, svm?.rpcUrl].filter((url) => url !== undefined);
-  await writeFile(
-    env,
+  const env = await putFile(
+    dir,
+    "devnet.env",
     envFile({
       FACILITATOR_RPC_URL: rpcUrls.join(","),
       ...(evm
@@ -193,17 +195,14 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
   const genesis = devnet
     ? await genesisHash(createPublicClient({ transport: http(devnet.rpcUrl) }))
     : undefined;
-  await writeFile(
-    path.join(dir, "devnet.json"),
-    `${JSON.stringify(
-      {
-        ...(devnet && evm && genesis ? evmInfo(devnet, evm, genesis) : {}),
-        journal,
-        ...(svm && svmFiles && solana ? { svm: solana.svmInfo(svm, svmFiles) } : {}),
-      },
-      null,
-      2,
-    )}\n`,
+  await putFile(
+    dir,
+    "devnet.json",
+    json({
+      ...(devnet && evm && genesis ? evmInfo(devnet, evm, genesis) : {}),
+      journal,
+      ...(svm && svmFiles && solana ? { svm: solana.svmInfo(svm, svmFiles) } : {}),
+    }),
   );
   return { dir, journal, envFile: env, genesisHash: genesis, evm, svm: svmFiles };
 }

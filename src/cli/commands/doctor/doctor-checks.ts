@@ -17,12 +17,7 @@ import { SETTINGS } from "../../settings/settings.js";
 
 /** How bad a finding is, and the exit status it stands for. */
 export type Level = "ok" | "warning" | "error" | "unreachable";
-export const EXIT_OF: Readonly<Record<Level, number>> = {
-  ok: 0,
-  warning: 1,
-  error: 2,
-  unreachable: 3,
-};
+export const EXIT_OF: Record<Level, number> = { ok: 0, warning: 1, error: 2, unreachable: 3 };
 
 export interface Finding {
   readonly area: "config" | "rpc" | "key" | "journal" | "store" | "tokens" | "limits" | "deny";
@@ -56,45 +51,33 @@ export async function checkRpcs(
   rpc: RpcRegistry,
   config: CliConfig,
 ): Promise<{ findings: Finding[]; chains: ChainSeen[] }> {
-  const findings: Finding[] = [];
   const chains: ChainSeen[] = [];
   if (config.rpcUrls.length === 0) {
-    findings.push(
-      rpc.usesPublicRpcs
-        ? finding(
-            "rpc",
-            "warning",
-            "no RPC configured: the well-known networks are served through their public RPCs",
-            `name your own RPCs with ${waysToSet(SETTINGS.rpcUrls)}`,
-          )
-        : finding(
-            "rpc",
-            "error",
-            "no RPC configured and public RPCs are off: nothing is served",
-            `add an RPC with ${waysToSet(SETTINGS.rpcUrls)}`,
-          ),
-    );
-    return { findings, chains };
-  }
-  const endpoints = await rpc.endpoints();
-  for (const [i, endpoint] of endpoints.entries()) {
-    const url = config.rpcUrls[i] as string;
-    if (endpoint.solana !== undefined) {
-      findings.push(finding("rpc", "ok", `${redactUrl(url)} serves ${endpoint.solana} (Solana)`));
-      continue;
-    }
-    if (endpoint.chainId === undefined) {
-      findings.push(
-        finding(
+    const none = rpc.usesPublicRpcs
+      ? finding(
           "rpc",
-          "unreachable",
-          `${redactUrl(url)} cannot be reached`,
-          "check the URL and that the node runs (a devnet prints its URL; source its devnet.env)",
-        ),
-      );
-      continue;
+          "warning",
+          "no RPC configured: the well-known networks are served through their public RPCs",
+          `name your own RPCs with ${waysToSet(SETTINGS.rpcUrls)}`,
+        )
+      : finding(
+          "rpc",
+          "error",
+          "no RPC configured and public RPCs are off: nothing is served",
+          `add an RPC with ${waysToSet(SETTINGS.rpcUrls)}`,
+        );
+    return { findings: [none], chains };
+  }
+  const look = async (endpoint: { solana?: string; chainId?: number }, url: string) => {
+    if (endpoint.solana !== undefined) {
+      return finding("rpc", "ok", `${url} serves ${endpoint.solana} (Solana)`);
     }
     const chainId = endpoint.chainId;
+    if (chainId === undefined) {
+      const fix =
+        "check the URL and that the node runs (a devnet prints its URL; source its devnet.env)";
+      return finding("rpc", "unreachable", `${url} cannot be reached`, fix);
+    }
     const client = await rpc.client(chainId);
     try {
       const started = performance.now();
@@ -106,25 +89,21 @@ export async function checkRpcs(
         : (knownNetwork(chainId)?.label ?? "a chain not in the registry");
       const age = Math.floor(Date.now() / 1000) - Number(block.timestamp);
       const stale = !devnet && age > STALE_BLOCK_SECONDS;
-      findings.push(
-        finding(
-          "rpc",
-          stale ? "warning" : "ok",
-          `${redactUrl(url)} serves ${caip2(chainId)} (${label}), block ${block.number}${stale ? ` from ${durationInWords(age)} ago` : ""}, ${ms} ms`,
-          stale ? "the node seems not to follow its chain: check that it is synced" : undefined,
-        ),
-      );
       if (!chains.some((c) => c.chainId === chainId)) chains.push({ chainId, devnet, client });
+      return finding(
+        "rpc",
+        stale ? "warning" : "ok",
+        `${url} serves ${caip2(chainId)} (${label}), block ${block.number}${stale ? ` from ${durationInWords(age)} ago` : ""}, ${ms} ms`,
+        stale ? "the node seems not to follow its chain: check that it is synced" : undefined,
+      );
     } catch (error) {
       const reason = unreachableReason(error);
-      findings.push(
-        finding(
-          "rpc",
-          "unreachable",
-          `${redactUrl(url)} answered its chain id, then failed (${reason})`,
-        ),
-      );
+      return finding("rpc", "unreachable", `${url} answered its chain id, then failed (${reason})`);
     }
+  };
+  const findings: Finding[] = [];
+  for (const [i, endpoint] of (await rpc.endpoints()).entries()) {
+    findings.push(await look(endpoint, redactUrl(config.rpcUrls[i] as string)));
   }
   return { findings, chains };
 }
@@ -168,14 +147,9 @@ export async function checkJournal(
     const chain = chains.find((c) => c.chainId === marker.chainId);
     const served = chain ? await genesisHash(chain.client).catch(() => undefined) : undefined;
     if (served && served !== marker.genesisHash) {
-      return [
-        finding(
-          "journal",
-          "error",
-          `${file} belongs to a devnet that has stopped (the RPC for ${caip2(marker.chainId)} serves another chain now)`,
-          "source the running devnet's devnet.env, or pass --journal FILE",
-        ),
-      ];
+      const message = `${file} belongs to a devnet that has stopped (the RPC for ${caip2(marker.chainId)} serves another chain now)`;
+      const fix = "source the running devnet's devnet.env, or pass --journal FILE";
+      return [finding("journal", "error", message, fix)];
     }
   }
   const holder = journalHolder(file);
@@ -238,42 +212,23 @@ export async function checkBlockedKeys(
       .catch(() => undefined);
     if (mined !== entry.txNonce) continue;
     const since = new Date(entry.updatedAt).toISOString();
-    findings.push(
-      finding(
-        "key",
-        "warning",
-        `${entry.signer} is blocked on ${entry.network}: its transaction at nonce ${entry.txNonce} (${entry.hashes.at(-1)}) has not been mined since ${since}, and every later one of this key waits behind it`,
-        "get the newest signed bytes (facilitator status <hash>) to a node that mines them, or settle with another key meanwhile",
-      ),
-    );
+    const message = `${entry.signer} is blocked on ${entry.network}: its transaction at nonce ${entry.txNonce} (${entry.hashes.at(-1)}) has not been mined since ${since}, and every later one of this key waits behind it`;
+    const fix = `get the newest signed bytes (facilitator status <hash>) to a node that mines them, or settle with another key meanwhile`;
+    findings.push(finding("key", "warning", message, fix));
   }
   return findings;
 }
 
 /** RPC rate and batch-size refusals doctor met: waited out or split, so only warnings. */
 export function checkProviderLimits(rpc: RpcRegistry): Finding[] {
-  return rpc
-    .providerLimits()
-    .flatMap(({ url, rateLimited, calls, refusedBatches, batchLimit }) => [
-      ...(rateLimited > 0
-        ? [
-            finding(
-              "rpc",
-              "warning",
-              `${url} rate-limited ${rateLimited} of ${calls} calls (HTTP 429 or "limit exceeded"); each was sent again after the wait it asked for (at most 2 s)`,
-              `settles wait on it too: raise the plan's rate limit, or add a second RPC for the chain with ${waysToSet(SETTINGS.rpcUrls)} to fail over to`,
-            ),
-          ]
-        : []),
-      ...(refusedBatches > 0
-        ? [
-            finding(
-              "rpc",
-              "warning",
-              `${url} refused ${refusedBatches} batch request${refusedBatches === 1 ? "" : "s"} as too large; batches to it now carry at most ${batchLimit} call${batchLimit === 1 ? "" : "s"}`,
-              `set its limit with ${waysToSet(SETTINGS.rpcBatchLimit)} so that no batch is refused`,
-            ),
-          ]
-        : []),
-    ]);
+  return rpc.providerLimits().flatMap(({ url, rateLimited, calls, refusedBatches, batchLimit }) => {
+    const rate = `${url} rate-limited ${rateLimited} of ${calls} calls (HTTP 429 or "limit exceeded"); each was sent again after the wait it asked for (at most 2 s)`;
+    const rateFix = `settles wait on it too: raise the plan's rate limit, or add a second RPC for the chain with ${waysToSet(SETTINGS.rpcUrls)} to fail over to`;
+    const batch = `${url} refused ${refusedBatches} batch request${refusedBatches === 1 ? "" : "s"} as too large; batches to it now carry at most ${batchLimit} call${batchLimit === 1 ? "" : "s"}`;
+    const batchFix = `set its limit with ${waysToSet(SETTINGS.rpcBatchLimit)} so that no batch is refused`;
+    return [
+      ...(rateLimited > 0 ? [finding("rpc", "warning", rate, rateFix)] : []),
+      ...(refusedBatches > 0 ? [finding("rpc", "warning", batch, batchFix)] : []),
+    ];
+  });
 }

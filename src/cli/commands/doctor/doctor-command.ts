@@ -26,6 +26,5 @@ Exit status, the worst finding's: 0 all good, 1 warnings, 2 a configuration erro
 key or config file, an unusable journal), 3 an RPC cannot be reached.`),
   )
   .action(async (flags) => {
-    const { runDoctor } = await import("./doctor.js");
-    process.exitCode = await runDoctor(flags);
+    process.exitCode = await (await import("./doctor.js")).runDoctor(flags);
   });

@@ -15,25 +15,15 @@ export async function checkJournalDisk(file: string): Promise<Finding[]> {
   const disk = diskOf(file);
   const where = disk ? describeDisk(disk) : `the file system holding ${path.dirname(file)}`;
   if (refused !== undefined) {
-    return [
-      finding(
-        "journal",
-        "error",
-        `${file} cannot be written on ${where}: ${refused}; every settle is refused (503 store_unavailable) until it can be`,
-        "free space on that file system (settles resume by themselves), or pass --journal FILE on another",
-      ),
-    ];
+    const message = `${file} cannot be written on ${where}: ${refused}; every settle is refused (503 store_unavailable) until it can be`;
+    const fix = `free space on that file system (settles resume by themselves), or pass --journal FILE on another`;
+    return [finding("journal", "error", message, fix)];
   }
   if (disk && disk.freeBytes < LOW_BYTES) {
     const room = Math.floor(disk.freeBytes / RECORD_BYTES);
-    return [
-      finding(
-        "journal",
-        "warning",
-        `${file} is on ${where}: room for about ${room.toLocaleString("en-US")} more settlements`,
-        "free space on that file system before it fills: then every settle is refused",
-      ),
-    ];
+    const message = `${file} is on ${where}: room for about ${room.toLocaleString("en-US")} more settlements`;
+    const fix = "free space on that file system before it fills: then every settle is refused";
+    return [finding("journal", "warning", message, fix)];
   }
   return [];
 }

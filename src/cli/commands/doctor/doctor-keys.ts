@@ -38,14 +38,9 @@ export async function checkKeys(
         "no EVM settlement key, and no EVM chain served: Solana settles with its fee payer";
       return [finding("key", "ok", message)];
     }
-    return [
-      finding(
-        "key",
-        "warning",
-        "no settlement key: verify works, EVM settle answers settlement_failed",
-        `pass ${flagName(SETTINGS.privateKeys.flag)} FILE or set ${SETTINGS.privateKeys.env} (never a flag value)`,
-      ),
-    ];
+    const fix = `pass ${flagName(SETTINGS.privateKeys.flag)} FILE or set ${SETTINGS.privateKeys.env} (never a flag value)`;
+    const message = "no settlement key: verify works, EVM settle answers settlement_failed";
+    return [finding("key", "warning", message, fix)];
   }
   const accounts = keys.map((key) => privateKeyToAccount(key).address);
   const counted =
@@ -134,14 +129,9 @@ export async function checkSolanaFeePayers(
   }
   if (addresses.length === 0) {
     const svm = SETTINGS.svmFeePayers;
-    return [
-      finding(
-        "key",
-        "warning",
-        `no Solana fee payer key: ${networks.join(", ")} is not listed on /supported and its payments are refused`,
-        `set ${svm.envFile} (or ${flagName(svm.flag)}, or ${svm.key} in the config file)`,
-      ),
-    ];
+    const message = `no Solana fee payer key: ${networks.join(", ")} is not listed on /supported and its payments are refused`;
+    const fix = `set ${svm.envFile} (or ${flagName(svm.flag)}, or ${svm.key} in the config file)`;
+    return [finding("key", "warning", message, fix)];
   }
   const findings: Finding[] = [];
   for (const network of networks) {

@@ -34,14 +34,9 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
       return [finding("store", "ok", `${where}: empty; serve creates the schema`)];
     }
     if (version > MIGRATIONS.length) {
-      return [
-        finding(
-          "store",
-          "error",
-          `${where}: its schema (version ${version}) is newer than this facilitator's (${MIGRATIONS.length})`,
-          "run the same facilitator version as the other replicas",
-        ),
-      ];
+      const message = `${where}: its schema (version ${version}) is newer than this facilitator's (${MIGRATIONS.length})`;
+      const fix = "run the same facilitator version as the other replicas";
+      return [finding("store", "error", message, fix)];
     }
     const open = await client.query<
       Pick<JournalEntry, "key" | "state" | "hashes"> & { updated_at: Date }
@@ -59,15 +54,9 @@ export async function checkStore(config: CliConfig, url: string): Promise<Findin
       "SELECT address, owner FROM facilitator_signers WHERE address = ANY($1) AND expires_at > now()",
       [addresses],
     );
-    for (const row of held.rows) {
-      findings.push(
-        finding(
-          "store",
-          "warning",
-          `key ${row.address} is held by the running replica ${row.owner}: a serve with it waits for that lease, then exits`,
-          "give each replica its own key",
-        ),
-      );
+    for (const { address, owner } of held.rows) {
+      const message = `key ${address} is held by the running replica ${owner}: a serve with it waits for that lease, then exits`;
+      findings.push(finding("store", "warning", message, "give each replica its own key"));
     }
     return findings;
   } finally {

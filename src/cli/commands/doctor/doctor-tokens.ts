@@ -1,5 +1,5 @@
 /** `facilitator doctor`'s token check: whether EIP-3009 and Permit2 payments can work on each chain. */
-import { type Address, getAddress, parseAbi } from "viem";
+import { type Address, getAddress, getContract, parseAbi } from "viem";
 import {
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
@@ -35,24 +35,14 @@ export async function checkTokens(chains: readonly ChainSeen[]): Promise<Finding
     let level: Level = "ok";
     try {
       if (token) {
-        const read = (functionName: "name" | "version") =>
-          client
-            .readContract({ address: token.address, abi: tokenAbi, functionName })
-            .catch(() => undefined);
+        const read = getContract({ address: token.address, abi: tokenAbi, client }).read;
         const [name, version, eip3009] = await Promise.all([
-          read("name"),
-          read("version"),
-          client
-            .readContract({
-              address: token.address,
-              abi: tokenAbi,
-              functionName: "authorizationState",
-              args: [token.address, `0x${"00".repeat(32)}`],
-            })
-            .then(
-              () => true,
-              () => false,
-            ),
+          read.name().catch(() => undefined),
+          read.version().catch(() => undefined),
+          read.authorizationState([token.address, `0x${"00".repeat(32)}`]).then(
+            () => true,
+            () => false,
+          ),
         ]);
         if (!eip3009) {
           level = "warning";

@@ -15,6 +15,7 @@ import {
   checkRpcs,
   EXIT_OF,
   type Finding,
+  finding,
   type Level,
 } from "./doctor-checks.js";
 import { checkKeys, checkReceiverAuthorizer, checkSolanaFeePayers } from "./doctor-keys.js";
@@ -38,36 +39,33 @@ async function findingsFor(flags: DoctorFlags): Promise<Finding[]> {
     config = loadConfig(flags);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    return [{ area: "config", level: "error", message: error.message }];
+    return [finding("config", "error", error.message)];
   }
   const file = resolveSetting(SETTINGS.config, { flags, env: process.env });
-  const findings: Finding[] = [
-    {
-      area: "config",
-      level: "ok",
-      message: file ? `config file ${file} is valid` : "no config file: flags and environment only",
-    },
-  ];
   const rpc = new RpcRegistry(registryOptions(config));
   const { findings: rpcFindings, chains } = await checkRpcs(rpc, config);
-  findings.push(...rpcFindings);
-  findings.push(...(await checkKeys(config, chains)));
-  findings.push(...checkReceiverAuthorizer(config));
-  findings.push(...(await checkSolanaFeePayers(rpc, config)));
-  if (config.storeUrl) {
-    const { checkStore } = await import("./doctor-store.js");
-    findings.push(...(await checkStore(config, config.storeUrl)));
-  } else {
-    findings.push(...(await checkJournal(config, chains)));
+  const stored = async () => {
+    if (config.storeUrl) {
+      return (await import("./doctor-store.js")).checkStore(config, config.storeUrl);
+    }
+    const journal = await checkJournal(config, chains);
     const { checkJournalDisk } = await import("./doctor-disk.js");
-    findings.push(...(await checkJournalDisk(config.journalPath)));
-  }
-  findings.push(...(await checkTokens(chains)));
-  findings.push(...(await checkLimits(config, chains)));
-  findings.push(...checkDenyList(config));
-  // Last: what the providers refused while every check above asked them things.
-  findings.push(...checkProviderLimits(rpc));
-  return findings;
+    return [...journal, ...(await checkJournalDisk(config.journalPath))];
+  };
+  const said = file ? `config file ${file} is valid` : "no config file: flags and environment only";
+  return [
+    finding("config", "ok", said),
+    ...rpcFindings,
+    ...(await checkKeys(config, chains)),
+    ...checkReceiverAuthorizer(config),
+    ...(await checkSolanaFeePayers(rpc, config)),
+    ...(await stored()),
+    ...(await checkTokens(chains)),
+    ...(await checkLimits(config, chains)),
+    ...checkDenyList(config),
+    // Last: what the providers refused while every check above asked them things.
+    ...checkProviderLimits(rpc),
+  ];
 }
 
 export async function runDoctor(flags: DoctorFlags): Promise<number> {

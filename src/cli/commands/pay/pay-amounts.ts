@@ -1,14 +1,18 @@
 /** `facilitator pay`'s amounts: --amount in token units, and the signed amount for people. */
-import { type Address, type PublicClient, parseAbi, parseUnits } from "viem";
+import { type Address, getContract, type PublicClient, parseAbi, parseUnits } from "viem";
 import { usdcAddressFor } from "../../../evm/devnet/setup.js";
 import { decimalAmount, plainSymbol, type TokenUnits } from "../../../protocol/amounts.js";
 import { knownToken } from "../../../protocol/networks.js";
 import { isUnreachable } from "../../../rpc/rpc.js";
 import { UsageError } from "../../io/errors.js";
 
-const tokenAbi = parseAbi([
+/** What pay reads of a token: its units, its EIP-712 domain and its EIP-2612 nonces. */
+export const tokenAbi = parseAbi([
   "function decimals() view returns (uint8)",
   "function symbol() view returns (string)",
+  "function name() view returns (string)",
+  "function version() view returns (string)",
+  "function nonces(address owner) view returns (uint256)",
 ]);
 
 /** The token's decimals and symbol, read from the chain unless known; --amount needs decimals. */
@@ -21,10 +25,10 @@ export async function payToken(
   if (devnet && asset === usdcAddressFor(chainId)) return { decimals: 6, symbol: "USDC" };
   const known = knownToken(chainId, asset);
   if (known) return known;
-  const c = await client();
+  const read = getContract({ address: asset, abi: tokenAbi, client: await client() }).read;
   const [decimals, symbol] = await Promise.all([
-    c.readContract({ address: asset, abi: tokenAbi, functionName: "decimals" }),
-    c.readContract({ address: asset, abi: tokenAbi, functionName: "symbol" }).catch((error) => {
+    read.decimals(),
+    read.symbol().catch((error) => {
       if (isUnreachable(error)) throw error;
       return undefined;
     }),

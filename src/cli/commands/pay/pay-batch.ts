@@ -1,11 +1,9 @@
 /** `pay` for batch-settlement: a deposit with the voucher when the channel runs short, else one. */
-import { type Address, erc20Abi, getAddress, type Hex, isAddress, type PublicClient } from "viem";
+import { type Address, erc20Abi, getAddress, isAddress, type PublicClient } from "viem";
 import { channelIdOf } from "../../../evm/batch-settlement/channel.js";
 import {
   MIN_WITHDRAW_DELAY,
   PERMIT2_COLLECTOR_ADDRESS,
-  SETTLEMENT_ABI,
-  SETTLEMENT_ADDRESS,
 } from "../../../evm/batch-settlement/constants.js";
 import {
   batchChannelConfig,
@@ -19,6 +17,7 @@ import { PERMIT2_ADDRESS } from "../../../evm/exact/permit2-encoding.js";
 import { type TokenUnits, tokenAmount } from "../../../protocol/amounts.js";
 import { UsageError } from "../../io/errors.js";
 import { warn } from "../../io/output.js";
+import { settlementReads } from "./pay-channel.js";
 
 interface BatchPayment {
   readonly chainId: number;
@@ -66,13 +65,8 @@ export function batchExtra(
 export async function signBatchPayment(client: PublicClient, payment: BatchPayment) {
   const { chainId, requirements, payer, amount, method } = payment;
   const say = (units: bigint) => tokenAmount(units, payment.token);
-  const channelId: Hex = channelIdOf(batchChannelConfig(payer.address, requirements), chainId);
-  const [balance, totalClaimed] = await client.readContract({
-    address: SETTLEMENT_ADDRESS,
-    abi: SETTLEMENT_ABI,
-    functionName: "channels",
-    args: [channelId],
-  });
+  const channelId = channelIdOf(batchChannelConfig(payer.address, requirements), chainId);
+  const [balance, totalClaimed] = await settlementReads(client).channels([channelId]);
   const cumulative = payment.cumulative ?? totalClaimed + amount;
   if (cumulative <= totalClaimed) {
     throw new UsageError(

@@ -1,5 +1,5 @@
 /** `pay --claim | --sweep | --refund`: the seller's side of a channel; settle signs, not this. */
-import type { Address, Hex, PublicClient } from "viem";
+import { type Address, getContract, type Hex, type PublicClient } from "viem";
 import { channelIdOf } from "../../../evm/batch-settlement/channel.js";
 import {
   BATCH_SETTLEMENT,
@@ -109,20 +109,15 @@ const claimRow = (held: HeldVoucher) => ({
   totalClaimed: held.maxClaimable.toString(),
 });
 
+/** The batch-settlement contract's views. */
+export const settlementReads = (client: PublicClient) =>
+  getContract({ address: SETTLEMENT_ADDRESS, abi: SETTLEMENT_ABI, client }).read;
+
 async function channelOnChain(client: PublicClient, channelId: Hex) {
+  const read = settlementReads(client);
   const [[balance, totalClaimed], refundNonce] = await Promise.all([
-    client.readContract({
-      address: SETTLEMENT_ADDRESS,
-      abi: SETTLEMENT_ABI,
-      functionName: "channels",
-      args: [channelId],
-    }),
-    client.readContract({
-      address: SETTLEMENT_ADDRESS,
-      abi: SETTLEMENT_ABI,
-      functionName: "refundNonce",
-      args: [channelId],
-    }),
+    read.channels([channelId]),
+    read.refundNonce([channelId]),
   ]);
   return { balance, totalClaimed, refundNonce };
 }
@@ -234,12 +229,7 @@ async function buildSweep(flags: PayFlags, rpc: RpcRegistry, quiet: boolean): Pr
       `--sweep needs --to (the receiver) and --asset (the token): the chain eip155:${chainId} is no devnet with defaults`,
     );
   }
-  const [claimed, settled] = await client.readContract({
-    address: SETTLEMENT_ADDRESS,
-    abi: SETTLEMENT_ABI,
-    functionName: "receivers",
-    args: [receiver, token],
-  });
+  const [claimed, settled] = await settlementReads(client).receivers([receiver, token]);
   const units = await tokenOf(token, chainId, client, devnet);
   const owed = claimed > settled ? claimed - settled : 0n;
   if (claimed <= settled && !quiet) {

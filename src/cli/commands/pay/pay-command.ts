@@ -129,6 +129,5 @@ has not approved Permit2 signs the token's EIP-2612 permit too (the eip2612GasSp
 Exit status: 0 signed, 2 usage or configuration, 3 the chain cannot be reached.`),
   )
   .action(async (flags) => {
-    const { runPay } = await import("./pay.js");
-    process.exitCode = await runPay(flags);
+    process.exitCode = await (await import("./pay.js")).runPay(flags);
   });

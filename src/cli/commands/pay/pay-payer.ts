@@ -12,6 +12,16 @@ export function address(value: string, flag: string): Address {
   return getAddress(value);
 }
 
+/** The flag's address, else the requirements' `field`, each checked by `parse`; else undefined. */
+export function addressGiven<A>(
+  parse: (value: string, named: string) => A,
+  [flag, value]: [string, string | undefined],
+  [field, fromFile]: [string, string | undefined],
+): A | undefined {
+  if (value !== undefined) return parse(value, flag);
+  return fromFile === undefined ? undefined : parse(fromFile, `the requirements' ${field}`);
+}
+
 /** --payer-key-file's text (never with --payer), or undefined without one. */
 export function payerKeyText(flags: PayFlags): string | undefined {
   if (flags.payerKeyFile === undefined) return undefined;

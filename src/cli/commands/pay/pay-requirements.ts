@@ -21,16 +21,20 @@ export type PayTarget =
   | { readonly kind: "evm"; readonly chainId: number }
   | { readonly kind: "svm"; readonly network: string; readonly named: string };
 
-/** A Solana network in either form (v1 name or CAIP-2) as its CAIP-2 id. */
-function solanaId(network: string): string | undefined {
-  return solanaNetworkOf(network, 1) ?? solanaNetworkOf(network, 2);
+/** The network, in either form (v1 name or CAIP-2), or undefined when it is none. */
+function targetNamed(network: string): PayTarget | undefined {
+  if (looksSolana(network)) {
+    const id = solanaNetworkOf(network, 1) ?? solanaNetworkOf(network, 2);
+    return id === undefined ? undefined : { kind: "svm", network: id, named: network };
+  }
+  const chainId = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
+  return chainId === undefined ? undefined : { kind: "evm", chainId };
 }
 
 /** One id per network, whichever way it is written: eip155:<id> or solana:<genesis prefix>. */
 function networkId(network: string): string | undefined {
-  if (looksSolana(network)) return solanaId(network);
-  const chainId = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
-  return chainId === undefined ? undefined : caip2(chainId);
+  const target = targetNamed(network);
+  return target?.kind === "evm" ? caip2(target.chainId) : target?.network;
 }
 
 /** The schemes `pay` signs, in the order it prefers them. */
@@ -130,23 +134,14 @@ export async function targetOf(
   evmOnly?: string,
 ): Promise<PayTarget> {
   if (network !== undefined) {
+    const target = targetNamed(network);
+    if (target) return target;
     const shown = network.slice(0, 60);
-    if (looksSolana(network)) {
-      const id = solanaId(network);
-      if (id === undefined) {
-        throw new UsageError(
-          `--network ${shown} is not a Solana network: use solana:<first 32 characters of the genesis hash>, or a v1 name: solana, solana-devnet, solana-testnet`,
-        );
-      }
-      return { kind: "svm", network: id, named: network };
-    }
-    const chainId = chainIdOfCaip2(network) ?? chainIdOfV1Name(network);
-    if (chainId === undefined) {
-      throw new UsageError(
-        `--network ${shown} is not a network: use eip155:<chain id>, solana:<genesis hash prefix> or a v1 name such as base-sepolia or solana-devnet`,
-      );
-    }
-    return { kind: "evm", chainId };
+    throw new UsageError(
+      looksSolana(network)
+        ? `--network ${shown} is not a Solana network: use solana:<first 32 characters of the genesis hash>, or a v1 name: solana, solana-devnet, solana-testnet`
+        : `--network ${shown} is not a network: use eip155:<chain id>, solana:<genesis hash prefix> or a v1 name such as base-sepolia or solana-devnet`,
+    );
   }
   const [chainIds, clusters] = await Promise.all([
     rpc.configuredChainIds(),

@@ -1,6 +1,7 @@
 /** `facilitator pay` on Solana: an `exact` payment signed as the official @x402/svm client does. */
 import { DEFAULT_RESOURCE, requestBody } from "../../../evm/client/sign-payment.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
+import { parseJson } from "../../../protocol/request.js";
 import {
   isSolanaAddress,
   knownMintSymbol,
@@ -29,7 +30,7 @@ import {
 import { UsageError } from "../../io/errors.js";
 import { atomicAmount, describeAmount } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
-import { devnetPayer, firstKeyLine, payerKeyText } from "./pay-payer.js";
+import { addressGiven, devnetPayer, firstKeyLine, payerKeyText } from "./pay-payer.js";
 import {
   fail,
   maxTimeoutOf,
@@ -38,29 +39,20 @@ import {
   payRequirements,
 } from "./pay-requirements.js";
 
-type SvmTarget = Extract<PayTarget, { kind: "svm" }>;
-
 /** The payer's secret key from --payer-key-file: base58 or a solana-keygen JSON array. */
 function svmPayerKeyOf(text: string): Uint8Array | undefined {
   const trimmed = text.trim();
-  if (trimmed.startsWith("[")) {
-    let numbers: unknown;
-    try {
-      numbers = JSON.parse(trimmed);
-    } catch {
-      return undefined;
-    }
-    if (
-      !Array.isArray(numbers) ||
-      numbers.length !== 64 ||
-      !numbers.every((n) => Number.isInteger(n) && n >= 0 && n <= 255)
-    ) {
-      return undefined;
-    }
-    return svmFeePayerOfBytes(Uint8Array.from(numbers as number[]))?.secretKey;
+  if (!trimmed.startsWith("[")) {
+    const line = firstKeyLine(trimmed);
+    return line === undefined ? undefined : svmFeePayerOf(line)?.secretKey;
   }
-  const line = firstKeyLine(trimmed);
-  return line === undefined ? undefined : svmFeePayerOf(line)?.secretKey;
+  const parsed = parseJson(trimmed);
+  const numbers: unknown[] = parsed.ok && Array.isArray(parsed.value) ? parsed.value : [];
+  const bytes = numbers.every(
+    (n) => Number.isInteger(n) && (n as number) >= 0 && (n as number) <= 255,
+  );
+  // Not 64 bytes, or not a secret key and its public key: svmFeePayerOfBytes says undefined.
+  return bytes ? svmFeePayerOfBytes(Uint8Array.from(numbers as number[]))?.secretKey : undefined;
 }
 
 function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Array {
@@ -86,16 +78,10 @@ function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Arra
   return secretKeyBytes(devnetPayer(flags, payers, `${DEFAULT_PAYER_COUNT} on Solana`));
 }
 
-/** The flag's address, else the requirements' `field`: each a Solana address, or a usage error. */
-function addressGiven(
-  [flag, value]: [string, string | undefined],
-  [field, fromFile]: [string, unknown],
-): string | undefined {
-  const [named, given] =
-    value !== undefined ? [flag, value] : [`the requirements' ${field}`, fromFile];
-  if (given === undefined) return undefined;
-  if (!isSolanaAddress(given)) throw new UsageError(`${named} is not a Solana address (base58)`);
-  return given;
+/** A Solana address, or a usage error naming where it came from. */
+function solanaAddress(value: string, named: string): string {
+  if (!isSolanaAddress(value)) throw new UsageError(`${named} is not a Solana address (base58)`);
+  return value;
 }
 
 /** Token units ("0.01") in atomic units, with the mint's decimals; a u64 at most. */
@@ -103,11 +89,6 @@ async function splAmount(text: string, decimals: number): Promise<bigint> {
   const amount = await atomicAmount(text, async () => ({ decimals }));
   if (amount >= 2n ** 64n) throw new UsageError("--amount is more than a Solana token holds");
   return amount;
-}
-
-/** The seller's blockhash when `extra` carries one (as the official client uses it), else ours. */
-async function blockhashOf(extra: Record<string, unknown>, call: SvmCall): Promise<string> {
-  return isSolanaAddress(extra.recentBlockhash) ? extra.recentBlockhash : latestBlockhash(call);
 }
 
 /** JSON-RPC to the cluster; an error answer is the cluster's failure, not the payment's. */
@@ -141,7 +122,7 @@ async function mintAt(call: SvmCall, address: string, network: string): Promise<
 export async function buildSvmRequest(
   flags: PayFlags,
   rpc: RpcRegistry,
-  target: SvmTarget,
+  target: Extract<PayTarget, { kind: "svm" }>,
   fromFile: PickedRequirements | undefined,
 ): Promise<{ body: unknown; summary: string }> {
   if (flags.method !== undefined) {
@@ -154,9 +135,10 @@ export async function buildSvmRequest(
   const call = callOf(await rpc.solanaClient(network, named), named);
   const base = fromFile?.requirements;
   const extra: Record<string, unknown> = { ...(base?.extra ?? {}) };
-  const assetGiven = addressGiven(["--asset", flags.asset], ["asset", base?.asset]);
-  const payToGiven = addressGiven(["--to", flags.to], ["payTo", base?.payTo]);
+  const assetGiven = addressGiven(solanaAddress, ["--asset", flags.asset], ["asset", base?.asset]);
+  const payToGiven = addressGiven(solanaAddress, ["--to", flags.to], ["payTo", base?.payTo]);
   const feePayerGiven = addressGiven(
+    solanaAddress,
     ["--fee-payer", flags.feePayer],
     ["extra.feePayer", typeof extra.feePayer === "string" ? extra.feePayer : undefined],
   );
@@ -235,7 +217,10 @@ export async function buildSvmRequest(
     mint,
     payTo,
     amount,
-    blockhash: await blockhashOf(extra, call),
+    // The seller's blockhash when `extra` carries one (as the official client uses it), else ours.
+    blockhash: isSolanaAddress(extra.recentBlockhash)
+      ? extra.recentBlockhash
+      : await latestBlockhash(call),
     memo,
   });
   const payload = svmPaymentPayload(x402Version, requirements, transaction);

@@ -1,5 +1,5 @@
 /** `facilitator pay`: signs a payment as a buyer would and prints the body verify/settle read. */
-import { type Address, isAddress, type PublicClient, parseAbi } from "viem";
+import { type Address, getContract, isAddress, type PublicClient } from "viem";
 import { BATCH_SETTLEMENT } from "../../../evm/batch-settlement/constants.js";
 import {
   approvalTerms,
@@ -20,11 +20,11 @@ import { warmCurve } from "../../facilitator/warm-curve.js";
 import { UsageError } from "../../io/errors.js";
 import { humanOutput, note, printJson, warn } from "../../io/output.js";
 import { loadConfig } from "../../settings/config.js";
-import { atomicAmount, describeAmount, payToken } from "./pay-amounts.js";
+import { atomicAmount, describeAmount, payToken, tokenAbi } from "./pay-amounts.js";
 import { batchExtra, permit2Allowance, signBatchPayment } from "./pay-batch.js";
 import { buildChannelRequest, channelActionOf } from "./pay-channel.js";
 import type { PayFlags } from "./pay-flags.js";
-import { address, payerFrom } from "./pay-payer.js";
+import { address, addressGiven, payerFrom } from "./pay-payer.js";
 import {
   fail,
   maxTimeoutOf,
@@ -37,12 +37,6 @@ import { buildSvmRequest } from "./pay-svm.js";
 
 const BATCH = BATCH_SETTLEMENT;
 
-const tokenAbi = parseAbi([
-  "function name() view returns (string)",
-  "function version() view returns (string)",
-  "function nonces(address owner) view returns (uint256)",
-]);
-
 /** The token's EIP-712 name and version, read from the chain when the requirements lack them. */
 async function tokenDomain(
   extra: Record<string, unknown>,
@@ -53,11 +47,8 @@ async function tokenDomain(
     return { name: extra.name, version: extra.version };
   }
   try {
-    const c = await client();
-    const [name, version] = await Promise.all([
-      c.readContract({ address: asset, abi: tokenAbi, functionName: "name" }),
-      c.readContract({ address: asset, abi: tokenAbi, functionName: "version" }),
-    ]);
+    const read = getContract({ address: asset, abi: tokenAbi, client: await client() }).read;
+    const [name, version] = await Promise.all([read.name(), read.version()]);
     return { name, version };
   } catch (error) {
     if (isUnreachable(error)) throw error;
@@ -75,12 +66,11 @@ async function eip2612For(
   quiet: boolean,
 ) {
   if ((await permit2Allowance(client, asset, payer.address)) >= amount) return undefined;
-  const nonce = await client
-    .readContract({ address: asset, abi: tokenAbi, functionName: "nonces", args: [payer.address] })
-    .catch((error: unknown) => {
-      if (isUnreachable(error)) throw error;
-      return undefined;
-    });
+  const read = getContract({ address: asset, abi: tokenAbi, client }).read;
+  const nonce = await read.nonces([payer.address]).catch((error: unknown) => {
+    if (isUnreachable(error)) throw error;
+    return undefined;
+  });
   if (nonce === undefined || !domain) {
     if (!quiet) {
       warn(
@@ -175,20 +165,12 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     flags.method ?? (extra.assetTransferMethod === "permit2" ? "permit2" : "eip3009");
   if (method === "permit2" && x402Version === 1)
     throw new UsageError("--method permit2 is x402 v2 only");
-  const asset = flags.asset
-    ? address(flags.asset, "--asset")
-    : base
-      ? address(base.asset, "the requirements' asset")
-      : devnet
-        ? usdcAddressFor(chainId)
-        : fail(missing("--asset"));
-  const payTo = flags.to
-    ? address(flags.to, "--to")
-    : base
-      ? address(base.payTo, "the requirements' payTo")
-      : devnet
-        ? payeeAccount.address
-        : fail(missing("--to"));
+  const asset =
+    addressGiven(address, ["--asset", flags.asset], ["asset", base?.asset]) ??
+    (devnet ? usdcAddressFor(chainId) : fail(missing("--asset")));
+  const payTo =
+    addressGiven(address, ["--to", flags.to], ["payTo", base?.payTo]) ??
+    (devnet ? payeeAccount.address : fail(missing("--to")));
   const payer = payerFrom(flags, devnet);
   let tokenRead: Promise<TokenUnits> | undefined;
   const token = () => {

@@ -11,6 +11,7 @@ import {
   renderFailure,
 } from "../../../protocol/respond.js";
 import type { WaitUntil } from "../../../protocol/schemas.js";
+import { field, isObject } from "../../../protocol/words.js";
 import { warnIfFromAnotherDevnet } from "../../facilitator/devnet-marker.js";
 import { facilitatorFrom, finish } from "../../facilitator/facilitator.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
@@ -43,13 +44,12 @@ function withAmount(body: unknown, amount: string | undefined): unknown {
       "--amount takes a whole number of the token's atomic units, such as 4200 (0.0042 of a 6-decimal token); pay --amount is the one in token units",
     );
   }
-  if (typeof body !== "object" || body === null) return body;
-  const request = body as Record<string, unknown>;
-  const name = "paymentRequirements" in request ? "paymentRequirements" : "requirements";
-  const requirements = request[name];
+  if (!isObject(body)) return body;
+  const name = "paymentRequirements" in body ? "paymentRequirements" : "requirements";
+  const requirements = body[name];
   if (typeof requirements !== "object" || requirements === null) return body;
-  const field = "maxAmountRequired" in requirements ? "maxAmountRequired" : "amount";
-  return { ...request, [name]: { ...requirements, [field]: amount } };
+  const key = "maxAmountRequired" in requirements ? "maxAmountRequired" : "amount";
+  return { ...body, [name]: { ...requirements, [key]: amount } };
 }
 
 type Operation = "verify" | "settle";
@@ -105,34 +105,9 @@ function interruptedFailure(
   return [failure("interrupted", `interrupted before an answer${what ? `: ${what}` : ""}`)];
 }
 
-/** Settles once other processes' transactions with the key are mined (settle-turn.ts). */
-function settleAfterEarlier(
-  facilitator: Facilitator,
-  body: unknown,
-  config: CliConfig,
-  flags: PaymentFlags,
-  gate: PoolGate,
-): Promise<Reply> {
-  return settleBesidePool(
-    facilitator,
-    body,
-    config.confirmTimeoutMs,
-    gate,
-    () =>
-      handleSettle(facilitator, withAmount(body, flags.amount), {
-        waitUntil: flags.waitUntil,
-        caller: OPERATOR,
-      }),
-    (blocked) => renderFailure("settle", body, blocked),
-  );
-}
-
 /** How far a settle waits: the flag, else the body's own `waitUntil`, else confirmed. */
 function waitUntilOf(body: unknown, flags: PaymentFlags): string {
-  const own =
-    typeof body === "object" && body !== null
-      ? (body as { waitUntil?: unknown }).waitUntil
-      : undefined;
+  const own = field(body, "waitUntil");
   return flags.waitUntil ?? (typeof own === "string" ? own : "confirmed");
 }
 
@@ -223,7 +198,19 @@ async function answerPayment(
     const answer =
       op === "verify"
         ? handleVerify(facilitator, body, { caller: OPERATOR })
-        : settleAfterEarlier(facilitator, body, config, flags, gate);
+        : // Once other processes' transactions with the key are mined (settle-turn.ts).
+          settleBesidePool(
+            facilitator,
+            body,
+            config.confirmTimeoutMs,
+            gate,
+            () =>
+              handleSettle(facilitator, withAmount(body, flags.amount), {
+                waitUntil: flags.waitUntil,
+                caller: OPERATOR,
+              }),
+            (blocked) => renderFailure("settle", body, blocked),
+          );
     const outcome = await Promise.race([answer, interrupt.signal]);
     if (typeof outcome === "string") {
       const [f, hash] = interruptedFailure(op, facilitator);

@@ -26,6 +26,5 @@ Exit status: 0 nothing left open, 1 some still open (pending on chain, or being 
 configuration error, 3 a chain or the store could not be reached.`),
   )
   .action(async (flags) => {
-    const { runReconcile } = await import("./reconcile.js");
-    process.exitCode = await runReconcile(flags);
+    process.exitCode = await (await import("./reconcile.js")).runReconcile(flags);
   });

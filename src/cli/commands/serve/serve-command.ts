@@ -69,6 +69,5 @@ Ctrl-C (or SIGTERM) refuses new requests (503) and lets those in flight answer, 
 journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`),
   )
   .action(async (flags) => {
-    const { runServe } = await import("./serve.js");
-    process.exitCode = await runServe(flags);
+    process.exitCode = await (await import("./serve.js")).runServe(flags);
   });

@@ -1,8 +1,7 @@
 /**
- * What serve re-reads without a restart: the API keys file and the deny list. `anonymous` is
- * settled at start (the Host check depends on it): a file that changes it is refused. A file is
- * re-read when its mtime, size or inode changes; a version applies only if it reads and checks
- * whole. One that loosens (maybe caught mid-write) waits until unchanged for two polls.
+ * What serve re-reads without a restart, when its mtime, size or inode changes: the API keys file
+ * (its `anonymous` fixed at start, for the Host check) and the deny list. A version applies only if
+ * it reads whole; one that loosens (maybe caught mid-write) waits until unchanged for two polls.
  */
 import { type Stats, statSync, unwatchFile, watchFile } from "node:fs";
 import type { Facilitator } from "../../../facilitator.js";
@@ -12,7 +11,8 @@ import { readApiKeysFile } from "../../settings/api-keys.js";
 import { readDenyList } from "../../settings/deny-list-file.js";
 import type { ServeSettings } from "./serve-settings.js";
 
-type Log = ((entry: Record<string, unknown>) => void) | undefined;
+/** serve's request log on stderr; undefined when --quiet. */
+export type Log = ((entry: Record<string, unknown>) => void) | undefined;
 
 const isFile = (file: string) => statSync(file, { throwIfNoEntry: false })?.isFile() === true;
 
@@ -92,13 +92,8 @@ const sameFile = (a: Stats | undefined, b: Stats | undefined) =>
   a.size === b.size &&
   a.ino === b.ino;
 
-function reloadOnChange<T>(
-  file: string,
-  reload: Reload<T>,
-  log: ((entry: Record<string, unknown>) => void) | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): () => void {
-  const interval = Number(env.FACILITATOR_RELOAD_POLL_MS) || POLL_MS;
+function reloadOnChange<T>(file: string, reload: Reload<T>, log: Log): () => void {
+  const interval = Number(process.env.FACILITATOR_RELOAD_POLL_MS) || POLL_MS;
   let pending: NodeJS.Timeout | undefined;
   const attempt = (settled: boolean) => {
     clearTimeout(pending);

@@ -1,8 +1,7 @@
 /**
- * serve's supervising process. The server runs in a child process with a bounded heap (a thread
- * out of memory in a native addon can abort the whole process); a worker that dies is said in one
- * JSON line and replaced on the same host and port; settles in flight are in the journal. Several
- * quick deaths in a row: exit 3. SIGINT/SIGTERM stop cleanly (exit 0); a second Ctrl-C at once (130).
+ * serve's supervisor: the server runs in a child with a bounded heap (out of memory in a native
+ * addon can abort a whole process); a dead worker is said in one JSON line and replaced on the same
+ * host and port. Many quick deaths: exit 3. SIGINT/SIGTERM stop cleanly (0); a second Ctrl-C, 130.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import os from "node:os";
@@ -39,10 +38,7 @@ interface WorkerEnd {
   readonly usage?: { readonly message: string; readonly code: ErrorCode } | undefined;
 }
 
-/**
- * The young generation stays small (a semi-space is a third of it): the bench showed no gain from
- * more, and at 12 MiB serve's peak RSS on a 200,000-settlement history was 153-155 MiB (16: 158-163).
- */
+/** A small young generation: more gained nothing in the bench and cost RSS (12 MiB: 155, 16: 163). */
 function heapFlags(maxHeapMb: number): string[] {
   const young = Math.max(1, Math.min(12, Math.floor(maxHeapMb / 4)));
   const inherited = process.execArgv.filter((flag) => !/^--max-(old|semi)-space-size/.test(flag));
@@ -212,10 +208,7 @@ async function killWorker(worker: ChildProcess): Promise<void> {
   await exited;
 }
 
-/**
- * Resolves when the worker has exited, with why. Its stderr passes through line by line, but for
- * V8's report of a heap run out: that is said as the reason, not as a page of native stack.
- */
+/** The worker's end and why; its stderr passes through, but a heap run out is said as the reason. */
 function watch(
   worker: ChildProcess,
   onMessage: (message: WorkerMessage) => void,

@@ -21,16 +21,13 @@ import type { CliConfig } from "../../settings/config.js";
 import { resolveSetting } from "../../settings/setting-resolver.js";
 import { flagName } from "../../settings/setting-rows.js";
 import { SETTINGS } from "../../settings/settings.js";
-import { liveApiKeys, liveDenyList } from "./serve-reload.js";
+import { type Log, liveApiKeys, liveDenyList } from "./serve-reload.js";
 import { resolveServe, type ServeFlags, type ServeSettings } from "./serve-settings.js";
 import type { WorkerMessage } from "./serve-supervisor.js";
 
 /** A reconciler pass every so often (0: none), over settlements unchanged for a while. */
-function startReconciler(
-  facilitator: Facilitator,
-  env: NodeJS.ProcessEnv,
-  log: ((entry: Record<string, unknown>) => void) | undefined,
-): Reconciler | undefined {
+function startReconciler(facilitator: Facilitator, log: Log): Reconciler | undefined {
+  const env = process.env;
   const everyMs = resolveSetting(SETTINGS.reconcileEvery, { env });
   if (everyMs === 0) return undefined;
   const idleMs = resolveSetting(SETTINGS.reconcileIdle, { env });
@@ -87,9 +84,9 @@ export async function serveHere(
   metrics.attach(facilitator);
   // A server recovers many signatures: load the faster recovery once, up front.
   await useWasmSecp256k1();
-  const log = quiet
+  const log: Log = quiet
     ? undefined
-    : (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
+    : (entry) => process.stderr.write(`${JSON.stringify(entry)}\n`);
   // A key blocked by a transaction the node does not mine, and unblocked: one line each, even quiet.
   facilitator.signers.onEvent = ({ event, signer, hole }) =>
     logJson({
@@ -124,15 +121,8 @@ export async function serveHere(
       metrics,
       minSignerBalanceWei: config.minSignerBalanceWei,
     });
-    server = await startServer(handler, {
-      host,
-      port,
-      bodyLimitBytes: settings.bodyLimitBytes,
-      maxConnections: settings.maxConnections,
-      maxConnectionsPerClient: settings.maxConnectionsPerClient,
-      maxInflightBytes: settings.maxInflightBytes,
-      log,
-    });
+    // host, port and the connection and body limits, as resolved.
+    server = await startServer(handler, { ...settings, log });
   } catch (error) {
     if (isPortTaken(error)) {
       throw new UsageError(
@@ -143,7 +133,7 @@ export async function serveHere(
   }
   options.tell({ type: "listening", port: server.port, url: server.url });
   // Every settlement written down is followed to its end, whether or not anyone retries it.
-  const reconciler = startReconciler(facilitator, process.env, log);
+  const reconciler = startReconciler(facilitator, log);
 
   const controls = controlsInForce(config, apiKeys);
   if (!quiet && options.bannerOnTty) {
@@ -190,13 +180,7 @@ export async function serveHere(
   liveKeys.stop();
   stopDenyList();
   options.tell({ type: "draining", inFlight: server.inFlight() });
-  await stopServing({
-    server,
-    door,
-    reconciler,
-    facilitator,
-    shutdownTimeoutMs: config.shutdownTimeoutMs,
-  });
+  await stopServing({ server, door, reconciler, facilitator }, config.shutdownTimeoutMs);
   return 0;
 }
 
@@ -228,8 +212,6 @@ export async function runServe(flags: ServeFlags): Promise<number> {
 }
 
 /** The operator controls a serve runs with, for its banner and its `listening` line. */
-type Controls = ReturnType<typeof controlsInForce>;
-
 function controlsInForce(config: CliConfig, apiKeys: ApiKeys | undefined) {
   const keys = apiKeys?.keys ?? [];
   return {
@@ -243,7 +225,7 @@ function controlsInForce(config: CliConfig, apiKeys: ApiKeys | undefined) {
 }
 
 /** One banner line: each control in force, or that there is none. */
-function controlsLine(controls: Controls): string {
+function controlsLine(controls: ReturnType<typeof controlsInForce>): string {
   const parts = [
     controls.denyList && `deny list ${controls.denyList} (re-read when it changes)`,
     controls.builderCode && `builder code ${controls.builderCode}`,
@@ -257,22 +239,10 @@ function controlsLine(controls: Controls): string {
   return parts.length > 0 ? parts.join("; ") : "none (no deny list, builder code or rate limit)";
 }
 
-/**
- * serve's stop, within --shutdown-timeout: new requests 503, those in flight may finish; near the
- * end new broadcasts are refused and the rest answered (settles: settlement_pending).
- */
 /** Between the door shutting and the late answers: time for the refused settles to answer. */
 const DOOR_GRACE_MS = 300;
 /** Kept back from the timeout for the store's last writes and the process's end. */
 const RESERVE_MS = 1_500;
-
-interface Stopping {
-  readonly server: RunningServer;
-  readonly door: SendingDoor;
-  readonly reconciler: Reconciler | undefined;
-  readonly facilitator: Facilitator;
-  readonly shutdownTimeoutMs: number;
-}
 
 /** Resolves with `work`, or after `ms` without it (it goes on, unwaited). */
 function within(work: Promise<unknown>, ms: number): Promise<unknown> {
@@ -283,12 +253,24 @@ function within(work: Promise<unknown>, ms: number): Promise<unknown> {
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
-async function stopServing(s: Stopping): Promise<void> {
+/**
+ * serve's stop, within --shutdown-timeout: new requests 503, those in flight may finish; near the
+ * end new broadcasts are refused and the rest answered (settles: settlement_pending).
+ */
+async function stopServing(
+  s: {
+    server: RunningServer;
+    door: SendingDoor;
+    reconciler?: Reconciler;
+    facilitator: Facilitator;
+  },
+  shutdownTimeoutMs: number,
+): Promise<void> {
   const started = Date.now();
-  const left = () => s.shutdownTimeoutMs - (Date.now() - started);
-  const reserve = Math.min(RESERVE_MS, s.shutdownTimeoutMs / 4);
-  const grace = Math.min(DOOR_GRACE_MS, s.shutdownTimeoutMs / 10);
-  const answerAt = s.shutdownTimeoutMs - reserve;
+  const left = () => shutdownTimeoutMs - (Date.now() - started);
+  const reserve = Math.min(RESERVE_MS, shutdownTimeoutMs / 4);
+  const grace = Math.min(DOOR_GRACE_MS, shutdownTimeoutMs / 10);
+  const answerAt = shutdownTimeoutMs - reserve;
   const timers = [
     setTimeout(() => s.door.shut(), answerAt - grace),
     setTimeout(() => s.server.answerNow(), answerAt),

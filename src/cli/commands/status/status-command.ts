@@ -37,6 +37,5 @@ Exit status: 0 found, 1 not found, 2 a usage or configuration error, 3 the store
 not be reached.`),
   )
   .action(async (file, flags) => {
-    const { runStatus } = await import("./status.js");
-    process.exitCode = await runStatus(file, flags);
+    process.exitCode = await (await import("./status.js")).runStatus(file, flags);
   });

@@ -28,8 +28,7 @@ async function queryOf(file: string | undefined, flags: StatusFlags): Promise<St
         : undefined;
   if (named && !named.ok) throw new UsageError(named.failure.message);
   if (named?.ok) return named.query;
-  const text = await readSource(file as string);
-  const json = parseJson(text);
+  const json = parseJson(await readSource(file as string));
   if (!json.ok) throw new UsageError(`${file}: ${json.failure.message}`);
   const parsed = parseRequest(json.value);
   if (!parsed.ok) throw new UsageError(`${file}: ${parsed.failure.message}`);
