@@ -23,7 +23,6 @@ import type { PayFlags } from "./pay-flags.js";
 import { address } from "./pay-payer.js";
 import { requirementsFile, targetOf } from "./pay-requirements.js";
 
-/** The channel action asked for, by its flag. */
 export function channelActionOf(flags: PayFlags): "--claim" | "--sweep" | "--refund" | undefined {
   const asked = [
     flags.claim && flags.claim.length > 0 ? ("--claim" as const) : undefined,
@@ -109,7 +108,6 @@ const claimRow = (held: HeldVoucher) => ({
   totalClaimed: held.maxClaimable.toString(),
 });
 
-/** The batch-settlement contract's views. */
 export const settlementReads = (client: PublicClient) =>
   getContract({ address: SETTLEMENT_ADDRESS, abi: SETTLEMENT_ABI, client }).read;
 
@@ -249,7 +247,6 @@ function channelBody(x402: boolean, requirements: RequirementsJson, payload: unk
   return requestBody(x402 ? "x402" : "reference", 2, paymentPayload, requirements);
 }
 
-/** The request for the channel action `action` asks for. */
 export async function buildChannelRequest(
   action: "--claim" | "--sweep" | "--refund",
   flags: PayFlags,

@@ -55,7 +55,6 @@ function svmPayerKeyOf(text: string): Uint8Array | undefined {
   return bytes ? svmFeePayerOfBytes(Uint8Array.from(numbers as number[]))?.secretKey : undefined;
 }
 
-/** A Solana address, or a usage error naming where it came from. */
 function solanaAddress(value: string, named: string): string {
   if (!isSolanaAddress(value)) throw new UsageError(`${named} is not a Solana address (base58)`);
   return value;
@@ -84,7 +83,6 @@ function callOf(client: Awaited<ReturnType<RpcRegistry["solanaClient"]>>, named:
   };
 }
 
-/** The mint at `address`, or a usage error saying why it is none. */
 async function mintAt(call: SvmCall, address: string, network: string): Promise<SvmMint> {
   try {
     return await readMint(call, address);

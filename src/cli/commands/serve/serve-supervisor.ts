@@ -15,7 +15,6 @@ import type { ServeSettings } from "./serve-settings.js";
 const MAX_DEATHS = 5;
 const SHORT_LIFE_MS = 60_000;
 
-/** What the serving worker reports to this process. */
 export type WorkerMessage =
   | { readonly type: "listening"; readonly port: number; readonly url: string }
   | { readonly type: "draining"; readonly inFlight: Record<string, number> }
