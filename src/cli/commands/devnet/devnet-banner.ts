@@ -65,7 +65,6 @@ export function tryLines(running: Running, files: Files): string {
   ].join("\n");
 }
 
-/** anvil's section: its RPC, contracts, accounts and signed requests. */
 function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): string[] {
   const dim = chalk.dim;
   const b = chalk.bold;

@@ -161,7 +161,6 @@ export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFil
   return { keyFile, receiverAuthorizerKeyFile, apiKeysFile, ...files };
 }
 
-/** The signed request files alone, in --json's order. */
 export function requestFiles(files: EvmFiles) {
   const { keyFile: _k, receiverAuthorizerKeyFile: _r, apiKeysFile: _a, ...requests } = files;
   return requests;

@@ -6,7 +6,6 @@ import type { SvmFiles } from "./devnet-files.js";
 /** How often request-svm.json is signed again (its blockhash expires after ~60 s at 400 ms). */
 export const REFRESH_MS = 20_000;
 
-/** The banner's Solana section. */
 export function svmBanner(
   svm: SvmDevnet,
   files: SvmFiles,

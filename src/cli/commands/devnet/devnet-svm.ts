@@ -35,7 +35,6 @@ export async function writeSvmFiles(svm: SvmDevnet, dir: string): Promise<SvmFil
   return { keyFile, request, stop: () => clearInterval(timer) };
 }
 
-/** devnet.json's Solana section. */
 export function svmInfo(svm: SvmDevnet, files: SvmFiles) {
   return {
     rpcUrl: svm.rpcUrl,

@@ -137,7 +137,6 @@ function clusters(flags: DevnetFlags): { evm: boolean; svm: boolean } {
   return { evm: true, svm: Boolean(flags.svm) };
 }
 
-/** Starts what was asked for; on failure, stops what had started. */
 async function startAll(flags: DevnetFlags, running: Running): Promise<void> {
   const wanted = clusters(flags);
   if (wanted.evm) {

@@ -26,7 +26,6 @@ export interface Finding {
   readonly fix?: string;
 }
 
-/** A finding; `fix` only where there is one. */
 export const finding = (
   area: Finding["area"],
   level: Level,
@@ -34,7 +33,6 @@ export const finding = (
   fix?: string,
 ): Finding => (fix === undefined ? { area, level, message } : { area, level, message, fix });
 
-/** An error thrown while reading a setting, as the finding it is. */
 export const errorFinding = (area: Finding["area"], error: unknown): Finding =>
   finding(area, "error", (error as Error).message);
 

@@ -1,10 +1,10 @@
 /** `facilitator doctor`'s token check: whether EIP-3009 and Permit2 payments can work on each chain. */
 import { type Address, getAddress, getContract, parseAbi } from "viem";
+import { usdcAddressFor } from "../../../evm/devnet/setup.js";
 import {
   EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_ADDRESS,
-  usdcAddressFor,
-} from "../../../evm/devnet/setup.js";
+} from "../../../evm/exact/permit2-encoding.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
 import { unreachableReason } from "../../../rpc/rpc.js";
 import { type ChainSeen, type Finding, finding, type Level } from "./doctor-checks.js";

@@ -103,7 +103,6 @@ export async function signBatchPayment(client: PublicClient, payment: BatchPayme
 
 const maxOf = (a: bigint, b: bigint) => (a > b ? a : b);
 
-/** What `owner` lets Permit2 move of `asset`. */
 export const permit2Allowance = (client: PublicClient, asset: Address, owner: Address) =>
   client.readContract({
     address: asset,

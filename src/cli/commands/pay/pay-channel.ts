@@ -23,7 +23,6 @@ import type { PayFlags } from "./pay-flags.js";
 import { address } from "./pay-payer.js";
 import { requirementsFile, targetOf } from "./pay-requirements.js";
 
-/** The channel action asked for, by its flag. */
 export function channelActionOf(flags: PayFlags): "--claim" | "--sweep" | "--refund" | undefined {
   const asked = [
     flags.claim && flags.claim.length > 0 ? ("--claim" as const) : undefined,
@@ -89,9 +88,14 @@ async function readVoucher(file: string, flag: string) {
   };
 }
 
-/** The requirements a seller's channel manager sends with a claim, settle or refund. */
-function managerRequirements(chainId: number, receiver: Address, token: Address): RequirementsJson {
-  return {
+/** The request a seller's channel manager sends with a claim, settle or refund. */
+function channelRequest(
+  x402: boolean,
+  chainId: number,
+  { receiver, token }: { readonly receiver: Address; readonly token: Address },
+  payload: unknown,
+) {
+  const requirements: RequirementsJson = {
     scheme: BATCH_SETTLEMENT,
     network: caip2(chainId),
     asset: token,
@@ -100,6 +104,8 @@ function managerRequirements(chainId: number, receiver: Address, token: Address)
     maxTimeoutSeconds: 0,
     extra: {},
   };
+  const paymentPayload = { x402Version: 2, accepted: requirements, payload };
+  return requestBody(x402 ? "x402" : "reference", 2, paymentPayload, requirements);
 }
 
 /** A claim row: the voucher's whole amount, with the payer's signature over it. */
@@ -109,7 +115,6 @@ const claimRow = (held: HeldVoucher) => ({
   totalClaimed: held.maxClaimable.toString(),
 });
 
-/** The batch-settlement contract's views. */
 export const settlementReads = (client: PublicClient) =>
   getContract({ address: SETTLEMENT_ADDRESS, abi: SETTLEMENT_ABI, client }).read;
 
@@ -167,11 +172,10 @@ async function buildClaim(
   });
   const receivers = new Set(vouchers.map((v) => v.config.receiver));
   const forWhom = receivers.size === 1 ? `, for ${first.config.receiver}` : "";
-  const requirements = managerRequirements(id, first.config.receiver, first.config.token);
   const payload = { type: "claim", claims: vouchers.map(claimRow) };
   return {
-    body: channelBody(x402, requirements, payload),
-    line: `a claim of ${described.join("; ")}${forWhom} on ${requirements.network}`,
+    body: channelRequest(x402, id, first.config, payload),
+    line: `a claim of ${described.join("; ")}${forWhom} on ${caip2(id)}`,
   };
 }
 
@@ -189,7 +193,6 @@ async function buildRefund(file: string, rpc: RpcRegistry, x402: boolean): Promi
     );
   }
   const amount = state.balance - claimed;
-  const requirements = managerRequirements(held.chainId, held.config.receiver, held.config.token);
   const payload = {
     type: "refund",
     channelConfig: held.config,
@@ -203,8 +206,8 @@ async function buildRefund(file: string, rpc: RpcRegistry, x402: boolean): Promi
     claims: claimFirst ? [claimRow(held)] : [],
   };
   return {
-    body: channelBody(x402, requirements, payload),
-    line: `a refund of ${tokenAmount(amount, token)} to the payer ${held.config.payer} from channel ${held.channelId}${claimFirst ? `, its voucher for ${tokenAmount(held.maxClaimable, token)} claimed first` : ""}, on ${requirements.network}`,
+    body: channelRequest(x402, held.chainId, held.config, payload),
+    line: `a refund of ${tokenAmount(amount, token)} to the payer ${held.config.payer} from channel ${held.channelId}${claimFirst ? `, its voucher for ${tokenAmount(held.maxClaimable, token)} claimed first` : ""}, on ${caip2(held.chainId)}`,
   };
 }
 
@@ -237,19 +240,13 @@ async function buildSweep(flags: PayFlags, rpc: RpcRegistry, quiet: boolean): Pr
       `${receiver} has nothing claimed and not yet swept in ${token} (claimed ${tokenAmount(claimed, units)}, swept ${tokenAmount(settled, units)}): settle answers nothing_to_settle until a claim lands`,
     );
   }
-  const requirements = managerRequirements(chainId, receiver, token);
+  const payload = { type: "settle", receiver, token };
   return {
-    body: channelBody(flags.x402 === true, requirements, { type: "settle", receiver, token }),
-    line: `a sweep of ${tokenAmount(owed, units)} of ${token} that ${receiver} claimed, to it, on ${requirements.network}`,
+    body: channelRequest(flags.x402 === true, chainId, { receiver, token }, payload),
+    line: `a sweep of ${tokenAmount(owed, units)} of ${token} that ${receiver} claimed, to it, on ${caip2(chainId)}`,
   };
 }
 
-function channelBody(x402: boolean, requirements: RequirementsJson, payload: unknown) {
-  const paymentPayload = { x402Version: 2, accepted: requirements, payload };
-  return requestBody(x402 ? "x402" : "reference", 2, paymentPayload, requirements);
-}
-
-/** The request for the channel action `action` asks for. */
 export async function buildChannelRequest(
   action: "--claim" | "--sweep" | "--refund",
   flags: PayFlags,

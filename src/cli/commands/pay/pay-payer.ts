@@ -22,14 +22,6 @@ export function addressGiven<A>(
   return fromFile === undefined ? undefined : parse(fromFile, `the requirements' ${field}`);
 }
 
-/** --payer-key-file's text (never with --payer), or undefined without one. */
-export function payerKeyText(flags: PayFlags): string | undefined {
-  if (flags.payerKeyFile === undefined) return undefined;
-  if (flags.payer !== undefined)
-    throw new UsageError("--payer and --payer-key-file exclude each other");
-  return readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env);
-}
-
 /** A key file's first line that is neither blank nor a # comment. */
 export const firstKeyLine = (text: string): string | undefined =>
   text
@@ -37,26 +29,34 @@ export const firstKeyLine = (text: string): string | undefined =>
     .map((l) => l.trim())
     .find((l) => l && !l.startsWith("#"));
 
-/** The devnet payer --payer numbers (default 1); `range` is said when there is none. */
-export function devnetPayer<T>(flags: PayFlags, payers: readonly T[], range: string): T {
+/** Who pays: --payer-key-file's key (read by `parse`), else the devnet payer --payer numbers. */
+export function payerOf<P>(
+  flags: PayFlags,
+  parse: (text: string) => P,
+  devnet: { readonly payers: readonly P[]; readonly range: string } | undefined,
+  [notDevnet, noKey]: readonly [string, string],
+): P {
+  if (flags.payerKeyFile !== undefined) {
+    if (flags.payer !== undefined) {
+      throw new UsageError("--payer and --payer-key-file exclude each other");
+    }
+    return parse(readSmallFile(flags.payerKeyFile, "--payer-key-file", process.env));
+  }
+  if (!devnet) throw new UsageError(flags.payer !== undefined ? notDevnet : noKey);
   const n = Number(flags.payer ?? "1");
-  const payer = Number.isInteger(n) ? payers[n - 1] : undefined;
-  if (!payer) throw new UsageError(`--payer must be 1 to ${range}`);
+  const payer = Number.isInteger(n) ? devnet.payers[n - 1] : undefined;
+  if (!payer) throw new UsageError(`--payer must be 1 to ${devnet.range}`);
   return payer;
 }
 
 export function payerFrom(flags: PayFlags, devnet: boolean): DevAccount {
-  const text = payerKeyText(flags);
-  if (text !== undefined) {
+  const parse = (text: string) => {
     const privateKey = readPrivateKey(firstKeyLine(text) ?? "", "--payer-key-file");
     return { address: privateKeyToAccount(privateKey).address, privateKey };
-  }
-  if (!devnet) {
-    throw new UsageError(
-      flags.payer !== undefined
-        ? "--payer picks a devnet payer, and this RPC's chain is no devnet: use --payer-key-file FILE"
-        : "who pays? pass --payer-key-file FILE (the payer's key; never a flag value)",
-    );
-  }
-  return devnetPayer(flags, payerAccounts, `${payerAccounts.length}`);
+  };
+  const payers = devnet ? { payers: payerAccounts, range: `${payerAccounts.length}` } : undefined;
+  return payerOf(flags, parse, payers, [
+    "--payer picks a devnet payer, and this RPC's chain is no devnet: use --payer-key-file FILE",
+    "who pays? pass --payer-key-file FILE (the payer's key; never a flag value)",
+  ]);
 }

@@ -30,7 +30,7 @@ import {
 import { UsageError } from "../../io/errors.js";
 import { atomicAmount, describeAmount } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
-import { addressGiven, devnetPayer, firstKeyLine, payerKeyText } from "./pay-payer.js";
+import { addressGiven, firstKeyLine, payerOf } from "./pay-payer.js";
 import {
   fail,
   maxTimeoutOf,
@@ -55,30 +55,6 @@ function svmPayerKeyOf(text: string): Uint8Array | undefined {
   return bytes ? svmFeePayerOfBytes(Uint8Array.from(numbers as number[]))?.secretKey : undefined;
 }
 
-function payerFrom(flags: PayFlags, devnet: boolean, network: string): Uint8Array {
-  const text = payerKeyText(flags);
-  if (text !== undefined) {
-    const key = svmPayerKeyOf(text);
-    if (!key) {
-      throw new UsageError(
-        `--payer-key-file holds no Solana secret key (the payment is on ${network}): a base58 64-byte secret key, or a solana-keygen JSON array of 64 numbers`,
-      );
-    }
-    return key;
-  }
-  if (!devnet) {
-    throw new UsageError(
-      flags.payer !== undefined
-        ? `--payer picks a local devnet payer, and ${network} is no local devnet: use --payer-key-file FILE`
-        : "who pays? pass --payer-key-file FILE (the payer's Solana key; never a flag value)",
-    );
-  }
-  // The devnet's keys, as `facilitator devnet --svm` funds them.
-  const payers = devnetKeys().payers;
-  return secretKeyBytes(devnetPayer(flags, payers, `${DEFAULT_PAYER_COUNT} on Solana`));
-}
-
-/** A Solana address, or a usage error naming where it came from. */
 function solanaAddress(value: string, named: string): string {
   if (!isSolanaAddress(value)) throw new UsageError(`${named} is not a Solana address (base58)`);
   return value;
@@ -107,7 +83,6 @@ function callOf(client: Awaited<ReturnType<RpcRegistry["solanaClient"]>>, named:
   };
 }
 
-/** The mint at `address`, or a usage error saying why it is none. */
 async function mintAt(call: SvmCall, address: string, network: string): Promise<SvmMint> {
   try {
     return await readMint(call, address);
@@ -170,7 +145,25 @@ export async function buildSvmRequest(
         `who pays the fee? a Solana payment names the facilitator's fee payer: pass --fee-payer ADDRESS (the facilitator's "solana:*" signer in its GET /supported), or --requirements with extra.feePayer`,
       ),
     );
-  const payerKey = payerFrom(flags, devnet, named);
+  const payerKey = payerOf(
+    flags,
+    (text) =>
+      svmPayerKeyOf(text) ??
+      fail(
+        new UsageError(
+          `--payer-key-file holds no Solana secret key (the payment is on ${named}): a base58 64-byte secret key, or a solana-keygen JSON array of 64 numbers`,
+        ),
+      ),
+    // The devnet's keys, as `facilitator devnet --svm` funds them.
+    roles && {
+      payers: roles.payers.map(secretKeyBytes),
+      range: `${DEFAULT_PAYER_COUNT} on Solana`,
+    },
+    [
+      `--payer picks a local devnet payer, and ${named} is no local devnet: use --payer-key-file FILE`,
+      "who pays? pass --payer-key-file FILE (the payer's Solana key; never a flag value)",
+    ],
+  );
   const mint =
     devnetMint && asset === devnetMint.address ? devnetMint : await mintAt(call, asset, named);
   const amount =

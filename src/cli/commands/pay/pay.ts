@@ -119,11 +119,8 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     throw new UsageError("--fee-payer is for Solana payments: on EVM the facilitator pays the gas");
   }
   const { chainId } = target;
-  let cached: PublicClient | undefined;
-  const client = async () => {
-    cached ??= await rpc.client(chainId);
-    return cached;
-  };
+  let clientRead: Promise<PublicClient> | undefined;
+  const client = () => (clientRead ??= rpc.client(chainId));
   const needsDevnet =
     flags.payerKeyFile === undefined ||
     (flags.asset ?? fromFile?.requirements.asset) === undefined ||
@@ -173,10 +170,7 @@ async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
     (devnet ? payeeAccount.address : fail(missing("--to")));
   const payer = payerFrom(flags, devnet);
   let tokenRead: Promise<TokenUnits> | undefined;
-  const token = () => {
-    tokenRead ??= payToken(asset, chainId, client, devnet);
-    return tokenRead;
-  };
+  const token = () => (tokenRead ??= payToken(asset, chainId, client, devnet));
   const amount =
     flags.amount !== undefined
       ? await atomicAmount(flags.amount, token)

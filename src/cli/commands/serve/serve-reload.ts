@@ -16,7 +16,6 @@ export type Log = ((entry: Record<string, unknown>) => void) | undefined;
 
 const isFile = (file: string) => statSync(file, { throwIfNoEntry: false })?.isFile() === true;
 
-/** The API keys in force, re-read from their file when it changes. */
 export function liveApiKeys(settings: ServeSettings, log: Log) {
   const file = settings.apiKeysFile;
   const atStart = settings.apiKeys;

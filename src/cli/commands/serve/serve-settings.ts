@@ -99,7 +99,6 @@ export function resolveServe(flags: ServeFlags) {
     privateKeys: privateKeys as readonly Hex[],
     /** The receiver authorizer's key (never a settlement key), if configured. */
     receiverAuthorizerKey,
-    /** The Solana fee payers' 64-byte secret keys. */
     svmSecretKeys: loadSvmFeePayers().map((key) => key.secretKey) as readonly Uint8Array[],
     quiet: flags.quiet === true,
   };

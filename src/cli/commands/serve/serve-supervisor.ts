@@ -15,7 +15,6 @@ import type { ServeSettings } from "./serve-settings.js";
 const MAX_DEATHS = 5;
 const SHORT_LIFE_MS = 60_000;
 
-/** What the serving worker reports to this process. */
 export type WorkerMessage =
   | { readonly type: "listening"; readonly port: number; readonly url: string }
   | { readonly type: "draining"; readonly inFlight: Record<string, number> }
@@ -96,18 +95,16 @@ export async function superviseServer(
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
-  const onDraining = (inFlight: Record<string, number>) => {
-    waitingFor = inFlight;
-    if (Object.keys(inFlight).length === 0) return;
-    const settles = inFlight["/settle"] ?? 0;
-    note(
-      { event: "stopping", waitingFor: inFlight },
-      `stopping: waiting for ${describeInFlight(inFlight)} to answer${settles > 0 ? " (a settle waits for its receipt)" : ""}; Ctrl-C again to stop now`,
-    );
-  };
   const onMessage = (message: WorkerMessage) => {
-    if (message.type === "draining") onDraining(message.inFlight);
-    else if (message.type === "note") note(message.entry, message.text);
+    if (message.type === "draining") {
+      waitingFor = message.inFlight;
+      if (Object.keys(waitingFor).length === 0) return;
+      const settles = waitingFor["/settle"] ?? 0;
+      note(
+        { event: "stopping", waitingFor },
+        `stopping: waiting for ${describeInFlight(waitingFor)} to answer${settles > 0 ? " (a settle waits for its receipt)" : ""}; Ctrl-C again to stop now`,
+      );
+    } else if (message.type === "note") note(message.entry, message.text);
     else if (message.type === "listening") {
       port = message.port;
       hooks.onListening?.(message.url);
@@ -144,18 +141,14 @@ export async function superviseServer(
       const ended = watch(worker, onMessage);
       const end = await Promise.race([ended, stoppedNow.then(() => undefined)]);
       current = undefined;
-      if (end === undefined && (timedOut || stoppedClean)) {
-        await killWorker(worker);
-        if (timedOut && !stoppedClean) {
-          note({
-            event: "stopped_at_timeout",
-            shutdownTimeoutMs: settings.config.shutdownTimeoutMs,
-          });
-        }
-        return 0;
-      }
       if (end === undefined) {
         await killWorker(worker);
+        if (stoppedClean) return 0;
+        if (timedOut) {
+          const { shutdownTimeoutMs } = settings.config;
+          note({ event: "stopped_at_timeout", shutdownTimeoutMs });
+          return 0;
+        }
         const settles = waitingFor["/settle"] ?? 0;
         note(
           { event: "stopped_now", cutShort: waitingFor },

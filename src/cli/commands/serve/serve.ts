@@ -8,7 +8,7 @@ import { type ApiKeys, keyRequired as keyRequiredBy } from "../../../http/caller
 import { createHandler } from "../../../http/handler.js";
 import { trustedHosts } from "../../../http/hosts.js";
 import { DEFAULT_KEY_RATE } from "../../../http/rates.js";
-import { type RunningServer, startServer } from "../../../http/server.js";
+import { startServer } from "../../../http/server.js";
 import { caip2 } from "../../../protocol/networks.js";
 import { svmFeePayerOfBytes } from "../../../svm/chain/keys.js";
 import { facilitatorFrom } from "../../facilitator/facilitator.js";
@@ -121,7 +121,6 @@ export async function serveHere(
       metrics,
       minSignerBalanceWei: config.minSignerBalanceWei,
     });
-    // host, port and the connection and body limits, as resolved.
     server = await startServer(handler, { ...settings, log });
   } catch (error) {
     if (isPortTaken(error)) {
@@ -180,7 +179,28 @@ export async function serveHere(
   liveKeys.stop();
   stopDenyList();
   options.tell({ type: "draining", inFlight: server.inFlight() });
-  await stopServing({ server, door, reconciler, facilitator }, config.shutdownTimeoutMs);
+  // Within --shutdown-timeout: new requests 503, those in flight may finish; near the end new
+  // broadcasts are refused and the rest answered (settles: settlement_pending).
+  const timeout = config.shutdownTimeoutMs;
+  const stopStarted = Date.now();
+  const left = () => timeout - (Date.now() - stopStarted);
+  const answerAt = timeout - Math.min(RESERVE_MS, timeout / 4);
+  const timers = [
+    setTimeout(() => door.shut(), answerAt - Math.min(DOOR_GRACE_MS, timeout / 10)),
+    setTimeout(() => server.answerNow(), answerAt),
+  ];
+  try {
+    await server.close();
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+  }
+  // Whatever ran past its answer (a settle following its transaction) sends nothing new now.
+  door.shut();
+  await within(reconciler?.stop() ?? Promise.resolve(), left() / 2);
+  // Every answer given is written down as given before the store closes.
+  await within(facilitator.answers.flush(), left() / 2);
+  // Gives up this replica's claims and signer leases at once, rather than when they run out.
+  await within(Promise.resolve(facilitator.journal.close()), left());
   return 0;
 }
 
@@ -224,7 +244,6 @@ function controlsInForce(config: CliConfig, apiKeys: ApiKeys | undefined) {
   };
 }
 
-/** One banner line: each control in force, or that there is none. */
 function controlsLine(controls: ReturnType<typeof controlsInForce>): string {
   const parts = [
     controls.denyList && `deny list ${controls.denyList} (re-read when it changes)`,
@@ -251,40 +270,4 @@ function within(work: Promise<unknown>, ms: number): Promise<unknown> {
     timer = setTimeout(resolve, Math.max(0, ms));
   });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
-}
-
-/**
- * serve's stop, within --shutdown-timeout: new requests 503, those in flight may finish; near the
- * end new broadcasts are refused and the rest answered (settles: settlement_pending).
- */
-async function stopServing(
-  s: {
-    server: RunningServer;
-    door: SendingDoor;
-    reconciler?: Reconciler;
-    facilitator: Facilitator;
-  },
-  shutdownTimeoutMs: number,
-): Promise<void> {
-  const started = Date.now();
-  const left = () => shutdownTimeoutMs - (Date.now() - started);
-  const reserve = Math.min(RESERVE_MS, shutdownTimeoutMs / 4);
-  const grace = Math.min(DOOR_GRACE_MS, shutdownTimeoutMs / 10);
-  const answerAt = shutdownTimeoutMs - reserve;
-  const timers = [
-    setTimeout(() => s.door.shut(), answerAt - grace),
-    setTimeout(() => s.server.answerNow(), answerAt),
-  ];
-  try {
-    await s.server.close();
-  } finally {
-    for (const timer of timers) clearTimeout(timer);
-  }
-  // Whatever ran past its answer (a settle following its transaction) sends nothing new now.
-  s.door.shut();
-  await within(s.reconciler?.stop() ?? Promise.resolve(), left() / 2);
-  // Every answer given is written down as given before the store closes.
-  await within(s.facilitator.answers.flush(), left() / 2);
-  // Gives up this replica's claims and signer leases at once, rather than when they run out.
-  await within(Promise.resolve(s.facilitator.journal.close()), left());
 }
