@@ -8,10 +8,10 @@ import { keyLoaders } from "./config-keys.js";
 import type { SettlementLimits } from "./config-limits.js";
 import { resolvePerNetwork, resolveSetting, type SettingSources } from "./setting-resolver.js";
 import type { ValueSetting } from "./setting-rows.js";
-import { CONFIG_KEYS, SETTINGS, type SettingFlags, schemeRows } from "./settings.js";
+import { CONFIG_KEYS, SETTINGS, schemeRows } from "./settings.js";
 
-/** The flags a command may have of settings.ts's settings (a command has those it offers). */
-export type ConfigFlags = SettingFlags & Readonly<Record<string, unknown>>;
+/** A command's flags, as commander gives them: loadConfig reads the settings' by name. */
+export type ConfigFlags = Readonly<Record<string, unknown>>;
 
 /** The CLI's configuration: every setting resolved, the keys loaded only when called. */
 export type CliConfig = ReturnType<typeof loadConfig>;

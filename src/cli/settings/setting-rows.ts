@@ -56,23 +56,3 @@ export function helpLine(row: Setting): string {
   }
   return notes.length > 0 ? `${row.help} (${notes.join("; ")})` : row.help;
 }
-
-type CamelCase<S extends string> = S extends `${infer Head}-${infer Tail}`
-  ? `${Head}${Capitalize<CamelCase<Tail>>}`
-  : S;
-/** The property commander keeps a flag under: "--rpc-url <url>" is rpcUrl. */
-type FlagProperty<Row> = Row extends { readonly flag: `--${infer Name} <${string}>` }
-  ? CamelCase<Name>
-  : Row extends { readonly flag: `--${infer Name}` }
-    ? CamelCase<Name>
-    : never;
-type FlagValue<Row> = Row extends { readonly repeatable: true }
-  ? string[]
-  : Row extends { readonly flag: `${string}<${string}>` }
-    ? string
-    : boolean;
-
-/** The flags a table of rows gives, as commander gives a command's options. */
-export type FlagsOf<Table> = {
-  readonly [Name in keyof Table as FlagProperty<Table[Name]>]?: FlagValue<Table[Name]> | undefined;
-};

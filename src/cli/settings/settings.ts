@@ -30,7 +30,7 @@ import {
   solanaAddresses,
   wei,
 } from "./setting-parsers.js";
-import { type FlagsOf, key, perNetwork, type Setting, value } from "./setting-rows.js";
+import { key, perNetwork, type Setting, value } from "./setting-rows.js";
 
 /** A default of `ms`, shown in seconds. */
 const inSeconds = (ms: number, shown = String(ms / 1000)) => ({
@@ -354,9 +354,6 @@ export function schemeRows(schemes: readonly EvmScheme[]): Record<string, Settin
   }
   return rows;
 }
-
-/** The flags of the table's settings, as commander gives a command's options. */
-export type SettingFlags = FlagsOf<typeof SETTINGS>;
 
 /** Every key the config file may hold ("$schema" too, for editors), in the table's order. */
 export const CONFIG_KEYS: readonly string[] = Object.values(SETTINGS).flatMap((row: Setting) =>
