@@ -1,27 +1,16 @@
 /** What the operator allows a settlement to cost, and the assets each network settles. */
 import { type Address, getAddress, isAddress, parseEther } from "viem";
 import type { MinAmount } from "../../core/amount-floor.js";
+import type { SettingParser, SettingSource } from "../../core/scheme-settings.js";
 import { GAS_BOUND_NAMES } from "../../evm/chain/gas-bounds.js";
 import { EVM_SCHEMES } from "../../evm/schemes.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
 import { isSolanaAddress, looksSolana, solanaNetworkOf } from "../../protocol/solana-networks.js";
 import { isObject } from "../../protocol/words.js";
 import { UsageError } from "../io/errors.js";
-import type { Parser, Source } from "./setting-parsers.js";
 
-export interface SettlementLimits {
-  /** Fee cap in wei for every chain, and per chain id (which wins); unset: networks.ts defaults. */
-  readonly maxFeeWei?: bigint | undefined;
-  readonly maxFeeWeiByChain: Record<number, bigint>;
-  readonly gasBounds: {
-    readonly all: Partial<Record<string, bigint>>;
-    readonly byChain: Record<number, Partial<Record<string, bigint>>>;
-  };
-  readonly wastedGasBudget?: bigint | undefined;
-  readonly wastedGasBudgetByChain: Record<number, bigint>;
-  /** Per chain id, the only assets settled there. */
-  readonly allowedAssets: Record<number, Address[]>;
-}
+/** `gasBounds`: the most gas each method may use, for every network and per chain id. */
+type GasBounds = Required<PerNetwork<Partial<Record<string, bigint>>>>;
 
 /** A network as the config names it: a CAIP-2 id, an x402 v1 name, or a bare chain id. */
 function chainIdOf(network: string, source: string): number {
@@ -36,7 +25,7 @@ function chainIdOf(network: string, source: string): number {
 }
 
 /** An amount of the chain's native token ("0.002") in wei. */
-export const nativeAmount: Parser<bigint> = (value, source) => {
+export const nativeAmount: SettingParser<bigint> = (value, source) => {
   const text = String(value).trim();
   if (!/^[0-9]+(\.[0-9]+)?$/.test(text)) {
     throw new UsageError(`${source.name} must be an amount of the native token, such as 0.002`);
@@ -45,7 +34,7 @@ export const nativeAmount: Parser<bigint> = (value, source) => {
 };
 
 /** A whole amount of gas. */
-export const gasAmount: Parser<bigint> = (value, source) => parseGas(value, source.name);
+export const gasAmount: SettingParser<bigint> = (value, source) => parseGas(value, source.name);
 
 function parseGas(value: unknown, source: string): bigint {
   const text = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
@@ -58,7 +47,11 @@ function parseGas(value: unknown, source: string): bigint {
 export type PerNetwork<T> = { all?: T; byChain: Record<number, T> };
 
 /** One value for every network, or per network: {"default": v, "<network>": v}, "<network>=v,…". */
-export function perNetwork<T>(value: unknown, source: Source, parse: Parser<T>): PerNetwork<T> {
+export function perNetwork<T>(
+  value: unknown,
+  source: SettingSource,
+  parse: SettingParser<T>,
+): PerNetwork<T> {
   const found: PerNetwork<T> = { byChain: {} };
   if (value === undefined) return found;
   const entries: [string | undefined, unknown][] = isObject(value)
@@ -81,8 +74,8 @@ const GAS_NAMES: readonly string[] = [
 ];
 
 /** `gasBounds`: {"<name>": gas, ...} for every network, or per network (and "default"). */
-export const gasBounds: Parser<SettlementLimits["gasBounds"]> = (value, { name: source }) => {
-  const bounds: SettlementLimits["gasBounds"] = { all: {}, byChain: {} };
+export const gasBounds: SettingParser<GasBounds> = (value, { name: source }) => {
+  const bounds: GasBounds = { all: {}, byChain: {} };
   const named = (v: unknown, where: string): Partial<Record<string, bigint>> => {
     if (!isObject(v)) {
       throw new UsageError(`${where} must be an object of gas bounds, such as {"eip3009": 150000}`);
@@ -109,7 +102,10 @@ export const gasBounds: Parser<SettlementLimits["gasBounds"]> = (value, { name: 
 };
 
 /** `allowedAssets`: {"<network>": ["0x…", …]}. */
-export const allowedAssets: Parser<Record<number, Address[]>> = (value, { name: source }) => {
+export const allowedAssets: SettingParser<Record<number, Address[]>> = (
+  value,
+  { name: source },
+) => {
   const allowed: Record<number, Address[]> = {};
   if (!isObject(value)) {
     throw new UsageError(`${source} must map networks to lists of token addresses`);
@@ -125,7 +121,7 @@ export const allowedAssets: Parser<Record<number, Address[]>> = (value, { name: 
 };
 
 /** `--min-amount`: "[<network>:]<asset>=<atomic units>", comma-separated; or a config list/object. */
-export const minAmounts: Parser<MinAmount[]> = (value, { name: source }) => {
+export const minAmounts: SettingParser<MinAmount[]> = (value, { name: source }) => {
   let entries: [string, unknown][];
   if (typeof value === "string") entries = textEntries(value);
   else if (Array.isArray(value) && value.every((v) => typeof v === "string")) {

@@ -1,13 +1,12 @@
 /** The CLI's configuration; the settlement key never comes from a flag and is never echoed. */
+import type { ValueRow } from "../../core/scheme-settings.js";
 import type { EvmScheme } from "../../evm/scheme.js";
 import { EVM_SCHEMES, type SchemeOptions } from "../../evm/schemes.js";
 import { DEFAULT_SMART_WALLET_PROGRAMS } from "../../svm/exact/constants.js";
 import type { SmartWalletOptions } from "../../svm/exact/smart-wallet.js";
 import { readConfigFile } from "./config-file.js";
 import { keyLoaders } from "./config-keys.js";
-import type { SettlementLimits } from "./config-limits.js";
 import { resolvePerNetwork, resolveSetting, type SettingSources } from "./setting-resolver.js";
-import type { ValueSetting } from "./setting-rows.js";
 import { CONFIG_KEYS, SETTINGS, schemeRows } from "./settings.js";
 
 /** A command's flags, as commander gives them: loadConfig reads the settings' by name. */
@@ -22,11 +21,11 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   schemes: readonly EvmScheme[] = EVM_SCHEMES,
 ) {
-  const schemeKeys = Object.values(schemeRows(schemes)).flatMap((row) => row.key ?? []);
-  const known = [...new Set([...CONFIG_KEYS, ...schemeKeys])];
+  const ownRows = Object.entries(schemeRows(schemes));
+  const known = [...new Set([...CONFIG_KEYS, ...ownRows.flatMap(([, row]) => row.key ?? [])])];
   const file = readConfigFile(resolveSetting(SETTINGS.config, { flags, env }), env, known);
   const sources: SettingSources = { flags, env, file };
-  const setting = <R extends ValueSetting>(row: R) => resolveSetting(row, sources);
+  const setting = <R extends ValueRow>(row: R) => resolveSetting(row, sources);
 
   // Resolved in this order, so that of several mistakes the same one is reported first.
   return {
@@ -48,7 +47,10 @@ export function loadConfig(
     payerRevertLimit: setting(SETTINGS.payerRevertLimit),
     payerRevertWindowMs: setting(SETTINGS.payerRevertWindow),
     minSignerBalanceWei: setting(SETTINGS.minSignerBalance),
-    schemes: valuesOf(schemes, sources),
+    // The value rows of the schemes' own settings.
+    schemes: Object.fromEntries(
+      ownRows.flatMap(([name, row]) => (row.kind === "value" ? [[name, setting(row)]] : [])),
+    ) as Readonly<Record<string, unknown>>,
     erc6492Factories: setting(SETTINGS.erc6492Factories),
     builderCode: setting(SETTINGS.builderCode),
     denyList: setting(SETTINGS.denyList),
@@ -58,7 +60,8 @@ export function loadConfig(
   };
 }
 
-function limitsOf(sources: SettingSources): SettlementLimits {
+/** What the operator allows a settlement to cost (fee caps per chain id win), and the assets settled. */
+function limitsOf(sources: SettingSources) {
   const caps = resolvePerNetwork(SETTINGS.maxFee, sources);
   const budgets = resolvePerNetwork(SETTINGS.wastedGasBudget, sources);
   return {
@@ -73,7 +76,7 @@ function limitsOf(sources: SettingSources): SettlementLimits {
 
 /** The smart-wallet settings, read only when they are switched on. */
 function smartWalletsOf(sources: SettingSources): SmartWalletOptions | undefined {
-  const setting = <R extends ValueSetting>(row: R) => resolveSetting(row, sources);
+  const setting = <R extends ValueRow>(row: R) => resolveSetting(row, sources);
   const programs = setting(SETTINGS.svmSmartWalletPrograms);
   const maxComputeUnits = setting(SETTINGS.svmSmartWalletMaxComputeUnits);
   const maxPriorityFee = setting(SETTINGS.svmSmartWalletMaxPriorityFee);
@@ -83,16 +86,6 @@ function smartWalletsOf(sources: SettingSources): SmartWalletOptions | undefined
     maxComputeUnits,
     maxPriorityFeeMicroLamports: BigInt(maxPriorityFee),
   };
-}
-
-/** The value rows of the schemes' own settings, each from its flag, environment or config key. */
-function valuesOf(schemes: readonly EvmScheme[], sources: SettingSources) {
-  const rows = Object.entries(schemeRows(schemes));
-  return Object.fromEntries(
-    rows.flatMap(([name, row]) =>
-      row.kind === "value" ? [[name, resolveSetting(row, sources)]] : [],
-    ),
-  ) as Readonly<Record<string, unknown>>;
 }
 
 /** The family's options the schemes' settings make, every scheme's together. */

@@ -1,20 +1,12 @@
 /** How a setting's value is read; a bad one names its source and never quotes the value. */
 import path from "node:path";
 import { type Address, getAddress, isAddress } from "viem";
-import {
-  SettingError,
-  type SettingParser,
-  type SettingSource,
-  wholeNumber,
-} from "../../core/scheme-settings.js";
+import { SettingError, type SettingParser, wholeNumber } from "../../core/scheme-settings.js";
 import { isSolanaAddress } from "../../protocol/solana-networks.js";
 import { UsageError } from "../io/errors.js";
 
-export type Source = SettingSource;
-export type Parser<T> = SettingParser<T>;
-
 /** `parse`, a refusal of core/scheme-settings.ts's parsers (the schemes' rows use them) a usage error. */
-export function usage<T>(parse: SettingParser<T>): Parser<T> {
+export function usage<T>(parse: SettingParser<T>): SettingParser<T> {
   return (value, source) => {
     try {
       return parse(value, source);
@@ -25,7 +17,7 @@ export function usage<T>(parse: SettingParser<T>): Parser<T> {
 }
 
 /** A file path; in the config file a non-empty string, relative to the file's directory. */
-export const filePath: Parser<string> = (value, source) => {
+export const filePath: SettingParser<string> = (value, source) => {
   if (source.from !== "file") return String(value);
   if (typeof value !== "string" || value.trim() === "") {
     throw new UsageError(`${source.name} must be a file path (a string)`);
@@ -34,7 +26,7 @@ export const filePath: Parser<string> = (value, source) => {
 };
 
 /** A directory, made absolute. */
-export const directory: Parser<string> = (value) => path.resolve(String(value));
+export const directory: SettingParser<string> = (value) => path.resolve(String(value));
 
 function ordinal(n: number): string {
   const teen = n % 100 >= 11 && n % 100 <= 13;
@@ -68,7 +60,7 @@ function checkUrls(urls: readonly string[], source: string): string[] {
 }
 
 /** http(s) URLs: comma-separated text, or a config file array of URL strings. */
-export const httpUrls: Parser<string[]> = (value, source) => {
+export const httpUrls: SettingParser<string[]> = (value, source) => {
   if (source.from !== "file") {
     const urls = String(value)
       .split(",")
@@ -97,7 +89,7 @@ const SWITCH_VALUES: Readonly<Record<string, boolean>> = {
 };
 
 /** On or off: a flag's presence, 1/0 (or true, yes, on…) in the environment, a JSON boolean. */
-export const onOff: Parser<boolean> = (value, source) => {
+export const onOff: SettingParser<boolean> = (value, source) => {
   if (source.from === "flag") return value === true;
   if (source.from === "file") {
     if (typeof value !== "boolean") throw new UsageError(`${source.name} must be true or false`);
@@ -109,7 +101,7 @@ export const onOff: Parser<boolean> = (value, source) => {
 };
 
 /** A positive number of seconds, as milliseconds. */
-export const positiveSeconds: Parser<number> = (value, source) => {
+export const positiveSeconds: SettingParser<number> = (value, source) => {
   const seconds = typeof value === "number" ? value : Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0) {
     throw new UsageError(`${source.name} must be a positive number of seconds`);
@@ -118,11 +110,11 @@ export const positiveSeconds: Parser<number> = (value, source) => {
 };
 
 /** Lamports: a whole number from 1. */
-export const lamports: Parser<bigint> = (value, source) =>
+export const lamports: SettingParser<bigint> = (value, source) =>
   BigInt(wholeNumber(Number.MAX_SAFE_INTEGER)(value, source));
 
 /** An amount in wei: a whole number (a JSON number only up to 2^53, a string beyond). */
-export const wei: Parser<bigint> = (value, source) => {
+export const wei: SettingParser<bigint> = (value, source) => {
   const digits = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
   if (typeof digits !== "string" || !/^[0-9]{1,78}$/.test(digits.trim())) {
     throw new UsageError(`${source.name} must be a whole number of wei, such as 1000000000000000`);
@@ -135,7 +127,7 @@ function listOf<T>(
   [plural, one]: [string, string],
   check: (item: unknown) => item is string,
   as: (item: string) => T,
-): Parser<T[]> {
+): SettingParser<T[]> {
   return (value, source) => {
     const items = Array.isArray(value)
       ? value
@@ -155,14 +147,14 @@ function listOf<T>(
   };
 }
 
-export const addresses: Parser<Address[]> = listOf(
+export const addresses: SettingParser<Address[]> = listOf(
   ["addresses", "an address"],
   (item): item is string => typeof item === "string" && isAddress(item, { strict: false }),
   (item) => getAddress(item),
 );
 
 /** A PostgreSQL connection URL; empty: none (the journal file). */
-export const postgresUrl: Parser<string | undefined> = (value, source) => {
+export const postgresUrl: SettingParser<string | undefined> = (value, source) => {
   if (value === "") return undefined;
   if (typeof value !== "string" || !/^postgres(ql)?:\/\//.test(value)) {
     throw new UsageError(
@@ -173,7 +165,7 @@ export const postgresUrl: Parser<string | undefined> = (value, source) => {
 };
 
 /** An ERC-8021 builder code: 1 to 32 of a-z, 0-9 and "_" (refused at start otherwise). */
-export const builderCode: Parser<string> = (value, source) => {
+export const builderCode: SettingParser<string> = (value, source) => {
   const text = typeof value === "string" ? value.trim() : "";
   if (!/^[a-z0-9_]{1,32}$/.test(text)) {
     throw new UsageError(
@@ -183,7 +175,7 @@ export const builderCode: Parser<string> = (value, source) => {
   return text;
 };
 
-export const solanaAddresses: Parser<string[]> = listOf(
+export const solanaAddresses: SettingParser<string[]> = listOf(
   ["Solana addresses", "a Solana address"],
   isSolanaAddress,
   (item) => item,

@@ -1,12 +1,9 @@
 /** How a setting is found: flag, else environment, else config key, else default; keys lazily. */
+import { Option } from "commander";
+import type { KeyRow, SettingParser, SettingSource, ValueRow } from "../../core/scheme-settings.js";
 import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
-import { filePath, type Parser, type Source, usage } from "./setting-parsers.js";
-import {
-  flagName,
-  type KeySetting,
-  type PerNetworkSetting,
-  type ValueSetting,
-} from "./setting-rows.js";
+import { filePath, usage } from "./setting-parsers.js";
+import { flagName, type PerNetworkSetting } from "./setting-rows.js";
 
 /** The config file as read (config-file.ts): its values, how messages name a key, its paths. */
 export interface ConfigValues {
@@ -26,14 +23,12 @@ export interface SettingSources {
 
 interface Given {
   readonly value: unknown;
-  readonly source: Source;
+  readonly source: SettingSource;
 }
 
 /** The property commander keeps a flag's value under: "--rpc-url <url>" is rpcUrl. */
 export function flagAttribute(flag: string): string {
-  return flagName(flag)
-    .slice(2)
-    .replace(/-([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+  return new Option(flag).attributeName();
 }
 
 const asGiven = (p: string) => p;
@@ -70,14 +65,11 @@ export function givenFor(
 
 /** What a value setting resolves to: what its parser gives, or its default (none: undefined). */
 export type ValueOf<R> =
-  | (R extends { readonly parse: Parser<infer T> } ? T : never)
+  | (R extends { readonly parse: SettingParser<infer T> } ? T : never)
   | (R extends { readonly default: (env: NodeJS.ProcessEnv) => infer D } ? D : undefined);
 
 /** The setting's value from the first source that gives one, else its default. */
-export function resolveSetting<R extends ValueSetting>(
-  row: R,
-  sources: SettingSources,
-): ValueOf<R> {
+export function resolveSetting<R extends ValueRow>(row: R, sources: SettingSources): ValueOf<R> {
   const [first] = givenFor(row, sources);
   if (first) return usage(row.parse)(first.value, first.source) as ValueOf<R>;
   return row.default?.(sources.env) as ValueOf<R>;
@@ -99,11 +91,7 @@ export interface KeyReader<K> {
 }
 
 /** A key setting's keys, read when called; a config file path of the wrong type is refused now. */
-export function keyLoader<K>(
-  row: KeySetting,
-  sources: SettingSources,
-  read: KeyReader<K>,
-): () => K[] {
+export function keyLoader<K>(row: KeyRow, sources: SettingSources, read: KeyReader<K>): () => K[] {
   const [flag] = givenFor({ flag: row.flag }, sources);
   const [inline] = givenFor({ env: row.env }, sources);
   const [named] = row.envFile ? givenFor({ env: row.envFile }, sources) : [];

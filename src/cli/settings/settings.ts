@@ -1,6 +1,7 @@
 /** Every setting once: flag, env, config key, parser, default, help (docs are held to it). */
 import os from "node:os";
 import path from "node:path";
+import type { Address } from "viem";
 import { secondsFrom, wholeNumber } from "../../core/scheme-settings.js";
 import { DEFAULT_RATE_PER_PAYER } from "../../core/settle-rate.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../../evm/chain/gas-at-risk.js";
@@ -208,7 +209,7 @@ export const SETTINGS = {
   allowedAssets: value({
     key: "allowedAssets",
     parse: allowedAssets,
-    default: () => ({}),
+    default: (): Record<number, Address[]> => ({}),
     help: "the only assets settled, per network",
   }),
   minAmounts: value({
