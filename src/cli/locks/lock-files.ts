@@ -26,8 +26,6 @@ const MAX_LOCK_BYTES = 16 * 1024;
 /** This process's user (files it creates are owned by it); undefined where there are no uids. */
 export const ourUid = process.geteuid?.();
 
-const octal = (mode: number) => `0${(mode & 0o7777).toString(8)}`;
-
 /** A directory lock files may not live in: `reason` says why, worded to follow its path. */
 export class UnsafeLockDirectory extends Error {
   override readonly name = "UnsafeLockDirectory";
@@ -55,7 +53,7 @@ export function checkLockDirectory(dir: string): void {
     const who = stats.mode & 0o002 ? "every user" : "its group";
     throw new UnsafeLockDirectory(
       dir,
-      `can be written by ${who} (mode ${octal(stats.mode)}) and has no sticky bit`,
+      `can be written by ${who} (mode 0${(stats.mode & 0o7777).toString(8)}) and has no sticky bit`,
     );
   }
 }

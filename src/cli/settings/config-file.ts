@@ -4,7 +4,6 @@ import { isObject } from "../../protocol/words.js";
 import { readSmallFile } from "../io/bounded-read.js";
 import { UsageError } from "../io/errors.js";
 import type { ConfigValues } from "./setting-resolver.js";
-import { CONFIG_KEYS } from "./settings.js";
 
 /** Edit distance, to suggest the key someone meant. */
 function distance(a: string, b: string): number {
@@ -22,11 +21,11 @@ function distance(a: string, b: string): number {
   return row[b.length] as number;
 }
 
-/** The config file `file` names (none: an empty one), its keys checked against settings.ts. */
+/** The config file `file` names (none: an empty one), its keys checked against `keys`. */
 export function readConfigFile(
   file: string | undefined,
   env: NodeJS.ProcessEnv,
-  keys: readonly string[] = CONFIG_KEYS,
+  keys: readonly string[],
 ): ConfigValues {
   if (!file) {
     return { values: {}, where: (key) => `${key} in the config file`, resolve: (p) => p };

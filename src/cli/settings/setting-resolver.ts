@@ -21,11 +21,6 @@ export interface SettingSources {
   readonly file?: ConfigValues | undefined;
 }
 
-interface Given {
-  readonly value: unknown;
-  readonly source: SettingSource;
-}
-
 /** The property commander keeps a flag's value under: "--rpc-url <url>" is rpcUrl. */
 export function flagAttribute(flag: string): string {
   return new Option(flag).attributeName();
@@ -37,8 +32,8 @@ const asGiven = (p: string) => p;
 export function givenFor(
   row: { readonly flag?: string; readonly env?: string; readonly key?: string },
   sources: SettingSources,
-): Given[] {
-  const found: Given[] = [];
+): { readonly value: unknown; readonly source: SettingSource }[] {
+  const found: ReturnType<typeof givenFor> = [];
   if (row.flag && sources.flags) {
     const raw = (sources.flags as Readonly<Record<string, unknown>>)[flagAttribute(row.flag)];
     const value = Array.isArray(raw) ? (raw.length > 0 ? raw.join(",") : undefined) : raw;

@@ -33,8 +33,9 @@ import {
 } from "./setting-parsers.js";
 import { key, perNetwork, type Setting, value } from "./setting-rows.js";
 
-/** A default of `ms`, shown in seconds. */
-const inSeconds = (ms: number, shown = String(ms / 1000)) => ({
+/** A number of seconds read by `parse` as ms, its default `ms`, shown in seconds. */
+const inSeconds = (ms: number, parse = positiveSeconds, shown = String(ms / 1000)) => ({
+  parse,
   default: () => ms,
   shownDefault: shown,
 });
@@ -140,7 +141,6 @@ export const SETTINGS = {
     flag: "--confirm-timeout <seconds>",
     env: "FACILITATOR_CONFIRM_TIMEOUT",
     key: "confirmTimeoutSeconds",
-    parse: positiveSeconds,
     ...inSeconds(60_000),
     help: "how long to wait for the receipt before answering settlement_pending",
   }),
@@ -148,7 +148,6 @@ export const SETTINGS = {
     flag: "--shutdown-timeout <seconds>",
     env: "FACILITATOR_SHUTDOWN_TIMEOUT",
     key: "shutdownTimeoutSeconds",
-    parse: positiveSeconds,
     // Inside `docker stop`'s 10 s before its SIGKILL, with room for the process to end.
     ...inSeconds(8_000),
     help: "serve: on SIGTERM or Ctrl-C, how long requests in flight may take to answer; a settle still waiting then is answered settlement_pending (it is in the journal) and the process exits",
@@ -234,7 +233,6 @@ export const SETTINGS = {
   replaceAfter: value({
     flag: "--replace-after <seconds>",
     key: "replaceAfterSeconds",
-    parse: positiveSeconds,
     ...inSeconds(15_000),
     help: "replace a transaction stuck in the mempool this long with a higher fee",
   }),
@@ -314,32 +312,31 @@ export const SETTINGS = {
   }),
   lockTimeout: value({
     env: "FACILITATOR_LOCK_TIMEOUT",
-    parse: secondsFrom(0, 86_400),
-    ...inSeconds(300_000),
+    ...inSeconds(300_000, secondsFrom(0, 86_400)),
     help: "how long a settle waits for its turn with a key, in seconds",
   }),
   lockLease: value({
     env: "FACILITATOR_LOCK_LEASE",
-    parse: secondsFrom(1, MAX_LEASE_MS / 1000),
-    ...inSeconds(DEFAULT_LEASE_MS),
+    ...inSeconds(DEFAULT_LEASE_MS, secondsFrom(1, MAX_LEASE_MS / 1000)),
     help: "how long a lock from another host counts without being renewed, in seconds",
   }),
   inputTimeout: value({
     env: "FACILITATOR_INPUT_TIMEOUT",
-    parse: secondsFrom(0, undefined, "must be a number of seconds (0: no limit)"),
-    ...inSeconds(30_000, "30; 0: none"),
+    ...inSeconds(
+      30_000,
+      secondsFrom(0, undefined, "must be a number of seconds (0: no limit)"),
+      "30; 0: none",
+    ),
     help: "how long to wait for input from a pipe, FIFO, device or stdin, in seconds",
   }),
   reconcileEvery: value({
     env: "FACILITATOR_RECONCILE_SECONDS",
-    parse: secondsFrom(0, undefined),
-    ...inSeconds(5_000, "5; 0: none"),
+    ...inSeconds(5_000, secondsFrom(0, undefined), "5; 0: none"),
     help: "serve: a reconciler pass every this many seconds",
   }),
   reconcileIdle: value({
     env: "FACILITATOR_RECONCILE_IDLE_SECONDS",
-    parse: secondsFrom(0, undefined),
-    ...inSeconds(10_000),
+    ...inSeconds(10_000, secondsFrom(0, undefined)),
     help: "serve: the reconciler follows settlements unchanged for this many seconds",
   }),
 } as const satisfies Record<string, Setting>;
