@@ -1,8 +1,7 @@
 /** How a setting is found: flag, else environment, else config key, else default; keys lazily. */
 import { Option } from "commander";
 import type { KeyRow, SettingParser, SettingSource, ValueRow } from "../../core/scheme-settings.js";
-import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
-import { filePath, usage } from "./setting-parsers.js";
+import { filePath, layered, type PerNetwork, perNetwork, usage } from "./setting-parsers.js";
 import { flagName, type PerNetworkSetting } from "./setting-rows.js";
 
 /** The config file as read (config-file.ts): its values, how messages name a key, its paths. */
@@ -90,16 +89,13 @@ export function keyLoader<K>(row: KeyRow, sources: SettingSources, read: KeyRead
   const [flag] = givenFor({ flag: row.flag }, sources);
   const [inline] = givenFor({ env: row.env }, sources);
   const [named] = row.envFile ? givenFor({ env: row.envFile }, sources) : [];
-  const [configured] = row.key ? givenFor({ key: row.key }, sources) : [];
-  const configuredPath = configured && filePath(configured.value, configured.source);
-  const { env } = sources;
+  const [configured] = (row.key ? givenFor({ key: row.key }, sources) : []).map((given) => ({
+    ...given,
+    value: filePath(given.value, given.source),
+  }));
   return () => {
-    if (flag) return read.inFile(String(flag.value), flag.source.name, env);
-    if (inline) return read.inline(String(inline.value), inline.source.name);
-    if (named) return read.inFile(String(named.value), named.source.name, env);
-    if (configured && configuredPath !== undefined) {
-      return read.inFile(configuredPath, configured.source.name, env);
-    }
-    return [];
+    if (inline && !flag) return read.inline(String(inline.value), inline.source.name);
+    const file = flag ?? named ?? configured;
+    return file ? read.inFile(String(file.value), file.source.name, sources.env) : [];
   };
 }

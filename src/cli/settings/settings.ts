@@ -16,15 +16,19 @@ import {
   DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE,
   MAX_TRANSACTION_COMPUTE_UNITS,
 } from "../../svm/exact/constants.js";
-import { DEFAULT_LEASE_MS, MAX_LEASE_MS } from "../locks/lock-holders.js";
-import { allowedAssets, gasAmount, gasBounds, minAmounts, nativeAmount } from "./config-limits.js";
+import { DEFAULT_LEASE_MS, MAX_LEASE_MS } from "../locks/lock-files.js";
 import {
   addresses,
+  allowedAssets,
   builderCode,
   directory,
   filePath,
+  gasAmount,
+  gasBounds,
   httpUrls,
   lamports,
+  minAmounts,
+  nativeAmount,
   onOff,
   positiveSeconds,
   postgresUrl,
