@@ -4,7 +4,7 @@ import type { KeyRow, SettingParser, SettingSource, ValueRow } from "../../core/
 import { filePath, layered, type PerNetwork, perNetwork, usage } from "./setting-parsers.js";
 import { flagName, type PerNetworkSetting } from "./setting-rows.js";
 
-/** The config file as read (config-file.ts): its values, how messages name a key, its paths. */
+/** The config file as read (config.ts): its values, how messages name a key, its paths. */
 export interface ConfigValues {
   readonly values: Readonly<Record<string, unknown>>;
   /** "rpcUrls in /path/config.json". */
