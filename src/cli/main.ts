@@ -1,5 +1,6 @@
 /** The `facilitator` command line; bin/facilitator.js exits with what main() returns. */
 import { Command, CommanderError } from "commander";
+import type { KeyRow } from "../core/scheme-settings.js";
 import type { ErrorCode } from "../protocol/errors.js";
 import { firstLine } from "../protocol/words.js";
 import { devnetCommand } from "./commands/devnet/devnet-command.js";
@@ -12,7 +13,7 @@ import { statusCommand } from "./commands/status/status-command.js";
 import { UsageError } from "./io/errors.js";
 import { wrapHelp } from "./io/help-layout.js";
 import { printJson } from "./io/output.js";
-import { flagName, type KeySetting } from "./settings/setting-rows.js";
+import { flagName } from "./settings/setting-rows.js";
 import { SETTINGS } from "./settings/settings.js";
 
 /** Every line the CLI writes for people about what went wrong starts with this. */
@@ -21,7 +22,7 @@ export const PREFIX = "facilitator:";
 const HELP_CODES = new Set(["commander.helpDisplayed", "commander.version", "commander.help"]);
 
 /** Where a key comes from instead of a flag's value: its file's flag, or the environment. */
-const useInstead = (row: KeySetting) => `use ${flagName(row.flag)} FILE or ${row.env}`;
+const useInstead = (row: KeyRow) => `use ${flagName(row.flag)} FILE or ${row.env}`;
 const NEVER = "keys are never taken on the command line";
 
 /** Flags people try that must never exist, and what to use instead. */

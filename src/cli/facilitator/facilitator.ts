@@ -41,31 +41,21 @@ export const registryOptions = (config: CliConfig) => ({
   rpcBatchLimit: config.rpcBatchLimit,
 });
 
-/** `signing`: keys and journal too. A bad deny list stops the command before anything else. */
-export async function facilitatorFrom(
-  config: CliConfig,
-  signing: boolean,
-  options: FacilitatorFromOptions = {},
-): Promise<Facilitator> {
-  const denyList = config.denyList === undefined ? undefined : readDenyList(config.denyList).list;
-  const facilitator = await build(config, signing, options);
-  facilitator.denyList = denyList;
-  return facilitator;
-}
-
 /** At a command's end: its answers written down as given, a shared store's key leases given up now. */
 export async function finish(facilitator: Facilitator): Promise<void> {
   await facilitator.answers.flush();
   if (facilitator.journal.shared) await facilitator.journal.close();
 }
 
-async function build(
+/** `signing`: keys and journal too. A bad deny list stops the command before anything else. */
+export async function facilitatorFrom(
   config: CliConfig,
   signing: boolean,
-  options: FacilitatorFromOptions,
+  options: FacilitatorFromOptions = {},
 ): Promise<Facilitator> {
   const rpc = {
     ...registryOptions(config),
+    denyList: config.denyList === undefined ? undefined : readDenyList(config.denyList).list,
     erc6492Factories: config.erc6492Factories,
     metrics: options.metrics,
     // Verify needs the Solana fee payers too: a payment names the one it expects.

@@ -1,4 +1,4 @@
-/** serve's door to new broadcasts: once shut, nothing goes out after its request was answered. */
+/** The door to new broadcasts: serve's, shut as it stops; settle's, held while the pool is read. */
 import type { SettlementStore } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 
@@ -21,15 +21,22 @@ export function wrapRecordSend<S extends SettlementStore>(
 
 export class SendingDoor {
   #shut = false;
+  #clear: Promise<void> = Promise.resolve();
 
   shut(): void {
     this.#shut = true;
   }
 
-  /** The store as settles see it: the same in every way, but for new records once shut. */
+  /** New records wait for `clear`; if it rejects, they fail with its error. */
+  hold(clear: Promise<void>): void {
+    clear.catch(() => undefined);
+    this.#clear = clear;
+  }
+
+  /** The store as settles see it: the same in every way, but for new records once shut or held. */
   guard<S extends SettlementStore>(store: S): S {
     return wrapRecordSend(store, (record) => (...args) => {
-      if (!this.#shut) return record(...args);
+      if (!this.#shut) return this.#clear.then(() => record(...args));
       const why =
         "the server is stopping: nothing was sent; retry on another replica, or here once it restarts";
       return Promise.reject(

@@ -10,9 +10,6 @@ const INDENT = 2;
 const SPACER = 2;
 const STACKED_INDENT = 8;
 
-/** The width commander lays help out to: the terminal's, else 80. */
-const helpWidth = (error = false) => terminalWidth(error ? process.stderr : process.stdout) || 80;
-
 function formatItem(
   this: Help,
   term: string,
@@ -51,7 +48,8 @@ export function afterHelp(text: string): (context: AddHelpTextContext) => string
   return (context) => {
     const wrapper = new Help();
     wrapper.minWidthToWrap = 1;
-    const width = helpWidth(context.error);
+    // The width commander lays help out to: the terminal's, else 80.
+    const width = terminalWidth(context.error ? process.stderr : process.stdout) || 80;
     const out: string[] = [];
     let paragraph: string[] = [];
     const flush = () => {

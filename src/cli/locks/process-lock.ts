@@ -4,21 +4,19 @@ import { lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import {
+  bootId,
   checkLockDirectory,
   createExclusive,
-  look,
-  ourUid,
-  replaceFile,
-  type Seen,
-} from "./lock-files.js";
-import {
-  bootId,
   DEFAULT_LEASE_MS,
   holderRuns,
   type LockHolder,
   lastRenewal,
+  look,
   ourStart,
-} from "./lock-holders.js";
+  ourUid,
+  replaceFile,
+  type Seen,
+} from "./lock-files.js";
 
 export interface HeldLock {
   readonly file: string;

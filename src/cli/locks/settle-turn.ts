@@ -1,12 +1,11 @@
 /** A settle's turn with its keys, then a wait for their pool transactions we did not record. */
 import type { PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import type { SettlementStore } from "../../core/store.js";
 import type { Facilitator } from "../../facilitator.js";
 import { FacilitatorError, type Failure, failure } from "../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../protocol/networks.js";
 import { field } from "../../protocol/words.js";
-import { wrapRecordSend } from "../facilitator/sending-door.js";
+import type { SendingDoor } from "../facilitator/sending-door.js";
 import { onInterrupt } from "../io/interrupt.js";
 import type { CliConfig } from "../settings/config.js";
 import { lockForSettle, type SettlementLocks, TurnTimeout } from "./settlement-locks.js";
@@ -131,30 +130,14 @@ async function earlierTransactions(
 }
 
 /** Holds a settle's broadcasts (by holding their journal record) until the pool is read. */
-export class PoolGate {
-  #clear: Promise<void> = Promise.resolve();
-
-  hold(clear: Promise<void>): void {
-    clear.catch(() => undefined);
-    this.#clear = clear;
-  }
-
-  guard<S extends SettlementStore>(store: S): S {
-    return wrapRecordSend(
-      store,
-      (record) =>
-        (...args) =>
-          this.#clear.then(() => record(...args)),
-    );
-  }
-}
+export { SendingDoor as PoolGate } from "../facilitator/sending-door.js";
 
 /** earlierTransactions() beside `settle`: if the pool is busy, `gate` held it; settle afresh. */
 export async function settleBesidePool<T>(
   facilitator: Facilitator,
   body: unknown,
   timeoutMs: number,
-  gate: PoolGate,
+  gate: Pick<SendingDoor, "hold">,
   settle: () => Promise<T>,
   refused: (failure: Failure) => T,
 ): Promise<T> {

@@ -10,8 +10,7 @@ import { UsageError } from "../io/errors.js";
 import { goneDevnetDir, staleDevnetMessage } from "../io/stale-devnet.js";
 import { resolveSetting } from "../settings/setting-resolver.js";
 import { SETTINGS } from "../settings/settings.js";
-import { UnsafeLockDirectory } from "./lock-files.js";
-import { type LockHolder, leaseOf } from "./lock-holders.js";
+import { type LockHolder, leaseOf, UnsafeLockDirectory } from "./lock-files.js";
 import { type Attempt, type HeldLock, holderOf, type Refused, tryLock } from "./process-lock.js";
 
 const POLL_MS = 100;

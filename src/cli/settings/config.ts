@@ -1,17 +1,24 @@
 /** The CLI's configuration; the settlement key never comes from a flag and is never echoed. */
+import path from "node:path";
+import type { ValueRow } from "../../core/scheme-settings.js";
 import type { EvmScheme } from "../../evm/scheme.js";
 import { EVM_SCHEMES, type SchemeOptions } from "../../evm/schemes.js";
+import { isObject } from "../../protocol/words.js";
 import { DEFAULT_SMART_WALLET_PROGRAMS } from "../../svm/exact/constants.js";
 import type { SmartWalletOptions } from "../../svm/exact/smart-wallet.js";
-import { readConfigFile } from "./config-file.js";
+import { readSmallFile } from "../io/bounded-read.js";
+import { UsageError } from "../io/errors.js";
 import { keyLoaders } from "./config-keys.js";
-import type { SettlementLimits } from "./config-limits.js";
-import { resolvePerNetwork, resolveSetting, type SettingSources } from "./setting-resolver.js";
-import type { ValueSetting } from "./setting-rows.js";
-import { CONFIG_KEYS, SETTINGS, type SettingFlags, schemeRows } from "./settings.js";
+import {
+  type ConfigValues,
+  resolvePerNetwork,
+  resolveSetting,
+  type SettingSources,
+} from "./setting-resolver.js";
+import { CONFIG_KEYS, SETTINGS, schemeRows } from "./settings.js";
 
-/** The flags a command may have of settings.ts's settings (a command has those it offers). */
-export type ConfigFlags = SettingFlags & Readonly<Record<string, unknown>>;
+/** A command's flags, as commander gives them: loadConfig reads the settings' by name. */
+export type ConfigFlags = Readonly<Record<string, unknown>>;
 
 /** The CLI's configuration: every setting resolved, the keys loaded only when called. */
 export type CliConfig = ReturnType<typeof loadConfig>;
@@ -22,11 +29,11 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   schemes: readonly EvmScheme[] = EVM_SCHEMES,
 ) {
-  const schemeKeys = Object.values(schemeRows(schemes)).flatMap((row) => row.key ?? []);
-  const known = [...new Set([...CONFIG_KEYS, ...schemeKeys])];
+  const ownRows = Object.entries(schemeRows(schemes));
+  const known = [...new Set([...CONFIG_KEYS, ...ownRows.flatMap(([, row]) => row.key ?? [])])];
   const file = readConfigFile(resolveSetting(SETTINGS.config, { flags, env }), env, known);
   const sources: SettingSources = { flags, env, file };
-  const setting = <R extends ValueSetting>(row: R) => resolveSetting(row, sources);
+  const setting = <R extends ValueRow>(row: R) => resolveSetting(row, sources);
 
   // Resolved in this order, so that of several mistakes the same one is reported first.
   return {
@@ -48,7 +55,10 @@ export function loadConfig(
     payerRevertLimit: setting(SETTINGS.payerRevertLimit),
     payerRevertWindowMs: setting(SETTINGS.payerRevertWindow),
     minSignerBalanceWei: setting(SETTINGS.minSignerBalance),
-    schemes: valuesOf(schemes, sources),
+    // The value rows of the schemes' own settings.
+    schemes: Object.fromEntries(
+      ownRows.flatMap(([name, row]) => (row.kind === "value" ? [[name, setting(row)]] : [])),
+    ) as Readonly<Record<string, unknown>>,
     erc6492Factories: setting(SETTINGS.erc6492Factories),
     builderCode: setting(SETTINGS.builderCode),
     denyList: setting(SETTINGS.denyList),
@@ -58,7 +68,8 @@ export function loadConfig(
   };
 }
 
-function limitsOf(sources: SettingSources): SettlementLimits {
+/** What the operator allows a settlement to cost (fee caps per chain id win), and the assets settled. */
+function limitsOf(sources: SettingSources) {
   const caps = resolvePerNetwork(SETTINGS.maxFee, sources);
   const budgets = resolvePerNetwork(SETTINGS.wastedGasBudget, sources);
   return {
@@ -73,7 +84,7 @@ function limitsOf(sources: SettingSources): SettlementLimits {
 
 /** The smart-wallet settings, read only when they are switched on. */
 function smartWalletsOf(sources: SettingSources): SmartWalletOptions | undefined {
-  const setting = <R extends ValueSetting>(row: R) => resolveSetting(row, sources);
+  const setting = <R extends ValueRow>(row: R) => resolveSetting(row, sources);
   const programs = setting(SETTINGS.svmSmartWalletPrograms);
   const maxComputeUnits = setting(SETTINGS.svmSmartWalletMaxComputeUnits);
   const maxPriorityFee = setting(SETTINGS.svmSmartWalletMaxPriorityFee);
@@ -85,16 +96,6 @@ function smartWalletsOf(sources: SettingSources): SmartWalletOptions | undefined
   };
 }
 
-/** The value rows of the schemes' own settings, each from its flag, environment or config key. */
-function valuesOf(schemes: readonly EvmScheme[], sources: SettingSources) {
-  const rows = Object.entries(schemeRows(schemes));
-  return Object.fromEntries(
-    rows.flatMap(([name, row]) =>
-      row.kind === "value" ? [[name, resolveSetting(row, sources)]] : [],
-    ),
-  ) as Readonly<Record<string, unknown>>;
-}
-
 /** The family's options the schemes' settings make, every scheme's together. */
 export function schemeOptions(
   schemes: readonly EvmScheme[],
@@ -102,4 +103,56 @@ export function schemeOptions(
   run: { readonly server: boolean },
 ): Partial<SchemeOptions> {
   return Object.assign({}, ...schemes.map((scheme) => scheme.settings?.options(values, run) ?? {}));
+}
+
+/** Edit distance, to suggest the key someone meant. */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j] as number;
+      const cost = a[i - 1]?.toLowerCase() === b[j - 1]?.toLowerCase() ? 0 : 1;
+      row[j] = Math.min(above + 1, (row[j - 1] as number) + 1, diagonal + cost);
+      diagonal = above;
+    }
+  }
+  return row[b.length] as number;
+}
+
+/** The JSON config file (none: an empty one): size-limited, keys checked, paths relative to it. */
+function readConfigFile(
+  file: string | undefined,
+  env: NodeJS.ProcessEnv,
+  keys: readonly string[],
+): ConfigValues {
+  if (!file) {
+    return { values: {}, where: (key) => `${key} in the config file`, resolve: (p) => p };
+  }
+  const text = readSmallFile(file, `config file ${file}`, env);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // JSON.parse's message quotes the start of the text: never echo a file that may hold a key.
+    throw new UsageError(`config file ${file} is not valid: not JSON`);
+  }
+  if (!isObject(parsed)) {
+    throw new UsageError(`config file ${file} is not valid: expected a JSON object`);
+  }
+  for (const key of Object.keys(parsed)) {
+    if (key === "$schema" || keys.includes(key)) continue;
+    const near = keys.filter((known) => distance(key, known) <= 3);
+    const shown = JSON.stringify(key.slice(0, 60));
+    throw new UsageError(
+      `config file ${file}: unknown key ${shown}${near.length > 0 ? ` (did you mean ${near.join(" or ")}?)` : ""}; the keys are ${keys.join(", ")}`,
+    );
+  }
+  const dir = path.dirname(path.resolve(file));
+  return {
+    values: parsed as Record<string, unknown>,
+    where: (key) => `${key} in ${file}`,
+    resolve: (p) => path.resolve(dir, p),
+  };
 }

@@ -1,14 +1,10 @@
 /** How a setting is found: flag, else environment, else config key, else default; keys lazily. */
-import { layered, type PerNetwork, perNetwork } from "./config-limits.js";
-import { filePath, type Parser, type Source, usage } from "./setting-parsers.js";
-import {
-  flagName,
-  type KeySetting,
-  type PerNetworkSetting,
-  type ValueSetting,
-} from "./setting-rows.js";
+import { Option } from "commander";
+import type { KeyRow, SettingParser, SettingSource, ValueRow } from "../../core/scheme-settings.js";
+import { filePath, layered, type PerNetwork, perNetwork, usage } from "./setting-parsers.js";
+import { flagName, type PerNetworkSetting } from "./setting-rows.js";
 
-/** The config file as read (config-file.ts): its values, how messages name a key, its paths. */
+/** The config file as read (config.ts): its values, how messages name a key, its paths. */
 export interface ConfigValues {
   readonly values: Readonly<Record<string, unknown>>;
   /** "rpcUrls in /path/config.json". */
@@ -24,16 +20,9 @@ export interface SettingSources {
   readonly file?: ConfigValues | undefined;
 }
 
-interface Given {
-  readonly value: unknown;
-  readonly source: Source;
-}
-
 /** The property commander keeps a flag's value under: "--rpc-url <url>" is rpcUrl. */
 export function flagAttribute(flag: string): string {
-  return flagName(flag)
-    .slice(2)
-    .replace(/-([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+  return new Option(flag).attributeName();
 }
 
 const asGiven = (p: string) => p;
@@ -42,8 +31,8 @@ const asGiven = (p: string) => p;
 export function givenFor(
   row: { readonly flag?: string; readonly env?: string; readonly key?: string },
   sources: SettingSources,
-): Given[] {
-  const found: Given[] = [];
+): { readonly value: unknown; readonly source: SettingSource }[] {
+  const found: ReturnType<typeof givenFor> = [];
   if (row.flag && sources.flags) {
     const raw = (sources.flags as Readonly<Record<string, unknown>>)[flagAttribute(row.flag)];
     const value = Array.isArray(raw) ? (raw.length > 0 ? raw.join(",") : undefined) : raw;
@@ -70,14 +59,11 @@ export function givenFor(
 
 /** What a value setting resolves to: what its parser gives, or its default (none: undefined). */
 export type ValueOf<R> =
-  | (R extends { readonly parse: Parser<infer T> } ? T : never)
+  | (R extends { readonly parse: SettingParser<infer T> } ? T : never)
   | (R extends { readonly default: (env: NodeJS.ProcessEnv) => infer D } ? D : undefined);
 
 /** The setting's value from the first source that gives one, else its default. */
-export function resolveSetting<R extends ValueSetting>(
-  row: R,
-  sources: SettingSources,
-): ValueOf<R> {
+export function resolveSetting<R extends ValueRow>(row: R, sources: SettingSources): ValueOf<R> {
   const [first] = givenFor(row, sources);
   if (first) return usage(row.parse)(first.value, first.source) as ValueOf<R>;
   return row.default?.(sources.env) as ValueOf<R>;
@@ -99,24 +85,17 @@ export interface KeyReader<K> {
 }
 
 /** A key setting's keys, read when called; a config file path of the wrong type is refused now. */
-export function keyLoader<K>(
-  row: KeySetting,
-  sources: SettingSources,
-  read: KeyReader<K>,
-): () => K[] {
+export function keyLoader<K>(row: KeyRow, sources: SettingSources, read: KeyReader<K>): () => K[] {
   const [flag] = givenFor({ flag: row.flag }, sources);
   const [inline] = givenFor({ env: row.env }, sources);
   const [named] = row.envFile ? givenFor({ env: row.envFile }, sources) : [];
-  const [configured] = row.key ? givenFor({ key: row.key }, sources) : [];
-  const configuredPath = configured && filePath(configured.value, configured.source);
-  const { env } = sources;
+  const [configured] = (row.key ? givenFor({ key: row.key }, sources) : []).map((given) => ({
+    ...given,
+    value: filePath(given.value, given.source),
+  }));
   return () => {
-    if (flag) return read.inFile(String(flag.value), flag.source.name, env);
-    if (inline) return read.inline(String(inline.value), inline.source.name);
-    if (named) return read.inFile(String(named.value), named.source.name, env);
-    if (configured && configuredPath !== undefined) {
-      return read.inFile(configuredPath, configured.source.name, env);
-    }
-    return [];
+    if (inline && !flag) return read.inline(String(inline.value), inline.source.name);
+    const file = flag ?? named ?? configured;
+    return file ? read.inFile(String(file.value), file.source.name, sources.env) : [];
   };
 }

@@ -1,23 +1,17 @@
 /** A settings.ts row (a value, one per network, or a key), and how messages and help name it. */
 import type { KeyRow, ValueRow } from "../../core/scheme-settings.js";
 
-/** One value: the first source that gives one wins (a scheme's rows are of this kind too). */
-export type ValueSetting<T = unknown, D = T | undefined> = ValueRow<T, D>;
-
 /** Per network: layered config file, then environment, then flag; every-network replaces below. */
 export type PerNetworkSetting<T = unknown> = Omit<ValueRow<T>, "kind" | "default"> & {
   readonly kind: "per network";
 };
 
-/** A key, read only when a command needs it and never printed (core/scheme-settings.ts). */
-export type KeySetting = KeyRow;
-
 // biome-ignore lint/suspicious/noExplicitAny: a table of rows of every value type
 type Any = any;
-export type Setting = ValueSetting<Any, Any> | PerNetworkSetting<Any> | KeySetting;
+export type Setting = ValueRow<Any, Any> | PerNetworkSetting<Any> | KeyRow;
 
 // Each row keeps its own type (a row with a flag is known to have one), checked against its kind.
-export function value<const R extends Omit<ValueSetting<Any, Any>, "kind">>(row: R) {
+export function value<const R extends Omit<ValueRow<Any, Any>, "kind">>(row: R) {
   return { kind: "value" as const, ...row };
 }
 
@@ -25,7 +19,7 @@ export function perNetwork<const R extends Omit<PerNetworkSetting<Any>, "kind">>
   return { kind: "per network" as const, ...row };
 }
 
-export function key<const R extends Omit<KeySetting, "kind">>(row: R) {
+export function key<const R extends Omit<KeyRow, "kind">>(row: R) {
   return { kind: "key" as const, ...row };
 }
 
@@ -56,23 +50,3 @@ export function helpLine(row: Setting): string {
   }
   return notes.length > 0 ? `${row.help} (${notes.join("; ")})` : row.help;
 }
-
-type CamelCase<S extends string> = S extends `${infer Head}-${infer Tail}`
-  ? `${Head}${Capitalize<CamelCase<Tail>>}`
-  : S;
-/** The property commander keeps a flag under: "--rpc-url <url>" is rpcUrl. */
-type FlagProperty<Row> = Row extends { readonly flag: `--${infer Name} <${string}>` }
-  ? CamelCase<Name>
-  : Row extends { readonly flag: `--${infer Name}` }
-    ? CamelCase<Name>
-    : never;
-type FlagValue<Row> = Row extends { readonly repeatable: true }
-  ? string[]
-  : Row extends { readonly flag: `${string}<${string}>` }
-    ? string
-    : boolean;
-
-/** The flags a table of rows gives, as commander gives a command's options. */
-export type FlagsOf<Table> = {
-  readonly [Name in keyof Table as FlagProperty<Table[Name]>]?: FlagValue<Table[Name]> | undefined;
-};

@@ -1,6 +1,7 @@
 /** Every setting once: flag, env, config key, parser, default, help (docs are held to it). */
 import os from "node:os";
 import path from "node:path";
+import type { Address } from "viem";
 import { secondsFrom, wholeNumber } from "../../core/scheme-settings.js";
 import { DEFAULT_RATE_PER_PAYER } from "../../core/settle-rate.js";
 import { DEFAULT_WASTED_GAS_BUDGET } from "../../evm/chain/gas-at-risk.js";
@@ -15,25 +16,30 @@ import {
   DEFAULT_SMART_WALLET_MAX_PRIORITY_FEE,
   MAX_TRANSACTION_COMPUTE_UNITS,
 } from "../../svm/exact/constants.js";
-import { DEFAULT_LEASE_MS, MAX_LEASE_MS } from "../locks/lock-holders.js";
-import { allowedAssets, gasAmount, gasBounds, minAmounts, nativeAmount } from "./config-limits.js";
+import { DEFAULT_LEASE_MS, MAX_LEASE_MS } from "../locks/lock-files.js";
 import {
   addresses,
+  allowedAssets,
   builderCode,
   directory,
   filePath,
+  gasAmount,
+  gasBounds,
   httpUrls,
   lamports,
+  minAmounts,
+  nativeAmount,
   onOff,
   positiveSeconds,
   postgresUrl,
   solanaAddresses,
   wei,
 } from "./setting-parsers.js";
-import { type FlagsOf, key, perNetwork, type Setting, value } from "./setting-rows.js";
+import { key, perNetwork, type Setting, value } from "./setting-rows.js";
 
-/** A default of `ms`, shown in seconds. */
-const inSeconds = (ms: number, shown = String(ms / 1000)) => ({
+/** A number of seconds read by `parse` as ms, its default `ms`, shown in seconds. */
+const inSeconds = (ms: number, parse = positiveSeconds, shown = String(ms / 1000)) => ({
+  parse,
   default: () => ms,
   shownDefault: shown,
 });
@@ -139,7 +145,6 @@ export const SETTINGS = {
     flag: "--confirm-timeout <seconds>",
     env: "FACILITATOR_CONFIRM_TIMEOUT",
     key: "confirmTimeoutSeconds",
-    parse: positiveSeconds,
     ...inSeconds(60_000),
     help: "how long to wait for the receipt before answering settlement_pending",
   }),
@@ -147,7 +152,6 @@ export const SETTINGS = {
     flag: "--shutdown-timeout <seconds>",
     env: "FACILITATOR_SHUTDOWN_TIMEOUT",
     key: "shutdownTimeoutSeconds",
-    parse: positiveSeconds,
     // Inside `docker stop`'s 10 s before its SIGKILL, with room for the process to end.
     ...inSeconds(8_000),
     help: "serve: on SIGTERM or Ctrl-C, how long requests in flight may take to answer; a settle still waiting then is answered settlement_pending (it is in the journal) and the process exits",
@@ -208,7 +212,7 @@ export const SETTINGS = {
   allowedAssets: value({
     key: "allowedAssets",
     parse: allowedAssets,
-    default: () => ({}),
+    default: (): Record<number, Address[]> => ({}),
     help: "the only assets settled, per network",
   }),
   minAmounts: value({
@@ -233,7 +237,6 @@ export const SETTINGS = {
   replaceAfter: value({
     flag: "--replace-after <seconds>",
     key: "replaceAfterSeconds",
-    parse: positiveSeconds,
     ...inSeconds(15_000),
     help: "replace a transaction stuck in the mempool this long with a higher fee",
   }),
@@ -313,32 +316,31 @@ export const SETTINGS = {
   }),
   lockTimeout: value({
     env: "FACILITATOR_LOCK_TIMEOUT",
-    parse: secondsFrom(0, 86_400),
-    ...inSeconds(300_000),
+    ...inSeconds(300_000, secondsFrom(0, 86_400)),
     help: "how long a settle waits for its turn with a key, in seconds",
   }),
   lockLease: value({
     env: "FACILITATOR_LOCK_LEASE",
-    parse: secondsFrom(1, MAX_LEASE_MS / 1000),
-    ...inSeconds(DEFAULT_LEASE_MS),
+    ...inSeconds(DEFAULT_LEASE_MS, secondsFrom(1, MAX_LEASE_MS / 1000)),
     help: "how long a lock from another host counts without being renewed, in seconds",
   }),
   inputTimeout: value({
     env: "FACILITATOR_INPUT_TIMEOUT",
-    parse: secondsFrom(0, undefined, "must be a number of seconds (0: no limit)"),
-    ...inSeconds(30_000, "30; 0: none"),
+    ...inSeconds(
+      30_000,
+      secondsFrom(0, undefined, "must be a number of seconds (0: no limit)"),
+      "30; 0: none",
+    ),
     help: "how long to wait for input from a pipe, FIFO, device or stdin, in seconds",
   }),
   reconcileEvery: value({
     env: "FACILITATOR_RECONCILE_SECONDS",
-    parse: secondsFrom(0, undefined),
-    ...inSeconds(5_000, "5; 0: none"),
+    ...inSeconds(5_000, secondsFrom(0, undefined), "5; 0: none"),
     help: "serve: a reconciler pass every this many seconds",
   }),
   reconcileIdle: value({
     env: "FACILITATOR_RECONCILE_IDLE_SECONDS",
-    parse: secondsFrom(0, undefined),
-    ...inSeconds(10_000),
+    ...inSeconds(10_000, secondsFrom(0, undefined)),
     help: "serve: the reconciler follows settlements unchanged for this many seconds",
   }),
 } as const satisfies Record<string, Setting>;
@@ -354,9 +356,6 @@ export function schemeRows(schemes: readonly EvmScheme[]): Record<string, Settin
   }
   return rows;
 }
-
-/** The flags of the table's settings, as commander gives a command's options. */
-export type SettingFlags = FlagsOf<typeof SETTINGS>;
 
 /** Every key the config file may hold ("$schema" too, for editors), in the table's order. */
 export const CONFIG_KEYS: readonly string[] = Object.values(SETTINGS).flatMap((row: Setting) =>
