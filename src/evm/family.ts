@@ -1,8 +1,4 @@
-/**
- * The EVM family: routes a payment to its scheme and method, and owns what EVM settlements share
- * (signers, in-flight ledger, gas at risk, bounds, fee caps, listed assets). It claims every
- * network no other family does, so its unsupported_network messages name the CAIP-2 forms.
- */
+/** The EVM family: routes payments to schemes and methods, owns what EVM settlements share. */
 import type { Address, Hex } from "viem";
 import { timeoutOf } from "../core/accepts.js";
 import { requiredAmount } from "../core/amount-floor.js";
@@ -97,6 +93,7 @@ export class EvmFamily implements ChainFamily {
     };
   }
 
+  /** Every network no other family claims: its unsupported_network messages name CAIP-2 forms. */
   claims(_network: string): boolean {
     return true;
   }

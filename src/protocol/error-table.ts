@@ -1,7 +1,4 @@
-/**
- * The one error table: HTTP status, x402 reason (the reference SDK's, so resource servers see the
- * same verdicts) and summary of every failure; read through errors.ts.
- */
+/** The one error table: HTTP status, x402 reason (the reference SDK's), summary; see errors.ts. */
 
 export interface ErrorSpec {
   /**

@@ -1,7 +1,4 @@
-/**
- * Networks as data: chain ids, v1 names, public RPCs, stablecoins (@x402/evm 2.27.0's table plus
- * three legacy v1 USDCs; test/default-assets.test.ts keeps them in step).
- */
+/** Networks as data: @x402/evm 2.27.0's table and three legacy v1 USDCs (default-assets.test). */
 import type { Address } from "viem";
 import type { TokenUnits } from "./amounts.js";
 
@@ -27,10 +24,7 @@ export interface KnownNetwork {
   readonly assets?: readonly KnownAsset[];
   /** The native token's symbol, for messages. */
   readonly native?: string;
-  /**
-   * Default cap on one settlement's cost in the native token, above busy-hour prices: a fee spike
-   * stops settles before it drains the key (docs/settling-safely.md).
-   */
+  /** Default cap on a settlement's cost in native token, above busy hours: spikes can't drain. */
   readonly feeCap?: string;
   /** The default gas bounds are multiplied by this where gas also pays for L1 data (rollups). */
   readonly gasScale?: number;

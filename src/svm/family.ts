@@ -124,10 +124,7 @@ export class SvmFamily implements ChainFamily {
     return status ? status.err === null : false;
   }
 
-  /**
-   * An `exact` offer on a served cluster gets one of our fee payers (in turn), its CAIP-2 network
-   * and a timeout; one naming a fee payer not ours is left out (we could not settle it).
-   */
+  /** An `exact` offer on a served cluster, given our fee payer (naming another's: left out). */
   async complete(offered: Offer, defaultTimeout: number) {
     const feePayers = this.feePayers;
     if (offered.scheme !== "exact" || feePayers.length === 0) return undefined;
