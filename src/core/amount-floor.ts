@@ -1,6 +1,7 @@
 /** What a payment must move to be worth a transaction: more than 0, and the operator's minimum. */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
+import { addressKey } from "../protocol/transaction-hash.js";
 import type { Moved } from "./family.js";
 
 /** An operator's minimum: `units` of `asset` on `network` (a CAIP-2 id), or on every network. */
@@ -10,10 +11,8 @@ export interface MinAmount {
   readonly units: bigint;
 }
 
-/** EVM addresses compare in lower case; Solana's (base58) as written. */
-const assetKey = (asset: string) => (/^0x[0-9a-fA-F]*$/.test(asset) ? asset.toLowerCase() : asset);
 const keyOf = (network: string | undefined, asset: string) =>
-  `${network ?? "*"} ${assetKey(asset)}`;
+  `${network ?? "*"} ${addressKey(asset)}`;
 
 /** A decimal amount of units as requests carry it; undefined for anything else. */
 export function unitsOf(text: unknown): bigint | undefined {

@@ -88,10 +88,7 @@ export class FacilitatorCore {
     return this.discovery ? this.discovery.afterSettle(request, result, level) : result;
   }
 
-  /**
-   * Refused before any chain call: by the deny list, for moving nothing or less than the minimum,
-   * for a party over its settle rate (verify says so too).
-   */
+  /** Refused before any chain call: denied, moving too little, over a settle rate (verify too). */
   async #checked(family: ChainFamily, request: PaymentRequest, op: "verify" | "settle") {
     const list = this.denyList;
     let parties: Parties | undefined;

@@ -1,10 +1,12 @@
 /** What the core asks of a chain family (EVM, Solana); it routes to the first that claims. */
 import type { Parties } from "../deny-list/deny-list.js";
+import { failed } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
 import type { MaySend } from "./settle-loop.js";
 import type { JournalEntry } from "./store.js";
+import { failureOfThrown, namingEndpoint } from "./thrown.js";
 
 export interface SupportedKind {
   readonly x402Version: 1 | 2;
@@ -93,3 +95,40 @@ export interface Followed {
   /** In a few words: the block it landed in, why it failed, what it waits for. */
   readonly detail: string;
 }
+
+/** A request routed to what runs it (its scheme's method, the chain's context), or why not. */
+export type Routed<T> = { readonly ok: true; readonly target: T } | ReturnType<typeof failed>;
+
+/** The target `make` builds for a routed request; a throw (the RPC down) is the failure it means. */
+export async function routedTo<T>(make: () => Promise<T>): Promise<Routed<T>> {
+  try {
+    return { ok: true, target: await make() };
+  } catch (error) {
+    return failed(failureOfThrown(error, "verify"));
+  }
+}
+
+/** Runs a routed request: a throw becomes its failure; `after` rejecting (wrong chain) answers. */
+export async function runRouted<T, R extends VerifyResult | SettleResult>(
+  request: PaymentRequest,
+  op: "verify" | "settle",
+  routed: Routed<T>,
+  call: (target: T) => Promise<R>,
+  via: (target: T) => string | undefined,
+  after: (target: T, result: R) => Promise<void> = async () => {},
+): Promise<R> {
+  if (!routed.ok) return routed as R;
+  const thrown = (error: unknown) => failed(failureOfThrown(error, op)) as R;
+  let result: R;
+  try {
+    result = await call(routed.target);
+  } catch (error) {
+    result = thrown(error);
+  }
+  const instead = await after(routed.target, result).then(() => undefined, thrown);
+  return instead ?? namingEndpoint(result, request.requirements.network, via(routed.target));
+}
+
+/** A family's signing addresses under its CAIP-2 pattern ("eip155:*"), if it has any. */
+export const signersUnder = (pattern: string, addresses: readonly string[]) =>
+  addresses.length > 0 ? { [pattern]: [...addresses] } : {};

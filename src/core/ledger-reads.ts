@@ -1,7 +1,4 @@
-/**
- * What the in-flight ledger (ledger.ts) asks of a family: its sources read at one point; and the
- * decision, under the store's lock, when other replicas hold on the same slots.
- */
+/** What the ledger asks of a family (reads at one point), and the decision when replicas hold. */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { HeldElsewhere, SettlementStore } from "./store.js";
 

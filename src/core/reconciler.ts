@@ -1,7 +1,4 @@
-/**
- * Every unfinished settlement followed to its end without waiting for a retry: claimed (one replica
- * follows it), asked of its family, recorded. `serve` runs a pass every few seconds.
- */
+/** Unfinished settlements followed to their end (one replica each), recorded; `serve` runs it. */
 
 import { firstLine } from "../protocol/words.js";
 import { rpcErrorKind } from "../rpc/rpc-errors.js";

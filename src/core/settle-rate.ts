@@ -5,6 +5,7 @@
 
 import type { Parties } from "../deny-list/deny-list.js";
 import { type Failure, failure } from "../protocol/errors.js";
+import { addressKey } from "../protocol/transaction-hash.js";
 import { BudgetMap, objectBytes, stringBytes } from "./byte-budget.js";
 
 /** The CLI's default: one a second sustained, bursts of 60, per payer (ten times per payee). */
@@ -26,10 +27,6 @@ interface Bucket {
 export type Taken =
   | { readonly ok: true; readonly release: () => void }
   | { readonly ok: false; readonly failure: Failure };
-
-/** EVM addresses in lower case; Solana's (base58) as written. */
-const normal = (address: string) =>
-  /^0x[0-9a-fA-F]*$/.test(address) ? address.toLowerCase() : address;
 
 export class SettlementRate {
   readonly perMinute: number;
@@ -114,7 +111,7 @@ type Role = "payer" | "payee";
 
 function named(parties: Parties): [role: Role, address: string][] {
   return [
-    ...parties.payers.map((a): [Role, string] => ["payer", normal(a)]),
-    ...parties.payees.map((a): [Role, string] => ["payee", normal(a)]),
+    ...parties.payers.map((a): [Role, string] => ["payer", addressKey(a)]),
+    ...parties.payees.map((a): [Role, string] => ["payee", addressKey(a)]),
   ].filter(([, a]) => a !== "");
 }

@@ -1,8 +1,4 @@
-/**
- * The EVM family: routes a payment to its scheme and method, and owns what EVM settlements share
- * (signers, in-flight ledger, gas at risk, bounds, fee caps, listed assets). It claims every
- * network no other family does, so its unsupported_network messages name the CAIP-2 forms.
- */
+/** The EVM family: routes payments to schemes and methods, owns what EVM settlements share. */
 import type { Address, Hex } from "viem";
 import { timeoutOf } from "../core/accepts.js";
 import { requiredAmount } from "../core/amount-floor.js";
@@ -12,15 +8,16 @@ import type {
   Followed,
   Observed,
   Offer,
+  Routed,
   SettlementKey,
   Supported,
   SupportedKind,
 } from "../core/family.js";
+import { routedTo, runRouted, signersUnder } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry, SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
-import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
 import { type Failure, failed, failure } from "../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownAsset } from "../protocol/networks.js";
 import { type PaymentRequest, payerHint } from "../protocol/request.js";
@@ -40,9 +37,7 @@ import type { EvmOptions } from "./options.js";
 import type { EvmScheme, EvmSchemeHost } from "./scheme.js";
 import { EVM_SCHEMES } from "./schemes.js";
 
-type Routed =
-  | { ok: true; method: PaymentMethod; ctx: EvmContext }
-  | { ok: false; failure: Failure };
+type Target = { readonly method: PaymentMethod; readonly ctx: EvmContext };
 
 export class EvmFamily implements ChainFamily {
   readonly name = "evm";
@@ -98,6 +93,7 @@ export class EvmFamily implements ChainFamily {
     };
   }
 
+  /** Every network no other family claims: its unsupported_network messages name CAIP-2 forms. */
   claims(_network: string): boolean {
     return true;
   }
@@ -158,8 +154,9 @@ export class EvmFamily implements ChainFamily {
   async settlementKey(request: PaymentRequest): Promise<SettlementKey> {
     const routed = await this.#route(request);
     if (!routed.ok) return { ok: false, why: routed.failure.message };
-    const key = routed.method.settlementKey(routed.ctx, request);
-    const why = `no settlement of its own follows from its ${routed.method.name} payload`;
+    const { method, ctx } = routed.target;
+    const key = method.settlementKey(ctx, request);
+    const why = `no settlement of its own follows from its ${method.name} payload`;
     return key ? { ok: true, key } : { ok: false, why };
   }
 
@@ -170,34 +167,26 @@ export class EvmFamily implements ChainFamily {
   }
 
   verify(request: PaymentRequest): Promise<VerifyResult> {
-    return this.#run(request, "verify", (method, ctx) => method.verify(ctx, request));
+    return this.#run(request, "verify", (t) => t.method.verify(t.ctx, request));
   }
 
   settle(request: PaymentRequest, waitUntil: WaitUntil): Promise<SettleResult> {
-    return this.#run(request, "settle", (method, ctx) => method.settle(ctx, request, waitUntil));
+    return this.#run(request, "settle", (t) => t.method.settle(t.ctx, request, waitUntil));
   }
 
   async #run<R extends VerifyResult | SettleResult>(
     request: PaymentRequest,
     op: "verify" | "settle",
-    call: (method: PaymentMethod, ctx: EvmContext) => Promise<R>,
+    call: (target: Target) => Promise<R>,
   ): Promise<R> {
-    const thrown = (error: unknown) => ({ ok: false, failure: failureOfThrown(error, op) }) as R;
-    const routed = await this.#route(request);
-    if (!routed.ok) return { ok: false, failure: routed.failure } as R;
-    let result: R;
-    try {
-      result = await call(routed.method, routed.ctx);
-    } catch (error) {
-      result = thrown(error);
-    }
-    // The RPC serves another chain than asked (or could not say): its error is the answer.
-    const elsewhere = await this.#rpc.confirmed(routed.ctx.chainId).then(() => undefined, thrown);
-    if (elsewhere) return elsewhere;
-    if (op === "verify" && !result.ok && result.failure.code === "chain_unavailable") {
-      this.chainTrouble(request);
-    }
-    return namingEndpoint(result, request.requirements.network, this.#rpc.via(routed.ctx.chainId));
+    const via = ({ ctx }: Target) => this.#rpc.via(ctx.chainId);
+    const after = async ({ ctx }: Target, result: R) => {
+      await this.#rpc.confirmed(ctx.chainId);
+      if (op === "verify" && !result.ok && result.failure.code === "chain_unavailable") {
+        this.chainTrouble(request);
+      }
+    };
+    return runRouted(request, op, await this.#route(request), call, via, after);
   }
 
   /** After an outage the node may be another (restarted, reset): re-read nonces from it. */
@@ -223,14 +212,13 @@ export class EvmFamily implements ChainFamily {
     for (const chainId of await this.#rpc.servedChainIds()) {
       for (const scheme of this.schemes) kinds.push(...scheme.kinds(chainId, this.#host));
     }
-    const signers = this.signers.addresses;
     return {
       kinds,
       extensions: [
         ...this.schemes.flatMap((scheme) => scheme.extensions ?? []),
         ...(this.#options.builderCode ? ["builder-code"] : []),
       ],
-      signers: signers.length > 0 ? { "eip155:*": [...signers] } : {},
+      signers: signersUnder("eip155:*", this.signers.addresses),
     };
   }
 
@@ -246,7 +234,7 @@ export class EvmFamily implements ChainFamily {
     return completed && { ...completed, network: caip2(chainId), maxTimeoutSeconds };
   }
 
-  async #route(request: PaymentRequest): Promise<Routed> {
+  async #route(request: PaymentRequest): Promise<Routed<Target>> {
     const { requirements, x402Version } = request;
     const scheme = this.schemes.find((s) => s.name === requirements.scheme);
     if (!scheme) {
@@ -257,14 +245,13 @@ export class EvmFamily implements ChainFamily {
       );
     }
     const chainId = chainIdOf(requirements.network, x402Version);
-    if (typeof chainId !== "number") return { ok: false, failure: chainId };
+    if (typeof chainId !== "number") return failed(chainId);
     const method = scheme.method(request);
-    if ("code" in method) return { ok: false, failure: method };
-    try {
-      return { ok: true, method, ctx: await this.#context(chainId, requirements.network) };
-    } catch (error) {
-      return { ok: false, failure: failureOfThrown(error, "verify") };
-    }
+    if ("code" in method) return failed(method);
+    return routedTo(async () => ({
+      method,
+      ctx: await this.#context(chainId, requirements.network),
+    }));
   }
 
   /** Per chain, the context made for its current client. */

@@ -1,4 +1,5 @@
 /** An x402 scheme on EVM chains (a folder: exact/, upto/), registered in one line in schemes.ts. */
+import type { requiredAmount } from "../core/amount-floor.js";
 import type { SupportedKind } from "../core/family.js";
 import type { SchemeRow } from "../core/scheme-settings.js";
 import type { Parties } from "../deny-list/deny-list.js";
@@ -50,7 +51,4 @@ export interface EvmScheme {
 }
 
 /** An amount and the field that says it; "nothing" when the request moves none by design. */
-export type SchemeMoves =
-  | { readonly amount: bigint; readonly field: string }
-  | "nothing"
-  | undefined;
+export type SchemeMoves = ReturnType<typeof requiredAmount> | "nothing";

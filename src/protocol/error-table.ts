@@ -1,7 +1,4 @@
-/**
- * The one error table: HTTP status, x402 reason (the reference SDK's, so resource servers see the
- * same verdicts) and summary of every failure; read through errors.ts.
- */
+/** The one error table: HTTP status, x402 reason (the reference SDK's), summary; see errors.ts. */
 
 export interface ErrorSpec {
   /**
@@ -22,8 +19,10 @@ function row(status: ErrorSpec["status"], x402: string, summary: string): ErrorS
 }
 /** Most rows: the request is refused for what it asks. */
 const badRequest = (x402: string, summary: string) => row(400, x402, summary);
+/** A row whose x402 reason is its code (filled in below). */
+const own = (status: ErrorSpec["status"], summary: string) => row(status, "", summary);
 
-export const ERRORS = {
+const TABLE = {
   invalid_request: badRequest(
     "invalid_payload",
     "The request is not valid JSON of the documented shape",
@@ -32,7 +31,7 @@ export const ERRORS = {
     "invalid_x402_version",
     "This x402 version is not supported (1 and 2 are)",
   ),
-  unsupported_scheme: badRequest("unsupported_scheme", "This payment scheme is not supported"),
+  unsupported_scheme: own(400, "This payment scheme is not supported"),
   unsupported_network: badRequest(
     "invalid_network",
     "This network is not served here (no RPC is configured for it)",
@@ -77,8 +76,8 @@ export const ERRORS = {
     "invalid_exact_svm_payload_memo_mismatch",
     "The Solana transaction's memo differs from requirements.extra.memo",
   ),
-  unsupported_transaction_version: badRequest(
-    "unsupported_transaction_version",
+  unsupported_transaction_version: own(
+    400,
     "The Solana transaction's message version is not taken here (version 0 is, and legacy)",
   ),
   spender_mismatch: badRequest(
@@ -109,8 +108,8 @@ export const ERRORS = {
     "invalid_exact_evm_payload_authorization_value_mismatch",
     "The authorized value differs from the required amount",
   ),
-  amount_too_small: badRequest(
-    "amount_too_small",
+  amount_too_small: own(
+    400,
     "The payment moves nothing (an amount of 0), or less than this facilitator's minimum for the asset; nothing was sent",
   ),
   asset_mismatch: badRequest(
@@ -202,9 +201,8 @@ export const ERRORS = {
     "invalid_exact_evm_asset_not_allowed",
     "This facilitator settles only the assets its operator listed for this network",
   ),
-  asset_throttled: row(
+  asset_throttled: own(
     429,
-    "asset_throttled",
     "Settlements of this token wasted our gas (reverted, ran out of gas, or moved nothing); it is refused for a while",
   ),
   fee_cap_exceeded: row(
@@ -221,44 +219,33 @@ export const ERRORS = {
     "invalid_exact_evm_transaction_failed",
     "The settlement transaction failed",
   ),
-  settlement_in_progress: row(
+  settlement_in_progress: own(409, "This authorization is being settled right now"),
+  key_in_use: own(
     409,
-    "settlement_in_progress",
-    "This authorization is being settled right now",
-  ),
-  key_in_use: row(
-    409,
-    "key_in_use",
     "The settlement key (or journal) is in use by another process: a running serve, or a replica on the same store; nothing was sent",
   ),
-  duplicate_settlement: row(
+  duplicate_settlement: own(
     409,
-    "duplicate_settlement",
     "This transaction was already settled; a replay of it is never paid or answered again",
   ),
-  idempotency_conflict: row(
+  idempotency_conflict: own(
     409,
-    "idempotency_conflict",
     "This payment-identifier was already used for a different payment request",
   ),
-  address_denied: row(
+  address_denied: own(
     403,
-    "address_denied",
     "A payer or payee of the payment is on this facilitator's deny list; nothing was sent",
   ),
-  rate_limited: row(
+  rate_limited: own(
     429,
-    "rate_limited",
     "This caller (API key or client address) is over its rate of requests; retry later",
   ),
-  payer_throttled: row(
+  payer_throttled: own(
     429,
-    "payer_throttled",
     "This payer's recent settlements reverted on chain, or the network's budget of wasted gas is spent and the payer wasted as many settlements as it landed with us (or twice the budget is spent), or the payer or payee is over its rate of settlements, or the gas for its approval was sent to it already and no approval of its has landed since (or sending it would pass the budget); it is refused for a while",
   ),
-  settlement_pending: row(
+  settlement_pending: own(
     500,
-    "settlement_pending",
     "The transaction was broadcast but not confirmed in time; retry to reconcile",
   ),
   chain_unavailable: row(503, "unexpected_error", "The RPC for this network cannot be reached"),
@@ -268,16 +255,11 @@ export const ERRORS = {
     "The settlement store cannot be reached; nothing was sent",
   ),
   internal_error: row(500, "unexpected_error", "Unexpected internal error"),
-  unauthorized: row(401, "unauthorized", "A valid API key is required"),
+  unauthorized: own(401, "A valid API key is required"),
   payload_too_large: row(413, "invalid_payload", "The request body is over the size limit"),
-  untrusted_host: row(
-    403,
-    "untrusted_host",
-    "The Host header names a host this server does not answer for",
-  ),
-  overloaded: row(
+  untrusted_host: own(403, "The Host header names a host this server does not answer for"),
+  overloaded: own(
     503,
-    "overloaded",
     "Too many connections or request bytes in flight (429 on /supported), or the settlement key is too far behind or blocked by a transaction the node does not mine; nothing was sent, retry later",
   ),
   interrupted: {
@@ -286,8 +268,12 @@ export const ERRORS = {
     summary: "Interrupted (Ctrl-C) before anything was broadcast: nothing was sent",
     cliOnly: true,
   },
-  not_found: row(404, "not_found", "No such endpoint"),
-  method_not_allowed: row(405, "method_not_allowed", "This endpoint does not accept that method"),
+  not_found: own(404, "No such endpoint"),
+  method_not_allowed: own(405, "This endpoint does not accept that method"),
 } satisfies Record<string, ErrorSpec>;
+
+export const ERRORS = Object.fromEntries(
+  Object.entries(TABLE).map(([code, spec]) => [code, { ...spec, x402: spec.x402 || code }]),
+) as typeof TABLE;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,6 +1,10 @@
 /** Transactions as stores keep them: EVM hashes lower-cased, Solana signatures as given. */
 import { base58ToBytes } from "./base58.js";
 
+/** An address as keys compare it: EVM's (hex) lower-cased, Solana's (base58) as written. */
+export const addressKey = (address: string) =>
+  /^0x[0-9a-fA-F]*$/.test(address) ? address.toLowerCase() : address;
+
 const EVM_HASH = /^0x[0-9a-f]{64}$/i;
 const SIGNATURE = /^[1-9A-HJ-NP-Za-km-z]{64,88}$/;
 

@@ -1,4 +1,5 @@
 /** The Solana family: routes `exact` payments to the scheme, loaded lazily (EVM never loads the kit). */
+import { timeoutOf } from "../core/accepts.js";
 import { requiredAmount } from "../core/amount-floor.js";
 import { Answers } from "../core/answers.js";
 import type {
@@ -7,16 +8,17 @@ import type {
   Moved,
   Observed,
   Offer,
+  Routed,
   SettlementKey,
   Supported,
   SupportedKind,
 } from "../core/family.js";
+import { routedTo, runRouted, signersUnder } from "../core/family.js";
 import { InFlightLedger } from "../core/ledger.js";
 import type { MaySend } from "../core/settle-loop.js";
 import { isAnswered, type JournalEntry, namespaceOf, type SettlementStore } from "../core/store.js";
 import type { PayerThrottle } from "../core/throttle.js";
-import { failureOfThrown, namingEndpoint } from "../core/thrown.js";
-import { type Failure, failed } from "../protocol/errors.js";
+import { failed } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";
@@ -40,8 +42,6 @@ type SolanaOptions = Pick<
     /** Told when a hold ends (a shared store updates its copy). */
     readonly onFree?: ((key: string, landedIn?: bigint) => void) | undefined;
   };
-
-type Routed = { ok: true; ctx: SvmSettleContext } | { ok: false; failure: Failure };
 
 export class SvmFamily implements ChainFamily {
   readonly name = "svm";
@@ -89,19 +89,12 @@ export class SvmFamily implements ChainFamily {
   /** Routes, then runs the scheme; what verify would refuse (an unserved cluster) is said first. */
   async #run<R extends VerifyResult | SettleResult>(
     request: PaymentRequest,
-    operation: "verify" | "settle",
+    op: "verify" | "settle",
     run: (exact: typeof import("./exact/index.js"), ctx: SvmSettleContext) => Promise<R>,
   ): Promise<R> {
-    const routed = await this.#route(request);
-    if (!routed.ok) return { ok: false, failure: routed.failure } as R;
-    let result: R;
-    try {
-      result = await run(await import("./exact/index.js"), routed.ctx);
-    } catch (error) {
-      result = { ok: false, failure: failureOfThrown(error, operation) } as R;
-    }
-    const via = this.rpc.solanaVia(routed.ctx.network);
-    return namingEndpoint(result, request.requirements.network, via);
+    const call = async (ctx: SvmSettleContext) => run(await import("./exact/index.js"), ctx);
+    const via = (ctx: SvmSettleContext) => this.rpc.solanaVia(ctx.network);
+    return runRouted(request, op, await this.#route(request), call, via);
   }
 
   /** The served clusters' kinds, each naming one fee payer in turn (none without a fee payer). */
@@ -120,23 +113,18 @@ export class SvmFamily implements ChainFamily {
         kinds.push({ x402Version: 2, scheme: "exact", network, extra: { ...extra, ...features } });
       }
     }
-    const signers: Record<string, string[]> =
-      this.feePayers.length > 0 ? { "solana:*": [...this.feePayers] } : {};
-    return { kinds, extensions: [], signers };
+    return { kinds, extensions: [], signers: signersUnder("solana:*", this.feePayers) };
   }
 
   /** Landed without error, or not failed and still able to land. */
   async stillOnChain(request: PaymentRequest, signature: string): Promise<boolean> {
     const routed = await this.#route(request);
     if (!routed.ok) return false;
-    const [status] = await signatureStatuses(routed.ctx.client, [signature], true);
+    const [status] = await signatureStatuses(routed.target.client, [signature], true);
     return status ? status.err === null : false;
   }
 
-  /**
-   * An `exact` offer on a served cluster gets one of our fee payers (in turn), its CAIP-2 network
-   * and a timeout; one naming a fee payer not ours is left out (we could not settle it).
-   */
+  /** An `exact` offer on a served cluster, given our fee payer (naming another's: left out). */
   async complete(offered: Offer, defaultTimeout: number) {
     const feePayers = this.feePayers;
     if (offered.scheme !== "exact" || feePayers.length === 0) return undefined;
@@ -155,20 +143,11 @@ export class SvmFamily implements ChainFamily {
     } else if (typeof extra.feePayer !== "string" || !feePayers.includes(extra.feePayer)) {
       return undefined;
     }
-    const timeout = offered.maxTimeoutSeconds;
-    return {
-      ...offered,
-      network,
-      maxTimeoutSeconds:
-        typeof timeout === "number" && Number.isInteger(timeout) && timeout > 0
-          ? timeout
-          : defaultTimeout,
-      extra,
-    };
+    return { ...offered, network, maxTimeoutSeconds: timeoutOf(offered, defaultTimeout), extra };
   }
 
   /** The `exact` scheme, through a configured RPC of the cluster. */
-  async #route(request: PaymentRequest): Promise<Routed> {
+  async #route(request: PaymentRequest): Promise<Routed<SvmSettleContext>> {
     const { requirements, x402Version } = request;
     if (requirements.scheme !== "exact") {
       const why = `scheme "${requirements.scheme}" is not supported on Solana; "exact" is`;
@@ -183,11 +162,7 @@ export class SvmFamily implements ChainFamily {
       const why = `"${requirements.network}" is not a Solana network of x402 v${x402Version}${hint}`;
       return failed("unsupported_network", why);
     }
-    try {
-      return { ok: true, ctx: await this.#context(network, requirements.network) };
-    } catch (error) {
-      return { ok: false, failure: failureOfThrown(error, "verify") };
-    }
+    return routedTo(() => this.#context(network, requirements.network));
   }
 
   async #context(network: string, named: string = network): Promise<SvmSettleContext> {
