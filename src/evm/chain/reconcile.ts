@@ -21,7 +21,7 @@ import type { SendingAccess } from "./transactions.js";
 const LAG_MARGIN_MS = 2_000;
 
 /** A node's receipt, pool and nonce answers for an entry, read together so they are of one head. */
-async function lookUp(ctx: SendingAccess, entry: EvmEntry) {
+export async function lookUp(ctx: SendingAccess, entry: EvmEntry) {
   const [receipts, known, used] = await Promise.all([
     Promise.all(
       entry.hashes.map((hash) =>
