@@ -1,5 +1,11 @@
 /** Reading why a call reverted out of viem's error chain. */
-import { BaseError, decodeErrorResult, type Hex, isHex } from "viem";
+import { BaseError, decodeErrorResult, type Hex, parseAbi } from "viem";
+
+const errorStringAbi = parseAbi(["error Error(string reason)"]);
+
+function isHex(value: unknown): value is Hex {
+  return typeof value === "string" && /^0x[0-9a-fA-F]*$/.test(value);
+}
 
 /** The revert reason string, when the node reported one. */
 export function revertReason(error: unknown): string | undefined {
@@ -14,7 +20,7 @@ export function revertReason(error: unknown): string | undefined {
     }
     if (isHex(candidate.data) && candidate.data.startsWith("0x08c379a0")) {
       try {
-        const decoded = decodeErrorResult({ data: candidate.data });
+        const decoded = decodeErrorResult({ abi: errorStringAbi, data: candidate.data });
         reason = String(decoded.args[0]);
         return true;
       } catch {
