@@ -108,7 +108,7 @@ export async function follow(
   let stuckCheckAt = local
     ? (sentAt ?? started) + LOCAL_PARKED_AFTER_MS
     : started + GAP_SUSPECTED_AFTER_MS;
-  let current = feesOf(tx);
+  let current = tx;
   let replacements = 0;
   /** The head when it was first seen to be its key's next to be mined. */
   let headSince: bigint | undefined;
@@ -162,25 +162,29 @@ export async function follow(
       const noBlocks = isNext && headBlock !== undefined && headBlock === sentInBlock;
       if ((passedOver || noBlocks) && tx.nonce !== undefined) {
         const since = sentAt ?? started;
-        const next = bump(current);
         if (replacements >= BLOCKED_AFTER_REPLACEMENTS) {
           const times = `replaced ${replacements} times with raised fees`;
           lane.blocked(ctx.chainId, tx.nonce, since, `${times}, and blocks still leave it out`);
-        } else if (overCap(ctx, tx.gas ?? 0n, next)) {
-          lane.blocked(ctx.chainId, tx.nonce, since, "not mined, and its fee is at the fee cap");
         } else {
-          const replacement = { ...tx, ...next } as TransactionSerializable;
-          const replaced = await replace(ctx, lane, key, replacement, may);
-          if ("hash" in replaced) {
-            hashes.push(replaced.hash);
-            current = next;
+          // Not written down, so not sent: the next round tries again.
+          const raised = await raisedFees(ctx, lane, key, current).catch(() => null);
+          const replaced = raised ? await replace(ctx, lane, raised.raw, may) : undefined;
+          if (raised === undefined) {
+            lane.blocked(ctx.chainId, tx.nonce, since, "not mined, and its fee is at the fee cap");
+          } else if (raised && replaced === true) {
+            hashes.push(raised.hash);
+            current = raised.tx;
             if (passedOver) replacements++;
             sinceBlock = head?.block ?? sinceBlock;
             headSince = head?.block;
             soon = 0;
-          } else if (replaced.refused !== undefined) {
-            const why = `the node refused its replacement: ${replaced.refused}`;
-            lane.blocked(ctx.chainId, tx.nonce, since, why);
+          } else if (replaced !== undefined) {
+            lane.blocked(
+              ctx.chainId,
+              tx.nonce,
+              since,
+              `the node refused its replacement: ${replaced}`,
+            );
           }
         }
       }
@@ -217,29 +221,23 @@ async function waitingBehind(
   return `, behind ${earlier}, sent by this key (${lane.address}) with nonce ${mined} and not mined yet either`;
 }
 
-/** Signs, journals and broadcasts a replacement: its hash, or the node's refusal (not "known"). */
+/** Broadcasts a replacement: true once sent, the node's refusal, or undefined ("known", lost). */
 async function replace(
   ctx: ChainAccess,
   lane: SignerLane,
-  key: string,
-  tx: TransactionSerializable,
+  raw: Hex,
   may: MaySend,
-): Promise<{ hash: Hex } | { refused?: string }> {
-  // Not written down, so not sent: the next round tries again.
-  const signed = await signReplacement(ctx, lane, key, tx).catch(() => undefined);
-  if (!signed) return {};
-  const { hash, raw } = signed;
+): Promise<true | string | undefined> {
   try {
     await sendRaw(ctx, raw, may);
   } catch (error) {
-    if (isUnreachable(error)) return {};
-    const why = refusal(error);
+    if (isUnreachable(error)) return undefined;
     // "Nonce too low": mined meanwhile, the next poll tells; "known": it has it.
-    if (why === "known" || NONCE_USED.test(fullText(error))) return {};
-    return { refused: nodeSaid(error) };
+    if (refusal(error) === "known" || NONCE_USED.test(fullText(error))) return undefined;
+    return nodeSaid(error);
   }
   ctx.metrics?.transactionReplaced(ctx.chainId, lane.address);
-  return { hash };
+  return true;
 }
 
 export type Issued = { hash: Hex; nonce: number; tx: TransactionSerializable; raw: Hex };
@@ -283,7 +281,7 @@ export async function broadcastResending(
       refused.push({ kind, text: nodeSaid(error) });
       await new Promise((resolve) => setTimeout(resolve, wait));
       if (kind === "tip") {
-        const raised = await raisedFees(ctx, lane, key, current);
+        const raised = await raisedFees(ctx, lane, key, current.tx);
         if (!raised) throw error;
         current = raised;
       }
@@ -291,29 +289,20 @@ export async function broadcastResending(
   }
 }
 
-/** The same nonce with raised fees, journaled as a replacement; none over the cap. */
+/** The same nonce with raised fees, signed and journaled as a replacement; none over the cap. */
 async function raisedFees(
   ctx: ChainAccess,
   lane: SignerLane,
   key: string,
-  issued: Issued,
+  signed: TransactionSerializable,
 ): Promise<Issued | undefined> {
-  const fees = bump(feesOf(issued.tx));
-  if (overCap(ctx, issued.tx.gas ?? 0n, fees)) return undefined;
-  const tx = { ...issued.tx, ...fees } as TransactionSerializable;
-  return { ...(await signReplacement(ctx, lane, key, tx)), nonce: issued.nonce, tx };
-}
-
-/** Signs `tx` at its nonce and journals it as a replacement before it may be sent. */
-async function signReplacement(
-  ctx: ChainAccess,
-  lane: SignerLane,
-  key: string,
-  tx: TransactionSerializable,
-): Promise<{ hash: Hex; raw: Hex }> {
+  const fees = bump(feesOf(signed));
+  if (overCap(ctx, signed.gas ?? 0n, fees)) return undefined;
+  const tx = { ...signed, ...fees } as TransactionSerializable;
   const raw = await lane.account.signTransaction(tx);
   const hash = keccak256Hex(bytesOfHex(raw));
   await ctx.journal.recordReplace(key, hash, raw);
-  if (tx.nonce !== undefined) lane.remember(ctx.chainId, tx.nonce, raw);
-  return { hash, raw };
+  const nonce = tx.nonce ?? 0;
+  lane.remember(ctx.chainId, nonce, raw);
+  return { hash, raw, nonce, tx };
 }

@@ -24,7 +24,7 @@ import { type Chargeable, isAnswered, type JournalEntry } from "../../core/store
 import { failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import { isUnreachable } from "../../rpc/rpc.js";
-import { isKnown, refusal, sendRaw } from "./broadcast.js";
+import { refusal, sendRaw } from "./broadcast.js";
 import { evmEntry } from "./entry.js";
 import type { GasNeed } from "./gas-bounds.js";
 import {
@@ -35,7 +35,7 @@ import {
   shortText,
   unjournaled,
 } from "./outcome.js";
-import { reconcile } from "./reconcile.js";
+import { lookUp, reconcile } from "./reconcile.js";
 import {
   type Funding,
   fundedLanded,
@@ -260,11 +260,10 @@ async function followRaw(
   const hash = entry.hashes[0] as Hex;
   const raw = entry.raws[0];
   try {
-    const receipt = await ctx.client.getTransactionReceipt({ hash }).catch(() => undefined);
-    if (receipt) return receiptOutcome(receipt);
-    if (!(await isKnown(ctx, hash))) {
-      const used = await ctx.client.getTransactionCount({ address: entry.signer });
-      if (used > entry.txNonce || !raw) return "gone";
+    const seen = await lookUp(ctx, entry);
+    if (seen.receipt) return receiptOutcome(seen.receipt);
+    if (!seen.inPool) {
+      if (seen.nonceUsed || !raw) return "gone";
       await sendRaw(ctx, raw, may).catch(() => undefined);
     }
     return awaitReceipt(ctx, entry.key, hash, entry.signer, entry.txNonce);

@@ -21,7 +21,7 @@ import type { SendingAccess } from "./transactions.js";
 const LAG_MARGIN_MS = 2_000;
 
 /** A node's receipt, pool and nonce answers for an entry, read together so they are of one head. */
-async function lookUp(ctx: SendingAccess, entry: EvmEntry) {
+export async function lookUp(ctx: SendingAccess, entry: EvmEntry) {
   const [receipts, known, used] = await Promise.all([
     Promise.all(
       entry.hashes.map((hash) =>
@@ -62,12 +62,6 @@ async function resend(
       return why === "known" ? "known" : why === "nonce" ? "used" : "refused";
     }
   });
-}
-
-/** The newest signed bytes of the entry, from the lane or the store, if they are its own. */
-function bytesOf(lane: SignerLane | undefined, ctx: SendingAccess, entry: EvmEntry) {
-  const raw = lane?.recentRaw(ctx.chainId, entry.txNonce) ?? entry.raws.at(-1);
-  return raw !== undefined && entry.hashes.includes(keccak256(raw)) ? raw : undefined;
 }
 
 /** Its receipt, or follows it (re-sending the same bytes if lost); "gone": its nonce went elsewhere. */
@@ -151,7 +145,9 @@ export async function recheckAnswered(
     if (seen.nonceUsed) return { kind: "gone" };
     // A reorg, or a lagging replica: never judged gone from here; the same bytes go out instead.
     const lane = ctx.signers.byAddress(entry.signer);
-    const raw = bytesOf(lane, ctx, entry);
+    // The newest signed bytes, from the lane or the store, only if they are the entry's own.
+    const newestRaw = lane?.recentRaw(ctx.chainId, entry.txNonce) ?? entry.raws.at(-1);
+    const raw = newestRaw && entry.hashes.includes(keccak256(newestRaw)) ? newestRaw : undefined;
     if (!lane || !raw) {
       // Without the bytes: a head newer than our answer lost it (a reorg); an older one may lag.
       const after =

@@ -40,6 +40,15 @@ const fundingKey = (chainId: number, payer: Address): string =>
 
 const ceilDiv = (a: bigint, b: bigint) => (b > 0n ? (a + b - 1n) / b : a);
 
+type Funded = { readonly ok: true } | { readonly ok: false; readonly outcome: CallOutcome };
+const FUNDED: Funded = { ok: true };
+
+type PricedFunding = {
+  readonly call: PreparedCall;
+  readonly value: bigint;
+  readonly atRisk: Waste;
+};
+
 /** Sends the payer what its transaction lacks (settle loop, its marker); undefined once it has it. */
 export async function fundPayer(
   ctx: SponsoringAccess,
@@ -47,28 +56,10 @@ export async function fundPayer(
   signer: Address | undefined,
   _may: MaySend,
 ): Promise<CallOutcome | undefined> {
-  const funded = await settleInTurn(ctx, fundingSteps(ctx, funding, signer), "confirmed");
-  return funded.ok ? undefined : funded.outcome;
-}
-
-type Funded = { readonly ok: true } | { readonly ok: false; readonly outcome: CallOutcome };
-const FUNDED: Funded = { ok: true };
-
-interface PricedFunding {
-  readonly call: PreparedCall;
-  readonly value: bigint;
-  readonly atRisk: Waste;
-}
-
-function fundingSteps(
-  ctx: SponsoringAccess,
-  funding: Funding,
-  signer: Address | undefined,
-): SettleSteps<PricedFunding, Funded> {
   const key = fundingKey(ctx.chainId, funding.payer);
   const stop = (outcome: CallOutcome): Funded => ({ ok: false, outcome });
   const busy = `gas for ${funding.payer}'s own transaction is being sent by another settle right now; retry in a moment`;
-  return {
+  const steps: SettleSteps<PricedFunding, Funded> = {
     key,
     busy: () => stop(failed(inProgress(busy))),
     async pickUp(entry, _waitUntil, may) {
@@ -113,6 +104,8 @@ function fundingSteps(
       return ended ? stop(ended) : FUNDED;
     },
   };
+  const funded = await settleInTurn(ctx, steps, "confirmed");
+  return funded.ok ? undefined : funded.outcome;
 }
 
 /** The funding's end: undefined once it landed (its payer's transaction is then at risk). */

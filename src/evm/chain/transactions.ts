@@ -6,7 +6,6 @@
 import { type Address, type Hex, keccak256, size } from "viem";
 import { stageObserver } from "../../core/metrics.js";
 import type { MaySend } from "../../core/settle-loop.js";
-import type { SentAction } from "../../core/store.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
@@ -14,7 +13,7 @@ import { isUnreachable, neverReachedNode } from "../../rpc/rpc.js";
 import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
 import { refusal } from "./broadcast.js";
-import type { EvmTransfer } from "./entry.js";
+import type { EvmEntry } from "./entry.js";
 import { estimateFees, type Fees, overCap, repriced } from "./fees.js";
 import {
   broadcastResending,
@@ -48,12 +47,8 @@ export interface SendingAccess extends ChainAccess {
   readonly gasBounds: GasBounds;
 }
 
-interface SettlementRecord {
-  readonly key: string;
-  readonly expect?: EvmTransfer | undefined;
-  /** A transaction without a Transfer of its own: what it is sent for. */
-  readonly action?: SentAction | undefined;
-}
+/** `action`: what a transaction without a Transfer of its own is sent for. */
+type SettlementRecord = Pick<EvmEntry, "key" | "expect" | "action">;
 
 type CallFields = Readonly<{ chainId: number; to: Address; data: Hex; gas: bigint; value: bigint }>;
 
