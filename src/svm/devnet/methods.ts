@@ -1,6 +1,7 @@
 /** The Solana JSON-RPC methods the devnet answers, in the shapes Solana nodes give. */
 import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
 import { ADDRESS_LOOKUP_TABLE_PROGRAM } from "../exact/constants.js";
+import { messageVersionOf } from "../exact/decode.js";
 import { isTokenProgram } from "../exact/instructions.js";
 import { decodeLookupTable } from "../exact/lookup-tables.js";
 import type { Commitment } from "../exact/rpc.js";
@@ -225,13 +226,10 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       const landed = typeof params[0] === "string" ? cluster.landed(params[0]) : undefined;
       if (!landed || landed.wire === "" || cluster.clock.slotAt(commitment) < landed.slot)
         return null;
-      const wire = Buffer.from(landed.wire, "base64");
-      const messageStart = 1 + 64 * (wire[0] ?? 0);
-      const prefix = wire[messageStart] ?? 0;
       return {
         slot: landed.slot,
         blockTime: landed.blockTime,
-        version: prefix & 0x80 ? prefix & 0x7f : "legacy",
+        version: messageVersionOf(Buffer.from(landed.wire, "base64")),
         transaction: [landed.wire, "base64"],
         meta: {
           err: landed.err,
