@@ -89,14 +89,7 @@ const senderQueues = new Map<string, Promise<unknown>>();
 
 function inSenderQueue<T>(key: string, task: () => Promise<T>): Promise<T> {
   const next = (senderQueues.get(key) ?? Promise.resolve()).then(task, task);
-  const settled = next.then(
-    () => undefined,
-    () => undefined,
-  );
-  senderQueues.set(key, settled);
-  void settled.then(() => {
-    if (senderQueues.get(key) === settled) senderQueues.delete(key);
-  });
+  senderQueues.set(key, next);
   return next;
 }
 
