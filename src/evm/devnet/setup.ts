@@ -152,6 +152,10 @@ export async function runSetupCalls(
   });
 }
 
+/** runSetupCalls on `devnet`, as its anvil mines. */
+export const runDevnetCalls = (devnet: DevnetLike, calls: SetupCall[], sender?: DevAccount) =>
+  runSetupCalls(devnet.rpcUrl, devnet.chainId, calls, devnet.anvil?.mining, sender);
+
 /** One Multicall3.aggregate3 call running all `calls` (none may fail): one transaction. */
 export function batchedCall(calls: readonly SetupCall[]): SetupCall {
   return {
