@@ -2,7 +2,6 @@
 import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
 import { ADDRESS_LOOKUP_TABLE_PROGRAM } from "../exact/constants.js";
 import { messageVersionOf } from "../exact/decode.js";
-import { isTokenProgram } from "../exact/instructions.js";
 import { decodeLookupTable } from "../exact/lookup-tables.js";
 import type { Commitment } from "../exact/rpc.js";
 import { Rejected, type SvmCluster } from "./cluster.js";
@@ -18,7 +17,7 @@ import {
   describe,
 } from "./params.js";
 import { invalidParams, RpcError, type RpcHandler } from "./rpc-server.js";
-import { decodeMint, MINT_SIZE, parseTokenAccountData } from "./token-layout.js";
+import { decodeMint, parseTokenAccountData, tokenAccountKind } from "./token-layout.js";
 import { rpcStatus } from "./tx-error.js";
 
 /** A lookup table as a node's jsonParsed answers it (what @solana/kit's fetch reads). */
@@ -67,11 +66,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
 
   function mintDecimals(mint: Address): number | undefined {
     const account = svm.getAccount(mint);
-    if (
-      !account.exists ||
-      !isTokenProgram(account.programAddress) ||
-      account.data.length < MINT_SIZE
-    )
+    if (!account.exists || tokenAccountKind(account.programAddress, account.data) !== "mint")
       return undefined;
     return decodeMint(account.data).decimals;
   }
