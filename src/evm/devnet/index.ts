@@ -10,7 +10,7 @@ import {
   mintCall,
   PAYER_USDC_BALANCE,
   prepareDevnet,
-  runSetupCalls,
+  runDevnetCalls,
 } from "./setup.js";
 
 export type { DevAccount } from "./accounts.js";
@@ -64,11 +64,7 @@ export async function deployErc1271Wallet(devnet: DevnetLike, owner: Address): P
     functionName: "setOwner",
     args: [getAddress(owner)],
   });
-  await runSetupCalls(
-    devnet.rpcUrl,
-    devnet.chainId,
-    [{ to: wallet, data: setOwner }, mintCall(devnet.token.address, wallet, PAYER_USDC_BALANCE)],
-    devnet.anvil?.mining,
-  );
+  const mint = mintCall(devnet.token.address, wallet, PAYER_USDC_BALANCE);
+  await runDevnetCalls(devnet, [{ to: wallet, data: setOwner }, mint]);
   return wallet;
 }

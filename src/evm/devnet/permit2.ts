@@ -2,7 +2,7 @@
 import { type Address, encodeFunctionData, erc20Abi, maxUint256 } from "viem";
 import type { DevAccount } from "./accounts.js";
 import { permit2Abi } from "./artifacts.js";
-import { type DevnetInfo, type DevnetLike, devnetReader, runSetupCalls } from "./setup.js";
+import { type DevnetInfo, type DevnetLike, devnetReader, runDevnetCalls } from "./setup.js";
 
 /** `owner` approves Permit2 for `amount` (default: unlimited) of `token`, in a transaction it pays. */
 export async function approvePermit2(
@@ -11,18 +11,12 @@ export async function approvePermit2(
   token: Address,
   amount: bigint = maxUint256,
 ): Promise<void> {
-  const data = encodeFunctionData({
+  const approve = {
     abi: erc20Abi,
     functionName: "approve",
     args: [devnet.permit2, amount],
-  });
-  await runSetupCalls(
-    devnet.rpcUrl,
-    devnet.chainId,
-    [{ to: token, data }],
-    devnet.anvil?.mining,
-    owner,
-  );
+  } as const;
+  await runDevnetCalls(devnet, [{ to: token, data: encodeFunctionData(approve) }], owner);
 }
 
 /** How much of `token` Permit2 may move for `owner`. */

@@ -89,14 +89,7 @@ const senderQueues = new Map<string, Promise<unknown>>();
 
 function inSenderQueue<T>(key: string, task: () => Promise<T>): Promise<T> {
   const next = (senderQueues.get(key) ?? Promise.resolve()).then(task, task);
-  const settled = next.then(
-    () => undefined,
-    () => undefined,
-  );
-  senderQueues.set(key, settled);
-  void settled.then(() => {
-    if (senderQueues.get(key) === settled) senderQueues.delete(key);
-  });
+  senderQueues.set(key, next);
   return next;
 }
 
@@ -158,6 +151,10 @@ export async function runSetupCalls(
     }
   });
 }
+
+/** runSetupCalls on `devnet`, as its anvil mines. */
+export const runDevnetCalls = (devnet: DevnetLike, calls: SetupCall[], sender?: DevAccount) =>
+  runSetupCalls(devnet.rpcUrl, devnet.chainId, calls, devnet.anvil?.mining, sender);
 
 /** One Multicall3.aggregate3 call running all `calls` (none may fail): one transaction. */
 export function batchedCall(calls: readonly SetupCall[]): SetupCall {

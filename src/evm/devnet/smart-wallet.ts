@@ -10,7 +10,7 @@ import {
   serializeErc6492Signature,
 } from "viem";
 import { testSmartWalletBytecode, testSmartWalletFactoryAbi } from "./artifacts.js";
-import { type DevnetInfo, type DevnetLike, runSetupCalls } from "./setup.js";
+import { type DevnetInfo, type DevnetLike, runDevnetCalls } from "./setup.js";
 
 export interface CounterfactualWallet {
   /** Where the factory deploys the wallet. */
@@ -59,6 +59,5 @@ export async function deployCounterfactualWallet(
   devnet: DevnetLike,
   wallet: CounterfactualWallet,
 ): Promise<void> {
-  const call = { to: wallet.factory, data: wallet.factoryData };
-  await runSetupCalls(devnet.rpcUrl, devnet.chainId, [call], devnet.anvil?.mining);
+  await runDevnetCalls(devnet, [{ to: wallet.factory, data: wallet.factoryData }]);
 }

@@ -120,21 +120,18 @@ export async function signSvmTransfer(terms: {
   const signer = await createKeyPairSignerFromBytes(terms.payerSecretKey);
   const { mint } = terms;
   const computeBudget = COMPUTE_BUDGET_PROGRAM as Address;
+  const [source, destination] = await Promise.all(
+    [signer.address, terms.payTo].map((owner) => ataOf(owner, mint.address, mint.tokenProgram)),
+  );
   const instructions: Instruction[] = [
     { programAddress: computeBudget, data: Uint8Array.from([2, ...u32.encode(COMPUTE_UNITS)]) },
     { programAddress: computeBudget, data: Uint8Array.from([3, ...u64.encode(MICROLAMPORTS)]) },
     {
       programAddress: mint.tokenProgram as Address,
       accounts: [
-        {
-          address: await ataOf(signer.address, mint.address, mint.tokenProgram),
-          role: AccountRole.WRITABLE,
-        },
+        { address: source as Address, role: AccountRole.WRITABLE },
         { address: mint.address as Address, role: AccountRole.READONLY },
-        {
-          address: await ataOf(terms.payTo, mint.address, mint.tokenProgram),
-          role: AccountRole.WRITABLE,
-        },
+        { address: destination as Address, role: AccountRole.WRITABLE },
         // The payer signs as the authority; @solana/kit finds its signer in this meta.
         { address: signer.address, role: AccountRole.READONLY_SIGNER, signer } as AccountSignerMeta,
       ],

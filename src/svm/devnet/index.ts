@@ -44,10 +44,7 @@ export async function startSvmDevnet(options: SvmDevnetOptions = {}) {
   const cluster = SvmCluster.open(options.dir);
   const keys = devnetKeys(options.payers ?? DEFAULT_PAYER_COUNT);
   if (!cluster.restored) await setUpDevnet(cluster.svm, keys);
-  const server = await startRpcServer(svmRpcMethods(cluster), {
-    port: options.port,
-    host: options.host,
-  });
+  const server = await startRpcServer(svmRpcMethods(cluster), options);
   cluster.startSlots(options.slotMs ?? 400);
   let stopped: Promise<void> | undefined;
   return {

@@ -1,7 +1,7 @@
 /** The Solana JSON-RPC methods the devnet answers, in the shapes Solana nodes give. */
 import { type Address, getBase58Decoder, getCompiledTransactionMessageDecoder } from "@solana/kit";
 import { ADDRESS_LOOKUP_TABLE_PROGRAM } from "../exact/constants.js";
-import { isTokenProgram } from "../exact/instructions.js";
+import { messageVersionOf } from "../exact/decode.js";
 import { decodeLookupTable } from "../exact/lookup-tables.js";
 import type { Commitment } from "../exact/rpc.js";
 import { Rejected, type SvmCluster } from "./cluster.js";
@@ -17,7 +17,7 @@ import {
   describe,
 } from "./params.js";
 import { invalidParams, RpcError, type RpcHandler } from "./rpc-server.js";
-import { decodeMint, MINT_SIZE, parseTokenAccountData } from "./token-layout.js";
+import { decodeMint, parseTokenAccountData, tokenAccountKind } from "./token-layout.js";
 import { rpcStatus } from "./tx-error.js";
 
 /** A lookup table as a node's jsonParsed answers it (what @solana/kit's fetch reads). */
@@ -66,11 +66,7 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
 
   function mintDecimals(mint: Address): number | undefined {
     const account = svm.getAccount(mint);
-    if (
-      !account.exists ||
-      !isTokenProgram(account.programAddress) ||
-      account.data.length < MINT_SIZE
-    )
+    if (!account.exists || tokenAccountKind(account.programAddress, account.data) !== "mint")
       return undefined;
     return decodeMint(account.data).decimals;
   }
@@ -225,13 +221,10 @@ export function svmRpcMethods(cluster: SvmCluster): Record<string, RpcHandler> {
       const landed = typeof params[0] === "string" ? cluster.landed(params[0]) : undefined;
       if (!landed || landed.wire === "" || cluster.clock.slotAt(commitment) < landed.slot)
         return null;
-      const wire = Buffer.from(landed.wire, "base64");
-      const messageStart = 1 + 64 * (wire[0] ?? 0);
-      const prefix = wire[messageStart] ?? 0;
       return {
         slot: landed.slot,
         blockTime: landed.blockTime,
-        version: prefix & 0x80 ? prefix & 0x7f : "legacy",
+        version: messageVersionOf(Buffer.from(landed.wire, "base64")),
         transaction: [landed.wire, "base64"],
         meta: {
           err: landed.err,

@@ -38,35 +38,37 @@ function stringifyJson(value: unknown): string {
 
 type Id = string | number | null;
 
-function reply(id: Id, outcome: { result: unknown } | { error: RpcError }) {
-  if ("result" in outcome) return { jsonrpc: "2.0", result: outcome.result, id };
-  const { code, message, data } = outcome.error;
+function reply(id: Id, result: unknown) {
+  return { jsonrpc: "2.0", result, id };
+}
+
+function replyError(id: Id, { code, message, data }: RpcError) {
   const error = data === undefined ? { code, message } : { code, message, data };
   return { jsonrpc: "2.0", error, id };
 }
 
+const fail = (id: Id, code: number, message: string) => replyError(id, new RpcError(code, message));
+
 async function answer(handlers: Record<string, RpcHandler>, request: unknown) {
   if (typeof request !== "object" || request === null || Array.isArray(request)) {
-    return reply(null, { error: new RpcError(INVALID_REQUEST, "Invalid request") });
+    return fail(null, INVALID_REQUEST, "Invalid request");
   }
   const { jsonrpc, method, params, id: rawId } = request as Record<string, unknown>;
   const id: Id = typeof rawId === "string" || typeof rawId === "number" ? rawId : null;
   if (jsonrpc !== "2.0" || typeof method !== "string") {
-    return reply(id, { error: new RpcError(INVALID_REQUEST, "Invalid request") });
+    return fail(id, INVALID_REQUEST, "Invalid request");
   }
   if (params !== undefined && !Array.isArray(params)) {
-    return reply(id, { error: new RpcError(INVALID_PARAMS, "Invalid params: expected an array") });
+    return fail(id, INVALID_PARAMS, "Invalid params: expected an array");
   }
   const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
-  if (!handler) {
-    return reply(id, { error: new RpcError(METHOD_NOT_FOUND, `Method not found: ${method}`) });
-  }
+  if (!handler) return fail(id, METHOD_NOT_FOUND, `Method not found: ${method}`);
   try {
-    return reply(id, { result: await handler(params ?? []) });
+    return reply(id, await handler(params ?? []));
   } catch (error) {
-    if (error instanceof RpcError) return reply(id, { error });
+    if (error instanceof RpcError) return replyError(id, error);
     const message = error instanceof Error ? error.message : String(error);
-    return reply(id, { error: new RpcError(INTERNAL_ERROR, `Internal error: ${message}`) });
+    return fail(id, INTERNAL_ERROR, `Internal error: ${message}`);
   }
 }
 
@@ -96,38 +98,28 @@ export async function startRpcServer(
 ) {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method === "GET" && req.url === "/health") {
-      res.writeHead(200, { "content-type": "text/plain" });
-      res.end("ok");
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
       return;
     }
     if (req.method !== "POST") {
-      res.writeHead(405, { allow: "POST" });
-      res.end();
+      res.writeHead(405, { allow: "POST" }).end();
       return;
     }
     const body = await readBody(req, MAX_BODY_BYTES);
-    if (body === undefined) {
-      send(res, 413, reply(null, { error: new RpcError(INVALID_REQUEST, "Request too large") }));
-      return;
-    }
+    if (body === undefined) return send(res, 413, fail(null, INVALID_REQUEST, "Request too large"));
     let request: unknown;
     try {
       request = JSON.parse(body.toString("utf8"));
     } catch {
-      send(res, 200, reply(null, { error: new RpcError(PARSE_ERROR, "Parse error") }));
-      return;
+      return send(res, 200, fail(null, PARSE_ERROR, "Parse error"));
     }
-    if (!Array.isArray(request)) {
-      send(res, 200, await answer(handlers, request));
-      return;
-    }
+    if (!Array.isArray(request)) return send(res, 200, await answer(handlers, request));
     if (request.length === 0 || request.length > MAX_BATCH) {
       const message =
         request.length === 0
           ? "Invalid request: empty batch"
           : `Batch too large (max ${MAX_BATCH})`;
-      send(res, 200, reply(null, { error: new RpcError(INVALID_REQUEST, message) }));
-      return;
+      return send(res, 200, fail(null, INVALID_REQUEST, message));
     }
     const answers = [];
     for (const item of request) answers.push(await answer(handlers, item));
@@ -136,18 +128,17 @@ export async function startRpcServer(
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch(() => {
-      if (!res.headersSent)
-        send(res, 500, reply(null, { error: new RpcError(INTERNAL_ERROR, "Internal error") }));
+      if (!res.headersSent) send(res, 500, fail(null, INTERNAL_ERROR, "Internal error"));
       else res.destroy();
     });
   });
   server.keepAliveTimeout = 5000;
+  const host = options.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
+    server.listen(options.port ?? 0, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  const host = options.host ?? "127.0.0.1";
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     close: (): Promise<void> =>

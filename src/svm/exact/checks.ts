@@ -21,7 +21,7 @@ import {
   tokenPayer,
 } from "./instructions.js";
 import { type LookupTableReader, resolveLookupTables } from "./lookup-tables.js";
-import { SVM_REASONS, unknownInstructionReason } from "./reasons.js";
+import { SVM_REASONS, type SvmReason, unknownInstructionReason } from "./reasons.js";
 import { firstBadSignature } from "./signatures.js";
 import {
   paymentOf,
@@ -150,34 +150,32 @@ export async function checkLayout(
   if (payer === undefined) {
     return refusal(SVM_REASONS.noTransferInstruction, "The transaction has no token transfer");
   }
+  // Every refusal from here on names the payer.
+  const refuse = (reason: SvmReason, message: string) => refusal(reason, message, { payer });
   const transfer = readTransferChecked(transferIx);
   if (transfer === undefined) {
-    return refusal(
+    return refuse(
       SVM_REASONS.noTransferInstruction,
       "The third instruction must be a TransferChecked of the SPL Token or Token-2022 program",
-      { payer },
     );
   }
   if (ours.has(transfer.authority)) {
-    return refusal(
+    return refuse(
       SVM_REASONS.feePayerTransferringFunds,
       `The transfer's authority ${transfer.authority} is a fee payer of this facilitator`,
-      { payer },
     );
   }
   const exposed = transferIx.accounts.find((account) => ours.has(account));
   if (exposed !== undefined) {
-    return refusal(
+    return refuse(
       SVM_REASONS.feePayerTransferringFunds,
       `The transfer names ${exposed}, a fee payer of this facilitator, among its accounts`,
-      { payer },
     );
   }
   if (transfer.mint !== requirements.asset) {
-    return refusal(
+    return refuse(
       SVM_REASONS.mintMismatch,
       `The transfer moves mint ${transfer.mint}, not requirements.asset ${requirements.asset}`,
-      { payer },
     );
   }
   const payeeAccount = await associatedTokenAddress(
@@ -186,37 +184,29 @@ export async function checkLayout(
     transfer.tokenProgram,
   );
   if (payeeAccount === undefined || transfer.destination !== payeeAccount) {
-    return refusal(
+    return refuse(
       SVM_REASONS.recipientMismatch,
       payeeAccount === undefined
         ? `requirements.payTo ${requirements.payTo} is not a Solana address`
         : `The transfer pays ${transfer.destination}, not ${payeeAccount} (the associated token account of requirements.payTo ${requirements.payTo})`,
-      { payer },
     );
   }
   const required = requiredUnits(requirements);
-  if (required === undefined) {
-    return refusal(
-      SVM_REASONS.amountMismatch,
-      `The required amount ${requirements.amount} is not an integer`,
-      { payer },
-    );
-  }
   if (transfer.amount !== required) {
-    return refusal(
+    return refuse(
       SVM_REASONS.amountMismatch,
-      `The transfer moves ${transfer.amount}, not the required ${required}`,
-      { payer },
+      required === undefined
+        ? `The required amount ${requirements.amount} is not an integer`
+        : `The transfer moves ${transfer.amount}, not the required ${required}`,
     );
   }
 
   const optional = ixs.slice(MIN_INSTRUCTIONS);
   for (const ix of optional) {
     if (isMemoOrLighthouse(ix)) continue;
-    return refusal(
+    return refuse(
       unknownInstructionReason(ix.index, version),
       `Instruction ${ix.index + 1} (program ${ix.programId}) is neither a memo nor a Lighthouse assertion`,
-      { payer },
     );
   }
   const memos = optional.flatMap((ix) => readMemo(ix) ?? []);
@@ -225,10 +215,9 @@ export async function checkLayout(
   for (const ix of ixs) {
     const named = ix === transferIx ? undefined : ix.accounts.find((a) => ours.has(a));
     if (named === undefined) continue;
-    return refusal(
+    return refuse(
       SVM_REASONS.feePayerTransferringFunds,
       `Instruction ${ix.index + 1} (program ${ix.programId}) names ${named}, a fee payer of this facilitator`,
-      { payer },
     );
   }
 

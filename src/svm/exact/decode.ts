@@ -78,19 +78,11 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
     const wire = transactionDecoder.decode(bytes);
     const messageBytes = Uint8Array.from(wire.messageBytes);
     const compiled = messageDecoder.decode(messageBytes);
-    if (!("instructions" in compiled)) {
-      // Not reached: a message of another layout has another version, refused above.
-      return {
-        ok: false,
-        message: `Transaction message version ${compiled.version} is not supported`,
-      };
-    }
+    // Not reached: a message of another layout has another version, refused above.
+    if (!("instructions" in compiled)) throw new Error(`version ${compiled.version} message`);
     const staticAccounts = compiled.staticAccounts.map(String);
-    const tableLookups: SvmLookup[] = (
-      "addressTableLookups" in compiled && Array.isArray(compiled.addressTableLookups)
-        ? compiled.addressTableLookups
-        : []
-    ).map((lookup) => ({
+    const lookups = "addressTableLookups" in compiled ? compiled.addressTableLookups : undefined;
+    const tableLookups: SvmLookup[] = (lookups ?? []).map((lookup) => ({
       table: String(lookup.lookupTableAddress),
       writableIndexes: [...lookup.writableIndexes],
       readonlyIndexes: [...lookup.readonlyIndexes],
@@ -148,7 +140,7 @@ export function decodeSvmTransaction(base64: unknown): DecodeResult {
 }
 
 /** The message's version: SIMD-0385 starts with it, else it follows the signatures (high bit set). */
-function messageVersionOf(wire: ArrayLike<number>): "legacy" | number | undefined {
+export function messageVersionOf(wire: ArrayLike<number>): "legacy" | number | undefined {
   const first = wire[0];
   if (first === undefined) return undefined;
   if (first & 0x80) return first & 0x7f;

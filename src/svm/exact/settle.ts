@@ -10,7 +10,7 @@ import {
   type SettleSteps,
   settleInTurn,
 } from "../../core/settle-loop.js";
-import { isAnswered, type JournalEntry, type NewEntry } from "../../core/store.js";
+import { isAnswered, type JournalEntry } from "../../core/store.js";
 import { FacilitatorError, failed, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
@@ -180,7 +180,17 @@ async function sendAndFollow(
   const observe = stageObserver(ctx.metrics, ctx.network);
   const writing = performance.now();
   try {
-    await ctx.journal.recordSend(journalEntry(s), signed.signature, signed.wire);
+    // No nonce (0); the expected transfer names the mint and token accounts.
+    const { mint: token, source: from, destination: to, amount } = payment;
+    const expect = { token, from, to, value: amount.toString() };
+    const entry = {
+      key: s.key,
+      network: ctx.network,
+      signer: payment.feePayer,
+      txNonce: 0,
+      expect,
+    };
+    await ctx.journal.recordSend(entry, signed.signature, signed.wire);
     observe?.("journal", (performance.now() - writing) / 1000);
   } catch (error) {
     abandon(s);
@@ -216,21 +226,4 @@ async function sendAndFollow(
   const landing = await follow(s);
   reached();
   return conclude(s, landing);
-}
-
-/** The journal's entry: no nonce (0); the expected transfer names the mint and token accounts. */
-function journalEntry(s: Settling): NewEntry {
-  const { payment } = s;
-  return {
-    key: s.key,
-    network: s.ctx.network,
-    signer: payment.feePayer,
-    txNonce: 0,
-    expect: {
-      token: payment.mint,
-      from: payment.source,
-      to: payment.destination,
-      value: payment.amount.toString(),
-    },
-  };
 }

@@ -11,11 +11,6 @@ export type SvmSettlementKey =
   | { readonly ok: true; readonly key: string }
   | { readonly ok: false; readonly why: string };
 
-/** The key settle writes a Solana settlement under: its network and its transaction's id. */
-export function svmKeyOf(network: string, signature: string): string {
-  return `${SVM_KEY_PREFIX}${network}:${signature}`;
-}
-
 /** Our fee payer's signature of `tx` (undefined without its key): the transaction's id and key. */
 export function signAsFeePayer(
   network: string,
@@ -25,9 +20,9 @@ export function signAsFeePayer(
   const feePayer = keys.find((key) => key.address === tx.staticAccounts[0]);
   if (!feePayer) return undefined;
   const bytes = signWithFeePayer(feePayer, tx.messageBytes);
-  // Base58 of our signature, the first: the transaction's id.
+  // Base58 of our signature, the first: the transaction's id, which keys the journal.
   const signature = getBase58Decoder().decode(bytes);
-  return { feePayer, bytes, signature, key: svmKeyOf(network, signature) };
+  return { feePayer, bytes, signature, key: `${SVM_KEY_PREFIX}${network}:${signature}` };
 }
 
 export function svmSettlementKey(
