@@ -7,8 +7,6 @@ import { isObject } from "../protocol/words.js";
 import { type LinearPattern, PATTERN_INPUT_LIMIT, searches } from "./json-schema-patterns.js";
 import { compile, has, type Json, resolve, type Schema } from "./json-schema-shape.js";
 
-export { SCHEMA_DIALECT } from "./json-schema-shape.js";
-
 /** Steps one validation may take (tens of ms); a step is one RE2 instruction on one character. */
 export const SCHEMA_STEP_LIMIT = 1_000_000;
 /** Steps per (subschema, value) pair visited: 10,000 of them at most. */

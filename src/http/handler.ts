@@ -65,11 +65,12 @@ export interface HttpMetrics {
   render(): Promise<{ contentType: string; text: string }>;
 }
 
-const JSON_TYPE = "application/json; charset=utf-8";
-
-function json(status: number, body: unknown, log: HttpResponse["log"] = {}): HttpResponse {
-  return { status, headers: { "content-type": JSON_TYPE }, body: `${JSON.stringify(body)}\n`, log };
+function answer(status: number, type: string, body: string, log: HttpResponse["log"] = {}) {
+  return { status, headers: { "content-type": type }, body, log };
 }
+
+const json = (status: number, body: unknown, log: HttpResponse["log"] = {}): HttpResponse =>
+  answer(status, "application/json; charset=utf-8", `${JSON.stringify(body)}\n`, log);
 
 /** A failure that may pass with time says when to try again. */
 function withRetryAfter(response: HttpResponse, f: Failure | undefined): HttpResponse {
@@ -173,12 +174,7 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         return json(readiness.ready ? 200 : 503, readiness);
       }
       case "/llms.txt":
-        return {
-          status: 200,
-          headers: { "content-type": "text/plain; charset=utf-8" },
-          body: llmsTxt(),
-          log: {},
-        };
+        return answer(200, "text/plain; charset=utf-8", llmsTxt());
       case "/discovery/resources":
       case "/discovery/search": {
         const answer = await discoveryAnswer(facilitator.discovery, path, request.url);
@@ -212,7 +208,7 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
       if (path === "/metrics") {
         if (!options.metrics) return fail("not_found", "metrics are served by facilitator serve");
         const { contentType, text } = await options.metrics.render();
-        return { status: 200, headers: { "content-type": contentType }, body: text, log: {} };
+        return answer(200, contentType, text);
       }
       const type = header(request, "content-type") ?? "";
       if (!/^application\/(.+\+)?json\s*(;|$)/i.test(type)) {

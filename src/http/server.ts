@@ -122,12 +122,12 @@ export async function startServer(
     // Answered already when the stop's time ran out (answerNow), which logged it.
     if (held.answered) return;
     answer(held, result, close);
-    logAnswer(held, result);
   };
 
-  /** Writes `result` on the request's response, once. */
+  /** Writes `result` on the request's response, once, and logs it. */
   const answer = (held: InFlight, result: HttpResponse, close?: "drained" | "now") => {
     held.answered = true;
+    logAnswer(held, result);
     const { response } = held;
     if (response.destroyed || response.headersSent) return;
     const headers: Record<string, string> = { ...result.headers };
@@ -233,7 +233,6 @@ export async function startServer(
         if (held.answered) continue;
         const result = held.request ? lateAnswer(held.request) : errorResponse(stoppingFailure());
         answer(held, result);
-        logAnswer(held, result);
       }
       answeredNow?.();
     },

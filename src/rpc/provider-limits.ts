@@ -143,18 +143,6 @@ export function aroundRequests(
   };
 }
 
-/** `transport`, failing at once while its provider asks to wait: the fallback asks the next. */
-export function restingSkipped(transport: Transport, url: string, shown: string): Transport {
-  const state = providerState(url);
-  return aroundRequests(transport, async (method, send) => {
-    // The provider asked us to wait and the time is not up.
-    if (state.restUntil > Date.now()) {
-      throw new RateLimitedError({ body: { method }, url: shown, details: "it asked us to wait" });
-    }
-    return send();
-  });
-}
-
 /** What `url` refused so far (doctor names it), or undefined when nothing. */
 export function limitsMet(
   url: string,
