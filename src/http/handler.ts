@@ -13,6 +13,7 @@ import { type ApiKeys, callerRecognizer, type Identified } from "./callers.js";
 import { discoveryAnswer } from "./discovery.js";
 import { checkHealth, checkReadiness } from "./health.js";
 import { llmsTxt } from "./llms.js";
+import type { Metrics } from "./metrics.js";
 import { RateBuckets, rateLimited, rateOf } from "./rates.js";
 
 export interface HttpRequest {
@@ -49,20 +50,11 @@ export interface HandlerOptions {
   /** Refused Host headers get 403 `untrusted_host`: the DNS-rebinding guard (hosts.ts). */
   readonly trustedHost?: ((host: string | undefined) => boolean) | undefined;
   /** Counts and times /verify and /settle, and answers GET /metrics (404 without it). */
-  readonly metrics?: HttpMetrics | undefined;
+  readonly metrics?: Metrics | undefined;
   /** Why GET /settlements is off (404): its answers name the host, so it is off beyond loopback. */
   readonly settlementsOff?: string | undefined;
   /** GET /readyz: each signer needs this much native balance on each chain (default 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
-}
-
-/** What the handler needs from metrics (metrics.ts). */
-export interface HttpMetrics {
-  /** A /verify or /settle answered; `body` is the parsed request (its network), if it parsed. */
-  observeRequest(op: "verify" | "settle", body: unknown, outcome: string, seconds: number): void;
-  /** A /verify or /settle of a named caller (never its key): served, or over its rate. */
-  observeCaller?(key: string, op: "verify" | "settle", outcome: "served" | "rate_limited"): void;
-  render(): Promise<{ contentType: string; text: string }>;
 }
 
 function answer(status: number, type: string, body: string, log: HttpResponse["log"] = {}) {
@@ -139,7 +131,7 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
     // Named keys only: the one key of --api-key-file has no name of its own.
     const name = who.perMinute !== undefined ? who.caller?.name : undefined;
     if (name !== undefined) {
-      options.metrics?.observeCaller?.(name, op, wait ? "rate_limited" : "served");
+      options.metrics?.observeCaller(name, op, wait ? "rate_limited" : "served");
     }
     if (!rate || !wait) return undefined;
     const response = errorResponse(rateLimited(rate.whose, rate.perMinute, wait));

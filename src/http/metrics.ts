@@ -5,7 +5,6 @@ import type { Facilitator } from "../facilitator.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
 import { field } from "../protocol/words.js";
-import type { HttpMetrics } from "./handler.js";
 import { feePayerBalances, signerBalances } from "./health.js";
 
 /** Balances are read at scrape time, each within this: a dead RPC must not hang /metrics. */
@@ -206,12 +205,14 @@ export async function createMetrics() {
       facilitator = attached;
       refreshChains();
     },
-    observeRequest(op, body, outcome, seconds) {
+    /** A /verify or /settle answered; `body` is the parsed request (its network), if it parsed. */
+    observeRequest(op: "verify" | "settle", body: unknown, outcome: string, seconds: number) {
       const network = networkLabel(body);
       requests.inc({ op, network, outcome });
       requestSeconds.observe({ op, network }, seconds);
     },
-    observeCaller(key, op, outcome) {
+    /** A /verify or /settle of a named caller (never its key): served, or over its rate. */
+    observeCaller(key: string, op: "verify" | "settle", outcome: "served" | "rate_limited") {
       keyRequests.inc({ key, op, outcome });
     },
     /** How long a settlement store operation took (the PostgreSQL store reports here). */
@@ -258,7 +259,7 @@ export async function createMetrics() {
       refreshChains();
       return { contentType: registry.contentType, text: await registry.metrics() };
     },
-  } satisfies Required<MetricsSink> & Required<HttpMetrics> & Record<string, unknown>;
+  } satisfies Required<MetricsSink> & Record<string, unknown>;
 }
 
 export type Metrics = Awaited<ReturnType<typeof createMetrics>>;

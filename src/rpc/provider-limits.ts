@@ -27,14 +27,13 @@ export class RateLimitedError extends HttpRequestError {
   /** How long the provider asked us to wait (Retry-After), when it said. */
   readonly retryAfterMs: number | undefined;
 
-  constructor(args: {
-    body: Record<string, unknown> | Record<string, unknown>[];
-    url: string;
-    status?: number | undefined;
-    details: string;
-    retryAfterMs?: number | undefined;
-  }) {
-    super({ body: args.body, url: args.url, status: args.status, details: args.details });
+  constructor(
+    args: ConstructorParameters<typeof HttpRequestError>[0] & {
+      details: string;
+      retryAfterMs?: number | undefined;
+    },
+  ) {
+    super(args);
     this.name = "RateLimitedError";
     this.shortMessage = `the RPC provider rate-limited the request (${args.status === 429 ? "HTTP 429" : args.details}) and did not pass it on`;
     this.retryAfterMs = args.retryAfterMs;
