@@ -221,17 +221,15 @@ class Run {
     for (const name of (s.required as string[] | undefined) ?? []) {
       if (!has(value, name)) ok = fail(`must have the property ${show(name)}`);
     }
-    for (const [name, needed] of Object.entries(
-      (s.dependentRequired as Record<string, string[]>) ?? {},
-    )) {
+    const dependentRequired = (s.dependentRequired as Record<string, string[]>) ?? {};
+    for (const [name, needed] of Object.entries(dependentRequired)) {
       if (!has(value, name)) continue;
       for (const other of needed) {
         if (!has(value, other)) ok = fail(`must have ${show(other)} when it has ${show(name)}`);
       }
     }
-    for (const [name, next] of Object.entries(
-      (s.dependentSchemas as Record<string, Schema>) ?? {},
-    )) {
+    const dependentSchemas = (s.dependentSchemas as Record<string, Schema>) ?? {};
+    for (const [name, next] of Object.entries(dependentSchemas)) {
       if (has(value, name)) ok = sub(next, value) && ok;
     }
     const properties = (s.properties as Record<string, Schema> | undefined) ?? {};

@@ -212,19 +212,12 @@ export async function createMetrics() {
       requestSeconds.observe({ op, network }, seconds);
     },
     /** A /verify or /settle of a named caller (never its key): served, or over its rate. */
-    observeCaller(key: string, op: "verify" | "settle", outcome: "served" | "rate_limited") {
-      keyRequests.inc({ key, op, outcome });
-    },
+    observeCaller: (key: string, op: "verify" | "settle", outcome: "served" | "rate_limited") =>
+      keyRequests.inc({ key, op, outcome }),
     /** How long a settlement store operation took (the PostgreSQL store reports here). */
-    observeStore(op: string, seconds: number): void {
-      storeSeconds.observe({ op }, seconds);
-    },
-    transactionSent(chainId, signer) {
-      sent.inc({ chain_id: String(chainId), signer });
-    },
-    transactionReplaced(chainId, signer) {
-      replaced.inc({ chain_id: String(chainId), signer });
-    },
+    observeStore: (op: string, seconds: number) => storeSeconds.observe({ op }, seconds),
+    transactionSent: (chainId, signer) => sent.inc({ chain_id: String(chainId), signer }),
+    transactionReplaced: (chainId, signer) => replaced.inc({ chain_id: String(chainId), signer }),
     transactionMined(chainId, receipt) {
       if (!firstTime(receipt.hash.toLowerCase())) return;
       const labels = { chain_id: String(chainId), signer: receipt.signer };
@@ -241,12 +234,8 @@ export async function createMetrics() {
         inFlight.dec(labels);
       };
     },
-    rpcError(endpoint, reason) {
-      rpcErrors.inc({ endpoint, reason });
-    },
-    settleStage(network, stage, seconds) {
-      settleStages.observe({ network, stage }, seconds);
-    },
+    rpcError: (endpoint, reason) => rpcErrors.inc({ endpoint, reason }),
+    settleStage: (network, stage, seconds) => settleStages.observe({ network, stage }, seconds),
     svmTransaction(event) {
       if (!firstTime(`${event.signature} ${event.outcome}`)) return;
       const { network, feePayer: fee_payer, outcome } = event;
