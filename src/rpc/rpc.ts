@@ -177,8 +177,7 @@ export class RpcRegistry {
 
   /** The chains served (configured, and public RPCs' when in use): what client() accepts. */
   async servedChainIds(): Promise<number[]> {
-    await this.#resolve();
-    const ids = new Set(this.#resolved.values());
+    const ids = new Set(await this.configuredChainIds());
     if (this.#publicRpcs) {
       for (const network of KNOWN_NETWORKS) if (network.defaultRpcUrl) ids.add(network.chainId);
     }
