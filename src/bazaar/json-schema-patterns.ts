@@ -22,12 +22,6 @@ export interface LinearPattern {
   readonly cost: number;
 }
 
-/** What a pattern would compile to: RE2 source, and its size (an upper bound, weighted). */
-export interface Translated {
-  readonly source: string;
-  readonly estimate: number;
-}
-
 // ECMA-262's \s (WhiteSpace and LineTerminator) and the line terminators `.` does not match.
 const SPACE: readonly (readonly [number, number])[] = [
   [0x09, 0x0d],
@@ -68,8 +62,11 @@ const UNICODE_ESCAPE = /^\\u(?:\{([0-9a-fA-F]+)\}|([0-9a-fA-F]{4}))/;
 // `\p{Script=Greek}` is RE2's `\p{Greek}`; long names (`\p{Letter}`) RE2 does not know: refused.
 const PROPERTY = /^\\([pP])\{(?:(?:Script|sc|General_Category|gc)=)?([A-Za-z_]+)\}/;
 
-/** Why `source` is not run, or how RE2 reads it: same matches, as ECMA-262 defines them. */
-export function translate(source: string): Translated | string {
+/**
+ * Why `source` is not run, or how RE2 reads it (same matches, as ECMA-262 defines them) and its
+ * size in RE2 instructions (an upper bound, weighted).
+ */
+function translate(source: string): { source: string; estimate: number } | string {
   if (source.length > PATTERN_LIMIT) return `is longer than ${PATTERN_LIMIT} characters`;
   try {
     new RegExp(source, "u");

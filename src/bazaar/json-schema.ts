@@ -7,8 +7,6 @@ import { isObject } from "../protocol/words.js";
 import { type LinearPattern, PATTERN_INPUT_LIMIT, searches } from "./json-schema-patterns.js";
 import { compile, has, type Json, resolve, type Schema } from "./json-schema-shape.js";
 
-export { SCHEMA_DIALECT } from "./json-schema-shape.js";
-
 /** Steps one validation may take (tens of ms); a step is one RE2 instruction on one character. */
 export const SCHEMA_STEP_LIMIT = 1_000_000;
 /** Steps per (subschema, value) pair visited: 10,000 of them at most. */
@@ -223,17 +221,15 @@ class Run {
     for (const name of (s.required as string[] | undefined) ?? []) {
       if (!has(value, name)) ok = fail(`must have the property ${show(name)}`);
     }
-    for (const [name, needed] of Object.entries(
-      (s.dependentRequired as Record<string, string[]>) ?? {},
-    )) {
+    const dependentRequired = (s.dependentRequired as Record<string, string[]>) ?? {};
+    for (const [name, needed] of Object.entries(dependentRequired)) {
       if (!has(value, name)) continue;
       for (const other of needed) {
         if (!has(value, other)) ok = fail(`must have ${show(other)} when it has ${show(name)}`);
       }
     }
-    for (const [name, next] of Object.entries(
-      (s.dependentSchemas as Record<string, Schema>) ?? {},
-    )) {
+    const dependentSchemas = (s.dependentSchemas as Record<string, Schema>) ?? {};
+    for (const [name, next] of Object.entries(dependentSchemas)) {
       if (has(value, name)) ok = sub(next, value) && ok;
     }
     const properties = (s.properties as Record<string, Schema> | undefined) ?? {};

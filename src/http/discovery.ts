@@ -1,5 +1,4 @@
 /** GET /discovery/resources and /discovery/search, in the shapes `withBazaar` reads. */
-
 import type { CatalogueFilter } from "../bazaar/catalogue.js";
 import { type Discovery, discoveryResource } from "../bazaar/discovery.js";
 import { type Answer, FacilitatorError, failed } from "../protocol/errors.js";

@@ -13,6 +13,7 @@ import { type ApiKeys, callerRecognizer, type Identified } from "./callers.js";
 import { discoveryAnswer } from "./discovery.js";
 import { checkHealth, checkReadiness } from "./health.js";
 import { llmsTxt } from "./llms.js";
+import type { Metrics } from "./metrics.js";
 import { RateBuckets, rateLimited, rateOf } from "./rates.js";
 
 export interface HttpRequest {
@@ -49,27 +50,19 @@ export interface HandlerOptions {
   /** Refused Host headers get 403 `untrusted_host`: the DNS-rebinding guard (hosts.ts). */
   readonly trustedHost?: ((host: string | undefined) => boolean) | undefined;
   /** Counts and times /verify and /settle, and answers GET /metrics (404 without it). */
-  readonly metrics?: HttpMetrics | undefined;
+  readonly metrics?: Metrics | undefined;
   /** Why GET /settlements is off (404): its answers name the host, so it is off beyond loopback. */
   readonly settlementsOff?: string | undefined;
   /** GET /readyz: each signer needs this much native balance on each chain (default 1 wei). */
   readonly minSignerBalanceWei?: bigint | undefined;
 }
 
-/** What the handler needs from metrics (metrics.ts). */
-export interface HttpMetrics {
-  /** A /verify or /settle answered; `body` is the parsed request (its network), if it parsed. */
-  observeRequest(op: "verify" | "settle", body: unknown, outcome: string, seconds: number): void;
-  /** A /verify or /settle of a named caller (never its key): served, or over its rate. */
-  observeCaller?(key: string, op: "verify" | "settle", outcome: "served" | "rate_limited"): void;
-  render(): Promise<{ contentType: string; text: string }>;
+function answer(status: number, type: string, body: string, log: HttpResponse["log"] = {}) {
+  return { status, headers: { "content-type": type }, body, log };
 }
 
-const JSON_TYPE = "application/json; charset=utf-8";
-
-function json(status: number, body: unknown, log: HttpResponse["log"] = {}): HttpResponse {
-  return { status, headers: { "content-type": JSON_TYPE }, body: `${JSON.stringify(body)}\n`, log };
-}
+const json = (status: number, body: unknown, log: HttpResponse["log"] = {}): HttpResponse =>
+  answer(status, "application/json; charset=utf-8", `${JSON.stringify(body)}\n`, log);
 
 /** A failure that may pass with time says when to try again. */
 function withRetryAfter(response: HttpResponse, f: Failure | undefined): HttpResponse {
@@ -138,7 +131,7 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
     // Named keys only: the one key of --api-key-file has no name of its own.
     const name = who.perMinute !== undefined ? who.caller?.name : undefined;
     if (name !== undefined) {
-      options.metrics?.observeCaller?.(name, op, wait ? "rate_limited" : "served");
+      options.metrics?.observeCaller(name, op, wait ? "rate_limited" : "served");
     }
     if (!rate || !wait) return undefined;
     const response = errorResponse(rateLimited(rate.whose, rate.perMinute, wait));
@@ -173,12 +166,7 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
         return json(readiness.ready ? 200 : 503, readiness);
       }
       case "/llms.txt":
-        return {
-          status: 200,
-          headers: { "content-type": "text/plain; charset=utf-8" },
-          body: llmsTxt(),
-          log: {},
-        };
+        return answer(200, "text/plain; charset=utf-8", llmsTxt());
       case "/discovery/resources":
       case "/discovery/search": {
         const answer = await discoveryAnswer(facilitator.discovery, path, request.url);
@@ -212,7 +200,7 @@ export function createHandler(facilitator: Facilitator, options: HandlerOptions 
       if (path === "/metrics") {
         if (!options.metrics) return fail("not_found", "metrics are served by facilitator serve");
         const { contentType, text } = await options.metrics.render();
-        return { status: 200, headers: { "content-type": contentType }, body: text, log: {} };
+        return answer(200, contentType, text);
       }
       const type = header(request, "content-type") ?? "";
       if (!/^application\/(.+\+)?json\s*(;|$)/i.test(type)) {

@@ -5,7 +5,6 @@ import type { Facilitator } from "../facilitator.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
 import { field } from "../protocol/words.js";
-import type { HttpMetrics } from "./handler.js";
 import { feePayerBalances, signerBalances } from "./health.js";
 
 /** Balances are read at scrape time, each within this: a dead RPC must not hang /metrics. */
@@ -206,24 +205,19 @@ export async function createMetrics() {
       facilitator = attached;
       refreshChains();
     },
-    observeRequest(op, body, outcome, seconds) {
+    /** A /verify or /settle answered; `body` is the parsed request (its network), if it parsed. */
+    observeRequest(op: "verify" | "settle", body: unknown, outcome: string, seconds: number) {
       const network = networkLabel(body);
       requests.inc({ op, network, outcome });
       requestSeconds.observe({ op, network }, seconds);
     },
-    observeCaller(key, op, outcome) {
-      keyRequests.inc({ key, op, outcome });
-    },
+    /** A /verify or /settle of a named caller (never its key): served, or over its rate. */
+    observeCaller: (key: string, op: "verify" | "settle", outcome: "served" | "rate_limited") =>
+      keyRequests.inc({ key, op, outcome }),
     /** How long a settlement store operation took (the PostgreSQL store reports here). */
-    observeStore(op: string, seconds: number): void {
-      storeSeconds.observe({ op }, seconds);
-    },
-    transactionSent(chainId, signer) {
-      sent.inc({ chain_id: String(chainId), signer });
-    },
-    transactionReplaced(chainId, signer) {
-      replaced.inc({ chain_id: String(chainId), signer });
-    },
+    observeStore: (op: string, seconds: number) => storeSeconds.observe({ op }, seconds),
+    transactionSent: (chainId, signer) => sent.inc({ chain_id: String(chainId), signer }),
+    transactionReplaced: (chainId, signer) => replaced.inc({ chain_id: String(chainId), signer }),
     transactionMined(chainId, receipt) {
       if (!firstTime(receipt.hash.toLowerCase())) return;
       const labels = { chain_id: String(chainId), signer: receipt.signer };
@@ -240,12 +234,8 @@ export async function createMetrics() {
         inFlight.dec(labels);
       };
     },
-    rpcError(endpoint, reason) {
-      rpcErrors.inc({ endpoint, reason });
-    },
-    settleStage(network, stage, seconds) {
-      settleStages.observe({ network, stage }, seconds);
-    },
+    rpcError: (endpoint, reason) => rpcErrors.inc({ endpoint, reason }),
+    settleStage: (network, stage, seconds) => settleStages.observe({ network, stage }, seconds),
     svmTransaction(event) {
       if (!firstTime(`${event.signature} ${event.outcome}`)) return;
       const { network, feePayer: fee_payer, outcome } = event;
@@ -258,7 +248,7 @@ export async function createMetrics() {
       refreshChains();
       return { contentType: registry.contentType, text: await registry.metrics() };
     },
-  } satisfies Required<MetricsSink> & Required<HttpMetrics> & Record<string, unknown>;
+  } satisfies Required<MetricsSink> & Record<string, unknown>;
 }
 
 export type Metrics = Awaited<ReturnType<typeof createMetrics>>;

@@ -150,13 +150,6 @@ const refusedAsBatch = (error: unknown) =>
 
 function batcher(endpoint: Endpoint, timeoutMs: number, state: ProviderState) {
   let queue: Pending[] = [];
-  const settleAll = (calls: Pending[], answer: (call: Pending) => RpcAnswer | undefined) => {
-    for (const call of calls) {
-      const found = answer(call);
-      if (found) call.resolve(found);
-      else call.reject(new Error(`Expected ${calls.length} responses to batch request.`));
-    }
-  };
   /** A batch refused whole ran nothing: sent again in halves, the URL's limit lowered. */
   const split = (calls: Pending[]) => {
     const limit = learnBatchLimit(state, calls.length);
@@ -171,18 +164,19 @@ function batcher(endpoint: Endpoint, timeoutMs: number, state: ProviderState) {
       );
       return;
     }
-    exchange(
-      endpoint,
-      calls.map((c) => c.body),
-      timeoutMs,
-    ).then(
+    const bodies = calls.map((c) => c.body);
+    exchange(endpoint, bodies, timeoutMs).then(
       (data) => {
         const whole = wholeBatchError(data, calls.length);
         // A rate limit for the whole batch is every call's: each waits and is sent again.
         if (whole?.error && !isRateLimitAnswer(whole.error)) return split(calls);
         const answers = Array.isArray(data) ? (data as RpcAnswer[]) : [];
         const byId = new Map(answers.map((a) => [a.id, a]));
-        settleAll(calls, (call) => byId.get(call.body.id) ?? whole);
+        for (const call of calls) {
+          const found = byId.get(call.body.id) ?? whole;
+          if (found) call.resolve(found);
+          else call.reject(new Error(`Expected ${calls.length} responses to batch request.`));
+        }
       },
       (error: unknown) => {
         if (refusedAsBatch(error)) return split(calls);

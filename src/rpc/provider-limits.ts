@@ -27,14 +27,13 @@ export class RateLimitedError extends HttpRequestError {
   /** How long the provider asked us to wait (Retry-After), when it said. */
   readonly retryAfterMs: number | undefined;
 
-  constructor(args: {
-    body: Record<string, unknown> | Record<string, unknown>[];
-    url: string;
-    status?: number | undefined;
-    details: string;
-    retryAfterMs?: number | undefined;
-  }) {
-    super({ body: args.body, url: args.url, status: args.status, details: args.details });
+  constructor(
+    args: ConstructorParameters<typeof HttpRequestError>[0] & {
+      details: string;
+      retryAfterMs?: number | undefined;
+    },
+  ) {
+    super(args);
     this.name = "RateLimitedError";
     this.shortMessage = `the RPC provider rate-limited the request (${args.status === 429 ? "HTTP 429" : args.details}) and did not pass it on`;
     this.retryAfterMs = args.retryAfterMs;
@@ -141,18 +140,6 @@ export function aroundRequests(
       around(args.method, () => built.request(args, options))) as typeof built.request;
     return { ...built, request };
   };
-}
-
-/** `transport`, failing at once while its provider asks to wait: the fallback asks the next. */
-export function restingSkipped(transport: Transport, url: string, shown: string): Transport {
-  const state = providerState(url);
-  return aroundRequests(transport, async (method, send) => {
-    // The provider asked us to wait and the time is not up.
-    if (state.restUntil > Date.now()) {
-      throw new RateLimitedError({ body: { method }, url: shown, details: "it asked us to wait" });
-    }
-    return send();
-  });
 }
 
 /** What `url` refused so far (doctor names it), or undefined when nothing. */

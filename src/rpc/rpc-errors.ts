@@ -52,19 +52,24 @@ const SOCKET_ERRORS: Readonly<Record<string, string>> = {
   UND_ERR_SOCKET: "connection closed",
 };
 
+/** A timeout, rate limit or HTTP status: as a metric label ("http_503") and in a few words. */
+function transportFailure(error: unknown): { kind: string; words: string } | undefined {
+  if (!(error instanceof BaseError)) return undefined;
+  if (error.walk((e) => e instanceof TimeoutError)) return { kind: "timeout", words: "timed out" };
+  const limited = error.walk((e) => e instanceof RateLimitedError);
+  if (limited instanceof RateLimitedError) {
+    const words = `rate limited: ${limited.status === 429 ? "HTTP 429" : limited.details}`;
+    return { kind: "rate_limited", words };
+  }
+  const failed = error.walk((e) => e instanceof HttpRequestError);
+  if (!(failed instanceof HttpRequestError) || failed.status === undefined) return undefined;
+  return { kind: `http_${failed.status}`, words: `HTTP ${failed.status}` };
+}
+
 /** Why a node did not answer, in a few words and without its URL (viem's messages carry it). */
 export function unreachableReason(error: unknown): string {
-  if (error instanceof BaseError) {
-    if (error.walk((e) => e instanceof TimeoutError)) return "timed out";
-    const limited = error.walk((e) => e instanceof RateLimitedError);
-    if (limited instanceof RateLimitedError) {
-      return `rate limited: ${limited.status === 429 ? "HTTP 429" : limited.details}`;
-    }
-    const failed = error.walk((e) => e instanceof HttpRequestError);
-    if (failed instanceof HttpRequestError && failed.status !== undefined) {
-      return `HTTP ${failed.status}`;
-    }
-  }
+  const known = transportFailure(error);
+  if (known) return known.words;
   let cause: unknown = error;
   let innermost = "";
   while (cause instanceof Error) {
@@ -80,13 +85,5 @@ export function unreachableReason(error: unknown): string {
 
 /** A transport failure in a word, for a metric label: "timeout", "http_503", "connection". */
 export function rpcErrorKind(error: unknown): string {
-  if (error instanceof BaseError) {
-    if (error.walk((e) => e instanceof TimeoutError)) return "timeout";
-    if (error.walk((e) => e instanceof RateLimitedError)) return "rate_limited";
-    const failed = error.walk((e) => e instanceof HttpRequestError);
-    if (failed instanceof HttpRequestError && failed.status !== undefined) {
-      return `http_${failed.status}`;
-    }
-  }
-  return "connection";
+  return transportFailure(error)?.kind ?? "connection";
 }

@@ -14,7 +14,7 @@ import { FacilitatorError } from "../protocol/errors.js";
 import { caip2, KNOWN_NETWORKS, knownNetwork } from "../protocol/networks.js";
 import { solanaCluster, solanaNetworkOfGenesisHash } from "../protocol/solana-networks.js";
 import { type JsonRpcOptions, jsonRpcTransport } from "./json-rpc.js";
-import { aroundRequests, limitsMet, restingSkipped } from "./provider-limits.js";
+import { aroundRequests, limitsMet, providerState, RateLimitedError } from "./provider-limits.js";
 import { answeredOnceConfirmed } from "./rpc-confirmed.js";
 import { isUnreachable, redactUrl, rpcErrorKind, unreachableReason } from "./rpc-errors.js";
 
@@ -137,10 +137,7 @@ export class RpcRegistry {
       const label = solanaCluster(network)?.label;
       const name = named === network ? network : `${named} (${network})`;
       const why = this.#servedNames().length > 0 ? this.#serves() : "no Solana RPC is configured";
-      throw FacilitatorError.of(
-        "unsupported_network",
-        `${name}${label && label !== named ? ` (${label})` : ""} is not served here: ${why}; add a Solana RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file`,
-      );
+      throw notServed(label && label !== named ? `${name} (${label})` : name, why, "a Solana RPC");
     }
     const client = createClient({ transport: this.#transport(urls) });
     this.#solanaClients.set(network, { client, via: urls.map(redactUrl).join(", ") });
@@ -180,8 +177,7 @@ export class RpcRegistry {
 
   /** The chains served (configured, and public RPCs' when in use): what client() accepts. */
   async servedChainIds(): Promise<number[]> {
-    await this.#resolve();
-    const ids = new Set(this.#resolved.values());
+    const ids = new Set(await this.configuredChainIds());
     if (this.#publicRpcs) {
       for (const network of KNOWN_NETWORKS) if (network.defaultRpcUrl) ids.add(network.chainId);
     }
@@ -232,10 +228,7 @@ export class RpcRegistry {
       !this.#publicRpcs && known?.defaultRpcUrl
         ? " (or allow its public RPC with --public-rpcs)"
         : "";
-    return FacilitatorError.of(
-      "unsupported_network",
-      `${name} is not served here: ${why}; add an RPC for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file${publicHint}`,
-    );
+    return notServed(name, why, "an RPC", publicHint);
   }
 
   #unreachable(network: string): FacilitatorError {
@@ -248,30 +241,34 @@ export class RpcRegistry {
     );
   }
 
-  /** `url`'s JSON-RPC transport, each request that got no answer from the node told to metrics. */
+  /** `url`'s JSON-RPC transport: failures told to metrics; failing over while its provider rests. */
   #counted(url: string, options: Pick<JsonRpcOptions, "batch" | "retryCount" | "failover">) {
     const { requestTimeoutMs: timeout = 10_000, rpcBatchLimit: batchLimit } = this.#options;
     const transport = jsonRpcTransport(url, { ...options, timeout, batchLimit });
     const sink = this.#options.metrics;
-    if (!sink) return transport;
+    const provider = options.failover ? providerState(url) : undefined;
+    if (!sink && !provider) return transport;
     const endpoint = redactUrl(url);
-    return aroundRequests(transport, (_method, send) =>
-      send().catch((error: unknown) => {
-        if (isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
+    return aroundRequests(transport, async (method, send) => {
+      if (provider && provider.restUntil > Date.now()) {
+        const details = "it asked us to wait";
+        throw new RateLimitedError({ body: { method }, url: endpoint, details });
+      }
+      return send().catch((error: unknown) => {
+        if (sink && isUnreachable(error)) sink.rpcError(endpoint, rpcErrorKind(error));
         throw error;
-      }),
-    );
+      });
+    });
   }
 
   #transport(urls: readonly string[]): Transport {
     const failover = urls.length > 1;
-    const transports = urls.map((url) => {
-      // Batching folds the concurrent reads of one verify into one HTTP request.
-      const transport = this.#counted(url, { batch: true, retryCount: 1, failover });
-      return failover ? restingSkipped(transport, url, redactUrl(url)) : transport;
-    });
+    // Batching folds the concurrent reads of one verify into one HTTP request.
+    const transports = urls.map((url) =>
+      this.#counted(url, { batch: true, retryCount: 1, failover }),
+    );
     const [only] = transports;
-    return transports.length === 1 && only !== undefined ? only : fallback(transports);
+    return failover || only === undefined ? fallback(transports) : only;
   }
 
   #resolve(): Promise<void> {
@@ -302,3 +299,10 @@ export class RpcRegistry {
     return this.#resolving;
   }
 }
+
+/** `unsupported_network`: `name` is served by no configured RPC (`why`), and how to add `rpc`. */
+const notServed = (name: string, why: string, rpc: string, hint = "") =>
+  FacilitatorError.of(
+    "unsupported_network",
+    `${name} is not served here: ${why}; add ${rpc} for it with --rpc-url, FACILITATOR_RPC_URL or rpcUrls in the config file${hint}`,
+  );
