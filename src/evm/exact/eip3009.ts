@@ -29,6 +29,7 @@ import {
   outcomeOf,
   parsePayment,
   readCode,
+  readTogether,
   refuse,
   type SignedPayment,
   type Step,
@@ -37,7 +38,6 @@ import {
   simulationFailure,
   tokenDomain,
   unitsOf,
-  unreachableIn,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
@@ -164,14 +164,15 @@ async function diagnose(
   const domain = payment.domain ?? { name: "", version: "" };
   const token = getContract({ address: requirements.asset, abi: eip3009Abi, client: ctx.client });
   const units = unitsOf(ctx, requirements.asset);
-  const [used, name, version, balance] = await Promise.all([
-    outcomeOf(token.read.authorizationState([auth.from, auth.nonce])),
-    outcomeOf(token.read.name()),
-    outcomeOf(token.read.version()),
-    outcomeOf(token.read.balanceOf([auth.from])),
-  ]);
-  const reads = [used, name, version, balance];
-  const unreachable = unreachableIn(reads, "diagnosing the failed simulation");
+  const [unreachable, used, name, version, balance] = await readTogether(
+    "diagnosing the failed simulation",
+    [
+      token.read.authorizationState([auth.from, auth.nonce]),
+      token.read.name(),
+      token.read.version(),
+      token.read.balanceOf([auth.from]),
+    ],
+  );
   if (unreachable) return unreachable;
   const detail = revert ? `: ${revert}` : "";
 
@@ -243,13 +244,10 @@ async function verify(
     ? await (simulation ?? simulateWithin(ctx, settleCall, need))
     : undefined;
   const gas = await settlementGas("eip3009", asset, payerCode, deployment);
-  if (simulated && !simulated.ok) {
-    const { error } = simulated;
-    const diagnosis = () => diagnose(ctx, payment, revertReason(error));
-    return refuse(
-      await simulationFailure(ctx, settleCall, gas, error, "simulating the transfer", diagnosis),
-    );
-  }
+  const diagnosis = (error: unknown) => diagnose(ctx, payment, revertReason(error));
+  const why = "simulating the transfer";
+  const failed = await simulationFailure(ctx, simulated, settleCall, gas, why, diagnosis);
+  if (failed) return refuse(failed);
   return {
     ok: true,
     value: {

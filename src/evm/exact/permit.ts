@@ -28,6 +28,7 @@ import {
   outcomeOf,
   parsePayment,
   readCode,
+  readTogether,
   refuse,
   type SignedPayment,
   type Step,
@@ -36,7 +37,6 @@ import {
   simulationFailure,
   tokenDomain,
   unitsOf,
-  unreachableIn,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
 import { nonceTaken, sameTransfer } from "./judge.js";
@@ -110,14 +110,14 @@ function permitCall(payment: PermitPayment) {
 const tokenOf = (ctx: ChainAccess, payment: PermitPayment) =>
   getContract({ address: payment.requirements.asset, abi: eip2612Abi, client: ctx.client });
 
-/** What the token says of the permit: its nonce, and the allowance it would grant. */
-async function tokenState(ctx: EvmContext, payment: PermitPayment) {
-  const token = tokenOf(ctx, payment);
+/** What the token says of the permit: its nonce, the allowance it would grant, the balance. */
+function tokenState(ctx: EvmContext, payment: PermitPayment) {
+  const { read } = tokenOf(ctx, payment);
   const { owner, spender } = payment.authorization;
-  return Promise.all([
-    outcomeOf(token.read.nonces([owner])),
-    outcomeOf(token.read.allowance([owner, spender])),
-    outcomeOf(token.read.balanceOf([owner])),
+  return readTogether("reading the token", [
+    read.nonces([owner]),
+    read.allowance([owner, spender]),
+    read.balanceOf([owner]),
   ]);
 }
 
@@ -129,8 +129,7 @@ async function diagnose(
 ): Promise<Failure> {
   const permit = payment.authorization;
   const units = unitsOf(ctx, payment.requirements.asset);
-  const [nonce, allowance, balance] = await tokenState(ctx, payment);
-  const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
+  const [unreachable, nonce, allowance, balance] = await tokenState(ctx, payment);
   if (unreachable) return unreachable;
   if (!nonce.ok) {
     return failure(
@@ -208,8 +207,7 @@ async function verify(
 
   // A permit that already landed (ours, before a crash, or anyone's) left the allowance: then
   // only the transfer remains. Otherwise the permit must be the next one the token expects.
-  const [nonce, allowance, balance] = await state;
-  const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
+  const [unreachable, nonce, allowance, balance] = await state;
   if (unreachable) return refuse(unreachable);
   const covered = allowance.ok && allowance.value >= permit.value;
   if (
@@ -221,18 +219,16 @@ async function verify(
   if (!covered && options.simulate) {
     const permitting = { ...permitCall(payment), account: permit.spender };
     const simulated = await simulateWithin(ctx, permitting, { use: "permit" });
-    if (!simulated.ok) {
-      const need = { use: "permit", asset: requirements.asset } as const;
-      const why = await simulationFailure(
-        ctx,
-        permitting,
-        need,
-        simulated.error,
-        "simulating the permit",
-        () => diagnose(ctx, payment, undefined),
-      );
-      return refuse(why);
-    }
+    const need = { use: "permit", asset: requirements.asset } as const;
+    const failed = await simulationFailure(
+      ctx,
+      simulated,
+      permitting,
+      need,
+      "simulating the permit",
+      () => diagnose(ctx, payment, undefined),
+    );
+    if (failed) return refuse(failed);
   }
 
   const prelude: Prelude = {

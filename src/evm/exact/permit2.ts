@@ -164,15 +164,19 @@ async function verify<A extends Permit2Authorization>(
       ? await simulateWithin(ctx, settleCall, { use, deployment: !!deployment })
       : undefined;
   const gas = await settlementGas(use, token, payerCode, deployment);
-  if (simulated && !simulated.ok) {
-    const { error } = simulated;
-    const doing = `simulating the ${scheme.settlement} settlement`;
-    const diagnosis = async () => {
+  const doing = `simulating the ${scheme.settlement} settlement`;
+  const failed = await simulationFailure(
+    ctx,
+    simulated,
+    sentBy(settleCall),
+    gas,
+    doing,
+    (error) => {
       const named = customErrorName(scheme.abi, revertData(error)) ?? revertReason(error);
-      return scheme.named?.(named) ?? (await diagnose(ctx, settled, named, scheme.proxy));
-    };
-    return refuse(await simulationFailure(ctx, sentBy(settleCall), gas, error, doing, diagnosis));
-  }
+      return scheme.named?.(named) ?? diagnose(ctx, settled, named, scheme.proxy);
+    },
+  );
+  if (failed) return refuse(failed);
   return {
     ok: true,
     value: {
