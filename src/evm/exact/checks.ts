@@ -229,7 +229,7 @@ const contractAssets = new Map<string, number>();
 const ASSET_CACHE_MS = 15 * 60_000;
 const ASSET_CACHE_MAX = 4096;
 
-export async function assetIsContract(
+async function assetIsContract(
   ctx: EvmContext,
   asset: Address,
   settling = false,
@@ -270,14 +270,17 @@ async function hasCode(ctx: EvmContext, address: Address): Promise<boolean> {
   return code !== undefined && code !== "0x";
 }
 
-/** asset_not_contract, or a chain failure, from an asset check started earlier. */
+/** asset_not_contract, or a chain failure: started beside the other checks, never rejects. */
 export function assetFailure(
   ctx: EvmContext,
   asset: Address,
-  checked: { ok: true; value: boolean } | { ok: false; error: unknown } | undefined,
-): Failure | null {
-  if (!checked) return null;
-  if (!checked.ok) return chainFailure(checked.error, "reading the asset's code");
-  if (checked.value) return null;
-  return failure("asset_not_contract", `no contract at ${asset} on chain ${ctx.chainId}`);
+  settling: boolean | undefined,
+): Promise<Failure | null> {
+  return assetIsContract(ctx, asset, settling).then(
+    (isContract) =>
+      isContract
+        ? null
+        : failure("asset_not_contract", `no contract at ${asset} on chain ${ctx.chainId}`),
+    (error: unknown) => chainFailure(error, "reading the asset's code"),
+  );
 }

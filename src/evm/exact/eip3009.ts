@@ -22,11 +22,9 @@ import { revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
-  assetIsContract,
   DEADLINE_HEADROOM_SECONDS,
   disagreement,
   insufficientFunds,
-  outcomeOf,
   parsePayment,
   readCode,
   readTogether,
@@ -221,9 +219,7 @@ async function verify(
   // The chain reads start together (one round trip), then are judged in the reference's order.
   const payerCode = readCode(ctx, auth.from);
   const termsFailure = checkTerms(ctx, request, payment);
-  const assetCheck = termsFailure
-    ? undefined
-    : outcomeOf(assetIsContract(ctx, asset, options.settling));
+  const assetCheck = termsFailure ? null : assetFailure(ctx, asset, options.settling);
   const simulation =
     termsFailure || !options.simulate || isErc6492Signature(signature)
       ? undefined
@@ -232,7 +228,7 @@ async function verify(
   const signed = await checkSignature(ctx, auth.from, digestOf(ctx, payment), signature, payerCode);
   if (!signed.ok) return signed;
   if (termsFailure) return refuse(termsFailure);
-  const assetProblem = assetFailure(ctx, asset, await assetCheck);
+  const assetProblem = await assetCheck;
   if (assetProblem) return refuse(assetProblem);
 
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.

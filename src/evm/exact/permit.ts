@@ -7,6 +7,7 @@
 import {
   encodeFunctionData,
   getContract,
+  type Hex,
   hashTypedData,
   isAddressEqual,
   parseAbi,
@@ -21,11 +22,9 @@ import type { Prelude } from "../chain/prelude.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
-  assetIsContract,
   DEADLINE_HEADROOM_SECONDS,
   disagreement,
   insufficientFunds,
-  outcomeOf,
   parsePayment,
   readCode,
   readTogether,
@@ -94,17 +93,28 @@ function expectedTransfer(payment: PermitPayment): EvmTransfer {
   };
 }
 
-function permitCall(payment: PermitPayment) {
+/** The permit, and the transfer after it, as calls to the token (a 65-byte signature). */
+function tokenCalls(payment: PermitPayment) {
   const { authorization: permit, requirements, signature } = payment;
+  const { owner, spender, value, deadline } = permit;
   const { v, r, s } = splitSignature(signature);
+  const call = (data: Hex) => ({ to: requirements.asset, data }) as const;
   return {
-    to: requirements.asset,
-    data: encodeFunctionData({
-      abi: eip2612Abi,
-      functionName: "permit",
-      args: [permit.owner, permit.spender, permit.value, permit.deadline, v, r, s],
-    }),
-  } as const;
+    permit: call(
+      encodeFunctionData({
+        abi: eip2612Abi,
+        functionName: "permit",
+        args: [owner, spender, value, deadline, v, r, s],
+      }),
+    ),
+    transfer: call(
+      encodeFunctionData({
+        abi: eip2612Abi,
+        functionName: "transferFrom",
+        args: [owner, requirements.payTo, value],
+      }),
+    ),
+  };
 }
 
 const tokenOf = (ctx: ChainAccess, payment: PermitPayment) =>
@@ -169,7 +179,7 @@ async function verify(
   if (disagrees) return refuse(disagrees);
   const { authorization: permit, requirements, signature } = payment;
   const payerCode = readCode(ctx, permit.owner);
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
+  const assetCheck = assetFailure(ctx, requirements.asset, options.settling);
   const state = tokenState(ctx, payment);
 
   if (size(signature) !== 65) {
@@ -202,7 +212,7 @@ async function verify(
       ),
     );
   }
-  const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
+  const assetProblem = await assetCheck;
   if (assetProblem) return refuse(assetProblem);
 
   // A permit that already landed (ours, before a crash, or anyone's) left the allowance: then
@@ -210,6 +220,7 @@ async function verify(
   const [unreachable, nonce, allowance, balance] = await state;
   if (unreachable) return refuse(unreachable);
   const covered = allowance.ok && allowance.value >= permit.value;
+  const calls = tokenCalls(payment);
   if (
     (balance.ok && balance.value < permit.value) ||
     (!covered && (!nonce.ok || nonce.value !== permit.nonce))
@@ -217,7 +228,7 @@ async function verify(
     return refuse(await diagnose(ctx, payment, undefined));
   }
   if (!covered && options.simulate) {
-    const permitting = { ...permitCall(payment), account: permit.spender };
+    const permitting = { ...calls.permit, account: permit.spender };
     const simulated = await simulateWithin(ctx, permitting, { use: "permit" });
     const need = { use: "permit", asset: requirements.asset } as const;
     const failed = await simulationFailure(
@@ -233,7 +244,7 @@ async function verify(
 
   const prelude: Prelude = {
     name: "permit",
-    tx: { call: permitCall(payment), gas: { use: "permit", asset: requirements.asset } },
+    tx: { call: calls.permit, gas: { use: "permit", asset: requirements.asset } },
     needed: async (c) =>
       (await tokenOf(c, payment).read.allowance([permit.owner, permit.spender])) < permit.value,
   };
@@ -241,14 +252,7 @@ async function verify(
     ok: true,
     value: {
       payment,
-      call: {
-        to: requirements.asset,
-        data: encodeFunctionData({
-          abi: eip2612Abi,
-          functionName: "transferFrom",
-          args: [permit.owner, requirements.payTo, permit.value],
-        }),
-      },
+      call: calls.transfer,
       gas: { use: "transferFrom", asset: requirements.asset },
       expect: expectedTransfer(payment),
       spends: [{ token: requirements.asset, owner: permit.owner, amount: permit.value }],

@@ -13,8 +13,6 @@ import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
-  assetIsContract,
-  outcomeOf,
   parsePayment,
   readCode,
   refuse,
@@ -92,7 +90,7 @@ async function verify<A extends Permit2Authorization>(
   const disagreement = schemeAndNetwork(request, scheme.scheme, scheme.reasons);
   if (disagreement) return refuse(disagreement);
   // The asset's code, the payer's code and the simulation go out in one batch.
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
+  const assetCheck = assetFailure(ctx, requirements.asset, options.settling);
   const payerCode = readCode(ctx, auth.from);
   const terms = checkPermit2Terms(ctx, payment, scheme, options.settling === true);
   if (terms) return refuse(terms);
@@ -125,7 +123,7 @@ async function verify<A extends Permit2Authorization>(
   const digest = scheme.digest(ctx.chainId, auth);
   const signed = await checkSignature(ctx, auth.from, digest, signature, payerCode);
   // The reference reports a missing asset contract before the signature's verdict.
-  const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
+  const assetProblem = await assetCheck;
   if (assetProblem) return refuse(assetProblem);
   if (!signed.ok) return signatureRefused(signed.failure, "invalid_permit2_signature");
   const { deployment } = signed.value;
