@@ -199,16 +199,11 @@ export function permit2MethodOf<A extends Permit2Authorization>(
     accepts: (payload) => "permit2Authorization" in payload,
     parse: (_ctx, request) => parsePayment(request, scheme.schema, "permit2Authorization"),
     // Permit2 spends each (owner, nonce) once, whatever the token or proxy: that names it.
-    identify: (ctx, payment) => ({
-      key: permit2SettlementKey(
-        ctx.chainId,
-        payment.authorization.from,
-        payment.authorization.nonce,
-      ),
-      payer: payment.authorization.from,
-      asset: payment.authorization.permitted.token,
-      gasKey: gasKeyOf(scheme, ctx, payment),
-    }),
+    identify(ctx, payment) {
+      const { from, nonce, permitted } = payment.authorization;
+      const key = permit2SettlementKey(ctx.chainId, from, nonce);
+      return { key, payer: from, asset: permitted.token, gasKey: gasKeyOf(scheme, ctx, payment) };
+    },
     verify: (ctx, request, payment, options) => verify(scheme, ctx, request, payment, options),
     async sameAsJournal(ctx, payment, entry) {
       const { authorization: auth, signature } = payment;
