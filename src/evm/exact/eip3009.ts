@@ -8,7 +8,7 @@ import {
   type Hex,
   isAddressEqual,
   isErc6492Signature,
-  parseAbiItem,
+  parseAbi,
   size,
 } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
@@ -101,12 +101,10 @@ function checkTerms(ctx: EvmContext, request: PaymentRequest, payment: Eip3009Pa
   return null;
 }
 
-const used = parseAbiItem(
+const [used, canceled] = parseAbi([
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
-);
-const canceled = parseAbiItem(
   "event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)",
-);
+]);
 /** How far back to look: providers refuse wide log ranges, and a replay is usually fresh. */
 const LOOKBACK_BLOCKS = 5_000n;
 
