@@ -2,7 +2,7 @@
  * POST /accepts for EVM `exact` offers: the token's EIP-712 name and version go into `extra` (read
  * from the token if missing; Permit2 signs for its own domain, so it goes without).
  */
-import { type Address, getAddress, isAddress } from "viem";
+import { type Address, getAddress, getContract, isAddress } from "viem";
 import { isObject } from "../../protocol/words.js";
 import type { EvmSchemeHost } from "../scheme.js";
 import { eip3009Abi as tokenAbi } from "./eip3009-encoding.js";
@@ -15,10 +15,8 @@ function domainOf(host: EvmSchemeHost, chainId: number, asset: Address) {
   let domain = domains.get(key);
   if (!domain) {
     domain = host.context(chainId).then(async ({ client }) => {
-      const [name, version] = await Promise.all([
-        client.readContract({ address: asset, abi: tokenAbi, functionName: "name" }),
-        client.readContract({ address: asset, abi: tokenAbi, functionName: "version" }),
-      ]);
+      const { read } = getContract({ address: asset, abi: tokenAbi, client });
+      const [name, version] = await Promise.all([read.name(), read.version()]);
       return { name, version };
     });
     // A failure (no such token, chain down) is not remembered: the next ask tries again.

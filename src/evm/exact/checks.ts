@@ -97,10 +97,10 @@ export function parsePayment<T extends { readonly signature: Hex }, K extends ke
   };
 }
 
+type Read<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
 /** Never rejects: lets a check start early and be read later, or not at all. */
-export function outcomeOf<T>(
-  promise: Promise<T>,
-): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+export function outcomeOf<T>(promise: Promise<T>): Promise<Read<T>> {
   return promise.then(
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
@@ -118,17 +118,19 @@ export function simulateWithin(
 }
 
 /**
- * Why a failed simulation refuses: the chain unreachable, out of its gas (over the bound, with
- * one unbounded estimate), else the method's diagnosis.
+ * Why a simulation that failed refuses (null when it did not): the chain unreachable, out of its
+ * gas (over the bound, with one unbounded estimate), else the method's diagnosis of its error.
  */
 export async function simulationFailure(
   ctx: EvmContext,
+  simulated: Read<unknown> | undefined,
   call: ContractCall & { readonly account?: Address },
   need: GasNeed,
-  error: unknown,
   doing: string,
-  diagnose: () => Promise<Failure>,
-): Promise<Failure> {
+  diagnose: (error: unknown) => Failure | Promise<Failure>,
+): Promise<Failure | null> {
+  if (!simulated || simulated.ok) return null;
+  const { error } = simulated;
   if (isUnreachable(error)) return chainFailure(error, doing);
   if (isOutOfGas(error)) {
     const given = simulationGas(ctx.gasBounds, need.use, need.deployment);
@@ -136,7 +138,7 @@ export async function simulationFailure(
     const overBound = overGasBound(ctx.chainId, need, gasBound(ctx.gasBounds, need), asked);
     if (overBound) return overBound;
   }
-  return diagnose();
+  return diagnose(error);
 }
 
 export function chainFailure(error: unknown, doing: string): Failure {
@@ -154,13 +156,18 @@ export function chainFailure(error: unknown, doing: string): Failure {
   return failure("internal_error", `${doing}: ${firstLine(error)}`);
 }
 
-/** The chain failure of the first read (of outcomeOf's) that could not reach the RPC, if any. */
-export function unreachableIn(
-  reads: readonly ({ ok: true } | { ok: false; error: unknown })[],
+/**
+ * Chain reads started together (one round trip), each as outcomeOf answers it, after the chain
+ * failure of the first that could not reach the RPC, if any.
+ */
+export async function readTogether<T extends readonly unknown[] | []>(
   doing: string,
-): Failure | null {
-  const unreachable = reads.find((r) => !r.ok && isUnreachable(r.error));
-  return unreachable && !unreachable.ok ? chainFailure(unreachable.error, doing) : null;
+  reads: T,
+): Promise<[Failure | null, ...{ -readonly [K in keyof T]: Read<Awaited<T[K]>> }]> {
+  const outcomes = await Promise.all(reads.map((read) => outcomeOf(Promise.resolve(read))));
+  const unreachable = outcomes.find((r) => !r.ok && isUnreachable(r.error));
+  const failed = unreachable && !unreachable.ok ? chainFailure(unreachable.error, doing) : null;
+  return [failed, ...outcomes] as never;
 }
 
 /** The payer holds less than the payment needs (`units` for the words, when read). */
@@ -222,7 +229,7 @@ const contractAssets = new Map<string, number>();
 const ASSET_CACHE_MS = 15 * 60_000;
 const ASSET_CACHE_MAX = 4096;
 
-export async function assetIsContract(
+async function assetIsContract(
   ctx: EvmContext,
   asset: Address,
   settling = false,
@@ -263,14 +270,17 @@ async function hasCode(ctx: EvmContext, address: Address): Promise<boolean> {
   return code !== undefined && code !== "0x";
 }
 
-/** asset_not_contract, or a chain failure, from an asset check started earlier. */
+/** asset_not_contract, or a chain failure: started beside the other checks, never rejects. */
 export function assetFailure(
   ctx: EvmContext,
   asset: Address,
-  checked: { ok: true; value: boolean } | { ok: false; error: unknown } | undefined,
-): Failure | null {
-  if (!checked) return null;
-  if (!checked.ok) return chainFailure(checked.error, "reading the asset's code");
-  if (checked.value) return null;
-  return failure("asset_not_contract", `no contract at ${asset} on chain ${ctx.chainId}`);
+  settling: boolean | undefined,
+): Promise<Failure | null> {
+  return assetIsContract(ctx, asset, settling).then(
+    (isContract) =>
+      isContract
+        ? null
+        : failure("asset_not_contract", `no contract at ${asset} on chain ${ctx.chainId}`),
+    (error: unknown) => chainFailure(error, "reading the asset's code"),
+  );
 }

@@ -48,8 +48,7 @@ interface AuthorizationMessage {
   readonly nonce: Hex;
 }
 
-const TRANSFER_WITH_AUTHORIZATION_TYPEHASH =
-  "0x7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a2267";
+const TYPEHASH = "0x7c7c6cdb67a18743f49ec6fa9b35f50d52ed05cbed4cc592e13b44501c1a2267";
 /** transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32) */
 const TRANSFER_VRS_SELECTOR = "0xe3ee160e";
 const domainSeparators = new Map<string, Hex>();
@@ -66,18 +65,28 @@ export function domainSeparatorOf(domain: TokenDomain): Hex {
   return separator;
 }
 
-/** The EIP-712 digest of an authorization, its words written straight into bytes (every verify). */
-export function authorizationDigest(domain: TokenDomain, message: AuthorizationMessage): Hex {
-  const structHash = hashWords(7, (out) => {
-    writeBytes32(out, 0, TRANSFER_WITH_AUTHORIZATION_TYPEHASH);
-    writeAddress(out, 32, message.from);
-    writeAddress(out, 64, message.to);
-    writeUint(out, 96, message.value);
-    writeUint(out, 128, message.validAfter);
-    writeUint(out, 160, message.validBefore);
-    writeBytes32(out, 192, message.nonce);
+/**
+ * keccak256 of a struct's words, written straight into bytes (every verify): its type hash, then
+ * each field (a uint, an address, a bytes32, or a struct already hashed).
+ */
+export function hashStruct(typeHash: Hex, fields: readonly (Hex | bigint | Uint8Array)[]) {
+  return hashWords(fields.length + 1, (out) => {
+    writeBytes32(out, 0, typeHash);
+    fields.forEach((field, i) => {
+      const at = 32 * i + 32;
+      if (typeof field === "bigint") writeUint(out, at, field);
+      else if (typeof field !== "string") out.set(field, at);
+      else if (field.length === 42) writeAddress(out, at, field);
+      else writeBytes32(out, at, field);
+    });
   });
-  return typedDigestOf(domainSeparatorOf(domain), structHash);
+}
+
+/** The EIP-712 digest of an authorization. */
+export function authorizationDigest(domain: TokenDomain, message: AuthorizationMessage): Hex {
+  const { from, to, value, validAfter, validBefore, nonce } = message;
+  const fields = [from, to, value, validAfter, validBefore, nonce];
+  return typedDigestOf(domainSeparatorOf(domain), hashStruct(TYPEHASH, fields));
 }
 
 /** The typed data a payer signs (and we recover from) for one authorization. */

@@ -8,7 +8,7 @@ import {
   type Hex,
   isAddressEqual,
   isErc6492Signature,
-  parseAbiItem,
+  parseAbi,
   size,
 } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
@@ -22,13 +22,12 @@ import { revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
-  assetIsContract,
   DEADLINE_HEADROOM_SECONDS,
   disagreement,
   insufficientFunds,
-  outcomeOf,
   parsePayment,
   readCode,
+  readTogether,
   refuse,
   type SignedPayment,
   type Step,
@@ -37,7 +36,6 @@ import {
   simulationFailure,
   tokenDomain,
   unitsOf,
-  unreachableIn,
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
@@ -103,12 +101,10 @@ function checkTerms(ctx: EvmContext, request: PaymentRequest, payment: Eip3009Pa
   return null;
 }
 
-const used = parseAbiItem(
+const [used, canceled] = parseAbi([
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
-);
-const canceled = parseAbiItem(
   "event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)",
-);
+]);
 /** How far back to look: providers refuse wide log ranges, and a replay is usually fresh. */
 const LOOKBACK_BLOCKS = 5_000n;
 
@@ -164,14 +160,15 @@ async function diagnose(
   const domain = payment.domain ?? { name: "", version: "" };
   const token = getContract({ address: requirements.asset, abi: eip3009Abi, client: ctx.client });
   const units = unitsOf(ctx, requirements.asset);
-  const [used, name, version, balance] = await Promise.all([
-    outcomeOf(token.read.authorizationState([auth.from, auth.nonce])),
-    outcomeOf(token.read.name()),
-    outcomeOf(token.read.version()),
-    outcomeOf(token.read.balanceOf([auth.from])),
-  ]);
-  const reads = [used, name, version, balance];
-  const unreachable = unreachableIn(reads, "diagnosing the failed simulation");
+  const [unreachable, used, name, version, balance] = await readTogether(
+    "diagnosing the failed simulation",
+    [
+      token.read.authorizationState([auth.from, auth.nonce]),
+      token.read.name(),
+      token.read.version(),
+      token.read.balanceOf([auth.from]),
+    ],
+  );
   if (unreachable) return unreachable;
   const detail = revert ? `: ${revert}` : "";
 
@@ -220,9 +217,7 @@ async function verify(
   // The chain reads start together (one round trip), then are judged in the reference's order.
   const payerCode = readCode(ctx, auth.from);
   const termsFailure = checkTerms(ctx, request, payment);
-  const assetCheck = termsFailure
-    ? undefined
-    : outcomeOf(assetIsContract(ctx, asset, options.settling));
+  const assetCheck = termsFailure ? null : assetFailure(ctx, asset, options.settling);
   const simulation =
     termsFailure || !options.simulate || isErc6492Signature(signature)
       ? undefined
@@ -231,7 +226,7 @@ async function verify(
   const signed = await checkSignature(ctx, auth.from, digestOf(ctx, payment), signature, payerCode);
   if (!signed.ok) return signed;
   if (termsFailure) return refuse(termsFailure);
-  const assetProblem = assetFailure(ctx, asset, await assetCheck);
+  const assetProblem = await assetCheck;
   if (assetProblem) return refuse(assetProblem);
 
   // An undeployed wallet is deployed in the settling transaction: that is what is simulated.
@@ -243,13 +238,10 @@ async function verify(
     ? await (simulation ?? simulateWithin(ctx, settleCall, need))
     : undefined;
   const gas = await settlementGas("eip3009", asset, payerCode, deployment);
-  if (simulated && !simulated.ok) {
-    const { error } = simulated;
-    const diagnosis = () => diagnose(ctx, payment, revertReason(error));
-    return refuse(
-      await simulationFailure(ctx, settleCall, gas, error, "simulating the transfer", diagnosis),
-    );
-  }
+  const diagnosis = (error: unknown) => diagnose(ctx, payment, revertReason(error));
+  const why = "simulating the transfer";
+  const failed = await simulationFailure(ctx, simulated, settleCall, gas, why, diagnosis);
+  if (failed) return refuse(failed);
   return {
     ok: true,
     value: {

@@ -7,6 +7,7 @@
 import {
   encodeFunctionData,
   getContract,
+  type Hex,
   hashTypedData,
   isAddressEqual,
   parseAbi,
@@ -21,13 +22,12 @@ import type { Prelude } from "../chain/prelude.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
-  assetIsContract,
   DEADLINE_HEADROOM_SECONDS,
   disagreement,
   insufficientFunds,
-  outcomeOf,
   parsePayment,
   readCode,
+  readTogether,
   refuse,
   type SignedPayment,
   type Step,
@@ -36,7 +36,6 @@ import {
   simulationFailure,
   tokenDomain,
   unitsOf,
-  unreachableIn,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
 import { nonceTaken, sameTransfer } from "./judge.js";
@@ -94,30 +93,41 @@ function expectedTransfer(payment: PermitPayment): EvmTransfer {
   };
 }
 
-function permitCall(payment: PermitPayment) {
+/** The permit, and the transfer after it, as calls to the token (a 65-byte signature). */
+function tokenCalls(payment: PermitPayment) {
   const { authorization: permit, requirements, signature } = payment;
+  const { owner, spender, value, deadline } = permit;
   const { v, r, s } = splitSignature(signature);
+  const call = (data: Hex) => ({ to: requirements.asset, data }) as const;
   return {
-    to: requirements.asset,
-    data: encodeFunctionData({
-      abi: eip2612Abi,
-      functionName: "permit",
-      args: [permit.owner, permit.spender, permit.value, permit.deadline, v, r, s],
-    }),
-  } as const;
+    permit: call(
+      encodeFunctionData({
+        abi: eip2612Abi,
+        functionName: "permit",
+        args: [owner, spender, value, deadline, v, r, s],
+      }),
+    ),
+    transfer: call(
+      encodeFunctionData({
+        abi: eip2612Abi,
+        functionName: "transferFrom",
+        args: [owner, requirements.payTo, value],
+      }),
+    ),
+  };
 }
 
 const tokenOf = (ctx: ChainAccess, payment: PermitPayment) =>
   getContract({ address: payment.requirements.asset, abi: eip2612Abi, client: ctx.client });
 
-/** What the token says of the permit: its nonce, and the allowance it would grant. */
-async function tokenState(ctx: EvmContext, payment: PermitPayment) {
-  const token = tokenOf(ctx, payment);
+/** What the token says of the permit: its nonce, the allowance it would grant, the balance. */
+function tokenState(ctx: EvmContext, payment: PermitPayment) {
+  const { read } = tokenOf(ctx, payment);
   const { owner, spender } = payment.authorization;
-  return Promise.all([
-    outcomeOf(token.read.nonces([owner])),
-    outcomeOf(token.read.allowance([owner, spender])),
-    outcomeOf(token.read.balanceOf([owner])),
+  return readTogether("reading the token", [
+    read.nonces([owner]),
+    read.allowance([owner, spender]),
+    read.balanceOf([owner]),
   ]);
 }
 
@@ -129,8 +139,7 @@ async function diagnose(
 ): Promise<Failure> {
   const permit = payment.authorization;
   const units = unitsOf(ctx, payment.requirements.asset);
-  const [nonce, allowance, balance] = await tokenState(ctx, payment);
-  const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
+  const [unreachable, nonce, allowance, balance] = await tokenState(ctx, payment);
   if (unreachable) return unreachable;
   if (!nonce.ok) {
     return failure(
@@ -170,7 +179,7 @@ async function verify(
   if (disagrees) return refuse(disagrees);
   const { authorization: permit, requirements, signature } = payment;
   const payerCode = readCode(ctx, permit.owner);
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
+  const assetCheck = assetFailure(ctx, requirements.asset, options.settling);
   const state = tokenState(ctx, payment);
 
   if (size(signature) !== 65) {
@@ -203,15 +212,15 @@ async function verify(
       ),
     );
   }
-  const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
+  const assetProblem = await assetCheck;
   if (assetProblem) return refuse(assetProblem);
 
   // A permit that already landed (ours, before a crash, or anyone's) left the allowance: then
   // only the transfer remains. Otherwise the permit must be the next one the token expects.
-  const [nonce, allowance, balance] = await state;
-  const unreachable = unreachableIn([nonce, allowance, balance], "reading the token");
+  const [unreachable, nonce, allowance, balance] = await state;
   if (unreachable) return refuse(unreachable);
   const covered = allowance.ok && allowance.value >= permit.value;
+  const calls = tokenCalls(payment);
   if (
     (balance.ok && balance.value < permit.value) ||
     (!covered && (!nonce.ok || nonce.value !== permit.nonce))
@@ -219,25 +228,23 @@ async function verify(
     return refuse(await diagnose(ctx, payment, undefined));
   }
   if (!covered && options.simulate) {
-    const permitting = { ...permitCall(payment), account: permit.spender };
+    const permitting = { ...calls.permit, account: permit.spender };
     const simulated = await simulateWithin(ctx, permitting, { use: "permit" });
-    if (!simulated.ok) {
-      const need = { use: "permit", asset: requirements.asset } as const;
-      const why = await simulationFailure(
-        ctx,
-        permitting,
-        need,
-        simulated.error,
-        "simulating the permit",
-        () => diagnose(ctx, payment, undefined),
-      );
-      return refuse(why);
-    }
+    const need = { use: "permit", asset: requirements.asset } as const;
+    const failed = await simulationFailure(
+      ctx,
+      simulated,
+      permitting,
+      need,
+      "simulating the permit",
+      () => diagnose(ctx, payment, undefined),
+    );
+    if (failed) return refuse(failed);
   }
 
   const prelude: Prelude = {
     name: "permit",
-    tx: { call: permitCall(payment), gas: { use: "permit", asset: requirements.asset } },
+    tx: { call: calls.permit, gas: { use: "permit", asset: requirements.asset } },
     needed: async (c) =>
       (await tokenOf(c, payment).read.allowance([permit.owner, permit.spender])) < permit.value,
   };
@@ -245,14 +252,7 @@ async function verify(
     ok: true,
     value: {
       payment,
-      call: {
-        to: requirements.asset,
-        data: encodeFunctionData({
-          abi: eip2612Abi,
-          functionName: "transferFrom",
-          args: [permit.owner, requirements.payTo, permit.value],
-        }),
-      },
+      call: calls.transfer,
       gas: { use: "transferFrom", asset: requirements.asset },
       expect: expectedTransfer(payment),
       spends: [{ token: requirements.asset, owner: permit.owner, amount: permit.value }],

@@ -11,10 +11,9 @@ import type { EvmContext } from "../context.js";
 import {
   DEADLINE_HEADROOM_SECONDS,
   insufficientFunds,
-  outcomeOf,
+  readTogether,
   type SignedPayment,
   unitsOf,
-  unreachableIn,
 } from "./checks.js";
 import {
   type Eip2612Permit,
@@ -118,11 +117,10 @@ export async function prerequisiteFailure(
   amount: bigint,
   proxy: Address,
 ): Promise<Failure | null> {
-  const [deployed, balance] = await Promise.all([
-    outcomeOf(readsOf(ctx, proxy).PERMIT2()),
-    outcomeOf(readsOf(ctx, token).balanceOf([payer])),
+  const [unreachable, deployed, balance] = await readTogether("reading the chain", [
+    readsOf(ctx, proxy).PERMIT2(),
+    readsOf(ctx, token).balanceOf([payer]),
   ]);
-  const unreachable = unreachableIn([deployed, balance], "reading the chain");
   if (unreachable) return unreachable;
   if (!deployed.ok) {
     return failure(
@@ -149,14 +147,15 @@ export async function diagnose(
 ): Promise<Failure> {
   const { from, nonce, permitted } = payment.authorization;
   const { token, amount } = permitted;
-  const [first, allowance, bitmap] = await Promise.all([
+  const [first, [unreachable, allowance, bitmap]] = await Promise.all([
     prerequisiteFailure(ctx, from, token, amount, proxy),
-    outcomeOf(readsOf(ctx, token).allowance([from, PERMIT2_ADDRESS])),
-    outcomeOf(readsOf(ctx, PERMIT2_ADDRESS).nonceBitmap([from, nonce >> 8n])),
+    readTogether("diagnosing the failed simulation", [
+      readsOf(ctx, token).allowance([from, PERMIT2_ADDRESS]),
+      readsOf(ctx, PERMIT2_ADDRESS).nonceBitmap([from, nonce >> 8n]),
+    ]),
   ]);
-  const unreachable =
-    first ?? unreachableIn([allowance, bitmap], "diagnosing the failed simulation");
-  if (unreachable) return unreachable;
+  const stop = first ?? unreachable;
+  if (stop) return stop;
   if (allowance.ok && allowance.value < amount) {
     const words = await unitsOf(ctx, token);
     return failure(

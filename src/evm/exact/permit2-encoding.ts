@@ -13,14 +13,8 @@ import {
   size,
   toHex,
 } from "viem";
-import {
-  hashWords,
-  typedDigestOf,
-  writeAddress,
-  writeBytes32,
-  writeUint,
-} from "../chain/abi-words.js";
-import { domainSeparatorOf } from "./eip3009-encoding.js";
+import { typedDigestOf } from "../chain/abi-words.js";
+import { domainSeparatorOf, hashStruct } from "./eip3009-encoding.js";
 
 export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
@@ -120,7 +114,7 @@ const typeHashes = new Map<string, readonly [Hex, Hex]>();
 
 /**
  * The EIP-712 digest of a PermitWitnessTransferFrom whose witness has type `witnessType` and
- * these fields (in order), its words written straight into bytes (this runs on every verify).
+ * these fields (in order).
  */
 export function permitWitnessDigest(
   chainId: number,
@@ -135,29 +129,11 @@ export function permitWitnessDigest(
     typeHashes.set(witnessType, hashes);
   }
   const [primary, witnessTypeHash] = hashes;
-  const witnessHash = hashWords(witness.length + 1, (out) => {
-    writeBytes32(out, 0, witnessTypeHash);
-    witness.forEach((field, i) => {
-      if (typeof field === "bigint") writeUint(out, 32 * i + 32, field);
-      else writeAddress(out, 32 * i + 32, field);
-    });
-  });
   const { permitted, spender, nonce, deadline } = authorization;
-  const permittedHash = hashWords(3, (out) => {
-    writeBytes32(out, 0, TOKEN_PERMISSIONS_TYPEHASH);
-    writeAddress(out, 32, permitted.token);
-    writeUint(out, 64, permitted.amount);
-  });
-  const structHash = hashWords(6, (out) => {
-    writeBytes32(out, 0, primary);
-    out.set(permittedHash, 32);
-    writeAddress(out, 64, spender);
-    writeUint(out, 96, nonce);
-    writeUint(out, 128, deadline);
-    out.set(witnessHash, 160);
-  });
+  const permittedHash = hashStruct(TOKEN_PERMISSIONS_TYPEHASH, [permitted.token, permitted.amount]);
+  const fields = [permittedHash, spender, nonce, deadline, hashStruct(witnessTypeHash, witness)];
   const domain = { name: "Permit2", chainId, verifyingContract: PERMIT2_ADDRESS };
-  return typedDigestOf(domainSeparatorOf(domain), structHash);
+  return typedDigestOf(domainSeparatorOf(domain), hashStruct(primary, fields));
 }
 
 /** The digest of an exact-scheme Permit2 authorization (witness {to, validAfter}). */

@@ -13,8 +13,6 @@ import { revertData, revertReason } from "../chain/revert.js";
 import type { EvmContext } from "../context.js";
 import {
   assetFailure,
-  assetIsContract,
-  outcomeOf,
   parsePayment,
   readCode,
   refuse,
@@ -92,7 +90,7 @@ async function verify<A extends Permit2Authorization>(
   const disagreement = schemeAndNetwork(request, scheme.scheme, scheme.reasons);
   if (disagreement) return refuse(disagreement);
   // The asset's code, the payer's code and the simulation go out in one batch.
-  const assetCheck = outcomeOf(assetIsContract(ctx, requirements.asset, options.settling));
+  const assetCheck = assetFailure(ctx, requirements.asset, options.settling);
   const payerCode = readCode(ctx, auth.from);
   const terms = checkPermit2Terms(ctx, payment, scheme, options.settling === true);
   if (terms) return refuse(terms);
@@ -125,7 +123,7 @@ async function verify<A extends Permit2Authorization>(
   const digest = scheme.digest(ctx.chainId, auth);
   const signed = await checkSignature(ctx, auth.from, digest, signature, payerCode);
   // The reference reports a missing asset contract before the signature's verdict.
-  const assetProblem = assetFailure(ctx, requirements.asset, await assetCheck);
+  const assetProblem = await assetCheck;
   if (assetProblem) return refuse(assetProblem);
   if (!signed.ok) return signatureRefused(signed.failure, "invalid_permit2_signature");
   const { deployment } = signed.value;
@@ -164,15 +162,19 @@ async function verify<A extends Permit2Authorization>(
       ? await simulateWithin(ctx, settleCall, { use, deployment: !!deployment })
       : undefined;
   const gas = await settlementGas(use, token, payerCode, deployment);
-  if (simulated && !simulated.ok) {
-    const { error } = simulated;
-    const doing = `simulating the ${scheme.settlement} settlement`;
-    const diagnosis = async () => {
+  const doing = `simulating the ${scheme.settlement} settlement`;
+  const failed = await simulationFailure(
+    ctx,
+    simulated,
+    sentBy(settleCall),
+    gas,
+    doing,
+    (error) => {
       const named = customErrorName(scheme.abi, revertData(error)) ?? revertReason(error);
-      return scheme.named?.(named) ?? (await diagnose(ctx, settled, named, scheme.proxy));
-    };
-    return refuse(await simulationFailure(ctx, sentBy(settleCall), gas, error, doing, diagnosis));
-  }
+      return scheme.named?.(named) ?? diagnose(ctx, settled, named, scheme.proxy);
+    },
+  );
+  if (failed) return refuse(failed);
   return {
     ok: true,
     value: {
@@ -197,16 +199,11 @@ export function permit2MethodOf<A extends Permit2Authorization>(
     accepts: (payload) => "permit2Authorization" in payload,
     parse: (_ctx, request) => parsePayment(request, scheme.schema, "permit2Authorization"),
     // Permit2 spends each (owner, nonce) once, whatever the token or proxy: that names it.
-    identify: (ctx, payment) => ({
-      key: permit2SettlementKey(
-        ctx.chainId,
-        payment.authorization.from,
-        payment.authorization.nonce,
-      ),
-      payer: payment.authorization.from,
-      asset: payment.authorization.permitted.token,
-      gasKey: gasKeyOf(scheme, ctx, payment),
-    }),
+    identify(ctx, payment) {
+      const { from, nonce, permitted } = payment.authorization;
+      const key = permit2SettlementKey(ctx.chainId, from, nonce);
+      return { key, payer: from, asset: permitted.token, gasKey: gasKeyOf(scheme, ctx, payment) };
+    },
     verify: (ctx, request, payment, options) => verify(scheme, ctx, request, payment, options),
     async sameAsJournal(ctx, payment, entry) {
       const { authorization: auth, signature } = payment;

@@ -38,8 +38,7 @@ import type { ExactMethod, Verified } from "./method.js";
 async function answer<P>(
   method: ExactMethod<P>,
   ctx: EvmContext,
-  verified: Pick<Verified<P>, "payment" | "expect"> &
-    Partial<Pick<Verified<P>, "gas" | "settledAmount">>,
+  verified: Pick<Verified<P>, "payment" | "expect"> & Partial<Verified<P>>,
   key: string,
   outcome: CallOutcome,
 ): Promise<Outcome<SettleResult>> {

@@ -17,15 +17,10 @@ export function parseEvmRequirements(
   request: PaymentRequest,
 ): { ok: true; value: EvmRequirements } | { ok: false; failure: Failure } {
   const { requirements, paths, x402Version } = request;
-  // v1 calls the amount maxAmountRequired: name the field the caller actually sent.
-  const input = {
-    amount: requirements.amount,
-    asset: requirements.asset,
-    payTo: requirements.payTo,
-  };
-  const parsed = requirementsSchema.safeParse(input);
+  const parsed = requirementsSchema.safeParse(requirements);
   if (parsed.success) return { ok: true, value: parsed.data };
   let message = describeIssue(parsed.error, paths.requirements);
+  // v1 calls the amount maxAmountRequired: name the field the caller actually sent.
   if (x402Version === 1) message = message.replace(/\.amount:/, ".maxAmountRequired:");
   return { ok: false, failure: invalidField(message, paths.requirements) };
 }
