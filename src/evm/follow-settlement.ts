@@ -7,9 +7,9 @@ import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry } from "../core/store.js";
 import { caip2 } from "../protocol/networks.js";
 import { evmEntry } from "./chain/entry.js";
+import { chargeWaste } from "./chain/gas-at-risk.js";
 import { reconcile } from "./chain/reconcile.js";
 import { stillSucceeds } from "./chain/signers.js";
-import { chargeWaste } from "./chain/waste.js";
 import type { EvmContext } from "./context.js";
 import { judgeLanded, track } from "./exact/judge.js";
 

@@ -22,11 +22,11 @@ import type { WaitUntil } from "../protocol/schemas.js";
 import { isUnreachable } from "../rpc/rpc.js";
 import { credited } from "./chain/builder-code.js";
 import { evmEntry } from "./chain/entry.js";
+import { chargeWaste } from "./chain/gas-at-risk.js";
 import type { GasNeed } from "./chain/gas-bounds.js";
 import { type CallOutcome, type ContractCall, sentData } from "./chain/outcome.js";
 import { reconcile } from "./chain/reconcile.js";
 import { type PreparedCall, prepareCall, sendCall, simulateCall } from "./chain/transactions.js";
-import { chargeWaste } from "./chain/waste.js";
 import type { EvmContext } from "./context.js";
 
 export interface Action {

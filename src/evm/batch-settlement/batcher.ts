@@ -8,7 +8,7 @@ import type { PaymentRequest } from "../../protocol/request.js";
 import type { SettleResult } from "../../protocol/results.js";
 import type { WaitUntil } from "../../protocol/schemas.js";
 import { firstLine } from "../../protocol/words.js";
-import { chargeWaste } from "../chain/waste.js";
+import { chargeWaste } from "../chain/gas-at-risk.js";
 import type { EvmContext } from "../context.js";
 import { chainFailure } from "../exact/checks.js";
 import { type Action, refused, type Sent, sendAction } from "../send-action.js";

@@ -3,8 +3,8 @@ import type { Hex, TransactionReceipt } from "viem";
 import { unrecorded } from "../../core/answers.js";
 import { inProgress, type MaySend, type Outcome, Success } from "../../core/settle-loop.js";
 import { isAnswered, type JournalEntry } from "../../core/store.js";
+import { chargeWaste } from "../chain/gas-at-risk.js";
 import { reconcile } from "../chain/reconcile.js";
-import { chargeWaste } from "../chain/waste.js";
 import type { EvmContext } from "../context.js";
 import { refused, type Sent } from "../send-action.js";
 

@@ -1,14 +1,8 @@
 /** The EIP-712 digests of a voucher's verify (its hot path), as hashTypedData makes them. */
-import { encodeAbiParameters, type Hex, keccak256, parseAbiParameters, stringToHex } from "viem";
+import { type Hex, keccak256, stringToHex } from "viem";
 import { setNewest } from "../../core/newest.js";
-import {
-  bytesOfHex,
-  hashWords,
-  typedDigestOf,
-  writeBytes32,
-  writeUint,
-} from "../chain/abi-words.js";
-import { domainSeparatorOf } from "../exact/eip3009-encoding.js";
+import { hashWords, typedDigestOf, writeBytes32, writeUint } from "../chain/abi-words.js";
+import { domainSeparatorOf, hashStruct } from "../exact/eip3009-encoding.js";
 import { CHANNEL_CONFIG_TYPES, settlementDomain, VOUCHER_TYPES } from "./constants.js";
 import type { ChannelConfig } from "./payload.js";
 
@@ -24,26 +18,23 @@ const typedDigest = (chainId: number, structHash: Uint8Array) =>
 
 /** Channel ids by chain and configuration, the most recently used kept. */
 const channelIds = new Map<string, Hex>();
-const CONFIG_WORDS = parseAbiParameters(
-  "bytes32, address, address, address, address, address, uint40, bytes32",
-);
 
 /** A channel's id: the EIP-712 hash of its configuration on `chainId`. */
 export function channelIdOf(config: ChannelConfig, chainId: number): Hex {
-  const key = `${chainId}:${config.payer}:${config.payerAuthorizer}:${config.receiver}:${config.receiverAuthorizer}:${config.token}:${config.withdrawDelay}:${config.salt}`;
+  const { payer, payerAuthorizer, receiver, receiverAuthorizer, token, withdrawDelay } = config;
+  const fields: (Hex | bigint)[] = [
+    payer,
+    payerAuthorizer,
+    receiver,
+    receiverAuthorizer,
+    token,
+    config.salt,
+  ];
+  const key = `${chainId}:${withdrawDelay}:${fields.join(":")}`;
   const known = channelIds.get(key);
   if (known) return known;
-  const words = encodeAbiParameters(CONFIG_WORDS, [
-    CHANNEL_CONFIG_TYPEHASH,
-    config.payer,
-    config.payerAuthorizer,
-    config.receiver,
-    config.receiverAuthorizer,
-    config.token,
-    config.withdrawDelay,
-    config.salt,
-  ]);
-  const id = typedDigest(chainId, bytesOfHex(keccak256(words)));
+  fields.splice(5, 0, BigInt(withdrawDelay));
+  const id = typedDigest(chainId, hashStruct(CHANNEL_CONFIG_TYPEHASH, fields));
   setNewest(channelIds, key, id, 50_000);
   return id;
 }

@@ -6,10 +6,10 @@
  *   settlements (at most the throttle limit): a history costs a unit, it must not buy unlimited
  *   waste. Past twice the budget everyone waits (429, `Retry-After`).
  */
-import { getAddress } from "viem";
+import { getAddress, type TransactionReceipt } from "viem";
 import { arrayBytes, BudgetMap, stringBytes } from "../../core/byte-budget.js";
 import { setNewest } from "../../core/newest.js";
-import { SETTLEMENTS_LOOKBACK_MS, type Waste } from "../../core/store.js";
+import { type Chargeable, SETTLEMENTS_LOOKBACK_MS, type Waste } from "../../core/store.js";
 import type { PayerThrottle } from "../../core/throttle.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
@@ -314,3 +314,16 @@ const secondsTill = (at: number, now: number) => Math.max(1, Math.ceil((at - now
 const sumGas = (events: readonly Event[], from: bigint) => events.reduce((s, e) => s + e.gas, from);
 const payerKey = (chainId: number, payer: string) => `${chainId}:p:${payer.toLowerCase()}`;
 const assetKey = (chainId: number, asset: string) => `${chainId}:a:${asset.toLowerCase()}`;
+
+/** Gas a transaction of ours without a payment wasted, charged in equal shares to whose doing it is. */
+export function chargeWaste(
+  ctx: { readonly chainId: number; readonly gasAtRisk: GasAtRisk },
+  chargeTo: readonly Chargeable[],
+  receipt: TransactionReceipt,
+): void {
+  if (chargeTo.length === 0) return;
+  const share = receipt.gasUsed / BigInt(chargeTo.length);
+  for (const { payer, asset } of chargeTo) {
+    ctx.gasAtRisk.charge(ctx.chainId, { payer, asset, gas: share, cause: "reverted" });
+  }
+}

@@ -26,6 +26,7 @@ import { caip2 } from "../../protocol/networks.js";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { refusal, sendRaw } from "./broadcast.js";
 import { evmEntry } from "./entry.js";
+import { chargeWaste } from "./gas-at-risk.js";
 import type { GasNeed } from "./gas-bounds.js";
 import {
   type CallOutcome,
@@ -45,7 +46,6 @@ import {
 } from "./sponsoring.js";
 import type { PreparedCall, SendingAccess } from "./transactions.js";
 import { prepareCall, sendCall } from "./transactions.js";
-import { chargeWaste } from "./waste.js";
 
 export interface Prelude {
   /** Unique within the settlement: "permit", "approve". */

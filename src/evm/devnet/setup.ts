@@ -37,7 +37,6 @@ const BASE_SEPOLIA_CHAIN_ID = 84532;
 // Our test token, at the same address on every chain id.
 export const PLAIN_TOKEN_ADDRESS: Address = "0x2020000000000000000000000000000000000020";
 // The x402 contracts go to the canonical addresses the facilitator and the x402 client use.
-export { EXACT_PERMIT2_PROXY_ADDRESS, PERMIT2_ADDRESS };
 
 /** Units of each test token minted to each payer: 1,000,000 tokens (6 decimals). */
 export const PAYER_USDC_BALANCE = 1_000_000n * 10n ** 6n;
