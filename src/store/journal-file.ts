@@ -8,8 +8,6 @@ import {
   fsyncSync,
   openSync,
   readSync,
-  renameSync,
-  rmSync,
   writeFileSync,
 } from "node:fs";
 import os from "node:os";
@@ -108,19 +106,6 @@ export function replay(
     );
   }
   return lines;
-}
-
-/** Writes `texts` to a new file, syncs it and renames it over `file`; on failure `file` is as it was. */
-export function rewrite(file: string, texts: Iterable<string>): void {
-  const next = `${file}.compact`;
-  try {
-    atOnce(fileSteps(next, chunked(texts)));
-  } catch (error) {
-    rmSync(next, { force: true });
-    throw error;
-  }
-  renameSync(next, file);
-  atOnce(dirSteps(path.dirname(file)));
 }
 
 /** Writing a file as steps: a pause after each chunk, then its descriptor to sync (atOnce, serving). */

@@ -2,7 +2,7 @@
  * The journal's settled history past memory: what leaves memory goes to the next archive segment
  * and the file is compacted once grown, so a start-up reads what is live, and all stays findable.
  */
-import { closeSync, fstat, openSync, rmSync } from "node:fs";
+import { closeSync, fstat, openSync, renameSync, rmSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -19,7 +19,7 @@ import {
   fileSteps,
   type JournalOptions,
   readFrom,
-  rewrite,
+  type Steps,
   serving,
 } from "./journal-file.js";
 import { withNetwork } from "./journal-lines.js";
@@ -40,6 +40,8 @@ const lineBytes = (line: ArchivedLine) =>
 export class JournalHistory {
   readonly archive: JournalArchive;
   readonly #file: string;
+  /** The compacted copy, renamed over the file once whole. */
+  readonly #next: string;
   readonly #commits: GroupCommit;
   /** What memory holds now (entries, identifiers, scheme state, catalogue). */
   readonly #snapshot: () => Snapshot;
@@ -65,6 +67,7 @@ export class JournalHistory {
     options: JournalOptions,
   ) {
     this.#file = file;
+    this.#next = `${file}.compact`;
     this.#commits = commits;
     this.#snapshot = snapshot;
     this.#options = options;
@@ -130,25 +133,26 @@ export class JournalHistory {
     const { archive } = this;
     if (this.#unfinished === 0) archive.removeUnfinished();
     // A compaction's new file that was never renamed into place.
-    rmSync(`${this.#file}.compact`, { force: true });
+    rmSync(this.#next, { force: true });
     const snapshot = this.#snapshot();
     const live = snapshot.entries.length + snapshot.ids.length + snapshot.others.length;
     if (this.#unfinished === 0 && !(lines > this.#compactAfter && lines > 4 * live)) return;
+    const segment = archive.through + this.#unfinished + (toArchive.length > 0 ? 1 : 0);
+    this.#unfinished = 0;
     try {
-      if (toArchive.length > 0)
-        atOnce(archive.write(toArchive, archive.through + ++this.#unfinished));
+      atOnce(this.#written(toArchive, segment, snapshot));
+      renameSync(this.#next, this.#file);
+      atOnce(dirSteps(path.dirname(this.#file)));
+      archive.through = segment;
       this.#toArchive = [];
       this.#pendingBytes = 0;
-      const through = archive.through + this.#unfinished;
-      rewrite(this.#file, liveLines(through, snapshot));
-      archive.through = through;
       this.#lines = this.#linesCompacted = live + 1;
     } catch {
+      rmSync(this.#next, { force: true });
       // No room for the compacted copy: segments the file does not name do not count.
       archive.removeUnfinished();
-      this.#toArchive = this.#unfinished > 0 ? undefined : toArchive;
+      if (segment > archive.through) this.#toArchive = undefined;
     }
-    this.#unfinished = 0;
   }
 
   /** A line was appended: compact once the file has grown by compactAfterLines and doubled. */
@@ -210,7 +214,7 @@ export class JournalHistory {
   async #compactLive(): Promise<void> {
     const { archive } = this;
     const commits = this.#commits;
-    const file = this.#file;
+    const [file, next] = [this.#file, this.#next];
     const step = this.#options.onCompactionStep;
     let taken: ArchivedLine[] = [];
     const cut = await commits.exclusive(async () => {
@@ -225,26 +229,21 @@ export class JournalHistory {
     });
     if (!cut) return;
     step?.("cut");
-    const next = `${file}.compact`;
     const segment = taken.length > 0 ? archive.through + 1 : archive.through;
+    let lines = 0;
+    const counted = (chunk: string | Buffer) => {
+      for (let at = chunk.indexOf("\n"); at >= 0; at = chunk.indexOf("\n", at + 1)) lines++;
+    };
     try {
-      if (segment > archive.through) await serving(archive.write(taken, segment));
-      step?.("segment");
-      let lines = 0;
-      function* counted(chunks: Iterable<string | Buffer>) {
-        for (const chunk of chunks) {
-          lines += newlines(chunk);
-          yield chunk;
-        }
-      }
-      await serving(fileSteps(next, counted(chunked(liveLines(segment, cut.snapshot)))));
+      await serving(this.#written(taken, segment, cut.snapshot, counted));
       const live = lines;
-      step?.("written");
       const swapped = await commits.exclusive(async () => {
         const fd = commits.fd;
         if (fd === undefined) return false;
         // What was appended since the cut (a few groups), then the rename that commits it all.
-        await serving(fileSteps(next, counted([await readFrom(file, cut.size)]), "a"));
+        const tail = await readFrom(file, cut.size);
+        counted(tail);
+        await serving(fileSteps(next, [tail], "a"));
         step?.("tail");
         await rename(next, file);
         archive.through = segment;
@@ -271,14 +270,29 @@ export class JournalHistory {
     }
   }
 
+  /** `taken` as segment `segment` (if any), then the live lines naming it in FILE.compact. */
+  *#written(
+    taken: readonly ArchivedLine[],
+    segment: number,
+    snapshot: Snapshot,
+    count: (chunk: string) => void = () => undefined,
+  ): Steps {
+    const step = this.#options.onCompactionStep;
+    if (taken.length > 0) yield* this.archive.write(taken, segment);
+    step?.("segment");
+    yield* fileSteps(this.#next, told(chunked(liveLines(segment, snapshot)), count));
+    step?.("written");
+  }
+
   #warn(message: string): void {
     this.#options.warn?.(`${this.#file}: ${message}`);
   }
 }
 
-/** How many lines `text` ends. */
-function newlines(text: string | Buffer): number {
-  let lines = 0;
-  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) lines++;
-  return lines;
+/** `items`, each told to `tell` as it goes by. */
+function* told<T>(items: Iterable<T>, tell: (item: T) => void): Generator<T> {
+  for (const item of items) {
+    tell(item);
+    yield item;
+  }
 }

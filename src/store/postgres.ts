@@ -67,6 +67,8 @@ export function poolConfig(url: string): PoolConfig {
   };
 }
 
+const ignore = () => undefined;
+
 export class PostgresStore extends SharedSettlements implements SettlementStore {
   readonly shared = true;
   readonly where: string;
@@ -98,7 +100,7 @@ export class PostgresStore extends SharedSettlements implements SettlementStore 
     this.#pool = pool;
     this.where = redactStoreUrl(url);
     this.#onQuery = options.onQuery;
-    this.catalogue = new SharedCatalogue(pool, this.#onQuery);
+    this.catalogue = new SharedCatalogue(pool, this.#onQuery, this.query);
     const days = options.retainDays ?? DEFAULT_RETAIN_DAYS;
     this.retention = new SharedRetention(this.query, owner, days);
   }
@@ -165,22 +167,18 @@ export class PostgresStore extends SharedSettlements implements SettlementStore 
       });
     // One settle per payer slot waits on the database's lock; the others wait here, holding no connection.
     const queue = [...new Set(spends.map((s) => s.slot))].sort().join(" ");
-    const previous = this.#slotQueues.get(queue) ?? Promise.resolve();
-    let done = () => {};
-    const mine = new Promise<void>((resolve) => {
-      done = resolve;
-    });
-    const tail = previous.then(() => mine);
+    const run = (this.#slotQueues.get(queue) ?? Promise.resolve()).then(() =>
+      reserveShared(this.#pool, this.owner, key, spends, guarded),
+    );
+    const tail = run.then(ignore, ignore);
     this.#slotQueues.set(queue, tail);
     try {
-      await previous;
-      return await reserveShared(this.#pool, this.owner, key, spends, guarded);
+      return await run;
     } catch (error) {
       // The decision's own chain reads fail as themselves; everything else is the store's.
       if (error === decideFailed) throw error;
       throw unavailable(error);
     } finally {
-      done();
       if (this.#slotQueues.get(queue) === tail) this.#slotQueues.delete(queue);
       this.#onQuery?.("reserve", (performance.now() - started) / 1000);
     }
@@ -238,8 +236,7 @@ export class PostgresStore extends SharedSettlements implements SettlementStore 
       "DELETE FROM facilitator_claims WHERE key = $1 AND owner = $2",
       [key, this.owner],
     )
-      .then(() => undefined)
-      .catch(() => undefined)
+      .then(ignore, ignore)
       .finally(() => {
         this.#claimed.delete(key);
         this.#releasing.delete(key);
