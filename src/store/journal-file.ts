@@ -20,7 +20,7 @@ import type { WriteBytes } from "./journal-commit.js";
 export const APPEND_FLAGS =
   constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | (constants.O_DSYNC ?? 0);
 
-/** A compaction's steps while serving (journal-compaction.ts), in order. */
+/** A compaction's steps (journal-history.ts), in order. */
 export type CompactionStep = "cut" | "segment" | "written" | "tail" | "renamed" | "synced";
 
 export interface JournalOptions {

@@ -21,9 +21,8 @@ import {
 import { storedHash } from "../protocol/transaction-hash.js";
 import { isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
 import { GroupCommit } from "./journal-commit.js";
-import { entryLine, FINAL } from "./journal-compaction.js";
 import { APPEND_FLAGS, endsMidLine, type JournalOptions, replay } from "./journal-file.js";
-import { JournalHistory } from "./journal-history.js";
+import { entryLine, FINAL, JournalHistory } from "./journal-history.js";
 import { type Line, withNetwork } from "./journal-lines.js";
 import { EntriesInMemory, idsInMemory, SETTLED_IN_MEMORY } from "./journal-memory.js";
 import { isSchemeStateLine, JournalSchemeState } from "./journal-scheme-state.js";
