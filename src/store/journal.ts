@@ -85,7 +85,7 @@ export class Journal implements SettlementStore {
       try {
         writeSync(this.#commits.fd, "\n");
       } catch {
-        this.#commits.endsMidLine();
+        this.#commits.torn = true;
       }
     }
   }
@@ -231,7 +231,7 @@ export class Journal implements SettlementStore {
     const failed = this.#commits.failure;
     if (!failed || !this.path) return reachable;
     const error = await stillUnwritable(this.path, failed.message);
-    if (error === undefined) this.#commits.recovered(failed);
+    if (error === undefined && this.#commits.failure === failed) this.#commits.failure = undefined;
     return error === undefined ? reachable : { ...reachable, reachable: false, error };
   }
 
