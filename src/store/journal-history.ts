@@ -91,13 +91,8 @@ export function* liveLines(through: number, snapshot: Snapshot): Generator<strin
 
 export class JournalHistory {
   readonly archive: JournalArchive;
-  readonly #file: string;
   /** The compacted copy, renamed over the file once whole. */
   readonly #next: string;
-  readonly #commits: GroupCommit;
-  /** What memory holds now (entries, identifiers, scheme state, catalogue). */
-  readonly #snapshot: () => Snapshot;
-  readonly #options: JournalOptions;
   readonly #compactAfter: number;
   /** What left memory since the last compaction; undefined once this process must not rewrite the file. */
   #toArchive: ArchivedLine[] | undefined = [];
@@ -113,17 +108,14 @@ export class JournalHistory {
   #compaction: Promise<void> | undefined;
 
   constructor(
-    file: string,
-    commits: GroupCommit,
-    snapshot: () => Snapshot,
-    options: JournalOptions,
+    private readonly file: string,
+    private readonly commits: GroupCommit,
+    /** What memory holds now (entries, identifiers, scheme state, catalogue). */
+    private readonly snapshot: () => Snapshot,
+    private readonly options: JournalOptions,
   ) {
-    this.#file = file;
-    this.#next = `${file}.compact`;
-    this.#commits = commits;
-    this.#snapshot = snapshot;
-    this.#options = options;
     this.archive = new JournalArchive(file);
+    this.#next = `${file}.compact`;
     this.#compactAfter = options.compactAfterLines ?? COMPACT_AFTER_LINES;
     this.#reader = !Number.isFinite(this.#compactAfter);
   }
@@ -170,7 +162,7 @@ export class JournalHistory {
       this.#pendingBytes = pendingBytes(this.#toArchive);
     }
     // Reading a long uncompacted file: history goes to disk as it is read, not kept in memory.
-    else if (this.#commits.fd === undefined && this.#segmentDue()) {
+    else if (this.commits.fd === undefined && this.#segmentDue()) {
       atOnce(this.archive.write(this.#toArchive, this.archive.through + ++this.#unfinished));
       this.#toArchive = [];
       this.#pendingBytes = 0;
@@ -186,15 +178,15 @@ export class JournalHistory {
     if (this.#unfinished === 0) archive.removeUnfinished();
     // A compaction's new file that was never renamed into place.
     rmSync(this.#next, { force: true });
-    const snapshot = this.#snapshot();
+    const snapshot = this.snapshot();
     const live = snapshot.entries.length + snapshot.ids.length + snapshot.others.length;
     if (this.#unfinished === 0 && !(lines > this.#compactAfter && lines > 4 * live)) return;
     const segment = archive.through + this.#unfinished + (toArchive.length > 0 ? 1 : 0);
     this.#unfinished = 0;
     try {
       atOnce(this.#written(toArchive, segment, snapshot));
-      renameSync(this.#next, this.#file);
-      atOnce(dirSteps(path.dirname(this.#file)));
+      renameSync(this.#next, this.file);
+      atOnce(dirSteps(path.dirname(this.file)));
       archive.through = segment;
       this.#toArchive = [];
       this.#pendingBytes = 0;
@@ -236,7 +228,7 @@ export class JournalHistory {
     this.#compaction = this.#compactLive()
       .then(
         async () => {
-          const days = this.#options.retainDays;
+          const days = this.options.retainDays;
           if (days === undefined) return;
           await this.archive
             .forgetBefore(Date.now() - days * 86_400_000)
@@ -246,7 +238,7 @@ export class JournalHistory {
         },
         (error: unknown) => {
           this.#linesCompacted = this.#lines;
-          if (this.#commits.fd !== undefined) {
+          if (this.commits.fd !== undefined) {
             this.#warn(`could not compact the journal (${String(error)}); it is kept whole`);
           }
         },
@@ -265,15 +257,15 @@ export class JournalHistory {
    */
   async #compactLive(): Promise<void> {
     const { archive } = this;
-    const commits = this.#commits;
-    const [file, next] = [this.#file, this.#next];
-    const step = this.#options.onCompactionStep;
+    const commits = this.commits;
+    const [file, next] = [this.file, this.#next];
+    const step = this.options.onCompactionStep;
     let taken: ArchivedLine[] = [];
     const cut = await commits.exclusive(async () => {
       const fd = commits.fd;
       if (fd === undefined) return undefined;
       const { size } = await promisify(fstat)(fd);
-      const snapshot = this.#snapshot();
+      const snapshot = this.snapshot();
       taken = this.#toArchive ?? [];
       this.#toArchive = [];
       this.#pendingBytes = 0;
@@ -329,7 +321,7 @@ export class JournalHistory {
     snapshot: Snapshot,
     count: (chunk: string) => void = () => undefined,
   ): Steps {
-    const step = this.#options.onCompactionStep;
+    const step = this.options.onCompactionStep;
     if (taken.length > 0) yield* this.archive.write(taken, segment);
     step?.("segment");
     yield* fileSteps(this.#next, told(chunked(liveLines(segment, snapshot)), count));
@@ -337,7 +329,7 @@ export class JournalHistory {
   }
 
   #warn(message: string): void {
-    this.#options.warn?.(`${this.#file}: ${message}`);
+    this.options.warn?.(`${this.file}: ${message}`);
   }
 }
 
