@@ -167,18 +167,22 @@ export class PostgresStore extends SharedSettlements implements SettlementStore 
       });
     // One settle per payer slot waits on the database's lock; the others wait here, holding no connection.
     const queue = [...new Set(spends.map((s) => s.slot))].sort().join(" ");
-    const run = (this.#slotQueues.get(queue) ?? Promise.resolve()).then(() =>
-      reserveShared(this.#pool, this.owner, key, spends, guarded),
-    );
-    const tail = run.then(ignore, ignore);
+    const previous = this.#slotQueues.get(queue) ?? Promise.resolve();
+    let done = () => {};
+    const mine = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const tail = previous.then(() => mine);
     this.#slotQueues.set(queue, tail);
     try {
-      return await run;
+      await previous;
+      return await reserveShared(this.#pool, this.owner, key, spends, guarded);
     } catch (error) {
       // The decision's own chain reads fail as themselves; everything else is the store's.
       if (error === decideFailed) throw error;
       throw unavailable(error);
     } finally {
+      done();
       if (this.#slotQueues.get(queue) === tail) this.#slotQueues.delete(queue);
       this.#onQuery?.("reserve", (performance.now() - started) / 1000);
     }
