@@ -25,12 +25,9 @@ export const isCatalogueLine = (line: { t: string }): line is CatalogueLine =>
 
 export class JournalCatalogue implements Catalogue {
   readonly #entries = new Map<string, CatalogueEntry>();
-  readonly #write: (line: CatalogueLine) => Promise<void>;
 
   /** `write` applies a line (through apply) and resolves once it is durable. */
-  constructor(write: (line: CatalogueLine) => Promise<void>) {
-    this.#write = write;
-  }
+  constructor(private readonly write: (line: CatalogueLine) => Promise<void>) {}
 
   /** A line read back from the file, or just made here. */
   apply(line: CatalogueLine): void {
@@ -47,7 +44,7 @@ export class JournalCatalogue implements Catalogue {
     const existing = this.#entries.get(incoming.key);
     const { entry, write } = catalogueUpdate(existing, incoming);
     if (existing) {
-      if (write) await this.#write({ t: "catalogue", entry });
+      if (write) await this.write({ t: "catalogue", entry });
       return { added: false };
     }
     let byPayee = 0;
@@ -61,8 +58,8 @@ export class JournalCatalogue implements Catalogue {
     // When full, the entries updated longest ago make room.
     const keep = Math.max(1, bounds.total) - 1;
     const newest = this.#entries.size > keep ? [...this.#entries.values()].sort(newestFirst) : [];
-    const writes = newest.slice(keep).map((e) => this.#write({ t: "uncatalogue", key: e.key }));
-    writes.push(this.#write({ t: "catalogue", entry }));
+    const writes = newest.slice(keep).map((e) => this.write({ t: "uncatalogue", key: e.key }));
+    writes.push(this.write({ t: "catalogue", entry }));
     await Promise.all(writes);
     return { added: true };
   }

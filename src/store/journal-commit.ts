@@ -59,10 +59,10 @@ export class GroupCommit {
   readonly #write: WriteBytes;
   /** The file's length after the last group written whole (read once, then counted). */
   #length: { fd: number; bytes: number } | undefined;
-  /** The file may end mid-line: a failed group could not be cut back. */
-  #torn = false;
-  /** Why the last group failed, until a group is written whole again. */
-  #failure: GroupNotWritten | undefined;
+  /** The file may end mid-line (a failed group could not be cut back): the next group ends it first. */
+  torn = false;
+  /** Why the last group failed, until a group (or a probe beside the file) is written whole again. */
+  failure: GroupNotWritten | undefined;
   /** The group being written now, and what holds the next one back (exclusive). */
   #writing: Promise<unknown> = Promise.resolve();
   #held: Promise<unknown> | undefined;
@@ -70,21 +70,6 @@ export class GroupCommit {
   /** Only tests pass their own `write`: one that stops short where no small disk can be mounted. */
   constructor(write: WriteBytes = writeBytes) {
     this.#write = write;
-  }
-
-  /** The file ends mid-line (and could not be ended now): the next group ends it first. */
-  endsMidLine(): void {
-    this.#torn = true;
-  }
-
-  /** Why the last group could not be written, while no group has been written since. */
-  get failure(): GroupNotWritten | undefined {
-    return this.#failure;
-  }
-
-  /** Something else (a probe) wrote to the same disk since `failure`: it is over. */
-  recovered(failure: GroupNotWritten): void {
-    if (this.#failure === failure) this.#failure = undefined;
   }
 
   /** Appends whole lines; resolves once on disk, else rejects `store_unavailable`. */
@@ -117,8 +102,8 @@ export class GroupCommit {
         this.#writing = writing;
         const failure = await writing;
         // A small group going through says little of room: the failure lasts until one as big does.
-        if (failure && fd !== undefined) this.#failure = failure;
-        else if (Buffer.byteLength(text) >= (this.#failure?.bytes ?? 0)) this.#failure = undefined;
+        if (failure && fd !== undefined) this.failure = failure;
+        else if (Buffer.byteLength(text) >= (this.failure?.bytes ?? 0)) this.failure = undefined;
         this.#settleWaiters(upTo, failure && unwritable(failure));
       }
     } finally {
@@ -128,7 +113,7 @@ export class GroupCommit {
 
   /** Writes one group whole and syncs it; on any failure cuts the file back to before it. */
   async #writeGroup(fd: number, text: string): Promise<GroupNotWritten | undefined> {
-    const bytes = Buffer.from(this.#torn ? `\n${text}` : text);
+    const bytes = Buffer.from(this.torn ? `\n${text}` : text);
     let before: number;
     try {
       before = this.#lengthOf(fd);
@@ -145,7 +130,7 @@ export class GroupCommit {
       }
       if (!SYNCED_WRITES) await sync(fd);
       this.#length = { fd, bytes: before + bytes.length };
-      this.#torn = false;
+      this.torn = false;
       return undefined;
     } catch (error) {
       const cause =
@@ -157,7 +142,7 @@ export class GroupCommit {
       const cutBack = written === 0 || (await cut(fd, before));
       // Nothing of it may stay on disk without its newline: the next record would be glued to it.
       if (!cutBack) {
-        this.#torn = true;
+        this.torn = true;
         this.#length = undefined;
       }
       return new GroupNotWritten(cause, cutBack, bytes.length);

@@ -8,8 +8,6 @@ import {
   fsyncSync,
   openSync,
   readSync,
-  renameSync,
-  rmSync,
   writeFileSync,
 } from "node:fs";
 import os from "node:os";
@@ -22,7 +20,7 @@ import type { WriteBytes } from "./journal-commit.js";
 export const APPEND_FLAGS =
   constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | (constants.O_DSYNC ?? 0);
 
-/** A compaction's steps while serving (journal-compaction.ts), in order. */
+/** A compaction's steps (journal-history.ts), in order. */
 export type CompactionStep = "cut" | "segment" | "written" | "tail" | "renamed" | "synced";
 
 export interface JournalOptions {
@@ -40,34 +38,8 @@ export interface JournalOptions {
   readonly write?: WriteBytes | undefined;
 }
 
-/** The file's lines, read a megabyte at a time (a long journal never becomes one string). */
-export function* readLines(file: string): Generator<string> {
-  let fd: number;
-  try {
-    fd = openSync(file, "r");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw error;
-  }
-  try {
-    const buffer = Buffer.alloc(1 << 20);
-    const decoder = new StringDecoder("utf8");
-    let rest = "";
-    for (;;) {
-      const read = readSync(fd, buffer, 0, buffer.length, null);
-      if (read === 0) break;
-      const lines = (rest + decoder.write(buffer.subarray(0, read))).split("\n");
-      rest = lines.pop() ?? "";
-      for (const line of lines) if (line.trim()) yield line;
-    }
-    if (rest.trim()) yield rest;
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** A line's records, and whether it was torn (a record glued to a torn one is still read). */
-export function recordOf(line: string): { record?: unknown; torn: boolean } {
+function recordOf(line: string): { record?: unknown; torn: boolean } {
   try {
     return { record: JSON.parse(line), torn: false };
   } catch {
@@ -91,7 +63,8 @@ export function replay(
 ): number {
   let lines = 0;
   const torn: number[] = [];
-  for (const line of readLines(file)) {
+  const take = (line: string) => {
+    if (!line.trim()) return;
     lines++;
     const { record, torn: isTorn } = recordOf(line);
     if (isTorn) torn.push(lines);
@@ -100,6 +73,29 @@ export function replay(
     } catch {
       // A record this version cannot apply: the others still count.
     }
+  };
+  let fd: number;
+  try {
+    fd = openSync(file, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw error;
+  }
+  try {
+    // A megabyte at a time: a long journal never becomes one string.
+    const buffer = Buffer.alloc(1 << 20);
+    const decoder = new StringDecoder("utf8");
+    let rest = "";
+    for (;;) {
+      const read = readSync(fd, buffer, 0, buffer.length, null);
+      if (read === 0) break;
+      const parts = (rest + decoder.write(buffer.subarray(0, read))).split("\n");
+      rest = parts.pop() ?? "";
+      parts.forEach(take);
+    }
+    take(rest);
+  } finally {
+    closeSync(fd);
   }
   if (torn.length > 0) {
     const which = `${torn.slice(0, 5).join(", ")}${torn.length > 5 ? ", ..." : ""}`;
@@ -108,19 +104,6 @@ export function replay(
     );
   }
   return lines;
-}
-
-/** Writes `texts` to a new file, syncs it and renames it over `file`; on failure `file` is as it was. */
-export function rewrite(file: string, texts: Iterable<string>): void {
-  const next = `${file}.compact`;
-  try {
-    atOnce(fileSteps(next, chunked(texts)));
-  } catch (error) {
-    rmSync(next, { force: true });
-    throw error;
-  }
-  renameSync(next, file);
-  atOnce(dirSteps(path.dirname(file)));
 }
 
 /** Writing a file as steps: a pause after each chunk, then its descriptor to sync (atOnce, serving). */

@@ -2,15 +2,20 @@
  * The journal's settled history past memory: what leaves memory goes to the next archive segment
  * and the file is compacted once grown, so a start-up reads what is live, and all stays findable.
  */
-import { closeSync, fstat, openSync, rmSync } from "node:fs";
+import { closeSync, fstat, openSync, renameSync, rmSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { valueBytes } from "../core/byte-budget.js";
 import type { JournalEntry } from "../core/store.js";
-import { type ArchivedLine, JournalArchive, termsOf } from "./journal-archive.js";
+import {
+  type ArchivedLine,
+  type EntryLine,
+  type IdBound,
+  JournalArchive,
+  termsOf,
+} from "./journal-archive.js";
 import type { GroupCommit } from "./journal-commit.js";
-import { liveLines, type Snapshot } from "./journal-compaction.js";
 import {
   APPEND_FLAGS,
   atOnce,
@@ -19,10 +24,10 @@ import {
   fileSteps,
   type JournalOptions,
   readFrom,
-  rewrite,
+  type Steps,
   serving,
 } from "./journal-file.js";
-import { withNetwork } from "./journal-lines.js";
+import { type Line, withNetwork } from "./journal-lines.js";
 import { entryBytes } from "./journal-memory.js";
 
 /** Compact once the journal has grown by this many lines (journal-file.ts, compactAfterLines). */
@@ -37,13 +42,57 @@ const pendingBytes = (lines: readonly ArchivedLine[]) =>
 const lineBytes = (line: ArchivedLine) =>
   line.t === "entry" ? entryBytes({ ...line, raws: [] }) : valueBytes(line);
 
+/** What is in memory at the cut, to write out after it. */
+interface Snapshot {
+  readonly entries: readonly JournalEntry[];
+  readonly ids: readonly (readonly [string, IdBound])[];
+  /** The scheme state's and the catalogue's lines. */
+  readonly others: readonly object[];
+}
+
+/** States a settlement never leaves by itself: written down whole, as one `entry` line. */
+export const FINAL: ReadonlySet<string> = new Set(["answered", "failed", "dropped"]);
+
+const iso = (ms: number | undefined) => new Date(ms ?? Date.now()).toISOString();
+
+export function entryLine(entry: JournalEntry): EntryLine {
+  const { raws: _raws, ...rest } = entry;
+  return { t: "entry", ...rest };
+}
+
+/** A compacted journal's lines: a settled entry whole, a followed one as the lines it was made of. */
+export function* liveLines(through: number, snapshot: Snapshot): Generator<string> {
+  // Without segments, no line says so (an earlier version's file reads the same).
+  if (through > 0) yield `${JSON.stringify({ t: "archive", through } satisfies Line)}\n`;
+  for (const entry of snapshot.entries) {
+    if (FINAL.has(entry.state)) {
+      yield `${JSON.stringify(entryLine(entry))}\n`;
+      continue;
+    }
+    const { hashes, raws, state, owner, updatedAt, ...rest } = entry;
+    const at = iso(updatedAt);
+    const records: object[] = hashes.map((hash, i) =>
+      i === 0
+        ? { t: "send", ...rest, hash, raw: raws[i] ?? "0x", at }
+        : { t: "replace", key: entry.key, hash, raw: raws[i] ?? "0x", at },
+    );
+    if (state !== "broadcast") {
+      records.push({ t: "state", key: entry.key, state, ...(owner ? { owner } : {}), at });
+    } else if (owner) {
+      (records[0] as { owner?: string }).owner = owner;
+    }
+    yield records.map((record) => `${JSON.stringify(record)}\n`).join("");
+  }
+  for (const [id, { fingerprint, answer, at }] of snapshot.ids) {
+    yield `${JSON.stringify({ t: "id", id, fingerprint, answer, at: iso(at) })}\n`;
+  }
+  for (const line of snapshot.others) yield `${JSON.stringify(line)}\n`;
+}
+
 export class JournalHistory {
   readonly archive: JournalArchive;
-  readonly #file: string;
-  readonly #commits: GroupCommit;
-  /** What memory holds now (entries, identifiers, scheme state, catalogue). */
-  readonly #snapshot: () => Snapshot;
-  readonly #options: JournalOptions;
+  /** The compacted copy, renamed over the file once whole. */
+  readonly #next: string;
   readonly #compactAfter: number;
   /** What left memory since the last compaction; undefined once this process must not rewrite the file. */
   #toArchive: ArchivedLine[] | undefined = [];
@@ -59,16 +108,14 @@ export class JournalHistory {
   #compaction: Promise<void> | undefined;
 
   constructor(
-    file: string,
-    commits: GroupCommit,
-    snapshot: () => Snapshot,
-    options: JournalOptions,
+    private readonly file: string,
+    private readonly commits: GroupCommit,
+    /** What memory holds now (entries, identifiers, scheme state, catalogue). */
+    private readonly snapshot: () => Snapshot,
+    private readonly options: JournalOptions,
   ) {
-    this.#file = file;
-    this.#commits = commits;
-    this.#snapshot = snapshot;
-    this.#options = options;
     this.archive = new JournalArchive(file);
+    this.#next = `${file}.compact`;
     this.#compactAfter = options.compactAfterLines ?? COMPACT_AFTER_LINES;
     this.#reader = !Number.isFinite(this.#compactAfter);
   }
@@ -115,7 +162,7 @@ export class JournalHistory {
       this.#pendingBytes = pendingBytes(this.#toArchive);
     }
     // Reading a long uncompacted file: history goes to disk as it is read, not kept in memory.
-    else if (this.#commits.fd === undefined && this.#segmentDue()) {
+    else if (this.commits.fd === undefined && this.#segmentDue()) {
       atOnce(this.archive.write(this.#toArchive, this.archive.through + ++this.#unfinished));
       this.#toArchive = [];
       this.#pendingBytes = 0;
@@ -130,25 +177,26 @@ export class JournalHistory {
     const { archive } = this;
     if (this.#unfinished === 0) archive.removeUnfinished();
     // A compaction's new file that was never renamed into place.
-    rmSync(`${this.#file}.compact`, { force: true });
-    const snapshot = this.#snapshot();
+    rmSync(this.#next, { force: true });
+    const snapshot = this.snapshot();
     const live = snapshot.entries.length + snapshot.ids.length + snapshot.others.length;
     if (this.#unfinished === 0 && !(lines > this.#compactAfter && lines > 4 * live)) return;
+    const segment = archive.through + this.#unfinished + (toArchive.length > 0 ? 1 : 0);
+    this.#unfinished = 0;
     try {
-      if (toArchive.length > 0)
-        atOnce(archive.write(toArchive, archive.through + ++this.#unfinished));
+      atOnce(this.#written(toArchive, segment, snapshot));
+      renameSync(this.#next, this.file);
+      atOnce(dirSteps(path.dirname(this.file)));
+      archive.through = segment;
       this.#toArchive = [];
       this.#pendingBytes = 0;
-      const through = archive.through + this.#unfinished;
-      rewrite(this.#file, liveLines(through, snapshot));
-      archive.through = through;
       this.#lines = this.#linesCompacted = live + 1;
     } catch {
+      rmSync(this.#next, { force: true });
       // No room for the compacted copy: segments the file does not name do not count.
       archive.removeUnfinished();
-      this.#toArchive = this.#unfinished > 0 ? undefined : toArchive;
+      if (segment > archive.through) this.#toArchive = undefined;
     }
-    this.#unfinished = 0;
   }
 
   /** A line was appended: compact once the file has grown by compactAfterLines and doubled. */
@@ -180,7 +228,7 @@ export class JournalHistory {
     this.#compaction = this.#compactLive()
       .then(
         async () => {
-          const days = this.#options.retainDays;
+          const days = this.options.retainDays;
           if (days === undefined) return;
           await this.archive
             .forgetBefore(Date.now() - days * 86_400_000)
@@ -190,7 +238,7 @@ export class JournalHistory {
         },
         (error: unknown) => {
           this.#linesCompacted = this.#lines;
-          if (this.#commits.fd !== undefined) {
+          if (this.commits.fd !== undefined) {
             this.#warn(`could not compact the journal (${String(error)}); it is kept whole`);
           }
         },
@@ -209,15 +257,15 @@ export class JournalHistory {
    */
   async #compactLive(): Promise<void> {
     const { archive } = this;
-    const commits = this.#commits;
-    const file = this.#file;
-    const step = this.#options.onCompactionStep;
+    const commits = this.commits;
+    const [file, next] = [this.file, this.#next];
+    const step = this.options.onCompactionStep;
     let taken: ArchivedLine[] = [];
     const cut = await commits.exclusive(async () => {
       const fd = commits.fd;
       if (fd === undefined) return undefined;
       const { size } = await promisify(fstat)(fd);
-      const snapshot = this.#snapshot();
+      const snapshot = this.snapshot();
       taken = this.#toArchive ?? [];
       this.#toArchive = [];
       this.#pendingBytes = 0;
@@ -225,26 +273,21 @@ export class JournalHistory {
     });
     if (!cut) return;
     step?.("cut");
-    const next = `${file}.compact`;
     const segment = taken.length > 0 ? archive.through + 1 : archive.through;
+    let lines = 0;
+    const counted = (chunk: string | Buffer) => {
+      for (let at = chunk.indexOf("\n"); at >= 0; at = chunk.indexOf("\n", at + 1)) lines++;
+    };
     try {
-      if (segment > archive.through) await serving(archive.write(taken, segment));
-      step?.("segment");
-      let lines = 0;
-      function* counted(chunks: Iterable<string | Buffer>) {
-        for (const chunk of chunks) {
-          lines += newlines(chunk);
-          yield chunk;
-        }
-      }
-      await serving(fileSteps(next, counted(chunked(liveLines(segment, cut.snapshot)))));
+      await serving(this.#written(taken, segment, cut.snapshot, counted));
       const live = lines;
-      step?.("written");
       const swapped = await commits.exclusive(async () => {
         const fd = commits.fd;
         if (fd === undefined) return false;
         // What was appended since the cut (a few groups), then the rename that commits it all.
-        await serving(fileSteps(next, counted([await readFrom(file, cut.size)]), "a"));
+        const tail = await readFrom(file, cut.size);
+        counted(tail);
+        await serving(fileSteps(next, [tail], "a"));
         step?.("tail");
         await rename(next, file);
         archive.through = segment;
@@ -271,14 +314,29 @@ export class JournalHistory {
     }
   }
 
+  /** `taken` as segment `segment` (if any), then the live lines naming it in FILE.compact. */
+  *#written(
+    taken: readonly ArchivedLine[],
+    segment: number,
+    snapshot: Snapshot,
+    count: (chunk: string) => void = () => undefined,
+  ): Steps {
+    const step = this.options.onCompactionStep;
+    if (taken.length > 0) yield* this.archive.write(taken, segment);
+    step?.("segment");
+    yield* fileSteps(this.#next, told(chunked(liveLines(segment, snapshot)), count));
+    step?.("written");
+  }
+
   #warn(message: string): void {
-    this.#options.warn?.(`${this.#file}: ${message}`);
+    this.options.warn?.(`${this.file}: ${message}`);
   }
 }
 
-/** How many lines `text` ends. */
-function newlines(text: string | Buffer): number {
-  let lines = 0;
-  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1)) lines++;
-  return lines;
+/** `items`, each told to `tell` as it goes by. */
+function* told<T>(items: Iterable<T>, tell: (item: T) => void): Generator<T> {
+  for (const item of items) {
+    tell(item);
+    yield item;
+  }
 }

@@ -29,22 +29,17 @@ export function idsInMemory(onForget: (id: string, bound: IdBound) => void) {
 
 /** The settlements kept, oldest first; forgets only what the journal lets go. */
 export class EntriesInMemory extends Map<string, JournalEntry> {
-  readonly maxEntries: number;
-  readonly maxBytes: number;
   readonly #sizes = new Map<string, number>();
-  #bytes = 0;
+  /** The estimated bytes of every entry kept. */
+  bytes = 0;
   /** Bytes the last pass could not shed (followed settlements): the next waits for 5% more. */
   #stuckAt = 0;
 
-  constructor(maxEntries = SETTLED_IN_MEMORY, maxBytes = SETTLED_BYTES) {
+  constructor(
+    readonly maxEntries = SETTLED_IN_MEMORY,
+    readonly maxBytes = SETTLED_BYTES,
+  ) {
     super();
-    this.maxEntries = maxEntries;
-    this.maxBytes = maxBytes;
-  }
-
-  /** The estimated bytes of every entry kept. */
-  get bytes(): number {
-    return this.#bytes;
   }
 
   /** Sets `key` as the newest entry. */
@@ -61,14 +56,14 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
     if (!entry) return;
     const size = entryBytes(entry);
     const change = size - (this.#sizes.get(key) ?? 0);
-    this.#bytes += change;
+    this.bytes += change;
     // A change in place moves the mark with it: only what is added counts toward the next pass.
     if (this.#stuckAt > 0 && this.#sizes.has(key)) this.#stuckAt += change;
     this.#sizes.set(key, size);
   }
 
   override delete(key: string): boolean {
-    this.#bytes -= this.#sizes.get(key) ?? 0;
+    this.bytes -= this.#sizes.get(key) ?? 0;
     this.#sizes.delete(key);
     return super.delete(key);
   }
@@ -76,16 +71,16 @@ export class EntriesInMemory extends Map<string, JournalEntry> {
   /** Past either bound, forgets the oldest `mayForget` lets go down to 90%; returns them. */
   forget(mayForget: (key: string, entry: JournalEntry) => boolean): JournalEntry[] {
     const overCount = this.size > this.maxEntries;
-    if (!overCount && (this.#bytes <= this.maxBytes || this.#bytes < this.#stuckAt)) return [];
+    if (!overCount && (this.bytes <= this.maxBytes || this.bytes < this.#stuckAt)) return [];
     const forgotten: JournalEntry[] = [];
     for (const [key, entry] of this) {
-      if (this.size <= this.maxEntries * 0.9 && this.#bytes <= this.maxBytes * 0.9) break;
+      if (this.size <= this.maxEntries * 0.9 && this.bytes <= this.maxBytes * 0.9) break;
       if (!mayForget(key, entry)) continue;
       this.delete(key);
       forgotten.push(entry);
     }
-    const stuck = this.#bytes > this.maxBytes * 0.9;
-    this.#stuckAt = stuck ? this.#bytes + this.maxBytes * 0.05 : 0;
+    const stuck = this.bytes > this.maxBytes * 0.9;
+    this.#stuckAt = stuck ? this.bytes + this.maxBytes * 0.05 : 0;
     return forgotten;
   }
 }

@@ -21,9 +21,8 @@ import {
 import { storedHash } from "../protocol/transaction-hash.js";
 import { isCatalogueLine, JournalCatalogue } from "./journal-catalogue.js";
 import { GroupCommit } from "./journal-commit.js";
-import { entryLine, FINAL } from "./journal-compaction.js";
 import { APPEND_FLAGS, endsMidLine, type JournalOptions, replay } from "./journal-file.js";
-import { JournalHistory } from "./journal-history.js";
+import { entryLine, FINAL, JournalHistory } from "./journal-history.js";
 import { type Line, withNetwork } from "./journal-lines.js";
 import { EntriesInMemory, idsInMemory, SETTLED_IN_MEMORY } from "./journal-memory.js";
 import { isSchemeStateLine, JournalSchemeState } from "./journal-scheme-state.js";
@@ -86,7 +85,7 @@ export class Journal implements SettlementStore {
       try {
         writeSync(this.#commits.fd, "\n");
       } catch {
-        this.#commits.endsMidLine();
+        this.#commits.torn = true;
       }
     }
   }
@@ -232,7 +231,7 @@ export class Journal implements SettlementStore {
     const failed = this.#commits.failure;
     if (!failed || !this.path) return reachable;
     const error = await stillUnwritable(this.path, failed.message);
-    if (error === undefined) this.#commits.recovered(failed);
+    if (error === undefined && this.#commits.failure === failed) this.#commits.failure = undefined;
     return error === undefined ? reachable : { ...reachable, reachable: false, error };
   }
 

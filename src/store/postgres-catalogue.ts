@@ -13,14 +13,7 @@ import {
   catalogueUpdate,
   searchText,
 } from "../bazaar/catalogue.js";
-import {
-  inTransaction,
-  type OnQuery,
-  type Query,
-  queryOn,
-  timed,
-  withClient,
-} from "./postgres-query.js";
+import { inTransaction, type OnQuery, type Query, timed, withClient } from "./postgres-query.js";
 
 /** The advisory lock new entries are added under (any key of ours; 402 seeds the hash). */
 const ADD_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('facilitator_catalogue', 402))";
@@ -72,76 +65,74 @@ function where(filter: CatalogueFilter, first: number): { text: string; values: 
 }
 
 export class SharedCatalogue implements Catalogue {
-  readonly #pool: Pool;
-  readonly #onQuery: OnQuery;
-  readonly #query: Query;
+  constructor(
+    private readonly pool: Pool,
+    private readonly onQuery: OnQuery,
+    private readonly query: Query,
+  ) {}
 
-  constructor(pool: Pool, onQuery: OnQuery) {
-    this.#pool = pool;
-    this.#onQuery = onQuery;
-    this.#query = queryOn(pool, onQuery);
-  }
-
-  /** `work` in one transaction on one connection; errors are store_unavailable. */
-  #transaction<T>(op: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
-    return timed(op, this.#onQuery, () =>
-      withClient(this.#pool, (client) => inTransaction(client, () => work(client))),
-    );
-  }
-
+  /** In one transaction on one connection, under the advisory lock when the entry is new. */
   put(incoming: CatalogueEntry, bounds: CatalogueBounds): Promise<Catalogued> {
-    return this.#transaction("catalogue_put", async (client) => {
-      const existing = async () => {
-        const { rows } = await client.query<{ entry: CatalogueEntry }>(
-          "SELECT entry FROM facilitator_catalogue WHERE key = $1 FOR UPDATE",
-          [incoming.key],
-        );
-        return rows[0]?.entry;
-      };
-      let found = await existing();
-      if (!found) {
-        await client.query(ADD_LOCK);
-        // Another replica may have added it while this one waited for the lock.
-        found = await existing();
-      }
-      if (found) {
-        const { entry, write } = catalogueUpdate(found, incoming);
-        if (write) await client.query(UPSERT, columns(entry));
-        return { added: false };
-      }
-      const { rows } = await client.query<{ by_payee: number; by_payer: number; total: number }>(
-        `SELECT count(*) FILTER (WHERE pay_to = $1)::int AS by_payee,
+    const work = (client: PoolClient) =>
+      inTransaction(client, () => this.#put(client, incoming, bounds));
+    return timed("catalogue_put", this.onQuery, () => withClient(this.pool, work));
+  }
+
+  async #put(
+    client: PoolClient,
+    incoming: CatalogueEntry,
+    bounds: CatalogueBounds,
+  ): Promise<Catalogued> {
+    const existing = async () => {
+      const { rows } = await client.query<{ entry: CatalogueEntry }>(
+        "SELECT entry FROM facilitator_catalogue WHERE key = $1 FOR UPDATE",
+        [incoming.key],
+      );
+      return rows[0]?.entry;
+    };
+    let found = await existing();
+    if (!found) {
+      await client.query(ADD_LOCK);
+      // Another replica may have added it while this one waited for the lock.
+      found = await existing();
+    }
+    if (found) {
+      const { entry, write } = catalogueUpdate(found, incoming);
+      if (write) await client.query(UPSERT, columns(entry));
+      return { added: false };
+    }
+    const { rows } = await client.query<{ by_payee: number; by_payer: number; total: number }>(
+      `SELECT count(*) FILTER (WHERE pay_to = $1)::int AS by_payee,
                 count(*) FILTER (WHERE payer = $2)::int AS by_payer,
                 count(*)::int AS total
            FROM facilitator_catalogue`,
-        [incoming.payTo.toLowerCase(), incoming.payer.toLowerCase()],
-      );
-      const { by_payee: byPayee, by_payer: byPayer, total } = rows[0];
-      const refused = boundRefusal(incoming, { byPayee, byPayer }, bounds);
-      if (refused) return { refused };
-      const excess = total - Math.max(1, bounds.total) + 1;
-      if (excess > 0) {
-        await client.query(
-          `DELETE FROM facilitator_catalogue WHERE key IN (
+      [incoming.payTo.toLowerCase(), incoming.payer.toLowerCase()],
+    );
+    const { by_payee: byPayee, by_payer: byPayer, total } = rows[0];
+    const refused = boundRefusal(incoming, { byPayee, byPayer }, bounds);
+    if (refused) return { refused };
+    const excess = total - Math.max(1, bounds.total) + 1;
+    if (excess > 0) {
+      await client.query(
+        `DELETE FROM facilitator_catalogue WHERE key IN (
              SELECT key FROM facilitator_catalogue
               ORDER BY last_updated ASC, key COLLATE "C" DESC LIMIT $1)`,
-          [excess],
-        );
-      }
-      await client.query(UPSERT, columns(incoming));
-      return { added: true };
-    });
+        [excess],
+      );
+    }
+    await client.query(UPSERT, columns(incoming));
+    return { added: true };
   }
 
   async list(filter: CatalogueFilter, limit: number, offset: number) {
     const clause = where(filter, 3);
-    const { rows } = await this.#query(
+    const { rows } = await this.query(
       "catalogue_list",
       `SELECT entry FROM facilitator_catalogue ${clause.text}
         ORDER BY last_updated DESC, key COLLATE "C" ASC LIMIT $1 OFFSET $2`,
       [limit, offset, ...clause.values],
     );
-    const counted = await this.#query<{ total: number }>(
+    const counted = await this.query<{ total: number }>(
       "catalogue_list",
       `SELECT count(*)::int AS total FROM facilitator_catalogue ${where(filter, 1).text}`,
       clause.values,
@@ -154,7 +145,7 @@ export class SharedCatalogue implements Catalogue {
 
   async search(filter: CatalogueFilter, words: readonly string[], limit: number, offset: number) {
     const clause = where(filter, 4);
-    const { rows } = await this.#query(
+    const { rows } = await this.query(
       "catalogue_search",
       `SELECT entry FROM (
          SELECT entry, key, last_updated,

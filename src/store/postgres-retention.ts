@@ -62,7 +62,9 @@ export class SharedRetention {
     if (this.days <= 0 || this.#stopped || Date.now() < this.#nextAsk) return Promise.resolve(0);
     // Asked at most every fifth of the period: the chore's row says, for every replica, when it is due.
     this.#nextAsk = Date.now() + RETENTION_EVERY_MS / 5;
-    this.#running ??= this.#pass()
+    const take = ["retention", RETENTION_EVERY_MS, this.owner];
+    this.#running ??= this.query("chore", TAKE_CHORE, take)
+      .then(({ rows }) => (rows.length === 0 ? 0 : this.pass()))
       .catch(() => 0)
       .finally(() => {
         this.#running = undefined;
@@ -79,12 +81,6 @@ export class SharedRetention {
       if (rowCount < RETENTION_BATCH) break;
     }
     return moved;
-  }
-
-  async #pass(): Promise<number> {
-    const take = ["retention", RETENTION_EVERY_MS, this.owner];
-    const { rows } = await this.query("chore", TAKE_CHORE, take);
-    return rows.length === 0 ? 0 : this.pass();
   }
 
   /** Stops after the batch in progress. */

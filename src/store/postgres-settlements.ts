@@ -195,12 +195,16 @@ export class SharedSettlements {
   }
 
   async idempotencyAnswer(id: string): Promise<unknown> {
-    const { rows } = await this.query<{ answer: unknown }>(
+    return (await this.#paymentId(id))?.answer ?? undefined;
+  }
+
+  async #paymentId(id: string): Promise<{ fingerprint: string; answer: unknown } | undefined> {
+    const { rows } = await this.query<{ fingerprint: string; answer: unknown }>(
       "payment_id",
-      "SELECT answer FROM facilitator_payment_ids WHERE id = $1",
+      "SELECT fingerprint, answer FROM facilitator_payment_ids WHERE id = $1",
       [id],
     );
-    return rows[0]?.answer ?? undefined;
+    return rows[0];
   }
 
   /** Binds `id` to `fingerprint` and takes its lease, or says why not. */
@@ -216,12 +220,7 @@ export class SharedSettlements {
       [id, fingerprint, this.owner, this.leaseMs],
     );
     if (rowCount === 1) return { kind: "run" };
-    const { rows } = await this.query<{ fingerprint: string; answer: unknown }>(
-      "payment_id",
-      "SELECT fingerprint, answer FROM facilitator_payment_ids WHERE id = $1",
-      [id],
-    );
-    const row = rows[0];
+    const row = await this.#paymentId(id);
     if (!row) return { kind: "running" };
     if (row.fingerprint !== fingerprint) return { kind: "conflict" };
     if (row.answer !== null) return { kind: "answered", answer: row.answer };

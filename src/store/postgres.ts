@@ -67,6 +67,8 @@ export function poolConfig(url: string): PoolConfig {
   };
 }
 
+const ignore = () => undefined;
+
 export class PostgresStore extends SharedSettlements implements SettlementStore {
   readonly shared = true;
   readonly where: string;
@@ -98,7 +100,7 @@ export class PostgresStore extends SharedSettlements implements SettlementStore 
     this.#pool = pool;
     this.where = redactStoreUrl(url);
     this.#onQuery = options.onQuery;
-    this.catalogue = new SharedCatalogue(pool, this.#onQuery);
+    this.catalogue = new SharedCatalogue(pool, this.#onQuery, this.query);
     const days = options.retainDays ?? DEFAULT_RETAIN_DAYS;
     this.retention = new SharedRetention(this.query, owner, days);
   }
@@ -238,8 +240,7 @@ export class PostgresStore extends SharedSettlements implements SettlementStore 
       "DELETE FROM facilitator_claims WHERE key = $1 AND owner = $2",
       [key, this.owner],
     )
-      .then(() => undefined)
-      .catch(() => undefined)
+      .then(ignore, ignore)
       .finally(() => {
         this.#claimed.delete(key);
         this.#releasing.delete(key);
