@@ -1,7 +1,5 @@
-/**
- * JSON-RPC over node:http(s) as a viem transport (viem's fetch one was a tenth of a verify's CPU),
- * throwing viem's error classes; one event-loop turn's calls are batched.
- */
+/** JSON-RPC over node:http(s) as a viem transport (viem's fetch one was a tenth of a verify's CPU),
+ * throwing viem's error classes; one event-loop turn's calls are batched. */
 import {
   createTransport,
   type EIP1193RequestFn,
