@@ -60,8 +60,7 @@ const UNICODE_ESCAPE = /^\\u(?:\{([0-9a-fA-F]+)\}|([0-9a-fA-F]{4}))/;
 // `\p{Script=Greek}` is RE2's `\p{Greek}`; long names (`\p{Letter}`) RE2 does not know: refused.
 const PROPERTY = /^\\([pP])\{(?:(?:Script|sc|General_Category|gc)=)?([A-Za-z_]+)\}/;
 
-/** Why `source` is not run, or how RE2 reads it (same matches, as ECMA-262 defines them) and its
- * size in RE2 instructions (an upper bound, weighted). */
+/** Why `source` is not run, or its RE2 form (ECMA-262 matches) and weighted size bound. */
 function translate(source: string): { source: string; estimate: number } | string {
   if (source.length > PATTERN_LIMIT) return `is longer than ${PATTERN_LIMIT} characters`;
   try {
