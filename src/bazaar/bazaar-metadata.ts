@@ -1,7 +1,5 @@
-/**
- * The bazaar spec's rules for a buyer's `resource` metadata: a bad field is dropped with a note;
- * icon hosts naming this machine or a private network too (others fetch them from our catalogue).
- */
+/** The bazaar spec's rules for a buyer's `resource` metadata: a bad field is dropped with a note,
+ * as are icon hosts naming this machine or a private network (others fetch them from us). */
 import { domainToASCII } from "node:url";
 
 export const SERVICE_NAME_LIMIT = 32;

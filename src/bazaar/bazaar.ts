@@ -1,7 +1,5 @@
-/**
- * The `bazaar` extension of a v2 payment, per the spec's "Facilitator Behavior": a wrong schema,
- * info or URL refuses it whole; a wrong field alone is dropped with a note.
- */
+/** The `bazaar` extension of a v2 payment, per the spec's "Facilitator Behavior": a wrong schema,
+ * info or URL refuses it whole; a wrong field alone is dropped with a note. */
 import { isObject } from "../protocol/words.js";
 import { routeTemplateProblem, sanitizeServiceMetadata } from "./bazaar-metadata.js";
 import { validateJsonSchema } from "./json-schema.js";

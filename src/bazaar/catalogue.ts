@@ -41,10 +41,8 @@ export const DEFAULT_CATALOGUE_BOUNDS: CatalogueBounds = {
 export type Catalogued = { readonly added: boolean } | { readonly refused: string };
 
 export interface Catalogue {
-  /**
-   * Adds or updates `entry` (catalogueUpdate), durably; a new one is refused past its payee's or
-   * payer's bound, and when full the entries updated longest ago make room.
-   */
+  /** Adds or updates `entry` (catalogueUpdate), durably; a new one is refused past its payee's or
+   * payer's bound, and when full the entries updated longest ago make room. */
   put(entry: CatalogueEntry, bounds: CatalogueBounds): Promise<Catalogued>;
   /** The entries that pass `filter`, newest first, from `offset`; and how many pass. */
   list(
@@ -87,10 +85,8 @@ export const samePayee = (a: string, b: string) => address(a) === address(b);
 const acceptKey = (a: Readonly<Record<string, unknown>>) =>
   [a.scheme, a.network, address(a.asset), address(a.payTo)].join(" ");
 
-/**
- * The entry a payment makes of `existing` (undefined: new): only the owner's payment brings
- * content, its requirements first so others cannot push them out; `write`: more than time changed.
- */
+/** Only the owner's payment brings content, its requirements first so others cannot push them
+ * out; `write`: more than time changed. */
 export function catalogueUpdate(
   existing: CatalogueEntry | undefined,
   incoming: CatalogueEntry,

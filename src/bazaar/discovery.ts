@@ -1,7 +1,5 @@
-/**
- * Bazaar discovery: `extensions.bazaar` read at verify and settle, catalogued once settles land;
- * EXTENSION-RESPONSES says how. Discovery never changes a payment's outcome.
- */
+/** Bazaar discovery: `extensions.bazaar` read at verify and settle, catalogued once settles land;
+ * EXTENSION-RESPONSES says how. Discovery never changes a payment's outcome. */
 import type { PaymentRequest } from "../protocol/request.js";
 import type { SettleResult, VerifyResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";

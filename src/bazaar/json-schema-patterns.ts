@@ -1,7 +1,5 @@
-/**
- * An untrusted schema's `pattern` runs on RE2 (linear time), never on RegExp, where `^a?…a?a…a$`
- * held the event loop 36 s; ECMA-262 meaning kept, charged to the caller's step budget.
- */
+/** An untrusted schema's `pattern` runs on RE2 (linear time), never on RegExp, where `^a?…a?a…a$`
+ * held the event loop 36 s; ECMA-262 meaning kept, charged to the caller's step budget. */
 import { RE2JS } from "re2js";
 
 /** Longest pattern accepted. */
@@ -62,10 +60,7 @@ const UNICODE_ESCAPE = /^\\u(?:\{([0-9a-fA-F]+)\}|([0-9a-fA-F]{4}))/;
 // `\p{Script=Greek}` is RE2's `\p{Greek}`; long names (`\p{Letter}`) RE2 does not know: refused.
 const PROPERTY = /^\\([pP])\{(?:(?:Script|sc|General_Category|gc)=)?([A-Za-z_]+)\}/;
 
-/**
- * Why `source` is not run, or how RE2 reads it (same matches, as ECMA-262 defines them) and its
- * size in RE2 instructions (an upper bound, weighted).
- */
+/** Why `source` is not run, or its RE2 form (ECMA-262 matches) and weighted size bound. */
 function translate(source: string): { source: string; estimate: number } | string {
   if (source.length > PATTERN_LIMIT) return `is longer than ${PATTERN_LIMIT} characters`;
   try {

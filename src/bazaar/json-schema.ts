@@ -1,8 +1,5 @@
-/**
- * JSON Schema 2020-12 (bazaar's part) for an untrusted schema and value: nothing is fetched, and
- * one step budget bounds every visit, compile and pattern run, so `$ref` loops and costly patterns
- * stop early. Not ajv: it generates and keeps code per schema (one per payment) with no budget.
- */
+/** JSON Schema 2020-12 for untrusted input: nothing fetched, one step budget stops `$ref` loops
+ * and costly patterns. Not ajv: it compiles and keeps code per schema (per payment), no budget. */
 import { isObject } from "../protocol/words.js";
 import { type LinearPattern, PATTERN_INPUT_LIMIT, searches } from "./json-schema-patterns.js";
 import { compile, has, type Json, resolve, type Schema } from "./json-schema-shape.js";

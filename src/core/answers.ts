@@ -1,7 +1,5 @@
-/**
- * One success per authorization: it is recorded as answered before it is handed over, nothing
- * awaited between; a store that cannot record it hands over none (503 pending, the retry gets it).
- */
+/** One success per authorization: recorded as answered before handed over, nothing awaited
+ * between; a store that cannot record it hands over none (503 pending, the retry gets it). */
 import { failed } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
 import { type JournalEntry, notRecorded, type SettlementStore, UNRECORDED } from "./store.js";

@@ -1,7 +1,5 @@
-/**
- * A Map bounded in estimated bytes, not entries (100,000 payers took 75 MiB of 96, issue 40); past
- * the budget the least recently set go. Only for what may be forgotten.
- */
+/** A Map bounded in estimated bytes, not entries (100,000 payers took 75 MiB of 96, issue 40); past
+ * the budget the least recently set go. Only for what may be forgotten. */
 
 /** A Map entry's cost beside its key and value (its hash table slot), measured at 100,000. */
 const SLOT = 48;

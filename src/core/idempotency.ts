@@ -1,7 +1,5 @@
-/**
- * `payment-identifier`: the same id and request answers the first success again while its
- * transaction is on chain; another request is `idempotency_conflict`. Failures are not kept.
- */
+/** `payment-identifier`: the same id and request answers the first success again while its
+ * transaction is on chain; another request is `idempotency_conflict`. Failures are not kept. */
 import { createHash } from "node:crypto";
 import { type Failure, failed, failure } from "../protocol/errors.js";
 import type { PaymentRequest } from "../protocol/request.js";

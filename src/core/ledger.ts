@@ -1,8 +1,5 @@
-/**
- * What payers have in flight with us: a settle goes out only if its source covers it once all the
- * payer's in-flight ones land (else we pay gas for each that fails). Check and reserve are
- * synchronous after one read (no race); landed holds are kept a minute. Replicas: ledger-reads.ts.
- */
+/** A settle goes out only if its source covers it once all the payer's in-flight ones land (else
+ * we pay gas for each that fails); check and reserve are synchronous after one read (no race). */
 import { type Failure, failure } from "../protocol/errors.js";
 import {
   decideShared,

@@ -76,8 +76,7 @@ async function followOne(
   try {
     claimed = await store.claim(key);
     if (!claimed) return ended("busy", "being settled right now");
-    // The list predates this claim: a settle may have answered since, and writing `landed` over that
-    // would answer it again.
+    // The list predates this claim: writing `landed` over a settle answered since re-answers it.
     const current = await store.get(key);
     if (!current || !isOpen(current)) return ended("busy", "settled meanwhile");
     // Outside any dry run: it may send the same bytes again.

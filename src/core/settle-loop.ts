@@ -1,8 +1,5 @@
-/**
- * The one settle loop of every scheme and chain, one settle of a key at a time (across replicas):
- * what the store holds is followed, never sent anew; a dry run sends nothing; a success is
- * recorded here, and only here, before it is answered.
- */
+/** The one settle loop, one settle of a key at a time across replicas: what the store holds is
+ * followed, never resent; a success is recorded here, and only here, before it is answered. */
 import { type Failure, failure } from "../protocol/errors.js";
 import type { SettleResult } from "../protocol/results.js";
 import type { WaitUntil } from "../protocol/schemas.js";

@@ -1,7 +1,5 @@
-/**
- * Settlements a minute per payer and payee (`--rate-per-payer`): a landed settlement costs gas as a
- * revert does. A bucket of N refilled at N a minute; a payee's ten times larger. Per process.
- */
+/** Settlements a minute per payer, payee ten times (`--rate-per-payer`), per process: a landed
+ * settlement costs gas as a revert does. A bucket of N refilled at N a minute. */
 
 import type { Parties } from "../deny-list/deny-list.js";
 import { type Failure, failure } from "../protocol/errors.js";

@@ -185,11 +185,8 @@ export interface SettlementStore {
   /** A success this run wrote down but did not hand over: `landed` again, if still this run's. */
   unmarkAnswered(key: string): Promise<void>;
 
-  /**
-   * Scheme state, atomic across processes: raises `id`'s highest value (per `namespace`) to
-   * `value`; refuses with `{higher}`, or `{changedAt}` when `id` changed after `seenAt`. The file
-   * journal makes raises durable within a second: keep here only what something else bounds.
-   */
+  /** Atomically raises `id`'s highest value to `value`, else `{higher}`/`{changedAt}` (after
+   * `seenAt`). Durable only within a second (file journal): keep what something else bounds. */
   raiseHighest(
     namespace: string,
     id: string,
@@ -204,10 +201,8 @@ export interface SettlementStore {
   /** The final answer for `id` (kept), or undefined to let a later retry run again. */
   finishIdempotency(id: string, answer: unknown): MaybePromise<void>;
 
-  /**
-   * A shared store: reserves what `key` will spend, the slots locked across replicas while
-   * `decide` (which must not use the store) reads what all hold; a refusal reserves nothing.
-   */
+  /** A shared store: reserves what `key` will spend, the slots locked across replicas while
+   * `decide` (which must not use the store) reads what all hold; a refusal reserves nothing. */
   reserveShared?<R>(
     key: string,
     spends: readonly { readonly slot: string; readonly amount: bigint }[],

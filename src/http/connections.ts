@@ -1,7 +1,5 @@
-/**
- * Connections shared between addresses (issues 9, 18): past `max` or the address's share, one 503
- * and closed (past twice `max`, unanswered); a full server drops the biggest holder's idle one.
- */
+/** Connections shared between addresses (issues 9, 18): past `max` or the address's share, one 503
+ * and closed (past twice `max`, unanswered); a full server drops the biggest holder's idle one. */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
@@ -118,10 +116,8 @@ export class ConnectionGate {
     return connection.served ? holder?.idleServed : holder?.idleTurnedAway;
   }
 
-  /**
-   * Closes the longest-idle connection of the address holding the most (of all, or of those
-   * served), if it holds two more than `client`; a turned-away one first. Says whether it did.
-   */
+  /** Closes the longest-idle connection of the address holding the most (of all, or of those
+   * served), if it holds two more than `client`; a turned-away one first. Says whether it did. */
   #displace(client: string, among: "any" | "served"): boolean {
     const count = (holder: Holder | undefined) =>
       (among === "any" ? holder?.open : holder?.served) ?? 0;

@@ -1,7 +1,5 @@
-/**
- * The DNS-rebinding guard of `serve` without an API key: a page can point its name at 127.0.0.1,
- * but the browser still sends its own Host, so only Hosts naming this server are answered.
- */
+/** The DNS-rebinding guard of `serve` without an API key: a page can point its name at 127.0.0.1,
+ * but the browser still sends its own Host, so only Hosts naming this server are answered. */
 import { isIPv6 } from "node:net";
 import os from "node:os";
 import { setNewest } from "../core/newest.js";

@@ -1,10 +1,8 @@
 /** The one error table: HTTP status, x402 reason (the reference SDK's), summary; see errors.ts. */
 
 export interface ErrorSpec {
-  /**
-   * HTTP status in the reference dialect. A code only the CLI answers (`cliOnly`) never goes over
-   * HTTP; its status only orders it among the failures (499: the client went away).
-   */
+  /** HTTP status in the reference dialect. A code only the CLI answers (`cliOnly`) never goes over
+   * HTTP; its status only orders it among the failures (499: the client went away). */
   readonly status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 429 | 499 | 500 | 503;
   /** The x402 `invalidReason` / `errorReason` string for this outcome. */
   readonly x402: string;

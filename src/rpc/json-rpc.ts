@@ -1,7 +1,5 @@
-/**
- * JSON-RPC over node:http(s) as a viem transport (viem's fetch one was a tenth of a verify's CPU),
- * throwing viem's error classes; one event-loop turn's calls are batched.
- */
+/** JSON-RPC over node:http(s) as a viem transport (viem's fetch one was a tenth of a verify's CPU),
+ * throwing viem's error classes; one event-loop turn's calls are batched. */
 import {
   createTransport,
   type EIP1193RequestFn,
@@ -59,8 +57,7 @@ const isRpcError = (data: unknown): data is { error: { code: number; message: st
 
 /** viem's stringify: bigints as decimal strings. */
 function toJson(value: unknown): string {
-  // viem hands requests over hex-encoded, so a replacer (called for every key) is rarely needed:
-  // only when JSON.stringify meets a bigint and refuses it.
+  // viem sends hex, so the per-key replacer is paid only when JSON.stringify refuses a bigint.
   try {
     return JSON.stringify(value);
   } catch (error) {

@@ -1,7 +1,5 @@
-/**
- * What a hosted provider refuses that a node would not (a batch too big, a request over its rate):
- * nothing was forwarded, so it is split or waited for and sent again. Kept per URL for doctor.
- */
+/** What a hosted provider refuses that a node would not (a batch too big, a request over its rate):
+ * nothing was forwarded, so it is split or waited for and sent again. Kept per URL for doctor. */
 import { HttpRequestError, type Transport } from "viem";
 
 /** viem's default batch size: the most calls a batch has until a provider refuses one. */

@@ -1,7 +1,5 @@
-/**
- * RPC access per chain, configured URLs matched by `eth_chainId` (Solana: `getGenesisHash`). With
- * any configured, only their chains are served: a key never settles through an unchosen endpoint.
- */
+/** Configured URLs matched to chains by `eth_chainId` (Solana: `getGenesisHash`); with any set,
+ * only their chains are served: a key never settles through an unchosen endpoint. */
 import {
   type Client,
   createClient,
@@ -59,10 +57,8 @@ export class RpcRegistry {
     this.#options = options;
   }
 
-  /**
-   * The client for a chain; throws `unsupported_network`, or `chain_unavailable` when a URL that
-   * might serve it was unreachable. `network`: the chain as the caller wrote it, for the message.
-   */
+  /** Throws `unsupported_network`, or `chain_unavailable` when a URL that might serve the chain
+   * was unreachable. `network`: the chain as the caller wrote it, for the message. */
   async client(chainId: number, network: string = caip2(chainId)): Promise<PublicClient> {
     const cached = this.#clients.get(chainId);
     if (cached) return cached.client;
@@ -101,10 +97,8 @@ export class RpcRegistry {
     return this.#resolved.has(url) || this.#solana.has(url) ? undefined : url;
   }
 
-  /**
-   * The lone URL's client before its chain is learned: reads go out beside `eth_chainId` (a round
-   * trip saved), answered only once that chain is this one; else they throw client()'s error.
-   */
+  /** The lone URL's client before its chain is learned: reads go out beside `eth_chainId` (a round
+   * trip saved), answered only once that chain is this one; else they throw client()'s error. */
   #askingAlongside(chainId: number, network: string, url: string): PublicClient {
     const confirmed = this.#resolve().then(() => {
       if (this.#resolved.get(url) === chainId) return;
