@@ -1,7 +1,4 @@
-/**
- * The reconciler's look at one journaled EVM settlement not at its end: what the chain says now,
- * re-sent if dropped and ours to send. The ledger and gas at risk hear it as from a settle.
- */
+/** The reconciler's look at one unfinished EVM settlement: re-sent if dropped and ours to send. */
 import type { Followed } from "../core/family.js";
 import type { MaySend } from "../core/settle-loop.js";
 import type { JournalEntry } from "../core/store.js";

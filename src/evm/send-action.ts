@@ -1,8 +1,5 @@
-/**
- * Sends a channel transaction of ours (claim, settle, refund) under a payment's rules: one at a
- * time per key, journaled first (with whom its waste is charged to), picked up not re-sent,
- * refused while payers are over budget, never re-sent unchanged after a revert.
- */
+/** Our channel transaction under a payment's rules: one per key, journaled first with whom its
+ * waste is charged to, refused while payers are over budget, never re-sent as is after a revert. */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { unrecorded } from "../core/answers.js";
 import { stageObserver } from "../core/metrics.js";

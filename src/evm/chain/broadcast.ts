@@ -66,10 +66,8 @@ async function until<T>(promise: Promise<T>, deadline: number): Promise<T | unde
 const withoutSync = new WeakSet<object>();
 const SYNC_WAIT_MS = 2_000;
 
-/**
- * Broadcasts, with eth_sendRawTransactionSync (EIP-7966) for a wanted receipt; throws a refusal.
- * A sync failure that says nothing of it falls back to the plain; unanswered, followed as sent.
- */
+/** Broadcasts (eth_sendRawTransactionSync, EIP-7966, when a receipt is wanted); throws a
+ * refusal. A silent sync failure falls back to plain; unanswered, followed as sent. */
 export async function broadcast(
   ctx: ChainAccess,
   raw: Hex,

@@ -1,8 +1,5 @@
-/**
- * ERC-8021 builder codes (x402 `builder-code`): a calldata suffix, Schema 2 (CBOR map of `a` app,
- * `w` ours, `s` service codes; 2-byte length, schema id, 16-byte marker). None without a code of
- * ours (its calldata is our gas); a payment's codes are bounded, the suffix at SUFFIX_BYTES_LIMIT.
- */
+/** ERC-8021 builder codes: a Schema 2 calldata suffix (CBOR `a` app, `w` ours, `s` services).
+ * None without our code (its calldata is our gas); bounded at SUFFIX_BYTES_LIMIT. */
 import { concatHex, type Hex, size, toHex } from "viem";
 import { field, isObject } from "../../protocol/words.js";
 

@@ -26,10 +26,8 @@ const GAP_SUSPECTED_AFTER_MS = 3_000;
 /** Replacements of a transaction passed over by blocks before its key is judged blocked. */
 const BLOCKED_AFTER_REPLACEMENTS = 3;
 
-/**
- * Whether a local node passed over our transaction: it is its key's next and the node automines or
- * blocks came since. (Replacing one behind an earlier nonce jams anvil: foundry-rs/foundry#16638.)
- */
+/** Whether a local node passed ours over (its key's next; automine or blocks since). Replacing
+ * one behind an earlier nonce jams anvil: foundry-rs/foundry#16638. */
 async function parkedOnLocalNode(
   ctx: ChainAccess,
   lane: SignerLane,
@@ -83,10 +81,8 @@ async function deepEnough(ctx: ChainAccess, receipt: TransactionReceipt): Promis
   return head !== undefined && head - receipt.blockNumber + 1n >= BigInt(ctx.confirmations);
 }
 
-/**
- * Waits for any of `hashes` to be mined deep enough; never throws: past the deadline (`until`, else
- * the confirm timeout), `settlement_pending` with the newest hash. `sentAfterBlock`: mined by then.
- */
+/** Waits for any of `hashes` mined deep enough, never throws: past `until` (else the confirm
+ * timeout), `settlement_pending` with the newest hash. `sentAfterBlock`: mined by then. */
 export async function follow(
   ctx: ChainAccess,
   lane: SignerLane,

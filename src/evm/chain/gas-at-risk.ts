@@ -1,11 +1,6 @@
-/**
- * Wasted gas (reverted, out of gas, moved nothing) bounded per payer, asset and chain-hour: fresh
- * payer addresses cost an attacker nothing, so the payer throttle alone cannot stop them.
- * - Assets: refused after ASSET_LIMITS wastes in the window (reverts counted once per payer).
- * - Past the chain's budget a payer is served only while its waste is under its landed
- *   settlements (at most the throttle limit): a history costs a unit, it must not buy unlimited
- *   waste. Past twice the budget everyone waits (429, `Retry-After`).
- */
+/** Wasted gas bounded per payer, asset and chain-hour: fresh payers cost an attacker nothing. An
+ * asset is refused after ASSET_LIMITS wastes; past the budget a payer is served only while its
+ * waste is under its (capped) landed settlements; past twice it, all wait (429). */
 import { getAddress, type TransactionReceipt } from "viem";
 import { arrayBytes, BudgetMap, stringBytes } from "../../core/byte-budget.js";
 import { setNewest } from "../../core/newest.js";

@@ -1,7 +1,5 @@
-/**
- * The most gas a settlement may use, chosen by us per method, never from an estimate: the payer
- * picks the `asset` contract, so an estimate is what that contract says. Over it: nothing is sent.
- */
+/** Most gas a settlement may use, fixed per method, never estimated: the payer picks the
+ * `asset`, so an estimate is what its contract says. Over it, nothing is sent. */
 import type { Address } from "viem";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../protocol/networks.js";

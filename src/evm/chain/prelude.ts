@@ -1,8 +1,5 @@
-/**
- * Transactions that must land before the payment (an EIP-2612 permit, the payer's own approval).
- * Each goes through the settle loop as `key#name`, so the money rules hold and a retry after a
- * crash picks each up where it was. Gas sent to a payer is journaled per payer (sponsoring.ts).
- */
+/** Transactions that must land before the payment (permit, approval), each through the settle
+ * loop as `key#name`: the money rules hold and a retry picks it up where it was. */
 import {
   type Address,
   type Hex,
@@ -72,10 +69,8 @@ type Ready = { readonly call: PreparedCall } | { readonly raw: Hex };
 
 const POLL_MS = 250;
 
-/**
- * Lands each prelude in turn, each confirmed before the next goes out; undefined once all landed.
- * A payer's failure that wasted gas we sent it is charged here, and is then not `payersFault`.
- */
+/** Lands each prelude in turn, confirmed before the next; undefined once all landed. A payer's
+ * failure wasting gas we sent it is charged here, so not `payersFault`. */
 export async function landPreludes(
   ctx: SponsoringAccess,
   key: string,

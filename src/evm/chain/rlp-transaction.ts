@@ -1,7 +1,5 @@
-/**
- * Serializes our settlement transactions (EIP-1559 or EIP-155 legacy, exactly the fields we set):
- * signing runs in a key's lane and viem's serializer was most of its cost. Other shapes: undefined.
- */
+/** Serializes our settlement transactions (EIP-1559 or EIP-155, exactly our fields): signing
+ * runs in a key's lane and viem's serializer was most of its cost. */
 import type { Hex } from "viem";
 import { bytesOfHex } from "./abi-words.js";
 
@@ -103,10 +101,7 @@ export interface EncodedSettlementTransaction {
   signed(signature: RawSignature): Uint8Array;
 }
 
-/**
- * The transaction's fields encoded once, or undefined when it has a field or a type this
- * serializer does not write.
- */
+/** The fields encoded once, or undefined for a field or type this serializer does not write. */
 export function encodeSettlementTransaction(
   tx: SettlementTransaction,
 ): EncodedSettlementTransaction | undefined {

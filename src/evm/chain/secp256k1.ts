@@ -1,8 +1,5 @@
-/**
- * secp256k1 where it costs: recovering payers' signatures and signing settlements. A server loads
- * libsecp256k1 once (native ~0.07 ms, else WebAssembly ~0.4 ms); a one-shot CLI asks the node's
- * ecrecover precompile. Both accept v as 27/28 or 0/1, and high-s values, as viem does.
- */
+/** secp256k1: libsecp256k1 (native, else wasm) in a server, the node's ecrecover in a one-shot
+ * CLI. Both take v as 27/28 or 0/1 and high s, as viem does. */
 import { createRequire } from "node:module";
 import {
   type Address,
@@ -77,10 +74,8 @@ interface NativeSecp256k1 {
   ecdsaSign(message: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number };
 }
 
-/**
- * A settlement account: viem's, except that transactions are signed with libsecp256k1 once it is
- * loaded (about 0.15 ms instead of 0.9 ms). Both produce the same RFC 6979 low-s signatures.
- */
+/** viem's account, signing with libsecp256k1 once loaded (~6x faster, same RFC 6979 low-s
+ * signatures). */
 export function settlementAccount(privateKey: Hex): LocalAccount {
   const account = privateKeyToAccount(privateKey);
   const keyBytes = hexToBytes(privateKey);
@@ -119,10 +114,8 @@ export function settlementAccount(privateKey: Hex): LocalAccount {
   });
 }
 
-/**
- * The address that signed `digest` with a 65-byte (r, s, v) signature; undefined if none.
- * Throws only when the node cannot be reached.
- */
+/** Who signed `digest` (65-byte r, s, v), or undefined; throws only when the node can't be
+ * reached. */
 export async function recoverSigner(
   client: PublicClient,
   digest: Hex,

@@ -1,8 +1,5 @@
-/**
- * Settlement signers: a pool of accounts used in turn, each handing out nonces one at a time (no
- * collisions, no gaps); slow work runs outside the lane. A gap a reorg left is filled with the
- * dropped bytes if they still succeed, else with a transfer of nothing to itself.
- */
+/** Settlement accounts used in turn, each handing out nonces one at a time (no gaps): a gap a
+ * reorg left is filled with the dropped bytes if they still succeed, else a zero self-transfer. */
 import {
   type Address,
   type Hex,

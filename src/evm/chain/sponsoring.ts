@@ -1,10 +1,5 @@
-/**
- * Ether sent to a payer for its own signed transaction (`erc20ApprovalGasSponsoring`). The payer
- * can spend it otherwise and fresh payers are free, so a payer is funded once until a funded
- * transaction lands (one journal entry per payer and chain: broadcast, landed, answered = may be
- * funded again, failed = refused for the window, dropped), and what is sent is gas at risk until
- * it lands, wasted once it cannot.
- */
+/** Ether for a payer's own signed transaction: it may spend it otherwise and fresh payers are
+ * free, so each is funded once until a funded one lands; what is sent is gas at risk till then. */
 import type { Address, TransactionReceipt } from "viem";
 import type { Answers } from "../../core/answers.js";
 import {

@@ -1,8 +1,5 @@
-/**
- * Sends one contract call and follows it; returns outcomes, never throws. Money rules: journaled
- * before broadcast; once maybe broadcast every answer has its hash; stuck ones are replaced at the
- * same nonce (at most one lands); nothing above the fee cap.
- */
+/** Sends one contract call and follows it, never throws: journaled before broadcast, every
+ * answer then has its hash, stuck ones replaced at the same nonce, nothing above the fee cap. */
 import { type Address, type Hex, keccak256, size } from "viem";
 import { stageObserver } from "../../core/metrics.js";
 import type { MaySend } from "../../core/settle-loop.js";

@@ -109,11 +109,8 @@ export function mintCall(token: Address, to: Address, amount: bigint): SetupCall
   };
 }
 
-/**
- * Sends the calls from `sender` with consecutive nonces and waits for every receipt (throws on a
- * revert). anvil_getAutomine cannot tell the modes apart, so "manual" mines a block, "auto" waits,
- * and an unknown mode mines one if no receipt came within 1 s.
- */
+/** Sends the calls with consecutive nonces, awaits every receipt (throws on a revert). Since
+ * anvil_getAutomine can't tell the modes apart, an unknown one mines a block after 1 s unheard. */
 export async function runSetupCalls(
   rpcUrl: string,
   chainId: number,

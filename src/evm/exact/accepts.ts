@@ -1,7 +1,5 @@
-/**
- * POST /accepts for EVM `exact` offers: the token's EIP-712 name and version go into `extra` (read
- * from the token if missing; Permit2 signs for its own domain, so it goes without).
- */
+/** POST /accepts for EVM `exact`: the token's EIP-712 name and version into `extra` (read if
+ * missing; not for Permit2, which signs its own domain). */
 import { type Address, getAddress, getContract, isAddress } from "viem";
 import { isObject } from "../../protocol/words.js";
 import type { EvmSchemeHost } from "../scheme.js";

@@ -117,10 +117,8 @@ export function simulateWithin(
   return outcomeOf(ctx.client.call({ ...call, gas }));
 }
 
-/**
- * Why a simulation that failed refuses (null when it did not): the chain unreachable, out of its
- * gas (over the bound, with one unbounded estimate), else the method's diagnosis of its error.
- */
+/** Why a failed simulation refuses (null if it didn't): RPC unreachable, out of gas (over the
+ * bound, one unbounded estimate), else the method's diagnosis. */
 export async function simulationFailure(
   ctx: EvmContext,
   simulated: Read<unknown> | undefined,
@@ -156,10 +154,8 @@ export function chainFailure(error: unknown, doing: string): Failure {
   return failure("internal_error", `${doing}: ${firstLine(error)}`);
 }
 
-/**
- * Chain reads started together (one round trip), each as outcomeOf answers it, after the chain
- * failure of the first that could not reach the RPC, if any.
- */
+/** Chain reads in one round trip, each as outcomeOf answers it, led by the failure of the first
+ * that could not reach the RPC. */
 export async function readTogether<T extends readonly unknown[] | []>(
   doing: string,
   reads: T,
@@ -221,10 +217,8 @@ export function disagreement(request: PaymentRequest): Failure | null {
   return domain.ok ? networkMismatch(request) : domain.failure;
 }
 
-/**
- * Cached for verifies only: a settle reads afresh, since a restarted chain may lack the code and a
- * transfer to no code "succeeds" moving nothing, wasting our gas.
- */
+/** Verifies only: a restarted chain may lack the code, and a transfer to no code "succeeds"
+ * moving nothing, wasting our gas. */
 const contractAssets = new Map<string, number>();
 const ASSET_CACHE_MS = 15 * 60_000;
 const ASSET_CACHE_MAX = 4096;
@@ -248,10 +242,8 @@ const WORD = /^0x[0-9a-fA-F]{64}$/;
 /** Chains whose node would not run codeSizeCall (no creation calls, another VM): eth_getCode. */
 const noCodeSizeCall = new Set<number>();
 
-/**
- * Whether `address` has code, by its size (one word, not the whole bytecode every settle); a node
- * that cannot answer the size call is asked eth_getCode from then on.
- */
+/** Whether `address` has code, by its size (one word, not the bytecode each settle); eth_getCode
+ * for a node that can't answer that. */
 async function hasCode(ctx: EvmContext, address: Address): Promise<boolean> {
   if (!noCodeSizeCall.has(ctx.chainId)) {
     try {

@@ -65,10 +65,8 @@ export function domainSeparatorOf(domain: TokenDomain): Hex {
   return separator;
 }
 
-/**
- * keccak256 of a struct's words, written straight into bytes (every verify): its type hash, then
- * each field (a uint, an address, a bytes32, or a struct already hashed).
- */
+/** keccak256 of a struct's words written straight into bytes (every verify): type hash, then
+ * each field. */
 export function hashStruct(typeHash: Hex, fields: readonly (Hex | bigint | Uint8Array)[]) {
   return hashWords(fields.length + 1, (out) => {
     writeBytes32(out, 0, typeHash);

@@ -1,7 +1,5 @@
-/**
- * `exact` on EVM through EIP-3009 `transferWithAuthorization` (USDC and alike), x402 v1 and v2.
- * Checks run in the reference SDK's order so the first failure reported is the one it reports.
- */
+/** `exact` via EIP-3009 `transferWithAuthorization`, x402 v1 and v2, in the reference SDK's
+ * check order (the same first failure). */
 import {
   type Address,
   getContract,
@@ -108,10 +106,8 @@ const [used, canceled] = parseAbi([
 /** How far back to look: providers refuse wide log ranges, and a replay is usually fresh. */
 const LOOKBACK_BLOCKS = 5_000n;
 
-/**
- * How a used nonce was used, when the chain's recent logs tell: anyone may submit it before us;
- * the answer says the payer paid (never a success, never someone else's hash as ours).
- */
+/** How a used nonce was used, from recent logs (anyone may submit it before us): the payer paid,
+ * but never a success nor another's hash as ours. */
 async function howUsed(
   ctx: EvmContext,
   authorizer: Address,

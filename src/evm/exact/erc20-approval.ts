@@ -1,9 +1,5 @@
-/**
- * `erc20ApprovalGasSponsoring`: the payer's own signed `approve(Permit2, …)`, for a payer with the
- * token but no gas. We fund at most the gas it may cost at its signed fee (chain/sponsoring.ts),
- * broadcast it, then settle (chain/prelude.ts). Checked as the reference does, stricter where our
- * gas is at stake.
- */
+/** `erc20ApprovalGasSponsoring`: the payer's own signed `approve(Permit2, …)`, its gas funded at
+ * its signed fee at most; checked as the reference does, stricter where our gas is at stake. */
 import {
   type Address,
   decodeFunctionData,

@@ -25,10 +25,8 @@ export const EXACT_EVM_TRANSFER_METHODS = ["eip3009", "permit2"];
 /** The payment extensions served, as `/supported` declares them. */
 export const EXACT_EVM_EXTENSIONS = [EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING];
 
-/**
- * The method for this payload's shape, or why there is none. `extra.assetTransferMethod` may be
- * left out ("pick the default"); when present it must name the method the payload uses.
- */
+/** The method for this payload's shape, or why none: `extra.assetTransferMethod`, when present,
+ * must name the payload's. */
 export function exactEvmMethod(request: PaymentRequest): PaymentMethod | Failure {
   const { payload, paths } = request;
   if (payload.authorizationType === "permit2") {

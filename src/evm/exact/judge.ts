@@ -1,7 +1,5 @@
-/**
- * How a payment's transaction came out, as the money rules count it: a mined success paid only if
- * its receipt carries the Transfer; the in-flight ledger and the gas at risk hear every outcome.
- */
+/** A payment's transaction outcome by the money rules: a mined success pays only if its receipt
+ * carries the Transfer; ledger and gas at risk hear every outcome. */
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { Success } from "../../core/settle-loop.js";
 import type { EntryState, JournalEntry } from "../../core/store.js";
@@ -121,10 +119,8 @@ async function watchLanding(
   }
 }
 
-/**
- * A payment answered a success whose transaction can never land is settled afresh: that success
- * is recorded but answered `nonce_already_used` with the new hash (one success per payment).
- */
+/** A success whose transaction can never land is settled afresh, recorded but answered
+ * `nonce_already_used` with the new hash (one success per payment). */
 export function answeredAgain(
   sent: SettleResult | Success<SettleResult>,
   earlier: string,

@@ -1,9 +1,5 @@
-/**
- * `exact` on EVM through an EIP-2612 permit (x402x's `authorizationType: "permit"`) naming one of
- * our settlement accounts as spender: the permit lands, then that account calls `transferFrom` to
- * `payTo`; both journaled under the permit's key. The permit does not name the recipient: whoever
- * holds the payload may ask for another `payTo`, so serve it behind an API key.
- */
+/** `exact` via an EIP-2612 permit naming our account as spender, which then calls `transferFrom`
+ * to `payTo`. The permit does not name the recipient, so serve it behind an API key. */
 import {
   encodeFunctionData,
   getContract,

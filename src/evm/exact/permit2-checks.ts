@@ -1,7 +1,5 @@
-/**
- * What a Permit2 payment (exact or upto) checks without the payer's help: the signed terms
- * against the requirements, in the reference's order, and why the proxy call would revert.
- */
+/** What a Permit2 payment checks without the payer's help, in the reference's order, and why the
+ * proxy call would revert. */
 import { type Abi, type Address, getContract, type Hex, isAddressEqual } from "viem";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
@@ -49,10 +47,8 @@ export interface Permit2Scheme<A extends Permit2Authorization> {
   witness?(ctx: EvmContext, authorization: A): Failure | null;
   /** The amount signed for against the one asked for (`settling`: by settle). */
   amount(signed: bigint, asked: bigint, settling: boolean): Failure | null;
-  /**
-   * upto: the facilitator the witness names, the one account the proxy lets settle; it settles
-   * what was used (nothing to simulate for zero), from wallets already deployed.
-   */
+  /** upto: the witness's facilitator, the one account the proxy lets settle (deployed wallets
+   * only; zero is not simulated). */
   settler?(authorization: A): Address;
   /** A proxy error the scheme words itself. */
   named?(error: string | undefined): Failure | undefined;
@@ -135,10 +131,8 @@ export async function prerequisiteFailure(
   return null;
 }
 
-/**
- * Why the proxy call would revert (or did), in the reference's order (proxy, balance, allowance);
- * then, finer than the reference, a used nonce (under its `permit2_simulation_failed`).
- */
+/** Why the proxy call would revert, in the reference's order (proxy, balance, allowance), then a
+ * used nonce (under `permit2_simulation_failed`). */
 export async function diagnose(
   ctx: EvmContext,
   payment: Permit2Payment,

@@ -1,7 +1,5 @@
-/**
- * Permit2 on the wire, as the x402 packages use it on every chain: the addresses, the typed data
- * a payer signs for the exact proxy (witness {to, validAfter}), and the proxy calls.
- */
+/** Permit2 on the wire as the x402 packages use it: addresses, the exact proxy's typed data
+ * (witness {to, validAfter}) and calls. */
 import {
   type Abi,
   type Address,
@@ -112,10 +110,7 @@ const TOKEN_PERMISSIONS_TYPEHASH = typeHash(TOKEN_PERMISSIONS);
 /** Per witness type: the primary type's hash and the witness's. */
 const typeHashes = new Map<string, readonly [Hex, Hex]>();
 
-/**
- * The EIP-712 digest of a PermitWitnessTransferFrom whose witness has type `witnessType` and
- * these fields (in order).
- */
+/** EIP-712 digest of a PermitWitnessTransferFrom whose `witnessType` witness has these fields. */
 export function permitWitnessDigest(
   chainId: number,
   authorization: Omit<Permit2Authorization, "from" | "witness">,

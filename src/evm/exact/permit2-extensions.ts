@@ -1,7 +1,5 @@
-/**
- * `eip2612GasSponsoring`: the payer's EIP-2612 permit for Permit2, applied by the proxy in the
- * settling transaction. Checked as the reference checks it, with its reason strings.
- */
+/** `eip2612GasSponsoring`: the payer's permit for Permit2, applied by the proxy in the settling
+ * transaction; the reference's checks and reasons. */
 import { getAddress, isAddressEqual, size } from "viem";
 import { failed } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
@@ -65,10 +63,8 @@ export const invalidExtension =
 const refusal = invalidExtension(EIP2612_GAS_SPONSORING);
 const invalid = (reason: string, message: string) => refusal(`eip2612_${reason}`, message);
 
-/**
- * The payer's EIP-2612 permit for Permit2 from `paymentPayload.extensions`, or undefined when the
- * payment carries none (an incomplete one counts as none, as for the reference).
- */
+/** The payer's EIP-2612 permit for Permit2, or undefined (an incomplete one counts as none, as
+ * for the reference). */
 export function eip2612Sponsoring(
   request: PaymentRequest,
   /** Whose permit it must be: the payer. */

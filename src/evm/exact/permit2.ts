@@ -1,8 +1,5 @@
-/**
- * Permit2 payments through an x402 proxy (exact here, upto in ../upto), for tokens without
- * EIP-3009: the payer signs a PermitWitnessTransferFrom naming the proxy and the recipient; the
- * payer must have approved Permit2, or send a permit or an approval. The reference's order.
- */
+/** Permit2 payments via an x402 proxy (exact; upto in ../upto) for tokens without EIP-3009: the
+ * payer must have approved Permit2 or send a permit or an approval. The reference's order. */
 import { isAddressEqual, isErc6492Signature } from "viem";
 import { failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";

@@ -1,10 +1,6 @@
-/**
- * The steps every exact-EVM method takes through the settle loop, so the money rules are kept
- * once: one settle per authorization at a time; a journaled settlement is picked up before
- * anything new is sent; only listed assets settle; wasted gas is charged (chain/gas-at-risk.ts);
- * nothing is broadcast that the payer's balance cannot cover with what it has in flight; no
- * transaction goes with more gas than its method's bound (chain/gas-bounds.ts).
- */
+/** Every exact-EVM method's steps through the settle loop, so the money rules live once: one
+ * settle per authorization, journaled pick-up first, listed assets only, waste charged, no
+ * broadcast the payer's balance less in-flight can't cover, gas under the method's bound. */
 import { unrecorded } from "../../core/answers.js";
 import { stageObserver } from "../../core/metrics.js";
 import {

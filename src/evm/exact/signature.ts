@@ -45,10 +45,8 @@ export interface Deployment {
 /** A valid signature, and the wallet to deploy first when the payer is counterfactual. */
 type Signed = { readonly deployment?: Deployment | undefined };
 
-/**
- * `payerCode` is read in the same batch as the other reads. An undeployed wallet's ERC-6492
- * signature counts only with an allowed factory, checked by deploying it inside an eth_call.
- */
+/** An undeployed wallet's ERC-6492 signature counts only with an allowed factory, checked by
+ * deploying it in an eth_call. */
 export async function checkSignature(
   ctx: EvmContext,
   payer: Address,
@@ -173,10 +171,8 @@ async function counterfactual(
 
 const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
-/**
- * The settlement call, deploying the payer's wallet first through Multicall3 when counterfactual;
- * the deployment may fail (deployed meanwhile), the transfer may not.
- */
+/** The settlement call, deploying a counterfactual wallet first via Multicall3: the deployment
+ * may fail (deployed meanwhile), the transfer may not. */
 export function withDeployment(
   call: { readonly to: Address; readonly data: Hex },
   deployment: Deployment | undefined,

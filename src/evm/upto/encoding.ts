@@ -1,7 +1,5 @@
-/**
- * The `upto` scheme on the wire: Permit2 for the x402 upto proxy, whose witness also names the
- * one facilitator that may settle it.
- */
+/** `upto` on the wire: Permit2 for the x402 upto proxy, its witness naming the settling
+ * facilitator. */
 import { type Address, type Hex, parseAbi } from "viem";
 import {
   type Permit2Authorization,

@@ -1,10 +1,6 @@
-/**
- * The `upto` scheme on EVM (x402 v2): the payer signs a Permit2 authorization for a maximum,
- * through the x402 upto proxy, whose witness names the one facilitator that may settle it; the
- * resource server settles what was used (`requirements.amount` at settle, at most the maximum;
- * zero moves nothing). Checks run in the reference SDK's order with its reason strings; the
- * settlement goes through the same pipeline as every exact method.
- */
+/** `upto` on EVM (x402 v2): Permit2 for a maximum via the x402 upto proxy, whose witness names
+ * the one facilitator that may settle; settle moves `requirements.amount` (at most the maximum).
+ * Checks in the reference SDK's order with its reasons. */
 import { requiredAmount } from "../../core/amount-floor.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import { caip2 } from "../../protocol/networks.js";
@@ -97,10 +93,8 @@ function uptoEvmMethod(request: PaymentRequest): PaymentMethod | Failure {
   return upto;
 }
 
-/**
- * `upto` on EVM (x402 v2): the witness must name the facilitator that settles, so each kind names
- * one of our signers, in turn, as the reference names one of its own; none without a signer.
- */
+/** The witness names the settling facilitator, so each kind names one of our signers in turn, as
+ * the reference names its own; none without a signer. */
 export const uptoScheme: EvmScheme = {
   name: UPTO,
   method: uptoEvmMethod,
