@@ -1,8 +1,5 @@
-/**
- * serve's supervisor: the server runs in a child with a bounded heap (out of memory in a native
- * addon can abort a whole process); a dead worker is said in one JSON line and replaced on the same
- * host and port. Many quick deaths: exit 3. SIGINT/SIGTERM stop cleanly (0); a second Ctrl-C, 130.
- */
+// The server runs in a child with a bounded heap (OOM in a native addon aborts the whole process),
+// replaced on the same port when it dies. Exit: stopped 0, many quick deaths 3, second Ctrl-C 130.
 import { type ChildProcess, fork } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
