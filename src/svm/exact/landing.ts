@@ -1,7 +1,5 @@
-/**
- * Follows a sent transaction until it is confirmed, fails, can no longer land (its blockhash
- * expired with no status), or the wait is over; an unreachable node is asked again.
- */
+// Follows a sent transaction until confirmed, failed, unlandable (blockhash expired, no status) or
+// the wait is over; an unreachable node is asked again.
 import type { Client } from "viem";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isBlockhashValid, signatureStatuses } from "./rpc.js";
