@@ -1,5 +1,4 @@
-// Follows a sent transaction until confirmed, failed, unlandable (blockhash expired, no status) or
-// the wait is over; an unreachable node is asked again.
+/** Follows a sent transaction until confirmed, failed, unlandable (blockhash gone) or timed out. */
 import type { Client } from "viem";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isBlockhashValid, signatureStatuses } from "./rpc.js";

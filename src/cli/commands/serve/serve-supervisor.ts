@@ -124,8 +124,7 @@ export async function superviseServer(
       });
       tell(worker, {
         type: "start",
-        // After the first start, the port the first worker bound (it may have asked for 0), and
-        // the store owner of this process, so a new worker takes over what the last one held.
+        // A new worker: the port first bound (maybe asked 0), our store owner to take over holds.
         settings: {
           ...settings,
           ...(port === undefined ? {} : { port }),
