@@ -225,11 +225,8 @@ export function lastRenewal(holder: LockHolder, mtimeMs: number): number {
   return Math.max(mtimeMs, Date.parse(holder.renewed ?? "") || 0);
 }
 
-/**
- * Whether a lock file's holder still runs. Here: its pid, start time, boot and user match (a
- * reused pid or a planted lock does not). On another host: renewed within its lease, trusted only
- * in a file this user or root owns (another user could renew a planted one for ever).
- */
+// Whether a lock's holder runs. Here: pid, start time, boot and user match (not a reused pid or a
+// planted lock). Elsewhere: renewed within its lease, in a file we or root own (not a planted one).
 export function holderRuns(holder: LockHolder, file: { uid: number; mtimeMs: number }): boolean {
   if (holder.host !== os.hostname()) {
     if (ourUid !== undefined && !trustedOwner(file.uid)) return false;

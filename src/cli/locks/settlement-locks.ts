@@ -1,9 +1,5 @@
-/**
- * One key, one writer: two processes on one key pick the same nonces and can pay a payment twice,
- * and two on one journal never see each other's records. So with the file journal a settling
- * process locks its journal and keys (serve for its life, settle waiting its turn). PostgreSQL's
- * signer leases do this for the store instead.
- */
+// One key, one writer: two processes on one key reuse nonces and can pay twice; two on one journal
+// miss each other's records. So the file journal locks journal and keys (PostgreSQL: leases).
 import os from "node:os";
 import path from "node:path";
 import { UsageError } from "../io/errors.js";

@@ -100,10 +100,8 @@ export async function ataOf(owner: string, mint: string, tokenProgram: string): 
   return address as Address;
 }
 
-/**
- * The payer's address and the base64 wire transaction, signed by the payer only. `memo`: the
- * seller's `extra.memo` (its length checked by the caller); without one, 16 random bytes in hex.
- */
+// The payer's address and base64 wire transaction, signed by the payer only. `memo`: the seller's
+// `extra.memo` (the caller checks its length); without one, 16 random bytes in hex.
 export async function signSvmTransfer(terms: {
   /** The payer's 64-byte secret key (seed ‖ public key). */
   readonly payerSecretKey: Uint8Array;

@@ -77,10 +77,7 @@ function tokenAmount(amount: bigint, decimals: number) {
 
 const STATES = ["uninitialized", "initialized", "frozen"] as const;
 
-/**
- * The `jsonParsed` form of a token program account, or undefined when the data is no mint or
- * token account (nodes then fall back to base64).
- */
+/** A token program account's `jsonParsed` form; undefined for no mint or token account (base64). */
 export function parseTokenAccountData(
   owner: string,
   data: Uint8Array,

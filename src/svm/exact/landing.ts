@@ -1,7 +1,4 @@
-/**
- * Follows a sent transaction until it is confirmed, fails, can no longer land (its blockhash
- * expired with no status), or the wait is over; an unreachable node is asked again.
- */
+/** Follows a sent transaction until confirmed, failed, unlandable (blockhash gone) or timed out. */
 import type { Client } from "viem";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isBlockhashValid, signatureStatuses } from "./rpc.js";

@@ -1,7 +1,4 @@
-/**
- * Verifying as @x402/svm 2.27.0: scheme, network, the checks, then a simulation as sent (an
- * expired blockhash fails as `BlockhashNotFound`, the only freshness check, as the reference's).
- */
+/** As @x402/svm 2.27.0: the simulation's `BlockhashNotFound` is the only freshness check there. */
 import { type ErrorCode, type Failure, failure } from "../../protocol/errors.js";
 import type { PaymentRequest } from "../../protocol/request.js";
 import { checkSvmPayment } from "./checks.js";

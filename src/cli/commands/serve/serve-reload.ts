@@ -1,8 +1,5 @@
-/**
- * What serve re-reads without a restart, when its mtime, size or inode changes: the API keys file
- * (its `anonymous` fixed at start, for the Host check) and the deny list. A version applies only if
- * it reads whole; one that loosens (maybe caught mid-write) waits until unchanged for two polls.
- */
+// serve re-reads the API keys file (`anonymous` fixed at start, for the Host check) and deny list
+// on change, applied only if read whole; a loosening one (maybe mid-write) waits 2 unchanged polls.
 import { type Stats, statSync, unwatchFile, watchFile } from "node:fs";
 import type { Facilitator } from "../../../facilitator.js";
 import type { ApiKeys } from "../../../http/callers.js";

@@ -1,8 +1,5 @@
-/**
- * serve's supervisor: the server runs in a child with a bounded heap (out of memory in a native
- * addon can abort a whole process); a dead worker is said in one JSON line and replaced on the same
- * host and port. Many quick deaths: exit 3. SIGINT/SIGTERM stop cleanly (0); a second Ctrl-C, 130.
- */
+// The server runs in a child with a bounded heap (OOM in a native addon aborts the whole process),
+// replaced on the same port when it dies. Exit: stopped 0, many quick deaths 3, second Ctrl-C 130.
 import { type ChildProcess, fork } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
@@ -127,8 +124,7 @@ export async function superviseServer(
       });
       tell(worker, {
         type: "start",
-        // After the first start, the port the first worker bound (it may have asked for 0), and
-        // the store owner of this process, so a new worker takes over what the last one held.
+        // A new worker: the port first bound (maybe asked 0), our store owner to take over holds.
         settings: {
           ...settings,
           ...(port === undefined ? {} : { port }),
