@@ -1,5 +1,5 @@
-// One key, one writer: two processes on one key reuse nonces and can pay twice; two on one journal
-// miss each other's records. So the file journal locks journal and keys (PostgreSQL: leases).
+/** One key, one writer: two processes on one key reuse nonces and can pay twice; two on one journal
+ * miss each other's records. So the file journal locks journal and keys (PostgreSQL: leases). */
 import os from "node:os";
 import path from "node:path";
 import { UsageError } from "../io/errors.js";

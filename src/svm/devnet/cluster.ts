@@ -1,5 +1,5 @@
-// litesvm as a node: it takes only its latest blockhash, so the clock checks the 150-block window
-// here; a landed message is `AlreadyProcessed`, in simulation too.
+/** litesvm as a node: it takes only its latest blockhash, so the clock checks the 150-block window
+ * here; a landed message is `AlreadyProcessed`, in simulation too. */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,5 +1,5 @@
-// The chain-free checks, in the order and with the reasons of `@x402/svm` 2.27.0; stricter (with
-// its nearest reason) on compute, fee, lookup tables, fee payers.
+/** The chain-free checks, in the order and with the reasons of `@x402/svm` 2.27.0; stricter (with
+ * its nearest reason) on compute, fee, lookup tables, fee payers. */
 import { associatedTokenAddress } from "./ata.js";
 import {
   DEFAULT_MAX_COMPUTE_UNITS,

@@ -1,5 +1,5 @@
-// Lookup tables resolved as @x402/svm 2.27 does, capped before any read. An index's address never
-// changes while the table is usable: what verify resolves is what lands.
+/** Lookup tables resolved as @x402/svm 2.27 does, capped before any read. An index's address never
+ * changes while the table is usable: what verify resolves is what lands. */
 import { getBase58Decoder } from "@solana/kit";
 import type { Client } from "viem";
 import {

@@ -1,5 +1,5 @@
-// Our Ed25519 signature is deterministic, so the transaction id follows from the message and keys
-// the journal: journaled before sent, never sent anew, never paid twice.
+/** Our Ed25519 signature is deterministic, so the transaction id follows from the message and keys
+ * the journal: journaled before sent, never sent anew, never paid twice. */
 import { stageObserver } from "../../core/metrics.js";
 import {
   inProgress,

@@ -1,5 +1,5 @@
-// Smart wallets (off by default), as @x402/svm 2.27's `enableSmartWalletVerification`: a Squads or
-// Swig wallet pays in an inner instruction the simulation shows. Stricter: our payers out, fee cap.
+/** Smart wallets (off by default), as @x402/svm 2.27's `enableSmartWalletVerification`: a Squads or
+ * Swig wallet pays in an inner instruction the simulation shows. Stricter: no payer of ours, fee cap. */
 import type { ErrorCode } from "../../protocol/errors.js";
 import { checkLayout, memoRefusal, requiredUnits } from "./checks.js";
 import { COMPUTE_BUDGET_PROGRAM, DEFAULT_MAX_FEE_LAMPORTS, MEMO_PROGRAM } from "./constants.js";

@@ -1,5 +1,5 @@
-// Whether a landed transaction paid, by none of our fee payers: a smart wallet was judged on a
-// simulation, and the chain may run it otherwise.
+/** Whether a landed transaction paid, by none of our fee payers: a smart wallet was judged on a
+ * simulation, and the chain may run it otherwise. */
 import type { Client } from "viem";
 import type { ExpectedTransfer } from "../../core/store.js";
 import { decodeSvmTransaction, LOOKUP_TABLE_ACCOUNT, type SvmTransaction } from "./decode.js";

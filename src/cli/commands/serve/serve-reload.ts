@@ -1,5 +1,5 @@
-// serve re-reads the API keys file (`anonymous` fixed at start, for the Host check) and deny list
-// on change, applied only if read whole; a loosening one (maybe mid-write) waits 2 unchanged polls.
+/** serve re-reads the API keys file (`anonymous` fixed at start, for the Host check) and deny list
+ * on change, applied only if read whole; a loosening one (maybe mid-write) waits 2 quiet polls. */
 import { type Stats, statSync, unwatchFile, watchFile } from "node:fs";
 import type { Facilitator } from "../../../facilitator.js";
 import type { ApiKeys } from "../../../http/callers.js";

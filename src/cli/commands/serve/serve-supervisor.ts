@@ -1,5 +1,5 @@
-// The server runs in a child with a bounded heap (OOM in a native addon aborts the whole process),
-// replaced on the same port when it dies. Exit: stopped 0, many quick deaths 3, second Ctrl-C 130.
+/** The server runs in a child with a bounded heap (OOM in a native addon aborts the whole process),
+ * replaced on the same port when it dies. Exits: stopped 0, quick deaths 3, second Ctrl-C 130. */
 import { type ChildProcess, fork } from "node:child_process";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
