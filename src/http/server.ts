@@ -124,10 +124,22 @@ export async function startServer(
     answer(held, result, close);
   };
 
-  /** Writes `result` on the request's response, once, and logs it. */
+  /** Writes `result` on the request's response, once, then logs it. */
   const answer = (held: InFlight, result: HttpResponse, close?: "drained" | "now") => {
     held.answered = true;
     const { method, path, started, response } = held;
+    if (!response.destroyed && !response.headersSent) {
+      const headers: Record<string, string> = { ...result.headers };
+      // While stopping, no connection is kept for another request.
+      if (close || stopping) headers.connection = "close";
+      // A known length sends head and body in one write, not chunked.
+      headers["content-length"] = String(Buffer.byteLength(result.body));
+      response.writeHead(result.status, headers);
+      response.end(method === "HEAD" ? undefined : result.body);
+      // "drained": node closes it after the answer. The socket is taken now: finish lets go of it.
+      const socket = response.socket;
+      if (close === "now") response.on("finish", () => socket?.destroy());
+    }
     options.log?.({
       time: new Date().toISOString(),
       method,
@@ -137,17 +149,6 @@ export async function startServer(
       // The outcome's code, the node's refusal, the payer and the API key's name, where given.
       ...Object.fromEntries(Object.entries(result.log).filter(([, value]) => value)),
     });
-    if (response.destroyed || response.headersSent) return;
-    const headers: Record<string, string> = { ...result.headers };
-    // While stopping, no connection is kept for another request.
-    if (close || stopping) headers.connection = "close";
-    // A known length sends head and body in one write, not chunked.
-    headers["content-length"] = String(Buffer.byteLength(result.body));
-    response.writeHead(result.status, headers);
-    response.end(method === "HEAD" ? undefined : result.body);
-    // "drained": node closes it after the answer. The socket is taken now: finish lets go of it.
-    const socket = response.socket;
-    if (close === "now") response.on("finish", () => socket?.destroy());
   };
 
   // The headers timeout runs from the accept: it also closes a socket that never sends a byte.
