@@ -162,25 +162,23 @@ export async function follow(
           const times = `replaced ${replacements} times with raised fees`;
           lane.blocked(ctx.chainId, tx.nonce, since, `${times}, and blocks still leave it out`);
         } else {
-          // Not written down, so not sent: the next round tries again.
+          // null: not written down, so not sent; the next round tries again.
           const raised = await raisedFees(ctx, lane, key, current).catch(() => null);
-          const replaced = raised ? await replace(ctx, lane, raised.raw, may) : undefined;
           if (raised === undefined) {
             lane.blocked(ctx.chainId, tx.nonce, since, "not mined, and its fee is at the fee cap");
-          } else if (raised && replaced === true) {
-            hashes.push(raised.hash);
-            current = raised.tx;
-            if (passedOver) replacements++;
-            sinceBlock = head?.block ?? sinceBlock;
-            headSince = head?.block;
-            soon = 0;
-          } else if (replaced !== undefined) {
-            lane.blocked(
-              ctx.chainId,
-              tx.nonce,
-              since,
-              `the node refused its replacement: ${replaced}`,
-            );
+          } else if (raised) {
+            const replaced = await replace(ctx, lane, raised.raw, may);
+            if (replaced === true) {
+              hashes.push(raised.hash);
+              current = raised.tx;
+              if (passedOver) replacements++;
+              sinceBlock = head?.block ?? sinceBlock;
+              headSince = head?.block;
+              soon = 0;
+            } else if (replaced !== undefined) {
+              const why = `the node refused its replacement: ${replaced}`;
+              lane.blocked(ctx.chainId, tx.nonce, since, why);
+            }
           }
         }
       }
