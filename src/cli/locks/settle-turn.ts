@@ -129,9 +129,6 @@ async function earlierTransactions(
   }
 }
 
-/** Holds a settle's broadcasts (by holding their journal record) until the pool is read. */
-export { SendingDoor as PoolGate } from "../facilitator/sending-door.js";
-
 /** earlierTransactions() beside `settle`: if the pool is busy, `gate` held it; settle afresh. */
 export async function settleBesidePool<T>(
   facilitator: Facilitator,

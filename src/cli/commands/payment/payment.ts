@@ -14,18 +14,14 @@ import type { WaitUntil } from "../../../protocol/schemas.js";
 import { field, isObject } from "../../../protocol/words.js";
 import { warnIfFromAnotherDevnet } from "../../facilitator/devnet-marker.js";
 import { facilitatorFrom, finish } from "../../facilitator/facilitator.js";
+import { SendingDoor } from "../../facilitator/sending-door.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
 import { mayHaveBroadcast } from "../../facilitator/watched-journal.js";
 import { UsageError } from "../../io/errors.js";
 import { isStdin, pipedFailure, readSource } from "../../io/input.js";
 import { onInterrupt, signalExitCode } from "../../io/interrupt.js";
 import { humanOutput, printJson, startSpinner, summarize, warn } from "../../io/output.js";
-import {
-  PoolGate,
-  requestChain,
-  settleBesidePool,
-  takeSettleTurn,
-} from "../../locks/settle-turn.js";
+import { requestChain, settleBesidePool, takeSettleTurn } from "../../locks/settle-turn.js";
 import { type CliConfig, type ConfigFlags, loadConfig } from "../../settings/config.js";
 
 export interface PaymentFlags extends ConfigFlags {
@@ -170,7 +166,8 @@ async function answerPayment(
   flags: PaymentFlags,
 ): Promise<number> {
   const out = humanOutput(flags.quiet);
-  const gate = new PoolGate();
+  // Holds the settle's broadcasts (their journal record) until the pool is read.
+  const gate = new SendingDoor();
   const facilitator = await facilitatorFrom(config, op === "settle", {
     // --quiet: nothing on stderr, not even whose key lease it waits out.
     ...(flags.quiet ? { onSignerWait: () => undefined } : {}),
