@@ -1,8 +1,14 @@
 /** The EIP-712 digests of a voucher's verify (its hot path), as hashTypedData makes them. */
 import { type Hex, keccak256, stringToHex } from "viem";
 import { setNewest } from "../../core/newest.js";
-import { hashWords, typedDigestOf, writeBytes32, writeUint } from "../chain/abi-words.js";
-import { domainSeparatorOf, hashStruct } from "../exact/eip3009-encoding.js";
+import {
+  hashStruct,
+  hashWords,
+  typedDigestOf,
+  writeBytes32,
+  writeUint,
+} from "../chain/abi-words.js";
+import { domainSeparatorOf } from "../exact/eip3009-encoding.js";
 import { CHANNEL_CONFIG_TYPES, settlementDomain, VOUCHER_TYPES } from "./constants.js";
 import type { ChannelConfig } from "./payload.js";
 

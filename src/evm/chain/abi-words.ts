@@ -81,3 +81,18 @@ export function typedDigestOf(separator: Hex, structHash: Uint8Array): Hex {
   typedInput.set(structHash, 34);
   return keccak256Hex(typedInput);
 }
+
+/** keccak256 of a struct's words written straight into bytes (every verify): type hash, then
+ * each field. */
+export function hashStruct(typeHash: Hex, fields: readonly (Hex | bigint | Uint8Array)[]) {
+  return hashWords(fields.length + 1, (out) => {
+    writeBytes32(out, 0, typeHash);
+    fields.forEach((field, i) => {
+      const at = 32 * i + 32;
+      if (typeof field === "bigint") writeUint(out, at, field);
+      else if (typeof field !== "string") out.set(field, at);
+      else if (field.length === 42) writeAddress(out, at, field);
+      else writeBytes32(out, at, field);
+    });
+  });
+}

@@ -1,13 +1,7 @@
 /** EIP-3009 on the wire: ABI, typed data, digest and call; tested equal to viem's own. */
 import { type Address, domainSeparator, encodeFunctionData, type Hex, parseAbi, size } from "viem";
 import { setNewest } from "../../core/newest.js";
-import {
-  hashWords,
-  typedDigestOf,
-  writeAddress,
-  writeBytes32,
-  writeUint,
-} from "../chain/abi-words.js";
+import { hashStruct, typedDigestOf } from "../chain/abi-words.js";
 
 export const eip3009Abi = parseAbi([
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
@@ -63,21 +57,6 @@ export function domainSeparatorOf(domain: TokenDomain): Hex {
     setNewest(domainSeparators, key, separator, 1024);
   }
   return separator;
-}
-
-/** keccak256 of a struct's words written straight into bytes (every verify): type hash, then
- * each field. */
-export function hashStruct(typeHash: Hex, fields: readonly (Hex | bigint | Uint8Array)[]) {
-  return hashWords(fields.length + 1, (out) => {
-    writeBytes32(out, 0, typeHash);
-    fields.forEach((field, i) => {
-      const at = 32 * i + 32;
-      if (typeof field === "bigint") writeUint(out, at, field);
-      else if (typeof field !== "string") out.set(field, at);
-      else if (field.length === 42) writeAddress(out, at, field);
-      else writeBytes32(out, at, field);
-    });
-  });
 }
 
 /** The EIP-712 digest of an authorization. */

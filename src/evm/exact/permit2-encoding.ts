@@ -11,8 +11,8 @@ import {
   size,
   toHex,
 } from "viem";
-import { typedDigestOf } from "../chain/abi-words.js";
-import { domainSeparatorOf, hashStruct } from "./eip3009-encoding.js";
+import { hashStruct, typedDigestOf } from "../chain/abi-words.js";
+import { domainSeparatorOf } from "./eip3009-encoding.js";
 
 export const PERMIT2_ADDRESS: Address = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
 export const EXACT_PERMIT2_PROXY_ADDRESS: Address = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001";
