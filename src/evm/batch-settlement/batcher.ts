@@ -121,12 +121,11 @@ export class ClaimBatcher {
     const request = asked.signature ? asked : { rows: moving.rows, payment: asked.payment };
     const call = await claimCall(ctx, request.rows, request.signature);
     if (!call.ok) return refuse(call.failure);
-    const { key, data } = call;
-    const before = this.#answered.get(key);
+    const before = this.#answered.get(call.key);
     if (before) return { ok: false, result: { ok: true, hash: before } };
-    const alone = await simulateAlone(ctx, data);
+    const alone = await simulateAlone(ctx, call.data);
     if (alone) return refuse(alone);
-    return { ok: true, value: { request, key, askedKey, data } };
+    return { ok: true, value: { request, key: call.key, askedKey, data: call.data } };
   }
 
   /** Alone, or with the claims that come along in time. */
@@ -148,10 +147,8 @@ export class ClaimBatcher {
     const { key, askedKey, data } = ready;
     // The claim as asked is held already; the rows that move may make another.
     const held = key === askedKey ? { claimed: true } : { members: [askedKey] };
-    const sent = await sendClaims(ctx, [ready], key, data, waitUntil, {
-      payment: ready.request.payment,
-      ...held,
-    });
+    const more = { payment: ready.request.payment, ...held };
+    const sent = await sendClaims(ctx, [ready], key, data, waitUntil, more);
     if (sent.ok && waitUntil !== "simulated") this.#remember(ready, sent.hash);
     if (!sent.ok && sent.reverted?.mined) this.#charge(ctx, [ready], sent.reverted.receipt);
     return sent;
@@ -185,10 +182,7 @@ export class ClaimBatcher {
     const sinking = batch.filter((_, i) => verdicts[i] !== undefined);
     const rest = batch.filter((_, i) => verdicts[i] === undefined);
     if (receipt && sinking.length > 0) this.#charge(ctx, sinking, receipt);
-    batch.forEach((w, i) => {
-      const failure = verdicts[i];
-      if (failure) w.resolve(refused(failure));
-    });
+    for (const [i, w] of batch.entries()) if (verdicts[i]) w.resolve(refused(verdicts[i]));
     if (rest.length === 0) return;
     if (sinking.length === 0) {
       // Nobody to blame: all are charged and told, and claimed alone from now on.
