@@ -263,20 +263,15 @@ async function simulateAlone(
   data: Hex,
   like?: TransactionReceipt,
 ): Promise<Failure | undefined> {
-  const error = await ctx.client
-    .call({
-      to: SETTLEMENT_ADDRESS,
-      data,
-      ...(like ? { account: like.from, gasPrice: like.effectiveGasPrice } : {}),
-    })
-    .then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-  if (error === undefined) return undefined;
-  const failure = chainFailure(error, "simulating the claim");
-  if (failure.code === "chain_unavailable") return failure;
-  return claimReverts(firstLine(error));
+  const sentAs = like ? { account: like.from, gasPrice: like.effectiveGasPrice } : {};
+  try {
+    await ctx.client.call({ to: SETTLEMENT_ADDRESS, data, ...sentAs });
+    return undefined;
+  } catch (error) {
+    const failure = chainFailure(error, "simulating the claim");
+    if (failure.code === "chain_unavailable") return failure;
+    return claimReverts(firstLine(error));
+  }
 }
 
 /** The batch's calls: the rows we sign in one (a channel's highest total), then sellers' own. */
