@@ -21,7 +21,7 @@ import { wouldRevert } from "./reasons.js";
 import { BATCH_GAS, BATCH_OWN, type ClaimBatchPolicy } from "./settings.js";
 
 /** One claim request: its rows, and the receiver authorizer's signature unless we sign. */
-export interface ClaimRequest {
+interface ClaimRequest {
   readonly rows: readonly VoucherClaim[];
   readonly signature?: Hex | undefined;
   /** Its request: credited with its builder codes when sent alone (a batch credits ours alone). */
@@ -61,15 +61,14 @@ export async function settleClaim(
 }
 
 /** The batcher of chain `chainId` for this facilitator. */
-export function batcherOf(ctx: EvmContext): ClaimBatcher {
+function batcherOf(ctx: EvmContext): ClaimBatcher {
   return ctx.kept(
     `batch-settlement:claims:${ctx.chainId}`,
     () => new ClaimBatcher(ctx.own(BATCH_OWN).claimBatch),
   );
 }
 
-export class ClaimBatcher {
-  readonly #policy: ClaimBatchPolicy;
+class ClaimBatcher {
   #queue: Waiting[] = [];
   #rows = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -78,9 +77,7 @@ export class ClaimBatcher {
   /** Channels whose claims sank a batch, until when: claimed alone, so a revert is their own. */
   readonly #suspects = new Map<string, number>();
 
-  constructor(policy: ClaimBatchPolicy) {
-    this.#policy = policy;
-  }
+  constructor(private readonly policy: ClaimBatchPolicy) {}
 
   /** Claims `request`'s rows, in a batch when others come along in time. */
   async claim(ctx: EvmContext, asked: ClaimRequest, waitUntil: WaitUntil): Promise<Sent> {
@@ -134,12 +131,12 @@ export class ClaimBatcher {
     // A channel that once sank a batch is claimed on its own: its revert is its own to pay.
     const now = Date.now();
     const suspect = rows.some((row) => (this.#suspects.get(idOf(ctx, row)) ?? 0) > now);
-    if (this.#policy.maxWaitMs <= 0 || suspect) return this.#sendAlone(ctx, ready, waitUntil);
+    if (this.policy.maxWaitMs <= 0 || suspect) return this.#sendAlone(ctx, ready, waitUntil);
     return new Promise<Sent>((resolve) => {
       this.#queue.push({ ...ready, waitUntil, resolve });
       this.#rows += rows.length;
-      if (this.#rows >= this.#policy.maxRows) void this.#flush(ctx);
-      else this.#timer ??= setTimeout(() => void this.#flush(ctx), this.#policy.maxWaitMs);
+      if (this.#rows >= this.policy.maxRows) void this.#flush(ctx);
+      else this.#timer ??= setTimeout(() => void this.#flush(ctx), this.policy.maxWaitMs);
     });
   }
 

@@ -26,7 +26,7 @@ const KILL_GRACE_MS = 2_000;
 const OUTPUT_TAIL_CHARS = 16_000;
 
 /** Path of the anvil binary for this platform, from the @foundry-rs/anvil-<platform>-<arch> package. */
-export function anvilBinaryPath(): string {
+function anvilBinaryPath(): string {
   const require = createRequire(import.meta.url);
   // The platform packages name x64 "amd64" (e.g. @foundry-rs/anvil-linux-amd64).
   const arch = process.arch === "x64" ? "amd64" : process.arch;
