@@ -173,10 +173,7 @@ async function verify(
     { ...call, account: ctx.signers.addresses[0] },
     { use: BATCH_GAS.deposit, deployment: deploys },
   );
-  if (!simulated.ok) {
-    const why = `the deposit would revert: ${firstLine(simulated.error)}`;
-    return refuse(rejected("deposit_simulation_failed", why));
-  }
+  if (!simulated.ok) return refuse(wouldRevert("deposit", firstLine(simulated.error)));
   // Spent from the payer's allowance for Permit2 too, unless its permit sets it in the deposit.
   const spends =
     allowance?.kind === "approved" ? [spend, { ...spend, spender: PERMIT2_ADDRESS }] : [spend];
