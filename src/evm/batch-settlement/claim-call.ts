@@ -93,10 +93,8 @@ async function claimedTotals(ctx: EvmContext, ids: readonly Hex[]): Promise<Map<
   const totals = new Map<Hex, bigint>();
   for (let start = 0; start < ids.length; start += READ_CHUNK) {
     const chunk = ids.slice(start, start + READ_CHUNK);
-    const results = await readViews(
-      ctx,
-      chunk.map((id) => ["channels", id] as const),
-    );
+    const views = chunk.map((id) => ["channels", id] as const);
+    const results = await readViews(ctx, views);
     for (const [i, id] of chunk.entries()) {
       totals.set(id, (results[i] as readonly [bigint, bigint])[1]);
     }

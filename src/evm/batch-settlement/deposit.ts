@@ -52,12 +52,8 @@ function depositCall(deposit: Deposit, permit2612?: Eip2612Permit) {
       : auth.permit2Authorization
         ? permit2CollectorData(auth.permit2Authorization, permit2612)
         : "0x";
-  return settlementCall("deposit", [
-    payload.channelConfig,
-    payload.deposit.amount,
-    collector,
-    data,
-  ]);
+  const args = [payload.channelConfig, payload.deposit.amount, collector, data] as const;
+  return settlementCall("deposit", args);
 }
 
 function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
