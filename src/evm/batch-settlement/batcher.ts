@@ -21,7 +21,7 @@ import { wouldRevert } from "./reasons.js";
 import { BATCH_GAS, BATCH_OWN, type ClaimBatchPolicy } from "./settings.js";
 
 /** One claim request: its rows, and the receiver authorizer's signature unless we sign. */
-export interface ClaimRequest {
+interface ClaimRequest {
   readonly rows: readonly VoucherClaim[];
   readonly signature?: Hex | undefined;
   /** Its request: credited with its builder codes when sent alone (a batch credits ours alone). */
@@ -61,15 +61,14 @@ export async function settleClaim(
 }
 
 /** The batcher of chain `chainId` for this facilitator. */
-export function batcherOf(ctx: EvmContext): ClaimBatcher {
+function batcherOf(ctx: EvmContext): ClaimBatcher {
   return ctx.kept(
     `batch-settlement:claims:${ctx.chainId}`,
     () => new ClaimBatcher(ctx.own(BATCH_OWN).claimBatch),
   );
 }
 
-export class ClaimBatcher {
-  readonly #policy: ClaimBatchPolicy;
+class ClaimBatcher {
   #queue: Waiting[] = [];
   #rows = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -78,9 +77,7 @@ export class ClaimBatcher {
   /** Channels whose claims sank a batch, until when: claimed alone, so a revert is their own. */
   readonly #suspects = new Map<string, number>();
 
-  constructor(policy: ClaimBatchPolicy) {
-    this.#policy = policy;
-  }
+  constructor(private readonly policy: ClaimBatchPolicy) {}
 
   /** Claims `request`'s rows, in a batch when others come along in time. */
   async claim(ctx: EvmContext, asked: ClaimRequest, waitUntil: WaitUntil): Promise<Sent> {
@@ -121,12 +118,11 @@ export class ClaimBatcher {
     const request = asked.signature ? asked : { rows: moving.rows, payment: asked.payment };
     const call = await claimCall(ctx, request.rows, request.signature);
     if (!call.ok) return refuse(call.failure);
-    const { key, data } = call;
-    const before = this.#answered.get(key);
+    const before = this.#answered.get(call.key);
     if (before) return { ok: false, result: { ok: true, hash: before } };
-    const alone = await simulateAlone(ctx, data);
+    const alone = await simulateAlone(ctx, call.data);
     if (alone) return refuse(alone);
-    return { ok: true, value: { request, key, askedKey, data } };
+    return { ok: true, value: { request, key: call.key, askedKey, data: call.data } };
   }
 
   /** Alone, or with the claims that come along in time. */
@@ -135,12 +131,12 @@ export class ClaimBatcher {
     // A channel that once sank a batch is claimed on its own: its revert is its own to pay.
     const now = Date.now();
     const suspect = rows.some((row) => (this.#suspects.get(idOf(ctx, row)) ?? 0) > now);
-    if (this.#policy.maxWaitMs <= 0 || suspect) return this.#sendAlone(ctx, ready, waitUntil);
+    if (this.policy.maxWaitMs <= 0 || suspect) return this.#sendAlone(ctx, ready, waitUntil);
     return new Promise<Sent>((resolve) => {
       this.#queue.push({ ...ready, waitUntil, resolve });
       this.#rows += rows.length;
-      if (this.#rows >= this.#policy.maxRows) void this.#flush(ctx);
-      else this.#timer ??= setTimeout(() => void this.#flush(ctx), this.#policy.maxWaitMs);
+      if (this.#rows >= this.policy.maxRows) void this.#flush(ctx);
+      else this.#timer ??= setTimeout(() => void this.#flush(ctx), this.policy.maxWaitMs);
     });
   }
 
@@ -148,10 +144,8 @@ export class ClaimBatcher {
     const { key, askedKey, data } = ready;
     // The claim as asked is held already; the rows that move may make another.
     const held = key === askedKey ? { claimed: true } : { members: [askedKey] };
-    const sent = await sendClaims(ctx, [ready], key, data, waitUntil, {
-      payment: ready.request.payment,
-      ...held,
-    });
+    const more = { payment: ready.request.payment, ...held };
+    const sent = await sendClaims(ctx, [ready], key, data, waitUntil, more);
     if (sent.ok && waitUntil !== "simulated") this.#remember(ready, sent.hash);
     if (!sent.ok && sent.reverted?.mined) this.#charge(ctx, [ready], sent.reverted.receipt);
     return sent;
@@ -185,10 +179,7 @@ export class ClaimBatcher {
     const sinking = batch.filter((_, i) => verdicts[i] !== undefined);
     const rest = batch.filter((_, i) => verdicts[i] === undefined);
     if (receipt && sinking.length > 0) this.#charge(ctx, sinking, receipt);
-    batch.forEach((w, i) => {
-      const failure = verdicts[i];
-      if (failure) w.resolve(refused(failure));
-    });
+    for (const [i, w] of batch.entries()) if (verdicts[i]) w.resolve(refused(verdicts[i]));
     if (rest.length === 0) return;
     if (sinking.length === 0) {
       // Nobody to blame: all are charged and told, and claimed alone from now on.
@@ -269,20 +260,15 @@ async function simulateAlone(
   data: Hex,
   like?: TransactionReceipt,
 ): Promise<Failure | undefined> {
-  const error = await ctx.client
-    .call({
-      to: SETTLEMENT_ADDRESS,
-      data,
-      ...(like ? { account: like.from, gasPrice: like.effectiveGasPrice } : {}),
-    })
-    .then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-  if (error === undefined) return undefined;
-  const failure = chainFailure(error, "simulating the claim");
-  if (failure.code === "chain_unavailable") return failure;
-  return claimReverts(firstLine(error));
+  const sentAs = like ? { account: like.from, gasPrice: like.effectiveGasPrice } : {};
+  try {
+    await ctx.client.call({ to: SETTLEMENT_ADDRESS, data, ...sentAs });
+    return undefined;
+  } catch (error) {
+    const failure = chainFailure(error, "simulating the claim");
+    if (failure.code === "chain_unavailable") return failure;
+    return claimReverts(firstLine(error));
+  }
 }
 
 /** The batch's calls: the rows we sign in one (a channel's highest total), then sellers' own. */

@@ -93,10 +93,8 @@ async function claimedTotals(ctx: EvmContext, ids: readonly Hex[]): Promise<Map<
   const totals = new Map<Hex, bigint>();
   for (let start = 0; start < ids.length; start += READ_CHUNK) {
     const chunk = ids.slice(start, start + READ_CHUNK);
-    const results = await readViews(
-      ctx,
-      chunk.map((id) => ["channels", id] as const),
-    );
+    const views = chunk.map((id) => ["channels", id] as const);
+    const results = await readViews(ctx, views);
     for (const [i, id] of chunk.entries()) {
       totals.set(id, (results[i] as readonly [bigint, bigint])[1]);
     }
@@ -110,12 +108,10 @@ export async function rowsThatMove(
   rows: readonly VoucherClaim[],
 ): Promise<{ ok: true; rows: VoucherClaim[] } | { ok: false; failure: Failure }> {
   const ids = rows.map((row) => channelIdOf(row.voucher.channel, ctx.chainId));
-  let totals: Map<Hex, bigint>;
-  try {
-    totals = await claimedTotals(ctx, [...new Set(ids)]);
-  } catch (error) {
-    return { ok: false, failure: chainFailure(error, "reading the claimed channels") };
-  }
+  const totals = await claimedTotals(ctx, [...new Set(ids)]).catch((error: unknown) =>
+    chainFailure(error, "reading the claimed channels"),
+  );
+  if ("code" in totals) return failed(totals);
   const moving = rows.filter((row, i) => row.totalClaimed > (totals.get(ids[i] as Hex) ?? 0n));
   if (moving.length > 0) return { ok: true, rows: moving };
   const first = rows[0];

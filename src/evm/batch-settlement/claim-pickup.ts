@@ -42,25 +42,19 @@ async function follow(
     await ctx.journal.recordState(sent.key, "dropped").catch(() => undefined);
     return undefined;
   }
-  switch (picked.kind) {
-    case "confirmed":
-      // The batch's own entry is over (the requests it answers are recorded by the loop).
-      if (sent.key !== key)
-        void ctx.journal.recordState(sent.key, "answered").catch(() => undefined);
-      return answer(key, picked.hash, true, picked.receipt);
-    case "failed":
-      return refused(picked.failure, undefined, picked.hash);
-    case "would-revert":
-      // Gone from the pool, and it would revert now: it is over; the claim is judged afresh.
-      await ctx.journal.recordState(sent.key, "failed").catch(() => undefined);
-      return undefined;
-    case "reverted":
-      // Nobody saw it revert: charged now, as the sender would have. The claim is judged afresh.
-      chargeWaste(ctx, sent.action?.chargeTo ?? [], picked.receipt);
-      return undefined;
-    default:
-      return undefined;
+  if (picked.kind === "confirmed") {
+    // The batch's own entry is over (the requests it answers are recorded by the loop).
+    if (sent.key !== key) void ctx.journal.recordState(sent.key, "answered").catch(() => undefined);
+    return answer(key, picked.hash, true, picked.receipt);
   }
+  if (picked.kind === "failed") return refused(picked.failure, undefined, picked.hash);
+  // Gone from the pool, and it would revert now: it is over; the claim is judged afresh.
+  if (picked.kind === "would-revert") {
+    await ctx.journal.recordState(sent.key, "failed").catch(() => undefined);
+  }
+  // Nobody saw it revert: charged now, as the sender would have. The claim is judged afresh.
+  if (picked.kind === "reverted") chargeWaste(ctx, sent.action?.chargeTo ?? [], picked.receipt);
+  return undefined;
 }
 
 /** A success the loop records under the claim's key before it answers it. */

@@ -85,10 +85,7 @@ export const SETTLEMENT_ABI = parseAbi([
   "function pendingWithdrawals(bytes32 channelId) view returns (uint128 amount, uint40 initiatedAt)",
   "function refundNonce(bytes32 channelId) view returns (uint256)",
   "function receivers(address receiver, address token) view returns (uint128 totalClaimed, uint128 totalSettled)",
-  "event Deposited(bytes32 indexed channelId, address indexed sender, uint128 amount, uint128 newBalance)",
-  "event Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed)",
   "event Settled(address indexed receiver, address indexed token, address indexed sender, uint128 amount)",
-  "event Refunded(bytes32 indexed channelId, address indexed sender, uint128 amount)",
 ]);
 
 type SettlementFunction = ContractFunctionName<typeof SETTLEMENT_ABI>;

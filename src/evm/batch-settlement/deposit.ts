@@ -40,7 +40,6 @@ interface Deposit {
   readonly asset: Address;
   readonly via: "eip3009" | "permit2";
   readonly channelId: Hex;
-  readonly domain: { readonly name: string; readonly version: string } | undefined;
 }
 
 function depositCall(deposit: Deposit, permit2612?: Eip2612Permit) {
@@ -53,12 +52,8 @@ function depositCall(deposit: Deposit, permit2612?: Eip2612Permit) {
       : auth.permit2Authorization
         ? permit2CollectorData(auth.permit2Authorization, permit2612)
         : "0x";
-  return settlementCall("deposit", [
-    payload.channelConfig,
-    payload.deposit.amount,
-    collector,
-    data,
-  ]);
+  const args = [payload.channelConfig, payload.deposit.amount, collector, data] as const;
+  return settlementCall("deposit", args);
 }
 
 function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
@@ -80,18 +75,8 @@ function parse(ctx: EvmContext, request: PaymentRequest): Step<Deposit> {
       "requirements.extra.assetTransferMethod is permit2, and the deposit carries no permit2Authorization";
     return refuse(rejected("payload_type", why));
   }
-  const { name, version } = extra;
-  return {
-    ok: true,
-    value: {
-      payload,
-      asset: requirements.value.asset,
-      via,
-      channelId: payload.voucher.channelId.toLowerCase() as Hex,
-      domain:
-        typeof name === "string" && typeof version === "string" ? { name, version } : undefined,
-    },
-  };
+  const channelId = payload.voucher.channelId.toLowerCase() as Hex;
+  return { ok: true, value: { payload, asset: requirements.value.asset, via, channelId } };
 }
 
 /** The deposit's own authorization checked: how Permit2 may move it, and a wallet to deploy. */
@@ -113,14 +98,14 @@ async function checkAuthorization(
       "the deposit carries no erc3009Authorization",
     );
   }
-  if (!deposit.domain) {
+  const { name, version } = request.requirements.extra ?? {};
+  if (typeof name !== "string" || typeof version !== "string") {
     return rejected(
       "missing_eip712_domain",
       "requirements.extra.name and .version are required: the token's EIP-712 domain",
     );
   }
-  const token = { address: asset, ...deposit.domain };
-  return checkErc3009(ctx, payload, auth.erc3009Authorization, token);
+  return checkErc3009(ctx, payload, auth.erc3009Authorization, { address: asset, name, version });
 }
 
 async function verify(
@@ -184,10 +169,7 @@ async function verify(
     { ...call, account: ctx.signers.addresses[0] },
     { use: BATCH_GAS.deposit, deployment: deploys },
   );
-  if (!simulated.ok) {
-    const why = `the deposit would revert: ${firstLine(simulated.error)}`;
-    return refuse(rejected("deposit_simulation_failed", why));
-  }
+  if (!simulated.ok) return refuse(wouldRevert("deposit", firstLine(simulated.error)));
   // Spent from the payer's allowance for Permit2 too, unless its permit sets it in the deposit.
   const spends =
     allowance?.kind === "approved" ? [spend, { ...spend, spender: PERMIT2_ADDRESS }] : [spend];

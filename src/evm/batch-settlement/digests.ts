@@ -1,13 +1,7 @@
 /** The EIP-712 digests of a voucher's verify (its hot path), as hashTypedData makes them. */
 import { type Hex, keccak256, stringToHex } from "viem";
 import { setNewest } from "../../core/newest.js";
-import {
-  hashStruct,
-  hashWords,
-  typedDigestOf,
-  writeBytes32,
-  writeUint,
-} from "../chain/abi-words.js";
+import { hashStruct, typedDigestOf } from "../chain/abi-words.js";
 import { domainSeparatorOf } from "../exact/eip3009-encoding.js";
 import { CHANNEL_CONFIG_TYPES, settlementDomain, VOUCHER_TYPES } from "./constants.js";
 import type { ChannelConfig } from "./payload.js";
@@ -47,10 +41,5 @@ export function channelIdOf(config: ChannelConfig, chainId: number): Hex {
 
 /** What the payer signs for a voucher: the channel may pay out `maxClaimable` in all. */
 export function voucherDigest(chainId: number, channelId: Hex, maxClaimable: bigint): Hex {
-  const structHash = hashWords(3, (out) => {
-    writeBytes32(out, 0, VOUCHER_TYPEHASH);
-    writeBytes32(out, 32, channelId);
-    writeUint(out, 64, maxClaimable, 128);
-  });
-  return typedDigest(chainId, structHash);
+  return typedDigest(chainId, hashStruct(VOUCHER_TYPEHASH, [channelId, maxClaimable]));
 }

@@ -29,14 +29,13 @@ const deposit: PaymentMethod = {
     const result = await depositPipeline.verify(ctx, request);
     if (!result.ok) return result;
     const channelId = channelIdIn(request);
-    const known = channelId ? bookOf(ctx).fresh(channelId) : undefined;
-    return known && channelId ? { ...result, extra: stateExtra(channelId, known.state) } : result;
+    const known = bookOf(ctx).fresh(channelId);
+    return known ? { ...result, extra: stateExtra(channelId, known.state) } : result;
   },
   async settle(ctx, request, waitUntil) {
     const result = await depositPipeline.settle(ctx, request, waitUntil);
     if (!result.ok || waitUntil === "simulated") return result;
     const channelId = channelIdIn(request);
-    if (!channelId) return result;
     bookOf(ctx).forget(channelId);
     const read = await channelState(ctx, channelId);
     const amount = (request.payload.deposit as { amount?: string } | undefined)?.amount;
@@ -48,12 +47,9 @@ const deposit: PaymentMethod = {
   },
 };
 
-function channelIdIn(request: PaymentRequest): `0x${string}` | undefined {
-  const id = at(request.payload, "voucher", "channelId");
-  return typeof id === "string" && /^0x[0-9a-fA-F]{64}$/.test(id)
-    ? (id.toLowerCase() as `0x${string}`)
-    : undefined;
-}
+/** A deposit's channel id, once verified or settled: its payload parsed, the id its config's. */
+const channelIdIn = (request: PaymentRequest) =>
+  String(at(request.payload, "voucher", "channelId")).toLowerCase() as `0x${string}`;
 
 /** A request that only verifies (a voucher), or only settles (a claim, a settle). */
 function oneWay(

@@ -4,6 +4,7 @@ import { describeIssue } from "../../protocol/schemas.js";
 import * as z from "../../protocol/zod.js";
 import type { Step } from "../exact/checks.js";
 import { address, bytes32, signatureBytes, uint256 } from "../exact/fields.js";
+import { permit2Payload } from "../exact/permit2.js";
 import { rejected } from "./reasons.js";
 
 const MAX_UINT128 = 2n ** 128n - 1n;
@@ -36,15 +37,11 @@ const erc3009Authorization = z.object({
   signature: signatureBytes,
 });
 
-const permit2Authorization = z.object({
-  from: address,
-  permitted: z.object({ token: address, amount: uint256 }),
-  spender: address,
-  nonce: uint256,
-  deadline: uint256,
-  witness: z.object({ channelId: z.string() }),
-  signature: signatureBytes,
-});
+/** The exact scheme's Permit2 authorization, its witness the channel, with its signature in it. */
+const permit2Authorization = z.extend(
+  permit2Payload({ channelId: z.string() }).shape.permit2Authorization,
+  { signature: signatureBytes },
+);
 
 export const depositSchema = z.object({
   type: z.literal("deposit"),

@@ -145,10 +145,9 @@ export async function channelState(ctx: EvmContext, channelId: Hex, reread = fal
     const readAt = Date.now();
     const state = await readChannel(ctx, channelId);
     book.remember(channelId, state, readAt);
-    if (before && (state.balance < before.balance || state.refundNonce > before.refundNonce)) {
-      // The book holds this read already: only the other replicas need telling.
+    // The book holds this read already: only the other replicas need telling.
+    if (before && (state.balance < before.balance || state.refundNonce > before.refundNonce))
       void recordChange(ctx, channelId, readAt);
-    }
     return { ok: true as const, channelId, state, fromBook: false, readAt };
   } catch (error) {
     return { ok: false as const, failure: chainFailure(error, "reading the channel") };

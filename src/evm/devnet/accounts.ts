@@ -48,23 +48,17 @@ export const devAccounts: readonly DevAccount[] = Object.freeze(
   ADDRESSES.map((address, i) => devAccount(address, KEYS[i] as Hex)),
 );
 
-function at(index: number): DevAccount {
-  const account = devAccounts[index];
-  if (!account) throw new Error(`no dev account ${index}`);
-  return account;
-}
-
 /** Index 0: the facilitator's settlement signer (pays the gas of settlements). */
-export const facilitatorAccount: DevAccount = at(0);
+export const facilitatorAccount = devAccounts[0] as DevAccount;
 
 /** Indexes 1..5: payers, each funded with 1,000,000 test USDC by prepareDevnet. */
-export const payerAccounts: readonly DevAccount[] = Object.freeze([1, 2, 3, 4, 5].map(at));
+export const payerAccounts: readonly DevAccount[] = Object.freeze(devAccounts.slice(1, 6));
 
 /** Index 7: the batch-settlement receiver authorizer (signs claims and refunds; sends nothing). */
-export const receiverAuthorizerAccount: DevAccount = at(7);
+export const receiverAuthorizerAccount = devAccounts[7] as DevAccount;
 
 /** Index 8: sends the devnet's set-up transactions, so the other accounts' nonces start at 0. */
-export const funderAccount: DevAccount = at(8);
+export const funderAccount = devAccounts[8] as DevAccount;
 
 /** Index 9: the payee (receives payments). */
-export const payeeAccount: DevAccount = at(9);
+export const payeeAccount = devAccounts[9] as DevAccount;

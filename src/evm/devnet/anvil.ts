@@ -18,17 +18,7 @@ export interface AnvilOptions {
   mining?: "auto" | "manual";
 }
 
-export interface AnvilInstance {
-  rpcUrl: string;
-  host: string;
-  port: number;
-  chainId: number;
-  /** The mining mode anvil was started with. */
-  mining: "auto" | "manual";
-  pid: number;
-  /** Stops anvil (SIGTERM, then SIGKILL after 2 s). Safe to call more than once. */
-  stop(): Promise<void>;
-}
+export type AnvilInstance = Awaited<ReturnType<typeof startAnvil>>;
 
 const STARTUP_TIMEOUT_MS = 20_000;
 const KILL_GRACE_MS = 2_000;
@@ -36,7 +26,7 @@ const KILL_GRACE_MS = 2_000;
 const OUTPUT_TAIL_CHARS = 16_000;
 
 /** Path of the anvil binary for this platform, from the @foundry-rs/anvil-<platform>-<arch> package. */
-export function anvilBinaryPath(): string {
+function anvilBinaryPath(): string {
   const require = createRequire(import.meta.url);
   // The platform packages name x64 "amd64" (e.g. @foundry-rs/anvil-linux-amd64).
   const arch = process.arch === "x64" ? "amd64" : process.arch;
@@ -59,14 +49,8 @@ export function anvilBinaryPath(): string {
 const liveChildren = new Set<ChildProcess>();
 
 function killLiveChildren(): void {
-  for (const child of liveChildren) {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-  liveChildren.clear();
+  // kill() does not throw for SIGKILL: a child already gone answers false.
+  for (const child of liveChildren) child.kill("SIGKILL");
 }
 
 function track(child: ChildProcess): void {
@@ -75,8 +59,7 @@ function track(child: ChildProcess): void {
 }
 
 function untrack(child: ChildProcess): void {
-  if (!liveChildren.delete(child)) return;
-  if (liveChildren.size === 0) process.off("exit", killLiveChildren);
+  if (liveChildren.delete(child) && liveChildren.size === 0) process.off("exit", killLiveChildren);
 }
 
 /** anvil's banner lists the dev accounts' private keys and mnemonic: never pass those on. */
@@ -102,7 +85,7 @@ function checkInteger(name: string, value: number, min: number, max: number): vo
   }
 }
 
-export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInstance> {
+export async function startAnvil(options: AnvilOptions = {}) {
   const host = options.host ?? "127.0.0.1";
   const requestedPort = options.port ?? 0;
   const chainId = options.chainId ?? 31337;
@@ -114,11 +97,8 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
 
   const args = ["--host", host, "--port", String(requestedPort), "--chain-id", String(chainId)];
   // "auto": automine each transaction, plus an interval block every N seconds on an idle chain.
-  args.push(
-    ...(mining === "auto"
-      ? ["--mixed-mining", "--block-time", String(blockTimeSeconds)]
-      : ["--no-mining"]),
-  );
+  if (mining === "auto") args.push("--mixed-mining", "--block-time", String(blockTimeSeconds));
+  else args.push("--no-mining");
 
   const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "pipe", "pipe"] });
   track(child);
@@ -209,8 +189,10 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
     host,
     port,
     chainId,
+    /** The mining mode anvil was started with. */
     mining,
     pid: child.pid,
+    /** Stops anvil (SIGTERM, then SIGKILL after 2 s). Safe to call more than once. */
     stop,
   };
 }

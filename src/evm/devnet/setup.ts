@@ -183,16 +183,15 @@ export async function prepareDevnet(
     throw new Error(`prepareDevnet: ${rpcUrl} has chain id ${actualChainId}, expected ${chainId}`);
   }
   const info = devnetInfo(rpcUrl, chainId);
-  const { batchSettlement } = info;
   const code: ReadonlyArray<readonly [Address, Hex]> = [
     [info.token.address, artifacts.testUsdcRuntimeBytecode],
     [info.multicall3, artifacts.multicall3RuntimeBytecode],
     [info.permit2, artifacts.permit2RuntimeBytecode],
     [info.exactPermit2Proxy, artifacts.x402ExactPermit2ProxyRuntimeBytecode],
     [info.uptoPermit2Proxy, artifacts.x402UptoPermit2ProxyRuntimeBytecode],
-    [batchSettlement.settlement, artifacts.x402BatchSettlementRuntimeBytecode],
-    [batchSettlement.erc3009Collector, artifacts.erc3009DepositCollectorRuntimeBytecode],
-    [batchSettlement.permit2Collector, artifacts.permit2DepositCollectorRuntimeBytecode],
+    [info.batchSettlement.settlement, artifacts.x402BatchSettlementRuntimeBytecode],
+    [info.batchSettlement.erc3009Collector, artifacts.erc3009DepositCollectorRuntimeBytecode],
+    [info.batchSettlement.permit2Collector, artifacts.permit2DepositCollectorRuntimeBytecode],
     [info.permitToken.address, artifacts.testPermitTokenRuntimeBytecode],
     [info.plainToken.address, artifacts.testPlainTokenRuntimeBytecode],
     [info.walletFactory, artifacts.testSmartWalletFactoryRuntimeBytecode],
