@@ -1,21 +1,17 @@
 /** `facilitator doctor`'s options; the checks load only when the command runs. */
 import { Command } from "commander";
 import { afterHelp } from "../../io/help-layout.js";
-import {
-  settingOption,
-  withChainOptions,
-  withClaimBatchWait,
-  withSettlementOptions,
-} from "../../settings/options.js";
-import { SETTINGS } from "../../settings/settings.js";
+import { withChainOptions, withSettings, withSettlementOptions } from "../../settings/options.js";
 
 export const doctorCommand = withChainOptions(
-  withClaimBatchWait(withSettlementOptions(new Command("doctor")))
-    .description(
-      "check the configuration: RPCs and the chains they serve, keys and their gas, the journal or store, token support",
-    )
-    .option("--json", "one JSON document on stdout instead of the report")
-    .addOption(settingOption(SETTINGS.denyList)),
+  withSettings(
+    withSettings(withSettlementOptions(new Command("doctor")), "claimBatchWait")
+      .description(
+        "check the configuration: RPCs and the chains they serve, keys and their gas, the journal or store, token support",
+      )
+      .option("--json", "one JSON document on stdout instead of the report"),
+    "denyList",
+  ),
 )
   .addHelpText(
     "after",

@@ -2,7 +2,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { WAIT_UNTIL, type WaitUntil } from "../../../protocol/schemas.js";
 import { afterHelp } from "../../io/help-layout.js";
-import { settingOption, withChainOptions, withSettlementOptions } from "../../settings/options.js";
+import { withChainOptions, withSettings, withSettlementOptions } from "../../settings/options.js";
 import { SETTINGS } from "../../settings/settings.js";
 import { type PaymentFlags, runPayment } from "./payment.js";
 
@@ -17,21 +17,17 @@ function waitUntilOption(value: string): WaitUntil {
 }
 
 function paymentCommand(name: "verify" | "settle"): Command {
-  return withChainOptions(
-    new Command(name)
-      .argument(
-        "[file]",
-        "request JSON ({payload, requirements} or the x402 shape); - or none: stdin",
-      )
-      .option(
-        "--requirements <file>",
-        "FILE then holds only the PaymentPayload; requirements come from here",
-      ),
-  )
-    .addOption(settingOption(SETTINGS.erc6492Factories))
-    .addOption(settingOption(SETTINGS.denyList))
-    .addOption(settingOption(SETTINGS.minAmounts))
-    .addOption(settingOption(SETTINGS.builderCode))
+  const command = new Command(name)
+    .argument(
+      "[file]",
+      "request JSON ({payload, requirements} or the x402 shape); - or none: stdin",
+    )
+    .option(
+      "--requirements <file>",
+      "FILE then holds only the PaymentPayload; requirements come from here",
+    );
+  const checks = ["erc6492Factories", "denyList", "minAmounts", "builderCode"] as const;
+  return withSettings(withChainOptions(command), ...checks)
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer")
     .action(async (file: string | undefined, flags: PaymentFlags) => {
       process.exitCode = await runPayment(name, file, flags);

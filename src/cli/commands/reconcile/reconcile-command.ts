@@ -1,15 +1,13 @@
 /** `facilitator reconcile`'s options; the work loads only when the command runs. */
 import { Command } from "commander";
 import { afterHelp } from "../../io/help-layout.js";
-import { settingOption, withChainOptions, withSettlementOptions } from "../../settings/options.js";
-import { SETTINGS } from "../../settings/settings.js";
+import { withChainOptions, withSettings, withSettlementOptions } from "../../settings/options.js";
 
 export const reconcileCommand = withChainOptions(
-  withSettlementOptions(new Command("reconcile"))
+  withSettings(withSettlementOptions(new Command("reconcile")), "retainDays")
     .description(
       "follow every settlement written down and not yet at its end (once): landed, failed or still open; for a cron job, or a CI step after a failed run",
     )
-    .addOption(settingOption(SETTINGS.retainDays))
     .option("--idle <seconds>", "only settlements unchanged for this long (default 0: all)")
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer"),
 )

@@ -1,11 +1,11 @@
 /** `facilitator status`'s options; the work loads only when the command runs. */
 import { Command } from "commander";
 import { afterHelp } from "../../io/help-layout.js";
-import { withChainOptions, withStoreOptions } from "../../settings/options.js";
+import { withChainOptions, withSettings } from "../../settings/options.js";
 
 // status sends nothing, so no settle flags; the Solana fee payer's key names Solana settlements.
 export const statusCommand = withChainOptions(
-  withStoreOptions(new Command("status"))
+  withSettings(new Command("status"), "journal", "store")
     .description(
       "what we know of one settlement: what the journal or store wrote down (sent, landed, answered, failed), which key and run sent it, and what the chain says now",
     )
