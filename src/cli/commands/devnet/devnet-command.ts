@@ -1,5 +1,6 @@
 /** `facilitator devnet`'s options; anvil and the contracts load only when the command runs. */
 import { Command } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 
 export const devnetCommand = new Command("devnet")
@@ -32,6 +33,4 @@ Example:
   facilitator devnet --svm      # anvil and a Solana cluster beside it:
                                 # request-svm.json is a Solana payment`),
   )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./devnet.js")).runDevnet(flags);
-  });
+  .action(runLoaded(async () => (await import("./devnet.js")).runDevnet));

@@ -1,5 +1,6 @@
 /** `facilitator doctor`'s options; the checks load only when the command runs. */
 import { Command } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import { withChainOptions, withSettings, withSettlementOptions } from "../../settings/options.js";
 
@@ -21,6 +22,4 @@ It reads the same flags, environment and config file as settle and serve, and sa
 Exit status, the worst finding's: 0 all good, 1 warnings, 2 a configuration error (no RPC, a bad
 key or config file, an unusable journal), 3 an RPC cannot be reached.`),
   )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./doctor.js")).runDoctor(flags);
-  });
+  .action(runLoaded(async () => (await import("./doctor.js")).runDoctor));

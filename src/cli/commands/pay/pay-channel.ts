@@ -13,10 +13,9 @@ import { isDevnetChain } from "../../../evm/devnet/detect.js";
 import { usdcAddressFor } from "../../../evm/devnet/setup.js";
 import { type TokenUnits, tokenAmount } from "../../../protocol/amounts.js";
 import { caip2, chainIdOfCaip2 } from "../../../protocol/networks.js";
-import { parseJson, parseRequest } from "../../../protocol/request.js";
 import type { RpcRegistry } from "../../../rpc/rpc.js";
 import { UsageError } from "../../io/errors.js";
-import { readSource } from "../../io/input.js";
+import { readRequest } from "../../io/input.js";
 import { warn } from "../../io/output.js";
 import { payToken } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
@@ -62,11 +61,7 @@ type HeldVoucher = Awaited<ReturnType<typeof readVoucher>>;
 /** The voucher in a deposit or voucher request (either dialect), checked against its channel. */
 async function readVoucher(file: string, flag: string) {
   const source = file === "-" ? "stdin" : file;
-  const parsed = parseJson(await readSource(file));
-  if (!parsed.ok) throw new UsageError(`${flag} ${source}: ${parsed.failure.message}`);
-  const request = parseRequest(parsed.value);
-  if (!request.ok) throw new UsageError(`${flag} ${source}: ${request.failure.message}`);
-  const { payloadScheme, payloadNetwork, payload } = request.request;
+  const { payloadScheme, payloadNetwork, payload } = await readRequest(file, `${flag} ${source}`);
   const chainId = chainIdOfCaip2(payloadNetwork);
   const voucher = voucherSchema.safeParse({ ...payload, type: "voucher" });
   if (payloadScheme !== BATCH_SETTLEMENT || chainId === undefined || !voucher.success) {

@@ -1,5 +1,6 @@
 /** `facilitator pay`'s options; signing loads only when the command runs. */
 import { Command, Option } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import { collect, withChainOptions } from "../../settings/options.js";
 
@@ -128,6 +129,4 @@ has not approved Permit2 signs the token's EIP-2612 permit too (the eip2612GasSp
 
 Exit status: 0 signed, 2 usage or configuration, 3 the chain cannot be reached.`),
   )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./pay.js")).runPay(flags);
-  });
+  .action(runLoaded(async () => (await import("./pay.js")).runPay));

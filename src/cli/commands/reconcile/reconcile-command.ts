@@ -1,5 +1,6 @@
 /** `facilitator reconcile`'s options; the work loads only when the command runs. */
 import { Command } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import { withChainOptions, withSettings, withSettlementOptions } from "../../settings/options.js";
 
@@ -23,6 +24,4 @@ the journal file it waits its turn with the settlement keys, as settle does.
 Exit status: 0 nothing left open, 1 some still open (pending on chain, or being settled), 2 a
 configuration error, 3 a chain or the store could not be reached.`),
   )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./reconcile.js")).runReconcile(flags);
-  });
+  .action(runLoaded(async () => (await import("./reconcile.js")).runReconcile));

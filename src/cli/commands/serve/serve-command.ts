@@ -1,5 +1,6 @@
 /** `facilitator serve`'s options; the server itself loads only when the command runs. */
 import { Command } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import {
   collect,
@@ -66,6 +67,4 @@ Ctrl-C (or SIGTERM) refuses new requests (503) and lets those in flight answer, 
 --shutdown-timeout; a settle still waiting then is answered settlement_pending: it is in the
 journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`),
   )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./serve.js")).runServe(flags);
-  });
+  .action(runLoaded(async () => (await import("./serve.js")).runServe));

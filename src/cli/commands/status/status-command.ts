@@ -1,5 +1,6 @@
 /** `facilitator status`'s options; the work loads only when the command runs. */
 import { Command } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import { withChainOptions, withSettings } from "../../settings/options.js";
 
@@ -36,6 +37,4 @@ payment when the fee payer's key is configured (as devnet.env does), else by --t
 Exit status: 0 found, 1 not found, 2 a usage or configuration error, 3 the store or chain could
 not be reached.`),
   )
-  .action(async (file, flags) => {
-    process.exitCode = await (await import("./status.js")).runStatus(file, flags);
-  });
+  .action(runLoaded(async () => (await import("./status.js")).runStatus));
