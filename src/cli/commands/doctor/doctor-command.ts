@@ -4,6 +4,12 @@ import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import { withChainOptions, withSettings, withSettlementOptions } from "../../settings/options.js";
 
+const DOCTOR_HELP = `
+It reads the same flags, environment and config file as settle and serve, and says what to fix.
+
+Exit status, the worst finding's: 0 all good, 1 warnings, 2 a configuration error (no RPC, a bad
+key or config file, an unusable journal), 3 an RPC cannot be reached.`;
+
 export const doctorCommand = withChainOptions(
   withSettings(
     withSettings(withSettlementOptions(new Command("doctor")), "claimBatchWait")
@@ -14,12 +20,5 @@ export const doctorCommand = withChainOptions(
     "denyList",
   ),
 )
-  .addHelpText(
-    "after",
-    afterHelp(`
-It reads the same flags, environment and config file as settle and serve, and says what to fix.
-
-Exit status, the worst finding's: 0 all good, 1 warnings, 2 a configuration error (no RPC, a bad
-key or config file, an unusable journal), 3 an RPC cannot be reached.`),
-  )
+  .addHelpText("after", afterHelp(DOCTOR_HELP))
   .action(runLoaded(async () => (await import("./doctor.js")).runDoctor));

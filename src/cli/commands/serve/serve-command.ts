@@ -9,6 +9,17 @@ import {
   withSettlementOptions,
 } from "../../settings/options.js";
 
+const SERVE_HELP = `
+Example (against \`facilitator devnet\`):
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator serve
+  curl -s localhost:4020/verify -H 'content-type: application/json' \\
+    -d @/tmp/facilitator-devnet-XXXX/request.json
+
+Ctrl-C (or SIGTERM) refuses new requests (503) and lets those in flight answer, for at most
+--shutdown-timeout; a settle still waiting then is answered settlement_pending: it is in the
+journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`;
+
 const settling = withSettings(withSettlementOptions(new Command("serve")), "claimBatchWait")
   .description(
     "serve /verify, /settle, /accepts, /supported, /health, /readyz, /metrics and /llms.txt over HTTP",
@@ -54,17 +65,5 @@ export const serveCommand = withSettings(
   ...controls,
 )
   .option("-q, --quiet", "no banner and no request log on stderr")
-  .addHelpText(
-    "after",
-    afterHelp(`
-Example (against \`facilitator devnet\`):
-  source /tmp/facilitator-devnet-XXXX/devnet.env
-  facilitator serve
-  curl -s localhost:4020/verify -H 'content-type: application/json' \\
-    -d @/tmp/facilitator-devnet-XXXX/request.json
-
-Ctrl-C (or SIGTERM) refuses new requests (503) and lets those in flight answer, for at most
---shutdown-timeout; a settle still waiting then is answered settlement_pending: it is in the
-journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`),
-  )
+  .addHelpText("after", afterHelp(SERVE_HELP))
   .action(runLoaded(async () => (await import("./serve.js")).runServe));

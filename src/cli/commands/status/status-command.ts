@@ -4,6 +4,19 @@ import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import { withChainOptions, withSettings } from "../../settings/options.js";
 
+const STATUS_HELP = `
+Example (against \`facilitator devnet\`, which prints these paths):
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator status /tmp/facilitator-devnet-XXXX/request.json
+  facilitator status --transaction HASH     # the transactionHash settle printed
+
+One JSON document on stdout; with stderr a terminal, one line for people there. Nothing is sent.
+A Solana payment's settlement is named by its fee payer's signature: status finds it from the
+payment when the fee payer's key is configured (as devnet.env does), else by --transaction.
+
+Exit status: 0 found, 1 not found, 2 a usage or configuration error, 3 the store or chain could
+not be reached.`;
+
 // status sends nothing, so no settle flags; the Solana fee payer's key names Solana settlements.
 export const statusCommand = withChainOptions(
   withSettings(new Command("status"), "journal", "store")
@@ -22,19 +35,5 @@ export const statusCommand = withChainOptions(
     .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON answer"),
   "key only",
 )
-  .addHelpText(
-    "after",
-    afterHelp(`
-Example (against \`facilitator devnet\`, which prints these paths):
-  source /tmp/facilitator-devnet-XXXX/devnet.env
-  facilitator status /tmp/facilitator-devnet-XXXX/request.json
-  facilitator status --transaction HASH     # the transactionHash settle printed
-
-One JSON document on stdout; with stderr a terminal, one line for people there. Nothing is sent.
-A Solana payment's settlement is named by its fee payer's signature: status finds it from the
-payment when the fee payer's key is configured (as devnet.env does), else by --transaction.
-
-Exit status: 0 found, 1 not found, 2 a usage or configuration error, 3 the store or chain could
-not be reached.`),
-  )
+  .addHelpText("after", afterHelp(STATUS_HELP))
   .action(runLoaded(async () => (await import("./status.js")).runStatus));
