@@ -81,7 +81,8 @@ async function eip2612For(
   return nonce;
 }
 
-async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
+async function buildRequest(flags: PayFlags, rpc: RpcRegistry) {
+  const quiet = flags.quiet === true;
   const fromFile = await requirementsFile(flags, flags.scheme);
   const scheme: PayScheme =
     flags.scheme ?? (fromFile?.requirements.scheme === BATCH ? BATCH : "exact");
@@ -262,11 +263,10 @@ export async function runPay(flags: PayFlags): Promise<number> {
   const config = loadConfig(flags);
   const rpc = new RpcRegistry(registryOptions(config));
   try {
-    const quiet = flags.quiet === true;
     const action = channelActionOf(flags);
     const { body, line } = action
-      ? await buildChannelRequest(action, flags, rpc, quiet)
-      : await buildRequest(flags, rpc, quiet).then((r) => ({ ...r, line: `signed ${r.summary}` }));
+      ? await buildChannelRequest(action, flags, rpc)
+      : await buildRequest(flags, rpc).then((r) => ({ ...r, line: `signed ${r.summary}` }));
     await printJson(body);
     note(out, line);
     return 0;
