@@ -1,7 +1,7 @@
 /** `facilitator verify` and `facilitator settle`: a request file (or stdin) in, one JSON answer out. */
 import { Command, InvalidArgumentError, Option } from "commander";
 import { WAIT_UNTIL, type WaitUntil } from "../../../protocol/schemas.js";
-import { afterHelp } from "../../io/help-layout.js";
+import { afterHelp, DEVNET_EXAMPLE } from "../../io/help-layout.js";
 import { withChainOptions, withSettings, withSettlementOptions } from "../../settings/options.js";
 import { SETTINGS } from "../../settings/settings.js";
 import { type PaymentFlags, runPayment } from "./payment.js";
@@ -10,8 +10,7 @@ const INPUT_NOTE = `Input: at most 1 MiB (key and config files 64 KiB); a pipe, 
 ${SETTINGS.inputTimeout.env} seconds (default ${SETTINGS.inputTimeout.shownDefault}) is an error.`;
 
 const VERIFY_HELP = `
-Example (against \`facilitator devnet\`, which prints these paths):
-  source /tmp/facilitator-devnet-XXXX/devnet.env
+${DEVNET_EXAMPLE}
   facilitator verify /tmp/facilitator-devnet-XXXX/request.json
   facilitator pay --amount 0.01 | facilitator verify -
   cat payload.json | facilitator verify - --requirements reqs.json | jq .success
@@ -22,8 +21,7 @@ Exit status: 0 valid, 1 rejected, 2 bad input, usage or configuration (no RPC fo
 chain), 3 chain or infrastructure failure, 130 interrupted (Ctrl-C).`;
 
 const SETTLE_HELP = `
-Example (against \`facilitator devnet\`, which prints these paths):
-  source /tmp/facilitator-devnet-XXXX/devnet.env
+${DEVNET_EXAMPLE}
   facilitator settle /tmp/facilitator-devnet-XXXX/request.json
   facilitator pay --amount 0.01 | facilitator settle -
   facilitator settle /tmp/facilitator-devnet-XXXX/request-upto.json \\

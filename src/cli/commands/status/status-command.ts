@@ -1,12 +1,11 @@
 /** `facilitator status`'s options; the work loads only when the command runs. */
 import { Command } from "commander";
 import { runLoaded } from "../../io/errors.js";
-import { afterHelp } from "../../io/help-layout.js";
+import { afterHelp, DEVNET_EXAMPLE } from "../../io/help-layout.js";
 import { withChainOptions, withSettings } from "../../settings/options.js";
 
 const STATUS_HELP = `
-Example (against \`facilitator devnet\`, which prints these paths):
-  source /tmp/facilitator-devnet-XXXX/devnet.env
+${DEVNET_EXAMPLE}
   facilitator status /tmp/facilitator-devnet-XXXX/request.json
   facilitator status --transaction HASH     # the transactionHash settle printed
 
