@@ -2,23 +2,6 @@
 import type { SettlementStore } from "../../core/store.js";
 import { FacilitatorError, failure } from "../../protocol/errors.js";
 
-type RecordSend = SettlementStore["recordSend"];
-
-/** `store` in every way but recordSend, which `wrap` wraps; methods bound, its fields its own. */
-export function wrapRecordSend<S extends SettlementStore>(
-  store: S,
-  wrap: (record: RecordSend) => RecordSend,
-): S {
-  const recordSend = wrap(store.recordSend.bind(store));
-  return new Proxy(store, {
-    get(target, name) {
-      if (name === "recordSend") return recordSend;
-      const value: unknown = Reflect.get(target, name, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
-
 export class SendingDoor {
   #shut = false;
   #clear: Promise<void> = Promise.resolve();
@@ -35,13 +18,21 @@ export class SendingDoor {
 
   /** The store as settles see it: the same in every way, but for new records once shut or held. */
   guard<S extends SettlementStore>(store: S): S {
-    return wrapRecordSend(store, (record) => (...args) => {
+    const record = store.recordSend.bind(store);
+    const recordSend: SettlementStore["recordSend"] = (...args) => {
       if (!this.#shut) return this.#clear.then(() => record(...args));
       const why =
         "the server is stopping: nothing was sent; retry on another replica, or here once it restarts";
       return Promise.reject(
         new FacilitatorError(failure("overloaded", why, { retryAfterSeconds: 1 })),
       );
+    };
+    return new Proxy(store, {
+      get(target, name) {
+        if (name === "recordSend") return recordSend;
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
     });
   }
 }

@@ -26,3 +26,10 @@ export const isPortTaken = (error: unknown): boolean =>
   error instanceof Error &&
   ((error as NodeJS.ErrnoException).code === "EADDRINUSE" ||
     /address already in use/i.test(error.message));
+
+/** A command's action: `load` imports its work only when it runs; what that returns, the exit status. */
+export const runLoaded =
+  <A extends unknown[]>(load: () => Promise<(...args: A) => Promise<number>>) =>
+  async (...args: A) => {
+    process.exitCode = await (await load())(...args);
+  };

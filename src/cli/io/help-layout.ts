@@ -43,6 +43,10 @@ export function wrapHelp(command: Command): Command {
   });
 }
 
+/** How the examples of a command's help that run against `facilitator devnet` begin. */
+export const DEVNET_EXAMPLE = `Example (against \`facilitator devnet\`, which prints these paths):
+  source /tmp/facilitator-devnet-XXXX/devnet.env`;
+
 /** Text after the flags: margin lines reflowed into paragraphs; indented lines (examples) kept. */
 export function afterHelp(text: string): (context: AddHelpTextContext) => string {
   return (context) => {

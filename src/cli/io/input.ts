@@ -1,5 +1,6 @@
 /** Reading the request from a file or stdin: bounded in size and time, never waiting on a terminal. */
 import { fstatSync } from "node:fs";
+import { parseJson, parseRequest } from "../../protocol/request.js";
 import { isObject } from "../../protocol/words.js";
 import {
   InputError,
@@ -24,6 +25,20 @@ export async function readSource(file: string | undefined): Promise<string> {
     }
     throw error;
   }
+}
+
+/** The JSON in `file` (- or none: stdin); not JSON: a usage error, named as `named`. */
+export async function readJson(file: string | undefined, named: string): Promise<unknown> {
+  const parsed = parseJson(await readSource(file));
+  if (!parsed.ok) throw new UsageError(`${named}: ${parsed.failure.message}`);
+  return parsed.value;
+}
+
+/** The payment request in `file`, as readJson reads it; not a request: a usage error too. */
+export async function readRequest(file: string | undefined, named: string) {
+  const parsed = parseRequest(await readJson(file, named));
+  if (!parsed.ok) throw new UsageError(`${named}: ${parsed.failure.message}`);
+  return parsed.request;
 }
 
 /** Whether stdin is a pipe (a shell's, or a parent's socket): empty, the writer most likely failed. */

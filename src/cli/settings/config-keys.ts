@@ -15,6 +15,13 @@ export function readPrivateKey(text: string, source: string): Hex {
   return (key.startsWith("0x") ? key : `0x${key}`) as Hex;
 }
 
+/** A key file's lines that are neither blank nor a # comment, trimmed. */
+export const keyLines = (text: string): string[] =>
+  text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith("#"));
+
 /** Keys comma-separated in the environment; in a file one a line, blank and # lines skipped. */
 function keyList<K>(read: (text: string, source: string) => K, what: string): KeyReader<K> {
   const each = (items: string[], source: string, at: (i: number) => string) =>
@@ -22,10 +29,7 @@ function keyList<K>(read: (text: string, source: string) => K, what: string): Ke
   return {
     inline: (text, source) => each(text.split(","), source, (i) => ` (key ${i + 1})`),
     inFile: (path, source, env) => {
-      const lines = readSmallFile(path, `the ${what} file from ${source}`, env)
-        .split(/\r?\n/)
-        .map((line) => line.trim())
-        .filter((line) => line && !line.startsWith("#"));
+      const lines = keyLines(readSmallFile(path, `the ${what} file from ${source}`, env));
       if (lines.length === 0) throw new UsageError(`the ${what} file from ${source} holds no key`);
       return each(lines, source, (i) => `, line ${i + 1}`);
     },

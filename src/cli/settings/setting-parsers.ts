@@ -87,17 +87,6 @@ export const httpUrls: SettingParser<string[]> = (value, source) => {
   return checkUrls(value as string[], source.name);
 };
 
-const SWITCH_VALUES: Readonly<Record<string, boolean>> = {
-  "1": true,
-  true: true,
-  yes: true,
-  on: true,
-  "0": false,
-  false: false,
-  no: false,
-  off: false,
-};
-
 /** On or off: a flag's presence, 1/0 (or true, yes, on…) in the environment, a JSON boolean. */
 export const onOff: SettingParser<boolean> = (value, source) => {
   if (source.from === "flag") return value === true;
@@ -105,9 +94,10 @@ export const onOff: SettingParser<boolean> = (value, source) => {
     if (typeof value !== "boolean") throw new UsageError(`${source.name} must be true or false`);
     return value;
   }
-  const on = SWITCH_VALUES[String(value).trim().toLowerCase()];
-  if (on === undefined) throw new UsageError(`${source.name} must be 1 or 0`);
-  return on;
+  const text = String(value).trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(text)) return true;
+  if (["0", "false", "no", "off"].includes(text)) return false;
+  throw new UsageError(`${source.name} must be 1 or 0`);
 };
 
 /** A positive number of seconds, as milliseconds. */

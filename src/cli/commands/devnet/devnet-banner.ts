@@ -13,9 +13,9 @@ import {
 } from "./devnet-files.js";
 import { svmBanner } from "./devnet-svm-banner.js";
 
+const { dim, bold: b } = chalk;
+
 export function devnetBanner(running: Running, files: Files, temporary: boolean): string {
-  const dim = chalk.dim;
-  const b = chalk.bold;
   const { devnet, svm } = running;
   const lines = [
     `${chalk.green("●")} ${b("facilitator devnet")} is running ${dim("(Ctrl-C to stop)")}`,
@@ -33,7 +33,6 @@ export function devnetBanner(running: Running, files: Files, temporary: boolean)
 
 /** What to try in another terminal; devnet.env's line last, as it comes first there. */
 export function tryLines(running: Running, files: Files): string {
-  const dim = chalk.dim;
   const { devnet, svm } = running;
   const both = Boolean(devnet && svm);
   // `npx facilitator` in a clone; plain `facilitator` once installed (npx would fetch another's).
@@ -66,8 +65,6 @@ export function tryLines(running: Running, files: Files): string {
 }
 
 function evmLines(devnet: Devnet, files: EvmFiles, taken: number | undefined): string[] {
-  const dim = chalk.dim;
-  const b = chalk.bold;
   return [
     `  RPC URL      ${b(devnet.rpcUrl)}${taken ? `  ${chalk.yellow(`(port ${taken} is taken)`)}` : ""}`,
     `  chain        ${devnet.network}${devnet.v1Network ? ` (v1: ${devnet.v1Network})` : ""}`,

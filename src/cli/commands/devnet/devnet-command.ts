@@ -1,6 +1,15 @@
 /** `facilitator devnet`'s options; anvil and the contracts load only when the command runs. */
 import { Command } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
+
+const DEVNET_HELP = `
+Example:
+  facilitator devnet            # then, in another terminal:
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator pay --amount 0.01 | facilitator settle -
+  facilitator devnet --svm      # anvil and a Solana cluster beside it:
+                                # request-svm.json is a Solana payment`;
 
 export const devnetCommand = new Command("devnet")
   .description("run a local chain with test tokens and funded accounts, until Ctrl-C")
@@ -22,16 +31,5 @@ export const devnetCommand = new Command("devnet")
     "--svm-port <port>",
     "Solana RPC port (default 8899; a free port, said out loud, if 8899 is taken; 0 = any)",
   )
-  .addHelpText(
-    "after",
-    afterHelp(`
-Example:
-  facilitator devnet            # then, in another terminal:
-  source /tmp/facilitator-devnet-XXXX/devnet.env
-  facilitator pay --amount 0.01 | facilitator settle -
-  facilitator devnet --svm      # anvil and a Solana cluster beside it:
-                                # request-svm.json is a Solana payment`),
-  )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./devnet.js")).runDevnet(flags);
-  });
+  .addHelpText("after", afterHelp(DEVNET_HELP))
+  .action(runLoaded(async () => (await import("./devnet.js")).runDevnet));

@@ -109,13 +109,10 @@ export type EvmFiles = {
 
 export async function writeEvmFiles(devnet: Devnet, dir: string): Promise<EvmFiles> {
   const put = (name: string, text: string, mode?: number) => putFile(dir, name, text, mode);
-  const keyFile = await put("facilitator.key", `${devnet.facilitator.privateKey}\n`, 0o600);
-  const receiverAuthorizerKey = `${receiverAuthorizerAccount.privateKey}\n`;
-  const receiverAuthorizerKeyFile = await put(
-    "receiver-authorizer.key",
-    receiverAuthorizerKey,
-    0o600,
-  );
+  const putKey = (name: string, key: Hex) => put(name, `${key}\n`, 0o600);
+  const keyFile = await putKey("facilitator.key", devnet.facilitator.privateKey);
+  const authorizerKey = receiverAuthorizerAccount.privateKey;
+  const receiverAuthorizerKeyFile = await putKey("receiver-authorizer.key", authorizerKey);
   // The seller's key may ask for refunds our receiver authorizer signs, so /supported offers it.
   const sellerKey = `devnet-seller-${randomBytes(16).toString("hex")}`;
   const apiKeysFile = await put(

@@ -6,13 +6,13 @@ import type { SvmFiles } from "./devnet-files.js";
 /** How often request-svm.json is signed again (its blockhash expires after ~60 s at 400 ms). */
 export const REFRESH_MS = 20_000;
 
+const { dim, bold: b } = chalk;
+
 export function svmBanner(
   svm: SvmDevnet,
   files: SvmFiles,
   options: { taken?: number | undefined; dirKept: boolean },
 ): string[] {
-  const dim = chalk.dim;
-  const b = chalk.bold;
   const seconds = REFRESH_MS / 1000;
   return [
     `  ${b("Solana")}`,

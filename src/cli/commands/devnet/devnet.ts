@@ -114,11 +114,13 @@ const DEVNET_ENV_NAMES = [
 ];
 
 /** `export NAME='value'` lines a shell can source (values quoted), then one `unset` of the rest. */
-function envFile(vars: Record<string, string>): string {
+function envFile(vars: Record<string, string | undefined>): string {
   const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
-  const unset = DEVNET_ENV_NAMES.filter((name) => !(name in vars));
+  const unset = DEVNET_ENV_NAMES.filter((name) => vars[name] === undefined);
   return `${[
-    ...Object.entries(vars).map(([name, value]) => `export ${name}=${quote(value)}`),
+    ...Object.entries(vars).flatMap(([name, value]) =>
+      value === undefined ? [] : [`export ${name}=${quote(value)}`],
+    ),
     ...(unset.length > 0 ? [`unset ${unset.join(" ")}`] : []),
   ].join("\n")}\n`;
 }
@@ -178,14 +180,10 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
     "devnet.env",
     envFile({
       FACILITATOR_RPC_URL: rpcUrls.join(","),
-      ...(evm
-        ? {
-            FACILITATOR_PRIVATE_KEY_FILE: evm.keyFile,
-            FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE: evm.receiverAuthorizerKeyFile,
-            FACILITATOR_API_KEYS_FILE: evm.apiKeysFile,
-          }
-        : {}),
-      ...(svmFiles ? { FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles.keyFile } : {}),
+      FACILITATOR_PRIVATE_KEY_FILE: evm?.keyFile,
+      FACILITATOR_RECEIVER_AUTHORIZER_KEY_FILE: evm?.receiverAuthorizerKeyFile,
+      FACILITATOR_API_KEYS_FILE: evm?.apiKeysFile,
+      FACILITATOR_SVM_PRIVATE_KEY_FILE: svmFiles?.keyFile,
       FACILITATOR_JOURNAL: journal,
       // Anvil's well-known key, this chain only: its lock lives here, apart from other devnets'.
       FACILITATOR_LOCK_DIR: path.join(dir, "locks"),
@@ -209,35 +207,31 @@ async function writeAll(running: Running, dir: string): Promise<Files> {
 /** The one JSON line of --json: anvil's details at the top level as before, Solana's under svm. */
 function jsonLine(running: Running, files: Files): string {
   const { devnet, taken, svm, svmTaken } = running;
-  const { dir, journal, envFile } = files;
+  const { dir, journal, envFile, evm } = files;
+  // Undefined fields (a cluster not run, a port not taken) are left out of the line.
   return JSON.stringify({
-    ...(devnet && files.evm
+    ...(devnet && evm
       ? {
           rpcUrl: devnet.rpcUrl,
           chainId: devnet.chainId,
           genesisHash: files.genesisHash,
-          ...(taken ? { portTaken: taken } : {}),
+          portTaken: taken,
         }
       : {}),
     dir,
-    ...(files.evm ? { keyFile: files.evm.keyFile } : {}),
+    keyFile: evm?.keyFile,
     journal,
     envFile,
-    ...(files.evm
-      ? { ...requestFiles(files.evm), receiverAuthorizer: receiverAuthorizerAccount.address }
-      : {}),
-    ...(svm && files.svm
-      ? {
-          svm: {
-            rpcUrl: svm.rpcUrl,
-            genesisHash: svm.genesisHash,
-            network: svm.network,
-            ...(svmTaken ? { portTaken: svmTaken } : {}),
-            keyFile: files.svm.keyFile,
-            request: files.svm.request,
-          },
-        }
-      : {}),
+    ...(evm ? { ...requestFiles(evm), receiverAuthorizer: receiverAuthorizerAccount.address } : {}),
+    svm: svm &&
+      files.svm && {
+        rpcUrl: svm.rpcUrl,
+        genesisHash: svm.genesisHash,
+        network: svm.network,
+        portTaken: svmTaken,
+        keyFile: files.svm.keyFile,
+        request: files.svm.request,
+      },
   });
 }
 

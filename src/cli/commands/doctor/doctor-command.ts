@@ -1,30 +1,24 @@
 /** `facilitator doctor`'s options; the checks load only when the command runs. */
 import { Command } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
-import {
-  settingOption,
-  withChainOptions,
-  withClaimBatchWait,
-  withSettlementOptions,
-} from "../../settings/options.js";
-import { SETTINGS } from "../../settings/settings.js";
+import { withChainOptions, withSettings, withSettlementOptions } from "../../settings/options.js";
 
-export const doctorCommand = withChainOptions(
-  withClaimBatchWait(withSettlementOptions(new Command("doctor")))
-    .description(
-      "check the configuration: RPCs and the chains they serve, keys and their gas, the journal or store, token support",
-    )
-    .option("--json", "one JSON document on stdout instead of the report")
-    .addOption(settingOption(SETTINGS.denyList)),
-)
-  .addHelpText(
-    "after",
-    afterHelp(`
+const DOCTOR_HELP = `
 It reads the same flags, environment and config file as settle and serve, and says what to fix.
 
 Exit status, the worst finding's: 0 all good, 1 warnings, 2 a configuration error (no RPC, a bad
-key or config file, an unusable journal), 3 an RPC cannot be reached.`),
-  )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./doctor.js")).runDoctor(flags);
-  });
+key or config file, an unusable journal), 3 an RPC cannot be reached.`;
+
+export const doctorCommand = withChainOptions(
+  withSettings(
+    withSettings(withSettlementOptions(new Command("doctor")), "claimBatchWait")
+      .description(
+        "check the configuration: RPCs and the chains they serve, keys and their gas, the journal or store, token support",
+      )
+      .option("--json", "one JSON document on stdout instead of the report"),
+    "denyList",
+  ),
+)
+  .addHelpText("after", afterHelp(DOCTOR_HELP))
+  .action(runLoaded(async () => (await import("./doctor.js")).runDoctor));

@@ -22,16 +22,21 @@ const LOW_GAS_WEI = 10n ** 15n;
 /** Below this, a fee payer has room for only a few hundred settlements (5,000 lamports and up each). */
 const LOW_LAMPORTS = 10_000_000n;
 
+/** What a key loader gives, or the error it throws (a bad key or key file): a finding to report. */
+function tryLoad<T>(load: () => T): T | Error {
+  try {
+    return load();
+  } catch (error) {
+    return error as Error;
+  }
+}
+
 export async function checkKeys(
   config: CliConfig,
   chains: readonly ChainSeen[],
 ): Promise<Finding[]> {
-  let keys: `0x${string}`[];
-  try {
-    keys = config.loadPrivateKeys();
-  } catch (error) {
-    return [errorFinding("key", error)];
-  }
+  const keys = tryLoad(config.loadPrivateKeys);
+  if (keys instanceof Error) return [errorFinding("key", keys)];
   if (keys.length === 0) {
     if (chains.length === 0 && keysOrNone(config.loadSvmFeePayers).length > 0) {
       const message =
@@ -92,12 +97,8 @@ function nativeBalance(chain: ChainSeen, wei: bigint): string {
 
 /** The batch-settlement receiver authorizer: configured or not, its address, never its key. */
 export function checkReceiverAuthorizer(config: CliConfig): Finding[] {
-  let key: `0x${string}` | undefined;
-  try {
-    key = config.loadReceiverAuthorizerKey();
-  } catch (error) {
-    return [errorFinding("key", error)];
-  }
+  const key = tryLoad(config.loadReceiverAuthorizerKey);
+  if (key instanceof Error) return [errorFinding("key", key)];
   if (key === undefined) {
     const message =
       "no receiver authorizer: batch-settlement sellers sign their own claims and refunds";
@@ -121,12 +122,9 @@ export async function checkSolanaFeePayers(
 ): Promise<Finding[]> {
   const networks = await rpc.servedSolanaNetworks();
   if (networks.length === 0) return [];
-  let addresses: string[];
-  try {
-    addresses = config.loadSvmFeePayers().map((key) => key.address);
-  } catch (error) {
-    return [errorFinding("key", error)];
-  }
+  const feePayers = tryLoad(config.loadSvmFeePayers);
+  if (feePayers instanceof Error) return [errorFinding("key", feePayers)];
+  const addresses = feePayers.map((key) => key.address);
   if (addresses.length === 0) {
     const svm = SETTINGS.svmFeePayers;
     const message = `no Solana fee payer key: ${networks.join(", ")} is not listed on /supported and its payments are refused`;

@@ -13,10 +13,9 @@ import { isDevnetChain } from "../../../evm/devnet/detect.js";
 import { usdcAddressFor } from "../../../evm/devnet/setup.js";
 import { type TokenUnits, tokenAmount } from "../../../protocol/amounts.js";
 import { caip2, chainIdOfCaip2 } from "../../../protocol/networks.js";
-import { parseJson, parseRequest } from "../../../protocol/request.js";
 import type { RpcRegistry } from "../../../rpc/rpc.js";
 import { UsageError } from "../../io/errors.js";
-import { readSource } from "../../io/input.js";
+import { readRequest } from "../../io/input.js";
 import { warn } from "../../io/output.js";
 import { payToken } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
@@ -62,11 +61,7 @@ type HeldVoucher = Awaited<ReturnType<typeof readVoucher>>;
 /** The voucher in a deposit or voucher request (either dialect), checked against its channel. */
 async function readVoucher(file: string, flag: string) {
   const source = file === "-" ? "stdin" : file;
-  const parsed = parseJson(await readSource(file));
-  if (!parsed.ok) throw new UsageError(`${flag} ${source}: ${parsed.failure.message}`);
-  const request = parseRequest(parsed.value);
-  if (!request.ok) throw new UsageError(`${flag} ${source}: ${request.failure.message}`);
-  const { payloadScheme, payloadNetwork, payload } = request.request;
+  const { payloadScheme, payloadNetwork, payload } = await readRequest(file, `${flag} ${source}`);
   const chainId = chainIdOfCaip2(payloadNetwork);
   const voucher = voucherSchema.safeParse({ ...payload, type: "voucher" });
   if (payloadScheme !== BATCH_SETTLEMENT || chainId === undefined || !voucher.success) {
@@ -136,14 +131,9 @@ const tokenOf = (token: Address, chainId: number, client: PublicClient, devnet =
   );
 
 /** One claim of the newest voucher of each channel given; one transaction at settle. */
-async function buildClaim(
-  files: readonly string[],
-  rpc: RpcRegistry,
-  x402: boolean,
-  quiet: boolean,
-): Promise<Built> {
+async function buildClaim(flags: PayFlags, rpc: RpcRegistry): Promise<Built> {
   const given: HeldVoucher[] = [];
-  for (const file of files) given.push(await readVoucher(file, "--claim"));
+  for (const file of flags.claim ?? []) given.push(await readVoucher(file, "--claim"));
   const id = given[0]?.chainId;
   if (id === undefined) throw new UsageError("--claim needs a voucher request");
   if (given.some((held) => held.chainId !== id)) {
@@ -162,7 +152,7 @@ async function buildClaim(
   const described = vouchers.map((held, i) => {
     const token = tokens[i];
     const claimed = states[i]?.totalClaimed ?? 0n;
-    if (held.maxClaimable <= claimed && !quiet) {
+    if (held.maxClaimable <= claimed && !flags.quiet) {
       warn(
         `channel ${held.channelId} has ${tokenAmount(claimed, token)} claimed already: this voucher adds nothing (settle answers nothing_to_settle when no channel of the claim moves)`,
       );
@@ -174,14 +164,14 @@ async function buildClaim(
   const forWhom = receivers.size === 1 ? `, for ${first.config.receiver}` : "";
   const payload = { type: "claim", claims: vouchers.map(claimRow) };
   return {
-    body: channelRequest(x402, id, first.config, payload),
+    body: channelRequest(flags.x402 === true, id, first.config, payload),
     line: `a claim of ${described.join("; ")}${forWhom} on ${caip2(id)}`,
   };
 }
 
 /** The channel's unclaimed rest back to its payer, the voucher claimed first when it is not yet. */
-async function buildRefund(file: string, rpc: RpcRegistry, x402: boolean): Promise<Built> {
-  const held = await readVoucher(file, "--refund");
+async function buildRefund(flags: PayFlags, rpc: RpcRegistry): Promise<Built> {
+  const held = await readVoucher(flags.refund ?? "-", "--refund");
   const client = await rpc.client(held.chainId);
   const state = await channelOnChain(client, held.channelId);
   const token = await tokenOf(held.config.token, held.chainId, client);
@@ -206,13 +196,13 @@ async function buildRefund(file: string, rpc: RpcRegistry, x402: boolean): Promi
     claims: claimFirst ? [claimRow(held)] : [],
   };
   return {
-    body: channelRequest(x402, held.chainId, held.config, payload),
+    body: channelRequest(flags.x402 === true, held.chainId, held.config, payload),
     line: `a refund of ${tokenAmount(amount, token)} to the payer ${held.config.payer} from channel ${held.channelId}${claimFirst ? `, its voucher for ${tokenAmount(held.maxClaimable, token)} claimed first` : ""}, on ${caip2(held.chainId)}`,
   };
 }
 
 /** What the receiver claimed and was not paid yet, swept to it: --to/--asset, else the devnet's. */
-async function buildSweep(flags: PayFlags, rpc: RpcRegistry, quiet: boolean): Promise<Built> {
+async function buildSweep(flags: PayFlags, rpc: RpcRegistry): Promise<Built> {
   const fromFile = (await requirementsFile(flags, BATCH_SETTLEMENT))?.requirements;
   const target = await targetOf(flags.network ?? fromFile?.network, rpc, BATCH_SETTLEMENT);
   if (target.kind !== "evm") throw new UsageError("batch-settlement is served on EVM chains only");
@@ -235,7 +225,7 @@ async function buildSweep(flags: PayFlags, rpc: RpcRegistry, quiet: boolean): Pr
   const [claimed, settled] = await settlementReads(client).receivers([receiver, token]);
   const units = await tokenOf(token, chainId, client, devnet);
   const owed = claimed > settled ? claimed - settled : 0n;
-  if (claimed <= settled && !quiet) {
+  if (claimed <= settled && !flags.quiet) {
     warn(
       `${receiver} has nothing claimed and not yet swept in ${token} (claimed ${tokenAmount(claimed, units)}, swept ${tokenAmount(settled, units)}): settle answers nothing_to_settle until a claim lands`,
     );
@@ -251,7 +241,6 @@ export async function buildChannelRequest(
   action: "--claim" | "--sweep" | "--refund",
   flags: PayFlags,
   rpc: RpcRegistry,
-  quiet: boolean,
 ): Promise<Built> {
   const unused = { ...PAYMENT_FLAGS, ...(action === "--sweep" ? {} : SWEEP_FLAGS) };
   const misplaced: string[] = Object.entries(unused)
@@ -264,8 +253,6 @@ export async function buildChannelRequest(
       `${misplaced.join(", ")}: not with ${action}, which takes ${what} (and --x402)`,
     );
   }
-  const x402 = flags.x402 === true;
-  if (action === "--claim") return buildClaim(flags.claim ?? [], rpc, x402, quiet);
-  if (action === "--refund") return buildRefund(flags.refund ?? "-", rpc, x402);
-  return buildSweep(flags, rpc, quiet);
+  const build = { "--claim": buildClaim, "--refund": buildRefund, "--sweep": buildSweep }[action];
+  return build(flags, rpc);
 }

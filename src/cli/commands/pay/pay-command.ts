@@ -1,7 +1,52 @@
 /** `facilitator pay`'s options; signing loads only when the command runs. */
 import { Command, Option } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import { collect, withChainOptions } from "../../settings/options.js";
+
+const PAY_HELP = `
+Against a devnet (found by its test USDC at the RPC's chain) the defaults pay 0.01 test USDC from
+payer 1 to the devnet's payee, so this is a whole payment:
+  source /tmp/facilitator-devnet-XXXX/devnet.env
+  facilitator pay --amount 0.01 | facilitator settle -
+  facilitator pay --method permit2 --payer 2 --x402 | facilitator verify -
+
+Elsewhere, name what is paid and who pays:
+  facilitator pay --network eip155:84532 \\
+    --asset 0x036CbD53842c5426634e7929541eC2318f3dCF7e --to 0xYourAddress \\
+    --amount 0.01 --payer-key-file payer.key > request.json
+
+On Solana (a devnet started with \`facilitator devnet --svm\`, or any cluster by its RPC), the same:
+  facilitator pay --network solana-devnet --payer 2 | facilitator verify -
+  facilitator pay --rpc-url https://api.devnet.solana.com \\
+    --network solana-devnet \\
+    --asset 4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU \\
+    --to YourWallet --amount 0.01 --fee-payer FacilitatorFeePayer \\
+    --payer-key-file payer.json
+
+The fee payer is the facilitator's (its GET /supported lists it under "solana:*"); with
+--requirements it comes from extra.feePayer. --method and --approval are EVM only.
+
+batch-settlement (EVM): the payer's channel to the seller is read from the chain; an empty one
+gets a deposit (5 payments' worth by default) carrying the first voucher, a funded one a voucher:
+  facilitator pay --scheme batch-settlement --x402 | facilitator settle -
+  facilitator pay --scheme batch-settlement --x402 --cumulative 0.02 \\
+    | facilitator verify -
+Vouchers are cumulative; pass --cumulative when earlier vouchers are not claimed yet.
+The seller's side builds on a voucher it was paid with (kept in a file); settle signs with the
+receiver authorizer's key (devnet.env sets it):
+  facilitator pay --scheme batch-settlement --cumulative 0.02 > voucher.json
+  facilitator pay --claim voucher.json | facilitator settle -
+  facilitator pay --sweep | facilitator settle -
+  facilitator pay --refund voucher.json | facilitator settle -
+
+Amounts here (--amount, --deposit, --cumulative) are in token units, with the token's decimals;
+settle --amount (upto) is in atomic units.
+
+The key is never accepted as a flag value and never printed. With --method permit2, a payer that
+has not approved Permit2 signs the token's EIP-2612 permit too (the eip2612GasSponsoring extension).
+
+Exit status: 0 signed, 2 usage or configuration, 3 the chain cannot be reached.`;
 
 export const payCommand = withChainOptions(
   new Command("pay")
@@ -82,52 +127,5 @@ export const payCommand = withChainOptions(
   "none",
 )
   .option("-q, --quiet", "nothing on stderr; stdout still carries the JSON request")
-  .addHelpText(
-    "after",
-    afterHelp(`
-Against a devnet (found by its test USDC at the RPC's chain) the defaults pay 0.01 test USDC from
-payer 1 to the devnet's payee, so this is a whole payment:
-  source /tmp/facilitator-devnet-XXXX/devnet.env
-  facilitator pay --amount 0.01 | facilitator settle -
-  facilitator pay --method permit2 --payer 2 --x402 | facilitator verify -
-
-Elsewhere, name what is paid and who pays:
-  facilitator pay --network eip155:84532 \\
-    --asset 0x036CbD53842c5426634e7929541eC2318f3dCF7e --to 0xYourAddress \\
-    --amount 0.01 --payer-key-file payer.key > request.json
-
-On Solana (a devnet started with \`facilitator devnet --svm\`, or any cluster by its RPC), the same:
-  facilitator pay --network solana-devnet --payer 2 | facilitator verify -
-  facilitator pay --rpc-url https://api.devnet.solana.com \\
-    --network solana-devnet \\
-    --asset 4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU \\
-    --to YourWallet --amount 0.01 --fee-payer FacilitatorFeePayer \\
-    --payer-key-file payer.json
-
-The fee payer is the facilitator's (its GET /supported lists it under "solana:*"); with
---requirements it comes from extra.feePayer. --method and --approval are EVM only.
-
-batch-settlement (EVM): the payer's channel to the seller is read from the chain; an empty one
-gets a deposit (5 payments' worth by default) carrying the first voucher, a funded one a voucher:
-  facilitator pay --scheme batch-settlement --x402 | facilitator settle -
-  facilitator pay --scheme batch-settlement --x402 --cumulative 0.02 \\
-    | facilitator verify -
-Vouchers are cumulative; pass --cumulative when earlier vouchers are not claimed yet.
-The seller's side builds on a voucher it was paid with (kept in a file); settle signs with the
-receiver authorizer's key (devnet.env sets it):
-  facilitator pay --scheme batch-settlement --cumulative 0.02 > voucher.json
-  facilitator pay --claim voucher.json | facilitator settle -
-  facilitator pay --sweep | facilitator settle -
-  facilitator pay --refund voucher.json | facilitator settle -
-
-Amounts here (--amount, --deposit, --cumulative) are in token units, with the token's decimals;
-settle --amount (upto) is in atomic units.
-
-The key is never accepted as a flag value and never printed. With --method permit2, a payer that
-has not approved Permit2 signs the token's EIP-2612 permit too (the eip2612GasSponsoring extension).
-
-Exit status: 0 signed, 2 usage or configuration, 3 the chain cannot be reached.`),
-  )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./pay.js")).runPay(flags);
-  });
+  .addHelpText("after", afterHelp(PAY_HELP))
+  .action(runLoaded(async () => (await import("./pay.js")).runPay));

@@ -4,7 +4,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { type DevAccount, payerAccounts } from "../../../evm/devnet/accounts.js";
 import { readSmallFile } from "../../io/bounded-read.js";
 import { UsageError } from "../../io/errors.js";
-import { readPrivateKey } from "../../settings/config-keys.js";
+import { keyLines, readPrivateKey } from "../../settings/config-keys.js";
 import type { PayFlags } from "./pay-flags.js";
 
 export function address(value: string, flag: string): Address {
@@ -21,13 +21,6 @@ export function addressGiven<A>(
   if (value !== undefined) return parse(value, flag);
   return fromFile === undefined ? undefined : parse(fromFile, `the requirements' ${field}`);
 }
-
-/** A key file's first line that is neither blank nor a # comment. */
-export const firstKeyLine = (text: string): string | undefined =>
-  text
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .find((l) => l && !l.startsWith("#"));
 
 /** Who pays: --payer-key-file's key (read by `parse`), else the devnet payer --payer numbers. */
 export function payerOf<P>(
@@ -51,7 +44,7 @@ export function payerOf<P>(
 
 export function payerFrom(flags: PayFlags, devnet: boolean): DevAccount {
   const parse = (text: string) => {
-    const privateKey = readPrivateKey(firstKeyLine(text) ?? "", "--payer-key-file");
+    const privateKey = readPrivateKey(keyLines(text)[0] ?? "", "--payer-key-file");
     return { address: privateKeyToAccount(privateKey).address, privateKey };
   };
   const payers = devnet ? { payers: payerAccounts, range: `${payerAccounts.length}` } : undefined;

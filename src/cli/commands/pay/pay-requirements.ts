@@ -3,12 +3,11 @@
 import type { RequirementsJson } from "../../../evm/client/sign-payment.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name } from "../../../protocol/networks.js";
-import { parseJson } from "../../../protocol/request.js";
 import { looksSolana, solanaNetworkOf } from "../../../protocol/solana-networks.js";
 import { isObject } from "../../../protocol/words.js";
 import type { RpcRegistry } from "../../../rpc/rpc.js";
 import { UsageError } from "../../io/errors.js";
-import { readSource } from "../../io/input.js";
+import { readJson } from "../../io/input.js";
 
 export interface PickedRequirements {
   readonly requirements: RequirementsJson;
@@ -55,9 +54,7 @@ export async function requirementsFile(
 ): Promise<PickedRequirements | undefined> {
   const source = flags.requirements;
   if (!source) return undefined;
-  const parsed = parseJson(await readSource(source));
-  if (!parsed.ok) throw new UsageError(`--requirements ${source}: ${parsed.failure.message}`);
-  const value = parsed.value;
+  const value = await readJson(source, `--requirements ${source}`);
   const candidates = (
     Array.isArray(value)
       ? value

@@ -28,9 +28,10 @@ import {
   isSvmDevnetMint,
 } from "../../../svm/devnet/setup.js";
 import { UsageError } from "../../io/errors.js";
+import { keyLines } from "../../settings/config-keys.js";
 import { atomicAmount, describeAmount } from "./pay-amounts.js";
 import type { PayFlags } from "./pay-flags.js";
-import { addressGiven, firstKeyLine, payerOf } from "./pay-payer.js";
+import { addressGiven, payerOf } from "./pay-payer.js";
 import {
   fail,
   maxTimeoutOf,
@@ -43,7 +44,7 @@ import {
 function svmPayerKeyOf(text: string): Uint8Array | undefined {
   const trimmed = text.trim();
   if (!trimmed.startsWith("[")) {
-    const line = firstKeyLine(trimmed);
+    const line = keyLines(trimmed)[0];
     return line === undefined ? undefined : svmFeePayerOf(line)?.secretKey;
   }
   const parsed = parseJson(trimmed);

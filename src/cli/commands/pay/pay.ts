@@ -1,6 +1,7 @@
 /** `facilitator pay`: signs a payment as a buyer would and prints the body verify/settle read. */
 import { type Address, getContract, isAddress, type PublicClient } from "viem";
-import { BATCH_SETTLEMENT } from "../../../evm/batch-settlement/constants.js";
+import { failureOfThrown } from "../../../core/thrown.js";
+import { BATCH_SETTLEMENT as BATCH } from "../../../evm/batch-settlement/constants.js";
 import {
   approvalTerms,
   type RequirementsJson,
@@ -14,7 +15,7 @@ import { DEFAULT_USDC_ADDRESS, usdcAddressFor } from "../../../evm/devnet/setup.
 import type { TokenUnits } from "../../../protocol/amounts.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
 import { caip2, knownNetwork } from "../../../protocol/networks.js";
-import { isUnreachable, RpcRegistry, unreachableReason } from "../../../rpc/rpc.js";
+import { isUnreachable, RpcRegistry } from "../../../rpc/rpc.js";
 import { registryOptions } from "../../facilitator/facilitator.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
 import { UsageError } from "../../io/errors.js";
@@ -34,8 +35,6 @@ import {
   targetOf,
 } from "./pay-requirements.js";
 import { buildSvmRequest } from "./pay-svm.js";
-
-const BATCH = BATCH_SETTLEMENT;
 
 /** The token's EIP-712 name and version, read from the chain when the requirements lack them. */
 async function tokenDomain(
@@ -82,7 +81,8 @@ async function eip2612For(
   return nonce;
 }
 
-async function buildRequest(flags: PayFlags, rpc: RpcRegistry, quiet: boolean) {
+async function buildRequest(flags: PayFlags, rpc: RpcRegistry) {
+  const quiet = flags.quiet === true;
   const fromFile = await requirementsFile(flags, flags.scheme);
   const scheme: PayScheme =
     flags.scheme ?? (fromFile?.requirements.scheme === BATCH ? BATCH : "exact");
@@ -263,26 +263,17 @@ export async function runPay(flags: PayFlags): Promise<number> {
   const config = loadConfig(flags);
   const rpc = new RpcRegistry(registryOptions(config));
   try {
-    const quiet = flags.quiet === true;
     const action = channelActionOf(flags);
     const { body, line } = action
-      ? await buildChannelRequest(action, flags, rpc, quiet)
-      : await buildRequest(flags, rpc, quiet).then((r) => ({ ...r, line: `signed ${r.summary}` }));
+      ? await buildChannelRequest(action, flags, rpc)
+      : await buildRequest(flags, rpc).then((r) => ({ ...r, line: `signed ${r.summary}` }));
     await printJson(body);
     note(out, line);
     return 0;
   } catch (error) {
     // The chain could not be asked what the payment needs: a JSON answer, as verify gives.
-    const failure =
-      error instanceof FacilitatorError
-        ? error.failure
-        : isUnreachable(error)
-          ? {
-              code: "chain_unavailable" as const,
-              message: `the RPC could not be reached (${unreachableReason(error)})`,
-            }
-          : undefined;
-    if (!failure) throw error;
+    if (!(error instanceof FacilitatorError) && !isUnreachable(error)) throw error;
+    const failure = failureOfThrown(error, "verify");
     await printJson({ success: false, error: failure.code, message: failure.message });
     if (!flags.quiet) warn(`${failure.code}: ${failure.message}`);
     return failure.code === "chain_unavailable" ? 3 : 2;

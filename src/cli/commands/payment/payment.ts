@@ -18,7 +18,7 @@ import { SendingDoor } from "../../facilitator/sending-door.js";
 import { warmCurve } from "../../facilitator/warm-curve.js";
 import { mayHaveBroadcast } from "../../facilitator/watched-journal.js";
 import { UsageError } from "../../io/errors.js";
-import { isStdin, pipedFailure, readSource } from "../../io/input.js";
+import { isStdin, pipedFailure, readJson, readSource } from "../../io/input.js";
 import { onInterrupt, signalExitCode } from "../../io/interrupt.js";
 import { humanOutput, printJson, startSpinner, summarize, warn } from "../../io/output.js";
 import { requestChain, settleBesidePool, takeSettleTurn } from "../../locks/settle-turn.js";
@@ -64,11 +64,8 @@ async function readBody(file: string | undefined, requirementsFile: string | und
   if (piped) return { piped };
   if (!main.ok) throw new UsageError(`${file ?? "stdin"}: ${main.failure.message}`);
   if (!requirementsFile) return { body: main.value };
-  const requirements = parseJson(await readSource(requirementsFile));
-  if (!requirements.ok) {
-    throw new UsageError(`${requirementsFile}: ${requirements.failure.message}`);
-  }
-  return { body: { payload: main.value, requirements: requirements.value } };
+  const requirements = await readJson(requirementsFile, requirementsFile);
+  return { body: { payload: main.value, requirements } };
 }
 
 /** The reply's exit status; no RPC or no key (the operator's to fix) is a configuration error. */

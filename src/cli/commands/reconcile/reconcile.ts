@@ -54,12 +54,7 @@ export async function runReconcile(flags: ReconcileFlags): Promise<number> {
   }
   try {
     const facilitator = await facilitatorFrom(turn.config, true);
-    let found: Reconciled[];
-    try {
-      found = await facilitator.reconcile({ idleMs: idle });
-    } finally {
-      await finish(facilitator);
-    }
+    const found = await facilitator.reconcile({ idleMs: idle }).finally(() => finish(facilitator));
     const counts = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Counts;
     for (const item of found) counts[item.outcome] += 1;
     const open = counts.open + counts.busy;

@@ -1,63 +1,15 @@
 /** `facilitator serve`'s options; the server itself loads only when the command runs. */
 import { Command } from "commander";
+import { runLoaded } from "../../io/errors.js";
 import { afterHelp } from "../../io/help-layout.js";
 import {
   collect,
-  settingOption,
   withChainOptions,
-  withClaimBatchWait,
+  withSettings,
   withSettlementOptions,
 } from "../../settings/options.js";
-import { SETTINGS } from "../../settings/settings.js";
 
-export const serveCommand = withChainOptions(
-  withClaimBatchWait(withSettlementOptions(new Command("serve")))
-    .description(
-      "serve /verify, /settle, /accepts, /supported, /health, /readyz, /metrics and /llms.txt over HTTP",
-    )
-    .option(
-      "--host <host>",
-      "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
-    )
-    .option("--port <port>", "port (default 4020)")
-    .addOption(settingOption(SETTINGS.retainDays))
-    .addOption(settingOption(SETTINGS.apiKey))
-    .addOption(settingOption(SETTINGS.apiKeysFile))
-    .option(
-      "--allowed-host <name>",
-      "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
-      collect,
-    )
-    .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
-    .option(
-      "--max-connections <n>",
-      "connections served at once; more are answered 503 overloaded (default 512)",
-    )
-    .option(
-      "--max-connections-per-client <n>",
-      "connections one client address may have served at once (default half of --max-connections; behind a reverse proxy, set it to --max-connections)",
-    )
-    .option(
-      "--max-inflight-bytes <bytes>",
-      "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
-    )
-    .addOption(settingOption(SETTINGS.minSignerBalance))
-    .option(
-      "--max-heap <MiB>",
-      "heap of the serving worker; if it runs out, the server restarts (default 96)",
-    ),
-)
-  .addOption(settingOption(SETTINGS.erc6492Factories))
-  .addOption(settingOption(SETTINGS.denyList))
-  .addOption(settingOption(SETTINGS.builderCode))
-  .addOption(settingOption(SETTINGS.ratePerClient))
-  .addOption(settingOption(SETTINGS.minAmounts))
-  .addOption(settingOption(SETTINGS.ratePerPayer))
-  .addOption(settingOption(SETTINGS.shutdownTimeout))
-  .option("-q, --quiet", "no banner and no request log on stderr")
-  .addHelpText(
-    "after",
-    afterHelp(`
+const SERVE_HELP = `
 Example (against \`facilitator devnet\`):
   source /tmp/facilitator-devnet-XXXX/devnet.env
   facilitator serve
@@ -66,8 +18,52 @@ Example (against \`facilitator devnet\`):
 
 Ctrl-C (or SIGTERM) refuses new requests (503) and lets those in flight answer, for at most
 --shutdown-timeout; a settle still waiting then is answered settlement_pending: it is in the
-journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`),
+journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`;
+
+const settling = withSettings(withSettlementOptions(new Command("serve")), "claimBatchWait")
+  .description(
+    "serve /verify, /settle, /accepts, /supported, /health, /readyz, /metrics and /llms.txt over HTTP",
   )
-  .action(async (flags) => {
-    process.exitCode = await (await import("./serve.js")).runServe(flags);
-  });
+  .option("--host <host>", "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)")
+  .option("--port <port>", "port (default 4020)");
+const serving = withSettings(settling, "retainDays", "apiKey", "apiKeysFile")
+  .option(
+    "--allowed-host <name>",
+    "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
+    collect,
+  )
+  .option("--body-limit <bytes>", "largest accepted request body (default 65536)")
+  .option(
+    "--max-connections <n>",
+    "connections served at once; more are answered 503 overloaded (default 512)",
+  )
+  .option(
+    "--max-connections-per-client <n>",
+    "connections one client address may have served at once (default half of --max-connections; behind a reverse proxy, set it to --max-connections)",
+  )
+  .option(
+    "--max-inflight-bytes <bytes>",
+    "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
+  );
+const controls = [
+  "erc6492Factories",
+  "denyList",
+  "builderCode",
+  "ratePerClient",
+  "minAmounts",
+  "ratePerPayer",
+  "shutdownTimeout",
+] as const;
+
+export const serveCommand = withSettings(
+  withChainOptions(
+    withSettings(serving, "minSignerBalance").option(
+      "--max-heap <MiB>",
+      "heap of the serving worker; if it runs out, the server restarts (default 96)",
+    ),
+  ),
+  ...controls,
+)
+  .option("-q, --quiet", "no banner and no request log on stderr")
+  .addHelpText("after", afterHelp(SERVE_HELP))
+  .action(runLoaded(async () => (await import("./serve.js")).runServe));

@@ -233,15 +233,13 @@ export async function runServe(flags: ServeFlags): Promise<number> {
 
 /** The operator controls a serve runs with, for its banner and its `listening` line. */
 function controlsInForce(config: CliConfig, apiKeys: ApiKeys | undefined) {
-  const keys = apiKeys?.keys ?? [];
-  return {
-    ...(config.denyList ? { denyList: config.denyList } : {}),
-    ...(config.builderCode ? { builderCode: config.builderCode } : {}),
-    ...(config.ratePerClient !== undefined ? { ratePerClient: config.ratePerClient } : {}),
-    ...(keys.length > 0
-      ? { keyRates: Object.fromEntries(keys.map((k) => [k.name, k.perMinute ?? DEFAULT_KEY_RATE])) }
-      : {}),
-  };
+  const rates = (apiKeys?.keys ?? []).map(
+    (k) => [k.name, k.perMinute ?? DEFAULT_KEY_RATE] as const,
+  );
+  const keyRates = rates.length > 0 ? Object.fromEntries(rates) : undefined;
+  // Those not in force are undefined: left out of the `listening` line.
+  const { denyList, builderCode, ratePerClient } = config;
+  return { denyList, builderCode, ratePerClient, keyRates };
 }
 
 function controlsLine(controls: ReturnType<typeof controlsInForce>): string {

@@ -2,10 +2,9 @@
 import chalk from "chalk";
 import { checkStatusQuery, type SettlementStatus, type StatusQuery } from "../../../core/status.js";
 import { FacilitatorError } from "../../../protocol/errors.js";
-import { parseJson, parseRequest } from "../../../protocol/request.js";
 import { facilitatorFrom, finish } from "../../facilitator/facilitator.js";
 import { UsageError } from "../../io/errors.js";
-import { readSource } from "../../io/input.js";
+import { readRequest } from "../../io/input.js";
 import { type HumanOutput, humanOutput, note, printJson } from "../../io/output.js";
 import { type ConfigFlags, loadConfig } from "../../settings/config.js";
 
@@ -28,11 +27,7 @@ async function queryOf(file: string | undefined, flags: StatusFlags): Promise<St
         : undefined;
   if (named && !named.ok) throw new UsageError(named.failure.message);
   if (named?.ok) return named.query;
-  const json = parseJson(await readSource(file as string));
-  if (!json.ok) throw new UsageError(`${file}: ${json.failure.message}`);
-  const parsed = parseRequest(json.value);
-  if (!parsed.ok) throw new UsageError(`${file}: ${parsed.failure.message}`);
-  return { request: parsed.request };
+  return { request: await readRequest(file, file as string) };
 }
 
 /** What the chain says, in a few words: "mined in block 16, 1 confirmation". */
