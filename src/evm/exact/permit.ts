@@ -95,20 +95,12 @@ function tokenCalls(payment: PermitPayment) {
   const { owner, spender, value, deadline } = permit;
   const { v, r, s } = splitSignature(signature);
   const call = (data: Hex) => ({ to: requirements.asset, data }) as const;
+  const args = [owner, spender, value, deadline, v, r, s] as const;
+  const transfer = [owner, requirements.payTo, value] as const;
   return {
-    permit: call(
-      encodeFunctionData({
-        abi: eip2612Abi,
-        functionName: "permit",
-        args: [owner, spender, value, deadline, v, r, s],
-      }),
-    ),
+    permit: call(encodeFunctionData({ abi: eip2612Abi, functionName: "permit", args })),
     transfer: call(
-      encodeFunctionData({
-        abi: eip2612Abi,
-        functionName: "transferFrom",
-        args: [owner, requirements.payTo, value],
-      }),
+      encodeFunctionData({ abi: eip2612Abi, functionName: "transferFrom", args: transfer }),
     ),
   };
 }
