@@ -1,6 +1,7 @@
 /** secp256k1: libsecp256k1 (native, else wasm) in a server, the node's ecrecover in a one-shot
  * CLI. Both take v as 27/28 or 0/1 and high s, as viem does. */
 import { createRequire } from "node:module";
+import type { recover, signRecoverable } from "tiny-secp256k1";
 import {
   type Address,
   bytesToHex,
@@ -20,20 +21,8 @@ import { checksumAddress } from "./address.js";
 import { hexOf, keccak256Bytes } from "./keccak.js";
 import { encodeSettlementTransaction, type SettlementTransaction } from "./rlp-transaction.js";
 
-type RecoverFn = (
-  hash: Uint8Array,
-  signature: Uint8Array,
-  recoveryId: 0 | 1 | 2 | 3,
-  compressed?: boolean,
-) => Uint8Array | null;
-
-type SignFn = (
-  hash: Uint8Array,
-  privateKey: Uint8Array,
-) => { signature: Uint8Array; recoveryId: 0 | 1 | 2 | 3 };
-
-let wasmRecover: RecoverFn | undefined;
-let wasmSign: SignFn | undefined;
+let wasmRecover: typeof recover | undefined;
+let wasmSign: typeof signRecoverable | undefined;
 
 const ECRECOVER = "0x0000000000000000000000000000000000000001";
 
@@ -58,8 +47,8 @@ export async function useWasmSecp256k1(options: { native?: boolean } = {}): Prom
     }
   }
   const secp = await import("tiny-secp256k1");
-  wasmRecover = secp.recover as RecoverFn;
-  wasmSign = secp.signRecoverable as SignFn;
+  wasmRecover = secp.recover;
+  wasmSign = secp.signRecoverable;
   secp256k1Backend = "wasm";
 }
 
