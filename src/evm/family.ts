@@ -75,10 +75,8 @@ export class EvmFamily implements ChainFamily {
     });
     this.#host = {
       nextSigner: () => {
-        const addresses = this.signers.addresses;
-        return addresses.length === 0
-          ? undefined
-          : addresses[this.#signerTurn++ % addresses.length];
+        const { addresses } = this.signers;
+        return addresses.length > 0 ? addresses[this.#signerTurn++ % addresses.length] : undefined;
       },
       context: (chainId) => this.#context(chainId, caip2(chainId)),
       own: (part) => keep(this.#kept, `own:${part.name}`, () => part.make(options as never)),
@@ -258,6 +256,7 @@ export class EvmFamily implements ChainFamily {
     const { signers } = this;
     const options = this.options;
     let senders: readonly Address[] | undefined;
+    const schemeGas = this.schemes.flatMap((s) => s.gas ?? []);
     const context: EvmContext = {
       signers: this.signers,
       journal: this.journal,
@@ -265,11 +264,7 @@ export class EvmFamily implements ChainFamily {
       throttle: this.throttle,
       gasAtRisk: this.gasAtRisk,
       answers: this.#answers,
-      gasBounds: gasBoundsFor(
-        chainId,
-        options.gasBounds,
-        this.schemes.flatMap((s) => s.gas ?? []),
-      ),
+      gasBounds: gasBoundsFor(chainId, options.gasBounds, schemeGas),
       allowedAssets: this.#allowedAssets.get(chainId),
       feeCapWei: feeCapFor(chainId, options).wei,
       kept: (name, make) => keep(this.#kept, name, make),

@@ -175,10 +175,9 @@ async function diagnose(
     const why = `authorization nonce ${auth.nonce} was already used or cancelled${how ? `: ${how}` : ""}`;
     return failure("nonce_already_used", why);
   }
-  for (const [field, read] of [
-    ["name", name],
-    ["version", version],
-  ] as const) {
+  const reads = { name, version };
+  for (const field of ["name", "version"] as const) {
+    const read = reads[field];
     if (read.ok && read.value !== domain[field]) {
       const why = `the token's ${field}() is "${read.value}", requirements.extra.${field} is "${domain[field]}"`;
       return failure(`token_${field}_mismatch`, why);
