@@ -1,6 +1,7 @@
 /** secp256k1: libsecp256k1 (native, else wasm) in a server, the node's ecrecover in a one-shot
  * CLI. Both take v as 27/28 or 0/1 and high s, as viem does. */
 import { createRequire } from "node:module";
+import type * as Native from "secp256k1";
 import type { recover, signRecoverable } from "tiny-secp256k1";
 import {
   type Address,
@@ -33,7 +34,7 @@ export let secp256k1Backend: "native" | "wasm" | "js" = "js";
 export async function useWasmSecp256k1(options: { native?: boolean } = {}): Promise<void> {
   if (options.native !== false) {
     try {
-      const native = createRequire(import.meta.url)("secp256k1/bindings") as NativeSecp256k1;
+      const native = createRequire(import.meta.url)("secp256k1/bindings") as typeof Native;
       wasmRecover = (hash, signature, recoveryId, compressed) =>
         native.ecdsaRecover(signature, recoveryId, hash, compressed ?? true);
       wasmSign = (hash, privateKey) => {
@@ -50,17 +51,6 @@ export async function useWasmSecp256k1(options: { native?: boolean } = {}): Prom
   wasmRecover = secp.recover;
   wasmSign = secp.signRecoverable;
   secp256k1Backend = "wasm";
-}
-
-/** The part of the `secp256k1` package's native binding used here. */
-interface NativeSecp256k1 {
-  ecdsaRecover(
-    signature: Uint8Array,
-    recid: number,
-    message: Uint8Array,
-    compressed?: boolean,
-  ): Uint8Array;
-  ecdsaSign(message: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number };
 }
 
 /** viem's account, signing with libsecp256k1 once loaded (~6x faster, same RFC 6979 low-s
