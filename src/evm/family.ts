@@ -45,25 +45,17 @@ export class EvmFamily implements ChainFamily {
   readonly inflight: InFlightLedger;
   readonly gasAtRisk: GasAtRisk;
   readonly schemes: readonly EvmScheme[];
-  readonly #rpc: RpcRegistry;
-  readonly #journal: SettlementStore;
-  readonly #throttle: PayerThrottle;
-  readonly #options: EvmOptions;
   readonly #allowedAssets = new Map<number, ReadonlySet<string>>();
   readonly #host: EvmSchemeHost;
   readonly #answers: Answers;
   #signerTurn = 0;
 
   constructor(
-    rpc: RpcRegistry,
-    journal: SettlementStore,
-    throttle: PayerThrottle,
-    options: EvmOptions = {},
+    private readonly rpc: RpcRegistry,
+    private readonly journal: SettlementStore,
+    private readonly throttle: PayerThrottle,
+    private readonly options: EvmOptions = {},
   ) {
-    this.#rpc = rpc;
-    this.#journal = journal;
-    this.#throttle = throttle;
-    this.#options = options;
     this.schemes = options.schemes ?? EVM_SCHEMES;
     this.#answers = options.answers ?? new Answers(journal);
     this.signers = new SignerPool(options.signers ?? []);
@@ -83,10 +75,8 @@ export class EvmFamily implements ChainFamily {
     });
     this.#host = {
       nextSigner: () => {
-        const addresses = this.signers.addresses;
-        return addresses.length === 0
-          ? undefined
-          : addresses[this.#signerTurn++ % addresses.length];
+        const { addresses } = this.signers;
+        return addresses.length > 0 ? addresses[this.#signerTurn++ % addresses.length] : undefined;
       },
       context: (chainId) => this.#context(chainId, caip2(chainId)),
       own: (part) => keep(this.#kept, `own:${part.name}`, () => part.make(options as never)),
@@ -116,7 +106,7 @@ export class EvmFamily implements ChainFamily {
 
   async observe(entry: JournalEntry): Promise<Observed> {
     const { network } = entry;
-    const client = await this.#rpc.client(chainIdOfEntry(entry), network);
+    const client = await this.rpc.client(chainIdOfEntry(entry), network);
     const receipt = await firstReceipt(client, [...entry.hashes].reverse());
     if (receipt) {
       const head = await client.getBlockNumber({ cacheTime: 0 });
@@ -179,9 +169,9 @@ export class EvmFamily implements ChainFamily {
     op: "verify" | "settle",
     call: (target: Target) => Promise<R>,
   ): Promise<R> {
-    const via = ({ ctx }: Target) => this.#rpc.via(ctx.chainId);
+    const via = ({ ctx }: Target) => this.rpc.via(ctx.chainId);
     const after = async ({ ctx }: Target, result: R) => {
-      await this.#rpc.confirmed(ctx.chainId);
+      await this.rpc.confirmed(ctx.chainId);
       if (op === "verify" && !result.ok && result.failure.code === "chain_unavailable") {
         this.chainTrouble(request);
       }
@@ -199,7 +189,7 @@ export class EvmFamily implements ChainFamily {
   async stillOnChain(request: PaymentRequest, transaction: string): Promise<boolean> {
     const chainId = chainIdOf(request.requirements.network, request.x402Version);
     if (typeof chainId !== "number") return false;
-    const client = await this.#rpc.client(chainId, request.requirements.network);
+    const client = await this.rpc.client(chainId, request.requirements.network);
     const receipt = await firstReceipt(client, [transaction]);
     if (receipt) return receipt.status === "success";
     const inPool = await client.getTransaction({ hash: transaction as Hex }).catch(() => undefined);
@@ -209,14 +199,14 @@ export class EvmFamily implements ChainFamily {
   /** The kinds served: exactly those verify and settle accept. */
   async supported(): Promise<Supported> {
     const kinds: SupportedKind[] = [];
-    for (const chainId of await this.#rpc.servedChainIds()) {
+    for (const chainId of await this.rpc.servedChainIds()) {
       for (const scheme of this.schemes) kinds.push(...scheme.kinds(chainId, this.#host));
     }
     return {
       kinds,
       extensions: [
         ...this.schemes.flatMap((scheme) => scheme.extensions ?? []),
-        ...(this.#options.builderCode ? ["builder-code"] : []),
+        ...(this.options.builderCode ? ["builder-code"] : []),
       ],
       signers: signersUnder("eip155:*", this.signers.addresses),
     };
@@ -226,7 +216,7 @@ export class EvmFamily implements ChainFamily {
     const scheme = this.schemes.find((s) => s.name === offer.scheme);
     if (!scheme?.complete) return undefined;
     const chainId = chainIdOfCaip2(offer.network) ?? chainIdOfV1Name(offer.network);
-    if (chainId === undefined || !(await this.#rpc.servedChainIds()).includes(chainId)) {
+    if (chainId === undefined || !(await this.rpc.servedChainIds()).includes(chainId)) {
       return undefined;
     }
     const completed = await scheme.complete(offer, chainId, this.#host);
@@ -260,24 +250,21 @@ export class EvmFamily implements ChainFamily {
   readonly #kept = new Map<string, unknown>();
 
   async #context(chainId: number, network: string): Promise<EvmContext> {
-    const client = await this.#rpc.client(chainId, network);
+    const client = await this.rpc.client(chainId, network);
     const known = this.#contexts.get(chainId);
     if (known?.client === client) return known;
     const { signers } = this;
-    const options = this.#options;
+    const options = this.options;
     let senders: readonly Address[] | undefined;
+    const schemeGas = this.schemes.flatMap((s) => s.gas ?? []);
     const context: EvmContext = {
       signers: this.signers,
-      journal: this.#journal,
+      journal: this.journal,
       inflight: this.inflight,
-      throttle: this.#throttle,
+      throttle: this.throttle,
       gasAtRisk: this.gasAtRisk,
       answers: this.#answers,
-      gasBounds: gasBoundsFor(
-        chainId,
-        options.gasBounds,
-        this.schemes.flatMap((s) => s.gas ?? []),
-      ),
+      gasBounds: gasBoundsFor(chainId, options.gasBounds, schemeGas),
       allowedAssets: this.#allowedAssets.get(chainId),
       feeCapWei: feeCapFor(chainId, options).wei,
       kept: (name, make) => keep(this.#kept, name, make),

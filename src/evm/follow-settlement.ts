@@ -53,14 +53,9 @@ export async function followSettlement(
     case "confirmed": {
       const block = picked.receipt.blockNumber;
       // A transaction with no Transfer of its own (a channel's claim) landed by being mined.
-      if (!expect || judgeLanded(ctx, expect, picked.receipt)) {
-        return at("landed", picked.hash, `in block ${block}`);
-      }
-      return at(
-        "failed",
-        picked.hash,
-        `it succeeded in block ${block} without the expected Transfer`,
-      );
+      const landed = !expect || judgeLanded(ctx, expect, picked.receipt);
+      const missing = `it succeeded in block ${block} without the expected Transfer`;
+      return at(landed ? "landed" : "failed", picked.hash, landed ? `in block ${block}` : missing);
     }
     case "reverted":
       return at("failed", picked.hash, `it reverted in block ${picked.receipt.blockNumber}`);

@@ -55,11 +55,7 @@ async function until<T>(promise: Promise<T>, deadline: number): Promise<T | unde
   const late = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now()));
   });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** Clients whose node failed eth_sendRawTransactionSync where the plain method worked. */

@@ -67,25 +67,12 @@ async function eip1559Fees(ctx: ChainAccess): Promise<Fees> {
   return { type: "eip1559", maxFeePerGas, maxPriorityFeePerGas };
 }
 
-export function feesOf(tx: TransactionSerializable): Fees {
-  return tx.type === "legacy"
-    ? { type: "legacy", gasPrice: tx.gasPrice ?? 0n }
-    : {
-        type: "eip1559",
-        maxFeePerGas: tx.maxFeePerGas ?? 0n,
-        maxPriorityFeePerGas: tx.maxPriorityFeePerGas ?? 0n,
-      };
-}
-
-export function bump(fees: Fees): Fees {
-  const up = (value: bigint) => (value * REPLACEMENT_BUMP_PERCENT) / 100n + 1n;
-  return fees.type === "eip1559"
-    ? {
-        type: "eip1559",
-        maxFeePerGas: up(fees.maxFeePerGas),
-        maxPriorityFeePerGas: up(fees.maxPriorityFeePerGas),
-      }
-    : { type: "legacy", gasPrice: up(fees.gasPrice) };
+/** A signed transaction's fees raised for its replacement. */
+export function bumpedFees(tx: TransactionSerializable): Fees {
+  const up = (value = 0n) => (value * REPLACEMENT_BUMP_PERCENT) / 100n + 1n;
+  if (tx.type === "legacy") return { type: "legacy", gasPrice: up(tx.gasPrice) };
+  const maxPriorityFeePerGas = up(tx.maxPriorityFeePerGas);
+  return { type: "eip1559", maxFeePerGas: up(tx.maxFeePerGas), maxPriorityFeePerGas };
 }
 
 /** The fee cap on `chainId`: configured per chain, else for all, else the network's default. */

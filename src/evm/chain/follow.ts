@@ -12,7 +12,7 @@ import { isUnreachable } from "../../rpc/rpc.js";
 import { bytesOfHex } from "./abi-words.js";
 import type { ChainAccess } from "./access.js";
 import { broadcast, NONCE_USED, type Refusal, refusal, sendRaw } from "./broadcast.js";
-import { bump, feesOf, overCap } from "./fees.js";
+import { bumpedFees, overCap } from "./fees.js";
 import { forgetGasEstimates } from "./gas.js";
 import { keccak256Hex } from "./keccak.js";
 import { isLocalNode, LOCAL_PARKED_AFTER_MS, sawBlock } from "./local-node.js";
@@ -290,7 +290,7 @@ async function raisedFees(
   key: string,
   signed: TransactionSerializable,
 ): Promise<Issued | undefined> {
-  const fees = bump(feesOf(signed));
+  const fees = bumpedFees(signed);
   if (overCap(ctx, signed.gas ?? 0n, fees)) return undefined;
   const tx = { ...signed, ...fees } as TransactionSerializable;
   const raw = await lane.account.signTransaction(tx);

@@ -78,11 +78,8 @@ export class GasAtRisk {
   }
 
   budget(chainId: number): bigint {
-    return (
-      this.#options.budgetGasByChain?.[chainId] ??
-      this.#options.budgetGas ??
-      DEFAULT_WASTED_GAS_BUDGET
-    );
+    const { budgetGasByChain, budgetGas } = this.#options;
+    return budgetGasByChain?.[chainId] ?? budgetGas ?? DEFAULT_WASTED_GAS_BUDGET;
   }
 
   wastedGas(chainId: number, now = Date.now()): bigint {

@@ -18,9 +18,8 @@ export function hasGasEstimate(gasKey: string): boolean {
 
 /** The gas limit to send with under `gasKey`, if an estimate may be reused. */
 export function reusedGasLimit(gasKey: string | undefined): bigint | undefined {
-  if (!gasKey || !hasGasEstimate(gasKey)) return undefined;
-  const entry = gasEstimates.get(gasKey);
-  return entry ? (entry.gas * REUSED_GAS_PERCENT) / 100n : undefined;
+  const entry = gasKey && hasGasEstimate(gasKey) ? gasEstimates.get(gasKey) : undefined;
+  return entry && (entry.gas * REUSED_GAS_PERCENT) / 100n;
 }
 
 /** Remembers a fresh estimate and returns the gas limit to send with. */

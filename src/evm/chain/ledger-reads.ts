@@ -3,12 +3,10 @@ import { type Address, erc20Abi } from "viem";
 import {
   balanceShortfall,
   type HeldSpend,
-  type HoldToCheck,
   inFlightNote,
   type LedgerReads,
   type PointRead,
 } from "../../core/ledger-reads.js";
-import type { SettlementStore } from "../../core/store.js";
 import { tokenAmount } from "../../protocol/amounts.js";
 import { type Failure, failure } from "../../protocol/errors.js";
 import type { ChainAccess } from "./access.js";
@@ -37,21 +35,11 @@ export function heldByTransfer(chainId: number, expect: EvmTransfer): HeldSpend[
   return [{ slot: slotOf(chainId, spend), amount: spend.amount }];
 }
 
-export class EvmLedgerReads implements LedgerReads<Spend> {
-  readonly store: SettlementStore;
-  readonly #ctx: ChainAccess;
-
-  constructor(ctx: ChainAccess) {
-    this.#ctx = ctx;
-    this.store = ctx.journal;
-  }
-
-  slotOf(spend: Spend): string {
-    return slotOf(this.#ctx.chainId, spend);
-  }
-
-  async read(spends: readonly Spend[], holds: readonly HoldToCheck[]): Promise<PointRead> {
-    const ctx = this.#ctx;
+/** The ledger's reads of spends on `ctx`'s chain. */
+export const evmLedgerReads = (ctx: ChainAccess): LedgerReads<Spend> => ({
+  store: ctx.journal,
+  slotOf: (spend) => slotOf(ctx.chainId, spend),
+  async read(spends, holds): Promise<PointRead> {
     const block = await ctx.client.getBlockNumber({ cacheTime: 0 });
     const [available, mined] = await Promise.all([
       Promise.all(spends.map((spend) => readAvailable(ctx, spend, block))),
@@ -66,10 +54,9 @@ export class EvmLedgerReads implements LedgerReads<Spend> {
     for (const m of mined)
       if (m.block !== undefined && m.block <= block) landed.set(m.key, m.block);
     return { point: block, available, landed };
-  }
-
-  shortfall(spend: Spend, have: bigint, held: bigint): Failure {
-    const token = keptTokenUnits(this.#ctx.chainId, spend.token);
+  },
+  shortfall(spend, have, held): Failure {
+    const token = keptTokenUnits(ctx.chainId, spend.token);
     const say = (units: bigint) => tokenAmount(units, token);
     if (spend.spender) {
       return failure(
@@ -78,8 +65,8 @@ export class EvmLedgerReads implements LedgerReads<Spend> {
       );
     }
     return balanceShortfall("the payer", have, held, spend.amount, say);
-  }
-}
+  },
+});
 
 /** The payer's balance, or for a spend through an allowance that allowance, at `blockNumber`. */
 function readAvailable(ctx: ChainAccess, spend: Spend, blockNumber: bigint) {

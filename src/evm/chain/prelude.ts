@@ -1,14 +1,6 @@
 /** Transactions that must land before the payment (permit, approval), each through the settle
  * loop as `key#name`: the money rules hold and a retry picks it up where it was. */
-import {
-  type Address,
-  type Hex,
-  keccak256,
-  parseTransaction,
-  recoverTransactionAddress,
-  type TransactionReceipt,
-  type TransactionSerialized,
-} from "viem";
+import { type Address, type Hex, keccak256, type TransactionReceipt } from "viem";
 import {
   inProgress,
   type MaySend,
@@ -50,9 +42,16 @@ export interface Prelude {
   /** Our call, or the payer's signed bytes (with the gas it lacks sent first: `fund`). */
   readonly tx:
     | { readonly call: ContractCall; readonly gas: GasNeed }
-    | { readonly raw: Hex; readonly fund?: Funding | undefined };
+    | (PayersTransaction & { readonly fund?: Funding | undefined });
   /** False: the chain has what it does already, it is skipped. */
   readonly needed: (ctx: SendingAccess) => Promise<boolean>;
+}
+
+/** The payer's own signed transaction (checked as its: `from` signed it, at `nonce`). */
+export interface PayersTransaction {
+  readonly raw: Hex;
+  readonly from: Address;
+  readonly nonce: number;
 }
 
 /** Why the preludes stopped; `payersFault`: its own transaction failed, still to be charged. */
@@ -65,7 +64,7 @@ type Stop = { readonly ok: false } & Stopped;
 type Landing = { readonly ok: true } | Stop;
 const LANDED: Landing = { ok: true };
 
-type Ready = { readonly call: PreparedCall } | { readonly raw: Hex };
+type Ready = { readonly call: PreparedCall } | PayersTransaction;
 
 const POLL_MS = 250;
 
@@ -140,7 +139,7 @@ function preludeSteps(
       const over = await ctx.gasAtRisk.refusal(ctx.chainId, chargeTo.payer, chargeTo.asset);
       if (over) return { ok: false, result: stop(failed(over)) };
       if (!(await prelude.needed(ctx))) return { ok: false, result: LANDED };
-      if ("raw" in tx) return { ok: true, value: { raw: tx.raw } };
+      if ("raw" in tx) return { ok: true, value: tx };
       const call = await prepareCall(ctx, tx.call, tx.gas, { signer });
       return "kind" in call ? { ok: false, result: stop(call) } : { ok: true, value: { call } };
     },
@@ -156,7 +155,7 @@ function preludeSteps(
       const unfunded = fund && (await fundPayer(ctx, fund, signer, may));
       const what = `the gas for the payer's ${prelude.name} transaction, which must land before the payment`;
       if (unfunded) return stopping(what, unfunded);
-      return ended(await sendPayers(ctx, key, ready.raw, may));
+      return ended(await sendPayers(ctx, key, ready, may));
     },
   };
 }
@@ -211,20 +210,10 @@ function stopAt(what: string, outcome: CallOutcome): CallOutcome {
 async function sendPayers(
   ctx: SendingAccess,
   key: string,
-  raw: Hex,
+  { raw, from, nonce }: PayersTransaction,
   may: MaySend,
 ): Promise<CallOutcome> {
   const hash = keccak256(raw);
-  let from: Address;
-  let nonce: number;
-  try {
-    from = await recoverTransactionAddress({ serializedTransaction: raw as TransactionSerialized });
-    nonce = parseTransaction(raw).nonce ?? 0;
-  } catch (error) {
-    return failed(
-      failure("invalid_request", `the signed transaction cannot be read: ${shortText(error)}`),
-    );
-  }
   const entry = { key, network: caip2(ctx.chainId), signer: from, txNonce: nonce };
   try {
     await ctx.journal.recordSend(entry, hash, raw);

@@ -1,6 +1,8 @@
 /** secp256k1: libsecp256k1 (native, else wasm) in a server, the node's ecrecover in a one-shot
  * CLI. Both take v as 27/28 or 0/1 and high s, as viem does. */
 import { createRequire } from "node:module";
+import type * as Native from "secp256k1";
+import type { recover, signRecoverable } from "tiny-secp256k1";
 import {
   type Address,
   bytesToHex,
@@ -20,20 +22,8 @@ import { checksumAddress } from "./address.js";
 import { hexOf, keccak256Bytes } from "./keccak.js";
 import { encodeSettlementTransaction, type SettlementTransaction } from "./rlp-transaction.js";
 
-type RecoverFn = (
-  hash: Uint8Array,
-  signature: Uint8Array,
-  recoveryId: 0 | 1 | 2 | 3,
-  compressed?: boolean,
-) => Uint8Array | null;
-
-type SignFn = (
-  hash: Uint8Array,
-  privateKey: Uint8Array,
-) => { signature: Uint8Array; recoveryId: 0 | 1 | 2 | 3 };
-
-let wasmRecover: RecoverFn | undefined;
-let wasmSign: SignFn | undefined;
+let wasmRecover: typeof recover | undefined;
+let wasmSign: typeof signRecoverable | undefined;
 
 const ECRECOVER = "0x0000000000000000000000000000000000000001";
 
@@ -44,7 +34,7 @@ export let secp256k1Backend: "native" | "wasm" | "js" = "js";
 export async function useWasmSecp256k1(options: { native?: boolean } = {}): Promise<void> {
   if (options.native !== false) {
     try {
-      const native = createRequire(import.meta.url)("secp256k1/bindings") as NativeSecp256k1;
+      const native = createRequire(import.meta.url)("secp256k1/bindings") as typeof Native;
       wasmRecover = (hash, signature, recoveryId, compressed) =>
         native.ecdsaRecover(signature, recoveryId, hash, compressed ?? true);
       wasmSign = (hash, privateKey) => {
@@ -58,20 +48,9 @@ export async function useWasmSecp256k1(options: { native?: boolean } = {}): Prom
     }
   }
   const secp = await import("tiny-secp256k1");
-  wasmRecover = secp.recover as RecoverFn;
-  wasmSign = secp.signRecoverable as SignFn;
+  wasmRecover = secp.recover;
+  wasmSign = secp.signRecoverable;
   secp256k1Backend = "wasm";
-}
-
-/** The part of the `secp256k1` package's native binding used here. */
-interface NativeSecp256k1 {
-  ecdsaRecover(
-    signature: Uint8Array,
-    recid: number,
-    message: Uint8Array,
-    compressed?: boolean,
-  ): Uint8Array;
-  ecdsaSign(message: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recid: number };
 }
 
 /** viem's account, signing with libsecp256k1 once loaded (~6x faster, same RFC 6979 low-s

@@ -202,8 +202,7 @@ export class SignerLane {
         const ahead = this.#ahead.get(chainId);
         this.#ahead.delete(chainId);
         const fresh = ahead && Date.now() - ahead.at < READ_AHEAD_MS ? ahead.read : undefined;
-        const pending = await (fresh ??
-          client.getTransactionCount({ address: this.address, blockTag: "pending" }));
+        const pending = await (fresh ?? this.pendingCount(client));
         this.#stale.delete(chainId);
         nonce = Math.max(pending, nonce ?? 0, (this.#taken.get(chainId) ?? -1) + 1);
       }
@@ -216,11 +215,16 @@ export class SignerLane {
     });
   }
 
+  /** The node's count of this key's transactions, pending ones included: its next nonce. */
+  pendingCount(client: PublicClient): Promise<number> {
+    return client.getTransactionCount({ address: this.address, blockTag: "pending" });
+  }
+
   /** Reads the pending count early when the next send will need it (one round trip less). */
   readAhead(client: PublicClient, chainId: number): void {
     if (this.#ahead.has(chainId)) return;
     if (this.#next.has(chainId) && !this.#stale.has(chainId)) return;
-    const read = client.getTransactionCount({ address: this.address, blockTag: "pending" });
+    const read = this.pendingCount(client);
     const ahead = { at: Date.now(), read };
     read.catch(() => {
       if (this.#ahead.get(chainId) === ahead) this.#ahead.delete(chainId);
@@ -283,10 +287,7 @@ export class SignerLane {
   }
 
   async #fillHoles(ctx: ChainAccess, below: number, may: MaySend): Promise<void> {
-    const pending = await ctx.client.getTransactionCount({
-      address: this.address,
-      blockTag: "pending",
-    });
+    const pending = await this.pendingCount(ctx.client);
     for (let hole = pending; hole < below; hole++) await this.#fill(ctx, hole, may);
     if (pending < below) this.observe(ctx.chainId, below);
   }

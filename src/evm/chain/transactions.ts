@@ -130,10 +130,7 @@ export async function simulateCall(
 ): Promise<CallOutcome> {
   const { lane, base } = prepared;
   try {
-    const nonce = await ctx.client.getTransactionCount({
-      address: lane.address,
-      blockTag: "pending",
-    });
+    const nonce = await lane.pendingCount(ctx.client);
     const raw = await lane.account.signTransaction({ ...base, nonce });
     const { type: _type, chainId: _chainId, ...params } = base;
     await ctx.client.call({ ...params, nonce, account: lane.address, blockTag: "latest" });

@@ -141,10 +141,8 @@ export async function simulationFailure(
 
 export function chainFailure(error: unknown, doing: string): Failure {
   if (isUnreachable(error)) {
-    return failure(
-      "chain_unavailable",
-      `${doing}: the RPC could not be reached (${unreachableReason(error)})`,
-    );
+    const why = `${doing}: the RPC could not be reached (${unreachableReason(error)})`;
+    return failure("chain_unavailable", why);
   }
   // The node's error that is no revert (a revert is the call's answer): the chain failed us.
   const said = isRevert(error) ? undefined : nodeErrorOf(error);

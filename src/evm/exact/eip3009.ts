@@ -37,7 +37,7 @@ import {
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
-import { nonceTaken, sameTransfer } from "./judge.js";
+import { nonceTaken } from "./judge.js";
 import type { Verified } from "./method.js";
 import { exactPaymentMethod } from "./pipeline.js";
 import {
@@ -175,10 +175,9 @@ async function diagnose(
     const why = `authorization nonce ${auth.nonce} was already used or cancelled${how ? `: ${how}` : ""}`;
     return failure("nonce_already_used", why);
   }
-  for (const [field, read] of [
-    ["name", name],
-    ["version", version],
-  ] as const) {
+  const reads = { name, version };
+  for (const field of ["name", "version"] as const) {
+    const read = reads[field];
     if (read.ok && read.value !== domain[field]) {
       const why = `the token's ${field}() is "${read.value}", requirements.extra.${field} is "${domain[field]}"`;
       return failure(`token_${field}_mismatch`, why);
@@ -284,8 +283,8 @@ export const eip3009 = exactPaymentMethod<Eip3009Payment>({
   async sameAsJournal(ctx, payment, entry) {
     const { requirements, authorization: auth } = payment;
     const asked = isAddressEqual(requirements.payTo, auth.to) && requirements.amount === auth.value;
-    if (!asked || !sameTransfer(expectedTransfer(payment), entry)) return nonceTaken(entry);
-    return journaledTokenSigner(ctx, payment, auth.from, digestOf(ctx, payment));
+    const taken = nonceTaken(entry, asked && expectedTransfer(payment));
+    return taken ?? journaledTokenSigner(ctx, payment, auth.from, digestOf(ctx, payment));
   },
 
   diagnose,

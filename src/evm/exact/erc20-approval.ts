@@ -15,7 +15,7 @@ import {
 import type { PaymentRequest } from "../../protocol/request.js";
 import type { ChainAccess } from "../chain/access.js";
 import { estimateFees } from "../chain/fees.js";
-import type { Prelude } from "../chain/prelude.js";
+import type { PayersTransaction, Prelude } from "../chain/prelude.js";
 import type { EvmContext } from "../context.js";
 import type { Step } from "./checks.js";
 import { PERMIT2_ADDRESS } from "./permit2-encoding.js";
@@ -31,9 +31,7 @@ const MAX_FEE_MULTIPLE = 3n;
 const MAX_FEE_FLOOR = 5_000_000_000n;
 
 /** The payer's approval, ready to be funded and sent. */
-export interface SponsoredApproval {
-  readonly raw: Hex;
-  readonly from: Address;
+export interface SponsoredApproval extends PayersTransaction {
   /** What the approval may cost the payer in gas: what we fund at most. */
   readonly cost: bigint;
 }
@@ -142,7 +140,7 @@ async function fundable(
   if (tx.nonce !== nonce) {
     return refuse(`the transaction has nonce ${tx.nonce}, the payer's next is ${nonce}`);
   }
-  return { ok: true, value: { raw, from: payer, cost: gas * perGas } };
+  return { ok: true, value: { raw, from: payer, nonce, cost: gas * perGas } };
 }
 
 /** What lands before the payment: the payer's approval (with the gas it lacks sent first). */
@@ -156,5 +154,6 @@ export function approvalPreludes(
     return (await read.allowance([approval.from, PERMIT2_ADDRESS])) < amount;
   };
   const fund = { payer: approval.from, asset: token, cost: approval.cost };
-  return [{ name: "approve", tx: { raw: approval.raw, fund }, needed: approvalNeeded }];
+  const { raw, from, nonce } = approval;
+  return [{ name: "approve", tx: { raw, from, nonce, fund }, needed: approvalNeeded }];
 }

@@ -34,7 +34,7 @@ import {
   unitsOf,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
-import { nonceTaken, sameTransfer } from "./judge.js";
+import { nonceTaken } from "./judge.js";
 import type { Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
 import { exactPaymentMethod } from "./pipeline.js";
@@ -95,20 +95,12 @@ function tokenCalls(payment: PermitPayment) {
   const { owner, spender, value, deadline } = permit;
   const { v, r, s } = splitSignature(signature);
   const call = (data: Hex) => ({ to: requirements.asset, data }) as const;
+  const args = [owner, spender, value, deadline, v, r, s] as const;
+  const transfer = [owner, requirements.payTo, value] as const;
   return {
-    permit: call(
-      encodeFunctionData({
-        abi: eip2612Abi,
-        functionName: "permit",
-        args: [owner, spender, value, deadline, v, r, s],
-      }),
-    ),
+    permit: call(encodeFunctionData({ abi: eip2612Abi, functionName: "permit", args })),
     transfer: call(
-      encodeFunctionData({
-        abi: eip2612Abi,
-        functionName: "transferFrom",
-        args: [owner, requirements.payTo, value],
-      }),
+      encodeFunctionData({ abi: eip2612Abi, functionName: "transferFrom", args: transfer }),
     ),
   };
 }
@@ -277,8 +269,9 @@ export const permit = exactPaymentMethod<PermitPayment>({
   verify,
 
   async sameAsJournal(ctx, payment, entry) {
-    if (!sameTransfer(expectedTransfer(payment), entry)) return nonceTaken(entry);
-    return journaledTokenSigner(ctx, payment, payment.authorization.owner, digestOf(ctx, payment));
+    const { owner } = payment.authorization;
+    const taken = nonceTaken(entry, expectedTransfer(payment));
+    return taken ?? journaledTokenSigner(ctx, payment, owner, digestOf(ctx, payment));
   },
 
   diagnose,

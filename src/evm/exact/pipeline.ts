@@ -22,7 +22,7 @@ import { credited } from "../chain/builder-code.js";
 import { evmEntry } from "../chain/entry.js";
 import { estimateFees } from "../chain/fees.js";
 import { hasGasEstimate } from "../chain/gas.js";
-import { EvmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
+import { evmLedgerReads, heldByTransfer } from "../chain/ledger-reads.js";
 import { type CallOutcome, type ContractCall, sentData } from "../chain/outcome.js";
 import { landPreludes } from "../chain/prelude.js";
 import { recheckAnswered, reconcile } from "../chain/reconcile.js";
@@ -249,7 +249,7 @@ function paymentSteps<P>(
     },
     // Decided where it cannot race: what this payer already has in flight counts.
     async hold({ checked, mark }) {
-      const reads = new EvmLedgerReads(ctx);
+      const reads = evmLedgerReads(ctx);
       const short = await ctx.inflight.reserve(reads, key, checked.spends, mark);
       return short ? { ok: false, payer: checked.expect.from, failure: short } : undefined;
     },

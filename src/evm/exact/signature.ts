@@ -73,26 +73,21 @@ export async function checkSignature(
         const why = `the payer's wallet is not deployed and its factory ${factory} is not allowed (--erc6492-factory)`;
         return refuse(failure("unsupported_signature", why));
       }
+      // Checked by deploying the wallet inside an eth_call.
       const deployment = { factory, calldata: wrapped.data ?? "0x" } as const;
-      return counterfactual(ctx, payer, digest, signed, deployment);
+      const valid = () =>
+        ctx.client.verifyHash({ address: payer, hash: digest, signature: signed });
+      return walletSays(valid, { deployment }, "payer's undeployed wallet", "(ERC-6492)");
     }
     signature = wrapped.signature;
   }
 
   if (payerHasCode) {
     // A contract wallet (or an EIP-7702 account): only its EIP-1271 answer counts.
-    try {
-      const answer = await ctx.client.readContract({
-        address: payer,
-        abi: erc1271Abi,
-        functionName: "isValidSignature",
-        args: [digest, signature],
-      });
-      if (answer === ERC1271_MAGIC) return { ok: true, value: {} };
-    } catch (error) {
-      if (isUnreachable(error)) return refuse(chainFailure(error, "asking the payer's wallet"));
-    }
-    return invalid("is refused by the payer's wallet contract (EIP-1271)");
+    const call = { address: payer, abi: erc1271Abi, functionName: "isValidSignature" } as const;
+    const answer = () => ctx.client.readContract({ ...call, args: [digest, signature] });
+    const valid = async () => (await answer()) === ERC1271_MAGIC;
+    return walletSays(valid, {}, "payer's wallet", "contract (EIP-1271)");
   }
 
   if (size(signature) !== 65) {
@@ -150,23 +145,19 @@ export function innerSignature(signature: Hex): Hex {
   return isErc6492Signature(signature) ? parseErc6492Signature(signature).signature : signature;
 }
 
-/** Checks a counterfactual wallet's signature by deploying it inside an eth_call. */
-async function counterfactual(
-  ctx: EvmContext,
-  payer: Address,
-  digest: Hex,
-  wrapped: Hex,
-  deployment: Deployment,
+/** The payer's wallet's verdict on its signature: unreachable is a chain failure, not a refusal. */
+async function walletSays(
+  valid: () => Promise<boolean>,
+  signed: Signed,
+  wallet: string,
+  standard: string,
 ): Promise<Step<Signed>> {
   try {
-    const valid = await ctx.client.verifyHash({ address: payer, hash: digest, signature: wrapped });
-    if (valid) return { ok: true, value: { deployment } };
+    if (await valid()) return { ok: true, value: signed };
   } catch (error) {
-    if (isUnreachable(error)) {
-      return refuse(chainFailure(error, "asking the payer's undeployed wallet"));
-    }
+    if (isUnreachable(error)) return refuse(chainFailure(error, `asking the ${wallet}`));
   }
-  return invalid("is refused by the payer's undeployed wallet (ERC-6492)");
+  return invalid(`is refused by the ${wallet} ${standard}`);
 }
 
 const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
