@@ -238,13 +238,8 @@ export class Journal implements SettlementStore {
   /** Who settled with us (a count per payer and asset), kept past the entries themselves. */
   readonly #settledBy = new SettledBy();
 
-  async settlementsOf(
-    network: string,
-    who: { payer: string } | { asset: string },
-    atMost: number,
-  ): Promise<number> {
-    return this.#settledBy.count(network, who, atMost);
-  }
+  readonly settlementsOf: NonNullable<SettlementStore["settlementsOf"]> = (network, who, atMost) =>
+    Promise.resolve(this.#settledBy.count(network, who, atMost));
 
   close(): void {
     clearTimeout(this.#raiseFlush);
