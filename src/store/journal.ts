@@ -198,10 +198,8 @@ export class Journal implements SettlementStore {
     const refused = this.#schemeState.raise(namespace, id, value, seenAt);
     if (this.#commits.fd === undefined || refused !== undefined) return refused;
     // Written a second later, a line per id: the hot path waits for no disk (the port allows it).
-    if (!this.#raiseFlush) {
-      this.#raiseFlush = setTimeout(() => this.#flushRaises(), RAISE_FLUSH_MS);
-      this.#raiseFlush.unref();
-    }
+    this.#raiseFlush ??= setTimeout(() => this.#flushRaises(), RAISE_FLUSH_MS);
+    this.#raiseFlush.unref();
     return undefined;
   }
 
