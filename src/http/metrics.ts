@@ -107,37 +107,30 @@ export async function createMetrics() {
   let solana = new Set<string>();
   const seen = new Set<string>();
 
-  /** The balances read (each bounded), the unreadable left out. */
-  const balances = async <N>(
+  /** The balances read (each bounded), the unreadable left out, each under its labels. */
+  const balances = async <N, L extends string>(
     of: (
       facilitator: Facilitator,
       timeoutMs: number,
     ) => Promise<{ network: N; holder: string; amount?: bigint | undefined }[]>,
-  ) => {
+    labels: (network: N, holder: string) => Prom.LabelValues<L>,
+  ): Promise<[Prom.LabelValues<L>, number][]> => {
     const found = facilitator ? await of(facilitator, BALANCE_TIMEOUT_MS).catch(() => []) : [];
     return found.flatMap(({ network, holder, amount }) =>
-      amount === undefined ? [] : [{ network, holder, amount: Number(amount) }],
+      amount === undefined ? [] : [[labels(network, holder), Number(amount)]],
     );
   };
   scraped(
     "signer_balance_wei",
     "native balance of each signer on each chain of a configured RPC, read at scrape time",
     chainSigner,
-    async () =>
-      (await balances(signerBalances)).map((b) => [
-        { chain_id: String(b.network), signer: b.holder },
-        b.amount,
-      ]),
+    () => balances(signerBalances, (chainId, signer) => ({ chain_id: String(chainId), signer })),
   );
   scraped(
     "svm_fee_payer_lamports",
     "SOL of each Solana fee payer on each served cluster, in lamports, read at scrape time",
     ["network", "fee_payer"],
-    async () =>
-      (await balances(feePayerBalances)).map((b) => [
-        { network: b.network, fee_payer: b.holder },
-        b.amount,
-      ]),
+    () => balances(feePayerBalances, (network, fee_payer) => ({ network, fee_payer })),
   );
   /** Per chain of a configured RPC or with waste: the gas wasted in the window, or the budget. */
   const perChain = (name: string, help: string, which: "wastedGas" | "budget") =>
