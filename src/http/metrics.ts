@@ -1,6 +1,7 @@
 /** GET /metrics: prom-client loaded only by serve, a registry per instance. */
 import type * as Prom from "prom-client";
 import type { MetricsSink } from "../core/metrics.js";
+import { setNewest } from "../core/newest.js";
 import type { Facilitator } from "../facilitator.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
@@ -105,7 +106,7 @@ export async function createMetrics() {
   let configured = new Set<number>();
   /** The Solana clusters a configured RPC serves. */
   let solana = new Set<string>();
-  const seen = new Set<string>();
+  const seen = new Map<string, true>();
 
   /** The balances read (each bounded), the unreadable left out, each under its labels. */
   const balances = async <N, L extends string>(
@@ -185,9 +186,7 @@ export async function createMetrics() {
   /** Whether `key` is reported for the first time (of the last SEEN_RECEIPTS). */
   const firstTime = (key: string): boolean => {
     if (seen.has(key)) return false;
-    seen.add(key);
-    const oldest = seen.values().next().value;
-    if (seen.size > SEEN_RECEIPTS && oldest !== undefined) seen.delete(oldest);
+    setNewest(seen, key, true, SEEN_RECEIPTS);
     return true;
   };
 
