@@ -1,4 +1,5 @@
 /** The bazaar catalogue port; entries, filters and updates decided here so both stores agree. */
+import { addressKey } from "../protocol/transaction-hash.js";
 import { canonical } from "../protocol/words.js";
 import type { Discovered } from "./bazaar.js";
 
@@ -72,18 +73,11 @@ export const catalogueKey = (resource: string, toolName?: string | undefined) =>
 const same = (a: string | undefined, b: string | undefined) =>
   (a ?? "").toLowerCase() === (b ?? "").toLowerCase();
 
-const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-
-/** An address as compared: EVM's in lower case (a checksum is only a spelling), others as written. */
-const address = (value: unknown) => {
-  const text = String(value);
-  return EVM_ADDRESS.test(text) ? text.toLowerCase() : text;
-};
 /** Whether two payees are one: a Solana (base58) address in another case is another address. */
-export const samePayee = (a: string, b: string) => address(a) === address(b);
+export const samePayee = (a: string, b: string) => addressKey(a) === addressKey(b);
 
 const acceptKey = (a: Readonly<Record<string, unknown>>) =>
-  [a.scheme, a.network, address(a.asset), address(a.payTo)].join(" ");
+  [a.scheme, a.network, addressKey(String(a.asset)), addressKey(String(a.payTo))].join(" ");
 
 /** Only the owner's payment brings content, its requirements first so others cannot push them
  * out; `write`: more than time changed. */

@@ -38,17 +38,17 @@ export interface TransactionLookup {
 }
 
 export class Discovery {
-  readonly catalogue: Catalogue;
   readonly bounds: CatalogueBounds;
-  readonly #store: TransactionLookup;
   readonly #now: () => number;
   /** Settles answered `submitted`, by transaction: catalogued once the store says they landed. */
   readonly #watched = new Map<string, Accepted & { readonly until: number }>();
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(catalogue: Catalogue, store: TransactionLookup, options: DiscoveryOptions = {}) {
-    this.catalogue = catalogue;
-    this.#store = store;
+  constructor(
+    readonly catalogue: Catalogue,
+    private readonly store: TransactionLookup,
+    options: DiscoveryOptions = {},
+  ) {
     this.bounds = { ...DEFAULT_CATALOGUE_BOUNDS, ...options.bounds };
     this.#now = options.now ?? Date.now;
   }
@@ -143,7 +143,7 @@ export class Discovery {
   /** One look at each watched settle: catalogued when it landed, forgotten when it cannot. */
   async #follow(): Promise<void> {
     for (const [transaction, watched] of [...this.#watched]) {
-      const state = await Promise.resolve(this.#store.findByTransaction(transaction)).then(
+      const state = await Promise.resolve(this.store.findByTransaction(transaction)).then(
         (entry) => entry?.state,
         () => undefined,
       );

@@ -8,19 +8,16 @@ import { type JournalEntry, notRecorded, type SettlementStore, UNRECORDED } from
 const RETRY_MS = 500;
 
 export class Answers {
-  readonly #store: SettlementStore;
   /** Records of this run that may say answered, though no success was handed over. */
   readonly #unsent = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(store: SettlementStore) {
-    this.#store = store;
-  }
+  constructor(private readonly store: SettlementStore) {}
 
   /** Call right before handing over a success for `key`: true when the store holds it answered. */
   async answer(key: string, mined = true): Promise<boolean> {
     try {
-      await this.#store.markAnswered(key, mined ? "answered" : "submitted");
+      await this.store.markAnswered(key, mined ? "answered" : "submitted");
       return true;
     } catch (error) {
       if (!notRecorded(error)) this.#setBack(key);
@@ -30,7 +27,7 @@ export class Answers {
 
   /** A record of this run's that says answered, though no success was handed over. */
   unsent(entry: JournalEntry): boolean {
-    return entry.owner === this.#store.runId && this.#unsent.has(entry.key);
+    return entry.owner === this.store.runId && this.#unsent.has(entry.key);
   }
 
   /** Waits (up to `timeoutMs`) for records still to be set back: a process about to exit. */
@@ -59,7 +56,7 @@ export class Answers {
   async #writeAll(): Promise<void> {
     await Promise.all(
       [...this.#unsent].map((key) =>
-        this.#store.unmarkAnswered(key).then(
+        this.store.unmarkAnswered(key).then(
           () => this.#unsent.delete(key),
           () => undefined,
         ),

@@ -39,8 +39,6 @@ export function valueBytes(value: unknown): number {
 }
 
 export class BudgetMap<K, V> extends Map<K, V> {
-  readonly maxBytes: number;
-  readonly #sizeOf: (key: K, value: V) => number;
   readonly #sizes = new Map<K, number>();
   #bytes = 0;
   /** The oldest entry's place: eviction does not walk over the holes before it again. */
@@ -51,13 +49,11 @@ export class BudgetMap<K, V> extends Map<K, V> {
 
   /** `maxEntries` bounds the entries too; `onForget` is told of each one forgotten for a bound. */
   constructor(
-    maxBytes: number,
-    sizeOf: (key: K, value: V) => number,
+    readonly maxBytes: number,
+    private readonly sizeOf: (key: K, value: V) => number,
     options: { maxEntries?: number; onForget?: (key: K, value: V) => void } = {},
   ) {
     super();
-    this.maxBytes = maxBytes;
-    this.#sizeOf = sizeOf;
     this.#maxEntries = options.maxEntries ?? Number.POSITIVE_INFINITY;
     this.#onForget = options.onForget;
   }
@@ -72,7 +68,7 @@ export class BudgetMap<K, V> extends Map<K, V> {
     if (this.#sizes.has(key)) this.delete(key);
     super.set(key, value);
     // Its slot here and in #sizes.
-    const size = 2 * SLOT + this.#sizeOf(key, value);
+    const size = 2 * SLOT + this.sizeOf(key, value);
     this.#sizes.set(key, size);
     this.#bytes += size;
     while ((this.#bytes > this.maxBytes || this.size > this.#maxEntries) && this.size > 1) {

@@ -34,15 +34,8 @@ export function paymentIdentifier(request: PaymentRequest): string | undefined |
 /** What makes two requests the same payment: everything but how long the caller waits. */
 export function fingerprint(request: PaymentRequest): string {
   const { x402Version, payloadScheme, payloadNetwork, payload, requirements, extensions } = request;
-  const text = canonical({
-    x402Version,
-    payloadScheme,
-    payloadNetwork,
-    payload,
-    requirements,
-    extensions,
-  });
-  return createHash("sha256").update(text).digest("hex");
+  const same = { x402Version, payloadScheme, payloadNetwork, payload, requirements, extensions };
+  return createHash("sha256").update(canonical(same)).digest("hex");
 }
 
 type Success = Extract<SettleResult, { ok: true }>;

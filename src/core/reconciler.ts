@@ -131,18 +131,16 @@ const isOpen = (entry: JournalEntry) => entry.state === "broadcast" || entry.sta
 
 /** A pass every `everyMs` (timers never hold the process up), until stopped. */
 export class Reconciler {
-  readonly #run: () => Promise<Reconciled[]>;
-  readonly #everyMs: number;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #stopped = false;
   /** The last pass's findings, for /metrics and doctor. */
   last: Reconciled[] = [];
 
-  constructor(run: () => Promise<Reconciled[]>, everyMs: number) {
-    this.#run = run;
-    this.#everyMs = everyMs;
-  }
+  constructor(
+    private readonly run: () => Promise<Reconciled[]>,
+    private readonly everyMs: number,
+  ) {}
 
   start(): void {
     this.#schedule();
@@ -151,13 +149,13 @@ export class Reconciler {
   #schedule(): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
-      this.#running = this.#run()
+      this.#running = this.run()
         .then((found) => {
           this.last = found;
         })
         .catch(() => undefined)
         .finally(() => this.#schedule());
-    }, this.#everyMs);
+    }, this.everyMs);
     this.#timer.unref();
   }
 

@@ -17,10 +17,19 @@ const MAX_TRACKED = 100_000;
 /** And bytes: about 200 an address, so about 42,000 addresses in 8 MiB. */
 export const RATE_BUDGET_BYTES = 8 * 2 ** 20;
 
-interface Bucket {
+/** A bucket of N tokens refilled at N a minute, as it held `tokens` at `at` (milliseconds). */
+export interface Bucket {
   tokens: number;
   at: number;
 }
+
+/** What `held` holds at `now` in a bucket of `size` refilled at `size` a minute; unseen is full. */
+export const tokensAt = (held: Bucket | undefined, size: number, now: number) =>
+  held ? Math.min(size, held.tokens + (now - held.at) * (size / 60_000)) : size;
+
+/** Whole seconds, at least one, until a bucket of `size` a minute holding `tokens` holds one. */
+export const secondsToOne = (tokens: number, size: number) =>
+  Math.max(1, Math.ceil((1 - tokens) / (size / 60_000) / 1000));
 
 export type Taken =
   | { readonly ok: true; readonly release: () => void }
@@ -55,13 +64,8 @@ export class SettlementRate {
     const refused = this.refusal(parties);
     if (refused) return { ok: false, failure: refused };
     const now = this.#now();
-    const seen = new Set<string>();
-    const buckets = named(parties).filter(([role, address]) => {
-      const id = `${role}:${address}`;
-      if (seen.has(id)) return false;
-      seen.add(id);
-      return true;
-    });
+    // Each bucket once, though a party be named twice.
+    const buckets = [...new Map(named(parties).map((n) => [n.join(":"), n])).values()];
     for (const [role, address] of buckets) {
       this.#set(role, address, this.#tokens(role, address, now) - 1, now);
     }
@@ -84,10 +88,7 @@ export class SettlementRate {
   }
 
   #tokens(role: Role, address: string, now: number): number {
-    const size = this.#size(role);
-    const held = this.#buckets.get(`${role}:${address}`);
-    if (!held) return size;
-    return Math.min(size, held.tokens + ((now - held.at) * size) / 60_000);
+    return tokensAt(this.#buckets.get(`${role}:${address}`), this.#size(role), now);
   }
 
   #set(role: Role, address: string, tokens: number, now: number): void {
@@ -96,7 +97,7 @@ export class SettlementRate {
 
   #refuse(role: Role, address: string, tokens: number): Failure {
     const size = this.#size(role);
-    const seconds = Math.max(1, Math.ceil(((1 - tokens) * 60) / size));
+    const seconds = secondsToOne(tokens, size);
     return failure(
       "payer_throttled",
       `the ${role} ${address} is over this facilitator's rate of ${size} settlements a minute per ${role}; retry in ${seconds} s`,

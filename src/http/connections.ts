@@ -55,13 +55,14 @@ export interface ConnectionLimits {
 }
 
 export class ConnectionGate {
-  readonly #limits: ConnectionLimits;
   readonly #connections = new Map<Socket, Connection>();
   readonly #holders = new Map<string, Holder>();
   #served = 0;
 
-  constructor(server: Server, limits: ConnectionLimits) {
-    this.#limits = limits;
+  constructor(
+    server: Server,
+    private readonly limits: ConnectionLimits,
+  ) {
     server.on("connection", (socket: Socket) => this.#admit(socket));
     server.on("request", (request: IncomingMessage, response: ServerResponse) => {
       const socket = request.socket;
@@ -86,7 +87,7 @@ export class ConnectionGate {
 
   #admit(socket: Socket): void {
     const client = clientOf(socket.remoteAddress);
-    const { max, perClient } = this.#limits;
+    const { max, perClient } = this.limits;
     if (this.#connections.size >= max * 2 && !this.#displace(client, "any")) {
       socket.destroy();
       return;

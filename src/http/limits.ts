@@ -105,16 +105,8 @@ export function readBody(request: IncomingMessage, limits: BodyLimits): Promise<
         });
         return;
       }
-      let released = false;
-      finish({
-        ok: true,
-        body: Buffer.concat(chunks),
-        release: () => {
-          if (released) return;
-          released = true;
-          giveBack();
-        },
-      });
+      // Given back once: a second call gives back nothing.
+      finish({ ok: true, body: Buffer.concat(chunks), release: giveBack });
     });
     const cutOff = () =>
       finish({

@@ -1,6 +1,7 @@
 /** GET /metrics: prom-client loaded only by serve, a registry per instance. */
 import type * as Prom from "prom-client";
 import type { MetricsSink } from "../core/metrics.js";
+import { setNewest } from "../core/newest.js";
 import type { Facilitator } from "../facilitator.js";
 import { caip2, chainIdOfCaip2, chainIdOfV1Name, knownNetwork } from "../protocol/networks.js";
 import { looksSolana, solanaCluster, solanaNetworkOf } from "../protocol/solana-networks.js";
@@ -105,39 +106,32 @@ export async function createMetrics() {
   let configured = new Set<number>();
   /** The Solana clusters a configured RPC serves. */
   let solana = new Set<string>();
-  const seen = new Set<string>();
+  const seen = new Map<string, true>();
 
-  /** The balances read (each bounded), the unreadable left out. */
-  const balances = async <N>(
+  /** The balances read (each bounded), the unreadable left out, each under its labels. */
+  const balances = async <N, L extends string>(
     of: (
       facilitator: Facilitator,
       timeoutMs: number,
     ) => Promise<{ network: N; holder: string; amount?: bigint | undefined }[]>,
-  ) => {
+    labels: (network: N, holder: string) => Prom.LabelValues<L>,
+  ): Promise<[Prom.LabelValues<L>, number][]> => {
     const found = facilitator ? await of(facilitator, BALANCE_TIMEOUT_MS).catch(() => []) : [];
     return found.flatMap(({ network, holder, amount }) =>
-      amount === undefined ? [] : [{ network, holder, amount: Number(amount) }],
+      amount === undefined ? [] : [[labels(network, holder), Number(amount)]],
     );
   };
   scraped(
     "signer_balance_wei",
     "native balance of each signer on each chain of a configured RPC, read at scrape time",
     chainSigner,
-    async () =>
-      (await balances(signerBalances)).map((b) => [
-        { chain_id: String(b.network), signer: b.holder },
-        b.amount,
-      ]),
+    () => balances(signerBalances, (chainId, signer) => ({ chain_id: String(chainId), signer })),
   );
   scraped(
     "svm_fee_payer_lamports",
     "SOL of each Solana fee payer on each served cluster, in lamports, read at scrape time",
     ["network", "fee_payer"],
-    async () =>
-      (await balances(feePayerBalances)).map((b) => [
-        { network: b.network, fee_payer: b.holder },
-        b.amount,
-      ]),
+    () => balances(feePayerBalances, (network, fee_payer) => ({ network, fee_payer })),
   );
   /** Per chain of a configured RPC or with waste: the gas wasted in the window, or the budget. */
   const perChain = (name: string, help: string, which: "wastedGas" | "budget") =>
@@ -192,9 +186,7 @@ export async function createMetrics() {
   /** Whether `key` is reported for the first time (of the last SEEN_RECEIPTS). */
   const firstTime = (key: string): boolean => {
     if (seen.has(key)) return false;
-    seen.add(key);
-    const oldest = seen.values().next().value;
-    if (seen.size > SEEN_RECEIPTS && oldest !== undefined) seen.delete(oldest);
+    setNewest(seen, key, true, SEEN_RECEIPTS);
     return true;
   };
 

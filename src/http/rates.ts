@@ -1,5 +1,6 @@
 /** Rates on /verify and /settle per named API key or client address: past them, 429. */
 import { setNewest } from "../core/newest.js";
+import { type Bucket, secondsToOne, tokensAt } from "../core/settle-rate.js";
 import { type Failure, failure } from "../protocol/errors.js";
 
 /** A named key's rate when neither it nor the keys file names one: ten a second, sustained. */
@@ -7,11 +8,6 @@ export const DEFAULT_KEY_RATE = 600;
 export const MAX_RATE = 1_000_000;
 /** Buckets kept; past it the least recently used go (a forgotten bucket comes back full). */
 const MAX_BUCKETS = 100_000;
-
-interface Bucket {
-  tokens: number;
-  at: number;
-}
 
 export class RateBuckets {
   readonly #buckets = new Map<string, Bucket>();
@@ -26,12 +22,10 @@ export class RateBuckets {
   /** Takes one request of `who` at `perMinute`: undefined when it fits, else seconds to wait. */
   take(who: string, perMinute: number): number | undefined {
     const now = this.#now();
-    const perMs = perMinute / 60_000;
-    const held = this.#buckets.get(who);
-    const tokens = held ? Math.min(perMinute, held.tokens + (now - held.at) * perMs) : perMinute;
+    const tokens = tokensAt(this.#buckets.get(who), perMinute, now);
     // Most recently used last: the first in the map is the one to forget.
     setNewest(this.#buckets, who, { tokens: tokens < 1 ? tokens : tokens - 1, at: now }, this.#max);
-    return tokens < 1 ? Math.max(1, Math.ceil((1 - tokens) / perMs / 1000)) : undefined;
+    return tokens < 1 ? secondsToOne(tokens, perMinute) : undefined;
   }
 
   get size(): number {

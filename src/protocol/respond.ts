@@ -38,10 +38,6 @@ const X402_KEEPS_STATUS = new Set([
   "internal_error",
   "overloaded",
 ]);
-function x402Status(f: Failure): number {
-  return X402_KEEPS_STATUS.has(f.code) ? statusOf(f) : 200;
-}
-
 function x402Reason(f: Failure, op: Operation): string {
   const reason = x402ReasonOf(f);
   return reason === "unexpected_error" ? `unexpected_${op}_error` : reason;
@@ -105,7 +101,8 @@ export function renderSettle(
 
 /** An x402-dialect failure: `body`, with the payer when known. */
 function x402Failure(f: Failure, payer: string | undefined, body: Record<string, unknown>): Reply {
-  return { status: x402Status(f), body: payer ? { ...body, payer } : body, failure: f };
+  const status = X402_KEEPS_STATUS.has(f.code) ? statusOf(f) : 200;
+  return { status, body: payer ? { ...body, payer } : body, failure: f };
 }
 
 /** The settle's network as the body names it, for x402 answers to a request that did not parse. */

@@ -67,18 +67,15 @@ const states = new Map<string, ProviderState>();
 
 /** The state of `url`, made when first asked; a configured batch limit lowers what is known. */
 export function providerState(url: string, batchLimit?: number): ProviderState {
-  let state = states.get(url);
-  if (!state) {
-    state = {
-      batchLimit: DEFAULT_BATCH_LIMIT,
-      refusedBatches: 0,
-      calls: 0,
-      rateLimited: 0,
-      restUntil: 0,
-      limitedSince: undefined,
-    };
-    states.set(url, state);
-  }
+  const state = states.get(url) ?? {
+    batchLimit: DEFAULT_BATCH_LIMIT,
+    refusedBatches: 0,
+    calls: 0,
+    rateLimited: 0,
+    restUntil: 0,
+    limitedSince: undefined,
+  };
+  states.set(url, state);
   if (batchLimit !== undefined) state.batchLimit = Math.min(state.batchLimit, batchLimit);
   return state;
 }

@@ -56,7 +56,6 @@ export class GroupCommit {
   #appended = 0;
   #waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
   #pumping = false;
-  readonly #write: WriteBytes;
   /** The file's length after the last group written whole (read once, then counted). */
   #length: { fd: number; bytes: number } | undefined;
   /** The file may end mid-line (a failed group could not be cut back): the next group ends it first. */
@@ -68,9 +67,7 @@ export class GroupCommit {
   #held: Promise<unknown> | undefined;
 
   /** Only tests pass their own `write`: one that stops short where no small disk can be mounted. */
-  constructor(write: WriteBytes = writeBytes) {
-    this.#write = write;
-  }
+  constructor(private readonly write: WriteBytes = writeBytes) {}
 
   /** Appends whole lines; resolves once on disk, else rejects `store_unavailable`. */
   append(text: string): Promise<void> {
@@ -123,7 +120,7 @@ export class GroupCommit {
     let written = 0;
     try {
       while (written < bytes.length) {
-        const wrote = await this.#write(fd, bytes, written, bytes.length - written);
+        const wrote = await this.write(fd, bytes, written, bytes.length - written);
         // A regular file takes at least a byte or says why not; never loop on nothing.
         if (!(wrote > 0)) throw new Error(`wrote ${written} of ${bytes.length} bytes`);
         written += wrote;

@@ -158,14 +158,12 @@ export class JournalHistory {
     this.#pendingBytes += lineBytes(line);
     // A reader of a long uncompacted file (an earlier version's) keeps the newest of it.
     if (this.#reader && this.#toArchive.length > 2 * SEGMENT_RECORDS) {
-      this.#toArchive.splice(0, SEGMENT_RECORDS);
-      this.#pendingBytes = pendingBytes(this.#toArchive);
+      this.#holdForSegment(this.#toArchive.slice(SEGMENT_RECORDS));
     }
     // Reading a long uncompacted file: history goes to disk as it is read, not kept in memory.
     else if (this.commits.fd === undefined && this.#segmentDue()) {
       atOnce(this.archive.write(this.#toArchive, this.archive.through + ++this.#unfinished));
-      this.#toArchive = [];
-      this.#pendingBytes = 0;
+      this.#holdForSegment([]);
     }
   }
 
@@ -188,8 +186,7 @@ export class JournalHistory {
       renameSync(this.#next, this.file);
       atOnce(dirSteps(path.dirname(this.file)));
       archive.through = segment;
-      this.#toArchive = [];
-      this.#pendingBytes = 0;
+      this.#holdForSegment([]);
       this.#lines = this.#linesCompacted = live + 1;
     } catch {
       rmSync(this.#next, { force: true });
@@ -206,6 +203,12 @@ export class JournalHistory {
     if (grown > Math.max(this.#compactAfter, this.#linesCompacted) || this.#segmentDue()) {
       void this.#start();
     }
+  }
+
+  /** What waits for the next segment, its bytes counted. */
+  #holdForSegment(lines: ArchivedLine[]): void {
+    this.#toArchive = lines;
+    this.#pendingBytes = pendingBytes(lines);
   }
 
   /** What left memory is enough for a segment: in records, or in bytes of the heap it holds. */
@@ -267,8 +270,7 @@ export class JournalHistory {
       const { size } = await promisify(fstat)(fd);
       const snapshot = this.snapshot();
       taken = this.#toArchive ?? [];
-      this.#toArchive = [];
-      this.#pendingBytes = 0;
+      this.#holdForSegment([]);
       return { size, snapshot };
     });
     if (!cut) return;
@@ -307,8 +309,7 @@ export class JournalHistory {
       if (segment > archive.through) archive.removeUnfinished();
       // The old file still holds what was taken for the segment: it goes to the next one.
       if (this.#toArchive) {
-        this.#toArchive = taken.concat(this.#toArchive);
-        this.#pendingBytes = pendingBytes(this.#toArchive);
+        this.#holdForSegment(taken.concat(this.#toArchive));
       }
       throw error;
     }

@@ -198,10 +198,8 @@ export class Journal implements SettlementStore {
     const refused = this.#schemeState.raise(namespace, id, value, seenAt);
     if (this.#commits.fd === undefined || refused !== undefined) return refused;
     // Written a second later, a line per id: the hot path waits for no disk (the port allows it).
-    if (!this.#raiseFlush) {
-      this.#raiseFlush = setTimeout(() => this.#flushRaises(), RAISE_FLUSH_MS);
-      this.#raiseFlush.unref();
-    }
+    this.#raiseFlush ??= setTimeout(() => this.#flushRaises(), RAISE_FLUSH_MS);
+    this.#raiseFlush.unref();
     return undefined;
   }
 
@@ -238,13 +236,8 @@ export class Journal implements SettlementStore {
   /** Who settled with us (a count per payer and asset), kept past the entries themselves. */
   readonly #settledBy = new SettledBy();
 
-  async settlementsOf(
-    network: string,
-    who: { payer: string } | { asset: string },
-    atMost: number,
-  ): Promise<number> {
-    return this.#settledBy.count(network, who, atMost);
-  }
+  readonly settlementsOf: NonNullable<SettlementStore["settlementsOf"]> = (network, who, atMost) =>
+    Promise.resolve(this.#settledBy.count(network, who, atMost));
 
   close(): void {
     clearTimeout(this.#raiseFlush);

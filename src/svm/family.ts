@@ -28,6 +28,7 @@ import {
   solanaCluster,
   solanaNetworkOf,
 } from "../protocol/solana-networks.js";
+import { isObject } from "../protocol/words.js";
 import type { RpcRegistry } from "../rpc/rpc.js";
 import { svmHeld, svmSpendOf } from "./chain/ledger-reads.js";
 import { TRANSACTION_VERSIONS } from "./exact/constants.js";
@@ -134,10 +135,7 @@ export class SvmFamily implements ChainFamily {
     const { asset, payTo, amount } = offered;
     if (!isSolanaAddress(asset) || !isSolanaAddress(payTo)) return undefined;
     if (typeof amount !== "string" || !/^\d+$/.test(amount)) return undefined;
-    const extra: Record<string, unknown> =
-      typeof offered.extra === "object" && offered.extra !== null && !Array.isArray(offered.extra)
-        ? { ...offered.extra }
-        : {};
+    const extra: Record<string, unknown> = isObject(offered.extra) ? { ...offered.extra } : {};
     if (extra.feePayer === undefined) {
       extra.feePayer = feePayers[this.#offerTurn++ % feePayers.length];
     } else if (typeof extra.feePayer !== "string" || !feePayers.includes(extra.feePayer)) {

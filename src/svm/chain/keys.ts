@@ -51,10 +51,7 @@ const signingKeys = new WeakMap<SvmFeePayer, KeyObject>();
 
 /** The fee payer's Ed25519 signature of `message` (deterministic: one message, one signature). */
 export function signWithFeePayer(feePayer: SvmFeePayer, message: Uint8Array): Uint8Array {
-  let key = signingKeys.get(feePayer);
-  if (!key) {
-    key = ed25519PrivateKey(feePayer.secretKey.subarray(0, 32));
-    signingKeys.set(feePayer, key);
-  }
+  const key = signingKeys.get(feePayer) ?? ed25519PrivateKey(feePayer.secretKey.subarray(0, 32));
+  signingKeys.set(feePayer, key);
   return new Uint8Array(sign(null, message, key));
 }

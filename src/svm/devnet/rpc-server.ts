@@ -38,10 +38,6 @@ function stringifyJson(value: unknown): string {
 
 type Id = string | number | null;
 
-function reply(id: Id, result: unknown) {
-  return { jsonrpc: "2.0", result, id };
-}
-
 function replyError(id: Id, { code, message, data }: RpcError) {
   const error = data === undefined ? { code, message } : { code, message, data };
   return { jsonrpc: "2.0", error, id };
@@ -64,7 +60,7 @@ async function answer(handlers: Record<string, RpcHandler>, request: unknown) {
   const handler = Object.hasOwn(handlers, method) ? handlers[method] : undefined;
   if (!handler) return fail(id, METHOD_NOT_FOUND, `Method not found: ${method}`);
   try {
-    return reply(id, await handler(params ?? []));
+    return { jsonrpc: "2.0", result: await handler(params ?? []), id };
   } catch (error) {
     if (error instanceof RpcError) return replyError(id, error);
     const message = error instanceof Error ? error.message : String(error);

@@ -91,8 +91,6 @@ export function isMemoOrLighthouse(ix: SvmInstruction): boolean {
 
 /** The payer as the reference names it: account 4 of the first token-program instruction with 4. */
 export function tokenPayer(instructions: readonly SvmInstruction[]): string | undefined {
-  for (const ix of instructions) {
-    if (isTokenProgram(ix.programId) && ix.accounts.length >= 4) return ix.accounts[3];
-  }
-  return undefined;
+  return instructions.find((ix) => isTokenProgram(ix.programId) && ix.accounts.length >= 4)
+    ?.accounts[3];
 }

@@ -1,4 +1,5 @@
 /** Follows a sent transaction until confirmed, failed, unlandable (blockhash gone) or timed out. */
+import { setTimeout as delay } from "node:timers/promises";
 import type { Client } from "viem";
 import { isUnreachable } from "../../rpc/rpc.js";
 import { isBlockhashValid, signatureStatuses } from "./rpc.js";
@@ -44,10 +45,7 @@ export async function followSignature(
     // Asked soon at first (a slot is 400 ms), then every pollMs.
     const wait = Math.min(options.pollMs, FIRST_POLL_MS * 2 ** poll);
     if (Date.now() + wait > deadline) return { kind: "timeout" };
-    await new Promise((resolve) => {
-      const timer = setTimeout(resolve, wait);
-      if (options.background) timer.unref();
-    });
+    await delay(wait, undefined, { ref: !options.background });
   }
 }
 

@@ -1,15 +1,12 @@
 /** From the request alone: a Solana payment's journal key (our signature remakes its id) and payer. */
 
 import { getBase58Decoder } from "@solana/kit";
+import type { SettlementKey } from "../../core/family.js";
 import type { Parties } from "../../deny-list/deny-list.js";
 import { type SvmFeePayer, signWithFeePayer } from "../chain/keys.js";
 import { SVM_KEY_PREFIX } from "../chain/ledger-reads.js";
 import { decodeSvmTransaction, type SvmTransaction } from "./decode.js";
 import { tokenPayer } from "./instructions.js";
-
-export type SvmSettlementKey =
-  | { readonly ok: true; readonly key: string }
-  | { readonly ok: false; readonly why: string };
 
 /** Our fee payer's signature of `tx` (undefined without its key): the transaction's id and key. */
 export function signAsFeePayer(
@@ -29,7 +26,7 @@ export function svmSettlementKey(
   network: string,
   transaction: unknown,
   keys: readonly SvmFeePayer[],
-): SvmSettlementKey {
+): SettlementKey {
   const decoded = decodeSvmTransaction(transaction);
   if (!decoded.ok) return { ok: false, why: `its transaction cannot be read: ${decoded.message}` };
   const signed = signAsFeePayer(network, decoded.transaction, keys);

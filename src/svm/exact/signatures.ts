@@ -42,10 +42,7 @@ export function ed25519Verifies(
 
 /** The first required signer after the fee payer whose signature is missing or wrong. */
 export function firstBadSignature(tx: SvmTransaction): string | undefined {
-  for (const { signer, signature } of tx.signatures.slice(1)) {
-    if (signature?.length !== 64 || !ed25519Verifies(signer, signature, tx.messageBytes)) {
-      return signer;
-    }
-  }
-  return undefined;
+  const bad = ({ signer, signature }: SvmTransaction["signatures"][number]) =>
+    signature?.length !== 64 || !ed25519Verifies(signer, signature, tx.messageBytes);
+  return tx.signatures.slice(1).find(bad)?.signer;
 }

@@ -32,22 +32,16 @@ export async function smartWalletUnpaid(
 ): Promise<Extract<SettleResult, { ok: false }> | undefined> {
   const paid = await transferLanded(ctx.client, signature, payment, ctx.feePayers);
   if (paid === "paid") return undefined;
-  const answer = { ok: false as const, payer: payment.payer, transactionHash: signature };
-  if (paid === "unknown") {
-    return {
-      ...answer,
-      failure: failure(
-        "settlement_pending",
-        "the transaction landed, and the node does not show it yet to confirm its transfer; retry to follow it (it is never sent twice)",
-      ),
-    };
-  }
-  return {
-    ...answer,
-    failure: failure(
-      "settlement_failed",
-      `the transaction landed without the transfer its simulation showed (${payment.amount} of ${payment.mint} to ${payment.destination}): nothing was paid, and the payer must sign a new payment`,
-      { x402Reason: POST_SETTLEMENT_NOT_CONFIRMED },
-    ),
-  };
+  const refused =
+    paid === "unknown"
+      ? failure(
+          "settlement_pending",
+          "the transaction landed, and the node does not show it yet to confirm its transfer; retry to follow it (it is never sent twice)",
+        )
+      : failure(
+          "settlement_failed",
+          `the transaction landed without the transfer its simulation showed (${payment.amount} of ${payment.mint} to ${payment.destination}): nothing was paid, and the payer must sign a new payment`,
+          { x402Reason: POST_SETTLEMENT_NOT_CONFIRMED },
+        );
+  return { ok: false, payer: payment.payer, transactionHash: signature, failure: refused };
 }
