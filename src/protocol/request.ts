@@ -149,36 +149,47 @@ export function parseRequest(body: unknown): ParsedRequest {
   /** The first schema issue of `paths[which]`, answered. */
   const invalidAt = (error: z.core.$ZodError, which: "payload" | "requirements") =>
     reject(invalidField(describeIssue(error, paths[which]), paths[which]), payer);
-  const payload = (version === 2 ? payloadV2Schema : payloadV1Schema).safeParse(rawPayload);
-  if (!payload.success) return invalidAt(payload.error, "payload");
-  const requirementsSchema = version === 2 ? requirementsV2Schema : requirementsV1Schema;
-  const requirements = requirementsSchema.safeParse(body[paths.requirements]);
-  if (!requirements.success) return invalidAt(requirements.error, "requirements");
-  const { data } = payload;
-  const common = { dialect, payload: data.payload, paths, waitUntil };
-  if (data.x402Version === 2) {
-    const { accepted, extensions, resource } = data;
-    const request: PaymentRequest = {
-      ...common,
-      x402Version: 2,
-      payloadScheme: accepted.scheme,
-      payloadNetwork: accepted.network,
-      requirements: requirements.data as Requirements,
-      extensions: extensions ?? undefined,
-      resource,
+  if (version === 2) {
+    const payload = payloadV2Schema.safeParse(rawPayload);
+    if (!payload.success) return invalidAt(payload.error, "payload");
+    const requirements = requirementsV2Schema.safeParse(body[paths.requirements]);
+    if (!requirements.success) return invalidAt(requirements.error, "requirements");
+    const { accepted, extensions, resource } = payload.data;
+    return {
+      ok: true,
+      request: {
+        dialect,
+        x402Version: 2,
+        payloadScheme: accepted.scheme,
+        payloadNetwork: accepted.network,
+        payload: payload.data.payload,
+        requirements: requirements.data,
+        extensions: extensions ?? undefined,
+        resource,
+        paths,
+        waitUntil,
+      },
     };
-    return { ok: true, request };
   }
-  // v1 names the amount maxAmountRequired.
-  const { maxAmountRequired, ...rest } = requirements.data as z.infer<typeof requirementsV1Schema>;
-  const request: PaymentRequest = {
-    ...common,
-    x402Version: 1,
-    payloadScheme: data.scheme,
-    payloadNetwork: data.network,
-    requirements: { ...rest, amount: maxAmountRequired },
+
+  const payload = payloadV1Schema.safeParse(rawPayload);
+  if (!payload.success) return invalidAt(payload.error, "payload");
+  const requirements = requirementsV1Schema.safeParse(body[paths.requirements]);
+  if (!requirements.success) return invalidAt(requirements.error, "requirements");
+  const { maxAmountRequired, ...rest } = requirements.data;
+  return {
+    ok: true,
+    request: {
+      dialect,
+      x402Version: 1,
+      payloadScheme: payload.data.scheme,
+      payloadNetwork: payload.data.network,
+      payload: payload.data.payload,
+      requirements: { ...rest, amount: maxAmountRequired },
+      paths,
+      waitUntil,
+    },
   };
-  return { ok: true, request };
 }
 
 /** invalid_request, with the x402 reason telling payload from requirements problems. */
