@@ -37,7 +37,7 @@ import {
 } from "./checks.js";
 import { authorizationDigest, eip3009Abi, transferCalldata } from "./eip3009-encoding.js";
 import { address, bytes32, signatureBytes, uint256 } from "./fields.js";
-import { nonceTaken } from "./judge.js";
+import { nonceTaken, sameTransfer } from "./judge.js";
 import type { Verified } from "./method.js";
 import { exactPaymentMethod } from "./pipeline.js";
 import {
@@ -283,8 +283,8 @@ export const eip3009 = exactPaymentMethod<Eip3009Payment>({
   async sameAsJournal(ctx, payment, entry) {
     const { requirements, authorization: auth } = payment;
     const asked = isAddressEqual(requirements.payTo, auth.to) && requirements.amount === auth.value;
-    const taken = nonceTaken(entry, asked && expectedTransfer(payment));
-    return taken ?? journaledTokenSigner(ctx, payment, auth.from, digestOf(ctx, payment));
+    if (!asked || !sameTransfer(expectedTransfer(payment), entry)) return nonceTaken(entry);
+    return journaledTokenSigner(ctx, payment, auth.from, digestOf(ctx, payment));
   },
 
   diagnose,

@@ -3,32 +3,35 @@
 import { type Hex, isAddressEqual, type TransactionReceipt } from "viem";
 import { Success } from "../../core/settle-loop.js";
 import type { EntryState, JournalEntry } from "../../core/store.js";
-import { type Failure, failed, failure } from "../../protocol/errors.js";
+import { failed, failure } from "../../protocol/errors.js";
 import type { SettleResult } from "../../protocol/results.js";
 import { type EvmTransfer, evmEntry } from "../chain/entry.js";
 import type { CallOutcome } from "../chain/outcome.js";
 import { receiptHasTransfer } from "../chain/receipts.js";
 import type { EvmContext } from "../context.js";
 
-/** Null when the journaled transfer moves the same token to the same recipient, the same value
- * (`expect` false: the payment asks for other than was signed); else another payment holds the nonce. */
-export function nonceTaken(
-  entry: JournalEntry,
-  expect: EvmTransfer | false,
-  nonce = "authorization nonce",
-  x402Reason?: string,
-): Failure | null {
+/** The journaled transfer moves the same token to the same recipient, the same value. */
+export function sameTransfer(expect: EvmTransfer, entry: JournalEntry): boolean {
   const journaled = evmEntry(entry).expect;
-  const same =
-    expect &&
+  return (
     journaled !== undefined &&
     isAddressEqual(expect.to, journaled.to) &&
     expect.value === journaled.value &&
-    isAddressEqual(expect.token, journaled.token);
-  if (same) return null;
-  const why = `this ${nonce} is already being settled for another payment (${entry.hashes.at(-1)})`;
-  return failure("nonce_already_used", why, { x402Reason });
+    isAddressEqual(expect.token, journaled.token)
+  );
 }
+
+/** A journaled settlement of another payment holds this nonce. */
+export const nonceTaken = (
+  entry: JournalEntry,
+  nonce = "authorization nonce",
+  x402Reason?: string,
+) =>
+  failure(
+    "nonce_already_used",
+    `this ${nonce} is already being settled for another payment (${entry.hashes.at(-1)})`,
+    { x402Reason },
+  );
 
 /** Writes a settlement's state down; should the store fail, only the note is lost. */
 export const noteState = (ctx: EvmContext, key: string, state: EntryState) =>

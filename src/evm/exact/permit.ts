@@ -34,7 +34,7 @@ import {
   unitsOf,
 } from "./checks.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
-import { nonceTaken } from "./judge.js";
+import { nonceTaken, sameTransfer } from "./judge.js";
 import type { Verified } from "./method.js";
 import { splitSignature } from "./permit2-encoding.js";
 import { exactPaymentMethod } from "./pipeline.js";
@@ -269,9 +269,8 @@ export const permit = exactPaymentMethod<PermitPayment>({
   verify,
 
   async sameAsJournal(ctx, payment, entry) {
-    const { owner } = payment.authorization;
-    const taken = nonceTaken(entry, expectedTransfer(payment));
-    return taken ?? journaledTokenSigner(ctx, payment, owner, digestOf(ctx, payment));
+    if (!sameTransfer(expectedTransfer(payment), entry)) return nonceTaken(entry);
+    return journaledTokenSigner(ctx, payment, payment.authorization.owner, digestOf(ctx, payment));
   },
 
   diagnose,

@@ -26,7 +26,7 @@ import {
   erc20ApprovalSponsoring,
 } from "./erc20-approval.js";
 import { address, signatureBytes, uint256 } from "./fields.js";
-import { nonceTaken } from "./judge.js";
+import { nonceTaken, sameTransfer } from "./judge.js";
 import type { ExactMethod, Verified } from "./method.js";
 import {
   checkPermit2Terms,
@@ -204,9 +204,10 @@ export function permit2MethodOf<A extends Permit2Authorization>(
     verify: (ctx, request, payment, options) => verify(scheme, ctx, request, payment, options),
     async sameAsJournal(ctx, payment, entry) {
       const { authorization: auth, signature } = payment;
-      const expect = scheme.asked(payment) && expectedTransfer(payment);
-      const taken = nonceTaken(entry, expect, "Permit2 nonce", "permit2_invalid_nonce");
-      return taken ?? journaledSigner(ctx, auth.from, scheme.digest(ctx.chainId, auth), signature);
+      if (!scheme.asked(payment) || !sameTransfer(expectedTransfer(payment), entry)) {
+        return nonceTaken(entry, "Permit2 nonce", "permit2_invalid_nonce");
+      }
+      return journaledSigner(ctx, auth.from, scheme.digest(ctx.chainId, auth), signature);
     },
     diagnose: (ctx, payment, revert) => diagnose(ctx, payment, revert, scheme.proxy),
     revertedReason: scheme.revertedReason,
