@@ -75,7 +75,13 @@ function tokenMismatch(config: ChannelConfig, requirements: Requirements) {
 }
 
 /** A channel as the contract holds it. */
-export type ChannelState = Awaited<ReturnType<typeof readChannel>>;
+export interface ChannelState {
+  readonly balance: bigint;
+  readonly totalClaimed: bigint;
+  /** Unix seconds a timed withdrawal was started; 0 when none is pending. */
+  readonly withdrawRequestedAt: number;
+  readonly refundNonce: bigint;
+}
 
 /** Views of one channel each, read in one `eth_call` through the settlement's `multicall`. */
 export async function readViews(
@@ -91,14 +97,13 @@ export async function readViews(
 const STATE_VIEWS = ["channels", "pendingWithdrawals", "refundNonce"] as const;
 
 /** The channel's state at the latest block, in one call (not one per view). */
-export async function readChannel(ctx: EvmContext, channelId: Hex) {
+export async function readChannel(ctx: EvmContext, channelId: Hex): Promise<ChannelState> {
   const views = STATE_VIEWS.map((view) => [view, channelId] as const);
   const [[balance, totalClaimed], [, initiatedAt], refundNonce] = (await readViews(ctx, views)) as [
     readonly [bigint, bigint],
     readonly [bigint, number],
     bigint,
   ];
-  // withdrawRequestedAt: unix seconds a timed withdrawal was started; 0 when none is pending.
   return { balance, totalClaimed, withdrawRequestedAt: Number(initiatedAt), refundNonce };
 }
 

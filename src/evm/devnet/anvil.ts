@@ -18,7 +18,17 @@ export interface AnvilOptions {
   mining?: "auto" | "manual";
 }
 
-export type AnvilInstance = Awaited<ReturnType<typeof startAnvil>>;
+export interface AnvilInstance {
+  rpcUrl: string;
+  host: string;
+  port: number;
+  chainId: number;
+  /** The mining mode anvil was started with. */
+  mining: "auto" | "manual";
+  pid: number;
+  /** Stops anvil (SIGTERM, then SIGKILL after 2 s). Safe to call more than once. */
+  stop(): Promise<void>;
+}
 
 const STARTUP_TIMEOUT_MS = 20_000;
 const KILL_GRACE_MS = 2_000;
@@ -49,8 +59,14 @@ function anvilBinaryPath(): string {
 const liveChildren = new Set<ChildProcess>();
 
 function killLiveChildren(): void {
-  // kill() does not throw for SIGKILL: a child already gone answers false.
-  for (const child of liveChildren) child.kill("SIGKILL");
+  for (const child of liveChildren) {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  liveChildren.clear();
 }
 
 function track(child: ChildProcess): void {
@@ -59,7 +75,8 @@ function track(child: ChildProcess): void {
 }
 
 function untrack(child: ChildProcess): void {
-  if (liveChildren.delete(child) && liveChildren.size === 0) process.off("exit", killLiveChildren);
+  if (!liveChildren.delete(child)) return;
+  if (liveChildren.size === 0) process.off("exit", killLiveChildren);
 }
 
 /** anvil's banner lists the dev accounts' private keys and mnemonic: never pass those on. */
@@ -85,7 +102,7 @@ function checkInteger(name: string, value: number, min: number, max: number): vo
   }
 }
 
-export async function startAnvil(options: AnvilOptions = {}) {
+export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInstance> {
   const host = options.host ?? "127.0.0.1";
   const requestedPort = options.port ?? 0;
   const chainId = options.chainId ?? 31337;
@@ -97,8 +114,11 @@ export async function startAnvil(options: AnvilOptions = {}) {
 
   const args = ["--host", host, "--port", String(requestedPort), "--chain-id", String(chainId)];
   // "auto": automine each transaction, plus an interval block every N seconds on an idle chain.
-  if (mining === "auto") args.push("--mixed-mining", "--block-time", String(blockTimeSeconds));
-  else args.push("--no-mining");
+  args.push(
+    ...(mining === "auto"
+      ? ["--mixed-mining", "--block-time", String(blockTimeSeconds)]
+      : ["--no-mining"]),
+  );
 
   const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "pipe", "pipe"] });
   track(child);
@@ -189,10 +209,8 @@ export async function startAnvil(options: AnvilOptions = {}) {
     host,
     port,
     chainId,
-    /** The mining mode anvil was started with. */
     mining,
     pid: child.pid,
-    /** Stops anvil (SIGTERM, then SIGKILL after 2 s). Safe to call more than once. */
     stop,
   };
 }

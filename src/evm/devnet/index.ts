@@ -1,9 +1,10 @@
 /** The local devnet: anvil with the test tokens and x402 contracts in place, and funded payers. */
 import { randomBytes } from "node:crypto";
 import { type Address, bytesToHex, encodeFunctionData, getAddress } from "viem";
-import { type AnvilOptions, startAnvil } from "./anvil.js";
+import { type AnvilInstance, type AnvilOptions, startAnvil } from "./anvil.js";
 import { testErc1271WalletAbi, testErc1271WalletRuntimeBytecode } from "./artifacts.js";
 import {
+  type DevnetInfo,
   type DevnetLike,
   devnetTestClient,
   mintCall,
@@ -33,14 +34,17 @@ export {
   erc6492Signature,
 } from "./smart-wallet.js";
 
-export type Devnet = Awaited<ReturnType<typeof startDevnet>>;
+export type Devnet = DevnetInfo & {
+  anvil: AnvilInstance;
+  /** Stops the anvil node. Safe to call more than once. */
+  stop(): Promise<void>;
+};
 
 /** Starts anvil and prepares it (contracts in place, funded payers; see prepareDevnet). */
-export async function startDevnet(options: AnvilOptions = {}) {
+export async function startDevnet(options: AnvilOptions = {}): Promise<Devnet> {
   const anvil = await startAnvil(options);
   try {
     const info = await prepareDevnet(anvil.rpcUrl, anvil.chainId, { mining: anvil.mining });
-    // stop(): stops the anvil node. Safe to call more than once.
     return { ...info, anvil, stop: () => anvil.stop() };
   } catch (error) {
     await anvil.stop();

@@ -12,10 +12,22 @@ import {
 import { testSmartWalletBytecode, testSmartWalletFactoryAbi } from "./artifacts.js";
 import { type DevnetInfo, type DevnetLike, runDevnetCalls } from "./setup.js";
 
-export type CounterfactualWallet = ReturnType<typeof counterfactualWallet>;
+export interface CounterfactualWallet {
+  /** Where the factory deploys the wallet. */
+  readonly address: Address;
+  readonly owner: Address;
+  readonly salt: bigint;
+  /** The factory, and the call to it that deploys the wallet (ERC-6492's factory data). */
+  readonly factory: Address;
+  readonly factoryData: Hex;
+}
 
 /** The wallet TestSmartWalletFactory deploys for `owner` and `salt` (computed, not read). */
-export function counterfactualWallet(devnet: DevnetInfo, owner: Address, salt: bigint = 0n) {
+export function counterfactualWallet(
+  devnet: DevnetInfo,
+  owner: Address,
+  salt: bigint = 0n,
+): CounterfactualWallet {
   const address = getContractAddress({
     opcode: "CREATE2",
     from: devnet.walletFactory,
@@ -30,8 +42,6 @@ export function counterfactualWallet(devnet: DevnetInfo, owner: Address, salt: b
     functionName: "createAccount",
     args: [owner, salt],
   });
-  // `address`: where the factory deploys the wallet; `factory` and `factoryData`: the call to it
-  // that deploys the wallet (ERC-6492's factory data).
   return { address, owner, salt, factory: devnet.walletFactory, factoryData };
 }
 
