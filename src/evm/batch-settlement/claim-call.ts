@@ -108,10 +108,12 @@ export async function rowsThatMove(
   rows: readonly VoucherClaim[],
 ): Promise<{ ok: true; rows: VoucherClaim[] } | { ok: false; failure: Failure }> {
   const ids = rows.map((row) => channelIdOf(row.voucher.channel, ctx.chainId));
-  const totals = await claimedTotals(ctx, [...new Set(ids)]).catch((error: unknown) =>
-    chainFailure(error, "reading the claimed channels"),
-  );
-  if ("code" in totals) return failed(totals);
+  let totals: Map<Hex, bigint>;
+  try {
+    totals = await claimedTotals(ctx, [...new Set(ids)]);
+  } catch (error) {
+    return { ok: false, failure: chainFailure(error, "reading the claimed channels") };
+  }
   const moving = rows.filter((row, i) => row.totalClaimed > (totals.get(ids[i] as Hex) ?? 0n));
   if (moving.length > 0) return { ok: true, rows: moving };
   const first = rows[0];

@@ -92,10 +92,12 @@ export async function settleRefund(
   // Who may have our key sign is decided before anything is read.
   const refundSigned = await refundSignature(ctx, request, payload, channelId);
   if (!refundSigned.ok) return refuse(refundSigned.failure);
-  const before = await readChannel(ctx, channelId).catch((error: unknown) =>
-    chainFailure(error, "reading the channel"),
-  );
-  if ("code" in before) return refuse(before);
+  let before: ChannelState;
+  try {
+    before = await readChannel(ctx, channelId);
+  } catch (error) {
+    return refuse(chainFailure(error, "reading the channel"));
+  }
   if (claimedAfter(payload, before, channelId, ctx.chainId) === before.balance) {
     return refuse(
       rejected("refund_no_balance", `nothing is left to refund in channel ${channelId}`),
@@ -158,16 +160,18 @@ export async function settleSweep(
   const parsed = parsePayload(request, sweepSchema, "settle");
   if (!parsed.ok) return parsed;
   const { receiver, token } = parsed.value;
-  const read = await ctx.client
-    .readContract({
+  let claimed: bigint;
+  let settled: bigint;
+  try {
+    [claimed, settled] = await ctx.client.readContract({
       address: SETTLEMENT_ADDRESS,
       abi: SETTLEMENT_ABI,
       functionName: "receivers",
       args: [receiver, token],
-    })
-    .catch((error: unknown) => chainFailure(error, "reading what the receiver has claimed"));
-  if ("code" in read) return failed(read);
-  const [claimed, settled] = read;
+    });
+  } catch (error) {
+    return { ok: false, failure: chainFailure(error, "reading what the receiver has claimed") };
+  }
   if (claimed <= settled) {
     return failed(
       rejected(
