@@ -21,21 +21,14 @@ export async function followSvmSettlement(
   });
   const [status] = await signatureStatuses(ctx.client, [signature], true);
   if (status?.confirmed) {
-    // Landed without error: paid, unpaid (failed), or not yet shown by the node (open).
-    const paid = status.err === null ? await landedPaid(ctx, entry, signature) : undefined;
-    if (paid === "unknown") {
-      return at("open", "landed; the node does not show it yet to confirm its transfer");
-    }
-    if (paid === "paid") {
+    if (status.err === null) {
+      const unpaid = await landedUnpaid(ctx, entry, signature);
+      if (unpaid) return at(unpaid.outcome, unpaid.detail);
       ctx.ledger.landed(entry.key, BigInt(status.slot));
       return at("landed", `in slot ${status.slot}`);
     }
     ctx.ledger.release(entry.key);
-    if (paid === undefined) return at("failed", `it failed in slot ${status.slot}`);
-    return at(
-      "failed",
-      "it landed without its transfer (post_settlement_transfer_not_confirmed): nothing was paid",
-    );
+    return at("failed", `it failed in slot ${status.slot}`);
   }
   if (status) return at("open", "processed, not yet confirmed");
   const raw = entry.raws.at(-1);
@@ -46,6 +39,28 @@ export async function followSvmSettlement(
   if (unseen === "seen") return at("open", "seen at last; not yet confirmed");
   ctx.ledger.release(entry.key);
   return at("failed", "its blockhash expired before it landed: it took nothing");
+}
+
+/** Landed without error but unpaid (failed), or not yet shown by the node (open). */
+async function landedUnpaid(
+  ctx: SvmSettleContext,
+  entry: JournalEntry,
+  signature: string,
+): Promise<Pick<Followed, "outcome" | "detail"> | undefined> {
+  const paid = await landedPaid(ctx, entry, signature);
+  if (paid === "paid") return undefined;
+  if (paid === "unknown") {
+    return {
+      outcome: "open",
+      detail: "landed; the node does not show it yet to confirm its transfer",
+    };
+  }
+  ctx.ledger.release(entry.key);
+  return {
+    outcome: "failed",
+    detail:
+      "it landed without its transfer (post_settlement_transfer_not_confirmed): nothing was paid",
+  };
 }
 
 /** Whether a settlement that landed without error paid (no side effects); no transfer: paid. */
