@@ -20,13 +20,15 @@ Ctrl-C (or SIGTERM) refuses new requests (503) and lets those in flight answer, 
 --shutdown-timeout; a settle still waiting then is answered settlement_pending: it is in the
 journal and a retry follows it. A second Ctrl-C stops at once (exit 130).`;
 
-const settling = withSettings(withSettlementOptions(new Command("serve")), "claimBatchWait")
+// Built in the order help lists the flags.
+const serve = withSettlementOptions(new Command("serve"));
+withSettings(serve, "claimBatchWait")
   .description(
     "serve /verify, /settle, /accepts, /supported, /health, /readyz, /metrics and /llms.txt over HTTP",
   )
   .option("--host <host>", "address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)")
   .option("--port <port>", "port (default 4020)");
-const serving = withSettings(settling, "retainDays", "apiKey", "apiKeysFile")
+withSettings(serve, "retainDays", "apiKey", "apiKeysFile")
   .option(
     "--allowed-host <name>",
     "without an API key, also answer requests for this Host (repeatable; *.example.com for a domain)",
@@ -45,7 +47,14 @@ const serving = withSettings(settling, "retainDays", "apiKey", "apiKeysFile")
     "--max-inflight-bytes <bytes>",
     "request-body bytes buffered across requests in flight; past it 503 overloaded (default 8388608)",
   );
-const controls = [
+withSettings(serve, "minSignerBalance").option(
+  "--max-heap <MiB>",
+  "heap of the serving worker; if it runs out, the server restarts (default 96)",
+);
+withChainOptions(serve);
+
+export const serveCommand = withSettings(
+  serve,
   "erc6492Factories",
   "denyList",
   "builderCode",
@@ -53,16 +62,6 @@ const controls = [
   "minAmounts",
   "ratePerPayer",
   "shutdownTimeout",
-] as const;
-
-export const serveCommand = withSettings(
-  withChainOptions(
-    withSettings(serving, "minSignerBalance").option(
-      "--max-heap <MiB>",
-      "heap of the serving worker; if it runs out, the server restarts (default 96)",
-    ),
-  ),
-  ...controls,
 )
   .option("-q, --quiet", "no banner and no request log on stderr")
   .addHelpText("after", afterHelp(SERVE_HELP))
